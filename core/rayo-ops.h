@@ -1,0 +1,95 @@
+/* rayo-ops.h - the one list of rayo's operations.
+ *
+ * Every op is declared exactly once, here.  The list drives the public API
+ * wrappers (rayo.h), the dispatch slots, the names used in configuration and
+ * tools, and the conformance table.  Adding an op = one line here + kernels.
+ *
+ * RAYO_OP(ID, ENUM, NAME, CLASS, TOL_REL, TOL_ABS, SCALE, SUMMARY)
+ *   ID       stable numeric id, part of the plugin ABI; never reused.
+ *   ENUM     the op's constant in rayo.h: RAYO_OP_<ENUM>.
+ *   NAME     the op's name in the API (rayo_NAME), config ([op.NAME]) and tools.
+ *   CLASS    signature class: how the fields of rayo_call are used (see below).
+ *   TOL_REL, TOL_ABS, SCALE   the accuracy contract: for each output element
+ *            |y - ref| <= TOL_REL * scale + TOL_ABS, where ref is computed in
+ *            float64 from the same float inputs and scale is
+ *              ELEM: |ref|
+ *              SUM:  the sum of |terms| that make the element (reductions,
+ *                    dot, matmul, gemv, norms): the conditioning of the sum.
+ *            TOL_REL = TOL_ABS = 0 means the result must be exact.
+ *   SUMMARY  one line for humans (rayo-info, docs).
+ *
+ * NaN/Inf contract (all backends, checked by the conformance suite):
+ *   elementwise ops follow IEEE-754 / C99 libm semantics of the float64
+ *   reference; maximum/minimum/max/min/argmax PROPAGATE NaN (a NaN input gives
+ *   a NaN result; argmax returns the index of the first NaN); relu(NaN) = NaN;
+ *   clip(NaN) = NaN.
+ *
+ * This file may be included several times with different RAYO_OP definitions.
+ */
+#ifndef RAYO_OP
+#error "define RAYO_OP(ID, ENUM, NAME, CLASS, TOL_REL, TOL_ABS, SCALE, SUMMARY) before including rayo-ops.h"
+#endif
+
+/* Signature classes (fields of rayo_call used; see rayo-plugin.h):
+ *   BINARY    y[i] = f(a[i], b[i]), i < n
+ *   UNARY     y[i] = f(a[i]) ; UNARY_P uses alpha ; UNARY_P2 uses alpha, beta
+ *   AXPY      y[i] = alpha * a[i] + y[i]             (y is read and written)
+ *   REDUCE    *(float *)y = f(a[0..n))  ; REDUCE2: f(a, b)
+ *   ARGREDUCE *(size_t *)y = index
+ *   ROWS      for each of m rows of n: y_row = f(a_row)
+ *   NORM      for each of m rows of n: y = f(a; gamma=b, beta=c, eps=alpha)
+ *   MATMUL    C(m x n) = alpha * op(A) op(B) + beta * C ; a=A, b=B, y=C
+ *             op(A) is m x k, op(B) is k x n; flags: RAYO_TRANS_A/B
+ *   GEMV      y(m') = alpha * op(A) x + beta * y ; A is m x n ; a=A, b=x
+ *   TRANSPOSE y (n x m) = a (m x n)^T
+ *   BIAS_ACT  y[i][j] = act(a[i][j] + b[j]) for m rows of n; flags = act
+ */
+
+/* binary, elementwise */
+RAYO_OP( 1, ADD,         add,        BINARY,    0,      0,      ELEM, "y = a + b")
+RAYO_OP( 2, SUB,         sub,        BINARY,    0,      0,      ELEM, "y = a - b")
+RAYO_OP( 3, MUL,         mul,        BINARY,    0,      0,      ELEM, "y = a * b")
+RAYO_OP( 4, DIV,         div,        BINARY,    1.2e-7, 0,      ELEM, "y = a / b")
+RAYO_OP( 5, MAXIMUM,     maximum,    BINARY,    0,      0,      ELEM, "y = max(a, b), NaN propagates")
+RAYO_OP( 6, MINIMUM,     minimum,    BINARY,    0,      0,      ELEM, "y = min(a, b), NaN propagates")
+RAYO_OP( 7, SCALE,       scale,      UNARY_P,   0,      0,      ELEM, "y = alpha * x")
+RAYO_OP( 8, AXPY,        axpy,       AXPY,      1.2e-7, 0,      SUM,  "y = alpha * x + y")
+
+/* unary, activations */
+RAYO_OP(16, RELU,        relu,       UNARY,     0,      0,      ELEM, "y = max(x, 0)")
+RAYO_OP(17, LEAKY_RELU,  leaky_relu, UNARY_P,   0,      0,      ELEM, "y = x > 0 ? x : alpha * x")
+RAYO_OP(18, ELU,         elu,        UNARY_P,   2e-6,   1e-7,   ELEM, "y = x > 0 ? x : alpha * (exp(x) - 1)")
+RAYO_OP(19, SELU,        selu,       UNARY,     2e-6,   1e-7,   ELEM, "y = 1.0507 * (x > 0 ? x : 1.67326 * (exp(x) - 1))")
+RAYO_OP(20, SIGMOID,     sigmoid,    UNARY,     2e-6,   1e-7,   ELEM, "y = 1 / (1 + exp(-x))")
+RAYO_OP(21, TANH,        tanh,       UNARY,     2e-6,   1e-7,   ELEM, "y = tanh(x)")
+RAYO_OP(22, GELU,        gelu,       UNARY,     2e-6,   1e-7,   ELEM, "y = x * (1 + erf(x / sqrt(2))) / 2")
+RAYO_OP(23, GELU_TANH,   gelu_tanh,  UNARY,     2e-6,   1e-7,   ELEM, "y = x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) / 2")
+RAYO_OP(24, SILU,        silu,       UNARY,     2e-6,   1e-7,   ELEM, "y = x * sigmoid(x)  (swish)")
+RAYO_OP(25, MISH,        mish,       UNARY,     2e-6,   1e-7,   ELEM, "y = x * tanh(log(1 + exp(x)))")
+RAYO_OP(26, HARDSWISH,   hardswish,  UNARY,     2.4e-7, 0,      ELEM, "y = x * clip(x + 3, 0, 6) / 6")
+RAYO_OP(27, CLIP,        clip,       UNARY_P2,  0,      0,      ELEM, "y = min(max(x, alpha), beta)")
+RAYO_OP(28, EXP,         exp,        UNARY,     2e-6,   0,      ELEM, "y = exp(x)")
+RAYO_OP(29, LOG,         log,        UNARY,     2e-6,   1e-7,   ELEM, "y = log(x)")
+RAYO_OP(30, SQRT,        sqrt,       UNARY,     1.2e-7, 0,      ELEM, "y = sqrt(x)")
+RAYO_OP(31, ABS,         abs,        UNARY,     0,      0,      ELEM, "y = |x|")
+
+/* reductions */
+RAYO_OP(40, SUM,         sum,        REDUCE,    1e-5,   0,      SUM,  "y = sum(x)")
+RAYO_OP(41, DOT,         dot,        REDUCE2,   1e-5,   0,      SUM,  "y = sum(a * b)")
+RAYO_OP(42, MAX,         max,        REDUCE,    0,      0,      ELEM, "y = max(x), NaN propagates; -inf for n = 0")
+RAYO_OP(43, MIN,         min,        REDUCE,    0,      0,      ELEM, "y = min(x), NaN propagates; +inf for n = 0")
+RAYO_OP(44, ARGMAX,      argmax,     ARGREDUCE, 0,      0,      ELEM, "y = index of the first maximum (first NaN if any); n = 0 is an error")
+RAYO_OP(45, NORM_L1,     norm_l1,    REDUCE,    1e-5,   0,      SUM,  "y = sum(|x|)")
+RAYO_OP(46, NORM_L2,     norm_l2,    REDUCE,    1e-5,   0,      ELEM,  "y = sqrt(sum(x^2)), no overflow for |x| < FLT_MAX")
+
+/* row-wise */
+RAYO_OP(60, SOFTMAX,     softmax,    ROWS,      4e-6,   1e-9,   ELEM, "y = exp(x - max) / sum(exp(x - max)) per row")
+RAYO_OP(61, LOG_SOFTMAX, log_softmax,ROWS,      4e-6,   4e-6,   ELEM, "y = x - max - log(sum(exp(x - max))) per row")
+RAYO_OP(62, LAYERNORM,   layernorm,  NORM,      4e-6,   4e-6,   ELEM, "y = (x - mean) / sqrt(var + eps) * gamma + beta per row")
+RAYO_OP(63, RMSNORM,     rmsnorm,    NORM,      4e-6,   4e-6,   ELEM, "y = x / sqrt(mean(x^2) + eps) * gamma per row")
+
+/* matrix */
+RAYO_OP(80, MATMUL,      matmul,     MATMUL,    1e-5,   0,      SUM,  "C = alpha op(A) op(B) + beta C, row-major")
+RAYO_OP(81, GEMV,        gemv,       GEMV,      1e-5,   0,      SUM,  "y = alpha op(A) x + beta y, row-major")
+RAYO_OP(82, TRANSPOSE,   transpose,  TRANSPOSE, 0,      0,      ELEM, "y = x^T")
+RAYO_OP(83, BIAS_ACT,    bias_act,   BIAS_ACT,  2e-6,   1e-7,   ELEM, "y = act(x + bias) per row; act in flags")

@@ -1,0 +1,199 @@
+/* rayo-plugin.h - the plugin ABI of rayo (the only header a plugin includes).
+ *
+ * A plugin is a shared object named rayo-NAME.so that exports one data
+ * symbol, `rayo_plugin` (a rayo_plugin_descriptor).  The core dlopens the
+ * file (RTLD_NOW | RTLD_LOCAL), reads and checks the descriptor - magic, ABI
+ * major, struct size, the CPU features the plugin was compiled for, checked
+ * against the CPU *and* the OS (cpuid + XGETBV on x86, HWCAP on Arm) - and
+ * only then calls any plugin code:
+ *
+ *   probe()  cheap: is the hardware/driver here, which devices; a reason if not
+ *   init()   for one device, with the host services; returns the plugin state
+ *   ops[]    {op id, kernel} pairs; unknown ids are ignored by the core, ops
+ *            the plugin lacks fall through to the next backend
+ *   memory   optional device buffers and batches (GPU plugins).  A plugin
+ *            without them works on host memory; the core then provides
+ *            buffers and batches itself over host memory.
+ *   fini()   at rayo_close, before dlclose.
+ *
+ * Versioning: a core accepts plugins of its ABI major and any minor.  Structs
+ * begin with their size so either side can grow them at the end: a newer core
+ * reads only the fields an older plugin has; a plugin must check
+ * host->struct_size before using host fields added after minor 0.
+ *
+ * Rules for kernels:
+ *   - A kernel returns RAYO_OK, or an error without having modified any
+ *     output that is also an input (axpy's y, matmul's C with beta != 0,
+ *     in-place calls): the core then passes the call to the next backend.
+ *   - RAYO_E_UNSUPPORTED for parameters it does not handle (e.g. a transpose
+ *     flag): the core falls through without logging an error.
+ *   - Kernels may be called concurrently from several threads on one state.
+ *   - Sizes reaching a kernel are validated by the core: byte counts fit in
+ *     size_t, pointers are non-NULL where the op needs them, n > 0 (the core
+ *     answers empty calls itself).
+ */
+#ifndef RAYO_PLUGIN_H
+#define RAYO_PLUGIN_H
+
+#include "rayo.h"
+#include <stdarg.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RAYO_PLUGIN_ABI_MAJOR 1
+#define RAYO_PLUGIN_ABI_MINOR 0
+#define RAYO_PLUGIN_MAGIC 0x4f594152u /* "RAYO" little-endian */
+
+#if defined(__GNUC__)
+#define RAYO_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define RAYO_PLUGIN_EXPORT
+#endif
+
+/* ---- CPU features (descriptor.cpu_features; host->cpu_features) -------- */
+#define RAYO_CPU_X86_SSE2    (1ull << 0)
+#define RAYO_CPU_X86_SSE41   (1ull << 1)
+#define RAYO_CPU_X86_AVX     (1ull << 2)  /* includes OS YMM state (XGETBV) */
+#define RAYO_CPU_X86_AVX2    (1ull << 3)  /* includes OS YMM state */
+#define RAYO_CPU_X86_FMA     (1ull << 4)  /* includes OS YMM state */
+#define RAYO_CPU_X86_F16C    (1ull << 5)
+#define RAYO_CPU_X86_AVX512F (1ull << 6)  /* includes OS ZMM/opmask state */
+#define RAYO_CPU_X86_AVX512BW (1ull << 7)
+#define RAYO_CPU_X86_AVX512VL (1ull << 8)
+#define RAYO_CPU_ARM_ASIMD   (1ull << 16) /* AArch64 Advanced SIMD (HWCAP_ASIMD) */
+#define RAYO_CPU_ARM_FP16    (1ull << 17)
+#define RAYO_CPU_ARM_DOTPROD (1ull << 18)
+#define RAYO_CPU_ARM_SVE     (1ull << 19)
+#define RAYO_CPU_WASM_SIMD128 (1ull << 32)
+
+/* Architecture a plugin was built for (descriptor.arch); the core refuses a
+ * plugin of another architecture with a clear reason. */
+#define RAYO_ARCH_ANY     0u  /* portable code (scalar; GPU plugins' host side is still native) */
+#define RAYO_ARCH_X86_64  1u
+#define RAYO_ARCH_AARCH64 2u
+#define RAYO_ARCH_WASM32  3u
+
+/* ---- host services, passed to probe and init --------------------------- */
+typedef struct rayo_host rayo_host;
+struct rayo_host {
+    size_t struct_size;
+    unsigned abi_major, abi_minor;        /* of the core */
+    void *core;                           /* opaque, for the functions below */
+    uint64_t cpu_features;                /* what the CPU and OS support (after masking) */
+    /* Log a message under the plugin's name (level: rayo_log_level). */
+    void (*log)(const rayo_host *host, int level, const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 3, 4)))
+#endif
+        ;
+    /* Set the detail message that goes with the status a kernel returns
+     * (rayo_last_error() shows it when no other backend succeeds). */
+    void (*set_error)(const rayo_host *host, const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 2, 3)))
+#endif
+        ;
+    /* A key of the plugin's own config section [backend.NAME], or NULL. */
+    const char *(*config)(const rayo_host *host, const char *key);
+    /* Aligned host memory (align: a power of two >= sizeof(void *)). */
+    void *(*alloc_aligned)(size_t align, size_t bytes);
+    void (*free_aligned)(void *ptr);
+    /* The core's thread pool: runs fn(arg, task, worker) for task in
+     * [0, n_tasks) on up to num_threads() threads, the caller included, and
+     * returns when all are done.  worker < num_threads() identifies the thread
+     * (for per-thread scratch).  Safe to call from concurrent kernels: when
+     * the pool is busy the tasks run on the calling thread (worker 0). */
+    unsigned (*num_threads)(const rayo_host *host);
+    void (*parallel_for)(const rayo_host *host, size_t n_tasks,
+                         void (*fn)(void *arg, size_t task, unsigned worker), void *arg);
+    /* A per-user cache directory for this plugin (pipeline/JIT caches),
+     * created on demand; NULL if none can be used. */
+    const char *(*cache_dir)(const rayo_host *host);
+};
+
+/* ---- probe ---------------------------------------------------------------- */
+#define RAYO_MAX_DEVICES 16
+#define RAYO_DEVICE_HOST_MEMORY 0x1u /* kernels work on host pointers directly */
+
+typedef struct rayo_device_desc {
+    char name[128];
+    uint32_t type;           /* rayo_device_type */
+    uint32_t flags;          /* RAYO_DEVICE_* */
+    uint64_t memory_bytes;   /* 0 if unknown */
+} rayo_device_desc;
+
+typedef struct rayo_probe_result {
+    size_t struct_size;
+    uint32_t device_count;
+    rayo_device_desc devices[RAYO_MAX_DEVICES];
+    char reason[256];        /* why device_count is 0 (or a note) */
+} rayo_probe_result;
+
+/* ---- kernels ------------------------------------------------------------- */
+typedef rayo_status (*rayo_kernel_fn)(void *state, const rayo_call *call);
+
+typedef struct rayo_op_entry {
+    uint32_t op;             /* rayo_op id */
+    rayo_kernel_fn fn;
+} rayo_op_entry;
+
+/* ---- device memory and batches (optional) ------------------------------- */
+typedef struct rayo_dev_operand {
+    void *buf;               /* the plugin's buffer handle */
+    size_t offset;           /* bytes */
+} rayo_dev_operand;
+
+typedef struct rayo_dev_call {
+    uint32_t op, flags;
+    size_t m, n, k;
+    float alpha, beta;
+    rayo_dev_operand a, b, c, y;  /* buf NULL = operand unused */
+} rayo_dev_call;
+
+typedef struct rayo_memory_api {
+    size_t struct_size;
+    rayo_status (*buffer_alloc)(void *state, size_t bytes, void **buf);
+    void (*buffer_free)(void *state, void *buf);
+    rayo_status (*buffer_write)(void *state, void *buf, size_t offset, const void *src, size_t bytes);
+    rayo_status (*buffer_read)(void *state, void *buf, size_t offset, void *dst, size_t bytes);
+    rayo_status (*batch_begin)(void *state, void **batch);
+    /* Checked by the core before: op known, operands in bounds. */
+    rayo_status (*batch_record)(void *state, void *batch, const rayo_dev_call *call);
+    /* Asynchronous: returns once the work is queued. */
+    rayo_status (*batch_submit)(void *state, void *batch);
+    /* The batch's status: the first error of any op in it. */
+    rayo_status (*batch_wait)(void *state, void *batch, uint64_t timeout_ns);
+    void (*batch_free)(void *state, void *batch);
+} rayo_memory_api;
+
+/* ---- the descriptor --------------------------------------------------------
+ * Data only: the core reads it before running any code of the plugin. */
+typedef struct rayo_plugin_descriptor {
+    uint32_t magic;          /* RAYO_PLUGIN_MAGIC */
+    uint16_t abi_major;      /* RAYO_PLUGIN_ABI_MAJOR */
+    uint16_t abi_minor;      /* RAYO_PLUGIN_ABI_MINOR */
+    uint32_t struct_size;    /* sizeof(rayo_plugin_descriptor) */
+    uint32_t arch;           /* RAYO_ARCH_* */
+    char name[32];           /* "avx2": the name used in config and tools */
+    char version[32];        /* the plugin's own version */
+    uint64_t cpu_features;   /* RAYO_CPU_* the code was compiled to require */
+    uint32_t rank;           /* preference among CPU backends: higher first (scalar 10, SIMD 50) */
+    uint32_t reserved;
+
+    rayo_status (*probe)(const rayo_host *host, rayo_probe_result *result);
+    rayo_status (*init)(const rayo_host *host, uint32_t device, void **state);
+    void (*fini)(void *state);
+    const rayo_op_entry *ops;
+    size_t op_count;
+    const rayo_memory_api *memory;  /* NULL: host memory (the core provides buffers) */
+} rayo_plugin_descriptor;
+
+/* Define the descriptor:  RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {...}; */
+#define RAYO_PLUGIN_SYMBOL "rayo_plugin"
+
+#ifdef __cplusplus
+}
+#endif
+#endif

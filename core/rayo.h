@@ -1,0 +1,294 @@
+/* rayo.h - public API of librayo.
+ *
+ * rayo runs numeric kernels on whatever compute the machine has.  The core
+ * loads backends (scalar, avx2, neon, vulkan, cuda, wasm) as plugins, ranks
+ * them and resolves, for every op, a chain of backends that can run it.
+ *
+ *   rayo_context *ctx;
+ *   if (rayo_open(&ctx, NULL) != RAYO_OK) { fprintf(stderr, "%s\n", rayo_last_error()); ... }
+ *   rayo_add(ctx, a, b, y, n);
+ *   rayo_close(ctx);
+ *
+ * Every function that can fail returns a rayo_status; rayo_last_error() gives
+ * a human-readable message for the last failure on the calling thread.
+ * A context may be used by several threads at once.
+ */
+#ifndef RAYO_H
+#define RAYO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(RAYO_BUILDING_CORE) && defined(__GNUC__)
+#define RAYO_API __attribute__((visibility("default")))
+#else
+#define RAYO_API
+#endif
+
+#define RAYO_VERSION_MAJOR 0
+#define RAYO_VERSION_MINOR 1
+#define RAYO_VERSION_PATCH 0
+
+/* ---- status ---------------------------------------------------------- */
+typedef enum rayo_status {
+    RAYO_OK = 0,
+    RAYO_E_INVALID = 1,     /* a NULL pointer, a bad flag or parameter */
+    RAYO_E_OVERFLOW = 2,    /* sizes whose product or byte count overflows, or absurd sizes */
+    RAYO_E_NOMEM = 3,       /* host or device memory exhausted */
+    RAYO_E_UNSUPPORTED = 4, /* this backend cannot run this op / these parameters */
+    RAYO_E_BACKEND = 5,     /* a backend failed at run time (driver error, launch failure) */
+    RAYO_E_DEVICE_LOST = 6, /* the device is gone; the backend is disabled for this context */
+    RAYO_E_NOT_FOUND = 7,   /* no such backend, op or device */
+    RAYO_E_CONFIG = 8,      /* invalid configuration (only where the caller asked to be strict) */
+    RAYO_E_ABI = 9,         /* plugin ABI mismatch */
+    RAYO_E_TIMEOUT = 10,    /* a batch did not complete in the time given */
+    RAYO_E_NO_BACKEND = 11, /* no loaded backend can run this call */
+    RAYO_E_STATE = 12       /* wrong order of calls (e.g. recording into a submitted batch) */
+} rayo_status;
+
+RAYO_API const char *rayo_strerror(rayo_status status);
+/* Message of the last failure on this thread ("" if none).  Valid until the
+ * next rayo call on this thread. */
+RAYO_API const char *rayo_last_error(void);
+
+/* ---- ops --------------------------------------------------------------- */
+typedef enum rayo_op {
+#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) RAYO_OP_##ENUM = ID,
+#include "rayo-ops.h"
+#undef RAYO_OP
+    RAYO_OP_ID_LIMIT = 256 /* op ids are below this */
+} rayo_op;
+
+/* flags of rayo_call.flags */
+#define RAYO_TRANS_A 0x1u /* matmul, gemv: use A transposed */
+#define RAYO_TRANS_B 0x2u /* matmul: use B transposed */
+
+/* activations of bias_act (rayo_call.flags) */
+typedef enum rayo_activation {
+    RAYO_ACT_NONE = 0,
+    RAYO_ACT_RELU = 1,
+    RAYO_ACT_GELU = 2,
+    RAYO_ACT_SILU = 3,
+    RAYO_ACT_TANH = 4,
+    RAYO_ACT_SIGMOID = 5,
+    RAYO_ACT_LIMIT
+} rayo_activation;
+
+/* One call of any op on host memory.  Which fields an op reads is given by
+ * its signature class in rayo-ops.h.  Unused fields must be 0/NULL. */
+typedef struct rayo_call {
+    uint32_t op;      /* rayo_op */
+    uint32_t flags;   /* RAYO_TRANS_*, or the rayo_activation of bias_act */
+    size_t m, n, k;   /* sizes; vector ops use n only */
+    float alpha, beta;/* op parameters (scale factor, eps, clip bounds...) */
+    const float *a, *b, *c; /* inputs */
+    void *y;          /* output: float *, or size_t * for argmax */
+} rayo_call;
+
+/* Metadata from the op list. */
+typedef enum rayo_op_class {
+    RAYO_CLASS_BINARY, RAYO_CLASS_UNARY, RAYO_CLASS_UNARY_P, RAYO_CLASS_UNARY_P2,
+    RAYO_CLASS_AXPY, RAYO_CLASS_REDUCE, RAYO_CLASS_REDUCE2, RAYO_CLASS_ARGREDUCE,
+    RAYO_CLASS_ROWS, RAYO_CLASS_NORM, RAYO_CLASS_MATMUL, RAYO_CLASS_GEMV,
+    RAYO_CLASS_TRANSPOSE, RAYO_CLASS_BIAS_ACT
+} rayo_op_class;
+
+typedef enum rayo_scale_kind { RAYO_SCALE_ELEM, RAYO_SCALE_SUM } rayo_scale_kind;
+
+typedef struct rayo_op_info {
+    rayo_op id;
+    const char *name;
+    rayo_op_class cls;
+    double tol_rel, tol_abs;  /* accuracy contract, see rayo-ops.h */
+    rayo_scale_kind scale;
+    const char *summary;
+} rayo_op_info;
+
+/* All ops, in list order; *count receives their number. */
+RAYO_API const rayo_op_info *rayo_ops(size_t *count);
+/* The op with this name or id, or NULL. */
+RAYO_API const rayo_op_info *rayo_op_by_name(const char *name);
+RAYO_API const rayo_op_info *rayo_op_by_id(uint32_t id);
+
+/* ---- opening a context ------------------------------------------------- */
+typedef enum rayo_log_level {
+    RAYO_LOG_ERROR = 0, RAYO_LOG_WARN = 1, RAYO_LOG_INFO = 2, RAYO_LOG_DEBUG = 3
+} rayo_log_level;
+
+typedef void (*rayo_log_fn)(void *user, rayo_log_level level, const char *msg);
+
+typedef struct rayo_options {
+    size_t struct_size;        /* sizeof(rayo_options): lets the struct grow */
+    /* Configuration text in rayo.conf syntax, applied after every file and
+     * environment variable (the application has the last word).  This is how
+     * a build without config files (wasm) is configured. */
+    const char *settings;
+    /* Skip $sysconfdir/rayo and $XDG_CONFIG_HOME files (RAYO_CONFIG and the
+     * environment still apply unless no_environment is set). */
+    int no_config_files;
+    int no_environment;        /* ignore RAYO_* environment variables */
+    const char *sysconf_dir;   /* replaces $sysconfdir/rayo (tests, relocation) */
+    rayo_log_fn log;           /* NULL: messages go to stderr at the configured level */
+    void *log_user;
+} rayo_options;
+
+typedef struct rayo_context rayo_context;
+
+/* Opens a context: reads config, loads and probes plugins, resolves dispatch.
+ * opts may be NULL.  Fails only if no backend at all could be loaded. */
+RAYO_API rayo_status rayo_open(rayo_context **ctx, const rayo_options *opts);
+RAYO_API void rayo_close(rayo_context *ctx);
+
+/* ---- ops on host memory ------------------------------------------------
+ * Generated from rayo-ops.h.  The signatures per class:
+ *   BINARY    rayo_status rayo_add(ctx, const float *a, const float *b, float *y, size_t n)
+ *   UNARY     rayo_status rayo_relu(ctx, const float *x, float *y, size_t n)
+ *   UNARY_P   rayo_status rayo_scale(ctx, const float *x, float *y, size_t n, float alpha)
+ *   UNARY_P2  rayo_status rayo_clip(ctx, const float *x, float *y, size_t n, float lo, float hi)
+ *   AXPY      rayo_status rayo_axpy(ctx, const float *x, float *y, size_t n, float alpha)
+ *   REDUCE    rayo_status rayo_sum(ctx, const float *x, size_t n, float *result)
+ *   REDUCE2   rayo_status rayo_dot(ctx, const float *a, const float *b, size_t n, float *result)
+ *   ARGREDUCE rayo_status rayo_argmax(ctx, const float *x, size_t n, size_t *index)
+ *   ROWS      rayo_status rayo_softmax(ctx, const float *x, float *y, size_t rows, size_t cols)
+ *   NORM      rayo_status rayo_layernorm(ctx, const float *x, const float *gamma,
+ *                 const float *beta, float *y, size_t rows, size_t cols, float eps)
+ *             (gamma, beta may be NULL: 1 and 0; rmsnorm ignores beta)
+ *   MATMUL    rayo_status rayo_matmul(ctx, unsigned flags, size_t m, size_t n, size_t k,
+ *                 float alpha, const float *A, const float *B, float beta, float *C)
+ *   GEMV      rayo_status rayo_gemv(ctx, unsigned flags, size_t m, size_t n, float alpha,
+ *                 const float *A, const float *x, float beta, float *y)
+ *   TRANSPOSE rayo_status rayo_transpose(ctx, const float *x, float *y, size_t rows, size_t cols)
+ *   BIAS_ACT  rayo_status rayo_bias_act(ctx, const float *x, const float *bias, float *y,
+ *                 size_t rows, size_t cols, rayo_activation act)
+ * Outputs may alias inputs exactly (y == a) for elementwise ops; other
+ * overlaps are undefined.  Matrices are row-major and contiguous. */
+#define RAYO_DECL_BINARY(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *a, const float *b, float *y, size_t n);
+#define RAYO_DECL_UNARY(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t n);
+#define RAYO_DECL_UNARY_P(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t n, float alpha);
+#define RAYO_DECL_UNARY_P2(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t n, float lo, float hi);
+#define RAYO_DECL_AXPY(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t n, float alpha);
+#define RAYO_DECL_REDUCE(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, size_t n, float *result);
+#define RAYO_DECL_REDUCE2(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *a, const float *b, size_t n, float *result);
+#define RAYO_DECL_ARGREDUCE(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, size_t n, size_t *index);
+#define RAYO_DECL_ROWS(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t rows, size_t cols);
+#define RAYO_DECL_NORM(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, const float *gamma, const float *beta, float *y, size_t rows, size_t cols, float eps);
+#define RAYO_DECL_MATMUL(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, unsigned flags, size_t m, size_t n, size_t k, float alpha, const float *A, const float *B, float beta, float *C);
+#define RAYO_DECL_GEMV(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, unsigned flags, size_t m, size_t n, float alpha, const float *A, const float *x, float beta, float *y);
+#define RAYO_DECL_TRANSPOSE(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t rows, size_t cols);
+#define RAYO_DECL_BIAS_ACT(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, const float *bias, float *y, size_t rows, size_t cols, rayo_activation act);
+#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) RAYO_DECL_##CLASS(NAME)
+#include "rayo-ops.h"
+#undef RAYO_OP
+
+/* Any op through one entry point (bindings, tools).  Same checks and
+ * dispatch as the typed functions. */
+RAYO_API rayo_status rayo_run(rayo_context *ctx, const rayo_call *call);
+/* Runs the call on one backend only (no chain, no fallback): for tests and
+ * benchmarks.  backend is a backend name as rayo-info prints it. */
+RAYO_API rayo_status rayo_run_on(rayo_context *ctx, const char *backend, const rayo_call *call);
+
+/* ---- device buffers and batches ---------------------------------------
+ * A buffer lives on one backend (its device memory; host memory for CPU
+ * backends).  A batch records ops on buffers of that backend and runs them
+ * with one submission; errors are reported per batch, by submit or wait. */
+typedef struct rayo_buffer rayo_buffer;
+typedef struct rayo_batch rayo_batch;
+
+/* backend NULL: the first backend of the default order that has device
+ * memory of its own (a GPU), else the best CPU backend. */
+RAYO_API rayo_status rayo_buffer_create(rayo_context *ctx, const char *backend, size_t bytes, rayo_buffer **buf);
+RAYO_API void rayo_buffer_destroy(rayo_buffer *buf);
+RAYO_API rayo_status rayo_buffer_write(rayo_buffer *buf, size_t offset, const void *src, size_t bytes);
+RAYO_API rayo_status rayo_buffer_read(rayo_buffer *buf, size_t offset, void *dst, size_t bytes);
+RAYO_API size_t rayo_buffer_size(const rayo_buffer *buf);
+RAYO_API const char *rayo_buffer_backend(const rayo_buffer *buf);
+
+/* An operand of a batched op: a buffer and an offset in BYTES (a multiple of 4). */
+typedef struct rayo_operand {
+    rayo_buffer *buf;
+    size_t offset;
+} rayo_operand;
+
+typedef struct rayo_batch_call {
+    uint32_t op, flags;
+    size_t m, n, k;
+    float alpha, beta;
+    rayo_operand a, b, c, y;
+} rayo_batch_call;
+
+RAYO_API rayo_status rayo_batch_create(rayo_context *ctx, const char *backend, rayo_batch **batch);
+/* Records an op; it runs at submit, in recording order.  All operands must be
+ * buffers of the batch's backend and large enough (checked here). */
+RAYO_API rayo_status rayo_batch_record(rayo_batch *batch, const rayo_batch_call *call);
+RAYO_API rayo_status rayo_batch_submit(rayo_batch *batch);
+/* timeout_ns: UINT64_MAX waits forever. */
+RAYO_API rayo_status rayo_batch_wait(rayo_batch *batch, uint64_t timeout_ns);
+/* Waits for a submitted batch, then frees it. */
+RAYO_API void rayo_batch_destroy(rayo_batch *batch);
+
+/* ---- introspection ----------------------------------------------------- */
+typedef enum rayo_device_type {
+    RAYO_DEVICE_CPU = 0,          /* native CPU */
+    RAYO_DEVICE_GPU = 1,          /* discrete or integrated GPU */
+    RAYO_DEVICE_SOFTWARE = 2,     /* a software/emulated device (lavapipe) */
+    RAYO_DEVICE_OTHER = 3
+} rayo_device_type;
+
+typedef enum rayo_backend_status {
+    RAYO_BACKEND_LOADED = 0,   /* active: used by dispatch */
+    RAYO_BACKEND_REJECTED = 1, /* refused before any of its code ran (ABI, CPU, descriptor) */
+    RAYO_BACKEND_UNAVAILABLE = 2, /* probe or init says no (no driver, no device) */
+    RAYO_BACKEND_DISABLED = 3, /* denied by configuration */
+    RAYO_BACKEND_SHADOWED = 4  /* another file of the same name was found first */
+} rayo_backend_status;
+
+typedef struct rayo_backend_info {
+    const char *name;          /* "scalar", "avx2", ... (file name when unknown) */
+    const char *path;          /* the plugin file */
+    const char *version;       /* the plugin's own version, "" if not read */
+    unsigned abi_major, abi_minor;
+    rayo_backend_status status;
+    const char *reason;        /* why not loaded, or "" */
+    const char *device;        /* name of the device in use, or "" */
+    rayo_device_type device_type;
+    size_t device_count;       /* devices the probe reported */
+    unsigned rank;             /* position in the default order, 0 = first */
+    size_t op_count;           /* ops it implements */
+} rayo_backend_info;
+
+RAYO_API size_t rayo_backend_count(const rayo_context *ctx);
+RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, rayo_backend_info *info);
+
+/* The names of the devices of backend `index` (as its probe reported them). */
+RAYO_API const char *rayo_backend_device_name(const rayo_context *ctx, size_t index, size_t device);
+
+/* The chain of an op: links in order; each link is a loaded backend with the
+ * size window it accepts (max_size SIZE_MAX = no upper bound). */
+typedef struct rayo_link_info {
+    const char *backend;
+    size_t min_size, max_size;
+} rayo_link_info;
+RAYO_API size_t rayo_chain(const rayo_context *ctx, rayo_op op, rayo_link_info *links, size_t max_links);
+/* The backend a call of `op` with work size `size` would go to first
+ * (size: n for vector ops, rows*cols for row ops, m*n*k for matmul). */
+RAYO_API const char *rayo_backend_for(const rayo_context *ctx, rayo_op op, size_t size);
+
+/* Config files read, in order (for rayo-info). */
+RAYO_API size_t rayo_config_file_count(const rayo_context *ctx);
+RAYO_API const char *rayo_config_file(const rayo_context *ctx, size_t index, const char **status);
+/* Effective value of a setting ("dispatch.order"), or NULL. */
+RAYO_API const char *rayo_config_get(const rayo_context *ctx, const char *section, const char *key);
+/* Threads of the core's pool (including the caller). */
+RAYO_API unsigned rayo_thread_count(const rayo_context *ctx);
+RAYO_API const char *rayo_version(void);
+/* Where the core looks for plugins, in order, separated by ':' */
+RAYO_API const char *rayo_plugin_search_path(const rayo_context *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1 @@
+# plugins/avx2: not written yet (see issues)

@@ -1,0 +1,1 @@
+# plugins/cuda: not written yet (see issues)

@@ -1,0 +1,1 @@
+# plugins/neon: not written yet (see issues)

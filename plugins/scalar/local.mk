@@ -1,0 +1,1 @@
+# plugins/scalar: the portable C backend that always exists.

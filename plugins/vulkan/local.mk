@@ -1,0 +1,1 @@
+# plugins/vulkan: not written yet (see issues)

@@ -1,0 +1,1 @@
+# plugins/wasm: not written yet (see issues)

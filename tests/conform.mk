@@ -1,0 +1,1 @@
+# conformance tests (written with core/conform.c)

@@ -1,0 +1,2 @@
+# tests/: everything here runs in `make check`.
+include tests/conform.mk
