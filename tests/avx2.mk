@@ -1,0 +1,1 @@
+# tests for the avx2 backend (not written yet)

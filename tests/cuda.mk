@@ -1,0 +1,1 @@
+# tests for the cuda backend (not written yet)

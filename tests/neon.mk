@@ -1,0 +1,1 @@
+# tests for the neon backend (not written yet)

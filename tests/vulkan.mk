@@ -1,0 +1,1 @@
+# tests for the vulkan backend (not written yet)

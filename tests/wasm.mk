@@ -1,0 +1,1 @@
+# tests for the wasm backend (not written yet)
