@@ -134,12 +134,16 @@ typedef struct rayo_options {
     const char *sysconf_dir;   /* replaces $sysconfdir/rayo (tests, relocation) */
     rayo_log_fn log;           /* NULL: messages go to stderr at the configured level */
     void *log_user;
+    /* Open even when no backend loads (diagnostic tools); calls then fail
+     * with RAYO_E_NO_BACKEND. */
+    int allow_no_backend;
 } rayo_options;
 
 typedef struct rayo_context rayo_context;
 
 /* Opens a context: reads config, loads and probes plugins, resolves dispatch.
- * opts may be NULL.  Fails only if no backend at all could be loaded. */
+ * opts may be NULL.  Fails (RAYO_E_NO_BACKEND) if no backend at all could be
+ * loaded, unless opts->allow_no_backend is set. */
 RAYO_API rayo_status rayo_open(rayo_context **ctx, const rayo_options *opts);
 RAYO_API void rayo_close(rayo_context *ctx);
 

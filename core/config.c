@@ -1,0 +1,362 @@
+/* config.c - the layered INI configuration (see conf/rayo.conf).
+ *
+ * Every setting is kept as an entry with its origin; a lookup takes the last
+ * entry for (section, key), so "later layers win" is just append order. */
+#define _GNU_SOURCE
+#include "internal.h"
+#include <ctype.h>
+#include <dirent.h>
+#include <ini.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- lists ---- */
+void list_each(const char *list, char sep, void (*fn)(void *u, const char *item), void *u)
+{
+    if (!list)
+        return;
+    const char *p = list;
+    while (*p) {
+        const char *end = strchr(p, sep);
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len && isspace((unsigned char)*p)) { p++; len--; }
+        while (len && isspace((unsigned char)p[len - 1])) len--;
+        if (len) {
+            char item[256];
+            if (len >= sizeof item)
+                len = sizeof item - 1;
+            memcpy(item, p, len);
+            item[len] = '\0';
+            fn(u, item);
+        }
+        if (!end)
+            break;
+        p = end + 1;
+    }
+}
+
+struct contains_acc { const char *name; bool found; };
+
+static void check_item(void *u, const char *item)
+{
+    struct contains_acc *acc = u;
+    if (strcmp(item, acc->name) == 0)
+        acc->found = true;
+}
+
+bool list_contains(const char *list, const char *name)
+{
+    struct contains_acc acc = {name, false};
+    list_each(list, ',', check_item, &acc);
+    return acc.found;
+}
+
+bool config_bool(const char *v, bool dflt)
+{
+    if (!v)
+        return dflt;
+    if (!strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcasecmp(v, "on") || !strcmp(v, "1"))
+        return true;
+    if (!strcasecmp(v, "no") || !strcasecmp(v, "false") || !strcasecmp(v, "off") || !strcmp(v, "0"))
+        return false;
+    return dflt;
+}
+
+/* ---- entries ---- */
+static void config_set(rayo_config *cfg, const char *section, const char *key,
+                       const char *value, const char *origin)
+{
+    if (cfg->count == cfg->cap) {
+        size_t cap = cfg->cap ? cfg->cap * 2 : 32;
+        config_entry *e = realloc(cfg->entries, cap * sizeof *e);
+        if (!e)
+            return; /* out of memory: the setting is lost, defaults apply */
+        cfg->entries = e;
+        cfg->cap = cap;
+    }
+    config_entry *e = &cfg->entries[cfg->count];
+    e->section = rayo_strdup(section);
+    e->key = rayo_strdup(key);
+    e->value = rayo_strdup(value);
+    e->origin = rayo_strdup(origin);
+    if (!e->section || !e->key || !e->value || !e->origin) {
+        free(e->section); free(e->key); free(e->value); free(e->origin);
+        return;
+    }
+    cfg->count++;
+}
+
+const char *config_get(const rayo_config *cfg, const char *section, const char *key)
+{
+    for (size_t i = cfg->count; i-- > 0;)
+        if (!strcmp(cfg->entries[i].section, section) && !strcmp(cfg->entries[i].key, key))
+            return cfg->entries[i].value;
+    return NULL;
+}
+
+static void config_add_file(rayo_config *cfg, const char *path, const char *status)
+{
+    if (cfg->file_count == cfg->file_cap) {
+        size_t cap = cfg->file_cap ? cfg->file_cap * 2 : 8;
+        config_file *f = realloc(cfg->files, cap * sizeof *f);
+        if (!f)
+            return;
+        cfg->files = f;
+        cfg->file_cap = cap;
+    }
+    cfg->files[cfg->file_count].path = rayo_strdup(path);
+    cfg->files[cfg->file_count].status = rayo_strdup(status);
+    cfg->file_count++;
+}
+
+void config_free(rayo_config *cfg)
+{
+    for (size_t i = 0; i < cfg->count; i++) {
+        free(cfg->entries[i].section);
+        free(cfg->entries[i].key);
+        free(cfg->entries[i].value);
+        free(cfg->entries[i].origin);
+    }
+    for (size_t i = 0; i < cfg->file_count; i++) {
+        free(cfg->files[i].path);
+        free(cfg->files[i].status);
+    }
+    free(cfg->entries);
+    free(cfg->files);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+/* ---- which keys exist ---- */
+static const char *const rayo_keys[] = {"log", "threads", NULL};
+static const char *const plugins_keys[] = {"path", "load", "allow", "deny", NULL};
+static const char *const dispatch_keys[] = {"order", "offload_threshold", "force_cpu", NULL};
+static const char *const op_keys[] = {"order", "offload_threshold", NULL};
+
+static bool in_keys(const char *const *keys, const char *key)
+{
+    for (; *keys; keys++)
+        if (!strcmp(*keys, key))
+            return true;
+    return false;
+}
+
+/* NULL if the key is known, else why it is not. */
+static const char *unknown_key_reason(const char *section, const char *key)
+{
+    if (!strcmp(section, "rayo"))
+        return in_keys(rayo_keys, key) ? NULL : "unknown key in [rayo]";
+    if (!strcmp(section, "plugins"))
+        return in_keys(plugins_keys, key) ? NULL : "unknown key in [plugins]";
+    if (!strcmp(section, "dispatch"))
+        return in_keys(dispatch_keys, key) ? NULL : "unknown key in [dispatch]";
+    if (!strncmp(section, "op.", 3)) {
+        if (!rayo_op_by_name(section + 3))
+            return "unknown op in section name";
+        return in_keys(op_keys, key) ? NULL : "unknown key in an [op.NAME] section";
+    }
+    if (!strncmp(section, "backend.", 8) && section[8])
+        return NULL; /* plugins have keys of their own */
+    return "unknown section";
+}
+
+/* ---- parsing ---- */
+struct parse_state {
+    rayo_context *ctx;
+    rayo_config *cfg;
+    const char *path;
+    FILE *fp;               /* NULL when parsing a string */
+    const char *text;       /* the rest of the string being parsed */
+    int line;
+    int problems;
+};
+
+static bool line_is_malformed(const char *line)
+{
+    while (isspace((unsigned char)*line))
+        line++;
+    if (!*line || *line == '#' || *line == ';')
+        return false;
+    if (*line == '[')
+        return strchr(line, ']') == NULL;
+    return strchr(line, '=') == NULL && strchr(line, ':') == NULL;
+}
+
+/* inih reader: counts lines so that messages can say file:line, and reports
+ * malformed lines itself (inih only returns the first one). */
+static char *read_line(char *buf, int size, void *stream)
+{
+    struct parse_state *ps = stream;
+    if (ps->fp) {
+        if (!fgets(buf, size, ps->fp))
+            return NULL;
+    } else {
+        if (!*ps->text)
+            return NULL;
+        const char *nl = strchr(ps->text, '\n');
+        size_t len = nl ? (size_t)(nl - ps->text) + 1 : strlen(ps->text);
+        if (len >= (size_t)size)
+            len = (size_t)size - 1;
+        memcpy(buf, ps->text, len);
+        buf[len] = '\0';
+        ps->text += len;
+    }
+    ps->line++;
+    if (line_is_malformed(buf)) {
+        ps->problems++;
+        buf[strcspn(buf, "\r\n")] = '\0';
+        core_log(ps->ctx, RAYO_LOG_WARN, "%s:%d: malformed line ignored: \"%s\"", ps->path, ps->line, buf);
+        buf[0] = '\0';
+    }
+    return buf;
+}
+
+static int on_setting(void *user, const char *section, const char *key, const char *value)
+{
+    struct parse_state *ps = user;
+    if (!key)
+        return 1; /* a section header alone */
+    char origin[512];
+    snprintf(origin, sizeof origin, "%s:%d", ps->path, ps->line);
+    if (!*section) {
+        ps->problems++;
+        core_log(ps->ctx, RAYO_LOG_WARN, "%s: key \"%s\" outside any section ignored", origin, key);
+        return 1;
+    }
+    const char *why = unknown_key_reason(section, key);
+    if (why) {
+        ps->problems++;
+        core_log(ps->ctx, RAYO_LOG_WARN, "%s: %s: [%s] %s (ignored)", origin, why, section, key);
+        return 1;
+    }
+    config_set(ps->cfg, section, key, value, origin);
+    return 1;
+}
+
+static void parse_file(rayo_context *ctx, rayo_config *cfg, const char *path, bool report_missing)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        if (report_missing)
+            core_log(ctx, RAYO_LOG_WARN, "%s: cannot open config file", path);
+        config_add_file(cfg, path, "not found");
+        return;
+    }
+    struct parse_state ps = {ctx, cfg, path, fp, NULL, 0, 0};
+    ini_parse_stream(read_line, &ps, on_setting, &ps);
+    fclose(fp);
+    char status[64];
+    if (ps.problems)
+        snprintf(status, sizeof status, "read, %d problem%s (see warnings)", ps.problems,
+                 ps.problems == 1 ? "" : "s");
+    else
+        snprintf(status, sizeof status, "read");
+    config_add_file(cfg, path, status);
+}
+
+static void parse_string(rayo_context *ctx, rayo_config *cfg, const char *name, const char *text)
+{
+    struct parse_state ps = {ctx, cfg, name, NULL, text, 0, 0};
+    ini_parse_stream(read_line, &ps, on_setting, &ps);
+    config_add_file(cfg, name, ps.problems ? "read, with problems (see warnings)" : "read");
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool is_conf_name(const char *name)
+{
+    size_t len = strlen(name);
+    return name[0] != '.' && len > 5 && !strcmp(name + len - 5, ".conf");
+}
+
+/* conf.d: every *.conf file, in lexical order. */
+static void parse_dir(rayo_context *ctx, rayo_config *cfg, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    char *names[256];
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < 256)
+        if (is_conf_name(de->d_name) && (names[n] = rayo_strdup(de->d_name)))
+            n++;
+    closedir(d);
+    qsort(names, n, sizeof names[0], compare_names);
+    for (size_t i = 0; i < n; i++) {
+        char *path = rayo_asprintf("%s/%s", dir, names[i]);
+        if (path)
+            parse_file(ctx, cfg, path, false);
+        free(path);
+        free(names[i]);
+    }
+}
+
+static void load_user_file(rayo_context *ctx, rayo_config *cfg)
+{
+    const char *xdg = secure_getenv("XDG_CONFIG_HOME");
+    const char *home = secure_getenv("HOME");
+    char *path = NULL;
+    if (xdg && *xdg)
+        path = rayo_asprintf("%s/rayo/rayo.conf", xdg);
+    else if (home && *home)
+        path = rayo_asprintf("%s/.config/rayo/rayo.conf", home);
+    if (path)
+        parse_file(ctx, cfg, path, false);
+    free(path);
+}
+
+/* Environment variables, as one more layer. */
+static void load_environment(rayo_context *ctx, rayo_config *cfg)
+{
+    static const struct { const char *var, *section, *key; } vars[] = {
+        {"RAYO_BACKEND", "dispatch", "order"},
+        {"RAYO_PLUGIN_PATH", "plugins", "env_path"},
+        {"RAYO_FORCE_CPU", "dispatch", "force_cpu"},
+        {"RAYO_LOG", "rayo", "log"},
+        {"RAYO_THREADS", "rayo", "threads"},
+        {"RAYO_CPU_DISABLE", "rayo", "cpu_disable"},
+    };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = rayo_env(ctx, vars[i].var);
+        if (v) {
+            char origin[64];
+            snprintf(origin, sizeof origin, "env %s", vars[i].var);
+            config_set(cfg, vars[i].section, vars[i].key, v, origin);
+        }
+    }
+    /* RAYO_DISABLE adds to the deny list instead of replacing it. */
+    const char *disable = rayo_env(ctx, "RAYO_DISABLE");
+    if (disable) {
+        const char *deny = config_get(cfg, "plugins", "deny");
+        char *joined = rayo_asprintf("%s%s%s", deny ? deny : "", deny ? "," : "", disable);
+        if (joined)
+            config_set(cfg, "plugins", "deny", joined, "env RAYO_DISABLE");
+        free(joined);
+    }
+}
+
+void config_load(rayo_context *ctx, rayo_config *cfg, const rayo_options *opts)
+{
+    const char *sysconf = opts && opts->sysconf_dir ? opts->sysconf_dir : RAYO_SYSCONFDIR;
+    if (!(opts && opts->no_config_files)) {
+        char *main_file = rayo_asprintf("%s/rayo.conf", sysconf);
+        char *dir = rayo_asprintf("%s/conf.d", sysconf);
+        if (main_file)
+            parse_file(ctx, cfg, main_file, false);
+        if (dir)
+            parse_dir(ctx, cfg, dir);
+        free(main_file);
+        free(dir);
+        load_user_file(ctx, cfg);
+    }
+    const char *explicit_file = rayo_env(ctx, "RAYO_CONFIG");
+    if (explicit_file && *explicit_file)
+        parse_file(ctx, cfg, explicit_file, true);
+    load_environment(ctx, cfg);
+    if (opts && opts->settings)
+        parse_string(ctx, cfg, "<application settings>", opts->settings);
+}

@@ -1,0 +1,213 @@
+/* dispatch.c - per-op chains of backends, resolved once at open.
+ *
+ * A chain lists the loaded backends that implement the op, in the order the
+ * configuration asks for (op.NAME.order, else dispatch.order, then the
+ * default order).  A call goes to the first link whose size window fits; a
+ * link that says "unsupported" or fails passes the call on. */
+#include "internal.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_OFFLOAD_THRESHOLD ((size_t)262144)
+
+/* Default order: GPUs, then native CPU backends by the plugin's rank (SIMD
+ * before scalar), then software devices (lavapipe is slower than scalar). */
+static int compare_default(const void *pa, const void *pb)
+{
+    const rayo_backend *a = *(rayo_backend *const *)pa, *b = *(rayo_backend *const *)pb;
+    if (a->cls != b->cls)
+        return a->cls < b->cls ? -1 : 1;
+    if (a->desc->rank != b->desc->rank)
+        return a->desc->rank > b->desc->rank ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+struct order_acc {
+    rayo_context *ctx;
+    rayo_backend **out;
+    size_t count;
+    const char *where;
+};
+
+static void take_named(void *u, const char *name)
+{
+    struct order_acc *acc = u;
+    rayo_backend *be = backend_by_name(acc->ctx, name);
+    if (!be || !backend_active(be)) {
+        core_log(acc->ctx, RAYO_LOG_DEBUG, "%s names backend \"%s\", which is not loaded", acc->where, name);
+        return;
+    }
+    for (size_t i = 0; i < acc->count; i++)
+        if (acc->out[i] == be)
+            return;
+    acc->out[acc->count++] = be;
+}
+
+static size_t parse_size(rayo_context *ctx, const char *text, size_t dflt, const char *where)
+{
+    if (!text)
+        return dflt;
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (end == text || *end || text[0] == '-') {
+        core_log(ctx, RAYO_LOG_WARN, "%s = \"%s\" is not a size: using %zu", where, text, dflt);
+        return dflt;
+    }
+    return (size_t)v;
+}
+
+static void resolve_op(rayo_context *ctx, const rayo_op_info *op, rayo_backend **by_default, size_t n_default)
+{
+    char section[64], where[96];
+    snprintf(section, sizeof section, "op.%s", op->name);
+    const char *order = config_get(&ctx->cfg, section, "order");
+    snprintf(where, sizeof where, order ? "[%s] order" : "[dispatch] order (or RAYO_BACKEND)", section);
+    if (!order)
+        order = config_get(&ctx->cfg, "dispatch", "order");
+
+    rayo_backend *ordered[MAX_BACKENDS];
+    struct order_acc acc = {ctx, ordered, 0, where};
+    list_each(order, ',', take_named, &acc);
+    for (size_t i = 0; i < n_default; i++)
+        take_named(&acc, by_default[i]->name);
+
+    size_t threshold = parse_size(ctx, config_get(&ctx->cfg, section, "offload_threshold"),
+                                  ctx->offload_threshold, section);
+    rayo_chain_t *chain = &ctx->chains[op->id];
+    chain->count = 0;
+    for (size_t i = 0; i < acc.count; i++) {
+        rayo_backend *be = ordered[i];
+        if (!be->kernels[op->id])
+            continue; /* falls through to the next backend */
+        rayo_link *l = &chain->links[chain->count++];
+        l->be = be;
+        l->fn = be->kernels[op->id];
+        l->min_size = be->cls == CLASS_GPU ? threshold : 0;
+        l->max_size = SIZE_MAX;
+    }
+}
+
+void dispatch_resolve(rayo_context *ctx)
+{
+    rayo_backend *by_default[MAX_BACKENDS];
+    size_t n = 0;
+    for (size_t i = 0; i < ctx->backend_count; i++)
+        if (backend_active(&ctx->backends[i]))
+            by_default[n++] = &ctx->backends[i];
+    qsort(by_default, n, sizeof by_default[0], compare_default);
+    for (size_t i = 0; i < n; i++)
+        by_default[i]->rank = (unsigned)i;
+
+    ctx->offload_threshold = parse_size(ctx, config_get(&ctx->cfg, "dispatch", "offload_threshold"),
+                                        DEFAULT_OFFLOAD_THRESHOLD, "[dispatch] offload_threshold");
+    size_t count;
+    const rayo_op_info *ops = rayo_ops(&count);
+    for (size_t i = 0; i < count; i++)
+        resolve_op(ctx, &ops[i], by_default, n);
+}
+
+/* Runs one link; true when the call is done. */
+static bool try_link(rayo_context *ctx, const rayo_link *l, const rayo_call *call, rayo_status *st)
+{
+    if (atomic_load_explicit(&l->be->lost, memory_order_relaxed))
+        return false;
+    *st = l->fn(l->be->state, call);
+    if (*st == RAYO_OK)
+        return true;
+    const char *op = rayo_op_by_id(call->op)->name;
+    if (*st == RAYO_E_UNSUPPORTED) {
+        core_log(ctx, RAYO_LOG_DEBUG, "%s: %s does not support this call, passing it on", op, l->be->name);
+        return false;
+    }
+    if (*st == RAYO_E_DEVICE_LOST) {
+        atomic_store(&l->be->lost, true);
+        core_log(ctx, RAYO_LOG_ERROR, "%s: device lost (%s); backend disabled for this context",
+                 l->be->name, rayo_last_error());
+    } else {
+        core_log(ctx, RAYO_LOG_WARN, "%s on %s failed: %s: %s; passing the call on", op, l->be->name,
+                 rayo_strerror(*st), rayo_last_error());
+    }
+    return false;
+}
+
+rayo_status dispatch_call(rayo_context *ctx, const rayo_call *call)
+{
+    const rayo_chain_t *chain = &ctx->chains[call->op];
+    size_t size = call_work_size(call);
+    rayo_status st = RAYO_E_NO_BACKEND;
+    bool tried[MAX_LINKS] = {false};
+    bool any_tried = false;
+    for (size_t i = 0; i < chain->count; i++) {
+        const rayo_link *l = &chain->links[i];
+        if (size < l->min_size || size > l->max_size)
+            continue;
+        tried[i] = any_tried = true;
+        if (try_link(ctx, l, call, &st))
+            return RAYO_OK;
+    }
+    /* Every link that fits failed (or none fits): a backend whose window
+     * does not fit still beats failing the call. */
+    for (size_t i = 0; i < chain->count; i++) {
+        if (tried[i])
+            continue;
+        any_tried = true;
+        if (try_link(ctx, &chain->links[i], call, &st))
+            return RAYO_OK;
+    }
+    const char *op = rayo_op_by_id(call->op)->name;
+    if (!any_tried)
+        return rayo_fail(RAYO_E_NO_BACKEND, "%s: no loaded backend implements this op (see rayo-info)", op);
+    if (st == RAYO_E_UNSUPPORTED)
+        return rayo_fail(RAYO_E_NO_BACKEND, "%s: no loaded backend supports these parameters", op);
+    return st;
+}
+
+RAYO_API rayo_status rayo_run_on(rayo_context *ctx, const char *backend, const rayo_call *call)
+{
+    rayo_clear_error();
+    if (!ctx || !backend)
+        return rayo_fail(RAYO_E_INVALID, "context or backend name is NULL");
+    rayo_backend *be = backend_by_name(ctx, backend);
+    if (!be || !backend_active(be))
+        return rayo_fail(RAYO_E_NOT_FOUND, "backend \"%s\" is not loaded", backend);
+    rayo_status st = call_validate(call);
+    if (st != RAYO_OK)
+        return st;
+    if (!be->kernels[call->op])
+        return rayo_fail(RAYO_E_UNSUPPORTED, "backend %s does not implement %s", backend,
+                         rayo_op_by_id(call->op)->name);
+    if (call_is_empty(call)) {
+        call_write_empty(call);
+        return RAYO_OK;
+    }
+    st = be->kernels[call->op](be->state, call);
+    if (st == RAYO_E_DEVICE_LOST)
+        atomic_store(&be->lost, true);
+    return st;
+}
+
+RAYO_API size_t rayo_chain(const rayo_context *ctx, rayo_op op, rayo_link_info *links, size_t max_links)
+{
+    if (!ctx || !rayo_op_by_id(op))
+        return 0;
+    const rayo_chain_t *chain = &ctx->chains[op];
+    for (size_t i = 0; i < chain->count && i < max_links && links; i++) {
+        links[i].backend = chain->links[i].be->name;
+        links[i].min_size = chain->links[i].min_size;
+        links[i].max_size = chain->links[i].max_size;
+    }
+    return chain->count;
+}
+
+RAYO_API const char *rayo_backend_for(const rayo_context *ctx, rayo_op op, size_t size)
+{
+    if (!ctx || !rayo_op_by_id(op))
+        return NULL;
+    const rayo_chain_t *chain = &ctx->chains[op];
+    for (size_t i = 0; i < chain->count; i++) {
+        const rayo_link *l = &chain->links[i];
+        if (size >= l->min_size && size <= l->max_size && !atomic_load(&l->be->lost))
+            return l->be->name;
+    }
+    return chain->count ? chain->links[0].be->name : NULL;
+}

@@ -1,0 +1,401 @@
+/* hostmem.c - device buffers and batches.
+ *
+ * The public buffer/batch API forwards to the backend's memory API.  CPU
+ * plugins have none: for them the core provides one over host memory, so a
+ * CPU plugin author writes kernels only.  A host batch runs its ops in order
+ * at submit, each on the batch's backend first and through the op's
+ * dispatch chain if that backend cannot. */
+#include "internal.h"
+#include <stdlib.h>
+#include <string.h>
+
+struct rayo_buffer {
+    rayo_context *ctx;
+    rayo_backend *be;
+    void *handle;
+    size_t size;
+};
+
+enum batch_state { BATCH_RECORDING, BATCH_SUBMITTED, BATCH_DONE };
+
+struct rayo_batch {
+    rayo_context *ctx;
+    rayo_backend *be;
+    void *handle;
+    enum batch_state state;
+    rayo_status result;
+};
+
+/* ---- the core's host-memory implementation ---- */
+typedef struct host_batch {
+    rayo_backend *be;
+    rayo_dev_call *calls;
+    size_t count, cap;
+    rayo_status status;
+} host_batch;
+
+static rayo_status host_buffer_alloc(void *state, size_t bytes, void **buf)
+{
+    (void)state;
+    *buf = rayo_alloc_aligned(64, bytes ? bytes : 1);
+    return *buf ? RAYO_OK : rayo_fail(RAYO_E_NOMEM, "cannot allocate a host buffer of %zu bytes", bytes);
+}
+
+static void host_buffer_free(void *state, void *buf)
+{
+    (void)state;
+    rayo_free_aligned(buf);
+}
+
+static rayo_status host_buffer_write(void *state, void *buf, size_t offset, const void *src, size_t bytes)
+{
+    (void)state;
+    memcpy((char *)buf + offset, src, bytes);
+    return RAYO_OK;
+}
+
+static rayo_status host_buffer_read(void *state, void *buf, size_t offset, void *dst, size_t bytes)
+{
+    (void)state;
+    memcpy(dst, (char *)buf + offset, bytes);
+    return RAYO_OK;
+}
+
+static rayo_status host_batch_begin(void *state, void **batch)
+{
+    host_batch *b = calloc(1, sizeof *b);
+    if (!b)
+        return rayo_fail(RAYO_E_NOMEM, "cannot allocate a batch");
+    b->be = state;
+    *batch = b;
+    return RAYO_OK;
+}
+
+static rayo_status host_batch_record(void *state, void *batch, const rayo_dev_call *call)
+{
+    (void)state;
+    host_batch *b = batch;
+    if (b->count == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 16;
+        rayo_dev_call *c = realloc(b->calls, cap * sizeof *c);
+        if (!c)
+            return rayo_fail(RAYO_E_NOMEM, "cannot grow the batch");
+        b->calls = c;
+        b->cap = cap;
+    }
+    b->calls[b->count++] = *call;
+    return RAYO_OK;
+}
+
+static void *operand_ptr(const rayo_dev_operand *o)
+{
+    return o->buf ? (char *)o->buf + o->offset : NULL;
+}
+
+/* One recorded op on host pointers: the batch's backend, else its chain. */
+static rayo_status host_run_one(rayo_backend *be, const rayo_dev_call *d)
+{
+    size_t index = 0;
+    bool arg = rayo_op_by_id(d->op)->cls == RAYO_CLASS_ARGREDUCE;
+    rayo_call c = {d->op, d->flags, d->m, d->n, d->k, d->alpha, d->beta,
+                   operand_ptr(&d->a), operand_ptr(&d->b), operand_ptr(&d->c),
+                   arg ? (void *)&index : operand_ptr(&d->y)};
+    rayo_status st;
+    if (call_is_empty(&c)) {
+        call_write_empty(&c);
+        st = RAYO_OK;
+    } else {
+        st = RAYO_E_UNSUPPORTED;
+        if (be->kernels[d->op] && !atomic_load(&be->lost))
+            st = be->kernels[d->op](be->state, &c);
+        if (st != RAYO_OK)
+            st = dispatch_call(be->ctx, &c);
+    }
+    if (st == RAYO_OK && arg) {
+        uint64_t v = index; /* batches store argmax as uint64 on every platform */
+        memcpy(operand_ptr(&d->y), &v, sizeof v);
+    }
+    return st;
+}
+
+static rayo_status host_batch_submit(void *state, void *batch)
+{
+    (void)state;
+    host_batch *b = batch;
+    b->status = RAYO_OK;
+    for (size_t i = 0; i < b->count && b->status == RAYO_OK; i++)
+        b->status = host_run_one(b->be, &b->calls[i]);
+    return RAYO_OK; /* the batch's status comes from wait */
+}
+
+static rayo_status host_batch_wait(void *state, void *batch, uint64_t timeout_ns)
+{
+    (void)state;
+    (void)timeout_ns;
+    return ((host_batch *)batch)->status;
+}
+
+static void host_batch_free(void *state, void *batch)
+{
+    (void)state;
+    host_batch *b = batch;
+    if (b)
+        free(b->calls);
+    free(b);
+}
+
+const rayo_memory_api rayo_host_memory = {
+    sizeof(rayo_memory_api), host_buffer_alloc, host_buffer_free, host_buffer_write, host_buffer_read,
+    host_batch_begin, host_batch_record, host_batch_submit, host_batch_wait, host_batch_free,
+};
+
+/* ---- the public API ---- */
+static const rayo_memory_api *memory_of(rayo_backend *be, void **state)
+{
+    if (be->desc->memory) {
+        *state = be->state;
+        return be->desc->memory;
+    }
+    *state = be;
+    return &rayo_host_memory;
+}
+
+/* backend NULL: the first backend in default order with device memory of
+ * its own, else the first backend in default order. */
+static rayo_status pick_backend(rayo_context *ctx, const char *name, rayo_backend **out)
+{
+    if (name) {
+        rayo_backend *be = backend_by_name(ctx, name);
+        if (!be || !backend_active(be))
+            return rayo_fail(RAYO_E_NOT_FOUND, "backend \"%s\" is not loaded", name);
+        *out = be;
+        return RAYO_OK;
+    }
+    rayo_backend *best = NULL;
+    for (size_t i = 0; i < ctx->backend_count; i++) {
+        rayo_backend *be = &ctx->backends[i];
+        if (!backend_active(be))
+            continue;
+        bool better = !best || (be->desc->memory != NULL) > (best->desc->memory != NULL) ||
+                      ((be->desc->memory != NULL) == (best->desc->memory != NULL) && be->rank < best->rank);
+        if (better)
+            best = be;
+    }
+    if (!best)
+        return rayo_fail(RAYO_E_NO_BACKEND, "no backend is loaded");
+    *out = best;
+    return RAYO_OK;
+}
+
+RAYO_API rayo_status rayo_buffer_create(rayo_context *ctx, const char *backend, size_t bytes, rayo_buffer **buf)
+{
+    rayo_clear_error();
+    if (!ctx || !buf)
+        return rayo_fail(RAYO_E_INVALID, "context or result pointer is NULL");
+    *buf = NULL;
+    if (bytes > (size_t)PTRDIFF_MAX)
+        return rayo_fail(RAYO_E_OVERFLOW, "buffer of %zu bytes is larger than any address space allows", bytes);
+    rayo_backend *be;
+    rayo_status st = pick_backend(ctx, backend, &be);
+    if (st != RAYO_OK)
+        return st;
+    rayo_buffer *b = calloc(1, sizeof *b);
+    if (!b)
+        return rayo_fail(RAYO_E_NOMEM, "out of memory");
+    void *state;
+    const rayo_memory_api *mem = memory_of(be, &state);
+    st = mem->buffer_alloc(state, bytes, &b->handle);
+    if (st != RAYO_OK) {
+        free(b);
+        return st;
+    }
+    b->ctx = ctx;
+    b->be = be;
+    b->size = bytes;
+    *buf = b;
+    return RAYO_OK;
+}
+
+RAYO_API void rayo_buffer_destroy(rayo_buffer *buf)
+{
+    if (!buf)
+        return;
+    void *state;
+    memory_of(buf->be, &state)->buffer_free(state, buf->handle);
+    free(buf);
+}
+
+static rayo_status check_range(const rayo_buffer *buf, size_t offset, const void *p, size_t bytes)
+{
+    if (!buf || (!p && bytes))
+        return rayo_fail(RAYO_E_INVALID, "buffer or data pointer is NULL");
+    if (offset > buf->size || bytes > buf->size - offset)
+        return rayo_fail(RAYO_E_OVERFLOW, "range [%zu, +%zu) is outside the buffer of %zu bytes",
+                         offset, bytes, buf->size);
+    return RAYO_OK;
+}
+
+RAYO_API rayo_status rayo_buffer_write(rayo_buffer *buf, size_t offset, const void *src, size_t bytes)
+{
+    rayo_clear_error();
+    rayo_status st = check_range(buf, offset, src, bytes);
+    if (st != RAYO_OK || !bytes)
+        return st;
+    void *state;
+    return memory_of(buf->be, &state)->buffer_write(state, buf->handle, offset, src, bytes);
+}
+
+RAYO_API rayo_status rayo_buffer_read(rayo_buffer *buf, size_t offset, void *dst, size_t bytes)
+{
+    rayo_clear_error();
+    rayo_status st = check_range(buf, offset, dst, bytes);
+    if (st != RAYO_OK || !bytes)
+        return st;
+    void *state;
+    return memory_of(buf->be, &state)->buffer_read(state, buf->handle, offset, dst, bytes);
+}
+
+RAYO_API size_t rayo_buffer_size(const rayo_buffer *buf)
+{
+    return buf ? buf->size : 0;
+}
+
+RAYO_API const char *rayo_buffer_backend(const rayo_buffer *buf)
+{
+    return buf ? buf->be->name : NULL;
+}
+
+RAYO_API rayo_status rayo_batch_create(rayo_context *ctx, const char *backend, rayo_batch **batch)
+{
+    rayo_clear_error();
+    if (!ctx || !batch)
+        return rayo_fail(RAYO_E_INVALID, "context or result pointer is NULL");
+    *batch = NULL;
+    rayo_backend *be;
+    rayo_status st = pick_backend(ctx, backend, &be);
+    if (st != RAYO_OK)
+        return st;
+    rayo_batch *b = calloc(1, sizeof *b);
+    if (!b)
+        return rayo_fail(RAYO_E_NOMEM, "out of memory");
+    void *state;
+    st = memory_of(be, &state)->batch_begin(state, &b->handle);
+    if (st != RAYO_OK) {
+        free(b);
+        return st;
+    }
+    b->ctx = ctx;
+    b->be = be;
+    *batch = b;
+    return RAYO_OK;
+}
+
+/* One operand: on the batch's backend, aligned, and holding `bytes`. */
+static rayo_status convert_operand(const rayo_batch *batch, const rayo_operand *o, size_t bytes,
+                                   const char *what, rayo_dev_operand *out)
+{
+    out->buf = NULL;
+    out->offset = 0;
+    if (!bytes)
+        return RAYO_OK;
+    if (!o->buf)
+        return rayo_fail(RAYO_E_INVALID, "%s buffer is NULL", what);
+    if (o->buf->be != batch->be)
+        return rayo_fail(RAYO_E_INVALID, "%s buffer belongs to backend %s, the batch to %s", what,
+                         o->buf->be->name, batch->be->name);
+    if (o->offset % sizeof(float))
+        return rayo_fail(RAYO_E_INVALID, "%s offset %zu is not a multiple of 4", what, o->offset);
+    rayo_status st = check_range(o->buf, o->offset, o->buf, bytes);
+    if (st != RAYO_OK)
+        return rayo_fail(st, "%s: %s", what, rayo_last_error());
+    out->buf = o->buf->handle;
+    out->offset = o->offset;
+    return RAYO_OK;
+}
+
+/* A host-pointer twin of the batch call, so the op's checks can be reused. */
+static rayo_call shape_of(const rayo_batch_call *c)
+{
+    static const float dummy[1];
+    rayo_call s = {c->op, c->flags, c->m, c->n, c->k, c->alpha, c->beta,
+                   c->a.buf ? dummy : NULL, c->b.buf ? dummy : NULL, c->c.buf ? dummy : NULL,
+                   c->y.buf ? (void *)dummy : NULL};
+    return s;
+}
+
+RAYO_API rayo_status rayo_batch_record(rayo_batch *batch, const rayo_batch_call *call)
+{
+    rayo_clear_error();
+    if (!batch || !call)
+        return rayo_fail(RAYO_E_INVALID, "batch or call is NULL");
+    if (batch->state != BATCH_RECORDING)
+        return rayo_fail(RAYO_E_STATE, "the batch was already submitted");
+    rayo_call shape = shape_of(call);
+    rayo_status st = call_validate(&shape);
+    if (st != RAYO_OK)
+        return st;
+    size_t counts[4];
+    call_operand_counts(&shape, counts);
+    bool arg = rayo_op_by_id(call->op)->cls == RAYO_CLASS_ARGREDUCE;
+    rayo_dev_call d = {call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta,
+                       {0}, {0}, {0}, {0}};
+    const rayo_operand *src[4] = {&call->a, &call->b, &call->c, &call->y};
+    rayo_dev_operand *dst[4] = {&d.a, &d.b, &d.c, &d.y};
+    static const char *const what[4] = {"first input", "second input", "third input", "output"};
+    for (int i = 0; i < 4 && st == RAYO_OK; i++) {
+        size_t bytes = (i == 3 && arg) ? sizeof(uint64_t) : counts[i] * sizeof(float);
+        st = convert_operand(batch, src[i], bytes, what[i], dst[i]);
+    }
+    if (st != RAYO_OK)
+        return st;
+    void *state;
+    return memory_of(batch->be, &state)->batch_record(state, batch->handle, &d);
+}
+
+RAYO_API rayo_status rayo_batch_submit(rayo_batch *batch)
+{
+    rayo_clear_error();
+    if (!batch)
+        return rayo_fail(RAYO_E_INVALID, "batch is NULL");
+    if (batch->state != BATCH_RECORDING)
+        return rayo_fail(RAYO_E_STATE, "the batch was already submitted");
+    void *state;
+    rayo_status st = memory_of(batch->be, &state)->batch_submit(state, batch->handle);
+    batch->state = BATCH_SUBMITTED;
+    if (st != RAYO_OK) {
+        batch->state = BATCH_DONE;
+        batch->result = st;
+    }
+    return st;
+}
+
+RAYO_API rayo_status rayo_batch_wait(rayo_batch *batch, uint64_t timeout_ns)
+{
+    rayo_clear_error();
+    if (!batch)
+        return rayo_fail(RAYO_E_INVALID, "batch is NULL");
+    if (batch->state == BATCH_RECORDING)
+        return rayo_fail(RAYO_E_STATE, "the batch was not submitted");
+    if (batch->state == BATCH_DONE)
+        return batch->result;
+    void *state;
+    rayo_status st = memory_of(batch->be, &state)->batch_wait(state, batch->handle, timeout_ns);
+    if (st == RAYO_E_TIMEOUT)
+        return st;
+    if (st == RAYO_E_DEVICE_LOST)
+        atomic_store(&batch->be->lost, true);
+    batch->state = BATCH_DONE;
+    batch->result = st;
+    return st;
+}
+
+RAYO_API void rayo_batch_destroy(rayo_batch *batch)
+{
+    if (!batch)
+        return;
+    if (batch->state == BATCH_SUBMITTED)
+        rayo_batch_wait(batch, UINT64_MAX);
+    void *state;
+    memory_of(batch->be, &state)->batch_free(state, batch->handle);
+    free(batch);
+}

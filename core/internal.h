@@ -1,0 +1,151 @@
+/* internal.h - what the parts of librayo share.  Not installed. */
+#ifndef RAYO_INTERNAL_H
+#define RAYO_INTERNAL_H
+
+#include "config.h"
+#include "rayo-plugin.h"
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+#define MAX_BACKENDS 32
+#define MAX_LINKS MAX_BACKENDS
+
+/* ---- log.c: messages and the thread's last error ---- */
+HIDDEN void core_log(const rayo_context *ctx, rayo_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+HIDDEN rayo_status rayo_fail(rayo_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+HIDDEN void rayo_clear_error(void);
+HIDDEN void rayo_set_errorv(const char *fmt, va_list ap);
+HIDDEN int rayo_parse_log_level(const char *s, rayo_log_level *out);
+
+/* ---- config.c ---- */
+typedef struct config_entry {
+    char *section, *key, *value;
+    char *origin;            /* "file:line", "env RAYO_X", "options" */
+} config_entry;
+
+typedef struct config_file {
+    char *path;
+    char *status;            /* "read", "not found", "2 problems", ... */
+} config_file;
+
+typedef struct rayo_config {
+    config_entry *entries;   /* later entries override earlier ones */
+    size_t count, cap;
+    config_file *files;
+    size_t file_count, file_cap;
+} rayo_config;
+
+HIDDEN void config_load(rayo_context *ctx, rayo_config *cfg, const rayo_options *opts);
+HIDDEN const char *config_get(const rayo_config *cfg, const char *section, const char *key);
+HIDDEN void config_free(rayo_config *cfg);
+HIDDEN bool config_bool(const char *v, bool dflt);
+/* Is `name` in the comma-separated list? (case-sensitive, spaces trimmed) */
+HIDDEN bool list_contains(const char *list, const char *name);
+/* Calls fn for each trimmed, non-empty item of a list separated by `sep`. */
+HIDDEN void list_each(const char *list, char sep, void (*fn)(void *u, const char *item), void *u);
+
+/* ---- cpu.c ---- */
+HIDDEN uint64_t cpu_detect(void);
+HIDDEN uint64_t cpu_features_from_names(const char *list);
+/* Names of the features in mask ("avx2, fma"), into buf. */
+HIDDEN const char *cpu_feature_names(uint64_t mask, char *buf, size_t size);
+HIDDEN uint32_t cpu_arch(void);
+HIDDEN const char *arch_name(uint32_t arch);
+
+/* ---- pool.c: the thread pool ---- */
+typedef struct rayo_pool rayo_pool;
+HIDDEN rayo_pool *pool_create(unsigned threads);
+HIDDEN void pool_destroy(rayo_pool *pool);
+HIDDEN unsigned pool_threads(const rayo_pool *pool);
+HIDDEN void pool_run(rayo_pool *pool, size_t n_tasks,
+                     void (*fn)(void *arg, size_t task, unsigned worker), void *arg);
+
+/* ---- loader.c ---- */
+typedef enum backend_class {  /* default rank: lower runs first */
+    CLASS_GPU = 0, CLASS_CPU = 1, CLASS_SOFTWARE = 2
+} backend_class;
+
+typedef struct rayo_backend {
+    rayo_context *ctx;
+    char name[32];
+    char *path;
+    char version[32];
+    unsigned abi_major, abi_minor;
+    rayo_backend_status status;
+    char reason[256];
+    void *dl;
+    const rayo_plugin_descriptor *desc;
+    rayo_probe_result probe;
+    uint32_t device;               /* index in probe.devices */
+    void *state;                   /* from init() */
+    rayo_host host;                /* host services given to this plugin */
+    backend_class cls;
+    unsigned rank;                 /* position in the default order */
+    rayo_kernel_fn kernels[RAYO_OP_ID_LIMIT];
+    size_t op_count;
+    atomic_bool lost;              /* device lost: no more calls */
+} rayo_backend;
+
+HIDDEN void loader_load_all(rayo_context *ctx);
+HIDDEN void loader_unload_all(rayo_context *ctx);
+HIDDEN rayo_backend *backend_by_name(const rayo_context *ctx, const char *name);
+HIDDEN bool backend_active(const rayo_backend *be);
+
+/* ---- dispatch.c ---- */
+typedef struct rayo_link {
+    rayo_backend *be;
+    rayo_kernel_fn fn;
+    size_t min_size, max_size;
+} rayo_link;
+
+typedef struct rayo_chain_s {
+    size_t count;
+    rayo_link links[MAX_LINKS];
+} rayo_chain_t;
+
+HIDDEN void dispatch_resolve(rayo_context *ctx);
+HIDDEN rayo_status dispatch_call(rayo_context *ctx, const rayo_call *call);
+HIDDEN size_t call_work_size(const rayo_call *call);
+
+/* ---- ops.c ---- */
+/* Checks a call against its op's class: pointers, flags, overflow. */
+HIDDEN rayo_status call_validate(const rayo_call *call);
+/* True when the call has no work (answered by the core: nothing to write). */
+HIDDEN bool call_is_empty(const rayo_call *call);
+/* Element counts of the operands a, b, c and y (for buffer bounds). */
+HIDDEN void call_operand_counts(const rayo_call *call, size_t counts[4]);
+/* Writes the empty-call result (sum of nothing = 0, max = -inf, ...). */
+HIDDEN void call_write_empty(const rayo_call *call);
+
+/* ---- hostmem.c: buffers and batches ---- */
+HIDDEN extern const rayo_memory_api rayo_host_memory;
+
+/* ---- the context ---- */
+struct rayo_context {
+    rayo_config cfg;
+    rayo_log_level log_level;
+    rayo_log_fn log_fn;
+    void *log_user;
+    uint64_t cpu_features;
+    rayo_pool *pool;
+    char *search_path;
+    rayo_backend backends[MAX_BACKENDS];
+    size_t backend_count;
+    rayo_chain_t chains[RAYO_OP_ID_LIMIT];
+    size_t offload_threshold;
+    bool no_env;             /* options.no_environment */
+    bool force_cpu;
+};
+
+/* Small helpers (context.c) */
+HIDDEN char *rayo_strdup(const char *s);
+HIDDEN char *rayo_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+HIDDEN void *rayo_alloc_aligned(size_t align, size_t bytes);
+HIDDEN void rayo_free_aligned(void *p);
+HIDDEN const char *rayo_env(const rayo_context *ctx, const char *name);
+
+#endif

@@ -1,0 +1,80 @@
+/* log.c - log messages and the per-thread last-error message. */
+#include "internal.h"
+#include <stdarg.h>
+#include <string.h>
+#include <strings.h>
+
+static _Thread_local char last_error[1024];
+
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+int rayo_parse_log_level(const char *s, rayo_log_level *out)
+{
+    for (int i = 0; i <= RAYO_LOG_DEBUG; i++) {
+        if (strcasecmp(s, level_names[i]) == 0) {
+            *out = (rayo_log_level)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+void core_log(const rayo_context *ctx, rayo_log_level level, const char *fmt, ...)
+{
+    rayo_log_level limit = ctx ? ctx->log_level : RAYO_LOG_WARN;
+    if (level > limit)
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (ctx && ctx->log_fn)
+        ctx->log_fn(ctx->log_user, level, msg);
+    else
+        fprintf(stderr, "rayo: %s: %s\n", level_names[level], msg);
+}
+
+void rayo_set_errorv(const char *fmt, va_list ap)
+{
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+}
+
+rayo_status rayo_fail(rayo_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    rayo_set_errorv(fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+void rayo_clear_error(void)
+{
+    last_error[0] = '\0';
+}
+
+RAYO_API const char *rayo_last_error(void)
+{
+    return last_error;
+}
+
+RAYO_API const char *rayo_strerror(rayo_status status)
+{
+    switch (status) {
+    case RAYO_OK: return "success";
+    case RAYO_E_INVALID: return "invalid argument";
+    case RAYO_E_OVERFLOW: return "size overflow or absurd size";
+    case RAYO_E_NOMEM: return "out of memory";
+    case RAYO_E_UNSUPPORTED: return "not supported by this backend";
+    case RAYO_E_BACKEND: return "backend failure";
+    case RAYO_E_DEVICE_LOST: return "device lost";
+    case RAYO_E_NOT_FOUND: return "not found";
+    case RAYO_E_CONFIG: return "invalid configuration";
+    case RAYO_E_ABI: return "plugin ABI mismatch";
+    case RAYO_E_TIMEOUT: return "timed out";
+    case RAYO_E_NO_BACKEND: return "no backend can run this call";
+    case RAYO_E_STATE: return "call out of order";
+    }
+    return "unknown status";
+}

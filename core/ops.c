@@ -1,0 +1,268 @@
+/* ops.c - the op table, call validation and the public op functions, all
+ * generated from the one op list (rayo-ops.h). */
+#include "internal.h"
+#include <math.h>
+#include <string.h>
+
+static const rayo_op_info op_table[] = {
+#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) \
+    {RAYO_OP_##ENUM, #NAME, RAYO_CLASS_##CLASS, TR, TA, RAYO_SCALE_##SC, DOC},
+#include "rayo-ops.h"
+#undef RAYO_OP
+};
+#define OP_COUNT (sizeof op_table / sizeof op_table[0])
+
+/* op id -> index in op_table + 1 (0: no such op) */
+enum { COUNTER_BASE = __COUNTER__ };
+static const unsigned char op_index[RAYO_OP_ID_LIMIT] = {
+#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) [ID] = __COUNTER__ - COUNTER_BASE,
+#include "rayo-ops.h"
+#undef RAYO_OP
+};
+
+RAYO_API const rayo_op_info *rayo_ops(size_t *count)
+{
+    if (count)
+        *count = OP_COUNT;
+    return op_table;
+}
+
+RAYO_API const rayo_op_info *rayo_op_by_id(uint32_t id)
+{
+    if (id >= RAYO_OP_ID_LIMIT || !op_index[id])
+        return NULL;
+    return &op_table[op_index[id] - 1];
+}
+
+RAYO_API const rayo_op_info *rayo_op_by_name(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < OP_COUNT; i++)
+        if (!strcmp(op_table[i].name, name))
+            return &op_table[i];
+    return NULL;
+}
+
+/* ---- validation ---- */
+/* Largest element count of one operand: its byte count must fit in a
+ * ptrdiff_t, so that no kernel's pointer arithmetic can overflow. */
+#define MAX_ELEMENTS ((size_t)PTRDIFF_MAX / sizeof(float))
+
+static bool mul_ok(size_t a, size_t b, size_t *out)
+{
+    if (a && b > MAX_ELEMENTS / a)
+        return false;
+    *out = a * b;
+    return true;
+}
+
+/* The element counts of a, b, c and y (0 = not used; y of argmax counts 1). */
+static bool operand_counts(const rayo_call *c, const rayo_op_info *op, size_t cnt[4])
+{
+    size_t mn, mk, kn;
+    memset(cnt, 0, 4 * sizeof cnt[0]);
+    if (c->n > MAX_ELEMENTS || c->m > MAX_ELEMENTS || c->k > MAX_ELEMENTS)
+        return false;
+    switch (op->cls) {
+    case RAYO_CLASS_BINARY: cnt[0] = cnt[1] = cnt[3] = c->n; return true;
+    case RAYO_CLASS_UNARY: case RAYO_CLASS_UNARY_P: case RAYO_CLASS_UNARY_P2:
+    case RAYO_CLASS_AXPY: cnt[0] = cnt[3] = c->n; return true;
+    case RAYO_CLASS_REDUCE: case RAYO_CLASS_ARGREDUCE: cnt[0] = c->n; cnt[3] = 1; return true;
+    case RAYO_CLASS_REDUCE2: cnt[0] = cnt[1] = c->n; cnt[3] = 1; return true;
+    case RAYO_CLASS_ROWS: case RAYO_CLASS_TRANSPOSE:
+        if (!mul_ok(c->m, c->n, &mn)) return false;
+        cnt[0] = cnt[3] = mn; return true;
+    case RAYO_CLASS_NORM:
+        if (!mul_ok(c->m, c->n, &mn)) return false;
+        cnt[0] = cnt[3] = mn; cnt[1] = c->b ? c->n : 0; cnt[2] = c->c ? c->n : 0; return true;
+    case RAYO_CLASS_BIAS_ACT:
+        if (!mul_ok(c->m, c->n, &mn)) return false;
+        cnt[0] = cnt[3] = mn; cnt[1] = c->n; return true;
+    case RAYO_CLASS_MATMUL:
+        if (!mul_ok(c->m, c->n, &mn) || !mul_ok(c->m, c->k, &mk) || !mul_ok(c->k, c->n, &kn))
+            return false;
+        cnt[0] = mk; cnt[1] = kn; cnt[3] = mn; return true;
+    case RAYO_CLASS_GEMV:
+        if (!mul_ok(c->m, c->n, &mn)) return false;
+        cnt[0] = mn;
+        cnt[1] = (c->flags & RAYO_TRANS_A) ? c->m : c->n;
+        cnt[3] = (c->flags & RAYO_TRANS_A) ? c->n : c->m;
+        return true;
+    }
+    return false;
+}
+
+void call_operand_counts(const rayo_call *call, size_t counts[4])
+{
+    const rayo_op_info *op = rayo_op_by_id(call->op);
+    if (!op || !operand_counts(call, op, counts))
+        memset(counts, 0, 4 * sizeof counts[0]);
+}
+
+static rayo_status check_flags(const rayo_call *c, const rayo_op_info *op)
+{
+    uint32_t allowed = 0;
+    if (op->cls == RAYO_CLASS_MATMUL)
+        allowed = RAYO_TRANS_A | RAYO_TRANS_B;
+    else if (op->cls == RAYO_CLASS_GEMV)
+        allowed = RAYO_TRANS_A;
+    if (op->cls == RAYO_CLASS_BIAS_ACT) {
+        if (c->flags >= RAYO_ACT_LIMIT)
+            return rayo_fail(RAYO_E_INVALID, "bias_act: unknown activation %u", (unsigned)c->flags);
+    } else if (c->flags & ~allowed) {
+        return rayo_fail(RAYO_E_INVALID, "%s: unknown flags 0x%x", op->name, (unsigned)c->flags);
+    }
+    return RAYO_OK;
+}
+
+static rayo_status check_params(const rayo_call *c, const rayo_op_info *op)
+{
+    if (c->op == RAYO_OP_CLIP && !(c->alpha <= c->beta))
+        return rayo_fail(RAYO_E_INVALID, "clip: lower bound %g is not <= upper bound %g",
+                         (double)c->alpha, (double)c->beta);
+    if (op->cls == RAYO_CLASS_NORM && !(c->alpha >= 0.0f && isfinite(c->alpha)))
+        return rayo_fail(RAYO_E_INVALID, "%s: eps must be finite and >= 0, got %g", op->name, (double)c->alpha);
+    if (op->cls == RAYO_CLASS_ARGREDUCE && c->n == 0)
+        return rayo_fail(RAYO_E_INVALID, "%s of an empty vector has no answer", op->name);
+    return RAYO_OK;
+}
+
+rayo_status call_validate(const rayo_call *c)
+{
+    if (!c)
+        return rayo_fail(RAYO_E_INVALID, "call is NULL");
+    const rayo_op_info *op = rayo_op_by_id(c->op);
+    if (!op)
+        return rayo_fail(RAYO_E_INVALID, "unknown op id %u", (unsigned)c->op);
+    size_t cnt[4];
+    if (!operand_counts(c, op, cnt))
+        return rayo_fail(RAYO_E_OVERFLOW, "%s: sizes m=%zu n=%zu k=%zu overflow", op->name, c->m, c->n, c->k);
+    rayo_status st = check_flags(c, op);
+    if (st == RAYO_OK)
+        st = check_params(c, op);
+    if (st != RAYO_OK)
+        return st;
+    /* Reductions always write their result; other outputs only when not empty. */
+    static const char *const names[4] = {"first input", "second input", "third input", "output"};
+    const void *ptrs[4] = {c->a, c->b, c->c, c->y};
+    for (int i = 0; i < 4; i++) {
+        bool needed = cnt[i] > 0;
+        if (op->cls == RAYO_CLASS_NORM && (i == 1 || i == 2))
+            needed = false; /* gamma and beta are optional */
+        if (needed && !ptrs[i])
+            return rayo_fail(RAYO_E_INVALID, "%s: %s is NULL", op->name, names[i]);
+    }
+    return RAYO_OK;
+}
+
+bool call_is_empty(const rayo_call *c)
+{
+    const rayo_op_info *op = rayo_op_by_id(c->op);
+    switch (op->cls) {
+    case RAYO_CLASS_MATMUL: return c->m == 0 || c->n == 0 || c->k == 0;
+    case RAYO_CLASS_GEMV: return c->m == 0 || c->n == 0;
+    case RAYO_CLASS_ROWS: case RAYO_CLASS_NORM: case RAYO_CLASS_TRANSPOSE: case RAYO_CLASS_BIAS_ACT:
+        return c->m == 0 || c->n == 0;
+    default: return c->n == 0;
+    }
+}
+
+/* beta * y over `count` elements; beta == 0 writes zeros (y may hold NaN). */
+static void scale_output(float *y, size_t count, float beta)
+{
+    for (size_t i = 0; i < count; i++)
+        y[i] = beta == 0.0f ? 0.0f : beta * y[i];
+}
+
+void call_write_empty(const rayo_call *c)
+{
+    float *y = c->y;
+    switch (c->op) {
+    case RAYO_OP_SUM: case RAYO_OP_DOT: case RAYO_OP_NORM_L1: case RAYO_OP_NORM_L2: *y = 0.0f; return;
+    case RAYO_OP_MAX: *y = -INFINITY; return;
+    case RAYO_OP_MIN: *y = INFINITY; return;
+    case RAYO_OP_MATMUL: /* k == 0: C = beta C */
+        if (c->m && c->n)
+            scale_output(y, c->m * c->n, c->beta);
+        return;
+    case RAYO_OP_GEMV: { /* inner length 0: y = beta y */
+        size_t out = (c->flags & RAYO_TRANS_A) ? c->n : c->m;
+        size_t inner = (c->flags & RAYO_TRANS_A) ? c->m : c->n;
+        if (out && !inner)
+            scale_output(y, out, c->beta);
+        return;
+    }
+    default: return; /* nothing to write */
+    }
+}
+
+size_t call_work_size(const rayo_call *c)
+{
+    const rayo_op_info *op = rayo_op_by_id(c->op);
+    size_t mn = c->m * c->n; /* validated: no overflow */
+    switch (op->cls) {
+    case RAYO_CLASS_ROWS: case RAYO_CLASS_NORM: case RAYO_CLASS_TRANSPOSE:
+    case RAYO_CLASS_BIAS_ACT: case RAYO_CLASS_GEMV:
+        return mn;
+    case RAYO_CLASS_MATMUL:
+        return (c->k && mn > SIZE_MAX / c->k) ? SIZE_MAX : mn * c->k;
+    default:
+        return c->n;
+    }
+}
+
+/* ---- the public op functions ---- */
+RAYO_API rayo_status rayo_run(rayo_context *ctx, const rayo_call *call)
+{
+    rayo_clear_error();
+    if (!ctx)
+        return rayo_fail(RAYO_E_INVALID, "context is NULL");
+    rayo_status st = call_validate(call);
+    if (st != RAYO_OK)
+        return st;
+    if (call_is_empty(call)) {
+        call_write_empty(call);
+        return RAYO_OK;
+    }
+    return dispatch_call(ctx, call);
+}
+
+#define RUN(...) do { rayo_call c_ = {__VA_ARGS__}; return rayo_run(ctx, &c_); } while (0)
+
+#define RAYO_DEF_BINARY(N, ID) rayo_status rayo_##N(rayo_context *ctx, const float *a, const float *b, float *y, size_t n) \
+    { RUN(.op = ID, .n = n, .a = a, .b = b, .y = y); }
+#define RAYO_DEF_UNARY(N, ID) rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t n) \
+    { RUN(.op = ID, .n = n, .a = x, .y = y); }
+#define RAYO_DEF_UNARY_P(N, ID) rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t n, float alpha) \
+    { RUN(.op = ID, .n = n, .alpha = alpha, .a = x, .y = y); }
+#define RAYO_DEF_UNARY_P2(N, ID) rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t n, float lo, float hi) \
+    { RUN(.op = ID, .n = n, .alpha = lo, .beta = hi, .a = x, .y = y); }
+#define RAYO_DEF_AXPY(N, ID) rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t n, float alpha) \
+    { RUN(.op = ID, .n = n, .alpha = alpha, .a = x, .y = y); }
+#define RAYO_DEF_REDUCE(N, ID) rayo_status rayo_##N(rayo_context *ctx, const float *x, size_t n, float *result) \
+    { RUN(.op = ID, .n = n, .a = x, .y = result); }
+#define RAYO_DEF_REDUCE2(N, ID) rayo_status rayo_##N(rayo_context *ctx, const float *a, const float *b, size_t n, float *result) \
+    { RUN(.op = ID, .n = n, .a = a, .b = b, .y = result); }
+#define RAYO_DEF_ARGREDUCE(N, ID) rayo_status rayo_##N(rayo_context *ctx, const float *x, size_t n, size_t *index) \
+    { RUN(.op = ID, .n = n, .a = x, .y = index); }
+#define RAYO_DEF_ROWS(N, ID) rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t rows, size_t cols) \
+    { RUN(.op = ID, .m = rows, .n = cols, .a = x, .y = y); }
+#define RAYO_DEF_NORM(N, ID) rayo_status rayo_##N(rayo_context *ctx, const float *x, const float *gamma, const float *beta, \
+                                                  float *y, size_t rows, size_t cols, float eps) \
+    { RUN(.op = ID, .m = rows, .n = cols, .alpha = eps, .a = x, .b = gamma, .c = beta, .y = y); }
+#define RAYO_DEF_MATMUL(N, ID) rayo_status rayo_##N(rayo_context *ctx, unsigned flags, size_t m, size_t n, size_t k, \
+                                                    float alpha, const float *A, const float *B, float beta, float *C) \
+    { RUN(.op = ID, .flags = flags, .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta, .a = A, .b = B, .y = C); }
+#define RAYO_DEF_GEMV(N, ID) rayo_status rayo_##N(rayo_context *ctx, unsigned flags, size_t m, size_t n, float alpha, \
+                                                  const float *A, const float *x, float beta, float *y) \
+    { RUN(.op = ID, .flags = flags, .m = m, .n = n, .alpha = alpha, .beta = beta, .a = A, .b = x, .y = y); }
+#define RAYO_DEF_TRANSPOSE(N, ID) rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t rows, size_t cols) \
+    { RUN(.op = ID, .m = rows, .n = cols, .a = x, .y = y); }
+#define RAYO_DEF_BIAS_ACT(N, ID) rayo_status rayo_##N(rayo_context *ctx, const float *x, const float *bias, float *y, \
+                                                      size_t rows, size_t cols, rayo_activation act) \
+    { RUN(.op = ID, .flags = (uint32_t)act, .m = rows, .n = cols, .a = x, .b = bias, .y = y); }
+
+#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) RAYO_API RAYO_DEF_##CLASS(NAME, RAYO_OP_##ENUM)
+#include "rayo-ops.h"
+#undef RAYO_OP

@@ -1,0 +1,143 @@
+/* pool.c - the core's thread pool, offered to plugins as host->parallel_for.
+ *
+ * One job at a time: the caller takes the pool, publishes the job, works on
+ * it as worker 0 alongside the pool threads, and waits for them.  A second
+ * caller that finds the pool busy (concurrent calls on one context) runs its
+ * tasks itself instead of waiting: no deadlock, no nesting problems. */
+#include "internal.h"
+#include <pthread.h>
+#include <stdlib.h>
+
+struct rayo_pool {
+    unsigned threads;            /* including the caller */
+    pthread_t *tids;
+    pthread_mutex_t busy;        /* held by the caller owning the current job */
+    pthread_mutex_t lock;
+    pthread_cond_t wake, done;
+    uint64_t generation;         /* bumped per job */
+    bool stop;
+    unsigned running;            /* pool threads still working on the job */
+    void (*fn)(void *, size_t, unsigned);
+    void *arg;
+    size_t n_tasks;
+    atomic_size_t next_task;
+};
+
+static void run_tasks(rayo_pool *p, unsigned worker)
+{
+    size_t t;
+    while ((t = atomic_fetch_add(&p->next_task, 1)) < p->n_tasks)
+        p->fn(p->arg, t, worker);
+}
+
+struct worker_start { rayo_pool *pool; unsigned id; };
+
+static void *worker_main(void *arg)
+{
+    struct worker_start *ws = arg;
+    rayo_pool *p = ws->pool;
+    unsigned id = ws->id;
+    free(ws);
+    uint64_t seen = 0;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->stop && p->generation == seen)
+            pthread_cond_wait(&p->wake, &p->lock);
+        if (p->stop)
+            break;
+        seen = p->generation;
+        pthread_mutex_unlock(&p->lock);
+        run_tasks(p, id);
+        pthread_mutex_lock(&p->lock);
+        if (--p->running == 0)
+            pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+rayo_pool *pool_create(unsigned threads)
+{
+    rayo_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    if (threads < 1)
+        threads = 1;
+    p->tids = calloc(threads, sizeof *p->tids);
+    if (!p->tids) {
+        free(p);
+        return NULL;
+    }
+    pthread_mutex_init(&p->busy, NULL);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    pthread_cond_init(&p->done, NULL);
+    p->threads = 1;
+    for (unsigned i = 1; i < threads; i++) {
+        struct worker_start *ws = malloc(sizeof *ws);
+        if (!ws)
+            break;
+        ws->pool = p;
+        ws->id = i;
+        if (pthread_create(&p->tids[i], NULL, worker_main, ws) != 0) {
+            free(ws);
+            break; /* fewer threads than asked: still correct */
+        }
+        p->threads++;
+    }
+    return p;
+}
+
+void pool_destroy(rayo_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->stop = true;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+    for (unsigned i = 1; i < p->threads; i++)
+        pthread_join(p->tids[i], NULL);
+    pthread_mutex_destroy(&p->busy);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->wake);
+    pthread_cond_destroy(&p->done);
+    free(p->tids);
+    free(p);
+}
+
+unsigned pool_threads(const rayo_pool *p)
+{
+    return p ? p->threads : 1;
+}
+
+static void run_serially(size_t n_tasks, void (*fn)(void *, size_t, unsigned), void *arg)
+{
+    for (size_t t = 0; t < n_tasks; t++)
+        fn(arg, t, 0);
+}
+
+void pool_run(rayo_pool *p, size_t n_tasks, void (*fn)(void *, size_t, unsigned), void *arg)
+{
+    if (!p || p->threads == 1 || n_tasks <= 1 || pthread_mutex_trylock(&p->busy) != 0) {
+        run_serially(n_tasks, fn, arg);
+        return;
+    }
+    pthread_mutex_lock(&p->lock);
+    p->fn = fn;
+    p->arg = arg;
+    p->n_tasks = n_tasks;
+    atomic_store(&p->next_task, 0);
+    p->running = p->threads - 1;
+    p->generation++;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+
+    run_tasks(p, 0);
+
+    pthread_mutex_lock(&p->lock);
+    while (p->running > 0)
+        pthread_cond_wait(&p->done, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    pthread_mutex_unlock(&p->busy);
+}

@@ -1,0 +1,285 @@
+/* rayo-info - what rayo found on this machine and why.
+ *
+ *   rayo-info                 config files, plugins (with the reason for each
+ *                             one not used), devices, the dispatch chain of every op
+ *   rayo-info --json          the same, as JSON
+ *   rayo-info --explain OP SIZE   which backend a call would go to, and why
+ *   rayo-info --ops           the op list with accuracy contracts
+ */
+#include "rayo.h"
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *status_name(rayo_backend_status s)
+{
+    switch (s) {
+    case RAYO_BACKEND_LOADED: return "loaded";
+    case RAYO_BACKEND_REJECTED: return "rejected";
+    case RAYO_BACKEND_UNAVAILABLE: return "unavailable";
+    case RAYO_BACKEND_DISABLED: return "disabled";
+    case RAYO_BACKEND_SHADOWED: return "shadowed";
+    }
+    return "?";
+}
+
+static const char *device_type_name(rayo_device_type t)
+{
+    switch (t) {
+    case RAYO_DEVICE_CPU: return "cpu";
+    case RAYO_DEVICE_GPU: return "gpu";
+    case RAYO_DEVICE_SOFTWARE: return "software";
+    default: return "other";
+    }
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static void print_window(const rayo_link_info *l)
+{
+    if (l->min_size)
+        printf("[size >= %zu]", l->min_size);
+}
+
+/* ---- text ---- */
+static void text_config(const rayo_context *ctx)
+{
+    printf("Config files (in order read; later settings win):\n");
+    size_t n = rayo_config_file_count(ctx);
+    for (size_t i = 0; i < n; i++) {
+        const char *status;
+        const char *path = rayo_config_file(ctx, i, &status);
+        printf("  %-50s %s\n", path, status);
+    }
+    if (!n)
+        printf("  (none)\n");
+    printf("Plugin search path: %s\n", rayo_plugin_search_path(ctx));
+    printf("Threads: %u\n\n", rayo_thread_count(ctx));
+}
+
+static void text_backends(const rayo_context *ctx)
+{
+    printf("Backends:\n");
+    size_t n = rayo_backend_count(ctx);
+    for (size_t i = 0; i < n; i++) {
+        rayo_backend_info b;
+        if (rayo_backend_get(ctx, i, &b) != RAYO_OK)
+            continue;
+        printf("  %-8s %-11s", b.name, status_name(b.status));
+        if (b.version[0])
+            printf(" version %s, ABI %u.%u", b.version, b.abi_major, b.abi_minor);
+        printf("\n           file: %s\n", b.path);
+        if (b.status == RAYO_BACKEND_LOADED) {
+            printf("           device: %s (%s), %zu ops, default position %u\n", b.device,
+                   device_type_name(b.device_type), b.op_count, b.rank + 1);
+            for (size_t d = 0; d < b.device_count; d++)
+                printf("           device %zu: %s\n", d, rayo_backend_device_name(ctx, i, d));
+        }
+        if (b.reason && b.reason[0])
+            printf("           reason: %s\n", b.reason);
+    }
+    if (!n)
+        printf("  (no plugin files found)\n");
+    printf("\n");
+}
+
+static void text_dispatch(const rayo_context *ctx)
+{
+    printf("Dispatch (backends tried in order; a GPU only from its offload threshold):\n");
+    size_t count;
+    const rayo_op_info *ops = rayo_ops(&count);
+    for (size_t i = 0; i < count; i++) {
+        rayo_link_info links[32];
+        size_t n = rayo_chain(ctx, ops[i].id, links, 32);
+        printf("  %-12s ", ops[i].name);
+        if (!n)
+            printf("(no backend)");
+        for (size_t j = 0; j < n && j < 32; j++) {
+            printf("%s%s", j ? " > " : "", links[j].backend);
+            print_window(&links[j]);
+        }
+        printf("\n");
+    }
+}
+
+/* ---- json ---- */
+static void json_output(const rayo_context *ctx)
+{
+    printf("{\n  \"version\": ");
+    json_string(rayo_version());
+    printf(",\n  \"threads\": %u,\n  \"plugin_search_path\": ", rayo_thread_count(ctx));
+    json_string(rayo_plugin_search_path(ctx));
+    printf(",\n  \"config_files\": [");
+    size_t n = rayo_config_file_count(ctx);
+    for (size_t i = 0; i < n; i++) {
+        const char *status;
+        const char *path = rayo_config_file(ctx, i, &status);
+        printf("%s\n    {\"path\": ", i ? "," : "");
+        json_string(path);
+        printf(", \"status\": ");
+        json_string(status);
+        printf("}");
+    }
+    printf("\n  ],\n  \"backends\": [");
+    n = rayo_backend_count(ctx);
+    for (size_t i = 0; i < n; i++) {
+        rayo_backend_info b;
+        rayo_backend_get(ctx, i, &b);
+        printf("%s\n    {\"name\": ", i ? "," : "");
+        json_string(b.name);
+        printf(", \"status\": \"%s\", \"path\": ", status_name(b.status));
+        json_string(b.path);
+        printf(", \"version\": ");
+        json_string(b.version);
+        printf(", \"abi\": \"%u.%u\", \"reason\": ", b.abi_major, b.abi_minor);
+        json_string(b.reason);
+        printf(", \"device\": ");
+        json_string(b.device);
+        printf(", \"device_type\": \"%s\", \"ops\": %zu, \"devices\": [",
+               device_type_name(b.device_type), b.op_count);
+        for (size_t d = 0; d < b.device_count; d++) {
+            printf("%s", d ? ", " : "");
+            json_string(rayo_backend_device_name(ctx, i, d));
+        }
+        printf("]}");
+    }
+    printf("\n  ],\n  \"dispatch\": {");
+    size_t count;
+    const rayo_op_info *ops = rayo_ops(&count);
+    for (size_t i = 0; i < count; i++) {
+        rayo_link_info links[32];
+        size_t nl = rayo_chain(ctx, ops[i].id, links, 32);
+        printf("%s\n    \"%s\": [", i ? "," : "", ops[i].name);
+        for (size_t j = 0; j < nl && j < 32; j++)
+            printf("%s{\"backend\": \"%s\", \"min_size\": %zu}", j ? ", " : "", links[j].backend,
+                   links[j].min_size);
+        printf("]");
+    }
+    printf("\n  }\n}\n");
+}
+
+static int explain(const rayo_context *ctx, const char *op_name, const char *size_text)
+{
+    const rayo_op_info *op = rayo_op_by_name(op_name);
+    if (!op) {
+        fprintf(stderr, "rayo-info: unknown op \"%s\" (rayo-info --ops lists them)\n", op_name);
+        return 2;
+    }
+    char *end;
+    unsigned long long size = strtoull(size_text, &end, 10);
+    if (*end || end == size_text) {
+        fprintf(stderr, "rayo-info: SIZE must be a number, got \"%s\"\n", size_text);
+        return 2;
+    }
+    printf("%s: %s\n", op->name, op->summary);
+    printf("work size %llu (n for vector ops, rows*cols for row ops, m*n*k for matmul)\n", size);
+    const char *order = rayo_config_get(ctx, "dispatch", "order");
+    char section[64];
+    snprintf(section, sizeof section, "op.%s", op->name);
+    const char *op_order = rayo_config_get(ctx, section, "order");
+    if (op_order)
+        printf("order from [%s] order = %s\n", section, op_order);
+    else if (order)
+        printf("order from [dispatch] order (or RAYO_BACKEND) = %s\n", order);
+    else
+        printf("default order: GPUs, then SIMD CPU backends, then scalar, then software devices\n");
+    rayo_link_info links[32];
+    size_t n = rayo_chain(ctx, op->id, links, 32);
+    const char *chosen = rayo_backend_for(ctx, op->id, (size_t)size);
+    for (size_t i = 0; i < n && i < 32; i++) {
+        bool fits = size >= links[i].min_size && size <= links[i].max_size;
+        printf("  %zu. %-8s %s", i + 1, links[i].backend, fits ? "accepts this size" : "skipped:");
+        if (!fits)
+            printf(" size below its offload threshold %zu", links[i].min_size);
+        if (chosen && !strcmp(chosen, links[i].backend) && fits)
+            printf("  <- runs the call; later links take over if it fails");
+        printf("\n");
+    }
+    if (!n)
+        printf("no loaded backend implements %s\n", op->name);
+    return 0;
+}
+
+static void list_ops(void)
+{
+    size_t count;
+    const rayo_op_info *ops = rayo_ops(&count);
+    printf("%-4s %-12s %-24s %s\n", "id", "op", "contract", "definition");
+    for (size_t i = 0; i < count; i++) {
+        char contract[64];
+        if (ops[i].tol_rel == 0 && ops[i].tol_abs == 0)
+            snprintf(contract, sizeof contract, "exact");
+        else
+            snprintf(contract, sizeof contract, "%.0e*%s+%.0e", ops[i].tol_rel,
+                     ops[i].scale == RAYO_SCALE_SUM ? "sum|t|" : "|y|", ops[i].tol_abs);
+        printf("%-4d %-12s %-24s %s\n", (int)ops[i].id, ops[i].name, contract, ops[i].summary);
+    }
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: rayo-info [--json] [--explain OP SIZE] [--ops] [--help]\n"
+               "Shows the config files rayo reads, the plugins it found (and why each unused\n"
+               "one was not used), their devices, and which backend runs each op.\n"
+               "Environment: RAYO_LOG=debug shows every step of loading.\n");
+}
+
+int main(int argc, char **argv)
+{
+    int json = 0;
+    const char *explain_op = NULL, *explain_size = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (!strcmp(argv[i], "--explain") && i + 2 < argc) {
+            explain_op = argv[++i];
+            explain_size = argv[++i];
+        } else if (!strcmp(argv[i], "--ops")) {
+            list_ops();
+            return 0;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    rayo_context *ctx;
+    rayo_options opts = {.struct_size = sizeof opts, .allow_no_backend = 1};
+    rayo_status st = rayo_open(&ctx, &opts);
+    if (st != RAYO_OK) {
+        fprintf(stderr, "rayo-info: cannot open rayo: %s: %s\n", rayo_strerror(st), rayo_last_error());
+        return 1;
+    }
+    int rc = 0;
+    if (explain_op) {
+        rc = explain(ctx, explain_op, explain_size);
+    } else if (json) {
+        json_output(ctx);
+    } else {
+        printf("rayo %s\n\n", rayo_version());
+        text_config(ctx);
+        text_backends(ctx);
+        text_dispatch(ctx);
+        if (rayo_backend_for(ctx, RAYO_OP_ADD, 1) == NULL)
+            printf("\nNo backend is loaded: every call will fail. The reasons are listed above.\n");
+    }
+    rayo_close(ctx);
+    return rc;
+}
