@@ -1,0 +1,53 @@
+# Plugins built only for tests/test-loader.c: one source, one variant each.
+FAKE_MODULE_FLAGS = -module -avoid-version -shared -rpath /nowhere
+FAKE_CPPFLAGS = $(AM_CPPFLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakegood.la
+tests_plugins_rayo_fakegood_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakegood_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_GOOD -DFAKE_NAME='"fakegood"'
+tests_plugins_rayo_fakegood_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakeabi2.la
+tests_plugins_rayo_fakeabi2_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakeabi2_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_ABI2 -DFAKE_NAME='"fakeabi2"'
+tests_plugins_rayo_fakeabi2_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakenewer.la
+tests_plugins_rayo_fakenewer_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakenewer_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_NEWER -DFAKE_NAME='"fakenewer"'
+tests_plugins_rayo_fakenewer_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakeprobefail.la
+tests_plugins_rayo_fakeprobefail_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakeprobefail_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_PROBEFAIL -DFAKE_NAME='"fakeprobefail"'
+tests_plugins_rayo_fakeprobefail_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakeinitfail.la
+tests_plugins_rayo_fakeinitfail_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakeinitfail_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_INITFAIL -DFAKE_NAME='"fakeinitfail"'
+tests_plugins_rayo_fakeinitfail_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakeneedcpu.la
+tests_plugins_rayo_fakeneedcpu_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakeneedcpu_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_NEEDCPU -DFAKE_NAME='"fakeneedcpu"'
+tests_plugins_rayo_fakeneedcpu_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakerunfail.la
+tests_plugins_rayo_fakerunfail_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakerunfail_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_RUNFAIL -DFAKE_NAME='"fakerunfail"'
+tests_plugins_rayo_fakerunfail_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakelost.la
+tests_plugins_rayo_fakelost_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakelost_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_LOST -DFAKE_NAME='"fakelost"'
+tests_plugins_rayo_fakelost_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakebadmagic.la
+tests_plugins_rayo_fakebadmagic_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakebadmagic_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_BADMAGIC -DFAKE_NAME='"fakebadmagic"'
+tests_plugins_rayo_fakebadmagic_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakenodesc.la
+tests_plugins_rayo_fakenodesc_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakenodesc_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_NODESC -DFAKE_NAME='"fakenodesc"'
+tests_plugins_rayo_fakenodesc_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
