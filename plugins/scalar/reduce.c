@@ -1,0 +1,236 @@
+/* reduce.c - sum, dot, max, min, argmax, norm_l1, norm_l2.
+ *
+ * Accuracy: the contract is 1e-5 relative to sum|terms| at any n (2^22 and
+ * more).  A single float accumulator drifts by ~n * 2^-24, so sums are
+ * blocked: LANES float accumulators (which the compiler turns into SIMD
+ * lanes) over blocks of BLOCK elements, i.e. BLOCK / LANES terms per lane,
+ * and the block results are added in double.  The error is then bounded by
+ * about (BLOCK / LANES + LANES) * 2^-24 ~ 3e-6 relative, independent of n.
+ *
+ * Large vectors are split over the thread pool in chunks of whole blocks;
+ * the partial results are added in task order.
+ */
+#include "scalar.h"
+
+#include <math.h>
+
+#define LANES 16
+#define BLOCK 512
+#define MAX_CHUNKS 64
+#define REDUCE_PARALLEL_MIN ((size_t)1 << 18) /* elements; below, one thread */
+
+/* One block (n <= BLOCK) of sum(TERM(i)), i < n, returned in double. */
+#define BLOCK_SUM(TERM)                                                    \
+    float acc[LANES] = { 0 };                                              \
+    size_t i = 0;                                                          \
+    for (; i + LANES <= n; i += LANES)                                     \
+        for (size_t l = 0; l < LANES; l++)                                 \
+            acc[l] += TERM(i + l);                                         \
+    float rest = 0.0f;                                                     \
+    for (; i < n; i++)                                                     \
+        rest += TERM(i);                                                   \
+    double s = rest;                                                       \
+    for (size_t l = 0; l < LANES; l++)                                     \
+        s += acc[l];                                                       \
+    return s;
+
+#define TERM_SUM(i) x[i]
+#define TERM_ABS(i) fabsf(x[i])
+#define TERM_DOT(i) (a[i] * b[i])
+
+static double block_sum(const float *x, size_t n) { BLOCK_SUM(TERM_SUM) }
+static double block_abs_sum(const float *x, size_t n) { BLOCK_SUM(TERM_ABS) }
+static double block_dot(const float *a, const float *b, size_t n) { BLOCK_SUM(TERM_DOT) }
+
+/* Squares in double: |x| < FLT_MAX squared is < 1.2e77, and even 2^64 such
+ * terms stay far below DBL_MAX, so no scaling pass is needed, and squares of
+ * tiny (even subnormal) floats do not underflow either. */
+double scalar_sum_squares_f64(const float *x, size_t n)
+{
+    double acc[LANES / 2] = { 0 };
+    size_t i = 0;
+    for (; i + LANES / 2 <= n; i += LANES / 2)
+        for (size_t l = 0; l < LANES / 2; l++)
+            acc[l] += (double)x[i + l] * (double)x[i + l];
+    double s = 0.0;
+    for (; i < n; i++)
+        s += (double)x[i] * (double)x[i];
+    for (size_t l = 0; l < LANES / 2; l++)
+        s += acc[l];
+    return s;
+}
+
+/* ---- whole vectors ----------------------------------------------------------- */
+typedef enum { RED_SUM, RED_ABS, RED_DOT, RED_SQUARES } reduction;
+
+/* The reduction of a[0..n) (and b) on the calling thread. */
+static double reduce_serial(reduction kind, const float *a, const float *b, size_t n)
+{
+    if (kind == RED_SQUARES)
+        return scalar_sum_squares_f64(a, n);
+    double total = 0.0;
+    for (size_t i = 0; i < n; i += BLOCK) {
+        size_t len = n - i < BLOCK ? n - i : BLOCK;
+        switch (kind) {
+        case RED_SUM: total += block_sum(a + i, len); break;
+        case RED_ABS: total += block_abs_sum(a + i, len); break;
+        default: total += block_dot(a + i, b + i, len); break;
+        }
+    }
+    return total;
+}
+
+double scalar_dot_f64(const float *a, const float *b, size_t n)
+{
+    return reduce_serial(RED_DOT, a, b, n);
+}
+
+typedef struct reduce_job {
+    reduction kind;
+    const float *a, *b;
+    size_t n, chunk;
+    double partial[MAX_CHUNKS];
+} reduce_job;
+
+static void reduce_task(void *arg, size_t task, unsigned worker)
+{
+    reduce_job *job = arg;
+    size_t lo = task * job->chunk;
+    size_t len = job->n - lo < job->chunk ? job->n - lo : job->chunk;
+    (void)worker;
+    job->partial[task] = reduce_serial(job->kind, job->a + lo, job->b ? job->b + lo : NULL, len);
+}
+
+static double reduce(const scalar_state *st, reduction kind, const float *a, const float *b,
+                     size_t n)
+{
+    size_t threads = scalar_threads(st);
+    if (threads < 2 || n < REDUCE_PARALLEL_MIN)
+        return reduce_serial(kind, a, b, n);
+    size_t tasks = 4 * threads < MAX_CHUNKS ? 4 * threads : MAX_CHUNKS;
+    reduce_job job = { .kind = kind, .a = a, .b = b, .n = n };
+    job.chunk = ((n + tasks - 1) / tasks + BLOCK - 1) / BLOCK * BLOCK;
+    tasks = (n + job.chunk - 1) / job.chunk;
+    scalar_parallel(st, tasks, reduce_task, &job);
+    double total = 0.0;
+    for (size_t t = 0; t < tasks; t++)
+        total += job.partial[t];
+    return total;
+}
+
+static rayo_status store_float(const rayo_call *call, double value)
+{
+    *(float *)call->y = (float)value;
+    return RAYO_OK;
+}
+
+SCALAR_KERNEL(sum)
+{
+    return store_float(call, reduce(state, RED_SUM, call->a, NULL, call->n));
+}
+
+SCALAR_KERNEL(dot)
+{
+    return store_float(call, reduce(state, RED_DOT, call->a, call->b, call->n));
+}
+
+SCALAR_KERNEL(norm_l1)
+{
+    return store_float(call, reduce(state, RED_ABS, call->a, NULL, call->n));
+}
+
+SCALAR_KERNEL(norm_l2)
+{
+    return store_float(call, sqrt(reduce(state, RED_SQUARES, call->a, NULL, call->n)));
+}
+
+/* ---- max, min, argmax ----------------------------------------------------------
+ * One vectorisable pass keeps per-lane extremes and a per-lane "saw NaN"
+ * flag; NaN propagates (a NaN anywhere makes the result NaN). */
+float scalar_max_f32(const float *x, size_t n)
+{
+    float m[LANES];
+    int nan[LANES] = { 0 };
+    for (size_t l = 0; l < LANES; l++)
+        m[l] = -INFINITY;
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (size_t l = 0; l < LANES; l++) {
+            float v = x[i + l];
+            m[l] = v > m[l] ? v : m[l];
+            nan[l] |= v != v;
+        }
+    float best = -INFINITY;
+    int any_nan = 0;
+    for (; i < n; i++) {
+        best = x[i] > best ? x[i] : best;
+        any_nan |= x[i] != x[i];
+    }
+    for (size_t l = 0; l < LANES; l++) {
+        best = m[l] > best ? m[l] : best;
+        any_nan |= nan[l];
+    }
+    return any_nan ? NAN : best;
+}
+
+static float min_value(const float *x, size_t n)
+{
+    float m[LANES];
+    int nan[LANES] = { 0 };
+    for (size_t l = 0; l < LANES; l++)
+        m[l] = INFINITY;
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (size_t l = 0; l < LANES; l++) {
+            float v = x[i + l];
+            m[l] = v < m[l] ? v : m[l];
+            nan[l] |= v != v;
+        }
+    float best = INFINITY;
+    int any_nan = 0;
+    for (; i < n; i++) {
+        best = x[i] < best ? x[i] : best;
+        any_nan |= x[i] != x[i];
+    }
+    for (size_t l = 0; l < LANES; l++) {
+        best = m[l] < best ? m[l] : best;
+        any_nan |= nan[l];
+    }
+    return any_nan ? NAN : best;
+}
+
+SCALAR_KERNEL(max)
+{
+    (void)state;
+    *(float *)call->y = scalar_max_f32(call->a, call->n);
+    return RAYO_OK;
+}
+
+SCALAR_KERNEL(min)
+{
+    (void)state;
+    *(float *)call->y = min_value(call->a, call->n);
+    return RAYO_OK;
+}
+
+/* Two passes, both simple: the maximum (NaN if any), then the first index
+ * holding it (or the first NaN). */
+SCALAR_KERNEL(argmax)
+{
+    (void)state;
+    const float *x = call->a;
+    size_t n = call->n;
+    if (n == 0)
+        return RAYO_E_INVALID;
+    float best = scalar_max_f32(x, n);
+    size_t i = 0;
+    if (best != best) {
+        while (x[i] == x[i])
+            i++;
+    } else {
+        while (x[i] != best)
+            i++;
+    }
+    *(size_t *)call->y = i;
+    return RAYO_OK;
+}

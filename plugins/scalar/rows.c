@@ -1,0 +1,159 @@
+/* rows.c - softmax, log_softmax, layernorm, rmsnorm: m independent rows of n.
+ *
+ * Row statistics (sums, mean, variance) are accumulated in double and the
+ * final per-element expression is evaluated in double and rounded once:
+ * with |mean| >> stddev, a float mean alone would cost more than the 4e-6
+ * contract.  Rows run in parallel when there are enough of them.  y may be
+ * x (in place): every row reads x completely before the first write that
+ * could clobber an element it still needs.
+ */
+#include "scalar.h"
+
+#include <math.h>
+
+#define COST_EXP 16 /* per element, in cheap operations */
+#define COST_NORM 4
+
+/* sum of x in double: the mean of a row must be accurate relative to its
+ * spread, not only to sum|x| (think 1000 + 1e-3 noise). */
+static double row_sum(const float *x, size_t n)
+{
+    double acc[4] = { 0 };
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        for (size_t l = 0; l < 4; l++)
+            acc[l] += x[j + l];
+    double s = 0.0;
+    for (; j < n; j++)
+        s += x[j];
+    return s + (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+/* sum over j of e^(x[j] - mx), without storing the terms. */
+static double sum_exp_shifted(const float *x, size_t n, float mx)
+{
+    double acc[4] = { 0 };
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        for (size_t l = 0; l < 4; l++)
+            acc[l] += expf(x[j + l] - mx);
+    double s = 0.0;
+    for (; j < n; j++)
+        s += expf(x[j] - mx);
+    return s + (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+/* Max-subtracted: e^(x - max) <= 1, no overflow; a NaN in the row makes the
+ * max NaN and so the whole row NaN, as in the reference. */
+static void softmax_row(const float *x, float *y, size_t n)
+{
+    float mx = scalar_max_f32(x, n);
+    for (size_t j = 0; j < n; j++)
+        y[j] = expf(x[j] - mx);
+    double inv = 1.0 / row_sum(y, n);
+    for (size_t j = 0; j < n; j++)
+        y[j] = (float)(y[j] * inv);
+}
+
+static void log_softmax_row(const float *x, float *y, size_t n)
+{
+    float mx = scalar_max_f32(x, n);
+    double shift = (double)mx + log(sum_exp_shifted(x, n, mx));
+    for (size_t j = 0; j < n; j++)
+        y[j] = (float)((double)x[j] - shift);
+}
+
+/* y = (x - mean) * rstd * gamma + beta; gamma and beta may be NULL. */
+#define NORM_LOOP(expr)                                                    \
+    for (size_t j = 0; j < n; j++) {                                       \
+        const double v = ((double)x[j] - center) * rstd;                   \
+        y[j] = (float)(expr);                                              \
+    }
+
+static void scale_row(const float *x, const float *gamma, const float *beta, float *y,
+                      size_t n, double center, double rstd)
+{
+    if (gamma && beta)
+        NORM_LOOP(v * gamma[j] + beta[j])
+    else if (gamma)
+        NORM_LOOP(v * gamma[j])
+    else if (beta)
+        NORM_LOOP(v + beta[j])
+    else
+        NORM_LOOP(v)
+}
+
+/* Two-pass variance: the second pass sums squares of centred values, so
+ * there is no cancellation of E[x^2] - E[x]^2. */
+static void layernorm_row(const float *x, const float *gamma, const float *beta, float *y,
+                          size_t n, float eps)
+{
+    double mean = row_sum(x, n) / (double)n;
+    double acc[4] = { 0 };
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        for (size_t l = 0; l < 4; l++) {
+            double d = (double)x[j + l] - mean;
+            acc[l] += d * d;
+        }
+    double ss = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (; j < n; j++)
+        ss += ((double)x[j] - mean) * ((double)x[j] - mean);
+    double rstd = 1.0 / sqrt(ss / (double)n + (double)eps);
+    scale_row(x, gamma, beta, y, n, mean, rstd);
+}
+
+static void rmsnorm_row(const float *x, const float *gamma, float *y, size_t n, float eps)
+{
+    double ms = scalar_sum_squares_f64(x, n) / (double)n;
+    scale_row(x, gamma, NULL, y, n, 0.0, 1.0 / sqrt(ms + (double)eps));
+}
+
+/* ---- kernels ----------------------------------------------------------------- */
+static void softmax_rows(const rayo_call *c, size_t lo, size_t hi)
+{
+    for (size_t i = lo; i < hi; i++)
+        softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);
+}
+
+static void log_softmax_rows(const rayo_call *c, size_t lo, size_t hi)
+{
+    for (size_t i = lo; i < hi; i++)
+        log_softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);
+}
+
+static void layernorm_rows(const rayo_call *c, size_t lo, size_t hi)
+{
+    for (size_t i = lo; i < hi; i++)
+        layernorm_row(c->a + i * c->n, c->b, c->c, (float *)c->y + i * c->n, c->n, c->alpha);
+}
+
+static void rmsnorm_rows(const rayo_call *c, size_t lo, size_t hi)
+{
+    for (size_t i = lo; i < hi; i++)
+        rmsnorm_row(c->a + i * c->n, c->b, (float *)c->y + i * c->n, c->n, c->alpha);
+}
+
+SCALAR_KERNEL(softmax)
+{
+    scalar_run_ranges(state, call, call->m, call->n * COST_EXP, softmax_rows);
+    return RAYO_OK;
+}
+
+SCALAR_KERNEL(log_softmax)
+{
+    scalar_run_ranges(state, call, call->m, call->n * COST_EXP, log_softmax_rows);
+    return RAYO_OK;
+}
+
+SCALAR_KERNEL(layernorm)
+{
+    scalar_run_ranges(state, call, call->m, call->n * COST_NORM, layernorm_rows);
+    return RAYO_OK;
+}
+
+SCALAR_KERNEL(rmsnorm)
+{
+    scalar_run_ranges(state, call, call->m, call->n * COST_NORM, rmsnorm_rows);
+    return RAYO_OK;
+}
