@@ -15,3 +15,14 @@ check_PROGRAMS += tests/test-loader
 tests_test_loader_SOURCES = tests/test-loader.c tests/testutil.h
 tests_test_loader_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_DIR='"$(abs_top_builddir)/tests/plugins/.libs"'
 tests_test_loader_LDADD = core/librayo.la
+
+TESTS += tests/test-config
+check_PROGRAMS += tests/test-config
+tests_test_config_SOURCES = tests/test-config.c tests/testutil.h
+tests_test_config_LDADD = core/librayo.la
+
+TESTS += tests/test-api
+check_PROGRAMS += tests/test-api
+tests_test_api_SOURCES = tests/test-api.c tests/testutil.h
+tests_test_api_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_api_LDADD = core/librayo.la $(PTHREAD_LIBS) -lm

@@ -1,6 +1,5 @@
 /* test-loader.c - the loader's answer to every kind of plugin, using the
  * plugins of tests/plugins/ (built only for this test). */
-#define _GNU_SOURCE
 #include "testutil.h"
 #include <unistd.h>
 

@@ -2,6 +2,10 @@
 #ifndef RAYO_TESTUTIL_H
 #define RAYO_TESTUTIL_H
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* setenv, mkdtemp, rand_r */
+#endif
+
 #include "rayo.h"
 #include <stdbool.h>
 #include <stdio.h>
