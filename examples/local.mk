@@ -1,1 +1,6 @@
-# examples/
+# examples/: programs on the public API.  Built and run by `make check`.
+noinst_PROGRAMS += examples/softmax-matmul
+TESTS += examples/softmax-matmul
+examples_softmax_matmul_SOURCES = examples/softmax-matmul.c
+examples_softmax_matmul_LDADD = core/librayo.la -lm
+include examples/plugin-template/local.mk
