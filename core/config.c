@@ -6,7 +6,11 @@
 #include "internal.h"
 #include <ctype.h>
 #include <dirent.h>
+#ifdef RAYO_INI_MIN /* builds without inih (wasm): the same stream interface */
+#include "ini-min.h"
+#else
 #include <ini.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -342,7 +346,14 @@ static void load_environment(rayo_context *ctx, rayo_config *cfg)
 void config_load(rayo_context *ctx, rayo_config *cfg, const rayo_options *opts)
 {
     const char *sysconf = opts && opts->sysconf_dir ? opts->sysconf_dir : RAYO_SYSCONFDIR;
-    if (!(opts && opts->no_config_files)) {
+#ifdef __EMSCRIPTEN__
+    /* No config files in the WebAssembly build (under node they would be the
+     * host's files): settings come only through rayo_options.settings. */
+    const bool read_files = false;
+#else
+    const bool read_files = !(opts && opts->no_config_files);
+#endif
+    if (read_files) {
         char *main_file = rayo_asprintf("%s/rayo.conf", sysconf);
         char *dir = rayo_asprintf("%s/conf.d", sysconf);
         if (main_file)
@@ -353,9 +364,11 @@ void config_load(rayo_context *ctx, rayo_config *cfg, const rayo_options *opts)
         free(dir);
         load_user_file(ctx, cfg);
     }
+#ifndef __EMSCRIPTEN__
     const char *explicit_file = rayo_env(ctx, "RAYO_CONFIG");
     if (explicit_file && *explicit_file)
         parse_file(ctx, cfg, explicit_file, true);
+#endif
     load_environment(ctx, cfg);
     if (opts && opts->settings)
         parse_string(ctx, cfg, "<application settings>", opts->settings);
