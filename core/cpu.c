@@ -8,6 +8,9 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+#endif
 #if defined(__aarch64__) && defined(HAVE_GETAUXVAL)
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMD
@@ -69,6 +72,27 @@ static uint64_t cpu_detect_x86(void)
 }
 #endif
 
+#ifdef __EMSCRIPTEN__
+/* The core is built without SIMD so that it runs on every engine, so the
+ * engine itself is asked: does it validate the smallest module that uses a
+ * SIMD128 instruction (a function doing v128.const 0; drop)? */
+EM_JS(int, engine_validates_simd128, (void), {
+    var simd_module = new Uint8Array([
+        0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, /* "\0asm", version 1 */
+        0x01, 0x04, 0x01, 0x60, 0x00, 0x00,             /* types: () -> () */
+        0x03, 0x02, 0x01, 0x00,                         /* one function of type 0 */
+        0x0a, 0x17, 0x01, 0x15, 0x00,                   /* code: one body, no locals */
+        0xfd, 0x0c, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* v128.const 0 */
+        0x1a, 0x0b                                      /* drop, end */
+    ]);
+    try {
+        return WebAssembly.validate(simd_module) ? 1 : 0;
+    } catch (e) {
+        return 0;
+    }
+});
+#endif
+
 uint64_t cpu_detect(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -81,6 +105,8 @@ uint64_t cpu_detect(void)
     if (hw & HWCAP_ASIMDDP) f |= RAYO_CPU_ARM_DOTPROD;
     if (hw & HWCAP_SVE) f |= RAYO_CPU_ARM_SVE;
     return f;
+#elif defined(__EMSCRIPTEN__)
+    return engine_validates_simd128() ? RAYO_CPU_WASM_SIMD128 : 0;
 #elif defined(__wasm_simd128__)
     /* A wasm module with SIMD instructions only validates on an engine that
      * has them, so if this code runs, SIMD128 is there. */
