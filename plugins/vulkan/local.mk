@@ -1,1 +1,37 @@
-# plugins/vulkan: not written yet (see issues)
+# plugins/vulkan: the Vulkan compute backend.  GLSL compute shaders
+# (shaders/*.comp) are compiled to SPIR-V at build time with glslc, checked
+# with spirv-val and embedded in the plugin; libvulkan.so.1 is dlopened at
+# run time, so the plugin has no link-time dependency on Vulkan.
+
+VK_SHADER_FILES = \
+	shaders/common.glsl shaders/rmath.glsl shaders/eltwise.comp \
+	shaders/reduce.comp shaders/rows.comp shaders/matmul.comp \
+	shaders/gemv.comp shaders/transpose.comp
+VK_SHADER_TOOLS = plugins/vulkan/shaders.list plugins/vulkan/embed-shaders.sh
+
+EXTRA_DIST += $(VK_SHADER_FILES) $(VK_SHADER_TOOLS) \
+	plugins/vulkan/50-vulkan.conf plugins/vulkan/h100.sh \
+	plugins/vulkan/h100-torch.py
+
+if BUILD_VULKAN
+plugin_LTLIBRARIES += plugins/vulkan/rayo-vulkan.la
+plugins_vulkan_rayo_vulkan_la_SOURCES = \
+	plugins/vulkan/vk-internal.h plugins/vulkan/vk-plugin.c \
+	plugins/vulkan/vk-loader.c plugins/vulkan/vk-memory.c \
+	plugins/vulkan/vk-pipelines.c plugins/vulkan/vk-submit.c \
+	plugins/vulkan/vk-ops.c
+nodist_plugins_vulkan_rayo_vulkan_la_SOURCES = plugins/vulkan/vk-shaders.h
+plugins_vulkan_rayo_vulkan_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/plugins/vulkan
+plugins_vulkan_rayo_vulkan_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -fvisibility=hidden
+plugins_vulkan_rayo_vulkan_la_LDFLAGS = $(RAYO_MODULE_FLAGS)
+plugins_vulkan_rayo_vulkan_la_LIBADD = $(PTHREAD_LIBS)
+confd_DATA += plugins/vulkan/50-vulkan.conf
+
+BUILT_SOURCES += plugins/vulkan/vk-shaders.h
+CLEANFILES += plugins/vulkan/vk-shaders.h
+# The SPIR-V of every module in shaders.list, as C arrays (in the build tree).
+plugins/vulkan/vk-shaders.h: $(VK_SHADER_FILES:%=$(srcdir)/%) $(VK_SHADER_TOOLS:%=$(srcdir)/%)
+	$(AM_V_GEN)$(MKDIR_P) plugins/vulkan && \
+	$(SHELL) $(srcdir)/plugins/vulkan/embed-shaders.sh "$(GLSLC)" "$(SPIRV_VAL)" \
+		$(srcdir)/shaders $(srcdir)/plugins/vulkan/shaders.list $@
+endif

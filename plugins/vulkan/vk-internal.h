@@ -1,0 +1,261 @@
+/* vk-internal.h - shared declarations of the rayo vulkan plugin.
+ *
+ * The plugin never links against libvulkan: vk-loader.c dlopens
+ * libvulkan.so.1 and fills the function tables below, so the plugin builds
+ * and loads on machines without Vulkan and its probe says why not.
+ *
+ * Objects:
+ *   vk_state  one initialised device (the plugin state the core holds)
+ *   vk_pool   device or staging memory, sub-allocated from large blocks
+ *   vk_buf    a range of a block: the buffer handle of the memory API
+ *   vk_ctx    a command buffer with its descriptor pools and temporaries:
+ *             a batch, or the one-shot submission of a host-memory call
+ */
+#ifndef RAYO_VK_INTERNAL_H
+#define RAYO_VK_INTERNAL_H
+
+/* POSIX (dlopen, pthreads, getpid) with -std=c11; this header comes first */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "rayo-plugin.h"
+#include "vk-shaders.h"
+
+/* ---- function tables (filled by vk-loader.c) ------------------------------ */
+#define VK_GLOBAL_FNS(X) \
+    X(vkCreateInstance) X(vkEnumerateInstanceExtensionProperties) \
+    X(vkEnumerateInstanceLayerProperties) X(vkEnumerateInstanceVersion)
+
+#define VK_INSTANCE_FNS(X) \
+    X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties) \
+    X(vkGetPhysicalDeviceProperties2) X(vkGetPhysicalDeviceFeatures2) \
+    X(vkGetPhysicalDeviceMemoryProperties) X(vkGetPhysicalDeviceQueueFamilyProperties) \
+    X(vkEnumerateDeviceExtensionProperties) X(vkCreateDevice) X(vkGetDeviceProcAddr)
+
+/* present only with the extension; may stay NULL */
+#define VK_INSTANCE_OPTIONAL_FNS(X) \
+    X(vkCreateDebugUtilsMessengerEXT) X(vkDestroyDebugUtilsMessengerEXT)
+
+#define VK_DEVICE_FNS(X) \
+    X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkQueueSubmit) X(vkDeviceWaitIdle) \
+    X(vkAllocateMemory) X(vkFreeMemory) X(vkMapMemory) X(vkUnmapMemory) \
+    X(vkCreateBuffer) X(vkDestroyBuffer) X(vkGetBufferMemoryRequirements) \
+    X(vkBindBufferMemory) X(vkCreateShaderModule) X(vkDestroyShaderModule) \
+    X(vkCreatePipelineCache) X(vkGetPipelineCacheData) X(vkDestroyPipelineCache) \
+    X(vkCreateComputePipelines) X(vkDestroyPipeline) X(vkCreatePipelineLayout) \
+    X(vkDestroyPipelineLayout) X(vkCreateDescriptorSetLayout) \
+    X(vkDestroyDescriptorSetLayout) X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool) \
+    X(vkResetDescriptorPool) X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets) \
+    X(vkCreateCommandPool) X(vkDestroyCommandPool) X(vkResetCommandPool) \
+    X(vkAllocateCommandBuffers) X(vkBeginCommandBuffer) X(vkEndCommandBuffer) \
+    X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) \
+    X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) \
+    X(vkCreateSemaphore) X(vkDestroySemaphore) X(vkWaitSemaphores) \
+    X(vkGetSemaphoreCounterValue)
+
+#define VK_DECLARE_FN(name) PFN_##name name;
+
+typedef struct vk_lib {
+    void *handle;                            /* dlopen handle */
+    PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
+    VK_GLOBAL_FNS(VK_DECLARE_FN)
+} vk_lib;
+
+typedef struct vk_ifns {
+    VK_INSTANCE_FNS(VK_DECLARE_FN)
+    VK_INSTANCE_OPTIONAL_FNS(VK_DECLARE_FN)
+} vk_ifns;
+
+typedef struct vk_dfns {
+    VK_DEVICE_FNS(VK_DECLARE_FN)
+} vk_dfns;
+
+/* ---- memory ---------------------------------------------------------------- */
+typedef struct vk_range {
+    VkDeviceSize offset, size;
+} vk_range;
+
+typedef struct vk_pool vk_pool;
+
+typedef struct vk_block {
+    struct vk_block *next;
+    vk_pool *pool;            /* the pool it belongs to */
+    VkDeviceMemory memory;
+    VkBuffer buffer;          /* one buffer over the whole block */
+    VkDeviceSize size, used;
+    unsigned char *map;       /* host pointer where the memory is host-visible */
+    vk_range *free;           /* free ranges, sorted by offset */
+    size_t free_count, free_cap;
+} vk_block;
+
+struct vk_pool {
+    const char *name;         /* "device" or "staging", for messages */
+    uint32_t type_index;
+    VkMemoryPropertyFlags flags;
+    VkDeviceSize block_size;
+    vk_block *blocks;
+    pthread_mutex_t lock;
+};
+
+typedef struct vk_buf {
+    vk_block *block;
+    VkDeviceSize offset, size;
+} vk_buf;
+
+/* ---- pipelines --------------------------------------------------------------- */
+#define VK_MAX_SPEC 8
+
+typedef struct vk_pipeline_entry {
+    uint32_t shader, spec_count;
+    uint32_t spec[VK_MAX_SPEC];
+    VkPipeline pipeline;
+} vk_pipeline_entry;
+
+/* The matmul tile: BM x BN per workgroup, BK deep, TM x TN per invocation. */
+typedef struct vk_tile {
+    uint32_t bm, bn, bk, tm, tn;
+} vk_tile;
+
+/* ---- submission contexts -------------------------------------------------------- */
+typedef struct vk_ctx {
+    struct vk_ctx *next;              /* in the free list */
+    VkCommandPool cmd_pool;
+    VkCommandBuffer cmd;
+    VkDescriptorPool *desc_pools;     /* the last one is the one in use */
+    size_t desc_pool_count;
+    vk_buf **temps;                   /* freed when the context is released */
+    size_t temp_count, temp_cap;
+    uint64_t signal;                  /* timeline value of its submission */
+    int submitted;
+    rayo_status error;                /* first error while recording */
+    uint64_t validation_mark;         /* validation messages before it began */
+} vk_ctx;
+
+typedef enum vk_precision { VK_PREC_FP32, VK_PREC_F16 } vk_precision;
+
+typedef struct vk_state {
+    const rayo_host *host;
+    vk_lib lib;
+    vk_ifns fi;
+    vk_dfns fd;
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    atomic_ulong validation_messages;
+
+    VkPhysicalDevice phys;
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceMemoryProperties mem_props;
+    VkDevice device;
+    VkQueue queue;
+    uint32_t queue_family;
+    pthread_mutex_t queue_lock;       /* vkQueueSubmit and the timeline value */
+    VkSemaphore timeline;
+    uint64_t timeline_value;          /* last value signalled by a submission */
+    atomic_int lost;                  /* VK_ERROR_DEVICE_LOST seen */
+
+    vk_pool device_pool, staging_pool;
+    bool unified;                     /* device memory is host-visible: no staging */
+    vk_buf *dummy;                    /* bound to unused descriptor slots */
+
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout pipeline_layout;
+    VkPipelineCache pipeline_cache;
+    char cache_path[1024];
+    VkShaderModule modules[VK_SHADER_COUNT];
+    vk_pipeline_entry *pipelines;
+    size_t pipeline_count, pipeline_cap;
+    pthread_mutex_t pipeline_lock;
+
+    vk_ctx *free_ctx;
+    pthread_mutex_t ctx_lock;
+
+    bool subgroup_ok;                 /* arithmetic, shuffle and vote in compute */
+    uint32_t subgroup_size;
+    vk_precision precision;
+    vk_tile tile;
+} vk_state;
+
+/* ---- vk-loader.c ------------------------------------------------------------------ */
+/* Opens the Vulkan loader (path NULL: libvulkan.so.1).  On failure writes
+ * the reason to why and returns RAYO_E_NOT_FOUND. */
+rayo_status vk_lib_open(vk_lib *lib, const char *path, char *why, size_t why_size);
+void vk_lib_close(vk_lib *lib);
+void vk_load_instance_fns(const vk_lib *lib, VkInstance instance, vk_ifns *fi);
+rayo_status vk_load_device_fns(const vk_ifns *fi, VkDevice device, vk_dfns *fd,
+                               char *why, size_t why_size);
+const char *vk_result_name(VkResult r);
+rayo_status vk_status_of(VkResult r);
+/* Maps a failed VkResult to a rayo status and sets the host's error message. */
+rayo_status vk_fail(vk_state *s, VkResult r, const char *what);
+
+/* ---- vk-memory.c ------------------------------------------------------------------ */
+rayo_status vk_memory_init(vk_state *s);
+void vk_memory_fini(vk_state *s);
+rayo_status vk_buf_alloc(vk_state *s, vk_pool *pool, VkDeviceSize bytes, vk_buf **out);
+void vk_buf_free(vk_state *s, vk_buf *buf);
+/* Host pointer of a buffer of host-visible memory, else NULL. */
+void *vk_buf_map(const vk_buf *buf);
+
+/* ---- vk-pipelines.c --------------------------------------------------------------- */
+rayo_status vk_pipelines_init(vk_state *s);
+void vk_pipelines_fini(vk_state *s);
+/* The pipeline of a shader with these specialization constants (ids 0..n-1),
+ * created at first use and kept until fini. */
+rayo_status vk_pipeline_get(vk_state *s, uint32_t shader, const uint32_t *spec,
+                            uint32_t spec_count, VkPipeline *out);
+
+/* ---- vk-submit.c ------------------------------------------------------------------- */
+/* An operand bound to a descriptor: the buffer range and the element offset
+ * (in 4-byte words) of the operand inside that range. */
+typedef struct vk_binding {
+    VkBuffer buffer;
+    VkDeviceSize offset, range;
+    uint32_t word_offset;
+} vk_binding;
+
+/* The push constants of every shader (shaders/common.glsl). */
+typedef struct vk_push {
+    uint32_t n, m, k;
+    uint32_t oa, ob, oc, oy;
+    float alpha, beta;
+    uint32_t flags, aux;
+} vk_push;
+
+rayo_status vk_ctx_acquire(vk_state *s, vk_ctx **out);
+/* Records a dispatch with bindings a, b, c, y (NULL: unused) and a barrier
+ * after it.  Errors are kept in cx->error. */
+rayo_status vk_ctx_dispatch(vk_state *s, vk_ctx *cx, VkPipeline pipeline,
+                            const vk_binding *const bind[4], const vk_push *pc,
+                            uint32_t gx, uint32_t gy, uint32_t gz);
+void vk_ctx_copy(vk_state *s, vk_ctx *cx, const vk_buf *src, VkDeviceSize src_off,
+                 const vk_buf *dst, VkDeviceSize dst_off, VkDeviceSize bytes);
+/* A temporary device buffer that lives until the context is released. */
+rayo_status vk_ctx_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize bytes, vk_buf **out);
+rayo_status vk_ctx_submit(vk_state *s, vk_ctx *cx);
+rayo_status vk_ctx_wait(vk_state *s, vk_ctx *cx, uint64_t timeout_ns);
+/* Returns a context to the free list (waits for it first if submitted). */
+void vk_ctx_release(vk_state *s, vk_ctx *cx);
+void vk_ctx_destroy_all(vk_state *s);
+/* Waits until every submission so far has completed. */
+rayo_status vk_queue_drain(vk_state *s);
+/* Binds bytes of buf starting at byte offset off; fails (UNSUPPORTED) when the
+ * range exceeds what one descriptor can address. */
+rayo_status vk_bind(vk_state *s, const vk_buf *buf, VkDeviceSize off, VkDeviceSize bytes,
+                    vk_binding *out);
+
+extern const rayo_memory_api vk_memory_api;
+
+/* ---- vk-ops.c ------------------------------------------------------------------------ */
+/* Records one op on device buffers into cx (batches and host calls). */
+rayo_status vk_record(vk_state *s, vk_ctx *cx, const rayo_dev_call *call);
+extern const rayo_op_entry vk_op_table[];
+extern const size_t vk_op_count;
+
+#endif

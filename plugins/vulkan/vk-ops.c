@@ -1,0 +1,434 @@
+/* vk-ops.c - recording rayo's ops as compute dispatches, and the kernels
+ * the core calls for ops on host memory.
+ *
+ * vk_record() turns one op on device buffers into dispatches of the
+ * embedded shaders; batches call it directly.  A host-memory call packs its
+ * operands into one staging buffer, copies them into one device buffer,
+ * records the op and the copy back, submits once and waits (on unified
+ * memory the staging step is skipped).
+ */
+#include "vk-internal.h"
+
+#include <string.h>
+
+#define WG 256u                 /* invocations per workgroup, vector shaders */
+#define MAX_GROUPS 65535u       /* grid-stride loops cover the rest */
+#define REDUCE_SINGLE (WG * 64u) /* up to this, a reduction is one dispatch */
+
+/* The signature class of every op id (0: unknown). */
+static const unsigned char op_class[RAYO_OP_ID_LIMIT] = {
+#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) [ID] = RAYO_CLASS_##CLASS + 1,
+#include "rayo-ops.h"
+#undef RAYO_OP
+};
+
+static int class_of(uint32_t op)
+{
+    return op < RAYO_OP_ID_LIMIT ? (int)op_class[op] - 1 : -1;
+}
+
+/* The operand sizes of a call, in 4-byte words (0: operand unused). */
+typedef struct vk_shape {
+    size_t a, b, c, y;
+    bool y_read;                /* y is an input too */
+} vk_shape;
+
+static bool mul_ok(size_t x, size_t y, size_t *r)
+{
+    if (x && y > SIZE_MAX / x)
+        return false;
+    *r = x * y;
+    return true;
+}
+
+static rayo_status shape_of(int cls, uint32_t flags, size_t m, size_t n, size_t k,
+                            float beta, bool has_b, bool has_c, vk_shape *sh)
+{
+    memset(sh, 0, sizeof *sh);
+    size_t mn = 0, mk = 0, kn = 0;
+    if (!mul_ok(m, n, &mn) || !mul_ok(m, k, &mk) || !mul_ok(k, n, &kn))
+        return RAYO_E_OVERFLOW;
+    switch (cls) {
+    case RAYO_CLASS_BINARY: sh->a = sh->b = sh->y = n; break;
+    case RAYO_CLASS_UNARY:
+    case RAYO_CLASS_UNARY_P:
+    case RAYO_CLASS_UNARY_P2: sh->a = sh->y = n; break;
+    case RAYO_CLASS_AXPY: sh->a = sh->y = n; sh->y_read = true; break;
+    case RAYO_CLASS_REDUCE: sh->a = n; sh->y = 1; break;
+    case RAYO_CLASS_REDUCE2: sh->a = sh->b = n; sh->y = 1; break;
+    case RAYO_CLASS_ARGREDUCE: sh->a = n; sh->y = 2; break;
+    case RAYO_CLASS_ROWS:
+    case RAYO_CLASS_TRANSPOSE: sh->a = sh->y = mn; break;
+    case RAYO_CLASS_NORM:
+        sh->a = sh->y = mn;
+        sh->b = has_b ? n : 0;
+        sh->c = has_c ? n : 0;
+        break;
+    case RAYO_CLASS_MATMUL:
+        sh->a = mk; sh->b = kn; sh->y = mn;
+        sh->y_read = beta != 0.0f;
+        break;
+    case RAYO_CLASS_GEMV:
+        sh->a = mn;
+        sh->b = (flags & RAYO_TRANS_A) ? m : n;
+        sh->y = (flags & RAYO_TRANS_A) ? n : m;
+        sh->y_read = beta != 0.0f;
+        break;
+    case RAYO_CLASS_BIAS_ACT: sh->a = sh->y = mn; sh->b = n; break;
+    default: return RAYO_E_UNSUPPORTED;
+    }
+    return RAYO_OK;
+}
+
+static uint32_t div_up(size_t x, size_t d) { return (uint32_t)((x + d - 1) / d); }
+static uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+
+/* ---- recording ------------------------------------------------------------------ */
+
+typedef struct vk_operands {
+    vk_binding bind[4];
+    const vk_binding *use[4];   /* NULL where unused */
+} vk_operands;
+
+static rayo_status bind_operands(vk_state *s, const rayo_dev_call *call, const vk_shape *sh,
+                                 vk_operands *ops)
+{
+    const rayo_dev_operand *src[4] = {&call->a, &call->b, &call->c, &call->y};
+    const size_t words[4] = {sh->a, sh->b, sh->c, sh->y};
+    for (int i = 0; i < 4; i++) {
+        ops->use[i] = NULL;
+        if (!words[i] || !src[i]->buf)
+            continue;
+        if (words[i] >= UINT32_MAX) {
+            s->host->set_error(s->host, "vulkan: operands of 2^32 elements or more are not supported");
+            return RAYO_E_UNSUPPORTED;
+        }
+        rayo_status st = vk_bind(s, src[i]->buf, src[i]->offset, words[i] * 4, &ops->bind[i]);
+        if (st != RAYO_OK)
+            return st;
+        if ((uint64_t)ops->bind[i].word_offset + words[i] > UINT32_MAX) {
+            s->host->set_error(s->host, "vulkan: operand beyond 2^32 elements of its binding");
+            return RAYO_E_UNSUPPORTED;
+        }
+        ops->use[i] = &ops->bind[i];
+    }
+    return RAYO_OK;
+}
+
+static void push_offsets(const vk_operands *ops, vk_push *pc, uint32_t unit)
+{
+    uint32_t *dst[4] = {&pc->oa, &pc->ob, &pc->oc, &pc->oy};
+    for (int i = 0; i < 4; i++)
+        *dst[i] = ops->use[i] ? ops->use[i]->word_offset / unit : 0;
+}
+
+static bool offsets_multiple_of(const vk_operands *ops, uint32_t unit)
+{
+    for (int i = 0; i < 4; i++)
+        if (ops->use[i] && ops->use[i]->word_offset % unit)
+            return false;
+    return true;
+}
+
+static rayo_status dispatch(vk_state *s, vk_ctx *cx, uint32_t shader, const uint32_t *spec,
+                            uint32_t nspec, const vk_operands *ops, const vk_push *pc,
+                            uint32_t gx, uint32_t gy)
+{
+    VkPipeline p;
+    rayo_status st = vk_pipeline_get(s, shader, spec, nspec, &p);
+    if (st != RAYO_OK)
+        return st;
+    return vk_ctx_dispatch(s, cx, p, ops->use, pc, gx, gy, 1);
+}
+
+static rayo_status rec_eltwise(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                               int cls, const vk_operands *ops)
+{
+    uint32_t op = call->op;
+    size_t total = call->n;
+    if (cls == RAYO_CLASS_BIAS_ACT) {
+        if (call->flags >= RAYO_ACT_LIMIT) {
+            s->host->set_error(s->host, "vulkan: unknown activation %u", call->flags);
+            return RAYO_E_INVALID;
+        }
+        op = 100 + call->flags;
+        total = call->m * call->n;
+    }
+    bool vec4 = total % 4 == 0 && call->n % 4 == 0 && offsets_multiple_of(ops, 4);
+    uint32_t unit = vec4 ? 4 : 1;
+    vk_push pc = {
+        .n = (uint32_t)(call->n / unit), .m = (uint32_t)call->m,
+        .alpha = call->alpha, .beta = call->beta,
+    };
+    push_offsets(ops, &pc, unit);
+    uint32_t spec[2] = {WG, op};
+    uint32_t groups = min_u32(div_up(total / unit, WG), MAX_GROUPS);
+    return dispatch(s, cx, vec4 ? VK_SHADER_ELTWISE_VEC4 : VK_SHADER_ELTWISE, spec, 2,
+                    ops, &pc, groups, 1);
+}
+
+static rayo_status rec_reduce(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                              const vk_operands *ops)
+{
+    uint32_t shader = s->subgroup_ok ? VK_SHADER_REDUCE_SUBGROUP : VK_SHADER_REDUCE_SHARED;
+    vk_push pc = {.n = (uint32_t)call->n};
+    push_offsets(ops, &pc, 1);
+    if (call->n <= REDUCE_SINGLE) {
+        uint32_t spec[3] = {WG, call->op, 2};
+        return dispatch(s, cx, shader, spec, 3, ops, &pc, 1, 1);
+    }
+    /* pass 0: partials of up to 1024 workgroups into a scratch buffer;
+     * pass 1: one workgroup reduces them into y */
+    uint32_t groups = min_u32(div_up(call->n, WG * 16u), 1024u);
+    vk_buf *scratch;
+    rayo_status st = vk_ctx_temp(s, cx, &s->device_pool, (VkDeviceSize)groups * 16, &scratch);
+    if (st != RAYO_OK)
+        return st;
+    vk_binding partials;
+    st = vk_bind(s, scratch, 0, (VkDeviceSize)groups * 16, &partials);
+    if (st != RAYO_OK)
+        return st;
+    vk_operands pass0 = *ops, pass1 = *ops;
+    pass0.use[3] = &partials;
+    pc.oy = partials.word_offset;
+    uint32_t spec[3] = {WG, call->op, 0};
+    st = dispatch(s, cx, shader, spec, 3, &pass0, &pc, groups, 1);
+    if (st != RAYO_OK)
+        return st;
+    pass1.use[0] = &partials;
+    pass1.use[1] = NULL;
+    vk_push pc1 = {.n = groups, .oa = partials.word_offset, .oy = ops->use[3]->word_offset};
+    spec[2] = 1;
+    return dispatch(s, cx, shader, spec, 3, &pass1, &pc1, 1, 1);
+}
+
+static rayo_status rec_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                            const vk_operands *ops)
+{
+    uint32_t wg = call->n > 512 ? 256 : 64;
+    if (s->subgroup_ok && s->subgroup_size > wg)
+        wg = s->subgroup_size;
+    vk_push pc = {
+        .n = (uint32_t)call->n, .m = (uint32_t)call->m, .alpha = call->alpha,
+        .flags = (ops->use[1] ? 1u : 0u) | (ops->use[2] ? 2u : 0u),
+    };
+    push_offsets(ops, &pc, 1);
+    uint32_t spec[2] = {wg, call->op};
+    uint32_t shader = s->subgroup_ok ? VK_SHADER_ROWS_SUBGROUP : VK_SHADER_ROWS_SHARED;
+    return dispatch(s, cx, shader, spec, 2, ops, &pc, min_u32((uint32_t)call->m, MAX_GROUPS), 1);
+}
+
+static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                              vk_operands *ops)
+{
+    if (call->flags & ~(RAYO_TRANS_A | RAYO_TRANS_B))
+        return RAYO_E_INVALID;
+    const vk_tile *t = &s->tile;
+    size_t m = call->m, n = call->n, k = call->k;
+    uint32_t gx = div_up(n, t->bn), gy = div_up(m, t->bm);
+    if (gx > s->props.limits.maxComputeWorkGroupCount[0] ||
+        gy > s->props.limits.maxComputeWorkGroupCount[1]) {
+        s->host->set_error(s->host, "vulkan: matmul of %zu x %zu is too large for one dispatch", m, n);
+        return RAYO_E_UNSUPPORTED;
+    }
+    /* C is read (binding c) and written (binding y): the same range */
+    ops->bind[2] = ops->bind[3];
+    ops->use[2] = &ops->bind[2];
+    uint32_t wg = (t->bm / t->tm) * (t->bn / t->tn);
+    bool aligned = m % t->bm == 0 && n % t->bn == 0 && k % t->bk == 0 &&
+                   (t->bm * t->bk) % (4 * wg) == 0 && (t->bn * t->bk) % (4 * wg) == 0 &&
+                   offsets_multiple_of(ops, 4);
+    uint32_t unit = aligned ? 4 : 1;
+    vk_push pc = {
+        .n = (uint32_t)n, .m = (uint32_t)m, .k = (uint32_t)k,
+        .alpha = call->alpha, .beta = call->beta,
+    };
+    push_offsets(ops, &pc, unit);
+    uint32_t spec[8] = {wg, t->bm, t->bn, t->bk, t->tm, t->tn,
+                        (call->flags & RAYO_TRANS_A) ? 1u : 0u,
+                        (call->flags & RAYO_TRANS_B) ? 1u : 0u};
+    return dispatch(s, cx, aligned ? VK_SHADER_MATMUL_ALIGNED : VK_SHADER_MATMUL, spec, 8,
+                    ops, &pc, gx, gy);
+}
+
+static rayo_status rec_gemv(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                            const vk_operands *ops)
+{
+    if (call->flags & ~RAYO_TRANS_A)
+        return RAYO_E_INVALID;
+    bool trans = call->flags & RAYO_TRANS_A;
+    vk_push pc = {
+        .n = (uint32_t)call->n, .m = (uint32_t)call->m,
+        .alpha = call->alpha, .beta = call->beta,
+    };
+    push_offsets(ops, &pc, 1);
+    uint32_t spec[2] = {WG, trans ? 1u : 0u};
+    uint32_t groups = trans ? div_up(call->n, WG) : (uint32_t)call->m;
+    return dispatch(s, cx, VK_SHADER_GEMV, spec, 2, ops, &pc, min_u32(groups, MAX_GROUPS), 1);
+}
+
+static rayo_status rec_transpose(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                                 const vk_operands *ops)
+{
+    uint32_t gx = div_up(call->n, 32), gy = div_up(call->m, 32);
+    if (gx > s->props.limits.maxComputeWorkGroupCount[0] ||
+        gy > s->props.limits.maxComputeWorkGroupCount[1]) {
+        s->host->set_error(s->host, "vulkan: transpose of %zu x %zu is too large for one dispatch",
+                           call->m, call->n);
+        return RAYO_E_UNSUPPORTED;
+    }
+    vk_push pc = {.n = (uint32_t)call->n, .m = (uint32_t)call->m};
+    push_offsets(ops, &pc, 1);
+    return dispatch(s, cx, VK_SHADER_TRANSPOSE, NULL, 0, ops, &pc, gx, gy);
+}
+
+rayo_status vk_record(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
+{
+    int cls = class_of(call->op);
+    vk_shape sh;
+    rayo_status st = shape_of(cls, call->flags, call->m, call->n, call->k, call->beta,
+                              call->b.buf != NULL, call->c.buf != NULL, &sh);
+    if (st != RAYO_OK)
+        return st;
+    if (call->n == 0 || (sh.a == 0 && cls != RAYO_CLASS_MATMUL) || sh.y == 0)
+        return RAYO_OK;         /* nothing to compute (the core answers most of these) */
+    if (call->m > UINT32_MAX || call->n > UINT32_MAX || call->k > UINT32_MAX) {
+        s->host->set_error(s->host, "vulkan: sizes beyond 2^32 are not supported");
+        return RAYO_E_UNSUPPORTED;
+    }
+    vk_operands ops;
+    st = bind_operands(s, call, &sh, &ops);
+    if (st != RAYO_OK)
+        return st;
+    switch (cls) {
+    case RAYO_CLASS_BINARY:
+    case RAYO_CLASS_UNARY:
+    case RAYO_CLASS_UNARY_P:
+    case RAYO_CLASS_UNARY_P2:
+    case RAYO_CLASS_AXPY:
+    case RAYO_CLASS_BIAS_ACT:
+        return rec_eltwise(s, cx, call, cls, &ops);
+    case RAYO_CLASS_REDUCE:
+    case RAYO_CLASS_REDUCE2:
+    case RAYO_CLASS_ARGREDUCE:
+        return rec_reduce(s, cx, call, &ops);
+    case RAYO_CLASS_ROWS:
+    case RAYO_CLASS_NORM:
+        return rec_rows(s, cx, call, &ops);
+    case RAYO_CLASS_MATMUL:
+        return rec_matmul(s, cx, call, &ops);
+    case RAYO_CLASS_GEMV:
+        return rec_gemv(s, cx, call, &ops);
+    case RAYO_CLASS_TRANSPOSE:
+        return rec_transpose(s, cx, call, &ops);
+    default:
+        return RAYO_E_UNSUPPORTED;
+    }
+}
+
+/* ---- ops on host memory ---------------------------------------------------------- */
+
+#define PACK_ALIGN 256u
+
+/* Where each operand of a host call sits in the packed temporaries. */
+typedef struct vk_packing {
+    const void *src[4];         /* host inputs (NULL: not copied in) */
+    size_t bytes[4];
+    VkDeviceSize offset[4];
+    VkDeviceSize total;
+} vk_packing;
+
+static void pack(const rayo_call *call, const vk_shape *sh, vk_packing *pk)
+{
+    const void *in[4] = {call->a, call->b, call->c, sh->y_read ? call->y : NULL};
+    const size_t words[4] = {sh->a, sh->b, sh->c, sh->y};
+    VkDeviceSize at = 0;
+    for (int i = 0; i < 4; i++) {
+        pk->src[i] = words[i] ? in[i] : NULL;
+        pk->bytes[i] = words[i] * 4;
+        pk->offset[i] = at;
+        at += (pk->bytes[i] + PACK_ALIGN - 1) / PACK_ALIGN * PACK_ALIGN;
+    }
+    pk->total = at;
+}
+
+static void store_result(const rayo_call *call, int cls, const void *from, size_t bytes)
+{
+    if (cls == RAYO_CLASS_ARGREDUCE) {
+        uint32_t idx[2];
+        memcpy(idx, from, sizeof idx);
+        *(size_t *)call->y = (size_t)idx[0];
+    } else {
+        memcpy(call->y, from, bytes);
+    }
+}
+
+static rayo_status host_call(vk_state *s, const rayo_call *call)
+{
+    int cls = class_of(call->op);
+    vk_shape sh;
+    rayo_status st = shape_of(cls, call->flags, call->m, call->n, call->k, call->beta,
+                              call->b != NULL, call->c != NULL, &sh);
+    if (st != RAYO_OK)
+        return st;
+    if (cls == RAYO_CLASS_NORM) {
+        /* gamma comes in b, beta in c; rmsnorm has no beta */
+        if (call->op == RAYO_OP_RMSNORM)
+            sh.c = 0;
+    }
+    vk_packing pk;
+    pack(call, &sh, &pk);
+
+    vk_ctx *cx;
+    st = vk_ctx_acquire(s, &cx);
+    if (st != RAYO_OK)
+        return st;
+    vk_buf *dev = NULL, *stage = NULL;
+    st = vk_ctx_temp(s, cx, &s->device_pool, pk.total, &dev);
+    if (st == RAYO_OK && !s->unified)
+        st = vk_ctx_temp(s, cx, &s->staging_pool, pk.total, &stage);
+    if (st != RAYO_OK)
+        goto done;
+    unsigned char *host_view = vk_buf_map(s->unified ? dev : stage);
+    for (int i = 0; i < 4; i++)
+        if (pk.src[i])
+            memcpy(host_view + pk.offset[i], pk.src[i], pk.bytes[i]);
+    if (!s->unified)
+        for (int i = 0; i < 4; i++)
+            if (pk.src[i])
+                vk_ctx_copy(s, cx, stage, pk.offset[i], dev, pk.offset[i], pk.bytes[i]);
+
+    rayo_dev_call dc = {
+        .op = call->op, .flags = call->flags, .m = call->m, .n = call->n, .k = call->k,
+        .alpha = call->alpha, .beta = call->beta,
+        .a = {sh.a ? dev : NULL, pk.offset[0]},
+        .b = {sh.b ? dev : NULL, pk.offset[1]},
+        .c = {sh.c ? dev : NULL, pk.offset[2]},
+        .y = {dev, pk.offset[3]},
+    };
+    st = vk_record(s, cx, &dc);
+    if (st != RAYO_OK)
+        goto done;
+    if (!s->unified)
+        vk_ctx_copy(s, cx, dev, pk.offset[3], stage, pk.offset[3], pk.bytes[3]);
+    st = vk_ctx_submit(s, cx);
+    if (st == RAYO_OK)
+        st = vk_ctx_wait(s, cx, UINT64_MAX);
+    if (st == RAYO_OK)
+        store_result(call, cls, host_view + pk.offset[3], pk.bytes[3]);
+done:
+    vk_ctx_release(s, cx);
+    return st;
+}
+
+static rayo_status vk_kernel(void *state, const rayo_call *call)
+{
+    return host_call(state, call);
+}
+
+const rayo_op_entry vk_op_table[] = {
+#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) {RAYO_OP_##ENUM, vk_kernel},
+#include "rayo-ops.h"
+#undef RAYO_OP
+};
+const size_t vk_op_count = sizeof vk_op_table / sizeof vk_op_table[0];

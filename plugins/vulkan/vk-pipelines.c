@@ -1,0 +1,254 @@
+/* vk-pipelines.c - the embedded SPIR-V modules and their pipelines.
+ *
+ * One descriptor-set layout (four storage buffers: a, b, c, y) and one
+ * pipeline layout (the push constants of shaders/common.glsl) serve every
+ * shader.  A pipeline is created the first time a (shader, specialization
+ * constants) pair is needed and kept until fini; a VkPipelineCache persisted
+ * in the plugin's cache directory ($XDG_CACHE_HOME/rayo/...) makes later
+ * processes skip the driver's compilation.
+ */
+#define VK_SHADERS_DATA
+#include "vk-internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void *read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    void *data = NULL;
+    long len = -1;
+    if (fseek(f, 0, SEEK_END) == 0)
+        len = ftell(f);
+    /* a cache is a few MiB at most; anything larger is not ours */
+    if (len > 0 && len < (64L << 20) && fseek(f, 0, SEEK_SET) == 0) {
+        data = malloc((size_t)len);
+        if (data && fread(data, 1, (size_t)len, f) != (size_t)len) {
+            free(data);
+            data = NULL;
+        }
+    }
+    fclose(f);
+    *size = data ? (size_t)len : 0;
+    return data;
+}
+
+static void cache_path_init(vk_state *s)
+{
+    s->cache_path[0] = 0;
+    const char *use = s->host->config(s->host, "pipeline_cache");
+    if (use && (!strcmp(use, "no") || !strcmp(use, "false") || !strcmp(use, "0")))
+        return;
+    const char *dir = s->host->cache_dir ? s->host->cache_dir(s->host) : NULL;
+    if (!dir)
+        return;
+    /* the driver checks the header (vendor, device, pipelineCacheUUID) and
+     * ignores stale data; one file per device keeps two GPUs apart */
+    snprintf(s->cache_path, sizeof s->cache_path, "%s/pipelines-%04x-%04x.bin", dir,
+             s->props.vendorID, s->props.deviceID);
+}
+
+static rayo_status cache_create(vk_state *s)
+{
+    cache_path_init(s);
+    size_t size = 0;
+    void *data = s->cache_path[0] ? read_file(s->cache_path, &size) : NULL;
+    VkPipelineCacheCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+        .initialDataSize = size,
+        .pInitialData = data,
+    };
+    VkResult r = s->fd.vkCreatePipelineCache(s->device, &ci, NULL, &s->pipeline_cache);
+    if (r != VK_SUCCESS && data) {
+        /* a damaged file: start empty */
+        ci.initialDataSize = 0;
+        ci.pInitialData = NULL;
+        r = s->fd.vkCreatePipelineCache(s->device, &ci, NULL, &s->pipeline_cache);
+    }
+    free(data);
+    if (r != VK_SUCCESS)
+        return vk_fail(s, r, "vkCreatePipelineCache");
+    if (size)
+        s->host->log(s->host, RAYO_LOG_DEBUG, "pipeline cache: %zu bytes from %s", size, s->cache_path);
+    return RAYO_OK;
+}
+
+static void cache_save(vk_state *s)
+{
+    if (!s->cache_path[0] || !s->pipeline_cache || s->pipeline_count == 0)
+        return;
+    size_t size = 0;
+    if (s->fd.vkGetPipelineCacheData(s->device, s->pipeline_cache, &size, NULL) != VK_SUCCESS || !size)
+        return;
+    void *data = malloc(size);
+    if (!data)
+        return;
+    char tmp[sizeof s->cache_path + 16];
+    snprintf(tmp, sizeof tmp, "%s.%ld", s->cache_path, (long)getpid());
+    if (s->fd.vkGetPipelineCacheData(s->device, s->pipeline_cache, &size, data) == VK_SUCCESS) {
+        /* write then rename: a concurrent reader never sees half a file */
+        FILE *f = fopen(tmp, "wb");
+        if (f) {
+            bool ok = fwrite(data, 1, size, f) == size;
+            ok = fclose(f) == 0 && ok;
+            if (!ok || rename(tmp, s->cache_path) != 0)
+                remove(tmp);
+        }
+    }
+    free(data);
+}
+
+rayo_status vk_pipelines_init(vk_state *s)
+{
+    VkDescriptorSetLayoutBinding bindings[4];
+    for (uint32_t i = 0; i < 4; i++)
+        bindings[i] = (VkDescriptorSetLayoutBinding){
+            .binding = i,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .descriptorCount = 1,
+            .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+        };
+    VkDescriptorSetLayoutCreateInfo li = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .bindingCount = 4,
+        .pBindings = bindings,
+    };
+    VkResult r = s->fd.vkCreateDescriptorSetLayout(s->device, &li, NULL, &s->set_layout);
+    if (r != VK_SUCCESS)
+        return vk_fail(s, r, "vkCreateDescriptorSetLayout");
+    VkPushConstantRange range = {
+        .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+        .offset = 0,
+        .size = sizeof(vk_push),
+    };
+    VkPipelineLayoutCreateInfo pi = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+        .setLayoutCount = 1,
+        .pSetLayouts = &s->set_layout,
+        .pushConstantRangeCount = 1,
+        .pPushConstantRanges = &range,
+    };
+    r = s->fd.vkCreatePipelineLayout(s->device, &pi, NULL, &s->pipeline_layout);
+    if (r != VK_SUCCESS)
+        return vk_fail(s, r, "vkCreatePipelineLayout");
+    pthread_mutex_init(&s->pipeline_lock, NULL);
+    return cache_create(s);
+}
+
+void vk_pipelines_fini(vk_state *s)
+{
+    cache_save(s);
+    for (size_t i = 0; i < s->pipeline_count; i++)
+        s->fd.vkDestroyPipeline(s->device, s->pipelines[i].pipeline, NULL);
+    free(s->pipelines);
+    s->pipelines = NULL;
+    s->pipeline_count = s->pipeline_cap = 0;
+    for (int i = 0; i < VK_SHADER_COUNT; i++)
+        if (s->modules[i])
+            s->fd.vkDestroyShaderModule(s->device, s->modules[i], NULL);
+    if (s->pipeline_cache)
+        s->fd.vkDestroyPipelineCache(s->device, s->pipeline_cache, NULL);
+    if (s->pipeline_layout)
+        s->fd.vkDestroyPipelineLayout(s->device, s->pipeline_layout, NULL);
+    if (s->set_layout)
+        s->fd.vkDestroyDescriptorSetLayout(s->device, s->set_layout, NULL);
+    pthread_mutex_destroy(&s->pipeline_lock);
+}
+
+static rayo_status module_get(vk_state *s, uint32_t shader, VkShaderModule *out)
+{
+    if (!s->modules[shader]) {
+        VkShaderModuleCreateInfo ci = {
+            .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+            .codeSize = vk_shader_blobs[shader].size,
+            .pCode = vk_shader_blobs[shader].code,
+        };
+        VkResult r = s->fd.vkCreateShaderModule(s->device, &ci, NULL, &s->modules[shader]);
+        if (r != VK_SUCCESS)
+            return vk_fail(s, r, "vkCreateShaderModule");
+    }
+    *out = s->modules[shader];
+    return RAYO_OK;
+}
+
+static rayo_status pipeline_create(vk_state *s, uint32_t shader, const uint32_t *spec,
+                                   uint32_t spec_count, VkPipeline *out)
+{
+    VkShaderModule module = VK_NULL_HANDLE;
+    rayo_status st = module_get(s, shader, &module);
+    if (st != RAYO_OK)
+        return st;
+    VkSpecializationMapEntry entries[VK_MAX_SPEC];
+    for (uint32_t i = 0; i < spec_count; i++)
+        entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
+    VkSpecializationInfo si = {
+        .mapEntryCount = spec_count,
+        .pMapEntries = entries,
+        .dataSize = spec_count * 4,
+        .pData = spec,
+    };
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+            .module = module,
+            .pName = "main",
+            .pSpecializationInfo = spec_count ? &si : NULL,
+        },
+        .layout = s->pipeline_layout,
+    };
+    VkResult r = s->fd.vkCreateComputePipelines(s->device, s->pipeline_cache, 1, &ci, NULL, out);
+    if (r != VK_SUCCESS) {
+        s->host->set_error(s->host, "vulkan: creating the %s pipeline: %s",
+                           vk_shader_blobs[shader].name, vk_result_name(r));
+        return vk_status_of(r);
+    }
+    return RAYO_OK;
+}
+
+rayo_status vk_pipeline_get(vk_state *s, uint32_t shader, const uint32_t *spec,
+                            uint32_t spec_count, VkPipeline *out)
+{
+    if (shader >= VK_SHADER_COUNT || spec_count > VK_MAX_SPEC)
+        return RAYO_E_INVALID;
+    pthread_mutex_lock(&s->pipeline_lock);
+    for (size_t i = 0; i < s->pipeline_count; i++) {
+        const vk_pipeline_entry *e = &s->pipelines[i];
+        if (e->shader == shader && e->spec_count == spec_count &&
+            !memcmp(e->spec, spec, spec_count * sizeof *spec)) {
+            *out = e->pipeline;
+            pthread_mutex_unlock(&s->pipeline_lock);
+            return RAYO_OK;
+        }
+    }
+    rayo_status st = RAYO_OK;
+    if (s->pipeline_count == s->pipeline_cap) {
+        size_t cap = s->pipeline_cap ? 2 * s->pipeline_cap : 32;
+        vk_pipeline_entry *grown = realloc(s->pipelines, cap * sizeof *grown);
+        if (!grown)
+            st = RAYO_E_NOMEM;
+        else {
+            s->pipelines = grown;
+            s->pipeline_cap = cap;
+        }
+    }
+    VkPipeline p = VK_NULL_HANDLE;
+    if (st == RAYO_OK)
+        st = pipeline_create(s, shader, spec, spec_count, &p);
+    if (st == RAYO_OK) {
+        vk_pipeline_entry *e = &s->pipelines[s->pipeline_count++];
+        memset(e, 0, sizeof *e);
+        e->shader = shader;
+        e->spec_count = spec_count;
+        memcpy(e->spec, spec, spec_count * sizeof *spec);
+        e->pipeline = p;
+        *out = p;
+    }
+    pthread_mutex_unlock(&s->pipeline_lock);
+    return st;
+}

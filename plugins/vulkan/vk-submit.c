@@ -1,0 +1,499 @@
+/* vk-submit.c - command recording, submission and completion; the memory
+ * API (device buffers and batches) of the plugin.
+ *
+ * A context (vk_ctx) is a command buffer with its descriptor pools and the
+ * temporaries its ops need.  A batch is one context; a host-memory call uses
+ * one for its single submission.  Contexts are recycled, not recreated.
+ *
+ * Ordering: every command buffer starts with a full memory barrier (whose
+ * first scope covers everything submitted before on the queue) and each
+ * dispatch or copy is followed by one, so ops run in recording order and
+ * batches in submission order.  Completion is a timeline semaphore: each
+ * submission signals the next value, and waiting for a context is waiting
+ * for its value.
+ */
+#include "vk-internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define VK_SETS_PER_POOL 64
+
+static void barrier(vk_state *s, VkCommandBuffer cmd, VkPipelineStageFlags dst_stage,
+                    VkAccessFlags dst_access)
+{
+    VkMemoryBarrier mb = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+        .dstAccessMask = dst_access,
+    };
+    s->fd.vkCmdPipelineBarrier(cmd,
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+        dst_stage, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+static const VkAccessFlags device_access =
+    VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+    VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+static const VkPipelineStageFlags device_stages =
+    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+
+static rayo_status add_desc_pool(vk_state *s, vk_ctx *cx)
+{
+    VkDescriptorPool *grown = realloc(cx->desc_pools, (cx->desc_pool_count + 1) * sizeof *grown);
+    if (!grown)
+        return RAYO_E_NOMEM;
+    cx->desc_pools = grown;
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4 * VK_SETS_PER_POOL};
+    VkDescriptorPoolCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+        .maxSets = VK_SETS_PER_POOL,
+        .poolSizeCount = 1,
+        .pPoolSizes = &size,
+    };
+    VkResult r = s->fd.vkCreateDescriptorPool(s->device, &ci, NULL, &cx->desc_pools[cx->desc_pool_count]);
+    if (r != VK_SUCCESS)
+        return vk_fail(s, r, "vkCreateDescriptorPool");
+    cx->desc_pool_count++;
+    return RAYO_OK;
+}
+
+static void ctx_destroy(vk_state *s, vk_ctx *cx)
+{
+    for (size_t i = 0; i < cx->desc_pool_count; i++)
+        s->fd.vkDestroyDescriptorPool(s->device, cx->desc_pools[i], NULL);
+    free(cx->desc_pools);
+    if (cx->cmd_pool)
+        s->fd.vkDestroyCommandPool(s->device, cx->cmd_pool, NULL);
+    free(cx->temps);
+    free(cx);
+}
+
+static rayo_status ctx_create(vk_state *s, vk_ctx **out)
+{
+    vk_ctx *cx = calloc(1, sizeof *cx);
+    if (!cx)
+        return RAYO_E_NOMEM;
+    VkCommandPoolCreateInfo pi = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+        .queueFamilyIndex = s->queue_family,
+    };
+    VkResult r = s->fd.vkCreateCommandPool(s->device, &pi, NULL, &cx->cmd_pool);
+    if (r == VK_SUCCESS) {
+        VkCommandBufferAllocateInfo ai = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+            .commandPool = cx->cmd_pool,
+            .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            .commandBufferCount = 1,
+        };
+        r = s->fd.vkAllocateCommandBuffers(s->device, &ai, &cx->cmd);
+    }
+    if (r != VK_SUCCESS) {
+        ctx_destroy(s, cx);
+        return vk_fail(s, r, "creating a command buffer");
+    }
+    rayo_status st = add_desc_pool(s, cx);
+    if (st != RAYO_OK) {
+        ctx_destroy(s, cx);
+        return st;
+    }
+    *out = cx;
+    return RAYO_OK;
+}
+
+rayo_status vk_ctx_acquire(vk_state *s, vk_ctx **out)
+{
+    if (atomic_load(&s->lost)) {
+        s->host->set_error(s->host, "vulkan: the device was lost");
+        return RAYO_E_DEVICE_LOST;
+    }
+    pthread_mutex_lock(&s->ctx_lock);
+    vk_ctx *cx = s->free_ctx;
+    if (cx)
+        s->free_ctx = cx->next;
+    pthread_mutex_unlock(&s->ctx_lock);
+    if (!cx) {
+        rayo_status st = ctx_create(s, &cx);
+        if (st != RAYO_OK)
+            return st;
+    }
+    cx->next = NULL;
+    cx->submitted = 0;
+    cx->error = RAYO_OK;
+    cx->validation_mark = atomic_load(&s->validation_messages);
+    VkCommandBufferBeginInfo bi = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+    };
+    VkResult r = s->fd.vkBeginCommandBuffer(cx->cmd, &bi);
+    if (r != VK_SUCCESS) {
+        ctx_destroy(s, cx);
+        return vk_fail(s, r, "vkBeginCommandBuffer");
+    }
+    /* order after everything submitted before (batches, host writes) */
+    VkMemoryBarrier mb = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                         VK_ACCESS_HOST_WRITE_BIT,
+        .dstAccessMask = device_access,
+    };
+    s->fd.vkCmdPipelineBarrier(cx->cmd,
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+        VK_PIPELINE_STAGE_HOST_BIT,
+        device_stages, 0, 1, &mb, 0, NULL, 0, NULL);
+    *out = cx;
+    return RAYO_OK;
+}
+
+rayo_status vk_bind(vk_state *s, const vk_buf *buf, VkDeviceSize off, VkDeviceSize bytes,
+                    vk_binding *out)
+{
+    VkDeviceSize align = s->props.limits.minStorageBufferOffsetAlignment;
+    if (align < 4)
+        align = 4;
+    VkDeviceSize abs_off = buf->offset + off;
+    VkDeviceSize start = abs_off / align * align;
+    VkDeviceSize range = buf->block->size - start;
+    if (range > s->props.limits.maxStorageBufferRange)
+        range = s->props.limits.maxStorageBufferRange;
+    range &= ~(VkDeviceSize)3;
+    if (off % 4 || abs_off + bytes > start + range || (abs_off - start) / 4 > UINT32_MAX) {
+        s->host->set_error(s->host, "vulkan: an operand of %llu bytes exceeds what a "
+                           "storage buffer may address (%u bytes) on this device",
+                           (unsigned long long)bytes, s->props.limits.maxStorageBufferRange);
+        return RAYO_E_UNSUPPORTED;
+    }
+    out->buffer = buf->block->buffer;
+    out->offset = start;
+    out->range = range;
+    out->word_offset = (uint32_t)((abs_off - start) / 4);
+    return RAYO_OK;
+}
+
+static rayo_status alloc_set(vk_state *s, vk_ctx *cx, VkDescriptorSet *set)
+{
+    VkDescriptorSetAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+        .descriptorPool = cx->desc_pools[cx->desc_pool_count - 1],
+        .descriptorSetCount = 1,
+        .pSetLayouts = &s->set_layout,
+    };
+    VkResult r = s->fd.vkAllocateDescriptorSets(s->device, &ai, set);
+    if (r == VK_ERROR_OUT_OF_POOL_MEMORY || r == VK_ERROR_FRAGMENTED_POOL) {
+        rayo_status st = add_desc_pool(s, cx);
+        if (st != RAYO_OK)
+            return st;
+        ai.descriptorPool = cx->desc_pools[cx->desc_pool_count - 1];
+        r = s->fd.vkAllocateDescriptorSets(s->device, &ai, set);
+    }
+    return r == VK_SUCCESS ? RAYO_OK : vk_fail(s, r, "vkAllocateDescriptorSets");
+}
+
+rayo_status vk_ctx_dispatch(vk_state *s, vk_ctx *cx, VkPipeline pipeline,
+                            const vk_binding *const bind[4], const vk_push *pc,
+                            uint32_t gx, uint32_t gy, uint32_t gz)
+{
+    if (cx->error != RAYO_OK)
+        return cx->error;
+    VkDescriptorSet set;
+    rayo_status st = alloc_set(s, cx, &set);
+    if (st != RAYO_OK)
+        return cx->error = st;
+    VkDescriptorBufferInfo info[4];
+    VkWriteDescriptorSet writes[4];
+    for (uint32_t i = 0; i < 4; i++) {
+        if (bind[i])
+            info[i] = (VkDescriptorBufferInfo){bind[i]->buffer, bind[i]->offset, bind[i]->range};
+        else
+            info[i] = (VkDescriptorBufferInfo){s->dummy->block->buffer, s->dummy->offset, s->dummy->size};
+        writes[i] = (VkWriteDescriptorSet){
+            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+            .dstSet = set,
+            .dstBinding = i,
+            .descriptorCount = 1,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .pBufferInfo = &info[i],
+        };
+    }
+    s->fd.vkUpdateDescriptorSets(s->device, 4, writes, 0, NULL);
+    s->fd.vkCmdBindPipeline(cx->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    s->fd.vkCmdBindDescriptorSets(cx->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipeline_layout,
+                                  0, 1, &set, 0, NULL);
+    s->fd.vkCmdPushConstants(cx->cmd, s->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                             sizeof *pc, pc);
+    s->fd.vkCmdDispatch(cx->cmd, gx, gy, gz);
+    barrier(s, cx->cmd, device_stages, device_access);
+    return RAYO_OK;
+}
+
+void vk_ctx_copy(vk_state *s, vk_ctx *cx, const vk_buf *src, VkDeviceSize src_off,
+                 const vk_buf *dst, VkDeviceSize dst_off, VkDeviceSize bytes)
+{
+    if (bytes == 0)
+        return;
+    VkBufferCopy region = {src->offset + src_off, dst->offset + dst_off, bytes};
+    s->fd.vkCmdCopyBuffer(cx->cmd, src->block->buffer, dst->block->buffer, 1, &region);
+    barrier(s, cx->cmd, device_stages, device_access);
+}
+
+rayo_status vk_ctx_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize bytes, vk_buf **out)
+{
+    if (cx->temp_count == cx->temp_cap) {
+        size_t cap = cx->temp_cap ? 2 * cx->temp_cap : 8;
+        vk_buf **grown = realloc(cx->temps, cap * sizeof *grown);
+        if (!grown)
+            return cx->error = RAYO_E_NOMEM;
+        cx->temps = grown;
+        cx->temp_cap = cap;
+    }
+    rayo_status st = vk_buf_alloc(s, pool, bytes, out);
+    if (st != RAYO_OK)
+        return cx->error = st;
+    cx->temps[cx->temp_count++] = *out;
+    return RAYO_OK;
+}
+
+rayo_status vk_ctx_submit(vk_state *s, vk_ctx *cx)
+{
+    if (cx->error != RAYO_OK)
+        return cx->error;
+    /* results written by the device become visible to mapped host reads */
+    barrier(s, cx->cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    VkResult r = s->fd.vkEndCommandBuffer(cx->cmd);
+    if (r != VK_SUCCESS)
+        return cx->error = vk_fail(s, r, "vkEndCommandBuffer");
+    pthread_mutex_lock(&s->queue_lock);
+    uint64_t value = s->timeline_value + 1;
+    VkTimelineSemaphoreSubmitInfo ti = {
+        .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+        .signalSemaphoreValueCount = 1,
+        .pSignalSemaphoreValues = &value,
+    };
+    VkSubmitInfo si = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+        .pNext = &ti,
+        .commandBufferCount = 1,
+        .pCommandBuffers = &cx->cmd,
+        .signalSemaphoreCount = 1,
+        .pSignalSemaphores = &s->timeline,
+    };
+    r = s->fd.vkQueueSubmit(s->queue, 1, &si, VK_NULL_HANDLE);
+    if (r == VK_SUCCESS)
+        s->timeline_value = value;
+    pthread_mutex_unlock(&s->queue_lock);
+    if (r != VK_SUCCESS)
+        return cx->error = vk_fail(s, r, "vkQueueSubmit");
+    cx->signal = value;
+    cx->submitted = 1;
+    return RAYO_OK;
+}
+
+static rayo_status wait_value(vk_state *s, uint64_t value, uint64_t timeout_ns)
+{
+    VkSemaphoreWaitInfo wi = {
+        .sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+        .semaphoreCount = 1,
+        .pSemaphores = &s->timeline,
+        .pValues = &value,
+    };
+    VkResult r = s->fd.vkWaitSemaphores(s->device, &wi, timeout_ns);
+    if (r == VK_TIMEOUT) {
+        s->host->set_error(s->host, "vulkan: the batch did not complete in %llu ns",
+                           (unsigned long long)timeout_ns);
+        return RAYO_E_TIMEOUT;
+    }
+    return r == VK_SUCCESS ? RAYO_OK : vk_fail(s, r, "vkWaitSemaphores");
+}
+
+rayo_status vk_ctx_wait(vk_state *s, vk_ctx *cx, uint64_t timeout_ns)
+{
+    if (cx->error != RAYO_OK)
+        return cx->error;
+    if (!cx->submitted) {
+        s->host->set_error(s->host, "vulkan: waiting for a batch that was not submitted");
+        return RAYO_E_STATE;
+    }
+    rayo_status st = wait_value(s, cx->signal, timeout_ns);
+    if (st != RAYO_OK)
+        return st;     /* a timeout is not the batch's error: it may be waited for again */
+    unsigned long seen = atomic_load(&s->validation_messages);
+    if (seen != cx->validation_mark) {
+        s->host->set_error(s->host, "vulkan: the validation layer reported %lu message(s)",
+                           (unsigned long)(seen - cx->validation_mark));
+        return cx->error = RAYO_E_BACKEND;
+    }
+    return RAYO_OK;
+}
+
+rayo_status vk_queue_drain(vk_state *s)
+{
+    pthread_mutex_lock(&s->queue_lock);
+    uint64_t value = s->timeline_value;
+    pthread_mutex_unlock(&s->queue_lock);
+    return value ? wait_value(s, value, UINT64_MAX) : RAYO_OK;
+}
+
+void vk_ctx_release(vk_state *s, vk_ctx *cx)
+{
+    if (!cx)
+        return;
+    /* resetting the pool below also resets a command buffer still recording */
+    if (cx->submitted)
+        wait_value(s, cx->signal, UINT64_MAX);
+    for (size_t i = 0; i < cx->temp_count; i++)
+        vk_buf_free(s, cx->temps[i]);
+    cx->temp_count = 0;
+    for (size_t i = 0; i < cx->desc_pool_count; i++)
+        s->fd.vkResetDescriptorPool(s->device, cx->desc_pools[i], 0);
+    /* keep the first descriptor pool; a batch that needed more gets them again */
+    for (size_t i = 1; i < cx->desc_pool_count; i++)
+        s->fd.vkDestroyDescriptorPool(s->device, cx->desc_pools[i], NULL);
+    cx->desc_pool_count = cx->desc_pool_count ? 1 : 0;
+    s->fd.vkResetCommandPool(s->device, cx->cmd_pool, 0);
+    pthread_mutex_lock(&s->ctx_lock);
+    cx->next = s->free_ctx;
+    s->free_ctx = cx;
+    pthread_mutex_unlock(&s->ctx_lock);
+}
+
+void vk_ctx_destroy_all(vk_state *s)
+{
+    while (s->free_ctx) {
+        vk_ctx *cx = s->free_ctx;
+        s->free_ctx = cx->next;
+        ctx_destroy(s, cx);
+    }
+}
+
+/* ---- the memory API ------------------------------------------------------------ */
+
+static rayo_status mem_buffer_alloc(void *state, size_t bytes, void **buf)
+{
+    vk_state *s = state;
+    vk_buf *b = NULL;
+    rayo_status st = vk_buf_alloc(s, &s->device_pool, bytes, &b);
+    *buf = b;
+    return st;
+}
+
+static void mem_buffer_free(void *state, void *buf)
+{
+    vk_state *s = state;
+    /* a batch still running may use it: let the queue finish first */
+    vk_queue_drain(s);
+    vk_buf_free(s, buf);
+}
+
+/* Copies between a device buffer and host memory through a staging buffer
+ * (to_device: host -> device). */
+static rayo_status staged_copy(vk_state *s, vk_buf *dev, size_t offset, void *host,
+                               size_t bytes, int to_device)
+{
+    vk_ctx *cx;
+    rayo_status st = vk_ctx_acquire(s, &cx);
+    if (st != RAYO_OK)
+        return st;
+    vk_buf *stage = NULL;
+    st = vk_ctx_temp(s, cx, &s->staging_pool, bytes, &stage);
+    if (st == RAYO_OK) {
+        if (to_device) {
+            memcpy(vk_buf_map(stage), host, bytes);
+            vk_ctx_copy(s, cx, stage, 0, dev, offset, bytes);
+        } else {
+            vk_ctx_copy(s, cx, dev, offset, stage, 0, bytes);
+        }
+        st = vk_ctx_submit(s, cx);
+    }
+    if (st == RAYO_OK)
+        st = vk_ctx_wait(s, cx, UINT64_MAX);
+    if (st == RAYO_OK && !to_device)
+        memcpy(host, vk_buf_map(stage), bytes);
+    vk_ctx_release(s, cx);
+    return st;
+}
+
+static rayo_status mem_buffer_write(void *state, void *buf, size_t offset, const void *src, size_t bytes)
+{
+    vk_state *s = state;
+    vk_buf *b = buf;
+    if (bytes == 0)
+        return RAYO_OK;
+    void *p = vk_buf_map(b);
+    if (p) {
+        /* unified memory: write in place once earlier work is done with it */
+        rayo_status st = vk_queue_drain(s);
+        if (st == RAYO_OK)
+            memcpy((unsigned char *)p + offset, src, bytes);
+        return st;
+    }
+    return staged_copy(s, b, offset, (void *)(uintptr_t)src, bytes, 1);
+}
+
+static rayo_status mem_buffer_read(void *state, void *buf, size_t offset, void *dst, size_t bytes)
+{
+    vk_state *s = state;
+    vk_buf *b = buf;
+    if (bytes == 0)
+        return RAYO_OK;
+    void *p = vk_buf_map(b);
+    if (p) {
+        rayo_status st = vk_queue_drain(s);
+        if (st == RAYO_OK)
+            memcpy(dst, (unsigned char *)p + offset, bytes);
+        return st;
+    }
+    return staged_copy(s, b, offset, dst, bytes, 0);
+}
+
+static rayo_status mem_batch_begin(void *state, void **batch)
+{
+    vk_ctx *cx = NULL;
+    rayo_status st = vk_ctx_acquire(state, &cx);
+    *batch = cx;
+    return st;
+}
+
+static rayo_status mem_batch_record(void *state, void *batch, const rayo_dev_call *call)
+{
+    vk_ctx *cx = batch;
+    if (cx->submitted)
+        return RAYO_E_STATE;
+    if (cx->error != RAYO_OK)
+        return cx->error;
+    rayo_status st = vk_record(state, cx, call);
+    if (st != RAYO_OK && cx->error == RAYO_OK)
+        cx->error = st;
+    return st;
+}
+
+static rayo_status mem_batch_submit(void *state, void *batch)
+{
+    vk_ctx *cx = batch;
+    if (cx->submitted)
+        return RAYO_E_STATE;
+    return vk_ctx_submit(state, cx);
+}
+
+static rayo_status mem_batch_wait(void *state, void *batch, uint64_t timeout_ns)
+{
+    return vk_ctx_wait(state, batch, timeout_ns);
+}
+
+static void mem_batch_free(void *state, void *batch)
+{
+    vk_ctx_release(state, batch);
+}
+
+const rayo_memory_api vk_memory_api = {
+    .struct_size = sizeof(rayo_memory_api),
+    .buffer_alloc = mem_buffer_alloc,
+    .buffer_free = mem_buffer_free,
+    .buffer_write = mem_buffer_write,
+    .buffer_read = mem_buffer_read,
+    .batch_begin = mem_batch_begin,
+    .batch_record = mem_batch_record,
+    .batch_submit = mem_batch_submit,
+    .batch_wait = mem_batch_wait,
+    .batch_free = mem_batch_free,
+};

@@ -1,0 +1,107 @@
+#version 450
+// eltwise.comp - every elementwise op: binary, unary (with parameters),
+// axpy and bias_act.  OP (a specialization constant, the rayo op id; bias_act
+// is 100 + activation) selects the function, so the driver compiles one
+// branch-free pipeline per op.  Grid-stride loop: any n with a bounded
+// number of workgroups.  With RAYO_VEC4 each invocation moves 16 bytes.
+
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#include "rmath.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint OP = 1;
+
+const uint OP_ADD = 1, OP_SUB = 2, OP_MUL = 3, OP_DIV = 4, OP_MAXIMUM = 5,
+           OP_MINIMUM = 6, OP_SCALE = 7, OP_AXPY = 8, OP_RELU = 16,
+           OP_LEAKY_RELU = 17, OP_ELU = 18, OP_SELU = 19, OP_SIGMOID = 20,
+           OP_TANH = 21, OP_GELU = 22, OP_GELU_TANH = 23, OP_SILU = 24,
+           OP_MISH = 25, OP_HARDSWISH = 26, OP_CLIP = 27, OP_EXP = 28,
+           OP_LOG = 29, OP_SQRT = 30, OP_ABS = 31, OP_BIAS_ACT = 100;
+
+// activations of bias_act (rayo_activation)
+const uint ACT_NONE = 0, ACT_RELU = 1, ACT_GELU = 2, ACT_SILU = 3,
+           ACT_TANH = 4, ACT_SIGMOID = 5;
+
+float f_relu(float x) { return x > 0.0 ? x : (r_isnan(x) ? x : 0.0); }
+
+float f_binary(float x, float z)
+{
+    if (OP == OP_ADD) return x + z;
+    if (OP == OP_SUB) return x - z;
+    if (OP == OP_MUL) return x * z;
+    if (OP == OP_DIV) return r_div(x, z);
+    if (OP == OP_MAXIMUM) return (r_isnan(x) || r_isnan(z)) ? R_NAN : max(x, z);
+    return (r_isnan(x) || r_isnan(z)) ? R_NAN : min(x, z);
+}
+
+float f_unary(float x)
+{
+    float p = pc.alpha;
+    switch (OP) {
+    case OP_SCALE: return p * x;
+    case OP_RELU: return f_relu(x);
+    case OP_LEAKY_RELU: return x > 0.0 ? x : p * x;
+    case OP_ELU: return x > 0.0 ? x : p * r_expm1(x);
+    case OP_SELU: return 1.0507009873554805 * (x > 0.0 ? x : 1.6732632423543772 * r_expm1(x));
+    case OP_SIGMOID: return r_sigmoid(x);
+    case OP_TANH: return r_tanh(x);
+    case OP_GELU: return r_gelu(x);
+    case OP_GELU_TANH: return r_gelu_tanh(x);
+    case OP_SILU: return r_silu(x);
+    case OP_MISH: return r_mish(x);
+    case OP_HARDSWISH: return r_div(x * clamp(x + 3.0, 0.0, 6.0), 6.0);
+    case OP_CLIP: return r_isnan(x) ? x : min(max(x, p), pc.beta);
+    case OP_EXP: return r_exp(x);
+    case OP_LOG: return r_log(x);
+    case OP_SQRT: return r_sqrt(x);
+    case OP_ABS: return abs(x);
+    }
+    return x;
+}
+
+float f_act(float x)
+{
+    const uint act = OP - OP_BIAS_ACT;
+    if (act == ACT_RELU) return f_relu(x);
+    if (act == ACT_GELU) return r_gelu(x);
+    if (act == ACT_SILU) return r_silu(x);
+    if (act == ACT_TANH) return r_tanh(x);
+    if (act == ACT_SIGMOID) return r_sigmoid(x);
+    return x;
+}
+
+// One element (or one vec4 lane) i of the flat index space.
+float f_elem(float x, float z, float yold)
+{
+    if (OP <= OP_MINIMUM) return f_binary(x, z);
+    if (OP == OP_AXPY) return fma(pc.alpha, x, yold);
+    if (OP >= OP_BIAS_ACT) return f_act(x + z);
+    return f_unary(x);
+}
+
+bool reads_b() { return OP <= OP_MINIMUM || OP >= OP_BIAS_ACT; }
+
+void main()
+{
+    // total: elements (or vec4s); for bias_act m rows of n, b indexed by column
+    uint total = OP >= OP_BIAS_ACT ? pc.m * pc.n : pc.n;
+    uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint i = gl_GlobalInvocationID.x; i < total; i += stride) {
+        ELEM x = a_data[pc.oa + i];
+        ELEM z = ELEM(0.0);
+        if (reads_b())
+            z = b_data[pc.ob + (OP >= OP_BIAS_ACT ? i % pc.n : i)];
+        ELEM yold = ELEM(0.0);
+        if (OP == OP_AXPY)
+            yold = y_data[pc.oy + i];
+#ifdef RAYO_VEC4
+        vec4 r;
+        for (int l = 0; l < 4; l++)
+            r[l] = f_elem(x[l], z[l], yold[l]);
+        y_data[pc.oy + i] = r;
+#else
+        y_data[pc.oy + i] = f_elem(x, z, yold);
+#endif
+    }
+}

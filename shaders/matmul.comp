@@ -1,0 +1,213 @@
+#version 450
+// matmul.comp - C = alpha op(A) op(B) + beta C, row-major, float32.
+//
+// Tiled in shared memory with register blocking: a workgroup computes a
+// BM x BN tile of C, each invocation a TM x TN block of it (in groups of
+// 4 x 4 spread over the tile so that shared-memory reads are contiguous and
+// conflict-free).  A and B stream through shared memory BK columns/rows at a
+// time, double-buffered: the next tile is fetched into registers while the
+// current one is multiplied, so one barrier per step suffices.  As holds
+// op(A) k-major (As[k][m]) so both operands are read as vec4 along m and n.
+//
+// Variants: RAYO_ALIGNED (m % BM == n % BN == k % BK == 0 and operands at
+// multiples of 16 bytes) loads vec4 from global memory without bounds
+// checks; the generic one loads floats with bounds checks (any shape).
+
+#extension GL_GOOGLE_include_directive : require
+#ifdef RAYO_ALIGNED
+#define RAYO_VEC4
+#endif
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint BM = 128;
+layout(constant_id = 2) const uint BN = 128;
+layout(constant_id = 3) const uint BK = 8;
+layout(constant_id = 4) const uint TM = 8;
+layout(constant_id = 5) const uint TN = 8;
+layout(constant_id = 6) const bool TRANS_A = false;
+layout(constant_id = 7) const bool TRANS_B = false;
+
+const uint WX = BN / TN;            // invocations along n
+const uint WY = BM / TM;            // invocations along m
+const uint WG = WX * WY;
+const uint BM4 = BM / 4u, BN4 = BN / 4u;
+const uint A_PER = BM * BK / WG;    // floats of the A tile each invocation loads
+const uint B_PER = BN * BK / WG;
+
+shared vec4 As[2u * BK * BM4];
+shared vec4 Bs[2u * BK * BN4];
+
+#ifdef RAYO_ALIGNED
+vec4 a_reg[A_PER / 4u];
+vec4 b_reg[B_PER / 4u];
+#else
+float a_reg[A_PER];
+float b_reg[B_PER];
+#endif
+
+// ---- global -> registers (tile starting at k0) ----------------------------
+#ifdef RAYO_ALIGNED
+void fetch(uint row0, uint col0, uint k0)
+{
+    uint t = gl_LocalInvocationID.x;
+    for (uint l = 0u; l < A_PER / 4u; l++) {
+        uint q = t + l * WG;
+        if (TRANS_A) {      // A is k x m: vec4 along m
+            uint kk = q / BM4, r4 = q % BM4;
+            a_reg[l] = a_data[pc.oa + ((k0 + kk) * pc.m + row0) / 4u + r4];
+        } else {            // A is m x k: vec4 along k
+            uint r = q / (BK / 4u), c4 = q % (BK / 4u);
+            a_reg[l] = a_data[pc.oa + ((row0 + r) * pc.k + k0) / 4u + c4];
+        }
+    }
+    for (uint l = 0u; l < B_PER / 4u; l++) {
+        uint q = t + l * WG;
+        if (TRANS_B) {      // B is n x k: vec4 along k
+            uint c = q / (BK / 4u), k4 = q % (BK / 4u);
+            b_reg[l] = b_data[pc.ob + ((col0 + c) * pc.k + k0) / 4u + k4];
+        } else {            // B is k x n: vec4 along n
+            uint kk = q / BN4, c4 = q % BN4;
+            b_reg[l] = b_data[pc.ob + ((k0 + kk) * pc.n + col0) / 4u + c4];
+        }
+    }
+}
+
+void stash(uint buf)
+{
+    uint t = gl_LocalInvocationID.x;
+    uint abase = buf * BK * BM4, bbase = buf * BK * BN4;
+    for (uint l = 0u; l < A_PER / 4u; l++) {
+        uint q = t + l * WG;
+        if (TRANS_A) {
+            As[abase + q] = a_reg[l];
+        } else {
+            uint r = q / (BK / 4u), c4 = q % (BK / 4u);
+            for (uint e = 0u; e < 4u; e++)
+                As[abase + (c4 * 4u + e) * BM4 + r / 4u][r % 4u] = a_reg[l][e];
+        }
+    }
+    for (uint l = 0u; l < B_PER / 4u; l++) {
+        uint q = t + l * WG;
+        if (TRANS_B) {
+            uint c = q / (BK / 4u), k4 = q % (BK / 4u);
+            for (uint e = 0u; e < 4u; e++)
+                Bs[bbase + (k4 * 4u + e) * BN4 + c / 4u][c % 4u] = b_reg[l][e];
+        } else {
+            Bs[bbase + q] = b_reg[l];
+        }
+    }
+}
+#else
+// Element (r, kk) of op(A)'s tile and (kk, c) of op(B)'s, zero outside.
+void fetch(uint row0, uint col0, uint k0)
+{
+    uint t = gl_LocalInvocationID.x;
+    for (uint l = 0u; l < A_PER; l++) {
+        uint q = t + l * WG;
+        uint r, kk;
+        if (TRANS_A) { kk = q / BM; r = q % BM; }   // consecutive along m
+        else { r = q / BK; kk = q % BK; }           // consecutive along k
+        uint gr = row0 + r, gk = k0 + kk;
+        float v = 0.0;
+        if (gr < pc.m && gk < pc.k)
+            v = a_data[pc.oa + (TRANS_A ? gk * pc.m + gr : gr * pc.k + gk)];
+        a_reg[l] = v;
+    }
+    for (uint l = 0u; l < B_PER; l++) {
+        uint q = t + l * WG;
+        uint c, kk;
+        if (TRANS_B) { c = q / BK; kk = q % BK; }
+        else { kk = q / BN; c = q % BN; }
+        uint gc = col0 + c, gk = k0 + kk;
+        float v = 0.0;
+        if (gc < pc.n && gk < pc.k)
+            v = b_data[pc.ob + (TRANS_B ? gc * pc.k + gk : gk * pc.n + gc)];
+        b_reg[l] = v;
+    }
+}
+
+void stash(uint buf)
+{
+    uint t = gl_LocalInvocationID.x;
+    uint abase = buf * BK * BM4, bbase = buf * BK * BN4;
+    for (uint l = 0u; l < A_PER; l++) {
+        uint q = t + l * WG;
+        uint r, kk;
+        if (TRANS_A) { kk = q / BM; r = q % BM; }
+        else { r = q / BK; kk = q % BK; }
+        As[abase + kk * BM4 + r / 4u][r % 4u] = a_reg[l];
+    }
+    for (uint l = 0u; l < B_PER; l++) {
+        uint q = t + l * WG;
+        uint c, kk;
+        if (TRANS_B) { c = q / BK; kk = q % BK; }
+        else { kk = q / BN; c = q % BN; }
+        Bs[bbase + kk * BN4 + c / 4u][c % 4u] = b_reg[l];
+    }
+}
+#endif
+
+void main()
+{
+    uint tx = gl_LocalInvocationID.x % WX, ty = gl_LocalInvocationID.x / WX;
+    uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
+
+    vec4 acc[TM * TN / 4u];
+    for (uint i = 0u; i < TM * TN / 4u; i++)
+        acc[i] = vec4(0.0);
+
+    uint steps = (pc.k + BK - 1u) / BK;
+    fetch(row0, col0, 0u);
+    stash(0u);
+    barrier();
+    for (uint s = 0u; s < steps; s++) {
+        uint buf = s & 1u;
+        if (s + 1u < steps)
+            fetch(row0, col0, (s + 1u) * BK);
+        uint abase = buf * BK * BM4, bbase = buf * BK * BN4;
+        for (uint kk = 0u; kk < BK; kk++) {
+            vec4 av[TM / 4u], bv[TN / 4u];
+            for (uint i = 0u; i < TM / 4u; i++)
+                av[i] = As[abase + kk * BM4 + ty + i * WY];
+            for (uint j = 0u; j < TN / 4u; j++)
+                bv[j] = Bs[bbase + kk * BN4 + tx + j * WX];
+            for (uint i = 0u; i < TM / 4u; i++)
+                for (uint ii = 0u; ii < 4u; ii++)
+                    for (uint j = 0u; j < TN / 4u; j++)
+                        acc[(i * 4u + ii) * (TN / 4u) + j] =
+                            fma(vec4(av[i][ii]), bv[j], acc[(i * 4u + ii) * (TN / 4u) + j]);
+        }
+        if (s + 1u < steps)
+            stash(buf ^ 1u);
+        barrier();
+    }
+
+    // epilogue: C = alpha acc + beta C (C is not read when beta == 0)
+    for (uint i = 0u; i < TM / 4u; i++)
+        for (uint ii = 0u; ii < 4u; ii++) {
+            uint row = row0 + (ty + i * WY) * 4u + ii;
+            for (uint j = 0u; j < TN / 4u; j++) {
+                uint col = col0 + (tx + j * WX) * 4u;
+                vec4 v = pc.alpha * acc[(i * 4u + ii) * (TN / 4u) + j];
+#ifdef RAYO_ALIGNED
+                uint o = (row * pc.n + col) / 4u;
+                if (pc.beta != 0.0)
+                    v = fma(vec4(pc.beta), c_data[pc.oc + o], v);
+                y_data[pc.oy + o] = v;
+#else
+                if (row >= pc.m)
+                    continue;
+                for (uint e = 0u; e < 4u; e++) {
+                    if (col + e >= pc.n)
+                        break;
+                    uint o = row * pc.n + col + e;
+                    float r = v[e];
+                    if (pc.beta != 0.0)
+                        r = fma(pc.beta, c_data[pc.oc + o], r);
+                    y_data[pc.oy + o] = r;
+                }
+#endif
+            }
+        }
+}

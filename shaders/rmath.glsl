@@ -1,0 +1,197 @@
+// rmath.glsl - float functions with a known error.
+//
+// Vulkan lets exp, log, tanh, division and sqrt be several ulp off (exp is
+// 3 + 2|x| ulp); rayo's contracts (core/rayo-ops.h) are tighter, so these
+// are built from fma, exact range reductions and short polynomials whose
+// truncation error is far below one ulp.  Special values (NaN, +-inf, 0)
+// are handled first, so the fast paths never see them.
+
+#ifndef RAYO_RMATH_GLSL
+#define RAYO_RMATH_GLSL
+
+#define R_INF uintBitsToFloat(0x7f800000u)
+#define R_NAN uintBitsToFloat(0x7fc00000u)
+const float R_LOG2E = 1.44269504088896341;
+const float R_LN2_HI = 0.693145751953125;       // 12 bits: k * LN2_HI is exact
+const float R_LN2_LO = 1.42860682030941723212e-6;
+
+bool r_isnan(float x) { return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u; }
+
+// x * 2^e for e in [-300, 300]: two steps, so a denormal or an overflowing
+// result is rounded once, where it lands.
+float r_scale2(float x, int e)
+{
+    int h = e / 2;
+    return ldexp(ldexp(x, h), e - h);
+}
+
+// Correctly rounded (up to the last bit in rare cases) division: the
+// hardware quotient, then one residual correction.
+float r_div(float a, float b)
+{
+    float q = a / b;
+    if (isinf(q) || q == 0.0 || r_isnan(q) || isinf(b) || abs(b) > 8.5e37)
+        return q;
+    precise float r = fma(-q, b, a);
+    return fma(r, 1.0 / b, q);
+}
+
+// sqrt with one Newton correction on the residual x - y*y.
+float r_sqrt(float x)
+{
+    if (!(x > 0.0) || isinf(x))
+        return x == 0.0 ? x : (x > 0.0 ? x : R_NAN);
+    float y = sqrt(x);
+    precise float r = fma(-y, y, x);
+    return fma(r, 0.5 / y, y);
+}
+
+// exp(r) for |r| <= ln2/2: Taylor to r^8, truncation < 1e-9 relative.
+float r_exp_core(float r)
+{
+    float p = 2.48015873015873e-5;          // 1/8!
+    p = fma(p, r, 1.98412698412698e-4);     // 1/7!
+    p = fma(p, r, 1.38888888888889e-3);
+    p = fma(p, r, 8.33333333333333e-3);
+    p = fma(p, r, 4.16666666666667e-2);
+    p = fma(p, r, 1.66666666666667e-1);
+    p = fma(p, r, 0.5);
+    p = fma(p, r, 1.0);
+    return fma(p, r, 1.0);
+}
+
+float r_exp(float x)
+{
+    if (r_isnan(x)) return x;
+    if (x > 88.7228394) return R_INF;
+    if (x < -103.972084) return 0.0;
+    float k = roundEven(x * R_LOG2E);
+    precise float r = fma(-k, R_LN2_HI, x);
+    r = fma(-k, R_LN2_LO, r);
+    return r_scale2(r_exp_core(r), int(k));
+}
+
+// exp(x) - 1 without cancellation near 0.
+float r_expm1(float x)
+{
+    if (r_isnan(x)) return x;
+    if (abs(x) < 0.5) {
+        float p = 2.75573192239859e-6;          // 1/9!
+        p = fma(p, x, 2.48015873015873e-5);
+        p = fma(p, x, 1.98412698412698e-4);
+        p = fma(p, x, 1.38888888888889e-3);
+        p = fma(p, x, 8.33333333333333e-3);
+        p = fma(p, x, 4.16666666666667e-2);
+        p = fma(p, x, 1.66666666666667e-1);
+        p = fma(p, x, 0.5);
+        return fma(p * x, x, x);
+    }
+    if (x < -18.0) return -1.0;
+    return r_exp(x) - 1.0;
+}
+
+// log(x): x = 2^e * m with m in [sqrt(1/2), sqrt(2)), log(m) = 2 atanh(s)
+// with s = (m - 1) / (m + 1), |s| <= 0.1716, series to s^11.
+float r_log(float x)
+{
+    if (r_isnan(x) || x == R_INF) return x;
+    if (x == 0.0) return -R_INF;
+    if (x < 0.0) return R_NAN;
+    int e;
+    int sub = 0;
+    if (x < 1.17549435e-38) { x *= 8388608.0; sub = 23; }  // denormal: exact
+    float m = frexp(x, e);                 // m in [0.5, 1)
+    e -= sub;
+    if (m < 0.70710678) { m *= 2.0; e -= 1; }
+    float f = m - 1.0;                      // exact (Sterbenz)
+    float s = r_div(f, m + 1.0);
+    float s2 = s * s;
+    float p = 0.0909090909090909;           // 1/11
+    p = fma(p, s2, 0.111111111111111);
+    p = fma(p, s2, 0.142857142857143);
+    p = fma(p, s2, 0.2);
+    p = fma(p, s2, 0.333333333333333);
+    // log(m) = 2s + 2s^3 p'  written as f - s*(f - 2 s^2 p ...) would be
+    // more exact; 2s(1 + s2 p) keeps the error near 2 ulp, inside 2e-6.
+    float lm = 2.0 * fma(s * s2, p, s);
+    float fe = float(e);
+    return fma(fe, R_LN2_HI, fma(fe, R_LN2_LO, lm));
+}
+
+// tanh through expm1: no cancellation near 0, exact +-1 in the tails.
+float r_tanh(float x)
+{
+    if (r_isnan(x)) return x;
+    float ax = abs(x);
+    if (ax > 9.5) return sign(x);
+    float t = r_expm1(2.0 * ax);
+    float y = r_div(t, t + 2.0);
+    return x < 0.0 ? -y : y;
+}
+
+float r_sigmoid(float x)
+{
+    if (r_isnan(x)) return x;
+    return r_div(1.0, 1.0 + r_exp(-x));
+}
+
+// erfc(z) for z >= 0 (Chebyshev fit with fractional error < 1.2e-7), the
+// square -z*z split into hi + lo so that its rounding does not grow with z.
+float r_erfc_pos(float z)
+{
+    float t = r_div(1.0, fma(0.5, z, 1.0));
+    float p = 0.17087277;
+    p = fma(p, t, -0.82215223);
+    p = fma(p, t, 1.48851587);
+    p = fma(p, t, -1.13520398);
+    p = fma(p, t, 0.27886807);
+    p = fma(p, t, -0.18628806);
+    p = fma(p, t, 0.09678418);
+    p = fma(p, t, 0.37409196);
+    p = fma(p, t, 1.00002368);
+    p = fma(p, t, -1.26551223);
+    float hi = z * z;
+    precise float lo = fma(z, z, -hi);
+    return t * r_exp(p - hi) * r_exp(-lo);
+}
+
+// Phi(x) = (1 + erf(x / sqrt 2)) / 2 = erfc(-x / sqrt 2) / 2, computed on
+// the side where it does not cancel.
+float r_phi(float x)
+{
+    float z = abs(x) * 0.70710678118654752;
+    float h = 0.5 * r_erfc_pos(z);
+    return x < 0.0 ? h : 1.0 - h;
+}
+
+float r_gelu(float x)
+{
+    if (r_isnan(x)) return x;
+    return x * r_phi(x);
+}
+
+// x (1 + tanh u) / 2 = x sigmoid(2u): no cancellation for negative x.
+float r_gelu_tanh(float x)
+{
+    if (r_isnan(x)) return x;
+    float u = 0.7978845608028654 * fma(0.044715 * x, x * x, x);
+    return r_div(x, 1.0 + r_exp(-2.0 * u));
+}
+
+float r_silu(float x)
+{
+    if (r_isnan(x)) return x;
+    return r_div(x, 1.0 + r_exp(-x));
+}
+
+// mish = x tanh(softplus x); with u = e^x, tanh(log(1+u)) = u(u+2)/(u(u+2)+2).
+float r_mish(float x)
+{
+    if (r_isnan(x)) return x;
+    if (x > 20.0) return x;
+    float u = r_exp(x);
+    float nn = u * (u + 2.0);
+    return x * r_div(nn, nn + 2.0);
+}
+
+#endif
