@@ -1,1 +1,12 @@
 # conformance tests (written with core/conform.c)
+
+# The engine itself: it must accept right answers and catch planted mistakes,
+# so that a green conformance run means something.
+check_PROGRAMS += tests/test-conform-engine
+tests_test_conform_engine_SOURCES = tests/test-conform-engine.c
+tests_test_conform_engine_LDADD = core/libconform.la core/librayo.la -lm
+TESTS += tests/test-conform-engine
+
+# Every backend this build tree loads, against the float64 reference.
+dist_noinst_SCRIPTS += tests/test-conform.sh
+TESTS += tests/test-conform.sh

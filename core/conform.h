@@ -1,0 +1,103 @@
+/* conform.h - the conformance engine: checks any op of rayo-ops.h against
+ * a float64 reference and the op's accuracy contract.
+ *
+ * For one op the engine builds a plan of test cases from the op's signature
+ * class (sizes 0 to 2^20, unaligned pointers, edge values, transposes,
+ * alpha/beta, NULL gamma/beta...), makes fresh random inputs, runs each call
+ * through a runner (normally rayo_run_on: one backend, no fallback) and
+ * checks:
+ *   - the status (RAYO_OK; RAYO_E_INVALID for argmax of n = 0);
+ *   - every output element against the float64 reference:
+ *       |y - ref| <= tol_rel * scale + tol_abs   (scale: |ref| or sum of |terms|)
+ *     exact ops must match the float result exactly (NaN matches NaN, the
+ *     sign of zero is not checked); a result equal to the reference rounded
+ *     to float always passes (the contract cannot ask for better);
+ *   - outputs were all written (they are poisoned with a signalling NaN);
+ *   - inputs are unchanged and the guard zones around every buffer intact.
+ *
+ * Used by rayo-conform, rayo-bench and the tests; not part of librayo.
+ */
+#ifndef RAYO_CONFORM_H
+#define RAYO_CONFORM_H
+
+#include "rayo.h"
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- random numbers (splitmix64: small, fast, reproducible) ----------- */
+typedef struct conform_rng {
+    uint64_t state;
+} conform_rng;
+
+void conform_rng_seed(conform_rng *rng, uint64_t seed);
+uint64_t conform_rng_next(conform_rng *rng);
+double conform_rng_uniform(conform_rng *rng); /* in [0, 1) */
+void conform_fill_uniform(conform_rng *rng, float *x, size_t n, double lo, double hi);
+
+/* RAYO_CONFORM_SEED when it is set (decimal or 0x hex), else a fresh seed
+ * from the time and the process id. */
+uint64_t conform_default_seed(void);
+
+/* ---- references ---------------------------------------------------------- */
+/* Number of output elements of a call (floats, or 1 size_t for argmax; 0 for
+ * an empty elementwise call; 1 for an empty reduction, which writes its
+ * identity). */
+size_t conform_output_count(const rayo_call *call);
+
+/* The status a correct implementation returns for this call. */
+rayo_status conform_expected_status(const rayo_call *call);
+
+/* Computes, in float64, the reference of every output element (argmax: the
+ * index) and the sum of |terms| that make it (the contract scale of SUM
+ * ops).  Reads the call's inputs, and y where the op reads it (axpy; matmul
+ * and gemv with beta != 0): call it BEFORE running the call.  ref and terms
+ * hold conform_output_count(call) elements.  Returns 0, or -1 if the engine
+ * has no reference for this op. */
+int conform_reference(const rayo_call *call, double *ref, double *terms);
+
+/* Checks one output element against the contract of op.  Returns the error
+ * in contract units (error / allowed error; <= 1 passes, INFINITY for a
+ * wrong NaN/Inf or a mismatch of an exact op) and sets *pass. */
+double conform_judge(const rayo_op_info *op, double ref, double terms, float y, int *pass);
+
+/* ---- checking an op ------------------------------------------------------ */
+/* How to run a call: returns the status of the implementation under test. */
+typedef rayo_status (*conform_run_fn)(void *user, const rayo_call *call);
+
+typedef struct conform_options {
+    uint64_t seed;         /* the same seed gives the same inputs */
+    int quick;             /* leave out the largest sizes */
+    conform_run_fn run;
+    void *run_user;
+    /* Called before each case (NULL: not called). */
+    void (*progress)(void *user, size_t done, size_t total);
+    void *progress_user;
+} conform_options;
+
+#define CONFORM_MAX_REPORTS 4
+
+typedef struct conform_result {
+    int has_reference;     /* 0: the engine does not know this op (nothing run) */
+    int implemented;       /* 0: every non-empty case answered RAYO_E_UNSUPPORTED */
+    size_t cases;          /* cases run */
+    size_t failed;         /* cases that broke the contract */
+    size_t unsupported;    /* cases answered RAYO_E_UNSUPPORTED (allowed: fall through) */
+    double max_units;      /* largest error seen, in contract units */
+    char worst[256];       /* where max_units was seen */
+    /* The first failures, one sentence each. */
+    size_t reported;
+    char reports[CONFORM_MAX_REPORTS][512];
+} conform_result;
+
+/* Runs every case of op's plan.  Returns 0 when the op conforms (or is not
+ * implemented), 1 when some case failed. */
+int conform_check_op(const conform_options *opts, const rayo_op_info *op, conform_result *result);
+
+/* A runner over rayo_run_on: user points to a conform_backend. */
+typedef struct conform_backend {
+    rayo_context *ctx;
+    const char *name;
+} conform_backend;
+rayo_status conform_run_backend(void *user, const rayo_call *call);
+
+#endif

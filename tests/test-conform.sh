@@ -1,0 +1,21 @@
+#!/bin/sh
+# test-conform.sh - runs rayo-conform against every backend the build tree
+# loads (plugins/*/.libs), and fails on any failure.  Run by `make check` from
+# the top build directory.  RAYO_CONFORM_ARGS replaces the default --quick
+# (e.g. RAYO_CONFORM_ARGS= make check for the full sizes); RAYO_CONFORM_SEED
+# replays a run.
+builddir=${abs_top_builddir:-$(pwd)}
+conform=$builddir/core/rayo-conform
+if [ ! -x "$conform" ]; then
+    echo "ERROR: $conform not found: run from the top build directory" >&2
+    exit 99
+fi
+
+# Only the build tree decides which backends load: no user configuration.
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+XDG_CONFIG_HOME=$tmp
+export XDG_CONFIG_HOME
+unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_PLUGIN_PATH RAYO_FORCE_CPU
+
+"$conform" ${RAYO_CONFORM_ARGS-"--quick"}
