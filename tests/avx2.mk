@@ -1,1 +1,8 @@
-# tests for the avx2 backend (not written yet)
+# tests for the avx2 backend (built only where the backend is).
+if BUILD_AVX2
+# Accuracy of exp/log/tanh/sigmoid/gelu... over the float range, NaN/Inf as scalar.
+TESTS += tests/test-avx2-math
+check_PROGRAMS += tests/test-avx2-math
+tests_test_avx2_math_SOURCES = tests/test-avx2-math.c tests/testutil.h
+tests_test_avx2_math_LDADD = core/librayo.la -lm
+endif

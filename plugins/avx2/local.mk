@@ -1,1 +1,12 @@
-# plugins/avx2: not written yet (see issues)
+# plugins/avx2: the x86-64 AVX2+FMA backend.  This is the only code of rayo
+# compiled with -mavx2 -mfma (per-target flags): the core checks the CPU and
+# the OS (cpuid + XGETBV) before it runs any of it.
+if BUILD_AVX2
+plugin_LTLIBRARIES += plugins/avx2/rayo-avx2.la
+plugins_avx2_rayo_avx2_la_SOURCES = \
+	plugins/avx2/avx2.h plugins/avx2/vmath.h plugins/avx2/avx2.c plugins/avx2/cache.c \
+	plugins/avx2/elementwise.c plugins/avx2/reduce.c plugins/avx2/rows.c plugins/avx2/gemm.c
+plugins_avx2_rayo_avx2_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -mavx2 -mfma -fvisibility=hidden
+plugins_avx2_rayo_avx2_la_LDFLAGS = $(RAYO_MODULE_FLAGS)
+plugins_avx2_rayo_avx2_la_LIBADD = $(PTHREAD_LIBS) -lm
+endif

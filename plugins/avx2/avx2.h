@@ -1,0 +1,127 @@
+/* avx2.h - internals of the AVX2+FMA backend (not installed).
+ *
+ * Everything here is hidden: the plugin is built with -fvisibility=hidden
+ * and exports only its descriptor.  Files, by op class:
+ *   avx2.c         descriptor, probe, init/fini, op table, thread helpers
+ *   cache.c        cache sizes (sysfs, else cpuid) -> gemm blocking
+ *   elementwise.c  binary, unary and activation ops, axpy, bias_act
+ *   reduce.c       sum, dot, max, min, argmax, norms
+ *   rows.c         softmax, log_softmax, layernorm, rmsnorm, transpose
+ *   gemm.c         matmul (packing, 6x16 FMA microkernel, blocking) and gemv
+ *   vmath.h        exp, log, tanh, sigmoid, normal CDF approximations
+ */
+#ifndef RAYO_AVX2_H
+#define RAYO_AVX2_H
+
+#include "rayo-plugin.h"
+#include <pthread.h>
+
+/* Cache-blocking parameters of sgemm, derived from the cache sizes. */
+typedef struct avx2_blocking {
+    size_t mc, kc, nc;
+} avx2_blocking;
+
+typedef struct avx2_caches {
+    size_t l1d, l2, l3;   /* bytes, per core for l1d/l2, total for l3 */
+    const char *source;   /* "sysfs", "cpuid" or "defaults" */
+} avx2_caches;
+
+/* Packing buffers of sgemm, kept between calls (a first touch of fresh pages
+ * costs more than a small gemm).  A call takes one from the state's free list
+ * or allocates one; fini frees them all. */
+typedef struct avx2_scratch {
+    struct avx2_scratch *next;
+    float *packed_b;          /* kc x nc */
+    float *packed_a;          /* threads x (mc x kc) */
+    unsigned threads;
+} avx2_scratch;
+
+typedef struct avx2_state {
+    const rayo_host *host;
+    avx2_caches caches;
+    avx2_blocking blocking;
+    size_t stream_bytes;      /* outputs larger than this use non-temporal stores */
+    pthread_mutex_t scratch_lock;
+    avx2_scratch *scratch_free;
+} avx2_state;
+
+/* ---- avx2.c: threads ------------------------------------------------------ */
+unsigned avx2_threads(const avx2_state *st);
+typedef void avx2_task_fn(void *arg, size_t task, unsigned worker);
+/* Runs fn for every task in [0, n_tasks), on the core's pool when there is
+ * more than one task and more than one thread, inline otherwise. */
+void avx2_parallel(const avx2_state *st, size_t n_tasks, avx2_task_fn *fn, void *arg);
+
+/* Runs fn(call, begin, end) over [0, n) split in one chunk per thread when
+ * n >= min_parallel, else in one piece on the calling thread.  Chunk bounds
+ * are multiples of granule (64 elements for vectors: whole cache lines;
+ * 1 for rows). */
+typedef void avx2_range_fn(const avx2_state *st, const rayo_call *call, size_t begin, size_t end);
+void avx2_run_ranges(const avx2_state *st, const rayo_call *call, size_t n,
+                     size_t min_parallel, size_t granule, avx2_range_fn *fn);
+#define AVX2_VECTOR_GRANULE 64
+
+/* ---- reduce.c: helpers shared with rows.c ------------------------------ */
+/* max of x[0..n): NaN if any element is NaN, -inf for n == 0. */
+float avx2_max_f32(const float *x, size_t n);
+/* sum of x[i]^2 in double (no overflow for any float). */
+double avx2_sum_squares_f64(const float *x, size_t n);
+
+/* ---- cache.c ----------------------------------------------------------- */
+void avx2_detect_caches(avx2_caches *caches);
+void avx2_choose_blocking(const avx2_caches *caches, avx2_blocking *blocking);
+
+/* ---- gemm.c ------------------------------------------------------------ */
+void avx2_scratch_free_all(avx2_state *st);
+
+/* ---- kernels (rayo_kernel_fn) ------------------------------------------ */
+#define AVX2_KERNEL(name) rayo_status avx2_##name(void *state, const rayo_call *call)
+
+/* elementwise.c */
+AVX2_KERNEL(add);
+AVX2_KERNEL(sub);
+AVX2_KERNEL(mul);
+AVX2_KERNEL(div);
+AVX2_KERNEL(maximum);
+AVX2_KERNEL(minimum);
+AVX2_KERNEL(scale);
+AVX2_KERNEL(axpy);
+AVX2_KERNEL(relu);
+AVX2_KERNEL(leaky_relu);
+AVX2_KERNEL(elu);
+AVX2_KERNEL(selu);
+AVX2_KERNEL(sigmoid);
+AVX2_KERNEL(tanh);
+AVX2_KERNEL(gelu);
+AVX2_KERNEL(gelu_tanh);
+AVX2_KERNEL(silu);
+AVX2_KERNEL(mish);
+AVX2_KERNEL(hardswish);
+AVX2_KERNEL(clip);
+AVX2_KERNEL(exp);
+AVX2_KERNEL(log);
+AVX2_KERNEL(sqrt);
+AVX2_KERNEL(abs);
+AVX2_KERNEL(bias_act);
+
+/* reduce.c */
+AVX2_KERNEL(sum);
+AVX2_KERNEL(dot);
+AVX2_KERNEL(max);
+AVX2_KERNEL(min);
+AVX2_KERNEL(argmax);
+AVX2_KERNEL(norm_l1);
+AVX2_KERNEL(norm_l2);
+
+/* rows.c */
+AVX2_KERNEL(softmax);
+AVX2_KERNEL(log_softmax);
+AVX2_KERNEL(layernorm);
+AVX2_KERNEL(rmsnorm);
+AVX2_KERNEL(transpose);
+
+/* gemm.c */
+AVX2_KERNEL(matmul);
+AVX2_KERNEL(gemv);
+
+#endif

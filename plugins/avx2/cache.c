@@ -1,0 +1,147 @@
+/* cache.c - the CPU's cache sizes, and the sgemm blocking derived from them.
+ *
+ * Linux describes the caches in /sys/devices/system/cpu/cpu0/cache/index*;
+ * where sysfs is missing (containers without /sys) the deterministic cache
+ * parameters of cpuid (leaf 4 on Intel, 0x8000001d on AMD) say the same.
+ */
+#include "avx2.h"
+
+#include <cpuid.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Typical values of current x86 cores, when neither source answers. */
+#define DEFAULT_L1D (32u << 10)
+#define DEFAULT_L2 (512u << 10)
+#define DEFAULT_L3 (8u << 20)
+
+static int read_sysfs_line(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int ok = fgets(buf, (int)size, f) != NULL;
+    fclose(f);
+    if (ok)
+        buf[strcspn(buf, "\n")] = '\0';
+    return ok;
+}
+
+/* "32K", "1M", "1024" -> bytes; 0 if unreadable. */
+static size_t parse_size(const char *text)
+{
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (*end == 'K')
+        v <<= 10;
+    else if (*end == 'M')
+        v <<= 20;
+    return (size_t)v;
+}
+
+static void record_cache(avx2_caches *c, unsigned level, int is_instruction, size_t bytes)
+{
+    if (is_instruction || bytes == 0)
+        return;
+    if (level == 1)
+        c->l1d = bytes;
+    else if (level == 2)
+        c->l2 = bytes;
+    else if (level == 3)
+        c->l3 = bytes;
+}
+
+static int caches_from_sysfs(avx2_caches *c)
+{
+    int found = 0;
+    for (unsigned index = 0; index < 8; index++) {
+        char path[96], level[16], type[32], size[32];
+        const char *dir = "/sys/devices/system/cpu/cpu0/cache/index";
+        snprintf(path, sizeof path, "%s%u/level", dir, index);
+        if (!read_sysfs_line(path, level, sizeof level))
+            break;
+        snprintf(path, sizeof path, "%s%u/type", dir, index);
+        if (!read_sysfs_line(path, type, sizeof type))
+            continue;
+        snprintf(path, sizeof path, "%s%u/size", dir, index);
+        if (!read_sysfs_line(path, size, sizeof size))
+            continue;
+        record_cache(c, (unsigned)atoi(level), strcmp(type, "Instruction") == 0, parse_size(size));
+        found = 1;
+    }
+    return found;
+}
+
+/* Leaf 4 (Intel) and 0x8000001d (AMD) share one layout: one sub-leaf per cache. */
+static int caches_from_cpuid_leaf(avx2_caches *c, unsigned leaf)
+{
+    int found = 0;
+    for (unsigned sub = 0; sub < 16; sub++) {
+        unsigned a, b, cx, d;
+        __cpuid_count(leaf, sub, a, b, cx, d);
+        unsigned type = a & 0x1f;          /* 0 none, 1 data, 2 instruction, 3 unified */
+        if (type == 0)
+            break;
+        unsigned level = (a >> 5) & 7;
+        size_t ways = ((b >> 22) & 0x3ff) + 1, partitions = ((b >> 12) & 0x3ff) + 1;
+        size_t line = (b & 0xfff) + 1, sets = (size_t)cx + 1;
+        record_cache(c, level, type == 2, ways * partitions * line * sets);
+        found = 1;
+    }
+    return found;
+}
+
+static int caches_from_cpuid(avx2_caches *c)
+{
+    unsigned a, b, cx, d;
+    if (!__get_cpuid(0, &a, &b, &cx, &d))
+        return 0;
+    unsigned max_leaf = a;
+    int amd = b == 0x68747541u; /* "Auth" of AuthenticAMD */
+    if (amd) {
+        /* 0x8000001d exists when the TopologyExtensions bit (ecx 22 of 0x80000001) is set. */
+        if (__get_cpuid_max(0x80000000u, NULL) < 0x8000001du ||
+            !__get_cpuid(0x80000001u, &a, &b, &cx, &d) || !(cx & (1u << 22)))
+            return 0;
+        return caches_from_cpuid_leaf(c, 0x8000001du);
+    }
+    return max_leaf >= 4 && caches_from_cpuid_leaf(c, 4);
+}
+
+void avx2_detect_caches(avx2_caches *caches)
+{
+    avx2_caches c = { 0, 0, 0, "defaults" };
+    if (caches_from_sysfs(&c))
+        c.source = "sysfs";
+    else if (caches_from_cpuid(&c))
+        c.source = "cpuid";
+    if (c.l1d == 0)
+        c.l1d = DEFAULT_L1D;
+    if (c.l2 == 0)
+        c.l2 = DEFAULT_L2;
+    if (c.l3 == 0)
+        c.l3 = c.l2 > DEFAULT_L3 ? c.l2 : DEFAULT_L3;
+    *caches = c;
+}
+
+static size_t clamp_size(size_t v, size_t lo, size_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* The classic Goto/BLIS rules for a 6x16 microkernel on floats:
+ *   kc: a kc x 16 panel of packed B fills about half of L1d (it is reused
+ *       by every 6-row panel of A while the A panel streams through);
+ *   mc: the packed mc x kc block of A fills about half of L2;
+ *   nc: the packed kc x nc block of B fills about a quarter of L3 (shared by
+ *       the cores, which all read it). */
+void avx2_choose_blocking(const avx2_caches *caches, avx2_blocking *b)
+{
+    size_t kc = caches->l1d / 2 / (16 * sizeof(float));
+    b->kc = clamp_size(kc, 64, 512) / 8 * 8;
+    size_t mc = caches->l2 / 2 / (b->kc * sizeof(float));
+    b->mc = clamp_size(mc, 24, 1020) / 6 * 6;
+    size_t nc = caches->l3 / 4 / (b->kc * sizeof(float));
+    b->nc = clamp_size(nc, 256, 4096) / 16 * 16;
+}

@@ -1,0 +1,246 @@
+/* reduce.c - sum, dot, norm_l1, norm_l2, max, min, argmax.
+ *
+ * Accuracy (contract: 1e-5 relative to sum|terms| at any n): sums run in
+ * blocks of BLOCK elements with 4 x 8 float accumulators (BLOCK / 32 terms
+ * per lane), and the block results are added in double, so the error stays
+ * near (BLOCK / 32 + 32) * 2^-24 ~ 4e-6 relative whatever n.  norm_l2 sums
+ * the squares in double: |x| < FLT_MAX squared cannot overflow there.
+ *
+ * Large vectors are split over the thread pool in a fixed number of chunks
+ * that depends on n only, and the partial sums are added in chunk order: the
+ * result does not depend on the number of threads.
+ *
+ * NaN: max/min return NaN when any element is NaN (the scalar backend's NAN);
+ * argmax returns the index of the first NaN if any.
+ */
+#include "avx2.h"
+#include "vmath.h"
+
+#include <math.h>
+
+#define BLOCK 1024
+#define MAX_CHUNKS 64
+#define REDUCE_PARALLEL_MIN ((size_t)1 << 18)
+
+typedef enum { RED_SUM, RED_ABS, RED_DOT, RED_SQUARES } reduction;
+
+/* One term vector of the reduction (a, b: 8 elements each). */
+static inline __m256 term_acc(reduction kind, __m256 acc, __m256 a, __m256 b)
+{
+    switch (kind) {
+    case RED_SUM: return _mm256_add_ps(acc, a);
+    case RED_ABS: return _mm256_add_ps(acc, v_abs(a));
+    default: return _mm256_fmadd_ps(a, b, acc);
+    }
+}
+
+/* sum over one block (n <= BLOCK) in float lanes, returned as 8 lanes. */
+static inline __m256 block_reduce(reduction kind, const float *a, const float *b, size_t n)
+{
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    const float *bb = kind == RED_DOT ? b : a;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        acc0 = term_acc(kind, acc0, _mm256_loadu_ps(a + i), _mm256_loadu_ps(bb + i));
+        acc1 = term_acc(kind, acc1, _mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(bb + i + 8));
+        acc2 = term_acc(kind, acc2, _mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(bb + i + 16));
+        acc3 = term_acc(kind, acc3, _mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(bb + i + 24));
+    }
+    for (; i + 8 <= n; i += 8)
+        acc0 = term_acc(kind, acc0, _mm256_loadu_ps(a + i), _mm256_loadu_ps(bb + i));
+    if (i < n) {
+        __m256i m = v_lane_mask(n - i);
+        acc1 = term_acc(kind, acc1, _mm256_maskload_ps(a + i, m), _mm256_maskload_ps(bb + i, m));
+    }
+    return _mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3));
+}
+
+double avx2_sum_squares_f64(const float *x, size_t n)
+{
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256d x0 = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
+        __m256d x1 = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4));
+        __m256d x2 = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 8));
+        __m256d x3 = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 12));
+        acc0 = _mm256_fmadd_pd(x0, x0, acc0);
+        acc1 = _mm256_fmadd_pd(x1, x1, acc1);
+        acc2 = _mm256_fmadd_pd(x2, x2, acc2);
+        acc3 = _mm256_fmadd_pd(x3, x3, acc3);
+    }
+    double s = v_hsum_pd(_mm256_add_pd(_mm256_add_pd(acc0, acc1), _mm256_add_pd(acc2, acc3)));
+    for (; i < n; i++)
+        s += (double)x[i] * (double)x[i];
+    return s;
+}
+
+static double reduce_serial(reduction kind, const float *a, const float *b, size_t n)
+{
+    if (kind == RED_SQUARES)
+        return avx2_sum_squares_f64(a, n);
+    __m256d total0 = _mm256_setzero_pd(), total1 = total0;
+    size_t i = 0;
+    for (; i + 2 * BLOCK <= n; i += 2 * BLOCK) {
+        total0 = v_widen_add(total0, block_reduce(kind, a + i, b + i, BLOCK));
+        total1 = v_widen_add(total1, block_reduce(kind, a + i + BLOCK, b + i + BLOCK, BLOCK));
+    }
+    for (; i < n; i += BLOCK) {
+        size_t len = n - i < BLOCK ? n - i : BLOCK;
+        total0 = v_widen_add(total0, block_reduce(kind, a + i, b + i, len));
+    }
+    return v_hsum_pd(_mm256_add_pd(total0, total1));
+}
+
+typedef struct reduce_job {
+    reduction kind;
+    const float *a, *b;
+    size_t n, chunk;
+    double partial[MAX_CHUNKS];
+} reduce_job;
+
+static void reduce_task(void *arg, size_t task, unsigned worker)
+{
+    reduce_job *job = arg;
+    size_t lo = task * job->chunk;
+    size_t len = job->n - lo < job->chunk ? job->n - lo : job->chunk;
+    (void)worker;
+    job->partial[task] = reduce_serial(job->kind, job->a + lo, job->b ? job->b + lo : job->a + lo, len);
+}
+
+static double reduce(const avx2_state *st, reduction kind, const float *a, const float *b, size_t n)
+{
+    if (avx2_threads(st) < 2 || n < REDUCE_PARALLEL_MIN)
+        return reduce_serial(kind, a, b ? b : a, n);
+    /* Chunks of whole blocks, their number a function of n only. */
+    reduce_job job = { .kind = kind, .a = a, .b = b, .n = n };
+    size_t per_chunk = (n + MAX_CHUNKS - 1) / MAX_CHUNKS;
+    size_t min_chunk = REDUCE_PARALLEL_MIN / 8;
+    if (per_chunk < min_chunk)
+        per_chunk = min_chunk;
+    job.chunk = (per_chunk + BLOCK - 1) / BLOCK * BLOCK;
+    size_t tasks = (n + job.chunk - 1) / job.chunk;
+    avx2_parallel(st, tasks, reduce_task, &job);
+    double total = 0.0;
+    for (size_t t = 0; t < tasks; t++)
+        total += job.partial[t];
+    return total;
+}
+
+AVX2_KERNEL(sum)
+{
+    *(float *)call->y = (float)reduce(state, RED_SUM, call->a, NULL, call->n);
+    return RAYO_OK;
+}
+
+AVX2_KERNEL(dot)
+{
+    *(float *)call->y = (float)reduce(state, RED_DOT, call->a, call->b, call->n);
+    return RAYO_OK;
+}
+
+AVX2_KERNEL(norm_l1)
+{
+    *(float *)call->y = (float)reduce(state, RED_ABS, call->a, NULL, call->n);
+    return RAYO_OK;
+}
+
+AVX2_KERNEL(norm_l2)
+{
+    *(float *)call->y = (float)sqrt(reduce(state, RED_SQUARES, call->a, NULL, call->n));
+    return RAYO_OK;
+}
+
+/* ---- max, min ---------------------------------------------------------------
+ * maxps(m, v) returns v when either is NaN: a NaN would enter m and leave it
+ * again at the next step.  A separate "saw NaN" mask decides instead. */
+static float extreme(const float *x, size_t n, int want_max)
+{
+    const __m256 start = _mm256_set1_ps(want_max ? -INFINITY : INFINITY);
+    __m256 m0 = start, m1 = start, m2 = start, m3 = start;
+    __m256 nan = _mm256_setzero_ps();
+#define EXTREME_STEP(m, v)                                                        \
+    do {                                                                          \
+        __m256 v_ = (v);                                                          \
+        m = want_max ? _mm256_max_ps(m, v_) : _mm256_min_ps(m, v_);               \
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(v_, v_, _CMP_UNORD_Q));             \
+    } while (0)
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        EXTREME_STEP(m0, _mm256_loadu_ps(x + i));
+        EXTREME_STEP(m1, _mm256_loadu_ps(x + i + 8));
+        EXTREME_STEP(m2, _mm256_loadu_ps(x + i + 16));
+        EXTREME_STEP(m3, _mm256_loadu_ps(x + i + 24));
+    }
+    for (; i + 8 <= n; i += 8)
+        EXTREME_STEP(m0, _mm256_loadu_ps(x + i));
+    if (i < n) {
+        /* Unused lanes read as the start value, which changes nothing. */
+        __m256i mask = v_lane_mask(n - i);
+        __m256 v = _mm256_blendv_ps(start, _mm256_maskload_ps(x + i, mask), _mm256_castsi256_ps(mask));
+        EXTREME_STEP(m1, v);
+    }
+#undef EXTREME_STEP
+    if (_mm256_movemask_ps(nan))
+        return NAN;
+    __m256 m = want_max ? _mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3))
+                        : _mm256_min_ps(_mm256_min_ps(m0, m1), _mm256_min_ps(m2, m3));
+    __m128 h = want_max ? _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1))
+                        : _mm_min_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    float lanes[4];
+    _mm_storeu_ps(lanes, h);
+    float best = lanes[0];
+    for (int l = 1; l < 4; l++)
+        best = want_max ? (lanes[l] > best ? lanes[l] : best) : (lanes[l] < best ? lanes[l] : best);
+    return best;
+}
+
+float avx2_max_f32(const float *x, size_t n)
+{
+    return extreme(x, n, 1);
+}
+
+AVX2_KERNEL(max)
+{
+    (void)state;
+    *(float *)call->y = extreme(call->a, call->n, 1);
+    return RAYO_OK;
+}
+
+AVX2_KERNEL(min)
+{
+    (void)state;
+    *(float *)call->y = extreme(call->a, call->n, 0);
+    return RAYO_OK;
+}
+
+/* Index of the first element equal to value (value NaN: the first NaN);
+ * the caller knows there is one. */
+static size_t find_first(const float *x, size_t n, float value)
+{
+    int want_nan = value != value;
+    __m256 v = _mm256_set1_ps(value);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 xv = _mm256_loadu_ps(x + i);
+        __m256 hit = want_nan ? _mm256_cmp_ps(xv, xv, _CMP_UNORD_Q) : _mm256_cmp_ps(xv, v, _CMP_EQ_OQ);
+        int bits = _mm256_movemask_ps(hit);
+        if (bits)
+            return i + (size_t)__builtin_ctz((unsigned)bits);
+    }
+    for (; i < n; i++)
+        if (want_nan ? x[i] != x[i] : x[i] == value)
+            return i;
+    return n - 1; /* not reached */
+}
+
+/* Two simple passes: the maximum (NaN if any), then where it first is. */
+AVX2_KERNEL(argmax)
+{
+    (void)state;
+    if (call->n == 0)
+        return RAYO_E_INVALID;
+    float best = extreme(call->a, call->n, 1);
+    *(size_t *)call->y = find_first(call->a, call->n, best);
+    return RAYO_OK;
+}

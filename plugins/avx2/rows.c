@@ -1,0 +1,322 @@
+/* rows.c - softmax, log_softmax, layernorm, rmsnorm (m independent rows of
+ * n) and transpose.
+ *
+ * Accuracy: row statistics are accumulated in double where float would not
+ * do - the mean of a layernorm row must be right relative to the row's
+ * spread, not to its magnitude (think 1000 + 1e-3 noise) - and a double
+ * shift (the mean, or max + log(sum) of log_softmax) is applied as two floats
+ * hi + lo: x - hi is exact when x is close to hi, which is exactly when the
+ * low part matters.
+ *
+ * y may be x (in place): every row reads x completely, or element by
+ * element just before writing it, before any write that could clobber an
+ * element still needed.
+ */
+#include "avx2.h"
+#include "vmath.h"
+
+#include <math.h>
+
+#define ROWS_PARALLEL_WORK ((size_t)1 << 15) /* elements of exp-heavy work */
+
+/* double d as hi + lo floats. */
+static inline void split_double(double d, float *hi, float *lo)
+{
+    *hi = (float)d;
+    *lo = (float)(d - (double)*hi);
+}
+
+/* Rows are parallel once rows * cols * cost is large enough, and there are rows to share. */
+static void run_rows(const avx2_state *st, const rayo_call *call, size_t cost, avx2_range_fn *fn)
+{
+    size_t per_row = call->n * cost;
+    if (per_row == 0)
+        per_row = 1;
+    size_t min_rows = (ROWS_PARALLEL_WORK + per_row - 1) / per_row;
+    avx2_run_ranges(st, call, call->m, min_rows < 2 ? 2 : min_rows, 1, fn);
+}
+
+/* ---- softmax, log_softmax -------------------------------------------------- */
+
+/* y[j] = exp(x[j] - mx) (y may be x); returns sum of y in double (float lanes
+ * within blocks of 1024 elements, double across blocks). */
+static double exp_shifted_store(const float *x, float *y, size_t n, float mx)
+{
+    const __m256 shift = _mm256_set1_ps(mx);
+    __m256d total = _mm256_setzero_pd();
+    size_t j = 0;
+    while (j < n) {
+        size_t block_end = n - j > 1024 ? j + 1024 : n;
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
+        for (; j + 16 <= block_end; j += 16) {
+            __m256 e0 = v_exp(_mm256_sub_ps(_mm256_loadu_ps(x + j), shift));
+            __m256 e1 = v_exp(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), shift));
+            _mm256_storeu_ps(y + j, e0);
+            _mm256_storeu_ps(y + j + 8, e1);
+            acc0 = _mm256_add_ps(acc0, e0);
+            acc1 = _mm256_add_ps(acc1, e1);
+        }
+        for (; j < block_end; j += 8) {
+            size_t count = block_end - j < 8 ? block_end - j : 8;
+            __m256i m = v_lane_mask(count);
+            __m256 e = v_exp(_mm256_sub_ps(_mm256_maskload_ps(x + j, m), shift));
+            e = _mm256_and_ps(e, _mm256_castsi256_ps(m));    /* unused lanes add 0 */
+            _mm256_maskstore_ps(y + j, m, e);
+            acc0 = _mm256_add_ps(acc0, e);
+        }
+        total = v_widen_add(total, _mm256_add_ps(acc0, acc1));
+    }
+    return v_hsum_pd(total);
+}
+
+/* The same sum without storing the terms (log_softmax needs x afterwards). */
+static double exp_shifted_sum(const float *x, size_t n, float mx)
+{
+    const __m256 shift = _mm256_set1_ps(mx);
+    __m256d total = _mm256_setzero_pd();
+    size_t j = 0;
+    while (j < n) {
+        size_t block_end = n - j > 1024 ? j + 1024 : n;
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
+        for (; j + 16 <= block_end; j += 16) {
+            acc0 = _mm256_add_ps(acc0, v_exp(_mm256_sub_ps(_mm256_loadu_ps(x + j), shift)));
+            acc1 = _mm256_add_ps(acc1, v_exp(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), shift)));
+        }
+        for (; j < block_end; j += 8) {
+            size_t count = block_end - j < 8 ? block_end - j : 8;
+            __m256i m = v_lane_mask(count);
+            __m256 e = v_exp(_mm256_sub_ps(_mm256_maskload_ps(x + j, m), shift));
+            acc0 = _mm256_add_ps(acc0, _mm256_and_ps(e, _mm256_castsi256_ps(m)));
+        }
+        total = v_widen_add(total, _mm256_add_ps(acc0, acc1));
+    }
+    return v_hsum_pd(total);
+}
+
+static void scale_in_place(float *y, size_t n, float factor)
+{
+    const __m256 f = _mm256_set1_ps(factor);
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        _mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_loadu_ps(y + j), f));
+    if (j < n) {
+        __m256i m = v_lane_mask(n - j);
+        _mm256_maskstore_ps(y + j, m, _mm256_mul_ps(_mm256_maskload_ps(y + j, m), f));
+    }
+}
+
+/* Max-subtracted, so exp never overflows; a NaN in the row makes the max
+ * NaN and the whole row NaN, as in the reference and the scalar backend. */
+static void softmax_row(const float *x, float *y, size_t n)
+{
+    float mx = avx2_max_f32(x, n);
+    double sum = exp_shifted_store(x, y, n, mx);
+    scale_in_place(y, n, (float)(1.0 / sum));
+}
+
+/* y = x - (max + log(sum exp(x - max))), the shift applied as hi + lo. */
+static void log_softmax_row(const float *x, float *y, size_t n)
+{
+    float mx = avx2_max_f32(x, n);
+    float hi, lo;
+    split_double((double)mx + log(exp_shifted_sum(x, n, mx)), &hi, &lo);
+    const __m256 vhi = _mm256_set1_ps(hi), vlo = _mm256_set1_ps(lo);
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        _mm256_storeu_ps(y + j, _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), vhi), vlo));
+    if (j < n) {
+        __m256i m = v_lane_mask(n - j);
+        __m256 v = _mm256_sub_ps(_mm256_sub_ps(_mm256_maskload_ps(x + j, m), vhi), vlo);
+        _mm256_maskstore_ps(y + j, m, v);
+    }
+}
+
+static void softmax_range(const avx2_state *st, const rayo_call *c, size_t begin, size_t end)
+{
+    (void)st;
+    for (size_t i = begin; i < end; i++)
+        softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);
+}
+
+static void log_softmax_range(const avx2_state *st, const rayo_call *c, size_t begin, size_t end)
+{
+    (void)st;
+    for (size_t i = begin; i < end; i++)
+        log_softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);
+}
+
+AVX2_KERNEL(softmax)
+{
+    run_rows(state, call, 1, softmax_range);
+    return RAYO_OK;
+}
+
+AVX2_KERNEL(log_softmax)
+{
+    run_rows(state, call, 1, log_softmax_range);
+    return RAYO_OK;
+}
+
+/* ---- layernorm, rmsnorm ----------------------------------------------------- */
+
+/* sum of x in double: exact for any row a float could hold the mean of. */
+static double row_sum_f64(const float *x, size_t n)
+{
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = acc0;
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm_loadu_ps(x + j)));
+        acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm_loadu_ps(x + j + 4)));
+    }
+    double s = v_hsum_pd(_mm256_add_pd(acc0, acc1));
+    for (; j < n; j++)
+        s += x[j];
+    return s;
+}
+
+/* sum of (x - mean)^2 in double: the second pass of a two-pass variance. */
+static double row_centered_squares_f64(const float *x, size_t n, double mean)
+{
+    const __m256d mu = _mm256_set1_pd(mean);
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = acc0;
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256d d0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + j)), mu);
+        __m256d d1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + j + 4)), mu);
+        acc0 = _mm256_fmadd_pd(d0, d0, acc0);
+        acc1 = _mm256_fmadd_pd(d1, d1, acc1);
+    }
+    double s = v_hsum_pd(_mm256_add_pd(acc0, acc1));
+    for (; j < n; j++)
+        s += ((double)x[j] - mean) * ((double)x[j] - mean);
+    return s;
+}
+
+/* y = ((x - center) * rstd) * gamma + beta; gamma, beta may be NULL (1, 0). */
+static inline __m256 normalize(__m256 x, __m256 c_hi, __m256 c_lo, __m256 rstd, __m256 g, __m256 b)
+{
+    __m256 v = _mm256_mul_ps(_mm256_sub_ps(_mm256_sub_ps(x, c_hi), c_lo), rstd);
+    return _mm256_fmadd_ps(v, g, b);
+}
+
+static void normalize_row(const float *x, const float *gamma, const float *beta, float *y,
+                          size_t n, double center, double rstd)
+{
+    float hi, lo;
+    split_double(center, &hi, &lo);
+    const __m256 c_hi = _mm256_set1_ps(hi), c_lo = _mm256_set1_ps(lo);
+    const __m256 r = _mm256_set1_ps((float)rstd), one = V_SET(1.0f), zero = _mm256_setzero_ps();
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 g = gamma ? _mm256_loadu_ps(gamma + j) : one;
+        __m256 b = beta ? _mm256_loadu_ps(beta + j) : zero;
+        _mm256_storeu_ps(y + j, normalize(_mm256_loadu_ps(x + j), c_hi, c_lo, r, g, b));
+    }
+    if (j < n) {
+        __m256i m = v_lane_mask(n - j);
+        __m256 g = gamma ? _mm256_maskload_ps(gamma + j, m) : one;
+        __m256 b = beta ? _mm256_maskload_ps(beta + j, m) : zero;
+        _mm256_maskstore_ps(y + j, m, normalize(_mm256_maskload_ps(x + j, m), c_hi, c_lo, r, g, b));
+    }
+}
+
+static void layernorm_range(const avx2_state *st, const rayo_call *c, size_t begin, size_t end)
+{
+    (void)st;
+    size_t n = c->n;
+    for (size_t i = begin; i < end; i++) {
+        const float *x = c->a + i * n;
+        double mean = row_sum_f64(x, n) / (double)n;
+        double var = row_centered_squares_f64(x, n, mean) / (double)n;
+        normalize_row(x, c->b, c->c, (float *)c->y + i * n, n, mean, 1.0 / sqrt(var + (double)c->alpha));
+    }
+}
+
+static void rmsnorm_range(const avx2_state *st, const rayo_call *c, size_t begin, size_t end)
+{
+    (void)st;
+    size_t n = c->n;
+    for (size_t i = begin; i < end; i++) {
+        const float *x = c->a + i * n;
+        double mean_square = avx2_sum_squares_f64(x, n) / (double)n;
+        normalize_row(x, c->b, NULL, (float *)c->y + i * n, n, 0.0,
+                      1.0 / sqrt(mean_square + (double)c->alpha));
+    }
+}
+
+AVX2_KERNEL(layernorm)
+{
+    run_rows(state, call, 1, layernorm_range);
+    return RAYO_OK;
+}
+
+AVX2_KERNEL(rmsnorm)
+{
+    run_rows(state, call, 1, rmsnorm_range);
+    return RAYO_OK;
+}
+
+/* ---- transpose: y (n x m) = a (m x n)^T ------------------------------------- */
+
+/* 8x8 block: rows r0..r7 of a (stride lda) become columns of y (stride ldy). */
+static inline void transpose8x8(const float *a, size_t lda, float *y, size_t ldy)
+{
+    __m256 r[8], t[8];
+    for (int k = 0; k < 8; k++)
+        r[k] = _mm256_loadu_ps(a + k * lda);
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+        t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+    }
+    for (int k = 0; k < 8; k += 4) {
+        r[k] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int k = 0; k < 4; k++) {
+        _mm256_storeu_ps(y + k * ldy, _mm256_permute2f128_ps(r[k], r[k + 4], 0x20));
+        _mm256_storeu_ps(y + (k + 4) * ldy, _mm256_permute2f128_ps(r[k], r[k + 4], 0x31));
+    }
+}
+
+#define TILE 32 /* 32x32 floats: 4 KiB read and 4 KiB written per tile, in L1 */
+
+static void transpose_tile(const float *a, float *y, size_t m, size_t n, size_t i0, size_t i1,
+                           size_t j0, size_t j1)
+{
+    size_t i = i0;
+    for (; i + 8 <= i1; i += 8) {
+        size_t j = j0;
+        for (; j + 8 <= j1; j += 8)
+            transpose8x8(a + i * n + j, n, y + j * m + i, m);
+        for (; j < j1; j++)
+            for (size_t k = i; k < i + 8; k++)
+                y[j * m + k] = a[k * n + j];
+    }
+    for (; i < i1; i++)
+        for (size_t j = j0; j < j1; j++)
+            y[j * m + i] = a[i * n + j];
+}
+
+/* Items are bands of TILE rows of a. */
+static void transpose_range(const avx2_state *st, const rayo_call *c, size_t begin, size_t end)
+{
+    (void)st;
+    size_t m = c->m, n = c->n;
+    for (size_t band = begin; band < end; band++) {
+        size_t i0 = band * TILE, i1 = i0 + TILE < m ? i0 + TILE : m;
+        for (size_t j0 = 0; j0 < n; j0 += TILE)
+            transpose_tile(c->a, c->y, m, n, i0, i1, j0, j0 + TILE < n ? j0 + TILE : n);
+    }
+}
+
+AVX2_KERNEL(transpose)
+{
+    const avx2_state *st = state;
+    size_t bands = (call->m + TILE - 1) / TILE;
+    size_t per_band = TILE * (call->n ? call->n : 1);
+    size_t min_bands = ((size_t)1 << 18) / per_band;
+    avx2_run_ranges(st, call, bands, min_bands < 2 ? 2 : min_bands, 1, transpose_range);
+    return RAYO_OK;
+}
