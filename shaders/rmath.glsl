@@ -5,6 +5,8 @@
 // are built from fma, exact range reductions and short polynomials whose
 // truncation error is far below one ulp.  Special values (NaN, +-inf, 0)
 // are handled first, so the fast paths never see them.
+// Where a step must be exact, it is written with plain operations under
+// `precise`: SPIR-V's NoContraction covers those, not the Fma instruction.
 
 #ifndef RAYO_RMATH_GLSL
 #define RAYO_RMATH_GLSL
@@ -17,12 +19,16 @@ const float R_LN2_LO = 1.42860682030941723212e-6;
 
 bool r_isnan(float x) { return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u; }
 
-// x * 2^e for e in [-300, 300]: two steps, so a denormal or an overflowing
-// result is rounded once, where it lands.
+// 2^e for e in [-126, 127], built from its bits (exact; some drivers
+// implement ldexp through an approximate exp2).
+float r_pow2(int e) { return uintBitsToFloat(uint(e + 127) << 23); }
+
+// x * 2^e for e in [-252, 254]: two exact factors, so a denormal or an
+// overflowing result is rounded once, where it lands.
 float r_scale2(float x, int e)
 {
     int h = e / 2;
-    return ldexp(ldexp(x, h), e - h);
+    return x * r_pow2(h) * r_pow2(e - h);
 }
 
 // Correctly rounded (up to the last bit in rare cases) division: the
@@ -66,8 +72,13 @@ float r_exp(float x)
     if (x > 88.7228394) return R_INF;
     if (x < -103.972084) return 0.0;
     float k = roundEven(x * R_LOG2E);
-    precise float r = fma(-k, R_LN2_HI, x);
-    r = fma(-k, R_LN2_LO, r);
+    // Cody-Waite: k * LN2_HI and x - k * LN2_HI are exact.  Plain operations
+    // under `precise` (NoContraction), not fma: compilers may merge
+    // fma(-k, LO, fma(-k, HI, x)) into fma(-k, HI + LO, x), which rounds
+    // ln 2 to float and costs k * 2^-25 of accuracy.
+    precise float khi = k * R_LN2_HI;
+    precise float klo = k * R_LN2_LO;
+    precise float r = (x - khi) - klo;
     return r_scale2(r_exp_core(r), int(k));
 }
 
@@ -137,8 +148,10 @@ float r_sigmoid(float x)
 
 // erfc(z) for z >= 0 (Chebyshev fit with fractional error < 1.2e-7), the
 // square -z*z split into hi + lo so that its rounding does not grow with z.
+// Past z = 10 erfc is below the smallest float.
 float r_erfc_pos(float z)
 {
+    if (z > 10.0) return 0.0;
     float t = r_div(1.0, fma(0.5, z, 1.0));
     float p = 0.17087277;
     p = fma(p, t, -0.82215223);
