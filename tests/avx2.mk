@@ -5,4 +5,10 @@ TESTS += tests/test-avx2-math
 check_PROGRAMS += tests/test-avx2-math
 tests_test_avx2_math_SOURCES = tests/test-avx2-math.c tests/testutil.h
 tests_test_avx2_math_LDADD = core/librayo.la -lm
+
+# Refusal through the CPU-feature mask (RAYO_CPU_DISABLE), dispatch order flips.
+TESTS += tests/test-avx2-dispatch
+check_PROGRAMS += tests/test-avx2-dispatch
+tests_test_avx2_dispatch_SOURCES = tests/test-avx2-dispatch.c tests/testutil.h
+tests_test_avx2_dispatch_LDADD = core/librayo.la -lm
 endif
