@@ -53,7 +53,7 @@ static void usage(FILE *out)
             "\n"
             "Without PLUGIN.so: every backend the core loads.  With files: those plugins only.\n"
             "\n"
-            "  --quick      leave out the largest sizes (2^20 elements, 500^3 matmul)\n"
+            "  --quick      leave out most of the largest sizes (2^20 elements, 500^3 matmul)\n"
             "  --op NAME    check only this op (repeat, or separate names by commas)\n"
             "  --seed N     inputs from this seed (default: RAYO_CONFORM_SEED, else fresh)\n"
             "  --verbose    after each op, the number of cases and where the largest error was\n"

@@ -10,3 +10,13 @@ TESTS += tests/test-conform-engine
 # Every backend this build tree loads, against the float64 reference.
 dist_noinst_SCRIPTS += tests/test-conform.sh
 TESTS += tests/test-conform.sh
+
+# rayo-conform through the real loader on a plugin with planted bugs: it
+# must report FAIL for exactly those ops and exit 1.
+check_LTLIBRARIES += tests/rayo-conformwrong.la
+tests_rayo_conformwrong_la_SOURCES = tests/test-conform-wrong-plugin.c
+tests_rayo_conformwrong_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+tests_rayo_conformwrong_la_LDFLAGS = $(RAYO_MODULE_FLAGS) -rpath /nowhere
+tests_rayo_conformwrong_la_LIBADD = -lm
+dist_noinst_SCRIPTS += tests/test-conform-wrong.sh
+TESTS += tests/test-conform-wrong.sh
