@@ -1,0 +1,155 @@
+/* gemv.c - y = alpha op(A) x + beta y, A row-major rows x cols, SIMD128.
+ *
+ *   no transpose: y[i] = dot(A row i, x), four rows at a time so that every
+ *                 vector of x loaded serves four rows; float lanes per block
+ *                 of 512 columns, double across blocks (as reduce.c).
+ *   transpose:    y[j] = sum_i A[i][j] x[i]: rows are added into JB column
+ *                 accumulators (A read in order), RB rows at a time in float,
+ *                 then into double, to keep tall matrices near 1e-6.
+ * beta == 0 never reads y.
+ */
+#include "wasm.h"
+
+#define BLOCK 512
+#define JB 256
+#define RB 64
+#define GEMV_PARALLEL_MIN ((size_t)1 << 18)
+
+typedef struct gemv_job {
+    size_t rows, cols;
+    float alpha, beta;
+    const float *A, *x;
+    float *y;
+    size_t chunk; /* rows (no transpose) or column blocks (transpose) per task */
+} gemv_job;
+
+static float finish(double sum, float alpha, float beta, const float *y)
+{
+    double v = (double)alpha * sum;
+    return (float)(beta == 0.0f ? v : v + (double)beta * *y);
+}
+
+static double hsum(vf32 v)
+{
+    return ((double)wasm_f32x4_extract_lane(v, 0) + (double)wasm_f32x4_extract_lane(v, 1)) +
+           ((double)wasm_f32x4_extract_lane(v, 2) + (double)wasm_f32x4_extract_lane(v, 3));
+}
+
+/* dot of four rows (r[0..3], each cols long) with x, into out[0..3] */
+static void dot4(const float *const r[4], const float *x, size_t cols, double out[4])
+{
+    out[0] = out[1] = out[2] = out[3] = 0.0;
+    for (size_t j0 = 0; j0 < cols; j0 += BLOCK) {
+        size_t end = cols - j0 < BLOCK ? cols : j0 + BLOCK;
+        vf32 s0 = vsplat(0.0f), s1 = s0, s2 = s0, s3 = s0;
+        size_t j = j0;
+        for (; j + 4 <= end; j += 4) {
+            vf32 xv = wasm_v128_load(x + j);
+            s0 = vadd(s0, vmul(wasm_v128_load(r[0] + j), xv));
+            s1 = vadd(s1, vmul(wasm_v128_load(r[1] + j), xv));
+            s2 = vadd(s2, vmul(wasm_v128_load(r[2] + j), xv));
+            s3 = vadd(s3, vmul(wasm_v128_load(r[3] + j), xv));
+        }
+        out[0] += hsum(s0);
+        out[1] += hsum(s1);
+        out[2] += hsum(s2);
+        out[3] += hsum(s3);
+        for (; j < end; j++)
+            for (int l = 0; l < 4; l++)
+                out[l] += (double)(r[l][j] * x[j]);
+    }
+}
+
+static void gemv_n_task(void *arg, size_t task, unsigned worker)
+{
+    const gemv_job *job = arg;
+    size_t lo = task * job->chunk;
+    size_t hi = lo + job->chunk < job->rows ? lo + job->chunk : job->rows;
+    (void)worker;
+    size_t i = lo;
+    for (; i + 4 <= hi; i += 4) {
+        const float *r[4] = {job->A + i * job->cols, job->A + (i + 1) * job->cols,
+                             job->A + (i + 2) * job->cols, job->A + (i + 3) * job->cols};
+        double d[4];
+        dot4(r, job->x, job->cols, d);
+        for (int l = 0; l < 4; l++)
+            job->y[i + l] = finish(d[l], job->alpha, job->beta, &job->y[i + l]);
+    }
+    for (; i < hi; i++)
+        job->y[i] = finish(wasm_dot_f64(job->A + i * job->cols, job->x, job->cols), job->alpha,
+                           job->beta, &job->y[i]);
+}
+
+/* Columns [j0, j0 + jb) of the transposed product. */
+static void gemv_t_block(const gemv_job *job, size_t j0, size_t jb)
+{
+    double total[JB];
+    vf32 part[JB / 4];
+    size_t nv = (jb + 3) / 4;
+    for (size_t j = 0; j < jb; j++)
+        total[j] = 0.0;
+    for (size_t i0 = 0; i0 < job->rows; i0 += RB) {
+        size_t i1 = i0 + RB < job->rows ? i0 + RB : job->rows;
+        for (size_t v = 0; v < nv; v++)
+            part[v] = vsplat(0.0f);
+        for (size_t i = i0; i < i1; i++) {
+            const vf32 xi = vsplat(job->x[i]);
+            const float *row = job->A + i * job->cols + j0;
+            size_t v = 0;
+            for (; 4 * v + 4 <= jb; v++)
+                part[v] = vadd(part[v], vmul(xi, wasm_v128_load(row + 4 * v)));
+            if (4 * v < jb)
+                part[v] = vadd(part[v], vmul(xi, load_partial(row + 4 * v, jb - 4 * v)));
+        }
+        float lanes[JB] __attribute__((aligned(16)));
+        for (size_t v = 0; v < nv; v++)
+            wasm_v128_store(lanes + 4 * v, part[v]);
+        for (size_t j = 0; j < jb; j++)
+            total[j] += lanes[j];
+    }
+    for (size_t j = 0; j < jb; j++)
+        job->y[j0 + j] = finish(total[j], job->alpha, job->beta, &job->y[j0 + j]);
+}
+
+static void gemv_t_task(void *arg, size_t task, unsigned worker)
+{
+    const gemv_job *job = arg;
+    (void)worker;
+    for (size_t b = task * job->chunk; b < (task + 1) * job->chunk; b++) {
+        size_t j0 = b * JB;
+        if (j0 >= job->cols)
+            break;
+        gemv_t_block(job, j0, job->cols - j0 < JB ? job->cols - j0 : JB);
+    }
+}
+
+static size_t task_count(const wasm_state *st, size_t units, size_t elements)
+{
+    size_t threads = wasm_threads(st);
+    if (threads < 2 || elements < GEMV_PARALLEL_MIN)
+        return 1;
+    size_t tasks = 4 * threads;
+    return tasks < units ? tasks : units;
+}
+
+rayo_status wasm_gemv_run(const wasm_state *st, int trans, size_t rows, size_t cols,
+                          float alpha, const float *A, const float *x, float beta, float *y)
+{
+    gemv_job job = {rows, cols, alpha, beta, A, x, y, 0};
+    size_t units = trans ? (cols + JB - 1) / JB : rows;
+    if (units == 0)
+        return RAYO_OK;
+    size_t tasks = task_count(st, units, rows * cols);
+    job.chunk = (units + tasks - 1) / tasks;
+    tasks = (units + job.chunk - 1) / job.chunk;
+    wasm_parallel(st, tasks, trans ? gemv_t_task : gemv_n_task, &job);
+    return RAYO_OK;
+}
+
+WASM_KERNEL(gemv)
+{
+    if (call->flags & ~(uint32_t)RAYO_TRANS_A)
+        return RAYO_E_UNSUPPORTED;
+    return wasm_gemv_run(state, (call->flags & RAYO_TRANS_A) != 0, call->m, call->n, call->alpha,
+                         call->a, call->b, call->beta, call->y);
+}

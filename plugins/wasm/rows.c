@@ -1,0 +1,211 @@
+/* rows.c - softmax, log_softmax, layernorm, rmsnorm on SIMD128: m
+ * independent rows of n.
+ *
+ * As in the scalar backend, row statistics are accumulated in double, and
+ * the final expression of log_softmax, layernorm and rmsnorm is evaluated in
+ * double lanes (f64x2) and rounded once: a float mean or shift alone would
+ * cost more than the 4e-6 contract when |mean| >> stddev.  y may be x (in
+ * place): a row is read completely before the pass that overwrites it.
+ */
+#include "wasm.h"
+
+#include <math.h>
+
+#define COST_EXP 16
+#define COST_NORM 4
+
+/* ---- float <-> double lanes -------------------------------------------------- */
+static inline void widen(vf32 v, v128_t *lo, v128_t *hi)
+{
+    *lo = wasm_f64x2_promote_low_f32x4(v);
+    *hi = wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
+}
+
+static inline vf32 narrow(v128_t lo, v128_t hi)
+{
+    return wasm_i32x4_shuffle(wasm_f32x4_demote_f64x2_zero(lo), wasm_f32x4_demote_f64x2_zero(hi),
+                              0, 1, 4, 5);
+}
+
+/* Applies, in double, y = (x - center) * scale * g + b to four floats;
+ * g, b are NULL-able stand-ins (NULL: left out, as in the scalar backend). */
+static inline vf32 norm4(vf32 x, v128_t center, v128_t scale, const vf32 *g, const vf32 *b)
+{
+    v128_t lo, hi, glo, ghi, blo, bhi;
+    widen(x, &lo, &hi);
+    lo = wasm_f64x2_mul(wasm_f64x2_sub(lo, center), scale);
+    hi = wasm_f64x2_mul(wasm_f64x2_sub(hi, center), scale);
+    if (g) {
+        widen(*g, &glo, &ghi);
+        lo = wasm_f64x2_mul(lo, glo);
+        hi = wasm_f64x2_mul(hi, ghi);
+    }
+    if (b) {
+        widen(*b, &blo, &bhi);
+        lo = wasm_f64x2_add(lo, blo);
+        hi = wasm_f64x2_add(hi, bhi);
+    }
+    return narrow(lo, hi);
+}
+
+/* y = (x - center) * scale * gamma + beta over a row; gamma, beta may be NULL. */
+static void norm_row(const float *x, const float *gamma, const float *beta, float *y, size_t n,
+                     double center, double scale)
+{
+    const v128_t c = wasm_f64x2_splat(center), s = wasm_f64x2_splat(scale);
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        vf32 g = gamma ? wasm_v128_load(gamma + j) : vsplat(1.0f);
+        vf32 b = beta ? wasm_v128_load(beta + j) : vsplat(0.0f);
+        wasm_v128_store(y + j, norm4(wasm_v128_load(x + j), c, s, gamma ? &g : NULL,
+                                     beta ? &b : NULL));
+    }
+    if (j < n) {
+        size_t r = n - j;
+        vf32 g = gamma ? load_partial(gamma + j, r) : vsplat(1.0f);
+        vf32 b = beta ? load_partial(beta + j, r) : vsplat(0.0f);
+        store_partial(y + j, norm4(load_partial(x + j, r), c, s, gamma ? &g : NULL,
+                                   beta ? &b : NULL), r);
+    }
+}
+
+/* ---- softmax, log_softmax ---------------------------------------------------------
+ * Max-subtracted: e^(x - max) <= 1 never overflows; a NaN makes the max NaN
+ * and so the whole row NaN, as in the reference. */
+static void softmax_row(const float *x, float *y, size_t n)
+{
+    const vf32 mx = vsplat(wasm_max_f32(x, n));
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        wasm_v128_store(y + j, vexp(vsub(wasm_v128_load(x + j), mx)));
+    if (j < n)
+        store_partial(y + j, vexp(vsub(load_partial(x + j, n - j), mx)), n - j);
+    const vf32 inv = vsplat((float)(1.0 / wasm_sum_f64(y, n)));
+    for (j = 0; j + 4 <= n; j += 4)
+        wasm_v128_store(y + j, vmul(wasm_v128_load(y + j), inv));
+    for (; j < n; j++)
+        y[j] *= wasm_f32x4_extract_lane(inv, 0);
+}
+
+/* sum of e^(x - mx) without storing the terms: float lanes per block of
+ * 512, double across blocks (as reduce.c) */
+static double sum_exp_shifted(const float *x, size_t n, float mx)
+{
+    const vf32 m = vsplat(mx);
+    double total = 0.0;
+    size_t j = 0;
+    while (j + 4 <= n) {
+        size_t end = n - j > 512 ? j + 512 : n;
+        vf32 s0 = vsplat(0.0f), s1 = s0;
+        for (; j + 8 <= end; j += 8) {
+            s0 = vadd(s0, vexp(vsub(wasm_v128_load(x + j), m)));
+            s1 = vadd(s1, vexp(vsub(wasm_v128_load(x + j + 4), m)));
+        }
+        for (; j + 4 <= end; j += 4)
+            s0 = vadd(s0, vexp(vsub(wasm_v128_load(x + j), m)));
+        float lanes[4];
+        wasm_v128_store(lanes, vadd(s0, s1));
+        total += ((double)lanes[0] + lanes[1]) + ((double)lanes[2] + lanes[3]);
+    }
+    if (j < n) {
+        float lanes[4];
+        /* only the n - j real lanes are stored and counted */
+        store_partial(lanes, vexp(vsub(load_partial(x + j, n - j), m)), n - j);
+        for (size_t k = 0; k < n - j; k++)
+            total += lanes[k];
+    }
+    return total;
+}
+
+static void log_softmax_row(const float *x, float *y, size_t n)
+{
+    float mx = wasm_max_f32(x, n);
+    double shift = (double)mx + log(sum_exp_shifted(x, n, mx));
+    norm_row(x, NULL, NULL, y, n, shift, 1.0);
+}
+
+/* ---- layernorm, rmsnorm -------------------------------------------------------------
+ * Two-pass variance: the second pass sums squares of centred values in
+ * double lanes, so there is no cancellation of E[x^2] - E[x]^2. */
+static double centred_squares(const float *x, size_t n, double mean)
+{
+    const v128_t m = wasm_f64x2_splat(mean);
+    v128_t s0 = wasm_f64x2_splat(0.0), s1 = s0;
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        v128_t lo, hi;
+        widen(wasm_v128_load(x + j), &lo, &hi);
+        lo = wasm_f64x2_sub(lo, m);
+        hi = wasm_f64x2_sub(hi, m);
+        s0 = wasm_f64x2_add(s0, wasm_f64x2_mul(lo, lo));
+        s1 = wasm_f64x2_add(s1, wasm_f64x2_mul(hi, hi));
+    }
+    v128_t s = wasm_f64x2_add(s0, s1);
+    double total = wasm_f64x2_extract_lane(s, 0) + wasm_f64x2_extract_lane(s, 1);
+    for (; j < n; j++)
+        total += ((double)x[j] - mean) * ((double)x[j] - mean);
+    return total;
+}
+
+static void layernorm_row(const float *x, const float *gamma, const float *beta, float *y,
+                          size_t n, float eps)
+{
+    double mean = wasm_sum_f64(x, n) / (double)n;
+    double var = centred_squares(x, n, mean) / (double)n;
+    norm_row(x, gamma, beta, y, n, mean, 1.0 / sqrt(var + (double)eps));
+}
+
+static void rmsnorm_row(const float *x, const float *gamma, float *y, size_t n, float eps)
+{
+    double ms = wasm_sum_squares_f64(x, n) / (double)n;
+    norm_row(x, gamma, NULL, y, n, 0.0, 1.0 / sqrt(ms + (double)eps));
+}
+
+/* ---- kernels ----------------------------------------------------------------------- */
+static void softmax_rows(const rayo_call *c, size_t lo, size_t hi)
+{
+    for (size_t i = lo; i < hi; i++)
+        softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);
+}
+
+static void log_softmax_rows(const rayo_call *c, size_t lo, size_t hi)
+{
+    for (size_t i = lo; i < hi; i++)
+        log_softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);
+}
+
+static void layernorm_rows(const rayo_call *c, size_t lo, size_t hi)
+{
+    for (size_t i = lo; i < hi; i++)
+        layernorm_row(c->a + i * c->n, c->b, c->c, (float *)c->y + i * c->n, c->n, c->alpha);
+}
+
+static void rmsnorm_rows(const rayo_call *c, size_t lo, size_t hi)
+{
+    for (size_t i = lo; i < hi; i++)
+        rmsnorm_row(c->a + i * c->n, c->b, (float *)c->y + i * c->n, c->n, c->alpha);
+}
+
+WASM_KERNEL(softmax)
+{
+    wasm_run_ranges(state, call, call->m, call->n * COST_EXP, softmax_rows);
+    return RAYO_OK;
+}
+
+WASM_KERNEL(log_softmax)
+{
+    wasm_run_ranges(state, call, call->m, call->n * COST_EXP, log_softmax_rows);
+    return RAYO_OK;
+}
+
+WASM_KERNEL(layernorm)
+{
+    wasm_run_ranges(state, call, call->m, call->n * COST_NORM, layernorm_rows);
+    return RAYO_OK;
+}
+
+WASM_KERNEL(rmsnorm)
+{
+    wasm_run_ranges(state, call, call->m, call->n * COST_NORM, rmsnorm_rows);
+    return RAYO_OK;
+}
