@@ -11,4 +11,10 @@ TESTS += tests/test-avx2-dispatch
 check_PROGRAMS += tests/test-avx2-dispatch
 tests_test_avx2_dispatch_SOURCES = tests/test-avx2-dispatch.c tests/testutil.h
 tests_test_avx2_dispatch_LDADD = core/librayo.la -lm
+
+# sgemm with tiny forced blocks (every edge crossed), 1-3 threads, gemv paths.
+TESTS += tests/test-avx2-gemm
+check_PROGRAMS += tests/test-avx2-gemm
+tests_test_avx2_gemm_SOURCES = tests/test-avx2-gemm.c tests/testutil.h
+tests_test_avx2_gemm_LDADD = core/libconform.la core/librayo.la -lm
 endif

@@ -1,0 +1,965 @@
+/* rayo-bench - how fast rayo's ops run, per backend and size, next to
+ * references measured in the same run.
+ *
+ *   rayo-bench [--ops LIST] [--backends LIST] [--sizes LIST] [--reps N]
+ *              [--threads N] [--vs openblas|blis] [--csv FILE] [--dispatch]
+ *
+ * Every case is timed as the median of --reps samples; a sample repeats the
+ * call until it lasts at least --min-ms milliseconds.  References, measured in
+ * this run with the same thread count and shown as rows of their own:
+ *   - memcpy and a triad (a = b + s c) over the same number of floats, for
+ *     the vector ops from 2^20 elements up: the columns "memcpy" and "triad"
+ *     give the op's bandwidth (bytes its operands move / time) over theirs;
+ *   - with --vs, OpenBLAS or BLIS (dlopened, no build dependency) for the
+ *     ops BLAS has: sgemm, sgemv, sdot, saxpy, sasum, snrm2; the column gives
+ *     the reference's time over rayo's (above 1: rayo is faster).
+ * --dispatch times small calls through the public API (dispatch included)
+ * against a direct call of the same kernel of the same plugin, dlopened here.
+ *
+ * The table goes to stdout, progress to stderr, all rows to --csv.
+ */
+#define _GNU_SOURCE
+#include "conform.h"
+#include "rayo-plugin.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_LIST 64
+
+/* ---- options ------------------------------------------------------------------ */
+typedef struct size_spec {
+    char text[48];
+    size_t d[3];   /* the numbers given */
+    int count;     /* how many: 1 (N), 2 (MxN), 3 (MxNxK) */
+} size_spec;
+
+typedef struct options {
+    const rayo_op_info *ops[MAX_LIST];
+    size_t op_count;
+    char *backends[MAX_LIST];
+    size_t backend_count;
+    size_spec sizes[MAX_LIST];
+    size_t size_count;
+    int reps;
+    double min_ms;
+    unsigned threads;      /* 0: rayo's default */
+    const char *vs;        /* "openblas", "blis" or NULL */
+    const char *csv_path;
+    int dispatch;
+} options;
+
+/* ---- time ----------------------------------------------------------------------- */
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Something to time: one call of it. */
+typedef int (*bench_fn)(void *arg);
+
+/* Median time of one call in ns over `reps` samples of at least min_ms
+ * each; < 0 if the function fails. */
+static double time_median(bench_fn fn, void *arg, int reps, double min_ms)
+{
+    if (fn(arg) != 0) /* warm-up: caches, page faults, thread pool start */
+        return -1.0;
+    double t0 = now_ns();
+    if (fn(arg) != 0)
+        return -1.0;
+    double one = now_ns() - t0;
+    long iters = one > 0 ? (long)(min_ms * 1e6 / one) + 1 : 1000;
+    if (iters > 10000000)
+        iters = 10000000;
+    double samples[256];
+    if (reps > 256)
+        reps = 256;
+    for (int r = 0; r < reps; r++) {
+        double start = now_ns();
+        for (long i = 0; i < iters; i++)
+            if (fn(arg) != 0)
+                return -1.0;
+        samples[r] = (now_ns() - start) / (double)iters;
+    }
+    qsort(samples, (size_t)reps, sizeof samples[0], compare_doubles);
+    return reps % 2 ? samples[reps / 2] : 0.5 * (samples[reps / 2 - 1] + samples[reps / 2]);
+}
+
+/* ---- buffers -------------------------------------------------------------------- */
+static conform_rng rng;
+
+static float *make_floats(size_t count, double lo, double hi)
+{
+    float *p = NULL;
+    if (posix_memalign((void **)&p, 64, (count ? count : 1) * sizeof(float)) != 0)
+        return NULL;
+    conform_fill_uniform(&rng, p, count, lo, hi);
+    return p;
+}
+
+/* ---- the call of one case -------------------------------------------------------- */
+typedef struct bench_case {
+    const rayo_op_info *op;
+    rayo_call call;
+    size_t m, n, k;        /* the shape as the op sees it */
+    double bytes;          /* bytes its operands move per call */
+    double flops;          /* 0 where not meaningful */
+    char shape[48];
+    float *buf[4];
+    size_t argmax_out;
+} bench_case;
+
+static void free_case(bench_case *c)
+{
+    for (int i = 0; i < 4; i++)
+        free(c->buf[i]);
+    memset(c->buf, 0, sizeof c->buf);
+}
+
+/* Builds the call of op at size s with fresh random inputs; -1 if the size
+ * does not fit the op or memory is short. */
+static int make_case(const rayo_op_info *op, const size_spec *s, bench_case *c)
+{
+    memset(c, 0, sizeof *c);
+    c->op = op;
+    rayo_call *call = &c->call;
+    call->op = op->id;
+    size_t total = s->count == 1 ? s->d[0] : s->count == 2 ? s->d[0] * s->d[1] : 0;
+    double lo = -1.0, hi = 1.0;
+    if (!strcmp(op->name, "log") || !strcmp(op->name, "sqrt"))
+        lo = 0.01, hi = 2.0;
+    switch (op->cls) {
+    case RAYO_CLASS_BINARY: case RAYO_CLASS_UNARY: case RAYO_CLASS_UNARY_P: case RAYO_CLASS_UNARY_P2:
+    case RAYO_CLASS_AXPY: case RAYO_CLASS_REDUCE: case RAYO_CLASS_REDUCE2: case RAYO_CLASS_ARGREDUCE: {
+        if (!total)
+            return -1;
+        size_t n = total;
+        c->n = call->n = n;
+        c->buf[0] = make_floats(n, lo, hi);
+        call->a = c->buf[0];
+        int two_inputs = op->cls == RAYO_CLASS_BINARY || op->cls == RAYO_CLASS_REDUCE2;
+        if (two_inputs)
+            call->b = c->buf[1] = make_floats(n, lo, hi);
+        int vector_out = op->cls != RAYO_CLASS_REDUCE && op->cls != RAYO_CLASS_REDUCE2 &&
+                         op->cls != RAYO_CLASS_ARGREDUCE;
+        c->buf[2] = make_floats(vector_out ? n : 1, -1.0, 1.0);
+        call->y = op->cls == RAYO_CLASS_ARGREDUCE ? (void *)&c->argmax_out : (void *)c->buf[2];
+        call->alpha = op->cls == RAYO_CLASS_AXPY ? 1e-3f : op->cls == RAYO_CLASS_UNARY_P2 ? -0.5f : 0.1f;
+        call->beta = 0.5f;
+        size_t arrays = (size_t)(1 + two_inputs + vector_out + (op->cls == RAYO_CLASS_AXPY));
+        c->bytes = (double)(arrays * n * sizeof(float));
+        snprintf(c->shape, sizeof c->shape, "%zu", n);
+        break;
+    }
+    case RAYO_CLASS_ROWS: case RAYO_CLASS_NORM: case RAYO_CLASS_BIAS_ACT: {
+        size_t rows, cols;
+        if (s->count == 2)
+            rows = s->d[0], cols = s->d[1];
+        else if (s->count == 1)
+            cols = s->d[0] < 1024 ? s->d[0] : 1024, rows = s->d[0] / cols;
+        else
+            return -1;
+        if (!rows || !cols)
+            return -1;
+        call->m = c->m = rows;
+        call->n = c->n = cols;
+        call->a = c->buf[0] = make_floats(rows * cols, lo, hi);
+        call->y = c->buf[2] = make_floats(rows * cols, -1.0, 1.0);
+        if (op->cls != RAYO_CLASS_ROWS) {
+            call->b = c->buf[1] = make_floats(2 * cols, -1.0, 1.0); /* gamma or bias, then beta */
+            call->c = op->cls == RAYO_CLASS_NORM ? c->buf[1] + cols : NULL;
+        }
+        call->alpha = 1e-5f;
+        call->flags = op->cls == RAYO_CLASS_BIAS_ACT ? RAYO_ACT_GELU : 0;
+        c->bytes = 2.0 * (double)(rows * cols * sizeof(float));
+        snprintf(c->shape, sizeof c->shape, "%zux%zu", rows, cols);
+        break;
+    }
+    case RAYO_CLASS_GEMV: case RAYO_CLASS_TRANSPOSE: {
+        size_t rows = s->d[0], cols = s->count >= 2 ? s->d[1] : s->d[0];
+        if (s->count == 3)
+            return -1;
+        call->m = c->m = rows;
+        call->n = c->n = cols;
+        call->a = c->buf[0] = make_floats(rows * cols, lo, hi);
+        if (op->cls == RAYO_CLASS_GEMV) {
+            call->b = c->buf[1] = make_floats(cols, -1.0, 1.0);
+            call->y = c->buf[2] = make_floats(rows, -1.0, 1.0);
+            call->alpha = 1.0f;
+            c->bytes = (double)((rows * cols + rows + cols) * sizeof(float));
+            c->flops = 2.0 * (double)rows * (double)cols;
+        } else {
+            call->y = c->buf[2] = make_floats(rows * cols, -1.0, 1.0);
+            c->bytes = 2.0 * (double)(rows * cols * sizeof(float));
+        }
+        snprintf(c->shape, sizeof c->shape, "%zux%zu", rows, cols);
+        break;
+    }
+    case RAYO_CLASS_MATMUL: {
+        size_t m = s->d[0], n = s->count == 3 ? s->d[1] : s->d[0], k = s->count == 3 ? s->d[2] : s->d[0];
+        if (s->count == 2)
+            return -1;
+        call->m = c->m = m;
+        call->n = c->n = n;
+        call->k = c->k = k;
+        call->a = c->buf[0] = make_floats(m * k, -1.0, 1.0);
+        call->b = c->buf[1] = make_floats(k * n, -1.0, 1.0);
+        call->y = c->buf[2] = make_floats(m * n, -1.0, 1.0);
+        call->alpha = 1.0f;
+        call->beta = 0.0f;
+        c->bytes = (double)((m * k + k * n + m * n) * sizeof(float));
+        c->flops = 2.0 * (double)m * (double)n * (double)k;
+        snprintf(c->shape, sizeof c->shape, "%zux%zux%zu", m, n, k);
+        break;
+    }
+    }
+    int needs_b = op->cls == RAYO_CLASS_BINARY || op->cls == RAYO_CLASS_REDUCE2 || op->cls == RAYO_CLASS_NORM ||
+                  op->cls == RAYO_CLASS_BIAS_ACT || op->cls == RAYO_CLASS_GEMV || op->cls == RAYO_CLASS_MATMUL;
+    if (!c->buf[0] || !c->buf[2] || (needs_b && !c->buf[1])) {
+        free_case(c);
+        return -1; /* out of memory */
+    }
+    return 0;
+}
+
+/* ---- runners -------------------------------------------------------------------- */
+typedef struct run_arg {
+    rayo_context *ctx;
+    const char *backend;   /* NULL: through dispatch (rayo_run) */
+    const rayo_call *call;
+} run_arg;
+
+static int run_rayo(void *p)
+{
+    const run_arg *r = p;
+    rayo_status st = r->backend ? rayo_run_on(r->ctx, r->backend, r->call) : rayo_run(r->ctx, r->call);
+    return st == RAYO_OK ? 0 : (int)st;
+}
+
+/* ---- memcpy and triad over N threads -------------------------------------------- */
+typedef struct stream_arg {
+    float *a, *b, *c;
+    size_t n;
+    unsigned threads;
+    int triad;
+} stream_arg;
+
+typedef struct stream_part {
+    const stream_arg *s;
+    size_t begin, end;
+} stream_part;
+
+static void *stream_worker(void *p)
+{
+    const stream_part *part = p;
+    const stream_arg *s = part->s;
+    if (s->triad) {
+        const float scale = 3.0f;
+        for (size_t i = part->begin; i < part->end; i++)
+            s->a[i] = s->b[i] + scale * s->c[i];
+    } else {
+        memcpy(s->a + part->begin, s->b + part->begin, (part->end - part->begin) * sizeof(float));
+    }
+    return NULL;
+}
+
+static int run_stream(void *p)
+{
+    const stream_arg *s = p;
+    pthread_t tid[64];
+    stream_part parts[64];
+    unsigned t = s->threads < 64 ? s->threads : 64;
+    size_t chunk = (s->n + t - 1) / t;
+    for (unsigned i = 0; i < t; i++) {
+        parts[i].s = s;
+        parts[i].begin = i * chunk < s->n ? i * chunk : s->n;
+        parts[i].end = (i + 1) * chunk < s->n ? (i + 1) * chunk : s->n;
+    }
+    for (unsigned i = 1; i < t; i++)
+        if (pthread_create(&tid[i], NULL, stream_worker, &parts[i]) != 0)
+            return -1;
+    stream_worker(&parts[0]);
+    for (unsigned i = 1; i < t; i++)
+        pthread_join(tid[i], NULL);
+    return 0;
+}
+
+/* ---- BLAS references, dlopened ------------------------------------------------- */
+enum { ROW_MAJOR = 101, NO_TRANS = 111 };
+
+typedef struct blas_lib {
+    const char *name;
+    void *handle;
+    int int64;            /* BLAS integers are 64-bit (some BLIS builds) */
+    void *sgemm, *sgemv, *sdot, *saxpy, *sasum, *snrm2;
+} blas_lib;
+
+typedef void (*sgemm32_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int,
+                           float, float *, int);
+typedef void (*sgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t,
+                           const float *, int64_t, float, float *, int64_t);
+typedef void (*sgemv32_fn)(int, int, int, int, float, const float *, int, const float *, int, float, float *, int);
+typedef void (*sgemv64_fn)(int, int, int64_t, int64_t, float, const float *, int64_t, const float *, int64_t,
+                           float, float *, int64_t);
+typedef float (*sdot32_fn)(int, const float *, int, const float *, int);
+typedef float (*sdot64_fn)(int64_t, const float *, int64_t, const float *, int64_t);
+typedef void (*saxpy32_fn)(int, float, const float *, int, float *, int);
+typedef void (*saxpy64_fn)(int64_t, float, const float *, int64_t, float *, int64_t);
+typedef float (*sasum32_fn)(int, const float *, int);
+typedef float (*sasum64_fn)(int64_t, const float *, int64_t);
+
+/* Opens the library and sets its thread count; a message and -1 if absent. */
+static int blas_open(blas_lib *lib, const char *which, unsigned threads)
+{
+    memset(lib, 0, sizeof *lib);
+    lib->name = which;
+    const char *file = !strcmp(which, "openblas") ? "libopenblas.so.0" : "libblis.so.4";
+    lib->handle = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+    if (!lib->handle) {
+        fprintf(stderr, "rayo-bench: --vs %s: %s is not installed here (%s); no %s column.\n"
+                        "  (Debian: apt-get install lib%s-dev)\n",
+                which, file, dlerror(), which, which);
+        return -1;
+    }
+    lib->sgemm = dlsym(lib->handle, "cblas_sgemm");
+    lib->sgemv = dlsym(lib->handle, "cblas_sgemv");
+    lib->sdot = dlsym(lib->handle, "cblas_sdot");
+    lib->saxpy = dlsym(lib->handle, "cblas_saxpy");
+    lib->sasum = dlsym(lib->handle, "cblas_sasum");
+    lib->snrm2 = dlsym(lib->handle, "cblas_snrm2");
+    if (!strcmp(which, "openblas")) {
+        void (*set)(int) = (void (*)(int))dlsym(lib->handle, "openblas_set_num_threads");
+        if (set && threads)
+            set((int)threads);
+    } else {
+        int64_t (*int_size)(void) = (int64_t (*)(void))dlsym(lib->handle, "bli_info_get_blas_int_type_size");
+        lib->int64 = int_size && int_size() == 64;
+        void (*set)(int64_t) = (void (*)(int64_t))dlsym(lib->handle, "bli_thread_set_num_threads");
+        if (set && threads)
+            set((int64_t)threads);
+    }
+    return 0;
+}
+
+typedef struct blas_arg {
+    const blas_lib *lib;
+    const bench_case *c;
+} blas_arg;
+
+/* Does the library have this op's counterpart? */
+static int blas_has(const blas_lib *lib, const rayo_op_info *op)
+{
+    if (!lib || !lib->handle)
+        return 0;
+    switch (op->id) {
+    case RAYO_OP_MATMUL: return lib->sgemm != NULL;
+    case RAYO_OP_GEMV: return lib->sgemv != NULL;
+    case RAYO_OP_DOT: return lib->sdot != NULL;
+    case RAYO_OP_AXPY: return lib->saxpy != NULL;
+    case RAYO_OP_NORM_L1: return lib->sasum != NULL;
+    case RAYO_OP_NORM_L2: return lib->snrm2 != NULL;
+    default: return 0;
+    }
+}
+
+static volatile float blas_sink;
+
+static int run_blas(void *p)
+{
+    const blas_arg *b = p;
+    const blas_lib *lib = b->lib;
+    const bench_case *c = b->c;
+    const rayo_call *call = &c->call;
+    float *y = call->y;
+    switch (c->op->id) {
+    case RAYO_OP_MATMUL:
+        if (lib->int64)
+            ((sgemm64_fn)lib->sgemm)(ROW_MAJOR, NO_TRANS, NO_TRANS, (int64_t)c->m, (int64_t)c->n, (int64_t)c->k,
+                                     call->alpha, call->a, (int64_t)c->k, call->b, (int64_t)c->n, call->beta, y,
+                                     (int64_t)c->n);
+        else
+            ((sgemm32_fn)lib->sgemm)(ROW_MAJOR, NO_TRANS, NO_TRANS, (int)c->m, (int)c->n, (int)c->k, call->alpha,
+                                     call->a, (int)c->k, call->b, (int)c->n, call->beta, y, (int)c->n);
+        break;
+    case RAYO_OP_GEMV:
+        if (lib->int64)
+            ((sgemv64_fn)lib->sgemv)(ROW_MAJOR, NO_TRANS, (int64_t)c->m, (int64_t)c->n, call->alpha, call->a,
+                                     (int64_t)c->n, call->b, 1, 0.0f, y, 1);
+        else
+            ((sgemv32_fn)lib->sgemv)(ROW_MAJOR, NO_TRANS, (int)c->m, (int)c->n, call->alpha, call->a, (int)c->n,
+                                     call->b, 1, 0.0f, y, 1);
+        break;
+    case RAYO_OP_DOT:
+        blas_sink = lib->int64 ? ((sdot64_fn)lib->sdot)((int64_t)c->n, call->a, 1, call->b, 1)
+                               : ((sdot32_fn)lib->sdot)((int)c->n, call->a, 1, call->b, 1);
+        break;
+    case RAYO_OP_AXPY:
+        if (lib->int64)
+            ((saxpy64_fn)lib->saxpy)((int64_t)c->n, call->alpha, call->a, 1, y, 1);
+        else
+            ((saxpy32_fn)lib->saxpy)((int)c->n, call->alpha, call->a, 1, y, 1);
+        break;
+    case RAYO_OP_NORM_L1: case RAYO_OP_NORM_L2: {
+        void *fn = c->op->id == RAYO_OP_NORM_L1 ? lib->sasum : lib->snrm2;
+        blas_sink = lib->int64 ? ((sasum64_fn)fn)((int64_t)c->n, call->a, 1) : ((sasum32_fn)fn)((int)c->n, call->a, 1);
+        break;
+    }
+    default:
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- output ---------------------------------------------------------------------- */
+typedef struct row {
+    const char *op, *backend;
+    const char *shape;
+    double ns, gbps, gflops;
+    double vs_memcpy, vs_triad, vs_ref;   /* 0: none */
+} row;
+
+static FILE *csv;
+static const char *ref_name = "ref";
+
+static void print_header(void)
+{
+    printf("%-12s %-9s %-16s %12s %9s %9s %7s %7s %9s\n", "op", "backend", "size", "time/call", "GB/s",
+           "GFLOP/s", "memcpy", "triad", ref_name);
+    if (csv)
+        fprintf(csv, "op,backend,size,ns_per_call,gb_per_s,gflop_per_s,vs_memcpy,vs_triad,vs_%s\n", ref_name);
+}
+
+static void format_time(double ns, char *buf, size_t size)
+{
+    if (ns < 1e3)
+        snprintf(buf, size, "%.1f ns", ns);
+    else if (ns < 1e6)
+        snprintf(buf, size, "%.2f us", ns / 1e3);
+    else if (ns < 1e9)
+        snprintf(buf, size, "%.2f ms", ns / 1e6);
+    else
+        snprintf(buf, size, "%.3f s", ns / 1e9);
+}
+
+static void print_row(const row *r)
+{
+    char t[32], g[32], f[32], m[32], tr[32], v[32];
+    format_time(r->ns, t, sizeof t);
+    snprintf(g, sizeof g, r->gbps > 0 ? "%.2f" : "-", r->gbps);
+    snprintf(f, sizeof f, r->gflops > 0 ? "%.2f" : "-", r->gflops);
+    snprintf(m, sizeof m, r->vs_memcpy > 0 ? "%.2fx" : "-", r->vs_memcpy);
+    snprintf(tr, sizeof tr, r->vs_triad > 0 ? "%.2fx" : "-", r->vs_triad);
+    snprintf(v, sizeof v, r->vs_ref > 0 ? "%.2fx" : "-", r->vs_ref);
+    printf("%-12s %-9s %-16s %12s %9s %9s %7s %7s %9s\n", r->op, r->backend, r->shape, t, g, f, m, tr, v);
+    fflush(stdout);
+    if (csv)
+        fprintf(csv, "%s,%s,%s,%.1f,%.3f,%.3f,%.4f,%.4f,%.4f\n", r->op, r->backend, r->shape, r->ns, r->gbps,
+                r->gflops, r->vs_memcpy, r->vs_triad, r->vs_ref);
+}
+
+static void print_failure(const char *op, const char *backend, const char *shape, const char *why)
+{
+    printf("%-12s %-9s %-16s %12s  (%s)\n", op, backend, shape, "-", why);
+    if (csv)
+        fprintf(csv, "%s,%s,%s,,,,,,\n", op, backend, shape);
+}
+
+/* ---- the main table ------------------------------------------------------------ */
+static int is_vector_class(rayo_op_class cls)
+{
+    return cls <= RAYO_CLASS_ARGREDUCE;
+}
+
+/* memcpy and triad bandwidth over n floats (bytes moved / time), cached per n. */
+typedef struct stream_refs {
+    size_t n;
+    double memcpy_gbps, triad_gbps;
+} stream_refs;
+
+static int measure_streams(const options *o, size_t n, stream_refs *out)
+{
+    float *a = make_floats(n, -1, 1), *b = make_floats(n, -1, 1), *c = make_floats(n, -1, 1);
+    if (!a || !b || !c) {
+        free(a), free(b), free(c);
+        return -1;
+    }
+    stream_arg s = { a, b, c, n, o->threads ? o->threads : 1, 0 };
+    double copy_ns = time_median(run_stream, &s, o->reps, o->min_ms);
+    s.triad = 1;
+    double triad_ns = time_median(run_stream, &s, o->reps, o->min_ms);
+    free(a), free(b), free(c);
+    out->n = n;
+    out->memcpy_gbps = 2.0 * (double)(n * sizeof(float)) / copy_ns;
+    out->triad_gbps = 3.0 * (double)(n * sizeof(float)) / triad_ns;
+    char shape[32];
+    snprintf(shape, sizeof shape, "%zu", n);
+    row r1 = { "memcpy", "(ref)", shape, copy_ns, out->memcpy_gbps, 0, 0, 0, 0 };
+    row r2 = { "triad", "(ref)", shape, triad_ns, out->triad_gbps, 0, 0, 0, 0 };
+    print_row(&r1);
+    print_row(&r2);
+    return 0;
+}
+
+#define STREAM_REF_MIN ((size_t)1 << 20)
+
+static void bench_table(const options *o, rayo_context *ctx, const blas_lib *blas)
+{
+    stream_refs refs[MAX_LIST];
+    size_t ref_count = 0;
+    size_t total = o->op_count * o->size_count * o->backend_count, done = 0;
+    print_header();
+    for (size_t si = 0; si < o->size_count; si++) {
+        for (size_t oi = 0; oi < o->op_count; oi++) {
+            const rayo_op_info *op = o->ops[oi];
+            bench_case c;
+            if (make_case(op, &o->sizes[si], &c) != 0) {
+                done += o->backend_count;
+                continue; /* this size does not apply to this op */
+            }
+            stream_refs *sr = NULL;
+            if (is_vector_class(op->cls) && c.n >= STREAM_REF_MIN) {
+                for (size_t i = 0; i < ref_count; i++)
+                    if (refs[i].n == c.n)
+                        sr = &refs[i];
+                if (!sr && ref_count < MAX_LIST) {
+                    fprintf(stderr, "[references] memcpy and triad over %zu floats\n", c.n);
+                    if (measure_streams(o, c.n, &refs[ref_count]) == 0)
+                        sr = &refs[ref_count++];
+                }
+            }
+            double ref_ns = 0.0;
+            if (blas_has(blas, op)) {
+                fprintf(stderr, "[reference] %s %s %s\n", blas->name, op->name, c.shape);
+                blas_arg ba = { blas, &c };
+                ref_ns = time_median(run_blas, &ba, o->reps, o->min_ms);
+                /* BLAS worker threads spin a while after a call; let them
+                 * go to sleep before rayo's threads are timed. */
+                usleep(300000);
+                row r = { op->name, blas->name, c.shape, ref_ns, c.bytes / ref_ns, c.flops / ref_ns, 0, 0, 0 };
+                print_row(&r);
+            }
+            for (size_t bi = 0; bi < o->backend_count; bi++) {
+                const char *be = o->backends[bi];
+                fprintf(stderr, "[%zu/%zu] %s on %s, %s\n", ++done, total, op->name, be, c.shape);
+                run_arg ra = { ctx, strcmp(be, "auto") ? be : NULL, &c.call };
+                double ns = time_median(run_rayo, &ra, o->reps, o->min_ms);
+                if (ns < 0) {
+                    print_failure(op->name, be, c.shape, rayo_last_error()[0] ? rayo_last_error() : "failed");
+                    continue;
+                }
+                row r = { op->name, be, c.shape, ns, c.bytes / ns, c.flops / ns, 0, 0, 0 };
+                if (sr) {
+                    r.vs_memcpy = r.gbps / sr->memcpy_gbps;
+                    r.vs_triad = r.gbps / sr->triad_gbps;
+                }
+                if (ref_ns > 0)
+                    r.vs_ref = ref_ns / ns;
+                print_row(&r);
+            }
+            free_case(&c);
+        }
+    }
+}
+
+/* ---- --dispatch: the API against a direct call of the kernel -------------------- */
+static void host_log(const rayo_host *h, int level, const char *fmt, ...)
+{
+    (void)h, (void)level, (void)fmt;
+}
+
+static void host_set_error(const rayo_host *h, const char *fmt, ...)
+{
+    (void)h, (void)fmt;
+}
+
+static const char *host_config(const rayo_host *h, const char *key)
+{
+    (void)h, (void)key;
+    return NULL;
+}
+
+static void *host_alloc(size_t align, size_t bytes)
+{
+    void *p = NULL;
+    return posix_memalign(&p, align, bytes ? bytes : 1) == 0 ? p : NULL;
+}
+
+static unsigned host_threads(const rayo_host *h)
+{
+    (void)h;
+    return 1;
+}
+
+static void host_parallel_for(const rayo_host *h, size_t n, void (*fn)(void *, size_t, unsigned), void *arg)
+{
+    (void)h;
+    for (size_t i = 0; i < n; i++)
+        fn(arg, i, 0);
+}
+
+static const char *host_cache_dir(const rayo_host *h)
+{
+    (void)h;
+    return NULL;
+}
+
+typedef struct direct_plugin {
+    void *handle;
+    const rayo_plugin_descriptor *desc;
+    void *state;
+    rayo_host host;
+} direct_plugin;
+
+/* dlopens the plugin file (the core has it open already: same copy) and
+ * initialises a second state of it with a minimal one-thread host. */
+static int direct_open(direct_plugin *p, const char *path)
+{
+    memset(p, 0, sizeof *p);
+    p->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!p->handle)
+        return -1;
+    p->desc = dlsym(p->handle, RAYO_PLUGIN_SYMBOL);
+    if (!p->desc)
+        return -1;
+    rayo_host h = {
+        .struct_size = sizeof h, .abi_major = RAYO_PLUGIN_ABI_MAJOR, .abi_minor = RAYO_PLUGIN_ABI_MINOR,
+        .cpu_features = p->desc->cpu_features, .log = host_log, .set_error = host_set_error,
+        .config = host_config, .alloc_aligned = host_alloc, .free_aligned = free,
+        .num_threads = host_threads, .parallel_for = host_parallel_for, .cache_dir = host_cache_dir,
+    };
+    p->host = h;
+    return p->desc->init(&p->host, 0, &p->state) == RAYO_OK ? 0 : -1;
+}
+
+static rayo_kernel_fn direct_kernel(const direct_plugin *p, uint32_t op)
+{
+    for (size_t i = 0; i < p->desc->op_count; i++)
+        if (p->desc->ops[i].op == op)
+            return p->desc->ops[i].fn;
+    return NULL;
+}
+
+typedef struct direct_arg {
+    rayo_kernel_fn fn;
+    void *state;
+    const rayo_call *call;
+} direct_arg;
+
+static int run_direct(void *p)
+{
+    const direct_arg *d = p;
+    return d->fn(d->state, d->call) == RAYO_OK ? 0 : -1;
+}
+
+/* The typed public function of the op (what an application calls). */
+typedef struct api_arg {
+    rayo_context *ctx;
+    const bench_case *c;
+} api_arg;
+
+static int run_typed_api(void *p)
+{
+    const api_arg *a = p;
+    const rayo_call *k = &a->c->call;
+    float *y = k->y;
+    rayo_status st;
+    switch (k->op) {
+    case RAYO_OP_ADD: st = rayo_add(a->ctx, k->a, k->b, y, k->n); break;
+    case RAYO_OP_DOT: st = rayo_dot(a->ctx, k->a, k->b, k->n, y); break;
+    case RAYO_OP_MAX: st = rayo_max(a->ctx, k->a, k->n, y); break;
+    case RAYO_OP_RELU: st = rayo_relu(a->ctx, k->a, y, k->n); break;
+    case RAYO_OP_GELU: st = rayo_gelu(a->ctx, k->a, y, k->n); break;
+    case RAYO_OP_EXP: st = rayo_exp(a->ctx, k->a, y, k->n); break;
+    case RAYO_OP_SOFTMAX: st = rayo_softmax(a->ctx, k->a, y, k->m, k->n); break;
+    default: st = rayo_run(a->ctx, k); break;
+    }
+    return st == RAYO_OK ? 0 : (int)st;
+}
+
+static const char *backend_path(rayo_context *ctx, const char *name)
+{
+    rayo_backend_info info;
+    for (size_t i = 0; i < rayo_backend_count(ctx); i++)
+        if (rayo_backend_get(ctx, i, &info) == RAYO_OK && !strcmp(info.name, name) &&
+            info.status == RAYO_BACKEND_LOADED)
+            return info.path;
+    return NULL;
+}
+
+static void bench_dispatch(const options *o, rayo_context *ctx)
+{
+    static const char *const default_ops[] = { "add", "dot", "max", "relu", "gelu", "exp", "softmax" };
+    const rayo_op_info *ops[MAX_LIST];
+    size_t op_count = 0;
+    if (o->op_count)
+        for (size_t i = 0; i < o->op_count; i++)
+            ops[op_count++] = o->ops[i];
+    else
+        for (size_t i = 0; i < sizeof default_ops / sizeof default_ops[0]; i++)
+            ops[op_count++] = rayo_op_by_name(default_ops[i]);
+    size_spec n1024 = { "1024", { 1024, 0, 0 }, 1 };
+    const size_spec *size = o->size_count ? &o->sizes[0] : &n1024;
+
+    printf("Small calls: ns per call through the public API (typed function, dispatch included),\n"
+           "through rayo_run_on (one named backend), and as a direct call of the same kernel\n"
+           "(the plugin dlopened here, called through its descriptor); overhead = API - direct.\n\n");
+    printf("%-10s %-8s %-8s %12s %14s %12s %10s\n", "op", "size", "backend", "API ns", "run_on ns", "direct ns",
+           "overhead");
+    if (csv)
+        fprintf(csv, "op,size,backend,api_ns,run_on_ns,direct_ns,overhead_ns\n");
+    for (size_t i = 0; i < op_count; i++) {
+        bench_case c;
+        if (make_case(ops[i], size, &c) != 0)
+            continue;
+        const char *be = rayo_backend_for(ctx, ops[i]->id, c.n * (c.m ? c.m : 1));
+        const char *path = be ? backend_path(ctx, be) : NULL;
+        direct_plugin dp;
+        rayo_kernel_fn fn = NULL;
+        if (path && direct_open(&dp, path) == 0)
+            fn = direct_kernel(&dp, ops[i]->id);
+        fprintf(stderr, "[dispatch] %s %s on %s\n", ops[i]->name, c.shape, be ? be : "(none)");
+        api_arg aa = { ctx, &c };
+        double api = time_median(run_typed_api, &aa, o->reps, o->min_ms);
+        run_arg ra = { ctx, be, &c.call };
+        double on = be ? time_median(run_rayo, &ra, o->reps, o->min_ms) : -1;
+        direct_arg da = { fn, fn ? dp.state : NULL, &c.call };
+        double direct = fn ? time_median(run_direct, &da, o->reps, o->min_ms) : -1;
+        printf("%-10s %-8s %-8s %12.1f %14.1f %12.1f %10.1f\n", ops[i]->name, c.shape, be ? be : "-", api, on,
+               direct, direct > 0 && api > 0 ? api - direct : 0.0);
+        if (csv)
+            fprintf(csv, "%s,%s,%s,%.2f,%.2f,%.2f,%.2f\n", ops[i]->name, c.shape, be ? be : "", api, on, direct,
+                    direct > 0 && api > 0 ? api - direct : 0.0);
+        fflush(stdout);
+        if (fn && dp.desc->fini)
+            dp.desc->fini(dp.state);
+        if (path && dp.handle)
+            dlclose(dp.handle);
+        free_case(&c);
+    }
+    printf("\nPublished for comparison (not measured here): Trueno dot(1K) 66.9 ns, max(1K) 92.4 ns on AVX-512.\n");
+}
+
+/* ---- arguments --------------------------------------------------------------- */
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: rayo-bench [OPTION]...\n"
+            "Times rayo's ops on each backend and size (median of repeated runs), next to\n"
+            "references measured in the same run.\n"
+            "\n"
+            "  --ops LIST        ops to time, comma-separated (default: all)\n"
+            "  --backends LIST   backends as rayo-info names them, or 'auto' for the normal\n"
+            "                    dispatch (default: every loaded backend)\n"
+            "  --sizes LIST      N (elements; matrices N x N, matmul N^3), RxC, or MxNxK for\n"
+            "                    matmul (default: 1024,1048576 for vectors, 256 for matrices)\n"
+            "  --reps N          samples per case, the median is reported (default 11)\n"
+            "  --min-ms MS       a sample repeats the call for at least this long (default 20)\n"
+            "  --threads N       rayo's thread pool size, and the references' (default: rayo's)\n"
+            "  --vs LIB          openblas or blis: time the same BLAS ops in that library\n"
+            "  --csv FILE        also write every row to FILE as CSV\n"
+            "  --dispatch        small calls: public API vs a direct call of the kernel\n"
+            "  --help            this text\n");
+}
+
+static int usage_error(const char *fmt, const char *what)
+{
+    fputs("rayo-bench: ", stderr);
+    fprintf(stderr, fmt, what);
+    fputs("\nTry 'rayo-bench --help'.\n", stderr);
+    return 2;
+}
+
+static int parse_size(const char *text, size_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->text, sizeof s->text, "%s", text);
+    const char *p = text;
+    while (*p && s->count < 3) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (end == p || errno || v == 0 || v > ((size_t)1 << 34))
+            return -1;
+        s->d[s->count++] = (size_t)v;
+        if (*end == 'x')
+            p = end + 1;
+        else if (*end == '\0')
+            return 0;
+        else
+            return -1;
+    }
+    return -1;
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->reps = 11;
+    o->min_ms = 20.0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        char *value = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(arg, "--help")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(arg, "--dispatch")) {
+            o->dispatch = 1;
+            continue;
+        }
+        if (!value)
+            return usage_error("%s needs a value", arg);
+        i++;
+        if (!strcmp(arg, "--ops")) {
+            for (char *t = strtok(value, ","); t; t = strtok(NULL, ",")) {
+                const rayo_op_info *op = rayo_op_by_name(t);
+                if (!op)
+                    return usage_error("unknown op '%s' (rayo-info --ops lists them)", t);
+                if (o->op_count < MAX_LIST)
+                    o->ops[o->op_count++] = op;
+            }
+        } else if (!strcmp(arg, "--backends")) {
+            for (char *t = strtok(value, ","); t; t = strtok(NULL, ","))
+                if (o->backend_count < MAX_LIST)
+                    o->backends[o->backend_count++] = t;
+        } else if (!strcmp(arg, "--sizes")) {
+            for (char *t = strtok(value, ","); t; t = strtok(NULL, ",")) {
+                if (o->size_count >= MAX_LIST || parse_size(t, &o->sizes[o->size_count]) != 0)
+                    return usage_error("bad size '%s' (N, RxC or MxNxK)", t);
+                o->size_count++;
+            }
+        } else if (!strcmp(arg, "--reps")) {
+            o->reps = atoi(value);
+            if (o->reps < 1 || o->reps > 256)
+                return usage_error("--reps %s: want 1..256", value);
+        } else if (!strcmp(arg, "--min-ms")) {
+            o->min_ms = atof(value);
+            if (!(o->min_ms > 0))
+                return usage_error("--min-ms %s: want a positive number", value);
+        } else if (!strcmp(arg, "--threads")) {
+            int t = atoi(value);
+            if (t < 1 || t > 1024)
+                return usage_error("--threads %s: want 1..1024", value);
+            o->threads = (unsigned)t;
+        } else if (!strcmp(arg, "--vs")) {
+            if (strcmp(value, "openblas") && strcmp(value, "blis"))
+                return usage_error("--vs %s: openblas or blis", value);
+            o->vs = value;
+        } else if (!strcmp(arg, "--csv")) {
+            o->csv_path = value;
+        } else {
+            return usage_error("unknown option '%s'", arg);
+        }
+    }
+    return 0;
+}
+
+static void default_lists(options *o, rayo_context *ctx)
+{
+    if (!o->op_count && !o->dispatch) {
+        size_t count;
+        const rayo_op_info *ops = rayo_ops(&count);
+        for (size_t i = 0; i < count && o->op_count < MAX_LIST; i++)
+            o->ops[o->op_count++] = &ops[i];
+    }
+    if (!o->backend_count) {
+        rayo_backend_info info;
+        for (size_t i = 0; i < rayo_backend_count(ctx) && o->backend_count < MAX_LIST; i++)
+            if (rayo_backend_get(ctx, i, &info) == RAYO_OK && info.status == RAYO_BACKEND_LOADED)
+                o->backends[o->backend_count++] = strdup(info.name);
+    }
+    if (!o->size_count && !o->dispatch) {
+        parse_size("1024", &o->sizes[0]);
+        parse_size("1048576", &o->sizes[1]);
+        parse_size("256x256x256", &o->sizes[2]);
+        o->size_count = 3;
+    }
+}
+
+static void print_machine(const options *o, rayo_context *ctx, const char *command)
+{
+    char model[256] = "unknown CPU";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f))
+            if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+                snprintf(model, sizeof model, "%s", strchr(line, ':') + 2);
+                model[strcspn(model, "\n")] = '\0';
+                break;
+            }
+        fclose(f);
+    }
+    char date[64];
+    time_t t = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M %Z", localtime(&t));
+    printf("rayo-bench (rayo %s), %s\n", rayo_version(), date);
+    printf("machine: %s, %ld CPUs online; rayo threads: %u\n", model, sysconf(_SC_NPROCESSORS_ONLN),
+           rayo_thread_count(ctx));
+    printf("command: %s\n", command);
+    printf("median of %d samples of >= %.0f ms each\n\n", o->reps, o->min_ms);
+}
+
+int main(int argc, char **argv)
+{
+    /* The command line as given (parsing splits the lists in place). */
+    char command[2048] = "rayo-bench";
+    for (int i = 1; i < argc; i++)
+        snprintf(command + strlen(command), sizeof command - strlen(command), " %s", argv[i]);
+    options o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc;
+    char settings[64] = "";
+    if (o.threads)
+        snprintf(settings, sizeof settings, "[rayo]\nthreads = %u\n", o.threads);
+    rayo_options ro = { .struct_size = sizeof ro, .settings = o.threads ? settings : NULL };
+    rayo_context *ctx;
+    if (rayo_open(&ctx, &ro) != RAYO_OK) {
+        fprintf(stderr, "rayo-bench: %s\n", rayo_last_error());
+        return 1;
+    }
+    if (!o.threads)
+        o.threads = rayo_thread_count(ctx);
+    default_lists(&o, ctx);
+    for (size_t i = 0; i < o.backend_count; i++)
+        if (strcmp(o.backends[i], "auto") && !backend_path(ctx, o.backends[i])) {
+            fprintf(stderr, "rayo-bench: backend '%s' is not loaded (rayo-info says why)\n", o.backends[i]);
+            rayo_close(ctx);
+            return 2;
+        }
+    conform_rng_seed(&rng, 12345);
+    if (o.csv_path && !(csv = fopen(o.csv_path, "w"))) {
+        fprintf(stderr, "rayo-bench: cannot write %s: %s\n", o.csv_path, strerror(errno));
+        rayo_close(ctx);
+        return 1;
+    }
+    print_machine(&o, ctx, command);
+    if (o.dispatch) {
+        bench_dispatch(&o, ctx);
+    } else {
+        blas_lib blas = { 0 };
+        if (o.vs && blas_open(&blas, o.vs, o.threads) == 0)
+            ref_name = o.vs;
+        bench_table(&o, ctx, &blas);
+    }
+    if (csv)
+        fclose(csv);
+    rayo_close(ctx);
+    return 0;
+}
