@@ -1,8 +1,8 @@
 #!/bin/sh
 # test-conform.sh - runs rayo-conform against every backend the build tree
-# loads (plugins/*/.libs), and fails on any failure.  Run by `make check` from
-# the top build directory.  RAYO_CONFORM_ARGS replaces the default --quick
-# (e.g. RAYO_CONFORM_ARGS= make check for the full sizes); RAYO_CONFORM_SEED
+# loads (plugins/*/.libs), all sizes, and fails on any failure.  Run by
+# `make check` from the top build directory.  RAYO_CONFORM_ARGS adds options
+# (RAYO_CONFORM_ARGS=--quick make check: a faster run); RAYO_CONFORM_SEED
 # replays a run.
 builddir=${abs_top_builddir:-$(pwd)}
 conform=$builddir/core/rayo-conform
@@ -18,4 +18,4 @@ XDG_CONFIG_HOME=$tmp
 export XDG_CONFIG_HOME
 unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_PLUGIN_PATH RAYO_FORCE_CPU
 
-"$conform" ${RAYO_CONFORM_ARGS-"--quick"}
+"$conform" $RAYO_CONFORM_ARGS
