@@ -1029,7 +1029,7 @@ static void fill_special(engine *e, const case_spec *cs, int fastest, float *x, 
         break;
     case FILL_MASKED:
         for (size_t i = 0; i < n; i++)
-            if (i % cs->n != 0 && below(rng, 4) == 0) /* column 0 stays finite */
+            if (cs->n && i % cs->n != 0 && below(rng, 4) == 0) /* column 0 stays finite */
                 x[i] = -INFINITY;
         break;
     case FILL_RANDOM:
