@@ -23,6 +23,10 @@
  *   reference; maximum/minimum/max/min/argmax PROPAGATE NaN (a NaN input gives
  *   a NaN result; argmax returns the index of the first NaN); relu(NaN) = NaN;
  *   clip(NaN) = NaN.
+ * Left unspecified on purpose (not checked, may differ between backends):
+ *   the sign of a zero result (relu(-0), max(-0, +0)); whether subnormal
+ *   results are flushed to zero (GPUs do); x*f(x) activations (gelu, silu,
+ *   mish, hardswish, bias_act) at x = -inf, which may give 0 or NaN.
  *
  * This file may be included several times with different RAYO_OP definitions.
  */
