@@ -26,3 +26,7 @@ check_PROGRAMS += tests/test-api
 tests_test_api_SOURCES = tests/test-api.c tests/testutil.h
 tests_test_api_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_api_LDADD = core/librayo.la $(PTHREAD_LIBS) -lm
+
+# The plugin template (examples/plugin-template) conforms.
+dist_noinst_SCRIPTS += tests/test-template.sh
+TESTS += tests/test-template.sh
