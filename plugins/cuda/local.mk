@@ -1,1 +1,36 @@
-# plugins/cuda: not written yet (see issues)
+# plugins/cuda: the CUDA backend.  Its kernels are PTX emitted by a generator
+# written in C (ptx/gen-ptx.c), run at build time; the PTX is embedded in the
+# plugin as C strings and JIT-compiled by the driver at run time: no nvcc.
+# cuda.h is needed for types only; libcuda.so.1 is dlopened at run time.
+
+EXTRA_DIST += plugins/cuda/50-cuda.conf plugins/cuda/h100.sh plugins/cuda/h100-torch.py \
+	ptx/fit-erfc.py
+
+if BUILD_CUDA
+noinst_PROGRAMS += ptx/gen-ptx
+ptx_gen_ptx_SOURCES = ptx/gen-ptx.c
+
+plugin_LTLIBRARIES += plugins/cuda/rayo-cuda.la
+plugins_cuda_rayo_cuda_la_SOURCES = \
+	plugins/cuda/cuda-internal.h plugins/cuda/cuda-ptx.h \
+	plugins/cuda/cuda-driver.c plugins/cuda/cuda-plugin.c plugins/cuda/cuda-launch.c \
+	plugins/cuda/cuda-host.c plugins/cuda/cuda-memory.c
+nodist_plugins_cuda_rayo_cuda_la_SOURCES = plugins/cuda/cuda-ptx.c
+plugins_cuda_rayo_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
+plugins_cuda_rayo_cuda_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -fvisibility=hidden
+plugins_cuda_rayo_cuda_la_LDFLAGS = $(RAYO_MODULE_FLAGS)
+plugins_cuda_rayo_cuda_la_LIBADD = $(PTHREAD_LIBS)
+confd_DATA += plugins/cuda/50-cuda.conf
+
+# Every PTX module for every target, as C strings.
+BUILT_SOURCES += plugins/cuda/cuda-ptx.c
+CLEANFILES += plugins/cuda/cuda-ptx.c
+plugins/cuda/cuda-ptx.c: ptx/gen-ptx$(EXEEXT)
+	$(AM_V_GEN)$(MKDIR_P) plugins/cuda && ptx/gen-ptx$(EXEEXT) --c-source $@
+
+# Benchmarks through the public API (plugins/cuda/h100.sh runs them).
+noinst_PROGRAMS += plugins/cuda/cuda-bench
+plugins_cuda_cuda_bench_SOURCES = plugins/cuda/cuda-bench.c
+plugins_cuda_cuda_bench_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+plugins_cuda_cuda_bench_LDADD = core/libconform.la core/librayo.la $(PTHREAD_LIBS) -lm
+endif

@@ -1,0 +1,295 @@
+/* cuda-bench - benchmarks of the cuda backend through the public API.
+ *
+ *   cuda-bench [--quick] [--sgemm-kernels LIST] [--tf32-kernels LIST]
+ *
+ * Measures, on device buffers (one batch of R identical calls, submitted and
+ * waited for; the median of several batches):
+ *   - sgemm fp32, n = 1024, 2048, 4096, 8192, for each sgemm kernel;
+ *   - TF32 gemm (precision = tf32) for each tf32 kernel;
+ *   - elementwise and row ops on 2^26 floats, as bytes moved per second;
+ * and on host memory:
+ *   - the round trip of add on 1024 floats (rayo_run_on "cuda": copy in,
+ *     kernel, copy out), median of 2000 calls.
+ * Every matmul result is spot-checked against float64 dot products.
+ * Output: a table, and one "csv,..." line per figure for scripts. */
+#define _POSIX_C_SOURCE 200809L
+#include "rayo.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static uint64_t rng = 88172645463325252ull;
+static float frand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+static int die(const char *what, rayo_status s)
+{
+    fprintf(stderr, "cuda-bench: %s: %s: %s\n", what, rayo_strerror(s), rayo_last_error());
+    exit(1);
+}
+
+static rayo_context *open_with(const char *settings)
+{
+    rayo_options o = {.struct_size = sizeof o, .settings = settings, .no_config_files = 1};
+    rayo_context *ctx;
+    rayo_status s = rayo_open(&ctx, &o);
+    if (s != RAYO_OK)
+        die("rayo_open", s);
+    return ctx;
+}
+
+static rayo_buffer *device_buffer(rayo_context *ctx, size_t floats, int fill)
+{
+    rayo_buffer *b;
+    rayo_status s = rayo_buffer_create(ctx, "cuda", floats * sizeof(float), &b);
+    if (s != RAYO_OK)
+        die("rayo_buffer_create", s);
+    if (fill) {
+        size_t chunk = 1 << 22;
+        float *tmp = malloc(chunk * sizeof *tmp);
+        for (size_t off = 0; off < floats; off += chunk) {
+            size_t n = floats - off < chunk ? floats - off : chunk;
+            for (size_t i = 0; i < n; i++)
+                tmp[i] = frand();
+            if ((s = rayo_buffer_write(b, off * sizeof(float), tmp, n * sizeof(float))) != RAYO_OK)
+                die("rayo_buffer_write", s);
+        }
+        free(tmp);
+    }
+    return b;
+}
+
+/* Seconds per call: `reps` copies of the call in one batch, median of `rounds`. */
+static double time_batch(rayo_context *ctx, const rayo_batch_call *call, int reps, int rounds)
+{
+    double t[16];
+    for (int r = 0; r < rounds + 1; r++) {
+        rayo_batch *b;
+        rayo_status s = rayo_batch_create(ctx, "cuda", &b);
+        for (int i = 0; i < reps && s == RAYO_OK; i++)
+            s = rayo_batch_record(b, call);
+        double t0 = now_s();
+        if (s == RAYO_OK)
+            s = rayo_batch_submit(b);
+        if (s == RAYO_OK)
+            s = rayo_batch_wait(b, UINT64_MAX);
+        double t1 = now_s();
+        rayo_batch_destroy(b);
+        if (s != RAYO_OK)
+            die("batch", s);
+        if (r > 0) /* the first round warms up (JIT, caches, clocks) */
+            t[r - 1] = (t1 - t0) / reps;
+    }
+    return median(t, rounds);
+}
+
+static void report(const char *group, const char *name, size_t size, double value, const char *unit,
+                   const char *note)
+{
+    printf("%-8s %-28s %6zu %12.2f %-8s %s\n", group, name, size, value, unit, note ? note : "");
+    printf("csv,%s,%s,%zu,%.4f,%s\n", group, name, size, value, unit);
+    fflush(stdout);
+}
+
+/* Largest |C - ref| / sum|terms| over 64 sampled elements of C = A B. */
+static double spot_check(rayo_buffer *A, rayo_buffer *B, rayo_buffer *C, size_t n)
+{
+    float *row = malloc(n * sizeof *row), *bm = malloc(n * n * sizeof *bm), c;
+    double worst = 0;
+    if (!row || !bm || rayo_buffer_read(B, 0, bm, n * n * sizeof(float)) != RAYO_OK) {
+        free(row);
+        free(bm);
+        return NAN;
+    }
+    for (int s = 0; s < 64; s++) {
+        size_t i = (size_t)(s * 7919) % n, j = (size_t)(s * 104729 + 13) % n;
+        rayo_buffer_read(A, i * n * sizeof(float), row, n * sizeof(float));
+        rayo_buffer_read(C, (i * n + j) * sizeof(float), &c, sizeof c);
+        double ref = 0, terms = 0;
+        for (size_t p = 0; p < n; p++) {
+            ref += (double)row[p] * bm[p * n + j];
+            terms += fabs((double)row[p] * bm[p * n + j]);
+        }
+        double e = fabs(c - ref) / (terms > 0 ? terms : 1);
+        if (!(e <= worst))
+            worst = e;
+    }
+    free(row);
+    free(bm);
+    return worst;
+}
+
+static void bench_gemm(const char *group, const char *precision, const char *key, const char *kernel,
+                       const size_t *sizes, int nsizes)
+{
+    char settings[256];
+    snprintf(settings, sizeof settings, "[backend.cuda]\nprecision = %s\n%s = %s\n", precision, key, kernel);
+    rayo_context *ctx = open_with(settings);
+    for (int s = 0; s < nsizes; s++) {
+        size_t n = sizes[s];
+        rayo_buffer *A = device_buffer(ctx, n * n, 1), *B = device_buffer(ctx, n * n, 1);
+        rayo_buffer *C = device_buffer(ctx, n * n, 0);
+        rayo_batch_call c = {.op = RAYO_OP_MATMUL, .m = n, .n = n, .k = n, .alpha = 1, .beta = 0,
+                             .a = {A, 0}, .b = {B, 0}, .y = {C, 0}};
+        double flops = 2.0 * (double)n * n * n;
+        int reps = flops > 2e11 ? 3 : flops > 2e10 ? 10 : 40;
+        double t = time_batch(ctx, &c, reps, 5);
+        char note[64];
+        snprintf(note, sizeof note, "max err %.1e (of sum|terms|)", spot_check(A, B, C, n));
+        report(group, kernel, n, flops / t * 1e-12, "TFLOP/s", note);
+        rayo_buffer_destroy(A);
+        rayo_buffer_destroy(B);
+        rayo_buffer_destroy(C);
+    }
+    rayo_close(ctx);
+}
+
+/* bytes: moved per element (reads + writes) */
+static void bench_stream(rayo_context *ctx, const char *name, uint32_t op, size_t n, size_t m, double bytes_per,
+                         rayo_buffer *a, rayo_buffer *b, rayo_buffer *y)
+{
+    rayo_batch_call c = {.op = op, .n = n, .m = m, .alpha = 0.5f, .beta = 1.5f, .a = {a, 0}, .y = {y, 0}};
+    if (op == RAYO_OP_ADD || op == RAYO_OP_DOT || op == RAYO_OP_MUL)
+        c.b = (rayo_operand){b, 0};
+    if (op == RAYO_OP_CLIP)
+        c.alpha = -0.5f, c.beta = 0.5f;
+    double t = time_batch(ctx, &c, 20, 5);
+    size_t elems = m ? m * n : n;
+    report("stream", name, elems, bytes_per * (double)elems / t * 1e-9, "GB/s", NULL);
+}
+
+static void bench_round_trip(rayo_context *ctx)
+{
+    enum { N = 1024, CALLS = 2000 };
+    static float a[N], b[N], y[N];
+    static double t[CALLS];
+    for (int i = 0; i < N; i++)
+        a[i] = frand(), b[i] = frand();
+    rayo_call c = {.op = RAYO_OP_ADD, .n = N, .a = a, .b = b, .y = y};
+    for (int i = 0; i < 200; i++)
+        rayo_run_on(ctx, "cuda", &c);
+    for (int i = 0; i < CALLS; i++) {
+        double t0 = now_s();
+        rayo_status s = rayo_run_on(ctx, "cuda", &c);
+        t[i] = now_s() - t0;
+        if (s != RAYO_OK)
+            die("rayo_run_on add", s);
+    }
+    for (int i = 0; i < N; i++)
+        if (y[i] != a[i] + b[i]) {
+            fprintf(stderr, "cuda-bench: round trip add: wrong result at %d\n", i);
+            exit(1);
+        }
+    double med = median(t, CALLS);
+    report("host", "add round trip (median)", N, med * 1e6, "us", NULL);
+    report("host", "add round trip (p10)", N, t[CALLS / 10] * 1e6, "us", NULL);
+}
+
+static int in_list(const char *list, const char *name)
+{
+    if (!list)
+        return 1;
+    size_t len = strlen(name);
+    for (const char *p = strstr(list, name); p; p = strstr(p + 1, name))
+        if ((p == list || p[-1] == ',') && (p[len] == ',' || p[len] == '\0'))
+            return 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0;
+    const char *sg = NULL, *tf = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else if (!strcmp(argv[i], "--sgemm-kernels") && i + 1 < argc)
+            sg = argv[++i];
+        else if (!strcmp(argv[i], "--tf32-kernels") && i + 1 < argc)
+            tf = argv[++i];
+        else {
+            fprintf(stderr, "usage: cuda-bench [--quick] [--sgemm-kernels A,B] [--tf32-kernels A,B]\n");
+            return 2;
+        }
+    }
+    static const char *const sgemm_kernels[] = {"sgemm_nn_k8", "sgemm_nn_k8_async", "sgemm_nn_k16",
+                                                "sgemm_nn_k16_async"};
+    static const char *const tf32_kernels[] = {"tf32_128x128_w2x4", "tf32_128x128_w2x4_2cta", "tf32_128x128_w2x2",
+                                               "tf32_256x128_w4x2", "tf32_128x128_w2x4_rna"};
+    static const size_t sizes[] = {1024, 2048, 4096, 8192};
+    int nsizes = quick ? 2 : 4;
+
+    rayo_context *ctx = open_with(NULL);
+    rayo_backend_info info;
+    int found = 0;
+    for (size_t i = 0; i < rayo_backend_count(ctx); i++)
+        if (rayo_backend_get(ctx, i, &info) == RAYO_OK && !strcmp(info.name, "cuda")) {
+            found = 1;
+            printf("# cuda backend: %s, device %s%s%s\n", info.status == RAYO_BACKEND_LOADED ? "loaded" : "not loaded",
+                   info.device, info.reason[0] ? ", " : "", info.reason);
+            if (info.status != RAYO_BACKEND_LOADED)
+                return 1;
+        }
+    if (!found) {
+        fprintf(stderr, "cuda-bench: no cuda backend found (RAYO_PLUGIN_PATH?)\n");
+        return 1;
+    }
+    printf("%-8s %-28s %6s %12s %-8s %s\n", "group", "what", "size", "value", "unit", "note");
+
+    bench_round_trip(ctx);
+
+    size_t n = (size_t)1 << (quick ? 24 : 26);
+    rayo_buffer *a = device_buffer(ctx, n, 1), *b = device_buffer(ctx, n, 1), *y = device_buffer(ctx, n, 0);
+    bench_stream(ctx, "add", RAYO_OP_ADD, n, 0, 12, a, b, y);
+    bench_stream(ctx, "mul", RAYO_OP_MUL, n, 0, 12, a, b, y);
+    bench_stream(ctx, "scale", RAYO_OP_SCALE, n, 0, 8, a, b, y);
+    bench_stream(ctx, "relu", RAYO_OP_RELU, n, 0, 8, a, b, y);
+    bench_stream(ctx, "clip", RAYO_OP_CLIP, n, 0, 8, a, b, y);
+    bench_stream(ctx, "exp", RAYO_OP_EXP, n, 0, 8, a, b, y);
+    bench_stream(ctx, "gelu", RAYO_OP_GELU, n, 0, 8, a, b, y);
+    bench_stream(ctx, "sigmoid", RAYO_OP_SIGMOID, n, 0, 8, a, b, y);
+    bench_stream(ctx, "sum", RAYO_OP_SUM, n, 0, 4, a, b, y);
+    bench_stream(ctx, "dot", RAYO_OP_DOT, n, 0, 8, a, b, y);
+    bench_stream(ctx, "argmax", RAYO_OP_ARGMAX, n, 0, 4, a, b, y);
+    bench_stream(ctx, "softmax rows of 4096", RAYO_OP_SOFTMAX, 4096, n / 4096, 8, a, b, y);
+    bench_stream(ctx, "layernorm rows of 4096", RAYO_OP_LAYERNORM, 4096, n / 4096, 8, a, b, y);
+    rayo_buffer_destroy(a);
+    rayo_buffer_destroy(b);
+    rayo_buffer_destroy(y);
+    rayo_close(ctx);
+
+    for (size_t i = 0; i < sizeof sgemm_kernels / sizeof sgemm_kernels[0]; i++)
+        if (in_list(sg, sgemm_kernels[i]))
+            bench_gemm("sgemm", "fp32", "sgemm_kernel", sgemm_kernels[i], sizes, nsizes);
+    for (size_t i = 0; i < sizeof tf32_kernels / sizeof tf32_kernels[0]; i++)
+        if (in_list(tf, tf32_kernels[i]))
+            bench_gemm("tf32", "tf32", "tf32_kernel", tf32_kernels[i], sizes, nsizes);
+    return 0;
+}

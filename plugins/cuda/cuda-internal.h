@@ -1,0 +1,139 @@
+/* cuda-internal.h - shared declarations of the cuda backend's files.
+ *
+ * The plugin includes cuda.h for its types and enums only: libcuda.so.1 is
+ * dlopened at run time (cuda-driver.c), so the plugin builds and loads on
+ * machines without an NVIDIA driver and its probe says why it is unavailable.
+ */
+#ifndef RAYO_CUDA_INTERNAL_H
+#define RAYO_CUDA_INTERNAL_H
+
+#include "rayo-plugin.h"
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- the driver API, resolved with dlsym ---------------------------------
+ * cuda.h maps several names to versioned symbols (cuMemAlloc -> cuMemAlloc_v2):
+ * the table's fields and the dlsym names both go through that mapping, so
+ * the plugin calls exactly the entry points it was compiled against. */
+#define CUDA_DRIVER_FUNCTIONS(X)                                                          \
+    X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString)                 \
+    X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceTotalMem)             \
+    X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)      \
+    X(cuCtxSetCurrent) X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)     \
+    X(cuFuncSetAttribute) X(cuLinkCreate) X(cuLinkAddData) X(cuLinkComplete)              \
+    X(cuLinkDestroy) X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost)        \
+    X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)             \
+    X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuLaunchKernel)         \
+    X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery)                   \
+    X(cuEventSynchronize)
+
+#define CUDA_FIELD(name) __typeof__(name) *name;
+typedef struct cuda_driver {
+    void *lib;
+    int version;          /* cuDriverGetVersion: 12040 = 12.4 */
+    CUDA_DRIVER_FUNCTIONS(CUDA_FIELD)
+} cuda_driver;
+#undef CUDA_FIELD
+
+/* Loads libcuda.so.1 and cuInit()s it, once per process (libcuda stays
+ * loaded: unloading the driver library is not supported).  NULL with a
+ * human-readable reason when there is no usable driver. */
+const cuda_driver *cuda_driver_get(char *why, size_t why_len);
+
+/* "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" */
+const char *cuda_error_text(const cuda_driver *drv, CUresult r, char *buf, size_t len);
+
+/* The rayo status for a driver error; *lost set when the context is unusable. */
+rayo_status cuda_map_error(CUresult r, int *lost);
+
+/* ---- the PTX modules -------------------------------------------------- */
+enum cuda_module_id {
+    MOD_ELEMENTWISE, MOD_REDUCE, MOD_ROWS, MOD_MATRIX, MOD_SGEMM, MOD_TF32, MOD_COUNT
+};
+
+typedef struct cuda_module {
+    CUmodule handle;
+    int state;            /* 0 not loaded, 1 loaded, -1 failed (error holds why) */
+    char error[1024];
+} cuda_module;
+
+#define CUDA_FUNC_SLOTS 256
+typedef struct cuda_func_slot {
+    const char *name;     /* a string literal or a name owned by the table */
+    char name_buf[48];
+    CUfunction fn;
+} cuda_func_slot;
+
+/* ---- staging for host-memory calls ----------------------------------- */
+#define CUDA_MAX_LANES 8
+typedef struct cuda_lane {
+    CUstream stream;
+    void *host;           /* pinned staging (cuMemHostAlloc), reused across calls */
+    size_t host_size;
+    CUdeviceptr dev;      /* device staging */
+    size_t dev_size;
+    int busy;
+} cuda_lane;
+
+typedef struct cuda_state {
+    const rayo_host *host;
+    const cuda_driver *drv;
+    CUdevice device;
+    CUcontext ctx;        /* the device's primary context */
+    int cc_major, cc_minor;
+    int ptx_target;       /* 80 or 90: which generated PTX to JIT */
+    int sm_count;
+    int max_smem_optin;   /* bytes of shared memory a block may opt in to */
+    int allow_tf32;       /* precision = tf32 */
+    int jit_cache;        /* keep JIT output on disk */
+    char cache_dir[1024]; /* "" = no disk cache */
+    char sgemm_kernel[48], sgemm_fallback[48], tf32_kernel[48];
+    atomic_int lost;      /* the context is unusable: every call fails fast */
+
+    pthread_mutex_t lock; /* modules, functions, lanes */
+    pthread_cond_t lane_free;
+    cuda_module modules[MOD_COUNT];
+    cuda_func_slot funcs[CUDA_FUNC_SLOTS];
+    cuda_lane lanes[CUDA_MAX_LANES];
+    int lane_count, lane_limit;
+} cuda_state;
+
+/* Makes the state's context current on the calling thread and returns
+ * RAYO_E_DEVICE_LOST fast once the device is gone. */
+rayo_status cuda_enter(cuda_state *st);
+
+/* Records a driver failure: maps it, marks the device lost where needed and
+ * sets the detail message ("cuda: WHAT: CUDA_ERROR_..."). */
+rayo_status cuda_fail(cuda_state *st, CUresult r, const char *what);
+
+/* The kernel `name` of module `mod`, loading (JIT) the module on first use. */
+rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction *fn);
+
+/* ---- one op on device pointers --------------------------------------- */
+typedef struct cuda_op {
+    uint32_t op, flags;
+    size_t m, n, k;
+    float alpha, beta;
+    CUdeviceptr a, b, c, y;   /* 0 = operand unused (or gamma/beta absent) */
+    CUdeviceptr scratch;      /* cuda_scratch_bytes() of device memory */
+} cuda_op;
+
+/* RAYO_OK if the backend runs this op with these parameters. */
+rayo_status cuda_op_supported(uint32_t op, uint32_t flags);
+/* Device scratch the op needs (reduction partials); 0 for most ops. */
+size_t cuda_scratch_bytes(const cuda_state *st, const cuda_op *op);
+/* Queues the op's kernels on stream. */
+rayo_status cuda_launch_op(cuda_state *st, CUstream stream, const cuda_op *op);
+/* The op's name in the op list ("add"), or NULL. */
+const char *cuda_op_name(uint32_t op);
+
+/* ---- host-memory calls and device memory ------------------------------ */
+rayo_status cuda_host_call(void *state, const rayo_call *call);
+void cuda_lanes_destroy(cuda_state *st);
+extern const rayo_memory_api cuda_memory_api;
+
+#endif

@@ -1,0 +1,348 @@
+/* cuda-launch.c - queues the kernels of one op on a stream, on device
+ * pointers.  Used by host-memory calls (through the staging buffers) and by
+ * batches (on the caller's device buffers). */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "cuda-internal.h"
+#include "cuda-ptx.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define THREADS 256
+#define MAX_GRID_Y 65535u
+
+static rayo_op_class op_class(uint32_t op, int *known)
+{
+    *known = 1;
+    switch (op) {
+#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) case ID: return RAYO_CLASS_##CLASS;
+#include "rayo-ops.h"
+#undef RAYO_OP
+    default:
+        *known = 0;
+        return RAYO_CLASS_BINARY;
+    }
+}
+
+const char *cuda_op_name(uint32_t op)
+{
+    switch (op) {
+#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) case ID: return #NAME;
+#include "rayo-ops.h"
+#undef RAYO_OP
+    default:
+        return NULL;
+    }
+}
+
+static const char *const act_names[RAYO_ACT_LIMIT] = {"none", "relu", "gelu", "silu", "tanh", "sigmoid"};
+
+rayo_status cuda_op_supported(uint32_t op, uint32_t flags)
+{
+    int known;
+    rayo_op_class cls = op_class(op, &known);
+    if (!known)
+        return RAYO_E_UNSUPPORTED;
+    switch (cls) {
+    case RAYO_CLASS_MATMUL:
+        return (flags & ~(RAYO_TRANS_A | RAYO_TRANS_B)) ? RAYO_E_UNSUPPORTED : RAYO_OK;
+    case RAYO_CLASS_GEMV:
+        return (flags & ~RAYO_TRANS_A) ? RAYO_E_UNSUPPORTED : RAYO_OK;
+    case RAYO_CLASS_BIAS_ACT:
+        return flags < RAYO_ACT_LIMIT ? RAYO_OK : RAYO_E_UNSUPPORTED;
+    default:
+        return RAYO_OK;
+    }
+}
+
+static size_t ceil_div(size_t a, size_t b)
+{
+    return a / b + (a % b != 0);
+}
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Blocks of a grid-stride launch over `work` items: enough to fill the GPU,
+ * no more. */
+static unsigned grid_blocks(const cuda_state *st, size_t work, size_t per_sm)
+{
+    size_t b = min_size(ceil_div(work ? work : 1, THREADS), (size_t)st->sm_count * per_sm);
+    return (unsigned)(b ? b : 1);
+}
+
+static unsigned reduce_blocks(const cuda_state *st, size_t n)
+{
+    size_t b = min_size(grid_blocks(st, n, 4), 1024);
+    return (unsigned)b;
+}
+
+/* gemv with A transposed: splits of the m rows so that the grid fills the GPU. */
+static void gemv_t_shape(const cuda_state *st, const cuda_op *op, size_t *splits, size_t *chunk)
+{
+    size_t col_threads = ceil_div(op->n, THREADS) * THREADS;
+    size_t want = ceil_div((size_t)st->sm_count * 2048, col_threads);
+    size_t most = min_size(1024, op->m / 8 ? op->m / 8 : 1);
+    size_t s = want < 1 ? 1 : want > most ? most : want;
+    *chunk = ceil_div(op->m, s);
+    *splits = *chunk ? ceil_div(op->m, *chunk) : 1;
+}
+
+size_t cuda_scratch_bytes(const cuda_state *st, const cuda_op *op)
+{
+    int known;
+    switch (op_class(op->op, &known)) {
+    case RAYO_CLASS_REDUCE:
+    case RAYO_CLASS_REDUCE2:
+    case RAYO_CLASS_ARGREDUCE:
+        return (size_t)reduce_blocks(st, op->n) * 16;
+    case RAYO_CLASS_GEMV:
+        if (op->flags & RAYO_TRANS_A) {
+            size_t splits, chunk;
+            gemv_t_shape(st, op, &splits, &chunk);
+            return splits * op->n * 8;
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static rayo_status launch(cuda_state *st, CUstream stream, int mod, const char *name, unsigned gx, unsigned gy,
+                          unsigned bx, unsigned by, unsigned smem, void **params)
+{
+    CUfunction fn;
+    rayo_status s = cuda_function(st, mod, name, &fn);
+    if (s != RAYO_OK)
+        return s;
+    CUresult r = st->drv->cuLaunchKernel(fn, gx, gy, 1, bx, by, 1, smem, stream, params, NULL);
+    if (r != CUDA_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "launch of %s (grid %ux%u)", name, gx, gy);
+        return cuda_fail(st, r, what);
+    }
+    return RAYO_OK;
+}
+
+static int aligned16(CUdeviceptr p)
+{
+    return (p & 15u) == 0;
+}
+
+/* ---- elementwise ---------------------------------------------------------- */
+static rayo_status launch_elementwise(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    CUdeviceptr y = op->y, a = op->a, b = op->op == RAYO_OP_AXPY ? op->y : op->b;
+    int vec = aligned16(y) && aligned16(a) && aligned16(b);
+    char name[64];
+    snprintf(name, sizeof name, "ew_%s_%s", cuda_op_name(op->op), vec ? "v4" : "s1");
+    unsigned long long n = op->n;
+    float alpha = op->alpha, beta = op->beta;
+    void *params[] = {&y, &a, &b, &n, &alpha, &beta};
+    unsigned blocks = grid_blocks(st, vec ? op->n / 4 : op->n, 8);
+    return launch(st, stream, MOD_ELEMENTWISE, name, blocks, 1, THREADS, 1, 0, params);
+}
+
+/* ---- reductions: partials per block, then one block combines them ------- */
+static rayo_status launch_reduce(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    if (op->op == RAYO_OP_ARGMAX && op->n == 0) {
+        st->host->set_error(st->host, "cuda: argmax of an empty vector");
+        return RAYO_E_INVALID;
+    }
+    const char *opname = cuda_op_name(op->op);
+    unsigned blocks = reduce_blocks(st, op->n);
+    CUdeviceptr part = op->scratch, a = op->a, b = op->b ? op->b : op->a, y = op->y;
+    unsigned long long n = op->n, count = blocks;
+    char name[64];
+    snprintf(name, sizeof name, "red_%s_part", opname);
+    void *p1[] = {&part, &a, &b, &n};
+    rayo_status s = launch(st, stream, MOD_REDUCE, name, blocks, 1, THREADS, 1, 0, p1);
+    if (s != RAYO_OK)
+        return s;
+    snprintf(name, sizeof name, "red_%s_final", opname);
+    void *p2[] = {&y, &part, &count};
+    return launch(st, stream, MOD_REDUCE, name, 1, 1, THREADS, 1, 0, p2);
+}
+
+/* ---- rows: one block per row ----------------------------------------------- */
+static rayo_status launch_rows(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    CUdeviceptr y = op->y, a = op->a, gamma = 0, beta = 0;
+    float eps = 0.0f;
+    if (op->op == RAYO_OP_LAYERNORM || op->op == RAYO_OP_RMSNORM) {
+        gamma = op->b;
+        beta = op->op == RAYO_OP_LAYERNORM ? op->c : 0;
+        eps = op->alpha;
+    }
+    unsigned long long m = op->m, n = op->n;
+    char name[64];
+    snprintf(name, sizeof name, "row_%s", cuda_op_name(op->op));
+    void *params[] = {&y, &a, &gamma, &beta, &m, &n, &eps};
+    unsigned blocks = (unsigned)min_size(op->m ? op->m : 1, (size_t)st->sm_count * 16);
+    return launch(st, stream, MOD_ROWS, name, blocks, 1, THREADS, 1, 0, params);
+}
+
+/* ---- gemv ------------------------------------------------------------------ */
+static rayo_status launch_gemv(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    CUdeviceptr y = op->y, a = op->a, x = op->b;
+    unsigned long long m = op->m, n = op->n;
+    float alpha = op->alpha, beta = op->beta;
+    if (!(op->flags & RAYO_TRANS_A)) {
+        void *params[] = {&y, &a, &x, &m, &n, &alpha, &beta};
+        unsigned blocks = grid_blocks(st, op->m * 32, 8);
+        return launch(st, stream, MOD_MATRIX, "gemv_n", blocks, 1, THREADS, 1, 0, params);
+    }
+    size_t splits, chunk;
+    gemv_t_shape(st, op, &splits, &chunk);
+    CUdeviceptr part = op->scratch;
+    unsigned long long ch = chunk, sp = splits;
+    unsigned col_blocks = (unsigned)ceil_div(op->n, THREADS);
+    void *p1[] = {&part, &a, &x, &m, &n, &ch};
+    rayo_status s = launch(st, stream, MOD_MATRIX, "gemv_t_part", col_blocks, (unsigned)splits, THREADS, 1, 0, p1);
+    if (s != RAYO_OK)
+        return s;
+    void *p2[] = {&y, &part, &n, &sp, &alpha, &beta};
+    return launch(st, stream, MOD_MATRIX, "gemv_t_final", col_blocks, 1, THREADS, 1, 0, p2);
+}
+
+/* ---- transpose, bias_act ------------------------------------------------- */
+static rayo_status launch_transpose(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    CUdeviceptr y = op->y, a = op->a;
+    unsigned long long m = op->m, n = op->n;
+    void *params[] = {&y, &a, &m, &n};
+    unsigned gx = (unsigned)ceil_div(op->n, 32);
+    unsigned gy = (unsigned)min_size(ceil_div(op->m, 32), MAX_GRID_Y);
+    return launch(st, stream, MOD_MATRIX, "transpose", gx ? gx : 1, gy ? gy : 1, 32, 8, 0, params);
+}
+
+static rayo_status launch_bias_act(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    CUdeviceptr y = op->y, a = op->a, bias = op->b;
+    unsigned long long m = op->m, n = op->n;
+    char name[32];
+    snprintf(name, sizeof name, "bias_act_%s", act_names[op->flags]);
+    void *params[] = {&y, &a, &bias, &m, &n};
+    unsigned gx = (unsigned)ceil_div(op->n, THREADS);
+    unsigned gy = (unsigned)min_size(op->m, MAX_GRID_Y);
+    return launch(st, stream, MOD_MATRIX, name, gx ? gx : 1, gy ? gy : 1, THREADS, 1, 0, params);
+}
+
+/* ---- matmul ----------------------------------------------------------------
+ * The tiled kernels (fp32 SIMT, or TF32 tensor cores when the config allows)
+ * cover the largest block of C that is a multiple of their tile; the general
+ * kernel computes the edges (and everything when the shape or alignment
+ * does not suit the tiled kernels). */
+typedef struct mm_args {
+    CUdeviceptr c, a, b;
+    unsigned long long m, n, k;
+    float alpha, beta;
+} mm_args;
+
+/* General kernel over rows [row0, row_end) and columns [col0, n). */
+static rayo_status mm_general(cuda_state *st, CUstream stream, const cuda_op *op, mm_args *g, size_t row0,
+                              size_t row_end, size_t col0)
+{
+    int ta = (op->flags & RAYO_TRANS_A) != 0, tb = (op->flags & RAYO_TRANS_B) != 0;
+    unsigned long long sai = ta ? 1 : op->k, sap = ta ? op->m : 1;
+    unsigned long long sbp = tb ? 1 : op->n, sbj = tb ? op->k : 1;
+    if (row0 >= row_end || col0 >= op->n)
+        return RAYO_OK;
+    unsigned gx = (unsigned)ceil_div(op->n - col0, 64);
+    for (size_t r = row0; r < row_end; r += (size_t)MAX_GRID_Y * 64) {
+        size_t rows = min_size(row_end - r, (size_t)MAX_GRID_Y * 64);
+        unsigned long long mb = r + rows, r0 = r, c0 = col0;
+        void *params[] = {&g->c, &g->a, &g->b, &mb, &g->n, &g->k, &sai, &sap, &sbp, &sbj,
+                          &g->alpha, &g->beta, &r0, &c0};
+        rayo_status s = launch(st, stream, MOD_MATRIX, "sgemm_general", gx, (unsigned)ceil_div(rows, 64), THREADS,
+                               1, 0, params);
+        if (s != RAYO_OK)
+            return s;
+    }
+    return RAYO_OK;
+}
+
+static const rayo_ptx_tf32_config *tf32_config(const char *name)
+{
+    for (unsigned i = 0; i < rayo_cuda_tf32_config_count; i++)
+        if (strcmp(rayo_cuda_tf32_configs[i].name, name) == 0)
+            return &rayo_cuda_tf32_configs[i];
+    return NULL;
+}
+
+static rayo_status launch_matmul(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    mm_args g = {op->y, op->a, op->b, op->m, op->n, op->k, op->alpha, op->beta};
+    int ta = (op->flags & RAYO_TRANS_A) != 0, tb = (op->flags & RAYO_TRANS_B) != 0;
+    size_t lda = ta ? op->m : op->k, ldb = tb ? op->k : op->n;
+    int aligned = aligned16(op->a) && aligned16(op->b) && aligned16(op->y) && lda % 4 == 0 && ldb % 4 == 0 &&
+                  op->n % 4 == 0;
+    /* pick the tiled kernel */
+    const char *kname = NULL;
+    int mod = MOD_SGEMM, bm = 128, bn = 128, threads = THREADS, smem = 0;
+    const rayo_ptx_tf32_config *tc = st->allow_tf32 && !ta && !tb ? tf32_config(st->tf32_kernel) : NULL;
+    if (tc && op->k % 32 == 0 && tc->smem_bytes <= st->max_smem_optin) {
+        kname = tc->name;
+        mod = MOD_TF32;
+        bm = tc->block_m;
+        bn = tc->block_n;
+        threads = tc->threads;
+        smem = tc->smem_bytes;
+    } else if (!ta && !tb) {
+        kname = (strstr(st->sgemm_kernel, "_k16") && op->k % 16 == 0) ? st->sgemm_kernel : st->sgemm_fallback;
+    } else {
+        kname = ta && tb ? "sgemm_tt_k8" : ta ? "sgemm_tn_k8" : "sgemm_nt_k8";
+    }
+    size_t mf = op->m - op->m % (size_t)bm, nf = op->n - op->n % (size_t)bn;
+    int bk = strstr(kname, "_k16") ? 16 : mod == MOD_TF32 ? 32 : 8;
+    int tiled = aligned && op->k > 0 && op->k % (size_t)bk == 0 && mf > 0 && nf > 0 && mf / (size_t)bm <= MAX_GRID_Y;
+    if (!tiled)
+        return mm_general(st, stream, op, &g, 0, op->m, 0);
+    void *params[] = {&g.c, &g.a, &g.b, &g.m, &g.n, &g.k, &g.alpha, &g.beta};
+    rayo_status s = launch(st, stream, mod, kname, (unsigned)(nf / (size_t)bn), (unsigned)(mf / (size_t)bm),
+                           (unsigned)threads, 1, (unsigned)smem, params);
+    if (s == RAYO_OK)
+        s = mm_general(st, stream, op, &g, 0, mf, nf);   /* right edge of the tiled rows */
+    if (s == RAYO_OK)
+        s = mm_general(st, stream, op, &g, mf, op->m, 0); /* bottom rows */
+    return s;
+}
+
+rayo_status cuda_launch_op(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    int known;
+    rayo_op_class cls = op_class(op->op, &known);
+    rayo_status s = cuda_op_supported(op->op, op->flags);
+    if (s != RAYO_OK)
+        return s;
+    switch (cls) {
+    case RAYO_CLASS_BINARY:
+    case RAYO_CLASS_UNARY:
+    case RAYO_CLASS_UNARY_P:
+    case RAYO_CLASS_UNARY_P2:
+    case RAYO_CLASS_AXPY:
+        return launch_elementwise(st, stream, op);
+    case RAYO_CLASS_REDUCE:
+    case RAYO_CLASS_REDUCE2:
+    case RAYO_CLASS_ARGREDUCE:
+        return launch_reduce(st, stream, op);
+    case RAYO_CLASS_ROWS:
+    case RAYO_CLASS_NORM:
+        return launch_rows(st, stream, op);
+    case RAYO_CLASS_MATMUL:
+        return launch_matmul(st, stream, op);
+    case RAYO_CLASS_GEMV:
+        return launch_gemv(st, stream, op);
+    case RAYO_CLASS_TRANSPOSE:
+        return launch_transpose(st, stream, op);
+    case RAYO_CLASS_BIAS_ACT:
+        return launch_bias_act(st, stream, op);
+    }
+    return RAYO_E_UNSUPPORTED;
+}

@@ -1,0 +1,487 @@
+/* cuda-plugin.c - descriptor, probe, init/fini, and the PTX modules of the
+ * cuda backend: JIT compilation for the device (cuLinkAddData, then
+ * cuModuleLoadDataEx), module and function handles cached in the state, and
+ * an on-disk cache of the JIT output keyed by the PTX's hash, the driver
+ * version and the device's compute capability. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "cuda-internal.h"
+#include "cuda-ptx.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "0"
+#endif
+
+/* The kernels the plugin picks when the config does not name one: the
+ * fastest measured on the H100 (doc/benchmarks-cuda.md). */
+#define DEFAULT_SGEMM "sgemm_nn_k8_async"
+#define DEFAULT_SGEMM_K8 "sgemm_nn_k8_async"
+#define DEFAULT_TF32 "tf32_128x128_w2x4"
+
+static const char *const module_names[MOD_COUNT] = {"elementwise", "reduce", "rows",
+                                                    "matrix", "sgemm", "tf32"};
+
+/* ---- probe ---------------------------------------------------------------- */
+static int device_attr(const cuda_driver *drv, CUdevice dev, CUdevice_attribute a)
+{
+    int v = 0;
+    if (drv->cuDeviceGetAttribute(&v, a, dev) != CUDA_SUCCESS)
+        return 0;
+    return v;
+}
+
+/* Devices of compute capability 8.0 or newer, in driver order.  ordinals[i]
+ * is the CUdevice ordinal of the i-th usable device. */
+static uint32_t usable_devices(const cuda_driver *drv, rayo_probe_result *res, int *ordinals, char *why,
+                               size_t why_len)
+{
+    int count = 0;
+    CUresult r = drv->cuDeviceGetCount(&count);
+    if (r != CUDA_SUCCESS || count <= 0) {
+        snprintf(why, why_len, "no CUDA device (cuDeviceGetCount: %d devices)", r == CUDA_SUCCESS ? count : 0);
+        return 0;
+    }
+    uint32_t used = 0;
+    for (int i = 0; i < count && used < RAYO_MAX_DEVICES; i++) {
+        CUdevice dev;
+        char name[128] = "";
+        if (drv->cuDeviceGet(&dev, i) != CUDA_SUCCESS)
+            continue;
+        drv->cuDeviceGetName(name, (int)sizeof name - 1, dev);
+        int major = device_attr(drv, dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+        int minor = device_attr(drv, dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+        if (major < 8) {
+            snprintf(why, why_len, "%s has compute capability %d.%d; the cuda backend needs 8.0 or newer",
+                     name, major, minor);
+            continue;
+        }
+        if (res) {
+            rayo_device_desc *d = &res->devices[used];
+            snprintf(d->name, sizeof d->name, "%s (sm_%d%d)", name, major, minor);
+            d->type = RAYO_DEVICE_GPU;
+            d->flags = 0;
+            size_t bytes = 0;
+            d->memory_bytes = drv->cuDeviceTotalMem(&bytes, dev) == CUDA_SUCCESS ? bytes : 0;
+        }
+        if (ordinals)
+            ordinals[used] = i;
+        used++;
+    }
+    return used;
+}
+
+static rayo_status cuda_probe(const rayo_host *host, rayo_probe_result *res)
+{
+    (void)host;
+    res->device_count = 0;
+    const cuda_driver *drv = cuda_driver_get(res->reason, sizeof res->reason);
+    if (!drv)
+        return RAYO_OK;
+    res->device_count = usable_devices(drv, res, NULL, res->reason, sizeof res->reason);
+    if (res->device_count)
+        snprintf(res->reason, sizeof res->reason, "CUDA driver %d.%d", drv->version / 1000,
+                 drv->version % 1000 / 10);
+    return RAYO_OK;
+}
+
+/* ---- state ---------------------------------------------------------------- */
+rayo_status cuda_fail(cuda_state *st, CUresult r, const char *what)
+{
+    int lost = 0;
+    rayo_status s = cuda_map_error(r, &lost);
+    char text[192];
+    cuda_error_text(st->drv, r, text, sizeof text);
+    if (lost) {
+        atomic_store(&st->lost, 1);
+        st->host->set_error(st->host, "cuda: %s: %s; the device is lost for this context", what, text);
+    } else {
+        st->host->set_error(st->host, "cuda: %s: %s", what, text);
+    }
+    return s;
+}
+
+rayo_status cuda_enter(cuda_state *st)
+{
+    if (atomic_load(&st->lost)) {
+        st->host->set_error(st->host, "cuda: the device was lost earlier in this context");
+        return RAYO_E_DEVICE_LOST;
+    }
+    CUresult r = st->drv->cuCtxSetCurrent(st->ctx);
+    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "cuCtxSetCurrent");
+}
+
+static int config_yes(const rayo_host *host, const char *key, int dflt)
+{
+    const char *v = host->config ? host->config(host, key) : NULL;
+    if (!v || !*v)
+        return dflt;
+    if (!strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcasecmp(v, "on") || !strcmp(v, "1"))
+        return 1;
+    if (!strcasecmp(v, "no") || !strcasecmp(v, "false") || !strcasecmp(v, "off") || !strcmp(v, "0"))
+        return 0;
+    host->log(host, RAYO_LOG_WARN, "[backend.cuda] %s = %s: expected yes or no; using %s", key, v,
+              dflt ? "yes" : "no");
+    return dflt;
+}
+
+static void config_kernel(const rayo_host *host, const char *key, const char *prefix, const char *dflt,
+                          char *out, size_t len)
+{
+    const char *v = host->config ? host->config(host, key) : NULL;
+    if (v && *v && strcmp(v, "auto") != 0) {
+        if (strncmp(v, prefix, strlen(prefix)) == 0 && strlen(v) < len) {
+            snprintf(out, len, "%s", v);
+            return;
+        }
+        host->log(host, RAYO_LOG_WARN, "[backend.cuda] %s = %s: not a %s* kernel; using %s", key, v, prefix, dflt);
+    }
+    snprintf(out, len, "%s", dflt);
+}
+
+static void read_config(cuda_state *st)
+{
+    const rayo_host *host = st->host;
+    const char *prec = host->config ? host->config(host, "precision") : NULL;
+    st->allow_tf32 = 0;
+    if (prec && !strcasecmp(prec, "tf32"))
+        st->allow_tf32 = 1;
+    else if (prec && *prec && strcasecmp(prec, "fp32") != 0)
+        host->log(host, RAYO_LOG_WARN, "[backend.cuda] precision = %s: expected fp32 or tf32; using fp32", prec);
+    st->jit_cache = config_yes(host, "jit_cache", 1);
+    /* sgemm_kernel: the kernel for A, B not transposed; a _k16 one needs
+     * K % 16 == 0 and leaves other shapes to sgemm_fallback (a _k8 one) */
+    config_kernel(host, "sgemm_kernel", "sgemm_nn_", DEFAULT_SGEMM, st->sgemm_kernel, sizeof st->sgemm_kernel);
+    snprintf(st->sgemm_fallback, sizeof st->sgemm_fallback, "%s",
+             strstr(st->sgemm_kernel, "_k16") ? DEFAULT_SGEMM_K8 : st->sgemm_kernel);
+    config_kernel(host, "tf32_kernel", "tf32_", DEFAULT_TF32, st->tf32_kernel, sizeof st->tf32_kernel);
+    const char *lanes = host->config ? host->config(host, "host_streams") : NULL;
+    st->lane_limit = 4;
+    if (lanes && *lanes) {
+        int v = atoi(lanes);
+        if (v >= 1 && v <= CUDA_MAX_LANES)
+            st->lane_limit = v;
+        else
+            host->log(host, RAYO_LOG_WARN, "[backend.cuda] host_streams = %s: expected 1..%d", lanes, CUDA_MAX_LANES);
+    }
+    st->cache_dir[0] = '\0';
+    if (st->jit_cache && host->struct_size > offsetof(rayo_host, cache_dir) && host->cache_dir) {
+        const char *dir = host->cache_dir(host);
+        if (dir && strlen(dir) < sizeof st->cache_dir)
+            snprintf(st->cache_dir, sizeof st->cache_dir, "%s", dir);
+    }
+}
+
+static void cuda_fini(void *state);
+
+static rayo_status cuda_init(const rayo_host *host, uint32_t device, void **state)
+{
+    char why[256];
+    const cuda_driver *drv = cuda_driver_get(why, sizeof why);
+    if (!drv) {
+        host->set_error(host, "%s", why);
+        return RAYO_E_NOT_FOUND;
+    }
+    int ordinals[RAYO_MAX_DEVICES];
+    uint32_t count = usable_devices(drv, NULL, ordinals, why, sizeof why);
+    if (device >= count) {
+        host->set_error(host, "cuda: no usable device %u", device);
+        return RAYO_E_NOT_FOUND;
+    }
+    cuda_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return RAYO_E_NOMEM;
+    st->host = host;
+    st->drv = drv;
+    pthread_mutex_init(&st->lock, NULL);
+    pthread_cond_init(&st->lane_free, NULL);
+    CUresult r = drv->cuDeviceGet(&st->device, ordinals[device]);
+    if (r == CUDA_SUCCESS)
+        r = drv->cuDevicePrimaryCtxRetain(&st->ctx, st->device);
+    if (r != CUDA_SUCCESS) {
+        rayo_status s = cuda_fail(st, r, "cannot open the device's context");
+        st->ctx = NULL;
+        cuda_fini(st);
+        return s;
+    }
+    st->cc_major = device_attr(drv, st->device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    st->cc_minor = device_attr(drv, st->device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    st->sm_count = device_attr(drv, st->device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    if (st->sm_count <= 0)
+        st->sm_count = 1;
+    st->max_smem_optin = device_attr(drv, st->device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    /* sm_90 PTX (ISA 7.8) needs a CUDA 12.0 driver; sm_80 PTX runs on every device we accept */
+    st->ptx_target = (st->cc_major >= 9 && drv->version >= 12000) ? 90 : 80;
+    read_config(st);
+    host->log(host, RAYO_LOG_INFO, "cuda: sm_%d%d, %d SMs, driver %d, PTX target sm_%d, %s, JIT cache %s",
+              st->cc_major, st->cc_minor, st->sm_count, drv->version, st->ptx_target,
+              st->allow_tf32 ? "tf32 allowed" : "fp32", st->cache_dir[0] ? st->cache_dir : "off");
+    *state = st;
+    return RAYO_OK;
+}
+
+static void cuda_fini(void *state)
+{
+    cuda_state *st = state;
+    if (!st)
+        return;
+    if (st->ctx) {
+        st->drv->cuCtxSetCurrent(st->ctx);
+        cuda_lanes_destroy(st);
+        for (int i = 0; i < MOD_COUNT; i++)
+            if (st->modules[i].state == 1)
+                st->drv->cuModuleUnload(st->modules[i].handle);
+        st->drv->cuCtxSetCurrent(NULL);
+        st->drv->cuDevicePrimaryCtxRelease(st->device);
+    }
+    pthread_cond_destroy(&st->lane_free);
+    pthread_mutex_destroy(&st->lock);
+    free(st);
+}
+
+/* ---- PTX modules and the JIT cache --------------------------------------- */
+static uint64_t fnv1a64(const char *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static const rayo_ptx_module *find_ptx(const char *name, int sm)
+{
+    for (unsigned i = 0; i < rayo_cuda_ptx_module_count; i++)
+        if (rayo_cuda_ptx_modules[i].sm == sm && strcmp(rayo_cuda_ptx_modules[i].name, name) == 0)
+            return &rayo_cuda_ptx_modules[i];
+    return NULL;
+}
+
+/* cache file: <dir>/<module>-<ptx hash>-sm<target>-cc<XY>-drv<version>.cubin */
+static int cache_path(const cuda_state *st, const rayo_ptx_module *pm, char *out, size_t len)
+{
+    if (!st->cache_dir[0])
+        return -1;
+    int w = snprintf(out, len, "%s/%s-%016llx-sm%d-cc%d%d-drv%d.cubin", st->cache_dir, pm->name,
+                     (unsigned long long)fnv1a64(pm->ptx, pm->size), pm->sm, st->cc_major, st->cc_minor,
+                     st->drv->version);
+    return (w < 0 || (size_t)w >= len) ? -1 : 0;
+}
+
+#define CUBIN_MAX (64u << 20)
+
+static void *read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    void *data = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long n = ftell(f);
+        if (n > 0 && (unsigned long)n < CUBIN_MAX && fseek(f, 0, SEEK_SET) == 0) {
+            data = malloc((size_t)n);
+            if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
+                free(data);
+                data = NULL;
+            }
+            *size = (size_t)n;
+        }
+    }
+    fclose(f);
+    return data;
+}
+
+/* Written to a temporary name and renamed: readers never see half a file. */
+static void write_file_atomic(const cuda_state *st, const char *path, const void *data, size_t size)
+{
+    char tmp[1300];
+    int w = snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    if (w < 0 || (size_t)w >= sizeof tmp)
+        return;
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return;
+    int ok = fwrite(data, 1, size, f) == size;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        st->host->log(st->host, RAYO_LOG_DEBUG, "cuda: cannot write the JIT cache %s: %s", path, strerror(errno));
+        remove(tmp);
+    }
+}
+
+static CUresult load_image(cuda_state *st, const void *image, CUmodule *mod, char *log, size_t log_len)
+{
+    CUjit_option opt[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *val[2] = {log, (void *)(uintptr_t)log_len};
+    log[0] = '\0';
+    return st->drv->cuModuleLoadDataEx(mod, image, 2, opt, val);
+}
+
+/* PTX -> cubin for this device; the driver's error log lands in log. */
+static CUresult jit_compile(cuda_state *st, const rayo_ptx_module *pm, void **cubin, size_t *size, char *log,
+                            size_t log_len)
+{
+    const cuda_driver *drv = st->drv;
+    CUjit_option opt[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *val[2] = {log, (void *)(uintptr_t)log_len};
+    CUlinkState link;
+    log[0] = '\0';
+    CUresult r = drv->cuLinkCreate(2, opt, val, &link);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = drv->cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)pm->ptx, pm->size + 1, pm->name, 0, NULL, NULL);
+    void *out = NULL;
+    size_t out_size = 0;
+    if (r == CUDA_SUCCESS)
+        r = drv->cuLinkComplete(link, &out, &out_size);
+    if (r == CUDA_SUCCESS) {
+        *cubin = malloc(out_size);
+        if (*cubin) {
+            memcpy(*cubin, out, out_size);
+            *size = out_size;
+        } else {
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    drv->cuLinkDestroy(link);
+    return r;
+}
+
+/* Loads module `id` (lock held). */
+static rayo_status module_load(cuda_state *st, int id)
+{
+    cuda_module *m = &st->modules[id];
+    if (m->state == 1)
+        return RAYO_OK;
+    if (m->state == -1) {
+        st->host->set_error(st->host, "%s", m->error);
+        return RAYO_E_BACKEND;
+    }
+    const rayo_ptx_module *pm = find_ptx(module_names[id], st->ptx_target);
+    if (!pm) {
+        st->host->set_error(st->host, "cuda: no PTX module %s for sm_%d", module_names[id], st->ptx_target);
+        return RAYO_E_BACKEND;
+    }
+    char path[1200], log[8192];
+    size_t size = 0;
+    void *cubin = NULL;
+    if (cache_path(st, pm, path, sizeof path) == 0 && (cubin = read_file(path, &size)) != NULL) {
+        CUresult r = load_image(st, cubin, &m->handle, log, sizeof log);
+        free(cubin);
+        cubin = NULL;
+        if (r == CUDA_SUCCESS) {
+            m->state = 1;
+            return RAYO_OK;
+        }
+        st->host->log(st->host, RAYO_LOG_INFO, "cuda: discarding the JIT cache %s (it does not load)", path);
+        remove(path);
+    }
+    CUresult r = jit_compile(st, pm, &cubin, &size, log, sizeof log);
+    if (r == CUDA_SUCCESS) {
+        r = load_image(st, cubin, &m->handle, log, sizeof log);
+        if (r == CUDA_SUCCESS && cache_path(st, pm, path, sizeof path) == 0)
+            write_file_atomic(st, path, cubin, size);
+    }
+    free(cubin);
+    if (r == CUDA_SUCCESS) {
+        m->state = 1;
+        return RAYO_OK;
+    }
+    char text[192];
+    cuda_error_text(st->drv, r, text, sizeof text);
+    snprintf(m->error, sizeof m->error, "cuda: JIT of PTX module '%s' for sm_%d (device sm_%d%d) failed: %s%s%s",
+             pm->name, pm->sm, st->cc_major, st->cc_minor, text, log[0] ? ": " : "", log);
+    int lost = 0;
+    rayo_status s = cuda_map_error(r, &lost);
+    if (lost) {
+        atomic_store(&st->lost, 1);
+    } else if (r != CUDA_ERROR_OUT_OF_MEMORY) {
+        m->state = -1; /* a PTX the driver rejects stays rejected: do not retry on every call */
+        s = RAYO_E_BACKEND;
+    }
+    st->host->set_error(st->host, "%s", m->error);
+    return s;
+}
+
+static size_t name_hash(const char *s)
+{
+    return (size_t)fnv1a64(s, strlen(s));
+}
+
+rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction *fn)
+{
+    size_t h = name_hash(name) % CUDA_FUNC_SLOTS;
+    pthread_mutex_lock(&st->lock);
+    for (size_t probe = 0; probe < CUDA_FUNC_SLOTS; probe++) {
+        cuda_func_slot *s = &st->funcs[(h + probe) % CUDA_FUNC_SLOTS];
+        if (s->name && strcmp(s->name, name) == 0) {
+            *fn = s->fn;
+            pthread_mutex_unlock(&st->lock);
+            return RAYO_OK;
+        }
+        if (!s->name) {
+            rayo_status rs = module_load(st, mod);
+            if (rs != RAYO_OK) {
+                pthread_mutex_unlock(&st->lock);
+                return rs;
+            }
+            CUresult r = st->drv->cuModuleGetFunction(fn, st->modules[mod].handle, name);
+            if (r == CUDA_SUCCESS && strncmp(name, "tf32", 4) == 0) {
+                /* the TF32 kernels use more than 48 KiB of dynamic shared memory */
+                for (unsigned i = 0; i < rayo_cuda_tf32_config_count; i++)
+                    if (strcmp(rayo_cuda_tf32_configs[i].name, name) == 0)
+                        r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                        rayo_cuda_tf32_configs[i].smem_bytes);
+            }
+            if (r != CUDA_SUCCESS) {
+                pthread_mutex_unlock(&st->lock);
+                char what[96];
+                snprintf(what, sizeof what, "kernel %s", name);
+                return cuda_fail(st, r, what);
+            }
+            snprintf(s->name_buf, sizeof s->name_buf, "%s", name);
+            s->name = s->name_buf;
+            s->fn = *fn;
+            pthread_mutex_unlock(&st->lock);
+            return RAYO_OK;
+        }
+    }
+    pthread_mutex_unlock(&st->lock);
+    st->host->set_error(st->host, "cuda: kernel table full");
+    return RAYO_E_BACKEND;
+}
+
+/* ---- the descriptor ------------------------------------------------------- */
+/* Every op of the list: cuda_host_call answers RAYO_E_UNSUPPORTED for an op
+ * added to the list later that this plugin does not know. */
+#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) {RAYO_OP_##ENUM, cuda_host_call},
+static const rayo_op_entry cuda_ops[] = {
+#include "rayo-ops.h"
+};
+#undef RAYO_OP
+
+RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
+    .magic = RAYO_PLUGIN_MAGIC,
+    .abi_major = RAYO_PLUGIN_ABI_MAJOR,
+    .abi_minor = RAYO_PLUGIN_ABI_MINOR,
+    .struct_size = sizeof(rayo_plugin_descriptor),
+    .arch = RAYO_ARCH_ANY,
+    .name = "cuda",
+    .version = PACKAGE_VERSION,
+    .cpu_features = 0,
+    .rank = 40,
+    .probe = cuda_probe,
+    .init = cuda_init,
+    .fini = cuda_fini,
+    .ops = cuda_ops,
+    .op_count = sizeof cuda_ops / sizeof cuda_ops[0],
+    .memory = &cuda_memory_api,
+};

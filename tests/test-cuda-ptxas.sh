@@ -1,0 +1,51 @@
+#!/bin/sh
+# test-cuda-ptxas.sh - assembles every PTX module the generator emits with
+# ptxas: the sm_80 modules for sm_80 and sm_90, the sm_90 modules for sm_90.
+# PTXAS and GEN_PTX come from the build (the wrapper tests/test-cuda-ptxas);
+# without ptxas the test is skipped.  ptxas reports the file and line of any
+# error; its resource report (registers, spills) is kept in the log.
+gen=${GEN_PTX:-ptx/gen-ptx}
+ptxas=${PTXAS:-}
+if [ -z "$ptxas" ]; then
+    ptxas=$(command -v ptxas 2>/dev/null || true)
+fi
+if [ -z "$ptxas" ] || [ ! -x "$ptxas" ]; then
+    echo "SKIP: ptxas not found (configure --with-cuda=DIR, or put ptxas on PATH)"
+    exit 77
+fi
+if [ ! -x "$gen" ]; then
+    echo "ERROR: the PTX generator $gen was not built" >&2
+    exit 99
+fi
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+"$gen" --ptx-dir "$tmp" || { echo "FAIL: gen-ptx --ptx-dir" >&2; exit 1; }
+
+count=0
+fail=0
+for f in "$tmp"/*.ptx; do
+    case $f in
+    *-sm80.ptx) archs="sm_80 sm_90" ;;
+    *-sm90.ptx) archs="sm_90" ;;
+    *) echo "FAIL: unexpected file $f"; fail=1; continue ;;
+    esac
+    for arch in $archs; do
+        count=$((count + 1))
+        if "$ptxas" -arch="$arch" -v "$f" -o "$tmp/out.cubin" >"$tmp/log" 2>&1; then
+            spills=$(grep -c "[1-9][0-9]* bytes spill" "$tmp/log")
+            echo "ok: $(basename "$f") -arch=$arch ($spills kernels with spills)"
+        else
+            echo "FAIL: ptxas -arch=$arch $(basename "$f"):"
+            cat "$tmp/log"
+            fail=1
+        fi
+    done
+done
+# One kernel of each kind must exist in the output (a generator that emits
+# nothing would otherwise pass).
+for k in ew_add_v4 ew_gelu_s1 red_argmax_final row_layernorm sgemm_general sgemm_nn_k8 tf32_128x128_w2x4 gemv_t_part; do
+    grep -q "\.entry $k(" "$tmp"/*-sm80.ptx || { echo "FAIL: kernel $k missing"; fail=1; }
+done
+echo "$count assemblies"
+[ "$count" -ge 18 ] || { echo "FAIL: expected at least 18 assemblies"; fail=1; }
+exit $fail
