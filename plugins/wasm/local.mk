@@ -1,1 +1,46 @@
-# plugins/wasm: not written yet (see issues)
+# plugins/wasm: the WebAssembly SIMD128 backend, and `make wasm`, which
+# builds the WebAssembly variant of rayo from this same source tree with
+# Emscripten (emcc on PATH, or EMCC=...): the core as a main module, the
+# scalar and wasm backends as side modules, rayo-info and rayo-conform for
+# node, the JS API (wasm/rayo.mjs) and the example page (examples/web).
+# libtool cannot build side modules, so the rules are in wasm/wasm.mk (GNU
+# make); the source lists below and in the other local.mk files are the
+# only lists, shared by both variants.
+WASM_PLUGIN_FILES = \
+	plugins/wasm/wasm.h plugins/wasm/vmath.h plugins/wasm/wasm.c \
+	plugins/wasm/elementwise.c plugins/wasm/reduce.c plugins/wasm/rows.c \
+	plugins/wasm/matmul.c plugins/wasm/gemv.c plugins/wasm/transpose.c
+WASM_GLUE_FILES = wasm/rayo-js.h wasm/rayo-js.c
+WASM_WEB_FILES = examples/web/index.html examples/web/app.mjs examples/web/bench.mjs \
+	examples/web/style.css
+
+EMCC = emcc
+NODE = node
+WASM_OUT = wasm-build
+
+# Builds the WebAssembly variant into $(WASM_OUT)/ (see wasm/wasm.mk).
+wasm:
+	@if ! command -v $(EMCC) >/dev/null 2>&1; then \
+	  echo "make wasm: $(EMCC) not found: install emscripten (Debian: apt-get install emscripten) or pass EMCC=/path/to/emcc" >&2; \
+	  exit 1; fi
+	$(MAKE) -f $(abs_top_srcdir)/wasm/wasm.mk \
+	  srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' \
+	  out='$(abs_top_builddir)/$(WASM_OUT)' EMCC='$(EMCC)' NODE='$(NODE)' \
+	  WARN_CFLAGS='$(WARN_CFLAGS)' RAYO_ABI_MAJOR='$(RAYO_ABI_MAJOR)' \
+	  CORE_SOURCES='$(core_librayo_la_SOURCES)' \
+	  INFO_SOURCES='$(core_rayo_info_SOURCES)' \
+	  CONFORM_SOURCES='$(core_libconform_la_SOURCES) $(core_rayo_conform_SOURCES)' \
+	  SCALAR_SOURCES='$(plugins_scalar_rayo_scalar_la_SOURCES)' \
+	  WASM_SOURCES='$(WASM_PLUGIN_FILES)' \
+	  JS_GLUE_SOURCES='$(WASM_GLUE_FILES)' \
+	  WEB_FILES='$(WASM_WEB_FILES)'
+
+clean-wasm:
+	rm -rf $(WASM_OUT)
+
+clean-local: clean-wasm
+.PHONY: wasm clean-wasm
+
+EXTRA_DIST += $(WASM_PLUGIN_FILES) plugins/wasm/fit-coefficients.py \
+	$(WASM_GLUE_FILES) wasm/wasm.mk wasm/node-env.js wasm/side-imports.mjs \
+	wasm/rayo.mjs $(WASM_WEB_FILES) core/ini-min.c core/ini-min.h

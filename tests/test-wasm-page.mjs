@@ -1,0 +1,124 @@
+// test-wasm-page.mjs - the example page (examples/web) in headless Chromium.
+//
+//   node tests/test-wasm-page.mjs WEB_DIR SCREENSHOT.png
+// Env: PLAYWRIGHT_CORE_DIR (folder with node_modules/playwright-core),
+//      CHROMIUM (default /usr/bin/chromium).
+//
+// Serves WEB_DIR (a `make wasm` build's web/ folder) on 127.0.0.1, opens the
+// page in Chromium driven by playwright-core, and checks:
+//   1. as the browser is: SIMD128 detected, scalar and wasm loaded, wasm the
+//      backend chosen for every op, a benchmark row with a speed-up for each
+//      op of bench.mjs, no error; saves a screenshot;
+//   2. with WebAssembly.validate made to refuse SIMD code (an engine without
+//      SIMD128, as the core's probe sees it): wasm refused with a reason that
+//      names simd128, scalar chosen for every op.
+// Exit 0 when all holds, 1 otherwise (77: skipped, see test-wasm-page.sh).
+import { createServer } from 'node:http';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { extname, join, normalize, resolve } from 'node:path';
+
+const [webDir, screenshot] = process.argv.slice(2);
+if (!webDir || !screenshot) {
+  console.error('usage: node test-wasm-page.mjs WEB_DIR SCREENSHOT.png');
+  process.exit(2);
+}
+const require = createRequire(join(resolve(process.env.PLAYWRIGHT_CORE_DIR || '.'), 'package.json'));
+const { chromium } = require('playwright-core');
+
+const TYPES = { '.html': 'text/html', '.mjs': 'text/javascript', '.js': 'text/javascript',
+  '.css': 'text/css', '.wasm': 'application/wasm', '.so': 'application/octet-stream' };
+
+function serve(root) {
+  const server = createServer(async (req, res) => {
+    const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
+    const file = join(root, path.endsWith('/') ? `${path}index.html` : path);
+    if (!file.startsWith(resolve(root))) {
+      res.writeHead(403).end();
+      return;
+    }
+    try {
+      const body = await readFile(file);
+      res.writeHead(200, { 'Content-Type': TYPES[extname(file)] || 'application/octet-stream' });
+      res.end(body);
+    } catch {
+      res.writeHead(404).end('not found');
+    }
+  });
+  return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server)));
+}
+
+let failures = 0;
+function check(ok, what) {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
+  if (!ok) failures++;
+}
+
+// An engine without SIMD128, as far as validate() tells: modules with the
+// SIMD prefix byte 0xfd right after a v128.const-style opcode are refused.
+const NO_SIMD_SCRIPT = `{
+  const validate = WebAssembly.validate;
+  WebAssembly.validate = (bytes) => {
+    const b = new Uint8Array(bytes.buffer ? bytes.buffer : bytes);
+    for (let i = 0; i + 1 < b.length; i++) if (b[i] === 0xfd && b[i + 1] === 0x0c) return false;
+    return validate(bytes);
+  };
+}`;
+
+async function openPage(browser, url, { noSimd = false } = {}) {
+  const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  if (noSimd) await page.addInitScript(NO_SIMD_SCRIPT);
+  await page.goto(url);
+  return { page, errors };
+}
+
+const server = await serve(resolve(webDir));
+const base = `http://127.0.0.1:${server.address().port}/`;
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+try {
+  // 1. the browser as it is
+  const { page, errors } = await openPage(browser, base);
+  await page.waitForSelector('body[data-state="done"], body[data-state="error"]', { timeout: 180000 });
+  const state = await page.getAttribute('body', 'data-state');
+  check(state === 'done', `page finished (state ${state}${state === 'error' ? ': ' + await page.textContent('#status') : ''})`);
+  check(await page.getAttribute('body', 'data-simd128') === 'true', 'engine validates SIMD128');
+  const status = async (name) => page.textContent(`#backends tr[data-backend="${name}"] td:nth-child(2)`).catch(() => null);
+  check((await status('scalar') || '').startsWith('loaded'), 'scalar backend loaded');
+  check((await status('wasm') || '').startsWith('loaded'), 'wasm backend loaded');
+  const chosen = await page.getAttribute('body', 'data-chosen');
+  check(chosen === 'wasm', `wasm (SIMD128) chosen for every op (chosen: ${chosen})`);
+  const rows = await page.$$eval('#bench tbody tr', (trs) => trs.map((tr) => ({
+    op: tr.dataset.op, ratio: Number(tr.dataset.ratio), cells: [...tr.cells].map((c) => c.textContent) })));
+  for (const op of ['add', 'dot', 'exp', 'gelu', 'softmax', 'matmul']) {
+    const row = rows.find((r) => r.op === op);
+    check(row && row.ratio > 0, `benchmark row for ${op}${row ? ': ' + row.cells.join(' | ') : ''}`);
+  }
+  check(errors.length === 0, `no errors in the console${errors.length ? ': ' + errors.join('; ') : ''}`);
+  await page.screenshot({ path: screenshot, fullPage: true });
+  console.log(`screenshot: ${screenshot}`);
+  await page.close();
+
+  // 2. an engine without SIMD128: scalar runs, the reason is shown
+  const noSimd = await openPage(browser, `${base}?bench=0`, { noSimd: true });
+  await noSimd.page.waitForSelector('body[data-state="ready"], body[data-state="done"], body[data-state="error"]', { timeout: 60000 });
+  check(await noSimd.page.getAttribute('body', 'data-simd128') === 'false', 'without SIMD128: the page says so');
+  const wasmRow = await noSimd.page.textContent('#backends tr[data-backend="wasm"]').catch(() => '');
+  check(/rejected|unavailable/.test(wasmRow) && /simd128/i.test(wasmRow),
+    `without SIMD128: wasm refused with its reason (${wasmRow.replace(/\s+/g, ' ').trim()})`);
+  const chosenNoSimd = await noSimd.page.getAttribute('body', 'data-chosen');
+  check(chosenNoSimd === 'scalar', `without SIMD128: scalar chosen (chosen: ${chosenNoSimd})`);
+  await noSimd.page.close();
+} finally {
+  await browser.close();
+  server.close();
+}
+console.log(failures ? `${failures} check(s) failed` : 'all checks passed');
+process.exit(failures ? 1 : 0);

@@ -1,0 +1,363 @@
+// rayo.mjs - the JavaScript API of rayo's WebAssembly build (an ES module
+// for browsers, workers and node).
+//
+//   import { loadRayo, Settings } from './rayo/rayo.mjs';
+//   const rayo = await loadRayo();                 // the core + the backend side modules
+//   const ctx = rayo.open();                       // or rayo.open(settings)
+//   console.table(ctx.backends());                 // name, status, reason, device, rank...
+//   const y = ctx.add(a, b);                       // Float32Array in, Float32Array out
+//   const s = ctx.dot(a, b);                       // reductions return numbers
+//   ctx.close();
+//
+// Settings are rayo.conf's (order, allow/deny, thresholds...) with no config
+// file: build them with Settings#set (or pass INI text, or a plain object
+// {section: {key: value}}) and give them to open().  Heap arrays
+// (ctx.array) let benchmarks run ops without copying operands each call.
+//
+// The core (rayo-core.mjs/.wasm) is a main module built without SIMD; the
+// backends are side modules in plugins/: the core's probe asks the engine
+// whether it validates SIMD128 code and loads rayo-wasm.so only then;
+// rayo-scalar.so runs everywhere.
+
+import createRayoCore from './rayo-core.mjs';
+
+/** The side modules loaded by default, from `${base}plugins/`. */
+export const DEFAULT_PLUGINS = ['rayo-scalar.so', 'rayo-wasm.so'];
+
+/** Where the core looks for plugins in its in-memory file system. */
+const PLUGIN_DIR = '/plugins';
+
+const isNode = typeof process === 'object' && !!(process.versions && process.versions.node);
+
+/** Whether this engine validates a module using a SIMD128 instruction (the
+ *  same check the core makes). */
+export function engineHasSimd128() {
+  const module = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 3, 2, 1, 0, 10, 23,
+    1, 21, 0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 26, 11]);
+  try {
+    return WebAssembly.validate(module);
+  } catch (e) {
+    return false;
+  }
+}
+
+async function readBytes(url) {
+  if (isNode && url.protocol === 'file:') {
+    const { readFile } = await import('node:fs/promises');
+    return new Uint8Array(await readFile(url));
+  }
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return new Uint8Array(await response.arrayBuffer());
+}
+
+/** The settings of a context: rayo.conf sections and keys, as a setter. */
+export class Settings {
+  constructor(init) {
+    this.values = new Map(); // "section\0key" -> value
+    if (typeof init === 'string') this.parse(init);
+    else if (init instanceof Settings) init.values.forEach((v, k) => this.values.set(k, v));
+    else if (init) {
+      for (const [section, keys] of Object.entries(init))
+        for (const [key, value] of Object.entries(keys)) this.set(section, key, value);
+    }
+  }
+
+  /** set('dispatch', 'order', 'wasm, scalar'); arrays are joined with commas;
+   *  null or undefined removes the key. */
+  set(section, key, value) {
+    const name = `${section}\0${key}`;
+    if (value === null || value === undefined) this.values.delete(name);
+    else this.values.set(name, Array.isArray(value) ? value.join(', ') : String(value));
+    return this;
+  }
+
+  get(section, key) {
+    return this.values.get(`${section}\0${key}`);
+  }
+
+  parse(ini) {
+    let section = '';
+    for (const raw of ini.split('\n')) {
+      const line = raw.trim();
+      if (!line || line[0] === '#' || line[0] === ';') continue;
+      const header = /^\[(.+)\]$/.exec(line);
+      if (header) section = header[1].trim();
+      else if (line.includes('=')) {
+        const at = line.indexOf('=');
+        this.set(section, line.slice(0, at).trim(), line.slice(at + 1).trim());
+      }
+    }
+    return this;
+  }
+
+  /** The INI text given to the core (rayo_options.settings). */
+  toString() {
+    const bySection = new Map();
+    for (const [name, value] of this.values) {
+      const [section, key] = name.split('\0');
+      if (/[\n\r]/.test(value)) throw new Error(`setting ${section}.${key}: a value is one line`);
+      if (!bySection.has(section)) bySection.set(section, []);
+      bySection.get(section).push(`${key} = ${value}`);
+    }
+    return [...bySection].map(([s, lines]) => `[${s}]\n${lines.join('\n')}\n`).join('');
+  }
+}
+
+/** A Float32Array in the core's heap: operands of run() without copies. */
+class HeapArray {
+  constructor(core, length) {
+    this.core = core;
+    this.length = length;
+    // at least one float: an empty operand is still a valid pointer
+    this.ptr = core._malloc(Math.max(length, 1) * 4);
+    if (!this.ptr) throw new Error(`rayo: cannot allocate ${length} floats`);
+  }
+
+  /** A view of the floats (renew it after any call: the heap may grow). */
+  view() {
+    return new Float32Array(this.core.HEAPU8.buffer, this.ptr, this.length);
+  }
+
+  set(values) {
+    this.view().set(values);
+    return this;
+  }
+
+  toArray() {
+    return this.view().slice();
+  }
+
+  free() {
+    if (this.ptr) this.core._free(this.ptr);
+    this.ptr = 0;
+  }
+}
+
+const ACTIVATIONS = { none: 0, relu: 1, gelu: 2, silu: 3, tanh: 4, sigmoid: 5 };
+
+/** Loads the core and the backend side modules.
+ *  options.base: URL of the folder holding rayo-core.* and plugins/
+ *  (default: this module's folder); options.plugins: file names. */
+export async function loadRayo(options = {}) {
+  const base = new URL(options.base || './', import.meta.url);
+  const plugins = options.plugins || DEFAULT_PLUGINS;
+  const moduleArgs = {
+    print: options.print || ((s) => console.log(s)),
+    printErr: options.printErr || ((s) => console.warn(s)),
+    locateFile: (name) => new URL(name, base).href,
+  };
+  // node: hand over the bytes (the module's own loader would try fetch)
+  if (isNode) moduleArgs.wasmBinary = await readBytes(new URL('rayo-core.wasm', base));
+  const [core, ...pluginBytes] = await Promise.all([
+    createRayoCore(moduleArgs),
+    ...plugins.map((name) => readBytes(new URL(`plugins/${name}`, base))),
+  ]);
+  core.FS.mkdirTree(PLUGIN_DIR);
+  const preload = {};
+  for (let i = 0; i < plugins.length; i++) {
+    const path = `${PLUGIN_DIR}/${plugins[i]}`;
+    core.FS.writeFile(path, pluginBytes[i]);
+    // Compile and instantiate now, asynchronously: browsers refuse to
+    // compile a large module synchronously on the main thread, which the
+    // core's dlopen would do.  dlopen then finds the module loaded.  A
+    // module the engine refuses (no SIMD128) is left to dlopen, which
+    // records the reason.
+    try {
+      await core.loadDynamicLibrary(path, { loadAsync: true, global: false, nodelete: true, fs: core.FS });
+      preload[plugins[i]] = 'compiled';
+    } catch (e) {
+      preload[plugins[i]] = `not compiled: ${e && e.message ? e.message : e}`;
+    }
+  }
+  return new Rayo(core, preload);
+}
+
+class Rayo {
+  constructor(core, preload) {
+    this.core = core;
+    this.preload = preload;
+    this.version = core.UTF8ToString(core._rayo_js_version());
+    this.ops = this.takeJson(core._rayo_js_ops_json());
+    this.opByName = new Map(this.ops.map((op) => [op.name, op]));
+    this.engineSimd128 = engineHasSimd128();
+  }
+
+  takeJson(ptr) {
+    if (!ptr) throw new Error('rayo: out of memory');
+    const text = this.core.UTF8ToString(ptr);
+    this.core._free(ptr);
+    return JSON.parse(text);
+  }
+
+  withString(s, fn) {
+    if (s === null || s === undefined) return fn(0);
+    const size = this.core.lengthBytesUTF8(s) + 1;
+    const ptr = this.core._malloc(size);
+    this.core.stringToUTF8(s, ptr, size);
+    try {
+      return fn(ptr);
+    } finally {
+      this.core._free(ptr);
+    }
+  }
+
+  lastError() {
+    return this.core.UTF8ToString(this.core._rayo_js_last_error());
+  }
+
+  /** Opens a context.  settings: a Settings, INI text or {section: {key: value}}. */
+  open(settings) {
+    const text = settings === undefined ? '' : new Settings(settings).toString();
+    const ctx = this.withString(text, (ptr) => this.core._rayo_js_open(ptr));
+    if (!ctx) throw new Error(`rayo_open: ${this.lastError()}`);
+    return new Context(this, ctx);
+  }
+}
+
+class Context {
+  constructor(rayo, handle) {
+    this.rayo = rayo;
+    this.core = rayo.core;
+    this.handle = handle;
+    for (const op of rayo.ops) {
+      if (!(op.name in this)) this[op.name] = (...args) => this.call(op, args);
+    }
+  }
+
+  close() {
+    if (this.handle) this.core._rayo_js_close(this.handle);
+    this.handle = 0;
+  }
+
+  /** Every plugin found, loaded or not, with the reason when not. */
+  backends() {
+    return this.rayo.takeJson(this.core._rayo_js_backends_json(this.handle));
+  }
+
+  /** {op: backend} for calls of work size `size`. */
+  dispatch(size = 4096) {
+    return this.rayo.takeJson(this.core._rayo_js_dispatch_json(this.handle, size));
+  }
+
+  /** The effective value of a setting, or null. */
+  config(section, key) {
+    return this.rayo.withString(section, (s) => this.rayo.withString(key, (k) => {
+      const ptr = this.core._rayo_js_config_get(this.handle, s, k);
+      return ptr ? this.core.UTF8ToString(ptr) : null;
+    }));
+  }
+
+  /** A Float32Array of `length` floats in the heap (from `values` if given). */
+  array(lengthOrValues) {
+    const values = typeof lengthOrValues === 'number' ? null : lengthOrValues;
+    const a = new HeapArray(this.core, values ? values.length : lengthOrValues);
+    if (values) a.set(values);
+    return a;
+  }
+
+  /** Runs one op on heap arrays: {a, b, c, y} (HeapArray or null), sizes
+   *  {m, n, k}, {alpha, beta, flags}; backend: one backend only (no
+   *  fallback), else the dispatch chain.  Throws on failure. */
+  run(opName, call, backend) {
+    const op = this.rayo.opByName.get(opName);
+    if (!op) throw new Error(`rayo: no op "${opName}"`);
+    const ptr = (x) => (x ? x.ptr : 0);
+    const status = this.rayo.withString(backend || null, (be) => this.core._rayo_js_run(
+      this.handle, be, op.id, call.flags || 0, call.m || 0, call.n || 0, call.k || 0,
+      call.alpha || 0, call.beta || 0, ptr(call.a), ptr(call.b), ptr(call.c), ptr(call.y)));
+    if (status !== 0) {
+      const why = this.core.UTF8ToString(this.core._rayo_js_strerror(status));
+      throw new Error(`rayo ${opName}${backend ? ` on ${backend}` : ''}: ${why}: ${this.rayo.lastError()}`);
+    }
+  }
+
+  /** ctx.NAME(...) for every op: plain arrays in, a new Float32Array (or a
+   *  number for reductions) out.  The last argument may be {backend}. */
+  call(op, args) {
+    let backend;
+    const last = args[args.length - 1];
+    if (last && typeof last === 'object' && !ArrayBuffer.isView(last) && !Array.isArray(last)) {
+      backend = last.backend;
+      args = args.slice(0, -1);
+    }
+    const held = [];
+    const arr = (x) => {
+      if (x === null || x === undefined) return null;
+      const h = this.array(x);
+      held.push(h);
+      return h;
+    };
+    try {
+      const { call, out, result } = buildCall(op, args, arr, (n) => arr(new Float32Array(n)));
+      this.run(op.name, call, backend);
+      if (result === 'float') return out.view()[0];
+      if (result === 'index') return new Uint32Array(this.core.HEAPU8.buffer, out.ptr, 1)[0];
+      return out.toArray();
+    } finally {
+      held.forEach((h) => h.free());
+    }
+  }
+}
+
+/** The rayo_call of an op from the arguments of ctx.NAME(...). */
+function buildCall(op, args, arr, zeros) {
+  const len = (x) => x.length;
+  switch (op.class) {
+  case 'binary': {
+    const [a, b] = args;
+    const y = zeros(len(a));
+    return { call: { a: arr(a), b: arr(b), y, n: len(a) }, out: y };
+  }
+  case 'unary': case 'unary_p': case 'unary_p2': {
+    const [x, alpha = 0, beta = 0] = args;
+    const y = zeros(len(x));
+    return { call: { a: arr(x), y, n: len(x), alpha, beta }, out: y };
+  }
+  case 'axpy': {
+    const [x, y0, alpha] = args;
+    const y = arr(y0);
+    return { call: { a: arr(x), y, n: len(x), alpha }, out: y };
+  }
+  case 'reduce': case 'reduce2': {
+    const [a, b] = args;
+    const y = zeros(1);
+    return { call: { a: arr(a), b: op.class === 'reduce2' ? arr(b) : null, y, n: len(a) }, out: y, result: 'float' };
+  }
+  case 'argreduce': {
+    const [x] = args;
+    const y = zeros(2); // a size_t (4 bytes in wasm32)
+    return { call: { a: arr(x), y, n: len(x) }, out: y, result: 'index' };
+  }
+  case 'rows': case 'transpose': {
+    const [x, rows, cols] = args;
+    const y = zeros(rows * cols);
+    return { call: { a: arr(x), y, m: rows, n: cols }, out: y };
+  }
+  case 'norm': {
+    const [x, gamma, beta, rows, cols, eps = 1e-5] = args;
+    const y = zeros(rows * cols);
+    return { call: { a: arr(x), b: arr(gamma), c: arr(beta), y, m: rows, n: cols, alpha: eps }, out: y };
+  }
+  case 'matmul': {
+    const [A, B, m, n, k, o = {}] = args;
+    const y = o.C ? arr(o.C) : zeros(m * n);
+    const flags = (o.transA ? 1 : 0) | (o.transB ? 2 : 0);
+    return { call: { a: arr(A), b: arr(B), y, m, n, k, alpha: o.alpha ?? 1, beta: o.beta ?? 0, flags }, out: y };
+  }
+  case 'gemv': {
+    const [A, x, m, n, o = {}] = args;
+    const y = o.y ? arr(o.y) : zeros(o.transA ? n : m);
+    return { call: { a: arr(A), b: arr(x), y, m, n, alpha: o.alpha ?? 1, beta: o.beta ?? 0, flags: o.transA ? 1 : 0 }, out: y };
+  }
+  case 'bias_act': {
+    const [x, bias, rows, cols, act = 'none'] = args;
+    const y = zeros(rows * cols);
+    const flags = typeof act === 'number' ? act : ACTIVATIONS[act];
+    if (flags === undefined) throw new Error(`rayo bias_act: unknown activation ${act}`);
+    return { call: { a: arr(x), b: arr(bias), y, m: rows, n: cols, flags }, out: y };
+  }
+  default:
+    throw new Error(`rayo: op ${op.name} has class ${op.class}, which this API does not know`);
+  }
+}

@@ -1,0 +1,25 @@
+// side-imports.mjs - prints, as a JSON list for -sEXPORTED_FUNCTIONS, what
+// the given side modules import from the main module (libc functions and
+// data), so that a MAIN_MODULE=2 link keeps and exports exactly those.
+//   node side-imports.mjs [--add _main,...] rayo-scalar.so rayo-wasm.so > exports.json
+// --add: more names to export (main for a program, malloc/free for the JS API).
+import { readFileSync } from 'node:fs';
+
+const args = process.argv.slice(2);
+const names = new Set();
+const files = [];
+for (let i = 0; i < args.length; i++) {
+  if (args[i] === '--add') args[++i].split(',').forEach((n) => names.add(n));
+  else files.push(args[i]);
+}
+// provided by the linker or the loader, not by the main module's code
+const builtin = new Set(['memory', '__indirect_function_table', '__stack_pointer',
+  '__memory_base', '__table_base']);
+for (const file of files) {
+  const module = new WebAssembly.Module(readFileSync(file));
+  for (const imp of WebAssembly.Module.imports(module)) {
+    const isSymbol = imp.module === 'env' || imp.module === 'GOT.mem' || imp.module === 'GOT.func';
+    if (isSymbol && !builtin.has(imp.name)) names.add('_' + imp.name);
+  }
+}
+console.log(JSON.stringify([...names].sort()));

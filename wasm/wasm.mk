@@ -1,0 +1,140 @@
+# wasm.mk - GNU make rules of the WebAssembly variant of rayo (Emscripten).
+#
+# Not an automake fragment: `make wasm` (plugins/wasm/local.mk) runs this
+# file with the source lists of the automake build, so one tree builds both
+# variants from the same sources.  libtool cannot build wasm side modules;
+# these rules call emcc directly.  Everything lands in $(out):
+#
+#   plugins/rayo-scalar.so  plugins/rayo-wasm.so   side modules (wasm SIMD128 for the second)
+#   rayo-info.js  rayo-conform.js (+ .wasm)          the tools, for node (real file system)
+#   rayo-info  rayo-conform                          shell wrappers: node + RAYO_PLUGIN_PATH
+#   js/    rayo.mjs (the JS API), rayo-core.mjs + rayo-core.wasm (main module), plugins/
+#   web/   the example page (examples/web) with js/ as web/rayo/
+#
+# Variables given by `make wasm`: srcdir top_builddir out EMCC NODE
+# WARN_CFLAGS CORE_SOURCES SCALAR_SOURCES WASM_SOURCES INFO_SOURCES
+# CONFORM_SOURCES JS_GLUE_SOURCES WEB_FILES RAYO_ABI_MAJOR
+
+EMCC ?= emcc
+NODE ?= node
+# Debian's emcc needs its node modules (acorn) at -O1 and above.
+export NODE_PATH := $(if $(NODE_PATH),$(NODE_PATH):,)/usr/share/nodejs
+
+OBJ := $(out)/obj
+CFLAGS_ALL := -std=c11 $(WARN_CFLAGS) -fPIC -MMD -MP -I$(srcdir)/core -I$(top_builddir)
+# The core has no inih (ini-min.c instead), no config files, and no
+# secure_getenv in Emscripten's libc; its plugin directory is /plugins (in
+# the browser, the JS API writes the side modules there).
+CORE_CFLAGS := $(CFLAGS_ALL) -O2 -fvisibility=hidden -DRAYO_BUILDING_CORE -DRAYO_INI_MIN \
+	-Dsecure_getenv=getenv -DRAYO_PLUGINDIR='"/plugins"' -DRAYO_SYSCONFDIR='"/etc/rayo"' \
+	-DRAYO_BUILD_DIR='"$(top_builddir)"' -DRAYO_ABI_MAJOR_STR='"$(RAYO_ABI_MAJOR)"'
+TOOL_CFLAGS := $(CFLAGS_ALL) -O2
+# Plugins: the sources of the native build, as they are.  Only the wasm
+# plugin is compiled with SIMD128; the core and scalar run on any engine.
+PLUGIN_CFLAGS := $(CFLAGS_ALL) -O3 -fvisibility=hidden -DHAVE_CONFIG_H
+SIMD_CFLAGS := -msimd128
+
+# Main modules: dynamic linking (side modules import libc from here), a
+# growing heap (the conformance suite allocates 2^20-element vectors).
+MAIN_LDFLAGS := -O2 -sMAIN_MODULE=2 -sALLOW_MEMORY_GROWTH=1
+# Tools under node: the real file system, synchronous compilation (node's
+# fetch cannot read a file path), RAYO_* variables passed in (node-env.js).
+NODE_LDFLAGS := $(MAIN_LDFLAGS) -sEXPORTED_FUNCTIONS=@$(OBJ)/exports-tool.json -sENVIRONMENT=node -sNODERAWFS=1 -sWASM_ASYNC_COMPILATION=0 \
+	-sEXIT_RUNTIME=1 --pre-js $(srcdir)/wasm/node-env.js
+# The JS API's module: an ES module factory.  Built for web and worker only:
+# Emscripten 3.1.6's node support uses require and __dirname, which an ES
+# module does not have; under node, rayo.mjs hands it the .wasm bytes and it
+# runs as it does in a worker (in-memory file system, no fetch).
+# loadDynamicLibrary lets rayo.mjs compile the side modules asynchronously.
+ESM_LDFLAGS := $(MAIN_LDFLAGS) -sEXPORTED_FUNCTIONS=@$(OBJ)/exports.json -sMODULARIZE=1 \
+	-sEXPORT_ES6=1 -sEXPORT_NAME=createRayoCore -sENVIRONMENT=web,worker -sFORCE_FILESYSTEM=1 \
+	-sEXPORTED_RUNTIME_METHODS=FS,UTF8ToString,stringToUTF8,lengthBytesUTF8,loadDynamicLibrary
+
+sources_c = $(filter %.c,$(1))
+objects = $(patsubst %.c,$(OBJ)/$(2)/%.o,$(call sources_c,$(1)))
+
+CORE_OBJS := $(call objects,$(CORE_SOURCES) core/ini-min.c,core)
+INFO_OBJS := $(call objects,$(INFO_SOURCES),tool)
+CONFORM_OBJS := $(call objects,$(CONFORM_SOURCES),tool)
+GLUE_OBJS := $(call objects,$(JS_GLUE_SOURCES),core)
+SCALAR_OBJS := $(call objects,$(SCALAR_SOURCES),plugin)
+WASM_OBJS := $(call objects,$(WASM_SOURCES),simd)
+PLUGINS := $(out)/plugins/rayo-scalar.so $(out)/plugins/rayo-wasm.so
+JS_FILES := $(out)/js/rayo.mjs $(out)/js/rayo-core.mjs $(out)/js/rayo-core.wasm $(PLUGINS:$(out)/plugins/%=$(out)/js/plugins/%)
+
+all: $(PLUGINS) $(out)/rayo-info $(out)/rayo-conform $(JS_FILES) \
+	$(addprefix $(out)/web/,$(notdir $(WEB_FILES))) \
+	$(JS_FILES:$(out)/js/%=$(out)/web/rayo/%)
+	@echo "wasm: built in $(out)"
+
+.PHONY: all clean
+.DELETE_ON_ERROR:
+
+$(OBJ)/core/%.o: $(srcdir)/%.c
+	@mkdir -p $(@D)
+	$(EMCC) $(CORE_CFLAGS) -c $< -o $@
+$(OBJ)/tool/%.o: $(srcdir)/%.c
+	@mkdir -p $(@D)
+	$(EMCC) $(TOOL_CFLAGS) -c $< -o $@
+$(OBJ)/plugin/%.o: $(srcdir)/%.c
+	@mkdir -p $(@D)
+	$(EMCC) $(PLUGIN_CFLAGS) -c $< -o $@
+$(OBJ)/simd/%.o: $(srcdir)/%.c
+	@mkdir -p $(@D)
+	$(EMCC) $(PLUGIN_CFLAGS) $(SIMD_CFLAGS) -c $< -o $@
+
+# Side modules export only rayo_plugin (hidden visibility for the rest).
+$(out)/plugins/rayo-scalar.so: $(SCALAR_OBJS)
+	@mkdir -p $(@D)
+	$(EMCC) -O3 -sSIDE_MODULE=1 $^ -o $@
+$(out)/plugins/rayo-wasm.so: $(WASM_OBJS)
+	@mkdir -p $(@D)
+	$(EMCC) -O3 -sSIDE_MODULE=1 $^ -o $@
+
+# MAIN_MODULE=2 links only what is used: the libc functions the side
+# modules import are read off the side modules themselves.
+# The tools add main; the JS API's module adds malloc and free.
+$(OBJ)/exports.json: $(PLUGINS) $(srcdir)/wasm/side-imports.mjs
+	@mkdir -p $(@D)
+	$(NODE) $(srcdir)/wasm/side-imports.mjs --add _malloc,_free $(PLUGINS) > $@
+$(OBJ)/exports-tool.json: $(PLUGINS) $(srcdir)/wasm/side-imports.mjs
+	@mkdir -p $(@D)
+	$(NODE) $(srcdir)/wasm/side-imports.mjs --add _main $(PLUGINS) > $@
+
+$(out)/rayo-info.js: $(CORE_OBJS) $(INFO_OBJS) $(OBJ)/exports-tool.json $(srcdir)/wasm/node-env.js
+	$(EMCC) $(NODE_LDFLAGS) $(CORE_OBJS) $(INFO_OBJS) -o $@
+$(out)/rayo-conform.js: $(CORE_OBJS) $(CONFORM_OBJS) $(OBJ)/exports-tool.json $(srcdir)/wasm/node-env.js
+	$(EMCC) $(NODE_LDFLAGS) $(CORE_OBJS) $(CONFORM_OBJS) -o $@
+
+# rayo-info / rayo-conform: run the node build with this build's plugins
+$(out)/rayo-info $(out)/rayo-conform: $(out)/%: $(out)/%.js
+	printf '%s\n' '#!/bin/sh' '# $* of the WebAssembly build, under node (generated by wasm.mk)' \
+	  'dir=$$(dirname "$$0")' \
+	  'RAYO_PLUGIN_PATH="$${RAYO_PLUGIN_PATH:-$$dir/plugins}" exec $${NODE:-$(NODE)} "$$dir/$*.js" "$$@"' > $@
+	chmod +x $@
+
+$(out)/js/rayo-core.mjs: $(CORE_OBJS) $(GLUE_OBJS) $(OBJ)/exports.json
+	@mkdir -p $(@D)
+	$(EMCC) $(ESM_LDFLAGS) $(CORE_OBJS) $(GLUE_OBJS) -o $@
+$(out)/js/rayo-core.wasm: $(out)/js/rayo-core.mjs
+	@test -f $@
+$(out)/js/rayo.mjs: $(srcdir)/wasm/rayo.mjs
+	@mkdir -p $(@D)
+	cp $< $@
+$(out)/js/plugins/%.so: $(out)/plugins/%.so
+	@mkdir -p $(@D)
+	cp $< $@
+
+# the page: examples/web with the JS API under rayo/
+$(out)/web/rayo/%: $(out)/js/%
+	@mkdir -p $(@D)
+	cp $< $@
+$(out)/web/%: $(srcdir)/examples/web/%
+	@mkdir -p $(@D)
+	cp $< $@
+
+clean:
+	rm -rf $(out)
+
+-include $(CORE_OBJS:.o=.d) $(INFO_OBJS:.o=.d) $(CONFORM_OBJS:.o=.d) $(GLUE_OBJS:.o=.d) \
+	$(SCALAR_OBJS:.o=.d) $(WASM_OBJS:.o=.d)
