@@ -809,6 +809,7 @@ static void lane_warp(kern *k, int *tid, int *lane, int *warp)
 enum red_kind { RED_SUM, RED_DOT, RED_L1, RED_L2, RED_MAX, RED_MIN, RED_ARGMAX };
 static const char *const red_names[] = {"sum", "dot", "norm_l1", "norm_l2", "max", "min", "argmax"};
 
+/* sum, dot, norms (float64 sums), max, min; argmax has its own below. */
 static void gen_red_part(strbuf *mod, enum red_kind kind)
 {
     kern kk = {0}, *k = &kk;
@@ -818,15 +819,10 @@ static void gen_red_part(strbuf *mod, enum red_kind kind)
     grid_index(k, &gid, &stride);
     lane_warp(k, &tid, &lane, &warp);
     int i = nd(k), p = np(k), l_loop = nlabel(k), l_done = nlabel(k);
-    int acc = -1, accv = -1, acci = -1;
+    int acc = -1, accv = -1;
     if (kind <= RED_L2) {
         acc = nfd(k);
         emit(k, "mov.f64 %s, %s;", FD(acc), CD(0.0));
-    } else if (kind == RED_ARGMAX) {
-        accv = nf(k);
-        acci = nd(k);
-        emit(k, "mov.f32 %s, %s;", F(accv), CB(0xff800000u));
-        emit(k, "mov.u64 %s, -1;", D(acci));
     } else {
         accv = nf(k);
         emit(k, "mov.f32 %s, %s;", F(accv), CB(kind == RED_MAX ? 0xff800000u : 0x7f800000u));
@@ -853,20 +849,13 @@ static void gen_red_part(strbuf *mod, enum red_kind kind)
             emit(k, "cvt.f64.f32 %s, %s;", FD(yd), F(yv));
             emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc), FD(xd), FD(yd), FD(acc));
         }
-    } else if (kind == RED_ARGMAX) {
-        argmax_combine(k, &accv, &acci, x, i);
-        /* keep the loop-carried registers fixed */
     } else {
         emit(k, "%s %s, %s, %s;", kind == RED_MAX ? "max.NaN.f32" : "min.NaN.f32", F(accv), F(accv), F(x));
-    }
-    if (kind == RED_ARGMAX) {
-        /* argmax_combine returned fresh registers: copy back to the carried ones */
     }
     emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(stride));
     emit(k, "setp.lt.u64 %s, %s, %s;", P(p), D(i), D(n));
     emit(k, "@%s bra %s;", P(p), L(l_loop));
     label(k, l_done);
-    (void)b;
     int ctaid = sreg(k, "%ctaid.x"), pt = np(k);
     emit(k, "setp.eq.u32 %s, %s, 0;", P(pt), R(tid));
     if (kind <= RED_L2) {
@@ -875,13 +864,6 @@ static void gen_red_part(strbuf *mod, enum red_kind kind)
         emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(ctaid));
         emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(pa), D(c64), D(part));
         emit(k, "@%s st.global.f64 [%s], %s;", P(pt), D(pa), FD(total));
-    } else if (kind == RED_ARGMAX) {
-        block_argmax(k, &accv, &acci, lane, warp);
-        int pa = nd(k), c64 = nd(k);
-        emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(ctaid));
-        emit(k, "mad.lo.u64 %s, %s, 16, %s;", D(pa), D(c64), D(part));
-        emit(k, "@%s st.global.f32 [%s], %s;", P(pt), D(pa), F(accv));
-        emit(k, "@%s st.global.u64 [%s+8], %s;", P(pt), D(pa), D(acci));
     } else {
         int total = block_minmax_f32(k, accv, lane, warp, kind == RED_MAX);
         int pa = nd(k), c64 = nd(k);
@@ -969,9 +951,8 @@ static void gen_red_final(strbuf *mod, enum red_kind kind)
                 ".maxntid 256, 1, 1\n", RED_SHARED);
 }
 
-/* The part kernel's argmax loop must carry (v, i) in fixed registers: the
- * generic loop above lets argmax_combine return fresh ones, so argmax gets
- * its own loop. */
+/* argmax: the loop carries (v, i) in fixed registers, copying back the
+ * fresh ones argmax_combine returns. */
 static void gen_argmax_part(strbuf *mod)
 {
     kern kk = {0}, *k = &kk;

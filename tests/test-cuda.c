@@ -12,7 +12,8 @@
  * rayo-conform covers every op and edge case; this test covers what only
  * the plugin's own interface shows.
  *   test-cuda [--probe]   --probe: print the probe's answer, exit 0 if a
- *                         device is usable, 77 if not. */
+ *                         device is usable, 77 if not.
+ * RAYO_CUDA_PLUGIN names the plugin file (default: this build tree's). */
 #define _POSIX_C_SOURCE 200809L
 #include "rayo-plugin.h"
 
@@ -608,14 +609,16 @@ static int count_cubins(const char *dir)
 int main(int argc, char **argv)
 {
     int probe_only = argc > 1 && !strcmp(argv[1], "--probe");
-    void *lib = dlopen(CUDA_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    /* RAYO_CUDA_PLUGIN: the plugin of a build tree that was moved */
+    const char *path = getenv("RAYO_CUDA_PLUGIN") ? getenv("RAYO_CUDA_PLUGIN") : CUDA_PLUGIN;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         fprintf(stderr, "ERROR: %s\n", dlerror());
         return 99;
     }
     desc = dlsym(lib, RAYO_PLUGIN_SYMBOL);
     if (!desc) {
-        fprintf(stderr, "ERROR: no rayo_plugin in %s\n", CUDA_PLUGIN);
+        fprintf(stderr, "ERROR: no rayo_plugin in %s\n", path);
         return 99;
     }
     CHECK(desc->magic == RAYO_PLUGIN_MAGIC && desc->abi_major == RAYO_PLUGIN_ABI_MAJOR, "descriptor header");
