@@ -80,8 +80,8 @@ static const math_fn functions[] = {
 typedef struct stats {
     double max_ulp, max_ulp_all, max_units;    /* ulp: |ref| >= MAIN_RANGE; ulp_all: any normal ref */
     float worst_ulp_x, worst_ulp_all_x, worst_units_x;
-    size_t class_mismatch;
-    float mismatch_x;
+    size_t class_mismatch, scalar_off;
+    float mismatch_x, scalar_off_x;
     size_t inputs;
 } stats;
 
@@ -104,12 +104,20 @@ static int result_class(float y)
 
 static void judge(const math_fn *fn, const rayo_op_info *op, float x, float y, float scalar_y, stats *s)
 {
-    if (result_class(y) != result_class(scalar_y)) {
-        if (s->class_mismatch++ == 0)
-            s->mismatch_x = x;
-        return;
-    }
     double ref = fn->ref((double)x, (double)fn->alpha);
+    if (result_class(y) != result_class(scalar_y)) {
+        /* Where avx2 has exactly the reference rounded to float, the scalar
+         * backend is the one off (selu just below the overflow threshold):
+         * noted, not an avx2 failure. */
+        if (y == (float)ref || (isnan(y) && isnan(ref))) {
+            if (s->scalar_off++ == 0)
+                s->scalar_off_x = x;
+        } else {
+            if (s->class_mismatch++ == 0)
+                s->mismatch_x = x;
+            return;
+        }
+    }
     if (isnan(ref) || isnan(y) || y == (float)ref)
         return; /* NaN agreement is the class check's; a correctly rounded result is perfect */
     double err = fabs((double)y - ref);
@@ -172,6 +180,9 @@ static int check_function(rayo_context *ctx, const math_fn *fn, uint64_t stride)
               (double)s.worst_units_x);
         CHECK(s.max_ulp <= fn->max_ulp, "%s: %.2f ulp at x = %a, documented bound %.0f", fn->op, s.max_ulp,
               (double)s.worst_ulp_x, fn->max_ulp);
+        if (s.scalar_off)
+            printf("  note: at %zu inputs (first x = %a) the scalar backend's NaN/Inf/finite class differs "
+                   "from the reference, which avx2 matches exactly\n", s.scalar_off, (double)s.scalar_off_x);
         CHECK(s.class_mismatch == 0, "%s: %zu inputs where NaN/Inf/finite differs from scalar, first x = %a",
               fn->op, s.class_mismatch, (double)s.mismatch_x);
     } else {

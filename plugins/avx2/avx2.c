@@ -49,8 +49,13 @@ static void range_task(void *arg, size_t task, unsigned worker)
 void avx2_run_ranges(const avx2_state *st, const rayo_call *call, size_t n,
                      size_t min_parallel, size_t granule, avx2_range_fn *fn)
 {
+    /* Small calls first, without asking the core for its thread count. */
+    if (n < min_parallel) {
+        fn(st, call, 0, n);
+        return;
+    }
     unsigned threads = avx2_threads(st);
-    if (threads <= 1 || n < min_parallel) {
+    if (threads <= 1) {
         fn(st, call, 0, n);
         return;
     }

@@ -118,12 +118,17 @@ static inline __m256 v_elu(__m256 x, __m256 alpha)
     return _mm256_blendv_ps(_mm256_mul_ps(alpha, v_expm1(x)), x, v_positive(x));
 }
 
+/* scale * x uses scale as hi + lo floats and one fma, so it is rounded once
+ * from the near-exact product: right up to the overflow threshold, where a
+ * float scale (rounded up) would overflow a little early. */
 static inline __m256 v_selu(__m256 x)
 {
-    const __m256 scale = V_SET(1.0507009873554805f);
+    const __m256 scale_hi = V_SET(1.0507009873554805f);
+    const __m256 scale_lo = V_SET((float)(1.0507009873554805 - (double)1.0507009873554805f));
     const __m256 scale_alpha = V_SET(1.7580993408473766f); /* scale * 1.6732632423543772 */
-    return _mm256_blendv_ps(_mm256_mul_ps(scale_alpha, v_expm1(x)), _mm256_mul_ps(scale, x),
-                            v_positive(x));
+    __m256 positive = _mm256_fmadd_ps(scale_hi, x, _mm256_mul_ps(scale_lo, x));
+    positive = _mm256_blendv_ps(positive, x, _mm256_cmp_ps(x, V_SET(INFINITY), _CMP_EQ_OQ)); /* not inf - inf */
+    return _mm256_blendv_ps(_mm256_mul_ps(scale_alpha, v_expm1(x)), positive, v_positive(x));
 }
 
 /* ---- loops ------------------------------------------------------------------ */
@@ -240,7 +245,7 @@ UNARY_OP(gelu, PARALLEL_TRANSCENDENTAL, v_gelu(x))
 UNARY_OP(gelu_tanh, PARALLEL_TRANSCENDENTAL, v_gelu_tanh(x))
 UNARY_OP(silu, PARALLEL_TRANSCENDENTAL, v_silu(x))
 UNARY_OP(mish, PARALLEL_TRANSCENDENTAL, v_mish(x))
-UNARY_OP(exp, PARALLEL_TRANSCENDENTAL, v_exp(x))
+UNARY_OP(exp, PARALLEL_TRANSCENDENTAL, v_exp_exact_subnormal(x))
 UNARY_OP(log, PARALLEL_TRANSCENDENTAL, v_log(x))
 
 /* ---- axpy: y = alpha * a + y (y is read, so no streaming stores) ------------- */

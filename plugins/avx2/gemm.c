@@ -118,62 +118,98 @@ typedef struct gemm_args {
     int trans_a, trans_b;
 } gemm_args;
 
+/* One full MR-row panel of A stored m x k (not transposed): 8 k at a time,
+ * the 6 rows (and 2 zero rows) are transposed in registers and each column
+ * of 6 is stored with an 8-wide store whose 2 extra floats the next store
+ * overwrites (the buffer has slack after its last panel). */
+static void pack_a_rows(const float *A, size_t lda, size_t kc, float *dst)
+{
+    size_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+        __m256 r[8];
+        for (size_t i = 0; i < MR; i++)
+            r[i] = _mm256_loadu_ps(A + i * lda + p);
+        r[6] = r[7] = _mm256_setzero_ps();
+        v_transpose8x8(r);
+        for (size_t j = 0; j < 8; j++)
+            _mm256_storeu_ps(dst + (p + j) * MR, r[j]);
+    }
+    for (; p < kc; p++)
+        for (size_t i = 0; i < MR; i++)
+            dst[p * MR + i] = A[i * lda + p];
+}
+
 /* Pack rows [i0, i0 + mc) x cols [p0, p0 + kc) of op(A) into MR-row panels:
  * panel-major, then k, then the MR rows; rows past m are zero. */
 static void pack_a(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t kc, float *dst)
 {
-    for (size_t ir = 0; ir < mc; ir += MR) {
+    for (size_t ir = 0; ir < mc; ir += MR, dst += MR * kc) {
         size_t rows = min_size(MR, mc - ir);
-        if (g->trans_a) {
-            /* op(A)(i, p) = A[p * m + i]: the MR values of one k are contiguous. */
-            for (size_t p = 0; p < kc; p++) {
+        if (!g->trans_a && rows == MR) {
+            pack_a_rows(g->A + (i0 + ir) * g->k + p0, g->k, kc, dst);
+            continue;
+        }
+        float *d = dst;
+        for (size_t p = 0; p < kc; p++, d += MR) {
+            size_t r = 0;
+            if (g->trans_a) {
+                /* op(A)(i, p) = A[p * m + i]: the MR values of one k are contiguous. */
                 const float *src = g->A + (p0 + p) * g->m + i0 + ir;
-                size_t r = 0;
                 for (; r < rows; r++)
-                    dst[r] = src[r];
-                for (; r < MR; r++)
-                    dst[r] = 0.0f;
-                dst += MR;
+                    d[r] = src[r];
+            } else {
+                for (; r < rows; r++)
+                    d[r] = g->A[(i0 + ir + r) * g->k + p0 + p];
             }
-        } else {
-            const float *src[MR];
-            for (size_t r = 0; r < MR; r++)
-                src[r] = g->A + (i0 + ir + (r < rows ? r : 0)) * g->k + p0;
-            for (size_t p = 0; p < kc; p++) {
-                for (size_t r = 0; r < MR; r++)
-                    dst[r] = r < rows ? src[r][p] : 0.0f;
-                dst += MR;
-            }
+            for (; r < MR; r++)
+                d[r] = 0.0f;
         }
     }
 }
 
-/* Pack rows [p0, p0 + kc) x cols [j0, j0 + nc) of op(B) into NR-column
- * panels: panel-major, then k, then the NR columns; columns past n are zero. */
+/* B stored n x k (transposed), 16 full columns: 8 k at a time, two 8x8
+ * transposes turn 16 rows of B into 8 rows of 16 of the panel. */
+static void pack_b_transposed(const float *B, size_t ldb, size_t kc, float *dst)
+{
+    size_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+        for (size_t half = 0; half < 2; half++) {
+            __m256 r[8];
+            for (size_t j = 0; j < 8; j++)
+                r[j] = _mm256_loadu_ps(B + (half * 8 + j) * ldb + p);
+            v_transpose8x8(r);
+            for (size_t i = 0; i < 8; i++)
+                _mm256_store_ps(dst + (p + i) * NR + half * 8, r[i]);
+        }
+    }
+    for (; p < kc; p++)
+        for (size_t j = 0; j < NR; j++)
+            dst[p * NR + j] = B[j * ldb + p];
+}
+
+/* Pack rows [p0, p0 + kc) x cols [j0, j0 + cols) of op(B) into one
+ * NR-column panel: k-major, the NR columns contiguous; columns past n are
+ * zero. */
 static void pack_b_panel(const gemm_args *g, size_t p0, size_t kc, size_t j0, size_t cols, float *dst)
 {
-    if (!g->trans_b && cols == NR) {
-        for (size_t p = 0; p < kc; p++) {
+    if (cols == NR && !g->trans_b) {
+        for (size_t p = 0; p < kc; p++, dst += NR) {
             const float *src = g->B + (p0 + p) * g->n + j0;
             _mm256_store_ps(dst, _mm256_loadu_ps(src));
             _mm256_store_ps(dst + 8, _mm256_loadu_ps(src + 8));
-            dst += NR;
         }
         return;
     }
-    for (size_t p = 0; p < kc; p++) {
+    if (cols == NR) {
+        pack_b_transposed(g->B + j0 * g->k + p0, g->k, kc, dst);
+        return;
+    }
+    for (size_t p = 0; p < kc; p++, dst += NR) {
         size_t c = 0;
-        if (g->trans_b) {
-            /* op(B)(p, j) = B[j * k + p] */
-            for (; c < cols; c++)
-                dst[c] = g->B[(j0 + c) * g->k + p0 + p];
-        } else {
-            for (; c < cols; c++)
-                dst[c] = g->B[(p0 + p) * g->n + j0 + c];
-        }
+        for (; c < cols; c++)
+            dst[c] = g->trans_b ? g->B[(j0 + c) * g->k + p0 + p] : g->B[(p0 + p) * g->n + j0 + c];
         for (; c < NR; c++)
             dst[c] = 0.0f;
-        dst += NR;
     }
 }
 
@@ -460,7 +496,7 @@ static void accumulate1(float *acc, const float *a0, float x0, size_t w)
         acc[j] += x0 * a0[j];
 }
 
-#define COL_STRIP 1024
+#define COL_STRIP 4096 /* 16 KiB of sums: whole rows of a 4096-wide matrix, still in L1 */
 
 /* Transposed: y[j] = alpha sum_i A[i][j] x[i] + beta y[j] for columns
  * [begin, end).  Rows of A are streamed whole (contiguous, what the hardware

@@ -110,7 +110,7 @@ static void reduce_task(void *arg, size_t task, unsigned worker)
 
 static double reduce(const avx2_state *st, reduction kind, const float *a, const float *b, size_t n)
 {
-    if (avx2_threads(st) < 2 || n < REDUCE_PARALLEL_MIN)
+    if (n < REDUCE_PARALLEL_MIN || avx2_threads(st) < 2)
         return reduce_serial(kind, a, b ? b : a, n);
     /* Chunks of whole blocks, their number a function of n only. */
     reduce_job job = { .kind = kind, .a = a, .b = b, .n = n };

@@ -258,26 +258,15 @@ AVX2_KERNEL(rmsnorm)
 
 /* ---- transpose: y (n x m) = a (m x n)^T ------------------------------------- */
 
-/* 8x8 block: rows r0..r7 of a (stride lda) become columns of y (stride ldy). */
+/* 8x8 block: rows of a (stride lda) become columns of y (stride ldy). */
 static inline void transpose8x8(const float *a, size_t lda, float *y, size_t ldy)
 {
-    __m256 r[8], t[8];
+    __m256 r[8];
     for (int k = 0; k < 8; k++)
         r[k] = _mm256_loadu_ps(a + k * lda);
-    for (int k = 0; k < 8; k += 2) {
-        t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
-        t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
-    }
-    for (int k = 0; k < 8; k += 4) {
-        r[k] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        r[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        r[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        r[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int k = 0; k < 4; k++) {
-        _mm256_storeu_ps(y + k * ldy, _mm256_permute2f128_ps(r[k], r[k + 4], 0x20));
-        _mm256_storeu_ps(y + (k + 4) * ldy, _mm256_permute2f128_ps(r[k], r[k + 4], 0x31));
-    }
+    v_transpose8x8(r);
+    for (int k = 0; k < 8; k++)
+        _mm256_storeu_ps(y + k * ldy, r[k]);
 }
 
 #define TILE 32 /* 32x32 floats: 4 KiB read and 4 KiB written per tile, in L1 */

@@ -8,8 +8,9 @@
  * doc/benchmarks-cpu.md):
  *
  *   v_exp      all x in [-87.3, 88.7] (normal results)      <= 1 ulp
- *              x in [-104, -87.3] (subnormal results): one rounding of the
- *              exact value, so within 0.5 ulp of the subnormal grid
+ *              x in [-104, -87.3] (subnormal results): v_exp rounds once,
+ *              but from an approximation, so near-ties can go the wrong way;
+ *              v_exp_exact_subnormal (the exp op) redoes them in double
  *   v_expm1    all x <= 0                                    <= 2 ulp
  *   v_log      all positive floats (subnormals included)     <= 1 ulp
  *   v_tanh     all floats                                    <= 3 ulp
@@ -66,6 +67,28 @@ static inline __m256 v_abs(__m256 x)
     return _mm256_andnot_ps(V_SET(-0.0f), x);
 }
 
+/* In-register 8x8 transpose: r[i] lane j becomes r[j] lane i. */
+static inline void v_transpose8x8(__m256 r[8])
+{
+    __m256 t[8];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+        t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+    }
+    for (int k = 0; k < 8; k += 4) {
+        r[k] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int k = 0; k < 4; k++) {
+        t[k] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x20);
+        t[k + 4] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x31);
+    }
+    for (int k = 0; k < 8; k++)
+        r[k] = t[k];
+}
+
 /* Range reduction shared by exp and expm1: x = k ln2 + r, |r| <= ln2/2.
  * ln2 is split in a part with few bits (k * LN2_HI is exact) and the rest. */
 static inline __m256 v_exp_reduce(__m256 x, __m256 *k)
@@ -115,6 +138,46 @@ static inline __m256 v_exp(__m256 x)
     __m256 s = _mm256_castsi256_ps(_mm256_blendv_epi8(s_normal, s_sub, subnormal));
     __m256 two_k2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, _mm256_set1_epi32(127)), 23));
     return _mm256_mul_ps(_mm256_fmadd_ps(em, s, s), two_k2);
+}
+
+/* exp in double for 4 lanes (|error| ~1e-15 relative): the exp op uses it
+ * for results below FLT_MIN, where float has few bits left and only a
+ * correctly rounded result meets the contract (relative 2e-6, no absolute
+ * term); rounding this to float is then right except within ~1e-15 of a
+ * tie.  Inputs are already clamped to [-104, -87]. */
+static inline __m256d v_exp_pd(__m256d x)
+{
+    __m256d k = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(1.4426950408889634)),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256d r = _mm256_fmadd_pd(k, _mm256_set1_pd(-6.93147180369123816490e-01), x);
+    r = _mm256_fmadd_pd(k, _mm256_set1_pd(-1.90821492927058770002e-10), r);
+    /* Taylor to r^12: the remainder is below 2e-15 for |r| <= ln2/2. */
+    __m256d p = _mm256_set1_pd(1.0 / 479001600.0);
+    static const double inv_fact[12] = { 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0,
+                                         1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0,
+                                         0.5, 1.0, 1.0 };
+    for (int i = 0; i < 12; i++)
+        p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(inv_fact[i]));
+    /* 2^k: k in [-151, -125] is a normal double. */
+    __m128i ki = _mm256_cvtpd_epi32(k);
+    __m256i e = _mm256_slli_epi64(_mm256_add_epi64(_mm256_cvtepi32_epi64(ki), _mm256_set1_epi64x(1023)), 52);
+    return _mm256_mul_pd(p, _mm256_castsi256_pd(e));
+}
+
+/* v_exp, with the lanes whose result is subnormal (x < ln(FLT_MIN)) redone
+ * in double so that they are correctly rounded. */
+static inline __m256 v_exp_exact_subnormal(__m256 x)
+{
+    __m256 y = v_exp(x);
+    __m256 sub = _mm256_and_ps(_mm256_cmp_ps(x, V_SET(-87.3365448f), _CMP_LT_OQ),
+                               _mm256_cmp_ps(x, V_SET(-104.0f), _CMP_GE_OQ));
+    if (!_mm256_movemask_ps(sub))
+        return y;
+    __m256 xc = _mm256_max_ps(x, V_SET(-104.0f));
+    __m256d lo = v_exp_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(xc)));
+    __m256d hi = v_exp_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(xc, 1)));
+    __m256 exact = _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+    return _mm256_blendv_ps(y, exact, sub);
 }
 
 /* expm1 for x <= 88: exp(x) - 1 = 2^k (expm1(r) + 1) - 1 = 2^k expm1(r) + (2^k - 1);
