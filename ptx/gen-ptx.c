@@ -400,7 +400,12 @@ static int m_gelu(kern *k, int x)
     int e = m_erfc_pos(k, t);
     emit(k, "mul.rn.f32 %s, %s, %s;", F(hx), F(x), C(0.5f));
     emit(k, "mul.rn.f32 %s, %s, %s;", F(he), F(hx), F(e));
-    emit(k, "sub.rn.f32 %s, %s, %s;", F(pos), F(x), F(he));
+    /* x >= 0: x - x erfc/2; where erfc is 0 that is x itself (also for +inf,
+     * where x * 0 would be NaN) */
+    int hp = nf(k), pz = np(k);
+    emit(k, "setp.eq.f32 %s, %s, %s;", P(pz), F(e), C(0.0f));
+    emit(k, "selp.f32 %s, %s, %s, %s;", F(hp), C(0.0f), F(he), P(pz));
+    emit(k, "sub.rn.f32 %s, %s, %s;", F(pos), F(x), F(hp));
     emit(k, "setp.ge.f32 %s, %s, %s;", P(pp), F(x), C(0.0f));
     emit(k, "selp.f32 %s, %s, %s, %s;", F(y), F(pos), F(he), P(pp));
     return y;
@@ -514,7 +519,11 @@ static int e_hardswish(kern *k, int a, int b, int al, int be)
     emit(k, "max.f32 %s, %s, %s;", F(c0), F(t), C(0.0f));
     emit(k, "min.f32 %s, %s, %s;", F(c), F(c0), C(6.0f));
     emit(k, "mul.rn.f32 %s, %s, %s;", F(p), F(a), F(c));
-    emit(k, "div.rn.f32 %s, %s, %s;", F(y), F(p), C(6.0f));
+    int q = nf(k), pbig = np(k);
+    emit(k, "div.rn.f32 %s, %s, %s;", F(q), F(p), C(6.0f));
+    /* x >= 3: exactly x (x * 6 / 6 would overflow near FLT_MAX) */
+    emit(k, "setp.ge.f32 %s, %s, %s;", P(pbig), F(a), C(3.0f));
+    emit(k, "selp.f32 %s, %s, %s, %s;", F(y), F(a), F(q), P(pbig));
     return y;
 }
 static int e_clip(kern *k, int a, int b, int al, int be)
@@ -809,65 +818,112 @@ static void lane_warp(kern *k, int *tid, int *lane, int *warp)
 enum red_kind { RED_SUM, RED_DOT, RED_L1, RED_L2, RED_MAX, RED_MIN, RED_ARGMAX };
 static const char *const red_names[] = {"sum", "dot", "norm_l1", "norm_l2", "max", "min", "argmax"};
 
-/* sum, dot, norms (float64 sums), max, min; argmax has its own below. */
+/* The per-block partial of a reduction.  The grid-stride loop takes four
+ * elements an iteration (i, i + S, i + 2S, i + 3S: four loads in flight per
+ * thread), then the remaining ones one by one.  Sums accumulate in float64;
+ * argmax carries (value, index) and combines in index order rules, so the
+ * order elements are visited in does not matter. */
+typedef struct red_acc {
+    enum red_kind kind;
+    int acc;        /* .f64 sum */
+    int v, i;       /* .f32 max/min/argmax value, .b64 argmax index */
+    int a, b;       /* inputs */
+} red_acc;
+
+static void red_visit(kern *k, red_acc *r, int idx)
+{
+    int x = nf(k);
+    emit(k, "ld.global.f32 %s, [%s];", F(x), D(addr_of(k, r->a, idx, 4)));
+    if (r->kind <= RED_L2) {
+        int xd = nfd(k);
+        emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(x));
+        if (r->kind == RED_SUM) {
+            emit(k, "add.rn.f64 %s, %s, %s;", FD(r->acc), FD(r->acc), FD(xd));
+        } else if (r->kind == RED_L1) {
+            emit(k, "abs.f64 %s, %s;", FD(xd), FD(xd));
+            emit(k, "add.rn.f64 %s, %s, %s;", FD(r->acc), FD(r->acc), FD(xd));
+        } else if (r->kind == RED_L2) {
+            emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(r->acc), FD(xd), FD(xd), FD(r->acc));
+        } else {
+            int yv = nf(k), yd = nfd(k);
+            emit(k, "ld.global.f32 %s, [%s];", F(yv), D(addr_of(k, r->b, idx, 4)));
+            emit(k, "cvt.f64.f32 %s, %s;", FD(yd), F(yv));
+            emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(r->acc), FD(xd), FD(yd), FD(r->acc));
+        }
+    } else if (r->kind == RED_ARGMAX) {
+        int nv = r->v, ni = r->i;
+        argmax_combine(k, &nv, &ni, x, idx);
+        emit(k, "mov.f32 %s, %s;", F(r->v), F(nv));
+        emit(k, "mov.u64 %s, %s;", D(r->i), D(ni));
+    } else {
+        emit(k, "%s %s, %s, %s;", r->kind == RED_MAX ? "max.NaN.f32" : "min.NaN.f32", F(r->v), F(r->v), F(x));
+    }
+}
+
 static void gen_red_part(strbuf *mod, enum red_kind kind)
 {
     kern kk = {0}, *k = &kk;
-    int part = param_global(k, "p_part"), a = param_global(k, "p_a"), b = param_global(k, "p_b");
+    red_acc r = {kind, -1, -1, -1, -1, -1};
+    int part = param_global(k, "p_part");
+    r.a = param_global(k, "p_a");
+    r.b = param_global(k, "p_b");
     int n = param_u64(k, "p_n");
     int gid, stride, tid, lane, warp;
     grid_index(k, &gid, &stride);
     lane_warp(k, &tid, &lane, &warp);
-    int i = nd(k), p = np(k), l_loop = nlabel(k), l_done = nlabel(k);
-    int acc = -1, accv = -1;
     if (kind <= RED_L2) {
-        acc = nfd(k);
-        emit(k, "mov.f64 %s, %s;", FD(acc), CD(0.0));
+        r.acc = nfd(k);
+        emit(k, "mov.f64 %s, %s;", FD(r.acc), CD(0.0));
     } else {
-        accv = nf(k);
-        emit(k, "mov.f32 %s, %s;", F(accv), CB(kind == RED_MAX ? 0xff800000u : 0x7f800000u));
+        r.v = nf(k);
+        emit(k, "mov.f32 %s, %s;", F(r.v), CB(kind == RED_MIN ? 0x7f800000u : 0xff800000u));
+        if (kind == RED_ARGMAX) {
+            r.i = nd(k);
+            emit(k, "mov.u64 %s, -1;", D(r.i));
+        }
     }
+    int i = nd(k), s3 = nd(k), last = nd(k), p = np(k);
+    int l_main = nlabel(k), l_rest = nlabel(k), l_one = nlabel(k), l_done = nlabel(k);
     emit(k, "mov.u64 %s, %s;", D(i), D(gid));
+    emit(k, "mul.lo.u64 %s, %s, 3;", D(s3), D(stride));
+    label(k, l_main);
+    emit(k, "add.u64 %s, %s, %s;", D(last), D(i), D(s3));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(p), D(last), D(n));
+    emit(k, "@%s bra %s;", P(p), L(l_rest));
+    int idx = i;
+    for (int u = 0; u < 4; u++) {
+        red_visit(k, &r, idx);
+        if (u < 3) {
+            int nx = nd(k);
+            emit(k, "add.u64 %s, %s, %s;", D(nx), D(idx), D(stride));
+            idx = nx;
+        }
+    }
+    emit(k, "add.u64 %s, %s, %s;", D(i), D(idx), D(stride));
+    emit(k, "bra.uni %s;", L(l_main));
+    label(k, l_rest);
     emit(k, "setp.ge.u64 %s, %s, %s;", P(p), D(i), D(n));
     emit(k, "@%s bra %s;", P(p), L(l_done));
-    label(k, l_loop);
-    int x = nf(k);
-    emit(k, "ld.global.f32 %s, [%s];", F(x), D(addr_of(k, a, i, 4)));
-    if (kind <= RED_L2) {
-        int xd = nfd(k);
-        emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(x));
-        if (kind == RED_SUM) {
-            emit(k, "add.rn.f64 %s, %s, %s;", FD(acc), FD(acc), FD(xd));
-        } else if (kind == RED_L1) {
-            emit(k, "abs.f64 %s, %s;", FD(xd), FD(xd));
-            emit(k, "add.rn.f64 %s, %s, %s;", FD(acc), FD(acc), FD(xd));
-        } else if (kind == RED_L2) {
-            emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc), FD(xd), FD(xd), FD(acc));
-        } else {
-            int yv = nf(k), yd = nfd(k);
-            emit(k, "ld.global.f32 %s, [%s];", F(yv), D(addr_of(k, b, i, 4)));
-            emit(k, "cvt.f64.f32 %s, %s;", FD(yd), F(yv));
-            emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc), FD(xd), FD(yd), FD(acc));
-        }
-    } else {
-        emit(k, "%s %s, %s, %s;", kind == RED_MAX ? "max.NaN.f32" : "min.NaN.f32", F(accv), F(accv), F(x));
-    }
+    label(k, l_one);
+    red_visit(k, &r, i);
     emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(stride));
     emit(k, "setp.lt.u64 %s, %s, %s;", P(p), D(i), D(n));
-    emit(k, "@%s bra %s;", P(p), L(l_loop));
+    emit(k, "@%s bra %s;", P(p), L(l_one));
     label(k, l_done);
-    int ctaid = sreg(k, "%ctaid.x"), pt = np(k);
+    int ctaid = sreg(k, "%ctaid.x"), pt = np(k), pa = nd(k), c64 = nd(k);
     emit(k, "setp.eq.u32 %s, %s, 0;", P(pt), R(tid));
+    emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(ctaid));
     if (kind <= RED_L2) {
-        int total = block_sum_f64(k, acc, lane, warp);
-        int pa = nd(k), c64 = nd(k);
-        emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(ctaid));
+        int total = block_sum_f64(k, r.acc, lane, warp);
         emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(pa), D(c64), D(part));
         emit(k, "@%s st.global.f64 [%s], %s;", P(pt), D(pa), FD(total));
+    } else if (kind == RED_ARGMAX) {
+        block_argmax(k, &r.v, &r.i, lane, warp);
+        emit(k, "mad.lo.u64 %s, %s, 16, %s;", D(pa), D(c64), D(part));
+        emit(k, "@%s st.global.f32 [%s], %s;", P(pt), D(pa), F(r.v));
+        emit(k, "@%s st.global.u64 [%s+8], %s;", P(pt), D(pa), D(r.i));
     } else {
-        int total = block_minmax_f32(k, accv, lane, warp, kind == RED_MAX);
-        int pa = nd(k), c64 = nd(k);
-        emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(ctaid));
+        int total = block_minmax_f32(k, r.v, lane, warp, kind == RED_MAX);
         emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(pa), D(c64), D(part));
         emit(k, "@%s st.global.f32 [%s], %s;", P(pt), D(pa), F(total));
     }
@@ -951,53 +1007,10 @@ static void gen_red_final(strbuf *mod, enum red_kind kind)
                 ".maxntid 256, 1, 1\n", RED_SHARED);
 }
 
-/* argmax: the loop carries (v, i) in fixed registers, copying back the
- * fresh ones argmax_combine returns. */
-static void gen_argmax_part(strbuf *mod)
-{
-    kern kk = {0}, *k = &kk;
-    int part = param_global(k, "p_part"), a = param_global(k, "p_a");
-    int n = param_u64(k, "p_n");
-    int gid, stride, tid, lane, warp;
-    grid_index(k, &gid, &stride);
-    lane_warp(k, &tid, &lane, &warp);
-    int i = nd(k), p = np(k), l_loop = nlabel(k), l_done = nlabel(k);
-    int accv = nf(k), acci = nd(k);
-    emit(k, "mov.f32 %s, %s;", F(accv), CB(0xff800000u));
-    emit(k, "mov.u64 %s, -1;", D(acci));
-    emit(k, "mov.u64 %s, %s;", D(i), D(gid));
-    emit(k, "setp.ge.u64 %s, %s, %s;", P(p), D(i), D(n));
-    emit(k, "@%s bra %s;", P(p), L(l_done));
-    label(k, l_loop);
-    int x = nf(k);
-    emit(k, "ld.global.f32 %s, [%s];", F(x), D(addr_of(k, a, i, 4)));
-    int nv = accv, ni = acci;
-    argmax_combine(k, &nv, &ni, x, i);
-    emit(k, "mov.f32 %s, %s;", F(accv), F(nv));
-    emit(k, "mov.u64 %s, %s;", D(acci), D(ni));
-    emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(stride));
-    emit(k, "setp.lt.u64 %s, %s, %s;", P(p), D(i), D(n));
-    emit(k, "@%s bra %s;", P(p), L(l_loop));
-    label(k, l_done);
-    int ctaid = sreg(k, "%ctaid.x"), pt = np(k);
-    emit(k, "setp.eq.u32 %s, %s, 0;", P(pt), R(tid));
-    block_argmax(k, &accv, &acci, lane, warp);
-    int pa = nd(k), c64 = nd(k);
-    emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(ctaid));
-    emit(k, "mad.lo.u64 %s, %s, 16, %s;", D(pa), D(c64), D(part));
-    emit(k, "@%s st.global.f32 [%s], %s;", P(pt), D(pa), F(accv));
-    emit(k, "@%s st.global.u64 [%s+8], %s;", P(pt), D(pa), D(acci));
-    kern_finish(mod, k, "red_argmax_part", ".param .u64 p_part, .param .u64 p_a, .param .u64 p_b, .param .u64 p_n",
-                ".maxntid 256, 1, 1\n", RED_SHARED);
-}
-
 static void module_reduce(strbuf *mod)
 {
     for (int kind = RED_SUM; kind <= RED_ARGMAX; kind++) {
-        if (kind == RED_ARGMAX)
-            gen_argmax_part(mod);
-        else
-            gen_red_part(mod, (enum red_kind)kind);
+        gen_red_part(mod, (enum red_kind)kind);
         gen_red_final(mod, (enum red_kind)kind);
     }
 }
@@ -1583,6 +1596,35 @@ static void module_matrix(strbuf *mod)
     gen_sgemm_general(mod);
 }
 
+#define RASTER_GROUP 8
+
+/* The block's tile of C (row and column tile indices).  raster: groups of
+ * RASTER_GROUP tile rows are walked column by column. */
+static void block_tile(kern *k, int raster, int *tile_m, int *tile_n)
+{
+    int bx = sreg(k, "%ctaid.x"), by = sreg(k, "%ctaid.y");
+    if (!raster) {
+        *tile_m = by;
+        *tile_n = bx;
+        return;
+    }
+    int gx = sreg(k, "%nctaid.x"), gy = sreg(k, "%nctaid.y");
+    int pid = nr(k), width = nr(k), group = nr(k), first = nr(k), gsize = nr(k), local = nr(k);
+    int tm = nr(k), tn = nr(k), r = nr(k);
+    emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(pid), R(by), R(gx), R(bx));
+    emit(k, "mul.lo.u32 %s, %s, %d;", R(width), R(gx), RASTER_GROUP);
+    emit(k, "div.u32 %s, %s, %s;", R(group), R(pid), R(width));
+    emit(k, "mul.lo.u32 %s, %s, %d;", R(first), R(group), RASTER_GROUP);
+    emit(k, "sub.u32 %s, %s, %s;", R(gsize), R(gy), R(first));
+    emit(k, "min.u32 %s, %s, %d;", R(gsize), R(gsize), RASTER_GROUP);
+    emit(k, "rem.u32 %s, %s, %s;", R(local), R(pid), R(width));
+    emit(k, "rem.u32 %s, %s, %s;", R(r), R(local), R(gsize));
+    emit(k, "add.u32 %s, %s, %s;", R(tm), R(first), R(r));
+    emit(k, "div.u32 %s, %s, %s;", R(tn), R(local), R(gsize));
+    *tile_m = tm;
+    *tile_n = tn;
+}
+
 /* ---- module: fast fp32 sgemm (SIMT) --------------------------------------
  * 128x128 tiles of C, 256 threads, each computing 8x8 (two 4-row by two
  * 4-column groups so that shared-memory reads are 16-byte vectors), BK 8 or
@@ -1598,16 +1640,18 @@ typedef struct sgemm_cfg {
     int bk;          /* 8 or 16 */
     int trans_a, trans_b;
     int cp_async;    /* cp.async for the tiles that are copied as they are */
+    int raster;      /* grouped block order (L2 reuse) */
 } sgemm_cfg;
 
 static const sgemm_cfg sgemm_cfgs[] = {
-    {"sgemm_nn_k8", 8, 0, 0, 0},
-    {"sgemm_nn_k8_async", 8, 0, 0, 1},
-    {"sgemm_nn_k16", 16, 0, 0, 0},
-    {"sgemm_nn_k16_async", 16, 0, 0, 1},
-    {"sgemm_tn_k8", 8, 1, 0, 0},
-    {"sgemm_nt_k8", 8, 0, 1, 0},
-    {"sgemm_tt_k8", 8, 1, 1, 0},
+    {"sgemm_nn_k8", 8, 0, 0, 0, 0},
+    {"sgemm_nn_k8_async", 8, 0, 0, 1, 0},
+    {"sgemm_nn_k16", 16, 0, 0, 0, 0},
+    {"sgemm_nn_k16_async", 16, 0, 0, 1, 0},
+    {"sgemm_nn_k16_async_r", 16, 0, 0, 1, 1},
+    {"sgemm_tn_k8", 8, 1, 0, 0, 0},
+    {"sgemm_nt_k8", 8, 0, 1, 0, 0},
+    {"sgemm_tt_k8", 8, 1, 1, 0, 0},
 };
 
 #define SG_BM 128
@@ -1732,7 +1776,8 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
     int c = param_global(k, "p_c"), a = param_global(k, "p_a"), b = param_global(k, "p_b");
     int M = param_u64(k, "p_m"), N = param_u64(k, "p_n"), K = param_u64(k, "p_k");
     int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
-    int tid = sreg(k, "%tid.x"), bx = sreg(k, "%ctaid.x"), by = sreg(k, "%ctaid.y");
+    int tid = sreg(k, "%tid.x"), bx, by;
+    block_tile(k, cfg->raster, &by, &bx);
     /* warp w covers tx in [8 (w & 1), +8), ty in [4 (w >> 1), +4) */
     int lane = nr(k), w = nr(k), tx = nr(k), ty = nr(k), t1 = nr(k);
     emit(k, "and.b32 %s, %s, 31;", R(lane), R(tid));
@@ -1866,32 +1911,53 @@ static void module_sgemm(strbuf *mod)
  * Used only when the configuration allows reduced precision.  C row-major,
  * A (m x k) and B (k x n) row-major, no transposes.  Block tile BM x BN,
  * BK 32, a STAGES-deep cp.async pipeline in dynamic shared memory; each warp
- * owns a (MT*16) x (NT*8) piece of C in registers.  Shared rows are padded
- * (A by 4 floats, B by 8) so that fragment loads are free of bank conflicts.
+ * owns a (MT*16) x (NT*8) piece of C in registers.
+ * Two shared-memory layouts:
+ *   padded (swz = 0): A rows padded by 4 floats, B rows by 8, so that the
+ *     scalar fragment loads are free of bank conflicts;
+ *   swizzled (swz = 1): no padding; 16-byte chunks of a row are permuted
+ *     (A: chunk ^ 4 (row & 1); B: chunk ^ 2 ((row >> 2) & 3)).  The k order
+ *     inside each 16-wide k block is permuted too (the product does not
+ *     depend on it as long as A and B agree): thread t's four k values of a
+ *     k16 block become adjacent, so A fragments load as 16-byte vectors, a
+ *     quarter of the load instructions, and B's scalar loads stay
+ *     conflict-free.
+ * raster: blocks walk C in groups of 8 block rows, so that consecutive
+ * blocks share A and B tiles in L2.
  * Requires M % BM == 0, N % BN == 0, K % 32 == 0 and 16-byte aligned rows. */
 typedef struct tf32_cfg {
     const char *name;
     int warps_m, warps_n, mt, nt, stages;
     int round;     /* round operands to tf32 (cvt.rna) rather than truncating */
     int min_ctas;  /* .minnctapersm hint: caps registers so this many blocks fit an SM */
+    int swz;       /* swizzled layout with vector A fragments */
+    int raster;    /* grouped block order */
 } tf32_cfg;
 
 static const tf32_cfg tf32_cfgs[] = {
-    {"tf32_128x128_w2x4", 2, 4, 4, 4, 3, 0, 1},
-    {"tf32_128x128_w2x4_2cta", 2, 4, 4, 4, 3, 0, 2},
-    {"tf32_128x128_w2x2", 2, 2, 4, 8, 3, 0, 2},
-    {"tf32_256x128_w4x2", 4, 2, 4, 8, 3, 0, 1},
-    {"tf32_128x128_w2x4_rna", 2, 4, 4, 4, 3, 1, 1},
+    {"tf32_128x128_w2x4", 2, 4, 4, 4, 3, 0, 1, 0, 0},
+    {"tf32_128x128_w2x4_2cta", 2, 4, 4, 4, 3, 0, 2, 0, 0},
+    {"tf32_128x128_w2x2", 2, 2, 4, 8, 3, 0, 2, 0, 0},
+    {"tf32_256x128_w4x2", 4, 2, 4, 8, 3, 0, 1, 0, 0},
+    {"tf32_128x128_w2x4_rna", 2, 4, 4, 4, 3, 1, 1, 0, 0},
+    {"tf32_128x128_w2x2_r", 2, 2, 4, 8, 3, 0, 2, 0, 1},
+    {"tf32_128x128_w2x2_swz", 2, 2, 4, 8, 3, 0, 2, 1, 1},
+    {"tf32_128x128_w2x2_swz4", 2, 2, 4, 8, 4, 0, 1, 1, 1},
+    {"tf32_256x128_w4x2_swz", 4, 2, 4, 8, 3, 0, 1, 1, 1},
+    {"tf32_128x256_w2x4_swz", 2, 4, 4, 8, 3, 0, 1, 1, 1},
 };
 
 #define TF_BK 32
 #define TF_APAD 4
 #define TF_BPAD 8
 
+static int tf32_a_row(const tf32_cfg *cfg) { return cfg->swz ? TF_BK : TF_BK + TF_APAD; }
+static int tf32_b_row(const tf32_cfg *cfg) { return cfg->warps_n * cfg->nt * 8 + (cfg->swz ? 0 : TF_BPAD); }
+
 static int tf32_smem_bytes(const tf32_cfg *cfg)
 {
-    int bm = cfg->warps_m * cfg->mt * 16, bn = cfg->warps_n * cfg->nt * 8;
-    return cfg->stages * (bm * (TF_BK + TF_APAD) + TF_BK * (bn + TF_BPAD)) * 4;
+    int bm = cfg->warps_m * cfg->mt * 16;
+    return cfg->stages * (bm * tf32_a_row(cfg) + TF_BK * tf32_b_row(cfg)) * 4;
 }
 
 static void gen_tf32(strbuf *mod, const tf32_cfg *cfg)
@@ -1899,13 +1965,14 @@ static void gen_tf32(strbuf *mod, const tf32_cfg *cfg)
     kern kk = {0}, *k = &kk;
     const int threads = 32 * cfg->warps_m * cfg->warps_n;
     const int bm_ = cfg->warps_m * cfg->mt * 16, bn_ = cfg->warps_n * cfg->nt * 8;
-    const int a_row = TF_BK + TF_APAD, b_row = bn_ + TF_BPAD; /* floats */
+    const int wtm = cfg->mt * 16, wtn = cfg->nt * 8;
+    const int a_row = tf32_a_row(cfg), b_row = tf32_b_row(cfg); /* floats */
     const int a_stage = bm_ * a_row * 4, stage = a_stage + TF_BK * b_row * 4;
     int c = param_global(k, "p_c"), a = param_global(k, "p_a"), b = param_global(k, "p_b");
     int M = param_u64(k, "p_m"), N = param_u64(k, "p_n"), K = param_u64(k, "p_k");
     int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
     (void)M;
-    int tid = sreg(k, "%tid.x"), bx = sreg(k, "%ctaid.x"), by = sreg(k, "%ctaid.y");
+    int tid = sreg(k, "%tid.x");
     int lane = nr(k), warp = nr(k), g = nr(k), t = nr(k), wm = nr(k), wn = nr(k);
     emit(k, "and.b32 %s, %s, 31;", R(lane), R(tid));
     emit(k, "shr.u32 %s, %s, 5;", R(warp), R(tid));
@@ -1913,20 +1980,29 @@ static void gen_tf32(strbuf *mod, const tf32_cfg *cfg)
     emit(k, "and.b32 %s, %s, 3;", R(t), R(lane));
     emit(k, "div.u32 %s, %s, %d;", R(wm), R(warp), cfg->warps_n);
     emit(k, "rem.u32 %s, %s, %d;", R(wn), R(warp), cfg->warps_n);
+    int tile_m, tile_n;
+    block_tile(k, cfg->raster, &tile_m, &tile_n);
     int bm = nd(k), bn = nd(k);
-    emit(k, "mul.wide.u32 %s, %s, %d;", D(bm), R(by), bm_);
-    emit(k, "mul.wide.u32 %s, %s, %d;", D(bn), R(bx), bn_);
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(bm), R(tile_m), bm_);
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(bn), R(tile_n), bn_);
     int smem = nr(k);
     emit(k, "mov.u32 %s, tf_smem;", R(smem));
 
-    /* cp.async assignments: A tile bm_ x 32 (8 float4 a row), B tile 32 x bn_ */
+    /* cp.async assignments: A tile bm_ x 32 (8 chunks of 16 bytes a row), B tile 32 x bn_ */
     const int a_loads = bm_ * TF_BK / 4 / threads, b_loads = TF_BK * bn_ / 4 / threads;
     int ag[8], as[8], bg[8], bs[8];
     for (int l = 0; l < a_loads; l++) {
-        int q = nr(k), r = nr(k), cc = nr(k), r64 = nd(k), c64 = nd(k), idx = nd(k);
+        int q = nr(k), r = nr(k), cc = nr(k), r64 = nd(k), c64 = nd(k), idx = nd(k), phys = nr(k);
         emit(k, "add.u32 %s, %s, %d;", R(q), R(tid), l * threads);
         emit(k, "shr.u32 %s, %s, 3;", R(r), R(q));
         emit(k, "and.b32 %s, %s, 7;", R(cc), R(q));
+        emit(k, "mov.u32 %s, %s;", R(phys), R(cc));
+        if (cfg->swz) { /* chunk ^ 4 (row & 1) */
+            int sw = nr(k);
+            emit(k, "and.b32 %s, %s, 1;", R(sw), R(r));
+            emit(k, "shl.b32 %s, %s, 2;", R(sw), R(sw));
+            emit(k, "xor.b32 %s, %s, %s;", R(phys), R(phys), R(sw));
+        }
         emit(k, "shl.b32 %s, %s, 2;", R(cc), R(cc));
         emit(k, "cvt.u64.u32 %s, %s;", D(r64), R(r));
         emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(cc));
@@ -1935,15 +2011,24 @@ static void gen_tf32(strbuf *mod, const tf32_cfg *cfg)
         ag[l] = nd(k);
         emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ag[l]), D(idx), D(a));
         as[l] = nr(k);
-        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(as[l]), R(r), a_row, R(cc));
+        emit(k, "shl.b32 %s, %s, 2;", R(phys), R(phys));
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(as[l]), R(r), a_row, R(phys));
         emit(k, "shl.b32 %s, %s, 2;", R(as[l]), R(as[l]));
     }
     for (int l = 0; l < b_loads; l++) {
-        int q = nr(k), r = nr(k), cc = nr(k), r64 = nd(k), c64 = nd(k), idx = nd(k);
+        int q = nr(k), r = nr(k), cc = nr(k), r64 = nd(k), c64 = nd(k), idx = nd(k), phys = nr(k);
         int per_row = bn_ / 4;
         emit(k, "add.u32 %s, %s, %d;", R(q), R(tid), l * threads);
         emit(k, "div.u32 %s, %s, %d;", R(r), R(q), per_row);
         emit(k, "rem.u32 %s, %s, %d;", R(cc), R(q), per_row);
+        emit(k, "mov.u32 %s, %s;", R(phys), R(cc));
+        if (cfg->swz) { /* chunk ^ 2 ((row >> 2) & 3) */
+            int sw = nr(k);
+            emit(k, "shr.u32 %s, %s, 2;", R(sw), R(r));
+            emit(k, "and.b32 %s, %s, 3;", R(sw), R(sw));
+            emit(k, "shl.b32 %s, %s, 1;", R(sw), R(sw));
+            emit(k, "xor.b32 %s, %s, %s;", R(phys), R(phys), R(sw));
+        }
         emit(k, "shl.b32 %s, %s, 2;", R(cc), R(cc));
         emit(k, "cvt.u64.u32 %s, %s;", D(r64), R(r));
         emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(cc));
@@ -1952,7 +2037,8 @@ static void gen_tf32(strbuf *mod, const tf32_cfg *cfg)
         bg[l] = nd(k);
         emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(bg[l]), D(idx), D(b));
         bs[l] = nr(k);
-        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(bs[l]), R(r), b_row, R(cc));
+        emit(k, "shl.b32 %s, %s, 2;", R(phys), R(phys));
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(bs[l]), R(r), b_row, R(phys));
         emit(k, "shl.b32 %s, %s, 2;", R(bs[l]), R(bs[l]));
         emit(k, "add.u32 %s, %s, %d;", R(bs[l]), R(bs[l]), a_stage);
     }
@@ -1961,7 +2047,8 @@ static void gen_tf32(strbuf *mod, const tf32_cfg *cfg)
 
     int KT = nd(k);
     emit(k, "shr.u64 %s, %s, 5;", D(KT), D(K));
-    /* issue(tile index reg kti, stage register st): loads if kti < KT, always commits */
+    /* issue: loads tile `fetched` into stage ld_stage if it exists; always commits
+     * (empty groups keep the wait_group count right at the end) */
     int fetched = nd(k), ld_stage = nr(k);
     emit(k, "mov.u64 %s, 0;", D(fetched));
     emit(k, "mov.u32 %s, 0;", R(ld_stage));
@@ -2000,17 +2087,49 @@ static void gen_tf32(strbuf *mod, const tf32_cfg *cfg)
                 emit(k, "mov.f32 %s, %s;", F(acc[i][j][e]), C(0.0f));
             }
     /* per-thread fragment offsets within a stage */
-    int fa = nr(k), fb = nr(k), tmp = nr(k);
-    emit(k, "mul.lo.u32 %s, %s, %d;", R(tmp), R(wm), cfg->mt * 16);
-    emit(k, "add.u32 %s, %s, %s;", R(tmp), R(tmp), R(g));
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(fa), R(tmp), a_row, R(t));
-    emit(k, "shl.b32 %s, %s, 2;", R(fa), R(fa));
-    int tmp2 = nr(k);
-    emit(k, "mul.lo.u32 %s, %s, %d;", R(tmp2), R(wn), cfg->nt * 8);
-    emit(k, "add.u32 %s, %s, %s;", R(tmp2), R(tmp2), R(g));
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(fb), R(t), b_row, R(tmp2));
-    emit(k, "shl.b32 %s, %s, 2;", R(fb), R(fb));
-    emit(k, "add.u32 %s, %s, %d;", R(fb), R(fb), a_stage);
+    int wrow = nr(k), wcol = nr(k);
+    emit(k, "mul.lo.u32 %s, %s, %d;", R(wrow), R(wm), wtm);
+    emit(k, "add.u32 %s, %s, %s;", R(wrow), R(wrow), R(g));   /* the warp's row + g */
+    emit(k, "mul.lo.u32 %s, %s, %d;", R(wcol), R(wn), wtn);
+    int fa = nr(k), fb = nr(k), fa_s[2] = {-1, -1}, fb_j[8];
+    if (!cfg->swz) {
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(fa), R(wrow), a_row, R(t));
+        emit(k, "shl.b32 %s, %s, 2;", R(fa), R(fa));
+        int col = nr(k);
+        emit(k, "add.u32 %s, %s, %s;", R(col), R(wcol), R(g));
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(fb), R(t), b_row, R(col));
+        emit(k, "shl.b32 %s, %s, 2;", R(fb), R(fb));
+        emit(k, "add.u32 %s, %s, %d;", R(fb), R(fb), a_stage);
+    } else {
+        /* A: row wrow, chunk ((s16 ^ (g & 1)) << 2) + t of its 8 */
+        int par = nr(k);
+        emit(k, "and.b32 %s, %s, 1;", R(par), R(g));
+        for (int s16 = 0; s16 < 2; s16++) {
+            int ch = nr(k);
+            fa_s[s16] = nr(k);
+            emit(k, "xor.b32 %s, %s, %d;", R(ch), R(par), s16);
+            emit(k, "shl.b32 %s, %s, 2;", R(ch), R(ch));
+            emit(k, "add.u32 %s, %s, %s;", R(ch), R(ch), R(t));
+            emit(k, "shl.b32 %s, %s, 2;", R(ch), R(ch));
+            emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(fa_s[s16]), R(wrow), a_row, R(ch));
+            emit(k, "shl.b32 %s, %s, 2;", R(fa_s[s16]), R(fa_s[s16]));
+        }
+        /* B: row 4t (+ immediates), column chunk wcol/4 + (2j ^ 2t), element g within the two chunks */
+        int t2 = nr(k), rowoff = nr(k), wc4 = nr(k);
+        emit(k, "shl.b32 %s, %s, 1;", R(t2), R(t));
+        emit(k, "mul.lo.u32 %s, %s, %d;", R(rowoff), R(t), 4 * b_row);
+        emit(k, "shr.u32 %s, %s, 2;", R(wc4), R(wcol));
+        for (int j = 0; j < cfg->nt; j++) {
+            int ch = nr(k);
+            fb_j[j] = nr(k);
+            emit(k, "xor.b32 %s, %s, %d;", R(ch), R(t2), 2 * j);
+            emit(k, "add.u32 %s, %s, %s;", R(ch), R(ch), R(wc4));
+            emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(ch), R(ch), R(g));
+            emit(k, "add.u32 %s, %s, %s;", R(ch), R(ch), R(rowoff));
+            emit(k, "shl.b32 %s, %s, 2;", R(fb_j[j]), R(ch));
+            emit(k, "add.u32 %s, %s, %d;", R(fb_j[j]), R(fb_j[j]), a_stage);
+        }
+    }
 
     int kt = nd(k), cstage = nr(k), pl = np(k), l_loop = nlabel(k), l_done = nlabel(k);
     emit(k, "mov.u64 %s, 0;", D(kt));
@@ -2021,37 +2140,79 @@ static void gen_tf32(strbuf *mod, const tf32_cfg *cfg)
     emit(k, "cp.async.wait_group %d;", cfg->stages - 2);
     emit(k, "bar.sync 0;");
     TF_ISSUE();
-    int base = nr(k), pa = nr(k), pbb = nr(k);
+    int base = nr(k);
     emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(base), R(cstage), stage, R(smem));
-    emit(k, "add.u32 %s, %s, %s;", R(pa), R(base), R(fa));
-    emit(k, "add.u32 %s, %s, %s;", R(pbb), R(base), R(fb));
-    for (int ks = 0; ks < TF_BK / 8; ks++) {
-        int af[8][4], bf[8][2];
-        for (int i = 0; i < cfg->mt; i++)
-            for (int e = 0; e < 4; e++) {
-                /* a0 (g, t) a1 (g+8, t) a2 (g, t+4) a3 (g+8, t+4) */
-                int off = ((i * 16 + (e & 1) * 8) * a_row + ks * 8 + (e >> 1) * 4) * 4;
-                af[i][e] = nr(k);
-                emit(k, "ld.shared.b32 %s, [%s+%d];", R(af[i][e]), R(pa), off);
-                if (cfg->round)
-                    emit(k, "cvt.rna.tf32.f32 %s, %s;", R(af[i][e]), R(af[i][e]));
-            }
-        for (int j = 0; j < cfg->nt; j++)
-            for (int e = 0; e < 2; e++) {
-                /* b0 (k = t, n = g) b1 (k = t+4, n = g) */
-                int off = ((ks * 8 + e * 4) * b_row + j * 8) * 4;
-                bf[j][e] = nr(k);
-                emit(k, "ld.shared.b32 %s, [%s+%d];", R(bf[j][e]), R(pbb), off);
-                if (cfg->round)
-                    emit(k, "cvt.rna.tf32.f32 %s, %s;", R(bf[j][e]), R(bf[j][e]));
-            }
-        for (int i = 0; i < cfg->mt; i++)
+    if (!cfg->swz) {
+        int pa = nr(k), pbb = nr(k);
+        emit(k, "add.u32 %s, %s, %s;", R(pa), R(base), R(fa));
+        emit(k, "add.u32 %s, %s, %s;", R(pbb), R(base), R(fb));
+        for (int ks = 0; ks < TF_BK / 8; ks++) {
+            int af[8][4], bf[8][2];
+            for (int i = 0; i < cfg->mt; i++)
+                for (int e = 0; e < 4; e++) {
+                    /* a0 (g, t) a1 (g+8, t) a2 (g, t+4) a3 (g+8, t+4) */
+                    int off = ((i * 16 + (e & 1) * 8) * a_row + ks * 8 + (e >> 1) * 4) * 4;
+                    af[i][e] = nr(k);
+                    emit(k, "ld.shared.b32 %s, [%s+%d];", R(af[i][e]), R(pa), off);
+                    if (cfg->round)
+                        emit(k, "cvt.rna.tf32.f32 %s, %s;", R(af[i][e]), R(af[i][e]));
+                }
             for (int j = 0; j < cfg->nt; j++)
-                emit(k, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%s, %s, %s, %s}, "
-                        "{%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s};",
-                     F(acc[i][j][0]), F(acc[i][j][1]), F(acc[i][j][2]), F(acc[i][j][3]),
-                     R(af[i][0]), R(af[i][1]), R(af[i][2]), R(af[i][3]), R(bf[j][0]), R(bf[j][1]),
-                     F(acc[i][j][0]), F(acc[i][j][1]), F(acc[i][j][2]), F(acc[i][j][3]));
+                for (int e = 0; e < 2; e++) {
+                    /* b0 (k = t, n = g) b1 (k = t+4, n = g) */
+                    int off = ((ks * 8 + e * 4) * b_row + j * 8) * 4;
+                    bf[j][e] = nr(k);
+                    emit(k, "ld.shared.b32 %s, [%s+%d];", R(bf[j][e]), R(pbb), off);
+                    if (cfg->round)
+                        emit(k, "cvt.rna.tf32.f32 %s, %s;", R(bf[j][e]), R(bf[j][e]));
+                }
+            for (int i = 0; i < cfg->mt; i++)
+                for (int j = 0; j < cfg->nt; j++)
+                    emit(k, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%s, %s, %s, %s}, "
+                            "{%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s};",
+                         F(acc[i][j][0]), F(acc[i][j][1]), F(acc[i][j][2]), F(acc[i][j][3]),
+                         R(af[i][0]), R(af[i][1]), R(af[i][2]), R(af[i][3]), R(bf[j][0]), R(bf[j][1]),
+                         F(acc[i][j][0]), F(acc[i][j][1]), F(acc[i][j][2]), F(acc[i][j][3]));
+        }
+    } else {
+        int pa[2], pb[8];
+        for (int s16 = 0; s16 < 2; s16++) {
+            pa[s16] = nr(k);
+            emit(k, "add.u32 %s, %s, %s;", R(pa[s16]), R(base), R(fa_s[s16]));
+        }
+        for (int j = 0; j < cfg->nt; j++) {
+            pb[j] = nr(k);
+            emit(k, "add.u32 %s, %s, %s;", R(pb[j]), R(base), R(fb_j[j]));
+        }
+        for (int s16 = 0; s16 < TF_BK / 16; s16++) {
+            /* x[i][h][0..3]: thread t's four k values of this k16 block, rows g (h 0) and g+8 */
+            int x[8][2][4];
+            for (int i = 0; i < cfg->mt; i++)
+                for (int h = 0; h < 2; h++) {
+                    for (int e = 0; e < 4; e++)
+                        x[i][h][e] = nr(k);
+                    emit(k, "ld.shared.v4.b32 {%s, %s, %s, %s}, [%s+%d];", R(x[i][h][0]), R(x[i][h][1]),
+                         R(x[i][h][2]), R(x[i][h][3]), R(pa[s16]), (i * 16 + h * 8) * a_row * 4);
+                }
+            for (int step = 0; step < 2; step++) {
+                int bf[8][2];
+                for (int j = 0; j < cfg->nt; j++)
+                    for (int e = 0; e < 2; e++) {
+                        /* k row 16 s16 + 4t + 2 step + e, column as fb_j */
+                        bf[j][e] = nr(k);
+                        emit(k, "ld.shared.b32 %s, [%s+%d];", R(bf[j][e]), R(pb[j]),
+                             (s16 * 16 + 2 * step + e) * b_row * 4);
+                    }
+                for (int i = 0; i < cfg->mt; i++)
+                    for (int j = 0; j < cfg->nt; j++)
+                        emit(k, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%s, %s, %s, %s}, "
+                                "{%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s};",
+                             F(acc[i][j][0]), F(acc[i][j][1]), F(acc[i][j][2]), F(acc[i][j][3]),
+                             R(x[i][0][2 * step]), R(x[i][1][2 * step]), R(x[i][0][2 * step + 1]),
+                             R(x[i][1][2 * step + 1]), R(bf[j][0]), R(bf[j][1]),
+                             F(acc[i][j][0]), F(acc[i][j][1]), F(acc[i][j][2]), F(acc[i][j][3]));
+            }
+        }
     }
     int pw = np(k);
     emit(k, "add.u32 %s, %s, 1;", R(cstage), R(cstage));
@@ -2067,15 +2228,11 @@ static void gen_tf32(strbuf *mod, const tf32_cfg *cfg)
     /* epilogue: c0,c1 at (g, 2t..2t+1), c2,c3 at (g+8, 2t..2t+1) */
     int pb = np(k);
     emit(k, "setp.ne.f32 %s, %s, %s;", P(pb), F(beta), C(0.0f));
-    int row0 = nd(k), col0 = nd(k), t64 = nd(k);
-    emit(k, "mul.lo.u32 %s, %s, %d;", R(tmp), R(wm), cfg->mt * 16);
-    emit(k, "add.u32 %s, %s, %s;", R(tmp), R(tmp), R(g));
-    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tmp));
+    int row0 = nd(k), col0 = nd(k), t64 = nd(k), ccol = nr(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(wrow));
     emit(k, "add.u64 %s, %s, %s;", D(row0), D(bm), D(t64));
-    int tmp3 = nr(k);
-    emit(k, "mul.lo.u32 %s, %s, %d;", R(tmp3), R(wn), cfg->nt * 8);
-    emit(k, "mad.lo.u32 %s, %s, 2, %s;", R(tmp3), R(t), R(tmp3));
-    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tmp3));
+    emit(k, "mad.lo.u32 %s, %s, 2, %s;", R(ccol), R(t), R(wcol));
+    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(ccol));
     emit(k, "add.u64 %s, %s, %s;", D(col0), D(bn), D(t64));
     for (int i = 0; i < cfg->mt; i++)
         for (int h = 0; h < 2; h++) {

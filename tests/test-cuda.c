@@ -239,9 +239,9 @@ static void test_elementwise(void *st)
         size_t n = sizes[s];
         float *a = floats(n, -30, 30), *b = floats(n, -30, 30), *y = malloc(n * sizeof *y);
         double *ref = malloc(n * sizeof *ref), *scale = malloc(n * sizeof *scale);
-        if (n > 8) { /* edge values */
+        if (n > 10) { /* edge values */
             a[0] = NAN; a[1] = INFINITY; a[2] = -INFINITY; a[3] = -0.0f; a[4] = 1e-30f; a[5] = -1e-30f;
-            a[6] = 88.5f; a[7] = -100.0f; a[8] = 1e-40f;
+            a[6] = 88.5f; a[7] = -100.0f; a[8] = 1e-40f; a[9] = 3.4028235e38f; a[10] = -3.4028235e38f;
         }
         for (size_t u = 0; u < sizeof unary / sizeof unary[0]; u++) {
             uint32_t op = unary[u];

@@ -77,7 +77,7 @@ static unsigned grid_blocks(const cuda_state *st, size_t work, size_t per_sm)
 
 static unsigned reduce_blocks(const cuda_state *st, size_t n)
 {
-    size_t b = min_size(grid_blocks(st, n, 4), 1024);
+    size_t b = min_size(grid_blocks(st, n, 8), 1024);
     return (unsigned)b;
 }
 
