@@ -5,7 +5,9 @@
  *              [--threads N] [--vs openblas|blis] [--csv FILE] [--dispatch]
  *
  * Every case is timed as the median of --reps samples; a sample repeats the
- * call until it lasts at least --min-ms milliseconds.  References, measured in
+ * call until it lasts at least --min-ms milliseconds.  A BLAS reference and
+ * the backend it is compared with are sampled alternately, so that load
+ * changes during the run hit both alike.  References, measured in
  * this run with the same thread count and shown as rows of their own:
  *   - memcpy and a triad (a = b + s c) over the same number of floats, for
  *     the vector ops from 2^20 elements up: the columns "memcpy" and "triad"
@@ -74,31 +76,74 @@ static int compare_doubles(const void *a, const void *b)
 /* Something to time: one call of it. */
 typedef int (*bench_fn)(void *arg);
 
+/* How many calls make a sample of at least min_ms; 0 if the function fails.
+ * The first call is a warm-up (caches, page faults, thread pool start). */
+static long calibrate(bench_fn fn, void *arg, double min_ms)
+{
+    if (fn(arg) != 0)
+        return 0;
+    double t0 = now_ns();
+    if (fn(arg) != 0)
+        return 0;
+    double one = now_ns() - t0;
+    long iters = one > 0 ? (long)(min_ms * 1e6 / one) + 1 : 1000;
+    return iters > 10000000 ? 10000000 : iters;
+}
+
+/* One sample: ns per call over iters calls; < 0 if a call fails. */
+static double sample(bench_fn fn, void *arg, long iters)
+{
+    double start = now_ns();
+    for (long i = 0; i < iters; i++)
+        if (fn(arg) != 0)
+            return -1.0;
+    return (now_ns() - start) / (double)iters;
+}
+
+static double median(double *v, int count)
+{
+    qsort(v, (size_t)count, sizeof v[0], compare_doubles);
+    return count % 2 ? v[count / 2] : 0.5 * (v[count / 2 - 1] + v[count / 2]);
+}
+
+#define MAX_REPS 256
+
 /* Median time of one call in ns over `reps` samples of at least min_ms
  * each; < 0 if the function fails. */
 static double time_median(bench_fn fn, void *arg, int reps, double min_ms)
 {
-    if (fn(arg) != 0) /* warm-up: caches, page faults, thread pool start */
+    long iters = calibrate(fn, arg, min_ms);
+    double samples[MAX_REPS];
+    if (!iters)
         return -1.0;
-    double t0 = now_ns();
-    if (fn(arg) != 0)
-        return -1.0;
-    double one = now_ns() - t0;
-    long iters = one > 0 ? (long)(min_ms * 1e6 / one) + 1 : 1000;
-    if (iters > 10000000)
-        iters = 10000000;
-    double samples[256];
-    if (reps > 256)
-        reps = 256;
+    for (int r = 0; r < reps; r++)
+        if ((samples[r] = sample(fn, arg, iters)) < 0)
+            return -1.0;
+    return median(samples, reps);
+}
+
+/* Two functions timed in alternating samples (a, b, a, b...), so that a
+ * change of the machine's load during the run hits both alike; pause_us
+ * after each sample of a lets a library's spinning threads go idle. */
+static int time_pair(bench_fn fa, void *arg_a, bench_fn fb, void *arg_b, int reps, double min_ms,
+                     unsigned pause_us, double *ns_a, double *ns_b)
+{
+    long ia = calibrate(fa, arg_a, min_ms), ib = calibrate(fb, arg_b, min_ms);
+    double sa[MAX_REPS], sb[MAX_REPS];
+    *ns_a = *ns_b = -1.0;
     for (int r = 0; r < reps; r++) {
-        double start = now_ns();
-        for (long i = 0; i < iters; i++)
-            if (fn(arg) != 0)
-                return -1.0;
-        samples[r] = (now_ns() - start) / (double)iters;
+        sa[r] = ia ? sample(fa, arg_a, ia) : -1.0;
+        if (pause_us)
+            usleep(pause_us);
+        sb[r] = ib ? sample(fb, arg_b, ib) : -1.0;
+        if ((ia && sa[r] < 0) || (ib && sb[r] < 0))
+            return -1;
     }
-    qsort(samples, (size_t)reps, sizeof samples[0], compare_doubles);
-    return reps % 2 ? samples[reps / 2] : 0.5 * (samples[reps / 2 - 1] + samples[reps / 2]);
+    if (ia)
+        *ns_a = median(sa, reps);
+    if (ib)
+        *ns_b = median(sb, reps);
+    return 0;
 }
 
 /* ---- buffers -------------------------------------------------------------------- */
@@ -543,22 +588,28 @@ static void bench_table(const options *o, rayo_context *ctx, const blas_lib *bla
                         sr = &refs[ref_count++];
                 }
             }
-            double ref_ns = 0.0;
-            if (blas_has(blas, op)) {
-                fprintf(stderr, "[reference] %s %s %s\n", blas->name, op->name, c.shape);
-                blas_arg ba = { blas, &c };
-                ref_ns = time_median(run_blas, &ba, o->reps, o->min_ms);
-                /* BLAS worker threads spin a while after a call; let them
-                 * go to sleep before rayo's threads are timed. */
-                usleep(300000);
-                row r = { op->name, blas->name, c.shape, ref_ns, c.bytes / ref_ns, c.flops / ref_ns, 0, 0, 0 };
-                print_row(&r);
-            }
+            /* With a BLAS reference, the reference and each backend are
+             * timed in alternating samples. */
+            int with_ref = blas_has(blas, op);
+            blas_arg ba = { blas, &c };
             for (size_t bi = 0; bi < o->backend_count; bi++) {
                 const char *be = o->backends[bi];
                 fprintf(stderr, "[%zu/%zu] %s on %s, %s\n", ++done, total, op->name, be, c.shape);
                 run_arg ra = { ctx, strcmp(be, "auto") ? be : NULL, &c.call };
-                double ns = time_median(run_rayo, &ra, o->reps, o->min_ms);
+                double ns, ref_ns = 0.0;
+                if (with_ref) {
+                    /* BLAS worker threads spin a while after a call: a pause
+                     * lets them go to sleep before rayo's threads are timed. */
+                    unsigned pause = o->threads > 1 ? 100000 : 0;
+                    if (time_pair(run_blas, &ba, run_rayo, &ra, o->reps, o->min_ms, pause, &ref_ns, &ns) == 0 &&
+                        ref_ns > 0) {
+                        row r = { op->name, blas->name, c.shape, ref_ns, c.bytes / ref_ns, c.flops / ref_ns,
+                                  0, 0, 0 };
+                        print_row(&r);
+                    }
+                } else {
+                    ns = time_median(run_rayo, &ra, o->reps, o->min_ms);
+                }
                 if (ns < 0) {
                     print_failure(op->name, be, c.shape, rayo_last_error()[0] ? rayo_last_error() : "failed");
                     continue;
@@ -845,7 +896,7 @@ static int parse_args(int argc, char **argv, options *o)
             }
         } else if (!strcmp(arg, "--reps")) {
             o->reps = atoi(value);
-            if (o->reps < 1 || o->reps > 256)
+            if (o->reps < 1 || o->reps > MAX_REPS)
                 return usage_error("--reps %s: want 1..256", value);
         } else if (!strcmp(arg, "--min-ms")) {
             o->min_ms = atof(value);
