@@ -1,1 +1,14 @@
-# plugins/neon: not written yet (see issues)
+# plugins/neon: the AArch64 Advanced SIMD backend.  Built where configure's
+# host is aarch64 (natively or with --host=aarch64-linux-gnu); Advanced SIMD
+# is part of the AArch64 base ISA, so no -march flag is needed.
+if BUILD_NEON
+plugin_LTLIBRARIES += plugins/neon/rayo-neon.la
+plugins_neon_rayo_neon_la_SOURCES = \
+	plugins/neon/neon.h plugins/neon/neon-math.h plugins/neon/neon-plugin.c \
+	plugins/neon/neon-elementwise.c plugins/neon/neon-reduce.c plugins/neon/neon-rows.c \
+	plugins/neon/neon-matrix.c plugins/neon/neon-gemm.c
+plugins_neon_rayo_neon_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+plugins_neon_rayo_neon_la_LDFLAGS = $(RAYO_MODULE_FLAGS)
+plugins_neon_rayo_neon_la_LIBADD = -lm
+endif
+EXTRA_DIST += plugins/neon/README.md plugins/neon/NOTES.md
