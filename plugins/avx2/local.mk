@@ -9,4 +9,6 @@ plugins_avx2_rayo_avx2_la_SOURCES = \
 plugins_avx2_rayo_avx2_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -mavx2 -mfma -fvisibility=hidden
 plugins_avx2_rayo_avx2_la_LDFLAGS = $(RAYO_MODULE_FLAGS)
 plugins_avx2_rayo_avx2_la_LIBADD = $(PTHREAD_LIBS) -lm
+confd_DATA += plugins/avx2/50-avx2.conf
 endif
+EXTRA_DIST += plugins/avx2/50-avx2.conf doc/benchmarks-cpu.md
