@@ -1,14 +1,14 @@
 /* ini-min.c - see ini-min.h.  Written for rayo; one line at a time, no
  * allocation: sections and names longer than the buffers below are cut, as
- * inih cuts them. */
+ * inih cuts them (same sizes as inih's). */
 #include "ini-min.h"
 
 #include <ctype.h>
 #include <stddef.h>
 #include <string.h>
 
-#define MAX_SECTION 64
-#define MAX_NAME 64
+#define MAX_SECTION 50
+#define MAX_NAME 50
 
 static char *skip_space(char *s)
 {
@@ -48,7 +48,7 @@ static void copy_cut(char *dst, const char *src, size_t size)
 
 typedef struct parser {
     char section[MAX_SECTION];
-    char name[MAX_NAME];     /* last name seen: an indented line continues it */
+    char name[MAX_NAME];     /* last name seen (cut): an indented line continues it */
     ini_handler handler;
     void *user;
 } parser;
@@ -66,7 +66,8 @@ static int parse_section(parser *p, char *start)
 }
 
 /* "name = value" or "name : value": returns the handler's verdict, or 0
- * when there is no separator. */
+ * when there is no separator.  An inline comment is looked for before the
+ * value's leading spaces are skipped (so "k = ; c" has an empty value). */
 static int parse_pair(parser *p, char *start)
 {
     char *sep = find_stop(start, "=:");
@@ -74,11 +75,12 @@ static int parse_pair(parser *p, char *start)
         return 0;
     *sep = '\0';
     trim_end(start);
-    char *value = skip_space(sep + 1);
-    *find_stop(value, "") = '\0'; /* drops an inline comment */
+    char *value = sep + 1;
+    *find_stop(value, "") = '\0';
+    value = skip_space(value);
     trim_end(value);
     copy_cut(p->name, start, sizeof p->name);
-    return p->handler(p->user, p->section, p->name, value);
+    return p->handler(p->user, p->section, start, value);
 }
 
 /* One line; returns 0 when the line is an error. */
@@ -91,12 +93,8 @@ static int parse_line(parser *p, char *line, int first)
     trim_end(start);
     if (*start == ';' || *start == '#' || !*start)
         return 1;
-    if (p->name[0] && start > line) {
-        /* an indented line after a pair: more of the same value */
-        *find_stop(start, "") = '\0';
-        trim_end(start);
+    if (p->name[0] && start > line) /* indented: more of the last value, as is */
         return p->handler(p->user, p->section, p->name, start);
-    }
     if (*start == '[')
         return parse_section(p, start);
     return parse_pair(p, start);

@@ -7,8 +7,9 @@
  *     returns NULL at the end;
  *   - handler(user, section, name, value) is called for every name = value
  *     (or name : value) line, with whitespace trimmed and inline "; comments"
- *     removed; an indented line continues the previous name (handler called
- *     again with the same name); returning 0 marks the line as an error;
+ *     (a ';' after a space) removed; an indented line continues the previous
+ *     name: the handler is called again with that name and the whole trimmed
+ *     line; returning 0 marks the line as an error;
  *   - lines starting with ';' or '#' are comments; a UTF-8 BOM is skipped;
  *   - parsing goes on after an error; the result is 0, or the number of
  *     the first line in error.

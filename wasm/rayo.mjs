@@ -273,13 +273,14 @@ class Context {
   }
 
   /** ctx.NAME(...) for every op: plain arrays in, a new Float32Array (or a
-   *  number for reductions) out.  The last argument may be {backend}. */
+   *  number for reductions) out.  The last argument may be an options object
+   *  with {backend} (matmul and gemv read their own options from it too). */
   call(op, args) {
     let backend;
     const last = args[args.length - 1];
     if (last && typeof last === 'object' && !ArrayBuffer.isView(last) && !Array.isArray(last)) {
       backend = last.backend;
-      args = args.slice(0, -1);
+      if (op.class !== 'matmul' && op.class !== 'gemv') args = args.slice(0, -1);
     }
     const held = [];
     const arr = (x) => {

@@ -1,0 +1,96 @@
+#!/bin/sh
+# wasm-build-and-test.sh - builds rayo's WebAssembly variant and runs its
+# tests, from a clean machine: what CI (.ci/run) calls.
+#
+#   tests/wasm-build-and-test.sh [BUILD_DIR]
+#
+# 1. installs what is missing: autotools and inih (for the native configure
+#    that `make wasm` runs from), emscripten, node, chromium (Debian
+#    packages), playwright-core (npm, into BUILD_DIR/wasm-build/tools);
+# 2. configures BUILD_DIR (default: build-wasm in the source tree) if it is
+#    not configured yet, and runs `make wasm` there;
+# 3. runs the wasm tests: the INI parser against inih (native), rayo-conform
+#    for scalar and wasm under node (all sizes unless RAYO_CONFORM_ARGS says
+#    --quick), the JS API under node, and the page in headless Chromium,
+#    which saves BUILD_DIR/wasm-build/page.png.
+# Here a skipped test is a failure: this script installed what they need.
+# Exit status: 0 when everything passed.
+set -eu
+
+srcdir=$(cd "$(dirname "$0")/.." && pwd)
+builddir=${1:-$srcdir/build-wasm}
+mkdir -p "$builddir"
+builddir=$(cd "$builddir" && pwd)
+out=$builddir/wasm-build
+
+say() { printf '\n=== %s\n' "$*"; }
+
+# ---- 1. tools ----
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+missing=""
+need() { # need COMMAND PACKAGE
+    command -v "$1" >/dev/null 2>&1 || missing="$missing $2"
+}
+need autoreconf autoconf
+need automake automake
+need libtoolize libtool
+need pkg-config pkg-config
+need emcc emscripten
+need node nodejs
+need npm npm
+need chromium chromium
+[ -f /usr/include/ini.h ] || missing="$missing libinih-dev"
+[ -d /usr/share/aclocal ] && ls /usr/share/aclocal/ax_pthread.m4 >/dev/null 2>&1 ||
+    missing="$missing autoconf-archive"
+if [ -n "$missing" ]; then
+    say "installing:$missing"
+    as_root apt-get update -qq
+    # shellcheck disable=SC2086 # one word per package
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+fi
+if [ ! -f "$out/tools/node_modules/playwright-core/package.json" ]; then
+    say "installing playwright-core (npm) into $out/tools"
+    mkdir -p "$out/tools"
+    npm install --prefix "$out/tools" --no-audit --no-fund --loglevel=error \
+        "playwright-core@${PLAYWRIGHT_CORE_VERSION:-1}"
+fi
+
+# ---- 2. build ----
+if [ ! -f "$builddir/Makefile" ]; then
+    if [ ! -x "$srcdir/configure" ]; then
+        say "autoreconf -fi"
+        (cd "$srcdir" && autoreconf -fi)
+    fi
+    say "configure in $builddir"
+    (cd "$builddir" && "$srcdir/configure" --enable-werror)
+fi
+say "make wasm"
+make -C "$builddir" -j2 wasm
+
+# ---- 3. tests ----
+failed=""
+run_test() { # run_test NAME COMMAND...
+    name=$1
+    shift
+    say "$name"
+    status=0
+    (cd "$builddir" && srcdir=$srcdir abs_top_builddir=$builddir "$@") || status=$?
+    case $status in
+    0) echo "PASS: $name" ;;
+    77) echo "FAIL: $name was skipped"; failed="$failed $name" ;;
+    *) echo "FAIL: $name (exit $status)"; failed="$failed $name" ;;
+    esac
+}
+make -C "$builddir" tests/test-wasm-ini >/dev/null
+run_test test-wasm-ini "$builddir/tests/test-wasm-ini"
+run_test test-wasm-conform sh "$srcdir/tests/test-wasm-conform.sh"
+run_test test-wasm-api sh "$srcdir/tests/test-wasm-api.sh"
+run_test test-wasm-page env PLAYWRIGHT_CORE_DIR="$out/tools" sh "$srcdir/tests/test-wasm-page.sh"
+
+if [ -n "$failed" ]; then
+    say "wasm: FAILED:$failed"
+    exit 1
+fi
+say "wasm: all passed (screenshot: $out/page.png)"
