@@ -24,7 +24,7 @@
  * fastest measured on the H100 (doc/benchmarks-cuda.md). */
 #define DEFAULT_SGEMM "sgemm_nn_k16_async"
 #define DEFAULT_SGEMM_K8 "sgemm_nn_k8_async"
-#define DEFAULT_TF32 "tf32_128x128_w2x2"
+#define DEFAULT_TF32 "tf32_128x128_w2x2_r"
 
 static const char *const module_names[MOD_COUNT] = {"elementwise", "reduce", "rows",
                                                     "matrix", "sgemm", "tf32"};

@@ -4,7 +4,7 @@
 # cuda.h is needed for types only; libcuda.so.1 is dlopened at run time.
 
 EXTRA_DIST += plugins/cuda/50-cuda.conf plugins/cuda/h100.sh plugins/cuda/h100-torch.py \
-	ptx/fit-erfc.py
+	ptx/fit-erfc.py doc/benchmarks-cuda.md
 
 if BUILD_CUDA
 noinst_PROGRAMS += ptx/gen-ptx
