@@ -143,6 +143,15 @@ static rayo_status avx2_init(const rayo_host *host, uint32_t device, void **stat
     /* Streaming (non-temporal) stores pay off only when the output would
      * not stay in the last-level cache anyway. */
     st->stream_bytes = st->caches.l3;
+    const char *stream = host->config ? host->config(host, "stream_min_bytes") : NULL;
+    if (stream) {
+        char *end;
+        unsigned long long v = strtoull(stream, &end, 10);
+        if (*end == '\0')
+            st->stream_bytes = (size_t)v;
+        else if (host->log)
+            host->log(host, RAYO_LOG_WARN, "[backend.avx2] stream_min_bytes = %s ignored: not a number", stream);
+    }
     if (pthread_mutex_init(&st->scratch_lock, NULL) != 0) {
         free(st);
         return RAYO_E_BACKEND;
