@@ -18,12 +18,9 @@ EMCC = emcc
 NODE = node
 WASM_OUT = wasm-build
 
-# Builds the WebAssembly variant into $(WASM_OUT)/ (see wasm/wasm.mk).
-wasm:
-	@if ! command -v $(EMCC) >/dev/null 2>&1; then \
-	  echo "make wasm: $(EMCC) not found: install emscripten (Debian: apt-get install emscripten) or pass EMCC=/path/to/emcc" >&2; \
-	  exit 1; fi
-	$(MAKE) -f $(abs_top_srcdir)/wasm/wasm.mk \
+# Builds the WebAssembly variant into $(WASM_OUT)/ (see wasm/wasm.mk);
+# wasm-bench adds rayo-bench for node.
+WASM_MAKE = $(MAKE) -f $(abs_top_srcdir)/wasm/wasm.mk \
 	  srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' \
 	  out='$(abs_top_builddir)/$(WASM_OUT)' EMCC='$(EMCC)' NODE='$(NODE)' \
 	  WARN_CFLAGS='$(WARN_CFLAGS)' RAYO_ABI_MAJOR='$(RAYO_ABI_MAJOR)' \
@@ -32,14 +29,26 @@ wasm:
 	  CONFORM_SOURCES='$(core_libconform_la_SOURCES) $(core_rayo_conform_SOURCES)' \
 	  SCALAR_SOURCES='$(plugins_scalar_rayo_scalar_la_SOURCES)' \
 	  WASM_SOURCES='$(WASM_PLUGIN_FILES)' \
+	  BENCH_SOURCES='$(core_rayo_bench_SOURCES)' \
 	  JS_GLUE_SOURCES='$(WASM_GLUE_FILES)' \
 	  WEB_FILES='$(WASM_WEB_FILES)'
+WASM_CHECK_EMCC = if ! command -v $(EMCC) >/dev/null 2>&1; then \
+	  echo "make wasm: $(EMCC) not found: install emscripten (Debian: apt-get install emscripten) or pass EMCC=/path/to/emcc" >&2; \
+	  exit 1; fi
+
+wasm:
+	@$(WASM_CHECK_EMCC)
+	$(WASM_MAKE) all
+
+wasm-bench:
+	@$(WASM_CHECK_EMCC)
+	$(WASM_MAKE) bench
 
 clean-wasm:
 	rm -rf $(WASM_OUT)
 
 clean-local: clean-wasm
-.PHONY: wasm clean-wasm
+.PHONY: wasm wasm-bench clean-wasm
 
 EXTRA_DIST += $(WASM_PLUGIN_FILES) plugins/wasm/fit-coefficients.py \
 	$(WASM_GLUE_FILES) wasm/wasm.mk wasm/node-env.js wasm/side-imports.mjs \
