@@ -20,7 +20,7 @@ WASM_OUT = wasm-build
 
 # Builds the WebAssembly variant into $(WASM_OUT)/ (see wasm/wasm.mk);
 # wasm-bench adds rayo-bench for node.
-WASM_MAKE = $(MAKE) -f $(abs_top_srcdir)/wasm/wasm.mk \
+WASM_MAKE_ARGS = -f $(abs_top_srcdir)/wasm/wasm.mk \
 	  srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' \
 	  out='$(abs_top_builddir)/$(WASM_OUT)' EMCC='$(EMCC)' NODE='$(NODE)' \
 	  WARN_CFLAGS='$(WARN_CFLAGS)' RAYO_ABI_MAJOR='$(RAYO_ABI_MAJOR)' \
@@ -38,11 +38,11 @@ WASM_CHECK_EMCC = if ! command -v $(EMCC) >/dev/null 2>&1; then \
 
 wasm:
 	@$(WASM_CHECK_EMCC)
-	$(WASM_MAKE) all
+	$(MAKE) $(WASM_MAKE_ARGS) all
 
 wasm-bench:
 	@$(WASM_CHECK_EMCC)
-	$(WASM_MAKE) bench
+	$(MAKE) $(WASM_MAKE_ARGS) bench
 
 clean-wasm:
 	rm -rf $(WASM_OUT)
@@ -52,4 +52,4 @@ clean-local: clean-wasm
 
 EXTRA_DIST += $(WASM_PLUGIN_FILES) plugins/wasm/fit-coefficients.py \
 	$(WASM_GLUE_FILES) wasm/wasm.mk wasm/node-env.js wasm/side-imports.mjs \
-	wasm/rayo.mjs $(WASM_WEB_FILES) core/ini-min.c core/ini-min.h
+	wasm/rayo.mjs wasm/README.md $(WASM_WEB_FILES) core/ini-min.c core/ini-min.h
