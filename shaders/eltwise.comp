@@ -11,6 +11,7 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint OP = 1;
+layout(constant_id = 2) const uint UNROLL = 1;
 
 const uint OP_ADD = 1, OP_SUB = 2, OP_MUL = 3, OP_DIV = 4, OP_MAXIMUM = 5,
            OP_MINIMUM = 6, OP_SCALE = 7, OP_AXPY = 8, OP_RELU = 16,
@@ -86,24 +87,37 @@ bool reads_b() { return OP <= OP_MINIMUM || OP >= OP_BIAS_ACT; }
 
 void main()
 {
-    // total: elements (or vec4s); for bias_act m rows of n, b indexed by column
+    // total: elements (or vec4s); for bias_act m rows of n, b indexed by column.
+    // UNROLL independent elements per invocation and step: their loads are
+    // all issued before the first result is computed.
     uint total = OP >= OP_BIAS_ACT ? pc.m * pc.n : pc.n;
     uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-    for (uint i = gl_GlobalInvocationID.x; i < total; i += stride) {
-        ELEM x = a_data[pc.oa + i];
-        ELEM z = ELEM(0.0);
-        if (reads_b())
-            z = b_data[pc.ob + (OP >= OP_BIAS_ACT ? i % pc.n : i)];
-        ELEM yold = ELEM(0.0);
-        if (OP == OP_AXPY)
-            yold = y_data[pc.oy + i];
+    for (uint base = gl_GlobalInvocationID.x; base < total; base += stride * UNROLL) {
+        ELEM x[UNROLL], z[UNROLL], yold[UNROLL];
+        for (uint u = 0u; u < UNROLL; u++) {
+            uint i = base + u * stride;
+            if (i >= total)
+                break;
+            x[u] = a_data[pc.oa + i];
+            z[u] = ELEM(0.0);
+            if (reads_b())
+                z[u] = b_data[pc.ob + (OP >= OP_BIAS_ACT ? i % pc.n : i)];
+            yold[u] = ELEM(0.0);
+            if (OP == OP_AXPY)
+                yold[u] = y_data[pc.oy + i];
+        }
+        for (uint u = 0u; u < UNROLL; u++) {
+            uint i = base + u * stride;
+            if (i >= total)
+                break;
 #ifdef RAYO_VEC4
-        vec4 r;
-        for (int l = 0; l < 4; l++)
-            r[l] = f_elem(x[l], z[l], yold[l]);
-        y_data[pc.oy + i] = r;
+            vec4 r;
+            for (int l = 0; l < 4; l++)
+                r[l] = f_elem(x[u][l], z[u][l], yold[u][l]);
+            y_data[pc.oy + i] = r;
 #else
-        y_data[pc.oy + i] = f_elem(x, z, yold);
+            y_data[pc.oy + i] = f_elem(x[u], z[u], yold[u]);
 #endif
+        }
     }
 }

@@ -21,8 +21,12 @@ names=$(grep -v '^#' "$list" | awk 'NF { print $1 }')
     echo "#ifdef VK_SHADERS_DATA"
 } >"$tmp"
 grep -v '^#' "$list" | awk 'NF' | while read -r name src defs; do
+    # -O0 in the list: no spirv-opt pass (it crashes on some modules)
+    opt=-O
+    case " $defs " in *" -O0 "*) opt=-O0 ;; esac
+    defs=$(echo "$defs" | sed 's/-O0//')
     # shellcheck disable=SC2086 # defs is a list of flags
-    "$glslc" -O --target-env=vulkan1.2 -I"$dir" $defs "$dir/$src" -o "$spv"
+    "$glslc" $opt --target-env=vulkan1.2 -I"$dir" $defs "$dir/$src" -o "$spv"
     "$spirv_val" --target-env vulkan1.2 "$spv"
     echo "static const uint32_t vk_spv_$name[] = {" >>"$tmp"
     od -An -v -tx4 "$spv" | awk '{ s = "   "; for (i = 1; i <= NF; i++) s = s " 0x" $i ","; print s }' >>"$tmp"

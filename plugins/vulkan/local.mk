@@ -6,7 +6,7 @@
 VK_SHADER_FILES = \
 	shaders/common.glsl shaders/rmath.glsl shaders/eltwise.comp \
 	shaders/reduce.comp shaders/rows.comp shaders/matmul.comp \
-	shaders/gemv.comp shaders/transpose.comp
+	shaders/gemv.comp shaders/transpose.comp shaders/matmul_coop.comp
 VK_SHADER_TOOLS = plugins/vulkan/shaders.list plugins/vulkan/embed-shaders.sh
 
 EXTRA_DIST += $(VK_SHADER_FILES) $(VK_SHADER_TOOLS) \
@@ -26,6 +26,11 @@ plugins_vulkan_rayo_vulkan_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -fvisibili
 plugins_vulkan_rayo_vulkan_la_LDFLAGS = $(RAYO_MODULE_FLAGS)
 plugins_vulkan_rayo_vulkan_la_LIBADD = $(PTHREAD_LIBS)
 confd_DATA += plugins/vulkan/50-vulkan.conf
+
+# benchmarks through the public API (plugins/vulkan/h100.sh runs them)
+noinst_PROGRAMS += plugins/vulkan/vk-bench
+plugins_vulkan_vk_bench_SOURCES = plugins/vulkan/vk-bench.c
+plugins_vulkan_vk_bench_LDADD = core/librayo.la -lm
 
 BUILT_SOURCES += plugins/vulkan/vk-shaders.h
 CLEANFILES += plugins/vulkan/vk-shaders.h

@@ -41,7 +41,8 @@
 
 /* present only with the extension; may stay NULL */
 #define VK_INSTANCE_OPTIONAL_FNS(X) \
-    X(vkCreateDebugUtilsMessengerEXT) X(vkDestroyDebugUtilsMessengerEXT)
+    X(vkCreateDebugUtilsMessengerEXT) X(vkDestroyDebugUtilsMessengerEXT) \
+    X(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
 
 #define VK_DEVICE_FNS(X) \
     X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkQueueSubmit) X(vkDeviceWaitIdle) \
@@ -179,7 +180,10 @@ typedef struct vk_state {
     bool subgroup_ok;                 /* arithmetic, shuffle and vote in compute */
     uint32_t subgroup_size;
     vk_precision precision;
+    bool coop;                        /* f16 cooperative-matrix matmul enabled */
     vk_tile tile;
+    vk_tile tile_small;               /* for products with few tiles */
+    uint32_t eltwise_unroll;          /* elements per invocation and step: 1, 2, 4 */
 } vk_state;
 
 /* ---- vk-loader.c ------------------------------------------------------------------ */

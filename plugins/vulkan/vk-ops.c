@@ -5,7 +5,7 @@
  * embedded shaders; batches call it directly.  A host-memory call packs its
  * operands into one staging buffer, copies them into one device buffer,
  * records the op and the copy back, submits once and waits (on unified
- * memory the staging step is skipped).
+ * memory, and for small calls, the op runs on the staging buffer itself).
  */
 #include "vk-internal.h"
 
@@ -14,6 +14,7 @@
 #define WG 256u                 /* invocations per workgroup, vector shaders */
 #define MAX_GROUPS 65535u       /* grid-stride loops cover the rest */
 #define REDUCE_SINGLE (WG * 64u) /* up to this, a reduction is one dispatch */
+#define FEW_TILES 128u          /* fewer matmul tiles than this: smaller tiles */
 
 /* The signature class of every op id (0: unknown). */
 static const unsigned char op_class[RAYO_OP_ID_LIMIT] = {
@@ -161,9 +162,9 @@ static rayo_status rec_eltwise(vk_state *s, vk_ctx *cx, const rayo_dev_call *cal
         .alpha = call->alpha, .beta = call->beta,
     };
     push_offsets(ops, &pc, unit);
-    uint32_t spec[2] = {WG, op};
-    uint32_t groups = min_u32(div_up(total / unit, WG), MAX_GROUPS);
-    return dispatch(s, cx, vec4 ? VK_SHADER_ELTWISE_VEC4 : VK_SHADER_ELTWISE, spec, 2,
+    uint32_t spec[3] = {WG, op, s->eltwise_unroll};
+    uint32_t groups = min_u32(div_up(total / unit, WG * s->eltwise_unroll), MAX_GROUPS);
+    return dispatch(s, cx, vec4 ? VK_SHADER_ELTWISE_VEC4 : VK_SHADER_ELTWISE, spec, 3,
                     ops, &pc, groups, 1);
 }
 
@@ -223,8 +224,9 @@ static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
 {
     if (call->flags & ~(RAYO_TRANS_A | RAYO_TRANS_B))
         return RAYO_E_INVALID;
-    const vk_tile *t = &s->tile;
     size_t m = call->m, n = call->n, k = call->k;
+    const vk_tile *t = div_up(m, s->tile.bm) * (size_t)div_up(n, s->tile.bn) < FEW_TILES
+                       ? &s->tile_small : &s->tile;
     uint32_t gx = div_up(n, t->bn), gy = div_up(m, t->bm);
     if (gx > s->props.limits.maxComputeWorkGroupCount[0] ||
         gy > s->props.limits.maxComputeWorkGroupCount[1]) {
@@ -234,8 +236,21 @@ static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
     /* C is read (binding c) and written (binding y): the same range */
     ops->bind[2] = ops->bind[3];
     ops->use[2] = &ops->bind[2];
+    if (s->coop && m % 128 == 0 && n % 128 == 0 && k % 32 == 0 && k > 0 &&
+        offsets_multiple_of(ops, 4)) {
+        /* reduced precision allowed: tensor cores (f16 inputs, f32 sums) */
+        vk_push pc = {
+            .n = (uint32_t)n, .m = (uint32_t)m, .k = (uint32_t)k,
+            .alpha = call->alpha, .beta = call->beta,
+        };
+        push_offsets(ops, &pc, 4);
+        uint32_t spec[3] = {0, (call->flags & RAYO_TRANS_A) ? 1u : 0u,
+                            (call->flags & RAYO_TRANS_B) ? 1u : 0u};
+        return dispatch(s, cx, VK_SHADER_MATMUL_COOP_NV, spec, 3, ops, &pc,
+                        (uint32_t)(n / 128), (uint32_t)(m / 128));
+    }
     uint32_t wg = (t->bm / t->tm) * (t->bn / t->tn);
-    bool aligned = m % t->bm == 0 && n % t->bn == 0 && k % t->bk == 0 &&
+    bool aligned = k > 0 && m % t->bm == 0 && n % t->bn == 0 && k % t->bk == 0 &&
                    (t->bm * t->bk) % (4 * wg) == 0 && (t->bn * t->bk) % (4 * wg) == 0 &&
                    offsets_multiple_of(ops, 4);
     uint32_t unit = aligned ? 4 : 1;
@@ -329,6 +344,7 @@ rayo_status vk_record(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
 /* ---- ops on host memory ---------------------------------------------------------- */
 
 #define PACK_ALIGN 256u
+#define DIRECT_MAX ((VkDeviceSize)1 << 20)  /* bytes: see host_call */
 
 /* Where each operand of a host call sits in the packed temporaries. */
 typedef struct vk_packing {
@@ -379,21 +395,28 @@ static rayo_status host_call(vk_state *s, const rayo_call *call)
     vk_packing pk;
     pack(call, &sh, &pk);
 
+    /* Small calls of ops that read each input once run on the staging
+     * memory itself: a few KiB over PCIe cost less than two copies and
+     * their barriers (the round trip is what matters at that size). */
+    bool direct = s->unified ||
+        (pk.total <= DIRECT_MAX && cls != RAYO_CLASS_MATMUL && cls != RAYO_CLASS_GEMV &&
+         cls != RAYO_CLASS_TRANSPOSE);
     vk_ctx *cx;
     st = vk_ctx_acquire(s, &cx);
     if (st != RAYO_OK)
         return st;
     vk_buf *dev = NULL, *stage = NULL;
-    st = vk_ctx_temp(s, cx, &s->device_pool, pk.total, &dev);
-    if (st == RAYO_OK && !s->unified)
+    st = vk_ctx_temp(s, cx, s->unified || !direct ? &s->device_pool : &s->staging_pool,
+                     pk.total, &dev);
+    if (st == RAYO_OK && !direct)
         st = vk_ctx_temp(s, cx, &s->staging_pool, pk.total, &stage);
     if (st != RAYO_OK)
         goto done;
-    unsigned char *host_view = vk_buf_map(s->unified ? dev : stage);
+    unsigned char *host_view = vk_buf_map(direct ? dev : stage);
     for (int i = 0; i < 4; i++)
         if (pk.src[i])
             memcpy(host_view + pk.offset[i], pk.src[i], pk.bytes[i]);
-    if (!s->unified)
+    if (!direct)
         for (int i = 0; i < 4; i++)
             if (pk.src[i])
                 vk_ctx_copy(s, cx, stage, pk.offset[i], dev, pk.offset[i], pk.bytes[i]);
@@ -409,7 +432,7 @@ static rayo_status host_call(vk_state *s, const rayo_call *call)
     st = vk_record(s, cx, &dc);
     if (st != RAYO_OK)
         goto done;
-    if (!s->unified)
+    if (!direct)
         vk_ctx_copy(s, cx, dev, pk.offset[3], stage, pk.offset[3], pk.bytes[3]);
     st = vk_ctx_submit(s, cx);
     if (st == RAYO_OK)

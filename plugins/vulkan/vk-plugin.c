@@ -6,6 +6,7 @@
  *                messages; a call during which it reports fails
  *   precision    fp32 (default) | f16: may matmul use reduced precision
  *   matmul_tile  BMxBNxBKxTMxTN: override the matmul tile (tuning)
+ *   eltwise_unroll  1 | 2 | 4: elements per invocation and step (tuning)
  *   library      the Vulkan loader to open (default libvulkan.so.1)
  *   pipeline_cache  no: do not read or write the pipeline cache file
  *   subgroups    no: use the shared-memory paths even where subgroups exist
@@ -47,6 +48,20 @@ static bool has_instance_extension(const vk_lib *lib, const char *name)
     VkExtensionProperties *props = calloc(n, sizeof *props);
     bool found = false;
     if (props && lib->vkEnumerateInstanceExtensionProperties(NULL, &n, props) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = !strcmp(props[i].extensionName, name);
+    free(props);
+    return found;
+}
+
+static bool has_device_extension(const vk_state *s, const char *name)
+{
+    uint32_t n = 0;
+    if (s->fi.vkEnumerateDeviceExtensionProperties(s->phys, NULL, &n, NULL) != VK_SUCCESS || !n)
+        return false;
+    VkExtensionProperties *props = calloc(n, sizeof *props);
+    bool found = false;
+    if (props && s->fi.vkEnumerateDeviceExtensionProperties(s->phys, NULL, &n, props) == VK_SUCCESS)
         for (uint32_t i = 0; i < n && !found; i++)
             found = !strcmp(props[i].extensionName, name);
     free(props);
@@ -261,16 +276,30 @@ static void choose_tile(vk_state *s)
     s->tile = s->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? small : gpu;
     if (!tile_fits(s, &s->tile))
         s->tile = small;
+    /* a product of few 128 x 128 tiles leaves most of a large GPU idle:
+     * those get 64 x 64 tiles, four times as many workgroups */
+    vk_tile quarter = {64, 64, 8, 4, 4};
+    s->tile_small = tile_fits(s, &quarter) && s->tile.bm == 128 ? quarter : s->tile;
     const char *cfg = s->host->config(s->host, "matmul_tile");
     if (cfg) {
         vk_tile t = {0, 0, 0, 0, 0};
         if (sscanf(cfg, "%ux%ux%ux%ux%u", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn) == 5 && tile_fits(s, &t))
-            s->tile = t;
+            s->tile = s->tile_small = t;
         else
             s->host->log(s->host, RAYO_LOG_WARN, "matmul_tile = %s: not a usable BMxBNxBKxTMxTN "
                          "tile on this device; using %ux%ux%ux%ux%u", cfg, s->tile.bm, s->tile.bn,
                          s->tile.bk, s->tile.tm, s->tile.tn);
     }
+}
+
+static void read_unroll(vk_state *s)
+{
+    const char *u = s->host->config(s->host, "eltwise_unroll");
+    s->eltwise_unroll = 1;
+    if (u && (!strcmp(u, "1") || !strcmp(u, "2") || !strcmp(u, "4")))
+        s->eltwise_unroll = (uint32_t)atoi(u);
+    else if (u)
+        s->host->log(s->host, RAYO_LOG_WARN, "eltwise_unroll = %s: not 1, 2 or 4; using 1", u);
 }
 
 static void read_precision(vk_state *s)
@@ -299,6 +328,46 @@ static rayo_status find_queue(vk_state *s)
     return RAYO_E_UNSUPPORTED;
 }
 
+/* The f16 cooperative-matrix matmul (shaders/matmul_coop.comp) needs
+ * VK_NV_cooperative_matrix with 16 x 16 x 16 half x half -> float products
+ * at subgroup scope, shaderFloat16, and subgroups of 32. */
+static bool coop_usable(vk_state *s, const VkPhysicalDeviceVulkan12Features *f12)
+{
+    if (s->precision != VK_PREC_F16)
+        return false;
+    const char *why = NULL;
+    if (!has_device_extension(s, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) ||
+        !s->fi.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
+        why = "the device lacks VK_NV_cooperative_matrix";
+    else if (!f12->shaderFloat16)
+        why = "the device lacks shaderFloat16";
+    else if (s->subgroup_size != 32)
+        why = "the subgroup size is not 32";
+    bool shape = false;
+    if (!why) {
+        VkCooperativeMatrixPropertiesNV props[64];
+        uint32_t n = 64;
+        for (uint32_t i = 0; i < n; i++)
+            props[i] = (VkCooperativeMatrixPropertiesNV){
+                .sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+        VkResult r = s->fi.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(s->phys, &n, props);
+        for (uint32_t i = 0; (r == VK_SUCCESS || r == VK_INCOMPLETE) && i < n; i++) {
+            const VkCooperativeMatrixPropertiesNV *p = &props[i];
+            shape = shape || (p->MSize == 16 && p->NSize == 16 && p->KSize == 16 &&
+                              p->AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                              p->BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                              p->CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                              p->DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                              p->scope == VK_SCOPE_SUBGROUP_NV);
+        }
+        if (!shape)
+            why = "no 16x16x16 f16 -> f32 cooperative matrix";
+    }
+    if (why)
+        s->host->log(s->host, RAYO_LOG_INFO, "precision = f16: matmul stays fp32 (%s)", why);
+    return !why;
+}
+
 static rayo_status create_device(vk_state *s)
 {
     VkPhysicalDeviceVulkan12Features f12 = {
@@ -313,10 +382,18 @@ static rayo_status create_device(vk_state *s)
         s->host->set_error(s->host, "vulkan: %s lacks timeline semaphores", s->props.deviceName);
         return RAYO_E_UNSUPPORTED;
     }
+    s->coop = coop_usable(s, &f12);
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV want_coop = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+        .cooperativeMatrix = VK_TRUE,
+    };
     VkPhysicalDeviceVulkan12Features want12 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+        .pNext = s->coop ? &want_coop : NULL,
         .timelineSemaphore = VK_TRUE,
+        .shaderFloat16 = s->coop ? VK_TRUE : VK_FALSE,
     };
+    const char *coop_ext = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
     float priority = 1.0f;
     VkDeviceQueueCreateInfo qi = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -329,6 +406,8 @@ static rayo_status create_device(vk_state *s)
         .pNext = &want12,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qi,
+        .enabledExtensionCount = s->coop ? 1 : 0,
+        .ppEnabledExtensionNames = &coop_ext,
     };
     VkResult r = s->fi.vkCreateDevice(s->phys, &ci, NULL, &s->device);
     if (r != VK_SUCCESS)
@@ -411,19 +490,20 @@ static rayo_status vk_init(const rayo_host *host, uint32_t device, void **state)
     pthread_mutex_init(&s->ctx_lock, NULL);
     bool validation = config_yes(host, "validation");
     read_precision(s);
+    read_unroll(s);
 
     rayo_status st = open_instance(s, validation);
     if (st == RAYO_OK)
         st = pick_device(s, device);
     if (st == RAYO_OK)
         st = find_queue(s);
-    if (st == RAYO_OK)
-        st = create_device(s);
     if (st == RAYO_OK) {
         query_subgroups(s);
         choose_tile(s);
-        st = vk_memory_init(s);
+        st = create_device(s);
     }
+    if (st == RAYO_OK)
+        st = vk_memory_init(s);
     if (st == RAYO_OK)
         st = vk_pipelines_init(s);
     if (st == RAYO_OK && atomic_load(&s->validation_messages)) {
@@ -435,6 +515,10 @@ static rayo_status vk_init(const rayo_host *host, uint32_t device, void **state)
         vk_fini(s);
         return st;
     }
+    host->log(host, RAYO_LOG_INFO, "cooperative matrix: NV %s, KHR %s; f16 matmul %s",
+              has_device_extension(s, "VK_NV_cooperative_matrix") ? "yes" : "no",
+              has_device_extension(s, "VK_KHR_cooperative_matrix") ? "yes" : "no",
+              s->coop ? "on" : "off");
     host->log(host, RAYO_LOG_INFO,
               "%s (Vulkan %u.%u), subgroups %s (size %u), %s memory, matmul tile %ux%ux%u/%ux%u%s",
               s->props.deviceName, VK_API_VERSION_MAJOR(s->props.apiVersion),

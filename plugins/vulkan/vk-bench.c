@@ -1,0 +1,359 @@
+/* vk-bench - benchmarks of the vulkan backend through rayo's public API.
+ *
+ *   vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise]
+ *
+ * 1. sgemm on device buffers (one batch of several products, submit, wait),
+ *    with a spot check of the result against a float64 dot product;
+ * 2. elementwise ops on device buffers: GB/s counting bytes read + written;
+ * 3. a batch of 10 chained elementwise ops (upload, 10 ops, one submit,
+ *    read back) against 10 separate host-memory calls;
+ * 4. the host round trip of add on 1024 floats (rayo_run_on "vulkan").
+ * Times are medians of repeated runs after warm-up.  Speed is measured
+ * here, never asserted: this program is not a test.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "rayo.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static FILE *csv;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static unsigned long long rng_state = 0x9e3779b97f4a7c15ull;
+static float frand(void)     /* uniform in [-1, 1) */
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((rng_state >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+
+static void fill(float *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = frand();
+}
+
+#define CHECK(expr)                                                                   \
+    do {                                                                              \
+        rayo_status st_ = (expr);                                                     \
+        if (st_ != RAYO_OK) {                                                         \
+            fprintf(stderr, "vk-bench: %s: %s (%s)\n", #expr, rayo_strerror(st_),     \
+                    rayo_last_error());                                               \
+            exit(1);                                                                  \
+        }                                                                             \
+    } while (0)
+
+static rayo_buffer *upload(rayo_context *ctx, const float *data, size_t n)
+{
+    rayo_buffer *b;
+    CHECK(rayo_buffer_create(ctx, "vulkan", n * sizeof(float), &b));
+    if (data)
+        CHECK(rayo_buffer_write(b, 0, data, n * sizeof(float)));
+    return b;
+}
+
+/* Runs `reps` copies of one call in one batch; returns seconds per call. */
+static double time_batch(rayo_context *ctx, const rayo_batch_call *call, int reps)
+{
+    rayo_batch *batch;
+    CHECK(rayo_batch_create(ctx, "vulkan", &batch));
+    for (int r = 0; r < reps; r++)
+        CHECK(rayo_batch_record(batch, call));
+    double t0 = now();
+    CHECK(rayo_batch_submit(batch));
+    CHECK(rayo_batch_wait(batch, UINT64_MAX));
+    double t = now() - t0;
+    rayo_batch_destroy(batch);
+    return t / reps;
+}
+
+/* only: one size (--sgemm N), or 0 for all */
+static void bench_sgemm(rayo_context *ctx, int quick, size_t only)
+{
+    const size_t full[] = {1024, 2048, 4096, 8192}, small[] = {128, 256, 512, 1000};
+    const size_t *sizes = quick ? small : full;
+    printf("\n== sgemm (fp32, device buffers, C = A B) ==\n");
+    printf("%8s %12s %10s %12s\n", "n", "ms", "TFLOP/s", "max rel err");
+    for (int si = 0; si < 4; si++) {
+        size_t n = only ? only : sizes[si];
+        if (only && si > 0)
+            break;
+        float *a = malloc(n * n * sizeof *a), *b = malloc(n * n * sizeof *b);
+        float *c = malloc(n * n * sizeof *c);
+        if (!a || !b || !c)
+            exit(1);
+        fill(a, n * n);
+        fill(b, n * n);
+        rayo_buffer *ba = upload(ctx, a, n * n), *bb = upload(ctx, b, n * n);
+        rayo_buffer *bc = upload(ctx, NULL, n * n);
+        rayo_batch_call call = {
+            .op = RAYO_OP_MATMUL, .m = n, .n = n, .k = n, .alpha = 1.0f, .beta = 0.0f,
+            .a = {ba, 0}, .b = {bb, 0}, .y = {bc, 0},
+        };
+        double flop = 2.0 * n * n * n;
+        int reps = (int)(2e12 / flop) + 1;     /* about 0.1 s per batch on a fast GPU */
+        if (reps > 50)
+            reps = 50;
+        if (quick)
+            reps = 1;
+        time_batch(ctx, &call, 1);              /* warm-up: pipeline, clocks */
+        double t[5];
+        for (int i = 0; i < 5; i++)
+            t[i] = time_batch(ctx, &call, reps);
+        double sec = median(t, 5);
+        /* spot check 64 entries against float64 */
+        CHECK(rayo_buffer_read(bc, 0, c, n * n * sizeof *c));
+        double worst = 0;
+        for (int s = 0; s < 64; s++) {
+            size_t i = (size_t)(s * 7919u) % n, j = (size_t)(s * 104729u) % n;
+            double ref = 0, mag = 0;
+            for (size_t p = 0; p < n; p++) {
+                ref += (double)a[i * n + p] * b[p * n + j];
+                mag += fabs((double)a[i * n + p] * b[p * n + j]);
+            }
+            double e = fabs(c[i * n + j] - ref) / mag;
+            if (!(e <= worst))
+                worst = e;       /* NaN sticks */
+        }
+        printf("%8zu %12.3f %10.2f %12.2e\n", n, sec * 1e3, flop / sec * 1e-12, worst);
+        if (csv)
+            fprintf(csv, "sgemm,%zu,%.6f,%.3f,%.3e\n", n, sec * 1e3, flop / sec * 1e-12, worst);
+        rayo_buffer_destroy(ba);
+        rayo_buffer_destroy(bb);
+        rayo_buffer_destroy(bc);
+        free(a);
+        free(b);
+        free(c);
+    }
+}
+
+typedef struct elt_case {
+    const char *name;
+    uint32_t op;
+    int inputs;        /* 1 or 2 arrays read */
+} elt_case;
+
+static void bench_elementwise(rayo_context *ctx, int quick)
+{
+    size_t n = quick ? ((size_t)1 << 18) : ((size_t)1 << 26);   /* 256 MiB per array */
+    const elt_case cases[] = {
+        {"add", RAYO_OP_ADD, 2}, {"mul", RAYO_OP_MUL, 2}, {"scale", RAYO_OP_SCALE, 1},
+        {"relu", RAYO_OP_RELU, 1}, {"exp", RAYO_OP_EXP, 1}, {"gelu", RAYO_OP_GELU, 1},
+        {"silu", RAYO_OP_SILU, 1},
+    };
+    float *h = malloc(n * sizeof *h);
+    if (!h)
+        exit(1);
+    fill(h, n);
+    rayo_buffer *x = upload(ctx, h, n), *z = upload(ctx, h, n), *y = upload(ctx, NULL, n);
+    /* about a second of work first, so the clocks have left their idle state */
+    rayo_batch_call warm = {.op = RAYO_OP_ADD, .n = n, .a = {x, 0}, .b = {z, 0}, .y = {y, 0}};
+    for (double t0 = now(); now() - t0 < (quick ? 0.05 : 1.0);)
+        time_batch(ctx, &warm, 20);
+    printf("\n== elementwise on device buffers, n = %zu (GB/s = bytes read + written) ==\n", n);
+    printf("%-8s %10s %10s\n", "op", "us", "GB/s");
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        rayo_batch_call call = {
+            .op = cases[ci].op, .n = n, .alpha = 0.5f,
+            .a = {x, 0}, .b = {cases[ci].inputs > 1 ? z : NULL, 0}, .y = {y, 0},
+        };
+        time_batch(ctx, &call, 2);
+        double t[7];
+        for (int i = 0; i < 7; i++)
+            t[i] = time_batch(ctx, &call, 20);
+        double sec = median(t, 7);
+        double bytes = (double)n * 4 * (cases[ci].inputs + 1);
+        printf("%-8s %10.1f %10.1f\n", cases[ci].name, sec * 1e6, bytes / sec * 1e-9);
+        if (csv)
+            fprintf(csv, "elementwise,%s,%zu,%.3f,%.1f\n", cases[ci].name, n, sec * 1e6, bytes / sec * 1e-9);
+    }
+    rayo_buffer_destroy(x);
+    rayo_buffer_destroy(z);
+    rayo_buffer_destroy(y);
+    free(h);
+}
+
+/* y = relu(scale(add(x, x))) ... : ten ops, each reading the last result. */
+static const uint32_t chain_ops[10] = {
+    RAYO_OP_ADD, RAYO_OP_SCALE, RAYO_OP_RELU, RAYO_OP_MUL, RAYO_OP_SIGMOID,
+    RAYO_OP_SUB, RAYO_OP_ABS, RAYO_OP_SQRT, RAYO_OP_SILU, RAYO_OP_TANH,
+};
+
+static int chain_binary(uint32_t op) { return op == RAYO_OP_ADD || op == RAYO_OP_MUL || op == RAYO_OP_SUB; }
+
+static double chain_batch(rayo_context *ctx, const float *in, float *out, size_t n)
+{
+    double t0 = now();
+    rayo_buffer *x = upload(ctx, in, n), *y = upload(ctx, NULL, n);
+    rayo_batch *batch;
+    CHECK(rayo_batch_create(ctx, "vulkan", &batch));
+    for (int i = 0; i < 10; i++) {
+        rayo_buffer *src = i == 0 ? x : y;
+        rayo_batch_call call = {
+            .op = chain_ops[i], .n = n, .alpha = 0.5f,
+            .a = {src, 0}, .b = {chain_binary(chain_ops[i]) ? x : NULL, 0}, .y = {y, 0},
+        };
+        CHECK(rayo_batch_record(batch, &call));
+    }
+    CHECK(rayo_batch_submit(batch));
+    CHECK(rayo_batch_wait(batch, UINT64_MAX));
+    CHECK(rayo_buffer_read(y, 0, out, n * sizeof *out));
+    rayo_batch_destroy(batch);
+    rayo_buffer_destroy(x);
+    rayo_buffer_destroy(y);
+    return now() - t0;
+}
+
+static double chain_host(rayo_context *ctx, const float *in, float *out, size_t n)
+{
+    double t0 = now();
+    for (int i = 0; i < 10; i++) {
+        rayo_call call = {
+            .op = chain_ops[i], .n = n, .alpha = 0.5f,
+            .a = i == 0 ? in : out, .b = chain_binary(chain_ops[i]) ? in : NULL, .y = out,
+        };
+        CHECK(rayo_run_on(ctx, "vulkan", &call));
+    }
+    return now() - t0;
+}
+
+static void bench_chain(rayo_context *ctx, int quick)
+{
+    const size_t sizes[] = {(size_t)1 << 10, (size_t)1 << 20, (size_t)1 << 24};
+    printf("\n== 10 chained elementwise ops from host memory ==\n");
+    printf("%10s %14s %14s %8s %10s\n", "n", "batch ms", "10 calls ms", "ratio", "max diff");
+    for (int si = 0; si < 3; si++) {
+        size_t n = sizes[si];
+        if (quick && n > ((size_t)1 << 16))
+            break;
+        float *in = malloc(n * sizeof *in), *o1 = malloc(n * sizeof *o1), *o2 = malloc(n * sizeof *o2);
+        if (!in || !o1 || !o2)
+            exit(1);
+        fill(in, n);
+        chain_batch(ctx, in, o1, n);
+        chain_host(ctx, in, o2, n);
+        double tb[7], th[7];
+        for (int i = 0; i < 7; i++) {
+            tb[i] = chain_batch(ctx, in, o1, n);
+            th[i] = chain_host(ctx, in, o2, n);
+        }
+        double b = median(tb, 7), h = median(th, 7), diff = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!(fabs(o1[i] - o2[i]) <= diff))
+                diff = fabs(o1[i] - o2[i]);
+        printf("%10zu %14.3f %14.3f %8.2f %10.2e\n", n, b * 1e3, h * 1e3, h / b, diff);
+        if (csv)
+            fprintf(csv, "chain10,%zu,%.4f,%.4f\n", n, b * 1e3, h * 1e3);
+        free(in);
+        free(o1);
+        free(o2);
+    }
+}
+
+static void bench_round_trip(rayo_context *ctx)
+{
+    enum { N = 1024, REPS = 1000 };
+    static float a[N], b[N], y[N];
+    fill(a, N);
+    fill(b, N);
+    rayo_call call = {.op = RAYO_OP_ADD, .n = N, .a = a, .b = b, .y = y};
+    for (int i = 0; i < 50; i++)
+        CHECK(rayo_run_on(ctx, "vulkan", &call));
+    static double t[REPS];
+    for (int i = 0; i < REPS; i++) {
+        double t0 = now();
+        CHECK(rayo_run_on(ctx, "vulkan", &call));
+        t[i] = now() - t0;
+    }
+    for (int i = 0; i < N; i++)
+        if (y[i] != a[i] + b[i]) {
+            fprintf(stderr, "vk-bench: add round trip gave a wrong result at %d\n", i);
+            exit(1);
+        }
+    double med = median(t, REPS);
+    printf("\n== host round trip: add, 1024 floats from host memory ==\n");
+    printf("median %.1f us, p10 %.1f us, p90 %.1f us (%d calls)\n", med * 1e6,
+           t[REPS / 10] * 1e6, t[REPS * 9 / 10] * 1e6, REPS);
+    if (csv)
+        fprintf(csv, "roundtrip_add_1024,%.2f\n", med * 1e6);
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0;
+    size_t only_sgemm = 0;
+    int only_elementwise = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else if (!strcmp(argv[i], "--elementwise"))
+            only_elementwise = 1;
+        else if (!strcmp(argv[i], "--sgemm") && i + 1 < argc)
+            only_sgemm = strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
+            csv = fopen(argv[++i], "w");
+        else {
+            fprintf(stderr, "usage: vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise]\n");
+            return 2;
+        }
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    rayo_context *ctx;
+    if (rayo_open(&ctx, NULL) != RAYO_OK) {
+        fprintf(stderr, "vk-bench: %s\n", rayo_last_error());
+        return 1;
+    }
+    const char *device = NULL;
+    for (size_t i = 0; i < rayo_backend_count(ctx); i++) {
+        rayo_backend_info info;
+        if (rayo_backend_get(ctx, i, &info) == RAYO_OK && !strcmp(info.name, "vulkan")) {
+            if (info.status != RAYO_BACKEND_LOADED) {
+                printf("SKIP: vulkan backend not loaded: %s\n", info.reason);
+                rayo_close(ctx);
+                return 77;
+            }
+            device = info.device;
+        }
+    }
+    if (!device) {
+        printf("SKIP: no vulkan backend found\n");
+        rayo_close(ctx);
+        return 77;
+    }
+    printf("vk-bench: vulkan on %s\n", device);
+    if (only_elementwise) {
+        bench_elementwise(ctx, quick);
+    } else if (only_sgemm) {
+        bench_sgemm(ctx, quick, only_sgemm);
+    } else {
+        bench_round_trip(ctx);
+        bench_chain(ctx, quick);
+        bench_elementwise(ctx, quick);
+        bench_sgemm(ctx, quick, 0);
+    }
+    if (csv)
+        fclose(csv);
+    rayo_close(ctx);
+    return 0;
+}
