@@ -14,11 +14,14 @@
 
 #include <string.h>
 
+#ifndef MR /* -DMR=.. -DNR=.. to try other shapes */
 #define MR 6
 #define NR 8
+#endif
+#define NV (NR / 4) /* vectors per row of the micro-tile */
 #define KC 256
-#define MC 96  /* multiple of MR */
-#define NC 512 /* multiple of NR */
+#define MC (16 * MR) /* multiple of MR */
+#define NC 512       /* multiple of NR */
 #define MATMUL_PARALLEL_MIN ((size_t)1 << 18)
 
 typedef struct matmul_job {
@@ -72,10 +75,8 @@ static void pack_b(const matmul_job *job, size_t p0, size_t kc, size_t j0, size_
         size_t cols = min_size(NR, nc - c);
         const float *src = job->B + p0 * job->b_rs + (j0 + c) * job->b_cs;
         if (job->b_cs == 1 && cols == NR) {
-            for (size_t p = 0; p < kc; p++, dst += NR) {
-                wasm_v128_store(dst, wasm_v128_load(src + p * job->b_rs));
-                wasm_v128_store(dst + 4, wasm_v128_load(src + p * job->b_rs + 4));
-            }
+            for (size_t p = 0; p < kc; p++, dst += NR)
+                memcpy(dst, src + p * job->b_rs, NR * sizeof(float));
             continue;
         }
         for (size_t p = 0; p < kc; p++, dst += NR) {
@@ -91,21 +92,23 @@ static void pack_b(const matmul_job *job, size_t p0, size_t kc, size_t j0, size_
 /* acc (MR x NR) = sum over p < kc of a[p] (MR) outer b[p] (NR). */
 static void micro_kernel(size_t kc, const float *a, const float *b, float *acc)
 {
-    vf32 c[MR][2];
+    vf32 c[MR][NV];
     for (int i = 0; i < MR; i++)
-        c[i][0] = c[i][1] = vsplat(0.0f);
+        for (int v = 0; v < NV; v++)
+            c[i][v] = vsplat(0.0f);
     for (size_t p = 0; p < kc; p++, a += MR, b += NR) {
-        vf32 b0 = wasm_v128_load(b), b1 = wasm_v128_load(b + 4);
+        vf32 bv[NV];
+        for (int v = 0; v < NV; v++)
+            bv[v] = wasm_v128_load(b + 4 * v);
         for (int i = 0; i < MR; i++) {
             vf32 ai = wasm_v128_load32_splat(a + i);
-            c[i][0] = vadd(c[i][0], vmul(ai, b0));
-            c[i][1] = vadd(c[i][1], vmul(ai, b1));
+            for (int v = 0; v < NV; v++)
+                c[i][v] = vadd(c[i][v], vmul(ai, bv[v]));
         }
     }
-    for (int i = 0; i < MR; i++) {
-        wasm_v128_store(acc + i * NR, c[i][0]);
-        wasm_v128_store(acc + i * NR + 4, c[i][1]);
-    }
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < NV; v++)
+            wasm_v128_store(acc + i * NR + 4 * v, c[i][v]);
 }
 
 /* C block (rows x cols, leading dimension ldc) from acc: on the first k
