@@ -11,4 +11,4 @@ plugins_neon_rayo_neon_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 plugins_neon_rayo_neon_la_LDFLAGS = $(RAYO_MODULE_FLAGS)
 plugins_neon_rayo_neon_la_LIBADD = -lm
 endif
-EXTRA_DIST += plugins/neon/README.md plugins/neon/NOTES.md
+EXTRA_DIST += plugins/neon/README.md plugins/neon/NOTES.md plugins/neon/loop-insns.py
