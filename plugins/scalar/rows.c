@@ -8,6 +8,7 @@
  * could clobber an element it still needs.
  */
 #include "scalar.h"
+#include "scalar-math.h"
 
 #include <math.h>
 
@@ -36,10 +37,10 @@ static double sum_exp_shifted(const float *x, size_t n, float mx)
     size_t j = 0;
     for (; j + 4 <= n; j += 4)
         for (size_t l = 0; l < 4; l++)
-            acc[l] += expf(x[j + l] - mx);
+            acc[l] += exp_f(x[j + l] - mx);
     double s = 0.0;
     for (; j < n; j++)
-        s += expf(x[j] - mx);
+        s += exp_f(x[j] - mx);
     return s + (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
@@ -48,39 +49,33 @@ static double sum_exp_shifted(const float *x, size_t n, float mx)
 static void softmax_row(const float *x, float *y, size_t n)
 {
     float mx = scalar_max_f32(x, n);
-    for (size_t j = 0; j < n; j++)
-        y[j] = expf(x[j] - mx);
+    SCALAR_MAP(y, 0, n, j, exp_f(x[j] - mx));
     double inv = 1.0 / row_sum(y, n);
-    for (size_t j = 0; j < n; j++)
-        y[j] = (float)(y[j] * inv);
+    SCALAR_MAP(y, 0, n, j, (float)(y[j] * inv));
 }
 
 static void log_softmax_row(const float *x, float *y, size_t n)
 {
     float mx = scalar_max_f32(x, n);
     double shift = (double)mx + log(sum_exp_shifted(x, n, mx));
-    for (size_t j = 0; j < n; j++)
-        y[j] = (float)((double)x[j] - shift);
+    SCALAR_MAP(y, 0, n, j, (float)((double)x[j] - shift));
 }
 
 /* y = (x - mean) * rstd * gamma + beta; gamma and beta may be NULL. */
-#define NORM_LOOP(expr)                                                    \
-    for (size_t j = 0; j < n; j++) {                                       \
-        const double v = ((double)x[j] - center) * rstd;                   \
-        y[j] = (float)(expr);                                              \
-    }
+#define NORMALISED(j) (((double)x[j] - center) * rstd)
+#define NORM_LOOP(expr) SCALAR_MAP(y, 0, n, j, (float)(expr))
 
 static void scale_row(const float *x, const float *gamma, const float *beta, float *y,
                       size_t n, double center, double rstd)
 {
     if (gamma && beta)
-        NORM_LOOP(v * gamma[j] + beta[j])
+        NORM_LOOP(NORMALISED(j) * gamma[j] + beta[j]);
     else if (gamma)
-        NORM_LOOP(v * gamma[j])
+        NORM_LOOP(NORMALISED(j) * gamma[j]);
     else if (beta)
-        NORM_LOOP(v + beta[j])
+        NORM_LOOP(NORMALISED(j) + beta[j]);
     else
-        NORM_LOOP(v)
+        NORM_LOOP(NORMALISED(j));
 }
 
 /* Two-pass variance: the second pass sums squares of centred values, so

@@ -11,6 +11,8 @@
 
 #include "rayo-plugin.h"
 
+#include <string.h>
+
 /* The plugin state: the core's host services (thread pool, allocator). */
 typedef struct scalar_state {
     const rayo_host *host;
@@ -22,6 +24,29 @@ typedef struct scalar_state {
 typedef void scalar_task_fn(void *arg, size_t task, unsigned worker);
 void scalar_parallel(const scalar_state *st, size_t n_tasks, scalar_task_fn *fn, void *arg);
 unsigned scalar_threads(const scalar_state *st);
+
+/* y[j] = EXPR for every j in [lo, hi), where EXPR reads index j of inputs
+ * that y may be exactly (in-place ops).  The values go through a local block
+ * and are then copied to y: the block cannot alias the inputs, so compilers
+ * vectorise the loop without the run-time overlap check that gcc -O2 does
+ * not emit (nor does it vectorise loops that need a scalar remainder: the
+ * block has a constant length).  Reading a block before writing it is
+ * right for y == input exactly. */
+#define SCALAR_MAP_BLOCK 64
+#define SCALAR_MAP(y, lo, hi, j, expr)                                     \
+    do {                                                                   \
+        float map_out_[SCALAR_MAP_BLOCK];                                  \
+        size_t map_at_ = (lo);                                             \
+        for (; map_at_ + SCALAR_MAP_BLOCK <= (hi); map_at_ += SCALAR_MAP_BLOCK) { \
+            for (size_t map_l_ = 0; map_l_ < SCALAR_MAP_BLOCK; map_l_++) { \
+                const size_t j = map_at_ + map_l_;                         \
+                map_out_[map_l_] = (expr);                                 \
+            }                                                              \
+            memcpy((y) + map_at_, map_out_, sizeof map_out_);              \
+        }                                                                  \
+        for (size_t j = map_at_; j < (hi); j++)                            \
+            (y)[j] = (expr);                                               \
+    } while (0)
 
 /* Scratch memory from the core's allocator (64-byte aligned); NULL if none. */
 float *scalar_alloc_floats(const scalar_state *st, size_t count);
