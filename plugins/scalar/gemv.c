@@ -39,6 +39,18 @@ static void gemv_n_task(void *arg, size_t task, unsigned worker)
                            job->beta, &job->y[i]);
 }
 
+/* part[0..jb) += xi * row[0..jb): groups of 16 with a constant bound, which
+ * gcc -O2 vectorises (a loop to a variable bound it leaves scalar). */
+static void add_scaled_row(float *restrict part, const float *restrict row, float xi, size_t jb)
+{
+    size_t j = 0;
+    for (; j + 16 <= jb; j += 16)
+        for (size_t l = 0; l < 16; l++)
+            part[j + l] += xi * row[j + l];
+    for (; j < jb; j++)
+        part[j] += xi * row[j];
+}
+
 /* Columns [j0, j0 + jb) of the transposed product. */
 static void gemv_t_block(const gemv_job *job, size_t j0, size_t jb)
 {
@@ -48,12 +60,8 @@ static void gemv_t_block(const gemv_job *job, size_t j0, size_t jb)
         size_t i1 = i0 + RB < job->rows ? i0 + RB : job->rows;
         for (size_t j = 0; j < jb; j++)
             part[j] = 0.0f;
-        for (size_t i = i0; i < i1; i++) {
-            const float xi = job->x[i];
-            const float *row = job->A + i * job->cols + j0;
-            for (size_t j = 0; j < jb; j++)
-                part[j] += xi * row[j];
-        }
+        for (size_t i = i0; i < i1; i++)
+            add_scaled_row(part, job->A + i * job->cols + j0, job->x[i], jb);
         for (size_t j = 0; j < jb; j++)
             total[j] += part[j];
     }

@@ -121,6 +121,20 @@ static void micro_kernel(size_t kc, const float *restrict a, const float *restri
 static void store_block(float *C, size_t ldc, size_t rows, size_t cols, const float *acc,
                         float alpha, float beta, int first)
 {
+    if (rows == MR && cols == NR) { /* full block: constant bounds, vectorised */
+        for (size_t i = 0; i < MR; i++, C += ldc, acc += NR) {
+            if (!first)
+                for (size_t j = 0; j < NR; j++)
+                    C[j] += alpha * acc[j];
+            else if (beta == 0.0f)
+                for (size_t j = 0; j < NR; j++)
+                    C[j] = alpha * acc[j];
+            else
+                for (size_t j = 0; j < NR; j++)
+                    C[j] = alpha * acc[j] + beta * C[j];
+        }
+        return;
+    }
     for (size_t i = 0; i < rows; i++, C += ldc, acc += NR) {
         if (!first)
             for (size_t j = 0; j < cols; j++)
