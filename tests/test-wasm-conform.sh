@@ -15,9 +15,9 @@ if ! command -v node >/dev/null 2>&1; then
     exit 77
 fi
 # Emscripten's stderr is always a terminal (isatty), so rayo-conform draws
-# its progress line ("checking OP on B: case i of n" + carriage return, then
-# blanks + carriage return); it is cut out of the log shown here.
-strip_progress() { perl -pe 's/  checking [^\r]*\r//g; s/ {20,}\r//g'; }
+# its progress line ("checking OP on B: case i of n", blanks, carriage
+# returns); it is cut out of the log shown here.
+strip_progress() { perl -pe 's/  checking [^\r\n]*//g; s/\r +(?=\r|$)//g; s/\r//g'; }
 
 # Both plugins, by path: a plugin the core refuses is a failure.
 node "$out/rayo-conform.js" $RAYO_CONFORM_ARGS \
