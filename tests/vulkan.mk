@@ -1,1 +1,21 @@
-# tests for the vulkan backend (not written yet)
+# tests for the vulkan backend.
+#  test-vulkan:          device buffers and batches (every signature class,
+#                        unaligned operands, multi-pass reductions), host
+#                        calls from several threads, the pipeline cache, a
+#                        planted validation error caught; validation on.
+#  test-vulkan-conform.sh: rayo-conform on the plugin with the validation
+#                        layer; zero validation messages required.
+#  test-vulkan-probe.sh: a missing loader and a missing driver give the
+#                        backend "unavailable" with the reason.
+# Where no Vulkan device exists (no libvulkan.so.1, no driver), test-vulkan
+# and test-vulkan-conform.sh SKIP with the reason.  CI needs the packages
+# libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers.
+dist_noinst_SCRIPTS += tests/test-vulkan-conform.sh tests/test-vulkan-probe.sh
+
+if BUILD_VULKAN
+check_PROGRAMS += tests/test-vulkan
+tests_test_vulkan_SOURCES = tests/test-vulkan.c tests/testutil.h
+tests_test_vulkan_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_vulkan_LDADD = core/librayo.la $(PTHREAD_LIBS) -lm
+TESTS += tests/test-vulkan tests/test-vulkan-conform.sh tests/test-vulkan-probe.sh
+endif

@@ -10,6 +10,7 @@
  *   library      the Vulkan loader to open (default libvulkan.so.1)
  *   pipeline_cache  no: do not read or write the pipeline cache file
  *   subgroups    no: use the shared-memory paths even where subgroups exist
+ *   validation_selftest  yes (tests only): make one invalid call at init
  */
 #include "config.h"
 #include "vk-internal.h"
@@ -506,6 +507,14 @@ static rayo_status vk_init(const rayo_host *host, uint32_t device, void **state)
         st = vk_memory_init(s);
     if (st == RAYO_OK)
         st = vk_pipelines_init(s);
+    if (st == RAYO_OK && validation && config_yes(host, "validation_selftest")) {
+        /* for the tests: one harmless invalid call (reserved flags must be
+         * 0), which the layer must report and this init must then refuse */
+        VkSemaphoreCreateInfo bad = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .flags = 1};
+        VkSemaphore sem;
+        if (s->fd.vkCreateSemaphore(s->device, &bad, NULL, &sem) == VK_SUCCESS)
+            s->fd.vkDestroySemaphore(s->device, sem, NULL);
+    }
     if (st == RAYO_OK && atomic_load(&s->validation_messages)) {
         host->set_error(host, "vulkan: the validation layer reported %lu message(s) at init",
                         (unsigned long)atomic_load(&s->validation_messages));
