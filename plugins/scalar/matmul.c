@@ -1,7 +1,8 @@
 /* matmul.c - C (m x n) = alpha op(A) op(B) + beta C, row-major.
  *
  * The classic blocked scheme (GotoBLAS / BLIS), in portable C:
- *   - C is cut into tiles of MC x NC; a tile is one task of the thread pool.
+ *   - C is cut into tiles of MC x NC (narrower when that gives too few
+ *     tiles to keep every thread busy); a tile is one task of the pool.
  *   - For each KC-deep slice of k, the task packs its MC x KC block of op(A)
  *     into MR-row micro-panels and its KC x NC block of op(B) into NR-column
  *     micro-panels, contiguous and zero-padded: the inner kernel then never
@@ -47,6 +48,7 @@ typedef struct matmul_job {
     /* op(A)(i, p) = A[i * a_rs + p * a_cs]; op(B)(p, j) = B[p * b_rs + j * b_cs] */
     size_t a_rs, a_cs, b_rs, b_cs;
     float alpha, beta;
+    size_t nc;            /* tile width: NC, or less for parallelism */
     size_t col_tiles;     /* tiles across n */
     float *scratch;       /* per worker: packed A block, then packed B block */
     size_t a_pack, b_pack;/* floats of each, per worker */
@@ -152,8 +154,8 @@ static void store_block(float *C, size_t ldc, size_t rows, size_t cols, const fl
 static void matmul_tile(void *arg, size_t task, unsigned worker)
 {
     const matmul_job *job = arg;
-    size_t i0 = task / job->col_tiles * MC, j0 = task % job->col_tiles * NC;
-    size_t mc = min_size(MC, job->m - i0), nc = min_size(NC, job->n - j0);
+    size_t i0 = task / job->col_tiles * MC, j0 = task % job->col_tiles * job->nc;
+    size_t mc = min_size(MC, job->m - i0), nc = min_size(job->nc, job->n - j0);
     float *apack = job->scratch + (size_t)worker * (job->a_pack + job->b_pack);
     float *bpack = apack + job->a_pack;
     float acc[MR * NR];
@@ -171,6 +173,23 @@ static void matmul_tile(void *arg, size_t task, unsigned worker)
             }
         }
     }
+}
+
+/* Tile width and count.  Row tiles are MC high; columns are cut in NC-wide
+ * tiles, or narrower (whole micro-panels) when there would be fewer than two
+ * tiles per worker, so that e.g. 96 x 512 x 4096 still uses every thread. */
+static size_t plan_tiles(matmul_job *job, size_t workers)
+{
+    size_t row_tiles = (job->m + MC - 1) / MC;
+    size_t want = 2 * workers; /* tiles wanted */
+    size_t col_tiles = (job->n + NC - 1) / NC;
+    if (workers > 1 && row_tiles * col_tiles < want) {
+        size_t panels = (job->n + NR - 1) / NR;
+        col_tiles = min_size(panels, (want + row_tiles - 1) / row_tiles);
+    }
+    job->nc = round_up((job->n + col_tiles - 1) / col_tiles, NR);
+    job->col_tiles = (job->n + job->nc - 1) / job->nc;
+    return row_tiles * job->col_tiles;
 }
 
 /* k == 0: op(A) op(B) is the zero matrix. */
@@ -219,15 +238,14 @@ SCALAR_KERNEL(matmul)
     matmul_job job = { .A = call->a, .B = call->b, .C = call->y, .m = call->m, .n = call->n,
                        .k = call->k, .alpha = call->alpha, .beta = call->beta };
     set_strides(&job, call->flags);
-    job.col_tiles = (job.n + NC - 1) / NC;
-    size_t tiles = (job.m + MC - 1) / MC * job.col_tiles;
+    /* in double: m * n * k may not fit in size_t */
+    int parallel = (double)job.m * job.n * job.k >= (double)MATMUL_PARALLEL_MIN &&
+                   scalar_threads(st) > 1;
+    size_t workers = parallel ? scalar_threads(st) : 1;
+    size_t tiles = plan_tiles(&job, workers);
     size_t kc = min_size(KC, job.k);
     job.a_pack = round_up(min_size(MC, round_up(job.m, MR)) * kc, 16);
-    job.b_pack = round_up(min_size(NC, round_up(job.n, NR)) * kc, 16);
-
-    /* in double: m * n * k may not fit in size_t */
-    int parallel = tiles > 1 && (double)job.m * job.n * job.k >= (double)MATMUL_PARALLEL_MIN;
-    size_t workers = parallel ? scalar_threads(st) : 1;
+    job.b_pack = round_up(job.nc * kc, 16);
     job.scratch = scalar_alloc_floats(st, workers * (job.a_pack + job.b_pack));
     if (!job.scratch)
         return RAYO_E_NOMEM; /* nothing written yet: the next backend may try */
