@@ -34,7 +34,8 @@ function showBackends(ctx) {
   }
   // The backend each op goes to first; one name when all agree.
   const chosen = [...new Set(Object.values(ctx.dispatch(1 << 16)))];
-  $('#chosen').textContent = chosen.join(', ');
+  const label = (name) => (name === 'wasm' ? 'wasm (SIMD128)' : name);
+  $('#chosen').textContent = chosen.map(label).join(', ');
   document.body.dataset.chosen = chosen.join(',');
 }
 
