@@ -176,7 +176,8 @@ static bool descriptor_ok(rayo_backend *be, const rayo_plugin_descriptor *d)
     uint64_t missing = d->cpu_features & ~be->ctx->cpu_features;
     if (missing) {
         char names[128];
-        set_reason(be, RAYO_BACKEND_REJECTED, "this CPU/OS lacks %s, which the plugin was compiled for",
+        set_reason(be, RAYO_BACKEND_REJECTED, "this %s lacks %s, which the plugin was compiled for",
+                   cpu_arch() == RAYO_ARCH_WASM32 ? "WebAssembly engine" : "CPU/OS",
                    cpu_feature_names(missing, names, sizeof names));
         return false;
     }
