@@ -6,10 +6,13 @@
 //
 // A workgroup of 8 subgroups (256 invocations, subgroup size 32) computes a
 // 128 x 128 tile of C; subgroup (wm, wn) of a 2 x 4 grid owns 64 x 32 of it,
-// eight 16 x 16 float32 accumulators.  K advances 32 at a time, the next
-// step's tiles fetched into registers while the current one is multiplied.
-// Only whole tiles (m % 128 == n % 128 == k % 32 == 0, operands at
-// multiples of 16 bytes): the host falls back to matmul.comp otherwise.
+// eight 16 x 16 float32 accumulators (separate variables, not an array, so
+// that they stay in registers).  K advances BK (32 or 64) at a time, the
+// next step's tiles fetched into registers while the current one is
+// multiplied: the deeper the step, the more of the global loads' latency
+// the multiplications hide.  Only whole tiles (m % 128 == n % 128 ==
+// k % BK == 0, operands at multiples of 16 bytes): the host falls back to
+// matmul.comp otherwise.
 
 #extension GL_GOOGLE_include_directive : require
 #extension GL_NV_cooperative_matrix : require
@@ -25,8 +28,9 @@ layout(std430, set = 0, binding = 3) buffer BufY1 { float y_words[]; };
 layout(local_size_x = 256) in;
 layout(constant_id = 1) const bool TRANS_A = false;
 layout(constant_id = 2) const bool TRANS_B = false;
+layout(constant_id = 3) const uint BK = 32;
 
-const uint BM = 128u, BN = 128u, BK = 32u, PAD = 8u;
+const uint BM = 128u, BN = 128u, PAD = 8u;
 // A tile: [BM][BK + PAD] (k contiguous) or, transposed, [BK][BM + PAD]
 const uint A_STRIDE = TRANS_A ? BM + PAD : BK + PAD;
 const uint B_STRIDE = TRANS_B ? BK + PAD : BN + PAD;
@@ -87,16 +91,35 @@ void stash()
     }
 }
 
+#define COOP16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define COOP32 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+// fragment offsets in the shared tiles: row r of op(A) and column c of op(B), step kk
+#define A_AT(r, kk) (TRANS_A ? (kk) * A_STRIDE + (r) : (r) * A_STRIDE + (kk))
+#define B_AT(c, kk) (TRANS_B ? (c) * B_STRIDE + (kk) : (kk) * B_STRIDE + (c))
+#define LOAD_A(i) coopMatLoadNV(a##i, As, A_AT(wm * 64u + i * 16u, kk), A_STRIDE, TRANS_A)
+#define LOAD_B(j) coopMatLoadNV(b##j, Bs, B_AT(wn * 32u + j * 16u, kk), B_STRIDE, TRANS_B)
+#define MMA(i, j) c##i##j = coopMatMulAddNV(a##i, b##j, c##i##j)
+// C block (i, j) of this subgroup: alpha acc + beta C, stored as float32.
+// Offsets of C and Y are in vec4 units (RAYO_VEC4): in floats, times 4.
+#define STORE(i, j) {                                                         \
+        uint r = row0 + wm * 64u + i * 16u, c = col0 + wn * 32u + j * 16u;     \
+        COOP32 v = c##i##j * pc.alpha;                                        \
+        if (pc.beta != 0.0) {                                                 \
+            COOP32 cm;                                                        \
+            coopMatLoadNV(cm, c_words, pc.oc * 4u + r * pc.n + c, pc.n, false); \
+            v = v + cm * pc.beta;                                             \
+        }                                                                     \
+        coopMatStoreNV(v, y_words, pc.oy * 4u + r * pc.n + c, pc.n, false);   \
+    }
+
 void main()
 {
     uint warp = gl_LocalInvocationID.x / 32u;
     uint wm = warp / 4u, wn = warp % 4u;        // 2 x 4 subgroups
     uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
 
-    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[4][2];
-    for (uint i = 0u; i < 4u; i++)
-        for (uint j = 0u; j < 2u; j++)
-            acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+    COOP32 c00 = COOP32(0.0), c01 = COOP32(0.0), c10 = COOP32(0.0), c11 = COOP32(0.0);
+    COOP32 c20 = COOP32(0.0), c21 = COOP32(0.0), c30 = COOP32(0.0), c31 = COOP32(0.0);
 
     uint steps = pc.k / BK;
     fetch(row0, col0, 0u);
@@ -107,34 +130,13 @@ void main()
         if (s + 1u < steps)
             fetch(row0, col0, (s + 1u) * BK);
         for (uint kk = 0u; kk < BK; kk += 16u) {
-            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> af[4];
-            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> bf[2];
-            for (uint i = 0u; i < 4u; i++) {
-                uint r = wm * 64u + i * 16u;
-                uint at = TRANS_A ? kk * A_STRIDE + r : r * A_STRIDE + kk;
-                coopMatLoadNV(af[i], As, at, A_STRIDE, TRANS_A);
-            }
-            for (uint j = 0u; j < 2u; j++) {
-                uint c = wn * 32u + j * 16u;
-                uint at = TRANS_B ? c * B_STRIDE + kk : kk * B_STRIDE + c;
-                coopMatLoadNV(bf[j], Bs, at, B_STRIDE, TRANS_B);
-            }
-            for (uint i = 0u; i < 4u; i++)
-                for (uint j = 0u; j < 2u; j++)
-                    acc[i][j] = coopMatMulAddNV(af[i], bf[j], acc[i][j]);
+            COOP16 a0, a1, a2, a3, b0, b1;
+            LOAD_A(0); LOAD_A(1); LOAD_A(2); LOAD_A(3);
+            LOAD_B(0); LOAD_B(1);
+            MMA(0, 0); MMA(0, 1); MMA(1, 0); MMA(1, 1);
+            MMA(2, 0); MMA(2, 1); MMA(3, 0); MMA(3, 1);
         }
     }
-
-    // offsets of C and Y are in vec4 units (RAYO_VEC4): in floats, x 4
-    for (uint i = 0u; i < 4u; i++)
-        for (uint j = 0u; j < 2u; j++) {
-            uint r = row0 + wm * 64u + i * 16u, c = col0 + wn * 32u + j * 16u;
-            fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> v = acc[i][j] * pc.alpha;
-            if (pc.beta != 0.0) {
-                fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cm;
-                coopMatLoadNV(cm, c_words, pc.oc * 4u + r * pc.n + c, pc.n, false);
-                v = v + cm * pc.beta;
-            }
-            coopMatStoreNV(v, y_words, pc.oy * 4u + r * pc.n + c, pc.n, false);
-        }
+    STORE(0, 0) STORE(0, 1) STORE(1, 0) STORE(1, 1)
+    STORE(2, 0) STORE(2, 1) STORE(3, 0) STORE(3, 1)
 }

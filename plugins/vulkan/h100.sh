@@ -78,7 +78,7 @@ run() {
 
     TILE_N=${TILE_N:-4096}
     echo "== matmul tiles ($TILE_N) ==" | tee "$out/tiles.txt"
-    for t in ${TILES:-128x128x8x8x8 128x128x16x8x8 128x256x8x8x8}; do
+    for t in ${TILES:-128x128x8x8x8 128x128x16x8x8}; do
         printf '[backend.vulkan]\nmatmul_tile = %s\n' "$t" >/tmp/rayo-tile.conf
         printf '%-16s ' "$t" | tee -a "$out/tiles.txt"
         RAYO_CONFIG=/tmp/rayo-tile.conf "$bench" --sgemm "$TILE_N" 2>&1 | tail -1 | tee -a "$out/tiles.txt"
@@ -90,19 +90,14 @@ run() {
         printf '%-16s ' "$t" | tee -a "$out/tiles.txt"
         RAYO_CONFIG=/tmp/rayo-tile.conf "$bench" --sgemm 1024 2>&1 | tail -1 | tee -a "$out/tiles.txt"
     done
-    echo "== sgemm with precision = f16 (cooperative matrix) ==" | tee -a "$out/tiles.txt"
-    printf '[backend.vulkan]\nprecision = f16\n' >/tmp/rayo-f16.conf
-    RAYO_LOG=info RAYO_CONFIG=/tmp/rayo-f16.conf "$bench" --sgemm 1024 2>&1 | grep -i "matmul\|coop\|^ *1024" | tee -a "$out/tiles.txt"
-    for n in 2048 4096 8192; do
-        RAYO_CONFIG=/tmp/rayo-f16.conf "$bench" --sgemm $n 2>&1 | tail -1 | tee -a "$out/tiles.txt"
+    for bk in 64 32; do
+        echo "== sgemm with precision = f16 (cooperative matrix), coop_bk = $bk ==" | tee -a "$out/tiles.txt"
+        printf '[backend.vulkan]\nprecision = f16\ncoop_bk = %s\n' $bk >/tmp/rayo-f16.conf
+        RAYO_LOG=info RAYO_CONFIG=/tmp/rayo-f16.conf "$bench" --sgemm 1024 2>&1 | grep -i "matmul\|coop\|^ *1024" | tee -a "$out/tiles.txt"
+        for n in 2048 4096 8192; do
+            RAYO_CONFIG=/tmp/rayo-f16.conf "$bench" --sgemm $n 2>&1 | tail -1 | tee -a "$out/tiles.txt"
+        done
     done
-    echo "== elementwise unroll ==" | tee -a "$out/tiles.txt"
-    for u in 1 2 4; do
-        printf '[backend.vulkan]\neltwise_unroll = %s\n' "$u" >/tmp/rayo-unroll.conf
-        echo "eltwise_unroll = $u" | tee -a "$out/tiles.txt"
-        RAYO_CONFIG=/tmp/rayo-unroll.conf "$bench" --elementwise 2>&1 | tail -8 | tee -a "$out/tiles.txt"
-    done
-
     echo "== PyTorch / cuBLAS on the same GPU =="
     PYTHONUNBUFFERED=1 python3 plugins/vulkan/h100-torch.py "$out/torch.csv" 2>&1
 

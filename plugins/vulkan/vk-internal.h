@@ -181,6 +181,7 @@ typedef struct vk_state {
     uint32_t subgroup_size;
     vk_precision precision;
     bool coop;                        /* f16 cooperative-matrix matmul enabled */
+    uint32_t coop_bk;                 /* its K step: 32 or 64 */
     vk_tile tile;
     vk_tile tile_small;               /* for products with few tiles */
     uint32_t eltwise_unroll;          /* elements per invocation and step: 1, 2, 4 */

@@ -236,7 +236,7 @@ static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
     /* C is read (binding c) and written (binding y): the same range */
     ops->bind[2] = ops->bind[3];
     ops->use[2] = &ops->bind[2];
-    if (s->coop && m % 128 == 0 && n % 128 == 0 && k % 32 == 0 && k > 0 &&
+    if (s->coop && m % 128 == 0 && n % 128 == 0 && k % s->coop_bk == 0 && k > 0 &&
         offsets_multiple_of(ops, 4)) {
         /* reduced precision allowed: tensor cores (f16 inputs, f32 sums) */
         vk_push pc = {
@@ -244,9 +244,9 @@ static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
             .alpha = call->alpha, .beta = call->beta,
         };
         push_offsets(ops, &pc, 4);
-        uint32_t spec[3] = {0, (call->flags & RAYO_TRANS_A) ? 1u : 0u,
-                            (call->flags & RAYO_TRANS_B) ? 1u : 0u};
-        return dispatch(s, cx, VK_SHADER_MATMUL_COOP_NV, spec, 3, ops, &pc,
+        uint32_t spec[4] = {0, (call->flags & RAYO_TRANS_A) ? 1u : 0u,
+                            (call->flags & RAYO_TRANS_B) ? 1u : 0u, s->coop_bk};
+        return dispatch(s, cx, VK_SHADER_MATMUL_COOP_NV, spec, 4, ops, &pc,
                         (uint32_t)(n / 128), (uint32_t)(m / 128));
     }
     uint32_t wg = (t->bm / t->tm) * (t->bn / t->tn);

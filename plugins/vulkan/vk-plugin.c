@@ -7,6 +7,7 @@
  *   precision    fp32 (default) | f16: may matmul use reduced precision
  *   matmul_tile  BMxBNxBKxTMxTN: override the matmul tile (tuning)
  *   eltwise_unroll  1 | 2 | 4: elements per invocation and step (tuning)
+ *   coop_bk      32 | 64: K step of the f16 cooperative-matrix matmul (tuning)
  *   library      the Vulkan loader to open (default libvulkan.so.1)
  *   pipeline_cache  no: do not read or write the pipeline cache file
  *   subgroups    no: use the shared-memory paths even where subgroups exist
@@ -364,9 +365,16 @@ static bool coop_usable(vk_state *s, const VkPhysicalDeviceVulkan12Features *f12
         if (!shape)
             why = "no 16x16x16 f16 -> f32 cooperative matrix";
     }
-    if (why)
+    if (why) {
         s->host->log(s->host, RAYO_LOG_INFO, "precision = f16: matmul stays fp32 (%s)", why);
-    return !why;
+        return false;
+    }
+    /* K step: 64 where shared memory holds two 128 x (64 + 8) half tiles */
+    const char *bk = s->host->config(s->host, "coop_bk");
+    s->coop_bk = bk && !strcmp(bk, "32") ? 32 : 64;
+    if (2u * 128u * (s->coop_bk + 8u) * 2u > s->props.limits.maxComputeSharedMemorySize)
+        s->coop_bk = 32;
+    return true;
 }
 
 static rayo_status create_device(vk_state *s)
@@ -524,10 +532,10 @@ static rayo_status vk_init(const rayo_host *host, uint32_t device, void **state)
         vk_fini(s);
         return st;
     }
-    host->log(host, RAYO_LOG_INFO, "cooperative matrix: NV %s, KHR %s; f16 matmul %s",
+    host->log(host, RAYO_LOG_INFO, "cooperative matrix: NV %s, KHR %s; f16 matmul %s (K step %u)",
               has_device_extension(s, "VK_NV_cooperative_matrix") ? "yes" : "no",
               has_device_extension(s, "VK_KHR_cooperative_matrix") ? "yes" : "no",
-              s->coop ? "on" : "off");
+              s->coop ? "on" : "off", s->coop ? s->coop_bk : 0u);
     host->log(host, RAYO_LOG_INFO,
               "%s (Vulkan %u.%u), subgroups %s (size %u), %s memory, matmul tile %ux%ux%u/%ux%u%s",
               s->props.deviceName, VK_API_VERSION_MAJOR(s->props.apiVersion),
