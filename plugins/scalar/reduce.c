@@ -3,9 +3,9 @@
  * Accuracy: the contract is 1e-5 relative to sum|terms| at any n (2^22 and
  * more).  A single float accumulator drifts by ~n * 2^-24, so sums are
  * blocked: LANES float accumulators (which the compiler turns into SIMD
- * lanes) over blocks of BLOCK elements, i.e. BLOCK / LANES terms per lane,
- * and the block results are added in double.  The error is then bounded by
- * about (BLOCK / LANES + LANES) * 2^-24 ~ 3e-6 relative, independent of n.
+ * lanes) over blocks of BLOCK elements, i.e. BLOCK / LANES = 32 terms per
+ * lane, and the lanes and blocks are added in double.  The error is then
+ * bounded by about 32 * 2^-24 ~ 2e-6 of sum|terms|, independent of n.
  *
  * Large vectors are split over the thread pool in chunks of whole blocks;
  * the partial results are added in task order.
