@@ -29,12 +29,16 @@ static double check(const float *A, const float *B, const float *P)
             row[j] = 0;
             for (int k = 0; k < K; k++)
                 row[j] += (double)A[i * K + k] * B[k * N + j];
-            mx = fmax(mx, row[j]);
+            if (row[j] > mx)
+                mx = row[j];
         }
         for (int j = 0; j < N; j++)
             sum += row[j] = exp(row[j] - mx);
-        for (int j = 0; j < N; j++)
-            worst = fmax(worst, fabs(row[j] / sum - P[i * N + j]));
+        for (int j = 0; j < N; j++) {
+            double diff = fabs(row[j] / sum - P[i * N + j]);
+            if (diff > worst) /* not fmax: gcc 12's aarch64 vectoriser crashes on it */
+                worst = diff;
+        }
     }
     return worst;
 }

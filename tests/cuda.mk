@@ -11,10 +11,10 @@ dist_noinst_SCRIPTS += tests/test-cuda-conform.sh
 if BUILD_CUDA
 TESTS += tests/test-cuda-ptxas
 CLEANFILES += tests/test-cuda-ptxas
-tests/test-cuda-ptxas: $(srcdir)/tests/test-cuda-ptxas.sh ptx/gen-ptx$(EXEEXT) Makefile
+tests/test-cuda-ptxas: $(srcdir)/tests/test-cuda-ptxas.sh ptx/gen-ptx$(BUILD_EXEEXT) Makefile
 	$(AM_V_GEN)$(MKDIR_P) tests && { \
 	  echo '#!/bin/sh'; \
-	  echo "PTXAS='$(PTXAS)' GEN_PTX='$(abs_top_builddir)/ptx/gen-ptx$(EXEEXT)'; export PTXAS GEN_PTX"; \
+	  echo "PTXAS='$(PTXAS)' GEN_PTX='$(abs_top_builddir)/ptx/gen-ptx$(BUILD_EXEEXT)'; export PTXAS GEN_PTX"; \
 	  echo "exec $(SHELL) '$(abs_top_srcdir)/tests/test-cuda-ptxas.sh' \"\$$@\""; \
 	} > $@ && chmod +x $@
 

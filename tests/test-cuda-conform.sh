@@ -9,7 +9,7 @@ conform=$builddir/core/rayo-conform
 for f in "$plugin" "$conform" "$builddir/tests/test-cuda"; do
     [ -e "$f" ] || { echo "ERROR: $f not built" >&2; exit 99; }
 done
-probe=$("$builddir/tests/test-cuda" --probe 2>&1)
+probe=$(${RAYO_RUN_WRAPPER:-} "$builddir/tests/test-cuda" --probe 2>&1)
 rc=$?
 if [ $rc -eq 77 ]; then
     echo "$probe"
@@ -23,4 +23,4 @@ trap 'rm -rf "$tmp"' EXIT
 XDG_CONFIG_HOME=$tmp XDG_CACHE_HOME=$tmp/cache
 export XDG_CONFIG_HOME XDG_CACHE_HOME
 unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_PLUGIN_PATH RAYO_FORCE_CPU
-exec "$conform" ${RAYO_CONFORM_ARGS-"--quick"} "$plugin"
+exec ${RAYO_RUN_WRAPPER:-} "$conform" ${RAYO_CONFORM_ARGS-"--quick"} "$plugin"

@@ -4,11 +4,15 @@
 # cuda.h is needed for types only; libcuda.so.1 is dlopened at run time.
 
 EXTRA_DIST += plugins/cuda/50-cuda.conf plugins/cuda/h100.sh plugins/cuda/h100-torch.py \
-	ptx/fit-erfc.py doc/benchmarks-cuda.md
+	ptx/fit-erfc.py doc/benchmarks-cuda.md ptx/gen-ptx.c
 
 if BUILD_CUDA
-noinst_PROGRAMS += ptx/gen-ptx
-ptx_gen_ptx_SOURCES = ptx/gen-ptx.c
+# The generator runs during the build, so it is compiled for the build
+# machine (CC_FOR_BUILD), which is not the host in a cross build.
+CLEANFILES += ptx/gen-ptx$(BUILD_EXEEXT)
+ptx/gen-ptx$(BUILD_EXEEXT): $(srcdir)/ptx/gen-ptx.c
+	$(AM_V_CC)$(MKDIR_P) ptx && $(CC_FOR_BUILD) -std=c11 $(CPPFLAGS_FOR_BUILD) \
+	  $(CFLAGS_FOR_BUILD) $(LDFLAGS_FOR_BUILD) -o $@ $(srcdir)/ptx/gen-ptx.c
 
 plugin_LTLIBRARIES += plugins/cuda/rayo-cuda.la
 plugins_cuda_rayo_cuda_la_SOURCES = \
@@ -25,8 +29,8 @@ confd_DATA += plugins/cuda/50-cuda.conf
 # Every PTX module for every target, as C strings.
 BUILT_SOURCES += plugins/cuda/cuda-ptx.c
 CLEANFILES += plugins/cuda/cuda-ptx.c
-plugins/cuda/cuda-ptx.c: ptx/gen-ptx$(EXEEXT)
-	$(AM_V_GEN)$(MKDIR_P) plugins/cuda && ptx/gen-ptx$(EXEEXT) --c-source $@
+plugins/cuda/cuda-ptx.c: ptx/gen-ptx$(BUILD_EXEEXT)
+	$(AM_V_GEN)$(MKDIR_P) plugins/cuda && ptx/gen-ptx$(BUILD_EXEEXT) --c-source $@
 
 # Benchmarks through the public API (plugins/cuda/h100.sh runs them).
 noinst_PROGRAMS += plugins/cuda/cuda-bench
