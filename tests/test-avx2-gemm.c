@@ -1,7 +1,8 @@
 /* test-avx2-gemm.c - the avx2 sgemm's blocking, threading and gemv paths.
  *
  * rayo-conform checks matmul on shapes up to ~500, where the blocking of
- * this machine's caches (kc 256, mc ~250, nc 4096) is crossed once at most.
+ * this machine's caches (kc 256, mc 128, nc 4080) is crossed a few times at
+ * most.
  * Here tiny blocks are forced through [backend.avx2] kc / mc / nc, so that
  * every edge - partial micro-tiles, partial kc/mc/nc blocks, several jc and
  * pc steps, beta applied on the first k block only, column slices shared by

@@ -110,7 +110,7 @@ static void apply_blocking_overrides(const rayo_host *host, avx2_blocking *b)
 {
     static const char *const keys[] = { "mc", "kc", "nc" };
     size_t *fields[] = { &b->mc, &b->kc, &b->nc };
-    static const size_t multiple[] = { 6, 8, 16 };
+    static const size_t multiple[] = { AVX2_GEMM_MR, 8, AVX2_GEMM_NR };
     if (!host->config)
         return;
     for (size_t i = 0; i < 3; i++) {

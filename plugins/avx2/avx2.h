@@ -7,7 +7,7 @@
  *   elementwise.c  binary, unary and activation ops, axpy, bias_act
  *   reduce.c       sum, dot, max, min, argmax, norms
  *   rows.c         softmax, log_softmax, layernorm, rmsnorm, transpose
- *   gemm.c         matmul (packing, 6x16 FMA microkernel, blocking) and gemv
+ *   gemm.c         matmul (packing, 4x24 FMA microkernel, blocking) and gemv
  *   vmath.h        exp, log, tanh, sigmoid, normal CDF approximations
  */
 #ifndef RAYO_AVX2_H
@@ -15,6 +15,10 @@
 
 #include "rayo-plugin.h"
 #include <pthread.h>
+
+/* The sgemm microkernel's tile: MR rows x NR columns of C (gemm.c). */
+#define AVX2_GEMM_MR 4
+#define AVX2_GEMM_NR 24
 
 /* Cache-blocking parameters of sgemm, derived from the cache sizes. */
 typedef struct avx2_blocking {
