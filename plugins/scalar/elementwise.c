@@ -93,14 +93,12 @@ static inline float hardswish1(float x)
     return x * clamp((x + 3.0f) / 6.0f, 0.0f, 1.0f);
 }
 
-/* x > 0 ? x : alpha x, as a sum where one term is zero (still exact, and
- * NaN stays NaN): selecting between x and a product would put the product
- * under a condition, which gcc does not vectorise (it could trap). */
+/* NaN > 0 is false: alpha * NaN = NaN.  pick (scalar-math.h) computes both
+ * arms; a ?: would put the product under a condition, which gcc does not
+ * vectorise (it could trap). */
 static inline float leaky_relu1(float x, float alpha)
 {
-    float pos = x > 0.0f ? x : 0.0f;
-    float neg = x > 0.0f ? 0.0f : x;
-    return pos + alpha * neg;
+    return pick(x > 0.0f, x, alpha * x);
 }
 
 static inline float elu1(float x, float alpha)
