@@ -113,21 +113,13 @@ static inline __m256 v_expm1_poly(__m256 r)
     return _mm256_fmadd_ps(_mm256_mul_ps(r, r), q, r);
 }
 
-/* exp(x) = 2^k (1 + em), rounded once by fma(em, s, s) with s = 2^k exact:
- * a normal float for k >= -126, a subnormal one (or 0) below, so subnormal
- * results are rounded once too.  k = 128 (just below the overflow threshold)
- * uses s = 2^127 and doubles the result; k = -150 is handled below. */
-static inline __m256 v_exp(__m256 x)
+/* 2^k (1 + em) for any k in [-150, 128], rounded once: fma(em, s, s) with s
+ * = 2^k exact - a normal float for k >= -126, a subnormal one below - so
+ * subnormal results are rounded once too; k = 128 (just below the overflow
+ * threshold) uses s = 2^127 and doubles the result; k = -150 uses 2^-149
+ * and (1 + em) / 2 = 1 + (em - 1) / 2.  The slow path of v_exp. */
+static inline __m256 v_exp_scale_extreme(__m256 em, __m256i k)
 {
-    /* Beyond these bounds the result is +inf or 0 anyway; clamping keeps k
-     * within the int range and NaN passes (bound first, see above). */
-    x = _mm256_min_ps(V_SET(89.0f), _mm256_max_ps(V_SET(-104.0f), x));
-    __m256 kf;
-    __m256 r = v_exp_reduce(x, &kf);
-    __m256 em = v_expm1_poly(r);
-    __m256i k = _mm256_cvtps_epi32(kf);
-    /* k = -150 (x in [-104, -103.6]): 2^-150 is no float; use 2^-149 and
-     * (1 + em) / 2 = 1 + (em - 1) / 2 instead. */
     __m256i k_min = _mm256_cmpgt_epi32(_mm256_set1_epi32(-149), k);
     em = _mm256_blendv_ps(em, _mm256_mul_ps(_mm256_sub_ps(em, V_SET(1.0f)), V_SET(0.5f)),
                           _mm256_castsi256_ps(k_min));
@@ -140,6 +132,26 @@ static inline __m256 v_exp(__m256 x)
     __m256 s = _mm256_castsi256_ps(_mm256_blendv_epi8(s_normal, s_sub, subnormal));
     __m256 two_k2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, _mm256_set1_epi32(127)), 23));
     return _mm256_mul_ps(_mm256_fmadd_ps(em, s, s), two_k2);
+}
+
+/* exp(x) = 2^k (1 + em), rounded once by fma(em, s, s) with s = 2^k.  For
+ * x in [-87.3, 88.3] (k in [-126, 127]) s is a normal float built from the
+ * exponent bits; a vector with any lane outside takes the slow path above. */
+static inline __m256 v_exp(__m256 x)
+{
+    /* Beyond these bounds the result is +inf or 0 anyway; clamping keeps k
+     * within the int range and NaN passes (bound first, see above). */
+    x = _mm256_min_ps(V_SET(89.0f), _mm256_max_ps(V_SET(-104.0f), x));
+    __m256 kf;
+    __m256 r = v_exp_reduce(x, &kf);
+    __m256 em = v_expm1_poly(r);
+    __m256i k = _mm256_cvtps_epi32(kf);
+    __m256 extreme = _mm256_or_ps(_mm256_cmp_ps(x, V_SET(-87.3f), _CMP_LT_OQ),
+                                  _mm256_cmp_ps(x, V_SET(88.3f), _CMP_GT_OQ));
+    if (_mm256_movemask_ps(extreme))
+        return v_exp_scale_extreme(em, k);
+    __m256 s = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
+    return _mm256_fmadd_ps(em, s, s); /* NaN lanes: em is NaN */
 }
 
 /* exp in double for 4 lanes (|error| ~1e-15 relative): the exp op uses it
