@@ -24,8 +24,12 @@
 
 typedef enum { RED_SUM, RED_ABS, RED_DOT, RED_SQUARES } reduction;
 
+/* The kind of reduction is a constant wherever these are inlined, so each
+ * kind gets its own loop (no switch per vector). */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
 /* One term vector of the reduction (a, b: 8 elements each). */
-static inline __m256 term_acc(reduction kind, __m256 acc, __m256 a, __m256 b)
+static ALWAYS_INLINE __m256 term_acc(reduction kind, __m256 acc, __m256 a, __m256 b)
 {
     switch (kind) {
     case RED_SUM: return _mm256_add_ps(acc, a);
@@ -35,7 +39,7 @@ static inline __m256 term_acc(reduction kind, __m256 acc, __m256 a, __m256 b)
 }
 
 /* sum over one block (n <= BLOCK) in float lanes, returned as 8 lanes. */
-static inline __m256 block_reduce(reduction kind, const float *a, const float *b, size_t n)
+static ALWAYS_INLINE __m256 block_reduce(reduction kind, const float *a, const float *b, size_t n)
 {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     const float *bb = kind == RED_DOT ? b : a;
@@ -75,10 +79,8 @@ double avx2_sum_squares_f64(const float *x, size_t n)
     return s;
 }
 
-static double reduce_serial(reduction kind, const float *a, const float *b, size_t n)
+static ALWAYS_INLINE double reduce_blocks(reduction kind, const float *a, const float *b, size_t n)
 {
-    if (kind == RED_SQUARES)
-        return avx2_sum_squares_f64(a, n);
     __m256d total0 = _mm256_setzero_pd(), total1 = total0;
     size_t i = 0;
     for (; i + 2 * BLOCK <= n; i += 2 * BLOCK) {
@@ -90,6 +92,20 @@ static double reduce_serial(reduction kind, const float *a, const float *b, size
         total0 = v_widen_add(total0, block_reduce(kind, a + i, b + i, len));
     }
     return v_hsum_pd(_mm256_add_pd(total0, total1));
+}
+
+static double reduce_sum(const float *a, const float *b, size_t n) { return reduce_blocks(RED_SUM, a, b, n); }
+static double reduce_abs(const float *a, const float *b, size_t n) { return reduce_blocks(RED_ABS, a, b, n); }
+static double reduce_dot(const float *a, const float *b, size_t n) { return reduce_blocks(RED_DOT, a, b, n); }
+
+static double reduce_serial(reduction kind, const float *a, const float *b, size_t n)
+{
+    switch (kind) {
+    case RED_SUM: return reduce_sum(a, b, n);
+    case RED_ABS: return reduce_abs(a, b, n);
+    case RED_DOT: return reduce_dot(a, b, n);
+    default: return avx2_sum_squares_f64(a, n);
+    }
 }
 
 typedef struct reduce_job {
@@ -154,7 +170,7 @@ AVX2_KERNEL(norm_l2)
 /* ---- max, min ---------------------------------------------------------------
  * maxps(m, v) returns v when either is NaN: a NaN would enter m and leave it
  * again at the next step.  A separate "saw NaN" mask decides instead. */
-static float extreme(const float *x, size_t n, int want_max)
+static ALWAYS_INLINE float extreme(const float *x, size_t n, int want_max)
 {
     const __m256 start = _mm256_set1_ps(want_max ? -INFINITY : INFINITY);
     __m256 m0 = start, m1 = start, m2 = start, m3 = start;
@@ -200,17 +216,22 @@ float avx2_max_f32(const float *x, size_t n)
     return extreme(x, n, 1);
 }
 
+static float min_f32(const float *x, size_t n)
+{
+    return extreme(x, n, 0);
+}
+
 AVX2_KERNEL(max)
 {
     (void)state;
-    *(float *)call->y = extreme(call->a, call->n, 1);
+    *(float *)call->y = avx2_max_f32(call->a, call->n);
     return RAYO_OK;
 }
 
 AVX2_KERNEL(min)
 {
     (void)state;
-    *(float *)call->y = extreme(call->a, call->n, 0);
+    *(float *)call->y = min_f32(call->a, call->n);
     return RAYO_OK;
 }
 
@@ -240,7 +261,7 @@ AVX2_KERNEL(argmax)
     (void)state;
     if (call->n == 0)
         return RAYO_E_INVALID;
-    float best = extreme(call->a, call->n, 1);
+    float best = avx2_max_f32(call->a, call->n);
     *(size_t *)call->y = find_first(call->a, call->n, best);
     return RAYO_OK;
 }
