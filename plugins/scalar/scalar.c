@@ -115,22 +115,10 @@ static void scalar_fini(void *state)
     free(state);
 }
 
-#define ENTRY(ENUM, name) { RAYO_OP_##ENUM, scalar_##name }
+#define RAYO_KERNEL(NAME) scalar_##NAME
 static const rayo_op_entry scalar_ops[] = {
-    ENTRY(ADD, add), ENTRY(SUB, sub), ENTRY(MUL, mul), ENTRY(DIV, div),
-    ENTRY(MAXIMUM, maximum), ENTRY(MINIMUM, minimum), ENTRY(SCALE, scale), ENTRY(AXPY, axpy),
-    ENTRY(RELU, relu), ENTRY(LEAKY_RELU, leaky_relu), ENTRY(ELU, elu), ENTRY(SELU, selu),
-    ENTRY(SIGMOID, sigmoid), ENTRY(TANH, tanh), ENTRY(GELU, gelu), ENTRY(GELU_TANH, gelu_tanh),
-    ENTRY(SILU, silu), ENTRY(MISH, mish), ENTRY(HARDSWISH, hardswish), ENTRY(CLIP, clip),
-    ENTRY(EXP, exp), ENTRY(LOG, log), ENTRY(SQRT, sqrt), ENTRY(ABS, abs),
-    ENTRY(SUM, sum), ENTRY(DOT, dot), ENTRY(MAX, max), ENTRY(MIN, min),
-    ENTRY(ARGMAX, argmax), ENTRY(NORM_L1, norm_l1), ENTRY(NORM_L2, norm_l2),
-    ENTRY(SOFTMAX, softmax), ENTRY(LOG_SOFTMAX, log_softmax),
-    ENTRY(LAYERNORM, layernorm), ENTRY(RMSNORM, rmsnorm),
-    ENTRY(MATMUL, matmul), ENTRY(GEMV, gemv), ENTRY(TRANSPOSE, transpose),
-    ENTRY(BIAS_ACT, bias_act),
+#include "rayo-op-table.h"
 };
-#undef ENTRY
 
 RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
     .magic = RAYO_PLUGIN_MAGIC,
