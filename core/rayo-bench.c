@@ -3,6 +3,7 @@
  *
  *   rayo-bench [--ops LIST] [--backends LIST] [--sizes LIST] [--reps N]
  *              [--threads N] [--vs openblas|blis] [--csv FILE] [--dispatch]
+ *              [--min-ms MS] [--clock wall|cpu]
  *
  * Every case is timed as the median of --reps samples; a sample repeats the
  * call until it lasts at least --min-ms milliseconds.  A BLAS reference and
@@ -60,10 +61,15 @@ typedef struct options {
 } options;
 
 /* ---- time ----------------------------------------------------------------------- */
+/* Wall-clock time by default; --clock cpu counts only the CPU time of this
+ * process (all its threads), which leaves out the time other processes take
+ * on a shared machine: meaningful for one thread. */
+static clockid_t bench_clock = CLOCK_MONOTONIC;
+
 static double now_ns(void)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(bench_clock, &t);
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
@@ -122,21 +128,33 @@ static double time_median(bench_fn fn, void *arg, int reps, double min_ms)
     return median(samples, reps);
 }
 
+/* Calls fn for at least ms milliseconds, untimed; -1 if a call fails. */
+static int warm_up(bench_fn fn, void *arg, double ms)
+{
+    double end = now_ns() + ms * 1e6;
+    do {
+        if (fn(arg) != 0)
+            return -1;
+    } while (now_ns() < end);
+    return 0;
+}
+
 /* Two functions timed in alternating samples (a, b, a, b...), so that a
- * change of the machine's load during the run hits both alike; pause_us
- * after each sample of a lets a library's spinning threads go idle. */
+ * change of the machine's load during the run hits both alike.  Each sample
+ * is preceded by warm_ms of untimed calls: after the other side's sample a
+ * thread pool's workers are asleep, and on a virtual machine an idle vCPU
+ * takes tens of milliseconds to run at full speed again; OpenBLAS's workers
+ * also spin for ~0.1 s after their last call, taking the cores from rayo's. */
 static int time_pair(bench_fn fa, void *arg_a, bench_fn fb, void *arg_b, int reps, double min_ms,
-                     unsigned pause_us, double *ns_a, double *ns_b)
+                     double warm_ms, double *ns_a, double *ns_b)
 {
     long ia = calibrate(fa, arg_a, min_ms), ib = calibrate(fb, arg_b, min_ms);
     double sa[MAX_REPS], sb[MAX_REPS];
     *ns_a = *ns_b = -1.0;
     for (int r = 0; r < reps; r++) {
-        sa[r] = ia ? sample(fa, arg_a, ia) : -1.0;
-        if (pause_us)
-            usleep(pause_us);
-        sb[r] = ib ? sample(fb, arg_b, ib) : -1.0;
-        if ((ia && sa[r] < 0) || (ib && sb[r] < 0))
+        if (ia && (warm_up(fa, arg_a, warm_ms) != 0 || (sa[r] = sample(fa, arg_a, ia)) < 0))
+            return -1;
+        if (ib && (warm_up(fb, arg_b, warm_ms) != 0 || (sb[r] = sample(fb, arg_b, ib)) < 0))
             return -1;
     }
     if (ia)
@@ -598,10 +616,8 @@ static void bench_table(const options *o, rayo_context *ctx, const blas_lib *bla
                 run_arg ra = { ctx, strcmp(be, "auto") ? be : NULL, &c.call };
                 double ns, ref_ns = 0.0;
                 if (with_ref) {
-                    /* BLAS worker threads spin a while after a call: a pause
-                     * lets them go to sleep before rayo's threads are timed. */
-                    unsigned pause = o->threads > 1 ? 100000 : 0;
-                    if (time_pair(run_blas, &ba, run_rayo, &ra, o->reps, o->min_ms, pause, &ref_ns, &ns) == 0 &&
+                    double warm = o->threads > 1 ? 200.0 : 0.0;
+                    if (time_pair(run_blas, &ba, run_rayo, &ra, o->reps, o->min_ms, warm, &ref_ns, &ns) == 0 &&
                         ref_ns > 0) {
                         row r = { op->name, blas->name, c.shape, ref_ns, c.bytes / ref_ns, c.flops / ref_ns,
                                   0, 0, 0 };
@@ -823,6 +839,8 @@ static void usage(FILE *out)
             "  --min-ms MS       a sample repeats the call for at least this long (default 20)\n"
             "  --threads N       rayo's thread pool size, and the references' (default: rayo's)\n"
             "  --vs LIB          openblas or blis: time the same BLAS ops in that library\n"
+            "  --clock CLOCK     wall (default) or cpu: the process's CPU time, which leaves\n"
+            "                    out time taken by other processes (use with --threads 1)\n"
             "  --csv FILE        also write every row to FILE as CSV\n"
             "  --dispatch        small calls: public API vs a direct call of the kernel\n"
             "  --help            this text\n");
@@ -911,6 +929,11 @@ static int parse_args(int argc, char **argv, options *o)
             if (strcmp(value, "openblas") && strcmp(value, "blis"))
                 return usage_error("--vs %s: openblas or blis", value);
             o->vs = value;
+        } else if (!strcmp(arg, "--clock")) {
+            if (!strcmp(value, "cpu"))
+                bench_clock = CLOCK_PROCESS_CPUTIME_ID;
+            else if (strcmp(value, "wall"))
+                return usage_error("--clock %s: wall or cpu", value);
         } else if (!strcmp(arg, "--csv")) {
             o->csv_path = value;
         } else {
@@ -963,7 +986,12 @@ static void print_machine(const options *o, rayo_context *ctx, const char *comma
     printf("machine: %s, %ld CPUs online; rayo threads: %u\n", model, sysconf(_SC_NPROCESSORS_ONLN),
            rayo_thread_count(ctx));
     printf("command: %s\n", command);
-    printf("median of %d samples of >= %.0f ms each\n\n", o->reps, o->min_ms);
+    printf("median of %d samples of >= %.0f ms each, %s time\n", o->reps, o->min_ms,
+           bench_clock == CLOCK_MONOTONIC ? "wall-clock" : "process CPU");
+    double load[3];
+    if (getloadavg(load, 3) == 3)
+        printf("load average before the run: %.2f %.2f %.2f\n", load[0], load[1], load[2]);
+    printf("\n");
 }
 
 int main(int argc, char **argv)
