@@ -126,6 +126,14 @@ static void reduce_task(void *arg, size_t task, unsigned worker)
 
 static double reduce(const avx2_state *st, reduction kind, const float *a, const float *b, size_t n)
 {
+    if (n <= BLOCK && kind != RED_SQUARES) {
+        /* One block: its float lanes added directly (the common small call). */
+        switch (kind) {
+        case RED_SUM: return v_hsum(block_reduce(RED_SUM, a, a, n));
+        case RED_ABS: return v_hsum(block_reduce(RED_ABS, a, a, n));
+        default: return v_hsum(block_reduce(RED_DOT, a, b, n));
+        }
+    }
     if (n < REDUCE_PARALLEL_MIN || avx2_threads(st) < 2)
         return reduce_serial(kind, a, b ? b : a, n);
     /* Chunks of whole blocks, their number a function of n only. */
