@@ -106,6 +106,23 @@ void dispatch_resolve(rayo_context *ctx)
         resolve_op(ctx, &ops[i], by_default, n);
 }
 
+/* Says what a failed link did (the call then passes on); a lost device
+ * takes its backend out of every chain of this context. */
+static void note_failure(rayo_context *ctx, const rayo_link *l, const rayo_call *call, rayo_status st)
+{
+    const char *op = rayo_op_by_id(call->op)->name;
+    if (st == RAYO_E_UNSUPPORTED) {
+        core_log(ctx, RAYO_LOG_DEBUG, "%s: %s does not support this call, passing it on", op, l->be->name);
+    } else if (st == RAYO_E_DEVICE_LOST) {
+        atomic_store(&l->be->lost, true);
+        core_log(ctx, RAYO_LOG_ERROR, "%s: device lost (%s); backend disabled for this context",
+                 l->be->name, rayo_last_error());
+    } else {
+        core_log(ctx, RAYO_LOG_WARN, "%s on %s failed: %s: %s; passing the call on", op, l->be->name,
+                 rayo_strerror(st), rayo_last_error());
+    }
+}
+
 /* Runs one link; true when the call is done. */
 static bool try_link(rayo_context *ctx, const rayo_link *l, const rayo_call *call, rayo_status *st)
 {
@@ -114,69 +131,52 @@ static bool try_link(rayo_context *ctx, const rayo_link *l, const rayo_call *cal
     *st = l->fn(l->be->state, call);
     if (*st == RAYO_OK)
         return true;
-    const char *op = rayo_op_by_id(call->op)->name;
-    if (*st == RAYO_E_UNSUPPORTED) {
-        core_log(ctx, RAYO_LOG_DEBUG, "%s: %s does not support this call, passing it on", op, l->be->name);
-        return false;
-    }
-    if (*st == RAYO_E_DEVICE_LOST) {
-        atomic_store(&l->be->lost, true);
-        core_log(ctx, RAYO_LOG_ERROR, "%s: device lost (%s); backend disabled for this context",
-                 l->be->name, rayo_last_error());
-    } else {
-        core_log(ctx, RAYO_LOG_WARN, "%s on %s failed: %s: %s; passing the call on", op, l->be->name,
-                 rayo_strerror(*st), rayo_last_error());
-    }
+    note_failure(ctx, l, call, *st);
     return false;
 }
 
-rayo_status dispatch_call(rayo_context *ctx, const rayo_call *call)
+/* After the first link failed (or none fits): the other links whose window
+ * fits, then those whose window does not - a backend outside its window
+ * still beats failing the call. */
+rayo_status __attribute__((noinline))
+dispatch_fallback(rayo_context *ctx, const rayo_call *call, const rayo_op_info *op, size_t first_tried,
+                  rayo_status st, size_t size)
 {
     const rayo_chain_t *chain = &ctx->chains[call->op];
-    size_t size = call_work_size(call);
-    rayo_status st = RAYO_E_NO_BACKEND;
-    bool tried[MAX_LINKS] = {false};
-    bool any_tried = false;
-    for (size_t i = 0; i < chain->count; i++) {
-        const rayo_link *l = &chain->links[i];
-        if (size < l->min_size || size > l->max_size)
-            continue;
-        tried[i] = any_tried = true;
-        if (try_link(ctx, l, call, &st))
+    bool any_tried = first_tried < chain->count;
+    if (any_tried)
+        note_failure(ctx, &chain->links[first_tried], call, st);
+    for (size_t i = first_tried + 1; i < chain->count; i++)
+        if (link_fits(&chain->links[i], size) && try_link(ctx, &chain->links[i], call, &st))
             return RAYO_OK;
-    }
-    /* Every link that fits failed (or none fits): a backend whose window
-     * does not fit still beats failing the call. */
     for (size_t i = 0; i < chain->count; i++) {
-        if (tried[i])
+        if (link_fits(&chain->links[i], size))
             continue;
         any_tried = true;
         if (try_link(ctx, &chain->links[i], call, &st))
             return RAYO_OK;
     }
-    const char *op = rayo_op_by_id(call->op)->name;
     if (!any_tried)
-        return rayo_fail(RAYO_E_NO_BACKEND, "%s: no loaded backend implements this op (see rayo-info)", op);
+        return rayo_fail(RAYO_E_NO_BACKEND, "%s: no loaded backend implements this op (see rayo-info)", op->name);
     if (st == RAYO_E_UNSUPPORTED)
-        return rayo_fail(RAYO_E_NO_BACKEND, "%s: no loaded backend supports these parameters", op);
+        return rayo_fail(RAYO_E_NO_BACKEND, "%s: no loaded backend supports these parameters", op->name);
     return st;
 }
 
 RAYO_API rayo_status rayo_run_on(rayo_context *ctx, const char *backend, const rayo_call *call)
 {
-    rayo_clear_error();
     if (!ctx || !backend)
         return rayo_fail(RAYO_E_INVALID, "context or backend name is NULL");
     rayo_backend *be = backend_by_name(ctx, backend);
     if (!be || !backend_active(be))
         return rayo_fail(RAYO_E_NOT_FOUND, "backend \"%s\" is not loaded", backend);
-    rayo_status st = call_validate(call);
+    const rayo_op_info *op;
+    rayo_status st = call_validate(call, &op);
     if (st != RAYO_OK)
         return st;
     if (!be->kernels[call->op])
-        return rayo_fail(RAYO_E_UNSUPPORTED, "backend %s does not implement %s", backend,
-                         rayo_op_by_id(call->op)->name);
-    if (call_is_empty(call)) {
+        return rayo_fail(RAYO_E_UNSUPPORTED, "backend %s does not implement %s", backend, op->name);
+    if (call_is_empty(call, op)) {
         call_write_empty(call);
         return RAYO_OK;
     }

@@ -101,7 +101,8 @@ static rayo_status host_run_one(rayo_backend *be, const rayo_dev_call *d)
                    operand_ptr(&d->a), operand_ptr(&d->b), operand_ptr(&d->c),
                    arg ? (void *)&index : operand_ptr(&d->y)};
     rayo_status st;
-    if (call_is_empty(&c)) {
+    const rayo_op_info *op = rayo_op_by_id(d->op);
+    if (call_is_empty(&c, op)) {
         call_write_empty(&c);
         st = RAYO_OK;
     } else {
@@ -109,7 +110,7 @@ static rayo_status host_run_one(rayo_backend *be, const rayo_dev_call *d)
         if (be->kernels[d->op] && !atomic_load(&be->lost))
             st = be->kernels[d->op](be->state, &c);
         if (st != RAYO_OK)
-            st = dispatch_call(be->ctx, &c);
+            st = dispatch_call(be->ctx, &c, op);
     }
     if (st == RAYO_OK && arg) {
         uint64_t v = index; /* batches store argmax as uint64 on every platform */
@@ -331,12 +332,13 @@ RAYO_API rayo_status rayo_batch_record(rayo_batch *batch, const rayo_batch_call 
     if (batch->state != BATCH_RECORDING)
         return rayo_fail(RAYO_E_STATE, "the batch was already submitted");
     rayo_call shape = shape_of(call);
-    rayo_status st = call_validate(&shape);
+    const rayo_op_info *op;
+    rayo_status st = call_validate(&shape, &op);
     if (st != RAYO_OK)
         return st;
     size_t counts[4];
     call_operand_counts(&shape, counts);
-    bool arg = rayo_op_by_id(call->op)->cls == RAYO_CLASS_ARGREDUCE;
+    bool arg = op->cls == RAYO_CLASS_ARGREDUCE;
     rayo_dev_call d = {call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta,
                        {0}, {0}, {0}, {0}};
     const rayo_operand *src[4] = {&call->a, &call->b, &call->c, &call->y};

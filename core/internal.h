@@ -108,14 +108,13 @@ typedef struct rayo_chain_s {
 } rayo_chain_t;
 
 HIDDEN void dispatch_resolve(rayo_context *ctx);
-HIDDEN rayo_status dispatch_call(rayo_context *ctx, const rayo_call *call);
-HIDDEN size_t call_work_size(const rayo_call *call);
+HIDDEN rayo_status dispatch_fallback(rayo_context *ctx, const rayo_call *call, const rayo_op_info *op,
+                                     size_t first_tried, rayo_status st, size_t size);
 
 /* ---- ops.c ---- */
-/* Checks a call against its op's class: pointers, flags, overflow. */
-HIDDEN rayo_status call_validate(const rayo_call *call);
-/* True when the call has no work (answered by the core: nothing to write). */
-HIDDEN bool call_is_empty(const rayo_call *call);
+/* Checks a call against its op's class: pointers, flags, overflow; *op is
+ * the op's entry (looked up once per call). */
+HIDDEN rayo_status call_validate(const rayo_call *call, const rayo_op_info **op);
 /* Element counts of the operands a, b, c and y (for buffer bounds). */
 HIDDEN void call_operand_counts(const rayo_call *call, size_t counts[4]);
 /* Writes the empty-call result (sum of nothing = 0, max = -inf, ...). */
@@ -140,6 +139,62 @@ struct rayo_context {
     bool no_env;             /* options.no_environment */
     bool force_cpu;
 };
+
+/* ---- the hot path of every call, inline ---- */
+/* On every call's path, so inline: */
+/* True when the call has no work (answered by the core: nothing to write). */
+static inline bool call_is_empty(const rayo_call *c, const rayo_op_info *op)
+{
+    switch (op->cls) {
+    case RAYO_CLASS_MATMUL: return c->m == 0 || c->n == 0 || c->k == 0;
+    case RAYO_CLASS_GEMV: return c->m == 0 || c->n == 0;
+    case RAYO_CLASS_ROWS: case RAYO_CLASS_NORM: case RAYO_CLASS_TRANSPOSE: case RAYO_CLASS_BIAS_ACT:
+        return c->m == 0 || c->n == 0;
+    default: return c->n == 0;
+    }
+}
+
+/* The size dispatch windows compare with: n for vector ops, rows*cols for
+ * row ops, m*n*k for matmul (saturated). */
+static inline size_t call_work_size(const rayo_call *c, const rayo_op_info *op)
+{
+    size_t mn = c->m * c->n; /* validated: no overflow */
+    switch (op->cls) {
+    case RAYO_CLASS_ROWS: case RAYO_CLASS_NORM: case RAYO_CLASS_TRANSPOSE:
+    case RAYO_CLASS_BIAS_ACT: case RAYO_CLASS_GEMV:
+        return mn;
+    case RAYO_CLASS_MATMUL:
+        return (c->k && mn > SIZE_MAX / c->k) ? SIZE_MAX : mn * c->k;
+    default:
+        return c->n;
+    }
+}
+
+/* ---- the public op functions ---- */
+
+static inline bool link_fits(const rayo_link *l, size_t size)
+{
+    return size >= l->min_size && size <= l->max_size;
+}
+
+/* A call's way through its op's chain: the first link whose window fits
+ * runs it; anything else (a failure, no link fitting) is the fallback's
+ * business.  Inline: this is the whole cost of dispatch. */
+static inline rayo_status dispatch_call(rayo_context *ctx, const rayo_call *call, const rayo_op_info *op)
+{
+    const rayo_chain_t *chain = &ctx->chains[call->op];
+    size_t size = call_work_size(call, op);
+    for (size_t i = 0; i < chain->count; i++) {
+        const rayo_link *l = &chain->links[i];
+        if (!link_fits(l, size) || atomic_load_explicit(&l->be->lost, memory_order_relaxed))
+            continue;
+        rayo_status st = l->fn(l->be->state, call);
+        if (st == RAYO_OK)
+            return RAYO_OK;
+        return dispatch_fallback(ctx, call, op, i, st, size);
+    }
+    return dispatch_fallback(ctx, call, op, chain->count, RAYO_E_NO_BACKEND, size);
+}
 
 /* Small helpers (context.c) */
 HIDDEN char *rayo_strdup(const char *s);

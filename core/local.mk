@@ -9,7 +9,8 @@ core_librayo_la_SOURCES = \
 core_librayo_la_CPPFLAGS = $(AM_CPPFLAGS) -DRAYO_BUILDING_CORE \
 	-DRAYO_PLUGINDIR='"$(plugindir)"' -DRAYO_SYSCONFDIR='"$(sysconfdir)/rayo"' \
 	-DRAYO_BUILD_DIR='"$(abs_top_builddir)"' -DRAYO_ABI_MAJOR_STR='"$(RAYO_ABI_MAJOR)"'
-core_librayo_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) $(INIH_CFLAGS) -fvisibility=hidden
+core_librayo_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) $(INIH_CFLAGS) -fvisibility=hidden \
+	-fno-semantic-interposition
 core_librayo_la_LIBADD = $(INIH_LIBS) $(PTHREAD_LIBS) -lm
 # Only the public API leaves the library (rayo_* functions).
 core_librayo_la_LDFLAGS = -version-info $(RAYO_LT_VERSION) -no-undefined \

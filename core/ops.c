@@ -128,13 +128,10 @@ static rayo_status check_params(const rayo_call *c, const rayo_op_info *op)
     return RAYO_OK;
 }
 
-rayo_status call_validate(const rayo_call *c)
+/* The full check, with a message for every way a call can be wrong (kept
+ * out of line: the common call never gets here). */
+static rayo_status __attribute__((noinline)) validate_fully(const rayo_call *c, const rayo_op_info *op)
 {
-    if (!c)
-        return rayo_fail(RAYO_E_INVALID, "call is NULL");
-    const rayo_op_info *op = rayo_op_by_id(c->op);
-    if (!op)
-        return rayo_fail(RAYO_E_INVALID, "unknown op id %u", (unsigned)c->op);
     size_t cnt[4];
     if (!operand_counts(c, op, cnt))
         return rayo_fail(RAYO_E_OVERFLOW, "%s: sizes m=%zu n=%zu k=%zu overflow", op->name, c->m, c->n, c->k);
@@ -156,16 +153,26 @@ rayo_status call_validate(const rayo_call *c)
     return RAYO_OK;
 }
 
-bool call_is_empty(const rayo_call *c)
+/* The common small call - a vector op with n > 0, its pointers and no flags -
+ * is answered in a few compares: dispatch overhead is what small ops pay. */
+static bool plainly_valid_vector_call(const rayo_call *c, const rayo_op_info *op)
 {
+    bool needs_b = op->cls == RAYO_CLASS_BINARY || op->cls == RAYO_CLASS_REDUCE2;
+    return op->cls <= RAYO_CLASS_ARGREDUCE && op->id != RAYO_OP_CLIP && c->flags == 0 &&
+           c->n - 1 < MAX_ELEMENTS && c->a && c->y && (c->b || !needs_b);
+}
+
+rayo_status call_validate(const rayo_call *c, const rayo_op_info **op_out)
+{
+    if (!c)
+        return rayo_fail(RAYO_E_INVALID, "call is NULL");
     const rayo_op_info *op = rayo_op_by_id(c->op);
-    switch (op->cls) {
-    case RAYO_CLASS_MATMUL: return c->m == 0 || c->n == 0 || c->k == 0;
-    case RAYO_CLASS_GEMV: return c->m == 0 || c->n == 0;
-    case RAYO_CLASS_ROWS: case RAYO_CLASS_NORM: case RAYO_CLASS_TRANSPOSE: case RAYO_CLASS_BIAS_ACT:
-        return c->m == 0 || c->n == 0;
-    default: return c->n == 0;
-    }
+    *op_out = op;
+    if (!op)
+        return rayo_fail(RAYO_E_INVALID, "unknown op id %u", (unsigned)c->op);
+    if (plainly_valid_vector_call(c, op))
+        return RAYO_OK;
+    return validate_fully(c, op);
 }
 
 /* beta * y over `count` elements; beta == 0 writes zeros (y may hold NaN). */
@@ -197,35 +204,21 @@ void call_write_empty(const rayo_call *c)
     }
 }
 
-size_t call_work_size(const rayo_call *c)
-{
-    const rayo_op_info *op = rayo_op_by_id(c->op);
-    size_t mn = c->m * c->n; /* validated: no overflow */
-    switch (op->cls) {
-    case RAYO_CLASS_ROWS: case RAYO_CLASS_NORM: case RAYO_CLASS_TRANSPOSE:
-    case RAYO_CLASS_BIAS_ACT: case RAYO_CLASS_GEMV:
-        return mn;
-    case RAYO_CLASS_MATMUL:
-        return (c->k && mn > SIZE_MAX / c->k) ? SIZE_MAX : mn * c->k;
-    default:
-        return c->n;
-    }
-}
-
-/* ---- the public op functions ---- */
+/* The hot path of every op: one op lookup, checks, the chain.  It does not
+ * clear the thread's error message: that is written only on failure. */
 RAYO_API rayo_status rayo_run(rayo_context *ctx, const rayo_call *call)
 {
-    rayo_clear_error();
     if (!ctx)
         return rayo_fail(RAYO_E_INVALID, "context is NULL");
-    rayo_status st = call_validate(call);
+    const rayo_op_info *op;
+    rayo_status st = call_validate(call, &op);
     if (st != RAYO_OK)
         return st;
-    if (call_is_empty(call)) {
+    if (call_is_empty(call, op)) {
         call_write_empty(call);
         return RAYO_OK;
     }
-    return dispatch_call(ctx, call);
+    return dispatch_call(ctx, call, op);
 }
 
 #define RUN(...) do { rayo_call c_ = {__VA_ARGS__}; return rayo_run(ctx, &c_); } while (0)

@@ -51,8 +51,9 @@ typedef enum rayo_status {
 } rayo_status;
 
 RAYO_API const char *rayo_strerror(rayo_status status);
-/* Message of the last failure on this thread ("" if none).  Valid until the
- * next rayo call on this thread. */
+/* Message of the last failure on this thread ("" if none), like errno: read
+ * it right after a call returned an error.  Successful op calls do not clear
+ * it (that would cost every small call a write). */
 RAYO_API const char *rayo_last_error(void);
 
 /* ---- ops --------------------------------------------------------------- */
