@@ -14,8 +14,8 @@ struct rayo_pool {
     pthread_mutex_t busy;        /* held by the caller owning the current job */
     pthread_mutex_t lock;
     pthread_cond_t wake, done;
-    uint64_t generation;         /* bumped per job */
-    bool stop;
+    _Atomic uint64_t generation; /* bumped per job (under lock; read without it while spinning) */
+    atomic_bool stop;
     unsigned running;            /* pool threads still working on the job */
     void (*fn)(void *, size_t, unsigned);
     void *arg;
@@ -32,6 +32,30 @@ static void run_tasks(rayo_pool *p, unsigned worker)
 
 struct worker_start { rayo_pool *pool; unsigned id; };
 
+/* After a job, a worker watches for the next one for a while before it
+ * sleeps: waking a sleeping thread costs tens of microseconds, and the
+ * calls that use the pool tend to come in runs. */
+#define SPIN_CHECKS 20000
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+static void spin_for_next_job(rayo_pool *p, uint64_t seen)
+{
+    for (int i = 0; i < SPIN_CHECKS; i++) {
+        if (atomic_load_explicit(&p->generation, memory_order_acquire) != seen ||
+            atomic_load_explicit(&p->stop, memory_order_relaxed))
+            return;
+        cpu_relax();
+    }
+}
+
 static void *worker_main(void *arg)
 {
     struct worker_start *ws = arg;
@@ -41,6 +65,11 @@ static void *worker_main(void *arg)
     uint64_t seen = 0;
     pthread_mutex_lock(&p->lock);
     for (;;) {
+        if (seen) { /* just finished a job */
+            pthread_mutex_unlock(&p->lock);
+            spin_for_next_job(p, seen);
+            pthread_mutex_lock(&p->lock);
+        }
         while (!p->stop && p->generation == seen)
             pthread_cond_wait(&p->wake, &p->lock);
         if (p->stop)
