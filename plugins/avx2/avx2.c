@@ -177,46 +177,9 @@ static void avx2_fini(void *state)
 
 /* ---- the op table and the descriptor ------------------------------------- */
 
+#define RAYO_KERNEL(NAME) avx2_##NAME
 static const rayo_op_entry avx2_ops[] = {
-    { RAYO_OP_ADD, avx2_add },
-    { RAYO_OP_SUB, avx2_sub },
-    { RAYO_OP_MUL, avx2_mul },
-    { RAYO_OP_DIV, avx2_div },
-    { RAYO_OP_MAXIMUM, avx2_maximum },
-    { RAYO_OP_MINIMUM, avx2_minimum },
-    { RAYO_OP_SCALE, avx2_scale },
-    { RAYO_OP_AXPY, avx2_axpy },
-    { RAYO_OP_RELU, avx2_relu },
-    { RAYO_OP_LEAKY_RELU, avx2_leaky_relu },
-    { RAYO_OP_ELU, avx2_elu },
-    { RAYO_OP_SELU, avx2_selu },
-    { RAYO_OP_SIGMOID, avx2_sigmoid },
-    { RAYO_OP_TANH, avx2_tanh },
-    { RAYO_OP_GELU, avx2_gelu },
-    { RAYO_OP_GELU_TANH, avx2_gelu_tanh },
-    { RAYO_OP_SILU, avx2_silu },
-    { RAYO_OP_MISH, avx2_mish },
-    { RAYO_OP_HARDSWISH, avx2_hardswish },
-    { RAYO_OP_CLIP, avx2_clip },
-    { RAYO_OP_EXP, avx2_exp },
-    { RAYO_OP_LOG, avx2_log },
-    { RAYO_OP_SQRT, avx2_sqrt },
-    { RAYO_OP_ABS, avx2_abs },
-    { RAYO_OP_SUM, avx2_sum },
-    { RAYO_OP_DOT, avx2_dot },
-    { RAYO_OP_MAX, avx2_max },
-    { RAYO_OP_MIN, avx2_min },
-    { RAYO_OP_ARGMAX, avx2_argmax },
-    { RAYO_OP_NORM_L1, avx2_norm_l1 },
-    { RAYO_OP_NORM_L2, avx2_norm_l2 },
-    { RAYO_OP_SOFTMAX, avx2_softmax },
-    { RAYO_OP_LOG_SOFTMAX, avx2_log_softmax },
-    { RAYO_OP_LAYERNORM, avx2_layernorm },
-    { RAYO_OP_RMSNORM, avx2_rmsnorm },
-    { RAYO_OP_MATMUL, avx2_matmul },
-    { RAYO_OP_GEMV, avx2_gemv },
-    { RAYO_OP_TRANSPOSE, avx2_transpose },
-    { RAYO_OP_BIAS_ACT, avx2_bias_act },
+#include "rayo-op-table.h"
 };
 
 RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
