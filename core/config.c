@@ -280,8 +280,13 @@ static bool is_conf_name(const char *name)
 static void parse_dir(rayo_context *ctx, rayo_config *cfg, const char *dir)
 {
     DIR *d = opendir(dir);
-    if (!d)
+    char *pattern = rayo_asprintf("%s/*.conf", dir);
+    if (!d) {
+        if (pattern)
+            config_add_file(cfg, pattern, "no such directory");
+        free(pattern);
         return;
+    }
     char *names[256];
     size_t n = 0;
     struct dirent *de;
@@ -289,6 +294,9 @@ static void parse_dir(rayo_context *ctx, rayo_config *cfg, const char *dir)
         if (is_conf_name(de->d_name) && (names[n] = rayo_strdup(de->d_name)))
             n++;
     closedir(d);
+    if (n == 0 && pattern)
+        config_add_file(cfg, pattern, "no files"); /* so rayo-info shows where drop-ins go */
+    free(pattern);
     qsort(names, n, sizeof names[0], compare_names);
     for (size_t i = 0; i < n; i++) {
         char *path = rayo_asprintf("%s/%s", dir, names[i]);
