@@ -27,11 +27,18 @@ RAYO_API const rayo_op_info *rayo_ops(size_t *count)
     return op_table;
 }
 
-RAYO_API const rayo_op_info *rayo_op_by_id(uint32_t id)
+/* Inline, over const tables: in the typed functions the op id is a
+ * constant, so the compiler resolves the op and its class at build time. */
+static inline __attribute__((always_inline)) const rayo_op_info *op_info(uint32_t id)
 {
     if (id >= RAYO_OP_ID_LIMIT || !op_index[id])
         return NULL;
     return &op_table[op_index[id] - 1];
+}
+
+RAYO_API const rayo_op_info *rayo_op_by_id(uint32_t id)
+{
+    return op_info(id);
 }
 
 RAYO_API const rayo_op_info *rayo_op_by_name(const char *name)
@@ -155,24 +162,31 @@ static rayo_status __attribute__((noinline)) validate_fully(const rayo_call *c, 
 
 /* The common small call - a vector op with n > 0, its pointers and no flags -
  * is answered in a few compares: dispatch overhead is what small ops pay. */
-static bool plainly_valid_vector_call(const rayo_call *c, const rayo_op_info *op)
+static inline __attribute__((always_inline)) bool plainly_valid_vector_call(const rayo_call *c,
+                                                                         const rayo_op_info *op)
 {
     bool needs_b = op->cls == RAYO_CLASS_BINARY || op->cls == RAYO_CLASS_REDUCE2;
     return op->cls <= RAYO_CLASS_ARGREDUCE && op->id != RAYO_OP_CLIP && c->flags == 0 &&
            c->n - 1 < MAX_ELEMENTS && c->a && c->y && (c->b || !needs_b);
 }
 
-rayo_status call_validate(const rayo_call *c, const rayo_op_info **op_out)
+static inline __attribute__((always_inline)) rayo_status
+validate_call(const rayo_call *c, const rayo_op_info **op_out)
 {
     if (!c)
         return rayo_fail(RAYO_E_INVALID, "call is NULL");
-    const rayo_op_info *op = rayo_op_by_id(c->op);
+    const rayo_op_info *op = op_info(c->op);
     *op_out = op;
     if (!op)
         return rayo_fail(RAYO_E_INVALID, "unknown op id %u", (unsigned)c->op);
     if (plainly_valid_vector_call(c, op))
         return RAYO_OK;
     return validate_fully(c, op);
+}
+
+rayo_status call_validate(const rayo_call *c, const rayo_op_info **op_out)
+{
+    return validate_call(c, op_out);
 }
 
 /* beta * y over `count` elements; beta == 0 writes zeros (y may hold NaN). */
@@ -204,14 +218,15 @@ void call_write_empty(const rayo_call *c)
     }
 }
 
-/* The hot path of every op: one op lookup, checks, the chain.  It does not
- * clear the thread's error message: that is written only on failure. */
-RAYO_API rayo_status rayo_run(rayo_context *ctx, const rayo_call *call)
+/* The hot path of every op: one op lookup, checks, the chain; inlined into
+ * each typed function.  It does not clear the thread's error message: that
+ * is written only on failure. */
+static inline __attribute__((always_inline)) rayo_status run_call(rayo_context *ctx, const rayo_call *call)
 {
     if (!ctx)
         return rayo_fail(RAYO_E_INVALID, "context is NULL");
-    const rayo_op_info *op;
-    rayo_status st = call_validate(call, &op);
+    const rayo_op_info *op = NULL;
+    rayo_status st = validate_call(call, &op);
     if (st != RAYO_OK)
         return st;
     if (call_is_empty(call, op)) {
@@ -221,7 +236,12 @@ RAYO_API rayo_status rayo_run(rayo_context *ctx, const rayo_call *call)
     return dispatch_call(ctx, call, op);
 }
 
-#define RUN(...) do { rayo_call c_ = {__VA_ARGS__}; return rayo_run(ctx, &c_); } while (0)
+RAYO_API rayo_status rayo_run(rayo_context *ctx, const rayo_call *call)
+{
+    return run_call(ctx, call);
+}
+
+#define RUN(...) do { rayo_call c_ = {__VA_ARGS__}; return run_call(ctx, &c_); } while (0)
 
 #define RAYO_DEF_BINARY(N, ID) rayo_status rayo_##N(rayo_context *ctx, const float *a, const float *b, float *y, size_t n) \
     { RUN(.op = ID, .n = n, .a = a, .b = b, .y = y); }
