@@ -5,7 +5,7 @@
  *   what the engine knows per op: input domains, edge values, parameters
  *   float64 references
  *   the contract check of one element
- *   test plans: the cases of each signature class
+ *   test plans: the cases of each signature
  *   guarded buffers and running one case
  */
 #define _POSIX_C_SOURCE 200809L
@@ -149,8 +149,8 @@ static size_t edge_set(const rayo_op_info *op, float *out)
 {
     /* +-FLT_MAX only where one input makes one output: with two operands,
      * 1/FLT_MAX is a denormal and a*FLT_MAX + y depends on FMA. */
-    int unary = op->cls == RAYO_CLASS_UNARY || op->cls == RAYO_CLASS_UNARY_P ||
-                op->cls == RAYO_CLASS_UNARY_P2 || op->cls == RAYO_CLASS_TRANSPOSE;
+    int unary = op->sig == RAYO_SIG_UNARY || op->sig == RAYO_SIG_UNARY_P ||
+                op->sig == RAYO_SIG_UNARY_P2 || op->sig == RAYO_SIG_TRANSPOSE;
     size_t count = 0;
     for (size_t i = 0; i < MAX_EDGES; i++) {
         float v = edge_values[i];
@@ -394,13 +394,13 @@ size_t conform_output_count(const rayo_call *c)
     const rayo_op_info *op = rayo_op_by_id(c->op);
     if (!op)
         return 0;
-    switch (op->cls) {
-    case RAYO_CLASS_REDUCE: case RAYO_CLASS_REDUCE2: return 1;
-    case RAYO_CLASS_ARGREDUCE: return c->n ? 1 : 0;
-    case RAYO_CLASS_ROWS: case RAYO_CLASS_NORM: case RAYO_CLASS_TRANSPOSE:
-    case RAYO_CLASS_BIAS_ACT: case RAYO_CLASS_MATMUL:
+    switch (op->sig) {
+    case RAYO_SIG_REDUCE: case RAYO_SIG_REDUCE2: return 1;
+    case RAYO_SIG_ARGREDUCE: return c->n ? 1 : 0;
+    case RAYO_SIG_ROWS: case RAYO_SIG_NORM: case RAYO_SIG_TRANSPOSE:
+    case RAYO_SIG_BIAS_ACT: case RAYO_SIG_MATMUL:
         return c->m * c->n;
-    case RAYO_CLASS_GEMV: return (c->flags & RAYO_TRANS_A) ? c->n : c->m;
+    case RAYO_SIG_GEMV: return (c->flags & RAYO_TRANS_A) ? c->n : c->m;
     default: return c->n;
     }
 }
@@ -408,7 +408,7 @@ size_t conform_output_count(const rayo_call *c)
 rayo_status conform_expected_status(const rayo_call *c)
 {
     const rayo_op_info *op = rayo_op_by_id(c->op);
-    if (op && op->cls == RAYO_CLASS_ARGREDUCE && c->n == 0)
+    if (op && op->sig == RAYO_SIG_ARGREDUCE && c->n == 0)
         return RAYO_E_INVALID;
     return RAYO_OK;
 }
@@ -419,9 +419,9 @@ static int ref_elementwise(const rayo_call *c, const rayo_op_info *op, double *r
     const float *a = c->a, *b = c->b, *y = c->y;
     for (size_t i = 0; i < c->n; i++) {
         int rc;
-        switch (op->cls) {
-        case RAYO_CLASS_BINARY: rc = ref_binary(c->op, a[i], b[i], &ref[i]); break;
-        case RAYO_CLASS_AXPY: ref[i] = (double)c->alpha * a[i] + y[i]; rc = 0; break;
+        switch (op->sig) {
+        case RAYO_SIG_BINARY: rc = ref_binary(c->op, a[i], b[i], &ref[i]); break;
+        case RAYO_SIG_AXPY: ref[i] = (double)c->alpha * a[i] + y[i]; rc = 0; break;
         default: rc = ref_unary(c->op, a[i], c->alpha, c->beta, &ref[i]); break;
         }
         if (rc)
@@ -437,37 +437,37 @@ int conform_reference(const rayo_call *c, double *ref, double *terms)
     int rc = 0;
     if (!op)
         return -1;
-    switch (op->cls) {
-    case RAYO_CLASS_BINARY: case RAYO_CLASS_UNARY: case RAYO_CLASS_UNARY_P:
-    case RAYO_CLASS_UNARY_P2: case RAYO_CLASS_AXPY:
+    switch (op->sig) {
+    case RAYO_SIG_BINARY: case RAYO_SIG_UNARY: case RAYO_SIG_UNARY_P:
+    case RAYO_SIG_UNARY_P2: case RAYO_SIG_AXPY:
         rc = ref_elementwise(c, op, ref);
-        if (op->cls == RAYO_CLASS_AXPY && rc == 0) {
+        if (op->sig == RAYO_SIG_AXPY && rc == 0) {
             const float *a = c->a, *y = c->y;
             for (size_t i = 0; i < c->n; i++)
                 terms[i] = fabs((double)c->alpha * a[i]) + fabs(y[i]);
             return 0;
         }
         break;
-    case RAYO_CLASS_REDUCE: case RAYO_CLASS_REDUCE2: case RAYO_CLASS_ARGREDUCE:
+    case RAYO_SIG_REDUCE: case RAYO_SIG_REDUCE2: case RAYO_SIG_ARGREDUCE:
         if (count)
             return ref_reduce(c->op, c->a, c->b, c->n, ref, terms);
         return 0;
-    case RAYO_CLASS_ROWS: rc = ref_rows(c, ref); break;
-    case RAYO_CLASS_NORM: rc = ref_norm(c, ref); break;
-    case RAYO_CLASS_MATMUL: return c->op == RAYO_OP_MATMUL ? ref_matmul(c, ref, terms) : -1;
-    case RAYO_CLASS_GEMV:
+    case RAYO_SIG_ROWS: rc = ref_rows(c, ref); break;
+    case RAYO_SIG_NORM: rc = ref_norm(c, ref); break;
+    case RAYO_SIG_MATMUL: return c->op == RAYO_OP_MATMUL ? ref_matmul(c, ref, terms) : -1;
+    case RAYO_SIG_GEMV:
         if (c->op != RAYO_OP_GEMV)
             return -1;
         ref_gemv(c, ref, terms);
         return 0;
-    case RAYO_CLASS_TRANSPOSE:
+    case RAYO_SIG_TRANSPOSE:
         if (c->op != RAYO_OP_TRANSPOSE)
             return -1;
         for (size_t i = 0; i < c->m; i++)
             for (size_t j = 0; j < c->n; j++)
                 ref[j * c->m + i] = c->a[i * c->n + j];
         break;
-    case RAYO_CLASS_BIAS_ACT:
+    case RAYO_SIG_BIAS_ACT:
         if (c->op != RAYO_OP_BIAS_ACT)
             return -1;
         for (size_t i = 0; i < c->m; i++)
@@ -563,8 +563,8 @@ static const float norm_eps[] = {1e-5f, 1e-6f, 1e-2f};
 static void choose_params(const plan *p, case_spec *cs, size_t index)
 {
     conform_rng *rng = p->rng;
-    switch (p->op->cls) {
-    case RAYO_CLASS_UNARY_P:
+    switch (p->op->sig) {
+    case RAYO_SIG_UNARY_P:
         if (p->op->id == RAYO_OP_SCALE)
             cs->alpha = (float)(exp2(uniform_in(rng, -4, 4)) * ((index & 2) ? -1 : 1));
         else if (p->op->id == RAYO_OP_LEAKY_RELU)
@@ -572,25 +572,25 @@ static void choose_params(const plan *p, case_spec *cs, size_t index)
         else
             cs->alpha = index % 3 ? (float)uniform_in(rng, 0.1, 2.0) : 1.0f;
         break;
-    case RAYO_CLASS_UNARY_P2:
+    case RAYO_SIG_UNARY_P2:
         cs->alpha = (float)uniform_in(rng, -5, 0);
         cs->beta = (float)uniform_in(rng, 0, 5);
         break;
-    case RAYO_CLASS_AXPY:
+    case RAYO_SIG_AXPY:
         cs->alpha = (float)uniform_in(rng, -3, 3);
         break;
-    case RAYO_CLASS_NORM:
+    case RAYO_SIG_NORM:
         cs->alpha = norm_eps[index % 3];
         cs->no_gamma = (index >> 1) & 1;
         cs->no_beta = (index >> 2) & 1;
         break;
-    case RAYO_CLASS_MATMUL: case RAYO_CLASS_GEMV: {
+    case RAYO_SIG_MATMUL: case RAYO_SIG_GEMV: {
         size_t i = index % (sizeof matmul_alpha_beta / sizeof matmul_alpha_beta[0]);
         cs->alpha = matmul_alpha_beta[i][0];
         cs->beta = matmul_alpha_beta[i][1];
         break;
     }
-    case RAYO_CLASS_BIAS_ACT:
+    case RAYO_SIG_BIAS_ACT:
         cs->flags = (uint32_t)(index % RAYO_ACT_LIMIT);
         break;
     default:
@@ -633,12 +633,12 @@ static const size_t vector_sizes[] = {0, 1, 2, 3, 7, 15, 16, 17, 31, 33, 1000, 4
 
 static void plan_vector(plan *p)
 {
-    rayo_op_class cls = p->op->cls;
+    rayo_op_sig  sig = p->op->sig;
     for (size_t i = 0; i < COUNT_OF(vector_sizes); i++) {
         plan_add(p, 0, vector_sizes[i], 0);
         plan_add(p, 0, vector_sizes[i], 0);
     }
-    int reduction = cls == RAYO_CLASS_REDUCE || cls == RAYO_CLASS_REDUCE2 || cls == RAYO_CLASS_ARGREDUCE;
+    int reduction = sig == RAYO_SIG_REDUCE || sig == RAYO_SIG_REDUCE2 || sig == RAYO_SIG_ARGREDUCE;
     /* Quick runs keep one large reduction: accumulation error shows only there. */
     if (!p->quick || reduction)
         plan_add(p, 0, LARGE_VECTOR, 0);
@@ -662,10 +662,10 @@ static void plan_vector(plan *p)
     size_t ne = edge_set(p->op, edges);
     plan_fill(p, 0, 257, 0, FILL_EDGE);
     plan_fill(p, 0, 1000, 0, FILL_EDGE);
-    plan_fill(p, 0, (cls == RAYO_CLASS_BINARY || cls == RAYO_CLASS_AXPY) ? ne * ne : 3 * ne, 0, FILL_EDGE_ALL);
+    plan_fill(p, 0, (sig == RAYO_SIG_BINARY || sig == RAYO_SIG_AXPY) ? ne * ne : 3 * ne, 0, FILL_EDGE_ALL);
     plan_add(p, 0, 33, 0)->alias = 1;
     plan_fill(p, 0, 1000, 0, FILL_EDGE)->alias = 1;
-    if (cls == RAYO_CLASS_BINARY)
+    if (sig == RAYO_SIG_BINARY)
         plan_add(p, 0, 17, 0)->alias = 2;
 }
 
@@ -683,12 +683,12 @@ static void plan_rows(plan *p)
     plan_add(p, 0, 0, 0);
     if (!p->quick)
         plan_add(p, 256, 4096, 0);
-    if (p->op->cls == RAYO_CLASS_ROWS) {
+    if (p->op->sig == RAYO_SIG_ROWS) {
         plan_fill(p, 3, 1000, 0, FILL_WIDE);
         plan_fill(p, 2, 17, 0, FILL_WIDE);
         plan_fill(p, 5, 33, 0, FILL_MASKED);
         plan_fill(p, 2, 4097, 0, FILL_MASKED);
-    } else if (p->op->cls == RAYO_CLASS_BIAS_ACT) {
+    } else if (p->op->sig == RAYO_SIG_BIAS_ACT) {
         for (uint32_t act = 0; act < RAYO_ACT_LIMIT; act++)
             plan_fill(p, 2, 257, 0, FILL_EDGE)->flags = act;
     }
@@ -766,18 +766,18 @@ static void plan_gemv(plan *p)
 
 static int make_plan(plan *p)
 {
-    switch (p->op->cls) {
-    case RAYO_CLASS_BINARY: case RAYO_CLASS_UNARY: case RAYO_CLASS_UNARY_P:
-    case RAYO_CLASS_UNARY_P2: case RAYO_CLASS_AXPY: case RAYO_CLASS_REDUCE:
-    case RAYO_CLASS_REDUCE2: case RAYO_CLASS_ARGREDUCE:
+    switch (p->op->sig) {
+    case RAYO_SIG_BINARY: case RAYO_SIG_UNARY: case RAYO_SIG_UNARY_P:
+    case RAYO_SIG_UNARY_P2: case RAYO_SIG_AXPY: case RAYO_SIG_REDUCE:
+    case RAYO_SIG_REDUCE2: case RAYO_SIG_ARGREDUCE:
         plan_vector(p);
         break;
-    case RAYO_CLASS_ROWS: case RAYO_CLASS_NORM: case RAYO_CLASS_BIAS_ACT:
+    case RAYO_SIG_ROWS: case RAYO_SIG_NORM: case RAYO_SIG_BIAS_ACT:
         plan_rows(p);
         break;
-    case RAYO_CLASS_TRANSPOSE: plan_transpose(p); break;
-    case RAYO_CLASS_MATMUL: plan_matmul(p); break;
-    case RAYO_CLASS_GEMV: plan_gemv(p); break;
+    case RAYO_SIG_TRANSPOSE: plan_transpose(p); break;
+    case RAYO_SIG_MATMUL: plan_matmul(p); break;
+    case RAYO_SIG_GEMV: plan_gemv(p); break;
     default: return -1;
     }
     return p->oom ? -1 : 0;
@@ -790,18 +790,18 @@ static void describe(const rayo_op_info *op, const case_spec *cs, char *buf, siz
 {
     size_t len = 0;
 #define ADD(...) (len += (size_t)snprintf(buf + len, len < size ? size - len : 0, __VA_ARGS__))
-    switch (op->cls) {
-    case RAYO_CLASS_ROWS: case RAYO_CLASS_TRANSPOSE: ADD("rows=%zu cols=%zu", cs->m, cs->n); break;
-    case RAYO_CLASS_NORM:
+    switch (op->sig) {
+    case RAYO_SIG_ROWS: case RAYO_SIG_TRANSPOSE: ADD("rows=%zu cols=%zu", cs->m, cs->n); break;
+    case RAYO_SIG_NORM:
         ADD("rows=%zu cols=%zu eps=%g%s%s", cs->m, cs->n, (double)cs->alpha,
             cs->no_gamma ? ", gamma NULL" : "", cs->no_beta ? ", beta NULL" : "");
         break;
-    case RAYO_CLASS_BIAS_ACT:
+    case RAYO_SIG_BIAS_ACT:
         ADD("rows=%zu cols=%zu act=%s", cs->m, cs->n, cs->flags < RAYO_ACT_LIMIT ? act_names[cs->flags] : "?");
         break;
-    case RAYO_CLASS_MATMUL: case RAYO_CLASS_GEMV:
+    case RAYO_SIG_MATMUL: case RAYO_SIG_GEMV:
         ADD("m=%zu n=%zu", cs->m, cs->n);
-        if (op->cls == RAYO_CLASS_MATMUL)
+        if (op->sig == RAYO_SIG_MATMUL)
             ADD(" k=%zu", cs->k);
         ADD("%s%s, alpha=%g beta=%g", (cs->flags & RAYO_TRANS_A) ? ", A transposed" : "",
             (cs->flags & RAYO_TRANS_B) ? ", B transposed" : "", (double)cs->alpha, (double)cs->beta);
@@ -810,9 +810,9 @@ static void describe(const rayo_op_info *op, const case_spec *cs, char *buf, siz
         break;
     default:
         ADD("n=%zu", cs->n);
-        if (op->cls == RAYO_CLASS_UNARY_P || op->cls == RAYO_CLASS_AXPY)
+        if (op->sig == RAYO_SIG_UNARY_P || op->sig == RAYO_SIG_AXPY)
             ADD(", alpha=%g", (double)cs->alpha);
-        else if (op->cls == RAYO_CLASS_UNARY_P2)
+        else if (op->sig == RAYO_SIG_UNARY_P2)
             ADD(", lo=%g hi=%g", (double)cs->alpha, (double)cs->beta);
         break;
     }
@@ -931,20 +931,20 @@ static void operand_counts(const rayo_op_info *op, const case_spec *cs, size_t c
     size_t m = cs->m, n = cs->n, k = cs->k, mn = m * n;
     int ta = (cs->flags & RAYO_TRANS_A) != 0;
     memset(cnt, 0, 4 * sizeof cnt[0]);
-    switch (op->cls) {
-    case RAYO_CLASS_BINARY: cnt[0] = cnt[1] = cnt[3] = n; break;
-    case RAYO_CLASS_REDUCE: cnt[0] = n; cnt[3] = 1; break;
-    case RAYO_CLASS_REDUCE2: cnt[0] = cnt[1] = n; cnt[3] = 1; break;
-    case RAYO_CLASS_ARGREDUCE: cnt[0] = n; cnt[3] = (sizeof(size_t) + 3) / 4; break;
-    case RAYO_CLASS_ROWS: case RAYO_CLASS_TRANSPOSE: cnt[0] = cnt[3] = mn; break;
-    case RAYO_CLASS_NORM:
+    switch (op->sig) {
+    case RAYO_SIG_BINARY: cnt[0] = cnt[1] = cnt[3] = n; break;
+    case RAYO_SIG_REDUCE: cnt[0] = n; cnt[3] = 1; break;
+    case RAYO_SIG_REDUCE2: cnt[0] = cnt[1] = n; cnt[3] = 1; break;
+    case RAYO_SIG_ARGREDUCE: cnt[0] = n; cnt[3] = (sizeof(size_t) + 3) / 4; break;
+    case RAYO_SIG_ROWS: case RAYO_SIG_TRANSPOSE: cnt[0] = cnt[3] = mn; break;
+    case RAYO_SIG_NORM:
         cnt[0] = cnt[3] = mn;
         cnt[1] = cs->no_gamma ? 0 : n;
         cnt[2] = cs->no_beta ? 0 : n;
         break;
-    case RAYO_CLASS_BIAS_ACT: cnt[0] = cnt[3] = mn; cnt[1] = n; break;
-    case RAYO_CLASS_MATMUL: cnt[0] = m * k; cnt[1] = k * n; cnt[3] = mn; break;
-    case RAYO_CLASS_GEMV: cnt[0] = mn; cnt[1] = ta ? m : n; cnt[3] = ta ? n : m; break;
+    case RAYO_SIG_BIAS_ACT: cnt[0] = cnt[3] = mn; cnt[1] = n; break;
+    case RAYO_SIG_MATMUL: cnt[0] = m * k; cnt[1] = k * n; cnt[3] = mn; break;
+    case RAYO_SIG_GEMV: cnt[0] = mn; cnt[1] = ta ? m : n; cnt[3] = ta ? n : m; break;
     default: cnt[0] = cnt[3] = n; break; /* unary, axpy */
     }
 }
@@ -954,21 +954,21 @@ static int operand_used(const rayo_op_info *op, const case_spec *cs, int which)
     switch (which) {
     case 0: case 3: return 1;
     case 1:
-        return op->cls == RAYO_CLASS_BINARY || op->cls == RAYO_CLASS_REDUCE2 ||
-               op->cls == RAYO_CLASS_MATMUL || op->cls == RAYO_CLASS_GEMV ||
-               op->cls == RAYO_CLASS_BIAS_ACT || (op->cls == RAYO_CLASS_NORM && !cs->no_gamma);
-    default: return op->cls == RAYO_CLASS_NORM && !cs->no_beta;
+        return op->sig == RAYO_SIG_BINARY || op->sig == RAYO_SIG_REDUCE2 ||
+               op->sig == RAYO_SIG_MATMUL || op->sig == RAYO_SIG_GEMV ||
+               op->sig == RAYO_SIG_BIAS_ACT || (op->sig == RAYO_SIG_NORM && !cs->no_gamma);
+    default: return op->sig == RAYO_SIG_NORM && !cs->no_beta;
     }
 }
 
 static domain operand_domain(const rayo_op_info *op, int which)
 {
-    if (which == 0 || op->cls == RAYO_CLASS_BINARY || op->cls == RAYO_CLASS_REDUCE2 ||
-        op->cls == RAYO_CLASS_AXPY)
+    if (which == 0 || op->sig == RAYO_SIG_BINARY || op->sig == RAYO_SIG_REDUCE2 ||
+        op->sig == RAYO_SIG_AXPY)
         return op_domain(op->id);
-    if (op->cls == RAYO_CLASS_NORM)
+    if (op->sig == RAYO_SIG_NORM)
         return which == 1 ? linear(-2, 2) : linear(-1, 1); /* gamma, beta */
-    if (op->cls == RAYO_CLASS_BIAS_ACT)
+    if (op->sig == RAYO_SIG_BIAS_ACT)
         return linear(-2, 2);
     return linear(-1, 1); /* matmul, gemv: B, x, C, y */
 }
@@ -978,7 +978,7 @@ static domain operand_domain(const rayo_op_info *op, int which)
 static int fill_applies(const rayo_op_info *op, const case_spec *cs, int which)
 {
     if (cs->fill == FILL_EDGE || cs->fill == FILL_EDGE_ALL)
-        return which == 0 || op->cls == RAYO_CLASS_BINARY || op->cls == RAYO_CLASS_AXPY;
+        return which == 0 || op->sig == RAYO_SIG_BINARY || op->sig == RAYO_SIG_AXPY;
     return which == 0;
 }
 
@@ -1041,7 +1041,7 @@ static void fill_special(engine *e, const case_spec *cs, int fastest, float *x, 
 static void fill_operand(engine *e, const case_spec *cs, int which, float *x, size_t n)
 {
     domain d = operand_domain(e->op, which);
-    int two_operands = e->op->cls == RAYO_CLASS_BINARY || e->op->cls == RAYO_CLASS_AXPY;
+    int two_operands = e->op->sig == RAYO_SIG_BINARY || e->op->sig == RAYO_SIG_AXPY;
     for (size_t i = 0; i < n; i++)
         x[i] = draw(&e->rng, d, i);
     /* y of axpy (operand 3) is its second input */
@@ -1060,13 +1060,13 @@ static int setup_case(engine *e, one_case *t)
     c->flags = cs->flags;
     c->m = cs->m, c->n = cs->n, c->k = cs->k;
     c->alpha = cs->alpha, c->beta = cs->beta;
-    t->y_is_input = op->cls == RAYO_CLASS_AXPY ||
-                    ((op->cls == RAYO_CLASS_MATMUL || op->cls == RAYO_CLASS_GEMV) && cs->beta != 0);
+    t->y_is_input = op->sig == RAYO_SIG_AXPY ||
+                    ((op->sig == RAYO_SIG_MATMUL || op->sig == RAYO_SIG_GEMV) && cs->beta != 0);
     for (int w = 0; w < 4; w++) {
         if (!operand_used(op, cs, w) || (w == 3 && cs->alias))
             continue;
         /* size_t results stay aligned: a misaligned size_t store is undefined in C */
-        unsigned mis = (op->cls == RAYO_CLASS_ARGREDUCE && w == 3) ? 0 : cs->misalign;
+        unsigned mis = (op->sig == RAYO_SIG_ARGREDUCE && w == 3) ? 0 : cs->misalign;
         if (buffer_alloc(&t->buf[w], cnt[w], mis))
             return -1;
         if (w < 3 || t->y_is_input)
@@ -1142,18 +1142,18 @@ static double input_at(const one_case *t, int w, size_t i)
 static void element_inputs(const one_case *t, const rayo_op_info *op, size_t i, char *buf, size_t size)
 {
     buf[0] = '\0';
-    switch (op->cls) {
-    case RAYO_CLASS_BINARY:
+    switch (op->sig) {
+    case RAYO_SIG_BINARY:
         snprintf(buf, size, " (a = %.9g, b = %.9g)", input_at(t, 0, i), input_at(t, 1, i));
         break;
-    case RAYO_CLASS_UNARY: case RAYO_CLASS_UNARY_P: case RAYO_CLASS_UNARY_P2:
+    case RAYO_SIG_UNARY: case RAYO_SIG_UNARY_P: case RAYO_SIG_UNARY_P2:
         snprintf(buf, size, " (x = %.9g)", input_at(t, 0, i));
         break;
-    case RAYO_CLASS_AXPY:
+    case RAYO_SIG_AXPY:
         snprintf(buf, size, " (x = %.9g, y = %.9g)", input_at(t, 0, i),
                  t->cs->alias ? input_at(t, 0, i) : input_at(t, 3, i));
         break;
-    case RAYO_CLASS_BIAS_ACT:
+    case RAYO_SIG_BIAS_ACT:
         snprintf(buf, size, " (x = %.9g, bias = %.9g)", input_at(t, 0, i), input_at(t, 1, i % t->call.n));
         break;
     default:
@@ -1164,7 +1164,7 @@ static void element_inputs(const one_case *t, const rayo_op_info *op, size_t i, 
 static void check_values(engine *e, one_case *t)
 {
     const rayo_op_info *op = e->op;
-    if (op->cls == RAYO_CLASS_ARGREDUCE) {
+    if (op->sig == RAYO_SIG_ARGREDUCE) {
         uint32_t first;
         size_t got;
         memcpy(&first, t->call.y, 4);
@@ -1214,7 +1214,7 @@ static void check_values(engine *e, one_case *t)
         char inputs[96];
         element_inputs(t, op, i, inputs, sizeof inputs);
         const char *hint = (isnan(y[i]) && t->cs->beta == 0 &&
-                            (op->cls == RAYO_CLASS_MATMUL || op->cls == RAYO_CLASS_GEMV))
+                            (op->sig == RAYO_SIG_MATMUL || op->sig == RAYO_SIG_GEMV))
                                ? "; beta = 0 must not read the NaN in C/y" : "";
         if (op->tol_rel == 0 && op->tol_abs == 0)
             problem(t, "y[%zu] = %.9g but the exact result is %.9g%s; %zu of %zu elements differ%s",
@@ -1229,10 +1229,10 @@ static void check_values(engine *e, one_case *t)
 
 static int is_empty(const rayo_call *c, const rayo_op_info *op)
 {
-    switch (op->cls) {
-    case RAYO_CLASS_MATMUL: return c->m == 0 || c->n == 0 || c->k == 0;
-    case RAYO_CLASS_ROWS: case RAYO_CLASS_NORM: case RAYO_CLASS_TRANSPOSE:
-    case RAYO_CLASS_BIAS_ACT: case RAYO_CLASS_GEMV:
+    switch (op->sig) {
+    case RAYO_SIG_MATMUL: return c->m == 0 || c->n == 0 || c->k == 0;
+    case RAYO_SIG_ROWS: case RAYO_SIG_NORM: case RAYO_SIG_TRANSPOSE:
+    case RAYO_SIG_BIAS_ACT: case RAYO_SIG_GEMV:
         return c->m == 0 || c->n == 0;
     default: return c->n == 0;
     }

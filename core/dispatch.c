@@ -10,15 +10,15 @@
 
 #define DEFAULT_OFFLOAD_THRESHOLD ((size_t)262144)
 
-/* Default order: GPUs, then native CPU backends by the plugin's rank (SIMD
+/* Default order: GPUs, then native CPU backends by the plugin's priority (SIMD
  * before scalar), then software devices (lavapipe is slower than scalar). */
 static int compare_default(const void *pa, const void *pb)
 {
     const rayo_backend *a = *(rayo_backend *const *)pa, *b = *(rayo_backend *const *)pb;
-    if (a->cls != b->cls)
-        return a->cls < b->cls ? -1 : 1;
-    if (a->desc->rank != b->desc->rank)
-        return a->desc->rank > b->desc->rank ? -1 : 1;
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    if (a->desc->priority != b->desc->priority)
+        return a->desc->priority > b->desc->priority ? -1 : 1;
     return strcmp(a->name, b->name);
 }
 
@@ -82,7 +82,7 @@ static void resolve_op(rayo_context *ctx, const rayo_op_info *op, rayo_backend *
         rayo_link *l = &chain->links[chain->count++];
         l->be = be;
         l->fn = be->kernels[op->id];
-        l->min_size = be->cls == CLASS_GPU ? threshold : 0;
+        l->min_size = be->kind == KIND_GPU ? threshold : 0;
         l->max_size = SIZE_MAX;
     }
 }

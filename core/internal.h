@@ -65,9 +65,9 @@ HIDDEN void pool_run(rayo_pool *pool, size_t n_tasks,
                      void (*fn)(void *arg, size_t task, unsigned worker), void *arg);
 
 /* ---- loader.c ---- */
-typedef enum backend_class {  /* default rank: lower runs first */
-    CLASS_GPU = 0, CLASS_CPU = 1, CLASS_SOFTWARE = 2
-} backend_class;
+typedef enum backend_kind {  /* what a backend runs on; in the default order lower runs first */
+    KIND_GPU = 0, KIND_CPU = 1, KIND_SOFTWARE = 2
+} backend_kind;
 
 typedef struct rayo_backend {
     rayo_context *ctx;
@@ -83,7 +83,7 @@ typedef struct rayo_backend {
     uint32_t device;               /* index in probe.devices */
     void *state;                   /* from init() */
     rayo_host host;                /* host services given to this plugin */
-    backend_class cls;
+    backend_kind kind;
     unsigned rank;                 /* position in the default order */
     rayo_kernel_fn kernels[RAYO_OP_ID_LIMIT];
     size_t op_count;
@@ -112,7 +112,7 @@ HIDDEN rayo_status dispatch_fallback(rayo_context *ctx, const rayo_call *call, c
                                      size_t first_tried, rayo_status st, size_t size);
 
 /* ---- ops.c ---- */
-/* Checks a call against its op's class: pointers, flags, overflow; *op is
+/* Checks a call against its op's signature: pointers, flags, overflow; *op is
  * the op's entry (looked up once per call). */
 HIDDEN rayo_status call_validate(const rayo_call *call, const rayo_op_info **op);
 /* Element counts of the operands a, b, c and y (for buffer bounds). */
@@ -120,7 +120,7 @@ HIDDEN void call_operand_counts(const rayo_call *call, size_t counts[4]);
 /* Writes the empty-call result (sum of nothing = 0, max = -inf, ...). */
 HIDDEN void call_write_empty(const rayo_call *call);
 
-/* ---- hostmem.c: buffers and batches ---- */
+/* ---- buffers.c: buffers and batches ---- */
 HIDDEN extern const rayo_memory_api rayo_host_memory;
 
 /* ---- the context ---- */
@@ -145,10 +145,10 @@ struct rayo_context {
 /* True when the call has no work (answered by the core: nothing to write). */
 static inline bool call_is_empty(const rayo_call *c, const rayo_op_info *op)
 {
-    switch (op->cls) {
-    case RAYO_CLASS_MATMUL: return c->m == 0 || c->n == 0 || c->k == 0;
-    case RAYO_CLASS_GEMV: return c->m == 0 || c->n == 0;
-    case RAYO_CLASS_ROWS: case RAYO_CLASS_NORM: case RAYO_CLASS_TRANSPOSE: case RAYO_CLASS_BIAS_ACT:
+    switch (op->sig) {
+    case RAYO_SIG_MATMUL: return c->m == 0 || c->n == 0 || c->k == 0;
+    case RAYO_SIG_GEMV: return c->m == 0 || c->n == 0;
+    case RAYO_SIG_ROWS: case RAYO_SIG_NORM: case RAYO_SIG_TRANSPOSE: case RAYO_SIG_BIAS_ACT:
         return c->m == 0 || c->n == 0;
     default: return c->n == 0;
     }
@@ -159,11 +159,11 @@ static inline bool call_is_empty(const rayo_call *c, const rayo_op_info *op)
 static inline size_t call_work_size(const rayo_call *c, const rayo_op_info *op)
 {
     size_t mn = c->m * c->n; /* validated: no overflow */
-    switch (op->cls) {
-    case RAYO_CLASS_ROWS: case RAYO_CLASS_NORM: case RAYO_CLASS_TRANSPOSE:
-    case RAYO_CLASS_BIAS_ACT: case RAYO_CLASS_GEMV:
+    switch (op->sig) {
+    case RAYO_SIG_ROWS: case RAYO_SIG_NORM: case RAYO_SIG_TRANSPOSE:
+    case RAYO_SIG_BIAS_ACT: case RAYO_SIG_GEMV:
         return mn;
-    case RAYO_CLASS_MATMUL:
+    case RAYO_SIG_MATMUL:
         return (c->k && mn > SIZE_MAX / c->k) ? SIZE_MAX : mn * c->k;
     default:
         return c->n;

@@ -236,12 +236,12 @@ static bool choose_device(rayo_backend *be)
     return false;
 }
 
-static backend_class class_of(uint32_t device_type)
+static backend_kind kind_of(uint32_t device_type)
 {
     switch (device_type) {
-    case RAYO_DEVICE_CPU: return CLASS_CPU;
-    case RAYO_DEVICE_GPU: return CLASS_GPU;
-    default: return CLASS_SOFTWARE;
+    case RAYO_DEVICE_CPU: return KIND_CPU;
+    case RAYO_DEVICE_GPU: return KIND_GPU;
+    default: return KIND_SOFTWARE;
     }
 }
 
@@ -263,8 +263,8 @@ static bool probe_and_init(rayo_backend *be)
     }
     if (!choose_device(be))
         return false;
-    be->cls = class_of(be->probe.devices[be->device].type);
-    if (be->ctx->force_cpu && be->cls != CLASS_CPU) {
+    be->kind = kind_of(be->probe.devices[be->device].type);
+    if (be->ctx->force_cpu && be->kind != KIND_CPU) {
         set_reason(be, RAYO_BACKEND_DISABLED, "not a CPU device and force_cpu is set (RAYO_FORCE_CPU)");
         return false;
     }

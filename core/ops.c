@@ -5,8 +5,8 @@
 #include <string.h>
 
 static const rayo_op_info op_table[] = {
-#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) \
-    {RAYO_OP_##ENUM, #NAME, RAYO_CLASS_##CLASS, TR, TA, RAYO_SCALE_##SC, DOC},
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) \
+    {RAYO_OP_##ENUM, #NAME, RAYO_SIG_##SIG, TR, TA, RAYO_SCALE_##SC, DOC},
 #include "rayo-ops.h"
 #undef RAYO_OP
 };
@@ -15,7 +15,7 @@ static const rayo_op_info op_table[] = {
 /* op id -> index in op_table + 1 (0: no such op) */
 enum { COUNTER_BASE = __COUNTER__ };
 static const unsigned char op_index[RAYO_OP_ID_LIMIT] = {
-#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) [ID] = __COUNTER__ - COUNTER_BASE,
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) [ID] = __COUNTER__ - COUNTER_BASE,
 #include "rayo-ops.h"
 #undef RAYO_OP
 };
@@ -28,7 +28,7 @@ RAYO_API const rayo_op_info *rayo_ops(size_t *count)
 }
 
 /* Inline, over const tables: in the typed functions the op id is a
- * constant, so the compiler resolves the op and its class at build time. */
+ * constant, so the compiler resolves the op and its signature at build time. */
 static inline __attribute__((always_inline)) const rayo_op_info *op_info(uint32_t id)
 {
     if (id >= RAYO_OP_ID_LIMIT || !op_index[id])
@@ -71,26 +71,26 @@ static bool operand_counts(const rayo_call *c, const rayo_op_info *op, size_t cn
     memset(cnt, 0, 4 * sizeof cnt[0]);
     if (c->n > MAX_ELEMENTS || c->m > MAX_ELEMENTS || c->k > MAX_ELEMENTS)
         return false;
-    switch (op->cls) {
-    case RAYO_CLASS_BINARY: cnt[0] = cnt[1] = cnt[3] = c->n; return true;
-    case RAYO_CLASS_UNARY: case RAYO_CLASS_UNARY_P: case RAYO_CLASS_UNARY_P2:
-    case RAYO_CLASS_AXPY: cnt[0] = cnt[3] = c->n; return true;
-    case RAYO_CLASS_REDUCE: case RAYO_CLASS_ARGREDUCE: cnt[0] = c->n; cnt[3] = 1; return true;
-    case RAYO_CLASS_REDUCE2: cnt[0] = cnt[1] = c->n; cnt[3] = 1; return true;
-    case RAYO_CLASS_ROWS: case RAYO_CLASS_TRANSPOSE:
+    switch (op->sig) {
+    case RAYO_SIG_BINARY: cnt[0] = cnt[1] = cnt[3] = c->n; return true;
+    case RAYO_SIG_UNARY: case RAYO_SIG_UNARY_P: case RAYO_SIG_UNARY_P2:
+    case RAYO_SIG_AXPY: cnt[0] = cnt[3] = c->n; return true;
+    case RAYO_SIG_REDUCE: case RAYO_SIG_ARGREDUCE: cnt[0] = c->n; cnt[3] = 1; return true;
+    case RAYO_SIG_REDUCE2: cnt[0] = cnt[1] = c->n; cnt[3] = 1; return true;
+    case RAYO_SIG_ROWS: case RAYO_SIG_TRANSPOSE:
         if (!mul_ok(c->m, c->n, &mn)) return false;
         cnt[0] = cnt[3] = mn; return true;
-    case RAYO_CLASS_NORM:
+    case RAYO_SIG_NORM:
         if (!mul_ok(c->m, c->n, &mn)) return false;
         cnt[0] = cnt[3] = mn; cnt[1] = c->b ? c->n : 0; cnt[2] = c->c ? c->n : 0; return true;
-    case RAYO_CLASS_BIAS_ACT:
+    case RAYO_SIG_BIAS_ACT:
         if (!mul_ok(c->m, c->n, &mn)) return false;
         cnt[0] = cnt[3] = mn; cnt[1] = c->n; return true;
-    case RAYO_CLASS_MATMUL:
+    case RAYO_SIG_MATMUL:
         if (!mul_ok(c->m, c->n, &mn) || !mul_ok(c->m, c->k, &mk) || !mul_ok(c->k, c->n, &kn))
             return false;
         cnt[0] = mk; cnt[1] = kn; cnt[3] = mn; return true;
-    case RAYO_CLASS_GEMV:
+    case RAYO_SIG_GEMV:
         if (!mul_ok(c->m, c->n, &mn)) return false;
         cnt[0] = mn;
         cnt[1] = (c->flags & RAYO_TRANS_A) ? c->m : c->n;
@@ -110,11 +110,11 @@ void call_operand_counts(const rayo_call *call, size_t counts[4])
 static rayo_status check_flags(const rayo_call *c, const rayo_op_info *op)
 {
     uint32_t allowed = 0;
-    if (op->cls == RAYO_CLASS_MATMUL)
+    if (op->sig == RAYO_SIG_MATMUL)
         allowed = RAYO_TRANS_A | RAYO_TRANS_B;
-    else if (op->cls == RAYO_CLASS_GEMV)
+    else if (op->sig == RAYO_SIG_GEMV)
         allowed = RAYO_TRANS_A;
-    if (op->cls == RAYO_CLASS_BIAS_ACT) {
+    if (op->sig == RAYO_SIG_BIAS_ACT) {
         if (c->flags >= RAYO_ACT_LIMIT)
             return rayo_fail(RAYO_E_INVALID, "bias_act: unknown activation %u", (unsigned)c->flags);
     } else if (c->flags & ~allowed) {
@@ -128,9 +128,9 @@ static rayo_status check_params(const rayo_call *c, const rayo_op_info *op)
     if (c->op == RAYO_OP_CLIP && !(c->alpha <= c->beta))
         return rayo_fail(RAYO_E_INVALID, "clip: lower bound %g is not <= upper bound %g",
                          (double)c->alpha, (double)c->beta);
-    if (op->cls == RAYO_CLASS_NORM && !(c->alpha >= 0.0f && isfinite(c->alpha)))
+    if (op->sig == RAYO_SIG_NORM && !(c->alpha >= 0.0f && isfinite(c->alpha)))
         return rayo_fail(RAYO_E_INVALID, "%s: eps must be finite and >= 0, got %g", op->name, (double)c->alpha);
-    if (op->cls == RAYO_CLASS_ARGREDUCE && c->n == 0)
+    if (op->sig == RAYO_SIG_ARGREDUCE && c->n == 0)
         return rayo_fail(RAYO_E_INVALID, "%s of an empty vector has no answer", op->name);
     return RAYO_OK;
 }
@@ -152,7 +152,7 @@ static rayo_status __attribute__((noinline)) validate_fully(const rayo_call *c, 
     const void *ptrs[4] = {c->a, c->b, c->c, c->y};
     for (int i = 0; i < 4; i++) {
         bool needed = cnt[i] > 0;
-        if (op->cls == RAYO_CLASS_NORM && (i == 1 || i == 2))
+        if (op->sig == RAYO_SIG_NORM && (i == 1 || i == 2))
             needed = false; /* gamma and beta are optional */
         if (needed && !ptrs[i])
             return rayo_fail(RAYO_E_INVALID, "%s: %s is NULL", op->name, names[i]);
@@ -165,8 +165,8 @@ static rayo_status __attribute__((noinline)) validate_fully(const rayo_call *c, 
 static inline __attribute__((always_inline)) bool plainly_valid_vector_call(const rayo_call *c,
                                                                          const rayo_op_info *op)
 {
-    bool needs_b = op->cls == RAYO_CLASS_BINARY || op->cls == RAYO_CLASS_REDUCE2;
-    return op->cls <= RAYO_CLASS_ARGREDUCE && op->id != RAYO_OP_CLIP && c->flags == 0 &&
+    bool needs_b = op->sig == RAYO_SIG_BINARY || op->sig == RAYO_SIG_REDUCE2;
+    return op->sig <= RAYO_SIG_ARGREDUCE && op->id != RAYO_OP_CLIP && c->flags == 0 &&
            c->n - 1 < MAX_ELEMENTS && c->a && c->y && (c->b || !needs_b);
 }
 
@@ -276,6 +276,6 @@ RAYO_API rayo_status rayo_run(rayo_context *ctx, const rayo_call *call)
                                                       size_t rows, size_t cols, rayo_activation act) \
     { RUN(.op = ID, .flags = (uint32_t)act, .m = rows, .n = cols, .a = x, .b = bias, .y = y); }
 
-#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) RAYO_API RAYO_DEF_##CLASS(NAME, RAYO_OP_##ENUM)
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) RAYO_API RAYO_DEF_##SIG(NAME, RAYO_OP_##ENUM)
 #include "rayo-ops.h"
 #undef RAYO_OP

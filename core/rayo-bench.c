@@ -207,30 +207,30 @@ static int make_case(const rayo_op_info *op, const size_spec *s, bench_case *c)
     double lo = -1.0, hi = 1.0;
     if (!strcmp(op->name, "log") || !strcmp(op->name, "sqrt"))
         lo = 0.01, hi = 2.0;
-    switch (op->cls) {
-    case RAYO_CLASS_BINARY: case RAYO_CLASS_UNARY: case RAYO_CLASS_UNARY_P: case RAYO_CLASS_UNARY_P2:
-    case RAYO_CLASS_AXPY: case RAYO_CLASS_REDUCE: case RAYO_CLASS_REDUCE2: case RAYO_CLASS_ARGREDUCE: {
+    switch (op->sig) {
+    case RAYO_SIG_BINARY: case RAYO_SIG_UNARY: case RAYO_SIG_UNARY_P: case RAYO_SIG_UNARY_P2:
+    case RAYO_SIG_AXPY: case RAYO_SIG_REDUCE: case RAYO_SIG_REDUCE2: case RAYO_SIG_ARGREDUCE: {
         if (!total)
             return -1;
         size_t n = total;
         c->n = call->n = n;
         c->buf[0] = make_floats(n, lo, hi);
         call->a = c->buf[0];
-        int two_inputs = op->cls == RAYO_CLASS_BINARY || op->cls == RAYO_CLASS_REDUCE2;
+        int two_inputs = op->sig == RAYO_SIG_BINARY || op->sig == RAYO_SIG_REDUCE2;
         if (two_inputs)
             call->b = c->buf[1] = make_floats(n, lo, hi);
-        int vector_out = op->cls != RAYO_CLASS_REDUCE && op->cls != RAYO_CLASS_REDUCE2 &&
-                         op->cls != RAYO_CLASS_ARGREDUCE;
+        int vector_out = op->sig != RAYO_SIG_REDUCE && op->sig != RAYO_SIG_REDUCE2 &&
+                         op->sig != RAYO_SIG_ARGREDUCE;
         c->buf[2] = make_floats(vector_out ? n : 1, -1.0, 1.0);
-        call->y = op->cls == RAYO_CLASS_ARGREDUCE ? (void *)&c->argmax_out : (void *)c->buf[2];
-        call->alpha = op->cls == RAYO_CLASS_AXPY ? 1e-3f : op->cls == RAYO_CLASS_UNARY_P2 ? -0.5f : 0.1f;
+        call->y = op->sig == RAYO_SIG_ARGREDUCE ? (void *)&c->argmax_out : (void *)c->buf[2];
+        call->alpha = op->sig == RAYO_SIG_AXPY ? 1e-3f : op->sig == RAYO_SIG_UNARY_P2 ? -0.5f : 0.1f;
         call->beta = 0.5f;
-        size_t arrays = (size_t)(1 + two_inputs + vector_out + (op->cls == RAYO_CLASS_AXPY));
+        size_t arrays = (size_t)(1 + two_inputs + vector_out + (op->sig == RAYO_SIG_AXPY));
         c->bytes = (double)(arrays * n * sizeof(float));
         snprintf(c->shape, sizeof c->shape, "%zu", n);
         break;
     }
-    case RAYO_CLASS_ROWS: case RAYO_CLASS_NORM: case RAYO_CLASS_BIAS_ACT: {
+    case RAYO_SIG_ROWS: case RAYO_SIG_NORM: case RAYO_SIG_BIAS_ACT: {
         size_t rows, cols;
         if (s->count == 2)
             rows = s->d[0], cols = s->d[1];
@@ -244,24 +244,24 @@ static int make_case(const rayo_op_info *op, const size_spec *s, bench_case *c)
         call->n = c->n = cols;
         call->a = c->buf[0] = make_floats(rows * cols, lo, hi);
         call->y = c->buf[2] = make_floats(rows * cols, -1.0, 1.0);
-        if (op->cls != RAYO_CLASS_ROWS) {
+        if (op->sig != RAYO_SIG_ROWS) {
             call->b = c->buf[1] = make_floats(2 * cols, -1.0, 1.0); /* gamma or bias, then beta */
-            call->c = op->cls == RAYO_CLASS_NORM ? c->buf[1] + cols : NULL;
+            call->c = op->sig == RAYO_SIG_NORM ? c->buf[1] + cols : NULL;
         }
         call->alpha = 1e-5f;
-        call->flags = op->cls == RAYO_CLASS_BIAS_ACT ? RAYO_ACT_GELU : 0;
+        call->flags = op->sig == RAYO_SIG_BIAS_ACT ? RAYO_ACT_GELU : 0;
         c->bytes = 2.0 * (double)(rows * cols * sizeof(float));
         snprintf(c->shape, sizeof c->shape, "%zux%zu", rows, cols);
         break;
     }
-    case RAYO_CLASS_GEMV: case RAYO_CLASS_TRANSPOSE: {
+    case RAYO_SIG_GEMV: case RAYO_SIG_TRANSPOSE: {
         size_t rows = s->d[0], cols = s->count >= 2 ? s->d[1] : s->d[0];
         if (s->count == 3)
             return -1;
         call->m = c->m = rows;
         call->n = c->n = cols;
         call->a = c->buf[0] = make_floats(rows * cols, lo, hi);
-        if (op->cls == RAYO_CLASS_GEMV) {
+        if (op->sig == RAYO_SIG_GEMV) {
             call->b = c->buf[1] = make_floats(cols, -1.0, 1.0);
             call->y = c->buf[2] = make_floats(rows, -1.0, 1.0);
             call->alpha = 1.0f;
@@ -274,7 +274,7 @@ static int make_case(const rayo_op_info *op, const size_spec *s, bench_case *c)
         snprintf(c->shape, sizeof c->shape, "%zux%zu", rows, cols);
         break;
     }
-    case RAYO_CLASS_MATMUL: {
+    case RAYO_SIG_MATMUL: {
         size_t m = s->d[0], n = s->count == 3 ? s->d[1] : s->d[0], k = s->count == 3 ? s->d[2] : s->d[0];
         if (s->count == 2)
             return -1;
@@ -292,8 +292,8 @@ static int make_case(const rayo_op_info *op, const size_spec *s, bench_case *c)
         break;
     }
     }
-    int needs_b = op->cls == RAYO_CLASS_BINARY || op->cls == RAYO_CLASS_REDUCE2 || op->cls == RAYO_CLASS_NORM ||
-                  op->cls == RAYO_CLASS_BIAS_ACT || op->cls == RAYO_CLASS_GEMV || op->cls == RAYO_CLASS_MATMUL;
+    int needs_b = op->sig == RAYO_SIG_BINARY || op->sig == RAYO_SIG_REDUCE2 || op->sig == RAYO_SIG_NORM ||
+                  op->sig == RAYO_SIG_BIAS_ACT || op->sig == RAYO_SIG_GEMV || op->sig == RAYO_SIG_MATMUL;
     if (!c->buf[0] || !c->buf[2] || (needs_b && !c->buf[1])) {
         free_case(c);
         return -1; /* out of memory */
@@ -544,9 +544,9 @@ static void print_failure(const char *op, const char *backend, const char *shape
 }
 
 /* ---- the main table ------------------------------------------------------------ */
-static int is_vector_class(rayo_op_class cls)
+static int is_vector_signature(rayo_op_sig sig)
 {
-    return cls <= RAYO_CLASS_ARGREDUCE;
+    return sig <= RAYO_SIG_ARGREDUCE;
 }
 
 /* memcpy and triad bandwidth over n floats (bytes moved / time), cached per n. */
@@ -596,7 +596,7 @@ static void bench_table(const options *o, rayo_context *ctx, const blas_lib *bla
                 continue; /* this size does not apply to this op */
             }
             stream_refs *sr = NULL;
-            if (is_vector_class(op->cls) && c.n >= STREAM_REF_MIN) {
+            if (is_vector_signature(op->sig) && c.n >= STREAM_REF_MIN) {
                 for (size_t i = 0; i < ref_count; i++)
                     if (refs[i].n == c.n)
                         sr = &refs[i];

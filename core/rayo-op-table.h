@@ -13,7 +13,7 @@
 #ifndef RAYO_KERNEL
 #error "define RAYO_KERNEL(NAME) to name the plugin's kernel for op NAME"
 #endif
-#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) {RAYO_OP_##ENUM, RAYO_KERNEL(NAME)},
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {RAYO_OP_##ENUM, RAYO_KERNEL(NAME)},
 #include "rayo-ops.h"
 #undef RAYO_OP
 #undef RAYO_KERNEL

@@ -4,11 +4,11 @@
  * wrappers (rayo.h), the dispatch slots, the names used in configuration and
  * tools, and the conformance table.  Adding an op = one line here + kernels.
  *
- * RAYO_OP(ID, ENUM, NAME, CLASS, TOL_REL, TOL_ABS, SCALE, SUMMARY)
+ * RAYO_OP(ID, ENUM, NAME, SIG, TOL_REL, TOL_ABS, SCALE, SUMMARY)
  *   ID       stable numeric id, part of the plugin ABI; never reused.
  *   ENUM     the op's constant in rayo.h: RAYO_OP_<ENUM>.
  *   NAME     the op's name in the API (rayo_NAME), config ([op.NAME]) and tools.
- *   CLASS    signature class: how the fields of rayo_call are used (see below).
+ *   SIG      signature: how the fields of rayo_call are used (see below).
  *   TOL_REL, TOL_ABS, SCALE   the accuracy contract: for each output element
  *            |y - ref| <= TOL_REL * scale + TOL_ABS, where ref is computed in
  *            float64 from the same float inputs and scale is
@@ -31,10 +31,10 @@
  * This file may be included several times with different RAYO_OP definitions.
  */
 #ifndef RAYO_OP
-#error "define RAYO_OP(ID, ENUM, NAME, CLASS, TOL_REL, TOL_ABS, SCALE, SUMMARY) before including rayo-ops.h"
+#error "define RAYO_OP(ID, ENUM, NAME, SIG, TOL_REL, TOL_ABS, SCALE, SUMMARY) before including rayo-ops.h"
 #endif
 
-/* Signature classes (fields of rayo_call used; see rayo-plugin.h):
+/* Signatures (fields of rayo_call used; see rayo-plugin.h):
  *   BINARY    y[i] = f(a[i], b[i]), i < n
  *   UNARY     y[i] = f(a[i]) ; UNARY_P uses alpha ; UNARY_P2 uses alpha, beta
  *   AXPY      y[i] = alpha * a[i] + y[i]             (y is read and written)

@@ -179,7 +179,7 @@ typedef struct rayo_plugin_descriptor {
     char name[32];           /* "avx2": the name used in config and tools */
     char version[32];        /* the plugin's own version */
     uint64_t cpu_features;   /* RAYO_CPU_* the code was compiled to require */
-    uint32_t rank;           /* preference among CPU backends: higher first (scalar 10, SIMD 50) */
+    uint32_t priority;       /* preference among CPU backends: higher first (scalar 10, SIMD 50) */
     uint32_t reserved;
 
     rayo_status (*probe)(const rayo_host *host, rayo_probe_result *result);

@@ -58,7 +58,7 @@ RAYO_API const char *rayo_last_error(void);
 
 /* ---- ops --------------------------------------------------------------- */
 typedef enum rayo_op {
-#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) RAYO_OP_##ENUM = ID,
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) RAYO_OP_##ENUM = ID,
 #include "rayo-ops.h"
 #undef RAYO_OP
     RAYO_OP_ID_LIMIT = 256 /* op ids are below this */
@@ -80,7 +80,7 @@ typedef enum rayo_activation {
 } rayo_activation;
 
 /* One call of any op on host memory.  Which fields an op reads is given by
- * its signature class in rayo-ops.h.  Unused fields must be 0/NULL. */
+ * its signature in rayo-ops.h.  Unused fields must be 0/NULL. */
 typedef struct rayo_call {
     uint32_t op;      /* rayo_op */
     uint32_t flags;   /* RAYO_TRANS_*, or the rayo_activation of bias_act */
@@ -91,19 +91,19 @@ typedef struct rayo_call {
 } rayo_call;
 
 /* Metadata from the op list. */
-typedef enum rayo_op_class {
-    RAYO_CLASS_BINARY, RAYO_CLASS_UNARY, RAYO_CLASS_UNARY_P, RAYO_CLASS_UNARY_P2,
-    RAYO_CLASS_AXPY, RAYO_CLASS_REDUCE, RAYO_CLASS_REDUCE2, RAYO_CLASS_ARGREDUCE,
-    RAYO_CLASS_ROWS, RAYO_CLASS_NORM, RAYO_CLASS_MATMUL, RAYO_CLASS_GEMV,
-    RAYO_CLASS_TRANSPOSE, RAYO_CLASS_BIAS_ACT
-} rayo_op_class;
+typedef enum rayo_op_sig {
+    RAYO_SIG_BINARY, RAYO_SIG_UNARY, RAYO_SIG_UNARY_P, RAYO_SIG_UNARY_P2,
+    RAYO_SIG_AXPY, RAYO_SIG_REDUCE, RAYO_SIG_REDUCE2, RAYO_SIG_ARGREDUCE,
+    RAYO_SIG_ROWS, RAYO_SIG_NORM, RAYO_SIG_MATMUL, RAYO_SIG_GEMV,
+    RAYO_SIG_TRANSPOSE, RAYO_SIG_BIAS_ACT
+} rayo_op_sig;
 
 typedef enum rayo_scale_kind { RAYO_SCALE_ELEM, RAYO_SCALE_SUM } rayo_scale_kind;
 
 typedef struct rayo_op_info {
     rayo_op id;
     const char *name;
-    rayo_op_class cls;
+    rayo_op_sig sig;
     double tol_rel, tol_abs;  /* accuracy contract, see rayo-ops.h */
     rayo_scale_kind scale;
     const char *summary;
@@ -149,7 +149,7 @@ RAYO_API rayo_status rayo_open(rayo_context **ctx, const rayo_options *opts);
 RAYO_API void rayo_close(rayo_context *ctx);
 
 /* ---- ops on host memory ------------------------------------------------
- * Generated from rayo-ops.h.  The signatures per class:
+ * Generated from rayo-ops.h.  The signatures:
  *   BINARY    rayo_status rayo_add(ctx, const float *a, const float *b, float *y, size_t n)
  *   UNARY     rayo_status rayo_relu(ctx, const float *x, float *y, size_t n)
  *   UNARY_P   rayo_status rayo_scale(ctx, const float *x, float *y, size_t n, float alpha)
@@ -185,7 +185,7 @@ RAYO_API void rayo_close(rayo_context *ctx);
 #define RAYO_DECL_GEMV(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, unsigned flags, size_t m, size_t n, float alpha, const float *A, const float *x, float beta, float *y);
 #define RAYO_DECL_TRANSPOSE(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t rows, size_t cols);
 #define RAYO_DECL_BIAS_ACT(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, const float *bias, float *y, size_t rows, size_t cols, rayo_activation act);
-#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) RAYO_DECL_##CLASS(NAME)
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) RAYO_DECL_##SIG(NAME)
 #include "rayo-ops.h"
 #undef RAYO_OP
 

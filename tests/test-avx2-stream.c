@@ -17,9 +17,9 @@ static void check_all(rayo_context *ctx, const char *label, uint64_t seed)
     const rayo_op_info *ops = rayo_ops(&count);
     conform_backend be = { ctx, "avx2" };
     for (size_t i = 0; i < count; i++) {
-        rayo_op_class cls = ops[i].cls;
-        if (cls != RAYO_CLASS_BINARY && cls != RAYO_CLASS_UNARY && cls != RAYO_CLASS_UNARY_P &&
-            cls != RAYO_CLASS_UNARY_P2)
+        rayo_op_sig  sig = ops[i].sig;
+        if (sig != RAYO_SIG_BINARY && sig != RAYO_SIG_UNARY && sig != RAYO_SIG_UNARY_P &&
+            sig != RAYO_SIG_UNARY_P2)
             continue; /* the ops that write a vector with the streaming loop */
         conform_options opts = { .seed = seed, .quick = 0, .run = conform_run_backend, .run_user = &be };
         conform_result r;

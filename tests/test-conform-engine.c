@@ -52,10 +52,10 @@ static float out_of_tolerance(const rayo_op_info *op, double ref, double terms)
 /* Empty calls are answered by the core: the engine's own notion of them. */
 static int is_empty_call(const rayo_call *c)
 {
-    switch (rayo_op_by_id(c->op)->cls) {
-    case RAYO_CLASS_MATMUL: return c->m == 0 || c->n == 0 || c->k == 0;
-    case RAYO_CLASS_ROWS: case RAYO_CLASS_NORM: case RAYO_CLASS_TRANSPOSE:
-    case RAYO_CLASS_BIAS_ACT: case RAYO_CLASS_GEMV:
+    switch (rayo_op_by_id(c->op)->sig) {
+    case RAYO_SIG_MATMUL: return c->m == 0 || c->n == 0 || c->k == 0;
+    case RAYO_SIG_ROWS: case RAYO_SIG_NORM: case RAYO_SIG_TRANSPOSE:
+    case RAYO_SIG_BIAS_ACT: case RAYO_SIG_GEMV:
         return c->m == 0 || c->n == 0;
     default: return c->n == 0;
     }
@@ -68,7 +68,7 @@ static void apply_mistake(mistake how, const rayo_call *c, double *ref, double *
     size_t mid = count / 2;
     switch (how) {
     case OUT_OF_TOLERANCE:
-        if (op->cls == RAYO_CLASS_ARGREDUCE)
+        if (op->sig == RAYO_SIG_ARGREDUCE)
             ref[0] = ref[0] > 0 ? ref[0] - 1 : 1;
         else
             ref[mid] = out_of_tolerance(op, ref[mid], terms[mid]);
@@ -85,12 +85,12 @@ static void apply_mistake(mistake how, const rayo_call *c, double *ref, double *
         }
         break;
     case NAN_FROM_C: /* C = alpha op(A) op(B) + beta C, C read even when beta = 0 */
-        if (op->cls == RAYO_CLASS_MATMUL || op->cls == RAYO_CLASS_GEMV)
+        if (op->sig == RAYO_SIG_MATMUL || op->sig == RAYO_SIG_GEMV)
             for (size_t i = 0; i < count; i++)
                 ref[i] += c->beta == 0 ? 0.0 * y[i] : 0.0;
         break;
     case IGNORES_ACT:
-        if (op->cls == RAYO_CLASS_BIAS_ACT && c->flags != RAYO_ACT_NONE)
+        if (op->sig == RAYO_SIG_BIAS_ACT && c->flags != RAYO_ACT_NONE)
             for (size_t i = 0; i < count; i++)
                 ref[i] = (double)c->a[i] + c->b[i % c->n];
         break;
@@ -122,18 +122,18 @@ static rayo_status fake_backend(void *user, const rayo_call *c)
     if (!empty)
         apply_mistake(how, c, ref, terms, count);
     size_t written = (how == NOT_WRITTEN && !empty) ? count - 1 : count;
-    if (op->cls == RAYO_CLASS_ARGREDUCE && written)
+    if (op->sig == RAYO_SIG_ARGREDUCE && written)
         *(size_t *)c->y = (size_t)ref[0];
     else
         for (size_t i = 0; i < written; i++)
             ((float *)c->y)[i] = (float)ref[i];
     if (how == PAST_END && !empty)
-        ((float *)c->y)[op->cls == RAYO_CLASS_ARGREDUCE ? 2 : count] = 0.0f;
+        ((float *)c->y)[op->sig == RAYO_SIG_ARGREDUCE ? 2 : count] = 0.0f;
     if (how == BEFORE_START && !empty)
         ((float *)c->y)[-1] = 0.0f;
     if (how == CHANGES_INPUT && !empty)
         ((float *)c->a)[0] += 1.0f;
-    if (how == WRITES_EMPTY && empty && op->cls != RAYO_CLASS_ARGREDUCE)
+    if (how == WRITES_EMPTY && empty && op->sig != RAYO_SIG_ARGREDUCE)
         ((float *)c->y)[count] = 0.0f;
     free(ref);
     free(terms);

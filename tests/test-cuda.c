@@ -117,7 +117,7 @@ typedef struct op_meta {
 } op_meta;
 
 static const op_meta op_list[] = {
-#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) {ID, #NAME, TR, TA, RAYO_SCALE_##SC == RAYO_SCALE_SUM},
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {ID, #NAME, TR, TA, RAYO_SCALE_##SC == RAYO_SCALE_SUM},
 #define RAYO_SCALE_ELEM 0
 #define RAYO_SCALE_SUM 1
 #include "rayo-ops.h"
@@ -622,7 +622,7 @@ int main(int argc, char **argv)
         return 99;
     }
     CHECK(desc->magic == RAYO_PLUGIN_MAGIC && desc->abi_major == RAYO_PLUGIN_ABI_MAJOR, "descriptor header");
-    CHECK(!strcmp(desc->name, "cuda") && desc->arch == RAYO_ARCH_ANY && desc->rank == 40, "name, arch, rank");
+    CHECK(!strcmp(desc->name, "cuda") && desc->arch == RAYO_ARCH_ANY && desc->priority == 40, "name, arch, priority");
     CHECK(desc->memory && desc->memory->struct_size == sizeof(rayo_memory_api), "memory API");
     CHECK(desc->op_count == OP_COUNT, "%zu ops, the list has %zu", desc->op_count, (size_t)OP_COUNT);
 

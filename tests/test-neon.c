@@ -137,15 +137,15 @@ static void test_elementwise_specials(rayo_context *ctx)
     for (size_t o = 0; o < count; o++) {
         const rayo_op_info *op = &ops[o];
         rayo_call call = {.op = op->id, .a = a};
-        switch (op->cls) {
-        case RAYO_CLASS_BINARY: call.b = b; call.n = N; break;
-        case RAYO_CLASS_UNARY: call.n = N_SPECIAL; break;
-        case RAYO_CLASS_UNARY_P: call.n = N_SPECIAL; call.alpha = 0.25f; break;
-        case RAYO_CLASS_UNARY_P2: call.n = N_SPECIAL; call.alpha = -1.5f; call.beta = 2.0f; break;
-        case RAYO_CLASS_AXPY: call.n = N; call.alpha = 1.5f; break;
+        switch (op->sig) {
+        case RAYO_SIG_BINARY: call.b = b; call.n = N; break;
+        case RAYO_SIG_UNARY: call.n = N_SPECIAL; break;
+        case RAYO_SIG_UNARY_P: call.n = N_SPECIAL; call.alpha = 0.25f; break;
+        case RAYO_SIG_UNARY_P2: call.n = N_SPECIAL; call.alpha = -1.5f; call.beta = 2.0f; break;
+        case RAYO_SIG_AXPY: call.n = N; call.alpha = 1.5f; break;
         default: continue;
         }
-        if (op->cls == RAYO_CLASS_AXPY) {
+        if (op->sig == RAYO_SIG_AXPY) {
             check_axpy(ctx, op, &call, a, b, yn);
             continue;
         }

@@ -173,8 +173,8 @@ EMSCRIPTEN_KEEPALIVE char *rayo_js_ops_json(void)
     text t = {0};
     put(&t, "[");
     for (size_t i = 0; i < count; i++) {
-        const char *cls = (size_t)ops[i].cls < sizeof class_names / sizeof class_names[0]
-                              ? class_names[ops[i].cls] : "unknown";
+        const char *cls = (size_t)ops[i].sig < sizeof class_names / sizeof class_names[0]
+                              ? class_names[ops[i].sig] : "unknown";
         put(&t, "%s{\"id\":%u,\"name\":", i ? "," : "", (unsigned)ops[i].id);
         put_string(&t, ops[i].name);
         put(&t, ",\"class\":\"%s\",\"tol_rel\":%g,\"tol_abs\":%g,\"summary\":", cls,

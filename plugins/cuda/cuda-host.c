@@ -139,7 +139,7 @@ static int add_segment(size_t *cursor, size_t bytes, size_t *offset)
     return 0;
 }
 
-/* Bytes of a, b, c and y for the call, by signature class (0 = not used). */
+/* Bytes of a, b, c and y for the call, by signature (0 = not used). */
 static int operand_sizes(const rayo_call *c, size_t sz[4], int *y_in)
 {
     size_t m = c->m, n = c->n, k = c->k, f = sizeof(float);
@@ -149,7 +149,7 @@ static int operand_sizes(const rayo_call *c, size_t sz[4], int *y_in)
     memset(sz, 0, 4 * sizeof sz[0]);
     *y_in = 0;
     switch (c->op) {
-#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) case ID: goto CLASS_##CLASS;
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) case ID: goto CLASS_##SIG;
 #include "rayo-ops.h"
 #undef RAYO_OP
     default:

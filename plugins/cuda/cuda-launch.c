@@ -13,23 +13,23 @@
 #define THREADS 256
 #define MAX_GRID_Y 65535u
 
-static rayo_op_class op_class(uint32_t op, int *known)
+static rayo_op_sig op_signature(uint32_t op, int *known)
 {
     *known = 1;
     switch (op) {
-#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) case ID: return RAYO_CLASS_##CLASS;
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) case ID: return RAYO_SIG_##SIG;
 #include "rayo-ops.h"
 #undef RAYO_OP
     default:
         *known = 0;
-        return RAYO_CLASS_BINARY;
+        return RAYO_SIG_BINARY;
     }
 }
 
 const char *cuda_op_name(uint32_t op)
 {
     switch (op) {
-#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) case ID: return #NAME;
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) case ID: return #NAME;
 #include "rayo-ops.h"
 #undef RAYO_OP
     default:
@@ -42,15 +42,15 @@ static const char *const act_names[RAYO_ACT_LIMIT] = {"none", "relu", "gelu", "s
 rayo_status cuda_op_supported(uint32_t op, uint32_t flags)
 {
     int known;
-    rayo_op_class cls = op_class(op, &known);
+    rayo_op_sig  sig = op_signature(op, &known);
     if (!known)
         return RAYO_E_UNSUPPORTED;
-    switch (cls) {
-    case RAYO_CLASS_MATMUL:
+    switch (sig) {
+    case RAYO_SIG_MATMUL:
         return (flags & ~(RAYO_TRANS_A | RAYO_TRANS_B)) ? RAYO_E_UNSUPPORTED : RAYO_OK;
-    case RAYO_CLASS_GEMV:
+    case RAYO_SIG_GEMV:
         return (flags & ~RAYO_TRANS_A) ? RAYO_E_UNSUPPORTED : RAYO_OK;
-    case RAYO_CLASS_BIAS_ACT:
+    case RAYO_SIG_BIAS_ACT:
         return flags < RAYO_ACT_LIMIT ? RAYO_OK : RAYO_E_UNSUPPORTED;
     default:
         return RAYO_OK;
@@ -95,12 +95,12 @@ static void gemv_t_shape(const cuda_state *st, const cuda_op *op, size_t *splits
 size_t cuda_scratch_bytes(const cuda_state *st, const cuda_op *op)
 {
     int known;
-    switch (op_class(op->op, &known)) {
-    case RAYO_CLASS_REDUCE:
-    case RAYO_CLASS_REDUCE2:
-    case RAYO_CLASS_ARGREDUCE:
+    switch (op_signature(op->op, &known)) {
+    case RAYO_SIG_REDUCE:
+    case RAYO_SIG_REDUCE2:
+    case RAYO_SIG_ARGREDUCE:
         return (size_t)reduce_blocks(st, op->n) * 16;
-    case RAYO_CLASS_GEMV:
+    case RAYO_SIG_GEMV:
         if (op->flags & RAYO_TRANS_A) {
             size_t splits, chunk;
             gemv_t_shape(st, op, &splits, &chunk);
@@ -317,31 +317,31 @@ static rayo_status launch_matmul(cuda_state *st, CUstream stream, const cuda_op 
 rayo_status cuda_launch_op(cuda_state *st, CUstream stream, const cuda_op *op)
 {
     int known;
-    rayo_op_class cls = op_class(op->op, &known);
+    rayo_op_sig  sig = op_signature(op->op, &known);
     rayo_status s = cuda_op_supported(op->op, op->flags);
     if (s != RAYO_OK)
         return s;
-    switch (cls) {
-    case RAYO_CLASS_BINARY:
-    case RAYO_CLASS_UNARY:
-    case RAYO_CLASS_UNARY_P:
-    case RAYO_CLASS_UNARY_P2:
-    case RAYO_CLASS_AXPY:
+    switch (sig) {
+    case RAYO_SIG_BINARY:
+    case RAYO_SIG_UNARY:
+    case RAYO_SIG_UNARY_P:
+    case RAYO_SIG_UNARY_P2:
+    case RAYO_SIG_AXPY:
         return launch_elementwise(st, stream, op);
-    case RAYO_CLASS_REDUCE:
-    case RAYO_CLASS_REDUCE2:
-    case RAYO_CLASS_ARGREDUCE:
+    case RAYO_SIG_REDUCE:
+    case RAYO_SIG_REDUCE2:
+    case RAYO_SIG_ARGREDUCE:
         return launch_reduce(st, stream, op);
-    case RAYO_CLASS_ROWS:
-    case RAYO_CLASS_NORM:
+    case RAYO_SIG_ROWS:
+    case RAYO_SIG_NORM:
         return launch_rows(st, stream, op);
-    case RAYO_CLASS_MATMUL:
+    case RAYO_SIG_MATMUL:
         return launch_matmul(st, stream, op);
-    case RAYO_CLASS_GEMV:
+    case RAYO_SIG_GEMV:
         return launch_gemv(st, stream, op);
-    case RAYO_CLASS_TRANSPOSE:
+    case RAYO_SIG_TRANSPOSE:
         return launch_transpose(st, stream, op);
-    case RAYO_CLASS_BIAS_ACT:
+    case RAYO_SIG_BIAS_ACT:
         return launch_bias_act(st, stream, op);
     }
     return RAYO_E_UNSUPPORTED;

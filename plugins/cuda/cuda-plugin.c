@@ -462,7 +462,7 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
 /* ---- the descriptor ------------------------------------------------------- */
 /* Every op of the list: cuda_host_call answers RAYO_E_UNSUPPORTED for an op
  * added to the list later that this plugin does not know. */
-#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) {RAYO_OP_##ENUM, cuda_host_call},
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {RAYO_OP_##ENUM, cuda_host_call},
 static const rayo_op_entry cuda_ops[] = {
 #include "rayo-ops.h"
 };
@@ -477,7 +477,7 @@ RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
     .name = "cuda",
     .version = PACKAGE_VERSION,
     .cpu_features = 0,
-    .rank = 40,
+    .priority = 40,
     .probe = cuda_probe,
     .init = cuda_init,
     .fini = cuda_fini,

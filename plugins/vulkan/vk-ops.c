@@ -16,16 +16,16 @@
 #define REDUCE_SINGLE (WG * 64u) /* up to this, a reduction is one dispatch */
 #define FEW_TILES 128u          /* fewer matmul tiles than this: smaller tiles */
 
-/* The signature class of every op id (0: unknown). */
-static const unsigned char op_class[RAYO_OP_ID_LIMIT] = {
-#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) [ID] = RAYO_CLASS_##CLASS + 1,
+/* The signature of every op id (0: unknown). */
+static const unsigned char op_signature[RAYO_OP_ID_LIMIT] = {
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) [ID] = RAYO_SIG_##SIG + 1,
 #include "rayo-ops.h"
 #undef RAYO_OP
 };
 
-static int class_of(uint32_t op)
+static int signature_of(uint32_t op)
 {
-    return op < RAYO_OP_ID_LIMIT ? (int)op_class[op] - 1 : -1;
+    return op < RAYO_OP_ID_LIMIT ? (int)op_signature[op] - 1 : -1;
 }
 
 /* The operand sizes of a call, in 4-byte words (0: operand unused). */
@@ -42,40 +42,40 @@ static bool mul_ok(size_t x, size_t y, size_t *r)
     return true;
 }
 
-static rayo_status shape_of(int cls, uint32_t flags, size_t m, size_t n, size_t k,
+static rayo_status shape_of(int sig, uint32_t flags, size_t m, size_t n, size_t k,
                             float beta, bool has_b, bool has_c, vk_shape *sh)
 {
     memset(sh, 0, sizeof *sh);
     size_t mn = 0, mk = 0, kn = 0;
     if (!mul_ok(m, n, &mn) || !mul_ok(m, k, &mk) || !mul_ok(k, n, &kn))
         return RAYO_E_OVERFLOW;
-    switch (cls) {
-    case RAYO_CLASS_BINARY: sh->a = sh->b = sh->y = n; break;
-    case RAYO_CLASS_UNARY:
-    case RAYO_CLASS_UNARY_P:
-    case RAYO_CLASS_UNARY_P2: sh->a = sh->y = n; break;
-    case RAYO_CLASS_AXPY: sh->a = sh->y = n; sh->y_read = true; break;
-    case RAYO_CLASS_REDUCE: sh->a = n; sh->y = 1; break;
-    case RAYO_CLASS_REDUCE2: sh->a = sh->b = n; sh->y = 1; break;
-    case RAYO_CLASS_ARGREDUCE: sh->a = n; sh->y = 2; break;
-    case RAYO_CLASS_ROWS:
-    case RAYO_CLASS_TRANSPOSE: sh->a = sh->y = mn; break;
-    case RAYO_CLASS_NORM:
+    switch (sig) {
+    case RAYO_SIG_BINARY: sh->a = sh->b = sh->y = n; break;
+    case RAYO_SIG_UNARY:
+    case RAYO_SIG_UNARY_P:
+    case RAYO_SIG_UNARY_P2: sh->a = sh->y = n; break;
+    case RAYO_SIG_AXPY: sh->a = sh->y = n; sh->y_read = true; break;
+    case RAYO_SIG_REDUCE: sh->a = n; sh->y = 1; break;
+    case RAYO_SIG_REDUCE2: sh->a = sh->b = n; sh->y = 1; break;
+    case RAYO_SIG_ARGREDUCE: sh->a = n; sh->y = 2; break;
+    case RAYO_SIG_ROWS:
+    case RAYO_SIG_TRANSPOSE: sh->a = sh->y = mn; break;
+    case RAYO_SIG_NORM:
         sh->a = sh->y = mn;
         sh->b = has_b ? n : 0;
         sh->c = has_c ? n : 0;
         break;
-    case RAYO_CLASS_MATMUL:
+    case RAYO_SIG_MATMUL:
         sh->a = mk; sh->b = kn; sh->y = mn;
         sh->y_read = beta != 0.0f;
         break;
-    case RAYO_CLASS_GEMV:
+    case RAYO_SIG_GEMV:
         sh->a = mn;
         sh->b = (flags & RAYO_TRANS_A) ? m : n;
         sh->y = (flags & RAYO_TRANS_A) ? n : m;
         sh->y_read = beta != 0.0f;
         break;
-    case RAYO_CLASS_BIAS_ACT: sh->a = sh->y = mn; sh->b = n; break;
+    case RAYO_SIG_BIAS_ACT: sh->a = sh->y = mn; sh->b = n; break;
     default: return RAYO_E_UNSUPPORTED;
     }
     return RAYO_OK;
@@ -143,11 +143,11 @@ static rayo_status dispatch(vk_state *s, vk_ctx *cx, uint32_t shader, const uint
 }
 
 static rayo_status rec_eltwise(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                               int cls, const vk_operands *ops)
+                               int sig, const vk_operands *ops)
 {
     uint32_t op = call->op;
     size_t total = call->n;
-    if (cls == RAYO_CLASS_BIAS_ACT) {
+    if (sig == RAYO_SIG_BIAS_ACT) {
         if (call->flags >= RAYO_ACT_LIMIT) {
             s->host->set_error(s->host, "vulkan: unknown activation %u", call->flags);
             return RAYO_E_INVALID;
@@ -299,13 +299,13 @@ static rayo_status rec_transpose(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
 
 rayo_status vk_record(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
 {
-    int cls = class_of(call->op);
+    int  sig = signature_of(call->op);
     vk_shape sh;
-    rayo_status st = shape_of(cls, call->flags, call->m, call->n, call->k, call->beta,
+    rayo_status st = shape_of(sig, call->flags, call->m, call->n, call->k, call->beta,
                               call->b.buf != NULL, call->c.buf != NULL, &sh);
     if (st != RAYO_OK)
         return st;
-    if (call->n == 0 || (sh.a == 0 && cls != RAYO_CLASS_MATMUL) || sh.y == 0)
+    if (call->n == 0 || (sh.a == 0 && sig != RAYO_SIG_MATMUL) || sh.y == 0)
         return RAYO_OK;         /* nothing to compute (the core answers most of these) */
     if (call->m > UINT32_MAX || call->n > UINT32_MAX || call->k > UINT32_MAX) {
         s->host->set_error(s->host, "vulkan: sizes beyond 2^32 are not supported");
@@ -315,26 +315,26 @@ rayo_status vk_record(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
     st = bind_operands(s, call, &sh, &ops);
     if (st != RAYO_OK)
         return st;
-    switch (cls) {
-    case RAYO_CLASS_BINARY:
-    case RAYO_CLASS_UNARY:
-    case RAYO_CLASS_UNARY_P:
-    case RAYO_CLASS_UNARY_P2:
-    case RAYO_CLASS_AXPY:
-    case RAYO_CLASS_BIAS_ACT:
-        return rec_eltwise(s, cx, call, cls, &ops);
-    case RAYO_CLASS_REDUCE:
-    case RAYO_CLASS_REDUCE2:
-    case RAYO_CLASS_ARGREDUCE:
+    switch (sig) {
+    case RAYO_SIG_BINARY:
+    case RAYO_SIG_UNARY:
+    case RAYO_SIG_UNARY_P:
+    case RAYO_SIG_UNARY_P2:
+    case RAYO_SIG_AXPY:
+    case RAYO_SIG_BIAS_ACT:
+        return rec_eltwise(s, cx, call, sig, &ops);
+    case RAYO_SIG_REDUCE:
+    case RAYO_SIG_REDUCE2:
+    case RAYO_SIG_ARGREDUCE:
         return rec_reduce(s, cx, call, &ops);
-    case RAYO_CLASS_ROWS:
-    case RAYO_CLASS_NORM:
+    case RAYO_SIG_ROWS:
+    case RAYO_SIG_NORM:
         return rec_rows(s, cx, call, &ops);
-    case RAYO_CLASS_MATMUL:
+    case RAYO_SIG_MATMUL:
         return rec_matmul(s, cx, call, &ops);
-    case RAYO_CLASS_GEMV:
+    case RAYO_SIG_GEMV:
         return rec_gemv(s, cx, call, &ops);
-    case RAYO_CLASS_TRANSPOSE:
+    case RAYO_SIG_TRANSPOSE:
         return rec_transpose(s, cx, call, &ops);
     default:
         return RAYO_E_UNSUPPORTED;
@@ -368,9 +368,9 @@ static void pack(const rayo_call *call, const vk_shape *sh, vk_packing *pk)
     pk->total = at;
 }
 
-static void store_result(const rayo_call *call, int cls, const void *from, size_t bytes)
+static void store_result(const rayo_call *call, int sig, const void *from, size_t bytes)
 {
-    if (cls == RAYO_CLASS_ARGREDUCE) {
+    if (sig == RAYO_SIG_ARGREDUCE) {
         uint32_t idx[2];
         memcpy(idx, from, sizeof idx);
         *(size_t *)call->y = (size_t)idx[0];
@@ -381,13 +381,13 @@ static void store_result(const rayo_call *call, int cls, const void *from, size_
 
 static rayo_status host_call(vk_state *s, const rayo_call *call)
 {
-    int cls = class_of(call->op);
+    int  sig = signature_of(call->op);
     vk_shape sh;
-    rayo_status st = shape_of(cls, call->flags, call->m, call->n, call->k, call->beta,
+    rayo_status st = shape_of(sig, call->flags, call->m, call->n, call->k, call->beta,
                               call->b != NULL, call->c != NULL, &sh);
     if (st != RAYO_OK)
         return st;
-    if (cls == RAYO_CLASS_NORM) {
+    if (sig == RAYO_SIG_NORM) {
         /* gamma comes in b, beta in c; rmsnorm has no beta */
         if (call->op == RAYO_OP_RMSNORM)
             sh.c = 0;
@@ -399,8 +399,8 @@ static rayo_status host_call(vk_state *s, const rayo_call *call)
      * memory itself: a few KiB over PCIe cost less than two copies and
      * their barriers (the round trip is what matters at that size). */
     bool direct = s->unified ||
-        (pk.total <= DIRECT_MAX && cls != RAYO_CLASS_MATMUL && cls != RAYO_CLASS_GEMV &&
-         cls != RAYO_CLASS_TRANSPOSE);
+        (pk.total <= DIRECT_MAX && sig != RAYO_SIG_MATMUL && sig != RAYO_SIG_GEMV &&
+         sig != RAYO_SIG_TRANSPOSE);
     vk_ctx *cx;
     st = vk_ctx_acquire(s, &cx);
     if (st != RAYO_OK)
@@ -438,7 +438,7 @@ static rayo_status host_call(vk_state *s, const rayo_call *call)
     if (st == RAYO_OK)
         st = vk_ctx_wait(s, cx, UINT64_MAX);
     if (st == RAYO_OK)
-        store_result(call, cls, host_view + pk.offset[3], pk.bytes[3]);
+        store_result(call, sig, host_view + pk.offset[3], pk.bytes[3]);
 done:
     vk_ctx_release(s, cx);
     return st;
@@ -450,7 +450,7 @@ static rayo_status vk_kernel(void *state, const rayo_call *call)
 }
 
 const rayo_op_entry vk_op_table[] = {
-#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) {RAYO_OP_##ENUM, vk_kernel},
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {RAYO_OP_##ENUM, vk_kernel},
 #include "rayo-ops.h"
 #undef RAYO_OP
 };

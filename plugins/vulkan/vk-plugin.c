@@ -573,7 +573,7 @@ static void vk_fini(void *state)
 }
 
 /* ---- the descriptor ----------------------------------------------------------- */
-#define RAYO_OP(ID, ENUM, NAME, CLASS, TR, TA, SC, DOC) +1
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) +1
 enum { VK_OP_TABLE_SIZE = 0
 #include "rayo-ops.h"
 };
@@ -588,7 +588,7 @@ RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
     .name = "vulkan",
     .version = PACKAGE_VERSION,
     .cpu_features = 0,
-    .rank = 30,
+    .priority = 30,
     .probe = vk_probe,
     .init = vk_init,
     .fini = vk_fini,

@@ -137,7 +137,7 @@ RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
     .cpu_features = RAYO_CPU_WASM_SIMD128,
 #endif
 #endif
-    .rank = 100, /* ahead of every real CPU backend */
+    .priority = 100, /* ahead of every real CPU backend */
     .probe = fake_probe,
     .init = fake_init,
     .fini = fake_fini,

@@ -1,4 +1,4 @@
-/* hostmem.c - device buffers and batches.
+/* buffers.c - the public buffer and batch API (rayo_buffer_*, rayo_batch_*) for every backend.
  *
  * The public buffer/batch API forwards to the backend's memory API.  CPU
  * plugins have none: for them the core provides one over host memory, so a
@@ -96,7 +96,7 @@ static void *operand_ptr(const rayo_dev_operand *o)
 static rayo_status host_run_one(rayo_backend *be, const rayo_dev_call *d)
 {
     size_t index = 0;
-    bool arg = rayo_op_by_id(d->op)->cls == RAYO_CLASS_ARGREDUCE;
+    bool arg = rayo_op_by_id(d->op)->sig == RAYO_SIG_ARGREDUCE;
     rayo_call c = {d->op, d->flags, d->m, d->n, d->k, d->alpha, d->beta,
                    operand_ptr(&d->a), operand_ptr(&d->b), operand_ptr(&d->c),
                    arg ? (void *)&index : operand_ptr(&d->y)};
@@ -338,7 +338,7 @@ RAYO_API rayo_status rayo_batch_record(rayo_batch *batch, const rayo_batch_call 
         return st;
     size_t counts[4];
     call_operand_counts(&shape, counts);
-    bool arg = op->cls == RAYO_CLASS_ARGREDUCE;
+    bool arg = op->sig == RAYO_SIG_ARGREDUCE;
     rayo_dev_call d = {call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta,
                        {0}, {0}, {0}, {0}};
     const rayo_operand *src[4] = {&call->a, &call->b, &call->c, &call->y};
