@@ -87,8 +87,8 @@ static uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 /* ---- recording ------------------------------------------------------------------ */
 
 typedef struct vk_operands {
-    vk_binding bind[4];
-    const vk_binding *use[4];   /* NULL where unused */
+    vk_binding bind[VK_BINDINGS];
+    const vk_binding *use[VK_BINDINGS]; /* NULL where unused; [4]: scratch */
 } vk_operands;
 
 static rayo_status bind_operands(vk_state *s, const rayo_dev_call *call, const vk_shape *sh,
@@ -96,6 +96,7 @@ static rayo_status bind_operands(vk_state *s, const rayo_dev_call *call, const v
 {
     const rayo_dev_operand *src[4] = {&call->a, &call->b, &call->c, &call->y};
     const size_t words[4] = {sh->a, sh->b, sh->c, sh->y};
+    ops->use[4] = NULL;
     for (int i = 0; i < 4; i++) {
         ops->use[i] = NULL;
         if (!words[i] || !src[i]->buf)
@@ -203,20 +204,57 @@ static rayo_status rec_reduce(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
     return dispatch(s, cx, shader, spec, 3, &pass1, &pc1, 1, 1);
 }
 
-static rayo_status rec_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                            const vk_operands *ops)
+/* A scratch buffer of the call's context, bound as operand s (binding 4);
+ * its word offset goes to pc.aux. */
+static rayo_status bind_scratch(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_operands *ops,
+                                vk_push *pc)
 {
-    uint32_t wg = call->n > 512 ? 256 : 64;
-    if (s->subgroup_ok && s->subgroup_size > wg)
-        wg = s->subgroup_size;
+    vk_buf *scratch;
+    rayo_status st = vk_ctx_temp(s, cx, &s->device_pool, bytes, &scratch);
+    if (st == RAYO_OK)
+        st = vk_bind(s, scratch, 0, bytes, &ops->bind[4]);
+    if (st != RAYO_OK)
+        return st;
+    ops->use[4] = &ops->bind[4];
+    pc->aux = ops->bind[4].word_offset;
+    return RAYO_OK;
+}
+
+/* Rows up to LONG_ROW take one workgroup each (rows.comp PASS 0); longer
+ * ones are cut into at most MAX_CHUNKS chunks of at least LONG_ROW
+ * elements, one workgroup per chunk, in three passes (two for rmsnorm).
+ * Either way no invocation loops more than ~16,000 times over 2^32
+ * elements. */
+#define LONG_ROW (256u * 256u)
+#define MAX_CHUNKS 1024u
+
+static rayo_status rec_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                            vk_operands *ops)
+{
+    uint32_t shader = s->f64 ? VK_SHADER_ROWS_F64 : VK_SHADER_ROWS;
+    uint32_t m = (uint32_t)call->m, n = (uint32_t)call->n;
     vk_push pc = {
-        .n = (uint32_t)call->n, .m = (uint32_t)call->m, .alpha = call->alpha,
+        .n = n, .m = m, .alpha = call->alpha,
         .flags = (ops->use[1] ? 1u : 0u) | (ops->use[2] ? 2u : 0u),
     };
     push_offsets(ops, &pc, 1);
-    uint32_t spec[2] = {wg, call->op};
-    uint32_t shader = s->subgroup_ok ? VK_SHADER_ROWS_SUBGROUP : VK_SHADER_ROWS_SHARED;
-    return dispatch(s, cx, shader, spec, 2, ops, &pc, min_u32((uint32_t)call->m, MAX_GROUPS), 1);
+    if (n <= LONG_ROW) {
+        uint32_t spec[3] = {n > 512 ? 256u : 64u, call->op, 0};
+        uint32_t gx = min_u32(m, MAX_GROUPS), gy = min_u32(div_up(m, gx), MAX_GROUPS);
+        return dispatch(s, cx, shader, spec, 3, ops, &pc, gx, gy);
+    }
+    uint32_t chunk = div_up(n, MAX_CHUNKS);
+    chunk = chunk < LONG_ROW ? LONG_ROW : div_up(chunk, 256) * 256;
+    uint32_t chunks = div_up(n, chunk);
+    pc.k = chunk;
+    rayo_status st = bind_scratch(s, cx, (VkDeviceSize)m * chunks * 16, ops, &pc);
+    for (uint32_t pass = 1; pass <= 3 && st == RAYO_OK; pass++) {
+        if (pass == 2 && call->op == RAYO_OP_RMSNORM)
+            continue;
+        uint32_t spec[3] = {256, call->op, pass};
+        st = dispatch(s, cx, shader, spec, 3, ops, &pc, chunks, min_u32(m, MAX_GROUPS));
+    }
+    return st;
 }
 
 static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
