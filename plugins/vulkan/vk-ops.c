@@ -304,20 +304,40 @@ static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
                     ops, &pc, gx, gy);
 }
 
+/* gemv.comp: a dot over at most LONG_ROW columns (not transposed) or
+ * GEMV_COLUMN rows (transposed) in one pass; longer ones in at most
+ * MAX_CHUNKS chunks whose partial sums a second pass adds. */
+#define GEMV_COLUMN 4096u
+
 static rayo_status rec_gemv(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                            const vk_operands *ops)
+                            vk_operands *ops)
 {
     if (call->flags & ~RAYO_TRANS_A)
         return RAYO_E_INVALID;
     bool trans = call->flags & RAYO_TRANS_A;
-    vk_push pc = {
-        .n = (uint32_t)call->n, .m = (uint32_t)call->m,
-        .alpha = call->alpha, .beta = call->beta,
-    };
+    uint32_t m = (uint32_t)call->m, n = (uint32_t)call->n;
+    uint32_t len = trans ? m : n, one_pass = trans ? GEMV_COLUMN : LONG_ROW;
+    vk_push pc = {.n = n, .m = m, .k = len, .alpha = call->alpha, .beta = call->beta};
     push_offsets(ops, &pc, 1);
-    uint32_t spec[2] = {WG, trans ? 1u : 0u};
-    uint32_t groups = trans ? div_up(call->n, WG) : (uint32_t)call->m;
-    return dispatch(s, cx, VK_SHADER_GEMV, spec, 2, ops, &pc, min_u32(groups, MAX_GROUPS), 1);
+    /* transposed: columns along x, chunks along y; else chunks along x, rows along y */
+    uint32_t gx = trans ? min_u32(div_up(n, WG), MAX_GROUPS) : 1;
+    uint32_t gy = trans ? 1 : min_u32(m, MAX_GROUPS);
+    uint32_t spec[3] = {WG, trans ? 1u : 0u, 0};
+    if (len <= one_pass)
+        return dispatch(s, cx, VK_SHADER_GEMV, spec, 3, ops, &pc, gx, gy);
+    uint32_t chunk = div_up(len, MAX_CHUNKS);
+    chunk = chunk < one_pass ? one_pass : div_up(chunk, 256) * 256;
+    uint32_t chunks = div_up(len, chunk);
+    pc.k = chunk;
+    rayo_status st = bind_scratch(s, cx, (VkDeviceSize)chunks * (trans ? n : m) * 4, ops, &pc);
+    spec[2] = 1;
+    if (st == RAYO_OK)
+        st = dispatch(s, cx, VK_SHADER_GEMV, spec, 3, ops, &pc, trans ? gx : chunks,
+                      trans ? chunks : gy);
+    spec[2] = 2;
+    if (st == RAYO_OK)
+        st = dispatch(s, cx, VK_SHADER_GEMV, spec, 3, ops, &pc, gx, gy);
+    return st;
 }
 
 static rayo_status rec_transpose(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
