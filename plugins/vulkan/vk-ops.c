@@ -292,9 +292,18 @@ static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
                    (t->bm * t->bk) % (4 * wg) == 0 && (t->bn * t->bk) % (4 * wg) == 0 &&
                    offsets_multiple_of(ops, 4);
     uint32_t unit = aligned ? 4 : 1;
+    uint32_t steps = div_up(k, t->bk);
+    if (s->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && steps > 16384) {
+        /* lavapipe stops an invocation after 65,535 loop iterations */
+        s->host->set_error(s->host, "vulkan: matmul with k = %zu is too long for a CPU device", k);
+        return RAYO_E_UNSUPPORTED;
+    }
+    uint32_t block = 1;         /* steps per block: about sqrt(steps) */
+    while ((block + 1) * (block + 1) <= steps)
+        block++;
     vk_push pc = {
         .n = (uint32_t)n, .m = (uint32_t)m, .k = (uint32_t)k,
-        .alpha = call->alpha, .beta = call->beta,
+        .alpha = call->alpha, .beta = call->beta, .aux = block,
     };
     push_offsets(ops, &pc, unit);
     uint32_t spec[8] = {wg, t->bm, t->bn, t->bk, t->tm, t->tn,
