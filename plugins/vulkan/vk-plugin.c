@@ -10,7 +10,7 @@
  *   coop_bk      32 | 64: K step of the f16 cooperative-matrix matmul (tuning)
  *   library      the Vulkan loader to open (default libvulkan.so.1)
  *   pipeline_cache  no: do not read or write the pipeline cache file
- *   subgroups    no: use the shared-memory paths even where subgroups exist
+ *   subgroups    no: reductions use the shared-memory path even where subgroups exist
  *   validation_selftest  yes (tests only): make one invalid call at init
  */
 #include "config.h"
