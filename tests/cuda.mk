@@ -12,24 +12,18 @@ EXTRA_DIST += tests/test-cuda-ptxas.sh tests/test-ptx-golden.sh tests/ptx-golden
 dist_noinst_SCRIPTS += tests/test-cuda-conform.sh
 
 if BUILD_CUDA
-TESTS += tests/test-cuda-ptxas
-CLEANFILES += tests/test-cuda-ptxas
-tests/test-cuda-ptxas: $(srcdir)/tests/test-cuda-ptxas.sh ptx/gen-ptx$(BUILD_EXEEXT) Makefile
+# Both scripts get the build's paths from a small generated wrapper.
+TESTS += tests/test-cuda-ptxas tests/test-ptx-golden
+CLEANFILES += tests/test-cuda-ptxas tests/test-ptx-golden
+tests/test-cuda-ptxas tests/test-ptx-golden: $(srcdir)/tests/test-cuda-ptxas.sh \
+		$(srcdir)/tests/test-ptx-golden.sh ptx/gen-ptx$(BUILD_EXEEXT) Makefile
 	$(AM_V_GEN)$(MKDIR_P) tests && { \
 	  echo '#!/bin/sh'; \
-	  echo "PTXAS='$(PTXAS)' GEN_PTX='$(abs_top_builddir)/ptx/gen-ptx$(BUILD_EXEEXT)'; export PTXAS GEN_PTX"; \
-	  echo "exec $(SHELL) '$(abs_top_srcdir)/tests/test-cuda-ptxas.sh' \"\$$@\""; \
-	} > $@ && chmod +x $@
-
-TESTS += tests/test-ptx-golden
-CLEANFILES += tests/test-ptx-golden
-tests/test-ptx-golden: $(srcdir)/tests/test-ptx-golden.sh ptx/gen-ptx$(BUILD_EXEEXT) Makefile
-	$(AM_V_GEN)$(MKDIR_P) tests && { \
-	  echo '#!/bin/sh'; \
+	  echo "PTXAS='$(PTXAS)'; export PTXAS"; \
 	  echo "GEN_PTX='$(abs_top_builddir)/ptx/gen-ptx$(BUILD_EXEEXT)'; export GEN_PTX"; \
 	  echo "PTX_DUMP='$(abs_top_builddir)/tests/ptx-dump$(EXEEXT)'; export PTX_DUMP"; \
 	  echo "GOLDEN='$(abs_top_srcdir)/tests/ptx-golden.sha256'; export GOLDEN"; \
-	  echo "exec $(SHELL) '$(abs_top_srcdir)/tests/test-ptx-golden.sh' \"\$$@\""; \
+	  echo "exec $(SHELL) '$(abs_top_srcdir)/$@.sh' \"\$$@\""; \
 	} > $@ && chmod +x $@
 # The embedded PTX, written out as the plugin hands it to the driver.
 check_PROGRAMS += tests/ptx-dump
