@@ -58,12 +58,25 @@ int np(kern *k) { return k->np++; }   /* .pred */
 int nlabel(kern *k) { return k->nlabel++; }
 
 /* Register and constant names live in a ring of small buffers, so that one
- * emit() call can format several of them. */
-static char ring[64][32];
-static unsigned ring_pos;
+ * emit() call can format several of them.  A name stays valid until
+ * RING_SLOTS more are formatted, so one instruction may use at most
+ * RING_SLOTS: more would print an overwritten name, that is wrong PTX, so
+ * the generator stops instead.  The count restarts when an instruction or a
+ * label is written.  (A nested emit in an argument list, as in
+ * D(addr_of(...)), restarts it early; argument lists are short, far below
+ * the limit, so that cannot hide an overflow in practice.) */
+#define RING_SLOTS 64
+static char ring[RING_SLOTS][32];
+static unsigned ring_pos, ring_pending;
 static char *ring_next(void)
 {
-    return ring[ring_pos++ % 64];
+    if (++ring_pending > RING_SLOTS) {
+        fprintf(stderr, "gen-ptx: an instruction uses more than %d register or constant names: "
+                        "the name ring in ptx/emit.c would overwrite some (enlarge RING_SLOTS)\n",
+                RING_SLOTS);
+        exit(1);
+    }
+    return ring[ring_pos++ % RING_SLOTS];
 }
 const char *F(int i) { char *s = ring_next(); snprintf(s, 32, "%%f%d", i); return s; }
 const char *R(int i) { char *s = ring_next(); snprintf(s, 32, "%%r%d", i); return s; }
@@ -104,11 +117,13 @@ void emit(kern *k, const char *fmt, ...)
     sb_vprintf(&k->body, fmt, ap);
     sb_printf(&k->body, "\n");
     va_end(ap);
+    ring_pending = 0;
 }
 
 void label(kern *k, int l)
 {
     sb_printf(&k->body, "%s:\n", L(l));
+    ring_pending = 0;
 }
 
 /* Writes the finished kernel into the module: entry line, parameters,
