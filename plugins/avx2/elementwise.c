@@ -14,8 +14,8 @@
  * either is NaN, so _mm256_max_ps(bound, x) == (x < bound ? bound : x)
  * exactly, NaN included; maximum/minimum need an explicit NaN test.
  */
-#include "avx2.h"
-#include "vmath.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <stdint.h>
 

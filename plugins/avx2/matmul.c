@@ -22,8 +22,8 @@
  * m == 1 and n == 1 are matrix-vector products: they go to gemv, which
  * streams the matrix once instead of packing it.
  */
-#include "avx2.h"
-#include "vmath.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,10 @@
-/* avx2.c - the AVX2+FMA backend: descriptor, probe, init/fini, op table.
+/* plugin.c - the AVX2+FMA backend: descriptor, probe, init/fini, op table.
  *
  * The core checks the descriptor's cpu_features (AVX2, FMA, and that the OS
  * saves YMM state) before it runs any code of this file, so nothing here
  * needs to check the CPU again.
  */
-#include "avx2.h"
+#include "plugin.h"
 
 #include <cpuid.h>
 #include <stdio.h>

@@ -13,8 +13,8 @@
  * NaN: max/min return NaN when any element is NaN (the scalar backend's NAN);
  * argmax returns the index of the first NaN if any.
  */
-#include "avx2.h"
-#include "vmath.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <math.h>
 

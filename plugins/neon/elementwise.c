@@ -1,13 +1,13 @@
-/* neon-elementwise.c - binary, unary and activation ops, axpy and bias_act.
+/* elementwise.c - binary, unary and activation ops, axpy and bias_act.
  *
  * Every op is a loop over [lo, hi) of a four-lane function from
- * neon-math.h, so the pool can split it.  The last 1-3 elements go through
+ * math.h, so the pool can split it.  The last 1-3 elements go through
  * the same function via a small stack buffer: one code path, hence the same
  * NaN/Inf behaviour for every element.  Outputs may alias inputs exactly
  * (y == a): each vector is loaded before it is stored.
  */
-#include "neon.h"
-#include "neon-math.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <string.h>
 

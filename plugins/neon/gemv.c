@@ -1,7 +1,7 @@
-/* neon-matrix.c - gemv and transpose.
+/* gemv.c - gemv and transpose.
  *
  * gemv, y = alpha op(A) x + beta y with A row-major rows x cols:
- *   no transpose: y[i] = the blocked dot (neon-reduce.c) of row i and x.
+ *   no transpose: y[i] = the blocked dot (reduce.c) of row i and x.
  *   transpose:    y[j] = sum_i A[i][j] x[i]: a block of JB columns lives in
  *                 JB/4 vector accumulators while the rows stream by (A is
  *                 read in order); every RB rows the float partials go into
@@ -10,8 +10,8 @@
  * transpose: 4 x 4 register transposes (TRN1/TRN2) inside 32 x 32 tiles that
  * stay in L1 both ways; bands of rows run on the pool.
  */
-#include "neon.h"
-#include "neon-math.h"
+#include "plugin.h"
+#include "math.h"
 
 #define JB 32  /* columns per block of the transposed gemv (8 accumulators) */
 #define RB 64  /* rows per float partial of the transposed gemv */

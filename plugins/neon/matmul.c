@@ -1,4 +1,4 @@
-/* neon-gemm.c - matmul: C (m x n) = alpha op(A) op(B) + beta C, row-major.
+/* matmul.c - matmul: C (m x n) = alpha op(A) op(B) + beta C, row-major.
  *
  * The blocked scheme of GotoBLAS / BLIS with an Advanced SIMD micro-kernel:
  *   - C is cut into MC x NC tiles; a tile is one task of the core's pool and
@@ -16,8 +16,8 @@
  * only add traffic).  Rounding: float FMAs over one KC slice (256 terms),
  * slices added into C; the same order of error as any BLAS sgemm.
  */
-#include "neon.h"
-#include "neon-math.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <stdlib.h>
 #include <string.h>

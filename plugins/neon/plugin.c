@@ -1,4 +1,4 @@
-/* neon-plugin.c - descriptor, probe/init/fini, op table and threading
+/* plugin.c - descriptor, probe/init/fini, op table and threading
  * helpers of the AArch64 Advanced SIMD backend.
  *
  * The descriptor says arch AArch64 and cpu_features ASIMD: the core checks
@@ -7,7 +7,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "neon.h"
+#include "plugin.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* neon-reduce.c - sum, dot, max, min, argmax, norm_l1, norm_l2.
+/* reduce.c - sum, dot, max, min, argmax, norm_l1, norm_l2.
  *
  * Sums are blocked: 16 float lanes accumulate a block of 256 elements (16
  * terms per lane, so at most ~1e-6 * sum|terms| of rounding), then each block
@@ -7,8 +7,8 @@
  * chunking depends on n only, so a result does not depend on the number of
  * threads.  max/min use FMAX/FMIN, which propagate NaN as the contract asks.
  */
-#include "neon.h"
-#include "neon-math.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* neon-rows.c - softmax, log_softmax, layernorm, rmsnorm: m rows of n.
+/* rows.c - softmax, log_softmax, layernorm, rmsnorm: m rows of n.
  *
  * Row statistics (sums, mean, variance) are accumulated in double, and the
  * normalising expressions are evaluated in double lanes and rounded once to
@@ -7,8 +7,8 @@
  * on the pool when there are enough of them.  y may be x (in place): each
  * row is read completely before a write that could clobber what it needs.
  */
-#include "neon.h"
-#include "neon-math.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <math.h>
 #include <string.h>

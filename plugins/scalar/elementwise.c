@@ -3,15 +3,15 @@
  * Every op is a loop over [lo, hi) of a one-element function, so the same
  * function serves the op and bias_act, and the loop can be split over the
  * thread pool.  Outputs may alias inputs exactly (y == a): each y[i] depends
- * on a[i] (and b[i]) only; SCALAR_MAP (scalar.h) keeps such loops
- * vectorisable.  The transcendental functions are scalar-math.h's.
+ * on a[i] (and b[i]) only; SCALAR_MAP (plugin.h) keeps such loops
+ * vectorisable.  The transcendental functions are math.h's.
  *
  * NaN rules (rayo-ops.h): comparisons are written so that a NaN input falls
  * through to a branch that returns NaN: relu, clip, maximum and minimum
  * propagate NaN, unlike fmaxf/fminf.
  */
-#include "scalar.h"
-#include "scalar-math.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <math.h>
 #include <string.h>
@@ -93,7 +93,7 @@ static inline float hardswish1(float x)
     return x * clamp((x + 3.0f) / 6.0f, 0.0f, 1.0f);
 }
 
-/* NaN > 0 is false: alpha * NaN = NaN.  pick (scalar-math.h) computes both
+/* NaN > 0 is false: alpha * NaN = NaN.  pick (math.h) computes both
  * arms; a ?: would put the product under a condition, which gcc does not
  * vectorise (it could trap). */
 static inline float leaky_relu1(float x, float alpha)

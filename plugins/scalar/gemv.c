@@ -8,7 +8,7 @@
  * Rows (or column blocks) are split over the pool when A is large.
  * beta == 0 never reads y.
  */
-#include "scalar.h"
+#include "plugin.h"
 
 #define JB 256  /* columns per block of the transposed product */
 #define RB 64   /* rows per float partial sum */

@@ -20,7 +20,7 @@
  * beta == 0 never reads C (C may hold NaN garbage).  m == 1 and n == 1 go to
  * gemv, where packing would only add traffic.
  */
-#include "scalar.h"
+#include "plugin.h"
 
 #include <string.h>
 

@@ -1,9 +1,9 @@
-/* scalar.c - descriptor, probe/init/fini and op table of the portable C
+/* plugin.c - descriptor, probe/init/fini and op table of the portable C
  * backend: the backend that exists on every machine rayo runs on. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "scalar.h"
+#include "plugin.h"
 
 #include <stdint.h>
 #include <stdio.h>

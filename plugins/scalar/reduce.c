@@ -10,7 +10,7 @@
  * Large vectors are split over the thread pool in chunks of whole blocks;
  * the partial results are added in task order.
  */
-#include "scalar.h"
+#include "plugin.h"
 
 #include <math.h>
 

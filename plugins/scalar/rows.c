@@ -7,8 +7,8 @@
  * x (in place): every row reads x completely before the first write that
  * could clobber an element it still needs.
  */
-#include "scalar.h"
-#include "scalar-math.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <math.h>
 

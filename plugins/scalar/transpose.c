@@ -4,7 +4,7 @@
  * and the columns written of a tile stay in L1.  Bands of TB rows of a are
  * independent and run on the pool when the matrix is large.
  */
-#include "scalar.h"
+#include "plugin.h"
 
 #define TB 32
 

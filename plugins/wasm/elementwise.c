@@ -11,7 +11,7 @@
  * NaN input falls into the branch that returns NaN: maximum, minimum, relu
  * and clip propagate NaN; the ±0 results are the scalar backend's too.
  */
-#include "wasm.h"
+#include "plugin.h"
 
 #include <math.h>
 

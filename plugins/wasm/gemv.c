@@ -8,7 +8,7 @@
  *                 then into double, to keep tall matrices near 1e-6.
  * beta == 0 never reads y.
  */
-#include "wasm.h"
+#include "plugin.h"
 
 #define BLOCK 512
 #define JB 256

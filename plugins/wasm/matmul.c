@@ -10,7 +10,7 @@
  *
  * beta == 0 never reads C.  m == 1 or n == 1 go to gemv.
  */
-#include "wasm.h"
+#include "plugin.h"
 
 #include <string.h>
 

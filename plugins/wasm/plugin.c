@@ -1,9 +1,9 @@
-/* wasm.c - descriptor, probe/init/fini and op table of the WebAssembly
+/* plugin.c - descriptor, probe/init/fini and op table of the WebAssembly
  * SIMD128 backend, and the helpers that spread work over the core's pool. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "wasm.h"
+#include "plugin.h"
 
 #include <stdint.h>
 #include <stdio.h>

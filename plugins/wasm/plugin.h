@@ -13,7 +13,7 @@
 #define RAYO_WASM_H
 
 #include "rayo-plugin.h"
-#include "vmath.h"
+#include "math.h"
 
 typedef struct wasm_state {
     const rayo_host *host;

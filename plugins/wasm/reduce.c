@@ -7,7 +7,7 @@
  * (norm_l2) are summed in double lanes outright: no overflow or underflow
  * for any float.  Large vectors are split over the pool in whole blocks.
  */
-#include "wasm.h"
+#include "plugin.h"
 
 #include <math.h>
 

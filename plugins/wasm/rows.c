@@ -7,7 +7,7 @@
  * cost more than the 4e-6 contract when |mean| >> stddev.  y may be x (in
  * place): a row is read completely before the pass that overwrites it.
  */
-#include "wasm.h"
+#include "plugin.h"
 
 #include <math.h>
 

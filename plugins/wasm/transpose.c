@@ -5,7 +5,7 @@
  * shuffles; the edges of the matrix (m or n not a multiple of 4) are
  * copied element by element.  Bands of TB rows run on the pool.
  */
-#include "wasm.h"
+#include "plugin.h"
 
 #define TB 32
 
