@@ -115,9 +115,9 @@ static inline float selu1(float x)
 
 /* ---- running a range ---------------------------------------------------------- */
 static rayo_status run_elementwise(void *state, const rayo_call *call, size_t cost,
-                                   scalar_range_fn *fn)
+                                   cpu_range_fn *fn)
 {
-    scalar_run_ranges(state, call, call->n, cost, fn);
+    cpu_run_ranges(state, call, call->n, cost, fn);
     return RAYO_OK;
 }
 
@@ -228,13 +228,13 @@ static void bias_act_rows(const rayo_call *c, size_t lo, size_t hi)
 SCALAR_KERNEL(bias_act)
 {
     if (call->flags >= RAYO_ACT_LIMIT) {
-        const scalar_state *st = state;
+        const cpu_state *st = state;
         if (st->host->set_error)
             st->host->set_error(st->host, "bias_act: unknown activation %u", (unsigned)call->flags);
         return RAYO_E_INVALID;
     }
     size_t cost = call->flags == RAYO_ACT_NONE || call->flags == RAYO_ACT_RELU ? COST_ARITH
                                                                              : COST_MATH;
-    scalar_run_ranges(state, call, call->m, call->n * cost, bias_act_rows);
+    cpu_run_ranges(state, call, call->m, call->n * cost, bias_act_rows);
     return RAYO_OK;
 }
