@@ -5,4 +5,3 @@
 # independent .so files that export only their descriptor.
 CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c
 CPU_BASE_CPPFLAGS = -I$(top_srcdir)/plugins/cpu-base
-EXTRA_DIST += $(CPU_BASE_FILES)
