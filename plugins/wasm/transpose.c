@@ -52,6 +52,6 @@ static void transpose_bands(const rayo_call *c, size_t lo, size_t hi)
 
 WASM_KERNEL(transpose)
 {
-    wasm_run_ranges(state, call, (call->m + TB - 1) / TB, TB * call->n, transpose_bands);
+    cpu_run_ranges(state, call, (call->m + TB - 1) / TB, TB * call->n, transpose_bands);
     return RAYO_OK;
 }
