@@ -2,6 +2,7 @@
  * over the core's pool, scratch memory, probe/init/fini.  Compiled into
  * each CPU plugin with that plugin's flags; it reads the plugin's
  * descriptor (rayo_plugin) and its cpu_plugin spec. */
+#define _POSIX_C_SOURCE 200112L /* posix_memalign */
 #include "cpu-base.h"
 
 #include <stdint.h>
@@ -76,12 +77,15 @@ float *cpu_alloc_floats(const cpu_state *st, size_t count)
         return NULL;
     if (st->host->alloc_aligned)
         return st->host->alloc_aligned(64, count * sizeof(float));
-    return malloc(count * sizeof(float));
+    void *p = NULL; /* a host without the allocator: aligned all the same */
+    return posix_memalign(&p, 64, count * sizeof(float)) == 0 ? p : NULL;
 }
 
 void cpu_free(const cpu_state *st, void *ptr)
 {
-    if (st->host->alloc_aligned)
+    if (!ptr)
+        return;
+    if (st->host->alloc_aligned && st->host->free_aligned)
         st->host->free_aligned(ptr);
     else
         free(ptr);
