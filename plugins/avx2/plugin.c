@@ -162,5 +162,4 @@ static const rayo_op_entry avx2_ops[] = {
 #include "rayo-op-table.h"
 };
 
-RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin =
-    CPU_PLUGIN_DESCRIPTOR("avx2", RAYO_ARCH_X86_64, RAYO_CPU_X86_AVX2 | RAYO_CPU_X86_FMA, 50, avx2_ops);
+CPU_PLUGIN_DESCRIPTOR("avx2", RAYO_ARCH_X86_64, RAYO_CPU_X86_AVX2 | RAYO_CPU_X86_FMA, 50, avx2_ops);

@@ -1,7 +1,7 @@
 /* cpu-base.c - the glue every CPU plugin shares (see cpu-base.h): threads
  * over the core's pool, scratch memory, probe/init/fini.  Compiled into
  * each CPU plugin with that plugin's flags; it reads the plugin's
- * descriptor (rayo_plugin) and its cpu_plugin spec. */
+ * cpu_plugin spec and cpu_plugin_id. */
 #define _POSIX_C_SOURCE 200112L /* posix_memalign */
 #include "cpu-base.h"
 
@@ -9,8 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-extern const rayo_plugin_descriptor rayo_plugin;
 
 /* ---- threads ------------------------------------------------------------- */
 
@@ -100,10 +98,10 @@ rayo_status cpu_probe(const rayo_host *host, rayo_probe_result *result)
 {
     result->device_count = 0;
     result->reason[0] = '\0';
-    if ((host->cpu_features & rayo_plugin.cpu_features) != rayo_plugin.cpu_features) {
+    if ((host->cpu_features & cpu_plugin_id.cpu_features) != cpu_plugin_id.cpu_features) {
         snprintf(result->reason, sizeof result->reason,
                  "the CPU, OS or engine lacks the features the %s backend was built for",
-                 rayo_plugin.name);
+                 cpu_plugin_id.name);
         return RAYO_E_UNSUPPORTED;
     }
     rayo_device_desc *dev = &result->devices[0];

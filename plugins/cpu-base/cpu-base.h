@@ -83,11 +83,21 @@ rayo_status cpu_probe(const rayo_host *host, rayo_probe_result *result);
 rayo_status cpu_init(const rayo_host *host, uint32_t device, void **state);
 void cpu_fini(void *state);
 
-/* The plugin's exported descriptor: probe, init and fini are the base's.
- *   RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin =
- *       CPU_PLUGIN_DESCRIPTOR("avx2", RAYO_ARCH_X86_64, RAYO_CPU_X86_AVX2, 50, avx2_ops); */
+/* What probe needs of the descriptor, as a hidden copy: the base must not
+ * refer to the exported rayo_plugin itself (a wasm side module would then
+ * import it instead of using its own).  CPU_PLUGIN_DESCRIPTOR defines it. */
+typedef struct cpu_plugin_identity {
+    const char *name;
+    uint64_t cpu_features;
+} cpu_plugin_identity;
+extern const cpu_plugin_identity cpu_plugin_id;
+
+/* Defines the plugin's exported descriptor (probe, init and fini are the
+ * base's) and its identity:
+ *   CPU_PLUGIN_DESCRIPTOR("avx2", RAYO_ARCH_X86_64, RAYO_CPU_X86_AVX2, 50, avx2_ops); */
 #define CPU_PLUGIN_DESCRIPTOR(NAME, ARCH, CPU_FEATURES, PRIORITY, OPS)                    \
-    {                                                                                    \
+    const cpu_plugin_identity cpu_plugin_id = { (NAME), (CPU_FEATURES) };                 \
+    RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {                      \
         .magic = RAYO_PLUGIN_MAGIC, .abi_major = RAYO_PLUGIN_ABI_MAJOR,                  \
         .abi_minor = RAYO_PLUGIN_ABI_MINOR, .struct_size = sizeof(rayo_plugin_descriptor), \
         .arch = (ARCH), .name = (NAME), .version = CPU_PLUGIN_VERSION,                   \

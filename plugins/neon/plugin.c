@@ -18,5 +18,4 @@ static const rayo_op_entry neon_ops[] = {
 #include "rayo-op-table.h"
 };
 
-RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin =
-    CPU_PLUGIN_DESCRIPTOR("neon", RAYO_ARCH_AARCH64, RAYO_CPU_ARM_ASIMD, 50, neon_ops);
+CPU_PLUGIN_DESCRIPTOR("neon", RAYO_ARCH_AARCH64, RAYO_CPU_ARM_ASIMD, 50, neon_ops);

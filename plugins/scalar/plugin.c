@@ -14,5 +14,4 @@ static const rayo_op_entry scalar_ops[] = {
 #include "rayo-op-table.h"
 };
 
-RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin =
-    CPU_PLUGIN_DESCRIPTOR("scalar", RAYO_ARCH_ANY, 0, 10, scalar_ops);
+CPU_PLUGIN_DESCRIPTOR("scalar", RAYO_ARCH_ANY, 0, 10, scalar_ops);

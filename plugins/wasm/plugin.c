@@ -18,5 +18,4 @@ static const rayo_op_entry wasm_ops[] = {
 #include "rayo-op-table.h"
 };
 
-RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin =
-    CPU_PLUGIN_DESCRIPTOR("wasm", RAYO_ARCH_WASM32, RAYO_CPU_WASM_SIMD128, 50, wasm_ops);
+CPU_PLUGIN_DESCRIPTOR("wasm", RAYO_ARCH_WASM32, RAYO_CPU_WASM_SIMD128, 50, wasm_ops);
