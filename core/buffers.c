@@ -174,7 +174,7 @@ static rayo_status pick_backend(rayo_context *ctx, const char *name, rayo_backen
     }
     rayo_backend *best = NULL;
     for (size_t i = 0; i < ctx->backend_count; i++) {
-        rayo_backend *be = &ctx->backends[i];
+        rayo_backend *be = ctx->backends[i];
         if (!backend_active(be))
             continue;
         bool better = !best || (be->desc->memory != NULL) > (best->desc->memory != NULL) ||

@@ -120,7 +120,7 @@ RAYO_API rayo_status rayo_open(rayo_context **out, const rayo_options *opts)
 
     size_t active = 0;
     for (size_t i = 0; i < ctx->backend_count; i++)
-        active += backend_active(&ctx->backends[i]);
+        active += backend_active(ctx->backends[i]);
     bool allow_empty = opts && opts->struct_size >= offsetof(rayo_options, allow_no_backend) + sizeof(int) &&
                        opts->allow_no_backend;
     if (active == 0 && !allow_empty) {
@@ -159,7 +159,7 @@ RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, ray
         return rayo_fail(RAYO_E_INVALID, "context or info is NULL");
     if (index >= ctx->backend_count)
         return rayo_fail(RAYO_E_NOT_FOUND, "no backend %zu (there are %zu)", index, ctx->backend_count);
-    const rayo_backend *be = &ctx->backends[index];
+    const rayo_backend *be = ctx->backends[index];
     memset(info, 0, sizeof *info);
     info->name = be->name;
     info->path = be->path;
@@ -181,9 +181,9 @@ RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, ray
 
 RAYO_API const char *rayo_backend_device_name(const rayo_context *ctx, size_t index, size_t device)
 {
-    if (!ctx || index >= ctx->backend_count || device >= ctx->backends[index].probe.device_count)
+    if (!ctx || index >= ctx->backend_count || device >= ctx->backends[index]->probe.device_count)
         return NULL;
-    return ctx->backends[index].probe.devices[device].name;
+    return ctx->backends[index]->probe.devices[device].name;
 }
 
 RAYO_API size_t rayo_config_file_count(const rayo_context *ctx)

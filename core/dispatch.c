@@ -92,8 +92,8 @@ void dispatch_resolve(rayo_context *ctx)
     rayo_backend *by_default[MAX_BACKENDS];
     size_t n = 0;
     for (size_t i = 0; i < ctx->backend_count; i++)
-        if (backend_active(&ctx->backends[i]))
-            by_default[n++] = &ctx->backends[i];
+        if (backend_active(ctx->backends[i]))
+            by_default[n++] = ctx->backends[i];
     qsort(by_default, n, sizeof by_default[0], compare_default);
     for (size_t i = 0; i < n; i++)
         by_default[i]->rank = (unsigned)i;
