@@ -69,8 +69,9 @@ static unsigned threads_setting(rayo_context *ctx)
         return dflt;
     char *end;
     long n = strtol(v, &end, 10);
-    if (*end || n < 1 || n > 1024) {
-        core_log(ctx, RAYO_LOG_WARN, "[rayo] threads = \"%s\" is not auto or 1..1024: using %u", v, dflt);
+    if (end == v || *end || n < 1 || n > 1024) {
+        core_log(ctx, RAYO_LOG_WARN, "%s: [rayo] threads = \"%s\" is not auto or 1..1024: using %u",
+                 config_origin(&ctx->cfg, "rayo", "threads"), v, dflt);
         return dflt;
     }
     return (unsigned)n;
@@ -80,7 +81,8 @@ static void apply_rayo_section(rayo_context *ctx)
 {
     const char *level = config_get(&ctx->cfg, "rayo", "log");
     if (level && rayo_parse_log_level(level, &ctx->log_level) != 0)
-        core_log(ctx, RAYO_LOG_WARN, "[rayo] log = \"%s\": use error, warn, info or debug", level);
+        core_log(ctx, RAYO_LOG_WARN, "%s: [rayo] log = \"%s\": use error, warn, info or debug",
+                 config_origin(&ctx->cfg, "rayo", "log"), level);
     ctx->cpu_features = cpu_detect();
     const char *masked = config_get(&ctx->cfg, "rayo", "cpu_disable");
     if (masked) {
@@ -88,7 +90,7 @@ static void apply_rayo_section(rayo_context *ctx)
         ctx->cpu_features &= ~off;
         core_log(ctx, RAYO_LOG_INFO, "RAYO_CPU_DISABLE masks CPU features: %s", masked);
     }
-    ctx->force_cpu = config_bool(config_get(&ctx->cfg, "dispatch", "force_cpu"), false);
+    ctx->force_cpu = config_get_bool(ctx, "dispatch", "force_cpu", false);
 }
 
 RAYO_API rayo_status rayo_open(rayo_context **out, const rayo_options *opts)

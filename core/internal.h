@@ -46,6 +46,8 @@ HIDDEN void config_load(rayo_context *ctx, rayo_config *cfg, const rayo_options 
 HIDDEN const char *config_get(const rayo_config *cfg, const char *section, const char *key);
 HIDDEN void config_free(rayo_config *cfg);
 HIDDEN bool config_bool(const char *v, bool dflt);
+/* "a directory", "a FIFO", ... for a st_mode (messages). */
+HIDDEN const char *file_type_name(unsigned mode);
 /* Where the effective (section, key) came from ("file:line", "env RAYO_X"), or NULL. */
 HIDDEN const char *config_origin(const rayo_config *cfg, const char *section, const char *key);
 /* Typed lookups: a value that does not parse is warned about with its origin

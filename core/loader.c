@@ -161,16 +161,6 @@ static void init_host(rayo_backend *be)
 }
 
 /* ---- checks on the file, before dlopen (nothing of the plugin runs) ---- */
-static const char *file_kind(mode_t mode)
-{
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
-}
-
 #ifndef __EMSCRIPTEN__
 /* Root, or a setuid/setgid program: a plugin anyone can replace is refused. */
 static bool privileged(void)
@@ -253,7 +243,7 @@ static bool file_ok(rayo_backend *be)
     if (fstat(fd, &st) != 0)
         set_reason(be, RAYO_BACKEND_REJECTED, "cannot stat: %s", strerror(errno));
     else if (!S_ISREG(st.st_mode))
-        set_reason(be, RAYO_BACKEND_REJECTED, "%s, not a plugin file", file_kind(st.st_mode));
+        set_reason(be, RAYO_BACKEND_REJECTED, "%s, not a plugin file", file_type_name(st.st_mode));
     else
         ok = ownership_ok(be) && elf_ok(be, fd, &st);
     close(fd);
@@ -372,7 +362,7 @@ static bool denied_by_config(rayo_backend *be)
         set_reason(be, RAYO_BACKEND_DISABLED, "not in plugins.allow");
         return true;
     }
-    if (!config_bool(config_get(&ctx->cfg, section, "enabled"), true)) {
+    if (!config_get_bool(ctx, section, "enabled", true)) {
         set_reason(be, RAYO_BACKEND_DISABLED, "disabled by [%s] enabled = no", section);
         return true;
     }
