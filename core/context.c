@@ -105,6 +105,7 @@ RAYO_API rayo_status rayo_open(rayo_context **out, const rayo_options *opts)
     if (!ctx)
         return rayo_fail(RAYO_E_NOMEM, "rayo_open: out of memory");
     ctx->log_level = RAYO_LOG_WARN;
+    pthread_mutex_init(&ctx->objects_lock, NULL);
     if (opts && opts->struct_size >= offsetof(rayo_options, log_user) + sizeof(void *)) {
         ctx->log_fn = opts->log;
         ctx->log_user = opts->log_user;
@@ -142,10 +143,12 @@ RAYO_API void rayo_close(rayo_context *ctx)
 {
     if (!ctx)
         return;
+    buffers_close_all(ctx);
     loader_unload_all(ctx);
     pool_destroy(ctx->pool);
     config_free(&ctx->cfg);
     free(ctx->search_path);
+    pthread_mutex_destroy(&ctx->objects_lock);
     free(ctx);
 }
 

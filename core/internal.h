@@ -4,6 +4,7 @@
 
 #include "config.h"
 #include "rayo-plugin.h"
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -168,6 +169,9 @@ HIDDEN void call_write_empty(const rayo_call *call);
 
 /* ---- buffers.c: buffers and batches ---- */
 HIDDEN extern const rayo_memory_api rayo_host_memory;
+/* At rayo_close: waits for submitted batches, frees the device side of
+ * every live buffer and batch and detaches their handles. */
+HIDDEN void buffers_close_all(rayo_context *ctx);
 
 /* ---- the context ---- */
 struct rayo_context {
@@ -182,6 +186,9 @@ struct rayo_context {
     size_t backend_count, backend_cap, loaded_count;
     rayo_chain_t chains[RAYO_OP_ID_LIMIT];
     size_t offload_threshold;
+    pthread_mutex_t objects_lock; /* guards the two lists below */
+    rayo_buffer *buffers;    /* live buffers and batches (buffers.c) */
+    rayo_batch *batches;
     bool no_env;             /* options.no_environment */
     bool force_cpu;
 };
