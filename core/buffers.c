@@ -531,16 +531,18 @@ RAYO_API void rayo_batch_destroy(rayo_batch *batch)
 }
 
 /* rayo_close: every device resource goes; the handles stay, detached. */
-void buffers_close_all(rayo_context *ctx)
+void buffers_close_all(rayo_context *ctx, bool call_plugins)
 {
     pthread_mutex_lock(&ctx->objects_lock);
     for (rayo_batch *b = ctx->batches; b; b = b->next) {
-        batch_free_device(b);
+        if (call_plugins)
+            batch_free_device(b);
         b->ctx = NULL;
     }
     for (rayo_buffer *b = ctx->buffers; b; b = b->next) {
         void *state;
-        memory_of(b->be, &state)->buffer_free(state, b->handle);
+        if (call_plugins)
+            memory_of(b->be, &state)->buffer_free(state, b->handle);
         b->handle = NULL;
         b->ctx = NULL;
     }

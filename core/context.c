@@ -106,6 +106,7 @@ RAYO_API rayo_status rayo_open(rayo_context **out, const rayo_options *opts)
         return rayo_fail(RAYO_E_NOMEM, "rayo_open: out of memory");
     ctx->log_level = RAYO_LOG_WARN;
     pthread_mutex_init(&ctx->objects_lock, NULL);
+    ctx->owner_pid = (long)getpid();
     if (opts && opts->struct_size >= offsetof(rayo_options, log_user) + sizeof(void *)) {
         ctx->log_fn = opts->log;
         ctx->log_user = opts->log_user;
@@ -143,8 +144,11 @@ RAYO_API void rayo_close(rayo_context *ctx)
 {
     if (!ctx)
         return;
-    buffers_close_all(ctx);
-    loader_unload_all(ctx);
+    /* In a forked child the plugins' state (GPU drivers, their threads)
+     * belongs to the parent: the child frees only the core's memory. */
+    bool own = getpid() == (pid_t)ctx->owner_pid;
+    buffers_close_all(ctx, own);
+    loader_unload_all(ctx, own);
     pool_destroy(ctx->pool);
     config_free(&ctx->cfg);
     free(ctx->search_path);

@@ -138,7 +138,9 @@ typedef struct rayo_backend {
 } rayo_backend;
 
 HIDDEN void loader_load_all(rayo_context *ctx);
-HIDDEN void loader_unload_all(rayo_context *ctx);
+/* call_plugins false (a forked child): no fini, no dlclose - the plugins'
+ * driver state belongs to the parent, and its threads are not here. */
+HIDDEN void loader_unload_all(rayo_context *ctx, bool call_plugins);
 HIDDEN rayo_backend *backend_by_name(const rayo_context *ctx, const char *name);
 HIDDEN bool backend_active(const rayo_backend *be);
 
@@ -171,7 +173,7 @@ HIDDEN void call_write_empty(const rayo_call *call);
 HIDDEN extern const rayo_memory_api rayo_host_memory;
 /* At rayo_close: waits for submitted batches, frees the device side of
  * every live buffer and batch and detaches their handles. */
-HIDDEN void buffers_close_all(rayo_context *ctx);
+HIDDEN void buffers_close_all(rayo_context *ctx, bool call_plugins);
 
 /* ---- the context ---- */
 struct rayo_context {
@@ -189,6 +191,7 @@ struct rayo_context {
     pthread_mutex_t objects_lock; /* guards the two lists below */
     rayo_buffer *buffers;    /* live buffers and batches (buffers.c) */
     rayo_batch *batches;
+    long owner_pid;          /* the process that opened it (fork detection) */
     bool no_env;             /* options.no_environment */
     bool force_cpu;
 };

@@ -706,13 +706,13 @@ void loader_load_all(rayo_context *ctx)
     ctx->search_path = search;
 }
 
-void loader_unload_all(rayo_context *ctx)
+void loader_unload_all(rayo_context *ctx, bool call_plugins)
 {
     for (size_t i = 0; i < ctx->backend_count; i++) {
         rayo_backend *be = ctx->backends[i];
-        if (be->status == RAYO_BACKEND_LOADED && be->desc->fini)
+        if (call_plugins && be->status == RAYO_BACKEND_LOADED && be->desc->fini)
             be->desc->fini(be->state);
-        if (be->dl)
+        if (call_plugins && be->dl)
             dlclose(be->dl);
         free(be->path);
         free(be);

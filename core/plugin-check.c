@@ -146,12 +146,12 @@ static bool code_ok(const plugin_map *map, const void *fn)
 
 bool plugin_symbol_ok(const plugin_map *map, const void *desc, size_t sym_size, char *why, size_t size)
 {
+    if (!in_map(map, (uintptr_t)desc, sym_size ? sym_size : 1, false))
+        return fail(why, size, "'%s' does not lie in the plugin's loaded segments (an absolute or foreign symbol)",
+                    RAYO_PLUGIN_SYMBOL);
     if (sym_size < DESCRIPTOR_V1_0_SIZE)
         return fail(why, size, "'%s' is %zu bytes, a descriptor has at least %zu", RAYO_PLUGIN_SYMBOL,
                     sym_size, (size_t)DESCRIPTOR_V1_0_SIZE);
-    if (!in_map(map, (uintptr_t)desc, sym_size, false))
-        return fail(why, size, "'%s' does not lie in the plugin's loaded segments (an absolute or foreign symbol)",
-                    RAYO_PLUGIN_SYMBOL);
     return true;
 }
 
@@ -183,8 +183,9 @@ static bool ops_ok(const plugin_map *map, const rayo_plugin_descriptor *d, char 
         return fail(why, size, "op table (%zu entries) does not lie in the plugin", d->op_count);
     for (size_t i = 0; i < d->op_count; i++)
         if (d->ops[i].fn && !code_ok(map, (const void *)d->ops[i].fn))
-            return fail(why, size, "kernel of op table entry %zu (op %u) is not code of the plugin", i,
-                        (unsigned)d->ops[i].op);
+            return fail(why, size, "kernel of op table entry %zu (op %u: %s) is not code of the plugin", i,
+                        (unsigned)d->ops[i].op,
+                        rayo_op_by_id(d->ops[i].op) ? rayo_op_by_id(d->ops[i].op)->name : "unknown");
     return true;
 }
 

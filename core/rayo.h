@@ -13,11 +13,13 @@
  * a human-readable message for the last failure on the calling thread.
  * A context may be used by several threads at once.
  *
- * fork(): a child may go on using a context its parent opened: the thread
- * pool's threads do not exist in the child, so there its CPU work runs on
- * the calling thread.  GPU backends (driver state) are not fork-safe: open
- * a new context in the child for GPU work.  Do not fork while another
- * thread is inside a rayo call.
+ * fork(): a child may go on using a context its parent opened, on CPU
+ * backends: the thread pool's threads do not exist in the child, so there
+ * CPU work runs on the calling thread.  GPU backends (driver state and
+ * threads) are not fork-safe: in the child, open a new context for GPU work
+ * (set RAYO_FORCE_CPU or dispatch order for the inherited one).  rayo_close
+ * in the child frees the core's memory without calling into the plugins.
+ * Do not fork while another thread is inside a rayo call.
  */
 #ifndef RAYO_H
 #define RAYO_H

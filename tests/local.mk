@@ -27,6 +27,15 @@ tests_test_api_SOURCES = tests/test-api.c tests/testutil.h
 tests_test_api_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_api_LDADD = core/librayo.la $(PTHREAD_LIBS) -lm
 
+# Bad plugin files, lying descriptors, bad config files, fork, handles after
+# destroy and close: a clear reason each, and the process alive.
+TESTS += tests/test-hardening
+check_PROGRAMS += tests/test-hardening
+tests_test_hardening_SOURCES = tests/test-hardening.c tests/testutil.h
+tests_test_hardening_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_DIR='"$(abs_top_builddir)/tests/plugins/.libs"' \
+	-DSCALAR_DIR='"$(abs_top_builddir)/plugins/scalar/.libs"'
+tests_test_hardening_LDADD = core/librayo.la
+
 # The plugin template (examples/plugin-template) conforms.
 dist_noinst_SCRIPTS += tests/test-template.sh
 TESTS += tests/test-template.sh
