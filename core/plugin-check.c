@@ -139,6 +139,9 @@ static bool in_map(const plugin_map *map, uintptr_t p, size_t bytes, bool exec)
     return false;
 }
 
+/* A misaligned table is undefined behaviour to read (SIGBUS on some CPUs). */
+#define ALIGNED(p, type) (((uintptr_t)(p) % _Alignof(type)) == 0)
+
 static bool code_ok(const plugin_map *map, const void *fn)
 {
     return in_map(map, (uintptr_t)fn, 1, true);
@@ -149,6 +152,8 @@ bool plugin_symbol_ok(const plugin_map *map, const void *desc, size_t sym_size, 
     if (!in_map(map, (uintptr_t)desc, sym_size ? sym_size : 1, false))
         return fail(why, size, "'%s' does not lie in the plugin's loaded segments (an absolute or foreign symbol)",
                     RAYO_PLUGIN_SYMBOL);
+    if (!ALIGNED(desc, rayo_plugin_descriptor))
+        return fail(why, size, "'%s' is misaligned", RAYO_PLUGIN_SYMBOL);
     if (sym_size < DESCRIPTOR_V1_0_SIZE)
         return fail(why, size, "'%s' is %zu bytes, a descriptor has at least %zu", RAYO_PLUGIN_SYMBOL,
                     sym_size, (size_t)DESCRIPTOR_V1_0_SIZE);
@@ -157,8 +162,8 @@ bool plugin_symbol_ok(const plugin_map *map, const void *desc, size_t sym_size, 
 
 static bool memory_api_ok(const plugin_map *map, const rayo_memory_api *m, char *why, size_t size)
 {
-    if (!in_map(map, (uintptr_t)m, sizeof m->struct_size, false))
-        return fail(why, size, "memory API table points outside the plugin");
+    if (!in_map(map, (uintptr_t)m, sizeof m->struct_size, false) || !ALIGNED(m, rayo_memory_api))
+        return fail(why, size, "memory API table points outside the plugin or is misaligned");
     if (m->struct_size < sizeof *m)
         return fail(why, size, "memory API table of %zu bytes, need %zu", m->struct_size, sizeof *m);
     if (!in_map(map, (uintptr_t)m, sizeof *m, false))
@@ -179,7 +184,8 @@ static bool ops_ok(const plugin_map *map, const rayo_plugin_descriptor *d, char 
 {
     if (d->op_count > PLUGIN_MAX_OPS)
         return fail(why, size, "op_count %zu is more than %d", d->op_count, PLUGIN_MAX_OPS);
-    if (d->op_count && !in_map(map, (uintptr_t)d->ops, d->op_count * sizeof *d->ops, false))
+    if (d->op_count && (!in_map(map, (uintptr_t)d->ops, d->op_count * sizeof *d->ops, false) ||
+                        !ALIGNED(d->ops, rayo_op_entry)))
         return fail(why, size, "op table (%zu entries) does not lie in the plugin", d->op_count);
     for (size_t i = 0; i < d->op_count; i++)
         if (d->ops[i].fn && !code_ok(map, (const void *)d->ops[i].fn))

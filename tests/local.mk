@@ -39,3 +39,10 @@ tests_test_hardening_LDADD = core/librayo.la
 # The plugin template (examples/plugin-template) conforms.
 dist_noinst_SCRIPTS += tests/test-template.sh
 TESTS += tests/test-template.sh
+
+# Fuzz targets and their seeds (run by tests/fuzz/run.sh, not by make check).
+EXTRA_DIST += tests/fuzz/fuzz-config.c tests/fuzz/fuzz-plugin.c tests/fuzz/run.sh \
+	tests/fuzz/seeds-config/bad-values.conf tests/fuzz/seeds-config/bom.conf \
+	tests/fuzz/seeds-config/indented.conf tests/fuzz/seeds-config/long-comment.conf \
+	tests/fuzz/seeds-config/malformed.conf tests/fuzz/seeds-config/paths.conf \
+	tests/fuzz/seeds-config/rayo.conf
