@@ -46,3 +46,11 @@ EXTRA_DIST += tests/fuzz/fuzz-config.c tests/fuzz/fuzz-plugin.c tests/fuzz/run.s
 	tests/fuzz/seeds-config/indented.conf tests/fuzz/seeds-config/long-comment.conf \
 	tests/fuzz/seeds-config/malformed.conf tests/fuzz/seeds-config/paths.conf \
 	tests/fuzz/seeds-config/rayo.conf
+
+# Many threads on one context (also the TSan stage of tests/sanitize.sh).
+TESTS += tests/test-stress
+check_PROGRAMS += tests/test-stress
+tests_test_stress_SOURCES = tests/test-stress.c tests/testutil.h
+tests_test_stress_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_stress_LDADD = core/librayo.la $(PTHREAD_LIBS)
+EXTRA_DIST += tests/sanitize.sh
