@@ -12,10 +12,16 @@ static const rayo_op_info op_table[] = {
 };
 #define OP_COUNT (sizeof op_table / sizeof op_table[0])
 
-/* op id -> index in op_table + 1 (0: no such op) */
-enum { COUNTER_BASE = __COUNTER__ };
+/* Each op's position in the list (and in op_table). */
+enum {
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) OP_POSITION_##ENUM,
+#include "rayo-ops.h"
+#undef RAYO_OP
+};
+
+/* op id -> position in op_table + 1 (0: no such op) */
 static const unsigned char op_index[RAYO_OP_ID_LIMIT] = {
-#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) [ID] = __COUNTER__ - COUNTER_BASE,
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) [ID] = OP_POSITION_##ENUM + 1,
 #include "rayo-ops.h"
 #undef RAYO_OP
 };

@@ -30,3 +30,10 @@ tests_test_api_LDADD = core/librayo.la $(PTHREAD_LIBS) -lm
 # The plugin template (examples/plugin-template) conforms.
 dist_noinst_SCRIPTS += tests/test-template.sh
 TESTS += tests/test-template.sh
+
+# The op prototypes written out in rayo.h match rayo-ops.h (a compile-time
+# check: a mismatch fails the build of this test).
+TESTS += tests/test-prototypes
+check_PROGRAMS += tests/test-prototypes
+tests_test_prototypes_SOURCES = tests/test-prototypes.c
+tests_test_prototypes_LDADD = core/librayo.la
