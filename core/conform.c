@@ -532,14 +532,15 @@ typedef enum fill_kind {
     FILL_NEAR_MAX, /* +-[FLT_MAX/2, FLT_MAX], and 3.23862215e38, +-FLT_MAX */
     FILL_DIV_HUGE, /* div: a near +-FLT_MAX, b in +-[1, 100] */
     FILL_DIV_SUBNORMAL, /* div: subnormal b, a small enough for a finite quotient */
-    FILL_LITERAL   /* the case's own data (regression cases), repeated to length */
+    FILL_LITERAL,  /* the case's own data (regression cases), repeated to length */
+    FILL_MAX_RUNS  /* runs of 64 FLT_MAX, 64 -FLT_MAX, ..., then 1 (dot: times 2) */
 } fill_kind;
 
 static const char *const fill_names[] = {
     "", "edge values", "every edge value", "NaN inputs", "+inf inputs", "-inf inputs",
     "+inf and -inf inputs", "all -inf", "ties", "huge values", "tiny values",
     "wide range", "-inf entries", "shifted", "+-", "near FLT_MAX", "a near FLT_MAX",
-    "subnormal divisors", "literal data",
+    "subnormal divisors", "literal data", "runs of +-FLT_MAX",
 };
 
 typedef struct case_spec {
@@ -700,6 +701,9 @@ static void plan_reduction_extremes(plan *p)
 {
     plan_group(p, 0, 5, 0, FILL_LITERAL, GROUP_OVERFLOW)->literal = &max_cancel_literal;
     plan_group(p, 0, 1000, 0, FILL_LITERAL, GROUP_OVERFLOW)->literal = &max_cancel_literal;
+    /* runs: every SIMD lane sees FLT_MAX twice, whatever the lane layout */
+    plan_group(p, 0, 129, 0, FILL_MAX_RUNS, GROUP_OVERFLOW);
+    plan_group(p, 0, 4 * 1024 + 1, 0, FILL_MAX_RUNS, GROUP_OVERFLOW);
     plan_positive(p, 0, 1000003, 0, GROUP_LONG_REDUCTION);
     if (p->long_tier)
         plan_positive(p, 0, 100000000, 0, GROUP_LONG);
@@ -1183,6 +1187,8 @@ static int fill_applies(const rayo_op_info *op, const case_spec *cs, int which)
                                op->sig == RAYO_SIG_GEMV) && which < 3);
     case FILL_LITERAL:
         return which < 3 && cs->literal->count[which] > 0;
+    case FILL_MAX_RUNS:
+        return which == 0 || (op->sig == RAYO_SIG_REDUCE2 && which == 1);
     default:
         return which == 0;
     }
@@ -1239,6 +1245,10 @@ static void fill_special(engine *e, const case_spec *cs, int which, int fastest,
     case FILL_SHIFTED: case FILL_PLUSMINUS: fill_values(rng, cs, x, n); break;
     case FILL_NEAR_MAX: fill_near_max(rng, x, n); break;
     case FILL_DIV_HUGE: case FILL_DIV_SUBNORMAL: fill_div(rng, cs->fill, which, x, n); break;
+    case FILL_MAX_RUNS:
+        for (size_t i = 0; i < n; i++)
+            x[i] = i + 1 == n ? 1.0f : which ? 2.0f : (i / 64) & 1 ? -FLT_MAX : FLT_MAX;
+        break;
     case FILL_LITERAL:
         for (size_t i = 0; i < n; i++)
             x[i] = cs->literal->data[which][i % cs->literal->count[which]];
