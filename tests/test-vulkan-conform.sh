@@ -31,15 +31,11 @@ if "$probe" --expect-unavailable "is not installed" '[backend.vulkan]\nvalidatio
     exit 1
 fi
 
-# Issue 11: the vulkan fixes for these groups of cases (long sums, row
-# offsets, values near FLT_MAX, subnormals, eps = 0, gamma ~ 100, the
-# layernorm regression case) are pending.  The lead removes this list when
-# they land; until then the cases are reported as skipped, never as passed.
-pending_issue11="long-reduction,offset,overflow,subnormal,eps0,affine,regression"
-echo "vulkan: skipping the groups $pending_issue11: issue 11, vulkan fix pending"
+. "$(dirname "$0")/conform-pending.sh"
+echo "vulkan: skipping the groups $vulkan_pending: $vulkan_pending_reason"
 
 RAYO_LOG=info RAYO_CONFIG=$tmp/validation.conf "$conform" ${RAYO_CONFORM_ARGS-"--quick"} \
-    --skip "$pending_issue11" "$plugin" >"$tmp/out" 2>&1
+    --skip "$vulkan_pending" "$plugin" >"$tmp/out" 2>&1
 rc=$?
 cat "$tmp/out"
 if ! grep -q "validation on" "$tmp/out"; then
