@@ -138,6 +138,25 @@ static void scale_row(const float *x, const float *gamma, const float *beta, flo
     }
 }
 
+/* sum of x in double lanes: the mean of a row must be right relative to its
+ * spread, not only to sum|x| (1e12 + noise, mean 1e4 std 1): float lanes
+ * (neon_sum_f64's blocks) are not. */
+static double row_sum_f64(const float *x, size_t n)
+{
+    float64x2_t s0 = vdupq_n_f64(0.0), s1 = s0;
+    size_t j = 0;
+    for (; n - j >= 4; j += 4) {
+        float64x2_t lo, hi;
+        widen(vld1q_f32(x + j), &lo, &hi);
+        s0 = vaddq_f64(s0, lo);
+        s1 = vaddq_f64(s1, hi);
+    }
+    double s = vaddvq_f64(vaddq_f64(s0, s1));
+    for (; j < n; j++)
+        s += x[j];
+    return s;
+}
+
 /* Two-pass variance: the second pass sums squares of centred values (no
  * cancellation of E[x^2] - E[x]^2). */
 static double centred_squares(const float *x, size_t n, double mean)
@@ -162,7 +181,7 @@ static double centred_squares(const float *x, size_t n, double mean)
 static void layernorm_row(const float *x, const float *gamma, const float *beta, float *y,
                           size_t n, float eps)
 {
-    double mean = neon_sum_f64(x, n) / (double)n;
+    double mean = row_sum_f64(x, n) / (double)n;
     double var = centred_squares(x, n, mean) / (double)n;
     scale_row(x, gamma, beta, y, n, mean, inverse_std(var + (double)eps));
 }

@@ -140,7 +140,27 @@ static double inverse_std(double var_plus_eps)
 }
 
 /* ---- layernorm, rmsnorm -------------------------------------------------------------
- * Two-pass variance: the second pass sums squares of centred values in
+ * The mean is summed in double lanes: it must be right relative to the
+ * row's spread, not only to sum|x| (1e12 + noise, mean 1e4 std 1), which
+ * float lanes (wasm_sum_f64's blocks) are not. */
+static double row_sum_f64(const float *x, size_t n)
+{
+    v128_t s0 = wasm_f64x2_splat(0.0), s1 = s0;
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        v128_t lo, hi;
+        widen(wasm_v128_load(x + j), &lo, &hi);
+        s0 = wasm_f64x2_add(s0, lo);
+        s1 = wasm_f64x2_add(s1, hi);
+    }
+    v128_t s = wasm_f64x2_add(s0, s1);
+    double total = wasm_f64x2_extract_lane(s, 0) + wasm_f64x2_extract_lane(s, 1);
+    for (; j < n; j++)
+        total += x[j];
+    return total;
+}
+
+/* Two-pass variance: the second pass sums squares of centred values in
  * double lanes, so there is no cancellation of E[x^2] - E[x]^2. */
 static double centred_squares(const float *x, size_t n, double mean)
 {
@@ -165,7 +185,7 @@ static double centred_squares(const float *x, size_t n, double mean)
 static void layernorm_row(const float *x, const float *gamma, const float *beta, float *y,
                           size_t n, float eps)
 {
-    double mean = wasm_sum_f64(x, n) / (double)n;
+    double mean = row_sum_f64(x, n) / (double)n;
     double var = centred_squares(x, n, mean) / (double)n;
     norm_row(x, gamma, beta, y, n, mean, inverse_std(var + (double)eps));
 }
