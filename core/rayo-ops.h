@@ -1,8 +1,11 @@
 /* rayo-ops.h - the one list of rayo's operations.
  *
  * Every op is declared exactly once, here.  The list drives the public API
- * wrappers (rayo.h), the dispatch slots, the names used in configuration and
- * tools, and the conformance table.  Adding an op = one line here + kernels.
+ * functions (core/ops.c), the dispatch slots, the names used in configuration
+ * and tools, and the conformance table.  rayo.h writes each op's prototype
+ * out, so that readers and tools find it; tests/test-prototypes.c fails to
+ * compile when one disagrees with this list.  Adding an op = one line here,
+ * its prototype in rayo.h, and kernels.
  *
  * RAYO_OP(ID, ENUM, NAME, SIG, TOL_REL, TOL_ABS, SCALE, SUMMARY)
  *   ID       stable numeric id, part of the plugin ABI; never reused.
@@ -38,7 +41,11 @@
  *   log_softmax: rows with a large offset (1e30 constant: -log(n)).
  * Left unspecified on purpose (not checked, may differ between backends):
  *   the sign of a zero result (relu(-0), max(-0, +0)); whether subnormal
- *   results are flushed to zero (GPUs do); x*f(x) activations (gelu, silu,
+ *   results are flushed to zero (GPUs do); on a device whose backend says in
+ *   rayo-info that it flushes float32 denormals (vulkan where the driver lacks
+ *   shaderDenormPreserveFloat32, e.g. NVIDIA's), denormal inputs also read
+ *   as +-0 (a / denormal = +-inf, log/sqrt of -denormal = -inf / -0, sums
+ *   of denormals = 0); x*f(x) activations (gelu, silu,
  *   mish, hardswish, bias_act) at x = -inf, which may give 0 or NaN.
  *
  * This file may be included several times with different RAYO_OP definitions.

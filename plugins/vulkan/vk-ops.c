@@ -34,51 +34,32 @@ typedef struct vk_shape {
     bool y_read;                /* y is an input too */
 } vk_shape;
 
-static bool mul_ok(size_t x, size_t y, size_t *r)
+/* The element counts of rayo-plugin.h in words, argmax's index being a
+ * uint64 (2 words) on the device. */
+static rayo_status shape_of(const rayo_call *call, int sig, vk_shape *sh)
 {
-    if (x && y > SIZE_MAX / x)
-        return false;
-    *r = x * y;
-    return true;
+    size_t count[4];
+    memset(sh, 0, sizeof *sh);
+    if (sig < 0)
+        return RAYO_E_UNSUPPORTED;
+    if (rayo_operand_counts(call, sig, count) != 0)
+        return RAYO_E_OVERFLOW;
+    sh->a = count[0];
+    sh->b = count[1];
+    sh->c = count[2];
+    sh->y = sig == RAYO_SIG_ARGREDUCE ? 2 : count[3];
+    sh->y_read = rayo_output_is_input(call, sig);
+    return RAYO_OK;
 }
 
-static rayo_status shape_of(int sig, uint32_t flags, size_t m, size_t n, size_t k,
-                            float beta, bool has_b, bool has_c, vk_shape *sh)
+/* A device call as the rayo_call that rayo_operand_counts measures. */
+static rayo_call shape_call(const rayo_dev_call *dc)
 {
-    memset(sh, 0, sizeof *sh);
-    size_t mn = 0, mk = 0, kn = 0;
-    if (!mul_ok(m, n, &mn) || !mul_ok(m, k, &mk) || !mul_ok(k, n, &kn))
-        return RAYO_E_OVERFLOW;
-    switch (sig) {
-    case RAYO_SIG_BINARY: sh->a = sh->b = sh->y = n; break;
-    case RAYO_SIG_UNARY:
-    case RAYO_SIG_UNARY_P:
-    case RAYO_SIG_UNARY_P2: sh->a = sh->y = n; break;
-    case RAYO_SIG_AXPY: sh->a = sh->y = n; sh->y_read = true; break;
-    case RAYO_SIG_REDUCE: sh->a = n; sh->y = 1; break;
-    case RAYO_SIG_REDUCE2: sh->a = sh->b = n; sh->y = 1; break;
-    case RAYO_SIG_ARGREDUCE: sh->a = n; sh->y = 2; break;
-    case RAYO_SIG_ROWS:
-    case RAYO_SIG_TRANSPOSE: sh->a = sh->y = mn; break;
-    case RAYO_SIG_NORM:
-        sh->a = sh->y = mn;
-        sh->b = has_b ? n : 0;
-        sh->c = has_c ? n : 0;
-        break;
-    case RAYO_SIG_MATMUL:
-        sh->a = mk; sh->b = kn; sh->y = mn;
-        sh->y_read = beta != 0.0f;
-        break;
-    case RAYO_SIG_GEMV:
-        sh->a = mn;
-        sh->b = (flags & RAYO_TRANS_A) ? m : n;
-        sh->y = (flags & RAYO_TRANS_A) ? n : m;
-        sh->y_read = beta != 0.0f;
-        break;
-    case RAYO_SIG_BIAS_ACT: sh->a = sh->y = mn; sh->b = n; break;
-    default: return RAYO_E_UNSUPPORTED;
-    }
-    return RAYO_OK;
+    static const float given[1];
+    rayo_call c = {.op = dc->op, .flags = dc->flags, .m = dc->m, .n = dc->n, .k = dc->k,
+                   .alpha = dc->alpha, .beta = dc->beta, .a = dc->a.buf ? given : NULL,
+                   .b = dc->b.buf ? given : NULL, .c = dc->c.buf ? given : NULL};
+    return c;
 }
 
 static uint32_t div_up(size_t x, size_t d) { return (uint32_t)((x + d - 1) / d); }
@@ -87,8 +68,8 @@ static uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 /* ---- recording ------------------------------------------------------------------ */
 
 typedef struct vk_operands {
-    vk_binding bind[4];
-    const vk_binding *use[4];   /* NULL where unused */
+    vk_binding bind[VK_BINDINGS];
+    const vk_binding *use[VK_BINDINGS]; /* NULL where unused; [4]: scratch */
 } vk_operands;
 
 static rayo_status bind_operands(vk_state *s, const rayo_dev_call *call, const vk_shape *sh,
@@ -96,6 +77,7 @@ static rayo_status bind_operands(vk_state *s, const rayo_dev_call *call, const v
 {
     const rayo_dev_operand *src[4] = {&call->a, &call->b, &call->c, &call->y};
     const size_t words[4] = {sh->a, sh->b, sh->c, sh->y};
+    ops->use[4] = NULL;
     for (int i = 0; i < 4; i++) {
         ops->use[i] = NULL;
         if (!words[i] || !src[i]->buf)
@@ -203,20 +185,57 @@ static rayo_status rec_reduce(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
     return dispatch(s, cx, shader, spec, 3, &pass1, &pc1, 1, 1);
 }
 
-static rayo_status rec_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                            const vk_operands *ops)
+/* A scratch buffer of the call's context, bound as operand s (binding 4);
+ * its word offset goes to pc.aux. */
+static rayo_status bind_scratch(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_operands *ops,
+                                vk_push *pc)
 {
-    uint32_t wg = call->n > 512 ? 256 : 64;
-    if (s->subgroup_ok && s->subgroup_size > wg)
-        wg = s->subgroup_size;
+    vk_buf *scratch;
+    rayo_status st = vk_ctx_temp(s, cx, &s->device_pool, bytes, &scratch);
+    if (st == RAYO_OK)
+        st = vk_bind(s, scratch, 0, bytes, &ops->bind[4]);
+    if (st != RAYO_OK)
+        return st;
+    ops->use[4] = &ops->bind[4];
+    pc->aux = ops->bind[4].word_offset;
+    return RAYO_OK;
+}
+
+/* Rows up to LONG_ROW take one workgroup each (rows.comp PASS 0); longer
+ * ones are cut into at most MAX_CHUNKS chunks of at least LONG_ROW
+ * elements, one workgroup per chunk, in three passes (two for rmsnorm).
+ * Either way no invocation loops more than ~16,000 times over 2^32
+ * elements. */
+#define LONG_ROW (256u * 256u)
+#define MAX_CHUNKS 1024u
+
+static rayo_status rec_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                            vk_operands *ops)
+{
+    uint32_t shader = s->f64 ? VK_SHADER_ROWS_F64 : VK_SHADER_ROWS;
+    uint32_t m = (uint32_t)call->m, n = (uint32_t)call->n;
     vk_push pc = {
-        .n = (uint32_t)call->n, .m = (uint32_t)call->m, .alpha = call->alpha,
+        .n = n, .m = m, .alpha = call->alpha,
         .flags = (ops->use[1] ? 1u : 0u) | (ops->use[2] ? 2u : 0u),
     };
     push_offsets(ops, &pc, 1);
-    uint32_t spec[2] = {wg, call->op};
-    uint32_t shader = s->subgroup_ok ? VK_SHADER_ROWS_SUBGROUP : VK_SHADER_ROWS_SHARED;
-    return dispatch(s, cx, shader, spec, 2, ops, &pc, min_u32((uint32_t)call->m, MAX_GROUPS), 1);
+    if (n <= LONG_ROW) {
+        uint32_t spec[3] = {n > 512 ? 256u : 64u, call->op, 0};
+        uint32_t gx = min_u32(m, MAX_GROUPS), gy = min_u32(div_up(m, gx), MAX_GROUPS);
+        return dispatch(s, cx, shader, spec, 3, ops, &pc, gx, gy);
+    }
+    uint32_t chunk = div_up(n, MAX_CHUNKS);
+    chunk = chunk < LONG_ROW ? LONG_ROW : div_up(chunk, 256) * 256;
+    uint32_t chunks = div_up(n, chunk);
+    pc.k = chunk;
+    rayo_status st = bind_scratch(s, cx, (VkDeviceSize)m * chunks * 16, ops, &pc);
+    for (uint32_t pass = 1; pass <= 3 && st == RAYO_OK; pass++) {
+        if (pass == 2 && call->op == RAYO_OP_RMSNORM)
+            continue;
+        uint32_t spec[3] = {256, call->op, pass};
+        st = dispatch(s, cx, shader, spec, 3, ops, &pc, chunks, min_u32(m, MAX_GROUPS));
+    }
+    return st;
 }
 
 static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
@@ -254,9 +273,18 @@ static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
                    (t->bm * t->bk) % (4 * wg) == 0 && (t->bn * t->bk) % (4 * wg) == 0 &&
                    offsets_multiple_of(ops, 4);
     uint32_t unit = aligned ? 4 : 1;
+    uint32_t steps = div_up(k, t->bk);
+    if (s->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && steps > 16384) {
+        /* lavapipe stops an invocation after 65,535 loop iterations */
+        s->host->set_error(s->host, "vulkan: matmul with k = %zu is too long for a CPU device", k);
+        return RAYO_E_UNSUPPORTED;
+    }
+    uint32_t block = 1;         /* steps per block: about sqrt(steps) */
+    while ((block + 1) * (block + 1) <= steps)
+        block++;
     vk_push pc = {
         .n = (uint32_t)n, .m = (uint32_t)m, .k = (uint32_t)k,
-        .alpha = call->alpha, .beta = call->beta,
+        .alpha = call->alpha, .beta = call->beta, .aux = block,
     };
     push_offsets(ops, &pc, unit);
     uint32_t spec[8] = {wg, t->bm, t->bn, t->bk, t->tm, t->tn,
@@ -266,20 +294,40 @@ static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
                     ops, &pc, gx, gy);
 }
 
+/* gemv.comp: a dot over at most LONG_ROW columns (not transposed) or
+ * GEMV_COLUMN rows (transposed) in one pass; longer ones in at most
+ * MAX_CHUNKS chunks whose partial sums a second pass adds. */
+#define GEMV_COLUMN 4096u
+
 static rayo_status rec_gemv(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                            const vk_operands *ops)
+                            vk_operands *ops)
 {
     if (call->flags & ~RAYO_TRANS_A)
         return RAYO_E_INVALID;
     bool trans = call->flags & RAYO_TRANS_A;
-    vk_push pc = {
-        .n = (uint32_t)call->n, .m = (uint32_t)call->m,
-        .alpha = call->alpha, .beta = call->beta,
-    };
+    uint32_t m = (uint32_t)call->m, n = (uint32_t)call->n;
+    uint32_t len = trans ? m : n, one_pass = trans ? GEMV_COLUMN : LONG_ROW;
+    vk_push pc = {.n = n, .m = m, .k = len, .alpha = call->alpha, .beta = call->beta};
     push_offsets(ops, &pc, 1);
-    uint32_t spec[2] = {WG, trans ? 1u : 0u};
-    uint32_t groups = trans ? div_up(call->n, WG) : (uint32_t)call->m;
-    return dispatch(s, cx, VK_SHADER_GEMV, spec, 2, ops, &pc, min_u32(groups, MAX_GROUPS), 1);
+    /* transposed: columns along x, chunks along y; else chunks along x, rows along y */
+    uint32_t gx = trans ? min_u32(div_up(n, WG), MAX_GROUPS) : 1;
+    uint32_t gy = trans ? 1 : min_u32(m, MAX_GROUPS);
+    uint32_t spec[3] = {WG, trans ? 1u : 0u, 0};
+    if (len <= one_pass)
+        return dispatch(s, cx, VK_SHADER_GEMV, spec, 3, ops, &pc, gx, gy);
+    uint32_t chunk = div_up(len, MAX_CHUNKS);
+    chunk = chunk < one_pass ? one_pass : div_up(chunk, 256) * 256;
+    uint32_t chunks = div_up(len, chunk);
+    pc.k = chunk;
+    rayo_status st = bind_scratch(s, cx, (VkDeviceSize)chunks * (trans ? n : m) * 4, ops, &pc);
+    spec[2] = 1;
+    if (st == RAYO_OK)
+        st = dispatch(s, cx, VK_SHADER_GEMV, spec, 3, ops, &pc, trans ? gx : chunks,
+                      trans ? chunks : gy);
+    spec[2] = 2;
+    if (st == RAYO_OK)
+        st = dispatch(s, cx, VK_SHADER_GEMV, spec, 3, ops, &pc, gx, gy);
+    return st;
 }
 
 static rayo_status rec_transpose(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
@@ -301,8 +349,8 @@ rayo_status vk_record(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
 {
     int  sig = signature_of(call->op);
     vk_shape sh;
-    rayo_status st = shape_of(sig, call->flags, call->m, call->n, call->k, call->beta,
-                              call->b.buf != NULL, call->c.buf != NULL, &sh);
+    rayo_call shape = shape_call(call);
+    rayo_status st = shape_of(&shape, sig, &sh);
     if (st != RAYO_OK)
         return st;
     if (call->n == 0 || (sh.a == 0 && sig != RAYO_SIG_MATMUL) || sh.y == 0)
@@ -383,15 +431,9 @@ static rayo_status host_call(vk_state *s, const rayo_call *call)
 {
     int  sig = signature_of(call->op);
     vk_shape sh;
-    rayo_status st = shape_of(sig, call->flags, call->m, call->n, call->k, call->beta,
-                              call->b != NULL, call->c != NULL, &sh);
+    rayo_status st = shape_of(call, sig, &sh);
     if (st != RAYO_OK)
         return st;
-    if (sig == RAYO_SIG_NORM) {
-        /* gamma comes in b, beta in c; rmsnorm has no beta */
-        if (call->op == RAYO_OP_RMSNORM)
-            sh.c = 0;
-    }
     vk_packing pk;
     pack(call, &sh, &pk);
 
