@@ -6,6 +6,7 @@ include tests/neon.mk
 include tests/vulkan.mk
 include tests/cuda.mk
 include tests/wasm.mk
+include tests/infer.mk
 
 # The core's own tests.
 include tests/plugins/local.mk
