@@ -22,7 +22,9 @@
  *   elementwise ops follow IEEE-754 / C99 libm semantics of the float64
  *   reference; maximum/minimum/max/min/argmax PROPAGATE NaN (a NaN input gives
  *   a NaN result; argmax returns the index of the first NaN); relu(NaN) = NaN;
- *   clip(NaN) = NaN.
+ *   clip(NaN) = NaN.  layernorm/rmsnorm: a row whose var + eps (mean(x^2) +
+ *   eps) is 0 - a constant row, or a zero row, with eps = 0 - normalises to
+ *   0: y = beta (layernorm), y = 0 (rmsnorm), not NaN.
  * Left unspecified on purpose (not checked, may differ between backends):
  *   the sign of a zero result (relu(-0), max(-0, +0)); whether subnormal
  *   results are flushed to zero (GPUs do); on a device whose backend says in
