@@ -23,16 +23,18 @@ export NODE_PATH := $(if $(NODE_PATH),$(NODE_PATH):,)/usr/share/nodejs
 
 OBJ := $(out)/obj
 CFLAGS_ALL := -std=c11 $(WARN_CFLAGS) -fPIC -MMD -MP -I$(srcdir)/core -I$(top_builddir)
+# The CPU plugins compile the shared glue of plugins/cpu-base in.
+PLUGIN_INCLUDES := -I$(srcdir)/plugins/cpu-base
 # The core has no inih (ini-min.c instead), no config files, and no
 # secure_getenv in Emscripten's libc; its plugin directory is /plugins (in
 # the browser, the JS API writes the side modules there).
 CORE_CFLAGS := $(CFLAGS_ALL) -O2 -fvisibility=hidden -DRAYO_BUILDING_CORE -DRAYO_INI_MIN \
 	-Dsecure_getenv=getenv -DRAYO_PLUGINDIR='"/plugins"' -DRAYO_SYSCONFDIR='"/etc/rayo"' \
 	-DRAYO_BUILD_DIR='"$(top_builddir)"' -DRAYO_ABI_MAJOR_STR='"$(RAYO_ABI_MAJOR)"'
-TOOL_CFLAGS := $(CFLAGS_ALL) -O2
-# Plugins: the sources of the native build, as they are.  Only the wasm
+TOOL_CFLAGS := $(CFLAGS_ALL) -O2 -I$(srcdir)/tools/conform
+# Plugins: the sources of the native build (with plugins/cpu-base), as they are.  Only the wasm
 # plugin is compiled with SIMD128; the core and scalar run on any engine.
-PLUGIN_CFLAGS := $(CFLAGS_ALL) -O3 -fvisibility=hidden -DHAVE_CONFIG_H
+PLUGIN_CFLAGS := $(CFLAGS_ALL) $(PLUGIN_INCLUDES) -O3 -fvisibility=hidden -DHAVE_CONFIG_H
 SIMD_CFLAGS := -msimd128
 
 # Main modules: dynamic linking (side modules import libc from here), a
@@ -69,7 +71,7 @@ all: $(PLUGINS) $(out)/rayo-info $(out)/rayo-conform $(JS_FILES) \
 	$(JS_FILES:$(out)/js/%=$(out)/web/rayo/%)
 	@echo "wasm: built in $(out)"
 
-# rayo-bench under node (core/rayo-bench.c as it is, single-threaded: the
+# rayo-bench under node (tools/rayo-bench.c as it is, single-threaded: the
 # build has no pthreads), to compare with the native build's rayo-bench.
 bench: $(out)/rayo-bench
 	@echo "wasm: $(out)/rayo-bench built"

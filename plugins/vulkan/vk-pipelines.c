@@ -270,7 +270,7 @@ rayo_status vk_pipeline_get(vk_state *s, uint32_t shader, const uint32_t *spec,
     for (size_t i = 0; i < s->pipeline_count; i++) {
         const vk_pipeline_entry *e = &s->pipelines[i];
         if (e->shader == shader && e->spec_count == spec_count &&
-            !memcmp(e->spec, spec, spec_count * sizeof *spec)) {
+            (spec_count == 0 || !memcmp(e->spec, spec, spec_count * sizeof *spec))) {
             *out = e->pipeline;
             pthread_mutex_unlock(&s->pipeline_lock);
             return RAYO_OK;
@@ -295,7 +295,8 @@ rayo_status vk_pipeline_get(vk_state *s, uint32_t shader, const uint32_t *spec,
         memset(e, 0, sizeof *e);
         e->shader = shader;
         e->spec_count = spec_count;
-        memcpy(e->spec, spec, spec_count * sizeof *spec);
+        if (spec_count) /* spec may be NULL then: memcpy's arguments must not be */
+            memcpy(e->spec, spec, spec_count * sizeof *spec);
         e->pipeline = p;
         *out = p;
     }

@@ -1,13 +1,13 @@
-/* neon-elementwise.c - binary, unary and activation ops, axpy and bias_act.
+/* elementwise.c - binary, unary and activation ops, axpy and bias_act.
  *
  * Every op is a loop over [lo, hi) of a four-lane function from
- * neon-math.h, so the pool can split it.  The last 1-3 elements go through
+ * math.h, so the pool can split it.  The last 1-3 elements go through
  * the same function via a small stack buffer: one code path, hence the same
  * NaN/Inf behaviour for every element.  Outputs may alias inputs exactly
  * (y == a): each vector is loaded before it is stored.
  */
-#include "neon.h"
-#include "neon-math.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <string.h>
 
@@ -53,7 +53,7 @@ static inline void store_partial(float *p, float32x4_t v, size_t k)
     }                                                                       \
     NEON_KERNEL(name)                                                       \
     {                                                                       \
-        neon_run_ranges(state, call, call->n, cost, name##_range);         \
+        cpu_run_ranges(state, call, call->n, cost, name##_range);         \
         return RAYO_OK;                                                     \
     }
 
@@ -76,7 +76,7 @@ static inline void store_partial(float *p, float32x4_t v, size_t k)
     }                                                                       \
     NEON_KERNEL(name)                                                       \
     {                                                                       \
-        neon_run_ranges(state, call, call->n, COST_ARITH, name##_range);   \
+        cpu_run_ranges(state, call, call->n, COST_ARITH, name##_range);   \
         return RAYO_OK;                                                     \
     }
 
@@ -122,7 +122,7 @@ static void axpy_range(const rayo_call *c, size_t lo, size_t hi)
 
 NEON_KERNEL(axpy)
 {
-    neon_run_ranges(state, call, call->n, COST_ARITH, axpy_range);
+    cpu_run_ranges(state, call, call->n, COST_ARITH, axpy_range);
     return RAYO_OK;
 }
 
@@ -180,6 +180,6 @@ NEON_KERNEL(bias_act)
     size_t cost = call->flags == RAYO_ACT_NONE || call->flags == RAYO_ACT_RELU
                       ? COST_ARITH
                       : COST_TRANSCENDENTAL;
-    neon_run_ranges(state, call, call->m, call->n * cost, bias_act_rows);
+    cpu_run_ranges(state, call, call->m, call->n * cost, bias_act_rows);
     return RAYO_OK;
 }

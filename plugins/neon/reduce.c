@@ -1,4 +1,4 @@
-/* neon-reduce.c - sum, dot, max, min, argmax, norm_l1, norm_l2.
+/* reduce.c - sum, dot, max, min, argmax, norm_l1, norm_l2.
  *
  * Sums are blocked: 16 float lanes accumulate a block of 256 elements (16
  * terms per lane, so at most ~1e-6 * sum|terms| of rounding), then each block
@@ -7,8 +7,8 @@
  * chunking depends on n only, so a result does not depend on the number of
  * threads.  max/min use FMAX/FMIN, which propagate NaN as the contract asks.
  */
-#include "neon.h"
-#include "neon-math.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <math.h>
 #include <string.h>
@@ -166,7 +166,7 @@ static void reduce_task(void *arg, size_t task, unsigned worker)
 
 /* Fills job->partial with fn over consecutive chunks of [0, n); returns
  * how many.  The split depends on n only (results are reproducible). */
-static size_t reduce_chunks(const neon_state *st, reduce_job *job)
+static size_t reduce_chunks(const cpu_state *st, reduce_job *job)
 {
     size_t n = job->n, chunks = n / MIN_CHUNK;
     if (chunks < 2) {
@@ -178,11 +178,11 @@ static size_t reduce_chunks(const neon_state *st, reduce_job *job)
         chunks = MAX_CHUNKS;
     job->chunk = ((n + chunks - 1) / chunks + SUM_BLOCK - 1) / SUM_BLOCK * SUM_BLOCK;
     chunks = (n + job->chunk - 1) / job->chunk;
-    neon_parallel(st, chunks, reduce_task, job);
+    cpu_parallel(st, chunks, reduce_task, job);
     return chunks;
 }
 
-static double sum_chunks(const neon_state *st, const rayo_call *call, chunk_fn *fn)
+static double sum_chunks(const cpu_state *st, const rayo_call *call, chunk_fn *fn)
 {
     reduce_job job = { .call = call, .fn = fn, .n = call->n };
     size_t count = reduce_chunks(st, &job);
@@ -247,7 +247,7 @@ NEON_KERNEL(norm_l2)
 }
 
 /* Partials of max/min are floats held in doubles (NaN included). */
-static float fold_extreme(const neon_state *st, const rayo_call *call, chunk_fn *fn, int want_max)
+static float fold_extreme(const cpu_state *st, const rayo_call *call, chunk_fn *fn, int want_max)
 {
     reduce_job job = { .call = call, .fn = fn, .n = call->n };
     size_t count = reduce_chunks(st, &job);

@@ -22,8 +22,8 @@
  * m == 1 and n == 1 are matrix-vector products: they go to gemv, which
  * streams the matrix once instead of packing it.
  */
-#include "avx2.h"
-#include "vmath.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,29 +38,10 @@ static size_t min_size(size_t a, size_t b)
 
 /* ---- scratch buffers -------------------------------------------------------- */
 
-static void *alloc_floats(const avx2_state *st, size_t count)
-{
-    size_t bytes = count * sizeof(float);
-    if (st->host->alloc_aligned)
-        return st->host->alloc_aligned(64, bytes);
-    void *p = NULL;
-    return posix_memalign(&p, 64, bytes) == 0 ? p : NULL;
-}
-
-static void free_floats(const avx2_state *st, void *p)
-{
-    if (!p)
-        return;
-    if (st->host->alloc_aligned && st->host->free_aligned)
-        st->host->free_aligned(p);
-    else
-        free(p);
-}
-
 static void scratch_destroy(const avx2_state *st, avx2_scratch *s)
 {
-    free_floats(st, s->packed_a);
-    free_floats(st, s->packed_b);
+    cpu_free(&st->cpu, s->packed_a);
+    cpu_free(&st->cpu, s->packed_b);
     free(s);
 }
 
@@ -81,8 +62,8 @@ static avx2_scratch *scratch_get(avx2_state *st, unsigned threads)
         return NULL;
     const avx2_blocking *b = &st->blocking;
     s->threads = threads;
-    s->packed_b = alloc_floats(st, b->kc * (b->nc + NR));
-    s->packed_a = alloc_floats(st, (size_t)threads * (b->mc + MR) * b->kc);
+    s->packed_b = cpu_alloc_floats(&st->cpu, b->kc * (b->nc + NR));
+    s->packed_a = cpu_alloc_floats(&st->cpu, (size_t)threads * (b->mc + MR) * b->kc);
     if (!s->packed_a || !s->packed_b) {
         scratch_destroy(st, s);
         return NULL;
@@ -376,9 +357,9 @@ static void pack_b_rows_task(void *arg, size_t task, unsigned worker)
 static void pack_b(const avx2_state *st, gemm_step *s)
 {
     if (s->g->trans_b)
-        avx2_parallel(st, (s->nc + NR - 1) / NR, pack_b_task, s);
+        cpu_parallel(&st->cpu, (s->nc + NR - 1) / NR, pack_b_task, s);
     else
-        avx2_parallel(st, (s->kc + PACK_B_ROWS - 1) / PACK_B_ROWS, pack_b_rows_task, s);
+        cpu_parallel(&st->cpu, (s->kc + PACK_B_ROWS - 1) / PACK_B_ROWS, pack_b_rows_task, s);
 }
 
 static void compute_task(void *arg, size_t task, unsigned worker)
@@ -435,7 +416,7 @@ static void plan_tasks(const avx2_state *st, const gemm_args *g, size_t nc, unsi
 
 static rayo_status gemm_blocked(avx2_state *st, const gemm_args *g)
 {
-    unsigned threads = avx2_threads(st);
+    unsigned threads = cpu_threads(&st->cpu);
     avx2_scratch *scratch = scratch_get(st, threads);
     if (!scratch)
         return RAYO_E_NOMEM;
@@ -453,7 +434,7 @@ static rayo_status gemm_blocked(avx2_state *st, const gemm_args *g)
             s.kc = min_size(kc, g->k - pc);
             s.beta = pc == 0 ? g->beta : 1.0f;
             pack_b(st, &s);
-            avx2_parallel(st, s.m_blocks * s.slices, compute_task, &s);
+            cpu_parallel(&st->cpu, s.m_blocks * s.slices, compute_task, &s);
         }
     }
     scratch_put(st, scratch);
@@ -611,13 +592,13 @@ static void gemv_run(const avx2_state *st, int trans, size_t rows, size_t cols, 
                      const float *A, const float *x, float beta, float *y)
 {
     gemv_job job = { rows, cols, alpha, beta, A, x, y, 0 };
-    unsigned threads = avx2_threads(st);
+    unsigned threads = cpu_threads(&st->cpu);
     size_t units = trans ? cols : rows;
     size_t granule = trans ? 64 : 4;
     size_t tasks = rows * cols >= GEMV_PARALLEL_MIN && threads > 1 ? threads : 1;
     job.chunk = ((units + tasks - 1) / tasks + granule - 1) / granule * granule;
     tasks = (units + job.chunk - 1) / job.chunk;
-    avx2_parallel(st, tasks, trans ? gemv_cols_task : gemv_rows_task, &job);
+    cpu_parallel(&st->cpu, tasks, trans ? gemv_cols_task : gemv_rows_task, &job);
 }
 
 AVX2_KERNEL(gemv)

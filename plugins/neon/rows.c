@@ -1,4 +1,4 @@
-/* neon-rows.c - softmax, log_softmax, layernorm, rmsnorm: m rows of n.
+/* rows.c - softmax, log_softmax, layernorm, rmsnorm: m rows of n.
  *
  * Row statistics (sums, mean, variance) are accumulated in double, and the
  * normalising expressions are evaluated in double lanes and rounded once to
@@ -7,8 +7,8 @@
  * on the pool when there are enough of them.  y may be x (in place): each
  * row is read completely before a write that could clobber what it needs.
  */
-#include "neon.h"
-#include "neon-math.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <math.h>
 #include <string.h>
@@ -164,51 +164,5 @@ static void rmsnorm_row(const float *x, const float *gamma, float *y, size_t n, 
     scale_row(x, gamma, NULL, y, n, 0.0, 1.0 / sqrt(ms + (double)eps));
 }
 
-/* ---- kernels ----------------------------------------------------------------- */
-static void softmax_rows(const rayo_call *c, size_t lo, size_t hi)
-{
-    for (size_t i = lo; i < hi; i++)
-        softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);
-}
-
-static void log_softmax_rows(const rayo_call *c, size_t lo, size_t hi)
-{
-    for (size_t i = lo; i < hi; i++)
-        log_softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);
-}
-
-static void layernorm_rows(const rayo_call *c, size_t lo, size_t hi)
-{
-    for (size_t i = lo; i < hi; i++)
-        layernorm_row(c->a + i * c->n, c->b, c->c, (float *)c->y + i * c->n, c->n, c->alpha);
-}
-
-static void rmsnorm_rows(const rayo_call *c, size_t lo, size_t hi)
-{
-    for (size_t i = lo; i < hi; i++)
-        rmsnorm_row(c->a + i * c->n, c->b, (float *)c->y + i * c->n, c->n, c->alpha);
-}
-
-NEON_KERNEL(softmax)
-{
-    neon_run_ranges(state, call, call->m, call->n * COST_EXP, softmax_rows);
-    return RAYO_OK;
-}
-
-NEON_KERNEL(log_softmax)
-{
-    neon_run_ranges(state, call, call->m, call->n * COST_EXP, log_softmax_rows);
-    return RAYO_OK;
-}
-
-NEON_KERNEL(layernorm)
-{
-    neon_run_ranges(state, call, call->m, call->n * COST_NORM, layernorm_rows);
-    return RAYO_OK;
-}
-
-NEON_KERNEL(rmsnorm)
-{
-    neon_run_ranges(state, call, call->m, call->n * COST_NORM, rmsnorm_rows);
-    return RAYO_OK;
-}
+/* ---- kernels: the row functions above over the call's m rows ---------------- */
+CPU_ROW_KERNELS(COST_EXP, COST_NORM)

@@ -1,19 +1,22 @@
-/* avx2.h - internals of the AVX2+FMA backend (not installed).
+/* plugin.h - internals of the AVX2+FMA backend (not installed).
  *
  * Everything here is hidden: the plugin is built with -fvisibility=hidden
- * and exports only its descriptor.  Files, by op class:
- *   avx2.c         descriptor, probe, init/fini, op table, thread helpers
+ * and exports only its descriptor.  The glue it shares with the other CPU
+ * plugins (threads, probe/init/fini, descriptor) is in ../cpu-base.
+ * Files, by op class:
+ *   plugin.c       device name, init/fini hooks, range splitting, op table
  *   cache.c        cache sizes (sysfs, else cpuid) -> gemm blocking
  *   elementwise.c  binary, unary and activation ops, axpy, bias_act
  *   reduce.c       sum, dot, max, min, argmax, norms
  *   rows.c         softmax, log_softmax, layernorm, rmsnorm, transpose
- *   gemm.c         matmul (packing, 4x24 FMA microkernel, blocking) and gemv
- *   vmath.h        exp, log, tanh, sigmoid, normal CDF approximations
+ *   matmul.c       matmul (packing, 4x24 FMA microkernel, blocking) and gemv
+ *   math.h         exp, log, tanh, sigmoid, normal CDF approximations
  */
 #ifndef RAYO_AVX2_H
 #define RAYO_AVX2_H
 
-#include "rayo-plugin.h"
+#define CPU_KERNEL(NAME) avx2_##NAME
+#include "cpu-base.h"
 #include <pthread.h>
 
 /* The sgemm microkernel's tile: MR rows x NR columns of C (gemm.c). */
@@ -41,7 +44,7 @@ typedef struct avx2_scratch {
 } avx2_scratch;
 
 typedef struct avx2_state {
-    const rayo_host *host;
+    cpu_state cpu;            /* first: the base's part (the host services) */
     avx2_caches caches;
     avx2_blocking blocking;
     size_t stream_bytes;      /* outputs larger than this use non-temporal stores */
@@ -49,13 +52,7 @@ typedef struct avx2_state {
     avx2_scratch *scratch_free;
 } avx2_state;
 
-/* ---- avx2.c: threads ------------------------------------------------------ */
-unsigned avx2_threads(const avx2_state *st);
-typedef void avx2_task_fn(void *arg, size_t task, unsigned worker);
-/* Runs fn for every task in [0, n_tasks), on the core's pool when there is
- * more than one task and more than one thread, inline otherwise. */
-void avx2_parallel(const avx2_state *st, size_t n_tasks, avx2_task_fn *fn, void *arg);
-
+/* ---- plugin.c: threads ------------------------------------------------- */
 /* Runs fn(call, begin, end) over [0, n) split in one chunk per thread when
  * n >= min_parallel, else in one piece on the calling thread.  Chunk bounds
  * are multiples of granule (64 elements for vectors: whole cache lines;
@@ -75,57 +72,10 @@ double avx2_sum_squares_f64(const float *x, size_t n);
 void avx2_detect_caches(avx2_caches *caches);
 void avx2_choose_blocking(const avx2_caches *caches, avx2_blocking *blocking);
 
-/* ---- gemm.c ------------------------------------------------------------ */
+/* ---- matmul.c ---------------------------------------------------------- */
 void avx2_scratch_free_all(avx2_state *st);
 
-/* ---- kernels (rayo_kernel_fn) ------------------------------------------ */
-#define AVX2_KERNEL(name) rayo_status avx2_##name(void *state, const rayo_call *call)
-
-/* elementwise.c */
-AVX2_KERNEL(add);
-AVX2_KERNEL(sub);
-AVX2_KERNEL(mul);
-AVX2_KERNEL(div);
-AVX2_KERNEL(maximum);
-AVX2_KERNEL(minimum);
-AVX2_KERNEL(scale);
-AVX2_KERNEL(axpy);
-AVX2_KERNEL(relu);
-AVX2_KERNEL(leaky_relu);
-AVX2_KERNEL(elu);
-AVX2_KERNEL(selu);
-AVX2_KERNEL(sigmoid);
-AVX2_KERNEL(tanh);
-AVX2_KERNEL(gelu);
-AVX2_KERNEL(gelu_tanh);
-AVX2_KERNEL(silu);
-AVX2_KERNEL(mish);
-AVX2_KERNEL(hardswish);
-AVX2_KERNEL(clip);
-AVX2_KERNEL(exp);
-AVX2_KERNEL(log);
-AVX2_KERNEL(sqrt);
-AVX2_KERNEL(abs);
-AVX2_KERNEL(bias_act);
-
-/* reduce.c */
-AVX2_KERNEL(sum);
-AVX2_KERNEL(dot);
-AVX2_KERNEL(max);
-AVX2_KERNEL(min);
-AVX2_KERNEL(argmax);
-AVX2_KERNEL(norm_l1);
-AVX2_KERNEL(norm_l2);
-
-/* rows.c */
-AVX2_KERNEL(softmax);
-AVX2_KERNEL(log_softmax);
-AVX2_KERNEL(layernorm);
-AVX2_KERNEL(rmsnorm);
-AVX2_KERNEL(transpose);
-
-/* gemm.c */
-AVX2_KERNEL(matmul);
-AVX2_KERNEL(gemv);
+/* Kernels are avx2_NAME (cpu-base.h declares one for every op). */
+#define AVX2_KERNEL(NAME) CPU_KERNEL_FN(NAME)
 
 #endif

@@ -1,4 +1,4 @@
-/* neon-gemm.c - matmul: C (m x n) = alpha op(A) op(B) + beta C, row-major.
+/* matmul.c - matmul: C (m x n) = alpha op(A) op(B) + beta C, row-major.
  *
  * The blocked scheme of GotoBLAS / BLIS with an Advanced SIMD micro-kernel:
  *   - C is cut into MC x NC tiles; a tile is one task of the core's pool and
@@ -16,8 +16,8 @@
  * only add traffic).  Rounding: float FMAs over one KC slice (256 terms),
  * slices added into C; the same order of error as any BLAS sgemm.
  */
-#include "neon.h"
-#include "neon-math.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -217,7 +217,7 @@ static void set_strides(matmul_job *job, uint32_t flags)
 
 /* m == 1 or n == 1: a matrix-vector product (the vector operand is
  * contiguous whatever the transpose flags). */
-static rayo_status matmul_as_gemv(const neon_state *st, const rayo_call *c)
+static rayo_status matmul_as_gemv(const cpu_state *st, const rayo_call *c)
 {
     int ta = (c->flags & RAYO_TRANS_A) != 0, tb = (c->flags & RAYO_TRANS_B) != 0;
     if (c->n == 1) /* C column = op(A) b */
@@ -228,26 +228,9 @@ static rayo_status matmul_as_gemv(const neon_state *st, const rayo_call *c)
               : neon_gemv_run(st, 1, c->k, c->n, c->alpha, c->b, c->a, c->beta, c->y);
 }
 
-static float *alloc_floats(const neon_state *st, size_t count)
-{
-    if (count > SIZE_MAX / sizeof(float))
-        return NULL;
-    if (st->host->alloc_aligned)
-        return st->host->alloc_aligned(64, count * sizeof(float));
-    return malloc(count * sizeof(float));
-}
-
-static void free_floats(const neon_state *st, float *p)
-{
-    if (st->host->alloc_aligned)
-        st->host->free_aligned(p);
-    else
-        free(p);
-}
-
 NEON_KERNEL(matmul)
 {
-    const neon_state *st = state;
+    const cpu_state *st = state;
     if (call->flags & ~(uint32_t)(RAYO_TRANS_A | RAYO_TRANS_B))
         return RAYO_E_UNSUPPORTED;
     if (call->m == 0 || call->n == 0)
@@ -270,15 +253,15 @@ NEON_KERNEL(matmul)
 
     /* in double: m * n * k may not fit in size_t */
     int parallel = tiles > 1 && (double)job.m * job.n * job.k >= (double)MATMUL_PARALLEL_MIN;
-    size_t workers = parallel ? neon_threads(st) : 1;
-    job.scratch = alloc_floats(st, workers * (job.a_pack + job.b_pack));
+    size_t workers = parallel ? cpu_threads(st) : 1;
+    job.scratch = cpu_alloc_floats(st, workers * (job.a_pack + job.b_pack));
     if (!job.scratch)
         return RAYO_E_NOMEM; /* nothing written yet: the next backend may try */
     if (parallel)
-        neon_parallel(st, tiles, matmul_tile, &job);
+        cpu_parallel(st, tiles, matmul_tile, &job);
     else
         for (size_t t = 0; t < tiles; t++)
             matmul_tile(&job, t, 0);
-    free_floats(st, job.scratch);
+    cpu_free(st, job.scratch);
     return RAYO_OK;
 }

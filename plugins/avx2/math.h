@@ -1,4 +1,4 @@
-/* vmath.h - AVX2+FMA approximations of exp, expm1, log, tanh, sigmoid and
+/* math.h - AVX2+FMA approximations of exp, expm1, log, tanh, sigmoid and
  * the normal CDF (for gelu), 8 floats at a time, and small SIMD helpers.
  *
  * The polynomial coefficients were fitted for rayo (Chebyshev fits in

@@ -1,10 +1,12 @@
-/* avx2.c - the AVX2+FMA backend: descriptor, probe, init/fini, op table.
+/* plugin.c - the AVX2+FMA backend: its device name, the init/fini of its
+ * state (caches, sgemm blocking, scratch), its range splitting, op table and
+ * descriptor (the rest of the glue is ../cpu-base).
  *
  * The core checks the descriptor's cpu_features (AVX2, FMA, and that the OS
  * saves YMM state) before it runs any code of this file, so nothing here
  * needs to check the CPU again.
  */
-#include "avx2.h"
+#include "plugin.h"
 
 #include <cpuid.h>
 #include <stdio.h>
@@ -12,22 +14,10 @@
 #include <string.h>
 
 /* ---- threads --------------------------------------------------------------- */
-
-unsigned avx2_threads(const avx2_state *st)
-{
-    unsigned n = st->host->num_threads ? st->host->num_threads(st->host) : 1;
-    return n ? n : 1;
-}
-
-void avx2_parallel(const avx2_state *st, size_t n_tasks, avx2_task_fn *fn, void *arg)
-{
-    if (n_tasks > 1 && avx2_threads(st) > 1 && st->host->parallel_for) {
-        st->host->parallel_for(st->host, n_tasks, fn, arg);
-        return;
-    }
-    for (size_t t = 0; t < n_tasks; t++)
-        fn(arg, t, 0);
-}
+/* Not cpu_run_ranges: avx2 splits by element count (its thresholds are
+ * measured per op class, elementwise.c and rows.c) into one chunk per
+ * thread at cache-line granules, and its range functions read the state
+ * (streaming stores). */
 
 typedef struct range_job {
     const avx2_state *st;
@@ -54,7 +44,7 @@ void avx2_run_ranges(const avx2_state *st, const rayo_call *call, size_t n,
         fn(st, call, 0, n);
         return;
     }
-    unsigned threads = avx2_threads(st);
+    unsigned threads = cpu_threads(&st->cpu);
     if (threads <= 1) {
         fn(st, call, 0, n);
         return;
@@ -62,7 +52,7 @@ void avx2_run_ranges(const avx2_state *st, const rayo_call *call, size_t n,
     /* One chunk per thread, rounded up to the granule. */
     size_t chunk = ((n + threads - 1) / threads + granule - 1) / granule * granule;
     range_job job = { st, call, fn, n, chunk };
-    avx2_parallel(st, (n + chunk - 1) / chunk, range_task, &job);
+    cpu_parallel(&st->cpu, (n + chunk - 1) / chunk, range_task, &job);
 }
 
 /* ---- probe, init, fini ------------------------------------------------------ */
@@ -88,20 +78,12 @@ static void cpu_brand(char *out, size_t size)
         out[len - 1] = '\0';
 }
 
-static rayo_status avx2_probe(const rayo_host *host, rayo_probe_result *result)
+/* The device's name in rayo-info: the ISA and the CPU's brand. */
+static void describe(char *name, size_t size)
 {
-    (void)host;
     char brand[64];
     cpu_brand(brand, sizeof brand);
-    result->device_count = 1;
-    rayo_device_desc *dev = &result->devices[0];
-    snprintf(dev->name, sizeof dev->name, "CPU AVX2+FMA%s%s%s", brand[0] ? " (" : "", brand,
-             brand[0] ? ")" : "");
-    dev->type = RAYO_DEVICE_CPU;
-    dev->flags = RAYO_DEVICE_HOST_MEMORY;
-    dev->memory_bytes = 0;
-    result->reason[0] = '\0';
-    return RAYO_OK;
+    snprintf(name, size, "CPU AVX2+FMA%s%s%s", brand[0] ? " (" : "", brand, brand[0] ? ")" : "");
 }
 
 /* [backend.avx2] mc / kc / nc override the blocking derived from the caches
@@ -129,14 +111,10 @@ static void apply_blocking_overrides(const rayo_host *host, avx2_blocking *b)
     }
 }
 
-static rayo_status avx2_init(const rayo_host *host, uint32_t device, void **state)
+static rayo_status init_state(cpu_state *base)
 {
-    if (device != 0)
-        return RAYO_E_NOT_FOUND;
-    avx2_state *st = calloc(1, sizeof *st);
-    if (!st)
-        return RAYO_E_NOMEM;
-    st->host = host;
+    avx2_state *st = (avx2_state *)base; /* cpu_state is its first member */
+    const rayo_host *host = base->host;
     avx2_detect_caches(&st->caches);
     avx2_choose_blocking(&st->caches, &st->blocking);
     apply_blocking_overrides(host, &st->blocking);
@@ -152,50 +130,36 @@ static rayo_status avx2_init(const rayo_host *host, uint32_t device, void **stat
         else if (host->log)
             host->log(host, RAYO_LOG_WARN, "[backend.avx2] stream_min_bytes = %s ignored: not a number", stream);
     }
-    if (pthread_mutex_init(&st->scratch_lock, NULL) != 0) {
-        free(st);
+    if (pthread_mutex_init(&st->scratch_lock, NULL) != 0)
         return RAYO_E_BACKEND;
-    }
     if (host->log)
         host->log(host, RAYO_LOG_DEBUG,
                   "caches (%s): L1d %zu KiB, L2 %zu KiB, L3 %zu KiB; sgemm blocks mc %zu kc %zu nc %zu",
                   st->caches.source, st->caches.l1d >> 10, st->caches.l2 >> 10, st->caches.l3 >> 10,
                   st->blocking.mc, st->blocking.kc, st->blocking.nc);
-    *state = st;
     return RAYO_OK;
 }
 
-static void avx2_fini(void *state)
+static void fini_state(cpu_state *base)
 {
-    avx2_state *st = state;
-    if (!st)
-        return;
+    avx2_state *st = (avx2_state *)base;
     avx2_scratch_free_all(st);
     pthread_mutex_destroy(&st->scratch_lock);
-    free(st);
 }
 
 /* ---- the op table and the descriptor ------------------------------------- */
 
-#define RAYO_KERNEL(NAME) avx2_##NAME
+const cpu_plugin_spec cpu_plugin = {
+    .describe = describe,
+    .state_size = sizeof(avx2_state),
+    .init = init_state,
+    .fini = fini_state,
+    .range_granule = 1, /* cpu_run_ranges is not used: see avx2_run_ranges */
+};
+
+#define RAYO_KERNEL CPU_KERNEL
 static const rayo_op_entry avx2_ops[] = {
 #include "rayo-op-table.h"
 };
 
-RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
-    .magic = RAYO_PLUGIN_MAGIC,
-    .abi_major = RAYO_PLUGIN_ABI_MAJOR,
-    .abi_minor = RAYO_PLUGIN_ABI_MINOR,
-    .struct_size = sizeof(rayo_plugin_descriptor),
-    .arch = RAYO_ARCH_X86_64,
-    .name = "avx2",
-    .version = "0.1.0",
-    .cpu_features = RAYO_CPU_X86_AVX2 | RAYO_CPU_X86_FMA,
-    .priority = 50,
-    .probe = avx2_probe,
-    .init = avx2_init,
-    .fini = avx2_fini,
-    .ops = avx2_ops,
-    .op_count = sizeof avx2_ops / sizeof avx2_ops[0],
-    .memory = NULL,
-};
+CPU_PLUGIN_DESCRIPTOR("avx2", RAYO_ARCH_X86_64, RAYO_CPU_X86_AVX2 | RAYO_CPU_X86_FMA, 50, avx2_ops);
