@@ -46,7 +46,8 @@ void block_tile(kern *k, int raster, int *tile_m, int *tile_n)
  * Blocked accumulation: the registers hold float sums over blocks of
  * RAYO_PTX_SGEMM_BLOCK_K terms, which are added into a second float sum per
  * element kept in dynamic shared memory (sg_acc, RAYO_PTX_SGEMM_ACC_BYTES:
- * element e of thread t at (e * 256 + t) * 4, no bank conflicts).  The
+ * elements 4q..4q+3 of thread t as one float4 at (q * 256 + t) * 16, so a
+ * warp's float4 accesses are contiguous).  The
  * rounding error then grows with BLOCK_K + K / BLOCK_K terms, not with K
  * (the registers are all taken: 128 a thread with two blocks an SM). */
 typedef struct sgemm_cfg {
@@ -192,21 +193,26 @@ static void sums_visit(kern *k, const int *acc, enum sums_step step)
 {
     int tid = sreg(k, "%tid.x"), base = nr(k);
     emit(k, "mov.u32 %s, sg_acc;", R(base));
-    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(base), R(tid), R(base));
-    for (int e = 0; e < 64; e++) {
-        int t = nf(k);
+    emit(k, "mad.lo.u32 %s, %s, 16, %s;", R(base), R(tid), R(base));
+    for (int q = 0; q < 16; q++) {
+        const int *a = acc + 4 * q, off = q * 256 * 16;
+        int t[4] = {nf(k), nf(k), nf(k), nf(k)};
         if (step == SUMS_ZERO) {
-            emit(k, "st.shared.f32 [%s+%d], %s;", R(base), e * 1024, C(0.0f));
+            emit(k, "st.shared.v4.f32 [%s+%d], {%s, %s, %s, %s};", R(base), off, C(0.0f), C(0.0f), C(0.0f),
+                 C(0.0f));
             continue;
         }
-        emit(k, "ld.shared.f32 %s, [%s+%d];", F(t), R(base), e * 1024);
-        if (step == SUMS_TOTAL) {
-            emit(k, "add.rn.f32 %s, %s, %s;", F(acc[e]), F(acc[e]), F(t));
-            continue;
+        emit(k, "ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d];", F(t[0]), F(t[1]), F(t[2]), F(t[3]), R(base), off);
+        for (int j = 0; j < 4; j++) {
+            if (step == SUMS_TOTAL) {
+                emit(k, "add.rn.f32 %s, %s, %s;", F(a[j]), F(a[j]), F(t[j]));
+            } else {
+                emit(k, "add.rn.f32 %s, %s, %s;", F(t[j]), F(t[j]), F(a[j]));
+                emit(k, "mov.f32 %s, %s;", F(a[j]), C(0.0f));
+            }
         }
-        emit(k, "add.rn.f32 %s, %s, %s;", F(t), F(t), F(acc[e]));
-        emit(k, "st.shared.f32 [%s+%d], %s;", R(base), e * 1024, F(t));
-        emit(k, "mov.f32 %s, %s;", F(acc[e]), C(0.0f));
+        if (step == SUMS_FLUSH)
+            emit(k, "st.shared.v4.f32 [%s+%d], {%s, %s, %s, %s};", R(base), off, F(t[0]), F(t[1]), F(t[2]), F(t[3]));
     }
 }
 
