@@ -25,10 +25,15 @@
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 
+// A sum as two words of a partial record (float: the second is unused).
 #ifdef RAYO_F64
 #define SUM double
+SUM sum_of_words(uvec2 w) { return packDouble2x32(w); }
+uvec2 words_of_sum(SUM s) { return unpackDouble2x32(s); }
 #else
 #define SUM float
+SUM sum_of_words(uvec2 w) { return uintBitsToFloat(w.x); }
+uvec2 words_of_sum(SUM s) { return uvec2(floatBitsToUint(s), 0u); }
 #endif
 
 layout(local_size_x_id = 0) in;
@@ -108,18 +113,13 @@ P from_data(uint idx)
     return p;
 }
 
-// A partial record is 4 words: s (a double takes words 0 and 1) for sums,
-// else v, w, u, i.
+// A partial record is 4 words: s for sums (words 0 and 1), else v, w, u, i.
 P from_partial(uint j)
 {
     uint o = pc.oa + 4u * j;
     P p = p_identity();
     if (sum_like()) {
-#ifdef RAYO_F64
-        p.s = packDouble2x32(uvec2(a_data[o], a_data[o + 1u]));
-#else
-        p.s = f(a_data[o]);
-#endif
+        p.s = sum_of_words(uvec2(a_data[o], a_data[o + 1u]));
         return p;
     }
     return P(p.s, f(a_data[o]), f(a_data[o + 1u]), f(a_data[o + 2u]), a_data[o + 3u]);
@@ -128,13 +128,9 @@ P from_partial(uint j)
 void write_partial(uint o, P p)
 {
     if (sum_like()) {
-#ifdef RAYO_F64
-        uvec2 u = unpackDouble2x32(p.s);
-        y_data[o] = u.x;
-        y_data[o + 1u] = u.y;
-#else
-        y_data[o] = floatBitsToUint(p.s);
-#endif
+        uvec2 w = words_of_sum(p.s);
+        y_data[o] = w.x;
+        y_data[o + 1u] = w.y;
         return;
     }
     y_data[o] = floatBitsToUint(p.v);
