@@ -148,20 +148,67 @@ void stash(uint buf)
 }
 #endif
 
+// The invocation's TM x TN block of C, as vec4s along n.
+vec4 acc[TM * TN / 4u];
+
+// Blocked accumulation: acc holds float sums over pc.aux tile steps (the
+// host picks about sqrt(k) terms, at least 256), which this adds into C
+// itself, the second sums: rounding then grows with the block plus the
+// number of blocks, not with k.  The second sums live in C, not in
+// registers (64 more would halve the workgroups an NVIDIA SM holds: 42%
+// slower) nor in shared memory (64 KiB, past NVIDIA's 48 KiB): C's tile
+// stays in the cache between flushes, and each invocation reads back
+// only what it wrote.  The first flush writes alpha acc + beta C (C is not
+// read when beta == 0), later ones add alpha acc; acc restarts at 0.
+void flush(uint row0, uint col0, uint tx, uint ty, bool first)
+{
+    for (uint i = 0u; i < TM / 4u; i++)
+        for (uint ii = 0u; ii < 4u; ii++) {
+            uint row = row0 + (ty + i * WY) * 4u + ii;
+            for (uint j = 0u; j < TN / 4u; j++) {
+                uint col = col0 + (tx + j * WX) * 4u;
+                uint a = (i * 4u + ii) * (TN / 4u) + j;
+                vec4 v = acc[a];
+                acc[a] = vec4(0.0);
+#ifdef RAYO_ALIGNED
+                uint o = (row * pc.n + col) / 4u;
+                if (!first)
+                    v = fma(vec4(pc.alpha), v, y_data[pc.oy + o]);
+                else if (pc.beta != 0.0)
+                    v = fma(vec4(pc.beta), c_data[pc.oc + o], pc.alpha * v);
+                else
+                    v = pc.alpha * v;
+                y_data[pc.oy + o] = v;
+#else
+                if (row >= pc.m)
+                    continue;
+                for (uint e = 0u; e < 4u; e++) {
+                    if (col + e >= pc.n)
+                        break;
+                    uint o = row * pc.n + col + e;
+                    float r = pc.alpha * v[e];
+                    if (!first)
+                        r = fma(pc.alpha, v[e], y_data[pc.oy + o]);
+                    else if (pc.beta != 0.0)
+                        r = fma(pc.beta, c_data[pc.oc + o], r);
+                    y_data[pc.oy + o] = r;
+                }
+#endif
+            }
+        }
+}
+
 void main()
 {
     uint tx = gl_LocalInvocationID.x % WX, ty = gl_LocalInvocationID.x / WX;
     uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
 
-    // acc sums pc.aux steps (about sqrt(k) terms), then is added to total:
-    // rounding grows with 2 sqrt(k) terms, not k.
-    vec4 acc[TM * TN / 4u], total[TM * TN / 4u];
-    for (uint i = 0u; i < TM * TN / 4u; i++) {
+    for (uint i = 0u; i < TM * TN / 4u; i++)
         acc[i] = vec4(0.0);
-        total[i] = vec4(0.0);
-    }
 
     uint steps = (pc.k + BK - 1u) / BK;
+    uint left = pc.aux;             // steps until the next flush
+    bool first = true;
     fetch(row0, col0, 0u);
     stash(0u);
     barrier();
@@ -182,44 +229,14 @@ void main()
                         acc[(i * 4u + ii) * (TN / 4u) + j] =
                             fma(vec4(av[i][ii]), bv[j], acc[(i * 4u + ii) * (TN / 4u) + j]);
         }
+        if (--left == 0u && s + 1u < steps) {
+            flush(row0, col0, tx, ty, first);
+            first = false;
+            left = pc.aux;
+        }
         if (s + 1u < steps)
             stash(buf ^ 1u);
         barrier();
-        if ((s + 1u) % pc.aux == 0u) {
-            for (uint i = 0u; i < TM * TN / 4u; i++) {
-                total[i] += acc[i];
-                acc[i] = vec4(0.0);
-            }
-        }
     }
-    for (uint i = 0u; i < TM * TN / 4u; i++)
-        total[i] += acc[i];
-
-    // epilogue: C = alpha acc + beta C (C is not read when beta == 0)
-    for (uint i = 0u; i < TM / 4u; i++)
-        for (uint ii = 0u; ii < 4u; ii++) {
-            uint row = row0 + (ty + i * WY) * 4u + ii;
-            for (uint j = 0u; j < TN / 4u; j++) {
-                uint col = col0 + (tx + j * WX) * 4u;
-                vec4 v = pc.alpha * total[(i * 4u + ii) * (TN / 4u) + j];
-#ifdef RAYO_ALIGNED
-                uint o = (row * pc.n + col) / 4u;
-                if (pc.beta != 0.0)
-                    v = fma(vec4(pc.beta), c_data[pc.oc + o], v);
-                y_data[pc.oy + o] = v;
-#else
-                if (row >= pc.m)
-                    continue;
-                for (uint e = 0u; e < 4u; e++) {
-                    if (col + e >= pc.n)
-                        break;
-                    uint o = row * pc.n + col + e;
-                    float r = v[e];
-                    if (pc.beta != 0.0)
-                        r = fma(pc.beta, c_data[pc.oc + o], r);
-                    y_data[pc.oy + o] = r;
-                }
-#endif
-            }
-        }
+    flush(row0, col0, tx, ty, first);
 }
