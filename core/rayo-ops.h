@@ -39,6 +39,11 @@
  *   row for rmsnorm, with eps = 0) the normalised value is 0, so y = beta
  *   (0 without beta), not NaN;
  *   log_softmax: rows with a large offset (1e30 constant: -log(n)).
+ * Exception: on a device whose backend says in rayo-info that it sums in
+ *   float (vulkan where the driver lacks shaderFloat64), sum, dot, norm_l1
+ *   and the row statistics of softmax, log_softmax, layernorm and rmsnorm
+ *   accumulate in float: partial sums past FLT_MAX overflow, and rows of
+ *   |x| > 1e19 or with |mean| >> std lose accuracy.
  * Left unspecified on purpose (not checked, may differ between backends):
  *   the sign of a zero result (relu(-0), max(-0, +0)); whether subnormal
  *   results are flushed to zero (GPUs do); on a device whose backend says in
