@@ -515,12 +515,14 @@ double conform_judge(const rayo_op_info *op, double ref, double terms, float y, 
 }
 
 /* ---- judging outputs computed elsewhere -------------------------------------- */
-static int judge_index(const rayo_call *c, double ref, size_t got, char *msg, size_t size)
+static int judge_index(const rayo_call *c, double ref, const void *out, char *msg, size_t size)
 {
+    size_t got;
+    memcpy(&got, out, sizeof got);
     if ((double)got == ref)
         return 0;
-    snprintf(msg, size, "%s n=%zu: index %zu, the float64 reference says %.0f", rayo_op_by_id(c->op)->name,
-             c->n, got, ref);
+    snprintf(msg, size, "index %zu, the float64 reference says %.0f (x[%zu] = %.9g)", got, ref, (size_t)ref,
+             (double)c->a[(size_t)ref]);
     return 1;
 }
 
@@ -538,9 +540,8 @@ static int judge_floats(const rayo_op_info *op, const double *ref, const double 
     }
     if (!bad)
         return 0;
-    snprintf(msg, size, "%s: %zu of %zu elements out of contract; worst y[%zu] = %.9g, float64 reference %.9g "
-             "(%.3g times the allowed error)", op->name, bad, count, worst, (double)y[worst], ref[worst],
-             worst_units);
+    snprintf(msg, size, "%zu of %zu elements out of contract; worst y[%zu] = %.9g, float64 reference %.9g "
+             "(%.3g times the allowed error)", bad, count, worst, (double)y[worst], ref[worst], worst_units);
     return 1;
 }
 
@@ -556,7 +557,7 @@ int conform_check_outputs(const rayo_op_info *contract, const rayo_call *call, c
         if (size)
             msg[0] = 0;
         if (op->sig == RAYO_SIG_ARGREDUCE)
-            rc = count ? judge_index(call, ref[0], *(const size_t *)out, msg, size) : 0;
+            rc = count ? judge_index(call, ref[0], out, msg, size) : 0;
         else
             rc = judge_floats(op, ref, terms, out, count, msg, size);
     }

@@ -68,7 +68,8 @@ double conform_judge(const rayo_op_info *op, double ref, double terms, float y, 
  * contract to judge with (a looser one for a relaxed precision such as
  * TF32).  Returns 0 when every element is within the contract, 1 when some
  * are not, -1 when the engine has no reference for the op or memory ran
- * out; msg (size bytes) gets one sentence about the worst element, or "". */
+ * out; msg (size bytes) gets one sentence about the worst element (without
+ * the op's name: the caller says where), or "". */
 int conform_check_outputs(const rayo_op_info *contract, const rayo_call *call, const void *out,
                           char *msg, size_t size);
 
