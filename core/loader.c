@@ -13,6 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#ifdef HAVE_GETAUXVAL
+#include <sys/auxv.h>
+#endif
+
+#ifndef RAYO_LOCAL_PLUGINDIR
+#define RAYO_LOCAL_PLUGINDIR "" /* none (the WebAssembly build) */
+#endif
 
 /* The size of a minor-0 descriptor: the fields this core reads. */
 #define DESCRIPTOR_V1_0_SIZE (offsetof(rayo_plugin_descriptor, memory) + sizeof(void *))
@@ -481,6 +489,24 @@ static void append_path(char **acc, const char *more)
     }
 }
 
+/* The local plugin directory (configure --with-local-plugindir, by default
+ * /usr/local/lib/rayo/abiN) holds plugins built on this machine, outside the
+ * package manager.  A setuid/setgid program never searches it: a directory
+ * writable by a lesser-privileged group must not feed code into it. */
+static const char *local_plugin_dir(void)
+{
+    if (!*RAYO_LOCAL_PLUGINDIR || !strcmp(RAYO_LOCAL_PLUGINDIR, RAYO_PLUGINDIR))
+        return NULL;
+#ifdef HAVE_GETAUXVAL
+    if (getauxval(AT_SECURE))
+        return NULL;
+#else
+    if (getuid() != geteuid() || getgid() != getegid())
+        return NULL;
+#endif
+    return RAYO_LOCAL_PLUGINDIR;
+}
+
 void loader_load_all(rayo_context *ctx)
 {
     const char *files = config_get(&ctx->cfg, "plugins", "load");
@@ -501,6 +527,11 @@ void loader_load_all(rayo_context *ctx)
     }
     scan_dir(ctx, RAYO_PLUGINDIR);
     append_path(&search, RAYO_PLUGINDIR);
+    const char *local = local_plugin_dir();
+    if (local) {
+        scan_dir(ctx, local);
+        append_path(&search, local);
+    }
     ctx->search_path = search;
 }
 
