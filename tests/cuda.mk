@@ -5,6 +5,8 @@
 #                   against float64 references, batches, staging reuse,
 #                   failure paths (SKIP where no driver or device exists).
 #  test-cuda-conform.sh: rayo-conform on the cuda plugin (SKIP likewise).
+#  test-cuda-decls: rayo's own Driver API declarations agree with the
+#                   toolkit's cuda.h (SKIP where there is no cuda.h).
 EXTRA_DIST += tests/test-cuda-ptxas.sh
 dist_noinst_SCRIPTS += tests/test-cuda-conform.sh
 
@@ -25,4 +27,9 @@ tests_test_cuda_CPPFLAGS = $(AM_CPPFLAGS) \
 tests_test_cuda_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_cuda_LDADD = $(PTHREAD_LIBS) -lm
 TESTS += tests/test-cuda tests/test-cuda-conform.sh
+
+check_PROGRAMS += tests/test-cuda-decls
+TESTS += tests/test-cuda-decls
+tests_test_cuda_decls_SOURCES = tests/test-cuda-decls.c tests/cuda-decls-own.c
+tests_test_cuda_decls_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 endif
