@@ -283,7 +283,9 @@ typedef struct rayo_link_info {
 } rayo_link_info;
 RAYO_API size_t rayo_chain(const rayo_context *ctx, rayo_op op, rayo_link_info *links, size_t max_links);
 /* The backend a call of `op` with work size `size` would go to first
- * (size: n for vector ops, rows*cols for row ops, m*n*k for matmul). */
+ * (size: n for vector ops, rows*cols for row ops, m*n*k for matmul).
+ * NULL when ctx is NULL, op is unknown, or no loaded backend implements op
+ * (its calls then fail with RAYO_E_NO_BACKEND). */
 RAYO_API const char *rayo_backend_for(const rayo_context *ctx, rayo_op op, size_t size);
 
 /* Config files read, in order (for rayo-info). */
