@@ -17,7 +17,9 @@ trap 'rm -rf "$work"' EXIT
 
 need="debhelper autoconf-archive pkgconf libinih-dev libvulkan-dev glslc spirv-tools lintian"
 missing=""
-for p in $need; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+for p in $need; do
+    dpkg-query -W -f='${db:Status-Abbrev}\n' "$p" 2>/dev/null | grep -q '^ii' || missing="$missing $p"
+done
 if [ -n "$missing" ]; then
     echo "build-debs: installing:$missing"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
