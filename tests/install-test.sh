@@ -113,7 +113,7 @@ expect_chain() {
 }
 expect_status() {
     local got; got=$(status_of "$1")
-    [ "$got" = "$2" ] && echo "  ok: $1 is $2" || fail "$1 is '${got:-absent}', want '${2:-absent}'"
+    [ "$got" = "$2" ] && echo "  ok: $1 is ${2:-absent}" || fail "$1 is '${got:-absent}', want '${2:-absent}'"
 }
 
 step "chroot: apt-get update; step 1: librayo0 + rayo-tools (rayo-backend-scalar comes with librayo0)"
