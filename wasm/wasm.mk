@@ -23,6 +23,8 @@ export NODE_PATH := $(if $(NODE_PATH),$(NODE_PATH):,)/usr/share/nodejs
 
 OBJ := $(out)/obj
 CFLAGS_ALL := -std=c11 $(WARN_CFLAGS) -fPIC -MMD -MP -I$(srcdir)/core -I$(top_builddir)
+# The CPU plugins compile the shared glue of plugins/cpu-base in.
+PLUGIN_INCLUDES := -I$(srcdir)/plugins/cpu-base
 # The core has no inih (ini-min.c instead), no config files, and no
 # secure_getenv in Emscripten's libc; its plugin directory is /plugins (in
 # the browser, the JS API writes the side modules there).
@@ -30,9 +32,9 @@ CORE_CFLAGS := $(CFLAGS_ALL) -O2 -fvisibility=hidden -DRAYO_BUILDING_CORE -DRAYO
 	-Dsecure_getenv=getenv -DRAYO_PLUGINDIR='"/plugins"' -DRAYO_SYSCONFDIR='"/etc/rayo"' \
 	-DRAYO_BUILD_DIR='"$(top_builddir)"' -DRAYO_ABI_MAJOR_STR='"$(RAYO_ABI_MAJOR)"'
 TOOL_CFLAGS := $(CFLAGS_ALL) -O2
-# Plugins: the sources of the native build, as they are.  Only the wasm
+# Plugins: the sources of the native build (with plugins/cpu-base), as they are.  Only the wasm
 # plugin is compiled with SIMD128; the core and scalar run on any engine.
-PLUGIN_CFLAGS := $(CFLAGS_ALL) -O3 -fvisibility=hidden -DHAVE_CONFIG_H
+PLUGIN_CFLAGS := $(CFLAGS_ALL) $(PLUGIN_INCLUDES) -O3 -fvisibility=hidden -DHAVE_CONFIG_H
 SIMD_CFLAGS := -msimd128
 
 # Main modules: dynamic linking (side modules import libc from here), a

@@ -4,7 +4,7 @@
  * where sysfs is missing (containers without /sys) the deterministic cache
  * parameters of cpuid (leaf 4 on Intel, 0x8000001d on AMD) say the same.
  */
-#include "avx2.h"
+#include "plugin.h"
 
 #include <cpuid.h>
 #include <stdio.h>

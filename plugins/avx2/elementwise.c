@@ -14,8 +14,8 @@
  * either is NaN, so _mm256_max_ps(bound, x) == (x < bound ? bound : x)
  * exactly, NaN included; maximum/minimum need an explicit NaN test.
  */
-#include "avx2.h"
-#include "vmath.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <stdint.h>
 
@@ -333,8 +333,8 @@ AVX2_KERNEL(bias_act)
 {
     const avx2_state *st = state;
     if (call->flags >= RAYO_ACT_LIMIT) {
-        if (st->host->set_error)
-            st->host->set_error(st->host, "bias_act: unknown activation %u", (unsigned)call->flags);
+        if (st->cpu.host->set_error)
+            st->cpu.host->set_error(st->cpu.host, "bias_act: unknown activation %u", (unsigned)call->flags);
         return RAYO_E_INVALID;
     }
     /* Parallel over rows once the whole call is big enough. */

@@ -4,8 +4,10 @@
 if BUILD_AVX2
 plugin_LTLIBRARIES += plugins/avx2/rayo-avx2.la
 plugins_avx2_rayo_avx2_la_SOURCES = \
-	plugins/avx2/avx2.h plugins/avx2/vmath.h plugins/avx2/avx2.c plugins/avx2/cache.c \
-	plugins/avx2/elementwise.c plugins/avx2/reduce.c plugins/avx2/rows.c plugins/avx2/gemm.c
+	plugins/avx2/plugin.h plugins/avx2/math.h plugins/avx2/plugin.c plugins/avx2/cache.c \
+	plugins/avx2/elementwise.c plugins/avx2/reduce.c plugins/avx2/rows.c plugins/avx2/matmul.c \
+	$(CPU_BASE_FILES)
+plugins_avx2_rayo_avx2_la_CPPFLAGS = $(AM_CPPFLAGS) $(CPU_BASE_CPPFLAGS)
 plugins_avx2_rayo_avx2_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -mavx2 -mfma -fvisibility=hidden
 plugins_avx2_rayo_avx2_la_LDFLAGS = $(RAYO_MODULE_FLAGS)
 plugins_avx2_rayo_avx2_la_LIBADD = $(PTHREAD_LIBS) -lm

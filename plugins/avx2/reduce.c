@@ -13,8 +13,8 @@
  * NaN: max/min return NaN when any element is NaN (the scalar backend's NAN);
  * argmax returns the index of the first NaN if any.
  */
-#include "avx2.h"
-#include "vmath.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <math.h>
 
@@ -134,7 +134,7 @@ static double reduce(const avx2_state *st, reduction kind, const float *a, const
         default: return v_hsum(block_reduce(RED_DOT, a, b, n));
         }
     }
-    if (n < REDUCE_PARALLEL_MIN || avx2_threads(st) < 2)
+    if (n < REDUCE_PARALLEL_MIN || cpu_threads(&st->cpu) < 2)
         return reduce_serial(kind, a, b ? b : a, n);
     /* Chunks of whole blocks, their number a function of n only. */
     reduce_job job = { .kind = kind, .a = a, .b = b, .n = n };
@@ -144,7 +144,7 @@ static double reduce(const avx2_state *st, reduction kind, const float *a, const
         per_chunk = min_chunk;
     job.chunk = (per_chunk + BLOCK - 1) / BLOCK * BLOCK;
     size_t tasks = (n + job.chunk - 1) / job.chunk;
-    avx2_parallel(st, tasks, reduce_task, &job);
+    cpu_parallel(&st->cpu, tasks, reduce_task, &job);
     double total = 0.0;
     for (size_t t = 0; t < tasks; t++)
         total += job.partial[t];

@@ -12,8 +12,8 @@
  * element just before writing it, before any write that could clobber an
  * element still needed.
  */
-#include "avx2.h"
-#include "vmath.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <math.h>
 

@@ -4,9 +4,10 @@
 if BUILD_NEON
 plugin_LTLIBRARIES += plugins/neon/rayo-neon.la
 plugins_neon_rayo_neon_la_SOURCES = \
-	plugins/neon/neon.h plugins/neon/neon-math.h plugins/neon/neon-plugin.c \
-	plugins/neon/neon-elementwise.c plugins/neon/neon-reduce.c plugins/neon/neon-rows.c \
-	plugins/neon/neon-matrix.c plugins/neon/neon-gemm.c
+	plugins/neon/plugin.h plugins/neon/math.h plugins/neon/plugin.c \
+	plugins/neon/elementwise.c plugins/neon/reduce.c plugins/neon/rows.c \
+	plugins/neon/matmul.c plugins/neon/gemv.c plugins/neon/transpose.c $(CPU_BASE_FILES)
+plugins_neon_rayo_neon_la_CPPFLAGS = $(AM_CPPFLAGS) $(CPU_BASE_CPPFLAGS)
 plugins_neon_rayo_neon_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 plugins_neon_rayo_neon_la_LDFLAGS = $(RAYO_MODULE_FLAGS)
 plugins_neon_rayo_neon_la_LIBADD = -lm

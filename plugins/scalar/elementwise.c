@@ -3,15 +3,15 @@
  * Every op is a loop over [lo, hi) of a one-element function, so the same
  * function serves the op and bias_act, and the loop can be split over the
  * thread pool.  Outputs may alias inputs exactly (y == a): each y[i] depends
- * on a[i] (and b[i]) only; SCALAR_MAP (scalar.h) keeps such loops
- * vectorisable.  The transcendental functions are scalar-math.h's.
+ * on a[i] (and b[i]) only; SCALAR_MAP (plugin.h) keeps such loops
+ * vectorisable.  The transcendental functions are math.h's.
  *
  * NaN rules (rayo-ops.h): comparisons are written so that a NaN input falls
  * through to a branch that returns NaN: relu, clip, maximum and minimum
  * propagate NaN, unlike fmaxf/fminf.
  */
-#include "scalar.h"
-#include "scalar-math.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <math.h>
 #include <string.h>
@@ -93,7 +93,7 @@ static inline float hardswish1(float x)
     return x * clamp((x + 3.0f) / 6.0f, 0.0f, 1.0f);
 }
 
-/* NaN > 0 is false: alpha * NaN = NaN.  pick (scalar-math.h) computes both
+/* NaN > 0 is false: alpha * NaN = NaN.  pick (math.h) computes both
  * arms; a ?: would put the product under a condition, which gcc does not
  * vectorise (it could trap). */
 static inline float leaky_relu1(float x, float alpha)
@@ -115,9 +115,9 @@ static inline float selu1(float x)
 
 /* ---- running a range ---------------------------------------------------------- */
 static rayo_status run_elementwise(void *state, const rayo_call *call, size_t cost,
-                                   scalar_range_fn *fn)
+                                   cpu_range_fn *fn)
 {
-    scalar_run_ranges(state, call, call->n, cost, fn);
+    cpu_run_ranges(state, call, call->n, cost, fn);
     return RAYO_OK;
 }
 
@@ -228,13 +228,13 @@ static void bias_act_rows(const rayo_call *c, size_t lo, size_t hi)
 SCALAR_KERNEL(bias_act)
 {
     if (call->flags >= RAYO_ACT_LIMIT) {
-        const scalar_state *st = state;
+        const cpu_state *st = state;
         if (st->host->set_error)
             st->host->set_error(st->host, "bias_act: unknown activation %u", (unsigned)call->flags);
         return RAYO_E_INVALID;
     }
     size_t cost = call->flags == RAYO_ACT_NONE || call->flags == RAYO_ACT_RELU ? COST_ARITH
                                                                              : COST_MATH;
-    scalar_run_ranges(state, call, call->m, call->n * cost, bias_act_rows);
+    cpu_run_ranges(state, call, call->m, call->n * cost, bias_act_rows);
     return RAYO_OK;
 }

@@ -8,7 +8,7 @@
  * Rows (or column blocks) are split over the pool when A is large.
  * beta == 0 never reads y.
  */
-#include "scalar.h"
+#include "plugin.h"
 
 #define JB 256  /* columns per block of the transposed product */
 #define RB 64   /* rows per float partial sum */
@@ -82,16 +82,16 @@ static void gemv_t_task(void *arg, size_t task, unsigned worker)
 }
 
 /* Splits `units` (rows or column blocks) into tasks when A is large. */
-static size_t task_count(const scalar_state *st, size_t units, size_t elements)
+static size_t task_count(const cpu_state *st, size_t units, size_t elements)
 {
-    size_t threads = scalar_threads(st);
+    size_t threads = cpu_threads(st);
     if (threads < 2 || elements < GEMV_PARALLEL_MIN)
         return 1;
     size_t tasks = 4 * threads;
     return tasks < units ? tasks : units;
 }
 
-rayo_status scalar_gemv_run(const scalar_state *st, int trans, size_t rows, size_t cols,
+rayo_status scalar_gemv_run(const cpu_state *st, int trans, size_t rows, size_t cols,
                             float alpha, const float *A, const float *x, float beta, float *y)
 {
     gemv_job job = { rows, cols, alpha, beta, A, x, y, 0 };
@@ -101,7 +101,7 @@ rayo_status scalar_gemv_run(const scalar_state *st, int trans, size_t rows, size
     size_t tasks = task_count(st, units, rows * cols);
     job.chunk = (units + tasks - 1) / tasks;
     tasks = (units + job.chunk - 1) / job.chunk;
-    scalar_parallel(st, tasks, trans ? gemv_t_task : gemv_n_task, &job);
+    cpu_parallel(st, tasks, trans ? gemv_t_task : gemv_n_task, &job);
     return RAYO_OK;
 }
 

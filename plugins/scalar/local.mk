@@ -3,9 +3,11 @@
 if BUILD_SCALAR
 plugin_LTLIBRARIES += plugins/scalar/rayo-scalar.la
 plugins_scalar_rayo_scalar_la_SOURCES = \
-	plugins/scalar/scalar.h plugins/scalar/scalar-math.h plugins/scalar/scalar.c \
+	plugins/scalar/plugin.h plugins/scalar/math.h plugins/scalar/plugin.c \
 	plugins/scalar/elementwise.c plugins/scalar/reduce.c plugins/scalar/rows.c \
-	plugins/scalar/matmul.c plugins/scalar/gemv.c plugins/scalar/transpose.c
+	plugins/scalar/matmul.c plugins/scalar/gemv.c plugins/scalar/transpose.c \
+	$(CPU_BASE_FILES)
+plugins_scalar_rayo_scalar_la_CPPFLAGS = $(AM_CPPFLAGS) $(CPU_BASE_CPPFLAGS)
 plugins_scalar_rayo_scalar_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 plugins_scalar_rayo_scalar_la_LDFLAGS = $(RAYO_MODULE_FLAGS)
 plugins_scalar_rayo_scalar_la_LIBADD = -lm

@@ -20,7 +20,7 @@
  * beta == 0 never reads C (C may hold NaN garbage).  m == 1 and n == 1 go to
  * gemv, where packing would only add traffic.
  */
-#include "scalar.h"
+#include "plugin.h"
 
 #include <string.h>
 
@@ -210,7 +210,7 @@ static void set_strides(matmul_job *job, uint32_t flags)
 
 /* m == 1 or n == 1: a matrix-vector product (both operands' vectors are
  * contiguous whatever the transpose flags). */
-static rayo_status matmul_as_gemv(const scalar_state *st, const rayo_call *c)
+static rayo_status matmul_as_gemv(const cpu_state *st, const rayo_call *c)
 {
     int ta = (c->flags & RAYO_TRANS_A) != 0, tb = (c->flags & RAYO_TRANS_B) != 0;
     if (c->n == 1) /* C column = op(A) b */
@@ -223,7 +223,7 @@ static rayo_status matmul_as_gemv(const scalar_state *st, const rayo_call *c)
 
 SCALAR_KERNEL(matmul)
 {
-    const scalar_state *st = state;
+    const cpu_state *st = state;
     if (call->flags & ~(uint32_t)(RAYO_TRANS_A | RAYO_TRANS_B))
         return RAYO_E_UNSUPPORTED;
     if (call->m == 0 || call->n == 0)
@@ -240,20 +240,20 @@ SCALAR_KERNEL(matmul)
     set_strides(&job, call->flags);
     /* in double: m * n * k may not fit in size_t */
     int parallel = (double)job.m * job.n * job.k >= (double)MATMUL_PARALLEL_MIN &&
-                   scalar_threads(st) > 1;
-    size_t workers = parallel ? scalar_threads(st) : 1;
+                   cpu_threads(st) > 1;
+    size_t workers = parallel ? cpu_threads(st) : 1;
     size_t tiles = plan_tiles(&job, workers);
     size_t kc = min_size(KC, job.k);
     job.a_pack = round_up(min_size(MC, round_up(job.m, MR)) * kc, 16);
     job.b_pack = round_up(job.nc * kc, 16);
-    job.scratch = scalar_alloc_floats(st, workers * (job.a_pack + job.b_pack));
+    job.scratch = cpu_alloc_floats(st, workers * (job.a_pack + job.b_pack));
     if (!job.scratch)
         return RAYO_E_NOMEM; /* nothing written yet: the next backend may try */
     if (parallel)
-        scalar_parallel(st, tiles, matmul_tile, &job);
+        cpu_parallel(st, tiles, matmul_tile, &job);
     else
         for (size_t t = 0; t < tiles; t++)
             matmul_tile(&job, t, 0);
-    scalar_free(st, job.scratch);
+    cpu_free(st, job.scratch);
     return RAYO_OK;
 }

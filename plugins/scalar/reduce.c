@@ -10,7 +10,7 @@
  * Large vectors are split over the thread pool in chunks of whole blocks;
  * the partial results are added in task order.
  */
-#include "scalar.h"
+#include "plugin.h"
 
 #include <math.h>
 
@@ -101,17 +101,17 @@ static void reduce_task(void *arg, size_t task, unsigned worker)
     job->partial[task] = reduce_serial(job->kind, job->a + lo, job->b ? job->b + lo : NULL, len);
 }
 
-static double reduce(const scalar_state *st, reduction kind, const float *a, const float *b,
+static double reduce(const cpu_state *st, reduction kind, const float *a, const float *b,
                      size_t n)
 {
-    size_t threads = scalar_threads(st);
+    size_t threads = cpu_threads(st);
     if (threads < 2 || n < REDUCE_PARALLEL_MIN)
         return reduce_serial(kind, a, b, n);
     size_t tasks = 4 * threads < MAX_CHUNKS ? 4 * threads : MAX_CHUNKS;
     reduce_job job = { .kind = kind, .a = a, .b = b, .n = n };
     job.chunk = ((n + tasks - 1) / tasks + BLOCK - 1) / BLOCK * BLOCK;
     tasks = (n + job.chunk - 1) / job.chunk;
-    scalar_parallel(st, tasks, reduce_task, &job);
+    cpu_parallel(st, tasks, reduce_task, &job);
     double total = 0.0;
     for (size_t t = 0; t < tasks; t++)
         total += job.partial[t];

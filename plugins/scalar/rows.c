@@ -7,8 +7,8 @@
  * x (in place): every row reads x completely before the first write that
  * could clobber an element it still needs.
  */
-#include "scalar.h"
-#include "scalar-math.h"
+#include "plugin.h"
+#include "math.h"
 
 #include <math.h>
 
@@ -104,51 +104,5 @@ static void rmsnorm_row(const float *x, const float *gamma, float *y, size_t n, 
     scale_row(x, gamma, NULL, y, n, 0.0, 1.0 / sqrt(ms + (double)eps));
 }
 
-/* ---- kernels ----------------------------------------------------------------- */
-static void softmax_rows(const rayo_call *c, size_t lo, size_t hi)
-{
-    for (size_t i = lo; i < hi; i++)
-        softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);
-}
-
-static void log_softmax_rows(const rayo_call *c, size_t lo, size_t hi)
-{
-    for (size_t i = lo; i < hi; i++)
-        log_softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);
-}
-
-static void layernorm_rows(const rayo_call *c, size_t lo, size_t hi)
-{
-    for (size_t i = lo; i < hi; i++)
-        layernorm_row(c->a + i * c->n, c->b, c->c, (float *)c->y + i * c->n, c->n, c->alpha);
-}
-
-static void rmsnorm_rows(const rayo_call *c, size_t lo, size_t hi)
-{
-    for (size_t i = lo; i < hi; i++)
-        rmsnorm_row(c->a + i * c->n, c->b, (float *)c->y + i * c->n, c->n, c->alpha);
-}
-
-SCALAR_KERNEL(softmax)
-{
-    scalar_run_ranges(state, call, call->m, call->n * COST_EXP, softmax_rows);
-    return RAYO_OK;
-}
-
-SCALAR_KERNEL(log_softmax)
-{
-    scalar_run_ranges(state, call, call->m, call->n * COST_EXP, log_softmax_rows);
-    return RAYO_OK;
-}
-
-SCALAR_KERNEL(layernorm)
-{
-    scalar_run_ranges(state, call, call->m, call->n * COST_NORM, layernorm_rows);
-    return RAYO_OK;
-}
-
-SCALAR_KERNEL(rmsnorm)
-{
-    scalar_run_ranges(state, call, call->m, call->n * COST_NORM, rmsnorm_rows);
-    return RAYO_OK;
-}
+/* ---- kernels: the row functions above over the call's m rows ---------------- */
+CPU_ROW_KERNELS(COST_EXP, COST_NORM)

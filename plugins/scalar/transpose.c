@@ -4,7 +4,7 @@
  * and the columns written of a tile stay in L1.  Bands of TB rows of a are
  * independent and run on the pool when the matrix is large.
  */
-#include "scalar.h"
+#include "plugin.h"
 
 #define TB 32
 
@@ -29,6 +29,6 @@ static void transpose_bands(const rayo_call *c, size_t lo, size_t hi)
 
 SCALAR_KERNEL(transpose)
 {
-    scalar_run_ranges(state, call, (call->m + TB - 1) / TB, TB * call->n, transpose_bands);
+    cpu_run_ranges(state, call, (call->m + TB - 1) / TB, TB * call->n, transpose_bands);
     return RAYO_OK;
 }

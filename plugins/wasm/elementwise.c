@@ -11,7 +11,7 @@
  * NaN input falls into the branch that returns NaN: maximum, minimum, relu
  * and clip propagate NaN; the ±0 results are the scalar backend's too.
  */
-#include "wasm.h"
+#include "plugin.h"
 
 #include <math.h>
 
@@ -117,7 +117,7 @@ static inline vf32 vexp_op(vf32 x)
     }                                                                      \
     WASM_KERNEL(name)                                                      \
     {                                                                      \
-        wasm_run_ranges(state, call, call->n, cost, name##_range);         \
+        cpu_run_ranges(state, call, call->n, cost, name##_range);         \
         return RAYO_OK;                                                    \
     }
 
@@ -150,7 +150,7 @@ static inline vf32 vexp_op(vf32 x)
     }                                                                      \
     WASM_KERNEL(name)                                                      \
     {                                                                      \
-        wasm_run_ranges(state, call, call->n, COST_ARITH, name##_range);   \
+        cpu_run_ranges(state, call, call->n, COST_ARITH, name##_range);   \
         return RAYO_OK;                                                    \
     }
 
@@ -195,7 +195,7 @@ static void axpy_range(const rayo_call *c, size_t lo, size_t hi)
 
 WASM_KERNEL(axpy)
 {
-    wasm_run_ranges(state, call, call->n, COST_ARITH, axpy_range);
+    cpu_run_ranges(state, call, call->n, COST_ARITH, axpy_range);
     return RAYO_OK;
 }
 
@@ -247,13 +247,13 @@ static void bias_act_rows(const rayo_call *c, size_t lo, size_t hi)
 WASM_KERNEL(bias_act)
 {
     if (call->flags >= RAYO_ACT_LIMIT) {
-        const wasm_state *st = state;
+        const cpu_state *st = state;
         if (st->host->set_error)
             st->host->set_error(st->host, "bias_act: unknown activation %u", (unsigned)call->flags);
         return RAYO_E_INVALID;
     }
     size_t cost = call->flags == RAYO_ACT_NONE || call->flags == RAYO_ACT_RELU ? COST_ARITH
                                                                              : COST_MATH;
-    wasm_run_ranges(state, call, call->m, call->n * cost, bias_act_rows);
+    cpu_run_ranges(state, call, call->m, call->n * cost, bias_act_rows);
     return RAYO_OK;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""fit-coefficients.py - derives the polynomial coefficients of vmath.h.
+"""fit-coefficients.py - derives the polynomial coefficients of math.h.
 
-Not run by the build: the coefficients are pasted into vmath.h.  Kept so
+Not run by the build: the coefficients are pasted into math.h.  Kept so
 that anyone can see where they come from and refit them (needs mpmath).
 Each fit is a Chebyshev interpolation (near-minimax) of a smooth function
 in 60-digit arithmetic; the script prints the coefficients, rounded to

@@ -8,7 +8,7 @@
  *                 then into double, to keep tall matrices near 1e-6.
  * beta == 0 never reads y.
  */
-#include "wasm.h"
+#include "plugin.h"
 
 #define BLOCK 512
 #define JB 256
@@ -123,16 +123,16 @@ static void gemv_t_task(void *arg, size_t task, unsigned worker)
     }
 }
 
-static size_t task_count(const wasm_state *st, size_t units, size_t elements)
+static size_t task_count(const cpu_state *st, size_t units, size_t elements)
 {
-    size_t threads = wasm_threads(st);
+    size_t threads = cpu_threads(st);
     if (threads < 2 || elements < GEMV_PARALLEL_MIN)
         return 1;
     size_t tasks = 4 * threads;
     return tasks < units ? tasks : units;
 }
 
-rayo_status wasm_gemv_run(const wasm_state *st, int trans, size_t rows, size_t cols,
+rayo_status wasm_gemv_run(const cpu_state *st, int trans, size_t rows, size_t cols,
                           float alpha, const float *A, const float *x, float beta, float *y)
 {
     gemv_job job = {rows, cols, alpha, beta, A, x, y, 0};
@@ -142,7 +142,7 @@ rayo_status wasm_gemv_run(const wasm_state *st, int trans, size_t rows, size_t c
     size_t tasks = task_count(st, units, rows * cols);
     job.chunk = (units + tasks - 1) / tasks;
     tasks = (units + job.chunk - 1) / job.chunk;
-    wasm_parallel(st, tasks, trans ? gemv_t_task : gemv_n_task, &job);
+    cpu_parallel(st, tasks, trans ? gemv_t_task : gemv_n_task, &job);
     return RAYO_OK;
 }
 

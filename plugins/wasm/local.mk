@@ -7,9 +7,10 @@
 # make); the source lists below and in the other local.mk files are the
 # only lists, shared by both variants.
 WASM_PLUGIN_FILES = \
-	plugins/wasm/wasm.h plugins/wasm/vmath.h plugins/wasm/wasm.c \
+	plugins/wasm/plugin.h plugins/wasm/math.h plugins/wasm/plugin.c \
 	plugins/wasm/elementwise.c plugins/wasm/reduce.c plugins/wasm/rows.c \
-	plugins/wasm/matmul.c plugins/wasm/gemv.c plugins/wasm/transpose.c
+	plugins/wasm/matmul.c plugins/wasm/gemv.c plugins/wasm/transpose.c \
+	$(CPU_BASE_FILES)
 WASM_GLUE_FILES = wasm/rayo-js.h wasm/rayo-js.c
 WASM_WEB_FILES = examples/web/index.html examples/web/app.mjs examples/web/bench.mjs \
 	examples/web/style.css

@@ -10,7 +10,7 @@
  *
  * beta == 0 never reads C.  m == 1 or n == 1 go to gemv.
  */
-#include "wasm.h"
+#include "plugin.h"
 
 #include <string.h>
 
@@ -173,7 +173,7 @@ static void set_strides(matmul_job *job, uint32_t flags)
 }
 
 /* m == 1 or n == 1: a matrix-vector product. */
-static rayo_status matmul_as_gemv(const wasm_state *st, const rayo_call *c)
+static rayo_status matmul_as_gemv(const cpu_state *st, const rayo_call *c)
 {
     int ta = (c->flags & RAYO_TRANS_A) != 0, tb = (c->flags & RAYO_TRANS_B) != 0;
     if (c->n == 1) /* C column = op(A) b */
@@ -186,7 +186,7 @@ static rayo_status matmul_as_gemv(const wasm_state *st, const rayo_call *c)
 
 WASM_KERNEL(matmul)
 {
-    const wasm_state *st = state;
+    const cpu_state *st = state;
     if (call->flags & ~(uint32_t)(RAYO_TRANS_A | RAYO_TRANS_B))
         return RAYO_E_UNSUPPORTED;
     if (call->m == 0 || call->n == 0)
@@ -208,15 +208,15 @@ WASM_KERNEL(matmul)
     job.b_pack = round_up(min_size(NC, round_up(job.n, NR)) * kc, 16);
 
     int parallel = tiles > 1 && (double)job.m * job.n * job.k >= (double)MATMUL_PARALLEL_MIN;
-    size_t workers = parallel ? wasm_threads(st) : 1;
-    job.scratch = wasm_alloc_floats(st, workers * (job.a_pack + job.b_pack));
+    size_t workers = parallel ? cpu_threads(st) : 1;
+    job.scratch = cpu_alloc_floats(st, workers * (job.a_pack + job.b_pack));
     if (!job.scratch)
         return RAYO_E_NOMEM; /* nothing written yet: the next backend may try */
     if (parallel)
-        wasm_parallel(st, tiles, matmul_tile, &job);
+        cpu_parallel(st, tiles, matmul_tile, &job);
     else
         for (size_t t = 0; t < tiles; t++)
             matmul_tile(&job, t, 0);
-    wasm_free(st, job.scratch);
+    cpu_free(st, job.scratch);
     return RAYO_OK;
 }

@@ -7,7 +7,7 @@
  * (norm_l2) are summed in double lanes outright: no overflow or underflow
  * for any float.  Large vectors are split over the pool in whole blocks.
  */
-#include "wasm.h"
+#include "plugin.h"
 
 #include <math.h>
 
@@ -117,17 +117,17 @@ static void reduce_task(void *arg, size_t task, unsigned worker)
     job->partial[task] = reduce_serial(job->kind, job->a + lo, job->b ? job->b + lo : NULL, len);
 }
 
-static double reduce(const wasm_state *st, reduction kind, const float *a, const float *b,
+static double reduce(const cpu_state *st, reduction kind, const float *a, const float *b,
                      size_t n)
 {
-    size_t threads = wasm_threads(st);
+    size_t threads = cpu_threads(st);
     if (threads < 2 || n < REDUCE_PARALLEL_MIN)
         return reduce_serial(kind, a, b, n);
     size_t tasks = 4 * threads < MAX_CHUNKS ? 4 * threads : MAX_CHUNKS;
     reduce_job job = {.kind = kind, .a = a, .b = b, .n = n};
     job.chunk = ((n + tasks - 1) / tasks + BLOCK - 1) / BLOCK * BLOCK;
     tasks = (n + job.chunk - 1) / job.chunk;
-    wasm_parallel(st, tasks, reduce_task, &job);
+    cpu_parallel(st, tasks, reduce_task, &job);
     double total = 0.0;
     for (size_t t = 0; t < tasks; t++)
         total += job.partial[t];

@@ -7,7 +7,7 @@
  * cost more than the 4e-6 contract when |mean| >> stddev.  y may be x (in
  * place): a row is read completely before the pass that overwrites it.
  */
-#include "wasm.h"
+#include "plugin.h"
 
 #include <math.h>
 
@@ -161,51 +161,5 @@ static void rmsnorm_row(const float *x, const float *gamma, float *y, size_t n, 
     norm_row(x, gamma, NULL, y, n, 0.0, 1.0 / sqrt(ms + (double)eps));
 }
 
-/* ---- kernels ----------------------------------------------------------------------- */
-static void softmax_rows(const rayo_call *c, size_t lo, size_t hi)
-{
-    for (size_t i = lo; i < hi; i++)
-        softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);
-}
-
-static void log_softmax_rows(const rayo_call *c, size_t lo, size_t hi)
-{
-    for (size_t i = lo; i < hi; i++)
-        log_softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);
-}
-
-static void layernorm_rows(const rayo_call *c, size_t lo, size_t hi)
-{
-    for (size_t i = lo; i < hi; i++)
-        layernorm_row(c->a + i * c->n, c->b, c->c, (float *)c->y + i * c->n, c->n, c->alpha);
-}
-
-static void rmsnorm_rows(const rayo_call *c, size_t lo, size_t hi)
-{
-    for (size_t i = lo; i < hi; i++)
-        rmsnorm_row(c->a + i * c->n, c->b, (float *)c->y + i * c->n, c->n, c->alpha);
-}
-
-WASM_KERNEL(softmax)
-{
-    wasm_run_ranges(state, call, call->m, call->n * COST_EXP, softmax_rows);
-    return RAYO_OK;
-}
-
-WASM_KERNEL(log_softmax)
-{
-    wasm_run_ranges(state, call, call->m, call->n * COST_EXP, log_softmax_rows);
-    return RAYO_OK;
-}
-
-WASM_KERNEL(layernorm)
-{
-    wasm_run_ranges(state, call, call->m, call->n * COST_NORM, layernorm_rows);
-    return RAYO_OK;
-}
-
-WASM_KERNEL(rmsnorm)
-{
-    wasm_run_ranges(state, call, call->m, call->n * COST_NORM, rmsnorm_rows);
-    return RAYO_OK;
-}
+/* ---- kernels: the row functions above over the call's m rows ---------------- */
+CPU_ROW_KERNELS(COST_EXP, COST_NORM)

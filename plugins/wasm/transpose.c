@@ -5,7 +5,7 @@
  * shuffles; the edges of the matrix (m or n not a multiple of 4) are
  * copied element by element.  Bands of TB rows run on the pool.
  */
-#include "wasm.h"
+#include "plugin.h"
 
 #define TB 32
 
@@ -52,6 +52,6 @@ static void transpose_bands(const rayo_call *c, size_t lo, size_t hi)
 
 WASM_KERNEL(transpose)
 {
-    wasm_run_ranges(state, call, (call->m + TB - 1) / TB, TB * call->n, transpose_bands);
+    cpu_run_ranges(state, call, (call->m + TB - 1) / TB, TB * call->n, transpose_bands);
     return RAYO_OK;
 }

@@ -1,0 +1,660 @@
+/* gemm.c - matmul C (m x n) = alpha op(A) op(B) + beta C (row-major) and gemv.
+ *
+ * The Goto/BLIS scheme:
+ *   for jc (nc columns of C):          B block kc x nc packed once, shared
+ *     for pc (kc of the k dimension):    by every thread
+ *       for ic (mc rows of C):           A block mc x kc packed per task, in L2
+ *         for jr (24 columns):           B micro-panel kc x 24, mostly in L1
+ *           for ir (4 rows):             the 4x24 microkernel: 12 ymm
+ *                                        accumulators, 3 loads of B and 4
+ *                                        broadcasts of A per k step
+ * mc, kc, nc come from the cache sizes (cache.c).  Tasks of the core's pool
+ * are (ic block, column slice) pairs: the m blocks are made a multiple of
+ * the thread count so every thread gets the same share.
+ *
+ * Packing reads A and B through their transposes, so the four transpose
+ * combinations share one microkernel.  Edge tiles are computed whole into a
+ * small buffer (packing pads with zeros) and only their valid part is merged.
+ * beta == 0 never reads C (C may hold NaN garbage).  The result is
+ * alpha * (A B) + beta * C computed as in the scalar backend, without
+ * shortcuts for alpha == 0.
+ *
+ * m == 1 and n == 1 are matrix-vector products: they go to gemv, which
+ * streams the matrix once instead of packing it.
+ */
+#include "plugin.h"
+#include "math.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MR AVX2_GEMM_MR
+#define NR AVX2_GEMM_NR
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* ---- scratch buffers -------------------------------------------------------- */
+
+static void scratch_destroy(const avx2_state *st, avx2_scratch *s)
+{
+    cpu_free(&st->cpu, s->packed_a);
+    cpu_free(&st->cpu, s->packed_b);
+    free(s);
+}
+
+/* A scratch with room for `threads` A blocks, from the free list or new. */
+static avx2_scratch *scratch_get(avx2_state *st, unsigned threads)
+{
+    pthread_mutex_lock(&st->scratch_lock);
+    avx2_scratch *s = st->scratch_free;
+    if (s)
+        st->scratch_free = s->next;
+    pthread_mutex_unlock(&st->scratch_lock);
+    if (s && s->threads >= threads)
+        return s;
+    if (s)
+        scratch_destroy(st, s);
+    s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    const avx2_blocking *b = &st->blocking;
+    s->threads = threads;
+    s->packed_b = cpu_alloc_floats(&st->cpu, b->kc * (b->nc + NR));
+    s->packed_a = cpu_alloc_floats(&st->cpu, (size_t)threads * (b->mc + MR) * b->kc);
+    if (!s->packed_a || !s->packed_b) {
+        scratch_destroy(st, s);
+        return NULL;
+    }
+    return s;
+}
+
+static void scratch_put(avx2_state *st, avx2_scratch *s)
+{
+    pthread_mutex_lock(&st->scratch_lock);
+    s->next = st->scratch_free;
+    st->scratch_free = s;
+    pthread_mutex_unlock(&st->scratch_lock);
+}
+
+void avx2_scratch_free_all(avx2_state *st)
+{
+    while (st->scratch_free) {
+        avx2_scratch *s = st->scratch_free;
+        st->scratch_free = s->next;
+        scratch_destroy(st, s);
+    }
+}
+
+/* ---- operands ----------------------------------------------------------------
+ * op(A) is m x k and op(B) is k x n; a transposed operand is stored the
+ * other way round, row-major. */
+typedef struct gemm_args {
+    size_t m, n, k;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+    int trans_a, trans_b;
+} gemm_args;
+
+/* One full MR-row (4-row) panel of A stored m x k (not transposed): 4 k at
+ * a time, a 4x4 transpose in registers turns 4 rows into 4 columns. */
+static void pack_a_rows(const float *A, size_t lda, size_t kc, float *dst)
+{
+    size_t p = 0;
+    for (; p + 4 <= kc; p += 4) {
+        __m128 r0 = _mm_loadu_ps(A + p), r1 = _mm_loadu_ps(A + lda + p);
+        __m128 r2 = _mm_loadu_ps(A + 2 * lda + p), r3 = _mm_loadu_ps(A + 3 * lda + p);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(dst + p * MR, r0);
+        _mm_storeu_ps(dst + (p + 1) * MR, r1);
+        _mm_storeu_ps(dst + (p + 2) * MR, r2);
+        _mm_storeu_ps(dst + (p + 3) * MR, r3);
+    }
+    for (; p < kc; p++)
+        for (size_t i = 0; i < MR; i++)
+            dst[p * MR + i] = A[i * lda + p];
+}
+
+/* Pack rows [i0, i0 + mc) x cols [p0, p0 + kc) of op(A) into MR-row panels:
+ * panel-major, then k, then the MR rows; rows past m are zero. */
+static void pack_a(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t kc, float *dst)
+{
+    for (size_t ir = 0; ir < mc; ir += MR, dst += MR * kc) {
+        size_t rows = min_size(MR, mc - ir);
+        if (!g->trans_a && rows == MR) {
+            pack_a_rows(g->A + (i0 + ir) * g->k + p0, g->k, kc, dst);
+            continue;
+        }
+        float *d = dst;
+        for (size_t p = 0; p < kc; p++, d += MR) {
+            size_t r = 0;
+            if (g->trans_a) {
+                /* op(A)(i, p) = A[p * m + i]: the MR values of one k are contiguous. */
+                const float *src = g->A + (p0 + p) * g->m + i0 + ir;
+                for (; r < rows; r++)
+                    d[r] = src[r];
+            } else {
+                for (; r < rows; r++)
+                    d[r] = g->A[(i0 + ir + r) * g->k + p0 + p];
+            }
+            for (; r < MR; r++)
+                d[r] = 0.0f;
+        }
+    }
+}
+
+/* B stored n x k (transposed), NR full columns: 8 k at a time, 8x8
+ * transposes turn NR rows of B into 8 rows of NR of the panel. */
+static void pack_b_transposed(const float *B, size_t ldb, size_t kc, float *dst)
+{
+    size_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+        for (size_t group = 0; group < NR / 8; group++) {
+            __m256 r[8];
+            for (size_t j = 0; j < 8; j++)
+                r[j] = _mm256_loadu_ps(B + (group * 8 + j) * ldb + p);
+            v_transpose8x8(r);
+            for (size_t i = 0; i < 8; i++)
+                _mm256_store_ps(dst + (p + i) * NR + group * 8, r[i]);
+        }
+    }
+    for (; p < kc; p++)
+        for (size_t j = 0; j < NR; j++)
+            dst[p * NR + j] = B[j * ldb + p];
+}
+
+/* Pack rows [p0, p0 + kc) x cols [j0, j0 + cols) of op(B) into one
+ * NR-column panel: k-major, the NR columns contiguous; columns past n are
+ * zero. */
+static void pack_b_panel(const gemm_args *g, size_t p0, size_t kc, size_t j0, size_t cols, float *dst)
+{
+    if (cols == NR && !g->trans_b) {
+        for (size_t p = 0; p < kc; p++, dst += NR) {
+            const float *src = g->B + (p0 + p) * g->n + j0;
+            for (size_t v = 0; v < NR; v += 8)
+                _mm256_store_ps(dst + v, _mm256_loadu_ps(src + v));
+        }
+        return;
+    }
+    if (cols == NR) {
+        pack_b_transposed(g->B + j0 * g->k + p0, g->k, kc, dst);
+        return;
+    }
+    for (size_t p = 0; p < kc; p++, dst += NR) {
+        size_t c = 0;
+        for (; c < cols; c++)
+            dst[c] = g->trans_b ? g->B[(j0 + c) * g->k + p0 + p] : g->B[(p0 + p) * g->n + j0 + c];
+        for (; c < NR; c++)
+            dst[c] = 0.0f;
+    }
+}
+
+/* ---- the microkernel ----------------------------------------------------------- */
+
+/* C tile (4 x 24 at c, row stride ldc) = alpha * (a panel x b panel) + beta * C;
+ * beta == 0: C is not read.  Per k: 3 loads of B, 4 broadcasts of A, 12
+ * fmas into 12 accumulators.  A 6x16 tile needs 6 broadcasts for the same
+ * 12 fmas; on Zen 3 the broadcasts compete with the fmas and 6x16 measured
+ * 90% of the FMA peak in L1, 4x24 99%. */
+static void kernel_4x24(size_t kc, const float *a, const float *b, float *c, size_t ldc,
+                        float alpha, float beta)
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00;
+    __m256 c20 = c00, c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00;
+    for (size_t r = 0; r < MR; r++) {
+        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + r * ldc + NR - 1), _MM_HINT_T0);
+    }
+    /* The k loop is written in assembly: with 12 accumulators, 3 B vectors
+     * and a broadcast all 16 ymm registers are in use, and gcc's register
+     * allocator then turns B loads into memory operands of the fmas,
+     * loading each B vector up to 4 times (15% slower).  Here the
+     * accumulators are operands in ymm0-11 and ymm12-15 are scratch. */
+#define K_STEP(OFF_B, OFF_A)                                                   \
+    "vmovaps " #OFF_B "(%[b]), %%ymm12\n\t"                                    \
+    "vmovaps " #OFF_B "+32(%[b]), %%ymm13\n\t"                                 \
+    "vmovaps " #OFF_B "+64(%[b]), %%ymm14\n\t"                                 \
+    "vbroadcastss " #OFF_A "(%[a]), %%ymm15\n\t"                               \
+    "vfmadd231ps %%ymm12, %%ymm15, %[c00]\n\t"                                 \
+    "vfmadd231ps %%ymm13, %%ymm15, %[c01]\n\t"                                 \
+    "vfmadd231ps %%ymm14, %%ymm15, %[c02]\n\t"                                 \
+    "vbroadcastss " #OFF_A "+4(%[a]), %%ymm15\n\t"                             \
+    "vfmadd231ps %%ymm12, %%ymm15, %[c10]\n\t"                                 \
+    "vfmadd231ps %%ymm13, %%ymm15, %[c11]\n\t"                                 \
+    "vfmadd231ps %%ymm14, %%ymm15, %[c12]\n\t"                                 \
+    "vbroadcastss " #OFF_A "+8(%[a]), %%ymm15\n\t"                             \
+    "vfmadd231ps %%ymm12, %%ymm15, %[c20]\n\t"                                 \
+    "vfmadd231ps %%ymm13, %%ymm15, %[c21]\n\t"                                 \
+    "vfmadd231ps %%ymm14, %%ymm15, %[c22]\n\t"                                 \
+    "vbroadcastss " #OFF_A "+12(%[a]), %%ymm15\n\t"                            \
+    "vfmadd231ps %%ymm12, %%ymm15, %[c30]\n\t"                                 \
+    "vfmadd231ps %%ymm13, %%ymm15, %[c31]\n\t"                                 \
+    "vfmadd231ps %%ymm14, %%ymm15, %[c32]\n\t"
+#define K_OPERANDS                                                             \
+    [a] "+r"(a), [b] "+r"(b), [n] "+r"(steps), [c00] "+x"(c00), [c01] "+x"(c01),   \
+    [c02] "+x"(c02), [c10] "+x"(c10), [c11] "+x"(c11), [c12] "+x"(c12),           \
+    [c20] "+x"(c20), [c21] "+x"(c21), [c22] "+x"(c22), [c30] "+x"(c30),           \
+    [c31] "+x"(c31), [c32] "+x"(c32)
+    size_t steps = kc / 4;
+    if (steps)
+        __asm__("1:\n\t"
+                K_STEP(0, 0) K_STEP(96, 16) K_STEP(192, 32) K_STEP(288, 48)
+                "add $64, %[a]\n\t"
+                "add $384, %[b]\n\t"
+                "dec %[n]\n\t"
+                "jnz 1b\n\t"
+                : K_OPERANDS
+                :
+                : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
+    steps = kc % 4;
+    if (steps)
+        __asm__("1:\n\t"
+                K_STEP(0, 0)
+                "add $16, %[a]\n\t"
+                "add $96, %[b]\n\t"
+                "dec %[n]\n\t"
+                "jnz 1b\n\t"
+                : K_OPERANDS
+                :
+                : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
+#undef K_OPERANDS
+#undef K_STEP
+    const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+    /* C = alpha AB (beta 0: C unread), alpha AB + C (every k block after the
+     * first: one fma), or alpha AB + beta C. */
+#define STORE_ONE(PTR, X)                                                      \
+    do {                                                                       \
+        __m256 y_;                                                             \
+        if (beta == 0.0f)                                                      \
+            y_ = _mm256_mul_ps(va, X);                                         \
+        else if (beta == 1.0f)                                                 \
+            y_ = _mm256_fmadd_ps(va, X, _mm256_loadu_ps(PTR));                 \
+        else                                                                   \
+            y_ = _mm256_fmadd_ps(va, X, _mm256_mul_ps(vb, _mm256_loadu_ps(PTR))); \
+        _mm256_storeu_ps(PTR, y_);                                             \
+    } while (0)
+#define STORE_ROW(R, X0, X1, X2)                                               \
+    do {                                                                       \
+        float *row = c + (R) * ldc;                                            \
+        STORE_ONE(row, X0);                                                    \
+        STORE_ONE(row + 8, X1);                                                \
+        STORE_ONE(row + 16, X2);                                               \
+    } while (0)
+    STORE_ROW(0, c00, c01, c02);
+    STORE_ROW(1, c10, c11, c12);
+    STORE_ROW(2, c20, c21, c22);
+    STORE_ROW(3, c30, c31, c32);
+#undef STORE_ROW
+#undef STORE_ONE
+}
+
+/* An edge tile: the whole 4x24 product into a buffer, then the valid
+ * rows x cols merged into C. */
+static void kernel_edge(size_t kc, const float *a, const float *b, float *c, size_t ldc,
+                        size_t rows, size_t cols, float alpha, float beta)
+{
+    float tile[MR * NR];
+    kernel_4x24(kc, a, b, tile, NR, 1.0f, 0.0f);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t j = 0; j < cols; j++) {
+            float v = alpha * tile[r * NR + j];
+            c[r * ldc + j] = beta == 0.0f ? v : v + beta * c[r * ldc + j];
+        }
+}
+
+/* ---- one (jc, pc) step: tasks over (ic block, column slice) ----------------- */
+typedef struct gemm_step {
+    const gemm_args *g;
+    const avx2_state *st;
+    avx2_scratch *scratch;
+    size_t jc, nc, pc, kc;
+    size_t mc, m_blocks;         /* A blocks of mc rows (multiple of MR) */
+    size_t slice, slices;        /* column slices of the nc block (multiple of NR) */
+    float beta;                  /* the call's beta at pc == 0, else 1 */
+} gemm_step;
+
+/* Transposed B: one task per panel (a panel reads NR rows of B, each
+ * contiguous along k). */
+static void pack_b_task(void *arg, size_t task, unsigned worker)
+{
+    const gemm_step *s = arg;
+    (void)worker;
+    size_t j = task * NR;
+    pack_b_panel(s->g, s->pc, s->kc, s->jc + j, min_size(NR, s->nc - j), s->scratch->packed_b + j * s->kc);
+}
+
+#define PACK_B_ROWS 16 /* rows of B per task when B is not transposed */
+
+/* B not transposed: one task per PACK_B_ROWS rows of the kc x nc block, each
+ * row read once from start to end (panel by panel it would jump a row
+ * stride every 96 bytes, a new page each time for wide matrices). */
+static void pack_b_rows_task(void *arg, size_t task, unsigned worker)
+{
+    const gemm_step *s = arg;
+    const gemm_args *g = s->g;
+    (void)worker;
+    size_t p_end = min_size((task + 1) * PACK_B_ROWS, s->kc);
+    for (size_t p = task * PACK_B_ROWS; p < p_end; p++) {
+        const float *src = g->B + (s->pc + p) * g->n + s->jc;
+        float *dst = s->scratch->packed_b + p * NR;
+        size_t j = 0;
+        for (; j + NR <= s->nc; j += NR, dst += NR * s->kc)
+            for (size_t v = 0; v < NR; v += 8)
+                _mm256_store_ps(dst + v, _mm256_loadu_ps(src + j + v));
+        if (j < s->nc) {
+            size_t c = 0;
+            for (; c < s->nc - j; c++)
+                dst[c] = src[j + c];
+            for (; c < NR; c++)
+                dst[c] = 0.0f;
+        }
+    }
+}
+
+static void pack_b(const avx2_state *st, gemm_step *s)
+{
+    if (s->g->trans_b)
+        cpu_parallel(&st->cpu, (s->nc + NR - 1) / NR, pack_b_task, s);
+    else
+        cpu_parallel(&st->cpu, (s->kc + PACK_B_ROWS - 1) / PACK_B_ROWS, pack_b_rows_task, s);
+}
+
+static void compute_task(void *arg, size_t task, unsigned worker)
+{
+    const gemm_step *s = arg;
+    const gemm_args *g = s->g;
+    size_t block = task / s->slices, slice = task % s->slices;
+    size_t i0 = block * s->mc;
+    if (i0 >= g->m)
+        return;
+    size_t mc = min_size(s->mc, g->m - i0);
+    size_t j_begin = slice * s->slice, j_end = min_size(j_begin + s->slice, s->nc);
+    if (j_begin >= j_end)
+        return;
+    float *pa = s->scratch->packed_a + (size_t)worker * (s->st->blocking.mc + MR) * s->kc;
+    pack_a(g, i0, mc, s->pc, s->kc, pa);
+    for (size_t jr = j_begin; jr < j_end; jr += NR) {
+        const float *pb = s->scratch->packed_b + jr * s->kc;
+        size_t cols = min_size(NR, s->nc - jr);
+        for (size_t ir = 0; ir < mc; ir += MR) {
+            size_t rows = min_size(MR, mc - ir);
+            float *c = g->C + (i0 + ir) * g->n + s->jc + jr;
+            if (rows == MR && cols == NR)
+                kernel_4x24(s->kc, pa + ir * s->kc, pb, c, g->n, g->alpha, s->beta);
+            else
+                kernel_edge(s->kc, pa + ir * s->kc, pb, c, g->n, rows, cols, g->alpha, s->beta);
+        }
+    }
+}
+
+/* Split m into blocks of at most the blocking's mc, as many as a multiple of
+ * the thread count when m allows, so that the pool's threads get equal work;
+ * when there are fewer blocks than threads, the columns are sliced too. */
+static void plan_tasks(const avx2_state *st, const gemm_args *g, size_t nc, unsigned threads, gemm_step *s)
+{
+    size_t max_blocks = (g->m + MR - 1) / MR;
+    size_t blocks = (g->m + st->blocking.mc - 1) / st->blocking.mc;
+    if (threads > 1) {
+        blocks = (blocks + threads - 1) / threads * threads;
+        if (blocks > max_blocks)
+            blocks = max_blocks;
+    }
+    s->mc = ((g->m + blocks - 1) / blocks + MR - 1) / MR * MR;
+    s->m_blocks = (g->m + s->mc - 1) / s->mc;
+    size_t panels = (nc + NR - 1) / NR;
+    s->slices = 1;
+    if (threads > 1 && s->m_blocks < 2 * threads) {
+        s->slices = (2 * threads + s->m_blocks - 1) / s->m_blocks;
+        if (s->slices > panels)
+            s->slices = panels;
+    }
+    s->slice = (panels + s->slices - 1) / s->slices * NR;
+}
+
+static rayo_status gemm_blocked(avx2_state *st, const gemm_args *g)
+{
+    unsigned threads = cpu_threads(&st->cpu);
+    avx2_scratch *scratch = scratch_get(st, threads);
+    if (!scratch)
+        return RAYO_E_NOMEM;
+    const avx2_blocking *b = &st->blocking;
+    for (size_t jc = 0; jc < g->n; jc += b->nc) {
+        size_t nc = min_size(b->nc, g->n - jc);
+        gemm_step s = { .g = g, .st = st, .scratch = scratch, .jc = jc, .nc = nc };
+        plan_tasks(st, g, nc, threads, &s);
+        /* k in equal blocks of at most kc: a thin last block would cost a
+         * whole pass over C for little work. */
+        size_t k_blocks = (g->k + b->kc - 1) / b->kc;
+        size_t kc = ((g->k + k_blocks - 1) / k_blocks + 7) / 8 * 8;
+        for (size_t pc = 0; pc < g->k; pc += kc) {
+            s.pc = pc;
+            s.kc = min_size(kc, g->k - pc);
+            s.beta = pc == 0 ? g->beta : 1.0f;
+            pack_b(st, &s);
+            cpu_parallel(&st->cpu, s.m_blocks * s.slices, compute_task, &s);
+        }
+    }
+    scratch_put(st, scratch);
+    return RAYO_OK;
+}
+
+/* ---- gemv: y = alpha op(A) x + beta y, A rows x cols ----------------------- */
+
+/* alpha * sum + beta * y, as the scalar backend (beta == 0: y unread). */
+static inline float finish(float sum, float alpha, float beta, const float *y)
+{
+    float v = alpha * sum;
+    return beta == 0.0f ? v : v + beta * *y;
+}
+
+typedef struct gemv_job {
+    size_t rows, cols;
+    float alpha, beta;
+    const float *A, *x;
+    float *y;
+    size_t chunk;                /* rows (no transpose) or columns (transpose) per task */
+} gemv_job;
+
+/* Four rows of A against x at once: x is loaded once for four dot products. */
+static void dot4(const float *A, size_t lda, const float *x, size_t n, float out[4])
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 xv = _mm256_loadu_ps(x + j);
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(A + j), xv, s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(A + lda + j), xv, s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(A + 2 * lda + j), xv, s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(A + 3 * lda + j), xv, s3);
+    }
+    if (j < n) {
+        __m256i m = v_lane_mask(n - j);
+        __m256 xv = _mm256_maskload_ps(x + j, m);
+        s0 = _mm256_fmadd_ps(_mm256_maskload_ps(A + j, m), xv, s0);
+        s1 = _mm256_fmadd_ps(_mm256_maskload_ps(A + lda + j, m), xv, s1);
+        s2 = _mm256_fmadd_ps(_mm256_maskload_ps(A + 2 * lda + j, m), xv, s2);
+        s3 = _mm256_fmadd_ps(_mm256_maskload_ps(A + 3 * lda + j, m), xv, s3);
+    }
+    out[0] = v_hsum(s0);
+    out[1] = v_hsum(s1);
+    out[2] = v_hsum(s2);
+    out[3] = v_hsum(s3);
+}
+
+static float dot1(const float *a, const float *x, size_t n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(x + j), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j + 8), _mm256_loadu_ps(x + j + 8), s1);
+    }
+    for (; j + 8 <= n; j += 8)
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(x + j), s0);
+    if (j < n) {
+        __m256i m = v_lane_mask(n - j);
+        s1 = _mm256_fmadd_ps(_mm256_maskload_ps(a + j, m), _mm256_maskload_ps(x + j, m), s1);
+    }
+    return v_hsum(_mm256_add_ps(s0, s1));
+}
+
+/* y[i] = alpha dot(A row i, x) + beta y[i] for rows [begin, end). */
+static void gemv_rows(const gemv_job *job, size_t begin, size_t end)
+{
+    size_t i = begin;
+    for (; i + 4 <= end; i += 4) {
+        float d[4];
+        dot4(job->A + i * job->cols, job->cols, job->x, job->cols, d);
+        for (size_t r = 0; r < 4; r++)
+            job->y[i + r] = finish(d[r], job->alpha, job->beta, &job->y[i + r]);
+    }
+    for (; i < end; i++)
+        job->y[i] = finish(dot1(job->A + i * job->cols, job->x, job->cols), job->alpha, job->beta,
+                           &job->y[i]);
+}
+
+/* acc[0..w) += x[0] * a0 + x[1] * a1 + x[2] * a2 + x[3] * a3 (row segments). */
+static void accumulate4(float *acc, const float *a0, const float *a1, const float *a2,
+                        const float *a3, const float *x, size_t w)
+{
+    const __m256 x0 = _mm256_set1_ps(x[0]), x1 = _mm256_set1_ps(x[1]);
+    const __m256 x2 = _mm256_set1_ps(x[2]), x3 = _mm256_set1_ps(x[3]);
+    size_t j = 0;
+    for (; j + 8 <= w; j += 8) {
+        __m256 s = _mm256_loadu_ps(acc + j);
+        s = _mm256_fmadd_ps(x0, _mm256_loadu_ps(a0 + j), s);
+        s = _mm256_fmadd_ps(x1, _mm256_loadu_ps(a1 + j), s);
+        s = _mm256_fmadd_ps(x2, _mm256_loadu_ps(a2 + j), s);
+        s = _mm256_fmadd_ps(x3, _mm256_loadu_ps(a3 + j), s);
+        _mm256_storeu_ps(acc + j, s);
+    }
+    for (; j < w; j++)
+        acc[j] = acc[j] + x[0] * a0[j] + x[1] * a1[j] + x[2] * a2[j] + x[3] * a3[j];
+}
+
+static void accumulate1(float *acc, const float *a0, float x0, size_t w)
+{
+    const __m256 xv = _mm256_set1_ps(x0);
+    size_t j = 0;
+    for (; j + 8 <= w; j += 8)
+        _mm256_storeu_ps(acc + j, _mm256_fmadd_ps(xv, _mm256_loadu_ps(a0 + j), _mm256_loadu_ps(acc + j)));
+    for (; j < w; j++)
+        acc[j] += x0 * a0[j];
+}
+
+#define COL_STRIP 4096 /* 16 KiB of sums: whole rows of a 4096-wide matrix, still in L1 */
+
+/* Transposed: y[j] = alpha sum_i A[i][j] x[i] + beta y[j] for columns
+ * [begin, end).  Rows of A are streamed whole (contiguous, what the hardware
+ * prefetcher likes) and accumulated, four at a time, into a strip of sums
+ * that stays in L1. */
+static void gemv_cols(const gemv_job *job, size_t begin, size_t end)
+{
+    float acc[COL_STRIP];
+    for (size_t j = begin; j < end; j += COL_STRIP) {
+        size_t w = min_size(COL_STRIP, end - j);
+        memset(acc, 0, sizeof acc);
+        const float *col = job->A + j;
+        size_t lda = job->cols, i = 0;
+        for (; i + 4 <= job->rows; i += 4)
+            accumulate4(acc, col + i * lda, col + (i + 1) * lda, col + (i + 2) * lda,
+                        col + (i + 3) * lda, job->x + i, w);
+        for (; i < job->rows; i++)
+            accumulate1(acc, col + i * lda, job->x[i], w);
+        for (size_t c = 0; c < w; c++)
+            job->y[j + c] = finish(acc[c], job->alpha, job->beta, &job->y[j + c]);
+    }
+}
+
+static void gemv_rows_task(void *arg, size_t task, unsigned worker)
+{
+    const gemv_job *job = arg;
+    (void)worker;
+    size_t begin = task * job->chunk;
+    gemv_rows(job, begin, min_size(begin + job->chunk, job->rows));
+}
+
+static void gemv_cols_task(void *arg, size_t task, unsigned worker)
+{
+    const gemv_job *job = arg;
+    (void)worker;
+    size_t begin = task * job->chunk;
+    gemv_cols(job, begin, min_size(begin + job->chunk, job->cols));
+}
+
+#define GEMV_PARALLEL_MIN ((size_t)1 << 16) /* elements of A */
+
+/* y = alpha op(A) x + beta y with A rows x cols; trans: op(A) = A^T. */
+static void gemv_run(const avx2_state *st, int trans, size_t rows, size_t cols, float alpha,
+                     const float *A, const float *x, float beta, float *y)
+{
+    gemv_job job = { rows, cols, alpha, beta, A, x, y, 0 };
+    unsigned threads = cpu_threads(&st->cpu);
+    size_t units = trans ? cols : rows;
+    size_t granule = trans ? 64 : 4;
+    size_t tasks = rows * cols >= GEMV_PARALLEL_MIN && threads > 1 ? threads : 1;
+    job.chunk = ((units + tasks - 1) / tasks + granule - 1) / granule * granule;
+    tasks = (units + job.chunk - 1) / job.chunk;
+    cpu_parallel(&st->cpu, tasks, trans ? gemv_cols_task : gemv_rows_task, &job);
+}
+
+AVX2_KERNEL(gemv)
+{
+    const rayo_call *c = call;
+    if (c->m == 0 || c->n == 0)
+        return RAYO_OK;
+    gemv_run(state, (c->flags & RAYO_TRANS_A) != 0, c->m, c->n, c->alpha, c->a, c->b, c->beta, c->y);
+    return RAYO_OK;
+}
+
+/* ---- matmul ------------------------------------------------------------------ */
+
+/* k == 0: op(A) op(B) is the zero matrix. */
+static void scale_c(float *C, size_t count, float beta)
+{
+    for (size_t i = 0; i < count; i++)
+        C[i] = beta == 0.0f ? 0.0f : beta * C[i];
+}
+
+/* m == 1 or n == 1: a matrix-vector product.
+ *   m == 1: C (1 x n) = a^T op(B): B stored k x n is streamed by rows
+ *           (transposed gemv), B stored n x k gives dot products;
+ *   n == 1: C (m x 1) = op(A) b: A stored m x k gives dot products, A stored
+ *           k x m is the transposed gemv. */
+static void matmul_as_gemv(const avx2_state *st, const gemm_args *g)
+{
+    if (g->m == 1) {
+        if (g->trans_b)
+            gemv_run(st, 0, g->n, g->k, g->alpha, g->B, g->A, g->beta, g->C);
+        else
+            gemv_run(st, 1, g->k, g->n, g->alpha, g->B, g->A, g->beta, g->C);
+    } else {
+        if (g->trans_a)
+            gemv_run(st, 1, g->k, g->m, g->alpha, g->A, g->B, g->beta, g->C);
+        else
+            gemv_run(st, 0, g->m, g->k, g->alpha, g->A, g->B, g->beta, g->C);
+    }
+}
+
+AVX2_KERNEL(matmul)
+{
+    gemm_args g = {
+        .m = call->m, .n = call->n, .k = call->k, .alpha = call->alpha, .beta = call->beta,
+        .A = call->a, .B = call->b, .C = call->y,
+        .trans_a = (call->flags & RAYO_TRANS_A) != 0, .trans_b = (call->flags & RAYO_TRANS_B) != 0,
+    };
+    if (g.m == 0 || g.n == 0)
+        return RAYO_OK;
+    if (g.k == 0) {
+        scale_c(g.C, g.m * g.n, g.beta);
+        return RAYO_OK;
+    }
+    if (g.m == 1 || g.n == 1) {
+        matmul_as_gemv(state, &g);
+        return RAYO_OK;
+    }
+    return gemm_blocked(state, &g);
+}

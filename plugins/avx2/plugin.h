@@ -1,0 +1,81 @@
+/* plugin.h - internals of the AVX2+FMA backend (not installed).
+ *
+ * Everything here is hidden: the plugin is built with -fvisibility=hidden
+ * and exports only its descriptor.  The glue it shares with the other CPU
+ * plugins (threads, probe/init/fini, descriptor) is in ../cpu-base.
+ * Files, by op class:
+ *   plugin.c       device name, init/fini hooks, range splitting, op table
+ *   cache.c        cache sizes (sysfs, else cpuid) -> gemm blocking
+ *   elementwise.c  binary, unary and activation ops, axpy, bias_act
+ *   reduce.c       sum, dot, max, min, argmax, norms
+ *   rows.c         softmax, log_softmax, layernorm, rmsnorm, transpose
+ *   matmul.c       matmul (packing, 4x24 FMA microkernel, blocking) and gemv
+ *   math.h         exp, log, tanh, sigmoid, normal CDF approximations
+ */
+#ifndef RAYO_AVX2_H
+#define RAYO_AVX2_H
+
+#define CPU_KERNEL(NAME) avx2_##NAME
+#include "cpu-base.h"
+#include <pthread.h>
+
+/* The sgemm microkernel's tile: MR rows x NR columns of C (gemm.c). */
+#define AVX2_GEMM_MR 4
+#define AVX2_GEMM_NR 24
+
+/* Cache-blocking parameters of sgemm, derived from the cache sizes. */
+typedef struct avx2_blocking {
+    size_t mc, kc, nc;
+} avx2_blocking;
+
+typedef struct avx2_caches {
+    size_t l1d, l2, l3;   /* bytes, per core for l1d/l2, total for l3 */
+    const char *source;   /* "sysfs", "cpuid" or "defaults" */
+} avx2_caches;
+
+/* Packing buffers of sgemm, kept between calls (a first touch of fresh pages
+ * costs more than a small gemm).  A call takes one from the state's free list
+ * or allocates one; fini frees them all. */
+typedef struct avx2_scratch {
+    struct avx2_scratch *next;
+    float *packed_b;          /* kc x nc */
+    float *packed_a;          /* threads x (mc x kc) */
+    unsigned threads;
+} avx2_scratch;
+
+typedef struct avx2_state {
+    cpu_state cpu;            /* first: the base's part (the host services) */
+    avx2_caches caches;
+    avx2_blocking blocking;
+    size_t stream_bytes;      /* outputs larger than this use non-temporal stores */
+    pthread_mutex_t scratch_lock;
+    avx2_scratch *scratch_free;
+} avx2_state;
+
+/* ---- plugin.c: threads ------------------------------------------------- */
+/* Runs fn(call, begin, end) over [0, n) split in one chunk per thread when
+ * n >= min_parallel, else in one piece on the calling thread.  Chunk bounds
+ * are multiples of granule (64 elements for vectors: whole cache lines;
+ * 1 for rows). */
+typedef void avx2_range_fn(const avx2_state *st, const rayo_call *call, size_t begin, size_t end);
+void avx2_run_ranges(const avx2_state *st, const rayo_call *call, size_t n,
+                     size_t min_parallel, size_t granule, avx2_range_fn *fn);
+#define AVX2_VECTOR_GRANULE 64
+
+/* ---- reduce.c: helpers shared with rows.c ------------------------------ */
+/* max of x[0..n): NaN if any element is NaN, -inf for n == 0. */
+float avx2_max_f32(const float *x, size_t n);
+/* sum of x[i]^2 in double (no overflow for any float). */
+double avx2_sum_squares_f64(const float *x, size_t n);
+
+/* ---- cache.c ----------------------------------------------------------- */
+void avx2_detect_caches(avx2_caches *caches);
+void avx2_choose_blocking(const avx2_caches *caches, avx2_blocking *blocking);
+
+/* ---- matmul.c ---------------------------------------------------------- */
+void avx2_scratch_free_all(avx2_state *st);
+
+/* Kernels are avx2_NAME (cpu-base.h declares one for every op). */
+#define AVX2_KERNEL(NAME) CPU_KERNEL_FN(NAME)
+
+#endif

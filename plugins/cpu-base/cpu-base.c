@@ -1,0 +1,144 @@
+/* cpu-base.c - the glue every CPU plugin shares (see cpu-base.h): threads
+ * over the core's pool, scratch memory, probe/init/fini.  Compiled into
+ * each CPU plugin with that plugin's flags; it reads the plugin's
+ * cpu_plugin spec and cpu_plugin_id. */
+#define _POSIX_C_SOURCE 200112L /* posix_memalign */
+#include "cpu-base.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- threads ------------------------------------------------------------- */
+
+unsigned cpu_threads(const cpu_state *st)
+{
+    unsigned n = st->host->num_threads ? st->host->num_threads(st->host) : 1;
+    return n ? n : 1;
+}
+
+void cpu_parallel(const cpu_state *st, size_t n_tasks, cpu_task_fn *fn, void *arg)
+{
+    if (n_tasks > 1 && st->host->parallel_for && cpu_threads(st) > 1) {
+        st->host->parallel_for(st->host, n_tasks, fn, arg);
+        return;
+    }
+    for (size_t t = 0; t < n_tasks; t++)
+        fn(arg, t, 0);
+}
+
+typedef struct range_job {
+    const rayo_call *call;
+    cpu_range_fn *fn;
+    size_t count, chunk;
+} range_job;
+
+static void range_task(void *arg, size_t task, unsigned worker)
+{
+    const range_job *job = arg;
+    size_t lo = task * job->chunk;
+    size_t hi = job->count - lo > job->chunk ? lo + job->chunk : job->count;
+    (void)worker;
+    if (lo < hi)
+        job->fn(job->call, lo, hi);
+}
+
+void cpu_run_ranges(const cpu_state *st, const rayo_call *call, size_t count,
+                    size_t work_per_item, cpu_range_fn *fn)
+{
+    size_t threads = cpu_threads(st);
+    size_t work = work_per_item && count > SIZE_MAX / work_per_item ? SIZE_MAX
+                                                                     : count * work_per_item;
+    if (threads < 2 || count < 2 || work < CPU_PARALLEL_MIN_WORK) {
+        fn(call, 0, count);
+        return;
+    }
+    size_t tasks = work / (CPU_PARALLEL_MIN_WORK / 4);
+    if (tasks > 4 * threads)
+        tasks = 4 * threads;
+    if (tasks > count)
+        tasks = count;
+    size_t chunk = (count + tasks - 1) / tasks;
+    size_t granule = cpu_plugin.range_granule;
+    if (granule > 1 && chunk > granule && count > granule * tasks)
+        chunk = (chunk + granule - 1) / granule * granule;
+    range_job job = { call, fn, count, chunk };
+    cpu_parallel(st, (count + chunk - 1) / chunk, range_task, &job);
+}
+
+/* ---- memory -------------------------------------------------------------- */
+
+float *cpu_alloc_floats(const cpu_state *st, size_t count)
+{
+    if (count > SIZE_MAX / sizeof(float))
+        return NULL;
+    if (st->host->alloc_aligned)
+        return st->host->alloc_aligned(64, count * sizeof(float));
+    void *p = NULL; /* a host without the allocator: aligned all the same */
+    return posix_memalign(&p, 64, count * sizeof(float)) == 0 ? p : NULL;
+}
+
+void cpu_free(const cpu_state *st, void *ptr)
+{
+    if (!ptr)
+        return;
+    if (st->host->alloc_aligned && st->host->free_aligned)
+        st->host->free_aligned(ptr);
+    else
+        free(ptr);
+}
+
+/* ---- probe, init, fini --------------------------------------------------- */
+
+/* The core refuses a plugin whose cpu_features the CPU and OS lack before
+ * any of its code runs; this check only makes the reason explicit should a
+ * core (or a tool calling probe directly) ever skip it. */
+rayo_status cpu_probe(const rayo_host *host, rayo_probe_result *result)
+{
+    result->device_count = 0;
+    result->reason[0] = '\0';
+    if ((host->cpu_features & cpu_plugin_id.cpu_features) != cpu_plugin_id.cpu_features) {
+        snprintf(result->reason, sizeof result->reason,
+                 "the CPU, OS or engine lacks the features the %s backend was built for",
+                 cpu_plugin_id.name);
+        return RAYO_E_UNSUPPORTED;
+    }
+    rayo_device_desc *dev = &result->devices[0];
+    memset(dev, 0, sizeof *dev);
+    if (cpu_plugin.describe)
+        cpu_plugin.describe(dev->name, sizeof dev->name);
+    else
+        snprintf(dev->name, sizeof dev->name, "%s", cpu_plugin.device_name);
+    dev->type = RAYO_DEVICE_CPU;
+    dev->flags = RAYO_DEVICE_HOST_MEMORY;
+    result->device_count = 1;
+    return RAYO_OK;
+}
+
+rayo_status cpu_init(const rayo_host *host, uint32_t device, void **state)
+{
+    if (device != 0)
+        return RAYO_E_NOT_FOUND;
+    cpu_state *st = calloc(1, cpu_plugin.state_size);
+    if (!st)
+        return RAYO_E_NOMEM;
+    st->host = host;
+    rayo_status status = cpu_plugin.init ? cpu_plugin.init(st) : RAYO_OK;
+    if (status != RAYO_OK) {
+        free(st);
+        return status;
+    }
+    *state = st;
+    return RAYO_OK;
+}
+
+void cpu_fini(void *state)
+{
+    cpu_state *st = state;
+    if (!st)
+        return;
+    if (cpu_plugin.fini)
+        cpu_plugin.fini(st);
+    free(st);
+}

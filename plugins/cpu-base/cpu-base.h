@@ -1,0 +1,175 @@
+/* cpu-base.h - what every CPU plugin (scalar, avx2, neon, wasm) shares:
+ * the state, the helpers that spread work over the core's thread pool,
+ * probe/init/fini, the kernel prototypes and the descriptor.
+ *
+ * Not a library: cpu-base.c is compiled into each CPU plugin, hidden like
+ * the rest of it (-fvisibility=hidden), so a plugin still exports only its
+ * descriptor.  A CPU plugin then consists of its kernels and a plugin.c of
+ * a few lines:
+ *
+ *   plugin.h   #define CPU_KERNEL(NAME) avx2_##NAME, then #include "cpu-base.h"
+ *              (declares avx2_add ... for every op of rayo-ops.h)
+ *   plugin.c   its cpu_plugin (device name, state size, init/fini hooks),
+ *              its op table and CPU_PLUGIN_DESCRIPTOR(...)
+ *   math.h elementwise.c reduce.c rows.c matmul.c gemv.c transpose.c
+ *              the kernels
+ *
+ * examples/plugin-template stays a standalone single-file plugin on purpose:
+ * a third-party plugin needs only rayo-plugin.h.
+ */
+#ifndef RAYO_CPU_BASE_H
+#define RAYO_CPU_BASE_H
+
+#ifdef HAVE_CONFIG_H
+#include "config.h" /* PACKAGE_VERSION, the plugin's version */
+#endif
+#include "rayo-plugin.h"
+
+/* The part of a plugin's state the base knows: the core's host services.
+ * A plugin with more state puts a cpu_state first in its own struct and
+ * says so in cpu_plugin.state_size; kernels get a pointer to the whole. */
+typedef struct cpu_state {
+    const rayo_host *host;
+} cpu_state;
+
+/* What the plugin tells the base (plugin.c defines the one cpu_plugin). */
+typedef struct cpu_plugin_spec {
+    /* The device's name in rayo-info, or NULL to let describe() write it. */
+    const char *device_name;
+    void (*describe)(char *name, size_t size);
+    /* sizeof the plugin's state (sizeof(cpu_state) when it has no more);
+     * init allocates it zeroed. */
+    size_t state_size;
+    /* Optional: fill the rest of the state after st->host is set; a status
+     * other than RAYO_OK fails init.  fini undoes it (not the allocation). */
+    rayo_status (*init)(cpu_state *st);
+    void (*fini)(cpu_state *st);
+    /* cpu_run_ranges cuts [0, count) at multiples of this many items (1,
+     * or the vector loop's unroll so that only the last chunk has a tail). */
+    size_t range_granule;
+} cpu_plugin_spec;
+
+extern const cpu_plugin_spec cpu_plugin;
+
+/* ---- threads ------------------------------------------------------------- */
+/* Threads the core's pool offers (1 when it has none). */
+unsigned cpu_threads(const cpu_state *st);
+
+/* Runs fn(arg, task, worker) for every task in [0, n_tasks): on the core's
+ * pool when there is more than one task and more than one thread, inline
+ * otherwise.  worker < cpu_threads(st). */
+typedef void cpu_task_fn(void *arg, size_t task, unsigned worker);
+void cpu_parallel(const cpu_state *st, size_t n_tasks, cpu_task_fn *fn, void *arg);
+
+/* Work below this many "cheap operations" runs on the calling thread only:
+ * waking the pool costs more than it saves. */
+#define CPU_PARALLEL_MIN_WORK ((size_t)1 << 17)
+
+/* Runs fn(call, lo, hi) over [0, count) items (elements or rows), in chunks
+ * on the pool when count * work_per_item is at least CPU_PARALLEL_MIN_WORK:
+ * a few chunks per thread (they even out uneven progress), each big enough
+ * that handing it out costs little, cut at multiples of range_granule. */
+typedef void cpu_range_fn(const rayo_call *call, size_t lo, size_t hi);
+void cpu_run_ranges(const cpu_state *st, const rayo_call *call, size_t count,
+                    size_t work_per_item, cpu_range_fn *fn);
+
+/* ---- memory -------------------------------------------------------------- */
+/* 64-byte aligned scratch from the core's allocator; NULL on failure. */
+float *cpu_alloc_floats(const cpu_state *st, size_t count);
+void cpu_free(const cpu_state *st, void *ptr);
+
+/* ---- probe, init, fini (the descriptor points at them) ------------------- */
+rayo_status cpu_probe(const rayo_host *host, rayo_probe_result *result);
+rayo_status cpu_init(const rayo_host *host, uint32_t device, void **state);
+void cpu_fini(void *state);
+
+/* What probe needs of the descriptor, as a hidden copy: the base must not
+ * refer to the exported rayo_plugin itself (a wasm side module would then
+ * import it instead of using its own).  CPU_PLUGIN_DESCRIPTOR defines it. */
+typedef struct cpu_plugin_identity {
+    const char *name;
+    uint64_t cpu_features;
+} cpu_plugin_identity;
+extern const cpu_plugin_identity cpu_plugin_id;
+
+/* Defines the plugin's exported descriptor (probe, init and fini are the
+ * base's) and its identity:
+ *   CPU_PLUGIN_DESCRIPTOR("avx2", RAYO_ARCH_X86_64, RAYO_CPU_X86_AVX2, 50, avx2_ops); */
+#define CPU_PLUGIN_DESCRIPTOR(NAME, ARCH, CPU_FEATURES, PRIORITY, OPS)                    \
+    const cpu_plugin_identity cpu_plugin_id = { (NAME), (CPU_FEATURES) };                 \
+    RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {                      \
+        .magic = RAYO_PLUGIN_MAGIC, .abi_major = RAYO_PLUGIN_ABI_MAJOR,                  \
+        .abi_minor = RAYO_PLUGIN_ABI_MINOR, .struct_size = sizeof(rayo_plugin_descriptor), \
+        .arch = (ARCH), .name = (NAME), .version = CPU_PLUGIN_VERSION,                   \
+        .cpu_features = (CPU_FEATURES), .priority = (PRIORITY), .probe = cpu_probe,       \
+        .init = cpu_init, .fini = cpu_fini, .ops = (OPS),                                \
+        .op_count = sizeof(OPS) / sizeof((OPS)[0]), .memory = NULL,                      \
+    }
+
+#ifdef PACKAGE_VERSION
+#define CPU_PLUGIN_VERSION PACKAGE_VERSION
+#else
+#define CPU_PLUGIN_VERSION "0"
+#endif
+
+/* ---- kernels (rayo_kernel_fn) -------------------------------------------- */
+/* A plugin's kernel for op NAME is CPU_KERNEL(NAME), declared here for every
+ * op of the op list; a new op in rayo-ops.h is then a link error in every
+ * CPU plugin until it has the kernel. */
+#ifdef CPU_KERNEL
+#define CPU_KERNEL_FN(NAME) rayo_status CPU_KERNEL(NAME)(void *state, const rayo_call *call)
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) CPU_KERNEL_FN(NAME);
+#include "rayo-ops.h"
+#undef RAYO_OP
+#endif
+
+/* The four row kernels (softmax, log_softmax, layernorm, rmsnorm) of a
+ * plugin whose rows.c defines, as static functions,
+ *   softmax_row(x, y, n)                  log_softmax_row(x, y, n)
+ *   layernorm_row(x, gamma, beta, y, n, eps)   rmsnorm_row(x, gamma, y, n, eps)
+ * over rows of n floats: each kernel runs its row function over the call's
+ * m rows with cpu_run_ranges, at EXP_COST or NORM_COST per element. */
+#define CPU_ROW_KERNELS(EXP_COST, NORM_COST)                                               \
+    static void softmax_rows(const rayo_call *c, size_t lo, size_t hi)                     \
+    {                                                                                      \
+        for (size_t i = lo; i < hi; i++)                                                   \
+            softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);                   \
+    }                                                                                      \
+    static void log_softmax_rows(const rayo_call *c, size_t lo, size_t hi)                 \
+    {                                                                                      \
+        for (size_t i = lo; i < hi; i++)                                                   \
+            log_softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);               \
+    }                                                                                      \
+    static void layernorm_rows(const rayo_call *c, size_t lo, size_t hi)                   \
+    {                                                                                      \
+        for (size_t i = lo; i < hi; i++)                                                   \
+            layernorm_row(c->a + i * c->n, c->b, c->c, (float *)c->y + i * c->n, c->n,      \
+                          c->alpha);                                                       \
+    }                                                                                      \
+    static void rmsnorm_rows(const rayo_call *c, size_t lo, size_t hi)                     \
+    {                                                                                      \
+        for (size_t i = lo; i < hi; i++)                                                   \
+            rmsnorm_row(c->a + i * c->n, c->b, (float *)c->y + i * c->n, c->n, c->alpha);   \
+    }                                                                                      \
+    CPU_KERNEL_FN(softmax)                                                                 \
+    {                                                                                      \
+        cpu_run_ranges(state, call, call->m, call->n * (EXP_COST), softmax_rows);          \
+        return RAYO_OK;                                                                    \
+    }                                                                                      \
+    CPU_KERNEL_FN(log_softmax)                                                             \
+    {                                                                                      \
+        cpu_run_ranges(state, call, call->m, call->n * (EXP_COST), log_softmax_rows);      \
+        return RAYO_OK;                                                                    \
+    }                                                                                      \
+    CPU_KERNEL_FN(layernorm)                                                               \
+    {                                                                                      \
+        cpu_run_ranges(state, call, call->m, call->n * (NORM_COST), layernorm_rows);       \
+        return RAYO_OK;                                                                    \
+    }                                                                                      \
+    CPU_KERNEL_FN(rmsnorm)                                                                 \
+    {                                                                                      \
+        cpu_run_ranges(state, call, call->m, call->n * (NORM_COST), rmsnorm_rows);         \
+        return RAYO_OK;                                                                    \
+    }
+
+#endif

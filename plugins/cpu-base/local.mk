@@ -1,0 +1,7 @@
+# plugins/cpu-base: the glue every CPU plugin (scalar, avx2, neon, wasm)
+# shares: state, thread-pool helpers, probe/init/fini, kernel prototypes and
+# the descriptor macro.  Not a library of its own: each CPU plugin compiles
+# these files in (hidden, like the rest of it), so the plugins stay
+# independent .so files that export only their descriptor.
+CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c
+CPU_BASE_CPPFLAGS = -I$(top_srcdir)/plugins/cpu-base

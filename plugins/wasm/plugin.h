@@ -1,0 +1,54 @@
+/* plugin.h - internals of the WebAssembly SIMD128 backend (not installed).
+ *
+ * The plugin is an Emscripten side module (rayo-wasm.so) built with
+ * -msimd128: the core, built without SIMD, loads it only after its probe
+ * found that the engine validates SIMD128 code.  It exports only its
+ * descriptor (-fvisibility=hidden).  The glue it shares with the other CPU
+ * plugins is in ../cpu-base; kernels are grouped like every CPU plugin's:
+ * elementwise.c, reduce.c, rows.c, matmul.c, gemv.c, transpose.c.
+ * Every kernel works on 4-float vectors (math.h for the transcendental
+ * functions); tails shorter than a vector go through the same vector code
+ * on a zero-padded copy, so every element sees the same arithmetic.
+ */
+#ifndef RAYO_WASM_H
+#define RAYO_WASM_H
+
+#define CPU_KERNEL(NAME) wasm_##NAME
+#include "cpu-base.h"
+#include "math.h"
+
+/* ---- vector helpers shared by the kernels (reduce.c) -------------------------- */
+/* Sums in float lanes within blocks and in double across blocks: about
+ * 3e-6 of sum|terms| at any n (see reduce.c). */
+double wasm_sum_f64(const float *x, size_t n);
+double wasm_dot_f64(const float *a, const float *b, size_t n);
+double wasm_sum_squares_f64(const float *x, size_t n);
+/* max(x[0..n)): NaN if any element is NaN, -inf for n == 0. */
+float wasm_max_f32(const float *x, size_t n);
+
+/* n < 4 floats into a zero-padded vector, and back */
+static inline vf32 load_partial(const float *x, size_t n)
+{
+    float buf[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (size_t i = 0; i < n; i++)
+        buf[i] = x[i];
+    return wasm_v128_load(buf);
+}
+
+static inline void store_partial(float *y, vf32 v, size_t n)
+{
+    float buf[4];
+    wasm_v128_store(buf, v);
+    for (size_t i = 0; i < n; i++)
+        y[i] = buf[i];
+}
+
+/* Kernels are wasm_NAME (cpu-base.h declares one for every op). */
+#define WASM_KERNEL(NAME) CPU_KERNEL_FN(NAME)
+
+/* y = alpha op(A) x + beta y for A rows x cols; y has (trans ? cols : rows)
+ * elements.  Used by gemv and by matmul for m == 1 or n == 1. */
+rayo_status wasm_gemv_run(const cpu_state *st, int trans, size_t rows, size_t cols,
+                          float alpha, const float *A, const float *x, float beta, float *y);
+
+#endif
