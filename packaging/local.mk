@@ -1,7 +1,7 @@
 # packaging/: Debian packaging (packaging/debian, copied to debian/ by
 # build-debs.sh), the RPM spec, and the ABI guard with its baselines.
 EXTRA_DIST += packaging/build-debs.sh packaging/build-rpms.sh packaging/abi-check.sh tests/install-test.sh \
-	packaging/abi/librayo.abi packaging/abi/rayo-plugin.abi packaging/rpm/rayo.spec \
+	packaging/abi/librayo.abi packaging/abi/rayo-plugin.abi packaging/abi/opaque.suppr packaging/rpm/rayo.spec \
 	packaging/debian/control packaging/debian/rules packaging/debian/changelog \
 	packaging/debian/copyright packaging/debian/source/format \
 	packaging/debian/librayo0.symbols packaging/debian/lintian-overrides.txt \
