@@ -120,6 +120,7 @@ step "chroot: apt-get update; step 1: librayo0 + rayo-tools (rayo-backend-scalar
 inroot "apt-get update -qq >/dev/null"
 apt_install "$(deb librayo0) $(deb rayo-backend-scalar) $(deb rayo-tools)"
 inroot "dpkg-query -W -f='\${db:Status-Abbrev} \${Package} \${Version}\n' 'librayo0' 'rayo-*' | sed -n 's/^ii */  /p'"
+inroot "rayo-info --version; rayo-conform --version" | sed 's/^/  /'
 info
 expect_status scalar loaded
 [ "$(grep -cE '^  [a-z0-9_]+ +(loaded|unavailable|rejected|disabled|shadowed) ' "$work/info.txt")" = 1 ] ||
@@ -181,7 +182,10 @@ expect_chain add "scalar > *"
 grep -q "share/rayo/conf.d/50-vulkan.conf *masked by /etc/rayo/conf.d/50-vulkan.conf" "$work/info.txt" ||
     fail "the admin's 50-vulkan.conf does not mask the package's"
 expect_status vulkan disabled
-echo "  explain: $(inroot 'rayo-info --explain add 1000' | grep -i 'order' | head -3 | tr '\n' ' ')"
+explain=$(inroot 'rayo-info --explain add 1000' | grep '^order from')
+echo "  rayo-info --explain add 1000: $explain"
+case "$explain" in *"set by /etc/rayo/rayo.conf:"*) echo "  ok: it names the administrator's file and line" ;;
+    *) fail "--explain does not name /etc/rayo/rayo.conf:LINE" ;; esac
 
 step "step 6: remove and purge rayo-backend-vulkan"
 inroot "dpkg -L rayo-backend-vulkan" | grep -E '/rayo|\.so' >"$work/owned.txt" || true
