@@ -20,10 +20,9 @@ missing=""
 for p in $need; do
     dpkg-query -W -f='${db:Status-Abbrev}\n' "$p" 2>/dev/null | grep -q '^ii' || missing="$missing $p"
 done
-if [ -n "$missing" ]; then
-    echo "build-debs: installing:$missing"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
-fi
+. "$top/apt-install.sh"
+# shellcheck disable=SC2086
+[ -z "$missing" ] || apt_install build-debs $missing
 
 make -C "$top/build" -s dist-gzip >/dev/null
 version=$(sed -n 's/^PACKAGE_VERSION = //p' "$top/build/Makefile")

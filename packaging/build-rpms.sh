@@ -8,7 +8,8 @@
 set -eu
 out=$(realpath -m "${1:?usage: $0 OUTDIR}")
 top=$(cd "$(dirname "$0")/.." && pwd)
-command -v rpmbuild >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rpm >/dev/null
+. "$top/apt-install.sh"
+command -v rpmbuild >/dev/null || apt_install build-rpms rpm
 mkdir -p "$out"
 work=$(mktemp -d /tmp/rayo-rpms-XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -36,9 +36,8 @@ if [ "$(id -u)" != 0 ]; then
     echo "SKIP: the install test needs root (debootstrap, chroot)"; exit 77
 fi
 [ -f "$top/build/Makefile" ] || "$top/build.sh"
-for p in debootstrap rpm; do
-    dpkg -s "$p" >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null
-done
+. "$top/apt-install.sh"
+command -v debootstrap >/dev/null || apt_install install-test debootstrap
 
 work=$(mktemp -d /tmp/rayo-install-XXXXXX)
 root=$work/root
