@@ -8,6 +8,8 @@
 #                   judged by the conformance engine, batches, staging reuse,
 #                   failure paths (SKIP where no driver or device exists).
 #  test-cuda-conform.sh: rayo-conform on the cuda plugin (SKIP likewise).
+#  test-cuda-decls: rayo's own Driver API declarations agree with the
+#                   toolkit's cuda.h (SKIP where there is no cuda.h).
 EXTRA_DIST += tests/test-cuda-ptxas.sh tests/test-ptx-golden.sh tests/ptx-golden.sha256
 dist_noinst_SCRIPTS += tests/test-cuda-conform.sh
 
@@ -41,6 +43,11 @@ tests_test_cuda_CPPFLAGS = $(CONFORM_CPPFLAGS) \
 tests_test_cuda_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_cuda_LDADD = tools/conform/libconform.la core/librayo.la $(PTHREAD_LIBS) -lm
 TESTS += tests/test-cuda tests/test-cuda-conform.sh
+
+check_PROGRAMS += tests/test-cuda-decls
+TESTS += tests/test-cuda-decls
+tests_test_cuda_decls_SOURCES = tests/test-cuda-decls.c tests/cuda-decls-own.c
+tests_test_cuda_decls_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 endif
 if !BUILD_CUDA
 ptx-golden-update:
