@@ -7,10 +7,11 @@ cd "$(dirname "$0")"
 . ./apt-install.sh
 
 # Packages the build needs, and the ones that let optional backends and the
-# benchmark references build and be tested (Vulkan on lavapipe, BLAS).
+# benchmark references build and be tested (Vulkan on lavapipe, BLAS), and the
+# ABI guard (abigail-tools: tests/test-abi.sh).
 PACKAGES="build-essential autoconf automake libtool libtool-bin autoconf-archive pkg-config
 libinih-dev libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
-libopenblas-dev libblis-dev"
+libopenblas-dev libblis-dev abigail-tools"
 
 missing=""
 for p in $PACKAGES; do

@@ -59,7 +59,7 @@
 #error "define RAYO_OP(ID, ENUM, NAME, SIG, TOL_REL, TOL_ABS, SCALE, SUMMARY) before including rayo-ops.h"
 #endif
 
-/* Signatures (fields of rayo_call used; see rayo-plugin.h):
+/* Signatures (fields of rayo_call used; rayo_call is in rayo.h):
  *   BINARY    y[i] = f(a[i], b[i]), i < n
  *   UNARY     y[i] = f(a[i]) ; UNARY_P uses alpha ; UNARY_P2 uses alpha, beta
  *   AXPY      y[i] = alpha * a[i] + y[i]             (y is read and written)

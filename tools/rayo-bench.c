@@ -23,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include "conform.h"
+#include "tool-version.h"
 #include "rayo-plugin.h"
 
 #include <dlfcn.h>
@@ -843,7 +844,8 @@ static void usage(FILE *out)
             "                    out time taken by other processes (use with --threads 1)\n"
             "  --csv FILE        also write every row to FILE as CSV\n"
             "  --dispatch        small calls: public API vs a direct call of the kernel\n"
-            "  --help            this text\n");
+            "  --help            this text\n"
+            "  --version         the version of rayo-bench and of the librayo it runs with\n");
 }
 
 static int usage_error(const char *fmt, const char *what)
@@ -886,6 +888,9 @@ static int parse_args(int argc, char **argv, options *o)
         char *value = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(arg, "--help")) {
             usage(stdout);
+            exit(0);
+        } else if (!strcmp(arg, "--version")) {
+            print_tool_version("rayo-bench");
             exit(0);
         } else if (!strcmp(arg, "--dispatch")) {
             o->dispatch = 1;

@@ -9,6 +9,7 @@
  */
 #define _XOPEN_SOURCE 700
 #include "conform.h"
+#include "tool-version.h"
 
 #include <limits.h>
 #include <math.h>
@@ -67,6 +68,7 @@ static void usage(FILE *out)
             "  --seed N     inputs from this seed (default: RAYO_CONFORM_SEED, else fresh)\n"
             "  --verbose    after each op, the number of cases and where the largest error was\n"
             "  --help       this text\n"
+            "  --version    the version of rayo-conform and of the librayo it runs with\n"
             "\n"
             "Exit status: 0 every backend conforms, 1 a check failed, 2 usage error.\n");
 }
@@ -96,6 +98,9 @@ static int parse_args(int argc, char **argv, args *a)
         const char *s = argv[i];
         if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
             usage(stdout);
+            exit(0);
+        } else if (!strcmp(s, "--version")) {
+            print_tool_version("rayo-conform");
             exit(0);
         } else if (!strcmp(s, "--quick")) {
             a->quick = 1;

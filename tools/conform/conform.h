@@ -63,6 +63,19 @@ int conform_reference(const rayo_call *call, double *ref, double *terms);
  * wrong NaN/Inf or a mismatch of an exact op) and sets *pass. */
 double conform_judge(const rayo_op_info *op, double ref, double terms, float y, int *pass);
 
+/* Judges outputs computed elsewhere (device buffers, a batch, a thread) with
+ * the float64 reference of call: call holds host copies of every input the
+ * implementation read (y: y as it was before the call, where the op reads
+ * it), out the conform_output_count(call) results (argmax: one size_t
+ * index, compared exactly).  contract: the op's own when NULL, else the
+ * contract to judge with (a looser one for a relaxed precision such as
+ * TF32).  Returns 0 when every element is within the contract, 1 when some
+ * are not, -1 when the engine has no reference for the op or memory ran
+ * out; msg (size bytes) gets one sentence about the worst element (without
+ * the op's name: the caller says where), or "". */
+int conform_check_outputs(const rayo_op_info *contract, const rayo_call *call, const void *out,
+                          char *msg, size_t size);
+
 /* ---- checking an op ------------------------------------------------------ */
 /* How to run a call: returns the status of the implementation under test. */
 typedef rayo_status (*conform_run_fn)(void *user, const rayo_call *call);
