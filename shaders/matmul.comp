@@ -207,36 +207,37 @@ void main()
         acc[i] = vec4(0.0);
 
     uint steps = (pc.k + BK - 1u) / BK;
-    uint left = pc.aux;             // steps until the next flush
-    bool first = true;
     fetch(row0, col0, 0u);
     stash(0u);
     barrier();
-    for (uint s = 0u; s < steps; s++) {
-        uint buf = s & 1u;
-        if (s + 1u < steps)
-            fetch(row0, col0, (s + 1u) * BK);
-        uint abase = buf * BK * BM4, bbase = buf * BK * BN4;
-        for (uint kk = 0u; kk < BK; kk++) {
-            vec4 av[TM / 4u], bv[TN / 4u];
-            for (uint i = 0u; i < TM / 4u; i++)
-                av[i] = As[abase + kk * BM4 + ty + i * WY];
-            for (uint j = 0u; j < TN / 4u; j++)
-                bv[j] = Bs[bbase + kk * BN4 + tx + j * WX];
-            for (uint i = 0u; i < TM / 4u; i++)
-                for (uint ii = 0u; ii < 4u; ii++)
-                    for (uint j = 0u; j < TN / 4u; j++)
-                        acc[(i * 4u + ii) * (TN / 4u) + j] =
-                            fma(vec4(av[i][ii]), bv[j], acc[(i * 4u + ii) * (TN / 4u) + j]);
+    // blocks of pc.aux steps; the inner loop is the plain tiled loop
+    bool first = true;
+    for (uint s = 0u;;) {
+        for (uint end = min(s + pc.aux, steps); s < end; s++) {
+            uint buf = s & 1u;
+            if (s + 1u < steps)
+                fetch(row0, col0, (s + 1u) * BK);
+            uint abase = buf * BK * BM4, bbase = buf * BK * BN4;
+            for (uint kk = 0u; kk < BK; kk++) {
+                vec4 av[TM / 4u], bv[TN / 4u];
+                for (uint i = 0u; i < TM / 4u; i++)
+                    av[i] = As[abase + kk * BM4 + ty + i * WY];
+                for (uint j = 0u; j < TN / 4u; j++)
+                    bv[j] = Bs[bbase + kk * BN4 + tx + j * WX];
+                for (uint i = 0u; i < TM / 4u; i++)
+                    for (uint ii = 0u; ii < 4u; ii++)
+                        for (uint j = 0u; j < TN / 4u; j++)
+                            acc[(i * 4u + ii) * (TN / 4u) + j] =
+                                fma(vec4(av[i][ii]), bv[j], acc[(i * 4u + ii) * (TN / 4u) + j]);
+            }
+            if (s + 1u < steps)
+                stash(buf ^ 1u);
+            barrier();
         }
-        if (--left == 0u && s + 1u < steps) {
-            flush(row0, col0, tx, ty, first);
-            first = false;
-            left = pc.aux;
-        }
-        if (s + 1u < steps)
-            stash(buf ^ 1u);
-        barrier();
+        if (s >= steps)
+            break;
+        flush(row0, col0, tx, ty, first);
+        first = false;
     }
     flush(row0, col0, tx, ty, first);
 }
