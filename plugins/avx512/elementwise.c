@@ -225,7 +225,7 @@ static void axpy_range(const rayo_call *c, size_t i, size_t end)
     for (; i < end; i += 16) {
         __mmask16 m = z_lanes(end - i < 16 ? end - i : 16);
         __m512 r = _mm512_fmadd_ps(alpha, _mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, y + i));
-        _mm512_mask_storeu_ps(y + i, m, r);
+        z_store_lanes(y + i, m, r);
     }
 }
 
@@ -260,7 +260,7 @@ static inline __m512 activation(uint32_t act, __m512 x)
                 __mmask16 m = z_lanes(c->n - j < 16 ? c->n - j : 16);                    \
                 __m512 x = _mm512_add_ps(_mm512_maskz_loadu_ps(m, a + j),                \
                                          _mm512_maskz_loadu_ps(m, bias + j));            \
-                _mm512_mask_storeu_ps(y + j, m, activation(ACT, x));                     \
+                z_store_lanes(y + j, m, activation(ACT, x));                             \
             }                                                                            \
         }                                                                                \
     }

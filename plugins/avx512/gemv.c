@@ -87,7 +87,7 @@ static void accumulate4(float *acc, const float *a0, const float *a1, const floa
         s = _mm512_fmadd_ps(x1, _mm512_maskz_loadu_ps(m, a1 + j), s);
         s = _mm512_fmadd_ps(x2, _mm512_maskz_loadu_ps(m, a2 + j), s);
         s = _mm512_fmadd_ps(x3, _mm512_maskz_loadu_ps(m, a3 + j), s);
-        _mm512_mask_storeu_ps(acc + j, m, s);
+        z_store_lanes(acc + j, m, s);
     }
 }
 
@@ -97,19 +97,22 @@ static void accumulate1(float *acc, const float *a0, float x0, size_t w)
     for (size_t j = 0; j < w; j += 16) {
         __mmask16 m = z_lanes(min_size(16, w - j));
         __m512 s = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m, a0 + j), _mm512_maskz_loadu_ps(m, acc + j));
-        _mm512_mask_storeu_ps(acc + j, m, s);
+        z_store_lanes(acc + j, m, s);
     }
 }
 
 /* total[0..w) += acc[0..w) in double; acc = 0. */
 static void flush_strip(double *total, float *acc, size_t w)
 {
-    for (size_t j = 0; j < w; j += 8) {
-        __mmask8 m = (__mmask8)z_lanes(min_size(8, w - j));
-        __m512d t = _mm512_add_pd(_mm512_maskz_loadu_pd(m, total + j),
-                                  _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, acc + j)));
-        _mm512_mask_storeu_pd(total + j, m, t);
-        _mm256_mask_storeu_ps(acc + j, m, _mm256_setzero_ps());
+    size_t j = 0;
+    for (; j + 8 <= w; j += 8) {
+        __m512d t = _mm512_add_pd(_mm512_loadu_pd(total + j), _mm512_cvtps_pd(_mm256_loadu_ps(acc + j)));
+        _mm512_storeu_pd(total + j, t);
+        _mm256_storeu_ps(acc + j, _mm256_setzero_ps());
+    }
+    for (; j < w; j++) {
+        total[j] += acc[j];
+        acc[j] = 0.0f;
     }
 }
 

@@ -96,10 +96,13 @@ typedef struct gemm_args {
 } gemm_args;
 
 /* `rows` (<= 16) rows of src (stride ld), 16 k at a time, transposed into
- * dst: for each k, `rows` floats then the next k at dst + width. */
+ * dst: for each k, `rows` floats then the next k at dst + width.  Stores
+ * are whole vectors (masked ones are slow on Zen 4): with width < 16 the
+ * lanes past `rows` spill into the next k's slot, written next, or past the
+ * panel into the next panel or the buffers' spare MR x kc (rows < 16 come
+ * from zero registers, so padding lanes of a short panel are zero). */
 static void pack_across_k(const float *src, size_t ld, size_t rows, size_t kc, float *dst, size_t width)
 {
-    __mmask16 keep = z_lanes(rows);
     size_t p = 0;
     for (; p + 16 <= kc; p += 16) {
         __m512 r[16];
@@ -107,7 +110,7 @@ static void pack_across_k(const float *src, size_t ld, size_t rows, size_t kc, f
             r[i] = i < rows ? _mm512_loadu_ps(src + i * ld + p) : _mm512_setzero_ps();
         z_transpose16x16(r);
         for (size_t i = 0; i < 16; i++)
-            _mm512_mask_storeu_ps(dst + (p + i) * width, keep, r[i]);
+            _mm512_storeu_ps(dst + (p + i) * width, r[i]);
     }
     for (; p < kc; p++)
         for (size_t i = 0; i < rows; i++)
@@ -126,11 +129,11 @@ static void pack_a(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t k
             pack_across_k(g->A + (i0 + ir) * g->k + p0, g->k, rows, kc, dst, MR);
             continue;
         }
-        /* op(A)(i, p) = A[p * m + i]: the rows of one k are contiguous. */
+        /* op(A)(i, p) = A[p * m + i]: the rows of one k are contiguous;
+         * whole-vector stores spill into the next k, as in pack_across_k. */
         __mmask16 keep = z_lanes(rows);
         for (size_t p = 0; p < kc; p++)
-            _mm512_mask_storeu_ps(dst + p * MR, keep,
-                                  _mm512_maskz_loadu_ps(keep, g->A + (p0 + p) * g->m + i0 + ir));
+            _mm512_storeu_ps(dst + p * MR, _mm512_maskz_loadu_ps(keep, g->A + (p0 + p) * g->m + i0 + ir));
     }
 }
 
@@ -142,16 +145,14 @@ static void pack_b_panel(const gemm_args *g, size_t p0, size_t kc, size_t j0, si
         if (cols < NR)
             memset(dst, 0, NR * kc * sizeof(float));
         const float *src = g->B + j0 * g->k + p0;
-        pack_across_k(src, g->k, min_size(16, cols), kc, dst, NR);
-        if (cols > 16)
-            pack_across_k(src + 16 * g->k, g->k, cols - 16, kc, dst + 16, NR);
+        for (size_t h = 0; h < cols; h += 16)
+            pack_across_k(src + h * g->k, g->k, min_size(16, cols - h), kc, dst + h, NR);
         return;
     }
-    __mmask16 lo = z_lanes(min_size(16, cols)), hi = z_lanes(cols > 16 ? cols - 16 : 0);
     for (size_t p = 0; p < kc; p++, dst += NR) {
         const float *src = g->B + (p0 + p) * g->n + j0;
-        _mm512_store_ps(dst, _mm512_maskz_loadu_ps(lo, src));
-        _mm512_store_ps(dst + 16, _mm512_maskz_loadu_ps(hi, src + 16));
+        for (size_t h = 0; h < NR; h += 16)
+            _mm512_store_ps(dst + h, _mm512_maskz_loadu_ps(z_lanes(h < cols ? min_size(16, cols - h) : 0), src + h));
     }
 }
 

@@ -42,7 +42,7 @@ static double exp_shifted_sum(const float *x, float *y, size_t n, float mx)
             __mmask16 m = z_lanes(block_end - j < 16 ? block_end - j : 16);
             __m512 e = _mm512_maskz_mov_ps(m, z_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), shift)));
             if (y)
-                _mm512_mask_storeu_ps(y + j, m, e);
+                z_store_lanes(y + j, m, e);
             acc0 = _mm512_add_ps(acc0, e);                 /* unused lanes add 0 */
         }
         total = z_widen_add(total, _mm512_add_ps(acc0, acc1));
@@ -58,7 +58,7 @@ static void softmax_row(const float *x, float *y, size_t n)
     const __m512 f = _mm512_set1_ps((float)(1.0 / exp_shifted_sum(x, y, n, mx)));
     for (size_t j = 0; j < n; j += 16) {
         __mmask16 m = z_lanes(n - j < 16 ? n - j : 16);
-        _mm512_mask_storeu_ps(y + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, y + j), f));
+        z_store_lanes(y + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, y + j), f));
     }
 }
 
@@ -74,7 +74,7 @@ static void log_softmax_row(const float *x, float *y, size_t n)
     for (size_t j = 0; j < n; j += 16) {
         __mmask16 m = z_lanes(n - j < 16 ? n - j : 16);
         __m512 v = _mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), vmx), vlog);
-        _mm512_mask_storeu_ps(y + j, m, v);
+        z_store_lanes(y + j, m, v);
     }
 }
 
@@ -142,7 +142,7 @@ static void normalize_row(const float *x, const float *gamma, const float *beta,
         if (beta)
             load_f64(beta + j, m, &b0, &b1);
         __m256 lo = normalize8(x0, g0, b0, c, r), hi = normalize8(x1, g1, b1, c, r);
-        _mm512_mask_storeu_ps(y + j, m, _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1));
+        z_store_lanes(y + j, m, _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1));
     }
 }
 
