@@ -81,6 +81,16 @@ static inline void z_transpose16x16(__m512 r[16])
     }
 }
 
+/* 1 / d for d in [1, 2^126] or NaN: vrcp14ps (relative error < 2^-14) and
+ * one Newton step (error ~2^-28 before rounding), a few ulp at most once
+ * multiplied; vdivps zmm is the slowest instruction of tanh, sigmoid and
+ * gelu (gelu 1.3x avx2's speed with it, see doc/benchmarks-cpu.md). */
+static inline __m512 z_recip(__m512 d)
+{
+    __m512 r = _mm512_rcp14_ps(d);
+    return _mm512_fmadd_ps(r, _mm512_fnmadd_ps(d, r, Z_SET(1.0f)), r);
+}
+
 /* Range reduction of exp and expm1: x = k ln2 + r, |r| <= ln2/2, with ln2
  * split in a part with few bits (k * LN2_HI is exact) and the rest. */
 static inline __m512 z_exp_reduce(__m512 x, __m512 *k)
@@ -205,7 +215,7 @@ static inline __m512 z_tanh(__m512 x)
 {
     __m512 ax = _mm512_min_ps(Z_SET(10.0f), _mm512_abs_ps(x));
     __m512 t = z_expm1(_mm512_add_ps(ax, ax));
-    __m512 y = _mm512_div_ps(t, _mm512_add_ps(t, Z_SET(2.0f)));
+    __m512 y = _mm512_mul_ps(t, z_recip(_mm512_add_ps(t, Z_SET(2.0f)))); /* t + 2 in [2, 5e8] */
     return _mm512_or_ps(y, _mm512_and_ps(x, Z_SET(-0.0f)));
 }
 
@@ -216,7 +226,7 @@ static inline __m512 z_sigmoid(__m512 x)
     __m512 e = z_exp(_mm512_or_ps(x, Z_SET(-0.0f)));
     __mmask16 negative = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
     __m512 num = _mm512_mask_blend_ps(negative, Z_SET(1.0f), e);
-    return _mm512_div_ps(num, _mm512_add_ps(Z_SET(1.0f), e));
+    return _mm512_mul_ps(num, z_recip(_mm512_add_ps(Z_SET(1.0f), e))); /* 1 + e in [1, 2] */
 }
 
 /* Normal CDF Phi(x) (gelu = x Phi(x)), relative accuracy in the lower tail:
@@ -238,7 +248,7 @@ static inline __m512 z_phi_small(__m512 x)
 /* Phi(-a) for 1 <= a <= 20. */
 static inline __m512 z_phi_tail(__m512 a)
 {
-    __m512 t = _mm512_div_ps(Z_SET(4.0f), _mm512_add_ps(Z_SET(4.0f), a));
+    __m512 t = _mm512_mul_ps(Z_SET(4.0f), z_recip(_mm512_add_ps(Z_SET(4.0f), a))); /* 4 + a in [5, 24] */
     static const float h_coefficients[] = { -2.934109503e-02f, 7.056966686e-03f, 8.696844281e-03f,
                                             1.997682007e-02f,  4.476417670e-02f, 6.316982807e-02f,
                                             8.107372410e-02f,  9.349994322e-02f, 9.973561507e-02f,
