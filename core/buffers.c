@@ -4,26 +4,38 @@
  * plugins have none: for them the core provides one over host memory, so a
  * CPU plugin author writes kernels only.  A host batch runs its ops in order
  * at submit, each on the batch's backend first and through the op's
- * dispatch chain if that backend cannot. */
+ * dispatch chain if that backend cannot.
+ *
+ * Lifetimes (rayo.h states them for users): a buffer is counted; its
+ * creator holds one reference, and every batch that records an op on it
+ * holds one until the batch is destroyed.  The context lists what is alive:
+ * rayo_close waits for submitted batches and frees every device resource,
+ * and leaves each handle detached (ctx NULL) so that a later destroy frees
+ * only the handle and any other call says RAYO_E_STATE. */
 #include "internal.h"
 #include <stdlib.h>
 #include <string.h>
 
 struct rayo_buffer {
-    rayo_context *ctx;
+    rayo_context *ctx;           /* NULL once rayo_close detached it */
     rayo_backend *be;
     void *handle;
     size_t size;
+    atomic_uint refs;
+    rayo_buffer *prev, *next;    /* the context's list */
 };
 
 enum batch_state { BATCH_RECORDING, BATCH_SUBMITTED, BATCH_DONE };
 
 struct rayo_batch {
-    rayo_context *ctx;
+    rayo_context *ctx;           /* NULL once rayo_close detached it */
     rayo_backend *be;
     void *handle;
     enum batch_state state;
     rayo_status result;
+    rayo_buffer **uses;          /* the distinct buffers its ops use: referenced */
+    size_t use_count, use_cap;
+    rayo_batch *prev, *next;     /* the context's list */
 };
 
 /* ---- the core's host-memory implementation ---- */
@@ -161,8 +173,14 @@ static const rayo_memory_api *memory_of(rayo_backend *be, void **state)
     return &rayo_host_memory;
 }
 
-/* backend NULL: the first backend in default order with device memory of
- * its own, else the first backend in default order. */
+/* Which backend a NULL name picks: a real GPU, else a CPU backend, else a
+ * software device (lavapipe is a GPU API over the CPU, slower than the CPU
+ * backends); the default order decides among equals. */
+static int pick_class(const rayo_backend *be)
+{
+    return be->kind == KIND_GPU ? 0 : be->kind == KIND_CPU ? 1 : 2;
+}
+
 static rayo_status pick_backend(rayo_context *ctx, const char *name, rayo_backend **out)
 {
     if (name) {
@@ -174,11 +192,11 @@ static rayo_status pick_backend(rayo_context *ctx, const char *name, rayo_backen
     }
     rayo_backend *best = NULL;
     for (size_t i = 0; i < ctx->backend_count; i++) {
-        rayo_backend *be = &ctx->backends[i];
+        rayo_backend *be = ctx->backends[i];
         if (!backend_active(be))
             continue;
-        bool better = !best || (be->desc->memory != NULL) > (best->desc->memory != NULL) ||
-                      ((be->desc->memory != NULL) == (best->desc->memory != NULL) && be->rank < best->rank);
+        bool better = !best || pick_class(be) < pick_class(best) ||
+                      (pick_class(be) == pick_class(best) && be->rank < best->rank);
         if (better)
             best = be;
     }
@@ -186,6 +204,63 @@ static rayo_status pick_backend(rayo_context *ctx, const char *name, rayo_backen
         return rayo_fail(RAYO_E_NO_BACKEND, "no backend is loaded");
     *out = best;
     return RAYO_OK;
+}
+
+/* ---- the context's lists of live handles ---- */
+static void link_buffer(rayo_context *ctx, rayo_buffer *b)
+{
+    pthread_mutex_lock(&ctx->objects_lock);
+    b->next = ctx->buffers;
+    if (b->next)
+        b->next->prev = b;
+    ctx->buffers = b;
+    pthread_mutex_unlock(&ctx->objects_lock);
+}
+
+static void unlink_buffer(rayo_context *ctx, rayo_buffer *b)
+{
+    pthread_mutex_lock(&ctx->objects_lock);
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        ctx->buffers = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    pthread_mutex_unlock(&ctx->objects_lock);
+}
+
+static void link_batch(rayo_context *ctx, rayo_batch *b)
+{
+    pthread_mutex_lock(&ctx->objects_lock);
+    b->next = ctx->batches;
+    if (b->next)
+        b->next->prev = b;
+    ctx->batches = b;
+    pthread_mutex_unlock(&ctx->objects_lock);
+}
+
+static void unlink_batch(rayo_context *ctx, rayo_batch *b)
+{
+    pthread_mutex_lock(&ctx->objects_lock);
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        ctx->batches = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    pthread_mutex_unlock(&ctx->objects_lock);
+}
+
+static void buffer_release(rayo_buffer *buf)
+{
+    if (atomic_fetch_sub(&buf->refs, 1) != 1)
+        return;
+    if (buf->ctx) {
+        unlink_buffer(buf->ctx, buf);
+        void *state;
+        memory_of(buf->be, &state)->buffer_free(state, buf->handle);
+    }
+    free(buf);
 }
 
 RAYO_API rayo_status rayo_buffer_create(rayo_context *ctx, const char *backend, size_t bytes, rayo_buffer **buf)
@@ -213,23 +288,25 @@ RAYO_API rayo_status rayo_buffer_create(rayo_context *ctx, const char *backend, 
     b->ctx = ctx;
     b->be = be;
     b->size = bytes;
+    atomic_init(&b->refs, 1);
+    link_buffer(ctx, b);
     *buf = b;
     return RAYO_OK;
 }
 
+/* The memory lives on while a batch that uses the buffer exists. */
 RAYO_API void rayo_buffer_destroy(rayo_buffer *buf)
 {
-    if (!buf)
-        return;
-    void *state;
-    memory_of(buf->be, &state)->buffer_free(state, buf->handle);
-    free(buf);
+    if (buf)
+        buffer_release(buf);
 }
 
 static rayo_status check_range(const rayo_buffer *buf, size_t offset, const void *p, size_t bytes)
 {
     if (!buf || (!p && bytes))
         return rayo_fail(RAYO_E_INVALID, "buffer or data pointer is NULL");
+    if (!buf->ctx)
+        return rayo_fail(RAYO_E_STATE, "the buffer's context was closed");
     if (offset > buf->size || bytes > buf->size - offset)
         return rayo_fail(RAYO_E_OVERFLOW, "range [%zu, +%zu) is outside the buffer of %zu bytes",
                          offset, bytes, buf->size);
@@ -263,7 +340,7 @@ RAYO_API size_t rayo_buffer_size(const rayo_buffer *buf)
 
 RAYO_API const char *rayo_buffer_backend(const rayo_buffer *buf)
 {
-    return buf ? buf->be->name : NULL;
+    return buf && buf->ctx ? buf->be->name : NULL;
 }
 
 RAYO_API rayo_status rayo_batch_create(rayo_context *ctx, const char *backend, rayo_batch **batch)
@@ -287,7 +364,38 @@ RAYO_API rayo_status rayo_batch_create(rayo_context *ctx, const char *backend, r
     }
     b->ctx = ctx;
     b->be = be;
+    link_batch(ctx, b);
     *batch = b;
+    return RAYO_OK;
+}
+
+/* The batch holds a reference to each distinct buffer it uses. */
+static rayo_status batch_use(rayo_batch *batch, rayo_buffer *buf)
+{
+    if (!buf)
+        return RAYO_OK;
+    for (size_t i = 0; i < batch->use_count; i++)
+        if (batch->uses[i] == buf)
+            return RAYO_OK;
+    if (batch->use_count == batch->use_cap) {
+        size_t cap = batch->use_cap ? 2 * batch->use_cap : 8;
+        rayo_buffer **uses = realloc(batch->uses, cap * sizeof *uses);
+        if (!uses)
+            return rayo_fail(RAYO_E_NOMEM, "out of memory");
+        batch->uses = uses;
+        batch->use_cap = cap;
+    }
+    atomic_fetch_add(&buf->refs, 1);
+    batch->uses[batch->use_count++] = buf;
+    return RAYO_OK;
+}
+
+static rayo_status batch_live(const rayo_batch *batch)
+{
+    if (!batch)
+        return rayo_fail(RAYO_E_INVALID, "batch is NULL");
+    if (!batch->ctx)
+        return rayo_fail(RAYO_E_STATE, "the batch's context was closed");
     return RAYO_OK;
 }
 
@@ -327,8 +435,11 @@ static rayo_call shape_of(const rayo_batch_call *c)
 RAYO_API rayo_status rayo_batch_record(rayo_batch *batch, const rayo_batch_call *call)
 {
     rayo_clear_error();
-    if (!batch || !call)
-        return rayo_fail(RAYO_E_INVALID, "batch or call is NULL");
+    rayo_status live = batch_live(batch);
+    if (live != RAYO_OK)
+        return live;
+    if (!call)
+        return rayo_fail(RAYO_E_INVALID, "call is NULL");
     if (batch->state != BATCH_RECORDING)
         return rayo_fail(RAYO_E_STATE, "the batch was already submitted");
     rayo_call shape = shape_of(call);
@@ -348,6 +459,8 @@ RAYO_API rayo_status rayo_batch_record(rayo_batch *batch, const rayo_batch_call 
         size_t bytes = (i == 3 && arg) ? sizeof(uint64_t) : counts[i] * sizeof(float);
         st = convert_operand(batch, src[i], bytes, what[i], dst[i]);
     }
+    for (int i = 0; i < 4 && st == RAYO_OK; i++)
+        st = batch_use(batch, src[i]->buf && dst[i]->buf ? src[i]->buf : NULL);
     if (st != RAYO_OK)
         return st;
     void *state;
@@ -357,8 +470,9 @@ RAYO_API rayo_status rayo_batch_record(rayo_batch *batch, const rayo_batch_call 
 RAYO_API rayo_status rayo_batch_submit(rayo_batch *batch)
 {
     rayo_clear_error();
-    if (!batch)
-        return rayo_fail(RAYO_E_INVALID, "batch is NULL");
+    rayo_status live = batch_live(batch);
+    if (live != RAYO_OK)
+        return live;
     if (batch->state != BATCH_RECORDING)
         return rayo_fail(RAYO_E_STATE, "the batch was already submitted");
     void *state;
@@ -374,8 +488,9 @@ RAYO_API rayo_status rayo_batch_submit(rayo_batch *batch)
 RAYO_API rayo_status rayo_batch_wait(rayo_batch *batch, uint64_t timeout_ns)
 {
     rayo_clear_error();
-    if (!batch)
-        return rayo_fail(RAYO_E_INVALID, "batch is NULL");
+    rayo_status live = batch_live(batch);
+    if (live != RAYO_OK)
+        return live;
     if (batch->state == BATCH_RECORDING)
         return rayo_fail(RAYO_E_STATE, "the batch was not submitted");
     if (batch->state == BATCH_DONE)
@@ -391,13 +506,47 @@ RAYO_API rayo_status rayo_batch_wait(rayo_batch *batch, uint64_t timeout_ns)
     return st;
 }
 
-RAYO_API void rayo_batch_destroy(rayo_batch *batch)
+/* Waits for a submitted batch and frees its device side. */
+static void batch_free_device(rayo_batch *batch)
 {
-    if (!batch)
-        return;
     if (batch->state == BATCH_SUBMITTED)
         rayo_batch_wait(batch, UINT64_MAX);
     void *state;
     memory_of(batch->be, &state)->batch_free(state, batch->handle);
+    batch->handle = NULL;
+}
+
+RAYO_API void rayo_batch_destroy(rayo_batch *batch)
+{
+    if (!batch)
+        return;
+    if (batch->ctx) {
+        batch_free_device(batch);
+        unlink_batch(batch->ctx, batch);
+    }
+    for (size_t i = 0; i < batch->use_count; i++)
+        buffer_release(batch->uses[i]);
+    free(batch->uses);
     free(batch);
+}
+
+/* rayo_close: every device resource goes; the handles stay, detached. */
+void buffers_close_all(rayo_context *ctx, bool call_plugins)
+{
+    pthread_mutex_lock(&ctx->objects_lock);
+    for (rayo_batch *b = ctx->batches; b; b = b->next) {
+        if (call_plugins)
+            batch_free_device(b);
+        b->ctx = NULL;
+    }
+    for (rayo_buffer *b = ctx->buffers; b; b = b->next) {
+        void *state;
+        if (call_plugins)
+            memory_of(b->be, &state)->buffer_free(state, b->handle);
+        b->handle = NULL;
+        b->ctx = NULL;
+    }
+    ctx->batches = NULL;
+    ctx->buffers = NULL;
+    pthread_mutex_unlock(&ctx->objects_lock);
 }

@@ -6,11 +6,16 @@
 #include "internal.h"
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #ifdef RAYO_INI_MIN /* builds without inih (wasm): the same stream interface */
 #include "ini-min.h"
 #else
 #include <ini.h>
 #endif
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -27,12 +32,10 @@ void list_each(const char *list, char sep, void (*fn)(void *u, const char *item)
         while (len && isspace((unsigned char)*p)) { p++; len--; }
         while (len && isspace((unsigned char)p[len - 1])) len--;
         if (len) {
-            char item[256];
-            if (len >= sizeof item)
-                len = sizeof item - 1;
-            memcpy(item, p, len);
-            item[len] = '\0';
-            fn(u, item);
+            char *item = strndup(p, len); /* no length limit: a cut path is another path */
+            if (item)
+                fn(u, item);
+            free(item);
         }
         if (!end)
             break;
@@ -67,6 +70,57 @@ bool config_bool(const char *v, bool dflt)
     return dflt;
 }
 
+static const char *origin_or(const rayo_config *cfg, const char *section, const char *key)
+{
+    const char *o = config_origin(cfg, section, key);
+    return o ? o : "settings";
+}
+
+bool config_get_bool(const rayo_context *ctx, const char *section, const char *key, bool dflt)
+{
+    const char *v = config_get(&ctx->cfg, section, key);
+    if (!v)
+        return dflt;
+    bool yes = config_bool(v, true), no = !config_bool(v, false);
+    if (yes == no) { /* neither yes nor no */
+        core_log(ctx, RAYO_LOG_WARN, "%s: [%s] %s = \"%s\" is not yes/no, true/false, on/off or 1/0: using %s",
+                 origin_or(&ctx->cfg, section, key), section, key, v, dflt ? "yes" : "no");
+        return dflt;
+    }
+    return yes;
+}
+
+size_t config_get_size(const rayo_context *ctx, const char *section, const char *key, size_t dflt)
+{
+    const char *v = config_get(&ctx->cfg, section, key);
+    if (!v)
+        return dflt;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    const char *problem = NULL;
+    if (end == v || *end || !isdigit((unsigned char)v[0]))
+        problem = "is not a size (digits only)";
+    else if (errno == ERANGE || n > SIZE_MAX)
+        problem = "is too large";
+    if (problem) {
+        core_log(ctx, RAYO_LOG_WARN, "%s: [%s] %s = \"%s\" %s: using %zu", origin_or(&ctx->cfg, section, key),
+                 section, key, v, problem, dflt);
+        return dflt;
+    }
+    return (size_t)n;
+}
+
+const char *file_type_name(unsigned mode)
+{
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return S_ISREG(mode) ? "a regular file" : "not a regular file";
+}
+
 /* ---- entries ---- */
 static void config_set(rayo_config *cfg, const char *section, const char *key,
                        const char *value, const char *origin)
@@ -96,6 +150,14 @@ const char *config_get(const rayo_config *cfg, const char *section, const char *
     for (size_t i = cfg->count; i-- > 0;)
         if (!strcmp(cfg->entries[i].section, section) && !strcmp(cfg->entries[i].key, key))
             return cfg->entries[i].value;
+    return NULL;
+}
+
+const char *config_origin(const rayo_config *cfg, const char *section, const char *key)
+{
+    for (size_t i = cfg->count; i-- > 0;)
+        if (!strcmp(cfg->entries[i].section, section) && !strcmp(cfg->entries[i].key, key))
+            return cfg->entries[i].origin;
     return NULL;
 }
 
@@ -165,20 +227,34 @@ static const char *unknown_key_reason(const char *section, const char *key)
 }
 
 /* ---- parsing ---- */
+/* Config files larger than this are refused: a real one is a few KiB. */
+#define MAX_CONFIG_BYTES (1u << 20)
+
 struct parse_state {
     rayo_context *ctx;
     rayo_config *cfg;
     const char *path;
     FILE *fp;               /* NULL when parsing a string */
     const char *text;       /* the rest of the string being parsed */
+    const char *base_dir;   /* relative plugin paths resolve against it; NULL: cwd */
     int line;
     int problems;
 };
 
+static void problem(struct parse_state *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void problem(struct parse_state *ps, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ps->problems++;
+    core_log(ps->ctx, RAYO_LOG_WARN, "%s:%d: %s", ps->path, ps->line, msg);
+}
+
 static bool line_is_malformed(const char *line)
 {
-    while (isspace((unsigned char)*line))
-        line++;
     if (!*line || *line == '#' || *line == ';')
         return false;
     if (*line == '[')
@@ -186,33 +262,109 @@ static bool line_is_malformed(const char *line)
     return strchr(line, '=') == NULL && strchr(line, ':') == NULL;
 }
 
-/* inih reader: counts lines so that messages can say file:line, and reports
- * malformed lines itself (inih only returns the first one). */
+/* Reads one raw line into buf; false at the end.  *whole is false when the
+ * line did not fit (the rest of it is then skipped: a piece of a line must
+ * never be read as a line of its own). */
+static bool next_raw_line(struct parse_state *ps, char *buf, int size, bool *whole)
+{
+    /* A whole line is at most size - 2 characters: room for "\n" and NUL. */
+    if (ps->fp) {
+        if (!fgets(buf, size, ps->fp))
+            return false;
+        size_t len = strlen(buf);
+        *whole = len < (size_t)size - 1 || buf[len - 1] == '\n';
+        if (!*whole) {
+            int c;
+            while ((c = getc(ps->fp)) != EOF && c != '\n')
+                ;
+        }
+        return true;
+    }
+    if (!*ps->text)
+        return false;
+    const char *nl = strchr(ps->text, '\n');
+    size_t len = nl ? (size_t)(nl - ps->text) : strlen(ps->text);
+    *whole = len <= (size_t)size - 2;
+    size_t keep = *whole ? len : (size_t)size - 2;
+    memcpy(buf, ps->text, keep);
+    buf[keep] = '\0';
+    ps->text += len + (nl != NULL);
+    return true;
+}
+
+/* inih reader: counts lines so that messages can say file:line, and hands
+ * inih only lines that mean what they say: whole, trimmed at the left (an
+ * indented "key = value" is a setting, not a continuation), without a BOM.
+ * Problems are reported here with file:line (inih returns only the first). */
 static char *read_line(char *buf, int size, void *stream)
 {
     struct parse_state *ps = stream;
-    if (ps->fp) {
-        if (!fgets(buf, size, ps->fp))
-            return NULL;
-    } else {
-        if (!*ps->text)
-            return NULL;
-        const char *nl = strchr(ps->text, '\n');
-        size_t len = nl ? (size_t)(nl - ps->text) + 1 : strlen(ps->text);
-        if (len >= (size_t)size)
-            len = (size_t)size - 1;
-        memcpy(buf, ps->text, len);
-        buf[len] = '\0';
-        ps->text += len;
-    }
+    bool whole;
+    if (!next_raw_line(ps, buf, size, &whole))
+        return NULL;
     ps->line++;
-    if (line_is_malformed(buf)) {
-        ps->problems++;
-        buf[strcspn(buf, "\r\n")] = '\0';
-        core_log(ps->ctx, RAYO_LOG_WARN, "%s:%d: malformed line ignored: \"%s\"", ps->path, ps->line, buf);
+    char *start = buf;
+    if (ps->line == 1 && !memcmp(start, "\xEF\xBB\xBF", 3))
+        start += 3; /* UTF-8 byte order mark */
+    bool indented = isspace((unsigned char)*start) && *start != '\n' && *start != '\r';
+    while (isspace((unsigned char)*start))
+        start++;
+    memmove(buf, start, strlen(start) + 1);
+    buf[strcspn(buf, "\r\n")] = '\0';
+    if (!whole) {
+        problem(ps, "line longer than %d characters ignored (all of it)", size - 2);
+        buf[0] = '\0';
+    } else if (indented && line_is_malformed(buf)) {
+        problem(ps, "indented line ignored: continuation lines are not supported: \"%s\"", buf);
+        buf[0] = '\0';
+    } else if (line_is_malformed(buf)) {
+        problem(ps, "malformed line ignored: \"%s\"", buf);
         buf[0] = '\0';
     }
+    strcat(buf, "\n");
     return buf;
+}
+
+/* A relative plugin path means: relative to the file that names it (or to
+ * the current directory for settings that come from no file).  Never a
+ * library search: the loader gets absolute paths only. */
+struct resolve_acc { const char *base; char *out; bool failed; };
+
+static void resolve_item(void *u, const char *item)
+{
+    struct resolve_acc *acc = u;
+    char *cwd = NULL;
+    const char *base = acc->base;
+    if (item[0] != '/' && !base)
+        base = cwd = getcwd(NULL, 0);
+    char *joined = NULL;
+    if (item[0] == '/')
+        joined = rayo_asprintf("%s%s%s", acc->out ? acc->out : "", acc->out ? ":" : "", item);
+    else if (base)
+        joined = rayo_asprintf("%s%s%s/%s", acc->out ? acc->out : "", acc->out ? ":" : "", base, item);
+    free(cwd);
+    if (!joined) {
+        acc->failed = true;
+        return;
+    }
+    free(acc->out);
+    acc->out = joined;
+}
+
+static char *resolve_paths(const char *list, const char *base)
+{
+    struct resolve_acc acc = {base, NULL, false};
+    list_each(list, ':', resolve_item, &acc);
+    if (acc.failed) {
+        free(acc.out);
+        return NULL;
+    }
+    return acc.out ? acc.out : rayo_strdup("");
+}
+
+static bool is_path_key(const char *section, const char *key)
+{
+    return !strcmp(section, "plugins") && (!strcmp(key, "path") || !strcmp(key, "load"));
 }
 
 static int on_setting(void *user, const char *section, const char *key, const char *value)
@@ -223,36 +375,101 @@ static int on_setting(void *user, const char *section, const char *key, const ch
     char origin[512];
     snprintf(origin, sizeof origin, "%s:%d", ps->path, ps->line);
     if (!*section) {
-        ps->problems++;
-        core_log(ps->ctx, RAYO_LOG_WARN, "%s: key \"%s\" outside any section ignored", origin, key);
+        problem(ps, "key \"%s\" outside any section ignored", key);
         return 1;
     }
     const char *why = unknown_key_reason(section, key);
     if (why) {
-        ps->problems++;
-        core_log(ps->ctx, RAYO_LOG_WARN, "%s: %s: [%s] %s (ignored)", origin, why, section, key);
+        problem(ps, "%s: [%s] %s (ignored)", why, section, key);
+        return 1;
+    }
+    if (is_path_key(section, key)) {
+        char *resolved = resolve_paths(value, ps->base_dir);
+        if (!resolved)
+            problem(ps, "[%s] %s: cannot resolve relative paths (ignored)", section, key);
+        else
+            config_set(ps->cfg, section, key, resolved, origin);
+        free(resolved);
         return 1;
     }
     config_set(ps->cfg, section, key, value, origin);
     return 1;
 }
 
+int config_parse_stream(rayo_context *ctx, rayo_config *cfg, const char *name, FILE *fp, const char *base_dir)
+{
+    struct parse_state ps = {ctx, cfg, name, fp, NULL, base_dir, 0, 0};
+    ini_parse_stream(read_line, &ps, on_setting, &ps);
+    return ps.problems;
+}
+
+int config_parse_string(rayo_context *ctx, rayo_config *cfg, const char *name, const char *text)
+{
+    struct parse_state ps = {ctx, cfg, name, NULL, text, NULL, 0, 0};
+    ini_parse_stream(read_line, &ps, on_setting, &ps);
+    return ps.problems;
+}
+
+/* A config file, opened without blocking (a FIFO would wait for a writer)
+ * and refused unless it is a regular file of sane size (/dev/zero never
+ * ends).  NULL with *status set when refused. */
+static FILE *open_config(rayo_context *ctx, const char *path, bool report_missing, const char **status)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        if (report_missing || errno != ENOENT)
+            core_log(ctx, RAYO_LOG_WARN, "%s: cannot open config file: %s", path, strerror(errno));
+        *status = errno == ENOENT ? "not found" : "cannot be opened";
+        return NULL;
+    }
+    struct stat st;
+    static _Thread_local char why[64];
+    *status = NULL;
+    if (fstat(fd, &st) != 0)
+        *status = "cannot be read";
+    else if (!S_ISREG(st.st_mode))
+        *status = (snprintf(why, sizeof why, "refused: %s, not a file", file_type_name(st.st_mode)), why);
+    else if (st.st_size > (off_t)MAX_CONFIG_BYTES)
+        *status = "refused: larger than 1 MiB";
+    FILE *fp = *status ? NULL : fdopen(fd, "r");
+    if (!fp) {
+        if (!*status)
+            *status = "cannot be read";
+        core_log(ctx, RAYO_LOG_WARN, "%s: config file %s", path, *status);
+        close(fd);
+    }
+    return fp;
+}
+
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return getcwd(NULL, 0);
+    if (path[0] != '/') { /* relative: make it absolute now */
+        char *cwd = getcwd(NULL, 0);
+        char *dir = cwd ? rayo_asprintf("%s/%.*s", cwd, (int)(slash - path), path) : NULL;
+        free(cwd);
+        return dir;
+    }
+    return slash == path ? rayo_strdup("/") : strndup(path, (size_t)(slash - path));
+}
+
 static void parse_file(rayo_context *ctx, rayo_config *cfg, const char *path, bool report_missing)
 {
-    FILE *fp = fopen(path, "r");
+    const char *refused;
+    FILE *fp = open_config(ctx, path, report_missing, &refused);
     if (!fp) {
-        if (report_missing)
-            core_log(ctx, RAYO_LOG_WARN, "%s: cannot open config file", path);
-        config_add_file(cfg, path, "not found");
+        config_add_file(cfg, path, refused);
         return;
     }
-    struct parse_state ps = {ctx, cfg, path, fp, NULL, 0, 0};
-    ini_parse_stream(read_line, &ps, on_setting, &ps);
+    char *dir = dir_of(path);
+    int problems = config_parse_stream(ctx, cfg, path, fp, dir);
+    free(dir);
     fclose(fp);
     char status[64];
-    if (ps.problems)
-        snprintf(status, sizeof status, "read, %d problem%s (see warnings)", ps.problems,
-                 ps.problems == 1 ? "" : "s");
+    if (problems)
+        snprintf(status, sizeof status, "read, %d problem%s (see warnings)", problems, problems == 1 ? "" : "s");
     else
         snprintf(status, sizeof status, "read");
     config_add_file(cfg, path, status);
@@ -260,9 +477,8 @@ static void parse_file(rayo_context *ctx, rayo_config *cfg, const char *path, bo
 
 static void parse_string(rayo_context *ctx, rayo_config *cfg, const char *name, const char *text)
 {
-    struct parse_state ps = {ctx, cfg, name, NULL, text, 0, 0};
-    ini_parse_stream(read_line, &ps, on_setting, &ps);
-    config_add_file(cfg, name, ps.problems ? "read, with problems (see warnings)" : "read");
+    int problems = config_parse_string(ctx, cfg, name, text);
+    config_add_file(cfg, name, problems ? "read, with problems (see warnings)" : "read");
 }
 
 static int compare_names(const void *a, const void *b)
@@ -337,7 +553,11 @@ static void load_environment(rayo_context *ctx, rayo_config *cfg)
         if (v) {
             char origin[64];
             snprintf(origin, sizeof origin, "env %s", vars[i].var);
-            config_set(cfg, vars[i].section, vars[i].key, v, origin);
+            /* Relative entries of RAYO_PLUGIN_PATH: against the current
+             * directory, like PATH; made absolute now. */
+            char *resolved = !strcmp(vars[i].key, "env_path") ? resolve_paths(v, NULL) : NULL;
+            config_set(cfg, vars[i].section, vars[i].key, resolved ? resolved : v, origin);
+            free(resolved);
         }
     }
     /* RAYO_DISABLE adds to the deny list instead of replacing it. */

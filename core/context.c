@@ -69,8 +69,9 @@ static unsigned threads_setting(rayo_context *ctx)
         return dflt;
     char *end;
     long n = strtol(v, &end, 10);
-    if (*end || n < 1 || n > 1024) {
-        core_log(ctx, RAYO_LOG_WARN, "[rayo] threads = \"%s\" is not auto or 1..1024: using %u", v, dflt);
+    if (end == v || *end || n < 1 || n > 1024) {
+        core_log(ctx, RAYO_LOG_WARN, "%s: [rayo] threads = \"%s\" is not auto or 1..1024: using %u",
+                 config_origin(&ctx->cfg, "rayo", "threads"), v, dflt);
         return dflt;
     }
     return (unsigned)n;
@@ -80,7 +81,8 @@ static void apply_rayo_section(rayo_context *ctx)
 {
     const char *level = config_get(&ctx->cfg, "rayo", "log");
     if (level && rayo_parse_log_level(level, &ctx->log_level) != 0)
-        core_log(ctx, RAYO_LOG_WARN, "[rayo] log = \"%s\": use error, warn, info or debug", level);
+        core_log(ctx, RAYO_LOG_WARN, "%s: [rayo] log = \"%s\": use error, warn, info or debug",
+                 config_origin(&ctx->cfg, "rayo", "log"), level);
     ctx->cpu_features = cpu_detect();
     const char *masked = config_get(&ctx->cfg, "rayo", "cpu_disable");
     if (masked) {
@@ -88,7 +90,7 @@ static void apply_rayo_section(rayo_context *ctx)
         ctx->cpu_features &= ~off;
         core_log(ctx, RAYO_LOG_INFO, "RAYO_CPU_DISABLE masks CPU features: %s", masked);
     }
-    ctx->force_cpu = config_bool(config_get(&ctx->cfg, "dispatch", "force_cpu"), false);
+    ctx->force_cpu = config_get_bool(ctx, "dispatch", "force_cpu", false);
 }
 
 RAYO_API rayo_status rayo_open(rayo_context **out, const rayo_options *opts)
@@ -103,6 +105,8 @@ RAYO_API rayo_status rayo_open(rayo_context **out, const rayo_options *opts)
     if (!ctx)
         return rayo_fail(RAYO_E_NOMEM, "rayo_open: out of memory");
     ctx->log_level = RAYO_LOG_WARN;
+    pthread_mutex_init(&ctx->objects_lock, NULL);
+    ctx->owner_pid = (long)getpid();
     if (opts && opts->struct_size >= offsetof(rayo_options, log_user) + sizeof(void *)) {
         ctx->log_fn = opts->log;
         ctx->log_user = opts->log_user;
@@ -120,7 +124,7 @@ RAYO_API rayo_status rayo_open(rayo_context **out, const rayo_options *opts)
 
     size_t active = 0;
     for (size_t i = 0; i < ctx->backend_count; i++)
-        active += backend_active(&ctx->backends[i]);
+        active += backend_active(ctx->backends[i]);
     bool allow_empty = opts && opts->struct_size >= offsetof(rayo_options, allow_no_backend) + sizeof(int) &&
                        opts->allow_no_backend;
     if (active == 0 && !allow_empty) {
@@ -140,10 +144,15 @@ RAYO_API void rayo_close(rayo_context *ctx)
 {
     if (!ctx)
         return;
-    loader_unload_all(ctx);
+    /* In a forked child the plugins' state (GPU drivers, their threads)
+     * belongs to the parent: the child frees only the core's memory. */
+    bool own = getpid() == (pid_t)ctx->owner_pid;
+    buffers_close_all(ctx, own);
+    loader_unload_all(ctx, own);
     pool_destroy(ctx->pool);
     config_free(&ctx->cfg);
     free(ctx->search_path);
+    pthread_mutex_destroy(&ctx->objects_lock);
     free(ctx);
 }
 
@@ -159,7 +168,7 @@ RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, ray
         return rayo_fail(RAYO_E_INVALID, "context or info is NULL");
     if (index >= ctx->backend_count)
         return rayo_fail(RAYO_E_NOT_FOUND, "no backend %zu (there are %zu)", index, ctx->backend_count);
-    const rayo_backend *be = &ctx->backends[index];
+    const rayo_backend *be = ctx->backends[index];
     memset(info, 0, sizeof *info);
     info->name = be->name;
     info->path = be->path;
@@ -181,9 +190,9 @@ RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, ray
 
 RAYO_API const char *rayo_backend_device_name(const rayo_context *ctx, size_t index, size_t device)
 {
-    if (!ctx || index >= ctx->backend_count || device >= ctx->backends[index].probe.device_count)
+    if (!ctx || index >= ctx->backend_count || device >= ctx->backends[index]->probe.device_count)
         return NULL;
-    return ctx->backends[index].probe.devices[device].name;
+    return ctx->backends[index]->probe.devices[device].name;
 }
 
 RAYO_API size_t rayo_config_file_count(const rayo_context *ctx)

@@ -43,19 +43,6 @@ static void take_named(void *u, const char *name)
     acc->out[acc->count++] = be;
 }
 
-static size_t parse_size(rayo_context *ctx, const char *text, size_t dflt, const char *where)
-{
-    if (!text)
-        return dflt;
-    char *end;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (end == text || *end || text[0] == '-') {
-        core_log(ctx, RAYO_LOG_WARN, "%s = \"%s\" is not a size: using %zu", where, text, dflt);
-        return dflt;
-    }
-    return (size_t)v;
-}
-
 static void resolve_op(rayo_context *ctx, const rayo_op_info *op, rayo_backend **by_default, size_t n_default)
 {
     char section[64], where[96];
@@ -71,8 +58,7 @@ static void resolve_op(rayo_context *ctx, const rayo_op_info *op, rayo_backend *
     for (size_t i = 0; i < n_default; i++)
         take_named(&acc, by_default[i]->name);
 
-    size_t threshold = parse_size(ctx, config_get(&ctx->cfg, section, "offload_threshold"),
-                                  ctx->offload_threshold, section);
+    size_t threshold = config_get_size(ctx, section, "offload_threshold", ctx->offload_threshold);
     rayo_chain_t *chain = &ctx->chains[op->id];
     chain->count = 0;
     for (size_t i = 0; i < acc.count; i++) {
@@ -92,14 +78,13 @@ void dispatch_resolve(rayo_context *ctx)
     rayo_backend *by_default[MAX_BACKENDS];
     size_t n = 0;
     for (size_t i = 0; i < ctx->backend_count; i++)
-        if (backend_active(&ctx->backends[i]))
-            by_default[n++] = &ctx->backends[i];
+        if (backend_active(ctx->backends[i]))
+            by_default[n++] = ctx->backends[i];
     qsort(by_default, n, sizeof by_default[0], compare_default);
     for (size_t i = 0; i < n; i++)
         by_default[i]->rank = (unsigned)i;
 
-    ctx->offload_threshold = parse_size(ctx, config_get(&ctx->cfg, "dispatch", "offload_threshold"),
-                                        DEFAULT_OFFLOAD_THRESHOLD, "[dispatch] offload_threshold");
+    ctx->offload_threshold = config_get_size(ctx, "dispatch", "offload_threshold", DEFAULT_OFFLOAD_THRESHOLD);
     size_t count;
     const rayo_op_info *ops = rayo_ops(&count);
     for (size_t i = 0; i < count; i++)

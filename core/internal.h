@@ -4,11 +4,15 @@
 
 #include "config.h"
 #include "rayo-plugin.h"
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 
 #define HIDDEN __attribute__((visibility("hidden")))
+/* Backends one context uses at most (the chains' length).  Files that are
+ * not loaded (rejected, unavailable, denied) do not count: any number of
+ * them is listed. */
 #define MAX_BACKENDS 32
 #define MAX_LINKS MAX_BACKENDS
 
@@ -43,6 +47,20 @@ HIDDEN void config_load(rayo_context *ctx, rayo_config *cfg, const rayo_options 
 HIDDEN const char *config_get(const rayo_config *cfg, const char *section, const char *key);
 HIDDEN void config_free(rayo_config *cfg);
 HIDDEN bool config_bool(const char *v, bool dflt);
+/* "a directory", "a FIFO", ... for a st_mode (messages). */
+HIDDEN const char *file_type_name(unsigned mode);
+/* Where the effective (section, key) came from ("file:line", "env RAYO_X"), or NULL. */
+HIDDEN const char *config_origin(const rayo_config *cfg, const char *section, const char *key);
+/* Typed lookups: a value that does not parse is warned about with its origin
+ * and the default is used. */
+HIDDEN bool config_get_bool(const rayo_context *ctx, const char *section, const char *key, bool dflt);
+HIDDEN size_t config_get_size(const rayo_context *ctx, const char *section, const char *key, size_t dflt);
+/* Parses INI text from a stream (config files) or a string; for the fuzz
+ * targets as much as for config_load.  base_dir: relative plugin paths
+ * resolve against it (NULL: the current directory). */
+HIDDEN int config_parse_stream(rayo_context *ctx, rayo_config *cfg, const char *name, FILE *fp,
+                               const char *base_dir);
+HIDDEN int config_parse_string(rayo_context *ctx, rayo_config *cfg, const char *name, const char *text);
 /* Is `name` in the comma-separated list? (case-sensitive, spaces trimmed) */
 HIDDEN bool list_contains(const char *list, const char *name);
 /* Calls fn for each trimmed, non-empty item of a list separated by `sep`. */
@@ -63,6 +81,35 @@ HIDDEN void pool_destroy(rayo_pool *pool);
 HIDDEN unsigned pool_threads(const rayo_pool *pool);
 HIDDEN void pool_run(rayo_pool *pool, size_t n_tasks,
                      void (*fn)(void *arg, size_t task, unsigned worker), void *arg);
+
+/* ---- plugin-check.c: checks that trust nothing in the plugin ---- */
+/* The size of a minor-0 descriptor: the fields this core reads. */
+#define DESCRIPTOR_V1_0_SIZE (offsetof(rayo_plugin_descriptor, memory) + sizeof(void *))
+/* More op table entries than any plugin needs: a bigger op_count is a lie. */
+#define PLUGIN_MAX_OPS 4096
+/* Bytes read from the start of a plugin file for the ELF checks: the
+ * program headers must lie within them (they follow the ELF header). */
+#define PLUGIN_HEAD_BYTES 65536
+
+typedef struct plugin_segment {
+    uintptr_t start, end;    /* [start, end) as mapped */
+    bool exec;
+} plugin_segment;
+
+typedef struct plugin_map {
+    plugin_segment seg[16];
+    size_t count;
+} plugin_map;
+
+/* The first `len` bytes of a file of file_size bytes: an ELF shared object
+ * of this machine whose loadable segments all lie within the file? */
+HIDDEN bool plugin_elf_ok(const unsigned char *head, size_t len, uint64_t file_size, char *why, size_t size);
+/* The descriptor symbol: large enough and inside the plugin's segments. */
+HIDDEN bool plugin_symbol_ok(const plugin_map *map, const void *desc, size_t sym_size, char *why, size_t size);
+/* Magic, ABI major, size, and every pointer (probe, init, fini, ops and
+ * their kernels, the memory API) into the plugin.  After plugin_symbol_ok. */
+HIDDEN bool plugin_descriptor_ok(const plugin_map *map, const rayo_plugin_descriptor *d, size_t sym_size,
+                                 char *why, size_t size);
 
 /* ---- loader.c ---- */
 typedef enum backend_kind {  /* what a backend runs on; in the default order lower runs first */
@@ -91,7 +138,9 @@ typedef struct rayo_backend {
 } rayo_backend;
 
 HIDDEN void loader_load_all(rayo_context *ctx);
-HIDDEN void loader_unload_all(rayo_context *ctx);
+/* call_plugins false (a forked child): no fini, no dlclose - the plugins'
+ * driver state belongs to the parent, and its threads are not here. */
+HIDDEN void loader_unload_all(rayo_context *ctx, bool call_plugins);
 HIDDEN rayo_backend *backend_by_name(const rayo_context *ctx, const char *name);
 HIDDEN bool backend_active(const rayo_backend *be);
 
@@ -122,6 +171,9 @@ HIDDEN void call_write_empty(const rayo_call *call);
 
 /* ---- buffers.c: buffers and batches ---- */
 HIDDEN extern const rayo_memory_api rayo_host_memory;
+/* At rayo_close: waits for submitted batches, frees the device side of
+ * every live buffer and batch and detaches their handles. */
+HIDDEN void buffers_close_all(rayo_context *ctx, bool call_plugins);
 
 /* ---- the context ---- */
 struct rayo_context {
@@ -132,10 +184,14 @@ struct rayo_context {
     uint64_t cpu_features;
     rayo_pool *pool;
     char *search_path;
-    rayo_backend backends[MAX_BACKENDS];
-    size_t backend_count;
+    rayo_backend **backends; /* every plugin file seen, loaded or not */
+    size_t backend_count, backend_cap, loaded_count;
     rayo_chain_t chains[RAYO_OP_ID_LIMIT];
     size_t offload_threshold;
+    pthread_mutex_t objects_lock; /* guards the two lists below */
+    rayo_buffer *buffers;    /* live buffers and batches (buffers.c) */
+    rayo_batch *batches;
+    long owner_pid;          /* the process that opened it (fork detection) */
     bool no_env;             /* options.no_environment */
     bool force_cpu;
 };

@@ -1,21 +1,31 @@
 /* loader.c - finds, checks, probes and initialises backend plugins.
  *
- * Order of trust: nothing of a plugin runs before its data-only descriptor
- * has been checked (magic, ABI major, struct size, architecture, the CPU and
- * OS features it needs).  Every plugin that is not used is kept in the list
- * with the reason, for rayo-info; nothing here aborts the process. */
+ * Order of trust.  Before dlopen, with nothing of the plugin run: the file
+ * name against plugins.allow/deny, the file itself (a regular file, not
+ * writable by others when we run as root, an ELF shared object of this
+ * machine whose segments all lie in the file).  dlopen then maps the file
+ * and runs its ELF constructors: that cannot be prevented, so a plugin with
+ * constructors has run code before the checks below (rayo-plugin.h says so).
+ * After dlopen and before any call into the plugin: the data-only
+ * descriptor (where it lies, its size, magic, ABI major, architecture, the
+ * CPU and OS features it needs, and that every pointer in it points into the
+ * plugin).  Every plugin that is not used is kept in the list with the
+ * reason, for rayo-info; nothing here aborts the process. */
 #define _GNU_SOURCE
 #include "internal.h"
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-/* The size of a minor-0 descriptor: the fields this core reads. */
-#define DESCRIPTOR_V1_0_SIZE (offsetof(rayo_plugin_descriptor, memory) + sizeof(void *))
+#include <unistd.h>
+#ifndef __EMSCRIPTEN__
+#include <link.h>
+#include <sys/auxv.h>
+#endif
 
 bool backend_active(const rayo_backend *be)
 {
@@ -24,10 +34,19 @@ bool backend_active(const rayo_backend *be)
 
 rayo_backend *backend_by_name(const rayo_context *ctx, const char *name)
 {
-    for (size_t i = 0; i < ctx->backend_count; i++)
-        if (!strcmp(ctx->backends[i].name, name) && ctx->backends[i].status != RAYO_BACKEND_SHADOWED)
-            return (rayo_backend *)&ctx->backends[i];
-    return NULL;
+    /* A name may be listed several times (a rejected file, then a good
+     * one): the loaded one is the backend of that name. */
+    rayo_backend *first = NULL;
+    for (size_t i = 0; i < ctx->backend_count; i++) {
+        rayo_backend *be = ctx->backends[i];
+        if (strcmp(be->name, name) || be->status == RAYO_BACKEND_SHADOWED)
+            continue;
+        if (be->status == RAYO_BACKEND_LOADED)
+            return be;
+        if (!first)
+            first = be;
+    }
+    return first;
 }
 
 static void set_reason(rayo_backend *be, rayo_backend_status status, const char *fmt, ...)
@@ -141,26 +160,170 @@ static void init_host(rayo_backend *be)
     h->cache_dir = host_cache_dir;
 }
 
-/* ---- checks on the descriptor (no plugin code runs here) ---- */
-static bool descriptor_ok(rayo_backend *be, const rayo_plugin_descriptor *d)
+/* ---- checks on the file, before dlopen (nothing of the plugin runs) ---- */
+#ifndef __EMSCRIPTEN__
+/* Root, or a setuid/setgid program: a plugin anyone can replace is refused. */
+static bool privileged(void)
 {
-    if (d->magic != RAYO_PLUGIN_MAGIC) {
-        set_reason(be, RAYO_BACKEND_REJECTED, "bad descriptor magic 0x%08x: not a rayo plugin", (unsigned)d->magic);
+    return geteuid() == 0 || getauxval(AT_SECURE) != 0;
+}
+
+static bool writable_by_others(const char *path, char *what, size_t size)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        snprintf(what, size, "%s (mode %04o)", path, (unsigned)(st.st_mode & 07777));
+        return true;
+    }
+    return false;
+}
+
+/* Like the Vulkan loader for elevated processes: whoever can write the file
+ * or its folder can run code in this process. */
+static bool ownership_ok(rayo_backend *be)
+{
+    char what[1100] = "";
+    char *dir = rayo_strdup(be->path);
+    char *slash = dir ? strrchr(dir, '/') : NULL;
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    bool writable = writable_by_others(be->path, what, sizeof what) ||
+                    (slash && writable_by_others(dir, what, sizeof what));
+    free(dir);
+    if (!writable)
+        return true;
+    if (privileged()) {
+        set_reason(be, RAYO_BACKEND_REJECTED,
+                   "%s is writable by group or others, and this process runs as root or setuid", what);
+        return false;
+    }
+    core_log(be->ctx, RAYO_LOG_WARN, "%s: %s is writable by group or others: they can run code in this process",
+             be->path, what);
+    return true;
+}
+
+static bool elf_ok(rayo_backend *be, int fd, const struct stat *st)
+{
+    unsigned char *head = malloc(PLUGIN_HEAD_BYTES);
+    if (!head) {
+        set_reason(be, RAYO_BACKEND_REJECTED, "out of memory");
+        return false;
+    }
+    size_t len = 0;
+    while (len < PLUGIN_HEAD_BYTES) {
+        ssize_t r = pread(fd, head + len, PLUGIN_HEAD_BYTES - len, (off_t)len);
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    char why[256];
+    bool ok = plugin_elf_ok(head, len, (uint64_t)st->st_size, why, sizeof why);
+    free(head);
+    if (!ok)
+        set_reason(be, RAYO_BACKEND_REJECTED, "%s", why);
+    return ok;
+}
+#endif
+
+/* A truncated file would kill the process with SIGBUS inside dlopen, a FIFO
+ * would block it forever: look at the file before dlopen sees it. */
+static bool file_ok(rayo_backend *be)
+{
+#ifdef __EMSCRIPTEN__
+    (void)be;
+    return true; /* the engine validates side modules */
+#else
+    int fd = open(be->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        set_reason(be, RAYO_BACKEND_REJECTED, "cannot open: %s", strerror(errno));
+        return false;
+    }
+    struct stat st;
+    bool ok = false;
+    if (fstat(fd, &st) != 0)
+        set_reason(be, RAYO_BACKEND_REJECTED, "cannot stat: %s", strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        set_reason(be, RAYO_BACKEND_REJECTED, "%s, not a plugin file", file_type_name(st.st_mode));
+    else
+        ok = ownership_ok(be) && elf_ok(be, fd, &st);
+    close(fd);
+    return ok;
+#endif
+}
+
+/* ---- checks on the descriptor (after dlopen, before any call) ---- */
+#ifndef __EMSCRIPTEN__
+struct map_acc { uintptr_t base; const char *name; plugin_map *map; };
+
+static int collect_segments(struct dl_phdr_info *info, size_t size, void *u)
+{
+    (void)size;
+    struct map_acc *acc = u;
+    if (info->dlpi_addr != acc->base || !info->dlpi_name || strcmp(info->dlpi_name, acc->name))
+        return 0;
+    for (size_t i = 0; i < info->dlpi_phnum && acc->map->count < 16; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        plugin_segment *s = &acc->map->seg[acc->map->count++];
+        s->start = info->dlpi_addr + ph->p_vaddr;
+        s->end = s->start + ph->p_memsz;
+        s->exec = (ph->p_flags & PF_X) != 0;
+    }
+    return 1;
+}
+
+/* The plugin's loaded segments, and the size of its descriptor symbol. */
+static void plugin_layout(rayo_backend *be, const void *desc, plugin_map *map, size_t *sym_size)
+{
+    struct link_map *lm = NULL;
+    map->count = 0;
+    *sym_size = 0;
+    if (dlinfo(be->dl, RTLD_DI_LINKMAP, &lm) == 0 && lm) {
+        struct map_acc acc = {lm->l_addr, lm->l_name, map};
+        dl_iterate_phdr(collect_segments, &acc);
+    }
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (dladdr1(desc, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && info.dli_sname &&
+        !strcmp(info.dli_sname, RAYO_PLUGIN_SYMBOL))
+        *sym_size = sym->st_size;
+}
+#else
+static void plugin_layout(rayo_backend *be, const void *desc, plugin_map *map, size_t *sym_size)
+{
+    (void)be;
+    /* No ELF maps in WebAssembly: the engine keeps code and data apart, and
+     * a wild pointer traps instead of running code. */
+    map->count = 1;
+    map->seg[0] = (plugin_segment){(uintptr_t)desc, UINTPTR_MAX, true};
+    *sym_size = ((const rayo_plugin_descriptor *)desc)->struct_size;
+}
+#endif
+
+static bool layout_ok(rayo_backend *be, const rayo_plugin_descriptor *d)
+{
+    plugin_map map;
+    size_t sym_size;
+    char why[256];
+    plugin_layout(be, d, &map, &sym_size);
+    if (!plugin_symbol_ok(&map, d, sym_size, why, sizeof why)) {
+        set_reason(be, RAYO_BACKEND_REJECTED, "%s", why);
         return false;
     }
     be->abi_major = d->abi_major;
     be->abi_minor = d->abi_minor;
-    if (d->abi_major != RAYO_PLUGIN_ABI_MAJOR) {
-        set_reason(be, RAYO_BACKEND_REJECTED,
-                   "built for plugin ABI %u.%u, this core speaks ABI %d: rebuild the plugin for ABI %d",
-                   d->abi_major, d->abi_minor, RAYO_PLUGIN_ABI_MAJOR, RAYO_PLUGIN_ABI_MAJOR);
+    if (!plugin_descriptor_ok(&map, d, sym_size, why, sizeof why)) {
+        set_reason(be, RAYO_BACKEND_REJECTED, "%s", why);
         return false;
     }
-    if (d->struct_size < DESCRIPTOR_V1_0_SIZE) {
-        set_reason(be, RAYO_BACKEND_REJECTED, "descriptor too small (%u bytes, need %zu)",
-                   (unsigned)d->struct_size, (size_t)DESCRIPTOR_V1_0_SIZE);
+    return true;
+}
+
+static bool descriptor_ok(rayo_backend *be, const rayo_plugin_descriptor *d)
+{
+    if (!layout_ok(be, d))
         return false;
-    }
     if (memchr(d->name, '\0', sizeof d->name) == NULL || !d->name[0] ||
         memchr(d->version, '\0', sizeof d->version) == NULL) {
         set_reason(be, RAYO_BACKEND_REJECTED, "descriptor name or version not a terminated string");
@@ -181,10 +344,6 @@ static bool descriptor_ok(rayo_backend *be, const rayo_plugin_descriptor *d)
                    cpu_feature_names(missing, names, sizeof names));
         return false;
     }
-    if (!d->probe || !d->init || (d->op_count && !d->ops)) {
-        set_reason(be, RAYO_BACKEND_REJECTED, "descriptor lacks probe, init or its op table");
-        return false;
-    }
     return true;
 }
 
@@ -203,7 +362,7 @@ static bool denied_by_config(rayo_backend *be)
         set_reason(be, RAYO_BACKEND_DISABLED, "not in plugins.allow");
         return true;
     }
-    if (!config_bool(config_get(&ctx->cfg, section, "enabled"), true)) {
+    if (!config_get_bool(ctx, section, "enabled", true)) {
         set_reason(be, RAYO_BACKEND_DISABLED, "disabled by [%s] enabled = no", section);
         return true;
     }
@@ -291,10 +450,10 @@ static void take_kernels(rayo_backend *be)
     }
 }
 
-/* dlopen + checks + probe + init of one file. */
+/* checks + dlopen + checks + probe + init of one file. */
 static void load_backend(rayo_backend *be)
 {
-    if (denied_by_config(be))
+    if (denied_by_config(be) || !file_ok(be))
         return;
     dlerror();
     be->dl = dlopen(be->path, RTLD_NOW | RTLD_LOCAL);
@@ -335,38 +494,60 @@ static const char *file_backend_name(const char *path, char *buf, size_t size)
     return buf;
 }
 
+/* Only a loaded backend shadows later files of its name: a rejected or
+ * unavailable file must not hide a good copy found later. */
 static rayo_backend *find_loaded_name(rayo_context *ctx, const char *name, const rayo_backend *except)
 {
     for (size_t i = 0; i < ctx->backend_count; i++) {
-        rayo_backend *o = &ctx->backends[i];
-        if (o != except && o->status != RAYO_BACKEND_SHADOWED && !strcmp(o->name, name))
+        rayo_backend *o = ctx->backends[i];
+        if (o != except && o->status == RAYO_BACKEND_LOADED && !strcmp(o->name, name))
             return o;
     }
     return NULL;
 }
 
-static void add_file(rayo_context *ctx, const char *path)
+static rayo_backend *new_backend(rayo_context *ctx, const char *path)
 {
-    for (size_t i = 0; i < ctx->backend_count; i++)
-        if (!strcmp(ctx->backends[i].path, path))
-            return; /* the same file through two search paths */
-    if (ctx->backend_count == MAX_BACKENDS) {
-        core_log(ctx, RAYO_LOG_WARN, "%s: ignored, more than %d plugin files", path, MAX_BACKENDS);
-        return;
+    if (ctx->backend_count == ctx->backend_cap) {
+        size_t cap = ctx->backend_cap ? 2 * ctx->backend_cap : 16;
+        rayo_backend **list = realloc(ctx->backends, cap * sizeof *list);
+        if (!list)
+            return NULL;
+        ctx->backends = list;
+        ctx->backend_cap = cap;
     }
-    rayo_backend *be = &ctx->backends[ctx->backend_count];
-    memset(be, 0, sizeof *be);
+    rayo_backend *be = calloc(1, sizeof *be);
+    if (!be || !(be->path = rayo_strdup(path))) {
+        free(be);
+        return NULL;
+    }
+    ctx->backends[ctx->backend_count++] = be;
     be->ctx = ctx;
-    be->path = rayo_strdup(path);
-    if (!be->path)
-        return;
-    ctx->backend_count++;
     atomic_init(&be->lost, false);
     file_backend_name(path, be->name, sizeof be->name);
     init_host(be);
+    return be;
+}
+
+static void add_file(rayo_context *ctx, const char *path)
+{
+    for (size_t i = 0; i < ctx->backend_count; i++)
+        if (!strcmp(ctx->backends[i]->path, path))
+            return; /* the same file through two search paths */
+    rayo_backend *be = new_backend(ctx, path);
+    if (!be) {
+        core_log(ctx, RAYO_LOG_WARN, "%s: ignored: out of memory", path);
+        return;
+    }
     rayo_backend *first = find_loaded_name(ctx, be->name, be);
     if (first) {
         set_reason(be, RAYO_BACKEND_SHADOWED, "shadowed by %s, found earlier in the search path", first->path);
+        return;
+    }
+    if (ctx->loaded_count == MAX_BACKENDS) {
+        set_reason(be, RAYO_BACKEND_DISABLED, "not loaded: this context already uses %d backends, the most it can",
+                   MAX_BACKENDS);
+        core_log(ctx, RAYO_LOG_WARN, "%s: %s", path, be->reason);
         return;
     }
     load_backend(be);
@@ -377,6 +558,7 @@ static void add_file(rayo_context *ctx, const char *path)
         be->state = NULL;
         set_reason(be, RAYO_BACKEND_SHADOWED, "shadowed by %s, found earlier in the search path", first->path);
     }
+    ctx->loaded_count += be->status == RAYO_BACKEND_LOADED;
 }
 
 static bool is_plugin_file(const char *name)
@@ -390,6 +572,33 @@ static int compare_strings(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* File names of a folder: as many as it holds. */
+typedef struct names_list { char **items; size_t count, cap; } names_list;
+
+static void names_add(names_list *l, char *name)
+{
+    if (!name)
+        return;
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        char **items = realloc(l->items, cap * sizeof *items);
+        if (!items) {
+            free(name);
+            return;
+        }
+        l->items = items;
+        l->cap = cap;
+    }
+    l->items[l->count++] = name;
+}
+
+static void names_free(names_list *l)
+{
+    for (size_t i = 0; i < l->count; i++)
+        free(l->items[i]);
+    free(l->items);
+}
+
 static void scan_dir(void *u, const char *dir)
 {
     rayo_context *ctx = u;
@@ -398,18 +607,16 @@ static void scan_dir(void *u, const char *dir)
         core_log(ctx, RAYO_LOG_DEBUG, "plugin dir %s: %s", dir, strerror(errno));
         return;
     }
-    char *names[MAX_BACKENDS];
-    size_t n = 0;
+    names_list names = {0};
     struct dirent *de;
-    while ((de = readdir(d)) && n < MAX_BACKENDS)
-        if (is_plugin_file(de->d_name) && (names[n] = rayo_asprintf("%s/%s", dir, de->d_name)))
-            n++;
+    while ((de = readdir(d)))
+        if (is_plugin_file(de->d_name))
+            names_add(&names, rayo_asprintf("%s/%s", dir, de->d_name));
     closedir(d);
-    qsort(names, n, sizeof names[0], compare_strings);
-    for (size_t i = 0; i < n; i++) {
-        add_file(ctx, names[i]);
-        free(names[i]);
-    }
+    qsort(names.items, names.count, sizeof names.items[0], compare_strings);
+    for (size_t i = 0; i < names.count; i++)
+        add_file(ctx, names.items[i]);
+    names_free(&names);
 }
 
 static void load_file_item(void *u, const char *path)
@@ -443,33 +650,6 @@ static char *build_tree_plugin_dirs(void)
     return result;
 }
 
-static void scan_build_tree(rayo_context *ctx, const char *plugins_dir, char **path_acc)
-{
-    DIR *d = opendir(plugins_dir);
-    if (!d)
-        return;
-    char *subs[MAX_BACKENDS];
-    size_t n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) && n < MAX_BACKENDS)
-        if (de->d_name[0] != '.' && (subs[n] = rayo_asprintf("%s/%s/.libs", plugins_dir, de->d_name)))
-            n++;
-    closedir(d);
-    qsort(subs, n, sizeof subs[0], compare_strings);
-    for (size_t i = 0; i < n; i++) {
-        struct stat st;
-        if (stat(subs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-            char *p = rayo_asprintf("%s%s%s", *path_acc ? *path_acc : "", *path_acc ? ":" : "", subs[i]);
-            if (p) {
-                free(*path_acc);
-                *path_acc = p;
-            }
-            scan_dir(ctx, subs[i]);
-        }
-        free(subs[i]);
-    }
-}
-
 static void append_path(char **acc, const char *more)
 {
     if (!more || !*more)
@@ -479,6 +659,28 @@ static void append_path(char **acc, const char *more)
         free(*acc);
         *acc = p;
     }
+}
+
+static void scan_build_tree(rayo_context *ctx, const char *plugins_dir, char **path_acc)
+{
+    DIR *d = opendir(plugins_dir);
+    if (!d)
+        return;
+    names_list subs = {0};
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (de->d_name[0] != '.')
+            names_add(&subs, rayo_asprintf("%s/%s/.libs", plugins_dir, de->d_name));
+    closedir(d);
+    qsort(subs.items, subs.count, sizeof subs.items[0], compare_strings);
+    for (size_t i = 0; i < subs.count; i++) {
+        struct stat st;
+        if (stat(subs.items[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+            append_path(path_acc, subs.items[i]);
+            scan_dir(ctx, subs.items[i]);
+        }
+    }
+    names_free(&subs);
 }
 
 void loader_load_all(rayo_context *ctx)
@@ -504,15 +706,18 @@ void loader_load_all(rayo_context *ctx)
     ctx->search_path = search;
 }
 
-void loader_unload_all(rayo_context *ctx)
+void loader_unload_all(rayo_context *ctx, bool call_plugins)
 {
     for (size_t i = 0; i < ctx->backend_count; i++) {
-        rayo_backend *be = &ctx->backends[i];
-        if (be->status == RAYO_BACKEND_LOADED && be->desc->fini)
+        rayo_backend *be = ctx->backends[i];
+        if (call_plugins && be->status == RAYO_BACKEND_LOADED && be->desc->fini)
             be->desc->fini(be->state);
-        if (be->dl)
+        if (call_plugins && be->dl)
             dlclose(be->dl);
         free(be->path);
+        free(be);
     }
-    ctx->backend_count = 0;
+    free(ctx->backends);
+    ctx->backends = NULL;
+    ctx->backend_count = ctx->backend_cap = ctx->loaded_count = 0;
 }

@@ -5,7 +5,8 @@ rayoinclude_HEADERS = core/rayo.h core/rayo-plugin.h core/rayo-ops.h core/rayo-o
 
 core_librayo_la_SOURCES = \
 	core/internal.h core/context.c core/ops.c core/loader.c core/config.c \
-	core/dispatch.c core/cpu.c core/pool.c core/buffers.c core/log.c
+	core/dispatch.c core/cpu.c core/pool.c core/buffers.c core/log.c \
+	core/plugin-check.c
 core_librayo_la_CPPFLAGS = $(AM_CPPFLAGS) -DRAYO_BUILDING_CORE \
 	-DRAYO_PLUGINDIR='"$(plugindir)"' -DRAYO_SYSCONFDIR='"$(sysconfdir)/rayo"' \
 	-DRAYO_BUILD_DIR='"$(abs_top_builddir)"' -DRAYO_ABI_MAJOR_STR='"$(RAYO_ABI_MAJOR)"'

@@ -3,13 +3,19 @@
  * One job at a time: the caller takes the pool, publishes the job, works on
  * it as worker 0 alongside the pool threads, and waits for them.  A second
  * caller that finds the pool busy (concurrent calls on one context) runs its
- * tasks itself instead of waiting: no deadlock, no nesting problems. */
+ * tasks itself instead of waiting: no deadlock, no nesting problems.
+ *
+ * After fork() the child has the pool's memory but none of its threads:
+ * in a process other than the one that made the pool, every job runs on
+ * the calling thread, and destroying the pool only frees its memory. */
 #include "internal.h"
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 struct rayo_pool {
     unsigned threads;            /* including the caller */
+    pid_t owner;                 /* the process whose threads these are */
     pthread_t *tids;
     pthread_mutex_t busy;        /* held by the caller owning the current job */
     pthread_mutex_t lock;
@@ -102,6 +108,7 @@ rayo_pool *pool_create(unsigned threads)
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
     p->threads = 1;
+    p->owner = getpid();
     for (unsigned i = 1; i < threads; i++) {
         struct worker_start *ws = malloc(sizeof *ws);
         if (!ws)
@@ -121,6 +128,11 @@ void pool_destroy(rayo_pool *p)
 {
     if (!p)
         return;
+    if (getpid() != p->owner) { /* a forked child: no threads to stop, locks in any state */
+        free(p->tids);
+        free(p);
+        return;
+    }
     pthread_mutex_lock(&p->lock);
     p->stop = true;
     pthread_cond_broadcast(&p->wake);
@@ -148,7 +160,7 @@ static void run_serially(size_t n_tasks, void (*fn)(void *, size_t, unsigned), v
 
 void pool_run(rayo_pool *p, size_t n_tasks, void (*fn)(void *, size_t, unsigned), void *arg)
 {
-    if (!p || p->threads == 1 || n_tasks <= 1 || pthread_mutex_trylock(&p->busy) != 0) {
+    if (!p || p->threads == 1 || n_tasks <= 1 || getpid() != p->owner || pthread_mutex_trylock(&p->busy) != 0) {
         run_serially(n_tasks, fn, arg);
         return;
     }

@@ -25,7 +25,11 @@
  *   clip(NaN) = NaN.
  * Left unspecified on purpose (not checked, may differ between backends):
  *   the sign of a zero result (relu(-0), max(-0, +0)); whether subnormal
- *   results are flushed to zero (GPUs do); x*f(x) activations (gelu, silu,
+ *   results are flushed to zero (GPUs do); on a device whose backend says in
+ *   rayo-info that it flushes float32 denormals (vulkan where the driver lacks
+ *   shaderDenormPreserveFloat32, e.g. NVIDIA's), denormal inputs also read
+ *   as +-0 (a / denormal = +-inf, log/sqrt of -denormal = -inf / -0, sums
+ *   of denormals = 0); x*f(x) activations (gelu, silu,
  *   mish, hardswish, bias_act) at x = -inf, which may give 0 or NaN.
  *
  * This file may be included several times with different RAYO_OP definitions.

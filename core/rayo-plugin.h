@@ -1,11 +1,20 @@
 /* rayo-plugin.h - the plugin ABI of rayo (the only header a plugin includes).
  *
  * A plugin is a shared object named rayo-NAME.so that exports one data
- * symbol, `rayo_plugin` (a rayo_plugin_descriptor).  The core dlopens the
- * file (RTLD_NOW | RTLD_LOCAL), reads and checks the descriptor - magic, ABI
- * major, struct size, the CPU features the plugin was compiled for, checked
- * against the CPU *and* the OS (cpuid + XGETBV on x86, HWCAP on Arm) - and
- * only then calls any plugin code:
+ * symbol, `rayo_plugin` (a rayo_plugin_descriptor).  Before dlopen the core
+ * checks the file name against plugins.allow/deny and the file itself (a
+ * regular file; an ELF shared object of this machine's class and
+ * architecture whose loadable segments lie within the file; under root or
+ * setuid, not writable by group or others).  It then dlopens the file
+ * (RTLD_NOW | RTLD_LOCAL) - which runs the plugin's ELF constructors, if any:
+ * no loader can check a descriptor before that, so a plugin should have no
+ * constructors - and checks the descriptor before calling any plugin
+ * function: that the symbol lies in the plugin and is large enough, magic,
+ * ABI major, struct size, the CPU features the plugin was compiled for,
+ * checked against the CPU *and* the OS (cpuid + XGETBV on x86, HWCAP on
+ * Arm), that probe, init, fini, the op table (at most 4096 entries), every
+ * kernel and the memory API (struct_size and all nine functions) point into
+ * the plugin's own segments.  Only then:
  *
  *   probe()  cheap: is the hardware/driver here, which devices; a reason if not
  *   init()   for one device, with the host services; returns the plugin state
@@ -170,7 +179,7 @@ typedef struct rayo_memory_api {
 } rayo_memory_api;
 
 /* ---- the descriptor --------------------------------------------------------
- * Data only: the core reads it before running any code of the plugin. */
+ * Data only: the core reads it before calling any function of the plugin. */
 typedef struct rayo_plugin_descriptor {
     uint32_t magic;          /* RAYO_PLUGIN_MAGIC */
     uint16_t abi_major;      /* RAYO_PLUGIN_ABI_MAJOR */

@@ -12,6 +12,14 @@
  * Every function that can fail returns a rayo_status; rayo_last_error() gives
  * a human-readable message for the last failure on the calling thread.
  * A context may be used by several threads at once.
+ *
+ * fork(): a child may go on using a context its parent opened, on CPU
+ * backends: the thread pool's threads do not exist in the child, so there
+ * CPU work runs on the calling thread.  GPU backends (driver state and
+ * threads) are not fork-safe: in the child, open a new context for GPU work
+ * (set RAYO_FORCE_CPU or dispatch order for the inherited one).  rayo_close
+ * in the child frees the core's memory without calling into the plugins.
+ * Do not fork while another thread is inside a rayo call.
  */
 #ifndef RAYO_H
 #define RAYO_H
@@ -146,6 +154,11 @@ typedef struct rayo_context rayo_context;
  * opts may be NULL.  Fails (RAYO_E_NO_BACKEND) if no backend at all could be
  * loaded, unless opts->allow_no_backend is set. */
 RAYO_API rayo_status rayo_open(rayo_context **ctx, const rayo_options *opts);
+/* Closes the context: waits for submitted batches, frees the device memory
+ * of every buffer and batch still alive, unloads the plugins.  Their
+ * handles stay valid for rayo_buffer_destroy / rayo_batch_destroy (which
+ * then free only the handle; call them, or the handles leak); any other use
+ * returns RAYO_E_STATE.  No call on ctx itself may follow. */
 RAYO_API void rayo_close(rayo_context *ctx);
 
 /* ---- ops on host memory ------------------------------------------------
@@ -203,9 +216,14 @@ RAYO_API rayo_status rayo_run_on(rayo_context *ctx, const char *backend, const r
 typedef struct rayo_buffer rayo_buffer;
 typedef struct rayo_batch rayo_batch;
 
-/* backend NULL: the first backend of the default order that has device
- * memory of its own (a GPU), else the best CPU backend. */
+/* backend NULL: the first GPU backend of the default order (a real device:
+ * a software one such as lavapipe is not taken), else the first CPU
+ * backend, else the first backend of the default order (a software device).
+ * rayo_batch_create picks the same way. */
 RAYO_API rayo_status rayo_buffer_create(rayo_context *ctx, const char *backend, size_t bytes, rayo_buffer **buf);
+/* Gives up the caller's handle (it must not be used again).  A batch that
+ * recorded an op on the buffer keeps its memory alive until that batch is
+ * destroyed, so destroying a buffer before a batch that uses it is safe. */
 RAYO_API void rayo_buffer_destroy(rayo_buffer *buf);
 RAYO_API rayo_status rayo_buffer_write(rayo_buffer *buf, size_t offset, const void *src, size_t bytes);
 RAYO_API rayo_status rayo_buffer_read(rayo_buffer *buf, size_t offset, void *dst, size_t bytes);
@@ -245,9 +263,14 @@ typedef enum rayo_device_type {
 
 typedef enum rayo_backend_status {
     RAYO_BACKEND_LOADED = 0,   /* active: used by dispatch */
-    RAYO_BACKEND_REJECTED = 1, /* refused before any of its code ran (ABI, CPU, descriptor) */
+    /* refused: the file (not an ELF plugin of this machine, truncated, writable
+     * by others under root) before dlopen ran anything of it; the descriptor
+     * (ABI, CPU, pointers outside the plugin) before any call into it, but
+     * after dlopen ran the plugin's ELF constructors, if it has any */
+    RAYO_BACKEND_REJECTED = 1,
     RAYO_BACKEND_UNAVAILABLE = 2, /* probe or init says no (no driver, no device) */
-    RAYO_BACKEND_DISABLED = 3, /* denied by configuration */
+    RAYO_BACKEND_DISABLED = 3, /* denied by configuration (by file name: never opened), or
+                                * more backends than one context uses */
     RAYO_BACKEND_SHADOWED = 4  /* another file of the same name was found first */
 } rayo_backend_status;
 

@@ -1,6 +1,6 @@
-// common.glsl - what every rayo compute shader shares: the four storage
-// buffers of an op (a, b, c, y) and the push constants that carry sizes,
-// parameters and element offsets.
+// common.glsl - what every rayo compute shader shares: the storage buffers
+// of an op (a, b, c, y, and s: the scratch of an op done in several passes)
+// and the push constants that carry sizes, parameters and element offsets.
 //
 // The host binds each operand at the nearest offset the device allows
 // (minStorageBufferOffsetAlignment) and passes the rest, in elements, in
@@ -22,6 +22,7 @@ layout(std430, set = 0, binding = 0) readonly buffer BufA { RAYO_BUFFER_TYPE a_d
 layout(std430, set = 0, binding = 1) readonly buffer BufB { RAYO_BUFFER_TYPE b_data[]; };
 layout(std430, set = 0, binding = 2) readonly buffer BufC { RAYO_BUFFER_TYPE c_data[]; };
 layout(std430, set = 0, binding = 3) buffer BufY { RAYO_BUFFER_TYPE y_data[]; };
+layout(std430, set = 0, binding = 4) buffer BufS { uint s_data[]; };
 
 layout(push_constant) uniform PushConstants {
     uint n, m, k;          // sizes as in rayo_call

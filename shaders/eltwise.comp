@@ -44,7 +44,8 @@ float f_unary(float x)
     case OP_RELU: return f_relu(x);
     case OP_LEAKY_RELU: return x > 0.0 ? x : p * x;
     case OP_ELU: return x > 0.0 ? x : p * r_expm1(x);
-    case OP_SELU: return 1.0507009873554805 * (x > 0.0 ? x : 1.6732632423543772 * r_expm1(x));
+    // lambda x as x + (lambda - 1) x: one rounding, so no overflow below FLT_MAX / lambda
+    case OP_SELU: return x > 0.0 ? x + 0.0507009873554805 * x : 1.7580993408473766 * r_expm1(x);
     case OP_SIGMOID: return r_sigmoid(x);
     case OP_TANH: return r_tanh(x);
     case OP_GELU: return r_gelu(x);

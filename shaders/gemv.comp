@@ -1,18 +1,30 @@
 #version 450
 // gemv.comp - y = alpha op(A) x + beta y, A row-major m x n.
 //
-// Not transposed: one workgroup per row (grid-stride over rows), the
-// invocations stride along the row (coalesced) and a shared-memory tree
-// adds their sums.  Transposed: one invocation per column of A, walking
-// down the rows (each step reads a contiguous row segment across the
-// workgroup); its sum is blocked (64 rows at a time) so rounding grows with
-// 64 + m / 64 terms, not m.  y is not read when beta == 0.
+// Not transposed: a workgroup per row (and per chunk of pc.k columns of
+// it), the invocations striding along the row (coalesced), a shared-memory
+// tree adding their sums.  Transposed: an invocation per column of A (and
+// per chunk of pc.k rows), walking down the rows (each step reads a
+// contiguous row segment across the workgroup).
+// Every serial sum is blocked (BLOCK terms at a time), so rounding grows
+// with BLOCK + terms / BLOCK, not with the number of terms.
+//
+// PASS 0: whole rows/columns in one dispatch (up to pc.k terms each);
+// PASS 1: each chunk's partial sum -> scratch (binding s, from word pc.aux);
+// PASS 2: the partials of each output summed, then alpha and beta.
+// Chunks keep every invocation's loops short (lavapipe silently stops an
+// invocation after 65,535 loop iterations) and spread a long row or column
+// over the device.  y is not read when beta == 0.
 
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool TRANS = false;
+layout(constant_id = 2) const uint PASS = 0;
+
+const uint WG = gl_WorkGroupSize.x;
+const uint BLOCK = 32u;
 
 shared float tree[gl_WorkGroupSize.x];
 
@@ -24,40 +36,88 @@ float finish(float dot, uint i)
     return r;
 }
 
-void rows_of_a()
+float partial(uint i) { return uintBitsToFloat(s_data[pc.aux + i]); }
+
+float wg_sum(float s)
 {
     uint t = gl_LocalInvocationID.x;
-    for (uint row = gl_WorkGroupID.x; row < pc.m; row += gl_NumWorkGroups.x) {
-        uint base = pc.oa + row * pc.n;
-        float s = 0.0;
-        for (uint j = t; j < pc.n; j += gl_WorkGroupSize.x)
-            s = fma(a_data[base + j], b_data[pc.ob + j], s);
-        barrier();              // the previous row's tree has been read
-        tree[t] = s;
+    barrier();                  // the previous row's tree has been read
+    tree[t] = s;
+    barrier();
+    for (uint h = WG / 2u; h > 0u; h >>= 1u) {
+        if (t < h)
+            tree[t] += tree[t + h];
         barrier();
-        for (uint h = gl_WorkGroupSize.x / 2u; h > 0u; h >>= 1u) {
-            if (t < h)
-                tree[t] += tree[t + h];
-            barrier();
-        }
-        if (t == 0u)
-            y_data[pc.oy + row] = finish(tree[0], row);
     }
+    return tree[0];
+}
+
+// This invocation's share of row `row`'s dot over columns [lo, hi), or
+// (PASS 2) of the row's `chunks` partials.
+float row_share(uint row, uint lo, uint hi, uint chunks)
+{
+    float total = 0.0, block = 0.0;
+    uint terms = 0u;
+    if (PASS == 2u)
+        hi = chunks;
+    for (uint j = lo + gl_LocalInvocationID.x; j < hi; j += WG) {
+        if (PASS == 2u)
+            block += partial(row * chunks + j);
+        else
+            block = fma(a_data[pc.oa + row * pc.n + j], b_data[pc.ob + j], block);
+        if (++terms == BLOCK) { total += block; block = 0.0; terms = 0u; }
+    }
+    return total + block;
+}
+
+void rows_of_a()
+{
+    uint chunks = (pc.n + pc.k - 1u) / pc.k;
+    uint lo = PASS == 1u ? gl_WorkGroupID.x * pc.k : 0u;
+    uint hi = PASS == 1u ? min(lo + pc.k, pc.n) : pc.n;
+    for (uint row = gl_WorkGroupID.y; row < pc.m; row += gl_NumWorkGroups.y) {
+        float s = wg_sum(row_share(row, lo, hi, chunks));
+        if (gl_LocalInvocationID.x != 0u)
+            continue;
+        if (PASS == 1u)
+            s_data[pc.aux + row * chunks + gl_WorkGroupID.x] = floatBitsToUint(s);
+        else
+            y_data[pc.oy + row] = finish(s, row);
+    }
+}
+
+// Column col's dot over rows [lo, hi) (PASS 2: over its `chunks` partials).
+float column_share(uint col, uint lo, uint hi, uint chunks)
+{
+    float total = 0.0;
+    if (PASS == 2u)
+        hi = chunks;
+    for (uint i0 = lo; i0 < hi; i0 += BLOCK) {
+        float block = 0.0;
+        uint end = min(i0 + BLOCK, hi);
+        for (uint i = i0; i < end; i++) {
+            if (PASS == 2u)
+                block += partial(i * pc.n + col);
+            else
+                block = fma(a_data[pc.oa + i * pc.n + col], b_data[pc.ob + i], block);
+        }
+        total += block;
+    }
+    return total;
 }
 
 void columns_of_a()
 {
-    uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    uint chunks = (pc.m + pc.k - 1u) / pc.k;
+    uint lo = PASS == 1u ? gl_WorkGroupID.y * pc.k : 0u;
+    uint hi = PASS == 1u ? min(lo + pc.k, pc.m) : pc.m;
+    uint stride = gl_NumWorkGroups.x * WG;
     for (uint col = gl_GlobalInvocationID.x; col < pc.n; col += stride) {
-        float total = 0.0;
-        for (uint i0 = 0u; i0 < pc.m; i0 += 64u) {
-            float block = 0.0;
-            uint end = min(i0 + 64u, pc.m);
-            for (uint i = i0; i < end; i++)
-                block = fma(a_data[pc.oa + i * pc.n + col], b_data[pc.ob + i], block);
-            total += block;
-        }
-        y_data[pc.oy + col] = finish(total, col);
+        float s = column_share(col, lo, hi, chunks);
+        if (PASS == 1u)
+            s_data[pc.aux + gl_WorkGroupID.y * pc.n + col] = floatBitsToUint(s);
+        else
+            y_data[pc.oy + col] = finish(s, col);
     }
 }
 

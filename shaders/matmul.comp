@@ -153,9 +153,13 @@ void main()
     uint tx = gl_LocalInvocationID.x % WX, ty = gl_LocalInvocationID.x / WX;
     uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
 
-    vec4 acc[TM * TN / 4u];
-    for (uint i = 0u; i < TM * TN / 4u; i++)
+    // acc sums pc.aux steps (about sqrt(k) terms), then is added to total:
+    // rounding grows with 2 sqrt(k) terms, not k.
+    vec4 acc[TM * TN / 4u], total[TM * TN / 4u];
+    for (uint i = 0u; i < TM * TN / 4u; i++) {
         acc[i] = vec4(0.0);
+        total[i] = vec4(0.0);
+    }
 
     uint steps = (pc.k + BK - 1u) / BK;
     fetch(row0, col0, 0u);
@@ -181,7 +185,15 @@ void main()
         if (s + 1u < steps)
             stash(buf ^ 1u);
         barrier();
+        if ((s + 1u) % pc.aux == 0u) {
+            for (uint i = 0u; i < TM * TN / 4u; i++) {
+                total[i] += acc[i];
+                acc[i] = vec4(0.0);
+            }
+        }
     }
+    for (uint i = 0u; i < TM * TN / 4u; i++)
+        total[i] += acc[i];
 
     // epilogue: C = alpha acc + beta C (C is not read when beta == 0)
     for (uint i = 0u; i < TM / 4u; i++)
@@ -189,7 +201,7 @@ void main()
             uint row = row0 + (ty + i * WY) * 4u + ii;
             for (uint j = 0u; j < TN / 4u; j++) {
                 uint col = col0 + (tx + j * WX) * 4u;
-                vec4 v = pc.alpha * acc[(i * 4u + ii) * (TN / 4u) + j];
+                vec4 v = pc.alpha * total[(i * 4u + ii) * (TN / 4u) + j];
 #ifdef RAYO_ALIGNED
                 uint o = (row * pc.n + col) / 4u;
                 if (pc.beta != 0.0)

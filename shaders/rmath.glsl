@@ -31,15 +31,61 @@ float r_scale2(float x, int e)
     return x * r_pow2(h) * r_pow2(e - h);
 }
 
-// Correctly rounded (up to the last bit in rare cases) division: the
-// hardware quotient, then one residual correction.
+// Dekker's exact product without fma (lavapipe's fma() is not fused):
+// p + e == a * b exactly, for |a|, |b| well inside the float range.
+void r_split(float a, out float hi, out float lo)
+{
+    precise float c = 4097.0 * a;
+    precise float h = c - (c - a);
+    hi = h;
+    lo = a - h;
+}
+
+void r_two_prod(float a, float b, out float p, out float e)
+{
+    float ah, al, bh, bl;
+    r_split(a, ah, al);
+    r_split(b, bh, bl);
+    precise float pp = a * b;
+    precise float ee = ((ah * bh - pp) + ah * bl + al * bh) + al * bl;
+    p = pp;
+    e = ee;
+}
+
+// x = m * 2^e with |m| in [0.5, 1), read from the bits (GLSL's frexp is
+// undefined for denormals); x finite and nonzero.
+float r_frexp(float x, out int e)
+{
+    int sub = 0;
+    if (abs(x) < 1.17549435e-38) { x *= 16777216.0; sub = 24; }   // exact
+    uint u = floatBitsToUint(x);
+    e = int((u >> 23) & 0xffu) - 126 - sub;
+    return uintBitsToFloat((u & 0x807fffffu) | 0x3f000000u);
+}
+
+// a / b, correctly rounded but for double rounding of denormal results.
+// The hardware quotient may be a * (1 / b) (lavapipe, NVIDIA: 1 / b
+// overflows for denormal b, a * (1/b) for huge a), so the quotient of the
+// mantissas (in (0.5, 2)) is corrected with an exact residual and scaled
+// by the exponents' difference once.
 float r_div(float a, float b)
 {
-    float q = a / b;
-    if (isinf(q) || q == 0.0 || r_isnan(q) || isinf(b) || abs(b) > 8.5e37)
-        return q;
-    precise float r = fma(-q, b, a);
-    return fma(r, 1.0 / b, q);
+    uint sign = (floatBitsToUint(a) ^ floatBitsToUint(b)) & 0x80000000u;
+    if (r_isnan(a) || r_isnan(b) || (isinf(a) && isinf(b)) || (a == 0.0 && b == 0.0))
+        return R_NAN;
+    if (isinf(a) || b == 0.0)
+        return uintBitsToFloat(sign | 0x7f800000u);
+    if (isinf(b) || a == 0.0)
+        return uintBitsToFloat(sign);
+    int ea, eb;
+    float ma = abs(r_frexp(a, ea)), mb = abs(r_frexp(b, eb));
+    float q = ma / mb;
+    float p, pe;
+    r_two_prod(q, mb, p, pe);
+    precise float r = (ma - p) - pe;        // ma - p is exact (Sterbenz)
+    precise float qc = q + r / mb;
+    int e = clamp(ea - eb, -252, 254);      // beyond: 0 or inf either way
+    return uintBitsToFloat(floatBitsToUint(r_scale2(qc, e)) | sign);
 }
 
 // sqrt with one Newton correction on the residual x - y*y.
@@ -163,8 +209,8 @@ float r_erfc_pos(float z)
     p = fma(p, t, 0.37409196);
     p = fma(p, t, 1.00002368);
     p = fma(p, t, -1.26551223);
-    float hi = z * z;
-    precise float lo = fma(z, z, -hi);
+    float hi, lo;
+    r_two_prod(z, z, hi, lo);
     return t * r_exp(p - hi) * r_exp(-lo);
 }
 

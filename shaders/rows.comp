@@ -1,128 +1,197 @@
 #version 450
 // rows.comp - row-wise ops: softmax, log_softmax, layernorm, rmsnorm.
-// One workgroup per row (grid-stride over the m rows of n), the row's
-// reductions done with subgroup operations (RAYO_SUBGROUP) or a
-// shared-memory tree.  Sums run over the row in float with a tree, so the
-// error grows with log(n), not n.
+//
+// Each op needs one or two statistics of its row before it writes it:
+//   softmax:   s1 = max x,      s2 = sum exp(x - s1)
+//   layernorm: s1 = sum x,      s2 = sum (x - mean)^2   (two passes: no
+//              cancellation of E[x^2] - E[x]^2, no overflow for |x| ~ 3e38)
+//   rmsnorm:   s1 = sum x^2
+// Sums accumulate in ACC: double with RAYO_F64 (devices with shaderFloat64:
+// the same results as the scalar backend, for rows with a large mean, rows
+// of +-3e38 or of denormals), float otherwise.
+//
+// PASS 0: one workgroup per row does every step (rows of up to 65,536).
+// PASS 1..3: a longer row is cut into chunks of pc.k elements, one
+// workgroup per (chunk, row), so that no invocation loops more than a few
+// thousand times (lavapipe silently stops an invocation after 65,535 loop
+// iterations) and a long row is spread over the whole device:
+//   1: each chunk's partial s1 -> scratch;
+//   2: each workgroup combines its row's partials of s1, then its chunk's
+//      partial s2 -> scratch (not for rmsnorm);
+//   3: each workgroup combines s1 and s2 and writes its chunk of y.
+// Scratch (binding s, from word pc.aux): 4 words per (row, chunk): s1, s2.
+//
+// Defined where the formula is not: a row whose variance + eps is 0
+// (a constant row with eps = 0) normalises to 0 (y = beta).
 
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "rmath.glsl"
-#ifdef RAYO_SUBGROUP
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
-#extension GL_KHR_shader_subgroup_vote : require
-#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint OP = 60;
+layout(constant_id = 2) const uint PASS = 0;
 
 const uint OP_SOFTMAX = 60, OP_LOG_SOFTMAX = 61, OP_LAYERNORM = 62, OP_RMSNORM = 63;
 const uint HAS_GAMMA = 1u, HAS_BETA = 2u;
+const uint WG = gl_WorkGroupSize.x;
 
-#ifdef RAYO_SUBGROUP
-shared float per_subgroup[gl_WorkGroupSize.x];
-
-// Sum (is_max false) or NaN-propagating max over the workgroup; every
-// invocation gets the result.
-float wg_reduce(float v, bool is_max)
+#ifdef RAYO_F64
+#define ACC double
+ACC acc_load(uint w) { return packDouble2x32(uvec2(s_data[w], s_data[w + 1u])); }
+void acc_store(uint w, ACC v)
 {
-    if (is_max) {
-        bool any_nan = subgroupAny(r_isnan(v));
-        v = any_nan ? R_NAN : subgroupMax(v);
-    } else {
-        v = subgroupAdd(v);
-    }
-    barrier();                      // the last call's readers are done
-    if (subgroupElect())
-        per_subgroup[gl_SubgroupID] = v;
-    barrier();
-    float r = is_max ? -R_INF : 0.0;
-    for (uint j = 0u; j < gl_NumSubgroups; j++) {
-        float s = per_subgroup[j];
-        if (is_max) r = (r_isnan(r) || r_isnan(s)) ? R_NAN : max(r, s);
-        else r += s;
-    }
-    return r;
+    uvec2 u = unpackDouble2x32(v);
+    s_data[w] = u.x;
+    s_data[w + 1u] = u.y;
 }
 #else
-shared float tree[gl_WorkGroupSize.x];
+#define ACC float
+ACC acc_load(uint w) { return uintBitsToFloat(s_data[w]); }
+void acc_store(uint w, ACC v) { s_data[w] = floatBitsToUint(v); }
+#endif
 
-float wg_reduce(float v, bool is_max)
+bool is_softmax() { return OP == OP_SOFTMAX || OP == OP_LOG_SOFTMAX; }
+
+// s1 of softmax is a max (kept as a float, NaN-propagating); other
+// statistics are sums.
+float nan_max(float x, float y) { return (r_isnan(x) || r_isnan(y)) ? R_NAN : max(x, y); }
+
+ACC combine(ACC x, ACC y, bool is_max)
+{
+    return is_max ? ACC(nan_max(float(x), float(y))) : x + y;
+}
+
+ACC identity(bool is_max) { return is_max ? ACC(-R_INF) : ACC(0.0); }
+
+shared ACC tree[gl_WorkGroupSize.x];
+
+// Over the workgroup; every invocation gets the result.
+ACC wg_reduce(ACC v, bool is_max)
 {
     uint t = gl_LocalInvocationID.x;
     barrier();                      // the last call's readers are done
     tree[t] = v;
     barrier();
-    for (uint s = gl_WorkGroupSize.x / 2u; s > 0u; s >>= 1u) {
-        if (t < s) {
-            float x = tree[t], z = tree[t + s];
-            tree[t] = is_max ? ((r_isnan(x) || r_isnan(z)) ? R_NAN : max(x, z)) : x + z;
-        }
+    for (uint s = WG / 2u; s > 0u; s >>= 1u) {
+        if (t < s)
+            tree[t] = combine(tree[t], tree[t + s], is_max);
         barrier();
     }
     return tree[0];
 }
-#endif
 
-void softmax_row(uint base, uint n, uint out_base)
+float x_at(uint row, uint j) { return a_data[pc.oa + row * pc.n + j]; }
+
+// This invocation's share of s1 over columns [lo, hi) of the row.
+ACC partial1(uint row, uint lo, uint hi)
 {
-    uint t = gl_LocalInvocationID.x, step = gl_WorkGroupSize.x;
-    float mx = -R_INF;
-    for (uint j = t; j < n; j += step) {
-        float x = a_data[base + j];
-        mx = (r_isnan(mx) || r_isnan(x)) ? R_NAN : max(mx, x);
+    ACC v = identity(is_softmax());
+    for (uint j = lo + gl_LocalInvocationID.x; j < hi; j += WG) {
+        float x = x_at(row, j);
+        if (is_softmax()) v = ACC(nan_max(float(v), x));
+        else if (OP == OP_LAYERNORM) v += ACC(x);
+        else v += ACC(x) * ACC(x);
     }
-    mx = wg_reduce(mx, true);
-    float s = 0.0;
-    for (uint j = t; j < n; j += step)
-        s += r_exp(a_data[base + j] - mx);
-    s = wg_reduce(s, false);
-    if (OP == OP_SOFTMAX) {
-        float inv = r_div(1.0, s);
-        for (uint j = t; j < n; j += step)
-            y_data[out_base + j] = r_exp(a_data[base + j] - mx) * inv;
-    } else {
-        float ls = r_log(s);
-        for (uint j = t; j < n; j += step)
-            y_data[out_base + j] = (a_data[base + j] - mx) - ls;
+    return v;
+}
+
+// This invocation's share of s2 over columns [lo, hi), given s1.
+ACC partial2(uint row, uint lo, uint hi, ACC s1)
+{
+    ACC v = ACC(0.0);
+    ACC mean = s1 / ACC(pc.n);
+    for (uint j = lo + gl_LocalInvocationID.x; j < hi; j += WG) {
+        float x = x_at(row, j);
+        if (is_softmax()) {
+            v += ACC(r_exp(x - float(s1)));
+        } else {
+            ACC d = ACC(x) - mean;
+            v += d * d;
+        }
+    }
+    return v;
+}
+
+void write_row(uint row, uint lo, uint hi, ACC s1, ACC s2)
+{
+    uint t = gl_LocalInvocationID.x, out_base = pc.oy + row * pc.n;
+    if (is_softmax()) {
+        float mx = float(s1);
+        float ls = r_log(float(s2));
+        for (uint j = lo + t; j < hi; j += WG) {
+            float d = x_at(row, j) - mx;
+            y_data[out_base + j] = OP == OP_SOFTMAX ? float(ACC(r_exp(d)) / s2) : d - ls;
+        }
+        return;
+    }
+    ACC mean = OP == OP_LAYERNORM ? s1 / ACC(pc.n) : ACC(0.0);
+    ACC var = (OP == OP_LAYERNORM ? s2 : s1) / ACC(pc.n) + ACC(pc.alpha);
+    // var + eps == 0: x - mean is 0 too; y = 0 * 0, not 0 * inf
+    ACC inv = isnan(var) ? var : (var > ACC(0.0) ? ACC(1.0) / sqrt(var) : ACC(0.0));
+    bool has_gamma = (pc.flags & HAS_GAMMA) != 0u;
+    bool has_beta = OP == OP_LAYERNORM && (pc.flags & HAS_BETA) != 0u;
+    for (uint j = lo + t; j < hi; j += WG) {
+        ACC y = (ACC(x_at(row, j)) - mean) * inv;
+        if (has_gamma) y *= ACC(b_data[pc.ob + j]);
+        if (has_beta) y += ACC(c_data[pc.oc + j]);
+        y_data[out_base + j] = float(y);
     }
 }
 
-void norm_row(uint base, uint n, uint out_base)
+bool has_s2() { return OP != OP_RMSNORM; }
+
+// ---- PASS 0: a whole row per workgroup ----------------------------------------
+void whole_row(uint row)
 {
-    uint t = gl_LocalInvocationID.x, step = gl_WorkGroupSize.x;
-    float mean = 0.0;
-    if (OP == OP_LAYERNORM) {
-        float s = 0.0;
-        for (uint j = t; j < n; j += step)
-            s += a_data[base + j];
-        mean = r_div(wg_reduce(s, false), float(n));
+    ACC s1 = wg_reduce(partial1(row, 0u, pc.n), is_softmax());
+    ACC s2 = ACC(0.0);
+    if (has_s2())
+        s2 = wg_reduce(partial2(row, 0u, pc.n, s1), false);
+    write_row(row, 0u, pc.n, s1, s2);
+}
+
+// ---- PASS 1..3: chunks of pc.k columns -----------------------------------------
+uint chunks() { return (pc.n + pc.k - 1u) / pc.k; }
+
+uint slot(uint row, uint chunk, uint which) { return pc.aux + (row * chunks() + chunk) * 4u + 2u * which; }
+
+ACC combined(uint row, uint which, bool is_max)
+{
+    ACC v = identity(is_max);
+    for (uint c = gl_LocalInvocationID.x; c < chunks(); c += WG)
+        v = combine(v, acc_load(slot(row, c, which)), is_max);
+    return wg_reduce(v, is_max);
+}
+
+void chunk_of_row(uint row, uint chunk)
+{
+    uint lo = chunk * pc.k, hi = min(lo + pc.k, pc.n);
+    bool first = gl_LocalInvocationID.x == 0u;
+    if (PASS == 1u) {
+        ACC s1 = wg_reduce(partial1(row, lo, hi), is_softmax());
+        if (first) acc_store(slot(row, chunk, 0u), s1);
+        return;
     }
-    float ss = 0.0;
-    for (uint j = t; j < n; j += step) {
-        float d = a_data[base + j] - mean;
-        ss = fma(d, d, ss);
+    ACC s1 = combined(row, 0u, is_softmax());
+    if (PASS == 2u) {
+        ACC s2 = wg_reduce(partial2(row, lo, hi, s1), false);
+        if (first) acc_store(slot(row, chunk, 1u), s2);
+        return;
     }
-    float var = r_div(wg_reduce(ss, false), float(n));
-    float rstd = r_div(1.0, r_sqrt(var + pc.alpha));
-    bool has_gamma = (pc.flags & HAS_GAMMA) != 0u;
-    bool has_beta = OP == OP_LAYERNORM && (pc.flags & HAS_BETA) != 0u;
-    for (uint j = t; j < n; j += step) {
-        float y = (a_data[base + j] - mean) * rstd;
-        if (has_gamma) y *= b_data[pc.ob + j];
-        if (has_beta) y += c_data[pc.oc + j];
-        y_data[out_base + j] = y;
-    }
+    ACC s2 = has_s2() ? combined(row, 1u, false) : ACC(0.0);
+    write_row(row, lo, hi, s1, s2);
 }
 
 void main()
 {
-    for (uint row = gl_WorkGroupID.x; row < pc.m; row += gl_NumWorkGroups.x) {
-        uint base = pc.oa + row * pc.n, out_base = pc.oy + row * pc.n;
-        if (OP == OP_SOFTMAX || OP == OP_LOG_SOFTMAX)
-            softmax_row(base, pc.n, out_base);
-        else
-            norm_row(base, pc.n, out_base);
+    if (PASS == 0u) {
+        uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+        for (uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; row < pc.m;
+             row += groups)
+            whole_row(row);
+    } else {
+        for (uint row = gl_WorkGroupID.y; row < pc.m; row += gl_NumWorkGroups.y)
+            chunk_of_row(row, gl_WorkGroupID.x);
     }
 }

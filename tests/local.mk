@@ -6,6 +6,7 @@ include tests/neon.mk
 include tests/vulkan.mk
 include tests/cuda.mk
 include tests/wasm.mk
+include tests/infer.mk
 
 # The core's own tests.
 include tests/plugins/local.mk
@@ -27,6 +28,30 @@ tests_test_api_SOURCES = tests/test-api.c tests/testutil.h
 tests_test_api_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_api_LDADD = core/librayo.la $(PTHREAD_LIBS) -lm
 
+# Bad plugin files, lying descriptors, bad config files, fork, handles after
+# destroy and close: a clear reason each, and the process alive.
+TESTS += tests/test-hardening
+check_PROGRAMS += tests/test-hardening
+tests_test_hardening_SOURCES = tests/test-hardening.c tests/testutil.h
+tests_test_hardening_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_DIR='"$(abs_top_builddir)/tests/plugins/.libs"' \
+	-DSCALAR_DIR='"$(abs_top_builddir)/plugins/scalar/.libs"'
+tests_test_hardening_LDADD = core/librayo.la
+
 # The plugin template (examples/plugin-template) conforms.
 dist_noinst_SCRIPTS += tests/test-template.sh
 TESTS += tests/test-template.sh
+
+# Fuzz targets and their seeds (run by tests/fuzz/run.sh, not by make check).
+EXTRA_DIST += tests/fuzz/fuzz-config.c tests/fuzz/fuzz-plugin.c tests/fuzz/run.sh \
+	tests/fuzz/seeds-config/bad-values.conf tests/fuzz/seeds-config/bom.conf \
+	tests/fuzz/seeds-config/indented.conf tests/fuzz/seeds-config/long-comment.conf \
+	tests/fuzz/seeds-config/malformed.conf tests/fuzz/seeds-config/paths.conf \
+	tests/fuzz/seeds-config/rayo.conf
+
+# Many threads on one context (also the TSan stage of tests/sanitize.sh).
+TESTS += tests/test-stress
+check_PROGRAMS += tests/test-stress
+tests_test_stress_SOURCES = tests/test-stress.c tests/testutil.h
+tests_test_stress_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_stress_LDADD = core/librayo.la $(PTHREAD_LIBS)
+EXTRA_DIST += tests/sanitize.sh

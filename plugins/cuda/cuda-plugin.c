@@ -257,21 +257,29 @@ static uint64_t fnv1a64(const char *p, size_t n)
     return h;
 }
 
-static const rayo_ptx_module *find_ptx(const char *name, int sm)
+static const rayo_ptx_module *find_ptx(const char *name)
 {
     for (unsigned i = 0; i < rayo_cuda_ptx_module_count; i++)
-        if (rayo_cuda_ptx_modules[i].sm == sm && strcmp(rayo_cuda_ptx_modules[i].name, name) == 0)
+        if (strcmp(rayo_cuda_ptx_modules[i].name, name) == 0)
             return &rayo_cuda_ptx_modules[i];
     return NULL;
 }
 
+/* One module's PTX for the device's target, as handed to the JIT. */
+typedef struct ptx_source {
+    const char *name;
+    int sm;
+    char *text;           /* header + body (rayo_ptx_text), NUL-terminated */
+    size_t size;          /* strlen(text) */
+} ptx_source;
+
 /* cache file: <dir>/<module>-<ptx hash>-sm<target>-cc<XY>-drv<version>.cubin */
-static int cache_path(const cuda_state *st, const rayo_ptx_module *pm, char *out, size_t len)
+static int cache_path(const cuda_state *st, const ptx_source *src, char *out, size_t len)
 {
     if (!st->cache_dir[0])
         return -1;
-    int w = snprintf(out, len, "%s/%s-%016llx-sm%d-cc%d%d-drv%d.cubin", st->cache_dir, pm->name,
-                     (unsigned long long)fnv1a64(pm->ptx, pm->size), pm->sm, st->cc_major, st->cc_minor,
+    int w = snprintf(out, len, "%s/%s-%016llx-sm%d-cc%d%d-drv%d.cubin", st->cache_dir, src->name,
+                     (unsigned long long)fnv1a64(src->text, src->size), src->sm, st->cc_major, st->cc_minor,
                      st->drv->version);
     return (w < 0 || (size_t)w >= len) ? -1 : 0;
 }
@@ -326,7 +334,7 @@ static CUresult load_image(cuda_state *st, const void *image, CUmodule *mod, cha
 }
 
 /* PTX -> cubin for this device; the driver's error log lands in log. */
-static CUresult jit_compile(cuda_state *st, const rayo_ptx_module *pm, void **cubin, size_t *size, char *log,
+static CUresult jit_compile(cuda_state *st, const ptx_source *src, void **cubin, size_t *size, char *log,
                             size_t log_len)
 {
     const cuda_driver *drv = st->drv;
@@ -337,7 +345,7 @@ static CUresult jit_compile(cuda_state *st, const rayo_ptx_module *pm, void **cu
     CUresult r = drv->cuLinkCreate(2, opt, val, &link);
     if (r != CUDA_SUCCESS)
         return r;
-    r = drv->cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)pm->ptx, pm->size + 1, pm->name, 0, NULL, NULL);
+    r = drv->cuLinkAddData(link, CU_JIT_INPUT_PTX, src->text, src->size + 1, src->name, 0, NULL, NULL);
     void *out = NULL;
     size_t out_size = 0;
     if (r == CUDA_SUCCESS)
@@ -355,25 +363,14 @@ static CUresult jit_compile(cuda_state *st, const rayo_ptx_module *pm, void **cu
     return r;
 }
 
-/* Loads module `id` (lock held). */
-static rayo_status module_load(cuda_state *st, int id)
+/* Loads module m from its PTX: from the JIT cache when it holds the
+ * compiled module, else through the JIT (then cached). */
+static rayo_status module_load_ptx(cuda_state *st, cuda_module *m, const ptx_source *src)
 {
-    cuda_module *m = &st->modules[id];
-    if (m->state == 1)
-        return RAYO_OK;
-    if (m->state == -1) {
-        st->host->set_error(st->host, "%s", m->error);
-        return RAYO_E_BACKEND;
-    }
-    const rayo_ptx_module *pm = find_ptx(module_names[id], st->ptx_target);
-    if (!pm) {
-        st->host->set_error(st->host, "cuda: no PTX module %s for sm_%d", module_names[id], st->ptx_target);
-        return RAYO_E_BACKEND;
-    }
     char path[1200], log[8192];
     size_t size = 0;
     void *cubin = NULL;
-    if (cache_path(st, pm, path, sizeof path) == 0 && (cubin = read_file(path, &size)) != NULL) {
+    if (cache_path(st, src, path, sizeof path) == 0 && (cubin = read_file(path, &size)) != NULL) {
         CUresult r = load_image(st, cubin, &m->handle, log, sizeof log);
         free(cubin);
         cubin = NULL;
@@ -384,10 +381,10 @@ static rayo_status module_load(cuda_state *st, int id)
         st->host->log(st->host, RAYO_LOG_INFO, "cuda: discarding the JIT cache %s (it does not load)", path);
         remove(path);
     }
-    CUresult r = jit_compile(st, pm, &cubin, &size, log, sizeof log);
+    CUresult r = jit_compile(st, src, &cubin, &size, log, sizeof log);
     if (r == CUDA_SUCCESS) {
         r = load_image(st, cubin, &m->handle, log, sizeof log);
-        if (r == CUDA_SUCCESS && cache_path(st, pm, path, sizeof path) == 0)
+        if (r == CUDA_SUCCESS && cache_path(st, src, path, sizeof path) == 0)
             write_file_atomic(st, path, cubin, size);
     }
     free(cubin);
@@ -398,7 +395,7 @@ static rayo_status module_load(cuda_state *st, int id)
     char text[192];
     cuda_error_text(st->drv, r, text, sizeof text);
     snprintf(m->error, sizeof m->error, "cuda: JIT of PTX module '%s' for sm_%d (device sm_%d%d) failed: %s%s%s",
-             pm->name, pm->sm, st->cc_major, st->cc_minor, text, log[0] ? ": " : "", log);
+             src->name, src->sm, st->cc_major, st->cc_minor, text, log[0] ? ": " : "", log);
     int lost = 0;
     rayo_status s = cuda_map_error(r, &lost);
     if (lost) {
@@ -408,6 +405,32 @@ static rayo_status module_load(cuda_state *st, int id)
         s = RAYO_E_BACKEND;
     }
     st->host->set_error(st->host, "%s", m->error);
+    return s;
+}
+
+/* Loads module `id` (lock held). */
+static rayo_status module_load(cuda_state *st, int id)
+{
+    cuda_module *m = &st->modules[id];
+    if (m->state == 1)
+        return RAYO_OK;
+    if (m->state == -1) {
+        st->host->set_error(st->host, "%s", m->error);
+        return RAYO_E_BACKEND;
+    }
+    const rayo_ptx_module *pm = find_ptx(module_names[id]);
+    if (!pm) {
+        st->host->set_error(st->host, "cuda: no PTX module %s", module_names[id]);
+        return RAYO_E_BACKEND;
+    }
+    ptx_source src = {pm->name, st->ptx_target, NULL, 0};
+    src.text = rayo_ptx_text(pm, src.sm, &src.size);
+    if (!src.text) {
+        st->host->set_error(st->host, "cuda: out of memory for the PTX of module %s", pm->name);
+        return RAYO_E_NOMEM;
+    }
+    rayo_status s = module_load_ptx(st, m, &src);
+    free(src.text);
     return s;
 }
 

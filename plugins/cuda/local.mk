@@ -1,19 +1,12 @@
 # plugins/cuda: the CUDA backend.  Its kernels are PTX emitted by a generator
-# written in C (ptx/gen-ptx.c), run at build time; the PTX is embedded in the
+# written in C (ptx/, built by ptx/local.mk), run at build time; the PTX is embedded in the
 # plugin as C strings and JIT-compiled by the driver at run time: no nvcc.
 # cuda.h is needed for types only; libcuda.so.1 is dlopened at run time.
 
 EXTRA_DIST += plugins/cuda/50-cuda.conf plugins/cuda/h100.sh plugins/cuda/h100-torch.py \
-	ptx/fit-erfc.py doc/benchmarks-cuda.md ptx/gen-ptx.c
+	doc/benchmarks-cuda.md
 
 if BUILD_CUDA
-# The generator runs during the build, so it is compiled for the build
-# machine (CC_FOR_BUILD), which is not the host in a cross build.
-CLEANFILES += ptx/gen-ptx$(BUILD_EXEEXT)
-ptx/gen-ptx$(BUILD_EXEEXT): $(srcdir)/ptx/gen-ptx.c
-	$(AM_V_CC)$(MKDIR_P) ptx && $(CC_FOR_BUILD) -std=c11 $(CPPFLAGS_FOR_BUILD) \
-	  $(CFLAGS_FOR_BUILD) $(LDFLAGS_FOR_BUILD) -o $@ $(srcdir)/ptx/gen-ptx.c
-
 plugin_LTLIBRARIES += plugins/cuda/rayo-cuda.la
 plugins_cuda_rayo_cuda_la_SOURCES = \
 	plugins/cuda/cuda-internal.h plugins/cuda/cuda-ptx.h \

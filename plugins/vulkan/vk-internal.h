@@ -112,6 +112,8 @@ typedef struct vk_buf {
 
 /* ---- pipelines --------------------------------------------------------------- */
 #define VK_MAX_SPEC 8
+/* Storage buffers of every shader: a, b, c, y and s (a multi-pass op's scratch). */
+#define VK_BINDINGS 5
 
 typedef struct vk_pipeline_entry {
     uint32_t shader, spec_count;
@@ -178,6 +180,8 @@ typedef struct vk_state {
     pthread_mutex_t ctx_lock;
 
     bool subgroup_ok;                 /* arithmetic, shuffle and vote in compute */
+    bool f64;                         /* shaderFloat64: row statistics in double */
+    bool denorm_preserve;             /* shaderDenormPreserveFloat32: requested in every module */
     uint32_t subgroup_size;
     vk_precision precision;
     bool coop;                        /* f16 cooperative-matrix matmul enabled */
@@ -234,10 +238,10 @@ typedef struct vk_push {
 } vk_push;
 
 rayo_status vk_ctx_acquire(vk_state *s, vk_ctx **out);
-/* Records a dispatch with bindings a, b, c, y (NULL: unused) and a barrier
+/* Records a dispatch with bindings a, b, c, y, s (NULL: unused) and a barrier
  * after it.  Errors are kept in cx->error. */
 rayo_status vk_ctx_dispatch(vk_state *s, vk_ctx *cx, VkPipeline pipeline,
-                            const vk_binding *const bind[4], const vk_push *pc,
+                            const vk_binding *const bind[VK_BINDINGS], const vk_push *pc,
                             uint32_t gx, uint32_t gy, uint32_t gz);
 void vk_ctx_copy(vk_state *s, vk_ctx *cx, const vk_buf *src, VkDeviceSize src_off,
                  const vk_buf *dst, VkDeviceSize dst_off, VkDeviceSize bytes);

@@ -87,8 +87,8 @@ static uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 /* ---- recording ------------------------------------------------------------------ */
 
 typedef struct vk_operands {
-    vk_binding bind[4];
-    const vk_binding *use[4];   /* NULL where unused */
+    vk_binding bind[VK_BINDINGS];
+    const vk_binding *use[VK_BINDINGS]; /* NULL where unused; [4]: scratch */
 } vk_operands;
 
 static rayo_status bind_operands(vk_state *s, const rayo_dev_call *call, const vk_shape *sh,
@@ -96,6 +96,7 @@ static rayo_status bind_operands(vk_state *s, const rayo_dev_call *call, const v
 {
     const rayo_dev_operand *src[4] = {&call->a, &call->b, &call->c, &call->y};
     const size_t words[4] = {sh->a, sh->b, sh->c, sh->y};
+    ops->use[4] = NULL;
     for (int i = 0; i < 4; i++) {
         ops->use[i] = NULL;
         if (!words[i] || !src[i]->buf)
@@ -203,20 +204,57 @@ static rayo_status rec_reduce(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
     return dispatch(s, cx, shader, spec, 3, &pass1, &pc1, 1, 1);
 }
 
-static rayo_status rec_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                            const vk_operands *ops)
+/* A scratch buffer of the call's context, bound as operand s (binding 4);
+ * its word offset goes to pc.aux. */
+static rayo_status bind_scratch(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_operands *ops,
+                                vk_push *pc)
 {
-    uint32_t wg = call->n > 512 ? 256 : 64;
-    if (s->subgroup_ok && s->subgroup_size > wg)
-        wg = s->subgroup_size;
+    vk_buf *scratch;
+    rayo_status st = vk_ctx_temp(s, cx, &s->device_pool, bytes, &scratch);
+    if (st == RAYO_OK)
+        st = vk_bind(s, scratch, 0, bytes, &ops->bind[4]);
+    if (st != RAYO_OK)
+        return st;
+    ops->use[4] = &ops->bind[4];
+    pc->aux = ops->bind[4].word_offset;
+    return RAYO_OK;
+}
+
+/* Rows up to LONG_ROW take one workgroup each (rows.comp PASS 0); longer
+ * ones are cut into at most MAX_CHUNKS chunks of at least LONG_ROW
+ * elements, one workgroup per chunk, in three passes (two for rmsnorm).
+ * Either way no invocation loops more than ~16,000 times over 2^32
+ * elements. */
+#define LONG_ROW (256u * 256u)
+#define MAX_CHUNKS 1024u
+
+static rayo_status rec_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                            vk_operands *ops)
+{
+    uint32_t shader = s->f64 ? VK_SHADER_ROWS_F64 : VK_SHADER_ROWS;
+    uint32_t m = (uint32_t)call->m, n = (uint32_t)call->n;
     vk_push pc = {
-        .n = (uint32_t)call->n, .m = (uint32_t)call->m, .alpha = call->alpha,
+        .n = n, .m = m, .alpha = call->alpha,
         .flags = (ops->use[1] ? 1u : 0u) | (ops->use[2] ? 2u : 0u),
     };
     push_offsets(ops, &pc, 1);
-    uint32_t spec[2] = {wg, call->op};
-    uint32_t shader = s->subgroup_ok ? VK_SHADER_ROWS_SUBGROUP : VK_SHADER_ROWS_SHARED;
-    return dispatch(s, cx, shader, spec, 2, ops, &pc, min_u32((uint32_t)call->m, MAX_GROUPS), 1);
+    if (n <= LONG_ROW) {
+        uint32_t spec[3] = {n > 512 ? 256u : 64u, call->op, 0};
+        uint32_t gx = min_u32(m, MAX_GROUPS), gy = min_u32(div_up(m, gx), MAX_GROUPS);
+        return dispatch(s, cx, shader, spec, 3, ops, &pc, gx, gy);
+    }
+    uint32_t chunk = div_up(n, MAX_CHUNKS);
+    chunk = chunk < LONG_ROW ? LONG_ROW : div_up(chunk, 256) * 256;
+    uint32_t chunks = div_up(n, chunk);
+    pc.k = chunk;
+    rayo_status st = bind_scratch(s, cx, (VkDeviceSize)m * chunks * 16, ops, &pc);
+    for (uint32_t pass = 1; pass <= 3 && st == RAYO_OK; pass++) {
+        if (pass == 2 && call->op == RAYO_OP_RMSNORM)
+            continue;
+        uint32_t spec[3] = {256, call->op, pass};
+        st = dispatch(s, cx, shader, spec, 3, ops, &pc, chunks, min_u32(m, MAX_GROUPS));
+    }
+    return st;
 }
 
 static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
@@ -254,9 +292,18 @@ static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
                    (t->bm * t->bk) % (4 * wg) == 0 && (t->bn * t->bk) % (4 * wg) == 0 &&
                    offsets_multiple_of(ops, 4);
     uint32_t unit = aligned ? 4 : 1;
+    uint32_t steps = div_up(k, t->bk);
+    if (s->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && steps > 16384) {
+        /* lavapipe stops an invocation after 65,535 loop iterations */
+        s->host->set_error(s->host, "vulkan: matmul with k = %zu is too long for a CPU device", k);
+        return RAYO_E_UNSUPPORTED;
+    }
+    uint32_t block = 1;         /* steps per block: about sqrt(steps) */
+    while ((block + 1) * (block + 1) <= steps)
+        block++;
     vk_push pc = {
         .n = (uint32_t)n, .m = (uint32_t)m, .k = (uint32_t)k,
-        .alpha = call->alpha, .beta = call->beta,
+        .alpha = call->alpha, .beta = call->beta, .aux = block,
     };
     push_offsets(ops, &pc, unit);
     uint32_t spec[8] = {wg, t->bm, t->bn, t->bk, t->tm, t->tn,
@@ -266,20 +313,40 @@ static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
                     ops, &pc, gx, gy);
 }
 
+/* gemv.comp: a dot over at most LONG_ROW columns (not transposed) or
+ * GEMV_COLUMN rows (transposed) in one pass; longer ones in at most
+ * MAX_CHUNKS chunks whose partial sums a second pass adds. */
+#define GEMV_COLUMN 4096u
+
 static rayo_status rec_gemv(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                            const vk_operands *ops)
+                            vk_operands *ops)
 {
     if (call->flags & ~RAYO_TRANS_A)
         return RAYO_E_INVALID;
     bool trans = call->flags & RAYO_TRANS_A;
-    vk_push pc = {
-        .n = (uint32_t)call->n, .m = (uint32_t)call->m,
-        .alpha = call->alpha, .beta = call->beta,
-    };
+    uint32_t m = (uint32_t)call->m, n = (uint32_t)call->n;
+    uint32_t len = trans ? m : n, one_pass = trans ? GEMV_COLUMN : LONG_ROW;
+    vk_push pc = {.n = n, .m = m, .k = len, .alpha = call->alpha, .beta = call->beta};
     push_offsets(ops, &pc, 1);
-    uint32_t spec[2] = {WG, trans ? 1u : 0u};
-    uint32_t groups = trans ? div_up(call->n, WG) : (uint32_t)call->m;
-    return dispatch(s, cx, VK_SHADER_GEMV, spec, 2, ops, &pc, min_u32(groups, MAX_GROUPS), 1);
+    /* transposed: columns along x, chunks along y; else chunks along x, rows along y */
+    uint32_t gx = trans ? min_u32(div_up(n, WG), MAX_GROUPS) : 1;
+    uint32_t gy = trans ? 1 : min_u32(m, MAX_GROUPS);
+    uint32_t spec[3] = {WG, trans ? 1u : 0u, 0};
+    if (len <= one_pass)
+        return dispatch(s, cx, VK_SHADER_GEMV, spec, 3, ops, &pc, gx, gy);
+    uint32_t chunk = div_up(len, MAX_CHUNKS);
+    chunk = chunk < one_pass ? one_pass : div_up(chunk, 256) * 256;
+    uint32_t chunks = div_up(len, chunk);
+    pc.k = chunk;
+    rayo_status st = bind_scratch(s, cx, (VkDeviceSize)chunks * (trans ? n : m) * 4, ops, &pc);
+    spec[2] = 1;
+    if (st == RAYO_OK)
+        st = dispatch(s, cx, VK_SHADER_GEMV, spec, 3, ops, &pc, trans ? gx : chunks,
+                      trans ? chunks : gy);
+    spec[2] = 2;
+    if (st == RAYO_OK)
+        st = dispatch(s, cx, VK_SHADER_GEMV, spec, 3, ops, &pc, gx, gy);
+    return st;
 }
 
 static rayo_status rec_transpose(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,

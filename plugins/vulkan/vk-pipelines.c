@@ -1,6 +1,6 @@
 /* vk-pipelines.c - the embedded SPIR-V modules and their pipelines.
  *
- * One descriptor-set layout (four storage buffers: a, b, c, y) and one
+ * One descriptor-set layout (five storage buffers: a, b, c, y, scratch) and one
  * pipeline layout (the push constants of shaders/common.glsl) serve every
  * shader.  A pipeline is created the first time a (shader, specialization
  * constants) pair is needed and kept until fini; a VkPipelineCache persisted
@@ -104,8 +104,8 @@ static void cache_save(vk_state *s)
 
 rayo_status vk_pipelines_init(vk_state *s)
 {
-    VkDescriptorSetLayoutBinding bindings[4];
-    for (uint32_t i = 0; i < 4; i++)
+    VkDescriptorSetLayoutBinding bindings[VK_BINDINGS];
+    for (uint32_t i = 0; i < VK_BINDINGS; i++)
         bindings[i] = (VkDescriptorSetLayoutBinding){
             .binding = i,
             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -114,7 +114,7 @@ rayo_status vk_pipelines_init(vk_state *s)
         };
     VkDescriptorSetLayoutCreateInfo li = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-        .bindingCount = 4,
+        .bindingCount = VK_BINDINGS,
         .pBindings = bindings,
     };
     VkResult r = s->fd.vkCreateDescriptorSetLayout(s->device, &li, NULL, &s->set_layout);
@@ -159,6 +159,48 @@ void vk_pipelines_fini(vk_state *s)
     pthread_mutex_destroy(&s->pipeline_lock);
 }
 
+/* SPIR-V opcodes and operands used below (SPIR-V 1.4+, where float
+ * controls are core). */
+enum { SPV_HEADER = 5, OP_CAPABILITY = 17, OP_ENTRY_POINT = 15, OP_EXECUTION_MODE = 16,
+       CAP_DENORM_PRESERVE = 4464, MODE_DENORM_PRESERVE = 4459 };
+
+/* A copy of a module that asks for float32 denormals to be kept
+ * (OpCapability DenormPreserve; OpExecutionMode main DenormPreserve 32),
+ * or NULL (not SPIR-V 1.4+, no entry point, no memory).  Drivers that flush
+ * by default (NVIDIA) then compute denormals as the contract expects. */
+static uint32_t *with_denorm_preserve(const uint32_t *code, size_t words, size_t *out_words)
+{
+    if (words <= SPV_HEADER || code[1] < 0x00010400u)
+        return NULL;
+    size_t at = SPV_HEADER, after_entry = 0;
+    uint32_t entry = 0;
+    while (at < words) {
+        uint32_t len = code[at] >> 16, op = code[at] & 0xffffu;
+        if (len == 0 || at + len > words)
+            return NULL;
+        if (op == OP_ENTRY_POINT && len > 2) {
+            entry = code[at + 2];
+            after_entry = at + len;
+        }
+        at += len;
+    }
+    if (!after_entry)
+        return NULL;
+    uint32_t *out = malloc((words + 6) * sizeof *out);
+    if (!out)
+        return NULL;
+    const uint32_t cap[2] = {2u << 16 | OP_CAPABILITY, CAP_DENORM_PRESERVE};
+    const uint32_t mode[4] = {4u << 16 | OP_EXECUTION_MODE, entry, MODE_DENORM_PRESERVE, 32};
+    uint32_t *w = out;
+    memcpy(w, code, SPV_HEADER * 4); w += SPV_HEADER;
+    memcpy(w, cap, sizeof cap); w += 2;
+    memcpy(w, code + SPV_HEADER, (after_entry - SPV_HEADER) * 4); w += after_entry - SPV_HEADER;
+    memcpy(w, mode, sizeof mode); w += 4;
+    memcpy(w, code + after_entry, (words - after_entry) * 4);
+    *out_words = words + 6;
+    return out;
+}
+
 static rayo_status module_get(vk_state *s, uint32_t shader, VkShaderModule *out)
 {
     if (!s->modules[shader]) {
@@ -167,7 +209,15 @@ static rayo_status module_get(vk_state *s, uint32_t shader, VkShaderModule *out)
             .codeSize = vk_shader_blobs[shader].size,
             .pCode = vk_shader_blobs[shader].code,
         };
+        size_t words = 0;
+        uint32_t *patched = s->denorm_preserve
+            ? with_denorm_preserve(ci.pCode, ci.codeSize / 4, &words) : NULL;
+        if (patched) {
+            ci.pCode = patched;
+            ci.codeSize = words * 4;
+        }
         VkResult r = s->fd.vkCreateShaderModule(s->device, &ci, NULL, &s->modules[shader]);
+        free(patched);
         if (r != VK_SUCCESS)
             return vk_fail(s, r, "vkCreateShaderModule");
     }
@@ -220,7 +270,7 @@ rayo_status vk_pipeline_get(vk_state *s, uint32_t shader, const uint32_t *spec,
     for (size_t i = 0; i < s->pipeline_count; i++) {
         const vk_pipeline_entry *e = &s->pipelines[i];
         if (e->shader == shader && e->spec_count == spec_count &&
-            !memcmp(e->spec, spec, spec_count * sizeof *spec)) {
+            (spec_count == 0 || !memcmp(e->spec, spec, spec_count * sizeof *spec))) {
             *out = e->pipeline;
             pthread_mutex_unlock(&s->pipeline_lock);
             return RAYO_OK;
@@ -245,7 +295,8 @@ rayo_status vk_pipeline_get(vk_state *s, uint32_t shader, const uint32_t *spec,
         memset(e, 0, sizeof *e);
         e->shader = shader;
         e->spec_count = spec_count;
-        memcpy(e->spec, spec, spec_count * sizeof *spec);
+        if (spec_count) /* spec may be NULL then: memcpy's arguments must not be */
+            memcpy(e->spec, spec, spec_count * sizeof *spec);
         e->pipeline = p;
         *out = p;
     }

@@ -10,7 +10,7 @@
  *   coop_bk      32 | 64: K step of the f16 cooperative-matrix matmul (tuning)
  *   library      the Vulkan loader to open (default libvulkan.so.1)
  *   pipeline_cache  no: do not read or write the pipeline cache file
- *   subgroups    no: use the shared-memory paths even where subgroups exist
+ *   subgroups    no: reductions use the shared-memory path even where subgroups exist
  *   validation_selftest  yes (tests only): make one invalid call at init
  */
 #include "config.h"
@@ -138,6 +138,38 @@ static uint64_t device_memory_of(const vk_ifns *fi, VkPhysicalDevice pd)
     return total;
 }
 
+/* Whether shaders can keep float32 denormals (Vulkan 1.2 float controls):
+ * NVIDIA's driver flushes them unless a module asks (DenormPreserve). */
+static bool denorm_preserve_of(const vk_ifns *fi, VkPhysicalDevice phys)
+{
+    VkPhysicalDeviceVulkan12Properties p12 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES,
+    };
+    VkPhysicalDeviceProperties2 p2 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+        .pNext = &p12,
+    };
+    fi->vkGetPhysicalDeviceProperties2(phys, &p2);
+    return p12.shaderDenormPreserveFloat32;
+}
+
+/* What rayo-info shows for a device whose results differ from the contract's
+ * float32 arithmetic (empty: none). */
+static void device_notes(const vk_ifns *fi, VkPhysicalDevice phys, char *out, size_t size)
+{
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    fi->vkGetPhysicalDeviceFeatures2(phys, &f2);
+    const VkPhysicalDeviceFeatures f = f2.features;
+    bool denorms = denorm_preserve_of(fi, phys);
+    out[0] = 0;
+    if (!denorms || !f.shaderFloat64)
+        snprintf(out, size, "%s%s%s",
+                 denorms ? "" : "float32 denormals may be flushed to zero (no shaderDenormPreserveFloat32)",
+                 !denorms && !f.shaderFloat64 ? "; " : "",
+                 f.shaderFloat64 ? "" : "layernorm/rmsnorm/softmax sums in float (no shaderFloat64): "
+                                        "rows of |x| > 1e19 or with |mean| >> std lose accuracy");
+}
+
 static const char *no_device_reason(VkResult r)
 {
     return r == VK_ERROR_INCOMPATIBLE_DRIVER ? "no Vulkan device (no Vulkan driver installed)"
@@ -175,6 +207,12 @@ static rayo_status vk_probe(const rayo_host *host, rayo_probe_result *res)
         d->name[len] = 0;
         d->type = device_type_of(p.deviceType);
         d->memory_bytes = device_memory_of(&fi, devs[i]);
+        char notes[200];
+        device_notes(&fi, devs[i], notes, sizeof notes);
+        size_t used = strlen(res->reason);
+        if (notes[0] && used + 8 < sizeof res->reason)
+            snprintf(res->reason + used, sizeof res->reason - used, "%s%s: %s", used ? "; " : "",
+                     d->name, notes);
     }
     if (r != VK_SUCCESS)
         snprintf(res->reason, sizeof res->reason, "vkEnumeratePhysicalDevices: %s", vk_result_name(r));
@@ -183,7 +221,7 @@ static rayo_status vk_probe(const rayo_host *host, rayo_probe_result *res)
                  "no Vulkan device (%u device(s) older than Vulkan 1.2)", skipped);
     else if (count == 0)
         snprintf(res->reason, sizeof res->reason, "no Vulkan device");
-    else if (skipped)
+    else if (skipped && !res->reason[0])
         snprintf(res->reason, sizeof res->reason, "%u device(s) older than Vulkan 1.2 skipped", skipped);
     res->device_count = r == VK_SUCCESS ? count : 0;
     fi.vkDestroyInstance(inst, NULL);
@@ -392,6 +430,8 @@ static rayo_status create_device(vk_state *s)
         return RAYO_E_UNSUPPORTED;
     }
     s->coop = coop_usable(s, &f12);
+    s->f64 = f2.features.shaderFloat64;
+    VkPhysicalDeviceFeatures want10 = {.shaderFloat64 = s->f64};
     VkPhysicalDeviceCooperativeMatrixFeaturesNV want_coop = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
         .cooperativeMatrix = VK_TRUE,
@@ -415,6 +455,7 @@ static rayo_status create_device(vk_state *s)
         .pNext = &want12,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qi,
+        .pEnabledFeatures = &want10,
         .enabledExtensionCount = s->coop ? 1 : 0,
         .ppEnabledExtensionNames = &coop_ext,
     };
@@ -508,6 +549,7 @@ static rayo_status vk_init(const rayo_host *host, uint32_t device, void **state)
         st = find_queue(s);
     if (st == RAYO_OK) {
         query_subgroups(s);
+        s->denorm_preserve = denorm_preserve_of(&s->fi, s->phys);
         choose_tile(s);
         st = create_device(s);
     }
@@ -532,6 +574,10 @@ static rayo_status vk_init(const rayo_host *host, uint32_t device, void **state)
         vk_fini(s);
         return st;
     }
+    char notes[200];
+    device_notes(&s->fi, s->phys, notes, sizeof notes);
+    if (notes[0])
+        host->log(host, RAYO_LOG_WARN, "%s: %s", s->props.deviceName, notes);
     host->log(host, RAYO_LOG_INFO, "cooperative matrix: NV %s, KHR %s; f16 matmul %s (K step %u)",
               has_device_extension(s, "VK_NV_cooperative_matrix") ? "yes" : "no",
               has_device_extension(s, "VK_KHR_cooperative_matrix") ? "yes" : "no",

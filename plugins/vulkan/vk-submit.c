@@ -46,7 +46,7 @@ static rayo_status add_desc_pool(vk_state *s, vk_ctx *cx)
     if (!grown)
         return RAYO_E_NOMEM;
     cx->desc_pools = grown;
-    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4 * VK_SETS_PER_POOL};
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_BINDINGS * VK_SETS_PER_POOL};
     VkDescriptorPoolCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
         .maxSets = VK_SETS_PER_POOL,
@@ -193,7 +193,7 @@ static rayo_status alloc_set(vk_state *s, vk_ctx *cx, VkDescriptorSet *set)
 }
 
 rayo_status vk_ctx_dispatch(vk_state *s, vk_ctx *cx, VkPipeline pipeline,
-                            const vk_binding *const bind[4], const vk_push *pc,
+                            const vk_binding *const bind[VK_BINDINGS], const vk_push *pc,
                             uint32_t gx, uint32_t gy, uint32_t gz)
 {
     if (cx->error != RAYO_OK)
@@ -202,9 +202,9 @@ rayo_status vk_ctx_dispatch(vk_state *s, vk_ctx *cx, VkPipeline pipeline,
     rayo_status st = alloc_set(s, cx, &set);
     if (st != RAYO_OK)
         return cx->error = st;
-    VkDescriptorBufferInfo info[4];
-    VkWriteDescriptorSet writes[4];
-    for (uint32_t i = 0; i < 4; i++) {
+    VkDescriptorBufferInfo info[VK_BINDINGS];
+    VkWriteDescriptorSet writes[VK_BINDINGS];
+    for (uint32_t i = 0; i < VK_BINDINGS; i++) {
         if (bind[i])
             info[i] = (VkDescriptorBufferInfo){bind[i]->buffer, bind[i]->offset, bind[i]->range};
         else
@@ -218,7 +218,7 @@ rayo_status vk_ctx_dispatch(vk_state *s, vk_ctx *cx, VkPipeline pipeline,
             .pBufferInfo = &info[i],
         };
     }
-    s->fd.vkUpdateDescriptorSets(s->device, 4, writes, 0, NULL);
+    s->fd.vkUpdateDescriptorSets(s->device, VK_BINDINGS, writes, 0, NULL);
     s->fd.vkCmdBindPipeline(cx->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     s->fd.vkCmdBindDescriptorSets(cx->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipeline_layout,
                                   0, 1, &set, 0, NULL);

@@ -13,16 +13,39 @@
  *   FAKE_LOST     add reports the device lost
  *   FAKE_BADMAGIC a descriptor with the wrong magic
  *   FAKE_NODESC   exports no descriptor at all
+ * Descriptors that lie (the loader must refuse them without a crash):
+ *   FAKE_BADOPS   ops = 0x10
+ *   FAKE_MANYOPS  op_count 100000 with a one-entry table
+ *   FAKE_BADKERNEL  a kernel pointer outside the plugin
+ *   FAKE_ABSSYM   rayo_plugin is an absolute symbol (address 0x10)
+ *   FAKE_SMALLDESC  rayo_plugin is 8 bytes
+ *   FAKE_MEMNULL  a memory API with NULL functions
+ *   FAKE_MEMSIZE0 a memory API with struct_size 0
+ *   FAKE_CTOR     good, with an ELF constructor that sets RAYO_FAKE_CTOR_RAN
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "rayo-plugin.h"
 #include <stdio.h>
 #include <string.h>
 
-#ifdef FAKE_NODESC
+#include <stdlib.h>
+
+#if defined(FAKE_NODESC)
 /* No descriptor: something that is not a rayo plugin. */
 RAYO_PLUGIN_EXPORT int not_a_rayo_plugin(void);
 int not_a_rayo_plugin(void) { return 1; }
+#elif defined(FAKE_ABSSYM)
+__asm__(".globl rayo_plugin\n.type rayo_plugin, %object\n.set rayo_plugin, 0x10\n.size rayo_plugin, 256\n");
+#elif defined(FAKE_SMALLDESC)
+RAYO_PLUGIN_EXPORT const uint64_t rayo_plugin = RAYO_PLUGIN_MAGIC | ((uint64_t)RAYO_PLUGIN_ABI_MAJOR << 32);
 #else
+
+#ifdef FAKE_CTOR
+__attribute__((constructor)) static void fake_constructor(void)
+{
+    setenv("RAYO_FAKE_CTOR_RAN", "1", 1);
+}
+#endif
 
 typedef struct fake_state { const rayo_host *host; } fake_state;
 
@@ -88,7 +111,28 @@ static rayo_status fake_add(void *state, const rayo_call *c)
 #endif
 }
 
-static const rayo_op_entry fake_ops[] = {
+#if defined(FAKE_MEMNULL) || defined(FAKE_MEMSIZE0)
+static rayo_status fake_alloc(void *state, size_t bytes, void **buf)
+{
+    (void)state; (void)bytes;
+    *buf = NULL;
+    return RAYO_E_NOMEM;
+}
+
+static const rayo_memory_api fake_memory = {
+#ifdef FAKE_MEMSIZE0
+    .struct_size = 0,
+#else
+    .struct_size = sizeof(rayo_memory_api),
+#endif
+    .buffer_alloc = fake_alloc, /* the rest NULL */
+};
+#endif
+
+static const rayo_op_entry fake_ops[] __attribute__((unused)) = {
+#ifdef FAKE_BADKERNEL
+    {RAYO_OP_MUL, (rayo_kernel_fn)(uintptr_t)0x1000},
+#endif
 #ifdef FAKE_NEWER
     {200, fake_add}, /* an op a future core knows, this one does not */
     {255, fake_add},
@@ -141,12 +185,24 @@ RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
     .probe = fake_probe,
     .init = fake_init,
     .fini = fake_fini,
+#if defined(FAKE_BADOPS)
+    .ops = (const rayo_op_entry *)(uintptr_t)0x10,
+#else
     .ops = fake_ops,
+#endif
+#if defined(FAKE_MANYOPS)
+    .op_count = 100000,
+#else
     .op_count = sizeof fake_ops / sizeof fake_ops[0],
+#endif
+#if defined(FAKE_MEMNULL) || defined(FAKE_MEMSIZE0)
+    .memory = &fake_memory,
+#else
     .memory = NULL,
+#endif
 #ifdef FAKE_NEWER
 }, NULL, 42};
 #else
 };
 #endif
-#endif /* FAKE_NODESC */
+#endif /* FAKE_NODESC, FAKE_ABSSYM, FAKE_SMALLDESC */

@@ -51,3 +51,43 @@ check_LTLIBRARIES += tests/plugins/rayo-fakenodesc.la
 tests_plugins_rayo_fakenodesc_la_SOURCES = tests/plugins/fake.c
 tests_plugins_rayo_fakenodesc_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_NODESC -DFAKE_NAME='"fakenodesc"'
 tests_plugins_rayo_fakenodesc_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakebadops.la
+tests_plugins_rayo_fakebadops_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakebadops_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_BADOPS -DFAKE_NAME='"fakebadops"'
+tests_plugins_rayo_fakebadops_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakemanyops.la
+tests_plugins_rayo_fakemanyops_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakemanyops_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_MANYOPS -DFAKE_NAME='"fakemanyops"'
+tests_plugins_rayo_fakemanyops_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakebadkernel.la
+tests_plugins_rayo_fakebadkernel_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakebadkernel_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_BADKERNEL -DFAKE_NAME='"fakebadkernel"'
+tests_plugins_rayo_fakebadkernel_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakeabssym.la
+tests_plugins_rayo_fakeabssym_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakeabssym_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_ABSSYM -DFAKE_NAME='"fakeabssym"'
+tests_plugins_rayo_fakeabssym_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakesmalldesc.la
+tests_plugins_rayo_fakesmalldesc_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakesmalldesc_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_SMALLDESC -DFAKE_NAME='"fakesmalldesc"'
+tests_plugins_rayo_fakesmalldesc_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakememnull.la
+tests_plugins_rayo_fakememnull_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakememnull_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_MEMNULL -DFAKE_NAME='"fakememnull"'
+tests_plugins_rayo_fakememnull_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakememsize0.la
+tests_plugins_rayo_fakememsize0_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakememsize0_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_MEMSIZE0 -DFAKE_NAME='"fakememsize0"'
+tests_plugins_rayo_fakememsize0_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakector.la
+tests_plugins_rayo_fakector_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakector_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_CTOR -DFAKE_NAME='"fakector"'
+tests_plugins_rayo_fakector_la_LDFLAGS = $(FAKE_MODULE_FLAGS)

@@ -1,0 +1,203 @@
+/* elementwise.c - module "elementwise": one kernel per elementwise op and
+ * vector width (ew_<op>_v4, ew_<op>_s1).  The op table elem_ops lists each
+ * op's PTX; the activations' math is in math.c. */
+#include "gen-ptx.h"
+
+#define SELU_LAMBDA 1.0507009873554804934
+#define SELU_ALPHA 1.6732632423543772848
+
+/* One element of an elementwise op.  a, b: inputs; al, be: alpha, beta. */
+typedef int (*elem_fn)(kern *k, int a, int b, int al, int be);
+
+static int op3(kern *k, const char *ins, int a, int b)
+{
+    int y = nf(k);
+    emit(k, "%s %s, %s, %s;", ins, F(y), F(a), F(b));
+    return y;
+}
+static int e_add(kern *k, int a, int b, int al, int be) { (void)al; (void)be; return op3(k, "add.rn.f32", a, b); }
+static int e_sub(kern *k, int a, int b, int al, int be) { (void)al; (void)be; return op3(k, "sub.rn.f32", a, b); }
+static int e_mul(kern *k, int a, int b, int al, int be) { (void)al; (void)be; return op3(k, "mul.rn.f32", a, b); }
+static int e_div(kern *k, int a, int b, int al, int be) { (void)al; (void)be; return op3(k, "div.rn.f32", a, b); }
+static int e_maximum(kern *k, int a, int b, int al, int be) { (void)al; (void)be; return op3(k, "max.NaN.f32", a, b); }
+static int e_minimum(kern *k, int a, int b, int al, int be) { (void)al; (void)be; return op3(k, "min.NaN.f32", a, b); }
+static int e_scale(kern *k, int a, int b, int al, int be) { (void)b; (void)be; return op3(k, "mul.rn.f32", al, a); }
+/* axpy: b is the old y */
+static int e_axpy(kern *k, int a, int b, int al, int be)
+{
+    (void)be;
+    int y = nf(k);
+    emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(y), F(al), F(a), F(b));
+    return y;
+}
+static int e_relu(kern *k, int a, int b, int al, int be) { (void)b; (void)al; (void)be; return m_relu(k, a); }
+static int e_leaky_relu(kern *k, int a, int b, int al, int be)
+{
+    (void)b; (void)be;
+    int t = nf(k), y = nf(k), pp = np(k);
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(t), F(al), F(a));
+    emit(k, "setp.gt.f32 %s, %s, %s;", P(pp), F(a), C(0.0f));
+    emit(k, "selp.f32 %s, %s, %s, %s;", F(y), F(a), F(t), P(pp));
+    return y;
+}
+static int e_elu(kern *k, int a, int b, int al, int be) { (void)b; (void)be; return m_elu_like(k, a, al, 1.0f); }
+static int e_selu(kern *k, int a, int b, int al, int be)
+{
+    (void)b; (void)al; (void)be;
+    return m_elu_like(k, a, fmov(k, (float)(SELU_LAMBDA * SELU_ALPHA)), (float)SELU_LAMBDA);
+}
+static int e_sigmoid(kern *k, int a, int b, int al, int be) { (void)b; (void)al; (void)be; return m_sigmoid(k, a); }
+static int e_tanh(kern *k, int a, int b, int al, int be) { (void)b; (void)al; (void)be; return m_tanh(k, a); }
+static int e_gelu(kern *k, int a, int b, int al, int be) { (void)b; (void)al; (void)be; return m_gelu(k, a); }
+static int e_gelu_tanh(kern *k, int a, int b, int al, int be) { (void)b; (void)al; (void)be; return m_gelu_tanh(k, a); }
+static int e_silu(kern *k, int a, int b, int al, int be) { (void)b; (void)al; (void)be; return m_silu(k, a); }
+static int e_mish(kern *k, int a, int b, int al, int be) { (void)b; (void)al; (void)be; return m_mish(k, a); }
+static int e_hardswish(kern *k, int a, int b, int al, int be)
+{
+    (void)b; (void)al; (void)be;
+    int t = nf(k), c0 = nf(k), c = nf(k), p = nf(k), y = nf(k);
+    emit(k, "add.rn.f32 %s, %s, %s;", F(t), F(a), C(3.0f));
+    emit(k, "max.f32 %s, %s, %s;", F(c0), F(t), C(0.0f));
+    emit(k, "min.f32 %s, %s, %s;", F(c), F(c0), C(6.0f));
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(p), F(a), F(c));
+    int q = nf(k), pbig = np(k);
+    emit(k, "div.rn.f32 %s, %s, %s;", F(q), F(p), C(6.0f));
+    /* x >= 3: exactly x (x * 6 / 6 would overflow near FLT_MAX) */
+    emit(k, "setp.ge.f32 %s, %s, %s;", P(pbig), F(a), C(3.0f));
+    emit(k, "selp.f32 %s, %s, %s, %s;", F(y), F(a), F(q), P(pbig));
+    return y;
+}
+static int e_clip(kern *k, int a, int b, int al, int be)
+{
+    (void)b;
+    int t = nf(k), y = nf(k);
+    emit(k, "max.NaN.f32 %s, %s, %s;", F(t), F(a), F(al));
+    emit(k, "min.NaN.f32 %s, %s, %s;", F(y), F(t), F(be));
+    return y;
+}
+static int e_exp(kern *k, int a, int b, int al, int be) { (void)b; (void)al; (void)be; return m_exp(k, a); }
+static int e_log(kern *k, int a, int b, int al, int be) { (void)b; (void)al; (void)be; return m_log(k, a); }
+static int e_sqrt(kern *k, int a, int b, int al, int be)
+{
+    (void)b; (void)al; (void)be;
+    int y = nf(k);
+    emit(k, "sqrt.rn.f32 %s, %s;", F(y), F(a));
+    return y;
+}
+static int e_abs(kern *k, int a, int b, int al, int be)
+{
+    (void)b; (void)al; (void)be;
+    int y = nf(k);
+    emit(k, "abs.f32 %s, %s;", F(y), F(a));
+    return y;
+}
+
+typedef struct elem_op {
+    const char *name;
+    int inputs; /* 1 or 2 (axpy reads y as its second input) */
+    elem_fn fn;
+} elem_op;
+
+static const elem_op elem_ops[] = {
+    {"add", 2, e_add},           {"sub", 2, e_sub},
+    {"mul", 2, e_mul},           {"div", 2, e_div},
+    {"maximum", 2, e_maximum},   {"minimum", 2, e_minimum},
+    {"scale", 1, e_scale},       {"axpy", 2, e_axpy},
+    {"relu", 1, e_relu},         {"leaky_relu", 1, e_leaky_relu},
+    {"elu", 1, e_elu},           {"selu", 1, e_selu},
+    {"sigmoid", 1, e_sigmoid},   {"tanh", 1, e_tanh},
+    {"gelu", 1, e_gelu},         {"gelu_tanh", 1, e_gelu_tanh},
+    {"silu", 1, e_silu},         {"mish", 1, e_mish},
+    {"hardswish", 1, e_hardswish}, {"clip", 1, e_clip},
+    {"exp", 1, e_exp},           {"log", 1, e_log},
+    {"sqrt", 1, e_sqrt},         {"abs", 1, e_abs},
+};
+
+/* ---- module: elementwise ------------------------------------------------ */
+static const char *ELEM_PARAMS =
+    ".param .u64 p_y, .param .u64 p_a, .param .u64 p_b, .param .u64 p_n, "
+    ".param .f32 p_alpha, .param .f32 p_beta";
+
+/* Loads `width` consecutive floats at addr (width 1 or 4). */
+static void load_f32s(kern *k, int *v, int width, int addr)
+{
+    for (int i = 0; i < width; i++)
+        v[i] = nf(k);
+    if (width == 4)
+        emit(k, "ld.global.v4.f32 {%s, %s, %s, %s}, [%s];", F(v[0]), F(v[1]), F(v[2]), F(v[3]), D(addr));
+    else
+        emit(k, "ld.global.f32 %s, [%s];", F(v[0]), D(addr));
+}
+
+static void store_f32s(kern *k, const int *v, int width, int addr)
+{
+    if (width == 4)
+        emit(k, "st.global.v4.f32 [%s], {%s, %s, %s, %s};", D(addr), F(v[0]), F(v[1]), F(v[2]), F(v[3]));
+    else
+        emit(k, "st.global.f32 [%s], %s;", D(addr), F(v[0]));
+}
+
+/* y[i..i+width) = op(a, b) at element index `index` */
+static void elem_body(kern *k, const elem_op *op, int width, int index, int y, int a, int b,
+                      int al, int be)
+{
+    int va[4], vb[4] = {0, 0, 0, 0}, vy[4];
+    load_f32s(k, va, width, addr_of(k, a, index, 4));
+    if (op->inputs == 2)
+        load_f32s(k, vb, width, addr_of(k, b, index, 4));
+    for (int i = 0; i < width; i++)
+        vy[i] = op->fn(k, va[i], vb[i], al, be);
+    store_f32s(k, vy, width, addr_of(k, y, index, 4));
+}
+
+/* Grid-stride loop over n elements; the v4 variant needs 16-byte aligned
+ * pointers and handles the last n % 4 elements with scalar code. */
+static void gen_elem_kernel(strbuf *mod, const elem_op *op, int width)
+{
+    kern kk = {0}, *k = &kk;
+    int y = param_global(k, "p_y"), a = param_global(k, "p_a"), b = param_global(k, "p_b");
+    int n = param_u64(k, "p_n");
+    int al = param_f32(k, "p_alpha"), be = param_f32(k, "p_beta");
+    int gid, stride;
+    grid_index(k, &gid, &stride);
+    int count = n, i = nd(k), p = np(k);
+    int l_loop = nlabel(k), l_tail = nlabel(k), l_end = nlabel(k);
+    if (width == 4) {
+        count = nd(k);
+        emit(k, "shr.u64 %s, %s, 2;", D(count), D(n));
+    }
+    emit(k, "mov.u64 %s, %s;", D(i), D(gid));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(p), D(i), D(count));
+    emit(k, "@%s bra %s;", P(p), L(l_tail));
+    label(k, l_loop);
+    int e = i;
+    if (width == 4) {
+        e = nd(k);
+        emit(k, "shl.b64 %s, %s, 2;", D(e), D(i));
+    }
+    elem_body(k, op, width, e, y, a, b, al, be);
+    emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(stride));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(p), D(i), D(count));
+    emit(k, "@%s bra %s;", P(p), L(l_loop));
+    label(k, l_tail);
+    if (width == 4) {
+        int j = nd(k), pt = np(k);
+        emit(k, "shl.b64 %s, %s, 2;", D(j), D(count));
+        emit(k, "add.u64 %s, %s, %s;", D(j), D(j), D(gid));
+        emit(k, "setp.ge.u64 %s, %s, %s;", P(pt), D(j), D(n));
+        emit(k, "@%s bra %s;", P(pt), L(l_end));
+        elem_body(k, op, 1, j, y, a, b, al, be);
+    }
+    label(k, l_end);
+    char name[64];
+    snprintf(name, sizeof name, "ew_%s_%s", op->name, width == 4 ? "v4" : "s1");
+    kern_finish(mod, k, name, ELEM_PARAMS, NULL, NULL);
+}
+
+void module_elementwise(strbuf *mod)
+{
+    for (size_t i = 0; i < sizeof elem_ops / sizeof elem_ops[0]; i++) {
+        gen_elem_kernel(mod, &elem_ops[i], 4);
+        gen_elem_kernel(mod, &elem_ops[i], 1);
+    }
+}

@@ -1,0 +1,149 @@
+/* gemv.c - the gemv kernels of module "matrix": gemv_n (A as stored) and
+ * gemv_t_part / gemv_t_final (A transposed), float64 accumulation. */
+#include "gen-ptx.h"
+
+/* y = alpha*acc + beta*y_old (y_old read only when beta != 0), in float64 */
+static void store_scaled(kern *k, int acc, int ya, int alpha, int beta)
+{
+    int ad = nfd(k), bd = nfd(k), r = nfd(k), pb = np(k), old = nf(k), od = nfd(k), out = nf(k);
+    emit(k, "cvt.f64.f32 %s, %s;", FD(ad), F(alpha));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(bd), F(beta));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(r), FD(acc), FD(ad));
+    emit(k, "setp.ne.f32 %s, %s, %s;", P(pb), F(beta), C(0.0f));
+    emit(k, "mov.f32 %s, %s;", F(old), C(0.0f));
+    emit(k, "@%s ld.global.f32 %s, [%s];", P(pb), F(old), D(ya));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(od), F(old));
+    emit(k, "@%s fma.rn.f64 %s, %s, %s, %s;", P(pb), FD(r), FD(od), FD(bd), FD(r));
+    emit(k, "cvt.rn.f32.f64 %s, %s;", F(out), FD(r));
+    emit(k, "st.global.f32 [%s], %s;", D(ya), F(out));
+}
+
+/* gemv, A not transposed: one warp per row, float64 accumulation. */
+void gen_gemv_n(strbuf *mod)
+{
+    kern kk = {0}, *k = &kk;
+    int y = param_global(k, "p_y"), a = param_global(k, "p_a"), x = param_global(k, "p_x");
+    int m = param_u64(k, "p_m"), n = param_u64(k, "p_n");
+    int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
+    int gid, stride;
+    grid_index(k, &gid, &stride);
+    int row = nd(k), wstep = nd(k), lane = nd(k), pr = np(k);
+    emit(k, "shr.u64 %s, %s, 5;", D(row), D(gid));
+    emit(k, "shr.u64 %s, %s, 5;", D(wstep), D(stride));
+    emit(k, "and.b64 %s, %s, 31;", D(lane), D(gid));
+    int l_row = nlabel(k), l_end = nlabel(k);
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pr), D(row), D(m));
+    emit(k, "@%s bra %s;", P(pr), L(l_end));
+    label(k, l_row);
+    int off = nd(k), ra = nd(k), acc = nfd(k);
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(off), D(row), D(n));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ra), D(off), D(a));
+    emit(k, "mov.f64 %s, %s;", FD(acc), CD(0.0));
+    int j = nd(k), pj = np(k), l_j = nlabel(k), l_jd = nlabel(k);
+    emit(k, "mov.u64 %s, %s;", D(j), D(lane));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pj), D(j), D(n));
+    emit(k, "@%s bra %s;", P(pj), L(l_jd));
+    label(k, l_j);
+    int av = nf(k), xv = nf(k), ad = nfd(k), xd = nfd(k);
+    emit(k, "ld.global.f32 %s, [%s];", F(av), D(addr_of(k, ra, j, 4)));
+    emit(k, "ld.global.f32 %s, [%s];", F(xv), D(addr_of(k, x, j, 4)));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(ad), F(av));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(xv));
+    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc), FD(ad), FD(xd), FD(acc));
+    emit(k, "add.u64 %s, %s, 32;", D(j), D(j));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pj), D(j), D(n));
+    emit(k, "@%s bra %s;", P(pj), L(l_j));
+    label(k, l_jd);
+    int sum = acc;
+    for (int o = 16; o >= 1; o /= 2) {
+        int t = shfl_f64(k, sum, o), s = nfd(k);
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(s), FD(sum), FD(t));
+        sum = s;
+    }
+    int pl = np(k), l_skip = nlabel(k);
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(pl), D(lane));
+    emit(k, "@%s bra %s;", P(pl), L(l_skip));
+    store_scaled(k, sum, addr_of(k, y, row, 4), alpha, beta);
+    label(k, l_skip);
+    emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(wstep));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pr), D(row), D(m));
+    emit(k, "@%s bra %s;", P(pr), L(l_row));
+    label(k, l_end);
+    kern_finish(mod, k, "gemv_n",
+                ".param .u64 p_y, .param .u64 p_a, .param .u64 p_x, .param .u64 p_m, .param .u64 p_n, "
+                ".param .f32 p_alpha, .param .f32 p_beta", NULL, NULL);
+}
+
+/* gemv, A transposed: y[j] = sum_i A[i][j] x[i].  Grid (ceil(n/256), S):
+ * block (bx, s) sums rows [s*chunk, (s+1)*chunk) for its 256 columns into
+ * part[s*n + j] (float64); gemv_t_final adds the S partials in order. */
+void gen_gemv_t(strbuf *mod)
+{
+    kern kk = {0}, *k = &kk;
+    int part = param_global(k, "p_part"), a = param_global(k, "p_a"), x = param_global(k, "p_x");
+    int m = param_u64(k, "p_m"), n = param_u64(k, "p_n"), chunk = param_u64(k, "p_chunk");
+    int ctaid = sreg(k, "%ctaid.x"), tid = sreg(k, "%tid.x"), cy = sreg(k, "%ctaid.y");
+    int j = nd(k), t64 = nd(k), s = nd(k), pj = np(k), l_end = nlabel(k);
+    emit(k, "mul.wide.u32 %s, %s, 256;", D(j), R(ctaid));
+    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tid));
+    emit(k, "add.u64 %s, %s, %s;", D(j), D(j), D(t64));
+    emit(k, "cvt.u64.u32 %s, %s;", D(s), R(cy));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pj), D(j), D(n));
+    emit(k, "@%s bra %s;", P(pj), L(l_end));
+    int i0 = nd(k), i1 = nd(k), acc = nfd(k), i = nd(k), pi = np(k), l_i = nlabel(k), l_id = nlabel(k);
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(i0), D(s), D(chunk));
+    emit(k, "add.u64 %s, %s, %s;", D(i1), D(i0), D(chunk));
+    emit(k, "min.u64 %s, %s, %s;", D(i1), D(i1), D(m));
+    emit(k, "mov.f64 %s, %s;", FD(acc), CD(0.0));
+    emit(k, "mov.u64 %s, %s;", D(i), D(i0));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(i), D(i1));
+    emit(k, "@%s bra %s;", P(pi), L(l_id));
+    label(k, l_i);
+    int idx = nd(k), av = nf(k), xv = nf(k), ad = nfd(k), xd = nfd(k);
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(i), D(n), D(j));
+    emit(k, "ld.global.f32 %s, [%s];", F(av), D(addr_of(k, a, idx, 4)));
+    emit(k, "ld.global.f32 %s, [%s];", F(xv), D(addr_of(k, x, i, 4)));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(ad), F(av));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(xv));
+    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc), FD(ad), FD(xd), FD(acc));
+    emit(k, "add.u64 %s, %s, 1;", D(i), D(i));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pi), D(i), D(i1));
+    emit(k, "@%s bra %s;", P(pi), L(l_i));
+    label(k, l_id);
+    int pidx = nd(k);
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pidx), D(s), D(n), D(j));
+    emit(k, "st.global.f64 [%s], %s;", D(addr_of(k, part, pidx, 8)), FD(acc));
+    label(k, l_end);
+    kern_finish(mod, k, "gemv_t_part",
+                ".param .u64 p_part, .param .u64 p_a, .param .u64 p_x, .param .u64 p_m, "
+                ".param .u64 p_n, .param .u64 p_chunk", NULL, NULL);
+
+    /* final: y[j] = alpha * sum_s part[s][j] + beta * y[j] */
+    int y = param_global(k, "p_y");
+    part = param_global(k, "p_part");
+    n = param_u64(k, "p_n");
+    int splits = param_u64(k, "p_splits");
+    int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
+    int gid, stride;
+    grid_index(k, &gid, &stride);
+    (void)stride;
+    int pe = np(k), l_e = nlabel(k);
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pe), D(gid), D(n));
+    emit(k, "@%s bra %s;", P(pe), L(l_e));
+    int tot = nfd(k), si = nd(k), ps = np(k), l_s = nlabel(k);
+    emit(k, "mov.f64 %s, %s;", FD(tot), CD(0.0));
+    emit(k, "mov.u64 %s, 0;", D(si));
+    label(k, l_s);
+    int pi2 = nd(k), v = nfd(k);
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pi2), D(si), D(n), D(gid));
+    emit(k, "ld.global.f64 %s, [%s];", FD(v), D(addr_of(k, part, pi2, 8)));
+    emit(k, "add.rn.f64 %s, %s, %s;", FD(tot), FD(tot), FD(v));
+    emit(k, "add.u64 %s, %s, 1;", D(si), D(si));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(ps), D(si), D(splits));
+    emit(k, "@%s bra %s;", P(ps), L(l_s));
+    store_scaled(k, tot, addr_of(k, y, gid, 4), alpha, beta);
+    label(k, l_e);
+    kern_finish(mod, k, "gemv_t_final",
+                ".param .u64 p_y, .param .u64 p_part, .param .u64 p_n, .param .u64 p_splits, "
+                ".param .f32 p_alpha, .param .f32 p_beta", NULL, NULL);
+}

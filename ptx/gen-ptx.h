@@ -1,0 +1,124 @@
+/* gen-ptx.h - private header of the PTX generator (the C files in ptx/, one program run
+ * at build time; nothing here is part of rayo's API).
+ *
+ * How the generator is organised:
+ *   gen-ptx.c       main: the module table, the target header, the output
+ *                   (PTX files, or C strings the cuda plugin embeds)
+ *   emit.c          the emitter: text buffer, virtual registers and their
+ *                   names, emit()/label()/kern_finish(), small building blocks
+ *   math.c          accurate math and activations as PTX sequences (m_*)
+ *   block-reduce.c  warp shuffles and block-wide reductions
+ *   one file per module:  elementwise.c, reduce.c, rows.c,
+ *                   matrix.c (with gemv.c and transpose.c), sgemm.c, tf32.c
+ *
+ * A kernel is written into a `kern`: each helper takes fresh virtual
+ * registers (nf, nr, ...), and emit() prints one instruction with their
+ * names (F, R, ...); kern_finish() adds the entry line and the register
+ * declarations and appends the kernel to its module's text. */
+#ifndef RAYO_GEN_PTX_H
+#define RAYO_GEN_PTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- emit.c: text buffer ------------------------------------------------- */
+typedef struct strbuf {
+    char *p;
+    size_t len, cap;
+} strbuf;
+
+void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_free(strbuf *b);
+
+/* ---- emit.c: one kernel and its virtual registers -------------------------- */
+typedef struct kern {
+    strbuf body;
+    int nf, nr, nd, nfd, np, nlabel;
+} kern;
+
+/* A fresh virtual register (or label) number of each kind. */
+int nf(kern *k);     /* .f32 */
+int nr(kern *k);     /* .b32 */
+int nd(kern *k);     /* .b64 */
+int nfd(kern *k);    /* .f64 */
+int np(kern *k);     /* .pred */
+int nlabel(kern *k);
+
+/* The PTX names of registers, labels and immediates, for emit()'s %s.  They
+ * live in a ring of 64 buffers, valid until the ring comes round again: one
+ * instruction may use at most 64 (the generator stops with an error beyond). */
+const char *F(int i);      /* %f<i> */
+const char *R(int i);      /* %r<i> */
+const char *D(int i);      /* %rd<i> */
+const char *FD(int i);     /* %fd<i> */
+const char *P(int i);      /* %p<i> */
+const char *L(int i);      /* $L<i> */
+const char *C(float v);    /* a float32 immediate, bit exact */
+const char *CB(uint32_t bits);
+const char *CD(double v);  /* a float64 immediate */
+
+/* One instruction (a tab before, a newline after), or a label line. */
+void emit(kern *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void label(kern *k, int l);
+/* Appends the finished kernel to mod and resets k. */
+void kern_finish(strbuf *mod, kern *k, const char *name, const char *params, const char *directives,
+                 const char *shared);
+
+/* ---- emit.c: small building blocks (each returns a fresh register) --------- */
+int param_u64(kern *k, const char *name);
+int param_global(kern *k, const char *name); /* a .u64 pointer parameter, as a global address */
+int param_f32(kern *k, const char *name);
+int sreg(kern *k, const char *name);         /* mov.u32 from a special register */
+void grid_index(kern *k, int *gid, int *stride);
+int addr_of(kern *k, int base, int index, int scale);
+int fmov(kern *k, float v);
+int is_nan(kern *k, int x);
+int horner(kern *k, int x, const float *c, int n);
+
+/* ---- math.c: float32 math, .f32 register in, .f32 register out ------------- */
+int m_exp(kern *k, int x);
+int m_log(kern *k, int x);
+int m_sigmoid(kern *k, int x);
+int m_silu(kern *k, int x);
+int m_tanh(kern *k, int x);
+int m_gelu(kern *k, int x);
+int m_gelu_tanh(kern *k, int x);
+int m_mish(kern *k, int x);
+int m_relu(kern *k, int x);
+int m_elu_like(kern *k, int x, int scale_neg, float scale_all);
+
+/* ---- block-reduce.c: block-wide reductions (256 threads = 8 warps) --------- */
+#define RED_THREADS 256
+#define RED_WARPS (RED_THREADS / 32)
+/* Shared scratch every reducing kernel declares: 8 warps x 16 bytes. */
+#define RED_SHARED "\t.shared .align 16 .b8 red_smem[128];\n"
+
+int shfl_f64(kern *k, int v, int off);
+int block_sum_f64(kern *k, int v, int lane, int warp);
+int block_minmax_f32(kern *k, int v, int lane, int warp, int is_max);
+void argmax_combine(kern *k, int *v, int *i, int v2, int i2);
+void block_argmax(kern *k, int *v, int *i, int lane, int warp);
+void lane_warp(kern *k, int *tid, int *lane, int *warp);
+
+/* ---- the kernels of module "matrix" outside matrix.c ------------------------ */
+void gen_gemv_n(strbuf *mod);
+void gen_gemv_t(strbuf *mod);
+void gen_transpose(strbuf *mod);
+
+/* ---- sgemm.c: the block's tile of C, shared with tf32.c -------------------- */
+void block_tile(kern *k, int raster, int *tile_m, int *tile_n);
+
+/* ---- the modules: each appends its kernels to mod --------------------------- */
+void module_elementwise(strbuf *mod);
+void module_reduce(strbuf *mod);
+void module_rows(strbuf *mod);
+void module_matrix(strbuf *mod);
+void module_sgemm(strbuf *mod);
+void module_tf32(strbuf *mod);
+
+/* tf32.c: the C table rayo_cuda_tf32_configs (plugins/cuda/cuda-ptx.h). */
+void tf32_write_config_table(strbuf *c);
+
+#endif

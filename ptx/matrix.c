@@ -1,0 +1,209 @@
+/* matrix.c - module "matrix": gemv (gemv.c), transpose (transpose.c),
+ * bias + activation, and the general sgemm that handles any shape and
+ * transpose (the fallback, and the edges the tiled gemm kernels leave). */
+#include "gen-ptx.h"
+
+/* y[i][j] = act(a[i][j] + bias[j]); grid x over columns, y over rows (looped). */
+static void gen_bias_act(strbuf *mod, const char *act, int (*fn)(kern *, int))
+{
+    kern kk = {0}, *k = &kk;
+    int y = param_global(k, "p_y"), a = param_global(k, "p_a"), bias = param_global(k, "p_bias");
+    int m = param_u64(k, "p_m"), n = param_u64(k, "p_n");
+    int ctaid = sreg(k, "%ctaid.x"), ntid = sreg(k, "%ntid.x"), tid = sreg(k, "%tid.x");
+    int cy = sreg(k, "%ctaid.y"), ncy = sreg(k, "%nctaid.y");
+    int j = nd(k), t64 = nd(k), pj = np(k), l_end = nlabel(k);
+    emit(k, "mul.wide.u32 %s, %s, %s;", D(j), R(ctaid), R(ntid));
+    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tid));
+    emit(k, "add.u64 %s, %s, %s;", D(j), D(j), D(t64));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pj), D(j), D(n));
+    emit(k, "@%s bra %s;", P(pj), L(l_end));
+    int bv = nf(k);
+    emit(k, "ld.global.f32 %s, [%s];", F(bv), D(addr_of(k, bias, j, 4)));
+    int i = nd(k), istep = nd(k), pi = np(k), l_i = nlabel(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(i), R(cy));
+    emit(k, "cvt.u64.u32 %s, %s;", D(istep), R(ncy));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(i), D(m));
+    emit(k, "@%s bra %s;", P(pi), L(l_end));
+    label(k, l_i);
+    int idx = nd(k), x = nf(k), v = nf(k);
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(i), D(n), D(j));
+    emit(k, "ld.global.f32 %s, [%s];", F(x), D(addr_of(k, a, idx, 4)));
+    emit(k, "add.rn.f32 %s, %s, %s;", F(v), F(x), F(bv));
+    int out = fn ? fn(k, v) : v;
+    emit(k, "st.global.f32 [%s], %s;", D(addr_of(k, y, idx, 4)), F(out));
+    emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(istep));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pi), D(i), D(m));
+    emit(k, "@%s bra %s;", P(pi), L(l_i));
+    label(k, l_end);
+    char name[64];
+    snprintf(name, sizeof name, "bias_act_%s", act);
+    kern_finish(mod, k, name,
+                ".param .u64 p_y, .param .u64 p_a, .param .u64 p_bias, .param .u64 p_m, .param .u64 p_n",
+                NULL, NULL);
+}
+
+/* General sgemm, any shape and transpose, as the correctness fallback and
+ * for the edges the tiled kernels leave.  A_op(i,p) = A[i*sai + p*sap],
+ * B_op(p,j) = B[p*sbp + j*sbj].  64x64 tiles of C from (row0, col0), BK 16,
+ * 256 threads each computing 4x4 (rows ty+16r, columns tx+16c).  The tile
+ * loads map consecutive threads along whichever of the two source
+ * dimensions is contiguous (flag bits 1: A's i, 2: B's j is contiguous). */
+static void gen_sgemm_general(strbuf *mod)
+{
+    kern kk = {0}, *k = &kk;
+    int c = param_global(k, "p_c"), a = param_global(k, "p_a"), b = param_global(k, "p_b");
+    int M = param_u64(k, "p_m"), N = param_u64(k, "p_n"), K = param_u64(k, "p_k");
+    int sai = param_u64(k, "p_sai"), sap = param_u64(k, "p_sap");
+    int sbp = param_u64(k, "p_sbp"), sbj = param_u64(k, "p_sbj");
+    int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
+    int row0 = param_u64(k, "p_row0"), col0 = param_u64(k, "p_col0");
+    int tid = sreg(k, "%tid.x"), bx = sreg(k, "%ctaid.x"), by = sreg(k, "%ctaid.y");
+    int tx = nr(k), ty = nr(k);
+    emit(k, "and.b32 %s, %s, 15;", R(tx), R(tid));
+    emit(k, "shr.u32 %s, %s, 4;", R(ty), R(tid));
+    int bm = nd(k), bn = nd(k);
+    emit(k, "mul.wide.u32 %s, %s, 64;", D(bm), R(by));
+    emit(k, "add.u64 %s, %s, %s;", D(bm), D(bm), D(row0));
+    emit(k, "mul.wide.u32 %s, %s, 64;", D(bn), R(bx));
+    emit(k, "add.u64 %s, %s, %s;", D(bn), D(bn), D(col0));
+    int sA = nr(k), sB = nr(k);
+    emit(k, "mov.u32 %s, gg_a;", R(sA));
+    emit(k, "mov.u32 %s, gg_b;", R(sB));
+    /* A contiguous along i? then thread e -> (i = e & 63, p = e >> 6), else (i = e >> 4, p = e & 15) */
+    int a_i_contig = np(k), b_j_contig = np(k);
+    emit(k, "setp.eq.u64 %s, %s, 1;", P(a_i_contig), D(sai));
+    emit(k, "setp.eq.u64 %s, %s, 1;", P(b_j_contig), D(sbj));
+    int ai[4], ap[4], bp[4], bj[4];
+    for (int q = 0; q < 4; q++) {
+        int e = nr(k), i1 = nr(k), p1 = nr(k), i2 = nr(k), p2 = nr(k);
+        emit(k, "add.u32 %s, %s, %d;", R(e), R(tid), q * 256);
+        emit(k, "and.b32 %s, %s, 63;", R(i1), R(e));
+        emit(k, "shr.u32 %s, %s, 6;", R(p1), R(e));
+        emit(k, "shr.u32 %s, %s, 4;", R(i2), R(e));
+        emit(k, "and.b32 %s, %s, 15;", R(p2), R(e));
+        ai[q] = nr(k);
+        ap[q] = nr(k);
+        emit(k, "selp.b32 %s, %s, %s, %s;", R(ai[q]), R(i1), R(i2), P(a_i_contig));
+        emit(k, "selp.b32 %s, %s, %s, %s;", R(ap[q]), R(p1), R(p2), P(a_i_contig));
+        /* B: j contiguous -> (j = e & 63, p = e >> 6), else (j = e >> 4, p = e & 15) */
+        bj[q] = nr(k);
+        bp[q] = nr(k);
+        emit(k, "selp.b32 %s, %s, %s, %s;", R(bj[q]), R(i1), R(i2), P(b_j_contig));
+        emit(k, "selp.b32 %s, %s, %s, %s;", R(bp[q]), R(p1), R(p2), P(b_j_contig));
+    }
+    int acc[4][4];
+    for (int r = 0; r < 4; r++)
+        for (int cc = 0; cc < 4; cc++) {
+            acc[r][cc] = nf(k);
+            emit(k, "mov.f32 %s, %s;", F(acc[r][cc]), C(0.0f));
+        }
+    int k0 = nd(k), pk = np(k), l_k = nlabel(k), l_kd = nlabel(k);
+    emit(k, "mov.u64 %s, 0;", D(k0));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pk), D(k0), D(K));
+    emit(k, "@%s bra %s;", P(pk), L(l_kd));
+    label(k, l_k);
+    for (int q = 0; q < 4; q++) {
+        /* A element (bm + ai, k0 + ap) -> As[ap][ai] */
+        int gi = nd(k), gp = nd(k), t = nd(k), idx = nd(k), pin = np(k), pin2 = np(k), v = nf(k), sa = nr(k);
+        emit(k, "cvt.u64.u32 %s, %s;", D(t), R(ai[q]));
+        emit(k, "add.u64 %s, %s, %s;", D(gi), D(bm), D(t));
+        emit(k, "cvt.u64.u32 %s, %s;", D(t), R(ap[q]));
+        emit(k, "add.u64 %s, %s, %s;", D(gp), D(k0), D(t));
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(gi), D(M));
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(pin2), D(gp), D(K));
+        emit(k, "and.pred %s, %s, %s;", P(pin), P(pin), P(pin2));
+        emit(k, "mul.lo.u64 %s, %s, %s;", D(idx), D(gi), D(sai));
+        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(gp), D(sap), D(idx));
+        emit(k, "mov.f32 %s, %s;", F(v), C(0.0f));
+        emit(k, "@%s ld.global.f32 %s, [%s];", P(pin), F(v), D(addr_of(k, a, idx, 4)));
+        emit(k, "mad.lo.u32 %s, %s, 64, %s;", R(sa), R(ap[q]), R(ai[q]));
+        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(sa), R(sA));
+        emit(k, "st.shared.f32 [%s], %s;", R(sa), F(v));
+        /* B element (k0 + bp, bn + bj) -> Bs[bp][bj] */
+        int gj = nd(k), gq = nd(k), t2 = nd(k), idx2 = nd(k), qin = np(k), qin2 = np(k), w = nf(k), sb = nr(k);
+        emit(k, "cvt.u64.u32 %s, %s;", D(t2), R(bj[q]));
+        emit(k, "add.u64 %s, %s, %s;", D(gj), D(bn), D(t2));
+        emit(k, "cvt.u64.u32 %s, %s;", D(t2), R(bp[q]));
+        emit(k, "add.u64 %s, %s, %s;", D(gq), D(k0), D(t2));
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(qin), D(gj), D(N));
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(qin2), D(gq), D(K));
+        emit(k, "and.pred %s, %s, %s;", P(qin), P(qin), P(qin2));
+        emit(k, "mul.lo.u64 %s, %s, %s;", D(idx2), D(gq), D(sbp));
+        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx2), D(gj), D(sbj), D(idx2));
+        emit(k, "mov.f32 %s, %s;", F(w), C(0.0f));
+        emit(k, "@%s ld.global.f32 %s, [%s];", P(qin), F(w), D(addr_of(k, b, idx2, 4)));
+        emit(k, "mad.lo.u32 %s, %s, 64, %s;", R(sb), R(bp[q]), R(bj[q]));
+        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(sb), R(sb), R(sB));
+        emit(k, "st.shared.f32 [%s], %s;", R(sb), F(w));
+    }
+    emit(k, "bar.sync 0;");
+    int ra = nr(k), rb = nr(k);
+    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(ra), R(ty), R(sA));
+    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(rb), R(tx), R(sB));
+    for (int p = 0; p < 16; p++) {
+        int av[4], bv[4];
+        for (int r = 0; r < 4; r++) {
+            av[r] = nf(k);
+            emit(k, "ld.shared.f32 %s, [%s+%d];", F(av[r]), R(ra), (p * 64 + r * 16) * 4);
+        }
+        for (int cc = 0; cc < 4; cc++) {
+            bv[cc] = nf(k);
+            emit(k, "ld.shared.f32 %s, [%s+%d];", F(bv[cc]), R(rb), (p * 64 + cc * 16) * 4);
+        }
+        for (int r = 0; r < 4; r++)
+            for (int cc = 0; cc < 4; cc++)
+                emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(acc[r][cc]), F(av[r]), F(bv[cc]), F(acc[r][cc]));
+    }
+    emit(k, "bar.sync 0;");
+    emit(k, "add.u64 %s, %s, 16;", D(k0), D(k0));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pk), D(k0), D(K));
+    emit(k, "@%s bra %s;", P(pk), L(l_k));
+    label(k, l_kd);
+    int pbeta = np(k);
+    emit(k, "setp.ne.f32 %s, %s, %s;", P(pbeta), F(beta), C(0.0f));
+    for (int r = 0; r < 4; r++) {
+        int gi = nd(k), t = nr(k), t64 = nd(k), pin = np(k);
+        emit(k, "add.u32 %s, %s, %d;", R(t), R(ty), r * 16);
+        emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(t));
+        emit(k, "add.u64 %s, %s, %s;", D(gi), D(bm), D(t64));
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(gi), D(M));
+        for (int cc = 0; cc < 4; cc++) {
+            int gj = nd(k), u = nr(k), u64 = nd(k), pc = np(k), idx = nd(k), ca = nd(k);
+            int old = nf(k), res = nf(k);
+            emit(k, "add.u32 %s, %s, %d;", R(u), R(tx), cc * 16);
+            emit(k, "cvt.u64.u32 %s, %s;", D(u64), R(u));
+            emit(k, "add.u64 %s, %s, %s;", D(gj), D(bn), D(u64));
+            emit(k, "setp.lt.u64 %s, %s, %s;", P(pc), D(gj), D(N));
+            emit(k, "and.pred %s, %s, %s;", P(pc), P(pc), P(pin));
+            emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(gi), D(N), D(gj));
+            emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ca), D(idx), D(c));
+            emit(k, "mul.rn.f32 %s, %s, %s;", F(res), F(acc[r][cc]), F(alpha));
+            int pld = np(k);
+            emit(k, "and.pred %s, %s, %s;", P(pld), P(pc), P(pbeta));
+            emit(k, "@%s ld.global.f32 %s, [%s];", P(pld), F(old), D(ca));
+            emit(k, "@%s fma.rn.f32 %s, %s, %s, %s;", P(pld), F(res), F(old), F(beta), F(res));
+            emit(k, "@%s st.global.f32 [%s], %s;", P(pc), D(ca), F(res));
+        }
+    }
+    kern_finish(mod, k, "sgemm_general",
+                ".param .u64 p_c, .param .u64 p_a, .param .u64 p_b, .param .u64 p_m, .param .u64 p_n, "
+                ".param .u64 p_k, .param .u64 p_sai, .param .u64 p_sap, .param .u64 p_sbp, "
+                ".param .u64 p_sbj, .param .f32 p_alpha, .param .f32 p_beta, .param .u64 p_row0, "
+                ".param .u64 p_col0",
+                ".maxntid 256, 1, 1\n",
+                "\t.shared .align 16 .b8 gg_a[4096];\n\t.shared .align 16 .b8 gg_b[4096];\n");
+}
+
+void module_matrix(strbuf *mod)
+{
+    gen_gemv_n(mod);
+    gen_gemv_t(mod);
+    gen_transpose(mod);
+    gen_bias_act(mod, "none", NULL);
+    gen_bias_act(mod, "relu", m_relu);
+    gen_bias_act(mod, "gelu", m_gelu);
+    gen_bias_act(mod, "silu", m_silu);
+    gen_bias_act(mod, "tanh", m_tanh);
+    gen_bias_act(mod, "sigmoid", m_sigmoid);
+    gen_sgemm_general(mod);
+}

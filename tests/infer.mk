@@ -1,0 +1,14 @@
+# Data formats (core/rayo-dtype.h) and the float64 references of the
+# inference ops (tools/conform/ref-infer.c): their own tests until the ops
+# land in the op list and the conformance engine.
+TESTS += tests/test-dtype
+check_PROGRAMS += tests/test-dtype
+tests_test_dtype_SOURCES = tests/test-dtype.c tests/testutil.h tests/test-rng.h core/rayo-dtype.h
+tests_test_dtype_LDADD = -lm
+
+TESTS += tests/test-ref-infer
+check_PROGRAMS += tests/test-ref-infer
+tests_test_ref_infer_SOURCES = tests/test-ref-infer.c tests/testutil.h tests/test-rng.h core/rayo-dtype.h \
+	tools/conform/ref-infer.c tools/conform/ref-infer.h
+tests_test_ref_infer_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/conform
+tests_test_ref_infer_LDADD = -lm

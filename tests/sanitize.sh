@@ -1,0 +1,40 @@
+#!/bin/sh
+# tests/sanitize.sh - the sanitizer stages of CI, each in its own build tree:
+#   1. ASan + UBSan: `make check` (core tests, scalar and avx2, the
+#      conformance runs on them); vulkan and cuda are left out (their drivers
+#      are not built with sanitizers and would drown the report).
+#   2. TSan: tests/test-stress (one context from many threads: ops, buffers,
+#      batches, contexts opened and closed alongside).
+# Prints each stage's time.  Run after ./build.sh (packages installed).
+set -eu
+cd "$(dirname "$0")/.."
+[ -x configure ] || autoreconf -fi >/dev/null
+jobs=$(nproc)
+# No --enable-werror: -O1 with sanitizers changes what GCC's flow warnings
+# see (false format-truncation reports); the normal build keeps -Werror.
+common="--enable-vulkan=no --enable-cuda=no --enable-neon=no --enable-wasm=no"
+
+stage_asan() {
+    flags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined"
+    mkdir -p build-asan
+    [ -f build-asan/Makefile ] || (cd build-asan && ../configure $common CFLAGS="$flags" LDFLAGS="-fsanitize=address,undefined" >/dev/null)
+    make -s -C build-asan -j"$jobs" >/dev/null
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+        make -s -C build-asan -j"$jobs" check || { cat build-asan/test-suite.log; return 1; }
+}
+
+stage_tsan() {
+    flags="-O1 -g -fsanitize=thread"
+    mkdir -p build-tsan
+    [ -f build-tsan/Makefile ] || (cd build-tsan && ../configure $common CFLAGS="$flags" LDFLAGS="-fsanitize=thread" >/dev/null)
+    make -s -C build-tsan -j"$jobs" core/librayo.la plugins/scalar/rayo-scalar.la plugins/avx2/rayo-avx2.la \
+        tests/test-stress >/dev/null
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/tests/test-stress
+}
+
+for stage in asan tsan; do
+    t0=$(date +%s)
+    echo "==== sanitize: $stage ===="
+    "stage_$stage"
+    echo "sanitize $stage: $(( $(date +%s) - t0 )) s"
+done
