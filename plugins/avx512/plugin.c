@@ -89,6 +89,15 @@ static rayo_status init_state(cpu_state *base)
     /* Streaming stores pay off only when the output could not stay in the
      * last-level cache anyway. */
     avx512_stream_bytes = st->caches.l3;
+    const char *stream = host->config ? host->config(host, "stream_min_bytes") : NULL;
+    if (stream) {
+        char *end;
+        unsigned long long v = strtoull(stream, &end, 10);
+        if (*end == '\0' && end != stream)
+            avx512_stream_bytes = (size_t)v;
+        else if (host->log)
+            host->log(host, RAYO_LOG_WARN, "[backend.avx512] stream_min_bytes = %s ignored: not a number", stream);
+    }
     if (pthread_mutex_init(&st->scratch_lock, NULL) != 0)
         return RAYO_E_BACKEND;
     if (host->log)

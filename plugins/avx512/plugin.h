@@ -47,8 +47,9 @@ typedef struct avx512_state {
 } avx512_state;
 
 /* Outputs of elementwise ops at least this many bytes use non-temporal
- * stores: the size of the last-level cache (set by init; the same value for
- * every context of the process, since it depends on the CPU only). */
+ * stores: the size of the last-level cache, or [backend.avx512]
+ * stream_min_bytes.  Process-wide (the range functions of cpu_run_ranges see
+ * the call, not the state): the context initialised last sets it. */
 extern size_t avx512_stream_bytes;
 
 /* Vector ranges handed to cpu_run_ranges are cut at multiples of this many
