@@ -36,7 +36,7 @@ make -C build -j"$(nproc)"
 
 echo
 echo "==== rayo-info ===="
-build/core/rayo-info
+build/tools/rayo-info
 echo
 echo "==== example: softmax of a matrix product ===="
 build/examples/softmax-matmul

@@ -12,10 +12,16 @@ static const rayo_op_info op_table[] = {
 };
 #define OP_COUNT (sizeof op_table / sizeof op_table[0])
 
-/* op id -> index in op_table + 1 (0: no such op) */
-enum { COUNTER_BASE = __COUNTER__ };
+/* Each op's position in the list (and in op_table). */
+enum {
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) OP_POSITION_##ENUM,
+#include "rayo-ops.h"
+#undef RAYO_OP
+};
+
+/* op id -> position in op_table + 1 (0: no such op) */
 static const unsigned char op_index[RAYO_OP_ID_LIMIT] = {
-#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) [ID] = __COUNTER__ - COUNTER_BASE,
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) [ID] = OP_POSITION_##ENUM + 1,
 #include "rayo-ops.h"
 #undef RAYO_OP
 };
@@ -52,52 +58,10 @@ RAYO_API const rayo_op_info *rayo_op_by_name(const char *name)
 }
 
 /* ---- validation ---- */
-/* Largest element count of one operand: its byte count must fit in a
- * ptrdiff_t, so that no kernel's pointer arithmetic can overflow. */
-#define MAX_ELEMENTS ((size_t)PTRDIFF_MAX / sizeof(float))
-
-static bool mul_ok(size_t a, size_t b, size_t *out)
-{
-    if (a && b > MAX_ELEMENTS / a)
-        return false;
-    *out = a * b;
-    return true;
-}
-
-/* The element counts of a, b, c and y (0 = not used; y of argmax counts 1). */
+/* The element counts of a, b, c and y (rayo_operand_counts, rayo-plugin.h). */
 static bool operand_counts(const rayo_call *c, const rayo_op_info *op, size_t cnt[4])
 {
-    size_t mn, mk, kn;
-    memset(cnt, 0, 4 * sizeof cnt[0]);
-    if (c->n > MAX_ELEMENTS || c->m > MAX_ELEMENTS || c->k > MAX_ELEMENTS)
-        return false;
-    switch (op->sig) {
-    case RAYO_SIG_BINARY: cnt[0] = cnt[1] = cnt[3] = c->n; return true;
-    case RAYO_SIG_UNARY: case RAYO_SIG_UNARY_P: case RAYO_SIG_UNARY_P2:
-    case RAYO_SIG_AXPY: cnt[0] = cnt[3] = c->n; return true;
-    case RAYO_SIG_REDUCE: case RAYO_SIG_ARGREDUCE: cnt[0] = c->n; cnt[3] = 1; return true;
-    case RAYO_SIG_REDUCE2: cnt[0] = cnt[1] = c->n; cnt[3] = 1; return true;
-    case RAYO_SIG_ROWS: case RAYO_SIG_TRANSPOSE:
-        if (!mul_ok(c->m, c->n, &mn)) return false;
-        cnt[0] = cnt[3] = mn; return true;
-    case RAYO_SIG_NORM:
-        if (!mul_ok(c->m, c->n, &mn)) return false;
-        cnt[0] = cnt[3] = mn; cnt[1] = c->b ? c->n : 0; cnt[2] = c->c ? c->n : 0; return true;
-    case RAYO_SIG_BIAS_ACT:
-        if (!mul_ok(c->m, c->n, &mn)) return false;
-        cnt[0] = cnt[3] = mn; cnt[1] = c->n; return true;
-    case RAYO_SIG_MATMUL:
-        if (!mul_ok(c->m, c->n, &mn) || !mul_ok(c->m, c->k, &mk) || !mul_ok(c->k, c->n, &kn))
-            return false;
-        cnt[0] = mk; cnt[1] = kn; cnt[3] = mn; return true;
-    case RAYO_SIG_GEMV:
-        if (!mul_ok(c->m, c->n, &mn)) return false;
-        cnt[0] = mn;
-        cnt[1] = (c->flags & RAYO_TRANS_A) ? c->m : c->n;
-        cnt[3] = (c->flags & RAYO_TRANS_A) ? c->n : c->m;
-        return true;
-    }
-    return false;
+    return rayo_operand_counts(c, (int)op->sig, cnt) == 0;
 }
 
 void call_operand_counts(const rayo_call *call, size_t counts[4])
@@ -167,7 +131,7 @@ static inline __attribute__((always_inline)) bool plainly_valid_vector_call(cons
 {
     bool needs_b = op->sig == RAYO_SIG_BINARY || op->sig == RAYO_SIG_REDUCE2;
     return op->sig <= RAYO_SIG_ARGREDUCE && op->id != RAYO_OP_CLIP && c->flags == 0 &&
-           c->n - 1 < MAX_ELEMENTS && c->a && c->y && (c->b || !needs_b);
+           c->n - 1 < RAYO_MAX_ELEMENTS && c->a && c->y && (c->b || !needs_b);
 }
 
 static inline __attribute__((always_inline)) rayo_status

@@ -1,8 +1,11 @@
 /* rayo-ops.h - the one list of rayo's operations.
  *
  * Every op is declared exactly once, here.  The list drives the public API
- * wrappers (rayo.h), the dispatch slots, the names used in configuration and
- * tools, and the conformance table.  Adding an op = one line here + kernels.
+ * functions (core/ops.c), the dispatch slots, the names used in configuration
+ * and tools, and the conformance table.  rayo.h writes each op's prototype
+ * out, so that readers and tools find it; tests/test-prototypes.c fails to
+ * compile when one disagrees with this list.  Adding an op = one line here,
+ * its prototype in rayo.h, and kernels.
  *
  * RAYO_OP(ID, ENUM, NAME, SIG, TOL_REL, TOL_ABS, SCALE, SUMMARY)
  *   ID       stable numeric id, part of the plugin ABI; never reused.

@@ -149,6 +149,86 @@ typedef struct rayo_op_entry {
     rayo_kernel_fn fn;
 } rayo_op_entry;
 
+/* ---- operand shapes -------------------------------------------------------
+ * How many elements each operand of a call has, by the op's signature: the
+ * one definition for the core and the plugins that size copies, staging
+ * buffers or bindings.  (The conformance engine keeps an independent copy on
+ * purpose, so that it checks this one.) */
+
+/* Largest element count of one operand: its byte count fits in a ptrdiff_t,
+ * so no kernel's pointer arithmetic can overflow.  The core refuses larger
+ * calls (RAYO_E_OVERFLOW). */
+#define RAYO_MAX_ELEMENTS ((size_t)PTRDIFF_MAX / sizeof(float))
+
+/* The signature (rayo_op_sig) of an op id, or -1 for an id this header does
+ * not know. */
+static inline int rayo_op_signature(uint32_t op)
+{
+    switch (op) {
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) case ID: return RAYO_SIG_##SIG;
+#include "rayo-ops.h"
+#undef RAYO_OP
+    default: return -1;
+    }
+}
+
+static inline int rayo_count_product_(size_t x, size_t y, size_t *out)
+{
+    if (x && y > RAYO_MAX_ELEMENTS / x)
+        return -1;
+    *out = x * y;
+    return 0;
+}
+
+/* count[0..3]: the elements of a, b, c and y (0: the operand is not used).
+ * Floats, except argmax's y: one index, a size_t in a host call and a
+ * uint64_t in a device buffer.  layernorm's gamma (b) and beta (c) count only
+ * when given; rmsnorm has no beta.  Returns 0, or -1 (counts all 0) when a
+ * size or a count is above RAYO_MAX_ELEMENTS or sig is unknown.  A device
+ * call is measured as a rayo_call with non-NULL a..c where it has buffers. */
+static inline int rayo_operand_counts(const rayo_call *c, int sig, size_t count[4])
+{
+    size_t mn = 0, mk = 0, kn = 0;
+    count[0] = count[1] = count[2] = count[3] = 0;
+    if (c->n > RAYO_MAX_ELEMENTS || c->m > RAYO_MAX_ELEMENTS || c->k > RAYO_MAX_ELEMENTS)
+        return -1;
+    /* m x n only where the op has matrices (vector ops leave m unused) */
+    if (sig >= RAYO_SIG_ROWS && rayo_count_product_(c->m, c->n, &mn))
+        return -1;
+    switch (sig) {
+    case RAYO_SIG_BINARY: count[0] = count[1] = count[3] = c->n; return 0;
+    case RAYO_SIG_UNARY: case RAYO_SIG_UNARY_P: case RAYO_SIG_UNARY_P2:
+    case RAYO_SIG_AXPY: count[0] = count[3] = c->n; return 0;
+    case RAYO_SIG_REDUCE: case RAYO_SIG_ARGREDUCE: count[0] = c->n; count[3] = 1; return 0;
+    case RAYO_SIG_REDUCE2: count[0] = count[1] = c->n; count[3] = 1; return 0;
+    case RAYO_SIG_ROWS: case RAYO_SIG_TRANSPOSE: count[0] = count[3] = mn; return 0;
+    case RAYO_SIG_NORM:
+        count[0] = count[3] = mn;
+        count[1] = c->b ? c->n : 0;
+        count[2] = c->c && c->op != RAYO_OP_RMSNORM ? c->n : 0;
+        return 0;
+    case RAYO_SIG_BIAS_ACT: count[0] = count[3] = mn; count[1] = c->n; return 0;
+    case RAYO_SIG_MATMUL:
+        if (rayo_count_product_(c->m, c->k, &mk) || rayo_count_product_(c->k, c->n, &kn))
+            return -1;
+        count[0] = mk; count[1] = kn; count[3] = mn; return 0;
+    case RAYO_SIG_GEMV:
+        count[0] = mn;
+        count[1] = (c->flags & RAYO_TRANS_A) ? c->m : c->n;
+        count[3] = (c->flags & RAYO_TRANS_A) ? c->n : c->m;
+        return 0;
+    default: return -1;
+    }
+}
+
+/* Whether the op reads y before writing it (axpy; matmul and gemv with
+ * beta != 0): a plugin that stages y must copy it in. */
+static inline int rayo_output_is_input(const rayo_call *c, int sig)
+{
+    return sig == RAYO_SIG_AXPY ||
+           ((sig == RAYO_SIG_MATMUL || sig == RAYO_SIG_GEMV) && c->beta != 0.0f);
+}
+
 /* ---- device memory and batches (optional) ------------------------------- */
 typedef struct rayo_dev_operand {
     void *buf;               /* the plugin's buffer handle */

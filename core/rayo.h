@@ -162,45 +162,116 @@ RAYO_API rayo_status rayo_open(rayo_context **ctx, const rayo_options *opts);
 RAYO_API void rayo_close(rayo_context *ctx);
 
 /* ---- ops on host memory ------------------------------------------------
- * Generated from rayo-ops.h.  The signatures:
- *   BINARY    rayo_status rayo_add(ctx, const float *a, const float *b, float *y, size_t n)
- *   UNARY     rayo_status rayo_relu(ctx, const float *x, float *y, size_t n)
- *   UNARY_P   rayo_status rayo_scale(ctx, const float *x, float *y, size_t n, float alpha)
- *   UNARY_P2  rayo_status rayo_clip(ctx, const float *x, float *y, size_t n, float lo, float hi)
- *   AXPY      rayo_status rayo_axpy(ctx, const float *x, float *y, size_t n, float alpha)
- *   REDUCE    rayo_status rayo_sum(ctx, const float *x, size_t n, float *result)
- *   REDUCE2   rayo_status rayo_dot(ctx, const float *a, const float *b, size_t n, float *result)
- *   ARGREDUCE rayo_status rayo_argmax(ctx, const float *x, size_t n, size_t *index)
- *   ROWS      rayo_status rayo_softmax(ctx, const float *x, float *y, size_t rows, size_t cols)
- *   NORM      rayo_status rayo_layernorm(ctx, const float *x, const float *gamma,
- *                 const float *beta, float *y, size_t rows, size_t cols, float eps)
- *             (gamma, beta may be NULL: 1 and 0; rmsnorm ignores beta)
- *   MATMUL    rayo_status rayo_matmul(ctx, unsigned flags, size_t m, size_t n, size_t k,
- *                 float alpha, const float *A, const float *B, float beta, float *C)
- *   GEMV      rayo_status rayo_gemv(ctx, unsigned flags, size_t m, size_t n, float alpha,
- *                 const float *A, const float *x, float beta, float *y)
- *   TRANSPOSE rayo_status rayo_transpose(ctx, const float *x, float *y, size_t rows, size_t cols)
- *   BIAS_ACT  rayo_status rayo_bias_act(ctx, const float *x, const float *bias, float *y,
- *                 size_t rows, size_t cols, rayo_activation act)
+ * One function per op of rayo-ops.h (its accuracy contract is there), written
+ * out here; tests/test-prototypes.c fails to compile if one of them does not
+ * match the op's signature in the list.  NULL gamma/beta in the norms mean
+ * 1 and 0.
  * Outputs may alias inputs exactly (y == a) for elementwise ops; other
  * overlaps are undefined.  Matrices are row-major and contiguous. */
-#define RAYO_DECL_BINARY(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *a, const float *b, float *y, size_t n);
-#define RAYO_DECL_UNARY(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t n);
-#define RAYO_DECL_UNARY_P(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t n, float alpha);
-#define RAYO_DECL_UNARY_P2(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t n, float lo, float hi);
-#define RAYO_DECL_AXPY(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t n, float alpha);
-#define RAYO_DECL_REDUCE(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, size_t n, float *result);
-#define RAYO_DECL_REDUCE2(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *a, const float *b, size_t n, float *result);
-#define RAYO_DECL_ARGREDUCE(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, size_t n, size_t *index);
-#define RAYO_DECL_ROWS(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t rows, size_t cols);
-#define RAYO_DECL_NORM(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, const float *gamma, const float *beta, float *y, size_t rows, size_t cols, float eps);
-#define RAYO_DECL_MATMUL(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, unsigned flags, size_t m, size_t n, size_t k, float alpha, const float *A, const float *B, float beta, float *C);
-#define RAYO_DECL_GEMV(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, unsigned flags, size_t m, size_t n, float alpha, const float *A, const float *x, float beta, float *y);
-#define RAYO_DECL_TRANSPOSE(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, float *y, size_t rows, size_t cols);
-#define RAYO_DECL_BIAS_ACT(N) RAYO_API rayo_status rayo_##N(rayo_context *ctx, const float *x, const float *bias, float *y, size_t rows, size_t cols, rayo_activation act);
-#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) RAYO_DECL_##SIG(NAME)
-#include "rayo-ops.h"
-#undef RAYO_OP
+/* binary, elementwise */
+/* y = a + b */
+RAYO_API rayo_status rayo_add(rayo_context *ctx, const float *a, const float *b, float *y,
+    size_t n);
+/* y = a - b */
+RAYO_API rayo_status rayo_sub(rayo_context *ctx, const float *a, const float *b, float *y,
+    size_t n);
+/* y = a * b */
+RAYO_API rayo_status rayo_mul(rayo_context *ctx, const float *a, const float *b, float *y,
+    size_t n);
+/* y = a / b */
+RAYO_API rayo_status rayo_div(rayo_context *ctx, const float *a, const float *b, float *y,
+    size_t n);
+/* y = max(a, b), NaN propagates */
+RAYO_API rayo_status rayo_maximum(rayo_context *ctx, const float *a, const float *b, float *y,
+    size_t n);
+/* y = min(a, b), NaN propagates */
+RAYO_API rayo_status rayo_minimum(rayo_context *ctx, const float *a, const float *b, float *y,
+    size_t n);
+/* y = alpha * x */
+RAYO_API rayo_status rayo_scale(rayo_context *ctx, const float *x, float *y, size_t n, float alpha);
+/* y = alpha * x + y */
+RAYO_API rayo_status rayo_axpy(rayo_context *ctx, const float *x, float *y, size_t n, float alpha);
+
+/* unary, activations */
+/* y = max(x, 0) */
+RAYO_API rayo_status rayo_relu(rayo_context *ctx, const float *x, float *y, size_t n);
+/* y = x > 0 ? x : alpha * x */
+RAYO_API rayo_status rayo_leaky_relu(rayo_context *ctx, const float *x, float *y, size_t n,
+    float alpha);
+/* y = x > 0 ? x : alpha * (exp(x) - 1) */
+RAYO_API rayo_status rayo_elu(rayo_context *ctx, const float *x, float *y, size_t n, float alpha);
+/* y = 1.0507 * (x > 0 ? x : 1.67326 * (exp(x) - 1)) */
+RAYO_API rayo_status rayo_selu(rayo_context *ctx, const float *x, float *y, size_t n);
+/* y = 1 / (1 + exp(-x)) */
+RAYO_API rayo_status rayo_sigmoid(rayo_context *ctx, const float *x, float *y, size_t n);
+/* y = tanh(x) */
+RAYO_API rayo_status rayo_tanh(rayo_context *ctx, const float *x, float *y, size_t n);
+/* y = x * (1 + erf(x / sqrt(2))) / 2 */
+RAYO_API rayo_status rayo_gelu(rayo_context *ctx, const float *x, float *y, size_t n);
+/* y = x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) / 2 */
+RAYO_API rayo_status rayo_gelu_tanh(rayo_context *ctx, const float *x, float *y, size_t n);
+/* y = x * sigmoid(x)  (swish) */
+RAYO_API rayo_status rayo_silu(rayo_context *ctx, const float *x, float *y, size_t n);
+/* y = x * tanh(log(1 + exp(x))) */
+RAYO_API rayo_status rayo_mish(rayo_context *ctx, const float *x, float *y, size_t n);
+/* y = x * clip(x + 3, 0, 6) / 6 */
+RAYO_API rayo_status rayo_hardswish(rayo_context *ctx, const float *x, float *y, size_t n);
+/* y = min(max(x, lo), hi); lo <= hi */
+RAYO_API rayo_status rayo_clip(rayo_context *ctx, const float *x, float *y, size_t n, float lo,
+    float hi);
+/* y = exp(x) */
+RAYO_API rayo_status rayo_exp(rayo_context *ctx, const float *x, float *y, size_t n);
+/* y = log(x) */
+RAYO_API rayo_status rayo_log(rayo_context *ctx, const float *x, float *y, size_t n);
+/* y = sqrt(x) */
+RAYO_API rayo_status rayo_sqrt(rayo_context *ctx, const float *x, float *y, size_t n);
+/* y = |x| */
+RAYO_API rayo_status rayo_abs(rayo_context *ctx, const float *x, float *y, size_t n);
+
+/* reductions */
+/* *result = sum(x) */
+RAYO_API rayo_status rayo_sum(rayo_context *ctx, const float *x, size_t n, float *result);
+/* *result = sum(a * b) */
+RAYO_API rayo_status rayo_dot(rayo_context *ctx, const float *a, const float *b, size_t n,
+    float *result);
+/* *result = max(x), NaN propagates; -inf for n = 0 */
+RAYO_API rayo_status rayo_max(rayo_context *ctx, const float *x, size_t n, float *result);
+/* *result = min(x), NaN propagates; +inf for n = 0 */
+RAYO_API rayo_status rayo_min(rayo_context *ctx, const float *x, size_t n, float *result);
+/* *index = index of the first maximum (first NaN if any); n = 0 is an error */
+RAYO_API rayo_status rayo_argmax(rayo_context *ctx, const float *x, size_t n, size_t *index);
+/* *result = sum(|x|) */
+RAYO_API rayo_status rayo_norm_l1(rayo_context *ctx, const float *x, size_t n, float *result);
+/* *result = sqrt(sum(x^2)), no overflow for |x| < FLT_MAX */
+RAYO_API rayo_status rayo_norm_l2(rayo_context *ctx, const float *x, size_t n, float *result);
+
+/* row-wise */
+/* y = exp(x - max) / sum(exp(x - max)) per row */
+RAYO_API rayo_status rayo_softmax(rayo_context *ctx, const float *x, float *y, size_t rows,
+    size_t cols);
+/* y = x - max - log(sum(exp(x - max))) per row */
+RAYO_API rayo_status rayo_log_softmax(rayo_context *ctx, const float *x, float *y, size_t rows,
+    size_t cols);
+/* y = (x - mean) / sqrt(var + eps) * gamma + beta per row */
+RAYO_API rayo_status rayo_layernorm(rayo_context *ctx, const float *x, const float *gamma,
+    const float *beta, float *y, size_t rows, size_t cols, float eps);
+/* y = x / sqrt(mean(x^2) + eps) * gamma per row (beta is ignored) */
+RAYO_API rayo_status rayo_rmsnorm(rayo_context *ctx, const float *x, const float *gamma,
+    const float *beta, float *y, size_t rows, size_t cols, float eps);
+
+/* matrix */
+/* C = alpha op(A) op(B) + beta C, row-major */
+RAYO_API rayo_status rayo_matmul(rayo_context *ctx, unsigned flags, size_t m, size_t n,
+    size_t k, float alpha, const float *A, const float *B, float beta, float *C);
+/* y = alpha op(A) x + beta y, row-major */
+RAYO_API rayo_status rayo_gemv(rayo_context *ctx, unsigned flags, size_t m, size_t n,
+    float alpha, const float *A, const float *x, float beta, float *y);
+/* y (cols x rows) = x^T */
+RAYO_API rayo_status rayo_transpose(rayo_context *ctx, const float *x, float *y, size_t rows,
+    size_t cols);
+/* y = act(x + bias) per row */
+RAYO_API rayo_status rayo_bias_act(rayo_context *ctx, const float *x, const float *bias,
+    float *y, size_t rows, size_t cols, rayo_activation act);
 
 /* Any op through one entry point (bindings, tools).  Same checks and
  * dispatch as the typed functions. */

@@ -16,11 +16,13 @@ tests_test_avx2_dispatch_LDADD = core/librayo.la -lm
 TESTS += tests/test-avx2-gemm
 check_PROGRAMS += tests/test-avx2-gemm
 tests_test_avx2_gemm_SOURCES = tests/test-avx2-gemm.c tests/testutil.h
-tests_test_avx2_gemm_LDADD = core/libconform.la core/librayo.la -lm
+tests_test_avx2_gemm_CPPFLAGS = $(CONFORM_CPPFLAGS)
+tests_test_avx2_gemm_LDADD = tools/conform/libconform.la core/librayo.la -lm
 
 # Conformance of the vector ops with streaming stores forced (a low threshold).
 TESTS += tests/test-avx2-stream
 check_PROGRAMS += tests/test-avx2-stream
 tests_test_avx2_stream_SOURCES = tests/test-avx2-stream.c tests/testutil.h
-tests_test_avx2_stream_LDADD = core/libconform.la core/librayo.la -lm
+tests_test_avx2_stream_CPPFLAGS = $(CONFORM_CPPFLAGS)
+tests_test_avx2_stream_LDADD = tools/conform/libconform.la core/librayo.la -lm
 endif

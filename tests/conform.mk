@@ -1,10 +1,11 @@
-# conformance tests (written with core/conform.c)
+# conformance tests (written with the engine in tools/conform/)
 
 # The engine itself: it must accept right answers and catch planted mistakes,
 # so that a green conformance run means something.
 check_PROGRAMS += tests/test-conform-engine
 tests_test_conform_engine_SOURCES = tests/test-conform-engine.c
-tests_test_conform_engine_LDADD = core/libconform.la core/librayo.la -lm
+tests_test_conform_engine_CPPFLAGS = $(CONFORM_CPPFLAGS)
+tests_test_conform_engine_LDADD = tools/conform/libconform.la core/librayo.la -lm
 TESTS += tests/test-conform-engine
 
 # Every backend this build tree loads, against the float64 reference.

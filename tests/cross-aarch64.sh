@@ -10,7 +10,7 @@
 # qemu-aarch64.  There is no binfmt_misc here, so nothing can exec an aarch64
 # file directly: automake runs each test through tests/qemu-wrap.sh
 # (LOG_COMPILER), and the libtool wrapper scripts of the build tree
-# (core/rayo-info, core/rayo-conform, ...) are made to start their program
+# (tools/rayo-info, tools/rayo-conform, ...) are made to start their program
 # under qemu, so test scripts that run them work unchanged.
 # Exit status: 0 when every test passes (or skips), 1 otherwise.
 set -euo pipefail

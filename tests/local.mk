@@ -56,3 +56,10 @@ tests_test_stress_SOURCES = tests/test-stress.c tests/testutil.h
 tests_test_stress_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_stress_LDADD = core/librayo.la $(PTHREAD_LIBS)
 EXTRA_DIST += tests/sanitize.sh
+
+# The op prototypes written out in rayo.h match rayo-ops.h (a compile-time
+# check: a mismatch fails the build of this test).
+TESTS += tests/test-prototypes
+check_PROGRAMS += tests/test-prototypes
+tests_test_prototypes_SOURCES = tests/test-prototypes.c
+tests_test_prototypes_LDADD = core/librayo.la

@@ -9,7 +9,7 @@
 #                                   tree programs themselves
 # Used as automake's LOG_COMPILER by tests/cross-aarch64.sh:
 #   make check LOG_COMPILER=/path/to/tests/qemu-wrap.sh
-# and by hand:  tests/qemu-wrap.sh build-aarch64/core/rayo-info
+# and by hand:  tests/qemu-wrap.sh build-aarch64/tools/rayo-info
 #
 # Guest libraries: the multiarch arm64 libc (libc6:arm64, /lib/ld-linux-
 # aarch64.so.1) when it is installed, so no -L is needed; otherwise the

@@ -6,8 +6,8 @@
 # stores forced.  SKIP, with the core's reason, where the CPU or the OS
 # lacks AVX-512.
 builddir=${abs_top_builddir:-$(pwd)}
-conform=$builddir/core/rayo-conform
-info=$builddir/core/rayo-info
+conform=$builddir/tools/rayo-conform
+info=$builddir/tools/rayo-info
 plugin=$builddir/plugins/avx512/.libs/rayo-avx512.so
 [ -e "$conform" ] && [ -e "$info" ] || { echo "ERROR: run from the top build directory" >&2; exit 99; }
 [ -e "$plugin" ] || { echo "SKIP: the avx512 plugin is not built here"; exit 77; }

@@ -6,7 +6,7 @@
 # AVX-512: avx512 loads and comes before avx2, and [dispatch] order = avx2
 # (the README's advice for CPUs that clock down under AVX-512) puts avx2 first.
 builddir=${abs_top_builddir:-$(pwd)}
-info=$builddir/core/rayo-info
+info=$builddir/tools/rayo-info
 [ -e "$info" ] || { echo "ERROR: $info not found: run from the top build directory" >&2; exit 99; }
 [ -e "$builddir/plugins/avx512/.libs/rayo-avx512.so" ] || { echo "SKIP: the avx512 plugin is not built here"; exit 77; }
 

@@ -4,7 +4,7 @@
 # for exactly the broken ops and exit 1; a file that is no plugin must be
 # refused with its reason; a bad option is a usage error (exit 2).
 builddir=${abs_top_builddir:-$(pwd)}
-conform=$builddir/core/rayo-conform
+conform=$builddir/tools/rayo-conform
 plugin=$builddir/tests/.libs/rayo-conformwrong.so
 for f in "$conform" "$plugin"; do
     [ -e "$f" ] || { echo "ERROR: $f not found: run from the top build directory" >&2; exit 99; }

@@ -5,7 +5,7 @@
 # (RAYO_CONFORM_ARGS=--quick make check: a faster run); RAYO_CONFORM_SEED
 # replays a run.
 builddir=${abs_top_builddir:-$(pwd)}
-conform=$builddir/core/rayo-conform
+conform=$builddir/tools/rayo-conform
 if [ ! -x "$conform" ]; then
     echo "ERROR: $conform not found: run from the top build directory" >&2
     exit 99

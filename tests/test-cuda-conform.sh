@@ -5,7 +5,7 @@
 # exists.  RAYO_CONFORM_ARGS replaces the default --quick.
 builddir=${abs_top_builddir:-$(pwd)}
 plugin=$builddir/plugins/cuda/.libs/rayo-cuda.so
-conform=$builddir/core/rayo-conform
+conform=$builddir/tools/rayo-conform
 for f in "$plugin" "$conform" "$builddir/tests/test-cuda"; do
     [ -e "$f" ] || { echo "ERROR: $f not built" >&2; exit 99; }
 done

@@ -4,7 +4,7 @@
 # largest sizes, which test-conform.sh runs for every loaded backend).
 # Cross builds run it under qemu: RAYO_RUN_WRAPPER starts the program.
 builddir=${abs_top_builddir:-$(pwd)}
-conform=$builddir/core/rayo-conform
+conform=$builddir/tools/rayo-conform
 plugin=$builddir/plugins/neon/.libs/rayo-neon.so
 [ -e "$conform" ] || { echo "ERROR: $conform not found: run from the top build directory" >&2; exit 99; }
 [ -e "$plugin" ] || { echo "SKIP: the neon plugin is not built here"; exit 77; }

@@ -5,7 +5,7 @@
 # neon is rejected, with a reason that names asimd.  Cross builds run this
 # under qemu: RAYO_RUN_WRAPPER (tests/qemu-wrap.sh) starts the program.
 builddir=${abs_top_builddir:-$(pwd)}
-info=$builddir/core/rayo-info
+info=$builddir/tools/rayo-info
 [ -e "$info" ] || { echo "ERROR: $info not found: run from the top build directory" >&2; exit 99; }
 [ -e "$builddir/plugins/neon/.libs/rayo-neon.so" ] || { echo "SKIP: the neon plugin is not built here"; exit 77; }
 

@@ -12,7 +12,7 @@ trap 'rm -rf "$tmp"' EXIT
 XDG_CONFIG_HOME=$tmp
 export XDG_CONFIG_HOME
 unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_PLUGIN_PATH RAYO_FORCE_CPU
-out=$("$builddir/core/rayo-conform" --quick "$plugin" 2>&1)
+out=$("$builddir/tools/rayo-conform" --quick "$plugin" 2>&1)
 status=$?
 echo "$out"
 [ $status -eq 0 ] || { echo "FAIL: the template does not conform (exit $status)"; exit 1; }

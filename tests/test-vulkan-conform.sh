@@ -8,7 +8,7 @@
 # RAYO_CONFORM_ARGS replaces the default --quick.
 builddir=${abs_top_builddir:-$(pwd)}
 plugin=$builddir/plugins/vulkan/.libs/rayo-vulkan.so
-conform=$builddir/core/rayo-conform
+conform=$builddir/tools/rayo-conform
 probe=$builddir/tests/test-vulkan
 for f in "$plugin" "$conform" "$probe"; do
     [ -e "$f" ] || { echo "ERROR: $f not built" >&2; exit 99; }

@@ -31,7 +31,7 @@ PLUGIN_INCLUDES := -I$(srcdir)/plugins/cpu-base
 CORE_CFLAGS := $(CFLAGS_ALL) -O2 -fvisibility=hidden -DRAYO_BUILDING_CORE -DRAYO_INI_MIN \
 	-Dsecure_getenv=getenv -DRAYO_PLUGINDIR='"/plugins"' -DRAYO_SYSCONFDIR='"/etc/rayo"' \
 	-DRAYO_BUILD_DIR='"$(top_builddir)"' -DRAYO_ABI_MAJOR_STR='"$(RAYO_ABI_MAJOR)"'
-TOOL_CFLAGS := $(CFLAGS_ALL) -O2
+TOOL_CFLAGS := $(CFLAGS_ALL) -O2 -I$(srcdir)/tools/conform
 # Plugins: the sources of the native build (with plugins/cpu-base), as they are.  Only the wasm
 # plugin is compiled with SIMD128; the core and scalar run on any engine.
 PLUGIN_CFLAGS := $(CFLAGS_ALL) $(PLUGIN_INCLUDES) -O3 -fvisibility=hidden -DHAVE_CONFIG_H
@@ -71,7 +71,7 @@ all: $(PLUGINS) $(out)/rayo-info $(out)/rayo-conform $(JS_FILES) \
 	$(JS_FILES:$(out)/js/%=$(out)/web/rayo/%)
 	@echo "wasm: built in $(out)"
 
-# rayo-bench under node (core/rayo-bench.c as it is, single-threaded: the
+# rayo-bench under node (tools/rayo-bench.c as it is, single-threaded: the
 # build has no pthreads), to compare with the native build's rayo-bench.
 bench: $(out)/rayo-bench
 	@echo "wasm: $(out)/rayo-bench built"

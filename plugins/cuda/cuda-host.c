@@ -139,72 +139,19 @@ static int add_segment(size_t *cursor, size_t bytes, size_t *offset)
     return 0;
 }
 
-/* Bytes of a, b, c and y for the call, by signature (0 = not used). */
+/* Bytes of a, b, c and y for the call (0 = not used): the element counts of
+ * rayo-plugin.h; argmax's index is a size_t in a host call. */
 static int operand_sizes(const rayo_call *c, size_t sz[4], int *y_in)
 {
-    size_t m = c->m, n = c->n, k = c->k, f = sizeof(float);
-    size_t mn = m * n;
-    if (m && mn / m != n)
+    int sig = rayo_op_signature(c->op);
+    size_t count[4];
+    if (sig < 0 || rayo_operand_counts(c, sig, count) != 0)
         return -1;
-    memset(sz, 0, 4 * sizeof sz[0]);
-    *y_in = 0;
-    switch (c->op) {
-#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) case ID: goto CLASS_##SIG;
-#include "rayo-ops.h"
-#undef RAYO_OP
-    default:
-        return -1;
-    }
-CLASS_BINARY:
-    sz[0] = sz[1] = sz[3] = n * f;
-    return 0;
-CLASS_UNARY:
-CLASS_UNARY_P:
-CLASS_UNARY_P2:
-    sz[0] = sz[3] = n * f;
-    return 0;
-CLASS_AXPY:
-    sz[0] = sz[3] = n * f;
-    *y_in = 1;
-    return 0;
-CLASS_REDUCE:
-    sz[0] = n * f;
-    sz[3] = f;
-    return 0;
-CLASS_REDUCE2:
-    sz[0] = sz[1] = n * f;
-    sz[3] = f;
-    return 0;
-CLASS_ARGREDUCE:
-    sz[0] = n * f;
-    sz[3] = sizeof(size_t);
-    return 0;
-CLASS_ROWS:
-CLASS_TRANSPOSE:
-    sz[0] = sz[3] = mn * f;
-    return 0;
-CLASS_NORM:
-    sz[0] = sz[3] = mn * f;
-    sz[1] = c->b ? n * f : 0;
-    sz[2] = (c->c && c->op == RAYO_OP_LAYERNORM) ? n * f : 0;
-    return 0;
-CLASS_BIAS_ACT:
-    sz[0] = sz[3] = mn * f;
-    sz[1] = n * f;
-    return 0;
-CLASS_MATMUL:
-    if ((m && (m * k) / m != k) || (k && (k * n) / k != n))
-        return -1;
-    sz[0] = m * k * f;
-    sz[1] = k * n * f;
-    sz[3] = mn * f;
-    *y_in = c->beta != 0.0f;
-    return 0;
-CLASS_GEMV:
-    sz[0] = mn * f;
-    sz[1] = ((c->flags & RAYO_TRANS_A) ? m : n) * f;
-    sz[3] = ((c->flags & RAYO_TRANS_A) ? n : m) * f;
-    *y_in = c->beta != 0.0f;
+    for (int i = 0; i < 4; i++)
+        sz[i] = count[i] * sizeof(float);
+    if (sig == RAYO_SIG_ARGREDUCE)
+        sz[3] = sizeof(size_t);
+    *y_in = rayo_output_is_input(c, sig);
     return 0;
 }
 

@@ -44,7 +44,7 @@ XDG_CACHE_HOME=$cache XDG_CONFIG_HOME=$cache/config RAYO_PLUGIN_PATH=$build/plug
 RAYO_CUDA_PLUGIN=$plugin
 export LD_LIBRARY_PATH XDG_CACHE_HOME XDG_CONFIG_HOME RAYO_PLUGIN_PATH RAYO_CUDA_PLUGIN
 unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_FORCE_CPU
-conform=$build/core/.libs/rayo-conform
+conform=$build/tools/.libs/rayo-conform
 bench=$build/plugins/cuda/.libs/cuda-bench
 t=timeout
 

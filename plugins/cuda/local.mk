@@ -29,5 +29,5 @@ plugins/cuda/cuda-ptx.c: ptx/gen-ptx$(BUILD_EXEEXT)
 noinst_PROGRAMS += plugins/cuda/cuda-bench
 plugins_cuda_cuda_bench_SOURCES = plugins/cuda/cuda-bench.c
 plugins_cuda_cuda_bench_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
-plugins_cuda_cuda_bench_LDADD = core/libconform.la core/librayo.la $(PTHREAD_LIBS) -lm
+plugins_cuda_cuda_bench_LDADD = tools/conform/libconform.la core/librayo.la $(PTHREAD_LIBS) -lm
 endif

@@ -27,7 +27,7 @@ prepare() {
     fi
     # only what the run needs (other backends may be work in progress)
     make -C "$build" -j2 plugins/vulkan/vk-shaders.h
-    make -C "$build" -j2 core/librayo.la core/rayo-info core/rayo-conform \
+    make -C "$build" -j2 core/librayo.la tools/rayo-info tools/rayo-conform \
         plugins/scalar/rayo-scalar.la plugins/vulkan/rayo-vulkan.la plugins/vulkan/vk-bench
     # the loader, and the GL dispatch libraries the NVIDIA ICD (libGLX_nvidia)
     # is linked against
@@ -52,7 +52,7 @@ run() {
     export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
     export LD_LIBRARY_PATH="$build/core/.libs:/tmp/rayo-deps/usr/lib/x86_64-linux-gnu:/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export XDG_CACHE_HOME=/tmp/rayo-cache
-    bin=$build/core/.libs
+    bin=$build/tools/.libs
     plugin=$build/plugins/vulkan/.libs/rayo-vulkan.so
     bench=$build/plugins/vulkan/.libs/vk-bench
     [ -x "$bench" ] || bench=$build/plugins/vulkan/vk-bench

@@ -34,51 +34,32 @@ typedef struct vk_shape {
     bool y_read;                /* y is an input too */
 } vk_shape;
 
-static bool mul_ok(size_t x, size_t y, size_t *r)
+/* The element counts of rayo-plugin.h in words, argmax's index being a
+ * uint64 (2 words) on the device. */
+static rayo_status shape_of(const rayo_call *call, int sig, vk_shape *sh)
 {
-    if (x && y > SIZE_MAX / x)
-        return false;
-    *r = x * y;
-    return true;
+    size_t count[4];
+    memset(sh, 0, sizeof *sh);
+    if (sig < 0)
+        return RAYO_E_UNSUPPORTED;
+    if (rayo_operand_counts(call, sig, count) != 0)
+        return RAYO_E_OVERFLOW;
+    sh->a = count[0];
+    sh->b = count[1];
+    sh->c = count[2];
+    sh->y = sig == RAYO_SIG_ARGREDUCE ? 2 : count[3];
+    sh->y_read = rayo_output_is_input(call, sig);
+    return RAYO_OK;
 }
 
-static rayo_status shape_of(int sig, uint32_t flags, size_t m, size_t n, size_t k,
-                            float beta, bool has_b, bool has_c, vk_shape *sh)
+/* A device call as the rayo_call that rayo_operand_counts measures. */
+static rayo_call shape_call(const rayo_dev_call *dc)
 {
-    memset(sh, 0, sizeof *sh);
-    size_t mn = 0, mk = 0, kn = 0;
-    if (!mul_ok(m, n, &mn) || !mul_ok(m, k, &mk) || !mul_ok(k, n, &kn))
-        return RAYO_E_OVERFLOW;
-    switch (sig) {
-    case RAYO_SIG_BINARY: sh->a = sh->b = sh->y = n; break;
-    case RAYO_SIG_UNARY:
-    case RAYO_SIG_UNARY_P:
-    case RAYO_SIG_UNARY_P2: sh->a = sh->y = n; break;
-    case RAYO_SIG_AXPY: sh->a = sh->y = n; sh->y_read = true; break;
-    case RAYO_SIG_REDUCE: sh->a = n; sh->y = 1; break;
-    case RAYO_SIG_REDUCE2: sh->a = sh->b = n; sh->y = 1; break;
-    case RAYO_SIG_ARGREDUCE: sh->a = n; sh->y = 2; break;
-    case RAYO_SIG_ROWS:
-    case RAYO_SIG_TRANSPOSE: sh->a = sh->y = mn; break;
-    case RAYO_SIG_NORM:
-        sh->a = sh->y = mn;
-        sh->b = has_b ? n : 0;
-        sh->c = has_c ? n : 0;
-        break;
-    case RAYO_SIG_MATMUL:
-        sh->a = mk; sh->b = kn; sh->y = mn;
-        sh->y_read = beta != 0.0f;
-        break;
-    case RAYO_SIG_GEMV:
-        sh->a = mn;
-        sh->b = (flags & RAYO_TRANS_A) ? m : n;
-        sh->y = (flags & RAYO_TRANS_A) ? n : m;
-        sh->y_read = beta != 0.0f;
-        break;
-    case RAYO_SIG_BIAS_ACT: sh->a = sh->y = mn; sh->b = n; break;
-    default: return RAYO_E_UNSUPPORTED;
-    }
-    return RAYO_OK;
+    static const float given[1];
+    rayo_call c = {.op = dc->op, .flags = dc->flags, .m = dc->m, .n = dc->n, .k = dc->k,
+                   .alpha = dc->alpha, .beta = dc->beta, .a = dc->a.buf ? given : NULL,
+                   .b = dc->b.buf ? given : NULL, .c = dc->c.buf ? given : NULL};
+    return c;
 }
 
 static uint32_t div_up(size_t x, size_t d) { return (uint32_t)((x + d - 1) / d); }
@@ -368,8 +349,8 @@ rayo_status vk_record(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
 {
     int  sig = signature_of(call->op);
     vk_shape sh;
-    rayo_status st = shape_of(sig, call->flags, call->m, call->n, call->k, call->beta,
-                              call->b.buf != NULL, call->c.buf != NULL, &sh);
+    rayo_call shape = shape_call(call);
+    rayo_status st = shape_of(&shape, sig, &sh);
     if (st != RAYO_OK)
         return st;
     if (call->n == 0 || (sh.a == 0 && sig != RAYO_SIG_MATMUL) || sh.y == 0)
@@ -450,15 +431,9 @@ static rayo_status host_call(vk_state *s, const rayo_call *call)
 {
     int  sig = signature_of(call->op);
     vk_shape sh;
-    rayo_status st = shape_of(sig, call->flags, call->m, call->n, call->k, call->beta,
-                              call->b != NULL, call->c != NULL, &sh);
+    rayo_status st = shape_of(call, sig, &sh);
     if (st != RAYO_OK)
         return st;
-    if (sig == RAYO_SIG_NORM) {
-        /* gamma comes in b, beta in c; rmsnorm has no beta */
-        if (call->op == RAYO_OP_RMSNORM)
-            sh.c = 0;
-    }
     vk_packing pk;
     pack(call, &sh, &pk);
 

@@ -26,11 +26,11 @@ WASM_MAKE_ARGS = -f $(abs_top_srcdir)/wasm/wasm.mk \
 	  out='$(abs_top_builddir)/$(WASM_OUT)' EMCC='$(EMCC)' NODE='$(NODE)' \
 	  WARN_CFLAGS='$(WARN_CFLAGS)' RAYO_ABI_MAJOR='$(RAYO_ABI_MAJOR)' \
 	  CORE_SOURCES='$(core_librayo_la_SOURCES)' \
-	  INFO_SOURCES='$(core_rayo_info_SOURCES)' \
-	  CONFORM_SOURCES='$(core_libconform_la_SOURCES) $(core_rayo_conform_SOURCES)' \
+	  INFO_SOURCES='$(tools_rayo_info_SOURCES)' \
+	  CONFORM_SOURCES='$(tools_conform_libconform_la_SOURCES) $(tools_rayo_conform_SOURCES)' \
 	  SCALAR_SOURCES='$(plugins_scalar_rayo_scalar_la_SOURCES)' \
 	  WASM_SOURCES='$(WASM_PLUGIN_FILES)' \
-	  BENCH_SOURCES='$(core_rayo_bench_SOURCES)' \
+	  BENCH_SOURCES='$(tools_rayo_bench_SOURCES)' \
 	  JS_GLUE_SOURCES='$(WASM_GLUE_FILES)' \
 	  WEB_FILES='$(WASM_WEB_FILES)'
 WASM_CHECK_EMCC = if ! command -v $(EMCC) >/dev/null 2>&1; then \

@@ -925,7 +925,11 @@ static void problem(one_case *t, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Float counts of a, b, c and y for a case (0: not used). */
+/* Float counts of a, b, c and y for a case (0: not used).  Written here on
+ * purpose rather than taken from rayo_operand_counts (rayo-plugin.h), which
+ * the core and the plugins use: the oracle sizes its buffers from the op's
+ * definition on its own, so a mistake in the shared helper shows up as a
+ * conformance failure instead of being repeated by the check. */
 static void operand_counts(const rayo_op_info *op, const case_spec *cs, size_t cnt[4])
 {
     size_t m = cs->m, n = cs->n, k = cs->k, mn = m * n;

@@ -1,0 +1,21 @@
+# tools/: the command-line programs, built on librayo's public API, and
+# tools/conform/, the conformance engine (float64 references, random inputs,
+# accuracy contracts): an internal library, not installed, linked into
+# rayo-conform, rayo-bench and the tests.  Users include "conform.h" with
+# $(CONFORM_CPPFLAGS).
+CONFORM_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/conform
+noinst_LTLIBRARIES += tools/conform/libconform.la
+tools_conform_libconform_la_SOURCES = tools/conform/conform.c tools/conform/conform.h
+tools_conform_libconform_la_CPPFLAGS = $(CONFORM_CPPFLAGS)
+tools_conform_libconform_la_LIBADD = core/librayo.la -lm
+
+bin_PROGRAMS += tools/rayo-info tools/rayo-conform tools/rayo-bench
+tools_rayo_info_SOURCES = tools/rayo-info.c
+tools_rayo_info_LDADD = core/librayo.la
+tools_rayo_conform_SOURCES = tools/rayo-conform.c
+tools_rayo_conform_CPPFLAGS = $(CONFORM_CPPFLAGS)
+tools_rayo_conform_LDADD = tools/conform/libconform.la core/librayo.la -lm
+tools_rayo_bench_SOURCES = tools/rayo-bench.c
+tools_rayo_bench_CPPFLAGS = $(CONFORM_CPPFLAGS)
+tools_rayo_bench_LDADD = tools/conform/libconform.la core/librayo.la -lm $(PTHREAD_LIBS)
+tools_rayo_bench_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
