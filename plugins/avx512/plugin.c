@@ -2,7 +2,7 @@
  * state (caches, sgemm blocking, scratch), op table and descriptor (the rest
  * of the glue is ../cpu-base).
  *
- * The core checks the descriptor's cpu_features (AVX-512F/BW/VL/DQ and FMA,
+ * The core checks the descriptor's cpu_features (AVX-512F/BW/VL/DQ, AVX2, FMA,
  * each counted only when XGETBV says the OS saves the YMM, ZMM and opmask
  * state) before it runs any code of this plugin, so nothing here checks the
  * CPU again.
@@ -129,7 +129,10 @@ static const rayo_op_entry avx512_ops[] = {
 };
 
 /* Priority 60: above avx2 (50), which it supersedes where both load. */
+/* -mavx512f implies -mavx2 -mfma: gcc may emit AVX2 and FMA instructions
+ * too, so the plugin requires them as well (every AVX-512 CPU has them; the
+ * mask RAYO_CPU_DISABLE=avx2 then refuses it like avx2). */
 CPU_PLUGIN_DESCRIPTOR("avx512", RAYO_ARCH_X86_64,
                       RAYO_CPU_X86_AVX512F | RAYO_CPU_X86_AVX512BW | RAYO_CPU_X86_AVX512VL |
-                          RAYO_CPU_X86_AVX512DQ | RAYO_CPU_X86_FMA,
+                          RAYO_CPU_X86_AVX512DQ | RAYO_CPU_X86_AVX2 | RAYO_CPU_X86_FMA,
                       60, avx512_ops);
