@@ -74,30 +74,43 @@ static void gemv_rows(const gemv_job *job, size_t begin, size_t end)
     }
 }
 
-/* acc[0..w) += x[0] a0 + x[1] a1 + x[2] a2 + x[3] a3 (row segments). */
+/* acc[0..w) += x[0] a0 + x[1] a1 + x[2] a2 + x[3] a3 (row segments):
+ * whole vectors, then one masked step. */
+static inline __m512 acc4_vec(__m512 s, const __m512 xv[4], const float *a0, const float *a1,
+                              const float *a2, const float *a3, __mmask16 m)
+{
+    s = _mm512_fmadd_ps(xv[0], _mm512_maskz_loadu_ps(m, a0), s);
+    s = _mm512_fmadd_ps(xv[1], _mm512_maskz_loadu_ps(m, a1), s);
+    s = _mm512_fmadd_ps(xv[2], _mm512_maskz_loadu_ps(m, a2), s);
+    return _mm512_fmadd_ps(xv[3], _mm512_maskz_loadu_ps(m, a3), s);
+}
+
 static void accumulate4(float *acc, const float *a0, const float *a1, const float *a2, const float *a3,
                         const float *x, size_t w)
 {
-    const __m512 x0 = _mm512_set1_ps(x[0]), x1 = _mm512_set1_ps(x[1]);
-    const __m512 x2 = _mm512_set1_ps(x[2]), x3 = _mm512_set1_ps(x[3]);
-    for (size_t j = 0; j < w; j += 16) {
-        __mmask16 m = z_lanes(min_size(16, w - j));
-        __m512 s = _mm512_maskz_loadu_ps(m, acc + j);
-        s = _mm512_fmadd_ps(x0, _mm512_maskz_loadu_ps(m, a0 + j), s);
-        s = _mm512_fmadd_ps(x1, _mm512_maskz_loadu_ps(m, a1 + j), s);
-        s = _mm512_fmadd_ps(x2, _mm512_maskz_loadu_ps(m, a2 + j), s);
-        s = _mm512_fmadd_ps(x3, _mm512_maskz_loadu_ps(m, a3 + j), s);
-        z_store_lanes(acc + j, m, s);
+    const __m512 xv[4] = { _mm512_set1_ps(x[0]), _mm512_set1_ps(x[1]), _mm512_set1_ps(x[2]),
+                           _mm512_set1_ps(x[3]) };
+    size_t j = 0;
+    for (; j + 16 <= w; j += 16)
+        _mm512_storeu_ps(acc + j, acc4_vec(_mm512_loadu_ps(acc + j), xv, a0 + j, a1 + j, a2 + j, a3 + j,
+                                           0xffff));
+    if (j < w) {
+        __mmask16 m = z_lanes(w - j);
+        _mm512_mask_storeu_ps(acc + j, m, acc4_vec(_mm512_maskz_loadu_ps(m, acc + j), xv, a0 + j, a1 + j,
+                                                   a2 + j, a3 + j, m));
     }
 }
 
 static void accumulate1(float *acc, const float *a0, float x0, size_t w)
 {
     const __m512 xv = _mm512_set1_ps(x0);
-    for (size_t j = 0; j < w; j += 16) {
-        __mmask16 m = z_lanes(min_size(16, w - j));
+    size_t j = 0;
+    for (; j + 16 <= w; j += 16)
+        _mm512_storeu_ps(acc + j, _mm512_fmadd_ps(xv, _mm512_loadu_ps(a0 + j), _mm512_loadu_ps(acc + j)));
+    if (j < w) {
+        __mmask16 m = z_lanes(w - j);
         __m512 s = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m, a0 + j), _mm512_maskz_loadu_ps(m, acc + j));
-        z_store_lanes(acc + j, m, s);
+        _mm512_mask_storeu_ps(acc + j, m, s);
     }
 }
 
