@@ -26,7 +26,7 @@ typedef struct point {
 } point;
 
 typedef struct series {
-    char op[32], name[32];
+    char op[32], name[80];
     int per_flop;           /* y is GFLOP/s (else GB/s) */
     point pts[64];
     size_t count;
@@ -67,10 +67,16 @@ static void add_row(series *all, size_t *count, char *line)
     double gbps = atof(field[4]), gflops = atof(field[5]);
     if (!(gbps > 0) && !(gflops > 0))
         return;
-    /* memcpy and triad rows ("(ref)") are series of their own. */
+    /* memcpy and triad rows ("(ref)") are series of their own, and so is
+     * each matmul shape that is not a cube (drawn at the cube root of m n k:
+     * a point of its own, not a step of the line of cubes). */
     int reference_stream = !strcmp(field[1], "(ref)");
-    series *s = find_series(all, count, reference_stream ? "*" : field[0],
-                            reference_stream ? field[0] : field[1], gflops > 0);
+    double d[3];
+    char name[80];
+    snprintf(name, sizeof name, "%s", reference_stream ? field[0] : field[1]);
+    if (sscanf(field[2], "%lfx%lfx%lf", &d[0], &d[1], &d[2]) == 3 && (d[0] != d[1] || d[1] != d[2]))
+        snprintf(name, sizeof name, "%s %s", field[1], field[2]);
+    series *s = find_series(all, count, reference_stream ? "*" : field[0], name, gflops > 0);
     if (!s)
         return;
     /* A reference timed beside several backends has a row for each: the
@@ -166,7 +172,7 @@ int bench_plot(const char *csv_path, const char *svg_path, const char *title)
         if (*c == '\'' || *c == '\\')
             *c = ' '; /* inside gnuplot's single quotes */
     fprintf(g, "set multiplot layout %zu,1 title '%s'\n", panels, safe_title);
-    fprintf(g, "set logscale x 2\nset format x '2^{%%L}'\nset grid\nset key outside right\n"
+    fprintf(g, "set logscale x 2\nset format x '%%.0f'\nset grid\nset key outside right\n"
                "set yrange [0:*]\nset pointsize 0.6\n");
     for (size_t p = 0; p < panels; p++)
         plot_panel(g, all, count, ops[p], per_flop[p]);

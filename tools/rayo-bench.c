@@ -1067,7 +1067,10 @@ int main(int argc, char **argv)
     if (csv)
         fclose(csv);
     rc = 0;
-    if (o.plot_path && csv && bench_plot(csv_path, o.plot_path, command) != 0)
+    char title[128];
+    snprintf(title, sizeof title, "rayo-bench, %u thread%s, %s time", o.threads, o.threads == 1 ? "" : "s",
+             bench_clock == CLOCK_MONOTONIC ? "wall-clock" : "CPU");
+    if (o.plot_path && csv && bench_plot(csv_path, o.plot_path, title) != 0)
         rc = 1;
     if (csv_path == plot_csv)
         unlink(plot_csv);

@@ -17,4 +17,4 @@ plugins_avx512_rayo_avx512_la_LDFLAGS = $(RAYO_MODULE_FLAGS)
 plugins_avx512_rayo_avx512_la_LIBADD = $(PTHREAD_LIBS) -lm
 confd_DATA += plugins/avx512/60-avx512.conf
 endif
-EXTRA_DIST += plugins/avx512/60-avx512.conf
+EXTRA_DIST += plugins/avx512/60-avx512.conf doc/benchmarks-cpu-avx512-sgemm.svg
