@@ -19,6 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+
+#ifndef RAYO_VENDORCONFDIR
+#define RAYO_VENDORCONFDIR "/usr/share/rayo/conf.d"
+#endif
 
 /* ---- lists ---- */
 void list_each(const char *list, char sep, void (*fn)(void *u, const char *item), void *u)
@@ -145,20 +150,24 @@ static void config_set(rayo_config *cfg, const char *section, const char *key,
     cfg->count++;
 }
 
-const char *config_get(const rayo_config *cfg, const char *section, const char *key)
+const config_entry *config_lookup(const rayo_config *cfg, const char *section, const char *key)
 {
     for (size_t i = cfg->count; i-- > 0;)
         if (!strcmp(cfg->entries[i].section, section) && !strcmp(cfg->entries[i].key, key))
-            return cfg->entries[i].value;
+            return &cfg->entries[i];
     return NULL;
+}
+
+const char *config_get(const rayo_config *cfg, const char *section, const char *key)
+{
+    const config_entry *e = config_lookup(cfg, section, key);
+    return e ? e->value : NULL;
 }
 
 const char *config_origin(const rayo_config *cfg, const char *section, const char *key)
 {
-    for (size_t i = cfg->count; i-- > 0;)
-        if (!strcmp(cfg->entries[i].section, section) && !strcmp(cfg->entries[i].key, key))
-            return cfg->entries[i].origin;
-    return NULL;
+    const config_entry *e = config_lookup(cfg, section, key);
+    return e ? e->origin : NULL;
 }
 
 static void config_add_file(rayo_config *cfg, const char *path, const char *status)
@@ -492,8 +501,21 @@ static bool is_conf_name(const char *name)
     return name[0] != '.' && len > 5 && !strcmp(name + len - 5, ".conf");
 }
 
-/* conf.d: every *.conf file, in lexical order. */
-static void parse_dir(rayo_context *ctx, rayo_config *cfg, const char *dir)
+/* A file of the same name in the administrator's conf.d masks a vendor
+ * drop-in (as in systemd and the Vulkan loader): NULL if none does. */
+static char *masking_file(const char *mask_dir, const char *name)
+{
+    struct stat st;
+    char *path = mask_dir ? rayo_asprintf("%s/%s", mask_dir, name) : NULL;
+    if (path && lstat(path, &st) == 0)
+        return path;
+    free(path);
+    return NULL;
+}
+
+/* conf.d: every *.conf file, in lexical order, except those masked by a
+ * file of the same name in mask_dir (NULL: none masked). */
+static void parse_dir(rayo_context *ctx, rayo_config *cfg, const char *dir, const char *mask_dir)
 {
     DIR *d = opendir(dir);
     char *pattern = rayo_asprintf("%s/*.conf", dir);
@@ -516,8 +538,14 @@ static void parse_dir(rayo_context *ctx, rayo_config *cfg, const char *dir)
     qsort(names, n, sizeof names[0], compare_names);
     for (size_t i = 0; i < n; i++) {
         char *path = rayo_asprintf("%s/%s", dir, names[i]);
-        if (path)
+        char *mask = masking_file(mask_dir, names[i]);
+        char *status = mask ? rayo_asprintf("masked by %s", mask) : NULL;
+        if (path && status)
+            config_add_file(cfg, path, status);
+        else if (path)
             parse_file(ctx, cfg, path, false);
+        free(status);
+        free(mask);
         free(path);
         free(names[i]);
     }
@@ -571,6 +599,18 @@ static void load_environment(rayo_context *ctx, rayo_config *cfg)
     }
 }
 
+/* The packages' drop-in directory: rayo_options.vendor_conf_dir when the
+ * caller's struct has it and sets it, else $datadir/rayo/conf.d. */
+static const char *vendor_conf_dir(const rayo_options *opts)
+{
+    if (opts && opts->struct_size >= offsetof(rayo_options, vendor_conf_dir) + sizeof(char *) &&
+        opts->vendor_conf_dir)
+        return opts->vendor_conf_dir;
+    return RAYO_VENDORCONFDIR;
+}
+
+/* Files first (packages' drop-ins, then the administrator's, then the
+ * user's), then RAYO_CONFIG, the environment and the application. */
 void config_load(rayo_context *ctx, rayo_config *cfg, const rayo_options *opts)
 {
     const char *sysconf = opts && opts->sysconf_dir ? opts->sysconf_dir : RAYO_SYSCONFDIR;
@@ -584,10 +624,12 @@ void config_load(rayo_context *ctx, rayo_config *cfg, const rayo_options *opts)
     if (read_files) {
         char *main_file = rayo_asprintf("%s/rayo.conf", sysconf);
         char *dir = rayo_asprintf("%s/conf.d", sysconf);
+        if (dir)
+            parse_dir(ctx, cfg, vendor_conf_dir(opts), dir);
         if (main_file)
             parse_file(ctx, cfg, main_file, false);
         if (dir)
-            parse_dir(ctx, cfg, dir);
+            parse_dir(ctx, cfg, dir, NULL);
         free(main_file);
         free(dir);
         load_user_file(ctx, cfg);

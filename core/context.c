@@ -216,6 +216,34 @@ RAYO_API const char *rayo_config_get(const rayo_context *ctx, const char *sectio
     return config_get(&ctx->cfg, section, key);
 }
 
+RAYO_API const char *rayo_config_origin(const rayo_context *ctx, const char *section, const char *key)
+{
+    if (!ctx || !section || !key)
+        return NULL;
+    const config_entry *e = config_lookup(&ctx->cfg, section, key);
+    return e ? e->origin : NULL;
+}
+
+RAYO_API size_t rayo_config_setting_count(const rayo_context *ctx)
+{
+    return ctx ? ctx->cfg.count : 0;
+}
+
+RAYO_API const char *rayo_config_setting(const rayo_context *ctx, size_t index, const char **section,
+                                         const char **key, const char **value)
+{
+    if (!ctx || index >= ctx->cfg.count)
+        return NULL;
+    const config_entry *e = &ctx->cfg.entries[index];
+    if (section)
+        *section = e->section;
+    if (key)
+        *key = e->key;
+    if (value)
+        *value = e->value;
+    return e->origin;
+}
+
 RAYO_API unsigned rayo_thread_count(const rayo_context *ctx)
 {
     return ctx ? pool_threads(ctx->pool) : 0;

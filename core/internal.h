@@ -45,6 +45,8 @@ typedef struct rayo_config {
 
 HIDDEN void config_load(rayo_context *ctx, rayo_config *cfg, const rayo_options *opts);
 HIDDEN const char *config_get(const rayo_config *cfg, const char *section, const char *key);
+/* The entry that sets (section, key): the last one read, or NULL. */
+HIDDEN const config_entry *config_lookup(const rayo_config *cfg, const char *section, const char *key);
 HIDDEN void config_free(rayo_config *cfg);
 HIDDEN bool config_bool(const char *v, bool dflt);
 /* "a directory", "a FIFO", ... for a st_mode (messages). */

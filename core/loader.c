@@ -27,6 +27,10 @@
 #include <sys/auxv.h>
 #endif
 
+#ifndef RAYO_LOCAL_PLUGINDIR
+#define RAYO_LOCAL_PLUGINDIR "" /* none (the WebAssembly build) */
+#endif
+
 bool backend_active(const rayo_backend *be)
 {
     return be->status == RAYO_BACKEND_LOADED && !atomic_load(&be->lost);
@@ -683,6 +687,21 @@ static void scan_build_tree(rayo_context *ctx, const char *plugins_dir, char **p
     names_free(&subs);
 }
 
+/* The local plugin directory (configure --with-local-plugindir, by default
+ * /usr/local/lib/rayo/abiN) holds plugins built on this machine, outside the
+ * package manager.  A setuid/setgid program never searches it: a directory
+ * writable by a lesser-privileged group must not feed code into it. */
+static const char *local_plugin_dir(void)
+{
+    if (!*RAYO_LOCAL_PLUGINDIR || !strcmp(RAYO_LOCAL_PLUGINDIR, RAYO_PLUGINDIR))
+        return NULL;
+#ifndef __EMSCRIPTEN__
+    if (getauxval(AT_SECURE))
+        return NULL;
+#endif
+    return RAYO_LOCAL_PLUGINDIR;
+}
+
 void loader_load_all(rayo_context *ctx)
 {
     const char *files = config_get(&ctx->cfg, "plugins", "load");
@@ -703,6 +722,11 @@ void loader_load_all(rayo_context *ctx)
     }
     scan_dir(ctx, RAYO_PLUGINDIR);
     append_path(&search, RAYO_PLUGINDIR);
+    const char *local = local_plugin_dir();
+    if (local) {
+        scan_dir(ctx, local);
+        append_path(&search, local);
+    }
     ctx->search_path = search;
 }
 

@@ -9,6 +9,7 @@ core_librayo_la_SOURCES = \
 	core/plugin-check.c
 core_librayo_la_CPPFLAGS = $(AM_CPPFLAGS) -DRAYO_BUILDING_CORE \
 	-DRAYO_PLUGINDIR='"$(plugindir)"' -DRAYO_SYSCONFDIR='"$(sysconfdir)/rayo"' \
+	-DRAYO_VENDORCONFDIR='"$(vendorconfdir)"' -DRAYO_LOCAL_PLUGINDIR='"$(localplugindir)"' \
 	-DRAYO_BUILD_DIR='"$(abs_top_builddir)"' -DRAYO_ABI_MAJOR_STR='"$(RAYO_ABI_MAJOR)"'
 core_librayo_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) $(INIH_CFLAGS) -fvisibility=hidden \
 	-fno-semantic-interposition

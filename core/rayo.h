@@ -146,6 +146,10 @@ typedef struct rayo_options {
     /* Open even when no backend loads (diagnostic tools); calls then fail
      * with RAYO_E_NO_BACKEND. */
     int allow_no_backend;
+    /* Replaces $datadir/rayo/conf.d, the drop-ins packages ship (read
+     * before $sysconfdir/rayo; a file of the same name in
+     * $sysconfdir/rayo/conf.d masks one here).  Tests, relocation. */
+    const char *vendor_conf_dir;
 } rayo_options;
 
 typedef struct rayo_context rayo_context;
@@ -373,7 +377,9 @@ typedef struct rayo_link_info {
 } rayo_link_info;
 RAYO_API size_t rayo_chain(const rayo_context *ctx, rayo_op op, rayo_link_info *links, size_t max_links);
 /* The backend a call of `op` with work size `size` would go to first
- * (size: n for vector ops, rows*cols for row ops, m*n*k for matmul). */
+ * (size: n for vector ops, rows*cols for row ops, m*n*k for matmul).
+ * NULL when ctx is NULL, op is unknown, or no loaded backend implements op
+ * (its calls then fail with RAYO_E_NO_BACKEND). */
 RAYO_API const char *rayo_backend_for(const rayo_context *ctx, rayo_op op, size_t size);
 
 /* Config files read, in order (for rayo-info). */
@@ -381,6 +387,15 @@ RAYO_API size_t rayo_config_file_count(const rayo_context *ctx);
 RAYO_API const char *rayo_config_file(const rayo_context *ctx, size_t index, const char **status);
 /* Effective value of a setting ("dispatch.order"), or NULL. */
 RAYO_API const char *rayo_config_get(const rayo_context *ctx, const char *section, const char *key);
+/* Where the effective value came from: "FILE:LINE", "env RAYO_BACKEND",
+ * "<application settings>:LINE"; NULL if the setting is not set. */
+RAYO_API const char *rayo_config_origin(const rayo_context *ctx, const char *section, const char *key);
+/* Every setting read, in the order read (a later one of the same section and
+ * key overrides an earlier one): returns its origin and fills the rest, or
+ * NULL past the end. */
+RAYO_API size_t rayo_config_setting_count(const rayo_context *ctx);
+RAYO_API const char *rayo_config_setting(const rayo_context *ctx, size_t index, const char **section,
+                                         const char **key, const char **value);
 /* Threads of the core's pool (including the caller). */
 RAYO_API unsigned rayo_thread_count(const rayo_context *ctx);
 RAYO_API const char *rayo_version(void);

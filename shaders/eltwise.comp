@@ -75,11 +75,25 @@ float f_act(float x)
     return x;
 }
 
+// alpha x + y.  Where fma() is not fused (lavapipe) alpha x is rounded on
+// its own and may overflow though alpha x + y is finite (alpha -1.75,
+// x = y = 3.2e38); then the same is done on halves, which are exact there
+// (|alpha x| > FLT_MAX needs |x| far above the denormals, and |y| must be
+// large for the sum to be finite), and doubled: the one rounding of a
+// finite result is the same, an overflow stays inf.
+float f_axpy(float alpha, float x, float y)
+{
+    float r = fma(alpha, x, y);
+    if (isinf(r) && !isinf(alpha) && !isinf(x) && !isinf(y))
+        r = 2.0 * fma(alpha, 0.5 * x, 0.5 * y);
+    return r;
+}
+
 // One element (or one vec4 lane) i of the flat index space.
 float f_elem(float x, float z, float yold)
 {
     if (OP <= OP_MINIMUM) return f_binary(x, z);
-    if (OP == OP_AXPY) return fma(pc.alpha, x, yold);
+    if (OP == OP_AXPY) return f_axpy(pc.alpha, x, yold);
     if (OP >= OP_BIAS_ACT) return f_act(x + z);
     return f_unary(x);
 }

@@ -7,6 +7,10 @@
 // STAGE 2: one workgroup reduces all the data straight to the result.
 // With RAYO_SUBGROUP, workgroups reduce with subgroup operations (add, or a
 // shuffle-xor butterfly); without, with a shared-memory tree.
+// Sums (sum, dot, norm_l1) accumulate in SUM: double with RAYO_F64 (devices
+// with shaderFloat64), so no partial sum overflows where the float64 result
+// is finite (FLT_MAX, FLT_MAX, -FLT_MAX, -FLT_MAX, 1) and dot's products are
+// exact; float otherwise.
 //
 // The buffers are read as uint and converted bit-exactly, because a partial
 // also carries an index (argmax).
@@ -21,6 +25,17 @@
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 
+// A sum as two words of a partial record (float: the second is unused).
+#ifdef RAYO_F64
+#define SUM double
+SUM sum_of_words(uvec2 w) { return packDouble2x32(w); }
+uvec2 words_of_sum(SUM s) { return unpackDouble2x32(s); }
+#else
+#define SUM float
+SUM sum_of_words(uvec2 w) { return uintBitsToFloat(w.x); }
+uvec2 words_of_sum(SUM s) { return uvec2(floatBitsToUint(s), 0u); }
+#endif
+
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint OP = 40;
 layout(constant_id = 2) const uint STAGE = 0;
@@ -29,16 +44,16 @@ const uint OP_SUM = 40, OP_DOT = 41, OP_MAX = 42, OP_MIN = 43, OP_ARGMAX = 44,
            OP_NORM_L1 = 45, OP_NORM_L2 = 46;
 const uint NO_INDEX = 0xffffffffu;
 
-// A partial result.  v: the value (norm_l2: the scale, max |x| so far);
-// w: norm_l2's sum of (x / scale)^2; u: norm_l2's NaN or inf, if any;
-// i: argmax's index.
-struct P { float v; float w; float u; uint i; };
+// A partial result.  s: the sum of sum, dot and norm_l1; v: the value of
+// the others (norm_l2: the scale, max |x| so far); w: norm_l2's sum of
+// (x / scale)^2; u: norm_l2's NaN or inf, if any; i: argmax's index.
+struct P { SUM s; float v; float w; float u; uint i; };
 
 bool sum_like() { return OP == OP_SUM || OP == OP_DOT || OP == OP_NORM_L1; }
 
 P p_identity()
 {
-    P p = P(0.0, 0.0, 0.0, NO_INDEX);
+    P p = P(SUM(0.0), 0.0, 0.0, 0.0, NO_INDEX);
     if (OP == OP_MAX || OP == OP_ARGMAX) p.v = -R_INF;
     if (OP == OP_MIN) p.v = R_INF;
     return p;
@@ -51,7 +66,7 @@ float nan_max(float x, float y) { return (r_isnan(x) || r_isnan(y)) ? R_NAN : ma
 
 P combine(P x, P y)
 {
-    if (sum_like()) { x.v += y.v; return x; }
+    if (sum_like()) { x.s += y.s; return x; }
     if (OP == OP_MAX) { x.v = nan_max(x.v, y.v); return x; }
     if (OP == OP_MIN) {
         x.v = (r_isnan(x.v) || r_isnan(y.v)) ? R_NAN : min(x.v, y.v);
@@ -67,10 +82,9 @@ P combine(P x, P y)
         return take_y ? y : x;
     }
     // OP_NORM_L2: (scale, ssq) pairs, rescaled to the larger scale
-    P r;
+    P r = p_identity();
     r.u = nan_max(x.u, y.u);
     r.v = max(x.v, y.v);
-    r.i = NO_INDEX;
     if (r.v == 0.0) {
         r.w = 0.0;
     } else {
@@ -85,8 +99,9 @@ P from_data(uint idx)
 {
     float x = f(a_data[pc.oa + idx]);
     P p = p_identity();
-    if (OP == OP_DOT) p.v = x * f(b_data[pc.ob + idx]);
-    else if (OP == OP_NORM_L1) p.v = abs(x);
+    if (OP == OP_SUM) p.s = SUM(x);
+    else if (OP == OP_DOT) p.s = SUM(x) * SUM(f(b_data[pc.ob + idx]));
+    else if (OP == OP_NORM_L1) p.s = abs(SUM(x));
     else if (OP == OP_NORM_L2) {
         float ax = abs(x);
         if (r_isnan(ax) || isinf(ax)) p.u = ax;
@@ -98,18 +113,38 @@ P from_data(uint idx)
     return p;
 }
 
+// A partial record is 4 words: s for sums (words 0 and 1), else v, w, u, i.
 P from_partial(uint j)
 {
     uint o = pc.oa + 4u * j;
-    return P(f(a_data[o]), f(a_data[o + 1u]), f(a_data[o + 2u]), a_data[o + 3u]);
+    P p = p_identity();
+    if (sum_like()) {
+        p.s = sum_of_words(uvec2(a_data[o], a_data[o + 1u]));
+        return p;
+    }
+    return P(p.s, f(a_data[o]), f(a_data[o + 1u]), f(a_data[o + 2u]), a_data[o + 3u]);
+}
+
+void write_partial(uint o, P p)
+{
+    if (sum_like()) {
+        uvec2 w = words_of_sum(p.s);
+        y_data[o] = w.x;
+        y_data[o + 1u] = w.y;
+        return;
+    }
+    y_data[o] = floatBitsToUint(p.v);
+    y_data[o + 1u] = floatBitsToUint(p.w);
+    y_data[o + 2u] = floatBitsToUint(p.u);
+    y_data[o + 3u] = p.i;
 }
 
 #ifdef RAYO_SUBGROUP
 P subgroup_reduce(P p)
 {
-    if (sum_like()) { p.v = subgroupAdd(p.v); return p; }
+    if (sum_like()) { p.s = subgroupAdd(p.s); return p; }
     for (uint off = gl_SubgroupSize / 2u; off > 0u; off >>= 1u) {
-        P o;
+        P o = p;
         o.v = subgroupShuffleXor(p.v, off);
         o.w = subgroupShuffleXor(p.w, off);
         o.u = subgroupShuffleXor(p.u, off);
@@ -159,7 +194,7 @@ void write_result(P p)
         y_data[pc.oy + 1u] = 0u;
         return;
     }
-    float r = p.v;
+    float r = sum_like() ? float(p.s) : p.v;
     if (OP == OP_NORM_L2)
         r = p.u != 0.0 ? p.u : p.v * r_sqrt(p.w);
     y_data[pc.oy] = floatBitsToUint(r);
@@ -180,13 +215,8 @@ void main()
     acc = workgroup_reduce(acc);
     if (t != 0u)
         return;
-    if (STAGE == 0u) {
-        uint o = pc.oy + 4u * gl_WorkGroupID.x;
-        y_data[o] = floatBitsToUint(acc.v);
-        y_data[o + 1u] = floatBitsToUint(acc.w);
-        y_data[o + 2u] = floatBitsToUint(acc.u);
-        y_data[o + 3u] = acc.i;
-    } else {
+    if (STAGE == 0u)
+        write_partial(pc.oy + 4u * gl_WorkGroupID.x, acc);
+    else
         write_result(acc);
-    }
 }

@@ -5,9 +5,11 @@
 #                   and as embedded in the plugin, equals tests/ptx-golden.sha256
 #                   (`make ptx-golden-update` rewrites it: see the script).
 #  test-cuda:       the plugin through its descriptor: probe reason, kernels
-#                   against float64 references, batches, staging reuse,
+#                   judged by the conformance engine, batches, staging reuse,
 #                   failure paths (SKIP where no driver or device exists).
 #  test-cuda-conform.sh: rayo-conform on the cuda plugin (SKIP likewise).
+#  test-cuda-decls: rayo's own Driver API declarations agree with the
+#                   toolkit's cuda.h (SKIP where there is no cuda.h).
 EXTRA_DIST += tests/test-cuda-ptxas.sh tests/test-ptx-golden.sh tests/ptx-golden.sha256
 dist_noinst_SCRIPTS += tests/test-cuda-conform.sh
 
@@ -36,11 +38,16 @@ ptx-golden-update: tests/test-ptx-golden tests/ptx-dump$(EXEEXT)
 
 check_PROGRAMS += tests/test-cuda
 tests_test_cuda_SOURCES = tests/test-cuda.c
-tests_test_cuda_CPPFLAGS = $(AM_CPPFLAGS) \
+tests_test_cuda_CPPFLAGS = $(CONFORM_CPPFLAGS) \
 	-DCUDA_PLUGIN='"$(abs_top_builddir)/plugins/cuda/.libs/rayo-cuda.so"'
 tests_test_cuda_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
-tests_test_cuda_LDADD = $(PTHREAD_LIBS) -lm
+tests_test_cuda_LDADD = tools/conform/libconform.la core/librayo.la $(PTHREAD_LIBS) -lm
 TESTS += tests/test-cuda tests/test-cuda-conform.sh
+
+check_PROGRAMS += tests/test-cuda-decls
+TESTS += tests/test-cuda-decls
+tests_test_cuda_decls_SOURCES = tests/test-cuda-decls.c tests/cuda-decls-own.c
+tests_test_cuda_decls_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 endif
 if !BUILD_CUDA
 ptx-golden-update:

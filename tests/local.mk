@@ -42,6 +42,10 @@ tests_test_hardening_LDADD = core/librayo.la
 dist_noinst_SCRIPTS += tests/test-template.sh
 TESTS += tests/test-template.sh
 
+# rayo-info: where each setting came from; --version of every tool.
+dist_noinst_SCRIPTS += tests/test-info-origin.sh
+TESTS += tests/test-info-origin.sh
+
 # Fuzz targets and their seeds (run by tests/fuzz/run.sh, not by make check).
 EXTRA_DIST += tests/fuzz/fuzz-config.c tests/fuzz/fuzz-plugin.c tests/fuzz/run.sh \
 	tests/fuzz/seeds-config/bad-values.conf tests/fuzz/seeds-config/bom.conf \

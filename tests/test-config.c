@@ -33,6 +33,9 @@ static rayo_context *open_layers(const char *settings)
     rayo_options o = {0};
     o.struct_size = sizeof o;
     o.sysconf_dir = sysconf;
+    char vendor[512];
+    snprintf(vendor, sizeof vendor, "%s/vendor", root);
+    o.vendor_conf_dir = vendor;
     o.settings = settings;
     o.log = test_log_capture;
     test_log[0] = '\0';
@@ -108,13 +111,16 @@ static void test_files_listed(void)
     if (!ctx)
         return;
     size_t n = rayo_config_file_count(ctx);
-    const char *expected[] = {"etc/rayo.conf", "etc/conf.d/10-a.conf", "etc/conf.d/20-b.conf", "xdg/rayo/rayo.conf"};
-    CHECK(n >= 4, "%zu files listed", n);
-    for (size_t i = 0; i < 4 && i < n; i++) {
+    const char *expected[] = {"vendor/*.conf", "etc/rayo.conf", "etc/conf.d/10-a.conf", "etc/conf.d/20-b.conf",
+                              "xdg/rayo/rayo.conf"};
+    const char *want_status[] = {"no such directory", "read", "read", "read", "read"};
+    CHECK(n >= 5, "%zu files listed", n);
+    for (size_t i = 0; i < 5 && i < n; i++) {
         const char *status;
         const char *path = rayo_config_file(ctx, i, &status);
         CHECK(path && strstr(path, expected[i]), "file %zu is %s, want %s", i, path ? path : "?", expected[i]);
-        CHECK(status && !strncmp(status, "read", 4), "status of %s: %s", path ? path : "?", status ? status : "?");
+        CHECK(status && !strcmp(status, want_status[i]), "status of %s: %s", path ? path : "?",
+              status ? status : "?");
     }
     rayo_close(ctx);
 }
@@ -211,6 +217,86 @@ static void test_no_environment(void)
     unsetenv("RAYO_BACKEND");
 }
 
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t ls = s ? strlen(s) : 0, lt = strlen(tail);
+    return ls >= lt && !strcmp(s + ls - lt, tail);
+}
+
+/* dispatch.order after opening, and the origin rayo reports for it. */
+static void expect_order(const char *want, const char *want_origin, const char *why)
+{
+    rayo_context *ctx = open_layers(NULL);
+    if (!ctx)
+        return;
+    const char *got = rayo_config_get(ctx, "dispatch", "order");
+    const char *origin = rayo_config_origin(ctx, "dispatch", "order");
+    if (want)
+        CHECK(got && !strcmp(got, want), "%s: order = %s, want %s", why, got ? got : "(unset)", want);
+    else
+        CHECK(got == NULL, "%s: order = %s, want it unset", why, got);
+    if (want_origin)
+        CHECK(ends_with(origin, want_origin), "%s: origin %s, want ...%s", why, origin ? origin : "(none)",
+              want_origin);
+    /* The same entry appears in the list of every setting read. */
+    bool listed = !want_origin;
+    for (size_t i = 0; i < rayo_config_setting_count(ctx); i++) {
+        const char *sec, *key, *value;
+        const char *o = rayo_config_setting(ctx, i, &sec, &key, &value);
+        if (o && want_origin && ends_with(o, want_origin) && !strcmp(sec, "dispatch") && !strcmp(key, "order"))
+            listed = !strcmp(value, want);
+    }
+    CHECK(listed, "%s: the setting is listed with its origin", why);
+    CHECK(rayo_config_setting(ctx, rayo_config_setting_count(ctx), NULL, NULL, NULL) == NULL,
+          "no setting past the end");
+    rayo_close(ctx);
+}
+
+/* Where a file's status in rayo-info says `want`. */
+static void expect_file_status(const char *file, const char *want)
+{
+    rayo_context *ctx = open_layers(NULL);
+    const char *status = NULL;
+    for (size_t i = 0; ctx && i < rayo_config_file_count(ctx); i++) {
+        const char *st;
+        const char *path = rayo_config_file(ctx, i, &st);
+        if (ends_with(path, file))
+            status = st;
+    }
+    CHECK(status && strstr(status, want), "%s: status %s, want %s", file, status ? status : "(not listed)", want);
+    rayo_close(ctx);
+}
+
+/* Packages' drop-ins (the vendor directory) come before the administrator's
+ * files, and a same-named file in etc/conf.d masks a vendor one. */
+static void test_vendor_layer(void)
+{
+    make_dir("vendor");
+    write_file("etc/rayo.conf", "[dispatch]\noffload_threshold = 1\n");
+    expect_order(NULL, NULL, "no order anywhere");
+    write_file("vendor/50-avx2.conf", "# from a package\n[dispatch]\norder = avx2\n");
+    expect_order("avx2", "vendor/50-avx2.conf:3", "a vendor drop-in alone");
+    write_file("etc/rayo.conf", "[dispatch]\noffload_threshold = 1\norder = scalar\n");
+    expect_order("scalar", "etc/rayo.conf:3", "the administrator's rayo.conf beats a vendor drop-in");
+    write_file("vendor/60-vulkan.conf", "[dispatch]\norder = vulkan\n");
+    expect_order("scalar", "etc/rayo.conf:3", "even a vendor drop-in that sorts later");
+    write_file("etc/rayo.conf", "[dispatch]\noffload_threshold = 1\n");
+    expect_order("vulkan", "vendor/60-vulkan.conf:2", "vendor drop-ins in lexical order");
+    write_file("etc/conf.d/60-vulkan.conf", "# masks the package's file\n");
+    expect_order("avx2", "vendor/50-avx2.conf:3", "a same-named file in etc/conf.d masks the vendor one");
+    expect_file_status("vendor/60-vulkan.conf", "masked by");
+    write_file("etc/conf.d/70-admin.conf", "[dispatch]\norder = cuda\n");
+    expect_order("cuda", "etc/conf.d/70-admin.conf:2", "the administrator's conf.d beats vendor drop-ins");
+    expect_file_status("vendor/50-avx2.conf", "read");
+    static const char *const made[] = {"vendor/50-avx2.conf", "vendor/60-vulkan.conf", "etc/conf.d/60-vulkan.conf",
+                                       "etc/conf.d/70-admin.conf"};
+    for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", root, made[i]);
+        unlink(path);
+    }
+}
+
 int main(void)
 {
     test_clear_rayo_env();
@@ -221,6 +307,7 @@ int main(void)
     test_empty_and_missing();
     test_bad_values();
     test_no_environment();
+    test_vendor_layer();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     if (system(cmd) != 0)

@@ -211,9 +211,50 @@ static void judge_rules(void)
     expect(!pass, "sum: beyond 1e-5 of the sum of |terms| fails", "judge");
 }
 
+/* conform_check_outputs, the judge of the device tests: it passes the
+ * reference rounded to float, fails one wrong element or a wrong index, and
+ * judges with a looser contract when given one. */
+static void check_outputs_rules(void)
+{
+    float a[5] = {0.5f, -1.25f, 3.0f, 3.0f, 2.0f}, b[5] = {1, 2, 3, 4, 5}, y[5];
+    char msg[512];
+    rayo_call add = {.op = RAYO_OP_ADD, .n = 5, .a = a, .b = b, .y = NULL};
+    for (int i = 0; i < 5; i++)
+        y[i] = a[i] + b[i];
+    expect(conform_check_outputs(NULL, &add, y, msg, sizeof msg) == 0 && !msg[0], "right sums pass",
+           "check_outputs");
+    y[3] = nextafterf(y[3], 0);
+    expect(conform_check_outputs(NULL, &add, y, msg, sizeof msg) == 1 && strstr(msg, "y[3]"),
+           "one ulp off in an exact op fails, and the message names the element", "check_outputs");
+    size_t idx = 2;
+    rayo_call argmax = {.op = RAYO_OP_ARGMAX, .n = 5, .a = a, .y = NULL};
+    expect(conform_check_outputs(NULL, &argmax, &idx, msg, sizeof msg) == 0, "argmax: first of two maxima",
+           "check_outputs");
+    idx = 3;
+    expect(conform_check_outputs(NULL, &argmax, &idx, msg, sizeof msg) == 1, "argmax: the second maximum fails",
+           "check_outputs");
+    /* gemv reads the old y when beta != 0: call->y holds it, out the result */
+    float old_y[1] = {10}, x[5] = {1, 1, 1, 1, 1}, got[1] = {(float)(0.5 * 10 + 7.25)};
+    rayo_call gemv = {.op = RAYO_OP_GEMV, .m = 1, .n = 5, .alpha = 1, .beta = 0.5f, .a = a, .b = x,
+                      .y = old_y};
+    expect(conform_check_outputs(NULL, &gemv, got, msg, sizeof msg) == 0, "gemv with beta reads call->y",
+           "check_outputs");
+    rayo_op_info loose = *rayo_op_by_name("gemv");
+    got[0] *= 1 + 1e-4f;
+    expect(conform_check_outputs(NULL, &gemv, got, msg, sizeof msg) == 1, "1e-4 off is outside gemv's contract",
+           "check_outputs");
+    loose.tol_rel = 1e-3;
+    expect(conform_check_outputs(&loose, &gemv, got, msg, sizeof msg) == 0,
+           "a looser contract is used when given", "check_outputs");
+    rayo_call unknown = {.op = 9999, .n = 1, .a = a, .y = NULL};
+    expect(conform_check_outputs(NULL, &unknown, y, msg, sizeof msg) == -1 && msg[0], "an unknown op is -1",
+           "check_outputs");
+}
+
 int main(void)
 {
     judge_rules();
+    check_outputs_rules();
     right_answers_pass();
 
     static const char *const ops[] = {

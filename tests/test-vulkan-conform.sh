@@ -31,7 +31,8 @@ if "$probe" --expect-unavailable "is not installed" '[backend.vulkan]\nvalidatio
     exit 1
 fi
 
-RAYO_LOG=info RAYO_CONFIG=$tmp/validation.conf "$conform" ${RAYO_CONFORM_ARGS-"--quick"} "$plugin" >"$tmp/out" 2>&1
+RAYO_LOG=info RAYO_CONFIG=$tmp/validation.conf "$conform" ${RAYO_CONFORM_ARGS-"--quick"} \
+    "$plugin" >"$tmp/out" 2>&1
 rc=$?
 cat "$tmp/out"
 if ! grep -q "validation on" "$tmp/out"; then

@@ -2,7 +2,9 @@
  * buffers, batches of chained ops (every signature class, operands at
  * unaligned offsets, multi-pass reductions), concurrent host-memory calls,
  * the pipeline cache, and the validation layer's messages being caught.
- * Results are checked against float64 references on fresh random inputs.
+ * Every result is judged by the conformance engine (tools/conform/): the
+ * float64 reference of the call from host copies of what the device read,
+ * and the op's accuracy contract; inputs are fresh random numbers.
  *
  *   test-vulkan                       the tests (validation on where the
  *                                     layer is installed); SKIP (77) with
@@ -14,29 +16,15 @@
  *                                     rayo.conf text, \n as line breaks)
  */
 #include "testutil.h"
+#include "conform.h"
 
-#include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <sys/stat.h>
 #include <dirent.h>
-#include <time.h>
 #include <unistd.h>
 
 #define BASE_SETTINGS "[plugins]\nallow = scalar, vulkan\n[dispatch]\norder = vulkan\n"
-
-static unsigned long long rng;
-
-static float frand(void)         /* uniform in [-1, 1) */
-{
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
-
-static void fill(float *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = frand();
-}
 
 /* The vulkan backend's status and reason in ctx; false if it is not listed. */
 static bool vulkan_info(rayo_context *ctx, rayo_backend_info *info)
@@ -102,6 +90,12 @@ static int expect_unavailable(const char *text, char *extra)
 /* ---- checks against float64 -------------------------------------------------- */
 
 static rayo_context *ctx;
+static conform_rng rng;
+
+static void fill(float *p, size_t n)
+{
+    conform_fill_uniform(&rng, p, n, -1, 1);
+}
 
 static rayo_buffer *new_buffer(size_t bytes)
 {
@@ -111,21 +105,46 @@ static rayo_buffer *new_buffer(size_t bytes)
     return b;
 }
 
-/* Compares n results with references: |y - ref| <= tol * scale + tol_abs. */
-static void compare(const char *what, const float *y, const double *ref, const double *scale,
-                    size_t n, double tol)
+/* Reads count floats at word offset `word` of b into a new array. */
+static float *read_floats(rayo_buffer *b, size_t word, size_t count)
 {
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < n; i++) {
-        double s = scale ? scale[i] : fabs(ref[i]);
-        if (!(fabs(y[i] - ref[i]) <= tol * s + 1e-30)) {
-            if (!bad)
-                first = i;
-            bad++;
-        }
-    }
-    CHECK(bad == 0, "%s: %zu of %zu wrong, first [%zu] = %.9g, reference %.9g", what, bad, n,
-          first, bad ? y[first] : 0.0, bad ? ref[first] : 0.0);
+    float *p = malloc((count ? count : 1) * sizeof *p);
+    CHECK(rayo_buffer_read(b, word * 4, p, count * 4) == RAYO_OK, "read: %s", rayo_last_error());
+    return p;
+}
+
+/* The host form of a recorded call: its parameters, with host copies of
+ * what the device read (y: y before the call where the op reads it). */
+static rayo_call host_call(const rayo_batch_call *bc, const float *a, const float *b, const float *c,
+                           float *y)
+{
+    return (rayo_call){.op = bc->op, .flags = bc->flags, .m = bc->m, .n = bc->n, .k = bc->k,
+                       .alpha = bc->alpha, .beta = bc->beta, .a = a, .b = b, .c = c, .y = y};
+}
+
+/* The device's result `out` of call against the conformance engine's float64
+ * reference and the op's accuracy contract; the rest says where, printf-like. */
+static void expect_conform(rayo_call call, const void *out, const char *fmt, ...)
+{
+    char msg[512], where[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(where, sizeof where, fmt, ap);
+    va_end(ap);
+    int rc = conform_check_outputs(NULL, &call, out, msg, sizeof msg);
+    CHECK(rc == 0, "%s: %s", where, msg);
+}
+
+static void free_all(void *const *mem, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        free(mem[i]);
+}
+
+static void destroy_all(rayo_buffer *const *buffers, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        rayo_buffer_destroy(buffers[i]);
 }
 
 static rayo_status run_batch(const rayo_batch_call *calls, size_t count)
@@ -169,48 +188,51 @@ static void test_buffers(void)
 }
 
 /* Ten chained elementwise ops in one batch, operands at word offsets that
- * are not multiples of 4 (the scalar shader path) and that are (vec4). */
+ * are not multiples of 4 (the scalar shader path) and that are (vec4).
+ * Step 0 adds x in place to a copy of x; step i > 0 reads step i-1's region
+ * and writes its own, so each op is checked against the float64 reference
+ * of the device's own previous result. */
+enum { CHAIN = 10 };
+
 static void test_chain(size_t n, size_t off)
 {
-    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
-    double *ref = malloc(n * sizeof *ref);
+    /* a stride of a multiple of 4 words keeps every region at off's alignment */
+    size_t stride = (n + off + 3) / 4 * 4;
+    float *x = malloc(n * sizeof *x);
     fill(x, n);
-    rayo_buffer *bx = new_buffer((n + off) * sizeof(float)), *by = new_buffer((n + off) * sizeof(float));
+    rayo_buffer *bx = new_buffer((n + off) * 4), *by = new_buffer(CHAIN * stride * 4);
     if (!bx || !by)
         return;
     CHECK(rayo_buffer_write(bx, off * 4, x, n * 4) == RAYO_OK, "write");
-    const uint32_t ops[10] = {RAYO_OP_ADD, RAYO_OP_SCALE, RAYO_OP_TANH, RAYO_OP_MUL, RAYO_OP_SIGMOID,
-                              RAYO_OP_SUB, RAYO_OP_ABS, RAYO_OP_SQRT, RAYO_OP_SILU, RAYO_OP_EXP};
-    rayo_batch_call calls[10];
-    for (int i = 0; i < 10; i++) {
-        bool binary = ops[i] == RAYO_OP_ADD || ops[i] == RAYO_OP_MUL || ops[i] == RAYO_OP_SUB;
+    CHECK(rayo_buffer_write(by, off * 4, x, n * 4) == RAYO_OK, "write");
+    const uint32_t ops[CHAIN] = {RAYO_OP_ADD, RAYO_OP_SCALE, RAYO_OP_TANH, RAYO_OP_MUL, RAYO_OP_SIGMOID,
+                                 RAYO_OP_SUB, RAYO_OP_ABS, RAYO_OP_SQRT, RAYO_OP_SILU, RAYO_OP_EXP};
+    rayo_batch_call calls[CHAIN];
+    for (size_t i = 0; i < CHAIN; i++) {
+        bool binary = rayo_op_by_id(ops[i])->sig == RAYO_SIG_BINARY;
+        size_t in = (i ? i - 1 : 0) * stride + off;
         calls[i] = (rayo_batch_call){
             .op = ops[i], .n = n, .alpha = 0.75f,
-            .a = {i == 0 ? bx : by, off * 4}, .b = {binary ? bx : NULL, binary ? off * 4 : 0},
-            .y = {by, off * 4},
+            .a = {by, in * 4}, .b = {binary ? bx : NULL, binary ? off * 4 : 0},
+            .y = {by, (i * stride + off) * 4},
         };
     }
-    rayo_status st = run_batch(calls, 10);
+    rayo_status st = run_batch(calls, CHAIN);
     CHECK(st == RAYO_OK, "chain batch n=%zu: %s", n, rayo_last_error());
-    CHECK(rayo_buffer_read(by, off * 4, y, n * 4) == RAYO_OK, "read");
-    for (size_t i = 0; i < n; i++) {
-        double v = (double)x[i] + x[i];
-        v = tanh(0.75 * v);
-        v = v * x[i];
-        v = 1 / (1 + exp(-v));
-        v = fabs(v - x[i]);
-        v = sqrt(v);
-        v = v / (1 + exp(-v));
-        ref[i] = exp(v);
+    float *prev = x;
+    for (size_t i = 0; i < CHAIN; i++) {
+        float *y = read_floats(by, i * stride + off, n);
+        expect_conform(host_call(&calls[i], prev, calls[i].b.buf ? x : NULL, NULL, NULL), y,
+                       "chain step %zu (%s%s), n=%zu offset=%zu", i, rayo_op_by_id(ops[i])->name,
+                       i ? "" : ", in place", n, off);
+        if (prev != x)
+            free(prev);
+        prev = y;
     }
-    char what[64];
-    snprintf(what, sizeof what, "chain of 10 ops, n=%zu offset=%zu", n, off);
-    compare(what, y, ref, NULL, n, 2e-5);
-    rayo_buffer_destroy(bx);
-    rayo_buffer_destroy(by);
+    if (prev != x)
+        free(prev);
+    destroy_all((rayo_buffer *[]){bx, by}, 2);
     free(x);
-    free(y);
-    free(ref);
 }
 
 /* Reductions into a buffer: one pass (small n) and two passes (large n). */
@@ -233,108 +255,57 @@ static void test_reductions(size_t n)
         {.op = RAYO_OP_ARGMAX, .n = n, .a = {bx, 4}, .y = {out, 16}},
         {.op = RAYO_OP_NORM_L1, .n = n, .a = {bx, 4}, .y = {out, 24}},
     };
-    CHECK(run_batch(calls, 6) == RAYO_OK, "reductions n=%zu: %s", n, rayo_last_error());
-    float r[4], l1;
-    size_t idx = 0;
-    rayo_buffer_read(out, 0, r, 16);
-    rayo_buffer_read(out, 16, &idx, sizeof idx);
-    rayo_buffer_read(out, 24, &l1, 4);
-    double sum = 0, dot = 0, abs_sum = 0, abs_dot = 0, sq = 0;
-    for (size_t i = 0; i < n; i++) {
-        sum += x[i];
-        abs_sum += fabs(x[i]);
-        dot += (double)x[i] * z[i];
-        abs_dot += fabs((double)x[i] * z[i]);
-        sq += (double)x[i] * x[i];
-    }
-    CHECK(fabs(r[0] - sum) <= 1e-5 * abs_sum, "sum n=%zu: %.9g vs %.9g", n, r[0], sum);
-    CHECK(fabs(r[1] - dot) <= 1e-5 * abs_dot, "dot n=%zu: %.9g vs %.9g", n, r[1], dot);
-    CHECK(r[2] == 3.5f, "max n=%zu: %g", n, r[2]);
-    CHECK(fabs(r[3] - sqrt(sq)) <= 1e-5 * sqrt(sq), "norm_l2 n=%zu: %.9g vs %.9g", n, r[3], sqrt(sq));
-    CHECK(idx == n / 3, "argmax n=%zu: %zu, expected %zu", n, idx, n / 3);
-    CHECK(fabs(l1 - abs_sum) <= 1e-5 * abs_sum, "norm_l1 n=%zu: %.9g vs %.9g", n, l1, abs_sum);
-    rayo_buffer_destroy(bx);
-    rayo_buffer_destroy(bz);
-    rayo_buffer_destroy(out);
-    free(x);
-    free(z);
+    size_t count = sizeof calls / sizeof calls[0];
+    CHECK(run_batch(calls, count) == RAYO_OK, "reductions n=%zu: %s", n, rayo_last_error());
+    size_t results[4];                   /* 32 bytes, aligned for argmax's index */
+    rayo_buffer_read(out, 0, results, sizeof results);
+    for (size_t i = 0; i < count; i++)
+        expect_conform(host_call(&calls[i], x, calls[i].b.buf ? z : NULL, NULL, NULL),
+                       (const unsigned char *)results + calls[i].y.offset, "%s n=%zu",
+                       rayo_op_by_id(calls[i].op)->name, n);
+    destroy_all((rayo_buffer *[]){bx, bz, out}, 3);
+    free_all((void *[]){x, z}, 2);
 }
 
 /* Row ops in one batch: softmax of x, and layernorm of x (gamma, no beta)
- * followed by bias + gelu on its result. */
+ * followed by bias + gelu on its result (in a region of its own, so that
+ * both are checked). */
 static void test_rows(size_t m, size_t n)
 {
     size_t mn = m * n;
     float *x = malloc(mn * 4), *g = malloc(n * 4), *bias = malloc(n * 4);
-    float *ys = malloc(mn * 4), *yl = malloc(mn * 4);
-    double *rs = malloc(mn * sizeof *rs), *rl = malloc(mn * sizeof *rl);
     fill(x, mn);
     fill(g, n);
     fill(bias, n);
     rayo_buffer *bx = new_buffer(mn * 4), *bg = new_buffer(n * 4), *bb = new_buffer(n * 4);
-    rayo_buffer *bs = new_buffer(mn * 4), *bl = new_buffer(mn * 4);
+    rayo_buffer *bs = new_buffer(mn * 4), *bl = new_buffer(2 * mn * 4 + 4);
     if (!bx || !bg || !bb || !bs || !bl)
         return;
     rayo_buffer_write(bx, 0, x, mn * 4);
     rayo_buffer_write(bg, 0, g, n * 4);
     rayo_buffer_write(bb, 0, bias, n * 4);
+    size_t act_word = mn + 1;            /* bias_act's output: not 16-byte aligned */
     rayo_batch_call calls[] = {
         {.op = RAYO_OP_SOFTMAX, .m = m, .n = n, .a = {bx, 0}, .y = {bs, 0}},
         {.op = RAYO_OP_LAYERNORM, .m = m, .n = n, .alpha = 1e-5f, .a = {bx, 0}, .b = {bg, 0},
          .y = {bl, 0}},
         {.op = RAYO_OP_BIAS_ACT, .flags = RAYO_ACT_GELU, .m = m, .n = n, .a = {bl, 0},
-         .b = {bb, 0}, .y = {bl, 0}},
+         .b = {bb, 0}, .y = {bl, act_word * 4}},
     };
     CHECK(run_batch(calls, 3) == RAYO_OK, "rows %zux%zu: %s", m, n, rayo_last_error());
-    rayo_buffer_read(bs, 0, ys, mn * 4);
-    rayo_buffer_read(bl, 0, yl, mn * 4);
-    for (size_t i = 0; i < m; i++) {
-        const float *row = x + i * n;
-        double mx = -INFINITY, s = 0, mean = 0, var = 0;
-        for (size_t j = 0; j < n; j++) {
-            mx = fmax(mx, row[j]);
-            mean += row[j];
-        }
-        mean /= n;
-        for (size_t j = 0; j < n; j++) {
-            s += exp(row[j] - mx);
-            var += (row[j] - mean) * (row[j] - mean);
-        }
-        var /= n;
-        for (size_t j = 0; j < n; j++) {
-            rs[i * n + j] = exp(row[j] - mx) / s;
-            double v = (float)((row[j] - mean) / sqrt(var + 1e-5) * g[j]) + (double)bias[j];
-            rl[i * n + j] = 0.5 * v * (1 + erf(v / sqrt(2.0)));
-        }
-    }
-    char what[64];
-    snprintf(what, sizeof what, "softmax %zux%zu", m, n);
-    compare(what, ys, rs, NULL, mn, 1e-5);
-    /* v = layernorm + bias may cancel to near 0: an absolute floor of 1 */
-    for (size_t i = 0; i < mn; i++)
-        rs[i] = fmax(fabs(rl[i]), 1.0);
-    snprintf(what, sizeof what, "layernorm + bias_act(gelu) %zux%zu", m, n);
-    compare(what, yl, rl, rs, mn, 1e-5);
-    free(x);
-    free(g);
-    free(bias);
-    free(ys);
-    free(yl);
-    free(rs);
-    free(rl);
-    rayo_buffer_destroy(bx);
-    rayo_buffer_destroy(bg);
-    rayo_buffer_destroy(bb);
-    rayo_buffer_destroy(bs);
-    rayo_buffer_destroy(bl);
+    float *ys = read_floats(bs, 0, mn), *yl = read_floats(bl, 0, mn), *ya = read_floats(bl, act_word, mn);
+    expect_conform(host_call(&calls[0], x, NULL, NULL, NULL), ys, "softmax %zux%zu", m, n);
+    expect_conform(host_call(&calls[1], x, g, NULL, NULL), yl, "layernorm %zux%zu", m, n);
+    expect_conform(host_call(&calls[2], yl, bias, NULL, NULL), ya, "bias_act(gelu) after layernorm %zux%zu",
+                   m, n);
+    free_all((void *[]){x, g, bias, ys, yl, ya}, 6);
+    destroy_all((rayo_buffer *[]){bx, bg, bb, bs, bl}, 5);
 }
 
-/* matmul (transposes, beta != 0), then gemv and transpose of the result. */
+/* matmul (transposes, beta != 0), then gemv and transpose of its result. */
 static void test_matrix(size_t m, size_t n, size_t k, unsigned flags)
 {
-    float *a = malloc(m * k * 4), *b = malloc(k * n * 4), *c = malloc(m * n * 4);
-    float *v = malloc(n * 4), *y = malloc(m * n * 4), *gv = malloc(m * 4);
-    double *ref = malloc(m * n * sizeof *ref), *scale = malloc(m * n * sizeof *scale);
+    float *a = malloc(m * k * 4), *b = malloc(k * n * 4), *c = malloc(m * n * 4), *v = malloc(n * 4);
     fill(a, m * k);
     fill(b, k * n);
     fill(c, m * n);
@@ -347,60 +318,28 @@ static void test_matrix(size_t m, size_t n, size_t k, unsigned flags)
     rayo_buffer_write(bb, 0, b, k * n * 4);
     rayo_buffer_write(bc, 0, c, m * n * 4);
     rayo_buffer_write(bv, 0, v, n * 4);
-    const float alpha = 1.5f, beta = -0.5f;
     rayo_batch_call calls[] = {
-        {.op = RAYO_OP_MATMUL, .flags = flags, .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta,
+        {.op = RAYO_OP_MATMUL, .flags = flags, .m = m, .n = n, .k = k, .alpha = 1.5f, .beta = -0.5f,
          .a = {ba, 4}, .b = {bb, 0}, .y = {bc, 0}},
         {.op = RAYO_OP_GEMV, .m = m, .n = n, .alpha = 1.0f, .a = {bc, 0}, .b = {bv, 0}, .y = {bg, 0}},
         {.op = RAYO_OP_TRANSPOSE, .m = m, .n = n, .a = {bc, 0}, .y = {bt, 0}},
     };
     CHECK(run_batch(calls, 3) == RAYO_OK, "matrix %zux%zux%zu: %s", m, n, k, rayo_last_error());
-    rayo_buffer_read(bc, 0, y, m * n * 4);
-    for (size_t i = 0; i < m; i++)
-        for (size_t j = 0; j < n; j++) {
-            double s = 0, mag = 0;
-            for (size_t p = 0; p < k; p++) {
-                double ai = (flags & RAYO_TRANS_A) ? a[p * m + i] : a[i * k + p];
-                double bj = (flags & RAYO_TRANS_B) ? b[j * k + p] : b[p * n + j];
-                s += ai * bj;
-                mag += fabs(ai * bj);
-            }
-            ref[i * n + j] = alpha * s + beta * c[i * n + j];
-            scale[i * n + j] = fabs(alpha) * mag + fabs(beta * c[i * n + j]);
-        }
-    char what[80];
-    snprintf(what, sizeof what, "matmul %zux%zux%zu flags %u", m, n, k, flags);
-    compare(what, y, ref, scale, m * n, 1e-5);
-    /* gemv and transpose read the device's C: check them against it */
-    float *t = malloc(m * n * 4);
-    rayo_buffer_read(bg, 0, gv, m * 4);
-    rayo_buffer_read(bt, 0, t, m * n * 4);
-    size_t bad_t = 0;
-    for (size_t i = 0; i < m; i++) {
-        double s = 0, mag = 0;
-        for (size_t j = 0; j < n; j++) {
-            s += (double)y[i * n + j] * v[j];
-            mag += fabs((double)y[i * n + j] * v[j]);
-            bad_t += t[j * m + i] != y[i * n + j];
-        }
-        ref[i] = s;
-        scale[i] = mag;
-    }
-    snprintf(what, sizeof what, "gemv after matmul %zux%zu", m, n);
-    compare(what, gv, ref, scale, m, 1e-5);
-    CHECK(bad_t == 0, "transpose %zux%zu: %zu wrong", m, n, bad_t);
-    void *mem[] = {a, b, c, v, y, gv, ref, scale, t};
-    for (int i = 0; i < 9; i++)
-        free(mem[i]);
-    rayo_buffer *bufs[] = {ba, bb, bc, bv, bg, bt};
-    for (int i = 0; i < 6; i++)
-        rayo_buffer_destroy(bufs[i]);
+    float *y = read_floats(bc, 0, m * n), *gv = read_floats(bg, 0, m), *t = read_floats(bt, 0, m * n);
+    /* beta != 0: matmul read the old C; gemv and transpose read the device's C */
+    expect_conform(host_call(&calls[0], a, b, NULL, c), y, "matmul %zux%zux%zu flags %u", m, n, k, flags);
+    expect_conform(host_call(&calls[1], y, v, NULL, NULL), gv, "gemv after matmul %zux%zu", m, n);
+    expect_conform(host_call(&calls[2], y, NULL, NULL, NULL), t, "transpose after matmul %zux%zu", m, n);
+    free_all((void *[]){a, b, c, v, y, gv, t}, 7);
+    destroy_all((rayo_buffer *[]){ba, bb, bc, bv, bg, bt}, 6);
 }
 
 /* Host-memory calls from several threads at once on one context. */
 typedef struct worker {
     int id, bad;
+    uint64_t seed;
     rayo_status st;
+    char msg[512];
 } worker;
 
 static void *host_calls(void *arg)
@@ -408,16 +347,16 @@ static void *host_calls(void *arg)
     worker *w = arg;
     size_t n = 3000 + (size_t)w->id * 517;
     float *a = malloc(n * 4), *b = malloc(n * 4), *y = malloc(n * 4);
-    unsigned seed = (unsigned)w->id * 7919u + 1;
-    for (size_t i = 0; i < n; i++) {
-        a[i] = (float)(rand_r(&seed) % 1000) / 64.0f;
-        b[i] = (float)(rand_r(&seed) % 1000) / 32.0f;
-    }
-    for (int rep = 0; rep < 20 && w->st == RAYO_OK; rep++) {
+    conform_rng own;
+    conform_rng_seed(&own, w->seed);
+    conform_fill_uniform(&own, a, n, -16, 16);
+    conform_fill_uniform(&own, b, n, -32, 32);
+    for (int rep = 0; rep < 20 && w->st == RAYO_OK && !w->bad; rep++) {
         rayo_call call = {.op = rep % 2 ? RAYO_OP_MUL : RAYO_OP_ADD, .n = n, .a = a, .b = b, .y = y};
         w->st = rayo_run_on(ctx, "vulkan", &call);
-        for (size_t i = 0; i < n && w->st == RAYO_OK; i++)
-            w->bad += y[i] != (rep % 2 ? a[i] * b[i] : a[i] + b[i]);
+        call.y = NULL;
+        if (w->st == RAYO_OK)
+            w->bad = conform_check_outputs(NULL, &call, y, w->msg, sizeof w->msg) != 0;
     }
     free(a);
     free(b);
@@ -431,13 +370,12 @@ static void test_threads(void)
     pthread_t th[THREADS];
     worker w[THREADS];
     for (int i = 0; i < THREADS; i++) {
-        w[i] = (worker){i, 0, RAYO_OK};
+        w[i] = (worker){.id = i, .seed = conform_rng_next(&rng), .st = RAYO_OK};
         pthread_create(&th[i], NULL, host_calls, &w[i]);
     }
     for (int i = 0; i < THREADS; i++) {
         pthread_join(th[i], NULL);
-        CHECK(w[i].st == RAYO_OK && w[i].bad == 0, "thread %d: %s, %d wrong", i,
-              rayo_strerror(w[i].st), w[i].bad);
+        CHECK(w[i].st == RAYO_OK && w[i].bad == 0, "thread %d: %s; %s", i, rayo_strerror(w[i].st), w[i].msg);
     }
 }
 
@@ -492,8 +430,10 @@ int main(int argc, char **argv)
         rayo_close(ctx);
         return 0;
     }
-    rng = (unsigned long long)time(NULL) * 2654435761u + (unsigned long long)getpid();
-    printf("vulkan on %s%s, seed %llu\n", info.device, *validation ? ", validation on" : "", rng);
+    uint64_t seed = conform_default_seed();
+    conform_rng_seed(&rng, seed);
+    printf("vulkan on %s%s, seed %llu (RAYO_CONFORM_SEED repeats it)\n", info.device,
+           *validation ? ", validation on" : "", (unsigned long long)seed);
 
     test_buffers();
     test_chain(1, 1);

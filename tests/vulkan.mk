@@ -3,6 +3,7 @@
 #                        unaligned operands, multi-pass reductions), host
 #                        calls from several threads, the pipeline cache, a
 #                        planted validation error caught; validation on.
+#                        Every result is judged by the conformance engine.
 #  test-vulkan-conform.sh: rayo-conform on the plugin with the validation
 #                        layer; zero validation messages required.
 #  test-vulkan-probe.sh: a missing loader and a missing driver give the
@@ -15,7 +16,8 @@ dist_noinst_SCRIPTS += tests/test-vulkan-conform.sh tests/test-vulkan-probe.sh
 if BUILD_VULKAN
 check_PROGRAMS += tests/test-vulkan
 tests_test_vulkan_SOURCES = tests/test-vulkan.c tests/testutil.h
+tests_test_vulkan_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tests_test_vulkan_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
-tests_test_vulkan_LDADD = core/librayo.la $(PTHREAD_LIBS) -lm
+tests_test_vulkan_LDADD = tools/conform/libconform.la core/librayo.la $(PTHREAD_LIBS) -lm
 TESTS += tests/test-vulkan tests/test-vulkan-conform.sh tests/test-vulkan-probe.sh
 endif

@@ -10,12 +10,12 @@ tools_conform_libconform_la_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tools_conform_libconform_la_LIBADD = core/librayo.la -lm
 
 bin_PROGRAMS += tools/rayo-info tools/rayo-conform tools/rayo-bench
-tools_rayo_info_SOURCES = tools/rayo-info.c
+tools_rayo_info_SOURCES = tools/rayo-info.c tools/tool-version.h
 tools_rayo_info_LDADD = core/librayo.la
-tools_rayo_conform_SOURCES = tools/rayo-conform.c
+tools_rayo_conform_SOURCES = tools/rayo-conform.c tools/tool-version.h
 tools_rayo_conform_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tools_rayo_conform_LDADD = tools/conform/libconform.la core/librayo.la -lm
-tools_rayo_bench_SOURCES = tools/rayo-bench.c tools/bench.h tools/bench-refs.c tools/bench-plot.c
+tools_rayo_bench_SOURCES = tools/rayo-bench.c tools/tool-version.h tools/bench.h tools/bench-refs.c tools/bench-plot.c
 tools_rayo_bench_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tools_rayo_bench_LDADD = tools/conform/libconform.la core/librayo.la -lm $(PTHREAD_LIBS)
 tools_rayo_bench_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)

@@ -28,6 +28,7 @@
 #define _GNU_SOURCE
 #include "bench.h"
 #include "conform.h"
+#include "tool-version.h"
 #include "rayo-plugin.h"
 
 #include <dlfcn.h>
@@ -853,7 +854,8 @@ static void usage(FILE *out)
             "  --csv FILE        also write every row to FILE as CSV\n"
             "  --plot FILE.svg   draw GFLOP/s or GB/s against size with gnuplot\n"
             "  --dispatch        small calls: public API vs a direct call of the kernel\n"
-            "  --help            this text\n");
+            "  --help            this text\n"
+            "  --version         the version of rayo-bench and of the librayo it runs with\n");
 }
 
 static int usage_error(const char *fmt, const char *what)
@@ -896,6 +898,9 @@ static int parse_args(int argc, char **argv, options *o)
         char *value = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(arg, "--help")) {
             usage(stdout);
+            exit(0);
+        } else if (!strcmp(arg, "--version")) {
+            print_tool_version("rayo-bench");
             exit(0);
         } else if (!strcmp(arg, "--dispatch")) {
             o->dispatch = 1;

@@ -7,6 +7,7 @@
  *   rayo-info --ops           the op list with accuracy contracts
  */
 #include "rayo.h"
+#include "tool-version.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -56,7 +57,35 @@ static void print_window(const rayo_link_info *l)
         printf("[size >= %zu]", l->min_size);
 }
 
+/* Is setting `index` overridden by a later one of the same section and key? */
+static bool overridden(const rayo_context *ctx, size_t index)
+{
+    const char *sec, *key, *later_sec, *later_key;
+    rayo_config_setting(ctx, index, &sec, &key, NULL);
+    for (size_t j = index + 1; j < rayo_config_setting_count(ctx); j++)
+        if (rayo_config_setting(ctx, j, &later_sec, &later_key, NULL) && !strcmp(sec, later_sec) &&
+            !strcmp(key, later_key))
+            return true;
+    return false;
+}
+
 /* ---- text ---- */
+/* Every setting read and where it came from (file:line, env VAR). */
+static void text_settings(const rayo_context *ctx)
+{
+    size_t n = rayo_config_setting_count(ctx);
+    if (!n)
+        return;
+    printf("Settings (in order read; an overridden one is marked):\n");
+    for (size_t i = 0; i < n; i++) {
+        const char *sec, *key, *value;
+        const char *origin = rayo_config_setting(ctx, i, &sec, &key, &value);
+        char setting[160];
+        snprintf(setting, sizeof setting, "[%s] %s = %s", sec, key, value);
+        printf("  %-48s %s%s\n", setting, origin, overridden(ctx, i) ? "  (overridden)" : "");
+    }
+}
+
 static void text_config(const rayo_context *ctx)
 {
     printf("Config files (in order read; later settings win):\n");
@@ -68,6 +97,7 @@ static void text_config(const rayo_context *ctx)
     }
     if (!n)
         printf("  (none)\n");
+    text_settings(ctx);
     printf("Plugin search path: %s\n", rayo_plugin_search_path(ctx));
     printf("Threads: %u\n\n", rayo_thread_count(ctx));
 }
@@ -135,6 +165,21 @@ static void json_output(const rayo_context *ctx)
         json_string(status);
         printf("}");
     }
+    printf("\n  ],\n  \"settings\": [");
+    n = rayo_config_setting_count(ctx);
+    for (size_t i = 0; i < n; i++) {
+        const char *sec, *key, *value;
+        const char *origin = rayo_config_setting(ctx, i, &sec, &key, &value);
+        printf("%s\n    {\"section\": ", i ? "," : "");
+        json_string(sec);
+        printf(", \"key\": ");
+        json_string(key);
+        printf(", \"value\": ");
+        json_string(value);
+        printf(", \"origin\": ");
+        json_string(origin);
+        printf(", \"overridden\": %s}", overridden(ctx, i) ? "true" : "false");
+    }
     printf("\n  ],\n  \"backends\": [");
     n = rayo_backend_count(ctx);
     for (size_t i = 0; i < n; i++) {
@@ -193,9 +238,10 @@ static int explain(const rayo_context *ctx, const char *op_name, const char *siz
     snprintf(section, sizeof section, "op.%s", op->name);
     const char *op_order = rayo_config_get(ctx, section, "order");
     if (op_order)
-        printf("order from [%s] order = %s\n", section, op_order);
+        printf("order from [%s] order = %s, set by %s\n", section, op_order,
+               rayo_config_origin(ctx, section, "order"));
     else if (order)
-        printf("order from [dispatch] order (or RAYO_BACKEND) = %s\n", order);
+        printf("order from [dispatch] order = %s, set by %s\n", order, rayo_config_origin(ctx, "dispatch", "order"));
     else
         printf("default order: GPUs, then SIMD CPU backends, then scalar, then software devices\n");
     rayo_link_info links[32];
@@ -233,7 +279,7 @@ static void list_ops(void)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: rayo-info [--json] [--explain OP SIZE] [--ops] [--help]\n"
+    fprintf(f, "usage: rayo-info [--json] [--explain OP SIZE] [--ops] [--help] [--version]\n"
                "Shows the config files rayo reads, the plugins it found (and why each unused\n"
                "one was not used), their devices, and which backend runs each op.\n"
                "Environment: RAYO_LOG=debug shows every step of loading.\n");
@@ -251,6 +297,9 @@ int main(int argc, char **argv)
             explain_size = argv[++i];
         } else if (!strcmp(argv[i], "--ops")) {
             list_ops();
+            return 0;
+        } else if (!strcmp(argv[i], "--version")) {
+            print_tool_version("rayo-info");
             return 0;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);

@@ -1,27 +1,29 @@
 /* rayo-template.c - a complete third-party rayo plugin, as small as it gets.
  *
- * Copy this folder, rename "template", implement the ops you are good at:
- * every op you leave out falls through to the next backend, so a plugin can
- * start with one op.  Build it against the installed rayo:
+ * Copy this folder, rename "template" (the file rayo-NAME.so and the
+ * descriptor's name), implement the ops you are good at: every op you leave
+ * out falls through to the next backend, so a plugin can start with one op.
+ * Build it against the installed rayo (README next to this file):
  *
- *   cc -O2 -fPIC -shared -fvisibility=hidden rayo-template.c \
- *      $(pkg-config --cflags rayo) -o rayo-template.so
- *   rayo-conform ./rayo-template.so          # is it right?
- *   sudo cp rayo-template.so $(pkg-config --variable=plugindir rayo)/
- *   rayo-info                                # is it used?
+ *   make                   # cc ... $(pkg-config --cflags rayo) -> rayo-template.so
+ *   make check             # rayo-conform ./rayo-template.so: is it right?
+ *   sudo make install      # into $(pkg-config --variable=plugindir rayo)
+ *   rayo-info              # is it used?
  *
- * Rules (rayo-plugin.h has them all): export only `rayo_plugin`; no code may
- * run before the core has read the descriptor (no constructors); kernels are
- * called concurrently; a kernel that fails must not have modified an output
- * that is also an input. */
+ * Rules (rayo-plugin(7) and rayo-plugin.h have them all): export only
+ * `rayo_plugin`; no code may run before the core has read the descriptor (no
+ * constructors); init runs once per rayo context, so keep state per init,
+ * never in a static; kernels are called concurrently; a kernel that fails
+ * must not have modified an output that is also an input. */
 #include <rayo-plugin.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+/* One per init (per rayo context using this plugin): two contexts in one
+ * process share this .so but not this state. */
 typedef struct template_state {
-    const rayo_host *host;   /* logging, config, thread pool */
+    const rayo_host *host;   /* logging, config, thread pool: valid until fini */
 } template_state;
-
-static template_state state;
 
 static rayo_status template_probe(const rayo_host *host, rayo_probe_result *result)
 {
@@ -35,20 +37,26 @@ static rayo_status template_probe(const rayo_host *host, rayo_probe_result *resu
     return RAYO_OK;
 }
 
+/* device: the index in the probe's list that [backend.template] device =
+ * chose (0 by default).  If init fails, fini is not called: free here. */
 static rayo_status template_init(const rayo_host *host, uint32_t device, void **out)
 {
     (void)device;
-    state.host = host;
+    template_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return RAYO_E_NOMEM;
+    st->host = host;
     const char *greeting = host->config(host, "greeting"); /* [backend.template] greeting = ... */
     if (greeting)
         host->log(host, RAYO_LOG_INFO, "config says: %s", greeting);
-    *out = &state;
+    *out = st;
     return RAYO_OK;
 }
 
+/* At rayo_close of the context whose init returned this state. */
 static void template_fini(void *s)
 {
-    (void)s;
+    free(s);
 }
 
 /* y = a + b.  The core has checked the pointers and that n > 0. */
@@ -86,6 +94,7 @@ RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
     .version = "1.0",
     .cpu_features = 0,  /* e.g. RAYO_CPU_X86_AVX2 if compiled with -mavx2 */
     .priority = 5,          /* below scalar (10): a template should not take over */
+    .reserved = 0,          /* must be 0 */
     .probe = template_probe,
     .init = template_init,
     .fini = template_fini,

@@ -1,15 +1,21 @@
 /* cuda-internal.h - shared declarations of the cuda backend's files.
  *
- * The plugin includes cuda.h for its types and enums only: libcuda.so.1 is
+ * The plugin needs the Driver API's types and enums only: libcuda.so.1 is
  * dlopened at run time (cuda-driver.c), so the plugin builds and loads on
  * machines without an NVIDIA driver and its probe says why it is unavailable.
+ * They come from the toolkit's cuda.h where configure found one, else from
+ * rayo's own declarations (cuda-driver-api.h): no toolkit needed to build.
  */
 #ifndef RAYO_CUDA_INTERNAL_H
 #define RAYO_CUDA_INTERNAL_H
 
 #include "rayo-plugin.h"
 
+#if defined(HAVE_CUDA_H) && !defined(RAYO_CUDA_OWN_DECLS)
 #include <cuda.h>
+#else
+#include "cuda-driver-api.h"
+#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>

@@ -1,7 +1,8 @@
 # plugins/cuda: the CUDA backend.  Its kernels are PTX emitted by a generator
 # written in C (ptx/, built by ptx/local.mk), run at build time; the PTX is embedded in the
 # plugin as C strings and JIT-compiled by the driver at run time: no nvcc.
-# cuda.h is needed for types only; libcuda.so.1 is dlopened at run time.
+# cuda.h (or, without a toolkit, cuda-driver-api.h) gives the types only;
+# libcuda.so.1 is dlopened at run time.
 
 EXTRA_DIST += plugins/cuda/50-cuda.conf plugins/cuda/h100.sh plugins/cuda/h100-torch.py \
 	doc/benchmarks-cuda.md
@@ -9,7 +10,7 @@ EXTRA_DIST += plugins/cuda/50-cuda.conf plugins/cuda/h100.sh plugins/cuda/h100-t
 if BUILD_CUDA
 plugin_LTLIBRARIES += plugins/cuda/rayo-cuda.la
 plugins_cuda_rayo_cuda_la_SOURCES = \
-	plugins/cuda/cuda-internal.h plugins/cuda/cuda-ptx.h \
+	plugins/cuda/cuda-internal.h plugins/cuda/cuda-driver-api.h plugins/cuda/cuda-ptx.h \
 	plugins/cuda/cuda-driver.c plugins/cuda/cuda-plugin.c plugins/cuda/cuda-launch.c \
 	plugins/cuda/cuda-host.c plugins/cuda/cuda-memory.c
 nodist_plugins_cuda_rayo_cuda_la_SOURCES = plugins/cuda/cuda-ptx.c

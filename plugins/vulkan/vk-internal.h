@@ -180,7 +180,7 @@ typedef struct vk_state {
     pthread_mutex_t ctx_lock;
 
     bool subgroup_ok;                 /* arithmetic, shuffle and vote in compute */
-    bool f64;                         /* shaderFloat64: row statistics in double */
+    bool f64;                         /* shaderFloat64: sums and row statistics in double */
     bool denorm_preserve;             /* shaderDenormPreserveFloat32: requested in every module */
     uint32_t subgroup_size;
     vk_precision precision;

@@ -153,7 +153,12 @@ static rayo_status rec_eltwise(vk_state *s, vk_ctx *cx, const rayo_dev_call *cal
 static rayo_status rec_reduce(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                               const vk_operands *ops)
 {
+    /* sums in double where the device has it (no overflow of partial sums,
+     * exact products); subgroupAdd on double needs no more than Float64 */
+    bool sums = call->op == RAYO_OP_SUM || call->op == RAYO_OP_DOT || call->op == RAYO_OP_NORM_L1;
     uint32_t shader = s->subgroup_ok ? VK_SHADER_REDUCE_SUBGROUP : VK_SHADER_REDUCE_SHARED;
+    if (sums && s->f64)
+        shader = s->subgroup_ok ? VK_SHADER_REDUCE_SUBGROUP_F64 : VK_SHADER_REDUCE_SHARED_F64;
     vk_push pc = {.n = (uint32_t)call->n};
     push_offsets(ops, &pc, 1);
     if (call->n <= REDUCE_SINGLE) {

@@ -166,8 +166,8 @@ static void device_notes(const vk_ifns *fi, VkPhysicalDevice phys, char *out, si
         snprintf(out, size, "%s%s%s",
                  denorms ? "" : "float32 denormals may be flushed to zero (no shaderDenormPreserveFloat32)",
                  !denorms && !f.shaderFloat64 ? "; " : "",
-                 f.shaderFloat64 ? "" : "layernorm/rmsnorm/softmax sums in float (no shaderFloat64): "
-                                        "rows of |x| > 1e19 or with |mean| >> std lose accuracy");
+                 f.shaderFloat64 ? "" : "sums in float (no shaderFloat64): sum/dot/norm_l1 overflow "
+                                        "past FLT_MAX, rows of |x| > 1e19 or |mean| >> std lose accuracy");
 }
 
 static const char *no_device_reason(VkResult r)
