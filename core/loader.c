@@ -603,6 +603,13 @@ static void names_free(names_list *l)
     free(l->items);
 }
 
+/* Sorts a list in place; an empty list has no array (qsort must not get NULL). */
+static void names_sort(names_list *l)
+{
+    if (l->count > 1)
+        qsort(l->items, l->count, sizeof l->items[0], compare_strings);
+}
+
 static void scan_dir(void *u, const char *dir)
 {
     rayo_context *ctx = u;
@@ -617,7 +624,7 @@ static void scan_dir(void *u, const char *dir)
         if (is_plugin_file(de->d_name))
             names_add(&names, rayo_asprintf("%s/%s", dir, de->d_name));
     closedir(d);
-    qsort(names.items, names.count, sizeof names.items[0], compare_strings);
+    names_sort(&names);
     for (size_t i = 0; i < names.count; i++)
         add_file(ctx, names.items[i]);
     names_free(&names);
@@ -676,7 +683,7 @@ static void scan_build_tree(rayo_context *ctx, const char *plugins_dir, char **p
         if (de->d_name[0] != '.')
             names_add(&subs, rayo_asprintf("%s/%s/.libs", plugins_dir, de->d_name));
     closedir(d);
-    qsort(subs.items, subs.count, sizeof subs.items[0], compare_strings);
+    names_sort(&subs);
     for (size_t i = 0; i < subs.count; i++) {
         struct stat st;
         if (stat(subs.items[i], &st) == 0 && S_ISDIR(st.st_mode)) {
