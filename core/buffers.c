@@ -109,9 +109,10 @@ static rayo_status host_run_one(rayo_backend *be, const rayo_dev_call *d)
 {
     size_t index = 0;
     bool arg = rayo_op_by_id(d->op)->sig == RAYO_SIG_ARGREDUCE;
-    rayo_call c = {d->op, d->flags, d->m, d->n, d->k, d->alpha, d->beta,
+    rayo_call c = {sizeof c, d->op, d->flags, d->dtypes, d->m, d->n, d->k, d->alpha, d->beta,
                    operand_ptr(&d->a), operand_ptr(&d->b), operand_ptr(&d->c),
-                   arg ? (void *)&index : operand_ptr(&d->y)};
+                   arg ? (void *)&index : operand_ptr(&d->y), d->lda, d->ldb, d->ldc, d->ldy,
+                   d->precision, 0, d->params};
     rayo_status st;
     const rayo_op_info *op = rayo_op_by_id(d->op);
     if (call_is_empty(&c, op)) {
@@ -426,9 +427,10 @@ static rayo_status convert_operand(const rayo_batch *batch, const rayo_operand *
 static rayo_call shape_of(const rayo_batch_call *c)
 {
     static const float dummy[1];
-    rayo_call s = {c->op, c->flags, c->m, c->n, c->k, c->alpha, c->beta,
+    rayo_call s = {sizeof s, c->op, c->flags, c->dtypes, c->m, c->n, c->k, c->alpha, c->beta,
                    c->a.buf ? dummy : NULL, c->b.buf ? dummy : NULL, c->c.buf ? dummy : NULL,
-                   c->y.buf ? (void *)dummy : NULL};
+                   c->y.buf ? (void *)dummy : NULL, c->lda, c->ldb, c->ldc, c->ldy, c->precision, 0,
+                   c->params};
     return s;
 }
 
@@ -450,8 +452,9 @@ RAYO_API rayo_status rayo_batch_record(rayo_batch *batch, const rayo_batch_call 
     size_t counts[4];
     call_operand_counts(&shape, counts);
     bool arg = op->sig == RAYO_SIG_ARGREDUCE;
-    rayo_dev_call d = {call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta,
-                       {0}, {0}, {0}, {0}};
+    rayo_dev_call d = {sizeof d, call->op, call->flags, call->dtypes, call->m, call->n, call->k, call->alpha,
+                       call->beta, {0}, {0}, {0}, {0}, call->lda, call->ldb, call->ldc, call->ldy,
+                       call->precision, 0, call->params};
     const rayo_operand *src[4] = {&call->a, &call->b, &call->c, &call->y};
     rayo_dev_operand *dst[4] = {&d.a, &d.b, &d.c, &d.y};
     static const char *const what[4] = {"first input", "second input", "third input", "output"};

@@ -85,10 +85,8 @@ void dispatch_resolve(rayo_context *ctx)
         by_default[i]->rank = (unsigned)i;
 
     ctx->offload_threshold = config_get_size(ctx, "dispatch", "offload_threshold", DEFAULT_OFFLOAD_THRESHOLD);
-    size_t count;
-    const rayo_op_info *ops = rayo_ops(&count);
-    for (size_t i = 0; i < count; i++)
-        resolve_op(ctx, &ops[i], by_default, n);
+    for (size_t i = 0; i < rayo_op_count(); i++)
+        resolve_op(ctx, rayo_op_at(i), by_default, n);
 }
 
 /* Says what a failed link did (the call then passes on); a lost device
@@ -171,24 +169,41 @@ RAYO_API rayo_status rayo_run_on(rayo_context *ctx, const char *backend, const r
     return st;
 }
 
-RAYO_API size_t rayo_chain(const rayo_context *ctx, rayo_op op, rayo_link_info *links, size_t max_links)
+/* The chain of an op and combination, or NULL. */
+static const rayo_chain_t *chain_of(const rayo_context *ctx, rayo_op op, uint32_t dtypes)
 {
-    if (!ctx || !rayo_op_by_id(op))
-        return 0;
-    const rayo_chain_t *chain = &ctx->chains[op];
-    for (size_t i = 0; i < chain->count && i < max_links && links; i++) {
-        links[i].backend = chain->links[i].be->name;
-        links[i].min_size = chain->links[i].min_size;
-        links[i].max_size = chain->links[i].max_size;
-    }
-    return chain->count;
+    if (!ctx || !rayo_op_by_id(op) || dtypes != 0)
+        return NULL;
+    return &ctx->chains[op];
 }
 
-RAYO_API const char *rayo_backend_for(const rayo_context *ctx, rayo_op op, size_t size)
+RAYO_API size_t rayo_chain_count(const rayo_context *ctx, rayo_op op, uint32_t dtypes)
 {
-    if (!ctx || !rayo_op_by_id(op))
+    const rayo_chain_t *chain = chain_of(ctx, op, dtypes);
+    return chain ? chain->count : 0;
+}
+
+RAYO_API rayo_status rayo_chain_link(const rayo_context *ctx, rayo_op op, uint32_t dtypes, size_t index,
+                                     rayo_link_info *info)
+{
+    const rayo_chain_t *chain = chain_of(ctx, op, dtypes);
+    if (!info || info->struct_size < offsetof(rayo_link_info, max_size) + sizeof info->max_size)
+        return rayo_fail(RAYO_E_INVALID, "rayo_chain_link: info is NULL or its struct_size is not set");
+    if (!chain || index >= chain->count)
+        return rayo_fail(RAYO_E_NOT_FOUND, "no link %zu in that chain", index);
+    rayo_link_info full = {sizeof full, chain->links[index].be->name, chain->links[index].min_size,
+                           chain->links[index].max_size};
+    size_t size = info->struct_size < sizeof full ? info->struct_size : sizeof full;
+    memcpy((char *)info + sizeof info->struct_size, (const char *)&full + sizeof full.struct_size,
+           size - sizeof full.struct_size);
+    return RAYO_OK;
+}
+
+RAYO_API const char *rayo_backend_for(const rayo_context *ctx, rayo_op op, uint32_t dtypes, size_t size)
+{
+    const rayo_chain_t *chain = chain_of(ctx, op, dtypes);
+    if (!chain)
         return NULL;
-    const rayo_chain_t *chain = &ctx->chains[op];
     for (size_t i = 0; i < chain->count; i++) {
         const rayo_link *l = &chain->links[i];
         if (size >= l->min_size && size <= l->max_size && !atomic_load(&l->be->lost))

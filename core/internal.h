@@ -84,7 +84,7 @@ HIDDEN void pool_run(rayo_pool *pool, size_t n_tasks,
 
 /* ---- plugin-check.c: checks that trust nothing in the plugin ---- */
 /* The size of a minor-0 descriptor: the fields this core reads. */
-#define DESCRIPTOR_V1_0_SIZE (offsetof(rayo_plugin_descriptor, memory) + sizeof(void *))
+#define DESCRIPTOR_V1_0_SIZE (offsetof(rayo_plugin_descriptor, reserved2) + sizeof(uint32_t))
 /* More op table entries than any plugin needs: a bigger op_count is a lie. */
 #define PLUGIN_MAX_OPS 4096
 /* Bytes read from the start of a plugin file for the ELF checks: the
@@ -168,6 +168,10 @@ HIDDEN rayo_status call_validate(const rayo_call *call, const rayo_op_info **op)
 HIDDEN void call_operand_counts(const rayo_call *call, size_t counts[4]);
 /* Writes the empty-call result (sum of nothing = 0, max = -inf, ...). */
 HIDDEN void call_write_empty(const rayo_call *call);
+/* Operands (bit 0..3 = a, b, c, y) an op of signature sig uses. */
+HIDDEN unsigned op_sig_operands(int sig);
+/* The index of a dtype combination among its op's (rayo_op_combo), or -1. */
+HIDDEN int op_combo_index(uint32_t op, uint32_t dtypes);
 
 /* ---- buffers.c: buffers and batches ---- */
 HIDDEN extern const rayo_memory_api rayo_host_memory;
@@ -205,6 +209,7 @@ static inline bool call_is_empty(const rayo_call *c, const rayo_op_info *op)
     case RAYO_SIG_MATMUL: return c->m == 0 || c->n == 0 || c->k == 0;
     case RAYO_SIG_GEMV: return c->m == 0 || c->n == 0;
     case RAYO_SIG_ROWS: case RAYO_SIG_NORM: case RAYO_SIG_TRANSPOSE: case RAYO_SIG_BIAS_ACT:
+    case RAYO_SIG_GET_ROWS: case RAYO_SIG_GLU: case RAYO_SIG_ROPE: case RAYO_SIG_ATTENTION:
         return c->m == 0 || c->n == 0;
     default: return c->n == 0;
     }
@@ -238,6 +243,8 @@ static inline bool link_fits(const rayo_link *l, size_t size)
  * business.  Inline: this is the whole cost of dispatch. */
 static inline rayo_status dispatch_call(rayo_context *ctx, const rayo_call *call, const rayo_op_info *op)
 {
+    if (call->dtypes != 0) /* other combinations: not dispatched yet */
+        return rayo_fail(RAYO_E_NO_BACKEND, "%s: no loaded backend implements this dtype combination", op->name);
     const rayo_chain_t *chain = &ctx->chains[call->op];
     size_t size = call_work_size(call, op);
     for (size_t i = 0; i < chain->count; i++) {

@@ -443,7 +443,8 @@ static void take_kernels(rayo_backend *be)
     for (size_t i = 0; i < d->op_count; i++) {
         uint32_t id = d->ops[i].op;
         /* Ids this core does not know (a newer plugin) are ignored. */
-        if (id < RAYO_OP_ID_LIMIT && rayo_op_by_id(id) && d->ops[i].fn && !be->kernels[id]) {
+        if (id < RAYO_OP_ID_LIMIT && rayo_op_by_id(id) && d->ops[i].dtypes == 0 && d->ops[i].fn &&
+            !be->kernels[id]) {
             be->kernels[id] = d->ops[i].fn;
             be->op_count++;
         }

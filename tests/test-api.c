@@ -125,7 +125,7 @@ static void test_batches(void)
 
     expect(rayo_batch_create(ctx, NULL, &batch), RAYO_OK, "batch on the default backend");
     rayo_status st = rayo_batch_record(batch, &argmax);
-    if (!strcmp(rayo_buffer_backend(ba), "scalar") && strcmp("scalar", rayo_backend_for(ctx, RAYO_OP_ADD, 1))) {
+    if (!strcmp(rayo_buffer_backend(ba), "scalar") && strcmp("scalar", rayo_backend_for(ctx, RAYO_OP_ADD, 0, 1))) {
         CHECK(st == RAYO_E_INVALID, "a buffer of another backend is refused");
     } else if (st == RAYO_OK) {
         expect(rayo_batch_submit(batch), RAYO_OK, "submit argmax");

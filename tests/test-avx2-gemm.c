@@ -134,7 +134,7 @@ int main(void)
             printf("FAIL: rayo_open: %s\n", rayo_last_error());
             return 1;
         }
-        rayo_backend_info info = { 0 };
+        rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
         if (test_backend(ctx, "avx2", &info) != RAYO_OK || info.status != RAYO_BACKEND_LOADED) {
             printf("SKIP: avx2 backend not loaded: %s\n", info.reason ? info.reason : "not built");
             rayo_close(ctx);

@@ -214,7 +214,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "rayo_open: %s\n", rayo_last_error());
         return 1;
     }
-    rayo_backend_info avx2, scalar;
+    rayo_backend_info avx2 = {.struct_size = sizeof(rayo_backend_info)}, scalar = {.struct_size = sizeof(rayo_backend_info)};
     if (test_backend(ctx, "avx2", &avx2) != RAYO_OK || test_backend(ctx, "scalar", &scalar) != RAYO_OK) {
         printf("FAIL: the avx2 and scalar backends must both be in the build tree\n");
         rayo_close(ctx);

@@ -116,6 +116,7 @@ typedef struct op_meta {
     int sum_scale;
 } op_meta;
 
+#define RAYO_OPS_BASE_ONLY /* the ops the cuda plugin registers */
 static const op_meta op_list[] = {
 #define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {ID, #NAME, TR, TA, RAYO_SCALE_##SC == RAYO_SCALE_SUM},
 #define RAYO_SCALE_ELEM 0
@@ -123,6 +124,7 @@ static const op_meta op_list[] = {
 #include "rayo-ops.h"
 #undef RAYO_OP
 };
+#undef RAYO_OPS_BASE_ONLY
 #define OP_COUNT (sizeof op_list / sizeof op_list[0])
 
 static const op_meta *meta(uint32_t id)

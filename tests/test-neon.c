@@ -56,17 +56,17 @@ static void test_preferred(void)
 {
     rayo_context *ctx;
     CHECK(test_open(&ctx, NULL) == RAYO_OK, "rayo_open: %s", rayo_last_error());
-    rayo_backend_info neon, scalar;
+    rayo_backend_info neon = {.struct_size = sizeof(rayo_backend_info)}, scalar = {.struct_size = sizeof(rayo_backend_info)};
     CHECK(test_backend(ctx, "neon", &neon) == RAYO_OK, "neon found");
     CHECK(test_backend(ctx, "scalar", &scalar) == RAYO_OK, "scalar found");
     CHECK(neon.status == RAYO_BACKEND_LOADED, "neon loaded: %s", neon.reason);
     CHECK(neon.rank < scalar.rank, "neon (position %u) before scalar (%u)", neon.rank, scalar.rank);
     size_t count;
-    const rayo_op_info *ops = rayo_ops(&count);
+    count = rayo_op_count();
     CHECK(neon.op_count == count, "neon implements all %zu ops (has %zu)", count, neon.op_count);
     for (size_t i = 0; i < count; i++) {
-        const char *first = rayo_backend_for(ctx, ops[i].id, 4096);
-        CHECK(first && !strcmp(first, "neon"), "%s goes to %s first", ops[i].name, first ? first : "(none)");
+        const char *first = rayo_backend_for(ctx, rayo_op_at(i)->id, 0, 4096);
+        CHECK(first && !strcmp(first, "neon"), "%s goes to %s first", rayo_op_at(i)->name, first ? first : "(none)");
     }
     rayo_close(ctx);
 }
@@ -74,11 +74,11 @@ static void test_preferred(void)
 /* ---- 2. refused where ASIMD is masked --------------------------------------------- */
 static void expect_refused(rayo_context *ctx, const char *how)
 {
-    rayo_backend_info neon;
+    rayo_backend_info neon = {.struct_size = sizeof(rayo_backend_info)};
     CHECK(test_backend(ctx, "neon", &neon) == RAYO_OK, "%s: neon listed", how);
     CHECK(neon.status == RAYO_BACKEND_REJECTED, "%s: neon rejected (status %d)", how, (int)neon.status);
     CHECK(strstr(neon.reason, "asimd") != NULL, "%s: the reason names asimd: \"%s\"", how, neon.reason);
-    const char *first = rayo_backend_for(ctx, RAYO_OP_MATMUL, 1 << 20);
+    const char *first = rayo_backend_for(ctx, RAYO_OP_MATMUL, 0, 1 << 20);
     CHECK(first && !strcmp(first, "scalar"), "%s: matmul falls to scalar (%s)", how, first ? first : "(none)");
     float a[3] = {1, 2, 3}, y[3];
     CHECK(rayo_add(ctx, a, a, y, 3) == RAYO_OK && y[2] == 6.0f, "%s: add still works", how);
@@ -133,9 +133,9 @@ static void test_elementwise_specials(rayo_context *ctx)
         b[i] = specials[i % N_SPECIAL];
     }
     size_t count;
-    const rayo_op_info *ops = rayo_ops(&count);
+    count = rayo_op_count();
     for (size_t o = 0; o < count; o++) {
-        const rayo_op_info *op = &ops[o];
+        const rayo_op_info *op = rayo_op_at(o);
         rayo_call call = {.op = op->id, .a = a};
         switch (op->sig) {
         case RAYO_SIG_BINARY: call.b = b; call.n = N; break;
@@ -273,7 +273,7 @@ int main(void)
         CHECK(0, "rayo_open: %s", rayo_last_error());
         return test_summary();
     }
-    rayo_backend_info info;
+    rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
     if (test_backend(ctx, "neon", &info) == RAYO_OK && info.status == RAYO_BACKEND_LOADED &&
         test_backend(ctx, "scalar", &info) == RAYO_OK && info.status == RAYO_BACKEND_LOADED) {
         test_elementwise_specials(ctx);

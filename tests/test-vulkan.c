@@ -83,7 +83,7 @@ static int expect_unavailable(const char *text, char *extra)
         printf("FAIL: rayo_open: %s\n", rayo_last_error());
         return 1;
     }
-    rayo_backend_info info;
+    rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
     int rc = 1;
     if (!vulkan_info(ctx, &info))
         printf("FAIL: the vulkan plugin was not found\n");
@@ -469,7 +469,7 @@ int main(int argc, char **argv)
     /* validation on where the layer is installed */
     const char *validation = "[backend.vulkan]\nvalidation = yes\n";
     ctx = open_with(validation);
-    rayo_backend_info info;
+    rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
     if (ctx && vulkan_info(ctx, &info) && info.status != RAYO_BACKEND_LOADED &&
         strstr(info.reason, "is not installed")) {
         printf("note: %s: running without validation\n", info.reason);

@@ -249,7 +249,7 @@ int main(int argc, char **argv)
     int nsizes = quick ? 2 : 4;
 
     rayo_context *ctx = open_with(NULL);
-    rayo_backend_info info;
+    rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
     int found = 0;
     for (size_t i = 0; i < rayo_backend_count(ctx); i++)
         if (rayo_backend_get(ctx, i, &info) == RAYO_OK && !strcmp(info.name, "cuda")) {

@@ -326,7 +326,7 @@ int main(int argc, char **argv)
     }
     const char *device = NULL;
     for (size_t i = 0; i < rayo_backend_count(ctx); i++) {
-        rayo_backend_info info;
+        rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
         if (rayo_backend_get(ctx, i, &info) == RAYO_OK && !strcmp(info.name, "vulkan")) {
             if (info.status != RAYO_BACKEND_LOADED) {
                 printf("SKIP: vulkan backend not loaded: %s\n", info.reason);

@@ -492,8 +492,10 @@ static rayo_status vk_kernel(void *state, const rayo_call *call)
 }
 
 const rayo_op_entry vk_op_table[] = {
-#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {RAYO_OP_##ENUM, vk_kernel},
+#define RAYO_OPS_BASE_ONLY /* the inference ops fall through to other backends */
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {RAYO_OP_##ENUM, 0, vk_kernel},
 #include "rayo-ops.h"
+#undef RAYO_OPS_BASE_ONLY
 #undef RAYO_OP
 };
 const size_t vk_op_count = sizeof vk_op_table / sizeof vk_op_table[0];

@@ -465,14 +465,14 @@ int conform_reference(const rayo_call *c, double *ref, double *terms)
             return -1;
         for (size_t i = 0; i < c->m; i++)
             for (size_t j = 0; j < c->n; j++)
-                ref[j * c->m + i] = c->a[i * c->n + j];
+                ref[j * c->m + i] = ((const float *)c->a)[i * c->n + j];
         break;
     case RAYO_SIG_BIAS_ACT:
         if (c->op != RAYO_OP_BIAS_ACT)
             return -1;
         for (size_t i = 0; i < c->m; i++)
             for (size_t j = 0; j < c->n; j++)
-                ref[i * c->n + j] = ref_activation(c->flags, (double)c->a[i * c->n + j] + c->b[j]);
+                ref[i * c->n + j] = ref_activation(c->flags, (double)((const float *)c->a)[i * c->n + j] + ((const float *)c->b)[j]);
         break;
     default:
         return -1;
@@ -1177,8 +1177,8 @@ static void check_values(engine *e, one_case *t)
             problem(t, "the index was not written");
         else if ((double)got != t->ref[0])
             problem(t, "index %zu, expected %.0f (x[%zu] = %.9g, x[%.0f] = %.9g)", got, t->ref[0],
-                    got, got < t->call.n ? (double)t->call.a[got] : NAN, t->ref[0],
-                    (double)t->call.a[(size_t)t->ref[0]]);
+                    got, got < t->call.n ? (double)((const float *)t->call.a)[got] : NAN, t->ref[0],
+                    (double)((const float *)t->call.a)[(size_t)t->ref[0]]);
         note_worst(e, t, t->problem[0] ? INFINITY : 0, 0, (double)got, t->ref[0]);
         return;
     }
