@@ -457,6 +457,9 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
                 return rs;
             }
             CUresult r = st->drv->cuModuleGetFunction(fn, st->modules[mod].handle, name);
+            if (r == CUDA_SUCCESS && mod == MOD_SGEMM) /* their second sums: more than 48 KiB in all */
+                r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                RAYO_PTX_SGEMM_ACC_BYTES);
             if (r == CUDA_SUCCESS && strncmp(name, "tf32", 4) == 0) {
                 /* the TF32 kernels use more than 48 KiB of dynamic shared memory */
                 for (unsigned i = 0; i < rayo_cuda_tf32_config_count; i++)
