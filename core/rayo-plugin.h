@@ -346,6 +346,13 @@ static inline int rayo_operand_counts(const rayo_call *c, int sig, size_t count[
     }
 }
 
+/* Whether a call has row strides (a kernel that does not honour them
+ * returns RAYO_E_UNSUPPORTED, and the call falls through). */
+static inline int rayo_call_strided(const rayo_call *c)
+{
+    return (c->lda | c->ldb | c->ldc | c->ldy) != 0;
+}
+
 /* Whether the op reads y before writing it (axpy; matmul and gemv with
  * beta != 0): a plugin that stages y must copy it in. */
 static inline int rayo_output_is_input(const rayo_call *c, int sig)

@@ -142,7 +142,7 @@ static void judge(const math_fn *fn, const rayo_op_info *op, float x, float y, f
 static int run_on(rayo_context *ctx, const char *backend, const rayo_op_info *op, const math_fn *fn,
                   const float *x, float *y, size_t n)
 {
-    rayo_call call = { .op = op->id, .n = n, .alpha = fn->alpha, .a = x, .y = y };
+    rayo_call call = { .struct_size = sizeof(rayo_call), .op = op->id, .n = n, .alpha = fn->alpha, .a = x, .y = y };
     rayo_status st = rayo_run_on(ctx, backend, &call);
     if (st != RAYO_OK) {
         fprintf(stderr, "%s on %s: %s (%s)\n", op->name, backend, rayo_strerror(st), rayo_last_error());

@@ -403,7 +403,7 @@ static void lifetimes_on(const char *backend)
     CHECK(rayo_buffer_create(ctx, backend, sizeof x, &out) == RAYO_OK, "%s buffer", backend);
     CHECK(rayo_buffer_write(a, 0, x, sizeof x) == RAYO_OK, "write");
     CHECK(rayo_batch_create(ctx, backend, &batch) == RAYO_OK, "batch");
-    rayo_batch_call call = {.op = RAYO_OP_ADD, .n = N, .a = {a, 0}, .b = {a, 0}, .y = {out, 0}};
+    rayo_batch_call call = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_ADD, .n = N, .a = {a, 0}, .b = {a, 0}, .y = {out, 0}};
     CHECK(rayo_batch_record(batch, &call) == RAYO_OK, "record: %s", rayo_last_error());
     rayo_buffer_destroy(a); /* the batch keeps it alive */
     CHECK(rayo_batch_submit(batch) == RAYO_OK && rayo_batch_wait(batch, UINT64_MAX) == RAYO_OK,
@@ -414,7 +414,7 @@ static void lifetimes_on(const char *backend)
 
     /* Outstanding at close: freed by rayo_close, the handles detached. */
     CHECK(rayo_batch_create(ctx, backend, &batch) == RAYO_OK, "batch");
-    rayo_batch_call copy = {.op = RAYO_OP_RELU, .n = N, .a = {out, 0}, .y = {out, 0}};
+    rayo_batch_call copy = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_RELU, .n = N, .a = {out, 0}, .y = {out, 0}};
     CHECK(rayo_batch_record(batch, &copy) == RAYO_OK, "record");
     CHECK(rayo_batch_submit(batch) == RAYO_OK, "submit, not waited");
     rayo_close(ctx);

@@ -136,7 +136,7 @@ static void test_elementwise_specials(rayo_context *ctx)
     count = rayo_op_count();
     for (size_t o = 0; o < count; o++) {
         const rayo_op_info *op = rayo_op_at(o);
-        rayo_call call = {.op = op->id, .a = a};
+        rayo_call call = {.struct_size = sizeof(rayo_call), .op = op->id, .a = a};
         switch (op->sig) {
         case RAYO_SIG_BINARY: call.b = b; call.n = N; break;
         case RAYO_SIG_UNARY: call.n = N_SPECIAL; break;
@@ -171,14 +171,14 @@ static void test_reduction_specials(rayo_context *ctx)
             for (size_t r = 0; r < sizeof reductions / sizeof reductions[0]; r++) {
                 const rayo_op_info *op = rayo_op_by_id(reductions[r]);
                 float yn, ys;
-                rayo_call call = {.op = op->id, .n = N, .a = x, .b = ones};
+                rayo_call call = {.struct_size = sizeof(rayo_call), .op = op->id, .n = N, .a = x, .b = ones};
                 run_both(ctx, &call, &yn, &ys);
                 char sv[32];
                 CHECK(agree(yn, ys, op), "%s with %s at %zu: neon %.9g, scalar %.9g", op->name,
                       describe(specials[s], sv, sizeof sv), pos, yn, ys);
             }
             size_t in, is;
-            rayo_call call = {.op = RAYO_OP_ARGMAX, .n = N, .a = x};
+            rayo_call call = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_ARGMAX, .n = N, .a = x};
             call.y = &in;
             CHECK(rayo_run_on(ctx, "neon", &call) == RAYO_OK, "argmax on neon");
             call.y = &is;
@@ -200,7 +200,7 @@ static void test_row_specials(rayo_context *ctx)
         x[N + 5] = specials[s];
         for (size_t r = 0; r < sizeof row_ops / sizeof row_ops[0]; r++) {
             const rayo_op_info *op = rayo_op_by_id(row_ops[r]);
-            rayo_call call = {.op = op->id, .m = M, .n = N, .a = x, .alpha = 1e-5f};
+            rayo_call call = {.struct_size = sizeof(rayo_call), .op = op->id, .m = M, .n = N, .a = x, .alpha = 1e-5f};
             run_both(ctx, &call, yn, ys);
             compare_outputs(op, x, NULL, yn, ys, M * N);
         }
@@ -220,7 +220,7 @@ static void check_matmul(rayo_context *ctx, size_t m, size_t n, size_t k, unsign
     for (size_t i = 0; i < k * n; i++) B[i] = test_random();
     for (size_t i = 0; i < m * n; i++) C0[i] = C[i] = beta == 0.0f ? NAN : test_random();
     const float alpha = 0.75f;
-    rayo_call call = {.op = RAYO_OP_MATMUL, .flags = flags, .m = m, .n = n, .k = k,
+    rayo_call call = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_MATMUL, .flags = flags, .m = m, .n = n, .k = k,
                       .alpha = alpha, .beta = beta, .a = A, .b = B, .y = C};
     CHECK(rayo_run_on(ctx, "neon", &call) == RAYO_OK, "matmul %zux%zux%zu: %s", m, n, k, rayo_last_error());
     size_t bad = 0;

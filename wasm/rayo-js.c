@@ -111,7 +111,7 @@ EMSCRIPTEN_KEEPALIVE int rayo_js_run(rayo_context *ctx, const char *backend, uin
                                      float beta, const float *a, const float *b, const float *c,
                                      void *y)
 {
-    rayo_call call = {.op = op, .flags = flags, .m = m, .n = n, .k = k, .alpha = alpha,
+    rayo_call call = {.struct_size = sizeof(rayo_call), .op = op, .flags = flags, .m = m, .n = n, .k = k, .alpha = alpha,
                       .beta = beta, .a = a, .b = b, .c = c, .y = y};
     if (backend && *backend)
         return rayo_run_on(ctx, backend, &call);

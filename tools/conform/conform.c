@@ -1327,6 +1327,7 @@ static int setup_case(engine *e, one_case *t)
     operand_counts(op, cs, cnt);
     rayo_call *c = &t->call;
     c->op = op->id;
+    c->struct_size = sizeof *c;
     c->flags = cs->flags;
     c->m = cs->m, c->n = cs->n, c->k = cs->k;
     c->alpha = cs->alpha, c->beta = cs->beta;
@@ -1580,7 +1581,7 @@ int conform_check_op(const conform_options *opts, const rayo_op_info *op, confor
     /* Probe for a reference on a one-element call of the op. */
     float one[4] = {0.5f, 0.5f, 0.5f, 0.5f};
     double r[1], tt[1];
-    rayo_call probe = {.op = op->id, .m = 1, .n = 1, .k = 1, .alpha = 0.25f, .beta = 0.75f,
+    rayo_call probe = {.struct_size = sizeof(rayo_call), .op = op->id, .m = 1, .n = 1, .k = 1, .alpha = 0.25f, .beta = 0.75f,
                        .a = one, .b = one, .c = one, .y = one};
     if (conform_reference(&probe, r, tt) != 0)
         return 0;
