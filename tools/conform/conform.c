@@ -524,7 +524,7 @@ static int judge_index(const rayo_call *c, double ref, const void *out, char *ms
     if ((double)got == ref)
         return 0;
     snprintf(msg, size, "index %zu, the float64 reference says %.0f (x[%zu] = %.9g)", got, ref, (size_t)ref,
-             (double)c->a[(size_t)ref]);
+             (double)((const float *)c->a)[(size_t)ref]);
     return 1;
 }
 
