@@ -57,9 +57,10 @@ float scalar_max_f32(const float *x, size_t n);
 SCALAR_KERNEL(matmul_typed);
 SCALAR_KERNEL(gemv_typed);
 
-/* y = alpha op(A) x + beta y for a row-major rows x cols A; also matmul's
- * path for m == 1 or n == 1.  y has (trans ? cols : rows) elements. */
-rayo_status scalar_gemv_run(const cpu_state *st, int trans, size_t rows, size_t cols,
+/* y = alpha op(A) x + beta y for a row-major rows x cols A whose rows start
+ * lda elements apart (0: cols); also matmul's path for m == 1 or n == 1.
+ * y has (trans ? cols : rows) elements. */
+rayo_status scalar_gemv_run(const cpu_state *st, int trans, size_t rows, size_t cols, size_t lda,
                             float alpha, const float *A, const float *x, float beta, float *y);
 
 #endif
