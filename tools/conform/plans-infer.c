@@ -124,6 +124,7 @@ typedef struct ictx {
     conform_rng rng;
     conform_result *res;
     size_t supported_nonempty;
+    int with_ref;                /* builders compute the reference (else only the call) */
     size_t serial;               /* cases made so far: alternates alignment, precision */
 } ictx;
 
@@ -331,6 +332,8 @@ static int build_convert(ictx *x, icase *t, const void *spec)
     t->call.n = s->n;
     snprintf(t->desc, sizeof t->desc, "convert %s -> %s, n = %zu", rayo_dtype_name(s->from),
              rayo_dtype_name(s->to), s->n);
+    if (!x->with_ref)
+        return 0;
     if (s->to == RAYO_DTYPE_F32)
         return ref_dequantize(s->from, t->buf[0].data, s->n, t->ref);
     /* Exact contract: the bytes of rayo-dtype.h's conversion (tests/test-dtype
@@ -379,6 +382,8 @@ static int build_matmul(ictx *x, icase *t, const void *spec)
              "ldy %zu, alpha %g, beta %g", rayo_dtype_name(s->adt), rayo_dtype_name(s->bdt),
              ta ? " TRANS_A" : "", tb ? " TRANS_B" : "", s->m, s->n, s->k, lda, ldb, ldy,
              (double)s->alpha, (double)s->beta);
+    if (!x->with_ref)
+        return 0;
     ref_matrix A = ref_of(t, 0, s->adt, ar, ac, lda), B = ref_of(t, 1, s->bdt, br, bc, ldb);
     return ref_matmul(s->flags, s->m, s->n, s->k, s->alpha, &A, &B, s->beta,
                       (const float *)(void *)t->buf[3].data, sy.stride[1], t->ref, t->terms);
@@ -400,6 +405,8 @@ static int build_gemv(ictx *x, icase *t, const void *spec)
     c->lda = lda;
     snprintf(t->desc, sizeof t->desc, "gemv %s, m = %zu, n = %zu, lda %zu, alpha %g, beta %g",
              rayo_dtype_name(s->adt), s->m, s->n, lda, (double)s->alpha, (double)s->beta);
+    if (!x->with_ref)
+        return 0;
     ref_matrix A = ref_of(t, 0, s->adt, s->m, s->n, lda);
     return ref_gemv(0, &A, (const float *)(void *)t->buf[1].data, s->alpha, s->beta,
                     (const float *)(void *)t->buf[3].data, t->ref, t->terms);
@@ -435,7 +442,7 @@ static int build_get_rows(ictx *x, icase *t, const void *spec)
     snprintf(t->desc, sizeof t->desc, "get_rows %s, %zu of %zu rows of %zu, lda %zu, ldy %zu%s",
              rayo_dtype_name(s->dt), s->n_idx, s->table_rows, s->cols, lda, ldy,
              s->bad_index ? ", an index out of range" : "");
-    if (s->bad_index)
+    if (s->bad_index || !x->with_ref)
         return 0;
     ref_matrix table = ref_of(t, 0, s->dt, s->table_rows, s->cols, lda);
     return ref_get_rows(&table, idx, s->n_idx, t->ref);
@@ -477,6 +484,8 @@ static int build_rope(ictx *x, icase *t, const void *spec)
              "strides x %zu/%zu y %zu/%zu%s", s->mode == RAYO_ROPE_NEOX ? "neox" : "norm", s->tokens,
              s->heads, s->head_dim, s->rot_dims, (double)s->base, (double)s->scale, ts, hs, tsy, hsy,
              s->in_place ? ", in place" : "");
+    if (!x->with_ref)
+        return 0;
     size_t rot = s->rot_dims ? s->rot_dims : s->head_dim;
     int rc = ref_rope((ref_rope_mode)s->mode, s->tokens, s->heads, s->head_dim, rot,
                       (const float *)(void *)t->buf[0].data, sx.stride[0], sx.stride[1], pos, s->base,
@@ -535,6 +544,8 @@ static int build_attention(ictx *x, icase *t, const void *spec)
              "heads x %zu%s, strides q %zu/%zu k %zu/%zu v %zu/%zu out %zu/%zu", rayo_dtype_name(s->kv),
              s->n_q, s->n_kv, s->heads, s->kv_heads, d, s->causal ? ", causal" : "", p->q_token,
              p->q_head, p->k_token, p->k_head, p->v_token, p->v_head, p->o_token, p->o_head);
+    if (!x->with_ref)
+        return 0;
     ref_attention_shape shape = {s->n_q, s->n_kv, s->heads, s->kv_heads, d, s->causal, p->scale};
     ref_heads q = {RAYO_DTYPE_F32, t->buf[0].data, sq.stride[0], sq.stride[1]};
     ref_heads k = {s->kv, t->buf[1].data, sk.stride[0], sk.stride[1]};
@@ -571,6 +582,8 @@ static int build_glu(ictx *x, icase *t, const void *spec)
     static const char *const layouts[] = {"dense", "strided", "halves of [gate | up]", "in place"};
     snprintf(t->desc, sizeof t->desc, "%s %zu x %zu, %s (lda %zu, ldb %zu, ldy %zu)", x->op->name, s->rows,
              n, layouts[s->layout], lda, ldb, ldy);
+    if (!x->with_ref)
+        return 0;
     const float *gate = (const float *)(void *)t->buf[0].data;
     const float *up = s->layout == 2 ? gate + n : (const float *)(void *)t->buf[1].data;
     ref_glu_kind kind = x->op->id == RAYO_OP_SWIGLU ? REF_GLU_SWIGLU
@@ -720,6 +733,53 @@ static int is_empty(const icase *t)
 
 typedef int build_fn(ictx *x, icase *t, const void *spec);
 
+/* The reference of a case whose call succeeded: the same builder again from
+ * the same random stream gives the same inputs, now with the reference (a
+ * backend that passes a case on costs no reference). */
+static int reference_of(ictx *x, build_fn *build, const void *spec, conform_rng at, icase *t)
+{
+    icase r;
+    memset(&r, 0, sizeof r);
+    conform_rng after = x->rng;
+    x->rng = at;
+    x->with_ref = 1;
+    int rc = build(x, &r, spec);
+    x->with_ref = 0;
+    x->rng = after;
+    if (rc == 0 && r.out_count == t->out_count) {
+        t->ref = r.ref, t->terms = r.terms, t->want = r.want;
+        r.ref = r.terms = NULL, r.want = NULL;
+    } else {
+        rc = -1;
+    }
+    for (int w = 0; w < 4; w++)
+        gbuf_free(&r.buf[w]);
+    free(r.ref);
+    free(r.terms);
+    free(r.want);
+    return rc;
+}
+
+static void judge(ictx *x, icase *t, rayo_status st, build_fn *build, const void *spec, conform_rng at,
+                  int relaxed)
+{
+    if (!is_empty(t))
+        x->supported_nonempty++;
+    const rayo_combo_info *combo = rayo_op_combo_find(x->op->id, t->call.dtypes);
+    rayo_op_info contract = contract_of(x->op, combo, relaxed);
+    if (st != t->expected) {
+        problem(t, "returned %s (%s), expected %s", rayo_strerror(st), rayo_last_error(),
+                rayo_strerror(t->expected));
+    } else if (st == RAYO_OK) {
+        free(t->ref), free(t->terms);
+        t->ref = t->terms = NULL;
+        if (reference_of(x, build, spec, at, t))
+            problem(t, "the test itself failed: no reference (out of memory?)");
+        else
+            check_values(x, t, &contract);
+    }
+}
+
 static void run_case(ictx *x, build_fn *build, const void *spec, int relaxed)
 {
     icase t;
@@ -728,6 +788,7 @@ static void run_case(ictx *x, build_fn *build, const void *spec, int relaxed)
     t.expected = RAYO_OK;
     if (x->opt->progress)
         x->opt->progress(x->opt->progress_user, x->serial, 0);
+    conform_rng at = x->rng;
     if (build(x, &t, spec)) {
         problem(&t, "the test itself failed: out of memory or a bad plan");
     } else {
@@ -741,19 +802,10 @@ static void run_case(ictx *x, build_fn *build, const void *spec, int relaxed)
             check_untouched(&t);
         /* A backend without the kernel passes the call on, even one that a
          * kernel must refuse (an index only a kernel reads). */
-        if (st == RAYO_E_UNSUPPORTED) {
+        if (st == RAYO_E_UNSUPPORTED)
             x->res->unsupported++;
-        } else {
-            if (!is_empty(&t))
-                x->supported_nonempty++;
-            const rayo_combo_info *combo = rayo_op_combo_find(x->op->id, t.call.dtypes);
-            rayo_op_info contract = contract_of(x->op, combo, relaxed);
-            if (st != t.expected)
-                problem(&t, "returned %s (%s), expected %s", rayo_strerror(st), rayo_last_error(),
-                        rayo_strerror(t.expected));
-            else if (st == RAYO_OK)
-                check_values(x, &t, &contract);
-        }
+        else
+            judge(x, &t, st, build, spec, at, relaxed);
     }
     x->serial++;
     record(x, &t);
@@ -974,7 +1026,7 @@ int conform_infer_check(const conform_options *opts, const rayo_op_info *op, con
         return 0;
     conform_result mine;
     memset(&mine, 0, sizeof mine);
-    ictx x = {opts, op, {0}, &mine, 0, 0};
+    ictx x = {.opt = opts, .op = op, .res = &mine};
     /* Its own stream, apart from the f32 engine's for the same op. */
     conform_rng_seed(&x.rng, opts->seed * 0x100000001b3ull + op->id + 0x1f00);
     run_plan(&x);
