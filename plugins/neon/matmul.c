@@ -230,6 +230,8 @@ static rayo_status matmul_as_gemv(const cpu_state *st, const rayo_call *c)
 
 NEON_KERNEL(matmul)
 {
+    if (call->lda || call->ldb || call->ldy) /* strided views: the scalar backend takes them */
+        return RAYO_E_UNSUPPORTED;
     const cpu_state *st = state;
     if (call->flags & ~(uint32_t)(RAYO_TRANS_A | RAYO_TRANS_B))
         return RAYO_E_UNSUPPORTED;
