@@ -123,6 +123,34 @@ static void test_partial_plugin(void)
     rayo_close(ctx);
 }
 
+/* The precision a kernel gets: a call's own STRICT or RELAXED, else what
+ * [op.NAME] precision or [op.NAME.COMBO] precision say (strict by default). */
+static void expect_precision(const char *extra, rayo_precision asked, unsigned want)
+{
+    float a[3] = {1, 2, 3}, b[3] = {4, 5, 6}, y[3];
+    rayo_context *ctx;
+    char want_log[64];
+    CHECK(test_open(&ctx, with_fake("good", extra)) == RAYO_OK, "open with %s", extra);
+    rayo_call c = {.struct_size = sizeof c, .op = RAYO_OP_ADD, .n = 3, .a = a, .b = b, .y = y,
+                   .precision = (uint32_t)asked};
+    CHECK(rayo_run(ctx, &c) == RAYO_OK && add_is_right(a, b, y, 3), "add with precision %d", (int)asked);
+    snprintf(want_log, sizeof want_log, "fake add ran (precision %u)", want);
+    CHECK(strstr(test_log, want_log) != NULL, "%s, asked %d: the kernel should get %u:\n%s", extra, (int)asked,
+          want, test_log);
+    rayo_close(ctx);
+}
+
+static void test_precision_setting(void)
+{
+    const char *relaxed = "[op.add]\nprecision = relaxed\n";
+    expect_precision("", RAYO_PRECISION_DEFAULT, RAYO_PRECISION_DEFAULT);
+    expect_precision(relaxed, RAYO_PRECISION_DEFAULT, RAYO_PRECISION_RELAXED);
+    expect_precision(relaxed, RAYO_PRECISION_STRICT, RAYO_PRECISION_STRICT);
+    expect_precision("", RAYO_PRECISION_RELAXED, RAYO_PRECISION_RELAXED);
+    expect_precision("[op.add]\nprecision = relaxed\n[op.add.f32]\nprecision = strict\n",
+                     RAYO_PRECISION_DEFAULT, RAYO_PRECISION_DEFAULT);
+}
+
 /* A plugin that fails at run time: the call still succeeds, through the
  * next backend, with the right result, and the failure is logged. */
 static void test_runtime_failure(void)
@@ -243,6 +271,7 @@ int main(void)
     test_newer_minor();
     test_cpu_features();
     test_partial_plugin();
+    test_precision_setting();
     test_runtime_failure();
     test_deny_and_order();
     test_shadowing();

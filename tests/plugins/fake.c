@@ -3,7 +3,8 @@
  * follows them) so that tests/test-loader.c can check the core's answer.
  *
  *   FAKE_GOOD     implements add only (the rest must fall through) and logs
- *                 each call so the test can see that it ran
+ *                 each call, with the precision it got, so the test can see
+ *                 that it ran and how
  *   FAKE_ABI2     claims plugin ABI major 2
  *   FAKE_NEWER    ABI 1.7, a larger descriptor and op ids the core does not know
  *   FAKE_PROBEFAIL  probe says the hardware is absent
@@ -109,7 +110,7 @@ static rayo_status fake_add(void *state, const rayo_call *c)
 #else
     for (size_t i = 0; i < c->n; i++)
         y[i] = ((const float *)c->a)[i] + ((const float *)c->b)[i];
-    s->host->log(s->host, RAYO_LOG_DEBUG, "fake add ran");
+    s->host->log(s->host, RAYO_LOG_DEBUG, "fake add ran (precision %u)", (unsigned)c->precision);
     return RAYO_OK;
 #endif
 }
