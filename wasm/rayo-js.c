@@ -163,7 +163,10 @@ EMSCRIPTEN_KEEPALIVE char *rayo_js_backends_json(const rayo_context *ctx)
 static const char *const class_names[] = {
     "binary", "unary", "unary_p", "unary_p2", "axpy", "reduce", "reduce2", "argreduce",
     "rows", "norm", "matmul", "gemv", "transpose", "bias_act",
+    "convert", "get_rows", "rope", "attention", "glu",
 };
+_Static_assert(sizeof class_names / sizeof class_names[0] == RAYO_SIG_GLU + 1,
+               "one class name per rayo_op_sig (rayo.h)");
 
 /* [{"id", "name", "class", "tol_rel", "tol_abs", "summary"}...] */
 EMSCRIPTEN_KEEPALIVE char *rayo_js_ops_json(void)
@@ -194,7 +197,10 @@ EMSCRIPTEN_KEEPALIVE char *rayo_js_dispatch_json(const rayo_context *ctx, size_t
     text t = {0};
     put(&t, "{");
     for (size_t i = 0; i < count; i++) {
-        const char *be = rayo_backend_for(ctx, rayo_op_at(i)->id, 0, size);
+        /* the op's first dtype combination: all-f32, or (convert, get_rows,
+           rope) the first the op lists */
+        const rayo_combo_info *combo = rayo_op_combo(rayo_op_at(i)->id, 0);
+        const char *be = combo ? rayo_backend_for(ctx, rayo_op_at(i)->id, combo->dtypes, size) : NULL;
         put(&t, "%s", i ? "," : "");
         put_string(&t, rayo_op_at(i)->name);
         put(&t, ":");
