@@ -30,7 +30,7 @@ static void expect_status(const char *variant, rayo_backend_status want, const c
     char name[64];
     snprintf(name, sizeof name, "fake%s", variant);
     CHECK(test_open(&ctx, with_fake(variant, NULL)) == RAYO_OK, "open with %s: %s", name, rayo_last_error());
-    rayo_backend_info b;
+    rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
     rayo_status st = test_backend(ctx, name, &b);
     CHECK(st == RAYO_OK, "%s is listed", name);
     if (st == RAYO_OK) {
@@ -54,12 +54,12 @@ static void test_newer_minor(void)
 {
     rayo_context *ctx;
     CHECK(test_open(&ctx, with_fake("newer", NULL)) == RAYO_OK, "open");
-    rayo_backend_info b;
+    rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
     CHECK(test_backend(ctx, "fakenewer", &b) == RAYO_OK && b.status == RAYO_BACKEND_LOADED,
           "ABI 1.7 plugin loads (reason: %s)", b.reason);
     CHECK(b.abi_minor == 7, "minor read as %u", b.abi_minor);
     CHECK(b.op_count == 1, "only the known op counts: %zu", b.op_count);
-    CHECK(rayo_backend_for(ctx, RAYO_OP_ADD, 10) && !strcmp(rayo_backend_for(ctx, RAYO_OP_ADD, 10), "fakenewer"),
+    CHECK(rayo_backend_for(ctx, RAYO_OP_ADD, 0, 10) && !strcmp(rayo_backend_for(ctx, RAYO_OP_ADD, 0, 10), "fakenewer"),
           "add goes to the newer plugin");
     rayo_close(ctx);
 }
@@ -76,7 +76,7 @@ static void test_cpu_features(void)
     const char *feature = "simd128";
 #endif
     rayo_context *ctx;
-    rayo_backend_info b;
+    rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
     CHECK(test_open(&ctx, with_fake("needcpu", NULL)) == RAYO_OK, "open");
     CHECK(test_backend(ctx, "fakeneedcpu", &b) == RAYO_OK && b.status == RAYO_BACKEND_LOADED,
           "loads where the CPU has %s (reason: %s)", feature, b.reason);
@@ -113,14 +113,42 @@ static void test_partial_plugin(void)
     fill(b, N);
     rayo_context *ctx;
     CHECK(test_open(&ctx, with_fake("good", NULL)) == RAYO_OK, "open");
-    const char *add_be = rayo_backend_for(ctx, RAYO_OP_ADD, N);
-    const char *mul_be = rayo_backend_for(ctx, RAYO_OP_MUL, N);
+    const char *add_be = rayo_backend_for(ctx, RAYO_OP_ADD, 0, N);
+    const char *mul_be = rayo_backend_for(ctx, RAYO_OP_MUL, 0, N);
     CHECK(add_be && !strcmp(add_be, "fakegood"), "add goes to fakegood, not %s", add_be ? add_be : "nothing");
     CHECK(mul_be && !strcmp(mul_be, "scalar"), "mul falls through to scalar, not %s", mul_be ? mul_be : "nothing");
     CHECK(rayo_add(ctx, a, b, y, N) == RAYO_OK && add_is_right(a, b, y, N), "add result");
     CHECK(strstr(test_log, "fake add ran") != NULL, "the fake kernel ran");
     CHECK(rayo_mul(ctx, a, b, y, N) == RAYO_OK && y[7] == a[7] * b[7], "mul result via scalar");
     rayo_close(ctx);
+}
+
+/* The precision a kernel gets: a call's own STRICT or RELAXED, else what
+ * [op.NAME] precision or [op.NAME.COMBO] precision say (strict by default). */
+static void expect_precision(const char *extra, rayo_precision asked, unsigned want)
+{
+    float a[3] = {1, 2, 3}, b[3] = {4, 5, 6}, y[3];
+    rayo_context *ctx;
+    char want_log[64];
+    CHECK(test_open(&ctx, with_fake("good", extra)) == RAYO_OK, "open with %s", extra);
+    rayo_call c = {.struct_size = sizeof c, .op = RAYO_OP_ADD, .n = 3, .a = a, .b = b, .y = y,
+                   .precision = (uint32_t)asked};
+    CHECK(rayo_run(ctx, &c) == RAYO_OK && add_is_right(a, b, y, 3), "add with precision %d", (int)asked);
+    snprintf(want_log, sizeof want_log, "fake add ran (precision %u)", want);
+    CHECK(strstr(test_log, want_log) != NULL, "%s, asked %d: the kernel should get %u:\n%s", extra, (int)asked,
+          want, test_log);
+    rayo_close(ctx);
+}
+
+static void test_precision_setting(void)
+{
+    const char *relaxed = "[op.add]\nprecision = relaxed\n";
+    expect_precision("", RAYO_PRECISION_DEFAULT, RAYO_PRECISION_DEFAULT);
+    expect_precision(relaxed, RAYO_PRECISION_DEFAULT, RAYO_PRECISION_RELAXED);
+    expect_precision(relaxed, RAYO_PRECISION_STRICT, RAYO_PRECISION_STRICT);
+    expect_precision("", RAYO_PRECISION_RELAXED, RAYO_PRECISION_RELAXED);
+    expect_precision("[op.add]\nprecision = relaxed\n[op.add.f32]\nprecision = strict\n",
+                     RAYO_PRECISION_DEFAULT, RAYO_PRECISION_DEFAULT);
 }
 
 /* A plugin that fails at run time: the call still succeeds, through the
@@ -133,7 +161,7 @@ static void test_runtime_failure(void)
     fill(b, N);
     rayo_context *ctx;
     CHECK(test_open(&ctx, with_fake("runfail", NULL)) == RAYO_OK, "open");
-    const char *first = rayo_backend_for(ctx, RAYO_OP_ADD, N);
+    const char *first = rayo_backend_for(ctx, RAYO_OP_ADD, 0, N);
     CHECK(first && !strcmp(first, "fakerunfail"), "the failing plugin is first in the chain");
     CHECK(rayo_add(ctx, a, b, y, N) == RAYO_OK, "add succeeds despite the failure: %s", rayo_last_error());
     CHECK(add_is_right(a, b, y, N), "and its result is right");
@@ -142,10 +170,10 @@ static void test_runtime_failure(void)
 
     CHECK(test_open(&ctx, with_fake("lost", NULL)) == RAYO_OK, "open");
     CHECK(rayo_add(ctx, a, b, y, N) == RAYO_OK && add_is_right(a, b, y, N), "add after device loss");
-    rayo_backend_info info;
+    rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
     CHECK(test_backend(ctx, "fakelost", &info) == RAYO_OK && reason_has(&info, "lost"),
           "the lost backend says so: %s", info.reason);
-    const char *now = rayo_backend_for(ctx, RAYO_OP_ADD, N);
+    const char *now = rayo_backend_for(ctx, RAYO_OP_ADD, 0, N);
     CHECK(now && !strcmp(now, "scalar"), "a lost backend is skipped afterwards");
     rayo_close(ctx);
 }
@@ -153,16 +181,16 @@ static void test_runtime_failure(void)
 static void test_deny_and_order(void)
 {
     rayo_context *ctx;
-    rayo_backend_info b;
+    rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
     CHECK(test_open(&ctx, with_fake("good", "deny = fakegood\n")) == RAYO_OK, "open");
     CHECK(test_backend(ctx, "fakegood", &b) == RAYO_OK && b.status == RAYO_BACKEND_DISABLED, "deny works");
     rayo_close(ctx);
     CHECK(test_open(&ctx, with_fake("good", "[dispatch]\norder = scalar\n")) == RAYO_OK, "open");
-    const char *be = rayo_backend_for(ctx, RAYO_OP_ADD, 10);
+    const char *be = rayo_backend_for(ctx, RAYO_OP_ADD, 0, 10);
     CHECK(be && !strcmp(be, "scalar"), "dispatch.order puts scalar first: %s", be ? be : "none");
     rayo_close(ctx);
     CHECK(test_open(&ctx, with_fake("good", "[op.add]\norder = scalar\n")) == RAYO_OK, "open");
-    be = rayo_backend_for(ctx, RAYO_OP_ADD, 10);
+    be = rayo_backend_for(ctx, RAYO_OP_ADD, 0, 10);
     CHECK(be && !strcmp(be, "scalar"), "op.add.order puts scalar first: %s", be ? be : "none");
     rayo_close(ctx);
 }
@@ -180,7 +208,7 @@ static void test_shadowing(void)
     CHECK(test_open(&ctx, settings) == RAYO_OK, "open");
     int loaded = 0, shadowed = 0;
     for (size_t i = 0; i < rayo_backend_count(ctx); i++) {
-        rayo_backend_info b;
+        rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
         rayo_backend_get(ctx, i, &b);
         if (strcmp(b.name, "fakegood"))
             continue;
@@ -243,6 +271,7 @@ int main(void)
     test_newer_minor();
     test_cpu_features();
     test_partial_plugin();
+    test_precision_setting();
     test_runtime_failure();
     test_deny_and_order();
     test_shadowing();

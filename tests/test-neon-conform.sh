@@ -23,8 +23,16 @@ if [ "$rc" -ne 0 ]; then
     exit 1
 fi
 # A rejected or unloadable plugin would leave nothing checked: insist on it.
-if ! grep -q '^Summary: [0-9]* ops x 1 backend: [0-9]* conform, 0 FAIL, 0 not implemented' "$tmp/out"; then
+if ! grep -q '^Summary: [0-9]* ops x 1 backend: [0-9]* conform, 0 FAIL' "$tmp/out"; then
     echo "FAIL: not every op of neon was checked and conforms"
+    exit 1
+fi
+# Only the inference ops (issue 13: scalar has them, neon's kernels come
+# later) may be missing; every f32 op must be there.
+missing=$(sed -n 's/^\([a-z_0-9]*\)  *- *$/\1/p' "$tmp/out" |
+          grep -vxE 'convert|get_rows|rope|attention|swiglu|geglu|geglu_tanh')
+if [ -n "$missing" ]; then
+    echo "FAIL: neon does not implement:" $missing
     exit 1
 fi
 echo "ok: neon conforms"

@@ -72,7 +72,7 @@ static int expect_unavailable(const char *text, char *extra)
         printf("FAIL: rayo_open: %s\n", rayo_last_error());
         return 1;
     }
-    rayo_backend_info info;
+    rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
     int rc = 1;
     if (!vulkan_info(ctx, &info))
         printf("FAIL: the vulkan plugin was not found\n");
@@ -119,7 +119,7 @@ static float *read_floats(rayo_buffer *b, size_t word, size_t count)
 static rayo_call host_call(const rayo_batch_call *bc, const float *a, const float *b, const float *c,
                            float *y)
 {
-    return (rayo_call){.op = bc->op, .flags = bc->flags, .m = bc->m, .n = bc->n, .k = bc->k,
+    return (rayo_call){.struct_size = sizeof(rayo_call), .op = bc->op, .flags = bc->flags, .m = bc->m, .n = bc->n, .k = bc->k,
                        .alpha = bc->alpha, .beta = bc->beta, .a = a, .b = b, .c = c, .y = y};
 }
 
@@ -217,7 +217,7 @@ static void run_chain(const float *x, size_t n, size_t off)
         bool binary = rayo_op_by_id(ops[i])->sig == RAYO_SIG_BINARY;
         size_t in = (i ? i - 1 : 0) * stride + off;
         calls[i] = (rayo_batch_call){
-            .op = ops[i], .n = n, .alpha = 0.75f,
+            .struct_size = sizeof(rayo_batch_call), .op = ops[i], .n = n, .alpha = 0.75f,
             .a = {by, in * 4}, .b = {binary ? bx : NULL, binary ? off * 4 : 0},
             .y = {by, (i * stride + off) * 4},
         };
@@ -271,12 +271,12 @@ static void test_reductions(size_t n)
     rayo_buffer_write(bx, 4, x, n * 4);  /* at word 1: not 16-byte aligned */
     rayo_buffer_write(bz, 0, z, n * 4);
     rayo_batch_call calls[] = {
-        {.op = RAYO_OP_SUM, .n = n, .a = {bx, 4}, .y = {out, 0}},
-        {.op = RAYO_OP_DOT, .n = n, .a = {bx, 4}, .b = {bz, 0}, .y = {out, 4}},
-        {.op = RAYO_OP_MAX, .n = n, .a = {bx, 4}, .y = {out, 8}},
-        {.op = RAYO_OP_NORM_L2, .n = n, .a = {bx, 4}, .y = {out, 12}},
-        {.op = RAYO_OP_ARGMAX, .n = n, .a = {bx, 4}, .y = {out, 16}},
-        {.op = RAYO_OP_NORM_L1, .n = n, .a = {bx, 4}, .y = {out, 24}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_SUM, .n = n, .a = {bx, 4}, .y = {out, 0}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_DOT, .n = n, .a = {bx, 4}, .b = {bz, 0}, .y = {out, 4}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_MAX, .n = n, .a = {bx, 4}, .y = {out, 8}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_NORM_L2, .n = n, .a = {bx, 4}, .y = {out, 12}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_ARGMAX, .n = n, .a = {bx, 4}, .y = {out, 16}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_NORM_L1, .n = n, .a = {bx, 4}, .y = {out, 24}},
     };
     size_t count = sizeof calls / sizeof calls[0];
     CHECK(run_batch(calls, count) == RAYO_OK, "reductions n=%zu: %s", n, rayo_last_error());
@@ -309,10 +309,10 @@ static void test_rows(size_t m, size_t n)
     rayo_buffer_write(bb, 0, bias, n * 4);
     size_t act_word = mn + 1;            /* bias_act's output: not 16-byte aligned */
     rayo_batch_call calls[] = {
-        {.op = RAYO_OP_SOFTMAX, .m = m, .n = n, .a = {bx, 0}, .y = {bs, 0}},
-        {.op = RAYO_OP_LAYERNORM, .m = m, .n = n, .alpha = 1e-5f, .a = {bx, 0}, .b = {bg, 0},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_SOFTMAX, .m = m, .n = n, .a = {bx, 0}, .y = {bs, 0}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_LAYERNORM, .m = m, .n = n, .alpha = 1e-5f, .a = {bx, 0}, .b = {bg, 0},
          .y = {bl, 0}},
-        {.op = RAYO_OP_BIAS_ACT, .flags = RAYO_ACT_GELU, .m = m, .n = n, .a = {bl, 0},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_BIAS_ACT, .flags = RAYO_ACT_GELU, .m = m, .n = n, .a = {bl, 0},
          .b = {bb, 0}, .y = {bl, act_word * 4}},
     };
     CHECK(run_batch(calls, 3) == RAYO_OK, "rows %zux%zu: %s", m, n, rayo_last_error());
@@ -342,10 +342,10 @@ static void test_matrix(size_t m, size_t n, size_t k, unsigned flags)
     rayo_buffer_write(bc, 0, c, m * n * 4);
     rayo_buffer_write(bv, 0, v, n * 4);
     rayo_batch_call calls[] = {
-        {.op = RAYO_OP_MATMUL, .flags = flags, .m = m, .n = n, .k = k, .alpha = 1.5f, .beta = -0.5f,
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_MATMUL, .flags = flags, .m = m, .n = n, .k = k, .alpha = 1.5f, .beta = -0.5f,
          .a = {ba, 4}, .b = {bb, 0}, .y = {bc, 0}},
-        {.op = RAYO_OP_GEMV, .m = m, .n = n, .alpha = 1.0f, .a = {bc, 0}, .b = {bv, 0}, .y = {bg, 0}},
-        {.op = RAYO_OP_TRANSPOSE, .m = m, .n = n, .a = {bc, 0}, .y = {bt, 0}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_GEMV, .m = m, .n = n, .alpha = 1.0f, .a = {bc, 0}, .b = {bv, 0}, .y = {bg, 0}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_TRANSPOSE, .m = m, .n = n, .a = {bc, 0}, .y = {bt, 0}},
     };
     CHECK(run_batch(calls, 3) == RAYO_OK, "matrix %zux%zux%zu: %s", m, n, k, rayo_last_error());
     float *y = read_floats(bc, 0, m * n), *gv = read_floats(bg, 0, m), *t = read_floats(bt, 0, m * n);
@@ -375,7 +375,7 @@ static void *host_calls(void *arg)
     conform_fill_uniform(&own, a, n, -16, 16);
     conform_fill_uniform(&own, b, n, -32, 32);
     for (int rep = 0; rep < 20 && w->st == RAYO_OK && !w->bad; rep++) {
-        rayo_call call = {.op = rep % 2 ? RAYO_OP_MUL : RAYO_OP_ADD, .n = n, .a = a, .b = b, .y = y};
+        rayo_call call = {.struct_size = sizeof(rayo_call), .op = rep % 2 ? RAYO_OP_MUL : RAYO_OP_ADD, .n = n, .a = a, .b = b, .y = y};
         w->st = rayo_run_on(ctx, "vulkan", &call);
         call.y = NULL;
         if (w->st == RAYO_OK)
@@ -430,7 +430,7 @@ int main(int argc, char **argv)
     /* validation on where the layer is installed */
     const char *validation = "[backend.vulkan]\nvalidation = yes\n";
     ctx = open_with(validation);
-    rayo_backend_info info;
+    rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
     if (ctx && vulkan_info(ctx, &info) && info.status != RAYO_BACKEND_LOADED &&
         strstr(info.reason, "is not installed")) {
         printf("note: %s: running without validation\n", info.reason);

@@ -83,7 +83,22 @@ check(byName.wasm && byName.wasm.status === 'loaded', 'wasm loaded');
 check(byName.wasm && byName.wasm.rank === 0, 'wasm ranks first');
 check(byName.wasm && byName.wasm.ops >= 39, `wasm implements every op (${byName.wasm && byName.wasm.ops})`);
 const dispatch = ctx.dispatch(1 << 16);
-check(Object.values(dispatch).every((b) => b === 'wasm'), 'wasm chosen for every op');
+// wasm has the f32 ops; the inference ops (issue 13) fall through to scalar.
+const INFERENCE_CLASSES = ['convert', 'get_rows', 'rope', 'attention', 'glu'];
+const isInference = (name) => INFERENCE_CLASSES.includes(opInfo(name).class);
+check(Object.entries(dispatch).every(([name, b]) => b === (isInference(name) ? 'scalar' : 'wasm')),
+  `wasm chosen for every f32 op, scalar for the inference ops: ${JSON.stringify(dispatch)}`);
+check(Object.keys(dispatch).filter(isInference).length >= 7, 'the inference ops are listed with their classes');
+
+// swiglu through the chain (scalar runs it): y = silu(gate) * up
+{
+  const rows = 3, cols = 19, gate = randoms(rows * cols, -6, 6), up = randoms(rows * cols);
+  const y = ctx.swiglu(gate, up, rows, cols);
+  let off = 0;
+  for (let i = 0; i < rows * cols; i++)
+    if (!within(opInfo('swiglu'), y[i], (gate[i] / (1 + Math.exp(-gate[i]))) * up[i])) off++;
+  check(y.length === rows * cols && off === 0, `swiglu ${rows}x${cols} through the chain (${off} elements off)`);
+}
 
 // ---- ops against float64 references ----
 const SIZES = [0, 1, 3, 17, 1000, 65537];

@@ -7,8 +7,9 @@
 // Serves WEB_DIR (a `make wasm` build's web/ folder) on 127.0.0.1, opens the
 // page in Chromium driven by playwright-core, and checks:
 //   1. as the browser is: SIMD128 detected, scalar and wasm loaded, wasm the
-//      backend chosen for every op, a benchmark row with a speed-up for each
-//      op of bench.mjs, no error; saves a screenshot;
+//      backend chosen for every f32 op (scalar for the inference ops), a
+//      benchmark row with a speed-up for each op of bench.mjs, no error;
+//      saves a screenshot;
 //   2. with WebAssembly.validate made to refuse SIMD code (an engine without
 //      SIMD128, as the core's probe sees it): wasm refused with a reason that
 //      names simd128, scalar chosen for every op.
@@ -94,7 +95,9 @@ try {
   check((await status('scalar') || '').startsWith('loaded'), 'scalar backend loaded');
   check((await status('wasm') || '').startsWith('loaded'), 'wasm backend loaded');
   const chosen = await page.getAttribute('body', 'data-chosen');
-  check(chosen === 'wasm', `wasm (SIMD128) chosen for every op (chosen: ${chosen})`);
+  // wasm runs every f32 op; the inference ops (issue 13) fall through to
+  // scalar until wasm has kernels for them (test-wasm-api checks op by op).
+  check(chosen === 'wasm,scalar', `wasm (SIMD128) chosen first, scalar for the rest (chosen: ${chosen})`);
   const rows = await page.$$eval('#bench tbody tr', (trs) => trs.map((tr) => ({
     op: tr.dataset.op, ratio: Number(tr.dataset.ratio), cells: [...tr.cells].map((c) => c.textContent) })));
   for (const op of ['add', 'dot', 'exp', 'gelu', 'softmax', 'matmul']) {

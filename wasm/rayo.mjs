@@ -358,7 +358,12 @@ function buildCall(op, args, arr, zeros) {
     if (flags === undefined) throw new Error(`rayo bias_act: unknown activation ${act}`);
     return { call: { a: arr(x), b: arr(bias), y, m: rows, n: cols, flags }, out: y };
   }
-  default:
+  case 'glu': {
+    const [gate, up, rows, cols] = args;
+    const y = zeros(rows * cols);
+    return { call: { a: arr(gate), b: arr(up), y, m: rows, n: cols }, out: y };
+  }
+  default: // convert, get_rows, rope, attention take dtypes and parameter structs: not in this API yet
     throw new Error(`rayo: op ${op.name} has class ${op.class}, which this API does not know`);
   }
 }

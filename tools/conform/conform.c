@@ -11,6 +11,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "conform.h"
+#include "conform-infer.h"
 
 #include <float.h>
 #include <math.h>
@@ -328,25 +329,34 @@ static int ref_norm(const rayo_call *c, double *ref)
     return 0;
 }
 
-/* C = alpha op(A) op(B) + beta C; C is read only when beta != 0. */
+/* The row stride of an operand stored rows x cols: ld, or cols when dense. */
+static size_t row_stride(size_t ld, size_t cols)
+{
+    return ld ? ld : cols;
+}
+
+/* C = alpha op(A) op(B) + beta C; C is read only when beta != 0.  A, B and
+ * C are read with their row strides; ref and terms are dense m x n. */
 static int ref_matmul(const rayo_call *c, double *ref, double *terms)
 {
     size_t m = c->m, n = c->n, k = c->k;
     int ta = (c->flags & RAYO_TRANS_A) != 0, tb = (c->flags & RAYO_TRANS_B) != 0;
     const float *A = c->a, *B = c->b, *C = c->y;
+    size_t lda = row_stride(c->lda, ta ? m : k), ldb = row_stride(c->ldb, tb ? k : n);
+    size_t ldc = row_stride(c->ldy, n);
     /* op(B) as a k x n row-major double matrix, so the inner loop is contiguous. */
     double *opb = malloc((k * n + 1) * sizeof *opb);
     if (!opb)
         return -1;
     for (size_t l = 0; l < k; l++)
         for (size_t j = 0; j < n; j++)
-            opb[l * n + j] = tb ? B[j * k + l] : B[l * n + j];
+            opb[l * n + j] = tb ? B[j * ldb + l] : B[l * ldb + j];
     for (size_t i = 0; i < m; i++) {
         double *r = ref + i * n, *t = terms + i * n;
         for (size_t j = 0; j < n; j++)
             r[j] = t[j] = 0;
         for (size_t l = 0; l < k; l++) {
-            double av = ta ? A[l * m + i] : A[i * k + l];
+            double av = ta ? A[l * lda + i] : A[i * lda + l];
             const double *brow = opb + l * n;
             for (size_t j = 0; j < n; j++) {
                 double p = av * brow[j];
@@ -358,7 +368,7 @@ static int ref_matmul(const rayo_call *c, double *ref, double *terms)
             r[j] *= c->alpha;
             t[j] *= fabs(c->alpha);
             if (c->beta != 0) {
-                double cv = (double)c->beta * C[i * n + j];
+                double cv = (double)c->beta * C[i * ldc + j];
                 r[j] += cv;
                 t[j] += fabs(cv);
             }
@@ -368,16 +378,17 @@ static int ref_matmul(const rayo_call *c, double *ref, double *terms)
     return 0;
 }
 
-/* y = alpha op(A) x + beta y, A m x n; y is read only when beta != 0. */
+/* y = alpha op(A) x + beta y, A m x n (row stride lda); y is read only
+ * when beta != 0. */
 static void ref_gemv(const rayo_call *c, double *ref, double *terms)
 {
     int ta = (c->flags & RAYO_TRANS_A) != 0;
-    size_t out = ta ? c->n : c->m, inner = ta ? c->m : c->n;
+    size_t out = ta ? c->n : c->m, inner = ta ? c->m : c->n, lda = row_stride(c->lda, c->n);
     const float *A = c->a, *x = c->b, *y = c->y;
     for (size_t o = 0; o < out; o++) {
         double s = 0, t = 0;
         for (size_t l = 0; l < inner; l++) {
-            double p = (double)(ta ? A[l * c->n + o] : A[o * c->n + l]) * x[l];
+            double p = (double)(ta ? A[l * lda + o] : A[o * lda + l]) * x[l];
             s += p;
             t += fabs(p);
         }
@@ -438,7 +449,7 @@ int conform_reference(const rayo_call *c, double *ref, double *terms)
     const rayo_op_info *op = rayo_op_by_id(c->op);
     size_t count = conform_output_count(c);
     int rc = 0;
-    if (!op)
+    if (!op || c->dtypes != 0) /* other dtypes: ref-infer.c's references (plans-infer.c) */
         return -1;
     switch (op->sig) {
     case RAYO_SIG_BINARY: case RAYO_SIG_UNARY: case RAYO_SIG_UNARY_P:
@@ -468,14 +479,14 @@ int conform_reference(const rayo_call *c, double *ref, double *terms)
             return -1;
         for (size_t i = 0; i < c->m; i++)
             for (size_t j = 0; j < c->n; j++)
-                ref[j * c->m + i] = c->a[i * c->n + j];
+                ref[j * c->m + i] = ((const float *)c->a)[i * c->n + j];
         break;
     case RAYO_SIG_BIAS_ACT:
         if (c->op != RAYO_OP_BIAS_ACT)
             return -1;
         for (size_t i = 0; i < c->m; i++)
             for (size_t j = 0; j < c->n; j++)
-                ref[i * c->n + j] = ref_activation(c->flags, (double)c->a[i * c->n + j] + c->b[j]);
+                ref[i * c->n + j] = ref_activation(c->flags, (double)((const float *)c->a)[i * c->n + j] + ((const float *)c->b)[j]);
         break;
     default:
         return -1;
@@ -524,7 +535,7 @@ static int judge_index(const rayo_call *c, double ref, const void *out, char *ms
     if ((double)got == ref)
         return 0;
     snprintf(msg, size, "index %zu, the float64 reference says %.0f (x[%zu] = %.9g)", got, ref, (size_t)ref,
-             (double)c->a[(size_t)ref]);
+             (double)((const float *)c->a)[(size_t)ref]);
     return 1;
 }
 
@@ -1380,6 +1391,7 @@ static int setup_case(engine *e, one_case *t)
     operand_counts(op, cs, cnt);
     rayo_call *c = &t->call;
     c->op = op->id;
+    c->struct_size = sizeof *c;
     c->flags = cs->flags;
     c->m = cs->m, c->n = cs->n, c->k = cs->k;
     c->alpha = cs->alpha, c->beta = cs->beta;
@@ -1496,8 +1508,8 @@ static void check_values(engine *e, one_case *t)
             problem(t, "the index was not written");
         else if ((double)got != t->ref[0])
             problem(t, "index %zu, expected %.0f (x[%zu] = %.9g, x[%.0f] = %.9g)", got, t->ref[0],
-                    got, got < t->call.n ? (double)t->call.a[got] : NAN, t->ref[0],
-                    (double)t->call.a[(size_t)t->ref[0]]);
+                    got, got < t->call.n ? (double)((const float *)t->call.a)[got] : NAN, t->ref[0],
+                    (double)((const float *)t->call.a)[(size_t)t->ref[0]]);
         note_worst(e, t, t->problem[0] ? INFINITY : 0, 0, (double)got, t->ref[0]);
         return;
     }
@@ -1633,10 +1645,10 @@ int conform_check_op(const conform_options *opts, const rayo_op_info *op, confor
     /* Probe for a reference on a one-element call of the op. */
     float one[4] = {0.5f, 0.5f, 0.5f, 0.5f};
     double r[1], tt[1];
-    rayo_call probe = {.op = op->id, .m = 1, .n = 1, .k = 1, .alpha = 0.25f, .beta = 0.75f,
+    rayo_call probe = {.struct_size = sizeof(rayo_call), .op = op->id, .m = 1, .n = 1, .k = 1, .alpha = 0.25f, .beta = 0.75f,
                        .a = one, .b = one, .c = one, .y = one};
     if (conform_reference(&probe, r, tt) != 0)
-        return 0;
+        return conform_infer_check(opts, op, result); /* the inference ops, or no reference */
     result->has_reference = 1;
 
     plan p;
@@ -1668,6 +1680,7 @@ int conform_check_op(const conform_options *opts, const rayo_op_info *op, confor
         result->max_units = 0;
         result->worst[0] = '\0';
     }
+    conform_infer_check(opts, op, result); /* matmul, gemv: other dtypes and strided views */
     return result->failed ? 1 : 0;
 }
 
