@@ -11,6 +11,9 @@
  *     runs), ignores what it does not know (exactly 2 ops taken), reads the
  *     descriptor and memory API only as far as it knows them, and hands the
  *     plugin 1.0-sized calls it can use (kernel and batch results right).
+ *   - an application built against a newer header (a larger rayo_call)
+ *     works while the fields this library does not know are 0, and is
+ *     refused with RAYO_E_UNSUPPORTED, not misread, when it sets them.
  * With arguments PLUGIN NAME MINOR it checks one plugin that implements at
  * least add the same way (tests/abi/test-abi-cxx.sh: a C++17 plugin). */
 #include "../testutil.h"
@@ -83,6 +86,25 @@ static void run_batch(rayo_context *ctx, const char *name)
     rayo_buffer_destroy(buf);
 }
 
+/* rayo_run with the call of a newer header: 16 more bytes. */
+static void newer_application(rayo_context *ctx)
+{
+    float a[5] = {1, 2, 3, 4, 5}, b[5] = {5, 4, 3, 2, 1}, y[5] = {0};
+    union {
+        rayo_call call;
+        unsigned char bytes[sizeof(rayo_call) + 16];
+    } newer;
+    memset(&newer, 0, sizeof newer);
+    newer.call = (rayo_call){.struct_size = sizeof newer, .op = RAYO_OP_ADD, .n = 5, .a = a, .b = b, .y = y};
+    CHECK(rayo_run(ctx, &newer.call) == RAYO_OK && sums_right(a, b, y, 5),
+          "a newer call with its new fields 0 runs (%s)", rayo_last_error());
+    newer.bytes[sizeof(rayo_call) + 3] = 1;
+    y[0] = -1;
+    CHECK(rayo_run(ctx, &newer.call) == RAYO_E_UNSUPPORTED && y[0] == -1,
+          "a newer call that sets a field this library lacks is refused");
+    CHECK(strstr(rayo_last_error(), "newer") != NULL, "the message says why: %s", rayo_last_error());
+}
+
 /* The plugin loaded with this minor and this many ops taken. */
 static bool loaded(rayo_context *ctx, const char *name, unsigned minor, size_t ops)
 {
@@ -121,6 +143,7 @@ static int check_default_plugins(void)
         run_ops(ctx, "abi199", true);
         run_batch(ctx, "abi199");
     }
+    newer_application(ctx);
     rayo_close(ctx);
     return test_summary();
 }
