@@ -206,7 +206,8 @@ void config_free(rayo_config *cfg)
 static const char *const rayo_keys[] = {"log", "threads", NULL};
 static const char *const plugins_keys[] = {"path", "load", "allow", "deny", NULL};
 static const char *const dispatch_keys[] = {"order", "offload_threshold", "force_cpu", NULL};
-static const char *const op_keys[] = {"order", "offload_threshold", NULL};
+static const char *const op_keys[] = {"order", "offload_threshold", "precision", NULL};
+static const char *const op_combo_keys[] = {"order", "precision", NULL}; /* [op.NAME.COMBO] */
 
 static bool in_keys(const char *const *keys, const char *key)
 {
@@ -214,6 +215,30 @@ static bool in_keys(const char *const *keys, const char *key)
         if (!strcmp(*keys, key))
             return true;
     return false;
+}
+
+/* [op.NAME] or [op.NAME.COMBO], COMBO a dtype combination as rayo-info
+ * names it (f32.q4_k.f32): NULL if the key is known there, else why not. */
+static const char *op_key_reason(const char *name, const char *key)
+{
+    const char *dot = strchr(name, '.');
+    char op_name[64];
+    size_t len = dot ? (size_t)(dot - name) : strlen(name);
+    if (len >= sizeof op_name)
+        return "unknown op in section name";
+    memcpy(op_name, name, len);
+    op_name[len] = '\0';
+    const rayo_op_info *op = rayo_op_by_name(op_name);
+    if (!op)
+        return "unknown op in section name";
+    if (!dot)
+        return in_keys(op_keys, key) ? NULL : "unknown key in an [op.NAME] section";
+    size_t i = 0, count = rayo_op_combo_count(op->id);
+    while (i < count && strcmp(rayo_op_combo(op->id, i)->name, dot + 1))
+        i++;
+    if (i == count)
+        return "unknown dtype combination in section name (rayo-info lists them)";
+    return in_keys(op_combo_keys, key) ? NULL : "unknown key in an [op.NAME.COMBO] section";
 }
 
 /* NULL if the key is known, else why it is not. */
@@ -225,11 +250,8 @@ static const char *unknown_key_reason(const char *section, const char *key)
         return in_keys(plugins_keys, key) ? NULL : "unknown key in [plugins]";
     if (!strcmp(section, "dispatch"))
         return in_keys(dispatch_keys, key) ? NULL : "unknown key in [dispatch]";
-    if (!strncmp(section, "op.", 3)) {
-        if (!rayo_op_by_name(section + 3))
-            return "unknown op in section name";
-        return in_keys(op_keys, key) ? NULL : "unknown key in an [op.NAME] section";
-    }
+    if (!strncmp(section, "op.", 3))
+        return op_key_reason(section + 3, key);
     if (!strncmp(section, "backend.", 8) && section[8])
         return NULL; /* plugins have keys of their own */
     return "unknown section";

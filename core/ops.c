@@ -249,7 +249,20 @@ static rayo_status check_dtypes(const rayo_call *c, const rayo_op_info *op)
                      rayo_dtype_name(RAYO_DTYPE_OF(c->dtypes, 3)));
 }
 
-/* Row length of each operand as stored (0: no row stride applies). */
+/* The operands that are matrices and so take a row stride (bit i: operand
+ * a, b, c, y): every matrix operand of the op, whatever its size. */
+static unsigned strided_operands(int sig)
+{
+    switch (sig) {
+    case RAYO_SIG_MATMUL: case RAYO_SIG_GLU: return 0xbu; /* a, b, y */
+    case RAYO_SIG_GEMV: return 0x1u;                      /* A (x and y are vectors) */
+    case RAYO_SIG_GET_ROWS: case RAYO_SIG_ROPE: return 0x9u; /* table or x, and y */
+    default: return 0;
+    }
+}
+
+/* Row length of each operand as stored: the least row stride it takes (0
+ * for an empty row, where any stride is fine). */
 static void row_lengths(const rayo_call *c, const rayo_op_info *op, size_t len[4])
 {
     len[0] = len[1] = len[2] = len[3] = 0;
@@ -280,7 +293,7 @@ static rayo_status check_strides(const rayo_call *c, const rayo_op_info *op)
     for (unsigned i = 0; i < 4; i++) {
         if (!ld[i])
             continue;
-        if (!len[i])
+        if (!(strided_operands((int)op->sig) & (1u << i)))
             return rayo_fail(RAYO_E_INVALID, "%s: operand %s takes no row stride (ld%s must be 0)", op->name,
                              operand_names[i], operand_names[i]);
         if (ld[i] < len[i])
@@ -330,9 +343,10 @@ static rayo_status check_rope(const rayo_call *c)
         return rayo_fail(RAYO_E_INVALID, "rope: call->params must point to a rayo_rope_params with its struct_size set");
     if (p->mode != RAYO_ROPE_NORM && p->mode != RAYO_ROPE_NEOX)
         return rayo_fail(RAYO_E_INVALID, "rope: unknown mode %d", (int)p->mode);
-    if (!p->n_heads || !p->head_dim || p->head_dim != c->n)
-        return rayo_fail(RAYO_E_INVALID, "rope: n_heads %zu and head_dim %zu must be > 0 (and n = head_dim)",
-                         p->n_heads, p->head_dim);
+    if (!p->n_heads || !p->head_dim)
+        return rayo_fail(RAYO_E_INVALID, "rope: n_heads %zu and head_dim %zu must be > 0", p->n_heads, p->head_dim);
+    if (c->n != p->head_dim) /* n is the row length the core's checks and windows read */
+        return rayo_fail(RAYO_E_INVALID, "rope: call->n is %zu: it must be head_dim (%zu)", c->n, p->head_dim);
     if (p->rot_dims % 2 || p->rot_dims > p->head_dim)
         return rayo_fail(RAYO_E_INVALID, "rope: rot_dims %u must be even and <= head_dim %zu", (unsigned)p->rot_dims,
                          p->head_dim);
@@ -506,9 +520,9 @@ void call_write_empty(const rayo_call *c)
     case RAYO_OP_SUM: case RAYO_OP_DOT: case RAYO_OP_NORM_L1: case RAYO_OP_NORM_L2: *y = 0.0f; return;
     case RAYO_OP_MAX: *y = -INFINITY; return;
     case RAYO_OP_MIN: *y = INFINITY; return;
-    case RAYO_OP_MATMUL: /* k == 0: C = beta C */
-        if (c->m && c->n)
-            scale_output(y, c->m * c->n, c->beta);
+    case RAYO_OP_MATMUL: /* k == 0: C = beta C, row by row (C may be a strided view) */
+        for (size_t i = 0; c->n && i < c->m; i++)
+            scale_output(y + i * (c->ldy ? c->ldy : c->n), c->n, c->beta);
         return;
     case RAYO_OP_GEMV: { /* inner length 0: y = beta y */
         size_t out = (c->flags & RAYO_TRANS_A) ? c->n : c->m;

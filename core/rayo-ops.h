@@ -95,13 +95,17 @@
  *   GET_ROWS  y[r][:] = a[b[r]][:] as f32: a = table (k rows x n, lda),
  *             b = m int32 indices (each in [0, k)), y = m x n (ldy)
  *   ROPE      y = rope(a) at positions b (m int32), params rayo_rope_params:
- *             m tokens of [n_heads][head_dim], token strides lda, ldy
+ *             m tokens of [n_heads][head_dim], n = head_dim, token strides
+ *             lda, ldy
  *   ATTENTION y = out, a = q, b = k, c = v; params rayo_attention_params
  *             (m = n_q, n = head_dim, k = n_kv must match it)
  *   GLU       y = f(a) * b, m rows of n, strides lda, ldb, ldy
  *
- * Strides (lda..ldy, elements between row starts; 0: dense) apply to matmul,
- * gemv and the inference ops; other ops take 0 in ABI 1.0.  A row of a block
+ * Strides (lda..ldy, elements between row starts; 0: dense; else at least
+ * the row length) apply to every matrix operand, whatever the sizes (an
+ * empty matrix takes any stride): matmul's A, B, C (lda, ldb, ldy), gemv's
+ * A (lda), get_rows' table and y, rope's x and y, GLU's a, b, y.  Vectors
+ * and the other ops take 0 in ABI 1.0.  A row of a block
  * dtype is whole blocks (n and ld multiples of the block size).  Quantized
  * weights are matmul's B with RAYO_TRANS_B and gemv's A without
  * RAYO_TRANS_A (rows along the reduction, as GGUF stores them).

@@ -66,10 +66,18 @@ case $mode in
     echo "abi-check: baselines written to $base"
     if command -v dpkg-gensymbols >/dev/null; then
         version=$(sed -n 's/^PACKAGE_VERSION = //p' "$build/Makefile")
-        (cd "$src/packaging" && dpkg-gensymbols -plibrayo0 -v"$version" -e"$(readlink -f "$lib")" \
-            -O"$tmp/symbols" >/dev/null)
+        # The library's symbols alone (an empty template: symbols it no longer
+        # exports must not linger), each at the version the old file gave it
+        # (new ones at this version).
+        symbols=$src/packaging/debian/librayo0.symbols
+        : >"$tmp/empty"
+        dpkg-gensymbols -plibrayo0 -v"$version" -e"$(readlink -f "$lib")" -I"$tmp/empty" \
+            -O"$tmp/symbols" >/dev/null 2>&1
         { echo "librayo.so.0 librayo0 #MINVER#"; echo "* Build-Depends-Package: librayo-dev"
-          tail -n +2 "$tmp/symbols"; } >"$src/packaging/debian/librayo0.symbols"
+          awk 'NR == FNR { if ($1 ~ /@/) old[$1] = $2; next }
+               $1 ~ /@/ { print " " $1 " " ($1 in old ? old[$1] : $2) }' "$symbols" "$tmp/symbols"
+        } >"$tmp/merged"
+        mv "$tmp/merged" "$symbols"
         echo "abi-check: packaging/debian/librayo0.symbols regenerated (check the versions of new symbols)"
     fi
     ;;

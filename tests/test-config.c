@@ -141,7 +141,14 @@ static void test_malformed(void)
                "[op.no_such_op]\n"
                "order = scalar\n"
                "[strange]\n"
-               "x = 1\n");
+               "x = 1\n"
+               "[op.matmul]\n"
+               "precision = relaxed\n"
+               "[op.matmul.f32.q4_k.f32]\n"
+               "precision = strict\n"
+               "offload_threshold = 5\n"
+               "[op.matmul.f32.q9_9.f32]\n"
+               "order = scalar\n");
     rayo_context *ctx = open_layers(NULL);
     if (!ctx)
         return;
@@ -153,6 +160,17 @@ static void test_malformed(void)
     CHECK(strstr(test_log, "40-bad.conf:8: unknown op") != NULL, "unknown op reported:\n%s", test_log);
     CHECK(strstr(test_log, "40-bad.conf:10: unknown section") != NULL, "unknown section reported:\n%s", test_log);
     CHECK(rayo_config_get(ctx, "rayo", "no_such_key") == NULL, "unknown keys are not kept");
+    /* [op.NAME] precision and [op.NAME.COMBO] (a combination as rayo-info names it) are known. */
+    got = rayo_config_get(ctx, "op.matmul", "precision");
+    CHECK(got && !strcmp(got, "relaxed"), "[op.matmul] precision is kept: %s", got ? got : "(unset)");
+    got = rayo_config_get(ctx, "op.matmul.f32.q4_k.f32", "precision");
+    CHECK(got && !strcmp(got, "strict"), "[op.matmul.f32.q4_k.f32] precision is kept: %s", got ? got : "(unset)");
+    CHECK(strstr(test_log, "40-bad.conf:12:") == NULL && strstr(test_log, "40-bad.conf:14:") == NULL,
+          "precision is a known key:\n%s", test_log);
+    CHECK(strstr(test_log, "40-bad.conf:15: unknown key") != NULL, "offload_threshold per combination reported:\n%s",
+          test_log);
+    CHECK(strstr(test_log, "40-bad.conf:17: unknown dtype combination") != NULL, "unknown combination reported:\n%s",
+          test_log);
     bool listed = false;
     for (size_t i = 0; i < rayo_config_file_count(ctx); i++) {
         const char *status;

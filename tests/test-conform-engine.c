@@ -99,12 +99,24 @@ static void apply_mistake(mistake how, const rayo_call *c, double *ref, double *
     }
 }
 
+/* Where output element i (row-major, dense numbering) lives in y: matmul's
+ * C may be a strided view (ldy), every other output is dense. */
+static size_t output_position(const rayo_call *c, size_t i)
+{
+    if (c->op == RAYO_OP_MATMUL && c->ldy)
+        return i / c->n * c->ldy + i % c->n;
+    return i;
+}
+
 static rayo_status fake_backend(void *user, const rayo_call *c)
 {
     mistake how = *(const mistake *)user;
     const rayo_op_info *op = rayo_op_by_id(c->op);
     rayo_status expected = conform_expected_status(c);
-    if (how == ALWAYS_UNSUPPORTED)
+    /* The engine's f32 reference knows f32 operands only: other dtype
+     * combinations (judged by plans-infer.c) fall through, as a backend
+     * without them does. */
+    if (how == ALWAYS_UNSUPPORTED || c->dtypes != 0)
         return RAYO_E_UNSUPPORTED;
     if (expected != RAYO_OK) {
         if (how == WRITES_EMPTY)
@@ -126,9 +138,9 @@ static rayo_status fake_backend(void *user, const rayo_call *c)
         *(size_t *)c->y = (size_t)ref[0];
     else
         for (size_t i = 0; i < written; i++)
-            ((float *)c->y)[i] = (float)ref[i];
+            ((float *)c->y)[output_position(c, i)] = (float)ref[i];
     if (how == PAST_END && !empty)
-        ((float *)c->y)[op->sig == RAYO_SIG_ARGREDUCE ? 2 : count] = 0.0f;
+        ((float *)c->y)[op->sig == RAYO_SIG_ARGREDUCE ? 2 : output_position(c, count - 1) + 1] = 0.0f;
     if (how == BEFORE_START && !empty)
         ((float *)c->y)[-1] = 0.0f;
     if (how == CHANGES_INPUT && !empty)

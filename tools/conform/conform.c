@@ -329,25 +329,34 @@ static int ref_norm(const rayo_call *c, double *ref)
     return 0;
 }
 
-/* C = alpha op(A) op(B) + beta C; C is read only when beta != 0. */
+/* The row stride of an operand stored rows x cols: ld, or cols when dense. */
+static size_t row_stride(size_t ld, size_t cols)
+{
+    return ld ? ld : cols;
+}
+
+/* C = alpha op(A) op(B) + beta C; C is read only when beta != 0.  A, B and
+ * C are read with their row strides; ref and terms are dense m x n. */
 static int ref_matmul(const rayo_call *c, double *ref, double *terms)
 {
     size_t m = c->m, n = c->n, k = c->k;
     int ta = (c->flags & RAYO_TRANS_A) != 0, tb = (c->flags & RAYO_TRANS_B) != 0;
     const float *A = c->a, *B = c->b, *C = c->y;
+    size_t lda = row_stride(c->lda, ta ? m : k), ldb = row_stride(c->ldb, tb ? k : n);
+    size_t ldc = row_stride(c->ldy, n);
     /* op(B) as a k x n row-major double matrix, so the inner loop is contiguous. */
     double *opb = malloc((k * n + 1) * sizeof *opb);
     if (!opb)
         return -1;
     for (size_t l = 0; l < k; l++)
         for (size_t j = 0; j < n; j++)
-            opb[l * n + j] = tb ? B[j * k + l] : B[l * n + j];
+            opb[l * n + j] = tb ? B[j * ldb + l] : B[l * ldb + j];
     for (size_t i = 0; i < m; i++) {
         double *r = ref + i * n, *t = terms + i * n;
         for (size_t j = 0; j < n; j++)
             r[j] = t[j] = 0;
         for (size_t l = 0; l < k; l++) {
-            double av = ta ? A[l * m + i] : A[i * k + l];
+            double av = ta ? A[l * lda + i] : A[i * lda + l];
             const double *brow = opb + l * n;
             for (size_t j = 0; j < n; j++) {
                 double p = av * brow[j];
@@ -359,7 +368,7 @@ static int ref_matmul(const rayo_call *c, double *ref, double *terms)
             r[j] *= c->alpha;
             t[j] *= fabs(c->alpha);
             if (c->beta != 0) {
-                double cv = (double)c->beta * C[i * n + j];
+                double cv = (double)c->beta * C[i * ldc + j];
                 r[j] += cv;
                 t[j] += fabs(cv);
             }
@@ -369,16 +378,17 @@ static int ref_matmul(const rayo_call *c, double *ref, double *terms)
     return 0;
 }
 
-/* y = alpha op(A) x + beta y, A m x n; y is read only when beta != 0. */
+/* y = alpha op(A) x + beta y, A m x n (row stride lda); y is read only
+ * when beta != 0. */
 static void ref_gemv(const rayo_call *c, double *ref, double *terms)
 {
     int ta = (c->flags & RAYO_TRANS_A) != 0;
-    size_t out = ta ? c->n : c->m, inner = ta ? c->m : c->n;
+    size_t out = ta ? c->n : c->m, inner = ta ? c->m : c->n, lda = row_stride(c->lda, c->n);
     const float *A = c->a, *x = c->b, *y = c->y;
     for (size_t o = 0; o < out; o++) {
         double s = 0, t = 0;
         for (size_t l = 0; l < inner; l++) {
-            double p = (double)(ta ? A[l * c->n + o] : A[o * c->n + l]) * x[l];
+            double p = (double)(ta ? A[l * lda + o] : A[o * lda + l]) * x[l];
             s += p;
             t += fabs(p);
         }
@@ -439,7 +449,7 @@ int conform_reference(const rayo_call *c, double *ref, double *terms)
     const rayo_op_info *op = rayo_op_by_id(c->op);
     size_t count = conform_output_count(c);
     int rc = 0;
-    if (!op)
+    if (!op || c->dtypes != 0) /* other dtypes: ref-infer.c's references (plans-infer.c) */
         return -1;
     switch (op->sig) {
     case RAYO_SIG_BINARY: case RAYO_SIG_UNARY: case RAYO_SIG_UNARY_P:

@@ -54,8 +54,9 @@ rayo_status conform_expected_status(const rayo_call *call);
  * index) and the sum of |terms| that make it (the contract scale of SUM
  * ops).  Reads the call's inputs, and y where the op reads it (axpy; matmul
  * and gemv with beta != 0): call it BEFORE running the call.  ref and terms
- * hold conform_output_count(call) elements.  Returns 0, or -1 if the engine
- * has no reference for this op. */
+ * hold conform_output_count(call) elements, dense (matmul's strided C comes
+ * out m x n without its gaps).  Returns 0, or -1 if the engine has no
+ * reference for this op or for the call's dtypes (all f32 only). */
 int conform_reference(const rayo_call *call, double *ref, double *terms);
 
 /* Checks one output element against the contract of op.  Returns the error

@@ -478,7 +478,7 @@ static int build_rope(ictx *x, icase *t, const void *spec)
     rayo_call *c = &t->call;
     c->op = RAYO_OP_ROPE;
     c->dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, RAYO_DTYPE_I32, 0, RAYO_DTYPE_F32);
-    c->m = s->tokens, c->lda = ts, c->ldy = tsy;
+    c->m = s->tokens, c->n = s->head_dim, c->lda = ts, c->ldy = tsy;
     c->params = p;
     snprintf(t->desc, sizeof t->desc, "rope %s, %zu tokens x %zu heads x %zu (rot %zu), base %g, scale %g, "
              "strides x %zu/%zu y %zu/%zu%s", s->mode == RAYO_ROPE_NEOX ? "neox" : "norm", s->tokens,
