@@ -41,7 +41,8 @@
  * C and C++: define the descriptor as
  *   RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {...};
  * The `extern` declaration below gives it external linkage and C linkage in
- * C++ too (a C++ namespace-scope const is otherwise internal).
+ * C++ too (a C++ namespace-scope const is otherwise internal); the same line
+ * compiles as C and as C++ (tests/abi/test-abi-cxx.sh builds a C++17 plugin).
  *
  * Rules for kernels:
  *   - A kernel returns RAYO_OK, or an error without having modified any
@@ -77,9 +78,18 @@ extern "C" {
 #define RAYO_PLUGIN_MAGIC 0x4f594152u /* "RAYO" little-endian */
 
 #if defined(__GNUC__)
-#define RAYO_PLUGIN_EXPORT __attribute__((visibility("default")))
+#define RAYO_PLUGIN_VISIBLE_ __attribute__((visibility("default")))
 #else
-#define RAYO_PLUGIN_EXPORT
+#define RAYO_PLUGIN_VISIBLE_
+#endif
+/* Put before the descriptor's definition.  In C++ it is `extern "C"`: the
+ * declaration at the end of this header already makes the symbol visible,
+ * and g++ ignores, with a -Wattributes warning, a visibility attribute on a
+ * definition outside the extern "C" block that declared it. */
+#ifdef __cplusplus
+#define RAYO_PLUGIN_EXPORT extern "C"
+#else
+#define RAYO_PLUGIN_EXPORT RAYO_PLUGIN_VISIBLE_
 #endif
 
 /* ---- CPU features (descriptor.cpu_features; host->cpu_features) -------- */
@@ -433,7 +443,7 @@ typedef struct rayo_plugin_descriptor {
  * defines the symbol with another type (a descriptor of a future minor)
  * defines RAYO_PLUGIN_NO_DECLARATION first. */
 #ifndef RAYO_PLUGIN_NO_DECLARATION
-extern RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin;
+extern RAYO_PLUGIN_VISIBLE_ const rayo_plugin_descriptor rayo_plugin;
 #endif
 #define RAYO_PLUGIN_SYMBOL "rayo_plugin"
 

@@ -11,6 +11,7 @@ include tests/infer.mk
 
 # The core's own tests.
 include tests/plugins/local.mk
+include tests/abi/local.mk
 EXTRA_DIST += tests/testutil.h
 TESTS += tests/test-loader
 check_PROGRAMS += tests/test-loader

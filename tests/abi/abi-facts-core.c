@@ -1,0 +1,4 @@
+/* abi-facts-core.c - the facts of the real headers (core/rayo-plugin.h). */
+#include "rayo-plugin.h"
+#define ABI_FACTS_TABLE abi_facts_core
+#include "abi-facts-table.h"

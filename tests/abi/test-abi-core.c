@@ -1,0 +1,178 @@
+/* test-abi-core.c - the real core with plugins built against other headers.
+ *
+ * Without arguments it loads rayo-abi10.so (built from the frozen 1.0
+ * header) and rayo-abi199.so (built from the 1.99 header: a larger
+ * descriptor, 24-byte op entries, a larger memory API, an op id and a
+ * dtype id this core does not know).  It proves:
+ *   - an old (1.0) plugin loads and runs with this core: today that is the
+ *     same minor, and the test keeps it true as the core's minor grows;
+ *   - a newer plugin loads and runs with this core: the core steps through
+ *     the op entries by op_entry_size (mul, the second entry, is found and
+ *     runs), ignores what it does not know (exactly 2 ops taken), reads the
+ *     descriptor and memory API only as far as it knows them, and hands the
+ *     plugin 1.0-sized calls it can use (kernel and batch results right).
+ *   - an application built against a newer header (a larger rayo_call)
+ *     works while the fields this library does not know are 0, and is
+ *     refused with RAYO_E_UNSUPPORTED, not misread, when it sets them.
+ * With arguments PLUGIN NAME MINOR it checks one plugin that implements at
+ * least add the same way (tests/abi/test-abi-cxx.sh: a C++17 plugin). */
+#include "../testutil.h"
+#include <time.h>
+
+#ifndef ABI_PLUGIN_DIR
+#error "ABI_PLUGIN_DIR must name the folder of the test plugins"
+#endif
+
+static bool sums_right(const float *a, const float *b, const float *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (y[i] != a[i] + b[i])
+            return false;
+    return true;
+}
+
+/* add (and mul when the plugin has it) on the plugin alone, many sizes. */
+static void run_ops(rayo_context *ctx, const char *name, bool with_mul)
+{
+    static const size_t sizes[] = {1, 2, 7, 64, 1000, 4099};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t n = sizes[s];
+        float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *y = malloc(n * sizeof *y);
+        for (size_t i = 0; i < n; i++) {
+            a[i] = test_random() * 100.0f;
+            b[i] = test_random() * 100.0f;
+        }
+        rayo_call c = {.struct_size = sizeof c, .op = RAYO_OP_ADD, .n = n, .a = a, .b = b, .y = y};
+        rayo_status st = rayo_run_on(ctx, name, &c);
+        CHECK(st == RAYO_OK && sums_right(a, b, y, n), "%s: add of %zu (%s)", name, n, rayo_last_error());
+        if (with_mul) {
+            c.op = RAYO_OP_MUL;
+            bool right = rayo_run_on(ctx, name, &c) == RAYO_OK;
+            for (size_t i = 0; i < n; i++)
+                right &= y[i] == a[i] * b[i];
+            CHECK(right, "%s: mul of %zu (%s)", name, n, rayo_last_error());
+        }
+        free(a);
+        free(b);
+        free(y);
+    }
+}
+
+/* One add in a batch on the plugin's own buffers (its memory API). */
+static void run_batch(rayo_context *ctx, const char *name)
+{
+    enum { N = 37 };
+    float a[N], b[N], y[N];
+    for (size_t i = 0; i < N; i++) {
+        a[i] = test_random();
+        b[i] = test_random();
+    }
+    rayo_buffer *buf = NULL;
+    rayo_batch *batch = NULL;
+    CHECK(rayo_buffer_create(ctx, name, 3 * sizeof a, &buf) == RAYO_OK, "%s: buffer (%s)", name, rayo_last_error());
+    CHECK(rayo_batch_create(ctx, name, &batch) == RAYO_OK, "%s: batch (%s)", name, rayo_last_error());
+    if (buf && batch) {
+        rayo_buffer_write(buf, 0, a, sizeof a);
+        rayo_buffer_write(buf, sizeof a, b, sizeof b);
+        rayo_batch_call c = {.struct_size = sizeof c, .op = RAYO_OP_ADD, .n = N, .a = {buf, 0},
+                             .b = {buf, sizeof a}, .y = {buf, 2 * sizeof a}};
+        CHECK(rayo_batch_record(batch, &c) == RAYO_OK && rayo_batch_submit(batch) == RAYO_OK &&
+                  rayo_batch_wait(batch, UINT64_MAX) == RAYO_OK,
+              "%s: batch runs (%s)", name, rayo_last_error());
+        CHECK(rayo_buffer_read(buf, 2 * sizeof a, y, sizeof y) == RAYO_OK && sums_right(a, b, y, N),
+              "%s: batched add", name);
+    }
+    rayo_batch_destroy(batch);
+    rayo_buffer_destroy(buf);
+}
+
+/* rayo_run with the call of a newer header: 16 more bytes. */
+static void newer_application(rayo_context *ctx)
+{
+    float a[5] = {1, 2, 3, 4, 5}, b[5] = {5, 4, 3, 2, 1}, y[5] = {0};
+    union {
+        rayo_call call;
+        unsigned char bytes[sizeof(rayo_call) + 16];
+    } newer;
+    memset(&newer, 0, sizeof newer);
+    newer.call = (rayo_call){.struct_size = sizeof newer, .op = RAYO_OP_ADD, .n = 5, .a = a, .b = b, .y = y};
+    CHECK(rayo_run(ctx, &newer.call) == RAYO_OK && sums_right(a, b, y, 5),
+          "a newer call with its new fields 0 runs (%s)", rayo_last_error());
+    newer.bytes[sizeof(rayo_call) + 3] = 1;
+    y[0] = -1;
+    CHECK(rayo_run(ctx, &newer.call) == RAYO_E_UNSUPPORTED && y[0] == -1,
+          "a newer call that sets a field this library lacks is refused");
+    CHECK(strstr(rayo_last_error(), "newer") != NULL, "the message says why: %s", rayo_last_error());
+}
+
+/* The plugin loaded with this minor and this many ops taken. */
+static bool loaded(rayo_context *ctx, const char *name, unsigned minor, size_t ops)
+{
+    rayo_backend_info b = {.struct_size = sizeof b};
+    bool found = test_backend(ctx, name, &b) == RAYO_OK;
+    CHECK(found && b.status == RAYO_BACKEND_LOADED, "%s loads (reason: %s)", name, found ? b.reason : "not listed");
+    if (!found || b.status != RAYO_BACKEND_LOADED)
+        return false;
+    CHECK(b.abi_major == 1 && b.abi_minor == minor, "%s: ABI %u.%u, want 1.%u", name, b.abi_major, b.abi_minor,
+          minor);
+    if (ops)
+        CHECK(b.op_count == ops, "%s: %zu ops taken, want %zu", name, b.op_count, ops);
+    return true;
+}
+
+static char settings[4096];
+
+static rayo_status open_with(rayo_context **ctx, const char *load, const char *allow)
+{
+    snprintf(settings, sizeof settings, "[rayo]\nlog = debug\n[plugins]\nload = %s\nallow = %s\n", load, allow);
+    return test_open(ctx, settings);
+}
+
+static int check_default_plugins(void)
+{
+    rayo_context *ctx;
+    char load[1024];
+    snprintf(load, sizeof load, "%s/rayo-abi10.so:%s/rayo-abi199.so", ABI_PLUGIN_DIR, ABI_PLUGIN_DIR);
+    CHECK(open_with(&ctx, load, "abi10, abi199") == RAYO_OK, "open: %s", rayo_last_error());
+    /* add and mul; op 250 and dtype 31 are not this core's */
+    if (loaded(ctx, "abi10", 0, 2)) {
+        run_ops(ctx, "abi10", true);
+        run_batch(ctx, "abi10");
+    }
+    if (loaded(ctx, "abi199", 99, 2)) {
+        run_ops(ctx, "abi199", true);
+        run_batch(ctx, "abi199");
+    }
+    newer_application(ctx);
+    rayo_close(ctx);
+    return test_summary();
+}
+
+/* PLUGIN NAME MINOR: a plugin with at least add, on host memory. */
+static int check_one_plugin(const char *path, const char *name, unsigned minor)
+{
+    rayo_context *ctx;
+    CHECK(open_with(&ctx, path, name) == RAYO_OK, "open: %s", rayo_last_error());
+    if (loaded(ctx, name, minor, 0)) {
+        CHECK(rayo_backend_for(ctx, RAYO_OP_ADD, 0, 100) && !strcmp(rayo_backend_for(ctx, RAYO_OP_ADD, 0, 100), name),
+              "add goes to %s", name);
+        run_ops(ctx, name, false);
+    }
+    if (test_failed)
+        fprintf(stderr, "log:\n%s", test_log);
+    rayo_close(ctx);
+    return test_summary();
+}
+
+int main(int argc, char **argv)
+{
+    test_clear_rayo_env();
+    srand((unsigned)time(NULL));
+    if (argc == 4)
+        return check_one_plugin(argv[1], argv[2], (unsigned)atoi(argv[3]));
+    if (argc != 1) {
+        fprintf(stderr, "usage: %s [PLUGIN.so NAME MINOR]\n", argv[0]);
+        return 99;
+    }
+    return check_default_plugins();
+}
