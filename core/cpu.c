@@ -32,7 +32,7 @@ static const struct { const char *name; uint64_t bit; } feature_names[] = {
     {"avx", RAYO_CPU_X86_AVX},         {"avx2", RAYO_CPU_X86_AVX2},
     {"fma", RAYO_CPU_X86_FMA},         {"f16c", RAYO_CPU_X86_F16C},
     {"avx512f", RAYO_CPU_X86_AVX512F}, {"avx512bw", RAYO_CPU_X86_AVX512BW},
-    {"avx512vl", RAYO_CPU_X86_AVX512VL},
+    {"avx512vl", RAYO_CPU_X86_AVX512VL}, {"avx512dq", RAYO_CPU_X86_AVX512DQ},
     {"asimd", RAYO_CPU_ARM_ASIMD},     {"fp16", RAYO_CPU_ARM_FP16},
     {"dotprod", RAYO_CPU_ARM_DOTPROD}, {"sve", RAYO_CPU_ARM_SVE},
     {"simd128", RAYO_CPU_WASM_SIMD128},
@@ -57,7 +57,7 @@ static uint64_t cpu_detect_x86(void)
     bool osxsave = (c & bit_OSXSAVE) != 0;
     uint64_t xcr0 = osxsave ? xgetbv0() : 0;
     bool ymm_os = (xcr0 & 0x6) == 0x6;          /* XMM and YMM state enabled */
-    bool zmm_os = ymm_os && (xcr0 & 0xe0) == 0xe0; /* opmask, ZMM_Hi256, Hi16_ZMM */
+    bool zmm_os = ymm_os && (xcr0 & 0xe0) == 0xe0; /* bits 5-7: opmask, ZMM_Hi256, Hi16_ZMM */
     if (ymm_os && (c & bit_AVX)) f |= RAYO_CPU_X86_AVX;
     if (ymm_os && (c & bit_FMA)) f |= RAYO_CPU_X86_FMA;
     if (ymm_os && (c & bit_F16C)) f |= RAYO_CPU_X86_F16C;
@@ -67,6 +67,7 @@ static uint64_t cpu_detect_x86(void)
         if (zmm_os && (b & bit_AVX512F)) f |= RAYO_CPU_X86_AVX512F;
         if (zmm_os && (b & bit_AVX512BW)) f |= RAYO_CPU_X86_AVX512BW;
         if (zmm_os && (b & bit_AVX512VL)) f |= RAYO_CPU_X86_AVX512VL;
+        if (zmm_os && (b & bit_AVX512DQ)) f |= RAYO_CPU_X86_AVX512DQ;
     }
     return f;
 }

@@ -100,8 +100,9 @@ extern "C" {
 #define RAYO_CPU_X86_FMA     (1ull << 4)  /* includes OS YMM state */
 #define RAYO_CPU_X86_F16C    (1ull << 5)
 #define RAYO_CPU_X86_AVX512F (1ull << 6)  /* includes OS ZMM/opmask state */
-#define RAYO_CPU_X86_AVX512BW (1ull << 7)
+#define RAYO_CPU_X86_AVX512BW (1ull << 7)  /* AVX-512 bits include OS ZMM/opmask state */
 #define RAYO_CPU_X86_AVX512VL (1ull << 8)
+#define RAYO_CPU_X86_AVX512DQ (1ull << 9)
 #define RAYO_CPU_ARM_ASIMD   (1ull << 16) /* AArch64 Advanced SIMD (HWCAP_ASIMD) */
 #define RAYO_CPU_ARM_FP16    (1ull << 17)
 #define RAYO_CPU_ARM_DOTPROD (1ull << 18)

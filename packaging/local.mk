@@ -8,6 +8,7 @@ EXTRA_DIST += packaging/build-debs.sh packaging/build-rpms.sh packaging/abi-chec
 	packaging/debian/librayo0.install packaging/debian/librayo-dev.install \
 	packaging/debian/rayo-tools.install packaging/debian/rayo-tools.dirs \
 	packaging/debian/rayo-backend-scalar.install packaging/debian/rayo-backend-avx2.install \
+	packaging/debian/rayo-backend-avx512.install \
 	packaging/debian/rayo-backend-neon.install packaging/debian/rayo-backend-vulkan.install \
 	packaging/debian/rayo-backend-cuda.install
 

@@ -148,64 +148,36 @@ void stash(uint buf)
 }
 #endif
 
-void main()
+// The invocation's TM x TN block of C, as vec4s along n.
+vec4 acc[TM * TN / 4u];
+
+// Blocked accumulation: acc holds float sums over pc.aux tile steps (the
+// host picks about sqrt(k) terms, at least 256), which this adds into C
+// itself, the second sums: rounding then grows with the block plus the
+// number of blocks, not with k.  The second sums live in C, not in
+// registers (64 more would halve the workgroups an NVIDIA SM holds: 42%
+// slower) nor in shared memory (64 KiB, past NVIDIA's 48 KiB): C's tile
+// stays in the cache between flushes, and each invocation reads back
+// only what it wrote.  The first flush writes alpha acc + beta C (C is not
+// read when beta == 0), later ones add alpha acc; acc restarts at 0.
+void flush(uint row0, uint col0, uint tx, uint ty, bool first)
 {
-    uint tx = gl_LocalInvocationID.x % WX, ty = gl_LocalInvocationID.x / WX;
-    uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
-
-    // acc sums pc.aux steps (about sqrt(k) terms), then is added to total:
-    // rounding grows with 2 sqrt(k) terms, not k.
-    vec4 acc[TM * TN / 4u], total[TM * TN / 4u];
-    for (uint i = 0u; i < TM * TN / 4u; i++) {
-        acc[i] = vec4(0.0);
-        total[i] = vec4(0.0);
-    }
-
-    uint steps = (pc.k + BK - 1u) / BK;
-    fetch(row0, col0, 0u);
-    stash(0u);
-    barrier();
-    for (uint s = 0u; s < steps; s++) {
-        uint buf = s & 1u;
-        if (s + 1u < steps)
-            fetch(row0, col0, (s + 1u) * BK);
-        uint abase = buf * BK * BM4, bbase = buf * BK * BN4;
-        for (uint kk = 0u; kk < BK; kk++) {
-            vec4 av[TM / 4u], bv[TN / 4u];
-            for (uint i = 0u; i < TM / 4u; i++)
-                av[i] = As[abase + kk * BM4 + ty + i * WY];
-            for (uint j = 0u; j < TN / 4u; j++)
-                bv[j] = Bs[bbase + kk * BN4 + tx + j * WX];
-            for (uint i = 0u; i < TM / 4u; i++)
-                for (uint ii = 0u; ii < 4u; ii++)
-                    for (uint j = 0u; j < TN / 4u; j++)
-                        acc[(i * 4u + ii) * (TN / 4u) + j] =
-                            fma(vec4(av[i][ii]), bv[j], acc[(i * 4u + ii) * (TN / 4u) + j]);
-        }
-        if (s + 1u < steps)
-            stash(buf ^ 1u);
-        barrier();
-        if ((s + 1u) % pc.aux == 0u) {
-            for (uint i = 0u; i < TM * TN / 4u; i++) {
-                total[i] += acc[i];
-                acc[i] = vec4(0.0);
-            }
-        }
-    }
-    for (uint i = 0u; i < TM * TN / 4u; i++)
-        total[i] += acc[i];
-
-    // epilogue: C = alpha acc + beta C (C is not read when beta == 0)
     for (uint i = 0u; i < TM / 4u; i++)
         for (uint ii = 0u; ii < 4u; ii++) {
             uint row = row0 + (ty + i * WY) * 4u + ii;
             for (uint j = 0u; j < TN / 4u; j++) {
                 uint col = col0 + (tx + j * WX) * 4u;
-                vec4 v = pc.alpha * total[(i * 4u + ii) * (TN / 4u) + j];
+                uint a = (i * 4u + ii) * (TN / 4u) + j;
+                vec4 v = acc[a];
+                acc[a] = vec4(0.0);
 #ifdef RAYO_ALIGNED
                 uint o = (row * pc.n + col) / 4u;
-                if (pc.beta != 0.0)
-                    v = fma(vec4(pc.beta), c_data[pc.oc + o], v);
+                if (!first)
+                    v = fma(vec4(pc.alpha), v, y_data[pc.oy + o]);
+                else if (pc.beta != 0.0)
+                    v = fma(vec4(pc.beta), c_data[pc.oc + o], pc.alpha * v);
+                else
+                    v = pc.alpha * v;
                 y_data[pc.oy + o] = v;
 #else
                 if (row >= pc.m)
@@ -214,12 +186,58 @@ void main()
                     if (col + e >= pc.n)
                         break;
                     uint o = row * pc.n + col + e;
-                    float r = v[e];
-                    if (pc.beta != 0.0)
+                    float r = pc.alpha * v[e];
+                    if (!first)
+                        r = fma(pc.alpha, v[e], y_data[pc.oy + o]);
+                    else if (pc.beta != 0.0)
                         r = fma(pc.beta, c_data[pc.oc + o], r);
                     y_data[pc.oy + o] = r;
                 }
 #endif
             }
         }
+}
+
+void main()
+{
+    uint tx = gl_LocalInvocationID.x % WX, ty = gl_LocalInvocationID.x / WX;
+    uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
+
+    for (uint i = 0u; i < TM * TN / 4u; i++)
+        acc[i] = vec4(0.0);
+
+    uint steps = (pc.k + BK - 1u) / BK;
+    fetch(row0, col0, 0u);
+    stash(0u);
+    barrier();
+    // blocks of pc.aux steps; the inner loop is the plain tiled loop
+    bool first = true;
+    for (uint s = 0u;;) {
+        for (uint end = min(s + pc.aux, steps); s < end; s++) {
+            uint buf = s & 1u;
+            if (s + 1u < steps)
+                fetch(row0, col0, (s + 1u) * BK);
+            uint abase = buf * BK * BM4, bbase = buf * BK * BN4;
+            for (uint kk = 0u; kk < BK; kk++) {
+                vec4 av[TM / 4u], bv[TN / 4u];
+                for (uint i = 0u; i < TM / 4u; i++)
+                    av[i] = As[abase + kk * BM4 + ty + i * WY];
+                for (uint j = 0u; j < TN / 4u; j++)
+                    bv[j] = Bs[bbase + kk * BN4 + tx + j * WX];
+                for (uint i = 0u; i < TM / 4u; i++)
+                    for (uint ii = 0u; ii < 4u; ii++)
+                        for (uint j = 0u; j < TN / 4u; j++)
+                            acc[(i * 4u + ii) * (TN / 4u) + j] =
+                                fma(vec4(av[i][ii]), bv[j], acc[(i * 4u + ii) * (TN / 4u) + j]);
+            }
+            if (s + 1u < steps)
+                stash(buf ^ 1u);
+            barrier();
+        }
+        if (s >= steps)
+            break;
+        flush(row0, col0, tx, ty, first);
+        first = false;
+    }
+    flush(row0, col0, tx, ty, first);
 }

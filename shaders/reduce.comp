@@ -64,6 +64,16 @@ float f(uint word) { return uintBitsToFloat(word); }
 // NaN-propagating max (for norm_l2's special values).
 float nan_max(float x, float y) { return (r_isnan(x) || r_isnan(y)) ? R_NAN : max(x, y); }
 
+// v / scale for 0 <= v <= scale (norm_l2).  NVIDIA divides as v * (1 / scale),
+// and 1 / scale is a denormal, flushed to 0, for scale past 2^126 (norm_l2 of
+// [2e38, 2e38, 1] gave 0): such scales are quartered first (exact).
+float scale_ratio(float v, float scale)
+{
+    if (v == scale) return 1.0;
+    if (scale > 8.5e37) { v *= 0.25; scale *= 0.25; }
+    return v / scale;
+}
+
 P combine(P x, P y)
 {
     if (sum_like()) { x.s += y.s; return x; }
@@ -88,7 +98,7 @@ P combine(P x, P y)
     if (r.v == 0.0) {
         r.w = 0.0;
     } else {
-        float sx = x.v / r.v, sy = y.v / r.v;
+        float sx = scale_ratio(x.v, r.v), sy = scale_ratio(y.v, r.v);
         r.w = x.w * sx * sx + y.w * sy * sy;
     }
     return r;

@@ -120,8 +120,12 @@ void write_row(uint row, uint lo, uint hi, ACC s1, ACC s2)
         float mx = float(s1);
         float ls = r_log(float(s2));
         for (uint j = lo + t; j < hi; j += WG) {
-            float d = x_at(row, j) - mx;
-            y_data[out_base + j] = OP == OP_SOFTMAX ? float(ACC(r_exp(d)) / s2) : d - ls;
+            // precise: NVIDIA's compiler otherwise turns (x - mx) - ls into
+            // x - (mx + ls), whose loop-invariant mx + ls swallows ls for a
+            // row with a large offset (1e30: y = 0, not -log(n))
+            precise float d = x_at(row, j) - mx;
+            precise float ly = d - ls;
+            y_data[out_base + j] = OP == OP_SOFTMAX ? float(ACC(r_exp(d)) / s2) : ly;
         }
         return;
     }

@@ -2,6 +2,7 @@
 # live in their own fragments.
 include tests/conform.mk
 include tests/avx2.mk
+include tests/avx512.mk
 include tests/neon.mk
 include tests/vulkan.mk
 include tests/cuda.mk

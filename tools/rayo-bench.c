@@ -3,7 +3,7 @@
  *
  *   rayo-bench [--ops LIST] [--backends LIST] [--sizes LIST] [--reps N]
  *              [--threads N] [--vs openblas|blis] [--csv FILE] [--dispatch]
- *              [--min-ms MS] [--clock wall|cpu]
+ *              [--min-ms MS] [--clock wall|cpu] [--plot FILE.svg]
  *
  * Every case is timed as the median of --reps samples; a sample repeats the
  * call until it lasts at least --min-ms milliseconds.  A BLAS reference and
@@ -15,13 +15,18 @@
  *     give the op's bandwidth (bytes its operands move / time) over theirs;
  *   - with --vs, OpenBLAS or BLIS (dlopened, no build dependency) for the
  *     ops BLAS has: sgemm, sgemv, sdot, saxpy, sasum, snrm2; the column gives
- *     the reference's time over rayo's (above 1: rayo is faster).
+ *     the reference's time over rayo's (above 1: rayo is faster).  The
+ *     header names the kernel set the library runs; where it would pick a
+ *     worse one than the CPU runs, rayo-bench sets the library's variable
+ *     first (bench-refs.c) and says so.
+ * --plot draws the table with gnuplot (bench-plot.c).
  * --dispatch times small calls through the public API (dispatch included)
  * against a direct call of the same kernel of the same plugin, dlopened here.
  *
  * The table goes to stdout, progress to stderr, all rows to --csv.
  */
 #define _GNU_SOURCE
+#include "bench.h"
 #include "conform.h"
 #include "tool-version.h"
 #include "rayo-plugin.h"
@@ -58,6 +63,7 @@ typedef struct options {
     unsigned threads;      /* 0: rayo's default */
     const char *vs;        /* "openblas", "blis" or NULL */
     const char *csv_path;
+    const char *plot_path;
     int dispatch;
 } options;
 
@@ -368,6 +374,8 @@ static int run_stream(void *p)
 }
 
 /* ---- BLAS references, dlopened ------------------------------------------------- */
+static bench_kernels ref_choice;      /* what bench_choose_kernels found and set */
+static char ref_kernels[256];         /* the kernel set the loaded reference runs */
 enum { ROW_MAJOR = 101, NO_TRANS = 111 };
 
 typedef struct blas_lib {
@@ -421,6 +429,7 @@ static int blas_open(blas_lib *lib, const char *which, unsigned threads)
         if (set && threads)
             set((int64_t)threads);
     }
+    bench_kernels_in_use(which, lib->handle, ref_kernels, sizeof ref_kernels);
     return 0;
 }
 
@@ -846,6 +855,7 @@ static void usage(FILE *out)
             "  --clock CLOCK     wall (default) or cpu: the process's CPU time, which leaves\n"
             "                    out time taken by other processes (use with --threads 1)\n"
             "  --csv FILE        also write every row to FILE as CSV\n"
+            "  --plot FILE.svg   draw GFLOP/s or GB/s against size with gnuplot\n"
             "  --dispatch        small calls: public API vs a direct call of the kernel\n"
             "  --help            this text\n"
             "  --version         the version of rayo-bench and of the librayo it runs with\n");
@@ -944,6 +954,8 @@ static int parse_args(int argc, char **argv, options *o)
                 return usage_error("--clock %s: wall or cpu", value);
         } else if (!strcmp(arg, "--csv")) {
             o->csv_path = value;
+        } else if (!strcmp(arg, "--plot")) {
+            o->plot_path = value;
         } else {
             return usage_error("unknown option '%s'", arg);
         }
@@ -996,6 +1008,10 @@ static void print_machine(const options *o, rayo_context *ctx, const char *comma
     printf("command: %s\n", command);
     printf("median of %d samples of >= %.0f ms each, %s time\n", o->reps, o->min_ms,
            bench_clock == CLOCK_MONOTONIC ? "wall-clock" : "process CPU");
+    if (o->vs && ref_kernels[0])
+        printf("reference: %s kernels %s\n  (%s)\n", o->vs, ref_kernels, ref_choice.note);
+    else if (o->vs)
+        printf("reference: %s not loaded\n", o->vs);
     double load[3];
     if (getloadavg(load, 3) == 3)
         printf("load average before the run: %.2f %.2f %.2f\n", load[0], load[1], load[2]);
@@ -1012,6 +1028,10 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc;
+    /* Before rayo_open (bench_choose_kernels forks: no threads yet) and
+     * before the library is loaded (it reads its variable once). */
+    if (o.vs)
+        bench_choose_kernels(o.vs, &ref_choice);
     char settings[64] = "";
     if (o.threads)
         snprintf(settings, sizeof settings, "[rayo]\nthreads = %u\n", o.threads);
@@ -1031,22 +1051,37 @@ int main(int argc, char **argv)
             return 2;
         }
     conform_rng_seed(&rng, 12345);
-    if (o.csv_path && !(csv = fopen(o.csv_path, "w"))) {
-        fprintf(stderr, "rayo-bench: cannot write %s: %s\n", o.csv_path, strerror(errno));
+    /* --plot reads the rows back from the CSV: a temporary one without --csv. */
+    char plot_csv[] = "/tmp/rayo-bench-XXXXXX";
+    const char *csv_path = o.csv_path;
+    if (o.plot_path && !csv_path) {
+        int fd = mkstemp(plot_csv);
+        if (fd >= 0)
+            close(fd), csv_path = plot_csv;
+    }
+    if (csv_path && !(csv = fopen(csv_path, "w"))) {
+        fprintf(stderr, "rayo-bench: cannot write %s: %s\n", csv_path, strerror(errno));
         rayo_close(ctx);
         return 1;
     }
+    blas_lib blas = { 0 };
+    if (!o.dispatch && o.vs && blas_open(&blas, o.vs, o.threads) == 0)
+        ref_name = o.vs;
     print_machine(&o, ctx, command);
-    if (o.dispatch) {
+    if (o.dispatch)
         bench_dispatch(&o, ctx);
-    } else {
-        blas_lib blas = { 0 };
-        if (o.vs && blas_open(&blas, o.vs, o.threads) == 0)
-            ref_name = o.vs;
+    else
         bench_table(&o, ctx, &blas);
-    }
     if (csv)
         fclose(csv);
+    rc = 0;
+    char title[128];
+    snprintf(title, sizeof title, "rayo-bench, %u thread%s, %s time", o.threads, o.threads == 1 ? "" : "s",
+             bench_clock == CLOCK_MONOTONIC ? "wall-clock" : "CPU");
+    if (o.plot_path && csv && bench_plot(csv_path, o.plot_path, title) != 0)
+        rc = 1;
+    if (csv_path == plot_csv)
+        unlink(plot_csv);
     rayo_close(ctx);
-    return 0;
+    return rc;
 }

@@ -17,6 +17,7 @@
 
 #define CPU_KERNEL(NAME) avx2_##NAME
 #include "cpu-base.h"
+#include "cache.h"
 #include <pthread.h>
 
 /* The sgemm microkernel's tile: MR rows x NR columns of C (gemm.c). */
@@ -27,11 +28,6 @@
 typedef struct avx2_blocking {
     size_t mc, kc, nc;
 } avx2_blocking;
-
-typedef struct avx2_caches {
-    size_t l1d, l2, l3;   /* bytes, per core for l1d/l2, total for l3 */
-    const char *source;   /* "sysfs", "cpuid" or "defaults" */
-} avx2_caches;
 
 /* Packing buffers of sgemm, kept between calls (a first touch of fresh pages
  * costs more than a small gemm).  A call takes one from the state's free list
@@ -69,7 +65,6 @@ float avx2_max_f32(const float *x, size_t n);
 double avx2_sum_squares_f64(const float *x, size_t n);
 
 /* ---- cache.c ----------------------------------------------------------- */
-void avx2_detect_caches(avx2_caches *caches);
 void avx2_choose_blocking(const avx2_caches *caches, avx2_blocking *blocking);
 
 /* ---- matmul.c ---------------------------------------------------------- */

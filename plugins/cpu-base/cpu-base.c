@@ -47,10 +47,16 @@ static void range_task(void *arg, size_t task, unsigned worker)
 void cpu_run_ranges(const cpu_state *st, const rayo_call *call, size_t count,
                     size_t work_per_item, cpu_range_fn *fn)
 {
-    size_t threads = cpu_threads(st);
     size_t work = work_per_item && count > SIZE_MAX / work_per_item ? SIZE_MAX
                                                                      : count * work_per_item;
-    if (threads < 2 || count < 2 || work < CPU_PARALLEL_MIN_WORK) {
+    /* Small calls first, without asking the host for its thread count (an
+     * indirect call: a few ns of a 20 ns call). */
+    if (count < 2 || work < CPU_PARALLEL_MIN_WORK) {
+        fn(call, 0, count);
+        return;
+    }
+    size_t threads = cpu_threads(st);
+    if (threads < 2) {
         fn(call, 0, count);
         return;
     }

@@ -15,6 +15,7 @@
 #define MAX_GROUPS 65535u       /* grid-stride loops cover the rest */
 #define REDUCE_SINGLE (WG * 64u) /* up to this, a reduction is one dispatch */
 #define FEW_TILES 128u          /* fewer matmul tiles than this: smaller tiles */
+#define MATMUL_BLOCK_MIN 256u   /* fewest terms in a float block of matmul */
 
 /* The signature of every op id (0: unknown). */
 static const unsigned char op_signature[RAYO_OP_ID_LIMIT] = {
@@ -284,9 +285,12 @@ static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
         s->host->set_error(s->host, "vulkan: matmul with k = %zu is too long for a CPU device", k);
         return RAYO_E_UNSUPPORTED;
     }
-    uint32_t block = 1;         /* steps per block: about sqrt(steps) */
-    while ((block + 1) * (block + 1) <= steps)
-        block++;
+    /* tile steps per float block (matmul.comp's flush): about sqrt(k)
+     * terms, at least MATMUL_BLOCK_MIN (few flushes for small k) */
+    uint32_t terms = MATMUL_BLOCK_MIN;
+    while ((uint64_t)terms * terms < k)
+        terms++;
+    uint32_t block = div_up(terms, t->bk);
     vk_push pc = {
         .n = (uint32_t)n, .m = (uint32_t)m, .k = (uint32_t)k,
         .alpha = call->alpha, .beta = call->beta, .aux = block,

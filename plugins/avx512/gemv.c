@@ -1,0 +1,193 @@
+/* gemv.c - y = alpha op(A) x + beta y (row-major A, rows x cols), also
+ * matmul's path for m == 1 or n == 1.
+ *
+ * Accuracy at any length (contract 1e-5 of sum|terms|): float lanes add at
+ * most 32 terms each before they go to double accumulators, as in
+ * reduce.c, so the error does not grow with the length.
+ *   not transposed: dot products of rows with x, four rows at a time (x is
+ *                   loaded once for four); blocks of DOT_BLOCK elements;
+ *   transposed:     rows of A streamed whole (what the prefetcher likes)
+ *                   and accumulated four at a time into a strip of float
+ *                   sums in L1, flushed to double totals every ROW_BLOCK rows.
+ */
+#include "plugin.h"
+#include "math.h"
+
+#include <string.h>
+
+#define DOT_BLOCK 512     /* elements: 32 per lane of a 16-lane sum */
+#define ROW_BLOCK 32      /* rows accumulated in float by the transposed gemv */
+#define COL_STRIP 2048    /* 8 KiB of float sums + 16 KiB of double totals: in L1 */
+#define GEMV_PARALLEL_MIN ((size_t)1 << 16) /* elements of A */
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* alpha * sum + beta * y, as the scalar backend (beta == 0: y unread). */
+static inline float finish(double sum, float alpha, float beta, const float *y)
+{
+    float v = (float)(alpha * sum);
+    return beta == 0.0f ? v : v + beta * *y;
+}
+
+typedef struct gemv_job {
+    size_t rows, cols;
+    float alpha, beta;
+    const float *A, *x;
+    float *y;
+    size_t chunk;                /* rows (no transpose) or columns (transpose) per task */
+} gemv_job;
+
+/* out[r] += dot(row r of A, x) for `count` (1..4) rows, n <= DOT_BLOCK. */
+static inline void dot_rows_block(const float *A, size_t lda, size_t count, const float *x, size_t n,
+                                  double out[4])
+{
+    __m512 s[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
+    for (size_t j = 0; j < n; j += 16) {
+        __mmask16 m = z_lanes(min_size(16, n - j));
+        __m512 xv = _mm512_maskz_loadu_ps(m, x + j);
+        for (size_t r = 0; r < count; r++)
+            s[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, A + r * lda + j), xv, s[r]);
+    }
+    for (size_t r = 0; r < count; r++)
+        out[r] += _mm512_reduce_add_pd(z_widen_add(_mm512_setzero_pd(), s[r]));
+}
+
+/* y[i] = alpha dot(A row i, x) + beta y[i] for rows [begin, end). */
+static void gemv_rows(const gemv_job *job, size_t begin, size_t end)
+{
+    for (size_t i = begin; i < end; i += 4) {
+        size_t count = min_size(4, end - i);
+        double d[4] = { 0.0, 0.0, 0.0, 0.0 };
+        const float *A = job->A + i * job->cols;
+        for (size_t j = 0; j < job->cols; j += DOT_BLOCK) {
+            size_t n = min_size(DOT_BLOCK, job->cols - j);
+            if (count == 4)
+                dot_rows_block(A + j, job->cols, 4, job->x + j, n, d); /* count constant: unrolled */
+            else
+                dot_rows_block(A + j, job->cols, count, job->x + j, n, d);
+        }
+        for (size_t r = 0; r < count; r++)
+            job->y[i + r] = finish(d[r], job->alpha, job->beta, &job->y[i + r]);
+    }
+}
+
+/* acc[0..w) += x[0] a0 + x[1] a1 + x[2] a2 + x[3] a3 (row segments):
+ * whole vectors, then one masked step. */
+static inline __m512 acc4_vec(__m512 s, const __m512 xv[4], const float *a0, const float *a1,
+                              const float *a2, const float *a3, __mmask16 m)
+{
+    s = _mm512_fmadd_ps(xv[0], _mm512_maskz_loadu_ps(m, a0), s);
+    s = _mm512_fmadd_ps(xv[1], _mm512_maskz_loadu_ps(m, a1), s);
+    s = _mm512_fmadd_ps(xv[2], _mm512_maskz_loadu_ps(m, a2), s);
+    return _mm512_fmadd_ps(xv[3], _mm512_maskz_loadu_ps(m, a3), s);
+}
+
+static void accumulate4(float *acc, const float *a0, const float *a1, const float *a2, const float *a3,
+                        const float *x, size_t w)
+{
+    const __m512 xv[4] = { _mm512_set1_ps(x[0]), _mm512_set1_ps(x[1]), _mm512_set1_ps(x[2]),
+                           _mm512_set1_ps(x[3]) };
+    size_t j = 0;
+    for (; j + 16 <= w; j += 16)
+        _mm512_storeu_ps(acc + j, acc4_vec(_mm512_loadu_ps(acc + j), xv, a0 + j, a1 + j, a2 + j, a3 + j,
+                                           0xffff));
+    if (j < w) {
+        __mmask16 m = z_lanes(w - j);
+        _mm512_mask_storeu_ps(acc + j, m, acc4_vec(_mm512_maskz_loadu_ps(m, acc + j), xv, a0 + j, a1 + j,
+                                                   a2 + j, a3 + j, m));
+    }
+}
+
+static void accumulate1(float *acc, const float *a0, float x0, size_t w)
+{
+    const __m512 xv = _mm512_set1_ps(x0);
+    size_t j = 0;
+    for (; j + 16 <= w; j += 16)
+        _mm512_storeu_ps(acc + j, _mm512_fmadd_ps(xv, _mm512_loadu_ps(a0 + j), _mm512_loadu_ps(acc + j)));
+    if (j < w) {
+        __mmask16 m = z_lanes(w - j);
+        __m512 s = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m, a0 + j), _mm512_maskz_loadu_ps(m, acc + j));
+        _mm512_mask_storeu_ps(acc + j, m, s);
+    }
+}
+
+/* total[0..w) += acc[0..w) in double; acc = 0. */
+static void flush_strip(double *total, float *acc, size_t w)
+{
+    size_t j = 0;
+    for (; j + 8 <= w; j += 8) {
+        __m512d t = _mm512_add_pd(_mm512_loadu_pd(total + j), _mm512_cvtps_pd(_mm256_loadu_ps(acc + j)));
+        _mm512_storeu_pd(total + j, t);
+        _mm256_storeu_ps(acc + j, _mm256_setzero_ps());
+    }
+    for (; j < w; j++) {
+        total[j] += acc[j];
+        acc[j] = 0.0f;
+    }
+}
+
+/* Transposed: y[j] = alpha sum_i A[i][j] x[i] + beta y[j], columns [begin, end). */
+static void gemv_cols(const gemv_job *job, size_t begin, size_t end)
+{
+    float acc[COL_STRIP];
+    double total[COL_STRIP];
+    for (size_t j = begin; j < end; j += COL_STRIP) {
+        size_t w = min_size(COL_STRIP, end - j);
+        memset(acc, 0, w * sizeof acc[0]);
+        memset(total, 0, w * sizeof total[0]);
+        const float *col = job->A + j;
+        size_t lda = job->cols, i = 0;
+        while (i < job->rows) {
+            size_t block_end = min_size(i + ROW_BLOCK, job->rows);
+            for (; i + 4 <= block_end; i += 4)
+                accumulate4(acc, col + i * lda, col + (i + 1) * lda, col + (i + 2) * lda, col + (i + 3) * lda,
+                            job->x + i, w);
+            for (; i < block_end; i++)
+                accumulate1(acc, col + i * lda, job->x[i], w);
+            flush_strip(total, acc, w);
+        }
+        for (size_t c = 0; c < w; c++)
+            job->y[j + c] = finish(total[c], job->alpha, job->beta, &job->y[j + c]);
+    }
+}
+
+static void gemv_task(void *arg, size_t task, unsigned worker)
+{
+    const gemv_job *job = arg;
+    (void)worker;
+    size_t begin = task * job->chunk;
+    gemv_rows(job, begin, min_size(begin + job->chunk, job->rows));
+}
+
+static void gemv_cols_task(void *arg, size_t task, unsigned worker)
+{
+    const gemv_job *job = arg;
+    (void)worker;
+    size_t begin = task * job->chunk;
+    gemv_cols(job, begin, min_size(begin + job->chunk, job->cols));
+}
+
+void avx512_gemv_run(const avx512_state *st, int trans, size_t rows, size_t cols, float alpha,
+                     const float *A, const float *x, float beta, float *y)
+{
+    gemv_job job = { rows, cols, alpha, beta, A, x, y, 0 };
+    unsigned threads = cpu_threads(&st->cpu);
+    size_t units = trans ? cols : rows;
+    size_t granule = trans ? 64 : 4;
+    size_t tasks = rows * cols >= GEMV_PARALLEL_MIN && threads > 1 ? threads : 1;
+    job.chunk = ((units + tasks - 1) / tasks + granule - 1) / granule * granule;
+    tasks = (units + job.chunk - 1) / job.chunk;
+    cpu_parallel(&st->cpu, tasks, trans ? gemv_cols_task : gemv_task, &job);
+}
+
+AVX512_KERNEL(gemv)
+{
+    if (call->m == 0 || call->n == 0)
+        return RAYO_OK;
+    avx512_gemv_run(state, (call->flags & RAYO_TRANS_A) != 0, call->m, call->n, call->alpha, call->a, call->b,
+                    call->beta, call->y);
+    return RAYO_OK;
+}

@@ -1,0 +1,342 @@
+/* matmul.c - C (m x n) = alpha op(A) op(B) + beta C (row-major), by the
+ * Goto/BLIS scheme with a 12x32 microkernel:
+ *   for jc (nc columns of C):          B block kc x nc packed once, shared
+ *     for pc (kc of the k dimension):    by every thread
+ *       for ic (mc rows of C):           A block mc x kc packed per task, in L2
+ *         for jr (32 columns):           B micro-panel kc x 32, in L1
+ *           for ir (12 rows):            the microkernel: 24 zmm accumulators,
+ *                                        2 loads of B and 12 broadcasts of A
+ *                                        per k step
+ * mc, kc, nc come from the cache sizes (plugin.c).  Tasks of the core's pool
+ * are (ic block, column slice) pairs: the m blocks are made a multiple of the
+ * thread count so every thread gets the same share, and the columns are
+ * sliced when there are too few row blocks.
+ *
+ * Packing reads A and B through their transposes, so the four transpose
+ * combinations share one microkernel; 16x16 register transposes (math.h)
+ * pack the operands stored across k.  Edge tiles are computed whole into a
+ * small buffer (packing pads with zeros) and only their valid part is
+ * merged.  beta == 0 never reads C.  m == 1 and n == 1 go to gemv (gemv.c).
+ */
+#include "plugin.h"
+#include "math.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MR AVX512_GEMM_MR
+#define NR AVX512_GEMM_NR
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* ---- scratch buffers ---------------------------------------------------------- */
+
+static void scratch_destroy(const avx512_state *st, avx512_scratch *s)
+{
+    cpu_free(&st->cpu, s->packed_a);
+    cpu_free(&st->cpu, s->packed_b);
+    free(s);
+}
+
+/* A scratch with room for `threads` A blocks: from the free list or new. */
+static avx512_scratch *scratch_get(avx512_state *st, unsigned threads)
+{
+    pthread_mutex_lock(&st->scratch_lock);
+    avx512_scratch *s = st->scratch_free;
+    if (s)
+        st->scratch_free = s->next;
+    pthread_mutex_unlock(&st->scratch_lock);
+    if (s && s->threads >= threads)
+        return s;
+    if (s)
+        scratch_destroy(st, s);
+    s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    const avx512_blocking *b = &st->blocking;
+    s->threads = threads;
+    s->packed_b = cpu_alloc_floats(&st->cpu, b->kc * (b->nc + NR));
+    s->packed_a = cpu_alloc_floats(&st->cpu, (size_t)threads * (b->mc + MR) * b->kc);
+    if (!s->packed_a || !s->packed_b) {
+        scratch_destroy(st, s);
+        return NULL;
+    }
+    return s;
+}
+
+static void scratch_put(avx512_state *st, avx512_scratch *s)
+{
+    pthread_mutex_lock(&st->scratch_lock);
+    s->next = st->scratch_free;
+    st->scratch_free = s;
+    pthread_mutex_unlock(&st->scratch_lock);
+}
+
+void avx512_scratch_free_all(avx512_state *st)
+{
+    while (st->scratch_free) {
+        avx512_scratch *s = st->scratch_free;
+        st->scratch_free = s->next;
+        scratch_destroy(st, s);
+    }
+}
+
+/* ---- packing -------------------------------------------------------------------
+ * op(A) is m x k and op(B) is k x n; a transposed operand is stored the
+ * other way round, row-major. */
+typedef struct gemm_args {
+    size_t m, n, k;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+    int trans_a, trans_b;
+} gemm_args;
+
+/* `rows` (<= 16) rows of src (stride ld), 16 k at a time, transposed into
+ * dst: for each k, `rows` floats then the next k at dst + width.  Stores
+ * are whole vectors (masked ones are slow on Zen 4): with width < 16 the
+ * lanes past `rows` spill into the next k's slot, written next, or past the
+ * panel into the next panel or the buffers' spare MR x kc (rows < 16 come
+ * from zero registers, so padding lanes of a short panel are zero). */
+static void pack_across_k(const float *src, size_t ld, size_t rows, size_t kc, float *dst, size_t width)
+{
+    size_t p = 0;
+    for (; p + 16 <= kc; p += 16) {
+        __m512 r[16];
+        for (size_t i = 0; i < 16; i++)
+            r[i] = i < rows ? _mm512_loadu_ps(src + i * ld + p) : _mm512_setzero_ps();
+        z_transpose16x16(r);
+        for (size_t i = 0; i < 16; i++)
+            _mm512_storeu_ps(dst + (p + i) * width, r[i]);
+    }
+    for (; p < kc; p++)
+        for (size_t i = 0; i < rows; i++)
+            dst[p * width + i] = src[i * ld + p];
+}
+
+/* Rows [i0, i0 + mc) x cols [p0, p0 + kc) of op(A) into MR-row panels:
+ * panel-major, then k, then the MR rows; rows past m are zero. */
+static void pack_a(const gemm_args *g, size_t i0, size_t mc, size_t p0, size_t kc, float *dst)
+{
+    for (size_t ir = 0; ir < mc; ir += MR, dst += MR * kc) {
+        size_t rows = min_size(MR, mc - ir);
+        if (rows < MR)
+            memset(dst, 0, MR * kc * sizeof(float));
+        if (!g->trans_a) {
+            pack_across_k(g->A + (i0 + ir) * g->k + p0, g->k, rows, kc, dst, MR);
+            continue;
+        }
+        /* op(A)(i, p) = A[p * m + i]: the rows of one k are contiguous;
+         * whole-vector stores spill into the next k, as in pack_across_k. */
+        __mmask16 keep = z_lanes(rows);
+        for (size_t p = 0; p < kc; p++)
+            _mm512_storeu_ps(dst + p * MR, _mm512_maskz_loadu_ps(keep, g->A + (p0 + p) * g->m + i0 + ir));
+    }
+}
+
+/* Rows [p0, p0 + kc) x cols [j0, j0 + cols) of op(B) into one NR-column
+ * panel: k-major, the NR columns contiguous; columns past n are zero. */
+static void pack_b_panel(const gemm_args *g, size_t p0, size_t kc, size_t j0, size_t cols, float *dst)
+{
+    if (g->trans_b) {
+        if (cols < NR)
+            memset(dst, 0, NR * kc * sizeof(float));
+        const float *src = g->B + j0 * g->k + p0;
+        for (size_t h = 0; h < cols; h += 16)
+            pack_across_k(src + h * g->k, g->k, min_size(16, cols - h), kc, dst + h, NR);
+        return;
+    }
+    for (size_t p = 0; p < kc; p++, dst += NR) {
+        const float *src = g->B + (p0 + p) * g->n + j0;
+        for (size_t h = 0; h < NR; h += 16)
+            _mm512_store_ps(dst + h, _mm512_maskz_loadu_ps(z_lanes(h < cols ? min_size(16, cols - h) : 0), src + h));
+    }
+}
+
+/* ---- the microkernel ------------------------------------------------------------ */
+
+/* C tile (12 x 32 at c, row stride ldc) = alpha (a panel x b panel) + beta C;
+ * beta == 0: C is not read.  Per k: 2 loads of B, 12 broadcasts of A, 24
+ * fmas into 24 accumulators (of 32 zmm registers: no spills; the 12
+ * broadcasts are memory operands of the fmas' loads, 14 loads per 24 fmas). */
+static void kernel_12x32(size_t kc, const float *a, const float *b, float *c, size_t ldc, float alpha,
+                         float beta)
+{
+    __m512 lo[MR], hi[MR];
+    for (int r = 0; r < MR; r++) {
+        lo[r] = hi[r] = _mm512_setzero_ps();
+        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + r * ldc + NR - 1), _MM_HINT_T0);
+    }
+    for (size_t p = 0; p < kc; p++, a += MR, b += NR) {
+        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+        _mm_prefetch((const char *)(b + 8 * NR), _MM_HINT_T0);
+#pragma GCC unroll 12
+        for (int r = 0; r < MR; r++) {
+            __m512 ar = _mm512_set1_ps(a[r]);
+            lo[r] = _mm512_fmadd_ps(ar, b0, lo[r]);
+            hi[r] = _mm512_fmadd_ps(ar, b1, hi[r]);
+        }
+    }
+    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    /* C = alpha AB (beta 0: C unread), alpha AB + C (every k block after
+     * the first: one fma), or alpha AB + beta C. */
+    for (int r = 0; r < MR; r++) {
+        float *row = c + r * ldc;
+        if (beta == 0.0f) {
+            _mm512_storeu_ps(row, _mm512_mul_ps(va, lo[r]));
+            _mm512_storeu_ps(row + 16, _mm512_mul_ps(va, hi[r]));
+        } else if (beta == 1.0f) {
+            _mm512_storeu_ps(row, _mm512_fmadd_ps(va, lo[r], _mm512_loadu_ps(row)));
+            _mm512_storeu_ps(row + 16, _mm512_fmadd_ps(va, hi[r], _mm512_loadu_ps(row + 16)));
+        } else {
+            _mm512_storeu_ps(row, _mm512_fmadd_ps(va, lo[r], _mm512_mul_ps(vb, _mm512_loadu_ps(row))));
+            _mm512_storeu_ps(row + 16,
+                             _mm512_fmadd_ps(va, hi[r], _mm512_mul_ps(vb, _mm512_loadu_ps(row + 16))));
+        }
+    }
+}
+
+/* An edge tile: the whole 12x32 product into a buffer, then its valid
+ * rows x cols merged into C as the scalar backend would. */
+static void kernel_edge(size_t kc, const float *a, const float *b, float *c, size_t ldc, size_t rows,
+                        size_t cols, float alpha, float beta)
+{
+    float tile[MR * NR];
+    kernel_12x32(kc, a, b, tile, NR, 1.0f, 0.0f);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t j = 0; j < cols; j++) {
+            float v = alpha * tile[r * NR + j];
+            c[r * ldc + j] = beta == 0.0f ? v : v + beta * c[r * ldc + j];
+        }
+}
+
+/* ---- one (jc, pc) step: tasks over (ic block, column slice) ---------------------- */
+typedef struct gemm_step {
+    const gemm_args *g;
+    const avx512_state *st;
+    avx512_scratch *scratch;
+    size_t jc, nc, pc, kc;
+    size_t mc, m_blocks;         /* A blocks of mc rows (a multiple of MR) */
+    size_t slice, slices;        /* column slices of the nc block (multiples of NR) */
+    float beta;                  /* the call's beta at pc == 0, else 1 */
+} gemm_step;
+
+static void pack_b_task(void *arg, size_t task, unsigned worker)
+{
+    const gemm_step *s = arg;
+    (void)worker;
+    size_t j = task * NR;
+    pack_b_panel(s->g, s->pc, s->kc, s->jc + j, min_size(NR, s->nc - j), s->scratch->packed_b + j * s->kc);
+}
+
+static void compute_task(void *arg, size_t task, unsigned worker)
+{
+    const gemm_step *s = arg;
+    const gemm_args *g = s->g;
+    size_t i0 = task / s->slices * s->mc;
+    size_t j_begin = task % s->slices * s->slice, j_end = min_size(j_begin + s->slice, s->nc);
+    if (i0 >= g->m || j_begin >= j_end)
+        return;
+    size_t mc = min_size(s->mc, g->m - i0);
+    float *pa = s->scratch->packed_a + (size_t)worker * (s->st->blocking.mc + MR) * s->kc;
+    pack_a(g, i0, mc, s->pc, s->kc, pa);
+    for (size_t jr = j_begin; jr < j_end; jr += NR) {
+        const float *pb = s->scratch->packed_b + jr * s->kc;
+        size_t cols = min_size(NR, s->nc - jr);
+        for (size_t ir = 0; ir < mc; ir += MR) {
+            size_t rows = min_size(MR, mc - ir);
+            float *c = g->C + (i0 + ir) * g->n + s->jc + jr;
+            if (rows == MR && cols == NR)
+                kernel_12x32(s->kc, pa + ir * s->kc, pb, c, g->n, g->alpha, s->beta);
+            else
+                kernel_edge(s->kc, pa + ir * s->kc, pb, c, g->n, rows, cols, g->alpha, s->beta);
+        }
+    }
+}
+
+/* m in blocks of at most mc, their count a multiple of the thread count
+ * where m allows; with fewer blocks than 2 per thread the columns are
+ * sliced too. */
+static void plan_tasks(const avx512_state *st, const gemm_args *g, size_t nc, unsigned threads,
+                       gemm_step *s)
+{
+    size_t max_blocks = (g->m + MR - 1) / MR;
+    size_t blocks = (g->m + st->blocking.mc - 1) / st->blocking.mc;
+    if (threads > 1)
+        blocks = min_size((blocks + threads - 1) / threads * threads, max_blocks);
+    s->mc = ((g->m + blocks - 1) / blocks + MR - 1) / MR * MR;
+    s->m_blocks = (g->m + s->mc - 1) / s->mc;
+    size_t panels = (nc + NR - 1) / NR;
+    s->slices = 1;
+    if (threads > 1 && s->m_blocks < 2 * threads)
+        s->slices = min_size((2 * threads + s->m_blocks - 1) / s->m_blocks, panels);
+    s->slice = (panels + s->slices - 1) / s->slices * NR;
+}
+
+static rayo_status gemm_blocked(avx512_state *st, const gemm_args *g)
+{
+    unsigned threads = cpu_threads(&st->cpu);
+    avx512_scratch *scratch = scratch_get(st, threads);
+    if (!scratch)
+        return RAYO_E_NOMEM;
+    const avx512_blocking *b = &st->blocking;
+    /* k in equal blocks of at most kc: a thin last block would cost a whole
+     * pass over C for little work. */
+    size_t k_blocks = (g->k + b->kc - 1) / b->kc;
+    size_t kc = ((g->k + k_blocks - 1) / k_blocks + 7) / 8 * 8;
+    for (size_t jc = 0; jc < g->n; jc += b->nc) {
+        gemm_step s = { .g = g, .st = st, .scratch = scratch, .jc = jc, .nc = min_size(b->nc, g->n - jc) };
+        plan_tasks(st, g, s.nc, threads, &s);
+        for (size_t pc = 0; pc < g->k; pc += kc) {
+            s.pc = pc;
+            s.kc = min_size(kc, g->k - pc);
+            s.beta = pc == 0 ? g->beta : 1.0f;
+            cpu_parallel(&st->cpu, (s.nc + NR - 1) / NR, pack_b_task, &s);
+            cpu_parallel(&st->cpu, s.m_blocks * s.slices, compute_task, &s);
+        }
+    }
+    scratch_put(st, scratch);
+    return RAYO_OK;
+}
+
+/* ---- matmul ------------------------------------------------------------------- */
+
+/* m == 1 or n == 1: a matrix-vector product.
+ *   m == 1: C (1 x n) = a^T op(B): B stored k x n is the transposed gemv,
+ *           B stored n x k gives dot products;
+ *   n == 1: C (m x 1) = op(A) b: A stored m x k gives dot products, A stored
+ *           k x m is the transposed gemv. */
+static void matmul_as_gemv(const avx512_state *st, const gemm_args *g)
+{
+    if (g->m == 1)
+        avx512_gemv_run(st, !g->trans_b, g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n, g->alpha, g->B,
+                        g->A, g->beta, g->C);
+    else
+        avx512_gemv_run(st, g->trans_a, g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k, g->alpha, g->A,
+                        g->B, g->beta, g->C);
+}
+
+AVX512_KERNEL(matmul)
+{
+    gemm_args g = {
+        .m = call->m, .n = call->n, .k = call->k, .alpha = call->alpha, .beta = call->beta,
+        .A = call->a, .B = call->b, .C = call->y,
+        .trans_a = (call->flags & RAYO_TRANS_A) != 0, .trans_b = (call->flags & RAYO_TRANS_B) != 0,
+    };
+    if (g.m == 0 || g.n == 0)
+        return RAYO_OK;
+    if (g.k == 0) { /* op(A) op(B) is the zero matrix */
+        for (size_t i = 0; i < g.m * g.n; i++)
+            g.C[i] = g.beta == 0.0f ? 0.0f : g.beta * g.C[i];
+        return RAYO_OK;
+    }
+    if (g.m == 1 || g.n == 1) {
+        matmul_as_gemv(state, &g);
+        return RAYO_OK;
+    }
+    return gemm_blocked(state, &g);
+}

@@ -1,0 +1,73 @@
+/* plugin.h - internals of the AVX-512 backend (not installed).
+ *
+ * Everything here is hidden: the plugin is built with -fvisibility=hidden
+ * and exports only its descriptor.  The glue it shares with the other CPU
+ * plugins (threads, probe/init/fini, descriptor, row kernels) is ../cpu-base;
+ * cache detection is ../avx2/cache.c, compiled in.  Files, by op class:
+ *   plugin.c       device name, init/fini hooks, op table, descriptor
+ *   math.h         exp, expm1, log, tanh, sigmoid, normal CDF, 16 floats at a time
+ *   elementwise.c  binary, unary and activation ops, axpy, bias_act
+ *   reduce.c       sum, dot, max, min, argmax, norms
+ *   rows.c         softmax, log_softmax, layernorm, rmsnorm, transpose
+ *   matmul.c       matmul: packing, the 12x32 FMA microkernel, blocking
+ *   gemv.c         gemv, and matmul with m = 1 or n = 1
+ */
+#ifndef RAYO_AVX512_H
+#define RAYO_AVX512_H
+
+#define CPU_KERNEL(NAME) avx512_##NAME
+#include "cpu-base.h"
+#include "../avx2/cache.h" /* avx2_detect_caches: avx2's cache.c is compiled in */
+#include <pthread.h>
+
+/* The sgemm microkernel's tile: MR rows x NR columns of C (matmul.c):
+ * 24 of the 32 zmm registers hold it. */
+#define AVX512_GEMM_MR 12
+#define AVX512_GEMM_NR 32
+
+typedef struct avx512_blocking {
+    size_t mc, kc, nc;
+} avx512_blocking;
+
+/* Packing buffers of sgemm, kept between calls (first touches of fresh
+ * pages cost more than a small gemm); fini frees them. */
+typedef struct avx512_scratch {
+    struct avx512_scratch *next;
+    float *packed_b;          /* kc x (nc + NR) */
+    float *packed_a;          /* threads x (mc + MR) x kc */
+    unsigned threads;
+} avx512_scratch;
+
+typedef struct avx512_state {
+    cpu_state cpu;            /* first: the base's part (the host services) */
+    avx2_caches caches;
+    avx512_blocking blocking;
+    pthread_mutex_t scratch_lock;
+    avx512_scratch *scratch_free;
+} avx512_state;
+
+/* Outputs of elementwise ops at least this many bytes use non-temporal
+ * stores: the size of the last-level cache, or [backend.avx512]
+ * stream_min_bytes.  Process-wide (the range functions of cpu_run_ranges see
+ * the call, not the state): the context initialised last sets it. */
+extern size_t avx512_stream_bytes;
+
+/* Vector ranges handed to cpu_run_ranges are cut at multiples of this many
+ * elements (whole cache lines; the two-vector loop has no tail inside). */
+#define AVX512_VECTOR_GRANULE 64
+
+/* ---- reduce.c: helpers shared with rows.c ------------------------------ */
+/* max of x[0..n): NaN if any element is NaN, -inf for n == 0. */
+float avx512_max_f32(const float *x, size_t n);
+/* sum of x[i]^2 in double (no overflow for any float). */
+double avx512_sum_squares_f64(const float *x, size_t n);
+
+/* ---- matmul.c / gemv.c ------------------------------------------------- */
+void avx512_scratch_free_all(avx512_state *st);
+/* y = alpha op(A) x + beta y with A rows x cols (row-major); trans: op(A) = A^T. */
+void avx512_gemv_run(const avx512_state *st, int trans, size_t rows, size_t cols, float alpha,
+                     const float *A, const float *x, float beta, float *y);
+
+#define AVX512_KERNEL(NAME) CPU_KERNEL_FN(NAME)
+
+#endif
