@@ -254,7 +254,7 @@ static inline __m512 activation(uint32_t act, __m512 x)
     {                                                                                    \
         const float *bias = c->b;                                                        \
         for (size_t r = lo; r < hi; r++) {                                               \
-            const float *a = c->a + r * c->n;                                            \
+            const float *a = (const float *)c->a + r * c->n;                                            \
             float *y = (float *)c->y + r * c->n;                                         \
             for (size_t j = 0; j < c->n; j += 16) {                                      \
                 __mmask16 m = z_lanes(c->n - j < 16 ? c->n - j : 16);                    \

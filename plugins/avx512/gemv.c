@@ -185,6 +185,8 @@ void avx512_gemv_run(const avx512_state *st, int trans, size_t rows, size_t cols
 
 AVX512_KERNEL(gemv)
 {
+    if (rayo_call_strided(call))
+        return RAYO_E_UNSUPPORTED; /* row strides: the scalar backend takes them */
     if (call->m == 0 || call->n == 0)
         return RAYO_OK;
     avx512_gemv_run(state, (call->flags & RAYO_TRANS_A) != 0, call->m, call->n, call->alpha, call->a, call->b,

@@ -322,6 +322,8 @@ static void matmul_as_gemv(const avx512_state *st, const gemm_args *g)
 
 AVX512_KERNEL(matmul)
 {
+    if (rayo_call_strided(call))
+        return RAYO_E_UNSUPPORTED; /* row strides: the scalar backend takes them */
     gemm_args g = {
         .m = call->m, .n = call->n, .k = call->k, .alpha = call->alpha, .beta = call->beta,
         .A = call->a, .B = call->b, .C = call->y,
