@@ -1,5 +1,5 @@
-/* quant.c - gemv with block-quantized weights: y (m) = alpha A x + beta y,
- * A (m x n) in Q8_0, Q4_0, Q4_K or Q6_K with rows along n (row stride lda
+/* quant.c - gemv with half or block-quantized weights: y (m) = alpha A x +
+ * beta y, A (m x n) in f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K with rows along n (row stride lda
  * elements), x and y f32.
  *
  * Decode is the hot path of inference and it is memory-bound: each weight
@@ -12,7 +12,8 @@
  * 256 elements (32 terms per lane), then added into double lanes, so the
  * error stays near 40 * 2^-24 ~ 2.4e-6 of sum|terms| however long the row is.
  * Q8_0 and Q4_0 multiply the block's scale into the lane sums (d sum q x);
- * the K formats rebuild each weight (d sc q - dmin m) before its product.
+ * the K formats rebuild each weight (d sc q - dmin m) before its product;
+ * f16 and bf16 are widened exactly (F16C for f16, a shift for bf16).
  *
  * Rows are split over the threads in one chunk per thread (avx2_run_ranges).
  * beta == 0 never reads y.  Strides other than lda and flags are left to the
@@ -30,9 +31,11 @@
 
 /* ---- decoding helpers --------------------------------------------------- */
 
+/* The f16 scale at p (F16C: one instruction, where rayo_f16_to_f32 branches
+ * and costs as much as the rest of a Q8_0 block). */
 static inline float f16_at(const uint8_t *p)
 {
-    return rayo_f16_to_f32(rayo__le16(p));
+    return _cvtsh_ss(rayo__le16(p));
 }
 
 /* The 8 signed bytes at p as float lanes. */
@@ -191,6 +194,55 @@ static double dot_q6_k(const uint8_t *blk, const float *x, size_t n)
     return sum_wide(acc);
 }
 
+/* f16 (F16C) and bf16 (the top half of an f32): 8 values at p as floats. */
+static inline __m256 f16x8_ps(const uint8_t *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+static inline __m256 bf16x8_ps(const uint8_t *p)
+{
+    __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+
+/* Rows of 2-byte floats: float lanes over 256 values, double across.  n may
+ * be any length: the last n % 8 values are summed one by one in double. */
+static inline __attribute__((always_inline)) double
+dot_halves(const uint8_t *w, const float *x, size_t n, __m256 (*decode8)(const uint8_t *))
+{
+    __m256d acc[2] = { _mm256_setzero_pd(), _mm256_setzero_pd() };
+    size_t i = 0;
+    while (i + 8 <= n) {
+        size_t end = i + 256 < n ? i + 256 : n;
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+        for (; i + 16 <= end; i += 16) {
+            s0 = _mm256_fmadd_ps(decode8(w + 2 * i), _mm256_loadu_ps(x + i), s0);
+            s1 = _mm256_fmadd_ps(decode8(w + 2 * i + 16), _mm256_loadu_ps(x + i + 8), s1);
+        }
+        for (; i + 8 <= end; i += 8)
+            s0 = _mm256_fmadd_ps(decode8(w + 2 * i), _mm256_loadu_ps(x + i), s0);
+        add_wide(acc, _mm256_add_ps(s0, s1));
+    }
+    double tail = 0.0;
+    for (; i < n; i++) {
+        uint16_t h = rayo__le16(w + 2 * i);
+        float v = decode8 == f16x8_ps ? rayo_f16_to_f32(h) : rayo_bf16_to_f32(h);
+        tail += (double)v * (double)x[i];
+    }
+    return sum_wide(acc) + tail;
+}
+
+static double dot_f16(const uint8_t *w, const float *x, size_t n)
+{
+    return dot_halves(w, x, n, f16x8_ps);
+}
+
+static double dot_bf16(const uint8_t *w, const float *x, size_t n)
+{
+    return dot_halves(w, x, n, bf16x8_ps);
+}
+
 /* ---- the kernel ----------------------------------------------------------- */
 
 typedef double row_dot_fn(const uint8_t *row, const float *x, size_t n);
@@ -198,6 +250,8 @@ typedef double row_dot_fn(const uint8_t *row, const float *x, size_t n);
 static row_dot_fn *row_dot_for(rayo_dtype dt)
 {
     switch (dt) {
+    case RAYO_DTYPE_F16: return dot_f16;
+    case RAYO_DTYPE_BF16: return dot_bf16;
     case RAYO_DTYPE_Q8_0: return dot_q8_0;
     case RAYO_DTYPE_Q4_0: return dot_q4_0;
     case RAYO_DTYPE_Q4_K: return dot_q4_k;
