@@ -21,6 +21,7 @@
  */
 #include "plugin.h"
 #include "math.h"
+#include "typed-gemv.h"
 
 /* Rows below which the whole gemv runs on the calling thread: about 64 KiB
  * of weights (waking the pool costs more than streaming that much). */
@@ -224,12 +225,7 @@ dot_halves(const uint8_t *w, const float *x, size_t n, __m256 (*decode8)(const u
             s0 = _mm256_fmadd_ps(decode8(w + 2 * i), _mm256_loadu_ps(x + i), s0);
         add_wide(acc, _mm256_add_ps(s0, s1));
     }
-    double tail = 0.0;
-    for (; i < n; i++) {
-        uint16_t h = rayo__le16(w + 2 * i);
-        float v = decode8 == f16x8_ps ? rayo_f16_to_f32(h) : rayo_bf16_to_f32(h);
-        tail += (double)v * (double)x[i];
-    }
+    double tail = typed_gemv_half_tail(w, x, i, n, decode8 == f16x8_ps);
     return sum_wide(acc) + tail;
 }
 
@@ -245,48 +241,19 @@ static double dot_bf16(const uint8_t *w, const float *x, size_t n)
 
 /* ---- the kernel ----------------------------------------------------------- */
 
-typedef double row_dot_fn(const uint8_t *row, const float *x, size_t n);
-
-static row_dot_fn *row_dot_for(rayo_dtype dt)
-{
-    switch (dt) {
-    case RAYO_DTYPE_F16: return dot_f16;
-    case RAYO_DTYPE_BF16: return dot_bf16;
-    case RAYO_DTYPE_Q8_0: return dot_q8_0;
-    case RAYO_DTYPE_Q4_0: return dot_q4_0;
-    case RAYO_DTYPE_Q4_K: return dot_q4_k;
-    case RAYO_DTYPE_Q6_K: return dot_q6_k;
-    default: return NULL;
-    }
-}
-
-static size_t weight_row_bytes(const rayo_call *c)
-{
-    size_t bytes = 0;
-    rayo_dtype_row_bytes(RAYO_DTYPE_OF(c->dtypes, 0), c->lda ? c->lda : c->n, &bytes); /* validated by the core */
-    return bytes;
-}
-
 static void gemv_quant_rows(const avx2_state *st, const rayo_call *c, size_t begin, size_t end)
 {
-    row_dot_fn *dot = row_dot_for(RAYO_DTYPE_OF(c->dtypes, 0));
-    size_t stride = weight_row_bytes(c);
-    const uint8_t *a = (const uint8_t *)c->a;
-    float *y = c->y;
     (void)st;
-    for (size_t i = begin; i < end; i++) {
-        double v = (double)c->alpha * dot(a + i * stride, c->b, c->n);
-        y[i] = (float)(c->beta == 0.0f ? v : v + (double)c->beta * y[i]);
-    }
+    typed_gemv_rows(c, begin, end);
 }
 
 rayo_status avx2_gemv_quant(void *state, const rayo_call *call)
 {
-    if (call->flags || (call->ldb | call->ldc | call->ldy) || !row_dot_for(RAYO_DTYPE_OF(call->dtypes, 0)))
+    if (!typed_gemv_takes(call))
         return RAYO_E_UNSUPPORTED;
     if (call->m == 0)
         return RAYO_OK;
-    size_t stride = weight_row_bytes(call);
+    size_t stride = typed_gemv_row_bytes(call);
     size_t min_rows = stride ? PARALLEL_MIN_BYTES / stride + 1 : call->m;
     avx2_run_ranges((const avx2_state *)state, call, call->m, min_rows, 1, gemv_quant_rows);
     return RAYO_OK;
