@@ -67,6 +67,28 @@ dot_small_blocks(const uint8_t *blk, const float *x, size_t n, size_t block_byte
     return _mm512_reduce_add_pd(acc);
 }
 
+/* The same over four rows (blk, blk + stride, ...), x read once for all. */
+static inline __attribute__((always_inline)) void
+dot4_small_blocks(const uint8_t *blk, size_t stride, const float *x, size_t n, size_t block_bytes,
+                  __m512 (*block_dot)(const uint8_t *, const float *), double out[4])
+{
+    __m512d acc[4] = { _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd() };
+    size_t blocks = n / 32;
+    for (size_t b = 0; b < blocks;) {
+        size_t end = b + 8 < blocks ? b + 8 : blocks;
+        __m512 group[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
+        for (; b < end; b++)
+            for (int r = 0; r < 4; r++) {
+                const uint8_t *p = blk + r * stride + b * block_bytes;
+                group[r] = _mm512_fmadd_ps(_mm512_set1_ps(f16_at(p)), block_dot(p, x + 32 * b), group[r]);
+            }
+        for (int r = 0; r < 4; r++)
+            acc[r] = z_widen_add(acc[r], group[r]);
+    }
+    for (int r = 0; r < 4; r++)
+        out[r] = _mm512_reduce_add_pd(acc[r]);
+}
+
 static double dot_q8_0(const uint8_t *blk, const float *x, size_t n)
 {
     return dot_small_blocks(blk, x, n, RAYO_Q8_0_BYTES, block_q8_0);
@@ -75,6 +97,16 @@ static double dot_q8_0(const uint8_t *blk, const float *x, size_t n)
 static double dot_q4_0(const uint8_t *blk, const float *x, size_t n)
 {
     return dot_small_blocks(blk, x, n, RAYO_Q4_0_BYTES, block_q4_0);
+}
+
+static void dot4_q8_0(const uint8_t *blk, size_t stride, const float *x, size_t n, double out[4])
+{
+    dot4_small_blocks(blk, stride, x, n, RAYO_Q8_0_BYTES, block_q8_0, out);
+}
+
+static void dot4_q4_0(const uint8_t *blk, size_t stride, const float *x, size_t n, double out[4])
+{
+    dot4_small_blocks(blk, stride, x, n, RAYO_Q4_0_BYTES, block_q4_0, out);
 }
 
 /* sum (scale q - offset) x over 32 values, codes the 32 signed bytes of q. */

@@ -10,6 +10,16 @@
 
 typedef double row_dot_fn(const uint8_t *row, const float *x, size_t n);
 static row_dot_fn dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k;
+/* The dots of four rows (row, row + stride, ...) with x, which they read
+ * once: every row reading x (larger than L1 at inference sizes) again from
+ * L2 costs more than the weights themselves. */
+typedef void row_dot4_fn(const uint8_t *row, size_t stride, const float *x, size_t n, double out[4]);
+static row_dot4_fn dot4_q8_0, dot4_q4_0;
+
+static inline row_dot4_fn *row_dot4_for(rayo_dtype dt)
+{
+    return dt == RAYO_DTYPE_Q8_0 ? dot4_q8_0 : dt == RAYO_DTYPE_Q4_0 ? dot4_q4_0 : NULL;
+}
 
 /* The row dot for A's dtype; NULL where there is none. */
 static inline row_dot_fn *row_dot_for(rayo_dtype dt)
@@ -53,17 +63,31 @@ static inline int typed_gemv_takes(const rayo_call *c)
     return !c->flags && !(c->ldb | c->ldc | c->ldy) && row_dot_for(RAYO_DTYPE_OF(c->dtypes, 0));
 }
 
-/* y[begin..end) = alpha (A x)[i] + beta y[i]; beta == 0 never reads y. */
+static inline void typed_gemv_store(const rayo_call *c, size_t i, double dot)
+{
+    float *y = c->y;
+    double v = (double)c->alpha * dot;
+    y[i] = (float)(c->beta == 0.0f ? v : v + (double)c->beta * y[i]);
+}
+
+/* y[begin..end) = alpha (A x)[i] + beta y[i]; beta == 0 never reads y.
+ * Four rows at a time where the dtype has a four-row dot. */
 static inline void typed_gemv_rows(const rayo_call *c, size_t begin, size_t end)
 {
-    row_dot_fn *dot = row_dot_for(RAYO_DTYPE_OF(c->dtypes, 0));
-    size_t stride = typed_gemv_row_bytes(c);
+    rayo_dtype dt = RAYO_DTYPE_OF(c->dtypes, 0);
+    row_dot_fn *dot = row_dot_for(dt);
+    row_dot4_fn *dot4 = row_dot4_for(dt);
+    size_t stride = typed_gemv_row_bytes(c), i = begin;
     const uint8_t *a = (const uint8_t *)c->a;
-    float *y = c->y;
-    for (size_t i = begin; i < end; i++) {
-        double v = (double)c->alpha * dot(a + i * stride, c->b, c->n);
-        y[i] = (float)(c->beta == 0.0f ? v : v + (double)c->beta * y[i]);
-    }
+    if (dot4)
+        for (; i + 4 <= end; i += 4) {
+            double sums[4];
+            dot4(a + i * stride, stride, c->b, c->n, sums);
+            for (size_t r = 0; r < 4; r++)
+                typed_gemv_store(c, i + r, sums[r]);
+        }
+    for (; i < end; i++)
+        typed_gemv_store(c, i, dot(a + i * stride, c->b, c->n));
 }
 
 #endif
