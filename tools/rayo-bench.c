@@ -3,7 +3,7 @@
  *
  *   rayo-bench [--ops LIST] [--backends LIST] [--sizes LIST] [--reps N]
  *              [--threads N] [--vs openblas|blis] [--csv FILE] [--dispatch]
- *              [--min-ms MS] [--clock wall|cpu] [--plot FILE.svg]
+ *              [--min-ms MS] [--clock wall|cpu] [--plot FILE.svg] [--dtype DT]
  *
  * Every case is timed as the median of --reps samples; a sample repeats the
  * call until it lasts at least --min-ms milliseconds.  A BLAS reference and
@@ -13,6 +13,9 @@
  *   - memcpy and a triad (a = b + s c) over the same number of floats, for
  *     the vector ops from 2^20 elements up: the columns "memcpy" and "triad"
  *     give the op's bandwidth (bytes its operands move / time) over theirs;
+ *     for gemv with --dtype (quantized or half weights), the same over as
+ *     many bytes as the weights, and the op's bytes are the weights' (what
+ *     decode streams);
  *   - with --vs, OpenBLAS or BLIS (dlopened, no build dependency) for the
  *     ops BLAS has: sgemm, sgemv, sdot, saxpy, sasum, snrm2; the column gives
  *     the reference's time over rayo's (above 1: rayo is faster).  The
@@ -65,6 +68,7 @@ typedef struct options {
     const char *csv_path;
     const char *plot_path;
     int dispatch;
+    rayo_dtype weights;    /* --dtype: gemv's A (F32 unless given) */
 } options;
 
 /* ---- time ----------------------------------------------------------------------- */
@@ -190,6 +194,7 @@ typedef struct bench_case {
     size_t m, n, k;        /* the shape as the op sees it */
     double bytes;          /* bytes its operands move per call */
     double flops;          /* 0 where not meaningful */
+    size_t stream_n;       /* floats of the memcpy/triad reference; 0: none */
     char shape[48];
     float *buf[4];
     size_t argmax_out;
@@ -202,15 +207,49 @@ static void free_case(bench_case *c)
     memset(c->buf, 0, sizeof c->buf);
 }
 
-/* Builds the call of op at size s with fresh random inputs; -1 if the size
- * does not fit the op or memory is short. */
-static int make_case(const rayo_op_info *op, const size_spec *s, bench_case *c)
+/* gemv, A (rows x cols) in dtype weights: the bytes counted are the
+ * weights' (decode streams them once per token; x and y stay in cache). */
+static int make_typed_gemv(size_t rows, size_t cols, rayo_dtype weights, bench_case *c)
+{
+    size_t row_bytes;
+    if (!rayo_dtype_row_bytes(weights, cols, &row_bytes) || !rows)
+        return -1; /* cols not a whole number of blocks */
+    unsigned char *a = NULL;
+    if (posix_memalign((void **)&a, 64, rows * row_bytes) != 0)
+        return -1;
+    for (size_t r = 0; r < rows; r++)
+        conform_fill_row(&rng, weights, a + r * row_bytes, cols, -1.0f, 1.0f);
+    rayo_call *call = &c->call;
+    c->buf[0] = (float *)(void *)a;
+    call->a = a;
+    call->dtypes = RAYO_DTYPES(weights, RAYO_DTYPE_F32, RAYO_DTYPE_NONE, RAYO_DTYPE_F32);
+    call->m = c->m = rows;
+    call->n = c->n = cols;
+    call->b = c->buf[1] = make_floats(cols, -1.0, 1.0);
+    call->y = c->buf[2] = make_floats(rows, -1.0, 1.0);
+    call->alpha = 1.0f;
+    c->bytes = (double)(rows * row_bytes);
+    c->flops = 2.0 * (double)rows * (double)cols;
+    c->stream_n = rows * row_bytes / sizeof(float);
+    snprintf(c->shape, sizeof c->shape, "%zux%zu %s", rows, cols, rayo_dtype_name(weights));
+    if (!c->buf[1] || !c->buf[2]) {
+        free_case(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* Builds the call of op at size s with fresh random inputs (gemv's A in
+ * dtype weights); -1 if the size does not fit the op or memory is short. */
+static int make_case(const rayo_op_info *op, const size_spec *s, rayo_dtype weights, bench_case *c)
 {
     memset(c, 0, sizeof *c);
     c->op = op;
     rayo_call *call = &c->call;
     call->struct_size = sizeof *call;
     call->op = op->id;
+    if (weights != RAYO_DTYPE_F32 && op->sig != RAYO_SIG_GEMV)
+        return -1; /* --dtype times gemv only */
     size_t total = s->count == 1 ? s->d[0] : s->count == 2 ? s->d[0] * s->d[1] : 0;
     double lo = -1.0, hi = 1.0;
     if (!strcmp(op->name, "log") || !strcmp(op->name, "sqrt"))
@@ -235,6 +274,7 @@ static int make_case(const rayo_op_info *op, const size_spec *s, bench_case *c)
         call->beta = 0.5f;
         size_t arrays = (size_t)(1 + two_inputs + vector_out + (op->sig == RAYO_SIG_AXPY));
         c->bytes = (double)(arrays * n * sizeof(float));
+        c->stream_n = n;
         snprintf(c->shape, sizeof c->shape, "%zu", n);
         break;
     }
@@ -266,6 +306,8 @@ static int make_case(const rayo_op_info *op, const size_spec *s, bench_case *c)
         size_t rows = s->d[0], cols = s->count >= 2 ? s->d[1] : s->d[0];
         if (s->count == 3)
             return -1;
+        if (weights != RAYO_DTYPE_F32)
+            return op->sig == RAYO_SIG_GEMV ? make_typed_gemv(rows, cols, weights, c) : -1;
         call->m = c->m = rows;
         call->n = c->n = cols;
         call->a = c->buf[0] = make_floats(rows * cols, lo, hi);
@@ -557,11 +599,6 @@ static void print_failure(const char *op, const char *backend, const char *shape
 }
 
 /* ---- the main table ------------------------------------------------------------ */
-static int is_vector_signature(rayo_op_sig sig)
-{
-    return sig <= RAYO_SIG_ARGREDUCE;
-}
-
 /* memcpy and triad bandwidth over n floats (bytes moved / time), cached per n. */
 typedef struct stream_refs {
     size_t n;
@@ -604,18 +641,18 @@ static void bench_table(const options *o, rayo_context *ctx, const blas_lib *bla
         for (size_t oi = 0; oi < o->op_count; oi++) {
             const rayo_op_info *op = o->ops[oi];
             bench_case c;
-            if (make_case(op, &o->sizes[si], &c) != 0) {
+            if (make_case(op, &o->sizes[si], o->weights, &c) != 0) {
                 done += o->backend_count;
                 continue; /* this size does not apply to this op */
             }
             stream_refs *sr = NULL;
-            if (is_vector_signature(op->sig) && c.n >= STREAM_REF_MIN) {
+            if (c.stream_n >= STREAM_REF_MIN) {
                 for (size_t i = 0; i < ref_count; i++)
-                    if (refs[i].n == c.n)
+                    if (refs[i].n == c.stream_n)
                         sr = &refs[i];
                 if (!sr && ref_count < MAX_LIST) {
-                    fprintf(stderr, "[references] memcpy and triad over %zu floats\n", c.n);
-                    if (measure_streams(o, c.n, &refs[ref_count]) == 0)
+                    fprintf(stderr, "[references] memcpy and triad over %zu floats\n", c.stream_n);
+                    if (measure_streams(o, c.stream_n, &refs[ref_count]) == 0)
                         sr = &refs[ref_count++];
                 }
             }
@@ -805,7 +842,7 @@ static void bench_dispatch(const options *o, rayo_context *ctx)
         fprintf(csv, "op,size,backend,api_ns,run_on_ns,direct_ns,overhead_ns\n");
     for (size_t i = 0; i < op_count; i++) {
         bench_case c;
-        if (make_case(ops[i], size, &c) != 0)
+        if (make_case(ops[i], size, RAYO_DTYPE_F32, &c) != 0)
             continue;
         const char *be = rayo_backend_for(ctx, ops[i]->id, 0, c.n * (c.m ? c.m : 1));
         const char *path = be ? backend_path(ctx, be) : NULL;
@@ -856,6 +893,9 @@ static void usage(FILE *out)
             "                    out time taken by other processes (use with --threads 1)\n"
             "  --csv FILE        also write every row to FILE as CSV\n"
             "  --plot FILE.svg   draw GFLOP/s or GB/s against size with gnuplot\n"
+            "  --dtype DT        gemv's weights in DT (f16, bf16, q8_0, q4_0, q4_k, q6_k):\n"
+            "                    GB/s counts the weights' bytes, against memcpy and triad\n"
+            "                    over as many bytes; other ops are left out\n"
             "  --dispatch        small calls: public API vs a direct call of the kernel\n"
             "  --help            this text\n"
             "  --version         the version of rayo-bench and of the librayo it runs with\n");
@@ -867,6 +907,19 @@ static int usage_error(const char *fmt, const char *what)
     fprintf(stderr, fmt, what);
     fputs("\nTry 'rayo-bench --help'.\n", stderr);
     return 2;
+}
+
+/* --dtype: a float-valued dtype other than f32, by its rayo name. */
+static int parse_weight_dtype(const char *text, rayo_dtype *out)
+{
+    for (unsigned id = 0; id < RAYO_DTYPE_LIMIT; id++) {
+        const char *name = rayo_dtype_name((rayo_dtype)id);
+        if (name && !strcmp(name, text) && id != RAYO_DTYPE_F32 && id != RAYO_DTYPE_I32) {
+            *out = (rayo_dtype)id;
+            return 0;
+        }
+    }
+    return -1;
 }
 
 static int parse_size(const char *text, size_spec *s)
@@ -952,6 +1005,9 @@ static int parse_args(int argc, char **argv, options *o)
                 bench_clock = CLOCK_PROCESS_CPUTIME_ID;
             else if (strcmp(value, "wall"))
                 return usage_error("--clock %s: wall or cpu", value);
+        } else if (!strcmp(arg, "--dtype")) {
+            if (parse_weight_dtype(value, &o->weights) != 0)
+                return usage_error("--dtype %s: f16, bf16, q8_0, q4_0, q4_k or q6_k", value);
         } else if (!strcmp(arg, "--csv")) {
             o->csv_path = value;
         } else if (!strcmp(arg, "--plot")) {

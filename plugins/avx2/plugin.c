@@ -2,8 +2,8 @@
  * state (caches, sgemm blocking, scratch), its range splitting, op table and
  * descriptor (the rest of the glue is ../cpu-base).
  *
- * The core checks the descriptor's cpu_features (AVX2, FMA, and that the OS
- * saves YMM state) before it runs any code of this file, so nothing here
+ * The core checks the descriptor's cpu_features (AVX2, FMA, F16C, and that
+ * the OS saves YMM state) before it runs any code of this file, so nothing here
  * needs to check the CPU again.
  */
 #include "plugin.h"
@@ -157,9 +157,20 @@ const cpu_plugin_spec cpu_plugin = {
     .range_granule = 1, /* cpu_run_ranges is not used: see avx2_run_ranges */
 };
 
+#define T(X) RAYO_DTYPE_##X
+#define COMBO(OP, A, B, C, Y, FN) {RAYO_OP_##OP, RAYO_DTYPES(T(A), T(B), T(C), T(Y)), FN}
+
 #define RAYO_KERNEL CPU_KERNEL
 static const rayo_op_entry avx2_ops[] = {
 #include "rayo-op-table.h"
+    /* dtype combinations of rayo-ops.h with a kernel here (the others fall
+     * through to the scalar backend) */
+    COMBO(GEMV, F16, F32, NONE, F32, avx2_gemv_quant),
+    COMBO(GEMV, BF16, F32, NONE, F32, avx2_gemv_quant),
+    COMBO(GEMV, Q8_0, F32, NONE, F32, avx2_gemv_quant),
+    COMBO(GEMV, Q4_0, F32, NONE, F32, avx2_gemv_quant),
+    COMBO(GEMV, Q4_K, F32, NONE, F32, avx2_gemv_quant),
+    COMBO(GEMV, Q6_K, F32, NONE, F32, avx2_gemv_quant),
 };
 
-CPU_PLUGIN_DESCRIPTOR("avx2", RAYO_ARCH_X86_64, RAYO_CPU_X86_AVX2 | RAYO_CPU_X86_FMA, 50, avx2_ops);
+CPU_PLUGIN_DESCRIPTOR("avx2", RAYO_ARCH_X86_64, RAYO_CPU_X86_AVX2 | RAYO_CPU_X86_FMA | RAYO_CPU_X86_F16C, 50, avx2_ops);

@@ -10,6 +10,7 @@
  *   reduce.c       sum, dot, max, min, argmax, norms
  *   rows.c         softmax, log_softmax, layernorm, rmsnorm, transpose
  *   matmul.c       matmul (packing, 4x24 FMA microkernel, blocking) and gemv
+ *   quant.c        gemv with half or block-quantized weights, decoded in registers
  *   math.h         exp, log, tanh, sigmoid, normal CDF approximations
  */
 #ifndef RAYO_AVX2_H
@@ -69,6 +70,11 @@ void avx2_choose_blocking(const avx2_caches *caches, avx2_blocking *blocking);
 
 /* ---- matmul.c ---------------------------------------------------------- */
 void avx2_scratch_free_all(avx2_state *st);
+
+/* ---- quant.c ----------------------------------------------------------- */
+/* gemv with f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K weights (listed per dtype
+ * in plugin.c). */
+rayo_status avx2_gemv_quant(void *state, const rayo_call *call);
 
 /* Kernels are avx2_NAME (cpu-base.h declares one for every op). */
 #define AVX2_KERNEL(NAME) CPU_KERNEL_FN(NAME)

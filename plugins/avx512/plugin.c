@@ -124,15 +124,27 @@ const cpu_plugin_spec cpu_plugin = {
 };
 
 #define RAYO_KERNEL CPU_KERNEL
+#define T(X) RAYO_DTYPE_##X
+#define COMBO(OP, A, B, C, Y, FN) {RAYO_OP_##OP, RAYO_DTYPES(T(A), T(B), T(C), T(Y)), FN}
+
 static const rayo_op_entry avx512_ops[] = {
 #include "rayo-op-table.h"
+    /* dtype combinations of rayo-ops.h with a kernel here (the others fall
+     * through to the next backend) */
+    COMBO(GEMV, F16, F32, NONE, F32, avx512_gemv_quant),
+    COMBO(GEMV, BF16, F32, NONE, F32, avx512_gemv_quant),
+    COMBO(GEMV, Q8_0, F32, NONE, F32, avx512_gemv_quant),
+    COMBO(GEMV, Q4_0, F32, NONE, F32, avx512_gemv_quant),
+    COMBO(GEMV, Q4_K, F32, NONE, F32, avx512_gemv_quant),
+    COMBO(GEMV, Q6_K, F32, NONE, F32, avx512_gemv_quant),
 };
 
 /* Priority 60: above avx2 (50), which it supersedes where both load. */
 /* -mavx512f implies -mavx2 -mfma: gcc may emit AVX2 and FMA instructions
- * too, so the plugin requires them as well (every AVX-512 CPU has them; the
+ * too, so the plugin requires them as well, and F16C for quant.c's block
+ * scales (every AVX-512 CPU has them; the
  * mask RAYO_CPU_DISABLE=avx2 then refuses it like avx2). */
 CPU_PLUGIN_DESCRIPTOR("avx512", RAYO_ARCH_X86_64,
                       RAYO_CPU_X86_AVX512F | RAYO_CPU_X86_AVX512BW | RAYO_CPU_X86_AVX512VL |
-                          RAYO_CPU_X86_AVX512DQ | RAYO_CPU_X86_AVX2 | RAYO_CPU_X86_FMA,
+                          RAYO_CPU_X86_AVX512DQ | RAYO_CPU_X86_AVX2 | RAYO_CPU_X86_FMA | RAYO_CPU_X86_F16C,
                       60, avx512_ops);

@@ -11,6 +11,7 @@
  *   rows.c         softmax, log_softmax, layernorm, rmsnorm, transpose
  *   matmul.c       matmul: packing, the 12x32 FMA microkernel, blocking
  *   gemv.c         gemv, and matmul with m = 1 or n = 1
+ *   quant.c        gemv with half or block-quantized weights, decoded in registers
  */
 #ifndef RAYO_AVX512_H
 #define RAYO_AVX512_H
@@ -67,6 +68,11 @@ void avx512_scratch_free_all(avx512_state *st);
 /* y = alpha op(A) x + beta y with A rows x cols (row-major); trans: op(A) = A^T. */
 void avx512_gemv_run(const avx512_state *st, int trans, size_t rows, size_t cols, float alpha,
                      const float *A, const float *x, float beta, float *y);
+
+/* ---- quant.c ----------------------------------------------------------- */
+/* gemv with f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K weights (listed per dtype
+ * in plugin.c). */
+rayo_status avx512_gemv_quant(void *state, const rayo_call *call);
 
 #define AVX512_KERNEL(NAME) CPU_KERNEL_FN(NAME)
 

@@ -4,4 +4,5 @@
 # these files in (hidden, like the rest of it), so the plugins stay
 # independent .so files that export only their descriptor.
 CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c
+EXTRA_DIST += plugins/cpu-base/typed-gemv.h
 CPU_BASE_CPPFLAGS = -I$(top_srcdir)/plugins/cpu-base

@@ -36,6 +36,10 @@ void conform_rng_seed(conform_rng *rng, uint64_t seed);
 uint64_t conform_rng_next(conform_rng *rng);
 double conform_rng_uniform(conform_rng *rng); /* in [0, 1) */
 void conform_fill_uniform(conform_rng *rng, float *x, size_t n, double lo, double hi);
+/* One row of n elements (a whole number of blocks) in dtype dt at dst:
+ * uniform values in [lo, hi) converted or quantized, or for Q4_K and Q6_K
+ * random blocks with small scales (plans-infer.c). */
+void conform_fill_row(conform_rng *rng, rayo_dtype dt, unsigned char *dst, size_t n, float lo, float hi);
 
 /* RAYO_CONFORM_SEED when it is set (decimal or 0x hex), else a fresh seed
  * from the time and the process id. */

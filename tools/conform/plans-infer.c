@@ -207,7 +207,7 @@ static void random_blocks(conform_rng *rng, rayo_dtype dt, unsigned char *p, siz
     }
 }
 
-static void fill_row(conform_rng *rng, rayo_dtype dt, unsigned char *dst, size_t n, float lo, float hi)
+void conform_fill_row(conform_rng *rng, rayo_dtype dt, unsigned char *dst, size_t n, float lo, float hi)
 {
     float tmp[256];
     for (size_t at = 0; at < n; at += 256) {
@@ -239,7 +239,7 @@ static void fill_shape(conform_rng *rng, rayo_dtype dt, unsigned char *data, con
     for (size_t i0 = 0; i0 < s->dim[0]; i0++)
         for (size_t i1 = 0; i1 < s->dim[1]; i1++) {
             size_t off = i0 * s->stride[0] + i1 * s->stride[1];
-            fill_row(rng, dt, data + elem_bytes(dt, off), s->dim[2], lo, hi);
+            conform_fill_row(rng, dt, data + elem_bytes(dt, off), s->dim[2], lo, hi);
         }
 }
 
