@@ -37,7 +37,11 @@ if [ "$(id -u)" != 0 ]; then
 fi
 [ -f "$top/build/Makefile" ] || "$top/build.sh"
 . "$top/apt-install.sh"
+# Everything the host needs, installed now: the RPM build runs in the
+# background later, and its own apt-get would then race the chroot's apt for
+# the shared package cache's lock.
 command -v debootstrap >/dev/null || apt_install install-test debootstrap
+command -v rpmbuild >/dev/null || apt_install install-test rpm
 
 work=$(mktemp -d /tmp/rayo-install-XXXXXX)
 root=$work/root
