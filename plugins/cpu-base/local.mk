@@ -4,4 +4,7 @@
 # these files in (hidden, like the rest of it), so the plugins stay
 # independent .so files that export only their descriptor.
 CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c
+# What the sgemm drivers of avx2 and avx512 share: blocking overrides and the
+# pool of packing buffers.
+X86_GEMM_FILES = plugins/cpu-base/x86-gemm.h plugins/cpu-base/x86-gemm.c
 CPU_BASE_CPPFLAGS = -I$(top_srcdir)/plugins/cpu-base
