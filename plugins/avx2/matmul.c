@@ -39,13 +39,7 @@ static size_t min_size(size_t a, size_t b)
 /* ---- operands ----------------------------------------------------------------
  * op(A) is m x k and op(B) is k x n; a transposed operand is stored the
  * other way round, row-major. */
-typedef struct gemm_args {
-    size_t m, n, k;
-    float alpha, beta;
-    const float *A, *B;
-    float *C;
-    int trans_a, trans_b;
-} gemm_args;
+typedef x86_gemm_args gemm_args;
 
 /* One full MR-row (4-row) panel of A stored m x k (not transposed): 4 k at
  * a time, a 4x4 transpose in registers turns 4 rows into 4 columns. */

@@ -35,13 +35,7 @@ static size_t min_size(size_t a, size_t b)
 /* ---- packing -------------------------------------------------------------------
  * op(A) is m x k and op(B) is k x n; a transposed operand is stored the
  * other way round, row-major. */
-typedef struct gemm_args {
-    size_t m, n, k;
-    float alpha, beta;
-    const float *A, *B;
-    float *C;
-    int trans_a, trans_b;
-} gemm_args;
+typedef x86_gemm_args gemm_args;
 
 /* `rows` (<= 16) rows of src (stride ld), 16 k at a time, transposed into
  * dst: for each k, `rows` floats then the next k at dst + width.  Stores

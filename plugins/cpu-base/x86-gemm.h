@@ -14,6 +14,16 @@ typedef struct x86_gemm_blocking {
     size_t mc, kc, nc;
 } x86_gemm_blocking;
 
+/* The operands of one sgemm: op(A) is m x k and op(B) is k x n; a
+ * transposed operand is stored the other way round, row-major. */
+typedef struct x86_gemm_args {
+    size_t m, n, k;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+    int trans_a, trans_b;
+} x86_gemm_args;
+
 /* [backend.NAME] mc / kc / nc override the blocking (for tuning and tests);
  * values are rounded down to what the microkernel needs: mc to a multiple
  * of mr, kc of 8, nc of nr.  A bad value is logged and ignored. */
