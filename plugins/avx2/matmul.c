@@ -36,68 +36,10 @@ static size_t min_size(size_t a, size_t b)
     return a < b ? a : b;
 }
 
-/* ---- scratch buffers -------------------------------------------------------- */
-
-static void scratch_destroy(const avx2_state *st, avx2_scratch *s)
-{
-    cpu_free(&st->cpu, s->packed_a);
-    cpu_free(&st->cpu, s->packed_b);
-    free(s);
-}
-
-/* A scratch with room for `threads` A blocks, from the free list or new. */
-static avx2_scratch *scratch_get(avx2_state *st, unsigned threads)
-{
-    pthread_mutex_lock(&st->scratch_lock);
-    avx2_scratch *s = st->scratch_free;
-    if (s)
-        st->scratch_free = s->next;
-    pthread_mutex_unlock(&st->scratch_lock);
-    if (s && s->threads >= threads)
-        return s;
-    if (s)
-        scratch_destroy(st, s);
-    s = calloc(1, sizeof *s);
-    if (!s)
-        return NULL;
-    const avx2_blocking *b = &st->blocking;
-    s->threads = threads;
-    s->packed_b = cpu_alloc_floats(&st->cpu, b->kc * (b->nc + NR));
-    s->packed_a = cpu_alloc_floats(&st->cpu, (size_t)threads * (b->mc + MR) * b->kc);
-    if (!s->packed_a || !s->packed_b) {
-        scratch_destroy(st, s);
-        return NULL;
-    }
-    return s;
-}
-
-static void scratch_put(avx2_state *st, avx2_scratch *s)
-{
-    pthread_mutex_lock(&st->scratch_lock);
-    s->next = st->scratch_free;
-    st->scratch_free = s;
-    pthread_mutex_unlock(&st->scratch_lock);
-}
-
-void avx2_scratch_free_all(avx2_state *st)
-{
-    while (st->scratch_free) {
-        avx2_scratch *s = st->scratch_free;
-        st->scratch_free = s->next;
-        scratch_destroy(st, s);
-    }
-}
-
 /* ---- operands ----------------------------------------------------------------
  * op(A) is m x k and op(B) is k x n; a transposed operand is stored the
  * other way round, row-major. */
-typedef struct gemm_args {
-    size_t m, n, k;
-    float alpha, beta;
-    const float *A, *B;
-    float *C;
-    int trans_a, trans_b;
-} gemm_args;
+typedef x86_gemm_args gemm_args;
 
 /* One full MR-row (4-row) panel of A stored m x k (not transposed): 4 k at
  * a time, a 4x4 transpose in registers turns 4 rows into 4 columns. */
@@ -417,7 +359,8 @@ static void plan_tasks(const avx2_state *st, const gemm_args *g, size_t nc, unsi
 static rayo_status gemm_blocked(avx2_state *st, const gemm_args *g)
 {
     unsigned threads = cpu_threads(&st->cpu);
-    avx2_scratch *scratch = scratch_get(st, threads);
+    avx2_scratch *scratch = x86_gemm_scratch_get(&st->cpu, &st->scratch_pool,
+                                                   &st->blocking, MR, NR, threads);
     if (!scratch)
         return RAYO_E_NOMEM;
     const avx2_blocking *b = &st->blocking;
@@ -437,7 +380,7 @@ static rayo_status gemm_blocked(avx2_state *st, const gemm_args *g)
             cpu_parallel(&st->cpu, s.m_blocks * s.slices, compute_task, &s);
         }
     }
-    scratch_put(st, scratch);
+    x86_gemm_scratch_put(&st->scratch_pool, scratch);
     return RAYO_OK;
 }
 

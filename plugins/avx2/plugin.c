@@ -86,38 +86,13 @@ static void describe(char *name, size_t size)
     snprintf(name, size, "CPU AVX2+FMA%s%s%s", brand[0] ? " (" : "", brand, brand[0] ? ")" : "");
 }
 
-/* [backend.avx2] mc / kc / nc override the blocking derived from the caches
- * (for tuning; values are rounded to what the microkernel needs). */
-static void apply_blocking_overrides(const rayo_host *host, avx2_blocking *b)
-{
-    static const char *const keys[] = { "mc", "kc", "nc" };
-    size_t *fields[] = { &b->mc, &b->kc, &b->nc };
-    static const size_t multiple[] = { AVX2_GEMM_MR, 8, AVX2_GEMM_NR };
-    if (!host->config)
-        return;
-    for (size_t i = 0; i < 3; i++) {
-        const char *value = host->config(host, keys[i]);
-        if (!value)
-            continue;
-        char *end;
-        unsigned long v = strtoul(value, &end, 10);
-        if (*end != '\0' || v < multiple[i] || v > 65536) {
-            if (host->log)
-                host->log(host, RAYO_LOG_WARN, "[backend.avx2] %s = %s ignored: want %zu..65536",
-                          keys[i], value, multiple[i]);
-            continue;
-        }
-        *fields[i] = v / multiple[i] * multiple[i];
-    }
-}
-
 static rayo_status init_state(cpu_state *base)
 {
     avx2_state *st = (avx2_state *)base; /* cpu_state is its first member */
     const rayo_host *host = base->host;
     avx2_detect_caches(&st->caches);
     avx2_choose_blocking(&st->caches, &st->blocking);
-    apply_blocking_overrides(host, &st->blocking);
+    x86_gemm_blocking_overrides(host, &st->blocking, AVX2_GEMM_MR, AVX2_GEMM_NR);
     /* Streaming (non-temporal) stores pay off only when the output would
      * not stay in the last-level cache anyway. */
     st->stream_bytes = st->caches.l3;
@@ -130,7 +105,7 @@ static rayo_status init_state(cpu_state *base)
         else if (host->log)
             host->log(host, RAYO_LOG_WARN, "[backend.avx2] stream_min_bytes = %s ignored: not a number", stream);
     }
-    if (pthread_mutex_init(&st->scratch_lock, NULL) != 0)
+    if (x86_gemm_pool_init(&st->scratch_pool) != RAYO_OK)
         return RAYO_E_BACKEND;
     if (host->log)
         host->log(host, RAYO_LOG_DEBUG,
@@ -143,8 +118,7 @@ static rayo_status init_state(cpu_state *base)
 static void fini_state(cpu_state *base)
 {
     avx2_state *st = (avx2_state *)base;
-    avx2_scratch_free_all(st);
-    pthread_mutex_destroy(&st->scratch_lock);
+    x86_gemm_pool_fini(&st->cpu, &st->scratch_pool);
 }
 
 /* ---- the op table and the descriptor ------------------------------------- */

@@ -18,6 +18,7 @@
 
 #define CPU_KERNEL(NAME) avx2_##NAME
 #include "cpu-base.h"
+#include "x86-gemm.h"
 #include "cache.h"
 #include <pthread.h>
 
@@ -26,27 +27,16 @@
 #define AVX2_GEMM_NR 24
 
 /* Cache-blocking parameters of sgemm, derived from the cache sizes. */
-typedef struct avx2_blocking {
-    size_t mc, kc, nc;
-} avx2_blocking;
-
-/* Packing buffers of sgemm, kept between calls (a first touch of fresh pages
- * costs more than a small gemm).  A call takes one from the state's free list
- * or allocates one; fini frees them all. */
-typedef struct avx2_scratch {
-    struct avx2_scratch *next;
-    float *packed_b;          /* kc x nc */
-    float *packed_a;          /* threads x (mc x kc) */
-    unsigned threads;
-} avx2_scratch;
+typedef x86_gemm_blocking avx2_blocking;
+/* Packing buffers of sgemm (the pool is x86-gemm.c's). */
+typedef x86_gemm_scratch avx2_scratch;
 
 typedef struct avx2_state {
     cpu_state cpu;            /* first: the base's part (the host services) */
     avx2_caches caches;
     avx2_blocking blocking;
     size_t stream_bytes;      /* outputs larger than this use non-temporal stores */
-    pthread_mutex_t scratch_lock;
-    avx2_scratch *scratch_free;
+    x86_gemm_pool scratch_pool; /* sgemm packing buffers kept between calls */
 } avx2_state;
 
 /* ---- plugin.c: threads ------------------------------------------------- */
@@ -69,7 +59,6 @@ double avx2_sum_squares_f64(const float *x, size_t n);
 void avx2_choose_blocking(const avx2_caches *caches, avx2_blocking *blocking);
 
 /* ---- matmul.c ---------------------------------------------------------- */
-void avx2_scratch_free_all(avx2_state *st);
 
 /* ---- quant.c ----------------------------------------------------------- */
 /* gemv with f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K weights (listed per dtype

@@ -57,35 +57,13 @@ static void choose_blocking(const avx2_caches *caches, avx512_blocking *b)
     b->nc = clamp_size(nc, 8 * AVX512_GEMM_NR, 8192) / AVX512_GEMM_NR * AVX512_GEMM_NR;
 }
 
-/* [backend.avx512] mc / kc / nc override the blocking (for tuning and tests). */
-static void apply_blocking_overrides(const rayo_host *host, avx512_blocking *b)
-{
-    static const char *const keys[] = { "mc", "kc", "nc" };
-    size_t *fields[] = { &b->mc, &b->kc, &b->nc };
-    static const size_t multiple[] = { AVX512_GEMM_MR, 8, AVX512_GEMM_NR };
-    for (size_t i = 0; i < 3 && host->config; i++) {
-        const char *value = host->config(host, keys[i]);
-        if (!value)
-            continue;
-        char *end;
-        unsigned long v = strtoul(value, &end, 10);
-        if (*end != '\0' || v < multiple[i] || v > 65536) {
-            if (host->log)
-                host->log(host, RAYO_LOG_WARN, "[backend.avx512] %s = %s ignored: want %zu..65536",
-                          keys[i], value, multiple[i]);
-            continue;
-        }
-        *fields[i] = v / multiple[i] * multiple[i];
-    }
-}
-
 static rayo_status init_state(cpu_state *base)
 {
     avx512_state *st = (avx512_state *)base; /* cpu_state is its first member */
     const rayo_host *host = base->host;
     avx2_detect_caches(&st->caches);
     choose_blocking(&st->caches, &st->blocking);
-    apply_blocking_overrides(host, &st->blocking);
+    x86_gemm_blocking_overrides(host, &st->blocking, AVX512_GEMM_MR, AVX512_GEMM_NR);
     /* Streaming stores pay off only when the output could not stay in the
      * last-level cache anyway. */
     avx512_stream_bytes = st->caches.l3;
@@ -98,7 +76,7 @@ static rayo_status init_state(cpu_state *base)
         else if (host->log)
             host->log(host, RAYO_LOG_WARN, "[backend.avx512] stream_min_bytes = %s ignored: not a number", stream);
     }
-    if (pthread_mutex_init(&st->scratch_lock, NULL) != 0)
+    if (x86_gemm_pool_init(&st->scratch_pool) != RAYO_OK)
         return RAYO_E_BACKEND;
     if (host->log)
         host->log(host, RAYO_LOG_DEBUG,
@@ -111,8 +89,7 @@ static rayo_status init_state(cpu_state *base)
 static void fini_state(cpu_state *base)
 {
     avx512_state *st = (avx512_state *)base;
-    avx512_scratch_free_all(st);
-    pthread_mutex_destroy(&st->scratch_lock);
+    x86_gemm_pool_fini(&st->cpu, &st->scratch_pool);
 }
 
 const cpu_plugin_spec cpu_plugin = {

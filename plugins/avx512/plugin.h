@@ -18,6 +18,7 @@
 
 #define CPU_KERNEL(NAME) avx512_##NAME
 #include "cpu-base.h"
+#include "x86-gemm.h"
 #include "../avx2/cache.h" /* avx2_detect_caches: avx2's cache.c is compiled in */
 #include <pthread.h>
 
@@ -26,25 +27,15 @@
 #define AVX512_GEMM_MR 12
 #define AVX512_GEMM_NR 32
 
-typedef struct avx512_blocking {
-    size_t mc, kc, nc;
-} avx512_blocking;
-
-/* Packing buffers of sgemm, kept between calls (first touches of fresh
- * pages cost more than a small gemm); fini frees them. */
-typedef struct avx512_scratch {
-    struct avx512_scratch *next;
-    float *packed_b;          /* kc x (nc + NR) */
-    float *packed_a;          /* threads x (mc + MR) x kc */
-    unsigned threads;
-} avx512_scratch;
+typedef x86_gemm_blocking avx512_blocking;
+/* Packing buffers of sgemm (the pool is x86-gemm.c's). */
+typedef x86_gemm_scratch avx512_scratch;
 
 typedef struct avx512_state {
     cpu_state cpu;            /* first: the base's part (the host services) */
     avx2_caches caches;
     avx512_blocking blocking;
-    pthread_mutex_t scratch_lock;
-    avx512_scratch *scratch_free;
+    x86_gemm_pool scratch_pool; /* sgemm packing buffers kept between calls */
 } avx512_state;
 
 /* Outputs of elementwise ops at least this many bytes use non-temporal
@@ -64,7 +55,6 @@ float avx512_max_f32(const float *x, size_t n);
 double avx512_sum_squares_f64(const float *x, size_t n);
 
 /* ---- matmul.c / gemv.c ------------------------------------------------- */
-void avx512_scratch_free_all(avx512_state *st);
 /* y = alpha op(A) x + beta y with A rows x cols (row-major); trans: op(A) = A^T. */
 void avx512_gemv_run(const avx512_state *st, int trans, size_t rows, size_t cols, float alpha,
                      const float *A, const float *x, float beta, float *y);

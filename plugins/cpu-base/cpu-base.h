@@ -173,4 +173,43 @@ extern const cpu_plugin_identity cpu_plugin_id;
         return RAYO_OK;                                                                    \
     }
 
+/* The transpose kernel, y (n x m) = a (m x n)^T, of a plugin whose
+ * transpose.c defines, as a static function,
+ *   transpose_4x4(a, lda, y, ldy)   the 4 x 4 block at a (rows lda apart)
+ *                                   to y (rows ldy apart), transposed
+ * a in TB x TB tiles (4 KiB each way, they stay in L1 both ways), 4 x 4
+ * blocks inside a tile, the ragged edges element by element; bands of TB
+ * rows of a run with cpu_run_ranges. */
+#define CPU_TRANSPOSE_TB 32
+#define CPU_TRANSPOSE_KERNEL()                                                             \
+    static void transpose_tile(const float *a, float *y, size_t m, size_t n, size_t i0,    \
+                               size_t i1, size_t j0, size_t j1)                            \
+    {                                                                                      \
+        size_t i4 = i0 + (i1 - i0) / 4 * 4, j4 = j0 + (j1 - j0) / 4 * 4;                   \
+        for (size_t i = i0; i < i4; i += 4)                                                \
+            for (size_t j = j0; j < j4; j += 4)                                            \
+                transpose_4x4(a + i * n + j, n, y + j * m + i, m);                         \
+        for (size_t j = j4; j < j1; j++) /* the ragged right columns */                    \
+            for (size_t i = i0; i < i1; i++)                                               \
+                y[j * m + i] = a[i * n + j];                                               \
+        for (size_t j = j0; j < j4; j++) /* and bottom rows */                             \
+            for (size_t i = i4; i < i1; i++)                                               \
+                y[j * m + i] = a[i * n + j];                                               \
+    }                                                                                      \
+    static void transpose_bands(const rayo_call *c, size_t lo, size_t hi)                  \
+    {                                                                                      \
+        size_t m = c->m, n = c->n, tb = CPU_TRANSPOSE_TB;                                  \
+        for (size_t band = lo; band < hi; band++) {                                        \
+            size_t i0 = band * tb, i1 = m - i0 > tb ? i0 + tb : m;                         \
+            for (size_t j0 = 0; j0 < n; j0 += tb)                                          \
+                transpose_tile(c->a, c->y, m, n, i0, i1, j0, n - j0 > tb ? j0 + tb : n);   \
+        }                                                                                  \
+    }                                                                                      \
+    CPU_KERNEL_FN(transpose)                                                               \
+    {                                                                                      \
+        cpu_run_ranges(state, call, (call->m + CPU_TRANSPOSE_TB - 1) / CPU_TRANSPOSE_TB,   \
+                       CPU_TRANSPOSE_TB * call->n, transpose_bands);                       \
+        return RAYO_OK;                                                                    \
+    }
+
 #endif

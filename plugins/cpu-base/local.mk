@@ -5,4 +5,10 @@
 # independent .so files that export only their descriptor.
 CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c
 EXTRA_DIST += plugins/cpu-base/typed-gemv.h
+# The matmul and gemv drivers of the plugins with micro-kernels in C
+# (scalar, neon, wasm); avx2 and avx512 have their own sgemm.
+CPU_GEMM_FILES = plugins/cpu-base/cpu-gemm.h plugins/cpu-base/cpu-gemm.c
+# What the sgemm drivers of avx2 and avx512 share: blocking overrides and the
+# pool of packing buffers.
+X86_GEMM_FILES = plugins/cpu-base/x86-gemm.h plugins/cpu-base/x86-gemm.c
 CPU_BASE_CPPFLAGS = -I$(top_srcdir)/plugins/cpu-base

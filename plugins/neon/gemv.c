@@ -4,42 +4,25 @@
  *                 JB/4 vector accumulators while the rows stream by (A is
  *                 read in order); every RB rows the float partials go into
  *                 double, to keep tall matrices near 1e-6 of sum|terms|.
- *   beta == 0 never reads y.  Rows (or column blocks) split over the pool.
+ *   beta == 0 never reads y.  Rows (or column blocks) split over the pool
+ *   by the shared driver, cpu-base/cpu-gemm.c.
  */
 #include "plugin.h"
 #include "math.h"
 
 #define JB 32  /* columns per block of the transposed gemv (8 accumulators) */
 #define RB 64  /* rows per float partial of the transposed gemv */
-#define GEMV_PARALLEL_MIN ((size_t)1 << 18) /* elements of A */
 
-typedef struct gemv_job {
-    size_t rows, cols;
-    float alpha, beta;
-    const float *A, *x;
-    float *y;
-    size_t chunk; /* rows (no transpose) or column blocks (transpose) per task */
-} gemv_job;
-
-static float finish(double sum, float alpha, float beta, const float *y)
+/* y[lo..hi) of the product without transpose */
+static void gemv_rows(const cpu_gemv_job *job, size_t lo, size_t hi)
 {
-    double v = (double)alpha * sum;
-    return (float)(beta == 0.0f ? v : v + (double)beta * *y);
-}
-
-static void gemv_n_task(void *arg, size_t task, unsigned worker)
-{
-    const gemv_job *job = arg;
-    size_t lo = task * job->chunk;
-    size_t hi = job->rows - lo > job->chunk ? lo + job->chunk : job->rows;
-    (void)worker;
     for (size_t i = lo; i < hi; i++)
-        job->y[i] = finish(neon_dot_f64(job->A + i * job->cols, job->x, job->cols), job->alpha,
-                           job->beta, &job->y[i]);
+        job->y[i] = cpu_gemv_finish(neon_dot_f64(job->A + i * job->lda, job->x, job->cols),
+                                    job->alpha, job->beta, &job->y[i]);
 }
 
 /* Columns [j0, j0 + JB) of the transposed product, all full vectors. */
-static void gemv_t_full_block(const gemv_job *job, size_t j0, double *total)
+static void gemv_t_full_block(const cpu_gemv_job *job, size_t j0, double *total)
 {
     for (size_t i0 = 0; i0 < job->rows; i0 += RB) {
         size_t i1 = job->rows - i0 > RB ? i0 + RB : job->rows;
@@ -47,7 +30,7 @@ static void gemv_t_full_block(const gemv_job *job, size_t j0, double *total)
         for (size_t v = 0; v < JB / 4; v++)
             acc[v] = vdupq_n_f32(0.0f);
         for (size_t i = i0; i < i1; i++) {
-            const float *row = job->A + i * job->cols + j0;
+            const float *row = job->A + i * job->lda + j0;
             const float xi = job->x[i];
             for (size_t v = 0; v < JB / 4; v++)
                 acc[v] = vfmaq_n_f32(acc[v], vld1q_f32(row + 4 * v), xi);
@@ -62,13 +45,13 @@ static void gemv_t_full_block(const gemv_job *job, size_t j0, double *total)
 }
 
 /* The last, narrower block (jb < JB columns): plain loops. */
-static void gemv_t_edge_block(const gemv_job *job, size_t j0, size_t jb, double *total)
+static void gemv_t_edge_block(const cpu_gemv_job *job, size_t j0, size_t jb, double *total)
 {
     for (size_t i0 = 0; i0 < job->rows; i0 += RB) {
         size_t i1 = job->rows - i0 > RB ? i0 + RB : job->rows;
         float part[JB] = { 0.0f };
         for (size_t i = i0; i < i1; i++) {
-            const float *row = job->A + i * job->cols + j0;
+            const float *row = job->A + i * job->lda + j0;
             for (size_t j = 0; j < jb; j++)
                 part[j] = __builtin_fmaf(row[j], job->x[i], part[j]);
         }
@@ -77,47 +60,23 @@ static void gemv_t_edge_block(const gemv_job *job, size_t j0, size_t jb, double 
     }
 }
 
-static void gemv_t_task(void *arg, size_t task, unsigned worker)
+/* Columns [j0, j0 + jb) of the transposed product. */
+static void gemv_columns(const cpu_gemv_job *job, size_t j0, size_t jb)
 {
-    const gemv_job *job = arg;
-    (void)worker;
-    for (size_t b = task * job->chunk; b < (task + 1) * job->chunk; b++) {
-        size_t j0 = b * JB;
-        if (j0 >= job->cols)
-            break;
-        size_t jb = job->cols - j0 < JB ? job->cols - j0 : JB;
-        double total[JB] = { 0.0 };
-        if (jb == JB)
-            gemv_t_full_block(job, j0, total);
-        else
-            gemv_t_edge_block(job, j0, jb, total);
-        for (size_t j = 0; j < jb; j++)
-            job->y[j0 + j] = finish(total[j], job->alpha, job->beta, &job->y[j0 + j]);
-    }
+    double total[JB] = { 0.0 };
+    if (jb == JB)
+        gemv_t_full_block(job, j0, total);
+    else
+        gemv_t_edge_block(job, j0, jb, total);
+    for (size_t j = 0; j < jb; j++)
+        job->y[j0 + j] = cpu_gemv_finish(total[j], job->alpha, job->beta, &job->y[j0 + j]);
 }
 
-rayo_status neon_gemv_run(const cpu_state *st, int trans, size_t rows, size_t cols,
-                          float alpha, const float *A, const float *x, float beta, float *y)
-{
-    gemv_job job = { rows, cols, alpha, beta, A, x, y, 0 };
-    size_t units = trans ? (cols + JB - 1) / JB : rows;
-    if (units == 0)
-        return RAYO_OK;
-    size_t tasks = 1, threads = cpu_threads(st);
-    if (threads > 1 && rows * cols >= GEMV_PARALLEL_MIN)
-        tasks = 4 * threads < units ? 4 * threads : units;
-    job.chunk = (units + tasks - 1) / tasks;
-    tasks = (units + job.chunk - 1) / job.chunk;
-    cpu_parallel(st, tasks, trans ? gemv_t_task : gemv_n_task, &job);
-    return RAYO_OK;
-}
+const cpu_gemv_kernel neon_gemv_kernels = { JB, gemv_rows, gemv_columns };
 
 NEON_KERNEL(gemv)
 {
     if (rayo_call_strided(call))
         return RAYO_E_UNSUPPORTED; /* row strides: not in this kernel yet */
-    if (call->flags & ~(uint32_t)RAYO_TRANS_A)
-        return RAYO_E_UNSUPPORTED;
-    return neon_gemv_run(state, (call->flags & RAYO_TRANS_A) != 0, call->m, call->n,
-                         call->alpha, call->a, call->b, call->beta, call->y);
+    return cpu_gemv_call(state, &neon_gemv_kernels, call);
 }

@@ -11,6 +11,7 @@
 
 #define CPU_KERNEL(NAME) neon_##NAME
 #include "cpu-base.h"
+#include "cpu-gemm.h"
 
 /* Blocked sums (float lanes inside a block, double across blocks), so the
  * error stays near 1e-6 * sum|terms| for any n.  Used by the reductions,
@@ -26,10 +27,7 @@ float neon_max_f32(const float *x, size_t n);
 /* Kernels are neon_NAME (cpu-base.h declares one for every op). */
 #define NEON_KERNEL(NAME) CPU_KERNEL_FN(NAME)
 
-/* gemv on explicit arguments (also used by matmul when m == 1 or n == 1).
- * op(A) is rows x cols when !trans, cols x rows when trans; y has
- * (trans ? cols : rows) elements. */
-rayo_status neon_gemv_run(const cpu_state *st, int trans, size_t rows, size_t cols,
-                          float alpha, const float *A, const float *x, float beta, float *y);
+/* gemv's kernels (gemv.c), also matmul's path for m == 1 or n == 1. */
+extern const cpu_gemv_kernel neon_gemv_kernels;
 
 #endif

@@ -15,6 +15,7 @@
 
 #define CPU_KERNEL(NAME) scalar_##NAME
 #include "cpu-base.h"
+#include "cpu-gemm.h"
 
 #include <string.h>
 
@@ -57,10 +58,7 @@ float scalar_max_f32(const float *x, size_t n);
 SCALAR_KERNEL(matmul_typed);
 SCALAR_KERNEL(gemv_typed);
 
-/* y = alpha op(A) x + beta y for a row-major rows x cols A whose rows start
- * lda elements apart (0: cols); also matmul's path for m == 1 or n == 1.
- * y has (trans ? cols : rows) elements. */
-rayo_status scalar_gemv_run(const cpu_state *st, int trans, size_t rows, size_t cols, size_t lda,
-                            float alpha, const float *A, const float *x, float beta, float *y);
+/* gemv's kernels (gemv.c), also matmul's path for m == 1 or n == 1. */
+extern const cpu_gemv_kernel scalar_gemv_kernels;
 
 #endif

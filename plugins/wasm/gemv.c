@@ -6,28 +6,14 @@
  *   transpose:    y[j] = sum_i A[i][j] x[i]: rows are added into JB column
  *                 accumulators (A read in order), RB rows at a time in float,
  *                 then into double, to keep tall matrices near 1e-6.
- * beta == 0 never reads y.
+ * beta == 0 never reads y.  Rows (or column blocks) are split over the pool
+ * by the shared driver, cpu-base/cpu-gemm.c.
  */
 #include "plugin.h"
 
 #define BLOCK 512
 #define JB 256
 #define RB 64
-#define GEMV_PARALLEL_MIN ((size_t)1 << 18)
-
-typedef struct gemv_job {
-    size_t rows, cols;
-    float alpha, beta;
-    const float *A, *x;
-    float *y;
-    size_t chunk; /* rows (no transpose) or column blocks (transpose) per task */
-} gemv_job;
-
-static float finish(double sum, float alpha, float beta, const float *y)
-{
-    double v = (double)alpha * sum;
-    return (float)(beta == 0.0f ? v : v + (double)beta * *y);
-}
 
 static double hsum(vf32 v)
 {
@@ -60,28 +46,25 @@ static void dot4(const float *const r[4], const float *x, size_t cols, double ou
     }
 }
 
-static void gemv_n_task(void *arg, size_t task, unsigned worker)
+/* y[lo..hi) of the product without transpose */
+static void gemv_rows(const cpu_gemv_job *job, size_t lo, size_t hi)
 {
-    const gemv_job *job = arg;
-    size_t lo = task * job->chunk;
-    size_t hi = lo + job->chunk < job->rows ? lo + job->chunk : job->rows;
-    (void)worker;
     size_t i = lo;
     for (; i + 4 <= hi; i += 4) {
-        const float *r[4] = {job->A + i * job->cols, job->A + (i + 1) * job->cols,
-                             job->A + (i + 2) * job->cols, job->A + (i + 3) * job->cols};
+        const float *r[4] = {job->A + i * job->lda, job->A + (i + 1) * job->lda,
+                             job->A + (i + 2) * job->lda, job->A + (i + 3) * job->lda};
         double d[4];
         dot4(r, job->x, job->cols, d);
         for (int l = 0; l < 4; l++)
-            job->y[i + l] = finish(d[l], job->alpha, job->beta, &job->y[i + l]);
+            job->y[i + l] = cpu_gemv_finish(d[l], job->alpha, job->beta, &job->y[i + l]);
     }
     for (; i < hi; i++)
-        job->y[i] = finish(wasm_dot_f64(job->A + i * job->cols, job->x, job->cols), job->alpha,
-                           job->beta, &job->y[i]);
+        job->y[i] = cpu_gemv_finish(wasm_dot_f64(job->A + i * job->lda, job->x, job->cols),
+                                    job->alpha, job->beta, &job->y[i]);
 }
 
 /* Columns [j0, j0 + jb) of the transposed product. */
-static void gemv_t_block(const gemv_job *job, size_t j0, size_t jb)
+static void gemv_columns(const cpu_gemv_job *job, size_t j0, size_t jb)
 {
     double total[JB];
     vf32 part[JB / 4];
@@ -94,7 +77,7 @@ static void gemv_t_block(const gemv_job *job, size_t j0, size_t jb)
             part[v] = vsplat(0.0f);
         for (size_t i = i0; i < i1; i++) {
             const vf32 xi = vsplat(job->x[i]);
-            const float *row = job->A + i * job->cols + j0;
+            const float *row = job->A + i * job->lda + j0;
             size_t v = 0;
             for (; 4 * v + 4 <= jb; v++)
                 part[v] = vadd(part[v], vmul(xi, wasm_v128_load(row + 4 * v)));
@@ -108,50 +91,14 @@ static void gemv_t_block(const gemv_job *job, size_t j0, size_t jb)
             total[j] += lanes[j];
     }
     for (size_t j = 0; j < jb; j++)
-        job->y[j0 + j] = finish(total[j], job->alpha, job->beta, &job->y[j0 + j]);
+        job->y[j0 + j] = cpu_gemv_finish(total[j], job->alpha, job->beta, &job->y[j0 + j]);
 }
 
-static void gemv_t_task(void *arg, size_t task, unsigned worker)
-{
-    const gemv_job *job = arg;
-    (void)worker;
-    for (size_t b = task * job->chunk; b < (task + 1) * job->chunk; b++) {
-        size_t j0 = b * JB;
-        if (j0 >= job->cols)
-            break;
-        gemv_t_block(job, j0, job->cols - j0 < JB ? job->cols - j0 : JB);
-    }
-}
-
-static size_t task_count(const cpu_state *st, size_t units, size_t elements)
-{
-    size_t threads = cpu_threads(st);
-    if (threads < 2 || elements < GEMV_PARALLEL_MIN)
-        return 1;
-    size_t tasks = 4 * threads;
-    return tasks < units ? tasks : units;
-}
-
-rayo_status wasm_gemv_run(const cpu_state *st, int trans, size_t rows, size_t cols,
-                          float alpha, const float *A, const float *x, float beta, float *y)
-{
-    gemv_job job = {rows, cols, alpha, beta, A, x, y, 0};
-    size_t units = trans ? (cols + JB - 1) / JB : rows;
-    if (units == 0)
-        return RAYO_OK;
-    size_t tasks = task_count(st, units, rows * cols);
-    job.chunk = (units + tasks - 1) / tasks;
-    tasks = (units + job.chunk - 1) / job.chunk;
-    cpu_parallel(st, tasks, trans ? gemv_t_task : gemv_n_task, &job);
-    return RAYO_OK;
-}
+const cpu_gemv_kernel wasm_gemv_kernels = { JB, gemv_rows, gemv_columns };
 
 WASM_KERNEL(gemv)
 {
     if (rayo_call_strided(call))
         return RAYO_E_UNSUPPORTED; /* row strides: not in this kernel yet */
-    if (call->flags & ~(uint32_t)RAYO_TRANS_A)
-        return RAYO_E_UNSUPPORTED;
-    return wasm_gemv_run(state, (call->flags & RAYO_TRANS_A) != 0, call->m, call->n, call->alpha,
-                         call->a, call->b, call->beta, call->y);
+    return cpu_gemv_call(state, &wasm_gemv_kernels, call);
 }

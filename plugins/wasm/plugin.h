@@ -15,6 +15,7 @@
 
 #define CPU_KERNEL(NAME) wasm_##NAME
 #include "cpu-base.h"
+#include "cpu-gemm.h"
 #include "math.h"
 
 /* ---- vector helpers shared by the kernels (reduce.c) -------------------------- */
@@ -46,9 +47,7 @@ static inline void store_partial(float *y, vf32 v, size_t n)
 /* Kernels are wasm_NAME (cpu-base.h declares one for every op). */
 #define WASM_KERNEL(NAME) CPU_KERNEL_FN(NAME)
 
-/* y = alpha op(A) x + beta y for A rows x cols; y has (trans ? cols : rows)
- * elements.  Used by gemv and by matmul for m == 1 or n == 1. */
-rayo_status wasm_gemv_run(const cpu_state *st, int trans, size_t rows, size_t cols,
-                          float alpha, const float *A, const float *x, float beta, float *y);
+/* gemv's kernels (gemv.c), also matmul's path for m == 1 or n == 1. */
+extern const cpu_gemv_kernel wasm_gemv_kernels;
 
 #endif
