@@ -4,3 +4,4 @@ TESTS += examples/softmax-matmul
 examples_softmax_matmul_SOURCES = examples/softmax-matmul.c
 examples_softmax_matmul_LDADD = core/librayo.la -lm
 include examples/plugin-template/local.mk
+include examples/llama/local.mk

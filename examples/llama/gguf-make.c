@@ -23,7 +23,7 @@ typedef struct shape {
     int untied;
 } shape;
 
-static const shape TINY = {2, 256, 4, 2, 512, 384, 256, 0};
+static const shape TINY = {2, 256, 4, 2, 512, 384, 256, 1};
 static const shape TINYLLAMA = {22, 2048, 32, 4, 5632, 32000, 2048, 1};
 
 typedef struct tensor_plan {
