@@ -8,7 +8,8 @@
  *            layer between, and output in Q6_K
  *   mix      the types in turn, tensor by tensor (tests every format)
  * Norm weights are f32, as llama.cpp writes them.  The same seed gives the
- * same file.  Q4_K and Q6_K blocks come from quant-k.c's simple quantizers. */
+ * same file.  A tied output gets small embeddings: with random weights the
+ * token's own embedding would otherwise win every step.  Q4_K and Q6_K blocks come from quant-k.c's simple quantizers. */
 #define _POSIX_C_SOURCE 200809L
 #include "gguf-write.h"
 #include "quant-k.h"
@@ -104,7 +105,7 @@ static size_t plan_tensors(const shape *s, const char *scheme, tensor_plan *p)
     unsigned hd = s->embd / s->heads, kv = hd * s->kv_heads;
     float w_embd = 1.7f / sqrtf((float)s->embd), w_ffn = 1.7f / sqrtf((float)s->ffn);
     plan_add(p, &n, "token_embd.weight", s->embd, s->vocab,
-             type_for(scheme, "token_embd.weight", 0, s->layers, n), 1.0f, 0);
+             type_for(scheme, "token_embd.weight", 0, s->layers, n), s->untied ? 1.0f : 0.05f, 0);
     for (unsigned l = 0; l < s->layers; l++) {
         static const char *const names[] = {"attn_norm", "attn_q", "attn_k", "attn_v",
             "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};

@@ -6,11 +6,16 @@
 #include <stdint.h>
 #include <string.h>
 
-static void put_f16(uint8_t *p, float v)
+/* A block scale (v >= 0) as f16, rounded up so that no 6- or 8-bit
+ * sub-block scale needs more than its maximum; returns the stored value. */
+static float put_scale(uint8_t *p, float v)
 {
     uint16_t h = rayo_f32_to_f16(v);
+    if (rayo_f16_to_f32(h) < v)
+        h++; /* the next f16 up: positive halves are ordered like their bits */
     p[0] = (uint8_t)h;
     p[1] = (uint8_t)(h >> 8);
+    return rayo_f16_to_f32(h);
 }
 
 static int clampi(long v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : (int)v; }
@@ -43,10 +48,8 @@ static void q4_k_block(const float *x, uint8_t *out)
         max_off = fmaxf(max_off, off[s]);
     }
     memset(out, 0, RAYO_Q4_K_BYTES);
-    put_f16(out, max_step / 63);
-    put_f16(out + RAYO_Q4_K_DMIN, max_off / 63);
-    float d = rayo_f16_to_f32(rayo_f32_to_f16(max_step / 63));
-    float dmin = rayo_f16_to_f32(rayo_f32_to_f16(max_off / 63));
+    float d = put_scale(out, max_step / 63);
+    float dmin = put_scale(out + RAYO_Q4_K_DMIN, max_off / 63);
     int sc[8], m[8];
     for (int s = 0; s < 8; s++) {
         sc[s] = d > 0 ? clampi(lroundf(step[s] / d), 0, 63) : 0;
@@ -89,8 +92,7 @@ static void q6_k_block(const float *x, uint8_t *out)
         max_scale = fmaxf(max_scale, scale[g]);
     }
     memset(out, 0, RAYO_Q6_K_BYTES);
-    put_f16(out + RAYO_Q6_K_D, max_scale / 127);
-    float d = rayo_f16_to_f32(rayo_f32_to_f16(max_scale / 127));
+    float d = put_scale(out + RAYO_Q6_K_D, max_scale / 127);
     for (int g = 0; g < 16; g++) {
         int sc = d > 0 ? clampi(lroundf(scale[g] / d), -128, 127) : 0;
         out[RAYO_Q6_K_SCALES + g] = (uint8_t)(int8_t)sc;

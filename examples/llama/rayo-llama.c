@@ -14,7 +14,7 @@ typedef struct options {
     size_t n_predict, n_ctx, logits_steps, top_k;
     float temp;
     uint64_t seed;
-    int print_tokens, info, quiet;
+    int print_tokens, info, quiet, list_backends;
 } options;
 
 static void usage(void)
@@ -35,12 +35,13 @@ static void usage(void)
         "  --logits-steps N    how many steps --logits writes (default 4)\n"
         "  --interim           only the pre-ABI-1 path (f32 ops, dequantized weights)\n"
         "  --info              print the model's shape and tensor types, then exit\n"
+        "  --backends          print the loaded backends' names, then exit\n"
         "  -q                  no progress or speed lines\n");
 }
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    *o = (options){NULL, "Once upon a time", NULL, NULL, NULL, 32, 0, 4, 40, 0.0f, 1, 0, 0, 0};
+    *o = (options){NULL, "Once upon a time", NULL, NULL, NULL, 32, 0, 4, 40, 0.0f, 1, 0, 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int flag = 1;
@@ -50,6 +51,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->info = 1;
         else if (!strcmp(a, "--interim"))
             lm_force_interim = 1;
+        else if (!strcmp(a, "--backends"))
+            o->list_backends = 1;
         else if (!strcmp(a, "-q"))
             o->quiet = 1;
         else if (a[0] != '-' && !o->model)
@@ -73,7 +76,7 @@ static int parse_args(int argc, char **argv, options *o)
         else if (!strcmp(a, "--logits-steps")) o->logits_steps = strtoul(v, NULL, 10);
         else return -1;
     }
-    return o->model ? 0 : -1;
+    return o->model || o->list_backends ? 0 : -1;
 }
 
 static double now(void)
@@ -245,6 +248,22 @@ static rayo_context *open_rayo(const options *o)
     return ctx;
 }
 
+static int list_backends(const options *o)
+{
+    rayo_context *ctx = open_rayo(o);
+    for (size_t i = 0; ctx && i < rayo_backend_count(ctx); i++) {
+        rayo_backend_info bi;
+        memset(&bi, 0, sizeof bi);
+#ifdef RAYO_ATTN_CAUSAL /* ABI 1: the caller says how much it can take */
+        bi.struct_size = sizeof bi;
+#endif
+        if (rayo_backend_get(ctx, i, &bi) == RAYO_OK && bi.status == RAYO_BACKEND_LOADED)
+            printf("%s\n", bi.name);
+    }
+    rayo_close(ctx);
+    return ctx ? 0 : 1;
+}
+
 static int run(const options *o, const gguf_file *g)
 {
     char err[300];
@@ -290,6 +309,8 @@ int main(int argc, char **argv)
         usage();
         return 2;
     }
+    if (o.list_backends)
+        return list_backends(&o);
     rng = o.seed * UINT64_C(0x9E3779B97F4A7C15) + 1;
     gguf_file *g;
     char err[400];

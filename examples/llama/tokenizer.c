@@ -153,16 +153,24 @@ static void rate_pair(const vocab *v, const char *s, symbol *sym, int i)
 /* Spaces to "▁", with the leading one.  Returns a malloc'd string. */
 static char *escape(const char *text, int prefix, size_t *len)
 {
-    size_t n = strlen(text), spaces = prefix;
+    size_t n = strlen(text), spaces = 0;
     for (size_t i = 0; i < n; i++)
         spaces += text[i] == ' ';
-    char *s = malloc(n + 2 * spaces + 1), *p = s;
+    char *s = malloc(n + 2 * spaces + (prefix ? 3 : 0) + 1), *p = s;
     if (!s)
         return NULL;
-    if (prefix)
-        p += sprintf(p, SPACE);
-    for (size_t i = 0; i < n; i++)
-        p = text[i] == ' ' ? p + sprintf(p, SPACE) : (*p = text[i], p + 1);
+    if (prefix) {
+        memcpy(p, SPACE, 3);
+        p += 3;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (text[i] == ' ') {
+            memcpy(p, SPACE, 3);
+            p += 3;
+        } else {
+            *p++ = text[i];
+        }
+    }
     *p = '\0';
     *len = (size_t)(p - s);
     return s;
