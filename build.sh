@@ -4,6 +4,7 @@
 # example.  Safe to run again: it only does what is not done yet.
 set -eu
 cd "$(dirname "$0")"
+. ./apt-install.sh
 
 # Packages the build needs, and the ones that let optional backends and the
 # benchmark references build and be tested (Vulkan on lavapipe, BLAS).
@@ -16,12 +17,8 @@ for p in $PACKAGES; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
 done
 if [ -n "$missing" ]; then
-    echo "build.sh: installing:$missing"
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+    # shellcheck disable=SC2086 # one word per package
+    apt_install ./build.sh $missing || exit 1
 fi
 
 if [ ! -x configure ] || [ configure.ac -nt configure ]; then

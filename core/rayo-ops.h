@@ -26,6 +26,19 @@
  *   reference; maximum/minimum/max/min/argmax PROPAGATE NaN (a NaN input gives
  *   a NaN result; argmax returns the index of the first NaN); relu(NaN) = NaN;
  *   clip(NaN) = NaN.
+ * Range contract (all backends, checked by the conformance suite's groups
+ * overflow, subnormal, eps0, offset, long-reduction):
+ *   no intermediate overflow or underflow: where the float64 result of the
+ *   float inputs is a finite float, the result is within the contract, e.g.
+ *   sum [FLT_MAX, FLT_MAX, -FLT_MAX, -FLT_MAX, 1], dot with products past
+ *   FLT_MAX, axpy's alpha x + y, selu(3.23862215e38), FLT_MAX / 50, a / b for
+ *   subnormal b, layernorm of rows of +-3e38 (normalise to +-1) or of
+ *   subnormal rows with eps = 0;
+ *   the contract holds at any length: sums of 1e8 terms, rows of 1e7 columns;
+ *   layernorm / rmsnorm: where var + eps = 0 (a constant row, or an all-zero
+ *   row for rmsnorm, with eps = 0) the normalised value is 0, so y = beta
+ *   (0 without beta), not NaN;
+ *   log_softmax: rows with a large offset (1e30 constant: -log(n)).
  * Left unspecified on purpose (not checked, may differ between backends):
  *   the sign of a zero result (relu(-0), max(-0, +0)); whether subnormal
  *   results are flushed to zero (GPUs do); on a device whose backend says in

@@ -10,6 +10,7 @@ TESTS += tests/test-conform-engine
 
 # Every backend this build tree loads, against the float64 reference.
 dist_noinst_SCRIPTS += tests/test-conform.sh
+EXTRA_DIST += tests/conform-pending.sh
 TESTS += tests/test-conform.sh
 
 # rayo-conform through the real loader on a plugin with planted bugs: it

@@ -21,16 +21,14 @@ jobs=${RAYO_CROSS_JOBS:-2}
 
 say() { echo "cross-aarch64: $*"; }
 
-as_root() {
-    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
-}
+. "$srcdir/apt-install.sh"
 
 # ---- 1. tools and arm64 libraries (Debian/Ubuntu multiarch) -------------------
 install_missing() {
     local missing="" p
     if ! dpkg --print-foreign-architectures | grep -qx arm64; then
         say "adding the arm64 architecture to dpkg"
-        as_root dpkg --add-architecture arm64
+        as_root tests/cross-aarch64.sh dpkg --add-architecture arm64
     fi
     # libc6:arm64 gives qemu the guest's /lib/ld-linux-aarch64.so.1 (see
     # tests/qemu-wrap.sh for why the cross sysroot's libc is not used).
@@ -40,10 +38,8 @@ install_missing() {
         dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
     done
     if [ -n "$missing" ]; then
-        say "installing:$missing"
-        as_root apt-get update -qq
         # shellcheck disable=SC2086
-        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq $missing >/dev/null
+        apt_install tests/cross-aarch64.sh $missing
     fi
 }
 

@@ -450,7 +450,8 @@ static void test_quantize_random(void)
     for (int b = 0; b < N / 32; b++) {
         double amax = 0, d = rayo_f16_to_f32((uint16_t)(q[34 * b] | q[34 * b + 1] << 8));
         for (int j = 0; j < 32; j++)
-            amax = fmax(amax, fabs(x[32 * b + j]));
+            if (fabs(x[32 * b + j]) > amax) /* not fmax: gcc 12's aarch64 vectoriser crashes on it */
+                amax = fabs(x[32 * b + j]);
         for (int j = 0; j < 32; j++)
             bad8 += fabs(y[32 * b + j] - x[32 * b + j]) > d / 2 + 127 * fabs(d - amax / 127) + 1e-6 * amax;
     }
@@ -461,7 +462,8 @@ static void test_quantize_random(void)
     for (int b = 0; b < N / 32; b++) {
         double amax = 0, d = fabs(rayo_f16_to_f32((uint16_t)(q[18 * b] | q[18 * b + 1] << 8)));
         for (int j = 0; j < 32; j++)
-            amax = fmax(amax, fabs(x[32 * b + j]));
+            if (fabs(x[32 * b + j]) > amax) /* not fmax: gcc 12's aarch64 vectoriser crashes on it */
+                amax = fabs(x[32 * b + j]);
         for (int j = 0; j < 32; j++) /* the top code is clamped: +8 d is out of range, 7 d is not */
             bad4 += fabs(y[32 * b + j] - x[32 * b + j]) > fmax(d / 2, amax - 7 * d) + 8 * fabs(d - amax / 8) + 1e-6 * amax;
     }

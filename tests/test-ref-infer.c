@@ -208,7 +208,8 @@ static void attention_naive(const ref_attention_shape *s, const ref_heads *q, co
                     dot += ref_element(q->dtype, q->data, i * q->token_stride + h * q->head_stride + d) *
                            ref_element(k->dtype, k->data, j * k->token_stride + (h / g) * k->head_stride + d);
                 score[j] = dot * s->scale;
-                mx = fmax(mx, score[j]);
+                if (score[j] > mx) /* not fmax: gcc 12's aarch64 vectoriser crashes on it */
+                    mx = score[j];
             }
             for (size_t j = 0; j < vis; j++)
                 sum += exp(score[j] - mx);

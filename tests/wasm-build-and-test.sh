@@ -26,9 +26,7 @@ out=$builddir/wasm-build
 say() { printf '\n=== %s\n' "$*"; }
 
 # ---- 1. tools ----
-as_root() {
-    if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
-}
+. "$srcdir/apt-install.sh"
 missing=""
 need() { # need COMMAND PACKAGE
     command -v "$1" >/dev/null 2>&1 || missing="$missing $2"
@@ -45,16 +43,18 @@ need chromium chromium
 [ -d /usr/share/aclocal ] && ls /usr/share/aclocal/ax_pthread.m4 >/dev/null 2>&1 ||
     missing="$missing autoconf-archive"
 if [ -n "$missing" ]; then
-    say "installing:$missing"
-    as_root apt-get update -qq
     # shellcheck disable=SC2086 # one word per package
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+    apt_install tests/wasm-build-and-test.sh $missing
 fi
+# playwright-core 1.62 and later need Node 20; Debian 12's nodejs is 18.
+node_major=$(node --version | sed 's/^v\([0-9]*\).*/\1/')
+if [ "${node_major:-0}" -ge 20 ]; then playwright_default=1; else playwright_default=1.61; fi
+playwright=${PLAYWRIGHT_CORE_VERSION:-$playwright_default}
 if [ ! -f "$out/tools/node_modules/playwright-core/package.json" ]; then
-    say "installing playwright-core (npm) into $out/tools"
+    say "installing playwright-core@$playwright (npm; node $(node --version)) into $out/tools"
     mkdir -p "$out/tools"
     npm install --prefix "$out/tools" --no-audit --no-fund --loglevel=error \
-        "playwright-core@${PLAYWRIGHT_CORE_VERSION:-1}"
+        "playwright-core@$playwright"
 fi
 
 # ---- 2. build ----

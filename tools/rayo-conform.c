@@ -1,7 +1,7 @@
 /* rayo-conform - checks backends against the float64 reference and the
  * accuracy contract of every op (rayo-ops.h).
  *
- *   rayo-conform [--quick] [--op NAME]... [--seed N] [PLUGIN.so ...]
+ *   rayo-conform [--quick] [--long] [--skip [BACKEND:]GROUPS]... [--op NAME]... [--seed N] [PLUGIN.so ...]
  *
  * Without files: every loaded backend.  With files: only the backends loaded
  * from those files (a file the core refuses is a failure, with its reason).
@@ -21,7 +21,10 @@
 #define MAX_TARGETS 32
 
 typedef struct args {
-    int quick;
+    const char *self;          /* how to run this program again (for the replay line) */
+    int quick, long_tier;
+    const char *skips[16];     /* --skip values: "GROUPS" or "BACKEND:GROUPS" */
+    size_t skip_count;
     int verbose;
     int have_seed;
     uint64_t seed;
@@ -54,6 +57,12 @@ static void usage(FILE *out)
             "Without PLUGIN.so: every backend the core loads.  With files: those plugins only.\n"
             "\n"
             "  --quick      leave out most of the largest sizes (2^20 elements, 500^3 matmul)\n"
+            "  --long       add the long tier: sums and products of up to 1e8 terms, rows of\n"
+            "               17.8M (several GB of memory, minutes)\n"
+            "  --skip [BACKEND:]LIST  leave out these groups of cases, on every backend or\n"
+            "               on BACKEND only (comma-separated; counted as skipped, never as\n"
+            "               passed): long-reduction offset overflow subnormal eps0 affine\n"
+            "               regression\n"
             "  --op NAME    check only this op (repeat, or separate names by commas)\n"
             "  --seed N     inputs from this seed (default: RAYO_CONFORM_SEED, else fresh)\n"
             "  --verbose    after each op, the number of cases and where the largest error was\n"
@@ -90,13 +99,19 @@ static int parse_args(int argc, char **argv, args *a)
             exit(0);
         } else if (!strcmp(s, "--quick")) {
             a->quick = 1;
+        } else if (!strcmp(s, "--long")) {
+            a->long_tier = 1;
         } else if (!strcmp(s, "--verbose") || !strcmp(s, "-v")) {
             a->verbose = 1;
-        } else if (!strcmp(s, "--op") || !strcmp(s, "--seed")) {
+        } else if (!strcmp(s, "--op") || !strcmp(s, "--seed") || !strcmp(s, "--skip")) {
             if (i + 1 == argc)
                 return usage_error("%s needs a value", s);
             char *v = argv[++i];
-            if (!strcmp(s, "--op")) {
+            if (!strcmp(s, "--skip")) {
+                if (a->skip_count == sizeof a->skips / sizeof a->skips[0])
+                    return usage_error("too many %s options", s);
+                a->skips[a->skip_count++] = v;
+            } else if (!strcmp(s, "--op")) {
                 if (add_ops(a, v))
                     return 2;
             } else {
@@ -268,6 +283,42 @@ static void print_details(const outcome *out, size_t count)
     }
 }
 
+/* The command that runs the same inputs again: this program's path as it
+ * was started, the seed, the options, the failed ops (all ops when none
+ * failed) and the plugin files. */
+static void print_replay(const args *a, const outcome *out, size_t count, uint64_t seed)
+{
+    printf("Replay: %s --seed %llu%s%s", a->self, (unsigned long long)seed,
+           a->quick ? " --quick" : "", a->long_tier ? " --long" : "");
+    for (size_t i = 0; i < a->skip_count; i++)
+        printf(" --skip %s", a->skips[i]);
+    const char *last = NULL;
+    for (size_t i = 0; i < count; i++)
+        if (out[i].result.failed && out[i].op->name != last)
+            printf(" --op %s", last = out[i].op->name);
+    for (size_t i = 0; !last && i < a->op_count; i++)
+        printf(" --op %s", a->ops[i]);
+    for (size_t i = 0; i < a->file_count; i++)
+        printf(" %s", a->files[i]);
+    printf("\n");
+}
+
+/* The groups to skip on this backend: its own --skip NAME:LIST, else a
+ * --skip LIST without a name, else none. */
+static const char *skip_for(const args *a, const char *backend)
+{
+    const char *any = NULL;
+    size_t len = strlen(backend);
+    for (size_t i = 0; i < a->skip_count; i++) {
+        const char *colon = strchr(a->skips[i], ':');
+        if (!colon)
+            any = a->skips[i];
+        else if ((size_t)(colon - a->skips[i]) == len && !strncmp(a->skips[i], backend, len))
+            return colon + 1;
+    }
+    return any;
+}
+
 static int run_all(rayo_context *ctx, const args *a, const target *targets, size_t nt, uint64_t seed)
 {
     size_t nops;
@@ -297,9 +348,10 @@ static int run_all(rayo_context *ctx, const args *a, const target *targets, size
     printf("\n");
 
     progress prog = {isatty(2), NULL, NULL};
-    conform_options opts = {.seed = seed, .quick = a->quick, .run = conform_run_backend,
+    conform_options opts = {.seed = seed, .quick = a->quick, .long_tier = a->long_tier,
+                            .run = conform_run_backend,
                             .progress = show_progress, .progress_user = &prog};
-    size_t passed = 0, failed = 0, absent = 0, cases = 0;
+    size_t passed = 0, failed = 0, absent = 0, cases = 0, skipped = 0;
     double t0 = now();
     for (size_t i = 0; i < n; i++) {
         printf("%-14s", ops[i]->name);
@@ -309,6 +361,7 @@ static int run_all(rayo_context *ctx, const args *a, const target *targets, size
             o->op = ops[i];
             o->backend = &targets[b];
             opts.run_user = &be;
+            opts.skip = skip_for(a, targets[b].name);
             prog.op = ops[i]->name, prog.backend = targets[b].name;
             conform_check_op(&opts, ops[i], &o->result);
             clear_progress(&prog);
@@ -317,6 +370,7 @@ static int run_all(rayo_context *ctx, const args *a, const target *targets, size
             printf("%-*s", width, cell);
             fflush(stdout);
             cases += o->result.cases;
+            skipped += o->result.skipped;
             if (!o->result.has_reference || !o->result.implemented)
                 absent++;
             else if (o->result.failed)
@@ -336,17 +390,33 @@ static int run_all(rayo_context *ctx, const args *a, const target *targets, size
            "(%zu cases, %.1f s, seed %llu).\n",
            n, nt, nt == 1 ? "" : "s", passed, failed, absent, cases, now() - t0,
            (unsigned long long)seed);
-    if (failed)
-        printf("Replay these inputs with: rayo-conform --seed %llu [--op NAME] ...\n",
-               (unsigned long long)seed);
+    if (skipped)
+        printf("Skipped: %zu cases (--skip), not counted as passed.\n", skipped);
+    print_replay(a, out, n * nt, seed);
     free(out);
     return failed ? 1 : 0;
+}
+
+/* argv[0], less libtool's ".libs/" and "lt-": in a build tree the real
+ * program runs through a wrapper script of the plain name, one folder up. */
+static const char *program_path(const char *argv0, char *buf, size_t size)
+{
+    const char *libs = strstr(argv0, ".libs/");
+    if (!libs || strchr(libs + 6, '/'))
+        return argv0;
+    const char *name = libs + 6;
+    if (!strncmp(name, "lt-", 3))
+        name += 3;
+    snprintf(buf, size, "%.*s%s", (int)(libs - argv0), argv0, name);
+    return buf;
 }
 
 int main(int argc, char **argv)
 {
     args a;
+    char self[PATH_MAX];
     memset(&a, 0, sizeof a);
+    a.self = program_path(argc > 0 ? argv[0] : "rayo-conform", self, sizeof self);
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
@@ -363,8 +433,9 @@ int main(int argc, char **argv)
     size_t nt = choose_targets(ctx, &a, targets);
     rc = 1;
     if (nt) {
-        printf("rayo-conform: %zu backend%s against the float64 reference, seed %llu%s.\n",
-               nt, nt == 1 ? "" : "s", (unsigned long long)seed, a.quick ? ", quick" : "");
+        printf("rayo-conform: %zu backend%s against the float64 reference, seed %llu%s%s.\n",
+               nt, nt == 1 ? "" : "s", (unsigned long long)seed, a.quick ? ", quick" : "",
+               a.long_tier ? ", long tier" : "");
         for (size_t i = 0; i < nt; i++)
             printf("  %-10s %s\n", targets[i].name, targets[i].path);
         printf("Cells: the largest error seen as a fraction of what the op's contract allows\n"

@@ -246,22 +246,19 @@ static void axpy_range(const avx2_state *st, const rayo_call *c, size_t i, size_
     float *y = c->y;
     const __m256 alpha = _mm256_set1_ps(c->alpha);
     (void)st;
-    /* alpha * a rounded, then + y rounded: two roundings like the scalar
-     * backend (the build uses -ffp-contract=off), not one fma. */
+    /* One fma, one rounding: alpha * a alone may overflow a float where
+     * alpha * a + y does not. */
     for (; i + 16 <= end; i += 16) {
-        __m256 y0 = _mm256_add_ps(_mm256_mul_ps(alpha, _mm256_loadu_ps(a + i)), _mm256_loadu_ps(y + i));
-        __m256 y1 = _mm256_add_ps(_mm256_mul_ps(alpha, _mm256_loadu_ps(a + i + 8)),
-                                  _mm256_loadu_ps(y + i + 8));
+        __m256 y0 = _mm256_fmadd_ps(alpha, _mm256_loadu_ps(a + i), _mm256_loadu_ps(y + i));
+        __m256 y1 = _mm256_fmadd_ps(alpha, _mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(y + i + 8));
         _mm256_storeu_ps(y + i, y0);
         _mm256_storeu_ps(y + i + 8, y1);
     }
     for (; i + 8 <= end; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_mul_ps(alpha, _mm256_loadu_ps(a + i)),
-                                              _mm256_loadu_ps(y + i)));
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(alpha, _mm256_loadu_ps(a + i), _mm256_loadu_ps(y + i)));
     if (i < end) {
         __m256i m = v_lane_mask(end - i);
-        __m256 r = _mm256_add_ps(_mm256_mul_ps(alpha, _mm256_maskload_ps(a + i, m)),
-                                 _mm256_maskload_ps(y + i, m));
+        __m256 r = _mm256_fmadd_ps(alpha, _mm256_maskload_ps(a + i, m), _mm256_maskload_ps(y + i, m));
         _mm256_maskstore_ps(y + i, m, r);
     }
 }

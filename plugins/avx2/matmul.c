@@ -444,9 +444,9 @@ static rayo_status gemm_blocked(avx2_state *st, const gemm_args *g)
 /* ---- gemv: y = alpha op(A) x + beta y, A rows x cols ----------------------- */
 
 /* alpha * sum + beta * y, as the scalar backend (beta == 0: y unread). */
-static inline float finish(float sum, float alpha, float beta, const float *y)
+static inline float finish(double sum, float alpha, float beta, const float *y)
 {
-    float v = alpha * sum;
+    float v = (float)(alpha * sum);
     return beta == 0.0f ? v : v + beta * *y;
 }
 
@@ -458,8 +458,16 @@ typedef struct gemv_job {
     size_t chunk;                /* rows (no transpose) or columns (transpose) per task */
 } gemv_job;
 
-/* Four rows of A against x at once: x is loaded once for four dot products. */
-static void dot4(const float *A, size_t lda, const float *x, size_t n, float out[4])
+/* Accuracy at any length (contract 1e-5 of sum|terms|): float lanes add at
+ * most 32 terms each before their sum goes to a double accumulator, as in
+ * reduce.c, so the error does not grow with n (m = 1 x 100000 summed in
+ * float lanes alone was 51x the contract). */
+#define DOT_BLOCK 256     /* elements: 32 per lane of one 8-lane sum */
+#define ROW_BLOCK 32      /* rows accumulated in float by the transposed gemv */
+
+/* Four rows of A against x[0..n), n <= DOT_BLOCK: x is loaded once for four
+ * dot products; out[r] += the sums. */
+static void dot4_block(const float *A, size_t lda, const float *x, size_t n, double out[4])
 {
     __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     size_t j = 0;
@@ -478,27 +486,40 @@ static void dot4(const float *A, size_t lda, const float *x, size_t n, float out
         s2 = _mm256_fmadd_ps(_mm256_maskload_ps(A + 2 * lda + j, m), xv, s2);
         s3 = _mm256_fmadd_ps(_mm256_maskload_ps(A + 3 * lda + j, m), xv, s3);
     }
-    out[0] = v_hsum(s0);
-    out[1] = v_hsum(s1);
-    out[2] = v_hsum(s2);
-    out[3] = v_hsum(s3);
+    out[0] += v_hsum(s0);
+    out[1] += v_hsum(s1);
+    out[2] += v_hsum(s2);
+    out[3] += v_hsum(s3);
 }
 
-static float dot1(const float *a, const float *x, size_t n)
+static void dot4(const float *A, size_t lda, const float *x, size_t n, double out[4])
 {
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    out[0] = out[1] = out[2] = out[3] = 0.0;
+    for (size_t j = 0; j < n; j += DOT_BLOCK)
+        dot4_block(A + j, lda, x + j, min_size(DOT_BLOCK, n - j), out);
+}
+
+static double dot1(const float *a, const float *x, size_t n)
+{
+    __m256d total = _mm256_setzero_pd();
     size_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(x + j), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j + 8), _mm256_loadu_ps(x + j + 8), s1);
+    while (j < n) {
+        size_t block_end = min_size(j + 2 * DOT_BLOCK, n);
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+        for (; j + 16 <= block_end; j += 16) {
+            s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(x + j), s0);
+            s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j + 8), _mm256_loadu_ps(x + j + 8), s1);
+        }
+        for (; j + 8 <= block_end; j += 8)
+            s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(x + j), s0);
+        if (j < block_end) {
+            __m256i m = v_lane_mask(block_end - j);
+            s1 = _mm256_fmadd_ps(_mm256_maskload_ps(a + j, m), _mm256_maskload_ps(x + j, m), s1);
+            j = block_end;
+        }
+        total = v_widen_add(total, _mm256_add_ps(s0, s1));
     }
-    for (; j + 8 <= n; j += 8)
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(x + j), s0);
-    if (j < n) {
-        __m256i m = v_lane_mask(n - j);
-        s1 = _mm256_fmadd_ps(_mm256_maskload_ps(a + j, m), _mm256_maskload_ps(x + j, m), s1);
-    }
-    return v_hsum(_mm256_add_ps(s0, s1));
+    return v_hsum_pd(total);
 }
 
 /* y[i] = alpha dot(A row i, x) + beta y[i] for rows [begin, end). */
@@ -506,7 +527,7 @@ static void gemv_rows(const gemv_job *job, size_t begin, size_t end)
 {
     size_t i = begin;
     for (; i + 4 <= end; i += 4) {
-        float d[4];
+        double d[4];
         dot4(job->A + i * job->cols, job->cols, job->x, job->cols, d);
         for (size_t r = 0; r < 4; r++)
             job->y[i + r] = finish(d[r], job->alpha, job->beta, &job->y[i + r]);
@@ -545,27 +566,51 @@ static void accumulate1(float *acc, const float *a0, float x0, size_t w)
         acc[j] += x0 * a0[j];
 }
 
-#define COL_STRIP 4096 /* 16 KiB of sums: whole rows of a 4096-wide matrix, still in L1 */
+/* total[0..w) += acc[0..w) in double; acc = 0. */
+static void flush_strip(double *total, float *acc, size_t w)
+{
+    size_t j = 0;
+    for (; j + 8 <= w; j += 8) {
+        __m256 a = _mm256_loadu_ps(acc + j);
+        _mm256_storeu_pd(total + j, _mm256_add_pd(_mm256_loadu_pd(total + j),
+                                                  _mm256_cvtps_pd(_mm256_castps256_ps128(a))));
+        _mm256_storeu_pd(total + j + 4, _mm256_add_pd(_mm256_loadu_pd(total + j + 4),
+                                                      _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1))));
+        _mm256_storeu_ps(acc + j, _mm256_setzero_ps());
+    }
+    for (; j < w; j++) {
+        total[j] += acc[j];
+        acc[j] = 0.0f;
+    }
+}
+
+#define COL_STRIP 2048 /* 8 KiB of float sums + 16 KiB of double totals: in L1 */
 
 /* Transposed: y[j] = alpha sum_i A[i][j] x[i] + beta y[j] for columns
  * [begin, end).  Rows of A are streamed whole (contiguous, what the hardware
- * prefetcher likes) and accumulated, four at a time, into a strip of sums
- * that stays in L1. */
+ * prefetcher likes) and accumulated, four at a time, into a strip of float
+ * sums that stays in L1 and goes to double totals every ROW_BLOCK rows. */
 static void gemv_cols(const gemv_job *job, size_t begin, size_t end)
 {
     float acc[COL_STRIP];
+    double total[COL_STRIP];
     for (size_t j = begin; j < end; j += COL_STRIP) {
         size_t w = min_size(COL_STRIP, end - j);
         memset(acc, 0, sizeof acc);
+        memset(total, 0, sizeof total);
         const float *col = job->A + j;
         size_t lda = job->cols, i = 0;
-        for (; i + 4 <= job->rows; i += 4)
-            accumulate4(acc, col + i * lda, col + (i + 1) * lda, col + (i + 2) * lda,
-                        col + (i + 3) * lda, job->x + i, w);
-        for (; i < job->rows; i++)
-            accumulate1(acc, col + i * lda, job->x[i], w);
+        while (i < job->rows) {
+            size_t block_end = min_size(i + ROW_BLOCK, job->rows);
+            for (; i + 4 <= block_end; i += 4)
+                accumulate4(acc, col + i * lda, col + (i + 1) * lda, col + (i + 2) * lda,
+                            col + (i + 3) * lda, job->x + i, w);
+            for (; i < block_end; i++)
+                accumulate1(acc, col + i * lda, job->x[i], w);
+            flush_strip(total, acc, w);
+        }
         for (size_t c = 0; c < w; c++)
-            job->y[j + c] = finish(acc[c], job->alpha, job->beta, &job->y[j + c]);
+            job->y[j + c] = finish(total[c], job->alpha, job->beta, &job->y[j + c]);
     }
 }
 

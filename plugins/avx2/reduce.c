@@ -79,17 +79,40 @@ double avx2_sum_squares_f64(const float *x, size_t n)
     return s;
 }
 
+/* The block in double, term by term: the slow path of add_block. */
+static double block_f64(reduction kind, const float *a, const float *b, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += kind == RED_SUM ? (double)a[i] : kind == RED_ABS ? fabs((double)a[i]) : (double)a[i] * b[i];
+    return s;
+}
+
+/* total + the block's sum.  A block whose float lanes overflowed (or met
+ * inf/NaN) is added again in double, so partial sums past FLT_MAX (FLT_MAX +
+ * FLT_MAX - FLT_MAX) cannot make a finite result inf; inf and NaN inputs give
+ * the same answer in double.  The fast path costs one test per block. */
+static ALWAYS_INLINE __m256d add_block(reduction kind, __m256d total, const float *a, const float *b,
+                                       size_t n)
+{
+    __m256 lanes = block_reduce(kind, a, b, n);
+    __m256 finite = _mm256_cmp_ps(v_abs(lanes), _mm256_set1_ps(INFINITY), _CMP_LT_OQ);
+    if (__builtin_expect(_mm256_movemask_ps(finite) == 0xff, 1))
+        return v_widen_add(total, lanes);
+    return _mm256_add_pd(total, _mm256_set_pd(0.0, 0.0, 0.0, block_f64(kind, a, b, n)));
+}
+
 static ALWAYS_INLINE double reduce_blocks(reduction kind, const float *a, const float *b, size_t n)
 {
     __m256d total0 = _mm256_setzero_pd(), total1 = total0;
     size_t i = 0;
     for (; i + 2 * BLOCK <= n; i += 2 * BLOCK) {
-        total0 = v_widen_add(total0, block_reduce(kind, a + i, b + i, BLOCK));
-        total1 = v_widen_add(total1, block_reduce(kind, a + i + BLOCK, b + i + BLOCK, BLOCK));
+        total0 = add_block(kind, total0, a + i, b + i, BLOCK);
+        total1 = add_block(kind, total1, a + i + BLOCK, b + i + BLOCK, BLOCK);
     }
     for (; i < n; i += BLOCK) {
         size_t len = n - i < BLOCK ? n - i : BLOCK;
-        total0 = v_widen_add(total0, block_reduce(kind, a + i, b + i, len));
+        total0 = add_block(kind, total0, a + i, b + i, len);
     }
     return v_hsum_pd(_mm256_add_pd(total0, total1));
 }
@@ -127,11 +150,12 @@ static void reduce_task(void *arg, size_t task, unsigned worker)
 static double reduce(const avx2_state *st, reduction kind, const float *a, const float *b, size_t n)
 {
     if (n <= BLOCK && kind != RED_SQUARES) {
-        /* One block: its float lanes added directly (the common small call). */
+        /* One block (the common small call). */
+        const __m256d zero = _mm256_setzero_pd();
         switch (kind) {
-        case RED_SUM: return v_hsum(block_reduce(RED_SUM, a, a, n));
-        case RED_ABS: return v_hsum(block_reduce(RED_ABS, a, a, n));
-        default: return v_hsum(block_reduce(RED_DOT, a, b, n));
+        case RED_SUM: return v_hsum_pd(add_block(RED_SUM, zero, a, a, n));
+        case RED_ABS: return v_hsum_pd(add_block(RED_ABS, zero, a, a, n));
+        default: return v_hsum_pd(add_block(RED_DOT, zero, a, b, n));
         }
     }
     if (n < REDUCE_PARALLEL_MIN || cpu_threads(&st->cpu) < 2)

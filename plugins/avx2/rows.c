@@ -3,10 +3,8 @@
  *
  * Accuracy: row statistics are accumulated in double where float would not
  * do - the mean of a layernorm row must be right relative to the row's
- * spread, not to its magnitude (think 1000 + 1e-3 noise) - and a double
- * shift (the mean, or max + log(sum) of log_softmax) is applied as two floats
- * hi + lo: x - hi is exact when x is close to hi, which is exactly when the
- * low part matters.
+ * spread, not to its magnitude (think 1000 + 1e-3 noise) - and the norms'
+ * final expression is evaluated in double and rounded once.
  *
  * y may be x (in place): every row reads x completely, or element by
  * element just before writing it, before any write that could clobber an
@@ -18,13 +16,6 @@
 #include <math.h>
 
 #define ROWS_PARALLEL_WORK ((size_t)1 << 15) /* elements of exp-heavy work */
-
-/* double d as hi + lo floats. */
-static inline void split_double(double d, float *hi, float *lo)
-{
-    *hi = (float)d;
-    *lo = (float)(d - (double)*hi);
-}
 
 /* Rows are parallel once rows * cols * cost is large enough, and there are rows to share. */
 static void run_rows(const avx2_state *st, const rayo_call *call, size_t cost, avx2_range_fn *fn)
@@ -114,19 +105,21 @@ static void softmax_row(const float *x, float *y, size_t n)
     scale_in_place(y, n, (float)(1.0 / sum));
 }
 
-/* y = x - (max + log(sum exp(x - max))), the shift applied as hi + lo. */
+/* y = (x - max) - log(sum exp(x - max)), in that order: max + log(sum) as
+ * one shift would lose log(sum) against a large max (a constant row of
+ * 1e30).  x - max and y have the same sign and |x - max| <= |y|, so each
+ * float rounding costs at most 2^-24 |y|. */
 static void log_softmax_row(const float *x, float *y, size_t n)
 {
     float mx = avx2_max_f32(x, n);
-    float hi, lo;
-    split_double((double)mx + log(exp_shifted_sum(x, n, mx)), &hi, &lo);
-    const __m256 vhi = _mm256_set1_ps(hi), vlo = _mm256_set1_ps(lo);
+    const __m256 vmx = _mm256_set1_ps(mx);
+    const __m256 vlog = _mm256_set1_ps((float)log(exp_shifted_sum(x, n, mx)));
     size_t j = 0;
     for (; j + 8 <= n; j += 8)
-        _mm256_storeu_ps(y + j, _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), vhi), vlo));
+        _mm256_storeu_ps(y + j, _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), vmx), vlog));
     if (j < n) {
         __m256i m = v_lane_mask(n - j);
-        __m256 v = _mm256_sub_ps(_mm256_sub_ps(_mm256_maskload_ps(x + j, m), vhi), vlo);
+        __m256 v = _mm256_sub_ps(_mm256_sub_ps(_mm256_maskload_ps(x + j, m), vmx), vlog);
         _mm256_maskstore_ps(y + j, m, v);
     }
 }
@@ -192,32 +185,38 @@ static double row_centered_squares_f64(const float *x, size_t n, double mean)
     return s;
 }
 
-/* y = ((x - center) * rstd) * gamma + beta; gamma, beta may be NULL (1, 0). */
-static inline __m256 normalize(__m256 x, __m256 c_hi, __m256 c_lo, __m256 rstd, __m256 g, __m256 b)
+/* y = ((x - center) * rstd) * gamma + beta in double, rounded once:
+ * in float, rstd overflows for subnormal rows (1 / sqrt(1e-78)), and
+ * gamma ~ 100, beta ~ -100 cancel to outputs near 0 whose error is that of
+ * 100 (v * gamma) in float, more than the contract's 4e-6.  gamma and beta
+ * may be NULL (1, 0). */
+static inline __m128 normalize4(__m128 x, __m128 g, __m128 b, __m256d center, __m256d rstd)
 {
-    __m256 v = _mm256_mul_ps(_mm256_sub_ps(_mm256_sub_ps(x, c_hi), c_lo), rstd);
-    return _mm256_fmadd_ps(v, g, b);
+    __m256d v = _mm256_mul_pd(_mm256_sub_pd(_mm256_cvtps_pd(x), center), rstd);
+    return _mm256_cvtpd_ps(_mm256_fmadd_pd(v, _mm256_cvtps_pd(g), _mm256_cvtps_pd(b)));
 }
 
 static void normalize_row(const float *x, const float *gamma, const float *beta, float *y,
                           size_t n, double center, double rstd)
 {
-    float hi, lo;
-    split_double(center, &hi, &lo);
-    const __m256 c_hi = _mm256_set1_ps(hi), c_lo = _mm256_set1_ps(lo);
-    const __m256 r = _mm256_set1_ps((float)rstd), one = V_SET(1.0f), zero = _mm256_setzero_ps();
+    const __m256d c = _mm256_set1_pd(center), r = _mm256_set1_pd(rstd);
+    const __m128 one = _mm_set1_ps(1.0f), zero = _mm_setzero_ps();
     size_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        __m256 g = gamma ? _mm256_loadu_ps(gamma + j) : one;
-        __m256 b = beta ? _mm256_loadu_ps(beta + j) : zero;
-        _mm256_storeu_ps(y + j, normalize(_mm256_loadu_ps(x + j), c_hi, c_lo, r, g, b));
+    for (; j + 4 <= n; j += 4) {
+        __m128 g = gamma ? _mm_loadu_ps(gamma + j) : one;
+        __m128 b = beta ? _mm_loadu_ps(beta + j) : zero;
+        _mm_storeu_ps(y + j, normalize4(_mm_loadu_ps(x + j), g, b, c, r));
     }
-    if (j < n) {
-        __m256i m = v_lane_mask(n - j);
-        __m256 g = gamma ? _mm256_maskload_ps(gamma + j, m) : one;
-        __m256 b = beta ? _mm256_maskload_ps(beta + j, m) : zero;
-        _mm256_maskstore_ps(y + j, m, normalize(_mm256_maskload_ps(x + j, m), c_hi, c_lo, r, g, b));
-    }
+    for (; j < n; j++)
+        y[j] = (float)(((double)x[j] - center) * rstd * (gamma ? gamma[j] : 1.0) +
+                       (beta ? beta[j] : 0.0));
+}
+
+/* 1 / sqrt(var + eps), and 0 where var + eps = 0 (rayo-ops.h: the
+ * normalised value of a constant row with eps = 0 is 0, not 0 * inf). */
+static double inverse_std(double var_plus_eps)
+{
+    return var_plus_eps > 0 ? 1.0 / sqrt(var_plus_eps) : 0.0;
 }
 
 static void layernorm_range(const avx2_state *st, const rayo_call *c, size_t begin, size_t end)
@@ -228,7 +227,7 @@ static void layernorm_range(const avx2_state *st, const rayo_call *c, size_t beg
         const float *x = c->a + i * n;
         double mean = row_sum_f64(x, n) / (double)n;
         double var = row_centered_squares_f64(x, n, mean) / (double)n;
-        normalize_row(x, c->b, c->c, (float *)c->y + i * n, n, mean, 1.0 / sqrt(var + (double)c->alpha));
+        normalize_row(x, c->b, c->c, (float *)c->y + i * n, n, mean, inverse_std(var + (double)c->alpha));
     }
 }
 
@@ -240,7 +239,7 @@ static void rmsnorm_range(const avx2_state *st, const rayo_call *c, size_t begin
         const float *x = c->a + i * n;
         double mean_square = avx2_sum_squares_f64(x, n) / (double)n;
         normalize_row(x, c->b, NULL, (float *)c->y + i * n, n, 0.0,
-                      1.0 / sqrt(mean_square + (double)c->alpha));
+                      inverse_std(mean_square + (double)c->alpha));
     }
 }
 

@@ -253,12 +253,16 @@ static inline float32x4_t vec_elu(float32x4_t x, float32x4_t alpha)
     return vec_select(vcgtq_f32(x, vec_splat(0.0f)), x, vmulq_f32(alpha, vec_expm1(x)));
 }
 
-/* selu: scale * elu(x, 1.6732632423543772), with scale * alpha rounded once. */
+/* selu: scale * elu(x, 1.6732632423543772), with scale * alpha rounded once.
+ * scale * x in double lanes: in float, x = 3.23862215e38 would overflow
+ * where the result is still a float (FLT_MAX). */
 static inline float32x4_t vec_selu(float32x4_t x)
 {
-    const float scale = 1.0507009873554805f;
+    const float64x2_t scale = vdupq_n_f64(1.0507009873554805);
     const float scale_alpha = 1.7580993408473766f;
-    return vec_select(vcgtq_f32(x, vec_splat(0.0f)), vmulq_f32(vec_splat(scale), x),
+    float32x4_t positive = vcvt_high_f32_f64(vcvt_f32_f64(vmulq_f64(vcvt_f64_f32(vget_low_f32(x)), scale)),
+                                             vmulq_f64(vcvt_high_f64_f32(x), scale));
+    return vec_select(vcgtq_f32(x, vec_splat(0.0f)), positive,
                        vmulq_f32(vec_splat(scale_alpha), vec_expm1(x)));
 }
 

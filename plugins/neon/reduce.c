@@ -31,7 +31,11 @@ static inline float32x4_t load_padded(const float *p, size_t k, float pad)
 }
 
 /* Sum of TERM(i) over one block [0, len), len <= SUM_BLOCK, in float lanes.
- * TERM(i) is a float32x4_t of elements i..i+3 with zeros past len. */
+ * TERM(i) is a float32x4_t of elements i..i+3 with zeros past len.  A block
+ * whose float lanes overflowed (or met inf/NaN) is added again in double,
+ * term by term (TERM_F64(i)): partial sums past FLT_MAX (FLT_MAX + FLT_MAX -
+ * FLT_MAX) cannot make a finite result inf, and inf/NaN inputs give the
+ * same answer in double. */
 #define BLOCK_SUM(len, TERM, TERM_PARTIAL)                                    \
     do {                                                                       \
         float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;         \
@@ -46,7 +50,11 @@ static inline float32x4_t load_padded(const float *p, size_t k, float pad)
             s0 = TERM(s0, i);                                                  \
         if (i < len)                                                           \
             s1 = TERM_PARTIAL(s1, i, len - i);                                 \
-        total += hsum_f64(s0) + hsum_f64(s1) + hsum_f64(s2) + hsum_f64(s3);    \
+        double block_ = hsum_f64(s0) + hsum_f64(s1) + hsum_f64(s2) + hsum_f64(s3); \
+        if (!isfinite(block_)) /* float lanes overflowed: again in double */   \
+            for (block_ = 0.0, i = 0; i < len; i++)                            \
+                block_ += TERM_F64(i);                                         \
+        total += block_;                                                       \
     } while (0)
 
 double neon_sum_f64(const float *x, size_t n)
@@ -57,9 +65,11 @@ double neon_sum_f64(const float *x, size_t n)
         size_t len = n - b < SUM_BLOCK ? n - b : SUM_BLOCK;
 #define TERM(s, i) vaddq_f32(s, vld1q_f32(p + (i)))
 #define TERM_PARTIAL(s, i, k) vaddq_f32(s, load_padded(p + (i), k, 0.0f))
+#define TERM_F64(i) (double)p[i]
         BLOCK_SUM(len, TERM, TERM_PARTIAL);
 #undef TERM
 #undef TERM_PARTIAL
+#undef TERM_F64
     }
     return total;
 }
@@ -72,9 +82,11 @@ double neon_sum_abs_f64(const float *x, size_t n)
         size_t len = n - b < SUM_BLOCK ? n - b : SUM_BLOCK;
 #define TERM(s, i) vaddq_f32(s, vabsq_f32(vld1q_f32(p + (i))))
 #define TERM_PARTIAL(s, i, k) vaddq_f32(s, vabsq_f32(load_padded(p + (i), k, 0.0f)))
+#define TERM_F64(i) fabs((double)p[i])
         BLOCK_SUM(len, TERM, TERM_PARTIAL);
 #undef TERM
 #undef TERM_PARTIAL
+#undef TERM_F64
     }
     return total;
 }
@@ -87,9 +99,11 @@ double neon_dot_f64(const float *a, const float *b, size_t n)
         size_t len = n - o < SUM_BLOCK ? n - o : SUM_BLOCK;
 #define TERM(s, i) vfmaq_f32(s, vld1q_f32(p + (i)), vld1q_f32(q + (i)))
 #define TERM_PARTIAL(s, i, k) vfmaq_f32(s, load_padded(p + (i), k, 0.0f), load_padded(q + (i), k, 0.0f))
+#define TERM_F64(i) ((double)p[i] * q[i])
         BLOCK_SUM(len, TERM, TERM_PARTIAL);
 #undef TERM
 #undef TERM_PARTIAL
+#undef TERM_F64
     }
     return total;
 }

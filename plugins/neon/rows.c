@@ -78,19 +78,28 @@ static double sum_exp_shifted(const float *x, size_t n, float32x4_t mx)
 }
 
 /* y = x - (max + log sum e^(x - max)), the subtraction in double. */
+/* y = (x - max) - log(sum), in that order: max + log(sum) as one shift
+ * would lose log(sum) against a large max (a constant row of 1e30).  x - max
+ * and y have the same sign and |x - max| <= |y|: each float rounding costs
+ * at most 2^-24 |y|. */
 static void log_softmax_row(const float *x, float *y, size_t n)
 {
     float m = neon_max_f32(x, n);
-    double shift = (double)m + log(sum_exp_shifted(x, n, vdupq_n_f32(m)));
-    float64x2_t s = vdupq_n_f64(shift);
+    float32x4_t mx = vdupq_n_f32(m);
+    float log_sum = (float)log(sum_exp_shifted(x, n, mx));
+    float32x4_t l = vdupq_n_f32(log_sum);
     size_t j = 0;
-    for (; n - j >= 4; j += 4) {
-        float64x2_t lo, hi;
-        widen(vld1q_f32(x + j), &lo, &hi);
-        vst1q_f32(y + j, narrow(vsubq_f64(lo, s), vsubq_f64(hi, s)));
-    }
+    for (; n - j >= 4; j += 4)
+        vst1q_f32(y + j, vsubq_f32(vsubq_f32(vld1q_f32(x + j), mx), l));
     for (; j < n; j++)
-        y[j] = (float)((double)x[j] - shift);
+        y[j] = (x[j] - m) - log_sum;
+}
+
+/* 1 / sqrt(var + eps), and 0 where var + eps = 0 (rayo-ops.h: the
+ * normalised value of a constant row with eps = 0 is 0, not 0 * inf). */
+static double inverse_std(double var_plus_eps)
+{
+    return var_plus_eps > 0 ? 1.0 / sqrt(var_plus_eps) : 0.0;
 }
 
 /* y = (x - center) * rstd [* gamma] [+ beta], in double; gamma, beta may be
@@ -129,6 +138,25 @@ static void scale_row(const float *x, const float *gamma, const float *beta, flo
     }
 }
 
+/* sum of x in double lanes: the mean of a row must be right relative to its
+ * spread, not only to sum|x| (1e12 + noise, mean 1e4 std 1): float lanes
+ * (neon_sum_f64's blocks) are not. */
+static double row_sum_f64(const float *x, size_t n)
+{
+    float64x2_t s0 = vdupq_n_f64(0.0), s1 = s0;
+    size_t j = 0;
+    for (; n - j >= 4; j += 4) {
+        float64x2_t lo, hi;
+        widen(vld1q_f32(x + j), &lo, &hi);
+        s0 = vaddq_f64(s0, lo);
+        s1 = vaddq_f64(s1, hi);
+    }
+    double s = vaddvq_f64(vaddq_f64(s0, s1));
+    for (; j < n; j++)
+        s += x[j];
+    return s;
+}
+
 /* Two-pass variance: the second pass sums squares of centred values (no
  * cancellation of E[x^2] - E[x]^2). */
 static double centred_squares(const float *x, size_t n, double mean)
@@ -153,15 +181,15 @@ static double centred_squares(const float *x, size_t n, double mean)
 static void layernorm_row(const float *x, const float *gamma, const float *beta, float *y,
                           size_t n, float eps)
 {
-    double mean = neon_sum_f64(x, n) / (double)n;
+    double mean = row_sum_f64(x, n) / (double)n;
     double var = centred_squares(x, n, mean) / (double)n;
-    scale_row(x, gamma, beta, y, n, mean, 1.0 / sqrt(var + (double)eps));
+    scale_row(x, gamma, beta, y, n, mean, inverse_std(var + (double)eps));
 }
 
 static void rmsnorm_row(const float *x, const float *gamma, float *y, size_t n, float eps)
 {
     double ms = neon_sum_squares_f64(x, n) / (double)n;
-    scale_row(x, gamma, NULL, y, n, 0.0, 1.0 / sqrt(ms + (double)eps));
+    scale_row(x, gamma, NULL, y, n, 0.0, inverse_std(ms + (double)eps));
 }
 
 /* ---- kernels: the row functions above over the call's m rows ---------------- */

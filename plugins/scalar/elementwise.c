@@ -106,11 +106,13 @@ static inline float elu1(float x, float alpha)
     return pick(x > 0.0f, x, alpha * expm1_f(x));
 }
 
+/* scale * x in double: in float, x = 3.23862215e38 would overflow where
+ * the result is still a float (FLT_MAX). */
 static inline float selu1(float x)
 {
-    const float scale = 1.0507009873554805f;
+    const double scale = 1.0507009873554805;
     const float scale_alpha = 1.7580993408473766f; /* scale * 1.6732632423543772, rounded once */
-    return pick(x > 0.0f, scale * x, scale_alpha * expm1_f(x));
+    return pick(x > 0.0f, (float)(scale * x), scale_alpha * expm1_f(x));
 }
 
 /* ---- running a range ---------------------------------------------------------- */
@@ -164,7 +166,9 @@ BINARY_OP(mul, u * v)
 BINARY_OP(div, u / v)
 BINARY_OP(maximum, maximum1(u, v))
 BINARY_OP(minimum, minimum1(u, v))
-BINARY_RANGE(axpy_terms, alpha * u + v)
+/* In double (the product is exact, one rounding of the sum before the last):
+ * alpha x alone may overflow a float where alpha x + y does not. */
+BINARY_RANGE(axpy_terms, (float)((double)alpha * u + v))
 
 UNARY_OP(scale, COST_ARITH, alpha * x)
 UNARY_OP(relu, COST_ARITH, relu1(x))

@@ -38,9 +38,35 @@
 #define TERM_ABS(i) fabsf(x[i])
 #define TERM_DOT(i) (a[i] * b[i])
 
-static double block_sum(const float *x, size_t n) { BLOCK_SUM(TERM_SUM) }
+static double block_sum_f(const float *x, size_t n) { BLOCK_SUM(TERM_SUM) }
 static double block_abs_sum(const float *x, size_t n) { BLOCK_SUM(TERM_ABS) }
-static double block_dot(const float *a, const float *b, size_t n) { BLOCK_SUM(TERM_DOT) }
+static double block_dot_f(const float *a, const float *b, size_t n) { BLOCK_SUM(TERM_DOT) }
+
+/* A block whose float lanes overflowed (or met inf/NaN) is added again in
+ * double, so partial sums past FLT_MAX (FLT_MAX + FLT_MAX - FLT_MAX) cannot
+ * make a finite result inf; inf and NaN inputs give the same answer in
+ * double.  The fast path costs one test per block. */
+static double block_sum(const float *x, size_t n)
+{
+    double s = block_sum_f(x, n);
+    if (isfinite(s))
+        return s;
+    s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += x[i];
+    return s;
+}
+
+static double block_dot(const float *a, const float *b, size_t n)
+{
+    double s = block_dot_f(a, b, n);
+    if (isfinite(s))
+        return s;
+    s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += (double)a[i] * b[i];
+    return s;
+}
 
 /* Squares in double: |x| < FLT_MAX squared is < 1.2e77, and even 2^64 such
  * terms stay far below DBL_MAX, so no scaling pass is needed, and squares of

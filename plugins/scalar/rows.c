@@ -54,11 +54,20 @@ static void softmax_row(const float *x, float *y, size_t n)
     SCALAR_MAP(y, 0, n, j, (float)(y[j] * inv));
 }
 
+/* (x - max) - log(sum), in that order: max + log(sum) as one shift would
+ * lose log(sum) against a large max (a constant row of 1e30). */
 static void log_softmax_row(const float *x, float *y, size_t n)
 {
     float mx = scalar_max_f32(x, n);
-    double shift = (double)mx + log(sum_exp_shifted(x, n, mx));
-    SCALAR_MAP(y, 0, n, j, (float)((double)x[j] - shift));
+    double log_sum = log(sum_exp_shifted(x, n, mx));
+    SCALAR_MAP(y, 0, n, j, (float)(((double)x[j] - mx) - log_sum));
+}
+
+/* 1 / sqrt(var + eps), and 0 where var + eps = 0 (rayo-ops.h: the
+ * normalised value of a constant row with eps = 0 is 0, not 0 * inf). */
+static double inverse_std(double var_plus_eps)
+{
+    return var_plus_eps > 0 ? 1.0 / sqrt(var_plus_eps) : 0.0;
 }
 
 /* y = (x - mean) * rstd * gamma + beta; gamma and beta may be NULL. */
@@ -94,14 +103,14 @@ static void layernorm_row(const float *x, const float *gamma, const float *beta,
     double ss = (acc[0] + acc[1]) + (acc[2] + acc[3]);
     for (; j < n; j++)
         ss += ((double)x[j] - mean) * ((double)x[j] - mean);
-    double rstd = 1.0 / sqrt(ss / (double)n + (double)eps);
+    double rstd = inverse_std(ss / (double)n + (double)eps);
     scale_row(x, gamma, beta, y, n, mean, rstd);
 }
 
 static void rmsnorm_row(const float *x, const float *gamma, float *y, size_t n, float eps)
 {
     double ms = scalar_sum_squares_f64(x, n) / (double)n;
-    scale_row(x, gamma, NULL, y, n, 0.0, 1.0 / sqrt(ms + (double)eps));
+    scale_row(x, gamma, NULL, y, n, 0.0, inverse_std(ms + (double)eps));
 }
 
 /* ---- kernels: the row functions above over the call's m rows ---------------- */

@@ -61,11 +61,25 @@ static inline vf32 velu(vf32 x, vf32 alpha)
     return vselect(wasm_f32x4_gt(x, vsplat(0.0f)), x, vmul(alpha, vexpm1(x)));
 }
 
+/* alpha * x + y in double lanes (the product exact, the sum rounded to
+ * double, then to float): in float, alpha * x alone may overflow where
+ * alpha * x + y, or selu's scale * x, is still a float.  y may be NULL. */
+static inline vf32 vaxpy_f64(double alpha, vf32 x, const vf32 *y)
+{
+    const v128_t a = wasm_f64x2_splat(alpha);
+    v128_t lo = wasm_f64x2_mul(a, wasm_f64x2_promote_low_f32x4(x));
+    v128_t hi = wasm_f64x2_mul(a, wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(x, x, 2, 3, 0, 1)));
+    if (y) {
+        lo = wasm_f64x2_add(lo, wasm_f64x2_promote_low_f32x4(*y));
+        hi = wasm_f64x2_add(hi, wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(*y, *y, 2, 3, 0, 1)));
+    }
+    return wasm_i32x4_shuffle(wasm_f32x4_demote_f64x2_zero(lo), wasm_f32x4_demote_f64x2_zero(hi), 0, 1, 4, 5);
+}
+
 static inline vf32 vselu(vf32 x)
 {
-    const float scale = 1.0507009873554805f;
     const float scale_alpha = 1.7580993408473766f; /* scale * 1.6732632423543772 */
-    return vselect(wasm_f32x4_gt(x, vsplat(0.0f)), vmul(vsplat(scale), x),
+    return vselect(wasm_f32x4_gt(x, vsplat(0.0f)), vaxpy_f64(1.0507009873554805, x, NULL),
                    vmul(vsplat(scale_alpha), vexpm1(x)));
 }
 
@@ -184,13 +198,15 @@ static void axpy_range(const rayo_call *c, size_t lo, size_t hi)
 {
     const float *a = c->a;
     float *y = c->y;
-    const vf32 alpha = vsplat(c->alpha);
     size_t i = lo;
-    for (; i + 4 <= hi; i += 4)
-        wasm_v128_store(y + i, vadd(vmul(alpha, wasm_v128_load(a + i)), wasm_v128_load(y + i)));
-    if (i < hi)
-        store_partial(y + i, vadd(vmul(alpha, load_partial(a + i, hi - i)),
-                                  load_partial(y + i, hi - i)), hi - i);
+    for (; i + 4 <= hi; i += 4) {
+        vf32 v = wasm_v128_load(y + i);
+        wasm_v128_store(y + i, vaxpy_f64(c->alpha, wasm_v128_load(a + i), &v));
+    }
+    if (i < hi) {
+        vf32 v = load_partial(y + i, hi - i);
+        store_partial(y + i, vaxpy_f64(c->alpha, load_partial(a + i, hi - i), &v), hi - i);
+    }
 }
 
 WASM_KERNEL(axpy)

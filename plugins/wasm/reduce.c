@@ -75,6 +75,18 @@ double wasm_sum_squares_f64(const float *x, size_t n)
     return total;
 }
 
+/* The block in double, term by term: the slow path of reduce_serial. */
+static double block_f64(reduction kind, const float *a, const float *b, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += kind == RED_SUM ? (double)a[i] : kind == RED_ABS ? fabs((double)a[i]) : (double)a[i] * b[i];
+    return s;
+}
+
+/* A block whose float lanes overflowed (or met inf/NaN) is added again in
+ * double: partial sums past FLT_MAX (FLT_MAX + FLT_MAX - FLT_MAX) cannot make
+ * a finite result inf; inf and NaN inputs give the same answer in double. */
 static double reduce_serial(reduction kind, const float *a, const float *b, size_t n)
 {
     if (kind == RED_SQUARES)
@@ -82,11 +94,13 @@ static double reduce_serial(reduction kind, const float *a, const float *b, size
     double total = 0.0;
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t len = n - i < BLOCK ? n - i : BLOCK;
+        double part;
         switch (kind) {
-        case RED_SUM: total += block_sum(a + i, len); break;
-        case RED_ABS: total += block_abs_sum(a + i, len); break;
-        default: total += block_dot(a + i, b + i, len); break;
+        case RED_SUM: part = block_sum(a + i, len); break;
+        case RED_ABS: part = block_abs_sum(a + i, len); break;
+        default: part = block_dot(a + i, b + i, len); break;
         }
+        total += isfinite(part) ? part : block_f64(kind, a + i, b + i, len);
     }
     return total;
 }

@@ -117,15 +117,50 @@ static double sum_exp_shifted(const float *x, size_t n, float mx)
     return total;
 }
 
+/* y = (x - max) - log(sum), in that order: max + log(sum) as one shift
+ * would lose log(sum) against a large max (a constant row of 1e30).  x - max
+ * and y have the same sign and |x - max| <= |y|: each float rounding costs
+ * at most 2^-24 |y|. */
 static void log_softmax_row(const float *x, float *y, size_t n)
 {
     float mx = wasm_max_f32(x, n);
-    double shift = (double)mx + log(sum_exp_shifted(x, n, mx));
-    norm_row(x, NULL, NULL, y, n, shift, 1.0);
+    const vf32 m = vsplat(mx), l = vsplat((float)log(sum_exp_shifted(x, n, mx)));
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        wasm_v128_store(y + j, vsub(vsub(wasm_v128_load(x + j), m), l));
+    if (j < n)
+        store_partial(y + j, vsub(vsub(load_partial(x + j, n - j), m), l), n - j);
+}
+
+/* 1 / sqrt(var + eps), and 0 where var + eps = 0 (rayo-ops.h: the
+ * normalised value of a constant row with eps = 0 is 0, not 0 * inf). */
+static double inverse_std(double var_plus_eps)
+{
+    return var_plus_eps > 0 ? 1.0 / sqrt(var_plus_eps) : 0.0;
 }
 
 /* ---- layernorm, rmsnorm -------------------------------------------------------------
- * Two-pass variance: the second pass sums squares of centred values in
+ * The mean is summed in double lanes: it must be right relative to the
+ * row's spread, not only to sum|x| (1e12 + noise, mean 1e4 std 1), which
+ * float lanes (wasm_sum_f64's blocks) are not. */
+static double row_sum_f64(const float *x, size_t n)
+{
+    v128_t s0 = wasm_f64x2_splat(0.0), s1 = s0;
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        v128_t lo, hi;
+        widen(wasm_v128_load(x + j), &lo, &hi);
+        s0 = wasm_f64x2_add(s0, lo);
+        s1 = wasm_f64x2_add(s1, hi);
+    }
+    v128_t s = wasm_f64x2_add(s0, s1);
+    double total = wasm_f64x2_extract_lane(s, 0) + wasm_f64x2_extract_lane(s, 1);
+    for (; j < n; j++)
+        total += x[j];
+    return total;
+}
+
+/* Two-pass variance: the second pass sums squares of centred values in
  * double lanes, so there is no cancellation of E[x^2] - E[x]^2. */
 static double centred_squares(const float *x, size_t n, double mean)
 {
@@ -150,15 +185,15 @@ static double centred_squares(const float *x, size_t n, double mean)
 static void layernorm_row(const float *x, const float *gamma, const float *beta, float *y,
                           size_t n, float eps)
 {
-    double mean = wasm_sum_f64(x, n) / (double)n;
+    double mean = row_sum_f64(x, n) / (double)n;
     double var = centred_squares(x, n, mean) / (double)n;
-    norm_row(x, gamma, beta, y, n, mean, 1.0 / sqrt(var + (double)eps));
+    norm_row(x, gamma, beta, y, n, mean, inverse_std(var + (double)eps));
 }
 
 static void rmsnorm_row(const float *x, const float *gamma, float *y, size_t n, float eps)
 {
     double ms = wasm_sum_squares_f64(x, n) / (double)n;
-    norm_row(x, gamma, NULL, y, n, 0.0, 1.0 / sqrt(ms + (double)eps));
+    norm_row(x, gamma, NULL, y, n, 0.0, inverse_std(ms + (double)eps));
 }
 
 /* ---- kernels: the row functions above over the call's m rows ---------------- */

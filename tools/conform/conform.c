@@ -314,7 +314,9 @@ static int ref_norm(const rayo_call *c, double *ref)
         }
         for (size_t j = 0; j < n; j++)
             sq += (x[j] - mean) * (x[j] - mean);
-        double inv = 1.0 / sqrt(sq / (double)n + (double)c->alpha);
+        /* var + eps = 0 (a constant row, eps = 0): defined as 0 in rayo-ops.h */
+        double denom = sqrt(sq / (double)n + (double)c->alpha);
+        double inv = denom > 0 ? 1.0 / denom : 0.0;
         for (size_t j = 0; j < n; j++) {
             double y = (x[j] - mean) * inv * (gamma ? gamma[j] : 1.0);
             if (c->op == RAYO_OP_LAYERNORM && beta)
@@ -524,13 +526,21 @@ typedef enum fill_kind {
     FILL_HUGE,     /* |x| ~ 2^90..2^115: squares overflow float */
     FILL_TINY,     /* |x| ~ 2^-125..2^-100: squares underflow float */
     FILL_WIDE,     /* softmax over [-100, 100]: exp overflows without the max */
-    FILL_MASKED    /* softmax with -inf entries (never a whole row) */
+    FILL_MASKED,   /* softmax with -inf entries (never a whole row) */
+    FILL_SHIFTED,  /* uniform in offset +- spread (spread 0: constant) */
+    FILL_PLUSMINUS,/* offset +- spread, the sign at random */
+    FILL_NEAR_MAX, /* +-[FLT_MAX/2, FLT_MAX], and 3.23862215e38, +-FLT_MAX */
+    FILL_DIV_HUGE, /* div: a near +-FLT_MAX, b in +-[1, 100] */
+    FILL_DIV_SUBNORMAL, /* div: subnormal b, a small enough for a finite quotient */
+    FILL_LITERAL,  /* the case's own data (regression cases), repeated to length */
+    FILL_MAX_RUNS  /* runs of 64 FLT_MAX, 64 -FLT_MAX, ..., then 1 (dot: times 2) */
 } fill_kind;
 
 static const char *const fill_names[] = {
     "", "edge values", "every edge value", "NaN inputs", "+inf inputs", "-inf inputs",
     "+inf and -inf inputs", "all -inf", "ties", "huge values", "tiny values",
-    "wide range", "-inf entries",
+    "wide range", "-inf entries", "shifted", "+-", "near FLT_MAX", "a near FLT_MAX",
+    "subnormal divisors", "literal data", "runs of +-FLT_MAX",
 };
 
 typedef struct case_spec {
@@ -541,12 +551,35 @@ typedef struct case_spec {
     unsigned misalign; /* floats the data sits off 64-byte alignment */
     int alias;         /* 1: y == a, 2: y == b (in place) */
     int no_gamma, no_beta;
+    double offset, spread;       /* FILL_SHIFTED, FILL_PLUSMINUS */
+    int big_affine;              /* norms: gamma ~ 100, beta ~ +-100 */
+    const struct literal *literal; /* FILL_LITERAL */
+    const char *group;           /* NULL, or the name of a group of cases (see below) */
 } case_spec;
+
+/* Groups of cases that a run may leave out by name (conform_options.skip),
+ * e.g. while a backend's fix for them is pending.  Cases of no group are
+ * always run.  The "long" group runs only on request (conform_options.long_tier). */
+#define GROUP_LONG_REDUCTION "long-reduction" /* n, k ~ 1e5..6e6: accumulation error */
+#define GROUP_OFFSET "offset"                 /* large offset, tiny spread, constant rows */
+#define GROUP_OVERFLOW "overflow"             /* values near FLT_MAX, partial sums past it */
+#define GROUP_SUBNORMAL "subnormal"           /* subnormal rows and divisors */
+#define GROUP_EPS0 "eps0"                     /* layernorm, rmsnorm with eps = 0 */
+#define GROUP_AFFINE "affine"                 /* layernorm with gamma ~ 100, beta ~ +-100 */
+#define GROUP_REGRESSION "regression"         /* inputs that once failed, kept as data */
+#define GROUP_LONG "long"                     /* n, k up to 1e8: the long tier */
+
+/* Input data of a regression case: operand a, b, c as written down when the
+ * failure was found (repeated cyclically to the case's length). */
+typedef struct literal {
+    const float *data[3];
+    size_t count[3];
+} literal;
 
 typedef struct plan {
     const rayo_op_info *op;
     conform_rng *rng;
-    int quick;
+    int quick, long_tier;
     case_spec *v;
     size_t count, cap;
     int oom;
@@ -627,9 +660,69 @@ static case_spec *plan_fill(plan *p, size_t m, size_t n, size_t k, fill_kind fil
     return cs;
 }
 
+/* A case of a named group (see GROUP_*). */
+static case_spec *plan_group(plan *p, size_t m, size_t n, size_t k, fill_kind fill, const char *group)
+{
+    case_spec *cs = plan_fill(p, m, n, k, fill);
+    cs->group = group;
+    return cs;
+}
+
+/* Inputs uniform in offset +- spread (FILL_SHIFTED) or offset +- spread
+ * (FILL_PLUSMINUS); matrix products: alpha = 1, beta = 0. */
+static case_spec *plan_values(plan *p, size_t m, size_t n, size_t k, fill_kind fill, double offset,
+                              double spread, const char *group)
+{
+    case_spec *cs = plan_group(p, m, n, k, fill, group);
+    cs->offset = offset, cs->spread = spread;
+    if (p->op->sig == RAYO_SIG_MATMUL || p->op->sig == RAYO_SIG_GEMV)
+        cs->alpha = 1.0f, cs->beta = 0.0f;
+    return cs;
+}
+
+/* Long sums of uniform(0, 1) terms: no cancellation hides the error that a
+ * float accumulator gathers, so it shows at its full size. */
+static case_spec *plan_positive(plan *p, size_t m, size_t n, size_t k, const char *group)
+{
+    return plan_values(p, m, n, k, FILL_SHIFTED, 0.5, 0.5, group);
+}
+
 static const size_t vector_sizes[] = {0, 1, 2, 3, 7, 15, 16, 17, 31, 33, 1000, 4097};
 #define LARGE_VECTOR ((size_t)1 << 20)
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* sum [FLT_MAX, FLT_MAX, -FLT_MAX, -FLT_MAX, 1] = 1: float partial sums
+ * overflow where the float64 result is finite; dot: products 2 FLT_MAX. */
+static const float max_cancel[] = {FLT_MAX, FLT_MAX, -FLT_MAX, -FLT_MAX, 1.0f};
+static const float twos[] = {2.0f, 2.0f, 2.0f, 2.0f, 1.0f};
+static const literal max_cancel_literal = {{max_cancel, twos, NULL}, {5, 5, 0}};
+
+static void plan_reduction_extremes(plan *p)
+{
+    plan_group(p, 0, 5, 0, FILL_LITERAL, GROUP_OVERFLOW)->literal = &max_cancel_literal;
+    plan_group(p, 0, 1000, 0, FILL_LITERAL, GROUP_OVERFLOW)->literal = &max_cancel_literal;
+    /* runs: every SIMD lane sees FLT_MAX twice, whatever the lane layout */
+    plan_group(p, 0, 129, 0, FILL_MAX_RUNS, GROUP_OVERFLOW);
+    plan_group(p, 0, 4 * 1024 + 1, 0, FILL_MAX_RUNS, GROUP_OVERFLOW);
+    plan_positive(p, 0, 1000003, 0, GROUP_LONG_REDUCTION);
+    if (p->long_tier)
+        plan_positive(p, 0, 100000000, 0, GROUP_LONG);
+}
+
+/* Elementwise ops near the top of the float range: results that are finite
+ * floats must not overflow inside the kernel (selu(3.23862215e38), axpy's
+ * alpha x + y, FLT_MAX / 50), and divisors may be subnormal. */
+static void plan_elementwise_extremes(plan *p)
+{
+    rayo_op_sig sig = p->op->sig;
+    plan_group(p, 0, 257, 0, FILL_NEAR_MAX, GROUP_OVERFLOW);
+    if (sig == RAYO_SIG_AXPY)
+        plan_group(p, 0, 1000, 0, FILL_NEAR_MAX, GROUP_OVERFLOW)->alpha = -1.75f;
+    if (p->op->id == RAYO_OP_DIV) {
+        plan_group(p, 0, 257, 0, FILL_DIV_HUGE, GROUP_OVERFLOW);
+        plan_group(p, 0, 257, 0, FILL_DIV_SUBNORMAL, GROUP_SUBNORMAL);
+    }
+}
 
 static void plan_vector(plan *p)
 {
@@ -655,6 +748,7 @@ static void plan_vector(plan *p)
         plan_fill(p, 0, 1000, 0, FILL_TIES);
         plan_fill(p, 0, 1000, 0, FILL_HUGE);
         plan_fill(p, 0, 1000, 0, FILL_TINY);
+        plan_reduction_extremes(p);
         return;
     }
     /* elementwise */
@@ -667,10 +761,69 @@ static void plan_vector(plan *p)
     plan_fill(p, 0, 1000, 0, FILL_EDGE)->alias = 1;
     if (sig == RAYO_SIG_BINARY)
         plan_add(p, 0, 17, 0)->alias = 2;
+    plan_elementwise_extremes(p);
 }
 
 static const size_t row_cols[] = {1, 2, 3, 7, 15, 16, 17, 31, 33, 1000, 4097};
 static const size_t row_rows[] = {1, 3, 17};
+
+/* Rows far from 0 relative to their spread: statistics and shifts must be
+ * right relative to the spread (mean 1e4 std 1, log_softmax of 1e12 + x). */
+static const double row_offsets[][2] = {
+    {1e4, 1.7}, {1234.567, 0}, {1e12, 0}, {1e12, 1e12 * 0x1p-21}, {1e16, 1e16 * 0x1p-21},
+    {1e30, 0}, {-1e30, 1e30 * 0x1p-20}, {3e38, 0},
+};
+
+static void plan_row_extremes(plan *p)
+{
+    for (size_t i = 0; i < COUNT_OF(row_offsets); i++) {
+        plan_values(p, 3, 1000, 0, FILL_SHIFTED, row_offsets[i][0], row_offsets[i][1], GROUP_OFFSET);
+        plan_values(p, 1, 7, 0, FILL_SHIFTED, row_offsets[i][0], row_offsets[i][1], GROUP_OFFSET);
+    }
+    plan_values(p, 1, 1000000, 0, FILL_PLUSMINUS, 0.5, 0.2, GROUP_OFFSET);  /* 0.3 or 0.7 */
+    plan_values(p, 3, 1000, 0, FILL_PLUSMINUS, 0, 1e20, GROUP_OVERFLOW);
+    plan_values(p, 3, 1000, 0, FILL_PLUSMINUS, 0, 3e38, GROUP_OVERFLOW);
+    plan_values(p, 2, 33, 0, FILL_SHIFTED, 3e38, 3e38 * 0x1p-10, GROUP_OVERFLOW);
+    /* one long row: loops of millions of iterations per row */
+    plan_values(p, 1, 6000000, 0, FILL_SHIFTED, 0, p->op->sig == RAYO_SIG_ROWS ? 0 : 3,
+                GROUP_LONG_REDUCTION);
+    if (p->long_tier)
+        plan_values(p, 1, 17800000, 0, FILL_SHIFTED, 0, p->op->sig == RAYO_SIG_ROWS ? 0 : 3, GROUP_LONG);
+}
+
+/* layernorm: found failing for seed 2686411465 (vulkan, rows=1 cols=2, eps=1e-5, gamma NULL). */
+static const float regress_ln_x[] = {-0x1.053684p+1f, -0x1.04b59ep+1f};
+static const float regress_ln_beta[] = {-0x1.5ec52cp-1f, -0x1.e487cep-1f};
+static const literal regress_layernorm = {{regress_ln_x, NULL, regress_ln_beta}, {2, 0, 2}};
+
+/* eps = 0 (constant and all-zero rows are defined in rayo-ops.h), subnormal
+ * rows, rows of +-3e38, and gamma ~ 100 with beta ~ -+100, where outputs
+ * near 0 come from cancellation of two values near 100. */
+static void plan_norm_extremes(plan *p)
+{
+    const size_t sizes[][2] = {{3, 1000}, {1, 2}, {17, 33}};
+    for (size_t i = 0; i < COUNT_OF(sizes); i++) {
+        case_spec *cs = plan_add(p, sizes[i][0], sizes[i][1], 0);
+        cs->alpha = 0.0f;
+        cs->group = GROUP_EPS0;
+    }
+    plan_values(p, 3, 1000, 0, FILL_SHIFTED, 1234.567, 0, GROUP_EPS0)->alpha = 0.0f;
+    plan_values(p, 2, 17, 0, FILL_SHIFTED, 0, 0, GROUP_EPS0)->alpha = 0.0f;
+    plan_values(p, 3, 1000, 0, FILL_PLUSMINUS, 0, 3e38, GROUP_EPS0)->alpha = 0.0f;
+    plan_values(p, 3, 1000, 0, FILL_SHIFTED, 0, 1e-39, GROUP_SUBNORMAL)->alpha = 0.0f;
+    plan_values(p, 2, 33, 0, FILL_SHIFTED, 1e-39, 2e-40, GROUP_SUBNORMAL)->alpha = 0.0f;
+    for (int i = 0; i < 2; i++) {
+        case_spec *cs = plan_group(p, i ? 1 : 8, i ? 1000 : 4097, 0, FILL_RANDOM, GROUP_AFFINE);
+        cs->big_affine = 1;
+        cs->no_gamma = cs->no_beta = 0;
+        cs->alpha = 1e-5f;
+    }
+    if (p->op->id == RAYO_OP_LAYERNORM) {
+        case_spec *cs = plan_group(p, 1, 2, 0, FILL_LITERAL, GROUP_REGRESSION);
+        cs->literal = &regress_layernorm;
+        cs->alpha = 1e-5f, cs->no_gamma = 1, cs->no_beta = 0;
+    }
+}
 
 /* ROWS, NORM and BIAS_ACT: rows x cols */
 static void plan_rows(plan *p)
@@ -692,6 +845,10 @@ static void plan_rows(plan *p)
         for (uint32_t act = 0; act < RAYO_ACT_LIMIT; act++)
             plan_fill(p, 2, 257, 0, FILL_EDGE)->flags = act;
     }
+    if (p->op->sig == RAYO_SIG_ROWS || p->op->sig == RAYO_SIG_NORM)
+        plan_row_extremes(p);
+    if (p->op->sig == RAYO_SIG_NORM)
+        plan_norm_extremes(p);
 }
 
 static const size_t transpose_sizes[] = {1, 2, 3, 7, 16, 17, 33, 100};
@@ -718,6 +875,21 @@ static size_t pick(conform_rng *rng, const size_t *sizes, size_t count)
     return sizes[below(rng, count)];
 }
 
+/* Long inner dimensions, and m = 1 or n = 1, where a kernel may fall back
+ * to one float accumulator over all of k. */
+static void plan_long_matmul(plan *p)
+{
+    plan_positive(p, 8, 8, 100000, GROUP_LONG_REDUCTION);
+    plan_values(p, 1, 4096, 4096, FILL_SHIFTED, 0.7, 0, GROUP_LONG_REDUCTION); /* constant */
+    plan_positive(p, 1, 1, 100003, GROUP_LONG_REDUCTION);
+    plan_positive(p, 37, 1, 20000, GROUP_LONG_REDUCTION)->flags = RAYO_TRANS_B;
+    plan_positive(p, 1, 19, 50000, GROUP_LONG_REDUCTION)->flags = RAYO_TRANS_A;
+    if (p->long_tier) {
+        plan_positive(p, 8, 8, 5000000, GROUP_LONG);
+        plan_positive(p, 1, 1, 50000000, GROUP_LONG);
+    }
+}
+
 static void plan_matmul(plan *p)
 {
     for (uint32_t flags = 0; flags < 4; flags++) {
@@ -738,9 +910,24 @@ static void plan_matmul(plan *p)
     cs->alpha = 1.0f, cs->beta = 0.0f;
     if (!p->quick)
         plan_add(p, 500, 480, 520)->flags = (uint32_t)below(p->rng, 4);
+    plan_long_matmul(p);
 }
 
 static const size_t gemv_sizes[] = {1, 2, 3, 7, 16, 17, 33, 64, 100, 257, 1000, 4097};
+
+/* gemv: one output of a long sum (m = 1, or n = 1 transposed), and many
+ * rows transposed (each output sums m = 100000 terms). */
+static void plan_long_gemv(plan *p)
+{
+    plan_positive(p, 100000, 64, 0, GROUP_LONG_REDUCTION)->flags = RAYO_TRANS_A;
+    plan_positive(p, 100003, 1, 0, GROUP_LONG_REDUCTION)->flags = RAYO_TRANS_A;
+    plan_positive(p, 1, 100003, 0, GROUP_LONG_REDUCTION);
+    plan_positive(p, 64, 100000, 0, GROUP_LONG_REDUCTION);
+    if (p->long_tier) {
+        plan_positive(p, 1, 17000000, 0, GROUP_LONG);
+        plan_positive(p, 17000000, 1, 0, GROUP_LONG)->flags = RAYO_TRANS_A;
+    }
+}
 
 static void plan_gemv(plan *p)
 {
@@ -762,6 +949,7 @@ static void plan_gemv(plan *p)
         if (!p->quick)
             plan_add(p, 1024, 1024, 0)->flags = flags;
     }
+    plan_long_gemv(p);
 }
 
 static int make_plan(plan *p)
@@ -816,12 +1004,22 @@ static void describe(const rayo_op_info *op, const case_spec *cs, char *buf, siz
             ADD(", lo=%g hi=%g", (double)cs->alpha, (double)cs->beta);
         break;
     }
-    if (cs->fill != FILL_RANDOM)
+    if (cs->fill == FILL_SHIFTED && cs->spread == 0)
+        ADD(", constant %.9g", cs->offset);
+    else if (cs->fill == FILL_SHIFTED)
+        ADD(", uniform in %.9g +- %.3g", cs->offset, cs->spread);
+    else if (cs->fill == FILL_PLUSMINUS)
+        ADD(", values %.9g +- %.3g", cs->offset, cs->spread);
+    else if (cs->fill != FILL_RANDOM)
         ADD(", %s", fill_names[cs->fill]);
+    if (cs->big_affine)
+        ADD(", gamma ~ 100, beta ~ +-100");
     if (cs->misalign)
         ADD(", unaligned");
     if (cs->alias)
         ADD(", in place (y == %c)", cs->alias == 1 ? 'a' : 'b');
+    if (cs->group)
+        ADD(" [%s]", cs->group);
 #undef ADD
 }
 
@@ -977,13 +1175,64 @@ static domain operand_domain(const rayo_op_info *op, int which)
     return linear(-1, 1); /* matmul, gemv: B, x, C, y */
 }
 
-/* Does this fill kind change this operand?  Edge values go to every input
- * of an elementwise op; the other special fills to the first input only. */
+/* Does this fill kind change this operand?  Edge values and values near
+ * FLT_MAX go to every input of an elementwise op; shifted values to every
+ * input of a dot or matrix product; literal data where the case has some;
+ * the other special fills to the first input only. */
 static int fill_applies(const rayo_op_info *op, const case_spec *cs, int which)
 {
-    if (cs->fill == FILL_EDGE || cs->fill == FILL_EDGE_ALL)
-        return which == 0 || op->sig == RAYO_SIG_BINARY || op->sig == RAYO_SIG_AXPY;
-    return which == 0;
+    int elementwise2 = op->sig == RAYO_SIG_BINARY || op->sig == RAYO_SIG_AXPY;
+    switch (cs->fill) {
+    case FILL_EDGE: case FILL_EDGE_ALL: case FILL_NEAR_MAX: case FILL_DIV_HUGE:
+    case FILL_DIV_SUBNORMAL:
+        return which == 0 || elementwise2;
+    case FILL_SHIFTED: case FILL_PLUSMINUS:
+        return which == 0 || ((op->sig == RAYO_SIG_REDUCE2 || op->sig == RAYO_SIG_MATMUL ||
+                               op->sig == RAYO_SIG_GEMV) && which < 3);
+    case FILL_LITERAL:
+        return which < 3 && cs->literal->count[which] > 0;
+    case FILL_MAX_RUNS:
+        return which == 0 || (op->sig == RAYO_SIG_REDUCE2 && which == 1);
+    default:
+        return which == 0;
+    }
+}
+
+static float signed_at_random(conform_rng *rng, double magnitude)
+{
+    return (float)((conform_rng_next(rng) & 1) ? -magnitude : magnitude);
+}
+
+/* Values near the top of the float range; the first three are the ones that
+ * were found to fail (selu just below FLT_MAX) and FLT_MAX itself. */
+static void fill_near_max(conform_rng *rng, float *x, size_t n)
+{
+    static const float firsts[] = {3.23862215e38f, FLT_MAX, -FLT_MAX};
+    for (size_t i = 0; i < n; i++)
+        x[i] = i < COUNT_OF(firsts) ? firsts[i] : signed_at_random(rng, uniform_in(rng, 0.5, 1.0) * FLT_MAX);
+}
+
+/* div: a / b for a near FLT_MAX and b in [1, 100] (FLT_MAX / 50 must not
+ * overflow), or b subnormal and a small enough that a / b is finite
+ * (a reciprocal 1 / b overflows there). */
+static void fill_div(conform_rng *rng, fill_kind fill, int which, float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double mag;
+        if (fill == FILL_DIV_HUGE)
+            mag = which == 0 ? uniform_in(rng, 0.5, 1.0) * FLT_MAX : (i == 0 ? 50 : uniform_in(rng, 1, 100));
+        else
+            mag = which == 0 ? exp2(uniform_in(rng, -40, -10)) : exp2(uniform_in(rng, -149, -127));
+        x[i] = i == 0 && which == 0 && fill == FILL_DIV_HUGE ? FLT_MAX : signed_at_random(rng, mag);
+    }
+}
+
+static void fill_values(conform_rng *rng, const case_spec *cs, float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double u = cs->fill == FILL_SHIFTED ? uniform_in(rng, -1, 1) : (conform_rng_next(rng) & 1) ? -1 : 1;
+        x[i] = (float)(cs->offset + cs->spread * u);
+    }
 }
 
 static void place(conform_rng *rng, float *x, size_t n, float v, size_t times)
@@ -992,11 +1241,22 @@ static void place(conform_rng *rng, float *x, size_t n, float v, size_t times)
         x[below(rng, n)] = v;
 }
 
-static void fill_special(engine *e, const case_spec *cs, int fastest, float *x, size_t n)
+static void fill_special(engine *e, const case_spec *cs, int which, int fastest, float *x, size_t n)
 {
     conform_rng *rng = &e->rng;
     size_t ne = e->edge_count;
     switch (cs->fill) {
+    case FILL_SHIFTED: case FILL_PLUSMINUS: fill_values(rng, cs, x, n); break;
+    case FILL_NEAR_MAX: fill_near_max(rng, x, n); break;
+    case FILL_DIV_HUGE: case FILL_DIV_SUBNORMAL: fill_div(rng, cs->fill, which, x, n); break;
+    case FILL_MAX_RUNS:
+        for (size_t i = 0; i < n; i++)
+            x[i] = i + 1 == n ? 1.0f : which ? 2.0f : (i / 64) & 1 ? -FLT_MAX : FLT_MAX;
+        break;
+    case FILL_LITERAL:
+        for (size_t i = 0; i < n; i++)
+            x[i] = cs->literal->data[which][i % cs->literal->count[which]];
+        break;
     case FILL_EDGE:
         for (size_t i = 0; i < n; i++)
             if (below(rng, 4) == 0)
@@ -1046,11 +1306,17 @@ static void fill_operand(engine *e, const case_spec *cs, int which, float *x, si
 {
     domain d = operand_domain(e->op, which);
     int two_operands = e->op->sig == RAYO_SIG_BINARY || e->op->sig == RAYO_SIG_AXPY;
+    if (cs->big_affine && which > 0)
+        d = which == 1 ? linear(99, 101) : linear(-2, 2);
     for (size_t i = 0; i < n; i++)
         x[i] = draw(&e->rng, d, i);
+    if (cs->big_affine && which == 2) /* beta ~ +-100 */
+        for (size_t i = 0; i < n; i++)
+            x[i] = x[i] < 0 ? x[i] - 99.0f : x[i] + 99.0f; /* +-[99, 101] */
     /* y of axpy (operand 3) is its second input */
-    if (fill_applies(e->op, cs, which == 3 ? 1 : which))
-        fill_special(e, cs, !two_operands || which != 0, x, n);
+    int input = which == 3 ? 1 : which;
+    if (fill_applies(e->op, cs, input))
+        fill_special(e, cs, input, !two_operands || which != 0, x, n);
 }
 
 static int setup_case(engine *e, one_case *t)
@@ -1253,6 +1519,18 @@ static void record(engine *e, one_case *t)
         snprintf(r->reports[r->reported++], sizeof r->reports[0], "%s: %s", t->desc, t->problem);
 }
 
+/* Is group one of the names in the comma-separated list? */
+static int group_listed(const char *list, const char *group)
+{
+    size_t len = strlen(group);
+    for (const char *s = list; s && *s; s += strcspn(s, ",")) {
+        s += *s == ',';
+        if (!strncmp(s, group, len) && (s[len] == ',' || s[len] == '\0'))
+            return 1;
+    }
+    return 0;
+}
+
 static void run_case(engine *e, const case_spec *cs)
 {
     one_case t;
@@ -1313,6 +1591,7 @@ int conform_check_op(const conform_options *opts, const rayo_op_info *op, confor
     p.op = op;
     p.rng = &e.rng;
     p.quick = opts->quick;
+    p.long_tier = opts->long_tier;
     if (make_plan(&p)) {
         free(p.v);
         result->failed = 1;
@@ -1323,7 +1602,10 @@ int conform_check_op(const conform_options *opts, const rayo_op_info *op, confor
     for (size_t i = 0; i < p.count; i++) {
         if (opts->progress)
             opts->progress(opts->progress_user, i, p.count);
-        run_case(&e, &p.v[i]);
+        if (p.v[i].group && group_listed(opts->skip, p.v[i].group))
+            result->skipped++;
+        else
+            run_case(&e, &p.v[i]);
     }
     free(p.v);
     result->implemented = e.supported_nonempty > 0;

@@ -3,7 +3,10 @@
  *
  * For one op the engine builds a plan of test cases from the op's signature
  * class (sizes 0 to 2^20, unaligned pointers, edge values, transposes,
- * alpha/beta, NULL gamma/beta...), makes fresh random inputs, runs each call
+ * alpha/beta, NULL gamma/beta...) and groups of harder cases (long sums of
+ * 1e5..6e6 terms, rows with a large offset or constant, values near FLT_MAX,
+ * subnormal rows and divisors, eps = 0, inputs that once failed; n, k up to
+ * 1e8 in the long tier, on request), makes fresh random inputs, runs each call
  * through a runner (normally rayo_run_on: one backend, no fallback) and
  * checks:
  *   - the status (RAYO_OK; RAYO_E_INVALID for argmax of n = 0);
@@ -67,6 +70,11 @@ typedef rayo_status (*conform_run_fn)(void *user, const rayo_call *call);
 typedef struct conform_options {
     uint64_t seed;         /* the same seed gives the same inputs */
     int quick;             /* leave out the largest sizes */
+    int long_tier;         /* add the long tier: n, k up to 1e8 (GBs of memory, minutes) */
+    /* Groups of cases to leave out, comma-separated (NULL: none): long-reduction,
+     * offset, overflow, subnormal, eps0, affine, regression.  They are
+     * counted in conform_result.skipped, never as passed. */
+    const char *skip;
     conform_run_fn run;
     void *run_user;
     /* Called before each case (NULL: not called). */
@@ -82,6 +90,7 @@ typedef struct conform_result {
     size_t cases;          /* cases run */
     size_t failed;         /* cases that broke the contract */
     size_t unsupported;    /* cases answered RAYO_E_UNSUPPORTED (allowed: fall through) */
+    size_t skipped;        /* cases of groups in conform_options.skip, not run */
     double max_units;      /* largest error seen, in contract units */
     char worst[256];       /* where max_units was seen */
     /* The first failures, one sentence each. */
