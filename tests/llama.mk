@@ -10,3 +10,7 @@ tests_test_llama_gguf_LDADD = -lm
 
 dist_noinst_SCRIPTS += tests/test-llama.sh
 TESTS += tests/test-llama.sh
+
+# The reader's fuzz target and seeds (run by tests/fuzz/run.sh, not by make check).
+EXTRA_DIST += tests/fuzz/fuzz-gguf.c tests/fuzz/seeds-gguf/small-q8_0.gguf \
+	tests/fuzz/seeds-gguf/small-f16-tied.gguf tests/fuzz/seeds-gguf/cut-header.gguf
