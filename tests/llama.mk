@@ -14,3 +14,6 @@ TESTS += tests/test-llama.sh
 # The reader's fuzz target and seeds (run by tests/fuzz/run.sh, not by make check).
 EXTRA_DIST += tests/fuzz/fuzz-gguf.c tests/fuzz/seeds-gguf/small-q8_0.gguf \
 	tests/fuzz/seeds-gguf/small-f16-tied.gguf tests/fuzz/seeds-gguf/cut-header.gguf
+
+# The llama.cpp comparison (needs node-llama-cpp; run by hand, SKIPs without it).
+EXTRA_DIST += tests/llama-cpp-compare.sh tests/llama-cpp-compare.mjs

@@ -14,7 +14,7 @@ typedef struct options {
     size_t n_predict, n_ctx, logits_steps, top_k;
     float temp;
     uint64_t seed;
-    int print_tokens, info, quiet, list_backends;
+    int print_tokens, info, quiet, list_backends, tokenize;
 } options;
 
 static void usage(void)
@@ -35,13 +35,14 @@ static void usage(void)
         "  --logits-steps N    how many steps --logits writes (default 4)\n"
         "  --interim           only the pre-ABI-1 path (f32 ops, dequantized weights)\n"
         "  --info              print the model's shape and tensor types, then exit\n"
+        "  --tokenize          print the prompt's token ids, then exit\n"
         "  --backends          print the loaded backends' names, then exit\n"
         "  -q                  no progress or speed lines\n");
 }
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    *o = (options){NULL, "Once upon a time", NULL, NULL, NULL, 32, 0, 4, 40, 0.0f, 1, 0, 0, 0, 0};
+    *o = (options){NULL, "Once upon a time", NULL, NULL, NULL, 32, 0, 4, 40, 0.0f, 1, 0, 0, 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int flag = 1;
@@ -51,6 +52,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->info = 1;
         else if (!strcmp(a, "--interim"))
             lm_force_interim = 1;
+        else if (!strcmp(a, "--tokenize"))
+            o->tokenize = 1;
         else if (!strcmp(a, "--backends"))
             o->list_backends = 1;
         else if (!strcmp(a, "-q"))
@@ -282,8 +285,13 @@ static int run(const options *o, const gguf_file *g)
     }
     size_t n_ids;
     int32_t *ids = prompt_ids(o, &v, m.n_vocab, &n_ids);
-    rayo_context *ctx = ids ? open_rayo(o) : NULL;
-    int rc = 1;
+    if (ids && o->tokenize) {
+        for (size_t i = 0; i < n_ids; i++)
+            printf("%s%d", i ? "," : "", ids[i]);
+        printf("\n");
+    }
+    rayo_context *ctx = ids && !o->tokenize ? open_rayo(o) : NULL;
+    int rc = ids && o->tokenize ? 0 : 1;
     run_stats rs = {0};
     if (!ids)
         fprintf(stderr, "rayo-llama: the prompt gives no tokens, or a bad token id\n");
