@@ -4,7 +4,7 @@
 // Loads MODEL in llama.cpp (node-llama-cpp from MODULE_DIR, CPU), tokenizes PROMPT
 // and compares the ids with rayo's, decodes STEPS greedy tokens from rayo's prompt ids
 // with each step's full next-token distribution, and compares with rayo's tokens and
-// llama.cpp gives probabilities, not logits:
+// logits (f32, one row per step rayo made).  llama.cpp gives probabilities, not logits:
 // log p = logit - logsumexp(logits), so log-probabilities differ exactly as logits do
 // up to one constant per step, which is removed.  Exit 0 when the greedy tokens
 // match, or diverge where rayo's top-2 logit gap is within the step's measured logit
