@@ -35,6 +35,8 @@ struct rayo_batch {
     rayo_status result;
     rayo_buffer **uses;          /* the distinct buffers its ops use: referenced */
     size_t use_count, use_cap;
+    void **params;               /* copies of the recorded ops' parameter structs */
+    size_t params_count, params_cap;
     rayo_batch *prev, *next;     /* the context's list */
 };
 
@@ -109,9 +111,10 @@ static rayo_status host_run_one(rayo_backend *be, const rayo_dev_call *d)
 {
     size_t index = 0;
     bool arg = rayo_op_by_id(d->op)->sig == RAYO_SIG_ARGREDUCE;
-    rayo_call c = {d->op, d->flags, d->m, d->n, d->k, d->alpha, d->beta,
+    rayo_call c = {sizeof c, d->op, d->flags, d->dtypes, d->m, d->n, d->k, d->alpha, d->beta,
                    operand_ptr(&d->a), operand_ptr(&d->b), operand_ptr(&d->c),
-                   arg ? (void *)&index : operand_ptr(&d->y)};
+                   arg ? (void *)&index : operand_ptr(&d->y), d->lda, d->ldb, d->ldc, d->ldy,
+                   d->precision, 0, d->params};
     rayo_status st;
     const rayo_op_info *op = rayo_op_by_id(d->op);
     if (call_is_empty(&c, op)) {
@@ -119,8 +122,9 @@ static rayo_status host_run_one(rayo_backend *be, const rayo_dev_call *d)
         st = RAYO_OK;
     } else {
         st = RAYO_E_UNSUPPORTED;
-        if (be->kernels[d->op] && !atomic_load(&be->lost))
-            st = be->kernels[d->op](be->state, &c);
+        rayo_kernel_fn fn = backend_kernel(be, d->op, d->dtypes);
+        if (fn && !atomic_load(&be->lost))
+            st = fn(be->state, &c);
         if (st != RAYO_OK)
             st = dispatch_call(be->ctx, &c, op);
     }
@@ -401,7 +405,7 @@ static rayo_status batch_live(const rayo_batch *batch)
 
 /* One operand: on the batch's backend, aligned, and holding `bytes`. */
 static rayo_status convert_operand(const rayo_batch *batch, const rayo_operand *o, size_t bytes,
-                                   const char *what, rayo_dev_operand *out)
+                                   size_t align, const char *what, rayo_dev_operand *out)
 {
     out->buf = NULL;
     out->offset = 0;
@@ -412,8 +416,8 @@ static rayo_status convert_operand(const rayo_batch *batch, const rayo_operand *
     if (o->buf->be != batch->be)
         return rayo_fail(RAYO_E_INVALID, "%s buffer belongs to backend %s, the batch to %s", what,
                          o->buf->be->name, batch->be->name);
-    if (o->offset % sizeof(float))
-        return rayo_fail(RAYO_E_INVALID, "%s offset %zu is not a multiple of 4", what, o->offset);
+    if (o->offset % align)
+        return rayo_fail(RAYO_E_INVALID, "%s offset %zu is not a multiple of %zu", what, o->offset, align);
     rayo_status st = check_range(o->buf, o->offset, o->buf, bytes);
     if (st != RAYO_OK)
         return rayo_fail(st, "%s: %s", what, rayo_last_error());
@@ -426,10 +430,56 @@ static rayo_status convert_operand(const rayo_batch *batch, const rayo_operand *
 static rayo_call shape_of(const rayo_batch_call *c)
 {
     static const float dummy[1];
-    rayo_call s = {c->op, c->flags, c->m, c->n, c->k, c->alpha, c->beta,
+    rayo_call s = {sizeof s, c->op, c->flags, c->dtypes, c->m, c->n, c->k, c->alpha, c->beta,
                    c->a.buf ? dummy : NULL, c->b.buf ? dummy : NULL, c->c.buf ? dummy : NULL,
-                   c->y.buf ? (void *)dummy : NULL};
+                   c->y.buf ? (void *)dummy : NULL, c->lda, c->ldb, c->ldc, c->ldy, c->precision, 0,
+                   c->params};
     return s;
+}
+
+/* A copy of the op's parameter struct that lives as long as the batch
+ * (the caller's may not): the fields this library knows, its own size. */
+static rayo_status keep_params(rayo_batch *batch, const rayo_op_info *op, const void *params, const void **out)
+{
+    *out = NULL;
+    if (!params)
+        return RAYO_OK;
+    size_t size = op->sig == RAYO_SIG_ROPE ? sizeof(rayo_rope_params) : sizeof(rayo_attention_params);
+    if (batch->params_count == batch->params_cap) {
+        size_t cap = batch->params_cap ? 2 * batch->params_cap : 8;
+        void **grown = realloc(batch->params, cap * sizeof *grown);
+        if (!grown)
+            return rayo_fail(RAYO_E_NOMEM, "cannot grow the batch");
+        batch->params = grown;
+        batch->params_cap = cap;
+    }
+    void *copy = malloc(size);
+    if (!copy)
+        return rayo_fail(RAYO_E_NOMEM, "cannot copy the op's parameters");
+    memcpy(copy, params, size); /* validated: the caller's struct holds at least this */
+    *(size_t *)copy = size;     /* struct_size, the first field of both */
+    batch->params[batch->params_count++] = copy;
+    *out = copy;
+    return RAYO_OK;
+}
+
+/* The 1.0 size of rayo_batch_call: the smallest this library takes. */
+#define BATCH_CALL_V1_0_SIZE (offsetof(rayo_batch_call, params) + sizeof(const void *))
+
+/* A batch call as a full-size one: an older 1.x header's call gets zeros
+ * for what it lacks; a newer one's unknown fields must be 0. */
+static rayo_status full_batch_call(const rayo_batch_call *call, rayo_batch_call *full)
+{
+    if (call->struct_size < BATCH_CALL_V1_0_SIZE)
+        return rayo_fail(RAYO_E_INVALID, "batch call: struct_size is %u: set it to sizeof(rayo_batch_call)",
+                         (unsigned)call->struct_size);
+    for (size_t i = sizeof *full; i < call->struct_size; i++)
+        if (((const unsigned char *)call)[i])
+            return rayo_fail(RAYO_E_UNSUPPORTED, "batch call: it sets fields of a newer rayo than this one");
+    memset(full, 0, sizeof *full);
+    memcpy(full, call, call->struct_size < sizeof *full ? call->struct_size : sizeof *full);
+    full->struct_size = sizeof *full;
+    return RAYO_OK;
 }
 
 RAYO_API rayo_status rayo_batch_record(rayo_batch *batch, const rayo_batch_call *call)
@@ -442,23 +492,38 @@ RAYO_API rayo_status rayo_batch_record(rayo_batch *batch, const rayo_batch_call 
         return rayo_fail(RAYO_E_INVALID, "call is NULL");
     if (batch->state != BATCH_RECORDING)
         return rayo_fail(RAYO_E_STATE, "the batch was already submitted");
-    rayo_call shape = shape_of(call);
-    const rayo_op_info *op;
-    rayo_status st = call_validate(&shape, &op);
+    rayo_batch_call full;
+    rayo_status st = full_batch_call(call, &full);
     if (st != RAYO_OK)
         return st;
+    call = &full;
+    rayo_call shape = shape_of(call);
+    const rayo_op_info *op;
+    st = call_validate_shape(&shape, &op);
+    if (st != RAYO_OK)
+        return st;
+    void *mstate;
+    if (memory_of(batch->be, &mstate) != &rayo_host_memory && !backend_kernel(batch->be, call->op, call->dtypes))
+        return rayo_fail(RAYO_E_UNSUPPORTED, "batch on %s: it does not implement %s with these dtypes",
+                         batch->be->name, op->name);
     size_t counts[4];
     call_operand_counts(&shape, counts);
     bool arg = op->sig == RAYO_SIG_ARGREDUCE;
-    rayo_dev_call d = {call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta,
-                       {0}, {0}, {0}, {0}};
+    rayo_dev_call d = {sizeof d, call->op, call->flags, call->dtypes, call->m, call->n, call->k, call->alpha,
+                       call->beta, {0}, {0}, {0}, {0}, call->lda, call->ldb, call->ldc, call->ldy,
+                       call->precision, 0, NULL};
     const rayo_operand *src[4] = {&call->a, &call->b, &call->c, &call->y};
     rayo_dev_operand *dst[4] = {&d.a, &d.b, &d.c, &d.y};
     static const char *const what[4] = {"first input", "second input", "third input", "output"};
     for (int i = 0; i < 4 && st == RAYO_OK; i++) {
-        size_t bytes = (i == 3 && arg) ? sizeof(uint64_t) : counts[i] * sizeof(float);
-        st = convert_operand(batch, src[i], bytes, what[i], dst[i]);
+        rayo_dtype dt = RAYO_DTYPE_OF(call->dtypes, i);
+        size_t bytes = sizeof(uint64_t), align = rayo_dtype_block_bytes(dt);
+        if (!(i == 3 && arg) && !rayo_dtype_row_bytes(dt, counts[i], &bytes))
+            return rayo_fail(RAYO_E_INVALID, "%s: %s is not whole %s blocks", op->name, what[i], rayo_dtype_name(dt));
+        st = convert_operand(batch, src[i], bytes, align > 4 || align == 0 ? 1 : align, what[i], dst[i]);
     }
+    if (st == RAYO_OK)
+        st = keep_params(batch, op, call->params, &d.params);
     for (int i = 0; i < 4 && st == RAYO_OK; i++)
         st = batch_use(batch, src[i]->buf && dst[i]->buf ? src[i]->buf : NULL);
     if (st != RAYO_OK)
@@ -527,6 +592,9 @@ RAYO_API void rayo_batch_destroy(rayo_batch *batch)
     for (size_t i = 0; i < batch->use_count; i++)
         buffer_release(batch->uses[i]);
     free(batch->uses);
+    for (size_t i = 0; i < batch->params_count; i++)
+        free(batch->params[i]);
+    free(batch->params);
     free(batch);
 }
 

@@ -168,8 +168,14 @@ RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, ray
         return rayo_fail(RAYO_E_INVALID, "context or info is NULL");
     if (index >= ctx->backend_count)
         return rayo_fail(RAYO_E_NOT_FOUND, "no backend %zu (there are %zu)", index, ctx->backend_count);
+    if (info->struct_size < offsetof(rayo_backend_info, op_count) + sizeof info->op_count)
+        return rayo_fail(RAYO_E_INVALID, "rayo_backend_get: set info->struct_size = sizeof(rayo_backend_info)");
     const rayo_backend *be = ctx->backends[index];
+    rayo_backend_info full;
+    rayo_backend_info *caller = info;
+    info = &full;
     memset(info, 0, sizeof *info);
+    info->struct_size = caller->struct_size < sizeof full ? caller->struct_size : sizeof full;
     info->name = be->name;
     info->path = be->path;
     info->version = be->version;
@@ -185,6 +191,7 @@ RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, ray
                                                : RAYO_DEVICE_OTHER;
     info->rank = be->status == RAYO_BACKEND_LOADED ? be->rank : UINT32_MAX;
     info->op_count = be->op_count;
+    memcpy(caller, info, info->struct_size); /* the fields the caller's header has */
     return RAYO_OK;
 }
 

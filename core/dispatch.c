@@ -43,11 +43,42 @@ static void take_named(void *u, const char *name)
     acc->out[acc->count++] = be;
 }
 
-static void resolve_op(rayo_context *ctx, const rayo_op_info *op, rayo_backend **by_default, size_t n_default)
+rayo_kernel_fn backend_kernel(const rayo_backend *be, uint32_t op, uint32_t dtypes)
 {
-    char section[64], where[96];
-    snprintf(section, sizeof section, "op.%s", op->name);
-    const char *order = config_get(&ctx->cfg, section, "order");
+    if (dtypes == 0)
+        return op < RAYO_OP_ID_LIMIT ? be->kernels[op] : NULL;
+    int slot = op_combo_slot(op, dtypes);
+    return slot < 0 ? NULL : be->combo_kernels[slot];
+}
+
+/* The chain of (op, dtypes): the all-f32 one by op id, the others by slot;
+ * NULL for a combination the op does not list. */
+static rayo_chain_t *chain_for(rayo_context *ctx, uint32_t op, uint32_t dtypes)
+{
+    if (dtypes == 0)
+        return op < RAYO_OP_ID_LIMIT && op_combo_index(op, 0) >= 0 ? &ctx->chains[op] : NULL;
+    int slot = op_combo_slot(op, dtypes);
+    return slot < 0 ? NULL : &ctx->combo_chains[slot];
+}
+
+/* A setting of [op.NAME.COMBO], else of [op.NAME]; *where names the section. */
+static const char *op_setting(rayo_context *ctx, const rayo_op_info *op, const rayo_combo_info *combo,
+                              const char *key, char *where, size_t size)
+{
+    snprintf(where, size, "op.%s.%s", op->name, combo->name);
+    const char *v = config_get(&ctx->cfg, where, key);
+    if (!v) {
+        snprintf(where, size, "op.%s", op->name);
+        v = config_get(&ctx->cfg, where, key);
+    }
+    return v;
+}
+
+static void resolve_chain(rayo_context *ctx, const rayo_op_info *op, const rayo_combo_info *combo,
+                          rayo_backend **by_default, size_t n_default)
+{
+    char section[96], where[128];
+    const char *order = op_setting(ctx, op, combo, "order", section, sizeof section);
     snprintf(where, sizeof where, order ? "[%s] order" : "[dispatch] order (or RAYO_BACKEND)", section);
     if (!order)
         order = config_get(&ctx->cfg, "dispatch", "order");
@@ -58,19 +89,32 @@ static void resolve_op(rayo_context *ctx, const rayo_op_info *op, rayo_backend *
     for (size_t i = 0; i < n_default; i++)
         take_named(&acc, by_default[i]->name);
 
+    snprintf(section, sizeof section, "op.%s", op->name);
     size_t threshold = config_get_size(ctx, section, "offload_threshold", ctx->offload_threshold);
-    rayo_chain_t *chain = &ctx->chains[op->id];
+    rayo_chain_t *chain = chain_for(ctx, op->id, combo->dtypes);
+    char psection[96];
+    const char *precision = op_setting(ctx, op, combo, "precision", psection, sizeof psection);
+    chain->relaxed_default = precision && !strcmp(precision, "relaxed");
+    if (precision && !chain->relaxed_default && strcmp(precision, "strict"))
+        core_log(ctx, RAYO_LOG_WARN, "[%s] precision = %s: not strict or relaxed, ignored", psection, precision);
     chain->count = 0;
     for (size_t i = 0; i < acc.count; i++) {
         rayo_backend *be = ordered[i];
-        if (!be->kernels[op->id])
+        rayo_kernel_fn fn = backend_kernel(be, op->id, combo->dtypes);
+        if (!fn)
             continue; /* falls through to the next backend */
         rayo_link *l = &chain->links[chain->count++];
         l->be = be;
-        l->fn = be->kernels[op->id];
+        l->fn = fn;
         l->min_size = be->kind == KIND_GPU ? threshold : 0;
         l->max_size = SIZE_MAX;
     }
+}
+
+static void resolve_op(rayo_context *ctx, const rayo_op_info *op, rayo_backend **by_default, size_t n_default)
+{
+    for (size_t c = 0; c < rayo_op_combo_count(op->id); c++)
+        resolve_chain(ctx, op, rayo_op_combo(op->id, c), by_default, n_default);
 }
 
 void dispatch_resolve(rayo_context *ctx)
@@ -85,10 +129,8 @@ void dispatch_resolve(rayo_context *ctx)
         by_default[i]->rank = (unsigned)i;
 
     ctx->offload_threshold = config_get_size(ctx, "dispatch", "offload_threshold", DEFAULT_OFFLOAD_THRESHOLD);
-    size_t count;
-    const rayo_op_info *ops = rayo_ops(&count);
-    for (size_t i = 0; i < count; i++)
-        resolve_op(ctx, &ops[i], by_default, n);
+    for (size_t i = 0; i < rayo_op_count(); i++)
+        resolve_op(ctx, rayo_op_at(i), by_default, n);
 }
 
 /* Says what a failed link did (the call then passes on); a lost device
@@ -124,10 +166,9 @@ static bool try_link(rayo_context *ctx, const rayo_link *l, const rayo_call *cal
  * fits, then those whose window does not - a backend outside its window
  * still beats failing the call. */
 rayo_status __attribute__((noinline))
-dispatch_fallback(rayo_context *ctx, const rayo_call *call, const rayo_op_info *op, size_t first_tried,
-                  rayo_status st, size_t size)
+dispatch_fallback(rayo_context *ctx, const rayo_chain_t *chain, const rayo_call *call, const rayo_op_info *op,
+                  size_t first_tried, rayo_status st, size_t size)
 {
-    const rayo_chain_t *chain = &ctx->chains[call->op];
     bool any_tried = first_tried < chain->count;
     if (any_tried)
         note_failure(ctx, &chain->links[first_tried], call, st);
@@ -141,11 +182,26 @@ dispatch_fallback(rayo_context *ctx, const rayo_call *call, const rayo_op_info *
         if (try_link(ctx, &chain->links[i], call, &st))
             return RAYO_OK;
     }
+    if (!any_tried && call->dtypes)
+        return rayo_fail(RAYO_E_NO_BACKEND, "%s: no loaded backend implements dtypes %s (see rayo-info)", op->name,
+                         rayo_op_combo_find(op->id, call->dtypes)->name);
     if (!any_tried)
         return rayo_fail(RAYO_E_NO_BACKEND, "%s: no loaded backend implements this op (see rayo-info)", op->name);
     if (st == RAYO_E_UNSUPPORTED)
         return rayo_fail(RAYO_E_NO_BACKEND, "%s: no loaded backend supports these parameters", op->name);
     return st;
+}
+
+rayo_status __attribute__((noinline))
+dispatch_special(rayo_context *ctx, const rayo_call *call, const rayo_op_info *op)
+{
+    const rayo_chain_t *chain = chain_for(ctx, call->op, call->dtypes); /* listed: validated */
+    if (call->precision != RAYO_PRECISION_DEFAULT || !chain->relaxed_default)
+        return dispatch_chain(ctx, chain, call, op);
+    rayo_call relaxed = *call; /* a call from an older header is full-size here: validated */
+    relaxed.struct_size = sizeof relaxed;
+    relaxed.precision = RAYO_PRECISION_RELAXED;
+    return dispatch_chain(ctx, chain, &relaxed, op);
 }
 
 RAYO_API rayo_status rayo_run_on(rayo_context *ctx, const char *backend, const rayo_call *call)
@@ -159,36 +215,54 @@ RAYO_API rayo_status rayo_run_on(rayo_context *ctx, const char *backend, const r
     rayo_status st = call_validate(call, &op);
     if (st != RAYO_OK)
         return st;
-    if (!be->kernels[call->op])
-        return rayo_fail(RAYO_E_UNSUPPORTED, "backend %s does not implement %s", backend, op->name);
+    rayo_kernel_fn fn = backend_kernel(be, call->op, call->dtypes);
+    if (!fn)
+        return rayo_fail(RAYO_E_UNSUPPORTED, "backend %s does not implement %s%s%s", backend, op->name,
+                         call->dtypes ? " with dtypes " : "",
+                         call->dtypes ? rayo_op_combo_find(op->id, call->dtypes)->name : "");
     if (call_is_empty(call, op)) {
         call_write_empty(call);
         return RAYO_OK;
     }
-    st = be->kernels[call->op](be->state, call);
+    st = fn(be->state, call);
     if (st == RAYO_E_DEVICE_LOST)
         atomic_store(&be->lost, true);
     return st;
 }
 
-RAYO_API size_t rayo_chain(const rayo_context *ctx, rayo_op op, rayo_link_info *links, size_t max_links)
+/* The chain of an op and combination, or NULL. */
+static const rayo_chain_t *chain_of(const rayo_context *ctx, rayo_op op, uint32_t dtypes)
 {
-    if (!ctx || !rayo_op_by_id(op))
-        return 0;
-    const rayo_chain_t *chain = &ctx->chains[op];
-    for (size_t i = 0; i < chain->count && i < max_links && links; i++) {
-        links[i].backend = chain->links[i].be->name;
-        links[i].min_size = chain->links[i].min_size;
-        links[i].max_size = chain->links[i].max_size;
-    }
-    return chain->count;
+    return ctx ? chain_for((rayo_context *)ctx, op, dtypes) : NULL;
 }
 
-RAYO_API const char *rayo_backend_for(const rayo_context *ctx, rayo_op op, size_t size)
+RAYO_API size_t rayo_chain_count(const rayo_context *ctx, rayo_op op, uint32_t dtypes)
 {
-    if (!ctx || !rayo_op_by_id(op))
+    const rayo_chain_t *chain = chain_of(ctx, op, dtypes);
+    return chain ? chain->count : 0;
+}
+
+RAYO_API rayo_status rayo_chain_link(const rayo_context *ctx, rayo_op op, uint32_t dtypes, size_t index,
+                                     rayo_link_info *info)
+{
+    const rayo_chain_t *chain = chain_of(ctx, op, dtypes);
+    if (!info || info->struct_size < offsetof(rayo_link_info, max_size) + sizeof info->max_size)
+        return rayo_fail(RAYO_E_INVALID, "rayo_chain_link: info is NULL or its struct_size is not set");
+    if (!chain || index >= chain->count)
+        return rayo_fail(RAYO_E_NOT_FOUND, "no link %zu in that chain", index);
+    rayo_link_info full = {sizeof full, chain->links[index].be->name, chain->links[index].min_size,
+                           chain->links[index].max_size};
+    size_t size = info->struct_size < sizeof full ? info->struct_size : sizeof full;
+    memcpy((char *)info + sizeof info->struct_size, (const char *)&full + sizeof full.struct_size,
+           size - sizeof full.struct_size);
+    return RAYO_OK;
+}
+
+RAYO_API const char *rayo_backend_for(const rayo_context *ctx, rayo_op op, uint32_t dtypes, size_t size)
+{
+    const rayo_chain_t *chain = chain_of(ctx, op, dtypes);
+    if (!chain)
         return NULL;
-    const rayo_chain_t *chain = &ctx->chains[op];
     for (size_t i = 0; i < chain->count; i++) {
         const rayo_link *l = &chain->links[i];
         if (size >= l->min_size && size <= l->max_size && !atomic_load(&l->be->lost))

@@ -15,6 +15,10 @@
  * them is listed. */
 #define MAX_BACKENDS 32
 #define MAX_LINKS MAX_BACKENDS
+/* Dtype combinations of all ops together (ops.c checks that they fit). */
+#define COMBO_SLOTS 128
+/* The op entry of ABI 1.0: what an op table entry holds at least. */
+#define OP_ENTRY_V1_0_SIZE (offsetof(rayo_op_entry, fn) + sizeof(rayo_kernel_fn))
 
 /* ---- log.c: messages and the thread's last error ---- */
 HIDDEN void core_log(const rayo_context *ctx, rayo_log_level level, const char *fmt, ...)
@@ -84,7 +88,7 @@ HIDDEN void pool_run(rayo_pool *pool, size_t n_tasks,
 
 /* ---- plugin-check.c: checks that trust nothing in the plugin ---- */
 /* The size of a minor-0 descriptor: the fields this core reads. */
-#define DESCRIPTOR_V1_0_SIZE (offsetof(rayo_plugin_descriptor, memory) + sizeof(void *))
+#define DESCRIPTOR_V1_0_SIZE (offsetof(rayo_plugin_descriptor, reserved2) + sizeof(uint32_t))
 /* More op table entries than any plugin needs: a bigger op_count is a lie. */
 #define PLUGIN_MAX_OPS 4096
 /* Bytes read from the start of a plugin file for the ELF checks: the
@@ -132,8 +136,9 @@ typedef struct rayo_backend {
     rayo_host host;                /* host services given to this plugin */
     backend_kind kind;
     unsigned rank;                 /* position in the default order */
-    rayo_kernel_fn kernels[RAYO_OP_ID_LIMIT];
-    size_t op_count;
+    rayo_kernel_fn kernels[RAYO_OP_ID_LIMIT];   /* all-f32 kernel of each op */
+    rayo_kernel_fn combo_kernels[COMBO_SLOTS];  /* other combinations, by op_combo_slot */
+    size_t op_count;                            /* op table entries taken */
     atomic_bool lost;              /* device lost: no more calls */
 } rayo_backend;
 
@@ -153,21 +158,36 @@ typedef struct rayo_link {
 
 typedef struct rayo_chain_s {
     size_t count;
+    bool relaxed_default;  /* [op.NAME] precision = relaxed: DEFAULT calls run RELAXED */
     rayo_link links[MAX_LINKS];
 } rayo_chain_t;
 
 HIDDEN void dispatch_resolve(rayo_context *ctx);
-HIDDEN rayo_status dispatch_fallback(rayo_context *ctx, const rayo_call *call, const rayo_op_info *op,
-                                     size_t first_tried, rayo_status st, size_t size);
+HIDDEN rayo_status dispatch_fallback(rayo_context *ctx, const rayo_chain_t *chain, const rayo_call *call,
+                                     const rayo_op_info *op, size_t first_tried, rayo_status st, size_t size);
+/* A call whose dtypes are not all-f32, or whose DEFAULT precision the
+ * configuration relaxes (out of line). */
+HIDDEN rayo_status dispatch_special(rayo_context *ctx, const rayo_call *call, const rayo_op_info *op);
+/* The kernel of a backend for a call's op and dtypes, or NULL. */
+HIDDEN rayo_kernel_fn backend_kernel(const rayo_backend *be, uint32_t op, uint32_t dtypes);
 
 /* ---- ops.c ---- */
 /* Checks a call against its op's signature: pointers, flags, overflow; *op is
  * the op's entry (looked up once per call). */
 HIDDEN rayo_status call_validate(const rayo_call *call, const rayo_op_info **op);
+/* The same checks for a call whose operands are in buffers (a batch): the
+ * data itself (get_rows' indices) is not read. */
+HIDDEN rayo_status call_validate_shape(const rayo_call *call, const rayo_op_info **op);
 /* Element counts of the operands a, b, c and y (for buffer bounds). */
 HIDDEN void call_operand_counts(const rayo_call *call, size_t counts[4]);
 /* Writes the empty-call result (sum of nothing = 0, max = -inf, ...). */
 HIDDEN void call_write_empty(const rayo_call *call);
+/* Operands (bit 0..3 = a, b, c, y) an op of signature sig uses. */
+HIDDEN unsigned op_sig_operands(int sig);
+/* The index of a dtype combination among its op's (rayo_op_combo), or -1. */
+HIDDEN int op_combo_index(uint32_t op, uint32_t dtypes);
+/* The slot (< COMBO_SLOTS) of a listed combination across all ops, or -1. */
+HIDDEN int op_combo_slot(uint32_t op, uint32_t dtypes);
 
 /* ---- buffers.c: buffers and batches ---- */
 HIDDEN extern const rayo_memory_api rayo_host_memory;
@@ -186,7 +206,8 @@ struct rayo_context {
     char *search_path;
     rayo_backend **backends; /* every plugin file seen, loaded or not */
     size_t backend_count, backend_cap, loaded_count;
-    rayo_chain_t chains[RAYO_OP_ID_LIMIT];
+    rayo_chain_t chains[RAYO_OP_ID_LIMIT];     /* the all-f32 combination of each op */
+    rayo_chain_t combo_chains[COMBO_SLOTS];    /* the others, by op_combo_slot */
     size_t offload_threshold;
     pthread_mutex_t objects_lock; /* guards the two lists below */
     rayo_buffer *buffers;    /* live buffers and batches (buffers.c) */
@@ -205,6 +226,7 @@ static inline bool call_is_empty(const rayo_call *c, const rayo_op_info *op)
     case RAYO_SIG_MATMUL: return c->m == 0 || c->n == 0 || c->k == 0;
     case RAYO_SIG_GEMV: return c->m == 0 || c->n == 0;
     case RAYO_SIG_ROWS: case RAYO_SIG_NORM: case RAYO_SIG_TRANSPOSE: case RAYO_SIG_BIAS_ACT:
+    case RAYO_SIG_GET_ROWS: case RAYO_SIG_GLU: case RAYO_SIG_ROPE: case RAYO_SIG_ATTENTION:
         return c->m == 0 || c->n == 0;
     default: return c->n == 0;
     }
@@ -236,9 +258,9 @@ static inline bool link_fits(const rayo_link *l, size_t size)
 /* A call's way through its op's chain: the first link whose window fits
  * runs it; anything else (a failure, no link fitting) is the fallback's
  * business.  Inline: this is the whole cost of dispatch. */
-static inline rayo_status dispatch_call(rayo_context *ctx, const rayo_call *call, const rayo_op_info *op)
+static inline rayo_status dispatch_chain(rayo_context *ctx, const rayo_chain_t *chain, const rayo_call *call,
+                                         const rayo_op_info *op)
 {
-    const rayo_chain_t *chain = &ctx->chains[call->op];
     size_t size = call_work_size(call, op);
     for (size_t i = 0; i < chain->count; i++) {
         const rayo_link *l = &chain->links[i];
@@ -247,9 +269,20 @@ static inline rayo_status dispatch_call(rayo_context *ctx, const rayo_call *call
         rayo_status st = l->fn(l->be->state, call);
         if (st == RAYO_OK)
             return RAYO_OK;
-        return dispatch_fallback(ctx, call, op, i, st, size);
+        return dispatch_fallback(ctx, chain, call, op, i, st, size);
     }
-    return dispatch_fallback(ctx, call, op, chain->count, RAYO_E_NO_BACKEND, size);
+    return dispatch_fallback(ctx, chain, call, op, chain->count, RAYO_E_NO_BACKEND, size);
+}
+
+/* All-f32 calls at the precision they ask go straight to the op's chain
+ * (dtypes and precision are constants 0 in the typed f32 functions, so
+ * this is one load of relaxed_default); the rest out of line. */
+static inline rayo_status dispatch_call(rayo_context *ctx, const rayo_call *call, const rayo_op_info *op)
+{
+    const rayo_chain_t *chain = &ctx->chains[call->op];
+    if (call->dtypes != 0 || (call->precision == RAYO_PRECISION_DEFAULT && chain->relaxed_default))
+        return dispatch_special(ctx, call, op);
+    return dispatch_chain(ctx, chain, call, op);
 }
 
 /* Small helpers (context.c) */

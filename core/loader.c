@@ -437,15 +437,50 @@ static bool probe_and_init(rayo_backend *be)
     return true;
 }
 
+/* Entry i of the plugin's op table, whose entries are op_entry_size bytes
+ * apart (larger in a newer minor; checked by plugin_descriptor_ok). */
+static const rayo_op_entry *op_entry(const rayo_plugin_descriptor *d, size_t i)
+{
+    return (const rayo_op_entry *)(const void *)((const char *)d->ops + i * d->op_entry_size);
+}
+
+/* Stores fn for (op, dtypes) unless that slot has a kernel; true if stored. */
+static bool take_one(rayo_backend *be, uint32_t op, uint32_t dtypes, rayo_kernel_fn fn)
+{
+    rayo_kernel_fn *slot = NULL;
+    if (dtypes == 0) {
+        if (op_combo_index(op, 0) >= 0)
+            slot = &be->kernels[op];
+    } else {
+        int s = op_combo_slot(op, dtypes);
+        if (s >= 0)
+            slot = &be->combo_kernels[s];
+    }
+    if (!slot || *slot)
+        return false; /* a combination this core does not list, or taken by an earlier entry */
+    *slot = fn;
+    return true;
+}
+
+/* Explicit entries first, then RAYO_DTYPES_ANY ones fill what is left of
+ * their op, so an entry for one combination wins whatever the order.  Ops
+ * and combinations this core does not know (a newer plugin) are ignored. */
 static void take_kernels(rayo_backend *be)
 {
     const rayo_plugin_descriptor *d = be->desc;
-    for (size_t i = 0; i < d->op_count; i++) {
-        uint32_t id = d->ops[i].op;
-        /* Ids this core does not know (a newer plugin) are ignored. */
-        if (id < RAYO_OP_ID_LIMIT && rayo_op_by_id(id) && d->ops[i].fn && !be->kernels[id]) {
-            be->kernels[id] = d->ops[i].fn;
-            be->op_count++;
+    for (int any = 0; any < 2; any++) {
+        for (size_t i = 0; i < d->op_count; i++) {
+            const rayo_op_entry *e = op_entry(d, i);
+            if (!e->fn || !rayo_op_by_id(e->op) || (e->dtypes == RAYO_DTYPES_ANY) != any)
+                continue;
+            bool taken = false;
+            if (!any) {
+                taken = take_one(be, e->op, e->dtypes, e->fn);
+            } else {
+                for (size_t c = 0; c < rayo_op_combo_count(e->op); c++)
+                    taken |= take_one(be, e->op, rayo_op_combo(e->op, c)->dtypes, e->fn);
+            }
+            be->op_count += taken;
         }
     }
 }

@@ -1,7 +1,7 @@
 # core/: librayo and its installed headers (the tools are in tools/).
 lib_LTLIBRARIES += core/librayo.la
 rayoincludedir = $(includedir)/rayo
-rayoinclude_HEADERS = core/rayo.h core/rayo-plugin.h core/rayo-ops.h core/rayo-op-table.h
+rayoinclude_HEADERS = core/rayo.h core/rayo-plugin.h core/rayo-ops.h core/rayo-op-table.h core/rayo-dtype.h
 
 core_librayo_la_SOURCES = \
 	core/internal.h core/context.c core/ops.c core/loader.c core/config.c \

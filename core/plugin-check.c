@@ -182,16 +182,22 @@ static bool memory_api_ok(const plugin_map *map, const rayo_memory_api *m, char 
 
 static bool ops_ok(const plugin_map *map, const rayo_plugin_descriptor *d, char *why, size_t size)
 {
+    size_t stride = d->op_entry_size;
     if (d->op_count > PLUGIN_MAX_OPS)
         return fail(why, size, "op_count %zu is more than %d", d->op_count, PLUGIN_MAX_OPS);
-    if (d->op_count && (!in_map(map, (uintptr_t)d->ops, d->op_count * sizeof *d->ops, false) ||
+    if (stride < OP_ENTRY_V1_0_SIZE || stride > 4096 || stride % _Alignof(rayo_op_entry))
+        return fail(why, size, "op_entry_size %zu: an op table entry is at least %zu bytes, a multiple of %zu "
+                    "(set .op_entry_size = sizeof(rayo_op_entry))", stride, (size_t)OP_ENTRY_V1_0_SIZE,
+                    (size_t)_Alignof(rayo_op_entry));
+    if (d->op_count && (!in_map(map, (uintptr_t)d->ops, d->op_count * stride, false) ||
                         !ALIGNED(d->ops, rayo_op_entry)))
         return fail(why, size, "op table (%zu entries) does not lie in the plugin", d->op_count);
-    for (size_t i = 0; i < d->op_count; i++)
-        if (d->ops[i].fn && !code_ok(map, (const void *)d->ops[i].fn))
+    for (size_t i = 0; i < d->op_count; i++) {
+        const rayo_op_entry *e = (const rayo_op_entry *)(const void *)((const char *)d->ops + i * stride);
+        if (e->fn && !code_ok(map, (const void *)e->fn))
             return fail(why, size, "kernel of op table entry %zu (op %u: %s) is not code of the plugin", i,
-                        (unsigned)d->ops[i].op,
-                        rayo_op_by_id(d->ops[i].op) ? rayo_op_by_id(d->ops[i].op)->name : "unknown");
+                        (unsigned)e->op, rayo_op_by_id(e->op) ? rayo_op_by_id(e->op)->name : "unknown");
+    }
     return true;
 }
 

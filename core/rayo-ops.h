@@ -48,10 +48,29 @@
  *   of denormals = 0); x*f(x) activations (gelu, silu,
  *   mish, hardswish, bias_act) at x = -inf, which may give 0 or NaN.
  *
+ * RAYO_COMBO(OP, A, B, C, Y, TOL_REL, TOL_ABS, RELAXED_REL, RELAXED_ABS)
+ *   A legal dtype combination of op OP (RAYO_DTYPE_<A> ... for the operands
+ *   a, b, c, y; NONE for an operand the op does not use) with its strict
+ *   contract and its relaxed one (RAYO_PRECISION_RELAXED), both with the
+ *   op's SCALE.  An op without RAYO_COMBO lines takes all-f32 operands only,
+ *   with its RAYO_OP contract at both levels.  An op with RAYO_COMBO lines
+ *   takes exactly those (its all-f32 line first when it has one).
+ *   Quantized and half operands: the reference uses their stored values
+ *   (the format's own rounding is not the kernel's error).
+ *   Includers that do not define RAYO_COMBO get it ignored.
+ *
+ * The inference ops (ids 90 and up) are left out when RAYO_OPS_BASE_ONLY
+ * is defined: rayo-op-table.h and plugins that register one kernel for every
+ * op of the base set use that.
+ *
  * This file may be included several times with different RAYO_OP definitions.
  */
 #ifndef RAYO_OP
 #error "define RAYO_OP(ID, ENUM, NAME, SIG, TOL_REL, TOL_ABS, SCALE, SUMMARY) before including rayo-ops.h"
+#endif
+#ifndef RAYO_COMBO
+#define RAYO_COMBO(OP, A, B, C, Y, TR, TA, RR, RA)
+#define RAYO_OPS_UNDEF_COMBO_
 #endif
 
 /* Signatures (fields of rayo_call used; see rayo-plugin.h):
@@ -67,6 +86,20 @@
  *   GEMV      y(m') = alpha * op(A) x + beta * y ; A is m x n ; a=A, b=x
  *   TRANSPOSE y (n x m) = a (m x n)^T
  *   BIAS_ACT  y[i][j] = act(a[i][j] + b[j]) for m rows of n; flags = act
+ *   CONVERT   y[i] = a[i] converted from dtype(a) to dtype(y), i < n
+ *   GET_ROWS  y[r][:] = a[b[r]][:] as f32: a = table (k rows x n, lda),
+ *             b = m int32 indices (each in [0, k)), y = m x n (ldy)
+ *   ROPE      y = rope(a) at positions b (m int32), params rayo_rope_params:
+ *             m tokens of [n_heads][head_dim], token strides lda, ldy
+ *   ATTENTION y = out, a = q, b = k, c = v; params rayo_attention_params
+ *             (m = n_q, n = head_dim, k = n_kv must match it)
+ *   GLU       y = f(a) * b, m rows of n, strides lda, ldb, ldy
+ *
+ * Strides (lda..ldy, elements between row starts; 0: dense) apply to matmul,
+ * gemv and the inference ops; other ops take 0 in ABI 1.0.  A row of a block
+ * dtype is whole blocks (n and ld multiples of the block size).  Quantized
+ * weights are matmul's B with RAYO_TRANS_B and gemv's A without
+ * RAYO_TRANS_A (rows along the reduction, as GGUF stores them).
  */
 
 /* binary, elementwise */
@@ -117,3 +150,68 @@ RAYO_OP(80, MATMUL,      matmul,     MATMUL,    1e-5,   0,      SUM,  "C = alpha
 RAYO_OP(81, GEMV,        gemv,       GEMV,      1e-5,   0,      SUM,  "y = alpha op(A) x + beta y, row-major")
 RAYO_OP(82, TRANSPOSE,   transpose,  TRANSPOSE, 0,      0,      ELEM, "y = x^T")
 RAYO_OP(83, BIAS_ACT,    bias_act,   BIAS_ACT,  2e-6,   1e-7,   ELEM, "y = act(x + bias) per row; act in flags")
+
+/* matmul and gemv with other dtypes: activations and accumulation f32.
+ * Relaxed: TF32-like products (10-bit mantissa), f32 accumulation.  The SUM
+ * scale of a Q4_K operand is the sum of |d sc q x| + |dmin m x| (the two
+ * parts of each product separately). */
+RAYO_COMBO(MATMUL, F32,  F32,  NONE, F32, 1e-5, 0, 2e-3, 0)
+RAYO_COMBO(MATMUL, F32,  F16,  NONE, F32, 1e-5, 0, 2e-3, 0)
+RAYO_COMBO(MATMUL, F32,  BF16, NONE, F32, 1e-5, 0, 2e-3, 0)
+RAYO_COMBO(MATMUL, F32,  Q8_0, NONE, F32, 1e-5, 0, 2e-3, 0)
+RAYO_COMBO(MATMUL, F32,  Q4_0, NONE, F32, 1e-5, 0, 2e-3, 0)
+RAYO_COMBO(MATMUL, F32,  Q4_K, NONE, F32, 1e-5, 0, 2e-3, 0)
+RAYO_COMBO(MATMUL, F32,  Q6_K, NONE, F32, 1e-5, 0, 2e-3, 0)
+RAYO_COMBO(MATMUL, F16,  F16,  NONE, F32, 1e-5, 0, 2e-3, 0)
+RAYO_COMBO(MATMUL, BF16, BF16, NONE, F32, 1e-5, 0, 2e-3, 0)
+RAYO_COMBO(GEMV,   F32,  F32,  NONE, F32, 1e-5, 0, 2e-3, 0)
+RAYO_COMBO(GEMV,   F16,  F32,  NONE, F32, 1e-5, 0, 2e-3, 0)
+RAYO_COMBO(GEMV,   BF16, F32,  NONE, F32, 1e-5, 0, 2e-3, 0)
+RAYO_COMBO(GEMV,   Q8_0, F32,  NONE, F32, 1e-5, 0, 2e-3, 0)
+RAYO_COMBO(GEMV,   Q4_0, F32,  NONE, F32, 1e-5, 0, 2e-3, 0)
+RAYO_COMBO(GEMV,   Q4_K, F32,  NONE, F32, 1e-5, 0, 2e-3, 0)
+RAYO_COMBO(GEMV,   Q6_K, F32,  NONE, F32, 1e-5, 0, 2e-3, 0)
+
+#ifndef RAYO_OPS_BASE_ONLY
+/* inference: conversion, embedding lookup, rotary embedding, attention,
+ * gated activations */
+RAYO_OP(90, CONVERT,     convert,    CONVERT,   0,      0,      ELEM, "y = x converted (round to nearest even; GGUF quantizers)")
+/* exact at both levels: bit-identical to rayo-dtype.h */
+RAYO_COMBO(CONVERT, F32,  NONE, NONE, F16,  0, 0, 0, 0)
+RAYO_COMBO(CONVERT, F16,  NONE, NONE, F32,  0, 0, 0, 0)
+RAYO_COMBO(CONVERT, F32,  NONE, NONE, BF16, 0, 0, 0, 0)
+RAYO_COMBO(CONVERT, BF16, NONE, NONE, F32,  0, 0, 0, 0)
+RAYO_COMBO(CONVERT, F32,  NONE, NONE, Q8_0, 0, 0, 0, 0)
+RAYO_COMBO(CONVERT, F32,  NONE, NONE, Q4_0, 0, 0, 0, 0)
+RAYO_COMBO(CONVERT, Q8_0, NONE, NONE, F32,  0, 0, 0, 0)
+RAYO_COMBO(CONVERT, Q4_0, NONE, NONE, F32,  0, 0, 0, 0)
+RAYO_COMBO(CONVERT, Q4_K, NONE, NONE, F32,  0, 0, 0, 0)
+RAYO_COMBO(CONVERT, Q6_K, NONE, NONE, F32,  0, 0, 0, 0)
+RAYO_OP(91, GET_ROWS,    get_rows,   GET_ROWS,  0,      0,      ELEM, "y[r] = table[idx[r]] as f32")
+/* exact: the row's stored values */
+RAYO_COMBO(GET_ROWS, F32,  I32, NONE, F32, 0, 0, 0, 0)
+RAYO_COMBO(GET_ROWS, F16,  I32, NONE, F32, 0, 0, 0, 0)
+RAYO_COMBO(GET_ROWS, BF16, I32, NONE, F32, 0, 0, 0, 0)
+RAYO_COMBO(GET_ROWS, Q8_0, I32, NONE, F32, 0, 0, 0, 0)
+RAYO_COMBO(GET_ROWS, Q4_0, I32, NONE, F32, 0, 0, 0, 0)
+RAYO_COMBO(GET_ROWS, Q4_K, I32, NONE, F32, 0, 0, 0, 0)
+RAYO_COMBO(GET_ROWS, Q6_K, I32, NONE, F32, 0, 0, 0, 0)
+/* rope: the scale is the norm of the rotated pair (|x| of the pair); the
+ * angle must be computed in double or from inverse frequencies in double,
+ * so the contract holds up to position 8191 */
+RAYO_OP(92, ROPE,        rope,       ROPE,      4e-6,   4e-6,   ELEM, "rotary position embedding, NORM or NEOX pairs")
+RAYO_COMBO(ROPE, F32, I32, NONE, F32, 4e-6, 4e-6, 4e-6, 4e-6)
+/* attention: SUM scale = sum_j p_j |v_j| per output; an f16 cache is judged
+ * on its stored values; relaxed allows f16/bf16 products for QK^T and PV */
+RAYO_OP(93, ATTENTION,   attention,  ATTENTION, 1e-5,   1e-6,   SUM,  "out = softmax(scale Q K^T + causal mask) V, grouped-query")
+RAYO_COMBO(ATTENTION, F32, F32, F32, F32, 1e-5, 1e-6, 2e-3, 1e-4)
+RAYO_COMBO(ATTENTION, F32, F16, F16, F32, 1e-5, 1e-6, 2e-3, 1e-4)
+RAYO_OP(94, SWIGLU,      swiglu,     GLU,       2e-6,   1e-7,   ELEM, "y = silu(a) * b")
+RAYO_OP(95, GEGLU,       geglu,      GLU,       2e-6,   1e-7,   ELEM, "y = gelu(a) * b, erf form")
+RAYO_OP(96, GEGLU_TANH,  geglu_tanh, GLU,       2e-6,   1e-7,   ELEM, "y = gelu(a) * b, tanh form")
+#endif
+
+#ifdef RAYO_OPS_UNDEF_COMBO_
+#undef RAYO_COMBO
+#undef RAYO_OPS_UNDEF_COMBO_
+#endif

@@ -18,8 +18,12 @@
  *
  *   probe()  cheap: is the hardware/driver here, which devices; a reason if not
  *   init()   for one device, with the host services; returns the plugin state
- *   ops[]    {op id, kernel} pairs; unknown ids are ignored by the core, ops
- *            the plugin lacks fall through to the next backend
+ *   ops[]    {op id, dtypes, kernel} entries: the op and dtype combination
+ *            (RAYO_DTYPES; 0 = all f32) a kernel implements.  An op may
+ *            appear once per combination, or once with RAYO_DTYPES_ANY.
+ *            Unknown op ids and dtype combinations are ignored by the core;
+ *            ops and combinations the plugin lacks fall through to the next
+ *            backend
  *   memory   optional device buffers and batches (GPU plugins).  A plugin
  *            without them works on host memory; the core then provides
  *            buffers and batches itself over host memory.
@@ -27,8 +31,17 @@
  *
  * Versioning: a core accepts plugins of its ABI major and any minor.  Structs
  * begin with their size so either side can grow them at the end: a newer core
- * reads only the fields an older plugin has; a plugin must check
- * host->struct_size before using host fields added after minor 0.
+ * reads only the fields an older plugin has (and never sends a plugin a call
+ * that uses a field newer than its abi_minor: the call goes on down the
+ * chain); a plugin must check host->struct_size before using host fields
+ * added after minor 0, and RAYO_CALL_HAS(call, field) before reading call
+ * fields added after minor 0.  The op entry grows the same way
+ * (descriptor.op_entry_size).
+ *
+ * C and C++: define the descriptor as
+ *   RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {...};
+ * The `extern` declaration below gives it external linkage and C linkage in
+ * C++ too (a C++ namespace-scope const is otherwise internal).
  *
  * Rules for kernels:
  *   - A kernel returns RAYO_OK, or an error without having modified any
@@ -39,7 +52,15 @@
  *   - Kernels may be called concurrently from several threads on one state.
  *   - Sizes reaching a kernel are validated by the core: byte counts fit in
  *     size_t, pointers are non-NULL where the op needs them, n > 0 (the core
- *     answers empty calls itself).
+ *     answers empty calls itself), dtypes is a combination the op lists,
+ *     strides are 0 or at least the row length (and whole blocks for block
+ *     dtypes), precision is STRICT or RELAXED (the core applies the
+ *     configuration to DEFAULT; a kernel treats a remaining 0 as STRICT).
+ *   - Strides: a kernel honours lda..ldy (a row starts ld elements after the
+ *     previous one; 0 = dense) or returns RAYO_E_UNSUPPORTED for a strided
+ *     call, which then falls through.
+ *   - Precision: under STRICT a kernel meets the strict contract; under
+ *     RELAXED it may use reduced-precision products and meets the relaxed one.
  */
 #ifndef RAYO_PLUGIN_H
 #define RAYO_PLUGIN_H
@@ -131,6 +152,7 @@ typedef struct rayo_device_desc {
     uint32_t type;           /* rayo_device_type */
     uint32_t flags;          /* RAYO_DEVICE_* */
     uint64_t memory_bytes;   /* 0 if unknown */
+    uint64_t reserved[4];    /* 0: room for 1.x (this struct sits in an array) */
 } rayo_device_desc;
 
 typedef struct rayo_probe_result {
@@ -143,9 +165,16 @@ typedef struct rayo_probe_result {
 /* ---- kernels ------------------------------------------------------------- */
 typedef rayo_status (*rayo_kernel_fn)(void *state, const rayo_call *call);
 
+/* dtypes of an op entry whose kernel takes every combination of its op and
+ * answers RAYO_E_UNSUPPORTED for what it does not do. */
+#define RAYO_DTYPES_ANY 0xffffffffu
+
 typedef struct rayo_op_entry {
     uint32_t op;             /* rayo_op id */
+    uint32_t dtypes;         /* RAYO_DTYPES(a, b, c, y) it implements; 0: all f32;
+                                RAYO_DTYPES_ANY: every combination of the op */
     rayo_kernel_fn fn;
+    /* ABI 1.x appends fields here (descriptor.op_entry_size). */
 } rayo_op_entry;
 
 /* ---- operand shapes -------------------------------------------------------
@@ -179,18 +208,108 @@ static inline int rayo_count_product_(size_t x, size_t y, size_t *out)
     return 0;
 }
 
-/* count[0..3]: the elements of a, b, c and y (0: the operand is not used).
- * Floats, except argmax's y: one index, a size_t in a host call and a
+/* Elements a stored matrix of `rows` rows of `cols` spans when rows start
+ * `ld` elements apart (0: dense).  -1 on overflow. */
+static inline int rayo_matrix_span_(size_t rows, size_t cols, size_t ld, size_t *out)
+{
+    size_t step = ld > cols ? ld : cols, head;
+    if (!rows || !cols) {
+        *out = 0;
+        return 0;
+    }
+    if (rayo_count_product_(rows - 1, step, &head) || head > RAYO_MAX_ELEMENTS - cols)
+        return -1;
+    *out = head + cols;
+    return 0;
+}
+
+/* Elements of a [tokens][heads][dim] tensor with token and head strides
+ * (0: dense). */
+static inline int rayo_heads_span_(size_t tokens, size_t heads, size_t dim, size_t token_stride,
+                                   size_t head_stride, size_t *out)
+{
+    size_t hs = head_stride ? head_stride : dim, one_token;
+    if (!tokens || !heads || !dim) {
+        *out = 0;
+        return 0;
+    }
+    if (rayo_matrix_span_(heads, dim, hs, &one_token))
+        return -1;
+    return rayo_matrix_span_(tokens, one_token, token_stride ? token_stride : heads * dim, out);
+}
+
+/* The parameter struct of rope / attention when it is there and holds
+ * every 1.0 field; else NULL. */
+static inline const rayo_rope_params *rayo_call_rope_params(const rayo_call *c)
+{
+    const rayo_rope_params *p = (const rayo_rope_params *)c->params;
+    return p && p->struct_size >= offsetof(rayo_rope_params, head_stride_y) + sizeof p->head_stride_y
+               ? p : NULL;
+}
+static inline const rayo_attention_params *rayo_call_attention_params(const rayo_call *c)
+{
+    const rayo_attention_params *p = (const rayo_attention_params *)c->params;
+    return p && p->struct_size >= offsetof(rayo_attention_params, o_head) + sizeof p->o_head ? p : NULL;
+}
+
+static inline int rayo_operand_counts_new_(const rayo_call *c, int sig, size_t count[4])
+{
+    int bad = 0;
+    switch (sig) {
+    case RAYO_SIG_CONVERT: count[0] = count[3] = c->n; return 0;
+    case RAYO_SIG_GET_ROWS: /* a: table k x n (lda); b: m i32 indices; y: m x n (ldy) */
+        count[1] = c->m;
+        bad |= rayo_matrix_span_(c->k, c->n, c->lda, &count[0]);
+        bad |= rayo_matrix_span_(c->m, c->n, c->ldy, &count[3]);
+        break;
+    case RAYO_SIG_GLU: /* a = gate, b = up, y: m x n, each with its stride */
+        bad |= rayo_matrix_span_(c->m, c->n, c->lda, &count[0]);
+        bad |= rayo_matrix_span_(c->m, c->n, c->ldb, &count[1]);
+        bad |= rayo_matrix_span_(c->m, c->n, c->ldy, &count[3]);
+        break;
+    case RAYO_SIG_ROPE: { /* a = x, b = m i32 positions, y; m tokens */
+        const rayo_rope_params *p = rayo_call_rope_params(c);
+        if (!p)
+            return -1;
+        count[1] = c->m;
+        bad |= rayo_heads_span_(c->m, p->n_heads, p->head_dim, c->lda, p->head_stride_x, &count[0]);
+        bad |= rayo_heads_span_(c->m, p->n_heads, p->head_dim, c->ldy, p->head_stride_y, &count[3]);
+        break;
+    }
+    case RAYO_SIG_ATTENTION: { /* a = q, b = k, c = v, y = out; shapes in the params */
+        const rayo_attention_params *p = rayo_call_attention_params(c);
+        if (!p)
+            return -1;
+        bad |= rayo_heads_span_(p->n_q, p->n_heads, p->head_dim, p->q_token, p->q_head, &count[0]);
+        bad |= rayo_heads_span_(p->n_kv, p->n_kv_heads, p->head_dim, p->k_token, p->k_head, &count[1]);
+        bad |= rayo_heads_span_(p->n_kv, p->n_kv_heads, p->head_dim, p->v_token, p->v_head, &count[2]);
+        bad |= rayo_heads_span_(p->n_q, p->n_heads, p->head_dim, p->o_token, p->o_head, &count[3]);
+        break;
+    }
+    default: return -1;
+    }
+    if (bad)
+        count[0] = count[1] = count[2] = count[3] = 0;
+    return bad ? -1 : 0;
+}
+
+/* count[0..3]: the elements of a, b, c and y (0: the operand is not used),
+ * each in its own dtype (rayo_dtype_row_bytes gives bytes).  Floats in an
+ * all-f32 call, except argmax's y: one index, a size_t in a host call and a
  * uint64_t in a device buffer.  layernorm's gamma (b) and beta (c) count only
- * when given; rmsnorm has no beta.  Returns 0, or -1 (counts all 0) when a
- * size or a count is above RAYO_MAX_ELEMENTS or sig is unknown.  A device
- * call is measured as a rayo_call with non-NULL a..c where it has buffers. */
+ * when given; rmsnorm has no beta.  A strided operand counts from its first
+ * element to its last (rows - 1) * ld + cols.  Returns 0, or -1 (counts all
+ * 0) when a size or a count is above RAYO_MAX_ELEMENTS, sig is unknown, or
+ * rope/attention lack their parameters.  A device call is measured as a
+ * rayo_call with non-NULL a..c where it has buffers. */
 static inline int rayo_operand_counts(const rayo_call *c, int sig, size_t count[4])
 {
-    size_t mn = 0, mk = 0, kn = 0;
+    size_t mn = 0;
     count[0] = count[1] = count[2] = count[3] = 0;
     if (c->n > RAYO_MAX_ELEMENTS || c->m > RAYO_MAX_ELEMENTS || c->k > RAYO_MAX_ELEMENTS)
         return -1;
+    if (sig >= RAYO_SIG_CONVERT)
+        return rayo_operand_counts_new_(c, sig, count);
     /* m x n only where the op has matrices (vector ops leave m unused) */
     if (sig >= RAYO_SIG_ROWS && rayo_count_product_(c->m, c->n, &mn))
         return -1;
@@ -207,17 +326,31 @@ static inline int rayo_operand_counts(const rayo_call *c, int sig, size_t count[
         count[2] = c->c && c->op != RAYO_OP_RMSNORM ? c->n : 0;
         return 0;
     case RAYO_SIG_BIAS_ACT: count[0] = count[3] = mn; count[1] = c->n; return 0;
-    case RAYO_SIG_MATMUL:
-        if (rayo_count_product_(c->m, c->k, &mk) || rayo_count_product_(c->k, c->n, &kn))
+    case RAYO_SIG_MATMUL: { /* A stored m x k (k x m with TRANS_A), B k x n (n x k), C m x n */
+        int ta = (c->flags & RAYO_TRANS_A) != 0, tb = (c->flags & RAYO_TRANS_B) != 0;
+        if (rayo_matrix_span_(ta ? c->k : c->m, ta ? c->m : c->k, c->lda, &count[0]) ||
+            rayo_matrix_span_(tb ? c->n : c->k, tb ? c->k : c->n, c->ldb, &count[1]) ||
+            rayo_matrix_span_(c->m, c->n, c->ldy, &count[3])) {
+            count[0] = count[1] = count[3] = 0;
             return -1;
-        count[0] = mk; count[1] = kn; count[3] = mn; return 0;
+        }
+        return 0;
+    }
     case RAYO_SIG_GEMV:
-        count[0] = mn;
+        if (rayo_matrix_span_(c->m, c->n, c->lda, &count[0]))
+            return -1;
         count[1] = (c->flags & RAYO_TRANS_A) ? c->m : c->n;
         count[3] = (c->flags & RAYO_TRANS_A) ? c->n : c->m;
         return 0;
     default: return -1;
     }
+}
+
+/* Whether a call has row strides (a kernel that does not honour them
+ * returns RAYO_E_UNSUPPORTED, and the call falls through). */
+static inline int rayo_call_strided(const rayo_call *c)
+{
+    return (c->lda | c->ldb | c->ldc | c->ldy) != 0;
 }
 
 /* Whether the op reads y before writing it (axpy; matmul and gemv with
@@ -234,12 +367,24 @@ typedef struct rayo_dev_operand {
     size_t offset;           /* bytes */
 } rayo_dev_operand;
 
+/* rayo_call on buffers: the same fields in the same order (growable; a
+ * plugin checks RAYO_DEV_CALL_HAS before reading a field added after 1.0). */
 typedef struct rayo_dev_call {
+    uint32_t struct_size;    /* sizeof(rayo_dev_call) of the core's header */
     uint32_t op, flags;
+    uint32_t dtypes;         /* RAYO_DTYPES(a, b, c, y); 0: all f32 */
     size_t m, n, k;
     float alpha, beta;
     rayo_dev_operand a, b, c, y;  /* buf NULL = operand unused */
+    size_t lda, ldb, ldc, ldy;    /* row strides in elements; 0: dense */
+    uint32_t precision;      /* rayo_precision (DEFAULT already resolved) */
+    uint32_t reserved;
+    const void *params;      /* host copy of the op's parameter struct, valid until batch_free */
+    /* ABI 1.x appends fields here. */
 } rayo_dev_call;
+
+#define RAYO_DEV_CALL_HAS(call, field) \
+    (offsetof(rayo_dev_call, field) + sizeof(((const rayo_dev_call *)0)->field) <= (call)->struct_size)
 
 typedef struct rayo_memory_api {
     size_t struct_size;
@@ -277,9 +422,18 @@ typedef struct rayo_plugin_descriptor {
     const rayo_op_entry *ops;
     size_t op_count;
     const rayo_memory_api *memory;  /* NULL: host memory (the core provides buffers) */
+    uint32_t op_entry_size;  /* sizeof(rayo_op_entry): lets entries grow in 1.x */
+    uint32_t reserved2;      /* 0 */
+    /* ABI 1.x appends fields here. */
 } rayo_plugin_descriptor;
 
-/* Define the descriptor:  RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {...}; */
+/* Define the descriptor:  RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {...};
+ * This declaration gives it external (and, in C++, C) linkage.  A test that
+ * defines the symbol with another type (a descriptor of a future minor)
+ * defines RAYO_PLUGIN_NO_DECLARATION first. */
+#ifndef RAYO_PLUGIN_NO_DECLARATION
+extern RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin;
+#endif
 #define RAYO_PLUGIN_SYMBOL "rayo_plugin"
 
 #ifdef __cplusplus

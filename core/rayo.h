@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "rayo-dtype.h" /* rayo_dtype: element types and block formats */
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,6 +76,7 @@ typedef enum rayo_op {
 /* flags of rayo_call.flags */
 #define RAYO_TRANS_A 0x1u /* matmul, gemv: use A transposed */
 #define RAYO_TRANS_B 0x2u /* matmul: use B transposed */
+#define RAYO_ATTN_CAUSAL 0x1u /* attention (rayo_attention_params.flags): causal mask */
 
 /* activations of bias_act (rayo_call.flags) */
 typedef enum rayo_activation {
@@ -87,41 +89,103 @@ typedef enum rayo_activation {
     RAYO_ACT_LIMIT
 } rayo_activation;
 
+/* ---- dtypes of a call -----------------------------------------------------
+ * One 32-bit word, 8 bits per operand (a, b, c, y): the dispatch key.  0 is
+ * all f32, which every call meant before dtypes; an operand the op does not
+ * use is 0 (RAYO_DTYPE_NONE).  The legal combinations of each op are its
+ * RAYO_COMBO lines in rayo-ops.h (rayo_op_combo lists them). */
+#define RAYO_DTYPE_NONE RAYO_DTYPE_F32 /* an operand the op does not use */
+#define RAYO_DTYPES(a, b, c, y) \
+    ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(y) << 24)
+/* operand 0..3 = a, b, c, y */
+#define RAYO_DTYPE_OF(dtypes, operand) ((rayo_dtype)(((dtypes) >> (8 * (operand))) & 0xffu))
+
+/* Precision a call allows (rayo_call.precision).  Each op and combination
+ * has a strict and a relaxed accuracy contract (rayo_combo_info). */
+typedef enum rayo_precision {
+    RAYO_PRECISION_DEFAULT = 0, /* strict, unless the configuration says [op.NAME] precision = relaxed */
+    RAYO_PRECISION_STRICT = 1,  /* f32 products and sums: the strict contract, whatever the config */
+    RAYO_PRECISION_RELAXED = 2  /* TF32/bf16 products, f16 accumulation where the op allows it: the
+                                   relaxed contract */
+} rayo_precision;
+
 /* One call of any op on host memory.  Which fields an op reads is given by
- * its signature in rayo-ops.h.  Unused fields must be 0/NULL. */
+ * its signature in rayo-ops.h.  Unused fields must be 0/NULL.
+ * Growable: struct_size is sizeof(rayo_call) of the caller's header; fields
+ * added in later ABI minors are appended, and read as 0 for a caller that
+ * predates them.  Set it: rayo_call c = {sizeof c, RAYO_OP_ADD, ...} or
+ * {.struct_size = sizeof(rayo_call), ...}. */
 typedef struct rayo_call {
-    uint32_t op;      /* rayo_op */
-    uint32_t flags;   /* RAYO_TRANS_*, or the rayo_activation of bias_act */
-    size_t m, n, k;   /* sizes; vector ops use n only */
-    float alpha, beta;/* op parameters (scale factor, eps, clip bounds...) */
-    const float *a, *b, *c; /* inputs */
-    void *y;          /* output: float *, or size_t * for argmax */
+    uint32_t struct_size; /* sizeof(rayo_call) of the caller's header */
+    uint32_t op;          /* rayo_op */
+    uint32_t flags;       /* RAYO_TRANS_*, or the rayo_activation of bias_act */
+    uint32_t dtypes;      /* RAYO_DTYPES(a, b, c, y); 0: all f32 */
+    size_t m, n, k;       /* sizes; vector ops use n only */
+    float alpha, beta;    /* op parameters (scale factor, eps, clip bounds...) */
+    const void *a, *b, *c;/* inputs (float unless dtypes says otherwise) */
+    void *y;              /* output: float unless dtypes says otherwise; size_t * for argmax */
+    size_t lda, ldb, ldc, ldy; /* row strides in elements of a, b, c, y; 0: dense */
+    uint32_t precision;   /* rayo_precision */
+    uint32_t reserved;    /* 0 */
+    const void *params;   /* the op's parameter struct (rope, attention), else NULL */
+    /* ABI 1.x appends fields here; 0 means 1.0 behaviour. */
 } rayo_call;
+
+/* Whether a call made with an older header has a field (for plugins and
+ * the core reading fields appended after 1.0). */
+#define RAYO_CALL_HAS(call, field) \
+    (offsetof(rayo_call, field) + sizeof(((const rayo_call *)0)->field) <= (call)->struct_size)
 
 /* Metadata from the op list. */
 typedef enum rayo_op_sig {
     RAYO_SIG_BINARY, RAYO_SIG_UNARY, RAYO_SIG_UNARY_P, RAYO_SIG_UNARY_P2,
     RAYO_SIG_AXPY, RAYO_SIG_REDUCE, RAYO_SIG_REDUCE2, RAYO_SIG_ARGREDUCE,
     RAYO_SIG_ROWS, RAYO_SIG_NORM, RAYO_SIG_MATMUL, RAYO_SIG_GEMV,
-    RAYO_SIG_TRANSPOSE, RAYO_SIG_BIAS_ACT
+    RAYO_SIG_TRANSPOSE, RAYO_SIG_BIAS_ACT,
+    RAYO_SIG_CONVERT, RAYO_SIG_GET_ROWS, RAYO_SIG_ROPE, RAYO_SIG_ATTENTION, RAYO_SIG_GLU
 } rayo_op_sig;
 
 typedef enum rayo_scale_kind { RAYO_SCALE_ELEM, RAYO_SCALE_SUM } rayo_scale_kind;
 
+/* An op, from the op list.  Reached through pointers only (rayo_op_at,
+ * rayo_op_by_name, rayo_op_by_id): struct_size says which fields the
+ * library's version has. */
 typedef struct rayo_op_info {
+    size_t struct_size;       /* sizeof(rayo_op_info) of the library */
     rayo_op id;
     const char *name;
     rayo_op_sig sig;
-    double tol_rel, tol_abs;  /* accuracy contract, see rayo-ops.h */
+    double tol_rel, tol_abs;  /* strict accuracy contract of its first combination (rayo-ops.h) */
     rayo_scale_kind scale;
     const char *summary;
 } rayo_op_info;
 
-/* All ops, in list order; *count receives their number. */
-RAYO_API const rayo_op_info *rayo_ops(size_t *count);
+/* One legal dtype combination of an op and its two contracts. */
+typedef struct rayo_combo_info {
+    size_t struct_size;       /* sizeof(rayo_combo_info) of the library */
+    rayo_op op;
+    uint32_t dtypes;          /* RAYO_DTYPES(a, b, c, y) */
+    const char *name;         /* the dtypes of the operands the op uses, "f32.q4_k.f32";
+                                 [op.NAME.COMBO] in the configuration */
+    double tol_rel, tol_abs;          /* strict contract */
+    double relaxed_rel, relaxed_abs;  /* relaxed contract (RAYO_PRECISION_RELAXED) */
+} rayo_combo_info;
+
+/* The number of ops, and the op at position i (list order), or NULL. */
+RAYO_API size_t rayo_op_count(void);
+RAYO_API const rayo_op_info *rayo_op_at(size_t index);
 /* The op with this name or id, or NULL. */
 RAYO_API const rayo_op_info *rayo_op_by_name(const char *name);
 RAYO_API const rayo_op_info *rayo_op_by_id(uint32_t id);
+/* The dtype combinations an op takes: their number, and combination
+ * `index`, or NULL.  Combination 0 is all-f32 for every op that takes it. */
+RAYO_API size_t rayo_op_combo_count(rayo_op op);
+RAYO_API const rayo_combo_info *rayo_op_combo(rayo_op op, size_t index);
+/* The combination of op with these dtypes, or NULL if the op does not list it. */
+RAYO_API const rayo_combo_info *rayo_op_combo_find(rayo_op op, uint32_t dtypes);
+/* The dtypes operand (0..3 = a, b, c, y) of op takes in some combination, as
+ * a RAYO_DTYPE_BIT mask (0 for an unknown op). */
+RAYO_API uint32_t rayo_op_operand_dtypes(rayo_op op, unsigned operand);
 
 /* ---- opening a context ------------------------------------------------- */
 typedef enum rayo_log_level {
@@ -167,7 +231,8 @@ RAYO_API void rayo_close(rayo_context *ctx);
  * match the op's signature in the list.  NULL gamma/beta in the norms mean
  * 1 and 0.
  * Outputs may alias inputs exactly (y == a) for elementwise ops; other
- * overlaps are undefined.  Matrices are row-major and contiguous. */
+ * overlaps are undefined.  Matrices are row-major and contiguous here; the
+ * inference ops below and rayo_run take row strides. */
 /* binary, elementwise */
 /* y = a + b */
 RAYO_API rayo_status rayo_add(rayo_context *ctx, const float *a, const float *b, float *y,
@@ -273,6 +338,90 @@ RAYO_API rayo_status rayo_transpose(rayo_context *ctx, const float *x, float *y,
 RAYO_API rayo_status rayo_bias_act(rayo_context *ctx, const float *x, const float *bias,
     float *y, size_t rows, size_t cols, rayo_activation act);
 
+/* ---- inference ops: dtypes, strides, precision ------------------------
+ * Operands other than f32 go through a matrix descriptor passed by value.
+ * Block formats (Q8_0, Q4_0, Q4_K, Q6_K) are the GGUF blocks as stored;
+ * a row of a block dtype is a whole number of blocks.  A quantized weight
+ * is always the operand whose rows run along the reduction: matmul's B with
+ * RAYO_TRANS_B (C = A W^T, GGUF's [n_out][n_in]) and gemv's A without
+ * RAYO_TRANS_A.  Accuracy: rayo_op_combo gives each combination's strict
+ * and relaxed contract; quantized and half operands are judged on their
+ * stored (dequantized) values. */
+typedef struct rayo_matrix {
+    const void *data;
+    rayo_dtype dtype;
+    size_t ld;             /* elements between row starts; 0: dense */
+} rayo_matrix;
+
+/* y (n elements of ydt) = x (n elements of xdt): f32 <-> f16, f32 <-> bf16
+ * (round to nearest even), f32 -> Q8_0 / Q4_0 (GGUF's quantizer), any
+ * block dtype -> f32; exact (bit-identical to rayo-dtype.h).  Block dtypes
+ * need n a multiple of the block size. */
+RAYO_API rayo_status rayo_convert(rayo_context *ctx, rayo_dtype xdt, const void *x,
+    rayo_dtype ydt, void *y, size_t n);
+/* C (m x n, f32, row stride ldc) = alpha op(A) op(B) + beta C for any
+ * combination rayo-ops.h lists for matmul (f32 x {f16, bf16, q8_0, q4_0,
+ * q4_k, q6_k}, f16 x f16, bf16 x bf16, f32 x f32). */
+RAYO_API rayo_status rayo_matmul_ex(rayo_context *ctx, unsigned flags, size_t m, size_t n,
+    size_t k, float alpha, rayo_matrix A, rayo_matrix B, float beta, float *C, size_t ldc,
+    rayo_precision precision);
+/* y = alpha op(A) x + beta y, A (m x n) in any dtype gemv lists, x and y f32. */
+RAYO_API rayo_status rayo_gemv_ex(rayo_context *ctx, unsigned flags, size_t m, size_t n,
+    float alpha, rayo_matrix A, const float *x, float beta, float *y, rayo_precision precision);
+/* y[r] (cols f32, row stride ldy) = row idx[r] of table (table_rows x cols,
+ * any dtype), r < n_idx; an index outside [0, table_rows) is RAYO_E_INVALID
+ * before anything is written. */
+RAYO_API rayo_status rayo_get_rows(rayo_context *ctx, rayo_matrix table, size_t table_rows,
+    size_t cols, const int32_t *idx, size_t n_idx, float *y, size_t ldy);
+
+typedef enum rayo_rope_mode {
+    RAYO_ROPE_NORM = 0, /* pairs (2i, 2i + 1): GPT-J, Llama as GGUF stores it */
+    RAYO_ROPE_NEOX = 1  /* pairs (i, i + rot_dims / 2): GPT-NeoX, Qwen, Phi */
+} rayo_rope_mode;
+/* Growable: set struct_size = sizeof(rayo_rope_params). */
+typedef struct rayo_rope_params {
+    size_t struct_size;
+    rayo_rope_mode mode;
+    uint32_t rot_dims;      /* even, <= head_dim; 0: head_dim; dimensions past it are copied */
+    float freq_base;        /* theta_i = pos * freq_scale * freq_base^(-2i / rot_dims) */
+    float freq_scale;       /* 1: plain RoPE; < 1: linear position interpolation */
+    size_t n_heads, head_dim;
+    size_t head_stride_x, head_stride_y; /* elements between heads; 0: head_dim */
+} rayo_rope_params;
+/* x, y: [n_tokens][n_heads][head_dim] f32, token strides ldx, ldy (0:
+ * n_heads * head_dim); y == x (in place) allowed; pos: one position per token. */
+RAYO_API rayo_status rayo_rope(rayo_context *ctx, const rayo_rope_params *p, const float *x,
+    size_t ldx, float *y, size_t ldy, size_t n_tokens, const int32_t *pos);
+
+/* Growable: set struct_size = sizeof(rayo_attention_params). */
+typedef struct rayo_attention_params {
+    size_t struct_size;
+    uint32_t flags;         /* RAYO_ATTN_CAUSAL: query i sits at position n_kv - n_q + i */
+    rayo_dtype kv_dtype;    /* RAYO_DTYPE_F32 or RAYO_DTYPE_F16 */
+    size_t n_q, n_kv;       /* n_q = 1: decode; n_q = n_kv: prefill */
+    size_t n_heads, n_kv_heads, head_dim; /* n_kv_heads divides n_heads; query head h reads
+                                             KV head h / (n_heads / n_kv_heads) */
+    float scale;            /* usually 1 / sqrt(head_dim) */
+    /* strides in elements between tokens and between heads of q, k, v and
+     * out; 0: dense [tokens][heads][head_dim] */
+    size_t q_token, q_head, k_token, k_head, v_token, v_head, o_token, o_head;
+} rayo_attention_params;
+/* out = softmax(scale Q K^T + causal mask) V for every head, grouped-query;
+ * q, out f32, k, v in p->kv_dtype. */
+RAYO_API rayo_status rayo_attention(rayo_context *ctx, const rayo_attention_params *p,
+    const float *q, const void *k, const void *v, float *out);
+
+/* y = silu(gate) * up, rows x cols, each with its row stride (0: cols);
+ * gate and up may be the two halves of one [gate | up] matrix. */
+RAYO_API rayo_status rayo_swiglu(rayo_context *ctx, const float *gate, size_t ldg,
+    const float *up, size_t ldu, float *y, size_t ldy, size_t rows, size_t cols);
+/* y = gelu(gate) * up, erf form; strides as swiglu */
+RAYO_API rayo_status rayo_geglu(rayo_context *ctx, const float *gate, size_t ldg,
+    const float *up, size_t ldu, float *y, size_t ldy, size_t rows, size_t cols);
+/* y = gelu(gate) * up, tanh form; strides as swiglu */
+RAYO_API rayo_status rayo_geglu_tanh(rayo_context *ctx, const float *gate, size_t ldg,
+    const float *up, size_t ldu, float *y, size_t ldy, size_t rows, size_t cols);
+
 /* Any op through one entry point (bindings, tools).  Same checks and
  * dispatch as the typed functions. */
 RAYO_API rayo_status rayo_run(rayo_context *ctx, const rayo_call *call);
@@ -301,17 +450,27 @@ RAYO_API rayo_status rayo_buffer_read(rayo_buffer *buf, size_t offset, void *dst
 RAYO_API size_t rayo_buffer_size(const rayo_buffer *buf);
 RAYO_API const char *rayo_buffer_backend(const rayo_buffer *buf);
 
-/* An operand of a batched op: a buffer and an offset in BYTES (a multiple of 4). */
+/* An operand of a batched op: a buffer and an offset in BYTES (a multiple
+ * of 4 for 4-byte dtypes, of 2 for f16/bf16; any for block dtypes). */
 typedef struct rayo_operand {
     rayo_buffer *buf;
     size_t offset;
 } rayo_operand;
 
+/* rayo_call with buffers: the same fields in the same order.  Growable
+ * (struct_size first).  params is read at record time (the batch keeps a
+ * copy). */
 typedef struct rayo_batch_call {
+    uint32_t struct_size;     /* sizeof(rayo_batch_call) of the caller's header */
     uint32_t op, flags;
+    uint32_t dtypes;          /* RAYO_DTYPES(a, b, c, y); 0: all f32 */
     size_t m, n, k;
     float alpha, beta;
     rayo_operand a, b, c, y;
+    size_t lda, ldb, ldc, ldy; /* row strides in elements; 0: dense */
+    uint32_t precision;       /* rayo_precision */
+    uint32_t reserved;
+    const void *params;       /* the op's parameter struct, else NULL */
 } rayo_batch_call;
 
 RAYO_API rayo_status rayo_batch_create(rayo_context *ctx, const char *backend, rayo_batch **batch);
@@ -345,7 +504,10 @@ typedef enum rayo_backend_status {
     RAYO_BACKEND_SHADOWED = 4  /* another file of the same name was found first */
 } rayo_backend_status;
 
+/* Growable: the caller sets struct_size = sizeof(rayo_backend_info); the
+ * library fills the fields that size holds. */
 typedef struct rayo_backend_info {
+    size_t struct_size;
     const char *name;          /* "scalar", "avx2", ... (file name when unknown) */
     const char *path;          /* the plugin file */
     const char *version;       /* the plugin's own version, "" if not read */
@@ -365,16 +527,24 @@ RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, ray
 /* The names of the devices of backend `index` (as its probe reported them). */
 RAYO_API const char *rayo_backend_device_name(const rayo_context *ctx, size_t index, size_t device);
 
-/* The chain of an op: links in order; each link is a loaded backend with the
- * size window it accepts (max_size SIZE_MAX = no upper bound). */
+/* The chain of an op and dtype combination (dtypes as in rayo_call; 0 is
+ * all-f32): links in order; each link is a loaded backend with the size
+ * window it accepts (max_size SIZE_MAX = no upper bound).  Growable: the
+ * caller sets struct_size = sizeof(rayo_link_info). */
 typedef struct rayo_link_info {
+    size_t struct_size;
     const char *backend;
     size_t min_size, max_size;
 } rayo_link_info;
-RAYO_API size_t rayo_chain(const rayo_context *ctx, rayo_op op, rayo_link_info *links, size_t max_links);
-/* The backend a call of `op` with work size `size` would go to first
- * (size: n for vector ops, rows*cols for row ops, m*n*k for matmul). */
-RAYO_API const char *rayo_backend_for(const rayo_context *ctx, rayo_op op, size_t size);
+/* Links of the chain (0 for an op or combination that is not listed). */
+RAYO_API size_t rayo_chain_count(const rayo_context *ctx, rayo_op op, uint32_t dtypes);
+RAYO_API rayo_status rayo_chain_link(const rayo_context *ctx, rayo_op op, uint32_t dtypes,
+    size_t index, rayo_link_info *info);
+/* The backend a call of `op` with these dtypes and work size `size` would
+ * go to first (size: n for vector ops, rows*cols for row ops, m*n*k for
+ * matmul), or NULL. */
+RAYO_API const char *rayo_backend_for(const rayo_context *ctx, rayo_op op, uint32_t dtypes,
+    size_t size);
 
 /* Config files read, in order (for rayo-info). */
 RAYO_API size_t rayo_config_file_count(const rayo_context *ctx);

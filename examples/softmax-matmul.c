@@ -69,8 +69,8 @@ int main(void)
         return fail("softmax", st);
 
     printf("C = A B      (%dx%d times %dx%d) ran on %s\n", M, K, K, N,
-           rayo_backend_for(ctx, RAYO_OP_MATMUL, (size_t)M * N * K));
-    printf("P = softmax(C), row by row        ran on %s\n", rayo_backend_for(ctx, RAYO_OP_SOFTMAX, (size_t)M * N));
+           rayo_backend_for(ctx, RAYO_OP_MATMUL, 0, (size_t)M * N * K));
+    printf("P = softmax(C), row by row        ran on %s\n", rayo_backend_for(ctx, RAYO_OP_SOFTMAX, 0, (size_t)M * N));
     double err = check(A, B, P);
     printf("largest difference from a double-precision computation: %.2e\n", err);
     rayo_close(ctx);

@@ -40,11 +40,11 @@ static int e_leaky_relu(kern *k, int a, int b, int al, int be)
     emit(k, "selp.f32 %s, %s, %s, %s;", F(y), F(a), F(t), P(pp));
     return y;
 }
-static int e_elu(kern *k, int a, int b, int al, int be) { (void)b; (void)be; return m_elu_like(k, a, al, 1.0f); }
+static int e_elu(kern *k, int a, int b, int al, int be) { (void)b; (void)be; return m_elu_like(k, a, al, 1.0); }
 static int e_selu(kern *k, int a, int b, int al, int be)
 {
     (void)b; (void)al; (void)be;
-    return m_elu_like(k, a, fmov(k, (float)(SELU_LAMBDA * SELU_ALPHA)), (float)SELU_LAMBDA);
+    return m_elu_like(k, a, fmov(k, (float)(SELU_LAMBDA * SELU_ALPHA)), SELU_LAMBDA);
 }
 static int e_sigmoid(kern *k, int a, int b, int al, int be) { (void)b; (void)al; (void)be; return m_sigmoid(k, a); }
 static int e_tanh(kern *k, int a, int b, int al, int be) { (void)b; (void)al; (void)be; return m_tanh(k, a); }

@@ -87,7 +87,7 @@ int m_gelu(kern *k, int x);
 int m_gelu_tanh(kern *k, int x);
 int m_mish(kern *k, int x);
 int m_relu(kern *k, int x);
-int m_elu_like(kern *k, int x, int scale_neg, float scale_all);
+int m_elu_like(kern *k, int x, int scale_neg, double scale_all);
 
 /* ---- block-reduce.c: block-wide reductions (256 threads = 8 warps) --------- */
 #define RED_THREADS 256

@@ -218,14 +218,17 @@ int m_relu(kern *k, int x)
 }
 
 /* x > 0 ? x : scale_neg * expm1(x) ; scaled by scale_all (selu) */
-int m_elu_like(kern *k, int x, int scale_neg, float scale_all)
+int m_elu_like(kern *k, int x, int scale_neg, double scale_all)
 {
     int e = m_expm1(k, x);
     int neg = nf(k), y = nf(k), pp = np(k);
     emit(k, "mul.rn.f32 %s, %s, %s;", F(neg), F(e), F(scale_neg));
-    if (scale_all != 1.0f) {
+    if (scale_all != 1.0) {
+        /* x + (scale_all - 1) x in one rounding: x * scale_all would round
+         * scale_all to float first and overflow for x just below
+         * FLT_MAX / scale_all where the exact product is still finite */
         int pos = nf(k);
-        emit(k, "mul.rn.f32 %s, %s, %s;", F(pos), F(x), C(scale_all));
+        emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(pos), F(x), C((float)(scale_all - 1.0)), F(x));
         emit(k, "setp.gt.f32 %s, %s, %s;", P(pp), F(x), C(0.0f));
         emit(k, "selp.f32 %s, %s, %s, %s;", F(y), F(pos), F(neg), P(pp));
     } else {

@@ -42,6 +42,22 @@ static void gen_bias_act(strbuf *mod, const char *act, int (*fn)(kern *, int))
                 NULL, NULL);
 }
 
+/* k terms per float block of sgemm_general's blocked accumulation (a power
+ * of two, a multiple of its BK of 16): the float error of a result grows
+ * with this, not with k */
+#define GG_BLOCK_K 256
+
+/* tot[i] += acc[i] (float64), acc[i] = 0, for count accumulators */
+static void flush_f64(kern *k, const int *acc, const int *tot, int count)
+{
+    for (int i = 0; i < count; i++) {
+        int d = nfd(k);
+        emit(k, "cvt.f64.f32 %s, %s;", FD(d), F(acc[i]));
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(tot[i]), FD(tot[i]), FD(d));
+        emit(k, "mov.f32 %s, %s;", F(acc[i]), C(0.0f));
+    }
+}
+
 /* General sgemm, any shape and transpose, as the correctness fallback and
  * for the edges the tiled kernels leave.  A_op(i,p) = A[i*sai + p*sap],
  * B_op(p,j) = B[p*sbp + j*sbj].  64x64 tiles of C from (row0, col0), BK 16,
@@ -91,11 +107,16 @@ static void gen_sgemm_general(strbuf *mod)
         emit(k, "selp.b32 %s, %s, %s, %s;", R(bj[q]), R(i1), R(i2), P(b_j_contig));
         emit(k, "selp.b32 %s, %s, %s, %s;", R(bp[q]), R(p1), R(p2), P(b_j_contig));
     }
-    int acc[4][4];
+    /* blocked accumulation: float sums over GG_BLOCK_K terms (acc), added
+     * into float64 totals (tot) between blocks, so the float rounding error
+     * grows with the block, not with k */
+    int acc[4][4], tot[4][4];
     for (int r = 0; r < 4; r++)
         for (int cc = 0; cc < 4; cc++) {
             acc[r][cc] = nf(k);
+            tot[r][cc] = nfd(k);
             emit(k, "mov.f32 %s, %s;", F(acc[r][cc]), C(0.0f));
+            emit(k, "mov.f64 %s, %s;", FD(tot[r][cc]), CD(0.0));
         }
     int k0 = nd(k), pk = np(k), l_k = nlabel(k), l_kd = nlabel(k);
     emit(k, "mov.u64 %s, 0;", D(k0));
@@ -156,11 +177,20 @@ static void gen_sgemm_general(strbuf *mod)
     }
     emit(k, "bar.sync 0;");
     emit(k, "add.u64 %s, %s, 16;", D(k0), D(k0));
+    int blk = nd(k), pflush = np(k), l_noflush = nlabel(k);
+    emit(k, "and.b64 %s, %s, %d;", D(blk), D(k0), GG_BLOCK_K - 1);
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(pflush), D(blk));
+    emit(k, "@%s bra %s;", P(pflush), L(l_noflush));
+    flush_f64(k, &acc[0][0], &tot[0][0], 16);
+    label(k, l_noflush);
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pk), D(k0), D(K));
     emit(k, "@%s bra %s;", P(pk), L(l_k));
     label(k, l_kd);
-    int pbeta = np(k);
+    flush_f64(k, &acc[0][0], &tot[0][0], 16);
+    int pbeta = np(k), alpha_d = nfd(k), beta_d = nfd(k);
     emit(k, "setp.ne.f32 %s, %s, %s;", P(pbeta), F(beta), C(0.0f));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(alpha_d), F(alpha));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(beta_d), F(beta));
     for (int r = 0; r < 4; r++) {
         int gi = nd(k), t = nr(k), t64 = nd(k), pin = np(k);
         emit(k, "add.u32 %s, %s, %d;", R(t), R(ty), r * 16);
@@ -177,11 +207,15 @@ static void gen_sgemm_general(strbuf *mod)
             emit(k, "and.pred %s, %s, %s;", P(pc), P(pc), P(pin));
             emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(gi), D(N), D(gj));
             emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ca), D(idx), D(c));
-            emit(k, "mul.rn.f32 %s, %s, %s;", F(res), F(acc[r][cc]), F(alpha));
+            /* alpha * tot + beta * old in float64, rounded once */
+            int rd = nfd(k), od = nfd(k);
+            emit(k, "mul.rn.f64 %s, %s, %s;", FD(rd), FD(tot[r][cc]), FD(alpha_d));
             int pld = np(k);
             emit(k, "and.pred %s, %s, %s;", P(pld), P(pc), P(pbeta));
             emit(k, "@%s ld.global.f32 %s, [%s];", P(pld), F(old), D(ca));
-            emit(k, "@%s fma.rn.f32 %s, %s, %s, %s;", P(pld), F(res), F(old), F(beta), F(res));
+            emit(k, "@%s cvt.f64.f32 %s, %s;", P(pld), FD(od), F(old));
+            emit(k, "@%s fma.rn.f64 %s, %s, %s, %s;", P(pld), FD(rd), FD(od), FD(beta_d), FD(rd));
+            emit(k, "cvt.rn.f32.f64 %s, %s;", F(res), FD(rd));
             emit(k, "@%s st.global.f32 [%s], %s;", P(pc), D(ca), F(res));
         }
     }

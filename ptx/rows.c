@@ -129,6 +129,11 @@ static void gen_row_kernel(strbuf *mod, enum row_kind kind)
         emit(k, "add.rn.f64 %s, %s, %s;", FD(ve), FD(var), FD(epsd));
         emit(k, "sqrt.rn.f64 %s, %s;", FD(sd), FD(ve));
         emit(k, "rcp.rn.f64 %s, %s;", FD(rstd), FD(sd));
+        /* var + eps = 0 (a constant row with eps = 0): the row normalises to
+         * 0 (y = beta), not 0 * inf = NaN (core/rayo-ops.h) */
+        int pz = np(k);
+        emit(k, "setp.eq.f64 %s, %s, %s;", P(pz), FD(ve), CD(0.0));
+        emit(k, "selp.f64 %s, %s, %s, %s;", FD(rstd), CD(0.0), FD(rstd), P(pz));
         rl = row_loop_begin(k, tid64, n);
         int x3 = nf(k), xd3 = nfd(k), d3 = nfd(k), t3 = nfd(k), tf = nf(k), gv = nf(k), bv = nf(k), out = nf(k);
         emit(k, "ld.global.f32 %s, [%s];", F(x3), D(addr_of(k, xa, rl.j, 4)));

@@ -1,6 +1,7 @@
 /* sgemm.c - module "sgemm": the fast fp32 SIMT gemm kernels (sgemm_*), and
  * block_tile, the block-to-tile order shared with tf32.c. */
 #include "gen-ptx.h"
+#include "../plugins/cuda/cuda-ptx.h"
 
 #define RASTER_GROUP 8
 
@@ -40,7 +41,15 @@ void block_tile(kern *k, int raster, int *tile_m, int *tile_n)
  * where the tile needs no transposition.  Warps cover 8 x 4 threads so a
  * shared load serves a warp in one wavefront.  Requires M, N multiples of
  * 128 (the host covers the edges with sgemm_general), K a multiple of BK,
- * and 16-byte aligned rows. */
+ * and 16-byte aligned rows.
+ *
+ * Blocked accumulation: the registers hold float sums over blocks of
+ * RAYO_PTX_SGEMM_BLOCK_K terms, which are added into a second float sum per
+ * element kept in dynamic shared memory (sg_acc, RAYO_PTX_SGEMM_ACC_BYTES:
+ * elements 4q..4q+3 of thread t as one float4 at (q * 256 + t) * 16, so a
+ * warp's float4 accesses are contiguous).  The
+ * rounding error then grows with BLOCK_K + K / BLOCK_K terms, not with K
+ * (the registers are all taken: 128 a thread with two blocks an SM). */
 typedef struct sgemm_cfg {
     const char *name;
     int bk;          /* 8 or 16 */
@@ -175,6 +184,38 @@ static void loader_store(kern *k, tile_loader *t, int sbuf, int guard)
     }
 }
 
+/* The thread's 64 second sums in sg_acc: SUMS_ZERO sets them to 0,
+ * SUMS_FLUSH adds the registers' sums into them and zeroes the registers,
+ * SUMS_TOTAL adds them into the registers (the result). */
+enum sums_step { SUMS_ZERO, SUMS_FLUSH, SUMS_TOTAL };
+
+static void sums_visit(kern *k, const int *acc, enum sums_step step)
+{
+    int tid = sreg(k, "%tid.x"), base = nr(k);
+    emit(k, "mov.u32 %s, sg_acc;", R(base));
+    emit(k, "mad.lo.u32 %s, %s, 16, %s;", R(base), R(tid), R(base));
+    for (int q = 0; q < 16; q++) {
+        const int *a = acc + 4 * q, off = q * 256 * 16;
+        int t[4] = {nf(k), nf(k), nf(k), nf(k)};
+        if (step == SUMS_ZERO) {
+            emit(k, "st.shared.v4.f32 [%s+%d], {%s, %s, %s, %s};", R(base), off, C(0.0f), C(0.0f), C(0.0f),
+                 C(0.0f));
+            continue;
+        }
+        emit(k, "ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d];", F(t[0]), F(t[1]), F(t[2]), F(t[3]), R(base), off);
+        for (int j = 0; j < 4; j++) {
+            if (step == SUMS_TOTAL) {
+                emit(k, "add.rn.f32 %s, %s, %s;", F(a[j]), F(a[j]), F(t[j]));
+            } else {
+                emit(k, "add.rn.f32 %s, %s, %s;", F(t[j]), F(t[j]), F(a[j]));
+                emit(k, "mov.f32 %s, %s;", F(a[j]), C(0.0f));
+            }
+        }
+        if (step == SUMS_FLUSH)
+            emit(k, "st.shared.v4.f32 [%s+%d], {%s, %s, %s, %s};", R(base), off, F(t[0]), F(t[1]), F(t[2]), F(t[3]));
+    }
+}
+
 static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
 {
     kern kk = {0}, *k = &kk;
@@ -220,6 +261,7 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
             acc[i][j] = nf(k);
             emit(k, "mov.f32 %s, %s;", F(acc[i][j]), C(0.0f));
         }
+    sums_visit(k, &acc[0][0], SUMS_ZERO);
     /* prologue: tile 0 into buffer 0 */
     loader_fetch(k, &la, sA, -1);
     loader_fetch(k, &lb, sB, -1);
@@ -266,11 +308,19 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
     }
     loader_store(k, &la, nxtA, pn);
     loader_store(k, &lb, nxtB, pn);
+    /* after every RAYO_PTX_SGEMM_BLOCK_K terms: into the second sums */
+    int blk = nd(k), pkeep = np(k), l_keep = nlabel(k);
+    emit(k, "and.b64 %s, %s, %d;", D(blk), D(kt1), RAYO_PTX_SGEMM_BLOCK_K / bk - 1);
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(pkeep), D(blk));
+    emit(k, "@%s bra %s;", P(pkeep), L(l_keep));
+    sums_visit(k, &acc[0][0], SUMS_FLUSH);
+    label(k, l_keep);
     emit(k, "bar.sync 0;");
     emit(k, "mov.u32 %s, %s;", R(cur), R(nxt));
     emit(k, "mov.u64 %s, %s;", D(kt), D(kt1));
     emit(k, "@%s bra %s;", P(pn), L(l_loop));
 
+    sums_visit(k, &acc[0][0], SUMS_TOTAL);
     /* epilogue: C = alpha acc + beta C (C read only when beta != 0) */
     int pb = np(k);
     emit(k, "setp.ne.f32 %s, %s, %s;", P(pb), F(beta), C(0.0f));
@@ -309,6 +359,7 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
 
 void module_sgemm(strbuf *mod)
 {
+    sb_printf(mod, "\n.extern .shared .align 16 .b8 sg_acc[];\n");
     for (size_t i = 0; i < sizeof sgemm_cfgs / sizeof sgemm_cfgs[0]; i++)
         gen_sgemm_fast(mod, &sgemm_cfgs[i]);
 }

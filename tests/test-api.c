@@ -31,7 +31,7 @@ static void test_null_pointers(void)
     expect(rayo_add(ctx, NULL, NULL, NULL, 0), RAYO_OK, "add of nothing");
     expect(rayo_layernorm(ctx, x, NULL, NULL, y, 1, 4, 1e-5f), RAYO_OK, "layernorm without gamma/beta");
     expect(rayo_run(ctx, NULL), RAYO_E_INVALID, "rayo_run(NULL)");
-    rayo_call bad = {.op = 250, .n = 1, .a = x, .y = y};
+    rayo_call bad = {.struct_size = sizeof(rayo_call), .op = 250, .n = 1, .a = x, .y = y};
     expect(rayo_run(ctx, &bad), RAYO_E_INVALID, "unknown op id");
     expect(rayo_run_on(ctx, "no-such-backend", &bad), RAYO_E_NOT_FOUND, "unknown backend");
     expect(rayo_open(NULL, NULL), RAYO_E_INVALID, "rayo_open(NULL)");
@@ -94,12 +94,12 @@ static void test_batches(void)
 
     rayo_batch *batch;
     expect(rayo_batch_create(ctx, "scalar", &batch), RAYO_OK, "batch");
-    rayo_batch_call add = {.op = RAYO_OP_ADD, .n = N, .a = {ba, 0}, .b = {bb, 0}, .y = {by, 0}};
-    rayo_batch_call relu = {.op = RAYO_OP_RELU, .n = N, .a = {by, 0}, .y = {by, 0}};
-    rayo_batch_call sum = {.op = RAYO_OP_SUM, .n = N, .a = {by, 0}, .y = {by, N * 4}};
-    rayo_batch_call argmax = {.op = RAYO_OP_ARGMAX, .n = N, .a = {ba, 0}, .y = {by, N * 4}};
-    rayo_batch_call too_big = {.op = RAYO_OP_ADD, .n = N + 1, .a = {ba, 0}, .b = {bb, 0}, .y = {by, 0}};
-    rayo_batch_call odd = {.op = RAYO_OP_ADD, .n = 2, .a = {ba, 2}, .b = {bb, 0}, .y = {by, 0}};
+    rayo_batch_call add = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_ADD, .n = N, .a = {ba, 0}, .b = {bb, 0}, .y = {by, 0}};
+    rayo_batch_call relu = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_RELU, .n = N, .a = {by, 0}, .y = {by, 0}};
+    rayo_batch_call sum = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_SUM, .n = N, .a = {by, 0}, .y = {by, N * 4}};
+    rayo_batch_call argmax = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_ARGMAX, .n = N, .a = {ba, 0}, .y = {by, N * 4}};
+    rayo_batch_call too_big = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_ADD, .n = N + 1, .a = {ba, 0}, .b = {bb, 0}, .y = {by, 0}};
+    rayo_batch_call odd = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_ADD, .n = 2, .a = {ba, 2}, .b = {bb, 0}, .y = {by, 0}};
     expect(rayo_batch_record(batch, &add), RAYO_OK, "record add");
     expect(rayo_batch_record(batch, &relu), RAYO_OK, "record relu in place");
     expect(rayo_batch_record(batch, &sum), RAYO_OK, "record sum");
@@ -125,7 +125,7 @@ static void test_batches(void)
 
     expect(rayo_batch_create(ctx, NULL, &batch), RAYO_OK, "batch on the default backend");
     rayo_status st = rayo_batch_record(batch, &argmax);
-    if (!strcmp(rayo_buffer_backend(ba), "scalar") && strcmp("scalar", rayo_backend_for(ctx, RAYO_OP_ADD, 1))) {
+    if (!strcmp(rayo_buffer_backend(ba), "scalar") && strcmp("scalar", rayo_backend_for(ctx, RAYO_OP_ADD, 0, 1))) {
         CHECK(st == RAYO_E_INVALID, "a buffer of another backend is refused");
     } else if (st == RAYO_OK) {
         expect(rayo_batch_submit(batch), RAYO_OK, "submit argmax");

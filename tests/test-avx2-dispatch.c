@@ -64,10 +64,12 @@ static void check_ops_work(rayo_context *ctx, const char *why)
 static void check_first_everywhere(rayo_context *ctx, const char *want, const char *why)
 {
     size_t count;
-    const rayo_op_info *ops = rayo_ops(&count);
+    count = rayo_op_count();
     for (size_t i = 0; i < count; i++) {
-        const char *first = rayo_backend_for(ctx, ops[i].id, 4096);
-        CHECK(first && !strcmp(first, want), "%s: %s goes to %s, want %s", why, ops[i].name,
+        if (rayo_op_at(i)->id >= RAYO_OP_CONVERT)
+            continue; /* the inference ops: not on avx2 yet (issue 13: scalar only) */
+        const char *first = rayo_backend_for(ctx, rayo_op_at(i)->id, 0, 4096);
+        CHECK(first && !strcmp(first, want), "%s: %s goes to %s, want %s", why, rayo_op_at(i)->name,
               first ? first : "(none)", want);
     }
 }
@@ -82,7 +84,7 @@ static void check_refused(const char *masked, const char *feature)
     unsetenv("RAYO_CPU_DISABLE");
     if (!ctx)
         return;
-    rayo_backend_info info = { 0 };
+    rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
     bool listed = test_backend(ctx, "avx2", &info) == RAYO_OK;
     CHECK(listed, "%s: avx2 not listed at all", why);
     if (listed) {
@@ -143,7 +145,7 @@ int main(void)
 
     rayo_context *ctx = NULL;
     CHECK(test_open(&ctx, NULL) == RAYO_OK, "open: %s", rayo_last_error());
-    rayo_backend_info info = { 0 };
+    rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
     if (ctx && test_backend(ctx, "avx2", &info) == RAYO_OK && info.status == RAYO_BACKEND_LOADED) {
         check_first_everywhere(ctx, "avx2", "default order");
         check_ops_work(ctx, "avx2");

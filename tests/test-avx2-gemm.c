@@ -39,7 +39,7 @@ static int check_matmul(rayo_context *ctx, const char *label, shape s, unsigned 
                 C[i] = NAN; /* must not be read */
         else
             conform_fill_uniform(&rng, C, s.m * s.n, -1.0, 1.0);
-        rayo_call call = { .op = RAYO_OP_MATMUL, .flags = flags, .m = s.m, .n = s.n, .k = s.k,
+        rayo_call call = { .struct_size = sizeof(rayo_call), .op = RAYO_OP_MATMUL, .flags = flags, .m = s.m, .n = s.n, .k = s.k,
                            .alpha = alpha, .beta = beta, .a = A, .b = B, .y = C };
         ok = conform_reference(&call, ref, terms) == 0;
         rayo_status st = rayo_run_on(ctx, "avx2", &call);
@@ -76,7 +76,7 @@ static void check_gemv(rayo_context *ctx, const char *label, size_t m, size_t n,
         conform_fill_uniform(&rng, x, in, -1.0, 1.0);
         for (size_t i = 0; i < out; i++)
             y[i] = beta == 0.0f ? NAN : 0.25f;
-        rayo_call call = { .op = RAYO_OP_GEMV, .flags = flags, .m = m, .n = n, .alpha = 0.5f, .beta = beta,
+        rayo_call call = { .struct_size = sizeof(rayo_call), .op = RAYO_OP_GEMV, .flags = flags, .m = m, .n = n, .alpha = 0.5f, .beta = beta,
                            .a = A, .b = x, .y = y };
         conform_reference(&call, ref, terms);
         CHECK(rayo_run_on(ctx, "avx2", &call) == RAYO_OK, "%s: gemv: %s", label, rayo_last_error());
@@ -134,7 +134,7 @@ int main(void)
             printf("FAIL: rayo_open: %s\n", rayo_last_error());
             return 1;
         }
-        rayo_backend_info info = { 0 };
+        rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
         if (test_backend(ctx, "avx2", &info) != RAYO_OK || info.status != RAYO_BACKEND_LOADED) {
             printf("SKIP: avx2 backend not loaded: %s\n", info.reason ? info.reason : "not built");
             rayo_close(ctx);

@@ -142,7 +142,7 @@ static void judge(const math_fn *fn, const rayo_op_info *op, float x, float y, f
 static int run_on(rayo_context *ctx, const char *backend, const rayo_op_info *op, const math_fn *fn,
                   const float *x, float *y, size_t n)
 {
-    rayo_call call = { .op = op->id, .n = n, .alpha = fn->alpha, .a = x, .y = y };
+    rayo_call call = { .struct_size = sizeof(rayo_call), .op = op->id, .n = n, .alpha = fn->alpha, .a = x, .y = y };
     rayo_status st = rayo_run_on(ctx, backend, &call);
     if (st != RAYO_OK) {
         fprintf(stderr, "%s on %s: %s (%s)\n", op->name, backend, rayo_strerror(st), rayo_last_error());
@@ -214,7 +214,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "rayo_open: %s\n", rayo_last_error());
         return 1;
     }
-    rayo_backend_info avx2, scalar;
+    rayo_backend_info avx2 = {.struct_size = sizeof(rayo_backend_info)}, scalar = {.struct_size = sizeof(rayo_backend_info)};
     if (test_backend(ctx, "avx2", &avx2) != RAYO_OK || test_backend(ctx, "scalar", &scalar) != RAYO_OK) {
         printf("FAIL: the avx2 and scalar backends must both be in the build tree\n");
         rayo_close(ctx);

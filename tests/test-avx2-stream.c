@@ -14,17 +14,17 @@
 static void check_all(rayo_context *ctx, const char *label, uint64_t seed)
 {
     size_t count;
-    const rayo_op_info *ops = rayo_ops(&count);
+    count = rayo_op_count();
     conform_backend be = { ctx, "avx2" };
     for (size_t i = 0; i < count; i++) {
-        rayo_op_sig  sig = ops[i].sig;
+        rayo_op_sig  sig = rayo_op_at(i)->sig;
         if (sig != RAYO_SIG_BINARY && sig != RAYO_SIG_UNARY && sig != RAYO_SIG_UNARY_P &&
             sig != RAYO_SIG_UNARY_P2)
             continue; /* the ops that write a vector with the streaming loop */
         conform_options opts = { .seed = seed, .quick = 0, .run = conform_run_backend, .run_user = &be };
         conform_result r;
-        int failed = conform_check_op(&opts, &ops[i], &r);
-        CHECK(!failed && r.implemented, "%s, %s: %zu of %zu cases fail (seed %llu): %s", label, ops[i].name,
+        int failed = conform_check_op(&opts, rayo_op_at(i), &r);
+        CHECK(!failed && r.implemented, "%s, %s: %zu of %zu cases fail (seed %llu): %s", label, rayo_op_at(i)->name,
               r.failed, r.cases, (unsigned long long)seed, r.reported ? r.reports[0] : "not implemented");
     }
 }
@@ -43,7 +43,7 @@ int main(void)
             printf("FAIL: rayo_open: %s\n", rayo_last_error());
             return 1;
         }
-        rayo_backend_info info = { 0 };
+        rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
         if (test_backend(ctx, "avx2", &info) != RAYO_OK || info.status != RAYO_BACKEND_LOADED) {
             printf("SKIP: avx2 backend not loaded: %s\n", info.reason ? info.reason : "not built");
             rayo_close(ctx);

@@ -76,11 +76,11 @@ static void apply_mistake(mistake how, const rayo_call *c, double *ref, double *
     case IGNORES_NAN:
         if (c->op == RAYO_OP_MAXIMUM)
             for (size_t i = 0; i < count; i++)
-                ref[i] = fmaxf(c->a[i], c->b[i]);
+                ref[i] = fmaxf(((const float *)c->a)[i], ((const float *)c->b)[i]);
         if (c->op == RAYO_OP_MAX) {
             float m = -INFINITY;
             for (size_t i = 0; i < c->n; i++)
-                m = fmaxf(m, c->a[i]);
+                m = fmaxf(m, ((const float *)c->a)[i]);
             ref[0] = m;
         }
         break;
@@ -92,7 +92,7 @@ static void apply_mistake(mistake how, const rayo_call *c, double *ref, double *
     case IGNORES_ACT:
         if (op->sig == RAYO_SIG_BIAS_ACT && c->flags != RAYO_ACT_NONE)
             for (size_t i = 0; i < count; i++)
-                ref[i] = (double)c->a[i] + c->b[i % c->n];
+                ref[i] = (double)((const float *)c->a)[i] + ((const float *)c->b)[i % c->n];
         break;
     default:
         break;
@@ -152,15 +152,17 @@ static conform_result check(const rayo_op_info *op, mistake how)
 static void right_answers_pass(void)
 {
     size_t n;
-    const rayo_op_info *ops = rayo_ops(&n);
+    n = rayo_op_count();
     for (size_t i = 0; i < n; i++) {
-        conform_result r = check(&ops[i], RIGHT);
-        expect(r.has_reference, "the engine has a reference", ops[i].name);
-        expect(r.implemented && r.cases > 10, "cases ran", ops[i].name);
-        expect(r.failed == 0, "right answers pass", ops[i].name);
+        if (rayo_op_at(i)->id >= RAYO_OP_CONVERT)
+            continue; /* the inference ops: judged by their plans (plans-infer.c) and their tests */
+        conform_result r = check(rayo_op_at(i), RIGHT);
+        expect(r.has_reference, "the engine has a reference", rayo_op_at(i)->name);
+        expect(r.implemented && r.cases > 10, "cases ran", rayo_op_at(i)->name);
+        expect(r.failed == 0, "right answers pass", rayo_op_at(i)->name);
         if (r.failed)
             printf("  %s\n", r.reports[0]);
-        expect(r.max_units <= 1.0, "right answers are within the contract", ops[i].name);
+        expect(r.max_units <= 1.0, "right answers are within the contract", rayo_op_at(i)->name);
     }
 }
 

@@ -81,8 +81,8 @@ static void wrong_fini(void *state)
 }
 
 static const rayo_op_entry wrong_ops[] = {
-    {RAYO_OP_ADD, wrong_add}, {RAYO_OP_RELU, wrong_relu},
-    {RAYO_OP_SUM, right_sum}, {RAYO_OP_SCALE, partial_scale},
+    {RAYO_OP_ADD, 0, wrong_add}, {RAYO_OP_RELU, 0, wrong_relu},
+    {RAYO_OP_SUM, 0, right_sum}, {RAYO_OP_SCALE, 0, partial_scale},
 };
 
 RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
@@ -99,4 +99,5 @@ RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
     .fini = wrong_fini,
     .ops = wrong_ops,
     .op_count = sizeof wrong_ops / sizeof wrong_ops[0],
+    .op_entry_size = sizeof(rayo_op_entry),
 };

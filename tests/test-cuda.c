@@ -116,6 +116,7 @@ typedef struct op_meta {
     int sum_scale;
 } op_meta;
 
+#define RAYO_OPS_BASE_ONLY /* the ops the cuda plugin registers */
 static const op_meta op_list[] = {
 #define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {ID, #NAME, TR, TA, RAYO_SCALE_##SC == RAYO_SCALE_SUM},
 #define RAYO_SCALE_ELEM 0
@@ -123,6 +124,7 @@ static const op_meta op_list[] = {
 #include "rayo-ops.h"
 #undef RAYO_OP
 };
+#undef RAYO_OPS_BASE_ONLY
 #define OP_COUNT (sizeof op_list / sizeof op_list[0])
 
 static const op_meta *meta(uint32_t id)
@@ -254,7 +256,7 @@ static void test_elementwise(void *st)
                 if (n > 8) { pos[0] = NAN; pos[1] = INFINITY; pos[2] = 0; pos[3] = -1; pos[4] = 1e-40f; pos[5] = 1.0001f; }
                 in = pos;
             }
-            rayo_call c = {.op = op, .n = n, .alpha = al, .beta = be, .a = in, .y = y};
+            rayo_call c = {.struct_size = sizeof(rayo_call), .op = op, .n = n, .alpha = al, .beta = be, .a = in, .y = y};
             memset(y, 0xff, n * sizeof *y);
             rayo_status rs = run(st, &c);
             CHECK(rs == RAYO_OK, "%s n=%zu: status %d: %s", mt->name, n, rs, last_error);
@@ -270,7 +272,7 @@ static void test_elementwise(void *st)
         for (size_t u = 0; u < sizeof binary / sizeof binary[0]; u++) {
             uint32_t op = binary[u];
             const op_meta *mt = meta(op);
-            rayo_call c = {.op = op, .n = n, .a = a, .b = b, .y = y};
+            rayo_call c = {.struct_size = sizeof(rayo_call), .op = op, .n = n, .a = a, .b = b, .y = y};
             rayo_status rs = run(st, &c);
             CHECK(rs == RAYO_OK, "%s: status %d: %s", mt->name, rs, last_error);
             for (size_t i = 0; i < n; i++) {
@@ -283,7 +285,7 @@ static void test_elementwise(void *st)
         }
         /* axpy, in place: y = 1.5 a + y */
         memcpy(y, b, n * sizeof *y);
-        rayo_call c = {.op = RAYO_OP_AXPY, .n = n, .alpha = 1.5f, .a = a, .y = y};
+        rayo_call c = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_AXPY, .n = n, .alpha = 1.5f, .a = a, .y = y};
         CHECK(run(st, &c) == RAYO_OK, "axpy: %s", last_error);
         for (size_t i = 0; i < n; i++) {
             ref[i] = 1.5 * a[i] + b[i];
@@ -315,7 +317,7 @@ static void test_reductions(void *st)
         };
         for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
             float y = NAN;
-            rayo_call c = {.op = cases[k].op, .n = n, .a = a, .b = b, .y = &y};
+            rayo_call c = {.struct_size = sizeof(rayo_call), .op = cases[k].op, .n = n, .a = a, .b = b, .y = &y};
             if (cases[k].op != RAYO_OP_DOT)
                 c.b = NULL;
             const op_meta *mt = meta(cases[k].op);
@@ -325,7 +327,7 @@ static void test_reductions(void *st)
             judge(what, mt->tol_rel, mt->tol_abs, &y, &cases[k].ref, &cases[k].scale, 1);
         }
         size_t idx = 12345;
-        rayo_call c = {.op = RAYO_OP_ARGMAX, .n = n, .a = a, .y = &idx};
+        rayo_call c = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_ARGMAX, .n = n, .a = a, .y = &idx};
         CHECK(run(st, &c) == RAYO_OK && idx == arg, "argmax n=%zu: %zu, want %zu", n, idx, arg);
         if (n > 200) { /* the first NaN wins, and ties go to the first index */
             a[n - 3] = NAN; a[n - 1] = NAN; a[5] = 1e30f; a[150] = 1e30f;
@@ -334,7 +336,7 @@ static void test_reductions(void *st)
             CHECK(run(st, &c) == RAYO_OK && idx == 5, "argmax tie: %zu, want 5", idx);
             float y = 0;
             a[n / 2] = NAN;
-            rayo_call m = {.op = RAYO_OP_MAX, .n = n, .a = a, .y = &y};
+            rayo_call m = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_MAX, .n = n, .a = a, .y = &y};
             CHECK(run(st, &m) == RAYO_OK && isnan(y), "max with a NaN: %g", (double)y);
         }
         free(a); free(b);
@@ -352,7 +354,7 @@ static void test_rows(void *st)
             uint32_t op = (uint32_t[]){RAYO_OP_SOFTMAX, RAYO_OP_LOG_SOFTMAX, RAYO_OP_LAYERNORM, RAYO_OP_RMSNORM}[kind];
             const op_meta *mt = meta(op);
             int no_gamma = kind == 2 && s % 2;
-            rayo_call c = {.op = op, .m = m, .n = n, .a = a, .y = y, .alpha = 1e-5f};
+            rayo_call c = {.struct_size = sizeof(rayo_call), .op = op, .m = m, .n = n, .a = a, .y = y, .alpha = 1e-5f};
             if (kind >= 2) {
                 c.b = no_gamma ? NULL : g;
                 c.c = bt;
@@ -418,7 +420,7 @@ static void check_matmul(void *st, unsigned flags, size_t m, size_t n, size_t k,
     double *ref = malloc(m * n * sizeof *ref), *scale = malloc(m * n * sizeof *scale);
     memcpy(y, C, m * n * sizeof *y);
     ref_matmul(flags, m, n, k, alpha, A, B, beta, C, ref, scale);
-    rayo_call c = {.op = RAYO_OP_MATMUL, .flags = flags, .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta,
+    rayo_call c = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_MATMUL, .flags = flags, .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta,
                    .a = A, .b = B, .y = y};
     CHECK(run(st, &c) == RAYO_OK, "matmul: %s", last_error);
     char what[96];
@@ -458,7 +460,7 @@ static void test_matrix(void *st)
             ref[o] = 2 * s + 0.5 * y0[o];
             scale[o] = 2 * t + fabs(0.5 * y0[o]);
         }
-        rayo_call c = {.op = RAYO_OP_GEMV, .flags = flags, .m = m, .n = n, .alpha = 2, .beta = 0.5f, .a = A,
+        rayo_call c = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_GEMV, .flags = flags, .m = m, .n = n, .alpha = 2, .beta = 0.5f, .a = A,
                        .b = x, .y = y};
         CHECK(run(st, &c) == RAYO_OK, "gemv: %s", last_error);
         judge(flags ? "gemv transposed" : "gemv", 1e-5, 0, y, ref, scale, ny);
@@ -469,7 +471,7 @@ static void test_matrix(void *st)
     size_t m = 77, n = 1031;
     float *a = floats(m * n, -4, 4), *bias = floats(n, -1, 1), *y = malloc(m * n * sizeof *y);
     double *ref = malloc(m * n * sizeof *ref), *scale = malloc(m * n * sizeof *scale);
-    rayo_call t = {.op = RAYO_OP_TRANSPOSE, .m = m, .n = n, .a = a, .y = y};
+    rayo_call t = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_TRANSPOSE, .m = m, .n = n, .a = a, .y = y};
     CHECK(run(st, &t) == RAYO_OK, "transpose: %s", last_error);
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++)
@@ -477,7 +479,7 @@ static void test_matrix(void *st)
     judge("transpose", 0, 0, y, ref, scale, m * n);
     for (unsigned act = 0; act < RAYO_ACT_LIMIT; act++) {
         static const uint32_t as_op[] = {0, RAYO_OP_RELU, RAYO_OP_GELU, RAYO_OP_SILU, RAYO_OP_TANH, RAYO_OP_SIGMOID};
-        rayo_call c = {.op = RAYO_OP_BIAS_ACT, .flags = act, .m = m, .n = n, .a = a, .b = bias, .y = y};
+        rayo_call c = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_BIAS_ACT, .flags = act, .m = m, .n = n, .a = a, .b = bias, .y = y};
         CHECK(run(st, &c) == RAYO_OK, "bias_act %u: %s", act, last_error);
         for (size_t i = 0; i < m * n; i++) {
             double v = (double)a[i] + bias[i % n];
@@ -488,9 +490,9 @@ static void test_matrix(void *st)
         snprintf(what, sizeof what, "bias_act %u", act);
         judge(what, 2e-6, 1e-7, y, ref, scale, m * n);
     }
-    rayo_call bad = {.op = RAYO_OP_BIAS_ACT, .flags = RAYO_ACT_LIMIT, .m = m, .n = n, .a = a, .b = bias, .y = y};
+    rayo_call bad = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_BIAS_ACT, .flags = RAYO_ACT_LIMIT, .m = m, .n = n, .a = a, .b = bias, .y = y};
     CHECK(run(st, &bad) == RAYO_E_UNSUPPORTED, "bias_act with an unknown activation must be unsupported");
-    rayo_call badmm = {.op = RAYO_OP_MATMUL, .flags = 4, .m = 2, .n = 2, .k = 2, .a = a, .b = a, .y = y};
+    rayo_call badmm = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_MATMUL, .flags = 4, .m = 2, .n = 2, .k = 2, .a = a, .b = a, .y = y};
     CHECK(run(st, &badmm) == RAYO_E_UNSUPPORTED, "matmul with an unknown flag must be unsupported");
     free(a); free(bias); free(y); free(ref); free(scale);
 }
@@ -549,13 +551,13 @@ static void test_batches(void *st)
 static void test_failure_keeps_output(void *st)
 {
     float a[4] = {1, 2, 3, 4}, y[4] = {5, 6, 7, 8};
-    rayo_call c = {.op = RAYO_OP_MATMUL, .m = 400000, .n = 400000, .k = 400000, .alpha = 1, .beta = 1,
+    rayo_call c = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_MATMUL, .m = 400000, .n = 400000, .k = 400000, .alpha = 1, .beta = 1,
                    .a = a, .b = a, .y = y};
     rayo_status s = run(st, &c);
     CHECK(s == RAYO_E_NOMEM || s == RAYO_E_OVERFLOW, "huge matmul: status %d (%s)", s, last_error);
     CHECK(y[0] == 5 && y[3] == 8, "a failed call changed the output");
     float z[4] = {0};
-    rayo_call ok = {.op = RAYO_OP_ADD, .n = 4, .a = a, .b = a, .y = z};
+    rayo_call ok = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_ADD, .n = 4, .a = a, .b = a, .y = z};
     CHECK(run(st, &ok) == RAYO_OK && z[3] == 8, "a call after a failed one: %s", last_error);
 }
 
@@ -568,7 +570,7 @@ static void *worker_main(void *arg)
     for (int rep = 0; rep < 40; rep++) {
         for (size_t i = 0; i < n; i++)
             a[i] = (float)(i % 97) + (float)w->id + (float)rep;
-        rayo_call c = {.op = RAYO_OP_SCALE, .n = n, .alpha = 2, .a = a, .y = y};
+        rayo_call c = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_SCALE, .n = n, .alpha = 2, .a = a, .y = y};
         if (run(w->st, &c) != RAYO_OK)
             w->bad++;
         for (size_t i = 0; i < n; i++)

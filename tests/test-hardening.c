@@ -69,7 +69,7 @@ static bool load_one(const char *path, const char *name, const char *extra, rayo
 static void expect_file(const char *path, const char *name, rayo_backend_status want, const char *reason)
 {
     rayo_context *ctx = NULL;
-    rayo_backend_info b;
+    rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
     bool listed = load_one(path, name, NULL, &ctx, &b);
     CHECK(listed, "%s is listed as %s", path, name);
     if (listed) {
@@ -133,7 +133,7 @@ static void test_bad_files(void)
     char extra[128];
     snprintf(extra, sizeof extra, "allow = scalar, fakegood, writable\n");
     rayo_context *ctx = NULL;
-    rayo_backend_info b;
+    rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
     bool listed = load_one(path, "writable", extra, &ctx, &b) ||
                   (rayo_close(ctx), load_one(path, "fakegood", extra, &ctx, &b));
     CHECK(listed, "writable plugin listed");
@@ -174,7 +174,7 @@ static void test_constructor(void)
     fake_path(path, sizeof path, "ctor");
     unsetenv("RAYO_FAKE_CTOR_RAN");
     rayo_context *ctx = NULL;
-    rayo_backend_info b;
+    rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
     CHECK(load_one(path, "fakector", "deny = fakector\n", &ctx, &b) && b.status == RAYO_BACKEND_DISABLED &&
           !strcmp(b.reason, "denied by configuration (plugins.deny / RAYO_DISABLE)"), "denied by file name");
     rayo_close(ctx);
@@ -204,7 +204,7 @@ static void test_shadow_and_junk(void)
     size_t junk = 0;
     bool scalar_loaded = false, empty_rejected = false;
     for (size_t i = 0; i < rayo_backend_count(ctx); i++) {
-        rayo_backend_info b;
+        rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
         rayo_backend_get(ctx, i, &b);
         junk += !strncmp(b.name, "junk", 4) && b.status == RAYO_BACKEND_REJECTED &&
                 !strcmp(b.reason, "not an ELF shared object (no ELF header)");
@@ -325,7 +325,7 @@ static void test_config_paths(void)
     snprintf(path, sizeof path, "%s/rel.conf", sub);
     write_text(path, "[plugins]\nload = rayo-fakegood.so:libm.so.6\n");
     rayo_context *ctx = open_config(path);
-    rayo_backend_info b;
+    rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
     char want[600];
     snprintf(want, sizeof want, "%s/rayo-fakegood.so", sub);
     CHECK(test_backend(ctx, "fakegood", &b) == RAYO_OK && b.status == RAYO_BACKEND_LOADED &&
@@ -403,7 +403,7 @@ static void lifetimes_on(const char *backend)
     CHECK(rayo_buffer_create(ctx, backend, sizeof x, &out) == RAYO_OK, "%s buffer", backend);
     CHECK(rayo_buffer_write(a, 0, x, sizeof x) == RAYO_OK, "write");
     CHECK(rayo_batch_create(ctx, backend, &batch) == RAYO_OK, "batch");
-    rayo_batch_call call = {.op = RAYO_OP_ADD, .n = N, .a = {a, 0}, .b = {a, 0}, .y = {out, 0}};
+    rayo_batch_call call = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_ADD, .n = N, .a = {a, 0}, .b = {a, 0}, .y = {out, 0}};
     CHECK(rayo_batch_record(batch, &call) == RAYO_OK, "record: %s", rayo_last_error());
     rayo_buffer_destroy(a); /* the batch keeps it alive */
     CHECK(rayo_batch_submit(batch) == RAYO_OK && rayo_batch_wait(batch, UINT64_MAX) == RAYO_OK,
@@ -414,7 +414,7 @@ static void lifetimes_on(const char *backend)
 
     /* Outstanding at close: freed by rayo_close, the handles detached. */
     CHECK(rayo_batch_create(ctx, backend, &batch) == RAYO_OK, "batch");
-    rayo_batch_call copy = {.op = RAYO_OP_RELU, .n = N, .a = {out, 0}, .y = {out, 0}};
+    rayo_batch_call copy = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_RELU, .n = N, .a = {out, 0}, .y = {out, 0}};
     CHECK(rayo_batch_record(batch, &copy) == RAYO_OK, "record");
     CHECK(rayo_batch_submit(batch) == RAYO_OK, "submit, not waited");
     rayo_close(ctx);
@@ -431,7 +431,7 @@ static void test_lifetimes(void)
     lifetimes_on("scalar");
     rayo_context *ctx;
     CHECK(test_open(&ctx, NULL) == RAYO_OK, "open");
-    rayo_backend_info vk;
+    rayo_backend_info vk = {.struct_size = sizeof(rayo_backend_info)};
     bool vulkan = test_backend(ctx, "vulkan", &vk) == RAYO_OK && vk.status == RAYO_BACKEND_LOADED;
     rayo_buffer *buf = NULL;
     CHECK(rayo_buffer_create(ctx, NULL, 64, &buf) == RAYO_OK, "default buffer");

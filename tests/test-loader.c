@@ -30,7 +30,7 @@ static void expect_status(const char *variant, rayo_backend_status want, const c
     char name[64];
     snprintf(name, sizeof name, "fake%s", variant);
     CHECK(test_open(&ctx, with_fake(variant, NULL)) == RAYO_OK, "open with %s: %s", name, rayo_last_error());
-    rayo_backend_info b;
+    rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
     rayo_status st = test_backend(ctx, name, &b);
     CHECK(st == RAYO_OK, "%s is listed", name);
     if (st == RAYO_OK) {
@@ -54,12 +54,12 @@ static void test_newer_minor(void)
 {
     rayo_context *ctx;
     CHECK(test_open(&ctx, with_fake("newer", NULL)) == RAYO_OK, "open");
-    rayo_backend_info b;
+    rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
     CHECK(test_backend(ctx, "fakenewer", &b) == RAYO_OK && b.status == RAYO_BACKEND_LOADED,
           "ABI 1.7 plugin loads (reason: %s)", b.reason);
     CHECK(b.abi_minor == 7, "minor read as %u", b.abi_minor);
     CHECK(b.op_count == 1, "only the known op counts: %zu", b.op_count);
-    CHECK(rayo_backend_for(ctx, RAYO_OP_ADD, 10) && !strcmp(rayo_backend_for(ctx, RAYO_OP_ADD, 10), "fakenewer"),
+    CHECK(rayo_backend_for(ctx, RAYO_OP_ADD, 0, 10) && !strcmp(rayo_backend_for(ctx, RAYO_OP_ADD, 0, 10), "fakenewer"),
           "add goes to the newer plugin");
     rayo_close(ctx);
 }
@@ -76,7 +76,7 @@ static void test_cpu_features(void)
     const char *feature = "simd128";
 #endif
     rayo_context *ctx;
-    rayo_backend_info b;
+    rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
     CHECK(test_open(&ctx, with_fake("needcpu", NULL)) == RAYO_OK, "open");
     CHECK(test_backend(ctx, "fakeneedcpu", &b) == RAYO_OK && b.status == RAYO_BACKEND_LOADED,
           "loads where the CPU has %s (reason: %s)", feature, b.reason);
@@ -113,8 +113,8 @@ static void test_partial_plugin(void)
     fill(b, N);
     rayo_context *ctx;
     CHECK(test_open(&ctx, with_fake("good", NULL)) == RAYO_OK, "open");
-    const char *add_be = rayo_backend_for(ctx, RAYO_OP_ADD, N);
-    const char *mul_be = rayo_backend_for(ctx, RAYO_OP_MUL, N);
+    const char *add_be = rayo_backend_for(ctx, RAYO_OP_ADD, 0, N);
+    const char *mul_be = rayo_backend_for(ctx, RAYO_OP_MUL, 0, N);
     CHECK(add_be && !strcmp(add_be, "fakegood"), "add goes to fakegood, not %s", add_be ? add_be : "nothing");
     CHECK(mul_be && !strcmp(mul_be, "scalar"), "mul falls through to scalar, not %s", mul_be ? mul_be : "nothing");
     CHECK(rayo_add(ctx, a, b, y, N) == RAYO_OK && add_is_right(a, b, y, N), "add result");
@@ -133,7 +133,7 @@ static void test_runtime_failure(void)
     fill(b, N);
     rayo_context *ctx;
     CHECK(test_open(&ctx, with_fake("runfail", NULL)) == RAYO_OK, "open");
-    const char *first = rayo_backend_for(ctx, RAYO_OP_ADD, N);
+    const char *first = rayo_backend_for(ctx, RAYO_OP_ADD, 0, N);
     CHECK(first && !strcmp(first, "fakerunfail"), "the failing plugin is first in the chain");
     CHECK(rayo_add(ctx, a, b, y, N) == RAYO_OK, "add succeeds despite the failure: %s", rayo_last_error());
     CHECK(add_is_right(a, b, y, N), "and its result is right");
@@ -142,10 +142,10 @@ static void test_runtime_failure(void)
 
     CHECK(test_open(&ctx, with_fake("lost", NULL)) == RAYO_OK, "open");
     CHECK(rayo_add(ctx, a, b, y, N) == RAYO_OK && add_is_right(a, b, y, N), "add after device loss");
-    rayo_backend_info info;
+    rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
     CHECK(test_backend(ctx, "fakelost", &info) == RAYO_OK && reason_has(&info, "lost"),
           "the lost backend says so: %s", info.reason);
-    const char *now = rayo_backend_for(ctx, RAYO_OP_ADD, N);
+    const char *now = rayo_backend_for(ctx, RAYO_OP_ADD, 0, N);
     CHECK(now && !strcmp(now, "scalar"), "a lost backend is skipped afterwards");
     rayo_close(ctx);
 }
@@ -153,16 +153,16 @@ static void test_runtime_failure(void)
 static void test_deny_and_order(void)
 {
     rayo_context *ctx;
-    rayo_backend_info b;
+    rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
     CHECK(test_open(&ctx, with_fake("good", "deny = fakegood\n")) == RAYO_OK, "open");
     CHECK(test_backend(ctx, "fakegood", &b) == RAYO_OK && b.status == RAYO_BACKEND_DISABLED, "deny works");
     rayo_close(ctx);
     CHECK(test_open(&ctx, with_fake("good", "[dispatch]\norder = scalar\n")) == RAYO_OK, "open");
-    const char *be = rayo_backend_for(ctx, RAYO_OP_ADD, 10);
+    const char *be = rayo_backend_for(ctx, RAYO_OP_ADD, 0, 10);
     CHECK(be && !strcmp(be, "scalar"), "dispatch.order puts scalar first: %s", be ? be : "none");
     rayo_close(ctx);
     CHECK(test_open(&ctx, with_fake("good", "[op.add]\norder = scalar\n")) == RAYO_OK, "open");
-    be = rayo_backend_for(ctx, RAYO_OP_ADD, 10);
+    be = rayo_backend_for(ctx, RAYO_OP_ADD, 0, 10);
     CHECK(be && !strcmp(be, "scalar"), "op.add.order puts scalar first: %s", be ? be : "none");
     rayo_close(ctx);
 }
@@ -180,7 +180,7 @@ static void test_shadowing(void)
     CHECK(test_open(&ctx, settings) == RAYO_OK, "open");
     int loaded = 0, shadowed = 0;
     for (size_t i = 0; i < rayo_backend_count(ctx); i++) {
-        rayo_backend_info b;
+        rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
         rayo_backend_get(ctx, i, &b);
         if (strcmp(b.name, "fakegood"))
             continue;

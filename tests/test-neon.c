@@ -56,17 +56,17 @@ static void test_preferred(void)
 {
     rayo_context *ctx;
     CHECK(test_open(&ctx, NULL) == RAYO_OK, "rayo_open: %s", rayo_last_error());
-    rayo_backend_info neon, scalar;
+    rayo_backend_info neon = {.struct_size = sizeof(rayo_backend_info)}, scalar = {.struct_size = sizeof(rayo_backend_info)};
     CHECK(test_backend(ctx, "neon", &neon) == RAYO_OK, "neon found");
     CHECK(test_backend(ctx, "scalar", &scalar) == RAYO_OK, "scalar found");
     CHECK(neon.status == RAYO_BACKEND_LOADED, "neon loaded: %s", neon.reason);
     CHECK(neon.rank < scalar.rank, "neon (position %u) before scalar (%u)", neon.rank, scalar.rank);
     size_t count;
-    const rayo_op_info *ops = rayo_ops(&count);
+    count = rayo_op_count();
     CHECK(neon.op_count == count, "neon implements all %zu ops (has %zu)", count, neon.op_count);
     for (size_t i = 0; i < count; i++) {
-        const char *first = rayo_backend_for(ctx, ops[i].id, 4096);
-        CHECK(first && !strcmp(first, "neon"), "%s goes to %s first", ops[i].name, first ? first : "(none)");
+        const char *first = rayo_backend_for(ctx, rayo_op_at(i)->id, 0, 4096);
+        CHECK(first && !strcmp(first, "neon"), "%s goes to %s first", rayo_op_at(i)->name, first ? first : "(none)");
     }
     rayo_close(ctx);
 }
@@ -74,11 +74,11 @@ static void test_preferred(void)
 /* ---- 2. refused where ASIMD is masked --------------------------------------------- */
 static void expect_refused(rayo_context *ctx, const char *how)
 {
-    rayo_backend_info neon;
+    rayo_backend_info neon = {.struct_size = sizeof(rayo_backend_info)};
     CHECK(test_backend(ctx, "neon", &neon) == RAYO_OK, "%s: neon listed", how);
     CHECK(neon.status == RAYO_BACKEND_REJECTED, "%s: neon rejected (status %d)", how, (int)neon.status);
     CHECK(strstr(neon.reason, "asimd") != NULL, "%s: the reason names asimd: \"%s\"", how, neon.reason);
-    const char *first = rayo_backend_for(ctx, RAYO_OP_MATMUL, 1 << 20);
+    const char *first = rayo_backend_for(ctx, RAYO_OP_MATMUL, 0, 1 << 20);
     CHECK(first && !strcmp(first, "scalar"), "%s: matmul falls to scalar (%s)", how, first ? first : "(none)");
     float a[3] = {1, 2, 3}, y[3];
     CHECK(rayo_add(ctx, a, a, y, 3) == RAYO_OK && y[2] == 6.0f, "%s: add still works", how);
@@ -133,10 +133,10 @@ static void test_elementwise_specials(rayo_context *ctx)
         b[i] = specials[i % N_SPECIAL];
     }
     size_t count;
-    const rayo_op_info *ops = rayo_ops(&count);
+    count = rayo_op_count();
     for (size_t o = 0; o < count; o++) {
-        const rayo_op_info *op = &ops[o];
-        rayo_call call = {.op = op->id, .a = a};
+        const rayo_op_info *op = rayo_op_at(o);
+        rayo_call call = {.struct_size = sizeof(rayo_call), .op = op->id, .a = a};
         switch (op->sig) {
         case RAYO_SIG_BINARY: call.b = b; call.n = N; break;
         case RAYO_SIG_UNARY: call.n = N_SPECIAL; break;
@@ -171,14 +171,14 @@ static void test_reduction_specials(rayo_context *ctx)
             for (size_t r = 0; r < sizeof reductions / sizeof reductions[0]; r++) {
                 const rayo_op_info *op = rayo_op_by_id(reductions[r]);
                 float yn, ys;
-                rayo_call call = {.op = op->id, .n = N, .a = x, .b = ones};
+                rayo_call call = {.struct_size = sizeof(rayo_call), .op = op->id, .n = N, .a = x, .b = ones};
                 run_both(ctx, &call, &yn, &ys);
                 char sv[32];
                 CHECK(agree(yn, ys, op), "%s with %s at %zu: neon %.9g, scalar %.9g", op->name,
                       describe(specials[s], sv, sizeof sv), pos, yn, ys);
             }
             size_t in, is;
-            rayo_call call = {.op = RAYO_OP_ARGMAX, .n = N, .a = x};
+            rayo_call call = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_ARGMAX, .n = N, .a = x};
             call.y = &in;
             CHECK(rayo_run_on(ctx, "neon", &call) == RAYO_OK, "argmax on neon");
             call.y = &is;
@@ -200,7 +200,7 @@ static void test_row_specials(rayo_context *ctx)
         x[N + 5] = specials[s];
         for (size_t r = 0; r < sizeof row_ops / sizeof row_ops[0]; r++) {
             const rayo_op_info *op = rayo_op_by_id(row_ops[r]);
-            rayo_call call = {.op = op->id, .m = M, .n = N, .a = x, .alpha = 1e-5f};
+            rayo_call call = {.struct_size = sizeof(rayo_call), .op = op->id, .m = M, .n = N, .a = x, .alpha = 1e-5f};
             run_both(ctx, &call, yn, ys);
             compare_outputs(op, x, NULL, yn, ys, M * N);
         }
@@ -220,7 +220,7 @@ static void check_matmul(rayo_context *ctx, size_t m, size_t n, size_t k, unsign
     for (size_t i = 0; i < k * n; i++) B[i] = test_random();
     for (size_t i = 0; i < m * n; i++) C0[i] = C[i] = beta == 0.0f ? NAN : test_random();
     const float alpha = 0.75f;
-    rayo_call call = {.op = RAYO_OP_MATMUL, .flags = flags, .m = m, .n = n, .k = k,
+    rayo_call call = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_MATMUL, .flags = flags, .m = m, .n = n, .k = k,
                       .alpha = alpha, .beta = beta, .a = A, .b = B, .y = C};
     CHECK(rayo_run_on(ctx, "neon", &call) == RAYO_OK, "matmul %zux%zux%zu: %s", m, n, k, rayo_last_error());
     size_t bad = 0;
@@ -273,7 +273,7 @@ int main(void)
         CHECK(0, "rayo_open: %s", rayo_last_error());
         return test_summary();
     }
-    rayo_backend_info info;
+    rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
     if (test_backend(ctx, "neon", &info) == RAYO_OK && info.status == RAYO_BACKEND_LOADED &&
         test_backend(ctx, "scalar", &info) == RAYO_OK && info.status == RAYO_BACKEND_LOADED) {
         test_elementwise_specials(ctx);

@@ -57,7 +57,7 @@ static void batch_round(void)
         rayo_batch_destroy(batch);
         return;
     }
-    rayo_batch_call call = {.op = RAYO_OP_ADD, .n = N, .a = {common, 0}, .b = {common, 0}, .y = {mine, 0}};
+    rayo_batch_call call = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_ADD, .n = N, .a = {common, 0}, .b = {common, 0}, .y = {mine, 0}};
     fail_if(rayo_batch_record(batch, &call) != RAYO_OK);
     fail_if(rayo_batch_submit(batch) != RAYO_OK || rayo_batch_wait(batch, UINT64_MAX) != RAYO_OK);
     fail_if(rayo_buffer_read(mine, 0, out, sizeof out) != RAYO_OK || out[N - 1] != 2.0f * (N - 1));

@@ -83,7 +83,7 @@ static int expect_unavailable(const char *text, char *extra)
         printf("FAIL: rayo_open: %s\n", rayo_last_error());
         return 1;
     }
-    rayo_backend_info info;
+    rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
     int rc = 1;
     if (!vulkan_info(ctx, &info))
         printf("FAIL: the vulkan plugin was not found\n");
@@ -185,7 +185,7 @@ static void test_chain(size_t n, size_t off)
     for (int i = 0; i < 10; i++) {
         bool binary = ops[i] == RAYO_OP_ADD || ops[i] == RAYO_OP_MUL || ops[i] == RAYO_OP_SUB;
         calls[i] = (rayo_batch_call){
-            .op = ops[i], .n = n, .alpha = 0.75f,
+            .struct_size = sizeof(rayo_batch_call), .op = ops[i], .n = n, .alpha = 0.75f,
             .a = {i == 0 ? bx : by, off * 4}, .b = {binary ? bx : NULL, binary ? off * 4 : 0},
             .y = {by, off * 4},
         };
@@ -226,12 +226,12 @@ static void test_reductions(size_t n)
     rayo_buffer_write(bx, 4, x, n * 4);  /* at word 1: not 16-byte aligned */
     rayo_buffer_write(bz, 0, z, n * 4);
     rayo_batch_call calls[] = {
-        {.op = RAYO_OP_SUM, .n = n, .a = {bx, 4}, .y = {out, 0}},
-        {.op = RAYO_OP_DOT, .n = n, .a = {bx, 4}, .b = {bz, 0}, .y = {out, 4}},
-        {.op = RAYO_OP_MAX, .n = n, .a = {bx, 4}, .y = {out, 8}},
-        {.op = RAYO_OP_NORM_L2, .n = n, .a = {bx, 4}, .y = {out, 12}},
-        {.op = RAYO_OP_ARGMAX, .n = n, .a = {bx, 4}, .y = {out, 16}},
-        {.op = RAYO_OP_NORM_L1, .n = n, .a = {bx, 4}, .y = {out, 24}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_SUM, .n = n, .a = {bx, 4}, .y = {out, 0}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_DOT, .n = n, .a = {bx, 4}, .b = {bz, 0}, .y = {out, 4}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_MAX, .n = n, .a = {bx, 4}, .y = {out, 8}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_NORM_L2, .n = n, .a = {bx, 4}, .y = {out, 12}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_ARGMAX, .n = n, .a = {bx, 4}, .y = {out, 16}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_NORM_L1, .n = n, .a = {bx, 4}, .y = {out, 24}},
     };
     CHECK(run_batch(calls, 6) == RAYO_OK, "reductions n=%zu: %s", n, rayo_last_error());
     float r[4], l1;
@@ -279,10 +279,10 @@ static void test_rows(size_t m, size_t n)
     rayo_buffer_write(bg, 0, g, n * 4);
     rayo_buffer_write(bb, 0, bias, n * 4);
     rayo_batch_call calls[] = {
-        {.op = RAYO_OP_SOFTMAX, .m = m, .n = n, .a = {bx, 0}, .y = {bs, 0}},
-        {.op = RAYO_OP_LAYERNORM, .m = m, .n = n, .alpha = 1e-5f, .a = {bx, 0}, .b = {bg, 0},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_SOFTMAX, .m = m, .n = n, .a = {bx, 0}, .y = {bs, 0}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_LAYERNORM, .m = m, .n = n, .alpha = 1e-5f, .a = {bx, 0}, .b = {bg, 0},
          .y = {bl, 0}},
-        {.op = RAYO_OP_BIAS_ACT, .flags = RAYO_ACT_GELU, .m = m, .n = n, .a = {bl, 0},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_BIAS_ACT, .flags = RAYO_ACT_GELU, .m = m, .n = n, .a = {bl, 0},
          .b = {bb, 0}, .y = {bl, 0}},
     };
     CHECK(run_batch(calls, 3) == RAYO_OK, "rows %zux%zu: %s", m, n, rayo_last_error());
@@ -349,10 +349,10 @@ static void test_matrix(size_t m, size_t n, size_t k, unsigned flags)
     rayo_buffer_write(bv, 0, v, n * 4);
     const float alpha = 1.5f, beta = -0.5f;
     rayo_batch_call calls[] = {
-        {.op = RAYO_OP_MATMUL, .flags = flags, .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta,
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_MATMUL, .flags = flags, .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta,
          .a = {ba, 4}, .b = {bb, 0}, .y = {bc, 0}},
-        {.op = RAYO_OP_GEMV, .m = m, .n = n, .alpha = 1.0f, .a = {bc, 0}, .b = {bv, 0}, .y = {bg, 0}},
-        {.op = RAYO_OP_TRANSPOSE, .m = m, .n = n, .a = {bc, 0}, .y = {bt, 0}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_GEMV, .m = m, .n = n, .alpha = 1.0f, .a = {bc, 0}, .b = {bv, 0}, .y = {bg, 0}},
+        {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_TRANSPOSE, .m = m, .n = n, .a = {bc, 0}, .y = {bt, 0}},
     };
     CHECK(run_batch(calls, 3) == RAYO_OK, "matrix %zux%zux%zu: %s", m, n, k, rayo_last_error());
     rayo_buffer_read(bc, 0, y, m * n * 4);
@@ -414,7 +414,7 @@ static void *host_calls(void *arg)
         b[i] = (float)(rand_r(&seed) % 1000) / 32.0f;
     }
     for (int rep = 0; rep < 20 && w->st == RAYO_OK; rep++) {
-        rayo_call call = {.op = rep % 2 ? RAYO_OP_MUL : RAYO_OP_ADD, .n = n, .a = a, .b = b, .y = y};
+        rayo_call call = {.struct_size = sizeof(rayo_call), .op = rep % 2 ? RAYO_OP_MUL : RAYO_OP_ADD, .n = n, .a = a, .b = b, .y = y};
         w->st = rayo_run_on(ctx, "vulkan", &call);
         for (size_t i = 0; i < n && w->st == RAYO_OK; i++)
             w->bad += y[i] != (rep % 2 ? a[i] * b[i] : a[i] + b[i]);
@@ -469,7 +469,7 @@ int main(int argc, char **argv)
     /* validation on where the layer is installed */
     const char *validation = "[backend.vulkan]\nvalidation = yes\n";
     ctx = open_with(validation);
-    rayo_backend_info info;
+    rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
     if (ctx && vulkan_info(ctx, &info) && info.status != RAYO_BACKEND_LOADED &&
         strstr(info.reason, "is not installed")) {
         printf("note: %s: running without validation\n", info.reason);

@@ -172,7 +172,7 @@ static void set_target(target *t, const rayo_backend_info *info)
 static size_t choose_targets(rayo_context *ctx, const args *a, target *out)
 {
     size_t n = 0, count = rayo_backend_count(ctx);
-    rayo_backend_info info;
+    rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
     if (!a->file_count) {
         for (size_t i = 0; i < count && n < MAX_TARGETS; i++)
             if (rayo_backend_get(ctx, i, &info) == RAYO_OK && info.status == RAYO_BACKEND_LOADED)
@@ -322,15 +322,15 @@ static const char *skip_for(const args *a, const char *backend)
 static int run_all(rayo_context *ctx, const args *a, const target *targets, size_t nt, uint64_t seed)
 {
     size_t nops;
-    const rayo_op_info *all = rayo_ops(&nops);
+    nops = rayo_op_count();
     const rayo_op_info *ops[256];
     size_t n = 0;
     for (size_t i = 0; i < nops && n < 256; i++) {
         int wanted = a->op_count == 0;
         for (size_t k = 0; k < a->op_count; k++)
-            wanted |= !strcmp(a->ops[k], all[i].name);
+            wanted |= !strcmp(a->ops[k], rayo_op_at(i)->name);
         if (wanted)
-            ops[n++] = &all[i];
+            ops[n++] = rayo_op_at(i);
     }
     outcome *out = calloc(n * nt + 1, sizeof *out);
     if (!out) {

@@ -50,6 +50,29 @@ static void json_string(const char *s)
     putchar('"');
 }
 
+/* The links of the chain of (op, dtypes), up to max. */
+static size_t get_links(const rayo_context *ctx, rayo_op op, uint32_t dtypes, rayo_link_info *links, size_t max)
+{
+    size_t n = rayo_chain_count(ctx, op, dtypes);
+    for (size_t i = 0; i < n && i < max; i++) {
+        links[i].struct_size = sizeof links[i];
+        if (rayo_chain_link(ctx, op, dtypes, i, &links[i]) != RAYO_OK)
+            return i;
+    }
+    return n < max ? n : max;
+}
+
+/* The name a chain goes by: the op's name for its all-f32 combination,
+ * else "op.combination" ("matmul.f32.q4_k.f32"). */
+static const char *chain_name(const rayo_combo_info *c, char *buf, size_t size)
+{
+    const rayo_op_info *op = rayo_op_by_id(c->op);
+    if (c->dtypes == 0)
+        return op->name;
+    snprintf(buf, size, "%s.%s", op->name, c->name);
+    return buf;
+}
+
 static void print_window(const rayo_link_info *l)
 {
     if (l->min_size)
@@ -77,7 +100,7 @@ static void text_backends(const rayo_context *ctx)
     printf("Backends:\n");
     size_t n = rayo_backend_count(ctx);
     for (size_t i = 0; i < n; i++) {
-        rayo_backend_info b;
+        rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
         if (rayo_backend_get(ctx, i, &b) != RAYO_OK)
             continue;
         printf("  %-8s %-11s", b.name, status_name(b.status));
@@ -98,23 +121,59 @@ static void text_backends(const rayo_context *ctx)
     printf("\n");
 }
 
+/* One chain: an op and dtype combination, its name and its links. */
+typedef struct chain_view {
+    const char *name;
+    size_t count;
+    rayo_link_info links[32];
+} chain_view;
+
+/* Calls show(view, index) for the chain of every op and combination, in
+ * list order (index counts the chains shown before). */
+static void each_chain(const rayo_context *ctx, void (*show)(const chain_view *, size_t))
+{
+    size_t index = 0;
+    for (size_t i = 0; i < rayo_op_count(); i++) {
+        rayo_op op = rayo_op_at(i)->id;
+        for (size_t c = 0; c < rayo_op_combo_count(op); c++) {
+            const rayo_combo_info *combo = rayo_op_combo(op, c);
+            char name[96];
+            chain_view v;
+            v.name = chain_name(combo, name, sizeof name);
+            v.count = get_links(ctx, op, combo->dtypes, v.links, 32);
+            show(&v, index++);
+        }
+    }
+}
+
+static void text_chain(const chain_view *v, size_t index)
+{
+    (void)index;
+    printf("  %-12s ", v->name);
+    if (!v->count)
+        printf("(no backend)");
+    for (size_t j = 0; j < v->count; j++) {
+        printf("%s%s", j ? " > " : "", v->links[j].backend);
+        print_window(&v->links[j]);
+    }
+    printf("\n");
+}
+
 static void text_dispatch(const rayo_context *ctx)
 {
-    printf("Dispatch (backends tried in order; a GPU only from its offload threshold):\n");
-    size_t count;
-    const rayo_op_info *ops = rayo_ops(&count);
-    for (size_t i = 0; i < count; i++) {
-        rayo_link_info links[32];
-        size_t n = rayo_chain(ctx, ops[i].id, links, 32);
-        printf("  %-12s ", ops[i].name);
-        if (!n)
-            printf("(no backend)");
-        for (size_t j = 0; j < n && j < 32; j++) {
-            printf("%s%s", j ? " > " : "", links[j].backend);
-            print_window(&links[j]);
-        }
-        printf("\n");
-    }
+    printf("Dispatch, per op and dtype combination (backends tried in order; a GPU only\n"
+           "from its offload threshold):\n");
+    each_chain(ctx, text_chain);
+}
+
+/* one key per op and combination: "matmul" (all f32), "matmul.f32.q4_k.f32" */
+static void json_chain(const chain_view *v, size_t index)
+{
+    printf("%s\n    \"%s\": [", index ? "," : "", v->name);
+    for (size_t j = 0; j < v->count; j++)
+        printf("%s{\"backend\": \"%s\", \"min_size\": %zu}", j ? ", " : "", v->links[j].backend,
+               v->links[j].min_size);
+    printf("]");
 }
 
 /* ---- json ---- */
@@ -138,7 +197,7 @@ static void json_output(const rayo_context *ctx)
     printf("\n  ],\n  \"backends\": [");
     n = rayo_backend_count(ctx);
     for (size_t i = 0; i < n; i++) {
-        rayo_backend_info b;
+        rayo_backend_info b = {.struct_size = sizeof(rayo_backend_info)};
         rayo_backend_get(ctx, i, &b);
         printf("%s\n    {\"name\": ", i ? "," : "");
         json_string(b.name);
@@ -159,17 +218,7 @@ static void json_output(const rayo_context *ctx)
         printf("]}");
     }
     printf("\n  ],\n  \"dispatch\": {");
-    size_t count;
-    const rayo_op_info *ops = rayo_ops(&count);
-    for (size_t i = 0; i < count; i++) {
-        rayo_link_info links[32];
-        size_t nl = rayo_chain(ctx, ops[i].id, links, 32);
-        printf("%s\n    \"%s\": [", i ? "," : "", ops[i].name);
-        for (size_t j = 0; j < nl && j < 32; j++)
-            printf("%s{\"backend\": \"%s\", \"min_size\": %zu}", j ? ", " : "", links[j].backend,
-                   links[j].min_size);
-        printf("]");
-    }
+    each_chain(ctx, json_chain);
     printf("\n  }\n}\n");
 }
 
@@ -199,8 +248,8 @@ static int explain(const rayo_context *ctx, const char *op_name, const char *siz
     else
         printf("default order: GPUs, then SIMD CPU backends, then scalar, then software devices\n");
     rayo_link_info links[32];
-    size_t n = rayo_chain(ctx, op->id, links, 32);
-    const char *chosen = rayo_backend_for(ctx, op->id, (size_t)size);
+    size_t n = get_links(ctx, op->id, 0, links, 32);
+    const char *chosen = rayo_backend_for(ctx, op->id, 0, (size_t)size);
     for (size_t i = 0; i < n && i < 32; i++) {
         bool fits = size >= links[i].min_size && size <= links[i].max_size;
         printf("  %zu. %-8s %s", i + 1, links[i].backend, fits ? "accepts this size" : "skipped:");
@@ -218,16 +267,16 @@ static int explain(const rayo_context *ctx, const char *op_name, const char *siz
 static void list_ops(void)
 {
     size_t count;
-    const rayo_op_info *ops = rayo_ops(&count);
+    count = rayo_op_count();
     printf("%-4s %-12s %-24s %s\n", "id", "op", "contract", "definition");
     for (size_t i = 0; i < count; i++) {
         char contract[64];
-        if (ops[i].tol_rel == 0 && ops[i].tol_abs == 0)
+        if (rayo_op_at(i)->tol_rel == 0 && rayo_op_at(i)->tol_abs == 0)
             snprintf(contract, sizeof contract, "exact");
         else
-            snprintf(contract, sizeof contract, "%.0e*%s+%.0e", ops[i].tol_rel,
-                     ops[i].scale == RAYO_SCALE_SUM ? "sum|t|" : "|y|", ops[i].tol_abs);
-        printf("%-4d %-12s %-24s %s\n", (int)ops[i].id, ops[i].name, contract, ops[i].summary);
+            snprintf(contract, sizeof contract, "%.0e*%s+%.0e", rayo_op_at(i)->tol_rel,
+                     rayo_op_at(i)->scale == RAYO_SCALE_SUM ? "sum|t|" : "|y|", rayo_op_at(i)->tol_abs);
+        printf("%-4d %-12s %-24s %s\n", (int)rayo_op_at(i)->id, rayo_op_at(i)->name, contract, rayo_op_at(i)->summary);
     }
 }
 
@@ -277,7 +326,7 @@ int main(int argc, char **argv)
         text_config(ctx);
         text_backends(ctx);
         text_dispatch(ctx);
-        if (rayo_backend_for(ctx, RAYO_OP_ADD, 1) == NULL)
+        if (rayo_backend_for(ctx, RAYO_OP_ADD, 0, 1) == NULL)
             printf("\nNo backend is loaded: every call will fail. The reasons are listed above.\n");
     }
     rayo_close(ctx);

@@ -111,7 +111,7 @@ EMSCRIPTEN_KEEPALIVE int rayo_js_run(rayo_context *ctx, const char *backend, uin
                                      float beta, const float *a, const float *b, const float *c,
                                      void *y)
 {
-    rayo_call call = {.op = op, .flags = flags, .m = m, .n = n, .k = k, .alpha = alpha,
+    rayo_call call = {.struct_size = sizeof(rayo_call), .op = op, .flags = flags, .m = m, .n = n, .k = k, .alpha = alpha,
                       .beta = beta, .a = a, .b = b, .c = c, .y = y};
     if (backend && *backend)
         return rayo_run_on(ctx, backend, &call);
@@ -137,7 +137,7 @@ EMSCRIPTEN_KEEPALIVE char *rayo_js_backends_json(const rayo_context *ctx)
     text t = {0};
     put(&t, "[");
     for (size_t i = 0; i < rayo_backend_count(ctx); i++) {
-        rayo_backend_info info;
+        rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
         if (rayo_backend_get(ctx, i, &info) != RAYO_OK)
             continue;
         put(&t, "%s{\"name\":", i ? "," : "");
@@ -169,17 +169,17 @@ static const char *const class_names[] = {
 EMSCRIPTEN_KEEPALIVE char *rayo_js_ops_json(void)
 {
     size_t count;
-    const rayo_op_info *ops = rayo_ops(&count);
+    count = rayo_op_count();
     text t = {0};
     put(&t, "[");
     for (size_t i = 0; i < count; i++) {
-        const char *cls = (size_t)ops[i].sig < sizeof class_names / sizeof class_names[0]
-                              ? class_names[ops[i].sig] : "unknown";
-        put(&t, "%s{\"id\":%u,\"name\":", i ? "," : "", (unsigned)ops[i].id);
-        put_string(&t, ops[i].name);
+        const char *cls = (size_t)rayo_op_at(i)->sig < sizeof class_names / sizeof class_names[0]
+                              ? class_names[rayo_op_at(i)->sig] : "unknown";
+        put(&t, "%s{\"id\":%u,\"name\":", i ? "," : "", (unsigned)rayo_op_at(i)->id);
+        put_string(&t, rayo_op_at(i)->name);
         put(&t, ",\"class\":\"%s\",\"tol_rel\":%g,\"tol_abs\":%g,\"summary\":", cls,
-            ops[i].tol_rel, ops[i].tol_abs);
-        put_string(&t, ops[i].summary);
+            rayo_op_at(i)->tol_rel, rayo_op_at(i)->tol_abs);
+        put_string(&t, rayo_op_at(i)->summary);
         put(&t, "}");
     }
     put(&t, "]");
@@ -190,13 +190,13 @@ EMSCRIPTEN_KEEPALIVE char *rayo_js_ops_json(void)
 EMSCRIPTEN_KEEPALIVE char *rayo_js_dispatch_json(const rayo_context *ctx, size_t size)
 {
     size_t count;
-    const rayo_op_info *ops = rayo_ops(&count);
+    count = rayo_op_count();
     text t = {0};
     put(&t, "{");
     for (size_t i = 0; i < count; i++) {
-        const char *be = rayo_backend_for(ctx, ops[i].id, size);
+        const char *be = rayo_backend_for(ctx, rayo_op_at(i)->id, 0, size);
         put(&t, "%s", i ? "," : "");
-        put_string(&t, ops[i].name);
+        put_string(&t, rayo_op_at(i)->name);
         put(&t, ":");
         if (be)
             put_string(&t, be);

@@ -57,7 +57,7 @@ static rayo_status template_add(void *s, const rayo_call *c)
     (void)s;
     float *y = c->y;
     for (size_t i = 0; i < c->n; i++)
-        y[i] = c->a[i] + c->b[i];
+        y[i] = ((const float *)c->a)[i] + ((const float *)c->b)[i];
     return RAYO_OK;
 }
 
@@ -67,13 +67,13 @@ static rayo_status template_relu(void *s, const rayo_call *c)
     (void)s;
     float *y = c->y;
     for (size_t i = 0; i < c->n; i++)
-        y[i] = c->a[i] < 0.0f ? 0.0f : c->a[i];
+        y[i] = ((const float *)c->a)[i] < 0.0f ? 0.0f : ((const float *)c->a)[i];
     return RAYO_OK;
 }
 
 static const rayo_op_entry template_ops[] = {
-    {RAYO_OP_ADD, template_add},
-    {RAYO_OP_RELU, template_relu},
+    {RAYO_OP_ADD, 0, template_add},
+    {RAYO_OP_RELU, 0, template_relu},
 };
 
 RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
@@ -92,4 +92,5 @@ RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
     .ops = template_ops,
     .op_count = sizeof template_ops / sizeof template_ops[0],
     .memory = NULL,     /* host memory: the core provides buffers and batches */
+    .op_entry_size = sizeof(rayo_op_entry),
 };

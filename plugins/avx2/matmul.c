@@ -648,6 +648,8 @@ static void gemv_run(const avx2_state *st, int trans, size_t rows, size_t cols, 
 
 AVX2_KERNEL(gemv)
 {
+    if (rayo_call_strided(call))
+        return RAYO_E_UNSUPPORTED; /* row strides: not in this kernel yet */
     const rayo_call *c = call;
     if (c->m == 0 || c->n == 0)
         return RAYO_OK;
@@ -686,6 +688,8 @@ static void matmul_as_gemv(const avx2_state *st, const gemm_args *g)
 
 AVX2_KERNEL(matmul)
 {
+    if (rayo_call_strided(call))
+        return RAYO_E_UNSUPPORTED; /* row strides: not in this kernel yet */
     gemm_args g = {
         .m = call->m, .n = call->n, .k = call->k, .alpha = call->alpha, .beta = call->beta,
         .A = call->a, .B = call->b, .C = call->y,

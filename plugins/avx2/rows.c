@@ -128,14 +128,14 @@ static void softmax_range(const avx2_state *st, const rayo_call *c, size_t begin
 {
     (void)st;
     for (size_t i = begin; i < end; i++)
-        softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);
+        softmax_row((const float *)c->a + i * c->n, (float *)c->y + i * c->n, c->n);
 }
 
 static void log_softmax_range(const avx2_state *st, const rayo_call *c, size_t begin, size_t end)
 {
     (void)st;
     for (size_t i = begin; i < end; i++)
-        log_softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);
+        log_softmax_row((const float *)c->a + i * c->n, (float *)c->y + i * c->n, c->n);
 }
 
 AVX2_KERNEL(softmax)
@@ -224,7 +224,7 @@ static void layernorm_range(const avx2_state *st, const rayo_call *c, size_t beg
     (void)st;
     size_t n = c->n;
     for (size_t i = begin; i < end; i++) {
-        const float *x = c->a + i * n;
+        const float *x = (const float *)c->a + i * n;
         double mean = row_sum_f64(x, n) / (double)n;
         double var = row_centered_squares_f64(x, n, mean) / (double)n;
         normalize_row(x, c->b, c->c, (float *)c->y + i * n, n, mean, inverse_std(var + (double)c->alpha));
@@ -236,7 +236,7 @@ static void rmsnorm_range(const avx2_state *st, const rayo_call *c, size_t begin
     (void)st;
     size_t n = c->n;
     for (size_t i = begin; i < end; i++) {
-        const float *x = c->a + i * n;
+        const float *x = (const float *)c->a + i * n;
         double mean_square = avx2_sum_squares_f64(x, n) / (double)n;
         normalize_row(x, c->b, NULL, (float *)c->y + i * n, n, 0.0,
                       inverse_std(mean_square + (double)c->alpha));

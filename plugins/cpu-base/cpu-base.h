@@ -104,6 +104,7 @@ extern const cpu_plugin_identity cpu_plugin_id;
         .cpu_features = (CPU_FEATURES), .priority = (PRIORITY), .probe = cpu_probe,       \
         .init = cpu_init, .fini = cpu_fini, .ops = (OPS),                                \
         .op_count = sizeof(OPS) / sizeof((OPS)[0]), .memory = NULL,                      \
+        .op_entry_size = sizeof(rayo_op_entry),                                          \
     }
 
 #ifdef PACKAGE_VERSION
@@ -133,23 +134,23 @@ extern const cpu_plugin_identity cpu_plugin_id;
     static void softmax_rows(const rayo_call *c, size_t lo, size_t hi)                     \
     {                                                                                      \
         for (size_t i = lo; i < hi; i++)                                                   \
-            softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);                   \
+            softmax_row((const float *)c->a + i * c->n, (float *)c->y + i * c->n, c->n);                   \
     }                                                                                      \
     static void log_softmax_rows(const rayo_call *c, size_t lo, size_t hi)                 \
     {                                                                                      \
         for (size_t i = lo; i < hi; i++)                                                   \
-            log_softmax_row(c->a + i * c->n, (float *)c->y + i * c->n, c->n);               \
+            log_softmax_row((const float *)c->a + i * c->n, (float *)c->y + i * c->n, c->n);               \
     }                                                                                      \
     static void layernorm_rows(const rayo_call *c, size_t lo, size_t hi)                   \
     {                                                                                      \
         for (size_t i = lo; i < hi; i++)                                                   \
-            layernorm_row(c->a + i * c->n, c->b, c->c, (float *)c->y + i * c->n, c->n,      \
+            layernorm_row((const float *)c->a + i * c->n, c->b, c->c, (float *)c->y + i * c->n, c->n,      \
                           c->alpha);                                                       \
     }                                                                                      \
     static void rmsnorm_rows(const rayo_call *c, size_t lo, size_t hi)                     \
     {                                                                                      \
         for (size_t i = lo; i < hi; i++)                                                   \
-            rmsnorm_row(c->a + i * c->n, c->b, (float *)c->y + i * c->n, c->n, c->alpha);   \
+            rmsnorm_row((const float *)c->a + i * c->n, c->b, (float *)c->y + i * c->n, c->n, c->alpha);   \
     }                                                                                      \
     CPU_KERNEL_FN(softmax)                                                                 \
     {                                                                                      \

@@ -156,7 +156,7 @@ static void bench_gemm(const char *group, const char *precision, const char *key
         size_t n = sizes[s];
         rayo_buffer *A = device_buffer(ctx, n * n, 1), *B = device_buffer(ctx, n * n, 1);
         rayo_buffer *C = device_buffer(ctx, n * n, 0);
-        rayo_batch_call c = {.op = RAYO_OP_MATMUL, .m = n, .n = n, .k = n, .alpha = 1, .beta = 0,
+        rayo_batch_call c = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_MATMUL, .m = n, .n = n, .k = n, .alpha = 1, .beta = 0,
                              .a = {A, 0}, .b = {B, 0}, .y = {C, 0}};
         double flops = 2.0 * (double)n * n * n;
         int reps = flops > 2e11 ? 3 : flops > 2e10 ? 10 : 40;
@@ -175,7 +175,7 @@ static void bench_gemm(const char *group, const char *precision, const char *key
 static void bench_stream(rayo_context *ctx, const char *name, uint32_t op, size_t n, size_t m, double bytes_per,
                          rayo_buffer *a, rayo_buffer *b, rayo_buffer *y)
 {
-    rayo_batch_call c = {.op = op, .n = n, .m = m, .alpha = 0.5f, .beta = 1.5f, .a = {a, 0}, .y = {y, 0}};
+    rayo_batch_call c = {.struct_size = sizeof(rayo_batch_call), .op = op, .n = n, .m = m, .alpha = 0.5f, .beta = 1.5f, .a = {a, 0}, .y = {y, 0}};
     if (op == RAYO_OP_ADD || op == RAYO_OP_DOT || op == RAYO_OP_MUL)
         c.b = (rayo_operand){b, 0};
     if (op == RAYO_OP_CLIP)
@@ -192,7 +192,7 @@ static void bench_round_trip(rayo_context *ctx)
     static double t[CALLS];
     for (int i = 0; i < N; i++)
         a[i] = frand(), b[i] = frand();
-    rayo_call c = {.op = RAYO_OP_ADD, .n = N, .a = a, .b = b, .y = y};
+    rayo_call c = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_ADD, .n = N, .a = a, .b = b, .y = y};
     for (int i = 0; i < 200; i++)
         rayo_run_on(ctx, "cuda", &c);
     for (int i = 0; i < CALLS; i++) {
@@ -249,7 +249,7 @@ int main(int argc, char **argv)
     int nsizes = quick ? 2 : 4;
 
     rayo_context *ctx = open_with(NULL);
-    rayo_backend_info info;
+    rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
     int found = 0;
     for (size_t i = 0; i < rayo_backend_count(ctx); i++)
         if (rayo_backend_get(ctx, i, &info) == RAYO_OK && !strcmp(info.name, "cuda")) {

@@ -220,6 +220,8 @@ static rayo_status run_staged(cuda_state *st, cuda_lane *l, const rayo_call *cal
 
 rayo_status cuda_host_call(void *state, const rayo_call *call)
 {
+    if (rayo_call_strided(call))
+        return RAYO_E_UNSUPPORTED; /* row strides: not on cuda yet */
     cuda_state *st = state;
     rayo_status s = cuda_op_supported(call->op, call->flags);
     if (s != RAYO_OK)

@@ -276,6 +276,14 @@ static const rayo_ptx_tf32_config *tf32_config(const char *name)
     return NULL;
 }
 
+/* The fast fp32 kernels' float sums: blocks of RAYO_PTX_SGEMM_BLOCK_K terms
+ * added into second float sums, so the error grows with BLOCK_K + K / BLOCK_K
+ * terms.  Beyond this K (more than 512 second terms) the general kernel,
+ * whose second sums are float64, keeps the contract instead. */
+#define SGEMM_FAST_MAX_K 131072
+/* Their static shared memory is at most 33,280 bytes (sgemm_nn_k16*). */
+#define SGEMM_FAST_SMEM (RAYO_PTX_SGEMM_ACC_BYTES + 34 * 1024)
+
 static rayo_status launch_matmul(cuda_state *st, CUstream stream, const cuda_op *op)
 {
     mm_args g = {op->y, op->a, op->b, op->m, op->n, op->k, op->alpha, op->beta};
@@ -294,10 +302,14 @@ static rayo_status launch_matmul(cuda_state *st, CUstream stream, const cuda_op 
         bn = tc->block_n;
         threads = tc->threads;
         smem = tc->smem_bytes;
-    } else if (!ta && !tb) {
-        kname = (strstr(st->sgemm_kernel, "_k16") && op->k % 16 == 0) ? st->sgemm_kernel : st->sgemm_fallback;
+    } else if (op->k > SGEMM_FAST_MAX_K || st->max_smem_optin < SGEMM_FAST_SMEM) {
+        return mm_general(st, stream, op, &g, 0, op->m, 0);
     } else {
-        kname = ta && tb ? "sgemm_tt_k8" : ta ? "sgemm_tn_k8" : "sgemm_nt_k8";
+        if (!ta && !tb)
+            kname = (strstr(st->sgemm_kernel, "_k16") && op->k % 16 == 0) ? st->sgemm_kernel : st->sgemm_fallback;
+        else
+            kname = ta && tb ? "sgemm_tt_k8" : ta ? "sgemm_tn_k8" : "sgemm_nt_k8";
+        smem = RAYO_PTX_SGEMM_ACC_BYTES;
     }
     size_t mf = op->m - op->m % (size_t)bm, nf = op->n - op->n % (size_t)bn;
     int bk = strstr(kname, "_k16") ? 16 : mod == MOD_TF32 ? 32 : 8;
@@ -343,6 +355,8 @@ rayo_status cuda_launch_op(cuda_state *st, CUstream stream, const cuda_op *op)
         return launch_transpose(st, stream, op);
     case RAYO_SIG_BIAS_ACT:
         return launch_bias_act(st, stream, op);
+    default: /* the inference ops: not on this backend yet */
+        break;
     }
     return RAYO_E_UNSUPPORTED;
 }

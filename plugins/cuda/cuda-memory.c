@@ -105,6 +105,8 @@ static rayo_status batch_record(void *state, void *batch, const rayo_dev_call *c
     cuda_batch *b = batch;
     if (b->state != BATCH_RECORDING)
         return RAYO_E_STATE;
+    if (call->lda | call->ldb | call->ldc | call->ldy)
+        return RAYO_E_UNSUPPORTED; /* row strides: not on cuda yet */
     rayo_status s = cuda_op_supported(call->op, call->flags);
     if (s != RAYO_OK)
         return s;

@@ -457,6 +457,9 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
                 return rs;
             }
             CUresult r = st->drv->cuModuleGetFunction(fn, st->modules[mod].handle, name);
+            if (r == CUDA_SUCCESS && mod == MOD_SGEMM) /* their second sums: more than 48 KiB in all */
+                r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                RAYO_PTX_SGEMM_ACC_BYTES);
             if (r == CUDA_SUCCESS && strncmp(name, "tf32", 4) == 0) {
                 /* the TF32 kernels use more than 48 KiB of dynamic shared memory */
                 for (unsigned i = 0; i < rayo_cuda_tf32_config_count; i++)
@@ -485,10 +488,12 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
 /* ---- the descriptor ------------------------------------------------------- */
 /* Every op of the list: cuda_host_call answers RAYO_E_UNSUPPORTED for an op
  * added to the list later that this plugin does not know. */
-#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {RAYO_OP_##ENUM, cuda_host_call},
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {RAYO_OP_##ENUM, 0, cuda_host_call},
+#define RAYO_OPS_BASE_ONLY /* the inference ops fall through to other backends */
 static const rayo_op_entry cuda_ops[] = {
 #include "rayo-ops.h"
 };
+#undef RAYO_OPS_BASE_ONLY
 #undef RAYO_OP
 
 RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
@@ -507,4 +512,5 @@ RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
     .ops = cuda_ops,
     .op_count = sizeof cuda_ops / sizeof cuda_ops[0],
     .memory = &cuda_memory_api,
+    .op_entry_size = sizeof(rayo_op_entry),
 };

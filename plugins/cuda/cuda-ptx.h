@@ -27,6 +27,12 @@ typedef struct rayo_ptx_tf32_config {
     int smem_bytes;       /* dynamic shared memory per block */
 } rayo_ptx_tf32_config;
 
+/* The fast fp32 gemm kernels (module "sgemm", ptx/sgemm.c) add their float
+ * sums into second sums after every BLOCK_K terms; the second sums take
+ * ACC_BYTES of dynamic shared memory (64 floats for each of 256 threads). */
+#define RAYO_PTX_SGEMM_BLOCK_K 256
+#define RAYO_PTX_SGEMM_ACC_BYTES 65536
+
 extern const rayo_ptx_module rayo_cuda_ptx_modules[];
 extern const unsigned rayo_cuda_ptx_module_count;
 extern const rayo_ptx_tf32_config rayo_cuda_tf32_configs[];

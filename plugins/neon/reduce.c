@@ -208,32 +208,32 @@ static double sum_chunks(const cpu_state *st, const rayo_call *call, chunk_fn *f
 
 static double sum_chunk(const rayo_call *c, size_t lo, size_t hi)
 {
-    return neon_sum_f64(c->a + lo, hi - lo);
+    return neon_sum_f64((const float *)c->a + lo, hi - lo);
 }
 
 static double dot_chunk(const rayo_call *c, size_t lo, size_t hi)
 {
-    return neon_dot_f64(c->a + lo, c->b + lo, hi - lo);
+    return neon_dot_f64((const float *)c->a + lo, (const float *)c->b + lo, hi - lo);
 }
 
 static double abs_chunk(const rayo_call *c, size_t lo, size_t hi)
 {
-    return neon_sum_abs_f64(c->a + lo, hi - lo);
+    return neon_sum_abs_f64((const float *)c->a + lo, hi - lo);
 }
 
 static double squares_chunk(const rayo_call *c, size_t lo, size_t hi)
 {
-    return neon_sum_squares_f64(c->a + lo, hi - lo);
+    return neon_sum_squares_f64((const float *)c->a + lo, hi - lo);
 }
 
 static double max_chunk(const rayo_call *c, size_t lo, size_t hi)
 {
-    return neon_max_f32(c->a + lo, hi - lo);
+    return neon_max_f32((const float *)c->a + lo, hi - lo);
 }
 
 static double min_chunk(const rayo_call *c, size_t lo, size_t hi)
 {
-    return min_f32(c->a + lo, hi - lo);
+    return min_f32((const float *)c->a + lo, hi - lo);
 }
 
 NEON_KERNEL(sum)

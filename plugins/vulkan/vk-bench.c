@@ -108,7 +108,7 @@ static void bench_sgemm(rayo_context *ctx, int quick, size_t only)
         rayo_buffer *ba = upload(ctx, a, n * n), *bb = upload(ctx, b, n * n);
         rayo_buffer *bc = upload(ctx, NULL, n * n);
         rayo_batch_call call = {
-            .op = RAYO_OP_MATMUL, .m = n, .n = n, .k = n, .alpha = 1.0f, .beta = 0.0f,
+            .struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_MATMUL, .m = n, .n = n, .k = n, .alpha = 1.0f, .beta = 0.0f,
             .a = {ba, 0}, .b = {bb, 0}, .y = {bc, 0},
         };
         double flop = 2.0 * n * n * n;
@@ -168,14 +168,14 @@ static void bench_elementwise(rayo_context *ctx, int quick)
     fill(h, n);
     rayo_buffer *x = upload(ctx, h, n), *z = upload(ctx, h, n), *y = upload(ctx, NULL, n);
     /* about a second of work first, so the clocks have left their idle state */
-    rayo_batch_call warm = {.op = RAYO_OP_ADD, .n = n, .a = {x, 0}, .b = {z, 0}, .y = {y, 0}};
+    rayo_batch_call warm = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_ADD, .n = n, .a = {x, 0}, .b = {z, 0}, .y = {y, 0}};
     for (double t0 = now(); now() - t0 < (quick ? 0.05 : 1.0);)
         time_batch(ctx, &warm, 20);
     printf("\n== elementwise on device buffers, n = %zu (GB/s = bytes read + written) ==\n", n);
     printf("%-8s %10s %10s\n", "op", "us", "GB/s");
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         rayo_batch_call call = {
-            .op = cases[ci].op, .n = n, .alpha = 0.5f,
+            .struct_size = sizeof(rayo_batch_call), .op = cases[ci].op, .n = n, .alpha = 0.5f,
             .a = {x, 0}, .b = {cases[ci].inputs > 1 ? z : NULL, 0}, .y = {y, 0},
         };
         time_batch(ctx, &call, 2);
@@ -211,7 +211,7 @@ static double chain_batch(rayo_context *ctx, const float *in, float *out, size_t
     for (int i = 0; i < 10; i++) {
         rayo_buffer *src = i == 0 ? x : y;
         rayo_batch_call call = {
-            .op = chain_ops[i], .n = n, .alpha = 0.5f,
+            .struct_size = sizeof(rayo_batch_call), .op = chain_ops[i], .n = n, .alpha = 0.5f,
             .a = {src, 0}, .b = {chain_binary(chain_ops[i]) ? x : NULL, 0}, .y = {y, 0},
         };
         CHECK(rayo_batch_record(batch, &call));
@@ -230,7 +230,7 @@ static double chain_host(rayo_context *ctx, const float *in, float *out, size_t 
     double t0 = now();
     for (int i = 0; i < 10; i++) {
         rayo_call call = {
-            .op = chain_ops[i], .n = n, .alpha = 0.5f,
+            .struct_size = sizeof(rayo_call), .op = chain_ops[i], .n = n, .alpha = 0.5f,
             .a = i == 0 ? in : out, .b = chain_binary(chain_ops[i]) ? in : NULL, .y = out,
         };
         CHECK(rayo_run_on(ctx, "vulkan", &call));
@@ -277,7 +277,7 @@ static void bench_round_trip(rayo_context *ctx)
     static float a[N], b[N], y[N];
     fill(a, N);
     fill(b, N);
-    rayo_call call = {.op = RAYO_OP_ADD, .n = N, .a = a, .b = b, .y = y};
+    rayo_call call = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_ADD, .n = N, .a = a, .b = b, .y = y};
     for (int i = 0; i < 50; i++)
         CHECK(rayo_run_on(ctx, "vulkan", &call));
     static double t[REPS];
@@ -326,7 +326,7 @@ int main(int argc, char **argv)
     }
     const char *device = NULL;
     for (size_t i = 0; i < rayo_backend_count(ctx); i++) {
-        rayo_backend_info info;
+        rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
         if (rayo_backend_get(ctx, i, &info) == RAYO_OK && !strcmp(info.name, "vulkan")) {
             if (info.status != RAYO_BACKEND_LOADED) {
                 printf("SKIP: vulkan backend not loaded: %s\n", info.reason);

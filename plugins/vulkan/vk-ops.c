@@ -56,7 +56,7 @@ static rayo_status shape_of(const rayo_call *call, int sig, vk_shape *sh)
 static rayo_call shape_call(const rayo_dev_call *dc)
 {
     static const float given[1];
-    rayo_call c = {.op = dc->op, .flags = dc->flags, .m = dc->m, .n = dc->n, .k = dc->k,
+    rayo_call c = {.struct_size = sizeof(rayo_call), .op = dc->op, .flags = dc->flags, .m = dc->m, .n = dc->n, .k = dc->k,
                    .alpha = dc->alpha, .beta = dc->beta, .a = dc->a.buf ? given : NULL,
                    .b = dc->b.buf ? given : NULL, .c = dc->c.buf ? given : NULL};
     return c;
@@ -488,12 +488,16 @@ done:
 
 static rayo_status vk_kernel(void *state, const rayo_call *call)
 {
+    if (rayo_call_strided(call))
+        return RAYO_E_UNSUPPORTED; /* row strides: not on vulkan yet */
     return host_call(state, call);
 }
 
 const rayo_op_entry vk_op_table[] = {
-#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {RAYO_OP_##ENUM, vk_kernel},
+#define RAYO_OPS_BASE_ONLY /* the inference ops fall through to other backends */
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {RAYO_OP_##ENUM, 0, vk_kernel},
 #include "rayo-ops.h"
+#undef RAYO_OPS_BASE_ONLY
 #undef RAYO_OP
 };
 const size_t vk_op_count = sizeof vk_op_table / sizeof vk_op_table[0];

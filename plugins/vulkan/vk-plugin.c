@@ -619,11 +619,13 @@ static void vk_fini(void *state)
 }
 
 /* ---- the descriptor ----------------------------------------------------------- */
+#define RAYO_OPS_BASE_ONLY
 #define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) +1
 enum { VK_OP_TABLE_SIZE = 0
 #include "rayo-ops.h"
 };
 #undef RAYO_OP
+#undef RAYO_OPS_BASE_ONLY
 
 RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
     .magic = RAYO_PLUGIN_MAGIC,
@@ -641,4 +643,5 @@ RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
     .ops = vk_op_table,
     .op_count = VK_OP_TABLE_SIZE,
     .memory = &vk_memory_api,
+    .op_entry_size = sizeof(rayo_op_entry),
 };

@@ -482,6 +482,8 @@ static rayo_status mem_batch_record(void *state, void *batch, const rayo_dev_cal
     vk_ctx *cx = batch;
     if (cx->submitted)
         return RAYO_E_STATE;
+    if (call->lda | call->ldb | call->ldc | call->ldy)
+        return RAYO_E_UNSUPPORTED; /* row strides: not on vulkan yet */
     if (cx->error != RAYO_OK)
         return cx->error;
     rayo_status st = vk_record(state, cx, call);

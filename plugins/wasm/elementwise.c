@@ -257,7 +257,7 @@ static void bias_act_row(uint32_t act, const float *a, const float *bias, float 
 static void bias_act_rows(const rayo_call *c, size_t lo, size_t hi)
 {
     for (size_t i = lo; i < hi; i++)
-        bias_act_row(c->flags, c->a + i * c->n, c->b, (float *)c->y + i * c->n, c->n);
+        bias_act_row(c->flags, (const float *)c->a + i * c->n, c->b, (float *)c->y + i * c->n, c->n);
 }
 
 WASM_KERNEL(bias_act)

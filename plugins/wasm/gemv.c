@@ -148,6 +148,8 @@ rayo_status wasm_gemv_run(const cpu_state *st, int trans, size_t rows, size_t co
 
 WASM_KERNEL(gemv)
 {
+    if (rayo_call_strided(call))
+        return RAYO_E_UNSUPPORTED; /* row strides: not in this kernel yet */
     if (call->flags & ~(uint32_t)RAYO_TRANS_A)
         return RAYO_E_UNSUPPORTED;
     return wasm_gemv_run(state, (call->flags & RAYO_TRANS_A) != 0, call->m, call->n, call->alpha,

@@ -47,8 +47,8 @@ static void write_seeds(const char *dir)
     s.d.init = (void *)(CODE + 16);
     s.d.ops = (void *)(IMAGE_BASE + offsetof(struct seed, ops));
     s.d.op_count = 2;
-    s.ops[0] = (rayo_op_entry){RAYO_OP_ADD, (rayo_kernel_fn)(CODE + 32)};
-    s.ops[1] = (rayo_op_entry){RAYO_OP_MUL, (rayo_kernel_fn)(CODE + 48)};
+    s.ops[0] = (rayo_op_entry){RAYO_OP_ADD, 0, (rayo_kernel_fn)(CODE + 32)};
+    s.ops[1] = (rayo_op_entry){RAYO_OP_MUL, 0, (rayo_kernel_fn)(CODE + 48)};
     write_seed(dir, "good", &s, sizeof s);
     struct seed bad = s;
     bad.d.ops = (void *)0x10;

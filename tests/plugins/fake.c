@@ -24,6 +24,9 @@
  *   FAKE_CTOR     good, with an ELF constructor that sets RAYO_FAKE_CTOR_RAN
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
+#if defined(FAKE_NEWER) || defined(FAKE_SMALLDESC) || defined(FAKE_ABSSYM)
+#define RAYO_PLUGIN_NO_DECLARATION /* its rayo_plugin has another type */
+#endif
 #include "rayo-plugin.h"
 #include <stdio.h>
 #include <string.h>
@@ -105,7 +108,7 @@ static rayo_status fake_add(void *state, const rayo_call *c)
     return RAYO_E_DEVICE_LOST;
 #else
     for (size_t i = 0; i < c->n; i++)
-        y[i] = c->a[i] + c->b[i];
+        y[i] = ((const float *)c->a)[i] + ((const float *)c->b)[i];
     s->host->log(s->host, RAYO_LOG_DEBUG, "fake add ran");
     return RAYO_OK;
 #endif
@@ -131,14 +134,14 @@ static const rayo_memory_api fake_memory = {
 
 static const rayo_op_entry fake_ops[] __attribute__((unused)) = {
 #ifdef FAKE_BADKERNEL
-    {RAYO_OP_MUL, (rayo_kernel_fn)(uintptr_t)0x1000},
+    {RAYO_OP_MUL, 0, (rayo_kernel_fn)(uintptr_t)0x1000},
 #endif
 #ifdef FAKE_NEWER
-    {200, fake_add}, /* an op a future core knows, this one does not */
-    {255, fake_add},
-    {9999, fake_add},
+    {200, 0, fake_add}, /* an op a future core knows, this one does not */
+    {255, 0, fake_add},
+    {9999, 0, fake_add},
 #endif
-    {RAYO_OP_ADD, fake_add},
+    {RAYO_OP_ADD, 0, fake_add},
 };
 
 #ifdef FAKE_NEWER
@@ -200,6 +203,7 @@ RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
 #else
     .memory = NULL,
 #endif
+    .op_entry_size = sizeof(rayo_op_entry),
 #ifdef FAKE_NEWER
 }, NULL, 42};
 #else

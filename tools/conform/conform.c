@@ -467,14 +467,14 @@ int conform_reference(const rayo_call *c, double *ref, double *terms)
             return -1;
         for (size_t i = 0; i < c->m; i++)
             for (size_t j = 0; j < c->n; j++)
-                ref[j * c->m + i] = c->a[i * c->n + j];
+                ref[j * c->m + i] = ((const float *)c->a)[i * c->n + j];
         break;
     case RAYO_SIG_BIAS_ACT:
         if (c->op != RAYO_OP_BIAS_ACT)
             return -1;
         for (size_t i = 0; i < c->m; i++)
             for (size_t j = 0; j < c->n; j++)
-                ref[i * c->n + j] = ref_activation(c->flags, (double)c->a[i * c->n + j] + c->b[j]);
+                ref[i * c->n + j] = ref_activation(c->flags, (double)((const float *)c->a)[i * c->n + j] + ((const float *)c->b)[j]);
         break;
     default:
         return -1;
@@ -1327,6 +1327,7 @@ static int setup_case(engine *e, one_case *t)
     operand_counts(op, cs, cnt);
     rayo_call *c = &t->call;
     c->op = op->id;
+    c->struct_size = sizeof *c;
     c->flags = cs->flags;
     c->m = cs->m, c->n = cs->n, c->k = cs->k;
     c->alpha = cs->alpha, c->beta = cs->beta;
@@ -1443,8 +1444,8 @@ static void check_values(engine *e, one_case *t)
             problem(t, "the index was not written");
         else if ((double)got != t->ref[0])
             problem(t, "index %zu, expected %.0f (x[%zu] = %.9g, x[%.0f] = %.9g)", got, t->ref[0],
-                    got, got < t->call.n ? (double)t->call.a[got] : NAN, t->ref[0],
-                    (double)t->call.a[(size_t)t->ref[0]]);
+                    got, got < t->call.n ? (double)((const float *)t->call.a)[got] : NAN, t->ref[0],
+                    (double)((const float *)t->call.a)[(size_t)t->ref[0]]);
         note_worst(e, t, t->problem[0] ? INFINITY : 0, 0, (double)got, t->ref[0]);
         return;
     }
@@ -1580,7 +1581,7 @@ int conform_check_op(const conform_options *opts, const rayo_op_info *op, confor
     /* Probe for a reference on a one-element call of the op. */
     float one[4] = {0.5f, 0.5f, 0.5f, 0.5f};
     double r[1], tt[1];
-    rayo_call probe = {.op = op->id, .m = 1, .n = 1, .k = 1, .alpha = 0.25f, .beta = 0.75f,
+    rayo_call probe = {.struct_size = sizeof(rayo_call), .op = op->id, .m = 1, .n = 1, .k = 1, .alpha = 0.25f, .beta = 0.75f,
                        .a = one, .b = one, .c = one, .y = one};
     if (conform_reference(&probe, r, tt) != 0)
         return 0;
