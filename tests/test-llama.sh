@@ -1,8 +1,9 @@
 #!/bin/sh
 # test-llama.sh - examples/llama decodes random-weight GGUF models made by
 # gguf-make (every weight format; tied output; a Q4_K_M-like mix; GQA) on
-# every loaded backend, each backend taking every op it has at any size, and
-# through the interim f32 path: the greedy tokens must be the same everywhere.
+# every loaded backend, each backend taking every op it has at any size, both
+# through the ABI 1 ops and through the interim f32 path: the greedy tokens
+# must be the same everywhere.
 builddir=${abs_top_builddir:-$(pwd)}
 bin=$builddir/examples/llama
 [ -x "$bin/rayo-llama" ] && [ -x "$bin/gguf-make" ] || { echo "ERROR: examples/llama not built"; exit 99; }
@@ -19,11 +20,12 @@ backends=$("$bin/rayo-llama" --backends) || { echo "FAIL: rayo-llama --backends"
 echo "backends: $(echo $backends)"
 status=0
 n=24
+prompt="Once upon a time, in a land far away"
 for model in "mix" "mix --tied" "q4_k_m --layers 3" "q8_0 --kv-heads 4" "q4_0 --heads 8 --kv-heads 1"; do
     file=$tmp/m.gguf
     # shellcheck disable=SC2086
     "$bin/gguf-make" --scheme $model --seed 7 -o "$file" 2>/dev/null || { echo "FAIL: gguf-make $model"; exit 1; }
-    ref=$("$bin/rayo-llama" -q --interim --tokens -n $n -p "Once upon a time, in a land far away" "$file") ||
+    ref=$("$bin/rayo-llama" -q --interim --tokens -n $n -p "$prompt" "$file") ||
         { echo "FAIL: $model: interim path"; status=1; continue; }
     distinct=$(echo "$ref" | tr ' ' '\n' | sort -u | wc -l)
     count=$(echo "$ref" | wc -w)
@@ -34,16 +36,21 @@ for model in "mix" "mix --tied" "q4_k_m --layers 3" "q8_0 --kv-heads 4" "q4_0 --
     case $model in *tied*) want=2 ;; *) want=6 ;; esac
     [ "$distinct" -ge $want ] || { echo "FAIL: $model: only $distinct distinct tokens"; status=1; }
     for be in $backends; do
-        out=$("$bin/rayo-llama" --backend "$be" --tokens -n $n -p "Once upon a time, in a land far away" "$file" 2>"$tmp/err")
-        rc=$?
-        used=$(sed -n 's/^rayo-llama: \([a-z0-9_]*\) (gemv).*/\1/p' "$tmp/err")
-        if [ $rc -ne 0 ] || [ "$out" != "$ref" ]; then
-            echo "FAIL: $model on $be (exit $rc): $out"; cat "$tmp/err"; status=1
-        elif [ "$used" != "$be" ]; then
-            echo "FAIL: $model: asked for $be, gemv ran on '$used'"; status=1
-        else
-            echo "$model on $be: same tokens"
-        fi
+        # The interim path (f32 ops on dequantized weights): be must run the gemv.
+        # The ABI 1 path: be first, the typed ops it lacks on the next backend.
+        for path in --interim ""; do
+            out=$("$bin/rayo-llama" $path --backend "$be" --tokens -n $n -p "$prompt" "$file" 2>"$tmp/err")
+            rc=$?
+            used=$(sed -n 's/^rayo-llama: gemv \([a-z0-9_]*\) on \([a-z0-9_]*\).*/\1 on \2/p' "$tmp/err")
+            label="$model on $be${path:+ ($path)}"
+            if [ $rc -ne 0 ] || [ "$out" != "$ref" ]; then
+                echo "FAIL: $label (exit $rc): $out"; cat "$tmp/err"; status=1
+            elif [ -z "$used" ] || { [ -n "$path" ] && [ "$used" != "f32 on $be" ]; }; then
+                echo "FAIL: $label: gemv ran as '$used'"; cat "$tmp/err"; status=1
+            else
+                echo "$label: same tokens (gemv $used)"
+            fi
+        done
     done
 done
 exit $status

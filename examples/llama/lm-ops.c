@@ -4,21 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef RAYO_ATTN_CAUSAL
-#define HAVE_ABI1 1
-#else
-#define HAVE_ABI1 0
-#endif
-
 int lm_force_interim;
 
-#if HAVE_ABI1
 /* A status that sends the call down the interim path. */
 static int not_there(rayo_status st)
 {
     return st == RAYO_E_UNSUPPORTED || st == RAYO_E_NO_BACKEND;
 }
-#endif
 
 /* ---- linear ------------------------------------------------------------ */
 #define TILE_ROWS 64
@@ -60,7 +52,6 @@ static rayo_status linear_interim(rayo_context *ctx, const lm_weight *w, const f
 rayo_status lm_linear(rayo_context *ctx, const lm_weight *w, const float *x, size_t n_tok,
                       float *y)
 {
-#if HAVE_ABI1
     if (!lm_force_interim) {
         rayo_matrix W = {w->data, w->dtype, 0}, X = {x, RAYO_DTYPE_F32, 0};
         rayo_status st = n_tok == 1
@@ -70,7 +61,6 @@ rayo_status lm_linear(rayo_context *ctx, const lm_weight *w, const float *x, siz
         if (!not_there(st))
             return st;
     }
-#endif
     return linear_interim(ctx, w, x, n_tok, y);
 }
 
@@ -78,16 +68,12 @@ rayo_status lm_get_row(rayo_context *ctx, const lm_weight *w, int32_t row, float
 {
     if (row < 0 || (size_t)row >= w->rows)
         return RAYO_E_INVALID;
-#if HAVE_ABI1
     if (!lm_force_interim) {
         rayo_matrix table = {w->data, w->dtype, 0};
         rayo_status st = rayo_get_rows(ctx, table, w->rows, w->cols, &row, 1, y, 0);
         if (!not_there(st))
             return st;
     }
-#else
-    (void)ctx;
-#endif
     size_t row_bytes;
     if (!rayo_dtype_row_bytes(w->dtype, w->cols, &row_bytes))
         return RAYO_E_INVALID;
@@ -116,7 +102,6 @@ static void rope_interim(float *x, size_t n_tok, size_t n_heads, size_t head_dim
 rayo_status lm_rope(rayo_context *ctx, float *x, size_t n_tok, size_t n_heads, size_t head_dim,
                     size_t rot_dims, float freq_base, size_t pos0)
 {
-#if HAVE_ABI1
     if (!lm_force_interim) {
         int32_t *pos = malloc(n_tok * sizeof *pos);
         if (!pos)
@@ -130,9 +115,6 @@ rayo_status lm_rope(rayo_context *ctx, float *x, size_t n_tok, size_t n_heads, s
         if (!not_there(st))
             return st;
     }
-#else
-    (void)ctx;
-#endif
     rope_interim(x, n_tok, n_heads, head_dim, rot_dims, freq_base, pos0);
     return RAYO_OK;
 }
@@ -183,7 +165,6 @@ static rayo_status attention_interim(rayo_context *ctx, const lm_attn *p, const 
 rayo_status lm_attention(rayo_context *ctx, const lm_attn *p, const float *q, const float *k,
                          const float *v, float *out)
 {
-#if HAVE_ABI1
     if (!lm_force_interim) {
         size_t width = p->n_heads * p->head_dim;
         rayo_attention_params a = {sizeof a, RAYO_ATTN_CAUSAL, RAYO_DTYPE_F32, p->n_q, p->n_kv,
@@ -194,19 +175,16 @@ rayo_status lm_attention(rayo_context *ctx, const lm_attn *p, const float *q, co
         if (!not_there(st))
             return st;
     }
-#endif
     return attention_interim(ctx, p, q, k, v, out);
 }
 
 rayo_status lm_swiglu(rayo_context *ctx, const float *gate, const float *up, float *y, size_t n)
 {
-#if HAVE_ABI1
     if (!lm_force_interim) {
         rayo_status st = rayo_swiglu(ctx, gate, 0, up, 0, y, 0, 1, n);
         if (!not_there(st))
             return st;
     }
-#endif
     rayo_status st = rayo_silu(ctx, gate, y, n);
     return st == RAYO_OK ? rayo_mul(ctx, y, up, y, n) : st;
 }

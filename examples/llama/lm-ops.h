@@ -1,11 +1,11 @@
 /* lm-ops.h - the few operations a Llama block needs, each one rayo call.
  *
- * With ABI 1 (rayo.h defines RAYO_ATTN_CAUSAL) they call rayo_matmul_ex /
- * rayo_gemv_ex on the weights in place, rayo_get_rows, rayo_rope,
- * rayo_attention and rayo_swiglu.  A call no loaded backend can do yet
- * (RAYO_E_UNSUPPORTED, RAYO_E_NO_BACKEND), and every call on a library
- * older than ABI 1, takes the interim path: f32 ops of the released API on
- * weights dequantized tile by tile with core/rayo-dtype.h, and rope in C.
+ * They call rayo_matmul_ex / rayo_gemv_ex on the weights in place,
+ * rayo_get_rows, rayo_rope, rayo_attention and rayo_swiglu (ABI 1).  A call
+ * no loaded backend can do (RAYO_E_UNSUPPORTED, RAYO_E_NO_BACKEND: plugins
+ * built before ABI 1's inference ops) takes the interim path: the f32 ops of
+ * ABI 1.0's first draft on weights dequantized tile by tile with
+ * core/rayo-dtype.h, and rope in C.
  * lm_force_interim makes the interim path the only one (to compare both). */
 #ifndef LLAMA_LM_OPS_H
 #define LLAMA_LM_OPS_H

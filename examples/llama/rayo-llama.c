@@ -251,15 +251,30 @@ static rayo_context *open_rayo(const options *o)
     return ctx;
 }
 
+/* The final line: where the decode's weight products ran, and the speeds. */
+static void print_speed(rayo_context *ctx, const llama_model *m, const run_stats *rs)
+{
+    rayo_dtype wdt = m->layers[0].gate.dtype;
+    size_t size = m->n_ffn * m->n_embd;
+    const char *typed = rayo_backend_for(ctx, RAYO_OP_GEMV, RAYO_DTYPES(wdt, RAYO_DTYPE_F32, 0,
+                                         RAYO_DTYPE_F32), size);
+    const char *f32 = rayo_backend_for(ctx, RAYO_OP_GEMV, 0, size);
+    int interim = lm_force_interim || !typed;
+    fprintf(stderr, "rayo-llama: gemv %s on %s%s: prefill %zu tokens %.1f tok/s, decode %zu "
+            "tokens %.2f tok/s\n", interim ? "f32" : rayo_dtype_name(wdt),
+            interim ? (f32 ? f32 : "?") : typed, interim ? " (interim path)" : "", rs->n_prompt,
+            rs->n_prompt / (rs->t_prefill > 0 ? rs->t_prefill : 1e-9),
+            rs->n_gen > 1 ? rs->n_gen - 1 : 0,
+            rs->n_gen > 1 && rs->t_decode > 0 ? (double)(rs->n_gen - 1) / rs->t_decode : 0.0);
+}
+
 static int list_backends(const options *o)
 {
     rayo_context *ctx = open_rayo(o);
     for (size_t i = 0; ctx && i < rayo_backend_count(ctx); i++) {
         rayo_backend_info bi;
         memset(&bi, 0, sizeof bi);
-#ifdef RAYO_ATTN_CAUSAL /* ABI 1: the caller says how much it can take */
-        bi.struct_size = sizeof bi;
-#endif
+        bi.struct_size = sizeof bi; /* how much the caller can take */
         if (rayo_backend_get(ctx, i, &bi) == RAYO_OK && bi.status == RAYO_BACKEND_LOADED)
             printf("%s\n", bi.name);
     }
@@ -298,11 +313,7 @@ static int run(const options *o, const gguf_file *g)
     if (ctx)
         rc = generate(ctx, &m, &v, o, ids, n_ids, &rs);
     if (ctx && !o->quiet)
-        fprintf(stderr, "rayo-llama: %s (gemv): prefill %zu tokens %.1f tok/s, "
-                "decode %zu tokens %.2f tok/s\n", rayo_backend_for(ctx, RAYO_OP_GEMV, m.n_embd * m.n_embd),
-                rs.n_prompt, rs.n_prompt / (rs.t_prefill > 0 ? rs.t_prefill : 1e-9),
-                rs.n_gen > 1 ? rs.n_gen - 1 : 0, rs.n_gen > 1 && rs.t_decode > 0 ?
-                (double)(rs.n_gen - 1) / rs.t_decode : 0.0);
+        print_speed(ctx, &m, &rs);
     rayo_close(ctx);
     free(ids);
     llama_free(&m);
