@@ -12,3 +12,11 @@ tests_test_ref_infer_SOURCES = tests/test-ref-infer.c tests/testutil.h tests/tes
 	tools/conform/ref-infer.c tools/conform/ref-infer.h
 tests_test_ref_infer_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/conform
 tests_test_ref_infer_LDADD = -lm
+
+# The inference ops through the dispatch chain: every combination ends on a
+# backend that conforms (the other backends pass the calls on).
+TESTS += tests/test-infer-chain
+check_PROGRAMS += tests/test-infer-chain
+tests_test_infer_chain_SOURCES = tests/test-infer-chain.c
+tests_test_infer_chain_CPPFLAGS = $(CONFORM_CPPFLAGS)
+tests_test_infer_chain_LDADD = tools/conform/libconform.la core/librayo.la -lm

@@ -5,7 +5,9 @@
 # $(CONFORM_CPPFLAGS).
 CONFORM_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/conform
 noinst_LTLIBRARIES += tools/conform/libconform.la
-tools_conform_libconform_la_SOURCES = tools/conform/conform.c tools/conform/conform.h
+tools_conform_libconform_la_SOURCES = tools/conform/conform.c tools/conform/conform.h \
+	tools/conform/plans-infer.c tools/conform/conform-infer.h \
+	tools/conform/ref-infer.c tools/conform/ref-infer.h
 tools_conform_libconform_la_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tools_conform_libconform_la_LIBADD = core/librayo.la -lm
 

@@ -49,32 +49,6 @@ static inline float sigmoid1(float x)
     return 1.0f / (1.0f + exp_f(-x));
 }
 
-/* x * sigmoid(x) as x / (1 + e^-x): one rounding less than the product;
- * for x -> -inf the quotient goes to -0 as the reference does. */
-static inline float silu1(float x)
-{
-    return x / (1.0f + exp_f(-x));
-}
-
-/* x * Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2.  For x < 0 that is erfc of a
- * positive argument, accurate relative to the tiny result; for x >= 0,
- * 1 - erfc(x / sqrt 2) / 2 has no cancellation (erfc <= 1). */
-static inline float gelu1(float x)
-{
-    const float inv_sqrt2 = 0.70710678118654752f;
-    float half_tail = 0.5f * erfc_f(fabsf(x) * inv_sqrt2);
-    return x * pick(x >= 0.0f, 1.0f - half_tail, half_tail);
-}
-
-/* x * (1 + tanh(u)) / 2 = x * sigmoid(2u) = x / (1 + e^-2u): no cancellation
- * in the left tail, no overflow (e^-2u = inf gives -0). */
-static inline float gelu_tanh1(float x)
-{
-    const float sqrt_2_over_pi = 0.79788456080286536f;
-    float u = sqrt_2_over_pi * (x + 0.044715f * x * x * x);
-    return x / (1.0f + exp_f(-2.0f * u));
-}
-
 /* x * tanh(softplus(x)).  With e = e^x, tanh(log(1 + e)) = n / (n + 2) where
  * n = e (e + 2): exact algebra, no log, no cancellation for x << 0.  From
  * x = 20 the factor is 1 in float (and e^2x would overflow). */

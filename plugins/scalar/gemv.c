@@ -15,7 +15,7 @@
 #define GEMV_PARALLEL_MIN ((size_t)1 << 18) /* elements of A */
 
 typedef struct gemv_job {
-    size_t rows, cols;
+    size_t rows, cols, lda; /* lda: elements between row starts of A */
     float alpha, beta;
     const float *A, *x;
     float *y;
@@ -35,7 +35,7 @@ static void gemv_n_task(void *arg, size_t task, unsigned worker)
     size_t hi = lo + job->chunk < job->rows ? lo + job->chunk : job->rows;
     (void)worker;
     for (size_t i = lo; i < hi; i++)
-        job->y[i] = finish(scalar_dot_f64(job->A + i * job->cols, job->x, job->cols), job->alpha,
+        job->y[i] = finish(scalar_dot_f64(job->A + i * job->lda, job->x, job->cols), job->alpha,
                            job->beta, &job->y[i]);
 }
 
@@ -61,7 +61,7 @@ static void gemv_t_block(const gemv_job *job, size_t j0, size_t jb)
         for (size_t j = 0; j < jb; j++)
             part[j] = 0.0f;
         for (size_t i = i0; i < i1; i++)
-            add_scaled_row(part, job->A + i * job->cols + j0, job->x[i], jb);
+            add_scaled_row(part, job->A + i * job->lda + j0, job->x[i], jb);
         for (size_t j = 0; j < jb; j++)
             total[j] += part[j];
     }
@@ -91,10 +91,10 @@ static size_t task_count(const cpu_state *st, size_t units, size_t elements)
     return tasks < units ? tasks : units;
 }
 
-rayo_status scalar_gemv_run(const cpu_state *st, int trans, size_t rows, size_t cols,
+rayo_status scalar_gemv_run(const cpu_state *st, int trans, size_t rows, size_t cols, size_t lda,
                             float alpha, const float *A, const float *x, float beta, float *y)
 {
-    gemv_job job = { rows, cols, alpha, beta, A, x, y, 0 };
+    gemv_job job = { rows, cols, lda ? lda : cols, alpha, beta, A, x, y, 0 };
     size_t units = trans ? (cols + JB - 1) / JB : rows;
     if (units == 0)
         return RAYO_OK;
@@ -111,6 +111,6 @@ SCALAR_KERNEL(gemv)
         return RAYO_E_UNSUPPORTED; /* row strides: not in this kernel yet */
     if (call->flags & ~(uint32_t)RAYO_TRANS_A)
         return RAYO_E_UNSUPPORTED;
-    return scalar_gemv_run(state, (call->flags & RAYO_TRANS_A) != 0, call->m, call->n,
+    return scalar_gemv_run(state, (call->flags & RAYO_TRANS_A) != 0, call->m, call->n, call->lda,
                            call->alpha, call->a, call->b, call->beta, call->y);
 }

@@ -6,6 +6,7 @@ plugins_scalar_rayo_scalar_la_SOURCES = \
 	plugins/scalar/plugin.h plugins/scalar/math.h plugins/scalar/plugin.c \
 	plugins/scalar/elementwise.c plugins/scalar/reduce.c plugins/scalar/rows.c \
 	plugins/scalar/matmul.c plugins/scalar/gemv.c plugins/scalar/transpose.c \
+	plugins/scalar/convert.c plugins/scalar/quant.c plugins/scalar/infer.c plugins/scalar/attention.c \
 	$(CPU_BASE_FILES)
 plugins_scalar_rayo_scalar_la_CPPFLAGS = $(AM_CPPFLAGS) $(CPU_BASE_CPPFLAGS)
 plugins_scalar_rayo_scalar_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden

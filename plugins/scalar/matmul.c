@@ -214,11 +214,11 @@ static rayo_status matmul_as_gemv(const cpu_state *st, const rayo_call *c)
 {
     int ta = (c->flags & RAYO_TRANS_A) != 0, tb = (c->flags & RAYO_TRANS_B) != 0;
     if (c->n == 1) /* C column = op(A) b */
-        return ta ? scalar_gemv_run(st, 1, c->k, c->m, c->alpha, c->a, c->b, c->beta, c->y)
-                  : scalar_gemv_run(st, 0, c->m, c->k, c->alpha, c->a, c->b, c->beta, c->y);
+        return ta ? scalar_gemv_run(st, 1, c->k, c->m, 0, c->alpha, c->a, c->b, c->beta, c->y)
+                  : scalar_gemv_run(st, 0, c->m, c->k, 0, c->alpha, c->a, c->b, c->beta, c->y);
     /* C row = a op(B) = op(B)^T a */
-    return tb ? scalar_gemv_run(st, 0, c->n, c->k, c->alpha, c->b, c->a, c->beta, c->y)
-              : scalar_gemv_run(st, 1, c->k, c->n, c->alpha, c->b, c->a, c->beta, c->y);
+    return tb ? scalar_gemv_run(st, 0, c->n, c->k, 0, c->alpha, c->b, c->a, c->beta, c->y)
+              : scalar_gemv_run(st, 1, c->k, c->n, 0, c->alpha, c->b, c->a, c->beta, c->y);
 }
 
 SCALAR_KERNEL(matmul)
@@ -230,6 +230,8 @@ SCALAR_KERNEL(matmul)
         return RAYO_E_UNSUPPORTED;
     if (call->m == 0 || call->n == 0)
         return RAYO_OK;
+    if (call->lda || call->ldb || call->ldy) /* views: the row-dot path takes any strides */
+        return scalar_matmul_typed(state, call);
     if (call->k == 0) {
         scale_c(call->y, call->m * call->n, call->beta);
         return RAYO_OK;

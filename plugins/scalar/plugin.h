@@ -4,7 +4,9 @@
  * hidden (the plugin is built with -fvisibility=hidden).  The glue it
  * shares with the other CPU plugins is in ../cpu-base.  Kernels are grouped
  * by op class: elementwise.c, reduce.c, rows.c, matmul.c, gemv.c,
- * transpose.c; math.h has the vectorisable exp/log/tanh/erfc.  All
+ * transpose.c; the inference ops in convert.c, quant.c (matmul and gemv with
+ * f16, bf16 and quantized operands), infer.c (get_rows, rope, gated units)
+ * and attention.c; math.h has the vectorisable exp/log/tanh/erfc.  All
  * code is portable C11: loops are written so that compilers vectorise them
  * (checked with gcc -O2 -fopt-info-vec), never with intrinsics.
  */
@@ -50,9 +52,15 @@ float scalar_max_f32(const float *x, size_t n);
 /* Kernels are scalar_NAME (cpu-base.h declares one for every op). */
 #define SCALAR_KERNEL(NAME) CPU_KERNEL_FN(NAME)
 
-/* y = alpha op(A) x + beta y for a row-major rows x cols A; also matmul's
- * path for m == 1 or n == 1.  y has (trans ? cols : rows) elements. */
-rayo_status scalar_gemv_run(const cpu_state *st, int trans, size_t rows, size_t cols,
+/* matmul and gemv with non-f32 operands (quant.c), and f32 calls with
+ * strided operands, which the f32 kernels hand to them. */
+SCALAR_KERNEL(matmul_typed);
+SCALAR_KERNEL(gemv_typed);
+
+/* y = alpha op(A) x + beta y for a row-major rows x cols A whose rows start
+ * lda elements apart (0: cols); also matmul's path for m == 1 or n == 1.
+ * y has (trans ? cols : rows) elements. */
+rayo_status scalar_gemv_run(const cpu_state *st, int trans, size_t rows, size_t cols, size_t lda,
                             float alpha, const float *A, const float *x, float beta, float *y);
 
 #endif

@@ -10,6 +10,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "conform.h"
+#include "conform-infer.h"
 
 #include <float.h>
 #include <math.h>
@@ -1584,7 +1585,7 @@ int conform_check_op(const conform_options *opts, const rayo_op_info *op, confor
     rayo_call probe = {.struct_size = sizeof(rayo_call), .op = op->id, .m = 1, .n = 1, .k = 1, .alpha = 0.25f, .beta = 0.75f,
                        .a = one, .b = one, .c = one, .y = one};
     if (conform_reference(&probe, r, tt) != 0)
-        return 0;
+        return conform_infer_check(opts, op, result); /* the inference ops, or no reference */
     result->has_reference = 1;
 
     plan p;
@@ -1616,6 +1617,7 @@ int conform_check_op(const conform_options *opts, const rayo_op_info *op, confor
         result->max_units = 0;
         result->worst[0] = '\0';
     }
+    conform_infer_check(opts, op, result); /* matmul, gemv: other dtypes and strided views */
     return result->failed ? 1 : 0;
 }
 

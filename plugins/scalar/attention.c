@@ -1,0 +1,145 @@
+/* attention.c - out = softmax(scale Q K^T + causal mask) V for all heads of
+ * a layer, grouped-query (query head h reads KV head h / (n_heads /
+ * n_kv_heads)), KV cache in f32 or f16 with token and head strides.
+ *
+ * One (query, head) pair is one work item, done in a single pass over the
+ * visible keys with a running maximum: when a score exceeds the maximum so
+ * far, the sum and the output accumulated so far are rescaled by
+ * e^(old max - new max), so no exponential overflows and no score is kept
+ * (not even one row of them).  Scores are blocked dot products (reduce.c);
+ * the probabilities and the weighted sum of V are in double, so long caches
+ * (8K positions and more) stay within the contract.  An f16 cache row is
+ * widened to f32 exactly before use.  Items are spread over the pool; each
+ * worker has its own scratch (a key row, a value row, the double output).
+ */
+#include "plugin.h"
+
+#include <math.h>
+
+#define COST_PER_MAC 2
+
+typedef struct attn_layout {
+    size_t q_token, q_head, k_token, k_head, v_token, v_head, o_token, o_head;
+} attn_layout;
+
+typedef struct attn_job {
+    const rayo_call *call;
+    const rayo_attention_params *p;
+    rayo_dtype kv_dtype;
+    attn_layout s;
+    size_t group;            /* query heads per KV head */
+    double *scratch;         /* per worker: acc[head_dim], then key and value rows */
+    size_t per_worker;       /* doubles */
+    size_t chunk;            /* items per task */
+} attn_job;
+
+static size_t or_dense(size_t stride, size_t dense)
+{
+    return stride ? stride : dense;
+}
+
+/* Row `token` of KV head `head` of a cache, as f32: the cache itself when it
+ * is f32, else widened into buf. */
+static const float *kv_row(const attn_job *job, const void *base, size_t token_stride,
+                           size_t head_stride, size_t token, size_t head, float *buf)
+{
+    size_t at = token * token_stride + head * head_stride, d = job->p->head_dim;
+    if (job->kv_dtype == RAYO_DTYPE_F32)
+        return (const float *)base + at;
+    rayo_dequantize_row(RAYO_DTYPE_F16, (const unsigned char *)base + 2 * at, buf, d);
+    return buf;
+}
+
+static void attend(const attn_job *job, size_t i, size_t h, double *acc, float *kbuf, float *vbuf)
+{
+    const rayo_attention_params *p = job->p;
+    const rayo_call *c = job->call;
+    size_t d = p->head_dim, kvh = h / job->group;
+    size_t visible = (p->flags & RAYO_ATTN_CAUSAL) ? p->n_kv - p->n_q + i + 1 : p->n_kv;
+    const float *q = (const float *)c->a + i * job->s.q_token + h * job->s.q_head;
+    double mx = -INFINITY, sum = 0.0;
+    for (size_t l = 0; l < d; l++)
+        acc[l] = 0.0;
+    for (size_t j = 0; j < visible; j++) {
+        const float *kr = kv_row(job, c->b, job->s.k_token, job->s.k_head, j, kvh, kbuf);
+        double score = (double)p->scale * scalar_dot_f64(q, kr, d);
+        if (score > mx) {
+            double shrink = exp(mx - score); /* 0 for the first key */
+            sum *= shrink;
+            for (size_t l = 0; l < d; l++)
+                acc[l] *= shrink;
+            mx = score;
+        }
+        double w = exp(score - mx);
+        const float *vr = kv_row(job, c->c, job->s.v_token, job->s.v_head, j, kvh, vbuf);
+        sum += w;
+        for (size_t l = 0; l < d; l++)
+            acc[l] += w * vr[l];
+    }
+    float *out = (float *)c->y + i * job->s.o_token + h * job->s.o_head;
+    for (size_t l = 0; l < d; l++)
+        out[l] = (float)(acc[l] / sum);
+}
+
+static void attn_task(void *arg, size_t task, unsigned worker)
+{
+    const attn_job *job = arg;
+    size_t d = job->p->head_dim, items = job->p->n_q * job->p->n_heads;
+    double *acc = job->scratch + (size_t)worker * job->per_worker;
+    float *kbuf = (float *)(acc + d), *vbuf = kbuf + d;
+    size_t lo = task * job->chunk, hi = lo + job->chunk < items ? lo + job->chunk : items;
+    for (size_t item = lo; item < hi; item++)
+        attend(job, item / job->p->n_heads, item % job->p->n_heads, acc, kbuf, vbuf);
+}
+
+static rayo_status attn_check(const rayo_call *c, const rayo_attention_params *p, rayo_dtype kv)
+{
+    if (kv != RAYO_DTYPE_F32 && kv != RAYO_DTYPE_F16)
+        return RAYO_E_UNSUPPORTED;
+    if (RAYO_DTYPE_OF(c->dtypes, 2) != kv || RAYO_DTYPE_OF(c->dtypes, 0) != RAYO_DTYPE_F32)
+        return RAYO_E_UNSUPPORTED;
+    if (!p->n_kv_heads || p->n_heads % p->n_kv_heads || !p->n_kv ||
+        ((p->flags & RAYO_ATTN_CAUSAL) && p->n_q > p->n_kv))
+        return RAYO_E_INVALID; /* the core refuses these first */
+    return RAYO_OK;
+}
+
+static void set_layout(attn_layout *s, const rayo_attention_params *p)
+{
+    size_t d = p->head_dim;
+    s->q_head = or_dense(p->q_head, d);
+    s->k_head = or_dense(p->k_head, d);
+    s->v_head = or_dense(p->v_head, d);
+    s->o_head = or_dense(p->o_head, d);
+    s->q_token = or_dense(p->q_token, p->n_heads * d);
+    s->k_token = or_dense(p->k_token, p->n_kv_heads * d);
+    s->v_token = or_dense(p->v_token, p->n_kv_heads * d);
+    s->o_token = or_dense(p->o_token, p->n_heads * d);
+}
+
+SCALAR_KERNEL(attention)
+{
+    const cpu_state *st = state;
+    const rayo_attention_params *p = call->params;
+    rayo_dtype kv = RAYO_DTYPE_OF(call->dtypes, 1);
+    if (p->n_q == 0 || p->n_heads == 0 || p->head_dim == 0)
+        return RAYO_OK;
+    rayo_status status = attn_check(call, p, kv);
+    if (status != RAYO_OK)
+        return status;
+    attn_job job = { .call = call, .p = p, .kv_dtype = kv, .group = p->n_heads / p->n_kv_heads };
+    set_layout(&job.s, p);
+    size_t items = p->n_q * p->n_heads, threads = cpu_threads(st), tasks = 1;
+    double work = (double)items * (double)p->n_kv * (double)p->head_dim * COST_PER_MAC;
+    if (threads > 1 && work >= (double)CPU_PARALLEL_MIN_WORK)
+        tasks = 4 * threads < items ? 4 * threads : items;
+    size_t workers = tasks > 1 ? threads : 1;
+    job.per_worker = 2 * p->head_dim + 8; /* acc (doubles) + two f32 rows in the same space */
+    job.scratch = (double *)cpu_alloc_floats(st, 2 * workers * job.per_worker);
+    if (!job.scratch)
+        return RAYO_E_NOMEM;
+    job.chunk = (items + tasks - 1) / tasks;
+    cpu_parallel(st, (items + job.chunk - 1) / job.chunk, attn_task, &job);
+    cpu_free(st, job.scratch);
+    return RAYO_OK;
+}
