@@ -36,15 +36,23 @@ if (!sameTokenization)
 
 // Greedy decoding from rayo's prompt ids, with the full distribution each step.
 const cppTokens = [], cppProbs = [];
+let tFirst = 0;
 const gen = sequence.evaluateWithMetadata(rayoPrompt, { probabilities: true },
     { temperature: 0, yieldEogToken: true });
+const tStart = performance.now();
 for await (const out of gen) {
+    if (!cppTokens.length) tFirst = performance.now();
     cppTokens.push(out.token);
     cppProbs.push(out.probabilities);
     if (cppTokens.length >= steps)
         break;
 }
 
+const tEnd = performance.now();
+console.log(`llama.cpp (CPU, ${llama.cpuMathCores ?? "?"} math cores): prefill ${rayoPrompt.length} ` +
+    `tokens ${(rayoPrompt.length / ((tFirst - tStart) / 1000)).toFixed(1)} tok/s, decode ` +
+    `${cppTokens.length - 1} tokens ${((cppTokens.length - 1) / ((tEnd - tFirst) / 1000)).toFixed(2)} ` +
+    "tok/s (with the full distribution each step)");
 const rayoTokens = rayoTokensArg.trim().split(/\s+/).map(Number);
 const vocab = fs.statSync(rayoLogitsPath).size / 4 / Math.max(1, rayoTokens.length);
 const logits = new Float32Array(fs.readFileSync(rayoLogitsPath).buffer.slice(0));

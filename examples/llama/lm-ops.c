@@ -5,11 +5,16 @@
 #include <string.h>
 
 int lm_force_interim;
+size_t lm_fallbacks;
 
 /* A status that sends the call down the interim path. */
 static int not_there(rayo_status st)
 {
-    return st == RAYO_E_UNSUPPORTED || st == RAYO_E_NO_BACKEND;
+    if (st == RAYO_E_UNSUPPORTED || st == RAYO_E_NO_BACKEND) {
+        lm_fallbacks++;
+        return 1;
+    }
+    return 0;
 }
 
 /* ---- linear ------------------------------------------------------------ */

@@ -22,6 +22,8 @@ typedef struct lm_weight {
 } lm_weight;
 
 extern int lm_force_interim;
+/* Calls that took the interim path because no backend could do the ABI 1 op. */
+extern size_t lm_fallbacks;
 
 /* y[t][rows] = sum_c x[t][c] w[r][c] for t < n_tok. */
 rayo_status lm_linear(rayo_context *ctx, const lm_weight *w, const float *x, size_t n_tok,

@@ -260,6 +260,9 @@ static void print_speed(rayo_context *ctx, const llama_model *m, const run_stats
                                          RAYO_DTYPE_F32), size);
     const char *f32 = rayo_backend_for(ctx, RAYO_OP_GEMV, 0, size);
     int interim = lm_force_interim || !typed;
+    if (lm_fallbacks && !lm_force_interim)
+        fprintf(stderr, "rayo-llama: %zu calls took the interim path (no backend has the op)\n",
+                lm_fallbacks);
     fprintf(stderr, "rayo-llama: gemv %s on %s%s: prefill %zu tokens %.1f tok/s, decode %zu "
             "tokens %.2f tok/s\n", interim ? "f32" : rayo_dtype_name(wdt),
             interim ? (f32 ? f32 : "?") : typed, interim ? " (interim path)" : "", rs->n_prompt,
