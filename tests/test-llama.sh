@@ -53,4 +53,21 @@ for model in "mix" "mix --tied" "q4_k_m --layers 3" "q8_0 --kv-heads 4" "q4_0 --
         done
     done
 done
+# Sampling (temperature 0.9, top-k 20, seed 5): the same draw on every backend, and
+# not the greedy sequence.
+"$bin/gguf-make" --scheme mix --seed 11 -o "$file" 2>/dev/null || exit 99
+greedy=$("$bin/rayo-llama" -q --tokens -n $n -p "$prompt" "$file")
+first=""
+for be in $backends; do
+    out=$("$bin/rayo-llama" -q --backend "$be" --tokens -n $n --temp 0.9 --top-k 20 --seed 5 \
+        -p "$prompt" "$file") || { echo "FAIL: sampling on $be"; status=1; continue; }
+    [ -n "$first" ] || first=$out
+    if [ "$out" != "$first" ] || [ "$out" = "$greedy" ]; then
+        echo "FAIL: sampling on $be: $out (first backend: $first; greedy: $greedy)"; status=1
+    else
+        echo "sampling on $be: same draw, not greedy"
+    fi
+done
+other=$("$bin/rayo-llama" -q --tokens -n $n --temp 0.9 --top-k 20 --seed 6 -p "$prompt" "$file")
+[ "$other" != "$first" ] || { echo "FAIL: seeds 5 and 6 drew the same $n tokens"; status=1; }
 exit $status
