@@ -6,7 +6,9 @@
 # must be the same everywhere.
 builddir=${abs_top_builddir:-$(pwd)}
 bin=$builddir/examples/llama
-[ -x "$bin/rayo-llama" ] && [ -x "$bin/gguf-make" ] || { echo "ERROR: examples/llama not built"; exit 99; }
+if [ ! -x "$bin/rayo-llama" ] || [ ! -x "$bin/gguf-make" ]; then
+    echo "ERROR: examples/llama not built"; exit 99
+fi
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 XDG_CONFIG_HOME=$tmp
@@ -17,7 +19,8 @@ export RAYO_LOG
 
 backends=$("$bin/rayo-llama" --backends) || { echo "FAIL: rayo-llama --backends"; exit 1; }
 [ -n "$backends" ] || { echo "FAIL: no backend loaded"; exit 1; }
-echo "backends: $(echo $backends)"
+# shellcheck disable=SC2086 # one line of names
+echo "backends:" $backends
 status=0
 n=24
 prompt="Once upon a time, in a land far away"
