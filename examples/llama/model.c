@@ -99,6 +99,26 @@ static int norm(const float **w, const gguf_file *g, const char *name, size_t n,
     return t ? 0 : -1;
 }
 
+/* Reads one byte per page of a weight, so that loading (not the first token)
+ * pays for bringing the file into memory, and the progress line means it. */
+static void prefault(const lm_weight *w)
+{
+    size_t row_bytes = 0;
+    rayo_dtype_row_bytes(w->dtype, w->cols, &row_bytes);
+    const volatile uint8_t *p = w->data;
+    uint8_t sink = 0;
+    for (size_t i = 0; i < row_bytes * w->rows; i += 4096)
+        sink ^= p[i];
+    (void)sink;
+}
+
+static void prefault_layer(const llama_layer *L)
+{
+    const lm_weight *w[] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
+    for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+        prefault(w[i]);
+}
+
 static int load_layer(llama_model *m, const gguf_file *g, size_t l, char *err, size_t errlen)
 {
     llama_layer *L = &m->layers[l];
@@ -158,6 +178,7 @@ int llama_load(llama_model *m, const gguf_file *g, size_t n_ctx, char *err, size
             llama_free(m);
             return -1;
         }
+        prefault_layer(&m->layers[l]);
         if (progress)
             progress(l + 1, m->n_layers);
     }
