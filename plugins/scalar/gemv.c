@@ -107,8 +107,6 @@ rayo_status scalar_gemv_run(const cpu_state *st, int trans, size_t rows, size_t 
 
 SCALAR_KERNEL(gemv)
 {
-    if (rayo_call_strided(call))
-        return RAYO_E_UNSUPPORTED; /* row strides: not in this kernel yet */
     if (call->flags & ~(uint32_t)RAYO_TRANS_A)
         return RAYO_E_UNSUPPORTED;
     return scalar_gemv_run(state, (call->flags & RAYO_TRANS_A) != 0, call->m, call->n, call->lda,

@@ -223,8 +223,6 @@ static rayo_status matmul_as_gemv(const cpu_state *st, const rayo_call *c)
 
 SCALAR_KERNEL(matmul)
 {
-    if (rayo_call_strided(call))
-        return RAYO_E_UNSUPPORTED; /* row strides: not in this kernel yet */
     const cpu_state *st = state;
     if (call->flags & ~(uint32_t)(RAYO_TRANS_A | RAYO_TRANS_B))
         return RAYO_E_UNSUPPORTED;
