@@ -21,7 +21,10 @@ const { getLlama } = await import(pathToFileURL(entry).href);
 
 const llama = await getLlama({ gpu: false, logLevel: "error" });
 const model = await llama.loadModel({ modelPath });
-const context = await model.createContext({ contextSize: 512 });
+// One thread unless LLAMA_THREADS says otherwise: ggml's spinning worker threads
+// crawl on a shared, loaded machine (a 64-step run did not end in 15 minutes).
+const threads = Number(process.env.LLAMA_THREADS ?? 1);
+const context = await model.createContext({ contextSize: 512, threads });
 const sequence = context.getSequence();
 
 // Tokenization: llama.cpp's own (with BOS) against rayo's.

@@ -12,7 +12,8 @@
 # NODE_LLAMA_CPP_MODULES (default: build-llamacpp/node_modules in the source
 # tree; `mkdir -p build-llamacpp && cd build-llamacpp && npm install
 # --ignore-scripts node-llama-cpp@3`).  Prints SKIP and exits 77 without them.
-# Options for rayo-llama (a backend) go in RAYO_LLAMA_ARGS.
+# Options for rayo-llama (a backend) go in RAYO_LLAMA_ARGS; llama.cpp's thread
+# count in LLAMA_THREADS (default 1).
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 builddir=${abs_top_builddir:-$srcdir/build}
 bin=$builddir/examples/llama
