@@ -8,3 +8,4 @@ TESTS += examples/quantized-gemv
 examples_quantized_gemv_SOURCES = examples/quantized-gemv.c
 examples_quantized_gemv_LDADD = core/librayo.la -lm
 include examples/plugin-template/local.mk
+include examples/llama/local.mk

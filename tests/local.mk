@@ -8,6 +8,7 @@ include tests/vulkan.mk
 include tests/cuda.mk
 include tests/wasm.mk
 include tests/infer.mk
+include tests/llama.mk
 
 # The core's own tests.
 include tests/plugins/local.mk

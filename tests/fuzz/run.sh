@@ -27,14 +27,20 @@ flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
 libs="$(pkg-config --libs inih) -ldl -lpthread -lm"
 
 status=0
-for target in config plugin; do
+# examples/llama's GGUF reader, tokenizer and model checks (with the core,
+# which lm-ops.c calls).
+llama_sources="examples/llama/gguf.c examples/llama/tokenizer.c examples/llama/model.c
+ examples/llama/lm-ops.c"
+for target in config plugin gguf; do
     t0=$(date +%s)
+    extra="" max_len=4096
+    [ "$target" = gguf ] && extra="-Iexamples/llama $llama_sources" max_len=65536
     # shellcheck disable=SC2086
-    clang $flags -o "$out/fuzz-$target" "tests/fuzz/fuzz-$target.c" $core_sources $libs
+    clang $flags -o "$out/fuzz-$target" "tests/fuzz/fuzz-$target.c" $extra $core_sources $libs
     corpus="$out/corpus-$target"
     mkdir -p "$corpus"
-    if [ "$target" = config ]; then
-        cp tests/fuzz/seeds-config/* "$corpus/"
+    if [ "$target" = config ] || [ "$target" = gguf ]; then
+        cp tests/fuzz/seeds-$target/* "$corpus/"
     else
         FUZZ_WRITE_SEEDS="$corpus" "$out/fuzz-plugin"
         # ELF seeds: heads of real plugins, whole and cut short.
@@ -47,7 +53,7 @@ for target in config plugin; do
     echo "==== fuzz-$target: ${seconds} s ===="
     log="$out/fuzz-$target.log"
     rc=0
-    ASAN_OPTIONS=detect_leaks=1 "$out/fuzz-$target" -max_total_time="$seconds" -max_len=4096 \
+    ASAN_OPTIONS=detect_leaks=1 "$out/fuzz-$target" -max_total_time="$seconds" -max_len=$max_len \
         -artifact_prefix="$out/crash-$target-" -print_final_stats=1 "$corpus" >"$log" 2>&1 || rc=$?
     grep -E '^(INFO: seed corpus|Done [0-9]+ runs|stat::number_of_executed_units)' "$log" || true
     if [ "$rc" -ne 0 ]; then
