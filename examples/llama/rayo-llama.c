@@ -241,7 +241,7 @@ static rayo_context *open_rayo(const options *o)
     /* The backend asked for takes every op it has, at any size. */
     snprintf(settings, sizeof settings, "[dispatch]\norder = %s\noffload_threshold = 0\n",
              o->backend ? o->backend : "");
-    rayo_options ro = {sizeof ro, o->backend ? settings : NULL, 0, 0, NULL, NULL, NULL, 0};
+    rayo_options ro = {.struct_size = sizeof ro, .settings = o->backend ? settings : NULL};
     rayo_context *ctx = NULL;
     rayo_status st = rayo_open(&ctx, &ro);
     if (st != RAYO_OK) {
