@@ -135,18 +135,23 @@ static void gen_row_kernel(strbuf *mod, enum row_kind kind)
         emit(k, "setp.eq.f64 %s, %s, %s;", P(pz), FD(ve), CD(0.0));
         emit(k, "selp.f64 %s, %s, %s, %s;", FD(rstd), CD(0.0), FD(rstd), P(pz));
         rl = row_loop_begin(k, tid64, n);
-        int x3 = nf(k), xd3 = nfd(k), d3 = nfd(k), t3 = nfd(k), tf = nf(k), gv = nf(k), bv = nf(k), out = nf(k);
+        int x3 = nf(k), xd3 = nfd(k), d3 = nfd(k), t3 = nfd(k), gv = nf(k), bv = nf(k), out = nf(k);
+        int gd = nfd(k), bd = nfd(k), yd = nfd(k);
         emit(k, "ld.global.f32 %s, [%s];", F(x3), D(addr_of(k, xa, rl.j, 4)));
         emit(k, "cvt.f64.f32 %s, %s;", FD(xd3), F(x3));
         emit(k, "sub.rn.f64 %s, %s, %s;", FD(d3), FD(xd3), FD(mean));
         emit(k, "mul.rn.f64 %s, %s, %s;", FD(t3), FD(d3), FD(rstd));
-        emit(k, "cvt.rn.f32.f64 %s, %s;", F(tf), FD(t3));
         emit(k, "mov.f32 %s, %s;", F(gv), C(1.0f));
         emit(k, "mov.f32 %s, %s;", F(bv), C(0.0f));
         emit(k, "@%s ld.global.f32 %s, [%s];", P(has_g), F(gv), D(addr_of(k, gg, rl.j, 4)));
         if (kind == ROW_LAYERNORM)
             emit(k, "@%s ld.global.f32 %s, [%s];", P(has_b), F(bv), D(addr_of(k, bg, rl.j, 4)));
-        emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(out), F(tf), F(gv), F(bv));
+        /* gamma x^ + beta in double, rounded once: with gamma ~ 100 and beta ~
+         * -100 the result cancels, and a float x^ would carry 100 ulps of it */
+        emit(k, "cvt.f64.f32 %s, %s;", FD(gd), F(gv));
+        emit(k, "cvt.f64.f32 %s, %s;", FD(bd), F(bv));
+        emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(yd), FD(t3), FD(gd), FD(bd));
+        emit(k, "cvt.rn.f32.f64 %s, %s;", F(out), FD(yd));
         emit(k, "st.global.f32 [%s], %s;", D(addr_of(k, ya, rl.j, 4)), F(out));
         row_loop_end(k, rl, n);
     }
