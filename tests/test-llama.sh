@@ -6,9 +6,11 @@
 # must be the same everywhere.
 builddir=${abs_top_builddir:-$(pwd)}
 bin=$builddir/examples/llama
-if [ ! -x "$bin/rayo-llama" ] || [ ! -x "$bin/gguf-make" ]; then
+if [ ! -x $RUN "$bin/rayo-llama" ] || [ ! -x $RUN "$bin/gguf-make" ]; then
     echo "ERROR: examples/llama not built"; exit 99
 fi
+# In a cross build (tests/qemu-wrap.sh) the programs run under the wrapper.
+RUN=${RAYO_RUN_WRAPPER:-}
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 XDG_CONFIG_HOME=$tmp
@@ -17,7 +19,7 @@ unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_PLUGIN_PATH RAYO_FORCE_CPU
 RAYO_LOG=error
 export RAYO_LOG
 
-backends=$("$bin/rayo-llama" --backends) || { echo "FAIL: rayo-llama --backends"; exit 1; }
+backends=$($RUN "$bin/rayo-llama" --backends) || { echo "FAIL: rayo-llama --backends"; exit 1; }
 [ -n "$backends" ] || { echo "FAIL: no backend loaded"; exit 1; }
 # shellcheck disable=SC2086 # one line of names
 echo "backends:" $backends
@@ -27,8 +29,8 @@ prompt="Once upon a time, in a land far away"
 for model in "mix" "mix --tied" "q4_k_m --layers 3" "q8_0 --kv-heads 4" "q4_0 --heads 8 --kv-heads 1"; do
     file=$tmp/m.gguf
     # shellcheck disable=SC2086
-    "$bin/gguf-make" --scheme $model --seed 7 -o "$file" 2>/dev/null || { echo "FAIL: gguf-make $model"; exit 1; }
-    ref=$("$bin/rayo-llama" -q --interim --tokens -n $n -p "$prompt" "$file") ||
+    $RUN "$bin/gguf-make" --scheme $model --seed 7 -o "$file" 2>/dev/null || { echo "FAIL: gguf-make $model"; exit 1; }
+    ref=$($RUN "$bin/rayo-llama" -q --interim --tokens -n $n -p "$prompt" "$file") ||
         { echo "FAIL: $model: interim path"; status=1; continue; }
     distinct=$(echo "$ref" | tr ' ' '\n' | sort -u | wc -l)
     count=$(echo "$ref" | wc -w)
@@ -42,7 +44,7 @@ for model in "mix" "mix --tied" "q4_k_m --layers 3" "q8_0 --kv-heads 4" "q4_0 --
         # The interim path (f32 ops on dequantized weights): be must run the gemv.
         # The ABI 1 path: be first, the typed ops it lacks on the next backend.
         for path in --interim ""; do
-            out=$("$bin/rayo-llama" $path --backend "$be" --tokens -n $n -p "$prompt" "$file" 2>"$tmp/err")
+            out=$($RUN "$bin/rayo-llama" $path --backend "$be" --tokens -n $n -p "$prompt" "$file" 2>"$tmp/err")
             rc=$?
             used=$(sed -n 's/^rayo-llama: gemv \([a-z0-9_]*\) on \([a-z0-9_]*\).*/\1 on \2/p' "$tmp/err")
             label="$model on $be${path:+ ($path)}"
@@ -58,11 +60,11 @@ for model in "mix" "mix --tied" "q4_k_m --layers 3" "q8_0 --kv-heads 4" "q4_0 --
 done
 # Sampling (temperature 0.9, top-k 20, seed 5): the same draw on every backend, and
 # not the greedy sequence.
-"$bin/gguf-make" --scheme mix --seed 11 -o "$file" 2>/dev/null || exit 99
-greedy=$("$bin/rayo-llama" -q --tokens -n $n -p "$prompt" "$file")
+$RUN "$bin/gguf-make" --scheme mix --seed 11 -o "$file" 2>/dev/null || exit 99
+greedy=$($RUN "$bin/rayo-llama" -q --tokens -n $n -p "$prompt" "$file")
 first=""
 for be in $backends; do
-    out=$("$bin/rayo-llama" -q --backend "$be" --tokens -n $n --temp 0.9 --top-k 20 --seed 5 \
+    out=$($RUN "$bin/rayo-llama" -q --backend "$be" --tokens -n $n --temp 0.9 --top-k 20 --seed 5 \
         -p "$prompt" "$file") || { echo "FAIL: sampling on $be"; status=1; continue; }
     [ -n "$first" ] || first=$out
     if [ "$out" != "$first" ] || [ "$out" = "$greedy" ]; then
@@ -71,6 +73,6 @@ for be in $backends; do
         echo "sampling on $be: same draw, not greedy"
     fi
 done
-other=$("$bin/rayo-llama" -q --tokens -n $n --temp 0.9 --top-k 20 --seed 6 -p "$prompt" "$file")
+other=$($RUN "$bin/rayo-llama" -q --tokens -n $n --temp 0.9 --top-k 20 --seed 6 -p "$prompt" "$file")
 [ "$other" != "$first" ] || { echo "FAIL: seeds 5 and 6 drew the same $n tokens"; status=1; }
 exit $status
