@@ -191,6 +191,8 @@ RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, ray
                                                : RAYO_DEVICE_OTHER;
     info->rank = be->status == RAYO_BACKEND_LOADED ? be->rank : UINT32_MAX;
     info->op_count = be->op_count;
+    info->device_flags = be->probe.device_count ? be->probe.devices[be->device].flags & RAYO_DEVICE_FLUSHES_DENORMALS
+                                                : 0;
     memcpy(caller, info, info->struct_size); /* the fields the caller's header has */
     return RAYO_OK;
 }

@@ -50,7 +50,9 @@
  *   rayo-info that it flushes float32 denormals (vulkan where the driver lacks
  *   shaderDenormPreserveFloat32, e.g. NVIDIA's), denormal inputs also read
  *   as +-0 (a / denormal = +-inf, log/sqrt of -denormal = -inf / -0, sums
- *   of denormals = 0); x*f(x) activations (gelu, silu,
+ *   of denormals = 0; rayo_backend_info.device_flags has
+ *   RAYO_DEVICE_FLUSHES_DENORMALS, and rayo-conform judges its subnormal
+ *   cases against the flushed inputs too); x*f(x) activations (gelu, silu,
  *   mish, hardswish, bias_act) at x = -inf, which may give 0 or NaN.
  *
  * RAYO_COMBO(OP, A, B, C, Y, TOL_REL, TOL_ABS, RELAXED_REL, RELAXED_ABS)

@@ -157,6 +157,7 @@ struct rayo_host {
 /* ---- probe ---------------------------------------------------------------- */
 #define RAYO_MAX_DEVICES 16
 #define RAYO_DEVICE_HOST_MEMORY 0x1u /* kernels work on host pointers directly */
+/* RAYO_DEVICE_FLUSHES_DENORMALS (0x2, rayo.h): say so when it may be true. */
 
 typedef struct rayo_device_desc {
     char name[128];

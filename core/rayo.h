@@ -495,6 +495,12 @@ typedef enum rayo_device_type {
     RAYO_DEVICE_OTHER = 3
 } rayo_device_type;
 
+/* rayo_backend_info.device_flags, and rayo_device_desc.flags of a plugin's
+ * probe.  FLUSHES_DENORMALS: the device may read float32 denormal inputs as
+ * +-0 and flush denormal results (the contract's documented exception,
+ * rayo-ops.h); rayo-conform then judges its subnormal cases both ways. */
+#define RAYO_DEVICE_FLUSHES_DENORMALS 0x2u
+
 typedef enum rayo_backend_status {
     RAYO_BACKEND_LOADED = 0,   /* active: used by dispatch */
     /* refused: the file (not an ELF plugin of this machine, truncated, writable
@@ -523,6 +529,7 @@ typedef struct rayo_backend_info {
     size_t device_count;       /* devices the probe reported */
     unsigned rank;             /* position in the default order, 0 = first */
     size_t op_count;           /* ops it implements */
+    uint32_t device_flags;     /* RAYO_DEVICE_FLUSHES_DENORMALS of the device in use (1.0, appended) */
 } rayo_backend_info;
 
 RAYO_API size_t rayo_backend_count(const rayo_context *ctx);

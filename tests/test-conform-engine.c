@@ -6,8 +6,12 @@
  * of tolerance, an element not written, a write past the end or before the
  * start of the output, a changed input, a write for an empty call, NaN
  * leaking from C when beta = 0, NaN ignored by max, the activation of
- * bias_act ignored.  Every mistake must make conform_check_op fail. */
+ * bias_act ignored.  Every mistake must make conform_check_op fail.
+ * A backend that reads denormal inputs as zeros (NVIDIA's Vulkan driver)
+ * fails the subnormal cases, and passes them only when the engine is told
+ * the device flushes (the contract's documented exception). */
 #include "conform.h"
+#include "rayo-plugin.h"
 
 #include <float.h>
 #include <math.h>
@@ -17,14 +21,14 @@
 
 typedef enum mistake {
     RIGHT, OUT_OF_TOLERANCE, NOT_WRITTEN, PAST_END, BEFORE_START, CHANGES_INPUT,
-    WRITES_EMPTY, NAN_FROM_C, IGNORES_NAN, IGNORES_ACT, ALWAYS_UNSUPPORTED, MISTAKE_COUNT
+    WRITES_EMPTY, NAN_FROM_C, IGNORES_NAN, IGNORES_ACT, ALWAYS_UNSUPPORTED, FLUSHES_DENORMALS, MISTAKE_COUNT
 } mistake;
 
 static const char *const mistake_names[MISTAKE_COUNT] = {
     "right answers", "an element out of tolerance", "an element not written",
     "a write past the end", "a write before the start", "a changed input",
     "a write for an empty call", "NaN from C with beta = 0", "NaN ignored",
-    "activation ignored", "always unsupported",
+    "activation ignored", "always unsupported", "denormal inputs read as zero",
 };
 
 static int failures;
@@ -108,6 +112,28 @@ static size_t output_position(const rayo_call *c, size_t i)
     return i;
 }
 
+/* *out = *c with every float32 denormal of a, b and c read as a zero of its
+ * sign, in copies (freed by the caller); 0 on success. */
+static int flush_inputs(const rayo_call *c, rayo_call *out, float *copies[3])
+{
+    size_t cnt[4];
+    if (rayo_operand_counts(c, (int)rayo_op_by_id(c->op)->sig, cnt))
+        return -1;
+    *out = *c;
+    const void **inputs[3] = {&out->a, &out->b, &out->c};
+    for (int w = 0; w < 3; w++) {
+        if (!*inputs[w] || !cnt[w])
+            continue;
+        const float *x = *inputs[w];
+        if (!(copies[w] = malloc(cnt[w] * sizeof(float))))
+            return -1;
+        for (size_t i = 0; i < cnt[w]; i++)
+            copies[w][i] = fpclassify(x[i]) == FP_SUBNORMAL ? copysignf(0.0f, x[i]) : x[i];
+        *inputs[w] = copies[w];
+    }
+    return 0;
+}
+
 static rayo_status fake_backend(void *user, const rayo_call *c)
 {
     mistake how = *(const mistake *)user;
@@ -125,7 +151,14 @@ static rayo_status fake_backend(void *user, const rayo_call *c)
     }
     size_t count = conform_output_count(c);
     double *ref = malloc((count + 1) * sizeof *ref), *terms = malloc((count + 1) * sizeof *terms);
-    if (!ref || !terms || conform_reference(c, ref, terms)) {
+    rayo_call flushed;
+    float *copies[3] = {NULL, NULL, NULL};
+    int bad = !ref || !terms || (how == FLUSHES_DENORMALS && flush_inputs(c, &flushed, copies));
+    if (bad || conform_reference(how == FLUSHES_DENORMALS ? &flushed : c, ref, terms))
+        bad = 1;
+    for (int w = 0; w < 3; w++)
+        free(copies[w]);
+    if (bad) {
         free(ref);
         free(terms);
         return RAYO_E_NOMEM;
@@ -150,6 +183,15 @@ static rayo_status fake_backend(void *user, const rayo_call *c)
     free(ref);
     free(terms);
     return RAYO_OK;
+}
+
+static conform_result check_flushing(const rayo_op_info *op, mistake how, int flushes_denormals)
+{
+    conform_options opts = {.seed = 20240601, .quick = 1, .run = fake_backend, .run_user = &how,
+                            .flushes_denormals = flushes_denormals};
+    conform_result r;
+    conform_check_op(&opts, op, &r);
+    return r;
 }
 
 static conform_result check(const rayo_op_info *op, mistake how)
@@ -287,6 +329,19 @@ int main(void)
     mistake_fails("maximum", IGNORES_NAN);
     mistake_fails("max", IGNORES_NAN);
     mistake_fails("bias_act", IGNORES_ACT);
+
+    /* The subnormal cases of these ops have denormal inputs. */
+    static const char *const flushed_ops[] = {"div", "layernorm", "rmsnorm"};
+    for (size_t i = 0; i < 3; i++) {
+        const rayo_op_info *op = rayo_op_by_name(flushed_ops[i]);
+        mistake_fails(flushed_ops[i], FLUSHES_DENORMALS);
+        conform_result f = check_flushing(op, FLUSHES_DENORMALS, 1);
+        expect(f.failed == 0, "denormal inputs read as zero pass on a device that says it flushes", op->name);
+        if (f.failed)
+            printf("  %s\n", f.reports[0]);
+        f = check_flushing(op, OUT_OF_TOLERANCE, 1);
+        expect(f.failed > 0, "a wrong element is still caught on a device that says it flushes", op->name);
+    }
 
     conform_result r = check(rayo_op_by_name("matmul"), ALWAYS_UNSUPPORTED);
     expect(!r.implemented && r.failed == 0, "an op answered unsupported is 'not implemented'", "matmul");

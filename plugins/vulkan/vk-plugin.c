@@ -207,6 +207,8 @@ static rayo_status vk_probe(const rayo_host *host, rayo_probe_result *res)
         d->name[len] = 0;
         d->type = device_type_of(p.deviceType);
         d->memory_bytes = device_memory_of(&fi, devs[i]);
+        if (!denorm_preserve_of(&fi, devs[i]))
+            d->flags |= RAYO_DEVICE_FLUSHES_DENORMALS;
         char notes[200];
         device_notes(&fi, devs[i], notes, sizeof notes);
         size_t used = strlen(res->reason);

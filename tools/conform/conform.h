@@ -93,6 +93,10 @@ typedef struct conform_options {
      * offset, overflow, subnormal, eps0, affine, regression.  They are
      * counted in conform_result.skipped, never as passed. */
     const char *skip;
+    /* The backend's device may read float32 denormal inputs as +-0
+     * (RAYO_DEVICE_FLUSHES_DENORMALS): a subnormal-group case that misses the
+     * reference passes if it meets the contract with those inputs flushed. */
+    int flushes_denormals;
     conform_run_fn run;
     void *run_user;
     /* Called before each case (NULL: not called). */
