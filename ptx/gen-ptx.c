@@ -40,6 +40,7 @@ static const module_def modules[] = {
     {"matrix", module_matrix},
     {"sgemm", module_sgemm},
     {"tf32", module_tf32},
+    {"infer", module_infer},
 };
 #define MODULE_COUNT (sizeof modules / sizeof modules[0])
 static const int targets[] = RAYO_PTX_TARGETS;
@@ -132,6 +133,7 @@ static int write_c_source(const char *path)
                   modules[i].name);
     sb_printf(&c, "};\nconst unsigned rayo_cuda_ptx_module_count = %u;\n\n", (unsigned)MODULE_COUNT);
     tf32_write_config_table(&c);
+    infer_write_config_table(&c);
     int rc = write_file(path, c.p, c.len);
     sb_free(&c);
     return rc;

@@ -190,6 +190,8 @@ static rayo_status launch_rows(cuda_state *st, CUstream stream, const cuda_op *o
 /* ---- gemv ------------------------------------------------------------------ */
 static rayo_status launch_gemv(cuda_state *st, CUstream stream, const cuda_op *op)
 {
+    if (op->dtypes != 0)
+        return cuda_launch_gemvq(st, stream, op);
     CUdeviceptr y = op->y, a = op->a, x = op->b;
     unsigned long long m = op->m, n = op->n;
     float alpha = op->alpha, beta = op->beta;

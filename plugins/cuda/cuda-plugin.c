@@ -27,7 +27,7 @@
 #define DEFAULT_TF32 "tf32_128x128_w2x2_r"
 
 static const char *const module_names[MOD_COUNT] = {"elementwise", "reduce", "rows",
-                                                    "matrix", "sgemm", "tf32"};
+                                                    "matrix", "sgemm", "tf32", "infer"};
 
 /* ---- probe ---------------------------------------------------------------- */
 static int device_attr(const cuda_driver *drv, CUdevice dev, CUdevice_attribute a)
@@ -467,6 +467,10 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
                         r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                         rayo_cuda_tf32_configs[i].smem_bytes);
             }
+            for (unsigned i = 0; r == CUDA_SUCCESS && mod == MOD_INFER && i < rayo_cuda_gemvq_config_count; i++)
+                if (strcmp(rayo_cuda_gemvq_configs[i].name, name) == 0) /* may be above 48 KiB */
+                    r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                    rayo_cuda_gemvq_configs[i].smem_bytes);
             if (r != CUDA_SUCCESS) {
                 pthread_mutex_unlock(&st->lock);
                 char what[96];
@@ -489,10 +493,21 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
 /* Every op of the list: cuda_host_call answers RAYO_E_UNSUPPORTED for an op
  * added to the list later that this plugin does not know. */
 #define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {RAYO_OP_##ENUM, 0, cuda_host_call},
-#define RAYO_OPS_BASE_ONLY /* the inference ops fall through to other backends */
+#define RAYO_OPS_BASE_ONLY /* the inference ops not listed below fall through to other backends */
+#define T(X) RAYO_DTYPE_##X
+#define COMBO(OP, A, B, C, Y) {RAYO_OP_##OP, RAYO_DTYPES(T(A), T(B), T(C), T(Y)), cuda_host_call}
 static const rayo_op_entry cuda_ops[] = {
 #include "rayo-ops.h"
+    /* dtype combinations of rayo-ops.h with kernels here (cuda-infer.c) */
+    COMBO(GEMV, F16, F32, NONE, F32),
+    COMBO(GEMV, BF16, F32, NONE, F32),
+    COMBO(GEMV, Q8_0, F32, NONE, F32),
+    COMBO(GEMV, Q4_0, F32, NONE, F32),
+    COMBO(GEMV, Q4_K, F32, NONE, F32),
+    COMBO(GEMV, Q6_K, F32, NONE, F32),
 };
+#undef COMBO
+#undef T
 #undef RAYO_OPS_BASE_ONLY
 #undef RAYO_OP
 

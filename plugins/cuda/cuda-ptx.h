@@ -14,7 +14,7 @@
 #include <string.h>
 
 typedef struct rayo_ptx_module {
-    const char *name;     /* "elementwise", "reduce", "rows", "matrix", "sgemm", "tf32" */
+    const char *name;     /* "elementwise", "reduce", "rows", "matrix", "sgemm", "tf32", "infer" */
     const char *body;     /* NUL-terminated PTX after the target header */
     size_t body_size;     /* strlen(body) */
 } rayo_ptx_module;
@@ -33,10 +33,23 @@ typedef struct rayo_ptx_tf32_config {
 #define RAYO_PTX_SGEMM_BLOCK_K 256
 #define RAYO_PTX_SGEMM_ACC_BYTES 65536
 
+/* gemv with half or quantized weights (module "infer", ptx/infer-gemv.c):
+ * blocks of 32 * ROWS threads, one warp per row of A, x staged in chunks of
+ * XCHUNK floats; each kernel's dynamic shared memory is in the table. */
+#define RAYO_PTX_GEMVQ_ROWS 16
+#define RAYO_PTX_GEMVQ_XCHUNK 4096
+typedef struct rayo_ptx_gemvq_config {
+    const char *name;     /* "gemvq_q8_0" */
+    int dtype;            /* rayo_dtype of A */
+    int smem_bytes;       /* dynamic shared memory per block */
+} rayo_ptx_gemvq_config;
+
 extern const rayo_ptx_module rayo_cuda_ptx_modules[];
 extern const unsigned rayo_cuda_ptx_module_count;
 extern const rayo_ptx_tf32_config rayo_cuda_tf32_configs[];
 extern const unsigned rayo_cuda_tf32_config_count;
+extern const rayo_ptx_gemvq_config rayo_cuda_gemvq_configs[];
+extern const unsigned rayo_cuda_gemvq_config_count;
 
 /* The targets the PTX is written for, as an array initialiser (the plugin
  * picks one per device: cuda-plugin.c). */

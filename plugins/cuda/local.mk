@@ -5,6 +5,7 @@
 # libcuda.so.1 is dlopened at run time.
 
 EXTRA_DIST += plugins/cuda/50-cuda.conf plugins/cuda/h100.sh plugins/cuda/h100-torch.py \
+	plugins/cuda/infer-torch.py \
 	doc/benchmarks-cuda.md
 
 if BUILD_CUDA
@@ -12,7 +13,7 @@ plugin_LTLIBRARIES += plugins/cuda/rayo-cuda.la
 plugins_cuda_rayo_cuda_la_SOURCES = \
 	plugins/cuda/cuda-internal.h plugins/cuda/cuda-driver-api.h plugins/cuda/cuda-ptx.h \
 	plugins/cuda/cuda-driver.c plugins/cuda/cuda-plugin.c plugins/cuda/cuda-launch.c \
-	plugins/cuda/cuda-host.c plugins/cuda/cuda-memory.c
+	plugins/cuda/cuda-host.c plugins/cuda/cuda-memory.c plugins/cuda/cuda-infer.c
 nodist_plugins_cuda_rayo_cuda_la_SOURCES = plugins/cuda/cuda-ptx.c
 plugins_cuda_rayo_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 plugins_cuda_rayo_cuda_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -fvisibility=hidden
@@ -31,4 +32,7 @@ noinst_PROGRAMS += plugins/cuda/cuda-bench
 plugins_cuda_cuda_bench_SOURCES = plugins/cuda/cuda-bench.c
 plugins_cuda_cuda_bench_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 plugins_cuda_cuda_bench_LDADD = tools/conform/libconform.la core/librayo.la $(PTHREAD_LIBS) -lm
+noinst_PROGRAMS += plugins/cuda/cuda-bench-infer
+plugins_cuda_cuda_bench_infer_SOURCES = plugins/cuda/cuda-bench-infer.c
+plugins_cuda_cuda_bench_infer_LDADD = core/librayo.la -lm
 endif
