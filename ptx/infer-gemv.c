@@ -45,18 +45,20 @@ typedef struct qformat {
     const char *name;
     rayo_dtype dtype;
     int block_elems, block_bytes;
-    int unit_elems;   /* values one lane decodes per tile */
+    int unit_elems;   /* values of one unit */
+    int lane_units;   /* units one lane decodes per tile: tiles of 2-4 KiB keep the memory busy */
     void (*decode)(kern *k, const unit_regs *u);
 } qformat;
 
-static int tile_elems(const qformat *f) { return 32 * f->unit_elems; }
+static int tile_elems(const qformat *f) { return 32 * f->lane_units * f->unit_elems; }
 static int tile_bytes(const qformat *f) { return tile_elems(f) / f->block_elems * f->block_bytes; }
 static int pad_period(const qformat *f) { return f->unit_elems > 32 ? f->unit_elems : 32; }
-static int x_bytes(const qformat *f) { return 4 * (XCHUNK + 4 * (XCHUNK / pad_period(f))); }
-/* the staging area of one warp: a tile, its shift (< 16) and room for the
- * extra word a funnel shift reads */
+/* one staging buffer of a warp: a tile, its shift (< 16) and room for the
+ * extra word a funnel shift reads; each warp has two (the next tile loads
+ * while this one is decoded) */
 static int stage_bytes(const qformat *f) { return tile_bytes(f) + 32; }
-static int smem_bytes(const qformat *f) { return x_bytes(f) + XSUM_BYTES + ROWS * stage_bytes(f); }
+/* shared memory before x: the staging buffers and the sums of 32 x */
+static int fixed_bytes(const qformat *f) { return 2 * ROWS * stage_bytes(f) + XSUM_BYTES; }
 
 /* ---- small pieces ------------------------------------------------------------ */
 /* nw words of the bytes at shared address addr (any alignment) */
@@ -322,12 +324,12 @@ static void decode_q6_k(kern *k, const unit_regs *u)
 }
 
 static const qformat formats[] = {
-    {"f16", RAYO_DTYPE_F16, 1, 2, 16, decode_f16},
-    {"bf16", RAYO_DTYPE_BF16, 1, 2, 16, decode_bf16},
-    {"q8_0", RAYO_DTYPE_Q8_0, RAYO_QK8_0, RAYO_Q8_0_BYTES, 32, decode_q8_0},
-    {"q4_0", RAYO_DTYPE_Q4_0, RAYO_QK4_0, RAYO_Q4_0_BYTES, 32, decode_q4_0},
-    {"q4_k", RAYO_DTYPE_Q4_K, RAYO_QK_K, RAYO_Q4_K_BYTES, 64, decode_q4_k},
-    {"q6_k", RAYO_DTYPE_Q6_K, RAYO_QK_K, RAYO_Q6_K_BYTES, 128, decode_q6_k},
+    {"f16", RAYO_DTYPE_F16, 1, 2, 16, 4, decode_f16},
+    {"bf16", RAYO_DTYPE_BF16, 1, 2, 16, 4, decode_bf16},
+    {"q8_0", RAYO_DTYPE_Q8_0, RAYO_QK8_0, RAYO_Q8_0_BYTES, 32, 2, decode_q8_0},
+    {"q4_0", RAYO_DTYPE_Q4_0, RAYO_QK4_0, RAYO_Q4_0_BYTES, 32, 4, decode_q4_0},
+    {"q4_k", RAYO_DTYPE_Q4_K, RAYO_QK_K, RAYO_Q4_K_BYTES, 64, 2, decode_q4_k},
+    {"q6_k", RAYO_DTYPE_Q6_K, RAYO_QK_K, RAYO_Q6_K_BYTES, 128, 1, decode_q6_k},
 };
 #define FORMAT_COUNT (sizeof formats / sizeof formats[0])
 
@@ -346,8 +348,9 @@ static void round_up64(kern *k, int dst, int v, int step)
     emit(k, "and.b64 %s, %s, %d;", D(dst), D(dst), -step);
 }
 
-/* x[c0 .. c0 + len) into the padded shared chunk, zeros up to a whole unit;
- * for Q4_K also the sums of each 32 values. */
+/* x[c0 .. c0 + len) into the padded shared chunk, zeros up to a whole unit
+ * (cp.async: every thread's copies are in flight at once); for Q4_K also the
+ * sums of each 32 values. */
 static void stage_x(kern *k, const qformat *f, const gemvq_regs *g)
 {
     int pp_shift = __builtin_ctz((unsigned)pad_period(f));
@@ -357,32 +360,35 @@ static void stage_x(kern *k, const qformat *f, const gemvq_regs *g)
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(i), D(end));
     emit(k, "@%s bra %s;", P(pi), L(l_done));
     label(k, l_loop);
-    int v = nf(k), pin = np(k), ga = nd(k), si = nr(k), sp = nr(k), sa = nr(k);
-    emit(k, "mov.f32 %s, %s;", F(v), C(0.0f));
+    int pin = np(k), ga = nd(k), si = nr(k), sp = nr(k), sa = nr(k), bytes = nr(k);
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(i), D(g->len));
     emit(k, "add.u64 %s, %s, %s;", D(ga), D(i), D(g->c0));
     emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ga), D(ga), D(g->x));
-    emit(k, "@%s ld.global.nc.f32 %s, [%s];", P(pin), F(v), D(ga));
+    emit(k, "selp.u64 %s, %s, %s, %s;", D(ga), D(ga), D(g->x), P(pin)); /* a zero fill reads nothing */
+    emit(k, "selp.u32 %s, 4, 0, %s;", R(bytes), P(pin));
     emit(k, "cvt.u32.u64 %s, %s;", R(si), D(i));
     emit(k, "shr.u32 %s, %s, %d;", R(sp), R(si), pp_shift);
     emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(si), R(sp), R(si));
     emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(si), R(g->xs));
-    emit(k, "st.shared.f32 [%s], %s;", R(sa), F(v));
+    emit(k, "cp.async.ca.shared.global [%s], [%s], 4, %s;", R(sa), D(ga), R(bytes));
     emit(k, "add.u64 %s, %s, %d;", D(i), D(i), THREADS);
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pi), D(i), D(end));
     emit(k, "@%s bra %s;", P(pi), L(l_loop));
     label(k, l_done);
+    emit(k, "cp.async.wait_all;");
     emit(k, "bar.sync 0;");
     if (f->dtype != RAYO_DTYPE_Q4_K)
         return;
     /* thread t < len / 32 sums x[32 t .. 32 t + 32) (a Q4_K chunk is whole blocks) */
-    int groups = nr(k), pg = np(k), l_skip = nlabel(k);
+    int groups = nr(k), g0 = nr(k), pg = np(k), l_sum = nlabel(k), l_skip = nlabel(k);
     emit(k, "cvt.u32.u64 %s, %s;", R(groups), D(g->len));
     emit(k, "shr.u32 %s, %s, 5;", R(groups), R(groups));
-    emit(k, "setp.ge.u32 %s, %s, %s;", P(pg), R(g->tid), R(groups));
+    emit(k, "mov.u32 %s, %s;", R(g0), R(g->tid));
+    emit(k, "setp.ge.u32 %s, %s, %s;", P(pg), R(g0), R(groups));
     emit(k, "@%s bra %s;", P(pg), L(l_skip));
+    label(k, l_sum);
     int e = nr(k), src = nr(k), s = zero_f(k), dst = nr(k);
-    emit(k, "shl.b32 %s, %s, 5;", R(e), R(g->tid));
+    emit(k, "shl.b32 %s, %s, 5;", R(e), R(g0));
     emit(k, "shr.u32 %s, %s, %d;", R(src), R(e), pp_shift);
     emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(src), R(src), R(e));
     emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(src), R(src), R(g->xs));
@@ -392,17 +398,38 @@ static void stage_x(kern *k, const qformat *f, const gemvq_regs *g)
         for (int j = 0; j < 4; j++)
             emit(k, "add.f32 %s, %s, %s;", F(s), F(s), F(x[j]));
     }
-    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(dst), R(g->tid), R(g->xsum));
+    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(dst), R(g0), R(g->xsum));
     emit(k, "st.shared.f32 [%s], %s;", R(dst), F(s));
+    emit(k, "add.u32 %s, %s, %d;", R(g0), R(g0), THREADS);
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(pg), R(g0), R(groups));
+    emit(k, "@%s bra %s;", P(pg), L(l_sum));
     label(k, l_skip);
     emit(k, "bar.sync 0;");
 }
 
-/* The tile's bytes [gaddr, gaddr + tbytes) into the warp's staging area at
- * ws + sh (sh = gaddr & 15), through 16-byte chunks of the aligned-down
- * window; bytes outside the tile up to `zbytes` are written as zeros. */
-static void stage_tile(kern *k, const gemvq_regs *g, int gaddr, int tbytes, int zbytes, int *sh_out)
+/* Starts copying the tile at element t of the chunk (tn of its elements)
+ * into the staging buffer buf: its bytes [gaddr, gaddr + tbytes) land at
+ * buf + sh (sh = gaddr & 15, returned), through the 16-byte chunks of the
+ * aligned-down window, with cp.async; the window's edge chunks, which the
+ * tile covers in part, byte by byte, with zeros outside the tile up to the
+ * end of its last unit.  Ends the lane's cp.async group. */
+static int stage_tile(kern *k, const qformat *f, const gemvq_regs *g, int t, int buf)
 {
+    int te = tile_elems(f);
+    /* elements of this tile, its bytes, the bytes of whole units */
+    int rem = nd(k), tn = nr(k), tbytes = nr(k), zbytes = nr(k), ze = nr(k), gaddr = nd(k), e0 = nd(k);
+    emit(k, "sub.u64 %s, %s, %s;", D(rem), D(g->len), D(t));
+    emit(k, "min.u64 %s, %s, %d;", D(rem), D(rem), te);
+    emit(k, "cvt.u32.u64 %s, %s;", R(tn), D(rem));
+    emit(k, "div.u32 %s, %s, %d;", R(tbytes), R(tn), f->block_elems);
+    emit(k, "mul.lo.u32 %s, %s, %d;", R(tbytes), R(tbytes), f->block_bytes);
+    emit(k, "add.u32 %s, %s, %d;", R(ze), R(tn), f->unit_elems - 1);
+    emit(k, "and.b32 %s, %s, %d;", R(ze), R(ze), -f->unit_elems);
+    emit(k, "div.u32 %s, %s, %d;", R(zbytes), R(ze), f->block_elems);
+    emit(k, "mul.lo.u32 %s, %s, %d;", R(zbytes), R(zbytes), f->block_bytes);
+    emit(k, "add.u64 %s, %s, %s;", D(e0), D(g->c0), D(t));
+    emit(k, "div.u64 %s, %s, %d;", D(gaddr), D(e0), f->block_elems);
+    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(gaddr), D(gaddr), f->block_bytes, D(g->rs));
     int sh = nr(k), gw = nd(k), sh64 = nd(k), endz = nr(k), end = nr(k), cnt = nr(k);
     emit(k, "cvt.u32.u64 %s, %s;", R(sh), D(gaddr));
     emit(k, "and.b32 %s, %s, 15;", R(sh), R(sh));
@@ -417,20 +444,17 @@ static void stage_tile(kern *k, const gemvq_regs *g, int gaddr, int tbytes, int 
     emit(k, "setp.ge.u32 %s, %s, %s;", P(pc), R(ci), R(cnt));
     emit(k, "@%s bra %s;", P(pc), L(l_done));
     label(k, l_loop);
-    int off = nr(k), off16 = nr(k), pfull = np(k), ga = nd(k), sa = nr(k), v[4];
+    int off = nr(k), off16 = nr(k), pfull = np(k), ga = nd(k), sa = nr(k);
     emit(k, "shl.b32 %s, %s, 4;", R(off), R(ci));
     emit(k, "add.u32 %s, %s, 16;", R(off16), R(off));
     emit(k, "mad.wide.u32 %s, %s, 1, %s;", D(ga), R(off), D(gw));
-    emit(k, "add.u32 %s, %s, %s;", R(sa), R(off), R(g->ws));
+    emit(k, "add.u32 %s, %s, %s;", R(sa), R(off), R(buf));
     emit(k, "setp.ge.u32 %s, %s, %s;", P(pfull), R(off), R(sh));
     emit(k, "setp.le.and.u32 %s, %s, %s, %s;", P(pfull), R(off16), R(end), P(pfull));
     emit(k, "@!%s bra %s;", P(pfull), L(l_edge));
-    for (int i = 0; i < 4; i++)
-        v[i] = nr(k);
-    emit(k, "ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];", R(v[0]), R(v[1]), R(v[2]), R(v[3]), D(ga));
-    emit(k, "st.shared.v4.b32 [%s], {%s, %s, %s, %s};", R(sa), R(v[0]), R(v[1]), R(v[2]), R(v[3]));
+    emit(k, "cp.async.cg.shared.global [%s], [%s], 16;", R(sa), D(ga));
     emit(k, "bra.uni %s;", L(l_next));
-    label(k, l_edge); /* a chunk the tile covers in part: byte by byte */
+    label(k, l_edge);
     for (int b = 0; b < 16; b++) {
         int pos = nr(k), pin = np(k), byte = nr(k);
         emit(k, "add.u32 %s, %s, %d;", R(pos), R(off), b);
@@ -445,61 +469,79 @@ static void stage_tile(kern *k, const gemvq_regs *g, int gaddr, int tbytes, int 
     emit(k, "setp.lt.u32 %s, %s, %s;", P(pc), R(ci), R(cnt));
     emit(k, "@%s bra %s;", P(pc), L(l_loop));
     label(k, l_done);
-    emit(k, "bar.warp.sync -1;");
-    *sh_out = sh;
+    emit(k, "cp.async.commit_group;");
+    return sh;
 }
 
-/* The warp's row over the chunk: tiles of 32 units. */
-static void row_chunk(kern *k, const qformat *f, const gemvq_regs *g)
+/* Lane's units of the tile at element t, staged in buf at shift sh. */
+static void decode_tile(kern *k, const qformat *f, const gemvq_regs *g, int t, int buf, int sh)
 {
-    int te = tile_elems(f), pp_shift = __builtin_ctz((unsigned)pad_period(f));
-    int t = nd(k), pt = np(k), l_tile = nlabel(k), l_end = nlabel(k);
-    emit(k, "mov.u64 %s, 0;", D(t));
-    label(k, l_tile);
-    /* elements of this tile, its bytes, the bytes of whole units */
-    int rem = nd(k), tn = nr(k), tb = nr(k), zb = nr(k), ze = nr(k), gaddr = nd(k), e0 = nd(k);
+    int pp_shift = __builtin_ctz((unsigned)pad_period(f));
+    int tn = nr(k), rem = nd(k);
     emit(k, "sub.u64 %s, %s, %s;", D(rem), D(g->len), D(t));
-    emit(k, "min.u64 %s, %s, %d;", D(rem), D(rem), te);
+    emit(k, "min.u64 %s, %s, %d;", D(rem), D(rem), tile_elems(f));
     emit(k, "cvt.u32.u64 %s, %s;", R(tn), D(rem));
-    emit(k, "div.u32 %s, %s, %d;", R(tb), R(tn), f->block_elems);
-    emit(k, "mul.lo.u32 %s, %s, %d;", R(tb), R(tb), f->block_bytes);
-    emit(k, "add.u32 %s, %s, %d;", R(ze), R(tn), f->unit_elems - 1);
-    emit(k, "and.b32 %s, %s, %d;", R(ze), R(ze), -f->unit_elems);
-    emit(k, "div.u32 %s, %s, %d;", R(zb), R(ze), f->block_elems);
-    emit(k, "mul.lo.u32 %s, %s, %d;", R(zb), R(zb), f->block_bytes);
-    emit(k, "add.u64 %s, %s, %s;", D(e0), D(g->c0), D(t));
-    emit(k, "div.u64 %s, %s, %d;", D(gaddr), D(e0), f->block_elems);
-    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(gaddr), D(gaddr), f->block_bytes, D(g->rs));
-    int sh;
-    stage_tile(k, g, gaddr, tb, zb, &sh);
-    /* this lane's unit, when it starts inside the tile */
-    int ue = nr(k), pu = np(k), l_skip = nlabel(k);
-    emit(k, "mul.lo.u32 %s, %s, %d;", R(ue), R(g->lane), f->unit_elems);
-    emit(k, "setp.ge.u32 %s, %s, %s;", P(pu), R(ue), R(tn));
-    emit(k, "@%s bra %s;", P(pu), L(l_skip));
-    unit_regs u = {nr(k), nr(k), nr(k), nr(k), g->acc};
     int upb = f->block_elems > f->unit_elems ? f->block_elems / f->unit_elems : 1; /* units per block */
     int unit_bytes = upb > 1 ? f->block_bytes : f->unit_elems / f->block_elems * f->block_bytes;
-    int blk = nr(k);
-    emit(k, "shr.u32 %s, %s, %d;", R(blk), R(g->lane), __builtin_ctz((unsigned)upb));
-    emit(k, "and.b32 %s, %s, %d;", R(u.sub), R(g->lane), upb - 1);
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(u.wb), R(blk), unit_bytes, R(sh));
-    emit(k, "add.u32 %s, %s, %s;", R(u.wb), R(u.wb), R(g->ws));
-    int xe = nr(k), xp = nr(k);
-    emit(k, "cvt.u32.u64 %s, %s;", R(xe), D(t));
-    emit(k, "add.u32 %s, %s, %s;", R(xe), R(xe), R(ue));
-    emit(k, "shr.u32 %s, %s, %d;", R(xp), R(xe), pp_shift);
-    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(xp), R(xp), R(xe));
-    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(u.xa), R(xp), R(g->xs));
-    emit(k, "shr.u32 %s, %s, 5;", R(xp), R(xe));
-    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(u.xsum), R(xp), R(g->xsum));
-    f->decode(k, &u);
-    label(k, l_skip);
-    emit(k, "bar.warp.sync -1;"); /* the next tile overwrites the staging area */
-    emit(k, "add.u64 %s, %s, %d;", D(t), D(t), te);
+    for (int j = 0; j < f->lane_units; j++) {
+        int unit = nr(k), ue = nr(k), pu = np(k), l_skip = nlabel(k);
+        emit(k, "add.u32 %s, %s, %d;", R(unit), R(g->lane), 32 * j);
+        emit(k, "mul.lo.u32 %s, %s, %d;", R(ue), R(unit), f->unit_elems);
+        emit(k, "setp.ge.u32 %s, %s, %s;", P(pu), R(ue), R(tn));
+        emit(k, "@%s bra %s;", P(pu), L(l_skip));
+        unit_regs u = {nr(k), nr(k), nr(k), nr(k), g->acc};
+        int blk = nr(k);
+        emit(k, "shr.u32 %s, %s, %d;", R(blk), R(unit), __builtin_ctz((unsigned)upb));
+        emit(k, "and.b32 %s, %s, %d;", R(u.sub), R(unit), upb - 1);
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(u.wb), R(blk), unit_bytes, R(sh));
+        emit(k, "add.u32 %s, %s, %s;", R(u.wb), R(u.wb), R(buf));
+        int xe = nr(k), xp = nr(k);
+        emit(k, "cvt.u32.u64 %s, %s;", R(xe), D(t));
+        emit(k, "add.u32 %s, %s, %s;", R(xe), R(xe), R(ue));
+        emit(k, "shr.u32 %s, %s, %d;", R(xp), R(xe), pp_shift);
+        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(xp), R(xp), R(xe));
+        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(u.xa), R(xp), R(g->xs));
+        emit(k, "shr.u32 %s, %s, 5;", R(xp), R(xe));
+        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(u.xsum), R(xp), R(g->xsum));
+        f->decode(k, &u);
+        label(k, l_skip);
+    }
+}
+
+/* The warp's row over the chunk, tile by tile; tile t + 1 loads while tile t
+ * is decoded (two staging buffers, cp.async groups). */
+static void row_chunk(kern *k, const qformat *f, const gemvq_regs *g)
+{
+    int te = tile_elems(f);
+    int t = nd(k), tnext = nd(k), pt = np(k), pn = np(k), l_tile = nlabel(k), l_last = nlabel(k),
+        l_go = nlabel(k);
+    int bcur = nr(k), bnext = nr(k), shcur = nr(k), tmp = nr(k);
+    emit(k, "mov.u64 %s, 0;", D(t));
+    emit(k, "mov.u32 %s, %s;", R(bcur), R(g->ws));
+    emit(k, "add.u32 %s, %s, %d;", R(bnext), R(g->ws), stage_bytes(f));
+    int sh0 = stage_tile(k, f, g, t, bcur);
+    emit(k, "mov.u32 %s, %s;", R(shcur), R(sh0));
+    label(k, l_tile);
+    emit(k, "add.u64 %s, %s, %d;", D(tnext), D(t), te);
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pn), D(tnext), D(g->len));
+    emit(k, "@%s bra %s;", P(pn), L(l_last));
+    int shn = stage_tile(k, f, g, tnext, bnext);
+    emit(k, "bra.uni %s;", L(l_go));
+    label(k, l_last);
+    emit(k, "cp.async.commit_group;"); /* an empty group: wait_group 1 below then waits for tile t */
+    label(k, l_go);
+    emit(k, "cp.async.wait_group 1;");
+    emit(k, "bar.warp.sync -1;");
+    decode_tile(k, f, g, t, bcur, shcur);
+    emit(k, "bar.warp.sync -1;"); /* the next tile's copies overwrite this buffer */
+    emit(k, "mov.u32 %s, %s;", R(tmp), R(bcur));
+    emit(k, "mov.u32 %s, %s;", R(bcur), R(bnext));
+    emit(k, "mov.u32 %s, %s;", R(bnext), R(tmp));
+    emit(k, "mov.u32 %s, %s;", R(shcur), R(shn));
+    emit(k, "mov.u64 %s, %s;", D(t), D(tnext));
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pt), D(t), D(g->len));
     emit(k, "@%s bra %s;", P(pt), L(l_tile));
-    label(k, l_end);
+    emit(k, "cp.async.wait_all;");
 }
 
 /* y[row] = alpha * sum + beta * y[row] (y read only when beta != 0) */
@@ -551,10 +593,11 @@ static void gen_gemvq(strbuf *mod, const qformat *f)
     g.xs = nr(k);
     g.xsum = nr(k);
     g.ws = nr(k);
-    emit(k, "mov.u32 %s, gq_smem;", R(g.xs));
-    emit(k, "add.u32 %s, %s, %d;", R(g.xsum), R(g.xs), x_bytes(f));
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(g.ws), R(g.warp), stage_bytes(f), R(g.xsum));
-    emit(k, "add.u32 %s, %s, %d;", R(g.ws), R(g.ws), XSUM_BYTES);
+    /* shared: the warps' staging buffers, the sums of 32 x, the x chunk */
+    emit(k, "mov.u32 %s, gq_smem;", R(g.ws));
+    emit(k, "add.u32 %s, %s, %d;", R(g.xsum), R(g.ws), 2 * ROWS * stage_bytes(f));
+    emit(k, "add.u32 %s, %s, %d;", R(g.xs), R(g.xsum), XSUM_BYTES);
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(g.ws), R(g.warp), 2 * stage_bytes(f), R(g.ws));
     g.acc = zero_f(k);
     g.c0 = nd(k);
     g.len = nd(k);
@@ -595,6 +638,7 @@ void infer_write_config_table(strbuf *c)
 {
     sb_printf(c, "const rayo_ptx_gemvq_config rayo_cuda_gemvq_configs[] = {\n");
     for (size_t i = 0; i < FORMAT_COUNT; i++)
-        sb_printf(c, "    {\"gemvq_%s\", %d, %d},\n", formats[i].name, (int)formats[i].dtype, smem_bytes(&formats[i]));
+        sb_printf(c, "    {\"gemvq_%s\", %d, %d, %d, %d},\n", formats[i].name, (int)formats[i].dtype,
+                  fixed_bytes(&formats[i]), pad_period(&formats[i]), tile_elems(&formats[i]));
     sb_printf(c, "};\nconst unsigned rayo_cuda_gemvq_config_count = %u;\n", (unsigned)FORMAT_COUNT);
 }

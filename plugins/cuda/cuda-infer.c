@@ -30,7 +30,8 @@ rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op
     size_t row_bytes;
     if (!cfg || (op->flags & RAYO_TRANS_A) || !rayo_dtype_row_bytes(dt, op->lda ? op->lda : op->n, &row_bytes))
         return RAYO_E_UNSUPPORTED;
-    if (cfg->smem_bytes > st->max_smem_optin)
+    size_t smem = rayo_ptx_gemvq_smem(cfg, op->n);
+    if (smem > (size_t)st->max_smem_optin)
         return RAYO_E_UNSUPPORTED;
     if (op->m == 0)
         return RAYO_OK;
@@ -46,7 +47,7 @@ rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op
     float alpha = op->alpha, beta = op->beta;
     void *params[] = {&y, &a, &x, &m, &n, &lda, &alpha, &beta};
     CUresult r = st->drv->cuLaunchKernel(fn, (unsigned)blocks, 1, 1, 32 * RAYO_PTX_GEMVQ_ROWS, 1, 1,
-                                         (unsigned)cfg->smem_bytes, stream, params, NULL);
+                                         (unsigned)smem, stream, params, NULL);
     if (r != CUDA_SUCCESS) {
         char what[96];
         snprintf(what, sizeof what, "launch of %s (%zu blocks)", cfg->name, blocks);

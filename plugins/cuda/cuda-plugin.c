@@ -470,7 +470,8 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
             for (unsigned i = 0; r == CUDA_SUCCESS && mod == MOD_INFER && i < rayo_cuda_gemvq_config_count; i++)
                 if (strcmp(rayo_cuda_gemvq_configs[i].name, name) == 0) /* may be above 48 KiB */
                     r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                    rayo_cuda_gemvq_configs[i].smem_bytes);
+                                                    (int)rayo_ptx_gemvq_smem(&rayo_cuda_gemvq_configs[i],
+                                                                             RAYO_PTX_GEMVQ_XCHUNK));
             if (r != CUDA_SUCCESS) {
                 pthread_mutex_unlock(&st->lock);
                 char what[96];
