@@ -1,4 +1,4 @@
-/* infer-gemv.c - module "infer": gemv with f16, bf16, Q8_0, Q4_0, Q4_K and
+/* infer-gemv.c - module "infer" (its other kernels are in infer-ops.c): gemv with f16, bf16, Q8_0, Q4_0, Q4_K and
  * Q6_K weights (f32 x and y), one kernel per weight format: gemvq_<dtype>.
  *
  * Decode streams every weight once, so the kernel is built to keep memory
@@ -631,6 +631,7 @@ void module_infer(strbuf *mod)
     sb_printf(mod, "\n.extern .shared .align 16 .b8 gq_smem[];\n");
     for (size_t i = 0; i < FORMAT_COUNT; i++)
         gen_gemvq(mod, &formats[i]);
+    infer_ops(mod);
 }
 
 /* The C table rayo_cuda_gemvq_configs (plugins/cuda/cuda-ptx.h). */

@@ -153,7 +153,9 @@ static int operand_sizes(const rayo_call *c, size_t sz[4], int *y_in)
             return -1;
     if (sig == RAYO_SIG_ARGREDUCE)
         sz[3] = sizeof(size_t);
-    *y_in = rayo_output_is_input(c, sig);
+    /* a strided output (rows or heads with gaps) is copied in, so that
+     * copying it back leaves the gaps as they were */
+    *y_in = rayo_output_is_input(c, sig) || c->ldy != 0 || sig == RAYO_SIG_ROPE;
     return 0;
 }
 
@@ -231,7 +233,7 @@ rayo_status cuda_host_call(void *state, const rayo_call *call)
     if ((s = cuda_enter(st)) != RAYO_OK)
         return s;
     cuda_op op = {call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta, 0, 0, 0, 0, 0,
-                  call->dtypes, call->lda};
+                  call->dtypes, call->lda, call->ldb, call->ldy, call->params};
     layout lo;
     if (plan_layout(call, cuda_scratch_bytes(st, &op), &lo) != 0) {
         st->host->set_error(st->host, "cuda: sizes overflow");

@@ -1,17 +1,27 @@
 /* cuda-infer.c - launches of the inference kernels (PTX module "infer",
- * ptx/infer-gemv.c): gemv with half and quantized weights. */
+ * ptx/infer-gemv.c and ptx/infer-ops.c): gemv with half and quantized
+ * weights, swiglu / geglu / geglu_tanh, rope, and f32 <-> f16 / bf16
+ * conversion. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 #include "cuda-internal.h"
 #include "cuda-ptx.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#define THREADS 256          /* the bandwidth kernels' blocks (ptx/infer-ops.c) */
+#define MAX_GRID_Y 65535u
+
 int cuda_strides_supported(uint32_t op, uint32_t dtypes)
 {
-    return op == RAYO_OP_GEMV && dtypes != 0;
+    switch (op) {
+    case RAYO_OP_GEMV: return dtypes != 0; /* the f32 kernels (matrix module) take dense A only */
+    case RAYO_OP_ROPE: case RAYO_OP_SWIGLU: case RAYO_OP_GEGLU: case RAYO_OP_GEGLU_TANH: return 1;
+    default: return 0;
+    }
 }
 
 static const rayo_ptx_gemvq_config *gemvq_config(rayo_dtype dt)
@@ -54,4 +64,103 @@ rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op
         return cuda_fail(st, r, what);
     }
     return RAYO_OK;
+}
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+static rayo_status launch(cuda_state *st, CUstream stream, const char *name, size_t gx, size_t gy, void **params)
+{
+    CUfunction fn;
+    rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
+    if (s != RAYO_OK)
+        return s;
+    CUresult r = st->drv->cuLaunchKernel(fn, (unsigned)(gx ? gx : 1), (unsigned)(gy ? gy : 1), 1, THREADS, 1, 1,
+                                         0, stream, params, NULL);
+    if (r != CUDA_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "launch of %s", name);
+        return cuda_fail(st, r, what);
+    }
+    return RAYO_OK;
+}
+
+/* A grid over rows x columns: columns in blocks of THREADS, rows up to the
+ * grid's limit (the kernels loop over the rest). */
+static void row_grid(const cuda_state *st, size_t rows, size_t cols, size_t *gx, size_t *gy)
+{
+    *gx = min_size((cols + THREADS - 1) / THREADS, 1024);
+    *gy = min_size(rows, min_size(MAX_GRID_Y, (size_t)st->sm_count * 64 / (*gx ? *gx : 1) + 1));
+}
+
+static rayo_status launch_glu(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    static const char *const names[] = {"glu_swiglu", "glu_geglu", "glu_geglu_tanh"};
+    CUdeviceptr y = op->y, a = op->a, b = op->b;
+    unsigned long long m = op->m, n = op->n, lda = op->lda ? op->lda : op->n, ldb = op->ldb ? op->ldb : op->n,
+                       ldy = op->ldy ? op->ldy : op->n;
+    void *params[] = {&y, &a, &b, &m, &n, &lda, &ldb, &ldy};
+    size_t gx, gy;
+    row_grid(st, op->m, op->n, &gx, &gy);
+    return launch(st, stream, names[op->op - RAYO_OP_SWIGLU], gx, gy, params);
+}
+
+static rayo_status launch_convert(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    const char *name;
+    switch (op->dtypes) {
+    case RAYO_DTYPES(RAYO_DTYPE_F32, 0, 0, RAYO_DTYPE_F16): name = "cvt_f32_f16"; break;
+    case RAYO_DTYPES(RAYO_DTYPE_F32, 0, 0, RAYO_DTYPE_BF16): name = "cvt_f32_bf16"; break;
+    case RAYO_DTYPES(RAYO_DTYPE_F16, 0, 0, RAYO_DTYPE_F32): name = "cvt_f16_f32"; break;
+    case RAYO_DTYPES(RAYO_DTYPE_BF16, 0, 0, RAYO_DTYPE_F32): name = "cvt_bf16_f32"; break;
+    default: return RAYO_E_UNSUPPORTED;
+    }
+    CUdeviceptr y = op->y, a = op->a;
+    unsigned long long n = op->n;
+    void *params[] = {&y, &a, &n};
+    return launch(st, stream, name, min_size((op->n + THREADS - 1) / THREADS, (size_t)st->sm_count * 8), 1, params);
+}
+
+static rayo_status launch_rope(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    const rayo_rope_params *p = op->params;
+    if (!p)
+        return RAYO_E_UNSUPPORTED;
+    size_t rot = p->rot_dims ? p->rot_dims : p->head_dim;
+    if (op->m == 0 || p->n_heads == 0 || p->head_dim == 0)
+        return RAYO_OK;
+    if (rot % 2 || rot > p->head_dim || (p->mode != RAYO_ROPE_NORM && p->mode != RAYO_ROPE_NEOX)) {
+        st->host->set_error(st->host, "cuda: rope: rot_dims %zu must be even and at most head_dim %zu, mode NORM "
+                            "or NEOX", rot, p->head_dim);
+        return RAYO_E_INVALID;
+    }
+    size_t dense = p->n_heads * p->head_dim;
+    CUdeviceptr y = op->y, x = op->a, pos = op->b;
+    unsigned long long m = op->m, half = rot / 2, cols = p->n_heads * half, ldx = op->lda ? op->lda : dense,
+                       ldy = op->ldy ? op->ldy : dense, hsx = p->head_stride_x ? p->head_stride_x : p->head_dim,
+                       hsy = p->head_stride_y ? p->head_stride_y : p->head_dim, head_dim = p->head_dim,
+                       rotd = rot;
+    double ratio = pow((double)p->freq_base, -2.0 / (double)rot), scale = p->freq_scale;
+    void *params[] = {&y, &x, &pos, &m, &cols, &ldx, &ldy, &hsx, &hsy, &half, &head_dim, &rotd, &ratio, &scale};
+    size_t gx, gy;
+    row_grid(st, op->m, cols, &gx, &gy);
+    return launch(st, stream, p->mode == RAYO_ROPE_NEOX ? "rope_neox" : "rope_norm", gx, gy, params);
+}
+
+rayo_status cuda_launch_infer(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    switch (op->op) {
+    case RAYO_OP_SWIGLU:
+    case RAYO_OP_GEGLU:
+    case RAYO_OP_GEGLU_TANH:
+        return launch_glu(st, stream, op);
+    case RAYO_OP_CONVERT:
+        return launch_convert(st, stream, op);
+    case RAYO_OP_ROPE:
+        return launch_rope(st, stream, op);
+    default:
+        return RAYO_E_UNSUPPORTED;
+    }
 }

@@ -126,8 +126,10 @@ typedef struct cuda_op {
     float alpha, beta;
     CUdeviceptr a, b, c, y;   /* 0 = operand unused (or gamma/beta absent) */
     CUdeviceptr scratch;      /* cuda_scratch_bytes() of device memory */
+    /* the inference ops (cuda-infer.c) also read: */
     uint32_t dtypes;          /* RAYO_DTYPES(a, b, c, y); 0: all f32 */
-    size_t lda;               /* row stride of a in elements; 0: dense (the inference ops) */
+    size_t lda, ldb, ldy;     /* row strides in elements; 0: dense */
+    const void *params;       /* host copy of the op's parameter struct (rope) */
 } cuda_op;
 
 /* RAYO_OK if the backend runs this op with these parameters. */
@@ -145,6 +147,8 @@ const char *cuda_op_name(uint32_t op);
 int cuda_strides_supported(uint32_t op, uint32_t dtypes);
 /* gemv with half or quantized weights (op->dtypes != 0). */
 rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op);
+/* The inference ops (ids 90 and up) this backend has kernels for. */
+rayo_status cuda_launch_infer(cuda_state *st, CUstream stream, const cuda_op *op);
 
 /* ---- host-memory calls and device memory ------------------------------ */
 rayo_status cuda_host_call(void *state, const rayo_call *call);

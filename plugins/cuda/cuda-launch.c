@@ -357,8 +357,7 @@ rayo_status cuda_launch_op(cuda_state *st, CUstream stream, const cuda_op *op)
         return launch_transpose(st, stream, op);
     case RAYO_SIG_BIAS_ACT:
         return launch_bias_act(st, stream, op);
-    default: /* the inference ops: not on this backend yet */
-        break;
+    default: /* the inference ops */
+        return cuda_launch_infer(st, stream, op);
     }
-    return RAYO_E_UNSUPPORTED;
 }

@@ -499,13 +499,21 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
 #define COMBO(OP, A, B, C, Y) {RAYO_OP_##OP, RAYO_DTYPES(T(A), T(B), T(C), T(Y)), cuda_host_call}
 static const rayo_op_entry cuda_ops[] = {
 #include "rayo-ops.h"
-    /* dtype combinations of rayo-ops.h with kernels here (cuda-infer.c) */
+    /* dtype combinations and inference ops of rayo-ops.h with kernels here (cuda-infer.c) */
     COMBO(GEMV, F16, F32, NONE, F32),
     COMBO(GEMV, BF16, F32, NONE, F32),
     COMBO(GEMV, Q8_0, F32, NONE, F32),
     COMBO(GEMV, Q4_0, F32, NONE, F32),
     COMBO(GEMV, Q4_K, F32, NONE, F32),
     COMBO(GEMV, Q6_K, F32, NONE, F32),
+    COMBO(CONVERT, F32, NONE, NONE, F16),
+    COMBO(CONVERT, F16, NONE, NONE, F32),
+    COMBO(CONVERT, F32, NONE, NONE, BF16),
+    COMBO(CONVERT, BF16, NONE, NONE, F32),
+    COMBO(ROPE, F32, I32, NONE, F32),
+    {RAYO_OP_SWIGLU, 0, cuda_host_call},
+    {RAYO_OP_GEGLU, 0, cuda_host_call},
+    {RAYO_OP_GEGLU_TANH, 0, cuda_host_call},
 };
 #undef COMBO
 #undef T

@@ -18,7 +18,7 @@ nodist_plugins_cuda_rayo_cuda_la_SOURCES = plugins/cuda/cuda-ptx.c
 plugins_cuda_rayo_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 plugins_cuda_rayo_cuda_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -fvisibility=hidden
 plugins_cuda_rayo_cuda_la_LDFLAGS = $(RAYO_MODULE_FLAGS)
-plugins_cuda_rayo_cuda_la_LIBADD = $(PTHREAD_LIBS)
+plugins_cuda_rayo_cuda_la_LIBADD = $(PTHREAD_LIBS) -lm
 confd_DATA += plugins/cuda/50-cuda.conf
 
 # Every PTX module for every target, as C strings.
