@@ -131,6 +131,25 @@ static int f32_to_bf16_bits(kern *k, int u)
     return r;
 }
 
+/* f16 bits h -> f32 bits (rayo_f16_to_f32): exact, subnormals too; inf and
+ * NaN keep sign and payload (cvt would make NaN canonical). */
+static int f16_bits_to_f32_bits(kern *k, int h)
+{
+    int f = nf(k), out = nr(k), e = nr(k), pn = np(k), nanb = nr(k);
+    emit(k, "{ .reg .b16 t; cvt.u16.u32 t, %s; cvt.f32.f16 %s, t; }", R(h), F(f));
+    emit(k, "mov.b32 %s, %s;", R(out), F(f));
+    emit(k, "and.b32 %s, %s, 0x7c00;", R(e), R(h));
+    emit(k, "setp.eq.u32 %s, %s, 0x7c00;", P(pn), R(e));
+    emit(k, "and.b32 %s, %s, 0x3ff;", R(nanb), R(h));
+    emit(k, "shl.b32 %s, %s, 13;", R(nanb), R(nanb));
+    emit(k, "or.b32 %s, %s, 0x7f800000;", R(nanb), R(nanb));
+    emit(k, "and.b32 %s, %s, 0x8000;", R(e), R(h));
+    emit(k, "shl.b32 %s, %s, 16;", R(e), R(e));
+    emit(k, "or.b32 %s, %s, %s;", R(nanb), R(nanb), R(e));
+    emit(k, "selp.b32 %s, %s, %s, %s;", R(out), R(nanb), R(out), P(pn));
+    return out;
+}
+
 typedef enum cvt_kind { CVT_F32_F16, CVT_F32_BF16, CVT_F16_F32, CVT_BF16_F32 } cvt_kind;
 
 /* one element per thread, grid-stride */
@@ -153,21 +172,8 @@ static void gen_convert(strbuf *mod, const char *name, cvt_kind kind)
         emit(k, "ld.global.nc.u16 %s, [%s];", R(v), D(addr_of(k, a, gid, 2)));
         if (kind == CVT_BF16_F32) {
             emit(k, "shl.b32 %s, %s, 16;", R(out), R(v));
-        } else { /* f16 -> f32 is exact (subnormals too); NaN keeps its payload, as rayo_f16_to_f32 */
-            int f = nf(k);
-            emit(k, "{ .reg .b16 t; cvt.u16.u32 t, %s; cvt.f32.f16 %s, t; }", R(v), F(f));
-            emit(k, "mov.b32 %s, %s;", R(out), F(f));
-            int e = nr(k), pn = np(k), nanb = nr(k);
-            emit(k, "and.b32 %s, %s, 0x7c00;", R(e), R(v));
-            emit(k, "setp.eq.u32 %s, %s, 0x7c00;", P(pn), R(e));
-            /* sign | 0x7f800000 | m << 13 (inf and NaN alike) */
-            emit(k, "and.b32 %s, %s, 0x3ff;", R(nanb), R(v));
-            emit(k, "shl.b32 %s, %s, 13;", R(nanb), R(nanb));
-            emit(k, "or.b32 %s, %s, 0x7f800000;", R(nanb), R(nanb));
-            emit(k, "and.b32 %s, %s, 0x8000;", R(e), R(v));
-            emit(k, "shl.b32 %s, %s, 16;", R(e), R(e));
-            emit(k, "or.b32 %s, %s, %s;", R(nanb), R(nanb), R(e));
-            emit(k, "selp.b32 %s, %s, %s, %s;", R(out), R(nanb), R(out), P(pn));
+        } else {
+            out = f16_bits_to_f32_bits(k, v);
         }
         emit(k, "st.global.b32 [%s], %s;", D(addr_of(k, y, gid, 4)), R(out));
     }
@@ -315,6 +321,210 @@ static void gen_rope(strbuf *mod, int neox)
                 ".param .f64 p_scale", NULL, NULL);
 }
 
+/* ---- get_rows and dequantization: y[r][j] = value j of table row idx[r] ---------- */
+/* Each value with the float operations of rayo-dtype.h's decoder, in its
+ * order (mul.rn / sub.rn: no contraction), so results are bit-exact.  With
+ * p_idx = 0, row r is table row r (convert: one row).  A row whose index is
+ * outside [0, k) is left unwritten (the host path refuses such calls before
+ * any kernel runs). */
+typedef struct rows_ctx {
+    rayo_dtype dt;
+    int y, a, idx, k, row_bytes, ldy;
+} rows_ctx;
+
+static int le16_f16(kern *k, int addr, int off)
+{
+    int h = nr(k), f = nf(k);
+    emit(k, "ld.global.nc.u16 %s, [%s+%d];", R(h), D(addr), off);
+    emit(k, "{ .reg .b16 t; cvt.u16.u32 t, %s; cvt.f32.f16 %s, t; }", R(h), F(f));
+    return f;
+}
+
+/* value e (.b32) of the block at blk (.b64), as f32 bits */
+static int dequant_value(kern *k, rayo_dtype dt, int blk, int e)
+{
+    int v = nf(k), e64 = nd(k), q = nr(k), qf = nf(k), at = nd(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(e64), R(e));
+    switch (dt) {
+    case RAYO_DTYPE_Q8_0: {
+        int d = le16_f16(k, blk, 0);
+        emit(k, "add.u64 %s, %s, %s;", D(at), D(blk), D(e64));
+        emit(k, "ld.global.nc.s8 %s, [%s+2];", R(q), D(at));
+        emit(k, "cvt.rn.f32.s32 %s, %s;", F(qf), R(q));
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(qf), F(d));
+        break;
+    }
+    case RAYO_DTYPE_Q4_0: { /* value e: byte 2 + e % 16, high nibble for e >= 16 */
+        int d = le16_f16(k, blk, 0), lo = nd(k), sh = nr(k);
+        emit(k, "and.b64 %s, %s, 15;", D(lo), D(e64));
+        emit(k, "add.u64 %s, %s, %s;", D(at), D(blk), D(lo));
+        emit(k, "ld.global.nc.u8 %s, [%s+2];", R(q), D(at));
+        emit(k, "shr.u32 %s, %s, 4;", R(sh), R(e));
+        emit(k, "shl.b32 %s, %s, 2;", R(sh), R(sh));
+        emit(k, "shr.u32 %s, %s, %s;", R(q), R(q), R(sh));
+        emit(k, "and.b32 %s, %s, 15;", R(q), R(q));
+        emit(k, "sub.s32 %s, %s, 8;", R(q), R(q));
+        emit(k, "cvt.rn.f32.s32 %s, %s;", F(qf), R(q));
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(qf), F(d));
+        break;
+    }
+    case RAYO_DTYPE_Q4_K: { /* sub-block s = e / 32; byte 16 + 32 (s / 2) + e % 32, nibble s & 1 */
+        int d = le16_f16(k, blk, 0), dmin = le16_f16(k, blk, RAYO_Q4_K_DMIN);
+        int s = nr(k), jj = nr(k), high = np(k), sc = nr(k), m = nr(k), t = nr(k), t2 = nr(k);
+        emit(k, "shr.u32 %s, %s, 5;", R(s), R(e));
+        emit(k, "and.b32 %s, %s, 3;", R(jj), R(s));
+        emit(k, "setp.ge.u32 %s, %s, 4;", P(high), R(s));
+        int jj64 = nd(k), sa = nd(k), b0 = nr(k), b1 = nr(k), b2 = nr(k);
+        emit(k, "cvt.u64.u32 %s, %s;", D(jj64), R(jj));
+        emit(k, "add.u64 %s, %s, %s;", D(sa), D(blk), D(jj64));
+        emit(k, "ld.global.nc.u8 %s, [%s+%d];", R(b0), D(sa), RAYO_Q4_K_SCALES);
+        emit(k, "ld.global.nc.u8 %s, [%s+%d];", R(b1), D(sa), RAYO_Q4_K_SCALES + 4);
+        emit(k, "ld.global.nc.u8 %s, [%s+%d];", R(b2), D(sa), RAYO_Q4_K_SCALES + 8);
+        emit(k, "and.b32 %s, %s, 63;", R(sc), R(b0));
+        emit(k, "and.b32 %s, %s, 63;", R(m), R(b1));
+        emit(k, "and.b32 %s, %s, 15;", R(t), R(b2));
+        emit(k, "shr.u32 %s, %s, 6;", R(t2), R(b0));
+        emit(k, "shl.b32 %s, %s, 4;", R(t2), R(t2));
+        emit(k, "@%s or.b32 %s, %s, %s;", P(high), R(sc), R(t), R(t2));
+        emit(k, "shr.u32 %s, %s, 4;", R(t), R(b2));
+        emit(k, "shr.u32 %s, %s, 6;", R(t2), R(b1));
+        emit(k, "shl.b32 %s, %s, 4;", R(t2), R(t2));
+        emit(k, "@%s or.b32 %s, %s, %s;", P(high), R(m), R(t), R(t2));
+        int qb = nr(k), qa = nd(k), sh = nr(k);
+        emit(k, "shr.u32 %s, %s, 1;", R(qb), R(s));
+        emit(k, "shl.b32 %s, %s, 5;", R(qb), R(qb));
+        emit(k, "and.b32 %s, %s, 31;", R(t), R(e));
+        emit(k, "add.u32 %s, %s, %s;", R(qb), R(qb), R(t));
+        emit(k, "cvt.u64.u32 %s, %s;", D(qa), R(qb));
+        emit(k, "add.u64 %s, %s, %s;", D(qa), D(qa), D(blk));
+        emit(k, "ld.global.nc.u8 %s, [%s+%d];", R(q), D(qa), RAYO_Q4_K_QS);
+        emit(k, "and.b32 %s, %s, 1;", R(sh), R(s));
+        emit(k, "shl.b32 %s, %s, 2;", R(sh), R(sh));
+        emit(k, "shr.u32 %s, %s, %s;", R(q), R(q), R(sh));
+        emit(k, "and.b32 %s, %s, 15;", R(q), R(q));
+        int scf = nf(k), mf = nf(k), ds = nf(k), ms = nf(k);
+        emit(k, "cvt.rn.f32.u32 %s, %s;", F(scf), R(sc));
+        emit(k, "cvt.rn.f32.u32 %s, %s;", F(mf), R(m));
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(ds), F(d), F(scf));
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(ms), F(dmin), F(mf));
+        emit(k, "cvt.rn.f32.u32 %s, %s;", F(qf), R(q));
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(ds), F(qf));
+        emit(k, "sub.rn.f32 %s, %s, %s;", F(v), F(v), F(ms));
+        break;
+    }
+    case RAYO_DTYPE_Q6_K: { /* rayo_q6_k_code; scale of 16 values */
+        int d = le16_f16(k, blk, RAYO_Q6_K_D);
+        int h = nr(k), kk = nr(k), l = nr(k), t = nr(k), lo = nr(k), hi = nr(k), sh = nr(k);
+        emit(k, "shr.u32 %s, %s, 7;", R(h), R(e));
+        emit(k, "shr.u32 %s, %s, 5;", R(kk), R(e));
+        emit(k, "and.b32 %s, %s, 3;", R(kk), R(kk));
+        emit(k, "and.b32 %s, %s, 31;", R(l), R(e));
+        /* low: ql[64 h + 32 (kk & 1) + l] >> 4 (kk >> 1) */
+        emit(k, "and.b32 %s, %s, 1;", R(t), R(kk));
+        emit(k, "shl.b32 %s, %s, 5;", R(t), R(t));
+        emit(k, "mad.lo.u32 %s, %s, 64, %s;", R(t), R(h), R(t));
+        emit(k, "add.u32 %s, %s, %s;", R(t), R(t), R(l));
+        int a1 = nd(k), a2 = nd(k), a3 = nd(k);
+        emit(k, "cvt.u64.u32 %s, %s;", D(a1), R(t));
+        emit(k, "add.u64 %s, %s, %s;", D(a1), D(a1), D(blk));
+        emit(k, "ld.global.nc.u8 %s, [%s];", R(lo), D(a1));
+        emit(k, "shr.u32 %s, %s, 1;", R(sh), R(kk));
+        emit(k, "shl.b32 %s, %s, 2;", R(sh), R(sh));
+        emit(k, "shr.u32 %s, %s, %s;", R(lo), R(lo), R(sh));
+        emit(k, "and.b32 %s, %s, 15;", R(lo), R(lo));
+        /* high: qh[32 h + l] >> 2 kk */
+        emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(t), R(h), R(l));
+        emit(k, "cvt.u64.u32 %s, %s;", D(a2), R(t));
+        emit(k, "add.u64 %s, %s, %s;", D(a2), D(a2), D(blk));
+        emit(k, "ld.global.nc.u8 %s, [%s+%d];", R(hi), D(a2), RAYO_Q6_K_QH);
+        emit(k, "shl.b32 %s, %s, 1;", R(sh), R(kk));
+        emit(k, "shr.u32 %s, %s, %s;", R(hi), R(hi), R(sh));
+        emit(k, "and.b32 %s, %s, 3;", R(hi), R(hi));
+        emit(k, "shl.b32 %s, %s, 4;", R(hi), R(hi));
+        emit(k, "or.b32 %s, %s, %s;", R(q), R(lo), R(hi));
+        emit(k, "sub.s32 %s, %s, 32;", R(q), R(q));
+        /* ds = d * scale[e / 16]; y = ds * code */
+        int sc = nr(k), scf = nf(k), ds = nf(k);
+        emit(k, "shr.u32 %s, %s, 4;", R(t), R(e));
+        emit(k, "cvt.u64.u32 %s, %s;", D(a3), R(t));
+        emit(k, "add.u64 %s, %s, %s;", D(a3), D(a3), D(blk));
+        emit(k, "ld.global.nc.s8 %s, [%s+%d];", R(sc), D(a3), RAYO_Q6_K_SCALES);
+        emit(k, "cvt.rn.f32.s32 %s, %s;", F(scf), R(sc));
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(ds), F(d), F(scf));
+        emit(k, "cvt.rn.f32.s32 %s, %s;", F(qf), R(q));
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(ds), F(qf));
+        break;
+    }
+    default: { /* f32, f16, bf16: value e of the "block" of one value */
+        int w = nr(k);
+        if (dt == RAYO_DTYPE_F32) {
+            emit(k, "ld.global.nc.b32 %s, [%s];", R(w), D(blk));
+        } else {
+            int h = nr(k);
+            emit(k, "ld.global.nc.u16 %s, [%s];", R(h), D(blk));
+            if (dt == RAYO_DTYPE_BF16)
+                emit(k, "shl.b32 %s, %s, 16;", R(w), R(h));
+            else
+                w = f16_bits_to_f32_bits(k, h);
+        }
+        emit(k, "mov.b32 %s, %s;", F(v), R(w));
+    }
+    }
+    return v;
+}
+
+static void rows_elem(kern *k, int r, int j, const void *p)
+{
+    const rows_ctx *c = p;
+    size_t per = rayo_dtype_block_elems(c->dt), bytes = rayo_dtype_block_bytes(c->dt);
+    int tr = nd(k), pidx = np(k), pbad = np(k), l_skip = nlabel(k);
+    emit(k, "mov.u64 %s, %s;", D(tr), D(r));
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(pidx), D(c->idx));
+    {
+        int ia = nd(k), iv = nr(k);
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ia), D(r), D(c->idx));
+        emit(k, "@%s ld.global.nc.s32 %s, [%s];", P(pidx), R(iv), D(ia));
+        emit(k, "@%s cvt.s64.s32 %s, %s;", P(pidx), D(tr), R(iv));
+    }
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pbad), D(tr), D(c->k)); /* negative: huge unsigned */
+    emit(k, "@%s bra %s;", P(pbad), L(l_skip));
+    int blk = nd(k), b = nd(k), e = nd(k), e32 = nr(k);
+    emit(k, "div.u64 %s, %s, %d;", D(b), D(j), (int)per);
+    emit(k, "rem.u64 %s, %s, %d;", D(e), D(j), (int)per);
+    emit(k, "cvt.u32.u64 %s, %s;", R(e32), D(e));
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(blk), D(tr), D(c->row_bytes), D(c->a));
+    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(blk), D(b), (int)bytes, D(blk));
+    int v = dequant_value(k, c->dt, blk, e32);
+    emit(k, "st.global.f32 [%s], %s;", D(elem_addr(k, c->y, r, c->ldy, j, 4)), F(v));
+    label(k, l_skip);
+}
+
+static void gen_rows(strbuf *mod, rayo_dtype dt)
+{
+    kern kk = {0}, *k = &kk;
+    rows_ctx c;
+    c.dt = dt;
+    c.y = param_global(k, "p_y");
+    c.a = param_global(k, "p_a");
+    c.idx = param_u64(k, "p_idx"); /* 0: no indices */
+    {
+        int g = nd(k), pz = np(k);
+        emit(k, "cvta.to.global.u64 %s, %s;", D(g), D(c.idx));
+        emit(k, "setp.ne.u64 %s, %s, 0;", P(pz), D(c.idx));
+        emit(k, "@%s mov.u64 %s, %s;", P(pz), D(c.idx), D(g));
+    }
+    int m = param_u64(k, "p_m"), n = param_u64(k, "p_n");
+    c.k = param_u64(k, "p_k");
+    c.row_bytes = param_u64(k, "p_row_bytes");
+    c.ldy = param_u64(k, "p_ldy");
+    rows_cols(k, m, n, rows_elem, &c);
+    char name[48];
+    snprintf(name, sizeof name, "rows_%s", rayo_dtype_name(dt));
+    kern_finish(mod, k, name,
+                ".param .u64 p_y, .param .u64 p_a, .param .u64 p_idx, .param .u64 p_m, .param .u64 p_n, "
+                ".param .u64 p_k, .param .u64 p_row_bytes, .param .u64 p_ldy", NULL, NULL);
+}
+
 void infer_ops(strbuf *mod)
 {
     gen_glu(mod, "swiglu", m_silu);
@@ -326,4 +536,8 @@ void infer_ops(strbuf *mod)
     gen_convert(mod, "cvt_bf16_f32", CVT_BF16_F32);
     gen_rope(mod, 0);
     gen_rope(mod, 1);
+    static const rayo_dtype tables[] = {RAYO_DTYPE_F32, RAYO_DTYPE_F16, RAYO_DTYPE_BF16, RAYO_DTYPE_Q8_0,
+                                        RAYO_DTYPE_Q4_0, RAYO_DTYPE_Q4_K, RAYO_DTYPE_Q6_K};
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
+        gen_rows(mod, tables[i]);
 }

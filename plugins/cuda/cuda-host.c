@@ -230,6 +230,8 @@ rayo_status cuda_host_call(void *state, const rayo_call *call)
     rayo_status s = cuda_op_supported(call->op, call->flags);
     if (s != RAYO_OK)
         return s;
+    if (cuda_check_host_call(st, call) != 0)
+        return RAYO_E_INVALID;
     if ((s = cuda_enter(st)) != RAYO_OK)
         return s;
     cuda_op op = {call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta, 0, 0, 0, 0, 0,

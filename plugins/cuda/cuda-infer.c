@@ -1,7 +1,7 @@
 /* cuda-infer.c - launches of the inference kernels (PTX module "infer",
  * ptx/infer-gemv.c and ptx/infer-ops.c): gemv with half and quantized
- * weights, swiglu / geglu / geglu_tanh, rope, and f32 <-> f16 / bf16
- * conversion. */
+ * weights, swiglu / geglu / geglu_tanh, rope, get_rows, and convert
+ * (f32 <-> f16 / bf16, dequantization). */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -19,7 +19,8 @@ int cuda_strides_supported(uint32_t op, uint32_t dtypes)
 {
     switch (op) {
     case RAYO_OP_GEMV: return dtypes != 0; /* the f32 kernels (matrix module) take dense A only */
-    case RAYO_OP_ROPE: case RAYO_OP_SWIGLU: case RAYO_OP_GEGLU: case RAYO_OP_GEGLU_TANH: return 1;
+    case RAYO_OP_ROPE: case RAYO_OP_SWIGLU: case RAYO_OP_GEGLU: case RAYO_OP_GEGLU_TANH: case RAYO_OP_GET_ROWS:
+        return 1;
     default: return 0;
     }
 }
@@ -107,8 +108,42 @@ static rayo_status launch_glu(cuda_state *st, CUstream stream, const cuda_op *op
     return launch(st, stream, names[op->op - RAYO_OP_SWIGLU], gx, gy, params);
 }
 
+/* y[r] = row idx[r] (or row r when idx is 0) of a table of k rows in dtype
+ * dt, as f32; m rows of n values. */
+static rayo_status launch_rows(cuda_state *st, CUstream stream, rayo_dtype dt, CUdeviceptr y, CUdeviceptr table,
+                               CUdeviceptr idx, size_t m, size_t n, size_t k, size_t lda, size_t ldy)
+{
+    size_t row_bytes;
+    if (!rayo_dtype_row_bytes(dt, lda ? lda : n, &row_bytes) || !rayo_dtype_name(dt))
+        return RAYO_E_UNSUPPORTED;
+    char name[32];
+    snprintf(name, sizeof name, "rows_%s", rayo_dtype_name(dt));
+    unsigned long long mm = m, nn = n, kk = k, rb = row_bytes, ly = ldy ? ldy : n;
+    void *params[] = {&y, &table, &idx, &mm, &nn, &kk, &rb, &ly};
+    size_t gx, gy;
+    row_grid(st, m, n, &gx, &gy);
+    return launch(st, stream, name, gx, gy, params);
+}
+
+int cuda_check_host_call(const cuda_state *st, const rayo_call *call)
+{
+    if (call->op != RAYO_OP_GET_ROWS)
+        return 0;
+    const int32_t *idx = call->b;
+    for (size_t r = 0; r < call->m; r++)
+        if (idx[r] < 0 || (size_t)idx[r] >= call->k) {
+            st->host->set_error(st->host, "cuda: get_rows: index %ld of row %zu is outside the table's %zu rows",
+                                (long)idx[r], r, call->k);
+            return -1;
+        }
+    return 0;
+}
+
 static rayo_status launch_convert(cuda_state *st, CUstream stream, const cuda_op *op)
 {
+    rayo_dtype from = RAYO_DTYPE_OF(op->dtypes, 0);
+    if (rayo_dtype_is_block(from) && RAYO_DTYPE_OF(op->dtypes, 3) == RAYO_DTYPE_F32)
+        return launch_rows(st, stream, from, op->y, op->a, 0, 1, op->n, 1, 0, 0);
     const char *name;
     switch (op->dtypes) {
     case RAYO_DTYPES(RAYO_DTYPE_F32, 0, 0, RAYO_DTYPE_F16): name = "cvt_f32_f16"; break;
@@ -160,6 +195,9 @@ rayo_status cuda_launch_infer(cuda_state *st, CUstream stream, const cuda_op *op
         return launch_convert(st, stream, op);
     case RAYO_OP_ROPE:
         return launch_rope(st, stream, op);
+    case RAYO_OP_GET_ROWS:
+        return launch_rows(st, stream, RAYO_DTYPE_OF(op->dtypes, 0), op->y, op->a, op->b, op->m, op->n, op->k,
+                           op->lda, op->ldy);
     default:
         return RAYO_E_UNSUPPORTED;
     }

@@ -147,6 +147,9 @@ const char *cuda_op_name(uint32_t op);
 int cuda_strides_supported(uint32_t op, uint32_t dtypes);
 /* gemv with half or quantized weights (op->dtypes != 0). */
 rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op);
+/* -1 (with the error set) for a host call its kernel cannot check on the
+ * device: a get_rows index outside the table. */
+int cuda_check_host_call(const cuda_state *st, const rayo_call *call);
 /* The inference ops (ids 90 and up) this backend has kernels for. */
 rayo_status cuda_launch_infer(cuda_state *st, CUstream stream, const cuda_op *op);
 
