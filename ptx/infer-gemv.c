@@ -632,6 +632,7 @@ void module_infer(strbuf *mod)
     for (size_t i = 0; i < FORMAT_COUNT; i++)
         gen_gemvq(mod, &formats[i]);
     infer_ops(mod);
+    infer_attention(mod);
 }
 
 /* The C table rayo_cuda_gemvq_configs (plugins/cuda/cuda-ptx.h). */

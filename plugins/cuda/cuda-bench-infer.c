@@ -10,7 +10,11 @@
  * reference is rayo's own read-only kernel, sum over 2^28 floats (1 GiB),
  * timed in the same run; the ratio column is gemv over it.  Rows of every
  * result are checked against rayo_dot_row_f32 (float64 sum of |terms| as
- * the scale).  Output: a table and "csv,..." lines. */
+ * the scale).  Attention, 32 heads / 4 KV heads, head dim 64, causal:
+ * decode (1 query, cache 4096, f16 and f32) as bytes of K and V / time over
+ * the same reference, prefill (2048 tokens) as a time, for torch's
+ * scaled_dot_product_attention in the same run (infer-torch.py).
+ * Output: a table and "csv,..." lines. */
 #define _POSIX_C_SOURCE 200809L
 #include "rayo.h"
 #include "rayo-dtype.h"
@@ -201,6 +205,69 @@ static void bench_gemv(rayo_context *ctx, rayo_dtype dt, size_t m, size_t n, dou
     free(y);
 }
 
+/* Attention, 32 heads, 4 KV heads, head dim 64, causal: decode (one query
+ * against a cache of n_kv, each call on another copy of the cache: bytes of
+ * K and V / time) or prefill (n_q = n_kv: time, for torch's
+ * scaled_dot_product_attention in the same run). */
+static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t n_kv, double ref_gbs)
+{
+    enum { HEADS = 32, KV_HEADS = 4, DIM = 64 };
+    size_t esize = kv == RAYO_DTYPE_F16 ? 2 : 4, kv_bytes = n_kv * KV_HEADS * DIM * esize;
+    size_t q_bytes = n_q * HEADS * DIM * sizeof(float);
+    size_t copies = n_q == 1 ? L2_DEFEAT_BYTES / (2 * kv_bytes) + 1 : 1;
+    uint8_t *host = malloc(kv_bytes > q_bytes ? kv_bytes : q_bytes);
+    if (!host) {
+        fprintf(stderr, "cuda-bench-infer: out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < (kv_bytes > q_bytes ? kv_bytes : q_bytes) / 2; i++) {
+        uint16_t h = kv == RAYO_DTYPE_F16 ? rayo_f32_to_f16(frand()) : (uint16_t)next_u32();
+        host[2 * i] = (uint8_t)h, host[2 * i + 1] = (uint8_t)(h >> 8);
+    }
+    if (kv == RAYO_DTYPE_F32) /* floats in [-1, 1) */
+        for (size_t i = 0; i < kv_bytes / 4; i++) {
+            float f = frand();
+            memcpy(host + 4 * i, &f, 4);
+        }
+    float *q = malloc(q_bytes);
+    for (size_t i = 0; q && i < q_bytes / 4; i++)
+        q[i] = frand();
+    rayo_buffer *qb = device_buffer(ctx, q_bytes, q), *ob = device_buffer(ctx, q_bytes, NULL);
+    rayo_buffer **kb = malloc(2 * copies * sizeof *kb);
+    rayo_batch_call *calls = malloc(copies * sizeof *calls);
+    rayo_attention_params *p = malloc(sizeof *p);
+    *p = (rayo_attention_params){.struct_size = sizeof *p, .flags = RAYO_ATTN_CAUSAL, .kv_dtype = kv, .n_q = n_q,
+                                 .n_kv = n_kv, .n_heads = HEADS, .n_kv_heads = KV_HEADS, .head_dim = DIM,
+                                 .scale = 0.125f};
+    for (size_t c = 0; c < copies; c++) {
+        kb[2 * c] = device_buffer(ctx, kv_bytes, host);
+        kb[2 * c + 1] = device_buffer(ctx, kv_bytes, host);
+        calls[c] = (rayo_batch_call){.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_ATTENTION,
+                                     .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, kv, kv, RAYO_DTYPE_F32),
+                                     .m = n_q, .n = DIM, .k = n_kv, .a = {qb, 0}, .b = {kb[2 * c], 0},
+                                     .c = {kb[2 * c + 1], 0}, .y = {ob, 0}, .params = p};
+    }
+    double t = time_calls(ctx, calls, (int)copies, n_q == 1 ? 400 : 10);
+    char name[64], note[128];
+    snprintf(name, sizeof name, "attention %s %zu x %zu", rayo_dtype_name(kv), n_q, n_kv);
+    if (n_q == 1) {
+        double gbs = 2.0 * (double)kv_bytes / t * 1e-9;
+        snprintf(note, sizeof note, "%.2f us, %.2fx the sum reference (bytes of K and V)", t * 1e6, gbs / ref_gbs);
+        report("attn", name, gbs, "GB/s", note);
+    } else {
+        report("attn", name, t * 1e3, "ms", "causal, 32 heads / 4 KV heads, head dim 64");
+    }
+    for (size_t c = 0; c < 2 * copies; c++)
+        rayo_buffer_destroy(kb[c]);
+    rayo_buffer_destroy(qb);
+    rayo_buffer_destroy(ob);
+    free(kb);
+    free(calls);
+    free(p);
+    free(q);
+    free(host);
+}
+
 /* Read bandwidth of rayo's sum over 1 GiB (2^28 floats). */
 static double bench_sum_reference(rayo_context *ctx, int quick)
 {
@@ -243,6 +310,10 @@ int main(int argc, char **argv)
     double ref = bench_sum_reference(ctx, quick);
     static const rayo_dtype dts[] = {RAYO_DTYPE_F16, RAYO_DTYPE_BF16, RAYO_DTYPE_Q8_0,
                                      RAYO_DTYPE_Q4_0, RAYO_DTYPE_Q4_K, RAYO_DTYPE_Q6_K};
+    bench_attention(ctx, RAYO_DTYPE_F16, 1, 4096, ref);
+    bench_attention(ctx, RAYO_DTYPE_F32, 1, 4096, ref);
+    bench_attention(ctx, RAYO_DTYPE_F16, 2048, 2048, ref);
+    bench_attention(ctx, RAYO_DTYPE_F32, 2048, 2048, ref);
     for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
         bench_gemv(ctx, dts[i], 4096, 11008, ref);
         if (!quick)

@@ -155,7 +155,7 @@ static int operand_sizes(const rayo_call *c, size_t sz[4], int *y_in)
         sz[3] = sizeof(size_t);
     /* a strided output (rows or heads with gaps) is copied in, so that
      * copying it back leaves the gaps as they were */
-    *y_in = rayo_output_is_input(c, sig) || c->ldy != 0 || sig == RAYO_SIG_ROPE;
+    *y_in = rayo_output_is_input(c, sig) || c->ldy != 0 || sig == RAYO_SIG_ROPE || sig == RAYO_SIG_ATTENTION;
     return 0;
 }
 

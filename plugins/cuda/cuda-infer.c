@@ -1,7 +1,7 @@
 /* cuda-infer.c - launches of the inference kernels (PTX module "infer",
  * ptx/infer-gemv.c and ptx/infer-ops.c): gemv with half and quantized
- * weights, swiglu / geglu / geglu_tanh, rope, get_rows, and convert
- * (f32 <-> f16 / bf16, dequantization). */
+ * weights, swiglu / geglu / geglu_tanh, rope, get_rows, convert (f32 <->
+ * f16 / bf16, dequantization) and the fused attention (ptx/attention.c). */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -184,6 +184,65 @@ static rayo_status launch_rope(cuda_state *st, CUstream stream, const cuda_op *o
     return launch(st, stream, p->mode == RAYO_ROPE_NEOX ? "rope_neox" : "rope_norm", gx, gy, params);
 }
 
+/* ---- attention ------------------------------------------------------------ */
+/* Key ranges per (query, head): enough blocks for the whole GPU (decode
+ * reads a long cache with one query), each range at least 128 keys. */
+static size_t attn_splits(const rayo_attention_params *p)
+{
+    size_t items = p->n_q * p->n_heads, want = items >= 2048 ? 1 : (2048 + items - 1) / items;
+    size_t most = (p->n_kv + 127) / 128;
+    return want < most ? want : most ? most : 1;
+}
+
+size_t cuda_infer_scratch_bytes(const cuda_op *op)
+{
+    const rayo_attention_params *p = op->params;
+    if (op->op != RAYO_OP_ATTENTION || !p || !p->n_q || !p->n_heads || !p->head_dim)
+        return 0;
+    return p->n_q * p->n_heads * attn_splits(p) * (2 + p->head_dim) * sizeof(double);
+}
+
+static rayo_status launch_attention(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    const rayo_attention_params *p = op->params;
+    if (!p || p->head_dim > RAYO_PTX_ATTN_MAX_DIM || RAYO_DTYPE_OF(op->dtypes, 1) != RAYO_DTYPE_OF(op->dtypes, 2) ||
+        (p->kv_dtype != RAYO_DTYPE_F32 && p->kv_dtype != RAYO_DTYPE_F16))
+        return RAYO_E_UNSUPPORTED;
+    if (p->n_q == 0 || p->n_heads == 0 || p->head_dim == 0)
+        return RAYO_OK;
+    if (!p->n_kv_heads || p->n_heads % p->n_kv_heads || !p->n_kv || ((p->flags & RAYO_ATTN_CAUSAL) && p->n_q > p->n_kv))
+        return RAYO_E_INVALID;
+    size_t d = p->head_dim, splits = attn_splits(p);
+    CUdeviceptr part = op->scratch, q = op->a, k = op->b, v = op->c, out = op->y;
+    unsigned long long n_q = p->n_q, n_kv = p->n_kv, group = p->n_heads / p->n_kv_heads, dd = d,
+                       causal = (p->flags & RAYO_ATTN_CAUSAL) != 0,
+                       qt = p->q_token ? p->q_token : p->n_heads * d, qh = p->q_head ? p->q_head : d,
+                       kt = p->k_token ? p->k_token : p->n_kv_heads * d, kh = p->k_head ? p->k_head : d,
+                       vt = p->v_token ? p->v_token : p->n_kv_heads * d, vh = p->v_head ? p->v_head : d,
+                       ot = p->o_token ? p->o_token : p->n_heads * d, oh = p->o_head ? p->o_head : d,
+                       chunk = (p->n_kv + splits - 1) / splits, sp = splits;
+    float scale = p->scale;
+    if (splits > 0x7fffffffu || p->n_heads > MAX_GRID_Y)
+        return RAYO_E_UNSUPPORTED;
+    void *p1[] = {&part, &q, &k, &v, &n_q, &n_kv, &group, &dd, &causal, &qt, &qh, &kt, &kh, &vt, &vh,
+                  &chunk, &sp, &scale};
+    const char *name = p->kv_dtype == RAYO_DTYPE_F16 ? "attn_part_f16" : "attn_part_f32";
+    unsigned gz = (unsigned)min_size(p->n_q, MAX_GRID_Y);
+    CUfunction fn;
+    rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
+    if (s != RAYO_OK)
+        return s;
+    CUresult r = st->drv->cuLaunchKernel(fn, (unsigned)splits, (unsigned)p->n_heads, gz, 128, 1, 1, 0, stream, p1,
+                                         NULL);
+    if (r != CUDA_SUCCESS)
+        return cuda_fail(st, r, "launch of attn_part");
+    void *p2[] = {&out, &part, &n_q, &dd, &sp, &ot, &oh};
+    if ((s = cuda_function(st, MOD_INFER, "attn_final", &fn)) != RAYO_OK)
+        return s;
+    r = st->drv->cuLaunchKernel(fn, (unsigned)p->n_heads, gz, 1, 128, 1, 1, 0, stream, p2, NULL);
+    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_final");
+}
+
 rayo_status cuda_launch_infer(cuda_state *st, CUstream stream, const cuda_op *op)
 {
     switch (op->op) {
@@ -195,6 +254,8 @@ rayo_status cuda_launch_infer(cuda_state *st, CUstream stream, const cuda_op *op
         return launch_convert(st, stream, op);
     case RAYO_OP_ROPE:
         return launch_rope(st, stream, op);
+    case RAYO_OP_ATTENTION:
+        return launch_attention(st, stream, op);
     case RAYO_OP_GET_ROWS:
         return launch_rows(st, stream, RAYO_DTYPE_OF(op->dtypes, 0), op->y, op->a, op->b, op->m, op->n, op->k,
                            op->lda, op->ldy);

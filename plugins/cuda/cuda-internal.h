@@ -150,6 +150,8 @@ rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op
 /* -1 (with the error set) for a host call its kernel cannot check on the
  * device: a get_rows index outside the table. */
 int cuda_check_host_call(const cuda_state *st, const rayo_call *call);
+/* Device scratch of an inference op (attention's partial results). */
+size_t cuda_infer_scratch_bytes(const cuda_op *op);
 /* The inference ops (ids 90 and up) this backend has kernels for. */
 rayo_status cuda_launch_infer(cuda_state *st, CUstream stream, const cuda_op *op);
 

@@ -108,7 +108,7 @@ size_t cuda_scratch_bytes(const cuda_state *st, const cuda_op *op)
         }
         return 0;
     default:
-        return 0;
+        return cuda_infer_scratch_bytes(op);
     }
 }
 

@@ -522,6 +522,8 @@ static const rayo_op_entry cuda_ops[] = {
     COMBO(GET_ROWS, Q4_K, I32, NONE, F32),
     COMBO(GET_ROWS, Q6_K, I32, NONE, F32),
     COMBO(ROPE, F32, I32, NONE, F32),
+    COMBO(ATTENTION, F32, F32, F32, F32),
+    COMBO(ATTENTION, F32, F16, F16, F32),
     {RAYO_OP_SWIGLU, 0, cuda_host_call},
     {RAYO_OP_GEGLU, 0, cuda_host_call},
     {RAYO_OP_GEGLU_TANH, 0, cuda_host_call},

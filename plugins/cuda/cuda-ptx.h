@@ -56,6 +56,9 @@ static inline size_t rayo_ptx_gemvq_smem(const rayo_ptx_gemvq_config *c, size_t 
     return (size_t)c->fixed_bytes + 4 * (chunk + 4 * (chunk / (size_t)c->pad_period));
 }
 
+/* attention (module "infer", ptx/attention.c): head_dim at most this. */
+#define RAYO_PTX_ATTN_MAX_DIM 256
+
 extern const rayo_ptx_module rayo_cuda_ptx_modules[];
 extern const unsigned rayo_cuda_ptx_module_count;
 extern const rayo_ptx_tf32_config rayo_cuda_tf32_configs[];
