@@ -20,7 +20,7 @@
 #include <math.h>
 
 #define WARPS 4
-#define SLOTS (RAYO_PTX_ATTN_MAX_DIM / 32) /* dimensions per lane */
+#define SLOTS (RAYO_PTX_ATTN_MAX_DIM / 32) /* dimensions per lane, at most */
 
 typedef struct attn_regs {
     int part, q, k, v;                  /* .b64 global */
@@ -84,33 +84,43 @@ static int row_addr(kern *k, int base, int t, int ts, int hh, int hs, int elem)
     return a;
 }
 
+#define UNROLL 8 /* loads in flight before their use: the loops would wait for each */
+
 /* One tile of 32 keys [tb, tb + 32) of the range (ending at j1): the warp's
- * running m, sum (per lane) and acc[SLOTS] are updated. */
-static void attn_tile(kern *k, const attn_regs *g, int half, int qrow, int kvh, int tb, int j1, int m, int sum,
-                      const int *acc)
+ * running m, sum (per lane) and acc[slots] are updated. */
+static void attn_tile(kern *k, const attn_regs *g, int half, int slots, int qrow, int kvh, int tb, int j1, int m,
+                      int sum, const int *acc)
 {
     int j = nd(k), lane64 = nd(k), valid = np(k);
     emit(k, "cvt.u64.u32 %s, %s;", D(lane64), R(g->lane));
     emit(k, "add.u64 %s, %s, %s;", D(j), D(tb), D(lane64));
     emit(k, "setp.lt.u64 %s, %s, %s;", P(valid), D(j), D(j1));
-    /* score of key j: dot(q, k_j) in double */
+    /* score of key j: dot(q, k_j) in double, UNROLL dimensions at a time */
     int krow = row_addr(k, g->k, j, g->kt, kvh, g->kh, half ? 2 : 4);
-    int dot = nfd(k), l = nd(k), pl = np(k), l_dot = nlabel(k), l_done = nlabel(k);
+    int dot = nfd(k), l = nd(k), pl = np(k), l_dot = nlabel(k);
     emit(k, "mov.f64 %s, %s;", FD(dot), CD(0.0));
     emit(k, "mov.u64 %s, 0;", D(l));
     label(k, l_dot);
     {
-        int qa = nd(k), qf = nf(k), qd = nfd(k);
-        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(qa), D(l), D(qrow));
-        emit(k, "ld.global.nc.f32 %s, [%s];", F(qf), D(qa));
-        emit(k, "cvt.f64.f32 %s, %s;", FD(qd), F(qf));
-        int kd = kv_load(k, krow, l, half, valid);
-        emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(dot), FD(qd), FD(kd), FD(dot));
+        int qd[UNROLL], kd[UNROLL];
+        for (int u = 0; u < UNROLL; u++) {
+            int lu = nd(k), pin = np(k), pk = np(k), qa = nd(k), qf = nf(k);
+            emit(k, "add.u64 %s, %s, %d;", D(lu), D(l), u);
+            emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(lu), D(g->d));
+            emit(k, "and.pred %s, %s, %s;", P(pk), P(pin), P(valid));
+            emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(qa), D(lu), D(qrow));
+            emit(k, "mov.f32 %s, 0f00000000;", F(qf));
+            emit(k, "@%s ld.global.nc.f32 %s, [%s];", P(pin), F(qf), D(qa));
+            qd[u] = nfd(k);
+            emit(k, "cvt.f64.f32 %s, %s;", FD(qd[u]), F(qf));
+            kd[u] = kv_load(k, krow, lu, half, pk);
+        }
+        for (int u = 0; u < UNROLL; u++)
+            emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(dot), FD(qd[u]), FD(kd[u]), FD(dot));
     }
-    emit(k, "add.u64 %s, %s, 1;", D(l), D(l));
+    emit(k, "add.u64 %s, %s, %d;", D(l), D(l), UNROLL);
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pl), D(l), D(g->d));
     emit(k, "@%s bra %s;", P(pl), L(l_dot));
-    label(k, l_done);
     int sc = nfd(k);
     emit(k, "mul.rn.f64 %s, %s, %s;", FD(sc), FD(dot), FD(g->scale));
     emit(k, "@!%s mov.f64 %s, %s;", P(valid), FD(sc), CD(-INFINITY));
@@ -126,7 +136,7 @@ static void attn_tile(kern *k, const attn_regs *g, int half, int qrow, int kvh, 
     emit(k, "sub.rn.f64 %s, %s, %s;", FD(diff), FD(m), FD(nm)); /* -inf for the first tile */
     int shrink = exp_neg(k, diff);
     emit(k, "mul.rn.f64 %s, %s, %s;", FD(sum), FD(sum), FD(shrink));
-    for (int t = 0; t < SLOTS; t++)
+    for (int t = 0; t < slots; t++)
         emit(k, "mul.rn.f64 %s, %s, %s;", FD(acc[t]), FD(acc[t]), FD(shrink));
     emit(k, "mov.f64 %s, %s;", FD(m), FD(nm));
     int pd = nfd(k), p = nfd(k);
@@ -134,44 +144,54 @@ static void attn_tile(kern *k, const attn_regs *g, int half, int qrow, int kvh, 
     int e = exp_neg(k, pd);
     emit(k, "selp.f64 %s, %s, %s, %s;", FD(p), FD(e), CD(0.0), P(valid));
     emit(k, "add.rn.f64 %s, %s, %s;", FD(sum), FD(sum), FD(p));
-    /* acc += p_jj v_jj for each valid key of the tile */
-    int jj = nr(k), cnt = nd(k), pj = np(k), l_key = nlabel(k), l_end = nlabel(k);
-    emit(k, "sub.u64 %s, %s, %s;", D(cnt), D(j1), D(tb));
-    emit(k, "min.u64 %s, %s, 32;", D(cnt), D(cnt));
+    /* acc += p_key v_key for the valid keys of the tile, UNROLL keys at a time
+     * (an invalid key has p = 0 and loads nothing) */
+    int jj = nr(k), cnt = nr(k), pj = np(k), l_key = nlabel(k);
+    {
+        int c64 = nd(k);
+        emit(k, "sub.u64 %s, %s, %s;", D(c64), D(j1), D(tb));
+        emit(k, "min.u64 %s, %s, 32;", D(c64), D(c64));
+        emit(k, "cvt.u32.u64 %s, %s;", R(cnt), D(c64));
+    }
     emit(k, "mov.u32 %s, 0;", R(jj));
     label(k, l_key);
     {
-        int pv = nfd(k), lo = nr(k), hi = nr(k), lo2 = nr(k), hi2 = nr(k);
-        emit(k, "mov.b64 {%s, %s}, %s;", R(lo), R(hi), FD(p));
-        emit(k, "shfl.sync.idx.b32 %s, %s, %s, 31, -1;", R(lo2), R(lo), R(jj));
-        emit(k, "shfl.sync.idx.b32 %s, %s, %s, 31, -1;", R(hi2), R(hi), R(jj));
-        emit(k, "mov.b64 %s, {%s, %s};", FD(pv), R(lo2), R(hi2));
-        int key = nd(k), jj64 = nd(k);
-        emit(k, "cvt.u64.u32 %s, %s;", D(jj64), R(jj));
-        emit(k, "add.u64 %s, %s, %s;", D(key), D(tb), D(jj64));
-        int vrow = row_addr(k, g->v, key, g->vt, kvh, g->vh, half ? 2 : 4);
-        for (int t = 0; t < SLOTS; t++) {
-            int dl = nd(k), pin = np(k);
-            emit(k, "add.u64 %s, %s, %d;", D(dl), D(lane64), 32 * t);
-            emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(dl), D(g->d));
-            int vd = kv_load(k, vrow, dl, half, pin);
-            emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc[t]), FD(pv), FD(vd), FD(acc[t]));
+        int pv[UNROLL], vd[UNROLL][8];
+        for (int u = 0; u < UNROLL; u++) {
+            int ju = nr(k), pk = np(k), lo = nr(k), hi = nr(k), lo2 = nr(k), hi2 = nr(k);
+            emit(k, "add.u32 %s, %s, %d;", R(ju), R(jj), u);
+            emit(k, "setp.lt.u32 %s, %s, %s;", P(pk), R(ju), R(cnt));
+            pv[u] = nfd(k);
+            emit(k, "mov.b64 {%s, %s}, %s;", R(lo), R(hi), FD(p));
+            emit(k, "shfl.sync.idx.b32 %s, %s, %s, 31, -1;", R(lo2), R(lo), R(ju));
+            emit(k, "shfl.sync.idx.b32 %s, %s, %s, 31, -1;", R(hi2), R(hi), R(ju));
+            emit(k, "mov.b64 %s, {%s, %s};", FD(pv[u]), R(lo2), R(hi2));
+            int key = nd(k), ju64 = nd(k);
+            emit(k, "cvt.u64.u32 %s, %s;", D(ju64), R(ju));
+            emit(k, "add.u64 %s, %s, %s;", D(key), D(tb), D(ju64));
+            int vrow = row_addr(k, g->v, key, g->vt, kvh, g->vh, half ? 2 : 4);
+            for (int t = 0; t < slots; t++) {
+                int dl = nd(k), pin = np(k);
+                emit(k, "add.u64 %s, %s, %d;", D(dl), D(lane64), 32 * t);
+                emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(dl), D(g->d));
+                emit(k, "and.pred %s, %s, %s;", P(pin), P(pin), P(pk));
+                vd[u][t] = kv_load(k, vrow, dl, half, pin);
+            }
         }
+        for (int u = 0; u < UNROLL; u++)
+            for (int t = 0; t < slots; t++)
+                emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc[t]), FD(pv[u]), FD(vd[u][t]), FD(acc[t]));
     }
-    emit(k, "add.u32 %s, %s, 1;", R(jj), R(jj));
-    {
-        int jj64b = nd(k);
-        emit(k, "cvt.u64.u32 %s, %s;", D(jj64b), R(jj));
-        emit(k, "setp.lt.u64 %s, %s, %s;", P(pj), D(jj64b), D(cnt));
-    }
+    emit(k, "add.u32 %s, %s, %d;", R(jj), R(jj), UNROLL);
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(pj), R(jj), R(cnt));
     emit(k, "@%s bra %s;", P(pj), L(l_key));
-    label(k, l_end);
 }
 
 /* shared: per warp m, sum, acc[MAX_DIM] (doubles) */
 #define WARP_STATE (2 + RAYO_PTX_ATTN_MAX_DIM)
 
-static void gen_attn_part(strbuf *mod, int half)
+/* slots: head_dim <= 32 slots (the kernel attn_part_<kv>_d<32 slots>) */
+static void gen_attn_part(strbuf *mod, int half, int slots)
 {
     kern kk = {0}, *k = &kk;
     attn_regs g;
@@ -227,7 +247,7 @@ static void gen_attn_part(strbuf *mod, int half)
     int m = nfd(k), sum = nfd(k), acc[SLOTS];
     emit(k, "mov.f64 %s, %s;", FD(m), CD(-INFINITY));
     emit(k, "mov.f64 %s, %s;", FD(sum), CD(0.0));
-    for (int t = 0; t < SLOTS; t++) {
+    for (int t = 0; t < slots; t++) {
         acc[t] = nfd(k);
         emit(k, "mov.f64 %s, %s;", FD(acc[t]), CD(0.0));
     }
@@ -237,7 +257,7 @@ static void gen_attn_part(strbuf *mod, int half)
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pt), D(tb), D(j1));
     emit(k, "@%s bra %s;", P(pt), L(l_tend));
     label(k, l_tile);
-    attn_tile(k, &g, half, qrow, kvh, tb, j1, m, sum, acc);
+    attn_tile(k, &g, half, slots, qrow, kvh, tb, j1, m, sum, acc);
     emit(k, "add.u64 %s, %s, %d;", D(tb), D(tb), 32 * WARPS);
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pt), D(tb), D(j1));
     emit(k, "@%s bra %s;", P(pt), L(l_tile));
@@ -253,7 +273,7 @@ static void gen_attn_part(strbuf *mod, int half)
         emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(g.lane));
         emit(k, "@%s st.shared.f64 [%s], %s;", P(p0), R(ws), FD(m));
         emit(k, "@%s st.shared.f64 [%s+8], %s;", P(p0), R(ws), FD(sum));
-        for (int t = 0; t < SLOTS; t++) {
+        for (int t = 0; t < slots; t++) {
             int sa = nr(k);
             emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(sa), R(g.lane), R(ws));
             emit(k, "st.shared.f64 [%s+%d], %s;", R(sa), 16 + 256 * t, FD(acc[t]));
@@ -327,7 +347,9 @@ static void gen_attn_part(strbuf *mod, int half)
     snprintf(shared, sizeof shared, "\t.shared .align 8 .b8 attn_smem[%d];\n", 8 * WARP_STATE * WARPS);
     char dir[48];
     snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n", 32 * WARPS);
-    kern_finish(mod, k, half ? "attn_part_f16" : "attn_part_f32",
+    char name[32];
+    snprintf(name, sizeof name, "attn_part_%s_d%d", half ? "f16" : "f32", 32 * slots);
+    kern_finish(mod, k, name,
                 ".param .u64 p_part, .param .u64 p_q, .param .u64 p_k, .param .u64 p_v, .param .u64 p_n_q, "
                 ".param .u64 p_n_kv, .param .u64 p_group, .param .u64 p_d, .param .u64 p_causal, "
                 ".param .u64 p_qt, .param .u64 p_qh, .param .u64 p_kt, .param .u64 p_kh, .param .u64 p_vt, "
@@ -361,19 +383,26 @@ static void gen_attn_final(strbuf *mod)
     emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(base), D(slot), D(part));
     int stride = nd(k);
     emit(k, "mul.lo.u64 %s, %s, 8;", D(stride), D(w));
-    /* M = max m_s, S = sum sum_s e^(m_s - M) */
-    int mx = nfd(k), s = nd(k), ps = np(k), pa = nd(k), l_m = nlabel(k);
+    /* M = max m_s (UNROLL ranges at a time: their loads in flight together) */
+    int mx = nfd(k), s = nd(k), ps = np(k), l_m = nlabel(k);
     emit(k, "mov.f64 %s, %s;", FD(mx), CD(-INFINITY));
     emit(k, "mov.u64 %s, 0;", D(s));
-    emit(k, "mov.u64 %s, %s;", D(pa), D(base));
     label(k, l_m);
     {
-        int v = nfd(k);
-        emit(k, "ld.global.f64 %s, [%s];", FD(v), D(pa));
-        emit(k, "max.f64 %s, %s, %s;", FD(mx), FD(mx), FD(v));
+        int v[UNROLL];
+        for (int u = 0; u < UNROLL; u++) {
+            int su = nd(k), pin = np(k), pa = nd(k);
+            v[u] = nfd(k);
+            emit(k, "add.u64 %s, %s, %d;", D(su), D(s), u);
+            emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(su), D(splits));
+            emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pa), D(su), D(stride), D(base));
+            emit(k, "mov.f64 %s, %s;", FD(v[u]), CD(-INFINITY));
+            emit(k, "@%s ld.global.f64 %s, [%s];", P(pin), FD(v[u]), D(pa));
+        }
+        for (int u = 0; u < UNROLL; u++)
+            emit(k, "max.f64 %s, %s, %s;", FD(mx), FD(mx), FD(v[u]));
     }
-    emit(k, "add.u64 %s, %s, %s;", D(pa), D(pa), D(stride));
-    emit(k, "add.u64 %s, %s, 1;", D(s), D(s));
+    emit(k, "add.u64 %s, %s, %d;", D(s), D(s), UNROLL);
     emit(k, "setp.lt.u64 %s, %s, %s;", P(ps), D(s), D(splits));
     emit(k, "@%s bra %s;", P(ps), L(l_m));
     int dl = nd(k), pd = np(k), l_dim = nlabel(k), l_dend = nlabel(k);
@@ -382,27 +411,36 @@ static void gen_attn_final(strbuf *mod)
     emit(k, "@%s bra %s;", P(pd), L(l_dend));
     label(k, l_dim);
     {
-        int tot = nfd(k), a = nfd(k), s2 = nd(k), pa2 = nd(k), l_s = nlabel(k), ps2 = np(k);
+        /* S = sum sum_s e^(m_s - M), A = sum acc_s[l] e^(m_s - M); a range
+         * without keys (m_s = -inf) adds nothing */
+        int tot = nfd(k), a = nfd(k), s2 = nd(k), l_s = nlabel(k), ps2 = np(k);
         emit(k, "mov.f64 %s, %s;", FD(tot), CD(0.0));
         emit(k, "mov.f64 %s, %s;", FD(a), CD(0.0));
         emit(k, "mov.u64 %s, 0;", D(s2));
-        emit(k, "mov.u64 %s, %s;", D(pa2), D(base));
         label(k, l_s);
-        {
-            int ms = nfd(k), ss = nfd(k), as = nfd(k), df = nfd(k), ga = nd(k), none = np(k);
-            emit(k, "ld.global.f64 %s, [%s];", FD(ms), D(pa2));
-            emit(k, "ld.global.f64 %s, [%s+8];", FD(ss), D(pa2));
-            emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(ga), D(dl), D(pa2));
-            emit(k, "ld.global.f64 %s, [%s+16];", FD(as), D(ga));
-            emit(k, "sub.rn.f64 %s, %s, %s;", FD(df), FD(ms), FD(mx));
-            int f = exp_neg(k, df);
-            emit(k, "setp.eq.f64 %s, %s, %s;", P(none), FD(ms), CD(-INFINITY));
-            emit(k, "@%s mov.f64 %s, %s;", P(none), FD(f), CD(0.0));
-            emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(tot), FD(ss), FD(f), FD(tot));
-            emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(a), FD(as), FD(f), FD(a));
+        int ms[UNROLL], ss[UNROLL], as[UNROLL];
+        for (int u = 0; u < UNROLL; u++) {
+            int su = nd(k), pin = np(k), pa = nd(k), ga = nd(k);
+            ms[u] = nfd(k), ss[u] = nfd(k), as[u] = nfd(k);
+            emit(k, "add.u64 %s, %s, %d;", D(su), D(s2), u);
+            emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(su), D(splits));
+            emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pa), D(su), D(stride), D(base));
+            emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(ga), D(dl), D(pa));
+            emit(k, "mov.f64 %s, %s;", FD(ms[u]), CD(-INFINITY));
+            emit(k, "@%s ld.global.f64 %s, [%s];", P(pin), FD(ms[u]), D(pa));
+            emit(k, "@%s ld.global.f64 %s, [%s+8];", P(pin), FD(ss[u]), D(pa));
+            emit(k, "@%s ld.global.f64 %s, [%s+16];", P(pin), FD(as[u]), D(ga));
         }
-        emit(k, "add.u64 %s, %s, %s;", D(pa2), D(pa2), D(stride));
-        emit(k, "add.u64 %s, %s, 1;", D(s2), D(s2));
+        for (int u = 0; u < UNROLL; u++) {
+            int df = nfd(k), none = np(k);
+            emit(k, "sub.rn.f64 %s, %s, %s;", FD(df), FD(ms[u]), FD(mx));
+            int f = exp_neg(k, df);
+            emit(k, "setp.eq.f64 %s, %s, %s;", P(none), FD(ms[u]), CD(-INFINITY));
+            emit(k, "@%s mov.f64 %s, %s;", P(none), FD(f), CD(0.0));
+            emit(k, "@!%s fma.rn.f64 %s, %s, %s, %s;", P(none), FD(tot), FD(ss[u]), FD(f), FD(tot));
+            emit(k, "@!%s fma.rn.f64 %s, %s, %s, %s;", P(none), FD(a), FD(as[u]), FD(f), FD(a));
+        }
+        emit(k, "add.u64 %s, %s, %d;", D(s2), D(s2), UNROLL);
         emit(k, "setp.lt.u64 %s, %s, %s;", P(ps2), D(s2), D(splits));
         emit(k, "@%s bra %s;", P(ps2), L(l_s));
         int r = nfd(k), rf = nf(k);
@@ -427,7 +465,8 @@ static void gen_attn_final(strbuf *mod)
 
 void infer_attention(strbuf *mod)
 {
-    gen_attn_part(mod, 0);
-    gen_attn_part(mod, 1);
+    for (int half = 0; half < 2; half++)
+        for (int slots = 2; slots <= SLOTS; slots *= 2)
+            gen_attn_part(mod, half, slots);
     gen_attn_final(mod);
 }

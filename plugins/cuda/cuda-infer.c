@@ -226,7 +226,9 @@ static rayo_status launch_attention(cuda_state *st, CUstream stream, const cuda_
         return RAYO_E_UNSUPPORTED;
     void *p1[] = {&part, &q, &k, &v, &n_q, &n_kv, &group, &dd, &causal, &qt, &qh, &kt, &kh, &vt, &vh,
                   &chunk, &sp, &scale};
-    const char *name = p->kv_dtype == RAYO_DTYPE_F16 ? "attn_part_f16" : "attn_part_f32";
+    char name[32]; /* the variant for head_dim: 64, 128 or 256 dimensions at most */
+    snprintf(name, sizeof name, "attn_part_%s_d%d", p->kv_dtype == RAYO_DTYPE_F16 ? "f16" : "f32",
+             d <= 64 ? 64 : d <= 128 ? 128 : 256);
     unsigned gz = (unsigned)min_size(p->n_q, MAX_GRID_Y);
     CUfunction fn;
     rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
