@@ -10,7 +10,8 @@
  * 16-byte chunks that lie outside it are not read), then each lane reads its
  * unit from shared memory at any byte alignment (two words and a funnel
  * shift per word).  x is staged once per block (16 rows) in chunks of
- * RAYO_PTX_GEMVQ_XCHUNK floats, padded with 4 floats after every PP floats so
+ * RAYO_PTX_GEMVQ_XCHUNK floats (small enough that two blocks share an SM),
+ * padded with 4 floats after every PP floats so
  * that the lanes' 16-byte reads of x hit distinct banks (a lane's unit starts
  * a multiple of PP + 4 floats = 4 mod 32 banks after the previous lane's).
  *
@@ -124,10 +125,30 @@ static void sum_chains(kern *k, int *part, int n)
 }
 
 /* ---- decoders: acc += the unit's dot product with x ---------------------------- */
+/* The unit's 8 words: two 16-byte loads when it is 16-byte aligned (rows
+ * whose bytes are: the usual case), else word by word with funnel shifts. */
+static void load_words_8(kern *k, int addr, int *w)
+{
+    int t = nr(k), pa = np(k), l_slow = nlabel(k), l_done = nlabel(k), slow[8];
+    for (int i = 0; i < 8; i++)
+        w[i] = nr(k);
+    emit(k, "and.b32 %s, %s, 15;", R(t), R(addr));
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(pa), R(t));
+    emit(k, "@%s bra %s;", P(pa), L(l_slow));
+    emit(k, "ld.shared.v4.b32 {%s, %s, %s, %s}, [%s];", R(w[0]), R(w[1]), R(w[2]), R(w[3]), R(addr));
+    emit(k, "ld.shared.v4.b32 {%s, %s, %s, %s}, [%s+16];", R(w[4]), R(w[5]), R(w[6]), R(w[7]), R(addr));
+    emit(k, "bra.uni %s;", L(l_done));
+    label(k, l_slow);
+    load_words(k, addr, 8, slow);
+    for (int i = 0; i < 8; i++)
+        emit(k, "mov.b32 %s, %s;", R(w[i]), R(slow[i]));
+    label(k, l_done);
+}
+
 static void decode_half(kern *k, const unit_regs *u, int brain)
 {
     int w[8], part[4];
-    load_words(k, u->wb, 8, w);
+    load_words_8(k, u->wb, w);
     for (int c = 0; c < 4; c++)
         part[c] = zero_f(k);
     for (int i = 0; i < 4; i++) { /* words 2i, 2i+1: values 4i..4i+3 */
@@ -324,8 +345,8 @@ static void decode_q6_k(kern *k, const unit_regs *u)
 }
 
 static const qformat formats[] = {
-    {"f16", RAYO_DTYPE_F16, 1, 2, 16, 4, decode_f16},
-    {"bf16", RAYO_DTYPE_BF16, 1, 2, 16, 4, decode_bf16},
+    {"f16", RAYO_DTYPE_F16, 1, 2, 16, 2, decode_f16},
+    {"bf16", RAYO_DTYPE_BF16, 1, 2, 16, 2, decode_bf16},
     {"q8_0", RAYO_DTYPE_Q8_0, RAYO_QK8_0, RAYO_Q8_0_BYTES, 32, 2, decode_q8_0},
     {"q4_0", RAYO_DTYPE_Q4_0, RAYO_QK4_0, RAYO_Q4_0_BYTES, 32, 4, decode_q4_0},
     {"q4_k", RAYO_DTYPE_Q4_K, RAYO_QK_K, RAYO_Q4_K_BYTES, 64, 2, decode_q4_k},

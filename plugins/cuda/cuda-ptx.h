@@ -39,7 +39,7 @@ typedef struct rayo_ptx_tf32_config {
  * floats after every pad_period floats, after fixed_bytes of other shared
  * memory: rayo_ptx_gemvq_smem gives a call's dynamic shared memory. */
 #define RAYO_PTX_GEMVQ_ROWS 16
-#define RAYO_PTX_GEMVQ_XCHUNK 12288
+#define RAYO_PTX_GEMVQ_XCHUNK 4096
 typedef struct rayo_ptx_gemvq_config {
     const char *name;     /* "gemvq_q8_0" */
     int dtype;            /* rayo_dtype of A */
