@@ -10,8 +10,9 @@
  * 16-byte chunks that lie outside it are not read), then each lane reads its
  * unit from shared memory at any byte alignment (two words and a funnel
  * shift per word).  x is staged once per block (16 rows) in chunks of
- * RAYO_PTX_GEMVQ_XCHUNK floats (small enough that two blocks share an SM),
- * padded with 4 floats after every PP floats so
+ * xchunk floats (4096 for f16 / bf16, so that two blocks share an SM;
+ * 12288 for the block formats, whose decoding rather than the number of
+ * warps limits them: fewer barriers for rows of 11008), padded with 4 floats after every PP floats so
  * that the lanes' 16-byte reads of x hit distinct banks (a lane's unit starts
  * a multiple of PP + 4 floats = 4 mod 32 banks after the previous lane's).
  *
@@ -31,8 +32,6 @@
 
 #define ROWS RAYO_PTX_GEMVQ_ROWS         /* warps per block, one row each */
 #define THREADS (32 * ROWS)
-#define XCHUNK RAYO_PTX_GEMVQ_XCHUNK
-#define XSUM_BYTES (4 * XCHUNK / 32)     /* sums of 32 x values (Q4_K's mins) */
 
 typedef struct unit_regs {
     int wb;   /* .b32 shared address: the unit's bytes (its block for K-quants) */
@@ -48,6 +47,7 @@ typedef struct qformat {
     int block_elems, block_bytes;
     int unit_elems;   /* values of one unit */
     int lane_units;   /* units one lane decodes per tile: tiles of 2-4 KiB keep the memory busy */
+    int xchunk;       /* x values staged at once: a multiple of the tile */
     void (*decode)(kern *k, const unit_regs *u);
 } qformat;
 
@@ -59,7 +59,8 @@ static int pad_period(const qformat *f) { return f->unit_elems > 32 ? f->unit_el
  * while this one is decoded) */
 static int stage_bytes(const qformat *f) { return tile_bytes(f) + 32; }
 /* shared memory before x: the staging buffers and the sums of 32 x */
-static int fixed_bytes(const qformat *f) { return 2 * ROWS * stage_bytes(f) + XSUM_BYTES; }
+static int xsum_bytes(const qformat *f) { return 4 * f->xchunk / 32; } /* sums of 32 x (Q4_K's mins) */
+static int fixed_bytes(const qformat *f) { return 2 * ROWS * stage_bytes(f) + xsum_bytes(f); }
 
 /* ---- small pieces ------------------------------------------------------------ */
 /* nw words of the bytes at shared address addr (any alignment) */
@@ -345,12 +346,12 @@ static void decode_q6_k(kern *k, const unit_regs *u)
 }
 
 static const qformat formats[] = {
-    {"f16", RAYO_DTYPE_F16, 1, 2, 16, 2, decode_f16},
-    {"bf16", RAYO_DTYPE_BF16, 1, 2, 16, 2, decode_bf16},
-    {"q8_0", RAYO_DTYPE_Q8_0, RAYO_QK8_0, RAYO_Q8_0_BYTES, 32, 2, decode_q8_0},
-    {"q4_0", RAYO_DTYPE_Q4_0, RAYO_QK4_0, RAYO_Q4_0_BYTES, 32, 4, decode_q4_0},
-    {"q4_k", RAYO_DTYPE_Q4_K, RAYO_QK_K, RAYO_Q4_K_BYTES, 64, 2, decode_q4_k},
-    {"q6_k", RAYO_DTYPE_Q6_K, RAYO_QK_K, RAYO_Q6_K_BYTES, 128, 1, decode_q6_k},
+    {"f16", RAYO_DTYPE_F16, 1, 2, 16, 2, 4096, decode_f16},
+    {"bf16", RAYO_DTYPE_BF16, 1, 2, 16, 2, 4096, decode_bf16},
+    {"q8_0", RAYO_DTYPE_Q8_0, RAYO_QK8_0, RAYO_Q8_0_BYTES, 32, 2, 12288, decode_q8_0},
+    {"q4_0", RAYO_DTYPE_Q4_0, RAYO_QK4_0, RAYO_Q4_0_BYTES, 32, 4, 12288, decode_q4_0},
+    {"q4_k", RAYO_DTYPE_Q4_K, RAYO_QK_K, RAYO_Q4_K_BYTES, 64, 2, 12288, decode_q4_k},
+    {"q6_k", RAYO_DTYPE_Q6_K, RAYO_QK_K, RAYO_Q6_K_BYTES, 128, 1, 12288, decode_q6_k},
 };
 #define FORMAT_COUNT (sizeof formats / sizeof formats[0])
 
@@ -617,7 +618,7 @@ static void gen_gemvq(strbuf *mod, const qformat *f)
     /* shared: the warps' staging buffers, the sums of 32 x, the x chunk */
     emit(k, "mov.u32 %s, gq_smem;", R(g.ws));
     emit(k, "add.u32 %s, %s, %d;", R(g.xsum), R(g.ws), 2 * ROWS * stage_bytes(f));
-    emit(k, "add.u32 %s, %s, %d;", R(g.xs), R(g.xsum), XSUM_BYTES);
+    emit(k, "add.u32 %s, %s, %d;", R(g.xs), R(g.xsum), xsum_bytes(f));
     emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(g.ws), R(g.warp), 2 * stage_bytes(f), R(g.ws));
     g.acc = zero_f(k);
     g.c0 = nd(k);
@@ -626,13 +627,13 @@ static void gen_gemvq(strbuf *mod, const qformat *f)
     emit(k, "mov.u64 %s, 0;", D(g.c0));
     label(k, l_chunk);
     emit(k, "sub.u64 %s, %s, %s;", D(g.len), D(g.n), D(g.c0));
-    emit(k, "min.u64 %s, %s, %d;", D(g.len), D(g.len), XCHUNK);
+    emit(k, "min.u64 %s, %s, %d;", D(g.len), D(g.len), f->xchunk);
     emit(k, "bar.sync 0;"); /* every warp is done with the previous chunk */
     stage_x(k, f, &g);
     emit(k, "@!%s bra %s;", P(g.has_row), L(l_skip));
     row_chunk(k, f, &g);
     label(k, l_skip);
-    emit(k, "add.u64 %s, %s, %d;", D(g.c0), D(g.c0), XCHUNK);
+    emit(k, "add.u64 %s, %s, %d;", D(g.c0), D(g.c0), f->xchunk);
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pc), D(g.c0), D(g.n));
     emit(k, "@%s bra %s;", P(pc), L(l_chunk));
     int l_end = nlabel(k);
@@ -661,7 +662,7 @@ void infer_write_config_table(strbuf *c)
 {
     sb_printf(c, "const rayo_ptx_gemvq_config rayo_cuda_gemvq_configs[] = {\n");
     for (size_t i = 0; i < FORMAT_COUNT; i++)
-        sb_printf(c, "    {\"gemvq_%s\", %d, %d, %d, %d},\n", formats[i].name, (int)formats[i].dtype,
-                  fixed_bytes(&formats[i]), pad_period(&formats[i]), tile_elems(&formats[i]));
+        sb_printf(c, "    {\"gemvq_%s\", %d, %d, %d, %d, %d},\n", formats[i].name, (int)formats[i].dtype,
+                  fixed_bytes(&formats[i]), pad_period(&formats[i]), tile_elems(&formats[i]), formats[i].xchunk);
     sb_printf(c, "};\nconst unsigned rayo_cuda_gemvq_config_count = %u;\n", (unsigned)FORMAT_COUNT);
 }

@@ -471,7 +471,7 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
                 if (strcmp(rayo_cuda_gemvq_configs[i].name, name) == 0) /* may be above 48 KiB */
                     r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                     (int)rayo_ptx_gemvq_smem(&rayo_cuda_gemvq_configs[i],
-                                                                             RAYO_PTX_GEMVQ_XCHUNK));
+                                                                             SIZE_MAX));
             if (r != CUDA_SUCCESS) {
                 pthread_mutex_unlock(&st->lock);
                 char what[96];

@@ -35,23 +35,23 @@ typedef struct rayo_ptx_tf32_config {
 
 /* gemv with half or quantized weights (module "infer", ptx/infer-gemv.c):
  * blocks of 32 * ROWS threads, one warp per row of A, x staged in chunks of
- * at most XCHUNK floats (a multiple of every tile), each padded with 4
+ * at most xchunk floats (a multiple of every tile), each padded with 4
  * floats after every pad_period floats, after fixed_bytes of other shared
  * memory: rayo_ptx_gemvq_smem gives a call's dynamic shared memory. */
 #define RAYO_PTX_GEMVQ_ROWS 16
-#define RAYO_PTX_GEMVQ_XCHUNK 4096
 typedef struct rayo_ptx_gemvq_config {
     const char *name;     /* "gemvq_q8_0" */
     int dtype;            /* rayo_dtype of A */
     int fixed_bytes;      /* shared memory before the x chunk */
     int pad_period;
     int tile_elems;       /* values a warp loads at once */
+    int xchunk;           /* x values staged at once */
 } rayo_ptx_gemvq_config;
 
-/* Bytes of dynamic shared memory for rows of n values. */
+/* Bytes of dynamic shared memory for rows of n values (SIZE_MAX: the most). */
 static inline size_t rayo_ptx_gemvq_smem(const rayo_ptx_gemvq_config *c, size_t n)
 {
-    size_t chunk = n < RAYO_PTX_GEMVQ_XCHUNK ? n : RAYO_PTX_GEMVQ_XCHUNK;
+    size_t chunk = n < (size_t)c->xchunk ? n : (size_t)c->xchunk;
     chunk = (chunk + (size_t)c->tile_elems - 1) / (size_t)c->tile_elems * (size_t)c->tile_elems;
     return (size_t)c->fixed_bytes + 4 * (chunk + 4 * (chunk / (size_t)c->pad_period));
 }
