@@ -1,6 +1,7 @@
 /* infer-ops.c - the bandwidth kernels of module "infer": the gated units
- * (glu_swiglu, glu_geglu, glu_geglu_tanh), rope (rope_norm, rope_neox) and
- * the f32 <-> f16 / bf16 conversions (cvt_*).
+ * (glu_swiglu, glu_geglu, glu_geglu_tanh), rope (rope_norm, rope_neox),
+ * the f32 <-> f16 / bf16 conversions (cvt_*), quantization to Q8_0 / Q4_0
+ * (quant_*) and get_rows / dequantization (rows_*).
  *
  * Rows are walked with a 2-D grid: y over rows (a grid-stride loop past
  * 65535), x over the columns of a row; strides are in elements. */
@@ -525,6 +526,101 @@ static void gen_rows(strbuf *mod, rayo_dtype dt)
                 ".param .u64 p_k, .param .u64 p_row_bytes, .param .u64 p_ldy", NULL, NULL);
 }
 
+/* ---- quantize: f32 -> Q8_0 / Q4_0, the bytes of rayo_quantize_q8_0/q4_0 -------------- */
+/* One thread per block of 32 values, every operation as in rayo-dtype.h
+ * (IEEE division, separate roundings, C's roundf for Q8_0, truncation after
+ * + 8.5 for Q4_0), the block's bytes stored one by one. */
+static void quant_block(kern *k, int y, int a, int b, int q4)
+{
+    int xa = nd(k), ya = nd(k), x[32];
+    emit(k, "mad.lo.u64 %s, %s, 128, %s;", D(xa), D(b), D(a));
+    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(ya), D(b), q4 ? RAYO_Q4_0_BYTES : RAYO_Q8_0_BYTES, D(y));
+    for (int j = 0; j < 32; j++) {
+        x[j] = nf(k);
+        emit(k, "ld.global.nc.f32 %s, [%s+%d];", F(x[j]), D(xa), 4 * j);
+    }
+    /* amax (and for Q4_0 the first value of largest |x|): NaN never wins */
+    int amax = fmov(k, 0.0f), mx = fmov(k, 0.0f);
+    for (int j = 0; j < 32; j++) {
+        int ab = nf(k), pg = np(k);
+        emit(k, "abs.f32 %s, %s;", F(ab), F(x[j]));
+        emit(k, "setp.gt.f32 %s, %s, %s;", P(pg), F(ab), F(amax));
+        emit(k, "@%s mov.f32 %s, %s;", P(pg), F(amax), F(ab));
+        if (q4)
+            emit(k, "@%s mov.f32 %s, %s;", P(pg), F(mx), F(x[j]));
+    }
+    int d = nf(k), id = nf(k), pz = np(k);
+    if (q4)
+        emit(k, "div.rn.f32 %s, %s, %s;", F(d), F(mx), C(-8.0f));
+    else
+        emit(k, "div.rn.f32 %s, %s, %s;", F(d), F(amax), C(127.0f));
+    emit(k, "setp.neu.f32 %s, %s, %s;", P(pz), F(d), C(0.0f));
+    emit(k, "mov.f32 %s, %s;", F(id), C(0.0f));
+    emit(k, "@%s div.rn.f32 %s, %s, %s;", P(pz), F(id), C(1.0f), F(d));
+    int dbits = nr(k);
+    emit(k, "mov.b32 %s, %s;", R(dbits), F(d));
+    int h = f32_to_f16_bits(k, dbits), hb = nr(k);
+    emit(k, "st.global.u8 [%s], %s;", D(ya), R(h));
+    emit(k, "shr.u32 %s, %s, 8;", R(hb), R(h));
+    emit(k, "st.global.u8 [%s+1], %s;", D(ya), R(hb));
+    int q[32];
+    for (int j = 0; j < 32; j++) {
+        int v = nf(k), pn = np(k), p1 = np(k), p2 = np(k);
+        q[j] = nr(k);
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(x[j]), F(id));
+        if (q4) { /* t = v + 8.5; q = t != t || t < 0 ? 0 : t >= 15 ? 15 : (int)t */
+            emit(k, "add.rn.f32 %s, %s, %s;", F(v), F(v), C(8.5f));
+            emit(k, "cvt.rzi.s32.f32 %s, %s;", R(q[j]), F(v));
+            emit(k, "setp.ge.f32 %s, %s, %s;", P(p1), F(v), C(15.0f));
+            emit(k, "@%s mov.b32 %s, 15;", P(p1), R(q[j]));
+            emit(k, "setp.ltu.f32 %s, %s, %s;", P(pn), F(v), C(0.0f)); /* also NaN */
+            emit(k, "@%s mov.b32 %s, 0;", P(pn), R(q[j]));
+        } else { /* NaN -> 0, clamp to +-127, else roundf */
+            int fr = nf(k), tf = nf(k);
+            emit(k, "cvt.rzi.s32.f32 %s, %s;", R(q[j]), F(v));
+            emit(k, "cvt.rn.f32.s32 %s, %s;", F(tf), R(q[j]));
+            emit(k, "sub.rn.f32 %s, %s, %s;", F(fr), F(v), F(tf));
+            emit(k, "setp.ge.f32 %s, %s, %s;", P(p1), F(fr), C(0.5f));
+            emit(k, "@%s add.s32 %s, %s, 1;", P(p1), R(q[j]), R(q[j]));
+            emit(k, "setp.le.f32 %s, %s, %s;", P(p2), F(fr), C(-0.5f));
+            emit(k, "@%s sub.s32 %s, %s, 1;", P(p2), R(q[j]), R(q[j]));
+            emit(k, "setp.gt.f32 %s, %s, %s;", P(p1), F(v), C(127.0f));
+            emit(k, "@%s mov.b32 %s, 127;", P(p1), R(q[j]));
+            emit(k, "setp.lt.f32 %s, %s, %s;", P(p2), F(v), C(-127.0f));
+            emit(k, "@%s mov.b32 %s, -127;", P(p2), R(q[j]));
+            emit(k, "setp.nan.f32 %s, %s, %s;", P(pn), F(v), F(v));
+            emit(k, "@%s mov.b32 %s, 0;", P(pn), R(q[j]));
+            emit(k, "st.global.u8 [%s+%d], %s;", D(ya), 2 + j, R(q[j]));
+        }
+    }
+    if (q4)
+        for (int j = 0; j < 16; j++) {
+            int byte = nr(k);
+            emit(k, "shl.b32 %s, %s, 4;", R(byte), R(q[j + 16]));
+            emit(k, "or.b32 %s, %s, %s;", R(byte), R(byte), R(q[j]));
+            emit(k, "st.global.u8 [%s+%d], %s;", D(ya), 2 + j, R(byte));
+        }
+}
+
+static void gen_quantize(strbuf *mod, int q4)
+{
+    kern kk = {0}, *k = &kk;
+    int y = param_global(k, "p_y"), a = param_global(k, "p_a"), blocks = param_u64(k, "p_blocks");
+    int gid, stride;
+    grid_index(k, &gid, &stride);
+    int pi = np(k), l_loop = nlabel(k), l_end = nlabel(k);
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(gid), D(blocks));
+    emit(k, "@%s bra %s;", P(pi), L(l_end));
+    label(k, l_loop);
+    quant_block(k, y, a, gid, q4);
+    emit(k, "add.u64 %s, %s, %s;", D(gid), D(gid), D(stride));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pi), D(gid), D(blocks));
+    emit(k, "@%s bra %s;", P(pi), L(l_loop));
+    label(k, l_end);
+    kern_finish(mod, k, q4 ? "quant_q4_0" : "quant_q8_0", ".param .u64 p_y, .param .u64 p_a, .param .u64 p_blocks",
+                NULL, NULL);
+}
+
 void infer_ops(strbuf *mod)
 {
     gen_glu(mod, "swiglu", m_silu);
@@ -534,6 +630,8 @@ void infer_ops(strbuf *mod)
     gen_convert(mod, "cvt_f32_bf16", CVT_F32_BF16);
     gen_convert(mod, "cvt_f16_f32", CVT_F16_F32);
     gen_convert(mod, "cvt_bf16_f32", CVT_BF16_F32);
+    gen_quantize(mod, 0);
+    gen_quantize(mod, 1);
     gen_rope(mod, 0);
     gen_rope(mod, 1);
     static const rayo_dtype tables[] = {RAYO_DTYPE_F32, RAYO_DTYPE_F16, RAYO_DTYPE_BF16, RAYO_DTYPE_Q8_0,

@@ -1,7 +1,8 @@
 /* cuda-infer.c - launches of the inference kernels (PTX module "infer",
  * ptx/infer-gemv.c and ptx/infer-ops.c): gemv with half and quantized
  * weights, swiglu / geglu / geglu_tanh, rope, get_rows, convert (f32 <->
- * f16 / bf16, dequantization) and the fused attention (ptx/attention.c). */
+ * f16 / bf16, quantization to Q8_0 / Q4_0, dequantization) and the fused
+ * attention (ptx/attention.c). */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -144,6 +145,14 @@ static rayo_status launch_convert(cuda_state *st, CUstream stream, const cuda_op
     rayo_dtype from = RAYO_DTYPE_OF(op->dtypes, 0);
     if (rayo_dtype_is_block(from) && RAYO_DTYPE_OF(op->dtypes, 3) == RAYO_DTYPE_F32)
         return launch_rows(st, stream, from, op->y, op->a, 0, 1, op->n, 1, 0, 0);
+    rayo_dtype to = RAYO_DTYPE_OF(op->dtypes, 3);
+    if (from == RAYO_DTYPE_F32 && (to == RAYO_DTYPE_Q8_0 || to == RAYO_DTYPE_Q4_0)) {
+        CUdeviceptr y = op->y, a = op->a;
+        unsigned long long blocks = op->n / 32;
+        void *params[] = {&y, &a, &blocks};
+        return launch(st, stream, to == RAYO_DTYPE_Q8_0 ? "quant_q8_0" : "quant_q4_0",
+                      min_size((blocks + THREADS - 1) / THREADS, (size_t)st->sm_count * 8), 1, params);
+    }
     const char *name;
     switch (op->dtypes) {
     case RAYO_DTYPES(RAYO_DTYPE_F32, 0, 0, RAYO_DTYPE_F16): name = "cvt_f32_f16"; break;
