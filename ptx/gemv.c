@@ -147,3 +147,173 @@ void gen_gemv_t(strbuf *mod)
                 ".param .u64 p_y, .param .u64 p_part, .param .u64 p_n, .param .u64 p_splits, "
                 ".param .f32 p_alpha, .param .f32 p_beta", NULL, NULL);
 }
+
+/* ---- the bandwidth kernels: 16-byte loads (width 4: n % 4 == 0 and aligned
+ * pointers) and four units per trip, every load of the trip first. ---------
+ * Float sums of one trip's products (at most 16 terms) go into float64
+ * sums, so the float rounding stays at 16 terms' worth whatever the length. */
+#define GEMV_UNROLL 4
+
+static void ld_vec(kern *k, int width, int *v, int addr)
+{
+    for (int i = 0; i < width; i++)
+        v[i] = nf(k);
+    if (width == 4)
+        emit(k, "ld.global.v4.f32 {%s, %s, %s, %s}, [%s];", F(v[0]), F(v[1]), F(v[2]), F(v[3]), D(addr));
+    else
+        emit(k, "ld.global.f32 %s, [%s];", F(v[0]), D(addr));
+}
+
+/* gemv, A not transposed: a block of 256 threads per row (rows in a
+ * grid-stride loop), so that a matrix of a few thousand rows spreads evenly
+ * over the GPU; the threads stride along the row in units of `width`. */
+static void gen_gemv_n_block(strbuf *mod, int width)
+{
+    kern kk = {0}, *k = &kk;
+    int y = param_global(k, "p_y"), a = param_global(k, "p_a"), x = param_global(k, "p_x");
+    int m = param_u64(k, "p_m"), n = param_u64(k, "p_n");
+    int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
+    int tid, lane, warp;
+    lane_warp(k, &tid, &lane, &warp);
+    int ctaid = sreg(k, "%ctaid.x"), nctaid = sreg(k, "%nctaid.x");
+    int row = nd(k), rstep = nd(k), nu = nd(k), t64 = nd(k), pr = np(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(row), R(ctaid));
+    emit(k, "cvt.u64.u32 %s, %s;", D(rstep), R(nctaid));
+    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tid));
+    emit(k, "shr.u64 %s, %s, %d;", D(nu), D(n), width == 4 ? 2 : 0);
+    int l_row = nlabel(k), l_end = nlabel(k);
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pr), D(row), D(m));
+    emit(k, "@%s bra %s;", P(pr), L(l_end));
+    label(k, l_row);
+    int off = nd(k), ra = nd(k), acc = nfd(k);
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(off), D(row), D(n));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ra), D(off), D(a));
+    emit(k, "mov.f64 %s, %s;", FD(acc), CD(0.0));
+    int u = nd(k), last = nd(k), p = np(k);
+    int l_big = nlabel(k), l_small = nlabel(k), l_done = nlabel(k);
+    emit(k, "mov.u64 %s, %s;", D(u), D(t64));
+    for (int unroll = GEMV_UNROLL; unroll >= 1; unroll -= GEMV_UNROLL - 1) {
+        int l_top = unroll > 1 ? l_big : l_small;
+        label(k, l_top);
+        emit(k, "add.u64 %s, %s, %d;", D(last), D(u), (unroll - 1) * RED_THREADS);
+        emit(k, "setp.ge.u64 %s, %s, %s;", P(p), D(last), D(nu));
+        emit(k, "@%s bra %s;", P(p), L(unroll > 1 ? l_small : l_done));
+        int av[GEMV_UNROLL][4], xv[GEMV_UNROLL][4];
+        for (int q = 0; q < unroll; q++) {
+            int uq = nd(k);
+            emit(k, "add.u64 %s, %s, %d;", D(uq), D(u), q * RED_THREADS);
+            ld_vec(k, width, av[q], addr_of(k, ra, uq, 4 * width));
+            ld_vec(k, width, xv[q], addr_of(k, x, uq, 4 * width));
+        }
+        int s = fmov(k, 0.0f), sd = nfd(k);
+        for (int q = 0; q < unroll; q++)
+            for (int i = 0; i < width; i++) {
+                int t = nf(k);
+                emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(t), F(av[q][i]), F(xv[q][i]), F(s));
+                s = t;
+            }
+        emit(k, "cvt.f64.f32 %s, %s;", FD(sd), F(s));
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(acc), FD(acc), FD(sd));
+        emit(k, "add.u64 %s, %s, %d;", D(u), D(u), unroll * RED_THREADS);
+        emit(k, "bra.uni %s;", L(l_top));
+    }
+    label(k, l_done);
+    int sum = block_sum_f64(k, acc, lane, warp);
+    int pl = np(k), l_skip = nlabel(k);
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(pl), R(tid));
+    emit(k, "@%s bra %s;", P(pl), L(l_skip));
+    store_scaled(k, sum, addr_of(k, y, row, 4), alpha, beta);
+    label(k, l_skip);
+    emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(rstep));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pr), D(row), D(m));
+    emit(k, "@%s bra %s;", P(pr), L(l_row));
+    label(k, l_end);
+    char name[32];
+    snprintf(name, sizeof name, "gemv_n_block_%s", width == 4 ? "v4" : "s1");
+    kern_finish(mod, k, name,
+                ".param .u64 p_y, .param .u64 p_a, .param .u64 p_x, .param .u64 p_m, .param .u64 p_n, "
+                ".param .f32 p_alpha, .param .f32 p_beta", ".maxntid 256, 1, 1\n", RED_SHARED);
+}
+
+/* gemv with A transposed, 4 columns per thread (16-byte loads): as
+ * gemv_t_part, each block (bx, s) over rows [s*chunk, (s+1)*chunk) for its
+ * 1024 columns, four rows per trip. */
+static void gen_gemv_t_part_v4(strbuf *mod)
+{
+    kern kk = {0}, *k = &kk;
+    int part = param_global(k, "p_part"), a = param_global(k, "p_a"), x = param_global(k, "p_x");
+    int m = param_u64(k, "p_m"), n = param_u64(k, "p_n"), chunk = param_u64(k, "p_chunk");
+    int ctaid = sreg(k, "%ctaid.x"), tid = sreg(k, "%tid.x"), cy = sreg(k, "%ctaid.y");
+    int j4 = nd(k), t64 = nd(k), s = nd(k), n4 = nd(k), pj = np(k), l_end = nlabel(k);
+    emit(k, "mul.wide.u32 %s, %s, 256;", D(j4), R(ctaid));
+    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tid));
+    emit(k, "add.u64 %s, %s, %s;", D(j4), D(j4), D(t64));
+    emit(k, "cvt.u64.u32 %s, %s;", D(s), R(cy));
+    emit(k, "shr.u64 %s, %s, 2;", D(n4), D(n));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pj), D(j4), D(n4));
+    emit(k, "@%s bra %s;", P(pj), L(l_end));
+    int i0 = nd(k), i1 = nd(k), i = nd(k), col = nd(k), rowb = nd(k), pi = np(k);
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(i0), D(s), D(chunk));
+    emit(k, "add.u64 %s, %s, %s;", D(i1), D(i0), D(chunk));
+    emit(k, "min.u64 %s, %s, %s;", D(i1), D(i1), D(m));
+    emit(k, "shl.b64 %s, %s, 2;", D(col), D(j4));
+    emit(k, "shl.b64 %s, %s, 2;", D(rowb), D(n));
+    int acc[4];
+    for (int c = 0; c < 4; c++) {
+        acc[c] = nfd(k);
+        emit(k, "mov.f64 %s, %s;", FD(acc[c]), CD(0.0));
+    }
+    emit(k, "mov.u64 %s, %s;", D(i), D(i0));
+    int l_big = nlabel(k), l_small = nlabel(k), l_done = nlabel(k), last = nd(k);
+    for (int unroll = GEMV_UNROLL; unroll >= 1; unroll -= GEMV_UNROLL - 1) {
+        int l_top = unroll > 1 ? l_big : l_small;
+        label(k, l_top);
+        emit(k, "add.u64 %s, %s, %d;", D(last), D(i), unroll - 1);
+        emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(last), D(i1));
+        emit(k, "@%s bra %s;", P(pi), L(unroll > 1 ? l_small : l_done));
+        int av[GEMV_UNROLL][4], xv[GEMV_UNROLL];
+        int base = nd(k), ad = nd(k);
+        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(base), D(i), D(n), D(col));
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ad), D(base), D(a));
+        for (int q = 0; q < unroll; q++) {
+            int aq = ad;
+            if (q) {
+                aq = nd(k);
+                emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(aq), D(rowb), q, D(ad));
+            }
+            ld_vec(k, 4, av[q], aq);
+            int xa = addr_of(k, x, i, 4);
+            xv[q] = nf(k);
+            emit(k, "ld.global.f32 %s, [%s+%d];", F(xv[q]), D(xa), 4 * q);
+        }
+        for (int c = 0; c < 4; c++) {
+            int sum = fmov(k, 0.0f), sd = nfd(k);
+            for (int q = 0; q < unroll; q++) {
+                int t = nf(k);
+                emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(t), F(av[q][c]), F(xv[q]), F(sum));
+                sum = t;
+            }
+            emit(k, "cvt.f64.f32 %s, %s;", FD(sd), F(sum));
+            emit(k, "add.rn.f64 %s, %s, %s;", FD(acc[c]), FD(acc[c]), FD(sd));
+        }
+        emit(k, "add.u64 %s, %s, %d;", D(i), D(i), unroll);
+        emit(k, "bra.uni %s;", L(l_top));
+    }
+    label(k, l_done);
+    int pidx = nd(k), pa = nd(k);
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pidx), D(s), D(n), D(col));
+    emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(pa), D(pidx), D(part));
+    emit(k, "st.global.v2.f64 [%s], {%s, %s};", D(pa), FD(acc[0]), FD(acc[1]));
+    emit(k, "st.global.v2.f64 [%s+16], {%s, %s};", D(pa), FD(acc[2]), FD(acc[3]));
+    label(k, l_end);
+    kern_finish(mod, k, "gemv_t_part_v4",
+                ".param .u64 p_part, .param .u64 p_a, .param .u64 p_x, .param .u64 p_m, "
+                ".param .u64 p_n, .param .u64 p_chunk", NULL, NULL);
+}
+
+void gen_gemv_fast(strbuf *mod)
+{
+    gen_gemv_n_block(mod, 4);
+    gen_gemv_n_block(mod, 1);
+    gen_gemv_t_part_v4(mod);
+}

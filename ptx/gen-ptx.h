@@ -79,6 +79,7 @@ int horner(kern *k, int x, const float *c, int n);
 
 /* ---- math.c: float32 math, .f32 register in, .f32 register out ------------- */
 int m_exp(kern *k, int x);
+int m_div_fast(kern *k, int num, int den); /* num * rcp.approx(den) */
 int m_log(kern *k, int x);
 int m_sigmoid(kern *k, int x);
 int m_silu(kern *k, int x);
@@ -105,6 +106,7 @@ void lane_warp(kern *k, int *tid, int *lane, int *warp);
 /* ---- the kernels of module "matrix" outside matrix.c ------------------------ */
 void gen_gemv_n(strbuf *mod);
 void gen_gemv_t(strbuf *mod);
+void gen_gemv_fast(strbuf *mod); /* gemv_n_block_*, gemv_t_part_v4 */
 void gen_transpose(strbuf *mod);
 
 /* ---- sgemm.c: the block's tile of C, shared with tf32.c -------------------- */

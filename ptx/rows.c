@@ -1,6 +1,7 @@
 /* rows.c - module "rows": softmax, log_softmax, layernorm and rmsnorm, one
  * block per row (row_softmax, row_log_softmax, row_layernorm, row_rmsnorm). */
 #include "gen-ptx.h"
+#include "../plugins/cuda/cuda-ptx.h"
 
 /* ---- module: row-wise ops (softmax, log_softmax, layernorm, rmsnorm) ----
  * One block of 256 threads per row (rows in a grid-stride loop); each pass
@@ -166,8 +167,401 @@ static void gen_row_kernel(strbuf *mod, enum row_kind kind)
                 ".maxntid 256, 1, 1\n", RED_SHARED);
 }
 
+
+/* ---- the row-cached kernels (rowc_<op>_<warp|block>_<v4|s1>) --------------
+ * The row is read from global memory once: the first pass stores it in
+ * shared memory (dynamic, n floats per row) while it takes the first
+ * statistic, the later passes read it from there, the last one writes y.
+ * Each thread visits the same units (width floats: 4 when n % 4 == 0 and
+ * the pointers are 16-byte aligned, else 1) in every pass, so the cached
+ * row needs no barrier; only the reductions synchronise.
+ *   warp:  a warp per row (cuda-ptx.h: RAYO_PTX_ROWC_WARP_*), reduced
+ *          with shuffles alone;
+ *   block: a block of any multiple of 32 threads up to 1024 per row (rows up
+ *          to the shared memory a block may opt in to), reduced through
+ *          rowc_red.
+ * The global passes (load, write) take four units per trip while they
+ * last: every load of the trip first, so that each thread has 64 bytes in
+ * flight.  Statistics as in the kernels above (float64 sums, NaN-propagating
+ * max); rows longer than the cache use those. */
+#define ROWC_UNROLL 4
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define ROWC_SHARED "\t.shared .align 16 .b8 rowc_red[" STR(RAYO_PTX_ROWC_STATIC_SMEM) "];\n"
+
+typedef struct rowc {
+    enum row_kind kind;
+    int width, warp_group;
+    int nu, G, gt;     /* .b32: units in the row, threads in the group, this thread's rank */
+    int xg, yg;        /* .b64: the row in a and y */
+    int sb;            /* .b32: the row's shared-memory cache */
+    int gg, bg, has_g, has_b;
+    int lane, warp, nwarps;
+    int acc_f, acc_d;  /* the running statistic (f32 max, f64 sum) */
+    int mx, inv, lsum; /* .f32: max, 1/sum, log(sum) */
+    int mean, rstd;    /* .f64 */
+} rowc;
+
+typedef void (*rowc_body)(kern *k, rowc *c, const int *u, int count);
+
+/* byte offset of unit u (a .b32 register) as .b64 / .b32 */
+static int unit_off64(kern *k, rowc *c, int u)
+{
+    int o = nd(k);
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(o), R(u), 4 * c->width);
+    return o;
+}
+
+static int smem_addr(kern *k, rowc *c, int u)
+{
+    int a = nr(k);
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(u), 4 * c->width, R(c->sb));
+    return a;
+}
+
+static void ld_units(kern *k, rowc *c, const char *space, int *v, const char *addr, const char *pred)
+{
+    for (int i = 0; i < c->width; i++)
+        v[i] = nf(k);
+    if (c->width == 4)
+        emit(k, "%s ld.%s.v4.f32 {%s, %s, %s, %s}, [%s];", pred, space, F(v[0]), F(v[1]), F(v[2]), F(v[3]), addr);
+    else
+        emit(k, "%s ld.%s.f32 %s, [%s];", pred, space, F(v[0]), addr);
+}
+
+static void st_units(kern *k, rowc *c, const char *space, const int *v, const char *addr)
+{
+    if (c->width == 4)
+        emit(k, "st.%s.v4.f32 [%s], {%s, %s, %s, %s};", space, addr, F(v[0]), F(v[1]), F(v[2]), F(v[3]));
+    else
+        emit(k, "st.%s.f32 [%s], %s;", space, addr, F(v[0]));
+}
+
+/* body over every unit of this thread: ROWC_UNROLL units per trip while they
+ * last (when unroll), then one per trip */
+static void unit_loop(kern *k, rowc *c, int unroll, rowc_body body)
+{
+    int u = nr(k), p = np(k), l_small = nlabel(k), l_done = nlabel(k);
+    emit(k, "mov.u32 %s, %s;", R(u), R(c->gt));
+    if (unroll) {
+        int l_big = nlabel(k), last = nr(k), units[ROWC_UNROLL];
+        label(k, l_big);
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(last), R(c->G), ROWC_UNROLL - 1, R(u));
+        emit(k, "setp.ge.u32 %s, %s, %s;", P(p), R(last), R(c->nu));
+        emit(k, "@%s bra %s;", P(p), L(l_small));
+        units[0] = u;
+        for (int q = 1; q < ROWC_UNROLL; q++) {
+            units[q] = nr(k);
+            emit(k, "add.u32 %s, %s, %s;", R(units[q]), R(units[q - 1]), R(c->G));
+        }
+        body(k, c, units, ROWC_UNROLL);
+        emit(k, "add.u32 %s, %s, %s;", R(u), R(units[ROWC_UNROLL - 1]), R(c->G));
+        emit(k, "bra.uni %s;", L(l_big));
+    }
+    label(k, l_small);
+    emit(k, "setp.ge.u32 %s, %s, %s;", P(p), R(u), R(c->nu));
+    emit(k, "@%s bra %s;", P(p), L(l_done));
+    body(k, c, &u, 1);
+    emit(k, "add.u32 %s, %s, %s;", R(u), R(u), R(c->G));
+    emit(k, "bra.uni %s;", L(l_small));
+    label(k, l_done);
+}
+
+/* pass 1: global -> shared, first statistic */
+static void body_load(kern *k, rowc *c, const int *u, int count)
+{
+    int v[ROWC_UNROLL][4];
+    for (int q = 0; q < count; q++) {
+        int a = nd(k);
+        emit(k, "add.u64 %s, %s, %s;", D(a), D(c->xg), D(unit_off64(k, c, u[q])));
+        ld_units(k, c, "global", v[q], D(a), "");
+    }
+    for (int q = 0; q < count; q++) {
+        st_units(k, c, "shared", v[q], R(smem_addr(k, c, u[q])));
+        for (int i = 0; i < c->width; i++) {
+            int x = v[q][i];
+            if (c->kind == ROW_SOFTMAX || c->kind == ROW_LOG_SOFTMAX) {
+                emit(k, "max.NaN.f32 %s, %s, %s;", F(c->acc_f), F(c->acc_f), F(x));
+            } else {
+                int xd = nfd(k);
+                emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(x));
+                if (c->kind == ROW_LAYERNORM)
+                    emit(k, "add.rn.f64 %s, %s, %s;", FD(c->acc_d), FD(c->acc_d), FD(xd));
+                else
+                    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(c->acc_d), FD(xd), FD(xd), FD(c->acc_d));
+            }
+        }
+    }
+}
+
+/* softmax pass 2: e = exp(x - max) (kept in place of x for softmax), sum e */
+static void body_sum_exp(kern *k, rowc *c, const int *u, int count)
+{
+    int sa = smem_addr(k, c, u[0]), v[4], e[4];
+    (void)count;
+    ld_units(k, c, "shared", v, R(sa), "");
+    for (int i = 0; i < c->width; i++) {
+        int d = nf(k), ed = nfd(k);
+        emit(k, "sub.rn.f32 %s, %s, %s;", F(d), F(v[i]), F(c->mx));
+        e[i] = m_exp(k, d);
+        emit(k, "cvt.f64.f32 %s, %s;", FD(ed), F(e[i]));
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(c->acc_d), FD(c->acc_d), FD(ed));
+    }
+    if (c->kind == ROW_SOFTMAX)
+        st_units(k, c, "shared", e, R(sa));
+}
+
+/* layernorm pass 2: sum (x - mean)^2 */
+static void body_var(kern *k, rowc *c, const int *u, int count)
+{
+    int v[4];
+    (void)count;
+    ld_units(k, c, "shared", v, R(smem_addr(k, c, u[0])), "");
+    for (int i = 0; i < c->width; i++) {
+        int xd = nfd(k), dd = nfd(k);
+        emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(v[i]));
+        emit(k, "sub.rn.f64 %s, %s, %s;", FD(dd), FD(xd), FD(c->mean));
+        emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(c->acc_d), FD(dd), FD(dd), FD(c->acc_d));
+    }
+}
+
+/* last pass: y from the cached row (and gamma, beta) */
+static void body_write(kern *k, rowc *c, const int *u, int count)
+{
+    int v[ROWC_UNROLL][4], gv[ROWC_UNROLL][4], bv[ROWC_UNROLL][4];
+    int norm = c->kind == ROW_LAYERNORM || c->kind == ROW_RMSNORM;
+    for (int q = 0; q < count; q++) {
+        ld_units(k, c, "shared", v[q], R(smem_addr(k, c, u[q])), "");
+        if (!norm)
+            continue;
+        int off = unit_off64(k, c, u[q]), ga = nd(k), ba = nd(k);
+        emit(k, "add.u64 %s, %s, %s;", D(ga), D(c->gg), D(off));
+        emit(k, "add.u64 %s, %s, %s;", D(ba), D(c->bg), D(off));
+        for (int i = 0; i < c->width; i++) {
+            gv[q][i] = fmov(k, 1.0f);
+            bv[q][i] = fmov(k, 0.0f);
+        }
+        char pg[16], pb[16];
+        snprintf(pg, sizeof pg, "@%s", P(c->has_g));
+        snprintf(pb, sizeof pb, "@%s", P(c->has_b));
+        if (c->width == 4) {
+            emit(k, "%s ld.global.v4.f32 {%s, %s, %s, %s}, [%s];", pg, F(gv[q][0]), F(gv[q][1]), F(gv[q][2]),
+                 F(gv[q][3]), D(ga));
+            if (c->kind == ROW_LAYERNORM)
+                emit(k, "%s ld.global.v4.f32 {%s, %s, %s, %s}, [%s];", pb, F(bv[q][0]), F(bv[q][1]),
+                     F(bv[q][2]), F(bv[q][3]), D(ba));
+        } else {
+            emit(k, "%s ld.global.f32 %s, [%s];", pg, F(gv[q][0]), D(ga));
+            if (c->kind == ROW_LAYERNORM)
+                emit(k, "%s ld.global.f32 %s, [%s];", pb, F(bv[q][0]), D(ba));
+        }
+    }
+    for (int q = 0; q < count; q++) {
+        int out[4];
+        for (int i = 0; i < c->width; i++) {
+            int x = v[q][i], o = nf(k);
+            if (c->kind == ROW_SOFTMAX) {
+                emit(k, "mul.rn.f32 %s, %s, %s;", F(o), F(x), F(c->inv));
+            } else if (c->kind == ROW_LOG_SOFTMAX) {
+                int d = nf(k);
+                emit(k, "sub.rn.f32 %s, %s, %s;", F(d), F(x), F(c->mx));
+                emit(k, "sub.rn.f32 %s, %s, %s;", F(o), F(d), F(c->lsum));
+            } else {
+                /* gamma x^ + beta in double, rounded once (see row_layernorm) */
+                int xd = nfd(k), d = nfd(k), t = nfd(k), gd = nfd(k), bd = nfd(k), yd = nfd(k);
+                emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(x));
+                emit(k, "sub.rn.f64 %s, %s, %s;", FD(d), FD(xd), FD(c->mean));
+                emit(k, "mul.rn.f64 %s, %s, %s;", FD(t), FD(d), FD(c->rstd));
+                emit(k, "cvt.f64.f32 %s, %s;", FD(gd), F(gv[q][i]));
+                emit(k, "cvt.f64.f32 %s, %s;", FD(bd), F(bv[q][i]));
+                emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(yd), FD(t), FD(gd), FD(bd));
+                emit(k, "cvt.rn.f32.f64 %s, %s;", F(o), FD(yd));
+            }
+            out[i] = o;
+        }
+        int a = nd(k);
+        emit(k, "add.u64 %s, %s, %s;", D(a), D(c->yg), D(unit_off64(k, c, u[q])));
+        st_units(k, c, "global", out, D(a));
+    }
+}
+
+/* The group's reduction of a .f32 max (NaN propagating) or a .f64 sum; every
+ * thread of the group gets it, in a fixed order (deterministic). */
+static int group_reduce(kern *k, rowc *c, int v, int is_max)
+{
+    int acc = v;
+    for (int off = 16; off >= 1; off /= 2) {
+        if (is_max) {
+            int b = nr(k), o = nr(k), f = nf(k), s = nf(k);
+            emit(k, "mov.b32 %s, %s;", R(b), F(acc));
+            emit(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1;", R(o), R(b), off);
+            emit(k, "mov.b32 %s, %s;", F(f), R(o));
+            emit(k, "max.NaN.f32 %s, %s, %s;", F(s), F(acc), F(f));
+            acc = s;
+        } else {
+            int o = shfl_f64(k, acc, off), s = nfd(k);
+            emit(k, "add.rn.f64 %s, %s, %s;", FD(s), FD(acc), FD(o));
+            acc = s;
+        }
+    }
+    if (c->warp_group)
+        return acc;
+    /* across the block's warps: lane 0 of each posts, everyone adds in order */
+    int base = nr(k), pl = np(k), slot = nr(k), w = nr(k), pw = np(k), l_w = nlabel(k), l_wd = nlabel(k);
+    int total = is_max ? nf(k) : nfd(k);
+    const char *ty = is_max ? "f32" : "f64";
+    emit(k, "mov.u32 %s, rowc_red;", R(base));
+    emit(k, "setp.eq.u32 %s, %s, 0;", P(pl), R(c->lane));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(slot), R(c->warp), R(base));
+    emit(k, "@%s st.shared.%s [%s], %s;", P(pl), ty, R(slot), is_max ? F(acc) : FD(acc));
+    emit(k, "bar.sync 0;");
+    emit(k, "ld.shared.%s %s, [%s];", ty, is_max ? F(total) : FD(total), R(base));
+    emit(k, "mov.u32 %s, 1;", R(w));
+    label(k, l_w);
+    emit(k, "setp.ge.u32 %s, %s, %s;", P(pw), R(w), R(c->nwarps));
+    emit(k, "@%s bra %s;", P(pw), L(l_wd));
+    int sa = nr(k);
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(sa), R(w), R(base));
+    if (is_max) {
+        int t = nf(k);
+        emit(k, "ld.shared.f32 %s, [%s];", F(t), R(sa));
+        emit(k, "max.NaN.f32 %s, %s, %s;", F(total), F(total), F(t));
+    } else {
+        int t = nfd(k);
+        emit(k, "ld.shared.f64 %s, [%s];", FD(t), R(sa));
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(total), FD(total), FD(t));
+    }
+    emit(k, "add.u32 %s, %s, 1;", R(w), R(w));
+    emit(k, "bra.uni %s;", L(l_w));
+    label(k, l_wd);
+    emit(k, "bar.sync 0;");
+    return total;
+}
+
+/* mean (layernorm) and 1/sqrt(var + eps) from the sums, as row_layernorm */
+static void norm_scale(kern *k, rowc *c, int ss, int nfd64, int eps)
+{
+    int var = nfd(k), epsd = nfd(k), ve = nfd(k), sd = nfd(k), pz = np(k);
+    emit(k, "div.rn.f64 %s, %s, %s;", FD(var), FD(ss), FD(nfd64));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(epsd), F(eps));
+    emit(k, "add.rn.f64 %s, %s, %s;", FD(ve), FD(var), FD(epsd));
+    emit(k, "sqrt.rn.f64 %s, %s;", FD(sd), FD(ve));
+    emit(k, "rcp.rn.f64 %s, %s;", FD(c->rstd), FD(sd));
+    emit(k, "setp.eq.f64 %s, %s, %s;", P(pz), FD(ve), CD(0.0));
+    emit(k, "selp.f64 %s, %s, %s, %s;", FD(c->rstd), CD(0.0), FD(c->rstd), P(pz));
+}
+
+static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int width)
+{
+    kern kk = {0}, *k = &kk;
+    rowc cc = {.kind = kind, .width = width, .warp_group = warp_group}, *c = &cc;
+    int y = param_global(k, "p_y"), a = param_global(k, "p_a");
+    int g = param_u64(k, "p_gamma"), bt = param_u64(k, "p_beta");
+    int m = param_u64(k, "p_m"), n = param_u64(k, "p_n");
+    int eps = param_f32(k, "p_eps");
+    int tid;
+    lane_warp(k, &tid, &c->lane, &c->warp);
+    int ctaid = sreg(k, "%ctaid.x"), nctaid = sreg(k, "%nctaid.x"), ntid = sreg(k, "%ntid.x");
+    c->nwarps = nr(k);
+    emit(k, "shr.u32 %s, %s, 5;", R(c->nwarps), R(ntid));
+    int n32 = nr(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(n32), D(n));
+    c->nu = nr(k);
+    emit(k, "shr.u32 %s, %s, %d;", R(c->nu), R(n32), width == 4 ? 2 : 0);
+    int nfd64 = nfd(k);
+    emit(k, "cvt.rn.f64.u64 %s, %s;", FD(nfd64), D(n));
+    c->has_g = np(k);
+    c->has_b = np(k);
+    c->gg = nd(k);
+    c->bg = nd(k);
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(c->has_g), D(g));
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(c->has_b), D(bt));
+    emit(k, "cvta.to.global.u64 %s, %s;", D(c->gg), D(g));
+    emit(k, "cvta.to.global.u64 %s, %s;", D(c->bg), D(bt));
+    /* the group: its rank, size, first row, row step and cache */
+    int row = nd(k), rstep = nd(k);
+    c->G = nr(k);
+    c->gt = nr(k);
+    c->sb = nr(k);
+    emit(k, "mov.u32 %s, rowc_data;", R(c->sb));
+    if (warp_group) {
+        int r32 = nr(k), rowbytes = nr(k);
+        emit(k, "mov.u32 %s, 32;", R(c->G));
+        emit(k, "mov.u32 %s, %s;", R(c->gt), R(c->lane));
+        emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(r32), R(ctaid), R(c->nwarps), R(c->warp));
+        emit(k, "cvt.u64.u32 %s, %s;", D(row), R(r32));
+        emit(k, "mul.wide.u32 %s, %s, %s;", D(rstep), R(nctaid), R(c->nwarps));
+        emit(k, "shl.b32 %s, %s, 2;", R(rowbytes), R(n32));
+        emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(c->sb), R(c->warp), R(rowbytes), R(c->sb));
+    } else {
+        emit(k, "mov.u32 %s, %s;", R(c->G), R(ntid));
+        emit(k, "mov.u32 %s, %s;", R(c->gt), R(tid));
+        emit(k, "cvt.u64.u32 %s, %s;", D(row), R(ctaid));
+        emit(k, "cvt.u64.u32 %s, %s;", D(rstep), R(nctaid));
+    }
+    int pr = np(k), l_row = nlabel(k), l_end = nlabel(k);
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pr), D(row), D(m));
+    emit(k, "@%s bra %s;", P(pr), L(l_end));
+    label(k, l_row);
+    int off = nd(k);
+    c->xg = nd(k);
+    c->yg = nd(k);
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(off), D(row), D(n));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c->xg), D(off), D(a));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c->yg), D(off), D(y));
+    c->acc_f = nf(k);
+    c->acc_d = nfd(k);
+    emit(k, "mov.f32 %s, %s;", F(c->acc_f), CB(0xff800000u));
+    emit(k, "mov.f64 %s, %s;", FD(c->acc_d), CD(0.0));
+    unit_loop(k, c, 1, body_load);
+    if (kind == ROW_SOFTMAX || kind == ROW_LOG_SOFTMAX) {
+        c->mx = group_reduce(k, c, c->acc_f, 1);
+        emit(k, "mov.f64 %s, %s;", FD(c->acc_d), CD(0.0));
+        unit_loop(k, c, 0, body_sum_exp);
+        int tot = group_reduce(k, c, c->acc_d, 0), totf = nf(k);
+        emit(k, "cvt.rn.f32.f64 %s, %s;", F(totf), FD(tot));
+        if (kind == ROW_SOFTMAX) {
+            c->inv = nf(k);
+            emit(k, "rcp.rn.f32 %s, %s;", F(c->inv), F(totf));
+        } else {
+            c->lsum = m_log(k, totf);
+        }
+    } else {
+        int s1 = group_reduce(k, c, c->acc_d, 0);
+        c->mean = nfd(k);
+        c->rstd = nfd(k);
+        if (kind == ROW_LAYERNORM) {
+            emit(k, "div.rn.f64 %s, %s, %s;", FD(c->mean), FD(s1), FD(nfd64));
+            emit(k, "mov.f64 %s, %s;", FD(c->acc_d), CD(0.0));
+            unit_loop(k, c, 0, body_var);
+            norm_scale(k, c, group_reduce(k, c, c->acc_d, 0), nfd64, eps);
+        } else {
+            emit(k, "mov.f64 %s, %s;", FD(c->mean), CD(0.0));
+            norm_scale(k, c, s1, nfd64, eps);
+        }
+    }
+    unit_loop(k, c, 1, body_write);
+    emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(rstep));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pr), D(row), D(m));
+    emit(k, "@%s bra %s;", P(pr), L(l_row));
+    label(k, l_end);
+    static const char *const names[] = {"softmax", "log_softmax", "layernorm", "rmsnorm"};
+    char name[64];
+    snprintf(name, sizeof name, "rowc_%s_%s_%s", names[kind], warp_group ? "warp" : "block",
+             width == 4 ? "v4" : "s1");
+    kern_finish(mod, k, name,
+                ".param .u64 p_y, .param .u64 p_a, .param .u64 p_gamma, .param .u64 p_beta, "
+                ".param .u64 p_m, .param .u64 p_n, .param .f32 p_eps",
+                warp_group ? ".maxntid " STR(RAYO_PTX_ROWC_WARP_THREADS) ", 1, 1\n" : ".maxntid 1024, 1, 1\n", ROWC_SHARED);
+}
+
 void module_rows(strbuf *mod)
 {
-    for (int kind = ROW_SOFTMAX; kind <= ROW_RMSNORM; kind++)
+    sb_printf(mod, "\n.extern .shared .align 16 .b8 rowc_data[];\n");
+    for (int kind = ROW_SOFTMAX; kind <= ROW_RMSNORM; kind++) {
         gen_row_kernel(mod, (enum row_kind)kind);
+        for (int warp_group = 1; warp_group >= 0; warp_group--)
+            for (int width = 4; width >= 1; width -= 3)
+                gen_rowc_kernel(mod, (enum row_kind)kind, warp_group, width);
+    }
 }

@@ -81,11 +81,12 @@ static unsigned reduce_blocks(const cuda_state *st, size_t n)
     return (unsigned)b;
 }
 
-/* gemv with A transposed: splits of the m rows so that the grid fills the GPU. */
+/* gemv with A transposed: splits of the m rows so that the grid fills the
+ * GPU (the threads of a split: one per column, or per 4 when n % 4 == 0). */
 static void gemv_t_shape(const cuda_state *st, const cuda_op *op, size_t *splits, size_t *chunk)
 {
-    size_t col_threads = ceil_div(op->n, THREADS) * THREADS;
-    size_t want = ceil_div((size_t)st->sm_count * 2048, col_threads);
+    size_t col_threads = ceil_div(op->n % 4 == 0 ? op->n / 4 : op->n, THREADS) * THREADS;
+    size_t want = ceil_div((size_t)st->sm_count * 2048, col_threads ? col_threads : 1);
     size_t most = min_size(1024, op->m / 8 ? op->m / 8 : 1);
     size_t s = want < 1 ? 1 : want > most ? most : want;
     *chunk = ceil_div(op->m, s);
@@ -169,7 +170,19 @@ static rayo_status launch_reduce(cuda_state *st, CUstream stream, const cuda_op 
     return launch(st, stream, MOD_REDUCE, name, 1, 1, THREADS, 1, 0, p2);
 }
 
-/* ---- rows: one block per row ----------------------------------------------- */
+/* ---- rows ------------------------------------------------------------------
+ * Rows that fit in shared memory: the row-cached kernels (rowc_*, one read
+ * of the row), a warp per row for short rows, a block per row beyond, with
+ * about 8 units (of 4 floats when aligned) per thread.  Longer rows: the
+ * three-pass kernels (row_*, one block per row). */
+static size_t pow2_at_least(size_t v)
+{
+    size_t p = 1;
+    while (p < v)
+        p *= 2;
+    return p;
+}
+
 static rayo_status launch_rows(cuda_state *st, CUstream stream, const cuda_op *op)
 {
     CUdeviceptr y = op->y, a = op->a, gamma = 0, beta = 0;
@@ -180,21 +193,50 @@ static rayo_status launch_rows(cuda_state *st, CUstream stream, const cuda_op *o
         eps = op->alpha;
     }
     unsigned long long m = op->m, n = op->n;
-    char name[64];
-    snprintf(name, sizeof name, "row_%s", cuda_op_name(op->op));
     void *params[] = {&y, &a, &gamma, &beta, &m, &n, &eps};
+    char name[64];
+    size_t row_bytes = op->n * sizeof(float);
+    size_t cache = st->max_smem_optin > RAYO_PTX_ROWC_STATIC_SMEM
+                       ? (size_t)st->max_smem_optin - RAYO_PTX_ROWC_STATIC_SMEM : 0;
+    if (op->m > 0 && op->n > 0 && row_bytes <= cache) {
+        int vec = aligned16(y) && aligned16(a) && aligned16(gamma) && aligned16(beta) && op->n % 4 == 0;
+        int warp = op->n <= RAYO_PTX_ROWC_WARP_MAX_N;
+        snprintf(name, sizeof name, "rowc_%s_%s_%s", cuda_op_name(op->op), warp ? "warp" : "block",
+                 vec ? "v4" : "s1");
+        if (warp) {
+            size_t rows_per_block = RAYO_PTX_ROWC_WARP_THREADS / 32;
+            unsigned blocks = (unsigned)min_size(ceil_div(op->m, rows_per_block), (size_t)st->sm_count * 16);
+            return launch(st, stream, MOD_ROWS, name, blocks, 1, RAYO_PTX_ROWC_WARP_THREADS, 1,
+                          (unsigned)(rows_per_block * row_bytes), params);
+        }
+        size_t units = vec ? op->n / 4 : op->n, threads = pow2_at_least(ceil_div(units, 8));
+        threads = threads < 64 ? 64 : threads > 1024 ? 1024 : threads;
+        unsigned blocks = (unsigned)min_size(op->m, (size_t)st->sm_count * 16);
+        return launch(st, stream, MOD_ROWS, name, blocks, 1, (unsigned)threads, 1, (unsigned)row_bytes, params);
+    }
+    snprintf(name, sizeof name, "row_%s", cuda_op_name(op->op));
     unsigned blocks = (unsigned)min_size(op->m ? op->m : 1, (size_t)st->sm_count * 16);
     return launch(st, stream, MOD_ROWS, name, blocks, 1, THREADS, 1, 0, params);
 }
 
 /* ---- gemv ------------------------------------------------------------------ */
+/* Rows of at least this many columns take a block each (gemv_n_block_*):
+ * an even spread over the GPU; shorter ones a warp each (gemv_n). */
+#define GEMV_BLOCK_MIN_N 1024
+
 static rayo_status launch_gemv(cuda_state *st, CUstream stream, const cuda_op *op)
 {
     CUdeviceptr y = op->y, a = op->a, x = op->b;
     unsigned long long m = op->m, n = op->n;
     float alpha = op->alpha, beta = op->beta;
+    int vec = aligned16(a) && aligned16(x) && op->n % 4 == 0;
     if (!(op->flags & RAYO_TRANS_A)) {
         void *params[] = {&y, &a, &x, &m, &n, &alpha, &beta};
+        if (op->n >= GEMV_BLOCK_MIN_N) {
+            unsigned blocks = (unsigned)min_size(op->m ? op->m : 1, 0x7fffffff);
+            return launch(st, stream, MOD_MATRIX, vec ? "gemv_n_block_v4" : "gemv_n_block_s1", blocks, 1, THREADS, 1,
+                          0, params);
+        }
         unsigned blocks = grid_blocks(st, op->m * 32, 8);
         return launch(st, stream, MOD_MATRIX, "gemv_n", blocks, 1, THREADS, 1, 0, params);
     }
@@ -202,11 +244,13 @@ static rayo_status launch_gemv(cuda_state *st, CUstream stream, const cuda_op *o
     gemv_t_shape(st, op, &splits, &chunk);
     CUdeviceptr part = op->scratch;
     unsigned long long ch = chunk, sp = splits;
-    unsigned col_blocks = (unsigned)ceil_div(op->n, THREADS);
+    unsigned col_blocks = (unsigned)ceil_div(vec ? op->n / 4 : op->n, THREADS);
     void *p1[] = {&part, &a, &x, &m, &n, &ch};
-    rayo_status s = launch(st, stream, MOD_MATRIX, "gemv_t_part", col_blocks, (unsigned)splits, THREADS, 1, 0, p1);
+    rayo_status s = launch(st, stream, MOD_MATRIX, vec ? "gemv_t_part_v4" : "gemv_t_part", col_blocks ? col_blocks : 1,
+                           (unsigned)splits, THREADS, 1, 0, p1);
     if (s != RAYO_OK)
         return s;
+    col_blocks = (unsigned)ceil_div(op->n, THREADS);
     void *p2[] = {&y, &part, &n, &sp, &alpha, &beta};
     return launch(st, stream, MOD_MATRIX, "gemv_t_final", col_blocks, 1, THREADS, 1, 0, p2);
 }
@@ -226,12 +270,12 @@ static rayo_status launch_bias_act(cuda_state *st, CUstream stream, const cuda_o
 {
     CUdeviceptr y = op->y, a = op->a, bias = op->b;
     unsigned long long m = op->m, n = op->n;
-    char name[32];
-    snprintf(name, sizeof name, "bias_act_%s", act_names[op->flags]);
+    int vec = aligned16(y) && aligned16(a) && aligned16(bias) && op->n % 4 == 0;
+    char name[48];
+    snprintf(name, sizeof name, "bias_act_%s_%s", act_names[op->flags], vec ? "v4" : "s1");
     void *params[] = {&y, &a, &bias, &m, &n};
-    unsigned gx = (unsigned)ceil_div(op->n, THREADS);
-    unsigned gy = (unsigned)min_size(op->m, MAX_GRID_Y);
-    return launch(st, stream, MOD_MATRIX, name, gx ? gx : 1, gy ? gy : 1, THREADS, 1, 0, params);
+    unsigned blocks = grid_blocks(st, op->m * op->n / (vec ? 4 : 1), 8);
+    return launch(st, stream, MOD_MATRIX, name, blocks, 1, THREADS, 1, 0, params);
 }
 
 /* ---- matmul ----------------------------------------------------------------

@@ -33,6 +33,15 @@ typedef struct rayo_ptx_tf32_config {
 #define RAYO_PTX_SGEMM_BLOCK_K 256
 #define RAYO_PTX_SGEMM_ACC_BYTES 65536
 
+/* The row-cached kernels of module "rows" (rowc_*, ptx/rows.c) keep their
+ * row in dynamic shared memory (n floats per row: a warp's row each for
+ * rowc_*_warp_*, of up to ROWC_WARP_MAX_N floats, in blocks of
+ * ROWC_WARP_THREADS); STATIC_SMEM bytes of static shared memory beside it
+ * hold the reductions. */
+#define RAYO_PTX_ROWC_STATIC_SMEM 256
+#define RAYO_PTX_ROWC_WARP_MAX_N 1024
+#define RAYO_PTX_ROWC_WARP_THREADS 256
+
 extern const rayo_ptx_module rayo_cuda_ptx_modules[];
 extern const unsigned rayo_cuda_ptx_module_count;
 extern const rayo_ptx_tf32_config rayo_cuda_tf32_configs[];
