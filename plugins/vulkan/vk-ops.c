@@ -65,6 +65,7 @@ static rayo_call shape_call(const rayo_dev_call *dc)
 
 static uint32_t div_up(size_t x, size_t d) { return (uint32_t)((x + d - 1) / d); }
 static uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 
 /* ---- recording ------------------------------------------------------------------ */
 
@@ -307,6 +308,9 @@ static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
  * GEMV_COLUMN rows (transposed) in one pass; longer ones in at most
  * MAX_CHUNKS chunks whose partial sums a second pass adds. */
 #define GEMV_COLUMN 4096u
+/* workgroups a transposed gemv aims at, and its shortest chunk of rows */
+#define GEMV_GROUPS 2048u
+#define GEMV_MIN_CHUNK 64u
 
 static rayo_status rec_gemv(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                             vk_operands *ops)
@@ -322,10 +326,17 @@ static rayo_status rec_gemv(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
     uint32_t gx = trans ? min_u32(div_up(n, WG), MAX_GROUPS) : 1;
     uint32_t gy = trans ? 1 : min_u32(m, MAX_GROUPS);
     uint32_t spec[3] = {WG, trans ? 1u : 0u, 0};
-    if (len <= one_pass)
-        return dispatch(s, cx, VK_SHADER_GEMV, spec, 3, ops, &pc, gx, gy);
+    /* transposed: the columns give only n / WG workgroups, so the rows are
+     * cut into enough chunks (of at least GEMV_MIN_CHUNK) to fill the device */
+    uint32_t spread = trans ? div_up(GEMV_GROUPS, gx) : 1;
     uint32_t chunk = div_up(len, MAX_CHUNKS);
-    chunk = chunk < one_pass ? one_pass : div_up(chunk, 256) * 256;
+    if (trans && spread > 1)
+        chunk = max_u32(chunk, max_u32(div_up(len, spread), GEMV_MIN_CHUNK));
+    else
+        chunk = max_u32(chunk, one_pass);
+    chunk = chunk > one_pass ? div_up(chunk, 256) * 256 : div_up(chunk, 32) * 32;
+    if (len <= chunk)
+        return dispatch(s, cx, VK_SHADER_GEMV, spec, 3, ops, &pc, gx, gy);
     uint32_t chunks = div_up(len, chunk);
     pc.k = chunk;
     rayo_status st = bind_scratch(s, cx, (VkDeviceSize)chunks * (trans ? n : m) * 4, ops, &pc);
