@@ -130,17 +130,36 @@ void gen_gemv_t(strbuf *mod)
     int pe = np(k), l_e = nlabel(k);
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pe), D(gid), D(n));
     emit(k, "@%s bra %s;", P(pe), L(l_e));
-    int tot = nfd(k), si = nd(k), ps = np(k), l_s = nlabel(k);
+    /* four partials per trip (loads first), added in split order */
+    int tot = nfd(k), si = nd(k), ps = np(k), l_s = nlabel(k), l_s1 = nlabel(k), l_sd = nlabel(k), lst = nd(k);
     emit(k, "mov.f64 %s, %s;", FD(tot), CD(0.0));
     emit(k, "mov.u64 %s, 0;", D(si));
     label(k, l_s);
+    emit(k, "add.u64 %s, %s, 3;", D(lst), D(si));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(ps), D(lst), D(splits));
+    emit(k, "@%s bra %s;", P(ps), L(l_s1));
+    int v4[4];
+    for (int q = 0; q < 4; q++) {
+        int sq = nd(k), pi2 = nd(k);
+        v4[q] = nfd(k);
+        emit(k, "add.u64 %s, %s, %d;", D(sq), D(si), q);
+        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pi2), D(sq), D(n), D(gid));
+        emit(k, "ld.global.f64 %s, [%s];", FD(v4[q]), D(addr_of(k, part, pi2, 8)));
+    }
+    for (int q = 0; q < 4; q++)
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(tot), FD(tot), FD(v4[q]));
+    emit(k, "add.u64 %s, %s, 4;", D(si), D(si));
+    emit(k, "bra.uni %s;", L(l_s));
+    label(k, l_s1);
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(ps), D(si), D(splits));
+    emit(k, "@%s bra %s;", P(ps), L(l_sd));
     int pi2 = nd(k), v = nfd(k);
     emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pi2), D(si), D(n), D(gid));
     emit(k, "ld.global.f64 %s, [%s];", FD(v), D(addr_of(k, part, pi2, 8)));
     emit(k, "add.rn.f64 %s, %s, %s;", FD(tot), FD(tot), FD(v));
     emit(k, "add.u64 %s, %s, 1;", D(si), D(si));
-    emit(k, "setp.lt.u64 %s, %s, %s;", P(ps), D(si), D(splits));
-    emit(k, "@%s bra %s;", P(ps), L(l_s));
+    emit(k, "bra.uni %s;", L(l_s1));
+    label(k, l_sd);
     store_scaled(k, tot, addr_of(k, y, gid, 4), alpha, beta);
     label(k, l_e);
     kern_finish(mod, k, "gemv_t_final",
@@ -235,23 +254,28 @@ static void gen_gemv_n_block(strbuf *mod, int width)
                 ".param .f32 p_alpha, .param .f32 p_beta", ".maxntid 256, 1, 1\n", RED_SHARED);
 }
 
-/* gemv with A transposed, 4 columns per thread (16-byte loads): as
- * gemv_t_part, each block (bx, s) over rows [s*chunk, (s+1)*chunk) for its
- * 1024 columns, four rows per trip. */
+/* gemv with A transposed, 4 columns per lane (16-byte loads): block (bx, s)
+ * takes columns [128 bx, 128 bx + 128) (a warp's width) of rows
+ * [s*chunk, (s+1)*chunk); its 8 warps take every 8th row of that, four
+ * rows per trip, and add their sums in warp order through shared memory
+ * into part[s*n + j] (float64).  Few splits, so gemv_t_final adds few. */
+#define GT_WARPS 8
 static void gen_gemv_t_part_v4(strbuf *mod)
 {
     kern kk = {0}, *k = &kk;
     int part = param_global(k, "p_part"), a = param_global(k, "p_a"), x = param_global(k, "p_x");
     int m = param_u64(k, "p_m"), n = param_u64(k, "p_n"), chunk = param_u64(k, "p_chunk");
-    int ctaid = sreg(k, "%ctaid.x"), tid = sreg(k, "%tid.x"), cy = sreg(k, "%ctaid.y");
-    int j4 = nd(k), t64 = nd(k), s = nd(k), n4 = nd(k), pj = np(k), l_end = nlabel(k);
-    emit(k, "mul.wide.u32 %s, %s, 256;", D(j4), R(ctaid));
-    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tid));
-    emit(k, "add.u64 %s, %s, %s;", D(j4), D(j4), D(t64));
+    int tid, lane, warp;
+    lane_warp(k, &tid, &lane, &warp);
+    int ctaid = sreg(k, "%ctaid.x"), cy = sreg(k, "%ctaid.y");
+    int j4 = nd(k), l64 = nd(k), w64 = nd(k), s = nd(k), n4 = nd(k), pj = np(k);
+    emit(k, "mul.wide.u32 %s, %s, 32;", D(j4), R(ctaid));
+    emit(k, "cvt.u64.u32 %s, %s;", D(l64), R(lane));
+    emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(warp));
+    emit(k, "add.u64 %s, %s, %s;", D(j4), D(j4), D(l64));
     emit(k, "cvt.u64.u32 %s, %s;", D(s), R(cy));
     emit(k, "shr.u64 %s, %s, 2;", D(n4), D(n));
-    emit(k, "setp.ge.u64 %s, %s, %s;", P(pj), D(j4), D(n4));
-    emit(k, "@%s bra %s;", P(pj), L(l_end));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pj), D(j4), D(n4));
     int i0 = nd(k), i1 = nd(k), i = nd(k), col = nd(k), rowb = nd(k), pi = np(k);
     emit(k, "mul.lo.u64 %s, %s, %s;", D(i0), D(s), D(chunk));
     emit(k, "add.u64 %s, %s, %s;", D(i1), D(i0), D(chunk));
@@ -263,28 +287,30 @@ static void gen_gemv_t_part_v4(strbuf *mod)
         acc[c] = nfd(k);
         emit(k, "mov.f64 %s, %s;", FD(acc[c]), CD(0.0));
     }
-    emit(k, "mov.u64 %s, %s;", D(i), D(i0));
-    int l_big = nlabel(k), l_small = nlabel(k), l_done = nlabel(k), last = nd(k);
+    /* lanes past the last column skip the rows but join the barrier */
+    int l_done = nlabel(k), l_big = nlabel(k), l_small = nlabel(k), last = nd(k), pn = np(k);
+    emit(k, "add.u64 %s, %s, %s;", D(i), D(i0), D(w64));
+    emit(k, "not.pred %s, %s;", P(pn), P(pj));
+    emit(k, "@%s bra %s;", P(pn), L(l_done));
     for (int unroll = GEMV_UNROLL; unroll >= 1; unroll -= GEMV_UNROLL - 1) {
         int l_top = unroll > 1 ? l_big : l_small;
         label(k, l_top);
-        emit(k, "add.u64 %s, %s, %d;", D(last), D(i), unroll - 1);
+        emit(k, "add.u64 %s, %s, %d;", D(last), D(i), (unroll - 1) * GT_WARPS);
         emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(last), D(i1));
         emit(k, "@%s bra %s;", P(pi), L(unroll > 1 ? l_small : l_done));
         int av[GEMV_UNROLL][4], xv[GEMV_UNROLL];
-        int base = nd(k), ad = nd(k);
+        int base = nd(k), ad = nd(k), xa = addr_of(k, x, i, 4);
         emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(base), D(i), D(n), D(col));
         emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ad), D(base), D(a));
         for (int q = 0; q < unroll; q++) {
             int aq = ad;
             if (q) {
                 aq = nd(k);
-                emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(aq), D(rowb), q, D(ad));
+                emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(aq), D(rowb), q * GT_WARPS, D(ad));
             }
             ld_vec(k, 4, av[q], aq);
-            int xa = addr_of(k, x, i, 4);
             xv[q] = nf(k);
-            emit(k, "ld.global.f32 %s, [%s+%d];", F(xv[q]), D(xa), 4 * q);
+            emit(k, "ld.global.f32 %s, [%s+%d];", F(xv[q]), D(xa), 4 * q * GT_WARPS);
         }
         for (int c = 0; c < 4; c++) {
             int sum = fmov(k, 0.0f), sd = nfd(k);
@@ -296,10 +322,30 @@ static void gen_gemv_t_part_v4(strbuf *mod)
             emit(k, "cvt.f64.f32 %s, %s;", FD(sd), F(sum));
             emit(k, "add.rn.f64 %s, %s, %s;", FD(acc[c]), FD(acc[c]), FD(sd));
         }
-        emit(k, "add.u64 %s, %s, %d;", D(i), D(i), unroll);
+        emit(k, "add.u64 %s, %s, %d;", D(i), D(i), unroll * GT_WARPS);
         emit(k, "bra.uni %s;", L(l_top));
     }
     label(k, l_done);
+    /* the warps' sums: gt_smem[warp][lane][4], added by warp 0 in order */
+    int sb = nr(k), slot = nr(k);
+    emit(k, "mov.u32 %s, gt_smem;", R(sb));
+    emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(slot), R(tid), R(sb));
+    emit(k, "st.shared.v2.f64 [%s], {%s, %s};", R(slot), FD(acc[0]), FD(acc[1]));
+    emit(k, "st.shared.v2.f64 [%s+16], {%s, %s};", R(slot), FD(acc[2]), FD(acc[3]));
+    emit(k, "bar.sync 0;");
+    int l_end = nlabel(k), pw = np(k), pout = np(k);
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(pw), R(warp));
+    emit(k, "or.pred %s, %s, %s;", P(pout), P(pw), P(pn));
+    emit(k, "@%s bra %s;", P(pout), L(l_end));
+    for (int w = 1; w < GT_WARPS; w++) {
+        int t[4];
+        for (int c = 0; c < 4; c++)
+            t[c] = nfd(k);
+        emit(k, "ld.shared.v2.f64 {%s, %s}, [%s+%d];", FD(t[0]), FD(t[1]), R(slot), w * 32 * 32);
+        emit(k, "ld.shared.v2.f64 {%s, %s}, [%s+%d];", FD(t[2]), FD(t[3]), R(slot), w * 32 * 32 + 16);
+        for (int c = 0; c < 4; c++)
+            emit(k, "add.rn.f64 %s, %s, %s;", FD(acc[c]), FD(acc[c]), FD(t[c]));
+    }
     int pidx = nd(k), pa = nd(k);
     emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pidx), D(s), D(n), D(col));
     emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(pa), D(pidx), D(part));
@@ -308,7 +354,8 @@ static void gen_gemv_t_part_v4(strbuf *mod)
     label(k, l_end);
     kern_finish(mod, k, "gemv_t_part_v4",
                 ".param .u64 p_part, .param .u64 p_a, .param .u64 p_x, .param .u64 p_m, "
-                ".param .u64 p_n, .param .u64 p_chunk", NULL, NULL);
+                ".param .u64 p_n, .param .u64 p_chunk", ".maxntid 256, 1, 1\n",
+                "\t.shared .align 16 .b8 gt_smem[8192];\n");
 }
 
 void gen_gemv_fast(strbuf *mod)

@@ -79,6 +79,7 @@ int horner(kern *k, int x, const float *c, int n);
 
 /* ---- math.c: float32 math, .f32 register in, .f32 register out ------------- */
 int m_exp(kern *k, int x);
+int m_exp_act(kern *k, int x); /* clamped to [-86, 88]: for callers with an absolute tolerance */
 int m_div_fast(kern *k, int num, int den); /* num * rcp.approx(den) */
 int m_log(kern *k, int x);
 int m_sigmoid(kern *k, int x);
@@ -113,9 +114,11 @@ void gen_transpose(strbuf *mod);
 void block_tile(kern *k, int raster, int *tile_m, int *tile_n);
 
 /* ---- the modules: each appends its kernels to mod --------------------------- */
+
 void module_elementwise(strbuf *mod);
 void module_reduce(strbuf *mod);
 void module_rows(strbuf *mod);
+void module_rows_cluster(strbuf *mod); /* sm_90 on */
 void module_matrix(strbuf *mod);
 void module_sgemm(strbuf *mod);
 void module_tf32(strbuf *mod);

@@ -46,6 +46,32 @@ int m_exp(kern *k, int x)
     return y;
 }
 
+/* exp(x) for the activations and softmax, whose contracts carry an absolute
+ * term: x clamped to [-86, 88] (2^n stays a normal float, so it is added to
+ * the exponent bits: 11 instructions).  Below -86 it gives exp(-86) ~ 4e-38
+ * instead of a smaller number, above 88 exp(88) ~ 1.7e38 instead of more;
+ * every caller divides by 1 + that or multiplies by <= 1, so the error is
+ * below 1e-37 absolute.  NaN propagates (max.NaN, and ex2 of NaN). */
+int m_exp_act(kern *k, int x)
+{
+    int xc = nf(k), t = nf(k), n = nf(k), nn = nf(k), u1 = nf(k), u = nf(k), p = nf(k);
+    emit(k, "max.NaN.f32 %s, %s, %s;", F(xc), F(x), C(-86.0f));
+    emit(k, "min.NaN.f32 %s, %s, %s;", F(xc), F(xc), C(88.0f));
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(t), F(xc), C(LOG2E_HI_F));
+    emit(k, "cvt.rni.f32.f32 %s, %s;", F(n), F(t));
+    emit(k, "neg.f32 %s, %s;", F(nn), F(n));
+    emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(u1), F(xc), C(LOG2E_HI_F), F(nn));
+    emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(u), F(xc), C(LOG2E_LO_F), F(u1));
+    emit(k, "ex2.approx.f32 %s, %s;", F(p), F(u));
+    int ni = nr(k), sh = nr(k), pb = nr(k), yb = nr(k), y = nf(k);
+    emit(k, "cvt.rzi.s32.f32 %s, %s;", R(ni), F(n));
+    emit(k, "shl.b32 %s, %s, 23;", R(sh), R(ni));
+    emit(k, "mov.b32 %s, %s;", R(pb), F(p));
+    emit(k, "add.s32 %s, %s, %s;", R(yb), R(pb), R(sh));
+    emit(k, "mov.b32 %s, %s;", F(y), R(yb));
+    return y;
+}
+
 /* num / den as num * rcp.approx(den): 1 ulp for the reciprocal and 0.5 for
  * the product, far inside the activations' 2e-6 contracts; den = inf gives
  * 0 (the limit every caller wants) and den past 2^126 a flushed 0. */
@@ -57,7 +83,9 @@ int m_div_fast(kern *k, int num, int den)
     return y;
 }
 
-/* expm1(x): Taylor series for |x| < 0.5 (no cancellation), exp(x) - 1 beyond. */
+/* expm1(x): Taylor series for |x| < 0.5 (no cancellation), exp(x) - 1 beyond
+ * (the clamped exp: its callers, tanh, elu and selu, reach only -1 below
+ * -86 and select another branch far above 88). */
 static int m_expm1(kern *k, int x)
 {
     static const float c[8] = {1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720,
@@ -66,7 +94,7 @@ static int m_expm1(kern *k, int x)
     int x2 = nf(k), small = nf(k), big = nf(k), ax = nf(k), y = nf(k), ps = np(k);
     emit(k, "mul.rn.f32 %s, %s, %s;", F(x2), F(x), F(x));
     emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(small), F(q), F(x2), F(x));
-    int e = m_exp(k, x);
+    int e = m_exp_act(k, x);
     emit(k, "sub.rn.f32 %s, %s, %s;", F(big), F(e), C(1.0f));
     emit(k, "abs.f32 %s, %s;", F(ax), F(x));
     emit(k, "setp.lt.f32 %s, %s, %s;", P(ps), F(ax), C(0.5f));
@@ -140,7 +168,7 @@ static int m_erfc_pos(kern *k, int t)
     int poly = horner(k, tau, qf, 10);
     emit(k, "mul.rn.f32 %s, %s, %s;", F(t2), F(t), F(t));
     emit(k, "sub.rn.f32 %s, %s, %s;", F(arg), F(poly), F(t2));
-    int e = m_exp(k, arg);
+    int e = m_exp_act(k, arg);
     int y0 = nf(k), y = nf(k), pbig = np(k);
     emit(k, "mul.rn.f32 %s, %s, %s;", F(y0), F(tau), F(e));
     emit(k, "setp.gt.f32 %s, %s, %s;", P(pbig), F(t), C(10.0f));
@@ -149,12 +177,14 @@ static int m_erfc_pos(kern *k, int t)
 }
 
 /* ---- activations and elementwise functions ------------------------------ */
-/* x / (1 + exp(-s x)) shared by sigmoid (x = 1), silu and gelu_tanh */
+/* x / (1 + exp(-s x)) shared by sigmoid (x = 1), silu and gelu_tanh; where
+ * the clamped exp gives exp(88), past 2^126, the flushing reciprocal gives
+ * 0, so x / (1 + e) is 0 for any x (silu(-3e38) included) */
 static int m_x_over_1_plus_exp_neg(kern *k, int num, int arg)
 {
     int na = nf(k), d = nf(k);
     emit(k, "neg.f32 %s, %s;", F(na), F(arg));
-    int e = m_exp(k, na);
+    int e = m_exp_act(k, na);
     emit(k, "add.rn.f32 %s, %s, %s;", F(d), F(e), C(1.0f));
     return m_div_fast(k, num, d);
 }

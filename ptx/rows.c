@@ -191,8 +191,13 @@ static void gen_row_kernel(strbuf *mod, enum row_kind kind)
 
 typedef struct rowc {
     enum row_kind kind;
-    int width, warp_group;
+    int width;
+    int warp_group;    /* lanes per row (32, 16, 8, 4) for the warp kind, else 0 */
     int nu, G, gt;     /* .b32: units in the row, threads in the group, this thread's rank */
+    int cluster;       /* CTAs per row (block kind): each caches units [lo, hi) */
+    int lo, hi;        /* .b32 */
+    int parity;        /* .b32: 0/1 by row, picks the cluster slots (see group_reduce) */
+    int nreduce;       /* reductions so far in this row */
     int xg, yg;        /* .b64: the row in a and y */
     int sb;            /* .b32: the row's shared-memory cache */
     int gg, bg, has_g, has_b;
@@ -215,7 +220,7 @@ static int unit_off64(kern *k, rowc *c, int u)
 static int smem_addr(kern *k, rowc *c, int u)
 {
     int a = nr(k);
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(u), 4 * c->width, R(c->sb));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(u), 4 * c->width, R(c->sb)); /* sb: minus lo's offset */
     return a;
 }
 
@@ -242,12 +247,12 @@ static void st_units(kern *k, rowc *c, const char *space, const int *v, const ch
 static void unit_loop(kern *k, rowc *c, int unroll, rowc_body body)
 {
     int u = nr(k), p = np(k), l_small = nlabel(k), l_done = nlabel(k);
-    emit(k, "mov.u32 %s, %s;", R(u), R(c->gt));
+    emit(k, "add.u32 %s, %s, %s;", R(u), R(c->lo), R(c->gt));
     if (unroll) {
         int l_big = nlabel(k), last = nr(k), units[ROWC_UNROLL];
         label(k, l_big);
         emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(last), R(c->G), ROWC_UNROLL - 1, R(u));
-        emit(k, "setp.ge.u32 %s, %s, %s;", P(p), R(last), R(c->nu));
+        emit(k, "setp.ge.u32 %s, %s, %s;", P(p), R(last), R(c->hi));
         emit(k, "@%s bra %s;", P(p), L(l_small));
         units[0] = u;
         for (int q = 1; q < ROWC_UNROLL; q++) {
@@ -259,7 +264,7 @@ static void unit_loop(kern *k, rowc *c, int unroll, rowc_body body)
         emit(k, "bra.uni %s;", L(l_big));
     }
     label(k, l_small);
-    emit(k, "setp.ge.u32 %s, %s, %s;", P(p), R(u), R(c->nu));
+    emit(k, "setp.ge.u32 %s, %s, %s;", P(p), R(u), R(c->hi));
     emit(k, "@%s bra %s;", P(p), L(l_done));
     body(k, c, &u, 1);
     emit(k, "add.u32 %s, %s, %s;", R(u), R(u), R(c->G));
@@ -303,7 +308,7 @@ static void body_sum_exp(kern *k, rowc *c, const int *u, int count)
     for (int i = 0; i < c->width; i++) {
         int d = nf(k), ed = nfd(k);
         emit(k, "sub.rn.f32 %s, %s, %s;", F(d), F(v[i]), F(c->mx));
-        e[i] = m_exp(k, d);
+        e[i] = m_exp_act(k, d);
         emit(k, "cvt.f64.f32 %s, %s;", FD(ed), F(e[i]));
         emit(k, "add.rn.f64 %s, %s, %s;", FD(c->acc_d), FD(c->acc_d), FD(ed));
     }
@@ -390,7 +395,7 @@ static void body_write(kern *k, rowc *c, const int *u, int count)
 static int group_reduce(kern *k, rowc *c, int v, int is_max)
 {
     int acc = v;
-    for (int off = 16; off >= 1; off /= 2) {
+    for (int off = c->warp_group ? c->warp_group / 2 : 16; off >= 1; off /= 2) {
         if (is_max) {
             int b = nr(k), o = nr(k), f = nf(k), s = nf(k);
             emit(k, "mov.b32 %s, %s;", R(b), F(acc));
@@ -435,26 +440,58 @@ static int group_reduce(kern *k, rowc *c, int v, int is_max)
     emit(k, "bra.uni %s;", L(l_w));
     label(k, l_wd);
     emit(k, "bar.sync 0;");
-    return total;
+    if (c->cluster == 1)
+        return total;
+    /* across the cluster's CTAs: thread 0 of each posts its CTA's value in
+     * slot (row parity, reduction), all read them in rank order through
+     * distributed shared memory.  Slots alternate by row, so a slot is
+     * rewritten only after a later cluster barrier has passed its readers. */
+    int slot_off = RAYO_PTX_ROWC_WARP_SLOTS + 8 * c->nreduce++, cs = nr(k), p0 = np(k);
+    emit(k, "mad.lo.u32 %s, %s, 16, %s;", R(cs), R(c->parity), R(base));
+    emit(k, "add.u32 %s, %s, %d;", R(cs), R(cs), slot_off);
+    emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(c->gt));
+    emit(k, "@%s st.shared.%s [%s], %s;", P(p0), ty, R(cs), is_max ? F(total) : FD(total));
+    emit(k, "barrier.cluster.arrive.aligned; /* release by default */");
+    emit(k, "barrier.cluster.wait.aligned; /* acquire by default */");
+    int all = is_max ? nf(k) : nfd(k);
+    for (int q = 0; q < c->cluster; q++) {
+        int ra = nr(k), v = is_max ? nf(k) : nfd(k);
+        emit(k, "mapa.shared::cluster.u32 %s, %s, %d;", R(ra), R(cs), q);
+        emit(k, "ld.shared::cluster.%s %s, [%s];", ty, is_max ? F(v) : FD(v), R(ra));
+        if (q == 0)
+            emit(k, "mov.%s %s, %s;", is_max ? "f32" : "f64", is_max ? F(all) : FD(all), is_max ? F(v) : FD(v));
+        else if (is_max)
+            emit(k, "max.NaN.f32 %s, %s, %s;", F(all), F(all), F(v));
+        else
+            emit(k, "add.rn.f64 %s, %s, %s;", FD(all), FD(all), FD(v));
+    }
+    return all;
 }
 
-/* mean (layernorm) and 1/sqrt(var + eps) from the sums, as row_layernorm */
-static void norm_scale(kern *k, rowc *c, int ss, int nfd64, int eps)
+/* 1/sqrt(var + eps) from the sum of squares (inv_n = 1/n), as in
+ * row_layernorm but without float64 division and square root, which cost
+ * more than a short row's data: rsqrt.approx (about 2^-22) and one Newton
+ * step (its error squared: ~2^-44); var + eps = 0 gives 0. */
+static void norm_scale(kern *k, rowc *c, int ss, int inv_n, int eps)
 {
-    int var = nfd(k), epsd = nfd(k), ve = nfd(k), sd = nfd(k), pz = np(k);
-    emit(k, "div.rn.f64 %s, %s, %s;", FD(var), FD(ss), FD(nfd64));
+    int var = nfd(k), epsd = nfd(k), ve = nfd(k), r0 = nfd(k), h = nfd(k), t = nfd(k), u = nfd(k), pz = np(k);
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(var), FD(ss), FD(inv_n));
     emit(k, "cvt.f64.f32 %s, %s;", FD(epsd), F(eps));
     emit(k, "add.rn.f64 %s, %s, %s;", FD(ve), FD(var), FD(epsd));
-    emit(k, "sqrt.rn.f64 %s, %s;", FD(sd), FD(ve));
-    emit(k, "rcp.rn.f64 %s, %s;", FD(c->rstd), FD(sd));
+    emit(k, "rsqrt.approx.f64 %s, %s;", FD(r0), FD(ve));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(h), FD(ve), CD(0.5));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(t), FD(r0), FD(r0));
+    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(u), FD(h), FD(t), CD(-1.5)); /* v r^2 / 2 - 3/2 */
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(u), FD(u), FD(r0));
+    emit(k, "neg.f64 %s, %s;", FD(c->rstd), FD(u));                         /* r (3 - v r^2) / 2 */
     emit(k, "setp.eq.f64 %s, %s, %s;", P(pz), FD(ve), CD(0.0));
     emit(k, "selp.f64 %s, %s, %s, %s;", FD(c->rstd), CD(0.0), FD(c->rstd), P(pz));
 }
 
-static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int width)
+static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int width, int cluster)
 {
     kern kk = {0}, *k = &kk;
-    rowc cc = {.kind = kind, .width = width, .warp_group = warp_group}, *c = &cc;
+    rowc cc = {.kind = kind, .width = width, .warp_group = warp_group, .cluster = cluster}, *c = &cc;
     int y = param_global(k, "p_y"), a = param_global(k, "p_a");
     int g = param_u64(k, "p_gamma"), bt = param_u64(k, "p_beta");
     int m = param_u64(k, "p_m"), n = param_u64(k, "p_n");
@@ -468,8 +505,9 @@ static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int
     emit(k, "cvt.u32.u64 %s, %s;", R(n32), D(n));
     c->nu = nr(k);
     emit(k, "shr.u32 %s, %s, %d;", R(c->nu), R(n32), width == 4 ? 2 : 0);
-    int nfd64 = nfd(k);
+    int nfd64 = nfd(k), inv_n = nfd(k);
     emit(k, "cvt.rn.f64.u64 %s, %s;", FD(nfd64), D(n));
+    emit(k, "rcp.rn.f64 %s, %s;", FD(inv_n), FD(nfd64));
     c->has_g = np(k);
     c->has_b = np(k);
     c->gg = nd(k);
@@ -484,25 +522,66 @@ static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int
     c->gt = nr(k);
     c->sb = nr(k);
     emit(k, "mov.u32 %s, rowc_data;", R(c->sb));
+    int wrow = nd(k); /* the warp's first row: the loop runs while it is < m */
     if (warp_group) {
-        int r32 = nr(k), rowbytes = nr(k);
-        emit(k, "mov.u32 %s, 32;", R(c->G));
-        emit(k, "mov.u32 %s, %s;", R(c->gt), R(c->lane));
-        emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(r32), R(ctaid), R(c->nwarps), R(c->warp));
-        emit(k, "cvt.u64.u32 %s, %s;", D(row), R(r32));
-        emit(k, "mul.wide.u32 %s, %s, %s;", D(rstep), R(nctaid), R(c->nwarps));
+        /* 32 / warp_group rows per warp, warp_group lanes each */
+        int rpw = 32 / warp_group, lg = warp_group == 32 ? 5 : warp_group == 16 ? 4 : warp_group == 8 ? 3 : 2;
+        int w32 = nr(k), sub = nr(k), slot = nr(k), rowbytes = nr(k), s64 = nd(k);
+        emit(k, "mov.u32 %s, %d;", R(c->G), warp_group);
+        emit(k, "and.b32 %s, %s, %d;", R(c->gt), R(c->lane), warp_group - 1);
+        emit(k, "shr.u32 %s, %s, %d;", R(sub), R(c->lane), lg);
+        emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(w32), R(ctaid), R(c->nwarps), R(c->warp));
+        emit(k, "mul.wide.u32 %s, %s, %d;", D(wrow), R(w32), rpw);
+        emit(k, "cvt.u64.u32 %s, %s;", D(s64), R(sub));
+        emit(k, "add.u64 %s, %s, %s;", D(row), D(wrow), D(s64));
+        emit(k, "mul.lo.u32 %s, %s, %s;", R(w32), R(nctaid), R(c->nwarps));
+        emit(k, "mul.wide.u32 %s, %s, %d;", D(rstep), R(w32), rpw);
         emit(k, "shl.b32 %s, %s, 2;", R(rowbytes), R(n32));
-        emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(c->sb), R(c->warp), R(rowbytes), R(c->sb));
-    } else {
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(slot), R(c->warp), rpw, R(sub));
+        emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(c->sb), R(slot), R(rowbytes), R(c->sb));
+    } else if (cluster == 1) {
         emit(k, "mov.u32 %s, %s;", R(c->G), R(ntid));
         emit(k, "mov.u32 %s, %s;", R(c->gt), R(tid));
         emit(k, "cvt.u64.u32 %s, %s;", D(row), R(ctaid));
         emit(k, "cvt.u64.u32 %s, %s;", D(rstep), R(nctaid));
+    } else {
+        /* a cluster per row; CTA `rank` caches units [rank per, rank per + per) */
+        int cid = sreg(k, "%clusterid.x"), ncid = sreg(k, "%nclusterid.x"), rank = sreg(k, "%cluster_ctarank");
+        int per = nr(k), lob = nr(k);
+        emit(k, "mov.u32 %s, %s;", R(c->G), R(ntid));
+        emit(k, "mov.u32 %s, %s;", R(c->gt), R(tid));
+        emit(k, "cvt.u64.u32 %s, %s;", D(row), R(cid));
+        emit(k, "cvt.u64.u32 %s, %s;", D(rstep), R(ncid));
+        emit(k, "add.u32 %s, %s, %d;", R(per), R(c->nu), cluster - 1);
+        emit(k, "shr.u32 %s, %s, %d;", R(per), R(per), cluster == 2 ? 1 : cluster == 4 ? 2 : 3);
+        c->lo = nr(k);
+        c->hi = nr(k);
+        emit(k, "mul.lo.u32 %s, %s, %s;", R(c->lo), R(rank), R(per));
+        emit(k, "add.u32 %s, %s, %s;", R(c->hi), R(c->lo), R(per));
+        emit(k, "min.u32 %s, %s, %s;", R(c->hi), R(c->hi), R(c->nu));
+        emit(k, "mul.lo.u32 %s, %s, %d;", R(lob), R(c->lo), 4 * width);
+        emit(k, "sub.u32 %s, %s, %s;", R(c->sb), R(c->sb), R(lob));
     }
+    if (cluster == 1) {
+        c->lo = nr(k);
+        c->hi = nr(k);
+        emit(k, "mov.u32 %s, 0;", R(c->lo));
+        emit(k, "mov.u32 %s, %s;", R(c->hi), R(c->nu));
+    }
+    if (!warp_group)
+        emit(k, "mov.u64 %s, %s;", D(wrow), D(row));
+    c->parity = nr(k);
+    emit(k, "mov.u32 %s, 0;", R(c->parity));
     int pr = np(k), l_row = nlabel(k), l_end = nlabel(k);
-    emit(k, "setp.ge.u64 %s, %s, %s;", P(pr), D(row), D(m));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pr), D(wrow), D(m));
     emit(k, "@%s bra %s;", P(pr), L(l_end));
     label(k, l_row);
+    if (warp_group < 32 && warp_group) {
+        /* a lane group past the last row takes no units but joins the shuffles */
+        int pin = np(k);
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(row), D(m));
+        emit(k, "selp.b32 %s, %s, 0, %s;", R(c->hi), R(c->nu), P(pin));
+    }
     int off = nd(k);
     c->xg = nd(k);
     c->yg = nd(k);
@@ -513,6 +592,7 @@ static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int
     c->acc_d = nfd(k);
     emit(k, "mov.f32 %s, %s;", F(c->acc_f), CB(0xff800000u));
     emit(k, "mov.f64 %s, %s;", FD(c->acc_d), CD(0.0));
+    c->nreduce = 0;
     unit_loop(k, c, 1, body_load);
     if (kind == ROW_SOFTMAX || kind == ROW_LOG_SOFTMAX) {
         c->mx = group_reduce(k, c, c->acc_f, 1);
@@ -531,28 +611,45 @@ static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int
         c->mean = nfd(k);
         c->rstd = nfd(k);
         if (kind == ROW_LAYERNORM) {
-            emit(k, "div.rn.f64 %s, %s, %s;", FD(c->mean), FD(s1), FD(nfd64));
+            emit(k, "mul.rn.f64 %s, %s, %s;", FD(c->mean), FD(s1), FD(inv_n));
             emit(k, "mov.f64 %s, %s;", FD(c->acc_d), CD(0.0));
             unit_loop(k, c, 0, body_var);
-            norm_scale(k, c, group_reduce(k, c, c->acc_d, 0), nfd64, eps);
+            norm_scale(k, c, group_reduce(k, c, c->acc_d, 0), inv_n, eps);
         } else {
             emit(k, "mov.f64 %s, %s;", FD(c->mean), CD(0.0));
-            norm_scale(k, c, s1, nfd64, eps);
+            norm_scale(k, c, s1, inv_n, eps);
         }
     }
     unit_loop(k, c, 1, body_write);
+    emit(k, "xor.b32 %s, %s, 1;", R(c->parity), R(c->parity));
     emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(rstep));
-    emit(k, "setp.lt.u64 %s, %s, %s;", P(pr), D(row), D(m));
+    emit(k, "add.u64 %s, %s, %s;", D(wrow), D(wrow), D(rstep));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pr), D(wrow), D(m));
     emit(k, "@%s bra %s;", P(pr), L(l_row));
     label(k, l_end);
+    if (cluster > 1) {
+        /* no CTA leaves while another may still read its slots */
+        emit(k, "barrier.cluster.arrive.aligned; /* release by default */");
+        emit(k, "barrier.cluster.wait.aligned; /* acquire by default */");
+    }
     static const char *const names[] = {"softmax", "log_softmax", "layernorm", "rmsnorm"};
     char name[64];
-    snprintf(name, sizeof name, "rowc_%s_%s_%s", names[kind], warp_group ? "warp" : "block",
-             width == 4 ? "v4" : "s1");
+    char kind_name[16], directives[96];
+    if (warp_group)
+        snprintf(kind_name, sizeof kind_name, "warp%d", warp_group);
+    else if (cluster == 1)
+        snprintf(kind_name, sizeof kind_name, "block");
+    else
+        snprintf(kind_name, sizeof kind_name, "cluster%d", cluster);
+    snprintf(name, sizeof name, "rowc_%s_%s_%s", names[kind], kind_name, width == 4 ? "v4" : "s1");
+    snprintf(directives, sizeof directives, ".maxntid %d, 1, 1\n", warp_group ? RAYO_PTX_ROWC_WARP_THREADS : 1024);
+    if (cluster > 1)
+        snprintf(directives + strlen(directives), sizeof directives - strlen(directives),
+                 ".reqnctapercluster %d, 1, 1\n", cluster);
     kern_finish(mod, k, name,
                 ".param .u64 p_y, .param .u64 p_a, .param .u64 p_gamma, .param .u64 p_beta, "
                 ".param .u64 p_m, .param .u64 p_n, .param .f32 p_eps",
-                warp_group ? ".maxntid " STR(RAYO_PTX_ROWC_WARP_THREADS) ", 1, 1\n" : ".maxntid 1024, 1, 1\n", ROWC_SHARED);
+                directives, ROWC_SHARED);
 }
 
 void module_rows(strbuf *mod)
@@ -560,8 +657,21 @@ void module_rows(strbuf *mod)
     sb_printf(mod, "\n.extern .shared .align 16 .b8 rowc_data[];\n");
     for (int kind = ROW_SOFTMAX; kind <= ROW_RMSNORM; kind++) {
         gen_row_kernel(mod, (enum row_kind)kind);
-        for (int warp_group = 1; warp_group >= 0; warp_group--)
-            for (int width = 4; width >= 1; width -= 3)
-                gen_rowc_kernel(mod, (enum row_kind)kind, warp_group, width);
+        for (int width = 4; width >= 1; width -= 3) {
+            for (int lanes = 32; lanes >= 4; lanes /= 2)
+                gen_rowc_kernel(mod, (enum row_kind)kind, lanes, width, 1);
+            gen_rowc_kernel(mod, (enum row_kind)kind, 0, width, 1);
+        }
     }
+}
+
+/* module rows_cluster (sm_90 on: clusters, distributed shared memory): the
+ * row-cached kernels with a row spread over 2, 4 or 8 CTAs */
+void module_rows_cluster(strbuf *mod)
+{
+    sb_printf(mod, "\n.extern .shared .align 16 .b8 rowc_data[];\n");
+    for (int kind = ROW_SOFTMAX; kind <= ROW_RMSNORM; kind++)
+        for (int width = 4; width >= 1; width -= 3)
+            for (int cluster = 2; cluster <= RAYO_PTX_ROWC_MAX_CLUSTER; cluster *= 2)
+                gen_rowc_kernel(mod, (enum row_kind)kind, 0, width, cluster);
 }

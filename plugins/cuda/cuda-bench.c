@@ -193,6 +193,64 @@ static void bench_stream(rayo_context *ctx, const char *name, uint32_t op, size_
     report("stream", name, elems, bytes_per * (double)elems / t * 1e-9, "GB/s", NULL);
 }
 
+/* Largest |y - ref| / (max |ref| of the row) over rows 0, m/2 and m-1 of a
+ * row op (gamma = beta = the first n floats of b), ref in float64: the
+ * rows a grid-stride loop reaches last are checked too. */
+static double check_rows(uint32_t op, uint32_t flags, size_t m, size_t n, float eps, rayo_buffer *a, rayo_buffer *b,
+                         rayo_buffer *y)
+{
+    float *x = malloc(n * sizeof *x), *g = malloc(n * sizeof *g), *out = malloc(n * sizeof *out);
+    double *ref = malloc(n * sizeof *ref), worst = 0;
+    size_t rows[3] = {0, m / 2, m - 1};
+    if (!x || !g || !out || !ref || rayo_buffer_read(b, 0, g, n * sizeof *g) != RAYO_OK)
+        worst = NAN;
+    for (int r = 0; r < 3 && worst == worst; r++) {
+        size_t off = rows[r] * n * sizeof(float);
+        if (rayo_buffer_read(a, off, x, n * sizeof *x) != RAYO_OK ||
+            rayo_buffer_read(y, off, out, n * sizeof *out) != RAYO_OK) {
+            worst = NAN;
+            break;
+        }
+        double mx = -INFINITY, s = 0, mean = 0, scale = 0;
+        for (size_t j = 0; j < n; j++)
+            mx = x[j] > mx ? x[j] : mx;
+        if (op == RAYO_OP_SOFTMAX || op == RAYO_OP_LOG_SOFTMAX) {
+            for (size_t j = 0; j < n; j++)
+                s += exp(x[j] - mx);
+            for (size_t j = 0; j < n; j++)
+                ref[j] = op == RAYO_OP_SOFTMAX ? exp(x[j] - mx) / s : x[j] - mx - log(s);
+        } else if (op == RAYO_OP_LAYERNORM || op == RAYO_OP_RMSNORM) {
+            if (op == RAYO_OP_LAYERNORM) {
+                for (size_t j = 0; j < n; j++)
+                    mean += x[j];
+                mean /= (double)n;
+            }
+            for (size_t j = 0; j < n; j++)
+                s += (x[j] - mean) * (x[j] - mean);
+            double rstd = 1 / sqrt(s / (double)n + eps);
+            for (size_t j = 0; j < n; j++)
+                ref[j] = (x[j] - mean) * rstd * g[j] + (op == RAYO_OP_LAYERNORM ? g[j] : 0);
+        } else { /* bias_act, none or gelu */
+            for (size_t j = 0; j < n; j++) {
+                double v = (double)x[j] + g[j];
+                ref[j] = flags == RAYO_ACT_GELU ? v * 0.5 * erfc(-v / sqrt(2.0)) : v;
+            }
+        }
+        for (size_t j = 0; j < n; j++)
+            scale = fabs(ref[j]) > scale ? fabs(ref[j]) : scale;
+        for (size_t j = 0; j < n; j++) {
+            double e = fabs(out[j] - ref[j]) / (scale > 0 ? scale : 1);
+            if (!(e <= worst))
+                worst = e;
+        }
+    }
+    free(x);
+    free(g);
+    free(out);
+    free(ref);
+    return worst;
+}
+
 static void bench_rows(rayo_context *ctx, const char *name, uint32_t op, size_t n, size_t total, rayo_buffer *a,
                        rayo_buffer *b, rayo_buffer *y, uint32_t flags)
 {
@@ -204,9 +262,10 @@ static void bench_rows(rayo_context *ctx, const char *name, uint32_t op, size_t 
     if (op == RAYO_OP_LAYERNORM)
         c.c = (rayo_operand){b, 0};
     double t = time_batch(ctx, &c, 20, 5);
-    char what[64];
+    char what[64], note[64];
     snprintf(what, sizeof what, "%s %zux%zu", name, m, n);
-    report("rows", what, n, 8.0 * (double)(m * n) / t * 1e-9, "GB/s", NULL);
+    snprintf(note, sizeof note, "max err %.1e (of the row's max)", check_rows(op, flags, m, n, c.alpha, a, b, y));
+    report("rows", what, n, 8.0 * (double)(m * n) / t * 1e-9, "GB/s", note);
 }
 
 static void bench_gemv(rayo_context *ctx, size_t m, size_t n, uint32_t flags, rayo_buffer *a, rayo_buffer *x,

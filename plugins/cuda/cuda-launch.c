@@ -82,12 +82,19 @@ static unsigned reduce_blocks(const cuda_state *st, size_t n)
 }
 
 /* gemv with A transposed: splits of the m rows so that the grid fills the
- * GPU (the threads of a split: one per column, or per 4 when n % 4 == 0). */
+ * GPU.  n % 4 == 0 (gemv_t_part_v4): blocks of 128 columns, about 4 per
+ * multiprocessor, splits of at least 64 rows (few partials to add);
+ * otherwise (gemv_t_part) a thread per column, 2048 per multiprocessor. */
 static void gemv_t_shape(const cuda_state *st, const cuda_op *op, size_t *splits, size_t *chunk)
 {
-    size_t col_threads = ceil_div(op->n % 4 == 0 ? op->n / 4 : op->n, THREADS) * THREADS;
-    size_t want = ceil_div((size_t)st->sm_count * 2048, col_threads ? col_threads : 1);
-    size_t most = min_size(1024, op->m / 8 ? op->m / 8 : 1);
+    size_t want, most;
+    if (op->n % 4 == 0) {
+        want = ceil_div((size_t)st->sm_count * 4, ceil_div(op->n ? op->n : 1, 128));
+        most = min_size(1024, op->m / 64 ? op->m / 64 : 1);
+    } else {
+        want = ceil_div((size_t)st->sm_count * 2048, ceil_div(op->n, THREADS) * THREADS);
+        most = min_size(1024, op->m / 8 ? op->m / 8 : 1);
+    }
     size_t s = want < 1 ? 1 : want > most ? most : want;
     *chunk = ceil_div(op->m, s);
     *splits = *chunk ? ceil_div(op->m, *chunk) : 1;
@@ -173,8 +180,10 @@ static rayo_status launch_reduce(cuda_state *st, CUstream stream, const cuda_op 
 /* ---- rows ------------------------------------------------------------------
  * Rows that fit in shared memory: the row-cached kernels (rowc_*, one read
  * of the row), a warp per row for short rows, a block per row beyond, with
- * about 8 units (of 4 floats when aligned) per thread.  Longer rows: the
- * three-pass kernels (row_*, one block per row). */
+ * about 8 units (of 4 floats when aligned) per thread, on sm_90 a cluster of
+ * up to 8 blocks per row past ROWC_CTA_BYTES.  Longer rows: the three-pass
+ * kernels (row_*, one block per row). */
+#define ROWC_CTA_BYTES (32u * 1024u)
 static size_t pow2_at_least(size_t v)
 {
     size_t p = 1;
@@ -198,21 +207,36 @@ static rayo_status launch_rows(cuda_state *st, CUstream stream, const cuda_op *o
     size_t row_bytes = op->n * sizeof(float);
     size_t cache = st->max_smem_optin > RAYO_PTX_ROWC_STATIC_SMEM
                        ? (size_t)st->max_smem_optin - RAYO_PTX_ROWC_STATIC_SMEM : 0;
-    if (op->m > 0 && op->n > 0 && row_bytes <= cache) {
+    if (st->ptx_target >= 90)
+        cache *= RAYO_PTX_ROWC_MAX_CLUSTER; /* less a unit per CTA of rounding: */
+    if (op->m > 0 && op->n > 0 && row_bytes + RAYO_PTX_ROWC_MAX_CLUSTER * 16 <= cache) {
         int vec = aligned16(y) && aligned16(a) && aligned16(gamma) && aligned16(beta) && op->n % 4 == 0;
         int warp = op->n <= RAYO_PTX_ROWC_WARP_MAX_N;
+        size_t units = vec ? op->n / 4 : op->n;
         snprintf(name, sizeof name, "rowc_%s_%s_%s", cuda_op_name(op->op), warp ? "warp" : "block",
                  vec ? "v4" : "s1");
         if (warp) {
-            size_t rows_per_block = RAYO_PTX_ROWC_WARP_THREADS / 32;
+            /* lanes per row: about 2 units each, 4 to 32 (several rows per warp) */
+            size_t lanes = pow2_at_least(ceil_div(units, 2));
+            lanes = lanes < 4 ? 4 : lanes > 32 ? 32 : lanes;
+            snprintf(name, sizeof name, "rowc_%s_warp%zu_%s", cuda_op_name(op->op), lanes, vec ? "v4" : "s1");
+            size_t rows_per_block = RAYO_PTX_ROWC_WARP_THREADS / lanes;
             unsigned blocks = (unsigned)min_size(ceil_div(op->m, rows_per_block), (size_t)st->sm_count * 16);
             return launch(st, stream, MOD_ROWS, name, blocks, 1, RAYO_PTX_ROWC_WARP_THREADS, 1,
                           (unsigned)(rows_per_block * row_bytes), params);
         }
-        size_t units = vec ? op->n / 4 : op->n, threads = pow2_at_least(ceil_div(units, 8));
+        /* long rows over a cluster of CTAs (sm_90), at most ROWC_CTA_BYTES each,
+         * so that several CTAs share a multiprocessor and overlap their passes */
+        size_t cluster = 1;
+        while (st->ptx_target >= 90 && cluster < RAYO_PTX_ROWC_MAX_CLUSTER && row_bytes > cluster * ROWC_CTA_BYTES)
+            cluster *= 2;
+        size_t per = ceil_div(units, cluster), threads = pow2_at_least(ceil_div(per, 8));
         threads = threads < 64 ? 64 : threads > 1024 ? 1024 : threads;
-        unsigned blocks = (unsigned)min_size(op->m, (size_t)st->sm_count * 16);
-        return launch(st, stream, MOD_ROWS, name, blocks, 1, (unsigned)threads, 1, (unsigned)row_bytes, params);
+        if (cluster > 1)
+            snprintf(name, sizeof name, "rowc_%s_cluster%zu_%s", cuda_op_name(op->op), cluster, vec ? "v4" : "s1");
+        unsigned blocks = (unsigned)(min_size(op->m, (size_t)st->sm_count * 16 / cluster) * cluster);
+        return launch(st, stream, cluster > 1 ? MOD_ROWS_CLUSTER : MOD_ROWS, name, blocks, 1, (unsigned)threads, 1,
+                      (unsigned)(per * (vec ? 16 : 4)), params);
     }
     snprintf(name, sizeof name, "row_%s", cuda_op_name(op->op));
     unsigned blocks = (unsigned)min_size(op->m ? op->m : 1, (size_t)st->sm_count * 16);
@@ -244,7 +268,7 @@ static rayo_status launch_gemv(cuda_state *st, CUstream stream, const cuda_op *o
     gemv_t_shape(st, op, &splits, &chunk);
     CUdeviceptr part = op->scratch;
     unsigned long long ch = chunk, sp = splits;
-    unsigned col_blocks = (unsigned)ceil_div(vec ? op->n / 4 : op->n, THREADS);
+    unsigned col_blocks = (unsigned)(vec ? ceil_div(op->n, 128) : ceil_div(op->n, THREADS));
     void *p1[] = {&part, &a, &x, &m, &n, &ch};
     rayo_status s = launch(st, stream, MOD_MATRIX, vec ? "gemv_t_part_v4" : "gemv_t_part", col_blocks ? col_blocks : 1,
                            (unsigned)splits, THREADS, 1, 0, p1);
