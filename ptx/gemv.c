@@ -118,53 +118,60 @@ void gen_gemv_t(strbuf *mod)
                 ".param .u64 p_part, .param .u64 p_a, .param .u64 p_x, .param .u64 p_m, "
                 ".param .u64 p_n, .param .u64 p_chunk", NULL, NULL);
 
-    /* final: y[j] = alpha * sum_s part[s][j] + beta * y[j] */
+    /* final: y[j] = alpha * sum_s part[s][j] + beta * y[j].  A block of 256
+     * threads per 32 columns: thread (g, c) adds splits g, g + 8, ... of
+     * column c, then group 0 adds the 8 sums in order (fixed order: the
+     * same result every run) */
     int y = param_global(k, "p_y");
     part = param_global(k, "p_part");
     n = param_u64(k, "p_n");
     int splits = param_u64(k, "p_splits");
     int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
-    int gid, stride;
-    grid_index(k, &gid, &stride);
-    (void)stride;
-    int pe = np(k), l_e = nlabel(k);
-    emit(k, "setp.ge.u64 %s, %s, %s;", P(pe), D(gid), D(n));
-    emit(k, "@%s bra %s;", P(pe), L(l_e));
-    /* four partials per trip (loads first), added in split order */
-    int tot = nfd(k), si = nd(k), ps = np(k), l_s = nlabel(k), l_s1 = nlabel(k), l_sd = nlabel(k), lst = nd(k);
+    int ftid = sreg(k, "%tid.x"), fcta = sreg(k, "%ctaid.x");
+    int g32 = nr(k), c32 = nr(k), col = nd(k), g64 = nd(k), c64 = nd(k), pin = np(k);
+    emit(k, "shr.u32 %s, %s, 5;", R(g32), R(ftid));
+    emit(k, "and.b32 %s, %s, 31;", R(c32), R(ftid));
+    emit(k, "cvt.u64.u32 %s, %s;", D(g64), R(g32));
+    emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(c32));
+    emit(k, "mul.wide.u32 %s, %s, 32;", D(col), R(fcta));
+    emit(k, "add.u64 %s, %s, %s;", D(col), D(col), D(c64));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(col), D(n));
+    int tot = nfd(k), si = nd(k), ps = np(k), l_s = nlabel(k), l_sd = nlabel(k);
     emit(k, "mov.f64 %s, %s;", FD(tot), CD(0.0));
-    emit(k, "mov.u64 %s, 0;", D(si));
+    emit(k, "mov.u64 %s, %s;", D(si), D(g64));
+    int pout = np(k);
+    emit(k, "not.pred %s, %s;", P(pout), P(pin));
+    emit(k, "@%s bra %s;", P(pout), L(l_sd));
     label(k, l_s);
-    emit(k, "add.u64 %s, %s, 3;", D(lst), D(si));
-    emit(k, "setp.ge.u64 %s, %s, %s;", P(ps), D(lst), D(splits));
-    emit(k, "@%s bra %s;", P(ps), L(l_s1));
-    int v4[4];
-    for (int q = 0; q < 4; q++) {
-        int sq = nd(k), pi2 = nd(k);
-        v4[q] = nfd(k);
-        emit(k, "add.u64 %s, %s, %d;", D(sq), D(si), q);
-        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pi2), D(sq), D(n), D(gid));
-        emit(k, "ld.global.f64 %s, [%s];", FD(v4[q]), D(addr_of(k, part, pi2, 8)));
-    }
-    for (int q = 0; q < 4; q++)
-        emit(k, "add.rn.f64 %s, %s, %s;", FD(tot), FD(tot), FD(v4[q]));
-    emit(k, "add.u64 %s, %s, 4;", D(si), D(si));
-    emit(k, "bra.uni %s;", L(l_s));
-    label(k, l_s1);
     emit(k, "setp.ge.u64 %s, %s, %s;", P(ps), D(si), D(splits));
     emit(k, "@%s bra %s;", P(ps), L(l_sd));
     int pi2 = nd(k), v = nfd(k);
-    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pi2), D(si), D(n), D(gid));
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pi2), D(si), D(n), D(col));
     emit(k, "ld.global.f64 %s, [%s];", FD(v), D(addr_of(k, part, pi2, 8)));
     emit(k, "add.rn.f64 %s, %s, %s;", FD(tot), FD(tot), FD(v));
-    emit(k, "add.u64 %s, %s, 1;", D(si), D(si));
-    emit(k, "bra.uni %s;", L(l_s1));
+    emit(k, "add.u64 %s, %s, 8;", D(si), D(si));
+    emit(k, "bra.uni %s;", L(l_s));
     label(k, l_sd);
-    store_scaled(k, tot, addr_of(k, y, gid, 4), alpha, beta);
+    int sb = nr(k), slot = nr(k);
+    emit(k, "mov.u32 %s, gtf_smem;", R(sb));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(slot), R(ftid), R(sb));
+    emit(k, "st.shared.f64 [%s], %s;", R(slot), FD(tot));
+    emit(k, "bar.sync 0;");
+    int l_e = nlabel(k), pg = np(k), pskip = np(k);
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(pg), R(g32));
+    emit(k, "or.pred %s, %s, %s;", P(pskip), P(pg), P(pout));
+    emit(k, "@%s bra %s;", P(pskip), L(l_e));
+    for (int g = 1; g < 8; g++) {
+        int t = nfd(k);
+        emit(k, "ld.shared.f64 %s, [%s+%d];", FD(t), R(slot), g * 32 * 8);
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(tot), FD(tot), FD(t));
+    }
+    store_scaled(k, tot, addr_of(k, y, col, 4), alpha, beta);
     label(k, l_e);
     kern_finish(mod, k, "gemv_t_final",
                 ".param .u64 p_y, .param .u64 p_part, .param .u64 p_n, .param .u64 p_splits, "
-                ".param .f32 p_alpha, .param .f32 p_beta", NULL, NULL);
+                ".param .f32 p_alpha, .param .f32 p_beta", ".maxntid 256, 1, 1\n",
+                "\t.shared .align 8 .b8 gtf_smem[2048];\n");
 }
 
 /* ---- the bandwidth kernels: 16-byte loads (width 4: n % 4 == 0 and aligned
@@ -254,27 +261,39 @@ static void gen_gemv_n_block(strbuf *mod, int width)
                 ".param .f32 p_alpha, .param .f32 p_beta", ".maxntid 256, 1, 1\n", RED_SHARED);
 }
 
-/* gemv with A transposed, 4 columns per lane (16-byte loads): block (bx, s)
- * takes columns [128 bx, 128 bx + 128) (a warp's width) of rows
- * [s*chunk, (s+1)*chunk); its 8 warps take every 8th row of that, four
- * rows per trip, and add their sums in warp order through shared memory
- * into part[s*n + j] (float64).  Few splits, so gemv_t_final adds few. */
+/* gemv with A transposed, 4 columns per lane (16-byte loads): tile (cb, s)
+ * is columns [128 cb, 128 cb + 128) (a warp's width) of rows
+ * [s*chunk, (s+1)*chunk); the blocks take the tiles t = cb + s * ncb in a
+ * grid-stride loop (the launch makes their number a multiple of the grid,
+ * so every multiprocessor gets the same work).  A block's 8 warps take
+ * every 8th row of the tile, four rows per trip, and add their sums in warp
+ * order through shared memory into part[s*n + j] (float64). */
 #define GT_WARPS 8
 static void gen_gemv_t_part_v4(strbuf *mod)
 {
     kern kk = {0}, *k = &kk;
     int part = param_global(k, "p_part"), a = param_global(k, "p_a"), x = param_global(k, "p_x");
     int m = param_u64(k, "p_m"), n = param_u64(k, "p_n"), chunk = param_u64(k, "p_chunk");
+    int tiles = param_u64(k, "p_tiles");
     int tid, lane, warp;
     lane_warp(k, &tid, &lane, &warp);
-    int ctaid = sreg(k, "%ctaid.x"), cy = sreg(k, "%ctaid.y");
+    int ctaid = sreg(k, "%ctaid.x"), nctaid = sreg(k, "%nctaid.x");
     int j4 = nd(k), l64 = nd(k), w64 = nd(k), s = nd(k), n4 = nd(k), pj = np(k);
-    emit(k, "mul.wide.u32 %s, %s, 32;", D(j4), R(ctaid));
+    int tile = nd(k), tstep = nd(k), ncb = nd(k), cb = nd(k), ptile = np(k), l_tile = nlabel(k), l_fin = nlabel(k);
     emit(k, "cvt.u64.u32 %s, %s;", D(l64), R(lane));
     emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(warp));
-    emit(k, "add.u64 %s, %s, %s;", D(j4), D(j4), D(l64));
-    emit(k, "cvt.u64.u32 %s, %s;", D(s), R(cy));
     emit(k, "shr.u64 %s, %s, 2;", D(n4), D(n));
+    emit(k, "add.u64 %s, %s, 31;", D(ncb), D(n4));
+    emit(k, "shr.u64 %s, %s, 5;", D(ncb), D(ncb));
+    emit(k, "cvt.u64.u32 %s, %s;", D(tile), R(ctaid));
+    emit(k, "cvt.u64.u32 %s, %s;", D(tstep), R(nctaid));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(ptile), D(tile), D(tiles));
+    emit(k, "@%s bra %s;", P(ptile), L(l_fin));
+    label(k, l_tile);
+    emit(k, "div.u64 %s, %s, %s;", D(s), D(tile), D(ncb));
+    emit(k, "rem.u64 %s, %s, %s;", D(cb), D(tile), D(ncb));
+    emit(k, "shl.b64 %s, %s, 5;", D(j4), D(cb));
+    emit(k, "add.u64 %s, %s, %s;", D(j4), D(j4), D(l64));
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pj), D(j4), D(n4));
     int i0 = nd(k), i1 = nd(k), i = nd(k), col = nd(k), rowb = nd(k), pi = np(k);
     emit(k, "mul.lo.u64 %s, %s, %s;", D(i0), D(s), D(chunk));
@@ -352,9 +371,14 @@ static void gen_gemv_t_part_v4(strbuf *mod)
     emit(k, "st.global.v2.f64 [%s], {%s, %s};", D(pa), FD(acc[0]), FD(acc[1]));
     emit(k, "st.global.v2.f64 [%s+16], {%s, %s};", D(pa), FD(acc[2]), FD(acc[3]));
     label(k, l_end);
+    emit(k, "bar.sync 0;"); /* gt_smem is read before the next tile writes it */
+    emit(k, "add.u64 %s, %s, %s;", D(tile), D(tile), D(tstep));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(ptile), D(tile), D(tiles));
+    emit(k, "@%s bra %s;", P(ptile), L(l_tile));
+    label(k, l_fin);
     kern_finish(mod, k, "gemv_t_part_v4",
                 ".param .u64 p_part, .param .u64 p_a, .param .u64 p_x, .param .u64 p_m, "
-                ".param .u64 p_n, .param .u64 p_chunk", ".maxntid 256, 1, 1\n",
+                ".param .u64 p_n, .param .u64 p_chunk, .param .u64 p_tiles", ".maxntid 256, 1, 1\n",
                 "\t.shared .align 16 .b8 gt_smem[8192];\n");
 }
 

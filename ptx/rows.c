@@ -198,6 +198,7 @@ typedef struct rowc {
     int lo, hi;        /* .b32 */
     int parity;        /* .b32: 0/1 by row, picks the cluster slots (see group_reduce) */
     int nreduce;       /* reductions so far in this row */
+    int pred[ROWC_UNROLL]; /* .pred of each unit of a trip (-1: always in range) */
     int xg, yg;        /* .b64: the row in a and y */
     int sb;            /* .b32: the row's shared-memory cache */
     int gg, bg, has_g, has_b;
@@ -217,11 +218,43 @@ static int unit_off64(kern *k, rowc *c, int u)
     return o;
 }
 
+/* the norms cache their row as float64 (converted once, in the first
+ * pass: conversions are the slow part of their arithmetic), the softmaxes
+ * as float */
+static int is_norm(const rowc *c)
+{
+    return c->kind == ROW_LAYERNORM || c->kind == ROW_RMSNORM;
+}
+
 static int smem_addr(kern *k, rowc *c, int u)
 {
     int a = nr(k);
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(u), 4 * c->width, R(c->sb)); /* sb: minus lo's offset */
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(u), (is_norm(c) ? 8 : 4) * c->width,
+         R(c->sb)); /* sb: minus lo's offset */
     return a;
+}
+
+/* the float64 copies of a unit in and out of the cache (norms) */
+static void st_cached_f64(kern *k, rowc *c, const int *xd, int addr, const char *pred)
+{
+    if (c->width == 4) {
+        emit(k, "%s st.shared.v2.f64 [%s], {%s, %s};", pred, R(addr), FD(xd[0]), FD(xd[1]));
+        emit(k, "%s st.shared.v2.f64 [%s+16], {%s, %s};", pred, R(addr), FD(xd[2]), FD(xd[3]));
+    } else {
+        emit(k, "%s st.shared.f64 [%s], %s;", pred, R(addr), FD(xd[0]));
+    }
+}
+
+static void ld_cached_f64(kern *k, rowc *c, int *xd, int addr, const char *pred)
+{
+    for (int i = 0; i < c->width; i++)
+        xd[i] = nfd(k);
+    if (c->width == 4) {
+        emit(k, "%s ld.shared.v2.f64 {%s, %s}, [%s];", pred, FD(xd[0]), FD(xd[1]), R(addr));
+        emit(k, "%s ld.shared.v2.f64 {%s, %s}, [%s+16];", pred, FD(xd[2]), FD(xd[3]), R(addr));
+    } else {
+        emit(k, "%s ld.shared.f64 %s, [%s];", pred, FD(xd[0]), R(addr));
+    }
 }
 
 static void ld_units(kern *k, rowc *c, const char *space, int *v, const char *addr, const char *pred)
@@ -234,32 +267,49 @@ static void ld_units(kern *k, rowc *c, const char *space, int *v, const char *ad
         emit(k, "%s ld.%s.f32 %s, [%s];", pred, space, F(v[0]), addr);
 }
 
-static void st_units(kern *k, rowc *c, const char *space, const int *v, const char *addr)
+static void st_units(kern *k, rowc *c, const char *space, const int *v, const char *addr, const char *pred)
 {
     if (c->width == 4)
-        emit(k, "st.%s.v4.f32 [%s], {%s, %s, %s, %s};", space, addr, F(v[0]), F(v[1]), F(v[2]), F(v[3]));
+        emit(k, "%s st.%s.v4.f32 [%s], {%s, %s, %s, %s};", pred, space, addr, F(v[0]), F(v[1]), F(v[2]), F(v[3]));
     else
-        emit(k, "st.%s.f32 [%s], %s;", space, addr, F(v[0]));
+        emit(k, "%s st.%s.f32 [%s], %s;", pred, space, addr, F(v[0]));
 }
 
-/* body over every unit of this thread: ROWC_UNROLL units per trip while they
- * last (when unroll), then one per trip */
+/* "@%p" for unit q of the trip when it may be out of range, else "" */
+static const char *unit_pred(rowc *c, int q, char *buf, size_t size)
+{
+    if (c->pred[q] < 0)
+        buf[0] = '\0';
+    else
+        snprintf(buf, size, "@%s", P(c->pred[q]));
+    return buf;
+}
+
+/* body over every unit of this thread.  unroll: ROWC_UNROLL units per trip,
+ * the ones past the end predicated off (no serial tail: a thread with fewer
+ * units than the others does not lag behind with one load at a time);
+ * else one per trip */
 static void unit_loop(kern *k, rowc *c, int unroll, rowc_body body)
 {
     int u = nr(k), p = np(k), l_small = nlabel(k), l_done = nlabel(k);
+    for (int q = 0; q < ROWC_UNROLL; q++)
+        c->pred[q] = -1;
     emit(k, "add.u32 %s, %s, %s;", R(u), R(c->lo), R(c->gt));
     if (unroll) {
-        int l_big = nlabel(k), last = nr(k), units[ROWC_UNROLL];
+        int l_big = nlabel(k), units[ROWC_UNROLL];
         label(k, l_big);
-        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(last), R(c->G), ROWC_UNROLL - 1, R(u));
-        emit(k, "setp.ge.u32 %s, %s, %s;", P(p), R(last), R(c->hi));
-        emit(k, "@%s bra %s;", P(p), L(l_small));
+        emit(k, "setp.ge.u32 %s, %s, %s;", P(p), R(u), R(c->hi));
+        emit(k, "@%s bra %s;", P(p), L(l_done));
         units[0] = u;
         for (int q = 1; q < ROWC_UNROLL; q++) {
             units[q] = nr(k);
+            c->pred[q] = np(k);
             emit(k, "add.u32 %s, %s, %s;", R(units[q]), R(units[q - 1]), R(c->G));
+            emit(k, "setp.lt.u32 %s, %s, %s;", P(c->pred[q]), R(units[q]), R(c->hi));
         }
         body(k, c, units, ROWC_UNROLL);
+        for (int q = 0; q < ROWC_UNROLL; q++)
+            c->pred[q] = -1;
         emit(k, "add.u32 %s, %s, %s;", R(u), R(units[ROWC_UNROLL - 1]), R(c->G));
         emit(k, "bra.uni %s;", L(l_big));
     }
@@ -276,26 +326,47 @@ static void unit_loop(kern *k, rowc *c, int unroll, rowc_body body)
 static void body_load(kern *k, rowc *c, const int *u, int count)
 {
     int v[ROWC_UNROLL][4];
+    char pb[16];
+    int softmax = c->kind == ROW_SOFTMAX || c->kind == ROW_LOG_SOFTMAX;
     for (int q = 0; q < count; q++) {
         int a = nd(k);
         emit(k, "add.u64 %s, %s, %s;", D(a), D(c->xg), D(unit_off64(k, c, u[q])));
-        ld_units(k, c, "global", v[q], D(a), "");
+        if (c->pred[q] >= 0) {
+            /* a unit past the end: the statistic's identity (no effect) */
+            for (int i = 0; i < c->width; i++) {
+                v[q][i] = nf(k);
+                emit(k, "mov.f32 %s, %s;", F(v[q][i]), softmax ? CB(0xff800000u) : C(0.0f));
+            }
+            char line[160];
+            if (c->width == 4)
+                snprintf(line, sizeof line, "@%s ld.global.v4.f32 {%s, %s, %s, %s}, [%s];", P(c->pred[q]),
+                         F(v[q][0]), F(v[q][1]), F(v[q][2]), F(v[q][3]), D(a));
+            else
+                snprintf(line, sizeof line, "@%s ld.global.f32 %s, [%s];", P(c->pred[q]), F(v[q][0]), D(a));
+            emit(k, "%s", line);
+        } else {
+            ld_units(k, c, "global", v[q], D(a), "");
+        }
     }
     for (int q = 0; q < count; q++) {
-        st_units(k, c, "shared", v[q], R(smem_addr(k, c, u[q])));
+        int sa = smem_addr(k, c, u[q]), xd[4];
+        if (!is_norm(c))
+            st_units(k, c, "shared", v[q], R(sa), unit_pred(c, q, pb, sizeof pb));
         for (int i = 0; i < c->width; i++) {
             int x = v[q][i];
             if (c->kind == ROW_SOFTMAX || c->kind == ROW_LOG_SOFTMAX) {
                 emit(k, "max.NaN.f32 %s, %s, %s;", F(c->acc_f), F(c->acc_f), F(x));
             } else {
-                int xd = nfd(k);
-                emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(x));
+                xd[i] = nfd(k);
+                emit(k, "cvt.f64.f32 %s, %s;", FD(xd[i]), F(x));
                 if (c->kind == ROW_LAYERNORM)
-                    emit(k, "add.rn.f64 %s, %s, %s;", FD(c->acc_d), FD(c->acc_d), FD(xd));
+                    emit(k, "add.rn.f64 %s, %s, %s;", FD(c->acc_d), FD(c->acc_d), FD(xd[i]));
                 else
-                    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(c->acc_d), FD(xd), FD(xd), FD(c->acc_d));
+                    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(c->acc_d), FD(xd[i]), FD(xd[i]), FD(c->acc_d));
             }
         }
+        if (is_norm(c))
+            st_cached_f64(k, c, xd, sa, unit_pred(c, q, pb, sizeof pb));
     }
 }
 
@@ -313,18 +384,17 @@ static void body_sum_exp(kern *k, rowc *c, const int *u, int count)
         emit(k, "add.rn.f64 %s, %s, %s;", FD(c->acc_d), FD(c->acc_d), FD(ed));
     }
     if (c->kind == ROW_SOFTMAX)
-        st_units(k, c, "shared", e, R(sa));
+        st_units(k, c, "shared", e, R(sa), "");
 }
 
 /* layernorm pass 2: sum (x - mean)^2 */
 static void body_var(kern *k, rowc *c, const int *u, int count)
 {
-    int v[4];
+    int xv[4];
     (void)count;
-    ld_units(k, c, "shared", v, R(smem_addr(k, c, u[0])), "");
+    ld_cached_f64(k, c, xv, smem_addr(k, c, u[0]), "");
     for (int i = 0; i < c->width; i++) {
-        int xd = nfd(k), dd = nfd(k);
-        emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(v[i]));
+        int xd = xv[i], dd = nfd(k);
         emit(k, "sub.rn.f64 %s, %s, %s;", FD(dd), FD(xd), FD(c->mean));
         emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(c->acc_d), FD(dd), FD(dd), FD(c->acc_d));
     }
@@ -334,9 +404,13 @@ static void body_var(kern *k, rowc *c, const int *u, int count)
 static void body_write(kern *k, rowc *c, const int *u, int count)
 {
     int v[ROWC_UNROLL][4], gv[ROWC_UNROLL][4], bv[ROWC_UNROLL][4];
-    int norm = c->kind == ROW_LAYERNORM || c->kind == ROW_RMSNORM;
+    int norm = is_norm(c);
+    char pu[16];
     for (int q = 0; q < count; q++) {
-        ld_units(k, c, "shared", v[q], R(smem_addr(k, c, u[q])), "");
+        if (norm)
+            ld_cached_f64(k, c, v[q], smem_addr(k, c, u[q]), unit_pred(c, q, pu, sizeof pu));
+        else
+            ld_units(k, c, "shared", v[q], R(smem_addr(k, c, u[q])), unit_pred(c, q, pu, sizeof pu));
         if (!norm)
             continue;
         int off = unit_off64(k, c, u[q]), ga = nd(k), ba = nd(k);
@@ -346,9 +420,16 @@ static void body_write(kern *k, rowc *c, const int *u, int count)
             gv[q][i] = fmov(k, 1.0f);
             bv[q][i] = fmov(k, 0.0f);
         }
+        int hg = c->has_g, hb = c->has_b;
+        if (c->pred[q] >= 0) { /* and the unit in range */
+            hg = np(k);
+            hb = np(k);
+            emit(k, "and.pred %s, %s, %s;", P(hg), P(c->has_g), P(c->pred[q]));
+            emit(k, "and.pred %s, %s, %s;", P(hb), P(c->has_b), P(c->pred[q]));
+        }
         char pg[16], pb[16];
-        snprintf(pg, sizeof pg, "@%s", P(c->has_g));
-        snprintf(pb, sizeof pb, "@%s", P(c->has_b));
+        snprintf(pg, sizeof pg, "@%s", P(hg));
+        snprintf(pb, sizeof pb, "@%s", P(hb));
         if (c->width == 4) {
             emit(k, "%s ld.global.v4.f32 {%s, %s, %s, %s}, [%s];", pg, F(gv[q][0]), F(gv[q][1]), F(gv[q][2]),
                  F(gv[q][3]), D(ga));
@@ -373,20 +454,29 @@ static void body_write(kern *k, rowc *c, const int *u, int count)
                 emit(k, "sub.rn.f32 %s, %s, %s;", F(o), F(d), F(c->lsum));
             } else {
                 /* gamma x^ + beta in double, rounded once (see row_layernorm) */
-                int xd = nfd(k), d = nfd(k), t = nfd(k), gd = nfd(k), bd = nfd(k), yd = nfd(k);
-                emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(x));
-                emit(k, "sub.rn.f64 %s, %s, %s;", FD(d), FD(xd), FD(c->mean));
+                /* (conversions to and from float64 are the slow part here:
+                 * rmsnorm has neither mean nor beta) */
+                int xd = x, d = xd, t = nfd(k), gd = nfd(k), yd = nfd(k); /* x: float64 here */
+                if (c->kind == ROW_LAYERNORM) {
+                    d = nfd(k);
+                    emit(k, "sub.rn.f64 %s, %s, %s;", FD(d), FD(xd), FD(c->mean));
+                }
                 emit(k, "mul.rn.f64 %s, %s, %s;", FD(t), FD(d), FD(c->rstd));
                 emit(k, "cvt.f64.f32 %s, %s;", FD(gd), F(gv[q][i]));
-                emit(k, "cvt.f64.f32 %s, %s;", FD(bd), F(bv[q][i]));
-                emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(yd), FD(t), FD(gd), FD(bd));
+                if (c->kind == ROW_LAYERNORM) {
+                    int bd = nfd(k);
+                    emit(k, "cvt.f64.f32 %s, %s;", FD(bd), F(bv[q][i]));
+                    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(yd), FD(t), FD(gd), FD(bd));
+                } else {
+                    emit(k, "mul.rn.f64 %s, %s, %s;", FD(yd), FD(t), FD(gd));
+                }
                 emit(k, "cvt.rn.f32.f64 %s, %s;", F(o), FD(yd));
             }
             out[i] = o;
         }
         int a = nd(k);
         emit(k, "add.u64 %s, %s, %s;", D(a), D(c->yg), D(unit_off64(k, c, u[q])));
-        st_units(k, c, "global", out, D(a));
+        st_units(k, c, "global", out, D(a), unit_pred(c, q, pu, sizeof pu));
     }
 }
 
@@ -536,7 +626,7 @@ static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int
         emit(k, "add.u64 %s, %s, %s;", D(row), D(wrow), D(s64));
         emit(k, "mul.lo.u32 %s, %s, %s;", R(w32), R(nctaid), R(c->nwarps));
         emit(k, "mul.wide.u32 %s, %s, %d;", D(rstep), R(w32), rpw);
-        emit(k, "shl.b32 %s, %s, 2;", R(rowbytes), R(n32));
+        emit(k, "shl.b32 %s, %s, %d;", R(rowbytes), R(n32), is_norm(c) ? 3 : 2);
         emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(slot), R(c->warp), rpw, R(sub));
         emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(c->sb), R(slot), R(rowbytes), R(c->sb));
     } else if (cluster == 1) {
@@ -559,7 +649,7 @@ static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int
         emit(k, "mul.lo.u32 %s, %s, %s;", R(c->lo), R(rank), R(per));
         emit(k, "add.u32 %s, %s, %s;", R(c->hi), R(c->lo), R(per));
         emit(k, "min.u32 %s, %s, %s;", R(c->hi), R(c->hi), R(c->nu));
-        emit(k, "mul.lo.u32 %s, %s, %d;", R(lob), R(c->lo), 4 * width);
+        emit(k, "mul.lo.u32 %s, %s, %d;", R(lob), R(c->lo), (is_norm(c) ? 8 : 4) * width);
         emit(k, "sub.u32 %s, %s, %s;", R(c->sb), R(c->sb), R(lob));
     }
     if (cluster == 1) {

@@ -297,6 +297,11 @@ static void bench_bandwidth(rayo_context *ctx)
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         for (size_t j = 0; j < sizeof cols / sizeof cols[0]; j++)
             bench_rows(ctx, rows[i].name, rows[i].op, cols[j], total, a, b, y, rows[i].flags);
+    static const size_t more_cols[] = {8192, 16384, 65536}; /* cuda: 1, 2 and 8 CTAs per row */
+    for (size_t j = 0; j < sizeof more_cols / sizeof more_cols[0]; j++) {
+        bench_rows(ctx, "softmax", RAYO_OP_SOFTMAX, more_cols[j], total, a, b, y, 0);
+        bench_rows(ctx, "rmsnorm", RAYO_OP_RMSNORM, more_cols[j], total, a, b, y, 0);
+    }
     bench_gemv(ctx, 11008, 4096, 0, a, b, y);
     bench_gemv(ctx, 11008, 4096, RAYO_TRANS_A, a, b, y);
     rayo_buffer_destroy(a);

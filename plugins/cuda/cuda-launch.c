@@ -81,15 +81,20 @@ static unsigned reduce_blocks(const cuda_state *st, size_t n)
     return (unsigned)b;
 }
 
+/* gemv_t_part_v4's grid: blocks per multiprocessor (5 fit by registers) */
+#define GEMV_T_BLOCKS_PER_SM 4
+
 /* gemv with A transposed: splits of the m rows so that the grid fills the
- * GPU.  n % 4 == 0 (gemv_t_part_v4): blocks of 128 columns, about 4 per
- * multiprocessor, splits of at least 64 rows (few partials to add);
- * otherwise (gemv_t_part) a thread per column, 2048 per multiprocessor. */
+ * GPU.  n % 4 == 0 (gemv_t_part_v4): tiles of 128 columns, twice as many as
+ * its grid (so that every multiprocessor gets the same number), splits of
+ * at least 64 rows (few partials to add); otherwise (gemv_t_part) a thread
+ * per column, 2048 per multiprocessor. */
 static void gemv_t_shape(const cuda_state *st, const cuda_op *op, size_t *splits, size_t *chunk)
 {
     size_t want, most;
     if (op->n % 4 == 0) {
-        want = ceil_div((size_t)st->sm_count * 4, ceil_div(op->n ? op->n : 1, 128));
+        size_t cb = ceil_div(op->n ? op->n : 1, 128);
+        want = ((size_t)st->sm_count * GEMV_T_BLOCKS_PER_SM * 2 + cb / 2) / cb;
         most = min_size(1024, op->m / 64 ? op->m / 64 : 1);
     } else {
         want = ceil_div((size_t)st->sm_count * 2048, ceil_div(op->n, THREADS) * THREADS);
@@ -204,12 +209,14 @@ static rayo_status launch_rows(cuda_state *st, CUstream stream, const cuda_op *o
     unsigned long long m = op->m, n = op->n;
     void *params[] = {&y, &a, &gamma, &beta, &m, &n, &eps};
     char name[64];
-    size_t row_bytes = op->n * sizeof(float);
+    /* the norms cache their rows as float64 (ptx/rows.c) */
+    size_t esize = op->op == RAYO_OP_LAYERNORM || op->op == RAYO_OP_RMSNORM ? 8 : 4;
+    size_t row_bytes = op->n * esize;
     size_t cache = st->max_smem_optin > RAYO_PTX_ROWC_STATIC_SMEM
                        ? (size_t)st->max_smem_optin - RAYO_PTX_ROWC_STATIC_SMEM : 0;
     if (st->ptx_target >= 90)
-        cache *= RAYO_PTX_ROWC_MAX_CLUSTER; /* less a unit per CTA of rounding: */
-    if (op->m > 0 && op->n > 0 && row_bytes + RAYO_PTX_ROWC_MAX_CLUSTER * 16 <= cache) {
+        cache *= RAYO_PTX_ROWC_MAX_CLUSTER; /* a row over a cluster (below: less a unit per CTA) */
+    if (op->m > 0 && op->n > 0 && row_bytes + RAYO_PTX_ROWC_MAX_CLUSTER * 32 <= cache) {
         int vec = aligned16(y) && aligned16(a) && aligned16(gamma) && aligned16(beta) && op->n % 4 == 0;
         int warp = op->n <= RAYO_PTX_ROWC_WARP_MAX_N;
         size_t units = vec ? op->n / 4 : op->n;
@@ -236,7 +243,7 @@ static rayo_status launch_rows(cuda_state *st, CUstream stream, const cuda_op *o
             snprintf(name, sizeof name, "rowc_%s_cluster%zu_%s", cuda_op_name(op->op), cluster, vec ? "v4" : "s1");
         unsigned blocks = (unsigned)(min_size(op->m, (size_t)st->sm_count * 16 / cluster) * cluster);
         return launch(st, stream, cluster > 1 ? MOD_ROWS_CLUSTER : MOD_ROWS, name, blocks, 1, (unsigned)threads, 1,
-                      (unsigned)(per * (vec ? 16 : 4)), params);
+                      (unsigned)(per * (vec ? 4 : 1) * esize), params);
     }
     snprintf(name, sizeof name, "row_%s", cuda_op_name(op->op));
     unsigned blocks = (unsigned)min_size(op->m ? op->m : 1, (size_t)st->sm_count * 16);
@@ -268,15 +275,21 @@ static rayo_status launch_gemv(cuda_state *st, CUstream stream, const cuda_op *o
     gemv_t_shape(st, op, &splits, &chunk);
     CUdeviceptr part = op->scratch;
     unsigned long long ch = chunk, sp = splits;
-    unsigned col_blocks = (unsigned)(vec ? ceil_div(op->n, 128) : ceil_div(op->n, THREADS));
-    void *p1[] = {&part, &a, &x, &m, &n, &ch};
-    rayo_status s = launch(st, stream, MOD_MATRIX, vec ? "gemv_t_part_v4" : "gemv_t_part", col_blocks ? col_blocks : 1,
-                           (unsigned)splits, THREADS, 1, 0, p1);
+    rayo_status s;
+    if (vec) {
+        unsigned long long tiles = ceil_div(op->n, 128) * splits;
+        void *p1[] = {&part, &a, &x, &m, &n, &ch, &tiles};
+        unsigned blocks = (unsigned)min_size(tiles, (size_t)st->sm_count * GEMV_T_BLOCKS_PER_SM);
+        s = launch(st, stream, MOD_MATRIX, "gemv_t_part_v4", blocks ? blocks : 1, 1, THREADS, 1, 0, p1);
+    } else {
+        void *p1[] = {&part, &a, &x, &m, &n, &ch};
+        s = launch(st, stream, MOD_MATRIX, "gemv_t_part", (unsigned)ceil_div(op->n, THREADS), (unsigned)splits,
+                   THREADS, 1, 0, p1);
+    }
     if (s != RAYO_OK)
         return s;
-    col_blocks = (unsigned)ceil_div(op->n, THREADS);
     void *p2[] = {&y, &part, &n, &sp, &alpha, &beta};
-    return launch(st, stream, MOD_MATRIX, "gemv_t_final", col_blocks, 1, THREADS, 1, 0, p2);
+    return launch(st, stream, MOD_MATRIX, "gemv_t_final", (unsigned)ceil_div(op->n, 32), 1, THREADS, 1, 0, p2);
 }
 
 /* ---- transpose, bias_act ------------------------------------------------- */

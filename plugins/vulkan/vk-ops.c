@@ -208,13 +208,19 @@ static rayo_status bind_scratch(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_
     return RAYO_OK;
 }
 
-/* Rows up to LONG_ROW take one workgroup each (rows.comp PASS 0); longer
+/* Rows up to CACHED_ROW take one workgroup each with the row in registers
+ * (rows.comp PASS 4: E values per invocation, one read of the row); up to
+ * LONG_ROW one workgroup each (PASS 0: a pass over memory per statistic); longer
  * ones are cut into at most MAX_CHUNKS chunks of at least LONG_ROW
  * elements, one workgroup per chunk, in three passes (two for rmsnorm).
  * Either way no invocation loops more than ~16,000 times over 2^32
  * elements. */
 #define LONG_ROW (256u * 256u)
 #define MAX_CHUNKS 1024u
+#define CACHED_ROW_E 32u
+/* Longest row for PASS 4: measured on an H200 (doc/benchmarks-vulkan.md),
+ * it beats PASS 0 up to rows of 1024 and loses at 4096 */
+#define CACHED_ROW_MAX 2048u
 
 static rayo_status rec_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                             vk_operands *ops)
@@ -226,6 +232,15 @@ static rayo_status rec_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
         .flags = (ops->use[1] ? 1u : 0u) | (ops->use[2] ? 2u : 0u),
     };
     push_offsets(ops, &pc, 1);
+    uint32_t wg_max = min_u32(1024u, s->props.limits.maxComputeWorkGroupInvocations);
+    if (n > 0 && n <= CACHED_ROW_MAX && n <= wg_max * CACHED_ROW_E) {
+        uint32_t wg = 64;
+        while (wg < wg_max && wg * 8u < n)
+            wg *= 2;
+        uint32_t spec[4] = {wg, call->op, 4, div_up(n, wg)};
+        uint32_t gx = min_u32(m, MAX_GROUPS), gy = min_u32(div_up(m, gx), MAX_GROUPS);
+        return dispatch(s, cx, shader, spec, 4, ops, &pc, gx, gy);
+    }
     if (n <= LONG_ROW) {
         uint32_t spec[3] = {n > 512 ? 256u : 64u, call->op, 0};
         uint32_t gx = min_u32(m, MAX_GROUPS), gy = min_u32(div_up(m, gx), MAX_GROUPS);
