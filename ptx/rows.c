@@ -218,43 +218,11 @@ static int unit_off64(kern *k, rowc *c, int u)
     return o;
 }
 
-/* the norms cache their row as float64 (converted once, in the first
- * pass: conversions are the slow part of their arithmetic), the softmaxes
- * as float */
-static int is_norm(const rowc *c)
-{
-    return c->kind == ROW_LAYERNORM || c->kind == ROW_RMSNORM;
-}
-
 static int smem_addr(kern *k, rowc *c, int u)
 {
     int a = nr(k);
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(u), (is_norm(c) ? 8 : 4) * c->width,
-         R(c->sb)); /* sb: minus lo's offset */
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(u), 4 * c->width, R(c->sb)); /* sb: minus lo's offset */
     return a;
-}
-
-/* the float64 copies of a unit in and out of the cache (norms) */
-static void st_cached_f64(kern *k, rowc *c, const int *xd, int addr, const char *pred)
-{
-    if (c->width == 4) {
-        emit(k, "%s st.shared.v2.f64 [%s], {%s, %s};", pred, R(addr), FD(xd[0]), FD(xd[1]));
-        emit(k, "%s st.shared.v2.f64 [%s+16], {%s, %s};", pred, R(addr), FD(xd[2]), FD(xd[3]));
-    } else {
-        emit(k, "%s st.shared.f64 [%s], %s;", pred, R(addr), FD(xd[0]));
-    }
-}
-
-static void ld_cached_f64(kern *k, rowc *c, int *xd, int addr, const char *pred)
-{
-    for (int i = 0; i < c->width; i++)
-        xd[i] = nfd(k);
-    if (c->width == 4) {
-        emit(k, "%s ld.shared.v2.f64 {%s, %s}, [%s];", pred, FD(xd[0]), FD(xd[1]), R(addr));
-        emit(k, "%s ld.shared.v2.f64 {%s, %s}, [%s+16];", pred, FD(xd[2]), FD(xd[3]), R(addr));
-    } else {
-        emit(k, "%s ld.shared.f64 %s, [%s];", pred, FD(xd[0]), R(addr));
-    }
 }
 
 static void ld_units(kern *k, rowc *c, const char *space, int *v, const char *addr, const char *pred)
@@ -349,24 +317,20 @@ static void body_load(kern *k, rowc *c, const int *u, int count)
         }
     }
     for (int q = 0; q < count; q++) {
-        int sa = smem_addr(k, c, u[q]), xd[4];
-        if (!is_norm(c))
-            st_units(k, c, "shared", v[q], R(sa), unit_pred(c, q, pb, sizeof pb));
+        st_units(k, c, "shared", v[q], R(smem_addr(k, c, u[q])), unit_pred(c, q, pb, sizeof pb));
         for (int i = 0; i < c->width; i++) {
             int x = v[q][i];
             if (c->kind == ROW_SOFTMAX || c->kind == ROW_LOG_SOFTMAX) {
                 emit(k, "max.NaN.f32 %s, %s, %s;", F(c->acc_f), F(c->acc_f), F(x));
             } else {
-                xd[i] = nfd(k);
-                emit(k, "cvt.f64.f32 %s, %s;", FD(xd[i]), F(x));
+                int xd = nfd(k);
+                emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(x));
                 if (c->kind == ROW_LAYERNORM)
-                    emit(k, "add.rn.f64 %s, %s, %s;", FD(c->acc_d), FD(c->acc_d), FD(xd[i]));
+                    emit(k, "add.rn.f64 %s, %s, %s;", FD(c->acc_d), FD(c->acc_d), FD(xd));
                 else
-                    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(c->acc_d), FD(xd[i]), FD(xd[i]), FD(c->acc_d));
+                    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(c->acc_d), FD(xd), FD(xd), FD(c->acc_d));
             }
         }
-        if (is_norm(c))
-            st_cached_f64(k, c, xd, sa, unit_pred(c, q, pb, sizeof pb));
     }
 }
 
@@ -390,11 +354,12 @@ static void body_sum_exp(kern *k, rowc *c, const int *u, int count)
 /* layernorm pass 2: sum (x - mean)^2 */
 static void body_var(kern *k, rowc *c, const int *u, int count)
 {
-    int xv[4];
+    int v[4];
     (void)count;
-    ld_cached_f64(k, c, xv, smem_addr(k, c, u[0]), "");
+    ld_units(k, c, "shared", v, R(smem_addr(k, c, u[0])), "");
     for (int i = 0; i < c->width; i++) {
-        int xd = xv[i], dd = nfd(k);
+        int xd = nfd(k), dd = nfd(k);
+        emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(v[i]));
         emit(k, "sub.rn.f64 %s, %s, %s;", FD(dd), FD(xd), FD(c->mean));
         emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(c->acc_d), FD(dd), FD(dd), FD(c->acc_d));
     }
@@ -404,13 +369,10 @@ static void body_var(kern *k, rowc *c, const int *u, int count)
 static void body_write(kern *k, rowc *c, const int *u, int count)
 {
     int v[ROWC_UNROLL][4], gv[ROWC_UNROLL][4], bv[ROWC_UNROLL][4];
-    int norm = is_norm(c);
+    int norm = c->kind == ROW_LAYERNORM || c->kind == ROW_RMSNORM;
     char pu[16];
     for (int q = 0; q < count; q++) {
-        if (norm)
-            ld_cached_f64(k, c, v[q], smem_addr(k, c, u[q]), unit_pred(c, q, pu, sizeof pu));
-        else
-            ld_units(k, c, "shared", v[q], R(smem_addr(k, c, u[q])), unit_pred(c, q, pu, sizeof pu));
+        ld_units(k, c, "shared", v[q], R(smem_addr(k, c, u[q])), unit_pred(c, q, pu, sizeof pu));
         if (!norm)
             continue;
         int off = unit_off64(k, c, u[q]), ga = nd(k), ba = nd(k);
@@ -456,7 +418,8 @@ static void body_write(kern *k, rowc *c, const int *u, int count)
                 /* gamma x^ + beta in double, rounded once (see row_layernorm) */
                 /* (conversions to and from float64 are the slow part here:
                  * rmsnorm has neither mean nor beta) */
-                int xd = x, d = xd, t = nfd(k), gd = nfd(k), yd = nfd(k); /* x: float64 here */
+                int xd = nfd(k), d = xd, t = nfd(k), gd = nfd(k), yd = nfd(k);
+                emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(x));
                 if (c->kind == ROW_LAYERNORM) {
                     d = nfd(k);
                     emit(k, "sub.rn.f64 %s, %s, %s;", FD(d), FD(xd), FD(c->mean));
@@ -626,7 +589,7 @@ static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int
         emit(k, "add.u64 %s, %s, %s;", D(row), D(wrow), D(s64));
         emit(k, "mul.lo.u32 %s, %s, %s;", R(w32), R(nctaid), R(c->nwarps));
         emit(k, "mul.wide.u32 %s, %s, %d;", D(rstep), R(w32), rpw);
-        emit(k, "shl.b32 %s, %s, %d;", R(rowbytes), R(n32), is_norm(c) ? 3 : 2);
+        emit(k, "shl.b32 %s, %s, 2;", R(rowbytes), R(n32));
         emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(slot), R(c->warp), rpw, R(sub));
         emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(c->sb), R(slot), R(rowbytes), R(c->sb));
     } else if (cluster == 1) {
@@ -649,7 +612,7 @@ static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int
         emit(k, "mul.lo.u32 %s, %s, %s;", R(c->lo), R(rank), R(per));
         emit(k, "add.u32 %s, %s, %s;", R(c->hi), R(c->lo), R(per));
         emit(k, "min.u32 %s, %s, %s;", R(c->hi), R(c->hi), R(c->nu));
-        emit(k, "mul.lo.u32 %s, %s, %d;", R(lob), R(c->lo), (is_norm(c) ? 8 : 4) * width);
+        emit(k, "mul.lo.u32 %s, %s, %d;", R(lob), R(c->lo), 4 * width);
         emit(k, "sub.u32 %s, %s, %s;", R(c->sb), R(c->sb), R(lob));
     }
     if (cluster == 1) {

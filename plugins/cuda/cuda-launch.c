@@ -209,9 +209,7 @@ static rayo_status launch_rows(cuda_state *st, CUstream stream, const cuda_op *o
     unsigned long long m = op->m, n = op->n;
     void *params[] = {&y, &a, &gamma, &beta, &m, &n, &eps};
     char name[64];
-    /* the norms cache their rows as float64 (ptx/rows.c) */
-    size_t esize = op->op == RAYO_OP_LAYERNORM || op->op == RAYO_OP_RMSNORM ? 8 : 4;
-    size_t row_bytes = op->n * esize;
+    size_t row_bytes = op->n * sizeof(float);
     size_t cache = st->max_smem_optin > RAYO_PTX_ROWC_STATIC_SMEM
                        ? (size_t)st->max_smem_optin - RAYO_PTX_ROWC_STATIC_SMEM : 0;
     if (st->ptx_target >= 90)
@@ -243,7 +241,7 @@ static rayo_status launch_rows(cuda_state *st, CUstream stream, const cuda_op *o
             snprintf(name, sizeof name, "rowc_%s_cluster%zu_%s", cuda_op_name(op->op), cluster, vec ? "v4" : "s1");
         unsigned blocks = (unsigned)(min_size(op->m, (size_t)st->sm_count * 16 / cluster) * cluster);
         return launch(st, stream, cluster > 1 ? MOD_ROWS_CLUSTER : MOD_ROWS, name, blocks, 1, (unsigned)threads, 1,
-                      (unsigned)(per * (vec ? 4 : 1) * esize), params);
+                      (unsigned)(per * (vec ? 16 : 4)), params);
     }
     snprintf(name, sizeof name, "row_%s", cuda_op_name(op->op));
     unsigned blocks = (unsigned)min_size(op->m ? op->m : 1, (size_t)st->sm_count * 16);

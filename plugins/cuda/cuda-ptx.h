@@ -35,8 +35,7 @@ typedef struct rayo_ptx_tf32_config {
 #define RAYO_PTX_SGEMM_ACC_BYTES 65536
 
 /* The row-cached kernels of module "rows" (rowc_*, ptx/rows.c) keep their
- * row in dynamic shared memory (n floats per row, n doubles for layernorm
- * and rmsnorm: a warp's row each for
+ * row in dynamic shared memory (n floats per row: a warp's row each for
  * rowc_*_warp_*, of up to ROWC_WARP_MAX_N floats, in blocks of
  * ROWC_WARP_THREADS; rowc_*_clusterC_* (sm_90) spread a row over the
  * shared memory of C CTAs, C = 2 ... MAX_CLUSTER); STATIC_SMEM bytes of
