@@ -1,5 +1,7 @@
-/* gemv.c - the gemv kernels of module "matrix": gemv_n (A as stored) and
- * gemv_t_part / gemv_t_final (A transposed), float64 accumulation. */
+/* gemv.c - the gemv kernels of module "matrix": gemv_n (a warp per row) and
+ * gemv_n_block_* (a block per row, 16-byte loads) for A as stored;
+ * gemv_t_part, gemv_t_part_v4 (16-byte loads) and gemv_t_final for A
+ * transposed; float64 accumulation. */
 #include "gen-ptx.h"
 
 /* y = alpha*acc + beta*y_old (y_old read only when beta != 0), in float64 */
@@ -76,7 +78,8 @@ void gen_gemv_n(strbuf *mod)
 
 /* gemv, A transposed: y[j] = sum_i A[i][j] x[i].  Grid (ceil(n/256), S):
  * block (bx, s) sums rows [s*chunk, (s+1)*chunk) for its 256 columns into
- * part[s*n + j] (float64); gemv_t_final adds the S partials in order. */
+ * part[s*n + j] (float64); gemv_t_final adds the S partials (in a fixed
+ * order: 8 interleaved sums, then those in order). */
 void gen_gemv_t(strbuf *mod)
 {
     kern kk = {0}, *k = &kk;

@@ -8,7 +8,7 @@
  *                   names, emit()/label()/kern_finish(), small building blocks
  *   math.c          accurate math and activations as PTX sequences (m_*)
  *   block-reduce.c  warp shuffles and block-wide reductions
- *   one file per module:  elementwise.c, reduce.c, rows.c,
+ *   one file per module:  elementwise.c, reduce.c, rows.c (also rows_cluster),
  *                   matrix.c (with gemv.c and transpose.c), sgemm.c, tf32.c
  *
  * A kernel is written into a `kern`: each helper takes fresh virtual

@@ -1,6 +1,8 @@
 /* math.c - accurate float32 math as PTX sequences (exp, expm1, log, erfc)
  * and the activations built on them (sigmoid, silu, tanh, gelu, gelu_tanh,
- * mish, relu, elu/selu).  Each takes and returns .f32 virtual registers.
+ * mish, relu, elu/selu): the hardware's ex2.approx and rcp.approx with the
+ * argument reduction and corrections that keep the contracts.  Each takes
+ * and returns .f32 virtual registers.
  * Written out with explicit rounding (.rn) so ptxas cannot contract it
  * differently; accuracy within the op list's contracts. */
 #include "gen-ptx.h"

@@ -1,5 +1,8 @@
-/* rows.c - module "rows": softmax, log_softmax, layernorm and rmsnorm, one
- * block per row (row_softmax, row_log_softmax, row_layernorm, row_rmsnorm). */
+/* rows.c - modules "rows" and "rows_cluster": softmax, log_softmax,
+ * layernorm and rmsnorm.  The row-cached kernels (rowc_*: the row read
+ * once, kept in shared memory; a warp, a block or, on sm_90, a cluster of
+ * blocks per row) for rows that fit, and the three-pass kernels (row_*, one
+ * block per row, any length) for longer ones. */
 #include "gen-ptx.h"
 #include "../plugins/cuda/cuda-ptx.h"
 
