@@ -137,21 +137,28 @@ static void store_f32s(kern *k, const int *v, int width, int addr)
         emit(k, "st.global.f32 [%s], %s;", D(addr), F(v[0]));
 }
 
-/* y[i..i+width) = op(a, b) at element index `index` */
-static void elem_body(kern *k, const elem_op *op, int width, int index, int y, int a, int b,
-                      int al, int be)
+/* y[i..i+width) = op(a, b) at each of the `count` element indices: every
+ * load first, then the math and the stores, so that a thread has all its
+ * loads in flight at once (bandwidth needs that many bytes in the air) */
+static void elem_body(kern *k, const elem_op *op, int width, const int *index, int count, int y, int a,
+                      int b, int al, int be)
 {
-    int va[4], vb[4] = {0, 0, 0, 0}, vy[4];
-    load_f32s(k, va, width, addr_of(k, a, index, 4));
-    if (op->inputs == 2)
-        load_f32s(k, vb, width, addr_of(k, b, index, 4));
-    for (int i = 0; i < width; i++)
-        vy[i] = op->fn(k, va[i], vb[i], al, be);
-    store_f32s(k, vy, width, addr_of(k, y, index, 4));
+    int va[2][4], vb[2][4] = {{0}}, vy[4];
+    for (int u = 0; u < count; u++) {
+        load_f32s(k, va[u], width, addr_of(k, a, index[u], 4));
+        if (op->inputs == 2)
+            load_f32s(k, vb[u], width, addr_of(k, b, index[u], 4));
+    }
+    for (int u = 0; u < count; u++) {
+        for (int i = 0; i < width; i++)
+            vy[i] = op->fn(k, va[u][i], vb[u][i], al, be);
+        store_f32s(k, vy, width, addr_of(k, y, index[u], 4));
+    }
 }
 
-/* Grid-stride loop over n elements; the v4 variant needs 16-byte aligned
- * pointers and handles the last n % 4 elements with scalar code. */
+/* Grid-stride loop over n elements, two strides per trip while both are in
+ * range; the v4 variant needs 16-byte aligned pointers and handles the last
+ * n % 4 elements with scalar code. */
 static void gen_elem_kernel(strbuf *mod, const elem_op *op, int width)
 {
     kern kk = {0}, *k = &kk;
@@ -161,7 +168,7 @@ static void gen_elem_kernel(strbuf *mod, const elem_op *op, int width)
     int gid, stride;
     grid_index(k, &gid, &stride);
     int count = n, i = nd(k), p = np(k);
-    int l_loop = nlabel(k), l_tail = nlabel(k), l_end = nlabel(k);
+    int l_loop = nlabel(k), l_one = nlabel(k), l_next = nlabel(k), l_tail = nlabel(k), l_end = nlabel(k);
     if (width == 4) {
         count = nd(k);
         emit(k, "shr.u64 %s, %s, 2;", D(count), D(n));
@@ -170,13 +177,28 @@ static void gen_elem_kernel(strbuf *mod, const elem_op *op, int width)
     emit(k, "setp.ge.u64 %s, %s, %s;", P(p), D(i), D(count));
     emit(k, "@%s bra %s;", P(p), L(l_tail));
     label(k, l_loop);
-    int e = i;
+    int i2 = nd(k), p2 = np(k);
+    emit(k, "add.u64 %s, %s, %s;", D(i2), D(i), D(stride));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(p2), D(i2), D(count));
+    emit(k, "@%s bra %s;", P(p2), L(l_one));
+    int e[2] = {i, i2};
+    if (width == 4)
+        for (int u = 0; u < 2; u++) {
+            e[u] = nd(k);
+            emit(k, "shl.b64 %s, %s, 2;", D(e[u]), D(u ? i2 : i));
+        }
+    elem_body(k, op, width, e, 2, y, a, b, al, be);
+    emit(k, "add.u64 %s, %s, %s;", D(i), D(i2), D(stride));
+    emit(k, "bra.uni %s;", L(l_next));
+    label(k, l_one);
+    int e1 = i;
     if (width == 4) {
-        e = nd(k);
-        emit(k, "shl.b64 %s, %s, 2;", D(e), D(i));
+        e1 = nd(k);
+        emit(k, "shl.b64 %s, %s, 2;", D(e1), D(i));
     }
-    elem_body(k, op, width, e, y, a, b, al, be);
+    elem_body(k, op, width, &e1, 1, y, a, b, al, be);
     emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(stride));
+    label(k, l_next);
     emit(k, "setp.lt.u64 %s, %s, %s;", P(p), D(i), D(count));
     emit(k, "@%s bra %s;", P(p), L(l_loop));
     label(k, l_tail);
@@ -186,7 +208,7 @@ static void gen_elem_kernel(strbuf *mod, const elem_op *op, int width)
         emit(k, "add.u64 %s, %s, %s;", D(j), D(j), D(gid));
         emit(k, "setp.ge.u64 %s, %s, %s;", P(pt), D(j), D(n));
         emit(k, "@%s bra %s;", P(pt), L(l_end));
-        elem_body(k, op, 1, j, y, a, b, al, be);
+        elem_body(k, op, 1, &j, 1, y, a, b, al, be);
     }
     label(k, l_end);
     char name[64];

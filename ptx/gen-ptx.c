@@ -31,6 +31,7 @@
 typedef struct module_def {
     const char *name;
     void (*gen)(strbuf *);
+    int min_sm; /* written for targets from this one on */
 } module_def;
 
 static const module_def modules[] = {
@@ -40,6 +41,7 @@ static const module_def modules[] = {
     {"matrix", module_matrix},
     {"sgemm", module_sgemm},
     {"tf32", module_tf32},
+    {"rows_cluster", module_rows_cluster, 90},
     {"infer", module_infer},
 };
 #define MODULE_COUNT (sizeof modules / sizeof modules[0])
@@ -82,6 +84,8 @@ static int write_ptx_dir(const char *dir)
 {
     for (size_t i = 0; i < MODULE_COUNT; i++)
         for (size_t t = 0; t < TARGET_COUNT; t++) {
+            if (targets[t] < modules[i].min_sm)
+                continue;
             strbuf b = {0};
             char path[4096];
             gen_module(&b, &modules[i], targets[t]);
@@ -129,8 +133,8 @@ static int write_c_source(const char *path)
     }
     sb_printf(&c, "const rayo_ptx_module rayo_cuda_ptx_modules[] = {\n");
     for (size_t i = 0; i < MODULE_COUNT; i++)
-        sb_printf(&c, "    {\"%s\", ptx_%s, sizeof ptx_%s - 1},\n", modules[i].name, modules[i].name,
-                  modules[i].name);
+        sb_printf(&c, "    {\"%s\", ptx_%s, sizeof ptx_%s - 1, %d},\n", modules[i].name, modules[i].name,
+                  modules[i].name, modules[i].min_sm);
     sb_printf(&c, "};\nconst unsigned rayo_cuda_ptx_module_count = %u;\n\n", (unsigned)MODULE_COUNT);
     tf32_write_config_table(&c);
     infer_write_config_table(&c);
@@ -167,7 +171,7 @@ int main(int argc, char **argv)
     if (argc == 5 && strcmp(argv[1], "--module") == 0 && strcmp(argv[3], "--sm") == 0) {
         const module_def *m = find_module(argv[2]);
         int sm = atoi(argv[4]);
-        if (!m || !is_target(sm))
+        if (!m || !is_target(sm) || sm < m->min_sm)
             return usage();
         strbuf b = {0};
         gen_module(&b, m, sm);

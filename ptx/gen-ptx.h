@@ -8,7 +8,7 @@
  *                   names, emit()/label()/kern_finish(), small building blocks
  *   math.c          accurate math and activations as PTX sequences (m_*)
  *   block-reduce.c  warp shuffles and block-wide reductions
- *   one file per module:  elementwise.c, reduce.c, rows.c,
+ *   one file per module:  elementwise.c, reduce.c, rows.c (also rows_cluster),
  *                   matrix.c (with gemv.c and transpose.c), sgemm.c, tf32.c,
  *                   infer-gemv.c + infer-ops.c + attention.c (module "infer": gemv
  *                   with half and quantized weights; glu, rope, convert, get_rows;
@@ -82,6 +82,8 @@ int horner(kern *k, int x, const float *c, int n);
 
 /* ---- math.c: float32 math, .f32 register in, .f32 register out ------------- */
 int m_exp(kern *k, int x);
+int m_exp_act(kern *k, int x); /* clamped to [-86, 88]: for callers with an absolute tolerance */
+int m_div_fast(kern *k, int num, int den); /* num * rcp.approx(den) */
 int m_log(kern *k, int x);
 int m_sigmoid(kern *k, int x);
 int m_silu(kern *k, int x);
@@ -108,15 +110,18 @@ void lane_warp(kern *k, int *tid, int *lane, int *warp);
 /* ---- the kernels of module "matrix" outside matrix.c ------------------------ */
 void gen_gemv_n(strbuf *mod);
 void gen_gemv_t(strbuf *mod);
+void gen_gemv_fast(strbuf *mod); /* gemv_n_block_*, gemv_t_part_v4 */
 void gen_transpose(strbuf *mod);
 
 /* ---- sgemm.c: the block's tile of C, shared with tf32.c -------------------- */
 void block_tile(kern *k, int raster, int *tile_m, int *tile_n);
 
 /* ---- the modules: each appends its kernels to mod --------------------------- */
+
 void module_elementwise(strbuf *mod);
 void module_reduce(strbuf *mod);
 void module_rows(strbuf *mod);
+void module_rows_cluster(strbuf *mod); /* sm_90 on */
 void module_matrix(strbuf *mod);
 void module_sgemm(strbuf *mod);
 void module_tf32(strbuf *mod);

@@ -1,30 +1,35 @@
 /* math.c - accurate float32 math as PTX sequences (exp, expm1, log, erfc)
  * and the activations built on them (sigmoid, silu, tanh, gelu, gelu_tanh,
- * mish, relu, elu/selu).  Each takes and returns .f32 virtual registers.
+ * mish, relu, elu/selu): the hardware's ex2.approx and rcp.approx with the
+ * argument reduction and corrections that keep the contracts.  Each takes
+ * and returns .f32 virtual registers.
  * Written out with explicit rounding (.rn) so ptxas cannot contract it
  * differently; accuracy within the op list's contracts. */
 #include "gen-ptx.h"
 
 /* ---- accurate math (within the op list's 2e-6 relative contracts) ------- */
-#define LOG2E_F 1.44269504088896341f
 #define LN2_HI_F 0.693145751953125f       /* 0x3f317200: few bits, n*LN2_HI exact */
 #define LN2_LO_F 1.42860676533018e-06f    /* ln 2 - LN2_HI */
 
-/* exp(x): x = n ln2 + r, |r| <= ln2/2; exp(r) by its Taylor series to r^7;
- * 2^n applied as two exact power-of-two factors so results that underflow
- * to subnormals round once.  ~2 ulp. */
+/* exp(x): x = n ln2 + r, |r| <= ln2/2, with r log2(e) = x log2(e) - n
+ * computed by two fmas (log2(e) in two parts, so no rounding of
+ * x log2(e) near |x| ~ 88 reaches the result); 2^(r log2 e) by the
+ * hardware's ex2.approx (about 2 ulp on this small argument); 2^n applied
+ * as two exact power-of-two factors so results that underflow to
+ * subnormals round once.  ~3 ulp, 18 instructions. */
+#define LOG2E_HI_F 1.44269502162933349609f  /* float(log2 e) */
+#define LOG2E_LO_F 1.92596299112661746e-08f /* log2 e - LOG2E_HI_F */
 int m_exp(kern *k, int x)
 {
-    static const float taylor[8] = {1.0f, 1.0f, 1.0f / 2, 1.0f / 6, 1.0f / 24,
-                                    1.0f / 120, 1.0f / 720, 1.0f / 5040};
-    int xc = nf(k), t = nf(k), n = nf(k), r1 = nf(k), r = nf(k);
+    int xc = nf(k), t = nf(k), n = nf(k), nn = nf(k), u1 = nf(k), u = nf(k), p = nf(k);
     emit(k, "max.f32 %s, %s, %s;", F(xc), F(x), C(-104.0f));
     emit(k, "min.f32 %s, %s, %s;", F(xc), F(xc), C(89.0f));
-    emit(k, "mul.rn.f32 %s, %s, %s;", F(t), F(xc), C(LOG2E_F));
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(t), F(xc), C(LOG2E_HI_F));
     emit(k, "cvt.rni.f32.f32 %s, %s;", F(n), F(t));
-    emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(r1), F(n), C(-LN2_HI_F), F(xc));
-    emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(r), F(n), C(-LN2_LO_F), F(r1));
-    int p = horner(k, r, taylor, 8);
+    emit(k, "neg.f32 %s, %s;", F(nn), F(n));
+    emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(u1), F(xc), C(LOG2E_HI_F), F(nn));
+    emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(u), F(xc), C(LOG2E_LO_F), F(u1));
+    emit(k, "ex2.approx.f32 %s, %s;", F(p), F(u));
     int ni = nr(k), n1 = nr(k), n2 = nr(k), b1 = nr(k), b2 = nr(k);
     int s1 = nf(k), s2 = nf(k), y1 = nf(k), y2 = nf(k), y = nf(k);
     emit(k, "cvt.rzi.s32.f32 %s, %s;", R(ni), F(n));
@@ -43,7 +48,46 @@ int m_exp(kern *k, int x)
     return y;
 }
 
-/* expm1(x): Taylor series for |x| < 0.5 (no cancellation), exp(x) - 1 beyond. */
+/* exp(x) for the activations and softmax, whose contracts carry an absolute
+ * term: x clamped to [-86, 88] (2^n stays a normal float, so it is added to
+ * the exponent bits: 11 instructions).  Below -86 it gives exp(-86) ~ 4e-38
+ * instead of a smaller number, above 88 exp(88) ~ 1.7e38 instead of more;
+ * every caller divides by 1 + that or multiplies by <= 1, so the error is
+ * below 1e-37 absolute.  NaN propagates (max.NaN, and ex2 of NaN). */
+int m_exp_act(kern *k, int x)
+{
+    int xc = nf(k), t = nf(k), n = nf(k), nn = nf(k), u1 = nf(k), u = nf(k), p = nf(k);
+    emit(k, "max.NaN.f32 %s, %s, %s;", F(xc), F(x), C(-86.0f));
+    emit(k, "min.NaN.f32 %s, %s, %s;", F(xc), F(xc), C(88.0f));
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(t), F(xc), C(LOG2E_HI_F));
+    emit(k, "cvt.rni.f32.f32 %s, %s;", F(n), F(t));
+    emit(k, "neg.f32 %s, %s;", F(nn), F(n));
+    emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(u1), F(xc), C(LOG2E_HI_F), F(nn));
+    emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(u), F(xc), C(LOG2E_LO_F), F(u1));
+    emit(k, "ex2.approx.f32 %s, %s;", F(p), F(u));
+    int ni = nr(k), sh = nr(k), pb = nr(k), yb = nr(k), y = nf(k);
+    emit(k, "cvt.rzi.s32.f32 %s, %s;", R(ni), F(n));
+    emit(k, "shl.b32 %s, %s, 23;", R(sh), R(ni));
+    emit(k, "mov.b32 %s, %s;", R(pb), F(p));
+    emit(k, "add.s32 %s, %s, %s;", R(yb), R(pb), R(sh));
+    emit(k, "mov.b32 %s, %s;", F(y), R(yb));
+    return y;
+}
+
+/* num / den as num * rcp.approx(den): 1 ulp for the reciprocal and 0.5 for
+ * the product, far inside the activations' 2e-6 contracts; den = inf gives
+ * 0 (the limit every caller wants) and den past 2^126 a flushed 0. */
+int m_div_fast(kern *k, int num, int den)
+{
+    int r = nf(k), y = nf(k);
+    emit(k, "rcp.approx.ftz.f32 %s, %s;", F(r), F(den));
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(y), F(num), F(r));
+    return y;
+}
+
+/* expm1(x): Taylor series for |x| < 0.5 (no cancellation), exp(x) - 1 beyond
+ * (the clamped exp: its callers, tanh, elu and selu, reach only -1 below
+ * -86 and select another branch far above 88). */
 static int m_expm1(kern *k, int x)
 {
     static const float c[8] = {1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720,
@@ -52,7 +96,7 @@ static int m_expm1(kern *k, int x)
     int x2 = nf(k), small = nf(k), big = nf(k), ax = nf(k), y = nf(k), ps = np(k);
     emit(k, "mul.rn.f32 %s, %s, %s;", F(x2), F(x), F(x));
     emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(small), F(q), F(x2), F(x));
-    int e = m_exp(k, x);
+    int e = m_exp_act(k, x);
     emit(k, "sub.rn.f32 %s, %s, %s;", F(big), F(e), C(1.0f));
     emit(k, "abs.f32 %s, %s;", F(ax), F(x));
     emit(k, "setp.lt.f32 %s, %s, %s;", P(ps), F(ax), C(0.5f));
@@ -114,12 +158,19 @@ static int m_erfc_pos(kern *k, int t)
     for (int i = 0; i < 10; i++)
         memcpy(&qf[i], &q[i], sizeof qf[i]);
     int den = nf(k), tau = nf(k), t2 = nf(k), arg = nf(k);
+    /* tau = 2/(2 + t): rcp.approx and one Newton step (Q amplifies an
+     * error of tau; t = inf gives NaN here, replaced by 0 below) */
+    int r0 = nf(k), nden = nf(k), e0 = nf(k), r1 = nf(k);
     emit(k, "add.rn.f32 %s, %s, %s;", F(den), F(t), C(2.0f));
-    emit(k, "div.rn.f32 %s, %s, %s;", F(tau), C(2.0f), F(den));
+    emit(k, "rcp.approx.ftz.f32 %s, %s;", F(r0), F(den));
+    emit(k, "neg.f32 %s, %s;", F(nden), F(den));
+    emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(e0), F(nden), F(r0), C(1.0f)); /* 1 - den r0 */
+    emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(r1), F(e0), F(r0), F(r0));
+    emit(k, "add.rn.f32 %s, %s, %s;", F(tau), F(r1), F(r1));
     int poly = horner(k, tau, qf, 10);
     emit(k, "mul.rn.f32 %s, %s, %s;", F(t2), F(t), F(t));
     emit(k, "sub.rn.f32 %s, %s, %s;", F(arg), F(poly), F(t2));
-    int e = m_exp(k, arg);
+    int e = m_exp_act(k, arg);
     int y0 = nf(k), y = nf(k), pbig = np(k);
     emit(k, "mul.rn.f32 %s, %s, %s;", F(y0), F(tau), F(e));
     emit(k, "setp.gt.f32 %s, %s, %s;", P(pbig), F(t), C(10.0f));
@@ -128,15 +179,16 @@ static int m_erfc_pos(kern *k, int t)
 }
 
 /* ---- activations and elementwise functions ------------------------------ */
-/* x / (1 + exp(-s x)) shared by sigmoid (x = 1), silu and gelu_tanh */
+/* x / (1 + exp(-s x)) shared by sigmoid (x = 1), silu and gelu_tanh; where
+ * the clamped exp gives exp(88), past 2^126, the flushing reciprocal gives
+ * 0, so x / (1 + e) is 0 for any x (silu(-3e38) included) */
 static int m_x_over_1_plus_exp_neg(kern *k, int num, int arg)
 {
-    int na = nf(k), d = nf(k), y = nf(k);
+    int na = nf(k), d = nf(k);
     emit(k, "neg.f32 %s, %s;", F(na), F(arg));
-    int e = m_exp(k, na);
+    int e = m_exp_act(k, na);
     emit(k, "add.rn.f32 %s, %s, %s;", F(d), F(e), C(1.0f));
-    emit(k, "div.rn.f32 %s, %s, %s;", F(y), F(num), F(d));
-    return y;
+    return m_div_fast(k, num, d);
 }
 
 int m_sigmoid(kern *k, int x)
@@ -152,12 +204,12 @@ int m_silu(kern *k, int x)
 /* tanh(x) = sign(x) e/(e+2), e = expm1(2|x|): no cancellation anywhere. */
 int m_tanh(kern *k, int x)
 {
-    int ax = nf(k), ax2 = nf(k), d = nf(k), t = nf(k), t1 = nf(k), y = nf(k), pbig = np(k);
+    int ax = nf(k), ax2 = nf(k), d = nf(k), t1 = nf(k), y = nf(k), pbig = np(k);
     emit(k, "abs.f32 %s, %s;", F(ax), F(x));
     emit(k, "add.rn.f32 %s, %s, %s;", F(ax2), F(ax), F(ax));
     int e = m_expm1(k, ax2);
     emit(k, "add.rn.f32 %s, %s, %s;", F(d), F(e), C(2.0f));
-    emit(k, "div.rn.f32 %s, %s, %s;", F(t), F(e), F(d));
+    int t = m_div_fast(k, e, d);
     emit(k, "setp.gt.f32 %s, %s, %s;", P(pbig), F(ax), C(9.0f));
     emit(k, "selp.f32 %s, %s, %s, %s;", F(t1), C(1.0f), F(t), P(pbig));
     emit(k, "copysign.f32 %s, %s, %s;", F(y), F(x), F(t1));
@@ -203,7 +255,8 @@ int m_mish(kern *k, int x)
     emit(k, "add.rn.f32 %s, %s, %s;", F(ep2), F(e), C(2.0f));
     emit(k, "mul.rn.f32 %s, %s, %s;", F(n), F(e), F(ep2));
     emit(k, "add.rn.f32 %s, %s, %s;", F(d), F(n), C(2.0f));
-    emit(k, "div.rn.f32 %s, %s, %s;", F(q), F(n), F(d));
+    int qf = m_div_fast(k, n, d);
+    emit(k, "mov.f32 %s, %s;", F(q), F(qf));
     emit(k, "mul.rn.f32 %s, %s, %s;", F(y0), F(x), F(q));
     emit(k, "setp.gt.f32 %s, %s, %s;", P(pbig), F(x), C(20.0f));
     emit(k, "selp.f32 %s, %s, %s, %s;", F(y), F(x), F(y0), P(pbig));

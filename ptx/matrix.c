@@ -3,40 +3,93 @@
  * transpose (the fallback, and the edges the tiled gemm kernels leave). */
 #include "gen-ptx.h"
 
-/* y[i][j] = act(a[i][j] + bias[j]); grid x over columns, y over rows (looped). */
-static void gen_bias_act(strbuf *mod, const char *act, int (*fn)(kern *, int))
+/* col += step (step < nu), wrapped into [0, nu) */
+static void col_advance(kern *k, int col, int step, int nu)
+{
+    int p = np(k);
+    emit(k, "add.u64 %s, %s, %s;", D(col), D(col), D(step));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(p), D(col), D(nu));
+    emit(k, "@%s sub.u64 %s, %s, %s;", P(p), D(col), D(col), D(nu));
+}
+
+/* y[u..u+width) = act(a + bias) for the units (width floats) idx[] at
+ * columns col[]: every load first, then the math and the stores. */
+static void bias_act_units(kern *k, int (*fn)(kern *, int), int width, const int *idx, const int *col, int count,
+                           int y, int a, int bias)
+{
+    const char *ld = width == 4 ? "ld.global.v4.f32 {%s, %s, %s, %s}, [%s];" : "ld.global.f32 %s, [%s];";
+    int x[2][4], bv[2][4];
+    for (int u = 0; u < count; u++) {
+        for (int i = 0; i < width; i++)
+            x[u][i] = nf(k), bv[u][i] = nf(k);
+        int ax = addr_of(k, a, idx[u], 4 * width), ab = addr_of(k, bias, col[u], 4 * width);
+        if (width == 4) {
+            emit(k, ld, F(x[u][0]), F(x[u][1]), F(x[u][2]), F(x[u][3]), D(ax));
+            emit(k, ld, F(bv[u][0]), F(bv[u][1]), F(bv[u][2]), F(bv[u][3]), D(ab));
+        } else {
+            emit(k, ld, F(x[u][0]), D(ax));
+            emit(k, ld, F(bv[u][0]), D(ab));
+        }
+    }
+    for (int u = 0; u < count; u++) {
+        int out[4];
+        for (int i = 0; i < width; i++) {
+            int v = nf(k);
+            emit(k, "add.rn.f32 %s, %s, %s;", F(v), F(x[u][i]), F(bv[u][i]));
+            out[i] = fn ? fn(k, v) : v;
+        }
+        int ay = addr_of(k, y, idx[u], 4 * width);
+        if (width == 4)
+            emit(k, "st.global.v4.f32 [%s], {%s, %s, %s, %s};", D(ay), F(out[0]), F(out[1]), F(out[2]), F(out[3]));
+        else
+            emit(k, "st.global.f32 [%s], %s;", D(ay), F(out[0]));
+    }
+}
+
+/* y[i][j] = act(a[i][j] + bias[j]) as one grid-stride loop over the m x n
+ * elements in units of `width` floats (4: n % 4 == 0 and 16-byte aligned
+ * pointers), so that any row length fills the GPU; the column of each unit
+ * is carried along (one remainder at the start, then adds).  Two strides
+ * per trip while both are in range. */
+static void gen_bias_act(strbuf *mod, const char *act, int (*fn)(kern *, int), int width)
 {
     kern kk = {0}, *k = &kk;
     int y = param_global(k, "p_y"), a = param_global(k, "p_a"), bias = param_global(k, "p_bias");
     int m = param_u64(k, "p_m"), n = param_u64(k, "p_n");
-    int ctaid = sreg(k, "%ctaid.x"), ntid = sreg(k, "%ntid.x"), tid = sreg(k, "%tid.x");
-    int cy = sreg(k, "%ctaid.y"), ncy = sreg(k, "%nctaid.y");
-    int j = nd(k), t64 = nd(k), pj = np(k), l_end = nlabel(k);
-    emit(k, "mul.wide.u32 %s, %s, %s;", D(j), R(ctaid), R(ntid));
-    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tid));
-    emit(k, "add.u64 %s, %s, %s;", D(j), D(j), D(t64));
-    emit(k, "setp.ge.u64 %s, %s, %s;", P(pj), D(j), D(n));
-    emit(k, "@%s bra %s;", P(pj), L(l_end));
-    int bv = nf(k);
-    emit(k, "ld.global.f32 %s, [%s];", F(bv), D(addr_of(k, bias, j, 4)));
-    int i = nd(k), istep = nd(k), pi = np(k), l_i = nlabel(k);
-    emit(k, "cvt.u64.u32 %s, %s;", D(i), R(cy));
-    emit(k, "cvt.u64.u32 %s, %s;", D(istep), R(ncy));
-    emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(i), D(m));
-    emit(k, "@%s bra %s;", P(pi), L(l_end));
-    label(k, l_i);
-    int idx = nd(k), x = nf(k), v = nf(k);
-    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(i), D(n), D(j));
-    emit(k, "ld.global.f32 %s, [%s];", F(x), D(addr_of(k, a, idx, 4)));
-    emit(k, "add.rn.f32 %s, %s, %s;", F(v), F(x), F(bv));
-    int out = fn ? fn(k, v) : v;
-    emit(k, "st.global.f32 [%s], %s;", D(addr_of(k, y, idx, 4)), F(out));
-    emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(istep));
-    emit(k, "setp.lt.u64 %s, %s, %s;", P(pi), D(i), D(m));
-    emit(k, "@%s bra %s;", P(pi), L(l_i));
+    int gid, stride;
+    grid_index(k, &gid, &stride);
+    int nu = nd(k), total = nd(k), col = nd(k), step = nd(k), p = np(k), l_end = nlabel(k);
+    emit(k, "shr.u64 %s, %s, %d;", D(nu), D(n), width == 4 ? 2 : 0);
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(total), D(m), D(nu));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(p), D(gid), D(total));
+    emit(k, "@%s bra %s;", P(p), L(l_end));
+    emit(k, "rem.u64 %s, %s, %s;", D(col), D(gid), D(nu));
+    emit(k, "rem.u64 %s, %s, %s;", D(step), D(stride), D(nu));
+    int i = nd(k), l_loop = nlabel(k), l_one = nlabel(k), l_next = nlabel(k);
+    emit(k, "mov.u64 %s, %s;", D(i), D(gid));
+    label(k, l_loop);
+    int i2 = nd(k), col2 = nd(k), p2 = np(k);
+    emit(k, "add.u64 %s, %s, %s;", D(i2), D(i), D(stride));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(p2), D(i2), D(total));
+    emit(k, "@%s bra %s;", P(p2), L(l_one));
+    emit(k, "mov.u64 %s, %s;", D(col2), D(col));
+    col_advance(k, col2, step, nu);
+    int idx[2] = {i, i2}, cols[2] = {col, col2};
+    bias_act_units(k, fn, width, idx, cols, 2, y, a, bias);
+    emit(k, "add.u64 %s, %s, %s;", D(i), D(i2), D(stride));
+    emit(k, "mov.u64 %s, %s;", D(col), D(col2));
+    col_advance(k, col, step, nu);
+    emit(k, "bra.uni %s;", L(l_next));
+    label(k, l_one);
+    bias_act_units(k, fn, width, &i, &col, 1, y, a, bias);
+    emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(stride));
+    col_advance(k, col, step, nu);
+    label(k, l_next);
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(p), D(i), D(total));
+    emit(k, "@%s bra %s;", P(p), L(l_loop));
     label(k, l_end);
     char name[64];
-    snprintf(name, sizeof name, "bias_act_%s", act);
+    snprintf(name, sizeof name, "bias_act_%s_%s", act, width == 4 ? "v4" : "s1");
     kern_finish(mod, k, name,
                 ".param .u64 p_y, .param .u64 p_a, .param .u64 p_bias, .param .u64 p_m, .param .u64 p_n",
                 NULL, NULL);
@@ -232,12 +285,19 @@ void module_matrix(strbuf *mod)
 {
     gen_gemv_n(mod);
     gen_gemv_t(mod);
+    gen_gemv_fast(mod);
     gen_transpose(mod);
-    gen_bias_act(mod, "none", NULL);
-    gen_bias_act(mod, "relu", m_relu);
-    gen_bias_act(mod, "gelu", m_gelu);
-    gen_bias_act(mod, "silu", m_silu);
-    gen_bias_act(mod, "tanh", m_tanh);
-    gen_bias_act(mod, "sigmoid", m_sigmoid);
+    gen_bias_act(mod, "none", NULL, 4);
+    gen_bias_act(mod, "none", NULL, 1);
+    gen_bias_act(mod, "relu", m_relu, 4);
+    gen_bias_act(mod, "relu", m_relu, 1);
+    gen_bias_act(mod, "gelu", m_gelu, 4);
+    gen_bias_act(mod, "gelu", m_gelu, 1);
+    gen_bias_act(mod, "silu", m_silu, 4);
+    gen_bias_act(mod, "silu", m_silu, 1);
+    gen_bias_act(mod, "tanh", m_tanh, 4);
+    gen_bias_act(mod, "tanh", m_tanh, 1);
+    gen_bias_act(mod, "sigmoid", m_sigmoid, 4);
+    gen_bias_act(mod, "sigmoid", m_sigmoid, 1);
     gen_sgemm_general(mod);
 }

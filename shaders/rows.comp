@@ -20,6 +20,9 @@
 //      partial s2 -> scratch (not for rmsnorm);
 //   3: each workgroup combines s1 and s2 and writes its chunk of y.
 // Scratch (binding s, from word pc.aux): 4 words per (row, chunk): s1, s2.
+// PASS 4: a workgroup per row of up to WG * E columns held in registers
+// (E, a specialization constant, values per invocation): the row is read
+// from memory once, then both statistics and y come from the registers.
 //
 // Defined where the formula is not: a row whose variance + eps is 0
 // (a constant row with eps = 0) normalises to 0 (y = beta).
@@ -31,6 +34,7 @@
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint OP = 60;
 layout(constant_id = 2) const uint PASS = 0;
+layout(constant_id = 3) const uint E = 1;
 
 const uint OP_SOFTMAX = 60, OP_LOG_SOFTMAX = 61, OP_LAYERNORM = 62, OP_RMSNORM = 63;
 const uint HAS_GAMMA = 1u, HAS_BETA = 2u;
@@ -187,9 +191,78 @@ void chunk_of_row(uint row, uint chunk)
     write_row(row, lo, hi, s1, s2);
 }
 
+// ---- PASS 4: the row in registers -------------------------------------------
+void cached_row(uint row)
+{
+    float v[E];
+    uint t = gl_LocalInvocationID.x, base = row * pc.n;
+    ACC s1 = identity(is_softmax());
+    for (uint i = 0u; i < E; i++) {
+        uint j = t + i * WG;
+        v[i] = j < pc.n ? a_data[pc.oa + base + j] : 0.0;
+        if (j < pc.n) {
+            if (is_softmax()) s1 = ACC(nan_max(float(s1), v[i]));
+            else if (OP == OP_LAYERNORM) s1 += ACC(v[i]);
+            else s1 += ACC(v[i]) * ACC(v[i]);
+        }
+    }
+    s1 = wg_reduce(s1, is_softmax());
+    ACC s2 = ACC(0.0);
+    if (has_s2()) {
+        ACC mean = s1 / ACC(pc.n);
+        for (uint i = 0u; i < E; i++) {
+            if (t + i * WG >= pc.n)
+                continue;
+            if (is_softmax()) {
+                float e = r_exp(v[i] - float(s1));
+                if (OP == OP_SOFTMAX) v[i] = e;
+                s2 += ACC(e);
+            } else {
+                ACC d = ACC(v[i]) - mean;
+                s2 += d * d;
+            }
+        }
+        s2 = wg_reduce(s2, false);
+    }
+    uint out_base = pc.oy + base;
+    if (is_softmax()) {
+        float mx = float(s1);
+        float ls = r_log(float(s2));
+        ACC inv = ACC(1.0) / s2;
+        for (uint i = 0u; i < E; i++) {
+            uint j = t + i * WG;
+            if (j >= pc.n)
+                continue;
+            precise float d = v[i] - mx;     // as in write_row
+            precise float ly = d - ls;
+            y_data[out_base + j] = OP == OP_SOFTMAX ? float(ACC(v[i]) * inv) : ly;
+        }
+        return;
+    }
+    ACC mean = OP == OP_LAYERNORM ? s1 / ACC(pc.n) : ACC(0.0);
+    ACC var = (OP == OP_LAYERNORM ? s2 : s1) / ACC(pc.n) + ACC(pc.alpha);
+    ACC inv = isnan(var) ? var : (var > ACC(0.0) ? ACC(1.0) / sqrt(var) : ACC(0.0));
+    bool has_gamma = (pc.flags & HAS_GAMMA) != 0u;
+    bool has_beta = OP == OP_LAYERNORM && (pc.flags & HAS_BETA) != 0u;
+    for (uint i = 0u; i < E; i++) {
+        uint j = t + i * WG;
+        if (j >= pc.n)
+            continue;
+        ACC y = (ACC(v[i]) - mean) * inv;
+        if (has_gamma) y *= ACC(b_data[pc.ob + j]);
+        if (has_beta) y += ACC(c_data[pc.oc + j]);
+        y_data[out_base + j] = float(y);
+    }
+}
+
 void main()
 {
-    if (PASS == 0u) {
+    if (PASS == 4u) {
+        uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+        for (uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; row < pc.m;
+             row += groups)
+            cached_row(row);
+    } else if (PASS == 0u) {
         uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
         for (uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; row < pc.m;
              row += groups)

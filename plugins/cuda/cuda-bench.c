@@ -1,6 +1,7 @@
 /* cuda-bench - benchmarks of the cuda backend through the public API.
  *
  *   cuda-bench [--quick] [--sgemm-kernels LIST] [--tf32-kernels LIST]
+ *   cuda-bench --bandwidth [--backend NAME]
  *
  * Measures, on device buffers (one batch of R identical calls, submitted and
  * waited for; the median of several batches):
@@ -10,6 +11,11 @@
  * and on host memory:
  *   - the round trip of add on 1024 floats (rayo_run_on "cuda": copy in,
  *     kernel, copy out), median of 2000 calls.
+ * --bandwidth measures instead the memory-bound ops of issue 18 on 2^27
+ * floats (512 MiB each way): scale (the copy reference), the row ops and
+ * bias_act at rows of 64 ... 32000, the transcendentals, and gemv 11008 x
+ * 4096 in both orientations (GB/s: bytes read + written), on the cuda
+ * backend or the one --backend names (vulkan: the same figures).
  * Every matmul result is spot-checked against float64 dot products.
  * Output: a table, and one "csv,..." line per figure for scripts. */
 #define _POSIX_C_SOURCE 200809L
@@ -40,6 +46,8 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+static const char *backend = "cuda"; /* --backend */
+
 static uint64_t rng = 88172645463325252ull;
 static float frand(void)
 {
@@ -68,7 +76,7 @@ static rayo_context *open_with(const char *settings)
 static rayo_buffer *device_buffer(rayo_context *ctx, size_t floats, int fill)
 {
     rayo_buffer *b;
-    rayo_status s = rayo_buffer_create(ctx, "cuda", floats * sizeof(float), &b);
+    rayo_status s = rayo_buffer_create(ctx, backend, floats * sizeof(float), &b);
     if (s != RAYO_OK)
         die("rayo_buffer_create", s);
     if (fill) {
@@ -92,7 +100,7 @@ static double time_batch(rayo_context *ctx, const rayo_batch_call *call, int rep
     double t[16];
     for (int r = 0; r < rounds + 1; r++) {
         rayo_batch *b;
-        rayo_status s = rayo_batch_create(ctx, "cuda", &b);
+        rayo_status s = rayo_batch_create(ctx, backend, &b);
         for (int i = 0; i < reps && s == RAYO_OK; i++)
             s = rayo_batch_record(b, call);
         double t0 = now_s();
@@ -185,6 +193,122 @@ static void bench_stream(rayo_context *ctx, const char *name, uint32_t op, size_
     report("stream", name, elems, bytes_per * (double)elems / t * 1e-9, "GB/s", NULL);
 }
 
+/* Largest |y - ref| / (max |ref| of the row) over rows 0, m/2 and m-1 of a
+ * row op (gamma = beta = the first n floats of b), ref in float64: the
+ * rows a grid-stride loop reaches last are checked too. */
+static double check_rows(uint32_t op, uint32_t flags, size_t m, size_t n, float eps, rayo_buffer *a, rayo_buffer *b,
+                         rayo_buffer *y)
+{
+    float *x = malloc(n * sizeof *x), *g = malloc(n * sizeof *g), *out = malloc(n * sizeof *out);
+    double *ref = malloc(n * sizeof *ref), worst = 0;
+    size_t rows[3] = {0, m / 2, m - 1};
+    if (!x || !g || !out || !ref || rayo_buffer_read(b, 0, g, n * sizeof *g) != RAYO_OK)
+        worst = NAN;
+    for (int r = 0; r < 3 && worst == worst; r++) {
+        size_t off = rows[r] * n * sizeof(float);
+        if (rayo_buffer_read(a, off, x, n * sizeof *x) != RAYO_OK ||
+            rayo_buffer_read(y, off, out, n * sizeof *out) != RAYO_OK) {
+            worst = NAN;
+            break;
+        }
+        double mx = -INFINITY, s = 0, mean = 0, scale = 0;
+        for (size_t j = 0; j < n; j++)
+            mx = x[j] > mx ? x[j] : mx;
+        if (op == RAYO_OP_SOFTMAX || op == RAYO_OP_LOG_SOFTMAX) {
+            for (size_t j = 0; j < n; j++)
+                s += exp(x[j] - mx);
+            for (size_t j = 0; j < n; j++)
+                ref[j] = op == RAYO_OP_SOFTMAX ? exp(x[j] - mx) / s : x[j] - mx - log(s);
+        } else if (op == RAYO_OP_LAYERNORM || op == RAYO_OP_RMSNORM) {
+            if (op == RAYO_OP_LAYERNORM) {
+                for (size_t j = 0; j < n; j++)
+                    mean += x[j];
+                mean /= (double)n;
+            }
+            for (size_t j = 0; j < n; j++)
+                s += (x[j] - mean) * (x[j] - mean);
+            double rstd = 1 / sqrt(s / (double)n + eps);
+            for (size_t j = 0; j < n; j++)
+                ref[j] = (x[j] - mean) * rstd * g[j] + (op == RAYO_OP_LAYERNORM ? g[j] : 0);
+        } else { /* bias_act, none or gelu */
+            for (size_t j = 0; j < n; j++) {
+                double v = (double)x[j] + g[j];
+                ref[j] = flags == RAYO_ACT_GELU ? v * 0.5 * erfc(-v / sqrt(2.0)) : v;
+            }
+        }
+        for (size_t j = 0; j < n; j++)
+            scale = fabs(ref[j]) > scale ? fabs(ref[j]) : scale;
+        for (size_t j = 0; j < n; j++) {
+            double e = fabs(out[j] - ref[j]) / (scale > 0 ? scale : 1);
+            if (!(e <= worst))
+                worst = e;
+        }
+    }
+    free(x);
+    free(g);
+    free(out);
+    free(ref);
+    return worst;
+}
+
+static void bench_rows(rayo_context *ctx, const char *name, uint32_t op, size_t n, size_t total, rayo_buffer *a,
+                       rayo_buffer *b, rayo_buffer *y, uint32_t flags)
+{
+    size_t m = total / n;
+    rayo_batch_call c = {.struct_size = sizeof(rayo_batch_call), .op = op, .n = n, .m = m, .flags = flags,
+                         .alpha = 1e-5f, .a = {a, 0}, .y = {y, 0}};
+    if (op == RAYO_OP_LAYERNORM || op == RAYO_OP_RMSNORM || op == RAYO_OP_BIAS_ACT)
+        c.b = (rayo_operand){b, 0}; /* gamma (or bias): n floats */
+    if (op == RAYO_OP_LAYERNORM)
+        c.c = (rayo_operand){b, 0};
+    double t = time_batch(ctx, &c, 20, 5);
+    char what[64], note[64];
+    snprintf(what, sizeof what, "%s %zux%zu", name, m, n);
+    snprintf(note, sizeof note, "max err %.1e (of the row's max)", check_rows(op, flags, m, n, c.alpha, a, b, y));
+    report("rows", what, n, 8.0 * (double)(m * n) / t * 1e-9, "GB/s", note);
+}
+
+static void bench_gemv(rayo_context *ctx, size_t m, size_t n, uint32_t flags, rayo_buffer *a, rayo_buffer *x,
+                       rayo_buffer *y)
+{
+    rayo_batch_call c = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_GEMV, .m = m, .n = n, .flags = flags,
+                         .alpha = 1, .beta = 0, .a = {a, 0}, .b = {x, 0}, .y = {y, 0}};
+    double t = time_batch(ctx, &c, 20, 5);
+    size_t ylen = flags & RAYO_TRANS_A ? n : m, xlen = flags & RAYO_TRANS_A ? m : n;
+    char what[64];
+    snprintf(what, sizeof what, "gemv %zux%zu%s", m, n, flags & RAYO_TRANS_A ? " trans_a" : "");
+    report("gemv", what, m * n, 4.0 * (double)(m * n + xlen + ylen) / t * 1e-9, "GB/s", NULL);
+}
+
+static void bench_bandwidth(rayo_context *ctx)
+{
+    size_t total = (size_t)1 << 27;
+    rayo_buffer *a = device_buffer(ctx, total, 1), *b = device_buffer(ctx, total, 1), *y = device_buffer(ctx, total, 0);
+    bench_stream(ctx, "scale (copy)", RAYO_OP_SCALE, total, 0, 8, a, b, y);
+    static const struct { const char *name; uint32_t op; } ew[] = {
+        {"gelu", RAYO_OP_GELU}, {"sigmoid", RAYO_OP_SIGMOID}, {"silu", RAYO_OP_SILU}, {"tanh", RAYO_OP_TANH}};
+    for (size_t i = 0; i < sizeof ew / sizeof ew[0]; i++)
+        bench_stream(ctx, ew[i].name, ew[i].op, total, 0, 8, a, b, y);
+    static const struct { const char *name; uint32_t op, flags; } rows[] = {
+        {"softmax", RAYO_OP_SOFTMAX, 0}, {"log_softmax", RAYO_OP_LOG_SOFTMAX, 0},
+        {"layernorm", RAYO_OP_LAYERNORM, 0}, {"rmsnorm", RAYO_OP_RMSNORM, 0},
+        {"bias_act gelu", RAYO_OP_BIAS_ACT, RAYO_ACT_GELU}, {"bias_act none", RAYO_OP_BIAS_ACT, RAYO_ACT_NONE}};
+    static const size_t cols[] = {64, 1024, 4096, 32000};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        for (size_t j = 0; j < sizeof cols / sizeof cols[0]; j++)
+            bench_rows(ctx, rows[i].name, rows[i].op, cols[j], total, a, b, y, rows[i].flags);
+    static const size_t more_cols[] = {8192, 16384, 65536}; /* cuda: 1, 2 and 8 CTAs per row */
+    for (size_t j = 0; j < sizeof more_cols / sizeof more_cols[0]; j++) {
+        bench_rows(ctx, "softmax", RAYO_OP_SOFTMAX, more_cols[j], total, a, b, y, 0);
+        bench_rows(ctx, "rmsnorm", RAYO_OP_RMSNORM, more_cols[j], total, a, b, y, 0);
+    }
+    bench_gemv(ctx, 11008, 4096, 0, a, b, y);
+    bench_gemv(ctx, 11008, 4096, RAYO_TRANS_A, a, b, y);
+    rayo_buffer_destroy(a);
+    rayo_buffer_destroy(b);
+    rayo_buffer_destroy(y);
+}
+
 static void bench_round_trip(rayo_context *ctx)
 {
     enum { N = 1024, CALLS = 2000 };
@@ -225,17 +349,21 @@ static int in_list(const char *list, const char *name)
 
 int main(int argc, char **argv)
 {
-    int quick = 0;
+    int quick = 0, bandwidth = 0;
     const char *sg = NULL, *tf = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--bandwidth"))
+            bandwidth = 1;
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+            backend = argv[++i];
         else if (!strcmp(argv[i], "--sgemm-kernels") && i + 1 < argc)
             sg = argv[++i];
         else if (!strcmp(argv[i], "--tf32-kernels") && i + 1 < argc)
             tf = argv[++i];
         else {
-            fprintf(stderr, "usage: cuda-bench [--quick] [--sgemm-kernels A,B] [--tf32-kernels A,B]\n");
+            fprintf(stderr, "usage: cuda-bench [--quick] [--sgemm-kernels A,B] [--tf32-kernels A,B] | --bandwidth [--backend NAME]\n");
             return 2;
         }
     }
@@ -252,18 +380,23 @@ int main(int argc, char **argv)
     rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
     int found = 0;
     for (size_t i = 0; i < rayo_backend_count(ctx); i++)
-        if (rayo_backend_get(ctx, i, &info) == RAYO_OK && !strcmp(info.name, "cuda")) {
+        if (rayo_backend_get(ctx, i, &info) == RAYO_OK && !strcmp(info.name, backend)) {
             found = 1;
-            printf("# cuda backend: %s, device %s%s%s\n", info.status == RAYO_BACKEND_LOADED ? "loaded" : "not loaded",
+            printf("# %s backend: %s, device %s%s%s\n", backend, info.status == RAYO_BACKEND_LOADED ? "loaded" : "not loaded",
                    info.device, info.reason[0] ? ", " : "", info.reason);
             if (info.status != RAYO_BACKEND_LOADED)
                 return 1;
         }
     if (!found) {
-        fprintf(stderr, "cuda-bench: no cuda backend found (RAYO_PLUGIN_PATH?)\n");
+        fprintf(stderr, "cuda-bench: no %s backend found (RAYO_PLUGIN_PATH?)\n", backend);
         return 1;
     }
     printf("%-8s %-28s %6s %12s %-8s %s\n", "group", "what", "size", "value", "unit", "note");
+    if (bandwidth) {
+        bench_bandwidth(ctx);
+        rayo_close(ctx);
+        return 0;
+    }
 
     bench_round_trip(ctx);
 

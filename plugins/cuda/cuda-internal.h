@@ -58,7 +58,8 @@ rayo_status cuda_map_error(CUresult r, int *lost);
 
 /* ---- the PTX modules -------------------------------------------------- */
 enum cuda_module_id {
-    MOD_ELEMENTWISE, MOD_REDUCE, MOD_ROWS, MOD_MATRIX, MOD_SGEMM, MOD_TF32, MOD_INFER, MOD_COUNT
+    MOD_ELEMENTWISE, MOD_REDUCE, MOD_ROWS, MOD_MATRIX, MOD_SGEMM, MOD_TF32, MOD_ROWS_CLUSTER, MOD_INFER,
+    MOD_COUNT
 };
 
 typedef struct cuda_module {

@@ -81,12 +81,25 @@ static unsigned reduce_blocks(const cuda_state *st, size_t n)
     return (unsigned)b;
 }
 
-/* gemv with A transposed: splits of the m rows so that the grid fills the GPU. */
+/* gemv_t_part_v4's grid: blocks per multiprocessor (5 fit by registers) */
+#define GEMV_T_BLOCKS_PER_SM 4
+
+/* gemv with A transposed: splits of the m rows so that the grid fills the
+ * GPU.  n % 4 == 0 (gemv_t_part_v4): tiles of 128 columns, twice as many as
+ * its grid (so that every multiprocessor gets the same number), splits of
+ * at least 64 rows (few partials to add); otherwise (gemv_t_part) a thread
+ * per column, 2048 per multiprocessor. */
 static void gemv_t_shape(const cuda_state *st, const cuda_op *op, size_t *splits, size_t *chunk)
 {
-    size_t col_threads = ceil_div(op->n, THREADS) * THREADS;
-    size_t want = ceil_div((size_t)st->sm_count * 2048, col_threads);
-    size_t most = min_size(1024, op->m / 8 ? op->m / 8 : 1);
+    size_t want, most;
+    if (op->n % 4 == 0) {
+        size_t cb = ceil_div(op->n ? op->n : 1, 128);
+        want = ((size_t)st->sm_count * GEMV_T_BLOCKS_PER_SM * 2 + cb / 2) / cb;
+        most = min_size(1024, op->m / 64 ? op->m / 64 : 1);
+    } else {
+        want = ceil_div((size_t)st->sm_count * 2048, ceil_div(op->n, THREADS) * THREADS);
+        most = min_size(1024, op->m / 8 ? op->m / 8 : 1);
+    }
     size_t s = want < 1 ? 1 : want > most ? most : want;
     *chunk = ceil_div(op->m, s);
     *splits = *chunk ? ceil_div(op->m, *chunk) : 1;
@@ -169,7 +182,21 @@ static rayo_status launch_reduce(cuda_state *st, CUstream stream, const cuda_op 
     return launch(st, stream, MOD_REDUCE, name, 1, 1, THREADS, 1, 0, p2);
 }
 
-/* ---- rows: one block per row ----------------------------------------------- */
+/* ---- rows ------------------------------------------------------------------
+ * Rows that fit in shared memory: the row-cached kernels (rowc_*, one read
+ * of the row), a warp per row for short rows, a block per row beyond, with
+ * about 8 units (of 4 floats when aligned) per thread, on sm_90 a cluster of
+ * up to 8 blocks per row past ROWC_CTA_BYTES.  Longer rows: the three-pass
+ * kernels (row_*, one block per row). */
+#define ROWC_CTA_BYTES (32u * 1024u)
+static size_t pow2_at_least(size_t v)
+{
+    size_t p = 1;
+    while (p < v)
+        p *= 2;
+    return p;
+}
+
 static rayo_status launch_rows(cuda_state *st, CUstream stream, const cuda_op *op)
 {
     CUdeviceptr y = op->y, a = op->a, gamma = 0, beta = 0;
@@ -180,14 +207,52 @@ static rayo_status launch_rows(cuda_state *st, CUstream stream, const cuda_op *o
         eps = op->alpha;
     }
     unsigned long long m = op->m, n = op->n;
-    char name[64];
-    snprintf(name, sizeof name, "row_%s", cuda_op_name(op->op));
     void *params[] = {&y, &a, &gamma, &beta, &m, &n, &eps};
+    char name[64];
+    size_t row_bytes = op->n * sizeof(float);
+    size_t cache = st->max_smem_optin > RAYO_PTX_ROWC_STATIC_SMEM
+                       ? (size_t)st->max_smem_optin - RAYO_PTX_ROWC_STATIC_SMEM : 0;
+    if (st->ptx_target >= 90)
+        cache *= RAYO_PTX_ROWC_MAX_CLUSTER; /* a row over a cluster (below: less a unit per CTA) */
+    if (op->m > 0 && op->n > 0 && row_bytes + RAYO_PTX_ROWC_MAX_CLUSTER * 32 <= cache) {
+        int vec = aligned16(y) && aligned16(a) && aligned16(gamma) && aligned16(beta) && op->n % 4 == 0;
+        int warp = op->n <= RAYO_PTX_ROWC_WARP_MAX_N;
+        size_t units = vec ? op->n / 4 : op->n;
+        snprintf(name, sizeof name, "rowc_%s_%s_%s", cuda_op_name(op->op), warp ? "warp" : "block",
+                 vec ? "v4" : "s1");
+        if (warp) {
+            /* lanes per row: about 2 units each, 4 to 32 (several rows per warp) */
+            size_t lanes = pow2_at_least(ceil_div(units, 2));
+            lanes = lanes < 4 ? 4 : lanes > 32 ? 32 : lanes;
+            snprintf(name, sizeof name, "rowc_%s_warp%zu_%s", cuda_op_name(op->op), lanes, vec ? "v4" : "s1");
+            size_t rows_per_block = RAYO_PTX_ROWC_WARP_THREADS / lanes;
+            unsigned blocks = (unsigned)min_size(ceil_div(op->m, rows_per_block), (size_t)st->sm_count * 16);
+            return launch(st, stream, MOD_ROWS, name, blocks, 1, RAYO_PTX_ROWC_WARP_THREADS, 1,
+                          (unsigned)(rows_per_block * row_bytes), params);
+        }
+        /* long rows over a cluster of CTAs (sm_90), at most ROWC_CTA_BYTES each,
+         * so that several CTAs share a multiprocessor and overlap their passes */
+        size_t cluster = 1;
+        while (st->ptx_target >= 90 && cluster < RAYO_PTX_ROWC_MAX_CLUSTER && row_bytes > cluster * ROWC_CTA_BYTES)
+            cluster *= 2;
+        size_t per = ceil_div(units, cluster), threads = pow2_at_least(ceil_div(per, 8));
+        threads = threads < 64 ? 64 : threads > 1024 ? 1024 : threads;
+        if (cluster > 1)
+            snprintf(name, sizeof name, "rowc_%s_cluster%zu_%s", cuda_op_name(op->op), cluster, vec ? "v4" : "s1");
+        unsigned blocks = (unsigned)(min_size(op->m, (size_t)st->sm_count * 16 / cluster) * cluster);
+        return launch(st, stream, cluster > 1 ? MOD_ROWS_CLUSTER : MOD_ROWS, name, blocks, 1, (unsigned)threads, 1,
+                      (unsigned)(per * (vec ? 16 : 4)), params);
+    }
+    snprintf(name, sizeof name, "row_%s", cuda_op_name(op->op));
     unsigned blocks = (unsigned)min_size(op->m ? op->m : 1, (size_t)st->sm_count * 16);
     return launch(st, stream, MOD_ROWS, name, blocks, 1, THREADS, 1, 0, params);
 }
 
 /* ---- gemv ------------------------------------------------------------------ */
+/* Rows of at least this many columns take a block each (gemv_n_block_*):
+ * an even spread over the GPU; shorter ones a warp each (gemv_n). */
+#define GEMV_BLOCK_MIN_N 1024
+
 static rayo_status launch_gemv(cuda_state *st, CUstream stream, const cuda_op *op)
 {
     if (op->dtypes != 0)
@@ -195,8 +260,14 @@ static rayo_status launch_gemv(cuda_state *st, CUstream stream, const cuda_op *o
     CUdeviceptr y = op->y, a = op->a, x = op->b;
     unsigned long long m = op->m, n = op->n;
     float alpha = op->alpha, beta = op->beta;
+    int vec = aligned16(a) && aligned16(x) && op->n % 4 == 0;
     if (!(op->flags & RAYO_TRANS_A)) {
         void *params[] = {&y, &a, &x, &m, &n, &alpha, &beta};
+        if (op->n >= GEMV_BLOCK_MIN_N) {
+            unsigned blocks = (unsigned)min_size(op->m ? op->m : 1, 0x7fffffff);
+            return launch(st, stream, MOD_MATRIX, vec ? "gemv_n_block_v4" : "gemv_n_block_s1", blocks, 1, THREADS, 1,
+                          0, params);
+        }
         unsigned blocks = grid_blocks(st, op->m * 32, 8);
         return launch(st, stream, MOD_MATRIX, "gemv_n", blocks, 1, THREADS, 1, 0, params);
     }
@@ -204,13 +275,21 @@ static rayo_status launch_gemv(cuda_state *st, CUstream stream, const cuda_op *o
     gemv_t_shape(st, op, &splits, &chunk);
     CUdeviceptr part = op->scratch;
     unsigned long long ch = chunk, sp = splits;
-    unsigned col_blocks = (unsigned)ceil_div(op->n, THREADS);
-    void *p1[] = {&part, &a, &x, &m, &n, &ch};
-    rayo_status s = launch(st, stream, MOD_MATRIX, "gemv_t_part", col_blocks, (unsigned)splits, THREADS, 1, 0, p1);
+    rayo_status s;
+    if (vec) {
+        unsigned long long tiles = ceil_div(op->n, 128) * splits;
+        void *p1[] = {&part, &a, &x, &m, &n, &ch, &tiles};
+        unsigned blocks = (unsigned)min_size(tiles, (size_t)st->sm_count * GEMV_T_BLOCKS_PER_SM);
+        s = launch(st, stream, MOD_MATRIX, "gemv_t_part_v4", blocks ? blocks : 1, 1, THREADS, 1, 0, p1);
+    } else {
+        void *p1[] = {&part, &a, &x, &m, &n, &ch};
+        s = launch(st, stream, MOD_MATRIX, "gemv_t_part", (unsigned)ceil_div(op->n, THREADS), (unsigned)splits,
+                   THREADS, 1, 0, p1);
+    }
     if (s != RAYO_OK)
         return s;
     void *p2[] = {&y, &part, &n, &sp, &alpha, &beta};
-    return launch(st, stream, MOD_MATRIX, "gemv_t_final", col_blocks, 1, THREADS, 1, 0, p2);
+    return launch(st, stream, MOD_MATRIX, "gemv_t_final", (unsigned)ceil_div(op->n, 32), 1, THREADS, 1, 0, p2);
 }
 
 /* ---- transpose, bias_act ------------------------------------------------- */
@@ -228,12 +307,12 @@ static rayo_status launch_bias_act(cuda_state *st, CUstream stream, const cuda_o
 {
     CUdeviceptr y = op->y, a = op->a, bias = op->b;
     unsigned long long m = op->m, n = op->n;
-    char name[32];
-    snprintf(name, sizeof name, "bias_act_%s", act_names[op->flags]);
+    int vec = aligned16(y) && aligned16(a) && aligned16(bias) && op->n % 4 == 0;
+    char name[48];
+    snprintf(name, sizeof name, "bias_act_%s_%s", act_names[op->flags], vec ? "v4" : "s1");
     void *params[] = {&y, &a, &bias, &m, &n};
-    unsigned gx = (unsigned)ceil_div(op->n, THREADS);
-    unsigned gy = (unsigned)min_size(op->m, MAX_GRID_Y);
-    return launch(st, stream, MOD_MATRIX, name, gx ? gx : 1, gy ? gy : 1, THREADS, 1, 0, params);
+    unsigned blocks = grid_blocks(st, op->m * op->n / (vec ? 4 : 1), 8);
+    return launch(st, stream, MOD_MATRIX, name, blocks, 1, THREADS, 1, 0, params);
 }
 
 /* ---- matmul ----------------------------------------------------------------

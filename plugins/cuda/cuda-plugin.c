@@ -27,7 +27,7 @@
 #define DEFAULT_TF32 "tf32_128x128_w2x2_r"
 
 static const char *const module_names[MOD_COUNT] = {"elementwise", "reduce", "rows",
-                                                    "matrix", "sgemm", "tf32", "infer"};
+                                                    "matrix", "sgemm", "tf32", "rows_cluster", "infer"};
 
 /* ---- probe ---------------------------------------------------------------- */
 static int device_attr(const cuda_driver *drv, CUdevice dev, CUdevice_attribute a)
@@ -467,6 +467,10 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
                         r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                         rayo_cuda_tf32_configs[i].smem_bytes);
             }
+            if (r == CUDA_SUCCESS && strncmp(name, "rowc_", 5) == 0 && st->max_smem_optin > RAYO_PTX_ROWC_STATIC_SMEM)
+                /* the row-cached kernels keep rows of up to this much in shared memory */
+                r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                st->max_smem_optin - RAYO_PTX_ROWC_STATIC_SMEM);
             for (unsigned i = 0; r == CUDA_SUCCESS && mod == MOD_INFER && i < rayo_cuda_gemvq_config_count; i++)
                 if (strcmp(rayo_cuda_gemvq_configs[i].name, name) == 0) /* may be above 48 KiB */
                     r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

@@ -14,9 +14,10 @@
 #include <string.h>
 
 typedef struct rayo_ptx_module {
-    const char *name;     /* "elementwise", "reduce", "rows", "matrix", "sgemm", "tf32", "infer" */
+    const char *name;     /* "elementwise", "reduce", "rows", "matrix", "sgemm", "tf32", "rows_cluster", "infer" */
     const char *body;     /* NUL-terminated PTX after the target header */
     size_t body_size;     /* strlen(body) */
+    int min_sm;           /* the lowest target it is written for (rows_cluster: 90) */
 } rayo_ptx_module;
 
 /* A TF32 gemm variant: its block tile and launch shape. */
@@ -32,6 +33,19 @@ typedef struct rayo_ptx_tf32_config {
  * ACC_BYTES of dynamic shared memory (64 floats for each of 256 threads). */
 #define RAYO_PTX_SGEMM_BLOCK_K 256
 #define RAYO_PTX_SGEMM_ACC_BYTES 65536
+
+/* The row-cached kernels of module "rows" (rowc_*, ptx/rows.c) keep their
+ * row in dynamic shared memory (n floats per row: a warp's row each for
+ * rowc_*_warp_*, of up to ROWC_WARP_MAX_N floats, in blocks of
+ * ROWC_WARP_THREADS; rowc_*_clusterC_* (sm_90) spread a row over the
+ * shared memory of C CTAs, C = 2 ... MAX_CLUSTER); STATIC_SMEM bytes of
+ * static shared memory beside it hold the reductions (WARP_SLOTS bytes for
+ * the warps, then the cluster slots). */
+#define RAYO_PTX_ROWC_STATIC_SMEM 320
+#define RAYO_PTX_ROWC_WARP_SLOTS 256
+#define RAYO_PTX_ROWC_MAX_CLUSTER 8
+#define RAYO_PTX_ROWC_WARP_MAX_N 1024
+#define RAYO_PTX_ROWC_WARP_THREADS 256
 
 /* gemv with half or quantized weights (module "infer", ptx/infer-gemv.c):
  * blocks of 32 * ROWS threads, one warp per row of A, x staged in chunks of

@@ -5,6 +5,7 @@
 # libcuda.so.1 is dlopened at run time.
 
 EXTRA_DIST += plugins/cuda/50-cuda.conf plugins/cuda/h100.sh plugins/cuda/h100-torch.py \
+	plugins/cuda/h200-bandwidth.sh plugins/cuda/h200-bandwidth-torch.py \
 	plugins/cuda/infer-torch.py \
 	doc/benchmarks-cuda.md
 

@@ -65,6 +65,7 @@ static rayo_call shape_call(const rayo_dev_call *dc)
 
 static uint32_t div_up(size_t x, size_t d) { return (uint32_t)((x + d - 1) / d); }
 static uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 
 /* ---- recording ------------------------------------------------------------------ */
 
@@ -207,13 +208,19 @@ static rayo_status bind_scratch(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_
     return RAYO_OK;
 }
 
-/* Rows up to LONG_ROW take one workgroup each (rows.comp PASS 0); longer
+/* Rows up to CACHED_ROW take one workgroup each with the row in registers
+ * (rows.comp PASS 4: E values per invocation, one read of the row); up to
+ * LONG_ROW one workgroup each (PASS 0: a pass over memory per statistic); longer
  * ones are cut into at most MAX_CHUNKS chunks of at least LONG_ROW
  * elements, one workgroup per chunk, in three passes (two for rmsnorm).
  * Either way no invocation loops more than ~16,000 times over 2^32
  * elements. */
 #define LONG_ROW (256u * 256u)
 #define MAX_CHUNKS 1024u
+#define CACHED_ROW_E 32u
+/* Longest row for PASS 4: measured on an H200 (doc/benchmarks-vulkan.md),
+ * it beats PASS 0 up to rows of 1024 and loses at 4096 */
+#define CACHED_ROW_MAX 2048u
 
 static rayo_status rec_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                             vk_operands *ops)
@@ -225,6 +232,15 @@ static rayo_status rec_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
         .flags = (ops->use[1] ? 1u : 0u) | (ops->use[2] ? 2u : 0u),
     };
     push_offsets(ops, &pc, 1);
+    uint32_t wg_max = min_u32(1024u, s->props.limits.maxComputeWorkGroupInvocations);
+    if (n > 0 && n <= CACHED_ROW_MAX && n <= wg_max * CACHED_ROW_E) {
+        uint32_t wg = 64;
+        while (wg < wg_max && wg * 8u < n)
+            wg *= 2;
+        uint32_t spec[4] = {wg, call->op, 4, div_up(n, wg)};
+        uint32_t gx = min_u32(m, MAX_GROUPS), gy = min_u32(div_up(m, gx), MAX_GROUPS);
+        return dispatch(s, cx, shader, spec, 4, ops, &pc, gx, gy);
+    }
     if (n <= LONG_ROW) {
         uint32_t spec[3] = {n > 512 ? 256u : 64u, call->op, 0};
         uint32_t gx = min_u32(m, MAX_GROUPS), gy = min_u32(div_up(m, gx), MAX_GROUPS);
@@ -307,6 +323,9 @@ static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
  * GEMV_COLUMN rows (transposed) in one pass; longer ones in at most
  * MAX_CHUNKS chunks whose partial sums a second pass adds. */
 #define GEMV_COLUMN 4096u
+/* workgroups a transposed gemv aims at, and its shortest chunk of rows */
+#define GEMV_GROUPS 2048u
+#define GEMV_MIN_CHUNK 64u
 
 static rayo_status rec_gemv(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                             vk_operands *ops)
@@ -322,10 +341,17 @@ static rayo_status rec_gemv(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
     uint32_t gx = trans ? min_u32(div_up(n, WG), MAX_GROUPS) : 1;
     uint32_t gy = trans ? 1 : min_u32(m, MAX_GROUPS);
     uint32_t spec[3] = {WG, trans ? 1u : 0u, 0};
-    if (len <= one_pass)
-        return dispatch(s, cx, VK_SHADER_GEMV, spec, 3, ops, &pc, gx, gy);
+    /* transposed: the columns give only n / WG workgroups, so the rows are
+     * cut into enough chunks (of at least GEMV_MIN_CHUNK) to fill the device */
+    uint32_t spread = trans ? div_up(GEMV_GROUPS, gx) : 1;
     uint32_t chunk = div_up(len, MAX_CHUNKS);
-    chunk = chunk < one_pass ? one_pass : div_up(chunk, 256) * 256;
+    if (trans && spread > 1)
+        chunk = max_u32(chunk, max_u32(div_up(len, spread), GEMV_MIN_CHUNK));
+    else
+        chunk = max_u32(chunk, one_pass);
+    chunk = chunk > one_pass ? div_up(chunk, 256) * 256 : div_up(chunk, 32) * 32;
+    if (len <= chunk)
+        return dispatch(s, cx, VK_SHADER_GEMV, spec, 3, ops, &pc, gx, gy);
     uint32_t chunks = div_up(len, chunk);
     pc.k = chunk;
     rayo_status st = bind_scratch(s, cx, (VkDeviceSize)chunks * (trans ? n : m) * 4, ops, &pc);
