@@ -321,9 +321,24 @@ static int plan_layout(const rayo_call *c, size_t scratch, layout *lo)
 }
 
 /* ---- copies ----------------------------------------------------------------- */
-/* Sends bytes [begin, end) of the device staging: the inputs' bytes that
- * fall there (small inputs share a chunk, large ones take many). */
-static rayo_status upload(cuda_state *st, cuda_lane *l, const layout *lo, size_t begin, size_t end)
+/* Fills a slot with the inputs' bytes that fall in [begin, begin + len) of
+ * the device staging (small inputs share a chunk, large ones take many). */
+static void fill_slot(const cuda_state *st, const layout *lo, unsigned char *slot, size_t begin, size_t len)
+{
+    for (int i = 0; i < 4; i++) {
+        const segment *g = &lo->in[i];
+        size_t from = g->offset > begin ? g->offset : begin;
+        size_t to = g->offset + g->bytes < begin + len ? g->offset + g->bytes : begin + len;
+        if (g->src && from < to)
+            host_copy(st, slot + (from - begin), (const unsigned char *)g->src + (from - g->offset), to - from);
+    }
+}
+
+/* Moves bytes [begin, end) of the device staging in slot-sized chunks:
+ * to the device from the inputs (dst NULL), or from the device to dst, where
+ * slot_take and slots_flush copy each chunk once it has arrived. */
+static rayo_status transfer(cuda_state *st, cuda_lane *l, const layout *lo, unsigned char *dst, size_t begin,
+                            size_t end)
 {
     while (begin < end) {
         size_t len = end - begin < l->slot_bytes ? end - begin : l->slot_bytes;
@@ -331,45 +346,35 @@ static rayo_status upload(cuda_state *st, cuda_lane *l, const layout *lo, size_t
         rayo_status s = slot_take(st, l, &slot);
         if (s != RAYO_OK)
             return s;
-        for (int i = 0; i < 4; i++) {
-            const segment *g = &lo->in[i];
-            size_t from = g->offset > begin ? g->offset : begin;
-            size_t to = g->offset + g->bytes < begin + len ? g->offset + g->bytes : begin + len;
-            if (g->src && from < to)
-                host_copy(st, slot->host + (from - begin), (const unsigned char *)g->src + (from - g->offset),
-                          to - from);
+        CUresult r;
+        if (dst) {
+            r = st->drv->cuMemcpyDtoHAsync(slot->host, l->dev + begin, len, l->stream);
+        } else {
+            fill_slot(st, lo, slot->host, begin, len);
+            r = st->drv->cuMemcpyHtoDAsync(l->dev + begin, slot->host, len, l->stream);
         }
-        CUresult r = st->drv->cuMemcpyHtoDAsync(l->dev + begin, slot->host, len, l->stream);
         if (r == CUDA_SUCCESS)
             r = st->drv->cuEventRecord(slot->done, l->stream);
         if (r != CUDA_SUCCESS)
-            return cuda_fail(st, r, "copy to the device");
+            return cuda_fail(st, r, dst ? "copy from the device" : "copy to the device");
+        if (dst) {
+            slot->pending_dst = dst;
+            slot->pending_bytes = len;
+            dst += len;
+        }
         begin += len;
     }
     return RAYO_OK;
 }
 
-/* Queues bytes [begin, end) of the device staging for dst; slot_take and
- * slots_flush copy them out once they have arrived. */
+static rayo_status upload(cuda_state *st, cuda_lane *l, const layout *lo, size_t begin, size_t end)
+{
+    return transfer(st, l, lo, NULL, begin, end);
+}
+
 static rayo_status download(cuda_state *st, cuda_lane *l, unsigned char *dst, size_t begin, size_t end)
 {
-    while (begin < end) {
-        size_t len = end - begin < l->slot_bytes ? end - begin : l->slot_bytes;
-        cuda_slot *slot;
-        rayo_status s = slot_take(st, l, &slot);
-        if (s != RAYO_OK)
-            return s;
-        CUresult r = st->drv->cuMemcpyDtoHAsync(slot->host, l->dev + begin, len, l->stream);
-        if (r == CUDA_SUCCESS)
-            r = st->drv->cuEventRecord(slot->done, l->stream);
-        if (r != CUDA_SUCCESS)
-            return cuda_fail(st, r, "copy from the device");
-        slot->pending_dst = dst;
-        slot->pending_bytes = len;
-        dst += len;
-        begin += len;
-    }
-    return RAYO_OK;
+    return transfer(st, l, NULL, dst, begin, end);
 }
 
 /* ---- the call ---------------------------------------------------------------- */
