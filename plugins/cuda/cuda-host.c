@@ -226,15 +226,16 @@ static rayo_status slot_take(cuda_state *st, cuda_lane *l, cuda_slot **out)
     return RAYO_OK;
 }
 
-/* Every download copied out. */
-static rayo_status slots_flush(cuda_state *st, cuda_lane *l)
+/* Copies out the downloads still in the slots; the copy stream must have
+ * been synchronised. */
+static void slots_flush(cuda_state *st, cuda_lane *l)
 {
-    rayo_status s = RAYO_OK;
-    for (int i = 0; i < CUDA_STAGING_SLOTS && s == RAYO_OK; i++) {
-        cuda_slot *slot;
-        s = slot_take(st, l, &slot);
+    for (int i = 0; i < CUDA_STAGING_SLOTS; i++) {
+        cuda_slot *slot = &l->slots[i];
+        if (slot->pending_dst)
+            host_copy(st, slot->pending_dst, slot->host, slot->pending_bytes);
+        slot->pending_dst = NULL;
     }
-    return s;
 }
 
 /* After a failure: waits for everything queued and drops downloads. */
@@ -342,7 +343,7 @@ static rayo_status transfer(cuda_state *st, cuda_lane *l, const layout *lo, unsi
 {
     while (begin < end) {
         size_t len = end - begin < l->slot_bytes ? end - begin : l->slot_bytes;
-        cuda_slot *slot;
+        cuda_slot *slot = NULL;
         rayo_status s = slot_take(st, l, &slot);
         if (s != RAYO_OK)
             return s;
@@ -481,17 +482,18 @@ static rayo_status run_planned(cuda_state *st, cuda_lane *l, const rayo_call *ca
         return RAYO_E_NOMEM;
     p->out = temp ? temp : call->y;
     rayo_status s = p->blocks > 1 ? run_blocks(st, l, p) : run_whole(st, l, p);
-    if (s == RAYO_OK)
-        s = slots_flush(st, l);
     if (s == RAYO_OK) {
-        CUresult r = st->drv->cuStreamSynchronize(l->stream);
+        CUresult r = st->drv->cuStreamSynchronize(l->stream); /* the last download, after every kernel */
         if (r != CUDA_SUCCESS)
             s = cuda_fail(st, r, cuda_op_name(call->op));
     }
-    if (s != RAYO_OK)
+    if (s != RAYO_OK) {
         lane_drain(st, l);
-    else if (temp)
-        memcpy(call->y, temp, lo->y_bytes);
+    } else {
+        slots_flush(st, l);
+        if (temp)
+            memcpy(call->y, temp, lo->y_bytes);
+    }
     free(temp);
     return s;
 }
