@@ -251,9 +251,10 @@ typedef struct verdict {
 } verdict;
 
 /* The GPU's time and the best CPU backend's at size p (-1 when the GPU
- * fails the call, -2 when memory is short).  A CPU backend more than twice
- * as slow as the best is dropped for the larger sizes (scalar's matmul
- * would take minutes at the top). */
+ * fails the call, -2 when memory is short).  A CPU backend that takes over
+ * 20 ms and more than 4 times the best is dropped for the larger sizes
+ * (scalar's matmul would take minutes at the top); a backend slow only at
+ * small sizes (thread start, packing) stays in. */
 static int race(rayo_context *ctx, const backends *b, bool *dropped, const char *gpu, const op_class *k, size_t p,
                 double *gpu_s, double *cpu_s, const char **cpu_name)
 {
@@ -272,7 +273,7 @@ static int race(rayo_context *ctx, const backends *b, bool *dropped, const char 
         }
     }
     for (size_t i = 0; i < b->cpu_count && *gpu_s >= 0; i++)
-        dropped[i] = dropped[i] || t[i] < 0 || t[i] > 2 * *cpu_s;
+        dropped[i] = dropped[i] || t[i] < 0 || (t[i] > 20e-3 && t[i] > 4 * *cpu_s);
     probe_free(&c);
     if (*gpu_s < 0)
         return -1;
