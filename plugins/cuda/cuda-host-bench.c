@@ -7,7 +7,8 @@
  *      driver directly (the plugin's own loader, cuda-driver.c): the
  *      reference the host path is judged against;
  *   2. rayo's host path on 2^26 floats (scale: 256 MiB in, 256 MiB out,
- *      rayo_run_on "cuda") with pinned staging and with pinned_staging = no;
+ *      rayo_run_on "cuda") with pinned staging and with pinned_staging = no,
+ *      and the round trip of add on 1024 floats (median of 2000 calls);
  *   3. matmul N on device buffers (one batch), then on host memory through
  *      the default chain (rayo_run), pinned and pageable staging; the target
  *      is host >= 0.8 x (device matmul + its PCIe bytes at pinned speed);
@@ -204,6 +205,30 @@ static void bench_staging(void)
     free(y);
 }
 
+/* The latency of a small call: add on 1024 floats, median of 2000. */
+static void bench_round_trip(void)
+{
+    enum { N = 1024, CALLS = 2000 };
+    static float a[N], b[N], y[N];
+    static double t[CALLS];
+    for (int i = 0; i < N; i++)
+        a[i] = frand(), b[i] = frand();
+    host_call h = {open_with(NULL), "cuda", {.struct_size = sizeof(rayo_call), .op = RAYO_OP_ADD, .n = N, .a = a,
+                                             .b = b, .y = y}};
+    for (int i = 0; i < 200; i++)
+        run_host_call(&h);
+    int bad = 0;
+    for (int i = 0; i < CALLS; i++) {
+        double t0 = now_s();
+        bad |= run_host_call(&h);
+        t[i] = now_s() - t0;
+    }
+    qsort(t, CALLS, sizeof t[0], cmp_double);
+    report("host", "add 1024 floats, round trip (median)", t[CALLS / 2] * 1e6, "us", NULL);
+    check(!bad && y[N - 1] == a[N - 1] + b[N - 1], "add result", (double)bad);
+    rayo_close(h.ctx);
+}
+
 /* Largest |y - (alpha A B + beta y0)| / (sum of |terms|) over 64 elements. */
 static double matmul_error(const float *a, const float *b, const float *y0, const float *y, size_t m, size_t n,
                            size_t k, float alpha, float beta)
@@ -332,6 +357,7 @@ int main(int argc, char **argv)
     if (bench_link(pinned_gbs) != 0)
         return 77;
     bench_staging();
+    bench_round_trip();
     bench_matmul(n, pinned_gbs);
     check_pieces();
     printf("%d check(s) failed\n", failures);
