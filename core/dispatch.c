@@ -77,20 +77,22 @@ static const char *op_setting(rayo_context *ctx, const rayo_op_info *op, const r
 }
 
 /* A threshold setting: digits, or "never" (the backend gets no
- * host-memory calls of the op). */
-static bool parse_threshold(const char *v, size_t *out)
+ * host-memory calls of the op).  NULL when valid, else what is wrong. */
+static const char *parse_threshold(const char *v, size_t *out)
 {
     if (!strcmp(v, "never")) {
         *out = SIZE_MAX;
-        return true;
+        return NULL;
     }
     char *end;
     errno = 0;
     unsigned long long n = strtoull(v, &end, 10);
-    if (!isdigit((unsigned char)v[0]) || *end || errno == ERANGE || n > SIZE_MAX)
-        return false;
+    if (!isdigit((unsigned char)v[0]) || *end)
+        return "is not a size (digits only) or never";
+    if (errno == ERANGE || n > SIZE_MAX)
+        return "is too large";
     *out = (size_t)n;
-    return true;
+    return NULL;
 }
 
 static bool is_threshold_key(const char *key)
@@ -105,9 +107,10 @@ static void check_thresholds(rayo_context *ctx)
     for (size_t i = 0; i < ctx->cfg.count; i++) {
         const config_entry *e = &ctx->cfg.entries[i];
         size_t n;
-        if (is_threshold_key(e->key) && !parse_threshold(e->value, &n))
-            core_log(ctx, RAYO_LOG_WARN, "%s: [%s] %s = \"%s\" is not a size (digits only) or never: ignored",
-                     e->origin, e->section, e->key, e->value);
+        const char *problem = is_threshold_key(e->key) ? parse_threshold(e->value, &n) : NULL;
+        if (problem)
+            core_log(ctx, RAYO_LOG_WARN, "%s: [%s] %s = \"%s\" %s: ignored (the next threshold setting applies)",
+                     e->origin, e->section, e->key, e->value, problem);
     }
 }
 
@@ -124,7 +127,7 @@ static size_t offload_threshold(const rayo_context *ctx, const rayo_op_info *op,
     for (int i = 0; i < 4; i++) {
         const char *v = config_get(&ctx->cfg, sections[i], keys[i]);
         size_t n;
-        if (v && parse_threshold(v, &n))
+        if (v && !parse_threshold(v, &n))
             return n;
     }
     return DEFAULT_OFFLOAD_THRESHOLD;
