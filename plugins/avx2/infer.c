@@ -6,6 +6,7 @@
 
 #define VF __m256
 #define VF_LANES 8
+#define SCORE_HEADS 2 /* attention's scores: 2 heads x 4 keys of accumulators */
 #define PV_HEADS 4 /* attention's p V: 4 heads x 2 vectors of accumulators of 16 registers */
 
 #define vf_zero _mm256_setzero_ps

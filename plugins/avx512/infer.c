@@ -6,6 +6,7 @@
 
 #define VF __m512
 #define VF_LANES 16
+#define SCORE_HEADS 4 /* attention's scores: 4 heads x 4 keys of accumulators */
 #define PV_HEADS 8 /* attention's p V: 8 heads x 2 vectors of accumulators of 32 registers */
 
 #define vf_zero _mm512_setzero_ps

@@ -2,41 +2,50 @@
  * x86-infer.h (the same VF / vf_* operations; see there).
  *
  * out = softmax(scale Q K^T + causal mask) V, grouped-query.  A work item is
- * one query row and up to ATT_HEADS query heads of one KV head: they share
- * every key and value row, so a row of an f16 cache is widened once for all
- * of them (decode with 8 query heads per KV head reads the cache once).
- * Keys go by tiles of ATT_TILE rows, copied (f32) or widened (f16) into the
- * worker's scratch, padded with zeros to whole vectors, so the inner loops
- * have no tails.  Per tile and head:
+ * one query row, all heads, and a segment of the keys.  Keys go by tiles of
+ * ATT_TILE positions; a tile of K and of V is read token by token, all KV
+ * heads of a token together, in the cache's own order: the rows of one head
+ * alone are hundreds of bytes apart, a stride that measured 2 GB/s on a Zen 4
+ * against 18 GB/s for the same bytes read in order.  Rows are copied (f32)
+ * or widened (f16) into the worker's scratch, padded with zeros to whole
+ * vectors, so the inner loops have no tails; each row is widened once for
+ * all query heads of its KV head.  Per tile and query head:
  *   scores   4 keys at a time, float FMAs along the head dimension;
  *   softmax  online: the running maximum M, p = exp(s - M) in float; when a
  *            tile raises M, what was accumulated is scaled by exp(old - M)
  *            (in double), so nothing overflows and no score outlives its
  *            tile (no score matrix, whatever the cache length);
- *   p V      PV_HEADS heads x 2 vectors of the head dimension in registers,
- *            float FMAs over the tile's keys;
+ *   p V      up to PV_HEADS heads of one KV head x 2 vectors of the head
+ *            dimension in registers, float FMAs over the tile's keys;
  * and the tile's float sums are added into double accumulators: float error
- * stays that of ATT_TILE terms (~4e-6 of sum p |v| at worst), however long
- * the cache.  Items are spread over the pool, each worker with its scratch.
+ * stays that of ATT_TILE terms (~2e-6 of sum p |v| at worst), however long
+ * the cache.
+ *
+ * Threads: query rows are items; when there are fewer rows than threads
+ * (decode), the keys are cut into segments too, each item keeps its (max,
+ * sum, acc) per head, and the calling thread merges the segments.
  */
 
-#define ATT_TILE 64  /* keys per tile: float sums of at most this many terms */
-#define ATT_HEADS 8  /* query heads of one item */
+#define ATT_TILE 32       /* keys per tile: float sums of at most this many terms */
+#define ATT_MIN_SEGMENT 256 /* keys per segment at least, when keys are split */
+#define ATT_MAX_SEGMENTS 64
 
 typedef struct att_job {
     const rayo_call *call;
     const rayo_attention_params *p;
     int f16;
     cpu_attention_layout s;
-    size_t group, chunks;   /* query heads per KV head; items per (query, KV head) */
+    size_t group;           /* query heads per KV head */
     size_t dp;              /* head_dim padded to 2 vectors */
+    size_t segments, segment_keys; /* key segments per query row, and their length */
     size_t items, per_task;
-    float *scratch;
+    float *scratch;         /* per worker */
     size_t per_worker;      /* floats */
+    double *partial;        /* segments > 1: per item, per head (max, sum, acc[dp]) */
 } att_job;
 
 typedef struct att_work {
-    float *q, *kt, *vt;     /* ATT_HEADS query rows, a tile of keys and of values (dp each) */
+    float *q, *kt, *vt;     /* query rows; a tile of keys and of values (all KV heads) */
     float *pr, *tacc;       /* scores then p (ATT_TILE per head); the tile's p V (dp per head) */
     double *acc, *mx, *sum; /* per head: sum of p v (dp), running max, sum of p */
 } att_work;
@@ -46,71 +55,111 @@ static size_t att_round(size_t x, size_t to)
     return (x + to - 1) / to * to;
 }
 
+/* Floats of one worker's scratch (64-byte aligned parts). */
+static size_t att_floats_per_worker(const rayo_attention_params *p, size_t dp)
+{
+    size_t heads = att_round(p->n_heads, 8);
+    size_t doubles = heads * dp + 2 * heads;
+    size_t floats = heads * dp + 2 * p->n_kv_heads * ATT_TILE * dp + heads * ATT_TILE + heads * dp;
+    return att_round(2 * doubles + floats, 16);
+}
+
 static att_work att_work_of(const att_job *job, unsigned worker)
 {
-    size_t dp = job->dp;
+    size_t dp = job->dp, heads = att_round(job->p->n_heads, 8);
     float *f = job->scratch + (size_t)worker * job->per_worker;
     att_work w;
     w.acc = (double *)(void *)f; /* doubles first: 64-byte aligned */
-    w.mx = w.acc + ATT_HEADS * dp;
-    w.sum = w.mx + ATT_HEADS;
-    f += 2 * (ATT_HEADS * dp + 2 * ATT_HEADS);
-    w.q = f, f += ATT_HEADS * dp;
-    w.kt = f, f += ATT_TILE * dp;
-    w.vt = f, f += ATT_TILE * dp;
-    w.tacc = f, f += ATT_HEADS * dp;
+    w.mx = w.acc + heads * dp;
+    w.sum = w.mx + heads;
+    f += 2 * (heads * dp + 2 * heads);
+    w.q = f, f += heads * dp;
+    w.kt = f, f += job->p->n_kv_heads * ATT_TILE * dp;
+    w.vt = f, f += job->p->n_kv_heads * ATT_TILE * dp;
+    w.tacc = f, f += heads * dp;
     w.pr = f;
     return w;
 }
 
-static size_t att_floats_per_worker(size_t dp)
+/* d f16 values at element `at` of base as f32, exact for all but
+ * signalling NaNs (quieted: a NaN in the cache gives NaN either way). */
+static inline void f16_row_widen(const void *base, size_t at, float *row, size_t d)
 {
-    size_t n = 2 * (ATT_HEADS * dp + 2 * ATT_HEADS) + 2 * ATT_HEADS * dp + 2 * ATT_TILE * dp + ATT_HEADS * ATT_TILE;
-    return att_round(n, 16); /* each worker's part 64-byte aligned */
+    const uint16_t *h = (const uint16_t *)base + at;
+    size_t l = 0;
+    for (; l + 8 <= d; l += 8)
+        _mm256_storeu_ps(row + l, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(h + l))));
+    for (; l < d; l++)
+        row[l] = rayo_f16_to_f32(h[l]);
 }
 
-/* count rows of KV head g from token j0 on, as f32 rows of dp (zero-padded);
- * rows up to a multiple of 4 are zeros. */
-static void att_load_rows(const att_job *job, const void *base, size_t token_stride, size_t head_stride,
-                          size_t g, size_t j0, size_t count, float *dst)
+/* Rows [j0, j0 + count) of every KV head, as f32 rows of dp (zero-padded):
+ * head g's rows at dst + g * ATT_TILE * dp; rows up to a multiple of 4 are
+ * zeros. */
+static void att_load_tile(const att_job *job, const void *base, size_t token_stride, size_t head_stride,
+                          size_t j0, size_t count, float *dst)
 {
-    size_t d = job->p->head_dim, dp = job->dp;
-    for (size_t r = 0; r < count; r++) {
-        size_t at = (j0 + r) * token_stride + g * head_stride;
-        float *row = dst + r * dp;
-        if (job->f16)
-            f16_row_to_f32((const unsigned char *)base + 2 * at, row, d);
-        else
-            memcpy(row, (const float *)base + at, d * sizeof(float));
-        if (dp > d)
-            memset(row + d, 0, (dp - d) * sizeof(float));
-    }
+    size_t d = job->p->head_dim, dp = job->dp, heads = job->p->n_kv_heads;
+    for (size_t r = 0; r < count; r++)
+        for (size_t g = 0; g < heads; g++) {
+            size_t at = (j0 + r) * token_stride + g * head_stride;
+            float *row = dst + (g * ATT_TILE + r) * dp;
+            if (job->f16)
+                f16_row_widen(base, at, row, d);
+            else
+                memcpy(row, (const float *)base + at, d * sizeof(float));
+            if (dp > d)
+                memset(row + d, 0, (dp - d) * sizeof(float));
+        }
     if (count % 4)
-        memset(dst + count * dp, 0, (4 - count % 4) * dp * sizeof(float));
+        for (size_t g = 0; g < heads; g++)
+            memset(dst + (g * ATT_TILE + count) * dp, 0, (4 - count % 4) * dp * sizeof(float));
 }
 
-/* s[j] = scale q . k_j for keys [0, count rounded up to 4). */
-static void att_scores(const float *q, const float *kt, size_t dp, size_t count, float scale, float *s)
+/* s[h][j] = scale q_h . k_j for NH heads (query rows dp apart, scores
+ * ATT_TILE apart) and keys [0, count rounded up to 4): NH x 4 accumulators
+ * in registers, each key vector loaded once for the NH heads. */
+static inline __attribute__((always_inline)) void att_scores(const float *q, const float *kt, size_t dp,
+                                                             size_t count, float scale, float *s, const int NH)
 {
     for (size_t j = 0; j < count; j += 4) {
         const float *k = kt + j * dp;
-        VF a0 = vf_zero(), a1 = vf_zero(), a2 = vf_zero(), a3 = vf_zero();
+        VF a[SCORE_HEADS][4];
+#pragma GCC unroll 8
+        for (int h = 0; h < NH; h++)
+            a[h][0] = a[h][1] = a[h][2] = a[h][3] = vf_zero();
         for (size_t l = 0; l < dp; l += VF_LANES) {
-            VF qv = vf_load(q + l);
-            a0 = vf_fma(qv, vf_load(k + l), a0);
-            a1 = vf_fma(qv, vf_load(k + dp + l), a1);
-            a2 = vf_fma(qv, vf_load(k + 2 * dp + l), a2);
-            a3 = vf_fma(qv, vf_load(k + 3 * dp + l), a3);
+            VF k0 = vf_load(k + l), k1 = vf_load(k + dp + l), k2 = vf_load(k + 2 * dp + l), k3 = vf_load(k + 3 * dp + l);
+#pragma GCC unroll 8
+            for (int h = 0; h < NH; h++) {
+                VF qv = vf_load(q + h * dp + l);
+                a[h][0] = vf_fma(qv, k0, a[h][0]);
+                a[h][1] = vf_fma(qv, k1, a[h][1]);
+                a[h][2] = vf_fma(qv, k2, a[h][2]);
+                a[h][3] = vf_fma(qv, k3, a[h][3]);
+            }
         }
-        _mm_storeu_ps(s + j, _mm_mul_ps(vf_sum4(a0, a1, a2, a3), _mm_set1_ps(scale)));
+#pragma GCC unroll 8
+        for (int h = 0; h < NH; h++)
+            _mm_storeu_ps(s + h * ATT_TILE + j, _mm_mul_ps(vf_sum4(a[h][0], a[h][1], a[h][2], a[h][3]), _mm_set1_ps(scale)));
     }
 }
 
-/* Turns the scores of head hh into p = exp(s - M) (zeros past count) with
- * the new running max M; returns the factor for what was summed before. */
-static double att_softmax_tile(att_work *w, size_t hh, size_t count)
+static void att_scores_many(const float *q, const float *kt, size_t dp, size_t count, float scale, float *s)
 {
-    float *s = w->pr + hh * ATT_TILE;
+    att_scores(q, kt, dp, count, scale, s, SCORE_HEADS);
+}
+
+static void att_scores_one(const float *q, const float *kt, size_t dp, size_t count, float scale, float *s)
+{
+    att_scores(q, kt, dp, count, scale, s, 1);
+}
+
+/* Turns the scores of head h into p = exp(s - M) (zeros past count) with
+ * the new running max M; returns the factor for what was summed before. */
+static double att_softmax_tile(att_work *w, size_t h, size_t count)
+{
+    float *s = w->pr + h * ATT_TILE;
     size_t whole = count / VF_LANES * VF_LANES, padded = att_round(count, VF_LANES);
     float m = -INFINITY;
     if (whole) {
@@ -122,20 +171,20 @@ static double att_softmax_tile(att_work *w, size_t hh, size_t count)
     for (size_t j = whole; j < count; j++)
         m = s[j] > m ? s[j] : m;
     double alpha = 1.0;
-    if (m > w->mx[hh]) {
-        alpha = exp(w->mx[hh] - (double)m); /* 0 for the first tile */
-        w->mx[hh] = m;
+    if (m > w->mx[h]) {
+        alpha = exp(w->mx[h] - (double)m); /* 0 for the first tile */
+        w->mx[h] = m;
     }
     /* exp(-87) ~ 1e-38 stands for smaller weights: far below the contract,
      * and it keeps exp on its fast path. */
-    VF vm = vf_set((float)w->mx[hh]), floor = vf_set(-87.0f), total = vf_zero();
+    VF vm = vf_set((float)w->mx[h]), floor = vf_set(-87.0f), total = vf_zero();
     for (size_t j = 0; j < padded; j += VF_LANES)
         vf_store(s + j, vf_exp(vf_max(floor, vf_sub(vf_load(s + j), vm))));
     for (size_t j = count; j < padded; j++)
         s[j] = 0.0f;
     for (size_t j = 0; j < padded; j += VF_LANES)
         total = vf_add(total, vf_load(s + j));
-    w->sum[hh] = w->sum[hh] * alpha + (double)vf_hsum(total);
+    w->sum[h] = w->sum[h] * alpha + (double)vf_hsum(total);
     return alpha;
 }
 
@@ -184,50 +233,101 @@ static void att_merge(double *acc, const float *tacc, double alpha, size_t dp)
         _mm256_storeu_pd(acc + l, _mm256_fmadd_pd(_mm256_loadu_pd(acc + l), a, _mm256_cvtps_pd(_mm_loadu_ps(tacc + l))));
 }
 
-/* Keys [j0, j0 + count) for the nh heads of an item at KV head g. */
-static void att_tile(const att_job *job, att_work *w, size_t g, size_t nh, size_t j0, size_t count)
+/* The query heads of KV head g over the tile's count keys. */
+static void att_kv_head(const att_job *job, att_work *w, size_t g, size_t count)
 {
-    const rayo_call *c = job->call;
-    size_t dp = job->dp;
-    att_load_rows(job, c->b, job->s.k_token, job->s.k_head, g, j0, count, w->kt);
-    att_load_rows(job, c->c, job->s.v_token, job->s.v_head, g, j0, count, w->vt);
-    double alpha[ATT_HEADS];
-    for (size_t hh = 0; hh < nh; hh++) {
-        att_scores(w->q + hh * dp, w->kt, dp, count, job->p->scale, w->pr + hh * ATT_TILE);
-        alpha[hh] = att_softmax_tile(w, hh, count);
+    size_t dp = job->dp, h0 = g * job->group, h1 = h0 + job->group;
+    const float *kt = w->kt + g * ATT_TILE * dp, *vt = w->vt + g * ATT_TILE * dp;
+    double alpha[PV_HEADS];
+    for (size_t h = h0; h < h1; h += PV_HEADS) {
+        size_t nh = h1 - h < PV_HEADS ? h1 - h : PV_HEADS;
+        size_t l = 0;
+        for (; l + SCORE_HEADS <= nh; l += SCORE_HEADS)
+            att_scores_many(w->q + (h + l) * dp, kt, dp, count, job->p->scale, w->pr + (h + l) * ATT_TILE);
+        for (; l < nh; l++)
+            att_scores_one(w->q + (h + l) * dp, kt, dp, count, job->p->scale, w->pr + (h + l) * ATT_TILE);
+        for (l = 0; l < nh; l++)
+            alpha[l] = att_softmax_tile(w, h + l, count);
+        if (nh == PV_HEADS)
+            att_pv_many(w->pr + h * ATT_TILE, vt, dp, count, w->tacc + h * dp);
+        else
+            for (l = 0; l < nh; l++)
+                att_pv_one(w->pr + (h + l) * ATT_TILE, vt, dp, count, w->tacc + (h + l) * dp);
+        for (l = 0; l < nh; l++)
+            att_merge(w->acc + (h + l) * dp, w->tacc + (h + l) * dp, alpha[l], dp);
     }
-    size_t hh = 0;
-    for (; hh + PV_HEADS <= nh; hh += PV_HEADS)
-        att_pv_many(w->pr + hh * ATT_TILE, w->vt, dp, count, w->tacc + hh * dp);
-    for (; hh < nh; hh++)
-        att_pv_one(w->pr + hh * ATT_TILE, w->vt, dp, count, w->tacc + hh * dp);
-    for (hh = 0; hh < nh; hh++)
-        att_merge(w->acc + hh * dp, w->tacc + hh * dp, alpha[hh], dp);
+}
+
+/* Query row i over keys [k0, k1): the running (max, sum, acc) of every
+ * head in w. */
+static void att_keys(const att_job *job, att_work *w, size_t i, size_t k0, size_t k1)
+{
+    const rayo_attention_params *p = job->p;
+    const rayo_call *c = job->call;
+    size_t d = p->head_dim, dp = job->dp;
+    for (size_t h = 0; h < p->n_heads; h++) {
+        memcpy(w->q + h * dp, (const float *)c->a + i * job->s.q_token + h * job->s.q_head, d * sizeof(float));
+        memset(w->q + h * dp + d, 0, (dp - d) * sizeof(float));
+        memset(w->acc + h * dp, 0, dp * sizeof(double));
+        w->mx[h] = -INFINITY;
+        w->sum[h] = 0.0;
+    }
+    for (size_t j0 = k0; j0 < k1; j0 += ATT_TILE) {
+        size_t count = k1 - j0 < ATT_TILE ? k1 - j0 : ATT_TILE;
+        att_load_tile(job, c->b, job->s.k_token, job->s.k_head, j0, count, w->kt);
+        att_load_tile(job, c->c, job->s.v_token, job->s.v_head, j0, count, w->vt);
+        for (size_t g = 0; g < p->n_kv_heads; g++)
+            att_kv_head(job, w, g, count);
+    }
 }
 
 static void att_item(const att_job *job, att_work *w, size_t item)
 {
     const rayo_attention_params *p = job->p;
-    const rayo_call *c = job->call;
-    size_t chunk = item % job->chunks, g = item / job->chunks % p->n_kv_heads;
-    size_t i = item / job->chunks / p->n_kv_heads, d = p->head_dim, dp = job->dp;
-    size_t h0 = g * job->group + chunk * ATT_HEADS;
-    size_t nh = job->group - chunk * ATT_HEADS < ATT_HEADS ? job->group - chunk * ATT_HEADS : ATT_HEADS;
+    size_t i = item / job->segments, seg = item % job->segments, d = p->head_dim, dp = job->dp;
     size_t visible = (p->flags & RAYO_ATTN_CAUSAL) ? p->n_kv - p->n_q + i + 1 : p->n_kv;
-    for (size_t hh = 0; hh < nh; hh++) {
-        memcpy(w->q + hh * dp, (const float *)c->a + i * job->s.q_token + (h0 + hh) * job->s.q_head, d * sizeof(float));
-        memset(w->q + hh * dp + d, 0, (dp - d) * sizeof(float));
-        memset(w->acc + hh * dp, 0, dp * sizeof(double));
-        w->mx[hh] = -INFINITY;
-        w->sum[hh] = 0.0;
+    size_t k0 = seg * job->segment_keys, k1 = k0 + job->segment_keys;
+    att_keys(job, w, i, k0 < visible ? k0 : visible, k1 < visible ? k1 : visible);
+    if (job->segments > 1) { /* kept for the merge */
+        double *part = job->partial + item * p->n_heads * (dp + 2);
+        for (size_t h = 0; h < p->n_heads; h++, part += dp + 2) {
+            part[0] = w->mx[h], part[1] = w->sum[h];
+            memcpy(part + 2, w->acc + h * dp, d * sizeof(double));
+        }
+        return;
     }
-    for (size_t j0 = 0; j0 < visible; j0 += ATT_TILE)
-        att_tile(job, w, g, nh, j0, visible - j0 < ATT_TILE ? visible - j0 : ATT_TILE);
-    for (size_t hh = 0; hh < nh; hh++) {
-        float *out = (float *)c->y + i * job->s.o_token + (h0 + hh) * job->s.o_head;
+    for (size_t h = 0; h < p->n_heads; h++) {
+        float *out = (float *)job->call->y + i * job->s.o_token + h * job->s.o_head;
+        double inv = 1.0 / w->sum[h];
         for (size_t l = 0; l < d; l++)
-            out[l] = (float)(w->acc[hh * dp + l] / w->sum[hh]);
+            out[l] = (float)(w->acc[h * dp + l] * inv);
     }
+}
+
+/* out = the segments' sums, each scaled from its max to the largest. */
+static void att_merge_segments(const att_job *job)
+{
+    const rayo_attention_params *p = job->p;
+    size_t d = p->head_dim, dp = job->dp, stride = p->n_heads * (dp + 2);
+    double factor[ATT_MAX_SEGMENTS];
+    for (size_t i = 0; i < p->n_q; i++)
+        for (size_t h = 0; h < p->n_heads; h++) {
+            const double *first = job->partial + i * job->segments * stride + h * (dp + 2);
+            double m = -INFINITY, sum = 0.0;
+            for (size_t s = 0; s < job->segments; s++)
+                m = first[s * stride] > m ? first[s * stride] : m;
+            for (size_t s = 0; s < job->segments; s++) { /* an empty segment: sum 0, max -inf */
+                factor[s] = first[s * stride + 1] > 0.0 ? exp(first[s * stride] - m) : 0.0;
+                sum += first[s * stride + 1] * factor[s];
+            }
+            float *out = (float *)job->call->y + i * job->s.o_token + h * job->s.o_head;
+            for (size_t l = 0; l < d; l++) {
+                double acc = 0.0;
+                for (size_t s = 0; s < job->segments; s++)
+                    acc += first[s * stride + 2 + l] * factor[s];
+                out[l] = (float)(acc / sum);
+            }
+        }
 }
 
 static void att_task(void *arg, size_t task, unsigned worker)
@@ -239,6 +339,29 @@ static void att_task(void *arg, size_t task, unsigned worker)
         att_item(job, &w, item);
 }
 
+/* Query rows and key segments as items, tasks of whole items. */
+static void att_split(att_job *job, size_t threads)
+{
+    const rayo_attention_params *p = job->p;
+    double work = (double)p->n_q * (double)p->n_heads * (double)p->n_kv * (double)p->head_dim * 2;
+    size_t tasks = 1;
+    job->segments = 1;
+    if (threads > 1 && work >= (double)CPU_PARALLEL_MIN_WORK) {
+        if (p->n_q < threads) {
+            size_t most = (p->n_kv + ATT_MIN_SEGMENT - 1) / ATT_MIN_SEGMENT;
+            size_t want = (2 * threads + p->n_q - 1) / p->n_q;
+            want = want < ATT_MAX_SEGMENTS ? want : ATT_MAX_SEGMENTS;
+            job->segments = want < most ? want : most;
+        }
+        tasks = 4 * threads;
+    }
+    job->segment_keys = att_round((p->n_kv + job->segments - 1) / job->segments, ATT_TILE);
+    job->segments = (p->n_kv + job->segment_keys - 1) / job->segment_keys;
+    job->items = p->n_q * job->segments;
+    tasks = tasks < job->items ? tasks : job->items;
+    job->per_task = (job->items + tasks - 1) / tasks;
+}
+
 CPU_KERNEL_FN(attention)
 {
     const cpu_state *st = state;
@@ -248,24 +371,27 @@ CPU_KERNEL_FN(attention)
     rayo_status status = cpu_attention_check(call, p);
     if (status != RAYO_OK)
         return status;
-    if (p->head_dim > ((size_t)1 << 24))
-        return RAYO_E_NOMEM; /* the scratch size would overflow long before */
+    if (p->head_dim > ((size_t)1 << 20) || p->n_heads > ((size_t)1 << 20))
+        return RAYO_E_NOMEM; /* the scratch would not fit memory anyway; no size overflow below */
     att_job job = { .call = call, .p = p, .f16 = RAYO_DTYPE_OF(call->dtypes, 1) == RAYO_DTYPE_F16,
-                    .group = p->n_heads / p->n_kv_heads, .dp = att_round(p->head_dim, 2 * VF_LANES) };
-    job.s = cpu_attention_layout_of(p);
-    job.chunks = (job.group + ATT_HEADS - 1) / ATT_HEADS;
-    job.items = p->n_q * p->n_kv_heads * job.chunks;
-    size_t threads = cpu_threads(st), tasks = 1;
-    double work = (double)p->n_q * (double)p->n_heads * (double)p->n_kv * (double)p->head_dim * 2;
-    if (threads > 1 && work >= (double)CPU_PARALLEL_MIN_WORK)
-        tasks = 4 * threads < job.items ? 4 * threads : job.items;
-    job.per_task = (job.items + tasks - 1) / tasks;
-    tasks = (job.items + job.per_task - 1) / job.per_task;
-    job.per_worker = att_floats_per_worker(job.dp);
+                    .s = cpu_attention_layout_of(p), .group = p->n_heads / p->n_kv_heads,
+                    .dp = att_round(p->head_dim, 2 * VF_LANES) };
+    size_t threads = cpu_threads(st);
+    att_split(&job, threads);
+    size_t tasks = (job.items + job.per_task - 1) / job.per_task;
+    job.per_worker = att_floats_per_worker(p, job.dp);
     job.scratch = cpu_alloc_floats(st, (tasks > 1 ? threads : 1) * job.per_worker);
-    if (!job.scratch)
+    if (job.segments > 1)
+        job.partial = (double *)(void *)cpu_alloc_floats(st, 2 * job.items * p->n_heads * (job.dp + 2));
+    if (!job.scratch || (job.segments > 1 && !job.partial)) {
+        cpu_free(st, job.scratch);
+        cpu_free(st, job.partial);
         return RAYO_E_NOMEM;
+    }
     cpu_parallel(st, tasks, att_task, &job);
+    if (job.segments > 1)
+        att_merge_segments(&job);
     cpu_free(st, job.scratch);
+    cpu_free(st, job.partial);
     return RAYO_OK;
 }
