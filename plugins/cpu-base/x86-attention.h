@@ -2,7 +2,9 @@
  * x86-infer.h (the same VF / vf_* operations; see there).
  *
  * out = softmax(scale Q K^T + causal mask) V, grouped-query.  A work item is
- * one query row, all heads, and a segment of the keys.  Keys go by tiles of
+ * up to ATT_ROWS query rows (all heads) and a segment of the keys: the rows
+ * of a prefill share each tile of keys (widened once for all of them), each
+ * row only over the keys it sees.  Keys go by tiles of
  * ATT_TILE positions; a tile of K and of V is read token by token, all KV
  * heads of a token together, in the cache's own order: the rows of one head
  * alone are hundreds of bytes apart, a stride that measured 2 GB/s on a Zen 4
@@ -21,14 +23,16 @@
  * stays that of ATT_TILE terms (~2e-6 of sum p |v| at worst), however long
  * the cache.
  *
- * Threads: query rows are items; when there are fewer rows than threads
- * (decode), the keys are cut into segments too, each item keeps its (max,
- * sum, acc) per head, and the calling thread merges the segments.
+ * Threads: blocks of query rows are items (at least two per thread); when
+ * there are fewer rows than threads (decode), items are single rows x key
+ * segments, each keeps its (max, sum, acc) per head, and the calling thread
+ * merges the segments.
  */
 
 #define ATT_TILE 32       /* keys per tile: float sums of at most this many terms */
 #define ATT_MIN_SEGMENT 256 /* keys per segment at least, when keys are split */
 #define ATT_MAX_SEGMENTS 64
+#define ATT_ROWS 4        /* query rows of one item (prefill): they share each tile */
 
 typedef struct att_job {
     const rayo_call *call;
@@ -37,6 +41,7 @@ typedef struct att_job {
     cpu_attention_layout s;
     size_t group;           /* query heads per KV head */
     size_t dp;              /* head_dim padded to 2 vectors */
+    size_t rows;            /* query rows per item (1 where keys are cut in segments) */
     size_t segments, segment_keys; /* key segments per query row, and their length */
     size_t items, per_task;
     float *scratch;         /* per worker */
@@ -48,6 +53,7 @@ typedef struct att_work {
     float *q, *kt, *vt;     /* query rows; a tile of keys and of values (all KV heads) */
     float *pr, *tacc;       /* scores then p (ATT_TILE per head); the tile's p V (dp per head) */
     double *acc, *mx, *sum; /* per head: sum of p v (dp), running max, sum of p */
+    /* "head" v of these arrays is head v % n_heads of the item's query row v / n_heads */
 } att_work;
 
 static size_t att_round(size_t x, size_t to)
@@ -56,9 +62,9 @@ static size_t att_round(size_t x, size_t to)
 }
 
 /* Floats of one worker's scratch (64-byte aligned parts). */
-static size_t att_floats_per_worker(const rayo_attention_params *p, size_t dp)
+static size_t att_floats_per_worker(const rayo_attention_params *p, size_t rows, size_t dp)
 {
-    size_t heads = att_round(p->n_heads, 8);
+    size_t heads = att_round(rows * p->n_heads, 8);
     size_t doubles = heads * dp + 2 * heads;
     size_t floats = heads * dp + 2 * p->n_kv_heads * ATT_TILE * dp + heads * ATT_TILE + heads * dp;
     return att_round(2 * doubles + floats, 16);
@@ -66,7 +72,7 @@ static size_t att_floats_per_worker(const rayo_attention_params *p, size_t dp)
 
 static att_work att_work_of(const att_job *job, unsigned worker)
 {
-    size_t dp = job->dp, heads = att_round(job->p->n_heads, 8);
+    size_t dp = job->dp, heads = att_round(job->rows * job->p->n_heads, 8);
     float *f = job->scratch + (size_t)worker * job->per_worker;
     att_work w;
     w.acc = (double *)(void *)f; /* doubles first: 64-byte aligned */
@@ -233,10 +239,11 @@ static void att_merge(double *acc, const float *tacc, double alpha, size_t dp)
         _mm256_storeu_pd(acc + l, _mm256_fmadd_pd(_mm256_loadu_pd(acc + l), a, _mm256_cvtps_pd(_mm_loadu_ps(tacc + l))));
 }
 
-/* The query heads of KV head g over the tile's count keys. */
-static void att_kv_head(const att_job *job, att_work *w, size_t g, size_t count)
+/* The query heads [h0, h0 + group) of w (those of KV head g) over the
+ * tile's first count keys. */
+static void att_kv_head(const att_job *job, att_work *w, size_t h0, size_t g, size_t count)
 {
-    size_t dp = job->dp, h0 = g * job->group, h1 = h0 + job->group;
+    size_t dp = job->dp, h1 = h0 + job->group;
     const float *kt = w->kt + g * ATT_TILE * dp, *vt = w->vt + g * ATT_TILE * dp;
     double alpha[PV_HEADS];
     for (size_t h = h0; h < h1; h += PV_HEADS) {
@@ -258,37 +265,50 @@ static void att_kv_head(const att_job *job, att_work *w, size_t g, size_t count)
     }
 }
 
-/* Query row i over keys [k0, k1): the running (max, sum, acc) of every
- * head in w. */
-static void att_keys(const att_job *job, att_work *w, size_t i, size_t k0, size_t k1)
+/* The keys query row i sees. */
+static size_t att_visible(const rayo_attention_params *p, size_t i)
+{
+    return (p->flags & RAYO_ATTN_CAUSAL) ? p->n_kv - p->n_q + i + 1 : p->n_kv;
+}
+
+/* Query rows [i0, i0 + rows) over keys [k0, k1), each row up to the keys it
+ * sees: the running (max, sum, acc) of every head of every row in w. */
+static void att_keys(const att_job *job, att_work *w, size_t i0, size_t rows, size_t k0, size_t k1)
 {
     const rayo_attention_params *p = job->p;
     const rayo_call *c = job->call;
-    size_t d = p->head_dim, dp = job->dp;
-    for (size_t h = 0; h < p->n_heads; h++) {
-        memcpy(w->q + h * dp, (const float *)c->a + i * job->s.q_token + h * job->s.q_head, d * sizeof(float));
-        memset(w->q + h * dp + d, 0, (dp - d) * sizeof(float));
-        memset(w->acc + h * dp, 0, dp * sizeof(double));
-        w->mx[h] = -INFINITY;
-        w->sum[h] = 0.0;
+    size_t d = p->head_dim, dp = job->dp, last = att_visible(p, i0 + rows - 1);
+    for (size_t v = 0; v < rows * p->n_heads; v++) {
+        size_t i = i0 + v / p->n_heads, h = v % p->n_heads;
+        memcpy(w->q + v * dp, (const float *)c->a + i * job->s.q_token + h * job->s.q_head, d * sizeof(float));
+        memset(w->q + v * dp + d, 0, (dp - d) * sizeof(float));
+        memset(w->acc + v * dp, 0, dp * sizeof(double));
+        w->mx[v] = -INFINITY;
+        w->sum[v] = 0.0;
     }
+    k1 = k1 < last ? k1 : last; /* the last row sees the most */
     for (size_t j0 = k0; j0 < k1; j0 += ATT_TILE) {
         size_t count = k1 - j0 < ATT_TILE ? k1 - j0 : ATT_TILE;
         att_load_tile(job, c->b, job->s.k_token, job->s.k_head, j0, count, w->kt);
         att_load_tile(job, c->c, job->s.v_token, job->s.v_head, j0, count, w->vt);
-        for (size_t g = 0; g < p->n_kv_heads; g++)
-            att_kv_head(job, w, g, count);
+        for (size_t b = 0; b < rows; b++) {
+            size_t seen = att_visible(p, i0 + b);
+            if (seen <= j0)
+                continue;
+            for (size_t g = 0; g < p->n_kv_heads; g++)
+                att_kv_head(job, w, b * p->n_heads + g * job->group, g, seen - j0 < count ? seen - j0 : count);
+        }
     }
 }
 
 static void att_item(const att_job *job, att_work *w, size_t item)
 {
     const rayo_attention_params *p = job->p;
-    size_t i = item / job->segments, seg = item % job->segments, d = p->head_dim, dp = job->dp;
-    size_t visible = (p->flags & RAYO_ATTN_CAUSAL) ? p->n_kv - p->n_q + i + 1 : p->n_kv;
+    size_t seg = item % job->segments, i0 = item / job->segments * job->rows, d = p->head_dim, dp = job->dp;
+    size_t rows = p->n_q - i0 < job->rows ? p->n_q - i0 : job->rows;
     size_t k0 = seg * job->segment_keys, k1 = k0 + job->segment_keys;
-    att_keys(job, w, i, k0 < visible ? k0 : visible, k1 < visible ? k1 : visible);
-    if (job->segments > 1) { /* kept for the merge */
+    att_keys(job, w, i0, rows, k0, k1 < p->n_kv ? k1 : p->n_kv);
+    if (job->segments > 1) { /* one row; kept for the merge */
         double *part = job->partial + item * p->n_heads * (dp + 2);
         for (size_t h = 0; h < p->n_heads; h++, part += dp + 2) {
             part[0] = w->mx[h], part[1] = w->sum[h];
@@ -296,11 +316,12 @@ static void att_item(const att_job *job, att_work *w, size_t item)
         }
         return;
     }
-    for (size_t h = 0; h < p->n_heads; h++) {
+    for (size_t v = 0; v < rows * p->n_heads; v++) {
+        size_t i = i0 + v / p->n_heads, h = v % p->n_heads;
         float *out = (float *)job->call->y + i * job->s.o_token + h * job->s.o_head;
-        double inv = 1.0 / w->sum[h];
+        double inv = 1.0 / w->sum[v];
         for (size_t l = 0; l < d; l++)
-            out[l] = (float)(w->acc[h * dp + l] * inv);
+            out[l] = (float)(w->acc[v * dp + l] * inv);
     }
 }
 
@@ -339,14 +360,18 @@ static void att_task(void *arg, size_t task, unsigned worker)
         att_item(job, &w, item);
 }
 
-/* Query rows and key segments as items, tasks of whole items. */
+/* Items: blocks of query rows, or (fewer rows than threads) single rows x
+ * key segments; tasks of whole items. */
 static void att_split(att_job *job, size_t threads)
 {
     const rayo_attention_params *p = job->p;
     double work = (double)p->n_q * (double)p->n_heads * (double)p->n_kv * (double)p->head_dim * 2;
     size_t tasks = 1;
     job->segments = 1;
+    job->rows = p->n_q < ATT_ROWS ? p->n_q : ATT_ROWS;
     if (threads > 1 && work >= (double)CPU_PARALLEL_MIN_WORK) {
+        size_t per_thread = p->n_q / (2 * threads); /* at least two blocks per thread */
+        job->rows = per_thread < 1 ? 1 : per_thread < ATT_ROWS ? per_thread : ATT_ROWS;
         if (p->n_q < threads) {
             size_t most = (p->n_kv + ATT_MIN_SEGMENT - 1) / ATT_MIN_SEGMENT;
             size_t want = (2 * threads + p->n_q - 1) / p->n_q;
@@ -357,7 +382,7 @@ static void att_split(att_job *job, size_t threads)
     }
     job->segment_keys = att_round((p->n_kv + job->segments - 1) / job->segments, ATT_TILE);
     job->segments = (p->n_kv + job->segment_keys - 1) / job->segment_keys;
-    job->items = p->n_q * job->segments;
+    job->items = (p->n_q + job->rows - 1) / job->rows * job->segments;
     tasks = tasks < job->items ? tasks : job->items;
     job->per_task = (job->items + tasks - 1) / tasks;
 }
@@ -379,7 +404,7 @@ CPU_KERNEL_FN(attention)
     size_t threads = cpu_threads(st);
     att_split(&job, threads);
     size_t tasks = (job.items + job.per_task - 1) / job.per_task;
-    job.per_worker = att_floats_per_worker(p, job.dp);
+    job.per_worker = att_floats_per_worker(p, job.rows, job.dp);
     job.scratch = cpu_alloc_floats(st, (tasks > 1 ? threads : 1) * job.per_worker);
     if (job.segments > 1)
         job.partial = (double *)(void *)cpu_alloc_floats(st, 2 * job.items * p->n_heads * (job.dp + 2));
