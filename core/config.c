@@ -209,6 +209,19 @@ static const char *const dispatch_keys[] = {"order", "offload_threshold", "force
 static const char *const op_keys[] = {"order", "offload_threshold", "precision", NULL};
 static const char *const op_combo_keys[] = {"order", "precision", NULL}; /* [op.NAME.COMBO] */
 
+/* offload_threshold.BACKEND: the threshold for one backend (a backend's
+ * name: letters, digits, '_' and '-'). */
+static bool is_backend_threshold(const char *key)
+{
+    static const char prefix[] = "offload_threshold.";
+    if (strncmp(key, prefix, sizeof prefix - 1) || !key[sizeof prefix - 1])
+        return false;
+    for (const char *p = key + sizeof prefix - 1; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-')
+            return false;
+    return true;
+}
+
 static bool in_keys(const char *const *keys, const char *key)
 {
     for (; *keys; keys++)
@@ -232,7 +245,7 @@ static const char *op_key_reason(const char *name, const char *key)
     if (!op)
         return "unknown op in section name";
     if (!dot)
-        return in_keys(op_keys, key) ? NULL : "unknown key in an [op.NAME] section";
+        return in_keys(op_keys, key) || is_backend_threshold(key) ? NULL : "unknown key in an [op.NAME] section";
     size_t i = 0, count = rayo_op_combo_count(op->id);
     while (i < count && strcmp(rayo_op_combo(op->id, i)->name, dot + 1))
         i++;
@@ -249,7 +262,7 @@ static const char *unknown_key_reason(const char *section, const char *key)
     if (!strcmp(section, "plugins"))
         return in_keys(plugins_keys, key) ? NULL : "unknown key in [plugins]";
     if (!strcmp(section, "dispatch"))
-        return in_keys(dispatch_keys, key) ? NULL : "unknown key in [dispatch]";
+        return in_keys(dispatch_keys, key) || is_backend_threshold(key) ? NULL : "unknown key in [dispatch]";
     if (!strncmp(section, "op.", 3))
         return op_key_reason(section + 3, key);
     if (!strncmp(section, "backend.", 8) && section[8])
@@ -573,18 +586,26 @@ static void parse_dir(rayo_context *ctx, rayo_config *cfg, const char *dir, cons
     }
 }
 
-static void load_user_file(rayo_context *ctx, rayo_config *cfg)
+/* The user's rayo.conf, then the user's conf.d (where rayo-calibrate
+ * writes by default). */
+static void load_user_files(rayo_context *ctx, rayo_config *cfg)
 {
     const char *xdg = secure_getenv("XDG_CONFIG_HOME");
     const char *home = secure_getenv("HOME");
-    char *path = NULL;
+    char *dir = NULL;
     if (xdg && *xdg)
-        path = rayo_asprintf("%s/rayo/rayo.conf", xdg);
+        dir = rayo_asprintf("%s/rayo", xdg);
     else if (home && *home)
-        path = rayo_asprintf("%s/.config/rayo/rayo.conf", home);
+        dir = rayo_asprintf("%s/.config/rayo", home);
+    char *path = dir ? rayo_asprintf("%s/rayo.conf", dir) : NULL;
+    char *drop_ins = dir ? rayo_asprintf("%s/conf.d", dir) : NULL;
     if (path)
         parse_file(ctx, cfg, path, false);
+    if (drop_ins)
+        parse_dir(ctx, cfg, drop_ins, NULL);
+    free(drop_ins);
     free(path);
+    free(dir);
 }
 
 /* Environment variables, as one more layer. */
@@ -654,7 +675,7 @@ void config_load(rayo_context *ctx, rayo_config *cfg, const rayo_options *opts)
             parse_dir(ctx, cfg, dir, NULL);
         free(main_file);
         free(dir);
-        load_user_file(ctx, cfg);
+        load_user_files(ctx, cfg);
     }
 #ifndef __EMSCRIPTEN__
     const char *explicit_file = rayo_env(ctx, "RAYO_CONFIG");

@@ -5,6 +5,8 @@
  * default order).  A call goes to the first link whose size window fits; a
  * link that says "unsupported" or fails passes the call on. */
 #include "internal.h"
+#include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,6 +76,63 @@ static const char *op_setting(rayo_context *ctx, const rayo_op_info *op, const r
     return v;
 }
 
+/* A threshold setting: digits, or "never" (the backend gets no
+ * host-memory calls of the op).  NULL when valid, else what is wrong. */
+static const char *parse_threshold(const char *v, size_t *out)
+{
+    if (!strcmp(v, "never")) {
+        *out = SIZE_MAX;
+        return NULL;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (!isdigit((unsigned char)v[0]) || *end)
+        return "is not a size (digits only) or never";
+    if (errno == ERANGE || n > SIZE_MAX)
+        return "is too large";
+    *out = (size_t)n;
+    return NULL;
+}
+
+static bool is_threshold_key(const char *key)
+{
+    return !strncmp(key, "offload_threshold", 17) && (key[17] == '\0' || key[17] == '.');
+}
+
+/* Every threshold setting is checked once, so that a bad one is reported
+ * once; lookups skip it. */
+static void check_thresholds(rayo_context *ctx)
+{
+    for (size_t i = 0; i < ctx->cfg.count; i++) {
+        const config_entry *e = &ctx->cfg.entries[i];
+        size_t n;
+        const char *problem = is_threshold_key(e->key) ? parse_threshold(e->value, &n) : NULL;
+        if (problem)
+            core_log(ctx, RAYO_LOG_WARN, "%s: [%s] %s = \"%s\" %s: ignored (the next threshold setting applies)",
+                     e->origin, e->section, e->key, e->value, problem);
+    }
+}
+
+/* A GPU link's threshold: the first valid one of, most specific first,
+ * [op.NAME] offload_threshold.BACKEND, [op.NAME] offload_threshold,
+ * [dispatch] offload_threshold.BACKEND, [dispatch] offload_threshold. */
+static size_t offload_threshold(const rayo_context *ctx, const rayo_op_info *op, const rayo_backend *be)
+{
+    char section[64], key[96];
+    snprintf(section, sizeof section, "op.%s", op->name);
+    snprintf(key, sizeof key, "offload_threshold.%s", be->name);
+    const char *sections[] = {section, section, "dispatch", "dispatch"};
+    const char *keys[] = {key, "offload_threshold", key, "offload_threshold"};
+    for (int i = 0; i < 4; i++) {
+        const char *v = config_get(&ctx->cfg, sections[i], keys[i]);
+        size_t n;
+        if (v && !parse_threshold(v, &n))
+            return n;
+    }
+    return DEFAULT_OFFLOAD_THRESHOLD;
+}
+
 static void resolve_chain(rayo_context *ctx, const rayo_op_info *op, const rayo_combo_info *combo,
                           rayo_backend **by_default, size_t n_default)
 {
@@ -89,8 +148,6 @@ static void resolve_chain(rayo_context *ctx, const rayo_op_info *op, const rayo_
     for (size_t i = 0; i < n_default; i++)
         take_named(&acc, by_default[i]->name);
 
-    snprintf(section, sizeof section, "op.%s", op->name);
-    size_t threshold = config_get_size(ctx, section, "offload_threshold", ctx->offload_threshold);
     rayo_chain_t *chain = chain_for(ctx, op->id, combo->dtypes);
     char psection[96];
     const char *precision = op_setting(ctx, op, combo, "precision", psection, sizeof psection);
@@ -106,8 +163,8 @@ static void resolve_chain(rayo_context *ctx, const rayo_op_info *op, const rayo_
         rayo_link *l = &chain->links[chain->count++];
         l->be = be;
         l->fn = fn;
-        l->min_size = be->kind == KIND_GPU ? threshold : 0;
-        l->max_size = SIZE_MAX;
+        l->min_size = be->kind == KIND_GPU ? offload_threshold(ctx, op, be) : 0;
+        l->max_size = l->min_size == SIZE_MAX ? 0 : SIZE_MAX; /* never: no size fits */
     }
 }
 
@@ -128,7 +185,7 @@ void dispatch_resolve(rayo_context *ctx)
     for (size_t i = 0; i < n; i++)
         by_default[i]->rank = (unsigned)i;
 
-    ctx->offload_threshold = config_get_size(ctx, "dispatch", "offload_threshold", DEFAULT_OFFLOAD_THRESHOLD);
+    check_thresholds(ctx);
     for (size_t i = 0; i < rayo_op_count(); i++)
         resolve_op(ctx, rayo_op_at(i), by_default, n);
 }

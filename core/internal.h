@@ -210,7 +210,6 @@ struct rayo_context {
     size_t backend_count, backend_cap, loaded_count;
     rayo_chain_t chains[RAYO_OP_ID_LIMIT];     /* the all-f32 combination of each op */
     rayo_chain_t combo_chains[COMBO_SLOTS];    /* the others, by op_combo_slot */
-    size_t offload_threshold;
     pthread_mutex_t objects_lock; /* guards the two lists below */
     rayo_buffer *buffers;    /* live buffers and batches (buffers.c) */
     rayo_batch *batches;

@@ -25,4 +25,11 @@ check_PROGRAMS += tests/test-avx2-stream
 tests_test_avx2_stream_SOURCES = tests/test-avx2-stream.c tests/testutil.h
 tests_test_avx2_stream_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tests_test_avx2_stream_LDADD = tools/conform/libconform.la core/librayo.la -lm
+
+# convert on avx2 and avx512, bit for bit rayo-dtype.h: every f16/bf16
+# pattern, rounding edges, quantizer edge blocks, random block bytes.
+TESTS += tests/test-x86-convert
+check_PROGRAMS += tests/test-x86-convert
+tests_test_x86_convert_SOURCES = tests/test-x86-convert.c tests/testutil.h tests/test-rng.h core/rayo-dtype.h
+tests_test_x86_convert_LDADD = core/librayo.la -lm
 endif

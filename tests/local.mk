@@ -48,6 +48,11 @@ TESTS += tests/test-template.sh
 dist_noinst_SCRIPTS += tests/test-info-origin.sh
 TESTS += tests/test-info-origin.sh
 
+# rayo-calibrate: no GPU thresholds without a GPU; with the fakegpu test
+# plugin, a drop-in that rayo-info --explain cites.
+dist_noinst_SCRIPTS += tests/test-calibrate.sh
+TESTS += tests/test-calibrate.sh
+
 # Fuzz targets and their seeds (run by tests/fuzz/run.sh, not by make check).
 EXTRA_DIST += tests/fuzz/fuzz-config.c tests/fuzz/fuzz-plugin.c tests/fuzz/run.sh \
 	tests/fuzz/seeds-config/bad-values.conf tests/fuzz/seeds-config/bom.conf \

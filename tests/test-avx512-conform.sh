@@ -38,10 +38,8 @@ run() { # run WHAT [CONFIG-TEXT] ARGS...: rayo-conform must pass every op it che
     rc=$?
     cat "$tmp/out"
     # A rejected or unloadable plugin would leave nothing checked: insist on it.
-    # Every op of the f32 list must be implemented; the inference ops (issue 14)
-    # may still fall through to another backend.
-    missing=$(grep -E '^[a-z0-9_]+ +- *$' "$tmp/out" | awk '{print $1}' |
-              grep -vxE 'convert|get_rows|rope|attention|swiglu|geglu|geglu_tanh' || true)
+    # Every op must be implemented, the inference ops included.
+    missing=$(grep -E '^[a-z0-9_]+ +- *$' "$tmp/out" | awk '{print $1}' || true)
     if [ "$rc" -ne 0 ] || [ -n "$missing" ] ||
        ! grep -q '^Summary: [0-9]* ops x 1 backend: [0-9]* conform, 0 FAIL' "$tmp/out"; then
         [ -z "$missing" ] || echo "not implemented on avx512: $missing"

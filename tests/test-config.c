@@ -74,6 +74,11 @@ static void test_precedence(void)
     expect_threshold(NULL, "3", "conf.d in lexical order (20-b after 10-a; non-.conf ignored)");
     write_file("xdg/rayo/rayo.conf", "[dispatch]\noffload_threshold = 4\n");
     expect_threshold(NULL, "4", "$XDG_CONFIG_HOME/rayo/rayo.conf");
+    make_dir("xdg/rayo/conf.d");
+    write_file("xdg/rayo/conf.d/50-calibrated.conf", "[dispatch]\noffload_threshold = 45\n");
+    expect_threshold(NULL, "45", "$XDG_CONFIG_HOME/rayo/conf.d after the user's rayo.conf");
+    snprintf(path, sizeof path, "%s/xdg/rayo/conf.d/50-calibrated.conf", root);
+    unlink(path); /* it would override the values checked below */
     write_file("explicit.conf", "[dispatch]\noffload_threshold = 5\n");
     snprintf(path, sizeof path, "%s/explicit.conf", root);
     setenv("RAYO_CONFIG", path, 1);

@@ -301,9 +301,9 @@ static void test_config_files(void)
     ctx = open_config(path);
     static const char *const said[] = {
         ":2: [rayo] threads = \"-1\" is not auto or 1..1024",
-        ":4: [dispatch] offload_threshold = \"abc\" is not a size (digits only): using 262144",
+        ":4: [dispatch] offload_threshold = \"abc\" is not a size (digits only) or never: ignored",
         ":5: [dispatch] force_cpu = \"maybe\" is not yes/no, true/false, on/off or 1/0: using no",
-        ":7: [op.add] offload_threshold = \"99999999999999999999999\" is too large",
+        ":7: [op.add] offload_threshold = \"99999999999999999999999\" is too large: ignored",
     };
     for (size_t i = 0; i < sizeof said / sizeof said[0]; i++) {
         snprintf(want, sizeof want, "%s%s", path, said[i]);

@@ -32,7 +32,7 @@ out=$(RAYO_CONFIG=$tmp/t.conf "$tools/rayo-info" --json)
 expect "--json lists settings with origin" "$out" "\"origin\": \"$tmp/t.conf:6\", \"overridden\": false"
 
 lib=$(sed -n 's/^PACKAGE_VERSION = //p' "$builddir/Makefile")
-for tool in rayo-info rayo-conform rayo-bench; do
+for tool in rayo-info rayo-conform rayo-bench rayo-calibrate; do
     out=$("$tools/$tool" --version) || { echo "FAIL: $tool --version exits non-zero"; failed=1; }
     expect "$tool --version" "$out" "^$tool [0-9]+\.[0-9]+\.[0-9]+ \(librayo $lib\)$"
 done

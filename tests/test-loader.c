@@ -123,6 +123,41 @@ static void test_partial_plugin(void)
     rayo_close(ctx);
 }
 
+/* Where a host-memory call of add goes with a GPU backend (fakegpu) ahead
+ * of scalar: below the GPU link's threshold, to scalar. */
+static void expect_offload(const char *extra, size_t below, size_t from, const char *why)
+{
+    rayo_context *ctx;
+    CHECK(test_open(&ctx, with_fake("gpu", extra)) == RAYO_OK, "open: %s", rayo_last_error());
+    const char *small = rayo_backend_for(ctx, RAYO_OP_ADD, 0, below);
+    const char *large = from ? rayo_backend_for(ctx, RAYO_OP_ADD, 0, from) : "fakegpu";
+    CHECK(small && !strcmp(small, "scalar"), "%s: add(%zu) goes to %s, want scalar", why, below, small ? small : "-");
+    CHECK(large && !strcmp(large, "fakegpu"), "%s: add(%zu) goes to %s, want fakegpu", why, from, large ? large : "-");
+    rayo_close(ctx);
+}
+
+/* Thresholds, most specific first: [op.NAME] offload_threshold.BACKEND,
+ * [op.NAME] offload_threshold, [dispatch] offload_threshold.BACKEND,
+ * [dispatch] offload_threshold, 262144; "never"; a bad value is skipped. */
+static void test_offload_thresholds(void)
+{
+    expect_offload(NULL, 262143, 262144, "default");
+    expect_offload("[dispatch]\noffload_threshold = 100\n", 99, 100, "[dispatch]");
+    expect_offload("[dispatch]\noffload_threshold = 100\noffload_threshold.fakegpu = 300\n", 299, 300,
+                   "[dispatch] per backend");
+    expect_offload("[dispatch]\noffload_threshold.fakegpu = 300\n[op.add]\noffload_threshold = 40\n", 39, 40,
+                   "[op.add] over [dispatch] per backend");
+    expect_offload("[op.add]\noffload_threshold = 40\noffload_threshold.fakegpu = 5000\n", 4999, 5000,
+                   "[op.add] per backend");
+    expect_offload("[op.add]\noffload_threshold.fakegpu = never\n", SIZE_MAX - 1, 0, "never");
+    expect_offload("[op.add]\noffload_threshold.fakegpu = lots\noffload_threshold = 70\n", 69, 70,
+                   "a bad value skipped");
+    CHECK(strstr(test_log, "offload_threshold.fakegpu = \"lots\" is not a size") != NULL, "bad value reported:\n%s",
+          test_log);
+    expect_offload("[op.add]\noffload_threshold.other = 5\n", 262143, 262144, "another backend's threshold");
+    CHECK(strstr(test_log, "unknown key") == NULL, "per-backend keys are known:\n%s", test_log);
+}
+
 /* The precision a kernel gets: a call's own STRICT or RELAXED, else what
  * [op.NAME] precision or [op.NAME.COMBO] precision say (strict by default). */
 static void expect_precision(const char *extra, rayo_precision asked, unsigned want)
@@ -271,6 +306,7 @@ int main(void)
     test_newer_minor();
     test_cpu_features();
     test_partial_plugin();
+    test_offload_thresholds();
     test_precision_setting();
     test_runtime_failure();
     test_deny_and_order();

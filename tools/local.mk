@@ -11,7 +11,10 @@ tools_conform_libconform_la_SOURCES = tools/conform/conform.c tools/conform/conf
 tools_conform_libconform_la_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tools_conform_libconform_la_LIBADD = core/librayo.la -lm
 
-bin_PROGRAMS += tools/rayo-info tools/rayo-conform tools/rayo-bench
+bin_PROGRAMS += tools/rayo-info tools/rayo-conform tools/rayo-bench tools/rayo-calibrate
+tools_rayo_calibrate_SOURCES = tools/rayo-calibrate.c tools/tool-version.h
+tools_rayo_calibrate_CPPFLAGS = $(AM_CPPFLAGS) -DRAYO_SYSCONFDIR='"$(sysconfdir)/rayo"'
+tools_rayo_calibrate_LDADD = core/librayo.la -lm
 tools_rayo_info_SOURCES = tools/rayo-info.c tools/tool-version.h
 tools_rayo_info_LDADD = core/librayo.la
 tools_rayo_conform_SOURCES = tools/rayo-conform.c tools/tool-version.h

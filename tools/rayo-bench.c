@@ -198,6 +198,8 @@ typedef struct bench_case {
     char shape[48];
     float *buf[4];
     size_t argmax_out;
+    rayo_rope_params rope;        /* the inference ops' parameters */
+    rayo_attention_params attn;
 } bench_case;
 
 static void free_case(bench_case *c)
@@ -239,6 +241,162 @@ static int make_typed_gemv(size_t rows, size_t cols, rayo_dtype weights, bench_c
     return 0;
 }
 
+/* ---- the inference ops ------------------------------------------------------------
+ * Shapes from --sizes N (or RxC), operands random; bytes are what the
+ * operands move per call, and memcpy/triad run over as many bytes:
+ *   attention    decode (one query) against a cache of N positions, or R
+ *                queries (causal prefill) against C; 32 heads, 4 KV heads,
+ *                head dim 64; the cache in --dtype f16, else f32; bytes: the
+ *                K and V rows read (what decode streams per layer);
+ *   rope         N floats as tokens of 32 heads x 128, NEOX; x and y;
+ *   swiglu, geglu, geglu_tanh   rows of min(N, 4096) (or R x C); gate, up, y;
+ *   get_rows     N / 4096 rows of 4096 from a table of 4096 rows in --dtype
+ *                (f32 without); the rows read and y;
+ *   convert      N values f32 -> f16, or --dtype -> f32; x and y. */
+#define BENCH_HEADS 32
+#define BENCH_KV_HEADS 4
+#define BENCH_HEAD_DIM 64
+#define BENCH_ROPE_HEAD_DIM 128
+#define BENCH_ROW 4096
+
+/* count values of dtype dt, random in [-1, 1), 64-byte aligned; NULL when
+ * count is not whole blocks or memory is short. */
+static void *make_typed(rayo_dtype dt, size_t count)
+{
+    size_t bytes;
+    void *p = NULL;
+    if (!rayo_dtype_row_bytes(dt, count, &bytes) || posix_memalign(&p, 64, bytes + 64) != 0)
+        return NULL;
+    conform_fill_row(&rng, dt, p, count, -1.0f, 1.0f);
+    return p;
+}
+
+static int make_attention(const size_spec *s, rayo_dtype kv, bench_case *c)
+{
+    size_t n_q = s->count == 2 ? s->d[0] : 1, n_kv = s->count == 2 ? s->d[1] : s->d[0];
+    size_t d = BENCH_HEAD_DIM, kv_values = n_kv * BENCH_KV_HEADS * d;
+    if (s->count == 3 || n_q > n_kv)
+        return -1;
+    c->attn = (rayo_attention_params){ .struct_size = sizeof c->attn, .flags = RAYO_ATTN_CAUSAL, .kv_dtype = kv,
+                                        .n_q = n_q, .n_kv = n_kv, .n_heads = BENCH_HEADS,
+                                        .n_kv_heads = BENCH_KV_HEADS, .head_dim = d,
+                                        .scale = (float)(1.0 / sqrt((double)d)) };
+    rayo_call *call = &c->call;
+    call->dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, kv, kv, RAYO_DTYPE_F32);
+    call->m = c->m = n_q, call->n = c->n = d, call->k = c->k = n_kv;
+    call->params = &c->attn;
+    call->a = c->buf[0] = make_floats(n_q * BENCH_HEADS * d, -1, 1);
+    call->b = c->buf[1] = make_typed(kv, kv_values);
+    call->c = c->buf[3] = make_typed(kv, kv_values);
+    call->y = c->buf[2] = make_floats(n_q * BENCH_HEADS * d, -1, 1);
+    c->bytes = 2.0 * (double)(kv_values * (kv == RAYO_DTYPE_F16 ? 2 : 4));
+    c->flops = 4.0 * (double)n_q * BENCH_HEADS * (double)n_kv * (double)d; /* causal prefill: about half */
+    c->stream_n = (size_t)(c->bytes / sizeof(float));
+    snprintf(c->shape, sizeof c->shape, "%zux%zu %s", n_q, n_kv, rayo_dtype_name(kv));
+    return 0;
+}
+
+static int make_rope(size_t total, bench_case *c)
+{
+    size_t per_token = BENCH_HEADS * BENCH_ROPE_HEAD_DIM, tokens = total / per_token;
+    if (!tokens)
+        return -1;
+    c->rope = (rayo_rope_params){ .struct_size = sizeof c->rope, .mode = RAYO_ROPE_NEOX, .freq_base = 10000.0f,
+                                   .freq_scale = 1.0f, .n_heads = BENCH_HEADS, .head_dim = BENCH_ROPE_HEAD_DIM };
+    rayo_call *call = &c->call;
+    call->dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, RAYO_DTYPE_I32, RAYO_DTYPE_NONE, RAYO_DTYPE_F32);
+    call->m = c->m = tokens, call->n = c->n = BENCH_ROPE_HEAD_DIM;
+    call->params = &c->rope;
+    call->a = c->buf[0] = make_floats(tokens * per_token, -1, 1);
+    call->y = c->buf[2] = make_floats(tokens * per_token, -1, 1);
+    int32_t *pos = (int32_t *)(void *)(c->buf[1] = make_floats(tokens, 0, 1));
+    for (size_t t = 0; pos && t < tokens; t++)
+        pos[t] = (int32_t)(t * 7 % 8192);
+    call->b = pos;
+    c->bytes = 2.0 * (double)(tokens * per_token * sizeof(float));
+    c->stream_n = tokens * per_token;
+    snprintf(c->shape, sizeof c->shape, "%zux%zux%d", tokens, (size_t)BENCH_HEADS, BENCH_ROPE_HEAD_DIM);
+    return 0;
+}
+
+static int make_glu(const size_spec *s, size_t total, bench_case *c)
+{
+    size_t cols = s->count == 2 ? s->d[1] : total < BENCH_ROW ? total : BENCH_ROW;
+    size_t rows = s->count == 2 ? s->d[0] : total / cols;
+    if (s->count == 3 || !rows)
+        return -1;
+    rayo_call *call = &c->call;
+    call->m = c->m = rows, call->n = c->n = cols;
+    call->a = c->buf[0] = make_floats(rows * cols, -4, 4);
+    call->b = c->buf[1] = make_floats(rows * cols, -1, 1);
+    call->y = c->buf[2] = make_floats(rows * cols, -1, 1);
+    c->bytes = 3.0 * (double)(rows * cols * sizeof(float));
+    c->stream_n = rows * cols;
+    snprintf(c->shape, sizeof c->shape, "%zux%zu", rows, cols);
+    return 0;
+}
+
+static int make_get_rows(size_t total, rayo_dtype table, bench_case *c)
+{
+    size_t rows = total / BENCH_ROW, row_bytes;
+    if (!rows || !rayo_dtype_row_bytes(table, BENCH_ROW, &row_bytes))
+        return -1;
+    rayo_call *call = &c->call;
+    call->dtypes = RAYO_DTYPES(table, RAYO_DTYPE_I32, RAYO_DTYPE_NONE, RAYO_DTYPE_F32);
+    call->m = c->m = rows, call->n = c->n = BENCH_ROW, call->k = c->k = BENCH_ROW;
+    call->a = c->buf[0] = make_typed(table, (size_t)BENCH_ROW * BENCH_ROW);
+    call->y = c->buf[2] = make_floats(rows * BENCH_ROW, -1, 1);
+    int32_t *idx = (int32_t *)(void *)(c->buf[1] = make_floats(rows, 0, 1));
+    for (size_t r = 0; idx && r < rows; r++)
+        idx[r] = (int32_t)(conform_rng_next(&rng) % BENCH_ROW);
+    call->b = idx;
+    c->bytes = (double)(rows * (row_bytes + BENCH_ROW * sizeof(float)));
+    c->stream_n = (size_t)(c->bytes / (2 * sizeof(float))); /* memcpy moves twice its floats */
+    snprintf(c->shape, sizeof c->shape, "%zux%d %s", rows, BENCH_ROW, rayo_dtype_name(table));
+    return 0;
+}
+
+static int make_convert(size_t total, rayo_dtype other, bench_case *c)
+{
+    rayo_dtype from = other == RAYO_DTYPE_F32 ? RAYO_DTYPE_F32 : other;
+    rayo_dtype to = other == RAYO_DTYPE_F32 ? RAYO_DTYPE_F16 : RAYO_DTYPE_F32;
+    size_t in_bytes, out_bytes;
+    if (!rayo_dtype_row_bytes(from, total, &in_bytes) || !rayo_dtype_row_bytes(to, total, &out_bytes))
+        return -1;
+    rayo_call *call = &c->call;
+    call->dtypes = RAYO_DTYPES(from, RAYO_DTYPE_NONE, RAYO_DTYPE_NONE, to);
+    call->n = c->n = total;
+    call->a = c->buf[0] = make_typed(from, total);
+    call->y = c->buf[2] = make_floats(out_bytes / sizeof(float) + 1, -1, 1);
+    c->bytes = (double)(in_bytes + out_bytes);
+    c->stream_n = (size_t)(c->bytes / (2 * sizeof(float)));
+    snprintf(c->shape, sizeof c->shape, "%zu %s->%s", total, rayo_dtype_name(from), rayo_dtype_name(to));
+    return 0;
+}
+
+/* The case of an inference op; -1 where the size or dtype does not apply. */
+static int make_infer_case(const rayo_op_info *op, const size_spec *s, rayo_dtype dt, bench_case *c)
+{
+    size_t total = s->count == 1 ? s->d[0] : s->count == 2 ? s->d[0] * s->d[1] : 0;
+    int rc;
+    switch (op->sig) {
+    case RAYO_SIG_ATTENTION:
+        rc = dt == RAYO_DTYPE_F32 || dt == RAYO_DTYPE_F16 ? make_attention(s, dt, c) : -1;
+        break;
+    case RAYO_SIG_ROPE: rc = dt == RAYO_DTYPE_F32 ? make_rope(total, c) : -1; break;
+    case RAYO_SIG_GLU: rc = dt == RAYO_DTYPE_F32 ? make_glu(s, total, c) : -1; break;
+    case RAYO_SIG_GET_ROWS: rc = make_get_rows(total, dt, c); break;
+    case RAYO_SIG_CONVERT: rc = make_convert(total, dt, c); break;
+    default: return -1;
+    }
+    if (rc == 0 && (!c->buf[0] || !c->buf[2] || (op->sig != RAYO_SIG_CONVERT && !c->buf[1]) ||
+                    (op->sig == RAYO_SIG_ATTENTION && !c->buf[3])))
+        rc = -1; /* out of memory */
+    if (rc)
+        free_case(c);
+    return rc;
+}
+
 /* Builds the call of op at size s with fresh random inputs (gemv's A in
  * dtype weights); -1 if the size does not fit the op or memory is short. */
 static int make_case(const rayo_op_info *op, const size_spec *s, rayo_dtype weights, bench_case *c)
@@ -248,8 +406,10 @@ static int make_case(const rayo_op_info *op, const size_spec *s, rayo_dtype weig
     rayo_call *call = &c->call;
     call->struct_size = sizeof *call;
     call->op = op->id;
+    if (op->id >= RAYO_OP_CONVERT)
+        return make_infer_case(op, s, weights, c);
     if (weights != RAYO_DTYPE_F32 && op->sig != RAYO_SIG_GEMV)
-        return -1; /* --dtype times gemv only */
+        return -1; /* --dtype times gemv and the inference ops only */
     size_t total = s->count == 1 ? s->d[0] : s->count == 2 ? s->d[0] * s->d[1] : 0;
     double lo = -1.0, hi = 1.0;
     if (!strcmp(op->name, "log") || !strcmp(op->name, "sqrt"))
@@ -341,7 +501,7 @@ static int make_case(const rayo_op_info *op, const size_spec *s, rayo_dtype weig
         snprintf(c->shape, sizeof c->shape, "%zux%zux%zu", m, n, k);
         break;
     }
-    default: /* the inference ops: not benchmarked here yet */
+    default:
         return -1;
     }
     int needs_b = op->sig == RAYO_SIG_BINARY || op->sig == RAYO_SIG_REDUCE2 || op->sig == RAYO_SIG_NORM ||
@@ -895,7 +1055,9 @@ static void usage(FILE *out)
             "  --plot FILE.svg   draw GFLOP/s or GB/s against size with gnuplot\n"
             "  --dtype DT        gemv's weights in DT (f16, bf16, q8_0, q4_0, q4_k, q6_k):\n"
             "                    GB/s counts the weights' bytes, against memcpy and triad\n"
-            "                    over as many bytes; other ops are left out\n"
+            "                    over as many bytes; other ops are left out, but for\n"
+            "                    attention (f16 KV cache), get_rows (the table) and\n"
+            "                    convert (DT -> f32)\n"
             "  --dispatch        small calls: public API vs a direct call of the kernel\n"
             "  --help            this text\n"
             "  --version         the version of rayo-bench and of the librayo it runs with\n");

@@ -76,7 +76,9 @@ static const char *chain_name(const rayo_combo_info *c, char *buf, size_t size)
 
 static void print_window(const rayo_link_info *l)
 {
-    if (l->min_size)
+    if (l->max_size == 0)
+        printf("[never]");
+    else if (l->min_size)
         printf("[size >= %zu]", l->min_size);
 }
 
@@ -267,6 +269,40 @@ static void json_output(const rayo_context *ctx)
     printf("\n  }\n}\n");
 }
 
+/* A valid threshold value, as the core reads it: digits or "never". */
+static bool threshold_valid(const char *v)
+{
+    if (!strcmp(v, "never"))
+        return true;
+    if (!*v)
+        return false;
+    for (; *v; v++)
+        if (*v < '0' || *v > '9')
+            return false;
+    return true;
+}
+
+/* Which setting gave a GPU link its threshold, in the order rayo.conf(5)
+ * gives: [op.NAME] offload_threshold.BACKEND, [op.NAME] offload_threshold,
+ * [dispatch] offload_threshold.BACKEND, [dispatch] offload_threshold. */
+static void explain_threshold(const rayo_context *ctx, const char *op, const char *backend, size_t threshold)
+{
+    char section[64], key[96];
+    snprintf(section, sizeof section, "op.%s", op);
+    snprintf(key, sizeof key, "offload_threshold.%s", backend);
+    const char *sections[] = {section, section, "dispatch", "dispatch"};
+    const char *keys[] = {key, "offload_threshold", key, "offload_threshold"};
+    for (int i = 0; i < 4; i++) {
+        const char *v = rayo_config_get(ctx, sections[i], keys[i]);
+        if (v && threshold_valid(v)) {
+            printf("     threshold from [%s] %s = %s, set by %s\n", sections[i], keys[i], v,
+                   rayo_config_origin(ctx, sections[i], keys[i]));
+            return;
+        }
+    }
+    printf("     threshold %zu: the built-in default (no offload_threshold setting)\n", threshold);
+}
+
 static int explain(const rayo_context *ctx, const char *op_name, const char *size_text)
 {
     const rayo_op_info *op = rayo_op_by_name(op_name);
@@ -299,11 +335,15 @@ static int explain(const rayo_context *ctx, const char *op_name, const char *siz
     for (size_t i = 0; i < n && i < 32; i++) {
         bool fits = size >= links[i].min_size && size <= links[i].max_size;
         printf("  %zu. %-8s %s", i + 1, links[i].backend, fits ? "accepts this size" : "skipped:");
-        if (!fits)
+        if (links[i].max_size == 0)
+            printf(" never gets host-memory calls of %s", op->name);
+        else if (!fits)
             printf(" size below its offload threshold %zu", links[i].min_size);
         if (chosen && !strcmp(chosen, links[i].backend) && fits)
             printf("  <- runs the call; later links take over if it fails");
         printf("\n");
+        if (links[i].min_size || links[i].max_size == 0)
+            explain_threshold(ctx, op->name, links[i].backend, links[i].min_size);
     }
     if (!n)
         printf("no loaded backend implements %s\n", op->name);

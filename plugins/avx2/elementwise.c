@@ -68,27 +68,6 @@ static inline __m256 v_positive(__m256 x)
     return _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ);
 }
 
-/* x sigmoid(x) with the stable sigmoid: relative precision in the left tail
- * (x / (1 + exp(-x)) would give -0 once exp(-x) overflows). */
-static inline __m256 v_silu(__m256 x)
-{
-    return _mm256_mul_ps(x, v_sigmoid(x));
-}
-
-static inline __m256 v_gelu(__m256 x)
-{
-    return _mm256_mul_ps(x, v_phi(x));
-}
-
-/* x (1 + tanh(u)) / 2 = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3):
- * no cancellation in the left tail. */
-static inline __m256 v_gelu_tanh(__m256 x)
-{
-    __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
-    __m256 u = _mm256_mul_ps(V_SET(0.79788456080286536f), _mm256_fmadd_ps(V_SET(0.044715f), x3, x));
-    return _mm256_mul_ps(x, v_sigmoid(_mm256_add_ps(u, u)));
-}
-
 /* x tanh(log(1 + e^x)) = x n / (n + 2), n = e (e + 2); x past 20 is its own result. */
 static inline __m256 v_mish(__m256 x)
 {

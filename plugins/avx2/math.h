@@ -332,4 +332,27 @@ static inline __m256 v_phi(__m256 x)
     return _mm256_blendv_ps(big, v_phi_small(x), small);
 }
 
+/* The activations of silu, gelu and gelu_tanh, also the gates of swiglu,
+ * geglu and geglu_tanh (infer.c). */
+/* x sigmoid(x) with the stable sigmoid: relative precision in the left tail
+ * (x / (1 + exp(-x)) would give -0 once exp(-x) overflows). */
+static inline __m256 v_silu(__m256 x)
+{
+    return _mm256_mul_ps(x, v_sigmoid(x));
+}
+
+static inline __m256 v_gelu(__m256 x)
+{
+    return _mm256_mul_ps(x, v_phi(x));
+}
+
+/* x (1 + tanh(u)) / 2 = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3):
+ * no cancellation in the left tail. */
+static inline __m256 v_gelu_tanh(__m256 x)
+{
+    __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+    __m256 u = _mm256_mul_ps(V_SET(0.79788456080286536f), _mm256_fmadd_ps(V_SET(0.044715f), x3, x));
+    return _mm256_mul_ps(x, v_sigmoid(_mm256_add_ps(u, u)));
+}
+
 #endif

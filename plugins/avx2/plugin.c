@@ -145,6 +145,7 @@ static const rayo_op_entry avx2_ops[] = {
     COMBO(GEMV, Q4_0, F32, NONE, F32, avx2_gemv_quant),
     COMBO(GEMV, Q4_K, F32, NONE, F32, avx2_gemv_quant),
     COMBO(GEMV, Q6_K, F32, NONE, F32, avx2_gemv_quant),
+#include "x86-infer-ops.h" /* convert, get_rows, rope, attention, gated units */
 };
 
 CPU_PLUGIN_DESCRIPTOR("avx2", RAYO_ARCH_X86_64, RAYO_CPU_X86_AVX2 | RAYO_CPU_X86_FMA | RAYO_CPU_X86_F16C, 50, avx2_ops);

@@ -11,7 +11,10 @@
  *   rows.c         softmax, log_softmax, layernorm, rmsnorm, transpose
  *   matmul.c       matmul (packing, 4x24 FMA microkernel, blocking) and gemv
  *   quant.c        gemv with half or block-quantized weights, decoded in registers
- *   math.h         exp, log, tanh, sigmoid, normal CDF approximations
+ *   infer.c        convert, get_rows, rope, attention, swiglu/geglu: the vector
+ *                  operations for ../cpu-base/x86-infer.h, shared with avx512
+ *   math.h         exp, log, tanh, sigmoid, normal CDF approximations, the
+ *                  silu and gelu activations
  */
 #ifndef RAYO_AVX2_H
 #define RAYO_AVX2_H

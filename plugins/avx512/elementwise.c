@@ -47,15 +47,6 @@ static inline __m512 z_clip(__m512 x, __m512 lo, __m512 hi)
     return _mm512_min_ps(hi, _mm512_max_ps(lo, x)); /* NaN stays */
 }
 
-/* x (1 + tanh(u)) / 2 = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3):
- * no cancellation in the left tail. */
-static inline __m512 z_gelu_tanh(__m512 x)
-{
-    __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
-    __m512 u = _mm512_mul_ps(Z_SET(0.79788456080286536f), _mm512_fmadd_ps(Z_SET(0.044715f), x3, x));
-    return _mm512_mul_ps(x, z_sigmoid(_mm512_add_ps(u, u)));
-}
-
 /* x tanh(log(1 + e^x)) = x n / (n + 2), n = e (e + 2); past x = 20 the result is x. */
 static inline __m512 z_mish(__m512 x)
 {
@@ -202,9 +193,9 @@ UNARY_OP(elu, COST_TRANSCENDENTAL, z_elu(x, alpha))
 UNARY_OP(selu, COST_TRANSCENDENTAL, z_selu(x))
 UNARY_OP(sigmoid, COST_TRANSCENDENTAL, z_sigmoid(x))
 UNARY_OP(tanh, COST_TRANSCENDENTAL, z_tanh(x))
-UNARY_OP(gelu, COST_TRANSCENDENTAL, _mm512_mul_ps(x, z_phi(x)))
+UNARY_OP(gelu, COST_TRANSCENDENTAL, z_gelu(x))
 UNARY_OP(gelu_tanh, COST_TRANSCENDENTAL, z_gelu_tanh(x))
-UNARY_OP(silu, COST_TRANSCENDENTAL, _mm512_mul_ps(x, z_sigmoid(x)))
+UNARY_OP(silu, COST_TRANSCENDENTAL, z_silu(x))
 UNARY_OP(mish, COST_TRANSCENDENTAL, z_mish(x))
 UNARY_OP(exp, COST_TRANSCENDENTAL, z_exp_exact_subnormal(x))
 UNARY_OP(log, COST_TRANSCENDENTAL, z_log(x))
@@ -240,8 +231,8 @@ static inline __m512 activation(uint32_t act, __m512 x)
 {
     switch (act) {
     case RAYO_ACT_RELU: return _mm512_max_ps(_mm512_setzero_ps(), x);
-    case RAYO_ACT_GELU: return _mm512_mul_ps(x, z_phi(x));
-    case RAYO_ACT_SILU: return _mm512_mul_ps(x, z_sigmoid(x));
+    case RAYO_ACT_GELU: return z_gelu(x);
+    case RAYO_ACT_SILU: return z_silu(x);
     case RAYO_ACT_TANH: return z_tanh(x);
     case RAYO_ACT_SIGMOID: return z_sigmoid(x);
     default: return x;

@@ -8,7 +8,7 @@ plugin_LTLIBRARIES += plugins/avx512/rayo-avx512.la
 plugins_avx512_rayo_avx512_la_SOURCES = \
 	plugins/avx512/plugin.h plugins/avx512/math.h plugins/avx512/plugin.c \
 	plugins/avx512/elementwise.c plugins/avx512/reduce.c plugins/avx512/rows.c \
-	plugins/avx512/matmul.c plugins/avx512/gemv.c plugins/avx512/quant.c plugins/avx2/cache.h plugins/avx2/cache.c \
+	plugins/avx512/matmul.c plugins/avx512/gemv.c plugins/avx512/quant.c plugins/avx512/infer.c $(X86_INFER_FILES) plugins/avx2/cache.h plugins/avx2/cache.c \
 	$(CPU_BASE_FILES) $(X86_GEMM_FILES)
 plugins_avx512_rayo_avx512_la_CPPFLAGS = $(AM_CPPFLAGS) $(CPU_BASE_CPPFLAGS)
 plugins_avx512_rayo_avx512_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) \

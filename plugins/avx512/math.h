@@ -273,4 +273,25 @@ static inline __m512 z_phi(__m512 x)
     return _mm512_mask_blend_ps(small, big, z_phi_small(x));
 }
 
+/* The activations of silu, gelu and gelu_tanh, also the gates of swiglu,
+ * geglu and geglu_tanh (infer.c). */
+static inline __m512 z_silu(__m512 x)
+{
+    return _mm512_mul_ps(x, z_sigmoid(x));
+}
+
+static inline __m512 z_gelu(__m512 x)
+{
+    return _mm512_mul_ps(x, z_phi(x));
+}
+
+/* x (1 + tanh(u)) / 2 = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3):
+ * no cancellation in the left tail. */
+static inline __m512 z_gelu_tanh(__m512 x)
+{
+    __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+    __m512 u = _mm512_mul_ps(Z_SET(0.79788456080286536f), _mm512_fmadd_ps(Z_SET(0.044715f), x3, x));
+    return _mm512_mul_ps(x, z_sigmoid(_mm512_add_ps(u, u)));
+}
+
 #endif

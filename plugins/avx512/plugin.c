@@ -114,6 +114,7 @@ static const rayo_op_entry avx512_ops[] = {
     COMBO(GEMV, Q4_0, F32, NONE, F32, avx512_gemv_quant),
     COMBO(GEMV, Q4_K, F32, NONE, F32, avx512_gemv_quant),
     COMBO(GEMV, Q6_K, F32, NONE, F32, avx512_gemv_quant),
+#include "x86-infer-ops.h" /* convert, get_rows, rope, attention, gated units */
 };
 
 /* Priority 60: above avx2 (50), which it supersedes where both load. */

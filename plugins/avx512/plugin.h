@@ -5,13 +5,16 @@
  * plugins (threads, probe/init/fini, descriptor, row kernels) is ../cpu-base;
  * cache detection is ../avx2/cache.c, compiled in.  Files, by op class:
  *   plugin.c       device name, init/fini hooks, op table, descriptor
- *   math.h         exp, expm1, log, tanh, sigmoid, normal CDF, 16 floats at a time
+ *   math.h         exp, expm1, log, tanh, sigmoid, normal CDF, silu, gelu, 16
+ *                  floats at a time
  *   elementwise.c  binary, unary and activation ops, axpy, bias_act
  *   reduce.c       sum, dot, max, min, argmax, norms
  *   rows.c         softmax, log_softmax, layernorm, rmsnorm, transpose
  *   matmul.c       matmul: packing, the 12x32 FMA microkernel, blocking
  *   gemv.c         gemv, and matmul with m = 1 or n = 1
  *   quant.c        gemv with half or block-quantized weights, decoded in registers
+ *   infer.c        convert, get_rows, rope, attention, swiglu/geglu: the vector
+ *                  operations for ../cpu-base/x86-infer.h, shared with avx2
  */
 #ifndef RAYO_AVX512_H
 #define RAYO_AVX512_H

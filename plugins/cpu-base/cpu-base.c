@@ -73,6 +73,53 @@ void cpu_run_ranges(const cpu_state *st, const rayo_call *call, size_t count,
     cpu_parallel(st, (count + chunk - 1) / chunk, range_task, &job);
 }
 
+/* ---- checks ------------------------------------------------------------- */
+
+rayo_status cpu_attention_check(const rayo_call *c, const rayo_attention_params *p)
+{
+    rayo_dtype kv = RAYO_DTYPE_OF(c->dtypes, 1);
+    if (kv != RAYO_DTYPE_F32 && kv != RAYO_DTYPE_F16)
+        return RAYO_E_UNSUPPORTED;
+    if (RAYO_DTYPE_OF(c->dtypes, 2) != kv || RAYO_DTYPE_OF(c->dtypes, 0) != RAYO_DTYPE_F32)
+        return RAYO_E_UNSUPPORTED;
+    if (!p->n_kv_heads || p->n_heads % p->n_kv_heads || !p->n_kv ||
+        ((p->flags & RAYO_ATTN_CAUSAL) && p->n_q > p->n_kv))
+        return RAYO_E_INVALID; /* the core refuses these first */
+    return RAYO_OK;
+}
+
+static size_t or_dense(size_t stride, size_t dense)
+{
+    return stride ? stride : dense;
+}
+
+cpu_attention_layout cpu_attention_layout_of(const rayo_attention_params *p)
+{
+    size_t d = p->head_dim;
+    cpu_attention_layout s;
+    s.q_head = or_dense(p->q_head, d);
+    s.k_head = or_dense(p->k_head, d);
+    s.v_head = or_dense(p->v_head, d);
+    s.o_head = or_dense(p->o_head, d);
+    s.q_token = or_dense(p->q_token, p->n_heads * d);
+    s.k_token = or_dense(p->k_token, p->n_kv_heads * d);
+    s.v_token = or_dense(p->v_token, p->n_kv_heads * d);
+    s.o_token = or_dense(p->o_token, p->n_heads * d);
+    return s;
+}
+
+rayo_status cpu_rope_check(const rayo_call *c, size_t *rot)
+{
+    const rayo_rope_params *p = c->params;
+    *rot = 0;
+    if (c->m == 0 || p->n_heads == 0 || p->head_dim == 0)
+        return RAYO_OK;
+    *rot = p->rot_dims ? p->rot_dims : p->head_dim;
+    if (*rot % 2 || *rot > p->head_dim || (p->mode != RAYO_ROPE_NORM && p->mode != RAYO_ROPE_NEOX))
+        return RAYO_E_INVALID;
+    return RAYO_OK;
+}
+
 /* ---- memory -------------------------------------------------------------- */
 
 float *cpu_alloc_floats(const cpu_state *st, size_t count)

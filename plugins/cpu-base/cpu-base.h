@@ -73,6 +73,20 @@ typedef void cpu_range_fn(const rayo_call *call, size_t lo, size_t hi);
 void cpu_run_ranges(const cpu_state *st, const rayo_call *call, size_t count,
                     size_t work_per_item, cpu_range_fn *fn);
 
+/* ---- checks the kernels of several plugins share ------------------------ */
+/* attention: RAYO_E_UNSUPPORTED unless q is f32 and k, v are both f32 or
+ * both f16; RAYO_E_INVALID for a head layout the core refuses first. */
+rayo_status cpu_attention_check(const rayo_call *c, const rayo_attention_params *p);
+/* attention: the strides of q, k, v and out in elements, 0 (dense) resolved. */
+typedef struct cpu_attention_layout {
+    size_t q_token, q_head, k_token, k_head, v_token, v_head, o_token, o_head;
+} cpu_attention_layout;
+cpu_attention_layout cpu_attention_layout_of(const rayo_attention_params *p);
+/* rope: the rotated dimensions (rot_dims; 0: head_dim) into *rot, 0 when
+ * the call is empty; RAYO_E_INVALID for an odd or too large rot_dims or an
+ * unknown mode. */
+rayo_status cpu_rope_check(const rayo_call *c, size_t *rot);
+
 /* ---- memory -------------------------------------------------------------- */
 /* 64-byte aligned scratch from the core's allocator; NULL on failure. */
 float *cpu_alloc_floats(const cpu_state *st, size_t count);

@@ -11,4 +11,7 @@ CPU_GEMM_FILES = plugins/cpu-base/cpu-gemm.h plugins/cpu-base/cpu-gemm.c
 # What the sgemm drivers of avx2 and avx512 share: blocking overrides and the
 # pool of packing buffers.
 X86_GEMM_FILES = plugins/cpu-base/x86-gemm.h plugins/cpu-base/x86-gemm.c
+# The inference ops of avx2 and avx512: one source, included by each
+# plugin's infer.c after it defines its vector operations.
+X86_INFER_FILES = plugins/cpu-base/x86-infer.h plugins/cpu-base/x86-attention.h plugins/cpu-base/x86-infer-ops.h
 CPU_BASE_CPPFLAGS = -I$(top_srcdir)/plugins/cpu-base

@@ -130,5 +130,6 @@ CUresult cuEventDestroy(CUevent event);
 CUresult cuEventRecord(CUevent event, CUstream stream);
 CUresult cuEventQuery(CUevent event);
 CUresult cuEventSynchronize(CUevent event);
+CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags);
 
 #endif

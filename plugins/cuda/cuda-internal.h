@@ -35,7 +35,7 @@
     X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)             \
     X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuLaunchKernel)         \
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery)                   \
-    X(cuEventSynchronize)
+    X(cuEventSynchronize) X(cuStreamWaitEvent)
 
 #define CUDA_FIELD(name) __typeof__(name) *name;
 typedef struct cuda_driver {
@@ -75,13 +75,32 @@ typedef struct cuda_func_slot {
     CUfunction fn;
 } cuda_func_slot;
 
-/* ---- staging for host-memory calls ----------------------------------- */
+/* ---- staging for host-memory calls -----------------------------------
+ * Each lane has a bounded host staging area cut into CUDA_STAGING_SLOTS
+ * slots: the host copies chunk i+1 of an operand into one slot while the
+ * copy engine moves chunk i out of another.  Pinned (cuMemHostAlloc) once,
+ * at the lane's first call; pageable when pinning failed or is turned off. */
 #define CUDA_MAX_LANES 8
+#define CUDA_STAGING_SLOTS 4
+#define CUDA_DEFAULT_STAGING_MIB 32
+
+typedef struct cuda_slot {
+    unsigned char *host;  /* slot_bytes of the staging area */
+    CUevent done;         /* the last copy into or out of the slot */
+    void *pending_dst;    /* a download still to be copied out to here */
+    size_t pending_bytes;
+} cuda_slot;
+
 typedef struct cuda_lane {
-    CUstream stream;
-    void *host;           /* pinned staging (cuMemHostAlloc), reused across calls */
-    size_t host_size;
-    CUdeviceptr dev;      /* device staging */
+    CUstream stream;      /* copies, and the kernels of a call in one piece */
+    CUstream compute;     /* kernels of a call split into blocks */
+    CUevent uploaded, computed[2];
+    void *staging;        /* CUDA_STAGING_SLOTS * slot_bytes, or NULL */
+    int pinned;           /* staging came from cuMemHostAlloc */
+    size_t slot_bytes;
+    cuda_slot slots[CUDA_STAGING_SLOTS];
+    int next_slot;
+    CUdeviceptr dev;      /* device staging: the whole call, grown on demand */
     size_t dev_size;
     int busy;
 } cuda_lane;
@@ -107,6 +126,9 @@ typedef struct cuda_state {
     cuda_func_slot funcs[CUDA_FUNC_SLOTS];
     cuda_lane lanes[CUDA_MAX_LANES];
     int lane_count, lane_limit;
+    size_t staging_bytes; /* host staging per lane ([backend.cuda] staging_mib) */
+    int use_pinned;       /* [backend.cuda] pinned_staging */
+    atomic_int pinned_warned;
 } cuda_state;
 
 /* Makes the state's context current on the calling thread and returns

@@ -146,6 +146,25 @@ static void config_kernel(const rayo_host *host, const char *key, const char *pr
     snprintf(out, len, "%s", dflt);
 }
 
+/* staging_mib (host staging per stream, 1..1024 MiB) and pinned_staging. */
+static void read_staging_config(cuda_state *st)
+{
+    const rayo_host *host = st->host;
+    const char *mib = host->config ? host->config(host, "staging_mib") : NULL;
+    long v = CUDA_DEFAULT_STAGING_MIB;
+    if (mib && *mib) {
+        char *end;
+        v = strtol(mib, &end, 10);
+        if (*end || v < 1 || v > 1024) {
+            host->log(host, RAYO_LOG_WARN, "[backend.cuda] staging_mib = %s: expected 1..1024; using %d", mib,
+                      CUDA_DEFAULT_STAGING_MIB);
+            v = CUDA_DEFAULT_STAGING_MIB;
+        }
+    }
+    st->staging_bytes = (size_t)v << 20;
+    st->use_pinned = config_yes(host, "pinned_staging", 1);
+}
+
 static void read_config(cuda_state *st)
 {
     const rayo_host *host = st->host;
@@ -171,6 +190,7 @@ static void read_config(cuda_state *st)
         else
             host->log(host, RAYO_LOG_WARN, "[backend.cuda] host_streams = %s: expected 1..%d", lanes, CUDA_MAX_LANES);
     }
+    read_staging_config(st);
     st->cache_dir[0] = '\0';
     if (st->jit_cache && host->struct_size > offsetof(rayo_host, cache_dir) && host->cache_dir) {
         const char *dir = host->cache_dir(host);

@@ -33,6 +33,13 @@ noinst_PROGRAMS += plugins/cuda/cuda-bench
 plugins_cuda_cuda_bench_SOURCES = plugins/cuda/cuda-bench.c
 plugins_cuda_cuda_bench_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 plugins_cuda_cuda_bench_LDADD = tools/conform/libconform.la core/librayo.la $(PTHREAD_LIBS) -lm
+# Host-memory calls against the PCIe link, measured through the plugin's own
+# driver loader (cuda-driver.c) in the same run.
+noinst_PROGRAMS += plugins/cuda/cuda-host-bench
+plugins_cuda_cuda_host_bench_SOURCES = plugins/cuda/cuda-host-bench.c plugins/cuda/cuda-driver.c
+plugins_cuda_cuda_host_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
+plugins_cuda_cuda_host_bench_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+plugins_cuda_cuda_host_bench_LDADD = core/librayo.la $(PTHREAD_LIBS) -lm
 noinst_PROGRAMS += plugins/cuda/cuda-bench-infer
 plugins_cuda_cuda_bench_infer_SOURCES = plugins/cuda/cuda-bench-infer.c
 plugins_cuda_cuda_bench_infer_LDADD = core/librayo.la -lm

@@ -18,25 +18,16 @@
 
 #define COST_PER_MAC 2
 
-typedef struct attn_layout {
-    size_t q_token, q_head, k_token, k_head, v_token, v_head, o_token, o_head;
-} attn_layout;
-
 typedef struct attn_job {
     const rayo_call *call;
     const rayo_attention_params *p;
     rayo_dtype kv_dtype;
-    attn_layout s;
+    cpu_attention_layout s;
     size_t group;            /* query heads per KV head */
     double *scratch;         /* per worker: acc[head_dim], then key and value rows */
     size_t per_worker;       /* doubles */
     size_t chunk;            /* items per task */
 } attn_job;
-
-static size_t or_dense(size_t stride, size_t dense)
-{
-    return stride ? stride : dense;
-}
 
 /* Row `token` of KV head `head` of a cache, as f32: the cache itself when it
  * is f32, else widened into buf. */
@@ -92,31 +83,6 @@ static void attn_task(void *arg, size_t task, unsigned worker)
         attend(job, item / job->p->n_heads, item % job->p->n_heads, acc, kbuf, vbuf);
 }
 
-static rayo_status attn_check(const rayo_call *c, const rayo_attention_params *p, rayo_dtype kv)
-{
-    if (kv != RAYO_DTYPE_F32 && kv != RAYO_DTYPE_F16)
-        return RAYO_E_UNSUPPORTED;
-    if (RAYO_DTYPE_OF(c->dtypes, 2) != kv || RAYO_DTYPE_OF(c->dtypes, 0) != RAYO_DTYPE_F32)
-        return RAYO_E_UNSUPPORTED;
-    if (!p->n_kv_heads || p->n_heads % p->n_kv_heads || !p->n_kv ||
-        ((p->flags & RAYO_ATTN_CAUSAL) && p->n_q > p->n_kv))
-        return RAYO_E_INVALID; /* the core refuses these first */
-    return RAYO_OK;
-}
-
-static void set_layout(attn_layout *s, const rayo_attention_params *p)
-{
-    size_t d = p->head_dim;
-    s->q_head = or_dense(p->q_head, d);
-    s->k_head = or_dense(p->k_head, d);
-    s->v_head = or_dense(p->v_head, d);
-    s->o_head = or_dense(p->o_head, d);
-    s->q_token = or_dense(p->q_token, p->n_heads * d);
-    s->k_token = or_dense(p->k_token, p->n_kv_heads * d);
-    s->v_token = or_dense(p->v_token, p->n_kv_heads * d);
-    s->o_token = or_dense(p->o_token, p->n_heads * d);
-}
-
 SCALAR_KERNEL(attention)
 {
     const cpu_state *st = state;
@@ -124,11 +90,11 @@ SCALAR_KERNEL(attention)
     rayo_dtype kv = RAYO_DTYPE_OF(call->dtypes, 1);
     if (p->n_q == 0 || p->n_heads == 0 || p->head_dim == 0)
         return RAYO_OK;
-    rayo_status status = attn_check(call, p, kv);
+    rayo_status status = cpu_attention_check(call, p);
     if (status != RAYO_OK)
         return status;
     attn_job job = { .call = call, .p = p, .kv_dtype = kv, .group = p->n_heads / p->n_kv_heads };
-    set_layout(&job.s, p);
+    job.s = cpu_attention_layout_of(p);
     size_t items = p->n_q * p->n_heads, threads = cpu_threads(st), tasks = 1;
     double work = (double)items * (double)p->n_kv * (double)p->head_dim * COST_PER_MAC;
     if (threads > 1 && work >= (double)CPU_PARALLEL_MIN_WORK)

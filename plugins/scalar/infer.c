@@ -112,11 +112,10 @@ SCALAR_KERNEL(rope)
 {
     const cpu_state *st = state;
     const rayo_rope_params *p = call->params;
-    size_t rot = p->rot_dims ? p->rot_dims : p->head_dim;
-    if (call->m == 0 || p->n_heads == 0 || p->head_dim == 0)
-        return RAYO_OK;
-    if (rot % 2 || rot > p->head_dim || (p->mode != RAYO_ROPE_NORM && p->mode != RAYO_ROPE_NEOX))
-        return RAYO_E_INVALID;
+    size_t rot;
+    rayo_status status = cpu_rope_check(call, &rot);
+    if (status != RAYO_OK || rot == 0)
+        return status;
     size_t half = rot / 2;
     double *inv_freq = (double *)cpu_alloc_floats(st, 2 * half + 2);
     if (!inv_freq)

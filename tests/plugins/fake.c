@@ -23,6 +23,8 @@
  *   FAKE_MEMNULL  a memory API with NULL functions
  *   FAKE_MEMSIZE0 a memory API with struct_size 0
  *   FAKE_CTOR     good, with an ELF constructor that sets RAYO_FAKE_CTOR_RAN
+ *   FAKE_GPU      good, but its device says it is a GPU (offload thresholds,
+ *                 rayo-calibrate)
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #if defined(FAKE_NEWER) || defined(FAKE_SMALLDESC) || defined(FAKE_ABSSYM)
@@ -63,7 +65,11 @@ static rayo_status fake_probe(const rayo_host *host, rayo_probe_result *r)
 #else
     r->device_count = 1;
     snprintf(r->devices[0].name, sizeof r->devices[0].name, "fake device");
+#ifdef FAKE_GPU
+    r->devices[0].type = RAYO_DEVICE_GPU;
+#else
     r->devices[0].type = RAYO_DEVICE_CPU;
+#endif
     r->devices[0].flags = RAYO_DEVICE_HOST_MEMORY;
     return RAYO_OK;
 #endif

@@ -91,3 +91,8 @@ check_LTLIBRARIES += tests/plugins/rayo-fakector.la
 tests_plugins_rayo_fakector_la_SOURCES = tests/plugins/fake.c
 tests_plugins_rayo_fakector_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_CTOR -DFAKE_NAME='"fakector"'
 tests_plugins_rayo_fakector_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
+check_LTLIBRARIES += tests/plugins/rayo-fakegpu.la
+tests_plugins_rayo_fakegpu_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakegpu_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_GPU -DFAKE_NAME='"fakegpu"'
+tests_plugins_rayo_fakegpu_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
