@@ -42,6 +42,7 @@ static const module_def modules[] = {
     {"sgemm", module_sgemm},
     {"tf32", module_tf32},
     {"rows_cluster", module_rows_cluster, 90},
+    {"infer", module_infer},
 };
 #define MODULE_COUNT (sizeof modules / sizeof modules[0])
 static const int targets[] = RAYO_PTX_TARGETS;
@@ -136,6 +137,7 @@ static int write_c_source(const char *path)
                   modules[i].name, modules[i].min_sm);
     sb_printf(&c, "};\nconst unsigned rayo_cuda_ptx_module_count = %u;\n\n", (unsigned)MODULE_COUNT);
     tf32_write_config_table(&c);
+    infer_write_config_table(&c);
     int rc = write_file(path, c.p, c.len);
     sb_free(&c);
     return rc;

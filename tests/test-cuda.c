@@ -467,10 +467,17 @@ int main(int argc, char **argv)
     CHECK(desc->magic == RAYO_PLUGIN_MAGIC && desc->abi_major == RAYO_PLUGIN_ABI_MAJOR, "descriptor header");
     CHECK(!strcmp(desc->name, "cuda") && desc->arch == RAYO_ARCH_ANY && desc->priority == 40, "name, arch, priority");
     CHECK(desc->memory && desc->memory->struct_size == sizeof(rayo_memory_api), "memory API");
-    size_t op_count = 0; /* the plugin registers the base ops (ids below 90) */
+    size_t op_count = 0, all_f32 = 0; /* the plugin registers the base ops (ids below 90) */
     for (size_t i = 0; i < rayo_op_count(); i++)
         op_count += rayo_op_at(i)->id < 90;
-    CHECK(desc->op_count == op_count, "%zu ops, the list has %zu base ops", desc->op_count, op_count);
+    for (size_t i = 0; i < desc->op_count; i++) { /* and inference ops and combinations of the list */
+        const rayo_op_entry *e = &desc->ops[i];
+        int listed = (e->dtypes == 0 && e->op < 90) || rayo_op_combo_find((rayo_op)e->op, e->dtypes) != NULL;
+        CHECK(listed, "entry %zu: op %u with dtypes 0x%08x is not a combination of the op list", i,
+              (unsigned)e->op, (unsigned)e->dtypes);
+        all_f32 += e->dtypes == 0 && e->op < 90;
+    }
+    CHECK(all_f32 == op_count, "%zu all-f32 ops, the list has %zu base ops", all_f32, op_count);
 
     rayo_probe_result pr = {.struct_size = sizeof pr};
     CHECK(desc->probe(&host, &pr) == RAYO_OK, "probe status");

@@ -274,7 +274,8 @@ static int add_segment(size_t *cursor, size_t bytes, size_t *offset)
 }
 
 /* Bytes of a, b, c and y for the call (0 = not used): the element counts of
- * rayo-plugin.h; argmax's index is a size_t in a host call. */
+ * rayo-plugin.h, in each operand's dtype; argmax's index is a size_t in a
+ * host call. */
 static int operand_sizes(const rayo_call *c, size_t sz[4], int *y_in)
 {
     int sig = rayo_op_signature(c->op);
@@ -282,10 +283,13 @@ static int operand_sizes(const rayo_call *c, size_t sz[4], int *y_in)
     if (sig < 0 || rayo_operand_counts(c, sig, count) != 0)
         return -1;
     for (int i = 0; i < 4; i++)
-        sz[i] = count[i] * sizeof(float);
+        if (!rayo_dtype_row_bytes(RAYO_DTYPE_OF(c->dtypes, i), count[i], &sz[i]))
+            return -1;
     if (sig == RAYO_SIG_ARGREDUCE)
         sz[3] = sizeof(size_t);
-    *y_in = rayo_output_is_input(c, sig);
+    /* a strided output (rows or heads with gaps) is copied in, so that
+     * copying it back leaves the gaps as they were */
+    *y_in = rayo_output_is_input(c, sig) || c->ldy != 0 || sig == RAYO_SIG_ROPE || sig == RAYO_SIG_ATTENTION;
     return 0;
 }
 
@@ -500,17 +504,20 @@ static rayo_status run_planned(cuda_state *st, cuda_lane *l, const rayo_call *ca
 
 rayo_status cuda_host_call(void *state, const rayo_call *call)
 {
-    if (rayo_call_strided(call))
-        return RAYO_E_UNSUPPORTED; /* row strides: not on cuda yet */
+    if (rayo_call_strided(call) && !cuda_strides_supported(call->op, call->dtypes))
+        return RAYO_E_UNSUPPORTED; /* row strides: only some ops on cuda yet */
     cuda_state *st = state;
     rayo_status s = cuda_op_supported(call->op, call->flags);
     if (s != RAYO_OK)
         return s;
+    if (cuda_check_host_call(st, call) != 0)
+        return RAYO_E_INVALID;
     if ((s = cuda_enter(st)) != RAYO_OK)
         return s;
     call_plan p;
     memset(&p, 0, sizeof p);
-    p.op = (cuda_op){call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta, 0, 0, 0, 0, 0};
+    p.op = (cuda_op){call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta, 0, 0, 0, 0, 0,
+                     call->dtypes, call->lda, call->ldb, call->ldy, call->params};
     plan_blocks(call, &p);
     cuda_op first = p.op;
     first.m = p.block_rows;

@@ -58,7 +58,8 @@ rayo_status cuda_map_error(CUresult r, int *lost);
 
 /* ---- the PTX modules -------------------------------------------------- */
 enum cuda_module_id {
-    MOD_ELEMENTWISE, MOD_REDUCE, MOD_ROWS, MOD_MATRIX, MOD_SGEMM, MOD_TF32, MOD_ROWS_CLUSTER, MOD_COUNT
+    MOD_ELEMENTWISE, MOD_REDUCE, MOD_ROWS, MOD_MATRIX, MOD_SGEMM, MOD_TF32, MOD_ROWS_CLUSTER, MOD_INFER,
+    MOD_COUNT
 };
 
 typedef struct cuda_module {
@@ -148,6 +149,10 @@ typedef struct cuda_op {
     float alpha, beta;
     CUdeviceptr a, b, c, y;   /* 0 = operand unused (or gamma/beta absent) */
     CUdeviceptr scratch;      /* cuda_scratch_bytes() of device memory */
+    /* the inference ops (cuda-infer.c) also read: */
+    uint32_t dtypes;          /* RAYO_DTYPES(a, b, c, y); 0: all f32 */
+    size_t lda, ldb, ldy;     /* row strides in elements; 0: dense */
+    const void *params;       /* host copy of the op's parameter struct (rope) */
 } cuda_op;
 
 /* RAYO_OK if the backend runs this op with these parameters. */
@@ -158,6 +163,20 @@ size_t cuda_scratch_bytes(const cuda_state *st, const cuda_op *op);
 rayo_status cuda_launch_op(cuda_state *st, CUstream stream, const cuda_op *op);
 /* The op's name in the op list ("add"), or NULL. */
 const char *cuda_op_name(uint32_t op);
+
+/* ---- the inference kernels (cuda-infer.c) ------------------------------ */
+/* Whether the backend honours row strides for this op and dtypes (else a
+ * strided call falls through). */
+int cuda_strides_supported(uint32_t op, uint32_t dtypes);
+/* gemv with half or quantized weights (op->dtypes != 0). */
+rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op);
+/* -1 (with the error set) for a host call its kernel cannot check on the
+ * device: a get_rows index outside the table. */
+int cuda_check_host_call(const cuda_state *st, const rayo_call *call);
+/* Device scratch of an inference op (attention's partial results). */
+size_t cuda_infer_scratch_bytes(const cuda_op *op);
+/* The inference ops (ids 90 and up) this backend has kernels for. */
+rayo_status cuda_launch_infer(cuda_state *st, CUstream stream, const cuda_op *op);
 
 /* ---- host-memory calls and device memory ------------------------------ */
 rayo_status cuda_host_call(void *state, const rayo_call *call);

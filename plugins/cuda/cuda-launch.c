@@ -121,7 +121,7 @@ size_t cuda_scratch_bytes(const cuda_state *st, const cuda_op *op)
         }
         return 0;
     default:
-        return 0;
+        return cuda_infer_scratch_bytes(op);
     }
 }
 
@@ -255,6 +255,8 @@ static rayo_status launch_rows(cuda_state *st, CUstream stream, const cuda_op *o
 
 static rayo_status launch_gemv(cuda_state *st, CUstream stream, const cuda_op *op)
 {
+    if (op->dtypes != 0)
+        return cuda_launch_gemvq(st, stream, op);
     CUdeviceptr y = op->y, a = op->a, x = op->b;
     unsigned long long m = op->m, n = op->n;
     float alpha = op->alpha, beta = op->beta;
@@ -434,8 +436,7 @@ rayo_status cuda_launch_op(cuda_state *st, CUstream stream, const cuda_op *op)
         return launch_transpose(st, stream, op);
     case RAYO_SIG_BIAS_ACT:
         return launch_bias_act(st, stream, op);
-    default: /* the inference ops: not on this backend yet */
-        break;
+    default: /* the inference ops */
+        return cuda_launch_infer(st, stream, op);
     }
-    return RAYO_E_UNSUPPORTED;
 }

@@ -105,8 +105,8 @@ static rayo_status batch_record(void *state, void *batch, const rayo_dev_call *c
     cuda_batch *b = batch;
     if (b->state != BATCH_RECORDING)
         return RAYO_E_STATE;
-    if (call->lda | call->ldb | call->ldc | call->ldy)
-        return RAYO_E_UNSUPPORTED; /* row strides: not on cuda yet */
+    if ((call->lda | call->ldb | call->ldc | call->ldy) && !cuda_strides_supported(call->op, call->dtypes))
+        return RAYO_E_UNSUPPORTED; /* row strides: only some ops on cuda yet */
     rayo_status s = cuda_op_supported(call->op, call->flags);
     if (s != RAYO_OK)
         return s;
@@ -120,7 +120,8 @@ static rayo_status batch_record(void *state, void *batch, const rayo_dev_call *c
     }
     cuda_op *op = &b->ops[b->count];
     *op = (cuda_op){call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta,
-                    operand(&call->a), operand(&call->b), operand(&call->c), operand(&call->y), 0};
+                    operand(&call->a), operand(&call->b), operand(&call->c), operand(&call->y), 0,
+                    call->dtypes, call->lda, call->ldb, call->ldy, call->params};
     size_t need = cuda_scratch_bytes(st, op);
     if (need > b->scratch_bytes)
         b->scratch_bytes = need;

@@ -27,7 +27,7 @@
 #define DEFAULT_TF32 "tf32_128x128_w2x2_r"
 
 static const char *const module_names[MOD_COUNT] = {"elementwise", "reduce", "rows",
-                                                    "matrix", "sgemm", "tf32", "rows_cluster"};
+                                                    "matrix", "sgemm", "tf32", "rows_cluster", "infer"};
 
 /* ---- probe ---------------------------------------------------------------- */
 static int device_attr(const cuda_driver *drv, CUdevice dev, CUdevice_attribute a)
@@ -491,6 +491,11 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
                 /* the row-cached kernels keep rows of up to this much in shared memory */
                 r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                 st->max_smem_optin - RAYO_PTX_ROWC_STATIC_SMEM);
+            for (unsigned i = 0; r == CUDA_SUCCESS && mod == MOD_INFER && i < rayo_cuda_gemvq_config_count; i++)
+                if (strcmp(rayo_cuda_gemvq_configs[i].name, name) == 0) /* may be above 48 KiB */
+                    r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                    (int)rayo_ptx_gemvq_smem(&rayo_cuda_gemvq_configs[i],
+                                                                             SIZE_MAX));
             if (r != CUDA_SUCCESS) {
                 pthread_mutex_unlock(&st->lock);
                 char what[96];
@@ -513,10 +518,44 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
 /* Every op of the list: cuda_host_call answers RAYO_E_UNSUPPORTED for an op
  * added to the list later that this plugin does not know. */
 #define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {RAYO_OP_##ENUM, 0, cuda_host_call},
-#define RAYO_OPS_BASE_ONLY /* the inference ops fall through to other backends */
+#define RAYO_OPS_BASE_ONLY /* the inference ops not listed below fall through to other backends */
+#define T(X) RAYO_DTYPE_##X
+#define COMBO(OP, A, B, C, Y) {RAYO_OP_##OP, RAYO_DTYPES(T(A), T(B), T(C), T(Y)), cuda_host_call}
 static const rayo_op_entry cuda_ops[] = {
 #include "rayo-ops.h"
+    /* dtype combinations and inference ops of rayo-ops.h with kernels here (cuda-infer.c) */
+    COMBO(GEMV, F16, F32, NONE, F32),
+    COMBO(GEMV, BF16, F32, NONE, F32),
+    COMBO(GEMV, Q8_0, F32, NONE, F32),
+    COMBO(GEMV, Q4_0, F32, NONE, F32),
+    COMBO(GEMV, Q4_K, F32, NONE, F32),
+    COMBO(GEMV, Q6_K, F32, NONE, F32),
+    COMBO(CONVERT, F32, NONE, NONE, F16),
+    COMBO(CONVERT, F16, NONE, NONE, F32),
+    COMBO(CONVERT, F32, NONE, NONE, BF16),
+    COMBO(CONVERT, BF16, NONE, NONE, F32),
+    COMBO(CONVERT, F32, NONE, NONE, Q8_0),
+    COMBO(CONVERT, F32, NONE, NONE, Q4_0),
+    COMBO(CONVERT, Q8_0, NONE, NONE, F32),
+    COMBO(CONVERT, Q4_0, NONE, NONE, F32),
+    COMBO(CONVERT, Q4_K, NONE, NONE, F32),
+    COMBO(CONVERT, Q6_K, NONE, NONE, F32),
+    COMBO(GET_ROWS, F32, I32, NONE, F32),
+    COMBO(GET_ROWS, F16, I32, NONE, F32),
+    COMBO(GET_ROWS, BF16, I32, NONE, F32),
+    COMBO(GET_ROWS, Q8_0, I32, NONE, F32),
+    COMBO(GET_ROWS, Q4_0, I32, NONE, F32),
+    COMBO(GET_ROWS, Q4_K, I32, NONE, F32),
+    COMBO(GET_ROWS, Q6_K, I32, NONE, F32),
+    COMBO(ROPE, F32, I32, NONE, F32),
+    COMBO(ATTENTION, F32, F32, F32, F32),
+    COMBO(ATTENTION, F32, F16, F16, F32),
+    {RAYO_OP_SWIGLU, 0, cuda_host_call},
+    {RAYO_OP_GEGLU, 0, cuda_host_call},
+    {RAYO_OP_GEGLU_TANH, 0, cuda_host_call},
 };
+#undef COMBO
+#undef T
 #undef RAYO_OPS_BASE_ONLY
 #undef RAYO_OP
 

@@ -14,7 +14,7 @@
 #include <string.h>
 
 typedef struct rayo_ptx_module {
-    const char *name;     /* "elementwise", "reduce", "rows", "matrix", "sgemm", "tf32", "rows_cluster" */
+    const char *name;     /* "elementwise", "reduce", "rows", "matrix", "sgemm", "tf32", "rows_cluster", "infer" */
     const char *body;     /* NUL-terminated PTX after the target header */
     size_t body_size;     /* strlen(body) */
     int min_sm;           /* the lowest target it is written for (rows_cluster: 90) */
@@ -47,10 +47,38 @@ typedef struct rayo_ptx_tf32_config {
 #define RAYO_PTX_ROWC_WARP_MAX_N 1024
 #define RAYO_PTX_ROWC_WARP_THREADS 256
 
+/* gemv with half or quantized weights (module "infer", ptx/infer-gemv.c):
+ * blocks of 32 * ROWS threads, one warp per row of A, x staged in chunks of
+ * at most xchunk floats (a multiple of every tile), each padded with 4
+ * floats after every pad_period floats, after fixed_bytes of other shared
+ * memory: rayo_ptx_gemvq_smem gives a call's dynamic shared memory. */
+#define RAYO_PTX_GEMVQ_ROWS 16
+typedef struct rayo_ptx_gemvq_config {
+    const char *name;     /* "gemvq_q8_0" */
+    int dtype;            /* rayo_dtype of A */
+    int fixed_bytes;      /* shared memory before the x chunk */
+    int pad_period;
+    int tile_elems;       /* values a warp loads at once */
+    int xchunk;           /* x values staged at once */
+} rayo_ptx_gemvq_config;
+
+/* Bytes of dynamic shared memory for rows of n values (SIZE_MAX: the most). */
+static inline size_t rayo_ptx_gemvq_smem(const rayo_ptx_gemvq_config *c, size_t n)
+{
+    size_t chunk = n < (size_t)c->xchunk ? n : (size_t)c->xchunk;
+    chunk = (chunk + (size_t)c->tile_elems - 1) / (size_t)c->tile_elems * (size_t)c->tile_elems;
+    return (size_t)c->fixed_bytes + 4 * (chunk + 4 * (chunk / (size_t)c->pad_period));
+}
+
+/* attention (module "infer", ptx/attention.c): head_dim at most this. */
+#define RAYO_PTX_ATTN_MAX_DIM 256
+
 extern const rayo_ptx_module rayo_cuda_ptx_modules[];
 extern const unsigned rayo_cuda_ptx_module_count;
 extern const rayo_ptx_tf32_config rayo_cuda_tf32_configs[];
 extern const unsigned rayo_cuda_tf32_config_count;
+extern const rayo_ptx_gemvq_config rayo_cuda_gemvq_configs[];
+extern const unsigned rayo_cuda_gemvq_config_count;
 
 /* The targets the PTX is written for, as an array initialiser (the plugin
  * picks one per device: cuda-plugin.c). */

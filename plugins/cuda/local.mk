@@ -6,6 +6,7 @@
 
 EXTRA_DIST += plugins/cuda/50-cuda.conf plugins/cuda/h100.sh plugins/cuda/h100-torch.py \
 	plugins/cuda/h200-bandwidth.sh plugins/cuda/h200-bandwidth-torch.py \
+	plugins/cuda/infer-torch.py \
 	doc/benchmarks-cuda.md
 
 if BUILD_CUDA
@@ -13,12 +14,12 @@ plugin_LTLIBRARIES += plugins/cuda/rayo-cuda.la
 plugins_cuda_rayo_cuda_la_SOURCES = \
 	plugins/cuda/cuda-internal.h plugins/cuda/cuda-driver-api.h plugins/cuda/cuda-ptx.h \
 	plugins/cuda/cuda-driver.c plugins/cuda/cuda-plugin.c plugins/cuda/cuda-launch.c \
-	plugins/cuda/cuda-host.c plugins/cuda/cuda-memory.c
+	plugins/cuda/cuda-host.c plugins/cuda/cuda-memory.c plugins/cuda/cuda-infer.c
 nodist_plugins_cuda_rayo_cuda_la_SOURCES = plugins/cuda/cuda-ptx.c
 plugins_cuda_rayo_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 plugins_cuda_rayo_cuda_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -fvisibility=hidden
 plugins_cuda_rayo_cuda_la_LDFLAGS = $(RAYO_MODULE_FLAGS)
-plugins_cuda_rayo_cuda_la_LIBADD = $(PTHREAD_LIBS)
+plugins_cuda_rayo_cuda_la_LIBADD = $(PTHREAD_LIBS) -lm
 confd_DATA += plugins/cuda/50-cuda.conf
 
 # Every PTX module for every target, as C strings.
@@ -39,4 +40,7 @@ plugins_cuda_cuda_host_bench_SOURCES = plugins/cuda/cuda-host-bench.c plugins/cu
 plugins_cuda_cuda_host_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 plugins_cuda_cuda_host_bench_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 plugins_cuda_cuda_host_bench_LDADD = core/librayo.la $(PTHREAD_LIBS) -lm
+noinst_PROGRAMS += plugins/cuda/cuda-bench-infer
+plugins_cuda_cuda_bench_infer_SOURCES = plugins/cuda/cuda-bench-infer.c
+plugins_cuda_cuda_bench_infer_LDADD = core/librayo.la -lm
 endif

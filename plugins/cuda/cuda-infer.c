@@ -1,0 +1,276 @@
+/* cuda-infer.c - launches of the inference kernels (PTX module "infer",
+ * ptx/infer-gemv.c and ptx/infer-ops.c): gemv with half and quantized
+ * weights, swiglu / geglu / geglu_tanh, rope, get_rows, convert (f32 <->
+ * f16 / bf16, quantization to Q8_0 / Q4_0, dequantization) and the fused
+ * attention (ptx/attention.c). */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "cuda-internal.h"
+#include "cuda-ptx.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define THREADS 256          /* the bandwidth kernels' blocks (ptx/infer-ops.c) */
+#define MAX_GRID_Y 65535u
+
+int cuda_strides_supported(uint32_t op, uint32_t dtypes)
+{
+    switch (op) {
+    case RAYO_OP_GEMV: return dtypes != 0; /* the f32 kernels (matrix module) take dense A only */
+    case RAYO_OP_ROPE: case RAYO_OP_SWIGLU: case RAYO_OP_GEGLU: case RAYO_OP_GEGLU_TANH: case RAYO_OP_GET_ROWS:
+        return 1;
+    default: return 0;
+    }
+}
+
+static const rayo_ptx_gemvq_config *gemvq_config(rayo_dtype dt)
+{
+    for (unsigned i = 0; i < rayo_cuda_gemvq_config_count; i++)
+        if (rayo_cuda_gemvq_configs[i].dtype == (int)dt)
+            return &rayo_cuda_gemvq_configs[i];
+    return NULL;
+}
+
+/* y(m) = alpha A x + beta y, A m x n in its dtype (rows lda elements apart). */
+rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    rayo_dtype dt = RAYO_DTYPE_OF(op->dtypes, 0);
+    const rayo_ptx_gemvq_config *cfg = gemvq_config(dt);
+    size_t row_bytes;
+    if (!cfg || (op->flags & RAYO_TRANS_A) || !rayo_dtype_row_bytes(dt, op->lda ? op->lda : op->n, &row_bytes))
+        return RAYO_E_UNSUPPORTED;
+    size_t smem = rayo_ptx_gemvq_smem(cfg, op->n);
+    if (smem > (size_t)st->max_smem_optin)
+        return RAYO_E_UNSUPPORTED;
+    if (op->m == 0)
+        return RAYO_OK;
+    size_t blocks = op->m / RAYO_PTX_GEMVQ_ROWS + (op->m % RAYO_PTX_GEMVQ_ROWS != 0);
+    if (blocks > 0x7fffffffu)
+        return RAYO_E_UNSUPPORTED;
+    CUfunction fn;
+    rayo_status s = cuda_function(st, MOD_INFER, cfg->name, &fn);
+    if (s != RAYO_OK)
+        return s;
+    CUdeviceptr y = op->y, a = op->a, x = op->b;
+    unsigned long long m = op->m, n = op->n, lda = row_bytes;
+    float alpha = op->alpha, beta = op->beta;
+    void *params[] = {&y, &a, &x, &m, &n, &lda, &alpha, &beta};
+    CUresult r = st->drv->cuLaunchKernel(fn, (unsigned)blocks, 1, 1, 32 * RAYO_PTX_GEMVQ_ROWS, 1, 1,
+                                         (unsigned)smem, stream, params, NULL);
+    if (r != CUDA_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "launch of %s (%zu blocks)", cfg->name, blocks);
+        return cuda_fail(st, r, what);
+    }
+    return RAYO_OK;
+}
+
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+static rayo_status launch(cuda_state *st, CUstream stream, const char *name, size_t gx, size_t gy, void **params)
+{
+    CUfunction fn;
+    rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
+    if (s != RAYO_OK)
+        return s;
+    CUresult r = st->drv->cuLaunchKernel(fn, (unsigned)(gx ? gx : 1), (unsigned)(gy ? gy : 1), 1, THREADS, 1, 1,
+                                         0, stream, params, NULL);
+    if (r != CUDA_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "launch of %s", name);
+        return cuda_fail(st, r, what);
+    }
+    return RAYO_OK;
+}
+
+/* A grid over rows x columns: columns in blocks of THREADS, rows up to the
+ * grid's limit (the kernels loop over the rest). */
+static void row_grid(const cuda_state *st, size_t rows, size_t cols, size_t *gx, size_t *gy)
+{
+    *gx = min_size((cols + THREADS - 1) / THREADS, 1024);
+    *gy = min_size(rows, min_size(MAX_GRID_Y, (size_t)st->sm_count * 64 / (*gx ? *gx : 1) + 1));
+}
+
+static rayo_status launch_glu(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    static const char *const names[] = {"glu_swiglu", "glu_geglu", "glu_geglu_tanh"};
+    CUdeviceptr y = op->y, a = op->a, b = op->b;
+    unsigned long long m = op->m, n = op->n, lda = op->lda ? op->lda : op->n, ldb = op->ldb ? op->ldb : op->n,
+                       ldy = op->ldy ? op->ldy : op->n;
+    void *params[] = {&y, &a, &b, &m, &n, &lda, &ldb, &ldy};
+    size_t gx, gy;
+    row_grid(st, op->m, op->n, &gx, &gy);
+    return launch(st, stream, names[op->op - RAYO_OP_SWIGLU], gx, gy, params);
+}
+
+/* y[r] = row idx[r] (or row r when idx is 0) of a table of k rows in dtype
+ * dt, as f32; m rows of n values. */
+static rayo_status launch_rows(cuda_state *st, CUstream stream, rayo_dtype dt, CUdeviceptr y, CUdeviceptr table,
+                               CUdeviceptr idx, size_t m, size_t n, size_t k, size_t lda, size_t ldy)
+{
+    size_t row_bytes;
+    if (!rayo_dtype_row_bytes(dt, lda ? lda : n, &row_bytes) || !rayo_dtype_name(dt))
+        return RAYO_E_UNSUPPORTED;
+    char name[32];
+    snprintf(name, sizeof name, "rows_%s", rayo_dtype_name(dt));
+    unsigned long long mm = m, nn = n, kk = k, rb = row_bytes, ly = ldy ? ldy : n;
+    void *params[] = {&y, &table, &idx, &mm, &nn, &kk, &rb, &ly};
+    size_t gx, gy;
+    row_grid(st, m, n, &gx, &gy);
+    return launch(st, stream, name, gx, gy, params);
+}
+
+int cuda_check_host_call(const cuda_state *st, const rayo_call *call)
+{
+    if (call->op != RAYO_OP_GET_ROWS)
+        return 0;
+    const int32_t *idx = call->b;
+    for (size_t r = 0; r < call->m; r++)
+        if (idx[r] < 0 || (size_t)idx[r] >= call->k) {
+            st->host->set_error(st->host, "cuda: get_rows: index %ld of row %zu is outside the table's %zu rows",
+                                (long)idx[r], r, call->k);
+            return -1;
+        }
+    return 0;
+}
+
+static rayo_status launch_convert(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    rayo_dtype from = RAYO_DTYPE_OF(op->dtypes, 0);
+    if (rayo_dtype_is_block(from) && RAYO_DTYPE_OF(op->dtypes, 3) == RAYO_DTYPE_F32)
+        return launch_rows(st, stream, from, op->y, op->a, 0, 1, op->n, 1, 0, 0);
+    rayo_dtype to = RAYO_DTYPE_OF(op->dtypes, 3);
+    if (from == RAYO_DTYPE_F32 && (to == RAYO_DTYPE_Q8_0 || to == RAYO_DTYPE_Q4_0)) {
+        CUdeviceptr y = op->y, a = op->a;
+        unsigned long long blocks = op->n / 32;
+        void *params[] = {&y, &a, &blocks};
+        return launch(st, stream, to == RAYO_DTYPE_Q8_0 ? "quant_q8_0" : "quant_q4_0",
+                      min_size((blocks + THREADS - 1) / THREADS, (size_t)st->sm_count * 8), 1, params);
+    }
+    const char *name;
+    switch (op->dtypes) {
+    case RAYO_DTYPES(RAYO_DTYPE_F32, 0, 0, RAYO_DTYPE_F16): name = "cvt_f32_f16"; break;
+    case RAYO_DTYPES(RAYO_DTYPE_F32, 0, 0, RAYO_DTYPE_BF16): name = "cvt_f32_bf16"; break;
+    case RAYO_DTYPES(RAYO_DTYPE_F16, 0, 0, RAYO_DTYPE_F32): name = "cvt_f16_f32"; break;
+    case RAYO_DTYPES(RAYO_DTYPE_BF16, 0, 0, RAYO_DTYPE_F32): name = "cvt_bf16_f32"; break;
+    default: return RAYO_E_UNSUPPORTED;
+    }
+    CUdeviceptr y = op->y, a = op->a;
+    unsigned long long n = op->n;
+    void *params[] = {&y, &a, &n};
+    return launch(st, stream, name, min_size((op->n + THREADS - 1) / THREADS, (size_t)st->sm_count * 8), 1, params);
+}
+
+static rayo_status launch_rope(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    const rayo_rope_params *p = op->params;
+    if (!p)
+        return RAYO_E_UNSUPPORTED;
+    size_t rot = p->rot_dims ? p->rot_dims : p->head_dim;
+    if (op->m == 0 || p->n_heads == 0 || p->head_dim == 0)
+        return RAYO_OK;
+    if (rot % 2 || rot > p->head_dim || (p->mode != RAYO_ROPE_NORM && p->mode != RAYO_ROPE_NEOX)) {
+        st->host->set_error(st->host, "cuda: rope: rot_dims %zu must be even and at most head_dim %zu, mode NORM "
+                            "or NEOX", rot, p->head_dim);
+        return RAYO_E_INVALID;
+    }
+    size_t dense = p->n_heads * p->head_dim;
+    CUdeviceptr y = op->y, x = op->a, pos = op->b;
+    unsigned long long m = op->m, half = rot / 2, cols = p->n_heads * half, ldx = op->lda ? op->lda : dense,
+                       ldy = op->ldy ? op->ldy : dense, hsx = p->head_stride_x ? p->head_stride_x : p->head_dim,
+                       hsy = p->head_stride_y ? p->head_stride_y : p->head_dim, head_dim = p->head_dim,
+                       rotd = rot;
+    double ratio = pow((double)p->freq_base, -2.0 / (double)rot), scale = p->freq_scale;
+    void *params[] = {&y, &x, &pos, &m, &cols, &ldx, &ldy, &hsx, &hsy, &half, &head_dim, &rotd, &ratio, &scale};
+    size_t gx, gy;
+    row_grid(st, op->m, cols, &gx, &gy);
+    return launch(st, stream, p->mode == RAYO_ROPE_NEOX ? "rope_neox" : "rope_norm", gx, gy, params);
+}
+
+/* ---- attention ------------------------------------------------------------ */
+/* Key ranges per (query, head): enough blocks for the whole GPU (decode
+ * reads a long cache with one query), each range at least 128 keys. */
+static size_t attn_splits(const rayo_attention_params *p)
+{
+    size_t items = p->n_q * p->n_heads, want = items >= 2048 ? 1 : (2048 + items - 1) / items;
+    size_t most = (p->n_kv + 127) / 128;
+    return want < most ? want : most ? most : 1;
+}
+
+size_t cuda_infer_scratch_bytes(const cuda_op *op)
+{
+    const rayo_attention_params *p = op->params;
+    if (op->op != RAYO_OP_ATTENTION || !p || !p->n_q || !p->n_heads || !p->head_dim)
+        return 0;
+    return p->n_q * p->n_heads * attn_splits(p) * (2 + p->head_dim) * sizeof(double);
+}
+
+static rayo_status launch_attention(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    const rayo_attention_params *p = op->params;
+    if (!p || p->head_dim > RAYO_PTX_ATTN_MAX_DIM || RAYO_DTYPE_OF(op->dtypes, 1) != RAYO_DTYPE_OF(op->dtypes, 2) ||
+        (p->kv_dtype != RAYO_DTYPE_F32 && p->kv_dtype != RAYO_DTYPE_F16))
+        return RAYO_E_UNSUPPORTED;
+    if (p->n_q == 0 || p->n_heads == 0 || p->head_dim == 0)
+        return RAYO_OK;
+    if (!p->n_kv_heads || p->n_heads % p->n_kv_heads || !p->n_kv || ((p->flags & RAYO_ATTN_CAUSAL) && p->n_q > p->n_kv))
+        return RAYO_E_INVALID;
+    size_t d = p->head_dim, splits = attn_splits(p);
+    CUdeviceptr part = op->scratch, q = op->a, k = op->b, v = op->c, out = op->y;
+    unsigned long long n_q = p->n_q, n_kv = p->n_kv, group = p->n_heads / p->n_kv_heads, dd = d,
+                       causal = (p->flags & RAYO_ATTN_CAUSAL) != 0,
+                       qt = p->q_token ? p->q_token : p->n_heads * d, qh = p->q_head ? p->q_head : d,
+                       kt = p->k_token ? p->k_token : p->n_kv_heads * d, kh = p->k_head ? p->k_head : d,
+                       vt = p->v_token ? p->v_token : p->n_kv_heads * d, vh = p->v_head ? p->v_head : d,
+                       ot = p->o_token ? p->o_token : p->n_heads * d, oh = p->o_head ? p->o_head : d,
+                       chunk = (p->n_kv + splits - 1) / splits, sp = splits;
+    float scale = p->scale;
+    if (splits > 0x7fffffffu || p->n_heads > MAX_GRID_Y)
+        return RAYO_E_UNSUPPORTED;
+    void *p1[] = {&part, &q, &k, &v, &n_q, &n_kv, &group, &dd, &causal, &qt, &qh, &kt, &kh, &vt, &vh,
+                  &chunk, &sp, &scale};
+    char name[32]; /* the variant for head_dim: 64, 128 or 256 dimensions at most */
+    snprintf(name, sizeof name, "attn_part_%s_d%d", p->kv_dtype == RAYO_DTYPE_F16 ? "f16" : "f32",
+             d <= 64 ? 64 : d <= 128 ? 128 : 256);
+    unsigned gz = (unsigned)min_size(p->n_q, MAX_GRID_Y);
+    CUfunction fn;
+    rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
+    if (s != RAYO_OK)
+        return s;
+    CUresult r = st->drv->cuLaunchKernel(fn, (unsigned)splits, (unsigned)p->n_heads, gz, 128, 1, 1, 0, stream, p1,
+                                         NULL);
+    if (r != CUDA_SUCCESS)
+        return cuda_fail(st, r, "launch of attn_part");
+    void *p2[] = {&out, &part, &n_q, &dd, &sp, &ot, &oh};
+    if ((s = cuda_function(st, MOD_INFER, "attn_final", &fn)) != RAYO_OK)
+        return s;
+    r = st->drv->cuLaunchKernel(fn, (unsigned)p->n_heads, gz, 1, 128, 1, 1, 0, stream, p2, NULL);
+    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_final");
+}
+
+rayo_status cuda_launch_infer(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    switch (op->op) {
+    case RAYO_OP_SWIGLU:
+    case RAYO_OP_GEGLU:
+    case RAYO_OP_GEGLU_TANH:
+        return launch_glu(st, stream, op);
+    case RAYO_OP_CONVERT:
+        return launch_convert(st, stream, op);
+    case RAYO_OP_ROPE:
+        return launch_rope(st, stream, op);
+    case RAYO_OP_ATTENTION:
+        return launch_attention(st, stream, op);
+    case RAYO_OP_GET_ROWS:
+        return launch_rows(st, stream, RAYO_DTYPE_OF(op->dtypes, 0), op->y, op->a, op->b, op->m, op->n, op->k,
+                           op->lda, op->ldy);
+    default:
+        return RAYO_E_UNSUPPORTED;
+    }
+}

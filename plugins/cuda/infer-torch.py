@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""infer-torch.py - references for cuda-bench-infer, measured with PyTorch in
+the same run: the device's read bandwidth (sum over 1 GiB of floats, the
+read-only reference) and copy bandwidth (bytes read + written), as GB/s, and
+scaled_dot_product_attention (float32) at the prefill shape of
+cuda-bench-infer, in the "csv,..." lines of h100-torch.py (whose timing it
+uses)."""
+import importlib
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+h100 = importlib.import_module("h100-torch")
+
+
+def main():
+    import torch
+    n = 1 << 28
+    a = torch.rand(n, device="cuda")
+    b = torch.empty_like(a)
+    t = h100.timed(torch, lambda: a.sum(), 20)
+    h100.csv("torch", "sum (read only) 1 GiB", n, 4 * n / t * 1e-9, "GB/s")
+    t = h100.timed(torch, lambda: b.copy_(a), 20)
+    h100.csv("torch", "copy 1 GiB (read + write)", n, 8 * n / t * 1e-9, "GB/s")
+    del a, b
+    # prefill: 2048 tokens, 32 heads, 4 KV heads (expanded), head dim 64, causal
+    f = torch.nn.functional.scaled_dot_product_attention
+    for dtype, name in ((torch.float32, "f32"), (torch.float16, "f16")):
+        q = torch.rand(1, 32, 2048, 64, device="cuda") * 2 - 1
+        k = (torch.rand(1, 4, 2048, 64, device="cuda") * 2 - 1).to(dtype).float()
+        v = (torch.rand(1, 4, 2048, 64, device="cuda") * 2 - 1).to(dtype).float()
+        k, v = k.repeat_interleave(8, dim=1), v.repeat_interleave(8, dim=1)
+        t = h100.timed(torch, lambda: f(q, k, v, is_causal=True, scale=0.125), 10)
+        h100.csv("torch", "sdpa f32 2048 causal (%s-valued cache)" % name, 2048, t * 1e3, "ms")
+
+
+if __name__ == "__main__":
+    main()
