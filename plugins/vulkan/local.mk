@@ -6,7 +6,8 @@
 VK_SHADER_FILES = \
 	shaders/common.glsl shaders/rmath.glsl shaders/eltwise.comp \
 	shaders/reduce.comp shaders/rows.comp shaders/matmul.comp \
-	shaders/gemv.comp shaders/transpose.comp shaders/matmul_coop.comp
+	shaders/gemv.comp shaders/transpose.comp shaders/matmul_coop.comp \
+	shaders/gemv_quant.comp
 VK_SHADER_TOOLS = plugins/vulkan/shaders.list plugins/vulkan/embed-shaders.sh
 
 EXTRA_DIST += $(VK_SHADER_FILES) $(VK_SHADER_TOOLS) \
@@ -19,7 +20,7 @@ plugins_vulkan_rayo_vulkan_la_SOURCES = \
 	plugins/vulkan/vk-internal.h plugins/vulkan/vk-plugin.c \
 	plugins/vulkan/vk-loader.c plugins/vulkan/vk-memory.c \
 	plugins/vulkan/vk-pipelines.c plugins/vulkan/vk-submit.c \
-	plugins/vulkan/vk-ops.c
+	plugins/vulkan/vk-ops.c plugins/vulkan/vk-infer.c
 nodist_plugins_vulkan_rayo_vulkan_la_SOURCES = plugins/vulkan/vk-shaders.h
 plugins_vulkan_rayo_vulkan_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/plugins/vulkan
 plugins_vulkan_rayo_vulkan_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -fvisibility=hidden
