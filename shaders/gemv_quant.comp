@@ -2,23 +2,31 @@
 // gemv_quant.comp - y = alpha A x + beta y with A (m x n) in f16, bf16,
 // Q8_0, Q4_0, Q4_K or Q6_K (GGUF blocks as stored), x and y f32.
 //
-// Decode is memory-bound: the shader reads each weight byte once.  One
-// subgroup per row; each invocation takes "units" of the row (8 halves, a
-// Q8_0/Q4_0 block, a quarter of a Q4_K/Q6_K block = 64 values), strided by
-// the subgroup size so that neighbouring invocations read neighbouring
-// bytes; subgroupAdd joins their sums.  A is a uint array read with byte
-// arithmetic: blocks of 34, 18 and 210 bytes sit at any byte offset (an
-// operand may start at any byte), so loads funnel-shift two words where a
-// field is not word-aligned; 16-byte-aligned loads take one uvec4.
+// Decode is memory-bound: the shader reads each weight byte once and keeps
+// many loads in flight.  ROW_THREADS invocations (one or more whole
+// subgroups) share a row; each takes "units" of it (16 halves, a Q8_0 or
+// Q4_0 block, a quarter of a Q4_K or Q6_K block = 64 values), strided so
+// that neighbouring invocations read neighbouring bytes; subgroupAdd and a
+// few shared floats join their sums.  The host picks ROW_THREADS near the
+// number of units, so that short rows do not leave most invocations idle.
+//
+// A is a uint array read with byte arithmetic: blocks of 34, 18 and 210
+// bytes sit at any byte offset (an operand may start at any byte), so those
+// loads funnel-shift neighbouring words (the same code in every invocation:
+// no divergence); where the host says every row is 16-byte aligned (f16,
+// bf16, Q4_K rows), loads are uvec4.  Small integers become floats by the
+// exponent trick (2^23 + q as bits, minus 2^23: exact, and cheaper than
+// an int-to-float conversion on GPUs).  f16 is decoded with integer
+// arithmetic: exact for subnormals too, whatever the device flushes.
 //
 // Push constants (common.glsl): n, m; k = bytes between row starts;
-// oa = byte offset of A; ob, oy = word offsets of x and y.
-// Half-precision values are decoded with integer arithmetic: exact for
-// subnormals too (a device may flush f16 denormals in its own conversion).
+// oa = byte offset of A; ob, oy = word offsets of x and y; aux = the last
+// word of A (loads past it are clamped to it).
 
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
 #define RAYO_BUFFER_TYPE uint
 #include "common.glsl"
 
@@ -26,107 +34,110 @@ layout(std430, set = 0, binding = 0) readonly buffer BufA4 { uvec4 a_vec4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB4 { vec4 b_vec4[]; };
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint DTYPE = 1u;   // rayo_dtype of A
+layout(constant_id = 1) const uint DTYPE = 1u;       // rayo_dtype of A
+layout(constant_id = 2) const uint ROW_THREADS = 64u; // a multiple of the subgroup size
+layout(constant_id = 3) const bool A_ALIGNED = false; // pc.oa and pc.k multiples of 16
+layout(constant_id = 4) const bool X_ALIGNED = false; // pc.ob a multiple of 4
 
 const uint F16 = 1u, BF16 = 2u, Q8_0 = 8u, Q4_0 = 9u, Q4_K = 10u, Q6_K = 11u;
+const uint MAGIC = 0x4b000000u;  // the float 2^23; its low bits hold a small integer
+const float TWO23 = 8388608.0;
 
-// ---- loads ---------------------------------------------------------------------
+shared float row_part[gl_WorkGroupSize.x];
 
-// The 4 bytes of A from byte `at` (any alignment), little-endian.
+// ---- loads of A ------------------------------------------------------------------
+
+uint word(uint w) { return a_data[min(w, pc.aux)]; }
+
+// The 4 bytes of A from byte `at` (any alignment): two words, funnel-shifted
+// (a shift by 32 is avoided: the high word moves by 1 and then 31 - r).
 uint word_at(uint at)
 {
     uint w = at >> 2u, r = (at & 3u) * 8u;
-    if (r == 0u)
-        return a_data[w];
-    return (a_data[w] >> r) | (a_data[w + 1u] << (32u - r));
+    return (word(w) >> r) | ((word(w + 1u) << 1u) << (31u - r));
 }
 
-// The 2 bytes of A from byte `at`; reads the next word only when they span it.
-uint half_at(uint at)
-{
-    uint w = at >> 2u, r = (at & 3u) * 8u;
-    if (r < 24u)
-        return (a_data[w] >> r) & 0xffffu;
-    return (a_data[w] >> 24u) | ((a_data[w + 1u] & 0xffu) << 8u);
-}
+uint half_at(uint at) { return word_at(at) & 0xffffu; }
 
-// 16 bytes of A from byte `at`.
+// 16 bytes of A from byte `at` (any alignment).
 uvec4 load16(uint at)
 {
-    if ((at & 15u) == 0u)
-        return a_vec4[at >> 4u];
-    uint w = at >> 2u, r = (at & 3u) * 8u;
-    uvec4 v = uvec4(a_data[w], a_data[w + 1u], a_data[w + 2u], a_data[w + 3u]);
-    if (r == 0u)
-        return v;
-    uint e = a_data[w + 4u], l = 32u - r;
-    return uvec4((v.x >> r) | (v.y << l), (v.y >> r) | (v.z << l),
-                 (v.z >> r) | (v.w << l), (v.w >> r) | (e << l));
+    uint w = at >> 2u, r = (at & 3u) * 8u, l = 31u - r;
+    uint v0 = word(w), v1 = word(w + 1u), v2 = word(w + 2u), v3 = word(w + 3u), v4 = word(w + 4u);
+    return uvec4((v0 >> r) | ((v1 << 1u) << l), (v1 >> r) | ((v2 << 1u) << l),
+                 (v2 >> r) | ((v3 << 1u) << l), (v3 >> r) | ((v4 << 1u) << l));
 }
+
+// 16 bytes from `at`, a multiple of 16 when A_ALIGNED.
+uvec4 load16_row(uint at) { return A_ALIGNED ? a_vec4[at >> 4u] : load16(at); }
+
+// ---- x -----------------------------------------------------------------------------
 
 float x_at(uint i) { return uintBitsToFloat(b_data[pc.ob + i]); }
 
-// x[i..i+3] (i a multiple of 4 for every caller)
-vec4 x4(uint i)
+vec4 x4(uint i)                 // x[i..i+3], i a multiple of 4
 {
-    if ((pc.ob & 3u) == 0u)
+    if (X_ALIGNED)
         return b_vec4[(pc.ob + i) >> 2u];
     return vec4(x_at(i), x_at(i + 1u), x_at(i + 2u), x_at(i + 3u));
 }
 
-// ---- halves --------------------------------------------------------------------
+// ---- small integers and halves -------------------------------------------------------
+
+// The four bytes of w (each < 2^23 after masking) minus `bias`, as floats.
+vec4 bytes_minus(uint w, uvec4 shift, uint mask, float bias)
+{
+    return uintBitsToFloat(uvec4(MAGIC) | ((uvec4(w) >> shift) & mask)) - vec4(TWO23 + bias);
+}
+
+const uvec4 BYTE_SHIFT = uvec4(0u, 8u, 16u, 24u);
 
 float f16_value(uint h)
 {
-    uint sign = (h & 0x8000u) << 16u, e = (h >> 10u) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0u)                // zero or subnormal: m * 2^-24, a normal float
-        return uintBitsToFloat(sign | floatBitsToUint(float(m) * 5.9604644775390625e-8));
-    if (e == 31u)
-        return uintBitsToFloat(sign | 0x7f800000u | (m << 13u));
-    return uintBitsToFloat(sign | ((e + 112u) << 23u) | (m << 13u));
+    uint a = h & 0x7fffu, sign = (h & 0x8000u) << 16u;
+    // subnormal: a * 2^-24 is a normal float; else rebias the exponent
+    // (by 112, or to 255 for inf and NaN)
+    uint normal = (a << 13u) + (a >= 0x7c00u ? 0x70000000u : 0x38000000u);
+    uint bits = a < 0x400u ? floatBitsToUint(float(a) * 5.9604644775390625e-8) : normal;
+    return uintBitsToFloat(sign | bits);
 }
 
-float half_value(uint h) { return DTYPE == BF16 ? uintBitsToFloat(h << 16u) : f16_value(h); }
+vec2 halves(uint w)
+{
+    if (DTYPE == BF16)
+        return vec2(uintBitsToFloat(w << 16u), uintBitsToFloat(w & 0xffff0000u));
+    return vec2(f16_value(w & 0xffffu), f16_value(w >> 16u));
+}
 
-vec2 halves(uint w) { return vec2(half_value(w & 0xffffu), half_value(w >> 16u)); }
+float half_value(uint h) { return halves(h).x; }
 
-// Unit u of a half row: elements 8u .. 8u + 7 (fewer at the row's end).
+// Unit u of a half row: elements 16u .. 16u + 15 (fewer at the row's end).
 float unit_half(uint row_at, uint u)
 {
-    uint e0 = 8u * u, at = row_at + 16u * u;
-    if (e0 + 8u <= pc.n) {
-        uvec4 w = load16(at);
-        vec4 lo = x4(e0), hi = x4(e0 + 4u);
-        return dot(vec4(halves(w.x), halves(w.y)), lo) + dot(vec4(halves(w.z), halves(w.w)), hi);
+    uint e0 = 16u * u, at = row_at + 32u * u;
+    if (e0 + 16u > pc.n) {
+        float s = 0.0;
+        for (uint e = e0; e < pc.n; e++)
+            s += half_value(half_at(row_at + 2u * e)) * x_at(e);
+        return s;
     }
-    float s = 0.0;
-    for (uint e = e0; e < pc.n; e++)
-        s += half_value(half_at(row_at + 2u * e)) * x_at(e);
-    return s;
+    uvec4 w0 = load16_row(at), w1 = load16_row(at + 16u);
+    return dot(vec4(halves(w0.x), halves(w0.y)), x4(e0)) +
+           dot(vec4(halves(w0.z), halves(w0.w)), x4(e0 + 4u)) +
+           dot(vec4(halves(w1.x), halves(w1.y)), x4(e0 + 8u)) +
+           dot(vec4(halves(w1.z), halves(w1.w)), x4(e0 + 12u));
 }
 
-// ---- 32-value blocks -------------------------------------------------------------
+// ---- 32-value blocks -----------------------------------------------------------------
 
-vec4 bytes_signed(uint w)
-{
-    // each byte moved to the top, then an arithmetic shift extends its sign
-    return vec4(ivec4(uvec4(w) << uvec4(24u, 16u, 8u, 0u)) >> 24);
-}
-
-vec4 nibbles(uint w, uint shift)
-{
-    return vec4((uvec4(w) >> uvec4(shift, shift + 8u, shift + 16u, shift + 24u)) & 15u);
-}
-
-// Q8_0 block u: d (f16), 32 signed bytes.
+// Q8_0 block u: d (f16), 32 signed bytes (as byte ^ 0x80 minus 128).
 float unit_q8_0(uint row_at, uint u)
 {
     uint at = row_at + 34u * u, x0 = 32u * u;
-    uvec4 q0 = load16(at + 2u), q1 = load16(at + 18u);
-    float part = dot(bytes_signed(q0.x), x4(x0)) + dot(bytes_signed(q0.y), x4(x0 + 4u)) +
-                 dot(bytes_signed(q0.z), x4(x0 + 8u)) + dot(bytes_signed(q0.w), x4(x0 + 12u)) +
-                 dot(bytes_signed(q1.x), x4(x0 + 16u)) + dot(bytes_signed(q1.y), x4(x0 + 20u)) +
-                 dot(bytes_signed(q1.z), x4(x0 + 24u)) + dot(bytes_signed(q1.w), x4(x0 + 28u));
+    uvec4 q[2] = uvec4[2](load16(at + 2u) ^ 0x80808080u, load16(at + 18u) ^ 0x80808080u);
+    float part = 0.0;
+    [[unroll]] for (uint t = 0u; t < 8u; t++)
+        part += dot(bytes_minus(q[t >> 2u][t & 3u], BYTE_SHIFT, 0xffu, 128.0), x4(x0 + 4u * t));
     return f16_value(half_at(at)) * part;
 }
 
@@ -135,16 +146,15 @@ float unit_q4_0(uint row_at, uint u)
 {
     uint at = row_at + 18u * u, x0 = 32u * u;
     uvec4 q = load16(at + 2u);
-    vec4 eight = vec4(8.0);
     float part = 0.0;
-    for (uint t = 0u; t < 4u; t++) {
-        part += dot(nibbles(q[t], 0u) - eight, x4(x0 + 4u * t));
-        part += dot(nibbles(q[t], 4u) - eight, x4(x0 + 16u + 4u * t));
+    [[unroll]] for (uint t = 0u; t < 4u; t++) {
+        part += dot(bytes_minus(q[t], BYTE_SHIFT, 15u, 8.0), x4(x0 + 4u * t));
+        part += dot(bytes_minus(q[t], BYTE_SHIFT + 4u, 15u, 8.0), x4(x0 + 16u + 4u * t));
     }
     return f16_value(half_at(at)) * part;
 }
 
-// ---- 256-value blocks (a unit is a quarter: 64 values) ------------------------------
+// ---- 256-value blocks (a unit is a quarter: 64 values) --------------------------------
 
 // Byte i (0..11) of a Q4_K block's scales, held in three words.
 uint scale_byte(uvec3 s, uint i) { return (s[i >> 2u] >> (8u * (i & 3u))) & 0xffu; }
@@ -154,45 +164,37 @@ uint scale_byte(uvec3 s, uint i) { return (s[i >> 2u] >> (8u * (i & 3u))) & 0xff
 float unit_q4_k(uint row_at, uint u)
 {
     uint b = u >> 2u, c = u & 3u, at = row_at + 144u * b, x0 = 256u * b + 64u * c;
-    uvec3 sc = uvec3(word_at(at + 4u), word_at(at + 8u), word_at(at + 12u));
-    uvec4 q0 = load16(at + 16u + 32u * c), q1 = load16(at + 32u + 32u * c);
+    uvec4 head = load16_row(at);            // d, dmin, scales[0..11]
+    uvec4 q[2] = uvec4[2](load16_row(at + 16u + 32u * c), load16_row(at + 32u + 32u * c));
     float qx0 = 0.0, qx1 = 0.0, sx0 = 0.0, sx1 = 0.0;
-    for (uint t = 0u; t < 8u; t++) {
-        uint w = t < 4u ? q0[t] : q1[t - 4u];
+    [[unroll]] for (uint t = 0u; t < 8u; t++) {
+        uint w = q[t >> 2u][t & 3u];
         vec4 xl = x4(x0 + 4u * t), xh = x4(x0 + 32u + 4u * t);
-        qx0 += dot(nibbles(w, 0u), xl);
-        qx1 += dot(nibbles(w, 4u), xh);
-        sx0 += xl.x + xl.y + xl.z + xl.w;
-        sx1 += xh.x + xh.y + xh.z + xh.w;
+        qx0 += dot(bytes_minus(w, BYTE_SHIFT, 15u, 0.0), xl);
+        qx1 += dot(bytes_minus(w, BYTE_SHIFT + 4u, 15u, 0.0), xh);
+        sx0 += dot(xl, vec4(1.0));
+        sx1 += dot(xh, vec4(1.0));
     }
-    uint j = 2u * c;            // j < 4 for c < 2: 6-bit fields; else split fields
-    float s0, m0, s1, m1;
+    uvec3 sc = head.yzw;
+    uint j = 2u * c;            // sub-blocks 0..3: 6-bit fields; 4..7: split fields
+    uint s0, m0, s1, m1;
     if (c < 2u) {
-        s0 = float(scale_byte(sc, j) & 63u);      m0 = float(scale_byte(sc, j + 4u) & 63u);
-        s1 = float(scale_byte(sc, j + 1u) & 63u); m1 = float(scale_byte(sc, j + 5u) & 63u);
+        s0 = scale_byte(sc, j) & 63u;      m0 = scale_byte(sc, j + 4u) & 63u;
+        s1 = scale_byte(sc, j + 1u) & 63u; m1 = scale_byte(sc, j + 5u) & 63u;
     } else {
-        s0 = float((scale_byte(sc, j + 4u) & 15u) | ((scale_byte(sc, j - 4u) >> 6u) << 4u));
-        m0 = float((scale_byte(sc, j + 4u) >> 4u) | ((scale_byte(sc, j) >> 6u) << 4u));
-        s1 = float((scale_byte(sc, j + 5u) & 15u) | ((scale_byte(sc, j - 3u) >> 6u) << 4u));
-        m1 = float((scale_byte(sc, j + 5u) >> 4u) | ((scale_byte(sc, j + 1u) >> 6u) << 4u));
+        s0 = (scale_byte(sc, j + 4u) & 15u) | ((scale_byte(sc, j - 4u) >> 6u) << 4u);
+        m0 = (scale_byte(sc, j + 4u) >> 4u) | ((scale_byte(sc, j) >> 6u) << 4u);
+        s1 = (scale_byte(sc, j + 5u) & 15u) | ((scale_byte(sc, j - 3u) >> 6u) << 4u);
+        m1 = (scale_byte(sc, j + 5u) >> 4u) | ((scale_byte(sc, j + 1u) >> 6u) << 4u);
     }
-    uint dd = word_at(at);
-    float d = f16_value(dd & 0xffffu), dmin = f16_value(dd >> 16u);
-    return (d * s0) * qx0 - (dmin * m0) * sx0 + (d * s1) * qx1 - (dmin * m1) * sx1;
+    float d = f16_value(head.x & 0xffffu), dmin = f16_value(head.x >> 16u);
+    return (d * float(s0)) * qx0 - (dmin * float(m0)) * sx0 +
+           (d * float(s1)) * qx1 - (dmin * float(m1)) * sx1;
 }
 
-// The 4 six-bit codes (minus 32) of bytes p = 0..3 for quarter k of a Q6_K
-// half: low nibbles from la (k = 0, 2: low/high of ql[l], k = 1, 3: of
-// ql[l + 32]), high two bits from bits 2k of qh[l].
-vec4 q6_codes(uint lo, uint hb, uint k)
-{
-    uvec4 p = uvec4(0u, 8u, 16u, 24u);
-    uvec4 low = (uvec4(lo) >> (p + 4u * (k >> 1u))) & 15u;
-    uvec4 high = (uvec4(hb) >> (p + 2u * k)) & 3u;
-    return vec4(low | (high << 4u)) - vec4(32.0);
-}
-
-// Q6_K: quarter (h, g) of block b = values 128h + 32k + 16g + l, k < 4, l < 16.
+// Q6_K: quarter (h, g) of block b = values 128h + 32k + 16g + l, k < 4,
+// l < 16; code = low nibble (k = 0, 2: of ql[l], low/high; k = 1, 3: of
+// ql[l + 32]) | bits 2k..2k+1 of qh[l] << 4, minus 32.
 float unit_q6_k(uint row_at, uint u)
 {
     uint b = u >> 2u, h = (u >> 1u) & 1u, g = u & 1u, at = row_at + 210u * b;
@@ -200,11 +202,18 @@ float unit_q6_k(uint row_at, uint u)
     uvec4 qh = load16(at + 128u + 32u * h + 16u * g);
     uint x0 = 256u * b + 128u * h + 16u * g;
     vec4 part = vec4(0.0);      // one sum per k (each has its own scale)
-    for (uint t = 0u; t < 4u; t++) {
-        part.x += dot(q6_codes(la[t], qh[t], 0u), x4(x0 + 4u * t));
-        part.y += dot(q6_codes(lb[t], qh[t], 1u), x4(x0 + 32u + 4u * t));
-        part.z += dot(q6_codes(la[t], qh[t], 2u), x4(x0 + 64u + 4u * t));
-        part.w += dot(q6_codes(lb[t], qh[t], 3u), x4(x0 + 96u + 4u * t));
+    [[unroll]] for (uint t = 0u; t < 4u; t++) {
+        uvec4 hb = (uvec4(qh[t]) >> BYTE_SHIFT) & 0xffu;
+        uvec4 a = (uvec4(la[t]) >> BYTE_SHIFT) & 0xffu, c = (uvec4(lb[t]) >> BYTE_SHIFT) & 0xffu;
+        uvec4 code0 = (a & 15u) | ((hb & 3u) << 4u);
+        uvec4 code1 = (c & 15u) | (((hb >> 2u) & 3u) << 4u);
+        uvec4 code2 = (a >> 4u) | (((hb >> 4u) & 3u) << 4u);
+        uvec4 code3 = (c >> 4u) | ((hb >> 6u) << 4u);
+        vec4 bias = vec4(TWO23 + 32.0);
+        part.x += dot(uintBitsToFloat(uvec4(MAGIC) | code0) - bias, x4(x0 + 4u * t));
+        part.y += dot(uintBitsToFloat(uvec4(MAGIC) | code1) - bias, x4(x0 + 32u + 4u * t));
+        part.z += dot(uintBitsToFloat(uvec4(MAGIC) | code2) - bias, x4(x0 + 64u + 4u * t));
+        part.w += dot(uintBitsToFloat(uvec4(MAGIC) | code3) - bias, x4(x0 + 96u + 4u * t));
     }
     uint s_lo = word_at(at + 192u + 8u * h + g), s_hi = word_at(at + 196u + 8u * h + g);
     vec4 sc = vec4(bitfieldExtract(int(s_lo), 0, 8), bitfieldExtract(int(s_lo), 16, 8),
@@ -212,12 +221,12 @@ float unit_q6_k(uint row_at, uint u)
     return f16_value(half_at(at + 208u)) * dot(sc, part);
 }
 
-// ---- the row loop -------------------------------------------------------------------
+// ---- the row loop ---------------------------------------------------------------------
 
 uint units_per_row()
 {
     if (DTYPE == F16 || DTYPE == BF16)
-        return (pc.n + 7u) / 8u;
+        return (pc.n + 15u) / 16u;
     if (DTYPE == Q8_0 || DTYPE == Q4_0)
         return pc.n / 32u;
     return pc.n / 64u;
@@ -232,18 +241,38 @@ float unit_dot(uint row_at, uint u)
     return unit_half(row_at, u);
 }
 
+// The sum of s over the ROW_THREADS invocations of each row (in lane 0).
+float row_sum(float s, uint slot)
+{
+    s = subgroupAdd(s);
+    if (ROW_THREADS <= gl_SubgroupSize)
+        return s;
+    uint per_row = ROW_THREADS / gl_SubgroupSize;
+    if (subgroupElect())
+        row_part[gl_SubgroupID] = s;
+    barrier();
+    s = 0.0;
+    for (uint i = 0u; i < per_row; i++)
+        s += row_part[slot * per_row + i];
+    barrier();                  // read before the next row overwrites
+    return s;
+}
+
 void main()
 {
+    uint rows_per_group = gl_WorkGroupSize.x / ROW_THREADS;
+    uint slot = gl_LocalInvocationID.x / ROW_THREADS, lane = gl_LocalInvocationID.x % ROW_THREADS;
     uint units = units_per_row();
-    uint first = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID;
-    uint step = gl_NumWorkGroups.x * gl_NumSubgroups;
-    for (uint row = first; row < pc.m; row += step) {
-        uint row_at = pc.oa + row * pc.k;
+    // the loop bound is the same for the whole workgroup (row_sum has barriers)
+    for (uint base = gl_WorkGroupID.x * rows_per_group; base < pc.m;
+         base += gl_NumWorkGroups.x * rows_per_group) {
+        uint row = base + slot;
         float s = 0.0;
-        for (uint u = gl_SubgroupInvocationID; u < units; u += gl_SubgroupSize)
-            s += unit_dot(row_at, u);
-        s = subgroupAdd(s);
-        if (subgroupElect()) {
+        if (row < pc.m)
+            for (uint u = lane; u < units; u += ROW_THREADS)
+                s += unit_dot(pc.oa + row * pc.k, u);
+        s = row_sum(s, slot);
+        if (lane == 0u && row < pc.m) {
             float r = pc.alpha * s;
             if (pc.beta != 0.0)
                 r = fma(pc.beta, uintBitsToFloat(y_data[pc.oy + row]), r);
