@@ -4,7 +4,7 @@
 //
 // Decode is memory-bound: the shader reads each weight byte once and keeps
 // many loads in flight.  ROW_THREADS invocations (one or more whole
-// subgroups) share a row; each takes "units" of it (16 halves, a Q8_0 or
+// subgroups) share ROWS rows; each takes "units" of them (16 halves, a Q8_0 or
 // Q4_0 block, a quarter of a Q4_K or Q6_K block = 64 values), strided so
 // that neighbouring invocations read neighbouring bytes; subgroupAdd and a
 // few shared floats join their sums.  The host picks ROW_THREADS near the
@@ -38,6 +38,7 @@ layout(constant_id = 1) const uint DTYPE = 1u;       // rayo_dtype of A
 layout(constant_id = 2) const uint ROW_THREADS = 64u; // a multiple of the subgroup size
 layout(constant_id = 3) const bool A_ALIGNED = false; // pc.oa and pc.k multiples of 16
 layout(constant_id = 4) const bool X_ALIGNED = false; // pc.ob a multiple of 4
+layout(constant_id = 5) const uint ROWS = 4u;         // rows per invocation (x reuse)
 
 const uint F16 = 1u, BF16 = 2u, Q8_0 = 8u, Q4_0 = 9u, Q4_K = 10u, Q6_K = 11u;
 const uint MAGIC = 0x4b000000u;  // the float 2^23; its low bits hold a small integer
@@ -111,69 +112,93 @@ vec2 halves(uint w)
 
 float half_value(uint h) { return halves(h).x; }
 
-// Unit u of a half row: elements 16u .. 16u + 15 (fewer at the row's end).
-float unit_half(uint row_at, uint u)
+// Each unit is computed for ROWS rows at once, with its x values loaded
+// once into xv (held in registers): x is read from the cache for every
+// weight, and without this reuse its traffic, not A's, would set the speed.
+// xv holds the unit's x values in the order its unit function reads them.
+
+// Units of a half row: elements 16u .. 16u + 15; the last may be partial.
+void x_half(uint u, out vec4 xv[16])
 {
-    uint e0 = 16u * u, at = row_at + 32u * u;
-    if (e0 + 16u > pc.n) {
-        float s = 0.0;
-        for (uint e = e0; e < pc.n; e++)
-            s += half_value(half_at(row_at + 2u * e)) * x_at(e);
-        return s;
-    }
+    [[unroll]] for (uint t = 0u; t < 4u; t++)
+        xv[t] = x4(16u * u + 4u * t);
+}
+
+float unit_half(uint row_at, uint u, vec4 xv[16])
+{
+    uint at = row_at + 32u * u;
     uvec4 w0 = load16_row(at), w1 = load16_row(at + 16u);
-    return dot(vec4(halves(w0.x), halves(w0.y)), x4(e0)) +
-           dot(vec4(halves(w0.z), halves(w0.w)), x4(e0 + 4u)) +
-           dot(vec4(halves(w1.x), halves(w1.y)), x4(e0 + 8u)) +
-           dot(vec4(halves(w1.z), halves(w1.w)), x4(e0 + 12u));
+    return dot(vec4(halves(w0.x), halves(w0.y)), xv[0]) +
+           dot(vec4(halves(w0.z), halves(w0.w)), xv[1]) +
+           dot(vec4(halves(w1.x), halves(w1.y)), xv[2]) +
+           dot(vec4(halves(w1.z), halves(w1.w)), xv[3]);
+}
+
+float tail_half(uint row_at, uint u)
+{
+    float s = 0.0;
+    for (uint e = 16u * u; e < pc.n; e++)
+        s += half_value(half_at(row_at + 2u * e)) * x_at(e);
+    return s;
 }
 
 // ---- 32-value blocks -----------------------------------------------------------------
 
-// Q8_0 block u: d (f16), 32 signed bytes (as byte ^ 0x80 minus 128).
-float unit_q8_0(uint row_at, uint u)
+void x_block32(uint u, out vec4 xv[16])
 {
-    uint at = row_at + 34u * u, x0 = 32u * u;
+    [[unroll]] for (uint t = 0u; t < 8u; t++)
+        xv[t] = x4(32u * u + 4u * t);
+}
+
+// Q8_0 block u: d (f16), 32 signed bytes (as byte ^ 0x80 minus 128).
+float unit_q8_0(uint row_at, uint u, vec4 xv[16])
+{
+    uint at = row_at + 34u * u;
     uvec4 q[2] = uvec4[2](load16(at + 2u) ^ 0x80808080u, load16(at + 18u) ^ 0x80808080u);
     float part = 0.0;
     [[unroll]] for (uint t = 0u; t < 8u; t++)
-        part += dot(bytes_minus(q[t >> 2u][t & 3u], BYTE_SHIFT, 0xffu, 128.0), x4(x0 + 4u * t));
+        part += dot(bytes_minus(q[t >> 2u][t & 3u], BYTE_SHIFT, 0xffu, 128.0), xv[t]);
     return f16_value(half_at(at)) * part;
 }
 
 // Q4_0 block u: d (f16), 16 bytes: value j low nibble, value j + 16 high.
-float unit_q4_0(uint row_at, uint u)
+float unit_q4_0(uint row_at, uint u, vec4 xv[16])
 {
-    uint at = row_at + 18u * u, x0 = 32u * u;
+    uint at = row_at + 18u * u;
     uvec4 q = load16(at + 2u);
     float part = 0.0;
     [[unroll]] for (uint t = 0u; t < 4u; t++) {
-        part += dot(bytes_minus(q[t], BYTE_SHIFT, 15u, 8.0), x4(x0 + 4u * t));
-        part += dot(bytes_minus(q[t], BYTE_SHIFT + 4u, 15u, 8.0), x4(x0 + 16u + 4u * t));
+        part += dot(bytes_minus(q[t], BYTE_SHIFT, 15u, 8.0), xv[t]);
+        part += dot(bytes_minus(q[t], BYTE_SHIFT + 4u, 15u, 8.0), xv[4u + t]);
     }
     return f16_value(half_at(at)) * part;
 }
 
 // ---- 256-value blocks (a unit is a quarter: 64 values) --------------------------------
 
+// Q4_K quarter u = (block b, c): values 256b + 64c .. + 63.
+void x_q4_k(uint u, out vec4 xv[16])
+{
+    [[unroll]] for (uint t = 0u; t < 16u; t++)
+        xv[t] = x4(64u * u + 4u * t);
+}
+
 // Byte i (0..11) of a Q4_K block's scales, held in three words.
 uint scale_byte(uvec3 s, uint i) { return (s[i >> 2u] >> (8u * (i & 3u))) & 0xffu; }
 
 // Q4_K: quarter c of block b holds sub-blocks 2c (low nibbles of 32 bytes)
-// and 2c + 1 (high nibbles): (d sc) sum(q x) - (dmin m) sum(x) for each.
-float unit_q4_k(uint row_at, uint u)
+// and 2c + 1 (high nibbles): (d sc) sum(q x) - (dmin m) sum(x) for each;
+// sx = the two sums of x (the same for every row).
+float unit_q4_k(uint row_at, uint u, vec4 xv[16], vec2 sx)
 {
-    uint b = u >> 2u, c = u & 3u, at = row_at + 144u * b, x0 = 256u * b + 64u * c;
+    uint b = u >> 2u, c = u & 3u, at = row_at + 144u * b;
     uvec4 head = load16_row(at);            // d, dmin, scales[0..11]
     uvec4 q[2] = uvec4[2](load16_row(at + 16u + 32u * c), load16_row(at + 32u + 32u * c));
-    float qx0 = 0.0, qx1 = 0.0, sx0 = 0.0, sx1 = 0.0;
+    float qx0 = 0.0, qx1 = 0.0;
     [[unroll]] for (uint t = 0u; t < 8u; t++) {
         uint w = q[t >> 2u][t & 3u];
-        vec4 xl = x4(x0 + 4u * t), xh = x4(x0 + 32u + 4u * t);
-        qx0 += dot(bytes_minus(w, BYTE_SHIFT, 15u, 0.0), xl);
-        qx1 += dot(bytes_minus(w, BYTE_SHIFT + 4u, 15u, 0.0), xh);
-        sx0 += dot(xl, vec4(1.0));
-        sx1 += dot(xh, vec4(1.0));
+        qx0 += dot(bytes_minus(w, BYTE_SHIFT, 15u, 0.0), xv[t]);
+        qx1 += dot(bytes_minus(w, BYTE_SHIFT + 4u, 15u, 0.0), xv[8u + t]);
     }
     uvec3 sc = head.yzw;
     uint j = 2u * c;            // sub-blocks 0..3: 6-bit fields; 4..7: split fields
@@ -188,20 +213,28 @@ float unit_q4_k(uint row_at, uint u)
         m1 = (scale_byte(sc, j + 5u) >> 4u) | ((scale_byte(sc, j + 1u) >> 6u) << 4u);
     }
     float d = f16_value(head.x & 0xffffu), dmin = f16_value(head.x >> 16u);
-    return (d * float(s0)) * qx0 - (dmin * float(m0)) * sx0 +
-           (d * float(s1)) * qx1 - (dmin * float(m1)) * sx1;
+    return (d * float(s0)) * qx0 - (dmin * float(m0)) * sx.x +
+           (d * float(s1)) * qx1 - (dmin * float(m1)) * sx.y;
 }
 
-// Q6_K: quarter (h, g) of block b = values 128h + 32k + 16g + l, k < 4,
-// l < 16; code = low nibble (k = 0, 2: of ql[l], low/high; k = 1, 3: of
+// Q6_K quarter u = (block b, half h, g): values 128h + 32k + 16g + l, k < 4,
+// l < 16; xv[4k + t] holds l = 4t..4t+3.
+void x_q6_k(uint u, out vec4 xv[16])
+{
+    uint x0 = 256u * (u >> 2u) + 128u * ((u >> 1u) & 1u) + 16u * (u & 1u);
+    [[unroll]] for (uint t = 0u; t < 16u; t++)
+        xv[t] = x4(x0 + 32u * (t >> 2u) + 4u * (t & 3u));
+}
+
+// Q6_K: code = low nibble (k = 0, 2: of ql[l], low/high; k = 1, 3: of
 // ql[l + 32]) | bits 2k..2k+1 of qh[l] << 4, minus 32.
-float unit_q6_k(uint row_at, uint u)
+float unit_q6_k(uint row_at, uint u, vec4 xv[16])
 {
     uint b = u >> 2u, h = (u >> 1u) & 1u, g = u & 1u, at = row_at + 210u * b;
     uvec4 la = load16(at + 64u * h + 16u * g), lb = load16(at + 64u * h + 32u + 16u * g);
     uvec4 qh = load16(at + 128u + 32u * h + 16u * g);
-    uint x0 = 256u * b + 128u * h + 16u * g;
     vec4 part = vec4(0.0);      // one sum per k (each has its own scale)
+    vec4 bias = vec4(TWO23 + 32.0);
     [[unroll]] for (uint t = 0u; t < 4u; t++) {
         uvec4 hb = (uvec4(qh[t]) >> BYTE_SHIFT) & 0xffu;
         uvec4 a = (uvec4(la[t]) >> BYTE_SHIFT) & 0xffu, c = (uvec4(lb[t]) >> BYTE_SHIFT) & 0xffu;
@@ -209,11 +242,10 @@ float unit_q6_k(uint row_at, uint u)
         uvec4 code1 = (c & 15u) | (((hb >> 2u) & 3u) << 4u);
         uvec4 code2 = (a >> 4u) | (((hb >> 4u) & 3u) << 4u);
         uvec4 code3 = (c >> 4u) | ((hb >> 6u) << 4u);
-        vec4 bias = vec4(TWO23 + 32.0);
-        part.x += dot(uintBitsToFloat(uvec4(MAGIC) | code0) - bias, x4(x0 + 4u * t));
-        part.y += dot(uintBitsToFloat(uvec4(MAGIC) | code1) - bias, x4(x0 + 32u + 4u * t));
-        part.z += dot(uintBitsToFloat(uvec4(MAGIC) | code2) - bias, x4(x0 + 64u + 4u * t));
-        part.w += dot(uintBitsToFloat(uvec4(MAGIC) | code3) - bias, x4(x0 + 96u + 4u * t));
+        part.x += dot(uintBitsToFloat(uvec4(MAGIC) | code0) - bias, xv[t]);
+        part.y += dot(uintBitsToFloat(uvec4(MAGIC) | code1) - bias, xv[4u + t]);
+        part.z += dot(uintBitsToFloat(uvec4(MAGIC) | code2) - bias, xv[8u + t]);
+        part.w += dot(uintBitsToFloat(uvec4(MAGIC) | code3) - bias, xv[12u + t]);
     }
     uint s_lo = word_at(at + 192u + 8u * h + g), s_hi = word_at(at + 196u + 8u * h + g);
     vec4 sc = vec4(bitfieldExtract(int(s_lo), 0, 8), bitfieldExtract(int(s_lo), 16, 8),
@@ -232,13 +264,38 @@ uint units_per_row()
     return pc.n / 64u;
 }
 
-float unit_dot(uint row_at, uint u)
+// Adds unit u of rows first, first + 1, ... (below pc.m) to sums.
+void add_unit(uint first, uint u, inout float sums[ROWS])
 {
-    if (DTYPE == Q8_0) return unit_q8_0(row_at, u);
-    if (DTYPE == Q4_0) return unit_q4_0(row_at, u);
-    if (DTYPE == Q4_K) return unit_q4_k(row_at, u);
-    if (DTYPE == Q6_K) return unit_q6_k(row_at, u);
-    return unit_half(row_at, u);
+    vec4 xv[16];
+    vec2 sx = vec2(0.0);
+    if (DTYPE == F16 || DTYPE == BF16) {
+        if (16u * u + 16u > pc.n) {             // the partial last unit
+            [[unroll]] for (uint r = 0u; r < ROWS; r++)
+                if (first + r < pc.m)
+                    sums[r] += tail_half(pc.oa + (first + r) * pc.k, u);
+            return;
+        }
+        x_half(u, xv);
+    } else if (DTYPE == Q8_0 || DTYPE == Q4_0) {
+        x_block32(u, xv);
+    } else if (DTYPE == Q4_K) {
+        x_q4_k(u, xv);
+        [[unroll]] for (uint t = 0u; t < 8u; t++)
+            sx += vec2(dot(xv[t], vec4(1.0)), dot(xv[8u + t], vec4(1.0)));
+    } else {
+        x_q6_k(u, xv);
+    }
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+        if (first + r >= pc.m)
+            break;
+        uint row_at = pc.oa + (first + r) * pc.k;
+        if (DTYPE == Q8_0) sums[r] += unit_q8_0(row_at, u, xv);
+        else if (DTYPE == Q4_0) sums[r] += unit_q4_0(row_at, u, xv);
+        else if (DTYPE == Q4_K) sums[r] += unit_q4_k(row_at, u, xv, sx);
+        else if (DTYPE == Q6_K) sums[r] += unit_q6_k(row_at, u, xv);
+        else sums[r] += unit_half(row_at, u, xv);
+    }
 }
 
 // The sum of s over the ROW_THREADS invocations of each row (in lane 0).
@@ -260,23 +317,28 @@ float row_sum(float s, uint slot)
 
 void main()
 {
-    uint rows_per_group = gl_WorkGroupSize.x / ROW_THREADS;
+    uint slots = gl_WorkGroupSize.x / ROW_THREADS, rows_per_group = slots * ROWS;
     uint slot = gl_LocalInvocationID.x / ROW_THREADS, lane = gl_LocalInvocationID.x % ROW_THREADS;
     uint units = units_per_row();
     // the loop bound is the same for the whole workgroup (row_sum has barriers)
     for (uint base = gl_WorkGroupID.x * rows_per_group; base < pc.m;
          base += gl_NumWorkGroups.x * rows_per_group) {
-        uint row = base + slot;
-        float s = 0.0;
-        if (row < pc.m)
+        uint first = base + slot * ROWS;
+        float sums[ROWS];
+        [[unroll]] for (uint r = 0u; r < ROWS; r++)
+            sums[r] = 0.0;
+        if (first < pc.m)
             for (uint u = lane; u < units; u += ROW_THREADS)
-                s += unit_dot(pc.oa + row * pc.k, u);
-        s = row_sum(s, slot);
-        if (lane == 0u && row < pc.m) {
-            float r = pc.alpha * s;
-            if (pc.beta != 0.0)
-                r = fma(pc.beta, uintBitsToFloat(y_data[pc.oy + row]), r);
-            y_data[pc.oy + row] = floatBitsToUint(r);
+                add_unit(first, u, sums);
+        [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+            uint row = first + r;
+            float s = row_sum(sums[r], slot);
+            if (lane == 0u && row < pc.m) {
+                float y = pc.alpha * s;
+                if (pc.beta != 0.0)
+                    y = fma(pc.beta, uintBitsToFloat(y_data[pc.oy + row]), y);
+                y_data[pc.oy + row] = floatBitsToUint(y);
+            }
         }
     }
 }

@@ -7,7 +7,11 @@
  */
 #include "vk-internal.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #define GEMV_WG 256u            /* invocations per workgroup */
+#define GEMV_ROWS 4u            /* rows per invocation (each unit's x reused) */
 #define MAX_GROUPS 65535u       /* the row loop covers the rest */
 /* lavapipe stops an invocation after 65,535 loop iterations: at most this
  * many units (each a few short loops) per invocation on a CPU device */
@@ -40,6 +44,15 @@ static uint32_t gemv_unit(rayo_dtype dt)
     case RAYO_DTYPE_Q8_0: case RAYO_DTYPE_Q4_0: return 32;
     default: return 64;
     }
+}
+
+/* Rows each invocation takes (gemv_rows in [backend.vulkan]: 1, 2, 4, 8). */
+static uint32_t gemv_rows(const vk_state *s)
+{
+    const char *v = s->host->config(s->host, "gemv_rows");
+    if (v && (!strcmp(v, "1") || !strcmp(v, "2") || !strcmp(v, "4") || !strcmp(v, "8")))
+        return (uint32_t)atoi(v);
+    return GEMV_ROWS;
 }
 
 /* Invocations per row: a power of two near the row's units (one unit
@@ -85,9 +98,11 @@ static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *
     };
     bool a_aligned = (dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16 || dt == RAYO_DTYPE_Q4_K) &&
                      aligned16(a, a->byte_offset) && row_bytes % 16 == 0;
-    uint32_t spec[5] = {GEMV_WG, (uint32_t)dt, row_threads, a_aligned, aligned16(x, x->byte_offset)};
-    size_t groups = (call->m + GEMV_WG / row_threads - 1) / (GEMV_WG / row_threads);
-    return record(s, cx, VK_SHADER_GEMV_QUANT, spec, 5, ops, &pc,
+    uint32_t rows = gemv_rows(s), per_group = GEMV_WG / row_threads * rows;
+    uint32_t spec[6] = {GEMV_WG, (uint32_t)dt, row_threads, a_aligned, aligned16(x, x->byte_offset),
+                        rows};
+    size_t groups = (call->m + per_group - 1) / per_group;
+    return record(s, cx, VK_SHADER_GEMV_QUANT, spec, 6, ops, &pc,
                   groups < MAX_GROUPS ? (uint32_t)groups : MAX_GROUPS);
 }
 
