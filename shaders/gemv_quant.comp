@@ -16,8 +16,7 @@
 // no divergence); where the host says every row is 16-byte aligned (f16,
 // bf16, Q4_K rows), loads are uvec4.  Small integers become floats by the
 // exponent trick (2^23 + q as bits, minus 2^23: exact, and cheaper than
-// an int-to-float conversion on GPUs).  f16 is decoded with integer
-// arithmetic: exact for subnormals too, whatever the device flushes.
+// an int-to-float conversion on GPUs).  f16 is decoded by half.glsl.
 //
 // Push constants (common.glsl): n, m; k = bytes between row starts;
 // oa = byte offset of A; ob, oy = word offsets of x and y; aux = the last
@@ -29,6 +28,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #define RAYO_BUFFER_TYPE uint
 #include "common.glsl"
+#include "half.glsl"
 
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { uvec4 a_vec4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB4 { vec4 b_vec4[]; };
@@ -92,16 +92,6 @@ vec4 bytes_minus(uint w, uvec4 shift, uint mask, float bias)
 }
 
 const uvec4 BYTE_SHIFT = uvec4(0u, 8u, 16u, 24u);
-
-float f16_value(uint h)
-{
-    uint a = h & 0x7fffu, sign = (h & 0x8000u) << 16u;
-    // subnormal: a * 2^-24 is a normal float; else rebias the exponent
-    // (by 112, or to 255 for inf and NaN)
-    uint normal = (a << 13u) + (a >= 0x7c00u ? 0x70000000u : 0x38000000u);
-    uint bits = a < 0x400u ? floatBitsToUint(float(a) * 5.9604644775390625e-8) : normal;
-    return uintBitsToFloat(sign | bits);
-}
 
 vec2 halves(uint w)
 {

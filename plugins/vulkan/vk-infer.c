@@ -1,5 +1,6 @@
 /* vk-infer.c - recording the inference shaders: gemv with half and
- * quantized weights (shaders/gemv_quant.comp).
+ * quantized weights (shaders/gemv_quant.comp), attention
+ * (shaders/attention.comp).
  *
  * The calls reach here from vk_record with their operands bound; unlike the
  * base ops they may have row strides, and their f16 and block operands may
@@ -23,12 +24,15 @@ bool vk_infer_call(uint32_t op, uint32_t dtypes)
 }
 
 static rayo_status record(vk_state *s, vk_ctx *cx, uint32_t shader, const uint32_t *spec,
-                          uint32_t nspec, const vk_operands *ops, const vk_push *pc, uint32_t groups)
+                          uint32_t nspec, const vk_operands *ops, const vk_push *pc, uint32_t gx,
+                          uint32_t gy)
 {
     VkPipeline p;
     rayo_status st = vk_pipeline_get(s, shader, spec, nspec, &p);
-    return st != RAYO_OK ? st : vk_ctx_dispatch(s, cx, p, ops->use, pc, groups, 1, 1);
+    return st != RAYO_OK ? st : vk_ctx_dispatch(s, cx, p, ops->use, pc, gx, gy, 1);
 }
+
+static uint32_t groups_of(size_t n) { return n < MAX_GROUPS ? (uint32_t)n : MAX_GROUPS; }
 
 /* Whether a binding's start (and extra byte offset) is 16-byte aligned. */
 static bool aligned16(const vk_binding *b, uint32_t byte_offset)
@@ -102,16 +106,115 @@ static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *
     uint32_t spec[6] = {GEMV_WG, (uint32_t)dt, row_threads, a_aligned, aligned16(x, x->byte_offset),
                         rows};
     size_t groups = (call->m + per_group - 1) / per_group;
-    return record(s, cx, VK_SHADER_GEMV_QUANT, spec, 6, ops, &pc,
-                  groups < MAX_GROUPS ? (uint32_t)groups : MAX_GROUPS);
+    return record(s, cx, VK_SHADER_GEMV_QUANT, spec, 6, ops, &pc, groups_of(groups), 1);
+}
+
+/* ---- attention ------------------------------------------------------------------- */
+
+#define ATTN_TILE 128u          /* keys per tile: attention.comp's workgroup */
+#define ATTN_HEADS 8u           /* query heads per workgroup */
+#define ATTN_DMAX 256u          /* largest head_dim */
+#define ATTN_GROUPS 4096u       /* workgroups worth cutting a long cache into chunks for */
+#define ATTN_CPU_TILES 8u       /* tiles per chunk on a CPU device (lavapipe's loop limit) */
+
+static size_t or_dense(size_t stride, size_t dense) { return stride ? stride : dense; }
+
+/* The strides and sizes of attention.comp's push constants. */
+static rayo_status attention_push(const rayo_attention_params *p, vk_push *pc)
+{
+    size_t d = p->head_dim, group = p->n_heads / p->n_kv_heads;
+    size_t v[14] = {
+        p->n_heads, group,
+        or_dense(p->q_token, p->n_heads * d), or_dense(p->q_head, d),
+        or_dense(p->k_token, p->n_kv_heads * d), or_dense(p->k_head, d),
+        or_dense(p->v_token, p->n_kv_heads * d), or_dense(p->v_head, d),
+        or_dense(p->o_token, p->n_heads * d), or_dense(p->o_head, d),
+        0, 0, (group + ATTN_HEADS - 1) / ATTN_HEADS, 0,
+    };
+    v[13] = p->n_q * p->n_kv_heads * v[12];
+    for (int i = 0; i < 14; i++) {
+        if (v[i] > UINT32_MAX)
+            return RAYO_E_UNSUPPORTED;
+        pc->ext[i] = (uint32_t)v[i];
+    }
+    if (p->n_q > UINT32_MAX || p->n_kv > UINT32_MAX || p->n_q * p->n_heads > UINT32_MAX)
+        return RAYO_E_UNSUPPORTED;
+    pc->n = (uint32_t)d;
+    pc->m = (uint32_t)p->n_q;
+    pc->k = (uint32_t)p->n_kv;
+    pc->alpha = p->scale;
+    pc->flags = (p->flags & RAYO_ATTN_CAUSAL) ? 1u : 0u;
+    return RAYO_OK;
+}
+
+/* Chunks of the keys: enough workgroups for the device when there are few
+ * (token, head) items (decode), and short loops on a CPU device. */
+static uint32_t attention_chunks(const vk_state *s, size_t items, size_t n_kv, uint32_t *tiles)
+{
+    size_t all = (n_kv + ATTN_TILE - 1) / ATTN_TILE;
+    size_t chunks = (ATTN_GROUPS + items - 1) / items;
+    if (chunks > all)
+        chunks = all;
+    if (s->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && chunks < (all + ATTN_CPU_TILES - 1) / ATTN_CPU_TILES)
+        chunks = (all + ATTN_CPU_TILES - 1) / ATTN_CPU_TILES;
+    if (chunks > MAX_GROUPS)
+        chunks = MAX_GROUPS;
+    *tiles = (uint32_t)((all + chunks - 1) / chunks);
+    return (uint32_t)((all + *tiles - 1) / *tiles);
+}
+
+static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                                 vk_operands *ops)
+{
+    const rayo_attention_params *p = call->params; /* checked by shape_of */
+    rayo_dtype kv = RAYO_DTYPE_OF(call->dtypes, 1);
+    if (!s->f64 || p->head_dim > ATTN_DMAX) {
+        s->host->set_error(s->host, "vulkan: attention needs shaderFloat64 and head_dim <= %u",
+                           ATTN_DMAX);
+        return RAYO_E_UNSUPPORTED;
+    }
+    vk_push pc;
+    memset(&pc, 0, sizeof pc);
+    if (attention_push(p, &pc) != RAYO_OK)
+        return RAYO_E_UNSUPPORTED;
+    bool f16 = kv == RAYO_DTYPE_F16;
+    pc.oa = ops->use[0]->word_offset;
+    pc.ob = f16 ? ops->use[1]->byte_offset / 2 : ops->use[1]->word_offset;
+    pc.oc = f16 ? ops->use[2]->byte_offset / 2 : ops->use[2]->word_offset;
+    pc.oy = ops->use[3]->word_offset;
+    uint32_t tiles, items = pc.ext[13];
+    uint32_t chunks = attention_chunks(s, items, p->n_kv, &tiles);
+    pc.ext[10] = chunks;
+    pc.ext[11] = tiles;
+    uint32_t spec[3] = {ATTN_TILE, f16, 0};
+    if (chunks == 1) {
+        pc.flags |= 2u;
+        return record(s, cx, VK_SHADER_ATTENTION, spec, 3, ops, &pc, 1, groups_of(items));
+    }
+    VkDeviceSize bytes = (VkDeviceSize)p->n_q * p->n_heads * chunks * (p->head_dim + 2) * 8;
+    vk_buf *scratch;
+    rayo_status st = vk_ctx_temp(s, cx, &s->device_pool, bytes, &scratch);
+    if (st == RAYO_OK)
+        st = vk_bind(s, scratch, 0, bytes, &ops->bind[4]);
+    if (st != RAYO_OK)
+        return st;
+    ops->use[4] = &ops->bind[4];
+    pc.aux = ops->bind[4].word_offset;
+    st = record(s, cx, VK_SHADER_ATTENTION, spec, 3, ops, &pc, chunks, groups_of(items));
+    spec[2] = 1;
+    if (st == RAYO_OK)
+        st = record(s, cx, VK_SHADER_ATTENTION, spec, 3, ops, &pc, groups_of(p->n_q * p->n_heads), 1);
+    return st;
 }
 
 rayo_status vk_record_infer(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                            const vk_operands *ops)
+                            vk_operands *ops)
 {
     switch (call->op) {
     case RAYO_OP_GEMV:
         return rec_gemv_quant(s, cx, call, ops);
+    case RAYO_OP_ATTENTION:
+        return rec_attention(s, cx, call, ops);
     default:
         return RAYO_E_UNSUPPORTED;
     }

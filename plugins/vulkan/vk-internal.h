@@ -230,12 +230,15 @@ typedef struct vk_binding {
     uint32_t word_offset, byte_offset;
 } vk_binding;
 
-/* The push constants of every shader (shaders/common.glsl). */
+/* The push constants of every shader (shaders/common.glsl); ext[]: more
+ * parameters of the shaders that need them (attention.comp). */
+#define VK_PUSH_EXT 16
 typedef struct vk_push {
     uint32_t n, m, k;
     uint32_t oa, ob, oc, oy;
     float alpha, beta;
     uint32_t flags, aux;
+    uint32_t ext[VK_PUSH_EXT];
 } vk_push;
 
 rayo_status vk_ctx_acquire(vk_state *s, vk_ctx **out);
@@ -279,13 +282,14 @@ extern const size_t vk_op_count;
  * base ops (OP, A, B, C, Y as in RAYO_COMBO): entries of vk_op_table. */
 #define VK_INFER_COMBOS(X) \
     X(GEMV, F16, F32, NONE, F32) X(GEMV, BF16, F32, NONE, F32) X(GEMV, Q8_0, F32, NONE, F32) \
-    X(GEMV, Q4_0, F32, NONE, F32) X(GEMV, Q4_K, F32, NONE, F32) X(GEMV, Q6_K, F32, NONE, F32)
+    X(GEMV, Q4_0, F32, NONE, F32) X(GEMV, Q4_K, F32, NONE, F32) X(GEMV, Q6_K, F32, NONE, F32) \
+    X(ATTENTION, F32, F32, F32, F32) X(ATTENTION, F32, F16, F16, F32)
 
 /* Whether vk_record_infer records this call (an inference op, or a base op
  * with dtypes other than f32); those take row strides. */
 bool vk_infer_call(uint32_t op, uint32_t dtypes);
 /* Records a call that vk_infer_call accepts; operands already bound. */
 rayo_status vk_record_infer(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                            const vk_operands *ops);
+                            vk_operands *ops);
 
 #endif
