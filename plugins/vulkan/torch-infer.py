@@ -1,9 +1,10 @@
 """Same-run references for the vulkan inference benchmarks (h200-infer.sh).
 
 Device bandwidth from PyTorch on the same GPU: copy (bytes read + written),
-sum (bytes read) of 1 GiB, and torch's own gemv (torch.mv) of the shapes
-vk-bench --gemv takes, with f16 and bf16 weights.  Prints a table and CSV
-lines to argv[1].
+sum (bytes read) of 1 GiB, torch's own gemv (torch.mv) of the shapes
+vk-bench --gemv takes (f16, bf16, f32 weights), and decode attention
+(scaled_dot_product_attention, vk-bench --attention 4096's shape).  Prints
+a table and CSV lines to argv[1]; argv[2:] are the gemv shapes.
 """
 import statistics
 import sys
@@ -55,6 +56,26 @@ def main():
             if csv:
                 csv.write(f"torch_mv,{dt},{m}x{k},{sec * 1e6:.3f},{gbs:.1f}\n")
             del copies
+    attention(dev, csv, 4096)
+
+
+def attention(dev, csv, n_kv, heads=32, kv_heads=4, dim=64):
+    """Decode: 1 query against n_kv positions, GQA, over 64 cache copies."""
+    import torch.nn.functional as F
+    for dt in (torch.float16, torch.float32):
+        q = torch.rand(1, heads, 1, dim, device=dev).to(dt)
+        caches = [(torch.rand(1, kv_heads, n_kv, dim, device=dev).to(dt),
+                   torch.rand(1, kv_heads, n_kv, dim, device=dev).to(dt)) for _ in range(64)]
+        it = iter(range(1 << 62))
+
+        def step():
+            k, v = caches[next(it) % 64]
+            return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        sec = cuda_time(step, 256)
+        gbs = 2 * kv_heads * n_kv * dim * dt.itemsize / sec * 1e-9
+        print(f"sdpa decode {str(dt):15s} cache {n_kv}: {sec * 1e6:8.2f} us {gbs:8.1f} GB/s (K and V)")
+        if csv:
+            csv.write(f"torch_sdpa_decode,{dt},{n_kv},{sec * 1e6:.3f},{gbs:.1f}\n")
 
 
 if __name__ == "__main__":

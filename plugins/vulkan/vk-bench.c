@@ -1,6 +1,7 @@
 /* vk-bench - benchmarks of the vulkan backend through rayo's public API.
  *
- *   vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise | --gemv MxN]
+ *   vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise | --gemv MxN |
+ *             --attention N]
  *
  * 1. sgemm on device buffers (one batch of several products, submit, wait),
  *    with a spot check of the result against a float64 dot product;
@@ -10,7 +11,10 @@
  * 4. the host round trip of add on 1024 floats (rayo_run_on "vulkan");
  * 5. (--gemv MxN only) gemv with weights in each dtype: GB/s counting the
  *    bytes of A, x and y, cycling through copies of A that together exceed
- *    the GPU's L2 cache, as decode streams each weight once.
+ *    the GPU's L2 cache, as decode streams each weight once;
+ * 6. (--attention N only) attention decode, 1 query of 32 heads against a
+ *    cache of N positions of 4 KV heads x 64, f32 and f16: GB/s counting
+ *    the bytes of K and V, cycling through 64 copies of the cache.
  * Times are medians of repeated runs after warm-up.  Speed is measured
  * here, never asserted: this program is not a test.
  */
@@ -420,7 +424,9 @@ static void bench_gemv(rayo_context *ctx, size_t m, size_t n)
             .y = {by, 0},
         };
         int reps = 4 * n_copies;
-        time_gemv(ctx, &call, copies, n_copies, reps); /* warm-up: pipeline, clocks */
+        /* a second of work first: the clocks leave their idle state */
+        for (double t0 = now(); now() - t0 < 1.0;)
+            time_gemv(ctx, &call, copies, n_copies, reps);
         double sec = time_gemv(ctx, &call, copies, n_copies, reps);
         call.a.buf = copies[0];
         rayo_batch *one;
@@ -446,12 +452,86 @@ static void bench_gemv(rayo_context *ctx, size_t m, size_t n)
     free(x);
 }
 
+/* Decode attention: seconds per call over 64 caches, and the bytes of K, V. */
+static void bench_attention(rayo_context *ctx, size_t n_kv)
+{
+    enum { HEADS = 32, KV_HEADS = 4, DIM = 64, COPIES = 64 };
+    printf("\n== attention decode on device buffers: 1 query, %d heads, %d KV heads x %d, cache %zu"
+           " (GB/s = bytes of K and V) ==\n", HEADS, KV_HEADS, DIM, n_kv);
+    printf("%-6s %10s %10s %10s\n", "cache", "MB of KV", "us", "GB/s");
+    size_t kv_elems = n_kv * KV_HEADS * DIM;
+    float *q = malloc(HEADS * DIM * sizeof *q), *kv = malloc(kv_elems * sizeof *kv);
+    uint16_t *kv16 = malloc(kv_elems * sizeof *kv16);
+    if (!q || !kv || !kv16)
+        exit(1);
+    fill(q, HEADS * DIM);
+    fill(kv, kv_elems);
+    for (size_t i = 0; i < kv_elems; i++)
+        kv16[i] = rayo_f32_to_f16(kv[i]);
+    rayo_buffer *bq = upload(ctx, q, HEADS * DIM), *bo = upload(ctx, NULL, HEADS * DIM);
+    const rayo_dtype dts[] = {RAYO_DTYPE_F32, RAYO_DTYPE_F16};
+    for (int di = 0; di < 2; di++) {
+        size_t bytes = kv_elems * (dts[di] == RAYO_DTYPE_F16 ? 2 : 4);
+        const void *src = dts[di] == RAYO_DTYPE_F16 ? (const void *)kv16 : (const void *)kv;
+        rayo_buffer *k[COPIES], *v[COPIES];
+        for (int c = 0; c < COPIES; c++) {
+            CHECK(rayo_buffer_create(ctx, "vulkan", bytes, &k[c]));
+            CHECK(rayo_buffer_create(ctx, "vulkan", bytes, &v[c]));
+            CHECK(rayo_buffer_write(k[c], 0, src, bytes));
+            CHECK(rayo_buffer_write(v[c], 0, src, bytes));
+        }
+        rayo_attention_params p = {
+            .struct_size = sizeof p, .flags = RAYO_ATTN_CAUSAL, .kv_dtype = dts[di], .n_q = 1,
+            .n_kv = n_kv, .n_heads = HEADS, .n_kv_heads = KV_HEADS, .head_dim = DIM,
+            .scale = 0.125f,
+        };
+        rayo_batch_call call = {
+            .struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_ATTENTION,
+            .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, dts[di], dts[di], RAYO_DTYPE_F32),
+            .m = 1, .n = DIM, .k = n_kv, .a = {bq, 0}, .y = {bo, 0}, .params = &p,
+        };
+        double t[7], warm = now();
+        for (int i = 0; i < 8; i++) {           /* the first: about a second of warm-up */
+            if (i == 1 && now() - warm < 1.0)
+                i = 0;
+            rayo_batch *batch;
+            CHECK(rayo_batch_create(ctx, "vulkan", &batch));
+            for (int r = 0; r < 4 * COPIES; r++) {
+                call.b.buf = k[r % COPIES];
+                call.c.buf = v[r % COPIES];
+                CHECK(rayo_batch_record(batch, &call));
+            }
+            double t0 = now();
+            CHECK(rayo_batch_submit(batch));
+            CHECK(rayo_batch_wait(batch, UINT64_MAX));
+            if (i)
+                t[i - 1] = (now() - t0) / (4 * COPIES);
+            rayo_batch_destroy(batch);
+        }
+        double sec = median(t, 7);
+        printf("%-6s %10.2f %10.2f %10.1f\n", rayo_dtype_name(dts[di]), 2.0 * bytes / 1e6, sec * 1e6,
+               2.0 * bytes / sec * 1e-9);
+        if (csv)
+            fprintf(csv, "attention_decode,%s,%zu,%.3f,%.1f\n", rayo_dtype_name(dts[di]), n_kv,
+                    sec * 1e6, 2.0 * bytes / sec * 1e-9);
+        for (int c = 0; c < COPIES; c++) {
+            rayo_buffer_destroy(k[c]);
+            rayo_buffer_destroy(v[c]);
+        }
+    }
+    rayo_buffer_destroy(bq);
+    rayo_buffer_destroy(bo);
+    free(q);
+    free(kv);
+    free(kv16);
+}
+
 int main(int argc, char **argv)
 {
     int quick = 0;
     size_t only_sgemm = 0;
     int only_elementwise = 0;
-    size_t gemv_m = 0, gemv_n = 0;
+    size_t gemv_m = 0, gemv_n = 0, attention_n = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
@@ -462,11 +542,13 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--gemv") && i + 1 < argc &&
                  sscanf(argv[i + 1], "%zux%zu", &gemv_m, &gemv_n) == 2)
             i++;
+        else if (!strcmp(argv[i], "--attention") && i + 1 < argc)
+            attention_n = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
             csv = fopen(argv[++i], "w");
         else {
             fprintf(stderr, "usage: vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise | "
-                    "--gemv MxN]\n");
+                    "--gemv MxN | --attention N]\n");
             return 2;
         }
     }
@@ -494,7 +576,9 @@ int main(int argc, char **argv)
         return 77;
     }
     printf("vk-bench: vulkan on %s\n", device);
-    if (gemv_m) {
+    if (attention_n) {
+        bench_attention(ctx, attention_n);
+    } else if (gemv_m) {
         bench_gemv(ctx, gemv_m, gemv_n);
     } else if (only_elementwise) {
         bench_elementwise(ctx, quick);
