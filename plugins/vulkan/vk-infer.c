@@ -1,6 +1,7 @@
 /* vk-infer.c - recording the inference shaders: gemv with half and
  * quantized weights (shaders/gemv_quant.comp), attention
- * (shaders/attention.comp).
+ * (shaders/attention.comp), get_rows, rope and the gated units
+ * (shaders/infer_rows.comp).
  *
  * The calls reach here from vk_record with their operands bound; unlike the
  * base ops they may have row strides, and their f16 and block operands may
@@ -8,6 +9,7 @@
  */
 #include "vk-internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +35,8 @@ static rayo_status record(vk_state *s, vk_ctx *cx, uint32_t shader, const uint32
 }
 
 static uint32_t groups_of(size_t n) { return n < MAX_GROUPS ? (uint32_t)n : MAX_GROUPS; }
+
+static size_t or_dense(size_t stride, size_t dense) { return stride ? stride : dense; }
 
 /* Whether a binding's start (and extra byte offset) is 16-byte aligned. */
 static bool aligned16(const vk_binding *b, uint32_t byte_offset)
@@ -117,7 +121,6 @@ static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *
 #define ATTN_GROUPS 4096u       /* workgroups worth cutting a long cache into chunks for */
 #define ATTN_CPU_TILES 8u       /* tiles per chunk on a CPU device (lavapipe's loop limit) */
 
-static size_t or_dense(size_t stride, size_t dense) { return stride ? stride : dense; }
 
 /* The strides and sizes of attention.comp's push constants. */
 static rayo_status attention_push(const rayo_attention_params *p, vk_push *pc)
@@ -207,10 +210,126 @@ static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
     return st;
 }
 
+/* ---- row ops: gated units, get_rows, rope (infer_rows.comp) --------------------------- */
+
+#define ROWS_WG 128u
+
+static rayo_status rec_rows_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                               const vk_operands *ops, vk_push *pc, uint32_t dtype)
+{
+    pc->n = (uint32_t)call->n;
+    pc->m = (uint32_t)call->m;
+    pc->k = (uint32_t)call->k;
+    pc->ob = ops->use[1] ? ops->use[1]->word_offset : 0;
+    pc->oy = ops->use[3]->word_offset;
+    uint32_t spec[3] = {ROWS_WG, call->op, dtype};
+    return record(s, cx, VK_SHADER_INFER_ROWS, spec, 3, ops, pc, groups_of(call->m), 1);
+}
+
+static rayo_status set_strides(vk_push *pc, size_t lda, size_t ldb, size_t ldy)
+{
+    if (lda > UINT32_MAX || ldb > UINT32_MAX || ldy > UINT32_MAX)
+        return RAYO_E_UNSUPPORTED;
+    pc->ext[0] = (uint32_t)lda;
+    pc->ext[1] = (uint32_t)ldb;
+    pc->ext[2] = (uint32_t)ldy;
+    return RAYO_OK;
+}
+
+static rayo_status rec_glu(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, const vk_operands *ops)
+{
+    vk_push pc;
+    memset(&pc, 0, sizeof pc);
+    if (set_strides(&pc, or_dense(call->lda, call->n), or_dense(call->ldb, call->n),
+                    or_dense(call->ldy, call->n)) != RAYO_OK)
+        return RAYO_E_UNSUPPORTED;
+    pc.oa = ops->use[0]->word_offset;
+    return rec_rows_op(s, cx, call, ops, &pc, 0);
+}
+
+static rayo_status rec_get_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                                const vk_operands *ops)
+{
+    rayo_dtype dt = RAYO_DTYPE_OF(call->dtypes, 0);
+    size_t row_bytes;
+    vk_push pc;
+    memset(&pc, 0, sizeof pc);
+    if (!rayo_dtype_row_bytes(dt, or_dense(call->lda, call->n), &row_bytes) ||
+        set_strides(&pc, row_bytes, 0, or_dense(call->ldy, call->n)) != RAYO_OK)
+        return RAYO_E_UNSUPPORTED;
+    pc.oa = ops->use[0]->byte_offset;
+    return rec_rows_op(s, cx, call, ops, &pc, dt);
+}
+
+/* freq_scale * freq_base^(-2i / rot_dims) in double, for i < rot_dims / 2,
+ * in a host-visible temporary bound as s (the shader reads a few doubles). */
+static rayo_status rope_frequencies(vk_state *s, vk_ctx *cx, const rayo_rope_params *p, size_t rot,
+                                    vk_operands *ops)
+{
+    VkDeviceSize bytes = (VkDeviceSize)(rot / 2 + 1) * sizeof(double);
+    vk_buf *table;
+    rayo_status st = vk_ctx_temp(s, cx, &s->staging_pool, bytes, &table);
+    if (st == RAYO_OK)
+        st = vk_bind(s, table, 0, bytes, &ops->bind[4]);
+    if (st != RAYO_OK)
+        return st;
+    double *f = vk_buf_map(table);
+    for (size_t i = 0; i < rot / 2; i++)
+        f[i] = (double)p->freq_scale * pow((double)p->freq_base, -2.0 * (double)i / (double)rot);
+    ops->use[4] = &ops->bind[4];
+    return RAYO_OK;
+}
+
+static rayo_status rec_rope(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, vk_operands *ops)
+{
+    const rayo_rope_params *p = call->params; /* checked by shape_of */
+    size_t rot = p->rot_dims ? p->rot_dims : p->head_dim, d = p->head_dim;
+    if (rot % 2 || rot > d || (p->mode != RAYO_ROPE_NORM && p->mode != RAYO_ROPE_NEOX))
+        return RAYO_E_INVALID;
+    if (p->n_heads == 0 || d == 0)
+        return RAYO_OK;
+    vk_push pc;
+    memset(&pc, 0, sizeof pc);
+    size_t v[6] = {p->n_heads, d, rot, p->mode, or_dense(p->head_stride_x, d), or_dense(p->head_stride_y, d)};
+    if (set_strides(&pc, or_dense(call->lda, p->n_heads * d), 0, or_dense(call->ldy, p->n_heads * d)) != RAYO_OK ||
+        p->n_heads * d > UINT32_MAX)
+        return RAYO_E_UNSUPPORTED;
+    for (int i = 0; i < 6; i++)
+        pc.ext[3 + i] = (uint32_t)v[i];
+    rayo_status st = rope_frequencies(s, cx, p, rot, ops);
+    if (st != RAYO_OK)
+        return st;
+    pc.oa = ops->use[0]->word_offset;
+    pc.aux = ops->use[4]->word_offset;
+    return rec_rows_op(s, cx, call, ops, &pc, 0);
+}
+
+rayo_status vk_check_host_call(vk_state *s, const rayo_call *call)
+{
+    if (call->op != RAYO_OP_GET_ROWS)
+        return RAYO_OK;
+    const int32_t *idx = call->b;
+    for (size_t r = 0; r < call->m; r++)
+        if (idx[r] < 0 || (size_t)idx[r] >= call->k) {
+            s->host->set_error(s->host, "get_rows: index %d of row %zu is outside the table's %zu rows",
+                               (int)idx[r], r, call->k);
+            return RAYO_E_INVALID;
+        }
+    return RAYO_OK;
+}
+
 rayo_status vk_record_infer(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                             vk_operands *ops)
 {
     switch (call->op) {
+    case RAYO_OP_SWIGLU:
+    case RAYO_OP_GEGLU:
+    case RAYO_OP_GEGLU_TANH:
+        return rec_glu(s, cx, call, ops);
+    case RAYO_OP_GET_ROWS:
+        return rec_get_rows(s, cx, call, ops);
+    case RAYO_OP_ROPE:
+        return rec_rope(s, cx, call, ops);
     case RAYO_OP_GEMV:
         return rec_gemv_quant(s, cx, call, ops);
     case RAYO_OP_ATTENTION:

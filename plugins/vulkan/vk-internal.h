@@ -283,11 +283,19 @@ extern const size_t vk_op_count;
 #define VK_INFER_COMBOS(X) \
     X(GEMV, F16, F32, NONE, F32) X(GEMV, BF16, F32, NONE, F32) X(GEMV, Q8_0, F32, NONE, F32) \
     X(GEMV, Q4_0, F32, NONE, F32) X(GEMV, Q4_K, F32, NONE, F32) X(GEMV, Q6_K, F32, NONE, F32) \
-    X(ATTENTION, F32, F32, F32, F32) X(ATTENTION, F32, F16, F16, F32)
+    X(ATTENTION, F32, F32, F32, F32) X(ATTENTION, F32, F16, F16, F32) \
+    X(SWIGLU, F32, F32, NONE, F32) X(GEGLU, F32, F32, NONE, F32) \
+    X(GEGLU_TANH, F32, F32, NONE, F32) X(ROPE, F32, I32, NONE, F32) \
+    X(GET_ROWS, F32, I32, NONE, F32) X(GET_ROWS, F16, I32, NONE, F32) \
+    X(GET_ROWS, BF16, I32, NONE, F32) X(GET_ROWS, Q8_0, I32, NONE, F32) \
+    X(GET_ROWS, Q4_0, I32, NONE, F32) X(GET_ROWS, Q4_K, I32, NONE, F32) \
+    X(GET_ROWS, Q6_K, I32, NONE, F32)
 
 /* Whether vk_record_infer records this call (an inference op, or a base op
  * with dtypes other than f32); those take row strides. */
 bool vk_infer_call(uint32_t op, uint32_t dtypes);
+/* Checks of a host call that a batch cannot make (get_rows' indices). */
+rayo_status vk_check_host_call(vk_state *s, const rayo_call *call);
 /* Records a call that vk_infer_call accepts; operands already bound. */
 rayo_status vk_record_infer(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                             vk_operands *ops);

@@ -537,7 +537,8 @@ static rayo_status vk_kernel(void *state, const rayo_call *call)
 {
     if (rayo_call_strided(call) && !vk_infer_call(call->op, call->dtypes))
         return RAYO_E_UNSUPPORTED; /* row strides: only the inference shaders take them */
-    return host_call(state, call);
+    rayo_status st = vk_check_host_call(state, call);
+    return st != RAYO_OK ? st : host_call(state, call);
 }
 
 #define VK_COMBO_ENTRY(OP, A, B, C, Y) \
