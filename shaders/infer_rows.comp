@@ -1,9 +1,10 @@
 #version 450
 // infer_rows.comp - the row ops of a decoder layer: the gated units
 // (swiglu, geglu, geglu_tanh), get_rows (embedding lookup, any dtype to
-// f32, bit-exact) and rope.  A workgroup per row (GLU, get_rows: an output
-// row; rope: a token), invocations across its elements; rows past the grid
-// are taken in a loop.
+// f32, bit-exact), rope, and convert (f32 <-> f16 / bf16, blocks -> f32,
+// bit-exact).  A workgroup per row (GLU, get_rows: an output row; rope: a
+// token; convert: a chunk of CHUNK elements), invocations across its
+// elements; rows past the grid are taken in a loop.
 //
 // Push constants (vk_push): n, m, k as in rayo_call; oa, ob, oy: offsets
 // of a, b, y (a of get_rows in bytes); ext[0..2]: row strides of a, b, y
@@ -30,10 +31,12 @@ layout(push_constant) uniform PushConstants {
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint OP = 94u;    // rayo_op
-layout(constant_id = 2) const uint DTYPE = 0u;  // get_rows: the table's dtype
+layout(constant_id = 2) const uint DTYPE = 0u;  // get_rows: the table's dtype; convert: x's
+layout(constant_id = 3) const uint YDTYPE = 0u; // convert: y's dtype
 
 const uint WG = gl_WorkGroupSize.x;
-const uint SWIGLU = 94u, GEGLU = 95u, GEGLU_TANH = 96u, GET_ROWS = 91u, ROPE = 92u;
+const uint SWIGLU = 94u, GEGLU = 95u, GEGLU_TANH = 96u, CONVERT = 90u, GET_ROWS = 91u, ROPE = 92u;
+const uint CHUNK = 4096u;       // convert: elements per workgroup row (a multiple of 256)
 const uint F32 = 0u, F16 = 1u, BF16 = 2u, Q8_0 = 8u, Q4_0 = 9u, Q4_K = 10u, Q6_K = 11u;
 
 float a_float(uint i) { return uintBitsToFloat(a_data[i]); }
@@ -116,6 +119,82 @@ void get_row(uint r)
         put(pc.oy + r * pc.ldy + j, ok ? table_value(row_at, j) : uintBitsToFloat(0x7fc00000u));
 }
 
+// ---- convert -----------------------------------------------------------------------
+// Bits in, bits out: a float32 subnormal is never an operand of float
+// arithmetic, so a device that flushes them still converts them exactly.
+
+// m / 2^shift rounded to nearest, ties to even (1 <= shift <= 31).
+uint shift_round_even(uint m, uint shift)
+{
+    uint q = m >> shift, rem = m & ((1u << shift) - 1u), half_way = 1u << (shift - 1u);
+    return q + ((rem > half_way || (rem == half_way && (q & 1u) != 0u)) ? 1u : 0u);
+}
+
+// rayo_f32_to_f16 of rayo-dtype.h, on the bits.
+uint f16_bits(uint u)
+{
+    uint sign = (u >> 16u) & 0x8000u, a = u & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return sign | 0x7e00u | ((a >> 13u) & 0x3ffu);
+    if (a >= 0x477ff000u)
+        return sign | 0x7c00u;
+    if (a < 0x38800000u) {
+        uint e = max(a >> 23u, 1u);
+        uint m = (a & 0x7fffffu) | ((a >> 23u) != 0u ? 0x800000u : 0u);
+        uint shift = 126u - e;
+        return shift > 24u ? sign : sign | shift_round_even(m, shift);
+    }
+    uint r = a + 0x0fffu + ((a >> 13u) & 1u);
+    return sign | ((r - 0x38000000u) >> 13u);
+}
+
+uint bf16_bits(uint u)
+{
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return ((u >> 16u) | 0x40u) & 0xffffu;
+    return ((u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u) & 0xffffu;
+}
+
+// Output word w of y (pc.oy: y's byte offset, even) from x's element bits;
+// a word y shares with its neighbours (first or last) is updated half by
+// half with atomics, so their bytes stay as they were.
+void to_half_word(uint w)
+{
+    uint bits = 0u, mask = 0u;
+    for (uint h = 0u; h < 2u; h++) {
+        int e = (int(4u * w + 2u * h) - int(pc.oy)) / 2;
+        if (e < 0 || uint(e) >= pc.n)
+            continue;
+        uint u = a_data[pc.oa / 4u + uint(e)];
+        bits |= (YDTYPE == F16 ? f16_bits(u) : bf16_bits(u)) << (16u * h);
+        mask |= 0xffffu << (16u * h);
+    }
+    if (mask == 0xffffffffu) {
+        y_data[w] = bits;
+    } else if (mask != 0u) {
+        atomicAnd(y_data[w], ~mask);
+        atomicOr(y_data[w], bits);
+    }
+}
+
+void convert_chunk(uint r)
+{
+    if (YDTYPE == F32) {        // pc.lda: bytes of CHUNK elements of x
+        uint e0 = r * CHUNK, count = min(CHUNK, pc.n - e0);
+        for (uint j = gl_LocalInvocationID.x; j < count; j += WG) {
+            uint e = e0 + j;
+            uint bits = DTYPE == BF16 ? half_at(pc.oa + 2u * e) << 16u
+                                      : floatBitsToUint(table_value(pc.oa + r * pc.lda, j));
+            y_data[pc.oy / 4u + e] = bits;
+        }
+        return;
+    }
+    uint first = pc.oy / 4u, last = (pc.oy + 2u * pc.n - 1u) / 4u;  // words of y
+    for (uint w = first + r * CHUNK + gl_LocalInvocationID.x; w <= min(last, first + r * CHUNK + CHUNK - 1u);
+         w += WG)
+        to_half_word(w);
+}
+
 // ---- rope ------------------------------------------------------------------------
 
 // cos and sin of theta (double) to float accuracy: the quadrant from
@@ -161,9 +240,10 @@ void rope_token(uint t)
 
 void main()
 {
-    uint rows = OP == ROPE || OP == GET_ROWS || OP >= SWIGLU ? pc.m : 0u;
-    for (uint r = gl_WorkGroupID.x; r < rows; r += gl_NumWorkGroups.x) {
-        if (OP == ROPE)
+    for (uint r = gl_WorkGroupID.x; r < pc.m; r += gl_NumWorkGroups.x) {
+        if (OP == CONVERT)
+            convert_chunk(r);
+        else if (OP == ROPE)
             rope_token(r);
         else if (OP == GET_ROWS)
             get_row(r);

@@ -214,6 +214,8 @@ static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
 
 #define ROWS_WG 128u
 
+#define CONVERT_CHUNK 4096u     /* infer_rows.comp's CHUNK */
+
 static rayo_status rec_rows_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                                const vk_operands *ops, vk_push *pc, uint32_t dtype)
 {
@@ -224,6 +226,29 @@ static rayo_status rec_rows_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *cal
     pc->oy = ops->use[3]->word_offset;
     uint32_t spec[3] = {ROWS_WG, call->op, dtype};
     return record(s, cx, VK_SHADER_INFER_ROWS, spec, 3, ops, pc, groups_of(call->m), 1);
+}
+
+/* convert: chunks of CONVERT_CHUNK elements (to f32) or output words (to
+ * halves) as the rows; offsets of x and y in bytes. */
+static rayo_status rec_convert(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                               const vk_operands *ops)
+{
+    rayo_dtype from = RAYO_DTYPE_OF(call->dtypes, 0), to = RAYO_DTYPE_OF(call->dtypes, 3);
+    size_t chunk_bytes = 0, words = (ops->use[3]->byte_offset % 4 + 2 * call->n + 3) / 4;
+    if (to != RAYO_DTYPE_F32 && (from != RAYO_DTYPE_F32 || (to != RAYO_DTYPE_F16 && to != RAYO_DTYPE_BF16)))
+        return RAYO_E_UNSUPPORTED;  /* quantizing: on the CPU backends */
+    rayo_dtype_row_bytes(from, CONVERT_CHUNK, &chunk_bytes);
+    size_t rows = to == RAYO_DTYPE_F32 ? (call->n + CONVERT_CHUNK - 1) / CONVERT_CHUNK
+                                       : (words + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
+    vk_push pc;
+    memset(&pc, 0, sizeof pc);
+    pc.n = (uint32_t)call->n;
+    pc.m = (uint32_t)rows;
+    pc.oa = ops->use[0]->byte_offset;
+    pc.oy = ops->use[3]->byte_offset;
+    pc.ext[0] = (uint32_t)chunk_bytes;
+    uint32_t spec[4] = {ROWS_WG, RAYO_OP_CONVERT, from, to};
+    return record(s, cx, VK_SHADER_INFER_ROWS, spec, 4, ops, &pc, groups_of(rows), 1);
 }
 
 static rayo_status set_strides(vk_push *pc, size_t lda, size_t ldb, size_t ldy)
@@ -322,6 +347,8 @@ rayo_status vk_record_infer(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                             vk_operands *ops)
 {
     switch (call->op) {
+    case RAYO_OP_CONVERT:
+        return rec_convert(s, cx, call, ops);
     case RAYO_OP_SWIGLU:
     case RAYO_OP_GEGLU:
     case RAYO_OP_GEGLU_TANH:

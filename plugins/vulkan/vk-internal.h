@@ -289,7 +289,11 @@ extern const size_t vk_op_count;
     X(GET_ROWS, F32, I32, NONE, F32) X(GET_ROWS, F16, I32, NONE, F32) \
     X(GET_ROWS, BF16, I32, NONE, F32) X(GET_ROWS, Q8_0, I32, NONE, F32) \
     X(GET_ROWS, Q4_0, I32, NONE, F32) X(GET_ROWS, Q4_K, I32, NONE, F32) \
-    X(GET_ROWS, Q6_K, I32, NONE, F32)
+    X(GET_ROWS, Q6_K, I32, NONE, F32) \
+    X(CONVERT, F32, NONE, NONE, F16) X(CONVERT, F16, NONE, NONE, F32) \
+    X(CONVERT, F32, NONE, NONE, BF16) X(CONVERT, BF16, NONE, NONE, F32) \
+    X(CONVERT, Q8_0, NONE, NONE, F32) X(CONVERT, Q4_0, NONE, NONE, F32) \
+    X(CONVERT, Q4_K, NONE, NONE, F32) X(CONVERT, Q6_K, NONE, NONE, F32)
 
 /* Whether vk_record_infer records this call (an inference op, or a base op
  * with dtypes other than f32); those take row strides. */
