@@ -64,10 +64,14 @@ static uint32_t gemv_rows(const vk_state *s)
 }
 
 /* Invocations per row: a power of two near the row's units (one unit
- * each), from a subgroup up to the workgroup. */
+ * each), from a subgroup up to the workgroup; gemv_threads in
+ * [backend.vulkan] sets it (a power of two from the subgroup size to 256). */
 static uint32_t gemv_row_threads(const vk_state *s, size_t units)
 {
-    uint32_t t = s->subgroup_size;
+    const char *v = s->host->config(s->host, "gemv_threads");
+    uint32_t t = s->subgroup_size, want = v ? (uint32_t)atoi(v) : 0;
+    if (want >= t && want <= GEMV_WG && (want & (want - 1)) == 0)
+        return want;
     while (t < GEMV_WG && t < units)
         t *= 2;
     return t;
