@@ -25,6 +25,18 @@ bool vk_infer_call(uint32_t op, uint32_t dtypes)
     return dtypes != 0 || op >= RAYO_OP_CONVERT;
 }
 
+bool vk_infer_output_gaps(const rayo_call *call, size_t span)
+{
+    const rayo_rope_params *rp = call->op == RAYO_OP_ROPE ? rayo_call_rope_params(call) : NULL;
+    const rayo_attention_params *ap =
+        call->op == RAYO_OP_ATTENTION ? rayo_call_attention_params(call) : NULL;
+    if (rp)
+        return span != call->m * rp->n_heads * rp->head_dim;
+    if (ap)
+        return span != ap->n_q * ap->n_heads * ap->head_dim;
+    return false;               /* the others: gaps only with ldy */
+}
+
 static rayo_status record(vk_state *s, vk_ctx *cx, uint32_t shader, const uint32_t *spec,
                           uint32_t nspec, const vk_operands *ops, const vk_push *pc, uint32_t gx,
                           uint32_t gy)

@@ -298,6 +298,9 @@ extern const size_t vk_op_count;
 /* Whether vk_record_infer records this call (an inference op, or a base op
  * with dtypes other than f32); those take row strides. */
 bool vk_infer_call(uint32_t op, uint32_t dtypes);
+/* Whether a rope or attention output of `span` elements has gaps (head or
+ * token strides); ldy is checked by the caller. */
+bool vk_infer_output_gaps(const rayo_call *call, size_t span);
 /* Checks of a host call that a batch cannot make (get_rows' indices). */
 rayo_status vk_check_host_call(vk_state *s, const rayo_call *call);
 /* Records a call that vk_infer_call accepts; operands already bound. */

@@ -56,9 +56,9 @@ static rayo_status shape_of(const rayo_call *call, int sig, vk_shape *sh)
     sh->b = (sh->bytes[1] + 3) / 4;
     sh->c = (sh->bytes[2] + 3) / 4;
     sh->y = (sh->bytes[3] + 3) / 4;
-    /* a strided output is copied in too: the copy back must not write
-     * garbage into the gaps between its rows */
-    sh->y_read = rayo_output_is_input(call, sig) || call->ldy || sig > RAYO_SIG_CONVERT;
+    /* an output with gaps (strides) is copied in too: the copy back must
+     * not write garbage into them */
+    sh->y_read = rayo_output_is_input(call, sig) || call->ldy || vk_infer_output_gaps(call, count[3]);
     return RAYO_OK;
 }
 
