@@ -150,17 +150,7 @@ static void destroy_all(rayo_buffer *const *buffers, size_t count)
 
 static rayo_status run_batch(const rayo_batch_call *calls, size_t count)
 {
-    rayo_batch *batch = NULL;
-    rayo_status st = rayo_batch_create(ctx, "vulkan", &batch);
-    for (size_t i = 0; st == RAYO_OK && i < count; i++)
-        st = rayo_batch_record(batch, &calls[i]);
-    if (st == RAYO_OK)
-        st = rayo_batch_submit(batch);
-    if (st == RAYO_OK)
-        st = rayo_batch_wait(batch, UINT64_MAX);
-    if (batch)
-        rayo_batch_destroy(batch);
-    return st;
+    return test_run_batch(ctx, "vulkan", calls, count);
 }
 
 static void test_buffers(void)

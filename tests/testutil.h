@@ -73,6 +73,23 @@ static inline rayo_status test_backend(rayo_context *ctx, const char *name, rayo
     return RAYO_E_NOT_FOUND;
 }
 
+/* Records `count` calls in one batch on `backend`, submits and waits. */
+static inline rayo_status test_run_batch(rayo_context *ctx, const char *backend,
+                                         const rayo_batch_call *calls, size_t count)
+{
+    rayo_batch *batch = NULL;
+    rayo_status st = rayo_batch_create(ctx, backend, &batch);
+    for (size_t i = 0; st == RAYO_OK && i < count; i++)
+        st = rayo_batch_record(batch, &calls[i]);
+    if (st == RAYO_OK)
+        st = rayo_batch_submit(batch);
+    if (st == RAYO_OK)
+        st = rayo_batch_wait(batch, UINT64_MAX);
+    if (batch)
+        rayo_batch_destroy(batch);
+    return st;
+}
+
 static inline float test_random(void)
 {
     return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f;

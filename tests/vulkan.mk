@@ -4,6 +4,10 @@
 #                        calls from several threads, the pipeline cache, a
 #                        planted validation error caught; validation on.
 #                        Every result is judged by the conformance engine.
+#  test-vulkan-infer:    the inference ops in batches: operands at odd byte
+#                        offsets between guard bytes, strides, shared f16
+#                        end words, rope in place, get_rows' bad index;
+#                        judged against the scalar backend.
 #  test-vulkan-conform.sh: rayo-conform on the plugin with the validation
 #                        layer; zero validation messages required.
 #  test-vulkan-probe.sh: a missing loader and a missing driver give the
@@ -19,5 +23,10 @@ tests_test_vulkan_SOURCES = tests/test-vulkan.c tests/testutil.h
 tests_test_vulkan_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tests_test_vulkan_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_vulkan_LDADD = tools/conform/libconform.la core/librayo.la $(PTHREAD_LIBS) -lm
+check_PROGRAMS += tests/test-vulkan-infer
+tests_test_vulkan_infer_SOURCES = tests/test-vulkan-infer.c tests/testutil.h
+tests_test_vulkan_infer_CPPFLAGS = $(CONFORM_CPPFLAGS)
+tests_test_vulkan_infer_LDADD = tools/conform/libconform.la core/librayo.la -lm
 TESTS += tests/test-vulkan tests/test-vulkan-conform.sh tests/test-vulkan-probe.sh
+TESTS += tests/test-vulkan-infer
 endif

@@ -6,12 +6,15 @@
 VK_SHADER_FILES = \
 	shaders/common.glsl shaders/rmath.glsl shaders/eltwise.comp \
 	shaders/reduce.comp shaders/rows.comp shaders/matmul.comp \
-	shaders/gemv.comp shaders/transpose.comp shaders/matmul_coop.comp
+	shaders/gemv.comp shaders/transpose.comp shaders/matmul_coop.comp \
+	shaders/gemv_quant.comp shaders/attention.comp shaders/half.glsl \
+	shaders/infer_rows.comp
 VK_SHADER_TOOLS = plugins/vulkan/shaders.list plugins/vulkan/embed-shaders.sh
 
 EXTRA_DIST += $(VK_SHADER_FILES) $(VK_SHADER_TOOLS) \
 	plugins/vulkan/50-vulkan.conf plugins/vulkan/h100.sh \
-	plugins/vulkan/h100-torch.py doc/benchmarks-vulkan.md
+	plugins/vulkan/h100-torch.py doc/benchmarks-vulkan.md \
+	plugins/vulkan/h200-infer.sh plugins/vulkan/torch-infer.py
 
 if BUILD_VULKAN
 plugin_LTLIBRARIES += plugins/vulkan/rayo-vulkan.la
@@ -19,12 +22,12 @@ plugins_vulkan_rayo_vulkan_la_SOURCES = \
 	plugins/vulkan/vk-internal.h plugins/vulkan/vk-plugin.c \
 	plugins/vulkan/vk-loader.c plugins/vulkan/vk-memory.c \
 	plugins/vulkan/vk-pipelines.c plugins/vulkan/vk-submit.c \
-	plugins/vulkan/vk-ops.c
+	plugins/vulkan/vk-ops.c plugins/vulkan/vk-infer.c
 nodist_plugins_vulkan_rayo_vulkan_la_SOURCES = plugins/vulkan/vk-shaders.h
 plugins_vulkan_rayo_vulkan_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/plugins/vulkan
 plugins_vulkan_rayo_vulkan_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -fvisibility=hidden
 plugins_vulkan_rayo_vulkan_la_LDFLAGS = $(RAYO_MODULE_FLAGS)
-plugins_vulkan_rayo_vulkan_la_LIBADD = $(PTHREAD_LIBS)
+plugins_vulkan_rayo_vulkan_la_LIBADD = $(PTHREAD_LIBS) -lm
 confd_DATA += plugins/vulkan/50-vulkan.conf
 
 # benchmarks through the public API (plugins/vulkan/h100.sh runs them)

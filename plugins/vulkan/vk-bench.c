@@ -1,13 +1,20 @@
 /* vk-bench - benchmarks of the vulkan backend through rayo's public API.
  *
- *   vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise]
+ *   vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise | --gemv MxN |
+ *             --attention N]
  *
  * 1. sgemm on device buffers (one batch of several products, submit, wait),
  *    with a spot check of the result against a float64 dot product;
  * 2. elementwise ops on device buffers: GB/s counting bytes read + written;
  * 3. a batch of 10 chained elementwise ops (upload, 10 ops, one submit,
  *    read back) against 10 separate host-memory calls;
- * 4. the host round trip of add on 1024 floats (rayo_run_on "vulkan").
+ * 4. the host round trip of add on 1024 floats (rayo_run_on "vulkan");
+ * 5. (--gemv MxN only) gemv with weights in each dtype: GB/s counting the
+ *    bytes of A, x and y, cycling through copies of A that together exceed
+ *    the GPU's L2 cache, as decode streams each weight once;
+ * 6. (--attention N only) attention decode, 1 query of 32 heads against a
+ *    cache of N positions of 4 KV heads x 64, f32 and f16: GB/s counting
+ *    the bytes of K and V, cycling through 64 copies of the cache.
  * Times are medians of repeated runs after warm-up.  Speed is measured
  * here, never asserted: this program is not a test.
  */
@@ -299,11 +306,232 @@ static void bench_round_trip(rayo_context *ctx)
         fprintf(csv, "roundtrip_add_1024,%.2f\n", med * 1e6);
 }
 
+/* Row r of an m x n weight matrix in dtype dt: random values, with the
+ * scales of block formats set to moderate f16 values (random bytes there
+ * could be NaN or Inf). */
+static void fill_weights(rayo_dtype dt, unsigned char *row, size_t n, size_t row_bytes)
+{
+    for (size_t i = 0; i < row_bytes; i++)
+        row[i] = (unsigned char)(frand() * 128 + 128);
+    size_t bb = rayo_dtype_block_bytes(dt), at[2] = {0, 2}, count = 1;
+    if (dt == RAYO_DTYPE_Q4_K)
+        count = 2;
+    if (dt == RAYO_DTYPE_Q6_K)
+        at[0] = 208;
+    for (size_t i = 0; i < n && dt != RAYO_DTYPE_F32; i += rayo_dtype_block_elems(dt)) {
+        unsigned char *p = row + i / rayo_dtype_block_elems(dt) * bb;
+        float v = rayo_dtype_is_block(dt) ? 0.01f * (1.0f + frand() * 0.5f) : frand();
+        uint16_t h = dt == RAYO_DTYPE_BF16 ? rayo_f32_to_bf16(v) : rayo_f32_to_f16(v);
+        for (size_t c = 0; c < count; c++) {
+            p[at[c]] = (unsigned char)(h & 0xff);
+            p[at[c] + 1] = (unsigned char)(h >> 8);
+        }
+    }
+    if (dt == RAYO_DTYPE_F32)
+        for (size_t i = 0; i < n; i++) {
+            float v = frand();
+            memcpy(row + 4 * i, &v, 4);
+        }
+}
+
+/* Seconds per gemv: `reps` gemvs in one batch, cycling through the copies
+ * of A; the median of 7 batches. */
+static double time_gemv(rayo_context *ctx, rayo_batch_call *call, rayo_buffer **copies,
+                        int n_copies, int reps)
+{
+    double t[7];
+    for (int i = 0; i < 7; i++) {
+        rayo_batch *batch;
+        CHECK(rayo_batch_create(ctx, "vulkan", &batch));
+        for (int r = 0; r < reps; r++) {
+            call->a.buf = copies[r % n_copies];
+            CHECK(rayo_batch_record(batch, call));
+        }
+        double t0 = now();
+        CHECK(rayo_batch_submit(batch));
+        CHECK(rayo_batch_wait(batch, UINT64_MAX));
+        t[i] = (now() - t0) / reps;
+        rayo_batch_destroy(batch);
+    }
+    return median(t, 7);
+}
+
+/* The largest |y - ref| / sum |terms| over the first rows (a sanity check
+ * of the benchmarked call; rayo-conform checks the contract). */
+static double gemv_check(rayo_dtype dt, const unsigned char *a, size_t row_bytes, const float *x,
+                         size_t m, size_t n, rayo_buffer *y)
+{
+    size_t rows = m < 64 ? m : 64;
+    float *got = malloc(rows * sizeof *got), *row = malloc(n * sizeof *row);
+    if (!got || !row)
+        exit(1);
+    CHECK(rayo_buffer_read(y, 0, got, rows * sizeof *got));
+    double worst = 0;
+    for (size_t r = 0; r < rows; r++) {
+        rayo_dequantize_row(dt, a + r * row_bytes, row, n);
+        double ref = 0, mag = 0;
+        for (size_t i = 0; i < n; i++) {
+            ref += (double)row[i] * x[i];
+            mag += fabs((double)row[i] * x[i]);
+        }
+        double e = fabs(got[r] - ref) / (mag > 0 ? mag : 1);
+        worst = e > worst || e != e ? e : worst;
+    }
+    free(got);
+    free(row);
+    return worst;
+}
+
+static void bench_gemv(rayo_context *ctx, size_t m, size_t n)
+{
+    const rayo_dtype dts[] = {RAYO_DTYPE_F32, RAYO_DTYPE_F16, RAYO_DTYPE_BF16, RAYO_DTYPE_Q8_0,
+                              RAYO_DTYPE_Q6_K, RAYO_DTYPE_Q4_K, RAYO_DTYPE_Q4_0};
+    printf("\n== gemv y = A x on device buffers, A %zu x %zu (GB/s = bytes of A, x, y) ==\n", m, n);
+    printf("%-6s %10s %8s %10s %10s %12s\n", "dtype", "MB of A", "copies", "us", "GB/s", "max rel err");
+    float *x = malloc(n * sizeof *x);
+    if (!x)
+        exit(1);
+    fill(x, n);
+    rayo_buffer *bx = upload(ctx, x, n), *by = upload(ctx, NULL, m);
+    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
+        rayo_dtype dt = dts[di];
+        size_t row_bytes;
+        if (!rayo_dtype_row_bytes(dt, n, &row_bytes)) {
+            printf("%-6s n = %zu is not whole blocks\n", rayo_dtype_name(dt), n);
+            continue;
+        }
+        size_t bytes = row_bytes * m;
+        unsigned char *a = malloc(bytes);
+        if (!a)
+            exit(1);
+        for (size_t r = 0; r < m; r++)
+            fill_weights(dt, a + r * row_bytes, n, row_bytes);
+        /* copies of A: 512 MB in all, far past the L2 cache (at most 64) */
+        int n_copies = (int)((512u << 20) / bytes) + 1;
+        if (n_copies > 64)
+            n_copies = 64;
+        rayo_buffer **copies = malloc((size_t)n_copies * sizeof *copies);
+        if (!copies)
+            exit(1);
+        for (int c = 0; c < n_copies; c++) {
+            CHECK(rayo_buffer_create(ctx, "vulkan", bytes, &copies[c]));
+            CHECK(rayo_buffer_write(copies[c], 0, a, bytes));
+        }
+        rayo_batch_call call = {
+            .struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_GEMV,
+            .dtypes = RAYO_DTYPES(dt, RAYO_DTYPE_F32, RAYO_DTYPE_NONE, RAYO_DTYPE_F32),
+            .m = m, .n = n, .alpha = 1.0f, .beta = 0.0f, .a = {copies[0], 0}, .b = {bx, 0},
+            .y = {by, 0},
+        };
+        int reps = 4 * n_copies;
+        /* a second of work first: the clocks leave their idle state */
+        for (double t0 = now(); now() - t0 < 1.0;)
+            time_gemv(ctx, &call, copies, n_copies, reps);
+        double sec = time_gemv(ctx, &call, copies, n_copies, reps);
+        call.a.buf = copies[0];
+        rayo_batch *one;
+        CHECK(rayo_batch_create(ctx, "vulkan", &one));
+        CHECK(rayo_batch_record(one, &call));
+        CHECK(rayo_batch_submit(one));
+        CHECK(rayo_batch_wait(one, UINT64_MAX));
+        rayo_batch_destroy(one);
+        double err = gemv_check(dt, a, row_bytes, x, m, n, by);
+        double moved = (double)bytes + 4.0 * (n + m);
+        printf("%-6s %10.1f %8d %10.2f %10.1f %12.2e\n", rayo_dtype_name(dt), bytes / 1e6, n_copies,
+               sec * 1e6, moved / sec * 1e-9, err);
+        if (csv)
+            fprintf(csv, "gemv,%s,%zux%zu,%.3f,%.1f,%.2e\n", rayo_dtype_name(dt), m, n, sec * 1e6,
+                    moved / sec * 1e-9, err);
+        for (int c = 0; c < n_copies; c++)
+            rayo_buffer_destroy(copies[c]);
+        free(copies);
+        free(a);
+    }
+    rayo_buffer_destroy(bx);
+    rayo_buffer_destroy(by);
+    free(x);
+}
+
+/* Decode attention: seconds per call over 64 caches, and the bytes of K, V. */
+static void bench_attention(rayo_context *ctx, size_t n_kv)
+{
+    enum { HEADS = 32, KV_HEADS = 4, DIM = 64, COPIES = 64 };
+    printf("\n== attention decode on device buffers: 1 query, %d heads, %d KV heads x %d, cache %zu"
+           " (GB/s = bytes of K and V) ==\n", HEADS, KV_HEADS, DIM, n_kv);
+    printf("%-6s %10s %10s %10s\n", "cache", "MB of KV", "us", "GB/s");
+    size_t kv_elems = n_kv * KV_HEADS * DIM;
+    float *q = malloc(HEADS * DIM * sizeof *q), *kv = malloc(kv_elems * sizeof *kv);
+    uint16_t *kv16 = malloc(kv_elems * sizeof *kv16);
+    if (!q || !kv || !kv16)
+        exit(1);
+    fill(q, HEADS * DIM);
+    fill(kv, kv_elems);
+    for (size_t i = 0; i < kv_elems; i++)
+        kv16[i] = rayo_f32_to_f16(kv[i]);
+    rayo_buffer *bq = upload(ctx, q, HEADS * DIM), *bo = upload(ctx, NULL, HEADS * DIM);
+    const rayo_dtype dts[] = {RAYO_DTYPE_F32, RAYO_DTYPE_F16};
+    for (int di = 0; di < 2; di++) {
+        size_t bytes = kv_elems * (dts[di] == RAYO_DTYPE_F16 ? 2 : 4);
+        const void *src = dts[di] == RAYO_DTYPE_F16 ? (const void *)kv16 : (const void *)kv;
+        rayo_buffer *k[COPIES], *v[COPIES];
+        for (int c = 0; c < COPIES; c++) {
+            CHECK(rayo_buffer_create(ctx, "vulkan", bytes, &k[c]));
+            CHECK(rayo_buffer_create(ctx, "vulkan", bytes, &v[c]));
+            CHECK(rayo_buffer_write(k[c], 0, src, bytes));
+            CHECK(rayo_buffer_write(v[c], 0, src, bytes));
+        }
+        rayo_attention_params p = {
+            .struct_size = sizeof p, .flags = RAYO_ATTN_CAUSAL, .kv_dtype = dts[di], .n_q = 1,
+            .n_kv = n_kv, .n_heads = HEADS, .n_kv_heads = KV_HEADS, .head_dim = DIM,
+            .scale = 0.125f,
+        };
+        rayo_batch_call call = {
+            .struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_ATTENTION,
+            .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, dts[di], dts[di], RAYO_DTYPE_F32),
+            .m = 1, .n = DIM, .k = n_kv, .a = {bq, 0}, .y = {bo, 0}, .params = &p,
+        };
+        double t[7], warm = now();
+        for (int i = 0; i < 8; i++) {           /* the first: about a second of warm-up */
+            if (i == 1 && now() - warm < 1.0)
+                i = 0;
+            rayo_batch *batch;
+            CHECK(rayo_batch_create(ctx, "vulkan", &batch));
+            for (int r = 0; r < 4 * COPIES; r++) {
+                call.b.buf = k[r % COPIES];
+                call.c.buf = v[r % COPIES];
+                CHECK(rayo_batch_record(batch, &call));
+            }
+            double t0 = now();
+            CHECK(rayo_batch_submit(batch));
+            CHECK(rayo_batch_wait(batch, UINT64_MAX));
+            if (i)
+                t[i - 1] = (now() - t0) / (4 * COPIES);
+            rayo_batch_destroy(batch);
+        }
+        double sec = median(t, 7);
+        printf("%-6s %10.2f %10.2f %10.1f\n", rayo_dtype_name(dts[di]), 2.0 * bytes / 1e6, sec * 1e6,
+               2.0 * bytes / sec * 1e-9);
+        if (csv)
+            fprintf(csv, "attention_decode,%s,%zu,%.3f,%.1f\n", rayo_dtype_name(dts[di]), n_kv,
+                    sec * 1e6, 2.0 * bytes / sec * 1e-9);
+        for (int c = 0; c < COPIES; c++) {
+            rayo_buffer_destroy(k[c]);
+            rayo_buffer_destroy(v[c]);
+        }
+    }
+    rayo_buffer_destroy(bq);
+    rayo_buffer_destroy(bo);
+    free(q);
+    free(kv);
+    free(kv16);
+}
+
 int main(int argc, char **argv)
 {
     int quick = 0;
     size_t only_sgemm = 0;
     int only_elementwise = 0;
+    size_t gemv_m = 0, gemv_n = 0, attention_n = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
@@ -311,10 +539,16 @@ int main(int argc, char **argv)
             only_elementwise = 1;
         else if (!strcmp(argv[i], "--sgemm") && i + 1 < argc)
             only_sgemm = strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--gemv") && i + 1 < argc &&
+                 sscanf(argv[i + 1], "%zux%zu", &gemv_m, &gemv_n) == 2)
+            i++;
+        else if (!strcmp(argv[i], "--attention") && i + 1 < argc)
+            attention_n = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
             csv = fopen(argv[++i], "w");
         else {
-            fprintf(stderr, "usage: vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise]\n");
+            fprintf(stderr, "usage: vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise | "
+                    "--gemv MxN | --attention N]\n");
             return 2;
         }
     }
@@ -342,7 +576,11 @@ int main(int argc, char **argv)
         return 77;
     }
     printf("vk-bench: vulkan on %s\n", device);
-    if (only_elementwise) {
+    if (attention_n) {
+        bench_attention(ctx, attention_n);
+    } else if (gemv_m) {
+        bench_gemv(ctx, gemv_m, gemv_n);
+    } else if (only_elementwise) {
         bench_elementwise(ctx, quick);
     } else if (only_sgemm) {
         bench_sgemm(ctx, quick, only_sgemm);

@@ -221,20 +221,24 @@ rayo_status vk_pipeline_get(vk_state *s, uint32_t shader, const uint32_t *spec,
                             uint32_t spec_count, VkPipeline *out);
 
 /* ---- vk-submit.c ------------------------------------------------------------------- */
-/* An operand bound to a descriptor: the buffer range and the element offset
- * (in 4-byte words) of the operand inside that range. */
+/* An operand bound to a descriptor: the buffer range and the offset of the
+ * operand inside that range, in 4-byte words (rounded down) and in bytes
+ * (f16 and block operands may start at any even or any byte). */
 typedef struct vk_binding {
     VkBuffer buffer;
     VkDeviceSize offset, range;
-    uint32_t word_offset;
+    uint32_t word_offset, byte_offset;
 } vk_binding;
 
-/* The push constants of every shader (shaders/common.glsl). */
+/* The push constants of every shader (shaders/common.glsl); ext[]: more
+ * parameters of the shaders that need them (attention.comp). */
+#define VK_PUSH_EXT 16
 typedef struct vk_push {
     uint32_t n, m, k;
     uint32_t oa, ob, oc, oy;
     float alpha, beta;
     uint32_t flags, aux;
+    uint32_t ext[VK_PUSH_EXT];
 } vk_push;
 
 rayo_status vk_ctx_acquire(vk_state *s, vk_ctx **out);
@@ -254,17 +258,53 @@ void vk_ctx_release(vk_state *s, vk_ctx *cx);
 void vk_ctx_destroy_all(vk_state *s);
 /* Waits until every submission so far has completed. */
 rayo_status vk_queue_drain(vk_state *s);
-/* Binds bytes of buf starting at byte offset off; fails (UNSUPPORTED) when the
- * range exceeds what one descriptor can address. */
+/* Binds bytes of buf starting at byte offset off (any); fails (UNSUPPORTED)
+ * when the range exceeds what one descriptor can address. */
 rayo_status vk_bind(vk_state *s, const vk_buf *buf, VkDeviceSize off, VkDeviceSize bytes,
                     vk_binding *out);
 
 extern const rayo_memory_api vk_memory_api;
+
+/* The buffers of one dispatch. */
+typedef struct vk_operands {
+    vk_binding bind[VK_BINDINGS];
+    const vk_binding *use[VK_BINDINGS]; /* NULL where unused; [4]: scratch */
+} vk_operands;
 
 /* ---- vk-ops.c ------------------------------------------------------------------------ */
 /* Records one op on device buffers into cx (batches and host calls). */
 rayo_status vk_record(vk_state *s, vk_ctx *cx, const rayo_dev_call *call);
 extern const rayo_op_entry vk_op_table[];
 extern const size_t vk_op_count;
+
+/* ---- vk-infer.c ---------------------------------------------------------------------- */
+/* The op and dtype combinations of the inference shaders beyond the all-f32
+ * base ops (OP, A, B, C, Y as in RAYO_COMBO): entries of vk_op_table. */
+#define VK_INFER_COMBOS(X) \
+    X(GEMV, F16, F32, NONE, F32) X(GEMV, BF16, F32, NONE, F32) X(GEMV, Q8_0, F32, NONE, F32) \
+    X(GEMV, Q4_0, F32, NONE, F32) X(GEMV, Q4_K, F32, NONE, F32) X(GEMV, Q6_K, F32, NONE, F32) \
+    X(ATTENTION, F32, F32, F32, F32) X(ATTENTION, F32, F16, F16, F32) \
+    X(SWIGLU, F32, F32, NONE, F32) X(GEGLU, F32, F32, NONE, F32) \
+    X(GEGLU_TANH, F32, F32, NONE, F32) X(ROPE, F32, I32, NONE, F32) \
+    X(GET_ROWS, F32, I32, NONE, F32) X(GET_ROWS, F16, I32, NONE, F32) \
+    X(GET_ROWS, BF16, I32, NONE, F32) X(GET_ROWS, Q8_0, I32, NONE, F32) \
+    X(GET_ROWS, Q4_0, I32, NONE, F32) X(GET_ROWS, Q4_K, I32, NONE, F32) \
+    X(GET_ROWS, Q6_K, I32, NONE, F32) \
+    X(CONVERT, F32, NONE, NONE, F16) X(CONVERT, F16, NONE, NONE, F32) \
+    X(CONVERT, F32, NONE, NONE, BF16) X(CONVERT, BF16, NONE, NONE, F32) \
+    X(CONVERT, Q8_0, NONE, NONE, F32) X(CONVERT, Q4_0, NONE, NONE, F32) \
+    X(CONVERT, Q4_K, NONE, NONE, F32) X(CONVERT, Q6_K, NONE, NONE, F32)
+
+/* Whether vk_record_infer records this call (an inference op, or a base op
+ * with dtypes other than f32); those take row strides. */
+bool vk_infer_call(uint32_t op, uint32_t dtypes);
+/* Whether a rope or attention output of `span` elements has gaps (head or
+ * token strides); ldy is checked by the caller. */
+bool vk_infer_output_gaps(const rayo_call *call, size_t span);
+/* Checks of a host call that a batch cannot make (get_rows' indices). */
+rayo_status vk_check_host_call(vk_state *s, const rayo_call *call);
+/* Records a call that vk_infer_call accepts; operands already bound. */
+rayo_status vk_record_infer(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                            vk_operands *ops);
 
 #endif

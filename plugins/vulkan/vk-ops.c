@@ -29,14 +29,16 @@ static int signature_of(uint32_t op)
     return op < RAYO_OP_ID_LIMIT ? (int)op_signature[op] - 1 : -1;
 }
 
-/* The operand sizes of a call, in 4-byte words (0: operand unused). */
+/* The operand sizes of a call, in 4-byte words (0: operand unused) and in
+ * bytes (an f16 or block operand need not fill its last word). */
 typedef struct vk_shape {
     size_t a, b, c, y;
+    size_t bytes[4];
     bool y_read;                /* y is an input too */
 } vk_shape;
 
-/* The element counts of rayo-plugin.h in words, argmax's index being a
- * uint64 (2 words) on the device. */
+/* The element counts of rayo-plugin.h in bytes and words, argmax's index
+ * being a uint64 (2 words) on the device. */
 static rayo_status shape_of(const rayo_call *call, int sig, vk_shape *sh)
 {
     size_t count[4];
@@ -45,11 +47,18 @@ static rayo_status shape_of(const rayo_call *call, int sig, vk_shape *sh)
         return RAYO_E_UNSUPPORTED;
     if (rayo_operand_counts(call, sig, count) != 0)
         return RAYO_E_OVERFLOW;
-    sh->a = count[0];
-    sh->b = count[1];
-    sh->c = count[2];
-    sh->y = sig == RAYO_SIG_ARGREDUCE ? 2 : count[3];
-    sh->y_read = rayo_output_is_input(call, sig);
+    for (int i = 0; i < 4; i++)
+        if (!rayo_dtype_row_bytes(RAYO_DTYPE_OF(call->dtypes, i), count[i], &sh->bytes[i]))
+            return RAYO_E_INVALID;
+    if (sig == RAYO_SIG_ARGREDUCE)
+        sh->bytes[3] = 8;
+    sh->a = (sh->bytes[0] + 3) / 4;
+    sh->b = (sh->bytes[1] + 3) / 4;
+    sh->c = (sh->bytes[2] + 3) / 4;
+    sh->y = (sh->bytes[3] + 3) / 4;
+    /* an output with gaps (strides) is copied in too: the copy back must
+     * not write garbage into them */
+    sh->y_read = rayo_output_is_input(call, sig) || call->ldy || vk_infer_output_gaps(call, count[3]);
     return RAYO_OK;
 }
 
@@ -57,9 +66,12 @@ static rayo_status shape_of(const rayo_call *call, int sig, vk_shape *sh)
 static rayo_call shape_call(const rayo_dev_call *dc)
 {
     static const float given[1];
-    rayo_call c = {.struct_size = sizeof(rayo_call), .op = dc->op, .flags = dc->flags, .m = dc->m, .n = dc->n, .k = dc->k,
+    rayo_call c = {.struct_size = sizeof(rayo_call), .op = dc->op, .flags = dc->flags,
+                   .dtypes = dc->dtypes, .m = dc->m, .n = dc->n, .k = dc->k,
                    .alpha = dc->alpha, .beta = dc->beta, .a = dc->a.buf ? given : NULL,
-                   .b = dc->b.buf ? given : NULL, .c = dc->c.buf ? given : NULL};
+                   .b = dc->b.buf ? given : NULL, .c = dc->c.buf ? given : NULL,
+                   .lda = dc->lda, .ldb = dc->ldb, .ldc = dc->ldc, .ldy = dc->ldy,
+                   .params = dc->params};
     return c;
 }
 
@@ -68,11 +80,6 @@ static uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 static uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 
 /* ---- recording ------------------------------------------------------------------ */
-
-typedef struct vk_operands {
-    vk_binding bind[VK_BINDINGS];
-    const vk_binding *use[VK_BINDINGS]; /* NULL where unused; [4]: scratch */
-} vk_operands;
 
 static rayo_status bind_operands(vk_state *s, const rayo_dev_call *call, const vk_shape *sh,
                                  vk_operands *ops)
@@ -88,7 +95,7 @@ static rayo_status bind_operands(vk_state *s, const rayo_dev_call *call, const v
             s->host->set_error(s->host, "vulkan: operands of 2^32 elements or more are not supported");
             return RAYO_E_UNSUPPORTED;
         }
-        rayo_status st = vk_bind(s, src[i]->buf, src[i]->offset, words[i] * 4, &ops->bind[i]);
+        rayo_status st = vk_bind(s, src[i]->buf, src[i]->offset, sh->bytes[i], &ops->bind[i]);
         if (st != RAYO_OK)
             return st;
         if ((uint64_t)ops->bind[i].word_offset + words[i] > UINT32_MAX) {
@@ -394,10 +401,14 @@ rayo_status vk_record(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
         s->host->set_error(s->host, "vulkan: sizes beyond 2^32 are not supported");
         return RAYO_E_UNSUPPORTED;
     }
+    if (!vk_infer_call(call->op, call->dtypes) && (call->lda | call->ldb | call->ldc | call->ldy))
+        return RAYO_E_UNSUPPORTED; /* row strides: only the inference shaders take them */
     vk_operands ops;
     st = bind_operands(s, call, &sh, &ops);
     if (st != RAYO_OK)
         return st;
+    if (vk_infer_call(call->op, call->dtypes))
+        return vk_record_infer(s, cx, call, &ops);
     switch (sig) {
     case RAYO_SIG_BINARY:
     case RAYO_SIG_UNARY:
@@ -440,11 +451,10 @@ typedef struct vk_packing {
 static void pack(const rayo_call *call, const vk_shape *sh, vk_packing *pk)
 {
     const void *in[4] = {call->a, call->b, call->c, sh->y_read ? call->y : NULL};
-    const size_t words[4] = {sh->a, sh->b, sh->c, sh->y};
     VkDeviceSize at = 0;
     for (int i = 0; i < 4; i++) {
-        pk->src[i] = words[i] ? in[i] : NULL;
-        pk->bytes[i] = words[i] * 4;
+        pk->src[i] = sh->bytes[i] ? in[i] : NULL;
+        pk->bytes[i] = sh->bytes[i];
         pk->offset[i] = at;
         at += (pk->bytes[i] + PACK_ALIGN - 1) / PACK_ALIGN * PACK_ALIGN;
     }
@@ -499,8 +509,10 @@ static rayo_status host_call(vk_state *s, const rayo_call *call)
                 vk_ctx_copy(s, cx, stage, pk.offset[i], dev, pk.offset[i], pk.bytes[i]);
 
     rayo_dev_call dc = {
-        .op = call->op, .flags = call->flags, .m = call->m, .n = call->n, .k = call->k,
-        .alpha = call->alpha, .beta = call->beta,
+        .struct_size = sizeof dc, .op = call->op, .flags = call->flags, .dtypes = call->dtypes,
+        .m = call->m, .n = call->n, .k = call->k, .alpha = call->alpha, .beta = call->beta,
+        .lda = call->lda, .ldb = call->ldb, .ldc = call->ldc, .ldy = call->ldy,
+        .precision = call->precision, .params = call->params,
         .a = {sh.a ? dev : NULL, pk.offset[0]},
         .b = {sh.b ? dev : NULL, pk.offset[1]},
         .c = {sh.c ? dev : NULL, pk.offset[2]},
@@ -523,16 +535,20 @@ done:
 
 static rayo_status vk_kernel(void *state, const rayo_call *call)
 {
-    if (rayo_call_strided(call))
-        return RAYO_E_UNSUPPORTED; /* row strides: not on vulkan yet */
-    return host_call(state, call);
+    if (rayo_call_strided(call) && !vk_infer_call(call->op, call->dtypes))
+        return RAYO_E_UNSUPPORTED; /* row strides: only the inference shaders take them */
+    rayo_status st = vk_check_host_call(state, call);
+    return st != RAYO_OK ? st : host_call(state, call);
 }
 
+#define VK_COMBO_ENTRY(OP, A, B, C, Y) \
+    {RAYO_OP_##OP, RAYO_DTYPES(RAYO_DTYPE_##A, RAYO_DTYPE_##B, RAYO_DTYPE_##C, RAYO_DTYPE_##Y), vk_kernel},
 const rayo_op_entry vk_op_table[] = {
-#define RAYO_OPS_BASE_ONLY /* the inference ops fall through to other backends */
+#define RAYO_OPS_BASE_ONLY /* the f32 ops; the others are VK_INFER_COMBOS */
 #define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {RAYO_OP_##ENUM, 0, vk_kernel},
 #include "rayo-ops.h"
 #undef RAYO_OPS_BASE_ONLY
 #undef RAYO_OP
+    VK_INFER_COMBOS(VK_COMBO_ENTRY)
 };
 const size_t vk_op_count = sizeof vk_op_table / sizeof vk_op_table[0];

@@ -623,8 +623,10 @@ static void vk_fini(void *state)
 /* ---- the descriptor ----------------------------------------------------------- */
 #define RAYO_OPS_BASE_ONLY
 #define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) +1
+#define VK_COMBO_COUNT(OP, A, B, C, Y) +1
 enum { VK_OP_TABLE_SIZE = 0
 #include "rayo-ops.h"
+    VK_INFER_COMBOS(VK_COMBO_COUNT)
 };
 #undef RAYO_OP
 #undef RAYO_OPS_BASE_ONLY

@@ -160,7 +160,7 @@ rayo_status vk_bind(vk_state *s, const vk_buf *buf, VkDeviceSize off, VkDeviceSi
     if (range > s->props.limits.maxStorageBufferRange)
         range = s->props.limits.maxStorageBufferRange;
     range &= ~(VkDeviceSize)3;
-    if (off % 4 || abs_off + bytes > start + range || (abs_off - start) / 4 > UINT32_MAX) {
+    if (abs_off + bytes > start + range || (abs_off - start) / 4 > UINT32_MAX) {
         s->host->set_error(s->host, "vulkan: an operand of %llu bytes exceeds what a "
                            "storage buffer may address (%u bytes) on this device",
                            (unsigned long long)bytes, s->props.limits.maxStorageBufferRange);
@@ -170,6 +170,7 @@ rayo_status vk_bind(vk_state *s, const vk_buf *buf, VkDeviceSize off, VkDeviceSi
     out->offset = start;
     out->range = range;
     out->word_offset = (uint32_t)((abs_off - start) / 4);
+    out->byte_offset = (uint32_t)(abs_off - start);
     return RAYO_OK;
 }
 
@@ -482,8 +483,6 @@ static rayo_status mem_batch_record(void *state, void *batch, const rayo_dev_cal
     vk_ctx *cx = batch;
     if (cx->submitted)
         return RAYO_E_STATE;
-    if (call->lda | call->ldb | call->ldc | call->ldy)
-        return RAYO_E_UNSUPPORTED; /* row strides: not on vulkan yet */
     if (cx->error != RAYO_OK)
         return cx->error;
     rayo_status st = vk_record(state, cx, call);

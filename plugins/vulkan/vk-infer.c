@@ -1,0 +1,383 @@
+/* vk-infer.c - recording the inference shaders: gemv with half and
+ * quantized weights (shaders/gemv_quant.comp), attention
+ * (shaders/attention.comp), get_rows, rope and the gated units
+ * (shaders/infer_rows.comp).
+ *
+ * The calls reach here from vk_record with their operands bound; unlike the
+ * base ops they may have row strides, and their f16 and block operands may
+ * start at any even or any byte (the shaders take byte offsets).
+ */
+#include "vk-internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GEMV_WG 256u            /* invocations per workgroup */
+#define GEMV_ROWS 4u            /* rows per invocation (each unit's x reused) */
+#define MAX_GROUPS 65535u       /* the row loop covers the rest */
+/* lavapipe stops an invocation after 65,535 loop iterations: at most this
+ * many units (each a few short loops) per invocation on a CPU device */
+#define CPU_UNITS_MAX 2048u
+
+bool vk_infer_call(uint32_t op, uint32_t dtypes)
+{
+    return dtypes != 0 || op >= RAYO_OP_CONVERT;
+}
+
+bool vk_infer_output_gaps(const rayo_call *call, size_t span)
+{
+    const rayo_rope_params *rp = call->op == RAYO_OP_ROPE ? rayo_call_rope_params(call) : NULL;
+    const rayo_attention_params *ap =
+        call->op == RAYO_OP_ATTENTION ? rayo_call_attention_params(call) : NULL;
+    if (rp)
+        return span != call->m * rp->n_heads * rp->head_dim;
+    if (ap)
+        return span != ap->n_q * ap->n_heads * ap->head_dim;
+    return false;               /* the others: gaps only with ldy */
+}
+
+static rayo_status record(vk_state *s, vk_ctx *cx, uint32_t shader, const uint32_t *spec,
+                          uint32_t nspec, const vk_operands *ops, const vk_push *pc, uint32_t gx,
+                          uint32_t gy)
+{
+    VkPipeline p;
+    rayo_status st = vk_pipeline_get(s, shader, spec, nspec, &p);
+    return st != RAYO_OK ? st : vk_ctx_dispatch(s, cx, p, ops->use, pc, gx, gy, 1);
+}
+
+static uint32_t groups_of(size_t n) { return n < MAX_GROUPS ? (uint32_t)n : MAX_GROUPS; }
+
+static size_t or_dense(size_t stride, size_t dense) { return stride ? stride : dense; }
+
+/* Whether a binding's start (and extra byte offset) is 16-byte aligned. */
+static bool aligned16(const vk_binding *b, uint32_t byte_offset)
+{
+    return b->offset % 16 == 0 && byte_offset % 16 == 0;
+}
+
+/* Elements of A's row that one invocation takes as a unit (gemv_quant.comp). */
+static uint32_t gemv_unit(rayo_dtype dt)
+{
+    switch (dt) {
+    case RAYO_DTYPE_F16: case RAYO_DTYPE_BF16: return 16;
+    case RAYO_DTYPE_Q8_0: case RAYO_DTYPE_Q4_0: return 32;
+    default: return 64;
+    }
+}
+
+/* Rows each invocation takes (gemv_rows in [backend.vulkan]: 1, 2, 4, 8). */
+static uint32_t gemv_rows(const vk_state *s)
+{
+    const char *v = s->host->config(s->host, "gemv_rows");
+    if (v && (!strcmp(v, "1") || !strcmp(v, "2") || !strcmp(v, "4") || !strcmp(v, "8")))
+        return (uint32_t)atoi(v);
+    return GEMV_ROWS;
+}
+
+/* Invocations per row: a power of two near the row's units (one unit
+ * each), from a subgroup up to the workgroup; gemv_threads in
+ * [backend.vulkan] sets it (a power of two from the subgroup size to 256). */
+static uint32_t gemv_row_threads(const vk_state *s, size_t units)
+{
+    const char *v = s->host->config(s->host, "gemv_threads");
+    uint32_t t = s->subgroup_size, want = v ? (uint32_t)atoi(v) : 0;
+    if (want >= t && want <= GEMV_WG && (want & (want - 1)) == 0)
+        return want;
+    while (t < GEMV_WG && t < units)
+        t *= 2;
+    return t;
+}
+
+static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                                  const vk_operands *ops)
+{
+    rayo_dtype dt = RAYO_DTYPE_OF(call->dtypes, 0);
+    if (call->flags)
+        return RAYO_E_UNSUPPORTED; /* weights are never transposed (rayo.h) */
+    if (!s->subgroup_ok || s->subgroup_size > GEMV_WG) {
+        s->host->set_error(s->host, "vulkan: gemv with %s weights needs subgroup arithmetic",
+                           rayo_dtype_name(dt));
+        return RAYO_E_UNSUPPORTED;
+    }
+    /* m >= 1 here, and the core checked that A's span fits */
+    size_t ld = call->lda ? call->lda : call->n, row_bytes, a_bytes;
+    if (!rayo_dtype_row_bytes(dt, ld, &row_bytes) ||
+        !rayo_dtype_row_bytes(dt, (call->m - 1) * ld + call->n, &a_bytes) || row_bytes > UINT32_MAX)
+        return RAYO_E_UNSUPPORTED;  /* the binding holds less anyway */
+    uint32_t unit = gemv_unit(dt);
+    size_t units = (call->n + unit - 1) / unit;
+    uint32_t row_threads = gemv_row_threads(s, units);
+    if (s->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && units / row_threads >= CPU_UNITS_MAX) {
+        s->host->set_error(s->host, "vulkan: gemv rows of %zu elements are too long for a CPU device",
+                           call->n);
+        return RAYO_E_UNSUPPORTED;
+    }
+    const vk_binding *a = ops->use[0], *x = ops->use[1];
+    vk_push pc = {
+        .n = (uint32_t)call->n, .m = (uint32_t)call->m, .k = (uint32_t)row_bytes,
+        .oa = a->byte_offset, .ob = x->word_offset, .oy = ops->use[3]->word_offset,
+        .alpha = call->alpha, .beta = call->beta,
+        .aux = (uint32_t)((a->byte_offset + a_bytes - 1) / 4),
+    };
+    bool a_aligned = (dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16 || dt == RAYO_DTYPE_Q4_K) &&
+                     aligned16(a, a->byte_offset) && row_bytes % 16 == 0;
+    uint32_t rows = gemv_rows(s), per_group = GEMV_WG / row_threads * rows;
+    uint32_t spec[6] = {GEMV_WG, (uint32_t)dt, row_threads, a_aligned, aligned16(x, x->byte_offset),
+                        rows};
+    size_t groups = (call->m + per_group - 1) / per_group;
+    return record(s, cx, VK_SHADER_GEMV_QUANT, spec, 6, ops, &pc, groups_of(groups), 1);
+}
+
+/* ---- attention ------------------------------------------------------------------- */
+
+#define ATTN_TILE 128u          /* keys per tile: attention.comp's workgroup */
+#define ATTN_HEADS 8u           /* query heads per workgroup */
+#define ATTN_DMAX 256u          /* largest head_dim */
+#define ATTN_GROUPS 4096u       /* workgroups worth cutting a long cache into chunks for */
+#define ATTN_CPU_TILES 8u       /* tiles per chunk on a CPU device (lavapipe's loop limit) */
+
+
+/* The strides and sizes of attention.comp's push constants. */
+static rayo_status attention_push(const rayo_attention_params *p, vk_push *pc)
+{
+    size_t d = p->head_dim, group = p->n_heads / p->n_kv_heads;
+    size_t v[14] = {
+        p->n_heads, group,
+        or_dense(p->q_token, p->n_heads * d), or_dense(p->q_head, d),
+        or_dense(p->k_token, p->n_kv_heads * d), or_dense(p->k_head, d),
+        or_dense(p->v_token, p->n_kv_heads * d), or_dense(p->v_head, d),
+        or_dense(p->o_token, p->n_heads * d), or_dense(p->o_head, d),
+        0, 0, (group + ATTN_HEADS - 1) / ATTN_HEADS, 0,
+    };
+    v[13] = p->n_q * p->n_kv_heads * v[12];
+    for (int i = 0; i < 14; i++) {
+        if (v[i] > UINT32_MAX)
+            return RAYO_E_UNSUPPORTED;
+        pc->ext[i] = (uint32_t)v[i];
+    }
+    if (p->n_q > UINT32_MAX || p->n_kv > UINT32_MAX || p->n_q * p->n_heads > UINT32_MAX)
+        return RAYO_E_UNSUPPORTED;
+    pc->n = (uint32_t)d;
+    pc->m = (uint32_t)p->n_q;
+    pc->k = (uint32_t)p->n_kv;
+    pc->alpha = p->scale;
+    pc->flags = (p->flags & RAYO_ATTN_CAUSAL) ? 1u : 0u;
+    return RAYO_OK;
+}
+
+/* Chunks of the keys: enough workgroups for the device when there are few
+ * (token, head) items (decode), and short loops on a CPU device. */
+static uint32_t attention_chunks(const vk_state *s, size_t items, size_t n_kv, uint32_t *tiles)
+{
+    size_t all = (n_kv + ATTN_TILE - 1) / ATTN_TILE;
+    size_t chunks = (ATTN_GROUPS + items - 1) / items;
+    if (chunks > all)
+        chunks = all;
+    if (s->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && chunks < (all + ATTN_CPU_TILES - 1) / ATTN_CPU_TILES)
+        chunks = (all + ATTN_CPU_TILES - 1) / ATTN_CPU_TILES;
+    if (chunks > MAX_GROUPS)
+        chunks = MAX_GROUPS;
+    *tiles = (uint32_t)((all + chunks - 1) / chunks);
+    return (uint32_t)((all + *tiles - 1) / *tiles);
+}
+
+static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                                 vk_operands *ops)
+{
+    const rayo_attention_params *p = call->params; /* checked by shape_of */
+    rayo_dtype kv = RAYO_DTYPE_OF(call->dtypes, 1);
+    if (!s->f64 || p->head_dim > ATTN_DMAX) {
+        s->host->set_error(s->host, "vulkan: attention needs shaderFloat64 and head_dim <= %u",
+                           ATTN_DMAX);
+        return RAYO_E_UNSUPPORTED;
+    }
+    vk_push pc;
+    memset(&pc, 0, sizeof pc);
+    if (attention_push(p, &pc) != RAYO_OK)
+        return RAYO_E_UNSUPPORTED;
+    bool f16 = kv == RAYO_DTYPE_F16;
+    pc.oa = ops->use[0]->word_offset;
+    pc.ob = f16 ? ops->use[1]->byte_offset / 2 : ops->use[1]->word_offset;
+    pc.oc = f16 ? ops->use[2]->byte_offset / 2 : ops->use[2]->word_offset;
+    pc.oy = ops->use[3]->word_offset;
+    uint32_t tiles, items = pc.ext[13];
+    uint32_t chunks = attention_chunks(s, items, p->n_kv, &tiles);
+    pc.ext[10] = chunks;
+    pc.ext[11] = tiles;
+    uint32_t spec[3] = {ATTN_TILE, f16, 0};
+    if (chunks == 1) {
+        pc.flags |= 2u;
+        return record(s, cx, VK_SHADER_ATTENTION, spec, 3, ops, &pc, 1, groups_of(items));
+    }
+    VkDeviceSize bytes = (VkDeviceSize)p->n_q * p->n_heads * chunks * (p->head_dim + 2) * 8;
+    vk_buf *scratch;
+    rayo_status st = vk_ctx_temp(s, cx, &s->device_pool, bytes, &scratch);
+    if (st == RAYO_OK)
+        st = vk_bind(s, scratch, 0, bytes, &ops->bind[4]);
+    if (st != RAYO_OK)
+        return st;
+    ops->use[4] = &ops->bind[4];
+    pc.aux = ops->bind[4].word_offset;
+    st = record(s, cx, VK_SHADER_ATTENTION, spec, 3, ops, &pc, chunks, groups_of(items));
+    spec[2] = 1;
+    if (st == RAYO_OK)
+        st = record(s, cx, VK_SHADER_ATTENTION, spec, 3, ops, &pc, groups_of(p->n_q * p->n_heads), 1);
+    return st;
+}
+
+/* ---- row ops: gated units, get_rows, rope (infer_rows.comp) --------------------------- */
+
+#define ROWS_WG 128u
+
+#define CONVERT_CHUNK 4096u     /* infer_rows.comp's CHUNK */
+
+static rayo_status rec_rows_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                               const vk_operands *ops, vk_push *pc, uint32_t dtype)
+{
+    pc->n = (uint32_t)call->n;
+    pc->m = (uint32_t)call->m;
+    pc->k = (uint32_t)call->k;
+    pc->ob = ops->use[1] ? ops->use[1]->word_offset : 0;
+    pc->oy = ops->use[3]->word_offset;
+    uint32_t spec[3] = {ROWS_WG, call->op, dtype};
+    return record(s, cx, VK_SHADER_INFER_ROWS, spec, 3, ops, pc, groups_of(call->m), 1);
+}
+
+/* convert: chunks of CONVERT_CHUNK elements (to f32) or output words (to
+ * halves) as the rows; offsets of x and y in bytes. */
+static rayo_status rec_convert(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                               const vk_operands *ops)
+{
+    rayo_dtype from = RAYO_DTYPE_OF(call->dtypes, 0), to = RAYO_DTYPE_OF(call->dtypes, 3);
+    size_t chunk_bytes = 0, words = (ops->use[3]->byte_offset % 4 + 2 * call->n + 3) / 4;
+    if (to != RAYO_DTYPE_F32 && (from != RAYO_DTYPE_F32 || (to != RAYO_DTYPE_F16 && to != RAYO_DTYPE_BF16)))
+        return RAYO_E_UNSUPPORTED;  /* quantizing: on the CPU backends */
+    rayo_dtype_row_bytes(from, CONVERT_CHUNK, &chunk_bytes);
+    size_t rows = to == RAYO_DTYPE_F32 ? (call->n + CONVERT_CHUNK - 1) / CONVERT_CHUNK
+                                       : (words + CONVERT_CHUNK - 1) / CONVERT_CHUNK;
+    vk_push pc;
+    memset(&pc, 0, sizeof pc);
+    pc.n = (uint32_t)call->n;
+    pc.m = (uint32_t)rows;
+    pc.oa = ops->use[0]->byte_offset;
+    pc.oy = ops->use[3]->byte_offset;
+    pc.ext[0] = (uint32_t)chunk_bytes;
+    uint32_t spec[4] = {ROWS_WG, RAYO_OP_CONVERT, from, to};
+    return record(s, cx, VK_SHADER_INFER_ROWS, spec, 4, ops, &pc, groups_of(rows), 1);
+}
+
+static rayo_status set_strides(vk_push *pc, size_t lda, size_t ldb, size_t ldy)
+{
+    if (lda > UINT32_MAX || ldb > UINT32_MAX || ldy > UINT32_MAX)
+        return RAYO_E_UNSUPPORTED;
+    pc->ext[0] = (uint32_t)lda;
+    pc->ext[1] = (uint32_t)ldb;
+    pc->ext[2] = (uint32_t)ldy;
+    return RAYO_OK;
+}
+
+static rayo_status rec_glu(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, const vk_operands *ops)
+{
+    vk_push pc;
+    memset(&pc, 0, sizeof pc);
+    if (set_strides(&pc, or_dense(call->lda, call->n), or_dense(call->ldb, call->n),
+                    or_dense(call->ldy, call->n)) != RAYO_OK)
+        return RAYO_E_UNSUPPORTED;
+    pc.oa = ops->use[0]->word_offset;
+    return rec_rows_op(s, cx, call, ops, &pc, 0);
+}
+
+static rayo_status rec_get_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                                const vk_operands *ops)
+{
+    rayo_dtype dt = RAYO_DTYPE_OF(call->dtypes, 0);
+    size_t row_bytes;
+    vk_push pc;
+    memset(&pc, 0, sizeof pc);
+    if (!rayo_dtype_row_bytes(dt, or_dense(call->lda, call->n), &row_bytes) ||
+        set_strides(&pc, row_bytes, 0, or_dense(call->ldy, call->n)) != RAYO_OK)
+        return RAYO_E_UNSUPPORTED;
+    pc.oa = ops->use[0]->byte_offset;
+    return rec_rows_op(s, cx, call, ops, &pc, dt);
+}
+
+/* freq_scale * freq_base^(-2i / rot_dims) in double, for i < rot_dims / 2,
+ * in a host-visible temporary bound as s (the shader reads a few doubles). */
+static rayo_status rope_frequencies(vk_state *s, vk_ctx *cx, const rayo_rope_params *p, size_t rot,
+                                    vk_operands *ops)
+{
+    VkDeviceSize bytes = (VkDeviceSize)(rot / 2 + 1) * sizeof(double);
+    vk_buf *table;
+    rayo_status st = vk_ctx_temp(s, cx, &s->staging_pool, bytes, &table);
+    if (st == RAYO_OK)
+        st = vk_bind(s, table, 0, bytes, &ops->bind[4]);
+    if (st != RAYO_OK)
+        return st;
+    double *f = vk_buf_map(table);
+    for (size_t i = 0; i < rot / 2; i++)
+        f[i] = (double)p->freq_scale * pow((double)p->freq_base, -2.0 * (double)i / (double)rot);
+    ops->use[4] = &ops->bind[4];
+    return RAYO_OK;
+}
+
+static rayo_status rec_rope(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, vk_operands *ops)
+{
+    const rayo_rope_params *p = call->params; /* checked by shape_of */
+    size_t rot = p->rot_dims ? p->rot_dims : p->head_dim, d = p->head_dim;
+    if (rot % 2 || rot > d || (p->mode != RAYO_ROPE_NORM && p->mode != RAYO_ROPE_NEOX))
+        return RAYO_E_INVALID;
+    if (p->n_heads == 0 || d == 0)
+        return RAYO_OK;
+    vk_push pc;
+    memset(&pc, 0, sizeof pc);
+    size_t v[6] = {p->n_heads, d, rot, p->mode, or_dense(p->head_stride_x, d), or_dense(p->head_stride_y, d)};
+    if (set_strides(&pc, or_dense(call->lda, p->n_heads * d), 0, or_dense(call->ldy, p->n_heads * d)) != RAYO_OK ||
+        p->n_heads * d > UINT32_MAX)
+        return RAYO_E_UNSUPPORTED;
+    for (int i = 0; i < 6; i++)
+        pc.ext[3 + i] = (uint32_t)v[i];
+    rayo_status st = rope_frequencies(s, cx, p, rot, ops);
+    if (st != RAYO_OK)
+        return st;
+    pc.oa = ops->use[0]->word_offset;
+    pc.aux = ops->use[4]->word_offset;
+    return rec_rows_op(s, cx, call, ops, &pc, 0);
+}
+
+rayo_status vk_check_host_call(vk_state *s, const rayo_call *call)
+{
+    if (call->op != RAYO_OP_GET_ROWS)
+        return RAYO_OK;
+    const int32_t *idx = call->b;
+    for (size_t r = 0; r < call->m; r++)
+        if (idx[r] < 0 || (size_t)idx[r] >= call->k) {
+            s->host->set_error(s->host, "get_rows: index %d of row %zu is outside the table's %zu rows",
+                               (int)idx[r], r, call->k);
+            return RAYO_E_INVALID;
+        }
+    return RAYO_OK;
+}
+
+rayo_status vk_record_infer(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                            vk_operands *ops)
+{
+    switch (call->op) {
+    case RAYO_OP_CONVERT:
+        return rec_convert(s, cx, call, ops);
+    case RAYO_OP_SWIGLU:
+    case RAYO_OP_GEGLU:
+    case RAYO_OP_GEGLU_TANH:
+        return rec_glu(s, cx, call, ops);
+    case RAYO_OP_GET_ROWS:
+        return rec_get_rows(s, cx, call, ops);
+    case RAYO_OP_ROPE:
+        return rec_rope(s, cx, call, ops);
+    case RAYO_OP_GEMV:
+        return rec_gemv_quant(s, cx, call, ops);
+    case RAYO_OP_ATTENTION:
+        return rec_attention(s, cx, call, ops);
+    default:
+        return RAYO_E_UNSUPPORTED;
+    }
+}

@@ -1,0 +1,253 @@
+#version 450
+// infer_rows.comp - the row ops of a decoder layer: the gated units
+// (swiglu, geglu, geglu_tanh), get_rows (embedding lookup, any dtype to
+// f32, bit-exact), rope, and convert (f32 <-> f16 / bf16, blocks -> f32,
+// bit-exact).  A workgroup per row (GLU, get_rows: an output row; rope: a
+// token; convert: a chunk of CHUNK elements), invocations across its
+// elements; rows past the grid are taken in a loop.
+//
+// Push constants (vk_push): n, m, k as in rayo_call; oa, ob, oy: offsets
+// of a, b, y (a of get_rows in bytes); ext[0..2]: row strides of a, b, y
+// (elements; rope: token strides of x and y); rope: ext[3] n_heads,
+// ext[4] head_dim, ext[5] rot_dims, ext[6] mode, ext[7..8] head strides of
+// x and y, aux: word offset of the inverse frequencies (doubles) in s.
+
+#extension GL_GOOGLE_include_directive : require
+#include "rmath.glsl"
+#include "half.glsl"
+
+layout(std430, set = 0, binding = 0) readonly buffer BufA { uint a_data[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufB { uint b_data[]; };
+layout(std430, set = 0, binding = 3) buffer BufY { uint y_data[]; };
+layout(std430, set = 0, binding = 4) readonly buffer BufS { uint s_data[]; };
+
+layout(push_constant) uniform PushConstants {
+    uint n, m, k;
+    uint oa, ob, oc, oy;
+    float alpha, beta;
+    uint flags, aux;
+    uint lda, ldb, ldy, n_heads, head_dim, rot_dims, mode, head_x, head_y;
+} pc;
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint OP = 94u;    // rayo_op
+layout(constant_id = 2) const uint DTYPE = 0u;  // get_rows: the table's dtype; convert: x's
+layout(constant_id = 3) const uint YDTYPE = 0u; // convert: y's dtype
+
+const uint WG = gl_WorkGroupSize.x;
+const uint SWIGLU = 94u, GEGLU = 95u, GEGLU_TANH = 96u, CONVERT = 90u, GET_ROWS = 91u, ROPE = 92u;
+const uint CHUNK = 4096u;       // convert: elements per workgroup row (a multiple of 256)
+const uint F32 = 0u, F16 = 1u, BF16 = 2u, Q8_0 = 8u, Q4_0 = 9u, Q4_K = 10u, Q6_K = 11u;
+
+float a_float(uint i) { return uintBitsToFloat(a_data[i]); }
+void put(uint i, float v) { y_data[i] = floatBitsToUint(v); }
+
+// ---- gated units ---------------------------------------------------------------
+
+void glu_row(uint r)
+{
+    for (uint j = gl_LocalInvocationID.x; j < pc.n; j += WG) {
+        float g = a_float(pc.oa + r * pc.lda + j);
+        float u = uintBitsToFloat(b_data[pc.ob + r * pc.ldb + j]);
+        float f = OP == SWIGLU ? r_silu(g) : OP == GEGLU ? r_gelu(g) : r_gelu_tanh(g);
+        put(pc.oy + r * pc.ldy + j, f * u);
+    }
+}
+
+// ---- get_rows: the value of element e of a table row, as rayo-dtype.h
+// computes it (the same float operations: `precise` forbids contraction) ----
+
+uint byte_at(uint at) { return (a_data[at >> 2u] >> (8u * (at & 3u))) & 0xffu; }
+uint half_at(uint at) { return byte_at(at) | (byte_at(at + 1u) << 8u); }
+int sbyte_at(uint at) { return int(byte_at(at) << 24u) >> 24; }
+
+float q4_k_value(uint blk, uint i)
+{
+    uint s = i / 32u, l = i % 32u, sc, mn;
+    if (s < 4u) {
+        sc = byte_at(blk + 4u + s) & 63u;
+        mn = byte_at(blk + 8u + s) & 63u;
+    } else {
+        sc = (byte_at(blk + 8u + s) & 15u) | ((byte_at(blk + s) >> 6u) << 4u);
+        mn = (byte_at(blk + 8u + s) >> 4u) | ((byte_at(blk + 4u + s) >> 6u) << 4u);
+    }
+    uint q = (byte_at(blk + 16u + 32u * (s / 2u) + l) >> (4u * (s & 1u))) & 15u;
+    precise float ds = f16_value(half_at(blk)) * float(sc);
+    precise float ms = f16_value(half_at(blk + 2u)) * float(mn);
+    precise float y = ds * float(q) - ms;
+    return y;
+}
+
+float q6_k_value(uint blk, uint i)
+{
+    uint h = i / 128u, k = (i % 128u) / 32u, l = i % 32u;
+    uint low = (byte_at(blk + 64u * h + 32u * (k & 1u) + l) >> (4u * (k >> 1u))) & 15u;
+    uint high = (byte_at(blk + 128u + 32u * h + l) >> (2u * k)) & 3u;
+    precise float ds = f16_value(half_at(blk + 208u)) * float(sbyte_at(blk + 192u + i / 16u));
+    precise float y = ds * float(int(low | (high << 4u)) - 32);
+    return y;
+}
+
+float table_value(uint row_at, uint e)
+{
+    if (DTYPE == F32) return uintBitsToFloat(a_data[(row_at >> 2u) + e]);
+    if (DTYPE == F16) return f16_value(half_at(row_at + 2u * e));
+    if (DTYPE == BF16) return uintBitsToFloat(half_at(row_at + 2u * e) << 16u);
+    if (DTYPE == Q8_0) {
+        uint blk = row_at + 34u * (e / 32u);
+        precise float y = float(sbyte_at(blk + 2u + e % 32u)) * f16_value(half_at(blk));
+        return y;
+    }
+    if (DTYPE == Q4_0) {
+        uint blk = row_at + 18u * (e / 32u), j = e % 32u;
+        uint q = j < 16u ? byte_at(blk + 2u + j) & 15u : byte_at(blk + 2u + j - 16u) >> 4u;
+        precise float y = float(int(q) - 8) * f16_value(half_at(blk));
+        return y;
+    }
+    if (DTYPE == Q4_K) return q4_k_value(row_at + 144u * (e / 256u), e % 256u);
+    return q6_k_value(row_at + 210u * (e / 256u), e % 256u);
+}
+
+// Row r of y = table row idx[r]; an index outside [0, k) (a batch: the
+// host checks host calls) gives a row of NaN.  pc.lda: table row bytes.
+void get_row(uint r)
+{
+    int idx = int(b_data[pc.ob + r]);
+    bool ok = idx >= 0 && uint(idx) < pc.k;
+    uint row_at = pc.oa + uint(ok ? idx : 0) * pc.lda;
+    for (uint j = gl_LocalInvocationID.x; j < pc.n; j += WG)
+        put(pc.oy + r * pc.ldy + j, ok ? table_value(row_at, j) : uintBitsToFloat(0x7fc00000u));
+}
+
+// ---- convert -----------------------------------------------------------------------
+// Bits in, bits out: a float32 subnormal is never an operand of float
+// arithmetic, so a device that flushes them still converts them exactly.
+
+// m / 2^shift rounded to nearest, ties to even (1 <= shift <= 31).
+uint shift_round_even(uint m, uint shift)
+{
+    uint q = m >> shift, rem = m & ((1u << shift) - 1u), half_way = 1u << (shift - 1u);
+    return q + ((rem > half_way || (rem == half_way && (q & 1u) != 0u)) ? 1u : 0u);
+}
+
+// rayo_f32_to_f16 of rayo-dtype.h, on the bits.
+uint f16_bits(uint u)
+{
+    uint sign = (u >> 16u) & 0x8000u, a = u & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return sign | 0x7e00u | ((a >> 13u) & 0x3ffu);
+    if (a >= 0x477ff000u)
+        return sign | 0x7c00u;
+    if (a < 0x38800000u) {
+        uint e = max(a >> 23u, 1u);
+        uint m = (a & 0x7fffffu) | ((a >> 23u) != 0u ? 0x800000u : 0u);
+        uint shift = 126u - e;
+        return shift > 24u ? sign : sign | shift_round_even(m, shift);
+    }
+    uint r = a + 0x0fffu + ((a >> 13u) & 1u);
+    return sign | ((r - 0x38000000u) >> 13u);
+}
+
+uint bf16_bits(uint u)
+{
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return ((u >> 16u) | 0x40u) & 0xffffu;
+    return ((u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u) & 0xffffu;
+}
+
+// Output word w of y (pc.oy: y's byte offset, even) from x's element bits;
+// a word y shares with its neighbours (first or last) is updated half by
+// half with atomics, so their bytes stay as they were.
+void to_half_word(uint w)
+{
+    uint bits = 0u, mask = 0u;
+    for (uint h = 0u; h < 2u; h++) {
+        int e = (int(4u * w + 2u * h) - int(pc.oy)) / 2;
+        if (e < 0 || uint(e) >= pc.n)
+            continue;
+        uint u = a_data[pc.oa / 4u + uint(e)];
+        bits |= (YDTYPE == F16 ? f16_bits(u) : bf16_bits(u)) << (16u * h);
+        mask |= 0xffffu << (16u * h);
+    }
+    if (mask == 0xffffffffu) {
+        y_data[w] = bits;
+    } else if (mask != 0u) {
+        atomicAnd(y_data[w], ~mask);
+        atomicOr(y_data[w], bits);
+    }
+}
+
+void convert_chunk(uint r)
+{
+    if (YDTYPE == F32) {        // pc.lda: bytes of CHUNK elements of x
+        uint e0 = r * CHUNK, count = min(CHUNK, pc.n - e0);
+        for (uint j = gl_LocalInvocationID.x; j < count; j += WG) {
+            uint e = e0 + j;
+            uint bits = DTYPE == BF16 ? half_at(pc.oa + 2u * e) << 16u
+                                      : floatBitsToUint(table_value(pc.oa + r * pc.lda, j));
+            y_data[pc.oy / 4u + e] = bits;
+        }
+        return;
+    }
+    uint first = pc.oy / 4u, last = (pc.oy + 2u * pc.n - 1u) / 4u;  // words of y
+    for (uint w = first + r * CHUNK + gl_LocalInvocationID.x; w <= min(last, first + r * CHUNK + CHUNK - 1u);
+         w += WG)
+        to_half_word(w);
+}
+
+// ---- rope ------------------------------------------------------------------------
+
+// cos and sin of theta (double) to float accuracy: the quadrant from
+// theta / (pi/2) in double (pi/2 in two parts), then Taylor series on
+// |r| <= pi/4 in double.
+void cos_sin(double theta, out double c, out double s)
+{
+    const double HALF_PI_HI = 1.5707963267948966LF, HALF_PI_LO = 6.123233995736766e-17LF;
+    double kq = floor(theta / HALF_PI_HI + 0.5LF);
+    double r = (theta - kq * HALF_PI_HI) - kq * HALF_PI_LO;
+    double r2 = r * r;
+    double sr = r * (1.0LF + r2 * (-1.0LF / 6.0LF + r2 * (1.0LF / 120.0LF + r2 * (-1.0LF / 5040.0LF +
+                r2 * (1.0LF / 362880.0LF + r2 * (-1.0LF / 39916800.0LF))))));
+    double cr = 1.0LF + r2 * (-0.5LF + r2 * (1.0LF / 24.0LF + r2 * (-1.0LF / 720.0LF +
+                r2 * (1.0LF / 40320.0LF + r2 * (-1.0LF / 3628800.0LF)))));
+    int q = int(kq - 4.0LF * floor(kq / 4.0LF));    // kq mod 4
+    c = q == 0 ? cr : q == 1 ? -sr : q == 2 ? -cr : sr;
+    s = q == 0 ? sr : q == 1 ? cr : q == 2 ? -sr : -cr;
+}
+
+double inv_freq(uint i) { return packDouble2x32(uvec2(s_data[pc.aux + 2u * i], s_data[pc.aux + 2u * i + 1u])); }
+
+void rope_token(uint t)
+{
+    double pos = double(int(b_data[pc.ob + t]));
+    uint half_rot = pc.rot_dims / 2u, per_head = pc.head_dim - half_rot;
+    // per head: half_rot pairs, then head_dim - rot_dims copied dimensions
+    for (uint e = gl_LocalInvocationID.x; e < pc.n_heads * per_head; e += WG) {
+        uint h = e / per_head, i = e % per_head;
+        uint x0 = pc.oa + t * pc.lda + h * pc.head_x, y0 = pc.oy + t * pc.ldy + h * pc.head_y;
+        if (i >= half_rot) {
+            uint d = pc.rot_dims + (i - half_rot);
+            put(y0 + d, a_float(x0 + d));
+            continue;
+        }
+        uint iu = pc.mode == 1u ? i : 2u * i, iv = pc.mode == 1u ? i + half_rot : 2u * i + 1u;
+        double u = double(a_float(x0 + iu)), v = double(a_float(x0 + iv)), c, s;
+        cos_sin(pos * inv_freq(i), c, s);
+        put(y0 + iu, float(u * c - v * s));
+        put(y0 + iv, float(u * s + v * c));
+    }
+}
+
+void main()
+{
+    for (uint r = gl_WorkGroupID.x; r < pc.m; r += gl_NumWorkGroups.x) {
+        if (OP == CONVERT)
+            convert_chunk(r);
+        else if (OP == ROPE)
+            rope_token(r);
+        else if (OP == GET_ROWS)
+            get_row(r);
+        else
+            glu_row(r);
+    }
+}

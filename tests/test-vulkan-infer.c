@@ -1,0 +1,372 @@
+/* test-vulkan-infer - the vulkan backend's inference ops in batches on
+ * device buffers: what rayo-conform (host calls, packed operands) does not
+ * reach.  Operands sit at odd byte offsets and between guard bytes, rows
+ * have strides, f16 outputs share their end words with neighbours, rope
+ * runs in place, get_rows meets a bad index.  Each result is compared with
+ * the scalar backend's result of the same call on host copies (rayo-conform
+ * checks that one against float64): bit for bit for the exact ops, within
+ * a few times the op's contract for the others.  Inputs are fresh random
+ * numbers (RAYO_CONFORM_SEED repeats a run).  SKIP (77) where vulkan is
+ * unusable.
+ */
+#include "testutil.h"
+#include "conform.h"
+
+#include <math.h>
+
+#define SETTINGS "[plugins]\nallow = scalar, vulkan\n[dispatch]\norder = vulkan\n"
+#define GUARD 0xa5
+
+static rayo_context *ctx;
+static conform_rng rng;
+
+/* A device buffer holding `before` guard bytes, data, and 64 guard bytes. */
+static rayo_buffer *upload(const void *data, size_t bytes, size_t before)
+{
+    size_t total = before + bytes + 64;
+    unsigned char *img = malloc(total);
+    rayo_buffer *b = NULL;
+    CHECK(img != NULL, "out of memory");
+    memset(img, GUARD, total);
+    if (data)
+        memcpy(img + before, data, bytes);
+    CHECK(rayo_buffer_create(ctx, "vulkan", total, &b) == RAYO_OK, "buffer: %s", rayo_last_error());
+    CHECK(rayo_buffer_write(b, 0, img, total) == RAYO_OK, "write: %s", rayo_last_error());
+    free(img);
+    return b;
+}
+
+/* The buffer's whole contents (before + bytes + 64 guard bytes). */
+static unsigned char *download(rayo_buffer *b, size_t bytes, size_t before)
+{
+    unsigned char *img = malloc(before + bytes + 64);
+    CHECK(rayo_buffer_read(b, 0, img, before + bytes + 64) == RAYO_OK, "read: %s", rayo_last_error());
+    return img;
+}
+
+static void expect_guards(const unsigned char *img, size_t bytes, size_t before, const char *what)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < before; i++)
+        bad += img[i] != GUARD;
+    for (size_t i = before + bytes; i < before + bytes + 64; i++)
+        bad += img[i] != GUARD;
+    CHECK(bad == 0, "%s: %zu guard bytes around the output changed", what, bad);
+}
+
+static rayo_status run_one(const rayo_batch_call *call)
+{
+    return test_run_batch(ctx, "vulkan", call, 1);
+}
+
+/* The scalar backend's y for the host form of a batch call. */
+static void scalar_result(const rayo_batch_call *bc, const void *a, const void *b, const void *c,
+                          void *y)
+{
+    rayo_call call = {
+        .struct_size = sizeof call, .op = bc->op, .flags = bc->flags, .dtypes = bc->dtypes,
+        .m = bc->m, .n = bc->n, .k = bc->k, .alpha = bc->alpha, .beta = bc->beta,
+        .a = a, .b = b, .c = c, .y = y, .lda = bc->lda, .ldb = bc->ldb, .ldc = bc->ldc,
+        .ldy = bc->ldy, .params = bc->params,
+    };
+    rayo_status st = rayo_run_on(ctx, "scalar", &call);
+    CHECK(st == RAYO_OK, "scalar reference: %s", rayo_last_error());
+}
+
+static void fill_floats(float *p, size_t n) { conform_fill_uniform(&rng, p, n, -1, 1); }
+
+/* ---- gemv ------------------------------------------------------------------------ */
+
+/* y = 1.5 A x + 0.5 y, A (m x n, row stride lda) at byte `off` of its buffer. */
+static void test_gemv(rayo_dtype dt, size_t m, size_t n, size_t lda, size_t off, size_t x_off)
+{
+    size_t row_bytes = 0, a_bytes;
+    rayo_dtype_row_bytes(dt, lda, &row_bytes);
+    a_bytes = row_bytes * m;
+    unsigned char *a = malloc(a_bytes);
+    float *x = malloc(n * 4), *y = malloc(m * 4), *ref = malloc(m * 4), *row = malloc(lda * 4);
+    for (size_t r = 0; r < m; r++)
+        conform_fill_row(&rng, dt, a + r * row_bytes, lda, -1, 1);
+    fill_floats(x, n);
+    fill_floats(y, m);
+    memcpy(ref, y, m * 4);
+    rayo_buffer *ba = upload(a, a_bytes, off), *bx = upload(x, n * 4, x_off), *by = upload(y, m * 4, 4);
+    rayo_batch_call call = {
+        .struct_size = sizeof call, .op = RAYO_OP_GEMV,
+        .dtypes = RAYO_DTYPES(dt, RAYO_DTYPE_F32, RAYO_DTYPE_NONE, RAYO_DTYPE_F32),
+        .m = m, .n = n, .alpha = 1.5f, .beta = 0.5f, .lda = lda,
+        .a = {ba, off}, .b = {bx, x_off}, .y = {by, 4},
+    };
+    rayo_status st = run_one(&call);
+    CHECK(st == RAYO_OK, "gemv %s: %s", rayo_dtype_name(dt), rayo_last_error());
+    scalar_result(&call, a, x, NULL, ref);
+    unsigned char *img = download(by, m * 4, 4);
+    expect_guards(img, m * 4, 4, "gemv");
+    size_t bad = 0;
+    for (size_t r = 0; r < m; r++) {
+        float got;
+        memcpy(&got, img + 4 + 4 * r, 4);
+        rayo_dequantize_row(dt, a + r * row_bytes, row, n);
+        double terms = 0.5 * fabs(y[r]);
+        for (size_t j = 0; j < n; j++)
+            terms += 1.5 * fabs((double)row[j] * x[j]);
+        bad += !(fabs(got - ref[r]) <= 4e-5 * terms);
+    }
+    CHECK(bad == 0, "gemv %s, m %zu n %zu lda %zu, A at byte %zu: %zu of %zu rows off the scalar result",
+          rayo_dtype_name(dt), m, n, lda, off, bad, m);
+    rayo_buffer_destroy(ba);
+    rayo_buffer_destroy(bx);
+    rayo_buffer_destroy(by);
+    free(a), free(x), free(y), free(ref), free(row), free(img);
+}
+
+/* ---- exact ops: convert and get_rows ------------------------------------------------ */
+
+static void expect_same_bytes(const unsigned char *got, const void *want, size_t bytes, const char *what)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < bytes; i++)
+        bad += got[i] != ((const unsigned char *)want)[i];
+    CHECK(bad == 0, "%s: %zu of %zu bytes differ from the scalar result", what, bad, bytes);
+}
+
+/* x (n of `from`, at byte x_off) -> y (n of `to`, at byte y_off). */
+static void test_convert(rayo_dtype from, rayo_dtype to, size_t n, size_t x_off, size_t y_off)
+{
+    size_t xb = 0, yb = 0;
+    rayo_dtype_row_bytes(from, n, &xb);
+    rayo_dtype_row_bytes(to, n, &yb);
+    unsigned char *x = malloc(xb + 1), *want = malloc(yb + 1);
+    conform_fill_row(&rng, from, x, n, -70000, 70000);    /* f16 overflows too */
+    if (from == RAYO_DTYPE_F32 && n > 2) {                 /* specials and a subnormal */
+        float sp[3] = {NAN, -0.0f, 1e-40f};
+        memcpy(x, sp, sizeof sp);
+    }
+    rayo_buffer *bx = upload(x, xb, x_off), *by = upload(NULL, yb, y_off);
+    rayo_batch_call call = {
+        .struct_size = sizeof call, .op = RAYO_OP_CONVERT,
+        .dtypes = RAYO_DTYPES(from, RAYO_DTYPE_NONE, RAYO_DTYPE_NONE, to), .n = n,
+        .a = {bx, x_off}, .y = {by, y_off},
+    };
+    char what[96];
+    snprintf(what, sizeof what, "convert %s -> %s, n %zu, x at %zu, y at %zu", rayo_dtype_name(from),
+             rayo_dtype_name(to), n, x_off, y_off);
+    CHECK(run_one(&call) == RAYO_OK, "%s: %s", what, rayo_last_error());
+    scalar_result(&call, x, NULL, NULL, want);
+    unsigned char *img = download(by, yb, y_off);
+    expect_guards(img, yb, y_off, what);
+    expect_same_bytes(img + y_off, want, yb, what);
+    rayo_buffer_destroy(bx);
+    rayo_buffer_destroy(by);
+    free(x), free(want), free(img);
+}
+
+/* rows of a (rows x n table of dt, row stride lda) at byte off; one index
+ * out of range where bad: that row comes out NaN in a batch. */
+static void test_get_rows(rayo_dtype dt, size_t rows, size_t n, size_t lda, size_t off, int bad)
+{
+    enum { N_IDX = 9 };
+    size_t row_bytes = 0, ldy = n + 3;
+    rayo_dtype_row_bytes(dt, lda, &row_bytes);
+    unsigned char *table = malloc(rows * row_bytes);
+    for (size_t r = 0; r < rows; r++)
+        conform_fill_row(&rng, dt, table + r * row_bytes, lda, -2, 2);
+    int32_t idx[N_IDX];
+    for (int i = 0; i < N_IDX; i++)
+        idx[i] = (int32_t)(conform_rng_next(&rng) % rows);
+    if (bad)
+        idx[4] = (int32_t)rows;
+    size_t y_bytes = ((N_IDX - 1) * ldy + n) * 4;
+    float *want = malloc(y_bytes);
+    memset(want, GUARD, y_bytes);
+    rayo_buffer *bt = upload(table, rows * row_bytes, off), *bi = upload(idx, sizeof idx, 0);
+    rayo_buffer *by = upload(want, y_bytes, 8);
+    rayo_batch_call call = {
+        .struct_size = sizeof call, .op = RAYO_OP_GET_ROWS,
+        .dtypes = RAYO_DTYPES(dt, RAYO_DTYPE_I32, RAYO_DTYPE_NONE, RAYO_DTYPE_F32),
+        .m = N_IDX, .n = n, .k = rows, .lda = lda, .ldy = ldy,
+        .a = {bt, off}, .b = {bi, 0}, .y = {by, 8},
+    };
+    char what[96];
+    snprintf(what, sizeof what, "get_rows %s, %zu x %zu (lda %zu) at byte %zu%s", rayo_dtype_name(dt),
+             rows, n, lda, off, bad ? ", a bad index" : "");
+    CHECK(run_one(&call) == RAYO_OK, "%s: %s", what, rayo_last_error());
+    if (bad)
+        idx[4] = 0;             /* the scalar backend refuses a bad index */
+    scalar_result(&call, table, idx, NULL, want);
+    unsigned char *img = download(by, y_bytes, 8);
+    expect_guards(img, y_bytes, 8, what);
+    if (bad) {
+        float nan_row = 0;
+        memcpy(&nan_row, img + 8 + 4 * ldy * 4, 4);
+        CHECK(isnan(nan_row), "%s: the row of the bad index is %g, not NaN", what, (double)nan_row);
+        memcpy(img + 8 + 4 * ldy * 4, (unsigned char *)want + 4 * ldy * 4, 4 * n);
+    }
+    expect_same_bytes(img + 8, want, y_bytes, what);
+    rayo_buffer_destroy(bt);
+    rayo_buffer_destroy(bi);
+    rayo_buffer_destroy(by);
+    free(table), free(want), free(img);
+}
+
+/* ---- float ops: rope in place, swiglu with strides, attention -------------------------- */
+
+/* got and want within rel * scale + abs of each other, n floats. */
+static void expect_close(const float *got, const float *want, size_t n, double rel, double abs_tol,
+                         const char *what)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += !(fabs((double)got[i] - want[i]) <= rel * fabs(want[i]) + abs_tol);
+    CHECK(bad == 0, "%s: %zu of %zu values off the scalar result", what, bad, n);
+}
+
+static void test_rope_in_place(rayo_rope_mode mode, size_t tokens, size_t heads, size_t dim, size_t rot)
+{
+    size_t ld = heads * dim + 5, bytes = ((tokens - 1) * ld + heads * dim) * 4;
+    float *x = malloc(bytes), *want = malloc(bytes), *got = malloc(bytes);
+    int32_t *pos = malloc(tokens * 4);
+    fill_floats(x, bytes / 4);
+    for (size_t t = 0; t < tokens; t++)
+        pos[t] = (int32_t)(conform_rng_next(&rng) % 8192);
+    rayo_rope_params p = {.struct_size = sizeof p, .mode = mode, .rot_dims = (uint32_t)rot,
+                          .freq_base = 10000, .freq_scale = 1, .n_heads = heads, .head_dim = dim};
+    rayo_buffer *bx = upload(x, bytes, 12), *bp = upload(pos, tokens * 4, 0);
+    rayo_batch_call call = {
+        .struct_size = sizeof call, .op = RAYO_OP_ROPE,
+        .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, RAYO_DTYPE_I32, RAYO_DTYPE_NONE, RAYO_DTYPE_F32),
+        .m = tokens, .n = dim, .lda = ld, .ldy = ld, .params = &p,
+        .a = {bx, 12}, .b = {bp, 0}, .y = {bx, 12},
+    };
+    CHECK(run_one(&call) == RAYO_OK, "rope: %s", rayo_last_error());
+    memcpy(want, x, bytes);
+    scalar_result(&call, x, pos, NULL, want);
+    unsigned char *img = download(bx, bytes, 12);
+    memcpy(got, img + 12, bytes);
+    expect_close(got, want, bytes / 4, 8e-6, 8e-6, "rope in place");
+    rayo_buffer_destroy(bx);
+    rayo_buffer_destroy(bp);
+    free(x), free(want), free(got), free(pos), free(img);
+}
+
+static void test_glu(uint32_t op, size_t rows, size_t cols)
+{
+    /* gate and up: the halves of one [gate | up] matrix; y with a stride */
+    size_t ld = 2 * cols, ldy = cols + 2, in_bytes = rows * ld * 4, y_bytes = ((rows - 1) * ldy + cols) * 4;
+    float *gu = malloc(in_bytes), *want = malloc(y_bytes), *got = malloc(y_bytes);
+    conform_fill_uniform(&rng, gu, rows * ld, -6, 6);
+    memset(want, GUARD, y_bytes);
+    rayo_buffer *bg = upload(gu, in_bytes, 0), *by = upload(want, y_bytes, 4);
+    rayo_batch_call call = {
+        .struct_size = sizeof call, .op = op, .m = rows, .n = cols, .lda = ld, .ldb = ld, .ldy = ldy,
+        .a = {bg, 0}, .b = {bg, cols * 4}, .y = {by, 4},
+    };
+    CHECK(run_one(&call) == RAYO_OK, "glu %u: %s", op, rayo_last_error());
+    scalar_result(&call, gu, gu + cols, NULL, want);
+    unsigned char *img = download(by, y_bytes, 4);
+    expect_guards(img, y_bytes, 4, "glu");
+    memcpy(got, img + 4, y_bytes);
+    expect_close(got, want, y_bytes / 4, 8e-6, 4e-7, "glu");
+    rayo_buffer_destroy(bg);
+    rayo_buffer_destroy(by);
+    free(gu), free(want), free(got), free(img);
+}
+
+/* One KV head of a bigger cache (strides), f32 or f16, causal. */
+static void test_attention(rayo_dtype kv, size_t n_q, size_t n_kv, size_t heads, size_t kv_heads, size_t dim)
+{
+    size_t es = kv == RAYO_DTYPE_F16 ? 2 : 4, k_token = kv_heads * dim + 3;
+    size_t q_elems = n_q * heads * dim, kv_elems = (n_kv - 1) * k_token + kv_heads * dim;
+    float *q = malloc(q_elems * 4);
+    float *want = malloc(q_elems * 4), *got = malloc(q_elems * 4);
+    unsigned char *k = malloc(kv_elems * es), *v = malloc(kv_elems * es);
+    fill_floats(q, q_elems);
+    conform_fill_row(&rng, kv, k, kv_elems, -1, 1);
+    conform_fill_row(&rng, kv, v, kv_elems, -1, 1);
+    rayo_attention_params p = {
+        .struct_size = sizeof p, .flags = RAYO_ATTN_CAUSAL, .kv_dtype = kv, .n_q = n_q, .n_kv = n_kv,
+        .n_heads = heads, .n_kv_heads = kv_heads, .head_dim = dim, .scale = 0.3f,
+        .k_token = k_token, .v_token = k_token,
+    };
+    rayo_buffer *bq = upload(q, q_elems * 4, 0), *bk = upload(k, kv_elems * es, 2 * es);
+    rayo_buffer *bv = upload(v, kv_elems * es, es), *bo = upload(NULL, q_elems * 4, 4);
+    rayo_batch_call call = {
+        .struct_size = sizeof call, .op = RAYO_OP_ATTENTION,
+        .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, kv, kv, RAYO_DTYPE_F32),
+        .m = n_q, .n = dim, .k = n_kv, .params = &p,
+        .a = {bq, 0}, .b = {bk, 2 * es}, .c = {bv, es}, .y = {bo, 4},
+    };
+    char what[96];
+    snprintf(what, sizeof what, "attention %s, %zu x %zu, %zu/%zu heads x %zu", rayo_dtype_name(kv), n_q,
+             n_kv, heads, kv_heads, dim);
+    CHECK(run_one(&call) == RAYO_OK, "%s: %s", what, rayo_last_error());
+    scalar_result(&call, q, k, v, want);
+    unsigned char *img = download(bo, q_elems * 4, 4);
+    expect_guards(img, q_elems * 4, 4, what);
+    memcpy(got, img + 4, q_elems * 4);
+    expect_close(got, want, q_elems, 0, 4e-5, what);   /* |v| <= 1: 4x the SUM contract */
+    rayo_buffer_destroy(bq);
+    rayo_buffer_destroy(bk);
+    rayo_buffer_destroy(bv);
+    rayo_buffer_destroy(bo);
+    free(q), free(want), free(got), free(k), free(v), free(img);
+}
+
+int main(void)
+{
+    test_clear_rayo_env();
+    char settings[512];
+    snprintf(settings, sizeof settings, "%s", SETTINGS);
+    if (test_open(&ctx, settings) != RAYO_OK) {
+        printf("FAIL: rayo_open: %s\n", rayo_last_error());
+        return 1;
+    }
+    rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
+    int found = 0;
+    for (size_t i = 0; i < rayo_backend_count(ctx); i++)
+        if (rayo_backend_get(ctx, i, &info) == RAYO_OK && !strcmp(info.name, "vulkan")) {
+            found = 1;
+            break;
+        }
+    if (!found || info.status != RAYO_BACKEND_LOADED) {
+        printf("SKIP: vulkan: %s\n", found ? info.reason : "plugin not built");
+        rayo_close(ctx);
+        return 77;
+    }
+    uint64_t seed = conform_default_seed();
+    conform_rng_seed(&rng, seed);
+    printf("vulkan on %s, seed %llu (RAYO_CONFORM_SEED repeats it)\n", info.device,
+           (unsigned long long)seed);
+
+    const rayo_dtype weights[] = {RAYO_DTYPE_F16, RAYO_DTYPE_BF16, RAYO_DTYPE_Q8_0,
+                                  RAYO_DTYPE_Q4_0, RAYO_DTYPE_Q4_K, RAYO_DTYPE_Q6_K};
+    for (size_t i = 0; i < sizeof weights / sizeof weights[0]; i++) {
+        rayo_dtype dt = weights[i];
+        size_t blk = rayo_dtype_block_elems(dt), n = blk > 1 ? 2 * 256 : 261;
+        test_gemv(dt, 37, n, n, 0, 0);                        /* aligned: the wide loads */
+        test_gemv(dt, 5, n, n + (blk > 1 ? 256 : 3), dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16 ? 6 : 3, 4);
+    }
+    test_convert(RAYO_DTYPE_F32, RAYO_DTYPE_F16, 1001, 4, 2);  /* y's first and last words shared */
+    test_convert(RAYO_DTYPE_F32, RAYO_DTYPE_BF16, 4099, 0, 6);
+    test_convert(RAYO_DTYPE_F16, RAYO_DTYPE_F32, 777, 2, 4);
+    test_convert(RAYO_DTYPE_BF16, RAYO_DTYPE_F32, 9000, 6, 0);
+    test_convert(RAYO_DTYPE_Q8_0, RAYO_DTYPE_F32, 32 * 130, 1, 4);
+    test_convert(RAYO_DTYPE_Q4_0, RAYO_DTYPE_F32, 32 * 7, 3, 0);
+    test_convert(RAYO_DTYPE_Q4_K, RAYO_DTYPE_F32, 256 * 17, 5, 8);
+    test_convert(RAYO_DTYPE_Q6_K, RAYO_DTYPE_F32, 256 * 3, 7, 4);
+    test_get_rows(RAYO_DTYPE_F32, 20, 33, 40, 4, 0);
+    test_get_rows(RAYO_DTYPE_F16, 11, 17, 17, 2, 1);
+    test_get_rows(RAYO_DTYPE_Q4_K, 6, 512, 768, 3, 0);
+    test_get_rows(RAYO_DTYPE_Q6_K, 5, 256, 256, 1, 1);
+    test_get_rows(RAYO_DTYPE_Q8_0, 9, 64, 96, 5, 0);
+    test_rope_in_place(RAYO_ROPE_NORM, 7, 3, 64, 64);
+    test_rope_in_place(RAYO_ROPE_NEOX, 4, 2, 80, 32);
+    test_glu(RAYO_OP_SWIGLU, 5, 300);
+    test_glu(RAYO_OP_GEGLU, 3, 129);
+    test_glu(RAYO_OP_GEGLU_TANH, 2, 64);
+    test_attention(RAYO_DTYPE_F16, 1, 1000, 8, 2, 64);       /* decode: chunks and the merge pass */
+    test_attention(RAYO_DTYPE_F32, 9, 40, 4, 4, 32);         /* one chunk */
+    test_attention(RAYO_DTYPE_F16, 3, 300, 24, 2, 16);       /* 12 heads per KV head: two groups */
+    rayo_close(ctx);
+    return test_summary();
+}
