@@ -69,6 +69,7 @@ typedef struct options {
     const char *plot_path;
     int dispatch;
     rayo_dtype weights;    /* --dtype: gemv's A (F32 unless given) */
+    uint32_t precision;    /* --precision: every call's (rayo_precision) */
 } options;
 
 /* ---- time ----------------------------------------------------------------------- */
@@ -805,6 +806,7 @@ static void bench_table(const options *o, rayo_context *ctx, const blas_lib *bla
                 done += o->backend_count;
                 continue; /* this size does not apply to this op */
             }
+            c.call.precision = o->precision;
             stream_refs *sr = NULL;
             if (c.stream_n >= STREAM_REF_MIN) {
                 for (size_t i = 0; i < ref_count; i++)
@@ -1058,6 +1060,8 @@ static void usage(FILE *out)
             "                    over as many bytes; other ops are left out, but for\n"
             "                    attention (f16 KV cache), get_rows (the table) and\n"
             "                    convert (DT -> f32)\n"
+            "  --precision P     strict or relaxed: every call's precision (default: the\n"
+            "                    configuration's, strict unless it says otherwise)\n"
             "  --dispatch        small calls: public API vs a direct call of the kernel\n"
             "  --help            this text\n"
             "  --version         the version of rayo-bench and of the librayo it runs with\n");
@@ -1170,6 +1174,13 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(arg, "--dtype")) {
             if (parse_weight_dtype(value, &o->weights) != 0)
                 return usage_error("--dtype %s: f16, bf16, q8_0, q4_0, q4_k or q6_k", value);
+        } else if (!strcmp(arg, "--precision")) {
+            if (!strcmp(value, "strict"))
+                o->precision = RAYO_PRECISION_STRICT;
+            else if (!strcmp(value, "relaxed"))
+                o->precision = RAYO_PRECISION_RELAXED;
+            else
+                return usage_error("--precision %s: strict or relaxed", value);
         } else if (!strcmp(arg, "--csv")) {
             o->csv_path = value;
         } else if (!strcmp(arg, "--plot")) {

@@ -4,7 +4,7 @@
 # these files in (hidden, like the rest of it), so the plugins stay
 # independent .so files that export only their descriptor.
 CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c
-EXTRA_DIST += plugins/cpu-base/typed-gemv.h
+EXTRA_DIST += plugins/cpu-base/typed-gemv.h plugins/cpu-base/x86-quant.h
 # The matmul and gemv drivers of the plugins with micro-kernels in C
 # (scalar, neon, wasm); avx2 and avx512 have their own sgemm.
 CPU_GEMM_FILES = plugins/cpu-base/cpu-gemm.h plugins/cpu-base/cpu-gemm.c
