@@ -22,10 +22,9 @@
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 4")
 
-/* Bytes ahead of the block being decoded that each row prefetches: the
- * hardware prefetcher alone left the four row streams at half of the
- * bandwidth a plain read reaches. */
-#define PREFETCH_BYTES 2048
+/* Each row prefetches every cache line of the block PREFETCH_BYTES ahead
+ * of the one being decoded, into L2 (measured in ../avx2/quant.c). */
+#define PREFETCH_BYTES 32768
 
 /* ---- decoding helpers --------------------------------------------------- */
 
@@ -68,7 +67,7 @@ static ALWAYS_INLINE void dots_of_blocks(const uint8_t *blk, size_t stride, int 
             for (int r = 0; r < R; r++) {
                 const uint8_t *p = blk + r * stride + b * block_bytes;
                 for (size_t line = 0; line < block_bytes; line += 64)
-                    _mm_prefetch((const char *)p + PREFETCH_BYTES + line, _MM_HINT_T0);
+                    _mm_prefetch((const char *)p + PREFETCH_BYTES + line, _MM_HINT_T1);
                 g[r] = block(p, x, b, g[r]);
             }
         }
@@ -233,8 +232,8 @@ static ALWAYS_INLINE __m512 block_q4_0_int(const uint8_t *blk, const typed_gemv_
     return scaled_add(s, x86_f16_at(blk) * x->scale16[b], acc);
 }
 
-TYPED_ROWS_FN(rows_q8_0_int, 32, RAYO_Q8_0_BYTES, 8, block_q8_0_int)
-TYPED_ROWS_FN(rows_q4_0_int, 32, RAYO_Q4_0_BYTES, 8, block_q4_0_int)
+TYPED_ROWS_FN(rows_q8_0_int, 32, RAYO_Q8_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q8_0_int)
+TYPED_ROWS_FN(rows_q4_0_int, 32, RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q4_0_int)
 
 /* ---- relaxed: Q4_K and Q6_K against x in int8 -------------------------------- */
 
@@ -337,11 +336,11 @@ static ALWAYS_INLINE __m512 block_q6_k_int(const uint8_t *blk, const typed_gemv_
     return scaled_add(total, x86_f16_at(blk + RAYO_Q6_K_D) * x->scale8[b], acc);
 }
 
-TYPED_ROWS_FN(rows_q4_k_int_bw, RAYO_QK_K, RAYO_Q4_K_BYTES, 1, block_q4_k_int)
-TYPED_ROWS_FN(rows_q6_k_int, RAYO_QK_K, RAYO_Q6_K_BYTES, 1, block_q6_k_int)
+TYPED_ROWS_FN(rows_q4_k_int_bw, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_int)
+TYPED_ROWS_FN(rows_q6_k_int, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_int)
 
 __attribute__((target("avx512vnni")))
-TYPED_ROWS_FN(rows_q4_k_int_vnni, RAYO_QK_K, RAYO_Q4_K_BYTES, 1, block_q4_k_vnni)
+TYPED_ROWS_FN(rows_q4_k_int_vnni, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_vnni)
 
 static void rows_q4_k_int(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
                           double out[4])

@@ -38,6 +38,14 @@
 #include <float.h>
 #include <math.h>
 
+/* Values the relaxed paths sum in float lanes before double: 2048 (64
+ * Q8_0/Q4_0 blocks, 8 K blocks).  Their block sums are exact integers
+ * scaled once, so float over 2048 values (at most 64 adds per lane) is far
+ * inside the relaxed contract, and the double accumulators of four rows
+ * are touched rarely enough to live in memory (they did not fit the 16
+ * registers of AVX2 beside the decoding; spilled, they cost every block). */
+#define TYPED_GEMV_INT_GROUP 2048
+
 /* Values of x per int16 block (Q8_0, Q4_0) and per int8 block (Q4_K,
  * Q6_K: the weights' 256-value super-blocks). */
 #define TYPED_GEMV_X16_BLOCK 32
