@@ -189,17 +189,23 @@ static ALWAYS_INLINE __m256 block_q4_k(const uint8_t *blk, const typed_gemv_x *x
 {
     const __m256i low_nibbles = _mm256_set1_epi8(15);
     const float *xb = x->f + RAYO_QK_K * b;
-    float d = x86_f16_at(blk), dmin = x86_f16_at(blk + RAYO_Q4_K_DMIN);
+    __m128i sc8, m8;
+    x86_q4_k_scales_mins(blk + RAYO_Q4_K_SCALES, &sc8, &m8);
+    /* d sc[s] and dmin m[s] of the eight sub-blocks in the lanes of two
+     * vectors (decoding them one by one in scalar code cost a quarter of
+     * the time), each broadcast where its sub-block needs it */
+    __m256 scales = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc8)));
+    __m256 mins = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk + RAYO_Q4_K_DMIN)),
+                                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
     UNROLL_ROWS
     for (int c = 0; c < 4; c++, xb += 64) {
         __m256i bytes = x86_load256(blk + RAYO_Q4_K_QS + 32 * c);
-        uint8_t sc0, m0, sc1, m1;
-        rayo_q4_k_scale_min(blk + RAYO_Q4_K_SCALES, 2 * c, &sc0, &m0);
-        rayo_q4_k_scale_min(blk + RAYO_Q4_K_SCALES, 2 * c + 1, &sc1, &m1);
-        acc = dot32_affine(_mm256_and_si256(bytes, low_nibbles), _mm256_set1_ps(d * (float)sc0),
-                           _mm256_set1_ps(dmin * (float)m0), xb, acc);
+        __m256i lane0 = _mm256_set1_epi32(2 * c), lane1 = _mm256_set1_epi32(2 * c + 1);
+        acc = dot32_affine(_mm256_and_si256(bytes, low_nibbles), _mm256_permutevar8x32_ps(scales, lane0),
+                           _mm256_permutevar8x32_ps(mins, lane0), xb, acc);
         acc = dot32_affine(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles),
-                           _mm256_set1_ps(d * (float)sc1), _mm256_set1_ps(dmin * (float)m1), xb + 32, acc);
+                           _mm256_permutevar8x32_ps(scales, lane1), _mm256_permutevar8x32_ps(mins, lane1), xb + 32,
+                           acc);
     }
     return acc;
 }
@@ -208,8 +214,11 @@ static ALWAYS_INLINE __m256 block_q4_k(const uint8_t *blk, const typed_gemv_x *x
 static ALWAYS_INLINE __m256 block_q6_k(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
 {
     const float *xb = x->f + RAYO_QK_K * b;
-    float d = x86_f16_at(blk + RAYO_Q6_K_D);
-    const int8_t *scales = (const int8_t *)(blk + RAYO_Q6_K_SCALES);
+    __m256 d = _mm256_set1_ps(x86_f16_at(blk + RAYO_Q6_K_D));
+    __m128i scales8 = x86_load128(blk + RAYO_Q6_K_SCALES);
+    /* d sc[g] of the 16 groups in the lanes of two vectors (as in Q4_K) */
+    const __m256 scales[2] = { _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(scales8))),
+                               _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(scales8, 8)))) };
     UNROLL_ROWS
     for (int h = 0; h < 2; h++) {
         __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h);
@@ -217,8 +226,9 @@ static ALWAYS_INLINE __m256 block_q6_k(const uint8_t *blk, const typed_gemv_x *x
         for (int k = 0; k < 4; k++, xb += 32) {
             __m256i codes = _mm256_sub_epi8(x86_q6_k_codes(blk, qh, h, k), _mm256_set1_epi8(32));
             __m128i lo = _mm256_castsi256_si128(codes), hi = _mm256_extracti128_si256(codes, 1);
-            const int8_t *sc = scales + 8 * h + 2 * k; /* values l < 16, then l >= 16 */
-            __m256 s0 = _mm256_set1_ps(d * (float)sc[0]), s1 = _mm256_set1_ps(d * (float)sc[1]);
+            /* values l < 16 (group 8h + 2k), then l >= 16 */
+            __m256 s0 = _mm256_permutevar8x32_ps(scales[h], _mm256_set1_epi32(2 * k));
+            __m256 s1 = _mm256_permutevar8x32_ps(scales[h], _mm256_set1_epi32(2 * k + 1));
             acc = _mm256_fmadd_ps(_mm256_mul_ps(s0, low8_ps(lo)), _mm256_loadu_ps(xb), acc);
             acc = _mm256_fmadd_ps(_mm256_mul_ps(s0, high8_ps(lo)), _mm256_loadu_ps(xb + 8), acc);
             acc = _mm256_fmadd_ps(_mm256_mul_ps(s1, low8_ps(hi)), _mm256_loadu_ps(xb + 16), acc);

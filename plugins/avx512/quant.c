@@ -132,17 +132,23 @@ static ALWAYS_INLINE __m512 block_q4_k(const uint8_t *blk, const typed_gemv_x *x
 {
     const __m256i low_nibbles = _mm256_set1_epi8(15);
     const float *xb = x->f + RAYO_QK_K * b;
-    float d = x86_f16_at(blk), dmin = x86_f16_at(blk + RAYO_Q4_K_DMIN);
+    __m128i sc8, m8;
+    x86_q4_k_scales_mins(blk + RAYO_Q4_K_SCALES, &sc8, &m8);
+    /* d sc[s] and dmin m[s] of the eight sub-blocks in the lanes of two
+     * vectors (decoding them one by one in scalar code cost a quarter of
+     * the time), each broadcast where its sub-block needs it */
+    __m512 scales = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk)),
+                                                         _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc8))));
+    __m512 mins = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk + RAYO_Q4_K_DMIN)),
+                                                       _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8))));
     UNROLL
     for (int c = 0; c < 4; c++, xb += 64) {
         __m256i bytes = x86_load256(blk + RAYO_Q4_K_QS + 32 * c);
-        uint8_t sc0, m0, sc1, m1;
-        rayo_q4_k_scale_min(blk + RAYO_Q4_K_SCALES, 2 * c, &sc0, &m0);
-        rayo_q4_k_scale_min(blk + RAYO_Q4_K_SCALES, 2 * c + 1, &sc1, &m1);
-        acc = dot32_affine(_mm256_and_si256(bytes, low_nibbles), _mm512_set1_ps(d * (float)sc0),
-                           _mm512_set1_ps(dmin * (float)m0), xb, acc);
+        __m512i lane0 = _mm512_set1_epi32(2 * c), lane1 = _mm512_set1_epi32(2 * c + 1);
+        acc = dot32_affine(_mm256_and_si256(bytes, low_nibbles), _mm512_permutexvar_ps(lane0, scales),
+                           _mm512_permutexvar_ps(lane0, mins), xb, acc);
         acc = dot32_affine(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles),
-                           _mm512_set1_ps(d * (float)sc1), _mm512_set1_ps(dmin * (float)m1), xb + 32, acc);
+                           _mm512_permutexvar_ps(lane1, scales), _mm512_permutexvar_ps(lane1, mins), xb + 32, acc);
     }
     return acc;
 }
@@ -151,17 +157,19 @@ static ALWAYS_INLINE __m512 block_q4_k(const uint8_t *blk, const typed_gemv_x *x
 static ALWAYS_INLINE __m512 block_q6_k(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
 {
     const float *xb = x->f + RAYO_QK_K * b;
-    float d = x86_f16_at(blk + RAYO_Q6_K_D);
-    const int8_t *scales = (const int8_t *)(blk + RAYO_Q6_K_SCALES);
+    /* d sc[g] of the 16 groups in the lanes of one vector (as in Q4_K) */
+    __m512 scales = _mm512_mul_ps(_mm512_set1_ps(x86_f16_at(blk + RAYO_Q6_K_D)),
+                                  bytes16_ps(x86_load128(blk + RAYO_Q6_K_SCALES)));
     UNROLL
     for (int h = 0; h < 2; h++) {
         __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h);
         UNROLL
         for (int k = 0; k < 4; k++, xb += 32) {
             __m256i codes = _mm256_sub_epi8(x86_q6_k_codes(blk, qh, h, k), _mm256_set1_epi8(32));
-            const int8_t *sc = scales + 8 * h + 2 * k;
-            __m512 w0 = _mm512_mul_ps(_mm512_set1_ps(d * (float)sc[0]), bytes16_ps(_mm256_castsi256_si128(codes)));
-            __m512 w1 = _mm512_mul_ps(_mm512_set1_ps(d * (float)sc[1]),
+            int g = 8 * h + 2 * k;
+            __m512 w0 = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_set1_epi32(g), scales),
+                                      bytes16_ps(_mm256_castsi256_si128(codes)));
+            __m512 w1 = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_set1_epi32(g + 1), scales),
                                       bytes16_ps(_mm256_extracti128_si256(codes, 1)));
             acc = _mm512_fmadd_ps(w0, load16(xb), acc);
             acc = _mm512_fmadd_ps(w1, load16(xb + 16), acc);
