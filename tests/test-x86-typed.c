@@ -139,6 +139,9 @@ static void run_all(rayo_context *ctx, const char *backend)
         { RAYO_DTYPE_BF16, RAYO_DTYPE_BF16, RAYO_TRANS_B, 33, 17, 1001, 0, 0.0f },
         { RAYO_DTYPE_F32, RAYO_DTYPE_Q6_K, RAYO_TRANS_B, 64, 48, 512, 0, 0.25f },
         { RAYO_DTYPE_F32, RAYO_DTYPE_Q4_0, RAYO_TRANS_B, 1, 40, 256, 32, 0.0f },
+        /* k == 0: C = beta C, strided */
+        { RAYO_DTYPE_F16, RAYO_DTYPE_F16, 0, 5, 7, 0, 3, 0.5f },
+        { RAYO_DTYPE_F32, RAYO_DTYPE_Q8_0, RAYO_TRANS_B, 5, 7, 0, 32, 0.0f },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_matmul(ctx, backend, &cases[i]);

@@ -210,13 +210,14 @@ static inline int typed_gemv_round_x8(const float *x, size_t n, int8_t *q, float
     return 1;
 }
 
-/* Fills x's relaxed fields for A's dtype from scratch (typed_gemv_scratch
- * floats); 0 when x cannot be rounded (the strict path then runs). */
+/* Floats of scratch the relaxed x of length n needs (room for either form). */
 static inline size_t typed_gemv_scratch(size_t n)
 {
-    return n / 2 + n / 4 + n / 8 + n / 16; /* room for either form */
+    return n / 2 + n / 4 + n / 8 + n / 16;
 }
 
+/* Fills x's relaxed fields for A's dtype from scratch (typed_gemv_scratch
+ * floats); 0 when x cannot be rounded (the strict path then runs). */
 static inline int typed_gemv_round_x(typed_gemv_x *x, rayo_dtype dt, size_t n, float *scratch)
 {
     if (dt == RAYO_DTYPE_Q8_0 || dt == RAYO_DTYPE_Q4_0) {

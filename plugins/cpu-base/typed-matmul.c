@@ -74,6 +74,7 @@ typedef struct typed_matmul {
     rayo_dtype adt, bdt;
     int trans_a, trans_b;
     size_t panel;       /* columns of op(B) per panel */
+    int in_place;       /* one panel and a dense C: sgemm writes C itself */
     const float *a;     /* op(A)'s storage as dense f32 */
     float *b, *c;       /* a panel of B as f32; C's panel when C is not written in place */
 } typed_matmul;
@@ -106,6 +107,16 @@ static void store_panel(const rayo_call *c, size_t j0, size_t w, const float *p)
         }
 }
 
+/* k == 0: op(A) op(B) is the zero matrix, C = beta C (0 when beta == 0). */
+static void scale_c(const rayo_call *c)
+{
+    float *C = c->y;
+    size_t ldc = c->ldy ? c->ldy : c->n;
+    for (size_t i = 0; i < c->m; i++)
+        for (size_t j = 0; j < c->n; j++)
+            C[i * ldc + j] = c->beta == 0.0f ? 0.0f : c->beta * C[i * ldc + j];
+}
+
 /* op(A)'s storage as dense f32: the call's own A when it is, else a copy
  * in scratch (*copy, freed by the caller). */
 static const float *dense_a(const cpu_state *st, const typed_matmul *t, float **copy)
@@ -125,7 +136,7 @@ static const float *dense_a(const cpu_state *st, const typed_matmul *t, float **
 static rayo_status run_panels(void *state, typed_matmul *t, x86_sgemm_fn *sgemm)
 {
     const rayo_call *c = t->call;
-    int in_place = t->panel >= c->n && (c->ldy == 0 || c->ldy == c->n);
+    int in_place = t->in_place;
     for (size_t j0 = 0; j0 < c->n; j0 += t->panel) {
         size_t w = c->n - j0 < t->panel ? c->n - j0 : t->panel;
         convert_panel(state, t, j0, w);
@@ -144,23 +155,27 @@ rayo_status typed_matmul_run(void *state, const rayo_call *call, x86_sgemm_fn *s
 {
     const cpu_state *st = state;
     typed_matmul t = { call, RAYO_DTYPE_OF(call->dtypes, 0), RAYO_DTYPE_OF(call->dtypes, 1),
-                       (call->flags & RAYO_TRANS_A) != 0, (call->flags & RAYO_TRANS_B) != 0, 0, NULL, NULL, NULL };
+                       (call->flags & RAYO_TRANS_A) != 0, (call->flags & RAYO_TRANS_B) != 0, 0, 0, NULL, NULL, NULL };
     if (call->dtypes == 0 || (rayo_dtype_is_block(t.bdt) && !t.trans_b) || (call->flags & ~(RAYO_TRANS_A | RAYO_TRANS_B)))
         return RAYO_E_UNSUPPORTED;
     if (call->m == 0 || call->n == 0)
         return RAYO_OK;
-    size_t k = call->k ? call->k : 1;
+    if (call->k == 0) {
+        scale_c(call);
+        return RAYO_OK;
+    }
+    size_t k = call->k;
     t.panel = PANEL_FLOATS / k > 64 ? PANEL_FLOATS / k / 64 * 64 : 64;
     if (t.panel > call->n)
         t.panel = call->n;
     float *a_copy;
     t.a = dense_a(st, &t, &a_copy);
     t.b = cpu_alloc_floats(st, t.panel * k);
-    int in_place = t.panel >= call->n && (call->ldy == 0 || call->ldy == call->n);
-    if (!in_place)
+    t.in_place = t.panel >= call->n && (call->ldy == 0 || call->ldy == call->n);
+    if (!t.in_place)
         t.c = cpu_alloc_floats(st, call->m * t.panel);
     rayo_status s = RAYO_E_NOMEM;
-    if (t.a && t.b && (in_place || t.c))
+    if (t.a && t.b && (t.in_place || t.c))
         s = run_panels(state, &t, sgemm);
     cpu_free(st, a_copy);
     cpu_free(st, t.b);
