@@ -32,4 +32,13 @@ TESTS += tests/test-x86-convert
 check_PROGRAMS += tests/test-x86-convert
 tests_test_x86_convert_SOURCES = tests/test-x86-convert.c tests/testutil.h tests/test-rng.h core/rayo-dtype.h
 tests_test_x86_convert_LDADD = core/librayo.la -lm
+
+# Half and quantized weights on avx2 and avx512 where rayo-conform's shapes
+# do not reach: matmul over several dequantized panels, strided; relaxed
+# gemv's fallback to the strict path for x it cannot round.
+TESTS += tests/test-x86-typed
+check_PROGRAMS += tests/test-x86-typed
+tests_test_x86_typed_SOURCES = tests/test-x86-typed.c tests/testutil.h
+tests_test_x86_typed_CPPFLAGS = $(CONFORM_CPPFLAGS)
+tests_test_x86_typed_LDADD = tools/conform/libconform.la core/librayo.la -lm
 endif

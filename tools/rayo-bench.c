@@ -4,6 +4,7 @@
  *   rayo-bench [--ops LIST] [--backends LIST] [--sizes LIST] [--reps N]
  *              [--threads N] [--vs openblas|blis] [--csv FILE] [--dispatch]
  *              [--min-ms MS] [--clock wall|cpu] [--plot FILE.svg] [--dtype DT]
+ *              [--precision strict|relaxed]
  *
  * Every case is timed as the median of --reps samples; a sample repeats the
  * call until it lasts at least --min-ms milliseconds.  A BLAS reference and
@@ -16,6 +17,9 @@
  *     for gemv with --dtype (quantized or half weights), the same over as
  *     many bytes as the weights, and the op's bytes are the weights' (what
  *     decode streams);
+ *   - for matmul with --dtype (C = A W^T, W quantized or half), the f32
+ *     matmul of the same shape on the same backend, timed in alternating
+ *     samples: the column "f32" gives its time over the typed one's;
  *   - with --vs, OpenBLAS or BLIS (dlopened, no build dependency) for the
  *     ops BLAS has: sgemm, sgemv, sdot, saxpy, sasum, snrm2; the column gives
  *     the reference's time over rayo's (above 1: rayo is faster).  The
@@ -69,6 +73,7 @@ typedef struct options {
     const char *plot_path;
     int dispatch;
     rayo_dtype weights;    /* --dtype: gemv's A (F32 unless given) */
+    uint32_t precision;    /* --precision: every call's (rayo_precision) */
 } options;
 
 /* ---- time ----------------------------------------------------------------------- */
@@ -397,6 +402,62 @@ static int make_infer_case(const rayo_op_info *op, const size_spec *s, rayo_dtyp
     return rc;
 }
 
+/* matmul C (m x n) = A (m x k, f32) W^T, W (n x k) in dtype weights, as a
+ * model's weights are stored (RAYO_TRANS_B); the f32 reference is
+ * f32_matmul_case's. */
+static int make_typed_matmul(size_t m, size_t n, size_t k, rayo_dtype weights, bench_case *c)
+{
+    size_t row_bytes;
+    if (!rayo_dtype_row_bytes(weights, k, &row_bytes))
+        return -1; /* k not a whole number of blocks */
+    unsigned char *w = NULL;
+    if (posix_memalign((void **)&w, 64, n * row_bytes) != 0)
+        return -1;
+    for (size_t r = 0; r < n; r++)
+        conform_fill_row(&rng, weights, w + r * row_bytes, k, -1.0f, 1.0f);
+    rayo_call *call = &c->call;
+    c->buf[1] = (float *)(void *)w;
+    call->b = w;
+    call->dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, weights, RAYO_DTYPE_NONE, RAYO_DTYPE_F32);
+    call->flags = RAYO_TRANS_B;
+    call->m = c->m = m;
+    call->n = c->n = n;
+    call->k = c->k = k;
+    call->a = c->buf[0] = make_floats(m * k, -1.0, 1.0);
+    call->y = c->buf[2] = make_floats(m * n, -1.0, 1.0);
+    call->alpha = 1.0f;
+    c->bytes = (double)((m * k + m * n) * sizeof(float) + n * row_bytes);
+    c->flops = 2.0 * (double)m * (double)n * (double)k;
+    snprintf(c->shape, sizeof c->shape, "%zux%zux%zu %s", m, n, k, rayo_dtype_name(weights));
+    if (!c->buf[0] || !c->buf[2]) {
+        free_case(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* The f32 matmul of the same shape as the typed case t, with B stored n x k
+ * (RAYO_TRANS_B) like t's weights: the reference of --dtype matmul. */
+static int make_f32_matmul(const bench_case *t, bench_case *c)
+{
+    memset(c, 0, sizeof *c);
+    c->op = t->op;
+    c->call = t->call;
+    c->call.dtypes = 0;
+    c->call.a = c->buf[0] = make_floats(t->m * t->k, -1.0, 1.0);
+    c->call.b = c->buf[1] = make_floats(t->n * t->k, -1.0, 1.0);
+    c->call.y = c->buf[2] = make_floats(t->m * t->n, -1.0, 1.0);
+    c->m = t->m, c->n = t->n, c->k = t->k;
+    c->bytes = (double)((t->m * t->k + t->n * t->k + t->m * t->n) * sizeof(float));
+    c->flops = t->flops;
+    snprintf(c->shape, sizeof c->shape, "%zux%zux%zu f32", t->m, t->n, t->k);
+    if (!c->buf[0] || !c->buf[1] || !c->buf[2]) {
+        free_case(c);
+        return -1;
+    }
+    return 0;
+}
+
 /* Builds the call of op at size s with fresh random inputs (gemv's A in
  * dtype weights); -1 if the size does not fit the op or memory is short. */
 static int make_case(const rayo_op_info *op, const size_spec *s, rayo_dtype weights, bench_case *c)
@@ -408,8 +469,8 @@ static int make_case(const rayo_op_info *op, const size_spec *s, rayo_dtype weig
     call->op = op->id;
     if (op->id >= RAYO_OP_CONVERT)
         return make_infer_case(op, s, weights, c);
-    if (weights != RAYO_DTYPE_F32 && op->sig != RAYO_SIG_GEMV)
-        return -1; /* --dtype times gemv and the inference ops only */
+    if (weights != RAYO_DTYPE_F32 && op->sig != RAYO_SIG_GEMV && op->sig != RAYO_SIG_MATMUL)
+        return -1; /* --dtype times gemv, matmul and the inference ops only */
     size_t total = s->count == 1 ? s->d[0] : s->count == 2 ? s->d[0] * s->d[1] : 0;
     double lo = -1.0, hi = 1.0;
     if (!strcmp(op->name, "log") || !strcmp(op->name, "sqrt"))
@@ -488,6 +549,8 @@ static int make_case(const rayo_op_info *op, const size_spec *s, rayo_dtype weig
         size_t m = s->d[0], n = s->count == 3 ? s->d[1] : s->d[0], k = s->count == 3 ? s->d[2] : s->d[0];
         if (s->count == 2)
             return -1;
+        if (weights != RAYO_DTYPE_F32)
+            return make_typed_matmul(m, n, k, weights, c);
         call->m = c->m = m;
         call->n = c->n = n;
         call->k = c->k = k;
@@ -805,6 +868,7 @@ static void bench_table(const options *o, rayo_context *ctx, const blas_lib *bla
                 done += o->backend_count;
                 continue; /* this size does not apply to this op */
             }
+            c.call.precision = o->precision;
             stream_refs *sr = NULL;
             if (c.stream_n >= STREAM_REF_MIN) {
                 for (size_t i = 0; i < ref_count; i++)
@@ -816,9 +880,14 @@ static void bench_table(const options *o, rayo_context *ctx, const blas_lib *bla
                         sr = &refs[ref_count++];
                 }
             }
+            /* --dtype matmul: the f32 sgemm of the same shape on the same
+             * backend is the reference (column "f32"). */
+            bench_case f32c;
+            int with_f32 = o->weights != RAYO_DTYPE_F32 && op->sig == RAYO_SIG_MATMUL &&
+                           make_f32_matmul(&c, &f32c) == 0;
             /* With a BLAS reference, the reference and each backend are
              * timed in alternating samples. */
-            int with_ref = blas_has(blas, op);
+            int with_ref = blas_has(blas, op) && o->weights == RAYO_DTYPE_F32;
             blas_arg ba = { blas, &c };
             for (size_t bi = 0; bi < o->backend_count; bi++) {
                 const char *be = o->backends[bi];
@@ -830,6 +899,14 @@ static void bench_table(const options *o, rayo_context *ctx, const blas_lib *bla
                     if (time_pair(run_blas, &ba, run_rayo, &ra, o->reps, o->min_ms, warm, &ref_ns, &ns) == 0 &&
                         ref_ns > 0) {
                         row r = { op->name, blas->name, c.shape, ref_ns, c.bytes / ref_ns, c.flops / ref_ns,
+                                  0, 0, 0 };
+                        print_row(&r);
+                    }
+                } else if (with_f32) {
+                    run_arg rf = { ctx, ra.backend, &f32c.call };
+                    if (time_pair(run_rayo, &rf, run_rayo, &ra, o->reps, o->min_ms, 0.0, &ref_ns, &ns) == 0 &&
+                        ref_ns > 0) {
+                        row r = { op->name, be, f32c.shape, ref_ns, f32c.bytes / ref_ns, f32c.flops / ref_ns,
                                   0, 0, 0 };
                         print_row(&r);
                     }
@@ -850,6 +927,8 @@ static void bench_table(const options *o, rayo_context *ctx, const blas_lib *bla
                 print_row(&r);
             }
             free_case(&c);
+            if (with_f32)
+                free_case(&f32c);
         }
     }
 }
@@ -1053,11 +1132,16 @@ static void usage(FILE *out)
             "                    out time taken by other processes (use with --threads 1)\n"
             "  --csv FILE        also write every row to FILE as CSV\n"
             "  --plot FILE.svg   draw GFLOP/s or GB/s against size with gnuplot\n"
-            "  --dtype DT        gemv's weights in DT (f16, bf16, q8_0, q4_0, q4_k, q6_k):\n"
-            "                    GB/s counts the weights' bytes, against memcpy and triad\n"
-            "                    over as many bytes; other ops are left out, but for\n"
-            "                    attention (f16 KV cache), get_rows (the table) and\n"
-            "                    convert (DT -> f32)\n"
+            "  --dtype DT        gemv's or matmul's weights in DT (f16, bf16, q8_0, q4_0,\n"
+            "                    q4_k, q6_k); other ops are left out, but for attention\n"
+            "                    (f16 KV cache), get_rows (the table) and convert (DT ->\n"
+            "                    f32).  gemv: GB/s counts the weights' bytes, against\n"
+            "                    memcpy and triad over as many bytes.  matmul MxNxK:\n"
+            "                    C = A W^T with W (N x K) in DT; the f32 matmul of the same\n"
+            "                    shape on the same backend is timed next to it (column\n"
+            "                    f32: its time over the typed one's)\n"
+            "  --precision P     strict or relaxed: every call's precision (default: the\n"
+            "                    configuration's, strict unless it says otherwise)\n"
             "  --dispatch        small calls: public API vs a direct call of the kernel\n"
             "  --help            this text\n"
             "  --version         the version of rayo-bench and of the librayo it runs with\n");
@@ -1170,6 +1254,13 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(arg, "--dtype")) {
             if (parse_weight_dtype(value, &o->weights) != 0)
                 return usage_error("--dtype %s: f16, bf16, q8_0, q4_0, q4_k or q6_k", value);
+        } else if (!strcmp(arg, "--precision")) {
+            if (!strcmp(value, "strict"))
+                o->precision = RAYO_PRECISION_STRICT;
+            else if (!strcmp(value, "relaxed"))
+                o->precision = RAYO_PRECISION_RELAXED;
+            else
+                return usage_error("--precision %s: strict or relaxed", value);
         } else if (!strcmp(arg, "--csv")) {
             o->csv_path = value;
         } else if (!strcmp(arg, "--plot")) {
@@ -1285,6 +1376,8 @@ int main(int argc, char **argv)
     blas_lib blas = { 0 };
     if (!o.dispatch && o.vs && blas_open(&blas, o.vs, o.threads) == 0)
         ref_name = o.vs;
+    else if (o.weights != RAYO_DTYPE_F32)
+        ref_name = "f32";
     print_machine(&o, ctx, command);
     if (o.dispatch)
         bench_dispatch(&o, ctx);

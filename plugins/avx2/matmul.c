@@ -23,6 +23,7 @@
  * streams the matrix once instead of packing it.
  */
 #include "plugin.h"
+#include "typed-matmul.h"
 #include "math.h"
 
 #include <stdlib.h>
@@ -629,6 +630,21 @@ static void matmul_as_gemv(const avx2_state *st, const gemm_args *g)
     }
 }
 
+rayo_status avx2_sgemm(void *state, const x86_gemm_args *g)
+{
+    if (g->m == 0 || g->n == 0)
+        return RAYO_OK;
+    if (g->k == 0) {
+        scale_c(g->C, g->m * g->n, g->beta);
+        return RAYO_OK;
+    }
+    if (g->m == 1 || g->n == 1) {
+        matmul_as_gemv(state, g);
+        return RAYO_OK;
+    }
+    return gemm_blocked(state, g);
+}
+
 AVX2_KERNEL(matmul)
 {
     if (rayo_call_strided(call))
@@ -638,15 +654,12 @@ AVX2_KERNEL(matmul)
         .A = call->a, .B = call->b, .C = call->y,
         .trans_a = (call->flags & RAYO_TRANS_A) != 0, .trans_b = (call->flags & RAYO_TRANS_B) != 0,
     };
-    if (g.m == 0 || g.n == 0)
-        return RAYO_OK;
-    if (g.k == 0) {
-        scale_c(g.C, g.m * g.n, g.beta);
-        return RAYO_OK;
-    }
-    if (g.m == 1 || g.n == 1) {
-        matmul_as_gemv(state, &g);
-        return RAYO_OK;
-    }
-    return gemm_blocked(state, &g);
+    return avx2_sgemm(state, &g);
+}
+
+/* f16, bf16 and block-quantized operands: dequantized panels through this
+ * sgemm (typed-matmul.c). */
+rayo_status avx2_matmul_typed(void *state, const rayo_call *call)
+{
+    return typed_matmul_run(state, call, avx2_sgemm);
 }

@@ -62,11 +62,17 @@ double avx2_sum_squares_f64(const float *x, size_t n);
 void avx2_choose_blocking(const avx2_caches *caches, avx2_blocking *blocking);
 
 /* ---- matmul.c ---------------------------------------------------------- */
+/* sgemm on dense row-major operands (any m, n, k; beta == 0 never reads C):
+ * the f32 matmul kernel, and typed-matmul.c's on dequantized panels. */
+rayo_status avx2_sgemm(void *state, const x86_gemm_args *g);
 
 /* ---- quant.c ----------------------------------------------------------- */
 /* gemv with f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K weights (listed per dtype
  * in plugin.c). */
 rayo_status avx2_gemv_quant(void *state, const rayo_call *call);
+/* matmul with f16, bf16 or block-quantized B, or f16/bf16 A and B
+ * (typed-matmul.h). */
+rayo_status avx2_matmul_typed(void *state, const rayo_call *call);
 
 /* Kernels are avx2_NAME (cpu-base.h declares one for every op). */
 #define AVX2_KERNEL(NAME) CPU_KERNEL_FN(NAME)

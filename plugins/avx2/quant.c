@@ -1,47 +1,55 @@
 /* quant.c - gemv with half or block-quantized weights: y (m) = alpha A x +
  * beta y, A (m x n) in f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K with rows along n (row stride lda
- * elements), x and y f32.
+ * elements), x and y f32.  The driver (x prepared once, rows over the
+ * threads, strict or relaxed path) is ../cpu-base/typed-gemv.h.
  *
  * Decode is the hot path of inference and it is memory-bound: each weight
- * byte is read once.  So the blocks are decoded in registers (bytes ->
- * int32 -> float lanes) and multiplied into x at once; no row is ever
- * dequantized to memory.
+ * byte is read once.  So the blocks are decoded in registers and multiplied
+ * into x at once; no row is ever dequantized to memory.  Four rows go per
+ * pass (x is read once for the four), each row in its own accumulators.
  *
- * Accuracy (contract 1e-5 of sum|terms| at any n, judged against float64 on
- * the dequantized values): products are summed in float lanes over at most
- * 256 elements (32 terms per lane), then added into double lanes, so the
- * error stays near 40 * 2^-24 ~ 2.4e-6 of sum|terms| however long the row is.
- * Q8_0 and Q4_0 multiply the block's scale into the lane sums (d sum q x);
- * the K formats rebuild each weight (d sc q - dmin m) before its product;
- * f16 and bf16 are widened exactly (F16C for f16, a shift for bf16).
+ * Strict path (contract 1e-5 of sum|terms| at any n, judged against float64
+ * on the dequantized values): bytes -> int32 -> float lanes, products summed
+ * in float lanes over at most 256 elements (32 terms per lane), then added
+ * into double lanes, so the error stays near 40 * 2^-24 ~ 2.4e-6 of
+ * sum|terms| however long the row is.  Q8_0 and Q4_0 multiply the block's
+ * scale into the lane sums (d sum q x); the K formats rebuild each weight
+ * (d sc q - dmin m) before its product (no cancellation between a sum of
+ * q x and a sum of m x); f16 and bf16 are widened exactly (F16C for f16, a
+ * shift for bf16).
  *
- * Q8_0 and Q4_0 go four rows per pass, reading x once for the four: x (44
- * KB at k = 11008) does not stay in L1, and reading it again for each row
- * cost more than the row's weights (1.5x on Q8_0 at 4096 x 11008).
- *
- * Rows are split over the threads in one chunk per thread (avx2_run_ranges).
- * beta == 0 never reads y.  Strides other than lda and flags are left to the
- * scalar backend (RAYO_E_UNSUPPORTED).
+ * Relaxed path (block formats; x rounded once per call, typed-gemv.h):
+ *   Q8_0, Q4_0: x in int16 per 32 values, codes widened to int16,
+ *     _mm256_madd_epi16 sums pairs into int32 lanes (exact), one float
+ *     multiply-add per block by d times x's scale;
+ *   Q4_K, Q6_K: x in int8 per 256 values, _mm256_maddubs_epi16 (codes u8 x
+ *     x s8, pairs into int16), _mm256_madd_epi16 by the sub-block scales
+ *     into int32, one float multiply-add per 256 values.
+ * Codes go 16 or 32 per instruction where the strict path spends three
+ * instructions on eight floats.
  */
 #include "plugin.h"
 #include "math.h"
 #include "typed-gemv.h"
+#include "x86-quant.h"
 
-/* Rows below which the whole gemv runs on the calling thread: about 64 KiB
- * of weights (waking the pool costs more than streaming that much). */
-#define PARALLEL_MIN_BYTES ((size_t)1 << 16)
+/* The block functions are inlined into the row drivers whatever their
+ * size: called, each block would cost a call and the spill of its
+ * accumulator (2x slower on Q4_K). */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* Each row prefetches every cache line of the block PREFETCH_BYTES ahead
+ * of the one being decoded, into L2.  The hardware prefetcher alone left
+ * the four row streams at about half of the bandwidth a plain read reaches;
+ * prefetching 2 KiB ahead into L1 gained a little (Q4_K relaxed, 1 thread:
+ * 3.5 -> 2.3 ms), 32 KiB ahead into L2 (4 rows: 128 KiB of L2) as much
+ * again (2.3 -> 1.6-1.7 ms; 16 KiB gave less, 64 KiB the same). */
+#define PREFETCH_BYTES 32768
 
 /* Blocks of 32 summed in float lanes before the lanes go to double. */
 #define SMALL_BLOCKS_PER_GROUP 8
 
 /* ---- decoding helpers --------------------------------------------------- */
-
-/* The f16 scale at p (F16C: one instruction, where rayo_f16_to_f32 branches
- * and costs as much as the rest of a Q8_0 block). */
-static inline float f16_at(const uint8_t *p)
-{
-    return _cvtsh_ss(rayo__le16(p));
-}
 
 /* The 8 signed bytes at p as float lanes. */
 static inline __m256 bytes8_ps(const void *p)
@@ -60,8 +68,6 @@ static inline __m256 high8_ps(__m128i v)
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)));
 }
 
-/* ---- one row: the dot of a quantized row with x, in double -------------- */
-
 /* acc (two double vectors) += the 8 float lanes of v. */
 static inline void add_wide(__m256d acc[2], __m256 v)
 {
@@ -74,93 +80,96 @@ static inline double sum_wide(const __m256d acc[2])
     return v_hsum_pd(_mm256_add_pd(acc[0], acc[1]));
 }
 
-/* Q8_0 block: sum q x over its 32 values, in float lanes (d left out). */
-static inline __m256 block_q8_0(const uint8_t *blk, const float *x)
-{
-    const uint8_t *q = blk + 2;
-    __m256 s0 = _mm256_mul_ps(bytes8_ps(q), _mm256_loadu_ps(x));
-    __m256 s1 = _mm256_mul_ps(bytes8_ps(q + 8), _mm256_loadu_ps(x + 8));
-    s0 = _mm256_fmadd_ps(bytes8_ps(q + 16), _mm256_loadu_ps(x + 16), s0);
-    s1 = _mm256_fmadd_ps(bytes8_ps(q + 24), _mm256_loadu_ps(x + 24), s1);
-    return _mm256_add_ps(s0, s1);
-}
+/* ---- the row driver: rows of blocks, any block function ------------------ */
 
-/* Q4_0 block: sum (q - 8) x; byte j holds value j (low nibble) and j + 16. */
-static inline __m256 block_q4_0(const uint8_t *blk, const float *x)
-{
-    const __m128i low_nibbles = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
-    __m128i bytes = _mm_loadu_si128((const __m128i *)(blk + 2));
-    __m128i lo = _mm_sub_epi8(_mm_and_si128(bytes, low_nibbles), eight);
-    __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(bytes, 4), low_nibbles), eight);
-    __m256 s0 = _mm256_mul_ps(low8_ps(lo), _mm256_loadu_ps(x));
-    __m256 s1 = _mm256_mul_ps(high8_ps(lo), _mm256_loadu_ps(x + 8));
-    s0 = _mm256_fmadd_ps(low8_ps(hi), _mm256_loadu_ps(x + 16), s0);
-    s1 = _mm256_fmadd_ps(high8_ps(hi), _mm256_loadu_ps(x + 24), s1);
-    return _mm256_add_ps(s0, s1);
-}
+/* Loops over the R rows and over the parts of a block, unrolled: the
+ * rows' accumulators then stay in registers (a loop over an array of them
+ * kept it in memory) and the parts' offsets and lane indexes are constants. */
+#define UNROLL_ROWS _Pragma("GCC unroll 4")
 
-/* Rows of 32-value blocks that start with their f16 scale d (Q8_0, Q4_0):
- * sum over blocks of d * block_dot, in float over groups of blocks, in
- * double across groups.  Inlined with a constant block_dot. */
-static inline __attribute__((always_inline)) double
-dot_small_blocks(const uint8_t *blk, const float *x, size_t n, size_t block_bytes,
-                 __m256 (*block_dot)(const uint8_t *, const float *))
-{
-    __m256d acc[2] = { _mm256_setzero_pd(), _mm256_setzero_pd() };
-    size_t blocks = n / 32;
-    for (size_t b = 0; b < blocks;) {
-        size_t end = b + SMALL_BLOCKS_PER_GROUP < blocks ? b + SMALL_BLOCKS_PER_GROUP : blocks;
-        __m256 group = _mm256_setzero_ps();
-        for (; b < end; b++, blk += block_bytes, x += 32)
-            group = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(blk)), block_dot(blk, x), group);
-        add_wide(acc, group);
-    }
-    return sum_wide(acc);
-}
+/* acc += the dot of block b of a row (at blk) with x, in float lanes. */
+typedef __m256 block_fn(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc);
 
-/* The same over four rows (blk, blk + stride, ...), x read once for all. */
+/* The dots of R rows (blk, blk + stride, ...) over `blocks` blocks: float
+ * lanes over groups of `group` blocks, double across groups.  Inlined with
+ * constant R, sizes and block function, so the block's decoding and x's
+ * loads are shared by nothing but what the compiler sees. */
 static inline __attribute__((always_inline)) void
-dot4_small_blocks(const uint8_t *blk, size_t stride, const float *x, size_t n, size_t block_bytes,
-                  __m256 (*block_dot)(const uint8_t *, const float *), double out[4])
+dots_of_blocks(const uint8_t *blk, size_t stride, int R, const typed_gemv_x *x, size_t blocks,
+               size_t block_bytes, size_t group, block_fn *block, double *out)
 {
     __m256d acc[4][2];
-    for (int r = 0; r < 4; r++)
+    UNROLL_ROWS
+    for (int r = 0; r < R; r++)
         acc[r][0] = acc[r][1] = _mm256_setzero_pd();
-    size_t blocks = n / 32;
     for (size_t b = 0; b < blocks;) {
-        size_t end = b + SMALL_BLOCKS_PER_GROUP < blocks ? b + SMALL_BLOCKS_PER_GROUP : blocks;
-        __m256 group[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
-        for (; b < end; b++)
-            for (int r = 0; r < 4; r++) {
+        size_t end = b + group < blocks ? b + group : blocks;
+        __m256 g[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+        for (; b < end; b++) {
+            UNROLL_ROWS
+            for (int r = 0; r < R; r++) {
                 const uint8_t *p = blk + r * stride + b * block_bytes;
-                group[r] = _mm256_fmadd_ps(_mm256_set1_ps(f16_at(p)), block_dot(p, x + 32 * b), group[r]);
+                for (size_t line = 0; line < block_bytes; line += 64)
+                    _mm_prefetch((const char *)p + PREFETCH_BYTES + line, _MM_HINT_T1);
+                g[r] = block(p, x, b, g[r]);
             }
-        for (int r = 0; r < 4; r++)
-            add_wide(acc[r], group[r]);
+        }
+        UNROLL_ROWS
+        for (int r = 0; r < R; r++)
+            add_wide(acc[r], g[r]);
     }
-    for (int r = 0; r < 4; r++)
+    UNROLL_ROWS
+    for (int r = 0; r < R; r++)
         out[r] = sum_wide(acc[r]);
 }
 
-static double dot_q8_0(const uint8_t *blk, const float *x, size_t n)
+/* `count` rows (1..4): four in one pass, fewer one by one. */
+static inline __attribute__((always_inline)) void
+rows_of_blocks(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t blocks,
+               size_t block_bytes, size_t group, block_fn *block, double out[4])
 {
-    return dot_small_blocks(blk, x, n, RAYO_Q8_0_BYTES, block_q8_0);
+    if (count == 4) {
+        dots_of_blocks(row, stride, 4, x, blocks, block_bytes, group, block, out);
+        return;
+    }
+    for (size_t r = 0; r < count; r++)
+        dots_of_blocks(row + r * stride, stride, 1, x, blocks, block_bytes, group, block, out + r);
 }
 
-static double dot_q4_0(const uint8_t *blk, const float *x, size_t n)
+/* ---- strict: Q8_0 and Q4_0 ----------------------------------------------- */
+
+/* Q8_0 block: d sum q x over its 32 values. */
+static ALWAYS_INLINE __m256 block_q8_0(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
 {
-    return dot_small_blocks(blk, x, n, RAYO_Q4_0_BYTES, block_q4_0);
+    const uint8_t *q = blk + 2;
+    const float *xb = x->f + 32 * b;
+    __m256 s0 = _mm256_mul_ps(bytes8_ps(q), _mm256_loadu_ps(xb));
+    __m256 s1 = _mm256_mul_ps(bytes8_ps(q + 8), _mm256_loadu_ps(xb + 8));
+    s0 = _mm256_fmadd_ps(bytes8_ps(q + 16), _mm256_loadu_ps(xb + 16), s0);
+    s1 = _mm256_fmadd_ps(bytes8_ps(q + 24), _mm256_loadu_ps(xb + 24), s1);
+    return _mm256_fmadd_ps(_mm256_set1_ps(x86_f16_at(blk)), _mm256_add_ps(s0, s1), acc);
 }
 
-static void dot4_q8_0(const uint8_t *blk, size_t stride, const float *x, size_t n, double out[4])
+/* Q4_0 block: d sum (q - 8) x; byte j holds value j (low nibble) and j + 16. */
+static ALWAYS_INLINE __m256 block_q4_0(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
 {
-    dot4_small_blocks(blk, stride, x, n, RAYO_Q8_0_BYTES, block_q8_0, out);
+    const __m128i low_nibbles = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
+    const float *xb = x->f + 32 * b;
+    __m128i bytes = x86_load128(blk + 2);
+    __m128i lo = _mm_sub_epi8(_mm_and_si128(bytes, low_nibbles), eight);
+    __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(bytes, 4), low_nibbles), eight);
+    __m256 s0 = _mm256_mul_ps(low8_ps(lo), _mm256_loadu_ps(xb));
+    __m256 s1 = _mm256_mul_ps(high8_ps(lo), _mm256_loadu_ps(xb + 8));
+    s0 = _mm256_fmadd_ps(low8_ps(hi), _mm256_loadu_ps(xb + 16), s0);
+    s1 = _mm256_fmadd_ps(high8_ps(hi), _mm256_loadu_ps(xb + 24), s1);
+    return _mm256_fmadd_ps(_mm256_set1_ps(x86_f16_at(blk)), _mm256_add_ps(s0, s1), acc);
 }
 
-static void dot4_q4_0(const uint8_t *blk, size_t stride, const float *x, size_t n, double out[4])
-{
-    dot4_small_blocks(blk, stride, x, n, RAYO_Q4_0_BYTES, block_q4_0, out);
-}
+TYPED_ROWS_FN(rows_q8_0, 32, RAYO_Q8_0_BYTES, SMALL_BLOCKS_PER_GROUP, block_q8_0)
+
+TYPED_ROWS_FN(rows_q4_0, 32, RAYO_Q4_0_BYTES, SMALL_BLOCKS_PER_GROUP, block_q4_0)
+
+/* ---- strict: Q4_K and Q6_K (one 256-value block per float group) --------- */
 
 /* sum (scale q_i - offset) x_i over 32 values, q the 32 signed bytes of
  * codes, added to acc. */
@@ -176,123 +185,204 @@ static inline __m256 dot32_affine(__m256i codes, __m256 scale, __m256 offset, co
 
 /* Q4_K: value i of sub-block s is (d sc[s]) q - (dmin m[s]); sub-blocks 2c
  * and 2c + 1 are the low and high nibbles of the 32 bytes of chunk c. */
-static double dot_q4_k(const uint8_t *blk, const float *x, size_t n)
+static ALWAYS_INLINE __m256 block_q4_k(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
 {
     const __m256i low_nibbles = _mm256_set1_epi8(15);
-    __m256d acc[2] = { _mm256_setzero_pd(), _mm256_setzero_pd() };
-    for (size_t b = 0; b < n / RAYO_QK_K; b++, blk += RAYO_Q4_K_BYTES) {
-        float d = f16_at(blk), dmin = f16_at(blk + RAYO_Q4_K_DMIN);
-        __m256 block = _mm256_setzero_ps();
-        for (int c = 0; c < 4; c++, x += 64) {
-            __m256i bytes = _mm256_loadu_si256((const __m256i *)(blk + RAYO_Q4_K_QS + 32 * c));
-            uint8_t sc0, m0, sc1, m1;
-            rayo_q4_k_scale_min(blk + RAYO_Q4_K_SCALES, 2 * c, &sc0, &m0);
-            rayo_q4_k_scale_min(blk + RAYO_Q4_K_SCALES, 2 * c + 1, &sc1, &m1);
-            block = dot32_affine(_mm256_and_si256(bytes, low_nibbles), _mm256_set1_ps(d * (float)sc0),
-                                 _mm256_set1_ps(dmin * (float)m0), x, block);
-            block = dot32_affine(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles),
-                                 _mm256_set1_ps(d * (float)sc1), _mm256_set1_ps(dmin * (float)m1),
-                                 x + 32, block);
-        }
-        add_wide(acc, block);
+    const float *xb = x->f + RAYO_QK_K * b;
+    __m128i sc8, m8;
+    x86_q4_k_scales_mins(blk + RAYO_Q4_K_SCALES, &sc8, &m8);
+    /* d sc[s] and dmin m[s] of the eight sub-blocks in the lanes of two
+     * vectors (decoding them one by one in scalar code cost a quarter of
+     * the time), each broadcast where its sub-block needs it */
+    __m256 scales = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc8)));
+    __m256 mins = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk + RAYO_Q4_K_DMIN)),
+                                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
+    UNROLL_ROWS
+    for (int c = 0; c < 4; c++, xb += 64) {
+        __m256i bytes = x86_load256(blk + RAYO_Q4_K_QS + 32 * c);
+        __m256i lane0 = _mm256_set1_epi32(2 * c), lane1 = _mm256_set1_epi32(2 * c + 1);
+        acc = dot32_affine(_mm256_and_si256(bytes, low_nibbles), _mm256_permutevar8x32_ps(scales, lane0),
+                           _mm256_permutevar8x32_ps(mins, lane0), xb, acc);
+        acc = dot32_affine(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles),
+                           _mm256_permutevar8x32_ps(scales, lane1), _mm256_permutevar8x32_ps(mins, lane1), xb + 32,
+                           acc);
     }
-    return sum_wide(acc);
+    return acc;
 }
 
-/* Q6_K: value 128h + 32k + l is (d sc[(128h + 32k + l) / 16]) (q - 32), q's
- * low 4 bits from ql[64h + 32 (k & 1) + l] (nibble k >> 1), its high 2 bits
- * from bits 2k, 2k + 1 of qh[32h + l]. */
-static double dot_q6_k(const uint8_t *blk, const float *x, size_t n)
+/* Q6_K: value 128h + 32k + l is (d sc[(128h + 32k + l) / 16]) (q - 32). */
+static ALWAYS_INLINE __m256 block_q6_k(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
 {
-    const __m256i low_nibbles = _mm256_set1_epi8(15), two_bits = _mm256_set1_epi8(3);
-    const __m256i bias = _mm256_set1_epi8(32);
-    __m256d acc[2] = { _mm256_setzero_pd(), _mm256_setzero_pd() };
-    for (size_t b = 0; b < n / RAYO_QK_K; b++, blk += RAYO_Q6_K_BYTES) {
-        float d = f16_at(blk + RAYO_Q6_K_D);
-        const int8_t *scales = (const int8_t *)(blk + RAYO_Q6_K_SCALES);
-        __m256 block = _mm256_setzero_ps();
-        for (int h = 0; h < 2; h++) {
-            __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + RAYO_Q6_K_QH + 32 * h));
-            for (int k = 0; k < 4; k++, x += 32) {
-                __m256i ql = _mm256_loadu_si256((const __m256i *)(blk + 64 * h + 32 * (k & 1)));
-                __m256i low = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(4 * (k >> 1))),
-                                               low_nibbles);
-                __m256i high = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), two_bits);
-                __m256i codes = _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), bias);
-                __m128i lo = _mm256_castsi256_si128(codes), hi = _mm256_extracti128_si256(codes, 1);
-                const int8_t *sc = scales + 8 * h + 2 * k; /* values l < 16, then l >= 16 */
-                __m256 s0 = _mm256_set1_ps(d * (float)sc[0]), s1 = _mm256_set1_ps(d * (float)sc[1]);
-                block = _mm256_fmadd_ps(_mm256_mul_ps(s0, low8_ps(lo)), _mm256_loadu_ps(x), block);
-                block = _mm256_fmadd_ps(_mm256_mul_ps(s0, high8_ps(lo)), _mm256_loadu_ps(x + 8), block);
-                block = _mm256_fmadd_ps(_mm256_mul_ps(s1, low8_ps(hi)), _mm256_loadu_ps(x + 16), block);
-                block = _mm256_fmadd_ps(_mm256_mul_ps(s1, high8_ps(hi)), _mm256_loadu_ps(x + 24), block);
-            }
+    const float *xb = x->f + RAYO_QK_K * b;
+    __m256 d = _mm256_set1_ps(x86_f16_at(blk + RAYO_Q6_K_D));
+    __m128i scales8 = x86_load128(blk + RAYO_Q6_K_SCALES);
+    /* d sc[g] of the 16 groups in the lanes of two vectors (as in Q4_K) */
+    const __m256 scales[2] = { _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(scales8))),
+                               _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(scales8, 8)))) };
+    UNROLL_ROWS
+    for (int h = 0; h < 2; h++) {
+        __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h);
+        UNROLL_ROWS
+        for (int k = 0; k < 4; k++, xb += 32) {
+            __m256i codes = _mm256_sub_epi8(x86_q6_k_codes(blk, qh, h, k), _mm256_set1_epi8(32));
+            __m128i lo = _mm256_castsi256_si128(codes), hi = _mm256_extracti128_si256(codes, 1);
+            /* values l < 16 (group 8h + 2k), then l >= 16 */
+            __m256 s0 = _mm256_permutevar8x32_ps(scales[h], _mm256_set1_epi32(2 * k));
+            __m256 s1 = _mm256_permutevar8x32_ps(scales[h], _mm256_set1_epi32(2 * k + 1));
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(s0, low8_ps(lo)), _mm256_loadu_ps(xb), acc);
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(s0, high8_ps(lo)), _mm256_loadu_ps(xb + 8), acc);
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(s1, low8_ps(hi)), _mm256_loadu_ps(xb + 16), acc);
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(s1, high8_ps(hi)), _mm256_loadu_ps(xb + 24), acc);
         }
-        add_wide(acc, block);
     }
-    return sum_wide(acc);
+    return acc;
 }
 
-/* f16 (F16C) and bf16 (the top half of an f32): 8 values at p as floats. */
-static inline __m256 f16x8_ps(const uint8_t *p)
+TYPED_ROWS_FN(rows_q4_k, RAYO_QK_K, RAYO_Q4_K_BYTES, 1, block_q4_k)
+
+TYPED_ROWS_FN(rows_q6_k, RAYO_QK_K, RAYO_Q6_K_BYTES, 1, block_q6_k)
+
+/* ---- strict: f16 and bf16, 8 values per "block" --------------------------- */
+
+static ALWAYS_INLINE __m256 block_f16(const uint8_t *w, const typed_gemv_x *x, size_t b, __m256 acc)
 {
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_fmadd_ps(_mm256_cvtph_ps(x86_load128(w)), _mm256_loadu_ps(x->f + 8 * b), acc);
 }
 
-static inline __m256 bf16x8_ps(const uint8_t *p)
+/* bf16 is the top half of an f32. */
+static ALWAYS_INLINE __m256 block_bf16(const uint8_t *w, const typed_gemv_x *x, size_t b, __m256 acc)
 {
-    __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+    __m256 wf = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(x86_load128(w)), 16));
+    return _mm256_fmadd_ps(wf, _mm256_loadu_ps(x->f + 8 * b), acc);
 }
 
-/* Rows of 2-byte floats: float lanes over 256 values, double across.  n may
- * be any length: the last n % 8 values are summed one by one in double. */
-static inline __attribute__((always_inline)) double
-dot_halves(const uint8_t *w, const float *x, size_t n, __m256 (*decode8)(const uint8_t *))
+/* n may be any length: the last n % 8 values one by one in double. */
+static inline __attribute__((always_inline)) void
+rows_of_halves(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+               block_fn *block, double out[4])
 {
-    __m256d acc[2] = { _mm256_setzero_pd(), _mm256_setzero_pd() };
-    size_t i = 0;
-    while (i + 8 <= n) {
-        size_t end = i + 256 < n ? i + 256 : n;
-        __m256 s0 = _mm256_setzero_ps(), s1 = s0;
-        for (; i + 16 <= end; i += 16) {
-            s0 = _mm256_fmadd_ps(decode8(w + 2 * i), _mm256_loadu_ps(x + i), s0);
-            s1 = _mm256_fmadd_ps(decode8(w + 2 * i + 16), _mm256_loadu_ps(x + i + 8), s1);
+    rows_of_blocks(row, stride, count, x, n / 8, 16, 32, block, out);
+    for (size_t r = 0; r < count; r++)
+        out[r] += typed_gemv_half_tail(row + r * stride, x->f, n / 8 * 8, n, block == block_f16);
+}
+
+static void rows_f16(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                     double out[4])
+{
+    rows_of_halves(row, stride, count, x, n, block_f16, out);
+}
+
+static void rows_bf16(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                      double out[4])
+{
+    rows_of_halves(row, stride, count, x, n, block_bf16, out);
+}
+
+/* ---- relaxed: integer block dots against x in int16 or int8 ---------------- */
+
+/* 8 int32 lanes: the pair sums of 16 int16 codes with x's int16 values at xq. */
+static inline __m256i madd16(__m256i codes, const int16_t *xq)
+{
+    return _mm256_madd_epi16(codes, x86_load256(xq));
+}
+
+/* acc += scale * the 8 int32 lanes of s. */
+static inline __m256 scaled_add(__m256i s, float scale, __m256 acc)
+{
+    return _mm256_fmadd_ps(_mm256_set1_ps(scale), _mm256_cvtepi32_ps(s), acc);
+}
+
+static ALWAYS_INLINE __m256 block_q8_0_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
+{
+    const int16_t *xq = x->q16 + 32 * b;
+    __m256i s = _mm256_add_epi32(madd16(_mm256_cvtepi8_epi16(x86_load128(blk + 2)), xq),
+                                 madd16(_mm256_cvtepi8_epi16(x86_load128(blk + 18)), xq + 16));
+    return scaled_add(s, x86_f16_at(blk) * x->scale16[b], acc);
+}
+
+static ALWAYS_INLINE __m256 block_q4_0_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
+{
+    const int16_t *xq = x->q16 + 32 * b;
+    const __m256i eight = _mm256_set1_epi16(8);
+    __m256i bytes = _mm256_cvtepu8_epi16(x86_load128(blk + 2));
+    __m256i lo = _mm256_sub_epi16(_mm256_and_si256(bytes, _mm256_set1_epi16(15)), eight);
+    __m256i hi = _mm256_sub_epi16(_mm256_srli_epi16(bytes, 4), eight);
+    __m256i s = _mm256_add_epi32(madd16(lo, xq), madd16(hi, xq + 16));
+    return scaled_add(s, x86_f16_at(blk) * x->scale16[b], acc);
+}
+
+/* int16 lane j of v (j < 8) in every lane (v holds it in both halves). */
+static inline __m256i broadcast_lane16(__m256i v, int j)
+{
+    return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)((2 * j + 1) << 8 | 2 * j)));
+}
+
+/* Q4_K against int8 x: d (x scale) sum_s sc[s] sum q xq - dmin sum_s m[s]
+ * sum x.  maddubs multiplies the 32 nibbles of a sub-block by x (u8 x s8,
+ * pairs summed into int16: at most 2 * 15 * 127), madd by the sub-block's
+ * scale (into int32), so one float multiply-add serves the 256 values;
+ * the minimums' part takes the exact sums of x, eight sub-blocks at once. */
+static ALWAYS_INLINE __m256 block_q4_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
+{
+    const int8_t *xq = x->q8 + RAYO_QK_K * b;
+    const __m256i low_nibbles = _mm256_set1_epi8(15);
+    __m128i sc8, m8;
+    x86_q4_k_scales_mins(blk + RAYO_Q4_K_SCALES, &sc8, &m8);
+    __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8));
+    __m256i sum = _mm256_setzero_si256();
+    UNROLL_ROWS
+    for (int c = 0; c < 4; c++, xq += 64) {
+        __m256i bytes = x86_load256(blk + RAYO_Q4_K_QS + 32 * c);
+        __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(bytes, low_nibbles), x86_load256(xq));
+        __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles),
+                                          x86_load256(xq + 32));
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(lo, broadcast_lane16(sc, 2 * c)));
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(hi, broadcast_lane16(sc, 2 * c + 1)));
+    }
+    __m256 mins = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk + RAYO_Q4_K_DMIN)),
+                                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
+    acc = _mm256_fnmadd_ps(mins, _mm256_loadu_ps(x->sum + 8 * b), acc);
+    return scaled_add(sum, x86_f16_at(blk) * x->scale8[b], acc);
+}
+
+/* Q6_K against int8 x: d (x scale) sum_g sc[g] (sum q xq - 32 sum xq) over
+ * the 16 groups g of 16 values.  maddubs multiplies 32 codes (0..63) by x
+ * (pairs into int16: at most 2 * 63 * 127), madd by the two groups' scales
+ * (int16 lanes 0-7 hold group 2j, lanes 8-15 group 2j + 1); the -32 part
+ * is madd of x's group sums with the scales. */
+static ALWAYS_INLINE __m256 block_q6_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
+{
+    const int8_t *xq = x->q8 + RAYO_QK_K * b;
+    __m128i scales8 = x86_load128(blk + RAYO_Q6_K_SCALES);
+    __m256i offset = _mm256_madd_epi16(x86_load256(x->qsum + 16 * b), _mm256_cvtepi8_epi16(scales8));
+    __m256i sum = _mm256_setzero_si256();
+    UNROLL_ROWS
+    for (int h = 0; h < 2; h++) {
+        __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h);
+        UNROLL_ROWS
+        for (int k = 0; k < 4; k++, xq += 32) {
+            long long g = 8 * h + 2 * k;
+            __m128i pick = _mm_set_epi64x(0x0101010101010101ll * (g + 1), 0x0101010101010101ll * g);
+            __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales8, pick));
+            __m256i p = _mm256_maddubs_epi16(x86_q6_k_codes(blk, qh, h, k), x86_load256(xq));
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, sc));
         }
-        for (; i + 8 <= end; i += 8)
-            s0 = _mm256_fmadd_ps(decode8(w + 2 * i), _mm256_loadu_ps(x + i), s0);
-        add_wide(acc, _mm256_add_ps(s0, s1));
     }
-    double tail = typed_gemv_half_tail(w, x, i, n, decode8 == f16x8_ps);
-    return sum_wide(acc) + tail;
+    sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(offset, 5));
+    return scaled_add(sum, x86_f16_at(blk + RAYO_Q6_K_D) * x->scale8[b], acc);
 }
 
-static double dot_f16(const uint8_t *w, const float *x, size_t n)
-{
-    return dot_halves(w, x, n, f16x8_ps);
-}
+TYPED_ROWS_FN(rows_q8_0_int, 32, RAYO_Q8_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q8_0_int)
 
-static double dot_bf16(const uint8_t *w, const float *x, size_t n)
-{
-    return dot_halves(w, x, n, bf16x8_ps);
-}
+TYPED_ROWS_FN(rows_q4_0_int, 32, RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q4_0_int)
+
+TYPED_ROWS_FN(rows_q4_k_int, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_int)
+
+TYPED_ROWS_FN(rows_q6_k_int, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_int)
 
 /* ---- the kernel ----------------------------------------------------------- */
 
-static void gemv_quant_rows(const avx2_state *st, const rayo_call *c, size_t begin, size_t end)
-{
-    (void)st;
-    typed_gemv_rows(c, begin, end);
-}
-
 rayo_status avx2_gemv_quant(void *state, const rayo_call *call)
 {
-    if (!typed_gemv_takes(call))
-        return RAYO_E_UNSUPPORTED;
-    if (call->m == 0)
-        return RAYO_OK;
-    size_t stride = typed_gemv_row_bytes(call);
-    size_t min_rows = stride ? PARALLEL_MIN_BYTES / stride + 1 : call->m;
-    avx2_run_ranges((const avx2_state *)state, call, call->m, min_rows, 1, gemv_quant_rows);
-    return RAYO_OK;
+    return typed_gemv_run((const cpu_state *)state, call);
 }

@@ -19,6 +19,7 @@
  * merged.  beta == 0 never reads C.  m == 1 and n == 1 go to gemv (gemv.c).
  */
 #include "plugin.h"
+#include "typed-matmul.h"
 #include "math.h"
 
 #include <stdlib.h>
@@ -263,6 +264,22 @@ static void matmul_as_gemv(const avx512_state *st, const gemm_args *g)
                         g->B, g->beta, g->C);
 }
 
+rayo_status avx512_sgemm(void *state, const x86_gemm_args *g)
+{
+    if (g->m == 0 || g->n == 0)
+        return RAYO_OK;
+    if (g->k == 0) { /* op(A) op(B) is the zero matrix */
+        for (size_t i = 0; i < g->m * g->n; i++)
+            g->C[i] = g->beta == 0.0f ? 0.0f : g->beta * g->C[i];
+        return RAYO_OK;
+    }
+    if (g->m == 1 || g->n == 1) {
+        matmul_as_gemv(state, g);
+        return RAYO_OK;
+    }
+    return gemm_blocked(state, g);
+}
+
 AVX512_KERNEL(matmul)
 {
     if (rayo_call_strided(call))
@@ -272,16 +289,12 @@ AVX512_KERNEL(matmul)
         .A = call->a, .B = call->b, .C = call->y,
         .trans_a = (call->flags & RAYO_TRANS_A) != 0, .trans_b = (call->flags & RAYO_TRANS_B) != 0,
     };
-    if (g.m == 0 || g.n == 0)
-        return RAYO_OK;
-    if (g.k == 0) { /* op(A) op(B) is the zero matrix */
-        for (size_t i = 0; i < g.m * g.n; i++)
-            g.C[i] = g.beta == 0.0f ? 0.0f : g.beta * g.C[i];
-        return RAYO_OK;
-    }
-    if (g.m == 1 || g.n == 1) {
-        matmul_as_gemv(state, &g);
-        return RAYO_OK;
-    }
-    return gemm_blocked(state, &g);
+    return avx512_sgemm(state, &g);
+}
+
+/* f16, bf16 and block-quantized operands: dequantized panels through this
+ * sgemm (typed-matmul.c). */
+rayo_status avx512_matmul_typed(void *state, const rayo_call *call)
+{
+    return typed_matmul_run(state, call, avx512_sgemm);
 }

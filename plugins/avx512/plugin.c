@@ -114,6 +114,14 @@ static const rayo_op_entry avx512_ops[] = {
     COMBO(GEMV, Q4_0, F32, NONE, F32, avx512_gemv_quant),
     COMBO(GEMV, Q4_K, F32, NONE, F32, avx512_gemv_quant),
     COMBO(GEMV, Q6_K, F32, NONE, F32, avx512_gemv_quant),
+    COMBO(MATMUL, F32, F16, NONE, F32, avx512_matmul_typed),
+    COMBO(MATMUL, F32, BF16, NONE, F32, avx512_matmul_typed),
+    COMBO(MATMUL, F32, Q8_0, NONE, F32, avx512_matmul_typed),
+    COMBO(MATMUL, F32, Q4_0, NONE, F32, avx512_matmul_typed),
+    COMBO(MATMUL, F32, Q4_K, NONE, F32, avx512_matmul_typed),
+    COMBO(MATMUL, F32, Q6_K, NONE, F32, avx512_matmul_typed),
+    COMBO(MATMUL, F16, F16, NONE, F32, avx512_matmul_typed),
+    COMBO(MATMUL, BF16, BF16, NONE, F32, avx512_matmul_typed),
 #include "x86-infer-ops.h" /* convert, get_rows, rope, attention, gated units */
 };
 

@@ -62,10 +62,17 @@ double avx512_sum_squares_f64(const float *x, size_t n);
 void avx512_gemv_run(const avx512_state *st, int trans, size_t rows, size_t cols, float alpha,
                      const float *A, const float *x, float beta, float *y);
 
+/* sgemm on dense row-major operands (any m, n, k; beta == 0 never reads C):
+ * the f32 matmul kernel, and typed-matmul.c's on dequantized panels. */
+rayo_status avx512_sgemm(void *state, const x86_gemm_args *g);
+
 /* ---- quant.c ----------------------------------------------------------- */
 /* gemv with f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K weights (listed per dtype
  * in plugin.c). */
 rayo_status avx512_gemv_quant(void *state, const rayo_call *call);
+/* matmul with f16, bf16 or block-quantized B, or f16/bf16 A and B
+ * (typed-matmul.h). */
+rayo_status avx512_matmul_typed(void *state, const rayo_call *call);
 
 #define AVX512_KERNEL(NAME) CPU_KERNEL_FN(NAME)
 

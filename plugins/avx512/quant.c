@@ -1,21 +1,32 @@
 /* quant.c - gemv with half or block-quantized weights: y (m) = alpha A x +
  * beta y, A (m x n) in f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K with rows along n
  * (row stride lda elements), x and y f32.  The 512-bit form of
- * ../avx2/quant.c, which explains the method: blocks decoded in registers
- * (no dequantized row in memory), products in float lanes over at most 256
- * values (16 per lane), added into double lanes, rows over the threads.
- * beta == 0 never reads y; other strides and flags go to the next backend.
+ * ../avx2/quant.c, which explains the method: blocks decoded in registers,
+ * four rows per pass, software prefetch; strict path in float lanes over at
+ * most 256 values (16 per lane) added into double lanes; relaxed path in
+ * integers against x rounded once per call (../cpu-base/typed-gemv.h).
+ *
+ * Where the CPU has AVX512-VNNI (cpuid, checked once at init), the relaxed
+ * Q4_K and Q6_K use vpdpbusd (u8 x s8, four products summed into int32)
+ * and multiply the int32 sums by the sub-block scales; without it,
+ * vpmaddubsw + vpmaddwd as on avx2.
  */
 #include "plugin.h"
 #include "math.h"
 #include "typed-gemv.h"
+#include "x86-quant.h"
+
+/* Block functions are inlined into the row driver whatever their size, and
+ * the loops over rows and over the parts of a block unrolled: the rows'
+ * accumulators stay in registers and the parts' offsets are constants. */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 4")
+
+/* Each row prefetches every cache line of the block PREFETCH_BYTES ahead
+ * of the one being decoded, into L2 (measured in ../avx2/quant.c). */
+#define PREFETCH_BYTES 32768
 
 /* ---- decoding helpers --------------------------------------------------- */
-
-static inline float f16_at(const uint8_t *p)
-{
-    return _cvtsh_ss(rayo__le16(p));
-}
 
 /* The 16 signed bytes of v as float lanes. */
 static inline __m512 bytes16_ps(__m128i v)
@@ -28,90 +39,87 @@ static inline __m512 load16(const float *x)
     return _mm512_loadu_ps(x);
 }
 
-/* ---- one row: the dot of a quantized row with x, in double -------------- */
-
-/* Q8_0 block: sum q x (d left out). */
-static inline __m512 block_q8_0(const uint8_t *blk, const float *x)
+static inline __m512i load512(const void *p)
 {
-    const uint8_t *q = blk + 2;
-    __m512 s = _mm512_mul_ps(bytes16_ps(_mm_loadu_si128((const __m128i *)q)), load16(x));
-    return _mm512_fmadd_ps(bytes16_ps(_mm_loadu_si128((const __m128i *)(q + 16))), load16(x + 16), s);
+    return _mm512_loadu_si512(p);
 }
 
-/* Q4_0 block: sum (q - 8) x; byte j holds value j (low nibble) and j + 16. */
-static inline __m512 block_q4_0(const uint8_t *blk, const float *x)
-{
-    const __m128i low_nibbles = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
-    __m128i bytes = _mm_loadu_si128((const __m128i *)(blk + 2));
-    __m128i lo = _mm_sub_epi8(_mm_and_si128(bytes, low_nibbles), eight);
-    __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(bytes, 4), low_nibbles), eight);
-    __m512 s = _mm512_mul_ps(bytes16_ps(lo), load16(x));
-    return _mm512_fmadd_ps(bytes16_ps(hi), load16(x + 16), s);
-}
+/* ---- the row driver --------------------------------------------------------- */
 
-/* Blocks of 32 values led by their f16 scale (Q8_0, Q4_0): d * block_dot in
- * float over 8 blocks, double across.  Inlined with a constant block_dot. */
-static inline __attribute__((always_inline)) double
-dot_small_blocks(const uint8_t *blk, const float *x, size_t n, size_t block_bytes,
-                 __m512 (*block_dot)(const uint8_t *, const float *))
+/* acc += the dot of block b of a row (at blk) with x, in float lanes. */
+typedef __m512 block_fn(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc);
+
+/* The dots of R rows (blk, blk + stride, ...) over `blocks` blocks: float
+ * lanes over groups of `group` blocks, double across groups. */
+static ALWAYS_INLINE void dots_of_blocks(const uint8_t *blk, size_t stride, int R, const typed_gemv_x *x,
+                                         size_t blocks, size_t block_bytes, size_t group, block_fn *block,
+                                         double *out)
 {
-    __m512d acc = _mm512_setzero_pd();
-    size_t blocks = n / 32;
+    __m512d acc[4];
+    UNROLL
+    for (int r = 0; r < R; r++)
+        acc[r] = _mm512_setzero_pd();
     for (size_t b = 0; b < blocks;) {
-        size_t end = b + 8 < blocks ? b + 8 : blocks;
-        __m512 group = _mm512_setzero_ps();
-        for (; b < end; b++, blk += block_bytes, x += 32)
-            group = _mm512_fmadd_ps(_mm512_set1_ps(f16_at(blk)), block_dot(blk, x), group);
-        acc = z_widen_add(acc, group);
-    }
-    return _mm512_reduce_add_pd(acc);
-}
-
-/* The same over four rows (blk, blk + stride, ...), x read once for all. */
-static inline __attribute__((always_inline)) void
-dot4_small_blocks(const uint8_t *blk, size_t stride, const float *x, size_t n, size_t block_bytes,
-                  __m512 (*block_dot)(const uint8_t *, const float *), double out[4])
-{
-    __m512d acc[4] = { _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd() };
-    size_t blocks = n / 32;
-    for (size_t b = 0; b < blocks;) {
-        size_t end = b + 8 < blocks ? b + 8 : blocks;
-        __m512 group[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
-        for (; b < end; b++)
-            for (int r = 0; r < 4; r++) {
+        size_t end = b + group < blocks ? b + group : blocks;
+        __m512 g[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
+        for (; b < end; b++) {
+            UNROLL
+            for (int r = 0; r < R; r++) {
                 const uint8_t *p = blk + r * stride + b * block_bytes;
-                group[r] = _mm512_fmadd_ps(_mm512_set1_ps(f16_at(p)), block_dot(p, x + 32 * b), group[r]);
+                for (size_t line = 0; line < block_bytes; line += 64)
+                    _mm_prefetch((const char *)p + PREFETCH_BYTES + line, _MM_HINT_T1);
+                g[r] = block(p, x, b, g[r]);
             }
-        for (int r = 0; r < 4; r++)
-            acc[r] = z_widen_add(acc[r], group[r]);
+        }
+        UNROLL
+        for (int r = 0; r < R; r++)
+            acc[r] = z_widen_add(acc[r], g[r]);
     }
-    for (int r = 0; r < 4; r++)
+    UNROLL
+    for (int r = 0; r < R; r++)
         out[r] = _mm512_reduce_add_pd(acc[r]);
 }
 
-static double dot_q8_0(const uint8_t *blk, const float *x, size_t n)
+/* `count` rows (1..4): four in one pass, fewer one by one. */
+static ALWAYS_INLINE void rows_of_blocks(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
+                                         size_t blocks, size_t block_bytes, size_t group, block_fn *block,
+                                         double out[4])
 {
-    return dot_small_blocks(blk, x, n, RAYO_Q8_0_BYTES, block_q8_0);
+    if (count == 4) {
+        dots_of_blocks(row, stride, 4, x, blocks, block_bytes, group, block, out);
+        return;
+    }
+    for (size_t r = 0; r < count; r++)
+        dots_of_blocks(row + r * stride, stride, 1, x, blocks, block_bytes, group, block, out + r);
 }
 
-static double dot_q4_0(const uint8_t *blk, const float *x, size_t n)
+/* ---- strict ----------------------------------------------------------------- */
+
+/* Q8_0 block: d sum q x. */
+static ALWAYS_INLINE __m512 block_q8_0(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
 {
-    return dot_small_blocks(blk, x, n, RAYO_Q4_0_BYTES, block_q4_0);
+    const uint8_t *q = blk + 2;
+    const float *xb = x->f + 32 * b;
+    __m512 s = _mm512_mul_ps(bytes16_ps(x86_load128(q)), load16(xb));
+    s = _mm512_fmadd_ps(bytes16_ps(x86_load128(q + 16)), load16(xb + 16), s);
+    return _mm512_fmadd_ps(_mm512_set1_ps(x86_f16_at(blk)), s, acc);
 }
 
-static void dot4_q8_0(const uint8_t *blk, size_t stride, const float *x, size_t n, double out[4])
+/* Q4_0 block: d sum (q - 8) x; byte j holds value j (low nibble) and j + 16. */
+static ALWAYS_INLINE __m512 block_q4_0(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
 {
-    dot4_small_blocks(blk, stride, x, n, RAYO_Q8_0_BYTES, block_q8_0, out);
-}
-
-static void dot4_q4_0(const uint8_t *blk, size_t stride, const float *x, size_t n, double out[4])
-{
-    dot4_small_blocks(blk, stride, x, n, RAYO_Q4_0_BYTES, block_q4_0, out);
+    const __m128i low_nibbles = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
+    const float *xb = x->f + 32 * b;
+    __m128i bytes = x86_load128(blk + 2);
+    __m128i lo = _mm_sub_epi8(_mm_and_si128(bytes, low_nibbles), eight);
+    __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(bytes, 4), low_nibbles), eight);
+    __m512 s = _mm512_mul_ps(bytes16_ps(lo), load16(xb));
+    s = _mm512_fmadd_ps(bytes16_ps(hi), load16(xb + 16), s);
+    return _mm512_fmadd_ps(_mm512_set1_ps(x86_f16_at(blk)), s, acc);
 }
 
 /* sum (scale q - offset) x over 32 values, codes the 32 signed bytes of q. */
-static inline __m512 dot32_affine(__m256i codes, __m512 scale, __m512 offset, const float *x,
-                                  __m512 acc)
+static inline __m512 dot32_affine(__m256i codes, __m512 scale, __m512 offset, const float *x, __m512 acc)
 {
     __m512 q0 = bytes16_ps(_mm256_castsi256_si128(codes)), q1 = bytes16_ps(_mm256_extracti128_si256(codes, 1));
     acc = _mm512_fmadd_ps(_mm512_fmsub_ps(scale, q0, offset), load16(x), acc);
@@ -119,111 +127,239 @@ static inline __m512 dot32_affine(__m256i codes, __m512 scale, __m512 offset, co
 }
 
 /* Q4_K (layout in rayo-dtype.h): sub-blocks 2c and 2c + 1 are the low and
- * high nibbles of chunk c's 32 bytes. */
-static double dot_q4_k(const uint8_t *blk, const float *x, size_t n)
+ * high nibbles of chunk c's 32 bytes; each weight rebuilt before its product. */
+static ALWAYS_INLINE __m512 block_q4_k(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
 {
     const __m256i low_nibbles = _mm256_set1_epi8(15);
-    __m512d acc = _mm512_setzero_pd();
-    for (size_t b = 0; b < n / RAYO_QK_K; b++, blk += RAYO_Q4_K_BYTES) {
-        float d = f16_at(blk), dmin = f16_at(blk + RAYO_Q4_K_DMIN);
-        __m512 block = _mm512_setzero_ps();
-        for (int c = 0; c < 4; c++, x += 64) {
-            __m256i bytes = _mm256_loadu_si256((const __m256i *)(blk + RAYO_Q4_K_QS + 32 * c));
-            uint8_t sc0, m0, sc1, m1;
-            rayo_q4_k_scale_min(blk + RAYO_Q4_K_SCALES, 2 * c, &sc0, &m0);
-            rayo_q4_k_scale_min(blk + RAYO_Q4_K_SCALES, 2 * c + 1, &sc1, &m1);
-            block = dot32_affine(_mm256_and_si256(bytes, low_nibbles), _mm512_set1_ps(d * (float)sc0),
-                                 _mm512_set1_ps(dmin * (float)m0), x, block);
-            block = dot32_affine(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles),
-                                 _mm512_set1_ps(d * (float)sc1), _mm512_set1_ps(dmin * (float)m1),
-                                 x + 32, block);
+    const float *xb = x->f + RAYO_QK_K * b;
+    __m128i sc8, m8;
+    x86_q4_k_scales_mins(blk + RAYO_Q4_K_SCALES, &sc8, &m8);
+    /* d sc[s] and dmin m[s] of the eight sub-blocks in the lanes of two
+     * vectors (decoding them one by one in scalar code cost a quarter of
+     * the time), each broadcast where its sub-block needs it */
+    __m512 scales = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk)),
+                                                         _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc8))));
+    __m512 mins = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk + RAYO_Q4_K_DMIN)),
+                                                       _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8))));
+    UNROLL
+    for (int c = 0; c < 4; c++, xb += 64) {
+        __m256i bytes = x86_load256(blk + RAYO_Q4_K_QS + 32 * c);
+        __m512i lane0 = _mm512_set1_epi32(2 * c), lane1 = _mm512_set1_epi32(2 * c + 1);
+        acc = dot32_affine(_mm256_and_si256(bytes, low_nibbles), _mm512_permutexvar_ps(lane0, scales),
+                           _mm512_permutexvar_ps(lane0, mins), xb, acc);
+        acc = dot32_affine(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles),
+                           _mm512_permutexvar_ps(lane1, scales), _mm512_permutexvar_ps(lane1, mins), xb + 32, acc);
+    }
+    return acc;
+}
+
+/* Q6_K: value 128h + 32k + l is (d sc[(128h + 32k + l) / 16]) (q - 32). */
+static ALWAYS_INLINE __m512 block_q6_k(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
+{
+    const float *xb = x->f + RAYO_QK_K * b;
+    /* d sc[g] of the 16 groups in the lanes of one vector (as in Q4_K) */
+    __m512 scales = _mm512_mul_ps(_mm512_set1_ps(x86_f16_at(blk + RAYO_Q6_K_D)),
+                                  bytes16_ps(x86_load128(blk + RAYO_Q6_K_SCALES)));
+    UNROLL
+    for (int h = 0; h < 2; h++) {
+        __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h);
+        UNROLL
+        for (int k = 0; k < 4; k++, xb += 32) {
+            __m256i codes = _mm256_sub_epi8(x86_q6_k_codes(blk, qh, h, k), _mm256_set1_epi8(32));
+            int g = 8 * h + 2 * k;
+            __m512 w0 = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_set1_epi32(g), scales),
+                                      bytes16_ps(_mm256_castsi256_si128(codes)));
+            __m512 w1 = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_set1_epi32(g + 1), scales),
+                                      bytes16_ps(_mm256_extracti128_si256(codes, 1)));
+            acc = _mm512_fmadd_ps(w0, load16(xb), acc);
+            acc = _mm512_fmadd_ps(w1, load16(xb + 16), acc);
         }
-        acc = z_widen_add(acc, block);
     }
-    return _mm512_reduce_add_pd(acc);
+    return acc;
 }
 
-/* Q6_K (layout in rayo-dtype.h): 32 values (h, k) at a time, their codes
- * from ql and qh; values l < 16 and l >= 16 have scales of their own. */
-static double dot_q6_k(const uint8_t *blk, const float *x, size_t n)
+/* f16 and bf16: 16 values ("a block" of 32 bytes) as floats. */
+static ALWAYS_INLINE __m512 block_f16(const uint8_t *w, const typed_gemv_x *x, size_t b, __m512 acc)
 {
-    const __m256i low_nibbles = _mm256_set1_epi8(15), two_bits = _mm256_set1_epi8(3);
-    const __m256i bias = _mm256_set1_epi8(32);
-    __m512d acc = _mm512_setzero_pd();
-    for (size_t b = 0; b < n / RAYO_QK_K; b++, blk += RAYO_Q6_K_BYTES) {
-        float d = f16_at(blk + RAYO_Q6_K_D);
-        const int8_t *scales = (const int8_t *)(blk + RAYO_Q6_K_SCALES);
-        __m512 block = _mm512_setzero_ps();
-        for (int h = 0; h < 2; h++) {
-            __m256i qh = _mm256_loadu_si256((const __m256i *)(blk + RAYO_Q6_K_QH + 32 * h));
-            for (int k = 0; k < 4; k++, x += 32) {
-                __m256i ql = _mm256_loadu_si256((const __m256i *)(blk + 64 * h + 32 * (k & 1)));
-                __m256i low = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(4 * (k >> 1))),
-                                               low_nibbles);
-                __m256i high = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), two_bits);
-                __m256i codes = _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), bias);
-                const int8_t *sc = scales + 8 * h + 2 * k;
-                __m512 w0 = _mm512_mul_ps(_mm512_set1_ps(d * (float)sc[0]),
-                                          bytes16_ps(_mm256_castsi256_si128(codes)));
-                __m512 w1 = _mm512_mul_ps(_mm512_set1_ps(d * (float)sc[1]),
-                                          bytes16_ps(_mm256_extracti128_si256(codes, 1)));
-                block = _mm512_fmadd_ps(w0, load16(x), block);
-                block = _mm512_fmadd_ps(w1, load16(x + 16), block);
-            }
+    return _mm512_fmadd_ps(_mm512_cvtph_ps(x86_load256(w)), load16(x->f + 16 * b), acc);
+}
+
+static ALWAYS_INLINE __m512 block_bf16(const uint8_t *w, const typed_gemv_x *x, size_t b, __m512 acc)
+{
+    __m512 wf = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(x86_load256(w)), 16));
+    return _mm512_fmadd_ps(wf, load16(x->f + 16 * b), acc);
+}
+
+TYPED_ROWS_FN(rows_q8_0, 32, RAYO_Q8_0_BYTES, 8, block_q8_0)
+TYPED_ROWS_FN(rows_q4_0, 32, RAYO_Q4_0_BYTES, 8, block_q4_0)
+TYPED_ROWS_FN(rows_q4_k, RAYO_QK_K, RAYO_Q4_K_BYTES, 1, block_q4_k)
+TYPED_ROWS_FN(rows_q6_k, RAYO_QK_K, RAYO_Q6_K_BYTES, 1, block_q6_k)
+
+/* Rows of halves, any n: the last n % 16 values one by one in double. */
+static ALWAYS_INLINE void rows_of_halves(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
+                                         size_t n, block_fn *block, double out[4])
+{
+    rows_of_blocks(row, stride, count, x, n / 16, 32, 16, block, out);
+    for (size_t r = 0; r < count; r++)
+        out[r] += typed_gemv_half_tail(row + r * stride, x->f, n / 16 * 16, n, block == block_f16);
+}
+
+static void rows_f16(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                     double out[4])
+{
+    rows_of_halves(row, stride, count, x, n, block_f16, out);
+}
+
+static void rows_bf16(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                      double out[4])
+{
+    rows_of_halves(row, stride, count, x, n, block_bf16, out);
+}
+
+/* ---- relaxed: Q8_0 and Q4_0 against x in int16 ------------------------------ */
+
+/* acc += scale * the 16 int32 lanes of s. */
+static inline __m512 scaled_add(__m512i s, float scale, __m512 acc)
+{
+    return _mm512_fmadd_ps(_mm512_set1_ps(scale), _mm512_cvtepi32_ps(s), acc);
+}
+
+/* One vpmaddwd per block: its 32 codes (int16) by x's 32 int16 values. */
+static ALWAYS_INLINE __m512 block_q8_0_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
+{
+    __m512i s = _mm512_madd_epi16(_mm512_cvtepi8_epi16(x86_load256(blk + 2)), load512(x->q16 + 32 * b));
+    return scaled_add(s, x86_f16_at(blk) * x->scale16[b], acc);
+}
+
+static ALWAYS_INLINE __m512 block_q4_0_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
+{
+    __m256i bytes = _mm256_cvtepu8_epi16(x86_load128(blk + 2));
+    __m256i lo = _mm256_and_si256(bytes, _mm256_set1_epi16(15)), hi = _mm256_srli_epi16(bytes, 4);
+    __m512i codes = _mm512_sub_epi16(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_set1_epi16(8));
+    __m512i s = _mm512_madd_epi16(codes, load512(x->q16 + 32 * b));
+    return scaled_add(s, x86_f16_at(blk) * x->scale16[b], acc);
+}
+
+TYPED_ROWS_FN(rows_q8_0_int, 32, RAYO_Q8_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q8_0_int)
+TYPED_ROWS_FN(rows_q4_0_int, 32, RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q4_0_int)
+
+/* ---- relaxed: Q4_K and Q6_K against x in int8 -------------------------------- */
+
+/* Two 256-bit halves as one 512-bit vector. */
+static inline __m512i join256(__m256i lo, __m256i hi)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+/* The 64 codes of Q4_K chunk c: sub-block 2c (low nibbles), then 2c + 1. */
+static inline __m512i q4_k_chunk(const uint8_t *blk, int c)
+{
+    const __m256i low_nibbles = _mm256_set1_epi8(15);
+    __m256i bytes = x86_load256(blk + RAYO_Q4_K_QS + 32 * c);
+    return join256(_mm256_and_si256(bytes, low_nibbles), _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles));
+}
+
+/* acc minus the Q4_K block's minimums' part, dmin sum_s m[s] sum x (with
+ * the exact sums of x), in lanes 0-7. */
+static inline __m512 q4_k_mins(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m128i m8, __m512 acc)
+{
+    __m256 mins = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk + RAYO_Q4_K_DMIN)),
+                                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
+    __m256 part = _mm256_mul_ps(mins, _mm256_loadu_ps(x->sum + 8 * b));
+    return _mm512_sub_ps(acc, _mm512_zextps256_ps512(part));
+}
+
+/* Q4_K, AVX512-BW: vpmaddubsw (nibbles u8 x s8, pairs into int16: at most
+ * 2 * 15 * 127), vpmaddwd by [sc[2c] x 16 | sc[2c+1] x 16] into int32. */
+static ALWAYS_INLINE __m512 block_q4_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
+{
+    const int8_t *xq = x->q8 + RAYO_QK_K * b;
+    __m128i sc8, m8;
+    x86_q4_k_scales_mins(blk + RAYO_Q4_K_SCALES, &sc8, &m8);
+    /* scale pair c as int16: bytes 2c and 2c + 1 of sc8, each 16 times */
+    __m512i sc16 = _mm512_cvtepu8_epi16(_mm256_broadcastsi128_si256(sc8));
+    __m512i sum = _mm512_setzero_si512();
+    UNROLL
+    for (int c = 0; c < 4; c++) {
+        __m512i pick = join256(_mm256_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)));
+        __m512i p = _mm512_maddubs_epi16(q4_k_chunk(blk, c), load512(xq + 64 * c));
+        sum = _mm512_add_epi32(sum, _mm512_madd_epi16(p, _mm512_permutexvar_epi16(pick, sc16)));
+    }
+    acc = q4_k_mins(blk, x, b, m8, acc);
+    return scaled_add(sum, x86_f16_at(blk) * x->scale8[b], acc);
+}
+
+/* Q4_K, AVX512-VNNI: vpdpbusd (four products summed into int32: lanes 0-7
+ * sub-block 2c, 8-15 sub-block 2c + 1), vpmulld by the scales. */
+__attribute__((target("avx512vnni"))) static ALWAYS_INLINE __m512
+block_q4_k_vnni(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
+{
+    const int8_t *xq = x->q8 + RAYO_QK_K * b;
+    __m128i sc8, m8;
+    x86_q4_k_scales_mins(blk + RAYO_Q4_K_SCALES, &sc8, &m8);
+    __m512i sc32 = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(sc8, sc8));
+    __m512i sum = _mm512_setzero_si512();
+    UNROLL
+    for (int c = 0; c < 4; c++) {
+        __m512i pick = join256(_mm256_set1_epi32(2 * c), _mm256_set1_epi32(2 * c + 1));
+        __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q4_k_chunk(blk, c), load512(xq + 64 * c));
+        sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(p, _mm512_permutexvar_epi32(pick, sc32)));
+    }
+    acc = q4_k_mins(blk, x, b, m8, acc);
+    return scaled_add(sum, x86_f16_at(blk) * x->scale8[b], acc);
+}
+
+/* int16 lanes: g in lanes 0-7, g + 1 in 8-15, g + 2 in 16-23, g + 3 in 24-31. */
+static inline __m512i quarters16(short g)
+{
+    __m512i v = _mm512_castsi128_si512(_mm_set1_epi16(g));
+    v = _mm512_inserti32x4(v, _mm_set1_epi16((short)(g + 1)), 1);
+    v = _mm512_inserti32x4(v, _mm_set1_epi16((short)(g + 2)), 2);
+    return _mm512_inserti32x4(v, _mm_set1_epi16((short)(g + 3)), 3);
+}
+
+/* Q6_K: the 64 codes of (h, k) and (h, k + 1) and the int16 scales of their
+ * four 16-value groups, [g x 8 | g + 1 x 8 | g + 2 x 8 | g + 3 x 8] after
+ * vpmaddubsw's pairing. */
+static ALWAYS_INLINE __m512 block_q6_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
+{
+    const int8_t *xq = x->q8 + RAYO_QK_K * b;
+    __m128i scales8 = x86_load128(blk + RAYO_Q6_K_SCALES);
+    __m512i sc16 = _mm512_cvtepi8_epi16(_mm256_broadcastsi128_si256(scales8));
+    __m256i offset = _mm256_madd_epi16(x86_load256(x->qsum + 16 * b), _mm256_cvtepi8_epi16(scales8));
+    __m512i sum = _mm512_setzero_si512();
+    UNROLL
+    for (int h = 0; h < 2; h++) {
+        __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h);
+        UNROLL
+        for (int k = 0; k < 4; k += 2) {
+            short g = (short)(8 * h + 2 * k);
+            __m512i codes = join256(x86_q6_k_codes(blk, qh, h, k), x86_q6_k_codes(blk, qh, h, k + 1));
+            __m512i p = _mm512_maddubs_epi16(codes, load512(xq + 128 * h + 32 * k));
+            __m512i groups = _mm512_permutexvar_epi16(quarters16(g), sc16);
+            sum = _mm512_add_epi32(sum, _mm512_madd_epi16(p, groups));
         }
-        acc = z_widen_add(acc, block);
     }
-    return _mm512_reduce_add_pd(acc);
+    __m512i total = _mm512_sub_epi32(sum, _mm512_zextsi256_si512(_mm256_slli_epi32(offset, 5)));
+    return scaled_add(total, x86_f16_at(blk + RAYO_Q6_K_D) * x->scale8[b], acc);
 }
 
-/* f16 and bf16: 16 values at p as floats. */
-static inline __m512 f16x16_ps(const uint8_t *p)
-{
-    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
-}
+TYPED_ROWS_FN(rows_q4_k_int_bw, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_int)
+TYPED_ROWS_FN(rows_q6_k_int, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_int)
 
-static inline __m512 bf16x16_ps(const uint8_t *p)
-{
-    __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
-}
+__attribute__((target("avx512vnni")))
+TYPED_ROWS_FN(rows_q4_k_int_vnni, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_vnni)
 
-/* Rows of 2-byte floats, any n: the last n % 16 values one by one in double. */
-static inline __attribute__((always_inline)) double
-dot_halves(const uint8_t *w, const float *x, size_t n, __m512 (*decode16)(const uint8_t *))
+static void rows_q4_k_int(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                          double out[4])
 {
-    __m512d acc = _mm512_setzero_pd();
-    size_t i = 0;
-    while (i + 16 <= n) {
-        size_t end = i + 256 < n ? i + 256 : n;
-        __m512 s = _mm512_setzero_ps();
-        for (; i + 16 <= end; i += 16)
-            s = _mm512_fmadd_ps(decode16(w + 2 * i), load16(x + i), s);
-        acc = z_widen_add(acc, s);
-    }
-    double tail = typed_gemv_half_tail(w, x, i, n, decode16 == f16x16_ps);
-    return _mm512_reduce_add_pd(acc) + tail;
-}
-
-static double dot_f16(const uint8_t *w, const float *x, size_t n)
-{
-    return dot_halves(w, x, n, f16x16_ps);
-}
-
-static double dot_bf16(const uint8_t *w, const float *x, size_t n)
-{
-    return dot_halves(w, x, n, bf16x16_ps);
+    /* cpuid, read once by libgcc; the core checked the ZMM state */
+    (__builtin_cpu_supports("avx512vnni") ? rows_q4_k_int_vnni : rows_q4_k_int_bw)(row, stride, count, x, n, out);
 }
 
 /* ---- the kernel ----------------------------------------------------------- */
 
 rayo_status avx512_gemv_quant(void *state, const rayo_call *call)
 {
-    if (!typed_gemv_takes(call))
-        return RAYO_E_UNSUPPORTED;
-    if (call->m == 0)
-        return RAYO_OK;
-    /* work per row: its bytes, which is what the row costs */
-    cpu_run_ranges(state, call, call->m, typed_gemv_row_bytes(call) + 1, typed_gemv_rows);
-    return RAYO_OK;
+    return typed_gemv_run((const cpu_state *)state, call);
 }

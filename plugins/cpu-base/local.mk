@@ -4,13 +4,14 @@
 # these files in (hidden, like the rest of it), so the plugins stay
 # independent .so files that export only their descriptor.
 CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c
-EXTRA_DIST += plugins/cpu-base/typed-gemv.h
+EXTRA_DIST += plugins/cpu-base/typed-gemv.h plugins/cpu-base/x86-quant.h
 # The matmul and gemv drivers of the plugins with micro-kernels in C
 # (scalar, neon, wasm); avx2 and avx512 have their own sgemm.
 CPU_GEMM_FILES = plugins/cpu-base/cpu-gemm.h plugins/cpu-base/cpu-gemm.c
-# What the sgemm drivers of avx2 and avx512 share: blocking overrides and the
-# pool of packing buffers.
-X86_GEMM_FILES = plugins/cpu-base/x86-gemm.h plugins/cpu-base/x86-gemm.c
+# What the sgemm drivers of avx2 and avx512 share: blocking overrides, the
+# pool of packing buffers, and matmul with half or quantized weights on them.
+X86_GEMM_FILES = plugins/cpu-base/x86-gemm.h plugins/cpu-base/x86-gemm.c \
+	plugins/cpu-base/typed-matmul.h plugins/cpu-base/typed-matmul.c
 # The inference ops of avx2 and avx512: one source, included by each
 # plugin's infer.c after it defines its vector operations.
 X86_INFER_FILES = plugins/cpu-base/x86-infer.h plugins/cpu-base/x86-attention.h plugins/cpu-base/x86-infer-ops.h

@@ -1,0 +1,56 @@
+/* x86-quant.h - block decoding that the gemv kernels of the avx2 and avx512
+ * plugins share (their quant.c; both are compiled with AVX2 and F16C).
+ * Layouts of the blocks: core/rayo-dtype.h. */
+#ifndef RAYO_X86_QUANT_H
+#define RAYO_X86_QUANT_H
+
+#include "rayo-plugin.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+/* The f16 scale at p (F16C: one instruction, where rayo_f16_to_f32 branches
+ * and costs as much as the rest of a Q8_0 block). */
+static inline float x86_f16_at(const uint8_t *p)
+{
+    return _cvtsh_ss(rayo__le16(p));
+}
+
+static inline __m128i x86_load128(const void *p)
+{
+    return _mm_loadu_si128((const __m128i *)p);
+}
+
+static inline __m256i x86_load256(const void *p)
+{
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* The eight 6-bit scales and minimums of a Q4_K block (12 bytes at p, the
+ * layout of rayo_q4_k_scale_min) as the low 8 bytes of sc and m, unpacked
+ * in general registers: eight byte stores and a vector load of them stall
+ * the store forwarding. */
+static inline void x86_q4_k_scales_mins(const uint8_t *p, __m128i *sc, __m128i *m)
+{
+    uint32_t u0, u1, u2;
+    memcpy(&u0, p, 4), memcpy(&u1, p + 4, 4), memcpy(&u2, p + 8, 4); /* little-endian x86 */
+    uint32_t sc_lo = u0 & 0x3f3f3f3fu, m_lo = u1 & 0x3f3f3f3fu;
+    uint32_t sc_hi = (u2 & 0x0f0f0f0fu) | (((u0 >> 6) & 0x03030303u) << 4);
+    uint32_t m_hi = ((u2 >> 4) & 0x0f0f0f0fu) | (((u1 >> 6) & 0x03030303u) << 4);
+    *sc = _mm_cvtsi64_si128((long long)((uint64_t)sc_hi << 32 | sc_lo));
+    *m = _mm_cvtsi64_si128((long long)((uint64_t)m_hi << 32 | m_lo));
+}
+
+/* Q6_K: the 32 codes q (0..63) of values 128h + 32k + l, l < 32: q's low 4
+ * bits from ql[64h + 32 (k & 1) + l] (nibble k >> 1), its high 2 bits from
+ * bits 2k, 2k + 1 of qh[32h + l] (qh: those 32 bytes). */
+static inline __m256i x86_q6_k_codes(const uint8_t *blk, __m256i qh, int h, int k)
+{
+    const __m256i low_nibbles = _mm256_set1_epi8(15), two_bits = _mm256_set1_epi8(3);
+    __m256i ql = x86_load256(blk + 64 * h + 32 * (k & 1));
+    __m256i low = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(4 * (k >> 1))), low_nibbles);
+    __m256i high = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), two_bits);
+    return _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
+}
+
+#endif

@@ -1,0 +1,182 @@
+/* test-x86-typed.c - what rayo-conform's shapes do not reach in the avx2 and
+ * avx512 kernels for half and quantized weights (plugins/cpu-base/
+ * typed-matmul.c, typed-gemv.h):
+ *   - matmul whose op(B) is dequantized in several panels (n wider than
+ *     one panel at this k), with strided A, B and C, beta != 0, both
+ *     orientations of half B, f16/bf16 A (converted once); judged against
+ *     float64 with the strict contract;
+ *   - gemv at relaxed precision whose x cannot be rounded to integers (a
+ *     value that is not finite, a block of x below 1e-30): the strict path
+ *     must run, bit for bit; and, so that those checks can fail, an
+ *     ordinary x must take the integer path (results differ from strict).
+ * Each backend that loads is checked, 1 and 2 threads; SKIP (77) where
+ * neither loads.
+ */
+#include "testutil.h" /* first: it defines _GNU_SOURCE */
+#include "conform.h"
+#include "ref-infer.h"
+
+#include <math.h>
+
+static conform_rng rng;
+
+/* A random matrix of rows x cols (row stride ld elements) in dtype dt. */
+static unsigned char *random_matrix(rayo_dtype dt, size_t rows, size_t cols, size_t ld)
+{
+    size_t row_bytes = 0;
+    rayo_dtype_row_bytes(dt, ld, &row_bytes);
+    unsigned char *p = malloc(rows * row_bytes + 1);
+    for (size_t r = 0; p && r < rows; r++)
+        conform_fill_row(&rng, dt, p + r * row_bytes, cols, -1.0f, 1.0f);
+    return p;
+}
+
+typedef struct mm_case {
+    rayo_dtype adt, bdt;
+    unsigned flags;
+    size_t m, n, k;
+    size_t pad; /* extra elements (whole blocks) in every row stride; 0: dense */
+    float beta;
+} mm_case;
+
+static void check_matmul(rayo_context *ctx, const char *backend, const mm_case *t)
+{
+    int ta = (t->flags & RAYO_TRANS_A) != 0, tb = (t->flags & RAYO_TRANS_B) != 0;
+    size_t ar = ta ? t->k : t->m, ac = ta ? t->m : t->k, br = tb ? t->n : t->k, bc = tb ? t->k : t->n;
+    size_t lda = t->pad ? ac + t->pad : 0, ldb = t->pad ? bc + t->pad : 0, ldy = t->pad ? t->n + t->pad : 0;
+    size_t ldc = ldy ? ldy : t->n;
+    unsigned char *A = random_matrix(t->adt, ar, ac, lda ? lda : ac);
+    unsigned char *B = random_matrix(t->bdt, br, bc, ldb ? ldb : bc);
+    float *C = malloc(t->m * ldc * sizeof *C);
+    double *ref = malloc(t->m * t->n * sizeof *ref), *terms = malloc(t->m * t->n * sizeof *terms);
+    if (!A || !B || !C || !ref || !terms) {
+        CHECK(0, "out of memory");
+        goto out;
+    }
+    conform_fill_uniform(&rng, C, t->m * ldc, -1.0, 1.0);
+    ref_matrix ra = { t->adt, A, ar, ac, lda ? lda : ac }, rb = { t->bdt, B, br, bc, ldb ? ldb : bc };
+    ref_matmul(t->flags, t->m, t->n, t->k, 1.0, &ra, &rb, t->beta, C, ldc, ref, terms);
+    rayo_call call = { .struct_size = sizeof(rayo_call), .op = RAYO_OP_MATMUL, .flags = t->flags,
+                       .dtypes = RAYO_DTYPES(t->adt, t->bdt, RAYO_DTYPE_NONE, RAYO_DTYPE_F32),
+                       .m = t->m, .n = t->n, .k = t->k, .alpha = 1.0f, .beta = t->beta,
+                       .a = A, .b = B, .y = C, .lda = lda, .ldb = ldb, .ldy = ldy,
+                       .precision = RAYO_PRECISION_STRICT };
+    rayo_status st = rayo_run_on(ctx, backend, &call);
+    CHECK(st == RAYO_OK, "%s: matmul %s x %s: %s", backend, rayo_dtype_name(t->adt), rayo_dtype_name(t->bdt),
+          rayo_last_error());
+    const rayo_op_info *op = rayo_op_by_id(RAYO_OP_MATMUL);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; st == RAYO_OK && i < t->m * t->n; i++) {
+        int pass;
+        conform_judge(op, ref[i], terms[i], C[i / t->n * ldc + i % t->n], &pass);
+        if (!pass && bad++ == 0)
+            first = i;
+    }
+    CHECK(bad == 0, "%s: matmul %s x %s flags %u, %zu x %zu x %zu, pad %zu: %zu bad elements, first (%zu, %zu) "
+          "= %g, want %g", backend, rayo_dtype_name(t->adt), rayo_dtype_name(t->bdt), t->flags, t->m, t->n, t->k,
+          t->pad, bad, first / t->n, first % t->n, (double)C[first / t->n * ldc + first % t->n], ref[first]);
+out:
+    free(A), free(B), free(C), free(ref), free(terms);
+}
+
+/* gemv of A (m x n, dt) with x at both precisions into ys (strict) and yr
+ * (relaxed); 0 if a call failed. */
+static int gemv_both(rayo_context *ctx, const char *backend, rayo_dtype dt, const unsigned char *A, size_t m,
+                     size_t n, const float *x, float *ys, float *yr)
+{
+    rayo_call call = { .struct_size = sizeof(rayo_call), .op = RAYO_OP_GEMV,
+                       .dtypes = RAYO_DTYPES(dt, RAYO_DTYPE_F32, RAYO_DTYPE_NONE, RAYO_DTYPE_F32),
+                       .m = m, .n = n, .alpha = 1.0f, .a = A, .b = x, .y = ys,
+                       .precision = RAYO_PRECISION_STRICT };
+    rayo_status s1 = rayo_run_on(ctx, backend, &call);
+    call.y = yr;
+    call.precision = RAYO_PRECISION_RELAXED;
+    rayo_status s2 = rayo_run_on(ctx, backend, &call);
+    CHECK(s1 == RAYO_OK && s2 == RAYO_OK, "%s: gemv %s: %s", backend, rayo_dtype_name(dt), rayo_last_error());
+    return s1 == RAYO_OK && s2 == RAYO_OK;
+}
+
+static void check_relaxed_fallback(rayo_context *ctx, const char *backend, rayo_dtype dt)
+{
+    enum { M = 9, N = 1024 };
+    unsigned char *A = random_matrix(dt, M, N, N);
+    float x[N], ys[M], yr[M];
+    if (!A) {
+        CHECK(0, "out of memory");
+        return;
+    }
+    conform_fill_uniform(&rng, x, N, -1.0, 1.0);
+    if (gemv_both(ctx, backend, dt, A, M, N, x, ys, yr))
+        CHECK(memcmp(ys, yr, sizeof ys) != 0, "%s: gemv %s relaxed gave the strict result bit for bit: "
+              "the integer path did not run", backend, rayo_dtype_name(dt));
+    static const float odd[] = { INFINITY, -INFINITY, NAN };
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+        conform_fill_uniform(&rng, x, N, -1.0, 1.0);
+        x[(i * 397) % N] = odd[i];
+        if (gemv_both(ctx, backend, dt, A, M, N, x, ys, yr))
+            CHECK(memcmp(ys, yr, sizeof ys) == 0, "%s: gemv %s relaxed with x[%zu] = %g differs from strict",
+                  backend, rayo_dtype_name(dt), (i * 397) % N, (double)odd[i]);
+    }
+    conform_fill_uniform(&rng, x, N, -1.0, 1.0);
+    for (size_t i = 256; i < 288; i++)
+        x[i] = 1e-35f * (float)(i % 5);
+    if (gemv_both(ctx, backend, dt, A, M, N, x, ys, yr))
+        CHECK(memcmp(ys, yr, sizeof ys) == 0, "%s: gemv %s relaxed with a block of x near 1e-35 differs from "
+              "strict", backend, rayo_dtype_name(dt));
+    free(A);
+}
+
+static void run_all(rayo_context *ctx, const char *backend)
+{
+    static const mm_case cases[] = {
+        /* k = 16384: 256 columns per panel, so n = 300 takes two */
+        { RAYO_DTYPE_F32, RAYO_DTYPE_Q8_0, RAYO_TRANS_B, 3, 300, 16384, 0, 0.0f },
+        { RAYO_DTYPE_F32, RAYO_DTYPE_Q4_K, RAYO_TRANS_B, 2, 300, 16384, 256, 0.5f },
+        { RAYO_DTYPE_F32, RAYO_DTYPE_F16, RAYO_TRANS_A | RAYO_TRANS_B, 3, 300, 16384, 3, 0.0f },
+        { RAYO_DTYPE_F16, RAYO_DTYPE_F16, 0, 2, 300, 16384, 0, 1.0f },
+        { RAYO_DTYPE_BF16, RAYO_DTYPE_BF16, RAYO_TRANS_A, 2, 513, 16384, 5, 0.5f },
+        /* one panel: C written in place, and an odd k for the halves' tails */
+        { RAYO_DTYPE_BF16, RAYO_DTYPE_BF16, RAYO_TRANS_B, 33, 17, 1001, 0, 0.0f },
+        { RAYO_DTYPE_F32, RAYO_DTYPE_Q6_K, RAYO_TRANS_B, 64, 48, 512, 0, 0.25f },
+        { RAYO_DTYPE_F32, RAYO_DTYPE_Q4_0, RAYO_TRANS_B, 1, 40, 256, 32, 0.0f },
+        /* k == 0: C = beta C, strided */
+        { RAYO_DTYPE_F16, RAYO_DTYPE_F16, 0, 5, 7, 0, 3, 0.5f },
+        { RAYO_DTYPE_F32, RAYO_DTYPE_Q8_0, RAYO_TRANS_B, 5, 7, 0, 32, 0.0f },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_matmul(ctx, backend, &cases[i]);
+    static const rayo_dtype quantized[] = { RAYO_DTYPE_Q8_0, RAYO_DTYPE_Q4_0, RAYO_DTYPE_Q4_K, RAYO_DTYPE_Q6_K };
+    for (size_t i = 0; i < sizeof quantized / sizeof quantized[0]; i++)
+        check_relaxed_fallback(ctx, backend, quantized[i]);
+}
+
+int main(void)
+{
+    test_clear_rayo_env();
+    conform_rng_seed(&rng, conform_default_seed());
+    static const char *const configs[] = { "[rayo]\nthreads = 1\n", "[rayo]\nthreads = 2\n" };
+    static const char *const backends[] = { "avx2", "avx512" };
+    int ran = 0;
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
+        rayo_context *ctx;
+        if (test_open(&ctx, configs[c]) != RAYO_OK) {
+            printf("FAIL: rayo_open: %s\n", rayo_last_error());
+            return 1;
+        }
+        for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
+            rayo_backend_info info = { .struct_size = sizeof(rayo_backend_info) };
+            if (test_backend(ctx, backends[b], &info) != RAYO_OK || info.status != RAYO_BACKEND_LOADED) {
+                printf("note: %s not checked: %s\n", backends[b], info.reason ? info.reason : "not built");
+                continue;
+            }
+            run_all(ctx, backends[b]);
+            ran++;
+        }
+        rayo_close(ctx);
+    }
+    if (!ran) {
+        printf("SKIP: neither avx2 nor avx512 loads here\n");
+        return 77;
+    }
+    return test_summary();
+}
