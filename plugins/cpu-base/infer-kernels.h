@@ -1,0 +1,241 @@
+/* infer-kernels.h - what the SIMD plugins' (neon, wasm) rope, attention and
+ * gated units share: the checks, the layouts and strides, the loops over
+ * tokens, heads and rows, the threads and the scratch.  The plugin's infer.c
+ * defines the SIMD parts, declared below as static functions, and its
+ * kernels call cpu_rope, cpu_attention and cpu_glu.
+ *
+ * rope: the angle of pair i at position p is p * inv_freq[i], inv_freq in
+ * double, cos and sin in double (libm) rounded once to float: the pair's
+ * rotation in float then stays within a few ulp of |pair| up to position
+ * 8191 and beyond.  The cos/sin of a token serve all its heads.
+ *
+ * attention: one (query, head) item at a time, the plugin's attend() runs
+ * over the visible keys; items are spread over the pool.  Calls with more
+ * than CPU_ATTN_MAX_QUERIES queries (prefill) are declined
+ * (RAYO_E_UNSUPPORTED): they go to the next backend, where a kernel that
+ * reuses each K and V row across queries belongs.  A few queries (decode,
+ * speculative decode) are taken, with the causal limit of each.
+ */
+#ifndef RAYO_CPU_INFER_KERNELS_H
+#define RAYO_CPU_INFER_KERNELS_H
+
+#include "cpu-base.h"
+
+#include <math.h>
+
+#define CPU_ATTN_MAX_QUERIES 8
+
+/* ---- the plugin's SIMD parts ------------------------------------------------ */
+/* y[2i], y[2i+1] = rotation of x[2i], x[2i+1] by (cs[i], sn[i]), i < count
+ * (NORM pairs).  y == x allowed. */
+static void rope_norm_pairs(const float *x, float *y, const float *cs, const float *sn, size_t count);
+/* The same for pairs (xu[i], xv[i]) into (yu[i], yv[i]) (NEOX: the two
+ * halves of the rotated dimensions). */
+static void rope_neox_pairs(const float *xu, const float *xv, float *yu, float *yv, const float *cs,
+                            const float *sn, size_t count);
+
+/* One query row of one head against its KV head's visible keys. */
+typedef struct cpu_attn_item {
+    const float *q;
+    const uint8_t *k, *v;    /* key and value row 0 of the KV head */
+    size_t k_step, v_step;   /* bytes from one token's row to the next */
+    size_t keys, head_dim;   /* visible keys (>= 1) */
+    float scale;
+    int f16;                 /* the cache is f16 (else f32) */
+    float *out;
+    double *acc;             /* scratch: head_dim doubles */
+} cpu_attn_item;
+/* out = softmax(scale q K^T) V over the item's keys. */
+static void attend(const cpu_attn_item *item);
+
+/* ---- rope ------------------------------------------------------------------- */
+#define CPU_ROPE_PAIR_BLOCK 64 /* pairs whose cos/sin a token keeps on the stack */
+
+typedef struct cpu_rope_job {
+    const rayo_call *call;
+    const rayo_rope_params *p;
+    const double *inv_freq;  /* rot_dims / 2 */
+    size_t rot_dims, half;
+    size_t x_token, x_head, y_token, y_head;
+    size_t chunk;            /* tokens per task */
+} cpu_rope_job;
+
+static inline size_t cpu_or_dense(size_t stride, size_t dense)
+{
+    return stride ? stride : dense;
+}
+
+static inline void cpu_rope_token(const cpu_rope_job *job, size_t t)
+{
+    const rayo_rope_params *p = job->p;
+    const float *x = (const float *)job->call->a + t * job->x_token;
+    float *y = (float *)job->call->y + t * job->y_token;
+    double pos = ((const int32_t *)job->call->b)[t];
+    float cs[CPU_ROPE_PAIR_BLOCK], sn[CPU_ROPE_PAIR_BLOCK];
+    for (size_t i0 = 0; i0 < job->half; i0 += CPU_ROPE_PAIR_BLOCK) {
+        size_t count = job->half - i0 < CPU_ROPE_PAIR_BLOCK ? job->half - i0 : CPU_ROPE_PAIR_BLOCK;
+        for (size_t l = 0; l < count; l++) {
+            double theta = pos * job->inv_freq[i0 + l];
+            cs[l] = (float)cos(theta);
+            sn[l] = (float)sin(theta);
+        }
+        for (size_t h = 0; h < p->n_heads; h++) {
+            const float *xh = x + h * job->x_head;
+            float *yh = y + h * job->y_head;
+            if (p->mode == RAYO_ROPE_NEOX)
+                rope_neox_pairs(xh + i0, xh + i0 + job->half, yh + i0, yh + i0 + job->half, cs, sn, count);
+            else
+                rope_norm_pairs(xh + 2 * i0, yh + 2 * i0, cs, sn, count);
+        }
+    }
+    for (size_t h = 0; h < p->n_heads; h++) /* dimensions past rot_dims are copied */
+        for (size_t d = job->rot_dims; d < p->head_dim; d++)
+            y[h * job->y_head + d] = x[h * job->x_head + d];
+}
+
+static inline void cpu_rope_task(void *arg, size_t task, unsigned worker)
+{
+    const cpu_rope_job *job = arg;
+    size_t lo = task * job->chunk, m = job->call->m;
+    size_t hi = lo + job->chunk < m ? lo + job->chunk : m;
+    (void)worker;
+    for (size_t t = lo; t < hi; t++)
+        cpu_rope_token(job, t);
+}
+
+/* Tasks for `items` of `work` cheap operations each: 1 below the pool's
+ * threshold, else up to 4 per thread. */
+static inline size_t cpu_infer_tasks(const cpu_state *st, size_t items, double work)
+{
+    size_t threads = cpu_threads(st);
+    if (threads < 2 || items < 2 || (double)items * work < (double)CPU_PARALLEL_MIN_WORK)
+        return 1;
+    return 4 * threads < items ? 4 * threads : items;
+}
+
+static inline rayo_status cpu_rope(void *state, const rayo_call *call)
+{
+    const cpu_state *st = state;
+    const rayo_rope_params *p = call->params;
+    size_t rot = p->rot_dims ? p->rot_dims : p->head_dim;
+    if (call->m == 0 || p->n_heads == 0 || p->head_dim == 0)
+        return RAYO_OK;
+    if (rot % 2 || rot > p->head_dim || (p->mode != RAYO_ROPE_NORM && p->mode != RAYO_ROPE_NEOX))
+        return RAYO_E_INVALID;
+    cpu_rope_job job = { .call = call, .p = p, .rot_dims = rot, .half = rot / 2 };
+    double *inv_freq = (double *)(void *)cpu_alloc_floats(st, 2 * job.half + 2);
+    if (!inv_freq)
+        return RAYO_E_NOMEM;
+    for (size_t i = 0; i < job.half; i++)
+        inv_freq[i] = (double)p->freq_scale * pow((double)p->freq_base, -2.0 * (double)i / (double)rot);
+    job.inv_freq = inv_freq;
+    job.x_head = cpu_or_dense(p->head_stride_x, p->head_dim);
+    job.y_head = cpu_or_dense(p->head_stride_y, p->head_dim);
+    job.x_token = cpu_or_dense(call->lda, p->n_heads * p->head_dim);
+    job.y_token = cpu_or_dense(call->ldy, p->n_heads * p->head_dim);
+    size_t tasks = cpu_infer_tasks(st, call->m, (double)(p->n_heads * p->head_dim) * 2);
+    job.chunk = (call->m + tasks - 1) / tasks;
+    cpu_parallel(st, (call->m + job.chunk - 1) / job.chunk, cpu_rope_task, &job);
+    cpu_free(st, inv_freq);
+    return RAYO_OK;
+}
+
+/* ---- attention ---------------------------------------------------------------- */
+typedef struct cpu_attn_job {
+    const rayo_call *call;
+    const rayo_attention_params *p;
+    size_t elem;             /* bytes of a cache element */
+    size_t q_token, q_head, k_token, k_head, v_token, v_head, o_token, o_head;
+    size_t group;            /* query heads per KV head */
+    double *scratch;         /* per worker: the item's acc */
+    size_t per_worker;       /* doubles */
+    size_t chunk;            /* items per task */
+} cpu_attn_job;
+
+static inline void cpu_attn_task(void *arg, size_t task, unsigned worker)
+{
+    const cpu_attn_job *job = arg;
+    const rayo_attention_params *p = job->p;
+    const rayo_call *c = job->call;
+    size_t items = p->n_q * p->n_heads, d = p->head_dim;
+    size_t lo = task * job->chunk, hi = lo + job->chunk < items ? lo + job->chunk : items;
+    cpu_attn_item it = { .head_dim = d, .scale = p->scale, .f16 = job->elem == 2,
+                         .k_step = job->k_token * job->elem, .v_step = job->v_token * job->elem };
+    it.acc = job->scratch + (size_t)worker * job->per_worker;
+    for (size_t item = lo; item < hi; item++) {
+        size_t i = item / p->n_heads, h = item % p->n_heads, g = h / job->group;
+        it.keys = (p->flags & RAYO_ATTN_CAUSAL) ? p->n_kv - p->n_q + i + 1 : p->n_kv;
+        it.q = (const float *)c->a + i * job->q_token + h * job->q_head;
+        it.k = (const uint8_t *)c->b + g * job->k_head * job->elem;
+        it.v = (const uint8_t *)c->c + g * job->v_head * job->elem;
+        it.out = (float *)c->y + i * job->o_token + h * job->o_head;
+        attend(&it);
+    }
+}
+
+static inline void cpu_attn_layout(cpu_attn_job *job, const rayo_attention_params *p)
+{
+    size_t d = p->head_dim;
+    job->q_head = cpu_or_dense(p->q_head, d);
+    job->k_head = cpu_or_dense(p->k_head, d);
+    job->v_head = cpu_or_dense(p->v_head, d);
+    job->o_head = cpu_or_dense(p->o_head, d);
+    job->q_token = cpu_or_dense(p->q_token, p->n_heads * d);
+    job->k_token = cpu_or_dense(p->k_token, p->n_kv_heads * d);
+    job->v_token = cpu_or_dense(p->v_token, p->n_kv_heads * d);
+    job->o_token = cpu_or_dense(p->o_token, p->n_heads * d);
+}
+
+static inline rayo_status cpu_attention(void *state, const rayo_call *call)
+{
+    const cpu_state *st = state;
+    const rayo_attention_params *p = call->params;
+    rayo_dtype kv = RAYO_DTYPE_OF(call->dtypes, 1);
+    if (p->n_q == 0 || p->n_heads == 0 || p->head_dim == 0)
+        return RAYO_OK;
+    if ((kv != RAYO_DTYPE_F32 && kv != RAYO_DTYPE_F16) || RAYO_DTYPE_OF(call->dtypes, 2) != kv ||
+        RAYO_DTYPE_OF(call->dtypes, 0) != RAYO_DTYPE_F32 || p->n_q > CPU_ATTN_MAX_QUERIES)
+        return RAYO_E_UNSUPPORTED;
+    if (!p->n_kv_heads || p->n_heads % p->n_kv_heads || !p->n_kv ||
+        ((p->flags & RAYO_ATTN_CAUSAL) && p->n_q > p->n_kv))
+        return RAYO_E_INVALID; /* the core refuses these first */
+    cpu_attn_job job = { .call = call, .p = p, .elem = kv == RAYO_DTYPE_F16 ? 2 : 4,
+                         .group = p->n_heads / p->n_kv_heads };
+    cpu_attn_layout(&job, p);
+    size_t items = p->n_q * p->n_heads;
+    size_t tasks = cpu_infer_tasks(st, items, (double)p->n_kv * (double)p->head_dim * 4);
+    size_t workers = tasks > 1 ? cpu_threads(st) : 1;
+    job.per_worker = (p->head_dim + 7) / 8 * 8 + 8; /* whole cache lines apart */
+    job.scratch = (double *)(void *)cpu_alloc_floats(st, 2 * workers * job.per_worker);
+    if (!job.scratch)
+        return RAYO_E_NOMEM;
+    job.chunk = (items + tasks - 1) / tasks;
+    cpu_parallel(st, (items + job.chunk - 1) / job.chunk, cpu_attn_task, &job);
+    cpu_free(st, job.scratch);
+    return RAYO_OK;
+}
+
+/* ---- gated units: y = f(gate) * up, m rows of n ------------------------------- */
+/* a = gate (lda), b = up (ldb), y (ldy); row(g, u, y, n) is the plugin's. */
+typedef void cpu_glu_row_fn(const float *g, const float *u, float *y, size_t n);
+
+static inline void cpu_glu_rows(const rayo_call *c, size_t lo, size_t hi, cpu_glu_row_fn *row)
+{
+    size_t lda = cpu_or_dense(c->lda, c->n), ldb = cpu_or_dense(c->ldb, c->n), ldy = cpu_or_dense(c->ldy, c->n);
+    for (size_t r = lo; r < hi; r++)
+        row((const float *)c->a + r * lda, (const float *)c->b + r * ldb, (float *)c->y + r * ldy, c->n);
+}
+
+/* The kernel CPU_KERNEL(NAME) of a gated unit whose row function is ROW. */
+#define CPU_GLU_KERNEL(NAME, ROW, COST)                                                    \
+    static void NAME##_rows(const rayo_call *c, size_t lo, size_t hi)                      \
+    {                                                                                      \
+        cpu_glu_rows(c, lo, hi, ROW);                                                      \
+    }                                                                                      \
+    CPU_KERNEL_FN(NAME)                                                                    \
+    {                                                                                      \
+        cpu_run_ranges(state, call, call->m, call->n * (COST), NAME##_rows);               \
+        return RAYO_OK;                                                                    \
+    }
+
+#endif

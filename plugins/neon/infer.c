@@ -1,0 +1,213 @@
+/* infer.c - rope, attention (decode) and the gated units swiglu, geglu,
+ * geglu_tanh on Advanced SIMD.  The loops over tokens, heads, items and
+ * rows, the checks and the threads are ../cpu-base/infer-kernels.h; this
+ * file holds the vector parts.
+ *
+ * attention: one pass over the visible keys in blocks of KEY_BLOCK: the
+ * block's scores (float dot products, scaled), its maximum, then weights
+ * e^(s - max) (vec_exp) and sum w v in float lanes; the block's sums go into
+ * double (the running output and the sum of weights), which are rescaled by
+ * e^(old max - new max) when a block raises the maximum.  Float sums over
+ * at most KEY_BLOCK keys keep the error near 32 * 2^-24 of sum p |v|, inside
+ * the 1e-5 contract at any cache length.  An f16 cache is widened exactly
+ * (FCVTL) as it is read.
+ */
+#include "plugin.h"
+#include "math.h"
+#include "infer-kernels.h"
+
+#include <math.h>
+
+#define KEY_BLOCK 32
+#define COST_GLU 12 /* cheap operations per element, for threading */
+
+/* ---- rope ------------------------------------------------------------------- */
+
+/* (u, v) rotated by (c, s): u c - v s, u s + v c */
+static inline void rotate(float32x4_t u, float32x4_t v, float32x4_t c, float32x4_t s, float32x4_t *ru,
+                          float32x4_t *rv)
+{
+    *ru = vfmsq_f32(vmulq_f32(u, c), v, s);
+    *rv = vfmaq_f32(vmulq_f32(u, s), v, c);
+}
+
+static void rope_norm_pairs(const float *x, float *y, const float *cs, const float *sn, size_t count)
+{
+    size_t i = 0;
+    for (; i + 4 <= count; i += 4) {
+        float32x4x2_t in = vld2q_f32(x + 2 * i), out;
+        rotate(in.val[0], in.val[1], vld1q_f32(cs + i), vld1q_f32(sn + i), &out.val[0], &out.val[1]);
+        vst2q_f32(y + 2 * i, out);
+    }
+    for (; i < count; i++) {
+        float u = x[2 * i], v = x[2 * i + 1];
+        y[2 * i] = fmaf(-v, sn[i], u * cs[i]);
+        y[2 * i + 1] = fmaf(v, cs[i], u * sn[i]);
+    }
+}
+
+static void rope_neox_pairs(const float *xu, const float *xv, float *yu, float *yv, const float *cs,
+                            const float *sn, size_t count)
+{
+    size_t i = 0;
+    for (; i + 4 <= count; i += 4) {
+        float32x4_t ru, rv;
+        rotate(vld1q_f32(xu + i), vld1q_f32(xv + i), vld1q_f32(cs + i), vld1q_f32(sn + i), &ru, &rv);
+        vst1q_f32(yu + i, ru);
+        vst1q_f32(yv + i, rv);
+    }
+    for (; i < count; i++) {
+        float u = xu[i], v = xv[i];
+        yu[i] = fmaf(-v, sn[i], u * cs[i]);
+        yv[i] = fmaf(v, cs[i], u * sn[i]);
+    }
+}
+
+NEON_KERNEL(rope)
+{
+    return cpu_rope(state, call);
+}
+
+/* ---- attention ----------------------------------------------------------------- */
+
+/* Four cache values of a row from element i, as floats. */
+static inline float32x4_t kv4(const uint8_t *row, size_t i, int f16)
+{
+    if (f16)
+        return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(const void *)row + i)));
+    return vld1q_f32((const float *)(const void *)row + i);
+}
+
+static inline float kv1(const uint8_t *row, size_t i, int f16)
+{
+    return f16 ? rayo_f16_to_f32(rayo__le16(row + 2 * i)) : ((const float *)(const void *)row)[i];
+}
+
+/* q . k over d, in float lanes. */
+static inline float dot_qk(const float *q, const uint8_t *k, size_t d, int f16)
+{
+    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0;
+    size_t i = 0;
+    for (; i + 8 <= d; i += 8) {
+        s0 = vfmaq_f32(s0, vld1q_f32(q + i), kv4(k, i, f16));
+        s1 = vfmaq_f32(s1, vld1q_f32(q + i + 4), kv4(k, i + 4, f16));
+    }
+    if (i + 4 <= d) {
+        s0 = vfmaq_f32(s0, vld1q_f32(q + i), kv4(k, i, f16));
+        i += 4;
+    }
+    float s = vaddvq_f32(vaddq_f32(s0, s1));
+    for (; i < d; i++)
+        s = fmaf(q[i], kv1(k, i, f16), s);
+    return s;
+}
+
+/* acc[l] += sum over the block's keys of w[j] v_j[l], in float lanes per
+ * block. */
+static inline void add_weighted_values(const cpu_attn_item *it, size_t j0, size_t nb, const float *w,
+                                       int f16)
+{
+    const uint8_t *v = it->v + j0 * it->v_step;
+    size_t d = it->head_dim, l = 0;
+    for (; l + 4 <= d; l += 4) {
+        float32x4_t a = vdupq_n_f32(0.0f);
+        for (size_t j = 0; j < nb; j++)
+            a = vfmaq_n_f32(a, kv4(v + j * it->v_step, l, f16), w[j]);
+        float64x2_t lo = vaddq_f64(vld1q_f64(it->acc + l), vcvt_f64_f32(vget_low_f32(a)));
+        float64x2_t hi = vaddq_f64(vld1q_f64(it->acc + l + 2), vcvt_high_f64_f32(a));
+        vst1q_f64(it->acc + l, lo);
+        vst1q_f64(it->acc + l + 2, hi);
+    }
+    for (; l < d; l++) {
+        float a = 0.0f;
+        for (size_t j = 0; j < nb; j++)
+            a = fmaf(kv1(v + j * it->v_step, l, f16), w[j], a);
+        it->acc[l] += a;
+    }
+}
+
+/* The running state of one item: the maximum score so far and the sum of
+ * the weights, in double. */
+typedef struct attn_run {
+    double max, sum;
+} attn_run;
+
+/* Keys [j0, j0 + nb) of the item, nb <= KEY_BLOCK. */
+static inline __attribute__((always_inline)) void
+attend_block(const cpu_attn_item *it, size_t j0, size_t nb, attn_run *run, int f16)
+{
+    float s[KEY_BLOCK], w[KEY_BLOCK];
+    float block_max = -INFINITY;
+    for (size_t j = 0; j < nb; j++) {
+        s[j] = it->scale * dot_qk(it->q, it->k + (j0 + j) * it->k_step, it->head_dim, f16);
+        if (s[j] > block_max) /* a compare, not fmax: gcc 12's vectoriser fails on those */
+            block_max = s[j];
+    }
+    if (block_max > run->max) {
+        double shrink = exp(run->max - (double)block_max); /* 0 for the first block */
+        run->sum *= shrink;
+        for (size_t l = 0; l < it->head_dim; l++)
+            it->acc[l] *= shrink;
+        run->max = block_max;
+    }
+    float32x4_t mx = vdupq_n_f32((float)run->max), wsum = vdupq_n_f32(0.0f);
+    size_t j = 0;
+    for (; j + 4 <= nb; j += 4) {
+        float32x4_t e = vec_exp(vsubq_f32(vld1q_f32(s + j), mx));
+        vst1q_f32(w + j, e);
+        wsum = vaddq_f32(wsum, e);
+    }
+    float tail = 0.0f;
+    for (; j < nb; j++) {
+        w[j] = expf(s[j] - (float)run->max);
+        tail += w[j];
+    }
+    run->sum += (double)vaddvq_f32(wsum) + (double)tail;
+    add_weighted_values(it, j0, nb, w, f16);
+}
+
+static inline __attribute__((always_inline)) void attend_keys(const cpu_attn_item *it, int f16)
+{
+    attn_run run = { -INFINITY, 0.0 };
+    for (size_t l = 0; l < it->head_dim; l++)
+        it->acc[l] = 0.0;
+    for (size_t j0 = 0; j0 < it->keys; j0 += KEY_BLOCK)
+        attend_block(it, j0, it->keys - j0 < KEY_BLOCK ? it->keys - j0 : KEY_BLOCK, &run, f16);
+    for (size_t l = 0; l < it->head_dim; l++)
+        it->out[l] = (float)(it->acc[l] / run.sum);
+}
+
+static void attend(const cpu_attn_item *item)
+{
+    if (item->f16)
+        attend_keys(item, 1);
+    else
+        attend_keys(item, 0);
+}
+
+NEON_KERNEL(attention)
+{
+    return cpu_attention(state, call);
+}
+
+/* ---- gated units ------------------------------------------------------------------ */
+
+/* y = f(g) u over n, the last n % 4 through the same vector function. */
+#define GLU_ROW(NAME, F)                                                                   \
+    static void NAME(const float *g, const float *u, float *y, size_t n)                   \
+    {                                                                                      \
+        size_t i = 0;                                                                      \
+        for (; i + 4 <= n; i += 4)                                                         \
+            vst1q_f32(y + i, vmulq_f32(F(vld1q_f32(g + i)), vld1q_f32(u + i)));             \
+        if (i < n)                                                                         \
+            store_partial(y + i, vmulq_f32(F(load_partial(g + i, n - i)), load_partial(u + i, n - i)), \
+                          n - i);                                                          \
+    }
+
+GLU_ROW(swiglu_row, vec_silu)
+GLU_ROW(geglu_row, vec_gelu)
+GLU_ROW(geglu_tanh_row, vec_gelu_tanh)
+
+CPU_GLU_KERNEL(swiglu, swiglu_row, COST_GLU)
+CPU_GLU_KERNEL(geglu, geglu_row, COST_GLU)
+CPU_GLU_KERNEL(geglu_tanh, geglu_tanh_row, COST_GLU)
