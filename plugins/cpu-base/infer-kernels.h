@@ -9,8 +9,15 @@
  * rotation in float then stays within a few ulp of |pair| up to position
  * 8191 and beyond.  The cos/sin of a token serve all its heads.
  *
- * attention: one (query, head) item at a time, the plugin's attend() runs
- * over the visible keys; items are spread over the pool.  Calls with more
+ * attention: one (query, head) item at a time, in one pass over the visible
+ * keys in blocks of CPU_ATTN_KEY_BLOCK: the block's scores (the plugin's
+ * float dot products, scaled), its maximum, then the plugin's weights
+ * e^(s - max) and sum w v in float lanes; the block's sums go into double
+ * (the running output and the sum of weights), which are rescaled by
+ * e^(old max - new max) when a block raises the maximum.  Float sums over
+ * at most CPU_ATTN_KEY_BLOCK keys keep the error near 32 * 2^-24 of
+ * sum p |v|, inside the 1e-5 contract at any cache length.  Items are
+ * spread over the pool.  Calls with more
  * than CPU_ATTN_MAX_QUERIES queries (prefill) are declined
  * (RAYO_E_UNSUPPORTED): they go to the next backend, where a kernel that
  * reuses each K and V row across queries belongs.  A few queries (decode,
@@ -24,6 +31,7 @@
 #include <math.h>
 
 #define CPU_ATTN_MAX_QUERIES 8
+#define CPU_ATTN_KEY_BLOCK 32
 
 /* ---- the plugin's SIMD parts ------------------------------------------------ */
 /* y[2i], y[2i+1] = rotation of x[2i], x[2i+1] by (cs[i], sn[i]), i < count
@@ -45,8 +53,13 @@ typedef struct cpu_attn_item {
     float *out;
     double *acc;             /* scratch: head_dim doubles */
 } cpu_attn_item;
-/* out = softmax(scale q K^T) V over the item's keys. */
-static void attend(const cpu_attn_item *item);
+/* q . k over head_dim, k a cache row (f16 or f32), in float lanes. */
+static inline float attn_dot(const float *q, const uint8_t *k, size_t d, int f16);
+/* w[j] = e^(s[j] - max), j < nb (<= CPU_ATTN_KEY_BLOCK); returns their sum. */
+static inline double attn_weights(const float *s, float *w, size_t nb, float max);
+/* acc[l] += sum over keys j0 .. j0 + nb - 1 of w[j - j0] v_j[l], in float
+ * lanes (nb <= CPU_ATTN_KEY_BLOCK terms), added into the double acc. */
+static inline void attn_add_values(const cpu_attn_item *it, size_t j0, size_t nb, const float *w, int f16);
 
 /* ---- rope ------------------------------------------------------------------- */
 #define CPU_ROPE_PAIR_BLOCK 64 /* pairs whose cos/sin a token keeps on the stack */
@@ -141,6 +154,56 @@ static inline rayo_status cpu_rope(void *state, const rayo_call *call)
 }
 
 /* ---- attention ---------------------------------------------------------------- */
+/* The running state of one item: the maximum score so far and the sum of
+ * the weights, in double. */
+typedef struct cpu_attn_run {
+    double max, sum;
+} cpu_attn_run;
+
+/* Keys [j0, j0 + nb) of the item, nb <= CPU_ATTN_KEY_BLOCK. */
+static inline __attribute__((always_inline)) void
+cpu_attend_block(const cpu_attn_item *it, size_t j0, size_t nb, cpu_attn_run *run, int f16)
+{
+    float s[CPU_ATTN_KEY_BLOCK], w[CPU_ATTN_KEY_BLOCK];
+    float block_max = -INFINITY;
+    for (size_t j = 0; j < nb; j++) {
+        s[j] = it->scale * attn_dot(it->q, it->k + (j0 + j) * it->k_step, it->head_dim, f16);
+        if (s[j] > block_max) /* a compare, not fmax: gcc 12's aarch64 vectoriser fails on those */
+            block_max = s[j];
+    }
+    if (block_max > run->max) {
+        double shrink = exp(run->max - (double)block_max); /* 0 for the first block */
+        run->sum *= shrink;
+        for (size_t l = 0; l < it->head_dim; l++)
+            it->acc[l] *= shrink;
+        run->max = block_max;
+    }
+    run->sum += attn_weights(s, w, nb, (float)run->max);
+    attn_add_values(it, j0, nb, w, f16);
+}
+
+static inline __attribute__((always_inline)) void cpu_attend_keys(const cpu_attn_item *it, int f16)
+{
+    cpu_attn_run run = { -INFINITY, 0.0 };
+    for (size_t l = 0; l < it->head_dim; l++)
+        it->acc[l] = 0.0;
+    for (size_t j0 = 0; j0 < it->keys; j0 += CPU_ATTN_KEY_BLOCK)
+        cpu_attend_block(it, j0, it->keys - j0 < CPU_ATTN_KEY_BLOCK ? it->keys - j0 : CPU_ATTN_KEY_BLOCK,
+                         &run, f16);
+    for (size_t l = 0; l < it->head_dim; l++)
+        it->out[l] = (float)(it->acc[l] / run.sum);
+}
+
+/* out = softmax(scale q K^T) V over the item's keys; the cache's dtype a
+ * constant in each copy of the loop. */
+static inline void cpu_attend(const cpu_attn_item *it)
+{
+    if (it->f16)
+        cpu_attend_keys(it, 1);
+    else
+        cpu_attend_keys(it, 0);
+}
+
 typedef struct cpu_attn_job {
     const rayo_call *call;
     const rayo_attention_params *p;
@@ -169,7 +232,7 @@ static inline void cpu_attn_task(void *arg, size_t task, unsigned worker)
         it.k = (const uint8_t *)c->b + g * job->k_head * job->elem;
         it.v = (const uint8_t *)c->c + g * job->v_head * job->elem;
         it.out = (float *)c->y + i * job->o_token + h * job->o_head;
-        attend(&it);
+        cpu_attend(&it);
     }
 }
 

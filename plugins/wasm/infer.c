@@ -3,21 +3,15 @@
  * checks and the threads are ../cpu-base/infer-kernels.h; this file holds
  * the vector parts.
  *
- * attention: one pass over the visible keys in blocks of KEY_BLOCK: the
- * block's scores (float dot products, scaled), its maximum, then weights
- * e^(s - max) (vexp) and sum w v in float lanes; the block's sums go into
- * double (the running output and the sum of weights), which are rescaled by
- * e^(old max - new max) when a block raises the maximum.  Float sums over
- * at most KEY_BLOCK keys keep the error near 32 * 2^-24 of sum p |v|, inside
- * the 1e-5 contract at any cache length.  An f16 cache is widened exactly
- * (wasm_f16x4) as it is read.
+ * attention: the online softmax is the glue's; here are the score dot
+ * product, the weights e^(s - max) and the weighted sum of V, each in float
+ * lanes.  An f16 cache is widened exactly as it is read.
  */
 #include "plugin.h"
 #include "infer-kernels.h"
 
 #include <math.h>
 
-#define KEY_BLOCK 32
 #define COST_GLU 12 /* cheap operations per element, for threading */
 
 /* ---- rope ------------------------------------------------------------------- */
@@ -83,7 +77,7 @@ static inline float kv1(const uint8_t *row, size_t i, int f16)
 }
 
 /* q . k over d, in float lanes. */
-static inline float dot_qk(const float *q, const uint8_t *k, size_t d, int f16)
+static inline float attn_dot(const float *q, const uint8_t *k, size_t d, int f16)
 {
     vf32 s0 = vsplat(0.0f), s1 = s0;
     size_t i = 0;
@@ -103,10 +97,7 @@ static inline float dot_qk(const float *q, const uint8_t *k, size_t d, int f16)
     return sum;
 }
 
-/* acc[l] += sum over the block's keys of w[j] v_j[l], in float lanes per
- * block. */
-static inline void add_weighted_values(const cpu_attn_item *it, size_t j0, size_t nb, const float *w,
-                                       int f16)
+static inline void attn_add_values(const cpu_attn_item *it, size_t j0, size_t nb, const float *w, int f16)
 {
     const uint8_t *v = it->v + j0 * it->v_step;
     size_t d = it->head_dim, l = 0;
@@ -127,66 +118,23 @@ static inline void add_weighted_values(const cpu_attn_item *it, size_t j0, size_
     }
 }
 
-/* The running state of one item: the maximum score so far and the sum of
- * the weights, in double. */
-typedef struct attn_run {
-    double max, sum;
-} attn_run;
-
-/* Keys [j0, j0 + nb) of the item, nb <= KEY_BLOCK. */
-static inline __attribute__((always_inline)) void
-attend_block(const cpu_attn_item *it, size_t j0, size_t nb, attn_run *run, int f16)
+/* w = e^(s - max) over the block (vexp; the tail on a padded vector). */
+static inline double attn_weights(const float *s, float *w, size_t nb, float max)
 {
-    float s[KEY_BLOCK], w[KEY_BLOCK];
-    float block_max = -INFINITY;
-    for (size_t j = 0; j < nb; j++) {
-        s[j] = it->scale * dot_qk(it->q, it->k + (j0 + j) * it->k_step, it->head_dim, f16);
-        if (s[j] > block_max)
-            block_max = s[j];
-    }
-    if (block_max > run->max) {
-        double shrink = exp(run->max - (double)block_max); /* 0 for the first block */
-        run->sum *= shrink;
-        for (size_t l = 0; l < it->head_dim; l++)
-            it->acc[l] *= shrink;
-        run->max = block_max;
-    }
-    vf32 mx = vsplat((float)run->max), wsum = vsplat(0.0f);
+    vf32 mx = vsplat(max), sum = vsplat(0.0f);
     size_t j = 0;
     for (; j + 4 <= nb; j += 4) {
         vf32 e = vexp(vsub(wasm_v128_load(s + j), mx));
         wasm_v128_store(w + j, e);
-        wsum = vadd(wsum, e);
+        sum = vadd(sum, e);
     }
-    if (j < nb) {
-        vf32 e = vexp(vsub(load_partial(s + j, nb - j), mx)); /* padding lanes: not summed */
-        store_partial(w + j, e, nb - j);
-    }
-    double total = ((double)wasm_f32x4_extract_lane(wsum, 0) + (double)wasm_f32x4_extract_lane(wsum, 1)) +
-                   ((double)wasm_f32x4_extract_lane(wsum, 2) + (double)wasm_f32x4_extract_lane(wsum, 3));
+    if (j < nb) /* padding lanes are not stored */
+        store_partial(w + j, vexp(vsub(load_partial(s + j, nb - j), mx)), nb - j);
+    double total = ((double)wasm_f32x4_extract_lane(sum, 0) + (double)wasm_f32x4_extract_lane(sum, 1)) +
+                   ((double)wasm_f32x4_extract_lane(sum, 2) + (double)wasm_f32x4_extract_lane(sum, 3));
     for (; j < nb; j++)
         total += w[j];
-    run->sum += total;
-    add_weighted_values(it, j0, nb, w, f16);
-}
-
-static inline __attribute__((always_inline)) void attend_keys(const cpu_attn_item *it, int f16)
-{
-    attn_run run = { -INFINITY, 0.0 };
-    for (size_t l = 0; l < it->head_dim; l++)
-        it->acc[l] = 0.0;
-    for (size_t j0 = 0; j0 < it->keys; j0 += KEY_BLOCK)
-        attend_block(it, j0, it->keys - j0 < KEY_BLOCK ? it->keys - j0 : KEY_BLOCK, &run, f16);
-    for (size_t l = 0; l < it->head_dim; l++)
-        it->out[l] = (float)(it->acc[l] / run.sum);
-}
-
-static void attend(const cpu_attn_item *item)
-{
-    if (item->f16)
-        attend_keys(item, 1);
-    else
-        attend_keys(item, 0);
+    return total;
 }
 
 WASM_KERNEL(attention)
