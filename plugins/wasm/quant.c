@@ -6,7 +6,7 @@
  * (bytes -> int16 -> int32 -> float lanes) and multiplied into x at once; no
  * row is dequantized to memory.  SIMD128 has no FMA and no half-precision
  * conversion: products are a multiply and an add, and f16 is widened with
- * integer operations (exact, see wasm_f16_lanes in plugin.h).
+ * integer operations (exact, see wasm_f16_top_lanes in plugin.h).
  *
  * Accuracy (contract 1e-5 of sum|terms|, judged on the dequantized values):
  * each group of 16 or 32 values is summed as sum q x in float lanes and
@@ -29,15 +29,10 @@
 
 /* ---- decoding helpers --------------------------------------------------- */
 
-static inline vf32 bf16x4(const void *p)
-{
-    return wasm_i32x4_shl(wasm_u32x4_load16x4(p), 16);
-}
-
 /* The f16 scale at p (the vector path: no branches). */
 static inline float f16_at(const uint8_t *p)
 {
-    return wasm_f32x4_extract_lane(wasm_f16_lanes(wasm_i32x4_splat(rayo__le16(p))), 0);
+    return wasm_f32x4_extract_lane(wasm_f16_top_lanes(wasm_i32x4_splat((int32_t)((uint32_t)rayo__le16(p) << 16))), 0);
 }
 
 static inline double hsum_f64(vf32 v)
@@ -46,14 +41,24 @@ static inline double hsum_f64(vf32 v)
            ((double)wasm_f32x4_extract_lane(v, 2) + (double)wasm_f32x4_extract_lane(v, 3));
 }
 
+/* Signed bytes 4l .. 4l + 3 of q as int32 lanes: each byte moved to the top
+ * of its lane (swizzle), then shifted down with its sign.  Written so on
+ * purpose: clang 14 turns extend_low_i8x16 -> extend_low_i16x8 -> convert
+ * into lane-by-lane scalar conversions (12 instructions per 4 values). */
+static inline v128_t bytes_to_i32(v128_t q, int l)
+{
+    const v128_t top = wasm_i8x16_make(-1, -1, -1, (int8_t)(4 * l), -1, -1, -1, (int8_t)(4 * l + 1),
+                                       -1, -1, -1, (int8_t)(4 * l + 2), -1, -1, -1, (int8_t)(4 * l + 3));
+    return wasm_i32x4_shr(wasm_i8x16_swizzle(q, top), 24);
+}
+
 /* sum q x over 16 signed bytes q and x[0..16), in float lanes. */
 static inline vf32 dot16(v128_t q, const float *x)
 {
-    v128_t lo = wasm_i16x8_extend_low_i8x16(q), hi = wasm_i16x8_extend_high_i8x16(q);
-    vf32 s = vmul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(lo)), wasm_v128_load(x));
-    s = vadd(s, vmul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(lo)), wasm_v128_load(x + 4)));
-    s = vadd(s, vmul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(hi)), wasm_v128_load(x + 8)));
-    return vadd(s, vmul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(hi)), wasm_v128_load(x + 12)));
+    vf32 s = vmul(wasm_f32x4_convert_i32x4(bytes_to_i32(q, 0)), wasm_v128_load(x));
+    s = vadd(s, vmul(wasm_f32x4_convert_i32x4(bytes_to_i32(q, 1)), wasm_v128_load(x + 4)));
+    s = vadd(s, vmul(wasm_f32x4_convert_i32x4(bytes_to_i32(q, 2)), wasm_v128_load(x + 8)));
+    return vadd(s, vmul(wasm_f32x4_convert_i32x4(bytes_to_i32(q, 3)), wasm_v128_load(x + 12)));
 }
 
 /* Q8_0 block: sum q x over its 32 values (d left out). */
@@ -213,8 +218,8 @@ static double dot_q6_k(const uint8_t *blk, const float *x, size_t n)
 
 /* Rows of 2-byte floats: float lanes over 256 values, double across.  n may
  * be any length: the last n % 8 values are summed one by one in double. */
-static inline __attribute__((always_inline)) double
-dot_halves(const uint8_t *w, const float *x, size_t n, vf32 (*decode4)(const void *))
+static inline __attribute__((always_inline)) double dot_halves(const uint8_t *w, const float *x, size_t n,
+                                                               int is_f16)
 {
     double total = 0.0;
     size_t i = 0;
@@ -222,22 +227,28 @@ dot_halves(const uint8_t *w, const float *x, size_t n, vf32 (*decode4)(const voi
         size_t end = i + 256 < n ? i + 256 : n;
         vf32 s0 = vsplat(0.0f), s1 = s0;
         for (; i + 8 <= end; i += 8) {
-            s0 = vadd(s0, vmul(decode4(w + 2 * i), wasm_v128_load(x + i)));
-            s1 = vadd(s1, vmul(decode4(w + 2 * i + 8), wasm_v128_load(x + i + 4)));
+            v128_t h8 = wasm_v128_load(w + 2 * i);
+            vf32 lo = wasm_halves_low4(h8), hi = wasm_halves_high4(h8);
+            if (is_f16) {
+                lo = wasm_f16_top_lanes(lo);
+                hi = wasm_f16_top_lanes(hi);
+            }
+            s0 = vadd(s0, vmul(lo, wasm_v128_load(x + i)));
+            s1 = vadd(s1, vmul(hi, wasm_v128_load(x + i + 4)));
         }
         total += hsum_f64(vadd(s0, s1));
     }
-    return total + typed_gemv_half_tail(w, x, i, n, decode4 == wasm_f16x4);
+    return total + typed_gemv_half_tail(w, x, i, n, is_f16);
 }
 
 static double dot_f16(const uint8_t *w, const float *x, size_t n)
 {
-    return dot_halves(w, x, n, wasm_f16x4);
+    return dot_halves(w, x, n, 1);
 }
 
 static double dot_bf16(const uint8_t *w, const float *x, size_t n)
 {
-    return dot_halves(w, x, n, bf16x4);
+    return dot_halves(w, x, n, 0);
 }
 
 /* ---- the kernel ----------------------------------------------------------- */
