@@ -96,18 +96,35 @@ static inline float attn_dot(const float *q, const uint8_t *k, size_t d, int f16
     return s;
 }
 
-static inline void attn_add_values(const cpu_attn_item *it, size_t j0, size_t nb, const float *w, int f16)
+/* acc[l .. l + 4) += the block's float sum a. */
+static inline void add_to_acc(double *acc, float32x4_t a)
+{
+    vst1q_f64(acc, vaddq_f64(vld1q_f64(acc), vcvt_f64_f32(vget_low_f32(a))));
+    vst1q_f64(acc + 2, vaddq_f64(vld1q_f64(acc + 2), vcvt_high_f64_f32(a)));
+}
+
+/* Eight dimensions per pass over the keys (two accumulators: one weight
+ * load serves both), then four, then one by one. */
+static inline __attribute__((always_inline)) void
+attn_add_values(const cpu_attn_item *it, size_t j0, size_t nb, const float *w, int f16)
 {
     const uint8_t *v = it->v + j0 * it->v_step;
     size_t d = it->head_dim, l = 0;
-    for (; l + 4 <= d; l += 4) {
+    for (; l + 8 <= d; l += 8) {
+        float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0;
+        for (size_t j = 0; j < nb; j++) {
+            a0 = vfmaq_n_f32(a0, kv4(v + j * it->v_step, l, f16), w[j]);
+            a1 = vfmaq_n_f32(a1, kv4(v + j * it->v_step, l + 4, f16), w[j]);
+        }
+        add_to_acc(it->acc + l, a0);
+        add_to_acc(it->acc + l + 4, a1);
+    }
+    if (l + 4 <= d) {
         float32x4_t a = vdupq_n_f32(0.0f);
         for (size_t j = 0; j < nb; j++)
             a = vfmaq_n_f32(a, kv4(v + j * it->v_step, l, f16), w[j]);
-        float64x2_t lo = vaddq_f64(vld1q_f64(it->acc + l), vcvt_f64_f32(vget_low_f32(a)));
-        float64x2_t hi = vaddq_f64(vld1q_f64(it->acc + l + 2), vcvt_high_f64_f32(a));
-        vst1q_f64(it->acc + l, lo);
-        vst1q_f64(it->acc + l + 2, hi);
+        add_to_acc(it->acc + l, a);
+        l += 4;
     }
     for (; l < d; l++) {
         float a = 0.0f;

@@ -97,7 +97,8 @@ static inline float attn_dot(const float *q, const uint8_t *k, size_t d, int f16
     return sum;
 }
 
-static inline void attn_add_values(const cpu_attn_item *it, size_t j0, size_t nb, const float *w, int f16)
+static inline __attribute__((always_inline)) void
+attn_add_values(const cpu_attn_item *it, size_t j0, size_t nb, const float *w, int f16)
 {
     const uint8_t *v = it->v + j0 * it->v_step;
     size_t d = it->head_dim, l = 0;
