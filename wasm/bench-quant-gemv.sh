@@ -7,17 +7,19 @@
 #
 # Needs `make wasm wasm-bench` done in the build tree (WASM_OUT/rayo-bench).
 # rayo-bench times each backend directly (rayo_run_on: no fallback); its cell
-# is the median of 11 samples of >= 20 ms.  The script repeats the whole
-# set RUNS times (default 5) and keeps the lowest median per cell: on a
-# shared machine the lowest is the run least disturbed.  SIZE (default
-# 4096x4096: rows x columns) and DTYPES (default q8_0 q4_0 q4_k q6_k f16
-# bf16) choose the cases.  Prints a markdown table; the raw rows go to
+# is the median of REPS samples (default 11) of >= 20 ms.  The script
+# repeats the whole set RUNS times (default 5), scalar and wasm alternating,
+# and keeps the lowest per cell: on a shared machine the lowest is the run
+# least disturbed (on a busy one, REPS=1 RUNS=15 keeps the best of 15 single
+# samples).  SIZE (default 1024x4096: rows x columns, 4 to 8 MB of weights)
+# and DTYPES (default q8_0 q4_0 q4_k q6_k f16 bf16) choose the cases.  Prints a markdown table; the raw rows go to
 # WASM_OUT/bench-quant-gemv.csv.
 set -eu
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$srcdir/build-wasm/wasm-build}
 runs=${RUNS:-5}
-size=${SIZE:-4096x4096}
+reps=${REPS:-11}
+size=${SIZE:-1024x4096}
 dtypes=${DTYPES:-q8_0 q4_0 q4_k q6_k f16 bf16}
 bench=$out/rayo-bench
 if [ ! -x "$bench" ]; then
@@ -29,7 +31,7 @@ csv=$out/bench-quant-gemv.csv
 run=1
 while [ "$run" -le "$runs" ]; do
     for dt in $dtypes; do
-        "$bench" --ops gemv --dtype "$dt" --sizes "$size" --backends scalar,wasm \
+        "$bench" --ops gemv --dtype "$dt" --sizes "$size" --backends scalar,wasm --reps "$reps" \
             --csv "$out/bench-one.csv" > /dev/null 2>"$out/bench-one.log" ||
             { cat "$out/bench-one.log" >&2; exit 1; }
         tail -n +2 "$out/bench-one.csv" >> "$csv"
@@ -39,7 +41,8 @@ done
 rm -f "$out/bench-one.csv" "$out/bench-one.log"
 
 # CSV rows: op,backend,size ("RxC dtype"),ns_per_call,gb_per_s,...
-echo "gemv $size, lowest median of $runs runs, $(node --version) ($(date -u '+%Y-%m-%d %H:%M UTC'))"
+echo "gemv $size, lowest of $runs runs of the median of $reps samples, node $(node --version)" \
+    "($(date -u '+%Y-%m-%d %H:%M UTC'))"
 echo
 echo "| weights | scalar (wasm) | wasm SIMD128 | SIMD128 GB/s | SIMD128 speed-up |"
 echo "|---|---|---|---|---|"

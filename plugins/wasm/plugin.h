@@ -45,24 +45,13 @@ static inline void store_partial(float *y, vf32 v, size_t n)
         y[i] = buf[i];
 }
 
-/* Half floats as float lanes.  The halves go to the top 16 bits of their
- * i32 lane (a shuffle with zeros), which is already the float for bf16.
- * f16, exactly: the magnitude's bits moved down into place read as 2^-112
+/* f16 values in the top 16 bits of i32 lanes (the low 16 bits zero) as
+ * floats, exactly: the magnitude's bits moved down into place read as 2^-112
  * times the value (subnormal halves become subnormal floats), so one
  * multiply by 2^112 rebiases it; inf and NaN (exponent 31, >= 2^16 after
  * the multiply, where the largest finite half is 65504) get the float's
- * all-ones exponent; the sign bit is where it belongs already. */
-static inline v128_t wasm_halves_low4(v128_t h8)
-{
-    return wasm_i16x8_shuffle(wasm_i16x8_splat(0), h8, 0, 8, 0, 9, 0, 10, 0, 11);
-}
-
-static inline v128_t wasm_halves_high4(v128_t h8)
-{
-    return wasm_i16x8_shuffle(wasm_i16x8_splat(0), h8, 0, 12, 0, 13, 0, 14, 0, 15);
-}
-
-/* f16 in the top half of each lane (wasm_halves_*4) as floats */
+ * all-ones exponent; the sign bit is where it belongs already.  (bf16 in
+ * the same place is a float as it is.) */
 static inline vf32 wasm_f16_top_lanes(v128_t top)
 {
     v128_t mag = wasm_u32x4_shr(wasm_v128_and(top, wasm_i32x4_splat(0x7fff0000)), 3);
@@ -75,7 +64,7 @@ static inline vf32 wasm_f16_top_lanes(v128_t top)
 /* four f16 values at p as floats */
 static inline vf32 wasm_f16x4(const void *p)
 {
-    return wasm_f16_top_lanes(wasm_halves_low4(wasm_v128_load64_zero(p)));
+    return wasm_f16_top_lanes(wasm_i32x4_shl(wasm_u32x4_load16x4(p), 16));
 }
 
 /* Kernels are wasm_NAME (cpu-base.h declares one for every op). */

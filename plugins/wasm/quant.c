@@ -97,7 +97,20 @@ dot_small_blocks(const uint8_t *blk, const float *x, size_t n, size_t block_byte
     return total;
 }
 
-/* The same over four rows (blk, blk + stride, ...), x read once for all. */
+/* The f16 scales at p, p + stride, p + 2 stride, p + 3 stride, as float
+ * lanes: one decode for four rows. */
+static inline vf32 f16_at4(const uint8_t *p, size_t stride)
+{
+    v128_t top = wasm_i32x4_make((int32_t)((uint32_t)rayo__le16(p) << 16),
+                                 (int32_t)((uint32_t)rayo__le16(p + stride) << 16),
+                                 (int32_t)((uint32_t)rayo__le16(p + 2 * stride) << 16),
+                                 (int32_t)((uint32_t)rayo__le16(p + 3 * stride) << 16));
+    return wasm_f16_top_lanes(top);
+}
+
+/* The same over four rows (blk, blk + stride, ...): x read once for all
+ * (the four block_dots inline, their loads of x are the same), the four
+ * scales decoded together. */
 static inline __attribute__((always_inline)) void
 dot4_small_blocks(const uint8_t *blk, size_t stride, const float *x, size_t n, size_t block_bytes,
                   vf32 (*block_dot)(const uint8_t *, const float *), double out[4])
@@ -106,14 +119,20 @@ dot4_small_blocks(const uint8_t *blk, size_t stride, const float *x, size_t n, s
     size_t blocks = n / 32;
     for (size_t b = 0; b < blocks;) {
         size_t end = b + SMALL_BLOCKS_PER_GROUP < blocks ? b + SMALL_BLOCKS_PER_GROUP : blocks;
-        vf32 group[4] = { vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f) };
-        for (; b < end; b++)
-            for (int r = 0; r < 4; r++) {
-                const uint8_t *p = blk + r * stride + b * block_bytes;
-                group[r] = vadd(group[r], vmul(block_dot(p, x + 32 * b), vsplat(f16_at(p))));
-            }
-        for (int r = 0; r < 4; r++)
-            out[r] += hsum_f64(group[r]);
+        vf32 g0 = vsplat(0.0f), g1 = g0, g2 = g0, g3 = g0;
+        for (; b < end; b++) {
+            const uint8_t *p = blk + b * block_bytes;
+            const float *xb = x + 32 * b;
+            vf32 d = f16_at4(p, stride);
+            g0 = vadd(g0, vmul(block_dot(p, xb), wasm_i32x4_shuffle(d, d, 0, 0, 0, 0)));
+            g1 = vadd(g1, vmul(block_dot(p + stride, xb), wasm_i32x4_shuffle(d, d, 1, 1, 1, 1)));
+            g2 = vadd(g2, vmul(block_dot(p + 2 * stride, xb), wasm_i32x4_shuffle(d, d, 2, 2, 2, 2)));
+            g3 = vadd(g3, vmul(block_dot(p + 3 * stride, xb), wasm_i32x4_shuffle(d, d, 3, 3, 3, 3)));
+        }
+        out[0] += hsum_f64(g0);
+        out[1] += hsum_f64(g1);
+        out[2] += hsum_f64(g2);
+        out[3] += hsum_f64(g3);
     }
 }
 
@@ -227,14 +246,18 @@ static inline __attribute__((always_inline)) double dot_halves(const uint8_t *w,
         size_t end = i + 256 < n ? i + 256 : n;
         vf32 s0 = vsplat(0.0f), s1 = s0;
         for (; i + 8 <= end; i += 8) {
+            /* the even halves shifted up, the odd ones masked in place:
+             * the dot product does not care for the order, so x is split
+             * the same way (two shufps) */
             v128_t h8 = wasm_v128_load(w + 2 * i);
-            vf32 lo = wasm_halves_low4(h8), hi = wasm_halves_high4(h8);
+            vf32 even = wasm_i32x4_shl(h8, 16), odd = wasm_v128_and(h8, wasm_i32x4_splat((int32_t)0xffff0000u));
             if (is_f16) {
-                lo = wasm_f16_top_lanes(lo);
-                hi = wasm_f16_top_lanes(hi);
+                even = wasm_f16_top_lanes(even);
+                odd = wasm_f16_top_lanes(odd);
             }
-            s0 = vadd(s0, vmul(lo, wasm_v128_load(x + i)));
-            s1 = vadd(s1, vmul(hi, wasm_v128_load(x + i + 4)));
+            vf32 x0 = wasm_v128_load(x + i), x1 = wasm_v128_load(x + i + 4);
+            s0 = vadd(s0, vmul(even, wasm_i32x4_shuffle(x0, x1, 0, 2, 4, 6)));
+            s1 = vadd(s1, vmul(odd, wasm_i32x4_shuffle(x0, x1, 1, 3, 5, 7)));
         }
         total += hsum_f64(vadd(s0, s1));
     }
