@@ -130,11 +130,10 @@ static inline rayo_status cpu_rope(void *state, const rayo_call *call)
 {
     const cpu_state *st = state;
     const rayo_rope_params *p = call->params;
-    size_t rot = p->rot_dims ? p->rot_dims : p->head_dim;
-    if (call->m == 0 || p->n_heads == 0 || p->head_dim == 0)
-        return RAYO_OK;
-    if (rot % 2 || rot > p->head_dim || (p->mode != RAYO_ROPE_NORM && p->mode != RAYO_ROPE_NEOX))
-        return RAYO_E_INVALID;
+    size_t rot;
+    rayo_status status = cpu_rope_check(call, &rot);
+    if (status != RAYO_OK || rot == 0)
+        return status;
     cpu_rope_job job = { .call = call, .p = p, .rot_dims = rot, .half = rot / 2 };
     double *inv_freq = (double *)(void *)cpu_alloc_floats(st, 2 * job.half + 2);
     if (!inv_freq)
@@ -208,7 +207,7 @@ typedef struct cpu_attn_job {
     const rayo_call *call;
     const rayo_attention_params *p;
     size_t elem;             /* bytes of a cache element */
-    size_t q_token, q_head, k_token, k_head, v_token, v_head, o_token, o_head;
+    cpu_attention_layout s;  /* strides in elements */
     size_t group;            /* query heads per KV head */
     double *scratch;         /* per worker: the item's acc */
     size_t per_worker;       /* doubles */
@@ -223,48 +222,33 @@ static inline void cpu_attn_task(void *arg, size_t task, unsigned worker)
     size_t items = p->n_q * p->n_heads, d = p->head_dim;
     size_t lo = task * job->chunk, hi = lo + job->chunk < items ? lo + job->chunk : items;
     cpu_attn_item it = { .head_dim = d, .scale = p->scale, .f16 = job->elem == 2,
-                         .k_step = job->k_token * job->elem, .v_step = job->v_token * job->elem };
+                         .k_step = job->s.k_token * job->elem, .v_step = job->s.v_token * job->elem };
     it.acc = job->scratch + (size_t)worker * job->per_worker;
     for (size_t item = lo; item < hi; item++) {
         size_t i = item / p->n_heads, h = item % p->n_heads, g = h / job->group;
         it.keys = (p->flags & RAYO_ATTN_CAUSAL) ? p->n_kv - p->n_q + i + 1 : p->n_kv;
-        it.q = (const float *)c->a + i * job->q_token + h * job->q_head;
-        it.k = (const uint8_t *)c->b + g * job->k_head * job->elem;
-        it.v = (const uint8_t *)c->c + g * job->v_head * job->elem;
-        it.out = (float *)c->y + i * job->o_token + h * job->o_head;
+        it.q = (const float *)c->a + i * job->s.q_token + h * job->s.q_head;
+        it.k = (const uint8_t *)c->b + g * job->s.k_head * job->elem;
+        it.v = (const uint8_t *)c->c + g * job->s.v_head * job->elem;
+        it.out = (float *)c->y + i * job->s.o_token + h * job->s.o_head;
         cpu_attend(&it);
     }
-}
-
-static inline void cpu_attn_layout(cpu_attn_job *job, const rayo_attention_params *p)
-{
-    size_t d = p->head_dim;
-    job->q_head = cpu_or_dense(p->q_head, d);
-    job->k_head = cpu_or_dense(p->k_head, d);
-    job->v_head = cpu_or_dense(p->v_head, d);
-    job->o_head = cpu_or_dense(p->o_head, d);
-    job->q_token = cpu_or_dense(p->q_token, p->n_heads * d);
-    job->k_token = cpu_or_dense(p->k_token, p->n_kv_heads * d);
-    job->v_token = cpu_or_dense(p->v_token, p->n_kv_heads * d);
-    job->o_token = cpu_or_dense(p->o_token, p->n_heads * d);
 }
 
 static inline rayo_status cpu_attention(void *state, const rayo_call *call)
 {
     const cpu_state *st = state;
     const rayo_attention_params *p = call->params;
-    rayo_dtype kv = RAYO_DTYPE_OF(call->dtypes, 1);
     if (p->n_q == 0 || p->n_heads == 0 || p->head_dim == 0)
         return RAYO_OK;
-    if ((kv != RAYO_DTYPE_F32 && kv != RAYO_DTYPE_F16) || RAYO_DTYPE_OF(call->dtypes, 2) != kv ||
-        RAYO_DTYPE_OF(call->dtypes, 0) != RAYO_DTYPE_F32 || p->n_q > CPU_ATTN_MAX_QUERIES)
-        return RAYO_E_UNSUPPORTED;
-    if (!p->n_kv_heads || p->n_heads % p->n_kv_heads || !p->n_kv ||
-        ((p->flags & RAYO_ATTN_CAUSAL) && p->n_q > p->n_kv))
-        return RAYO_E_INVALID; /* the core refuses these first */
-    cpu_attn_job job = { .call = call, .p = p, .elem = kv == RAYO_DTYPE_F16 ? 2 : 4,
-                         .group = p->n_heads / p->n_kv_heads };
-    cpu_attn_layout(&job, p);
+    if (p->n_q > CPU_ATTN_MAX_QUERIES)
+        return RAYO_E_UNSUPPORTED; /* prefill: the next backend's */
+    rayo_status status = cpu_attention_check(call, p);
+    if (status != RAYO_OK)
+        return status;
+    cpu_attn_job job = { .call = call, .p = p, .group = p->n_heads / p->n_kv_heads,
+                         .elem = RAYO_DTYPE_OF(call->dtypes, 1) == RAYO_DTYPE_F16 ? 2 : 4,
+                         .s = cpu_attention_layout_of(p) };
     size_t items = p->n_q * p->n_heads;
     size_t tasks = cpu_infer_tasks(st, items, (double)p->n_kv * (double)p->head_dim * 4);
     size_t workers = tasks > 1 ? cpu_threads(st) : 1;
