@@ -67,7 +67,12 @@ typedef struct typed_gemv_x {
 typedef void typed_rows_fn(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
                            size_t n, double out[4]);
 static typed_rows_fn rows_f16, rows_bf16, rows_q8_0, rows_q4_0, rows_q4_k, rows_q6_k;
+/* A plugin without the integer kernels (neon, wasm) defines
+ * TYPED_GEMV_STRICT_ONLY before including this file: relaxed calls then
+ * take its strict kernels. */
+#ifndef TYPED_GEMV_STRICT_ONLY
 static typed_rows_fn rows_q8_0_int, rows_q4_0_int, rows_q4_k_int, rows_q6_k_int;
+#endif
 
 /* Defines the row kernel NAME over blocks of BLOCK values and BYTES bytes,
  * GROUP of them summed in float before double, from the plugin's
@@ -98,6 +103,10 @@ static inline typed_rows_fn *typed_rows_for(rayo_dtype dt)
  * path is already as fast as memory. */
 static inline typed_rows_fn *typed_rows_int_for(rayo_dtype dt)
 {
+#ifdef TYPED_GEMV_STRICT_ONLY
+    (void)dt;
+    return NULL;
+#else
     switch (dt) {
     case RAYO_DTYPE_Q8_0: return rows_q8_0_int;
     case RAYO_DTYPE_Q4_0: return rows_q4_0_int;
@@ -105,6 +114,7 @@ static inline typed_rows_fn *typed_rows_int_for(rayo_dtype dt)
     case RAYO_DTYPE_Q6_K: return rows_q6_k_int;
     default: return NULL;
     }
+#endif
 }
 
 /* sum of w[i] x[i] over i in [begin, n), w f16 or bf16, one by one in

@@ -16,14 +16,14 @@
  * sum|terms| however long the row.
  *
  * Q8_0 and Q4_0 go four rows per pass (typed-gemv.h), reading x once for the
- * four.  The loop over rows, the checks and y's update are the shared glue of
- * ../cpu-base/typed-gemv.h.
+ * four.  The checks, the split of the rows over the pool and y's update are
+ * the shared glue of ../cpu-base/typed-gemv.h (its strict path: there is no
+ * integer kernel here, relaxed calls run these too).
  */
 #include "plugin.h"
+#define TYPED_GEMV_STRICT_ONLY /* no integer path here: relaxed calls run these */
 #include "typed-gemv.h"
 
-/* Cheap operations per weight, for cpu_run_ranges. */
-#define COST_PER_WEIGHT 2
 /* Blocks of 32 summed in float lanes before the lanes go to double. */
 #define SMALL_BLOCKS_PER_GROUP 8
 
@@ -274,12 +274,40 @@ static double dot_bf16(const uint8_t *w, const float *x, size_t n)
     return dot_halves(w, x, n, 0);
 }
 
+/* ---- the row kernels of typed-gemv.h: count (1..4) rows ---------------------- */
+
+typedef double row_dot_fn(const uint8_t *row, const float *x, size_t n);
+typedef void row_dot4_fn(const uint8_t *row, size_t stride, const float *x, size_t n, double out[4]);
+
+/* Four rows at once where the dtype has a four-row dot, else one by one. */
+static inline void rows_by(row_dot_fn *dot, row_dot4_fn *dot4, const uint8_t *row, size_t stride,
+                           size_t count, const float *x, size_t n, double out[4])
+{
+    if (dot4 && count == 4) {
+        dot4(row, stride, x, n, out);
+        return;
+    }
+    for (size_t r = 0; r < count; r++)
+        out[r] = dot(row + r * stride, x, n);
+}
+
+#define ROWS_FN(NAME, DOT, DOT4)                                                                     \
+    static void NAME(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n, \
+                     double out[4])                                                                  \
+    {                                                                                                \
+        rows_by(DOT, DOT4, row, stride, count, x->f, n, out);                                        \
+    }
+
+ROWS_FN(rows_q8_0, dot_q8_0, dot4_q8_0)
+ROWS_FN(rows_q4_0, dot_q4_0, dot4_q4_0)
+ROWS_FN(rows_q4_k, dot_q4_k, NULL)
+ROWS_FN(rows_q6_k, dot_q6_k, NULL)
+ROWS_FN(rows_f16, dot_f16, NULL)
+ROWS_FN(rows_bf16, dot_bf16, NULL)
+
 /* ---- the kernel ----------------------------------------------------------- */
 
 rayo_status wasm_gemv_quant(void *state, const rayo_call *call)
 {
-    if (!typed_gemv_takes(call))
-        return RAYO_E_UNSUPPORTED;
-    cpu_run_ranges(state, call, call->m, call->n * COST_PER_WEIGHT, typed_gemv_rows);
-    return RAYO_OK;
+    return typed_gemv_run(state, call);
 }
