@@ -241,37 +241,6 @@ static double dot_bf16(const uint8_t *w, const float *x, size_t n)
     return dot_halves(w, x, n, bf16x4);
 }
 
-/* ---- the row kernels of typed-gemv.h: count (1..4) rows ---------------------- */
-
-typedef double row_dot_fn(const uint8_t *row, const float *x, size_t n);
-typedef void row_dot4_fn(const uint8_t *row, size_t stride, const float *x, size_t n, double out[4]);
-
-/* Four rows at once where the dtype has a four-row dot, else one by one. */
-static inline void rows_by(row_dot_fn *dot, row_dot4_fn *dot4, const uint8_t *row, size_t stride,
-                           size_t count, const float *x, size_t n, double out[4])
-{
-    if (dot4 && count == 4) {
-        dot4(row, stride, x, n, out);
-        return;
-    }
-    for (size_t r = 0; r < count; r++)
-        out[r] = dot(row + r * stride, x, n);
-}
-
-#define ROWS_FN(NAME, DOT, DOT4)                                                                     \
-    static void NAME(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n, \
-                     double out[4])                                                                  \
-    {                                                                                                \
-        rows_by(DOT, DOT4, row, stride, count, x->f, n, out);                                        \
-    }
-
-ROWS_FN(rows_q8_0, dot_q8_0, dot4_q8_0)
-ROWS_FN(rows_q4_0, dot_q4_0, dot4_q4_0)
-ROWS_FN(rows_q4_k, dot_q4_k, NULL)
-ROWS_FN(rows_q6_k, dot_q6_k, NULL)
-ROWS_FN(rows_f16, dot_f16, NULL)
-ROWS_FN(rows_bf16, dot_bf16, NULL)
-
 /* ---- the kernel ----------------------------------------------------------- */
 
 rayo_status neon_gemv_quant(void *state, const rayo_call *call)
