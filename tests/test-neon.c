@@ -1,6 +1,7 @@
 /* test-neon.c - the neon backend through the real core (run under
  * qemu-aarch64 when cross-built; see tests/cross-aarch64.sh):
- *   - it loads and comes before scalar in every op's chain;
+ *   - it loads and comes before scalar for every op and dtype combination it
+ *     has; the others (convert, get_rows, typed matmul) go to scalar;
  *   - the core refuses it, with a reason naming asimd, when the CPU-feature
  *     mask hides Advanced SIMD (RAYO_CPU_DISABLE=asimd);
  *   - elementwise ops, reductions and row ops give NaN and Inf exactly where
@@ -61,19 +62,25 @@ static void test_preferred(void)
     CHECK(test_backend(ctx, "scalar", &scalar) == RAYO_OK, "scalar found");
     CHECK(neon.status == RAYO_BACKEND_LOADED, "neon loaded: %s", neon.reason);
     CHECK(neon.rank < scalar.rank, "neon (position %u) before scalar (%u)", neon.rank, scalar.rank);
-    size_t count = rayo_op_count(), f32_ops = 0;
+    /* neon has every f32 op and the decode path (gemv with every weight
+       dtype, rope, attention, the gated units); matmul with other dtypes,
+       convert and get_rows fall through to scalar.  Each dtype combination
+       neon has is one entry of its op table. */
+    size_t count = rayo_op_count(), neon_combos = 0;
     for (size_t i = 0; i < count; i++) {
-        /* the inference ops (issue 13) run on scalar until neon has kernels
-           for them: their first dtype combination must fall through there */
         const rayo_op_info *op = rayo_op_at(i);
-        bool inference = op->id >= RAYO_OP_CONVERT;
-        const char *want = inference ? "scalar" : "neon";
-        const char *first = rayo_backend_for(ctx, op->id, rayo_op_combo(op->id, 0)->dtypes, 4096);
-        f32_ops += !inference;
-        CHECK(first && !strcmp(first, want), "%s goes to %s first, want %s", op->name, first ? first : "(none)",
-              want);
+        for (size_t c = 0; c < rayo_op_combo_count(op->id); c++) {
+            uint32_t dtypes = rayo_op_combo(op->id, c)->dtypes;
+            bool on_scalar = op->id == RAYO_OP_CONVERT || op->id == RAYO_OP_GET_ROWS ||
+                             (op->id == RAYO_OP_MATMUL && dtypes != 0);
+            const char *want = on_scalar ? "scalar" : "neon";
+            const char *first = rayo_backend_for(ctx, op->id, dtypes, 4096);
+            neon_combos += !on_scalar;
+            CHECK(first && !strcmp(first, want), "%s (dtypes 0x%08x) goes to %s first, want %s", op->name,
+                  (unsigned)dtypes, first ? first : "(none)", want);
+        }
     }
-    CHECK(neon.op_count == f32_ops, "neon implements all %zu f32 ops (has %zu)", f32_ops, neon.op_count);
+    CHECK(neon.op_count == neon_combos, "neon has %zu op entries, want %zu", neon.op_count, neon_combos);
     rayo_close(ctx);
 }
 

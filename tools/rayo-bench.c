@@ -1177,7 +1177,7 @@ static int parse_size(const char *text, size_spec *s)
         char *end;
         errno = 0;
         unsigned long long v = strtoull(p, &end, 10);
-        if (end == p || errno || v == 0 || v > ((size_t)1 << 34))
+        if (end == p || errno || v == 0 || v > (1ull << 34) || (size_t)v != v)
             return -1;
         s->d[s->count++] = (size_t)v;
         if (*end == 'x')

@@ -5,6 +5,9 @@
 # independent .so files that export only their descriptor.
 CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c
 EXTRA_DIST += plugins/cpu-base/typed-gemv.h plugins/cpu-base/x86-quant.h
+# The typed gemv and the rope/attention/gated-unit glue of the SIMD plugins
+# with those kernels in C intrinsics (neon, wasm).
+CPU_INFER_FILES = plugins/cpu-base/typed-gemv.h plugins/cpu-base/infer-kernels.h
 # The matmul and gemv drivers of the plugins with micro-kernels in C
 # (scalar, neon, wasm); avx2 and avx512 have their own sgemm.
 CPU_GEMM_FILES = plugins/cpu-base/cpu-gemm.h plugins/cpu-base/cpu-gemm.c

@@ -67,7 +67,12 @@ typedef struct typed_gemv_x {
 typedef void typed_rows_fn(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
                            size_t n, double out[4]);
 static typed_rows_fn rows_f16, rows_bf16, rows_q8_0, rows_q4_0, rows_q4_k, rows_q6_k;
+/* A plugin without the integer kernels (neon, wasm) defines
+ * TYPED_GEMV_STRICT_ONLY before including this file: relaxed calls then
+ * take its strict kernels, which this file makes from its dots (below). */
+#ifndef TYPED_GEMV_STRICT_ONLY
 static typed_rows_fn rows_q8_0_int, rows_q4_0_int, rows_q4_k_int, rows_q6_k_int;
+#endif
 
 /* Defines the row kernel NAME over blocks of BLOCK values and BYTES bytes,
  * GROUP of them summed in float before double, from the plugin's
@@ -98,6 +103,10 @@ static inline typed_rows_fn *typed_rows_for(rayo_dtype dt)
  * path is already as fast as memory. */
 static inline typed_rows_fn *typed_rows_int_for(rayo_dtype dt)
 {
+#ifdef TYPED_GEMV_STRICT_ONLY
+    (void)dt;
+    return NULL;
+#else
     switch (dt) {
     case RAYO_DTYPE_Q8_0: return rows_q8_0_int;
     case RAYO_DTYPE_Q4_0: return rows_q4_0_int;
@@ -105,7 +114,42 @@ static inline typed_rows_fn *typed_rows_int_for(rayo_dtype dt)
     case RAYO_DTYPE_Q6_K: return rows_q6_k_int;
     default: return NULL;
     }
+#endif
 }
+
+#ifdef TYPED_GEMV_STRICT_ONLY
+/* The row kernels of a plugin without the integer path, from its dots of
+ * one row with x (all six dtypes) and of four rows, x read once for the
+ * four (Q8_0, Q4_0). */
+typedef double typed_dot_fn(const uint8_t *row, const float *x, size_t n);
+typedef void typed_dot4_fn(const uint8_t *row, size_t stride, const float *x, size_t n, double out[4]);
+static typed_dot_fn dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k;
+static typed_dot4_fn dot4_q8_0, dot4_q4_0;
+
+static inline void typed_rows_by(typed_dot_fn *dot, typed_dot4_fn *dot4, const uint8_t *row, size_t stride,
+                                 size_t count, const float *x, size_t n, double out[4])
+{
+    if (dot4 && count == 4) {
+        dot4(row, stride, x, n, out);
+        return;
+    }
+    for (size_t r = 0; r < count; r++)
+        out[r] = dot(row + r * stride, x, n);
+}
+
+#define TYPED_ROWS_BY(NAME, DOT, DOT4)                                                               \
+    static void NAME(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n, \
+                     double out[4])                                                                  \
+    {                                                                                                \
+        typed_rows_by(DOT, DOT4, row, stride, count, x->f, n, out);                                  \
+    }
+TYPED_ROWS_BY(rows_q8_0, dot_q8_0, dot4_q8_0)
+TYPED_ROWS_BY(rows_q4_0, dot_q4_0, dot4_q4_0)
+TYPED_ROWS_BY(rows_q4_k, dot_q4_k, NULL)
+TYPED_ROWS_BY(rows_q6_k, dot_q6_k, NULL)
+TYPED_ROWS_BY(rows_f16, dot_f16, NULL)
+TYPED_ROWS_BY(rows_bf16, dot_bf16, NULL)
+#endif
 
 /* sum of w[i] x[i] over i in [begin, n), w f16 or bf16, one by one in
  * double: the end of a half row that no whole vector covers. */

@@ -9,26 +9,9 @@
 #include "plugin.h"
 #include "math.h"
 
-#include <string.h>
-
 /* Relative cost of one element, in "cheap operations" (for threading). */
 #define COST_ARITH 1
 #define COST_TRANSCENDENTAL 16
-
-/* The first k (< 4) floats of p in a vector, zeros after them. */
-static inline float32x4_t load_partial(const float *p, size_t k)
-{
-    float t[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
-    memcpy(t, p, k * sizeof(float));
-    return vld1q_f32(t);
-}
-
-static inline void store_partial(float *p, float32x4_t v, size_t k)
-{
-    float t[4];
-    vst1q_f32(t, v);
-    memcpy(p, t, k * sizeof(float));
-}
 
 /* A unary op: y[i] = EXPR, where EXPR is a float32x4_t expression of x
  * (four elements of a) and of the broadcast call parameters alpha, beta. */

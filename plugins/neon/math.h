@@ -17,6 +17,7 @@
 #define RAYO_NEON_MATH_H
 
 #include <arm_neon.h>
+#include <string.h>
 
 #define NEON_LOG2E 1.44269504088896341f
 /* ln 2 split for Cody-Waite reduction: LN2_HI = (float)ln2, LN2_LO = the rest. */
@@ -281,6 +282,22 @@ static inline float32x4_t vec_maximum(float32x4_t a, float32x4_t b)
 static inline float32x4_t vec_minimum(float32x4_t a, float32x4_t b)
 {
     return vminq_f32(a, b);
+}
+
+/* The tails of elementwise loops: the first k (< 4) floats of p in a
+ * vector, zeros after them; and the first k lanes of v back to p. */
+static inline float32x4_t load_partial(const float *p, size_t k)
+{
+    float t[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+    memcpy(t, p, k * sizeof(float));
+    return vld1q_f32(t);
+}
+
+static inline void store_partial(float *p, float32x4_t v, size_t k)
+{
+    float t[4];
+    vst1q_f32(t, v);
+    memcpy(p, t, k * sizeof(float));
 }
 
 #endif

@@ -4,7 +4,7 @@
  * here is hidden (the plugin is built with -fvisibility=hidden).  The glue it
  * shares with the other CPU plugins is in ../cpu-base.  Kernels are grouped
  * by op class: elementwise.c, reduce.c, rows.c, matmul.c, gemv.c,
- * transpose.c.  Vector math shared by several files lives in math.h.
+ * transpose.c, quant.c (typed gemv), infer.c (rope, attention, gated units).  Vector math shared by several files lives in math.h.
  */
 #ifndef RAYO_NEON_H
 #define RAYO_NEON_H
@@ -29,5 +29,8 @@ float neon_max_f32(const float *x, size_t n);
 
 /* gemv's kernels (gemv.c), also matmul's path for m == 1 or n == 1. */
 extern const cpu_gemv_kernel neon_gemv_kernels;
+
+/* gemv with f16, bf16 or block-quantized weights (quant.c). */
+rayo_status neon_gemv_quant(void *state, const rayo_call *call);
 
 #endif

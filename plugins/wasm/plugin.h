@@ -5,7 +5,8 @@
  * found that the engine validates SIMD128 code.  It exports only its
  * descriptor (-fvisibility=hidden).  The glue it shares with the other CPU
  * plugins is in ../cpu-base; kernels are grouped like every CPU plugin's:
- * elementwise.c, reduce.c, rows.c, matmul.c, gemv.c, transpose.c.
+ * elementwise.c, reduce.c, rows.c, matmul.c, gemv.c, transpose.c, quant.c
+ * (typed gemv), infer.c (rope, attention, gated units).
  * Every kernel works on 4-float vectors (math.h for the transcendental
  * functions); tails shorter than a vector go through the same vector code
  * on a zero-padded copy, so every element sees the same arithmetic.
@@ -44,10 +45,35 @@ static inline void store_partial(float *y, vf32 v, size_t n)
         y[i] = buf[i];
 }
 
+/* f16 values in the top 16 bits of i32 lanes (the low 16 bits zero) as
+ * floats, exactly: the magnitude's bits moved down into place read as 2^-112
+ * times the value (subnormal halves become subnormal floats), so one
+ * multiply by 2^112 rebiases it; inf and NaN (exponent 31, >= 2^16 after
+ * the multiply, where the largest finite half is 65504) get the float's
+ * all-ones exponent; the sign bit is where it belongs already.  (bf16 in
+ * the same place is a float as it is.) */
+static inline vf32 wasm_f16_top_lanes(v128_t top)
+{
+    v128_t mag = wasm_u32x4_shr(wasm_v128_and(top, wasm_i32x4_splat(0x7fff0000)), 3);
+    vf32 f = vmul(mag, vsplat(0x1p112f));
+    v128_t special = wasm_f32x4_ge(f, vsplat(65536.0f));
+    f = wasm_v128_or(f, wasm_v128_and(special, wasm_i32x4_splat(0x7f800000)));
+    return wasm_v128_or(f, wasm_v128_and(top, wasm_i32x4_splat((int32_t)0x80000000u)));
+}
+
+/* four f16 values at p as floats */
+static inline vf32 wasm_f16x4(const void *p)
+{
+    return wasm_f16_top_lanes(wasm_i32x4_shl(wasm_u32x4_load16x4(p), 16));
+}
+
 /* Kernels are wasm_NAME (cpu-base.h declares one for every op). */
 #define WASM_KERNEL(NAME) CPU_KERNEL_FN(NAME)
 
 /* gemv's kernels (gemv.c), also matmul's path for m == 1 or n == 1. */
 extern const cpu_gemv_kernel wasm_gemv_kernels;
+
+/* gemv with f16, bf16 or block-quantized weights (quant.c). */
+rayo_status wasm_gemv_quant(void *state, const rayo_call *call);
 
 #endif
