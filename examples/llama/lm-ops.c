@@ -55,45 +55,49 @@ static rayo_status linear_interim(rayo_context *ctx, const lm_weight *w, const f
 }
 
 rayo_status lm_linear(rayo_context *ctx, const lm_weight *w, const float *x, size_t n_tok,
-                      float *y)
+                      float *y, rayo_precision precision)
 {
     if (!lm_force_interim) {
         rayo_matrix W = {w->data, w->dtype, 0}, X = {x, RAYO_DTYPE_F32, 0};
         rayo_status st = n_tok == 1
-            ? rayo_gemv_ex(ctx, 0, w->rows, w->cols, 1.0f, W, x, 0.0f, y, RAYO_PRECISION_DEFAULT)
+            ? rayo_gemv_ex(ctx, 0, w->rows, w->cols, 1.0f, W, x, 0.0f, y, precision)
             : rayo_matmul_ex(ctx, RAYO_TRANS_B, n_tok, w->rows, w->cols, 1.0f, X, W, 0.0f, y,
-                             0, RAYO_PRECISION_DEFAULT);
+                             0, precision);
         if (!not_there(st))
             return st;
     }
     return linear_interim(ctx, w, x, n_tok, y);
 }
 
-rayo_status lm_get_row(rayo_context *ctx, const lm_weight *w, int32_t row, float *y)
+rayo_status lm_get_rows(rayo_context *ctx, const lm_weight *w, const int32_t *rows, size_t n,
+                        float *y)
 {
-    if (row < 0 || (size_t)row >= w->rows)
-        return RAYO_E_INVALID;
     if (!lm_force_interim) {
         rayo_matrix table = {w->data, w->dtype, 0};
-        rayo_status st = rayo_get_rows(ctx, table, w->rows, w->cols, &row, 1, y, 0);
+        rayo_status st = rayo_get_rows(ctx, table, w->rows, w->cols, rows, n, y, 0);
         if (!not_there(st))
             return st;
     }
     size_t row_bytes;
     if (!rayo_dtype_row_bytes(w->dtype, w->cols, &row_bytes))
         return RAYO_E_INVALID;
-    rayo_dequantize_row(w->dtype, (const uint8_t *)w->data + (size_t)row * row_bytes, y, w->cols);
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i] < 0 || (size_t)rows[i] >= w->rows)
+            return RAYO_E_INVALID;
+        rayo_dequantize_row(w->dtype, (const uint8_t *)w->data + (size_t)rows[i] * row_bytes,
+                            y + i * w->cols, w->cols);
+    }
     return RAYO_OK;
 }
 
 /* ---- rope ---------------------------------------------------------------- */
 static void rope_interim(float *x, size_t n_tok, size_t n_heads, size_t head_dim,
-                         size_t rot_dims, float freq_base, size_t pos0)
+                         size_t rot_dims, float freq_base, const int32_t *pos)
 {
     for (size_t t = 0; t < n_tok; t++)
         for (size_t i = 0; i < rot_dims / 2; i++) {
             /* the angle in double: pos * inv_freq in f32 drifts at large positions */
-            double theta = (double)(pos0 + t) * pow(freq_base, -2.0 * (double)i / (double)rot_dims);
+            double theta = (double)pos[t] * pow(freq_base, -2.0 * (double)i / (double)rot_dims);
             float c = (float)cos(theta), s = (float)sin(theta);
             for (size_t h = 0; h < n_heads; h++) {
                 float *p = x + (t * n_heads + h) * head_dim + 2 * i;
@@ -105,22 +109,16 @@ static void rope_interim(float *x, size_t n_tok, size_t n_heads, size_t head_dim
 }
 
 rayo_status lm_rope(rayo_context *ctx, float *x, size_t n_tok, size_t n_heads, size_t head_dim,
-                    size_t rot_dims, float freq_base, size_t pos0)
+                    size_t rot_dims, float freq_base, const int32_t *pos)
 {
     if (!lm_force_interim) {
-        int32_t *pos = malloc(n_tok * sizeof *pos);
-        if (!pos)
-            return RAYO_E_NOMEM;
-        for (size_t t = 0; t < n_tok; t++)
-            pos[t] = (int32_t)(pos0 + t);
         rayo_rope_params p = {sizeof p, RAYO_ROPE_NORM, (uint32_t)rot_dims, freq_base, 1.0f,
                               n_heads, head_dim, 0, 0};
         rayo_status st = rayo_rope(ctx, &p, x, 0, x, 0, n_tok, pos);
-        free(pos);
         if (!not_there(st))
             return st;
     }
-    rope_interim(x, n_tok, n_heads, head_dim, rot_dims, freq_base, pos0);
+    rope_interim(x, n_tok, n_heads, head_dim, rot_dims, freq_base, pos);
     return RAYO_OK;
 }
 
@@ -168,7 +166,7 @@ static rayo_status attention_interim(rayo_context *ctx, const lm_attn *p, const 
 }
 
 rayo_status lm_attention(rayo_context *ctx, const lm_attn *p, const float *q, const float *k,
-                         const float *v, float *out)
+                         const float *v, float *out, rayo_precision precision)
 {
     if (!lm_force_interim) {
         size_t width = p->n_heads * p->head_dim;
@@ -176,20 +174,26 @@ rayo_status lm_attention(rayo_context *ctx, const lm_attn *p, const float *q, co
             p->n_heads, p->n_kv_heads, p->head_dim, 1.0f / sqrtf((float)p->head_dim),
             width, p->head_dim, p->kv_stride, p->head_dim, p->kv_stride, p->head_dim,
             width, p->head_dim};
-        rayo_status st = rayo_attention(ctx, &a, q, k, v, out);
+        /* rayo_attention has no precision argument: the same call through rayo_run */
+        rayo_call c = {.struct_size = sizeof c, .op = RAYO_OP_ATTENTION, .dtypes = RAYO_DTYPES(
+            RAYO_DTYPE_F32, RAYO_DTYPE_F32, RAYO_DTYPE_F32, RAYO_DTYPE_F32), .m = p->n_q,
+            .n = p->head_dim, .k = p->n_kv, .a = q, .b = k, .c = v, .y = out,
+            .precision = (uint32_t)precision, .params = &a};
+        rayo_status st = rayo_run(ctx, &c);
         if (!not_there(st))
             return st;
     }
     return attention_interim(ctx, p, q, k, v, out);
 }
 
-rayo_status lm_swiglu(rayo_context *ctx, const float *gate, const float *up, float *y, size_t n)
+rayo_status lm_swiglu(rayo_context *ctx, const float *gate, const float *up, float *y,
+                      size_t rows, size_t cols)
 {
     if (!lm_force_interim) {
-        rayo_status st = rayo_swiglu(ctx, gate, 0, up, 0, y, 0, 1, n);
+        rayo_status st = rayo_swiglu(ctx, gate, 0, up, 0, y, 0, rows, cols);
         if (!not_there(st))
             return st;
     }
-    rayo_status st = rayo_silu(ctx, gate, y, n);
-    return st == RAYO_OK ? rayo_mul(ctx, y, up, y, n) : st;
+    rayo_status st = rayo_silu(ctx, gate, y, rows * cols);
+    return st == RAYO_OK ? rayo_mul(ctx, y, up, y, rows * cols) : st;
 }

@@ -25,25 +25,29 @@ extern int lm_force_interim;
 /* Calls that took the interim path because no backend could do the ABI 1 op. */
 extern size_t lm_fallbacks;
 
-/* y[t][rows] = sum_c x[t][c] w[r][c] for t < n_tok. */
+/* y[t][rows] = sum_c x[t][c] w[r][c] for t < n_tok: one gemv (n_tok = 1) or
+ * one matmul over all tokens, on the weight's own dtype, at this precision. */
 rayo_status lm_linear(rayo_context *ctx, const lm_weight *w, const float *x, size_t n_tok,
-                      float *y);
-/* y[cols] = row `row` of w as f32. */
-rayo_status lm_get_row(rayo_context *ctx, const lm_weight *w, int32_t row, float *y);
+                      float *y, rayo_precision precision);
+/* y[i][cols] = row rows[i] of w as f32, i < n. */
+rayo_status lm_get_rows(rayo_context *ctx, const lm_weight *w, const int32_t *rows, size_t n,
+                        float *y);
 /* Rotary embedding in place, NORM pairs (2i, 2i + 1): x is [n_tok][n_heads][head_dim],
- * token t at position pos0 + t. */
+ * token t at position pos[t]. */
 rayo_status lm_rope(rayo_context *ctx, float *x, size_t n_tok, size_t n_heads, size_t head_dim,
-                    size_t rot_dims, float freq_base, size_t pos0);
+                    size_t rot_dims, float freq_base, const int32_t *pos);
 
 typedef struct lm_attn {
     size_t n_q, n_kv;           /* queries are the last n_q of n_kv positions (causal) */
     size_t n_heads, n_kv_heads, head_dim;
     size_t kv_stride;           /* floats between positions in the caches */
 } lm_attn;
-/* out[n_q][n_heads * head_dim] = softmax(q k^T / sqrt(head_dim) + causal mask) v. */
+/* out[n_q][n_heads * head_dim] = softmax(q k^T / sqrt(head_dim) + causal mask) v,
+ * every head in one call. */
 rayo_status lm_attention(rayo_context *ctx, const lm_attn *p, const float *q, const float *k,
-                         const float *v, float *out);
-/* y = silu(gate) * up, n values. */
-rayo_status lm_swiglu(rayo_context *ctx, const float *gate, const float *up, float *y, size_t n);
+                         const float *v, float *out, rayo_precision precision);
+/* y = silu(gate) * up, rows x cols. */
+rayo_status lm_swiglu(rayo_context *ctx, const float *gate, const float *up, float *y,
+                      size_t rows, size_t cols);
 
 #endif

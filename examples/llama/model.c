@@ -157,19 +157,47 @@ static int load_io(llama_model *m, const gguf_file *g, char *err, size_t errlen)
     return weight(&m->output, g, "output.weight", m->n_embd, m->n_vocab, err, errlen);
 }
 
-int llama_load(llama_model *m, const gguf_file *g, size_t n_ctx, char *err, size_t errlen,
-               void (*progress)(size_t done, size_t total))
+static int scratch_alloc(llama_scratch *s, const llama_model *m, size_t n)
+{
+    s->n_batch = n;
+    s->x = malloc(n * m->n_embd * sizeof(float));
+    s->xn = malloc(n * m->n_embd * sizeof(float));
+    s->q = malloc(n * m->n_embd * sizeof(float));
+    s->att = malloc(n * m->n_embd * sizeof(float));
+    s->gate = malloc(n * m->n_ffn * sizeof(float));
+    s->up = malloc(n * m->n_ffn * sizeof(float));
+    s->pos = malloc(n * sizeof(int32_t));
+    return s->x && s->xn && s->q && s->att && s->gate && s->up && s->pos ? 0 : -1;
+}
+
+static void scratch_free(llama_scratch *s)
+{
+    free(s->x);
+    free(s->xn);
+    free(s->q);
+    free(s->att);
+    free(s->gate);
+    free(s->up);
+    free(s->pos);
+}
+
+int llama_load(llama_model *m, const gguf_file *g, size_t n_ctx, size_t n_batch, char *err,
+               size_t errlen, void (*progress)(size_t done, size_t total))
 {
     memset(m, 0, sizeof *m);
+    m->precision = RAYO_PRECISION_RELAXED;
     if (read_hparams(m, g, err, errlen) || load_io(m, g, err, errlen))
         return -1;
     m->n_ctx = n_ctx ? n_ctx : m->n_ctx < 4096 ? m->n_ctx : 4096;
+    n_batch = n_batch ? n_batch : 512;
     size_t kv = m->n_kv_heads * m->head_dim, cache = m->n_layers * m->n_ctx * kv;
     m->layers = calloc(m->n_layers, sizeof *m->layers);
     m->k_cache = calloc(cache, sizeof *m->k_cache);
     m->v_cache = calloc(cache, sizeof *m->v_cache);
-    if (!m->layers || !m->k_cache || !m->v_cache) {
-        snprintf(err, errlen, "out of memory for a %zu-position KV cache", m->n_ctx);
+    if (!m->layers || !m->k_cache || !m->v_cache ||
+        scratch_alloc(&m->s, m, n_batch < m->n_ctx ? n_batch : m->n_ctx)) {
+        snprintf(err, errlen, "out of memory for a %zu-position KV cache and %zu-token batches",
+                 m->n_ctx, n_batch);
         llama_free(m);
         return -1;
     }
@@ -190,83 +218,63 @@ void llama_free(llama_model *m)
     free(m->layers);
     free(m->k_cache);
     free(m->v_cache);
+    scratch_free(&m->s);
     memset(m, 0, sizeof *m);
 }
 
 /* ---- evaluation ------------------------------------------------------------ */
-typedef struct scratch {
-    float *x, *xn, *q, *att, *gate, *up;
-} scratch;
-
-static int scratch_alloc(scratch *s, const llama_model *m, size_t n)
-{
-    s->x = malloc(n * m->n_embd * sizeof(float));
-    s->xn = malloc(n * m->n_embd * sizeof(float));
-    s->q = malloc(n * m->n_embd * sizeof(float));
-    s->att = malloc(n * m->n_embd * sizeof(float));
-    s->gate = malloc(n * m->n_ffn * sizeof(float));
-    s->up = malloc(n * m->n_ffn * sizeof(float));
-    return s->x && s->xn && s->q && s->att && s->gate && s->up ? 0 : -1;
-}
-
-static void scratch_free(scratch *s)
-{
-    free(s->x);
-    free(s->xn);
-    free(s->q);
-    free(s->att);
-    free(s->gate);
-    free(s->up);
-}
-
 #define TRY(call) do { rayo_status st_ = (call); if (st_ != RAYO_OK) return st_; } while (0)
 
-static rayo_status attention_block(rayo_context *ctx, llama_model *m, size_t l, scratch *s,
-                                   size_t n)
+static rayo_status attention_block(rayo_context *ctx, llama_model *m, size_t l, size_t n)
 {
     const llama_layer *L = &m->layers[l];
+    llama_scratch *s = &m->s;
+    rayo_precision pr = m->precision;
     size_t kvw = m->n_kv_heads * m->head_dim, e = m->n_embd;
     float *k = m->k_cache + (l * m->n_ctx + m->n_past) * kvw;
     float *v = m->v_cache + (l * m->n_ctx + m->n_past) * kvw;
     TRY(rayo_rmsnorm(ctx, s->x, L->attn_norm, NULL, s->xn, n, e, m->eps));
-    TRY(lm_linear(ctx, &L->q, s->xn, n, s->q));
-    TRY(lm_linear(ctx, &L->k, s->xn, n, k)); /* straight into the cache */
-    TRY(lm_linear(ctx, &L->v, s->xn, n, v));
-    TRY(lm_rope(ctx, s->q, n, m->n_heads, m->head_dim, m->rope_dims, m->freq_base, m->n_past));
-    TRY(lm_rope(ctx, k, n, m->n_kv_heads, m->head_dim, m->rope_dims, m->freq_base, m->n_past));
+    TRY(lm_linear(ctx, &L->q, s->xn, n, s->q, pr));
+    TRY(lm_linear(ctx, &L->k, s->xn, n, k, pr)); /* straight into the cache */
+    TRY(lm_linear(ctx, &L->v, s->xn, n, v, pr));
+    TRY(lm_rope(ctx, s->q, n, m->n_heads, m->head_dim, m->rope_dims, m->freq_base, s->pos));
+    TRY(lm_rope(ctx, k, n, m->n_kv_heads, m->head_dim, m->rope_dims, m->freq_base, s->pos));
     lm_attn a = {n, m->n_past + n, m->n_heads, m->n_kv_heads, m->head_dim, kvw};
     TRY(lm_attention(ctx, &a, s->q, m->k_cache + l * m->n_ctx * kvw,
-                     m->v_cache + l * m->n_ctx * kvw, s->att));
-    TRY(lm_linear(ctx, &L->o, s->att, n, s->xn));
+                     m->v_cache + l * m->n_ctx * kvw, s->att, pr));
+    TRY(lm_linear(ctx, &L->o, s->att, n, s->xn, pr));
     return rayo_add(ctx, s->x, s->xn, s->x, n * e);
 }
 
-static rayo_status ffn_block(rayo_context *ctx, const llama_model *m, size_t l, scratch *s,
-                             size_t n)
+static rayo_status ffn_block(rayo_context *ctx, const llama_model *m, size_t l, size_t n)
 {
     const llama_layer *L = &m->layers[l];
+    const llama_scratch *s = &m->s;
     TRY(rayo_rmsnorm(ctx, s->x, L->ffn_norm, NULL, s->xn, n, m->n_embd, m->eps));
-    TRY(lm_linear(ctx, &L->gate, s->xn, n, s->gate));
-    TRY(lm_linear(ctx, &L->up, s->xn, n, s->up));
-    TRY(lm_swiglu(ctx, s->gate, s->up, s->gate, n * m->n_ffn));
-    TRY(lm_linear(ctx, &L->down, s->gate, n, s->xn));
+    TRY(lm_linear(ctx, &L->gate, s->xn, n, s->gate, m->precision));
+    TRY(lm_linear(ctx, &L->up, s->xn, n, s->up, m->precision));
+    TRY(lm_swiglu(ctx, s->gate, s->up, s->gate, n, m->n_ffn));
+    TRY(lm_linear(ctx, &L->down, s->gate, n, s->xn, m->precision));
     return rayo_add(ctx, s->x, s->xn, s->x, n * m->n_embd);
 }
 
+/* One batch of n <= n_batch tokens through every layer. */
 static rayo_status forward(rayo_context *ctx, llama_model *m, const int32_t *tokens, size_t n,
-                           scratch *s, float *logits)
+                           float *logits)
 {
+    llama_scratch *s = &m->s;
     for (size_t t = 0; t < n; t++)
-        TRY(lm_get_row(ctx, &m->tok_embd, tokens[t], s->x + t * m->n_embd));
+        s->pos[t] = (int32_t)(m->n_past + t);
+    TRY(lm_get_rows(ctx, &m->tok_embd, tokens, n, s->x));
     for (size_t l = 0; l < m->n_layers; l++) {
-        TRY(attention_block(ctx, m, l, s, n));
-        TRY(ffn_block(ctx, m, l, s, n));
+        TRY(attention_block(ctx, m, l, n));
+        TRY(ffn_block(ctx, m, l, n));
     }
     if (!logits)
         return RAYO_OK;
     const float *last = s->x + (n - 1) * m->n_embd;
     TRY(rayo_rmsnorm(ctx, last, m->output_norm, NULL, s->xn, 1, m->n_embd, m->eps));
-    return lm_linear(ctx, &m->output, s->xn, 1, logits);
+    return lm_linear(ctx, &m->output, s->xn, 1, logits, m->precision);
 }
 
 rayo_status llama_eval(rayo_context *ctx, llama_model *m, const int32_t *tokens, size_t n,
@@ -277,10 +285,11 @@ rayo_status llama_eval(rayo_context *ctx, llama_model *m, const int32_t *tokens,
     for (size_t t = 0; t < n; t++)
         if (tokens[t] < 0 || (size_t)tokens[t] >= m->n_vocab)
             return RAYO_E_INVALID;
-    scratch s;
-    rayo_status st = scratch_alloc(&s, m, n) ? RAYO_E_NOMEM : forward(ctx, m, tokens, n, &s, logits);
-    scratch_free(&s);
-    if (st == RAYO_OK)
-        m->n_past += n;
-    return st;
+    for (size_t done = 0; done < n;) {
+        size_t batch = n - done < m->s.n_batch ? n - done : m->s.n_batch;
+        TRY(forward(ctx, m, tokens + done, batch, done + batch == n ? logits : NULL));
+        m->n_past += batch;
+        done += batch;
+    }
+    return RAYO_OK;
 }
