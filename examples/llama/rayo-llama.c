@@ -15,7 +15,7 @@ typedef struct options {
     float temp;
     uint64_t seed;
     rayo_precision precision;
-    int print_tokens, info, quiet, list_backends, tokenize, ignore_eos;
+    int print_tokens, info, quiet, list_backends, list_devices, tokenize, ignore_eos;
 } options;
 
 static void usage(void)
@@ -42,6 +42,7 @@ static void usage(void)
         "  --info              print the model's shape and tensor types, then exit\n"
         "  --tokenize          print the prompt's token ids, then exit\n"
         "  --backends          print the loaded backends' names, then exit\n"
+        "  --devices           print each loaded backend's name, device type and device\n"
         "  -q                  no progress or speed lines\n");
 }
 
@@ -73,6 +74,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->tokenize = 1;
         else if (!strcmp(a, "--backends"))
             o->list_backends = 1;
+        else if (!strcmp(a, "--devices"))
+            o->list_backends = o->list_devices = 1;
         else if (!strcmp(a, "-q"))
             o->quiet = 1;
         else if (!strcmp(a, "--ignore-eos"))
@@ -320,8 +323,8 @@ static void print_speed(rayo_context *ctx, const llama_model *m, const run_stats
                 lm_fallbacks);
     size_t n_dec = rs->n_gen > 1 ? rs->n_gen - 1 : 0;
     fprintf(stderr, "rayo-llama: gemv %s, matmul %s, %s precision, %u threads: "
-            "prefill %zu tokens %.2f tok/s (cpu %.2f s), decode %zu tokens %.2f tok/s "
-            "(cpu %.2f s)\n", gemv, rs->n_prompt > 1 ? matmul : "unused",
+            "prefill %zu tokens %.2f tok/s (cpu %.3f s), decode %zu tokens %.2f tok/s "
+            "(cpu %.3f s)\n", gemv, rs->n_prompt > 1 ? matmul : "unused",
             level[m->precision], rayo_thread_count(ctx), rs->n_prompt,
             rate(rs->n_prompt, rs->t_prefill), rs->cpu_prefill, n_dec, rate(n_dec, rs->t_decode),
             rs->cpu_decode);
@@ -334,7 +337,13 @@ static int list_backends(const options *o)
         rayo_backend_info bi;
         memset(&bi, 0, sizeof bi);
         bi.struct_size = sizeof bi; /* how much the caller can take */
-        if (rayo_backend_get(ctx, i, &bi) == RAYO_OK && bi.status == RAYO_BACKEND_LOADED)
+        static const char *const types[] = {"cpu", "gpu", "software", "other"};
+        if (rayo_backend_get(ctx, i, &bi) != RAYO_OK || bi.status != RAYO_BACKEND_LOADED)
+            continue;
+        if (o->list_devices)
+            printf("%s %s %s\n", bi.name, bi.device_type <= RAYO_DEVICE_OTHER ?
+                   types[bi.device_type] : "other", bi.device);
+        else
             printf("%s\n", bi.name);
     }
     rayo_close(ctx);
