@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "model.h"
 #include "tokenizer.h"
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@ typedef struct options {
     uint64_t seed;
     rayo_precision precision;
     int print_tokens, info, quiet, list_backends, list_devices, tokenize, ignore_eos;
+    int resident; /* -1 auto, 0 off, 1 on */
 } options;
 
 static void usage(void)
@@ -31,6 +33,8 @@ static void usage(void)
         "  --precision P       relaxed (default), strict or default: the rayo precision\n"
         "                      level of the weight products and attention\n"
         "  --ignore-eos        go on past the end-of-sequence token (benchmarks)\n"
+        "  --resident WHEN     auto (default), on or off: the model in the backend's\n"
+        "                      buffers, each step one batch (auto: on a GPU backend)\n"
         "  --temp T            sample at temperature T (default 0: greedy)\n"
         "  --top-k K           sample among the K most likely (default 40)\n"
         "  --seed N            sampling seed (default 1)\n"
@@ -60,7 +64,7 @@ static int parse_precision(const char *v, rayo_precision *p)
 static int parse_args(int argc, char **argv, options *o)
 {
     *o = (options){.prompt = "Once upon a time", .n_predict = 32, .logits_steps = 4,
-                   .top_k = 40, .seed = 1, .precision = RAYO_PRECISION_RELAXED};
+                   .top_k = 40, .seed = 1, .precision = RAYO_PRECISION_RELAXED, .resident = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int flag = 1;
@@ -94,7 +98,11 @@ static int parse_args(int argc, char **argv, options *o)
         else if (!strcmp(a, "--backend")) o->backend = v;
         else if (!strcmp(a, "--ctx")) o->n_ctx = strtoul(v, NULL, 10);
         else if (!strcmp(a, "--batch")) o->n_batch = strtoul(v, NULL, 10);
-        else if (!strcmp(a, "--precision")) {
+        else if (!strcmp(a, "--resident")) {
+            o->resident = !strcmp(v, "auto") ? -1 : !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 0 : 2;
+            if (o->resident == 2)
+                return -1;
+        } else if (!strcmp(a, "--precision")) {
             if (parse_precision(v, &o->precision))
                 return -1;
         }
@@ -263,7 +271,7 @@ static void print_info(const llama_model *m, const gguf_file *g)
     printf("llama: %zu layers, %zu wide, %zu heads (%zu KV), head %zu, rope %zu base %g, "
            "ffn %zu, vocab %zu, ctx %zu, eps %g, output %s\n", m->n_layers, m->n_embd,
            m->n_heads, m->n_kv_heads, m->head_dim, m->rope_dims, (double)m->freq_base, m->n_ffn,
-           m->n_vocab, m->n_ctx, (double)m->eps, m->output.data == m->tok_embd.data ? "tied" :
+           m->n_vocab, m->n_ctx, (double)m->eps, m->output.data.host == m->tok_embd.data.host ? "tied" :
            "untied");
     for (uint64_t i = 0; i < g->n_tensors; i++)
         printf("  %-28s %-5s %llu x %llu\n", g->tensors[i].name,
@@ -318,6 +326,12 @@ static void print_speed(rayo_context *ctx, const llama_model *m, const run_stats
                  rows * cols, wdt, gemv, sizeof gemv);
     product_site(ctx, RAYO_OP_MATMUL, RAYO_DTYPES(RAYO_DTYPE_F32, wdt, 0, RAYO_DTYPE_F32),
                  n * rows * cols, wdt, matmul, sizeof matmul);
+    if (m->resident && !llama_cpu_backend(ctx, m->resident)) { /* batches run there only */
+        snprintf(gemv, sizeof gemv, "%s on %s (resident)", rayo_dtype_name(wdt), m->resident);
+        snprintf(matmul, sizeof matmul, "%s on %s", rayo_dtype_name(wdt), m->resident);
+        if (m->prefill_by_gemv)
+            snprintf(matmul, sizeof matmul, "none (prompt by gemv)");
+    }
     if (lm_fallbacks && !lm_force_interim)
         fprintf(stderr, "rayo-llama: %zu calls took the interim path (no backend has the op)\n",
                 lm_fallbacks);
@@ -328,6 +342,60 @@ static void print_speed(rayo_context *ctx, const llama_model *m, const run_stats
             level[m->precision], rayo_thread_count(ctx), rs->n_prompt,
             rate(rs->n_prompt, rs->t_prefill), rs->cpu_prefill, n_dec, rate(n_dec, rs->t_decode),
             rs->cpu_decode);
+}
+
+/* The backend --resident means: the one asked for, else the first loaded GPU
+ * backend, else (on) the first loaded backend; auto takes GPU backends only. */
+static const char *resident_backend(rayo_context *ctx, const options *o)
+{
+    const char *gpu = NULL, *first = NULL;
+    unsigned gpu_rank = UINT_MAX, first_rank = UINT_MAX;
+    for (size_t i = 0; i < rayo_backend_count(ctx); i++) {
+        rayo_backend_info bi = {.struct_size = sizeof bi};
+        if (rayo_backend_get(ctx, i, &bi) != RAYO_OK || bi.status != RAYO_BACKEND_LOADED)
+            continue;
+        int is_gpu = bi.device_type == RAYO_DEVICE_GPU;
+        if (o->backend) {
+            if (!strcmp(bi.name, o->backend))
+                return is_gpu || o->resident == 1 ? bi.name : NULL;
+            continue;
+        }
+        if (is_gpu && bi.rank < gpu_rank) {
+            gpu = bi.name;
+            gpu_rank = bi.rank;
+        }
+        if (bi.rank < first_rank) {
+            first = bi.name;
+            first_rank = bi.rank;
+        }
+    }
+    return gpu ? gpu : o->resident == 1 ? first : NULL;
+}
+
+/* --resident: move the model into a backend's buffers where asked, or
+ * where auto finds a GPU that has every op (else it stays on host memory). */
+static int make_resident(rayo_context *ctx, llama_model *m, const options *o)
+{
+    const char *be = o->resident ? resident_backend(ctx, o) : NULL;
+    if (!be) {
+        if (o->resident == 1)
+            fprintf(stderr, "rayo-llama: --resident on: no backend %s\n",
+                    o->backend ? o->backend : "loaded");
+        return o->resident == 1 ? -1 : 0;
+    }
+    char err[300];
+    int rc = llama_resident(m, ctx, be, err, sizeof err);
+    if (rc == 0 && !o->quiet)
+        fprintf(stderr, "rayo-llama: the model is resident in %s's buffers\n", be);
+    if (rc == 0)
+        return 0;
+    if (rc == -1 && o->resident == -1) {
+        if (!o->quiet)
+            fprintf(stderr, "rayo-llama: %s: the model stays in host memory\n", err);
+        return 0;
+    }
+    fprintf(stderr, "rayo-llama: %s\n", err);
+    return -1;
 }
 
 static int list_backends(const options *o)
@@ -379,14 +447,15 @@ static int run(const options *o, const gguf_file *g)
     run_stats rs = {0};
     if (!ids)
         fprintf(stderr, "rayo-llama: the prompt gives no tokens, or a bad token id\n");
-    if (ctx)
+    if (ctx && make_resident(ctx, &m, o) == 0) {
         rc = generate(ctx, &m, &v, o, ids, n_ids, &rs);
-    if (ctx && !o->quiet)
-        print_speed(ctx, &m, &rs);
-    rayo_close(ctx);
+        if (!o->quiet)
+            print_speed(ctx, &m, &rs);
+    }
     free(ids);
     llama_free(&m);
     vocab_free(&v);
+    rayo_close(ctx);
     return rc;
 }
 
