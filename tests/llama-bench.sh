@@ -23,6 +23,11 @@
 #                         build-llamacpp/node_modules in the source tree)
 #   LLAMA_BENCH_TORCH     0: no PyTorch reference (default: run it where python3
 #                         has torch and a CUDA device)
+#   LLAMA_BENCH_WASM      1: also rayo-llama of the WebAssembly build under node
+#                         ($builddir/wasm-build/rayo-llama, made by `make wasm` and
+#                         examples/llama/wasm-build.sh), single-threaded, with
+#                         LLAMA_BENCH_WASM_PREFILL and _DECODE tokens (32, 16: it runs
+#                         the portable C kernels for quantized weights, ~0.2 tok/s)
 #   RAYO_LLAMA, GGUF_MAKE the programs (default: $builddir/examples/llama/...; on a
 #                         machine with a carried build tree, point them at
 #                         .libs/rayo-llama and set LD_LIBRARY_PATH and
@@ -95,29 +100,34 @@ failure() { if [ "$1" -eq 124 ]; then echo "timeout after $limit s"; else tail -
 rate() { awk -v n="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.2f", n / s; else print "-" }'; }
 
 # rayo-llama on one backend: the final line's numbers.
-run_rayo() { # model ids backend threads label
+run_rayo() { # model ids backend threads label [program runner prefill decode]
     env_threads=${4:+RAYO_THREADS=$4}
-    # shellcheck disable=SC2086 # options and an optional assignment
-    env $env_threads timeout "$limit" "$rl" --backend "$3" --ignore-eos --tokens \
-        --ctx $((prefill + decode + 16)) -n $((decode + 1)) --prompt-tokens "$2" \
+    prog=${6:-$rl} runner=${7:-rayo $3} n_pre=${8:-$prefill} n_dec=${9:-$decode}
+    # shellcheck disable=SC2086 # options and optional words
+    env $env_threads timeout "$limit" "$prog" ${3:+--backend "$3"} --ignore-eos --tokens \
+        --ctx $((n_pre + n_dec + 16)) -n $((n_dec + 1)) \
+        --prompt-tokens "$(echo "$2" | cut -d, -f1-"$n_pre")" \
         --logits "$tmp/logits.part" --logits-steps 1 $LLAMA_BENCH_ARGS "$1" > /dev/null 2> "$tmp/err"
     rc=$?
     # the prompt's logits of the last run that went through, for the PyTorch check
     [ $rc -ne 0 ] || mv "$tmp/logits.part" "$tmp/logits"
     line=$(grep '^rayo-llama: gemv' "$tmp/err")
     if [ $rc -ne 0 ] || [ -z "$line" ]; then
-        row "$5" "rayo $3" "${4:-auto}" "-" "-" "-" "-" "failed: $(failure $rc "$tmp/err")"
+        row "$5" "$runner" "${4:-auto}" "-" "-" "-" "-" "failed: $(failure $rc "$tmp/err")"
         return
     fi
     # rayo-llama: gemv ..., matmul ..., P precision, T threads: prefill N tokens R tok/s
     # (cpu C s), decode M tokens R tok/s (cpu C s)
     f() { echo "$line" | sed -n "s|$1|\\1|p"; }
     num='\([0-9.]*\)'
-    row "$5" "rayo $3" "$(f ".* $num threads:.*")" "$(f ".*prefill [0-9]* tokens $num tok/s.*")" \
-        "$(f ".*decode [0-9]* tokens $num tok/s.*")" \
-        "$(rate "$prefill" "$(f ".*prefill .*(cpu $num s), decode.*")")" \
-        "$(rate "$(f ".*decode $num tokens.*")" "$(f ".*decode .*(cpu $num s)$")")" \
-        "$(f '^rayo-llama: \(gemv [^:]*\): .*')"
+    cpu_pre=$(rate "$n_pre" "$(f ".*prefill .*(cpu $num s), decode.*")")
+    cpu_dec=$(rate "$(f ".*decode $num tokens.*")" "$(f ".*decode .*(cpu $num s)$")")
+    path=$(f '^rayo-llama: \(gemv [^:]*\): .*')
+    if [ "$prog" != "$rl" ]; then # wasm: Emscripten's process CPU clock is the wall clock
+        cpu_pre=- cpu_dec=- path="$path; prefill $n_pre, decode $n_dec tokens"
+    fi
+    row "$5" "$runner" "$(f ".* $num threads:.*")" "$(f ".*prefill [0-9]* tokens $num tok/s.*")" \
+        "$(f ".*decode [0-9]* tokens $num tok/s.*")" "$cpu_pre" "$cpu_dec" "$path"
 }
 
 run_llama_cpp() { # model ids threads gpu label
@@ -167,6 +177,16 @@ for model in "$@"; do
             run_rayo "$model" "$ids" "$be" "" "$label"
         fi
     done
+    if [ "${LLAMA_BENCH_WASM:-0}" = 1 ]; then
+        echo "   rayo wasm (node)" >&2
+        wasm_rl=$builddir/wasm-build/rayo-llama
+        if [ -x "$wasm_rl" ]; then
+            run_rayo "$model" "$ids" "" "" "$label" "$wasm_rl" "rayo wasm (node)" \
+                "${LLAMA_BENCH_WASM_PREFILL:-32}" "${LLAMA_BENCH_WASM_DECODE:-16}"
+        else
+            row "$label" "rayo wasm (node)" "-" "-" "-" "-" "-" "not built: make wasm, then examples/llama/wasm-build.sh"
+        fi
+    fi
     if [ -z "$llama_cpp" ]; then
         for t in $threads; do
             echo "   llama.cpp CPU, $t threads" >&2

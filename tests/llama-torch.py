@@ -175,9 +175,9 @@ class Llama:
         """x [tokens, heads, hd]: pairs (2i, 2i + 1) rotated, i < rot / 2 (GGUF's NORM)."""
         n = x.shape[0]
         c, s = self.cos[p0:p0 + n, None, :], self.sin[p0:p0 + n, None, :]
-        r = x[..., :self.rot].float().view(n, x.shape[1], -1, 2)
+        r = x[..., :self.rot].float().reshape(n, x.shape[1], -1, 2)
         x0, x1 = r[..., 0], r[..., 1]
-        out = torch.stack([x0 * c - x1 * s, x0 * s + x1 * c], dim=-1).view(n, x.shape[1], -1)
+        out = torch.stack([x0 * c - x1 * s, x0 * s + x1 * c], dim=-1).reshape(n, x.shape[1], -1)
         return torch.cat([out.half(), x[..., self.rot:]], dim=-1)
 
     def forward(self, tokens, p0):
