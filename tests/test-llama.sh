@@ -27,7 +27,7 @@ backends=$($RUN "$bin/rayo-llama" --backends) || { echo "FAIL: rayo-llama --back
 echo "backends:" $backends
 # relaxed_check STRICT RELAXED STRICT.bin RELAXED.bin: two greedy runs' tokens and
 # logits (--logits, every step).  While both saw the same tokens, the relaxed
-# run's logits must stay within 5% of the strict run's logit range (a wrong
+# run's logits must stay within 10% of the strict run's logit range (a wrong
 # kernel is off by the whole range), and where the tokens part, the strict
 # run's top-2 gap must be within twice that step's difference: a near tie.
 relaxed_check() {
@@ -48,7 +48,7 @@ relaxed_check() {
                     if (x > t1) { t2 = t1; t1 = x } else if (x > t2) t2 = x
                 }
                 rel = diff / (hi - lo); if (rel > worst) worst = rel
-                if (rel > 0.05) { printf "step %d: logits %.3g of their range apart\n", s, rel; exit 1 }
+                if (rel > 0.1) { printf "step %d: logits %.3g of their range apart\n", s, rel; exit 1 }
                 if (s == d && t1 - t2 > 2 * diff) {
                     printf "parted at step %d, top-2 gap %.3g > 2 x difference %.3g\n", s, t1 - t2, diff; exit 1
                 }
