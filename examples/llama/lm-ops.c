@@ -7,15 +7,45 @@
 int lm_force_interim;
 size_t lm_fallbacks;
 
-/* A status that sends the call down the interim path. */
-static int not_there(rayo_status st)
+/* One call: at once on host memory, or recorded into the batch. */
+static rayo_status run(const lm_exec *e, rayo_call c, const lm_ref *a, const lm_ref *b,
+                       const lm_ref *cc, const lm_ref *y)
 {
-    if (st == RAYO_E_UNSUPPORTED || st == RAYO_E_NO_BACKEND) {
-        lm_fallbacks++;
-        return 1;
+    static const lm_ref none = {NULL, NULL, 0};
+    a = a ? a : &none;
+    b = b ? b : &none;
+    cc = cc ? cc : &none;
+    if (!e->batch) {
+        c.a = a->host;
+        c.b = b->host;
+        c.c = cc->host;
+        c.y = y->host;
+        return rayo_run(e->ctx, &c);
     }
-    return 0;
+    rayo_batch_call bc = {sizeof bc, c.op, c.flags, c.dtypes, c.m, c.n, c.k, c.alpha, c.beta,
+        {a->buf, a->off}, {b->buf, b->off}, {cc->buf, cc->off}, {y->buf, y->off},
+        c.lda, c.ldb, c.ldc, c.ldy, c.precision, 0, c.params};
+    return rayo_batch_record(e->batch, &bc);
 }
+
+/* A host call the interim path takes instead: forced (the call was not run:
+ * st is RAYO_E_UNSUPPORTED), or no backend had the op.  Batches have none. */
+static int take_interim(const lm_exec *e, rayo_status st)
+{
+    if (e->batch || (st != RAYO_E_UNSUPPORTED && st != RAYO_E_NO_BACKEND))
+        return 0;
+    if (!lm_force_interim)
+        lm_fallbacks++;
+    return 1;
+}
+
+static int forced(const lm_exec *e)
+{
+    return lm_force_interim && !e->batch;
+}
+
+#define CALL(...) ((rayo_call){.struct_size = sizeof(rayo_call), __VA_ARGS__})
+#define F32 RAYO_DTYPE_F32
 
 /* ---- linear ------------------------------------------------------------ */
 #define TILE_ROWS 64
@@ -42,7 +72,7 @@ static rayo_status linear_interim(rayo_context *ctx, const lm_weight *w, const f
     rayo_status st = tile && tmp ? RAYO_OK : RAYO_E_NOMEM;
     for (size_t r0 = 0; st == RAYO_OK && r0 < w->rows; r0 += TILE_ROWS) {
         size_t rows = w->rows - r0 < TILE_ROWS ? w->rows - r0 : TILE_ROWS;
-        const uint8_t *src = (const uint8_t *)w->data + r0 * row_bytes;
+        const uint8_t *src = (const uint8_t *)w->data.host + r0 * row_bytes;
         if (w->dtype != RAYO_DTYPE_F32)
             for (size_t r = 0; r < rows; r++)
                 rayo_dequantize_row(w->dtype, src + r * row_bytes, tile + r * w->cols, w->cols);
@@ -54,49 +84,54 @@ static rayo_status linear_interim(rayo_context *ctx, const lm_weight *w, const f
     return st;
 }
 
-rayo_status lm_linear(rayo_context *ctx, const lm_weight *w, const float *x, size_t n_tok,
-                      float *y)
+rayo_status lm_linear(const lm_exec *e, const lm_weight *w, lm_ref x, size_t n_tok, lm_ref y,
+                      rayo_precision precision)
 {
-    if (!lm_force_interim) {
-        rayo_matrix W = {w->data, w->dtype, 0}, X = {x, RAYO_DTYPE_F32, 0};
-        rayo_status st = n_tok == 1
-            ? rayo_gemv_ex(ctx, 0, w->rows, w->cols, 1.0f, W, x, 0.0f, y, RAYO_PRECISION_DEFAULT)
-            : rayo_matmul_ex(ctx, RAYO_TRANS_B, n_tok, w->rows, w->cols, 1.0f, X, W, 0.0f, y,
-                             0, RAYO_PRECISION_DEFAULT);
-        if (!not_there(st))
-            return st;
-    }
-    return linear_interim(ctx, w, x, n_tok, y);
+    rayo_call c = n_tok == 1
+        ? CALL(.op = RAYO_OP_GEMV, .dtypes = RAYO_DTYPES(w->dtype, F32, 0, F32), .m = w->rows,
+               .n = w->cols, .alpha = 1.0f, .precision = (uint32_t)precision)
+        : CALL(.op = RAYO_OP_MATMUL, .flags = RAYO_TRANS_B, .dtypes = RAYO_DTYPES(F32, w->dtype, 0,
+               F32), .m = n_tok, .n = w->rows, .k = w->cols, .alpha = 1.0f,
+               .precision = (uint32_t)precision);
+    /* gemv: A = w, b = x; matmul: A = x, B = w */
+    rayo_status st = forced(e) ? RAYO_E_UNSUPPORTED : n_tok == 1
+        ? run(e, c, &w->data, &x, NULL, &y) : run(e, c, &x, &w->data, NULL, &y);
+    if (!take_interim(e, st))
+        return st;
+    return linear_interim(e->ctx, w, x.host, n_tok, y.host);
 }
 
-rayo_status lm_get_row(rayo_context *ctx, const lm_weight *w, int32_t row, float *y)
+rayo_status lm_get_rows(const lm_exec *e, const lm_weight *w, lm_ref rows,
+                        const int32_t *rows_host, size_t n, lm_ref y)
 {
-    if (row < 0 || (size_t)row >= w->rows)
-        return RAYO_E_INVALID;
-    if (!lm_force_interim) {
-        rayo_matrix table = {w->data, w->dtype, 0};
-        rayo_status st = rayo_get_rows(ctx, table, w->rows, w->cols, &row, 1, y, 0);
-        if (!not_there(st))
-            return st;
-    }
+    rayo_call c = CALL(.op = RAYO_OP_GET_ROWS, .dtypes = RAYO_DTYPES(w->dtype, RAYO_DTYPE_I32, 0,
+                       F32), .m = n, .n = w->cols, .k = w->rows);
+    rayo_status st = forced(e) ? RAYO_E_UNSUPPORTED : run(e, c, &w->data, &rows, NULL, &y);
+    if (!take_interim(e, st))
+        return st;
     size_t row_bytes;
     if (!rayo_dtype_row_bytes(w->dtype, w->cols, &row_bytes))
         return RAYO_E_INVALID;
-    rayo_dequantize_row(w->dtype, (const uint8_t *)w->data + (size_t)row * row_bytes, y, w->cols);
+    for (size_t i = 0; i < n; i++) {
+        if (rows_host[i] < 0 || (size_t)rows_host[i] >= w->rows)
+            return RAYO_E_INVALID;
+        rayo_dequantize_row(w->dtype, (const uint8_t *)w->data.host + (size_t)rows_host[i] *
+                            row_bytes, (float *)y.host + i * w->cols, w->cols);
+    }
     return RAYO_OK;
 }
 
 /* ---- rope ---------------------------------------------------------------- */
-static void rope_interim(float *x, size_t n_tok, size_t n_heads, size_t head_dim,
-                         size_t rot_dims, float freq_base, size_t pos0)
+static void rope_interim(float *x, size_t n_tok, const lm_rope_shape *r, const int32_t *pos)
 {
     for (size_t t = 0; t < n_tok; t++)
-        for (size_t i = 0; i < rot_dims / 2; i++) {
+        for (size_t i = 0; i < r->rot_dims / 2; i++) {
             /* the angle in double: pos * inv_freq in f32 drifts at large positions */
-            double theta = (double)(pos0 + t) * pow(freq_base, -2.0 * (double)i / (double)rot_dims);
+            double theta = (double)pos[t] * pow(r->freq_base, -2.0 * (double)i /
+                                                (double)r->rot_dims);
             float c = (float)cos(theta), s = (float)sin(theta);
-            for (size_t h = 0; h < n_heads; h++) {
-                float *p = x + (t * n_heads + h) * head_dim + 2 * i;
+            for (size_t h = 0; h < r->n_heads; h++) {
+                float *p = x + (t * r->n_heads + h) * r->head_dim + 2 * i;
                 float x0 = p[0], x1 = p[1];
                 p[0] = x0 * c - x1 * s;
                 p[1] = x0 * s + x1 * c;
@@ -104,23 +139,17 @@ static void rope_interim(float *x, size_t n_tok, size_t n_heads, size_t head_dim
         }
 }
 
-rayo_status lm_rope(rayo_context *ctx, float *x, size_t n_tok, size_t n_heads, size_t head_dim,
-                    size_t rot_dims, float freq_base, size_t pos0)
+rayo_status lm_rope(const lm_exec *e, const lm_rope_shape *r, lm_ref x, size_t n_tok, lm_ref pos,
+                    const int32_t *pos_host)
 {
-    if (!lm_force_interim) {
-        int32_t *pos = malloc(n_tok * sizeof *pos);
-        if (!pos)
-            return RAYO_E_NOMEM;
-        for (size_t t = 0; t < n_tok; t++)
-            pos[t] = (int32_t)(pos0 + t);
-        rayo_rope_params p = {sizeof p, RAYO_ROPE_NORM, (uint32_t)rot_dims, freq_base, 1.0f,
-                              n_heads, head_dim, 0, 0};
-        rayo_status st = rayo_rope(ctx, &p, x, 0, x, 0, n_tok, pos);
-        free(pos);
-        if (!not_there(st))
-            return st;
-    }
-    rope_interim(x, n_tok, n_heads, head_dim, rot_dims, freq_base, pos0);
+    rayo_rope_params p = {sizeof p, RAYO_ROPE_NORM, (uint32_t)r->rot_dims, r->freq_base, 1.0f,
+                          r->n_heads, r->head_dim, 0, 0};
+    rayo_call c = CALL(.op = RAYO_OP_ROPE, .dtypes = RAYO_DTYPES(F32, RAYO_DTYPE_I32, 0, F32),
+                       .m = n_tok, .n = r->head_dim, .params = &p);
+    rayo_status st = forced(e) ? RAYO_E_UNSUPPORTED : run(e, c, &x, &pos, NULL, &x);
+    if (!take_interim(e, st))
+        return st;
+    rope_interim(x.host, n_tok, r, pos_host);
     return RAYO_OK;
 }
 
@@ -167,29 +196,41 @@ static rayo_status attention_interim(rayo_context *ctx, const lm_attn *p, const 
     return st;
 }
 
-rayo_status lm_attention(rayo_context *ctx, const lm_attn *p, const float *q, const float *k,
-                         const float *v, float *out)
+rayo_status lm_attention(const lm_exec *e, const lm_attn *p, lm_ref q, lm_ref k, lm_ref v,
+                         lm_ref out, rayo_precision precision)
 {
-    if (!lm_force_interim) {
-        size_t width = p->n_heads * p->head_dim;
-        rayo_attention_params a = {sizeof a, RAYO_ATTN_CAUSAL, RAYO_DTYPE_F32, p->n_q, p->n_kv,
-            p->n_heads, p->n_kv_heads, p->head_dim, 1.0f / sqrtf((float)p->head_dim),
-            width, p->head_dim, p->kv_stride, p->head_dim, p->kv_stride, p->head_dim,
-            width, p->head_dim};
-        rayo_status st = rayo_attention(ctx, &a, q, k, v, out);
-        if (!not_there(st))
-            return st;
-    }
-    return attention_interim(ctx, p, q, k, v, out);
+    size_t width = p->n_heads * p->head_dim;
+    rayo_attention_params a = {sizeof a, RAYO_ATTN_CAUSAL, F32, p->n_q, p->n_kv, p->n_heads,
+        p->n_kv_heads, p->head_dim, 1.0f / sqrtf((float)p->head_dim), width, p->head_dim,
+        p->kv_stride, p->head_dim, p->kv_stride, p->head_dim, width, p->head_dim};
+    rayo_call c = CALL(.op = RAYO_OP_ATTENTION, .dtypes = RAYO_DTYPES(F32, F32, F32, F32),
+                       .m = p->n_q, .n = p->head_dim, .k = p->n_kv,
+                       .precision = (uint32_t)precision, .params = &a);
+    rayo_status st = forced(e) ? RAYO_E_UNSUPPORTED : run(e, c, &q, &k, &v, &out);
+    if (!take_interim(e, st))
+        return st;
+    return attention_interim(e->ctx, p, q.host, k.host, v.host, out.host);
 }
 
-rayo_status lm_swiglu(rayo_context *ctx, const float *gate, const float *up, float *y, size_t n)
+/* ---- the rest ---------------------------------------------------------------- */
+rayo_status lm_swiglu(const lm_exec *e, lm_ref gate, lm_ref up, lm_ref y, size_t rows, size_t cols)
 {
-    if (!lm_force_interim) {
-        rayo_status st = rayo_swiglu(ctx, gate, 0, up, 0, y, 0, 1, n);
-        if (!not_there(st))
-            return st;
-    }
-    rayo_status st = rayo_silu(ctx, gate, y, n);
-    return st == RAYO_OK ? rayo_mul(ctx, y, up, y, n) : st;
+    rayo_call c = CALL(.op = RAYO_OP_SWIGLU, .m = rows, .n = cols);
+    rayo_status st = forced(e) ? RAYO_E_UNSUPPORTED : run(e, c, &gate, &up, NULL, &y);
+    if (!take_interim(e, st))
+        return st;
+    st = rayo_silu(e->ctx, gate.host, y.host, rows * cols);
+    return st == RAYO_OK ? rayo_mul(e->ctx, y.host, up.host, y.host, rows * cols) : st;
+}
+
+rayo_status lm_rmsnorm(const lm_exec *e, lm_ref x, lm_ref gamma, lm_ref y, size_t rows,
+                       size_t cols, float eps)
+{
+    return run(e, CALL(.op = RAYO_OP_RMSNORM, .m = rows, .n = cols, .alpha = eps), &x, &gamma,
+               NULL, &y);
+}
+
+rayo_status lm_add(const lm_exec *e, lm_ref a, lm_ref b, lm_ref y, size_t n)
+{
+    return run(e, CALL(.op = RAYO_OP_ADD, .n = n), &a, &b, NULL, &y);
 }

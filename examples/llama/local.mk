@@ -10,4 +10,4 @@ examples_llama_gguf_make_SOURCES = examples/llama/gguf-make.c examples/llama/ggu
 	examples/llama/gguf-write.h examples/llama/quant-k.c examples/llama/quant-k.h \
 	examples/llama/gguf.h
 examples_llama_gguf_make_LDADD = -lm
-EXTRA_DIST += examples/llama/README.md
+EXTRA_DIST += examples/llama/README.md examples/llama/wasm-build.sh doc/benchmarks-llama.md

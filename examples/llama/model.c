@@ -87,15 +87,16 @@ static int weight(lm_weight *w, const gguf_file *g, const char *name, size_t col
     const gguf_tensor *t = tensor(g, name, cols, rows, 0, err, errlen);
     if (!t)
         return -1;
-    *w = (lm_weight){t->dtype, t->data, rows, cols};
+    /* the mapping is read only; a weight is never a call's output */
+    *w = (lm_weight){t->dtype, {(void *)(uintptr_t)t->data, NULL, 0}, rows, cols};
     return 0;
 }
 
-static int norm(const float **w, const gguf_file *g, const char *name, size_t n, char *err,
+static int norm(lm_ref *w, const gguf_file *g, const char *name, size_t n, char *err,
                 size_t errlen)
 {
     const gguf_tensor *t = tensor(g, name, n, 0, 1, err, errlen);
-    *w = t ? t->data : NULL;
+    *w = (lm_ref){t ? (void *)(uintptr_t)t->data : NULL, NULL, 0};
     return t ? 0 : -1;
 }
 
@@ -105,7 +106,7 @@ static void prefault(const lm_weight *w)
 {
     size_t row_bytes = 0;
     rayo_dtype_row_bytes(w->dtype, w->cols, &row_bytes);
-    const volatile uint8_t *p = w->data;
+    const volatile uint8_t *p = w->data.host;
     uint8_t sink = 0;
     for (size_t i = 0; i < row_bytes * w->rows; i += 4096)
         sink ^= p[i];
@@ -157,19 +158,56 @@ static int load_io(llama_model *m, const gguf_file *g, char *err, size_t errlen)
     return weight(&m->output, g, "output.weight", m->n_embd, m->n_vocab, err, errlen);
 }
 
-int llama_load(llama_model *m, const gguf_file *g, size_t n_ctx, char *err, size_t errlen,
-               void (*progress)(size_t done, size_t total))
+static void *host_alloc(lm_ref *r, size_t bytes)
+{
+    *r = (lm_ref){calloc(1, bytes ? bytes : 1), NULL, 0};
+    return r->host;
+}
+
+/* The KV cache and the activations in host memory. */
+static int host_alloc_all(llama_model *m)
+{
+    llama_scratch *s = &m->s;
+    size_t n = s->n_batch, e = m->n_embd * sizeof(float), f = m->n_ffn * sizeof(float);
+    size_t cache = m->n_layers * m->n_ctx * m->n_kv_heads * m->head_dim * sizeof(float);
+    int ok = host_alloc(&m->k_cache, cache) && host_alloc(&m->v_cache, cache) &&
+             host_alloc(&s->x, n * e) && host_alloc(&s->xn, n * e) && host_alloc(&s->q, n * e) &&
+             host_alloc(&s->att, n * e) && host_alloc(&s->gate, n * f) &&
+             host_alloc(&s->up, n * f) && host_alloc(&s->logits, m->n_vocab * sizeof(float));
+    s->ids_host = calloc(n, sizeof(int32_t));
+    s->pos_host = calloc(n, sizeof(int32_t));
+    s->ids = (lm_ref){s->ids_host, NULL, 0};
+    s->pos = (lm_ref){s->pos_host, NULL, 0};
+    return ok && s->ids_host && s->pos_host ? 0 : -1;
+}
+
+/* The host memory of host_alloc_all but the token and position arrays. */
+static void host_free_all(llama_model *m)
+{
+    llama_scratch *s = &m->s;
+    lm_ref *r[] = {&m->k_cache, &m->v_cache, &s->x, &s->xn, &s->q, &s->att, &s->gate, &s->up,
+                   &s->logits};
+    for (size_t i = 0; i < sizeof r / sizeof *r; i++) {
+        if (!r[i]->buf)
+            free(r[i]->host);
+        *r[i] = (lm_ref){NULL, NULL, 0};
+    }
+}
+
+int llama_load(llama_model *m, const gguf_file *g, size_t n_ctx, size_t n_batch, char *err,
+               size_t errlen, void (*progress)(size_t done, size_t total))
 {
     memset(m, 0, sizeof *m);
+    m->precision = RAYO_PRECISION_RELAXED;
     if (read_hparams(m, g, err, errlen) || load_io(m, g, err, errlen))
         return -1;
     m->n_ctx = n_ctx ? n_ctx : m->n_ctx < 4096 ? m->n_ctx : 4096;
-    size_t kv = m->n_kv_heads * m->head_dim, cache = m->n_layers * m->n_ctx * kv;
+    n_batch = n_batch ? n_batch : 512;
+    m->s.n_batch = n_batch < m->n_ctx ? n_batch : m->n_ctx;
     m->layers = calloc(m->n_layers, sizeof *m->layers);
-    m->k_cache = calloc(cache, sizeof *m->k_cache);
-    m->v_cache = calloc(cache, sizeof *m->v_cache);
-    if (!m->layers || !m->k_cache || !m->v_cache) {
-        snprintf(err, errlen, "out of memory for a %zu-position KV cache", m->n_ctx);
+    if (!m->layers || host_alloc_all(m)) {
+        snprintf(err, errlen, "out of memory for a %zu-position KV cache and %zu-token batches",
+                 m->n_ctx, m->s.n_batch);
         llama_free(m);
         return -1;
     }
@@ -187,86 +225,256 @@ int llama_load(llama_model *m, const gguf_file *g, size_t n_ctx, char *err, size
 
 void llama_free(llama_model *m)
 {
+    host_free_all(m);
+    free(m->s.ids_host);
+    free(m->s.pos_host);
+    for (size_t i = 0; i < m->n_bufs; i++)
+        rayo_buffer_destroy(m->bufs[i]);
+    free(m->bufs);
     free(m->layers);
-    free(m->k_cache);
-    free(m->v_cache);
     memset(m, 0, sizeof *m);
 }
 
-/* ---- evaluation ------------------------------------------------------------ */
-typedef struct scratch {
-    float *x, *xn, *q, *att, *gate, *up;
-} scratch;
-
-static int scratch_alloc(scratch *s, const llama_model *m, size_t n)
+/* ---- resident: tensors in a backend's buffers -------------------------------- */
+static rayo_status new_buffer(llama_model *m, rayo_context *ctx, size_t bytes, lm_ref *r)
 {
-    s->x = malloc(n * m->n_embd * sizeof(float));
-    s->xn = malloc(n * m->n_embd * sizeof(float));
-    s->q = malloc(n * m->n_embd * sizeof(float));
-    s->att = malloc(n * m->n_embd * sizeof(float));
-    s->gate = malloc(n * m->n_ffn * sizeof(float));
-    s->up = malloc(n * m->n_ffn * sizeof(float));
-    return s->x && s->xn && s->q && s->att && s->gate && s->up ? 0 : -1;
+    rayo_buffer *b;
+    rayo_status st = rayo_buffer_create(ctx, m->resident, bytes ? bytes : 4, &b);
+    if (st != RAYO_OK)
+        return st;
+    m->bufs[m->n_bufs++] = b;
+    *r = (lm_ref){NULL, b, 0};
+    return RAYO_OK;
 }
 
-static void scratch_free(scratch *s)
+/* A copy of host bytes in a new buffer; r then points there. */
+static rayo_status upload(llama_model *m, rayo_context *ctx, size_t bytes, lm_ref *r)
 {
-    free(s->x);
-    free(s->xn);
-    free(s->q);
-    free(s->att);
-    free(s->gate);
-    free(s->up);
+    const void *host = r->host;
+    rayo_status st = new_buffer(m, ctx, bytes, r);
+    return st == RAYO_OK ? rayo_buffer_write(r->buf, 0, host, bytes) : st;
 }
 
-#define TRY(call) do { rayo_status st_ = (call); if (st_ != RAYO_OK) return st_; } while (0)
-
-static rayo_status attention_block(rayo_context *ctx, llama_model *m, size_t l, scratch *s,
-                                   size_t n)
+static rayo_status upload_weight(llama_model *m, rayo_context *ctx, lm_weight *w)
 {
-    const llama_layer *L = &m->layers[l];
-    size_t kvw = m->n_kv_heads * m->head_dim, e = m->n_embd;
-    float *k = m->k_cache + (l * m->n_ctx + m->n_past) * kvw;
-    float *v = m->v_cache + (l * m->n_ctx + m->n_past) * kvw;
-    TRY(rayo_rmsnorm(ctx, s->x, L->attn_norm, NULL, s->xn, n, e, m->eps));
-    TRY(lm_linear(ctx, &L->q, s->xn, n, s->q));
-    TRY(lm_linear(ctx, &L->k, s->xn, n, k)); /* straight into the cache */
-    TRY(lm_linear(ctx, &L->v, s->xn, n, v));
-    TRY(lm_rope(ctx, s->q, n, m->n_heads, m->head_dim, m->rope_dims, m->freq_base, m->n_past));
-    TRY(lm_rope(ctx, k, n, m->n_kv_heads, m->head_dim, m->rope_dims, m->freq_base, m->n_past));
-    lm_attn a = {n, m->n_past + n, m->n_heads, m->n_kv_heads, m->head_dim, kvw};
-    TRY(lm_attention(ctx, &a, s->q, m->k_cache + l * m->n_ctx * kvw,
-                     m->v_cache + l * m->n_ctx * kvw, s->att));
-    TRY(lm_linear(ctx, &L->o, s->att, n, s->xn));
-    return rayo_add(ctx, s->x, s->xn, s->x, n * e);
+    size_t row_bytes = 0;
+    rayo_dtype_row_bytes(w->dtype, w->cols, &row_bytes); /* checked by the reader */
+    return upload(m, ctx, row_bytes * w->rows, &w->data);
 }
 
-static rayo_status ffn_block(rayo_context *ctx, const llama_model *m, size_t l, scratch *s,
-                             size_t n)
+static rayo_status upload_layer(llama_model *m, rayo_context *ctx, llama_layer *L)
 {
-    const llama_layer *L = &m->layers[l];
-    TRY(rayo_rmsnorm(ctx, s->x, L->ffn_norm, NULL, s->xn, n, m->n_embd, m->eps));
-    TRY(lm_linear(ctx, &L->gate, s->xn, n, s->gate));
-    TRY(lm_linear(ctx, &L->up, s->xn, n, s->up));
-    TRY(lm_swiglu(ctx, s->gate, s->up, s->gate, n * m->n_ffn));
-    TRY(lm_linear(ctx, &L->down, s->gate, n, s->xn));
-    return rayo_add(ctx, s->x, s->xn, s->x, n * m->n_embd);
+    size_t e = m->n_embd * sizeof(float);
+    lm_weight *w[] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
+    rayo_status st = upload(m, ctx, e, &L->attn_norm);
+    if (st == RAYO_OK)
+        st = upload(m, ctx, e, &L->ffn_norm);
+    for (size_t i = 0; st == RAYO_OK && i < sizeof w / sizeof *w; i++)
+        st = upload_weight(m, ctx, w[i]);
+    return st;
 }
 
-static rayo_status forward(rayo_context *ctx, llama_model *m, const int32_t *tokens, size_t n,
-                           scratch *s, float *logits)
+/* The cache and activations as buffers, from their zeroed host arrays (a
+ * new buffer's content is not defined), which are then freed. */
+static rayo_status device_alloc_all(llama_model *m, rayo_context *ctx)
 {
-    for (size_t t = 0; t < n; t++)
-        TRY(lm_get_row(ctx, &m->tok_embd, tokens[t], s->x + t * m->n_embd));
-    for (size_t l = 0; l < m->n_layers; l++) {
-        TRY(attention_block(ctx, m, l, s, n));
-        TRY(ffn_block(ctx, m, l, s, n));
+    llama_scratch *s = &m->s;
+    size_t n = s->n_batch, e = m->n_embd * sizeof(float), f = m->n_ffn * sizeof(float);
+    size_t cache = m->n_layers * m->n_ctx * m->n_kv_heads * m->head_dim * sizeof(float);
+    struct { lm_ref *r; size_t bytes; } all[] = {{&m->k_cache, cache}, {&m->v_cache, cache},
+        {&s->x, n * e}, {&s->xn, n * e}, {&s->q, n * e}, {&s->att, n * e}, {&s->gate, n * f},
+        {&s->up, n * f}, {&s->logits, m->n_vocab * sizeof(float)},
+        {&s->ids, n * sizeof(int32_t)}, {&s->pos, n * sizeof(int32_t)}};
+    rayo_status st = RAYO_OK;
+    for (size_t i = 0; st == RAYO_OK && i < sizeof all / sizeof *all; i++) {
+        void *host = all[i].r->host;
+        st = upload(m, ctx, all[i].bytes, all[i].r); /* from the zeroed host arrays */
+        if (all[i].r->buf && host != m->s.ids_host && host != m->s.pos_host)
+            free(host); /* the ids and positions are still written there */
     }
-    if (!logits)
+    return st;
+}
+
+/* An op with these dtypes that `backend` itself implements (a batch runs there only). */
+static int backend_has(rayo_context *ctx, const char *backend, rayo_op op, uint32_t dtypes)
+{
+    for (size_t i = 0; i < rayo_chain_count(ctx, op, dtypes); i++) {
+        rayo_link_info li = {.struct_size = sizeof li};
+        if (rayo_chain_link(ctx, op, dtypes, i, &li) == RAYO_OK && !strcmp(li.backend, backend))
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether backend has op (gemv: w as A; matmul: w as B) for w's dtype. */
+static int weight_op(rayo_context *ctx, const char *backend, rayo_op op, const lm_weight *w)
+{
+    const rayo_dtype f = RAYO_DTYPE_F32;
+    return backend_has(ctx, backend, op, op == RAYO_OP_GEMV ? RAYO_DTYPES(w->dtype, f, f, f)
+                                                            : RAYO_DTYPES(f, w->dtype, f, f));
+}
+
+static int weights_op(const llama_model *m, rayo_context *ctx, const char *backend, rayo_op op)
+{
+    if (!weight_op(ctx, backend, op, &m->output))
+        return 0;
+    for (size_t l = 0; l < m->n_layers; l++) {
+        const llama_layer *L = &m->layers[l];
+        const lm_weight *w[] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
+        for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+            if (!weight_op(ctx, backend, op, w[i]))
+                return 0;
+    }
+    return 1;
+}
+
+int llama_cpu_backend(rayo_context *ctx, const char *backend)
+{
+    for (size_t i = 0; i < rayo_backend_count(ctx); i++) {
+        rayo_backend_info bi = {.struct_size = sizeof bi};
+        if (rayo_backend_get(ctx, i, &bi) == RAYO_OK && !strcmp(bi.name, backend))
+            return bi.device_type == RAYO_DEVICE_CPU;
+    }
+    return 0;
+}
+
+/* The first op the model needs that backend lacks, or NULL. */
+static const char *missing_op(const llama_model *m, rayo_context *ctx, const char *backend)
+{
+    if (llama_cpu_backend(ctx, backend))
+        return NULL;
+    const rayo_dtype f = RAYO_DTYPE_F32, i32 = RAYO_DTYPE_I32;
+    struct { rayo_op op; uint32_t dtypes; const char *name; } need[] = {
+        {RAYO_OP_GET_ROWS, RAYO_DTYPES(m->tok_embd.dtype, i32, f, f), "get_rows"},
+        {RAYO_OP_RMSNORM, 0, "rmsnorm"}, {RAYO_OP_ADD, 0, "add"},
+        {RAYO_OP_ROPE, RAYO_DTYPES(f, i32, f, f), "rope"}, {RAYO_OP_ATTENTION, 0, "attention"},
+        {RAYO_OP_SWIGLU, 0, "swiglu"}};
+    for (size_t i = 0; i < sizeof need / sizeof *need; i++)
+        if (!backend_has(ctx, backend, need[i].op, need[i].dtypes))
+            return need[i].name;
+    return weights_op(m, ctx, backend, RAYO_OP_GEMV) ? NULL : "gemv for the weights' dtypes";
+}
+
+int llama_resident(llama_model *m, rayo_context *ctx, const char *backend, char *err,
+                   size_t errlen)
+{
+    const char *missing = missing_op(m, ctx, backend);
+    if (missing) {
+        snprintf(err, errlen, "backend %s has no %s", backend, missing);
+        return -1;
+    }
+    /* 9 tensors per layer, 3 others, 11 activation and cache buffers */
+    m->bufs = calloc(9 * m->n_layers + 3 + 11, sizeof *m->bufs);
+    if (!m->bufs) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    m->resident = backend;
+    m->prefill_by_gemv = !llama_cpu_backend(ctx, backend) &&
+                         !weights_op(m, ctx, backend, RAYO_OP_MATMUL);
+    int tied = m->output.data.host == m->tok_embd.data.host;
+    rayo_status st = upload_weight(m, ctx, &m->tok_embd);
+    if (st == RAYO_OK && !tied)
+        st = upload_weight(m, ctx, &m->output);
+    if (tied)
+        m->output = m->tok_embd;
+    if (st == RAYO_OK)
+        st = upload(m, ctx, m->n_embd * sizeof(float), &m->output_norm);
+    for (size_t l = 0; st == RAYO_OK && l < m->n_layers; l++)
+        st = upload_layer(m, ctx, &m->layers[l]);
+    if (st == RAYO_OK)
+        st = device_alloc_all(m, ctx);
+    if (st != RAYO_OK) {
+        /* the model is half moved: it cannot go on */
+        snprintf(err, errlen, "moving the model to %s: %s: %s", backend, rayo_strerror(st),
+                 rayo_last_error());
+        return -2;
+    }
+    return 0;
+}
+
+/* ---- evaluation ------------------------------------------------------------ */
+#define TRY(call) do { rayo_status st_ = (call); if (st_ != RAYO_OK) return st_; } while (0)
+#define FLOATS(n) ((n) * sizeof(float))
+
+static rayo_status attention_block(const lm_exec *e, llama_model *m, size_t l, size_t n)
+{
+    const llama_layer *L = &m->layers[l];
+    const llama_scratch *s = &m->s;
+    rayo_precision pr = m->precision;
+    size_t kvw = m->n_kv_heads * m->head_dim, layer = FLOATS(l * m->n_ctx * kvw);
+    lm_ref k_all = lm_at(m->k_cache, layer), v_all = lm_at(m->v_cache, layer);
+    lm_ref k = lm_at(k_all, FLOATS(m->n_past * kvw)), v = lm_at(v_all, FLOATS(m->n_past * kvw));
+    lm_rope_shape qr = {m->n_heads, m->head_dim, m->rope_dims, m->freq_base};
+    lm_rope_shape kr = {m->n_kv_heads, m->head_dim, m->rope_dims, m->freq_base};
+    lm_attn a = {n, m->n_past + n, m->n_heads, m->n_kv_heads, m->head_dim, kvw};
+    TRY(lm_rmsnorm(e, s->x, L->attn_norm, s->xn, n, m->n_embd, m->eps));
+    TRY(lm_linear(e, &L->q, s->xn, n, s->q, pr));
+    TRY(lm_linear(e, &L->k, s->xn, n, k, pr)); /* straight into the cache */
+    TRY(lm_linear(e, &L->v, s->xn, n, v, pr));
+    TRY(lm_rope(e, &qr, s->q, n, s->pos, s->pos_host));
+    TRY(lm_rope(e, &kr, k, n, s->pos, s->pos_host));
+    TRY(lm_attention(e, &a, s->q, k_all, v_all, s->att, pr));
+    TRY(lm_linear(e, &L->o, s->att, n, s->xn, pr));
+    return lm_add(e, s->x, s->xn, s->x, n * m->n_embd);
+}
+
+static rayo_status ffn_block(const lm_exec *e, const llama_model *m, size_t l, size_t n)
+{
+    const llama_layer *L = &m->layers[l];
+    const llama_scratch *s = &m->s;
+    TRY(lm_rmsnorm(e, s->x, L->ffn_norm, s->xn, n, m->n_embd, m->eps));
+    TRY(lm_linear(e, &L->gate, s->xn, n, s->gate, m->precision));
+    TRY(lm_linear(e, &L->up, s->xn, n, s->up, m->precision));
+    TRY(lm_swiglu(e, s->gate, s->up, s->gate, n, m->n_ffn));
+    TRY(lm_linear(e, &L->down, s->gate, n, s->xn, m->precision));
+    return lm_add(e, s->x, s->xn, s->x, n * m->n_embd);
+}
+
+/* One batch of n <= n_batch tokens (in s.ids, at positions s.pos) through
+ * every layer; with_logits: the last one's logits into s.logits. */
+static rayo_status forward(const lm_exec *e, llama_model *m, size_t n, int with_logits)
+{
+    const llama_scratch *s = &m->s;
+    TRY(lm_get_rows(e, &m->tok_embd, s->ids, s->ids_host, n, s->x));
+    for (size_t l = 0; l < m->n_layers; l++) {
+        TRY(attention_block(e, m, l, n));
+        TRY(ffn_block(e, m, l, n));
+    }
+    if (!with_logits)
         return RAYO_OK;
-    const float *last = s->x + (n - 1) * m->n_embd;
-    TRY(rayo_rmsnorm(ctx, last, m->output_norm, NULL, s->xn, 1, m->n_embd, m->eps));
-    return lm_linear(ctx, &m->output, s->xn, 1, logits);
+    lm_ref last = lm_at(s->x, FLOATS((n - 1) * m->n_embd));
+    TRY(lm_rmsnorm(e, last, m->output_norm, s->xn, 1, m->n_embd, m->eps));
+    return lm_linear(e, &m->output, s->xn, 1, s->logits, m->precision);
+}
+
+/* forward as one batch on the resident backend: the batch's tokens and
+ * positions go up first, the logits come back after. */
+static rayo_status forward_resident(rayo_context *ctx, llama_model *m, size_t n, float *logits)
+{
+    const llama_scratch *s = &m->s;
+    TRY(rayo_buffer_write(s->ids.buf, 0, s->ids_host, n * sizeof(int32_t)));
+    TRY(rayo_buffer_write(s->pos.buf, 0, s->pos_host, n * sizeof(int32_t)));
+    lm_exec e = {ctx, NULL};
+    TRY(rayo_batch_create(ctx, m->resident, &e.batch));
+    rayo_status st = forward(&e, m, n, logits != NULL);
+    if (st == RAYO_OK)
+        st = rayo_batch_submit(e.batch);
+    if (st == RAYO_OK)
+        st = rayo_batch_wait(e.batch, UINT64_MAX);
+    rayo_batch_destroy(e.batch);
+    if (st == RAYO_OK && logits)
+        st = rayo_buffer_read(s->logits.buf, 0, logits, FLOATS(m->n_vocab));
+    return st;
+}
+
+static rayo_status forward_host(rayo_context *ctx, llama_model *m, size_t n, float *logits)
+{
+    lm_exec e = {ctx, NULL};
+    TRY(forward(&e, m, n, logits != NULL));
+    if (logits)
+        memcpy(logits, m->s.logits.host, FLOATS(m->n_vocab));
+    return RAYO_OK;
 }
 
 rayo_status llama_eval(rayo_context *ctx, llama_model *m, const int32_t *tokens, size_t n,
@@ -277,10 +485,16 @@ rayo_status llama_eval(rayo_context *ctx, llama_model *m, const int32_t *tokens,
     for (size_t t = 0; t < n; t++)
         if (tokens[t] < 0 || (size_t)tokens[t] >= m->n_vocab)
             return RAYO_E_INVALID;
-    scratch s;
-    rayo_status st = scratch_alloc(&s, m, n) ? RAYO_E_NOMEM : forward(ctx, m, tokens, n, &s, logits);
-    scratch_free(&s);
-    if (st == RAYO_OK)
-        m->n_past += n;
-    return st;
+    size_t step = m->resident && m->prefill_by_gemv ? 1 : m->s.n_batch;
+    for (size_t done = 0; done < n;) {
+        size_t batch = n - done < step ? n - done : step;
+        memcpy(m->s.ids_host, tokens + done, batch * sizeof *tokens);
+        for (size_t t = 0; t < batch; t++)
+            m->s.pos_host[t] = (int32_t)(m->n_past + t);
+        float *out = done + batch == n ? logits : NULL;
+        TRY(m->resident ? forward_resident(ctx, m, batch, out) : forward_host(ctx, m, batch, out));
+        m->n_past += batch;
+        done += batch;
+    }
+    return RAYO_OK;
 }

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "model.h"
 #include "tokenizer.h"
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +12,12 @@
 
 typedef struct options {
     const char *model, *prompt, *backend, *prompt_tokens, *logits_path;
-    size_t n_predict, n_ctx, logits_steps, top_k;
+    size_t n_predict, n_ctx, n_batch, logits_steps, top_k;
     float temp;
     uint64_t seed;
-    int print_tokens, info, quiet, list_backends, tokenize;
+    rayo_precision precision;
+    int print_tokens, info, quiet, list_backends, list_devices, tokenize, ignore_eos;
+    int resident; /* -1 auto, 0 off, 1 on */
 } options;
 
 static void usage(void)
@@ -26,6 +29,12 @@ static void usage(void)
         "  --backend NAME      preferred rayo backend (as RAYO_BACKEND; others still\n"
         "                      take the ops it lacks)\n"
         "  --ctx N             context size (default: the model's, at most 4096)\n"
+        "  --batch N           prompt tokens per forward pass (default 512)\n"
+        "  --precision P       relaxed (default), strict or default: the rayo precision\n"
+        "                      level of the weight products and attention\n"
+        "  --ignore-eos        go on past the end-of-sequence token (benchmarks)\n"
+        "  --resident WHEN     auto (default), on or off: the model in the backend's\n"
+        "                      buffers, each step one batch (auto: on a GPU backend)\n"
         "  --temp T            sample at temperature T (default 0: greedy)\n"
         "  --top-k K           sample among the K most likely (default 40)\n"
         "  --seed N            sampling seed (default 1)\n"
@@ -37,12 +46,25 @@ static void usage(void)
         "  --info              print the model's shape and tensor types, then exit\n"
         "  --tokenize          print the prompt's token ids, then exit\n"
         "  --backends          print the loaded backends' names, then exit\n"
+        "  --devices           print each loaded backend's name, device type and device\n"
         "  -q                  no progress or speed lines\n");
+}
+
+static int parse_precision(const char *v, rayo_precision *p)
+{
+    static const char *const names[] = {"default", "strict", "relaxed"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(v, names[i])) {
+            *p = (rayo_precision)i; /* RAYO_PRECISION_DEFAULT, _STRICT, _RELAXED */
+            return 0;
+        }
+    return -1;
 }
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    *o = (options){NULL, "Once upon a time", NULL, NULL, NULL, 32, 0, 4, 40, 0.0f, 1, 0, 0, 0, 0, 0};
+    *o = (options){.prompt = "Once upon a time", .n_predict = 32, .logits_steps = 4,
+                   .top_k = 40, .seed = 1, .precision = RAYO_PRECISION_RELAXED, .resident = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int flag = 1;
@@ -56,8 +78,12 @@ static int parse_args(int argc, char **argv, options *o)
             o->tokenize = 1;
         else if (!strcmp(a, "--backends"))
             o->list_backends = 1;
+        else if (!strcmp(a, "--devices"))
+            o->list_backends = o->list_devices = 1;
         else if (!strcmp(a, "-q"))
             o->quiet = 1;
+        else if (!strcmp(a, "--ignore-eos"))
+            o->ignore_eos = 1;
         else if (a[0] != '-' && !o->model)
             o->model = a;
         else
@@ -71,6 +97,15 @@ static int parse_args(int argc, char **argv, options *o)
         else if (!strcmp(a, "-n")) o->n_predict = strtoul(v, NULL, 10);
         else if (!strcmp(a, "--backend")) o->backend = v;
         else if (!strcmp(a, "--ctx")) o->n_ctx = strtoul(v, NULL, 10);
+        else if (!strcmp(a, "--batch")) o->n_batch = strtoul(v, NULL, 10);
+        else if (!strcmp(a, "--resident")) {
+            o->resident = !strcmp(v, "auto") ? -1 : !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 0 : 2;
+            if (o->resident == 2)
+                return -1;
+        } else if (!strcmp(a, "--precision")) {
+            if (parse_precision(v, &o->precision))
+                return -1;
+        }
         else if (!strcmp(a, "--temp")) o->temp = strtof(v, NULL);
         else if (!strcmp(a, "--top-k")) o->top_k = strtoul(v, NULL, 10);
         else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
@@ -86,6 +121,13 @@ static double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -107,20 +149,18 @@ static double uniform01(void)
     return (double)((rng * UINT64_C(2685821657736338717)) >> 11) / 9007199254740992.0;
 }
 
-static int32_t argmax(const float *x, size_t n)
+/* The first largest logit (rayo_argmax: no host loop over the vocabulary). */
+static int32_t argmax(rayo_context *ctx, const float *x, size_t n)
 {
     size_t best = 0;
-    for (size_t i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return (int32_t)best;
+    return rayo_argmax(ctx, x, n, &best) == RAYO_OK ? (int32_t)best : 0;
 }
 
 /* Temperature and top-k: keep the k largest logits, softmax them at temp, draw. */
-static int32_t sample(float *logits, size_t n, float temp, size_t k)
+static int32_t sample(rayo_context *ctx, float *logits, size_t n, float temp, size_t k)
 {
     if (temp <= 0.0f || k <= 1)
-        return argmax(logits, n);
+        return argmax(ctx, logits, n);
     if (k > 256)
         k = 256;
     if (k > n)
@@ -128,7 +168,7 @@ static int32_t sample(float *logits, size_t n, float temp, size_t k)
     int32_t top[256];
     double p[256], sum = 0;
     for (size_t i = 0; i < k; i++) {
-        top[i] = argmax(logits, n);
+        top[i] = argmax(ctx, logits, n);
         p[i] = logits[top[i]];
         logits[top[i]] = -INFINITY;
     }
@@ -183,7 +223,8 @@ static void print_token(const options *o, const vocab *v, int32_t id, int first)
 /* ---- the run ------------------------------------------------------------------ */
 typedef struct run_stats {
     size_t n_prompt, n_gen;
-    double t_prefill, t_decode;
+    double t_prefill, t_decode;         /* wall seconds */
+    double cpu_prefill, cpu_decode;     /* CPU seconds of the process (every thread) */
 } run_stats;
 
 static int generate(rayo_context *ctx, llama_model *m, const vocab *v, const options *o,
@@ -196,22 +237,25 @@ static int generate(rayo_context *ctx, llama_model *m, const vocab *v, const opt
         free(logits);
         return 1;
     }
-    double t0 = now();
+    double t0 = now(), c0 = cpu_now();
     rayo_status st = llama_eval(ctx, m, ids, n_ids, logits);
     rs->t_prefill = now() - t0;
+    rs->cpu_prefill = cpu_now() - c0;
     rs->n_prompt = n_ids;
     t0 = now();
+    c0 = cpu_now();
     for (size_t i = 0; st == RAYO_OK && i < o->n_predict; i++) {
         if (lf && i < o->logits_steps)
             fwrite(logits, sizeof *logits, m->n_vocab, lf);
-        int32_t next = sample(logits, m->n_vocab, o->temp, o->top_k);
+        int32_t next = sample(ctx, logits, m->n_vocab, o->temp, o->top_k);
         print_token(o, v, next, i == 0);
         rs->n_gen++;
-        if (next == v->eos || i + 1 == o->n_predict || m->n_past >= m->n_ctx)
+        if ((next == v->eos && !o->ignore_eos) || i + 1 == o->n_predict || m->n_past >= m->n_ctx)
             break;
         st = llama_eval(ctx, m, &next, 1, logits);
     }
     rs->t_decode = now() - t0;
+    rs->cpu_decode = cpu_now() - c0;
     printf("\n");
     if (lf)
         fclose(lf);
@@ -227,7 +271,7 @@ static void print_info(const llama_model *m, const gguf_file *g)
     printf("llama: %zu layers, %zu wide, %zu heads (%zu KV), head %zu, rope %zu base %g, "
            "ffn %zu, vocab %zu, ctx %zu, eps %g, output %s\n", m->n_layers, m->n_embd,
            m->n_heads, m->n_kv_heads, m->head_dim, m->rope_dims, (double)m->freq_base, m->n_ffn,
-           m->n_vocab, m->n_ctx, (double)m->eps, m->output.data == m->tok_embd.data ? "tied" :
+           m->n_vocab, m->n_ctx, (double)m->eps, m->output.data.host == m->tok_embd.data.host ? "tied" :
            "untied");
     for (uint64_t i = 0; i < g->n_tensors; i++)
         printf("  %-28s %-5s %llu x %llu\n", g->tensors[i].name,
@@ -251,24 +295,107 @@ static rayo_context *open_rayo(const options *o)
     return ctx;
 }
 
-/* The final line: where the decode's weight products ran, and the speeds. */
+static double rate(size_t n, double seconds)
+{
+    return n && seconds > 0 ? (double)n / seconds : 0.0;
+}
+
+/* Where the weight products of this dtype go: "q4_0 on avx512", or the f32
+ * op's backend when the interim path ran them. */
+static void product_site(rayo_context *ctx, rayo_op op, uint32_t typed_dtypes, size_t size,
+                         rayo_dtype wdt, char *buf, size_t len)
+{
+    const char *typed = rayo_backend_for(ctx, op, typed_dtypes, size);
+    const char *f32 = rayo_backend_for(ctx, op, 0, size);
+    if (lm_force_interim || !typed)
+        snprintf(buf, len, "f32 on %s (interim path)", f32 ? f32 : "?");
+    else
+        snprintf(buf, len, "%s on %s", rayo_dtype_name(wdt), typed);
+}
+
+/* The final line: where the weight products ran (decode: gemv, prefill:
+ * matmul), at which precision, and the speeds, by wall and by CPU time. */
 static void print_speed(rayo_context *ctx, const llama_model *m, const run_stats *rs)
 {
+    static const char *const level[] = {"default", "strict", "relaxed"};
     rayo_dtype wdt = m->layers[0].gate.dtype;
-    size_t size = m->n_ffn * m->n_embd;
-    const char *typed = rayo_backend_for(ctx, RAYO_OP_GEMV, RAYO_DTYPES(wdt, RAYO_DTYPE_F32, 0,
-                                         RAYO_DTYPE_F32), size);
-    const char *f32 = rayo_backend_for(ctx, RAYO_OP_GEMV, 0, size);
-    int interim = lm_force_interim || !typed;
+    size_t rows = m->n_ffn, cols = m->n_embd, n = rs->n_prompt < m->s.n_batch ? rs->n_prompt
+                                                                              : m->s.n_batch;
+    char gemv[80], matmul[80];
+    product_site(ctx, RAYO_OP_GEMV, RAYO_DTYPES(wdt, RAYO_DTYPE_F32, 0, RAYO_DTYPE_F32),
+                 rows * cols, wdt, gemv, sizeof gemv);
+    product_site(ctx, RAYO_OP_MATMUL, RAYO_DTYPES(RAYO_DTYPE_F32, wdt, 0, RAYO_DTYPE_F32),
+                 n * rows * cols, wdt, matmul, sizeof matmul);
+    if (m->resident && !llama_cpu_backend(ctx, m->resident)) { /* batches run there only */
+        snprintf(gemv, sizeof gemv, "%s on %s (resident)", rayo_dtype_name(wdt), m->resident);
+        snprintf(matmul, sizeof matmul, "%s on %s", rayo_dtype_name(wdt), m->resident);
+        if (m->prefill_by_gemv)
+            snprintf(matmul, sizeof matmul, "none (prompt by gemv)");
+    }
     if (lm_fallbacks && !lm_force_interim)
         fprintf(stderr, "rayo-llama: %zu calls took the interim path (no backend has the op)\n",
                 lm_fallbacks);
-    fprintf(stderr, "rayo-llama: gemv %s on %s%s: prefill %zu tokens %.1f tok/s, decode %zu "
-            "tokens %.2f tok/s\n", interim ? "f32" : rayo_dtype_name(wdt),
-            interim ? (f32 ? f32 : "?") : typed, interim ? " (interim path)" : "", rs->n_prompt,
-            rs->n_prompt / (rs->t_prefill > 0 ? rs->t_prefill : 1e-9),
-            rs->n_gen > 1 ? rs->n_gen - 1 : 0,
-            rs->n_gen > 1 && rs->t_decode > 0 ? (double)(rs->n_gen - 1) / rs->t_decode : 0.0);
+    size_t n_dec = rs->n_gen > 1 ? rs->n_gen - 1 : 0;
+    fprintf(stderr, "rayo-llama: gemv %s, matmul %s, %s precision, %u threads: "
+            "prefill %zu tokens %.2f tok/s (cpu %.3f s), decode %zu tokens %.2f tok/s "
+            "(cpu %.3f s)\n", gemv, rs->n_prompt > 1 ? matmul : "unused",
+            level[m->precision], rayo_thread_count(ctx), rs->n_prompt,
+            rate(rs->n_prompt, rs->t_prefill), rs->cpu_prefill, n_dec, rate(n_dec, rs->t_decode),
+            rs->cpu_decode);
+}
+
+/* The backend --resident means: the one asked for, else the first loaded GPU
+ * backend, else (on) the first loaded backend; auto takes GPU backends only. */
+static const char *resident_backend(rayo_context *ctx, const options *o)
+{
+    const char *gpu = NULL, *first = NULL;
+    unsigned gpu_rank = UINT_MAX, first_rank = UINT_MAX;
+    for (size_t i = 0; i < rayo_backend_count(ctx); i++) {
+        rayo_backend_info bi = {.struct_size = sizeof bi};
+        if (rayo_backend_get(ctx, i, &bi) != RAYO_OK || bi.status != RAYO_BACKEND_LOADED)
+            continue;
+        int is_gpu = bi.device_type == RAYO_DEVICE_GPU;
+        if (o->backend) {
+            if (!strcmp(bi.name, o->backend))
+                return is_gpu || o->resident == 1 ? bi.name : NULL;
+            continue;
+        }
+        if (is_gpu && bi.rank < gpu_rank) {
+            gpu = bi.name;
+            gpu_rank = bi.rank;
+        }
+        if (bi.rank < first_rank) {
+            first = bi.name;
+            first_rank = bi.rank;
+        }
+    }
+    return gpu ? gpu : o->resident == 1 ? first : NULL;
+}
+
+/* --resident: move the model into a backend's buffers where asked, or
+ * where auto finds a GPU that has every op (else it stays on host memory). */
+static int make_resident(rayo_context *ctx, llama_model *m, const options *o)
+{
+    const char *be = o->resident ? resident_backend(ctx, o) : NULL;
+    if (!be) {
+        if (o->resident == 1)
+            fprintf(stderr, "rayo-llama: --resident on: no backend %s\n",
+                    o->backend ? o->backend : "loaded");
+        return o->resident == 1 ? -1 : 0;
+    }
+    char err[300];
+    int rc = llama_resident(m, ctx, be, err, sizeof err);
+    if (rc == 0 && !o->quiet)
+        fprintf(stderr, "rayo-llama: the model is resident in %s's buffers\n", be);
+    if (rc == 0)
+        return 0;
+    if (rc == -1 && o->resident == -1) {
+        if (!o->quiet)
+            fprintf(stderr, "rayo-llama: %s: the model stays in host memory\n", err);
+        return 0;
+    }
+    fprintf(stderr, "rayo-llama: %s\n", err);
+    return -1;
 }
 
 static int list_backends(const options *o)
@@ -278,7 +405,13 @@ static int list_backends(const options *o)
         rayo_backend_info bi;
         memset(&bi, 0, sizeof bi);
         bi.struct_size = sizeof bi; /* how much the caller can take */
-        if (rayo_backend_get(ctx, i, &bi) == RAYO_OK && bi.status == RAYO_BACKEND_LOADED)
+        static const char *const types[] = {"cpu", "gpu", "software", "other"};
+        if (rayo_backend_get(ctx, i, &bi) != RAYO_OK || bi.status != RAYO_BACKEND_LOADED)
+            continue;
+        if (o->list_devices)
+            printf("%s %s %s\n", bi.name, bi.device_type <= RAYO_DEVICE_OTHER ?
+                   types[bi.device_type] : "other", bi.device);
+        else
             printf("%s\n", bi.name);
     }
     rayo_close(ctx);
@@ -290,11 +423,12 @@ static int run(const options *o, const gguf_file *g)
     char err[300];
     llama_model m;
     vocab v;
-    if (llama_load(&m, g, o->n_ctx, err, sizeof err, o->quiet ? NULL : progress) ||
+    if (llama_load(&m, g, o->n_ctx, o->n_batch, err, sizeof err, o->quiet ? NULL : progress) ||
         vocab_load(&v, g, err, sizeof err)) {
         fprintf(stderr, "rayo-llama: %s: %s\n", o->model, err);
         return 1;
     }
+    m.precision = o->precision;
     if (o->info) {
         print_info(&m, g);
         llama_free(&m);
@@ -313,14 +447,15 @@ static int run(const options *o, const gguf_file *g)
     run_stats rs = {0};
     if (!ids)
         fprintf(stderr, "rayo-llama: the prompt gives no tokens, or a bad token id\n");
-    if (ctx)
+    if (ctx && make_resident(ctx, &m, o) == 0) {
         rc = generate(ctx, &m, &v, o, ids, n_ids, &rs);
-    if (ctx && !o->quiet)
-        print_speed(ctx, &m, &rs);
-    rayo_close(ctx);
+        if (!o->quiet)
+            print_speed(ctx, &m, &rs);
+    }
     free(ids);
     llama_free(&m);
     vocab_free(&v);
+    rayo_close(ctx);
     return rc;
 }
 

@@ -48,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     llama_model m;
-    if (llama_load(&m, g, 64, err, sizeof err, NULL) == 0)
+    if (llama_load(&m, g, 64, 0, err, sizeof err, NULL) == 0)
         llama_free(&m);
     use_vocab(g);
     gguf_close(g);
