@@ -204,11 +204,12 @@ int llama_load(llama_model *m, const gguf_file *g, size_t n_ctx, size_t n_batch,
     m->n_ctx = n_ctx ? n_ctx : m->n_ctx < 4096 ? m->n_ctx : 4096;
     n_batch = n_batch ? n_batch : 512;
     m->s.n_batch = n_batch < m->n_ctx ? n_batch : m->n_ctx;
+    /* Every layer's tensors are checked before the KV cache and the batch
+     * buffers are sized from the header's numbers: a file whose
+     * feed_forward_length no tensor backs must not ask for gigabytes. */
     m->layers = calloc(m->n_layers, sizeof *m->layers);
-    if (!m->layers || host_alloc_all(m)) {
-        snprintf(err, errlen, "out of memory for a %zu-position KV cache and %zu-token batches",
-                 m->n_ctx, m->s.n_batch);
-        llama_free(m);
+    if (!m->layers) {
+        snprintf(err, errlen, "out of memory for %zu layers", m->n_layers);
         return -1;
     }
     for (size_t l = 0; l < m->n_layers; l++) {
@@ -216,6 +217,14 @@ int llama_load(llama_model *m, const gguf_file *g, size_t n_ctx, size_t n_batch,
             llama_free(m);
             return -1;
         }
+    }
+    if (host_alloc_all(m)) {
+        snprintf(err, errlen, "out of memory for a %zu-position KV cache and %zu-token batches",
+                 m->n_ctx, m->s.n_batch);
+        llama_free(m);
+        return -1;
+    }
+    for (size_t l = 0; l < m->n_layers; l++) {
         prefault_layer(&m->layers[l]);
         if (progress)
             progress(l + 1, m->n_layers);
