@@ -171,9 +171,9 @@ rayo_status cuda_launch_matmul_f32(cuda_state *st, CUstream stream, const cuda_o
 /* ---- typed matmul (cuda-typed-matmul.c): f32 A, a half or quantized B ---- */
 /* RAYO_OK if the backend runs this typed matmul (A and C dense, B's f32
  * copy within the scratch limit); checked before the op is queued. */
-rayo_status cuda_typed_matmul_check(const cuda_state *st, const cuda_op *op);
+rayo_status cuda_typed_matmul_check(const cuda_op *op);
 /* Device scratch of a typed matmul: B dequantized to f32 (and transposed). */
-size_t cuda_typed_matmul_scratch_bytes(const cuda_state *st, const cuda_op *op);
+size_t cuda_typed_matmul_scratch_bytes(const cuda_op *op);
 /* Dequantizes B into the scratch, then runs the f32 matmul on it. */
 rayo_status cuda_launch_typed_matmul(cuda_state *st, CUstream stream, const cuda_op *op);
 
