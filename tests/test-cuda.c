@@ -7,7 +7,7 @@
  *     and the engine only) on fresh random inputs (elementwise, reductions
  *     with NaN, rows, norms without gamma, matmul in every transpose and in
  *     shapes that mix the tiled kernels with the edge kernel, gemv,
- *     transpose, bias_act), batches on device buffers
+ *     transpose, bias_act), batches on device buffers (a typed matmul too)
  *     at unaligned offsets (each op of a chain checked against the device's
  *     own previous result), the TF32 path (precision = tf32), concurrent
  *     calls, a failing call that must leave the caller's output untouched,
@@ -389,6 +389,49 @@ static void test_batches(void *st)
     free(a); free(b); free(sums); free(products); free(total);
 }
 
+/* A typed matmul (f32 A, Q4_0 weight B transposed, as an LLM prefill) in a
+ * batch on device buffers, strict and relaxed (TF32 allowed): checked against
+ * the float64 product with B's dequantized values. */
+static void test_typed_matmul_batch(void *st, uint32_t precision)
+{
+    const rayo_memory_api *mem = desc->memory;
+    size_t m = 37, n = 70, k = 96, qbytes = n * (k / 32) * 18;
+    float *a = floats(m * k, -1, 1), *bf = floats(n * k, -1, 1), *bd = malloc(n * k * 4);
+    unsigned char *bq = malloc(qbytes);
+    rayo_call quant = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_CONVERT, .n = n * k, .a = bf, .y = bq,
+                       .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, 0, 0, RAYO_DTYPE_Q4_0)};
+    rayo_call dequant = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_CONVERT, .n = n * k, .a = bq, .y = bd,
+                         .dtypes = RAYO_DTYPES(RAYO_DTYPE_Q4_0, 0, 0, RAYO_DTYPE_F32)};
+    CHECK(run(st, &quant) == RAYO_OK && run(st, &dequant) == RAYO_OK, "Q4_0 weights: %s", last_error);
+    void *ba = NULL, *bb = NULL, *by = NULL;
+    CHECK(mem->buffer_alloc(st, m * k * 4, &ba) == RAYO_OK && mem->buffer_alloc(st, qbytes, &bb) == RAYO_OK &&
+          mem->buffer_alloc(st, m * n * 4, &by) == RAYO_OK, "buffer_alloc: %s", last_error);
+    if (!ba || !bb || !by)
+        return;
+    CHECK(mem->buffer_write(st, ba, 0, a, m * k * 4) == RAYO_OK, "write");
+    CHECK(mem->buffer_write(st, bb, 0, bq, qbytes) == RAYO_OK, "write");
+    rayo_dev_call mm = {.struct_size = sizeof(rayo_dev_call), .op = RAYO_OP_MATMUL, .flags = RAYO_TRANS_B,
+                        .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, RAYO_DTYPE_Q4_0, 0, RAYO_DTYPE_F32), .m = m, .n = n,
+                        .k = k, .alpha = 1.0f, .a = {ba, 0}, .b = {bb, 0}, .y = {by, 0}, .precision = precision};
+    void *batch = NULL;
+    CHECK(mem->batch_begin(st, &batch) == RAYO_OK, "batch_begin");
+    CHECK(mem->batch_record(st, batch, &mm) == RAYO_OK, "record typed matmul: %s", last_error);
+    CHECK(mem->batch_submit(st, batch) == RAYO_OK, "submit: %s", last_error);
+    CHECK(mem->batch_wait(st, batch, UINT64_MAX) == RAYO_OK, "wait: %s", last_error);
+    mem->batch_free(st, batch);
+    float *c = read_floats(st, by, 0, m * n);
+    rayo_op_info relaxed = *rayo_op_by_id(RAYO_OP_MATMUL);
+    relaxed.tol_rel = 2e-3; /* the combo's relaxed contract */
+    rayo_dev_call f32 = mm;
+    f32.dtypes = 0;
+    judge(precision == RAYO_PRECISION_RELAXED ? &relaxed : NULL, host_call(&f32, a, bd), c,
+          "batch matmul f32 x Q4_0 (B transposed) %zux%zux%zu, precision %u", m, n, k, (unsigned)precision);
+    mem->buffer_free(st, ba);
+    mem->buffer_free(st, bb);
+    mem->buffer_free(st, by);
+    free(a); free(bf); free(bd); free(bq); free(c);
+}
+
 /* A call that cannot get its staging (far beyond any GPU) fails with a
  * status and leaves the caller's output alone. */
 static void test_failure_keeps_output(void *st)
@@ -510,6 +553,8 @@ int main(int argc, char **argv)
     test_rows(st);
     test_matrix(st);
     test_batches(st);
+    test_typed_matmul_batch(st, RAYO_PRECISION_STRICT);
+    test_typed_matmul_batch(st, RAYO_PRECISION_RELAXED);
     test_failure_keeps_output(st);
     test_concurrency(st);
     int cubins = count_cubins(cache_dir);

@@ -392,12 +392,13 @@ typedef struct call_plan {
 } call_plan;
 
 /* Row blocks of C for a matmul large enough for its copies to be worth
- * overlapping; A must be stored by rows (no RAYO_TRANS_A). */
+ * overlapping; A must be stored by rows (no RAYO_TRANS_A), and B in f32 (a
+ * typed B would be dequantized again for every block). */
 static void plan_blocks(const rayo_call *c, call_plan *p)
 {
     p->blocks = 1;
     p->block_rows = c->m;
-    if (rayo_op_signature(c->op) != RAYO_SIG_MATMUL || (c->flags & RAYO_TRANS_A) ||
+    if (rayo_op_signature(c->op) != RAYO_SIG_MATMUL || (c->flags & RAYO_TRANS_A) || c->dtypes != 0 ||
         (double)c->m * (double)c->n * (double)c->k < (double)BLOCKED_MATMUL_MIN_WORK)
         return;
     size_t want = c->m / (2 * MATMUL_BLOCK_ROWS);
@@ -517,7 +518,9 @@ rayo_status cuda_host_call(void *state, const rayo_call *call)
     call_plan p;
     memset(&p, 0, sizeof p);
     p.op = (cuda_op){call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta, 0, 0, 0, 0, 0,
-                     call->dtypes, call->lda, call->ldb, call->ldy, call->params};
+                     call->dtypes, call->lda, call->ldb, call->ldy, call->params, call->precision};
+    if ((s = cuda_typed_matmul_check(&p.op)) != RAYO_OK)
+        return s;
     plan_blocks(call, &p);
     cuda_op first = p.op;
     first.m = p.block_rows;

@@ -20,6 +20,7 @@ int cuda_strides_supported(uint32_t op, uint32_t dtypes)
 {
     switch (op) {
     case RAYO_OP_GEMV: return dtypes != 0; /* the f32 kernels (matrix module) take dense A only */
+    case RAYO_OP_MATMUL: return dtypes != 0; /* typed: B's ldb; cuda_typed_matmul_check refuses strided A, C */
     case RAYO_OP_ROPE: case RAYO_OP_SWIGLU: case RAYO_OP_GEGLU: case RAYO_OP_GEGLU_TANH: case RAYO_OP_GET_ROWS:
         return 1;
     default: return 0;
@@ -124,6 +125,12 @@ static rayo_status launch_rows(cuda_state *st, CUstream stream, rayo_dtype dt, C
     size_t gx, gy;
     row_grid(st, m, n, &gx, &gy);
     return launch(st, stream, name, gx, gy, params);
+}
+
+rayo_status cuda_launch_dequant_rows(cuda_state *st, CUstream stream, rayo_dtype dt, CUdeviceptr y,
+                                     CUdeviceptr table, size_t m, size_t n, size_t lda)
+{
+    return launch_rows(st, stream, dt, y, table, 0, m, n, m, lda, 0);
 }
 
 int cuda_check_host_call(const cuda_state *st, const rayo_call *call)

@@ -153,6 +153,7 @@ typedef struct cuda_op {
     uint32_t dtypes;          /* RAYO_DTYPES(a, b, c, y); 0: all f32 */
     size_t lda, ldb, ldy;     /* row strides in elements; 0: dense */
     const void *params;       /* host copy of the op's parameter struct (rope) */
+    uint32_t precision;       /* rayo_precision of the call (typed matmul: RELAXED may use TF32) */
 } cuda_op;
 
 /* RAYO_OK if the backend runs this op with these parameters. */
@@ -164,7 +165,23 @@ rayo_status cuda_launch_op(cuda_state *st, CUstream stream, const cuda_op *op);
 /* The op's name in the op list ("add"), or NULL. */
 const char *cuda_op_name(uint32_t op);
 
+/* The fp32 matmul on dense f32 operands; tf32: TF32 tensor cores allowed. */
+rayo_status cuda_launch_matmul_f32(cuda_state *st, CUstream stream, const cuda_op *op, int tf32);
+
+/* ---- typed matmul (cuda-typed-matmul.c): f32 A, a half or quantized B ---- */
+/* RAYO_OK if the backend runs this typed matmul (A and C dense, B's f32
+ * copy within the scratch limit); checked before the op is queued. */
+rayo_status cuda_typed_matmul_check(const cuda_op *op);
+/* Device scratch of a typed matmul: B dequantized to f32 (and transposed). */
+size_t cuda_typed_matmul_scratch_bytes(const cuda_op *op);
+/* Dequantizes B into the scratch, then runs the f32 matmul on it. */
+rayo_status cuda_launch_typed_matmul(cuda_state *st, CUstream stream, const cuda_op *op);
+
 /* ---- the inference kernels (cuda-infer.c) ------------------------------ */
+/* rows [0, m) of a table in dtype dt (rows lda elements apart; 0: dense)
+ * as dense f32 rows of n values at y: the get_rows kernels without indices. */
+rayo_status cuda_launch_dequant_rows(cuda_state *st, CUstream stream, rayo_dtype dt, CUdeviceptr y,
+                                     CUdeviceptr table, size_t m, size_t n, size_t lda);
 /* Whether the backend honours row strides for this op and dtypes (else a
  * strided call falls through). */
 int cuda_strides_supported(uint32_t op, uint32_t dtypes);

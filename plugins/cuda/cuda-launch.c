@@ -113,6 +113,8 @@ size_t cuda_scratch_bytes(const cuda_state *st, const cuda_op *op)
     case RAYO_SIG_REDUCE2:
     case RAYO_SIG_ARGREDUCE:
         return (size_t)reduce_blocks(st, op->n) * 16;
+    case RAYO_SIG_MATMUL:
+        return cuda_typed_matmul_scratch_bytes(op);
     case RAYO_SIG_GEMV:
         if (op->flags & RAYO_TRANS_A) {
             size_t splits, chunk;
@@ -365,7 +367,7 @@ static const rayo_ptx_tf32_config *tf32_config(const char *name)
 /* Their static shared memory is at most 33,280 bytes (sgemm_nn_k16*). */
 #define SGEMM_FAST_SMEM (RAYO_PTX_SGEMM_ACC_BYTES + 34 * 1024)
 
-static rayo_status launch_matmul(cuda_state *st, CUstream stream, const cuda_op *op)
+rayo_status cuda_launch_matmul_f32(cuda_state *st, CUstream stream, const cuda_op *op, int tf32)
 {
     mm_args g = {op->y, op->a, op->b, op->m, op->n, op->k, op->alpha, op->beta};
     int ta = (op->flags & RAYO_TRANS_A) != 0, tb = (op->flags & RAYO_TRANS_B) != 0;
@@ -375,7 +377,7 @@ static rayo_status launch_matmul(cuda_state *st, CUstream stream, const cuda_op 
     /* pick the tiled kernel */
     const char *kname = NULL;
     int mod = MOD_SGEMM, bm = 128, bn = 128, threads = THREADS, smem = 0;
-    const rayo_ptx_tf32_config *tc = st->allow_tf32 && !ta && !tb ? tf32_config(st->tf32_kernel) : NULL;
+    const rayo_ptx_tf32_config *tc = tf32 && !ta && !tb ? tf32_config(st->tf32_kernel) : NULL;
     if (tc && op->k % 32 == 0 && tc->smem_bytes <= st->max_smem_optin) {
         kname = tc->name;
         mod = MOD_TF32;
@@ -429,7 +431,9 @@ rayo_status cuda_launch_op(cuda_state *st, CUstream stream, const cuda_op *op)
     case RAYO_SIG_NORM:
         return launch_rows(st, stream, op);
     case RAYO_SIG_MATMUL:
-        return launch_matmul(st, stream, op);
+        if (op->dtypes)
+            return cuda_launch_typed_matmul(st, stream, op);
+        return cuda_launch_matmul_f32(st, stream, op, st->allow_tf32);
     case RAYO_SIG_GEMV:
         return launch_gemv(st, stream, op);
     case RAYO_SIG_TRANSPOSE:

@@ -524,6 +524,12 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
 static const rayo_op_entry cuda_ops[] = {
 #include "rayo-ops.h"
     /* dtype combinations and inference ops of rayo-ops.h with kernels here (cuda-infer.c) */
+    COMBO(MATMUL, F32, F16, NONE, F32), /* B dequantized to f32 scratch (cuda-typed-matmul.c) */
+    COMBO(MATMUL, F32, BF16, NONE, F32),
+    COMBO(MATMUL, F32, Q8_0, NONE, F32),
+    COMBO(MATMUL, F32, Q4_0, NONE, F32),
+    COMBO(MATMUL, F32, Q4_K, NONE, F32),
+    COMBO(MATMUL, F32, Q6_K, NONE, F32),
     COMBO(GEMV, F16, F32, NONE, F32),
     COMBO(GEMV, BF16, F32, NONE, F32),
     COMBO(GEMV, Q8_0, F32, NONE, F32),
