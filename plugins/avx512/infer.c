@@ -11,8 +11,6 @@
 #define PV_HEADS 8 /* attention's p V: 8 heads x 2 vectors of accumulators of 32 registers */
 #define ATT_SCORE_KEYS 24 /* attention, heads in lanes: keys of score accumulators */
 #define ATT_PV_DIMS 16 /* and dimensions of p V accumulators */
-/* and the widening of its f16 cache: 16 values at h to f32 at to */
-#define ATTL_WIDEN16(h, to) _mm512_storeu_ps((to), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(h))))
 
 #define vf_zero _mm512_setzero_ps
 #define vf_set _mm512_set1_ps

@@ -23,6 +23,9 @@
  * stays that of ATT_TILE terms (~2e-6 of sum p |v| at worst), however long
  * the cache.
  *
+ * One query row (decode) with at least 4 query heads per KV head takes
+ * another way, with the heads in the lanes: see "one query row" below.
+ *
  * Threads: blocks of query rows are items (at least two per thread); when
  * there are fewer rows than threads (decode), items are single rows x key
  * segments, each keeps its (max, sum, acc) per head, and the calling thread
@@ -361,17 +364,24 @@ static void att_merge_segments(const att_job *job)
  * in the lanes of a vector, and every step is one FMA of that vector (query
  * dimension l of every head, or p of every head) by one broadcast cache
  * value.  No horizontal sums, the softmax is lane-wise, and the cache is
- * widened once.  A vector holds the query heads of `pair` KV heads (2 where
- * a KV head has at most half a vector of query heads, as 8 heads in 16
- * lanes): lane i is KV head i % pair of the pack, so the widened tile
- * interleaves those KV heads' values and one 2-float broadcast gives each
- * lane its own.  Lanes without a query head compute on zeros and are not
- * written.  Per tile of ATTL_TILE keys and pack of KV heads:
+ * widened once, into a scratch that stays in the first level cache.  A
+ * vector holds the query heads of `pair` KV heads (2 where a KV head has at
+ * most 4 query heads): lane i is KV head i % pair of the pack, so the
+ * widened tile interleaves those KV heads' values and one 8-byte broadcast
+ * gives each lane its own; more than 8 query heads take several vectors.
+ * Lanes without a query head compute on zeros and are not written.
+ * The vectors are 256-bit in both plugins: on a Zen 4, an FMA with a 32-bit
+ * broadcast operand runs at the FMA peak at 256 bits, while 512-bit FMAs fed
+ * by 64-bit broadcasts ran at 73% of theirs; the avx512 plugin still gets
+ * 32 registers (more accumulators) and embedded broadcasts.  Per tile of
+ * ATTL_TILE keys and pack of KV heads:
  *   scores  ATT_SCORE_KEYS keys x 1 vector of heads in registers, FMAs
- *           along the head dimension (the query pre-scaled);
+ *           along the head dimension (the query pre-scaled), the keys'
+ *           values broadcast from the widened tile;
  *   softmax online per lane, as above (float tile, double sums);
  *   p V     ATT_PV_DIMS dimensions x 1 vector of heads in registers over
- *           the tile's keys, then added into double accumulators. */
+ *           the tile's keys, each value broadcast, then added into double
+ *           accumulators (float sums of ATTL_TILE terms). */
 
 typedef struct attl_work {
     float *qt, *kv, *sc, *mx; /* scaled query [pack][l][vector]; a widened tile; scores then p [pack][key][vector]; running max */
@@ -418,6 +428,19 @@ static long attl_head(const att_job *job, size_t k, size_t v, size_t i)
 {
     size_t g = k * job->pair + i % job->pair, slot = (v * ATTL_LANES + i) / job->pair;
     return g < job->p->n_kv_heads && slot < job->group ? (long)(g * job->group + slot) : -1;
+}
+
+/* Asks for rows [j0, j0 + count) of the cache, all KV heads, in its order:
+ * the tile is then read pack by pack, a strided read that ran 1.3x slower
+ * from memory (32768 positions) without this. */
+static void attl_prefetch(const att_job *job, const void *base, size_t token_stride, size_t head_stride, size_t j0,
+                          size_t count)
+{
+    size_t size = job->f16 ? 2 : 4;
+    size_t span = ((job->p->n_kv_heads - 1) * head_stride + job->p->head_dim) * size;
+    for (size_t r = j0; r < j0 + count; r++)
+        for (size_t b = 0; b < span; b += 64)
+            _mm_prefetch((const char *)base + r * token_stride * size + b, _MM_HINT_T0);
 }
 
 /* Where a widened tile of pack `pack` puts value l of row r: r * row +
@@ -470,12 +493,6 @@ static inline __attribute__((always_inline)) void attl_load_rows(const att_job *
         float *out = dst + r * row;
         size_t c = 0;
         for (; c + ATTL_DIMS <= whole; c += ATTL_DIMS, out += chunk) {
-#ifdef ATTL_WIDEN16 /* 16 f16 values (a chunk's row) at once */
-            if (F16 && S == 1) {
-                ATTL_WIDEN16((const uint16_t *)base + at0 + c, out);
-                continue;
-            }
-#endif
             attl_widen8(base, at0 + c, at1 + c, out, F16, S);
             attl_widen8(base, at0 + c + 8, at1 + c + 8, out + 8 * S, F16, S);
         }
@@ -484,28 +501,18 @@ static inline __attribute__((always_inline)) void attl_load_rows(const att_job *
     }
 }
 
-static void attl_load_f16_1(const att_job *job, const attl_layout *lay, const void *base, size_t ts, size_t hs,
+/* attl_load_rows compiled for the cache's dtype and the pack's width. */
+static void attl_load_whole(const att_job *job, const attl_layout *lay, const void *base, size_t ts, size_t hs,
                             size_t j0, size_t count, float *dst)
 {
-    attl_load_rows(job, lay, base, ts, hs, j0, count, dst, 1, 1);
-}
-
-static void attl_load_f16_2(const att_job *job, const attl_layout *lay, const void *base, size_t ts, size_t hs,
-                            size_t j0, size_t count, float *dst)
-{
-    attl_load_rows(job, lay, base, ts, hs, j0, count, dst, 1, 2);
-}
-
-static void attl_load_f32_1(const att_job *job, const attl_layout *lay, const void *base, size_t ts, size_t hs,
-                            size_t j0, size_t count, float *dst)
-{
-    attl_load_rows(job, lay, base, ts, hs, j0, count, dst, 0, 1);
-}
-
-static void attl_load_f32_2(const att_job *job, const attl_layout *lay, const void *base, size_t ts, size_t hs,
-                            size_t j0, size_t count, float *dst)
-{
-    attl_load_rows(job, lay, base, ts, hs, j0, count, dst, 0, 2);
+    if (job->f16 && job->pair == 2)
+        attl_load_rows(job, lay, base, ts, hs, j0, count, dst, 1, 2);
+    else if (job->f16)
+        attl_load_rows(job, lay, base, ts, hs, j0, count, dst, 1, 1);
+    else if (job->pair == 2)
+        attl_load_rows(job, lay, base, ts, hs, j0, count, dst, 0, 2);
+    else
+        attl_load_rows(job, lay, base, ts, hs, j0, count, dst, 0, 1);
 }
 
 /* What attl_load_rows leaves: values past the last group of 8 one by one,
@@ -528,24 +535,9 @@ static void attl_load_rest(const att_job *job, const attl_layout *lay, const voi
 static void attl_load_tile(const att_job *job, const attl_layout *lay, const void *base, size_t token_stride,
                            size_t head_stride, size_t j0, size_t count, size_t rows, float *dst)
 {
-    void (*load)(const att_job *, const attl_layout *, const void *, size_t, size_t, size_t, size_t, float *) =
-        job->f16 ? (job->pair == 2 ? attl_load_f16_2 : attl_load_f16_1)
-                 : (job->pair == 2 ? attl_load_f32_2 : attl_load_f32_1);
-    load(job, lay, base, token_stride, head_stride, j0, count, dst);
+    attl_load_whole(job, lay, base, token_stride, head_stride, j0, count, dst);
     if (job->p->head_dim % 8 || lay->width > job->p->head_dim || rows > count)
         attl_load_rest(job, lay, base, token_stride, head_stride, j0, count, rows, dst);
-}
-
-/* Asks for rows [j0, j0 + count) of the cache (all KV heads) ahead of their
- * widening: the tile before them computes meanwhile. */
-static void attl_prefetch(const att_job *job, const void *base, size_t token_stride, size_t head_stride, size_t j0,
-                          size_t count)
-{
-    size_t size = job->f16 ? 2 : 4;
-    size_t span = ((job->p->n_kv_heads - 1) * head_stride + job->p->head_dim) * size;
-    for (size_t r = j0; r < j0 + count; r++)
-        for (size_t b = 0; b < span; b += 64)
-            _mm_prefetch((const char *)base + r * token_stride * size + b, _MM_HINT_T0);
 }
 
 /* The value at p in every lane (S 1), or p[0] in the even lanes and p[1] in
@@ -623,14 +615,12 @@ static void attl_softmax(float *sc, size_t count, size_t nv, size_t v, float *mx
     }
 }
 
-/* acc = acc alpha + x, lane by lane in double. */
-static inline void attl_merge(double *acc, const double *alpha, __m256 x)
+/* acc = acc alpha + x, lane by lane in double (alpha: lanes 0-3, 4-7). */
+static inline void attl_merge(double *acc, const __m256d alpha[2], __m256 x)
 {
-    float t[ATTL_LANES];
-    _mm256_storeu_ps(t, x);
-    for (size_t i = 0; i < ATTL_LANES; i += 4)
-        _mm256_storeu_pd(acc + i, _mm256_fmadd_pd(_mm256_loadu_pd(acc + i), _mm256_loadu_pd(alpha + i),
-                                                  _mm256_cvtps_pd(_mm_loadu_ps(t + i))));
+    __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(x)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1));
+    _mm256_storeu_pd(acc, _mm256_fmadd_pd(_mm256_loadu_pd(acc), alpha[0], lo));
+    _mm256_storeu_pd(acc + 4, _mm256_fmadd_pd(_mm256_loadu_pd(acc + 4), alpha[1], hi));
 }
 
 /* acc[c][v] = acc alpha + sum_j p_j v_j[c] for the dimensions [0, dv) of
@@ -639,6 +629,7 @@ static inline __attribute__((always_inline)) void attl_pv(const float *sc, const
                                                           size_t dv, size_t nv, size_t v, double *acc,
                                                           const double *alpha, const int S)
 {
+    const __m256d factor[2] = { _mm256_loadu_pd(alpha + v * ATTL_LANES), _mm256_loadu_pd(alpha + v * ATTL_LANES + 4) };
     for (size_t c = 0; c < dv; c += ATT_PV_DIMS) {
         __m256 a[ATT_PV_DIMS];
 #pragma GCC unroll 32
@@ -653,7 +644,7 @@ static inline __attribute__((always_inline)) void attl_pv(const float *sc, const
         }
 #pragma GCC unroll 32
         for (int i = 0; i < ATT_PV_DIMS; i++)
-            attl_merge(acc + ((c + i) * nv + v) * ATTL_LANES, alpha + v * ATTL_LANES, a[i]);
+            attl_merge(acc + ((c + i) * nv + v) * ATTL_LANES, factor, a[i]);
     }
 }
 
@@ -669,10 +660,9 @@ static void attl_pv_2(const float *sc, const float *vs, size_t count, size_t dv,
     attl_pv(sc, vs, count, dv, nv, v, acc, alpha, 2);
 }
 
-/* Keys [j0, j0 + count), pack by pack: the pack's widened keys, then
- * values, stay in the first level cache.  Reading one pack's heads alone is
- * a strided read: the tile was asked for (all KV heads, in the cache's
- * order) while the one before it computed, and so is the next. */
+/* Keys [j0, j0 + count), pack by pack, so that the pack's widened keys,
+ * then values, stay in the first level cache; the next `next` keys are
+ * asked for meanwhile. */
 static void attl_tile(const att_job *job, attl_work *w, size_t j0, size_t count, size_t next)
 {
     size_t nv = job->nv, lanes = nv * ATTL_LANES, S = job->pair, rows = att_round(count, ATT_SCORE_KEYS);
@@ -723,10 +713,6 @@ static void attl_item(const att_job *job, attl_work *w, size_t item)
     size_t k0 = seg * job->segment_keys, k1 = k0 + job->segment_keys, seen = att_visible(p, i);
     k1 = k1 < seen ? k1 : seen;
     attl_start(job, w, i);
-    if (k0 < k1) {
-        attl_prefetch(job, job->call->b, job->s.k_token, job->s.k_head, k0, k1 - k0 < ATTL_TILE ? k1 - k0 : ATTL_TILE);
-        attl_prefetch(job, job->call->c, job->s.v_token, job->s.v_head, k0, k1 - k0 < ATTL_TILE ? k1 - k0 : ATTL_TILE);
-    }
     for (size_t j0 = k0; j0 < k1; j0 += ATTL_TILE) {
         size_t count = k1 - j0 < ATTL_TILE ? k1 - j0 : ATTL_TILE, rest = k1 - j0 - count;
         attl_tile(job, w, j0, count, rest < ATTL_TILE ? rest : ATTL_TILE);
