@@ -364,7 +364,7 @@ static void att_merge_segments(const att_job *job)
  * in the lanes of a vector, and every step is one FMA of that vector (query
  * dimension l of every head, or p of every head) by one broadcast cache
  * value.  No horizontal sums, the softmax is lane-wise, and the cache is
- * widened once, into a scratch that stays in the first level cache.  A
+ * widened once.  A
  * vector holds the query heads of `pair` KV heads (2 where a KV head has at
  * most 4 query heads): lane i is KV head i % pair of the pack, so the
  * widened tile interleaves those KV heads' values and one 8-byte broadcast
@@ -404,7 +404,7 @@ static size_t attl_floats_per_worker(const att_job *job)
 {
     size_t lanes = attl_vectors(job);
     return 2 * (att_round(lanes * job->dv, 16) + 2 * att_round(lanes, 16)) + att_round(lanes * job->dk, 16) +
-           att_round(ATTL_TILE * job->dw * job->pair, 16) + att_round(ATTL_TILE * job->nv * ATTL_LANES, 16) +
+           att_round(ATTL_TILE * job->dw * job->pair * job->packs, 16) + att_round(ATTL_TILE * lanes, 16) +
            att_round(lanes, 16);
 }
 
@@ -417,8 +417,8 @@ static attl_work attl_work_of(const att_job *job, unsigned worker)
     w.sum = (double *)(void *)attl_carve(&f, 2 * lanes);
     w.alpha = (double *)(void *)attl_carve(&f, 2 * lanes);
     w.qt = attl_carve(&f, lanes * job->dk);
-    w.kv = attl_carve(&f, ATTL_TILE * job->dw * job->pair);
-    w.sc = attl_carve(&f, ATTL_TILE * job->nv * ATTL_LANES);
+    w.kv = attl_carve(&f, ATTL_TILE * job->dw * job->pair * job->packs);
+    w.sc = attl_carve(&f, ATTL_TILE * lanes);
     w.mx = attl_carve(&f, lanes);
     return w;
 }
@@ -430,24 +430,11 @@ static long attl_head(const att_job *job, size_t k, size_t v, size_t i)
     return g < job->p->n_kv_heads && slot < job->group ? (long)(g * job->group + slot) : -1;
 }
 
-/* Asks for rows [j0, j0 + count) of the cache, all KV heads, in its order:
- * the tile is then read pack by pack, a strided read that ran 1.3x slower
- * from memory (32768 positions) without this. */
-static void attl_prefetch(const att_job *job, const void *base, size_t token_stride, size_t head_stride, size_t j0,
-                          size_t count)
-{
-    size_t size = job->f16 ? 2 : 4;
-    size_t span = ((job->p->n_kv_heads - 1) * head_stride + job->p->head_dim) * size;
-    for (size_t r = j0; r < j0 + count; r++)
-        for (size_t b = 0; b < span; b += 64)
-            _mm_prefetch((const char *)base + r * token_stride * size + b, _MM_HINT_T0);
-}
-
-/* Where a widened tile of pack `pack` puts value l of row r: r * row +
- * (l / ATTL_DIMS) * chunk + (l % ATTL_DIMS) * pair, the pair's values side
+/* Where a widened tile puts value l of row r of pack k: k * pack + r * row
+ * + (l / ATTL_DIMS) * chunk + (l % ATTL_DIMS) * pair, the pair's values side
  * by side. */
 typedef struct attl_layout {
-    size_t row, chunk, pack, width; /* width: values per row, zeros past head_dim */
+    size_t row, chunk, width, pack; /* width: values per row, zeros past head_dim; packs `pack` floats apart */
 } attl_layout;
 
 static float attl_value(const att_job *job, const void *base, size_t at)
@@ -478,27 +465,29 @@ static inline __attribute__((always_inline)) void attl_widen8(const void *base, 
         }
 }
 
-/* Rows [j0, j0 + count) of the pack's KV heads: the whole groups of 8
- * values of each row (attl_load_rest does the rest).  A pair past the last
- * KV head repeats it: those lanes have no query head. */
+/* Rows [j0, j0 + count) of every KV head, token by token in the cache's
+ * order, into the packs: the whole groups of 8 values of each row
+ * (attl_load_rest does the rest).  A pair past the last KV head repeats
+ * it: those lanes have no query head. */
 static inline __attribute__((always_inline)) void attl_load_rows(const att_job *job, const attl_layout *lay,
                                                                  const void *base, size_t token_stride,
                                                                  size_t head_stride, size_t j0, size_t count,
                                                                  float *dst, const int F16, const int S)
 {
     size_t whole = job->p->head_dim / 8 * 8, last = job->p->n_kv_heads - 1, row = lay->row, chunk = lay->chunk;
-    size_t g = lay->pack * S, g1 = S == 2 && g < last ? g + 1 : g;
-    for (size_t r = 0; r < count; r++) {
-        size_t at0 = (j0 + r) * token_stride + g * head_stride, at1 = (j0 + r) * token_stride + g1 * head_stride;
-        float *out = dst + r * row;
-        size_t c = 0;
-        for (; c + ATTL_DIMS <= whole; c += ATTL_DIMS, out += chunk) {
-            attl_widen8(base, at0 + c, at1 + c, out, F16, S);
-            attl_widen8(base, at0 + c + 8, at1 + c + 8, out + 8 * S, F16, S);
+    for (size_t r = 0; r < count; r++)
+        for (size_t k = 0; k < job->packs; k++) {
+            size_t g = k * S, g1 = S == 2 && g < last ? g + 1 : g;
+            size_t at0 = (j0 + r) * token_stride + g * head_stride, at1 = (j0 + r) * token_stride + g1 * head_stride;
+            float *out = dst + k * lay->pack + r * row;
+            size_t c = 0;
+            for (; c + ATTL_DIMS <= whole; c += ATTL_DIMS, out += chunk) {
+                attl_widen8(base, at0 + c, at1 + c, out, F16, S);
+                attl_widen8(base, at0 + c + 8, at1 + c + 8, out + 8 * S, F16, S);
+            }
+            if (c < whole) /* 8 more */
+                attl_widen8(base, at0 + c, at1 + c, out, F16, S);
         }
-        if (c < whole) /* 8 more */
-            attl_widen8(base, at0 + c, at1 + c, out, F16, S);
-    }
 }
 
 /* attl_load_rows compiled for the cache's dtype and the pack's width. */
@@ -520,18 +509,19 @@ static void attl_load_whole(const att_job *job, const attl_layout *lay, const vo
 static void attl_load_rest(const att_job *job, const attl_layout *lay, const void *base, size_t token_stride,
                            size_t head_stride, size_t j0, size_t count, size_t rows, float *dst)
 {
-    size_t d = job->p->head_dim, S = job->pair, last = job->p->n_kv_heads - 1, k = lay->pack;
-    for (size_t r = 0; r < rows; r++)
-        for (size_t l = r < count ? d / 8 * 8 : 0; l < lay->width; l++)
-            for (size_t i = 0; i < S; i++) {
-                size_t g = k * S + i < last ? k * S + i : last, at = (j0 + r) * token_stride + g * head_stride;
-                float *to = dst + r * lay->row + l / ATTL_DIMS * lay->chunk + l % ATTL_DIMS * S;
-                to[i] = r < count && l < d ? attl_value(job, base, at + l) : 0.0f;
-            }
+    size_t d = job->p->head_dim, S = job->pair, last = job->p->n_kv_heads - 1;
+    for (size_t k = 0; k < job->packs; k++)
+        for (size_t r = 0; r < rows; r++)
+            for (size_t l = r < count ? d / 8 * 8 : 0; l < lay->width; l++)
+                for (size_t i = 0; i < S; i++) {
+                    size_t g = k * S + i < last ? k * S + i : last, at = (j0 + r) * token_stride + g * head_stride;
+                    float *to = dst + k * lay->pack + r * lay->row + l / ATTL_DIMS * lay->chunk + l % ATTL_DIMS * S;
+                    to[i] = r < count && l < d ? attl_value(job, base, at + l) : 0.0f;
+                }
 }
 
-/* Rows [j0, j0 + count) of the pack's KV heads as f32 (layout lay), zero
- * rows from count up to `rows`. */
+/* Rows [j0, j0 + count) of every KV head as f32 into the packs (layout
+ * lay), zero rows from count up to `rows`. */
 static void attl_load_tile(const att_job *job, const attl_layout *lay, const void *base, size_t token_stride,
                            size_t head_stride, size_t j0, size_t count, size_t rows, float *dst)
 {
@@ -660,29 +650,30 @@ static void attl_pv_2(const float *sc, const float *vs, size_t count, size_t dv,
     attl_pv(sc, vs, count, dv, nv, v, acc, alpha, 2);
 }
 
-/* Keys [j0, j0 + count), pack by pack, so that the pack's widened keys,
- * then values, stay in the first level cache; the next `next` keys are
- * asked for meanwhile. */
-static void attl_tile(const att_job *job, attl_work *w, size_t j0, size_t count, size_t next)
+/* Keys [j0, j0 + count): the tile's keys of every pack, read in the
+ * cache's order (one pack's heads alone would be a strided read, 1.3x
+ * slower from memory even when the tile was asked for ahead), then each
+ * pack's scores and softmax; the same for the values and p V. */
+static void attl_tile(const att_job *job, attl_work *w, size_t j0, size_t count)
 {
     size_t nv = job->nv, lanes = nv * ATTL_LANES, S = job->pair, rows = att_round(count, ATT_SCORE_KEYS);
+    size_t pack = ATTL_TILE * job->dw * S;
     const rayo_call *c = job->call;
-    attl_prefetch(job, c->b, job->s.k_token, job->s.k_head, j0 + count, next);
-    attl_prefetch(job, c->c, job->s.v_token, job->s.v_head, j0 + count, next);
-    for (size_t k = 0; k < job->packs; k++) {
-        attl_layout k_tile = { ATTL_DIMS * S, rows * ATTL_DIMS * S, k, job->dk };
-        attl_layout v_tile = { job->dv * S, ATTL_DIMS * S, k, job->dv };
-        float *mx = w->mx + k * lanes;
-        double *sum = w->sum + k * lanes, *alpha = w->alpha + k * lanes, *acc = w->acc + k * lanes * job->dv;
-        attl_load_tile(job, &k_tile, c->b, job->s.k_token, job->s.k_head, j0, count, rows, w->kv);
+    attl_layout k_tile = { ATTL_DIMS * S, rows * ATTL_DIMS * S, job->dk, pack };
+    attl_layout v_tile = { job->dv * S, ATTL_DIMS * S, job->dv, pack };
+    attl_load_tile(job, &k_tile, c->b, job->s.k_token, job->s.k_head, j0, count, rows, w->kv);
+    for (size_t k = 0; k < job->packs; k++)
         for (size_t v = 0; v < nv; v++) {
-            (S == 2 ? attl_scores_2 : attl_scores_1)(w->qt + k * lanes * job->dk, w->kv, job->dk, rows, nv, v, w->sc);
-            attl_softmax(w->sc, count, nv, v, mx, sum, alpha);
+            float *sc = w->sc + k * ATTL_TILE * lanes;
+            (S == 2 ? attl_scores_2 : attl_scores_1)(w->qt + k * lanes * job->dk, w->kv + k * pack, job->dk, rows, nv,
+                                                     v, sc);
+            attl_softmax(sc, count, nv, v, w->mx + k * lanes, w->sum + k * lanes, w->alpha + k * lanes);
         }
-        attl_load_tile(job, &v_tile, c->c, job->s.v_token, job->s.v_head, j0, count, count, w->kv);
+    attl_load_tile(job, &v_tile, c->c, job->s.v_token, job->s.v_head, j0, count, count, w->kv);
+    for (size_t k = 0; k < job->packs; k++)
         for (size_t v = 0; v < nv; v++)
-            (S == 2 ? attl_pv_2 : attl_pv_1)(w->sc, w->kv, count, job->dv, nv, v, acc, alpha);
-    }
+            (S == 2 ? attl_pv_2 : attl_pv_1)(w->sc + k * ATTL_TILE * lanes, w->kv + k * pack, count, job->dv, nv, v,
+                                             w->acc + k * lanes * job->dv, w->alpha + k * lanes);
 }
 
 /* The scaled query of row i in every lane that has a head; the sums zeroed. */
@@ -713,10 +704,8 @@ static void attl_item(const att_job *job, attl_work *w, size_t item)
     size_t k0 = seg * job->segment_keys, k1 = k0 + job->segment_keys, seen = att_visible(p, i);
     k1 = k1 < seen ? k1 : seen;
     attl_start(job, w, i);
-    for (size_t j0 = k0; j0 < k1; j0 += ATTL_TILE) {
-        size_t count = k1 - j0 < ATTL_TILE ? k1 - j0 : ATTL_TILE, rest = k1 - j0 - count;
-        attl_tile(job, w, j0, count, rest < ATTL_TILE ? rest : ATTL_TILE);
-    }
+    for (size_t j0 = k0; j0 < k1; j0 += ATTL_TILE)
+        attl_tile(job, w, j0, k1 - j0 < ATTL_TILE ? k1 - j0 : ATTL_TILE);
     for (size_t k = 0; k < job->packs; k++)
         for (size_t v = 0; v < nv; v++)
             for (size_t ln = 0; ln < ATTL_LANES; ln++) {
