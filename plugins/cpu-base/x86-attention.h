@@ -651,9 +651,10 @@ static void attl_pv_2(const float *sc, const float *vs, size_t count, size_t dv,
 }
 
 /* Keys [j0, j0 + count): the tile's keys of every pack, read in the
- * cache's order (one pack's heads alone would be a strided read, 1.3x
- * slower from memory even when the tile was asked for ahead), then each
- * pack's scores and softmax; the same for the values and p V. */
+ * cache's order (one pack's heads alone, a strided read, ran 1.3x slower
+ * from memory, and still slower on a loaded machine with the tile asked
+ * for ahead), then each pack's scores and softmax; the same for the values
+ * and p V. */
 static void attl_tile(const att_job *job, attl_work *w, size_t j0, size_t count)
 {
     size_t nv = job->nv, lanes = nv * ATTL_LANES, S = job->pair, rows = att_round(count, ATT_SCORE_KEYS);
