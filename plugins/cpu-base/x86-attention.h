@@ -191,6 +191,8 @@ static double att_softmax_tile(att_work *w, size_t h, size_t count)
     /* exp(-87) ~ 1e-38 stands for smaller weights: far below the contract,
      * and it keeps exp on its fast path. */
     VF vm = vf_set((float)w->mx[h]), floor = vf_set(-87.0f), total = vf_zero();
+    for (size_t j = count; j < padded; j++)
+        s[j] = 0.0f; /* scores past the keys' multiple of 4 were never written: no exp of garbage */
     for (size_t j = 0; j < padded; j += VF_LANES)
         vf_store(s + j, vf_exp(vf_max(floor, vf_sub(vf_load(s + j), vm))));
     for (size_t j = count; j < padded; j++)
