@@ -8,6 +8,8 @@
 #define VF_LANES 8
 #define SCORE_HEADS 2 /* attention's scores: 2 heads x 4 keys of accumulators */
 #define PV_HEADS 4 /* attention's p V: 4 heads x 2 vectors of accumulators of 16 registers */
+#define ATT_SCORE_KEYS 12 /* attention, heads in lanes: keys of score accumulators */
+#define ATT_PV_DIMS 8 /* and dimensions of p V accumulators */
 
 #define vf_zero _mm256_setzero_ps
 #define vf_set _mm256_set1_ps

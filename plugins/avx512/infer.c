@@ -3,11 +3,14 @@
  * 16 floats a vector, on the operations defined here. */
 #include "plugin.h"
 #include "math.h"
+#include "../avx2/math.h" /* v_exp: attention's heads in lanes are 256-bit */
 
 #define VF __m512
 #define VF_LANES 16
 #define SCORE_HEADS 4 /* attention's scores: 4 heads x 4 keys of accumulators */
 #define PV_HEADS 8 /* attention's p V: 8 heads x 2 vectors of accumulators of 32 registers */
+#define ATT_SCORE_KEYS 24 /* attention, heads in lanes: keys of score accumulators */
+#define ATT_PV_DIMS 16 /* and dimensions of p V accumulators */
 
 #define vf_zero _mm512_setzero_ps
 #define vf_set _mm512_set1_ps

@@ -23,6 +23,9 @@
  * stays that of ATT_TILE terms (~2e-6 of sum p |v| at worst), however long
  * the cache.
  *
+ * One query row (decode) with at least 4 query heads per KV head takes
+ * another way, with the heads in the lanes: see "one query row" below.
+ *
  * Threads: blocks of query rows are items (at least two per thread); when
  * there are fewer rows than threads (decode), items are single rows x key
  * segments, each keeps its (max, sum, acc) per head, and the calling thread
@@ -33,6 +36,9 @@
 #define ATT_MIN_SEGMENT 256 /* keys per segment at least, when keys are split */
 #define ATT_MAX_SEGMENTS 64
 #define ATT_ROWS 4        /* query rows of one item (prefill): they share each tile */
+#define ATTL_TILE 48      /* keys per tile, heads in lanes: a multiple of ATT_SCORE_KEYS */
+#define ATTL_DIMS 16      /* dimensions of a chunk of the widened keys (2 x 8) */
+#define ATTL_LANES 8      /* heads in lanes: 256-bit vectors in both plugins (see there) */
 
 typedef struct att_job {
     const rayo_call *call;
@@ -47,6 +53,7 @@ typedef struct att_job {
     float *scratch;         /* per worker */
     size_t per_worker;      /* floats */
     double *partial;        /* segments > 1: per item, per head (max, sum, acc[dp]) */
+    size_t pair, nv, packs, dk, dv, dw; /* heads in lanes (attl_plan): see there */
 } att_job;
 
 typedef struct att_work {
@@ -184,6 +191,8 @@ static double att_softmax_tile(att_work *w, size_t h, size_t count)
     /* exp(-87) ~ 1e-38 stands for smaller weights: far below the contract,
      * and it keeps exp on its fast path. */
     VF vm = vf_set((float)w->mx[h]), floor = vf_set(-87.0f), total = vf_zero();
+    for (size_t j = count; j < padded; j++)
+        s[j] = 0.0f; /* scores past the keys' multiple of 4 were never written: no exp of garbage */
     for (size_t j = 0; j < padded; j += VF_LANES)
         vf_store(s + j, vf_exp(vf_max(floor, vf_sub(vf_load(s + j), vm))));
     for (size_t j = count; j < padded; j++)
@@ -351,6 +360,402 @@ static void att_merge_segments(const att_job *job)
         }
 }
 
+/* ---- one query row, heads in lanes (decode) -----------------------------------
+ * For one query row the scores of a key are a dot product per query head,
+ * and the query heads of one KV head all read the same key: put those heads
+ * in the lanes of a vector, and every step is one FMA of that vector (query
+ * dimension l of every head, or p of every head) by one broadcast cache
+ * value.  No horizontal sums, the softmax is lane-wise, and the cache is
+ * widened once.  A
+ * vector holds the query heads of `pair` KV heads (2 where a KV head has at
+ * most 4 query heads): lane i is KV head i % pair of the pack, so the
+ * widened tile interleaves those KV heads' values and one 8-byte broadcast
+ * gives each lane its own; more than 8 query heads take several vectors.
+ * Lanes without a query head compute on zeros and are not written.
+ * The vectors are 256-bit in both plugins: on a Zen 4, an FMA with a 32-bit
+ * broadcast operand runs at the FMA peak at 256 bits, while 512-bit FMAs fed
+ * by 64-bit broadcasts ran at 73% of theirs; the avx512 plugin still gets
+ * 32 registers (more accumulators) and embedded broadcasts.  Per tile of
+ * ATTL_TILE keys and pack of KV heads:
+ *   scores  ATT_SCORE_KEYS keys x 1 vector of heads in registers, FMAs
+ *           along the head dimension (the query pre-scaled), the keys'
+ *           values broadcast from the widened tile;
+ *   softmax online per lane, as above (float tile, double sums);
+ *   p V     ATT_PV_DIMS dimensions x 1 vector of heads in registers over
+ *           the tile's keys, each value broadcast, then added into double
+ *           accumulators (float sums of ATTL_TILE terms). */
+
+typedef struct attl_work {
+    float *qt, *kv, *sc, *mx; /* scaled query [pack][l][vector]; a widened tile; scores then p [pack][key][vector]; running max */
+    double *acc, *sum, *alpha; /* [pack][dim][vector]; [pack][vector]; the tile's rescaling [pack][vector] */
+} attl_work;
+
+static float *attl_carve(float **f, size_t count)
+{
+    float *part = *f;
+    *f += att_round(count, 16); /* keeps every part 64-byte aligned */
+    return part;
+}
+
+static size_t attl_vectors(const att_job *job)
+{
+    return job->packs * job->nv * ATTL_LANES;
+}
+
+static size_t attl_floats_per_worker(const att_job *job)
+{
+    size_t lanes = attl_vectors(job);
+    return 2 * (att_round(lanes * job->dv, 16) + 2 * att_round(lanes, 16)) + att_round(lanes * job->dk, 16) +
+           att_round(ATTL_TILE * job->dw * job->pair * job->packs, 16) + att_round(ATTL_TILE * lanes, 16) +
+           att_round(lanes, 16);
+}
+
+static attl_work attl_work_of(const att_job *job, unsigned worker)
+{
+    size_t lanes = attl_vectors(job);
+    float *f = job->scratch + (size_t)worker * job->per_worker;
+    attl_work w;
+    w.acc = (double *)(void *)attl_carve(&f, 2 * lanes * job->dv);
+    w.sum = (double *)(void *)attl_carve(&f, 2 * lanes);
+    w.alpha = (double *)(void *)attl_carve(&f, 2 * lanes);
+    w.qt = attl_carve(&f, lanes * job->dk);
+    w.kv = attl_carve(&f, ATTL_TILE * job->dw * job->pair * job->packs);
+    w.sc = attl_carve(&f, ATTL_TILE * lanes);
+    w.mx = attl_carve(&f, lanes);
+    return w;
+}
+
+/* The query head of lane i of vector v of pack k, or -1 for none. */
+static long attl_head(const att_job *job, size_t k, size_t v, size_t i)
+{
+    size_t g = k * job->pair + i % job->pair, slot = (v * ATTL_LANES + i) / job->pair;
+    return g < job->p->n_kv_heads && slot < job->group ? (long)(g * job->group + slot) : -1;
+}
+
+/* Where a widened tile puts value l of row r of pack k: k * pack + r * row
+ * + (l / ATTL_DIMS) * chunk + (l % ATTL_DIMS) * pair, the pair's values side
+ * by side. */
+typedef struct attl_layout {
+    size_t row, chunk, width, pack; /* width: values per row, zeros past head_dim; packs `pack` floats apart */
+} attl_layout;
+
+static float attl_value(const att_job *job, const void *base, size_t at)
+{
+    return job->f16 ? rayo_f16_to_f32(((const uint16_t *)base)[at]) : ((const float *)base)[at];
+}
+
+/* 8 values of a KV head (S 1), or of two interleaved (S 2), widened to f32 at `to`. */
+static inline __attribute__((always_inline)) void attl_widen8(const void *base, size_t at0, size_t at1, float *to,
+                                                              const int F16, const int S)
+{
+    if (F16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)((const uint16_t *)base + at0));
+        if (S == 1) {
+            _mm256_storeu_ps(to, _mm256_cvtph_ps(a));
+            return;
+        }
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)((const uint16_t *)base + at1));
+        _mm256_storeu_ps(to, _mm256_cvtph_ps(_mm_unpacklo_epi16(a, b)));
+        _mm256_storeu_ps(to + 8, _mm256_cvtph_ps(_mm_unpackhi_epi16(a, b)));
+    } else if (S == 1)
+        _mm256_storeu_ps(to, _mm256_loadu_ps((const float *)base + at0));
+    else
+        for (size_t half = 0; half < 8; half += 4) {
+            __m128 a = _mm_loadu_ps((const float *)base + at0 + half), b = _mm_loadu_ps((const float *)base + at1 + half);
+            _mm_storeu_ps(to + 2 * half, _mm_unpacklo_ps(a, b));
+            _mm_storeu_ps(to + 2 * half + 4, _mm_unpackhi_ps(a, b));
+        }
+}
+
+/* Rows [j0, j0 + count) of every KV head, token by token in the cache's
+ * order, into the packs: the whole groups of 8 values of each row
+ * (attl_load_rest does the rest).  A pair past the last KV head repeats
+ * it: those lanes have no query head. */
+static inline __attribute__((always_inline)) void attl_load_rows(const att_job *job, const attl_layout *lay,
+                                                                 const void *base, size_t token_stride,
+                                                                 size_t head_stride, size_t j0, size_t count,
+                                                                 float *dst, const int F16, const int S)
+{
+    size_t whole = job->p->head_dim / 8 * 8, last = job->p->n_kv_heads - 1, row = lay->row, chunk = lay->chunk;
+    for (size_t r = 0; r < count; r++)
+        for (size_t k = 0; k < job->packs; k++) {
+            size_t g = k * S, g1 = S == 2 && g < last ? g + 1 : g;
+            size_t at0 = (j0 + r) * token_stride + g * head_stride, at1 = (j0 + r) * token_stride + g1 * head_stride;
+            float *out = dst + k * lay->pack + r * row;
+            size_t c = 0;
+            for (; c + ATTL_DIMS <= whole; c += ATTL_DIMS, out += chunk) {
+                attl_widen8(base, at0 + c, at1 + c, out, F16, S);
+                attl_widen8(base, at0 + c + 8, at1 + c + 8, out + 8 * S, F16, S);
+            }
+            if (c < whole) /* 8 more */
+                attl_widen8(base, at0 + c, at1 + c, out, F16, S);
+        }
+}
+
+/* attl_load_rows compiled for the cache's dtype and the pack's width. */
+static void attl_load_whole(const att_job *job, const attl_layout *lay, const void *base, size_t ts, size_t hs,
+                            size_t j0, size_t count, float *dst)
+{
+    if (job->f16 && job->pair == 2)
+        attl_load_rows(job, lay, base, ts, hs, j0, count, dst, 1, 2);
+    else if (job->f16)
+        attl_load_rows(job, lay, base, ts, hs, j0, count, dst, 1, 1);
+    else if (job->pair == 2)
+        attl_load_rows(job, lay, base, ts, hs, j0, count, dst, 0, 2);
+    else
+        attl_load_rows(job, lay, base, ts, hs, j0, count, dst, 0, 1);
+}
+
+/* What attl_load_rows leaves: values past the last group of 8 one by one,
+ * zeros up to the width, and zero rows from count up to `rows`. */
+static void attl_load_rest(const att_job *job, const attl_layout *lay, const void *base, size_t token_stride,
+                           size_t head_stride, size_t j0, size_t count, size_t rows, float *dst)
+{
+    size_t d = job->p->head_dim, S = job->pair, last = job->p->n_kv_heads - 1;
+    for (size_t k = 0; k < job->packs; k++)
+        for (size_t r = 0; r < rows; r++)
+            for (size_t l = r < count ? d / 8 * 8 : 0; l < lay->width; l++)
+                for (size_t i = 0; i < S; i++) {
+                    size_t g = k * S + i < last ? k * S + i : last, at = (j0 + r) * token_stride + g * head_stride;
+                    float *to = dst + k * lay->pack + r * lay->row + l / ATTL_DIMS * lay->chunk + l % ATTL_DIMS * S;
+                    to[i] = r < count && l < d ? attl_value(job, base, at + l) : 0.0f;
+                }
+}
+
+/* Rows [j0, j0 + count) of every KV head as f32 into the packs (layout
+ * lay), zero rows from count up to `rows`. */
+static void attl_load_tile(const att_job *job, const attl_layout *lay, const void *base, size_t token_stride,
+                           size_t head_stride, size_t j0, size_t count, size_t rows, float *dst)
+{
+    attl_load_whole(job, lay, base, token_stride, head_stride, j0, count, dst);
+    if (job->p->head_dim % 8 || lay->width > job->p->head_dim || rows > count)
+        attl_load_rest(job, lay, base, token_stride, head_stride, j0, count, rows, dst);
+}
+
+/* The value at p in every lane (S 1), or p[0] in the even lanes and p[1] in
+ * the odd ones (S 2: one 8-byte broadcast). */
+static inline __m256 attl_broadcast(const float *p, const int S)
+{
+    if (S == 1)
+        return _mm256_broadcast_ss(p);
+    double pair;
+    memcpy(&pair, p, sizeof pair);
+    return _mm256_castpd_ps(_mm256_set1_pd(pair));
+}
+
+/* sc[j][v] = qt . k_j for keys [0, rows), rows a multiple of
+ * ATT_SCORE_KEYS: that many accumulators, each key value broadcast to its
+ * lanes.  The tile holds the keys' values by chunks of ATTL_DIMS dimensions
+ * (all keys' chunk 0, then chunk 1, ...), so that the keys of a block are a
+ * fixed distance apart: the addresses take no registers. */
+static inline __attribute__((always_inline)) void attl_scores(const float *qt, const float *ks, size_t dk,
+                                                              size_t rows, size_t nv, size_t v, float *sc,
+                                                              const int S)
+{
+    for (size_t j = 0; j < rows; j += ATT_SCORE_KEYS) {
+        __m256 a[ATT_SCORE_KEYS];
+#pragma GCC unroll 32
+        for (int m = 0; m < ATT_SCORE_KEYS; m++)
+            a[m] = _mm256_setzero_ps();
+        for (size_t c = 0; c < dk; c += ATTL_DIMS) {
+            const float *k = ks + (c * rows + j * ATTL_DIMS) * S, *q = qt + (c * nv + v) * ATTL_LANES;
+            for (int l = 0; l < ATTL_DIMS; l++) {
+                __m256 qv = _mm256_loadu_ps(q + l * nv * ATTL_LANES);
+#pragma GCC unroll 32
+                for (int m = 0; m < ATT_SCORE_KEYS; m++)
+                    a[m] = _mm256_fmadd_ps(attl_broadcast(k + (m * ATTL_DIMS + l) * S, S), qv, a[m]);
+            }
+        }
+#pragma GCC unroll 32
+        for (int m = 0; m < ATT_SCORE_KEYS; m++)
+            _mm256_storeu_ps(sc + ((j + m) * nv + v) * ATTL_LANES, a[m]);
+    }
+}
+
+static void attl_scores_1(const float *qt, const float *ks, size_t d, size_t rows, size_t nv, size_t v, float *sc)
+{
+    attl_scores(qt, ks, d, rows, nv, v, sc, 1);
+}
+
+static void attl_scores_2(const float *qt, const float *ks, size_t d, size_t rows, size_t nv, size_t v, float *sc)
+{
+    attl_scores(qt, ks, d, rows, nv, v, sc, 2);
+}
+
+/* The scores of vector v (count keys) become p = exp(s - M) with the new
+ * running max M; alpha = exp(old M - M) rescales what was summed before
+ * (0 for the first tile: exp(-87) times zeros), the same factor for the
+ * sums of p and of p v, so its rounding cancels in their ratio. */
+static void attl_softmax(float *sc, size_t count, size_t nv, size_t v, float *mx, double *sum, double *alpha)
+{
+    __m256 old = _mm256_loadu_ps(mx + v * ATTL_LANES), m = old, floor = _mm256_set1_ps(-87.0f), total = _mm256_setzero_ps();
+    for (size_t j = 0; j < count; j++)
+        m = _mm256_max_ps(m, _mm256_loadu_ps(sc + (j * nv + v) * ATTL_LANES));
+    _mm256_storeu_ps(mx + v * ATTL_LANES, m);
+    float a[ATTL_LANES], t[ATTL_LANES];
+    _mm256_storeu_ps(a, v_exp(_mm256_max_ps(floor, _mm256_sub_ps(old, m))));
+    for (size_t j = 0; j < count; j++) {
+        float *s = sc + (j * nv + v) * ATTL_LANES;
+        __m256 p = v_exp(_mm256_max_ps(floor, _mm256_sub_ps(_mm256_loadu_ps(s), m)));
+        _mm256_storeu_ps(s, p);
+        total = _mm256_add_ps(total, p);
+    }
+    _mm256_storeu_ps(t, total);
+    for (size_t i = 0; i < ATTL_LANES; i++) {
+        alpha[v * ATTL_LANES + i] = a[i];
+        sum[v * ATTL_LANES + i] = sum[v * ATTL_LANES + i] * a[i] + t[i];
+    }
+}
+
+/* acc = acc alpha + x, lane by lane in double (alpha: lanes 0-3, 4-7). */
+static inline void attl_merge(double *acc, const __m256d alpha[2], __m256 x)
+{
+    __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(x)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1));
+    _mm256_storeu_pd(acc, _mm256_fmadd_pd(_mm256_loadu_pd(acc), alpha[0], lo));
+    _mm256_storeu_pd(acc + 4, _mm256_fmadd_pd(_mm256_loadu_pd(acc + 4), alpha[1], hi));
+}
+
+/* acc[c][v] = acc alpha + sum_j p_j v_j[c] for the dimensions [0, dv) of
+ * vector v, ATT_PV_DIMS at a time in registers over the tile's keys. */
+static inline __attribute__((always_inline)) void attl_pv(const float *sc, const float *vs, size_t count,
+                                                          size_t dv, size_t nv, size_t v, double *acc,
+                                                          const double *alpha, const int S)
+{
+    const __m256d factor[2] = { _mm256_loadu_pd(alpha + v * ATTL_LANES), _mm256_loadu_pd(alpha + v * ATTL_LANES + 4) };
+    for (size_t c = 0; c < dv; c += ATT_PV_DIMS) {
+        __m256 a[ATT_PV_DIMS];
+#pragma GCC unroll 32
+        for (int i = 0; i < ATT_PV_DIMS; i++)
+            a[i] = _mm256_setzero_ps();
+        for (size_t j = 0; j < count; j++) {
+            __m256 p = _mm256_loadu_ps(sc + (j * nv + v) * ATTL_LANES);
+            const float *r = vs + (j * dv + c) * S;
+#pragma GCC unroll 32
+            for (int i = 0; i < ATT_PV_DIMS; i++)
+                a[i] = _mm256_fmadd_ps(attl_broadcast(r + i * S, S), p, a[i]);
+        }
+#pragma GCC unroll 32
+        for (int i = 0; i < ATT_PV_DIMS; i++)
+            attl_merge(acc + ((c + i) * nv + v) * ATTL_LANES, factor, a[i]);
+    }
+}
+
+static void attl_pv_1(const float *sc, const float *vs, size_t count, size_t dv, size_t nv, size_t v, double *acc,
+                      const double *alpha)
+{
+    attl_pv(sc, vs, count, dv, nv, v, acc, alpha, 1);
+}
+
+static void attl_pv_2(const float *sc, const float *vs, size_t count, size_t dv, size_t nv, size_t v, double *acc,
+                      const double *alpha)
+{
+    attl_pv(sc, vs, count, dv, nv, v, acc, alpha, 2);
+}
+
+/* Keys [j0, j0 + count): the tile's keys of every pack, read in the
+ * cache's order (one pack's heads alone, a strided read, ran 1.3x slower
+ * from memory, and still slower on a loaded machine with the tile asked
+ * for ahead), then each pack's scores and softmax; the same for the values
+ * and p V. */
+static void attl_tile(const att_job *job, attl_work *w, size_t j0, size_t count)
+{
+    size_t nv = job->nv, lanes = nv * ATTL_LANES, S = job->pair, rows = att_round(count, ATT_SCORE_KEYS);
+    size_t pack = ATTL_TILE * job->dw * S;
+    const rayo_call *c = job->call;
+    attl_layout k_tile = { ATTL_DIMS * S, rows * ATTL_DIMS * S, job->dk, pack };
+    attl_layout v_tile = { job->dv * S, ATTL_DIMS * S, job->dv, pack };
+    attl_load_tile(job, &k_tile, c->b, job->s.k_token, job->s.k_head, j0, count, rows, w->kv);
+    for (size_t k = 0; k < job->packs; k++)
+        for (size_t v = 0; v < nv; v++) {
+            float *sc = w->sc + k * ATTL_TILE * lanes;
+            (S == 2 ? attl_scores_2 : attl_scores_1)(w->qt + k * lanes * job->dk, w->kv + k * pack, job->dk, rows, nv,
+                                                     v, sc);
+            attl_softmax(sc, count, nv, v, w->mx + k * lanes, w->sum + k * lanes, w->alpha + k * lanes);
+        }
+    attl_load_tile(job, &v_tile, c->c, job->s.v_token, job->s.v_head, j0, count, count, w->kv);
+    for (size_t k = 0; k < job->packs; k++)
+        for (size_t v = 0; v < nv; v++)
+            (S == 2 ? attl_pv_2 : attl_pv_1)(w->sc + k * ATTL_TILE * lanes, w->kv + k * pack, count, job->dv, nv, v,
+                                             w->acc + k * lanes * job->dv, w->alpha + k * lanes);
+}
+
+/* The scaled query of row i in every lane that has a head; the sums zeroed. */
+static void attl_start(const att_job *job, attl_work *w, size_t i)
+{
+    const rayo_attention_params *p = job->p;
+    size_t d = p->head_dim, nv = job->nv, lanes = attl_vectors(job);
+    const float *q = (const float *)job->call->a + i * job->s.q_token;
+    for (size_t k = 0; k < job->packs; k++)
+        for (size_t v = 0; v < nv; v++)
+            for (size_t ln = 0; ln < ATTL_LANES; ln++) {
+                long h = attl_head(job, k, v, ln);
+                float *at = w->qt + k * nv * ATTL_LANES * job->dk + v * ATTL_LANES + ln;
+                for (size_t l = 0; l < job->dk; l++)
+                    at[l * nv * ATTL_LANES] = h < 0 || l >= d ? 0.0f : q[(size_t)h * job->s.q_head + l] * p->scale;
+            }
+    memset(w->acc, 0, lanes * job->dv * sizeof(double));
+    memset(w->sum, 0, lanes * sizeof(double));
+    for (size_t l = 0; l < lanes; l++)
+        w->mx[l] = -INFINITY;
+}
+
+/* Row i over keys [k0, k1): out, or the segment's (max, sum, acc) per head. */
+static void attl_item(const att_job *job, attl_work *w, size_t item)
+{
+    const rayo_attention_params *p = job->p;
+    size_t seg = item % job->segments, i = item / job->segments, d = p->head_dim, nv = job->nv;
+    size_t k0 = seg * job->segment_keys, k1 = k0 + job->segment_keys, seen = att_visible(p, i);
+    k1 = k1 < seen ? k1 : seen;
+    attl_start(job, w, i);
+    for (size_t j0 = k0; j0 < k1; j0 += ATTL_TILE)
+        attl_tile(job, w, j0, k1 - j0 < ATTL_TILE ? k1 - j0 : ATTL_TILE);
+    for (size_t k = 0; k < job->packs; k++)
+        for (size_t v = 0; v < nv; v++)
+            for (size_t ln = 0; ln < ATTL_LANES; ln++) {
+                long h = attl_head(job, k, v, ln);
+                size_t lane = (k * nv + v) * ATTL_LANES + ln;
+                const double *acc = w->acc + k * nv * ATTL_LANES * job->dv + v * ATTL_LANES + ln;
+                if (h < 0)
+                    continue;
+                if (job->segments > 1) { /* kept for the merge */
+                    double *part = job->partial + (item * p->n_heads + (size_t)h) * (job->dp + 2);
+                    part[0] = w->mx[lane], part[1] = w->sum[lane];
+                    for (size_t l = 0; l < d; l++)
+                        part[2 + l] = acc[l * nv * ATTL_LANES];
+                    continue;
+                }
+                float *out = (float *)job->call->y + i * job->s.o_token + (size_t)h * job->s.o_head;
+                double inv = 1.0 / w->sum[lane];
+                for (size_t l = 0; l < d; l++)
+                    out[l] = (float)(acc[l * nv * ATTL_LANES] * inv);
+            }
+}
+
+static void attl_task(void *arg, size_t task, unsigned worker)
+{
+    const att_job *job = arg;
+    attl_work w = attl_work_of(job, worker);
+    size_t lo = task * job->per_task, hi = lo + job->per_task < job->items ? lo + job->per_task : job->items;
+    for (size_t item = lo; item < hi; item++)
+        attl_item(job, &w, item);
+}
+
+/* Heads in lanes where a vector holds at least half a vector of query
+ * heads (of one KV head, or of two): pair, vectors per pack, packs. */
+static int attl_plan(att_job *job)
+{
+    size_t g = job->group;
+    if (job->rows != 1 || 2 * g < ATTL_LANES)
+        return 0;
+    job->pair = g <= ATTL_LANES / 2 ? 2 : 1;
+    job->nv = (g * job->pair + ATTL_LANES - 1) / ATTL_LANES;
+    job->packs = (job->p->n_kv_heads + job->pair - 1) / job->pair;
+    job->dk = att_round(job->p->head_dim, ATTL_DIMS);
+    job->dv = att_round(job->p->head_dim, ATT_PV_DIMS);
+    job->dw = job->dk > job->dv ? job->dk : job->dv;
+    return 1;
+}
+
 static void att_task(void *arg, size_t task, unsigned worker)
 {
     const att_job *job = arg;
@@ -380,7 +785,7 @@ static void att_split(att_job *job, size_t threads)
         }
         tasks = 4 * threads;
     }
-    job->segment_keys = att_round((p->n_kv + job->segments - 1) / job->segments, ATT_TILE);
+    job->segment_keys = att_round((p->n_kv + job->segments - 1) / job->segments, ATTL_TILE);
     job->segments = (p->n_kv + job->segment_keys - 1) / job->segment_keys;
     job->items = (p->n_q + job->rows - 1) / job->rows * job->segments;
     tasks = tasks < job->items ? tasks : job->items;
@@ -403,8 +808,9 @@ CPU_KERNEL_FN(attention)
                     .dp = att_round(p->head_dim, 2 * VF_LANES) };
     size_t threads = cpu_threads(st);
     att_split(&job, threads);
+    int lanes = attl_plan(&job);
     size_t tasks = (job.items + job.per_task - 1) / job.per_task;
-    job.per_worker = att_floats_per_worker(p, job.rows, job.dp);
+    job.per_worker = lanes ? attl_floats_per_worker(&job) : att_floats_per_worker(p, job.rows, job.dp);
     job.scratch = cpu_alloc_floats(st, (tasks > 1 ? threads : 1) * job.per_worker);
     if (job.segments > 1)
         job.partial = (double *)(void *)cpu_alloc_floats(st, 2 * job.items * p->n_heads * (job.dp + 2));
@@ -413,7 +819,7 @@ CPU_KERNEL_FN(attention)
         cpu_free(st, job.partial);
         return RAYO_E_NOMEM;
     }
-    cpu_parallel(st, tasks, att_task, &job);
+    cpu_parallel(st, tasks, lanes ? attl_task : att_task, &job);
     if (job.segments > 1)
         att_merge_segments(&job);
     cpu_free(st, job.scratch);

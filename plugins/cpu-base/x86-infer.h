@@ -7,7 +7,8 @@
  * activations), then include this file, which becomes that plugin's kernels
  * (CPU_KERNEL names them avx2_NAME or avx512_NAME) compiled with its flags.
  * Where the work is arithmetic (attention, rope, the gated units) it runs at
- * the plugin's width; conversions (convert, get_rows, the f16 KV cache) are
+ * the plugin's width (but for attention's decode path: 256-bit in both, see
+ * x86-attention.h); conversions (convert, get_rows, the f16 KV cache) are
  * 8 elements at a time with AVX2 + F16C in both: they move memory, and a
  * 512-bit version would not move it faster.
  *

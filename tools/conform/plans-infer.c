@@ -939,6 +939,9 @@ static void plan_attention(ictx *x, const rayo_combo_info *combo)
     static const size_t shapes[][6] = { /* n_q, n_kv, heads, kv heads, head_dim, causal */
         {1, 1, 1, 1, 1, 1}, {1, 17, 4, 2, 64, 1}, {7, 7, 2, 2, 32, 1}, {5, 40, 8, 2, 16, 1},
         {3, 9, 3, 1, 5, 0}, {0, 4, 2, 1, 8, 1}, {64, 64, 4, 4, 64, 1}, {2, 300, 6, 3, 128, 0},
+        /* one query, 4 to 24 heads per KV head (SIMD backends put them in lanes), odd dims */
+        {1, 1, 8, 1, 64, 1}, {1, 333, 32, 4, 64, 1}, {1, 77, 15, 3, 20, 0}, {1, 50, 7, 1, 9, 1},
+        {1, 100, 48, 2, 33, 1}, {3, 61, 16, 2, 64, 1}, {1, 64, 12, 3, 24, 1}, {1, 200, 16, 4, 40, 0},
     };
     attention_spec s = {RAYO_DTYPE_OF(combo->dtypes, 1), 0, 0, 0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < COUNT_OF(shapes); i++) {
