@@ -463,10 +463,580 @@ static void gen_attn_final(strbuf *mod)
                 ".param .u64 p_ot, .param .u64 p_oh", ".maxntid 128, 1, 1\n", NULL);
 }
 
+
+/* ---- attn_warp_*: one warp per (key range, 4 query heads of a KV group) ------------
+ *
+ * The kernels above score one key per lane with scalar loads of one head's
+ * K and V: every (query, head) reads its KV group's cache again, each lane
+ * walks its key row 2 or 4 bytes at a time, and every K and V value is
+ * converted to float64 once per query head (the conversions to and from 64
+ * bits run at a quarter of the float64 FMA rate).  Here a warp takes a range
+ * of keys for HB = 4 query heads of one KV group at once: lane j scores key
+ * j of a tile of 32 for the 4 heads (its K row in 16-byte loads when the
+ * rows are 16-byte aligned, each value converted once for the 4 heads; q in
+ * shared memory as float64, read by broadcast), the warp's online softmax
+ * keeps (max, sum) per head, and for p V each lane owns D / 32 dimensions
+ * of the V rows (coalesced rows; the p of each key read from shared memory
+ * by broadcast).  The lanes prefetch their key's V row into L1 before
+ * scoring, so the p V loop finds it there.  Each warp writes its range's
+ * (max, sum, acc) to the scratch and attn_merge combines the ranges.
+ * Scores, probabilities and sums are float64, as in the kernels above.
+ *
+ * Grid: x = key ranges, y = groups of 4 warps (a warp per 4 heads of a KV
+ * group, NG = ceil(group / 4) warps per KV group), z = queries. */
+#define HB 4      /* query heads per warp */
+#define VU 8      /* keys of V in flight per round */
+
+typedef struct warp_regs {
+    int part, q, k, v, n_q, n_kv, group, d, causal, qt, qh, kt, kh, vt, vh, chunk, splits, nb, ng;
+    int scale;          /* .f64 */
+    int lane, warp;     /* .b32 */
+    int lane64;         /* .b64 */
+    int s, kvh, hb0;    /* .b64 range, KV head, first head of the warp within the group */
+    int qs, ps;         /* .b32 shared: the warp's q [D][HB] and p [32][HB] (float64) */
+} warp_regs;
+
+/* 8 values of a cache row (row + 8 * c0 .. + 8), as doubles, into out[8];
+ * vec: the row is 16-byte aligned and d a multiple of 8 (one predicate for
+ * all 8), else element by element with dims < d. */
+static void kv_load8(kern *k, const warp_regs *g, int row, int l0, int half, int vec, int pkey, int *out)
+{
+    int pin = np(k);
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(l0), D(g->d));
+    emit(k, "and.pred %s, %s, %s;", P(pin), P(pin), P(pkey));
+    if (!vec) {
+        for (int e = 0; e < 8; e++) {
+            int le = nd(k), pe = np(k);
+            emit(k, "add.u64 %s, %s, %d;", D(le), D(l0), e);
+            emit(k, "setp.lt.u64 %s, %s, %s;", P(pe), D(le), D(g->d));
+            emit(k, "and.pred %s, %s, %s;", P(pe), P(pe), P(pkey));
+            out[e] = kv_load(k, row, le, half, pe);
+        }
+        return;
+    }
+    int a = nd(k), w[8];
+    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(a), D(l0), half ? 2 : 4, D(row));
+    for (int e = 0; e < 8; e++) {
+        w[e] = nr(k);
+        emit(k, "mov.b32 %s, 0;", R(w[e]));
+    }
+    for (int h = 0; h < (half ? 1 : 2); h++)
+        emit(k, "@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+%d];", P(pin), R(w[4 * h]), R(w[4 * h + 1]),
+             R(w[4 * h + 2]), R(w[4 * h + 3]), D(a), 16 * h);
+    for (int e = 0; e < 8; e++) {
+        out[e] = nfd(k);
+        if (half)
+            emit(k, "{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %s; cvt.f64.f16 %s, %s; }", R(w[e / 2]), FD(out[e]),
+                 e % 2 ? "hi" : "lo");
+        else
+            emit(k, "{ .reg .f32 t; mov.b32 t, %s; cvt.f64.f32 %s, t; }", R(w[e]), FD(out[e]));
+    }
+}
+
+/* the lane's vs values of a V row (dimensions lane * vs ..), as doubles */
+static void v_load(kern *k, const warp_regs *g, int row, int vs, int half, int vec, int pkey, int *out)
+{
+    int l0 = nd(k);
+    emit(k, "mul.lo.u64 %s, %s, %d;", D(l0), D(g->lane64), vs);
+    if (!vec) {
+        for (int e = 0; e < vs; e++) {
+            int le = nd(k), pe = np(k);
+            emit(k, "add.u64 %s, %s, %d;", D(le), D(l0), e);
+            emit(k, "setp.lt.u64 %s, %s, %s;", P(pe), D(le), D(g->d));
+            emit(k, "and.pred %s, %s, %s;", P(pe), P(pe), P(pkey));
+            out[e] = kv_load(k, row, le, half, pe);
+        }
+        return;
+    }
+    int pin = np(k), a = nd(k), nw = half ? vs / 2 : vs, w[8];
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(l0), D(g->d));
+    emit(k, "and.pred %s, %s, %s;", P(pin), P(pin), P(pkey));
+    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(a), D(l0), half ? 2 : 4, D(row));
+    for (int e = 0; e < nw; e++) {
+        w[e] = nr(k);
+        emit(k, "mov.b32 %s, 0;", R(w[e]));
+    }
+    for (int o = 0; o < nw; o += 4) {
+        int n = nw - o < 4 ? nw - o : 4;
+        if (n == 1)
+            emit(k, "@%s ld.global.nc.b32 %s, [%s];", P(pin), R(w[o]), D(a));
+        else if (n == 2)
+            emit(k, "@%s ld.global.nc.v2.b32 {%s, %s}, [%s+%d];", P(pin), R(w[o]), R(w[o + 1]), D(a), 4 * o);
+        else
+            emit(k, "@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+%d];", P(pin), R(w[o]), R(w[o + 1]),
+                 R(w[o + 2]), R(w[o + 3]), D(a), 4 * o);
+    }
+    for (int e = 0; e < vs; e++) {
+        out[e] = nfd(k);
+        if (half)
+            emit(k, "{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %s; cvt.f64.f16 %s, %s; }", R(w[e / 2]), FD(out[e]),
+                 e % 2 ? "hi" : "lo");
+        else
+            emit(k, "{ .reg .f32 t; mov.b32 t, %s; cvt.f64.f32 %s, t; }", R(w[e]), FD(out[e]));
+    }
+}
+
+/* The warp's q rows as float64 in shared memory, qs[l][e] for dimension l <
+ * dmax of head hb0 + e of the group (zeros past d and for heads past the
+ * group, so that they add nothing). */
+static void stage_q(kern *k, const warp_regs *g, int qrow0, int dmax)
+{
+    for (int it = 0; it < dmax * HB / 32; it++) {
+        int idx = nr(k), l = nd(k), e = nd(k), pin = np(k), ph = np(k), he = nd(k), a = nd(k), f = nf(k),
+            fd = nfd(k), sa = nr(k);
+        emit(k, "add.u32 %s, %s, %d;", R(idx), R(g->lane), 32 * it);
+        emit(k, "cvt.u64.u32 %s, %s;", D(l), R(idx));
+        emit(k, "and.b64 %s, %s, %d;", D(e), D(l), HB - 1);
+        emit(k, "shr.u64 %s, %s, %d;", D(l), D(l), __builtin_ctz(HB));
+        emit(k, "add.u64 %s, %s, %s;", D(he), D(g->hb0), D(e));
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(l), D(g->d));
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(ph), D(he), D(g->group));
+        emit(k, "and.pred %s, %s, %s;", P(pin), P(pin), P(ph));
+        /* q[i][kvh * group + hb0 + e][l]: qrow0 is head kvh * group + hb0 */
+        emit(k, "mul.lo.u64 %s, %s, %s;", D(a), D(e), D(g->qh));
+        emit(k, "add.u64 %s, %s, %s;", D(a), D(a), D(l));
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(a), D(a), D(qrow0));
+        emit(k, "mov.f32 %s, 0f00000000;", F(f));
+        emit(k, "@%s ld.global.nc.f32 %s, [%s];", P(pin), F(f), D(a));
+        emit(k, "cvt.f64.f32 %s, %s;", FD(fd), F(f));
+        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(sa), R(idx), R(g->qs));
+        emit(k, "st.shared.f64 [%s], %s;", R(sa), FD(fd));
+    }
+    emit(k, "bar.warp.sync -1;");
+}
+
+/* One tile of 32 keys [tb, tb + 32) of the range ending at j1: the warp's
+ * m[e], the lane's sum[e] and acc[e][t] (dimension lane * vs + t) of each
+ * head e are updated. */
+static void warp_tile(kern *k, const warp_regs *g, int half, int vec, int dmax, int tb, int j1, const int *m,
+                      const int *sum, int acc[HB][8])
+{
+    int vs = dmax / 32, j = nd(k), valid = np(k), esz = half ? 2 : 4;
+    emit(k, "add.u64 %s, %s, %s;", D(j), D(tb), D(g->lane64));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(valid), D(j), D(j1));
+    int krow = row_addr(k, g->k, j, g->kt, g->kvh, g->kh, esz);
+    { /* the key's V row into L1 for the p V loop below */
+        int vrow = row_addr(k, g->v, j, g->vt, g->kvh, g->vh, esz), rb = nd(k);
+        emit(k, "mul.lo.u64 %s, %s, %d;", D(rb), D(g->d), esz);
+        for (int o = 0; o < dmax * esz; o += 128) {
+            int po = np(k);
+            emit(k, "setp.gt.u64 %s, %s, %d;", P(po), D(rb), o);
+            emit(k, "and.pred %s, %s, %s;", P(po), P(po), P(valid));
+            emit(k, "@%s prefetch.global.L1 [%s+%d];", P(po), D(vrow), o);
+        }
+    }
+    /* scores: dot[e] over the dimensions, 32 at a time (4 loads of 8 in flight) */
+    int dot[HB], l0 = nd(k), pl = np(k), l_dot = nlabel(k);
+    for (int e = 0; e < HB; e++) {
+        dot[e] = nfd(k);
+        emit(k, "mov.f64 %s, %s;", FD(dot[e]), CD(0.0));
+    }
+    emit(k, "mov.u64 %s, 0;", D(l0));
+    label(k, l_dot);
+    {
+        int kv[4][8];
+        for (int c = 0; c < 4; c++) {
+            int lc = nd(k);
+            emit(k, "add.u64 %s, %s, %d;", D(lc), D(l0), 8 * c);
+            kv_load8(k, g, krow, lc, half, vec, valid, kv[c]);
+        }
+        int qa = nr(k), l32 = nr(k);
+        emit(k, "cvt.u32.u64 %s, %s;", R(l32), D(l0));
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(qa), R(l32), 8 * HB, R(g->qs));
+        for (int c = 0; c < 4; c++)
+            for (int x = 0; x < 8; x++) {
+                int q[HB];
+                for (int e = 0; e < HB; e += 2) {
+                    q[e] = nfd(k), q[e + 1] = nfd(k);
+                    emit(k, "ld.shared.v2.f64 {%s, %s}, [%s+%d];", FD(q[e]), FD(q[e + 1]), R(qa),
+                         8 * HB * (8 * c + x) + 8 * e);
+                }
+                for (int e = 0; e < HB; e++)
+                    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(dot[e]), FD(q[e]), FD(kv[c][x]), FD(dot[e]));
+            }
+    }
+    emit(k, "add.u64 %s, %s, 32;", D(l0), D(l0));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pl), D(l0), D(g->d));
+    emit(k, "@%s bra %s;", P(pl), L(l_dot));
+    /* online softmax per head; p of the lane's key to ps[lane][e] */
+    int pa = nr(k);
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(pa), R(g->lane), 8 * HB, R(g->ps));
+    for (int e = 0; e < HB; e++) {
+        int sc = nfd(k), tm = nfd(k);
+        emit(k, "mul.rn.f64 %s, %s, %s;", FD(sc), FD(dot[e]), FD(g->scale));
+        emit(k, "@!%s mov.f64 %s, %s;", P(valid), FD(sc), CD(-INFINITY));
+        emit(k, "mov.f64 %s, %s;", FD(tm), FD(sc));
+        for (int o = 16; o >= 1; o /= 2) {
+            int t = shfl_d(k, tm, "bfly", o);
+            emit(k, "max.f64 %s, %s, %s;", FD(tm), FD(tm), FD(t));
+        }
+        int nm = nfd(k), diff = nfd(k);
+        emit(k, "max.f64 %s, %s, %s;", FD(nm), FD(m[e]), FD(tm)); /* finite: key tb is valid */
+        emit(k, "sub.rn.f64 %s, %s, %s;", FD(diff), FD(m[e]), FD(nm)); /* -inf for the first tile */
+        int shrink = exp_neg(k, diff);
+        emit(k, "mul.rn.f64 %s, %s, %s;", FD(sum[e]), FD(sum[e]), FD(shrink));
+        for (int t = 0; t < vs; t++)
+            emit(k, "mul.rn.f64 %s, %s, %s;", FD(acc[e][t]), FD(acc[e][t]), FD(shrink));
+        emit(k, "mov.f64 %s, %s;", FD(m[e]), FD(nm));
+        int pd = nfd(k), p = nfd(k);
+        emit(k, "sub.rn.f64 %s, %s, %s;", FD(pd), FD(sc), FD(nm));
+        int ex = exp_neg(k, pd);
+        emit(k, "selp.f64 %s, %s, %s, %s;", FD(p), FD(ex), CD(0.0), P(valid));
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(sum[e]), FD(sum[e]), FD(p));
+        emit(k, "st.shared.f64 [%s+%d], %s;", R(pa), 8 * e, FD(p));
+    }
+    emit(k, "bar.warp.sync -1;");
+    /* acc[e] += p[key][e] v_key over the tile's keys, VU keys at a time (a
+     * key past the range has p = 0 and loads nothing) */
+    int jj = nr(k), cnt = nr(k), pj = np(k), l_key = nlabel(k);
+    {
+        int c64 = nd(k);
+        emit(k, "sub.u64 %s, %s, %s;", D(c64), D(j1), D(tb));
+        emit(k, "min.u64 %s, %s, 32;", D(c64), D(c64));
+        emit(k, "cvt.u32.u64 %s, %s;", R(cnt), D(c64));
+    }
+    emit(k, "mov.u32 %s, 0;", R(jj));
+    label(k, l_key);
+    {
+        int vd[VU][8];
+        for (int u = 0; u < VU; u++) {
+            int ju = nr(k), pk = np(k), key = nd(k), ju64 = nd(k);
+            emit(k, "add.u32 %s, %s, %d;", R(ju), R(jj), u);
+            emit(k, "setp.lt.u32 %s, %s, %s;", P(pk), R(ju), R(cnt));
+            emit(k, "cvt.u64.u32 %s, %s;", D(ju64), R(ju));
+            emit(k, "add.u64 %s, %s, %s;", D(key), D(tb), D(ju64));
+            int vrow = row_addr(k, g->v, key, g->vt, g->kvh, g->vh, esz);
+            v_load(k, g, vrow, vs, half, vec, pk, vd[u]);
+        }
+        int pb = nr(k);
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(pb), R(jj), 8 * HB, R(g->ps));
+        for (int u = 0; u < VU; u++) {
+            int p[HB];
+            for (int e = 0; e < HB; e += 2) {
+                p[e] = nfd(k), p[e + 1] = nfd(k);
+                emit(k, "ld.shared.v2.f64 {%s, %s}, [%s+%d];", FD(p[e]), FD(p[e + 1]), R(pb), 8 * HB * u + 8 * e);
+            }
+            for (int e = 0; e < HB; e++)
+                for (int t = 0; t < vs; t++)
+                    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc[e][t]), FD(p[e]), FD(vd[u][t]),
+                         FD(acc[e][t]));
+        }
+    }
+    emit(k, "add.u32 %s, %s, %d;", R(jj), R(jj), VU);
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(pj), R(jj), R(cnt));
+    emit(k, "@%s bra %s;", P(pj), L(l_key));
+    emit(k, "bar.warp.sync -1;"); /* the next tile's p overwrite these */
+}
+
+/* dmax: 64, 128 or 256 (head_dim at most); vec: K and V rows 16-byte
+ * aligned and head_dim a multiple of 8 (the plugin checks) */
+static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax)
+{
+    kern kk = {0}, *k = &kk;
+    warp_regs g;
+    g.part = param_global(k, "p_part");
+    g.q = param_global(k, "p_q");
+    g.k = param_global(k, "p_k");
+    g.v = param_global(k, "p_v");
+    g.n_q = param_u64(k, "p_n_q");
+    g.n_kv = param_u64(k, "p_n_kv");
+    g.group = param_u64(k, "p_group");
+    g.d = param_u64(k, "p_d");
+    g.causal = param_u64(k, "p_causal");
+    g.qt = param_u64(k, "p_qt");
+    g.qh = param_u64(k, "p_qh");
+    g.kt = param_u64(k, "p_kt");
+    g.kh = param_u64(k, "p_kh");
+    g.vt = param_u64(k, "p_vt");
+    g.vh = param_u64(k, "p_vh");
+    g.chunk = param_u64(k, "p_chunk");
+    g.splits = param_u64(k, "p_splits");
+    g.nb = param_u64(k, "p_nb"); /* warps in all: KV heads x ng */
+    g.ng = param_u64(k, "p_ng"); /* warps per KV group */
+    g.scale = nfd(k);
+    {
+        int sf = param_f32(k, "p_scale");
+        emit(k, "cvt.f64.f32 %s, %s;", FD(g.scale), F(sf));
+    }
+    int tid;
+    lane_warp(k, &tid, &g.lane, &g.warp);
+    g.lane64 = nd(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(g.lane64), R(g.lane));
+    int cx = sreg(k, "%ctaid.x"), cy = sreg(k, "%ctaid.y"), cz = sreg(k, "%ctaid.z"), nz = sreg(k, "%nctaid.z");
+    int b = nd(k), pb = np(k), l_end = nlabel(k);
+    g.s = nd(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(g.s), R(cx));
+    {
+        int w64 = nd(k);
+        emit(k, "cvt.u64.u32 %s, %s;", D(b), R(cy));
+        emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(g.warp));
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(b), D(b), D(w64));
+    }
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pb), D(b), D(g.nb));
+    emit(k, "@%s bra %s;", P(pb), L(l_end)); /* only warp syncs below: a warp without heads may leave */
+    g.kvh = nd(k);
+    g.hb0 = nd(k);
+    emit(k, "div.u64 %s, %s, %s;", D(g.kvh), D(b), D(g.ng));
+    emit(k, "rem.u64 %s, %s, %s;", D(g.hb0), D(b), D(g.ng));
+    emit(k, "mul.lo.u64 %s, %s, %d;", D(g.hb0), D(g.hb0), HB);
+    int h0 = nd(k); /* the warp's first head */
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(h0), D(g.kvh), D(g.group), D(g.hb0));
+    g.qs = nr(k);
+    g.ps = nr(k);
+    {
+        int sm = nr(k);
+        emit(k, "mov.u32 %s, attn_warp_smem;", R(sm));
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(g.qs), R(g.warp), 8 * HB * (dmax + 32), R(sm));
+        emit(k, "add.u32 %s, %s, %d;", R(g.ps), R(g.qs), 8 * HB * dmax);
+    }
+    int i = nd(k), istep = nd(k), pi = np(k), l_q = nlabel(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(i), R(cz));
+    emit(k, "cvt.u64.u32 %s, %s;", D(istep), R(nz));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(i), D(g.n_q));
+    emit(k, "@%s bra %s;", P(pi), L(l_end));
+    label(k, l_q);
+    /* visible keys: n_kv - n_q + i + 1 when causal; this warp's range [j0, j1) */
+    int vis = nd(k), pc = np(k), j0 = nd(k), j1 = nd(k);
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(pc), D(g.causal));
+    emit(k, "mov.u64 %s, %s;", D(vis), D(g.n_kv));
+    emit(k, "@%s sub.u64 %s, %s, %s;", P(pc), D(vis), D(vis), D(g.n_q));
+    emit(k, "@%s add.u64 %s, %s, %s;", P(pc), D(vis), D(vis), D(i));
+    emit(k, "@%s add.u64 %s, %s, 1;", P(pc), D(vis), D(vis));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(j0), D(g.s), D(g.chunk));
+    emit(k, "add.u64 %s, %s, %s;", D(j1), D(j0), D(g.chunk));
+    emit(k, "min.u64 %s, %s, %s;", D(j1), D(j1), D(vis));
+    stage_q(k, &g, row_addr(k, g.q, i, g.qt, h0, g.qh, 4), dmax);
+    int m[HB], sum[HB], acc[HB][8];
+    for (int e = 0; e < HB; e++) {
+        m[e] = nfd(k), sum[e] = nfd(k);
+        emit(k, "mov.f64 %s, %s;", FD(m[e]), CD(-INFINITY));
+        emit(k, "mov.f64 %s, %s;", FD(sum[e]), CD(0.0));
+        for (int t = 0; t < dmax / 32; t++) {
+            acc[e][t] = nfd(k);
+            emit(k, "mov.f64 %s, %s;", FD(acc[e][t]), CD(0.0));
+        }
+    }
+    int tb = nd(k), pt = np(k), l_tile = nlabel(k), l_tend = nlabel(k);
+    emit(k, "mov.u64 %s, %s;", D(tb), D(j0));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pt), D(tb), D(j1));
+    emit(k, "@%s bra %s;", P(pt), L(l_tend));
+    label(k, l_tile);
+    warp_tile(k, &g, half, vec, dmax, tb, j1, m, sum, acc);
+    emit(k, "add.u64 %s, %s, 32;", D(tb), D(tb));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pt), D(tb), D(j1));
+    emit(k, "@%s bra %s;", P(pt), L(l_tile));
+    label(k, l_tend);
+    /* (m, sum, acc) of each head of the warp to part[((i * heads + h) * splits + s) * (2 + d)] */
+    int heads = nd(k), w2 = nd(k), l0 = nd(k);
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(heads), D(g.group), D(g.nb));
+    emit(k, "div.u64 %s, %s, %s;", D(heads), D(heads), D(g.ng)); /* = KV heads x group */
+    emit(k, "add.u64 %s, %s, 2;", D(w2), D(g.d));
+    emit(k, "mul.lo.u64 %s, %s, %d;", D(l0), D(g.lane64), dmax / 32);
+    for (int e = 0; e < HB; e++) {
+        for (int o = 16; o >= 1; o /= 2) {
+            int t = shfl_d(k, sum[e], "bfly", o);
+            emit(k, "add.rn.f64 %s, %s, %s;", FD(sum[e]), FD(sum[e]), FD(t));
+        }
+        int he = nd(k), ph = np(k), slot = nd(k), base = nd(k), p0 = np(k);
+        emit(k, "add.u64 %s, %s, %d;", D(he), D(g.hb0), e);
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(ph), D(he), D(g.group));
+        emit(k, "add.u64 %s, %s, %d;", D(he), D(h0), e);
+        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(slot), D(i), D(heads), D(he));
+        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(slot), D(slot), D(g.splits), D(g.s));
+        emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(w2));
+        emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(base), D(slot), D(g.part));
+        emit(k, "setp.eq.and.u32 %s, %s, 0, %s;", P(p0), R(g.lane), P(ph));
+        emit(k, "@%s st.global.f64 [%s], %s;", P(p0), D(base), FD(m[e]));
+        emit(k, "@%s st.global.f64 [%s+8], %s;", P(p0), D(base), FD(sum[e]));
+        for (int t = 0; t < dmax / 32; t++) {
+            int lt = nd(k), pd = np(k), ga = nd(k);
+            emit(k, "add.u64 %s, %s, %d;", D(lt), D(l0), t);
+            emit(k, "setp.lt.and.u64 %s, %s, %s, %s;", P(pd), D(lt), D(g.d), P(ph));
+            emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(ga), D(lt), D(base));
+            emit(k, "@%s st.global.f64 [%s+16], %s;", P(pd), D(ga), FD(acc[e][t]));
+        }
+    }
+    emit(k, "bar.warp.sync -1;"); /* the next query's q overwrite qs */
+    emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(istep));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pi), D(i), D(g.n_q));
+    emit(k, "@%s bra %s;", P(pi), L(l_q));
+    label(k, l_end);
+    char shared[96], name[40];
+    snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 attn_warp_smem[%d];\n", 4 * 8 * HB * (dmax + 32));
+    snprintf(name, sizeof name, "attn_warp_%s%s_d%d", half ? "f16" : "f32", vec ? "_v" : "", dmax);
+    kern_finish(mod, k, name,
+                ".param .u64 p_part, .param .u64 p_q, .param .u64 p_k, .param .u64 p_v, .param .u64 p_n_q, "
+                ".param .u64 p_n_kv, .param .u64 p_group, .param .u64 p_d, .param .u64 p_causal, "
+                ".param .u64 p_qt, .param .u64 p_qh, .param .u64 p_kt, .param .u64 p_kh, .param .u64 p_vt, "
+                ".param .u64 p_vh, .param .u64 p_chunk, .param .u64 p_splits, .param .u64 p_nb, "
+                ".param .u64 p_ng, .param .f32 p_scale",
+                ".maxntid 128, 1, 1\n", shared);
+}
+
+/* out[i][h][l] = sum_s acc_s[l] f_s / sum_s sum_s f_s with f_s = e^(m_s - M),
+ * M = max m_s, for at most 256 ranges: grid (heads, queries), 256 threads.
+ * Thread t computes f_t once (into shared memory); then the threads are
+ * R = 256 / d slices of d dimensions, slice r adding the ranges r, r + R, ..
+ * (8 loads in flight), and the slices' sums meet in shared memory. */
+static void gen_attn_merge(strbuf *mod)
+{
+    kern kk = {0}, *k = &kk;
+    int out = param_global(k, "p_out"), part = param_global(k, "p_part");
+    int n_q = param_u64(k, "p_n_q"), d = param_u64(k, "p_d"), splits = param_u64(k, "p_splits");
+    int ot = param_u64(k, "p_ot"), oh = param_u64(k, "p_oh");
+    int tid, lane, warp;
+    lane_warp(k, &tid, &lane, &warp);
+    int h = nd(k), heads = nd(k), i = nd(k), istep = nd(k), t64 = nd(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(h), R(sreg(k, "%ctaid.x")));
+    emit(k, "cvt.u64.u32 %s, %s;", D(heads), R(sreg(k, "%nctaid.x")));
+    emit(k, "cvt.u64.u32 %s, %s;", D(i), R(sreg(k, "%ctaid.y")));
+    emit(k, "cvt.u64.u32 %s, %s;", D(istep), R(sreg(k, "%nctaid.y")));
+    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tid));
+    int fs = nr(k), red = nr(k), mx_sm = nr(k);
+    emit(k, "mov.u32 %s, merge_smem;", R(fs));
+    emit(k, "add.u32 %s, %s, %d;", R(red), R(fs), 8 * 256);
+    emit(k, "add.u32 %s, %s, %d;", R(mx_sm), R(red), 8 * 256);
+    /* slices: R = 256 / d, this thread's slice r and dimension l */
+    int d32 = nr(k), nsl = nr(k), r = nr(k), l = nr(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(d32), D(d));
+    emit(k, "div.u32 %s, 256, %s;", R(nsl), R(d32));
+    emit(k, "div.u32 %s, %s, %s;", R(r), R(tid), R(d32));
+    emit(k, "rem.u32 %s, %s, %s;", R(l), R(tid), R(d32));
+    int pi = np(k), l_q = nlabel(k), l_qend = nlabel(k);
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(i), D(n_q));
+    emit(k, "@%s bra %s;", P(pi), L(l_qend));
+    label(k, l_q);
+    int w = nd(k), base = nd(k), slot = nd(k), stride = nd(k);
+    emit(k, "add.u64 %s, %s, 2;", D(w), D(d));
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(slot), D(i), D(heads), D(h));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(splits));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(w));
+    emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(base), D(slot), D(part));
+    emit(k, "mul.lo.u64 %s, %s, 8;", D(stride), D(w));
+    /* M over the ranges */
+    int ps = np(k), pa = nd(k), ms = nfd(k), ss = nfd(k), mx = nfd(k);
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(ps), D(t64), D(splits));
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pa), D(t64), D(stride), D(base));
+    emit(k, "mov.f64 %s, %s;", FD(ms), CD(-INFINITY));
+    emit(k, "mov.f64 %s, %s;", FD(ss), CD(0.0));
+    emit(k, "@%s ld.global.f64 %s, [%s];", P(ps), FD(ms), D(pa));
+    emit(k, "@%s ld.global.f64 %s, [%s+8];", P(ps), FD(ss), D(pa));
+    emit(k, "mov.f64 %s, %s;", FD(mx), FD(ms));
+    for (int o = 16; o >= 1; o /= 2) {
+        int t = shfl_d(k, mx, "bfly", o);
+        emit(k, "max.f64 %s, %s, %s;", FD(mx), FD(mx), FD(t));
+    }
+    {
+        int p0 = np(k), wa = nr(k);
+        emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(lane));
+        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(wa), R(warp), R(mx_sm));
+        emit(k, "@%s st.shared.f64 [%s], %s;", P(p0), R(wa), FD(mx));
+        emit(k, "bar.sync 0;");
+        for (int x = 0; x < 8; x++) {
+            int t = nfd(k);
+            emit(k, "ld.shared.f64 %s, [%s+%d];", FD(t), R(mx_sm), 8 * x);
+            emit(k, "max.f64 %s, %s, %s;", FD(mx), FD(mx), FD(t));
+        }
+    }
+    /* f_t (0 for a range without keys), the total sum */
+    int df = nfd(k), none = np(k), prod = nfd(k);
+    emit(k, "sub.rn.f64 %s, %s, %s;", FD(df), FD(ms), FD(mx));
+    int f = exp_neg(k, df);
+    emit(k, "setp.eq.f64 %s, %s, %s;", P(none), FD(ms), CD(-INFINITY));
+    emit(k, "@%s mov.f64 %s, %s;", P(none), FD(f), CD(0.0));
+    {
+        int fa = nr(k);
+        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(fa), R(tid), R(fs));
+        emit(k, "st.shared.f64 [%s], %s;", R(fa), FD(f));
+    }
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(prod), FD(ss), FD(f));
+    int tot = block_sum_f64(k, prod, lane, warp); /* its barriers also publish f */
+    /* slice r: a = sum over its ranges of f_s acc_s[l] */
+    int a = nfd(k), pr = np(k), l_sl = nlabel(k);
+    emit(k, "mov.f64 %s, %s;", FD(a), CD(0.0));
+    emit(k, "setp.ge.u32 %s, %s, %s;", P(pr), R(r), R(nsl));
+    emit(k, "@%s bra %s;", P(pr), L(l_sl));
+    {
+        int s = nr(k), spl = nr(k), ga0 = nd(k), l64 = nd(k), psl = np(k), l_s = nlabel(k);
+        emit(k, "cvt.u32.u64 %s, %s;", R(spl), D(splits));
+        emit(k, "cvt.u64.u32 %s, %s;", D(l64), R(l));
+        emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(ga0), D(l64), D(base));
+        emit(k, "mov.u32 %s, %s;", R(s), R(r));
+        emit(k, "setp.ge.u32 %s, %s, %s;", P(psl), R(s), R(spl));
+        emit(k, "@%s bra %s;", P(psl), L(l_sl));
+        label(k, l_s);
+        int av[UNROLL], fv[UNROLL];
+        for (int u = 0; u < UNROLL; u++) {
+            int su = nr(k), pin = np(k), su64 = nd(k), ga = nd(k), fa = nr(k);
+            av[u] = nfd(k), fv[u] = nfd(k);
+            emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(su), R(nsl), u, R(s));
+            emit(k, "setp.lt.u32 %s, %s, %s;", P(pin), R(su), R(spl));
+            emit(k, "cvt.u64.u32 %s, %s;", D(su64), R(su));
+            emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(ga), D(su64), D(stride), D(ga0));
+            emit(k, "mov.f64 %s, %s;", FD(av[u]), CD(0.0));
+            emit(k, "mov.f64 %s, %s;", FD(fv[u]), CD(0.0));
+            emit(k, "@%s ld.global.f64 %s, [%s+16];", P(pin), FD(av[u]), D(ga));
+            emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(fa), R(su), R(fs));
+            emit(k, "@%s ld.shared.f64 %s, [%s];", P(pin), FD(fv[u]), R(fa));
+        }
+        for (int u = 0; u < UNROLL; u++)
+            emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(a), FD(av[u]), FD(fv[u]), FD(a));
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(s), R(nsl), UNROLL, R(s));
+        emit(k, "setp.lt.u32 %s, %s, %s;", P(psl), R(s), R(spl));
+        emit(k, "@%s bra %s;", P(psl), L(l_s));
+    }
+    label(k, l_sl);
+    {
+        int ra = nr(k);
+        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(ra), R(tid), R(red));
+        emit(k, "st.shared.f64 [%s], %s;", R(ra), FD(a));
+    }
+    emit(k, "bar.sync 0;");
+    {
+        int pd = np(k), l_skip = nlabel(k), x = nr(k), px = np(k), l_x = nlabel(k), sum = nfd(k);
+        emit(k, "setp.ge.u64 %s, %s, %s;", P(pd), D(t64), D(d));
+        emit(k, "@%s bra %s;", P(pd), L(l_skip));
+        emit(k, "mov.f64 %s, %s;", FD(sum), CD(0.0));
+        emit(k, "mov.u32 %s, 0;", R(x));
+        label(k, l_x); /* the slices r = 0 .. R - 1 of dimension t: red[r d + t] */
+        {
+            int ra = nr(k), v = nfd(k);
+            emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(ra), R(x), R(d32), R(tid));
+            emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(ra), R(ra), R(red));
+            emit(k, "ld.shared.f64 %s, [%s];", FD(v), R(ra));
+            emit(k, "add.rn.f64 %s, %s, %s;", FD(sum), FD(sum), FD(v));
+        }
+        emit(k, "add.u32 %s, %s, 1;", R(x), R(x));
+        emit(k, "setp.lt.u32 %s, %s, %s;", P(px), R(x), R(nsl));
+        emit(k, "@%s bra %s;", P(px), L(l_x));
+        int res = nfd(k), rf = nf(k), orow = row_addr(k, out, i, ot, h, oh, 4), oa = nd(k);
+        emit(k, "div.rn.f64 %s, %s, %s;", FD(res), FD(sum), FD(tot));
+        emit(k, "cvt.rn.f32.f64 %s, %s;", F(rf), FD(res));
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(oa), D(t64), D(orow));
+        emit(k, "st.global.f32 [%s], %s;", D(oa), F(rf));
+        label(k, l_skip);
+    }
+    emit(k, "bar.sync 0;"); /* the next query reuses the shared arrays */
+    emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(istep));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pi), D(i), D(n_q));
+    emit(k, "@%s bra %s;", P(pi), L(l_q));
+    label(k, l_qend);
+    char shared[160];
+    snprintf(shared, sizeof shared, "\t.shared .align 8 .b8 merge_smem[%d];\n%s", 8 * (256 + 256 + 8), RED_SHARED);
+    kern_finish(mod, k, "attn_merge",
+                ".param .u64 p_out, .param .u64 p_part, .param .u64 p_n_q, .param .u64 p_d, .param .u64 p_splits, "
+                ".param .u64 p_ot, .param .u64 p_oh", ".maxntid 256, 1, 1\n", shared);
+}
+
 void infer_attention(strbuf *mod)
 {
     for (int half = 0; half < 2; half++)
         for (int slots = 2; slots <= SLOTS; slots *= 2)
             gen_attn_part(mod, half, slots);
     gen_attn_final(mod);
+    for (int half = 0; half < 2; half++)
+        for (int vec = 0; vec < 2; vec++)
+            for (int dmax = 64; dmax <= RAYO_PTX_ATTN_MAX_DIM; dmax *= 2)
+                gen_attn_warp(mod, half, vec, dmax);
+    gen_attn_merge(mod);
 }
