@@ -59,8 +59,9 @@ rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op
     unsigned long long m = op->m, n = op->n, lda = row_bytes;
     float alpha = op->alpha, beta = op->beta;
     void *params[] = {&y, &a, &x, &m, &n, &lda, &alpha, &beta};
-    CUresult r = st->drv->cuLaunchKernel(fn, (unsigned)blocks, 1, 1, 32 * RAYO_PTX_GEMVQ_ROWS, 1, 1,
-                                         (unsigned)smem, stream, params, NULL);
+    unsigned threads = 32 * RAYO_PTX_GEMVQ_ROWS / RAYO_PTX_GEMVQ_ROWS_PER_WARP;
+    CUresult r = st->drv->cuLaunchKernel(fn, (unsigned)blocks, 1, 1, threads, 1, 1, (unsigned)smem, stream, params,
+                                         NULL);
     if (r != CUDA_SUCCESS) {
         char what[96];
         snprintf(what, sizeof what, "launch of %s (%zu blocks)", cfg->name, blocks);
