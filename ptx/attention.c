@@ -496,9 +496,10 @@ typedef struct warp_regs {
     int qs, ps;         /* .b32 shared: the warp's q [D][HB] and p [32][HB] (float64) */
 } warp_regs;
 
-/* 8 values of a cache row (row + 8 * c0 .. + 8), as doubles, into out[8];
- * vec: the row is 16-byte aligned and d a multiple of 8 (one predicate for
- * all 8), else element by element with dims < d. */
+/* 8 values of a cache row (dimensions l0 .. l0 + 7) into out[8]: vec (the
+ * row 16-byte aligned, d a multiple of 8: one predicate for all 8) as raw
+ * words for raw_to_f64 (4 f16 pairs, or 8 floats), else as doubles, loaded
+ * element by element with dims < d. */
 static void kv_load8(kern *k, const warp_regs *g, int row, int l0, int half, int vec, int pkey, int *out)
 {
     int pin = np(k);
@@ -514,16 +515,26 @@ static void kv_load8(kern *k, const warp_regs *g, int row, int l0, int half, int
         }
         return;
     }
-    int a = nd(k), w[8];
+    int a = nd(k);
     emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(a), D(l0), half ? 2 : 4, D(row));
-    for (int e = 0; e < 8; e++) {
-        w[e] = nr(k);
-        emit(k, "mov.b32 %s, 0;", R(w[e]));
+    for (int e = 0; e < 8; e++) { /* raw words: out[e] holds a .b32 register until raw_to_f64 */
+        out[e] = nr(k);
+        emit(k, "mov.b32 %s, 0;", R(out[e]));
     }
     for (int h = 0; h < (half ? 1 : 2); h++)
-        emit(k, "@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+%d];", P(pin), R(w[4 * h]), R(w[4 * h + 1]),
-             R(w[4 * h + 2]), R(w[4 * h + 3]), D(a), 16 * h);
-    for (int e = 0; e < 8; e++) {
+        emit(k, "@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+%d];", P(pin), R(out[4 * h]), R(out[4 * h + 1]),
+             R(out[4 * h + 2]), R(out[4 * h + 3]), D(a), 16 * h);
+}
+
+/* The n values in the raw words w (f16 pairs or f32) as doubles in out;
+ * vec: w are words of loads, else already doubles (copied). */
+static void raw_to_f64(kern *k, const int *w, int n, int half, int vec, int *out)
+{
+    for (int e = 0; e < n; e++) {
+        if (!vec) {
+            out[e] = w[e];
+            continue;
+        }
         out[e] = nfd(k);
         if (half)
             emit(k, "{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %s; cvt.f64.f16 %s, %s; }", R(w[e / 2]), FD(out[e]),
@@ -533,7 +544,8 @@ static void kv_load8(kern *k, const warp_regs *g, int row, int l0, int half, int
     }
 }
 
-/* the lane's vs values of a V row (dimensions lane * vs ..), as doubles */
+/* the lane's vs values of a V row (dimensions lane * vs ..): vec as raw
+ * words for raw_to_f64, else as doubles */
 static void v_load(kern *k, const warp_regs *g, int row, int vs, int half, int vec, int pkey, int *out)
 {
     int l0 = nd(k);
@@ -566,14 +578,8 @@ static void v_load(kern *k, const warp_regs *g, int row, int vs, int half, int v
             emit(k, "@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+%d];", P(pin), R(w[o]), R(w[o + 1]),
                  R(w[o + 2]), R(w[o + 3]), D(a), 4 * o);
     }
-    for (int e = 0; e < vs; e++) {
-        out[e] = nfd(k);
-        if (half)
-            emit(k, "{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %s; cvt.f64.f16 %s, %s; }", R(w[e / 2]), FD(out[e]),
-                 e % 2 ? "hi" : "lo");
-        else
-            emit(k, "{ .reg .f32 t; mov.b32 t, %s; cvt.f64.f32 %s, t; }", R(w[e]), FD(out[e]));
-    }
+    for (int e = 0; e < nw; e++)
+        out[e] = w[e];
 }
 
 /* The warp's q rows as float64 in shared memory, qs[l][e] for dimension l <
@@ -625,7 +631,9 @@ static void warp_tile(kern *k, const warp_regs *g, int half, int vec, int dmax, 
             emit(k, "@%s prefetch.global.L1 [%s+%d];", P(po), D(vrow), o);
         }
     }
-    /* scores: dot[e] over the dimensions, 32 at a time (4 loads of 8 in flight) */
+    /* scores: dot[e] over the dimensions, DC values at a time (all their loads
+     * in flight before the first use) */
+    const int dc = dmax < 64 ? dmax : 64;
     int dot[HB], l0 = nd(k), pl = np(k), l_dot = nlabel(k);
     for (int e = 0; e < HB; e++) {
         dot[e] = nfd(k);
@@ -634,16 +642,18 @@ static void warp_tile(kern *k, const warp_regs *g, int half, int vec, int dmax, 
     emit(k, "mov.u64 %s, 0;", D(l0));
     label(k, l_dot);
     {
-        int kv[4][8];
-        for (int c = 0; c < 4; c++) {
+        int raw[8][8], kv[8][8];
+        for (int c = 0; c < dc / 8; c++) {
             int lc = nd(k);
             emit(k, "add.u64 %s, %s, %d;", D(lc), D(l0), 8 * c);
-            kv_load8(k, g, krow, lc, half, vec, valid, kv[c]);
+            kv_load8(k, g, krow, lc, half, vec, valid, raw[c]);
         }
+        for (int c = 0; c < dc / 8; c++)
+            raw_to_f64(k, raw[c], 8, half, vec, kv[c]);
         int qa = nr(k), l32 = nr(k);
         emit(k, "cvt.u32.u64 %s, %s;", R(l32), D(l0));
         emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(qa), R(l32), 8 * HB, R(g->qs));
-        for (int c = 0; c < 4; c++)
+        for (int c = 0; c < dc / 8; c++)
             for (int x = 0; x < 8; x++) {
                 int q[HB];
                 for (int e = 0; e < HB; e += 2) {
@@ -655,7 +665,7 @@ static void warp_tile(kern *k, const warp_regs *g, int half, int vec, int dmax, 
                     emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(dot[e]), FD(q[e]), FD(kv[c][x]), FD(dot[e]));
             }
     }
-    emit(k, "add.u64 %s, %s, 32;", D(l0), D(l0));
+    emit(k, "add.u64 %s, %s, %d;", D(l0), D(l0), dc);
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pl), D(l0), D(g->d));
     emit(k, "@%s bra %s;", P(pl), L(l_dot));
     /* online softmax per head; p of the lane's key to ps[lane][e] */
@@ -686,8 +696,12 @@ static void warp_tile(kern *k, const warp_regs *g, int half, int vec, int dmax, 
         emit(k, "st.shared.f64 [%s+%d], %s;", R(pa), 8 * e, FD(p));
     }
     emit(k, "bar.warp.sync -1;");
-    /* acc[e] += p[key][e] v_key over the tile's keys, VU keys at a time (a
-     * key past the range has p = 0 and loads nothing) */
+    /* acc[e] += p[key][e] v_key over the tile's keys, vu keys at a time, 32
+     * raw words of loads in flight (a key past the range has p = 0 and loads
+     * nothing) */
+    int raw_words = half ? vs / 2 : vs, vu = vec ? 32 / raw_words : VU;
+    if (vu > 32)
+        vu = 32;
     int jj = nr(k), cnt = nr(k), pj = np(k), l_key = nlabel(k);
     {
         int c64 = nd(k);
@@ -698,31 +712,32 @@ static void warp_tile(kern *k, const warp_regs *g, int half, int vec, int dmax, 
     emit(k, "mov.u32 %s, 0;", R(jj));
     label(k, l_key);
     {
-        int vd[VU][8];
-        for (int u = 0; u < VU; u++) {
+        int vr[32][8];
+        for (int u = 0; u < vu; u++) {
             int ju = nr(k), pk = np(k), key = nd(k), ju64 = nd(k);
             emit(k, "add.u32 %s, %s, %d;", R(ju), R(jj), u);
             emit(k, "setp.lt.u32 %s, %s, %s;", P(pk), R(ju), R(cnt));
             emit(k, "cvt.u64.u32 %s, %s;", D(ju64), R(ju));
             emit(k, "add.u64 %s, %s, %s;", D(key), D(tb), D(ju64));
             int vrow = row_addr(k, g->v, key, g->vt, g->kvh, g->vh, esz);
-            v_load(k, g, vrow, vs, half, vec, pk, vd[u]);
+            v_load(k, g, vrow, vs, half, vec, pk, vr[u]);
         }
         int pb = nr(k);
         emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(pb), R(jj), 8 * HB, R(g->ps));
-        for (int u = 0; u < VU; u++) {
-            int p[HB];
+        for (int u = 0; u < vu; u++) {
+            int p[HB], vd[8];
+            raw_to_f64(k, vr[u], vs, half, vec, vd);
             for (int e = 0; e < HB; e += 2) {
                 p[e] = nfd(k), p[e + 1] = nfd(k);
                 emit(k, "ld.shared.v2.f64 {%s, %s}, [%s+%d];", FD(p[e]), FD(p[e + 1]), R(pb), 8 * HB * u + 8 * e);
             }
             for (int e = 0; e < HB; e++)
                 for (int t = 0; t < vs; t++)
-                    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc[e][t]), FD(p[e]), FD(vd[u][t]),
+                    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc[e][t]), FD(p[e]), FD(vd[t]),
                          FD(acc[e][t]));
         }
     }
-    emit(k, "add.u32 %s, %s, %d;", R(jj), R(jj), VU);
+    emit(k, "add.u32 %s, %s, %d;", R(jj), R(jj), vu);
     emit(k, "setp.lt.u32 %s, %s, %s;", P(pj), R(jj), R(cnt));
     emit(k, "@%s bra %s;", P(pj), L(l_key));
     emit(k, "bar.warp.sync -1;"); /* the next tile's p overwrite these */
@@ -877,7 +892,8 @@ static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax)
  * M = max m_s, for at most 256 ranges: grid (heads, queries), 256 threads.
  * Thread t computes f_t once (into shared memory); then the threads are
  * R = 256 / d slices of d dimensions, slice r adding the ranges r, r + R, ..
- * (8 loads in flight), and the slices' sums meet in shared memory. */
+ * (MERGE_UNROLL loads in flight), and the slices' sums meet in shared memory. */
+#define MERGE_UNROLL 16
 static void gen_attn_merge(strbuf *mod)
 {
     kern kk = {0}, *k = &kk;
@@ -965,8 +981,8 @@ static void gen_attn_merge(strbuf *mod)
         emit(k, "setp.ge.u32 %s, %s, %s;", P(psl), R(s), R(spl));
         emit(k, "@%s bra %s;", P(psl), L(l_sl));
         label(k, l_s);
-        int av[UNROLL], fv[UNROLL];
-        for (int u = 0; u < UNROLL; u++) {
+        int av[MERGE_UNROLL], fv[MERGE_UNROLL];
+        for (int u = 0; u < MERGE_UNROLL; u++) {
             int su = nr(k), pin = np(k), su64 = nd(k), ga = nd(k), fa = nr(k);
             av[u] = nfd(k), fv[u] = nfd(k);
             emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(su), R(nsl), u, R(s));
@@ -979,9 +995,9 @@ static void gen_attn_merge(strbuf *mod)
             emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(fa), R(su), R(fs));
             emit(k, "@%s ld.shared.f64 %s, [%s];", P(pin), FD(fv[u]), R(fa));
         }
-        for (int u = 0; u < UNROLL; u++)
+        for (int u = 0; u < MERGE_UNROLL; u++)
             emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(a), FD(av[u]), FD(fv[u]), FD(a));
-        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(s), R(nsl), UNROLL, R(s));
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(s), R(nsl), MERGE_UNROLL, R(s));
         emit(k, "setp.lt.u32 %s, %s, %s;", P(psl), R(s), R(spl));
         emit(k, "@%s bra %s;", P(psl), L(l_s));
     }

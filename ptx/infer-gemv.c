@@ -596,17 +596,17 @@ static void stage_rows(kern *k, const qformat *f, const gemvq_regs *g, int t, in
 }
 
 /* The warp's rows over the chunk, tile by tile; tile t + 1 loads while tile
- * t is decoded (two sets of staging buffers, cp.async groups). */
-static void row_chunk(kern *k, const qformat *f, const gemvq_regs *g)
+ * t is decoded (two sets of staging buffers, cp.async groups).  Tile 0 is
+ * already on its way (stage_rows before stage_x, at shifts sh0). */
+static void row_chunk(kern *k, const qformat *f, const gemvq_regs *g, const int *sh0)
 {
     int te = tile_elems(f);
     int t = nd(k), tnext = nd(k), pt = np(k), pn = np(k), l_tile = nlabel(k), l_last = nlabel(k),
         l_go = nlabel(k);
-    int bcur = nr(k), bnext = nr(k), shcur[RPW], tmp = nr(k), sh0[RPW], shn[RPW];
+    int bcur = nr(k), bnext = nr(k), shcur[RPW], tmp = nr(k), shn[RPW];
     emit(k, "mov.u64 %s, 0;", D(t));
     emit(k, "mov.u32 %s, %s;", R(bcur), R(g->ws));
     emit(k, "add.u32 %s, %s, %d;", R(bnext), R(g->ws), RPW * stage_bytes(f));
-    stage_rows(k, f, g, t, bcur, sh0);
     for (int r = 0; r < RPW; r++) {
         shcur[r] = nr(k);
         emit(k, "mov.u32 %s, %s;", R(shcur[r]), R(sh0[r]));
@@ -707,9 +707,24 @@ static void gen_gemvq(strbuf *mod, const qformat *f)
     emit(k, "sub.u64 %s, %s, %s;", D(g.len), D(g.n), D(g.c0));
     emit(k, "min.u64 %s, %s, %d;", D(g.len), D(g.len), f->xchunk);
     emit(k, "bar.sync 0;"); /* every warp is done with the previous chunk */
+    /* the rows' first tile loads while x does (one wait for both) */
+    int sh0[RPW], l_x = nlabel(k);
+    {
+        int t0 = nd(k), sh[RPW];
+        for (int r = 0; r < RPW; r++) {
+            sh0[r] = nr(k);
+            emit(k, "mov.u32 %s, 0;", R(sh0[r]));
+        }
+        emit(k, "@!%s bra %s;", P(g.has_row[0]), L(l_x));
+        emit(k, "mov.u64 %s, 0;", D(t0));
+        stage_rows(k, f, &g, t0, g.ws, sh);
+        for (int r = 0; r < RPW; r++)
+            emit(k, "mov.u32 %s, %s;", R(sh0[r]), R(sh[r]));
+        label(k, l_x);
+    }
     stage_x(k, f, &g);
     emit(k, "@!%s bra %s;", P(g.has_row[0]), L(l_skip));
-    row_chunk(k, f, &g);
+    row_chunk(k, f, &g, sh0);
     label(k, l_skip);
     emit(k, "add.u64 %s, %s, %d;", D(g.c0), D(g.c0), f->xchunk);
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pc), D(g.c0), D(g.n));
