@@ -471,7 +471,7 @@ static void gen_attn_final(strbuf *mod)
  * walks its key row 2 or 4 bytes at a time, and every K and V value is
  * converted to float64 once per query head (the conversions to and from 64
  * bits run at a quarter of the float64 FMA rate).  Here a warp takes a range
- * of keys for HB = 4 query heads of one KV group at once: lane j scores key
+ * of keys for HB query heads of one KV group at once: lane j scores key
  * j of a tile of 32 for the 4 heads (its K row in 16-byte loads when the
  * rows are 16-byte aligned, each value converted once for the 4 heads; q in
  * shared memory as float64, read by broadcast), the warp's online softmax
@@ -484,7 +484,7 @@ static void gen_attn_final(strbuf *mod)
  *
  * Grid: x = key ranges, y = groups of 4 warps (a warp per 4 heads of a KV
  * group, NG = ceil(group / 4) warps per KV group), z = queries. */
-#define HB 4      /* query heads per warp */
+#define HB RAYO_PTX_ATTN_HEADS_PER_WARP /* query heads per warp: 1, 2 or 4 */
 #define VU 8      /* keys of V in flight per round */
 
 typedef struct warp_regs {
@@ -582,6 +582,17 @@ static void v_load(kern *k, const warp_regs *g, int row, int vs, int half, int v
         out[e] = w[e];
 }
 
+/* the HB doubles at shared address addr + off (one per head), in pairs */
+static void ld_heads(kern *k, int addr, int off, int *out)
+{
+    for (int e = 0; e < HB; e++)
+        out[e] = nfd(k);
+    if (HB == 1)
+        emit(k, "ld.shared.f64 %s, [%s+%d];", FD(out[0]), R(addr), off);
+    for (int e = 0; e + 1 < HB; e += 2)
+        emit(k, "ld.shared.v2.f64 {%s, %s}, [%s+%d];", FD(out[e]), FD(out[e + 1]), R(addr), off + 8 * e);
+}
+
 /* The warp's q rows as float64 in shared memory, qs[l][e] for dimension l <
  * dmax of head hb0 + e of the group (zeros past d and for heads past the
  * group, so that they add nothing). */
@@ -656,11 +667,7 @@ static void warp_tile(kern *k, const warp_regs *g, int half, int vec, int dmax, 
         for (int c = 0; c < dc / 8; c++)
             for (int x = 0; x < 8; x++) {
                 int q[HB];
-                for (int e = 0; e < HB; e += 2) {
-                    q[e] = nfd(k), q[e + 1] = nfd(k);
-                    emit(k, "ld.shared.v2.f64 {%s, %s}, [%s+%d];", FD(q[e]), FD(q[e + 1]), R(qa),
-                         8 * HB * (8 * c + x) + 8 * e);
-                }
+                ld_heads(k, qa, 8 * HB * (8 * c + x), q);
                 for (int e = 0; e < HB; e++)
                     emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(dot[e]), FD(q[e]), FD(kv[c][x]), FD(dot[e]));
             }
@@ -727,10 +734,7 @@ static void warp_tile(kern *k, const warp_regs *g, int half, int vec, int dmax, 
         for (int u = 0; u < vu; u++) {
             int p[HB], vd[8];
             raw_to_f64(k, vr[u], vs, half, vec, vd);
-            for (int e = 0; e < HB; e += 2) {
-                p[e] = nfd(k), p[e + 1] = nfd(k);
-                emit(k, "ld.shared.v2.f64 {%s, %s}, [%s+%d];", FD(p[e]), FD(p[e + 1]), R(pb), 8 * HB * u + 8 * e);
-            }
+            ld_heads(k, pb, 8 * HB * u, p);
             for (int e = 0; e < HB; e++)
                 for (int t = 0; t < vs; t++)
                     emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc[e][t]), FD(p[e]), FD(vd[t]),

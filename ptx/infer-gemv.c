@@ -30,19 +30,15 @@
 
 #include <stdlib.h>
 
-#define ROWS RAYO_PTX_GEMVQ_ROWS         /* rows per block */
-#define RPW RAYO_PTX_GEMVQ_ROWS_PER_WARP /* rows per warp */
-#define WARPS (ROWS / RPW)
-#define THREADS (32 * WARPS)
+#define ROWS RAYO_PTX_GEMVQ_ROWS         /* warps per block, one row each */
+#define THREADS (32 * ROWS)
 
-/* A unit of each of the warp's RPW rows: the same columns, so that each x
- * value read from shared memory serves all of them. */
 typedef struct unit_regs {
-    int wb[RPW];  /* .b32 shared address: row r's unit bytes (its block for K-quants) */
-    int sub;      /* .b32 which part of the block the unit is (K-quants), else unused */
-    int xa;       /* .b32 shared address of the unit's first x (16-byte aligned) */
-    int xsum;     /* .b32 shared address of the unit's first sum of 32 x (Q4_K) */
-    int acc[RPW]; /* .f32 the lane's sum of row r, updated in place */
+    int wb;   /* .b32 shared address: the unit's bytes (its block for K-quants) */
+    int sub;  /* .b32 which part of the block the unit is (K-quants), else unused */
+    int xa;   /* .b32 shared address of the unit's first x (16-byte aligned) */
+    int xsum; /* .b32 shared address of the unit's first sum of 32 x (Q4_K) */
+    int acc;  /* .f32 the lane's sum, updated in place */
 } unit_regs;
 
 typedef struct qformat {
@@ -152,34 +148,29 @@ static void load_words_8(kern *k, int addr, int *w)
 
 static void decode_half(kern *k, const unit_regs *u, int brain)
 {
-    int w[RPW][8], part[RPW][4];
-    for (int r = 0; r < RPW; r++) {
-        load_words_8(k, u->wb[r], w[r]);
-        for (int c = 0; c < 4; c++)
-            part[r][c] = zero_f(k);
-    }
+    int w[8], part[4];
+    load_words_8(k, u->wb, w);
+    for (int c = 0; c < 4; c++)
+        part[c] = zero_f(k);
     for (int i = 0; i < 4; i++) { /* words 2i, 2i+1: values 4i..4i+3 */
-        int x[4];
+        int x[4], v[4];
         load_x4(k, u->xa, 4 * i, x);
-        for (int r = 0; r < RPW; r++)
-            for (int j = 0; j < 4; j++) {
-                int word = w[r][2 * i + j / 2], v;
-                if (brain) {
-                    v = nf(k);
-                    if (j % 2)
-                        emit(k, "and.b32 %s, %s, 0xffff0000;", F(v), R(word));
-                    else
-                        emit(k, "shl.b32 %s, %s, 16;", F(v), R(word));
-                } else {
-                    v = half_to_f32(k, word, j % 2);
-                }
-                emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(part[r][j]), F(v), F(x[j]), F(part[r][j]));
+        for (int j = 0; j < 4; j++) {
+            int word = w[2 * i + j / 2];
+            if (brain) {
+                v[j] = nf(k);
+                if (j % 2)
+                    emit(k, "and.b32 %s, %s, 0xffff0000;", F(v[j]), R(word));
+                else
+                    emit(k, "shl.b32 %s, %s, 16;", F(v[j]), R(word));
+            } else {
+                v[j] = half_to_f32(k, word, j % 2);
             }
+            emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(part[j]), F(v[j]), F(x[j]), F(part[j]));
+        }
     }
-    for (int r = 0; r < RPW; r++) {
-        sum_chains(k, part[r], 4);
-        emit(k, "add.f32 %s, %s, %s;", F(u->acc[r]), F(u->acc[r]), F(part[r][0]));
-    }
+    sum_chains(k, part, 4);
+    emit(k, "add.f32 %s, %s, %s;", F(u->acc), F(u->acc), F(part[0]));
 }
 
 static void decode_f16(kern *k, const unit_regs *u) { decode_half(k, u, 0); }
@@ -195,25 +186,18 @@ static int block_scale(kern *k, int addr)
 
 static void decode_q8_0(kern *k, const unit_regs *u)
 {
-    int d[RPW], w[RPW][8], part[RPW][4];
-    for (int r = 0; r < RPW; r++) {
-        d[r] = block_scale(k, u->wb[r]);
-        load_words(k, reg_plus(k, u->wb[r], 2), 8, w[r]);
-        for (int c = 0; c < 4; c++)
-            part[r][c] = zero_f(k);
-    }
+    int d = block_scale(k, u->wb), w[8], part[4];
+    load_words(k, reg_plus(k, u->wb, 2), 8, w);
+    for (int c = 0; c < 4; c++)
+        part[c] = zero_f(k);
     for (int i = 0; i < 8; i++) {
         int x[4];
+        emit(k, "xor.b32 %s, %s, 0x80808080;", R(w[i]), R(w[i])); /* signed -> 128 + q */
         load_x4(k, u->xa, 4 * i, x);
-        for (int r = 0; r < RPW; r++) {
-            emit(k, "xor.b32 %s, %s, 0x80808080;", R(w[r][i]), R(w[r][i])); /* signed -> 128 + q */
-            codes_dot4(k, w[r][i], 128.0f, x, part[r][i % 4]);
-        }
+        codes_dot4(k, w[i], 128.0f, x, part[i % 4]);
     }
-    for (int r = 0; r < RPW; r++) {
-        sum_chains(k, part[r], 4);
-        emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(u->acc[r]), F(d[r]), F(part[r][0]), F(u->acc[r]));
-    }
+    sum_chains(k, part, 4);
+    emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(u->acc), F(d), F(part[0]), F(u->acc));
 }
 
 /* lo, hi: the low and high nibbles of w, one per byte */
@@ -228,28 +212,20 @@ static void nibbles(kern *k, int w, int *lo, int *hi)
 
 static void decode_q4_0(kern *k, const unit_regs *u)
 {
-    int d[RPW], w[RPW][4], part[RPW][4];
-    for (int r = 0; r < RPW; r++) {
-        d[r] = block_scale(k, u->wb[r]);
-        load_words(k, reg_plus(k, u->wb[r], 2), 4, w[r]);
-        for (int c = 0; c < 4; c++)
-            part[r][c] = zero_f(k);
-    }
+    int d = block_scale(k, u->wb), w[4], part[4];
+    load_words(k, reg_plus(k, u->wb, 2), 4, w);
+    for (int c = 0; c < 4; c++)
+        part[c] = zero_f(k);
     for (int i = 0; i < 4; i++) { /* byte j: value j (low nibble), j + 16 (high) */
-        int xl[4], xh[4];
+        int lo, hi, xl[4], xh[4];
+        nibbles(k, w[i], &lo, &hi);
         load_x4(k, u->xa, 4 * i, xl);
         load_x4(k, u->xa, 16 + 4 * i, xh);
-        for (int r = 0; r < RPW; r++) {
-            int lo, hi;
-            nibbles(k, w[r][i], &lo, &hi);
-            codes_dot4(k, lo, 8.0f, xl, part[r][i % 2]);
-            codes_dot4(k, hi, 8.0f, xh, part[r][2 + i % 2]);
-        }
+        codes_dot4(k, lo, 8.0f, xl, part[i % 2]);
+        codes_dot4(k, hi, 8.0f, xh, part[2 + i % 2]);
     }
-    for (int r = 0; r < RPW; r++) {
-        sum_chains(k, part[r], 4);
-        emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(u->acc[r]), F(d[r]), F(part[r][0]), F(u->acc[r]));
-    }
+    sum_chains(k, part, 4);
+    emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(u->acc), F(d), F(part[0]), F(u->acc));
 }
 
 /* Q4_K sub-block j = 2 * sub + e (e = 0, 1): its 6-bit scale and min as
@@ -288,46 +264,34 @@ static void q4_k_scale_min(kern *k, const int *s, int sub, int e, int *scf, int 
 /* Unit = sub-blocks 2 sub (low nibbles of qs[32 sub ..]) and 2 sub + 1 (high). */
 static void decode_q4_k(kern *k, const unit_regs *u)
 {
-    int d[RPW], dmin[RPW], s[RPW][3], w[RPW][8], plo[RPW][2], phi[RPW][2];
-    for (int r = 0; r < RPW; r++) {
-        int dd, qa = nr(k);
-        load_words(k, u->wb[r], 1, &dd);
-        d[r] = half_to_f32(k, dd, 0), dmin[r] = half_to_f32(k, dd, 1);
-        load_words(k, reg_plus(k, u->wb[r], RAYO_Q4_K_SCALES), 3, s[r]);
-        emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(qa), R(u->sub), R(u->wb[r]));
-        load_words(k, reg_plus(k, qa, RAYO_Q4_K_QS), 8, w[r]);
-        for (int c = 0; c < 2; c++)
-            plo[r][c] = zero_f(k), phi[r][c] = zero_f(k);
-    }
+    int dd, s[3], w[8];
+    load_words(k, u->wb, 1, &dd);
+    int d = half_to_f32(k, dd, 0), dmin = half_to_f32(k, dd, 1);
+    load_words(k, reg_plus(k, u->wb, RAYO_Q4_K_SCALES), 3, s);
+    int qa = nr(k);
+    emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(qa), R(u->sub), R(u->wb));
+    load_words(k, reg_plus(k, qa, RAYO_Q4_K_QS), 8, w);
+    int plo[2] = {zero_f(k), zero_f(k)}, phi[2] = {zero_f(k), zero_f(k)};
     for (int i = 0; i < 8; i++) {
-        int xl[4], xh[4];
+        int lo, hi, xl[4], xh[4];
+        nibbles(k, w[i], &lo, &hi);
         load_x4(k, u->xa, 4 * i, xl);
         load_x4(k, u->xa, 32 + 4 * i, xh);
-        for (int r = 0; r < RPW; r++) {
-            int lo, hi;
-            nibbles(k, w[r][i], &lo, &hi);
-            codes_dot4(k, lo, 0.0f, xl, plo[r][i % 2]);
-            codes_dot4(k, hi, 0.0f, xh, phi[r][i % 2]);
-        }
+        codes_dot4(k, lo, 0.0f, xl, plo[i % 2]);
+        codes_dot4(k, hi, 0.0f, xh, phi[i % 2]);
     }
-    int sx[2];
+    sum_chains(k, plo, 2);
+    sum_chains(k, phi, 2);
+    int part[2] = {plo[0], phi[0]};
     for (int e = 0; e < 2; e++) {
-        sx[e] = nf(k);
-        emit(k, "ld.shared.f32 %s, [%s+%d];", F(sx[e]), R(u->xsum), 4 * e);
-    }
-    for (int r = 0; r < RPW; r++) {
-        sum_chains(k, plo[r], 2);
-        sum_chains(k, phi[r], 2);
-        int part[2] = {plo[r][0], phi[r][0]};
-        for (int e = 0; e < 2; e++) {
-            int scf, mf, ds = nf(k), dm = nf(k);
-            q4_k_scale_min(k, s[r], u->sub, e, &scf, &mf);
-            emit(k, "mul.f32 %s, %s, %s;", F(ds), F(d[r]), F(scf));
-            emit(k, "mul.f32 %s, %s, %s;", F(dm), F(dmin[r]), F(mf));
-            emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(u->acc[r]), F(ds), F(part[e]), F(u->acc[r]));
-            emit(k, "neg.f32 %s, %s;", F(dm), F(dm));
-            emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(u->acc[r]), F(dm), F(sx[e]), F(u->acc[r]));
-        }
+        int scf, mf, sx = nf(k), ds = nf(k), dm = nf(k);
+        q4_k_scale_min(k, s, u->sub, e, &scf, &mf);
+        emit(k, "ld.shared.f32 %s, [%s+%d];", F(sx), R(u->xsum), 4 * e);
+        emit(k, "mul.f32 %s, %s, %s;", F(ds), F(d), F(scf));
+        emit(k, "mul.f32 %s, %s, %s;", F(dm), F(dmin), F(mf));
+        emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(u->acc), F(ds), F(part[e]), F(u->acc));
+        emit(k, "neg.f32 %s, %s;", F(dm), F(dm));
+        emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(u->acc), F(dm), F(sx), F(u->acc));
     }
 }
 
@@ -336,54 +300,49 @@ static void decode_q4_k(kern *k, const unit_regs *u)
  * its high bits at 2 kk in qh[32 h + l]; 16 values share a scale. */
 static void decode_q6_k(kern *k, const unit_regs *u)
 {
-    int d[RPW], sw[RPW][2], ql[RPW][16], qh[RPW][8], part[RPW][8];
-    for (int r = 0; r < RPW; r++) {
-        int dw, base = nr(k), qha = nr(k), sca = nr(k);
-        load_words(k, reg_plus(k, u->wb[r], RAYO_Q6_K_D), 1, &dw);
-        d[r] = half_to_f32(k, dw, 0);
-        emit(k, "mad.lo.u32 %s, %s, 64, %s;", R(base), R(u->sub), R(u->wb[r]));
-        emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(qha), R(u->sub), R(u->wb[r]));
-        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(sca), R(u->sub), R(u->wb[r]));
-        load_words(k, reg_plus(k, sca, RAYO_Q6_K_SCALES), 2, sw[r]);
-        load_words(k, base, 16, ql[r]);
-        load_words(k, reg_plus(k, qha, RAYO_Q6_K_QH), 8, qh[r]);
-        for (int g = 0; g < 8; g++)
-            part[r][g] = zero_f(k);
-    }
+    int dw, sw[2], ql[16], qh[8];
+    load_words(k, reg_plus(k, u->wb, RAYO_Q6_K_D), 1, &dw);
+    int d = half_to_f32(k, dw, 0);
+    int base = nr(k), qha = nr(k), sca = nr(k);
+    emit(k, "mad.lo.u32 %s, %s, 64, %s;", R(base), R(u->sub), R(u->wb));
+    emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(qha), R(u->sub), R(u->wb));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(sca), R(u->sub), R(u->wb));
+    load_words(k, reg_plus(k, sca, RAYO_Q6_K_SCALES), 2, sw);
+    load_words(k, base, 16, ql);
+    load_words(k, reg_plus(k, qha, RAYO_Q6_K_QH), 8, qh);
+    int part[8];
+    for (int g = 0; g < 8; g++)
+        part[g] = zero_f(k);
     static const int hshift[4] = {4, 2, 0, -2}; /* moves bits 2kk..2kk+1 of qh to 4..5 */
     for (int i = 0; i < 8; i++) { /* l = 4i .. 4i + 3 */
         for (int kk = 0; kk < 4; kk++) {
-            int x[4];
-            load_x4(k, u->xa, 32 * kk + 4 * i, x);
-            for (int r = 0; r < RPW; r++) {
-                int low = nr(k), hb = nr(k);
-                int src = ql[r][(kk & 1) * 8 + i];
-                if (kk < 2) {
-                    emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(low), R(src));
-                } else {
-                    emit(k, "shr.u32 %s, %s, 4;", R(low), R(src));
-                    emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(low), R(low));
-                }
-                if (hshift[kk] > 0)
-                    emit(k, "shl.b32 %s, %s, %d;", R(hb), R(qh[r][i]), hshift[kk]);
-                else if (hshift[kk] < 0)
-                    emit(k, "shr.u32 %s, %s, %d;", R(hb), R(qh[r][i]), -hshift[kk]);
-                else
-                    emit(k, "mov.b32 %s, %s;", R(hb), R(qh[r][i]));
-                emit(k, "and.b32 %s, %s, 0x30303030;", R(hb), R(hb));
-                emit(k, "or.b32 %s, %s, %s;", R(low), R(low), R(hb));
-                codes_dot4(k, low, 32.0f, x, part[r][2 * kk + i / 4]);
+            int low = nr(k), hb = nr(k), x[4];
+            int src = ql[(kk & 1) * 8 + i];
+            if (kk < 2) {
+                emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(low), R(src));
+            } else {
+                emit(k, "shr.u32 %s, %s, 4;", R(low), R(src));
+                emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(low), R(low));
             }
+            if (hshift[kk] > 0)
+                emit(k, "shl.b32 %s, %s, %d;", R(hb), R(qh[i]), hshift[kk]);
+            else if (hshift[kk] < 0)
+                emit(k, "shr.u32 %s, %s, %d;", R(hb), R(qh[i]), -hshift[kk]);
+            else
+                emit(k, "mov.b32 %s, %s;", R(hb), R(qh[i]));
+            emit(k, "and.b32 %s, %s, 0x30303030;", R(hb), R(hb));
+            emit(k, "or.b32 %s, %s, %s;", R(low), R(low), R(hb));
+            load_x4(k, u->xa, 32 * kk + 4 * i, x);
+            codes_dot4(k, low, 32.0f, x, part[2 * kk + i / 4]);
         }
     }
-    for (int r = 0; r < RPW; r++)
-        for (int g = 0; g < 8; g++) {
-            int sc = nr(k), scf = nf(k);
-            emit(k, "bfe.s32 %s, %s, %d, 8;", R(sc), R(sw[r][g / 4]), 8 * (g % 4));
-            emit(k, "cvt.rn.f32.s32 %s, %s;", F(scf), R(sc));
-            emit(k, "mul.f32 %s, %s, %s;", F(scf), F(scf), F(d[r]));
-            emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(u->acc[r]), F(scf), F(part[r][g]), F(u->acc[r]));
-        }
+    for (int g = 0; g < 8; g++) {
+        int sc = nr(k), scf = nf(k);
+        emit(k, "bfe.s32 %s, %s, %d, 8;", R(sc), R(sw[g / 4]), 8 * (g % 4));
+        emit(k, "cvt.rn.f32.s32 %s, %s;", F(scf), R(sc));
+        emit(k, "mul.f32 %s, %s, %s;", F(scf), F(scf), F(d));
+        emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(u->acc), F(scf), F(part[g]), F(u->acc));
+    }
 }
 
 static const qformat formats[] = {
@@ -400,11 +359,9 @@ static const qformat formats[] = {
 typedef struct gemvq_regs {
     int a, x, m, n, lda;        /* .b64 parameters (a, x global addresses) */
     int tid, lane, warp;        /* .b32 */
-    int row[RPW], rs[RPW];      /* .b64 the warp's rows, their global addresses (the first
-                                 * row's for rows past m, which are read but not stored) */
-    int has_row[RPW];           /* .pred row < m */
+    int row, rs, has_row;       /* .b64 row, .b64 its global address, .pred row < m */
     int xs, xsum, ws;           /* .b32 shared: x chunk, its sums of 32, this warp's staging */
-    int c0, len, acc[RPW];      /* .b64 chunk start, .b64 its length, .f32 lane sums */
+    int c0, len, acc;           /* .b64 chunk start, .b64 its length, .f32 lane sum */
 } gemvq_regs;
 
 static void round_up64(kern *k, int dst, int v, int step)
@@ -477,8 +434,8 @@ static void stage_x(kern *k, const qformat *f, const gemvq_regs *g)
  * buf + sh (sh = gaddr & 15, returned), through the 16-byte chunks of the
  * aligned-down window, with cp.async; the window's edge chunks, which the
  * tile covers in part, byte by byte, with zeros outside the tile up to the
- * end of its last unit.  The caller ends the lane's cp.async group. */
-static int stage_tile(kern *k, const qformat *f, const gemvq_regs *g, int rs, int t, int buf)
+ * end of its last unit.  Ends the lane's cp.async group. */
+static int stage_tile(kern *k, const qformat *f, const gemvq_regs *g, int t, int buf)
 {
     int te = tile_elems(f);
     /* elements of this tile, its bytes, the bytes of whole units */
@@ -494,7 +451,7 @@ static int stage_tile(kern *k, const qformat *f, const gemvq_regs *g, int rs, in
     emit(k, "mul.lo.u32 %s, %s, %d;", R(zbytes), R(zbytes), f->block_bytes);
     emit(k, "add.u64 %s, %s, %s;", D(e0), D(g->c0), D(t));
     emit(k, "div.u64 %s, %s, %d;", D(gaddr), D(e0), f->block_elems);
-    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(gaddr), D(gaddr), f->block_bytes, D(rs));
+    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(gaddr), D(gaddr), f->block_bytes, D(g->rs));
     int sh = nr(k), gw = nd(k), sh64 = nd(k), endz = nr(k), end = nr(k), cnt = nr(k);
     emit(k, "cvt.u32.u64 %s, %s;", R(sh), D(gaddr));
     emit(k, "and.b32 %s, %s, 15;", R(sh), R(sh));
@@ -534,11 +491,12 @@ static int stage_tile(kern *k, const qformat *f, const gemvq_regs *g, int rs, in
     emit(k, "setp.lt.u32 %s, %s, %s;", P(pc), R(ci), R(cnt));
     emit(k, "@%s bra %s;", P(pc), L(l_loop));
     label(k, l_done);
+    emit(k, "cp.async.commit_group;");
     return sh;
 }
 
 /* Lane's units of the tile at element t, staged in buf at shift sh. */
-static void decode_tile(kern *k, const qformat *f, const gemvq_regs *g, int t, int buf, const int *sh)
+static void decode_tile(kern *k, const qformat *f, const gemvq_regs *g, int t, int buf, int sh)
 {
     int pp_shift = __builtin_ctz((unsigned)pad_period(f));
     int tn = nr(k), rem = nd(k);
@@ -553,19 +511,12 @@ static void decode_tile(kern *k, const qformat *f, const gemvq_regs *g, int t, i
         emit(k, "mul.lo.u32 %s, %s, %d;", R(ue), R(unit), f->unit_elems);
         emit(k, "setp.ge.u32 %s, %s, %s;", P(pu), R(ue), R(tn));
         emit(k, "@%s bra %s;", P(pu), L(l_skip));
-        unit_regs u;
-        u.sub = nr(k), u.xa = nr(k), u.xsum = nr(k);
-        int blk = nr(k), off = nr(k);
+        unit_regs u = {nr(k), nr(k), nr(k), nr(k), g->acc};
+        int blk = nr(k);
         emit(k, "shr.u32 %s, %s, %d;", R(blk), R(unit), __builtin_ctz((unsigned)upb));
         emit(k, "and.b32 %s, %s, %d;", R(u.sub), R(unit), upb - 1);
-        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(off), R(blk), unit_bytes, R(buf));
-        for (int r = 0; r < RPW; r++) { /* row r's buffer follows row r - 1's */
-            u.wb[r] = nr(k);
-            u.acc[r] = g->acc[r];
-            emit(k, "add.u32 %s, %s, %s;", R(u.wb[r]), R(off), R(sh[r]));
-            if (r)
-                emit(k, "add.u32 %s, %s, %d;", R(u.wb[r]), R(u.wb[r]), r * stage_bytes(f));
-        }
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(u.wb), R(blk), unit_bytes, R(sh));
+        emit(k, "add.u32 %s, %s, %s;", R(u.wb), R(u.wb), R(buf));
         int xe = nr(k), xp = nr(k);
         emit(k, "cvt.u32.u64 %s, %s;", R(xe), D(t));
         emit(k, "add.u32 %s, %s, %s;", R(xe), R(xe), R(ue));
@@ -579,43 +530,24 @@ static void decode_tile(kern *k, const qformat *f, const gemvq_regs *g, int t, i
     }
 }
 
-/* Starts copying the tile at element t of each of the warp's rows into the
- * staging buffers at buf (row r's RPW * r buffers on), sh[r] the shifts;
- * ends the lane's cp.async group. */
-static void stage_rows(kern *k, const qformat *f, const gemvq_regs *g, int t, int buf, int *sh)
-{
-    for (int r = 0; r < RPW; r++) {
-        int b = buf;
-        if (r) {
-            b = nr(k);
-            emit(k, "add.u32 %s, %s, %d;", R(b), R(buf), r * stage_bytes(f));
-        }
-        sh[r] = stage_tile(k, f, g, g->rs[r], t, b);
-    }
-    emit(k, "cp.async.commit_group;");
-}
-
-/* The warp's rows over the chunk, tile by tile; tile t + 1 loads while tile
- * t is decoded (two sets of staging buffers, cp.async groups).  Tile 0 is
- * already on its way (stage_rows before stage_x, at shifts sh0). */
-static void row_chunk(kern *k, const qformat *f, const gemvq_regs *g, const int *sh0)
+/* The warp's row over the chunk, tile by tile; tile t + 1 loads while tile t
+ * is decoded (two staging buffers, cp.async groups). */
+static void row_chunk(kern *k, const qformat *f, const gemvq_regs *g)
 {
     int te = tile_elems(f);
     int t = nd(k), tnext = nd(k), pt = np(k), pn = np(k), l_tile = nlabel(k), l_last = nlabel(k),
         l_go = nlabel(k);
-    int bcur = nr(k), bnext = nr(k), shcur[RPW], tmp = nr(k), shn[RPW];
+    int bcur = nr(k), bnext = nr(k), shcur = nr(k), tmp = nr(k);
     emit(k, "mov.u64 %s, 0;", D(t));
     emit(k, "mov.u32 %s, %s;", R(bcur), R(g->ws));
-    emit(k, "add.u32 %s, %s, %d;", R(bnext), R(g->ws), RPW * stage_bytes(f));
-    for (int r = 0; r < RPW; r++) {
-        shcur[r] = nr(k);
-        emit(k, "mov.u32 %s, %s;", R(shcur[r]), R(sh0[r]));
-    }
+    emit(k, "add.u32 %s, %s, %d;", R(bnext), R(g->ws), stage_bytes(f));
+    int sh0 = stage_tile(k, f, g, t, bcur);
+    emit(k, "mov.u32 %s, %s;", R(shcur), R(sh0));
     label(k, l_tile);
     emit(k, "add.u64 %s, %s, %d;", D(tnext), D(t), te);
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pn), D(tnext), D(g->len));
     emit(k, "@%s bra %s;", P(pn), L(l_last));
-    stage_rows(k, f, g, tnext, bnext, shn);
+    int shn = stage_tile(k, f, g, tnext, bnext);
     emit(k, "bra.uni %s;", L(l_go));
     label(k, l_last);
     emit(k, "cp.async.commit_group;"); /* an empty group: wait_group 1 below then waits for tile t */
@@ -623,42 +555,37 @@ static void row_chunk(kern *k, const qformat *f, const gemvq_regs *g, const int 
     emit(k, "cp.async.wait_group 1;");
     emit(k, "bar.warp.sync -1;");
     decode_tile(k, f, g, t, bcur, shcur);
-    emit(k, "bar.warp.sync -1;"); /* the next tile's copies overwrite these buffers */
+    emit(k, "bar.warp.sync -1;"); /* the next tile's copies overwrite this buffer */
     emit(k, "mov.u32 %s, %s;", R(tmp), R(bcur));
     emit(k, "mov.u32 %s, %s;", R(bcur), R(bnext));
     emit(k, "mov.u32 %s, %s;", R(bnext), R(tmp));
-    for (int r = 0; r < RPW; r++)
-        emit(k, "mov.u32 %s, %s;", R(shcur[r]), R(shn[r]));
+    emit(k, "mov.u32 %s, %s;", R(shcur), R(shn));
     emit(k, "mov.u64 %s, %s;", D(t), D(tnext));
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pt), D(t), D(g->len));
     emit(k, "@%s bra %s;", P(pt), L(l_tile));
     emit(k, "cp.async.wait_all;");
 }
 
-/* y[row] = alpha * sum + beta * y[row] (y read only when beta != 0) for
- * each of the warp's rows below m */
-static void store_rows(kern *k, const gemvq_regs *g, int y, int alpha, int beta)
+/* y[row] = alpha * sum + beta * y[row] (y read only when beta != 0) */
+static void store_row(kern *k, const gemvq_regs *g, int y, int alpha, int beta)
 {
-    for (int r = 0; r < RPW; r++) {
-        int s = g->acc[r];
-        for (int o = 16; o >= 1; o /= 2) {
-            int t = nf(k);
-            emit(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1;", F(t), F(s), o);
-            emit(k, "add.f32 %s, %s, %s;", F(s), F(s), F(t));
-        }
-        int pw = np(k), l_skip = nlabel(k), ya = nd(k), old = nf(k), pb = np(k), out = nf(k);
-        emit(k, "setp.ne.u32 %s, %s, 0;", P(pw), R(g->lane));
-        emit(k, "@%s bra %s;", P(pw), L(l_skip));
-        emit(k, "@!%s bra %s;", P(g->has_row[r]), L(l_skip));
-        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ya), D(g->row[r]), D(y));
-        emit(k, "mov.f32 %s, %s;", F(old), C(0.0f));
-        emit(k, "setp.ne.f32 %s, %s, %s;", P(pb), F(beta), C(0.0f));
-        emit(k, "@%s ld.global.f32 %s, [%s];", P(pb), F(old), D(ya));
-        emit(k, "@%s mul.f32 %s, %s, %s;", P(pb), F(old), F(old), F(beta));
-        emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(out), F(alpha), F(s), F(old));
-        emit(k, "st.global.f32 [%s], %s;", D(ya), F(out));
-        label(k, l_skip);
+    int s = g->acc;
+    for (int o = 16; o >= 1; o /= 2) {
+        int t = nf(k);
+        emit(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1;", F(t), F(s), o);
+        emit(k, "add.f32 %s, %s, %s;", F(s), F(s), F(t));
     }
+    int pw = np(k), l_skip = nlabel(k), ya = nd(k), old = nf(k), pb = np(k), out = nf(k);
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(pw), R(g->lane));
+    emit(k, "@%s bra %s;", P(pw), L(l_skip));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ya), D(g->row), D(y));
+    emit(k, "mov.f32 %s, %s;", F(old), C(0.0f));
+    emit(k, "setp.ne.f32 %s, %s, %s;", P(pb), F(beta), C(0.0f));
+    emit(k, "@%s ld.global.f32 %s, [%s];", P(pb), F(old), D(ya));
+    emit(k, "@%s mul.f32 %s, %s, %s;", P(pb), F(old), F(old), F(beta));
+    emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(out), F(alpha), F(s), F(old));
+    emit(k, "st.global.f32 [%s], %s;", D(ya), F(out));
+    label(k, l_skip);
 }
 
 static void gen_gemvq(strbuf *mod, const qformat *f)
@@ -674,21 +601,17 @@ static void gen_gemvq(strbuf *mod, const qformat *f)
     int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
     lane_warp(k, &g.tid, &g.lane, &g.warp);
     int ctaid = sreg(k, "%ctaid.x");
-    /* rows ctaid * ROWS + warp * RPW + r; a row past m reads the warp's first */
-    for (int r = 0; r < RPW; r++) {
-        g.row[r] = nd(k);
-        g.rs[r] = nd(k);
-        g.has_row[r] = np(k);
+    g.row = nd(k);
+    g.rs = nd(k);
+    g.has_row = np(k);
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(g.row), R(ctaid), ROWS);
+    {
         int w64 = nd(k);
-        emit(k, "mul.wide.u32 %s, %s, %d;", D(g.row[r]), R(ctaid), ROWS);
-        emit(k, "mul.wide.u32 %s, %s, %d;", D(w64), R(g.warp), RPW);
-        emit(k, "add.u64 %s, %s, %s;", D(g.row[r]), D(g.row[r]), D(w64));
-        emit(k, "add.u64 %s, %s, %d;", D(g.row[r]), D(g.row[r]), r);
-        emit(k, "setp.lt.u64 %s, %s, %s;", P(g.has_row[r]), D(g.row[r]), D(g.m));
-        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(g.rs[r]), D(g.row[r]), D(g.lda), D(g.a));
-        if (r)
-            emit(k, "@!%s mov.u64 %s, %s;", P(g.has_row[r]), D(g.rs[r]), D(g.rs[0]));
+        emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(g.warp));
+        emit(k, "add.u64 %s, %s, %s;", D(g.row), D(g.row), D(w64));
     }
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(g.has_row), D(g.row), D(g.m));
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(g.rs), D(g.row), D(g.lda), D(g.a));
     g.xs = nr(k);
     g.xsum = nr(k);
     g.ws = nr(k);
@@ -696,9 +619,8 @@ static void gen_gemvq(strbuf *mod, const qformat *f)
     emit(k, "mov.u32 %s, gq_smem;", R(g.ws));
     emit(k, "add.u32 %s, %s, %d;", R(g.xsum), R(g.ws), 2 * ROWS * stage_bytes(f));
     emit(k, "add.u32 %s, %s, %d;", R(g.xs), R(g.xsum), xsum_bytes(f));
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(g.ws), R(g.warp), 2 * RPW * stage_bytes(f), R(g.ws));
-    for (int r = 0; r < RPW; r++)
-        g.acc[r] = zero_f(k);
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(g.ws), R(g.warp), 2 * stage_bytes(f), R(g.ws));
+    g.acc = zero_f(k);
     g.c0 = nd(k);
     g.len = nd(k);
     int pc = np(k), l_chunk = nlabel(k), l_skip = nlabel(k);
@@ -707,31 +629,16 @@ static void gen_gemvq(strbuf *mod, const qformat *f)
     emit(k, "sub.u64 %s, %s, %s;", D(g.len), D(g.n), D(g.c0));
     emit(k, "min.u64 %s, %s, %d;", D(g.len), D(g.len), f->xchunk);
     emit(k, "bar.sync 0;"); /* every warp is done with the previous chunk */
-    /* the rows' first tile loads while x does (one wait for both) */
-    int sh0[RPW], l_x = nlabel(k);
-    {
-        int t0 = nd(k), sh[RPW];
-        for (int r = 0; r < RPW; r++) {
-            sh0[r] = nr(k);
-            emit(k, "mov.u32 %s, 0;", R(sh0[r]));
-        }
-        emit(k, "@!%s bra %s;", P(g.has_row[0]), L(l_x));
-        emit(k, "mov.u64 %s, 0;", D(t0));
-        stage_rows(k, f, &g, t0, g.ws, sh);
-        for (int r = 0; r < RPW; r++)
-            emit(k, "mov.u32 %s, %s;", R(sh0[r]), R(sh[r]));
-        label(k, l_x);
-    }
     stage_x(k, f, &g);
-    emit(k, "@!%s bra %s;", P(g.has_row[0]), L(l_skip));
-    row_chunk(k, f, &g, sh0);
+    emit(k, "@!%s bra %s;", P(g.has_row), L(l_skip));
+    row_chunk(k, f, &g);
     label(k, l_skip);
     emit(k, "add.u64 %s, %s, %d;", D(g.c0), D(g.c0), f->xchunk);
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pc), D(g.c0), D(g.n));
     emit(k, "@%s bra %s;", P(pc), L(l_chunk));
     int l_end = nlabel(k);
-    emit(k, "@!%s bra %s;", P(g.has_row[0]), L(l_end));
-    store_rows(k, &g, y, alpha, beta);
+    emit(k, "@!%s bra %s;", P(g.has_row), L(l_end));
+    store_row(k, &g, y, alpha, beta);
     label(k, l_end);
     char name[32], dir[64];
     snprintf(name, sizeof name, "gemvq_%s", f->name);

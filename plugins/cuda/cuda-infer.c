@@ -59,9 +59,8 @@ rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op
     unsigned long long m = op->m, n = op->n, lda = row_bytes;
     float alpha = op->alpha, beta = op->beta;
     void *params[] = {&y, &a, &x, &m, &n, &lda, &alpha, &beta};
-    unsigned threads = 32 * RAYO_PTX_GEMVQ_ROWS / RAYO_PTX_GEMVQ_ROWS_PER_WARP;
-    CUresult r = st->drv->cuLaunchKernel(fn, (unsigned)blocks, 1, 1, threads, 1, 1, (unsigned)smem, stream, params,
-                                         NULL);
+    CUresult r = st->drv->cuLaunchKernel(fn, (unsigned)blocks, 1, 1, 32 * RAYO_PTX_GEMVQ_ROWS, 1, 1,
+                                         (unsigned)smem, stream, params, NULL);
     if (r != CUDA_SUCCESS) {
         char what[96];
         snprintf(what, sizeof what, "launch of %s (%zu blocks)", cfg->name, blocks);
@@ -206,7 +205,6 @@ static rayo_status launch_rope(cuda_state *st, CUstream stream, const cuda_op *o
  * KV group, query), attn_merge to combine the ranges.  Key ranges are whole
  * tiles of 32 keys, enough of them that about 2048 warps share the cache
  * (decode: one query), at most 256 (attn_merge). */
-#define ATTN_HEADS_PER_WARP 4
 #define ATTN_WANT_WARPS 2048
 #define ATTN_MAX_SPLITS 256
 
@@ -218,7 +216,7 @@ static attn_plan attn_plan_of(const rayo_attention_params *p)
 {
     attn_plan a;
     size_t group = p->n_heads / p->n_kv_heads, per_q;
-    a.ng = (group + ATTN_HEADS_PER_WARP - 1) / ATTN_HEADS_PER_WARP;
+    a.ng = (group + RAYO_PTX_ATTN_HEADS_PER_WARP - 1) / RAYO_PTX_ATTN_HEADS_PER_WARP;
     a.nb = p->n_kv_heads * a.ng;
     per_q = a.nb * p->n_q;
     size_t want = per_q >= ATTN_WANT_WARPS ? 1 : (ATTN_WANT_WARPS + per_q - 1) / per_q;

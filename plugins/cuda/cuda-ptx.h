@@ -48,13 +48,11 @@ typedef struct rayo_ptx_tf32_config {
 #define RAYO_PTX_ROWC_WARP_THREADS 256
 
 /* gemv with half or quantized weights (module "infer", ptx/infer-gemv.c):
- * blocks of 32 * ROWS / ROWS_PER_WARP threads, each warp on ROWS_PER_WARP
- * adjacent rows of A (ROWS rows per block), x staged in chunks of
+ * blocks of 32 * ROWS threads, one warp per row of A, x staged in chunks of
  * at most xchunk floats (a multiple of every tile), each padded with 4
  * floats after every pad_period floats, after fixed_bytes of other shared
  * memory: rayo_ptx_gemvq_smem gives a call's dynamic shared memory. */
 #define RAYO_PTX_GEMVQ_ROWS 16
-#define RAYO_PTX_GEMVQ_ROWS_PER_WARP 2
 typedef struct rayo_ptx_gemvq_config {
     const char *name;     /* "gemvq_q8_0" */
     int dtype;            /* rayo_dtype of A */
@@ -74,6 +72,8 @@ static inline size_t rayo_ptx_gemvq_smem(const rayo_ptx_gemvq_config *c, size_t 
 
 /* attention (module "infer", ptx/attention.c): head_dim at most this. */
 #define RAYO_PTX_ATTN_MAX_DIM 256
+/* attn_warp_*: query heads of one KV group per warp (1, 2 or 4) */
+#define RAYO_PTX_ATTN_HEADS_PER_WARP 2
 
 extern const rayo_ptx_module rayo_cuda_ptx_modules[];
 extern const unsigned rayo_cuda_ptx_module_count;
