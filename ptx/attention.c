@@ -1,35 +1,35 @@
-/* attention.c - the fused attention of module "infer": attn_part_f32 /
- * attn_part_f16 (the KV cache's dtype) and attn_final.
+/* attention.c - the fused attention of module "infer": attn_warp_<kv>[_v]_d<D>
+ * (the KV cache's dtype f32 or f16; _v: K and V rows 16-byte aligned, read
+ * with vector loads; D = 64, 128 or 256: head_dim at most) and attn_merge.
  *
  * out = softmax(scale Q K^T + causal mask) V, grouped-query, without a
- * score matrix: the keys of one (query, head) are cut into `splits` ranges
- * of `chunk` keys; block (s, h, i) runs an online softmax over range s
- * (running maximum; the sum and the weighted sum of V rescaled when it
- * grows) and writes (max, sum, acc[head_dim]) to the scratch; attn_final
- * merges the ranges of each (query, head).  Decode (one query) uses many
- * ranges, so that the whole GPU reads the cache; prefill uses one.
+ * score matrix (flash-decoding): the keys of one query are cut into
+ * `splits` ranges of `chunk` keys (whole tiles of 32); a warp runs an online
+ * softmax over one range for HB query heads of one KV group (running
+ * maximum; the sum and the weighted sum of V rescaled when it grows) and
+ * writes (max, sum, acc[head_dim]) per head to the scratch; attn_merge
+ * combines the ranges of each (query, head).  Decode (one query) uses many
+ * ranges, so that the whole GPU reads the cache; long prefills use one.
  *
- * Inside a block, each of the 4 warps takes tiles of 32 keys: lane j scores
- * key j of the tile (a float64 dot product, like the reference), then for
- * each key of the tile every lane adds p * v[l] for its dimensions l = lane
- * + 32 t (t < MAX_DIM / 32; coalesced rows of V), in float64.  The four
- * warps' states are merged through shared memory. */
+ * Inside a warp, lane j scores key j of a tile of 32 for the HB heads: its
+ * K row in 16-byte loads when the rows are 16-byte aligned, each value
+ * converted to float64 once for the HB heads (conversions to and from 64
+ * bits run at a quarter of the float64 FMA rate, and reading the group's
+ * cache once per HB heads saves L2 traffic: HB = 4 measured 14.5 us for the
+ * decode of doc/benchmarks-cuda.md, 2 heads 19.2 us, 1 head 23.1 us), q in
+ * shared memory as float64, read by broadcast.  For p V each lane owns
+ * D / 32 dimensions of the V rows (coalesced rows; the p of each key read
+ * from shared memory by broadcast).  The lanes prefetch their key's V row
+ * into L1 before scoring, so the p V loop finds it there.  Scores,
+ * probabilities and sums are float64, like the scalar reference (an f16
+ * cache is widened exactly): the strict contract holds for every call.
+ *
+ * Grid: x = key ranges, y = groups of 4 warps (a warp per HB heads of a KV
+ * group, NG = ceil(group / HB) warps per KV group), z = queries. */
 #include "gen-ptx.h"
 #include "../plugins/cuda/cuda-ptx.h"
 
 #include <math.h>
-
-#define WARPS 4
-#define SLOTS (RAYO_PTX_ATTN_MAX_DIM / 32) /* dimensions per lane, at most */
-
-typedef struct attn_regs {
-    int part, q, k, v;                  /* .b64 global */
-    int n_q, n_kv, group, d, causal;    /* .b64 */
-    int qt, qh, kt, kh, vt, vh, chunk, splits; /* .b64 strides (elements), keys per range, ranges */
-    int scale;                          /* .f64 */
-    int lane, warp, tid;                /* .b32 */
-    int s, h;                           /* .b64 range, head */
-} attn_regs;
 
 static int shfl_d(kern *k, int v, const char *mode, int lane_or_off)
 {
@@ -84,68 +84,231 @@ static int row_addr(kern *k, int base, int t, int ts, int hh, int hs, int elem)
     return a;
 }
 
-#define UNROLL 8 /* loads in flight before their use: the loops would wait for each */
+#define HB RAYO_PTX_ATTN_HEADS_PER_WARP /* query heads per warp: 1, 2 or 4 */
+#define VU 8      /* keys of V in flight per round (rows not aligned: loaded as doubles) */
 
-/* One tile of 32 keys [tb, tb + 32) of the range (ending at j1): the warp's
- * running m, sum (per lane) and acc[slots] are updated. */
-static void attn_tile(kern *k, const attn_regs *g, int half, int slots, int qrow, int kvh, int tb, int j1, int m,
-                      int sum, const int *acc)
+typedef struct warp_regs {
+    int part, q, k, v, n_q, n_kv, group, d, causal, qt, qh, kt, kh, vt, vh, chunk, splits, nb, ng;
+    int scale;          /* .f64 */
+    int lane, warp;     /* .b32 */
+    int lane64;         /* .b64 */
+    int s, kvh, hb0;    /* .b64 range, KV head, first head of the warp within the group */
+    int qs, ps;         /* .b32 shared: the warp's q [D][HB] and p [32][HB] (float64) */
+} warp_regs;
+
+/* 8 values of a cache row (dimensions l0 .. l0 + 7) into out[8]: vec (the
+ * row 16-byte aligned, d a multiple of 8: one predicate for all 8) as raw
+ * words for raw_to_f64 (4 f16 pairs, or 8 floats), else as doubles, loaded
+ * element by element with dims < d. */
+static void kv_load8(kern *k, const warp_regs *g, int row, int l0, int half, int vec, int pkey, int *out)
 {
-    int j = nd(k), lane64 = nd(k), valid = np(k);
-    emit(k, "cvt.u64.u32 %s, %s;", D(lane64), R(g->lane));
-    emit(k, "add.u64 %s, %s, %s;", D(j), D(tb), D(lane64));
+    int pin = np(k);
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(l0), D(g->d));
+    emit(k, "and.pred %s, %s, %s;", P(pin), P(pin), P(pkey));
+    if (!vec) {
+        for (int e = 0; e < 8; e++) {
+            int le = nd(k), pe = np(k);
+            emit(k, "add.u64 %s, %s, %d;", D(le), D(l0), e);
+            emit(k, "setp.lt.u64 %s, %s, %s;", P(pe), D(le), D(g->d));
+            emit(k, "and.pred %s, %s, %s;", P(pe), P(pe), P(pkey));
+            out[e] = kv_load(k, row, le, half, pe);
+        }
+        return;
+    }
+    int a = nd(k);
+    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(a), D(l0), half ? 2 : 4, D(row));
+    for (int e = 0; e < 8; e++) { /* raw words: out[e] holds a .b32 register until raw_to_f64 */
+        out[e] = nr(k);
+        emit(k, "mov.b32 %s, 0;", R(out[e]));
+    }
+    for (int h = 0; h < (half ? 1 : 2); h++)
+        emit(k, "@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+%d];", P(pin), R(out[4 * h]), R(out[4 * h + 1]),
+             R(out[4 * h + 2]), R(out[4 * h + 3]), D(a), 16 * h);
+}
+
+/* The n values in the raw words w (f16 pairs or f32) as doubles in out;
+ * vec: w are words of loads, else already doubles (copied). */
+static void raw_to_f64(kern *k, const int *w, int n, int half, int vec, int *out)
+{
+    for (int e = 0; e < n; e++) {
+        if (!vec) {
+            out[e] = w[e];
+            continue;
+        }
+        out[e] = nfd(k);
+        if (half)
+            emit(k, "{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %s; cvt.f64.f16 %s, %s; }", R(w[e / 2]), FD(out[e]),
+                 e % 2 ? "hi" : "lo");
+        else
+            emit(k, "{ .reg .f32 t; mov.b32 t, %s; cvt.f64.f32 %s, t; }", R(w[e]), FD(out[e]));
+    }
+}
+
+/* the lane's vs values of a V row (dimensions lane * vs ..): vec as raw
+ * words for raw_to_f64, else as doubles */
+static void v_load(kern *k, const warp_regs *g, int row, int vs, int half, int vec, int pkey, int *out)
+{
+    int l0 = nd(k);
+    emit(k, "mul.lo.u64 %s, %s, %d;", D(l0), D(g->lane64), vs);
+    if (!vec) {
+        for (int e = 0; e < vs; e++) {
+            int le = nd(k), pe = np(k);
+            emit(k, "add.u64 %s, %s, %d;", D(le), D(l0), e);
+            emit(k, "setp.lt.u64 %s, %s, %s;", P(pe), D(le), D(g->d));
+            emit(k, "and.pred %s, %s, %s;", P(pe), P(pe), P(pkey));
+            out[e] = kv_load(k, row, le, half, pe);
+        }
+        return;
+    }
+    int pin = np(k), a = nd(k), nw = half ? vs / 2 : vs, w[8];
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(l0), D(g->d));
+    emit(k, "and.pred %s, %s, %s;", P(pin), P(pin), P(pkey));
+    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(a), D(l0), half ? 2 : 4, D(row));
+    for (int e = 0; e < nw; e++) {
+        w[e] = nr(k);
+        emit(k, "mov.b32 %s, 0;", R(w[e]));
+    }
+    for (int o = 0; o < nw; o += 4) {
+        int n = nw - o < 4 ? nw - o : 4;
+        if (n == 1)
+            emit(k, "@%s ld.global.nc.b32 %s, [%s];", P(pin), R(w[o]), D(a));
+        else if (n == 2)
+            emit(k, "@%s ld.global.nc.v2.b32 {%s, %s}, [%s+%d];", P(pin), R(w[o]), R(w[o + 1]), D(a), 4 * o);
+        else
+            emit(k, "@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s+%d];", P(pin), R(w[o]), R(w[o + 1]),
+                 R(w[o + 2]), R(w[o + 3]), D(a), 4 * o);
+    }
+    for (int e = 0; e < nw; e++)
+        out[e] = w[e];
+}
+
+/* the HB doubles at shared address addr + off (one per head), in pairs */
+static void ld_heads(kern *k, int addr, int off, int *out)
+{
+    for (int e = 0; e < HB; e++)
+        out[e] = nfd(k);
+    if (HB == 1)
+        emit(k, "ld.shared.f64 %s, [%s+%d];", FD(out[0]), R(addr), off);
+    for (int e = 0; e + 1 < HB; e += 2)
+        emit(k, "ld.shared.v2.f64 {%s, %s}, [%s+%d];", FD(out[e]), FD(out[e + 1]), R(addr), off + 8 * e);
+}
+
+/* The warp's q rows as float64 in shared memory, qs[l][e] for dimension l <
+ * dmax of head hb0 + e of the group (zeros past d and for heads past the
+ * group, so that they add nothing). */
+static void stage_q(kern *k, const warp_regs *g, int qrow0, int dmax)
+{
+    for (int it = 0; it < dmax * HB / 32; it++) {
+        int idx = nr(k), l = nd(k), e = nd(k), pin = np(k), ph = np(k), he = nd(k), a = nd(k), f = nf(k),
+            fd = nfd(k), sa = nr(k);
+        emit(k, "add.u32 %s, %s, %d;", R(idx), R(g->lane), 32 * it);
+        emit(k, "cvt.u64.u32 %s, %s;", D(l), R(idx));
+        emit(k, "and.b64 %s, %s, %d;", D(e), D(l), HB - 1);
+        emit(k, "shr.u64 %s, %s, %d;", D(l), D(l), __builtin_ctz(HB));
+        emit(k, "add.u64 %s, %s, %s;", D(he), D(g->hb0), D(e));
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(l), D(g->d));
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(ph), D(he), D(g->group));
+        emit(k, "and.pred %s, %s, %s;", P(pin), P(pin), P(ph));
+        /* q[i][kvh * group + hb0 + e][l]: qrow0 is head kvh * group + hb0 */
+        emit(k, "mul.lo.u64 %s, %s, %s;", D(a), D(e), D(g->qh));
+        emit(k, "add.u64 %s, %s, %s;", D(a), D(a), D(l));
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(a), D(a), D(qrow0));
+        emit(k, "mov.f32 %s, 0f00000000;", F(f));
+        emit(k, "@%s ld.global.nc.f32 %s, [%s];", P(pin), F(f), D(a));
+        emit(k, "cvt.f64.f32 %s, %s;", FD(fd), F(f));
+        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(sa), R(idx), R(g->qs));
+        emit(k, "st.shared.f64 [%s], %s;", R(sa), FD(fd));
+    }
+    emit(k, "bar.warp.sync -1;");
+}
+
+/* One tile of 32 keys [tb, tb + 32) of the range ending at j1: the warp's
+ * m[e], the lane's sum[e] and acc[e][t] (dimension lane * vs + t) of each
+ * head e are updated. */
+static void warp_tile(kern *k, const warp_regs *g, int half, int vec, int dmax, int tb, int j1, const int *m,
+                      const int *sum, int acc[HB][8])
+{
+    int vs = dmax / 32, j = nd(k), valid = np(k), esz = half ? 2 : 4;
+    emit(k, "add.u64 %s, %s, %s;", D(j), D(tb), D(g->lane64));
     emit(k, "setp.lt.u64 %s, %s, %s;", P(valid), D(j), D(j1));
-    /* score of key j: dot(q, k_j) in double, UNROLL dimensions at a time */
-    int krow = row_addr(k, g->k, j, g->kt, kvh, g->kh, half ? 2 : 4);
-    int dot = nfd(k), l = nd(k), pl = np(k), l_dot = nlabel(k);
-    emit(k, "mov.f64 %s, %s;", FD(dot), CD(0.0));
-    emit(k, "mov.u64 %s, 0;", D(l));
+    int krow = row_addr(k, g->k, j, g->kt, g->kvh, g->kh, esz);
+    { /* the key's V row into L1 for the p V loop below */
+        int vrow = row_addr(k, g->v, j, g->vt, g->kvh, g->vh, esz), rb = nd(k);
+        emit(k, "mul.lo.u64 %s, %s, %d;", D(rb), D(g->d), esz);
+        for (int o = 0; o < dmax * esz; o += 128) {
+            int po = np(k);
+            emit(k, "setp.gt.u64 %s, %s, %d;", P(po), D(rb), o);
+            emit(k, "and.pred %s, %s, %s;", P(po), P(po), P(valid));
+            emit(k, "@%s prefetch.global.L1 [%s+%d];", P(po), D(vrow), o);
+        }
+    }
+    /* scores: dot[e] over the dimensions, DC values at a time (all their loads
+     * in flight before the first use) */
+    const int dc = dmax < 64 ? dmax : 64;
+    int dot[HB], l0 = nd(k), pl = np(k), l_dot = nlabel(k);
+    for (int e = 0; e < HB; e++) {
+        dot[e] = nfd(k);
+        emit(k, "mov.f64 %s, %s;", FD(dot[e]), CD(0.0));
+    }
+    emit(k, "mov.u64 %s, 0;", D(l0));
     label(k, l_dot);
     {
-        int qd[UNROLL], kd[UNROLL];
-        for (int u = 0; u < UNROLL; u++) {
-            int lu = nd(k), pin = np(k), pk = np(k), qa = nd(k), qf = nf(k);
-            emit(k, "add.u64 %s, %s, %d;", D(lu), D(l), u);
-            emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(lu), D(g->d));
-            emit(k, "and.pred %s, %s, %s;", P(pk), P(pin), P(valid));
-            emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(qa), D(lu), D(qrow));
-            emit(k, "mov.f32 %s, 0f00000000;", F(qf));
-            emit(k, "@%s ld.global.nc.f32 %s, [%s];", P(pin), F(qf), D(qa));
-            qd[u] = nfd(k);
-            emit(k, "cvt.f64.f32 %s, %s;", FD(qd[u]), F(qf));
-            kd[u] = kv_load(k, krow, lu, half, pk);
+        int raw[8][8], kv[8][8];
+        for (int c = 0; c < dc / 8; c++) {
+            int lc = nd(k);
+            emit(k, "add.u64 %s, %s, %d;", D(lc), D(l0), 8 * c);
+            kv_load8(k, g, krow, lc, half, vec, valid, raw[c]);
         }
-        for (int u = 0; u < UNROLL; u++)
-            emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(dot), FD(qd[u]), FD(kd[u]), FD(dot));
+        for (int c = 0; c < dc / 8; c++)
+            raw_to_f64(k, raw[c], 8, half, vec, kv[c]);
+        int qa = nr(k), l32 = nr(k);
+        emit(k, "cvt.u32.u64 %s, %s;", R(l32), D(l0));
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(qa), R(l32), 8 * HB, R(g->qs));
+        for (int c = 0; c < dc / 8; c++)
+            for (int x = 0; x < 8; x++) {
+                int q[HB];
+                ld_heads(k, qa, 8 * HB * (8 * c + x), q);
+                for (int e = 0; e < HB; e++)
+                    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(dot[e]), FD(q[e]), FD(kv[c][x]), FD(dot[e]));
+            }
     }
-    emit(k, "add.u64 %s, %s, %d;", D(l), D(l), UNROLL);
-    emit(k, "setp.lt.u64 %s, %s, %s;", P(pl), D(l), D(g->d));
+    emit(k, "add.u64 %s, %s, %d;", D(l0), D(l0), dc);
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pl), D(l0), D(g->d));
     emit(k, "@%s bra %s;", P(pl), L(l_dot));
-    int sc = nfd(k);
-    emit(k, "mul.rn.f64 %s, %s, %s;", FD(sc), FD(dot), FD(g->scale));
-    emit(k, "@!%s mov.f64 %s, %s;", P(valid), FD(sc), CD(-INFINITY));
-    /* tile maximum, the new running maximum, rescaling */
-    int tm = nfd(k);
-    emit(k, "mov.f64 %s, %s;", FD(tm), FD(sc));
-    for (int o = 16; o >= 1; o /= 2) {
-        int t = shfl_d(k, tm, "bfly", o);
-        emit(k, "max.f64 %s, %s, %s;", FD(tm), FD(tm), FD(t));
+    /* online softmax per head; p of the lane's key to ps[lane][e] */
+    int pa = nr(k);
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(pa), R(g->lane), 8 * HB, R(g->ps));
+    for (int e = 0; e < HB; e++) {
+        int sc = nfd(k), tm = nfd(k);
+        emit(k, "mul.rn.f64 %s, %s, %s;", FD(sc), FD(dot[e]), FD(g->scale));
+        emit(k, "@!%s mov.f64 %s, %s;", P(valid), FD(sc), CD(-INFINITY));
+        emit(k, "mov.f64 %s, %s;", FD(tm), FD(sc));
+        for (int o = 16; o >= 1; o /= 2) {
+            int t = shfl_d(k, tm, "bfly", o);
+            emit(k, "max.f64 %s, %s, %s;", FD(tm), FD(tm), FD(t));
+        }
+        int nm = nfd(k), diff = nfd(k);
+        emit(k, "max.f64 %s, %s, %s;", FD(nm), FD(m[e]), FD(tm)); /* finite: key tb is valid */
+        emit(k, "sub.rn.f64 %s, %s, %s;", FD(diff), FD(m[e]), FD(nm)); /* -inf for the first tile */
+        int shrink = exp_neg(k, diff);
+        emit(k, "mul.rn.f64 %s, %s, %s;", FD(sum[e]), FD(sum[e]), FD(shrink));
+        for (int t = 0; t < vs; t++)
+            emit(k, "mul.rn.f64 %s, %s, %s;", FD(acc[e][t]), FD(acc[e][t]), FD(shrink));
+        emit(k, "mov.f64 %s, %s;", FD(m[e]), FD(nm));
+        int pd = nfd(k), p = nfd(k);
+        emit(k, "sub.rn.f64 %s, %s, %s;", FD(pd), FD(sc), FD(nm));
+        int ex = exp_neg(k, pd);
+        emit(k, "selp.f64 %s, %s, %s, %s;", FD(p), FD(ex), CD(0.0), P(valid));
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(sum[e]), FD(sum[e]), FD(p));
+        emit(k, "st.shared.f64 [%s+%d], %s;", R(pa), 8 * e, FD(p));
     }
-    int nm = nfd(k), diff = nfd(k);
-    emit(k, "max.f64 %s, %s, %s;", FD(nm), FD(m), FD(tm)); /* finite: key tb is valid */
-    emit(k, "sub.rn.f64 %s, %s, %s;", FD(diff), FD(m), FD(nm)); /* -inf for the first tile */
-    int shrink = exp_neg(k, diff);
-    emit(k, "mul.rn.f64 %s, %s, %s;", FD(sum), FD(sum), FD(shrink));
-    for (int t = 0; t < slots; t++)
-        emit(k, "mul.rn.f64 %s, %s, %s;", FD(acc[t]), FD(acc[t]), FD(shrink));
-    emit(k, "mov.f64 %s, %s;", FD(m), FD(nm));
-    int pd = nfd(k), p = nfd(k);
-    emit(k, "sub.rn.f64 %s, %s, %s;", FD(pd), FD(sc), FD(nm));
-    int e = exp_neg(k, pd);
-    emit(k, "selp.f64 %s, %s, %s, %s;", FD(p), FD(e), CD(0.0), P(valid));
-    emit(k, "add.rn.f64 %s, %s, %s;", FD(sum), FD(sum), FD(p));
-    /* acc += p_key v_key for the valid keys of the tile, UNROLL keys at a time
-     * (an invalid key has p = 0 and loads nothing) */
+    emit(k, "bar.warp.sync -1;");
+    /* acc[e] += p[key][e] v_key over the tile's keys, vu keys at a time, 32
+     * raw words of loads in flight (a key past the range has p = 0 and loads
+     * nothing) */
+    int raw_words = half ? vs / 2 : vs, vu = vec ? 32 / raw_words : VU;
+    if (vu > 32)
+        vu = 32;
     int jj = nr(k), cnt = nr(k), pj = np(k), l_key = nlabel(k);
     {
         int c64 = nd(k);
@@ -156,45 +319,40 @@ static void attn_tile(kern *k, const attn_regs *g, int half, int slots, int qrow
     emit(k, "mov.u32 %s, 0;", R(jj));
     label(k, l_key);
     {
-        int pv[UNROLL], vd[UNROLL][8];
-        for (int u = 0; u < UNROLL; u++) {
-            int ju = nr(k), pk = np(k), lo = nr(k), hi = nr(k), lo2 = nr(k), hi2 = nr(k);
+        int vr[32][8];
+        for (int u = 0; u < vu; u++) {
+            int ju = nr(k), pk = np(k), key = nd(k), ju64 = nd(k);
             emit(k, "add.u32 %s, %s, %d;", R(ju), R(jj), u);
             emit(k, "setp.lt.u32 %s, %s, %s;", P(pk), R(ju), R(cnt));
-            pv[u] = nfd(k);
-            emit(k, "mov.b64 {%s, %s}, %s;", R(lo), R(hi), FD(p));
-            emit(k, "shfl.sync.idx.b32 %s, %s, %s, 31, -1;", R(lo2), R(lo), R(ju));
-            emit(k, "shfl.sync.idx.b32 %s, %s, %s, 31, -1;", R(hi2), R(hi), R(ju));
-            emit(k, "mov.b64 %s, {%s, %s};", FD(pv[u]), R(lo2), R(hi2));
-            int key = nd(k), ju64 = nd(k);
             emit(k, "cvt.u64.u32 %s, %s;", D(ju64), R(ju));
             emit(k, "add.u64 %s, %s, %s;", D(key), D(tb), D(ju64));
-            int vrow = row_addr(k, g->v, key, g->vt, kvh, g->vh, half ? 2 : 4);
-            for (int t = 0; t < slots; t++) {
-                int dl = nd(k), pin = np(k);
-                emit(k, "add.u64 %s, %s, %d;", D(dl), D(lane64), 32 * t);
-                emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(dl), D(g->d));
-                emit(k, "and.pred %s, %s, %s;", P(pin), P(pin), P(pk));
-                vd[u][t] = kv_load(k, vrow, dl, half, pin);
-            }
+            int vrow = row_addr(k, g->v, key, g->vt, g->kvh, g->vh, esz);
+            v_load(k, g, vrow, vs, half, vec, pk, vr[u]);
         }
-        for (int u = 0; u < UNROLL; u++)
-            for (int t = 0; t < slots; t++)
-                emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc[t]), FD(pv[u]), FD(vd[u][t]), FD(acc[t]));
+        int pb = nr(k);
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(pb), R(jj), 8 * HB, R(g->ps));
+        for (int u = 0; u < vu; u++) {
+            int p[HB], vd[8];
+            raw_to_f64(k, vr[u], vs, half, vec, vd);
+            ld_heads(k, pb, 8 * HB * u, p);
+            for (int e = 0; e < HB; e++)
+                for (int t = 0; t < vs; t++)
+                    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc[e][t]), FD(p[e]), FD(vd[t]),
+                         FD(acc[e][t]));
+        }
     }
-    emit(k, "add.u32 %s, %s, %d;", R(jj), R(jj), UNROLL);
+    emit(k, "add.u32 %s, %s, %d;", R(jj), R(jj), vu);
     emit(k, "setp.lt.u32 %s, %s, %s;", P(pj), R(jj), R(cnt));
     emit(k, "@%s bra %s;", P(pj), L(l_key));
+    emit(k, "bar.warp.sync -1;"); /* the next tile's p overwrite these */
 }
 
-/* shared: per warp m, sum, acc[MAX_DIM] (doubles) */
-#define WARP_STATE (2 + RAYO_PTX_ATTN_MAX_DIM)
-
-/* slots: head_dim <= 32 slots (the kernel attn_part_<kv>_d<32 slots>) */
-static void gen_attn_part(strbuf *mod, int half, int slots)
+/* dmax: 64, 128 or 256 (head_dim at most); vec: K and V rows 16-byte
+ * aligned and head_dim a multiple of 8 (the plugin checks) */
+static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax)
 {
     kern kk = {0}, *k = &kk;
-    attn_regs g;
+    warp_regs g;
     g.part = param_global(k, "p_part");
     g.q = param_global(k, "p_q");
     g.k = param_global(k, "p_k");
@@ -212,28 +370,51 @@ static void gen_attn_part(strbuf *mod, int half, int slots)
     g.vh = param_u64(k, "p_vh");
     g.chunk = param_u64(k, "p_chunk");
     g.splits = param_u64(k, "p_splits");
+    g.nb = param_u64(k, "p_nb"); /* warps in all: KV heads x ng */
+    g.ng = param_u64(k, "p_ng"); /* warps per KV group */
     g.scale = nfd(k);
     {
         int sf = param_f32(k, "p_scale");
         emit(k, "cvt.f64.f32 %s, %s;", FD(g.scale), F(sf));
     }
-    lane_warp(k, &g.tid, &g.lane, &g.warp);
+    int tid;
+    lane_warp(k, &tid, &g.lane, &g.warp);
+    g.lane64 = nd(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(g.lane64), R(g.lane));
     int cx = sreg(k, "%ctaid.x"), cy = sreg(k, "%ctaid.y"), cz = sreg(k, "%ctaid.z"), nz = sreg(k, "%nctaid.z");
+    int b = nd(k), pb = np(k), l_end = nlabel(k);
     g.s = nd(k);
-    g.h = nd(k);
     emit(k, "cvt.u64.u32 %s, %s;", D(g.s), R(cx));
-    emit(k, "cvt.u64.u32 %s, %s;", D(g.h), R(cy));
-    int kvh = nd(k), sm = nr(k), ws = nr(k);
-    emit(k, "div.u64 %s, %s, %s;", D(kvh), D(g.h), D(g.group));
-    emit(k, "mov.u32 %s, attn_smem;", R(sm));
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(ws), R(g.warp), 8 * WARP_STATE, R(sm));
-    int i = nd(k), istep = nd(k), pi = np(k), l_q = nlabel(k), l_qend = nlabel(k);
+    {
+        int w64 = nd(k);
+        emit(k, "cvt.u64.u32 %s, %s;", D(b), R(cy));
+        emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(g.warp));
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(b), D(b), D(w64));
+    }
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pb), D(b), D(g.nb));
+    emit(k, "@%s bra %s;", P(pb), L(l_end)); /* only warp syncs below: a warp without heads may leave */
+    g.kvh = nd(k);
+    g.hb0 = nd(k);
+    emit(k, "div.u64 %s, %s, %s;", D(g.kvh), D(b), D(g.ng));
+    emit(k, "rem.u64 %s, %s, %s;", D(g.hb0), D(b), D(g.ng));
+    emit(k, "mul.lo.u64 %s, %s, %d;", D(g.hb0), D(g.hb0), HB);
+    int h0 = nd(k); /* the warp's first head */
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(h0), D(g.kvh), D(g.group), D(g.hb0));
+    g.qs = nr(k);
+    g.ps = nr(k);
+    {
+        int sm = nr(k);
+        emit(k, "mov.u32 %s, attn_warp_smem;", R(sm));
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(g.qs), R(g.warp), 8 * HB * (dmax + 32), R(sm));
+        emit(k, "add.u32 %s, %s, %d;", R(g.ps), R(g.qs), 8 * HB * dmax);
+    }
+    int i = nd(k), istep = nd(k), pi = np(k), l_q = nlabel(k);
     emit(k, "cvt.u64.u32 %s, %s;", D(i), R(cz));
     emit(k, "cvt.u64.u32 %s, %s;", D(istep), R(nz));
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(i), D(g.n_q));
-    emit(k, "@%s bra %s;", P(pi), L(l_qend));
+    emit(k, "@%s bra %s;", P(pi), L(l_end));
     label(k, l_q);
-    /* visible keys: n_kv - n_q + i + 1 when causal; this block's range [j0, j1) */
+    /* visible keys: n_kv - n_q + i + 1 when causal; this warp's range [j0, j1) */
     int vis = nd(k), pc = np(k), j0 = nd(k), j1 = nd(k);
     emit(k, "setp.ne.u64 %s, %s, 0;", P(pc), D(g.causal));
     emit(k, "mov.u64 %s, %s;", D(vis), D(g.n_kv));
@@ -243,230 +424,235 @@ static void gen_attn_part(strbuf *mod, int half, int slots)
     emit(k, "mul.lo.u64 %s, %s, %s;", D(j0), D(g.s), D(g.chunk));
     emit(k, "add.u64 %s, %s, %s;", D(j1), D(j0), D(g.chunk));
     emit(k, "min.u64 %s, %s, %s;", D(j1), D(j1), D(vis));
-    int qrow = row_addr(k, g.q, i, g.qt, g.h, g.qh, 4);
-    int m = nfd(k), sum = nfd(k), acc[SLOTS];
-    emit(k, "mov.f64 %s, %s;", FD(m), CD(-INFINITY));
-    emit(k, "mov.f64 %s, %s;", FD(sum), CD(0.0));
-    for (int t = 0; t < slots; t++) {
-        acc[t] = nfd(k);
-        emit(k, "mov.f64 %s, %s;", FD(acc[t]), CD(0.0));
+    stage_q(k, &g, row_addr(k, g.q, i, g.qt, h0, g.qh, 4), dmax);
+    int m[HB], sum[HB], acc[HB][8];
+    for (int e = 0; e < HB; e++) {
+        m[e] = nfd(k), sum[e] = nfd(k);
+        emit(k, "mov.f64 %s, %s;", FD(m[e]), CD(-INFINITY));
+        emit(k, "mov.f64 %s, %s;", FD(sum[e]), CD(0.0));
+        for (int t = 0; t < dmax / 32; t++) {
+            acc[e][t] = nfd(k);
+            emit(k, "mov.f64 %s, %s;", FD(acc[e][t]), CD(0.0));
+        }
     }
-    int tb = nd(k), w64 = nd(k), pt = np(k), l_tile = nlabel(k), l_tend = nlabel(k);
-    emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(g.warp));
-    emit(k, "mad.lo.u64 %s, %s, 32, %s;", D(tb), D(w64), D(j0));
+    int tb = nd(k), pt = np(k), l_tile = nlabel(k), l_tend = nlabel(k);
+    emit(k, "mov.u64 %s, %s;", D(tb), D(j0));
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pt), D(tb), D(j1));
     emit(k, "@%s bra %s;", P(pt), L(l_tend));
     label(k, l_tile);
-    attn_tile(k, &g, half, slots, qrow, kvh, tb, j1, m, sum, acc);
-    emit(k, "add.u64 %s, %s, %d;", D(tb), D(tb), 32 * WARPS);
+    warp_tile(k, &g, half, vec, dmax, tb, j1, m, sum, acc);
+    emit(k, "add.u64 %s, %s, 32;", D(tb), D(tb));
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pt), D(tb), D(j1));
     emit(k, "@%s bra %s;", P(pt), L(l_tile));
     label(k, l_tend);
-    /* the warp's state to shared memory: sum over lanes */
-    for (int o = 16; o >= 1; o /= 2) {
-        int t = shfl_d(k, sum, "bfly", o);
-        emit(k, "add.rn.f64 %s, %s, %s;", FD(sum), FD(sum), FD(t));
-    }
-    emit(k, "bar.sync 0;"); /* the previous query's merge is done with the shared state */
-    {
-        int p0 = np(k);
-        emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(g.lane));
-        emit(k, "@%s st.shared.f64 [%s], %s;", P(p0), R(ws), FD(m));
-        emit(k, "@%s st.shared.f64 [%s+8], %s;", P(p0), R(ws), FD(sum));
-        for (int t = 0; t < slots; t++) {
-            int sa = nr(k);
-            emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(sa), R(g.lane), R(ws));
-            emit(k, "st.shared.f64 [%s+%d], %s;", R(sa), 16 + 256 * t, FD(acc[t]));
+    /* (m, sum, acc) of each head of the warp to part[((i * heads + h) * splits + s) * (2 + d)] */
+    int heads = nd(k), w2 = nd(k), l0 = nd(k);
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(heads), D(g.group), D(g.nb));
+    emit(k, "div.u64 %s, %s, %s;", D(heads), D(heads), D(g.ng)); /* = KV heads x group */
+    emit(k, "add.u64 %s, %s, 2;", D(w2), D(g.d));
+    emit(k, "mul.lo.u64 %s, %s, %d;", D(l0), D(g.lane64), dmax / 32);
+    for (int e = 0; e < HB; e++) {
+        for (int o = 16; o >= 1; o /= 2) {
+            int t = shfl_d(k, sum[e], "bfly", o);
+            emit(k, "add.rn.f64 %s, %s, %s;", FD(sum[e]), FD(sum[e]), FD(t));
         }
-    }
-    emit(k, "bar.sync 0;");
-    /* merge the warps: thread t < d handles dimensions t, t + 128, ...; the
-     * result goes to part[((i * heads + h) * splits + s) * (2 + d)] */
-    {
-        int heads = nd(k), slot = nd(k), base = nd(k), mx = nfd(k), f[WARPS], ms[WARPS], ss[WARPS];
-        emit(k, "cvt.u64.u32 %s, %s;", D(heads), R(sreg(k, "%nctaid.y")));
-        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(slot), D(i), D(heads), D(g.h));
+        int he = nd(k), ph = np(k), slot = nd(k), base = nd(k), p0 = np(k);
+        emit(k, "add.u64 %s, %s, %d;", D(he), D(g.hb0), e);
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(ph), D(he), D(g.group));
+        emit(k, "add.u64 %s, %s, %d;", D(he), D(h0), e);
+        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(slot), D(i), D(heads), D(he));
         emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(slot), D(slot), D(g.splits), D(g.s));
-        {
-            int w2 = nd(k);
-            emit(k, "add.u64 %s, %s, 2;", D(w2), D(g.d));
-            emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(w2));
-        }
+        emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(w2));
         emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(base), D(slot), D(g.part));
-        emit(k, "mov.f64 %s, %s;", FD(mx), CD(-INFINITY));
-        for (int w = 0; w < WARPS; w++) {
-            ms[w] = nfd(k);
-            ss[w] = nfd(k);
-            emit(k, "ld.shared.f64 %s, [%s+%d];", FD(ms[w]), R(sm), 8 * WARP_STATE * w);
-            emit(k, "ld.shared.f64 %s, [%s+%d];", FD(ss[w]), R(sm), 8 * WARP_STATE * w + 8);
-            emit(k, "max.f64 %s, %s, %s;", FD(mx), FD(mx), FD(ms[w]));
+        emit(k, "setp.eq.and.u32 %s, %s, 0, %s;", P(p0), R(g.lane), P(ph));
+        emit(k, "@%s st.global.f64 [%s], %s;", P(p0), D(base), FD(m[e]));
+        emit(k, "@%s st.global.f64 [%s+8], %s;", P(p0), D(base), FD(sum[e]));
+        for (int t = 0; t < dmax / 32; t++) {
+            int lt = nd(k), pd = np(k), ga = nd(k);
+            emit(k, "add.u64 %s, %s, %d;", D(lt), D(l0), t);
+            emit(k, "setp.lt.and.u64 %s, %s, %s, %s;", P(pd), D(lt), D(g.d), P(ph));
+            emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(ga), D(lt), D(base));
+            emit(k, "@%s st.global.f64 [%s+16], %s;", P(pd), D(ga), FD(acc[e][t]));
         }
-        /* factor e^(m_w - max); 0 for a warp without keys (and all 0 when none had any) */
-        int none = np(k), tot = nfd(k);
-        emit(k, "setp.eq.f64 %s, %s, %s;", P(none), FD(mx), CD(-INFINITY));
-        emit(k, "mov.f64 %s, %s;", FD(tot), CD(0.0));
-        for (int w = 0; w < WARPS; w++) {
-            int dw = nfd(k);
-            emit(k, "sub.rn.f64 %s, %s, %s;", FD(dw), FD(ms[w]), FD(mx));
-            f[w] = exp_neg(k, dw);
-            emit(k, "@%s mov.f64 %s, %s;", P(none), FD(f[w]), CD(0.0));
-            emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(tot), FD(ss[w]), FD(f[w]), FD(tot));
-        }
-        int p0 = np(k);
-        emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(g.tid));
-        emit(k, "@%s st.global.f64 [%s], %s;", P(p0), D(base), FD(mx));
-        emit(k, "@%s st.global.f64 [%s+8], %s;", P(p0), D(base), FD(tot));
-        int dl = nd(k), pd = np(k), l_dim = nlabel(k), l_dend = nlabel(k);
-        emit(k, "cvt.u64.u32 %s, %s;", D(dl), R(g.tid));
-        emit(k, "setp.ge.u64 %s, %s, %s;", P(pd), D(dl), D(g.d));
-        emit(k, "@%s bra %s;", P(pd), L(l_dend));
-        label(k, l_dim);
-        {
-            int a = nfd(k), dl32 = nr(k), off = nr(k), ga = nd(k);
-            emit(k, "mov.f64 %s, %s;", FD(a), CD(0.0));
-            emit(k, "cvt.u32.u64 %s, %s;", R(dl32), D(dl));
-            emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(off), R(dl32), R(sm));
-            for (int w = 0; w < WARPS; w++) {
-                int aw = nfd(k);
-                emit(k, "ld.shared.f64 %s, [%s+%d];", FD(aw), R(off), 8 * WARP_STATE * w + 16);
-                emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(a), FD(aw), FD(f[w]), FD(a));
-            }
-            emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(ga), D(dl), D(base));
-            emit(k, "st.global.f64 [%s+16], %s;", D(ga), FD(a));
-        }
-        emit(k, "add.u64 %s, %s, %d;", D(dl), D(dl), 32 * WARPS);
-        emit(k, "setp.lt.u64 %s, %s, %s;", P(pd), D(dl), D(g.d));
-        emit(k, "@%s bra %s;", P(pd), L(l_dim));
-        label(k, l_dend);
     }
+    emit(k, "bar.warp.sync -1;"); /* the next query's q overwrite qs */
     emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(istep));
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pi), D(i), D(g.n_q));
     emit(k, "@%s bra %s;", P(pi), L(l_q));
-    label(k, l_qend);
-    char shared[96];
-    snprintf(shared, sizeof shared, "\t.shared .align 8 .b8 attn_smem[%d];\n", 8 * WARP_STATE * WARPS);
-    char dir[48];
-    snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n", 32 * WARPS);
-    char name[32];
-    snprintf(name, sizeof name, "attn_part_%s_d%d", half ? "f16" : "f32", 32 * slots);
+    label(k, l_end);
+    char shared[96], name[40];
+    snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 attn_warp_smem[%d];\n", 4 * 8 * HB * (dmax + 32));
+    snprintf(name, sizeof name, "attn_warp_%s%s_d%d", half ? "f16" : "f32", vec ? "_v" : "", dmax);
     kern_finish(mod, k, name,
                 ".param .u64 p_part, .param .u64 p_q, .param .u64 p_k, .param .u64 p_v, .param .u64 p_n_q, "
                 ".param .u64 p_n_kv, .param .u64 p_group, .param .u64 p_d, .param .u64 p_causal, "
                 ".param .u64 p_qt, .param .u64 p_qh, .param .u64 p_kt, .param .u64 p_kh, .param .u64 p_vt, "
-                ".param .u64 p_vh, .param .u64 p_chunk, .param .u64 p_splits, .param .f32 p_scale",
-                dir, shared);
+                ".param .u64 p_vh, .param .u64 p_chunk, .param .u64 p_splits, .param .u64 p_nb, "
+                ".param .u64 p_ng, .param .f32 p_scale",
+                ".maxntid 128, 1, 1\n", shared);
 }
 
-/* out[i][h][l] = sum_s acc_s[l] e^(m_s - M) / sum_s sum_s e^(m_s - M):
- * grid (heads, queries), threads over l. */
-static void gen_attn_final(strbuf *mod)
+/* out[i][h][l] = sum_s acc_s[l] f_s / sum_s sum_s f_s with f_s = e^(m_s - M),
+ * M = max m_s, for at most 256 ranges: grid (heads, queries), 256 threads.
+ * Thread t computes f_t once (into shared memory); then the threads are
+ * R = 256 / d slices of d dimensions, slice r adding the ranges r, r + R, ..
+ * (MERGE_UNROLL loads in flight), and the slices' sums meet in shared memory. */
+#define MERGE_UNROLL 16
+static void gen_attn_merge(strbuf *mod)
 {
     kern kk = {0}, *k = &kk;
     int out = param_global(k, "p_out"), part = param_global(k, "p_part");
     int n_q = param_u64(k, "p_n_q"), d = param_u64(k, "p_d"), splits = param_u64(k, "p_splits");
     int ot = param_u64(k, "p_ot"), oh = param_u64(k, "p_oh");
-    int h = nd(k), heads = nd(k), i = nd(k), istep = nd(k), tid = nd(k);
+    int tid, lane, warp;
+    lane_warp(k, &tid, &lane, &warp);
+    int h = nd(k), heads = nd(k), i = nd(k), istep = nd(k), t64 = nd(k);
     emit(k, "cvt.u64.u32 %s, %s;", D(h), R(sreg(k, "%ctaid.x")));
     emit(k, "cvt.u64.u32 %s, %s;", D(heads), R(sreg(k, "%nctaid.x")));
     emit(k, "cvt.u64.u32 %s, %s;", D(i), R(sreg(k, "%ctaid.y")));
     emit(k, "cvt.u64.u32 %s, %s;", D(istep), R(sreg(k, "%nctaid.y")));
-    emit(k, "cvt.u64.u32 %s, %s;", D(tid), R(sreg(k, "%tid.x")));
+    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tid));
+    int fs = nr(k), red = nr(k), mx_sm = nr(k);
+    emit(k, "mov.u32 %s, merge_smem;", R(fs));
+    emit(k, "add.u32 %s, %s, %d;", R(red), R(fs), 8 * 256);
+    emit(k, "add.u32 %s, %s, %d;", R(mx_sm), R(red), 8 * 256);
+    /* slices: R = 256 / d, this thread's slice r and dimension l */
+    int d32 = nr(k), nsl = nr(k), r = nr(k), l = nr(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(d32), D(d));
+    emit(k, "div.u32 %s, 256, %s;", R(nsl), R(d32));
+    emit(k, "div.u32 %s, %s, %s;", R(r), R(tid), R(d32));
+    emit(k, "rem.u32 %s, %s, %s;", R(l), R(tid), R(d32));
     int pi = np(k), l_q = nlabel(k), l_qend = nlabel(k);
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(i), D(n_q));
     emit(k, "@%s bra %s;", P(pi), L(l_qend));
     label(k, l_q);
-    int w = nd(k), base = nd(k), slot = nd(k);
+    int w = nd(k), base = nd(k), slot = nd(k), stride = nd(k);
     emit(k, "add.u64 %s, %s, 2;", D(w), D(d));
     emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(slot), D(i), D(heads), D(h));
     emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(splits));
     emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(w));
     emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(base), D(slot), D(part));
-    int stride = nd(k);
     emit(k, "mul.lo.u64 %s, %s, 8;", D(stride), D(w));
-    /* M = max m_s (UNROLL ranges at a time: their loads in flight together) */
-    int mx = nfd(k), s = nd(k), ps = np(k), l_m = nlabel(k);
-    emit(k, "mov.f64 %s, %s;", FD(mx), CD(-INFINITY));
-    emit(k, "mov.u64 %s, 0;", D(s));
-    label(k, l_m);
-    {
-        int v[UNROLL];
-        for (int u = 0; u < UNROLL; u++) {
-            int su = nd(k), pin = np(k), pa = nd(k);
-            v[u] = nfd(k);
-            emit(k, "add.u64 %s, %s, %d;", D(su), D(s), u);
-            emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(su), D(splits));
-            emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pa), D(su), D(stride), D(base));
-            emit(k, "mov.f64 %s, %s;", FD(v[u]), CD(-INFINITY));
-            emit(k, "@%s ld.global.f64 %s, [%s];", P(pin), FD(v[u]), D(pa));
-        }
-        for (int u = 0; u < UNROLL; u++)
-            emit(k, "max.f64 %s, %s, %s;", FD(mx), FD(mx), FD(v[u]));
+    /* M over the ranges */
+    int ps = np(k), pa = nd(k), ms = nfd(k), ss = nfd(k), mx = nfd(k);
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(ps), D(t64), D(splits));
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pa), D(t64), D(stride), D(base));
+    emit(k, "mov.f64 %s, %s;", FD(ms), CD(-INFINITY));
+    emit(k, "mov.f64 %s, %s;", FD(ss), CD(0.0));
+    emit(k, "@%s ld.global.f64 %s, [%s];", P(ps), FD(ms), D(pa));
+    emit(k, "@%s ld.global.f64 %s, [%s+8];", P(ps), FD(ss), D(pa));
+    emit(k, "mov.f64 %s, %s;", FD(mx), FD(ms));
+    for (int o = 16; o >= 1; o /= 2) {
+        int t = shfl_d(k, mx, "bfly", o);
+        emit(k, "max.f64 %s, %s, %s;", FD(mx), FD(mx), FD(t));
     }
-    emit(k, "add.u64 %s, %s, %d;", D(s), D(s), UNROLL);
-    emit(k, "setp.lt.u64 %s, %s, %s;", P(ps), D(s), D(splits));
-    emit(k, "@%s bra %s;", P(ps), L(l_m));
-    int dl = nd(k), pd = np(k), l_dim = nlabel(k), l_dend = nlabel(k);
-    emit(k, "mov.u64 %s, %s;", D(dl), D(tid));
-    emit(k, "setp.ge.u64 %s, %s, %s;", P(pd), D(dl), D(d));
-    emit(k, "@%s bra %s;", P(pd), L(l_dend));
-    label(k, l_dim);
     {
-        /* S = sum sum_s e^(m_s - M), A = sum acc_s[l] e^(m_s - M); a range
-         * without keys (m_s = -inf) adds nothing */
-        int tot = nfd(k), a = nfd(k), s2 = nd(k), l_s = nlabel(k), ps2 = np(k);
-        emit(k, "mov.f64 %s, %s;", FD(tot), CD(0.0));
-        emit(k, "mov.f64 %s, %s;", FD(a), CD(0.0));
-        emit(k, "mov.u64 %s, 0;", D(s2));
+        int p0 = np(k), wa = nr(k);
+        emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(lane));
+        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(wa), R(warp), R(mx_sm));
+        emit(k, "@%s st.shared.f64 [%s], %s;", P(p0), R(wa), FD(mx));
+        emit(k, "bar.sync 0;");
+        for (int x = 0; x < 8; x++) {
+            int t = nfd(k);
+            emit(k, "ld.shared.f64 %s, [%s+%d];", FD(t), R(mx_sm), 8 * x);
+            emit(k, "max.f64 %s, %s, %s;", FD(mx), FD(mx), FD(t));
+        }
+    }
+    /* f_t (0 for a range without keys), the total sum */
+    int df = nfd(k), none = np(k), prod = nfd(k);
+    emit(k, "sub.rn.f64 %s, %s, %s;", FD(df), FD(ms), FD(mx));
+    int f = exp_neg(k, df);
+    emit(k, "setp.eq.f64 %s, %s, %s;", P(none), FD(ms), CD(-INFINITY));
+    emit(k, "@%s mov.f64 %s, %s;", P(none), FD(f), CD(0.0));
+    {
+        int fa = nr(k);
+        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(fa), R(tid), R(fs));
+        emit(k, "st.shared.f64 [%s], %s;", R(fa), FD(f));
+    }
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(prod), FD(ss), FD(f));
+    int tot = block_sum_f64(k, prod, lane, warp); /* its barriers also publish f */
+    /* slice r: a = sum over its ranges of f_s acc_s[l] */
+    int a = nfd(k), pr = np(k), l_sl = nlabel(k);
+    emit(k, "mov.f64 %s, %s;", FD(a), CD(0.0));
+    emit(k, "setp.ge.u32 %s, %s, %s;", P(pr), R(r), R(nsl));
+    emit(k, "@%s bra %s;", P(pr), L(l_sl));
+    {
+        int s = nr(k), spl = nr(k), ga0 = nd(k), l64 = nd(k), psl = np(k), l_s = nlabel(k);
+        emit(k, "cvt.u32.u64 %s, %s;", R(spl), D(splits));
+        emit(k, "cvt.u64.u32 %s, %s;", D(l64), R(l));
+        emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(ga0), D(l64), D(base));
+        emit(k, "mov.u32 %s, %s;", R(s), R(r));
+        emit(k, "setp.ge.u32 %s, %s, %s;", P(psl), R(s), R(spl));
+        emit(k, "@%s bra %s;", P(psl), L(l_sl));
         label(k, l_s);
-        int ms[UNROLL], ss[UNROLL], as[UNROLL];
-        for (int u = 0; u < UNROLL; u++) {
-            int su = nd(k), pin = np(k), pa = nd(k), ga = nd(k);
-            ms[u] = nfd(k), ss[u] = nfd(k), as[u] = nfd(k);
-            emit(k, "add.u64 %s, %s, %d;", D(su), D(s2), u);
-            emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(su), D(splits));
-            emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pa), D(su), D(stride), D(base));
-            emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(ga), D(dl), D(pa));
-            emit(k, "mov.f64 %s, %s;", FD(ms[u]), CD(-INFINITY));
-            emit(k, "@%s ld.global.f64 %s, [%s];", P(pin), FD(ms[u]), D(pa));
-            emit(k, "@%s ld.global.f64 %s, [%s+8];", P(pin), FD(ss[u]), D(pa));
-            emit(k, "@%s ld.global.f64 %s, [%s+16];", P(pin), FD(as[u]), D(ga));
+        int av[MERGE_UNROLL], fv[MERGE_UNROLL];
+        for (int u = 0; u < MERGE_UNROLL; u++) {
+            int su = nr(k), pin = np(k), su64 = nd(k), ga = nd(k), fa = nr(k);
+            av[u] = nfd(k), fv[u] = nfd(k);
+            emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(su), R(nsl), u, R(s));
+            emit(k, "setp.lt.u32 %s, %s, %s;", P(pin), R(su), R(spl));
+            emit(k, "cvt.u64.u32 %s, %s;", D(su64), R(su));
+            emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(ga), D(su64), D(stride), D(ga0));
+            emit(k, "mov.f64 %s, %s;", FD(av[u]), CD(0.0));
+            emit(k, "mov.f64 %s, %s;", FD(fv[u]), CD(0.0));
+            emit(k, "@%s ld.global.f64 %s, [%s+16];", P(pin), FD(av[u]), D(ga));
+            emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(fa), R(su), R(fs));
+            emit(k, "@%s ld.shared.f64 %s, [%s];", P(pin), FD(fv[u]), R(fa));
         }
-        for (int u = 0; u < UNROLL; u++) {
-            int df = nfd(k), none = np(k);
-            emit(k, "sub.rn.f64 %s, %s, %s;", FD(df), FD(ms[u]), FD(mx));
-            int f = exp_neg(k, df);
-            emit(k, "setp.eq.f64 %s, %s, %s;", P(none), FD(ms[u]), CD(-INFINITY));
-            emit(k, "@%s mov.f64 %s, %s;", P(none), FD(f), CD(0.0));
-            emit(k, "@!%s fma.rn.f64 %s, %s, %s, %s;", P(none), FD(tot), FD(ss[u]), FD(f), FD(tot));
-            emit(k, "@!%s fma.rn.f64 %s, %s, %s, %s;", P(none), FD(a), FD(as[u]), FD(f), FD(a));
-        }
-        emit(k, "add.u64 %s, %s, %d;", D(s2), D(s2), UNROLL);
-        emit(k, "setp.lt.u64 %s, %s, %s;", P(ps2), D(s2), D(splits));
-        emit(k, "@%s bra %s;", P(ps2), L(l_s));
-        int r = nfd(k), rf = nf(k);
-        emit(k, "div.rn.f64 %s, %s, %s;", FD(r), FD(a), FD(tot));
-        emit(k, "cvt.rn.f32.f64 %s, %s;", F(rf), FD(r));
-        int orow = row_addr(k, out, i, ot, h, oh, 4), oa = nd(k);
-        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(oa), D(dl), D(orow));
-        emit(k, "st.global.f32 [%s], %s;", D(oa), F(rf));
+        for (int u = 0; u < MERGE_UNROLL; u++)
+            emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(a), FD(av[u]), FD(fv[u]), FD(a));
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(s), R(nsl), MERGE_UNROLL, R(s));
+        emit(k, "setp.lt.u32 %s, %s, %s;", P(psl), R(s), R(spl));
+        emit(k, "@%s bra %s;", P(psl), L(l_s));
     }
-    emit(k, "add.u64 %s, %s, %d;", D(dl), D(dl), 128);
-    emit(k, "setp.lt.u64 %s, %s, %s;", P(pd), D(dl), D(d));
-    emit(k, "@%s bra %s;", P(pd), L(l_dim));
-    label(k, l_dend);
+    label(k, l_sl);
+    {
+        int ra = nr(k);
+        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(ra), R(tid), R(red));
+        emit(k, "st.shared.f64 [%s], %s;", R(ra), FD(a));
+    }
+    emit(k, "bar.sync 0;");
+    {
+        int pd = np(k), l_skip = nlabel(k), x = nr(k), px = np(k), l_x = nlabel(k), sum = nfd(k);
+        emit(k, "setp.ge.u64 %s, %s, %s;", P(pd), D(t64), D(d));
+        emit(k, "@%s bra %s;", P(pd), L(l_skip));
+        emit(k, "mov.f64 %s, %s;", FD(sum), CD(0.0));
+        emit(k, "mov.u32 %s, 0;", R(x));
+        label(k, l_x); /* the slices r = 0 .. R - 1 of dimension t: red[r d + t] */
+        {
+            int ra = nr(k), v = nfd(k);
+            emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(ra), R(x), R(d32), R(tid));
+            emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(ra), R(ra), R(red));
+            emit(k, "ld.shared.f64 %s, [%s];", FD(v), R(ra));
+            emit(k, "add.rn.f64 %s, %s, %s;", FD(sum), FD(sum), FD(v));
+        }
+        emit(k, "add.u32 %s, %s, 1;", R(x), R(x));
+        emit(k, "setp.lt.u32 %s, %s, %s;", P(px), R(x), R(nsl));
+        emit(k, "@%s bra %s;", P(px), L(l_x));
+        int res = nfd(k), rf = nf(k), orow = row_addr(k, out, i, ot, h, oh, 4), oa = nd(k);
+        emit(k, "div.rn.f64 %s, %s, %s;", FD(res), FD(sum), FD(tot));
+        emit(k, "cvt.rn.f32.f64 %s, %s;", F(rf), FD(res));
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(oa), D(t64), D(orow));
+        emit(k, "st.global.f32 [%s], %s;", D(oa), F(rf));
+        label(k, l_skip);
+    }
+    emit(k, "bar.sync 0;"); /* the next query reuses the shared arrays */
     emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(istep));
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pi), D(i), D(n_q));
     emit(k, "@%s bra %s;", P(pi), L(l_q));
     label(k, l_qend);
-    kern_finish(mod, k, "attn_final",
+    char shared[160];
+    snprintf(shared, sizeof shared, "\t.shared .align 8 .b8 merge_smem[%d];\n%s", 8 * (256 + 256 + 8), RED_SHARED);
+    kern_finish(mod, k, "attn_merge",
                 ".param .u64 p_out, .param .u64 p_part, .param .u64 p_n_q, .param .u64 p_d, .param .u64 p_splits, "
-                ".param .u64 p_ot, .param .u64 p_oh", ".maxntid 128, 1, 1\n", NULL);
+                ".param .u64 p_ot, .param .u64 p_oh", ".maxntid 256, 1, 1\n", shared);
 }
 
 void infer_attention(strbuf *mod)
 {
     for (int half = 0; half < 2; half++)
-        for (int slots = 2; slots <= SLOTS; slots *= 2)
-            gen_attn_part(mod, half, slots);
-    gen_attn_final(mod);
+        for (int vec = 0; vec < 2; vec++)
+            for (int dmax = 64; dmax <= RAYO_PTX_ATTN_MAX_DIM; dmax *= 2)
+                gen_attn_warp(mod, half, vec, dmax);
+    gen_attn_merge(mod);
 }

@@ -7,7 +7,9 @@
  *     and the engine only) on fresh random inputs (elementwise, reductions
  *     with NaN, rows, norms without gamma, matmul in every transpose and in
  *     shapes that mix the tiled kernels with the edge kernel, gemv,
- *     transpose, bias_act), batches on device buffers (a typed matmul too)
+ *     transpose, bias_act), fused attention in the shapes that take each
+ *     launch plan (a KV group wider than one warp's 4 heads, odd groups,
+ *     aligned and unaligned K/V rows, decode and prefill), batches on device buffers (a typed matmul too)
  *     at unaligned offsets (each op of a chain checked against the device's
  *     own previous result), the TF32 path (precision = tf32), concurrent
  *     calls, a failing call that must leave the caller's output untouched,
@@ -19,7 +21,9 @@
  * RAYO_CUDA_PLUGIN names the plugin file (default: this build tree's). */
 #define _POSIX_C_SOURCE 200809L
 #include "rayo-plugin.h"
+#include "rayo-dtype.h"
 #include "conform.h"
+#include "ref-infer.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -301,6 +305,61 @@ static void test_gemv(void *st)
     }
 }
 
+/* Attention (strict) against the float64 reference: decode with the
+ * bench's grouping (8 query heads per KV head: two warps per group),
+ * groups of 6 and 1, K/V rows 16-byte aligned (vector loads) or not (an odd
+ * head_dim), a causal prefill long enough for one key range per query. */
+static void test_attention(void *st)
+{
+    static const struct { size_t n_q, n_kv, heads, kv_heads, d; rayo_dtype kv; int causal; } shapes[] = {
+        {1, 1000, 32, 4, 64, RAYO_DTYPE_F16, 1}, {3, 777, 16, 2, 128, RAYO_DTYPE_F32, 1},
+        {2, 300, 12, 2, 72, RAYO_DTYPE_F16, 0},  {1, 513, 4, 4, 37, RAYO_DTYPE_F32, 1},
+        {1, 4096, 8, 1, 256, RAYO_DTYPE_F16, 1}, {1100, 1100, 8, 1, 64, RAYO_DTYPE_F16, 1},
+    };
+    const rayo_op_info *op = rayo_op_by_id(RAYO_OP_ATTENTION);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        size_t n_q = shapes[i].n_q, n_kv = shapes[i].n_kv, d = shapes[i].d, kvn = n_kv * shapes[i].kv_heads * d;
+        size_t qn = n_q * shapes[i].heads * d, esize = shapes[i].kv == RAYO_DTYPE_F16 ? 2 : 4;
+        float *q = floats(qn, -1, 1), *kf = floats(kvn, -1, 1), *vf = floats(kvn, -1, 1);
+        float *out = malloc(qn * sizeof *out);
+        double *ref = malloc(qn * sizeof *ref), *terms = malloc(qn * sizeof *terms);
+        void *k = kf, *v = vf;
+        if (esize == 2) {
+            uint16_t *kh = malloc(kvn * 2), *vh = malloc(kvn * 2);
+            for (size_t e = 0; e < kvn; e++)
+                kh[e] = rayo_f32_to_f16(kf[e]), vh[e] = rayo_f32_to_f16(vf[e]);
+            k = kh, v = vh;
+        }
+        rayo_attention_params p = {.struct_size = sizeof p, .flags = shapes[i].causal ? RAYO_ATTN_CAUSAL : 0,
+                                   .kv_dtype = shapes[i].kv, .n_q = n_q, .n_kv = n_kv, .n_heads = shapes[i].heads,
+                                   .n_kv_heads = shapes[i].kv_heads, .head_dim = d,
+                                   .scale = (float)(2.0 / sqrt((double)d))};
+        rayo_call c = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_ATTENTION,
+                       .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, shapes[i].kv, shapes[i].kv, RAYO_DTYPE_F32),
+                       .m = n_q, .n = d, .k = n_kv, .a = q, .b = k, .c = v, .y = out, .params = &p};
+        CHECK(run(st, &c) == RAYO_OK, "attention %zu: %s", i, last_error);
+        ref_attention_shape sh = {n_q, n_kv, shapes[i].heads, shapes[i].kv_heads, d, shapes[i].causal, p.scale};
+        ref_heads rq = {RAYO_DTYPE_F32, q, shapes[i].heads * d, d};
+        ref_heads rk = {shapes[i].kv, k, shapes[i].kv_heads * d, d}, rv = {shapes[i].kv, v, shapes[i].kv_heads * d, d};
+        CHECK(ref_attention(&sh, &rq, &rk, &rv, ref, terms) == 0, "attention %zu: reference", i);
+        size_t bad = 0, worst = 0;
+        double worst_units = 0;
+        for (size_t e = 0; e < qn; e++) {
+            int pass;
+            double units = conform_judge(op, ref[e], terms[e], out[e], &pass);
+            bad += !pass;
+            if (!pass && units > worst_units)
+                worst_units = units, worst = e;
+        }
+        CHECK(bad == 0, "attention %zu (%zu x %zu, %zu / %zu heads x %zu, %s): %zu of %zu out of contract, "
+              "worst out[%zu] = %.9g, reference %.9g", i, n_q, n_kv, shapes[i].heads, shapes[i].kv_heads, d,
+              esize == 2 ? "f16" : "f32", bad, qn, worst, (double)out[worst], ref[worst]);
+        if (esize == 2)
+            free(k), free(v);
+        free(q); free(kf); free(vf); free(out); free(ref); free(terms);
+    }
+}
+
 static void test_matrix(void *st)
 {
     for (unsigned flags = 0; flags < 4; flags++) {
@@ -552,6 +611,7 @@ int main(int argc, char **argv)
     test_reductions(st);
     test_rows(st);
     test_matrix(st);
+    test_attention(st);
     test_batches(st);
     test_typed_matmul_batch(st, RAYO_PRECISION_STRICT);
     test_typed_matmul_batch(st, RAYO_PRECISION_RELAXED);

@@ -201,21 +201,50 @@ static rayo_status launch_rope(cuda_state *st, CUstream stream, const cuda_op *o
 }
 
 /* ---- attention ------------------------------------------------------------ */
-/* Key ranges per (query, head): enough blocks for the whole GPU (decode
- * reads a long cache with one query), each range at least 128 keys. */
-static size_t attn_splits(const rayo_attention_params *p)
+/* ptx/attention.c, attn_warp_*: a warp per (key range, 4 query heads of a
+ * KV group, query), attn_merge to combine the ranges.  Key ranges are whole
+ * tiles of 32 keys, enough of them that about 2048 warps share the cache
+ * (decode: one query), at most 256 (attn_merge). */
+#define ATTN_WANT_WARPS 2048
+#define ATTN_MAX_SPLITS 256
+
+typedef struct attn_plan {
+    size_t ng, nb, chunk, splits; /* warps per KV group, warps per query, keys per range, ranges */
+} attn_plan;
+
+static attn_plan attn_plan_of(const rayo_attention_params *p)
 {
-    size_t items = p->n_q * p->n_heads, want = items >= 2048 ? 1 : (2048 + items - 1) / items;
-    size_t most = (p->n_kv + 127) / 128;
-    return want < most ? want : most ? most : 1;
+    attn_plan a;
+    size_t group = p->n_heads / p->n_kv_heads, per_q;
+    a.ng = (group + RAYO_PTX_ATTN_HEADS_PER_WARP - 1) / RAYO_PTX_ATTN_HEADS_PER_WARP;
+    a.nb = p->n_kv_heads * a.ng;
+    per_q = a.nb * p->n_q;
+    size_t want = per_q >= ATTN_WANT_WARPS ? 1 : (ATTN_WANT_WARPS + per_q - 1) / per_q;
+    if (want > ATTN_MAX_SPLITS)
+        want = ATTN_MAX_SPLITS;
+    a.chunk = (p->n_kv + want - 1) / want;
+    a.chunk = (a.chunk + 31) / 32 * 32;
+    a.splits = (p->n_kv + a.chunk - 1) / a.chunk;
+    return a;
 }
 
 size_t cuda_infer_scratch_bytes(const cuda_op *op)
 {
     const rayo_attention_params *p = op->params;
-    if (op->op != RAYO_OP_ATTENTION || !p || !p->n_q || !p->n_heads || !p->head_dim)
+    if (op->op != RAYO_OP_ATTENTION || !p || !p->n_q || !p->n_heads || !p->head_dim || !p->n_kv_heads ||
+        p->n_heads % p->n_kv_heads || !p->n_kv)
         return 0;
-    return p->n_q * p->n_heads * attn_splits(p) * (2 + p->head_dim) * sizeof(double);
+    return p->n_q * p->n_heads * attn_plan_of(p).splits * (2 + p->head_dim) * sizeof(double);
+}
+
+/* K and V rows start on 16 bytes and hold whole 16-byte loads of 8 values:
+ * the kernels' vector loads */
+static int attn_rows_aligned(const cuda_op *op, const rayo_attention_params *p, size_t esize,
+                             unsigned long long kt, unsigned long long kh, unsigned long long vt,
+                             unsigned long long vh)
+{
+    return p->head_dim % 8 == 0 && op->b % 16 == 0 && op->c % 16 == 0 && kt * esize % 16 == 0 &&
+           kh * esize % 16 == 0 && vt * esize % 16 == 0 && vh * esize % 16 == 0;
 }
 
 static rayo_status launch_attention(cuda_state *st, CUstream stream, const cuda_op *op)
@@ -228,7 +257,9 @@ static rayo_status launch_attention(cuda_state *st, CUstream stream, const cuda_
         return RAYO_OK;
     if (!p->n_kv_heads || p->n_heads % p->n_kv_heads || !p->n_kv || ((p->flags & RAYO_ATTN_CAUSAL) && p->n_q > p->n_kv))
         return RAYO_E_INVALID;
-    size_t d = p->head_dim, splits = attn_splits(p);
+    size_t d = p->head_dim;
+    attn_plan a = attn_plan_of(p);
+    int half = p->kv_dtype == RAYO_DTYPE_F16;
     CUdeviceptr part = op->scratch, q = op->a, k = op->b, v = op->c, out = op->y;
     unsigned long long n_q = p->n_q, n_kv = p->n_kv, group = p->n_heads / p->n_kv_heads, dd = d,
                        causal = (p->flags & RAYO_ATTN_CAUSAL) != 0,
@@ -236,29 +267,29 @@ static rayo_status launch_attention(cuda_state *st, CUstream stream, const cuda_
                        kt = p->k_token ? p->k_token : p->n_kv_heads * d, kh = p->k_head ? p->k_head : d,
                        vt = p->v_token ? p->v_token : p->n_kv_heads * d, vh = p->v_head ? p->v_head : d,
                        ot = p->o_token ? p->o_token : p->n_heads * d, oh = p->o_head ? p->o_head : d,
-                       chunk = (p->n_kv + splits - 1) / splits, sp = splits;
+                       chunk = a.chunk, sp = a.splits, nb = a.nb, ng = a.ng;
     float scale = p->scale;
-    if (splits > 0x7fffffffu || p->n_heads > MAX_GRID_Y)
+    size_t gy = (a.nb + 3) / 4;
+    if (gy > MAX_GRID_Y || p->n_heads > MAX_GRID_Y)
         return RAYO_E_UNSUPPORTED;
     void *p1[] = {&part, &q, &k, &v, &n_q, &n_kv, &group, &dd, &causal, &qt, &qh, &kt, &kh, &vt, &vh,
-                  &chunk, &sp, &scale};
-    char name[32]; /* the variant for head_dim: 64, 128 or 256 dimensions at most */
-    snprintf(name, sizeof name, "attn_part_%s_d%d", p->kv_dtype == RAYO_DTYPE_F16 ? "f16" : "f32",
-             d <= 64 ? 64 : d <= 128 ? 128 : 256);
+                  &chunk, &sp, &nb, &ng, &scale};
+    char name[40]; /* the variant for head_dim: 64, 128 or 256 dimensions at most */
+    snprintf(name, sizeof name, "attn_warp_%s%s_d%d", half ? "f16" : "f32",
+             attn_rows_aligned(op, p, half ? 2 : 4, kt, kh, vt, vh) ? "_v" : "", d <= 64 ? 64 : d <= 128 ? 128 : 256);
     unsigned gz = (unsigned)min_size(p->n_q, MAX_GRID_Y);
     CUfunction fn;
     rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
     if (s != RAYO_OK)
         return s;
-    CUresult r = st->drv->cuLaunchKernel(fn, (unsigned)splits, (unsigned)p->n_heads, gz, 128, 1, 1, 0, stream, p1,
-                                         NULL);
+    CUresult r = st->drv->cuLaunchKernel(fn, (unsigned)a.splits, (unsigned)gy, gz, 128, 1, 1, 0, stream, p1, NULL);
     if (r != CUDA_SUCCESS)
-        return cuda_fail(st, r, "launch of attn_part");
+        return cuda_fail(st, r, "launch of attn_warp");
     void *p2[] = {&out, &part, &n_q, &dd, &sp, &ot, &oh};
-    if ((s = cuda_function(st, MOD_INFER, "attn_final", &fn)) != RAYO_OK)
+    if ((s = cuda_function(st, MOD_INFER, "attn_merge", &fn)) != RAYO_OK)
         return s;
-    r = st->drv->cuLaunchKernel(fn, (unsigned)p->n_heads, gz, 1, 128, 1, 1, 0, stream, p2, NULL);
-    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_final");
+    r = st->drv->cuLaunchKernel(fn, (unsigned)p->n_heads, gz, 1, 256, 1, 1, 0, stream, p2, NULL);
+    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_merge");
 }
 
 rayo_status cuda_launch_infer(cuda_state *st, CUstream stream, const cuda_op *op)

@@ -72,6 +72,9 @@ static inline size_t rayo_ptx_gemvq_smem(const rayo_ptx_gemvq_config *c, size_t 
 
 /* attention (module "infer", ptx/attention.c): head_dim at most this. */
 #define RAYO_PTX_ATTN_MAX_DIM 256
+/* attn_warp_*: query heads of one KV group per warp (1, 2 or 4; 8 would
+ * need more than 48 KiB of static shared memory at head_dim 256) */
+#define RAYO_PTX_ATTN_HEADS_PER_WARP 4
 
 extern const rayo_ptx_module rayo_cuda_ptx_modules[];
 extern const unsigned rayo_cuda_ptx_module_count;

@@ -3,7 +3,7 @@
 the same run: the device's read bandwidth (sum over 1 GiB of floats, the
 read-only reference) and copy bandwidth (bytes read + written), as GB/s, and
 scaled_dot_product_attention (float32) at the prefill shape of
-cuda-bench-infer, in the "csv,..." lines of h100-torch.py (whose timing it
+cuda-bench-infer and (float16, the cache's dtype) at its decode shape, in the "csv,..." lines of h100-torch.py (whose timing it
 uses)."""
 import importlib
 import os
@@ -32,6 +32,17 @@ def main():
         k, v = k.repeat_interleave(8, dim=1), v.repeat_interleave(8, dim=1)
         t = h100.timed(torch, lambda: f(q, k, v, is_causal=True, scale=0.125), 10)
         h100.csv("torch", "sdpa f32 2048 causal (%s-valued cache)" % name, 2048, t * 1e3, "ms")
+    # decode: 1 query against a cache of 4096, same heads, f16 throughout (the
+    # cache is 4 MiB: it stays in L2 between calls, unlike cuda-bench-infer's
+    # copies, which favours torch)
+    q = (torch.rand(1, 32, 1, 64, device="cuda") * 2 - 1).half()
+    k = (torch.rand(1, 4, 4096, 64, device="cuda") * 2 - 1).half()
+    v = (torch.rand(1, 4, 4096, 64, device="cuda") * 2 - 1).half()
+    t = h100.timed(torch, lambda: f(q, k, v, scale=0.125, enable_gqa=True), 400)
+    h100.csv("torch", "sdpa f16 decode 1 x 4096 (gqa)", 4096, t * 1e6, "us")
+    k8, v8 = k.repeat_interleave(8, dim=1), v.repeat_interleave(8, dim=1)
+    t = h100.timed(torch, lambda: f(q, k8, v8, scale=0.125), 400)
+    h100.csv("torch", "sdpa f16 decode 1 x 4096 (kv expanded)", 4096, t * 1e6, "us")
 
 
 if __name__ == "__main__":
