@@ -2,19 +2,22 @@
  * Q6_K weights (f32 x and y), one kernel per weight format: gemvq_<dtype>.
  *
  * Decode streams every weight once, so the kernel is built to keep memory
- * busy: each warp owns one row and walks it in tiles of 32 "units" (a unit is
- * what one lane decodes: a Q8_0/Q4_0 block, 16 f16/bf16 values, a quarter of
- * a Q4_K block, half a Q6_K block).  A tile is copied from global memory into
- * the warp's shared staging area with 16-byte loads (aligned down: rows of
- * 34-byte Q8_0 blocks start anywhere; the bytes of the tile's first and last
- * 16-byte chunks that lie outside it are not read), then each lane reads its
- * unit from shared memory at any byte alignment (two words and a funnel
- * shift per word).  x is staged once per block (16 rows) in chunks of
- * xchunk floats (4096 for f16 / bf16, so that two blocks share an SM;
- * 12288 for the block formats, whose decoding rather than the number of
- * warps limits them: fewer barriers for rows of 11008), padded with 4 floats after every PP floats so
- * that the lanes' 16-byte reads of x hit distinct banks (a lane's unit starts
- * a multiple of PP + 4 floats = 4 mod 32 banks after the previous lane's).
+ * busy: each warp owns one row at a time and walks it in tiles of 32 "units"
+ * (a unit is what one lane decodes: a Q8_0/Q4_0 block, 16 f16/bf16 values, a
+ * quarter of a Q4_K block, half a Q6_K block).  A tile is copied from global
+ * memory into the warp's shared staging area with 16-byte loads (aligned
+ * down: rows of 34-byte Q8_0 blocks start anywhere; the bytes of the tile's
+ * first and last 16-byte chunks that lie outside it are not read), then each
+ * lane reads its unit from shared memory at any byte alignment (two words and
+ * a funnel shift per word).  x is staged in chunks of xchunk floats (12288),
+ * padded with 4 floats after every PP floats so that the lanes' 16-byte reads
+ * of x hit distinct banks (a lane's unit starts a multiple of PP + 4 floats =
+ * 4 mod 32 banks after the previous lane's).  The grid is one wave (the
+ * launch sizes it to the SMs) and blocks loop over groups of 16 rows.  When
+ * x fits one chunk (n <= xchunk: every LLM shape) it is staged once per
+ * block, after the warp's first tile is requested, and each warp then
+ * streams its rows as one sequence of tiles, nbuf - 1 in flight while one is
+ * decoded, across row ends; longer rows take the chunks block by block.
  *
  * Quantized values become floats without a conversion instruction: a byte
  * permute puts the code into the low byte of 0x4B000000 (2^23 + code,
@@ -32,6 +35,7 @@
 
 #define ROWS RAYO_PTX_GEMVQ_ROWS         /* warps per block, one row each */
 #define THREADS (32 * ROWS)
+#define MAX_NBUF 3
 
 typedef struct unit_regs {
     int wb;   /* .b32 shared address: the unit's bytes (its block for K-quants) */
@@ -48,6 +52,7 @@ typedef struct qformat {
     int unit_elems;   /* values of one unit */
     int lane_units;   /* units one lane decodes per tile: tiles of 2-4 KiB keep the memory busy */
     int xchunk;       /* x values staged at once: a multiple of the tile */
+    int nbuf;         /* staging buffers per warp (2 or 3): nbuf - 1 tiles in flight while one is decoded */
     void (*decode)(kern *k, const unit_regs *u);
 } qformat;
 
@@ -60,7 +65,7 @@ static int pad_period(const qformat *f) { return f->unit_elems > 32 ? f->unit_el
 static int stage_bytes(const qformat *f) { return tile_bytes(f) + 32; }
 /* shared memory before x: the staging buffers and the sums of 32 x */
 static int xsum_bytes(const qformat *f) { return 4 * f->xchunk / 32; } /* sums of 32 x (Q4_K's mins) */
-static int fixed_bytes(const qformat *f) { return 2 * ROWS * stage_bytes(f) + xsum_bytes(f); }
+static int fixed_bytes(const qformat *f) { return f->nbuf * ROWS * stage_bytes(f) + xsum_bytes(f); }
 
 /* ---- small pieces ------------------------------------------------------------ */
 /* nw words of the bytes at shared address addr (any alignment) */
@@ -345,13 +350,16 @@ static void decode_q6_k(kern *k, const unit_regs *u)
     }
 }
 
+/* nbuf as measured on the H200 (doc/benchmarks-cuda.md, issue 14): 3 where
+ * decoding is dear, 2 for f16 / bf16 (two blocks share an SM at n = 4096)
+ * and Q6_K (whose three buffers leave little shared memory) */
 static const qformat formats[] = {
-    {"f16", RAYO_DTYPE_F16, 1, 2, 16, 2, 4096, decode_f16},
-    {"bf16", RAYO_DTYPE_BF16, 1, 2, 16, 2, 4096, decode_bf16},
-    {"q8_0", RAYO_DTYPE_Q8_0, RAYO_QK8_0, RAYO_Q8_0_BYTES, 32, 2, 12288, decode_q8_0},
-    {"q4_0", RAYO_DTYPE_Q4_0, RAYO_QK4_0, RAYO_Q4_0_BYTES, 32, 4, 12288, decode_q4_0},
-    {"q4_k", RAYO_DTYPE_Q4_K, RAYO_QK_K, RAYO_Q4_K_BYTES, 64, 2, 12288, decode_q4_k},
-    {"q6_k", RAYO_DTYPE_Q6_K, RAYO_QK_K, RAYO_Q6_K_BYTES, 128, 1, 12288, decode_q6_k},
+    {"f16", RAYO_DTYPE_F16, 1, 2, 16, 2, 12288, 2, decode_f16},
+    {"bf16", RAYO_DTYPE_BF16, 1, 2, 16, 2, 12288, 2, decode_bf16},
+    {"q8_0", RAYO_DTYPE_Q8_0, RAYO_QK8_0, RAYO_Q8_0_BYTES, 32, 2, 12288, 3, decode_q8_0},
+    {"q4_0", RAYO_DTYPE_Q4_0, RAYO_QK4_0, RAYO_Q4_0_BYTES, 32, 4, 12288, 3, decode_q4_0},
+    {"q4_k", RAYO_DTYPE_Q4_K, RAYO_QK_K, RAYO_Q4_K_BYTES, 64, 2, 12288, 3, decode_q4_k},
+    {"q6_k", RAYO_DTYPE_Q6_K, RAYO_QK_K, RAYO_Q6_K_BYTES, 128, 1, 12288, 2, decode_q6_k},
 };
 #define FORMAT_COUNT (sizeof formats / sizeof formats[0])
 
@@ -540,7 +548,7 @@ static void row_chunk(kern *k, const qformat *f, const gemvq_regs *g)
     int bcur = nr(k), bnext = nr(k), shcur = nr(k), tmp = nr(k);
     emit(k, "mov.u64 %s, 0;", D(t));
     emit(k, "mov.u32 %s, %s;", R(bcur), R(g->ws));
-    emit(k, "add.u32 %s, %s, %d;", R(bnext), R(g->ws), stage_bytes(f));
+    emit(k, "add.u32 %s, %s, %d;", R(bnext), R(g->ws), stage_bytes(f)); /* two of the nbuf buffers */
     int sh0 = stage_tile(k, f, g, t, bcur);
     emit(k, "mov.u32 %s, %s;", R(shcur), R(sh0));
     label(k, l_tile);
@@ -588,6 +596,95 @@ static void store_row(kern *k, const gemvq_regs *g, int y, int alpha, int beta)
     label(k, l_skip);
 }
 
+/* The rows r0, r0 + stride, ... (below m) of one warp when x is staged
+ * once (n <= xchunk: a chunk at 0 of length n), as one stream of tiles:
+ * nbuf staging buffers, nbuf - 1 tiles in flight while one is decoded, and
+ * the next row's first tiles load while the last tiles of this one are
+ * decoded.  The loop body is unrolled nbuf times so that every buffer has
+ * its own registers (the tile's row, start and shift, and whether it
+ * exists); `ahead` is the next tile to load.  The first tile is requested
+ * before x is staged (first_tile), the rest after (row_stream). */
+typedef struct stream_regs {
+    int row[MAX_NBUF], t[MAX_NBUF], sh[MAX_NBUF], ok[MAX_NBUF]; /* .b64, .b64, .b32, .pred per buffer */
+    int buf[MAX_NBUF];                                          /* .b32 shared address of each buffer */
+    int arow, ars, at;                          /* .b64 the next tile to load: row, its address, start */
+    int stride;                                 /* .b64 rows between a warp's rows */
+} stream_regs;
+
+/* loads the tile `ahead` into buffer s (if its row is below m) and moves
+ * `ahead` on; commits a cp.async group either way */
+static void stream_stage(kern *k, const qformat *f, const gemvq_regs *g, stream_regs *sr, int s)
+{
+    int l_none = nlabel(k), l_done = nlabel(k);
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(sr->ok[s]), D(sr->arow), D(g->m));
+    emit(k, "@!%s bra %s;", P(sr->ok[s]), L(l_none));
+    gemvq_regs ga = *g;
+    ga.rs = sr->ars;
+    int sh = stage_tile(k, f, &ga, sr->at, sr->buf[s]);
+    emit(k, "mov.u32 %s, %s;", R(sr->sh[s]), R(sh));
+    emit(k, "mov.u64 %s, %s;", D(sr->t[s]), D(sr->at));
+    emit(k, "mov.u64 %s, %s;", D(sr->row[s]), D(sr->arow));
+    int pw = np(k);
+    emit(k, "add.u64 %s, %s, %d;", D(sr->at), D(sr->at), tile_elems(f));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pw), D(sr->at), D(g->len));
+    emit(k, "@%s mov.u64 %s, 0;", P(pw), D(sr->at));
+    emit(k, "@%s add.u64 %s, %s, %s;", P(pw), D(sr->arow), D(sr->arow), D(sr->stride));
+    emit(k, "@%s mad.lo.u64 %s, %s, %s, %s;", P(pw), D(sr->ars), D(sr->arow), D(g->lda), D(g->a));
+    emit(k, "bra.uni %s;", L(l_done));
+    label(k, l_none);
+    emit(k, "cp.async.commit_group;"); /* empty: wait_group counts stay in step */
+    label(k, l_done);
+}
+
+static void first_tile(kern *k, const qformat *f, const gemvq_regs *g, stream_regs *sr)
+{
+    for (int s = 0; s < f->nbuf; s++) {
+        sr->row[s] = nd(k);
+        sr->t[s] = nd(k);
+        sr->sh[s] = nr(k);
+        sr->ok[s] = np(k);
+        sr->buf[s] = reg_plus(k, g->ws, s * stage_bytes(f));
+    }
+    sr->arow = g->row;
+    sr->ars = g->rs;
+    sr->at = nd(k);
+    emit(k, "mov.u64 %s, 0;", D(sr->at));
+    stream_stage(k, f, g, sr, 0);
+}
+
+static void row_stream(kern *k, const qformat *f, const gemvq_regs *g, stream_regs *sr, int y, int alpha, int beta)
+{
+    for (int s = 1; s < f->nbuf - 1; s++)
+        stream_stage(k, f, g, sr, s);
+    int l_loop = nlabel(k), l_end = nlabel(k);
+    label(k, l_loop);
+    int nb = f->nbuf;
+    for (int j = 0; j < nb; j++) {
+        emit(k, "bar.warp.sync -1;"); /* every lane is done with the buffer staged next */
+        stream_stage(k, f, g, sr, (j + nb - 1) % nb);
+        emit(k, "cp.async.wait_group %d;", nb - 1);
+        emit(k, "bar.warp.sync -1;");
+        emit(k, "@!%s bra %s;", P(sr->ok[j]), L(l_end));
+        decode_tile(k, f, g, sr->t[j], sr->buf[j], sr->sh[j]);
+        int pl = np(k), te = nd(k), l_more = nlabel(k);
+        emit(k, "add.u64 %s, %s, %d;", D(te), D(sr->t[j]), tile_elems(f));
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(pl), D(te), D(g->len));
+        emit(k, "@%s bra %s;", P(pl), L(l_more));
+        gemvq_regs gr = *g;
+        gr.row = sr->row[j];
+        store_row(k, &gr, y, alpha, beta);
+        emit(k, "mov.f32 %s, %s;", F(g->acc), C(0.0f));
+        label(k, l_more);
+    }
+    emit(k, "bra.uni %s;", L(l_loop));
+    label(k, l_end);
+    emit(k, "cp.async.wait_all;");
+}
+
+/* Blocks loop over groups of ROWS rows (the grid may be smaller than the
+ * groups: one wave).  When x fits one chunk (n <= xchunk) it is staged once
+ * and each warp streams its rows (row_stream); else each group walks the
+ * chunks, staging x for each (row_chunk), as the block's warps go together. */
 static void gen_gemvq(strbuf *mod, const qformat *f)
 {
     kern kk = {0}, *k = &kk;
@@ -600,45 +697,72 @@ static void gen_gemvq(strbuf *mod, const qformat *f)
     g.lda = param_u64(k, "p_lda");
     int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
     lane_warp(k, &g.tid, &g.lane, &g.warp);
-    int ctaid = sreg(k, "%ctaid.x");
+    int ctaid = sreg(k, "%ctaid.x"), nctaid = sreg(k, "%nctaid.x");
+    int grp = nd(k), gstride = nd(k), w64 = nd(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(grp), R(ctaid));
+    emit(k, "cvt.u64.u32 %s, %s;", D(gstride), R(nctaid));
+    emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(g.warp));
     g.row = nd(k);
     g.rs = nd(k);
     g.has_row = np(k);
-    emit(k, "mul.wide.u32 %s, %s, %d;", D(g.row), R(ctaid), ROWS);
-    {
-        int w64 = nd(k);
-        emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(g.warp));
-        emit(k, "add.u64 %s, %s, %s;", D(g.row), D(g.row), D(w64));
-    }
-    emit(k, "setp.lt.u64 %s, %s, %s;", P(g.has_row), D(g.row), D(g.m));
-    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(g.rs), D(g.row), D(g.lda), D(g.a));
     g.xs = nr(k);
     g.xsum = nr(k);
     g.ws = nr(k);
     /* shared: the warps' staging buffers, the sums of 32 x, the x chunk */
     emit(k, "mov.u32 %s, gq_smem;", R(g.ws));
-    emit(k, "add.u32 %s, %s, %d;", R(g.xsum), R(g.ws), 2 * ROWS * stage_bytes(f));
+    emit(k, "add.u32 %s, %s, %d;", R(g.xsum), R(g.ws), f->nbuf * ROWS * stage_bytes(f));
     emit(k, "add.u32 %s, %s, %d;", R(g.xs), R(g.xsum), xsum_bytes(f));
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(g.ws), R(g.warp), 2 * stage_bytes(f), R(g.ws));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(g.ws), R(g.warp), f->nbuf * stage_bytes(f), R(g.ws));
     g.acc = zero_f(k);
     g.c0 = nd(k);
     g.len = nd(k);
-    int pc = np(k), l_chunk = nlabel(k), l_skip = nlabel(k);
     emit(k, "mov.u64 %s, 0;", D(g.c0));
-    label(k, l_chunk);
-    emit(k, "sub.u64 %s, %s, %s;", D(g.len), D(g.n), D(g.c0));
-    emit(k, "min.u64 %s, %s, %d;", D(g.len), D(g.len), f->xchunk);
-    emit(k, "bar.sync 0;"); /* every warp is done with the previous chunk */
-    stage_x(k, f, &g);
-    emit(k, "@!%s bra %s;", P(g.has_row), L(l_skip));
-    row_chunk(k, f, &g);
-    label(k, l_skip);
-    emit(k, "add.u64 %s, %s, %d;", D(g.c0), D(g.c0), f->xchunk);
-    emit(k, "setp.lt.u64 %s, %s, %s;", P(pc), D(g.c0), D(g.n));
-    emit(k, "@%s bra %s;", P(pc), L(l_chunk));
-    int l_end = nlabel(k);
-    emit(k, "@!%s bra %s;", P(g.has_row), L(l_end));
-    store_row(k, &g, y, alpha, beta);
+    int psingle = np(k), l_multi = nlabel(k), l_end = nlabel(k);
+    emit(k, "setp.gt.u64 %s, %s, %d;", P(psingle), D(g.n), f->xchunk);
+    emit(k, "@%s bra %s;", P(psingle), L(l_multi));
+    { /* one chunk: stage x once, then each warp streams its rows */
+        stream_regs sr;
+        emit(k, "mov.u64 %s, %s;", D(g.len), D(g.n));
+        emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(g.row), D(grp), ROWS, D(w64));
+        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(g.rs), D(g.row), D(g.lda), D(g.a));
+        sr.stride = nd(k);
+        emit(k, "mul.lo.u64 %s, %s, %d;", D(sr.stride), D(gstride), ROWS);
+        first_tile(k, f, &g, &sr);
+        stage_x(k, f, &g);
+        row_stream(k, f, &g, &sr, y, alpha, beta);
+        emit(k, "bra.uni %s;", L(l_end));
+    }
+    label(k, l_multi);
+    {
+        int groups = nd(k), pg = np(k), l_group = nlabel(k);
+        emit(k, "add.u64 %s, %s, %d;", D(groups), D(g.m), ROWS - 1);
+        emit(k, "div.u64 %s, %s, %d;", D(groups), D(groups), ROWS);
+        label(k, l_group);
+        emit(k, "setp.ge.u64 %s, %s, %s;", P(pg), D(grp), D(groups));
+        emit(k, "@%s bra %s;", P(pg), L(l_end));
+        emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(g.row), D(grp), ROWS, D(w64));
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(g.has_row), D(g.row), D(g.m));
+        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(g.rs), D(g.row), D(g.lda), D(g.a));
+        emit(k, "mov.f32 %s, %s;", F(g.acc), C(0.0f));
+        int pc = np(k), l_chunk = nlabel(k), l_skip = nlabel(k), l_store = nlabel(k);
+        emit(k, "mov.u64 %s, 0;", D(g.c0));
+        label(k, l_chunk);
+        emit(k, "sub.u64 %s, %s, %s;", D(g.len), D(g.n), D(g.c0));
+        emit(k, "min.u64 %s, %s, %d;", D(g.len), D(g.len), f->xchunk);
+        emit(k, "bar.sync 0;"); /* every warp is done with the previous chunk */
+        stage_x(k, f, &g);
+        emit(k, "@!%s bra %s;", P(g.has_row), L(l_skip));
+        row_chunk(k, f, &g);
+        label(k, l_skip);
+        emit(k, "add.u64 %s, %s, %d;", D(g.c0), D(g.c0), f->xchunk);
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(pc), D(g.c0), D(g.n));
+        emit(k, "@%s bra %s;", P(pc), L(l_chunk));
+        emit(k, "@!%s bra %s;", P(g.has_row), L(l_store));
+        store_row(k, &g, y, alpha, beta);
+        label(k, l_store);
+        emit(k, "add.u64 %s, %s, %s;", D(grp), D(grp), D(gstride));
+        emit(k, "bra.uni %s;", L(l_group));
+    }
     label(k, l_end);
     char name[32], dir[64];
     snprintf(name, sizeof name, "gemvq_%s", f->name);

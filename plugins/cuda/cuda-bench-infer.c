@@ -1,19 +1,20 @@
 /* cuda-bench-infer - the inference kernels of the cuda backend, on device
  * buffers, next to a read-only reference measured in the same run.
  *
- *   cuda-bench-infer [--quick]
+ *   cuda-bench-infer [--quick] [--gemv]
  *
  * gemv with f16, bf16, Q8_0, Q4_0, Q4_K and Q6_K weights at 4096 x 11008
  * and 11008 x 4096 (rows x columns): bytes of the weights / time, each call
  * on another copy of the weights so that the 50 MB L2 cache holds none of
  * them (what decode does: every token streams every weight once).  The
  * reference is rayo's own read-only kernel, sum over 2^28 floats (1 GiB),
- * timed in the same run; the ratio column is gemv over it.  Rows of every
- * result are checked against rayo_dot_row_f32 (float64 sum of |terms| as
- * the scale).  Attention, 32 heads / 4 KV heads, head dim 64, causal:
+ * timed in the same run; the ratio column is gemv over it.  Every row of
+ * every result is checked against a float64 dot product of the dequantized
+ * row (sum of |terms| as the scale).  Attention, 32 heads / 4 KV heads, head dim 64, causal:
  * decode (1 query, cache 4096, f16 and f32) as bytes of K and V / time over
  * the same reference, prefill (2048 tokens) as a time, for torch's
  * scaled_dot_product_attention in the same run (infer-torch.py).
+ * --quick: gemv at 4096 x 11008 only; --gemv: no attention.
  * Output: a table and "csv,..." lines. */
 #define _POSIX_C_SOURCE 200809L
 #include "rayo.h"
@@ -139,8 +140,7 @@ static double check_rows(rayo_dtype dt, const uint8_t *w, size_t row_bytes, cons
 {
     float *deq = malloc(n * sizeof *deq);
     double worst = 0;
-    for (int s = 0; s < 32 && deq; s++) {
-        size_t r = (size_t)s * 7919 % m;
+    for (size_t r = 0; r < m && deq; r++) { /* every row: the blocks loop over rows */
         rayo_dequantize_row(dt, w + r * row_bytes, deq, n);
         double ref = 0, terms = 0;
         for (size_t i = 0; i < n; i++) {
@@ -292,10 +292,16 @@ static double bench_sum_reference(rayo_context *ctx, int quick)
 
 int main(int argc, char **argv)
 {
-    int quick = argc == 2 && !strcmp(argv[1], "--quick");
-    if (argc > 1 && !quick) {
-        fprintf(stderr, "usage: cuda-bench-infer [--quick]\n");
-        return 2;
+    int quick = 0, gemv_only = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else if (!strcmp(argv[i], "--gemv"))
+            gemv_only = 1;
+        else {
+            fprintf(stderr, "usage: cuda-bench-infer [--quick] [--gemv]\n");
+            return 2;
+        }
     }
     rayo_options o = {.struct_size = sizeof o, .no_config_files = 1};
     rayo_context *ctx;
@@ -310,10 +316,12 @@ int main(int argc, char **argv)
     double ref = bench_sum_reference(ctx, quick);
     static const rayo_dtype dts[] = {RAYO_DTYPE_F16, RAYO_DTYPE_BF16, RAYO_DTYPE_Q8_0,
                                      RAYO_DTYPE_Q4_0, RAYO_DTYPE_Q4_K, RAYO_DTYPE_Q6_K};
-    bench_attention(ctx, RAYO_DTYPE_F16, 1, 4096, ref);
-    bench_attention(ctx, RAYO_DTYPE_F32, 1, 4096, ref);
-    bench_attention(ctx, RAYO_DTYPE_F16, 2048, 2048, ref);
-    bench_attention(ctx, RAYO_DTYPE_F32, 2048, 2048, ref);
+    if (!gemv_only) {
+        bench_attention(ctx, RAYO_DTYPE_F16, 1, 4096, ref);
+        bench_attention(ctx, RAYO_DTYPE_F32, 1, 4096, ref);
+        bench_attention(ctx, RAYO_DTYPE_F16, 2048, 2048, ref);
+        bench_attention(ctx, RAYO_DTYPE_F32, 2048, 2048, ref);
+    }
     for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
         bench_gemv(ctx, dts[i], 4096, 11008, ref);
         if (!quick)

@@ -27,6 +27,11 @@ int cuda_strides_supported(uint32_t op, uint32_t dtypes)
     }
 }
 
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
 static const rayo_ptx_gemvq_config *gemvq_config(rayo_dtype dt)
 {
     for (unsigned i = 0; i < rayo_cuda_gemvq_config_count; i++)
@@ -48,9 +53,12 @@ rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op
         return RAYO_E_UNSUPPORTED;
     if (op->m == 0)
         return RAYO_OK;
+    /* one wave: as many blocks as the SMs hold at once (by shared memory;
+     * at most 2 of 16 warps), each looping over groups of ROWS rows */
     size_t blocks = op->m / RAYO_PTX_GEMVQ_ROWS + (op->m % RAYO_PTX_GEMVQ_ROWS != 0);
-    if (blocks > 0x7fffffffu)
-        return RAYO_E_UNSUPPORTED;
+    size_t per_sm = ((size_t)st->max_smem_optin + 1024) / (smem + 1024);
+    per_sm = per_sm < 1 ? 1 : per_sm > 2 ? 2 : per_sm;
+    blocks = min_size(blocks, (size_t)st->sm_count * per_sm);
     CUfunction fn;
     rayo_status s = cuda_function(st, MOD_INFER, cfg->name, &fn);
     if (s != RAYO_OK)
@@ -67,11 +75,6 @@ rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op
         return cuda_fail(st, r, what);
     }
     return RAYO_OK;
-}
-
-static size_t min_size(size_t a, size_t b)
-{
-    return a < b ? a : b;
 }
 
 static rayo_status launch(cuda_state *st, CUstream stream, const char *name, size_t gx, size_t gy, void **params)
