@@ -894,6 +894,12 @@ static void plan_gemv(ictx *x, const rayo_combo_info *combo)
     }
     s.m = x->opt->quick ? 8 : 256, s.n = 16384, s.strided = 1, s.alpha = 1, s.beta = 0;
     run_spec(x, build_gemv, &s);
+    if (!x->opt->quick) {
+        /* Tall: more rows than one wave of GPU blocks holds (132 SMs x 2
+         * blocks x 16 rows), so blocks that loop over row groups are judged. */
+        s.m = 9001, s.n = k_of(2, s.adt, 1), s.strided = 0, s.alpha = 0.5f, s.beta = 2;
+        run_spec(x, build_gemv, &s);
+    }
 }
 
 static void plan_get_rows(ictx *x, const rayo_combo_info *combo)
