@@ -40,8 +40,8 @@ void block_tile(kern *k, int raster, int *tile_m, int *tile_n)
  * (then stored into the other buffer), or with cp.async straight into it
  * where the tile needs no transposition.  Warps cover 8 x 4 threads so a
  * shared load serves a warp in one wavefront.  Requires M, N multiples of
- * 128 (the host covers the edges with sgemm_general), K a multiple of BK,
- * and 16-byte aligned rows.
+ * 128 (the host covers the edges with sgemm_general), K (each slab's
+ * length, with split-K) a multiple of BK, and 16-byte aligned rows.
  *
  * Blocked accumulation: the registers hold float sums over blocks of
  * RAYO_PTX_SGEMM_BLOCK_K terms, which are added into a second float sum per
@@ -216,6 +216,34 @@ static void sums_visit(kern *k, const int *acc, enum sums_step step)
     }
 }
 
+/* Split-K (plugins/cuda/cuda-matmul-small.c): block z of a grid nctaid.z
+ * deep multiplies the z-th slab of K / nctaid.z terms into the z-th m x n
+ * partial at C + z M N; a grid of depth 1 multiplies all of K into C.
+ * Moves the a, b and c addresses to the slab; returns its length (.b64). */
+static int k_slab(kern *k, const sgemm_cfg *cfg, int a, int b, int c, int M, int N, int K)
+{
+    int z = sreg(k, "%ctaid.z"), nz = sreg(k, "%nctaid.z");
+    int z64 = nd(k), nz64 = nd(k), ks = nd(k), k0 = nd(k), step = nd(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(z64), R(z));
+    emit(k, "cvt.u64.u32 %s, %s;", D(nz64), R(nz));
+    emit(k, "div.u64 %s, %s, %s;", D(ks), D(K), D(nz64));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(k0), D(z64), D(ks));
+    /* the slab starts k0 columns into A (k0 rows when A is transposed) and
+     * k0 rows into B (k0 columns when B is transposed) */
+    emit(k, "shl.b64 %s, %s, 2;", D(step), D(k0));
+    if (cfg->trans_a)
+        emit(k, "mul.lo.u64 %s, %s, %s;", D(step), D(step), D(M));
+    emit(k, "add.u64 %s, %s, %s;", D(a), D(a), D(step));
+    emit(k, "shl.b64 %s, %s, 2;", D(step), D(k0));
+    if (!cfg->trans_b)
+        emit(k, "mul.lo.u64 %s, %s, %s;", D(step), D(step), D(N));
+    emit(k, "add.u64 %s, %s, %s;", D(b), D(b), D(step));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(step), D(M), D(N));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(step), D(step), D(z64));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c), D(step), D(c));
+    return ks;
+}
+
 static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
 {
     kern kk = {0}, *k = &kk;
@@ -225,6 +253,7 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
     int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
     int tid = sreg(k, "%tid.x"), bx, by;
     block_tile(k, cfg->raster, &by, &bx);
+    int KS = k_slab(k, cfg, a, b, c, M, N, K);
     /* warp w covers tx in [8 (w & 1), +8), ty in [4 (w >> 1), +4) */
     int lane = nr(k), w = nr(k), tx = nr(k), ty = nr(k), t1 = nr(k);
     emit(k, "and.b32 %s, %s, 31;", R(lane), R(tid));
@@ -270,7 +299,7 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
     emit(k, "bar.sync 0;");
 
     int kt = nd(k), KT = nd(k), cur = nr(k), pn = np(k), l_loop = nlabel(k);
-    emit(k, "shr.u64 %s, %s, %d;", D(KT), D(K), bk == 8 ? 3 : 4);
+    emit(k, "shr.u64 %s, %s, %d;", D(KT), D(KS), bk == 8 ? 3 : 4);
     emit(k, "mov.u64 %s, 0;", D(kt));
     emit(k, "mov.u32 %s, 0;", R(cur));
     /* per-thread fragment base offsets */
