@@ -39,9 +39,10 @@ void block_tile(kern *k, int raster, int *tile_m, int *tile_n)
  * k-tile is fetched while the current one is multiplied: into registers
  * (then stored into the other buffer), or with cp.async straight into it
  * where the tile needs no transposition.  Warps cover 8 x 4 threads so a
- * shared load serves a warp in one wavefront.  Requires M, N multiples of
- * 128 (the host covers the edges with sgemm_general), K (each slab's
- * length, with split-K) a multiple of BK, and 16-byte aligned rows.
+ * shared load serves a warp in one wavefront.  Any M and N: the tiles on
+ * the bottom and right edges load and store only what lies inside.
+ * Requires K a multiple of BK, 16-byte aligned rows, N a multiple of 4 (M
+ * too with A transposed).
  *
  * Blocked accumulation: the registers hold float sums over blocks of
  * RAYO_PTX_SGEMM_BLOCK_K terms, which are added into a second float sum per
@@ -67,6 +68,9 @@ static const sgemm_cfg sgemm_cfgs[] = {
     {"sgemm_tn_k8", 8, 1, 0, 0, 0},
     {"sgemm_nt_k8", 8, 0, 1, 0, 0},
     {"sgemm_tt_k8", 8, 1, 1, 0, 0},
+    {"sgemm_tn_k16_async", 16, 1, 0, 1, 0},
+    {"sgemm_nt_k16", 16, 0, 1, 0, 0},
+    {"sgemm_tt_k16_async", 16, 1, 1, 1, 0},
 };
 
 #define SG_BM 128
@@ -84,14 +88,17 @@ typedef struct tile_loader {
     int soff[4];     /* shared byte offset within a buffer */
     int step;        /* bytes to advance per k-tile: .b64 register */
     int regs[4][4];  /* staged values */
+    int inside[4];   /* predicate: the float4's row (contiguous_k) or columns lie in the matrix */
     int row_floats;  /* floats per shared row */
 } tile_loader;
 
 static void loader_init(kern *k, tile_loader *t, int contiguous_k, int async, int bk, int tid,
-                        int gbase, int ld, int tile0)
+                        int gbase, int ld, int tile0, int limit)
 {
     /* gbase: matrix base; ld: leading dimension (elements, .b64); tile0: the
-     * tile's first row/col (m or n index, .b64) */
+     * tile's first row/col (m or n index, .b64); limit: M or N (.b64).  A
+     * float4 past the limit is never loaded: its values reach only rows or
+     * columns of C past the edge, which are not stored. */
     t->contiguous_k = contiguous_k;
     t->async = async && !contiguous_k;
     t->loads = SG_BM * bk / 4 / 256;
@@ -113,6 +120,8 @@ static void loader_init(kern *k, tile_loader *t, int contiguous_k, int async, in
             emit(k, "cvt.u64.u32 %s, %s;", D(r64), R(r));
             emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(c));
             emit(k, "add.u64 %s, %s, %s;", D(r64), D(r64), D(tile0));
+            t->inside[l] = np(k);
+            emit(k, "setp.lt.u64 %s, %s, %s;", P(t->inside[l]), D(r64), D(limit));
             emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(r64), D(ld), D(c64));
             /* shared: element (k = c + j, row r) at (c + j) * row_floats + r */
             t->soff[l] = nr(k);
@@ -126,6 +135,8 @@ static void loader_init(kern *k, tile_loader *t, int contiguous_k, int async, in
             emit(k, "cvt.u64.u32 %s, %s;", D(r64), R(r));
             emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(c));
             emit(k, "add.u64 %s, %s, %s;", D(c64), D(c64), D(tile0));
+            t->inside[l] = np(k); /* limit % 4 == 0: a float4 is all in or all out */
+            emit(k, "setp.lt.u64 %s, %s, %s;", P(t->inside[l]), D(c64), D(limit));
             emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(r64), D(ld), D(c64));
             t->soff[l] = nr(k);
             emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(t->soff[l]), R(r), t->row_floats, R(c));
@@ -133,8 +144,10 @@ static void loader_init(kern *k, tile_loader *t, int contiguous_k, int async, in
         }
         t->gaddr[l] = nd(k);
         emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(t->gaddr[l]), D(idx), D(gbase));
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < 4; j++) {
             t->regs[l][j] = nf(k);
+            emit(k, "mov.f32 %s, %s;", F(t->regs[l][j]), C(0.0f));
+        }
     }
 }
 
@@ -147,12 +160,19 @@ static void loader_fetch(kern *k, tile_loader *t, int sbuf, int guard)
     if (guard >= 0)
         snprintf(g, sizeof g, "@%s ", P(guard));
     for (int l = 0; l < t->loads; l++) {
+        int pl = t->inside[l];
+        if (guard >= 0) {
+            pl = np(k);
+            emit(k, "and.pred %s, %s, %s;", P(pl), P(t->inside[l]), P(guard));
+        }
+        char gl[32];
+        snprintf(gl, sizeof gl, "@%s ", P(pl));
         if (t->async) {
             int sa = nr(k);
             emit(k, "add.u32 %s, %s, %s;", R(sa), R(sbuf), R(t->soff[l]));
-            emit(k, "%scp.async.cg.shared.global [%s], [%s], 16;", g, R(sa), D(t->gaddr[l]));
+            emit(k, "%scp.async.cg.shared.global [%s], [%s], 16;", gl, R(sa), D(t->gaddr[l]));
         } else {
-            emit(k, "%sld.global.v4.f32 {%s, %s, %s, %s}, [%s];", g, F(t->regs[l][0]), F(t->regs[l][1]),
+            emit(k, "%sld.global.v4.f32 {%s, %s, %s, %s}, [%s];", gl, F(t->regs[l][0]), F(t->regs[l][1]),
                  F(t->regs[l][2]), F(t->regs[l][3]), D(t->gaddr[l]));
         }
         emit(k, "add.u64 %s, %s, %s;", D(t->gaddr[l]), D(t->gaddr[l]), D(t->step));
@@ -217,17 +237,25 @@ static void sums_visit(kern *k, const int *acc, enum sums_step step)
 }
 
 /* Split-K (plugins/cuda/cuda-matmul-small.c): block z of a grid nctaid.z
- * deep multiplies the z-th slab of K / nctaid.z terms into the z-th m x n
+ * deep multiplies the z-th slab of about K / nctaid.z terms into the z-th m x n
  * partial at C + z M N; a grid of depth 1 multiplies all of K into C.
  * Moves the a, b and c addresses to the slab; returns its length (.b64). */
 static int k_slab(kern *k, const sgemm_cfg *cfg, int a, int b, int c, int M, int N, int K)
 {
     int z = sreg(k, "%ctaid.z"), nz = sreg(k, "%nctaid.z");
-    int z64 = nd(k), nz64 = nd(k), ks = nd(k), k0 = nd(k), step = nd(k);
+    int z64 = nd(k), nz64 = nd(k), ks = nd(k), k0 = nd(k), step = nd(k), len = nd(k);
     emit(k, "cvt.u64.u32 %s, %s;", D(z64), R(z));
     emit(k, "cvt.u64.u32 %s, %s;", D(nz64), R(nz));
-    emit(k, "div.u64 %s, %s, %s;", D(ks), D(K), D(nz64));
+    /* slabs of ceil(K / (nz BK)) BK terms, the last one shorter (the host
+     * leaves none empty) */
+    emit(k, "mul.lo.u64 %s, %s, %d;", D(nz64), D(nz64), cfg->bk);
+    emit(k, "add.u64 %s, %s, %s;", D(ks), D(K), D(nz64));
+    emit(k, "sub.u64 %s, %s, 1;", D(ks), D(ks));
+    emit(k, "div.u64 %s, %s, %s;", D(ks), D(ks), D(nz64));
+    emit(k, "mul.lo.u64 %s, %s, %d;", D(ks), D(ks), cfg->bk);
     emit(k, "mul.lo.u64 %s, %s, %s;", D(k0), D(z64), D(ks));
+    emit(k, "sub.u64 %s, %s, %s;", D(len), D(K), D(k0));
+    emit(k, "min.u64 %s, %s, %s;", D(len), D(len), D(ks));
     /* the slab starts k0 columns into A (k0 rows when A is transposed) and
      * k0 rows into B (k0 columns when B is transposed) */
     emit(k, "shl.b64 %s, %s, 2;", D(step), D(k0));
@@ -241,7 +269,7 @@ static int k_slab(kern *k, const sgemm_cfg *cfg, int a, int b, int c, int M, int
     emit(k, "mul.lo.u64 %s, %s, %s;", D(step), D(M), D(N));
     emit(k, "mul.lo.u64 %s, %s, %s;", D(step), D(step), D(z64));
     emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c), D(step), D(c));
-    return ks;
+    return len;
 }
 
 static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
@@ -277,8 +305,8 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
     int lda = nd(k), ldb = nd(k);
     emit(k, "mov.u64 %s, %s;", D(lda), D(cfg->trans_a ? M : K));
     emit(k, "mov.u64 %s, %s;", D(ldb), D(cfg->trans_b ? K : N));
-    loader_init(k, &la, !cfg->trans_a, cfg->cp_async, bk, tid, a, lda, bm);
-    loader_init(k, &lb, cfg->trans_b, cfg->cp_async, bk, tid, b, ldb, bn);
+    loader_init(k, &la, !cfg->trans_a, cfg->cp_async, bk, tid, a, lda, bm, M);
+    loader_init(k, &lb, cfg->trans_b, cfg->cp_async, bk, tid, b, ldb, bn, N);
     const int a_buf = bk * la.row_floats * 4, b_buf = bk * lb.row_floats * 4;
     int sA = nr(k), sB = nr(k);
     emit(k, "mov.u32 %s, sg_a;", R(sA));
@@ -358,11 +386,23 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
     emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ty4), D(t64), D(bm));
     emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tx));
     emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(tx4), D(t64), D(bn));
+    /* rows and columns of the tile past M or N (edge tiles) are not stored;
+     * N % 4 == 0, so a float4 of C is all in or all out */
+    int col_in[2], pbr = np(k);
+    for (int h = 0; h < 2; h++) {
+        int col = nd(k);
+        col_in[h] = np(k);
+        emit(k, "add.u64 %s, %s, %d;", D(col), D(tx4), h * 64);
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(col_in[h]), D(col), D(N));
+    }
     for (int i = 0; i < 8; i++) {
-        int row = nd(k);
+        int row = nd(k), row_in = np(k);
         emit(k, "add.u64 %s, %s, %d;", D(row), D(ty4), (i & 3) + (i >> 2) * 64);
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(row_in), D(row), D(M));
         for (int h = 0; h < 2; h++) {
-            int col = nd(k), idx = nd(k), ca = nd(k), o[4], r[4];
+            int col = nd(k), idx = nd(k), ca = nd(k), o[4], r[4], ps = np(k);
+            emit(k, "and.pred %s, %s, %s;", P(ps), P(row_in), P(col_in[h]));
+            emit(k, "and.pred %s, %s, %s;", P(pbr), P(ps), P(pb));
             emit(k, "add.u64 %s, %s, %d;", D(col), D(tx4), h * 64);
             emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(row), D(N), D(col));
             emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ca), D(idx), D(c));
@@ -371,10 +411,10 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
                 r[j] = nf(k);
                 emit(k, "mul.rn.f32 %s, %s, %s;", F(r[j]), F(acc[i][h * 4 + j]), F(alpha));
             }
-            emit(k, "@%s ld.global.v4.f32 {%s, %s, %s, %s}, [%s];", P(pb), F(o[0]), F(o[1]), F(o[2]), F(o[3]), D(ca));
+            emit(k, "@%s ld.global.v4.f32 {%s, %s, %s, %s}, [%s];", P(pbr), F(o[0]), F(o[1]), F(o[2]), F(o[3]), D(ca));
             for (int j = 0; j < 4; j++)
-                emit(k, "@%s fma.rn.f32 %s, %s, %s, %s;", P(pb), F(r[j]), F(o[j]), F(beta), F(r[j]));
-            emit(k, "st.global.v4.f32 [%s], {%s, %s, %s, %s};", D(ca), F(r[0]), F(r[1]), F(r[2]), F(r[3]));
+                emit(k, "@%s fma.rn.f32 %s, %s, %s, %s;", P(pbr), F(r[j]), F(o[j]), F(beta), F(r[j]));
+            emit(k, "@%s st.global.v4.f32 [%s], {%s, %s, %s, %s};", P(ps), D(ca), F(r[0]), F(r[1]), F(r[2]), F(r[3]));
         }
     }
     char shared[256];

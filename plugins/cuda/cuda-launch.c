@@ -407,24 +407,30 @@ rayo_status cuda_launch_matmul_f32(cuda_state *st, CUstream stream, const cuda_o
     } else {
         if (!ta && !tb)
             kname = (strstr(st->sgemm_kernel, "_k16") && op->k % 16 == 0) ? st->sgemm_kernel : st->sgemm_fallback;
+        else if (strstr(st->sgemm_kernel, "_k16") && op->k % 16 == 0) /* k-step as the configured kernel's */
+            kname = ta && tb ? "sgemm_tt_k16_async" : ta ? "sgemm_tn_k16_async" : "sgemm_nt_k16";
         else
             kname = ta && tb ? "sgemm_tt_k8" : ta ? "sgemm_tn_k8" : "sgemm_nt_k8";
         smem = RAYO_PTX_SGEMM_ACC_BYTES;
     }
     size_t mf = op->m - op->m % (size_t)bm, nf = op->n - op->n % (size_t)bn;
+    if (mod == MOD_SGEMM) { /* its edge tiles store only what lies inside C */
+        mf = ceil_div(op->m, (size_t)bm) * (size_t)bm;
+        nf = ceil_div(op->n, (size_t)bn) * (size_t)bn;
+    }
     int bk = strstr(kname, "_k16") ? 16 : mod == MOD_TF32 ? 32 : 8;
     int tiled = aligned && op->k > 0 && op->k % (size_t)bk == 0 && mf > 0 && nf > 0 && mf / (size_t)bm <= MAX_GRID_Y;
     if (!tiled)
         return mm_general(st, stream, op, &g, 0, op->m, 0);
-    if (mod == MOD_SGEMM && mf == op->m && nf == op->n && cuda_matmul_split_k(st, stream, op, kname, bk, &s))
+    if (mod == MOD_SGEMM && cuda_matmul_split_k(st, stream, op, kname, bk, &s))
         return s; /* few tiles, long k */
     void *params[] = {&g.c, &g.a, &g.b, &g.m, &g.n, &g.k, &g.alpha, &g.beta};
     s = launch(st, stream, mod, kname, (unsigned)(nf / (size_t)bn), (unsigned)(mf / (size_t)bm),
                            (unsigned)threads, 1, (unsigned)smem, params);
-    if (s == RAYO_OK)
-        s = mm_general(st, stream, op, &g, 0, mf, nf);   /* right edge of the tiled rows */
-    if (s == RAYO_OK)
-        s = mm_general(st, stream, op, &g, mf, op->m, 0); /* bottom rows */
+    if (s == RAYO_OK) /* TF32: right edge of the tiled rows (none left for sgemm) */
+        s = mm_general(st, stream, op, &g, 0, op->m < mf ? op->m : mf, nf);
+    if (s == RAYO_OK) /* TF32: bottom rows */
+        s = mm_general(st, stream, op, &g, mf, op->m, 0);
     return s;
 }
 

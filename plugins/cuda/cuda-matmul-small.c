@@ -21,7 +21,7 @@
 /* At most this many slabs, each of at least SLAB_MIN_K terms of k: shorter
  * slabs spend more on their prologue, epilogue and partials than they gain. */
 #define MAX_SLABS 16
-#define SLAB_MIN_K 256
+#define SLAB_MIN_K 192
 
 /* The gemv that computes the matmul op (m = 1 or n = 1, f32, dense), in g
  * (no pointers set); 0 if there is none. */
@@ -65,16 +65,24 @@ int cuda_matmul_as_gemv(cuda_state *st, CUstream stream, const cuda_op *op, rayo
     return 1;
 }
 
-/* Slabs of k for a matmul whose m x n is all sgemm tiles, with kernels of
- * k-step bk: enough blocks to fill the GPU once, no more (1: no split). */
+static size_t tiles_of(size_t v)
+{
+    return v / TILE + (v % TILE != 0);
+}
+
+/* Slabs of k for the sgemm kernels of k-step bk: enough blocks to fill the
+ * GPU once, no more (1: no split).  Slabs of ceil(k / (s bk)) bk terms, the
+ * last one shorter (ptx/sgemm.c), none empty. */
 static unsigned matmul_slabs(const cuda_state *st, const cuda_op *op, int bk)
 {
-    if (op->m % TILE || op->n % TILE || !op->m || !op->n || bk <= 0)
+    if (!op->m || !op->n || bk <= 0 || op->k % (size_t)bk)
         return 1;
-    size_t tiles = (op->m / TILE) * (op->n / TILE), room = (size_t)st->sm_count * TILES_PER_SM;
-    for (unsigned s = MAX_SLABS; s > 1; s--)
-        if (tiles * s <= room && op->k % ((size_t)s * (size_t)bk) == 0 && op->k / s >= SLAB_MIN_K)
+    size_t tiles = tiles_of(op->m) * tiles_of(op->n), room = (size_t)st->sm_count * TILES_PER_SM;
+    for (unsigned s = MAX_SLABS; s > 1; s--) {
+        size_t step = (size_t)s * (size_t)bk, slab = (op->k + step - 1) / step * (size_t)bk;
+        if (tiles * s <= room && op->k / s >= SLAB_MIN_K && (s - 1) * slab < op->k)
             return s;
+    }
     return 1;
 }
 
@@ -106,7 +114,7 @@ int cuda_matmul_split_k(cuda_state *st, CUstream stream, const cuda_op *op, cons
     unsigned long long m = op->m, n = op->n, k = op->k, count = op->m * op->n, sl = slabs;
     float one = 1.0f, zero = 0.0f, alpha = op->alpha, beta = op->beta;
     void *p1[] = {&part, &a, &b, &m, &n, &k, &one, &zero};
-    *s = cuda_launch_grid(st, stream, MOD_SGEMM, name, (unsigned)(op->n / TILE), (unsigned)(op->m / TILE), slabs,
+    *s = cuda_launch_grid(st, stream, MOD_SGEMM, name, (unsigned)tiles_of(op->n), (unsigned)tiles_of(op->m), slabs,
                           TILE_THREADS, RAYO_PTX_SGEMM_ACC_BYTES, p1);
     if (*s != RAYO_OK)
         return 1;

@@ -3,14 +3,15 @@
 (issue 18: small and skinny matmuls), in the same run, and the side-by-side
 table.
 
-  h200-shapes-torch.py BENCH_LOG
+  h200-shapes-torch.py BENCH_LOG [BEFORE_LOG]
 
 BENCH_LOG is cuda-bench --shapes's output: its "csv,shape,MxNxK TR,..." lines
 name the shapes (TR: "nt" = B transposed), so the list lives in one place.
 Prints one "csv,torch-shape,..." line per shape, then the table.  Timing as
 h100-torch.py (CUDA events, median of rounds), about 2 ms of calls a round;
 inputs uniform in [-1, 1), transposes as transposed views (cuBLAS reads them
-in place)."""
+in place).  BEFORE_LOG: the same bench with an earlier plugin, for a
+before/after table."""
 import importlib.util
 import os
 import sys
@@ -56,18 +57,26 @@ def measure(h, torch, rows):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
     import torch
     h = load_h100_torch()
     rows = h.read_csv(sys.argv[1])
+    old = h.read_csv(sys.argv[2]) if len(sys.argv) == 3 else {}
     print("# torch %s, %s" % (torch.__version__, torch.cuda.get_device_name(0)), flush=True)
     ref = measure(h, torch, rows)
-    print("%-22s %12s %12s %7s %7s" % ("shape (m x n x k)", "rayo TF/s", "cuBLAS TF/s", "ratio", "target"))
+
+    def value(table, group, what):
+        found = [v for (g, w, _s), (v, _u) in table.items() if g == group and w == what]
+        return found[0] if found else float("nan")
+
+    print("%-20s %9s %9s %9s %8s %8s %8s %7s" % ("shape (m x n x k)", "before", "rayo", "cuBLAS", "before x",
+                                                "rayo x", "k8 x", "target"))
     for what, m, n, k, tr in shapes_of(rows):
-        mine = [v for (g, w, _s), (v, _u) in rows.items() if g == "shape" and w == what][0]
         theirs = ref[what]
-        print("%-22s %12.2f %12.2f %7.2f %7s" % (what, mine, theirs, mine / theirs if theirs else float("nan"), ">=0.8"))
+        was, now, k8 = value(old, "shape", what), value(rows, "shape", what), value(rows, "shape-k8", what)
+        print("%-20s %9.2f %9.2f %9.2f %8.2f %8.2f %8.2f %7s" % (what, was, now, theirs, was / theirs, now / theirs,
+                                                               k8 / theirs, ">=0.8"))
 
 
 if __name__ == "__main__":

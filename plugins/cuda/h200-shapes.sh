@@ -4,8 +4,9 @@
 #   1. test-cuda;
 #   2. rayo-conform of matmul and gemv on the cuda plugin, fresh seed;
 #   3. a quick rayo-conform of matmul under compute-sanitizer memcheck;
-#   4. cuda-bench --shapes, then cuBLAS (torch) on the same shapes, and the
-#      side-by-side table (plugins/cuda/h200-shapes-torch.py).
+#   4. cuda-bench --shapes with the plugin of an earlier build (B/before/rayo-cuda.so,
+#      when there), with this build's plugin, then cuBLAS (torch) on the same
+#      shapes, and the side-by-side table (plugins/cuda/h200-shapes-torch.py).
 #
 #   plugins/cuda/h200-shapes.sh B
 #
@@ -45,10 +46,17 @@ sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-san
 check memcheck 150 "$sanitizer" --tool memcheck --error-exitcode 3 --print-limit 20 \
     "$conform" --quick --op matmul "$plugin"
 grep "ERROR SUMMARY" "$out/memcheck.log"
+before=
+if [ -f "$b/before/rayo-cuda.so" ]; then
+    RAYO_PLUGIN_PATH=$b/before
+    check before 90 "$b/plugins/cuda/.libs/cuda-bench" --shapes
+    RAYO_PLUGIN_PATH=$b/plugins/cuda/.libs
+    before=$out/before.log
+fi
 check bench 90 "$b/plugins/cuda/.libs/cuda-bench" --shapes
 echo "== cuBLAS (torch) on the same shapes, same run"
-PYTHONUNBUFFERED=1 timeout 90 python3 "$src/plugins/cuda/h200-shapes-torch.py" "$out/bench.log" >"$out/torch.log" 2>&1 ||
-    { echo "torch reference failed"; status=1; }
+PYTHONUNBUFFERED=1 timeout 90 python3 "$src/plugins/cuda/h200-shapes-torch.py" "$out/bench.log" $before \
+    >"$out/torch.log" 2>&1 || { echo "torch reference failed"; status=1; }
 grep -v "^csv," "$out/bench.log"
 grep -v "^csv," "$out/torch.log"
 rm -rf "$cache"

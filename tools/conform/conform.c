@@ -955,7 +955,7 @@ static void plan_long_matmul(plan *p)
 }
 
 /* Few 128 x 128 tiles of C and a long k, where a GPU backend splits k into
- * slabs and adds their partials (cuda: 16 slabs of 256 here), and m = 1 or
+ * slabs and adds their partials (cuda: 16 slabs of 256 for the first), and m = 1 or
  * n = 1 long enough for a gemv's vector loads; every transpose. */
 static void plan_skinny_matmul(plan *p)
 {
@@ -963,6 +963,7 @@ static void plan_skinny_matmul(plan *p)
         if (p->quick && flags != 0 && flags != 3)
             continue;
         plan_add(p, 128, 256, 4096)->flags = flags;
+        plan_add(p, 200, 300, 1112)->flags = flags; /* edge tiles; cuda: 5 slabs, the last shorter */
         plan_add(p, 1, 256, 300)->flags = flags;
         plan_add(p, 256, 1, 300)->flags = flags;
         if (!p->quick)
