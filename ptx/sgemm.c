@@ -40,7 +40,8 @@ void block_tile(kern *k, int raster, int *tile_m, int *tile_n)
  * (then stored into the other buffer), or with cp.async straight into it
  * where the tile needs no transposition.  Warps cover 8 x 4 threads so a
  * shared load serves a warp in one wavefront.  Any M and N: the tiles on
- * the bottom and right edges load and store only what lies inside.
+ * the bottom and right edges read the last row or column again in place of
+ * those past the edge, and store only what lies inside.
  * Requires K a multiple of BK, 16-byte aligned rows, N a multiple of 4 (M
  * too with A transposed).
  *
@@ -88,7 +89,6 @@ typedef struct tile_loader {
     int soff[4];     /* shared byte offset within a buffer */
     int step;        /* bytes to advance per k-tile: .b64 register */
     int regs[4][4];  /* staged values */
-    int inside[4];   /* predicate: the float4's row (contiguous_k) or columns lie in the matrix */
     int row_floats;  /* floats per shared row */
 } tile_loader;
 
@@ -97,8 +97,11 @@ static void loader_init(kern *k, tile_loader *t, int contiguous_k, int async, in
 {
     /* gbase: matrix base; ld: leading dimension (elements, .b64); tile0: the
      * tile's first row/col (m or n index, .b64); limit: M or N (.b64).  A
-     * float4 past the limit is never loaded: its values reach only rows or
-     * columns of C past the edge, which are not stored. */
+     * row (or float4 of columns) past the limit reads the last one instead:
+     * its values reach only rows or columns of C past the edge, which are
+     * not stored, and the loop needs no predicates. */
+    int last = nd(k);
+    emit(k, "sub.u64 %s, %s, %d;", D(last), D(limit), contiguous_k ? 1 : 4);
     t->contiguous_k = contiguous_k;
     t->async = async && !contiguous_k;
     t->loads = SG_BM * bk / 4 / 256;
@@ -120,8 +123,7 @@ static void loader_init(kern *k, tile_loader *t, int contiguous_k, int async, in
             emit(k, "cvt.u64.u32 %s, %s;", D(r64), R(r));
             emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(c));
             emit(k, "add.u64 %s, %s, %s;", D(r64), D(r64), D(tile0));
-            t->inside[l] = np(k);
-            emit(k, "setp.lt.u64 %s, %s, %s;", P(t->inside[l]), D(r64), D(limit));
+            emit(k, "min.u64 %s, %s, %s;", D(r64), D(r64), D(last));
             emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(r64), D(ld), D(c64));
             /* shared: element (k = c + j, row r) at (c + j) * row_floats + r */
             t->soff[l] = nr(k);
@@ -135,8 +137,7 @@ static void loader_init(kern *k, tile_loader *t, int contiguous_k, int async, in
             emit(k, "cvt.u64.u32 %s, %s;", D(r64), R(r));
             emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(c));
             emit(k, "add.u64 %s, %s, %s;", D(c64), D(c64), D(tile0));
-            t->inside[l] = np(k); /* limit % 4 == 0: a float4 is all in or all out */
-            emit(k, "setp.lt.u64 %s, %s, %s;", P(t->inside[l]), D(c64), D(limit));
+            emit(k, "min.u64 %s, %s, %s;", D(c64), D(c64), D(last)); /* limit % 4 == 0 */
             emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(r64), D(ld), D(c64));
             t->soff[l] = nr(k);
             emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(t->soff[l]), R(r), t->row_floats, R(c));
@@ -144,10 +145,8 @@ static void loader_init(kern *k, tile_loader *t, int contiguous_k, int async, in
         }
         t->gaddr[l] = nd(k);
         emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(t->gaddr[l]), D(idx), D(gbase));
-        for (int j = 0; j < 4; j++) {
+        for (int j = 0; j < 4; j++)
             t->regs[l][j] = nf(k);
-            emit(k, "mov.f32 %s, %s;", F(t->regs[l][j]), C(0.0f));
-        }
     }
 }
 
@@ -160,19 +159,12 @@ static void loader_fetch(kern *k, tile_loader *t, int sbuf, int guard)
     if (guard >= 0)
         snprintf(g, sizeof g, "@%s ", P(guard));
     for (int l = 0; l < t->loads; l++) {
-        int pl = t->inside[l];
-        if (guard >= 0) {
-            pl = np(k);
-            emit(k, "and.pred %s, %s, %s;", P(pl), P(t->inside[l]), P(guard));
-        }
-        char gl[32];
-        snprintf(gl, sizeof gl, "@%s ", P(pl));
         if (t->async) {
             int sa = nr(k);
             emit(k, "add.u32 %s, %s, %s;", R(sa), R(sbuf), R(t->soff[l]));
-            emit(k, "%scp.async.cg.shared.global [%s], [%s], 16;", gl, R(sa), D(t->gaddr[l]));
+            emit(k, "%scp.async.cg.shared.global [%s], [%s], 16;", g, R(sa), D(t->gaddr[l]));
         } else {
-            emit(k, "%sld.global.v4.f32 {%s, %s, %s, %s}, [%s];", gl, F(t->regs[l][0]), F(t->regs[l][1]),
+            emit(k, "%sld.global.v4.f32 {%s, %s, %s, %s}, [%s];", g, F(t->regs[l][0]), F(t->regs[l][1]),
                  F(t->regs[l][2]), F(t->regs[l][3]), D(t->gaddr[l]));
         }
         emit(k, "add.u64 %s, %s, %s;", D(t->gaddr[l]), D(t->gaddr[l]), D(t->step));

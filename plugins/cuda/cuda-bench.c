@@ -427,17 +427,16 @@ int main(int argc, char **argv)
 
     rayo_context *ctx = open_with(NULL);
     rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
-    int found = 0;
+    int found = 0; /* a copy shadowed by one found earlier in the search path is only listed */
     for (size_t i = 0; i < rayo_backend_count(ctx); i++)
         if (rayo_backend_get(ctx, i, &info) == RAYO_OK && !strcmp(info.name, backend)) {
-            found = 1;
-            printf("# %s backend: %s, device %s%s%s\n", backend, info.status == RAYO_BACKEND_LOADED ? "loaded" : "not loaded",
-                   info.device, info.reason[0] ? ", " : "", info.reason);
-            if (info.status != RAYO_BACKEND_LOADED)
-                return 1;
+            found |= info.status == RAYO_BACKEND_LOADED;
+            printf("# %s backend: %s, device %s%s%s (%s)\n", backend,
+                   info.status == RAYO_BACKEND_LOADED ? "loaded" : "not loaded", info.device, info.reason[0] ? ", " : "",
+                   info.reason, info.path ? info.path : "?");
         }
     if (!found) {
-        fprintf(stderr, "cuda-bench: no %s backend found (RAYO_PLUGIN_PATH?)\n", backend);
+        fprintf(stderr, "cuda-bench: no %s backend loaded (RAYO_PLUGIN_PATH?)\n", backend);
         return 1;
     }
     printf("%-8s %-28s %6s %12s %-8s %s\n", "group", "what", "size", "value", "unit", "note");
