@@ -332,10 +332,12 @@ static rayo_status launch_bias_act(cuda_state *st, CUstream stream, const cuda_o
 }
 
 /* ---- matmul ----------------------------------------------------------------
- * The tiled kernels (fp32 SIMT, or TF32 tensor cores when the config allows)
- * cover the largest block of C that is a multiple of their tile; the general
- * kernel computes the edges (and everything when the shape or alignment
- * does not suit the tiled kernels). */
+ * m = 1 or n = 1 runs as a gemv, and few tiles with a long k split k
+ * (cuda-matmul-small.c).  The fp32 SIMT kernels cover all of C, edge tiles
+ * too; the TF32 kernels (when the config allows) the largest block of C
+ * that is a multiple of their tile, and the general kernel the edges.  The
+ * general kernel computes everything when the shape or alignment does not
+ * suit the tiled kernels. */
 typedef struct mm_args {
     CUdeviceptr c, a, b;
     unsigned long long m, n, k;
