@@ -5,7 +5,7 @@
 #include "gen-ptx.h"
 
 /* y = alpha*acc + beta*y_old (y_old read only when beta != 0), in float64 */
-static void store_scaled(kern *k, int acc, int ya, int alpha, int beta)
+void store_scaled(kern *k, int acc, int ya, int alpha, int beta)
 {
     int ad = nfd(k), bd = nfd(k), r = nfd(k), pb = np(k), old = nf(k), od = nfd(k), out = nf(k);
     emit(k, "cvt.f64.f32 %s, %s;", FD(ad), F(alpha));

@@ -10,6 +10,7 @@
  *   block-reduce.c  warp shuffles and block-wide reductions
  *   one file per module:  elementwise.c, reduce.c, rows.c (also rows_cluster),
  *                   matrix.c (with gemv.c and transpose.c), sgemm.c, tf32.c,
+ *                   splitk.c (the float64 sum of split-K partials),
  *                   infer-gemv.c + infer-ops.c + attention.c (module "infer": gemv
  *                   with half and quantized weights; glu, rope, convert, get_rows;
  *                   fused attention)
@@ -112,6 +113,9 @@ void gen_gemv_n(strbuf *mod);
 void gen_gemv_t(strbuf *mod);
 void gen_gemv_fast(strbuf *mod); /* gemv_n_block_*, gemv_t_part_v4 */
 void gen_transpose(strbuf *mod);
+/* gemv.c: *ya = alpha * acc + beta * *ya (read only when beta != 0), acc
+ * .f64, the rest in float64, rounded once */
+void store_scaled(kern *k, int acc, int ya, int alpha, int beta);
 
 /* ---- sgemm.c: the block's tile of C, shared with tf32.c -------------------- */
 void block_tile(kern *k, int raster, int *tile_m, int *tile_n);
@@ -125,6 +129,7 @@ void module_rows_cluster(strbuf *mod); /* sm_90 on */
 void module_matrix(strbuf *mod);
 void module_sgemm(strbuf *mod);
 void module_tf32(strbuf *mod);
+void module_splitk(strbuf *mod);
 void module_infer(strbuf *mod);
 /* infer-ops.c: the other kernels of module "infer" (glu, rope, convert) */
 void infer_ops(strbuf *mod);

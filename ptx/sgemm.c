@@ -39,9 +39,11 @@ void block_tile(kern *k, int raster, int *tile_m, int *tile_n)
  * k-tile is fetched while the current one is multiplied: into registers
  * (then stored into the other buffer), or with cp.async straight into it
  * where the tile needs no transposition.  Warps cover 8 x 4 threads so a
- * shared load serves a warp in one wavefront.  Requires M, N multiples of
- * 128 (the host covers the edges with sgemm_general), K a multiple of BK,
- * and 16-byte aligned rows.
+ * shared load serves a warp in one wavefront.  Any M and N: the tiles on
+ * the bottom and right edges read the last row or column again in place of
+ * those past the edge, and store only what lies inside.
+ * Requires K a multiple of BK, 16-byte aligned rows, N a multiple of 4 (M
+ * too with A transposed).
  *
  * Blocked accumulation: the registers hold float sums over blocks of
  * RAYO_PTX_SGEMM_BLOCK_K terms, which are added into a second float sum per
@@ -67,6 +69,9 @@ static const sgemm_cfg sgemm_cfgs[] = {
     {"sgemm_tn_k8", 8, 1, 0, 0, 0},
     {"sgemm_nt_k8", 8, 0, 1, 0, 0},
     {"sgemm_tt_k8", 8, 1, 1, 0, 0},
+    {"sgemm_tn_k16_async", 16, 1, 0, 1, 0},
+    {"sgemm_nt_k16", 16, 0, 1, 0, 0},
+    {"sgemm_tt_k16_async", 16, 1, 1, 1, 0},
 };
 
 #define SG_BM 128
@@ -88,10 +93,15 @@ typedef struct tile_loader {
 } tile_loader;
 
 static void loader_init(kern *k, tile_loader *t, int contiguous_k, int async, int bk, int tid,
-                        int gbase, int ld, int tile0)
+                        int gbase, int ld, int tile0, int limit)
 {
     /* gbase: matrix base; ld: leading dimension (elements, .b64); tile0: the
-     * tile's first row/col (m or n index, .b64) */
+     * tile's first row/col (m or n index, .b64); limit: M or N (.b64).  A
+     * row (or float4 of columns) past the limit reads the last one instead:
+     * its values reach only rows or columns of C past the edge, which are
+     * not stored, and the loop needs no predicates. */
+    int last = nd(k);
+    emit(k, "sub.u64 %s, %s, %d;", D(last), D(limit), contiguous_k ? 1 : 4);
     t->contiguous_k = contiguous_k;
     t->async = async && !contiguous_k;
     t->loads = SG_BM * bk / 4 / 256;
@@ -113,6 +123,7 @@ static void loader_init(kern *k, tile_loader *t, int contiguous_k, int async, in
             emit(k, "cvt.u64.u32 %s, %s;", D(r64), R(r));
             emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(c));
             emit(k, "add.u64 %s, %s, %s;", D(r64), D(r64), D(tile0));
+            emit(k, "min.u64 %s, %s, %s;", D(r64), D(r64), D(last));
             emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(r64), D(ld), D(c64));
             /* shared: element (k = c + j, row r) at (c + j) * row_floats + r */
             t->soff[l] = nr(k);
@@ -126,6 +137,7 @@ static void loader_init(kern *k, tile_loader *t, int contiguous_k, int async, in
             emit(k, "cvt.u64.u32 %s, %s;", D(r64), R(r));
             emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(c));
             emit(k, "add.u64 %s, %s, %s;", D(c64), D(c64), D(tile0));
+            emit(k, "min.u64 %s, %s, %s;", D(c64), D(c64), D(last)); /* limit % 4 == 0 */
             emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(r64), D(ld), D(c64));
             t->soff[l] = nr(k);
             emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(t->soff[l]), R(r), t->row_floats, R(c));
@@ -216,6 +228,42 @@ static void sums_visit(kern *k, const int *acc, enum sums_step step)
     }
 }
 
+/* Split-K (plugins/cuda/cuda-matmul-small.c): block z of a grid nctaid.z
+ * deep multiplies the z-th slab of about K / nctaid.z terms into the z-th m x n
+ * partial at C + z M N; a grid of depth 1 multiplies all of K into C.
+ * Moves the a, b and c addresses to the slab; returns its length (.b64). */
+static int k_slab(kern *k, const sgemm_cfg *cfg, int a, int b, int c, int M, int N, int K)
+{
+    int z = sreg(k, "%ctaid.z"), nz = sreg(k, "%nctaid.z");
+    int z64 = nd(k), nz64 = nd(k), ks = nd(k), k0 = nd(k), step = nd(k), len = nd(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(z64), R(z));
+    emit(k, "cvt.u64.u32 %s, %s;", D(nz64), R(nz));
+    /* slabs of ceil(K / (nz BK)) BK terms, the last one shorter (the host
+     * leaves none empty) */
+    emit(k, "mul.lo.u64 %s, %s, %d;", D(nz64), D(nz64), cfg->bk);
+    emit(k, "add.u64 %s, %s, %s;", D(ks), D(K), D(nz64));
+    emit(k, "sub.u64 %s, %s, 1;", D(ks), D(ks));
+    emit(k, "div.u64 %s, %s, %s;", D(ks), D(ks), D(nz64));
+    emit(k, "mul.lo.u64 %s, %s, %d;", D(ks), D(ks), cfg->bk);
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(k0), D(z64), D(ks));
+    emit(k, "sub.u64 %s, %s, %s;", D(len), D(K), D(k0));
+    emit(k, "min.u64 %s, %s, %s;", D(len), D(len), D(ks));
+    /* the slab starts k0 columns into A (k0 rows when A is transposed) and
+     * k0 rows into B (k0 columns when B is transposed) */
+    emit(k, "shl.b64 %s, %s, 2;", D(step), D(k0));
+    if (cfg->trans_a)
+        emit(k, "mul.lo.u64 %s, %s, %s;", D(step), D(step), D(M));
+    emit(k, "add.u64 %s, %s, %s;", D(a), D(a), D(step));
+    emit(k, "shl.b64 %s, %s, 2;", D(step), D(k0));
+    if (!cfg->trans_b)
+        emit(k, "mul.lo.u64 %s, %s, %s;", D(step), D(step), D(N));
+    emit(k, "add.u64 %s, %s, %s;", D(b), D(b), D(step));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(step), D(M), D(N));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(step), D(step), D(z64));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c), D(step), D(c));
+    return len;
+}
+
 static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
 {
     kern kk = {0}, *k = &kk;
@@ -225,6 +273,7 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
     int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
     int tid = sreg(k, "%tid.x"), bx, by;
     block_tile(k, cfg->raster, &by, &bx);
+    int KS = k_slab(k, cfg, a, b, c, M, N, K);
     /* warp w covers tx in [8 (w & 1), +8), ty in [4 (w >> 1), +4) */
     int lane = nr(k), w = nr(k), tx = nr(k), ty = nr(k), t1 = nr(k);
     emit(k, "and.b32 %s, %s, 31;", R(lane), R(tid));
@@ -248,8 +297,8 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
     int lda = nd(k), ldb = nd(k);
     emit(k, "mov.u64 %s, %s;", D(lda), D(cfg->trans_a ? M : K));
     emit(k, "mov.u64 %s, %s;", D(ldb), D(cfg->trans_b ? K : N));
-    loader_init(k, &la, !cfg->trans_a, cfg->cp_async, bk, tid, a, lda, bm);
-    loader_init(k, &lb, cfg->trans_b, cfg->cp_async, bk, tid, b, ldb, bn);
+    loader_init(k, &la, !cfg->trans_a, cfg->cp_async, bk, tid, a, lda, bm, M);
+    loader_init(k, &lb, cfg->trans_b, cfg->cp_async, bk, tid, b, ldb, bn, N);
     const int a_buf = bk * la.row_floats * 4, b_buf = bk * lb.row_floats * 4;
     int sA = nr(k), sB = nr(k);
     emit(k, "mov.u32 %s, sg_a;", R(sA));
@@ -270,7 +319,7 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
     emit(k, "bar.sync 0;");
 
     int kt = nd(k), KT = nd(k), cur = nr(k), pn = np(k), l_loop = nlabel(k);
-    emit(k, "shr.u64 %s, %s, %d;", D(KT), D(K), bk == 8 ? 3 : 4);
+    emit(k, "shr.u64 %s, %s, %d;", D(KT), D(KS), bk == 8 ? 3 : 4);
     emit(k, "mov.u64 %s, 0;", D(kt));
     emit(k, "mov.u32 %s, 0;", R(cur));
     /* per-thread fragment base offsets */
@@ -329,11 +378,23 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
     emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ty4), D(t64), D(bm));
     emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tx));
     emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(tx4), D(t64), D(bn));
+    /* rows and columns of the tile past M or N (edge tiles) are not stored;
+     * N % 4 == 0, so a float4 of C is all in or all out */
+    int col_in[2], pbr = np(k);
+    for (int h = 0; h < 2; h++) {
+        int col = nd(k);
+        col_in[h] = np(k);
+        emit(k, "add.u64 %s, %s, %d;", D(col), D(tx4), h * 64);
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(col_in[h]), D(col), D(N));
+    }
     for (int i = 0; i < 8; i++) {
-        int row = nd(k);
+        int row = nd(k), row_in = np(k);
         emit(k, "add.u64 %s, %s, %d;", D(row), D(ty4), (i & 3) + (i >> 2) * 64);
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(row_in), D(row), D(M));
         for (int h = 0; h < 2; h++) {
-            int col = nd(k), idx = nd(k), ca = nd(k), o[4], r[4];
+            int col = nd(k), idx = nd(k), ca = nd(k), o[4], r[4], ps = np(k);
+            emit(k, "and.pred %s, %s, %s;", P(ps), P(row_in), P(col_in[h]));
+            emit(k, "and.pred %s, %s, %s;", P(pbr), P(ps), P(pb));
             emit(k, "add.u64 %s, %s, %d;", D(col), D(tx4), h * 64);
             emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(row), D(N), D(col));
             emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ca), D(idx), D(c));
@@ -342,10 +403,10 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
                 r[j] = nf(k);
                 emit(k, "mul.rn.f32 %s, %s, %s;", F(r[j]), F(acc[i][h * 4 + j]), F(alpha));
             }
-            emit(k, "@%s ld.global.v4.f32 {%s, %s, %s, %s}, [%s];", P(pb), F(o[0]), F(o[1]), F(o[2]), F(o[3]), D(ca));
+            emit(k, "@%s ld.global.v4.f32 {%s, %s, %s, %s}, [%s];", P(pbr), F(o[0]), F(o[1]), F(o[2]), F(o[3]), D(ca));
             for (int j = 0; j < 4; j++)
-                emit(k, "@%s fma.rn.f32 %s, %s, %s, %s;", P(pb), F(r[j]), F(o[j]), F(beta), F(r[j]));
-            emit(k, "st.global.v4.f32 [%s], {%s, %s, %s, %s};", D(ca), F(r[0]), F(r[1]), F(r[2]), F(r[3]));
+                emit(k, "@%s fma.rn.f32 %s, %s, %s, %s;", P(pbr), F(r[j]), F(o[j]), F(beta), F(r[j]));
+            emit(k, "@%s st.global.v4.f32 [%s], {%s, %s, %s, %s};", P(ps), D(ca), F(r[0]), F(r[1]), F(r[2]), F(r[3]));
         }
     }
     char shared[256];

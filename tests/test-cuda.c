@@ -364,9 +364,13 @@ static void test_matrix(void *st)
 {
     for (unsigned flags = 0; flags < 4; flags++) {
         check_matmul(st, flags, 7, 5, 3, 1.0f, 0.0f, NULL);
-        check_matmul(st, flags, 130, 260, 72, 0.5f, 2.0f, NULL);   /* tiled + both edges */
+        check_matmul(st, flags, 130, 260, 72, 0.5f, 2.0f, NULL);   /* edge tiles on both sides */
         check_matmul(st, flags, 256, 128, 64, 1.0f, 0.0f, NULL);   /* tiled only */
         check_matmul(st, flags, 129, 131, 33, 1.0f, -1.0f, NULL);  /* K not a multiple of 8 */
+        check_matmul(st, flags, 128, 256, 4096, 0.5f, 2.0f, NULL); /* split-K: 16 slabs */
+        check_matmul(st, flags, 200, 300, 1112, 1.0f, 0.5f, NULL); /* edge tiles, 5 uneven slabs */
+        check_matmul(st, flags, 1, 260, 300, 1.0f, 0.5f, NULL);    /* m = 1: a gemv */
+        check_matmul(st, flags, 260, 1, 300, 2.0f, 0.0f, NULL);    /* n = 1: a gemv */
     }
     check_matmul(st, 0, 384, 256, 160, 1.0f, 0.0f, NULL); /* K % 16 == 0 */
     check_matmul(st, 0, 5, 6, 0, 1.0f, 0.5f, NULL);       /* k = 0: C = beta C */

@@ -2,6 +2,7 @@
  *
  *   cuda-bench [--quick] [--sgemm-kernels LIST] [--tf32-kernels LIST]
  *   cuda-bench --bandwidth [--backend NAME]
+ *   cuda-bench --shapes
  *
  * Measures, on device buffers (one batch of R identical calls, submitted and
  * waited for; the median of several batches):
@@ -16,6 +17,9 @@
  * bias_act at rows of 64 ... 32000, the transcendentals, and gemv 11008 x
  * 4096 in both orientations (GB/s: bytes read + written), on the cuda
  * backend or the one --backend names (vulkan: the same figures).
+ * --shapes measures fp32 matmuls of issue 18's small and skinny shapes
+ * (m = 1, n = 1, few tiles with a long k, odd sizes, transposes) as TFLOP/s;
+ * plugins/cuda/h200-shapes-torch.py times cuBLAS on the shapes it lists.
  * Every matmul result is spot-checked against float64 dot products.
  * Output: a table, and one "csv,..." line per figure for scripts. */
 #define _POSIX_C_SOURCE 200809L
@@ -309,6 +313,49 @@ static void bench_bandwidth(rayo_context *ctx)
     rayo_buffer_destroy(y);
 }
 
+/* m x n x k and the transposes ("nt": B transposed) */
+static const struct shape { size_t m, n, k; const char *tr; } shapes[] = {
+    {1024, 1024, 1024, "nn"}, {1024, 1024, 1024, "tn"}, {1024, 1024, 1024, "nt"}, {1024, 1024, 1024, "tt"},
+    {2048, 2048, 2048, "nn"}, {512, 512, 4096, "nn"}, {4096, 128, 4096, "nn"}, {1000, 1000, 1000, "nn"},
+    {1000, 1000, 1000, "tt"}, {500, 480, 520, "nn"}, {1536, 1536, 1536, "nn"},
+    {1, 4096, 4096, "nn"}, {1, 4096, 4096, "nt"}, {4096, 1, 4096, "nn"}, {4096, 1, 4096, "tn"},
+    {4096, 4096, 64, "nn"},
+};
+
+/* group "shape": the default kernels; "shape-k8" (the 1024 shapes only):
+ * sgemm_kernel = sgemm_nn_k8_async, so every transpose runs its k8 kernel */
+static void bench_shapes(const char *group)
+{
+    int k8 = strcmp(group, "shape") != 0;
+    rayo_context *ctx = open_with(k8 ? "[backend.cuda]\nsgemm_kernel = sgemm_nn_k8_async\n" : NULL);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const struct shape *sh = &shapes[i];
+        if (k8 && sh->n != 1024)
+            continue;
+        rayo_buffer *A = device_buffer(ctx, sh->m * sh->k, 1), *B = device_buffer(ctx, sh->k * sh->n, 1);
+        rayo_buffer *C = device_buffer(ctx, sh->m * sh->n, 0);
+        uint32_t flags = (sh->tr[0] == 't' ? RAYO_TRANS_A : 0) | (sh->tr[1] == 't' ? RAYO_TRANS_B : 0);
+        rayo_batch_call c = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_MATMUL, .m = sh->m, .n = sh->n,
+                             .k = sh->k, .flags = flags, .alpha = 1, .beta = 0, .a = {A, 0}, .b = {B, 0}, .y = {C, 0}};
+        /* about 2 ms a batch: at 40 TFLOP/s or 3 TB/s, whichever is slower */
+        double flops = 2.0 * (double)sh->m * sh->n * sh->k;
+        double bytes = 4.0 * ((double)sh->m * sh->k + (double)sh->k * sh->n + (double)sh->m * sh->n);
+        double est = flops / 40e12 > bytes / 3e12 ? flops / 40e12 : bytes / 3e12;
+        int reps = (int)(2e-3 / est);
+        reps = reps < 3 ? 3 : reps > 200 ? 200 : reps;
+        double t = time_batch(ctx, &c, reps, 7);
+        char what[64];
+        snprintf(what, sizeof what, "%zux%zux%zu %s", sh->m, sh->n, sh->k, sh->tr);
+        char note[64];
+        snprintf(note, sizeof note, "%.1f us a call (%d a batch)", t * 1e6, reps);
+        report(group, what, sh->m * sh->n * sh->k, flops / t * 1e-12, "TFLOP/s", note);
+        rayo_buffer_destroy(A);
+        rayo_buffer_destroy(B);
+        rayo_buffer_destroy(C);
+    }
+    rayo_close(ctx);
+}
+
 static void bench_round_trip(rayo_context *ctx)
 {
     enum { N = 1024, CALLS = 2000 };
@@ -349,13 +396,15 @@ static int in_list(const char *list, const char *name)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, bandwidth = 0;
+    int quick = 0, bandwidth = 0, shapes_only = 0;
     const char *sg = NULL, *tf = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
         else if (!strcmp(argv[i], "--bandwidth"))
             bandwidth = 1;
+        else if (!strcmp(argv[i], "--shapes"))
+            shapes_only = 1;
         else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
             backend = argv[++i];
         else if (!strcmp(argv[i], "--sgemm-kernels") && i + 1 < argc)
@@ -363,7 +412,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--tf32-kernels") && i + 1 < argc)
             tf = argv[++i];
         else {
-            fprintf(stderr, "usage: cuda-bench [--quick] [--sgemm-kernels A,B] [--tf32-kernels A,B] | --bandwidth [--backend NAME]\n");
+            fprintf(stderr, "usage: cuda-bench [--quick] [--sgemm-kernels A,B] [--tf32-kernels A,B] | --bandwidth [--backend NAME] | --shapes\n");
             return 2;
         }
     }
@@ -378,20 +427,25 @@ int main(int argc, char **argv)
 
     rayo_context *ctx = open_with(NULL);
     rayo_backend_info info = {.struct_size = sizeof(rayo_backend_info)};
-    int found = 0;
+    int found = 0; /* a copy shadowed by one found earlier in the search path is only listed */
     for (size_t i = 0; i < rayo_backend_count(ctx); i++)
         if (rayo_backend_get(ctx, i, &info) == RAYO_OK && !strcmp(info.name, backend)) {
-            found = 1;
-            printf("# %s backend: %s, device %s%s%s\n", backend, info.status == RAYO_BACKEND_LOADED ? "loaded" : "not loaded",
-                   info.device, info.reason[0] ? ", " : "", info.reason);
-            if (info.status != RAYO_BACKEND_LOADED)
-                return 1;
+            found |= info.status == RAYO_BACKEND_LOADED;
+            printf("# %s backend: %s, device %s%s%s (%s)\n", backend,
+                   info.status == RAYO_BACKEND_LOADED ? "loaded" : "not loaded", info.device, info.reason[0] ? ", " : "",
+                   info.reason, info.path ? info.path : "?");
         }
     if (!found) {
-        fprintf(stderr, "cuda-bench: no %s backend found (RAYO_PLUGIN_PATH?)\n", backend);
+        fprintf(stderr, "cuda-bench: no %s backend loaded (RAYO_PLUGIN_PATH?)\n", backend);
         return 1;
     }
     printf("%-8s %-28s %6s %12s %-8s %s\n", "group", "what", "size", "value", "unit", "note");
+    if (shapes_only) {
+        rayo_close(ctx);
+        bench_shapes("shape");
+        bench_shapes("shape-k8");
+        return 0;
+    }
     if (bandwidth) {
         bench_bandwidth(ctx);
         rayo_close(ctx);

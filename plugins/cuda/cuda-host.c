@@ -480,6 +480,7 @@ static rayo_status run_planned(cuda_state *st, cuda_lane *l, const rayo_call *ca
     p->op.c = lo->in[2].bytes ? base + lo->in[2].offset : 0;
     p->op.y = base + lo->y_offset;
     p->op.scratch = lo->scratch_bytes ? base + lo->scratch_offset : 0;
+    p->op.scratch_size = lo->scratch_bytes;
     /* An output that is also an input reaches the caller in one piece,
      * after everything succeeded: from one slot, or through a temporary. */
     unsigned char *temp = NULL;
@@ -518,7 +519,7 @@ rayo_status cuda_host_call(void *state, const rayo_call *call)
     call_plan p;
     memset(&p, 0, sizeof p);
     p.op = (cuda_op){call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta, 0, 0, 0, 0, 0,
-                     call->dtypes, call->lda, call->ldb, call->ldy, call->params, call->precision};
+                     call->dtypes, call->lda, call->ldb, call->ldy, call->params, call->precision, 0};
     if ((s = cuda_typed_matmul_check(&p.op)) != RAYO_OK)
         return s;
     plan_blocks(call, &p);

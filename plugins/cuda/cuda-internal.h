@@ -59,6 +59,7 @@ rayo_status cuda_map_error(CUresult r, int *lost);
 /* ---- the PTX modules -------------------------------------------------- */
 enum cuda_module_id {
     MOD_ELEMENTWISE, MOD_REDUCE, MOD_ROWS, MOD_MATRIX, MOD_SGEMM, MOD_TF32, MOD_ROWS_CLUSTER, MOD_INFER,
+    MOD_SPLITK,
     MOD_COUNT
 };
 
@@ -154,6 +155,7 @@ typedef struct cuda_op {
     size_t lda, ldb, ldy;     /* row strides in elements; 0: dense */
     const void *params;       /* host copy of the op's parameter struct (rope) */
     uint32_t precision;       /* rayo_precision of the call (typed matmul: RELAXED may use TF32) */
+    size_t scratch_size;      /* bytes at scratch (a kernel that wants more does without) */
 } cuda_op;
 
 /* RAYO_OK if the backend runs this op with these parameters. */
@@ -167,6 +169,21 @@ const char *cuda_op_name(uint32_t op);
 
 /* The fp32 matmul on dense f32 operands; tf32: TF32 tensor cores allowed. */
 rayo_status cuda_launch_matmul_f32(cuda_state *st, CUstream stream, const cuda_op *op, int tf32);
+
+/* Launches kernel `name` of module `mod` on a gx x gy x gz grid of bx-thread blocks. */
+rayo_status cuda_launch_grid(cuda_state *st, CUstream stream, int mod, const char *name, unsigned gx, unsigned gy,
+                             unsigned gz, unsigned bx, unsigned smem, void **params);
+
+/* ---- small and skinny fp32 matmuls (cuda-matmul-small.c) ---------------- */
+/* m = 1 or n = 1: the matmul as a gemv; 1 when it took the op (*s its status). */
+int cuda_matmul_as_gemv(cuda_state *st, CUstream stream, const cuda_op *op, rayo_status *s);
+/* Split-K when C is all tiles of the sgemm kernel `name` (k-step bk) but too
+ * few to fill the GPU and the scratch holds the slabs' partials: 1 when it
+ * took the op (*s its status). */
+int cuda_matmul_split_k(cuda_state *st, CUstream stream, const cuda_op *op, const char *name, int bk,
+                        rayo_status *s);
+/* The scratch either of them needs (0: none, or not a small matmul). */
+size_t cuda_matmul_small_scratch_bytes(const cuda_state *st, const cuda_op *op);
 
 /* ---- typed matmul (cuda-typed-matmul.c): f32 A, a half or quantized B ---- */
 /* RAYO_OK if the backend runs this typed matmul (A and C dense, B's f32

@@ -113,8 +113,10 @@ size_t cuda_scratch_bytes(const cuda_state *st, const cuda_op *op)
     case RAYO_SIG_REDUCE2:
     case RAYO_SIG_ARGREDUCE:
         return (size_t)reduce_blocks(st, op->n) * 16;
-    case RAYO_SIG_MATMUL:
-        return cuda_typed_matmul_scratch_bytes(op);
+    case RAYO_SIG_MATMUL: {
+        size_t typed = cuda_typed_matmul_scratch_bytes(op), small = cuda_matmul_small_scratch_bytes(st, op);
+        return typed > small ? typed : small;
+    }
     case RAYO_SIG_GEMV:
         if (op->flags & RAYO_TRANS_A) {
             size_t splits, chunk;
@@ -127,20 +129,32 @@ size_t cuda_scratch_bytes(const cuda_state *st, const cuda_op *op)
     }
 }
 
-static rayo_status launch(cuda_state *st, CUstream stream, int mod, const char *name, unsigned gx, unsigned gy,
-                          unsigned bx, unsigned by, unsigned smem, void **params)
+static rayo_status launch3(cuda_state *st, CUstream stream, int mod, const char *name, unsigned gx, unsigned gy,
+                           unsigned gz, unsigned bx, unsigned by, unsigned smem, void **params)
 {
     CUfunction fn;
     rayo_status s = cuda_function(st, mod, name, &fn);
     if (s != RAYO_OK)
         return s;
-    CUresult r = st->drv->cuLaunchKernel(fn, gx, gy, 1, bx, by, 1, smem, stream, params, NULL);
+    CUresult r = st->drv->cuLaunchKernel(fn, gx, gy, gz, bx, by, 1, smem, stream, params, NULL);
     if (r != CUDA_SUCCESS) {
         char what[96];
-        snprintf(what, sizeof what, "launch of %s (grid %ux%u)", name, gx, gy);
+        snprintf(what, sizeof what, "launch of %s (grid %ux%ux%u)", name, gx, gy, gz);
         return cuda_fail(st, r, what);
     }
     return RAYO_OK;
+}
+
+static rayo_status launch(cuda_state *st, CUstream stream, int mod, const char *name, unsigned gx, unsigned gy,
+                          unsigned bx, unsigned by, unsigned smem, void **params)
+{
+    return launch3(st, stream, mod, name, gx, gy, 1, bx, by, smem, params);
+}
+
+rayo_status cuda_launch_grid(cuda_state *st, CUstream stream, int mod, const char *name, unsigned gx, unsigned gy,
+                             unsigned gz, unsigned bx, unsigned smem, void **params)
+{
+    return launch3(st, stream, mod, name, gx, gy, gz, bx, 1, smem, params);
 }
 
 static int aligned16(CUdeviceptr p)
@@ -318,10 +332,12 @@ static rayo_status launch_bias_act(cuda_state *st, CUstream stream, const cuda_o
 }
 
 /* ---- matmul ----------------------------------------------------------------
- * The tiled kernels (fp32 SIMT, or TF32 tensor cores when the config allows)
- * cover the largest block of C that is a multiple of their tile; the general
- * kernel computes the edges (and everything when the shape or alignment
- * does not suit the tiled kernels). */
+ * m = 1 or n = 1 runs as a gemv, and few tiles with a long k split k
+ * (cuda-matmul-small.c).  The fp32 SIMT kernels cover all of C, edge tiles
+ * too; the TF32 kernels (when the config allows) the largest block of C
+ * that is a multiple of their tile, and the general kernel the edges.  The
+ * general kernel computes everything when the shape or alignment does not
+ * suit the tiled kernels. */
 typedef struct mm_args {
     CUdeviceptr c, a, b;
     unsigned long long m, n, k;
@@ -370,6 +386,9 @@ static const rayo_ptx_tf32_config *tf32_config(const char *name)
 rayo_status cuda_launch_matmul_f32(cuda_state *st, CUstream stream, const cuda_op *op, int tf32)
 {
     mm_args g = {op->y, op->a, op->b, op->m, op->n, op->k, op->alpha, op->beta};
+    rayo_status s;
+    if (cuda_matmul_as_gemv(st, stream, op, &s)) /* m = 1 or n = 1 (cuda-matmul-small.c) */
+        return s;
     int ta = (op->flags & RAYO_TRANS_A) != 0, tb = (op->flags & RAYO_TRANS_B) != 0;
     size_t lda = ta ? op->m : op->k, ldb = tb ? op->k : op->n;
     int aligned = aligned16(op->a) && aligned16(op->b) && aligned16(op->y) && lda % 4 == 0 && ldb % 4 == 0 &&
@@ -390,22 +409,30 @@ rayo_status cuda_launch_matmul_f32(cuda_state *st, CUstream stream, const cuda_o
     } else {
         if (!ta && !tb)
             kname = (strstr(st->sgemm_kernel, "_k16") && op->k % 16 == 0) ? st->sgemm_kernel : st->sgemm_fallback;
+        else if (strstr(st->sgemm_kernel, "_k16") && op->k % 16 == 0) /* k-step as the configured kernel's */
+            kname = ta && tb ? "sgemm_tt_k16_async" : ta ? "sgemm_tn_k16_async" : "sgemm_nt_k16";
         else
             kname = ta && tb ? "sgemm_tt_k8" : ta ? "sgemm_tn_k8" : "sgemm_nt_k8";
         smem = RAYO_PTX_SGEMM_ACC_BYTES;
     }
     size_t mf = op->m - op->m % (size_t)bm, nf = op->n - op->n % (size_t)bn;
+    if (mod == MOD_SGEMM) { /* its edge tiles store only what lies inside C */
+        mf = ceil_div(op->m, (size_t)bm) * (size_t)bm;
+        nf = ceil_div(op->n, (size_t)bn) * (size_t)bn;
+    }
     int bk = strstr(kname, "_k16") ? 16 : mod == MOD_TF32 ? 32 : 8;
     int tiled = aligned && op->k > 0 && op->k % (size_t)bk == 0 && mf > 0 && nf > 0 && mf / (size_t)bm <= MAX_GRID_Y;
     if (!tiled)
         return mm_general(st, stream, op, &g, 0, op->m, 0);
+    if (mod == MOD_SGEMM && cuda_matmul_split_k(st, stream, op, kname, bk, &s))
+        return s; /* few tiles, long k */
     void *params[] = {&g.c, &g.a, &g.b, &g.m, &g.n, &g.k, &g.alpha, &g.beta};
-    rayo_status s = launch(st, stream, mod, kname, (unsigned)(nf / (size_t)bn), (unsigned)(mf / (size_t)bm),
+    s = launch(st, stream, mod, kname, (unsigned)(nf / (size_t)bn), (unsigned)(mf / (size_t)bm),
                            (unsigned)threads, 1, (unsigned)smem, params);
-    if (s == RAYO_OK)
-        s = mm_general(st, stream, op, &g, 0, mf, nf);   /* right edge of the tiled rows */
-    if (s == RAYO_OK)
-        s = mm_general(st, stream, op, &g, mf, op->m, 0); /* bottom rows */
+    if (s == RAYO_OK) /* TF32: right edge of the tiled rows (none left for sgemm) */
+        s = mm_general(st, stream, op, &g, 0, op->m < mf ? op->m : mf, nf);
+    if (s == RAYO_OK) /* TF32: bottom rows */
+        s = mm_general(st, stream, op, &g, mf, op->m, 0);
     return s;
 }
 

@@ -122,7 +122,7 @@ static rayo_status batch_record(void *state, void *batch, const rayo_dev_call *c
     *op = (cuda_op){call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta,
                     operand(&call->a), operand(&call->b), operand(&call->c), operand(&call->y), 0,
                     call->dtypes, call->lda, call->ldb, call->ldy, call->params,
-                    RAYO_DEV_CALL_HAS(call, precision) ? call->precision : 0};
+                    RAYO_DEV_CALL_HAS(call, precision) ? call->precision : 0, 0};
     if ((s = cuda_typed_matmul_check(op)) != RAYO_OK)
         return s; /* not recorded: the core passes the call on */
     size_t need = cuda_scratch_bytes(st, op);
@@ -152,6 +152,7 @@ static rayo_status batch_submit(void *state, void *batch)
         return cuda_fail(st, r, "batch submit");
     for (size_t i = 0; i < b->count && s == RAYO_OK; i++) {
         b->ops[i].scratch = b->scratch;
+        b->ops[i].scratch_size = b->scratch_bytes;
         s = cuda_launch_op(st, b->stream, &b->ops[i]);
     }
     r = drv->cuEventRecord(b->done, b->stream);

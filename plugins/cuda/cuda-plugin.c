@@ -27,7 +27,8 @@
 #define DEFAULT_TF32 "tf32_128x128_w2x2_r"
 
 static const char *const module_names[MOD_COUNT] = {"elementwise", "reduce", "rows",
-                                                    "matrix", "sgemm", "tf32", "rows_cluster", "infer"};
+                                                    "matrix", "sgemm", "tf32", "rows_cluster", "infer",
+                                                    "splitk"};
 
 /* ---- probe ---------------------------------------------------------------- */
 static int device_attr(const cuda_driver *drv, CUdevice dev, CUdevice_attribute a)

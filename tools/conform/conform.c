@@ -954,8 +954,26 @@ static void plan_long_matmul(plan *p)
     }
 }
 
+/* Few 128 x 128 tiles of C and a long k, where a GPU backend splits k into
+ * slabs and adds their partials (cuda: 16 slabs of 256 for the first), and m = 1 or
+ * n = 1 long enough for a gemv's vector loads; every transpose. */
+static void plan_skinny_matmul(plan *p)
+{
+    for (uint32_t flags = 0; flags < 4; flags++) {
+        if (p->quick && flags != 0 && flags != 3)
+            continue;
+        plan_add(p, 128, 256, 4096)->flags = flags;
+        plan_add(p, 200, 300, 1112)->flags = flags; /* edge tiles; cuda: 5 slabs, the last shorter */
+        plan_add(p, 1, 256, 300)->flags = flags;
+        plan_add(p, 256, 1, 300)->flags = flags;
+        if (!p->quick)
+            plan_add(p, 256, 384, 1024)->flags = flags;
+    }
+}
+
 static void plan_matmul(plan *p)
 {
+    plan_skinny_matmul(p);
     for (uint32_t flags = 0; flags < 4; flags++) {
         for (size_t i = 0; i < COUNT_OF(matmul_sizes); i++)
             plan_add(p, matmul_sizes[i], matmul_sizes[i], matmul_sizes[i])->flags = flags;
