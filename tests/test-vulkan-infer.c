@@ -416,7 +416,7 @@ static void typed_mm_check(typed_mm *t)
 }
 
 /* Several typed matmuls in one batch: the context's scratch grows and is
- * reused between them. */
+ * reused between them (run with typed_matmul_transpose = no and yes). */
 static void test_typed_matmuls(void)
 {
     typed_mm t[5];
@@ -489,7 +489,16 @@ int main(void)
     test_attention(RAYO_DTYPE_F16, 1, 1000, 8, 2, 64);       /* decode: chunks and the merge pass */
     test_attention(RAYO_DTYPE_F32, 9, 40, 4, 4, 32);         /* one chunk */
     test_attention(RAYO_DTYPE_F16, 3, 300, 24, 2, 16);       /* 12 heads per KV head: two groups */
-    test_typed_matmuls();
     rayo_close(ctx);
+    /* typed matmul with a transposed B read as it is, and transposed once more */
+    for (int tr = 0; tr < 2; tr++) {
+        snprintf(settings, sizeof settings, "%s[backend.vulkan]\ntyped_matmul_transpose = %s\n",
+                 SETTINGS, tr ? "yes" : "no");
+        ctx = NULL;
+        CHECK(test_open(&ctx, settings) == RAYO_OK, "rayo_open: %s", rayo_last_error());
+        if (ctx)
+            test_typed_matmuls();
+        rayo_close(ctx);
+    }
     return test_summary();
 }

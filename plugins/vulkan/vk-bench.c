@@ -18,7 +18,8 @@
  * 7. (--matmul MxNxK only) C = A B^T (the prefill's weight as B, n x k)
  *    with A and B in each combination rayo_matmul_ex offers, against the
  *    f32 product of the same shape and flags in the same run (and f32 with
- *    B not transposed); TFLOP/s counting 2 m n k.
+ *    B not transposed); TFLOP/s counting 2 m n k.  --quick: f32, f32 x
+ *    q4_k and f16 x f16 only.
  * Times are medians of repeated runs after warm-up.  Speed is measured
  * here, never asserted: this program is not a test.
  */
@@ -570,7 +571,8 @@ static double matmul_check(rayo_dtype adt, const unsigned char *a, rayo_dtype bd
     return worst;
 }
 
-static void bench_matmul(rayo_context *ctx, size_t m, size_t n, size_t k)
+/* quick: the f32 products, f32 x q4_k and f16 x f16 only */
+static void bench_matmul(rayo_context *ctx, int quick, size_t m, size_t n, size_t k)
 {
     static const struct { rayo_dtype a, b; uint32_t flags; } cases[] = {
         {RAYO_DTYPE_F32, RAYO_DTYPE_F32, 0}, {RAYO_DTYPE_F32, RAYO_DTYPE_F32, RAYO_TRANS_B},
@@ -584,7 +586,7 @@ static void bench_matmul(rayo_context *ctx, size_t m, size_t n, size_t k)
     printf("%-6s %-6s %-4s %10s %10s %8s %12s\n", "A", "B", "op", "ms", "TFLOP/s", "vs f32", "max rel err");
     double flop = 2.0 * m * n * k, f32_nt = 0;
     rayo_buffer *bc = upload(ctx, NULL, m * n);
-    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    for (size_t ci = 0; ci < (quick ? 4 : sizeof cases / sizeof cases[0]); ci++) {
         rayo_dtype adt = cases[ci].a, bdt = cases[ci].b;
         int trans = cases[ci].flags != 0;
         size_t a_row, b_row, b_rows = trans ? n : k;
@@ -613,7 +615,7 @@ static void bench_matmul(rayo_context *ctx, size_t m, size_t n, size_t k)
         int reps = (int)(1e12 / flop) + 1;     /* ~50 ms per batch at 20 TFLOP/s */
         if (reps > 20)
             reps = 20;
-        for (double t0 = now(); now() - t0 < 0.3;)
+        for (double t0 = now(); now() - t0 < 0.2;)
             time_batch(ctx, &call, 1);          /* warm-up: pipelines, clocks */
         double t[5];
         for (int i = 0; i < 5; i++)
@@ -691,7 +693,7 @@ int main(int argc, char **argv)
     }
     printf("vk-bench: vulkan on %s\n", device);
     if (mm[0] && mm[1] && mm[2]) {
-        bench_matmul(ctx, mm[0], mm[1], mm[2]);
+        bench_matmul(ctx, quick, mm[0], mm[1], mm[2]);
     } else if (attention_n) {
         bench_attention(ctx, attention_n);
     } else if (gemv_m) {

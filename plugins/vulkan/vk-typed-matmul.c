@@ -9,7 +9,9 @@
  * call's transposes and precision: the strict float32 path, or the f16
  * cooperative-matrix one where [backend.vulkan] precision = f16 allows it
  * (as for all-f32 matmul).  A or C with row strides go through the same
- * copies (C back to its rows afterwards), so every stride is taken.
+ * copies (C back to its rows afterwards), so every stride is taken.  With
+ * typed_matmul_transpose = yes a transposed B's copy is transposed once
+ * more (transpose.comp) and the matmul reads it untransposed.
  *
  * The scratch of a call (f32 copies of B, of A where it is not dense f32,
  * of C where it has gaps) is at most TYPED_MATMUL_MAX_SCRATCH bytes, each
@@ -93,6 +95,20 @@ static rayo_status widen(vk_state *s, vk_ctx *cx, const stored *src, rayo_dev_op
 
 static bool dense(size_t ld, size_t cols) { return ld == 0 || ld == cols; }
 
+/* Whether a transposed B's f32 copy is transposed once more, so that the
+ * matmul reads B untransposed: typed_matmul_transpose in [backend.vulkan]
+ * (yes | no; default TRANSPOSE_DEFAULT), where the transpose shader's grid
+ * fits the device. */
+#define TRANSPOSE_DEFAULT false
+static bool transposes_b(const vk_state *s, const rayo_dev_call *call, const stored *b)
+{
+    const char *v = s->host->config(s->host, "typed_matmul_transpose");
+    bool want = v ? (!strcmp(v, "yes") || !strcmp(v, "1") || !strcmp(v, "true")) : TRANSPOSE_DEFAULT;
+    return want && (call->flags & RAYO_TRANS_B) && b->rows && b->cols &&
+           (b->cols + 31) / 32 <= s->props.limits.maxComputeWorkGroupCount[0] &&
+           (b->rows + 31) / 32 <= s->props.limits.maxComputeWorkGroupCount[1];
+}
+
 rayo_status vk_record_typed_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
 {
     rayo_dtype adt = RAYO_DTYPE_OF(call->dtypes, 0), bdt = RAYO_DTYPE_OF(call->dtypes, 1),
@@ -112,9 +128,15 @@ rayo_status vk_record_typed_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call 
     VkDeviceSize b_bytes = f32_bytes(b.rows, b.cols);
     VkDeviceSize a_bytes = copy_a ? f32_bytes(a.rows, a.cols) : 0;
     VkDeviceSize c_bytes = copy_c ? f32_bytes(c.rows, c.cols) : 0;
-    VkDeviceSize total = b_bytes + a_bytes + c_bytes, range = s->props.limits.maxStorageBufferRange;
+    VkDeviceSize bt_bytes = transposes_b(s, call, &b) ? b_bytes : 0;
+    VkDeviceSize total = b_bytes + bt_bytes + a_bytes + c_bytes;
+    VkDeviceSize range = s->props.limits.maxStorageBufferRange;
     bool past = (b.rows && b.cols && !b_bytes) || (copy_a && a.rows && a.cols && !a_bytes) ||
                 (copy_c && !c_bytes);
+    if (bt_bytes && total > TYPED_MATMUL_MAX_SCRATCH) { /* then without the second copy */
+        total -= bt_bytes;
+        bt_bytes = 0;
+    }
     if (past || total > TYPED_MATMUL_MAX_SCRATCH || b_bytes > range || a_bytes > range ||
         c_bytes > range) {
         s->host->set_error(s->host, "vulkan: matmul %s x %s of %zu x %zu x %zu needs more f32 "
@@ -143,10 +165,19 @@ rayo_status vk_record_typed_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call 
         st = ctx_identity(s, cx, index_rows, &index);
     if (st != RAYO_OK)
         return st;
-    rayo_dev_operand b32 = {scratch, 0}, a32 = {scratch, b_bytes}, c32 = {scratch, b_bytes + a_bytes};
+    rayo_dev_operand b32 = {scratch, 0}, bt = {scratch, b_bytes}, a32 = {scratch, b_bytes + bt_bytes};
+    rayo_dev_operand c32 = {scratch, b_bytes + bt_bytes + a_bytes};
     if (b_bytes && (st = widen(s, cx, &b, call->b, b32, 0, index)) != RAYO_OK)
         return st;
     f.b = b32;
+    if (bt_bytes) {
+        rayo_dev_call tr = {.struct_size = sizeof tr, .op = RAYO_OP_TRANSPOSE, .m = b.rows, .n = b.cols,
+                            .a = b32, .y = bt};
+        if ((st = vk_record(s, cx, &tr)) != RAYO_OK)
+            return st;
+        f.b = bt;
+        f.flags &= ~(uint32_t)RAYO_TRANS_B;
+    }
     if (copy_a && a_bytes) {
         if ((st = widen(s, cx, &a, call->a, a32, 0, index)) != RAYO_OK)
             return st;
