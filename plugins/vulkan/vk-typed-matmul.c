@@ -99,7 +99,7 @@ static bool dense(size_t ld, size_t cols) { return ld == 0 || ld == cols; }
  * matmul reads B untransposed: typed_matmul_transpose in [backend.vulkan]
  * (yes | no; default TRANSPOSE_DEFAULT), where the transpose shader's grid
  * fits the device. */
-#define TRANSPOSE_DEFAULT false
+#define TRANSPOSE_DEFAULT false  /* yes was slower on the H200 (doc/benchmarks-vulkan.md) */
 static bool transposes_b(const vk_state *s, const rayo_dev_call *call, const stored *b)
 {
     const char *v = s->host->config(s->host, "typed_matmul_transpose");
