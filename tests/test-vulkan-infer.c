@@ -419,18 +419,22 @@ static void typed_mm_check(typed_mm *t)
  * reused between them (run with typed_matmul_transpose = no and yes). */
 static void test_typed_matmuls(void)
 {
-    typed_mm t[5];
+    typed_mm t[7];
     typed_mm_make(&t[0], RAYO_DTYPE_F32, RAYO_DTYPE_Q4_K, RAYO_TRANS_B, 9, 20, 512, 0, 256, 0, 0.0f);
     typed_mm_make(&t[1], RAYO_DTYPE_F16, RAYO_DTYPE_F16, RAYO_TRANS_A, 7, 5, 33, 3, 0, 2, 0.5f);
     typed_mm_make(&t[2], RAYO_DTYPE_F32, RAYO_DTYPE_Q8_0, RAYO_TRANS_B, 70, 40, 64, 5, 32, 1, -1.5f);
     typed_mm_make(&t[3], RAYO_DTYPE_BF16, RAYO_DTYPE_BF16, RAYO_TRANS_A | RAYO_TRANS_B, 3, 66, 130, 0, 1, 0, 0.0f);
     typed_mm_make(&t[4], RAYO_DTYPE_F32, RAYO_DTYPE_Q6_K, RAYO_TRANS_B, 65, 67, 256, 1, 0, 3, 0.25f);
-    rayo_batch_call calls[5];
-    for (int i = 0; i < 5; i++)
+    /* the identity table grown to 1030 rows (its buffer rounded up), then
+     * read up to row 1080 */
+    typed_mm_make(&t[5], RAYO_DTYPE_F32, RAYO_DTYPE_Q8_0, RAYO_TRANS_B, 2, 1030, 32, 0, 0, 0, 0.0f);
+    typed_mm_make(&t[6], RAYO_DTYPE_F32, RAYO_DTYPE_F16, RAYO_TRANS_B, 3, 1080, 8, 0, 0, 0, 0.0f);
+    rayo_batch_call calls[7];
+    for (int i = 0; i < 7; i++)
         calls[i] = t[i].call;
-    rayo_status st = test_run_batch(ctx, "vulkan", calls, 5);
+    rayo_status st = test_run_batch(ctx, "vulkan", calls, 7);
     CHECK(st == RAYO_OK, "typed matmuls in a batch: %s", rayo_last_error());
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 7; i++)
         typed_mm_check(&t[i]);
 }
 

@@ -70,8 +70,9 @@ static rayo_status ctx_identity(vk_state *s, vk_ctx *cx, size_t rows, vk_buf **o
                                      count * sizeof(int32_t), &b);
         if (st != RAYO_OK)
             return st;
+        /* all of it: its size (what the check above reads) is rounded up */
         int32_t *idx = vk_buf_map(b);
-        for (size_t i = 0; i < count; i++)
+        for (size_t i = 0; i < b->size / sizeof(int32_t); i++)
             idx[i] = (int32_t)i;
         cx->mm_index = b;
     }
