@@ -312,6 +312,132 @@ static void test_attention(rayo_dtype kv, size_t n_q, size_t n_kv, size_t heads,
     free(q), free(want), free(got), free(k), free(v), free(img);
 }
 
+/* ---- typed matmul ------------------------------------------------------------------ */
+
+/* One matmul C = alpha op(A) op(B) + beta C with A, B in dtypes, row strides
+ * (ld = cols + pad), each operand at an odd offset between guard bytes. */
+typedef struct typed_mm {
+    rayo_batch_call call;
+    unsigned char *a, *b;
+    float *c, *want;
+    size_t a_rows, a_cols, b_rows, b_cols, a_bytes, b_bytes, c_floats;
+    rayo_buffer *ba, *bb, *bc;
+} typed_mm;
+
+/* rows x cols (+pad) of dtype dt, random; *bytes: its size. */
+static unsigned char *typed_matrix(rayo_dtype dt, size_t rows, size_t ld, size_t *bytes)
+{
+    size_t row_bytes = 0;
+    rayo_dtype_row_bytes(dt, ld, &row_bytes);
+    *bytes = row_bytes * rows;
+    unsigned char *p = malloc(*bytes + 1);
+    CHECK(p != NULL, "out of memory");
+    for (size_t r = 0; r < rows; r++)
+        conform_fill_row(&rng, dt, p + r * row_bytes, ld, -1, 1);
+    return p;
+}
+
+static void typed_mm_make(typed_mm *t, rayo_dtype adt, rayo_dtype bdt, uint32_t flags, size_t m,
+                          size_t n, size_t k, size_t pad_a, size_t pad_b, size_t pad_c, float beta)
+{
+    memset(t, 0, sizeof *t);
+    t->a_rows = flags & RAYO_TRANS_A ? k : m, t->a_cols = flags & RAYO_TRANS_A ? m : k;
+    t->b_rows = flags & RAYO_TRANS_B ? n : k, t->b_cols = flags & RAYO_TRANS_B ? k : n;
+    size_t lda = t->a_cols + pad_a, ldb = t->b_cols + pad_b, ldc = n + pad_c;
+    t->a = typed_matrix(adt, t->a_rows, lda, &t->a_bytes);
+    t->b = typed_matrix(bdt, t->b_rows, ldb, &t->b_bytes);
+    t->c_floats = (m - 1) * ldc + n;
+    t->c = malloc(t->c_floats * 4);
+    t->want = malloc(t->c_floats * 4);
+    fill_floats(t->c, t->c_floats);
+    memcpy(t->want, t->c, t->c_floats * 4);
+    size_t a_off = adt == RAYO_DTYPE_F32 ? 4 : adt == RAYO_DTYPE_F16 || adt == RAYO_DTYPE_BF16 ? 6 : 3;
+    size_t b_off = bdt == RAYO_DTYPE_F16 || bdt == RAYO_DTYPE_BF16 ? 2 : rayo_dtype_is_block(bdt) ? 5 : 8;
+    t->ba = upload(t->a, t->a_bytes, a_off);
+    t->bb = upload(t->b, t->b_bytes, b_off);
+    t->bc = upload(t->c, t->c_floats * 4, 12);
+    t->call = (rayo_batch_call){
+        .struct_size = sizeof t->call, .op = RAYO_OP_MATMUL, .flags = flags,
+        .dtypes = RAYO_DTYPES(adt, bdt, RAYO_DTYPE_NONE, RAYO_DTYPE_F32),
+        .m = m, .n = n, .k = k, .alpha = 1.25f, .beta = beta,
+        .lda = pad_a ? lda : 0, .ldb = pad_b ? ldb : 0, .ldy = pad_c ? ldc : 0,
+        .a = {t->ba, a_off}, .b = {t->bb, b_off}, .y = {t->bc, 12},
+    };
+}
+
+/* Element (r, c) of a stored matrix as f32. */
+static double typed_at(rayo_dtype dt, const unsigned char *p, size_t ld, size_t r, size_t c, float *row)
+{
+    size_t row_bytes = 0;
+    rayo_dtype_row_bytes(dt, ld, &row_bytes);
+    rayo_dequantize_row(dt, p + r * row_bytes, row, ld);
+    return row[c];
+}
+
+/* The device result against the scalar backend's, within 4x the SUM
+ * contract of the terms; the gaps of C and the guards untouched. */
+static void typed_mm_check(typed_mm *t)
+{
+    const rayo_batch_call *c = &t->call;
+    rayo_dtype adt = RAYO_DTYPE_OF(c->dtypes, 0), bdt = RAYO_DTYPE_OF(c->dtypes, 1);
+    char what[128];
+    snprintf(what, sizeof what, "matmul %s x %s, %zu x %zu x %zu, flags %u, ld %zu/%zu/%zu",
+             rayo_dtype_name(adt), rayo_dtype_name(bdt), c->m, c->n, c->k, c->flags, c->lda, c->ldb, c->ldy);
+    scalar_result(c, t->a, t->b, NULL, t->want);
+    unsigned char *img = download(t->bc, t->c_floats * 4, 12);
+    expect_guards(img, t->c_floats * 4, 12, what);
+    size_t lda = c->lda ? c->lda : t->a_cols, ldb = c->ldb ? c->ldb : t->b_cols, ldc = c->ldy ? c->ldy : c->n;
+    float *arow = malloc(lda * 4), *brow = malloc(ldb * 4);
+    size_t bad = 0, gaps = 0;
+    for (size_t i = 0; i < c->m; i++)
+        for (size_t j = 0; j < ldc && i * ldc + j < t->c_floats; j++) {
+            float got;
+            memcpy(&got, img + 12 + 4 * (i * ldc + j), 4);
+            if (j >= c->n) {    /* a gap: as it was */
+                gaps += memcmp(&got, &t->c[i * ldc + j], 4) != 0;
+                continue;
+            }
+            double terms = fabs(c->beta * t->c[i * ldc + j]);
+            for (size_t p = 0; p < c->k; p++) {
+                double av = c->flags & RAYO_TRANS_A ? typed_at(adt, t->a, lda, p, i, arow)
+                                                    : typed_at(adt, t->a, lda, i, p, arow);
+                double bv = c->flags & RAYO_TRANS_B ? typed_at(bdt, t->b, ldb, j, p, brow)
+                                                    : typed_at(bdt, t->b, ldb, p, j, brow);
+                terms += fabs(c->alpha * av * bv);
+            }
+            bad += !(fabs(got - t->want[i * ldc + j]) <= 4e-5 * terms + 1e-30);
+        }
+    CHECK(bad == 0 && gaps == 0, "%s: %zu elements off the scalar result, %zu gap elements changed",
+          what, bad, gaps);
+    rayo_buffer_destroy(t->ba);
+    rayo_buffer_destroy(t->bb);
+    rayo_buffer_destroy(t->bc);
+    free(t->a), free(t->b), free(t->c), free(t->want), free(arow), free(brow), free(img);
+}
+
+/* Several typed matmuls in one batch: the context's scratch grows and is
+ * reused between them (run with typed_matmul_transpose = no and yes). */
+static void test_typed_matmuls(void)
+{
+    typed_mm t[7];
+    typed_mm_make(&t[0], RAYO_DTYPE_F32, RAYO_DTYPE_Q4_K, RAYO_TRANS_B, 9, 20, 512, 0, 256, 0, 0.0f);
+    typed_mm_make(&t[1], RAYO_DTYPE_F16, RAYO_DTYPE_F16, RAYO_TRANS_A, 7, 5, 33, 3, 0, 2, 0.5f);
+    typed_mm_make(&t[2], RAYO_DTYPE_F32, RAYO_DTYPE_Q8_0, RAYO_TRANS_B, 70, 40, 64, 5, 32, 1, -1.5f);
+    typed_mm_make(&t[3], RAYO_DTYPE_BF16, RAYO_DTYPE_BF16, RAYO_TRANS_A | RAYO_TRANS_B, 3, 66, 130, 0, 1, 0, 0.0f);
+    typed_mm_make(&t[4], RAYO_DTYPE_F32, RAYO_DTYPE_Q6_K, RAYO_TRANS_B, 65, 67, 256, 1, 0, 3, 0.25f);
+    /* the identity table grown to 1030 rows (its buffer rounded up), then
+     * read up to row 1080 */
+    typed_mm_make(&t[5], RAYO_DTYPE_F32, RAYO_DTYPE_Q8_0, RAYO_TRANS_B, 2, 1030, 32, 0, 0, 0, 0.0f);
+    typed_mm_make(&t[6], RAYO_DTYPE_F32, RAYO_DTYPE_F16, RAYO_TRANS_B, 3, 1080, 8, 0, 0, 0, 0.0f);
+    rayo_batch_call calls[7];
+    for (int i = 0; i < 7; i++)
+        calls[i] = t[i].call;
+    rayo_status st = test_run_batch(ctx, "vulkan", calls, 7);
+    CHECK(st == RAYO_OK, "typed matmuls in a batch: %s", rayo_last_error());
+    for (int i = 0; i < 7; i++)
+        typed_mm_check(&t[i]);
+}
+
 int main(void)
 {
     test_clear_rayo_env();
@@ -368,5 +494,15 @@ int main(void)
     test_attention(RAYO_DTYPE_F32, 9, 40, 4, 4, 32);         /* one chunk */
     test_attention(RAYO_DTYPE_F16, 3, 300, 24, 2, 16);       /* 12 heads per KV head: two groups */
     rayo_close(ctx);
+    /* typed matmul with a transposed B read as it is, and transposed once more */
+    for (int tr = 0; tr < 2; tr++) {
+        snprintf(settings, sizeof settings, "%s[backend.vulkan]\ntyped_matmul_transpose = %s\n",
+                 SETTINGS, tr ? "yes" : "no");
+        ctx = NULL;
+        CHECK(test_open(&ctx, settings) == RAYO_OK, "rayo_open: %s", rayo_last_error());
+        if (ctx)
+            test_typed_matmuls();
+        rayo_close(ctx);
+    }
     return test_summary();
 }

@@ -14,7 +14,8 @@ VK_SHADER_TOOLS = plugins/vulkan/shaders.list plugins/vulkan/embed-shaders.sh
 EXTRA_DIST += $(VK_SHADER_FILES) $(VK_SHADER_TOOLS) \
 	plugins/vulkan/50-vulkan.conf plugins/vulkan/h100.sh \
 	plugins/vulkan/h100-torch.py doc/benchmarks-vulkan.md \
-	plugins/vulkan/h200-infer.sh plugins/vulkan/torch-infer.py
+	plugins/vulkan/h200-infer.sh plugins/vulkan/torch-infer.py \
+	plugins/vulkan/h200-matmul.sh
 
 if BUILD_VULKAN
 plugin_LTLIBRARIES += plugins/vulkan/rayo-vulkan.la
@@ -22,7 +23,8 @@ plugins_vulkan_rayo_vulkan_la_SOURCES = \
 	plugins/vulkan/vk-internal.h plugins/vulkan/vk-plugin.c \
 	plugins/vulkan/vk-loader.c plugins/vulkan/vk-memory.c \
 	plugins/vulkan/vk-pipelines.c plugins/vulkan/vk-submit.c \
-	plugins/vulkan/vk-ops.c plugins/vulkan/vk-infer.c
+	plugins/vulkan/vk-ops.c plugins/vulkan/vk-infer.c \
+	plugins/vulkan/vk-typed-matmul.c
 nodist_plugins_vulkan_rayo_vulkan_la_SOURCES = plugins/vulkan/vk-shaders.h
 plugins_vulkan_rayo_vulkan_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/plugins/vulkan
 plugins_vulkan_rayo_vulkan_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -fvisibility=hidden

@@ -1,7 +1,7 @@
 /* vk-bench - benchmarks of the vulkan backend through rayo's public API.
  *
  *   vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise | --gemv MxN |
- *             --attention N]
+ *             --attention N | --matmul MxNxK]
  *
  * 1. sgemm on device buffers (one batch of several products, submit, wait),
  *    with a spot check of the result against a float64 dot product;
@@ -15,6 +15,11 @@
  * 6. (--attention N only) attention decode, 1 query of 32 heads against a
  *    cache of N positions of 4 KV heads x 64, f32 and f16: GB/s counting
  *    the bytes of K and V, cycling through 64 copies of the cache.
+ * 7. (--matmul MxNxK only) C = A B^T (the prefill's weight as B, n x k)
+ *    with A and B in each combination rayo_matmul_ex offers, against the
+ *    f32 product of the same shape and flags in the same run (and f32 with
+ *    B not transposed); TFLOP/s counting 2 m n k.  --quick: f32, f32 x
+ *    q4_k and f16 x f16 only.
  * Times are medians of repeated runs after warm-up.  Speed is measured
  * here, never asserted: this program is not a test.
  */
@@ -526,12 +531,120 @@ static void bench_attention(rayo_context *ctx, size_t n_kv)
     free(kv16);
 }
 
+/* ---- typed matmul ------------------------------------------------------------------ */
+
+/* Largest |C - ref| / sum |terms| over 16 entries of C = A op(B) (A m x k,
+ * B n x k with trans, else k x n), from the stored values. */
+static double matmul_check(rayo_dtype adt, const unsigned char *a, rayo_dtype bdt,
+                           const unsigned char *b, int trans, size_t m, size_t n, size_t k,
+                           rayo_buffer *c)
+{
+    size_t a_row = 0, b_row = 0;
+    rayo_dtype_row_bytes(adt, k, &a_row);
+    rayo_dtype_row_bytes(bdt, trans ? k : n, &b_row);
+    float *ar = malloc(k * sizeof *ar), *br = malloc((trans ? k : n) * sizeof *br);
+    float *bcol = malloc(k * sizeof *bcol), got;
+    if (!ar || !br || !bcol)
+        exit(1);
+    double worst = 0;
+    for (int s = 0; s < 16; s++) {
+        size_t i = (size_t)(s * 7919u) % m, j = (size_t)(s * 104729u) % n;
+        rayo_dequantize_row(adt, a + i * a_row, ar, k);
+        if (trans)
+            rayo_dequantize_row(bdt, b + j * b_row, bcol, k);
+        for (size_t p = 0; p < k && !trans; p++) {
+            rayo_dequantize_row(bdt, b + p * b_row, br, n);
+            bcol[p] = br[j];
+        }
+        double ref = 0, mag = 0;
+        for (size_t p = 0; p < k; p++) {
+            ref += (double)ar[p] * bcol[p];
+            mag += fabs((double)ar[p] * bcol[p]);
+        }
+        CHECK(rayo_buffer_read(c, (i * n + j) * sizeof got, &got, sizeof got));
+        double e = fabs(got - ref) / (mag > 0 ? mag : 1);
+        worst = e > worst || e != e ? e : worst;
+    }
+    free(ar);
+    free(br);
+    free(bcol);
+    return worst;
+}
+
+/* quick: the f32 products, f32 x q4_k and f16 x f16 only */
+static void bench_matmul(rayo_context *ctx, int quick, size_t m, size_t n, size_t k)
+{
+    static const struct { rayo_dtype a, b; uint32_t flags; } cases[] = {
+        {RAYO_DTYPE_F32, RAYO_DTYPE_F32, 0}, {RAYO_DTYPE_F32, RAYO_DTYPE_F32, RAYO_TRANS_B},
+        {RAYO_DTYPE_F32, RAYO_DTYPE_Q4_K, RAYO_TRANS_B}, {RAYO_DTYPE_F16, RAYO_DTYPE_F16, RAYO_TRANS_B},
+        {RAYO_DTYPE_F32, RAYO_DTYPE_F16, RAYO_TRANS_B}, {RAYO_DTYPE_F32, RAYO_DTYPE_BF16, RAYO_TRANS_B},
+        {RAYO_DTYPE_F32, RAYO_DTYPE_Q8_0, RAYO_TRANS_B}, {RAYO_DTYPE_F32, RAYO_DTYPE_Q4_0, RAYO_TRANS_B},
+        {RAYO_DTYPE_F32, RAYO_DTYPE_Q6_K, RAYO_TRANS_B}, {RAYO_DTYPE_BF16, RAYO_DTYPE_BF16, RAYO_TRANS_B},
+    };
+    printf("\n== matmul C = A op(B) on device buffers, %zu x %zu x %zu (TFLOP/s = 2mnk / time; "
+           "vs f32: the f32 product with the same flags, this run) ==\n", m, n, k);
+    printf("%-6s %-6s %-4s %10s %10s %8s %12s\n", "A", "B", "op", "ms", "TFLOP/s", "vs f32", "max rel err");
+    double flop = 2.0 * m * n * k, f32_nt = 0;
+    rayo_buffer *bc = upload(ctx, NULL, m * n);
+    for (size_t ci = 0; ci < (quick ? 4 : sizeof cases / sizeof cases[0]); ci++) {
+        rayo_dtype adt = cases[ci].a, bdt = cases[ci].b;
+        int trans = cases[ci].flags != 0;
+        size_t a_row, b_row, b_rows = trans ? n : k;
+        if (!rayo_dtype_row_bytes(adt, k, &a_row) || !rayo_dtype_row_bytes(bdt, trans ? k : n, &b_row)) {
+            printf("%-6s %-6s k = %zu is not whole blocks\n", rayo_dtype_name(adt), rayo_dtype_name(bdt), k);
+            continue;
+        }
+        unsigned char *a = malloc(a_row * m), *b = malloc(b_row * b_rows);
+        if (!a || !b)
+            exit(1);
+        for (size_t r = 0; r < m; r++)
+            fill_weights(adt, a + r * a_row, k, a_row);
+        for (size_t r = 0; r < b_rows; r++)
+            fill_weights(bdt, b + r * b_row, trans ? k : n, b_row);
+        rayo_buffer *ba, *bb;
+        CHECK(rayo_buffer_create(ctx, "vulkan", a_row * m, &ba));
+        CHECK(rayo_buffer_write(ba, 0, a, a_row * m));
+        CHECK(rayo_buffer_create(ctx, "vulkan", b_row * b_rows, &bb));
+        CHECK(rayo_buffer_write(bb, 0, b, b_row * b_rows));
+        rayo_batch_call call = {
+            .struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_MATMUL, .flags = cases[ci].flags,
+            .dtypes = RAYO_DTYPES(adt, bdt, RAYO_DTYPE_NONE, RAYO_DTYPE_F32),
+            .m = m, .n = n, .k = k, .alpha = 1.0f, .beta = 0.0f,
+            .a = {ba, 0}, .b = {bb, 0}, .y = {bc, 0},
+        };
+        int reps = (int)(1e12 / flop) + 1;     /* ~50 ms per batch at 20 TFLOP/s */
+        if (reps > 20)
+            reps = 20;
+        for (double t0 = now(); now() - t0 < 0.2;)
+            time_batch(ctx, &call, 1);          /* warm-up: pipelines, clocks */
+        double t[5];
+        for (int i = 0; i < 5; i++)
+            t[i] = time_batch(ctx, &call, reps);
+        double sec = median(t, 5);
+        if (adt == RAYO_DTYPE_F32 && bdt == RAYO_DTYPE_F32 && trans)
+            f32_nt = sec;
+        double err = matmul_check(adt, a, bdt, b, trans, m, n, k, bc);
+        const char *op = trans ? "NT" : "NN";
+        printf("%-6s %-6s %-4s %10.3f %10.2f %7.2fx %12.2e\n", rayo_dtype_name(adt), rayo_dtype_name(bdt),
+               op, sec * 1e3, flop / sec * 1e-12, f32_nt > 0 && trans ? f32_nt / sec : 0.0, err);
+        if (csv)
+            fprintf(csv, "matmul,%s,%s,%s,%zux%zux%zu,%.4f,%.3f,%.3f,%.2e\n", rayo_dtype_name(adt),
+                    rayo_dtype_name(bdt), op, m, n, k, sec * 1e3, flop / sec * 1e-12,
+                    f32_nt > 0 && trans ? f32_nt / sec : 0.0, err);
+        rayo_buffer_destroy(ba);
+        rayo_buffer_destroy(bb);
+        free(a);
+        free(b);
+    }
+    rayo_buffer_destroy(bc);
+}
+
 int main(int argc, char **argv)
 {
     int quick = 0;
     size_t only_sgemm = 0;
     int only_elementwise = 0;
-    size_t gemv_m = 0, gemv_n = 0, attention_n = 0;
+    size_t gemv_m = 0, gemv_n = 0, attention_n = 0, mm[3] = {0, 0, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
@@ -542,13 +655,16 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--gemv") && i + 1 < argc &&
                  sscanf(argv[i + 1], "%zux%zu", &gemv_m, &gemv_n) == 2)
             i++;
+        else if (!strcmp(argv[i], "--matmul") && i + 1 < argc &&
+                 sscanf(argv[i + 1], "%zux%zux%zu", &mm[0], &mm[1], &mm[2]) == 3)
+            i++;
         else if (!strcmp(argv[i], "--attention") && i + 1 < argc)
             attention_n = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
             csv = fopen(argv[++i], "w");
         else {
             fprintf(stderr, "usage: vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise | "
-                    "--gemv MxN | --attention N]\n");
+                    "--gemv MxN | --attention N | --matmul MxNxK]\n");
             return 2;
         }
     }
@@ -576,7 +692,9 @@ int main(int argc, char **argv)
         return 77;
     }
     printf("vk-bench: vulkan on %s\n", device);
-    if (attention_n) {
+    if (mm[0] && mm[1] && mm[2]) {
+        bench_matmul(ctx, quick, mm[0], mm[1], mm[2]);
+    } else if (attention_n) {
         bench_attention(ctx, attention_n);
     } else if (gemv_m) {
         bench_gemv(ctx, gemv_m, gemv_n);

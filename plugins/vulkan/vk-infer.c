@@ -377,6 +377,8 @@ rayo_status vk_record_infer(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
         return rec_gemv_quant(s, cx, call, ops);
     case RAYO_OP_ATTENTION:
         return rec_attention(s, cx, call, ops);
+    case RAYO_OP_MATMUL:
+        return vk_record_typed_matmul(s, cx, call);
     default:
         return RAYO_E_UNSUPPORTED;
     }

@@ -139,6 +139,7 @@ typedef struct vk_ctx {
     int submitted;
     rayo_status error;                /* first error while recording */
     uint64_t validation_mark;         /* validation messages before it began */
+    vk_buf *mm_scratch, *mm_index;   /* typed matmul's (two of temps; NULL: none) */
 } vk_ctx;
 
 typedef enum vk_precision { VK_PREC_FP32, VK_PREC_F16 } vk_precision;
@@ -293,7 +294,15 @@ extern const size_t vk_op_count;
     X(CONVERT, F32, NONE, NONE, F16) X(CONVERT, F16, NONE, NONE, F32) \
     X(CONVERT, F32, NONE, NONE, BF16) X(CONVERT, BF16, NONE, NONE, F32) \
     X(CONVERT, Q8_0, NONE, NONE, F32) X(CONVERT, Q4_0, NONE, NONE, F32) \
-    X(CONVERT, Q4_K, NONE, NONE, F32) X(CONVERT, Q6_K, NONE, NONE, F32)
+    X(CONVERT, Q4_K, NONE, NONE, F32) X(CONVERT, Q6_K, NONE, NONE, F32) \
+    VK_TYPED_MATMUL_COMBOS(X)
+
+/* matmul with half or quantized operands (vk-typed-matmul.c) */
+#define VK_TYPED_MATMUL_COMBOS(X) \
+    X(MATMUL, F32, F16, NONE, F32) X(MATMUL, F32, BF16, NONE, F32) \
+    X(MATMUL, F32, Q8_0, NONE, F32) X(MATMUL, F32, Q4_0, NONE, F32) \
+    X(MATMUL, F32, Q4_K, NONE, F32) X(MATMUL, F32, Q6_K, NONE, F32) \
+    X(MATMUL, F16, F16, NONE, F32) X(MATMUL, BF16, BF16, NONE, F32)
 
 /* Whether vk_record_infer records this call (an inference op, or a base op
  * with dtypes other than f32); those take row strides. */
@@ -306,5 +315,10 @@ rayo_status vk_check_host_call(vk_state *s, const rayo_call *call);
 /* Records a call that vk_infer_call accepts; operands already bound. */
 rayo_status vk_record_infer(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                             vk_operands *ops);
+
+/* ---- vk-typed-matmul.c ---------------------------------------------------------------- */
+/* Records a matmul of VK_TYPED_MATMUL_COMBOS: its operands widened to f32
+ * scratch, then the f32 matmul. */
+rayo_status vk_record_typed_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call);
 
 #endif

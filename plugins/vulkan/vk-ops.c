@@ -284,9 +284,10 @@ static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
     /* C is read (binding c) and written (binding y): the same range */
     ops->bind[2] = ops->bind[3];
     ops->use[2] = &ops->bind[2];
-    if (s->coop && m % 128 == 0 && n % 128 == 0 && k % s->coop_bk == 0 && k > 0 &&
-        offsets_multiple_of(ops, 4)) {
-        /* reduced precision allowed: tensor cores (f16 inputs, f32 sums) */
+    if (s->coop && call->precision != RAYO_PRECISION_STRICT && m % 128 == 0 && n % 128 == 0 &&
+        k % s->coop_bk == 0 && k > 0 && offsets_multiple_of(ops, 4)) {
+        /* reduced precision allowed (and not refused by the call): tensor
+         * cores (f16 inputs, f32 sums) */
         vk_push pc = {
             .n = (uint32_t)n, .m = (uint32_t)m, .k = (uint32_t)k,
             .alpha = call->alpha, .beta = call->beta,

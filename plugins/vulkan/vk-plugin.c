@@ -8,6 +8,8 @@
  *   matmul_tile  BMxBNxBKxTMxTN: override the matmul tile (tuning)
  *   eltwise_unroll  1 | 2 | 4: elements per invocation and step (tuning)
  *   coop_bk      32 | 64: K step of the f16 cooperative-matrix matmul (tuning)
+ *   typed_matmul_transpose  yes | no: transpose a transposed B's f32 copy
+ *                again (vk-typed-matmul.c; tuning)
  *   library      the Vulkan loader to open (default libvulkan.so.1)
  *   pipeline_cache  no: do not read or write the pipeline cache file
  *   subgroups    no: reductions use the shared-memory path even where subgroups exist

@@ -368,6 +368,7 @@ void vk_ctx_release(vk_state *s, vk_ctx *cx)
     for (size_t i = 0; i < cx->temp_count; i++)
         vk_buf_free(s, cx->temps[i]);
     cx->temp_count = 0;
+    cx->mm_scratch = cx->mm_index = NULL;
     for (size_t i = 0; i < cx->desc_pool_count; i++)
         s->fd.vkResetDescriptorPool(s->device, cx->desc_pools[i], 0);
     /* keep the first descriptor pool; a batch that needed more gets them again */
