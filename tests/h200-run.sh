@@ -15,7 +15,8 @@
 #          through torch), small and skinny matmuls, row ops / gemv /
 #          transcendentals against copy bandwidth, inference kernels (gemv in
 #          every weight dtype, attention) against read bandwidth and torch
-#          sdpa, the vulkan benchmarks, and host-memory matmul.
+#          sdpa, the vulkan benchmarks (typed matmuls against f32 in the
+#          same process), and host-memory matmul.
 # Logs go to $OUT/logs.tgz (at most 8 files come back from the machine);
 # the summary lines are printed last.  Exit status 0 when every check
 # passed; the figures are reported, not judged.
@@ -112,6 +113,7 @@ run() {
         bench vk-gemv-$shape 100 "$vk/vk-bench" --gemv $shape
     done
     bench vk-attention 100 "$vk/vk-bench" --attention 4096
+    bench vk-typed-matmul 100 "$vk/vk-bench" --matmul 512x11008x4096
     bench torch-infer-vulkan 120 python3 plugins/vulkan/torch-infer.py "$logs/torch-infer.csv" 4096x11008 11008x4096
     bench cuda-host 120 "$cu/cuda-host-bench" 4096
     python3 plugins/cuda/h100-torch.py summary "$logs/cuda-bench.log" "$logs/torch-matmul.log" \
