@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GEMV_WG 256u            /* invocations per workgroup */
-#define GEMV_ROWS 4u            /* rows per invocation (each unit's x reused) */
+#define GEMV_WG 128u            /* invocations per workgroup (gemv_wg) */
+#define GEMV_TEAMS 2048u        /* subgroup teams a gemv aims at (rows per team) */
 #define MAX_GROUPS 65535u       /* the row loop covers the rest */
 /* lavapipe stops an invocation after 65,535 loop iterations: at most this
  * many units (each a few short loops) per invocation on a CPU device */
@@ -56,37 +56,45 @@ static bool aligned16(const vk_binding *b, uint32_t byte_offset)
     return b->offset % 16 == 0 && byte_offset % 16 == 0;
 }
 
-/* Elements of A's row that one invocation takes as a unit (gemv_quant.comp). */
-static uint32_t gemv_unit(rayo_dtype dt)
+/* A power of two from `lo` to `hi` set by [backend.vulkan] `key`, or 0. */
+static uint32_t config_pow2(const vk_state *s, const char *key, uint32_t lo, uint32_t hi)
 {
-    switch (dt) {
-    case RAYO_DTYPE_F16: case RAYO_DTYPE_BF16: return 16;
-    case RAYO_DTYPE_Q8_0: case RAYO_DTYPE_Q4_0: return 32;
-    default: return 64;
-    }
+    const char *v = s->host->config(s->host, key);
+    uint32_t want = v ? (uint32_t)strtoul(v, NULL, 10) : 0;
+    return want >= lo && want <= hi && (want & (want - 1)) == 0 ? want : 0;
 }
 
-/* Rows each invocation takes (gemv_rows in [backend.vulkan]: 1, 2, 4, 8). */
-static uint32_t gemv_rows(const vk_state *s)
+/* The team shape of gemv_quant.comp: rows per subgroup (gemv_rows: 1, 2,
+ * 4, 8; default 4, halved while that leaves fewer than GEMV_TEAMS teams, so
+ * that short matrices still fill the device), units each invocation loads
+ * per step (gemv_units: 1, 2, 4; default 1) and the workgroup size (gemv_wg:
+ * a power of two from the subgroup size to 1024; default GEMV_WG). */
+typedef struct gemv_shape {
+    uint32_t rows, units, wg;
+} gemv_shape;
+
+static gemv_shape gemv_shape_of(const vk_state *s, size_t m)
 {
-    const char *v = s->host->config(s->host, "gemv_rows");
-    if (v && (!strcmp(v, "1") || !strcmp(v, "2") || !strcmp(v, "4") || !strcmp(v, "8")))
-        return (uint32_t)atoi(v);
-    return GEMV_ROWS;
+    gemv_shape g = {config_pow2(s, "gemv_rows", 1, 8), config_pow2(s, "gemv_units", 1, 4),
+                    config_pow2(s, "gemv_wg", s->subgroup_size, 1024)};
+    if (!g.rows)
+        for (g.rows = 4; g.rows > 1 && m / g.rows < GEMV_TEAMS; g.rows /= 2) {}
+    if (!g.units)
+        g.units = 1;
+    if (!g.wg || g.wg > s->props.limits.maxComputeWorkGroupInvocations)
+        g.wg = GEMV_WG > s->subgroup_size ? GEMV_WG : s->subgroup_size;
+    return g;
 }
 
-/* Invocations per row: a power of two near the row's units (one unit
- * each), from a subgroup up to the workgroup; gemv_threads in
- * [backend.vulkan] sets it (a power of two from the subgroup size to 256). */
-static uint32_t gemv_row_threads(const vk_state *s, size_t units)
+/* Units of a row in gemv_quant.comp: 8 halves, 64 values of a K block, one
+ * block of 32, or two where PAIRED. */
+static size_t gemv_units_per_row(rayo_dtype dt, size_t n, bool paired)
 {
-    const char *v = s->host->config(s->host, "gemv_threads");
-    uint32_t t = s->subgroup_size, want = v ? (uint32_t)atoi(v) : 0;
-    if (want >= t && want <= GEMV_WG && (want & (want - 1)) == 0)
-        return want;
-    while (t < GEMV_WG && t < units)
-        t *= 2;
-    return t;
+    if (dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16)
+        return n / 8;
+    if (dt == RAYO_DTYPE_Q8_0 || dt == RAYO_DTYPE_Q4_0)
+        return n / (paired ? 64 : 32);
+    return n / 64;
 }
 
 static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
@@ -95,7 +103,7 @@ static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *
     rayo_dtype dt = RAYO_DTYPE_OF(call->dtypes, 0);
     if (call->flags)
         return RAYO_E_UNSUPPORTED; /* weights are never transposed (rayo.h) */
-    if (!s->subgroup_ok || s->subgroup_size > GEMV_WG) {
+    if (!s->subgroup_ok) {
         s->host->set_error(s->host, "vulkan: gemv with %s weights needs subgroup arithmetic",
                            rayo_dtype_name(dt));
         return RAYO_E_UNSUPPORTED;
@@ -105,28 +113,30 @@ static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *
     if (!rayo_dtype_row_bytes(dt, ld, &row_bytes) ||
         !rayo_dtype_row_bytes(dt, (call->m - 1) * ld + call->n, &a_bytes) || row_bytes > UINT32_MAX)
         return RAYO_E_UNSUPPORTED;  /* the binding holds less anyway */
-    uint32_t unit = gemv_unit(dt);
-    size_t units = (call->n + unit - 1) / unit;
-    uint32_t row_threads = gemv_row_threads(s, units);
-    if (s->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && units / row_threads >= CPU_UNITS_MAX) {
+    const vk_binding *a = ops->use[0], *x = ops->use[1];
+    bool wide = dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16 || dt == RAYO_DTYPE_Q4_K;
+    bool a_aligned = wide && aligned16(a, a->byte_offset) && row_bytes % 16 == 0;
+    bool paired = (dt == RAYO_DTYPE_Q8_0 || dt == RAYO_DTYPE_Q4_0) && a->byte_offset % 4 == 0 &&
+                  row_bytes % 4 == 0 && call->n % 64 == 0;
+    size_t units = gemv_units_per_row(dt, call->n, paired);
+    if (s->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU &&
+        units / s->subgroup_size >= CPU_UNITS_MAX) {
         s->host->set_error(s->host, "vulkan: gemv rows of %zu elements are too long for a CPU device",
                            call->n);
         return RAYO_E_UNSUPPORTED;
     }
-    const vk_binding *a = ops->use[0], *x = ops->use[1];
     vk_push pc = {
         .n = (uint32_t)call->n, .m = (uint32_t)call->m, .k = (uint32_t)row_bytes,
         .oa = a->byte_offset, .ob = x->word_offset, .oy = ops->use[3]->word_offset,
         .alpha = call->alpha, .beta = call->beta,
         .aux = (uint32_t)((a->byte_offset + a_bytes - 1) / 4),
     };
-    bool a_aligned = (dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16 || dt == RAYO_DTYPE_Q4_K) &&
-                     aligned16(a, a->byte_offset) && row_bytes % 16 == 0;
-    uint32_t rows = gemv_rows(s), per_group = GEMV_WG / row_threads * rows;
-    uint32_t spec[6] = {GEMV_WG, (uint32_t)dt, row_threads, a_aligned, aligned16(x, x->byte_offset),
-                        rows};
+    gemv_shape g = gemv_shape_of(s, call->m);
+    uint32_t spec[7] = {g.wg, (uint32_t)dt, g.units, a_aligned, aligned16(x, x->byte_offset),
+                        g.rows, paired};
+    uint32_t per_group = g.wg / s->subgroup_size * g.rows;
     size_t groups = (call->m + per_group - 1) / per_group;
-    return record(s, cx, VK_SHADER_GEMV_QUANT, spec, 6, ops, &pc, groups_of(groups), 1);
+    return record(s, cx, VK_SHADER_GEMV_QUANT, spec, 7, ops, &pc, groups_of(groups), 1);
 }
 
 /* ---- attention ------------------------------------------------------------------- */
