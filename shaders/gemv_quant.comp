@@ -53,6 +53,13 @@ layout(constant_id = 6) const bool PAIRED = false;    // Q8_0 / Q4_0: pc.oa, pc.
 
 const uint F16 = 1u, BF16 = 2u, Q8_0 = 8u, Q4_0 = 9u, Q4_K = 10u, Q6_K = 11u;
 
+// PAIRED: words of a block pair; each subgroup stages its rows' next
+// pairs here (one per invocation and row), read with whole-subgroup
+// coalesced loads.  A stride of 17 or 9 words (odd) puts the 32 words that
+// the invocations then read at once in 32 different banks.
+const uint PAIR_WORDS = DTYPE == Q8_0 ? 17u : 9u;
+shared uint stage[PAIRED ? ROWS * PAIR_WORDS * gl_WorkGroupSize.x : 1u];
+
 // ---- loads of A ------------------------------------------------------------------
 
 uint word(uint w) { return a_data[min(w, pc.aux)]; }
@@ -128,6 +135,23 @@ void nibbles(uint w, float bias, out vec4 lo, out vec4 hi)
               field(h, 15u, 16u, bias));
 }
 
+// Whether no half of w has a zero exponent (no zero, no subnormal): then
+// the device's conversion is exact whatever its denormal mode.  Per 16-bit
+// lane, (exponent << 10) - 0x400 borrows into bit 15 only for exponent 0
+// (a borrow into the upper lane follows a flagged lower lane).
+uint f16_tiny(uint w) { return ((w & 0x7c007c00u) - 0x04000400u) & 0x80008000u; }
+
+vec2 f16x2(uint w)
+{
+    [[dont_flatten]] if (f16_tiny(w) == 0u)
+        return unpackHalf2x16(w);
+    return vec2(f16_value(w & 0xffffu), f16_value(w >> 16u));
+}
+
+// One half (the low 16 bits of h, the rest zero): the upper lane set to
+// 1.0 so that only this half decides the path.
+float f16_one(uint h) { return f16x2(h | 0x3c000000u).x; }
+
 vec4 halves2(uint a, uint b)
 {
     if (DTYPE == BF16)
@@ -139,6 +163,9 @@ vec4 halves2(uint a, uint b)
 
 float half_value(uint h) { return halves2(h, 0u).x; }
 
+// An integer below 2^23 as a float, without a conversion instruction.
+float small_int(uint v) { return uintBitsToFloat(v | 0x4b000000u) - 8388608.0; }
+
 // ---- units: each adds unit u of the team's rows (byte offsets at[]) to s[] ------------
 
 // f16 / bf16: elements 8u .. 8u + 7.
@@ -148,8 +175,17 @@ void unit_half(uint at[ROWS], uint u, inout float s[ROWS])
     [[unroll]] for (uint r = 0u; r < ROWS; r++)
         w[r] = load16_row(at[r] + 16u * u);
     vec4 x0 = x4(8u * u), x1 = x4(8u * u + 4u);
-    [[unroll]] for (uint r = 0u; r < ROWS; r++)
-        s[r] += dot(halves2(w[r].x, w[r].y), x0) + dot(halves2(w[r].z, w[r].w), x1);
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+        uvec4 t = w[r];
+        if (DTYPE == F16) {
+            [[dont_flatten]] if ((f16_tiny(t.x) | f16_tiny(t.y) | f16_tiny(t.z) | f16_tiny(t.w)) == 0u) {
+                s[r] += dot(vec4(unpackHalf2x16(t.x), unpackHalf2x16(t.y)), x0) +
+                        dot(vec4(unpackHalf2x16(t.z), unpackHalf2x16(t.w)), x1);
+                continue;
+            }
+        }
+        s[r] += dot(halves2(t.x, t.y), x0) + dot(halves2(t.z, t.w), x1);
+    }
 }
 
 // Q8_0 block quants q (signed bytes, flipped to unsigned by ^ 0x80) times
@@ -190,7 +226,7 @@ void unit_block(uint at[ROWS], uint u, inout float s[ROWS])
     x_block32(u, xv);
     [[unroll]] for (uint r = 0u; r < ROWS; r++) {
         uint b = at[r] + bytes * u;
-        float d = f16_value(half_at(b));
+        float d = f16_one(half_at(b));
         if (DTYPE == Q8_0)
             s[r] += d * dot_q8(load16(b + 2u), load16(b + 18u), xv);
         else
@@ -199,42 +235,60 @@ void unit_block(uint at[ROWS], uint u, inout float s[ROWS])
 }
 
 // Q8_0 / Q4_0 with word-aligned rows: unit u = blocks 2u and 2u + 1, whose
-// 68 or 36 bytes start on a word; the first block's quants sit two bytes
-// into a word, the second's on a word.
-void unit_pair(uint at[ROWS], uint u, inout float s[ROWS])
+// 68 or 36 bytes v[] start on a word; the first block's quants sit two
+// bytes into a word, the second's on a word.
+float pair_sum(uint v[17], uint u)
 {
-    const uint WORDS = DTYPE == Q8_0 ? 17u : 9u;
-    uint v[ROWS][17];
-    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-        uint w = (at[r] >> 2u) + WORDS * u;
-        [[unroll]] for (uint i = 0u; i < WORDS; i++)
-            v[r][i] = a_data[w + i];
-    }
     vec4 xa[8], xb[8];
     x_block32(2u * u, xa);
     x_block32(2u * u + 1u, xb);
-    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-        float pa, pb, da, db;
-        if (DTYPE == Q8_0) {
-            pa = dot_q8(after_half(v[r][0], v[r][1], v[r][2], v[r][3], v[r][4]),
-                        after_half(v[r][4], v[r][5], v[r][6], v[r][7], v[r][8]), xa);
-            pb = dot_q8(uvec4(v[r][9], v[r][10], v[r][11], v[r][12]),
-                        uvec4(v[r][13], v[r][14], v[r][15], v[r][16]), xb);
-            db = f16_value(v[r][8] >> 16u);
-        } else {
-            pa = dot_q4(after_half(v[r][0], v[r][1], v[r][2], v[r][3], v[r][4]), xa);
-            pb = dot_q4(uvec4(v[r][5], v[r][6], v[r][7], v[r][8]), xb);
-            db = f16_value(v[r][4] >> 16u);
+    float pa, pb, db;
+    if (DTYPE == Q8_0) {
+        pa = dot_q8(after_half(v[0], v[1], v[2], v[3], v[4]),
+                    after_half(v[4], v[5], v[6], v[7], v[8]), xa);
+        pb = dot_q8(uvec4(v[9], v[10], v[11], v[12]), uvec4(v[13], v[14], v[15], v[16]), xb);
+        db = f16_one(v[8] >> 16u);
+    } else {
+        pa = dot_q4(after_half(v[0], v[1], v[2], v[3], v[4]), xa);
+        pb = dot_q4(uvec4(v[5], v[6], v[7], v[8]), xb);
+        db = f16_one(v[4] >> 16u);
+    }
+    return f16_one(v[0] & 0xffffu) * pa + db * pb;
+}
+
+// The PAIRED team loop: per step, the subgroup copies its rows' next
+// `size` pairs to `stage` (word i of the stretch by invocation i % size:
+// each load of the subgroup reads consecutive words), then each
+// invocation takes its pair from there.
+void team_sums_paired(uint at[ROWS], uint lane, uint size, inout float s[ROWS])
+{
+    uint units = pc.n / 64u, span = size * PAIR_WORDS;
+    uint mine = gl_SubgroupID * span, row_stride = gl_WorkGroupSize.x * PAIR_WORDS;
+    for (uint u0 = 0u; u0 < units; u0 += size) {
+        [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+            uint w0 = (at[r] >> 2u) + PAIR_WORDS * u0 + lane;
+            [[unroll]] for (uint i = 0u; i < PAIR_WORDS; i++)
+                stage[r * row_stride + mine + i * size + lane] = a_data[min(w0 + i * size, pc.aux)];
         }
-        da = f16_value(v[r][0] & 0xffffu);
-        s[r] += da * pa + db * pb;
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        uint u = u0 + lane;
+        if (u < units) {
+            [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+                uint v[17];
+                [[unroll]] for (uint i = 0u; i < PAIR_WORDS; i++)
+                    v[i] = stage[r * row_stride + mine + lane * PAIR_WORDS + i];
+                s[r] += pair_sum(v, u);
+            }
+        }
+        subgroupBarrier();      // read before the next step overwrites
     }
 }
 
 // Byte i (0..11) of a Q4_K block's scales, held in three words.
 uint scale_byte(uvec3 sc, uint i) { return (sc[i >> 2u] >> (8u * (i & 3u))) & 0xffu; }
 
-// Q4_K: quarter c of block b holds sub-blocks 2c (low nibbles of 32 bytes)
+// Q4_K: quarter c of a block holds sub-blocks 2c (low nibbles of 32 bytes)
 // and 2c + 1 (high nibbles); each adds (d sc) sum(q x) - (dmin m) sum(x).
 float q4_k_scaled(uvec4 head, uint c, float qx0, float qx1, vec2 sx)
 {
@@ -250,32 +304,34 @@ float q4_k_scaled(uvec4 head, uint c, float qx0, float qx1, vec2 sx)
         s1 = (scale_byte(sc, j + 5u) & 15u) | ((scale_byte(sc, j - 3u) >> 6u) << 4u);
         m1 = (scale_byte(sc, j + 5u) >> 4u) | ((scale_byte(sc, j + 1u) >> 6u) << 4u);
     }
-    float d = f16_value(head.x & 0xffffu), dmin = f16_value(head.x >> 16u);
-    return (d * float(s0)) * qx0 - (dmin * float(m0)) * sx.x +
-           (d * float(s1)) * qx1 - (dmin * float(m1)) * sx.y;
+    vec2 d = f16x2(head.x);     // d, dmin
+    return (d.x * small_int(s0)) * qx0 - (d.y * small_int(m0)) * sx.x +
+           (d.x * small_int(s1)) * qx1 - (d.y * small_int(m1)) * sx.y;
 }
 
-// Q4_K quarter u = (block u / 4, c = u % 4): values 64u .. 64u + 63.
+// Q4_K unit u = quant chunk j = u % 8 (16 bytes) of block u / 8, so that
+// neighbouring invocations load neighbouring chunks: values 64c + 16h + l
+// (low nibbles) and 64c + 32 + 16h + l (high), c = j / 2, h = j % 2, l < 16.
 void unit_q4_k(uint at[ROWS], uint u, inout float s[ROWS])
 {
-    uint c = u & 3u;
-    uvec4 head[ROWS], qa[ROWS], qb[ROWS];
+    uint j = u & 7u, c = j >> 1u;
+    uvec4 head[ROWS], q[ROWS];
     [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-        uint b = at[r] + 144u * (u >> 2u);
+        uint b = at[r] + 144u * (u >> 3u);
         head[r] = load16_row(b);                  // d, dmin, scales[0..11]
-        qa[r] = load16_row(b + 16u + 32u * c);
-        qb[r] = load16_row(b + 32u + 32u * c);
+        q[r] = load16_row(b + 16u + 16u * j);
     }
+    uint x0 = 256u * (u >> 3u) + 64u * c + 16u * (j & 1u);
     float qx[ROWS][2];
     [[unroll]] for (uint r = 0u; r < ROWS; r++)
         qx[r][0] = qx[r][1] = 0.0;
     vec2 sx = vec2(0.0);
-    [[unroll]] for (uint t = 0u; t < 8u; t++) {
-        vec4 xl = x4(64u * u + 4u * t), xh = x4(64u * u + 32u + 4u * t);
+    [[unroll]] for (uint t = 0u; t < 4u; t++) {
+        vec4 xl = x4(x0 + 4u * t), xh = x4(x0 + 32u + 4u * t);
         sx += vec2(dot(xl, vec4(1.0)), dot(xh, vec4(1.0)));
         [[unroll]] for (uint r = 0u; r < ROWS; r++) {
             vec4 lo, hi;
-            nibbles(t < 4u ? qa[r][t & 3u] : qb[r][t & 3u], 0.0, lo, hi);
+            nibbles(q[r][t], 0.0, lo, hi);
             qx[r][0] += dot(lo, xl);
             qx[r][1] += dot(hi, xh);
         }
@@ -320,7 +376,7 @@ void unit_q6_k(uint at[ROWS], uint u, inout float s[ROWS])
         uint s_lo = word_at(b + 192u + 8u * h + g), s_hi = word_at(b + 196u + 8u * h + g);
         vec4 sc = vec4(bitfieldExtract(int(s_lo), 0, 8), bitfieldExtract(int(s_lo), 16, 8),
                        bitfieldExtract(int(s_hi), 0, 8), bitfieldExtract(int(s_hi), 16, 8));
-        s[r] += f16_value(half_at(b + 208u)) * dot(sc, part[r]);
+        s[r] += f16_one(half_at(b + 208u)) * dot(sc, part[r]);
     }
 }
 
@@ -330,8 +386,8 @@ uint units_per_row()
 {
     if (DTYPE == F16 || DTYPE == BF16)
         return pc.n / 8u;
-    if (DTYPE == Q8_0 || DTYPE == Q4_0)
-        return PAIRED ? pc.n / 64u : pc.n / 32u;
+    if (DTYPE == Q8_0 || DTYPE == Q4_0 || DTYPE == Q4_K)
+        return pc.n / 32u;
     return pc.n / 64u;
 }
 
@@ -339,8 +395,6 @@ void add_unit(uint at[ROWS], uint u, inout float s[ROWS])
 {
     if (DTYPE == F16 || DTYPE == BF16)
         unit_half(at, u, s);
-    else if ((DTYPE == Q8_0 || DTYPE == Q4_0) && PAIRED)
-        unit_pair(at, u, s);
     else if (DTYPE == Q8_0 || DTYPE == Q4_0)
         unit_block(at, u, s);
     else if (DTYPE == Q4_K)
@@ -388,7 +442,10 @@ void main()
             at[r] = pc.oa + min(first + r, pc.m - 1u) * pc.k;
             s[r] = 0.0;
         }
-        team_sums(at, gl_SubgroupInvocationID, gl_SubgroupSize, s);
+        if (PAIRED)
+            team_sums_paired(at, gl_SubgroupInvocationID, gl_SubgroupSize, s);
+        else
+            team_sums(at, gl_SubgroupInvocationID, gl_SubgroupSize, s);
         [[unroll]] for (uint r = 0u; r < ROWS; r++) {
             float sum = subgroupAdd(s[r]);
             uint row = first + r;

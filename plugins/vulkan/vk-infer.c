@@ -86,15 +86,15 @@ static gemv_shape gemv_shape_of(const vk_state *s, size_t m)
     return g;
 }
 
-/* Units of a row in gemv_quant.comp: 8 halves, 64 values of a K block, one
- * block of 32, or two where PAIRED. */
+/* Units of a row in gemv_quant.comp: 8 halves, 32 values of a Q4_K block
+ * (16 bytes), 64 of a Q6_K block, one block of 32, or two where PAIRED. */
 static size_t gemv_units_per_row(rayo_dtype dt, size_t n, bool paired)
 {
     if (dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16)
         return n / 8;
     if (dt == RAYO_DTYPE_Q8_0 || dt == RAYO_DTYPE_Q4_0)
         return n / (paired ? 64 : 32);
-    return n / 64;
+    return n / (dt == RAYO_DTYPE_Q4_K ? 32 : 64);
 }
 
 static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
@@ -132,6 +132,13 @@ static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *
         .aux = (uint32_t)((a->byte_offset + a_bytes - 1) / 4),
     };
     gemv_shape g = gemv_shape_of(s, call->m);
+    /* PAIRED stages rows x wg block pairs in shared memory */
+    uint32_t pair_bytes = paired ? (dt == RAYO_DTYPE_Q8_0 ? 68u : 36u) : 0;
+    while (g.rows > 1 && g.rows * g.wg * pair_bytes > s->props.limits.maxComputeSharedMemorySize)
+        g.rows /= 2;
+    while (g.wg > s->subgroup_size && g.rows * g.wg * pair_bytes >
+                                          s->props.limits.maxComputeSharedMemorySize)
+        g.wg /= 2;
     uint32_t spec[7] = {g.wg, (uint32_t)dt, g.units, a_aligned, aligned16(x, x->byte_offset),
                         g.rows, paired};
     uint32_t per_group = g.wg / s->subgroup_size * g.rows;
