@@ -50,6 +50,7 @@ layout(constant_id = 4) const bool X_ALIGNED = false; // pc.ob a multiple of 4
 layout(constant_id = 5) const uint ROWS = 4u;         // rows of a subgroup's team
 layout(constant_id = 6) const bool PAIRED = false;    // Q8_0 / Q4_0: pc.oa, pc.k multiples
                                                       // of 4 and n of 64
+layout(constant_id = 7) const uint X_TILE = 0u;       // x values staged per step (0: none)
 
 const uint F16 = 1u, BF16 = 2u, Q8_0 = 8u, Q4_0 = 9u, Q4_K = 10u, Q6_K = 11u;
 
@@ -59,6 +60,14 @@ const uint F16 = 1u, BF16 = 2u, Q8_0 = 8u, Q4_0 = 9u, Q4_K = 10u, Q6_K = 11u;
 // the invocations then read at once in 32 different banks.
 const uint PAIR_WORDS = DTYPE == Q8_0 ? 17u : 9u;
 shared uint stage[PAIRED ? ROWS * PAIR_WORDS * gl_WorkGroupSize.x : 1u];
+
+// The block formats read x as vec4s at strides of 64 to 256 bytes from one
+// invocation to the next: from memory, each such load of a subgroup would
+// touch up to 32 cache lines.  Per step, the workgroup copies the x values
+// of the step's columns here with coalesced loads; one vec4 of padding
+// after every 16 spreads the strided reads over all banks.
+shared vec4 x_tile[X_TILE > 0u ? X_TILE / 4u + X_TILE / 64u : 1u];
+uint x_base;                    // the column of x_tile[0]
 
 // ---- loads of A ------------------------------------------------------------------
 
@@ -103,6 +112,30 @@ vec4 x4(uint i)                 // x[i..i+3], i a multiple of 4
     if (X_ALIGNED)
         return b_vec4[(pc.ob + i) >> 2u];
     return vec4(x_at(i), x_at(i + 1u), x_at(i + 2u), x_at(i + 3u));
+}
+
+// x[i..i+3] (i a multiple of 4) for the block formats: from x_tile.
+vec4 xs(uint i)
+{
+    if (X_TILE == 0u)
+        return x4(i);
+    uint k = (i - x_base) >> 2u;
+    return x_tile[k + (k >> 4u)];
+}
+
+// Called by the whole workgroup (uniform control flow): x_tile takes x
+// from column `first`.
+void stage_x(uint first)
+{
+    if (X_TILE == 0u)
+        return;
+    barrier();                  // the last step's reads are done
+    x_base = first;
+    for (uint k = gl_LocalInvocationID.x; k < X_TILE / 4u; k += gl_WorkGroupSize.x) {
+        uint i = first + 4u * k;
+        x_tile[k + (k >> 4u)] = i < pc.n ? x4(i) : vec4(0.0);
+    }
+    barrier();
 }
 
 // ---- small integers -----------------------------------------------------------------
@@ -215,7 +248,7 @@ float dot_q4(uvec4 q, vec4 xv[8])
 void x_block32(uint b, out vec4 xv[8])
 {
     [[unroll]] for (uint t = 0u; t < 8u; t++)
-        xv[t] = x4(32u * b + 4u * t);
+        xv[t] = xs(32u * b + 4u * t);
 }
 
 // Q8_0 / Q4_0, any offset: unit u = block u (34 or 18 bytes: d, quants).
@@ -265,6 +298,7 @@ void team_sums_paired(uint at[ROWS], uint lane, uint size, inout float s[ROWS])
     uint units = pc.n / 64u, span = size * PAIR_WORDS;
     uint mine = gl_SubgroupID * span, row_stride = gl_WorkGroupSize.x * PAIR_WORDS;
     for (uint u0 = 0u; u0 < units; u0 += size) {
+        stage_x(64u * u0);
         [[unroll]] for (uint r = 0u; r < ROWS; r++) {
             uint w0 = (at[r] >> 2u) + PAIR_WORDS * u0 + lane;
             [[unroll]] for (uint i = 0u; i < PAIR_WORDS; i++)
@@ -327,7 +361,7 @@ void unit_q4_k(uint at[ROWS], uint u, inout float s[ROWS])
         qx[r][0] = qx[r][1] = 0.0;
     vec2 sx = vec2(0.0);
     [[unroll]] for (uint t = 0u; t < 4u; t++) {
-        vec4 xl = x4(x0 + 4u * t), xh = x4(x0 + 32u + 4u * t);
+        vec4 xl = xs(x0 + 4u * t), xh = xs(x0 + 32u + 4u * t);
         sx += vec2(dot(xl, vec4(1.0)), dot(xh, vec4(1.0)));
         [[unroll]] for (uint r = 0u; r < ROWS; r++) {
             vec4 lo, hi;
@@ -360,7 +394,7 @@ void unit_q6_k(uint at[ROWS], uint u, inout float s[ROWS])
     [[unroll]] for (uint t = 0u; t < 4u; t++) {
         vec4 xk[4];
         [[unroll]] for (uint k = 0u; k < 4u; k++)
-            xk[k] = x4(x0 + 32u * k + 4u * t);
+            xk[k] = xs(x0 + 32u * k + 4u * t);
         [[unroll]] for (uint r = 0u; r < ROWS; r++) {
             uint a = la[r][t], c = lb[r][t], q = qh[r][t];
             uint c0 = (a & 0x0f0f0f0fu) | ((q << 4u) & 0x30303030u);
@@ -403,19 +437,28 @@ void add_unit(uint at[ROWS], uint u, inout float s[ROWS])
         unit_q6_k(at, u, s);
 }
 
+uint values_per_unit()
+{
+    if (DTYPE == F16 || DTYPE == BF16)
+        return 8u;
+    return DTYPE == Q8_0 || DTYPE == Q4_0 || DTYPE == Q4_K ? 32u : 64u;
+}
+
 // The team's sums over its rows' units: invocation `lane` of `size` takes
 // units lane, lane + size, ...; UNITS of them per step, the last step's
 // extra ones clamped to the last unit and their sums dropped (so that the
-// loads need no branch).
+// loads need no branch).  Every invocation of the workgroup runs the same
+// steps (stage_x has barriers).
 void team_sums(uint at[ROWS], uint lane, uint size, inout float s[ROWS])
 {
     uint units = units_per_row();
-    for (uint u = lane; u < units; u += size * UNITS) {
+    for (uint u0 = 0u; u0 < units; u0 += size * UNITS) {
+        stage_x(values_per_unit() * u0);
         [[unroll]] for (uint i = 0u; i < UNITS; i++) {
             float t[ROWS];
             [[unroll]] for (uint r = 0u; r < ROWS; r++)
                 t[r] = 0.0;
-            uint v = u + i * size;
+            uint v = u0 + i * size + lane;
             add_unit(at, min(v, units - 1u), t);
             [[unroll]] for (uint r = 0u; r < ROWS; r++)
                 s[r] += v < units ? t[r] : 0.0;
@@ -433,9 +476,9 @@ void main()
     uint rows_per_group = gl_NumSubgroups * ROWS;
     for (uint base = gl_WorkGroupID.x * rows_per_group; base < pc.m;
          base += gl_NumWorkGroups.x * rows_per_group) {
+        // a team past m repeats the last row (its sums are not written):
+        // every invocation runs the same steps
         uint first = base + gl_SubgroupID * ROWS;
-        if (first >= pc.m)      // the same for the whole subgroup
-            continue;
         uint at[ROWS];          // rows past m repeat the last (never written)
         float s[ROWS];
         [[unroll]] for (uint r = 0u; r < ROWS; r++) {

@@ -71,12 +71,13 @@ static uint32_t config_pow2(const vk_state *s, const char *key, uint32_t lo, uin
  * a power of two from the subgroup size to 1024; default GEMV_WG). */
 typedef struct gemv_shape {
     uint32_t rows, units, wg;
+    uint32_t x_tile;            /* x values staged per step (block formats) */
 } gemv_shape;
 
 static gemv_shape gemv_shape_of(const vk_state *s, size_t m)
 {
     gemv_shape g = {config_pow2(s, "gemv_rows", 1, 8), config_pow2(s, "gemv_units", 1, 4),
-                    config_pow2(s, "gemv_wg", s->subgroup_size, 1024)};
+                    config_pow2(s, "gemv_wg", s->subgroup_size, 1024), 0};
     if (!g.rows)
         for (g.rows = 4; g.rows > 1 && m / g.rows < GEMV_TEAMS; g.rows /= 2) {}
     if (!g.units)
@@ -95,6 +96,31 @@ static size_t gemv_units_per_row(rayo_dtype dt, size_t n, bool paired)
     if (dt == RAYO_DTYPE_Q8_0 || dt == RAYO_DTYPE_Q4_0)
         return n / (paired ? 64 : 32);
     return n / (dt == RAYO_DTYPE_Q4_K ? 32 : 64);
+}
+
+/* The shared memory of gemv_quant.comp: x_tile (x values per step, plus a
+ * vec4 of padding per 16) and, PAIRED, a block pair per row and
+ * invocation; rows, then units, then the workgroup shrink until it fits. */
+static bool gemv_fit_shared(const vk_state *s, rayo_dtype dt, bool paired, gemv_shape *g)
+{
+    bool half = dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16;
+    uint32_t vpu = half ? 0 : (paired || dt == RAYO_DTYPE_Q6_K) ? 64 : 32;
+    uint32_t pair_bytes = paired ? (dt == RAYO_DTYPE_Q8_0 ? 68u : 36u) : 0;
+    uint32_t limit = s->props.limits.maxComputeSharedMemorySize;
+    for (;;) {
+        g->x_tile = vpu * s->subgroup_size * g->units;
+        uint64_t bytes = (uint64_t)g->x_tile * 4 * 17 / 16 + (uint64_t)g->rows * g->wg * pair_bytes;
+        if (bytes <= limit)
+            return true;
+        if (g->rows > 1)
+            g->rows /= 2;
+        else if (g->units > 1)
+            g->units /= 2;
+        else if (g->wg > s->subgroup_size)
+            g->wg /= 2;
+        else
+            return false;
+    }
 }
 
 static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
@@ -132,18 +158,13 @@ static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *
         .aux = (uint32_t)((a->byte_offset + a_bytes - 1) / 4),
     };
     gemv_shape g = gemv_shape_of(s, call->m);
-    /* PAIRED stages rows x wg block pairs in shared memory */
-    uint32_t pair_bytes = paired ? (dt == RAYO_DTYPE_Q8_0 ? 68u : 36u) : 0;
-    while (g.rows > 1 && g.rows * g.wg * pair_bytes > s->props.limits.maxComputeSharedMemorySize)
-        g.rows /= 2;
-    while (g.wg > s->subgroup_size && g.rows * g.wg * pair_bytes >
-                                          s->props.limits.maxComputeSharedMemorySize)
-        g.wg /= 2;
-    uint32_t spec[7] = {g.wg, (uint32_t)dt, g.units, a_aligned, aligned16(x, x->byte_offset),
-                        g.rows, paired};
+    if (!gemv_fit_shared(s, dt, paired, &g))
+        return RAYO_E_UNSUPPORTED;
+    uint32_t spec[8] = {g.wg, (uint32_t)dt, g.units, a_aligned, aligned16(x, x->byte_offset),
+                        g.rows, paired, g.x_tile};
     uint32_t per_group = g.wg / s->subgroup_size * g.rows;
     size_t groups = (call->m + per_group - 1) / per_group;
-    return record(s, cx, VK_SHADER_GEMV_QUANT, spec, 7, ops, &pc, groups_of(groups), 1);
+    return record(s, cx, VK_SHADER_GEMV_QUANT, spec, 8, ops, &pc, groups_of(groups), 1);
 }
 
 /* ---- attention ------------------------------------------------------------------- */
