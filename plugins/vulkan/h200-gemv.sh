@@ -10,18 +10,23 @@
 #       BUILD, BEFORE: build trees holding core/.libs and
 #       plugins/vulkan/.libs (BUILD also tools/.libs, tests/.libs,
 #       plugins/scalar/.libs); .gl/ (libvulkan1, libinih1 .debs) in the
-#       current directory.
+#       current directory, and in $DEBS the GL dispatch packages the NVIDIA
+#       ICD needs (libglvnd0 libegl1 libgl1 libglx0 libopengl0 libgles2).
 # Results go to $OUT (default ./out).  See doc/benchmarks-vulkan.md.
 set -u
 b=$1 before=${2:-} out=${OUT:-out}
 mkdir -p "$out" /tmp/deps
-for f in .gl/*.deb; do case $f in *libinih*) dpkg -x "$f" /tmp/deps ;; *) dpkg -x "$f" / ;; esac; done
+for f in .gl/*.deb ${DEBS:+"$DEBS"/*.deb}; do [ -f "$f" ] || continue; case $f in *libinih*) dpkg -x "$f" /tmp/deps ;; *) dpkg -x "$f" / ;; esac; done
 ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_CACHE_HOME=/tmp/rc
+export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json} XDG_CACHE_HOME=/tmp/rc
 deps=/tmp/deps/usr/lib/x86_64-linux-gnu:/usr/local/nvidia/lib64
 export LD_LIBRARY_PATH=$b/core/.libs:$deps
 plugin=$b/plugins/vulkan/.libs/rayo-vulkan.so bench=$b/plugins/vulkan/.libs/vk-bench
 shape=${SHAPE:-4096x11008}
+if ! "$b"/tools/.libs/rayo-info | grep -q "^  vulkan   loaded"; then
+    VK_LOADER_DEBUG=error,warn,driver "$b"/tools/.libs/rayo-info 2>&1 | tail -30
+    exit 1
+fi
 {
     nvidia-smi -L
     "$b"/tools/.libs/rayo-info | head -20

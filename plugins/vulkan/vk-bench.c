@@ -15,8 +15,9 @@
  *    L2 cache, as decode streams each weight once; with --copies, first
  *    the device's copy bandwidth (scale of 2^26 floats, 2^24 with --quick:
  *    bytes read + written) and read bandwidth (sum of as many) in the same
- *    run, and each gemv as a fraction of the copy figure; --quick: shorter
- *    warm-up and batches;
+ *    run, and each gemv as a fraction of the copy figure; also the time of
+ *    the same call on 8 rows (the per-call floor: dispatch and barrier);
+ *    --quick: shorter warm-up and batches;
  * 6. (--attention N only) attention decode, 1 query of 32 heads against a
  *    cache of N positions of 4 KV heads x 64, f32 and f16: GB/s counting
  *    the bytes of K and V, cycling through 64 copies of the cache.
@@ -443,8 +444,8 @@ static void bench_gemv(rayo_context *ctx, size_t m, size_t n, const char *only, 
     const rayo_dtype dts[] = {RAYO_DTYPE_F32, RAYO_DTYPE_F16, RAYO_DTYPE_BF16, RAYO_DTYPE_Q8_0,
                               RAYO_DTYPE_Q6_K, RAYO_DTYPE_Q4_K, RAYO_DTYPE_Q4_0};
     printf("\n== gemv y = A x on device buffers, A %zu x %zu (GB/s = bytes of A, x, y) ==\n", m, n);
-    printf("%-6s %10s %8s %10s %10s %8s %12s\n", "dtype", "MB of A", "copies", "us", "GB/s",
-           "vs copy", "max rel err");
+    printf("%-6s %10s %8s %10s %10s %8s %12s %10s\n", "dtype", "MB of A", "copies", "us", "GB/s",
+           "vs copy", "max rel err", "8 rows us");
     float *x = malloc(n * sizeof *x);
     if (!x)
         exit(1);
@@ -487,6 +488,10 @@ static void bench_gemv(rayo_context *ctx, size_t m, size_t n, const char *only, 
         for (double t0 = now(); now() - t0 < (quick ? 0.3 : 1.0);)
             time_gemv(ctx, &call, copies, n_copies, reps);
         double sec = time_gemv(ctx, &call, copies, n_copies, reps);
+        /* the per-call floor: the same call on 8 rows (dispatch, barrier) */
+        call.m = 8;
+        double floor_sec = time_gemv(ctx, &call, copies, n_copies, reps);
+        call.m = m;
         call.a.buf = copies[0];
         rayo_batch *one;
         CHECK(rayo_batch_create(ctx, "vulkan", &one));
@@ -497,11 +502,11 @@ static void bench_gemv(rayo_context *ctx, size_t m, size_t n, const char *only, 
         double err = gemv_check(dt, a, row_bytes, x, m, n, by);
         double moved = (double)bytes + 4.0 * (n + m);
         double gbs = moved / sec * 1e-9, ratio = copy > 0 ? gbs / copy : 0;
-        printf("%-6s %10.1f %8d %10.2f %10.1f %8.2f %12.2e\n", rayo_dtype_name(dt), bytes / 1e6,
-               n_copies, sec * 1e6, gbs, ratio, err);
+        printf("%-6s %10.1f %8d %10.2f %10.1f %8.2f %12.2e %10.2f\n", rayo_dtype_name(dt),
+               bytes / 1e6, n_copies, sec * 1e6, gbs, ratio, err, floor_sec * 1e6);
         if (csv)
-            fprintf(csv, "gemv,%s,%zux%zu,%.3f,%.1f,%.3f,%.2e\n", rayo_dtype_name(dt), m, n,
-                    sec * 1e6, gbs, ratio, err);
+            fprintf(csv, "gemv,%s,%zux%zu,%.3f,%.1f,%.3f,%.2e,%.3f\n", rayo_dtype_name(dt), m, n,
+                    sec * 1e6, gbs, ratio, err, floor_sec * 1e6);
         for (int c = 0; c < n_copies; c++)
             rayo_buffer_destroy(copies[c]);
         free(copies);
