@@ -2,15 +2,15 @@
 // gemv_quant.comp - y = alpha A x + beta y with A (m x n) in f16, bf16,
 // Q8_0, Q4_0, Q4_K or Q6_K (GGUF blocks as stored), x and y f32.
 //
-// A subgroup serves a team of ROWS rows: its invocations walk along the
-// rows together, each taking one "unit" per step (8 halves = 16 bytes; two
+// A team of SPLIT subgroups serves ROWS rows: its invocations walk along
+// the rows together, each taking one "unit" per step (8 halves = 16 bytes; two
 // Q8_0 or Q4_0 blocks = 68 or 36 bytes, or one where rows are not 4-byte
 // aligned; a quarter of a Q4_K or Q6_K block = 64 values), neighbouring
 // invocations on neighbouring units, so that each load instruction of the
 // subgroup reads one contiguous stretch.  The unit's x values are loaded
 // once for the ROWS rows; UNITS units are loaded before any is used (loads
-// in flight); subgroupAdd joins the sums at the end (no shared memory, no
-// barriers).
+// in flight); subgroupAdd (and shared memory, for SPLIT > 1) joins the
+// sums at the end.
 //
 // On the H200 the time of this shader was set by its instruction count,
 // not by memory (the same time with A in the L2 cache), so the code counts
@@ -51,6 +51,7 @@ layout(constant_id = 5) const uint ROWS = 4u;         // rows of a subgroup's te
 layout(constant_id = 6) const bool PAIRED = false;    // Q8_0 / Q4_0: pc.oa, pc.k multiples
                                                       // of 4 and n of 64
 layout(constant_id = 7) const uint X_TILE = 0u;       // x values staged per step (0: none)
+layout(constant_id = 8) const uint SPLIT = 1u;        // subgroups of a team
 
 const uint F16 = 1u, BF16 = 2u, Q8_0 = 8u, Q4_0 = 9u, Q4_K = 10u, Q6_K = 11u;
 
@@ -123,19 +124,17 @@ vec4 xs(uint i)
     return x_tile[k + (k >> 4u)];
 }
 
-// Called by the whole workgroup (uniform control flow): x_tile takes x
-// from column `first`.
-void stage_x(uint first)
+// The whole workgroup fills x_tile with x from column `first` (between
+// barriers: see team_sums).
+void fill_x(uint first)
 {
     if (X_TILE == 0u)
         return;
-    barrier();                  // the last step's reads are done
     x_base = first;
     for (uint k = gl_LocalInvocationID.x; k < X_TILE / 4u; k += gl_WorkGroupSize.x) {
         uint i = first + 4u * k;
         x_tile[k + (k >> 4u)] = i < pc.n ? x4(i) : vec4(0.0);
     }
-    barrier();
 }
 
 // ---- small integers -----------------------------------------------------------------
@@ -289,23 +288,23 @@ float pair_sum(uint v[17], uint u)
     return f16_one(v[0] & 0xffffu) * pa + db * pb;
 }
 
-// The PAIRED team loop: per step, the subgroup copies its rows' next
-// `size` pairs to `stage` (word i of the stretch by invocation i % size:
-// each load of the subgroup reads consecutive words), then each
-// invocation takes its pair from there.
-void team_sums_paired(uint at[ROWS], uint lane, uint size, inout float s[ROWS])
+// The PAIRED team loop: per step, the team copies its rows' next `size`
+// pairs to `stage` (word i of the stretch by invocation i % size: each
+// load of a subgroup reads consecutive words), then each invocation takes
+// its pair from there.
+void team_sums_paired(uint team, uint at[ROWS], uint lane, uint size, inout float s[ROWS])
 {
     uint units = pc.n / 64u, span = size * PAIR_WORDS;
-    uint mine = gl_SubgroupID * span, row_stride = gl_WorkGroupSize.x * PAIR_WORDS;
+    uint mine = team * span, row_stride = gl_WorkGroupSize.x * PAIR_WORDS;
     for (uint u0 = 0u; u0 < units; u0 += size) {
-        stage_x(64u * u0);
+        barrier();              // the last step's reads are done
         [[unroll]] for (uint r = 0u; r < ROWS; r++) {
             uint w0 = (at[r] >> 2u) + PAIR_WORDS * u0 + lane;
             [[unroll]] for (uint i = 0u; i < PAIR_WORDS; i++)
                 stage[r * row_stride + mine + i * size + lane] = a_data[min(w0 + i * size, pc.aux)];
         }
-        subgroupMemoryBarrierShared();
-        subgroupBarrier();
+        fill_x(64u * u0);
+        barrier();
         uint u = u0 + lane;
         if (u < units) {
             [[unroll]] for (uint r = 0u; r < ROWS; r++) {
@@ -315,7 +314,6 @@ void team_sums_paired(uint at[ROWS], uint lane, uint size, inout float s[ROWS])
                 s[r] += pair_sum(v, u);
             }
         }
-        subgroupBarrier();      // read before the next step overwrites
     }
 }
 
@@ -448,12 +446,16 @@ uint values_per_unit()
 // units lane, lane + size, ...; UNITS of them per step, the last step's
 // extra ones clamped to the last unit and their sums dropped (so that the
 // loads need no branch).  Every invocation of the workgroup runs the same
-// steps (stage_x has barriers).
+// steps (the barriers around fill_x).
 void team_sums(uint at[ROWS], uint lane, uint size, inout float s[ROWS])
 {
     uint units = units_per_row();
     for (uint u0 = 0u; u0 < units; u0 += size * UNITS) {
-        stage_x(values_per_unit() * u0);
+        if (X_TILE > 0u) {
+            barrier();          // the last step's reads are done
+            fill_x(values_per_unit() * u0);
+            barrier();
+        }
         [[unroll]] for (uint i = 0u; i < UNITS; i++) {
             float t[ROWS];
             [[unroll]] for (uint r = 0u; r < ROWS; r++)
@@ -471,28 +473,49 @@ void team_sums(uint at[ROWS], uint lane, uint size, inout float s[ROWS])
                 s[r] += half_value(half_at(at[r] + 2u * e)) * x_at(e);
 }
 
+shared float part_sums[SPLIT > 1u ? ROWS * gl_WorkGroupSize.x : 1u];
+
+// The sum of s over the team (in its first subgroup): subgroupAdd, then
+// the SPLIT subgroups' sums in order through part_sums.
+float team_sum(float s, uint r, uint team)
+{
+    s = subgroupAdd(s);
+    if (SPLIT == 1u)
+        return s;
+    if (subgroupElect())
+        part_sums[r * gl_WorkGroupSize.x + gl_SubgroupID] = s;
+    barrier();
+    s = 0.0;
+    for (uint i = 0u; i < SPLIT; i++)
+        s += part_sums[r * gl_WorkGroupSize.x + team * SPLIT + i];
+    barrier();                  // read before the next rows overwrite
+    return s;
+}
+
 void main()
 {
-    uint rows_per_group = gl_NumSubgroups * ROWS;
+    uint team = gl_SubgroupID / SPLIT, teams = gl_NumSubgroups / SPLIT;
+    uint lane = (gl_SubgroupID % SPLIT) * gl_SubgroupSize + gl_SubgroupInvocationID;
+    uint size = SPLIT * gl_SubgroupSize, rows_per_group = teams * ROWS;
     for (uint base = gl_WorkGroupID.x * rows_per_group; base < pc.m;
          base += gl_NumWorkGroups.x * rows_per_group) {
         // a team past m repeats the last row (its sums are not written):
         // every invocation runs the same steps
-        uint first = base + gl_SubgroupID * ROWS;
-        uint at[ROWS];          // rows past m repeat the last (never written)
+        uint first = base + team * ROWS;
+        uint at[ROWS];
         float s[ROWS];
         [[unroll]] for (uint r = 0u; r < ROWS; r++) {
             at[r] = pc.oa + min(first + r, pc.m - 1u) * pc.k;
             s[r] = 0.0;
         }
         if (PAIRED)
-            team_sums_paired(at, gl_SubgroupInvocationID, gl_SubgroupSize, s);
+            team_sums_paired(team, at, lane, size, s);
         else
-            team_sums(at, gl_SubgroupInvocationID, gl_SubgroupSize, s);
+            team_sums(at, lane, size, s);
         [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-            float sum = subgroupAdd(s[r]);
+            float sum = team_sum(s[r], r, team);
             uint row = first + r;
-            if (subgroupElect() && row < pc.m) {
+            if (lane == 0u && row < pc.m) {
                 float y = pc.alpha * sum;
                 if (pc.beta != 0.0)
                     y = fma(pc.beta, uintBitsToFloat(y_data[pc.oy + row]), y);

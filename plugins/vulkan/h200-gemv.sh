@@ -30,7 +30,7 @@ fi
 {
     nvidia-smi -L
     "$b"/tools/.libs/rayo-info | head -20
-    for t in test-vulkan test-vulkan-infer; do
+    for t in ${TESTS:-test-vulkan test-vulkan-infer}; do
         timeout 120 "$b"/tests/.libs/$t > "$out/$t.log" 2>&1
         echo "$t rc=$?"; tail -3 "$out/$t.log"
     done
@@ -50,9 +50,9 @@ cat "$out/checks.txt"
         echo "### after: $b, $s"
         timeout 120 "$bench" --quick --copies --gemv "$s" --csv "$out/after-$s.csv"
     done
-    # settings: one [backend.vulkan] line each
-    for setting in ${SETTINGS:-"gemv_units=2" "gemv_rows=4" "gemv_rows=1" "gemv_wg=256"}; do
-        printf '[backend.vulkan]\n%s\n' "$setting" > /tmp/setting.conf
+    # settings: [backend.vulkan] lines, separated by ';'
+    for setting in ${SETTINGS:-"gemv_split=1" "gemv_split=2" "gemv_split=8;gemv_wg=256"}; do
+        printf '[backend.vulkan]\n%s\n' "$setting" | tr ';' '\n' > /tmp/setting.conf
         echo "### after, $setting"
         RAYO_CONFIG=/tmp/setting.conf timeout 60 "$bench" --quick --gemv "$shape" \
             --dtype "${SETTING_DTYPES:-f16,bf16,q8_0,q4_k,q4_0,q6_k}"

@@ -14,7 +14,8 @@
 #include <string.h>
 
 #define GEMV_WG 128u            /* invocations per workgroup (gemv_wg) */
-#define GEMV_TEAMS 2048u        /* subgroup teams a gemv aims at (rows per team) */
+#define GEMV_TEAMS 2048u        /* teams a gemv aims at (rows per team) */
+#define GEMV_SUBGROUPS 8192u    /* subgroups a gemv aims at (subgroups per team) */
 #define MAX_GROUPS 65535u       /* the row loop covers the rest */
 /* lavapipe stops an invocation after 65,535 loop iterations: at most this
  * many units (each a few short loops) per invocation on a CPU device */
@@ -64,26 +65,37 @@ static uint32_t config_pow2(const vk_state *s, const char *key, uint32_t lo, uin
     return want >= lo && want <= hi && (want & (want - 1)) == 0 ? want : 0;
 }
 
-/* The team shape of gemv_quant.comp: rows per subgroup (gemv_rows: 1, 2,
- * 4, 8; default 4, halved while that leaves fewer than GEMV_TEAMS teams, so
- * that short matrices still fill the device), units each invocation loads
- * per step (gemv_units: 1, 2, 4; default 1) and the workgroup size (gemv_wg:
- * a power of two from the subgroup size to 1024; default GEMV_WG). */
+/* The team shape of gemv_quant.comp: rows per team (gemv_rows: 1, 2, 4, 8;
+ * default 4, halved while that leaves fewer than GEMV_TEAMS teams, so that
+ * short matrices still fill the device), subgroups per team (gemv_split:
+ * a power of two up to the workgroup's; default: doubled from 1 until
+ * GEMV_SUBGROUPS subgroups are busy or the workgroup is one team: more
+ * loads in flight and shorter walks), units each invocation
+ * loads per step (gemv_units: 1, 2, 4; default 1) and the workgroup size
+ * (gemv_wg: a power of two from the subgroup size to 1024; default
+ * GEMV_WG). */
 typedef struct gemv_shape {
-    uint32_t rows, units, wg;
+    uint32_t rows, units, wg, split;
     uint32_t x_tile;            /* x values staged per step (block formats) */
 } gemv_shape;
 
 static gemv_shape gemv_shape_of(const vk_state *s, size_t m)
 {
     gemv_shape g = {config_pow2(s, "gemv_rows", 1, 8), config_pow2(s, "gemv_units", 1, 4),
-                    config_pow2(s, "gemv_wg", s->subgroup_size, 1024), 0};
+                    config_pow2(s, "gemv_wg", s->subgroup_size, 1024), config_pow2(s, "gemv_split", 1, 32),
+                    0};
     if (!g.rows)
         for (g.rows = 4; g.rows > 1 && m / g.rows < GEMV_TEAMS; g.rows /= 2) {}
     if (!g.units)
         g.units = 1;
     if (!g.wg || g.wg > s->props.limits.maxComputeWorkGroupInvocations)
         g.wg = GEMV_WG > s->subgroup_size ? GEMV_WG : s->subgroup_size;
+    if (!g.split)
+        for (g.split = 1; g.split * s->subgroup_size < g.wg &&
+                          m / g.rows * g.split < GEMV_SUBGROUPS;)
+            g.split *= 2;
+    while (g.split > 1 && g.split * s->subgroup_size > g.wg)
+        g.split /= 2;
     return g;
 }
 
@@ -108,7 +120,7 @@ static bool gemv_fit_shared(const vk_state *s, rayo_dtype dt, bool paired, gemv_
     uint32_t pair_bytes = paired ? (dt == RAYO_DTYPE_Q8_0 ? 68u : 36u) : 0;
     uint32_t limit = s->props.limits.maxComputeSharedMemorySize;
     for (;;) {
-        g->x_tile = vpu * s->subgroup_size * g->units;
+        g->x_tile = vpu * s->subgroup_size * g->split * g->units;
         uint64_t bytes = (uint64_t)g->x_tile * 4 * 17 / 16 + (uint64_t)g->rows * g->wg * pair_bytes;
         if (bytes <= limit)
             return true;
@@ -116,7 +128,9 @@ static bool gemv_fit_shared(const vk_state *s, rayo_dtype dt, bool paired, gemv_
             g->rows /= 2;
         else if (g->units > 1)
             g->units /= 2;
-        else if (g->wg > s->subgroup_size)
+        else if (g->split > 1)
+            g->split /= 2;
+        else if (g->wg > s->subgroup_size * g->split)
             g->wg /= 2;
         else
             return false;
@@ -160,11 +174,11 @@ static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *
     gemv_shape g = gemv_shape_of(s, call->m);
     if (!gemv_fit_shared(s, dt, paired, &g))
         return RAYO_E_UNSUPPORTED;
-    uint32_t spec[8] = {g.wg, (uint32_t)dt, g.units, a_aligned, aligned16(x, x->byte_offset),
-                        g.rows, paired, g.x_tile};
-    uint32_t per_group = g.wg / s->subgroup_size * g.rows;
+    uint32_t spec[9] = {g.wg, (uint32_t)dt, g.units, a_aligned, aligned16(x, x->byte_offset),
+                        g.rows, paired, g.x_tile, g.split};
+    uint32_t per_group = g.wg / s->subgroup_size / g.split * g.rows;
     size_t groups = (call->m + per_group - 1) / per_group;
-    return record(s, cx, VK_SHADER_GEMV_QUANT, spec, 8, ops, &pc, groups_of(groups), 1);
+    return record(s, cx, VK_SHADER_GEMV_QUANT, spec, 9, ops, &pc, groups_of(groups), 1);
 }
 
 /* ---- attention ------------------------------------------------------------------- */
