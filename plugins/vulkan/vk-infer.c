@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GEMV_WG 128u            /* invocations per workgroup (gemv_wg) */
+#define GEMV_WG 128u            /* invocations per workgroup (gemv_wg), f16 and bf16 */
+#define GEMV_WG_BLOCKS 256u     /* ... block formats */
 #define GEMV_TEAMS 2048u        /* teams a gemv aims at (rows per team) */
 #define GEMV_SUBGROUPS 8192u    /* subgroups a gemv aims at (subgroups per team) */
 #define MAX_GROUPS 65535u       /* the row loop covers the rest */
@@ -68,19 +69,22 @@ static uint32_t config_pow2(const vk_state *s, const char *key, uint32_t lo, uin
 /* The team shape of gemv_quant.comp: rows per team (gemv_rows: 1, 2, 4, 8;
  * default 4, halved while that leaves fewer than GEMV_TEAMS teams, so that
  * short matrices still fill the device), subgroups per team (gemv_split:
- * a power of two up to the workgroup's; default: doubled from 1 until
- * GEMV_SUBGROUPS subgroups are busy or the workgroup is one team: more
- * loads in flight and shorter walks), units each invocation
- * loads per step (gemv_units: 1, 2, 4; default 1) and the workgroup size
- * (gemv_wg: a power of two from the subgroup size to 1024; default
- * GEMV_WG). */
+ * a power of two up to the workgroup's), units each invocation loads per
+ * step (gemv_units: 1, 2, 4; default 1) and the workgroup size (gemv_wg: a
+ * power of two from the subgroup size to 1024).  Defaults, from the H200
+ * (doc/benchmarks-vulkan.md, issue 14): f16 and bf16 double the split from
+ * 1 until GEMV_SUBGROUPS subgroups are busy or the workgroup is one team
+ * (4096 x 11008: 38 -> 30 us at split 4), in workgroups of GEMV_WG; the
+ * block formats, whose steps end in workgroup barriers (staged x), keep
+ * split 1 (split 4 took 1.2-2.5x longer) in workgroups of GEMV_WG_BLOCKS. */
 typedef struct gemv_shape {
     uint32_t rows, units, wg, split;
     uint32_t x_tile;            /* x values staged per step (block formats) */
 } gemv_shape;
 
-static gemv_shape gemv_shape_of(const vk_state *s, size_t m)
+static gemv_shape gemv_shape_of(const vk_state *s, rayo_dtype dt, size_t m)
 {
+    bool half = dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16;
     gemv_shape g = {config_pow2(s, "gemv_rows", 1, 8), config_pow2(s, "gemv_units", 1, 4),
                     config_pow2(s, "gemv_wg", s->subgroup_size, 1024), config_pow2(s, "gemv_split", 1, 32),
                     0};
@@ -89,9 +93,13 @@ static gemv_shape gemv_shape_of(const vk_state *s, size_t m)
     if (!g.units)
         g.units = 1;
     if (!g.wg || g.wg > s->props.limits.maxComputeWorkGroupInvocations)
-        g.wg = GEMV_WG > s->subgroup_size ? GEMV_WG : s->subgroup_size;
+        g.wg = half ? GEMV_WG : GEMV_WG_BLOCKS;
+    if (g.wg > s->props.limits.maxComputeWorkGroupInvocations)
+        g.wg = GEMV_WG;
+    if (g.wg < s->subgroup_size)
+        g.wg = s->subgroup_size;
     if (!g.split)
-        for (g.split = 1; g.split * s->subgroup_size < g.wg &&
+        for (g.split = 1; half && g.split * s->subgroup_size < g.wg &&
                           m / g.rows * g.split < GEMV_SUBGROUPS;)
             g.split *= 2;
     while (g.split > 1 && g.split * s->subgroup_size > g.wg)
@@ -171,7 +179,7 @@ static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *
         .alpha = call->alpha, .beta = call->beta,
         .aux = (uint32_t)((a->byte_offset + a_bytes - 1) / 4),
     };
-    gemv_shape g = gemv_shape_of(s, call->m);
+    gemv_shape g = gemv_shape_of(s, dt, call->m);
     if (!gemv_fit_shared(s, dt, paired, &g))
         return RAYO_E_UNSUPPORTED;
     uint32_t spec[9] = {g.wg, (uint32_t)dt, g.units, a_aligned, aligned16(x, x->byte_offset),
