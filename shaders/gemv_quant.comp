@@ -3,18 +3,18 @@
 // Q8_0, Q4_0, Q4_K or Q6_K (GGUF blocks as stored), x and y f32.
 //
 // A team of SPLIT subgroups serves ROWS rows: its invocations walk along
-// the rows together, each taking one "unit" per step (8 halves = 16 bytes; two
-// Q8_0 or Q4_0 blocks = 68 or 36 bytes, or one where rows are not 4-byte
-// aligned; a quarter of a Q4_K or Q6_K block = 64 values), neighbouring
-// invocations on neighbouring units, so that each load instruction of the
-// subgroup reads one contiguous stretch.  The unit's x values are loaded
-// once for the ROWS rows; UNITS units are loaded before any is used (loads
-// in flight); subgroupAdd (and shared memory, for SPLIT > 1) joins the
-// sums at the end.
+// the rows together, each taking one "unit" per step (8 halves = 16 bytes;
+// a 16-byte quant chunk of a Q4_K block = 32 values; two Q8_0 or Q4_0
+// blocks = 68 or 36 bytes, or one where rows are not 4-byte aligned; a
+// quarter of a Q6_K block), neighbouring invocations on neighbouring
+// units, so that each load of a subgroup reads one contiguous stretch.
+// Each x value loaded serves the ROWS rows; the block formats take x from
+// a per-step copy in shared memory (x_tile).  UNITS units are loaded per
+// step; subgroupAdd (and shared memory, for SPLIT > 1) joins the sums.
+// On the H200, f16 and bf16 were bound by the latency of each invocation's
+// walk: SPLIT shortens it (doc/benchmarks-vulkan.md, issue 14).
 //
-// On the H200 the time of this shader was set by its instruction count,
-// not by memory (the same time with A in the L2 cache), so the code counts
-// instructions per weight:
+// Instructions per weight:
 // - wide loads: uvec4 where rows are 16-byte aligned (f16, bf16, Q4_K),
 //   whole words where Q8_0 / Q4_0 rows are 4-byte aligned (PAIRED: a pair
 //   of blocks starts on a word); funnel shifts only for other offsets;

@@ -51,7 +51,7 @@ cat "$out/checks.txt"
         timeout 120 "$bench" --quick --copies --gemv "$s" --csv "$out/after-$s.csv"
     done
     # settings: [backend.vulkan] lines, separated by ';'
-    for setting in ${SETTINGS:-"gemv_split=1" "gemv_split=2" "gemv_split=8;gemv_wg=256"}; do
+    for setting in ${SETTINGS:-"gemv_xstage=no" "gemv_xstage=no;gemv_split=4" "gemv_wg=128"}; do
         printf '[backend.vulkan]\n%s\n' "$setting" | tr ';' '\n' > /tmp/setting.conf
         echo "### after, $setting"
         RAYO_CONFIG=/tmp/setting.conf timeout 60 "$bench" --quick --gemv "$shape" \

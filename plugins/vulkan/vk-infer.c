@@ -118,13 +118,16 @@ static size_t gemv_units_per_row(rayo_dtype dt, size_t n, bool paired)
     return n / (dt == RAYO_DTYPE_Q4_K ? 32 : 64);
 }
 
-/* The shared memory of gemv_quant.comp: x_tile (x values per step, plus a
- * vec4 of padding per 16) and, PAIRED, a block pair per row and
- * invocation; rows, then units, then the workgroup shrink until it fits. */
+/* The shared memory of gemv_quant.comp: x_tile (block formats unless
+ * gemv_xstage = no: x values per step, plus a vec4 of padding per 16) and,
+ * PAIRED, a block pair per row and invocation; rows, then units, then the
+ * split, then the workgroup shrink until it fits. */
 static bool gemv_fit_shared(const vk_state *s, rayo_dtype dt, bool paired, gemv_shape *g)
 {
     bool half = dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16;
-    uint32_t vpu = half ? 0 : (paired || dt == RAYO_DTYPE_Q6_K) ? 64 : 32;
+    const char *xstage = s->host->config(s->host, "gemv_xstage");
+    bool staged = !half && !(xstage && !strcmp(xstage, "no"));
+    uint32_t vpu = !staged ? 0 : (paired || dt == RAYO_DTYPE_Q6_K) ? 64 : 32;
     uint32_t pair_bytes = paired ? (dt == RAYO_DTYPE_Q8_0 ? 68u : 36u) : 0;
     uint32_t limit = s->props.limits.maxComputeSharedMemorySize;
     for (;;) {
