@@ -120,6 +120,48 @@ static void test_gemv(rayo_dtype dt, size_t m, size_t n, size_t lda, size_t off,
     free(a), free(x), free(y), free(ref), free(row), free(img);
 }
 
+/* Every f16 bit pattern through gemv: A (2048 x 32) holds the 65536
+ * patterns, x = e_j picks column j, and y[r] must be that weight exactly
+ * (zeros and subnormals take the shader's exact decode, the rest the
+ * device's conversion).  Rows holding an Inf or NaN are skipped (their sum
+ * is NaN). */
+static void test_gemv_f16_patterns(void)
+{
+    enum { M = 2048, N = 32 };
+    uint16_t *a = malloc(sizeof(uint16_t) * M * N);
+    float x[N], y[M];
+    CHECK(a != NULL, "out of memory");
+    for (size_t i = 0; i < (size_t)M * N; i++)
+        a[i] = (uint16_t)i;
+    rayo_buffer *ba = upload(a, sizeof(uint16_t) * M * N, 0), *bx = upload(NULL, sizeof x, 0);
+    rayo_buffer *by = upload(NULL, sizeof y, 0);
+    size_t bad = 0;
+    for (size_t j = 0; j < N; j++) {
+        memset(x, 0, sizeof x);
+        x[j] = 1.0f;
+        CHECK(rayo_buffer_write(bx, 0, x, sizeof x) == RAYO_OK, "write: %s", rayo_last_error());
+        rayo_batch_call call = {
+            .struct_size = sizeof call, .op = RAYO_OP_GEMV,
+            .dtypes = RAYO_DTYPES(RAYO_DTYPE_F16, RAYO_DTYPE_F32, RAYO_DTYPE_NONE, RAYO_DTYPE_F32),
+            .m = M, .n = N, .alpha = 1.0f, .a = {ba, 0}, .b = {bx, 0}, .y = {by, 0},
+        };
+        CHECK(run_one(&call) == RAYO_OK, "gemv f16 patterns: %s", rayo_last_error());
+        CHECK(rayo_buffer_read(by, 0, y, sizeof y) == RAYO_OK, "read: %s", rayo_last_error());
+        for (size_t r = 0; r < M; r++) {
+            int finite = 1;
+            for (size_t c = 0; c < N; c++)
+                finite &= (a[r * N + c] & 0x7c00) != 0x7c00;
+            float want = rayo_f16_to_f32(a[r * N + j]);
+            bad += finite && want != y[r];
+        }
+    }
+    CHECK(bad == 0, "gemv f16: %zu bit patterns not decoded exactly", bad);
+    rayo_buffer_destroy(ba);
+    rayo_buffer_destroy(bx);
+    rayo_buffer_destroy(by);
+    free(a);
+}
+
 /* ---- exact ops: convert and get_rows ------------------------------------------------ */
 
 static void expect_same_bytes(const unsigned char *got, const void *want, size_t bytes, const char *what)
@@ -472,6 +514,7 @@ int main(void)
         test_gemv(dt, 37, n, n, 0, 0);                        /* aligned: the wide loads */
         test_gemv(dt, 5, n, n + (blk > 1 ? 256 : 3), dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16 ? 6 : 3, 4);
     }
+    test_gemv_f16_patterns();
     test_convert(RAYO_DTYPE_F32, RAYO_DTYPE_F16, 1001, 4, 2);  /* y's first and last words shared */
     test_convert(RAYO_DTYPE_F32, RAYO_DTYPE_BF16, 4099, 0, 6);
     test_convert(RAYO_DTYPE_F16, RAYO_DTYPE_F32, 777, 2, 4);

@@ -15,7 +15,7 @@ EXTRA_DIST += $(VK_SHADER_FILES) $(VK_SHADER_TOOLS) \
 	plugins/vulkan/50-vulkan.conf plugins/vulkan/h100.sh \
 	plugins/vulkan/h100-torch.py doc/benchmarks-vulkan.md \
 	plugins/vulkan/h200-infer.sh plugins/vulkan/torch-infer.py \
-	plugins/vulkan/h200-matmul.sh
+	plugins/vulkan/h200-matmul.sh plugins/vulkan/h200-gemv.sh
 
 if BUILD_VULKAN
 plugin_LTLIBRARIES += plugins/vulkan/rayo-vulkan.la

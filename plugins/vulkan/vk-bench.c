@@ -1,7 +1,7 @@
 /* vk-bench - benchmarks of the vulkan backend through rayo's public API.
  *
- *   vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise | --gemv MxN |
- *             --attention N | --matmul MxNxK]
+ *   vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise |
+ *             --gemv MxN [--dtype LIST] [--copies] | --attention N | --matmul MxNxK]
  *
  * 1. sgemm on device buffers (one batch of several products, submit, wait),
  *    with a spot check of the result against a float64 dot product;
@@ -9,9 +9,15 @@
  * 3. a batch of 10 chained elementwise ops (upload, 10 ops, one submit,
  *    read back) against 10 separate host-memory calls;
  * 4. the host round trip of add on 1024 floats (rayo_run_on "vulkan");
- * 5. (--gemv MxN only) gemv with weights in each dtype: GB/s counting the
- *    bytes of A, x and y, cycling through copies of A that together exceed
- *    the GPU's L2 cache, as decode streams each weight once;
+ * 5. (--gemv MxN only) gemv with weights in each dtype (or those of
+ *    --dtype, comma-separated names: f32,q4_k): GB/s counting the bytes of
+ *    A, x and y, cycling through copies of A that together exceed the GPU's
+ *    L2 cache, as decode streams each weight once; with --copies, first
+ *    the device's copy bandwidth (scale of 2^26 floats, 2^24 with --quick:
+ *    bytes read + written) and read bandwidth (sum of as many) in the same
+ *    run, and each gemv as a fraction of the copy figure; also the time of
+ *    the same call on 8 rows (the per-call floor: dispatch and barrier);
+ *    --quick: shorter warm-up and batches;
  * 6. (--attention N only) attention decode, 1 query of 32 heads against a
  *    cache of N positions of 4 KV heads x 64, f32 and f16: GB/s counting
  *    the bytes of K and V, cycling through 64 copies of the cache.
@@ -387,12 +393,64 @@ static double gemv_check(rayo_dtype dt, const unsigned char *a, size_t row_bytes
     return worst;
 }
 
-static void bench_gemv(rayo_context *ctx, size_t m, size_t n)
+/* GB/s of one call on device buffers of n floats each (x, z read; y
+ * written): median of 7 batches of 20 calls, after warm-up. */
+static double device_gbs(rayo_context *ctx, uint32_t op, size_t n, int inputs, double bytes)
 {
+    float *h = malloc(n * sizeof *h);
+    if (!h)
+        exit(1);
+    fill(h, n);
+    rayo_buffer *x = upload(ctx, h, n), *y = upload(ctx, NULL, n);
+    rayo_batch_call call = {
+        .struct_size = sizeof(rayo_batch_call), .op = op, .n = n, .alpha = 0.5f,
+        .a = {x, 0}, .b = {inputs > 1 ? x : NULL, 0}, .y = {y, 0},
+    };
+    double t[7];
+    for (double t0 = now(); now() - t0 < 0.3;)
+        time_batch(ctx, &call, 20);
+    for (int i = 0; i < 7; i++)
+        t[i] = time_batch(ctx, &call, 20);
+    rayo_buffer_destroy(x);
+    rayo_buffer_destroy(y);
+    free(h);
+    return bytes / median(t, 7) * 1e-9;
+}
+
+/* The copy and read bandwidth references of the gemv table (same run). */
+static double bench_copies(rayo_context *ctx, int quick)
+{
+    size_t n = (size_t)1 << (quick ? 24 : 26);
+    double copy = device_gbs(ctx, RAYO_OP_SCALE, n, 1, 8.0 * n);
+    double read = device_gbs(ctx, RAYO_OP_SUM, n, 1, 4.0 * n);
+    printf("\n== references: device copy (scale, %zu floats) %.1f GB/s read + written; "
+           "read (sum) %.1f GB/s ==\n", n, copy, read);
+    if (csv)
+        fprintf(csv, "copy,%zu,%.1f\nread,%zu,%.1f\n", n, copy, n, read);
+    return copy;
+}
+
+/* Whether dtype dt is in the comma-separated list (NULL: every dtype). */
+static int dtype_listed(const char *list, rayo_dtype dt)
+{
+    const char *name = rayo_dtype_name(dt);
+    size_t len = strlen(name);
+    for (const char *p = list; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+        if (strcspn(p, ",") == len && !strncmp(p, name, len))
+            return 1;
+    }
+    return list == NULL;
+}
+
+static void bench_gemv(rayo_context *ctx, size_t m, size_t n, const char *only, int copies_ref,
+                       int quick)
+{
+    double copy = copies_ref ? bench_copies(ctx, quick) : 0;
     const rayo_dtype dts[] = {RAYO_DTYPE_F32, RAYO_DTYPE_F16, RAYO_DTYPE_BF16, RAYO_DTYPE_Q8_0,
                               RAYO_DTYPE_Q6_K, RAYO_DTYPE_Q4_K, RAYO_DTYPE_Q4_0};
     printf("\n== gemv y = A x on device buffers, A %zu x %zu (GB/s = bytes of A, x, y) ==\n", m, n);
-    printf("%-6s %10s %8s %10s %10s %12s\n", "dtype", "MB of A", "copies", "us", "GB/s", "max rel err");
+    printf("%-6s %10s %8s %10s %10s %8s %12s %10s\n", "dtype", "MB of A", "copies", "us", "GB/s",
+           "vs copy", "max rel err", "8 rows us");
     float *x = malloc(n * sizeof *x);
     if (!x)
         exit(1);
@@ -401,6 +459,8 @@ static void bench_gemv(rayo_context *ctx, size_t m, size_t n)
     for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++) {
         rayo_dtype dt = dts[di];
         size_t row_bytes;
+        if (!dtype_listed(only, dt))
+            continue;
         if (!rayo_dtype_row_bytes(dt, n, &row_bytes)) {
             printf("%-6s n = %zu is not whole blocks\n", rayo_dtype_name(dt), n);
             continue;
@@ -428,11 +488,15 @@ static void bench_gemv(rayo_context *ctx, size_t m, size_t n)
             .m = m, .n = n, .alpha = 1.0f, .beta = 0.0f, .a = {copies[0], 0}, .b = {bx, 0},
             .y = {by, 0},
         };
-        int reps = 4 * n_copies;
+        int reps = (quick ? 2 : 4) * n_copies;
         /* a second of work first: the clocks leave their idle state */
-        for (double t0 = now(); now() - t0 < 1.0;)
+        for (double t0 = now(); now() - t0 < (quick ? 0.3 : 1.0);)
             time_gemv(ctx, &call, copies, n_copies, reps);
         double sec = time_gemv(ctx, &call, copies, n_copies, reps);
+        /* the per-call floor: the same call on 8 rows (dispatch, barrier) */
+        call.m = 8;
+        double floor_sec = time_gemv(ctx, &call, copies, n_copies, reps);
+        call.m = m;
         call.a.buf = copies[0];
         rayo_batch *one;
         CHECK(rayo_batch_create(ctx, "vulkan", &one));
@@ -442,11 +506,12 @@ static void bench_gemv(rayo_context *ctx, size_t m, size_t n)
         rayo_batch_destroy(one);
         double err = gemv_check(dt, a, row_bytes, x, m, n, by);
         double moved = (double)bytes + 4.0 * (n + m);
-        printf("%-6s %10.1f %8d %10.2f %10.1f %12.2e\n", rayo_dtype_name(dt), bytes / 1e6, n_copies,
-               sec * 1e6, moved / sec * 1e-9, err);
+        double gbs = moved / sec * 1e-9, ratio = copy > 0 ? gbs / copy : 0;
+        printf("%-6s %10.1f %8d %10.2f %10.1f %8.2f %12.2e %10.2f\n", rayo_dtype_name(dt),
+               bytes / 1e6, n_copies, sec * 1e6, gbs, ratio, err, floor_sec * 1e6);
         if (csv)
-            fprintf(csv, "gemv,%s,%zux%zu,%.3f,%.1f,%.2e\n", rayo_dtype_name(dt), m, n, sec * 1e6,
-                    moved / sec * 1e-9, err);
+            fprintf(csv, "gemv,%s,%zux%zu,%.3f,%.1f,%.3f,%.2e,%.3f\n", rayo_dtype_name(dt), m, n,
+                    sec * 1e6, gbs, ratio, err, floor_sec * 1e6);
         for (int c = 0; c < n_copies; c++)
             rayo_buffer_destroy(copies[c]);
         free(copies);
@@ -645,6 +710,8 @@ int main(int argc, char **argv)
     size_t only_sgemm = 0;
     int only_elementwise = 0;
     size_t gemv_m = 0, gemv_n = 0, attention_n = 0, mm[3] = {0, 0, 0};
+    const char *only_dtypes = NULL;
+    int copies_ref = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
@@ -658,13 +725,17 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--matmul") && i + 1 < argc &&
                  sscanf(argv[i + 1], "%zux%zux%zu", &mm[0], &mm[1], &mm[2]) == 3)
             i++;
+        else if (!strcmp(argv[i], "--dtype") && i + 1 < argc)
+            only_dtypes = argv[++i];
+        else if (!strcmp(argv[i], "--copies"))
+            copies_ref = 1;
         else if (!strcmp(argv[i], "--attention") && i + 1 < argc)
             attention_n = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
             csv = fopen(argv[++i], "w");
         else {
             fprintf(stderr, "usage: vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise | "
-                    "--gemv MxN | --attention N | --matmul MxNxK]\n");
+                    "--gemv MxN [--dtype LIST] [--copies] | --attention N | --matmul MxNxK]\n");
             return 2;
         }
     }
@@ -697,7 +768,7 @@ int main(int argc, char **argv)
     } else if (attention_n) {
         bench_attention(ctx, attention_n);
     } else if (gemv_m) {
-        bench_gemv(ctx, gemv_m, gemv_n);
+        bench_gemv(ctx, gemv_m, gemv_n, only_dtypes, copies_ref, quick);
     } else if (only_elementwise) {
         bench_elementwise(ctx, quick);
     } else if (only_sgemm) {

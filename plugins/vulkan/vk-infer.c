@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GEMV_WG 256u            /* invocations per workgroup */
-#define GEMV_ROWS 4u            /* rows per invocation (each unit's x reused) */
+#define GEMV_WG 128u            /* invocations per workgroup (gemv_wg), f16 and bf16 */
+#define GEMV_WG_BLOCKS 256u     /* ... block formats */
+#define GEMV_TEAMS 2048u        /* teams a gemv aims at (rows per team) */
+#define GEMV_SUBGROUPS 8192u    /* subgroups a gemv aims at (subgroups per team) */
 #define MAX_GROUPS 65535u       /* the row loop covers the rest */
 /* lavapipe stops an invocation after 65,535 loop iterations: at most this
  * many units (each a few short loops) per invocation on a CPU device */
@@ -56,37 +58,94 @@ static bool aligned16(const vk_binding *b, uint32_t byte_offset)
     return b->offset % 16 == 0 && byte_offset % 16 == 0;
 }
 
-/* Elements of A's row that one invocation takes as a unit (gemv_quant.comp). */
-static uint32_t gemv_unit(rayo_dtype dt)
+/* A power of two from `lo` to `hi` set by [backend.vulkan] `key`, or 0. */
+static uint32_t config_pow2(const vk_state *s, const char *key, uint32_t lo, uint32_t hi)
 {
-    switch (dt) {
-    case RAYO_DTYPE_F16: case RAYO_DTYPE_BF16: return 16;
-    case RAYO_DTYPE_Q8_0: case RAYO_DTYPE_Q4_0: return 32;
-    default: return 64;
+    const char *v = s->host->config(s->host, key);
+    uint32_t want = v ? (uint32_t)strtoul(v, NULL, 10) : 0;
+    return want >= lo && want <= hi && (want & (want - 1)) == 0 ? want : 0;
+}
+
+/* The team shape of gemv_quant.comp: rows per team (gemv_rows: 1, 2, 4, 8;
+ * default 4, halved while that leaves fewer than GEMV_TEAMS teams, so that
+ * short matrices still fill the device), subgroups per team (gemv_split:
+ * a power of two up to the workgroup's), units each invocation loads per
+ * step (gemv_units: 1, 2, 4; default 1) and the workgroup size (gemv_wg: a
+ * power of two from the subgroup size to 1024).  Defaults, from the H200
+ * (doc/benchmarks-vulkan.md, issue 14): f16 and bf16 double the split from
+ * 1 until GEMV_SUBGROUPS subgroups are busy or the workgroup is one team
+ * (4096 x 11008: 38 -> 30 us at split 4), in workgroups of GEMV_WG; the
+ * block formats, whose steps end in workgroup barriers (staged x), keep
+ * split 1 (split 4 took 1.2-2.5x longer) in workgroups of GEMV_WG_BLOCKS. */
+typedef struct gemv_shape {
+    uint32_t rows, units, wg, split;
+    uint32_t x_tile;            /* x values staged per step (block formats) */
+} gemv_shape;
+
+static gemv_shape gemv_shape_of(const vk_state *s, rayo_dtype dt, size_t m)
+{
+    bool half = dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16;
+    gemv_shape g = {config_pow2(s, "gemv_rows", 1, 8), config_pow2(s, "gemv_units", 1, 4),
+                    config_pow2(s, "gemv_wg", s->subgroup_size, 1024), config_pow2(s, "gemv_split", 1, 32),
+                    0};
+    if (!g.rows)
+        for (g.rows = 4; g.rows > 1 && m / g.rows < GEMV_TEAMS; g.rows /= 2) {}
+    if (!g.units)
+        g.units = 1;
+    if (!g.wg || g.wg > s->props.limits.maxComputeWorkGroupInvocations)
+        g.wg = half ? GEMV_WG : GEMV_WG_BLOCKS;
+    if (g.wg > s->props.limits.maxComputeWorkGroupInvocations)
+        g.wg = GEMV_WG;
+    if (g.wg < s->subgroup_size)
+        g.wg = s->subgroup_size;
+    if (!g.split)
+        for (g.split = 1; half && g.split * s->subgroup_size < g.wg &&
+                          m / g.rows * g.split < GEMV_SUBGROUPS;)
+            g.split *= 2;
+    while (g.split > 1 && g.split * s->subgroup_size > g.wg)
+        g.split /= 2;
+    return g;
+}
+
+/* Units of a row in gemv_quant.comp: 8 halves, 32 values of a Q4_K block
+ * (16 bytes), 64 of a Q6_K block, one block of 32, or two where PAIRED. */
+static size_t gemv_units_per_row(rayo_dtype dt, size_t n, bool paired)
+{
+    if (dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16)
+        return n / 8;
+    if (dt == RAYO_DTYPE_Q8_0 || dt == RAYO_DTYPE_Q4_0)
+        return n / (paired ? 64 : 32);
+    return n / (dt == RAYO_DTYPE_Q4_K ? 32 : 64);
+}
+
+/* The shared memory of gemv_quant.comp: x_tile (block formats unless
+ * gemv_xstage = no: x values per step, plus a vec4 of padding per 16) and,
+ * PAIRED, a block pair per row and invocation; rows, then units, then the
+ * split, then the workgroup shrink until it fits. */
+static bool gemv_fit_shared(const vk_state *s, rayo_dtype dt, bool paired, gemv_shape *g)
+{
+    bool half = dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16;
+    const char *xstage = s->host->config(s->host, "gemv_xstage");
+    bool staged = !half && !(xstage && !strcmp(xstage, "no"));
+    uint32_t vpu = !staged ? 0 : (paired || dt == RAYO_DTYPE_Q6_K) ? 64 : 32;
+    uint32_t pair_bytes = paired ? (dt == RAYO_DTYPE_Q8_0 ? 68u : 36u) : 0;
+    uint32_t limit = s->props.limits.maxComputeSharedMemorySize;
+    for (;;) {
+        g->x_tile = vpu * s->subgroup_size * g->split * g->units;
+        uint64_t bytes = (uint64_t)g->x_tile * 4 * 17 / 16 + (uint64_t)g->rows * g->wg * pair_bytes;
+        if (bytes <= limit)
+            return true;
+        if (g->rows > 1)
+            g->rows /= 2;
+        else if (g->units > 1)
+            g->units /= 2;
+        else if (g->split > 1)
+            g->split /= 2;
+        else if (g->wg > s->subgroup_size * g->split)
+            g->wg /= 2;
+        else
+            return false;
     }
-}
-
-/* Rows each invocation takes (gemv_rows in [backend.vulkan]: 1, 2, 4, 8). */
-static uint32_t gemv_rows(const vk_state *s)
-{
-    const char *v = s->host->config(s->host, "gemv_rows");
-    if (v && (!strcmp(v, "1") || !strcmp(v, "2") || !strcmp(v, "4") || !strcmp(v, "8")))
-        return (uint32_t)atoi(v);
-    return GEMV_ROWS;
-}
-
-/* Invocations per row: a power of two near the row's units (one unit
- * each), from a subgroup up to the workgroup; gemv_threads in
- * [backend.vulkan] sets it (a power of two from the subgroup size to 256). */
-static uint32_t gemv_row_threads(const vk_state *s, size_t units)
-{
-    const char *v = s->host->config(s->host, "gemv_threads");
-    uint32_t t = s->subgroup_size, want = v ? (uint32_t)atoi(v) : 0;
-    if (want >= t && want <= GEMV_WG && (want & (want - 1)) == 0)
-        return want;
-    while (t < GEMV_WG && t < units)
-        t *= 2;
-    return t;
 }
 
 static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
@@ -95,7 +154,7 @@ static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *
     rayo_dtype dt = RAYO_DTYPE_OF(call->dtypes, 0);
     if (call->flags)
         return RAYO_E_UNSUPPORTED; /* weights are never transposed (rayo.h) */
-    if (!s->subgroup_ok || s->subgroup_size > GEMV_WG) {
+    if (!s->subgroup_ok) {
         s->host->set_error(s->host, "vulkan: gemv with %s weights needs subgroup arithmetic",
                            rayo_dtype_name(dt));
         return RAYO_E_UNSUPPORTED;
@@ -105,28 +164,32 @@ static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *
     if (!rayo_dtype_row_bytes(dt, ld, &row_bytes) ||
         !rayo_dtype_row_bytes(dt, (call->m - 1) * ld + call->n, &a_bytes) || row_bytes > UINT32_MAX)
         return RAYO_E_UNSUPPORTED;  /* the binding holds less anyway */
-    uint32_t unit = gemv_unit(dt);
-    size_t units = (call->n + unit - 1) / unit;
-    uint32_t row_threads = gemv_row_threads(s, units);
-    if (s->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && units / row_threads >= CPU_UNITS_MAX) {
+    const vk_binding *a = ops->use[0], *x = ops->use[1];
+    bool wide = dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16 || dt == RAYO_DTYPE_Q4_K;
+    bool a_aligned = wide && aligned16(a, a->byte_offset) && row_bytes % 16 == 0;
+    bool paired = (dt == RAYO_DTYPE_Q8_0 || dt == RAYO_DTYPE_Q4_0) && a->byte_offset % 4 == 0 &&
+                  row_bytes % 4 == 0 && call->n % 64 == 0;
+    size_t units = gemv_units_per_row(dt, call->n, paired);
+    if (s->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU &&
+        units / s->subgroup_size >= CPU_UNITS_MAX) {
         s->host->set_error(s->host, "vulkan: gemv rows of %zu elements are too long for a CPU device",
                            call->n);
         return RAYO_E_UNSUPPORTED;
     }
-    const vk_binding *a = ops->use[0], *x = ops->use[1];
     vk_push pc = {
         .n = (uint32_t)call->n, .m = (uint32_t)call->m, .k = (uint32_t)row_bytes,
         .oa = a->byte_offset, .ob = x->word_offset, .oy = ops->use[3]->word_offset,
         .alpha = call->alpha, .beta = call->beta,
         .aux = (uint32_t)((a->byte_offset + a_bytes - 1) / 4),
     };
-    bool a_aligned = (dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16 || dt == RAYO_DTYPE_Q4_K) &&
-                     aligned16(a, a->byte_offset) && row_bytes % 16 == 0;
-    uint32_t rows = gemv_rows(s), per_group = GEMV_WG / row_threads * rows;
-    uint32_t spec[6] = {GEMV_WG, (uint32_t)dt, row_threads, a_aligned, aligned16(x, x->byte_offset),
-                        rows};
+    gemv_shape g = gemv_shape_of(s, dt, call->m);
+    if (!gemv_fit_shared(s, dt, paired, &g))
+        return RAYO_E_UNSUPPORTED;
+    uint32_t spec[9] = {g.wg, (uint32_t)dt, g.units, a_aligned, aligned16(x, x->byte_offset),
+                        g.rows, paired, g.x_tile, g.split};
+    uint32_t per_group = g.wg / s->subgroup_size / g.split * g.rows;
     size_t groups = (call->m + per_group - 1) / per_group;
-    return record(s, cx, VK_SHADER_GEMV_QUANT, spec, 6, ops, &pc, groups_of(groups), 1);
+    return record(s, cx, VK_SHADER_GEMV_QUANT, spec, 9, ops, &pc, groups_of(groups), 1);
 }
 
 /* ---- attention ------------------------------------------------------------------- */

@@ -111,7 +111,7 @@ typedef struct vk_buf {
 } vk_buf;
 
 /* ---- pipelines --------------------------------------------------------------- */
-#define VK_MAX_SPEC 8
+#define VK_MAX_SPEC 10
 /* Storage buffers of every shader: a, b, c, y and s (a multi-pass op's scratch). */
 #define VK_BINDINGS 5
 
