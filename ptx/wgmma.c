@@ -336,11 +336,89 @@ static void gen_wg(strbuf *mod, const wg_cfg *cfg)
                 dir, NULL);
 }
 
+/* The float4 of a row-major matrix (rows x cols, u32 registers) at row
+ * `lo + hi + add` (hi + add: the row within the tile) and column `col`:
+ * its address, and whether it lies inside (pin). */
+static int wg_tr_addr(kern *k, int base, int lo, int hi, int add, int col, int rows, int cols, int *pin)
+{
+    int row = nr(k), idx = nd(k), c64 = nd(k);
+    *pin = np(k);
+    emit(k, "add.u32 %s, %s, %s;", R(row), R(lo), R(hi));
+    emit(k, "add.u32 %s, %s, %d;", R(row), R(row), add);
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(*pin), R(row), R(rows));
+    emit(k, "setp.lt.and.u32 %s, %s, %s, %s;", P(*pin), R(col), R(cols), P(*pin));
+    emit(k, "mul.wide.u32 %s, %s, %s;", D(idx), R(row), R(cols));
+    emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(col));
+    emit(k, "add.u64 %s, %s, %s;", D(idx), D(idx), D(c64));
+    return addr_of(k, base, idx, 4);
+}
+
+/* wg_transpose_v4: y (cols x rows) = a (rows x cols)^T for the K-major
+ * copies, with 16-byte accesses on both sides: 64 x 64 tiles through a
+ * padded shared tile, 256 threads, each loading four float4 of a before it
+ * stores any.  Requires rows % 4 == 0, cols % 4 == 0, 16-byte aligned a
+ * and y (the plugin falls back to module matrix's transpose otherwise). */
+static void gen_transpose_v4(strbuf *mod)
+{
+    kern kk = {0}, *k = &kk;
+    int y = param_global(k, "p_y"), a = param_global(k, "p_a");
+    int rows64 = param_u64(k, "p_rows"), cols64 = param_u64(k, "p_cols");
+    int rows = nr(k), cols = nr(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(rows), D(rows64));
+    emit(k, "cvt.u32.u64 %s, %s;", R(cols), D(cols64));
+    int tid = sreg(k, "%tid.x"), bx = sreg(k, "%ctaid.x"), by = sreg(k, "%ctaid.y");
+    int c4 = nr(k), r = nr(k), tile = nr(k), row0 = nr(k), col0 = nr(k);
+    emit(k, "and.b32 %s, %s, 15;", R(c4), R(tid));
+    emit(k, "shr.u32 %s, %s, 4;", R(r), R(tid));
+    emit(k, "mov.u32 %s, wg_tr_tile;", R(tile));
+    emit(k, "shl.b32 %s, %s, 6;", R(row0), R(by));
+    emit(k, "shl.b32 %s, %s, 6;", R(col0), R(bx));
+    int v[4][4];
+    for (int i = 0; i < 4; i++) { /* a[row0 + r + 16 i][col0 + 4 c4 .. + 3] */
+        int col = nr(k), pin;
+        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(col), R(c4), R(col0));
+        int addr = wg_tr_addr(k, a, row0, r, 16 * i, col, rows, cols, &pin);
+        for (int e = 0; e < 4; e++) {
+            v[i][e] = nf(k);
+            emit(k, "mov.f32 %s, %s;", F(v[i][e]), C(0.0f));
+        }
+        emit(k, "@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s];", P(pin), F(v[i][0]), F(v[i][1]), F(v[i][2]),
+             F(v[i][3]), D(addr));
+    }
+    for (int i = 0; i < 4; i++) { /* tile[r + 16 i][4 c4 + e], rows of 65 floats */
+        int sa = nr(k);
+        emit(k, "add.u32 %s, %s, %d;", R(sa), R(r), 16 * i);
+        emit(k, "mad.lo.u32 %s, %s, 65, %s;", R(sa), R(sa), R(c4));
+        emit(k, "mad.lo.u32 %s, %s, 3, %s;", R(sa), R(c4), R(sa)); /* + 4 c4 in all */
+        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(sa), R(tile));
+        for (int e = 0; e < 4; e++)
+            emit(k, "st.shared.f32 [%s+%d], %s;", R(sa), 4 * e, F(v[i][e]));
+    }
+    emit(k, "bar.sync 0;");
+    for (int i = 0; i < 4; i++) { /* y[col0 + r + 16 i][row0 + 4 c4 .. + 3] = tile[4 c4 + e][r + 16 i] */
+        int ocol = nr(k), sa = nr(k), o[4], pin;
+        emit(k, "add.u32 %s, %s, %d;", R(sa), R(r), 16 * i);
+        emit(k, "mad.lo.u32 %s, %s, 260, %s;", R(sa), R(c4), R(sa)); /* 4 c4 rows of 65 */
+        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(sa), R(tile));
+        for (int e = 0; e < 4; e++) {
+            o[e] = nf(k);
+            emit(k, "ld.shared.f32 %s, [%s+%d];", F(o[e]), R(sa), 4 * 65 * e);
+        }
+        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(ocol), R(c4), R(row0));
+        int addr = wg_tr_addr(k, y, col0, r, 16 * i, ocol, cols, rows, &pin);
+        emit(k, "@%s st.global.v4.f32 [%s], {%s, %s, %s, %s};", P(pin), D(addr), F(o[0]), F(o[1]), F(o[2]),
+             F(o[3]));
+    }
+    kern_finish(mod, k, "wg_transpose_v4", ".param .u64 p_y, .param .u64 p_a, .param .u64 p_rows, .param .u64 p_cols",
+                ".maxntid 256, 1, 1\n", "\t.shared .align 16 .b8 wg_tr_tile[16640];\n");
+}
+
 void module_wgmma(strbuf *mod)
 {
     sb_printf(mod, "\n.extern .shared .align 1024 .b8 wg_smem[];\n");
     for (size_t i = 0; i < WG_CFG_COUNT; i++)
         gen_wg(mod, &wg_cfgs[i]);
+    gen_transpose_v4(mod);
 }
 
 /* The launch shape of every variant, as the C table the plugin reads. */

@@ -636,7 +636,8 @@ int main(int argc, char **argv)
             check_matmul(st, flags, 256, 256, 64, 1.0f, 0.0f, &tf32);
             check_matmul(st, flags, 1000, 520, 132, 0.5f, 1.5f, &tf32); /* partial tiles, k % 32 != 0 */
         }
-        check_matmul(st, 2, 130, 6, 4, 1.0f, 1.0f, &tf32);
+        for (unsigned flags = 0; flags < 3; flags++) /* n, m % 4 != 0: module matrix's transpose */
+            check_matmul(st, flags, 130, 6, 4, 1.0f, 1.0f, &tf32);
         check_matmul(st, 0, 1024, 768, 512, 1.0f, 0.0f, &tf32); /* several tiles, every stage reused */
         desc->fini(st);
     }

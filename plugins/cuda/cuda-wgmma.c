@@ -73,12 +73,25 @@ static CUresult wg_tensor_map(const cuda_state *st, CUtensorMap *map, CUdevicept
                                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
-/* dst (cols x rows) = src (rows x cols)^T, on the stream. */
+/* dst (cols x rows) = src (rows x cols)^T, on the stream: 16-byte accesses
+ * (wg_transpose_v4) where the shapes and pointers allow, else module
+ * matrix's transpose. */
 static rayo_status wg_transpose(cuda_state *st, CUstream stream, CUdeviceptr dst, CUdeviceptr src, size_t rows,
                                 size_t cols)
 {
-    cuda_op tr = {.op = RAYO_OP_TRANSPOSE, .m = rows, .n = cols, .a = src, .y = dst};
-    return cuda_launch_op(st, stream, &tr);
+    size_t gx = (cols + 63) / 64, gy = (rows + 63) / 64;
+    if (rows % 4 || cols % 4 || (src & 15) || (dst & 15) || gy > 65535 || gx > INT32_MAX) {
+        cuda_op tr = {.op = RAYO_OP_TRANSPOSE, .m = rows, .n = cols, .a = src, .y = dst};
+        return cuda_launch_op(st, stream, &tr);
+    }
+    CUfunction fn;
+    rayo_status s = cuda_function(st, MOD_WGMMA, "wg_transpose_v4", &fn);
+    if (s != RAYO_OK)
+        return s;
+    unsigned long long r = rows, c = cols;
+    void *params[] = {&dst, &src, &r, &c};
+    CUresult e = st->drv->cuLaunchKernel(fn, (unsigned)gx, (unsigned)gy, 1, 256, 1, 1, 0, stream, params, NULL);
+    return e == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, e, "wg_transpose_v4");
 }
 
 rayo_status cuda_launch_wgmma_tf32(cuda_state *st, CUstream stream, const cuda_op *op)

@@ -14,7 +14,8 @@
 #
 #   plugins/cuda/h200-wgmma.sh [STEPS]    STEPS: any of build test bench conform memcheck
 #                                          (default: all)
-# OUT (default ./wgmma-out) receives the logs.
+# OUT (default ./wgmma-out) receives the logs.  Optional: TF32_KERNELS
+# (cuda-bench --tf32-kernels), CONFORM_ARGS (e.g. --quick), MEMCHECK_TIMEOUT.
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$PWD/wgmma-out}
@@ -78,7 +79,7 @@ fi
 
 if has conform; then
     echo "== rayo-conform --op matmul (fp32)"
-    timeout 200 "$build/tools/.libs/rayo-conform" --op matmul "$plugin" >"$out/conform.log" 2>&1 ||
+    timeout 200 "$build/tools/.libs/rayo-conform" ${CONFORM_ARGS-} --op matmul "$plugin" >"$out/conform.log" 2>&1 ||
         { echo "rayo-conform failed"; grep -B2 -A6 FAIL "$out/conform.log" | head -30; status=1; }
     tail -2 "$out/conform.log"
 fi
@@ -86,7 +87,7 @@ fi
 if has memcheck; then
     echo "== memcheck: quick matmul conform with precision = tf32"
     printf '[backend.cuda]\nprecision = tf32\n' >"$cache/tf32.conf"
-    RAYO_CONFIG=$cache/tf32.conf timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 --print-limit 20 \
+    RAYO_CONFIG=$cache/tf32.conf timeout ${MEMCHECK_TIMEOUT:-300} compute-sanitizer --tool memcheck --error-exitcode 3 --print-limit 20 \
         "$build/tools/.libs/rayo-conform" --quick --op matmul "$plugin" >"$out/memcheck.log" 2>&1
     rc=$?
     grep -E "ERROR SUMMARY" "$out/memcheck.log" | tail -1
