@@ -15,7 +15,8 @@
 #   plugins/cuda/h200-wgmma.sh [STEPS]    STEPS: any of build test bench conform memcheck
 #                                          (default: all)
 # OUT (default ./wgmma-out) receives the logs.  Optional: TF32_KERNELS
-# (cuda-bench --tf32-kernels), CONFORM_ARGS (e.g. --quick), MEMCHECK_TIMEOUT.
+# (cuda-bench --tf32-kernels), CONFORM_ARGS (e.g. --quick), MEMCHECK_TIMEOUT,
+# MEMCHECK_WGMMA_KERNEL (the wgmma_kernel of the memcheck run).
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$PWD/wgmma-out}
@@ -86,7 +87,7 @@ fi
 
 if has memcheck; then
     echo "== memcheck: quick matmul conform with precision = tf32"
-    printf '[backend.cuda]\nprecision = tf32\n' >"$cache/tf32.conf"
+    printf '[backend.cuda]\nprecision = tf32\nwgmma_kernel = %s\n' "${MEMCHECK_WGMMA_KERNEL:-auto}" >"$cache/tf32.conf"
     RAYO_CONFIG=$cache/tf32.conf timeout ${MEMCHECK_TIMEOUT:-300} compute-sanitizer --tool memcheck --error-exitcode 3 --print-limit 20 \
         "$build/tools/.libs/rayo-conform" --quick --op matmul "$plugin" >"$out/memcheck.log" 2>&1
     rc=$?
