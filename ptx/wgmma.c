@@ -34,13 +34,11 @@ typedef struct wg_cfg {
     int bn;        /* tile columns: one wgmma m64n<bn>k8 per k step */
     int consumers; /* consumer warpgroups, 64 tile rows each */
     int stages;
-    int b_rows;    /* B as it comes (k rows of n): loaded by the producer warpgroup */
 } wg_cfg;
 
 static const wg_cfg wg_cfgs[] = {
     {"wg_tf32_128x256", 256, 2, 4},
     {"wg_tf32_128x128", 128, 2, 6},
-    {"wg_tf32_128x256_nn", 256, 2, 4, 1},
 };
 #define WG_CFG_COUNT (sizeof wg_cfgs / sizeof wg_cfgs[0])
 
@@ -61,7 +59,7 @@ typedef struct wg_kernel {
     kern *k;
     const wg_cfg *cfg;
     int tid, wg, base, bars;        /* thread, warpgroup, aligned stages, barriers */
-    int row0, col0, M, N, K, KT;    /* tile origin (u32), sizes (u32), k tiles */
+    int row0, col0, M, N, KT;       /* tile origin (u32), sizes (u32), k tiles */
     int c, alpha, beta;
 } wg_kernel;
 
@@ -139,10 +137,6 @@ static void wg_setup(wg_kernel *w)
     emit(k, "cvt.u32.u64 %s, %s;", R(w->M), D(m64));
     emit(k, "cvt.u32.u64 %s, %s;", R(w->N), D(n64));
     emit(k, "cvt.u32.u64 %s, %s;", R(w->KT), D(k64));
-    if (cfg->b_rows) {
-        w->K = nr(k);
-        emit(k, "mov.u32 %s, %s;", R(w->K), R(w->KT));
-    }
     emit(k, "add.u32 %s, %s, %d;", R(w->KT), R(w->KT), WG_BK - 1);
     emit(k, "shr.u32 %s, %s, 5;", R(w->KT), R(w->KT));
     w->tid = sreg(k, "%tid.x");
@@ -165,8 +159,7 @@ static void wg_setup(wg_kernel *w)
     emit(k, "setp.ne.u32 %s, %s, 0;", P(p0), R(w->tid));
     emit(k, "@%s bra %s;", P(p0), L(l_skip));
     for (int s = 0; s < cfg->stages; s++) {
-        /* full: the A copy's expect_tx, and with b_rows each producer thread's stores */
-        emit(k, "mbarrier.init.shared::cta.b64 [%s+%d], %d;", R(w->bars), 8 * s, cfg->b_rows ? 129 : 1);
+        emit(k, "mbarrier.init.shared::cta.b64 [%s+%d], 1;", R(w->bars), 8 * s);
         emit(k, "mbarrier.init.shared::cta.b64 [%s+%d], %d;", R(w->bars), 8 * (cfg->stages + s),
              4 * cfg->consumers);
     }
@@ -175,21 +168,16 @@ static void wg_setup(wg_kernel *w)
     emit(k, "bar.sync 0;");
 }
 
-/* The generic address of the tensor map in kernel parameter `name`. */
-static int wg_param_map(kern *k, const char *name)
-{
-    int r = nd(k);
-    emit(k, "mov.u64 %s, %s;", D(r), name);
-    emit(k, "cvta.param.u64 %s, %s;", D(r), D(r));
-    return r;
-}
-
 /* Warpgroup 0: thread 0 streams the k tiles of A and B into the ring. */
 static void wg_producer(wg_kernel *w)
 {
     kern *k = w->k;
     const wg_cfg *cfg = w->cfg;
-    int ta = wg_param_map(k, "p_ta"), tb = wg_param_map(k, "p_tb");
+    int ta = nd(k), tb = nd(k);
+    emit(k, "mov.u64 %s, p_ta;", D(ta));
+    emit(k, "cvta.param.u64 %s, %s;", D(ta), D(ta));
+    emit(k, "mov.u64 %s, p_tb;", D(tb));
+    emit(k, "cvta.param.u64 %s, %s;", D(tb), D(tb));
     wg_ring g = wg_loop_begin(w);
     int s = g.s;
     int full = wg_bar(w, s, 0), empty = wg_bar(w, s, 1), wpar = nr(k);
@@ -204,117 +192,6 @@ static void wg_producer(wg_kernel *w)
             "[%s], [%s, {%s, %s}], [%s];", R(sa), D(ta), R(kc), R(w->row0), R(full));
     emit(k, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
             "[%s], [%s, {%s, %s}], [%s];", R(sb), D(tb), R(kc), R(w->col0), R(full));
-    wg_loop_end(w, &g);
-}
-
-/* b_rows: the producer thread's part of a k tile of a row-major B (32 rows
- * of k, bn columns): four 4 x 4 blocks, block j at k rows 4 kq .. + 3 and
- * columns 4 nq .. + 3 (kq = lane % 8, nq = 4 (4 warp + j) + lane / 8): the
- * global addresses of their first rows, the predicates of their columns,
- * and the stage offsets of the 16 K-major rows they become (row n of the B
- * stage, 16-byte chunk kq ^ (n % 8): the copy engine's swizzle). */
-typedef struct wg_ldg {
-    int g[4], pn[4], so[4][4], kq, rowstep, tilestep;
-} wg_ldg;
-
-static void wg_ldg_setup(wg_kernel *w, wg_ldg *L)
-{
-    kern *k = w->k;
-    const wg_cfg *cfg = w->cfg;
-    int b = param_global(k, "p_b"), lane = nr(k), warp = nr(k), nql = nr(k);
-    L->kq = nr(k);
-    emit(k, "and.b32 %s, %s, 31;", R(lane), R(w->tid));
-    emit(k, "shr.u32 %s, %s, 5;", R(warp), R(w->tid));
-    emit(k, "and.b32 %s, %s, 7;", R(L->kq), R(lane));
-    emit(k, "shr.u32 %s, %s, 3;", R(nql), R(lane));
-    L->rowstep = nd(k);
-    L->tilestep = nd(k);
-    emit(k, "mul.wide.u32 %s, %s, 4;", D(L->rowstep), R(w->N));
-    emit(k, "mul.lo.u64 %s, %s, %d;", D(L->tilestep), D(L->rowstep), WG_BK);
-    for (int j = 0; j < 4; j++) {
-        int nq = nr(k), col = nr(k), idx = nd(k), c64 = nd(k), kr = nr(k);
-        emit(k, "mad.lo.u32 %s, %s, 4, %d;", R(nq), R(warp), j);
-        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(nq), R(nq), R(nql));
-        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(col), R(nq), R(w->col0));
-        L->pn[j] = np(k);
-        emit(k, "setp.lt.u32 %s, %s, %s;", P(L->pn[j]), R(col), R(w->N));
-        emit(k, "shl.b32 %s, %s, 2;", R(kr), R(L->kq));
-        emit(k, "mul.wide.u32 %s, %s, %s;", D(idx), R(kr), R(w->N));
-        emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(col));
-        emit(k, "add.u64 %s, %s, %s;", D(idx), D(idx), D(c64));
-        L->g[j] = addr_of(k, b, idx, 4);
-        for (int f = 0; f < 4; f++) { /* row n = 4 nq + f; (n % 8) = 4 (nq % 2) + f */
-            int row = nr(k), ch = nr(k);
-            L->so[j][f] = nr(k);
-            emit(k, "mad.lo.u32 %s, %s, 4, %d;", R(row), R(nq), f);
-            emit(k, "and.b32 %s, %s, 7;", R(ch), R(row));
-            emit(k, "xor.b32 %s, %s, %s;", R(ch), R(ch), R(L->kq));
-            emit(k, "shl.b32 %s, %s, 7;", R(row), R(row));
-            emit(k, "mad.lo.u32 %s, %s, 16, %s;", R(L->so[j][f]), R(ch), R(row));
-            emit(k, "add.u32 %s, %s, %d;", R(L->so[j][f]), R(L->so[j][f]), 64 * cfg->consumers * WG_ROW);
-        }
-    }
-}
-
-/* Warpgroup 0 with b_rows: thread 0 copies the A tiles (bulk tensor); all
- * 128 threads load the B tile (before waiting for the stage, so that the
- * loads overlap the wait), store it K-major into the stage, and arrive on
- * its full barrier after fence.proxy.async (wgmma reads through the async
- * proxy). */
-static void wg_producer_rows(wg_kernel *w)
-{
-    kern *k = w->k;
-    const wg_cfg *cfg = w->cfg;
-    int ta = wg_param_map(k, "p_ta"), is0 = np(k);
-    emit(k, "setp.eq.u32 %s, %s, 0;", P(is0), R(w->tid));
-    wg_ldg L;
-    wg_ldg_setup(w, &L);
-    int kbase = nr(k);
-    emit(k, "shl.b32 %s, %s, 2;", R(kbase), R(L.kq));
-    wg_ring g = wg_loop_begin(w);
-    int v[4][4][4];
-    int kc = nr(k);
-    emit(k, "shl.b32 %s, %s, 5;", R(kc), R(g.kt));
-    for (int e = 0; e < 4; e++) {
-        int kr = nr(k), pk = np(k);
-        emit(k, "add.u32 %s, %s, %s;", R(kr), R(kc), R(kbase));
-        emit(k, "add.u32 %s, %s, %d;", R(kr), R(kr), e);
-        emit(k, "setp.lt.u32 %s, %s, %s;", P(pk), R(kr), R(w->K));
-        for (int j = 0; j < 4; j++) {
-            int pl = np(k), addr = nd(k);
-            emit(k, "and.pred %s, %s, %s;", P(pl), P(pk), P(L.pn[j]));
-            if (e == 0)
-                emit(k, "mov.u64 %s, %s;", D(addr), D(L.g[j]));
-            else
-                emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(addr), D(L.rowstep), e, D(L.g[j]));
-            for (int f = 0; f < 4; f++) {
-                v[j][e][f] = nr(k);
-                emit(k, "mov.b32 %s, 0;", R(v[j][e][f]));
-            }
-            emit(k, "@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];", P(pl), R(v[j][e][0]), R(v[j][e][1]),
-                 R(v[j][e][2]), R(v[j][e][3]), D(addr));
-        }
-    }
-    int full = wg_bar(w, g.s, 0), empty = wg_bar(w, g.s, 1), wpar = nr(k);
-    emit(k, "xor.b32 %s, %s, 1;", R(wpar), R(g.phase)); /* a fresh barrier passes parity 1 */
-    wg_wait(k, empty, wpar);
-    int sa = nr(k);
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(sa), R(g.s), wg_stage_bytes(cfg), R(w->base));
-    emit(k, "@%s mbarrier.arrive.expect_tx.shared::cta.b64 _, [%s], %d;", P(is0), R(full),
-         64 * cfg->consumers * WG_ROW);
-    emit(k, "@%s cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-            "[%s], [%s, {%s, %s}], [%s];", P(is0), R(sa), D(ta), R(kc), R(w->row0), R(full));
-    for (int j = 0; j < 4; j++)
-        for (int f = 0; f < 4; f++) { /* row 4 nq + f: k 4 kq .. + 3 */
-            int a = nr(k);
-            emit(k, "add.u32 %s, %s, %s;", R(a), R(sa), R(L.so[j][f]));
-            emit(k, "st.shared.v4.b32 [%s], {%s, %s, %s, %s};", R(a), R(v[j][0][f]), R(v[j][1][f]), R(v[j][2][f]),
-                 R(v[j][3][f]));
-        }
-    emit(k, "fence.proxy.async.shared::cta;");
-    emit(k, "mbarrier.arrive.shared::cta.b64 _, [%s];", R(full));
-    for (int j = 0; j < 4; j++)
-        emit(k, "add.u64 %s, %s, %s;", D(L.g[j]), D(L.g[j]), D(L.tilestep));
     wg_loop_end(w, &g);
 }
 
@@ -439,14 +316,10 @@ static void gen_wg(strbuf *mod, const wg_cfg *cfg)
     int pc = np(&kk), l_cons = nlabel(&kk), l_end = nlabel(&kk);
     emit(&kk, "setp.ne.u32 %s, %s, 0;", P(pc), R(w.wg));
     emit(&kk, "@%s bra %s;", P(pc), L(l_cons));
-    if (cfg->b_rows) {
-        wg_producer_rows(&w);
-    } else {
-        int p0 = np(&kk);
-        emit(&kk, "setp.ne.u32 %s, %s, 0;", P(p0), R(w.tid));
-        emit(&kk, "@%s bra %s;", P(p0), L(l_end));
-        wg_producer(&w);
-    }
+    int p0 = np(&kk);
+    emit(&kk, "setp.ne.u32 %s, %s, 0;", P(p0), R(w.tid));
+    emit(&kk, "@%s bra %s;", P(p0), L(l_end));
+    wg_producer(&w);
     emit(&kk, "bra.uni %s;", L(l_end));
     label(&kk, l_cons);
     int acc0 = kk.nf;
@@ -458,12 +331,8 @@ static void gen_wg(strbuf *mod, const wg_cfg *cfg)
     char dir[96];
     snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n.minnctapersm 1\n", 128 * (1 + cfg->consumers));
     kern_finish(mod, &kk, cfg->name,
-                cfg->b_rows ? ".param .align 64 .b8 p_ta[128], .param .u64 p_b, .param .u64 p_c, "
-                              ".param .u64 p_m, .param .u64 p_n, .param .u64 p_k, .param .f32 p_alpha, "
-                              ".param .f32 p_beta"
-                            : ".param .align 64 .b8 p_ta[128], .param .align 64 .b8 p_tb[128], .param .u64 p_c, "
-                              ".param .u64 p_m, .param .u64 p_n, .param .u64 p_k, .param .f32 p_alpha, "
-                              ".param .f32 p_beta",
+                ".param .align 64 .b8 p_ta[128], .param .align 64 .b8 p_tb[128], .param .u64 p_c, "
+                ".param .u64 p_m, .param .u64 p_n, .param .u64 p_k, .param .f32 p_alpha, .param .f32 p_beta",
                 dir, NULL);
 }
 
@@ -558,8 +427,8 @@ void wgmma_write_config_table(strbuf *c)
     sb_printf(c, "const rayo_ptx_wgmma_config rayo_cuda_wgmma_configs[] = {\n");
     for (size_t i = 0; i < WG_CFG_COUNT; i++) {
         const wg_cfg *cf = &wg_cfgs[i];
-        sb_printf(c, "    {\"%s\", %d, %d, %d, %d, %d, %d},\n", cf->name, 64 * cf->consumers, cf->bn,
-                  128 * (1 + cf->consumers), wg_smem_bytes(cf), WG_BK, cf->b_rows);
+        sb_printf(c, "    {\"%s\", %d, %d, %d, %d, %d},\n", cf->name, 64 * cf->consumers, cf->bn,
+                  128 * (1 + cf->consumers), wg_smem_bytes(cf), WG_BK);
     }
     sb_printf(c, "};\nconst unsigned rayo_cuda_wgmma_config_count = %u;\n", (unsigned)WG_CFG_COUNT);
 }

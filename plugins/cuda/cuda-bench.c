@@ -382,7 +382,7 @@ int main(int argc, char **argv)
     static const char *const tf32_kernels[] = {
         "tf32_128x128_w2x4", "tf32_128x128_w2x4_2cta", "tf32_128x128_w2x2", "tf32_256x128_w4x2",
         "tf32_128x128_w2x4_rna", "tf32_128x128_w2x2_r", "tf32_128x128_w2x2_swz", "tf32_128x128_w2x2_swz4",
-        "tf32_256x128_w4x2_swz", "tf32_128x256_w2x4_swz", "wg_tf32_128x256", "wg_tf32_128x128", "wg_tf32_128x256_nn"};
+        "tf32_256x128_w4x2_swz", "tf32_128x256_w2x4_swz", "wg_tf32_128x256", "wg_tf32_128x128"};
     static const size_t sizes[] = {1024, 2048, 4096, 8192};
     int nsizes = quick ? 2 : 4;
 
@@ -436,7 +436,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof tf32_kernels / sizeof tf32_kernels[0]; i++)
         if (in_list(tf, tf32_kernels[i])) {
             bench_gemm("tf32", "tf32", "tf32_kernel", tf32_kernels[i], sizes, nsizes, 0);
-            if (!strncmp(tf32_kernels[i], "wg_", 3) && !strstr(tf32_kernels[i], "_nn"))
+            if (!strncmp(tf32_kernels[i], "wg_", 3))
                 bench_gemm("tf32", "tf32", "tf32_kernel", tf32_kernels[i], sizes, nsizes, RAYO_TRANS_B);
         }
     return 0;

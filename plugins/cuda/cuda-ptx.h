@@ -85,9 +85,6 @@ typedef struct rayo_ptx_wgmma_config {
     int threads;
     int smem_bytes;       /* dynamic shared memory per block */
     int box_k;            /* elements of k per copy (one 128-byte swizzled row) */
-    int b_rows;           /* reads a row-major B (k x n; n % 4 == 0) itself, no K-major copy:
-                             parameters (map A, B pointer, C, m, n, k, alpha, beta); else
-                             (map A, map B (n x k), C, m, n, k, alpha, beta) */
 } rayo_ptx_wgmma_config;
 
 extern const rayo_ptx_module rayo_cuda_ptx_modules[];

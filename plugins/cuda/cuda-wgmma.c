@@ -5,9 +5,7 @@
  * TF32 wgmma reads both operands K-major: A as m rows of k, B as n rows of
  * k (RAYO_TRANS_B).  A row-major B (k x n) is transposed into scratch first,
  * and so is A with RAYO_TRANS_A; the transposes cost a pass over the operand
- * (about 2 k n 4 bytes of traffic for B), except for the kernels that read
- * a row-major B themselves (..._nn: the producer warpgroup stores it K-major
- * into shared memory; n % 4 == 0).  The kernels handle any m, n and
+ * (about 2 k n 4 bytes of traffic for B).  The kernel handles any m, n and
  * k % 4 == 0 (the copy engine zero-fills past the edges); other calls, and
  * devices other than cc 9.0, take the mma.sync kernels (cuda-launch.c). */
 #ifdef HAVE_CONFIG_H
@@ -40,13 +38,6 @@ static const rayo_ptx_wgmma_config *wg_pick(const cuda_state *st, const cuda_op 
     if (!st->use_wgmma || !st->drv->cuTensorMapEncodeTiled || op->dtypes)
         return NULL;
     const rayo_ptx_wgmma_config *c = wg_config(st->wgmma_kernel);
-    if (c && c->b_rows && ((op->flags & RAYO_TRANS_B) || op->n % 4 || (op->b & 15))) {
-        /* a kernel that reads a row-major B (..._nn): its K-major sibling */
-        char base[48];
-        size_t len = strlen(c->name) - 3;
-        snprintf(base, sizeof base, "%.*s", (int)len, c->name);
-        c = wg_config(base);
-    }
     if (!c || c->smem_bytes > st->max_smem_optin)
         return NULL;
     /* 16-byte row pitch for the copies; pairs of columns for the stores */
@@ -58,18 +49,15 @@ static const rayo_ptx_wgmma_config *wg_pick(const cuda_state *st, const cuda_op 
     return c;
 }
 
-/* Bytes of the K-major copies: A's (RAYO_TRANS_A), then B's (no
- * RAYO_TRANS_B, unless kernel c reads a row-major B itself). */
+/* Bytes of the K-major copies: A's (RAYO_TRANS_A), then B's (no RAYO_TRANS_B). */
 static size_t wg_copy_a(const cuda_op *op) { return (op->flags & RAYO_TRANS_A) ? round_up(op->m * op->k * 4) : 0; }
-static size_t wg_copy_b(const cuda_op *op, const rayo_ptx_wgmma_config *c)
-{
-    return (op->flags & RAYO_TRANS_B) || c->b_rows ? 0 : round_up(op->n * op->k * 4);
-}
+static size_t wg_copy_b(const cuda_op *op) { return (op->flags & RAYO_TRANS_B) ? 0 : round_up(op->n * op->k * 4); }
 
 size_t cuda_wgmma_scratch_bytes(const cuda_state *st, const cuda_op *op)
 {
-    const rayo_ptx_wgmma_config *c = st->allow_tf32 ? wg_pick(st, op) : NULL;
-    return c ? wg_copy_a(op) + wg_copy_b(op, c) : 0;
+    if (!st->allow_tf32 || !wg_pick(st, op))
+        return 0;
+    return wg_copy_a(op) + wg_copy_b(op);
 }
 
 /* A 2-D map of `rows` rows of k floats at `base`: boxes of box_k x box_rows
@@ -111,26 +99,26 @@ rayo_status cuda_launch_wgmma_tf32(cuda_state *st, CUstream stream, const cuda_o
     const rayo_ptx_wgmma_config *c = wg_pick(st, op);
     if (!c)
         return RAYO_E_UNSUPPORTED;
-    size_t copy_a = wg_copy_a(op), copy_b = wg_copy_b(op, c);
-    if ((copy_a || copy_b) && !op->scratch)
+    size_t need = wg_copy_a(op) + wg_copy_b(op);
+    if (need && !op->scratch)
         return RAYO_E_UNSUPPORTED; /* a caller without scratch for the copies (typed matmul) */
     CUdeviceptr a = op->a, b = op->b;
-    if ((copy_a == 0 && (a & 15)) || (copy_b == 0 && (b & 15)))
+    if ((wg_copy_a(op) == 0 && (a & 15)) || (wg_copy_b(op) == 0 && (b & 15)))
         return RAYO_E_UNSUPPORTED;
     CUtensorMap ta, tb;
     rayo_status s = RAYO_OK;
-    if (copy_a) {
+    if (wg_copy_a(op)) {
         a = op->scratch;
         s = wg_transpose(st, stream, a, op->a, op->k, op->m);
     }
-    if (s == RAYO_OK && copy_b) {
-        b = op->scratch + copy_a;
+    if (s == RAYO_OK && wg_copy_b(op)) {
+        b = op->scratch + wg_copy_a(op);
         s = wg_transpose(st, stream, b, op->b, op->k, op->n);
     }
     if (s != RAYO_OK)
         return s;
     CUresult r = wg_tensor_map(st, &ta, a, op->m, op->k, (unsigned)c->box_k, (unsigned)c->block_m);
-    if (r == CUDA_SUCCESS && !c->b_rows)
+    if (r == CUDA_SUCCESS)
         r = wg_tensor_map(st, &tb, b, op->n, op->k, (unsigned)c->box_k, (unsigned)c->block_n);
     if (r != CUDA_SUCCESS)
         return cuda_fail(st, r, "cuTensorMapEncodeTiled");
@@ -140,7 +128,7 @@ rayo_status cuda_launch_wgmma_tf32(cuda_state *st, CUstream stream, const cuda_o
     CUdeviceptr y = op->y;
     unsigned long long m = op->m, n = op->n, k = op->k;
     float alpha = op->alpha, beta = op->beta;
-    void *params[] = {&ta, c->b_rows ? (void *)&b : (void *)&tb, &y, &m, &n, &k, &alpha, &beta};
+    void *params[] = {&ta, &tb, &y, &m, &n, &k, &alpha, &beta};
     unsigned gx = (unsigned)((op->n + (size_t)c->block_n - 1) / (size_t)c->block_n);
     unsigned gy = (unsigned)((op->m + (size_t)c->block_m - 1) / (size_t)c->block_m);
     r = st->drv->cuLaunchKernel(fn, gx, gy, 1, (unsigned)c->threads, 1, 1, (unsigned)c->smem_bytes, stream,
