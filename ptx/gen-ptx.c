@@ -32,6 +32,7 @@ typedef struct module_def {
     const char *name;
     void (*gen)(strbuf *);
     int min_sm; /* written for targets from this one on */
+    int arch_specific; /* for sm_<min_sm>a only (cuda-ptx.h) */
 } module_def;
 
 static const module_def modules[] = {
@@ -44,6 +45,7 @@ static const module_def modules[] = {
     {"rows_cluster", module_rows_cluster, 90},
     {"infer", module_infer},
     {"splitk", module_splitk},
+    {"wgmma", module_wgmma, 90, 1},
 };
 #define MODULE_COUNT (sizeof modules / sizeof modules[0])
 static const int targets[] = RAYO_PTX_TARGETS;
@@ -54,7 +56,7 @@ static const int targets[] = RAYO_PTX_TARGETS;
 static void gen_module(strbuf *out, const module_def *m, int sm)
 {
     char head[256];
-    int n = rayo_ptx_header(head, sizeof head, m->name, sm);
+    int n = rayo_ptx_header(head, sizeof head, m->name, sm, m->arch_specific);
     if (n < 0 || (size_t)n >= sizeof head) {
         fprintf(stderr, "gen-ptx: the header of module %s does not fit\n", m->name);
         exit(1);
@@ -85,7 +87,7 @@ static int write_ptx_dir(const char *dir)
 {
     for (size_t i = 0; i < MODULE_COUNT; i++)
         for (size_t t = 0; t < TARGET_COUNT; t++) {
-            if (targets[t] < modules[i].min_sm)
+            if (targets[t] < modules[i].min_sm || (modules[i].arch_specific && targets[t] != modules[i].min_sm))
                 continue;
             strbuf b = {0};
             char path[4096];
@@ -134,10 +136,11 @@ static int write_c_source(const char *path)
     }
     sb_printf(&c, "const rayo_ptx_module rayo_cuda_ptx_modules[] = {\n");
     for (size_t i = 0; i < MODULE_COUNT; i++)
-        sb_printf(&c, "    {\"%s\", ptx_%s, sizeof ptx_%s - 1, %d},\n", modules[i].name, modules[i].name,
-                  modules[i].name, modules[i].min_sm);
+        sb_printf(&c, "    {\"%s\", ptx_%s, sizeof ptx_%s - 1, %d, %d},\n", modules[i].name, modules[i].name,
+                  modules[i].name, modules[i].min_sm, modules[i].arch_specific);
     sb_printf(&c, "};\nconst unsigned rayo_cuda_ptx_module_count = %u;\n\n", (unsigned)MODULE_COUNT);
     tf32_write_config_table(&c);
+    wgmma_write_config_table(&c);
     infer_write_config_table(&c);
     int rc = write_file(path, c.p, c.len);
     sb_free(&c);
@@ -172,7 +175,7 @@ int main(int argc, char **argv)
     if (argc == 5 && strcmp(argv[1], "--module") == 0 && strcmp(argv[3], "--sm") == 0) {
         const module_def *m = find_module(argv[2]);
         int sm = atoi(argv[4]);
-        if (!m || !is_target(sm) || sm < m->min_sm)
+        if (!m || !is_target(sm) || sm < m->min_sm || (m->arch_specific && sm != m->min_sm))
             return usage();
         strbuf b = {0};
         gen_module(&b, m, sm);

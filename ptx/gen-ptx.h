@@ -11,6 +11,7 @@
  *   one file per module:  elementwise.c, reduce.c, rows.c (also rows_cluster),
  *                   matrix.c (with gemv.c and transpose.c), sgemm.c, tf32.c,
  *                   splitk.c (the float64 sum of split-K partials),
+ *                   wgmma.c (TF32 on Hopper's warpgroup MMA, sm_90a),
  *                   infer-gemv.c + infer-ops.c + attention.c (module "infer": gemv
  *                   with half and quantized weights; glu, rope, convert, get_rows;
  *                   fused attention)
@@ -131,6 +132,7 @@ void module_sgemm(strbuf *mod);
 void module_tf32(strbuf *mod);
 void module_splitk(strbuf *mod);
 void module_infer(strbuf *mod);
+void module_wgmma(strbuf *mod); /* sm_90a only */
 /* infer-ops.c: the other kernels of module "infer" (glu, rope, convert) */
 void infer_ops(strbuf *mod);
 /* attention.c: attention kernels of module "infer" */
@@ -138,6 +140,8 @@ void infer_attention(strbuf *mod);
 
 /* tf32.c: the C table rayo_cuda_tf32_configs (plugins/cuda/cuda-ptx.h). */
 void tf32_write_config_table(strbuf *c);
+/* wgmma.c: the C table rayo_cuda_wgmma_configs (plugins/cuda/cuda-ptx.h). */
+void wgmma_write_config_table(strbuf *c);
 /* infer-gemv.c: the C table rayo_cuda_gemvq_configs (plugins/cuda/cuda-ptx.h). */
 void infer_write_config_table(strbuf *c);
 

@@ -42,6 +42,7 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < rayo_cuda_ptx_module_count; i++)
         for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++)
             if (targets[t] >= rayo_cuda_ptx_modules[i].min_sm &&
+                (!rayo_cuda_ptx_modules[i].arch_specific || targets[t] == rayo_cuda_ptx_modules[i].min_sm) &&
                 write_module(argv[1], &rayo_cuda_ptx_modules[i], targets[t]))
                 return 1;
     return 0;

@@ -53,6 +53,12 @@ int main(void)
     RAYO_CU_JIT_INPUT_TYPES(CHECK_VALUE)
     RAYO_CU_STREAM_FLAGS(CHECK_VALUE)
     RAYO_CU_EVENT_FLAGS(CHECK_VALUE)
+    RAYO_CU_TENSOR_MAP_DATA_TYPES(CHECK_VALUE)
+    RAYO_CU_TENSOR_MAP_INTERLEAVES(CHECK_VALUE)
+    RAYO_CU_TENSOR_MAP_SWIZZLES(CHECK_VALUE)
+    RAYO_CU_TENSOR_MAP_L2_PROMOTIONS(CHECK_VALUE)
+    RAYO_CU_TENSOR_MAP_OOB_FILLS(CHECK_VALUE)
+    check_value("sizeof(CUtensorMap)", (long long)sizeof(CUtensorMap), 128);
     check_value("sizeof(CUdeviceptr)", (long long)sizeof(CUdeviceptr), 8);
 
     size_t n = sizeof toolkit_names / sizeof toolkit_names[0];

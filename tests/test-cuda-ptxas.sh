@@ -1,6 +1,7 @@
 #!/bin/sh
 # test-cuda-ptxas.sh - assembles every PTX module the generator emits with
-# ptxas: the sm_80 modules for sm_80 and sm_90, the sm_90 modules for sm_90.
+# ptxas: the sm_80 modules for sm_80 and sm_90, the sm_90 modules for sm_90,
+# an arch-specific module (.target sm_90a: wgmma) for sm_90a only.
 # PTXAS and GEN_PTX come from the build (the wrapper tests/test-cuda-ptxas);
 # without ptxas the test is skipped.  ptxas reports the file and line of any
 # error; its resource report (registers, spills) is kept in the log.
@@ -26,7 +27,8 @@ fail=0
 for f in "$tmp"/*.ptx; do
     case $f in
     *-sm80.ptx) archs="sm_80 sm_90" ;;
-    *-sm90.ptx) archs="sm_90" ;;
+    *-sm90.ptx) archs="sm_90"
+        grep -q "^\.target sm_90a" "$f" && archs="sm_90a" ;;
     *) echo "FAIL: unexpected file $f"; fail=1; continue ;;
     esac
     for arch in $archs; do
@@ -46,6 +48,7 @@ done
 for k in ew_add_v4 ew_gelu_s1 red_argmax_final row_layernorm sgemm_general sgemm_nn_k8 tf32_128x128_w2x4 gemv_t_part; do
     grep -q "\.entry $k(" "$tmp"/*-sm80.ptx || { echo "FAIL: kernel $k missing"; fail=1; }
 done
+grep -q "\.entry wg_tf32_128x256(" "$tmp"/wgmma-sm90.ptx || { echo "FAIL: kernel wg_tf32_128x256 missing"; fail=1; }
 echo "$count assemblies"
 [ "$count" -ge 18 ] || { echo "FAIL: expected at least 18 assemblies"; fail=1; }
 exit $fail

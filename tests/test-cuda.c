@@ -635,7 +635,14 @@ int main(int argc, char **argv)
         tf32.tol_rel = 4e-3;
         check_matmul(st, 0, 512, 256, 96, 1.0f, 0.0f, &tf32);
         check_matmul(st, 0, 300, 200, 64, 1.0f, 1.0f, &tf32); /* tiled part + edges */
-        check_matmul(st, 3, 256, 256, 64, 1.0f, 0.0f, NULL);  /* transposed: the fp32 path */
+        /* transposed: wgmma on sm_90 (K-major copies), the fp32 path elsewhere */
+        for (unsigned flags = 0; flags < 4; flags++) {
+            check_matmul(st, flags, 256, 256, 64, 1.0f, 0.0f, &tf32);
+            check_matmul(st, flags, 1000, 520, 132, 0.5f, 1.5f, &tf32); /* partial tiles, k % 32 != 0 */
+        }
+        for (unsigned flags = 0; flags < 3; flags++) /* n, m % 4 != 0: module matrix's transpose */
+            check_matmul(st, flags, 130, 6, 4, 1.0f, 1.0f, &tf32);
+        check_matmul(st, 0, 1024, 768, 512, 1.0f, 0.0f, &tf32); /* several tiles, every stage reused */
         desc->fini(st);
     }
     if (cache_dir[0]) {

@@ -7,7 +7,8 @@
  * Measures, on device buffers (one batch of R identical calls, submitted and
  * waited for; the median of several batches):
  *   - sgemm fp32, n = 1024, 2048, 4096, 8192, for each sgemm kernel;
- *   - TF32 gemm (precision = tf32) for each tf32 kernel;
+ *   - TF32 gemm (precision = tf32) for each tf32 kernel (mma.sync, the
+ *     wgmma path off) and each wgmma kernel (sm_90: C = A B, then A B^T);
  *   - elementwise and row ops on 2^26 floats, as bytes moved per second;
  * and on host memory:
  *   - the round trip of add on 1024 floats (rayo_run_on "cuda": copy in,
@@ -130,8 +131,9 @@ static void report(const char *group, const char *name, size_t size, double valu
     fflush(stdout);
 }
 
-/* Largest |C - ref| / sum|terms| over 64 sampled elements of C = A B. */
-static double spot_check(rayo_buffer *A, rayo_buffer *B, rayo_buffer *C, size_t n)
+/* Largest |C - ref| / sum|terms| over 64 sampled elements of C = A B
+ * (B transposed: A B^T). */
+static double spot_check(rayo_buffer *A, rayo_buffer *B, rayo_buffer *C, size_t n, int trans_b)
 {
     float *row = malloc(n * sizeof *row), *bm = malloc(n * n * sizeof *bm), c;
     double worst = 0;
@@ -146,8 +148,9 @@ static double spot_check(rayo_buffer *A, rayo_buffer *B, rayo_buffer *C, size_t 
         rayo_buffer_read(C, (i * n + j) * sizeof(float), &c, sizeof c);
         double ref = 0, terms = 0;
         for (size_t p = 0; p < n; p++) {
-            ref += (double)row[p] * bm[p * n + j];
-            terms += fabs((double)row[p] * bm[p * n + j]);
+            double b = bm[trans_b ? j * n + p : p * n + j];
+            ref += (double)row[p] * b;
+            terms += fabs((double)row[p] * b);
         }
         double e = fabs(c - ref) / (terms > 0 ? terms : 1);
         if (!(e <= worst))
@@ -158,24 +161,31 @@ static double spot_check(rayo_buffer *A, rayo_buffer *B, rayo_buffer *C, size_t 
     return worst;
 }
 
+/* A wgmma kernel (wg_*) is benchmarked on C = A B (B transposed into
+ * scratch first) and on C = A B^T (its operands as they come); a tf32_*
+ * one with the wgmma path off. */
 static void bench_gemm(const char *group, const char *precision, const char *key, const char *kernel,
-                       const size_t *sizes, int nsizes)
+                       const size_t *sizes, int nsizes, unsigned flags)
 {
     char settings[256];
-    snprintf(settings, sizeof settings, "[backend.cuda]\nprecision = %s\n%s = %s\n", precision, key, kernel);
+    int wg = !strncmp(kernel, "wg_", 3);
+    snprintf(settings, sizeof settings, "[backend.cuda]\nprecision = %s\n%s = %s\n%s", precision,
+             wg ? "wgmma_kernel" : key, kernel, !strcmp(key, "tf32_kernel") && !wg ? "wgmma = no\n" : "");
     rayo_context *ctx = open_with(settings);
+    char name[64];
+    snprintf(name, sizeof name, "%s%s", kernel, flags & RAYO_TRANS_B ? " B^T" : "");
     for (int s = 0; s < nsizes; s++) {
         size_t n = sizes[s];
         rayo_buffer *A = device_buffer(ctx, n * n, 1), *B = device_buffer(ctx, n * n, 1);
         rayo_buffer *C = device_buffer(ctx, n * n, 0);
-        rayo_batch_call c = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_MATMUL, .m = n, .n = n, .k = n, .alpha = 1, .beta = 0,
-                             .a = {A, 0}, .b = {B, 0}, .y = {C, 0}};
+        rayo_batch_call c = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_MATMUL, .flags = flags, .m = n, .n = n, .k = n,
+                             .alpha = 1, .beta = 0, .a = {A, 0}, .b = {B, 0}, .y = {C, 0}};
         double flops = 2.0 * (double)n * n * n;
         int reps = flops > 2e11 ? 3 : flops > 2e10 ? 10 : 40;
         double t = time_batch(ctx, &c, reps, 5);
         char note[64];
-        snprintf(note, sizeof note, "max err %.1e (of sum|terms|)", spot_check(A, B, C, n));
-        report(group, kernel, n, flops / t * 1e-12, "TFLOP/s", note);
+        snprintf(note, sizeof note, "max err %.1e (of sum|terms|)", spot_check(A, B, C, n, (flags & RAYO_TRANS_B) != 0));
+        report(group, name, n, flops / t * 1e-12, "TFLOP/s", note);
         rayo_buffer_destroy(A);
         rayo_buffer_destroy(B);
         rayo_buffer_destroy(C);
@@ -421,7 +431,7 @@ int main(int argc, char **argv)
     static const char *const tf32_kernels[] = {
         "tf32_128x128_w2x4", "tf32_128x128_w2x4_2cta", "tf32_128x128_w2x2", "tf32_256x128_w4x2",
         "tf32_128x128_w2x4_rna", "tf32_128x128_w2x2_r", "tf32_128x128_w2x2_swz", "tf32_128x128_w2x2_swz4",
-        "tf32_256x128_w4x2_swz", "tf32_128x256_w2x4_swz"};
+        "tf32_256x128_w4x2_swz", "tf32_128x256_w2x4_swz", "wg_tf32_128x256", "wg_tf32_128x128"};
     static const size_t sizes[] = {1024, 2048, 4096, 8192};
     int nsizes = quick ? 2 : 4;
 
@@ -476,9 +486,12 @@ int main(int argc, char **argv)
 
     for (size_t i = 0; i < sizeof sgemm_kernels / sizeof sgemm_kernels[0]; i++)
         if (in_list(sg, sgemm_kernels[i]))
-            bench_gemm("sgemm", "fp32", "sgemm_kernel", sgemm_kernels[i], sizes, nsizes);
+            bench_gemm("sgemm", "fp32", "sgemm_kernel", sgemm_kernels[i], sizes, nsizes, 0);
     for (size_t i = 0; i < sizeof tf32_kernels / sizeof tf32_kernels[0]; i++)
-        if (in_list(tf, tf32_kernels[i]))
-            bench_gemm("tf32", "tf32", "tf32_kernel", tf32_kernels[i], sizes, nsizes);
+        if (in_list(tf, tf32_kernels[i])) {
+            bench_gemm("tf32", "tf32", "tf32_kernel", tf32_kernels[i], sizes, nsizes, 0);
+            if (!strncmp(tf32_kernels[i], "wg_", 3))
+                bench_gemm("tf32", "tf32", "tf32_kernel", tf32_kernels[i], sizes, nsizes, RAYO_TRANS_B);
+        }
     return 0;
 }

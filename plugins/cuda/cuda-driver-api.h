@@ -16,6 +16,7 @@
 #define RAYO_CUDA_DRIVER_API_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* ---- constants, as (name, value) pairs ------------------------------------
  * One list per enum type: the enums below are generated from them, and the
@@ -45,6 +46,12 @@
 #define RAYO_CU_JIT_INPUT_TYPES(X) X(CU_JIT_INPUT_PTX, 1)
 #define RAYO_CU_STREAM_FLAGS(X) X(CU_STREAM_DEFAULT, 0) X(CU_STREAM_NON_BLOCKING, 1)
 #define RAYO_CU_EVENT_FLAGS(X) X(CU_EVENT_DISABLE_TIMING, 2)
+/* tensor maps (CUDA 12.0 on, sm_90): the values cuda-wgmma.c uses */
+#define RAYO_CU_TENSOR_MAP_DATA_TYPES(X) X(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 7)
+#define RAYO_CU_TENSOR_MAP_INTERLEAVES(X) X(CU_TENSOR_MAP_INTERLEAVE_NONE, 0)
+#define RAYO_CU_TENSOR_MAP_SWIZZLES(X) X(CU_TENSOR_MAP_SWIZZLE_128B, 3)
+#define RAYO_CU_TENSOR_MAP_L2_PROMOTIONS(X) X(CU_TENSOR_MAP_L2_PROMOTION_L2_256B, 3)
+#define RAYO_CU_TENSOR_MAP_OOB_FILLS(X) X(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE, 0)
 
 /* With cuda.h already included (the agreement test) only the lists and the
  * prototypes are wanted: the compiler then checks that each prototype and
@@ -57,6 +64,11 @@ typedef enum { RAYO_CU_FUNCTION_ATTRIBUTES(RAYO_CU_ENUMERATOR) } CUfunction_attr
 typedef enum { RAYO_CU_JIT_OPTIONS(RAYO_CU_ENUMERATOR) } CUjit_option;
 typedef enum { RAYO_CU_JIT_INPUT_TYPES(RAYO_CU_ENUMERATOR) } CUjitInputType;
 enum { RAYO_CU_STREAM_FLAGS(RAYO_CU_ENUMERATOR) RAYO_CU_EVENT_FLAGS(RAYO_CU_ENUMERATOR) };
+typedef enum { RAYO_CU_TENSOR_MAP_DATA_TYPES(RAYO_CU_ENUMERATOR) } CUtensorMapDataType;
+typedef enum { RAYO_CU_TENSOR_MAP_INTERLEAVES(RAYO_CU_ENUMERATOR) } CUtensorMapInterleave;
+typedef enum { RAYO_CU_TENSOR_MAP_SWIZZLES(RAYO_CU_ENUMERATOR) } CUtensorMapSwizzle;
+typedef enum { RAYO_CU_TENSOR_MAP_L2_PROMOTIONS(RAYO_CU_ENUMERATOR) } CUtensorMapL2promotion;
+typedef enum { RAYO_CU_TENSOR_MAP_OOB_FILLS(RAYO_CU_ENUMERATOR) } CUtensorMapFloatOOBfill;
 #undef RAYO_CU_ENUMERATOR
 
 /* Entry points whose signature changed over the years carry a version
@@ -73,6 +85,11 @@ enum { RAYO_CU_STREAM_FLAGS(RAYO_CU_ENUMERATOR) RAYO_CU_EVENT_FLAGS(RAYO_CU_ENUM
 #define cuMemcpyDtoHAsync cuMemcpyDtoHAsync_v2
 #define cuStreamDestroy cuStreamDestroy_v2
 #define cuEventDestroy cuEventDestroy_v2
+
+/* 128 opaque bytes the driver fills; passed to kernels by value */
+typedef struct CUtensorMap_st {
+    _Alignas(64) uint64_t opaque[16];
+} CUtensorMap;
 #endif
 
 /* ---- handles --------------------------------------------------------------
@@ -86,6 +103,8 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUevent_st *CUevent;
 typedef struct CUstream_st *CUstream;
 typedef struct CUlinkState_st *CUlinkState;
+typedef uint32_t cuuint32_t;
+typedef uint64_t cuuint64_t;
 
 /* ---- entry points (never called directly: looked up with dlsym) ---------- */
 CUresult cuInit(unsigned int flags);
@@ -131,5 +150,10 @@ CUresult cuEventRecord(CUevent event, CUstream stream);
 CUresult cuEventQuery(CUevent event);
 CUresult cuEventSynchronize(CUevent event);
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags);
+/* optional: resolved where the driver has it (cuda-driver.c) */
+CUresult cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *address,
+                                const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+                                const cuuint32_t *element_strides, CUtensorMapInterleave interleave,
+                                CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob);
 
 #endif

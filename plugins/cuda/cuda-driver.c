@@ -34,6 +34,8 @@ static int resolve(void)
     }
     CUDA_DRIVER_FUNCTIONS(CUDA_RESOLVE)
 #undef CUDA_RESOLVE
+    driver.cuTensorMapEncodeTiled =
+        (__typeof__(driver.cuTensorMapEncodeTiled))dlsym(driver.lib, CUDA_STR(cuTensorMapEncodeTiled));
     return 0;
 }
 

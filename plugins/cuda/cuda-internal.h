@@ -42,6 +42,8 @@ typedef struct cuda_driver {
     void *lib;
     int version;          /* cuDriverGetVersion: 12040 = 12.4 */
     CUDA_DRIVER_FUNCTIONS(CUDA_FIELD)
+    /* optional (CUDA 12.0 on): NULL where the driver lacks it */
+    __typeof__(cuTensorMapEncodeTiled) *cuTensorMapEncodeTiled;
 } cuda_driver;
 #undef CUDA_FIELD
 
@@ -60,6 +62,7 @@ rayo_status cuda_map_error(CUresult r, int *lost);
 enum cuda_module_id {
     MOD_ELEMENTWISE, MOD_REDUCE, MOD_ROWS, MOD_MATRIX, MOD_SGEMM, MOD_TF32, MOD_ROWS_CLUSTER, MOD_INFER,
     MOD_SPLITK,
+    MOD_WGMMA, /* sm_90a only: loaded on cc 9.0 devices */
     MOD_COUNT
 };
 
@@ -119,6 +122,8 @@ typedef struct cuda_state {
     int jit_cache;        /* keep JIT output on disk */
     char cache_dir[1024]; /* "" = no disk cache */
     char sgemm_kernel[48], sgemm_fallback[48], tf32_kernel[48];
+    int use_wgmma;        /* TF32 through wgmma: cc 9.0, a CUDA 12 driver, [backend.cuda] wgmma */
+    char wgmma_kernel[48];
     atomic_int lost;      /* the context is unusable: every call fails fast */
 
     pthread_mutex_t lock; /* modules, functions, lanes */
@@ -184,6 +189,13 @@ int cuda_matmul_split_k(cuda_state *st, CUstream stream, const cuda_op *op, cons
                         rayo_status *s);
 /* The scratch either of them needs (0: none, or not a small matmul). */
 size_t cuda_matmul_small_scratch_bytes(const cuda_state *st, const cuda_op *op);
+/* ---- TF32 through wgmma on sm_90a (cuda-wgmma.c) --------------------- */
+/* RAYO_E_UNSUPPORTED (nothing queued) when the call does not suit it. */
+rayo_status cuda_launch_wgmma_tf32(cuda_state *st, CUstream stream, const cuda_op *op);
+/* Device scratch of its K-major operand copies (0 when it does not run). */
+size_t cuda_wgmma_scratch_bytes(const cuda_state *st, const cuda_op *op);
+/* Dynamic shared memory of kernel `name` of module "wgmma" (0: not one). */
+int cuda_wgmma_smem_bytes(const char *name);
 
 /* ---- typed matmul (cuda-typed-matmul.c): f32 A, a half or quantized B ---- */
 /* RAYO_OK if the backend runs this typed matmul (A and C dense, B's f32

@@ -115,7 +115,8 @@ size_t cuda_scratch_bytes(const cuda_state *st, const cuda_op *op)
         return (size_t)reduce_blocks(st, op->n) * 16;
     case RAYO_SIG_MATMUL: {
         size_t typed = cuda_typed_matmul_scratch_bytes(op), small = cuda_matmul_small_scratch_bytes(st, op);
-        return typed > small ? typed : small;
+        size_t wg = op->dtypes ? 0 : cuda_wgmma_scratch_bytes(st, op), most = typed > small ? typed : small;
+        return wg > most ? wg : most;
     }
     case RAYO_SIG_GEMV:
         if (op->flags & RAYO_TRANS_A) {
@@ -396,6 +397,11 @@ rayo_status cuda_launch_matmul_f32(cuda_state *st, CUstream stream, const cuda_o
     /* pick the tiled kernel */
     const char *kname = NULL;
     int mod = MOD_SGEMM, bm = 128, bn = 128, threads = THREADS, smem = 0;
+    if (tf32) { /* sm_90: warpgroup MMA first; RAYO_E_UNSUPPORTED when it does not take the call */
+        rayo_status ws = cuda_launch_wgmma_tf32(st, stream, op);
+        if (ws != RAYO_E_UNSUPPORTED)
+            return ws;
+    }
     const rayo_ptx_tf32_config *tc = tf32 && !ta && !tb ? tf32_config(st->tf32_kernel) : NULL;
     if (tc && op->k % 32 == 0 && tc->smem_bytes <= st->max_smem_optin) {
         kname = tc->name;

@@ -25,10 +25,11 @@
 #define DEFAULT_SGEMM "sgemm_nn_k16_async"
 #define DEFAULT_SGEMM_K8 "sgemm_nn_k8_async"
 #define DEFAULT_TF32 "tf32_128x128_w2x2_r"
+#define DEFAULT_WGMMA "wg_tf32_128x256"
 
 static const char *const module_names[MOD_COUNT] = {"elementwise", "reduce", "rows",
                                                     "matrix", "sgemm", "tf32", "rows_cluster", "infer",
-                                                    "splitk"};
+                                                    "splitk", "wgmma"};
 
 /* ---- probe ---------------------------------------------------------------- */
 static int device_attr(const cuda_driver *drv, CUdevice dev, CUdevice_attribute a)
@@ -182,6 +183,11 @@ static void read_config(cuda_state *st)
     snprintf(st->sgemm_fallback, sizeof st->sgemm_fallback, "%s",
              strstr(st->sgemm_kernel, "_k16") ? DEFAULT_SGEMM_K8 : st->sgemm_kernel);
     config_kernel(host, "tf32_kernel", "tf32_", DEFAULT_TF32, st->tf32_kernel, sizeof st->tf32_kernel);
+    /* wgmma: TF32 through warpgroup MMA where the device runs sm_90a code
+     * (cc 9.0 exactly) and the driver takes PTX ISA 8.0 (CUDA 12.0) */
+    st->use_wgmma = config_yes(host, "wgmma", 1) && st->cc_major == 9 && st->cc_minor == 0 &&
+                    st->drv->version >= 12000;
+    config_kernel(host, "wgmma_kernel", "wg_tf32_", DEFAULT_WGMMA, st->wgmma_kernel, sizeof st->wgmma_kernel);
     const char *lanes = host->config ? host->config(host, "host_streams") : NULL;
     st->lane_limit = 4;
     if (lanes && *lanes) {
@@ -241,9 +247,10 @@ static rayo_status cuda_init(const rayo_host *host, uint32_t device, void **stat
     /* sm_90 PTX (ISA 7.8) needs a CUDA 12.0 driver; sm_80 PTX runs on every device we accept */
     st->ptx_target = (st->cc_major >= 9 && drv->version >= 12000) ? 90 : 80;
     read_config(st);
-    host->log(host, RAYO_LOG_INFO, "cuda: sm_%d%d, %d SMs, driver %d, PTX target sm_%d, %s, JIT cache %s",
+    host->log(host, RAYO_LOG_INFO, "cuda: sm_%d%d, %d SMs, driver %d, PTX target sm_%d, %s%s, JIT cache %s",
               st->cc_major, st->cc_minor, st->sm_count, drv->version, st->ptx_target,
-              st->allow_tf32 ? "tf32 allowed" : "fp32", st->cache_dir[0] ? st->cache_dir : "off");
+              st->allow_tf32 ? "tf32 allowed" : "fp32", st->allow_tf32 && st->use_wgmma ? " (wgmma)" : "",
+              st->cache_dir[0] ? st->cache_dir : "off");
     *state = st;
     return RAYO_OK;
 }
@@ -444,6 +451,10 @@ static rayo_status module_load(cuda_state *st, int id)
         st->host->set_error(st->host, "cuda: no PTX module %s", module_names[id]);
         return RAYO_E_BACKEND;
     }
+    if (pm->arch_specific && (st->ptx_target != pm->min_sm || st->cc_major * 10 + st->cc_minor != pm->min_sm)) {
+        st->host->set_error(st->host, "cuda: PTX module %s is for sm_%da only", pm->name, pm->min_sm);
+        return RAYO_E_UNSUPPORTED;
+    }
     ptx_source src = {pm->name, st->ptx_target, NULL, 0};
     src.text = rayo_ptx_text(pm, src.sm, &src.size);
     if (!src.text) {
@@ -488,6 +499,9 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
                         r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                         rayo_cuda_tf32_configs[i].smem_bytes);
             }
+            if (r == CUDA_SUCCESS && mod == MOD_WGMMA && cuda_wgmma_smem_bytes(name) > 0)
+                r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                cuda_wgmma_smem_bytes(name));
             if (r == CUDA_SUCCESS && strncmp(name, "rowc_", 5) == 0 && st->max_smem_optin > RAYO_PTX_ROWC_STATIC_SMEM)
                 /* the row-cached kernels keep rows of up to this much in shared memory */
                 r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

@@ -1,0 +1,144 @@
+/* cuda-wgmma.c - TF32 matmul on Hopper's warpgroup MMA (module "wgmma",
+ * ptx/wgmma.c, sm_90a): the tensor maps of its bulk tensor copies, K-major
+ * copies of the operands that are not K-major, and the launch.
+ *
+ * TF32 wgmma reads both operands K-major: A as m rows of k, B as n rows of
+ * k (RAYO_TRANS_B).  A row-major B (k x n) is transposed into scratch first,
+ * and so is A with RAYO_TRANS_A; the transposes cost a pass over the operand
+ * (about 2 k n 4 bytes of traffic for B).  The kernel handles any m, n and
+ * k % 4 == 0 (the copy engine zero-fills past the edges); other calls, and
+ * devices other than cc 9.0, take the mma.sync kernels (cuda-launch.c). */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "cuda-internal.h"
+#include "cuda-ptx.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define WG_SCRATCH_ALIGN 256
+
+static const rayo_ptx_wgmma_config *wg_config(const char *name)
+{
+    for (unsigned i = 0; i < rayo_cuda_wgmma_config_count; i++)
+        if (strcmp(rayo_cuda_wgmma_configs[i].name, name) == 0)
+            return &rayo_cuda_wgmma_configs[i];
+    return NULL;
+}
+
+static size_t round_up(size_t v)
+{
+    return (v + WG_SCRATCH_ALIGN - 1) & ~(size_t)(WG_SCRATCH_ALIGN - 1);
+}
+
+/* The kernel for this f32 call, or NULL when the wgmma path does not take it. */
+static const rayo_ptx_wgmma_config *wg_pick(const cuda_state *st, const cuda_op *op)
+{
+    if (!st->use_wgmma || !st->drv->cuTensorMapEncodeTiled || op->dtypes)
+        return NULL;
+    const rayo_ptx_wgmma_config *c = wg_config(st->wgmma_kernel);
+    if (!c || c->smem_bytes > st->max_smem_optin)
+        return NULL;
+    /* 16-byte row pitch for the copies; pairs of columns for the stores */
+    if (!op->m || !op->n || !op->k || op->k % 4 || op->n % 2 || (op->y & 7))
+        return NULL;
+    if (op->m > INT32_MAX || op->n > INT32_MAX || op->k > INT32_MAX ||
+        (op->m + (size_t)c->block_m - 1) / (size_t)c->block_m > 65535)
+        return NULL;
+    return c;
+}
+
+/* Bytes of the K-major copies: A's (RAYO_TRANS_A), then B's (no RAYO_TRANS_B). */
+static size_t wg_copy_a(const cuda_op *op) { return (op->flags & RAYO_TRANS_A) ? round_up(op->m * op->k * 4) : 0; }
+static size_t wg_copy_b(const cuda_op *op) { return (op->flags & RAYO_TRANS_B) ? 0 : round_up(op->n * op->k * 4); }
+
+size_t cuda_wgmma_scratch_bytes(const cuda_state *st, const cuda_op *op)
+{
+    if (!st->allow_tf32 || !wg_pick(st, op))
+        return 0;
+    return wg_copy_a(op) + wg_copy_b(op);
+}
+
+/* A 2-D map of `rows` rows of k floats at `base`: boxes of box_k x box_rows
+ * with the 128-byte swizzle that the kernel's descriptors name. */
+static CUresult wg_tensor_map(const cuda_state *st, CUtensorMap *map, CUdeviceptr base, size_t rows, size_t k,
+                              unsigned box_k, unsigned box_rows)
+{
+    cuuint64_t dims[2] = {k, rows}, strides[1] = {k * 4};
+    cuuint32_t box[2] = {box_k, box_rows}, unit[2] = {1, 1};
+    return st->drv->cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)(uintptr_t)base, dims,
+                                           strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                           CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+/* dst (cols x rows) = src (rows x cols)^T, on the stream: 16-byte accesses
+ * (wg_transpose_v4) where the shapes and pointers allow, else module
+ * matrix's transpose. */
+static rayo_status wg_transpose(cuda_state *st, CUstream stream, CUdeviceptr dst, CUdeviceptr src, size_t rows,
+                                size_t cols)
+{
+    size_t gx = (cols + 63) / 64, gy = (rows + 63) / 64;
+    if (rows % 4 || cols % 4 || (src & 15) || (dst & 15) || gy > 65535 || gx > INT32_MAX) {
+        cuda_op tr = {.op = RAYO_OP_TRANSPOSE, .m = rows, .n = cols, .a = src, .y = dst};
+        return cuda_launch_op(st, stream, &tr);
+    }
+    CUfunction fn;
+    rayo_status s = cuda_function(st, MOD_WGMMA, "wg_transpose_v4", &fn);
+    if (s != RAYO_OK)
+        return s;
+    unsigned long long r = rows, c = cols;
+    void *params[] = {&dst, &src, &r, &c};
+    CUresult e = st->drv->cuLaunchKernel(fn, (unsigned)gx, (unsigned)gy, 1, 256, 1, 1, 0, stream, params, NULL);
+    return e == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, e, "wg_transpose_v4");
+}
+
+rayo_status cuda_launch_wgmma_tf32(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    const rayo_ptx_wgmma_config *c = wg_pick(st, op);
+    if (!c)
+        return RAYO_E_UNSUPPORTED;
+    size_t need = wg_copy_a(op) + wg_copy_b(op);
+    if (need && !op->scratch)
+        return RAYO_E_UNSUPPORTED; /* a caller without scratch for the copies (typed matmul) */
+    CUdeviceptr a = op->a, b = op->b;
+    if ((wg_copy_a(op) == 0 && (a & 15)) || (wg_copy_b(op) == 0 && (b & 15)))
+        return RAYO_E_UNSUPPORTED;
+    CUtensorMap ta, tb;
+    rayo_status s = RAYO_OK;
+    if (wg_copy_a(op)) {
+        a = op->scratch;
+        s = wg_transpose(st, stream, a, op->a, op->k, op->m);
+    }
+    if (s == RAYO_OK && wg_copy_b(op)) {
+        b = op->scratch + wg_copy_a(op);
+        s = wg_transpose(st, stream, b, op->b, op->k, op->n);
+    }
+    if (s != RAYO_OK)
+        return s;
+    CUresult r = wg_tensor_map(st, &ta, a, op->m, op->k, (unsigned)c->box_k, (unsigned)c->block_m);
+    if (r == CUDA_SUCCESS)
+        r = wg_tensor_map(st, &tb, b, op->n, op->k, (unsigned)c->box_k, (unsigned)c->block_n);
+    if (r != CUDA_SUCCESS)
+        return cuda_fail(st, r, "cuTensorMapEncodeTiled");
+    CUfunction fn;
+    if ((s = cuda_function(st, MOD_WGMMA, c->name, &fn)) != RAYO_OK)
+        return s;
+    CUdeviceptr y = op->y;
+    unsigned long long m = op->m, n = op->n, k = op->k;
+    float alpha = op->alpha, beta = op->beta;
+    void *params[] = {&ta, &tb, &y, &m, &n, &k, &alpha, &beta};
+    unsigned gx = (unsigned)((op->n + (size_t)c->block_n - 1) / (size_t)c->block_n);
+    unsigned gy = (unsigned)((op->m + (size_t)c->block_m - 1) / (size_t)c->block_m);
+    r = st->drv->cuLaunchKernel(fn, gx, gy, 1, (unsigned)c->threads, 1, 1, (unsigned)c->smem_bytes, stream,
+                                params, NULL);
+    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, c->name);
+}
+
+/* Dynamic shared memory of a wgmma kernel (0: not one). */
+int cuda_wgmma_smem_bytes(const char *name)
+{
+    const rayo_ptx_wgmma_config *c = wg_config(name);
+    return c ? c->smem_bytes : 0;
+}

@@ -1,0 +1,434 @@
+/* wgmma.c - module "wgmma" (sm_90a only): TF32 gemm on Hopper's warpgroup
+ * tensor-core instructions, one kernel per entry of wg_cfgs, and the table
+ * of their launch shapes for the plugin.
+ *
+ * C (m x n, row-major) = alpha A B + beta C with both operands K-major: A as
+ * m rows of k floats, B as n rows of k floats (B transposed; the plugin
+ * transposes a row-major B into scratch first, since TF32 wgmma reads only
+ * K-major operands from shared memory).
+ *
+ * One block computes a (64 * consumers) x bn tile of C with 1 + consumers
+ * warpgroups of 128 threads:
+ *   warpgroup 0, the producer: one thread issues the bulk tensor copies
+ *     (cp.async.bulk.tensor, tensor maps made by the plugin with
+ *     cuTensorMapEncodeTiled, 128-byte swizzle) of each k tile of 32 floats
+ *     into a ring of `stages` shared-memory stages; each copy completes on
+ *     the stage's "full" mbarrier (expect_tx);
+ *   warpgroups 1.. (consumers): each owns 64 rows of the tile, waits for a
+ *     stage, issues 4 wgmma.mma_async m64n<bn>k8 (operands described by
+ *     shared-memory matrix descriptors, accumulators in registers), keeps
+ *     one group in flight, and frees the stage (its "empty" mbarrier, one
+ *     arrival per consumer warp) once that group has completed.
+ * The copies zero-fill outside the matrices, so any m, n and k work: the
+ * epilogue stores only inside C.  Stage layout: A tile (64 * consumers rows
+ * of 128 bytes), then B tile (bn rows of 128 bytes), each row's 16-byte
+ * chunks permuted by the copy engine's 128-byte swizzle (chunk ^ row % 8),
+ * which is the layout the descriptors name (swizzle mode 1, 1024 bytes
+ * between groups of 8 rows).  Requires (plugin side): k % 4 == 0 (the copy
+ * engine's 16-byte row pitch), 16-byte aligned A and B, n even. */
+#include "gen-ptx.h"
+#include "../plugins/cuda/cuda-ptx.h"
+
+typedef struct wg_cfg {
+    const char *name;
+    int bn;        /* tile columns: one wgmma m64n<bn>k8 per k step */
+    int consumers; /* consumer warpgroups, 64 tile rows each */
+    int stages;
+} wg_cfg;
+
+static const wg_cfg wg_cfgs[] = {
+    {"wg_tf32_128x256", 256, 2, 4},
+    {"wg_tf32_128x128", 128, 2, 6},
+};
+#define WG_CFG_COUNT (sizeof wg_cfgs / sizeof wg_cfgs[0])
+
+#define WG_BK 32          /* floats of k per stage: one 128-byte row */
+#define WG_ROW 128        /* bytes per shared row */
+#define WG_KSTEP 8        /* k per wgmma (tf32) */
+/* descriptor bits: 128-byte swizzle (62), 1024 bytes between 8-row groups
+ * (stride offset 64 << 32), leading offset 1 (unused when swizzled) */
+#define WG_DESC_BITS "0x4000004000010000"
+
+static int wg_stage_bytes(const wg_cfg *c) { return (64 * c->consumers + c->bn) * WG_ROW; }
+
+/* Dynamic shared memory: 1024 bytes of slack to align the stages, the
+ * stages, then two mbarriers (full, empty) per stage. */
+static int wg_smem_bytes(const wg_cfg *c) { return 1024 + c->stages * wg_stage_bytes(c) + 16 * c->stages; }
+
+typedef struct wg_kernel {
+    kern *k;
+    const wg_cfg *cfg;
+    int tid, wg, base, bars;        /* thread, warpgroup, aligned stages, barriers */
+    int row0, col0, M, N, KT;       /* tile origin (u32), sizes (u32), k tiles */
+    int c, alpha, beta;
+} wg_kernel;
+
+/* Spins on mbarrier `bar` until the phase of parity `par` completed. */
+static void wg_wait(kern *k, int bar, int par)
+{
+    int l = nlabel(k), p = np(k);
+    label(k, l);
+    emit(k, "mbarrier.try_wait.parity.shared::cta.b64 %s, [%s], %s;", P(p), R(bar), R(par));
+    emit(k, "@!%s bra %s;", P(p), L(l));
+}
+
+/* A loop over the k tiles, walking the ring: tile kt in stage s, whose
+ * barriers are in the phase of parity `phase`. */
+typedef struct wg_ring {
+    int kt, s, phase, pl, l_loop, l_done;
+} wg_ring;
+
+static wg_ring wg_loop_begin(wg_kernel *w)
+{
+    kern *k = w->k;
+    wg_ring g;
+    g.kt = nr(k); /* one by one: the order of an initializer list's calls is unspecified */
+    g.s = nr(k);
+    g.phase = nr(k);
+    g.pl = np(k);
+    g.l_loop = nlabel(k);
+    g.l_done = nlabel(k);
+    emit(k, "mov.u32 %s, 0;", R(g.kt));
+    emit(k, "mov.u32 %s, 0;", R(g.s));
+    emit(k, "mov.u32 %s, 0;", R(g.phase));
+    emit(k, "setp.ge.u32 %s, %s, %s;", P(g.pl), R(g.kt), R(w->KT));
+    emit(k, "@%s bra %s;", P(g.pl), L(g.l_done));
+    label(k, g.l_loop);
+    return g;
+}
+
+/* The next stage (and phase after the last), the next tile, loop. */
+static void wg_loop_end(wg_kernel *w, const wg_ring *g)
+{
+    kern *k = w->k;
+    int p = np(k);
+    emit(k, "add.u32 %s, %s, 1;", R(g->s), R(g->s));
+    emit(k, "setp.eq.u32 %s, %s, %d;", P(p), R(g->s), w->cfg->stages);
+    emit(k, "@%s mov.u32 %s, 0;", P(p), R(g->s));
+    emit(k, "@%s xor.b32 %s, %s, 1;", P(p), R(g->phase), R(g->phase));
+    emit(k, "add.u32 %s, %s, 1;", R(g->kt), R(g->kt));
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(g->pl), R(g->kt), R(w->KT));
+    emit(k, "@%s bra %s;", P(g->pl), L(g->l_loop));
+    label(k, g->l_done);
+}
+
+/* Address of stage s's full (which 0) or empty (1) barrier. */
+static int wg_bar(wg_kernel *w, int s, int which)
+{
+    kern *k = w->k;
+    int a = nr(k);
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(a), R(s), R(w->bars));
+    if (which)
+        emit(k, "add.u32 %s, %s, %d;", R(a), R(a), 8 * w->cfg->stages);
+    return a;
+}
+
+static void wg_setup(wg_kernel *w)
+{
+    kern *k = w->k;
+    const wg_cfg *cfg = w->cfg;
+    w->c = param_global(k, "p_c");
+    int m64 = param_u64(k, "p_m"), n64 = param_u64(k, "p_n"), k64 = param_u64(k, "p_k");
+    w->alpha = param_f32(k, "p_alpha");
+    w->beta = param_f32(k, "p_beta");
+    w->M = nr(k);
+    w->N = nr(k);
+    w->KT = nr(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(w->M), D(m64));
+    emit(k, "cvt.u32.u64 %s, %s;", R(w->N), D(n64));
+    emit(k, "cvt.u32.u64 %s, %s;", R(w->KT), D(k64));
+    emit(k, "add.u32 %s, %s, %d;", R(w->KT), R(w->KT), WG_BK - 1);
+    emit(k, "shr.u32 %s, %s, 5;", R(w->KT), R(w->KT));
+    w->tid = sreg(k, "%tid.x");
+    w->wg = nr(k);
+    emit(k, "shr.u32 %s, %s, 7;", R(w->wg), R(w->tid));
+    int tm, tn;
+    block_tile(k, 1, &tm, &tn);
+    w->row0 = nr(k);
+    w->col0 = nr(k);
+    emit(k, "mul.lo.u32 %s, %s, %d;", R(w->row0), R(tm), 64 * cfg->consumers);
+    emit(k, "mul.lo.u32 %s, %s, %d;", R(w->col0), R(tn), cfg->bn);
+    w->base = nr(k);
+    w->bars = nr(k);
+    emit(k, "mov.u32 %s, wg_smem;", R(w->base));
+    emit(k, "add.u32 %s, %s, 1023;", R(w->base), R(w->base));
+    emit(k, "and.b32 %s, %s, -1024;", R(w->base), R(w->base));
+    emit(k, "add.u32 %s, %s, %d;", R(w->bars), R(w->base), cfg->stages * wg_stage_bytes(cfg));
+    /* thread 0 sets up the barriers; everyone sees them after bar.sync */
+    int p0 = np(k), l_skip = nlabel(k);
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(p0), R(w->tid));
+    emit(k, "@%s bra %s;", P(p0), L(l_skip));
+    for (int s = 0; s < cfg->stages; s++) {
+        emit(k, "mbarrier.init.shared::cta.b64 [%s+%d], 1;", R(w->bars), 8 * s);
+        emit(k, "mbarrier.init.shared::cta.b64 [%s+%d], %d;", R(w->bars), 8 * (cfg->stages + s),
+             4 * cfg->consumers);
+    }
+    emit(k, "fence.mbarrier_init.release.cluster;");
+    label(k, l_skip);
+    emit(k, "bar.sync 0;");
+}
+
+/* Warpgroup 0: thread 0 streams the k tiles of A and B into the ring. */
+static void wg_producer(wg_kernel *w)
+{
+    kern *k = w->k;
+    const wg_cfg *cfg = w->cfg;
+    int ta = nd(k), tb = nd(k);
+    emit(k, "mov.u64 %s, p_ta;", D(ta));
+    emit(k, "cvta.param.u64 %s, %s;", D(ta), D(ta));
+    emit(k, "mov.u64 %s, p_tb;", D(tb));
+    emit(k, "cvta.param.u64 %s, %s;", D(tb), D(tb));
+    wg_ring g = wg_loop_begin(w);
+    int s = g.s;
+    int full = wg_bar(w, s, 0), empty = wg_bar(w, s, 1), wpar = nr(k);
+    emit(k, "xor.b32 %s, %s, 1;", R(wpar), R(g.phase)); /* a fresh barrier passes parity 1 */
+    wg_wait(k, empty, wpar);
+    emit(k, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%s], %d;", R(full), wg_stage_bytes(cfg));
+    int sa = nr(k), sb = nr(k), kc = nr(k);
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(sa), R(s), wg_stage_bytes(cfg), R(w->base));
+    emit(k, "add.u32 %s, %s, %d;", R(sb), R(sa), 64 * cfg->consumers * WG_ROW);
+    emit(k, "shl.b32 %s, %s, 5;", R(kc), R(g.kt));
+    emit(k, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+            "[%s], [%s, {%s, %s}], [%s];", R(sa), D(ta), R(kc), R(w->row0), R(full));
+    emit(k, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+            "[%s], [%s, {%s, %s}], [%s];", R(sb), D(tb), R(kc), R(w->col0), R(full));
+    wg_loop_end(w, &g);
+}
+
+/* "{%f<first>, ..., %f<first + n - 1>}" (too many names for the ring of
+ * emit.c's F()). */
+static void wg_acc_list(char *buf, size_t len, int first, int n)
+{
+    size_t at = 0;
+    for (int i = 0; i < n && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%%f%d", i ? ", " : "{", first + i);
+    if (at < len)
+        snprintf(buf + at, len - at, "}");
+}
+
+/* One consumer warpgroup's k loop: acc (bn / 2 registers from acc0) += its
+ * 64 rows of A x B over every k tile. */
+static void wg_consumer_loop(wg_kernel *w, int acc0)
+{
+    kern *k = w->k;
+    const wg_cfg *cfg = w->cfg;
+    char accs[2048];
+    wg_acc_list(accs, sizeof accs, acc0, cfg->bn / 2);
+    /* descriptors of stage 0: A at this warpgroup's 64 rows, B after A */
+    int cw = nr(k), a_addr = nr(k), b_addr = nr(k), da0 = nd(k), db0 = nd(k), t64 = nd(k);
+    emit(k, "sub.u32 %s, %s, 1;", R(cw), R(w->wg));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(a_addr), R(cw), 64 * WG_ROW, R(w->base));
+    emit(k, "add.u32 %s, %s, %d;", R(b_addr), R(w->base), 64 * cfg->consumers * WG_ROW);
+    emit(k, "shr.u32 %s, %s, 4;", R(a_addr), R(a_addr));
+    emit(k, "shr.u32 %s, %s, 4;", R(b_addr), R(b_addr));
+    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(a_addr));
+    emit(k, "or.b64 %s, %s, %s;", D(da0), D(t64), WG_DESC_BITS);
+    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(b_addr));
+    emit(k, "or.b64 %s, %s, %s;", D(db0), D(t64), WG_DESC_BITS);
+    int lane = nr(k), plane = np(k);
+    emit(k, "and.b32 %s, %s, 31;", R(lane), R(w->tid));
+    emit(k, "setp.eq.u32 %s, %s, 0;", P(plane), R(lane));
+
+    int prev = nr(k); /* the stage of the previous tile */
+    wg_ring g = wg_loop_begin(w);
+    int s = g.s;
+    int full = wg_bar(w, s, 0);
+    wg_wait(k, full, g.phase);
+    int off = nd(k), da = nd(k), db = nd(k);
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(off), R(s), wg_stage_bytes(cfg) >> 4);
+    emit(k, "add.u64 %s, %s, %s;", D(da), D(da0), D(off));
+    emit(k, "add.u64 %s, %s, %s;", D(db), D(db0), D(off));
+    emit(k, "wgmma.fence.sync.aligned;");
+    for (int ks = 0; ks < WG_BK / WG_KSTEP; ks++) {
+        int dak = da, dbk = db;
+        if (ks) { /* the next 8 floats of each row: 32 bytes on */
+            dak = nd(k);
+            dbk = nd(k);
+            emit(k, "add.u64 %s, %s, %d;", D(dak), D(da), ks * WG_KSTEP * 4 >> 4);
+            emit(k, "add.u64 %s, %s, %d;", D(dbk), D(db), ks * WG_KSTEP * 4 >> 4);
+        }
+        emit(k, "wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32 %s, %s, %s, 1, 1, 1;", cfg->bn, accs,
+             D(dak), D(dbk));
+    }
+    emit(k, "wgmma.commit_group.sync.aligned;");
+    /* the previous tile's group is done: free its stage */
+    emit(k, "wgmma.wait_group.sync.aligned 1;");
+    int pfree = np(k);
+    emit(k, "setp.ne.and.u32 %s, %s, 0, %s;", P(pfree), R(g.kt), P(plane));
+    int empty = wg_bar(w, prev, 1);
+    emit(k, "@%s mbarrier.arrive.shared::cta.b64 _, [%s];", P(pfree), R(empty));
+    emit(k, "mov.u32 %s, %s;", R(prev), R(s));
+    wg_loop_end(w, &g);
+    emit(k, "wgmma.wait_group.sync.aligned 0;");
+}
+
+/* C = alpha acc + beta C inside C.  Accumulator i of a thread (warp q of
+ * its warpgroup, lane 4 g + t): row 16 q + g + 8 ((i >> 1) & 1), column
+ * 8 (i >> 2) + 2 t + (i & 1). */
+static void wg_epilogue(wg_kernel *w, int acc0)
+{
+    kern *k = w->k;
+    const wg_cfg *cfg = w->cfg;
+    int pbeta = np(k);
+    emit(k, "setp.ne.f32 %s, %s, %s;", P(pbeta), F(w->beta), C(0.0f));
+    int q = nr(k), lane = nr(k), g = nr(k), t = nr(k), row = nr(k), col = nr(k);
+    emit(k, "shr.u32 %s, %s, 5;", R(q), R(w->tid));
+    emit(k, "and.b32 %s, %s, 3;", R(q), R(q));
+    emit(k, "and.b32 %s, %s, 31;", R(lane), R(w->tid));
+    emit(k, "shr.u32 %s, %s, 2;", R(g), R(lane));
+    emit(k, "and.b32 %s, %s, 3;", R(t), R(lane));
+    /* row = row0 + 64 (wg - 1) + 16 q + g; col = col0 + 2 t */
+    emit(k, "sub.u32 %s, %s, 1;", R(row), R(w->wg));
+    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(row), R(row), R(q));
+    emit(k, "mad.lo.u32 %s, %s, 16, %s;", R(row), R(row), R(g));
+    emit(k, "add.u32 %s, %s, %s;", R(row), R(row), R(w->row0));
+    emit(k, "mad.lo.u32 %s, %s, 2, %s;", R(col), R(t), R(w->col0));
+    for (int h = 0; h < 2; h++) {
+        int r = nr(k), prow = np(k), addr = nd(k), idx = nd(k), c64 = nd(k);
+        emit(k, "add.u32 %s, %s, %d;", R(r), R(row), 8 * h);
+        emit(k, "setp.lt.u32 %s, %s, %s;", P(prow), R(r), R(w->M));
+        emit(k, "mul.wide.u32 %s, %s, %s;", D(idx), R(r), R(w->N));
+        emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(col));
+        emit(k, "add.u64 %s, %s, %s;", D(idx), D(idx), D(c64));
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(addr), D(idx), D(w->c));
+        for (int j = 0; j < cfg->bn / 8; j++) {
+            int cj = nr(k), pin = np(k), pld = np(k);
+            emit(k, "add.u32 %s, %s, %d;", R(cj), R(col), 8 * j);
+            emit(k, "setp.lt.and.u32 %s, %s, %s, %s;", P(pin), R(cj), R(w->N), P(prow));
+            emit(k, "and.pred %s, %s, %s;", P(pld), P(pin), P(pbeta));
+            int a0 = acc0 + 4 * j + 2 * h;
+            int r0 = nf(k), r1 = nf(k), o0 = nf(k), o1 = nf(k);
+            emit(k, "mul.rn.f32 %s, %s, %s;", F(r0), F(a0), F(w->alpha));
+            emit(k, "mul.rn.f32 %s, %s, %s;", F(r1), F(a0 + 1), F(w->alpha));
+            emit(k, "@%s ld.global.v2.f32 {%s, %s}, [%s+%d];", P(pld), F(o0), F(o1), D(addr), 32 * j);
+            emit(k, "@%s fma.rn.f32 %s, %s, %s, %s;", P(pld), F(r0), F(o0), F(w->beta), F(r0));
+            emit(k, "@%s fma.rn.f32 %s, %s, %s, %s;", P(pld), F(r1), F(o1), F(w->beta), F(r1));
+            emit(k, "@%s st.global.v2.f32 [%s+%d], {%s, %s};", P(pin), D(addr), 32 * j, F(r0), F(r1));
+        }
+    }
+}
+
+static void gen_wg(strbuf *mod, const wg_cfg *cfg)
+{
+    kern kk = {0};
+    wg_kernel w = {.k = &kk, .cfg = cfg};
+    wg_setup(&w);
+    int pc = np(&kk), l_cons = nlabel(&kk), l_end = nlabel(&kk);
+    emit(&kk, "setp.ne.u32 %s, %s, 0;", P(pc), R(w.wg));
+    emit(&kk, "@%s bra %s;", P(pc), L(l_cons));
+    int p0 = np(&kk);
+    emit(&kk, "setp.ne.u32 %s, %s, 0;", P(p0), R(w.tid));
+    emit(&kk, "@%s bra %s;", P(p0), L(l_end));
+    wg_producer(&w);
+    emit(&kk, "bra.uni %s;", L(l_end));
+    label(&kk, l_cons);
+    int acc0 = kk.nf;
+    for (int i = 0; i < cfg->bn / 2; i++)
+        emit(&kk, "mov.f32 %s, %s;", F(nf(&kk)), C(0.0f));
+    wg_consumer_loop(&w, acc0);
+    wg_epilogue(&w, acc0);
+    label(&kk, l_end);
+    char dir[96];
+    snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n.minnctapersm 1\n", 128 * (1 + cfg->consumers));
+    kern_finish(mod, &kk, cfg->name,
+                ".param .align 64 .b8 p_ta[128], .param .align 64 .b8 p_tb[128], .param .u64 p_c, "
+                ".param .u64 p_m, .param .u64 p_n, .param .u64 p_k, .param .f32 p_alpha, .param .f32 p_beta",
+                dir, NULL);
+}
+
+/* The float4 of a row-major matrix (rows x cols, u32 registers) at row
+ * `lo + hi + add` (hi + add: the row within the tile) and column `col`:
+ * its address, and whether it lies inside (pin). */
+static int wg_tr_addr(kern *k, int base, int lo, int hi, int add, int col, int rows, int cols, int *pin)
+{
+    int row = nr(k), idx = nd(k), c64 = nd(k);
+    *pin = np(k);
+    emit(k, "add.u32 %s, %s, %s;", R(row), R(lo), R(hi));
+    emit(k, "add.u32 %s, %s, %d;", R(row), R(row), add);
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(*pin), R(row), R(rows));
+    emit(k, "setp.lt.and.u32 %s, %s, %s, %s;", P(*pin), R(col), R(cols), P(*pin));
+    emit(k, "mul.wide.u32 %s, %s, %s;", D(idx), R(row), R(cols));
+    emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(col));
+    emit(k, "add.u64 %s, %s, %s;", D(idx), D(idx), D(c64));
+    return addr_of(k, base, idx, 4);
+}
+
+/* wg_transpose_v4: y (cols x rows) = a (rows x cols)^T for the K-major
+ * copies, with 16-byte accesses on both sides: 64 x 64 tiles through a
+ * padded shared tile, 256 threads, each loading four float4 of a before it
+ * stores any.  Requires rows % 4 == 0, cols % 4 == 0, 16-byte aligned a
+ * and y (the plugin falls back to module matrix's transpose otherwise). */
+static void gen_transpose_v4(strbuf *mod)
+{
+    kern kk = {0}, *k = &kk;
+    int y = param_global(k, "p_y"), a = param_global(k, "p_a");
+    int rows64 = param_u64(k, "p_rows"), cols64 = param_u64(k, "p_cols");
+    int rows = nr(k), cols = nr(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(rows), D(rows64));
+    emit(k, "cvt.u32.u64 %s, %s;", R(cols), D(cols64));
+    int tid = sreg(k, "%tid.x"), bx = sreg(k, "%ctaid.x"), by = sreg(k, "%ctaid.y");
+    int c4 = nr(k), r = nr(k), tile = nr(k), row0 = nr(k), col0 = nr(k);
+    emit(k, "and.b32 %s, %s, 15;", R(c4), R(tid));
+    emit(k, "shr.u32 %s, %s, 4;", R(r), R(tid));
+    emit(k, "mov.u32 %s, wg_tr_tile;", R(tile));
+    emit(k, "shl.b32 %s, %s, 6;", R(row0), R(by));
+    emit(k, "shl.b32 %s, %s, 6;", R(col0), R(bx));
+    int v[4][4];
+    for (int i = 0; i < 4; i++) { /* a[row0 + r + 16 i][col0 + 4 c4 .. + 3] */
+        int col = nr(k), pin;
+        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(col), R(c4), R(col0));
+        int addr = wg_tr_addr(k, a, row0, r, 16 * i, col, rows, cols, &pin);
+        for (int e = 0; e < 4; e++) {
+            v[i][e] = nf(k);
+            emit(k, "mov.f32 %s, %s;", F(v[i][e]), C(0.0f));
+        }
+        emit(k, "@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s];", P(pin), F(v[i][0]), F(v[i][1]), F(v[i][2]),
+             F(v[i][3]), D(addr));
+    }
+    for (int i = 0; i < 4; i++) { /* tile[r + 16 i][4 c4 + e], rows of 65 floats */
+        int sa = nr(k);
+        emit(k, "add.u32 %s, %s, %d;", R(sa), R(r), 16 * i);
+        emit(k, "mad.lo.u32 %s, %s, 65, %s;", R(sa), R(sa), R(c4));
+        emit(k, "mad.lo.u32 %s, %s, 3, %s;", R(sa), R(c4), R(sa)); /* + 4 c4 in all */
+        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(sa), R(tile));
+        for (int e = 0; e < 4; e++)
+            emit(k, "st.shared.f32 [%s+%d], %s;", R(sa), 4 * e, F(v[i][e]));
+    }
+    emit(k, "bar.sync 0;");
+    for (int i = 0; i < 4; i++) { /* y[col0 + r + 16 i][row0 + 4 c4 .. + 3] = tile[4 c4 + e][r + 16 i] */
+        int ocol = nr(k), sa = nr(k), o[4], pin;
+        emit(k, "add.u32 %s, %s, %d;", R(sa), R(r), 16 * i);
+        emit(k, "mad.lo.u32 %s, %s, 260, %s;", R(sa), R(c4), R(sa)); /* 4 c4 rows of 65 */
+        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(sa), R(tile));
+        for (int e = 0; e < 4; e++) {
+            o[e] = nf(k);
+            emit(k, "ld.shared.f32 %s, [%s+%d];", F(o[e]), R(sa), 4 * 65 * e);
+        }
+        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(ocol), R(c4), R(row0));
+        int addr = wg_tr_addr(k, y, col0, r, 16 * i, ocol, cols, rows, &pin);
+        emit(k, "@%s st.global.v4.f32 [%s], {%s, %s, %s, %s};", P(pin), D(addr), F(o[0]), F(o[1]), F(o[2]),
+             F(o[3]));
+    }
+    kern_finish(mod, k, "wg_transpose_v4", ".param .u64 p_y, .param .u64 p_a, .param .u64 p_rows, .param .u64 p_cols",
+                ".maxntid 256, 1, 1\n", "\t.shared .align 16 .b8 wg_tr_tile[16640];\n");
+}
+
+void module_wgmma(strbuf *mod)
+{
+    sb_printf(mod, "\n.extern .shared .align 1024 .b8 wg_smem[];\n");
+    for (size_t i = 0; i < WG_CFG_COUNT; i++)
+        gen_wg(mod, &wg_cfgs[i]);
+    gen_transpose_v4(mod);
+}
+
+/* The launch shape of every variant, as the C table the plugin reads. */
+void wgmma_write_config_table(strbuf *c)
+{
+    sb_printf(c, "const rayo_ptx_wgmma_config rayo_cuda_wgmma_configs[] = {\n");
+    for (size_t i = 0; i < WG_CFG_COUNT; i++) {
+        const wg_cfg *cf = &wg_cfgs[i];
+        sb_printf(c, "    {\"%s\", %d, %d, %d, %d, %d},\n", cf->name, 64 * cf->consumers, cf->bn,
+                  128 * (1 + cf->consumers), wg_smem_bytes(cf), WG_BK);
+    }
+    sb_printf(c, "};\nconst unsigned rayo_cuda_wgmma_config_count = %u;\n", (unsigned)WG_CFG_COUNT);
+}
