@@ -43,6 +43,7 @@ static const module_def modules[] = {
     {"tf32", module_tf32},
     {"rows_cluster", module_rows_cluster, 90},
     {"infer", module_infer},
+    {"mma16", module_mma16},
 };
 #define MODULE_COUNT (sizeof modules / sizeof modules[0])
 static const int targets[] = RAYO_PTX_TARGETS;

@@ -114,7 +114,7 @@ size_t cuda_scratch_bytes(const cuda_state *st, const cuda_op *op)
     case RAYO_SIG_ARGREDUCE:
         return (size_t)reduce_blocks(st, op->n) * 16;
     case RAYO_SIG_MATMUL:
-        return cuda_typed_matmul_scratch_bytes(op);
+        return cuda_typed_matmul_scratch_bytes(st, op);
     case RAYO_SIG_GEMV:
         if (op->flags & RAYO_TRANS_A) {
             size_t splits, chunk;
