@@ -32,21 +32,22 @@ typedef struct tf32_cfg {
     int ta, tb;    /* A stored k x m, B stored n x k */
     int blk;       /* second sums every blk k values (0: one sum) */
     int bk;        /* k values per tile (0: TF_BK) */
+    int pipe;      /* fragments loaded a k16 step ahead, across tiles */
 } tf32_cfg;
 
 enum { TF_TF32, TF_F16, TF_BF16 };
 
 static const tf32_cfg tf32_cfgs[] = {
-    {"tf32_128x128_w2x4", 2, 4, 4, 4, 3, 0, 1, 0, 0, TF_TF32, 0, 0, 0, 0},
-    {"tf32_128x128_w2x4_2cta", 2, 4, 4, 4, 3, 0, 2, 0, 0, TF_TF32, 0, 0, 0, 0},
-    {"tf32_128x128_w2x2", 2, 2, 4, 8, 3, 0, 2, 0, 0, TF_TF32, 0, 0, 0, 0},
-    {"tf32_256x128_w4x2", 4, 2, 4, 8, 3, 0, 1, 0, 0, TF_TF32, 0, 0, 0, 0},
-    {"tf32_128x128_w2x4_rna", 2, 4, 4, 4, 3, 1, 1, 0, 0, TF_TF32, 0, 0, 0, 0},
-    {"tf32_128x128_w2x2_r", 2, 2, 4, 8, 3, 0, 2, 0, 1, TF_TF32, 0, 0, 0, 0},
-    {"tf32_128x128_w2x2_swz", 2, 2, 4, 8, 3, 0, 2, 1, 1, TF_TF32, 0, 0, 0, 0},
-    {"tf32_128x128_w2x2_swz4", 2, 2, 4, 8, 4, 0, 1, 1, 1, TF_TF32, 0, 0, 0, 0},
-    {"tf32_256x128_w4x2_swz", 4, 2, 4, 8, 3, 0, 1, 1, 1, TF_TF32, 0, 0, 0, 0},
-    {"tf32_128x256_w2x4_swz", 2, 4, 4, 8, 3, 0, 1, 1, 1, TF_TF32, 0, 0, 0, 0},
+    {"tf32_128x128_w2x4", 2, 4, 4, 4, 3, 0, 1, 0, 0, TF_TF32, 0, 0, 0, 0, 0},
+    {"tf32_128x128_w2x4_2cta", 2, 4, 4, 4, 3, 0, 2, 0, 0, TF_TF32, 0, 0, 0, 0, 0},
+    {"tf32_128x128_w2x2", 2, 2, 4, 8, 3, 0, 2, 0, 0, TF_TF32, 0, 0, 0, 0, 0},
+    {"tf32_256x128_w4x2", 4, 2, 4, 8, 3, 0, 1, 0, 0, TF_TF32, 0, 0, 0, 0, 0},
+    {"tf32_128x128_w2x4_rna", 2, 4, 4, 4, 3, 1, 1, 0, 0, TF_TF32, 0, 0, 0, 0, 0},
+    {"tf32_128x128_w2x2_r", 2, 2, 4, 8, 3, 0, 2, 0, 1, TF_TF32, 0, 0, 0, 0, 0},
+    {"tf32_128x128_w2x2_swz", 2, 2, 4, 8, 3, 0, 2, 1, 1, TF_TF32, 0, 0, 0, 0, 0},
+    {"tf32_128x128_w2x2_swz4", 2, 2, 4, 8, 4, 0, 1, 1, 1, TF_TF32, 0, 0, 0, 0, 0},
+    {"tf32_256x128_w4x2_swz", 4, 2, 4, 8, 3, 0, 1, 1, 1, TF_TF32, 0, 0, 0, 0, 0},
+    {"tf32_128x256_w2x4_swz", 2, 4, 4, 8, 3, 0, 1, 1, 1, TF_TF32, 0, 0, 0, 0, 0},
 };
 
 #define TF_BK 32
@@ -59,6 +60,8 @@ static void mma16_issue(tf32_kernel *tk);
 static void mma16_fragments(tf32_kernel *tk);
 static void mma16_tile(tf32_kernel *tk, int base);
 static void mma16_fold(tf32_kernel *tk);
+static void mma16_fold_every(tf32_kernel *tk, int kt);
+static void mma16_main_loop_pipelined(tf32_kernel *tk);
 static void mma16_epilogue(tf32_kernel *tk);
 static void tf32_issue(tf32_kernel *tk);
 
@@ -451,14 +454,7 @@ static void tf32_main_loop(tf32_kernel *tk)
         tf32_tile_padded(tk, base);
     else
         tf32_tile_swizzled(tk, base);
-    if (cfg->blk) { /* every blk / BK tiles */
-        int r = nd(k), pf = np(k), l_skip = nlabel(k);
-        emit(k, "and.b64 %s, %s, %d;", D(r), D(kt), cfg->blk / cfg_bk(cfg) - 1);
-        emit(k, "setp.ne.u64 %s, %s, %d;", P(pf), D(r), cfg->blk / cfg_bk(cfg) - 1);
-        emit(k, "@%s bra %s;", P(pf), L(l_skip));
-        mma16_fold(tk);
-        label(k, l_skip);
-    }
+    mma16_fold_every(tk, kt);
     int pw = np(k);
     emit(k, "add.u32 %s, %s, 1;", R(cstage), R(cstage));
     emit(k, "setp.eq.u32 %s, %s, %d;", P(pw), R(cstage), cfg->stages);
@@ -474,19 +470,30 @@ static void tf32_main_loop(tf32_kernel *tk)
     }
 }
 
-/* C = alpha acc + beta C: c0,c1 at (g, 2t..2t+1), c2,c3 at (g+8, 2t..2t+1). */
+/* The thread's first row and column of C (u64): c0,c1 at (g, 2t..2t+1),
+ * c2,c3 at (g+8, 2t..2t+1) of each m16 x n8 tile. */
+static void c_origin(tf32_kernel *tk, int *row0, int *col0)
+{
+    kern *k = tk->k;
+    *row0 = nd(k);
+    *col0 = nd(k);
+    int t64 = nd(k), ccol = nr(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tk->wrow));
+    emit(k, "add.u64 %s, %s, %s;", D(*row0), D(tk->bm), D(t64));
+    emit(k, "mad.lo.u32 %s, %s, 2, %s;", R(ccol), R(tk->t), R(tk->wcol));
+    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(ccol));
+    emit(k, "add.u64 %s, %s, %s;", D(*col0), D(tk->bn), D(t64));
+}
+
+/* C = alpha acc + beta C. */
 static void tf32_epilogue(tf32_kernel *tk)
 {
     kern *k = tk->k;
     const tf32_cfg *cfg = tk->cfg;
     int pb = np(k);
     emit(k, "setp.ne.f32 %s, %s, %s;", P(pb), F(tk->beta), C(0.0f));
-    int row0 = nd(k), col0 = nd(k), t64 = nd(k), ccol = nr(k);
-    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tk->wrow));
-    emit(k, "add.u64 %s, %s, %s;", D(row0), D(tk->bm), D(t64));
-    emit(k, "mad.lo.u32 %s, %s, 2, %s;", R(ccol), R(tk->t), R(tk->wcol));
-    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(ccol));
-    emit(k, "add.u64 %s, %s, %s;", D(col0), D(tk->bn), D(t64));
+    int row0, col0;
+    c_origin(tk, &row0, &col0);
     for (int i = 0; i < cfg->mt; i++)
         for (int h = 0; h < 2; h++) {
             int row = nd(k), rbase = nd(k);
@@ -689,40 +696,125 @@ static void mma16_fragments(tf32_kernel *tk)
     emit(k, "add.u32 %s, %s, %d;", R(tk->fb), R(tk->fb), tk->a_stage);
 }
 
-/* One k-tile from the stage at `base`: two k16 steps. */
-static void mma16_tile(tf32_kernel *tk, int base)
+/* The fragments of k16 step ks of the stage at `base` (lane rows added):
+ * af[i][0..3] for A's m16 tiles, bf[j][0..1] for B's n8 tiles. */
+typedef struct mma16_frags {
+    int a[8][4], b[8][2];
+} mma16_frags;
+
+static void mma16_frags_new(kern *k, const tf32_cfg *cfg, mma16_frags *f)
+{
+    for (int i = 0; i < cfg->mt; i++)
+        for (int e = 0; e < 4; e++)
+            f->a[i][e] = nr(k);
+    for (int j = 0; j < cfg->nt; j++)
+        for (int e = 0; e < 2; e++)
+            f->b[j][e] = nr(k);
+}
+
+static void mma16_load(tf32_kernel *tk, int pa, int pb, int ks, const mma16_frags *f)
 {
     kern *k = tk->k;
     const tf32_cfg *cfg = tk->cfg;
+    for (int i = 0; i < cfg->mt; i++) {
+        int off = cfg->ta ? ks * 16 * tk->a_rowb + i * 32 : i * 16 * tk->a_rowb + ks * 32;
+        emit(k, "ldmatrix.sync.aligned.m8n8.x4%s.shared.b16 {%s, %s, %s, %s}, [%s+%d];", cfg->ta ? ".trans" : "",
+             R(f->a[i][0]), R(f->a[i][1]), R(f->a[i][2]), R(f->a[i][3]), R(pa), off);
+    }
+    for (int jp = 0; jp < cfg->nt / 2; jp++) {
+        int off = cfg->tb ? jp * 16 * tk->b_rowb + ks * 32 : ks * 16 * tk->b_rowb + jp * 32;
+        emit(k, "ldmatrix.sync.aligned.m8n8.x4%s.shared.b16 {%s, %s, %s, %s}, [%s+%d];", cfg->tb ? "" : ".trans",
+             R(f->b[2 * jp][0]), R(f->b[2 * jp][1]), R(f->b[2 * jp + 1][0]), R(f->b[2 * jp + 1][1]), R(pb), off);
+    }
+}
+
+static void mma16_mmas(tf32_kernel *tk, const mma16_frags *f)
+{
+    const tf32_cfg *cfg = tk->cfg;
     const char *ty = cfg->elem == TF_BF16 ? "bf16" : "f16";
-    int pa = nr(k), pb = nr(k);
-    emit(k, "add.u32 %s, %s, %s;", R(pa), R(base), R(tk->fa));
-    emit(k, "add.u32 %s, %s, %s;", R(pb), R(base), R(tk->fb));
-    for (int ks = 0; ks < cfg_bk(tk->cfg) / 16; ks++) {
-        int af[8][4], bf[8][2];
-        for (int i = 0; i < cfg->mt; i++) {
-            int off = cfg->ta ? ks * 16 * tk->a_rowb + i * 32 : i * 16 * tk->a_rowb + ks * 32;
-            for (int e = 0; e < 4; e++)
-                af[i][e] = nr(k);
-            emit(k, "ldmatrix.sync.aligned.m8n8.x4%s.shared.b16 {%s, %s, %s, %s}, [%s+%d];",
-                 cfg->ta ? ".trans" : "", R(af[i][0]), R(af[i][1]), R(af[i][2]), R(af[i][3]), R(pa), off);
-        }
-        for (int jp = 0; jp < cfg->nt / 2; jp++) {
-            int off = cfg->tb ? jp * 16 * tk->b_rowb + ks * 32 : ks * 16 * tk->b_rowb + jp * 32;
-            for (int e = 0; e < 4; e++)
-                bf[2 * jp + e / 2][e % 2] = nr(k);
-            emit(k, "ldmatrix.sync.aligned.m8n8.x4%s.shared.b16 {%s, %s, %s, %s}, [%s+%d];",
-                 cfg->tb ? "" : ".trans", R(bf[2 * jp][0]), R(bf[2 * jp][1]), R(bf[2 * jp + 1][0]),
-                 R(bf[2 * jp + 1][1]), R(pb), off);
-        }
-        for (int i = 0; i < cfg->mt; i++)
-            for (int j = 0; j < cfg->nt; j++) {
-                const int *d = tk->acc[i][j], *a = af[i], *b = bf[j];
-                emit(k, "mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%s, %s, %s, %s}, "
+    for (int i = 0; i < cfg->mt; i++)
+        for (int j = 0; j < cfg->nt; j++) {
+            const int *d = tk->acc[i][j], *a = f->a[i], *b = f->b[j];
+            emit(tk->k, "mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%s, %s, %s, %s}, "
                         "{%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s};",
-                     ty, ty, F(d[0]), F(d[1]), F(d[2]), F(d[3]), R(a[0]), R(a[1]), R(a[2]), R(a[3]), R(b[0]),
-                     R(b[1]), F(d[0]), F(d[1]), F(d[2]), F(d[3]));
-            }
+                 ty, ty, F(d[0]), F(d[1]), F(d[2]), F(d[3]), R(a[0]), R(a[1]), R(a[2]), R(a[3]), R(b[0]), R(b[1]),
+                 F(d[0]), F(d[1]), F(d[2]), F(d[3]));
+        }
+}
+
+/* The stage at `base` plus the lane rows of A and B. */
+static void mma16_lane_bases(tf32_kernel *tk, int base, int pa, int pb)
+{
+    emit(tk->k, "add.u32 %s, %s, %s;", R(pa), R(base), R(tk->fa));
+    emit(tk->k, "add.u32 %s, %s, %s;", R(pb), R(base), R(tk->fb));
+}
+
+/* One k-tile from the stage at `base`: its k16 steps. */
+static void mma16_tile(tf32_kernel *tk, int base)
+{
+    kern *k = tk->k;
+    int pa = nr(k), pb = nr(k);
+    mma16_lane_bases(tk, base, pa, pb);
+    for (int ks = 0; ks < cfg_bk(tk->cfg) / 16; ks++) {
+        mma16_frags f;
+        mma16_frags_new(k, tk->cfg, &f);
+        mma16_load(tk, pa, pb, ks, &f);
+        mma16_mmas(tk, &f);
+    }
+}
+
+/* The k loop with the fragments loaded a k16 step ahead, across tiles too
+ * (cfg->pipe): the wait and barrier for tile kt + 1 come before tile kt's
+ * last step, whose products then cover the loads of tile kt + 1's first
+ * fragments.  The copies into the stage of tile kt - 1 start at tile kt's
+ * first step, after the barrier that followed the last reads of it. */
+static void mma16_main_loop_pipelined(tf32_kernel *tk)
+{
+    kern *k = tk->k;
+    const tf32_cfg *cfg = tk->cfg;
+    int nks = cfg_bk(cfg) / 16;
+    int kt = nd(k), cstage = nr(k), pl = np(k), l_loop = nlabel(k), l_done = nlabel(k);
+    int base = nr(k), pa = nr(k), pb = nr(k);
+    mma16_frags f[2];
+    mma16_frags_new(k, cfg, &f[0]);
+    mma16_frags_new(k, cfg, &f[1]);
+    emit(k, "mov.u64 %s, 0;", D(kt));
+    emit(k, "mov.u32 %s, 0;", R(cstage));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pl), D(kt), D(tk->KT));
+    emit(k, "@%s bra %s;", P(pl), L(l_done));
+    emit(k, "cp.async.wait_group %d;", cfg->stages - 2);
+    emit(k, "bar.sync 0;");
+    emit(k, "mov.u32 %s, %s;", R(base), R(tk->smem));
+    mma16_lane_bases(tk, base, pa, pb);
+    mma16_load(tk, pa, pb, 0, &f[0]);
+    label(k, l_loop);
+    for (int g = 0; g < nks; g++) {
+        if (g == nks - 1) { /* the next tile's stage */
+            int pw = np(k);
+            emit(k, "add.u32 %s, %s, 1;", R(cstage), R(cstage));
+            emit(k, "setp.eq.u32 %s, %s, %d;", P(pw), R(cstage), cfg->stages);
+            emit(k, "@%s mov.u32 %s, 0;", P(pw), R(cstage));
+            emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(base), R(cstage), tk->stage, R(tk->smem));
+            mma16_lane_bases(tk, base, pa, pb);
+        }
+        mma16_load(tk, pa, pb, (g + 1) % nks, &f[(g + 1) % 2]);
+        if (g == 0)
+            tile_issue(tk);
+        mma16_mmas(tk, &f[g % 2]);
+        if (g == nks - 2) {
+            emit(k, "cp.async.wait_group %d;", cfg->stages - 2);
+            emit(k, "bar.sync 0;");
+        }
+    }
+    mma16_fold_every(tk, kt);
+    emit(k, "add.u64 %s, %s, 1;", D(kt), D(kt));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pl), D(kt), D(tk->KT));
+    emit(k, "@%s bra %s;", P(pl), L(l_loop));
+    label(k, l_done);
+    emit(k, "cp.async.wait_all;");
+    if (cfg->blk) {
+        mma16_fold(tk);
+        memcpy(tk->acc, tk->acc2, sizeof tk->acc);
     }
 }
 
@@ -738,6 +830,21 @@ static void mma16_fold(tf32_kernel *tk)
             }
 }
 
+/* blk: the fold after tile kt when it ends a block of blk values of k. */
+static void mma16_fold_every(tf32_kernel *tk, int kt)
+{
+    kern *k = tk->k;
+    const tf32_cfg *cfg = tk->cfg;
+    if (!cfg->blk)
+        return;
+    int r = nd(k), pf = np(k), l_skip = nlabel(k);
+    emit(k, "and.b64 %s, %s, %d;", D(r), D(kt), cfg->blk / cfg_bk(cfg) - 1);
+    emit(k, "setp.ne.u64 %s, %s, %d;", P(pf), D(r), cfg->blk / cfg_bk(cfg) - 1);
+    emit(k, "@%s bra %s;", P(pf), L(l_skip));
+    mma16_fold(tk);
+    label(k, l_skip);
+}
+
 /* C = alpha acc + beta C where C exists (rows < M, columns < N, rows ldc apart). */
 static void mma16_epilogue(tf32_kernel *tk)
 {
@@ -746,12 +853,8 @@ static void mma16_epilogue(tf32_kernel *tk)
     int pbeta = np(k), M = nd(k);
     emit(k, "setp.ne.f32 %s, %s, %s;", P(pbeta), F(tk->beta), C(0.0f));
     emit(k, "cvt.u64.u32 %s, %s;", D(M), R(tk->M32));
-    int row0 = nd(k), col0 = nd(k), t64 = nd(k), ccol = nr(k);
-    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tk->wrow));
-    emit(k, "add.u64 %s, %s, %s;", D(row0), D(tk->bm), D(t64));
-    emit(k, "mad.lo.u32 %s, %s, 2, %s;", R(ccol), R(tk->t), R(tk->wcol));
-    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(ccol));
-    emit(k, "add.u64 %s, %s, %s;", D(col0), D(tk->bn), D(t64));
+    int row0, col0;
+    c_origin(tk, &row0, &col0);
     int colp[8][2];
     for (int j = 0; j < cfg->nt; j++)
         for (int e = 0; e < 2; e++) {
@@ -803,7 +906,10 @@ static void gen_tf32(strbuf *mod, const tf32_cfg *cfg)
     tf32_setup(&tk);
     tf32_prologue(&tk);
     tf32_fragments(&tk);
-    tf32_main_loop(&tk);
+    if (cfg->pipe)
+        mma16_main_loop_pipelined(&tk);
+    else
+        tf32_main_loop(&tk);
     if (half)
         mma16_epilogue(&tk);
     else
@@ -831,16 +937,13 @@ void module_tf32(strbuf *mod)
  * transposed: the plugin's kernel names follow this rule). */
 typedef struct mma16_shape {
     const char *name;
-    int warps_m, warps_n, mt, nt, stages, min_ctas, blk, bk;
+    int warps_m, warps_n, mt, nt, stages, min_ctas, blk, bk, pipe;
 } mma16_shape;
 
 static const mma16_shape mma16_shapes[] = {
-    {"128x128_w2x2", 2, 2, 4, 8, 3, 2, 0, 32},
-    {"128x128_w2x2_s4", 2, 2, 4, 8, 4, 2, 0, 32},
-    {"128x128_w2x2_k64", 2, 2, 4, 8, 3, 2, 0, 64},
-    {"128x256_w2x4", 2, 4, 4, 8, 3, 1, 0, 32},
-    {"128x256_w2x4_k64", 2, 4, 4, 8, 3, 1, 0, 64},
-    {"128x128_w2x4_b256", 2, 4, 4, 4, 3, 1, 256, 32},
+    {"128x128_w2x2", 2, 2, 4, 8, 3, 2, 0, 32, 0},
+    {"128x128_w2x2_p", 2, 2, 4, 8, 3, 2, 0, 32, 1},
+    {"128x128_w2x4_b256_p", 2, 4, 4, 4, 3, 1, 256, 32, 1},
 };
 
 #define MMA16_COUNT (sizeof mma16_shapes / sizeof mma16_shapes[0] * 8)
@@ -852,7 +955,7 @@ static tf32_cfg mma16_cfg(size_t i, char *name, size_t len)
     snprintf(name, len, "mma16_%s_%c%c_%s", elem == TF_BF16 ? "bf16" : "f16", ta ? 't' : 'n', tb ? 't' : 'n',
              sh->name);
     tf32_cfg cfg = {name, sh->warps_m, sh->warps_n, sh->mt, sh->nt, sh->stages, 0, sh->min_ctas, 0, 1,
-                    elem, ta, tb, sh->blk, sh->bk};
+                    elem, ta, tb, sh->blk, sh->bk, sh->pipe};
     return cfg;
 }
 

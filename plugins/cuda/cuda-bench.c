@@ -2,7 +2,7 @@
  *
  *   cuda-bench [--quick] [--sgemm-kernels LIST] [--tf32-kernels LIST]
  *   cuda-bench --bandwidth [--backend NAME]
- *   cuda-bench --half [--mma16-shapes LIST]
+ *   cuda-bench --half [--mma16-shapes LIST] [--mma16-strict-shapes LIST]
  *
  * Measures, on device buffers (one batch of R identical calls, submitted and
  * waited for; the median of several batches):
@@ -19,7 +19,8 @@
  * backend or the one --backend names (vulkan: the same figures).
  * --half measures instead f16 x f16 and bf16 x bf16 matmul (C in f32) at
  * 4096^3 and 1024^3: relaxed (the plain mma16 kernels, each shape of
- * --mma16-shapes, default the configured one) and strict (the _b256 ones),
+ * --mma16-shapes, default the configured one) and strict (the _b256 ones,
+ * each of --mma16-strict-shapes),
  * A B and A B^T.
  * Every matmul result is spot-checked against float64 dot products.
  * Output: a table, and one "csv,..." line per figure for scripts. */
@@ -256,20 +257,24 @@ static void bench_half(rayo_dtype dt, uint32_t flags, uint32_t precision, const 
     rayo_close(ctx);
 }
 
-static void bench_halves(const char *shapes)
+/* A B for each shape of a comma-separated list (NULL: the configured one). */
+static void bench_half_shapes(rayo_dtype dt, uint32_t precision, const char *shapes, size_t n)
+{
+    char tmp[256], *save = NULL;
+    snprintf(tmp, sizeof tmp, "%s", shapes ? shapes : "auto");
+    for (char *sh = strtok_r(tmp, ",", &save); sh; sh = strtok_r(NULL, ",", &save))
+        bench_half(dt, 0, precision, sh, n);
+}
+
+static void bench_halves(const char *shapes, const char *strict_shapes)
 {
     static const rayo_dtype dts[] = {RAYO_DTYPE_F16, RAYO_DTYPE_BF16};
     static const size_t sizes[] = {4096, 1024};
-    char list[256];
-    snprintf(list, sizeof list, "%s", shapes ? shapes : "auto");
     for (int d = 0; d < 2; d++)
         for (int s = 0; s < 2; s++) {
-            char tmp[256], *save = NULL;
-            snprintf(tmp, sizeof tmp, "%s", list);
-            for (char *sh = strtok_r(tmp, ",", &save); sh; sh = strtok_r(NULL, ",", &save))
-                bench_half(dts[d], 0, RAYO_PRECISION_RELAXED, sh, sizes[s]);
+            bench_half_shapes(dts[d], RAYO_PRECISION_RELAXED, shapes, sizes[s]);
             bench_half(dts[d], RAYO_TRANS_B, RAYO_PRECISION_RELAXED, "auto", sizes[s]);
-            bench_half(dts[d], 0, RAYO_PRECISION_STRICT, "auto", sizes[s]);
+            bench_half_shapes(dts[d], RAYO_PRECISION_STRICT, strict_shapes, sizes[s]);
         }
 }
 
@@ -444,7 +449,7 @@ static int in_list(const char *list, const char *name)
 int main(int argc, char **argv)
 {
     int quick = 0, bandwidth = 0, half = 0;
-    const char *sg = NULL, *tf = NULL, *shapes = NULL;
+    const char *sg = NULL, *tf = NULL, *shapes = NULL, *strict_shapes = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
@@ -454,6 +459,8 @@ int main(int argc, char **argv)
             half = 1;
         else if (!strcmp(argv[i], "--mma16-shapes") && i + 1 < argc)
             shapes = argv[++i];
+        else if (!strcmp(argv[i], "--mma16-strict-shapes") && i + 1 < argc)
+            strict_shapes = argv[++i];
         else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
             backend = argv[++i];
         else if (!strcmp(argv[i], "--sgemm-kernels") && i + 1 < argc)
@@ -462,7 +469,7 @@ int main(int argc, char **argv)
             tf = argv[++i];
         else {
             fprintf(stderr, "usage: cuda-bench [--quick] [--sgemm-kernels A,B] [--tf32-kernels A,B] | --bandwidth "
-                            "[--backend NAME] | --half [--mma16-shapes A,B]\n");
+                            "[--backend NAME] | --half [--mma16-shapes A,B] [--mma16-strict-shapes A,B]\n");
             return 2;
         }
     }
@@ -498,7 +505,7 @@ int main(int argc, char **argv)
     }
     if (half) {
         rayo_close(ctx);
-        bench_halves(shapes);
+        bench_halves(shapes, strict_shapes);
         return 0;
     }
 

@@ -20,8 +20,8 @@
 
 /* The shapes the plugin picks when the config names none (measured on the
  * H200: doc/benchmarks-cuda.md). */
-#define DEFAULT_MMA16 "128x128_w2x2"
-#define DEFAULT_MMA16_STRICT "128x128_w2x4_b256"
+#define DEFAULT_MMA16 "128x128_w2x2_p"
+#define DEFAULT_MMA16_STRICT "128x128_w2x4_b256_p"
 #define MMA16_STRICT_MAX_K 16384
 #define MMA16_MAX_DIM 0x7fffffffu /* the kernels count rows and k in 32 bits */
 

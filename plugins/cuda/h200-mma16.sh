@@ -9,8 +9,9 @@
 #
 #   plugins/cuda/h200-mma16.sh BUILD_DIR
 #
-# OUT (default ./mma16-out) receives the logs.  Optional: SHAPES (cuda-bench
-# --mma16-shapes), SKIP (words: test bench conform memcheck).
+# OUT (default ./mma16-out) receives the logs.  Optional: SHAPES and
+# STRICT_SHAPES (cuda-bench --mma16-shapes, --mma16-strict-shapes), SKIP
+# (words: test bench conform memcheck).
 # Exit status: 0 when every check passed, 1 otherwise.
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,6 +39,7 @@ fi
 if wants bench; then
     echo "== cuda-bench --half, then cuBLAS"
     timeout 150 "$build/plugins/cuda/.libs/cuda-bench" --half ${SHAPES:+--mma16-shapes "$SHAPES"} \
+        ${STRICT_SHAPES:+--mma16-strict-shapes "$STRICT_SHAPES"} \
         >"$out/bench.log" 2>&1 || { status=1; tail -5 "$out/bench.log"; }
     PYTHONUNBUFFERED=1 timeout 100 python3 "$src/plugins/cuda/h100-torch.py" measure-half >"$out/torch.log" 2>&1 ||
         { status=1; tail -5 "$out/torch.log"; }
