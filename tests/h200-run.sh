@@ -100,6 +100,7 @@ run() {
     bench cuda-bench 150 "$cu/cuda-bench"
     bench cuda-bench-half 100 "$cu/cuda-bench" --half
     bench torch-matmul 150 python3 plugins/cuda/h100-torch.py measure
+    bench torch-half 100 python3 plugins/cuda/h100-torch.py measure-half
     bench cuda-shapes 100 "$cu/cuda-bench" --shapes
     bench torch-shapes 100 python3 plugins/cuda/h200-shapes-torch.py "$logs/cuda-shapes.log"
     bench cuda-bandwidth 100 "$cu/cuda-bench" --bandwidth --backend cuda
@@ -118,6 +119,10 @@ run() {
     bench cuda-host 120 "$cu/cuda-host-bench" 4096
     python3 plugins/cuda/h100-torch.py summary "$logs/cuda-bench.log" "$logs/torch-matmul.log" \
         >"$logs/summary-matmul.log" 2>&1
+    python3 plugins/cuda/h100-torch.py summary-half "$logs/cuda-bench-half.log" "$logs/torch-half.log" \
+        >"$logs/summary-half.log" 2>&1
+    cat "$logs/summary-matmul.log" "$logs/summary-half.log"
+    grep -v '^csv' "$logs/torch-shapes.log" | tail -30
     echo "== done ($(date -u +%T)); status $status"
     return $status
 }
