@@ -55,13 +55,17 @@ bench() {
     shift 2
     echo "== $name ($(date -u +%T))"
     PYTHONUNBUFFERED=1 timeout "$secs" "$@" >"$logs/$name.log" 2>&1 || echo "$name: exit $?"
+    save_logs
 }
+
+# the logs so far, in the one file that comes back (also if the run is cut short)
+save_logs() { tar -C /tmp -czf "$out/logs.tgz" h200-logs; }
 
 run() {
     out=${OUT:-$PWD/h200-out}
     logs=/tmp/h200-logs
     mkdir -p "$out" "$logs"
-    trap 'tar -C /tmp -czf "$out/logs.tgz" h200-logs' EXIT
+    trap save_logs EXIT
     for f in .gl/*.deb; do case $f in *libinih*) ;; *) dpkg -x "$f" / ;; esac; done
     ldconfig
     mkdir -p /tmp/rayo-deps && dpkg -x .gl/libinih1_*.deb /tmp/rayo-deps
@@ -111,7 +115,7 @@ run() {
     bench vk-bench 150 "$vk/vk-bench"
     bench torch-vulkan 100 python3 plugins/vulkan/h100-torch.py "$logs/torch-vulkan.csv"
     for shape in 4096x11008 11008x4096; do
-        bench vk-gemv-$shape 100 "$vk/vk-bench" --gemv $shape
+        bench vk-gemv-$shape 100 "$vk/vk-bench" --gemv $shape --copies
     done
     bench vk-attention 100 "$vk/vk-bench" --attention 4096
     bench vk-typed-matmul 100 "$vk/vk-bench" --matmul 512x11008x4096
