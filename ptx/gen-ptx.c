@@ -46,6 +46,7 @@ static const module_def modules[] = {
     {"infer", module_infer},
     {"splitk", module_splitk},
     {"wgmma", module_wgmma, 90, 1},
+    {"mma16", module_mma16},
 };
 #define MODULE_COUNT (sizeof modules / sizeof modules[0])
 static const int targets[] = RAYO_PTX_TARGETS;

@@ -9,7 +9,8 @@
  *   math.c          accurate math and activations as PTX sequences (m_*)
  *   block-reduce.c  warp shuffles and block-wide reductions
  *   one file per module:  elementwise.c, reduce.c, rows.c (also rows_cluster),
- *                   matrix.c (with gemv.c and transpose.c), sgemm.c, tf32.c,
+ *                   matrix.c (with gemv.c and transpose.c), sgemm.c, tf32.c
+ *                   (also mma16: the f16/bf16 kernels),
  *                   splitk.c (the float64 sum of split-K partials),
  *                   wgmma.c (TF32 on Hopper's warpgroup MMA, sm_90a),
  *                   infer-gemv.c + infer-ops.c + attention.c (module "infer": gemv
@@ -131,6 +132,7 @@ void module_matrix(strbuf *mod);
 void module_sgemm(strbuf *mod);
 void module_tf32(strbuf *mod);
 void module_splitk(strbuf *mod);
+void module_mma16(strbuf *mod);  /* tf32.c: the f16/bf16 kernels on the TF32 kernels' generator */
 void module_infer(strbuf *mod);
 void module_wgmma(strbuf *mod); /* sm_90a only */
 /* infer-ops.c: the other kernels of module "infer" (glu, rope, convert) */
@@ -138,7 +140,8 @@ void infer_ops(strbuf *mod);
 /* attention.c: attention kernels of module "infer" */
 void infer_attention(strbuf *mod);
 
-/* tf32.c: the C table rayo_cuda_tf32_configs (plugins/cuda/cuda-ptx.h). */
+/* tf32.c: the C tables rayo_cuda_tf32_configs and rayo_cuda_mma16_configs
+ * (plugins/cuda/cuda-ptx.h). */
 void tf32_write_config_table(strbuf *c);
 /* wgmma.c: the C table rayo_cuda_wgmma_configs (plugins/cuda/cuda-ptx.h). */
 void wgmma_write_config_table(strbuf *c);

@@ -55,13 +55,17 @@ bench() {
     shift 2
     echo "== $name ($(date -u +%T))"
     PYTHONUNBUFFERED=1 timeout "$secs" "$@" >"$logs/$name.log" 2>&1 || echo "$name: exit $?"
+    save_logs
 }
+
+# the logs so far, in the one file that comes back (also if the run is cut short)
+save_logs() { tar -C /tmp -czf "$out/logs.tgz" h200-logs; }
 
 run() {
     out=${OUT:-$PWD/h200-out}
     logs=/tmp/h200-logs
     mkdir -p "$out" "$logs"
-    trap 'tar -C /tmp -czf "$out/logs.tgz" h200-logs' EXIT
+    trap save_logs EXIT
     for f in .gl/*.deb; do case $f in *libinih*) ;; *) dpkg -x "$f" / ;; esac; done
     ldconfig
     mkdir -p /tmp/rayo-deps && dpkg -x .gl/libinih1_*.deb /tmp/rayo-deps
@@ -100,6 +104,7 @@ run() {
     bench cuda-bench 150 "$cu/cuda-bench"
     bench cuda-bench-half 100 "$cu/cuda-bench" --half
     bench torch-matmul 150 python3 plugins/cuda/h100-torch.py measure
+    bench torch-half 100 python3 plugins/cuda/h100-torch.py measure-half
     bench cuda-shapes 100 "$cu/cuda-bench" --shapes
     bench torch-shapes 100 python3 plugins/cuda/h200-shapes-torch.py "$logs/cuda-shapes.log"
     bench cuda-bandwidth 100 "$cu/cuda-bench" --bandwidth --backend cuda
@@ -110,7 +115,7 @@ run() {
     bench vk-bench 150 "$vk/vk-bench"
     bench torch-vulkan 100 python3 plugins/vulkan/h100-torch.py "$logs/torch-vulkan.csv"
     for shape in 4096x11008 11008x4096; do
-        bench vk-gemv-$shape 100 "$vk/vk-bench" --gemv $shape
+        bench vk-gemv-$shape 100 "$vk/vk-bench" --gemv $shape --copies
     done
     bench vk-attention 100 "$vk/vk-bench" --attention 4096
     bench vk-typed-matmul 100 "$vk/vk-bench" --matmul 512x11008x4096
@@ -118,6 +123,10 @@ run() {
     bench cuda-host 120 "$cu/cuda-host-bench" 4096
     python3 plugins/cuda/h100-torch.py summary "$logs/cuda-bench.log" "$logs/torch-matmul.log" \
         >"$logs/summary-matmul.log" 2>&1
+    python3 plugins/cuda/h100-torch.py summary-half "$logs/cuda-bench-half.log" "$logs/torch-half.log" \
+        >"$logs/summary-half.log" 2>&1
+    cat "$logs/summary-matmul.log" "$logs/summary-half.log"
+    grep -v '^csv' "$logs/torch-shapes.log" | tail -30
     echo "== done ($(date -u +%T)); status $status"
     return $status
 }

@@ -495,6 +495,53 @@ static void test_typed_matmul_batch(void *st, uint32_t precision)
     free(a); free(bf); free(bd); free(bq); free(c);
 }
 
+/* f16 x f16 and bf16 x bf16 matmul (C in f32), strict and relaxed, on host
+ * memory, against the float64 product of the stored values: the tensor-core
+ * kernels (strides multiples of 8) past their tiles' edges in every
+ * transpose, a long positive k (the strict kernels' second sums), and odd
+ * strides (the dequantizing path). */
+static void check_matmul_half(void *st, rayo_dtype dt, unsigned flags, size_t m, size_t n, size_t k, double lo,
+                              uint32_t precision)
+{
+    size_t na = m * k, nb = k * n;
+    float *a = floats(na, lo, 1), *b = floats(nb, lo, 1), *C = floats(m * n, -1, 1);
+    uint16_t *ah = malloc((na ? na : 1) * 2), *bh = malloc((nb ? nb : 1) * 2);
+    float *y = malloc((m * n + 1) * sizeof *y);
+    for (size_t i = 0; i < na + nb; i++) {
+        float *v = i < na ? &a[i] : &b[i - na];
+        uint16_t *h = i < na ? &ah[i] : &bh[i - na];
+        *h = dt == RAYO_DTYPE_BF16 ? rayo_f32_to_bf16(*v) : rayo_f32_to_f16(*v);
+        *v = dt == RAYO_DTYPE_BF16 ? rayo_bf16_to_f32(*h) : rayo_f16_to_f32(*h);
+    }
+    memcpy(y, C, m * n * sizeof *y);
+    float alpha = flags & 1 ? 0.5f : 1.0f, beta = flags & 2 ? -1.5f : 0.0f;
+    rayo_call c = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_MATMUL, .flags = flags, .m = m, .n = n, .k = k,
+                   .alpha = alpha, .beta = beta, .a = ah, .b = bh, .y = y,
+                   .dtypes = RAYO_DTYPES(dt, dt, 0, RAYO_DTYPE_F32), .precision = precision};
+    CHECK(run(st, &c) == RAYO_OK, "matmul %s: %s", rayo_dtype_name(dt), last_error);
+    rayo_call ref = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_MATMUL, .flags = flags, .m = m, .n = n,
+                     .k = k, .alpha = alpha, .beta = beta, .a = a, .b = b, .y = C};
+    rayo_op_info relaxed = *rayo_op_by_id(RAYO_OP_MATMUL);
+    relaxed.tol_rel = 2e-3; /* the combo's relaxed contract */
+    judge(precision == RAYO_PRECISION_RELAXED ? &relaxed : NULL, ref, y, "matmul %s flags=%u %zux%zux%zu precision %u",
+          rayo_dtype_name(dt), flags, m, n, k, (unsigned)precision);
+    free(a); free(b); free(C); free(ah); free(bh); free(y);
+}
+
+static void test_matmul_half(void *st)
+{
+    static const rayo_dtype dts[] = {RAYO_DTYPE_F16, RAYO_DTYPE_BF16};
+    for (int d = 0; d < 2; d++)
+        for (uint32_t p = RAYO_PRECISION_STRICT; p <= RAYO_PRECISION_RELAXED; p++) {
+            for (unsigned flags = 0; flags < 4; flags++) {
+                check_matmul_half(st, dts[d], flags, 296, 200, 520, -1, p); /* tiles + edges, a partial k tile */
+                check_matmul_half(st, dts[d], flags, 61, 45, 77, -1, p);    /* odd strides: dequantized */
+            }
+            check_matmul_half(st, dts[d], RAYO_TRANS_B, 64, 72, 16384, 0, p); /* long k, positive terms */
+            check_matmul_half(st, dts[d], 0, 8, 16, 0, -1, p);                /* k = 0: C = beta C */
+        }
+}
+
 /* A call that cannot get its staging (far beyond any GPU) fails with a
  * status and leaves the caller's output alone. */
 static void test_failure_keeps_output(void *st)
@@ -619,6 +666,7 @@ int main(int argc, char **argv)
     test_batches(st);
     test_typed_matmul_batch(st, RAYO_PRECISION_STRICT);
     test_typed_matmul_batch(st, RAYO_PRECISION_RELAXED);
+    test_matmul_half(st);
     test_failure_keeps_output(st);
     test_concurrency(st);
     int cubins = count_cubins(cache_dir);

@@ -3,6 +3,7 @@
  *   cuda-bench [--quick] [--sgemm-kernels LIST] [--tf32-kernels LIST]
  *   cuda-bench --bandwidth [--backend NAME]
  *   cuda-bench --shapes
+ *   cuda-bench --half [--mma16-shapes LIST] [--mma16-strict-shapes LIST]
  *
  * Measures, on device buffers (one batch of R identical calls, submitted and
  * waited for; the median of several batches):
@@ -21,10 +22,16 @@
  * --shapes measures fp32 matmuls of issue 18's small and skinny shapes
  * (m = 1, n = 1, few tiles with a long k, odd sizes, transposes) as TFLOP/s;
  * plugins/cuda/h200-shapes-torch.py times cuBLAS on the shapes it lists.
+ * --half measures instead f16 x f16 and bf16 x bf16 matmul (C in f32) at
+ * 4096^3 and 1024^3: relaxed (the plain mma16 kernels, each shape of
+ * --mma16-shapes, default the configured one) and strict (the _b256 ones,
+ * each of --mma16-strict-shapes),
+ * A B and A B^T.
  * Every matmul result is spot-checked against float64 dot products.
  * Output: a table, and one "csv,..." line per figure for scripts. */
 #define _POSIX_C_SOURCE 200809L
 #include "rayo.h"
+#include "rayo-dtype.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -191,6 +198,98 @@ static void bench_gemm(const char *group, const char *precision, const char *key
         rayo_buffer_destroy(C);
     }
     rayo_close(ctx);
+}
+
+/* ---- --half: f16 x f16 and bf16 x bf16 matmul ---------------------------- */
+static rayo_buffer *half_buffer(rayo_context *ctx, rayo_dtype dt, size_t n)
+{
+    rayo_buffer *b;
+    uint16_t *tmp = malloc(n * sizeof *tmp);
+    rayo_status s = tmp ? rayo_buffer_create(ctx, backend, n * sizeof *tmp, &b) : RAYO_E_NOMEM;
+    if (s != RAYO_OK)
+        die("rayo_buffer_create", s);
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = dt == RAYO_DTYPE_BF16 ? rayo_f32_to_bf16(frand()) : rayo_f32_to_f16(frand());
+    if ((s = rayo_buffer_write(b, 0, tmp, n * sizeof *tmp)) != RAYO_OK)
+        die("rayo_buffer_write", s);
+    free(tmp);
+    return b;
+}
+
+static float half_value(rayo_dtype dt, uint16_t h)
+{
+    return dt == RAYO_DTYPE_BF16 ? rayo_bf16_to_f32(h) : rayo_f16_to_f32(h);
+}
+
+/* Largest |C - ref| / sum|terms| over 64 sampled elements of C = A op(B). */
+static double half_check(rayo_dtype dt, int tb, rayo_buffer *A, rayo_buffer *B, rayo_buffer *C, size_t n)
+{
+    uint16_t *a = malloc(n * n * 2), *b = malloc(n * n * 2);
+    double worst = 0;
+    if (!a || !b || rayo_buffer_read(A, 0, a, n * n * 2) != RAYO_OK || rayo_buffer_read(B, 0, b, n * n * 2) != RAYO_OK)
+        worst = NAN;
+    for (int s = 0; s < 64 && worst == worst; s++) {
+        size_t i = (size_t)(s * 7919) % n, j = (size_t)(s * 104729 + 13) % n;
+        float c;
+        rayo_buffer_read(C, (i * n + j) * sizeof(float), &c, sizeof c);
+        double ref = 0, terms = 0;
+        for (size_t p = 0; p < n; p++) {
+            double t = (double)half_value(dt, a[i * n + p]) * half_value(dt, b[tb ? j * n + p : p * n + j]);
+            ref += t;
+            terms += fabs(t);
+        }
+        double e = fabs(c - ref) / (terms > 0 ? terms : 1);
+        if (!(e <= worst))
+            worst = e;
+    }
+    free(a);
+    free(b);
+    return worst;
+}
+
+static void bench_half(rayo_dtype dt, uint32_t flags, uint32_t precision, const char *shape, size_t n)
+{
+    char settings[256], name[64];
+    snprintf(settings, sizeof settings, "[backend.cuda]\n%s = %s\n",
+             precision == RAYO_PRECISION_STRICT ? "mma16_strict_kernel" : "mma16_kernel", shape);
+    rayo_context *ctx = open_with(settings);
+    rayo_buffer *A = half_buffer(ctx, dt, n * n), *B = half_buffer(ctx, dt, n * n), *C = device_buffer(ctx, n * n, 0);
+    rayo_batch_call c = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_MATMUL, .flags = flags, .m = n,
+                         .n = n, .k = n, .alpha = 1, .beta = 0, .a = {A, 0}, .b = {B, 0}, .y = {C, 0},
+                         .dtypes = RAYO_DTYPES(dt, dt, 0, RAYO_DTYPE_F32), .precision = precision};
+    double flops = 2.0 * (double)n * n * n;
+    int reps = flops > 2e11 ? 10 : flops > 2e10 ? 20 : 80;
+    double t = time_batch(ctx, &c, reps, 5);
+    char note[64];
+    snprintf(note, sizeof note, "max err %.1e (of sum|terms|)", half_check(dt, flags != 0, A, B, C, n));
+    snprintf(name, sizeof name, "%s %s %s %s", rayo_dtype_name(dt), flags ? "nt" : "nn",
+             precision == RAYO_PRECISION_STRICT ? "strict" : "relaxed", shape);
+    report("half", name, n, flops / t * 1e-12, "TFLOP/s", note);
+    rayo_buffer_destroy(A);
+    rayo_buffer_destroy(B);
+    rayo_buffer_destroy(C);
+    rayo_close(ctx);
+}
+
+/* A B for each shape of a comma-separated list (NULL: the configured one). */
+static void bench_half_shapes(rayo_dtype dt, uint32_t precision, const char *kernels, size_t n)
+{
+    char tmp[256], *save = NULL;
+    snprintf(tmp, sizeof tmp, "%s", kernels ? kernels : "auto");
+    for (char *sh = strtok_r(tmp, ",", &save); sh; sh = strtok_r(NULL, ",", &save))
+        bench_half(dt, 0, precision, sh, n);
+}
+
+static void bench_halves(const char *kernels, const char *strict_kernels)
+{
+    static const rayo_dtype dts[] = {RAYO_DTYPE_F16, RAYO_DTYPE_BF16};
+    static const size_t sizes[] = {4096, 1024};
+    for (int d = 0; d < 2; d++)
+        for (int s = 0; s < 2; s++) {
+            bench_half_shapes(dts[d], RAYO_PRECISION_RELAXED, kernels, sizes[s]);
+            bench_half(dts[d], RAYO_TRANS_B, RAYO_PRECISION_RELAXED, "auto", sizes[s]);
+            bench_half_shapes(dts[d], RAYO_PRECISION_STRICT, strict_kernels, sizes[s]);
+        }
 }
 
 /* bytes: moved per element (reads + writes) */
@@ -406,8 +505,8 @@ static int in_list(const char *list, const char *name)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, bandwidth = 0, shapes_only = 0;
-    const char *sg = NULL, *tf = NULL;
+    int quick = 0, bandwidth = 0, shapes_only = 0, half = 0;
+    const char *sg = NULL, *tf = NULL, *mma16_shapes = NULL, *mma16_strict_shapes = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
@@ -415,6 +514,12 @@ int main(int argc, char **argv)
             bandwidth = 1;
         else if (!strcmp(argv[i], "--shapes"))
             shapes_only = 1;
+        else if (!strcmp(argv[i], "--half"))
+            half = 1;
+        else if (!strcmp(argv[i], "--mma16-shapes") && i + 1 < argc)
+            mma16_shapes = argv[++i];
+        else if (!strcmp(argv[i], "--mma16-strict-shapes") && i + 1 < argc)
+            mma16_strict_shapes = argv[++i];
         else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
             backend = argv[++i];
         else if (!strcmp(argv[i], "--sgemm-kernels") && i + 1 < argc)
@@ -422,7 +527,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--tf32-kernels") && i + 1 < argc)
             tf = argv[++i];
         else {
-            fprintf(stderr, "usage: cuda-bench [--quick] [--sgemm-kernels A,B] [--tf32-kernels A,B] | --bandwidth [--backend NAME] | --shapes\n");
+            fprintf(stderr, "usage: cuda-bench [--quick] [--sgemm-kernels A,B] [--tf32-kernels A,B] | --bandwidth "
+                            "[--backend NAME] | --shapes | --half [--mma16-shapes A,B] [--mma16-strict-shapes A,B]\n");
             return 2;
         }
     }
@@ -459,6 +565,11 @@ int main(int argc, char **argv)
     if (bandwidth) {
         bench_bandwidth(ctx);
         rayo_close(ctx);
+        return 0;
+    }
+    if (half) {
+        rayo_close(ctx);
+        bench_halves(mma16_shapes, mma16_strict_shapes);
         return 0;
     }
 

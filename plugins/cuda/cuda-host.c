@@ -520,7 +520,7 @@ rayo_status cuda_host_call(void *state, const rayo_call *call)
     memset(&p, 0, sizeof p);
     p.op = (cuda_op){call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta, 0, 0, 0, 0, 0,
                      call->dtypes, call->lda, call->ldb, call->ldy, call->params, call->precision, 0};
-    if ((s = cuda_typed_matmul_check(&p.op)) != RAYO_OK)
+    if ((s = cuda_typed_matmul_check(st, &p.op)) != RAYO_OK)
         return s;
     plan_blocks(call, &p);
     cuda_op first = p.op;

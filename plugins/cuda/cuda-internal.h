@@ -63,6 +63,7 @@ enum cuda_module_id {
     MOD_ELEMENTWISE, MOD_REDUCE, MOD_ROWS, MOD_MATRIX, MOD_SGEMM, MOD_TF32, MOD_ROWS_CLUSTER, MOD_INFER,
     MOD_SPLITK,
     MOD_WGMMA, /* sm_90a only: loaded on cc 9.0 devices */
+    MOD_MMA16,
     MOD_COUNT
 };
 
@@ -125,6 +126,7 @@ typedef struct cuda_state {
     int use_wgmma;        /* TF32 through wgmma: cc 9.0, a CUDA 12 driver, [backend.cuda] wgmma */
     int use_wgmma_half;   /* relaxed f16 / bf16 matmul through wgmma too: [backend.cuda] wgmma_half */
     char wgmma_kernel[48];
+    char mma16_shape[32], mma16_strict_shape[32]; /* f16/bf16 matmul kernels; "" = off */
     atomic_int lost;      /* the context is unusable: every call fails fast */
 
     pthread_mutex_t lock; /* modules, functions, lanes */
@@ -202,14 +204,27 @@ rayo_status cuda_launch_wgmma_half(cuda_state *st, CUstream stream, const cuda_o
 /* Dynamic shared memory of kernel `name` of module "wgmma" (0: not one). */
 int cuda_wgmma_smem_bytes(const char *name);
 
-/* ---- typed matmul (cuda-typed-matmul.c): f32 A, a half or quantized B ---- */
-/* RAYO_OK if the backend runs this typed matmul (A and C dense, B's f32
- * copy within the scratch limit); checked before the op is queued. */
-rayo_status cuda_typed_matmul_check(const cuda_op *op);
-/* Device scratch of a typed matmul: B dequantized to f32 (and transposed). */
-size_t cuda_typed_matmul_scratch_bytes(const cuda_op *op);
-/* Dequantizes B into the scratch, then runs the f32 matmul on it. */
+/* ---- typed matmul (cuda-typed-matmul.c): f32 A and a half or quantized B,
+ * or f16 x f16 / bf16 x bf16 ---- */
+/* RAYO_OK if the backend runs this typed matmul (the mma16 kernels, or A
+ * and C dense (a half A is dequantized) and the f32 copies within the
+ * scratch limit); checked before the op is queued. */
+rayo_status cuda_typed_matmul_check(const cuda_state *st, const cuda_op *op);
+/* Device scratch of a typed matmul: A and B dequantized to f32 (B perhaps
+ * transposed too); 0 on the mma16 kernels. */
+size_t cuda_typed_matmul_scratch_bytes(const cuda_state *st, const cuda_op *op);
+/* The mma16 kernels, or: dequantizes into the scratch, then runs the f32
+ * matmul on it. */
 rayo_status cuda_launch_typed_matmul(cuda_state *st, CUstream stream, const cuda_op *op);
+
+/* ---- f16 x f16, bf16 x bf16 matmul on the tensor cores (cuda-mma16.c) ---- */
+struct rayo_ptx_tf32_config; /* cuda-ptx.h */
+/* [backend.cuda] mma16_kernel, mma16_strict_kernel into st. */
+void cuda_mma16_config(cuda_state *st);
+/* The kernel for this matmul, or NULL (the dequantizing path). */
+const struct rayo_ptx_tf32_config *cuda_mma16_kernel(const cuda_state *st, const cuda_op *op);
+rayo_status cuda_launch_mma16(cuda_state *st, CUstream stream, const cuda_op *op,
+                              const struct rayo_ptx_tf32_config *cfg);
 
 /* ---- the inference kernels (cuda-infer.c) ------------------------------ */
 /* rows [0, m) of a table in dtype dt (rows lda elements apart; 0: dense)

@@ -114,7 +114,7 @@ size_t cuda_scratch_bytes(const cuda_state *st, const cuda_op *op)
     case RAYO_SIG_ARGREDUCE:
         return (size_t)reduce_blocks(st, op->n) * 16;
     case RAYO_SIG_MATMUL: {
-        size_t typed = cuda_typed_matmul_scratch_bytes(op), small = cuda_matmul_small_scratch_bytes(st, op);
+        size_t typed = cuda_typed_matmul_scratch_bytes(st, op), small = cuda_matmul_small_scratch_bytes(st, op);
         size_t wg = op->dtypes ? 0 : cuda_wgmma_scratch_bytes(st, op), most = typed > small ? typed : small;
         return wg > most ? wg : most;
     }

@@ -123,7 +123,7 @@ static rayo_status batch_record(void *state, void *batch, const rayo_dev_call *c
                     operand(&call->a), operand(&call->b), operand(&call->c), operand(&call->y), 0,
                     call->dtypes, call->lda, call->ldb, call->ldy, call->params,
                     RAYO_DEV_CALL_HAS(call, precision) ? call->precision : 0, 0};
-    if ((s = cuda_typed_matmul_check(op)) != RAYO_OK)
+    if ((s = cuda_typed_matmul_check(st, op)) != RAYO_OK)
         return s; /* not recorded: the core passes the call on */
     size_t need = cuda_scratch_bytes(st, op);
     if (need > b->scratch_bytes)

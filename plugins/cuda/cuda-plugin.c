@@ -29,7 +29,7 @@
 
 static const char *const module_names[MOD_COUNT] = {"elementwise", "reduce", "rows",
                                                     "matrix", "sgemm", "tf32", "rows_cluster", "infer",
-                                                    "splitk", "wgmma"};
+                                                    "splitk", "wgmma", "mma16"};
 
 /* ---- probe ---------------------------------------------------------------- */
 static int device_attr(const cuda_driver *drv, CUdevice dev, CUdevice_attribute a)
@@ -190,6 +190,7 @@ static void read_config(cuda_state *st)
     config_kernel(host, "wgmma_kernel", "wg_tf32_", DEFAULT_WGMMA, st->wgmma_kernel, sizeof st->wgmma_kernel);
     /* wgmma_half: relaxed f16 x f16 and bf16 x bf16 matmul through wgmma too */
     st->use_wgmma_half = st->use_wgmma && config_yes(host, "wgmma_half", 1);
+    cuda_mma16_config(st);
     const char *lanes = host->config ? host->config(host, "host_streams") : NULL;
     st->lane_limit = 4;
     if (lanes && *lanes) {
@@ -494,12 +495,14 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
             if (r == CUDA_SUCCESS && mod == MOD_SGEMM) /* their second sums: more than 48 KiB in all */
                 r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                 RAYO_PTX_SGEMM_ACC_BYTES);
-            if (r == CUDA_SUCCESS && strncmp(name, "tf32", 4) == 0) {
-                /* the TF32 kernels use more than 48 KiB of dynamic shared memory */
-                for (unsigned i = 0; i < rayo_cuda_tf32_config_count; i++)
-                    if (strcmp(rayo_cuda_tf32_configs[i].name, name) == 0)
+            if (r == CUDA_SUCCESS && (mod == MOD_TF32 || mod == MOD_MMA16)) {
+                /* the tensor-core kernels use more than 48 KiB of dynamic shared memory */
+                const rayo_ptx_tf32_config *t = mod == MOD_TF32 ? rayo_cuda_tf32_configs : rayo_cuda_mma16_configs;
+                unsigned n = mod == MOD_TF32 ? rayo_cuda_tf32_config_count : rayo_cuda_mma16_config_count;
+                for (unsigned i = 0; i < n; i++)
+                    if (strcmp(t[i].name, name) == 0)
                         r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                        rayo_cuda_tf32_configs[i].smem_bytes);
+                                                        t[i].smem_bytes);
             }
             if (r == CUDA_SUCCESS && mod == MOD_WGMMA && cuda_wgmma_smem_bytes(name) > 0)
                 r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -547,6 +550,8 @@ static const rayo_op_entry cuda_ops[] = {
     COMBO(MATMUL, F32, Q4_0, NONE, F32),
     COMBO(MATMUL, F32, Q4_K, NONE, F32),
     COMBO(MATMUL, F32, Q6_K, NONE, F32),
+    COMBO(MATMUL, F16, F16, NONE, F32), /* tensor cores (cuda-mma16.c) */
+    COMBO(MATMUL, BF16, BF16, NONE, F32),
     COMBO(GEMV, F16, F32, NONE, F32),
     COMBO(GEMV, BF16, F32, NONE, F32),
     COMBO(GEMV, Q8_0, F32, NONE, F32),

@@ -14,14 +14,14 @@
 #include <string.h>
 
 typedef struct rayo_ptx_module {
-    const char *name;     /* "elementwise", "reduce", "rows", "matrix", "sgemm", "tf32", "rows_cluster", "infer", "wgmma" */
+    const char *name;     /* "elementwise", "reduce", "rows", "matrix", "sgemm", "tf32", "rows_cluster", "infer", "splitk", "wgmma", "mma16" */
     const char *body;     /* NUL-terminated PTX after the target header */
     size_t body_size;     /* strlen(body) */
     int min_sm;           /* the lowest target it is written for (rows_cluster: 90) */
     int arch_specific;    /* written for sm_<min_sm>a only (wgmma: sm_90a, which no other GPU runs) */
 } rayo_ptx_module;
 
-/* A TF32 gemm variant: its block tile and launch shape. */
+/* A TF32 or 16-bit (mma16) gemm variant: its block tile and launch shape. */
 typedef struct rayo_ptx_tf32_config {
     const char *name;
     int block_m, block_n;
@@ -93,6 +93,9 @@ extern const rayo_ptx_tf32_config rayo_cuda_tf32_configs[];
 extern const unsigned rayo_cuda_tf32_config_count;
 extern const rayo_ptx_wgmma_config rayo_cuda_wgmma_configs[];
 extern const unsigned rayo_cuda_wgmma_config_count;
+/* module "mma16" (f16/bf16 inputs, tf32.c): mma16_<f16|bf16>_<nn|nt|tn|tt>_<shape> */
+extern const rayo_ptx_tf32_config rayo_cuda_mma16_configs[];
+extern const unsigned rayo_cuda_mma16_config_count;
 extern const rayo_ptx_gemvq_config rayo_cuda_gemvq_configs[];
 extern const unsigned rayo_cuda_gemvq_config_count;
 

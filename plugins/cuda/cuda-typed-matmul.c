@@ -1,20 +1,25 @@
 /* cuda-typed-matmul.c - matmul with an f32 A and a half or quantized B
- * (the weight: f16, bf16, Q8_0, Q4_0, Q4_K, Q6_K), C in f32.
+ * (the weight: f16, bf16, Q8_0, Q4_0, Q4_K, Q6_K), or with f16 x f16 or
+ * bf16 x bf16 operands, C in f32.
  *
- * The simple way: B is dequantized whole into f32 device scratch by the
- * get_rows kernels (bit-exact, honouring ldb), then the f32 matmul runs on
- * that copy.  A strict call takes the fp32 kernels; a relaxed one may take
+ * f16 x f16 and bf16 x bf16 run on the tensor cores where their kernels
+ * take the call: relaxed calls on sm_90 through warpgroup MMA
+ * (cuda-wgmma.c), else the mma.sync kernels (cuda-mma16.c).  Otherwise,
+ * the simple way: B (and a half A) are dequantized whole into f32 device
+ * scratch by the get_rows kernels (bit-exact, honouring lda and ldb), then
+ * the f32 matmul runs on those copies.  A strict call takes the fp32 kernels; a relaxed one may take
  * the TF32 tensor-core kernels (within the combos' relaxed 2e-3).  A
  * transposed B (the LLM prefill's weight, n x k) is transposed once more in
  * the scratch when both copies fit: the TF32 kernels read B untransposed
  * only, and the fp32 ones are much faster untransposed too (on the H200 a
- * TinyLlama prefill took 490 tok/s through sgemm_nt_k8).  B's f32 copy must
- * fit in TYPED_MATMUL_MAX_SCRATCH; a larger B is refused (the call falls
- * through). */
+ * TinyLlama prefill took 490 tok/s through sgemm_nt_k8).  Each f32 copy
+ * must fit in TYPED_MATMUL_MAX_SCRATCH; a larger one is refused (the call
+ * falls through). */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 #include "cuda-internal.h"
+#include "cuda-ptx.h"
 
 #include <stdint.h>
 
@@ -29,15 +34,36 @@ static void b_shape(const cuda_op *op, size_t *rows, size_t *cols)
     *cols = tb ? op->k : op->n;
 }
 
-/* Bytes of B's dense f32 copy, rounded up to SCRATCH_ALIGN; 0 on overflow. */
-static size_t f32_copy_bytes(const cuda_op *op)
+/* Bytes of a dense f32 copy of rows x cols, rounded up to SCRATCH_ALIGN; 0 on overflow. */
+static size_t f32_bytes(size_t rows, size_t cols)
 {
-    size_t rows, cols;
-    b_shape(op, &rows, &cols);
     if (cols && rows > (SIZE_MAX - SCRATCH_ALIGN) / sizeof(float) / cols)
         return 0;
     size_t bytes = rows * cols * sizeof(float);
     return (bytes + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1);
+}
+
+static size_t f32_copy_bytes(const cuda_op *op)
+{
+    size_t rows, cols;
+    b_shape(op, &rows, &cols);
+    return f32_bytes(rows, cols);
+}
+
+/* A as stored: rows of cols elements (k x m with RAYO_TRANS_A, else m x k). */
+static void a_shape(const cuda_op *op, size_t *rows, size_t *cols)
+{
+    int ta = (op->flags & RAYO_TRANS_A) != 0;
+    *rows = ta ? op->k : op->m;
+    *cols = ta ? op->m : op->k;
+}
+
+/* Bytes of a half A's f32 copy (0 for an f32 A, used in place). */
+static size_t a_copy_bytes(const cuda_op *op)
+{
+    size_t rows, cols;
+    a_shape(op, &rows, &cols);
+    return RAYO_DTYPE_OF(op->dtypes, 0) == RAYO_DTYPE_F32 ? 0 : f32_bytes(rows, cols);
 }
 
 /* Whether the f32 matmul may use TF32: a relaxed call, or [backend.cuda]
@@ -55,52 +81,78 @@ static int transposes_b(const cuda_op *op)
     return (op->flags & RAYO_TRANS_B) && !(op->flags & RAYO_TRANS_A) && one <= TYPED_MATMUL_MAX_SCRATCH / 2;
 }
 
-size_t cuda_typed_matmul_scratch_bytes(const cuda_op *op)
+size_t cuda_typed_matmul_scratch_bytes(const cuda_state *st, const cuda_op *op)
 {
-    if (!op->dtypes)
+    if (!op->dtypes || cuda_mma16_kernel(st, op))
         return 0;
     size_t one = f32_copy_bytes(op);
-    return transposes_b(op) ? 2 * one : one;
+    return a_copy_bytes(op) + (transposes_b(op) ? 2 * one : one);
 }
 
-rayo_status cuda_typed_matmul_check(const cuda_op *op)
+/* The dtypes the dequantizing path takes: f32 A with a half or quantized B,
+ * or both f16 or both bf16. */
+static int dtypes_known(rayo_dtype adt, rayo_dtype bdt)
 {
-    if (op->op != RAYO_OP_MATMUL || !op->dtypes)
+    if (adt == RAYO_DTYPE_F16 || adt == RAYO_DTYPE_BF16)
+        return bdt == adt;
+    return adt == RAYO_DTYPE_F32 && bdt != RAYO_DTYPE_F32 && rayo_dtype_name(bdt);
+}
+
+rayo_status cuda_typed_matmul_check(const cuda_state *st, const cuda_op *op)
+{
+    if (op->op != RAYO_OP_MATMUL || !op->dtypes || cuda_mma16_kernel(st, op))
         return RAYO_OK;
     rayo_dtype adt = RAYO_DTYPE_OF(op->dtypes, 0), bdt = RAYO_DTYPE_OF(op->dtypes, 1),
                ydt = RAYO_DTYPE_OF(op->dtypes, 3);
-    if (adt != RAYO_DTYPE_F32 || ydt != RAYO_DTYPE_F32 || bdt == RAYO_DTYPE_F32 || !rayo_dtype_name(bdt))
+    if (ydt != RAYO_DTYPE_F32 || !dtypes_known(adt, bdt))
         return RAYO_E_UNSUPPORTED;
-    /* the f32 kernels take dense A and C only */
-    size_t a_cols = (op->flags & RAYO_TRANS_A) ? op->m : op->k;
-    if ((op->lda && op->lda != a_cols) || (op->ldy && op->ldy != op->n))
+    /* the f32 kernels take dense A (an f32 one is used in place) and C only */
+    size_t a_rows, a_cols, rows, cols, row_bytes;
+    a_shape(op, &a_rows, &a_cols);
+    if ((adt == RAYO_DTYPE_F32 && op->lda && op->lda != a_cols) || (op->ldy && op->ldy != op->n))
         return RAYO_E_UNSUPPORTED;
-    size_t rows, cols, row_bytes;
     b_shape(op, &rows, &cols);
-    if (!rayo_dtype_row_bytes(bdt, op->ldb ? op->ldb : cols, &row_bytes))
+    if (!rayo_dtype_row_bytes(bdt, op->ldb ? op->ldb : cols, &row_bytes) ||
+        !rayo_dtype_row_bytes(adt, op->lda ? op->lda : a_cols, &row_bytes))
         return RAYO_E_UNSUPPORTED;
-    size_t one = f32_copy_bytes(op);
-    if (one == 0 && rows && cols)
+    size_t one = f32_copy_bytes(op), a32 = a_copy_bytes(op);
+    if ((one == 0 && rows && cols) || (a32 == 0 && adt != RAYO_DTYPE_F32 && a_rows && a_cols))
         return RAYO_E_UNSUPPORTED;
-    return one <= TYPED_MATMUL_MAX_SCRATCH ? RAYO_OK : RAYO_E_UNSUPPORTED;
+    return one <= TYPED_MATMUL_MAX_SCRATCH && a32 <= TYPED_MATMUL_MAX_SCRATCH ? RAYO_OK : RAYO_E_UNSUPPORTED;
 }
 
 rayo_status cuda_launch_typed_matmul(cuda_state *st, CUstream stream, const cuda_op *op)
 {
-    rayo_status s = cuda_typed_matmul_check(op);
-    if (s != RAYO_OK)
+    /* f16 x f16, bf16 x bf16: on sm_90 a relaxed call takes warpgroup MMA
+     * (cuda-wgmma.c) where it can, else the mma.sync kernels */
+    rayo_status s = cuda_launch_wgmma_half(st, stream, op);
+    if (s != RAYO_E_UNSUPPORTED)
         return s;
-    size_t rows, cols;
-    b_shape(op, &rows, &cols);
-    CUdeviceptr b32 = op->scratch;
-    s = cuda_launch_dequant_rows(st, stream, RAYO_DTYPE_OF(op->dtypes, 1), b32, op->b, rows, cols, op->ldb);
+    const rayo_ptx_tf32_config *mma = cuda_mma16_kernel(st, op);
+    if (mma)
+        return cuda_launch_mma16(st, stream, op, mma);
+    s = cuda_typed_matmul_check(st, op);
     if (s != RAYO_OK)
         return s;
     cuda_op f32 = *op;
     f32.dtypes = 0;
     f32.lda = f32.ldb = f32.ldy = 0;
-    f32.b = b32;
     f32.scratch = 0;
+    size_t rows, cols, a32 = a_copy_bytes(op);
+    if (a32) {
+        a_shape(op, &rows, &cols);
+        s = cuda_launch_dequant_rows(st, stream, RAYO_DTYPE_OF(op->dtypes, 0), op->scratch, op->a, rows, cols,
+                                     op->lda);
+        if (s != RAYO_OK)
+            return s;
+        f32.a = op->scratch;
+    }
+    b_shape(op, &rows, &cols);
+    CUdeviceptr b32 = op->scratch + a32;
+    s = cuda_launch_dequant_rows(st, stream, RAYO_DTYPE_OF(op->dtypes, 1), b32, op->b, rows, cols, op->ldb);
+    if (s != RAYO_OK)
+        return s;
+    f32.b = b32;
     if (transposes_b(op)) {
         CUdeviceptr bt = b32 + f32_copy_bytes(op);
         cuda_op tr = {.op = RAYO_OP_TRANSPOSE, .m = rows, .n = cols, .a = b32, .y = bt};

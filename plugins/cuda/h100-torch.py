@@ -4,6 +4,12 @@ device copies on the same GPU, in the same run as rayo's cuda-bench.
 
   h100-torch.py measure            prints "csv,torch,..." lines
   h100-torch.py summary BENCH TORCH   the side-by-side table of both logs
+  h100-torch.py measure-half       f16 x f16 and bf16 x bf16 matmul (h200-mma16.sh)
+  h100-torch.py summary-half BENCH TORCH   cuda-bench --half over it
+
+cuBLAS's half matmul runs in the inputs' dtype with float sums (torch.mm of
+two f16 or bf16 matrices); its C is in that dtype, rayo's in f32 (4 bytes
+more per element of C: nothing next to n^3 products at these sizes).
 
 Timing: CUDA events around repeated calls after warm-up, median of rounds;
 random inputs (never zeros)."""
@@ -73,6 +79,31 @@ def measure():
     csv("torch", "add round trip (median)", 1024, statistics.median(ts) * 1e6, "us")
 
 
+def measure_half():
+    import torch
+    dev = torch.device("cuda")
+    print("# torch %s, %s" % (torch.__version__, torch.cuda.get_device_name(0)), flush=True)
+    for name, dt in (("f16", torch.float16), ("bf16", torch.bfloat16)):
+        for n in (4096, 1024):
+            a = (torch.rand(n, n, device=dev) * 2 - 1).to(dt)
+            b = (torch.rand(n, n, device=dev) * 2 - 1).to(dt)
+            flops = 2.0 * n ** 3
+            reps = 10 if flops > 2e11 else 20 if flops > 2e10 else 80
+            for layout, bb in (("nn", b), ("nt", b.t())):
+                t = timed(torch, lambda: torch.mm(a, bb), reps)
+                csv("torch", "%s %s" % (name, layout), n, flops / t * 1e-12, "TFLOP/s")
+            del a, b
+
+
+def summary_half(bench_path, torch_path):
+    ours, ref = read_csv(bench_path), read_csv(torch_path)
+    print("%-40s %6s %9s %9s %7s" % ("rayo (cuda-bench --half), TFLOP/s", "n", "rayo", "cuBLAS", "ratio"))
+    for (group, what, size), (value, _) in sorted(ours.items(), key=lambda r: (-r[0][2], r[0][1])):
+        if group == "half":
+            base = ref.get(("torch", " ".join(what.split()[:2]), size), (float("nan"),))[0]
+            print("%-40s %6d %9.1f %9.1f %6.2fx" % (what, size, value, base, value / base))
+
+
 def read_csv(path):
     rows = {}
     with open(path) as f:
@@ -119,5 +150,9 @@ if __name__ == "__main__":
         measure()
     elif len(sys.argv) == 4 and sys.argv[1] == "summary":
         summary(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 2 and sys.argv[1] == "measure-half":
+        measure_half()
+    elif len(sys.argv) == 4 and sys.argv[1] == "summary-half":
+        summary_half(sys.argv[2], sys.argv[3])
     else:
         sys.exit(__doc__)

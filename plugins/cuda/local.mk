@@ -6,7 +6,7 @@
 
 EXTRA_DIST += plugins/cuda/50-cuda.conf plugins/cuda/h100.sh plugins/cuda/h100-torch.py \
 	plugins/cuda/h200-bandwidth.sh plugins/cuda/h200-bandwidth-torch.py plugins/cuda/h200-wgmma.sh \
-	plugins/cuda/infer-torch.py plugins/cuda/h200-shapes-torch.py plugins/cuda/h200-shapes.sh \
+	plugins/cuda/infer-torch.py plugins/cuda/h200-shapes-torch.py plugins/cuda/h200-shapes.sh plugins/cuda/h200-mma16.sh \
 	doc/benchmarks-cuda.md
 
 if BUILD_CUDA
@@ -15,7 +15,8 @@ plugins_cuda_rayo_cuda_la_SOURCES = \
 	plugins/cuda/cuda-internal.h plugins/cuda/cuda-driver-api.h plugins/cuda/cuda-ptx.h \
 	plugins/cuda/cuda-driver.c plugins/cuda/cuda-plugin.c plugins/cuda/cuda-launch.c \
 	plugins/cuda/cuda-host.c plugins/cuda/cuda-memory.c plugins/cuda/cuda-infer.c \
-	plugins/cuda/cuda-typed-matmul.c plugins/cuda/cuda-matmul-small.c plugins/cuda/cuda-wgmma.c
+	plugins/cuda/cuda-typed-matmul.c plugins/cuda/cuda-matmul-small.c plugins/cuda/cuda-wgmma.c \
+	plugins/cuda/cuda-mma16.c
 nodist_plugins_cuda_rayo_cuda_la_SOURCES = plugins/cuda/cuda-ptx.c
 plugins_cuda_rayo_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 plugins_cuda_rayo_cuda_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -fvisibility=hidden

@@ -295,9 +295,15 @@ static ref_matrix ref_of(const icase *t, int w, rayo_dtype dt, size_t rows, size
 }
 
 /* Strides of a case: 0 (dense) or the row length plus some whole blocks. */
+/* strided: 0 dense, 1 rows 1 to 3 blocks longer, STRIDE_8 rows of a
+ * multiple of 8 elements, 8 to 24 longer than the row rounded up (what
+ * tensor-core kernels load in 16-byte pieces). */
+#define STRIDE_8 2
 static size_t stride_for(ictx *x, int strided, size_t cols, rayo_dtype dt)
 {
     size_t blk = rayo_dtype_block_elems(dt);
+    if (strided == STRIDE_8)
+        return (cols + 7) / 8 * 8 + 8 * (1 + below(&x->rng, 3));
     return strided ? cols + blk * (1 + below(&x->rng, 3)) : 0;
 }
 
@@ -857,6 +863,32 @@ static size_t k_of(size_t units, rayo_dtype dt, size_t i)
     return blk > 1 ? units * blk : units * 29 + (units ? i % 3 : 0);
 }
 
+/* f16 x f16 and bf16 x bf16: shapes for tensor-core kernels (row strides
+ * in multiples of 8 elements) past their tiles' edges, in every transpose,
+ * strict and relaxed; a k long enough for a strict kernel's second sums,
+ * and one past where such kernels may stop (cuda: 16384). */
+static void plan_matmul_half(ictx *x, matmul_spec s)
+{
+    static const size_t sizes[][4] = { /* m, n, k, strided */
+        {136, 72, 200, 0}, {131, 77, 203, STRIDE_8}, {257, 129, 33, STRIDE_8}, {8, 264, 1000, 0},
+    };
+    for (size_t i = 0; i < COUNT_OF(sizes); i++)
+        for (uint32_t flags = 0; flags < 4; flags++) {
+            s.m = sizes[i][0], s.n = sizes[i][1], s.k = sizes[i][2], s.strided = (int)sizes[i][3];
+            s.flags = flags;
+            s.alpha = alpha_beta[(i + flags) % COUNT_OF(alpha_beta)][0];
+            s.beta = alpha_beta[(i + flags) % COUNT_OF(alpha_beta)][1];
+            run_case(x, build_matmul, &s, 0);
+            run_case(x, build_matmul, &s, 1);
+        }
+    s.alpha = 1, s.beta = 0, s.strided = STRIDE_8;
+    s.m = 67, s.n = 136, s.k = 8197, s.flags = RAYO_TRANS_B;
+    run_case(x, build_matmul, &s, 0);
+    s.m = 5, s.n = 40, s.k = 16400, s.flags = 0;
+    run_case(x, build_matmul, &s, 0);
+    run_case(x, build_matmul, &s, 1);
+}
+
 static void plan_matmul(ictx *x, const rayo_combo_info *combo)
 {
     static const uint32_t half_flags[] = {RAYO_TRANS_B, 0, RAYO_TRANS_A | RAYO_TRANS_B, RAYO_TRANS_A};
@@ -878,6 +910,8 @@ static void plan_matmul(ictx *x, const rayo_combo_info *combo)
         s.m = 40, s.n = 72, s.k = 2048, s.strided = f32;
         run_spec(x, build_matmul, &s);
     }
+    if ((s.adt == RAYO_DTYPE_F16 || s.adt == RAYO_DTYPE_BF16) && s.bdt == s.adt)
+        plan_matmul_half(x, s);
 }
 
 static void plan_gemv(ictx *x, const rayo_combo_info *combo)
