@@ -546,7 +546,8 @@ int main(int argc, char **argv)
             tf = argv[++i];
         else {
             fprintf(stderr, "usage: cuda-bench [--quick] [--sgemm-kernels A,B] [--tf32-kernels A,B] | --bandwidth "
-                            "[--backend NAME] | --shapes | --half [--mma16-shapes A,B] [--mma16-strict-shapes A,B] | --half-wgmma\n");
+                            "[--backend NAME] | --shapes | --half [--mma16-shapes A,B] [--mma16-strict-shapes A,B] "
+                            "| --half-wgmma\n");
             return 2;
         }
     }
