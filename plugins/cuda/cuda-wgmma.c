@@ -27,6 +27,9 @@
 #include <string.h>
 
 #define WG_SCRATCH_ALIGN 256
+/* the 16-bit calls' shape when the configured one has fewer tiles than
+ * the GPU has multiprocessors (twice the blocks of 128 x 256) */
+#define WG_SMALL_SHAPE "128x128"
 
 static const rayo_ptx_wgmma_config *wg_config(const char *name)
 {
@@ -176,12 +179,21 @@ static const rayo_ptx_wgmma_config *wg_pick_half(const cuda_state *st, const cud
         return NULL;
     if (op->m > INT32_MAX || op->n > INT32_MAX || op->k > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX)
         return NULL;
-    /* the configured shape (wg_tf32_<shape>), in this type and layout */
+    /* the configured shape (wg_tf32_<shape>) in this type and layout, or
+     * 128 x 128 where the configured one's tiles would not fill the GPU */
     const char *shape = strncmp(st->wgmma_kernel, "wg_tf32_", 8) == 0 ? st->wgmma_kernel + 8 : "128x256";
     char name[48];
-    snprintf(name, sizeof name, "wg_%s_%c%c_%s", dt == RAYO_DTYPE_BF16 ? "bf16" : "f16", ta ? 't' : 'n',
-             tb ? 't' : 'n', shape);
-    const rayo_ptx_wgmma_config *c = wg_config(name);
+    const rayo_ptx_wgmma_config *c = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        snprintf(name, sizeof name, "wg_%s_%c%c_%s", dt == RAYO_DTYPE_BF16 ? "bf16" : "f16", ta ? 't' : 'n',
+                 tb ? 't' : 'n', pass ? WG_SMALL_SHAPE : shape);
+        const rayo_ptx_wgmma_config *t = wg_config(name);
+        if (t && t->smem_bytes <= st->max_smem_optin)
+            c = t;
+        if (!c || (op->m + (size_t)c->block_m - 1) / (size_t)c->block_m *
+                          ((op->n + (size_t)c->block_n - 1) / (size_t)c->block_n) >= (size_t)st->sm_count)
+            break;
+    }
     if (!c || c->smem_bytes > st->max_smem_optin ||
         (op->m + (size_t)c->block_m - 1) / (size_t)c->block_m > 65535)
         return NULL;
