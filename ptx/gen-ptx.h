@@ -12,7 +12,7 @@
  *                   matrix.c (with gemv.c and transpose.c), sgemm.c, tf32.c
  *                   (also mma16: the f16/bf16 kernels),
  *                   splitk.c (the float64 sum of split-K partials),
- *                   wgmma.c (TF32 on Hopper's warpgroup MMA, sm_90a),
+ *                   wgmma.c (TF32, f16 and bf16 on Hopper's warpgroup MMA, sm_90a),
  *                   infer-gemv.c + infer-ops.c + attention.c (module "infer": gemv
  *                   with half and quantized weights; glu, rope, convert, get_rows;
  *                   fused attention)

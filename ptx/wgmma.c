@@ -1,55 +1,106 @@
-/* wgmma.c - module "wgmma" (sm_90a only): TF32 gemm on Hopper's warpgroup
- * tensor-core instructions, one kernel per entry of wg_cfgs, and the table
- * of their launch shapes for the plugin.
+/* wgmma.c - module "wgmma" (sm_90a only): gemm on Hopper's warpgroup
+ * tensor-core instructions, TF32 (f32 operands) and f16 / bf16, C in f32;
+ * one kernel per entry of the list that wg_cfg_at() walks, and the table of
+ * their launch shapes for the plugin.
  *
- * C (m x n, row-major) = alpha A B + beta C with both operands K-major: A as
- * m rows of k floats, B as n rows of k floats (B transposed; the plugin
- * transposes a row-major B into scratch first, since TF32 wgmma reads only
- * K-major operands from shared memory).
+ * C (m x n, row stride ldc) = alpha A B + beta C.  Each operand is read from
+ * shared memory either K-major (A as m rows of k, B as n rows of k) or, for
+ * the 16-bit types only, MN-major (A as k rows of m: RAYO_TRANS_A; B as k
+ * rows of n: a row-major B), which wgmma reads transposed (imm-trans-a /
+ * imm-trans-b).  TF32 wgmma reads K-major operands only: the plugin
+ * transposes a row-major B (and a transposed A) into scratch first.
  *
  * One block computes a (64 * consumers) x bn tile of C with 1 + consumers
  * warpgroups of 128 threads:
  *   warpgroup 0, the producer: one thread issues the bulk tensor copies
  *     (cp.async.bulk.tensor, tensor maps made by the plugin with
- *     cuTensorMapEncodeTiled, 128-byte swizzle) of each k tile of 32 floats
- *     into a ring of `stages` shared-memory stages; each copy completes on
- *     the stage's "full" mbarrier (expect_tx);
+ *     cuTensorMapEncodeTiled, 128-byte swizzle) of each k tile (one 128-byte
+ *     row of k: 32 floats or 64 halves) into a ring of `stages` shared-memory
+ *     stages; each copy completes on the stage's "full" mbarrier (expect_tx);
  *   warpgroups 1.. (consumers): each owns 64 rows of the tile, waits for a
- *     stage, issues 4 wgmma.mma_async m64n<bn>k8 (operands described by
- *     shared-memory matrix descriptors, accumulators in registers), keeps
- *     one group in flight, and frees the stage (its "empty" mbarrier, one
- *     arrival per consumer warp) once that group has completed.
+ *     stage, issues 4 wgmma.mma_async m64n<bn>k8 (tf32) or k16 (f16, bf16)
+ *     (operands described by shared-memory matrix descriptors, accumulators
+ *     in registers), keeps one group in flight, and frees the stage (its
+ *     "empty" mbarrier, one arrival per consumer warp) once that group has
+ *     completed.
  * The copies zero-fill outside the matrices, so any m, n and k work: the
- * epilogue stores only inside C.  Stage layout: A tile (64 * consumers rows
- * of 128 bytes), then B tile (bn rows of 128 bytes), each row's 16-byte
- * chunks permuted by the copy engine's 128-byte swizzle (chunk ^ row % 8),
- * which is the layout the descriptors name (swizzle mode 1, 1024 bytes
- * between groups of 8 rows).  Requires (plugin side): k % 4 == 0 (the copy
- * engine's 16-byte row pitch), 16-byte aligned A and B, n even. */
+ * epilogue stores only inside C.  Stage layout: A tile, then B tile, each of
+ * 128-byte rows whose 16-byte chunks the copy engine's 128-byte swizzle
+ * permutes (chunk ^ row % 8), the layout the descriptors name (swizzle mode
+ * 1).  A K-major tile: one row per m (or n), one copy of a box of k tile x
+ * rows; 1024 bytes between groups of 8 rows (stride offset), one k step 32
+ * bytes along the rows.  An MN-major tile: one row per k, 64 halves of m (n)
+ * wide, so (64 * consumers) / 64 (bn / 64) copies of 64 x 64 boxes, one
+ * after the other (8192 bytes: the leading offset between groups of 64 m or
+ * n); 1024 bytes between groups of 8 k (stride offset); one k step 16 rows.
+ * Requires (plugin side): row strides multiples of 16 bytes (the copy
+ * engine), 16-byte aligned A and B, ldc even and C 8-byte aligned. */
 #include "gen-ptx.h"
 #include "../plugins/cuda/cuda-ptx.h"
 
-typedef struct wg_cfg {
+enum wg_type { WG_TF32, WG_F16, WG_BF16 };
+static const char *const wg_type_names[] = {"tf32", "f16", "bf16"};
+
+/* The tile shapes, each made for every type and layout. */
+typedef struct wg_shape {
     const char *name;
-    int bn;        /* tile columns: one wgmma m64n<bn>k8 per k step */
+    int bn;        /* tile columns: one wgmma m64n<bn> per k step */
     int consumers; /* consumer warpgroups, 64 tile rows each */
     int stages;
+} wg_shape;
+
+static const wg_shape wg_shapes[] = {
+    {"128x256", 256, 2, 4},
+    {"128x128", 128, 2, 6},
+};
+#define WG_SHAPE_COUNT (sizeof wg_shapes / sizeof wg_shapes[0])
+/* per shape: tf32 (K-major only), then f16 and bf16 in four layouts each */
+#define WG_PER_SHAPE 9
+#define WG_CFG_COUNT (WG_SHAPE_COUNT * WG_PER_SHAPE)
+
+typedef struct wg_cfg {
+    char name[40]; /* wg_tf32_<shape>, wg_<f16|bf16>_<n|t><n|t>_<shape> (RAYO_TRANS_A, RAYO_TRANS_B) */
+    int type;
+    int mn_a, mn_b; /* operand MN-major in shared memory (read transposed) */
+    int bn, consumers, stages;
 } wg_cfg;
 
-static const wg_cfg wg_cfgs[] = {
-    {"wg_tf32_128x256", 256, 2, 4},
-    {"wg_tf32_128x128", 128, 2, 6},
-};
-#define WG_CFG_COUNT (sizeof wg_cfgs / sizeof wg_cfgs[0])
+/* Kernel i of the module (i < WG_CFG_COUNT). */
+static wg_cfg wg_cfg_at(size_t i)
+{
+    const wg_shape *sh = &wg_shapes[i / WG_PER_SHAPE];
+    int v = (int)(i % WG_PER_SHAPE);
+    wg_cfg c = {.bn = sh->bn, .consumers = sh->consumers, .stages = sh->stages};
+    if (v == 0) {
+        c.type = WG_TF32;
+        snprintf(c.name, sizeof c.name, "wg_tf32_%s", sh->name);
+        return c;
+    }
+    int ta = ((v - 1) >> 1) & 1, tb = (v - 1) & 1;
+    c.type = v <= 4 ? WG_F16 : WG_BF16;
+    c.mn_a = ta;  /* A^T stored: k rows of m */
+    c.mn_b = !tb; /* B stored k x n: rows of n */
+    snprintf(c.name, sizeof c.name, "wg_%s_%c%c_%s", wg_type_names[c.type], ta ? 't' : 'n', tb ? 't' : 'n',
+             sh->name);
+    return c;
+}
 
-#define WG_BK 32          /* floats of k per stage: one 128-byte row */
-#define WG_ROW 128        /* bytes per shared row */
-#define WG_KSTEP 8        /* k per wgmma (tf32) */
+#define WG_ROW 128 /* bytes per shared row */
+#define WG_MN 64   /* halves of m or n per row of an MN-major tile */
 /* descriptor bits: 128-byte swizzle (62), 1024 bytes between 8-row groups
- * (stride offset 64 << 32), leading offset 1 (unused when swizzled) */
-#define WG_DESC_BITS "0x4000004000010000"
+ * (stride offset 64 << 32); K-major: leading offset 1 (unused when
+ * swizzled); MN-major: 8192 bytes between groups of 64 m or n (512 << 16) */
+#define WG_DESC_K "0x4000004000010000"
+#define WG_DESC_MN "0x4000004002000000"
 
-static int wg_stage_bytes(const wg_cfg *c) { return (64 * c->consumers + c->bn) * WG_ROW; }
+static int wg_esize(const wg_cfg *c) { return c->type == WG_TF32 ? 4 : 2; }
+/* k per stage (one 128-byte row) and per wgmma */
+static int wg_bk(const wg_cfg *c) { return WG_ROW / wg_esize(c); }
+static int wg_kstep(const wg_cfg *c) { return 32 / wg_esize(c); }
+static int wg_block_m(const wg_cfg *c) { return 64 * c->consumers; }
+static int wg_stage_bytes(const wg_cfg *c) { return (wg_block_m(c) + c->bn) * WG_ROW; }
+/* descriptor units (16 bytes) from one k step to the next */
+static int wg_kstep_units(int mn) { return mn ? 16 * WG_ROW >> 4 : 32 >> 4; }
 
 /* Dynamic shared memory: 1024 bytes of slack to align the stages, the
  * stages, then two mbarriers (full, empty) per stage. */
@@ -60,6 +111,7 @@ typedef struct wg_kernel {
     const wg_cfg *cfg;
     int tid, wg, base, bars;        /* thread, warpgroup, aligned stages, barriers */
     int row0, col0, M, N, KT;       /* tile origin (u32), sizes (u32), k tiles */
+    int ldc;                        /* C's row stride (u64) */
     int c, alpha, beta;
 } wg_kernel;
 
@@ -129,6 +181,7 @@ static void wg_setup(wg_kernel *w)
     const wg_cfg *cfg = w->cfg;
     w->c = param_global(k, "p_c");
     int m64 = param_u64(k, "p_m"), n64 = param_u64(k, "p_n"), k64 = param_u64(k, "p_k");
+    w->ldc = param_u64(k, "p_ldc");
     w->alpha = param_f32(k, "p_alpha");
     w->beta = param_f32(k, "p_beta");
     w->M = nr(k);
@@ -137,8 +190,8 @@ static void wg_setup(wg_kernel *w)
     emit(k, "cvt.u32.u64 %s, %s;", R(w->M), D(m64));
     emit(k, "cvt.u32.u64 %s, %s;", R(w->N), D(n64));
     emit(k, "cvt.u32.u64 %s, %s;", R(w->KT), D(k64));
-    emit(k, "add.u32 %s, %s, %d;", R(w->KT), R(w->KT), WG_BK - 1);
-    emit(k, "shr.u32 %s, %s, 5;", R(w->KT), R(w->KT));
+    emit(k, "add.u32 %s, %s, %d;", R(w->KT), R(w->KT), wg_bk(cfg) - 1);
+    emit(k, "shr.u32 %s, %s, %d;", R(w->KT), R(w->KT), wg_bk(cfg) == 64 ? 6 : 5);
     w->tid = sreg(k, "%tid.x");
     w->wg = nr(k);
     emit(k, "shr.u32 %s, %s, 7;", R(w->wg), R(w->tid));
@@ -146,7 +199,7 @@ static void wg_setup(wg_kernel *w)
     block_tile(k, 1, &tm, &tn);
     w->row0 = nr(k);
     w->col0 = nr(k);
-    emit(k, "mul.lo.u32 %s, %s, %d;", R(w->row0), R(tm), 64 * cfg->consumers);
+    emit(k, "mul.lo.u32 %s, %s, %d;", R(w->row0), R(tm), wg_block_m(cfg));
     emit(k, "mul.lo.u32 %s, %s, %d;", R(w->col0), R(tn), cfg->bn);
     w->base = nr(k);
     w->bars = nr(k);
@@ -168,6 +221,29 @@ static void wg_setup(wg_kernel *w)
     emit(k, "bar.sync 0;");
 }
 
+/* The copies of one operand's tile into shared memory at dst: K-major, one
+ * box of k tile x rows at (kc, origin); MN-major, rows / 64 boxes of 64 x k
+ * tile at (origin + 64 j, kc), 8192 bytes apart. */
+static void wg_copy(wg_kernel *w, int map, int dst, int kc, int origin, int rows, int mn, int full)
+{
+    kern *k = w->k;
+    const char *op = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes";
+    if (!mn) {
+        emit(k, "%s [%s], [%s, {%s, %s}], [%s];", op, R(dst), D(map), R(kc), R(origin), R(full));
+        return;
+    }
+    for (int j = 0; j < rows / WG_MN; j++) {
+        int d = dst, o = origin;
+        if (j) {
+            d = nr(k);
+            o = nr(k);
+            emit(k, "add.u32 %s, %s, %d;", R(d), R(dst), j * wg_bk(w->cfg) * WG_ROW);
+            emit(k, "add.u32 %s, %s, %d;", R(o), R(origin), j * WG_MN);
+        }
+        emit(k, "%s [%s], [%s, {%s, %s}], [%s];", op, R(d), D(map), R(o), R(kc), R(full));
+    }
+}
+
 /* Warpgroup 0: thread 0 streams the k tiles of A and B into the ring. */
 static void wg_producer(wg_kernel *w)
 {
@@ -186,12 +262,10 @@ static void wg_producer(wg_kernel *w)
     emit(k, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%s], %d;", R(full), wg_stage_bytes(cfg));
     int sa = nr(k), sb = nr(k), kc = nr(k);
     emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(sa), R(s), wg_stage_bytes(cfg), R(w->base));
-    emit(k, "add.u32 %s, %s, %d;", R(sb), R(sa), 64 * cfg->consumers * WG_ROW);
-    emit(k, "shl.b32 %s, %s, 5;", R(kc), R(g.kt));
-    emit(k, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-            "[%s], [%s, {%s, %s}], [%s];", R(sa), D(ta), R(kc), R(w->row0), R(full));
-    emit(k, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-            "[%s], [%s, {%s, %s}], [%s];", R(sb), D(tb), R(kc), R(w->col0), R(full));
+    emit(k, "add.u32 %s, %s, %d;", R(sb), R(sa), wg_block_m(cfg) * WG_ROW);
+    emit(k, "mul.lo.u32 %s, %s, %d;", R(kc), R(g.kt), wg_bk(cfg));
+    wg_copy(w, ta, sa, kc, w->row0, wg_block_m(cfg), cfg->mn_a, full);
+    wg_copy(w, tb, sb, kc, w->col0, cfg->bn, cfg->mn_b, full);
     wg_loop_end(w, &g);
 }
 
@@ -218,13 +292,13 @@ static void wg_consumer_loop(wg_kernel *w, int acc0)
     int cw = nr(k), a_addr = nr(k), b_addr = nr(k), da0 = nd(k), db0 = nd(k), t64 = nd(k);
     emit(k, "sub.u32 %s, %s, 1;", R(cw), R(w->wg));
     emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(a_addr), R(cw), 64 * WG_ROW, R(w->base));
-    emit(k, "add.u32 %s, %s, %d;", R(b_addr), R(w->base), 64 * cfg->consumers * WG_ROW);
+    emit(k, "add.u32 %s, %s, %d;", R(b_addr), R(w->base), wg_block_m(cfg) * WG_ROW);
     emit(k, "shr.u32 %s, %s, 4;", R(a_addr), R(a_addr));
     emit(k, "shr.u32 %s, %s, 4;", R(b_addr), R(b_addr));
     emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(a_addr));
-    emit(k, "or.b64 %s, %s, %s;", D(da0), D(t64), WG_DESC_BITS);
+    emit(k, "or.b64 %s, %s, %s;", D(da0), D(t64), cfg->mn_a ? WG_DESC_MN : WG_DESC_K);
     emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(b_addr));
-    emit(k, "or.b64 %s, %s, %s;", D(db0), D(t64), WG_DESC_BITS);
+    emit(k, "or.b64 %s, %s, %s;", D(db0), D(t64), cfg->mn_b ? WG_DESC_MN : WG_DESC_K);
     int lane = nr(k), plane = np(k);
     emit(k, "and.b32 %s, %s, 31;", R(lane), R(w->tid));
     emit(k, "setp.eq.u32 %s, %s, 0;", P(plane), R(lane));
@@ -239,16 +313,20 @@ static void wg_consumer_loop(wg_kernel *w, int acc0)
     emit(k, "add.u64 %s, %s, %s;", D(da), D(da0), D(off));
     emit(k, "add.u64 %s, %s, %s;", D(db), D(db0), D(off));
     emit(k, "wgmma.fence.sync.aligned;");
-    for (int ks = 0; ks < WG_BK / WG_KSTEP; ks++) {
+    for (int ks = 0; ks < wg_bk(cfg) / wg_kstep(cfg); ks++) {
         int dak = da, dbk = db;
-        if (ks) { /* the next 8 floats of each row: 32 bytes on */
+        if (ks) { /* the next k step: 32 bytes along K-major rows, 16 rows of MN-major ones */
             dak = nd(k);
             dbk = nd(k);
-            emit(k, "add.u64 %s, %s, %d;", D(dak), D(da), ks * WG_KSTEP * 4 >> 4);
-            emit(k, "add.u64 %s, %s, %d;", D(dbk), D(db), ks * WG_KSTEP * 4 >> 4);
+            emit(k, "add.u64 %s, %s, %d;", D(dak), D(da), ks * wg_kstep_units(cfg->mn_a));
+            emit(k, "add.u64 %s, %s, %d;", D(dbk), D(db), ks * wg_kstep_units(cfg->mn_b));
         }
-        emit(k, "wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32 %s, %s, %s, 1, 1, 1;", cfg->bn, accs,
-             D(dak), D(dbk));
+        if (cfg->type == WG_TF32)
+            emit(k, "wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32 %s, %s, %s, 1, 1, 1;", cfg->bn, accs,
+                 D(dak), D(dbk));
+        else
+            emit(k, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s %s, %s, %s, 1, 1, 1, %d, %d;", cfg->bn,
+                 wg_type_names[cfg->type], wg_type_names[cfg->type], accs, D(dak), D(dbk), cfg->mn_a, cfg->mn_b);
     }
     emit(k, "wgmma.commit_group.sync.aligned;");
     /* the previous tile's group is done: free its stage */
@@ -287,9 +365,9 @@ static void wg_epilogue(wg_kernel *w, int acc0)
         int r = nr(k), prow = np(k), addr = nd(k), idx = nd(k), c64 = nd(k);
         emit(k, "add.u32 %s, %s, %d;", R(r), R(row), 8 * h);
         emit(k, "setp.lt.u32 %s, %s, %s;", P(prow), R(r), R(w->M));
-        emit(k, "mul.wide.u32 %s, %s, %s;", D(idx), R(r), R(w->N));
+        emit(k, "cvt.u64.u32 %s, %s;", D(idx), R(r));
         emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(col));
-        emit(k, "add.u64 %s, %s, %s;", D(idx), D(idx), D(c64));
+        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(idx), D(w->ldc), D(c64));
         emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(addr), D(idx), D(w->c));
         for (int j = 0; j < cfg->bn / 8; j++) {
             int cj = nr(k), pin = np(k), pld = np(k);
@@ -332,7 +410,8 @@ static void gen_wg(strbuf *mod, const wg_cfg *cfg)
     snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n.minnctapersm 1\n", 128 * (1 + cfg->consumers));
     kern_finish(mod, &kk, cfg->name,
                 ".param .align 64 .b8 p_ta[128], .param .align 64 .b8 p_tb[128], .param .u64 p_c, "
-                ".param .u64 p_m, .param .u64 p_n, .param .u64 p_k, .param .f32 p_alpha, .param .f32 p_beta",
+                ".param .u64 p_m, .param .u64 p_n, .param .u64 p_k, .param .u64 p_ldc, .param .f32 p_alpha, "
+                ".param .f32 p_beta",
                 dir, NULL);
 }
 
@@ -416,8 +495,10 @@ static void gen_transpose_v4(strbuf *mod)
 void module_wgmma(strbuf *mod)
 {
     sb_printf(mod, "\n.extern .shared .align 1024 .b8 wg_smem[];\n");
-    for (size_t i = 0; i < WG_CFG_COUNT; i++)
-        gen_wg(mod, &wg_cfgs[i]);
+    for (size_t i = 0; i < WG_CFG_COUNT; i++) {
+        wg_cfg c = wg_cfg_at(i);
+        gen_wg(mod, &c);
+    }
     gen_transpose_v4(mod);
 }
 
@@ -426,9 +507,9 @@ void wgmma_write_config_table(strbuf *c)
 {
     sb_printf(c, "const rayo_ptx_wgmma_config rayo_cuda_wgmma_configs[] = {\n");
     for (size_t i = 0; i < WG_CFG_COUNT; i++) {
-        const wg_cfg *cf = &wg_cfgs[i];
-        sb_printf(c, "    {\"%s\", %d, %d, %d, %d, %d},\n", cf->name, 64 * cf->consumers, cf->bn,
-                  128 * (1 + cf->consumers), wg_smem_bytes(cf), WG_BK);
+        wg_cfg cf = wg_cfg_at(i);
+        sb_printf(c, "    {\"%s\", %d, %d, %d, %d, %d},\n", cf.name, wg_block_m(&cf), cf.bn,
+                  128 * (1 + cf.consumers), wg_smem_bytes(&cf), wg_bk(&cf));
     }
     sb_printf(c, "};\nconst unsigned rayo_cuda_wgmma_config_count = %u;\n", (unsigned)WG_CFG_COUNT);
 }

@@ -102,7 +102,7 @@ run() {
 
     echo "== benchmarks, one at a time"
     bench cuda-bench 150 "$cu/cuda-bench"
-    bench cuda-bench-half 100 "$cu/cuda-bench" --half
+    bench cuda-bench-half 160 "$cu/cuda-bench" --half
     bench torch-matmul 150 python3 plugins/cuda/h100-torch.py measure
     bench torch-half 100 python3 plugins/cuda/h100-torch.py measure-half
     bench cuda-shapes 100 "$cu/cuda-bench" --shapes

@@ -48,7 +48,9 @@ done
 for k in ew_add_v4 ew_gelu_s1 red_argmax_final row_layernorm sgemm_general sgemm_nn_k8 tf32_128x128_w2x4 gemv_t_part; do
     grep -q "\.entry $k(" "$tmp"/*-sm80.ptx || { echo "FAIL: kernel $k missing"; fail=1; }
 done
-grep -q "\.entry wg_tf32_128x256(" "$tmp"/wgmma-sm90.ptx || { echo "FAIL: kernel wg_tf32_128x256 missing"; fail=1; }
+for k in wg_tf32_128x256 wg_f16_nn_128x256 wg_bf16_tt_128x128; do
+    grep -q "\.entry $k(" "$tmp"/wgmma-sm90.ptx || { echo "FAIL: kernel $k missing"; fail=1; }
+done
 echo "$count assemblies"
 [ "$count" -ge 18 ] || { echo "FAIL: expected at least 18 assemblies"; fail=1; }
 exit $fail

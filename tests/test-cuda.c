@@ -528,6 +528,70 @@ static void check_matmul_half(void *st, rayo_dtype dt, unsigned flags, size_t m,
     free(a); free(b); free(C); free(ah); free(bh); free(y);
 }
 
+/* A relaxed f16 x f16 or bf16 x bf16 matmul with row strides `pad`
+ * elements past the dense ones (lda, ldb, ldy; pad % 8 == 0 keeps the
+ * tensor-core paths), judged against float64 sums within the relaxed 2e-3
+ * of sum|terms|: every element of C, or `spots` of them (large shapes),
+ * and C's padding must stay as it was. */
+static void check_matmul_half_ld(void *st, rayo_dtype dt, unsigned flags, size_t m, size_t n, size_t k, size_t pad,
+                                 size_t spots)
+{
+    int ta = (flags & RAYO_TRANS_A) != 0, tb = (flags & RAYO_TRANS_B) != 0;
+    size_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldy = n + pad;
+    size_t na = (ta ? k : m) * lda, nb = (tb ? n : k) * ldb, ny = m * ldy;
+    uint16_t *ah = malloc(na * 2), *bh = malloc(nb * 2);
+    float *tmp = floats(na > nb ? na : nb, -1, 1), *c0 = floats(ny, -1, 1), *y = malloc(ny * sizeof *y);
+    for (size_t i = 0; i < na; i++)
+        ah[i] = dt == RAYO_DTYPE_BF16 ? rayo_f32_to_bf16(tmp[i]) : rayo_f32_to_f16(tmp[i]);
+    conform_fill_uniform(&rng, tmp, nb, -1, 1);
+    for (size_t i = 0; i < nb; i++)
+        bh[i] = dt == RAYO_DTYPE_BF16 ? rayo_f32_to_bf16(tmp[i]) : rayo_f32_to_f16(tmp[i]);
+    memcpy(y, c0, ny * sizeof *y);
+    float alpha = 0.75f, beta = flags & 1 ? 0.5f : 0.0f;
+    rayo_call c = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_MATMUL, .flags = flags, .m = m, .n = n, .k = k,
+                   .alpha = alpha, .beta = beta, .a = ah, .b = bh, .y = y, .lda = pad ? lda : 0,
+                   .ldb = pad ? ldb : 0, .ldy = pad ? ldy : 0, .dtypes = RAYO_DTYPES(dt, dt, 0, RAYO_DTYPE_F32),
+                   .precision = RAYO_PRECISION_RELAXED};
+    rayo_status rs = run(st, &c);
+    CHECK(rs == RAYO_OK, "matmul %s %zux%zux%zu ld +%zu: %s", rayo_dtype_name(dt), m, n, k, pad, last_error);
+    size_t count = spots ? spots : m * n, bad = 0;
+    double worst = 0;
+    for (size_t s = 0; s < count && rs == RAYO_OK; s++) {
+        size_t i = spots ? (size_t)(conform_rng_uniform(&rng) * (double)m) : s / n;
+        size_t j = spots ? (size_t)(conform_rng_uniform(&rng) * (double)n) : s % n;
+        if (spots && s < 4) { /* the corners too */
+            i = s & 1 ? m - 1 : 0;
+            j = s & 2 ? n - 1 : 0;
+        }
+        double sum = 0, mag = 0;
+        for (size_t p = 0; p < k; p++) {
+            uint16_t ha = ta ? ah[p * lda + i] : ah[i * lda + p], hb = tb ? bh[j * ldb + p] : bh[p * ldb + j];
+            double t = dt == RAYO_DTYPE_BF16 ? (double)rayo_bf16_to_f32(ha) * rayo_bf16_to_f32(hb)
+                                             : (double)rayo_f16_to_f32(ha) * rayo_f16_to_f32(hb);
+            sum += t;
+            mag += fabs(t);
+        }
+        double want = alpha * sum + beta * (double)c0[i * ldy + j];
+        double err = fabs((double)y[i * ldy + j] - want), tol = 2e-3 * (alpha * mag + fabs(beta * c0[i * ldy + j]));
+        if (!(err <= tol + 1e-30)) {
+            if (bad++ < 3)
+                fprintf(stderr, "FAIL matmul %s flags=%u %zux%zux%zu ld +%zu: C[%zu][%zu] = %.7g, want %.7g\n",
+                        rayo_dtype_name(dt), flags, m, n, k, pad, i, j, (double)y[i * ldy + j], want);
+        }
+        if (tol > 0 && err / tol > worst)
+            worst = err / tol;
+    }
+    for (size_t i = 0; i < m && pad && rs == RAYO_OK; i++)
+        for (size_t j = n; j < ldy; j++)
+            if (memcmp(&y[i * ldy + j], &c0[i * ldy + j], sizeof *y) != 0 && bad++ < 3)
+                fprintf(stderr, "FAIL matmul %s ld +%zu: C's padding [%zu][%zu] written\n", rayo_dtype_name(dt), pad,
+                        i, j);
+    failures += bad != 0;
+    printf("matmul %s flags=%u %zux%zux%zu ld +%zu: worst error %.2f of the relaxed bound\n", rayo_dtype_name(dt),
+               flags, m, n, k, pad, worst);
+    free(ah); free(bh); free(tmp); free(c0); free(y);
+}
+
 static void test_matmul_half(void *st)
 {
     static const rayo_dtype dts[] = {RAYO_DTYPE_F16, RAYO_DTYPE_BF16};
@@ -540,6 +604,20 @@ static void test_matmul_half(void *st)
             check_matmul_half(st, dts[d], RAYO_TRANS_B, 64, 72, 16384, 0, p); /* long k, positive terms */
             check_matmul_half(st, dts[d], 0, 8, 16, 0, -1, p);                /* k = 0: C = beta C */
         }
+    /* relaxed calls on sm_90 take warpgroup MMA (cuda-wgmma.c): partial 128 x
+     * 256 tiles, k tiles of 64 cut short (k % 64 != 0, k < 64), row strides,
+     * every transpose, and 4096^3 spot-checked */
+    for (int d = 0; d < 2; d++) {
+        for (unsigned flags = 0; flags < 4; flags++) {
+            check_matmul_half(st, dts[d], flags, 392, 520, 200, -1, RAYO_PRECISION_RELAXED);
+            check_matmul_half(st, dts[d], flags, 130, 258, 8, -1, RAYO_PRECISION_RELAXED);
+            check_matmul_half_ld(st, dts[d], flags, 200, 264, 136, 24, 0);
+            if (d == 0 || flags == 0) /* 144 tiles of 128 x 256 (those smaller take 128 x 128), edges in all */
+                check_matmul_half_ld(st, dts[d], flags, 1500, 3000, 72, 8, 20000);
+        }
+        check_matmul_half_ld(st, dts[d], RAYO_TRANS_B, 4096, 4096, 4096, 0, 256);
+        check_matmul_half_ld(st, dts[d], 0, 4096, 4096, 4096, 0, 256);
+    }
 }
 
 /* A call that cannot get its staging (far beyond any GPU) fails with a

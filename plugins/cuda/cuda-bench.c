@@ -4,6 +4,7 @@
  *   cuda-bench --bandwidth [--backend NAME]
  *   cuda-bench --shapes
  *   cuda-bench --half [--mma16-shapes LIST] [--mma16-strict-shapes LIST]
+ *   cuda-bench --half-wgmma
  *
  * Measures, on device buffers (one batch of R identical calls, submitted and
  * waited for; the median of several batches):
@@ -23,10 +24,11 @@
  * (m = 1, n = 1, few tiles with a long k, odd sizes, transposes) as TFLOP/s;
  * plugins/cuda/h200-shapes-torch.py times cuBLAS on the shapes it lists.
  * --half measures instead f16 x f16 and bf16 x bf16 matmul (C in f32) at
- * 4096^3 and 1024^3: relaxed (the plain mma16 kernels, each shape of
- * --mma16-shapes, default the configured one) and strict (the _b256 ones,
- * each of --mma16-strict-shapes),
- * A B and A B^T.
+ * 4096^3, 2048^3 and 1024^3: relaxed through wgmma (sm_90; A B, A B^T, and
+ * at 4096 the transposed A too), relaxed through the plain mma16 kernels
+ * (wgmma_half = no; each shape of --mma16-shapes, default the configured
+ * one; A B and A B^T) and strict (the _b256 ones, each of
+ * --mma16-strict-shapes).  --half-wgmma: the wgmma figures of --half only.
  * Every matmul result is spot-checked against float64 dot products.
  * Output: a table, and one "csv,..." line per figure for scripts. */
 #define _POSIX_C_SOURCE 200809L
@@ -221,11 +223,12 @@ static float half_value(rayo_dtype dt, uint16_t h)
     return dt == RAYO_DTYPE_BF16 ? rayo_bf16_to_f32(h) : rayo_f16_to_f32(h);
 }
 
-/* Largest |C - ref| / sum|terms| over 64 sampled elements of C = A op(B). */
-static double half_check(rayo_dtype dt, int tb, rayo_buffer *A, rayo_buffer *B, rayo_buffer *C, size_t n)
+/* Largest |C - ref| / sum|terms| over 64 sampled elements of C = op(A) op(B). */
+static double half_check(rayo_dtype dt, uint32_t flags, rayo_buffer *A, rayo_buffer *B, rayo_buffer *C, size_t n)
 {
     uint16_t *a = malloc(n * n * 2), *b = malloc(n * n * 2);
     double worst = 0;
+    int ta = (flags & RAYO_TRANS_A) != 0, tb = (flags & RAYO_TRANS_B) != 0;
     if (!a || !b || rayo_buffer_read(A, 0, a, n * n * 2) != RAYO_OK || rayo_buffer_read(B, 0, b, n * n * 2) != RAYO_OK)
         worst = NAN;
     for (int s = 0; s < 64 && worst == worst; s++) {
@@ -234,7 +237,8 @@ static double half_check(rayo_dtype dt, int tb, rayo_buffer *A, rayo_buffer *B, 
         rayo_buffer_read(C, (i * n + j) * sizeof(float), &c, sizeof c);
         double ref = 0, terms = 0;
         for (size_t p = 0; p < n; p++) {
-            double t = (double)half_value(dt, a[i * n + p]) * half_value(dt, b[tb ? j * n + p : p * n + j]);
+            double t = (double)half_value(dt, a[ta ? p * n + i : i * n + p]) *
+                       half_value(dt, b[tb ? j * n + p : p * n + j]);
             ref += t;
             terms += fabs(t);
         }
@@ -247,11 +251,16 @@ static double half_check(rayo_dtype dt, int tb, rayo_buffer *A, rayo_buffer *B, 
     return worst;
 }
 
+/* shape: "wgmma" (sm_90: the warpgroup MMA path of relaxed calls), or an
+ * mma16 shape (the mma.sync kernels, wgmma_half = no) */
 static void bench_half(rayo_dtype dt, uint32_t flags, uint32_t precision, const char *shape, size_t n)
 {
     char settings[256], name[64];
-    snprintf(settings, sizeof settings, "[backend.cuda]\n%s = %s\n",
-             precision == RAYO_PRECISION_STRICT ? "mma16_strict_kernel" : "mma16_kernel", shape);
+    if (!strcmp(shape, "wgmma"))
+        snprintf(settings, sizeof settings, "[backend.cuda]\nwgmma_half = yes\n");
+    else
+        snprintf(settings, sizeof settings, "[backend.cuda]\nwgmma_half = no\n%s = %s\n",
+                 precision == RAYO_PRECISION_STRICT ? "mma16_strict_kernel" : "mma16_kernel", shape);
     rayo_context *ctx = open_with(settings);
     rayo_buffer *A = half_buffer(ctx, dt, n * n), *B = half_buffer(ctx, dt, n * n), *C = device_buffer(ctx, n * n, 0);
     rayo_batch_call c = {.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_MATMUL, .flags = flags, .m = n,
@@ -261,8 +270,9 @@ static void bench_half(rayo_dtype dt, uint32_t flags, uint32_t precision, const 
     int reps = flops > 2e11 ? 10 : flops > 2e10 ? 20 : 80;
     double t = time_batch(ctx, &c, reps, 5);
     char note[64];
-    snprintf(note, sizeof note, "max err %.1e (of sum|terms|)", half_check(dt, flags != 0, A, B, C, n));
-    snprintf(name, sizeof name, "%s %s %s %s", rayo_dtype_name(dt), flags ? "nt" : "nn",
+    snprintf(note, sizeof note, "max err %.1e (of sum|terms|)", half_check(dt, flags, A, B, C, n));
+    snprintf(name, sizeof name, "%s %c%c %s %s", rayo_dtype_name(dt), flags & RAYO_TRANS_A ? 't' : 'n',
+             flags & RAYO_TRANS_B ? 't' : 'n',
              precision == RAYO_PRECISION_STRICT ? "strict" : "relaxed", shape);
     report("half", name, n, flops / t * 1e-12, "TFLOP/s", note);
     rayo_buffer_destroy(A);
@@ -280,12 +290,18 @@ static void bench_half_shapes(rayo_dtype dt, uint32_t precision, const char *ker
         bench_half(dt, 0, precision, sh, n);
 }
 
-static void bench_halves(const char *kernels, const char *strict_kernels)
+/* wgmma_only (--half-wgmma): the wgmma figures only */
+static void bench_halves(const char *kernels, const char *strict_kernels, int wgmma_only)
 {
     static const rayo_dtype dts[] = {RAYO_DTYPE_F16, RAYO_DTYPE_BF16};
-    static const size_t sizes[] = {4096, 1024};
+    static const size_t sizes[] = {4096, 2048, 1024};
     for (int d = 0; d < 2; d++)
-        for (int s = 0; s < 2; s++) {
+        for (int s = 0; s < 3; s++) {
+            for (uint32_t flags = 0; flags < 4; flags++) /* every layout through wgmma (sm_90) */
+                if (flags == RAYO_TRANS_B || sizes[s] == 4096 || flags == 0)
+                    bench_half(dts[d], flags, RAYO_PRECISION_RELAXED, "wgmma", sizes[s]);
+            if (wgmma_only)
+                continue;
             bench_half_shapes(dts[d], RAYO_PRECISION_RELAXED, kernels, sizes[s]);
             bench_half(dts[d], RAYO_TRANS_B, RAYO_PRECISION_RELAXED, "auto", sizes[s]);
             bench_half_shapes(dts[d], RAYO_PRECISION_STRICT, strict_kernels, sizes[s]);
@@ -516,6 +532,8 @@ int main(int argc, char **argv)
             shapes_only = 1;
         else if (!strcmp(argv[i], "--half"))
             half = 1;
+        else if (!strcmp(argv[i], "--half-wgmma"))
+            half = 2;
         else if (!strcmp(argv[i], "--mma16-shapes") && i + 1 < argc)
             mma16_shapes = argv[++i];
         else if (!strcmp(argv[i], "--mma16-strict-shapes") && i + 1 < argc)
@@ -528,7 +546,8 @@ int main(int argc, char **argv)
             tf = argv[++i];
         else {
             fprintf(stderr, "usage: cuda-bench [--quick] [--sgemm-kernels A,B] [--tf32-kernels A,B] | --bandwidth "
-                            "[--backend NAME] | --shapes | --half [--mma16-shapes A,B] [--mma16-strict-shapes A,B]\n");
+                            "[--backend NAME] | --shapes | --half [--mma16-shapes A,B] [--mma16-strict-shapes A,B] "
+                            "| --half-wgmma\n");
             return 2;
         }
     }
@@ -569,7 +588,7 @@ int main(int argc, char **argv)
     }
     if (half) {
         rayo_close(ctx);
-        bench_halves(mma16_shapes, mma16_strict_shapes);
+        bench_halves(mma16_shapes, mma16_strict_shapes, half == 2);
         return 0;
     }
 

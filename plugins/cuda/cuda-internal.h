@@ -124,6 +124,7 @@ typedef struct cuda_state {
     char cache_dir[1024]; /* "" = no disk cache */
     char sgemm_kernel[48], sgemm_fallback[48], tf32_kernel[48];
     int use_wgmma;        /* TF32 through wgmma: cc 9.0, a CUDA 12 driver, [backend.cuda] wgmma */
+    int use_wgmma_half;   /* relaxed f16 / bf16 matmul through wgmma too: [backend.cuda] wgmma_half */
     char wgmma_kernel[48];
     char mma16_shape[32], mma16_strict_shape[32]; /* f16/bf16 matmul kernels; "" = off */
     atomic_int lost;      /* the context is unusable: every call fails fast */
@@ -196,6 +197,10 @@ size_t cuda_matmul_small_scratch_bytes(const cuda_state *st, const cuda_op *op);
 rayo_status cuda_launch_wgmma_tf32(cuda_state *st, CUstream stream, const cuda_op *op);
 /* Device scratch of its K-major operand copies (0 when it does not run). */
 size_t cuda_wgmma_scratch_bytes(const cuda_state *st, const cuda_op *op);
+/* Relaxed f16 x f16 or bf16 x bf16 matmul (C in f32) through wgmma, every
+ * transpose layout read in place (no scratch); RAYO_E_UNSUPPORTED when the
+ * call does not suit it (strict, strides not multiples of 8 elements, ...). */
+rayo_status cuda_launch_wgmma_half(cuda_state *st, CUstream stream, const cuda_op *op);
 /* Dynamic shared memory of kernel `name` of module "wgmma" (0: not one). */
 int cuda_wgmma_smem_bytes(const char *name);
 

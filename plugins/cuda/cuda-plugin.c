@@ -188,6 +188,8 @@ static void read_config(cuda_state *st)
     st->use_wgmma = config_yes(host, "wgmma", 1) && st->cc_major == 9 && st->cc_minor == 0 &&
                     st->drv->version >= 12000;
     config_kernel(host, "wgmma_kernel", "wg_tf32_", DEFAULT_WGMMA, st->wgmma_kernel, sizeof st->wgmma_kernel);
+    /* wgmma_half: relaxed f16 x f16 and bf16 x bf16 matmul through wgmma too */
+    st->use_wgmma_half = st->use_wgmma && config_yes(host, "wgmma_half", 1);
     cuda_mma16_config(st);
     const char *lanes = host->config ? host->config(host, "host_streams") : NULL;
     st->lane_limit = 4;

@@ -2,11 +2,12 @@
  * (the weight: f16, bf16, Q8_0, Q4_0, Q4_K, Q6_K), or with f16 x f16 or
  * bf16 x bf16 operands, C in f32.
  *
- * f16 x f16 and bf16 x bf16 run on the tensor cores (cuda-mma16.c) where
- * its kernels take the call.  Otherwise, the simple way: B (and a half A)
- * are dequantized whole into f32 device scratch by the get_rows kernels
- * (bit-exact, honouring lda and ldb), then the f32 matmul runs on those
- * copies.  A strict call takes the fp32 kernels; a relaxed one may take
+ * f16 x f16 and bf16 x bf16 run on the tensor cores where their kernels
+ * take the call: relaxed calls on sm_90 through warpgroup MMA
+ * (cuda-wgmma.c), else the mma.sync kernels (cuda-mma16.c).  Otherwise,
+ * the simple way: B (and a half A) are dequantized whole into f32 device
+ * scratch by the get_rows kernels (bit-exact, honouring lda and ldb), then
+ * the f32 matmul runs on those copies.  A strict call takes the fp32 kernels; a relaxed one may take
  * the TF32 tensor-core kernels (within the combos' relaxed 2e-3).  A
  * transposed B (the LLM prefill's weight, n x k) is transposed once more in
  * the scratch when both copies fit: the TF32 kernels read B untransposed
@@ -122,10 +123,15 @@ rayo_status cuda_typed_matmul_check(const cuda_state *st, const cuda_op *op)
 
 rayo_status cuda_launch_typed_matmul(cuda_state *st, CUstream stream, const cuda_op *op)
 {
+    /* f16 x f16, bf16 x bf16: on sm_90 a relaxed call takes warpgroup MMA
+     * (cuda-wgmma.c) where it can, else the mma.sync kernels */
+    rayo_status s = cuda_launch_wgmma_half(st, stream, op);
+    if (s != RAYO_E_UNSUPPORTED)
+        return s;
     const rayo_ptx_tf32_config *mma = cuda_mma16_kernel(st, op);
     if (mma)
         return cuda_launch_mma16(st, stream, op, mma);
-    rayo_status s = cuda_typed_matmul_check(st, op);
+    s = cuda_typed_matmul_check(st, op);
     if (s != RAYO_OK)
         return s;
     cuda_op f32 = *op;

@@ -1,13 +1,21 @@
-/* cuda-wgmma.c - TF32 matmul on Hopper's warpgroup MMA (module "wgmma",
- * ptx/wgmma.c, sm_90a): the tensor maps of its bulk tensor copies, K-major
- * copies of the operands that are not K-major, and the launch.
+/* cuda-wgmma.c - TF32, f16 x f16 and bf16 x bf16 matmul on Hopper's
+ * warpgroup MMA (module "wgmma", ptx/wgmma.c, sm_90a): the tensor maps of
+ * its bulk tensor copies, K-major copies of the f32 operands that are not
+ * K-major, and the launch.
  *
  * TF32 wgmma reads both operands K-major: A as m rows of k, B as n rows of
  * k (RAYO_TRANS_B).  A row-major B (k x n) is transposed into scratch first,
  * and so is A with RAYO_TRANS_A; the transposes cost a pass over the operand
  * (about 2 k n 4 bytes of traffic for B).  The kernel handles any m, n and
  * k % 4 == 0 (the copy engine zero-fills past the edges); other calls, and
- * devices other than cc 9.0, take the mma.sync kernels (cuda-launch.c). */
+ * devices other than cc 9.0, take the mma.sync kernels (cuda-launch.c).
+ *
+ * f16 and bf16 wgmma read an operand MN-major too (transposed in the
+ * instruction), so the 16-bit kernels take every transpose layout in place,
+ * row strides included (lda, ldb: multiples of 8 elements, the copy
+ * engine's 16-byte pitch; ldc even), with no scratch.  Relaxed calls only:
+ * one float sum per element of C over all of k is not within the strict
+ * contract for long k (cuda-mma16.c's _b256 kernels keep strict calls). */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -15,9 +23,13 @@
 #include "cuda-ptx.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #define WG_SCRATCH_ALIGN 256
+/* the 16-bit calls' shape when the configured one has at most half as many
+ * tiles as the GPU has multiprocessors (twice the blocks of 128 x 256) */
+#define WG_SMALL_SHAPE "128x128"
 
 static const rayo_ptx_wgmma_config *wg_config(const char *name)
 {
@@ -60,17 +72,17 @@ size_t cuda_wgmma_scratch_bytes(const cuda_state *st, const cuda_op *op)
     return wg_copy_a(op) + wg_copy_b(op);
 }
 
-/* A 2-D map of `rows` rows of k floats at `base`: boxes of box_k x box_rows
- * with the 128-byte swizzle that the kernel's descriptors name. */
-static CUresult wg_tensor_map(const cuda_state *st, CUtensorMap *map, CUdeviceptr base, size_t rows, size_t k,
-                              unsigned box_k, unsigned box_rows)
+/* A 2-D map of `rows` rows of `cols` elements of type dt, `pitch` bytes
+ * apart, at `base`: boxes of box_cols x box_rows with the 128-byte swizzle
+ * that the kernel's descriptors name. */
+static CUresult wg_tensor_map(const cuda_state *st, CUtensorMap *map, CUtensorMapDataType dt, CUdeviceptr base,
+                              size_t rows, size_t cols, size_t pitch, unsigned box_cols, unsigned box_rows)
 {
-    cuuint64_t dims[2] = {k, rows}, strides[1] = {k * 4};
-    cuuint32_t box[2] = {box_k, box_rows}, unit[2] = {1, 1};
-    return st->drv->cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)(uintptr_t)base, dims,
-                                           strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                           CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    cuuint64_t dims[2] = {cols, rows}, strides[1] = {pitch};
+    cuuint32_t box[2] = {box_cols, box_rows}, unit[2] = {1, 1};
+    return st->drv->cuTensorMapEncodeTiled(map, dt, 2, (void *)(uintptr_t)base, dims, strides, box, unit,
+                                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
 /* dst (cols x rows) = src (rows x cols)^T, on the stream: 16-byte accesses
@@ -92,6 +104,26 @@ static rayo_status wg_transpose(cuda_state *st, CUstream stream, CUdeviceptr dst
     void *params[] = {&dst, &src, &r, &c};
     CUresult e = st->drv->cuLaunchKernel(fn, (unsigned)gx, (unsigned)gy, 1, 256, 1, 1, 0, stream, params, NULL);
     return e == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, e, "wg_transpose_v4");
+}
+
+/* The kernel of configuration c on tensor maps ta and tb, C (ldc apart). */
+static rayo_status wg_launch(cuda_state *st, CUstream stream, const rayo_ptx_wgmma_config *c, CUtensorMap *ta,
+                             CUtensorMap *tb, const cuda_op *op, size_t ldc)
+{
+    CUfunction fn;
+    rayo_status s = cuda_function(st, MOD_WGMMA, c->name, &fn);
+    if (s != RAYO_OK)
+        return s;
+    CUdeviceptr y = op->y;
+    unsigned long long m = op->m, n = op->n, k = op->k, ld = ldc;
+    float alpha = op->alpha, beta = op->beta;
+    void *params[] = {ta, tb, &y, &m, &n, &k, &ld, &alpha, &beta};
+    CUresult r;
+    unsigned gx = (unsigned)((op->n + (size_t)c->block_n - 1) / (size_t)c->block_n);
+    unsigned gy = (unsigned)((op->m + (size_t)c->block_m - 1) / (size_t)c->block_m);
+    r = st->drv->cuLaunchKernel(fn, gx, gy, 1, (unsigned)c->threads, 1, 1, (unsigned)c->smem_bytes, stream,
+                                params, NULL);
+    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, c->name);
 }
 
 rayo_status cuda_launch_wgmma_tf32(cuda_state *st, CUstream stream, const cuda_op *op)
@@ -117,23 +149,90 @@ rayo_status cuda_launch_wgmma_tf32(cuda_state *st, CUstream stream, const cuda_o
     }
     if (s != RAYO_OK)
         return s;
-    CUresult r = wg_tensor_map(st, &ta, a, op->m, op->k, (unsigned)c->box_k, (unsigned)c->block_m);
+    CUresult r = wg_tensor_map(st, &ta, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, a, op->m, op->k, op->k * 4,
+                               (unsigned)c->box_k, (unsigned)c->block_m);
     if (r == CUDA_SUCCESS)
-        r = wg_tensor_map(st, &tb, b, op->n, op->k, (unsigned)c->box_k, (unsigned)c->block_n);
+        r = wg_tensor_map(st, &tb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, b, op->n, op->k, op->k * 4, (unsigned)c->box_k,
+                          (unsigned)c->block_n);
     if (r != CUDA_SUCCESS)
         return cuda_fail(st, r, "cuTensorMapEncodeTiled");
-    CUfunction fn;
-    if ((s = cuda_function(st, MOD_WGMMA, c->name, &fn)) != RAYO_OK)
-        return s;
-    CUdeviceptr y = op->y;
-    unsigned long long m = op->m, n = op->n, k = op->k;
-    float alpha = op->alpha, beta = op->beta;
-    void *params[] = {&ta, &tb, &y, &m, &n, &k, &alpha, &beta};
-    unsigned gx = (unsigned)((op->n + (size_t)c->block_n - 1) / (size_t)c->block_n);
-    unsigned gy = (unsigned)((op->m + (size_t)c->block_m - 1) / (size_t)c->block_m);
-    r = st->drv->cuLaunchKernel(fn, gx, gy, 1, (unsigned)c->threads, 1, 1, (unsigned)c->smem_bytes, stream,
-                                params, NULL);
-    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, c->name);
+    return wg_launch(st, stream, c, &ta, &tb, op, op->n);
+}
+
+/* The 16-bit kernel for this call (relaxed f16 x f16 or bf16 x bf16, C in
+ * f32), or NULL when the wgmma path does not take it. */
+static const rayo_ptx_wgmma_config *wg_pick_half(const cuda_state *st, const cuda_op *op)
+{
+    rayo_dtype dt = RAYO_DTYPE_OF(op->dtypes, 0);
+    if (!st->use_wgmma || !st->use_wgmma_half || !st->drv->cuTensorMapEncodeTiled ||
+        op->op != RAYO_OP_MATMUL || op->precision != RAYO_PRECISION_RELAXED)
+        return NULL;
+    if ((dt != RAYO_DTYPE_F16 && dt != RAYO_DTYPE_BF16) || RAYO_DTYPE_OF(op->dtypes, 1) != dt ||
+        RAYO_DTYPE_OF(op->dtypes, 3) != RAYO_DTYPE_F32)
+        return NULL;
+    int ta = (op->flags & RAYO_TRANS_A) != 0, tb = (op->flags & RAYO_TRANS_B) != 0;
+    size_t lda = op->lda ? op->lda : ta ? op->m : op->k, ldb = op->ldb ? op->ldb : tb ? op->k : op->n;
+    size_t ldc = op->ldy ? op->ldy : op->n;
+    /* 16-byte row pitch and base for the copies; pairs of columns for the stores */
+    if (!op->m || !op->n || !op->k || lda % 8 || ldb % 8 || ldc % 2 || (op->a & 15) || (op->b & 15) ||
+        (op->y & 7))
+        return NULL;
+    if (op->m > INT32_MAX || op->n > INT32_MAX || op->k > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX)
+        return NULL;
+    /* the configured shape (wg_tf32_<shape>) in this type and layout, or
+     * 128 x 128 where the configured one's tiles would fill at most half
+     * the GPU (2048^3: 128 tiles of 128 x 256 on 132 SMs ran 584 TFLOP/s,
+     * kept; 1024^3: 32 tiles, 140) */
+    const char *shape = strncmp(st->wgmma_kernel, "wg_tf32_", 8) == 0 ? st->wgmma_kernel + 8 : "128x256";
+    char name[48];
+    const rayo_ptx_wgmma_config *c = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        snprintf(name, sizeof name, "wg_%s_%c%c_%s", dt == RAYO_DTYPE_BF16 ? "bf16" : "f16", ta ? 't' : 'n',
+                 tb ? 't' : 'n', pass ? WG_SMALL_SHAPE : shape);
+        const rayo_ptx_wgmma_config *t = wg_config(name);
+        if (t && t->smem_bytes <= st->max_smem_optin)
+            c = t;
+        if (!c || 2 * ((op->m + (size_t)c->block_m - 1) / (size_t)c->block_m) *
+                          ((op->n + (size_t)c->block_n - 1) / (size_t)c->block_n) > (size_t)st->sm_count)
+            break;
+    }
+    if (!c || c->smem_bytes > st->max_smem_optin ||
+        (op->m + (size_t)c->block_m - 1) / (size_t)c->block_m > 65535)
+        return NULL;
+    return c;
+}
+
+/* Operand X of a 16-bit call, stored as `rows` rows of `cols` elements
+ * `ld` apart: K-major (its rows run along k; boxes of one k tile x `tile`
+ * rows) or MN-major (its rows are k; boxes of 64 x one k tile). */
+static CUresult wg_half_map(const cuda_state *st, CUtensorMap *map, CUtensorMapDataType dt, CUdeviceptr base,
+                            size_t rows, size_t cols, size_t ld, int k_major, const rayo_ptx_wgmma_config *c,
+                            int tile)
+{
+    unsigned bk = (unsigned)c->box_k;
+    return wg_tensor_map(st, map, dt, base, rows, cols, ld * 2, k_major ? bk : 64, k_major ? (unsigned)tile : bk);
+}
+
+rayo_status cuda_launch_wgmma_half(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    const rayo_ptx_wgmma_config *c = wg_pick_half(st, op);
+    if (!c)
+        return RAYO_E_UNSUPPORTED;
+    int ta = (op->flags & RAYO_TRANS_A) != 0, tb = (op->flags & RAYO_TRANS_B) != 0;
+    CUtensorMapDataType dt = RAYO_DTYPE_OF(op->dtypes, 0) == RAYO_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                                             : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    size_t lda = op->lda ? op->lda : ta ? op->m : op->k, ldb = op->ldb ? op->ldb : tb ? op->k : op->n;
+    CUtensorMap mta, mtb;
+    /* A: m x k (K-major) or, transposed, k x m (M-major); B: n x k
+     * (transposed: K-major) or k x n (N-major) */
+    CUresult r = ta ? wg_half_map(st, &mta, dt, op->a, op->k, op->m, lda, 0, c, c->block_m)
+                    : wg_half_map(st, &mta, dt, op->a, op->m, op->k, lda, 1, c, c->block_m);
+    if (r == CUDA_SUCCESS)
+        r = tb ? wg_half_map(st, &mtb, dt, op->b, op->n, op->k, ldb, 1, c, c->block_n)
+               : wg_half_map(st, &mtb, dt, op->b, op->k, op->n, ldb, 0, c, c->block_n);
+    if (r != CUDA_SUCCESS)
+        return cuda_fail(st, r, "cuTensorMapEncodeTiled");
+    return wg_launch(st, stream, c, &mta, &mtb, op, op->ldy ? op->ldy : op->n);
 }
 
 /* Dynamic shared memory of a wgmma kernel (0: not one). */

@@ -84,13 +84,16 @@ def measure_half():
     dev = torch.device("cuda")
     print("# torch %s, %s" % (torch.__version__, torch.cuda.get_device_name(0)), flush=True)
     for name, dt in (("f16", torch.float16), ("bf16", torch.bfloat16)):
-        for n in (4096, 1024):
+        for n in (4096, 2048, 1024):
             a = (torch.rand(n, n, device=dev) * 2 - 1).to(dt)
             b = (torch.rand(n, n, device=dev) * 2 - 1).to(dt)
             flops = 2.0 * n ** 3
             reps = 10 if flops > 2e11 else 20 if flops > 2e10 else 80
-            for layout, bb in (("nn", b), ("nt", b.t())):
-                t = timed(torch, lambda: torch.mm(a, bb), reps)
+            layouts = [("nn", a, b), ("nt", a, b.t())]
+            if n == 4096:
+                layouts += [("tn", a.t(), b), ("tt", a.t(), b.t())]
+            for layout, aa, bb in layouts:
+                t = timed(torch, lambda: torch.mm(aa, bb), reps)
                 csv("torch", "%s %s" % (name, layout), n, flops / t * 1e-12, "TFLOP/s")
             del a, b
 
