@@ -81,6 +81,7 @@ run() {
     export XDG_CACHE_HOME=/tmp/rayo-cache XDG_CONFIG_HOME=/tmp/rayo-config
     unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_FORCE_CPU
     cu=$b/plugins/cuda/.libs vk=$b/plugins/vulkan/.libs conform=$b/tools/.libs/rayo-conform
+    export RAYO_CUDA_PLUGIN=$cu/rayo-cuda.so
     export RAYO_PLUGIN_PATH=$cu:$vk:$b/plugins/scalar/.libs:$b/plugins/avx2/.libs:$b/plugins/avx512/.libs
     { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
       python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)'

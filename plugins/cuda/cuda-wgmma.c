@@ -13,7 +13,7 @@
  * f16 and bf16 wgmma read an operand MN-major too (transposed in the
  * instruction), so the 16-bit kernels take every transpose layout in place,
  * row strides included (lda, ldb: multiples of 8 elements, the copy
- * engine's 16-byte pitch; ldc even), with no scratch.  Relaxed calls only:
+ * engine's 16-byte pitch; n and ldc even), with no scratch.  Relaxed calls only:
  * one float sum per element of C over all of k is not within the strict
  * contract for long k (cuda-mma16.c's _b256 kernels keep strict calls). */
 #ifdef HAVE_CONFIG_H
@@ -173,9 +173,10 @@ static const rayo_ptx_wgmma_config *wg_pick_half(const cuda_state *st, const cud
     int ta = (op->flags & RAYO_TRANS_A) != 0, tb = (op->flags & RAYO_TRANS_B) != 0;
     size_t lda = op->lda ? op->lda : ta ? op->m : op->k, ldb = op->ldb ? op->ldb : tb ? op->k : op->n;
     size_t ldc = op->ldy ? op->ldy : op->n;
-    /* 16-byte row pitch and base for the copies; pairs of columns for the stores */
-    if (!op->m || !op->n || !op->k || lda % 8 || ldb % 8 || ldc % 2 || (op->a & 15) || (op->b & 15) ||
-        (op->y & 7))
+    /* 16-byte row pitch and base for the copies; pairs of columns for the
+     * stores (an odd n would write one past each row: H200 conform, strided C) */
+    if (!op->m || !op->n || !op->k || lda % 8 || ldb % 8 || ldc % 2 || op->n % 2 || (op->a & 15) ||
+        (op->b & 15) || (op->y & 7))
         return NULL;
     if (op->m > INT32_MAX || op->n > INT32_MAX || op->k > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX)
         return NULL;
