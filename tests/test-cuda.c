@@ -587,8 +587,9 @@ static void check_matmul_half_ld(void *st, rayo_dtype dt, unsigned flags, size_t
                 fprintf(stderr, "FAIL matmul %s ld +%zu: C's padding [%zu][%zu] written\n", rayo_dtype_name(dt), pad,
                         i, j);
     failures += bad != 0;
-    printf("matmul %s flags=%u %zux%zux%zu ld +%zu: worst error %.2f of the relaxed bound\n", rayo_dtype_name(dt),
-               flags, m, n, k, pad, worst);
+    if (rs == RAYO_OK) /* a refused call is a failure above, not a 0.00 */
+        printf("matmul %s flags=%u %zux%zux%zu ld +%zu: worst error %.2f of the relaxed bound\n",
+               rayo_dtype_name(dt), flags, m, n, k, pad, worst);
     free(ah); free(bh); free(tmp); free(c0); free(y);
 }
 
@@ -612,8 +613,9 @@ static void test_matmul_half(void *st)
             check_matmul_half(st, dts[d], flags, 392, 520, 200, -1, RAYO_PRECISION_RELAXED);
             check_matmul_half(st, dts[d], flags, 130, 258, 8, -1, RAYO_PRECISION_RELAXED);
             check_matmul_half_ld(st, dts[d], flags, 200, 264, 136, 24, 0);
-            if (d == 0 || flags == 0) /* 144 tiles of 128 x 256 (those smaller take 128 x 128), edges in all */
-                check_matmul_half_ld(st, dts[d], flags, 1500, 3000, 72, 8, 20000);
+            if (d == 0 || flags == 0) /* 144 tiles of 128 x 256 (those smaller take 128 x 128), edges in
+                                       * all; m a multiple of 8 so that A's stride stays one with TRANS_A */
+                check_matmul_half_ld(st, dts[d], flags, 1496, 3000, 72, 8, 20000);
         }
         check_matmul_half_ld(st, dts[d], RAYO_TRANS_B, 4096, 4096, 4096, 0, 256);
         check_matmul_half_ld(st, dts[d], 0, 4096, 4096, 4096, 0, 256);
