@@ -28,6 +28,9 @@ mode=${1:-run}
 prepare() {
     build=${1:-build}
     rm -rf .gpu/b && mkdir -p .gpu/b .gl
+    # the test programs are check programs: `make` alone leaves them stale
+    make -C "$build" -j2 tests/test-cuda tests/test-vulkan tests/test-vulkan-infer >/dev/null ||
+        { echo "prepare: could not build the GPU tests in $build" >&2; exit 1; }
     for f in core/.libs/librayo.so.0 tools/.libs/rayo-conform tools/.libs/rayo-info \
         plugins/cuda/.libs/rayo-cuda.so plugins/cuda/.libs/cuda-bench plugins/cuda/.libs/cuda-bench-infer \
         plugins/cuda/.libs/cuda-host-bench plugins/vulkan/.libs/rayo-vulkan.so plugins/vulkan/.libs/vk-bench \
