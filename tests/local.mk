@@ -67,7 +67,6 @@ tests_test_stress_SOURCES = tests/test-stress.c tests/testutil.h
 tests_test_stress_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_stress_LDADD = core/librayo.la $(PTHREAD_LIBS)
 EXTRA_DIST += tests/sanitize.sh
-EXTRA_DIST += tests/h200-run.sh tests/bench-infer-cpu.sh
 
 # The op prototypes written out in rayo.h match rayo-ops.h (a compile-time
 # check: a mismatch fails the build of this test).

@@ -54,4 +54,4 @@ clean-local: clean-wasm
 
 EXTRA_DIST += $(WASM_PLUGIN_FILES) plugins/wasm/fit-coefficients.py \
 	$(WASM_GLUE_FILES) wasm/wasm.mk wasm/node-env.js wasm/side-imports.mjs \
-	wasm/rayo.mjs wasm/README.md wasm/bench-quant-gemv.sh $(WASM_WEB_FILES) core/ini-min.c core/ini-min.h
+	wasm/rayo.mjs wasm/README.md $(WASM_WEB_FILES) core/ini-min.c core/ini-min.h

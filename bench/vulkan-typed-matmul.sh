@@ -1,13 +1,13 @@
 #!/bin/sh
-# h200-matmul.sh - the vulkan backend's typed matmul (f32 x f16 / bf16 /
+# vulkan-typed-matmul.sh - the vulkan backend's typed matmul (f32 x f16 / bf16 /
 # quantized B, f16 x f16, bf16 x bf16) on the GPU machine, checked and timed
-# in one run (issue 14): rayo-info (dispatch chains, cooperative-matrix
+# in one run: rayo-info (dispatch chains, cooperative-matrix
 # extensions), test-vulkan-infer, rayo-conform --op matmul (two fresh seeds),
 # then vk-bench --matmul at 512x11008x4096 (every combination) and 4096^3
 # (--quick), and both again --quick with typed_matmul_transpose = yes and
 # with precision = f16 (the cooperative-matrix f32 matmul).
 #
-#   plugins/vulkan/h200-matmul.sh BUILD
+#   bench/vulkan-typed-matmul.sh BUILD
 #       BUILD: a build tree holding core/.libs, tools/.libs, tests/.libs and
 #       plugins/vulkan/.libs; .gl/ (libvulkan1, libinih1 .debs) in the
 #       current directory.
@@ -20,7 +20,7 @@ ldconfig
 export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json} XDG_CACHE_HOME=/tmp/rc
 export LD_LIBRARY_PATH=$b/core/.libs:/tmp/deps/usr/lib/x86_64-linux-gnu:/usr/local/nvidia/lib64
 export RAYO_PLUGIN_PATH=$b/plugins/vulkan/.libs
-plugin=$b/plugins/vulkan/.libs/rayo-vulkan.so bench=$b/plugins/vulkan/.libs/vk-bench
+plugin=$b/plugins/vulkan/.libs/rayo-vulkan.so bench=$b/bench/.libs/vk-bench
 {
     nvidia-smi -L
     RAYO_LOG=info "$b"/tools/.libs/rayo-info 2>&1 | grep -E "cooperative|loaded|matmul"

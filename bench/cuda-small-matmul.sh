@@ -1,24 +1,24 @@
 #!/bin/sh
-# h200-shapes.sh - issue 18 item 2 (small and skinny fp32 matmuls) on the GPU
+# cuda-small-matmul.sh - small and skinny fp32 matmuls on the GPU
 # machine, in one run, from binaries built elsewhere:
 #   1. test-cuda;
 #   2. rayo-conform of matmul and gemv on the cuda plugin, fresh seed;
 #   3. a quick rayo-conform of matmul under compute-sanitizer memcheck;
 #   4. cuda-bench --shapes with the plugin of an earlier build (B/before/rayo-cuda.so,
 #      when there), with this build's plugin, then cuBLAS (torch) on the same
-#      shapes, and the side-by-side table (plugins/cuda/h200-shapes-torch.py).
+#      shapes, and the side-by-side table (bench/torch-small-matmul.py).
 #
-#   plugins/cuda/h200-shapes.sh B
+#   bench/cuda-small-matmul.sh B
 #
 # B holds core/.libs/librayo.so.0 (and libinih.so.1), tools/.libs/rayo-conform,
-# plugins/cuda/.libs/{rayo-cuda.so,cuda-bench} and tests/test-cuda, as
-# doc/benchmarks-cuda.md puts them together.  OUT (default ./h200-shapes-out)
+# plugins/cuda/.libs/rayo-cuda.so, bench/.libs/cuda-bench and tests/test-cuda, as
+# doc/benchmarks-cuda.md puts them together.  OUT (default ./small-matmul-out)
 # receives the logs.  Exit status 0 when every check passed (the figures are
 # reported, not judged).
 set -u
-src=$(cd "$(dirname "$0")/../.." && pwd)
+src=$(cd "$(dirname "$0")/.." && pwd)
 b=$(cd "$1" && pwd)
-out=${OUT:-$PWD/h200-shapes-out}
+out=${OUT:-$PWD/small-matmul-out}
 mkdir -p "$out"
 status=0
 cache=$(mktemp -d)
@@ -49,13 +49,13 @@ grep "ERROR SUMMARY" "$out/memcheck.log"
 before=
 if [ -f "$b/before/rayo-cuda.so" ]; then
     RAYO_PLUGIN_PATH=$b/before
-    check before 90 "$b/plugins/cuda/.libs/cuda-bench" --shapes
+    check before 90 "$b/bench/.libs/cuda-bench" --shapes
     RAYO_PLUGIN_PATH=$b/plugins/cuda/.libs
     before=$out/before.log
 fi
-check bench 90 "$b/plugins/cuda/.libs/cuda-bench" --shapes
+check bench 90 "$b/bench/.libs/cuda-bench" --shapes
 echo "== cuBLAS (torch) on the same shapes, same run"
-PYTHONUNBUFFERED=1 timeout 90 python3 "$src/plugins/cuda/h200-shapes-torch.py" "$out/bench.log" $before \
+PYTHONUNBUFFERED=1 timeout 90 python3 "$src/bench/torch-small-matmul.py" "$out/bench.log" $before \
     >"$out/torch.log" 2>&1 || { echo "torch reference failed"; status=1; }
 grep -v "^csv," "$out/bench.log"
 grep -v "^csv," "$out/torch.log"

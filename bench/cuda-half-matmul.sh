@@ -1,22 +1,22 @@
 #!/bin/sh
-# h200-mma16.sh - f16 x f16 and bf16 x bf16 matmul of the cuda backend on a
+# cuda-half-matmul.sh - f16 x f16 and bf16 x bf16 matmul of the cuda backend on a
 # GPU machine, in one run, from a build tree made elsewhere:
 #   1. test-cuda (the plugin's own checks, the mma16 kernels among them);
-#   2. cuda-bench --half (rayo) and h100-torch.py measure-half (cuBLAS through PyTorch)
+#   2. cuda-bench --half (rayo) and torch-matmul.py measure-half (cuBLAS through PyTorch)
 #      in the same run, then the side-by-side table;
 #   3. rayo-conform --op matmul on the cuda plugin (fresh seed), then
 #      rayo-conform --quick --op matmul under compute-sanitizer memcheck.
 #
-#   plugins/cuda/h200-mma16.sh BUILD_DIR
+#   bench/cuda-half-matmul.sh BUILD_DIR
 #
 # OUT (default ./mma16-out) receives the logs.  Optional: SHAPES and
 # STRICT_SHAPES (cuda-bench --mma16-shapes, --mma16-strict-shapes), SKIP
 # (words: test bench conform memcheck).
 # Exit status: 0 when every check passed, 1 otherwise.
 set -u
-src=$(cd "$(dirname "$0")/../.." && pwd)
+src=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$PWD/mma16-out}
-build=$(cd "${1:?usage: h200-mma16.sh BUILD_DIR}" && pwd)
+build=$(cd "${1:?usage: cuda-half-matmul.sh BUILD_DIR}" && pwd)
 skip=" ${SKIP:-} "
 mkdir -p "$out"
 status=0
@@ -38,13 +38,13 @@ if wants test; then
 fi
 if wants bench; then
     echo "== cuda-bench --half, then cuBLAS"
-    timeout 150 "$build/plugins/cuda/.libs/cuda-bench" --half ${SHAPES:+--mma16-shapes "$SHAPES"} \
+    timeout 150 "$build/bench/.libs/cuda-bench" --half ${SHAPES:+--mma16-shapes "$SHAPES"} \
         ${STRICT_SHAPES:+--mma16-strict-shapes "$STRICT_SHAPES"} \
         >"$out/bench.log" 2>&1 || { status=1; tail -5 "$out/bench.log"; }
-    PYTHONUNBUFFERED=1 timeout 100 python3 "$src/plugins/cuda/h100-torch.py" measure-half >"$out/torch.log" 2>&1 ||
+    PYTHONUNBUFFERED=1 timeout 100 python3 "$src/bench/torch-matmul.py" measure-half >"$out/torch.log" 2>&1 ||
         { status=1; tail -5 "$out/torch.log"; }
     grep -v "^csv," "$out/bench.log"
-    python3 "$src/plugins/cuda/h100-torch.py" summary-half "$out/bench.log" "$out/torch.log" | tee "$out/summary.txt"
+    python3 "$src/bench/torch-matmul.py" summary-half "$out/bench.log" "$out/torch.log" | tee "$out/summary.txt"
 fi
 if wants conform; then
     echo "== rayo-conform --op matmul"

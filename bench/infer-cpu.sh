@@ -1,10 +1,10 @@
 #!/bin/sh
-# bench-infer-cpu.sh - issue 14's CPU figures in one run: Q4_K and Q8_0 gemv
+# infer-cpu.sh - the CPU inference figures in one run: Q4_K and Q8_0 gemv
 # 4096 x 11008 and attention decode (32 heads, 4 KV heads, head dim 64,
 # f16 cache of 4096) on the x86 backends at 1 and 2 threads, each rayo-bench
 # call with its memcpy / triad reference measured in the same process.
 #
-#   tests/bench-infer-cpu.sh [BUILD]     (default build/)
+#   bench/infer-cpu.sh [BUILD]     (default build/)
 #
 # One thread is timed in process CPU time, two in wall time.  Run it on an
 # otherwise idle machine: a ratio from a loaded machine says nothing.

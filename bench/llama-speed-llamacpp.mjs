@@ -1,6 +1,6 @@
-// llama-bench.mjs - the llama.cpp side of tests/llama-bench.sh: prefill and decode
+// llama-speed-llamacpp.mjs - the llama.cpp side of bench/llama-speed.sh: prefill and decode
 // speed of one GGUF file in llama.cpp through node-llama-cpp.
-// usage: node llama-bench.mjs MODULE_DIR MODEL PROMPT_IDS N_DECODE THREADS GPU
+// usage: node llama-speed-llamacpp.mjs MODULE_DIR MODEL PROMPT_IDS N_DECODE THREADS GPU
 //   PROMPT_IDS: comma-separated token ids (the same ones rayo-llama gets);
 //   GPU: "false" (CPU), "vulkan" or "cuda".
 // Prints one line: "llama.cpp: prefill N tok/s P cpu C decode M tok/s D cpu E", speeds by

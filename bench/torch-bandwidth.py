@@ -1,4 +1,4 @@
-# h200-bandwidth-torch.py - the same-run references of plugins/cuda/h200-bandwidth.sh:
+# torch-bandwidth.py - the same-run references of bench/gpu-bandwidth.sh:
 # device copy and read (sum) bandwidth through PyTorch, and its softmax,
 # layer_norm, gelu and gemv (torch.mv) on the shapes cuda-bench --bandwidth uses.
 import torch, sys

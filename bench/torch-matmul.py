@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""The reference side of plugins/cuda/h100.sh: cuBLAS (through PyTorch) and
+"""The reference side of bench/cuda-matmul.sh: cuBLAS (through PyTorch) and
 device copies on the same GPU, in the same run as rayo's cuda-bench.
 
-  h100-torch.py measure            prints "csv,torch,..." lines
-  h100-torch.py summary BENCH TORCH   the side-by-side table of both logs
-  h100-torch.py measure-half       f16 x f16 and bf16 x bf16 matmul (h200-mma16.sh)
-  h100-torch.py summary-half BENCH TORCH   cuda-bench --half over it
+  torch-matmul.py measure            prints "csv,torch,..." lines
+  torch-matmul.py summary BENCH TORCH   the side-by-side table of both logs
+  torch-matmul.py measure-half       f16 x f16 and bf16 x bf16 matmul (cuda-half-matmul.sh)
+  torch-matmul.py summary-half BENCH TORCH   cuda-bench --half over it
 
 cuBLAS's half matmul runs in the inputs' dtype with float sums (torch.mm of
 two f16 or bf16 matrices); its C is in that dtype, rayo's in f32 (4 bytes

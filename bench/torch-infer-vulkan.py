@@ -1,4 +1,4 @@
-"""Same-run references for the vulkan inference benchmarks (h200-infer.sh).
+"""Same-run references for the vulkan inference benchmarks (vulkan-infer.sh).
 
 Device bandwidth from PyTorch on the same GPU: copy (bytes read + written),
 sum (bytes read) of 1 GiB, torch's own gemv (torch.mv) of the shapes

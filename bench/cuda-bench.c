@@ -15,14 +15,14 @@
  * and on host memory:
  *   - the round trip of add on 1024 floats (rayo_run_on "cuda": copy in,
  *     kernel, copy out), median of 2000 calls.
- * --bandwidth measures instead the memory-bound ops of issue 18 on 2^27
+ * --bandwidth measures instead the memory-bound ops (row ops, gemv, transcendentals) on 2^27
  * floats (512 MiB each way): scale (the copy reference), the row ops and
  * bias_act at rows of 64 ... 32000, the transcendentals, and gemv 11008 x
  * 4096 in both orientations (GB/s: bytes read + written), on the cuda
  * backend or the one --backend names (vulkan: the same figures).
- * --shapes measures fp32 matmuls of issue 18's small and skinny shapes
+ * --shapes measures fp32 matmuls of small and skinny shapes
  * (m = 1, n = 1, few tiles with a long k, odd sizes, transposes) as TFLOP/s;
- * plugins/cuda/h200-shapes-torch.py times cuBLAS on the shapes it lists.
+ * bench/torch-small-matmul.py times cuBLAS on the shapes it lists.
  * --half measures instead f16 x f16 and bf16 x bf16 matmul (C in f32) at
  * 4096^3, 2048^3 and 1024^3: relaxed through wgmma (sm_90; A B, A B^T, and
  * at 4096 the transposed A too), relaxed through the plain mma16 kernels

@@ -1,12 +1,12 @@
 #!/bin/sh
-# h200-run.sh - every GPU check and figure of issues 14 and 18 in one run per
+# gpu-run.sh - every GPU check and figure in one run per
 # GPU machine, from a build tree made elsewhere (the GPU machine has no
 # autotools, glslc or Vulkan headers).
 #
-#   tests/h200-run.sh prepare [BUILD]   here: copies what the run needs from
+#   bench/gpu-run.sh prepare [BUILD]   here: copies what the run needs from
 #       BUILD (default build/) into .gpu/b and the Vulkan loader, inih and GL
 #       dispatch packages into .gl (both ignored by git; carry both)
-#   tests/h200-run.sh run               on the GPU machine, repository root:
+#   bench/gpu-run.sh run               on the GPU machine, repository root:
 #       1. checks, side by side: test-cuda, test-vulkan, test-vulkan-infer,
 #          rayo-conform (all ops, fresh seeds) on cuda and on vulkan, and
 #          compute-sanitizer memcheck on a quick cuda conform;
@@ -32,8 +32,8 @@ prepare() {
     make -C "$build" -j2 tests/test-cuda tests/test-vulkan tests/test-vulkan-infer >/dev/null ||
         { echo "prepare: could not build the GPU tests in $build" >&2; exit 1; }
     for f in core/.libs/librayo.so.0 tools/.libs/rayo-conform tools/.libs/rayo-info \
-        plugins/cuda/.libs/rayo-cuda.so plugins/cuda/.libs/cuda-bench plugins/cuda/.libs/cuda-bench-infer \
-        plugins/cuda/.libs/cuda-host-bench plugins/vulkan/.libs/rayo-vulkan.so plugins/vulkan/.libs/vk-bench \
+        plugins/cuda/.libs/rayo-cuda.so bench/.libs/cuda-bench bench/.libs/cuda-bench-infer \
+        plugins/cuda/.libs/cuda-host-bench plugins/vulkan/.libs/rayo-vulkan.so bench/.libs/vk-bench \
         plugins/scalar/.libs/rayo-scalar.so plugins/avx2/.libs/rayo-avx2.so plugins/avx512/.libs/rayo-avx512.so; do
         [ -f "$build/$f" ] || { echo "prepare: no $build/$f (build first)" >&2; exit 1; }
         mkdir -p ".gpu/b/$(dirname "$f")" && cp -L "$build/$f" ".gpu/b/$f"
@@ -68,11 +68,11 @@ bench() {
 }
 
 # the logs so far, in the one file that comes back (also if the run is cut short)
-save_logs() { tar -C /tmp -czf "$out/logs.tgz" h200-logs; }
+save_logs() { tar -C /tmp -czf "$out/logs.tgz" gpu-logs; }
 
 run() {
-    out=${OUT:-$PWD/h200-out}
-    logs=/tmp/h200-logs t0=$(date +%s)
+    out=${OUT:-$PWD/gpu-out}
+    logs=/tmp/gpu-logs t0=$(date +%s)
     mkdir -p "$out" "$logs"
     trap save_logs EXIT
     for f in .gl/*.deb; do case $f in *libinih*) ;; *) dpkg -x "$f" / ;; esac; done
@@ -84,6 +84,7 @@ run() {
     export XDG_CACHE_HOME=/tmp/rayo-cache XDG_CONFIG_HOME=/tmp/rayo-config
     unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_FORCE_CPU
     cu=$b/plugins/cuda/.libs vk=$b/plugins/vulkan/.libs conform=$b/tools/.libs/rayo-conform
+    progs=$b/bench/.libs
     export RAYO_CUDA_PLUGIN=$cu/rayo-cuda.so
     export RAYO_PLUGIN_PATH=$cu:$vk:$b/plugins/scalar/.libs:$b/plugins/avx2/.libs:$b/plugins/avx512/.libs
     { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
@@ -113,27 +114,27 @@ run() {
 
     # Most wanted first; none is started past $BUDGET seconds of the run.
     echo "== benchmarks, one at a time"
-    bench cuda-infer 60 "$cu/cuda-bench-infer"
-    bench torch-infer-cuda 60 python3 plugins/cuda/infer-torch.py
-    bench cuda-bench-half 60 "$cu/cuda-bench" --half-wgmma
-    bench torch-half 60 python3 plugins/cuda/h100-torch.py measure-half
-    bench vk-gemv-4096x11008 40 "$vk/vk-bench" --gemv 4096x11008 --copies
-    bench vk-attention 40 "$vk/vk-bench" --attention 4096
-    bench cuda-bench 90 "$cu/cuda-bench" --sgemm-kernels sgemm_nn_k16_async \
+    bench cuda-infer 60 "$progs/cuda-bench-infer"
+    bench torch-infer-cuda 60 python3 bench/torch-infer-cuda.py
+    bench cuda-bench-half 60 "$progs/cuda-bench" --half-wgmma
+    bench torch-half 60 python3 bench/torch-matmul.py measure-half
+    bench vk-gemv-4096x11008 40 "$progs/vk-bench" --gemv 4096x11008 --copies
+    bench vk-attention 40 "$progs/vk-bench" --attention 4096
+    bench cuda-bench 90 "$progs/cuda-bench" --sgemm-kernels sgemm_nn_k16_async \
         --tf32-kernels tf32_128x128_w2x2_r,wg_tf32_128x256
-    bench torch-matmul 60 python3 plugins/cuda/h100-torch.py measure
-    bench cuda-shapes 40 "$cu/cuda-bench" --shapes
-    bench torch-shapes 40 python3 plugins/cuda/h200-shapes-torch.py "$logs/cuda-shapes.log"
-    bench cuda-bandwidth 40 "$cu/cuda-bench" --bandwidth --backend cuda
-    bench vulkan-bandwidth 40 "$cu/cuda-bench" --bandwidth --backend vulkan
-    bench torch-bandwidth 40 python3 plugins/cuda/h200-bandwidth-torch.py
-    bench vk-sgemm-1024 30 "$vk/vk-bench" --sgemm 1024
-    bench vk-sgemm-4096 30 "$vk/vk-bench" --sgemm 4096
-    bench vk-typed-matmul 40 "$vk/vk-bench" --quick --matmul 512x11008x4096
+    bench torch-matmul 60 python3 bench/torch-matmul.py measure
+    bench cuda-shapes 40 "$progs/cuda-bench" --shapes
+    bench torch-shapes 40 python3 bench/torch-small-matmul.py "$logs/cuda-shapes.log"
+    bench cuda-bandwidth 40 "$progs/cuda-bench" --bandwidth --backend cuda
+    bench vulkan-bandwidth 40 "$progs/cuda-bench" --bandwidth --backend vulkan
+    bench torch-bandwidth 40 python3 bench/torch-bandwidth.py
+    bench vk-sgemm-1024 30 "$progs/vk-bench" --sgemm 1024
+    bench vk-sgemm-4096 30 "$progs/vk-bench" --sgemm 4096
+    bench vk-typed-matmul 40 "$progs/vk-bench" --quick --matmul 512x11008x4096
     bench cuda-host 40 "$cu/cuda-host-bench" 4096
-    python3 plugins/cuda/h100-torch.py summary "$logs/cuda-bench.log" "$logs/torch-matmul.log" \
+    python3 bench/torch-matmul.py summary "$logs/cuda-bench.log" "$logs/torch-matmul.log" \
         >"$logs/summary-matmul.log" 2>&1
-    python3 plugins/cuda/h100-torch.py summary-half "$logs/cuda-bench-half.log" "$logs/torch-half.log" \
+    python3 bench/torch-matmul.py summary-half "$logs/cuda-bench-half.log" "$logs/torch-half.log" \
         >"$logs/summary-half.log" 2>&1
     save_logs
     cat "$logs/summary-half.log"

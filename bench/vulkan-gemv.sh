@@ -1,12 +1,12 @@
 #!/bin/sh
-# h200-gemv.sh - the vulkan backend's gemv with f16, bf16 and quantized
-# weights on the GPU machine, checked and timed in one run (issue 14):
+# vulkan-gemv.sh - the vulkan backend's gemv with f16, bf16 and quantized
+# weights on the GPU machine, checked and timed in one run:
 # test-vulkan, test-vulkan-infer (with every f16 bit pattern through gemv),
 # rayo-conform --op gemv (two fresh seeds), then vk-bench --gemv with the
 # device's copy bandwidth measured first in the same process (--copies),
 # for the plugin of BEFORE (optional) and of BUILD, and a few gemv settings.
 #
-#   plugins/vulkan/h200-gemv.sh BUILD [BEFORE]
+#   bench/vulkan-gemv.sh BUILD [BEFORE]
 #       BUILD, BEFORE: build trees holding core/.libs and
 #       plugins/vulkan/.libs (BUILD also tools/.libs, tests/.libs,
 #       plugins/scalar/.libs); .gl/ (libvulkan1, libinih1 .debs) in the
@@ -21,7 +21,7 @@ ldconfig
 export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json} XDG_CACHE_HOME=/tmp/rc
 deps=/tmp/deps/usr/lib/x86_64-linux-gnu:/usr/local/nvidia/lib64
 export LD_LIBRARY_PATH=$b/core/.libs:$deps
-plugin=$b/plugins/vulkan/.libs/rayo-vulkan.so bench=$b/plugins/vulkan/.libs/vk-bench
+plugin=$b/plugins/vulkan/.libs/rayo-vulkan.so bench=$b/bench/.libs/vk-bench
 shape=${SHAPE:-4096x11008}
 if ! "$b"/tools/.libs/rayo-info | grep -q "^  vulkan   loaded"; then
     VK_LOADER_DEBUG=error,warn,driver "$b"/tools/.libs/rayo-info 2>&1 | tail -30

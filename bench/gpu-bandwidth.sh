@@ -1,10 +1,10 @@
 #!/bin/sh
-# h200-bandwidth.sh - the memory-bound figures of issue 18 (row ops, gemv,
+# gpu-bandwidth.sh - the memory-bound figures (row ops, gemv,
 # transcendentals) on both GPU backends, old and new plugins in one run,
 # then rayo-conform on both plugins (fresh seeds) and compute-sanitizer
 # memcheck on `rayo-conform --quick` for cuda.
 #
-#   plugins/cuda/h200-bandwidth.sh DIR
+#   bench/gpu-bandwidth.sh DIR
 #
 # DIR (a folder git ignores, carried to the GPU machine) holds:
 #   bin/   cuda-bench and rayo-conform (the real binaries from .libs)
@@ -15,7 +15,7 @@
 #          libglvnd0 and friends for the NVIDIA Vulkan driver
 # OUT (default ./bandwidth-out) receives the logs; a summary is printed last.
 set -u
-G=${1:?usage: h200-bandwidth.sh DIR}
+G=${1:?usage: gpu-bandwidth.sh DIR}
 O=${OUT:-$PWD/bandwidth-out}
 mkdir -p "$O"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,7 +28,7 @@ export XDG_CACHE_HOME=/tmp/rc XDG_CONFIG_HOME=/tmp/rcfg
 unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_FORCE_CPU
 G=$(cd "$G" && pwd)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >"$O/info.txt" 2>&1
-PYTHONUNBUFFERED=1 timeout 90 python3 "$here/h200-bandwidth-torch.py" >"$O/torch.txt" 2>&1
+PYTHONUNBUFFERED=1 timeout 90 python3 "$here/torch-bandwidth.py" >"$O/torch.txt" 2>&1
 for be in ${BACKENDS:-cuda vulkan}; do
     for v in new old; do
         echo "== $be $v"

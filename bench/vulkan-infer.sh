@@ -1,10 +1,10 @@
 #!/bin/sh
-# h200-infer.sh - the inference shaders of the vulkan backend on the GPU
+# vulkan-infer.sh - the inference shaders of the vulkan backend on the GPU
 # machine: rayo-conform for their ops (fresh seed), vk-bench --gemv and
 # --attention, and the
-# PyTorch references of the same run (torch-infer.py).
+# PyTorch references of the same run (torch-infer-vulkan.py).
 #
-#   plugins/vulkan/h200-infer.sh DIR   DIR holds build/ (core, tools,
+#   bench/vulkan-infer.sh DIR   DIR holds build/ (core, tools,
 #       plugins/vulkan with .libs), debs/ (libvulkan1, libinih1 and the GL
 #       dispatch packages the NVIDIA ICD needs) and these two scripts.
 # Results go to $OUT (default ./out).  See doc/benchmarks-vulkan.md.
@@ -23,8 +23,8 @@ seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 timeout 200 "$b"/tools/.libs/rayo-conform --seed "$seed" --op "${OPS:-gemv,attention}" "$plugin" > "$out/conform.txt" 2>&1
 echo "conform rc=$?" >> "$out/conform.txt"
 for shape in ${SHAPES:-4096x11008 11008x4096}; do
-    timeout 120 "$b"/plugins/vulkan/.libs/vk-bench --gemv "$shape" --csv "$out/gemv-$shape.csv"
+    timeout 120 "$b"/bench/.libs/vk-bench --gemv "$shape" --csv "$out/gemv-$shape.csv"
 done > "$out/bench.txt" 2>&1
-timeout 120 "$b"/plugins/vulkan/.libs/vk-bench --attention 4096 --csv "$out/attention.csv" >> "$out/bench.txt" 2>&1
-PYTHONUNBUFFERED=1 timeout 120 python3 "$dir"/torch-infer.py "$out/torch.csv" ${SHAPES:-4096x11008 11008x4096} > "$out/torch.txt" 2>&1
+timeout 120 "$b"/bench/.libs/vk-bench --attention 4096 --csv "$out/attention.csv" >> "$out/bench.txt" 2>&1
+PYTHONUNBUFFERED=1 timeout 120 python3 "$dir"/torch-infer-vulkan.py "$out/torch.csv" ${SHAPES:-4096x11008 11008x4096} > "$out/torch.txt" 2>&1
 cat "$out"/conform.txt "$out"/bench.txt "$out"/torch.txt

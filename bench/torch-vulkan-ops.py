@@ -1,4 +1,4 @@
-"""Reference figures from PyTorch (cuBLAS) on the same GPU, for h100.sh.
+"""Reference figures from PyTorch (cuBLAS) on the same GPU, for vulkan-ops.sh.
 
 sgemm fp32 (TF32 off) at the sizes vk-bench uses, device copy bandwidth,
 elementwise add on device tensors, and the host round trip of add on 1024

@@ -1,9 +1,9 @@
 #!/bin/sh
-# bench-quant-gemv.sh - gemv with quantized and half weights, the wasm
+# wasm-quant-gemv.sh - gemv with quantized and half weights, the wasm
 # (SIMD128) side module against the scalar side module, both under node in
 # the same runs: the figure of doc/benchmarks-wasm.md.
 #
-#   wasm/bench-quant-gemv.sh [WASM_OUT]     (default: build-wasm/wasm-build)
+#   bench/wasm-quant-gemv.sh [WASM_OUT]     (default: build-wasm/wasm-build)
 #
 # Needs `make wasm wasm-bench` done in the build tree (WASM_OUT/rayo-bench).
 # rayo-bench times each backend directly (rayo_run_on: no fallback); its cell
@@ -23,7 +23,7 @@ size=${SIZE:-1024x4096}
 dtypes=${DTYPES:-q8_0 q4_0 q4_k q6_k f16 bf16}
 bench=$out/rayo-bench
 if [ ! -x "$bench" ]; then
-    echo "bench-quant-gemv.sh: $bench not found: run 'make wasm wasm-bench' in the build tree" >&2
+    echo "wasm-quant-gemv.sh: $bench not found: run 'make wasm wasm-bench' in the build tree" >&2
     exit 1
 fi
 csv=$out/bench-quant-gemv.csv

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """cuBLAS (through PyTorch) on the fp32 matmul shapes of `cuda-bench --shapes`
-(issue 18: small and skinny matmuls), in the same run, and the side-by-side
+(small and skinny matmuls), in the same run, and the side-by-side
 table.
 
-  h200-shapes-torch.py BENCH_LOG [BEFORE_LOG]
+  torch-small-matmul.py BENCH_LOG [BEFORE_LOG]
 
 BENCH_LOG is cuda-bench --shapes's output: its "csv,shape,MxNxK TR,..." lines
 name the shapes (TR: "nt" = B transposed), so the list lives in one place.
 Prints one "csv,torch-shape,..." line per shape, then the table.  Timing as
-h100-torch.py (CUDA events, median of rounds), about 2 ms of calls a round;
+torch-matmul.py (CUDA events, median of rounds), about 2 ms of calls a round;
 inputs uniform in [-1, 1), transposes as transposed views (cuBLAS reads them
 in place).  BEFORE_LOG: the same bench with an earlier plugin, for a
 before/after table."""
@@ -17,9 +17,9 @@ import os
 import sys
 
 
-def load_h100_torch():
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "h100-torch.py")
-    spec = importlib.util.spec_from_file_location("h100_torch", path)
+def load_torch_matmul():
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch-matmul.py")
+    spec = importlib.util.spec_from_file_location("torch_matmul", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -60,7 +60,7 @@ def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
     import torch
-    h = load_h100_torch()
+    h = load_torch_matmul()
     rows = h.read_csv(sys.argv[1])
     old = h.read_csv(sys.argv[2]) if len(sys.argv) == 3 else {}
     print("# torch %s, %s" % (torch.__version__, torch.cuda.get_device_name(0)), flush=True)

@@ -1,24 +1,24 @@
 #!/bin/sh
-# h100.sh - the cuda backend on a GPU machine, in one run:
+# cuda-matmul.sh - the cuda backend on a GPU machine, in one run:
 #   1. build (configure + make in OUT/build), or use the build tree given;
 #   2. test-cuda (the plugin's own checks);
-#   3. cuda-bench (rayo) and h100-torch.py (cuBLAS through PyTorch, device
+#   3. cuda-bench (rayo) and torch-matmul.py (cuBLAS through PyTorch, device
 #      copy bandwidth, PyTorch's host round trip) in the same run;
 #   4. rayo-conform for the cuda plugin, then again under compute-sanitizer
 #      memcheck (must be clean);
 #   5. the side-by-side table of step 3.
 #
-#   plugins/cuda/h100.sh [BUILD_DIR]
+#   bench/cuda-matmul.sh [BUILD_DIR]
 #
-# OUT (default ./h100-out) receives the logs; the table is printed last.
+# OUT (default ./gpu-out) receives the logs; the table is printed last.
 # Optional: BENCH_ARGS (cuda-bench options), CONFORM_ARGS and
 # CONFORM_MEMCHECK_ARGS (rayo-conform options, e.g. --quick),
 # MEMCHECK_TIMEOUT (seconds, default 300).
 # Exit status: 0 when every check passed (the figures are reported, not
 # judged), 1 otherwise.
 set -u
-src=$(cd "$(dirname "$0")/../.." && pwd)
-out=${OUT:-$PWD/h100-out}
+src=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"
 build=${1:-}
 status=0
@@ -45,7 +45,7 @@ RAYO_CUDA_PLUGIN=$plugin
 export LD_LIBRARY_PATH XDG_CACHE_HOME XDG_CONFIG_HOME RAYO_PLUGIN_PATH RAYO_CUDA_PLUGIN
 unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_FORCE_CPU
 conform=$build/tools/.libs/rayo-conform
-bench=$build/plugins/cuda/.libs/cuda-bench
+bench=$build/bench/.libs/cuda-bench
 t=timeout
 
 step "device"
@@ -60,9 +60,9 @@ tail -3 "$out/test-cuda.log"
 step "benchmarks: rayo cuda-bench, then cuBLAS through torch"
 $t 200 "$bench" ${BENCH_ARGS-} >"$out/bench.log" 2>&1 || { echo "cuda-bench failed"; tail -20 "$out/bench.log"; status=1; }
 grep -v "^csv," "$out/bench.log"
-PYTHONUNBUFFERED=1 $t 150 python3 "$src/plugins/cuda/h100-torch.py" measure >"$out/torch.log" 2>&1 ||
+PYTHONUNBUFFERED=1 $t 150 python3 "$src/bench/torch-matmul.py" measure >"$out/torch.log" 2>&1 ||
     { echo "torch reference failed"; tail -20 "$out/torch.log"; status=1; }
-python3 "$src/plugins/cuda/h100-torch.py" summary "$out/bench.log" "$out/torch.log" >"$out/summary.txt"
+python3 "$src/bench/torch-matmul.py" summary "$out/bench.log" "$out/torch.log" >"$out/summary.txt"
 
 step "rayo-conform (no sanitizer)"
 $t 150 "$conform" ${CONFORM_ARGS-} "$plugin" >"$out/conform.log" 2>&1

@@ -13,7 +13,7 @@
  * row (sum of |terms| as the scale).  Attention, 32 heads / 4 KV heads, head dim 64, causal:
  * decode (1 query, cache 4096, f16 and f32) as bytes of K and V / time over
  * the same reference, prefill (2048 tokens) as a time, for torch's
- * scaled_dot_product_attention in the same run (infer-torch.py).
+ * scaled_dot_product_attention in the same run (torch-infer-cuda.py).
  * --quick: gemv at 4096 x 11008 only; --gemv: no attention.
  * Output: a table and "csv,..." lines. */
 #define _POSIX_C_SOURCE 200809L

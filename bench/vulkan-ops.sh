@@ -1,23 +1,23 @@
 #!/bin/sh
-# h100.sh - build, check and benchmark the vulkan backend on the GPU machine.
+# vulkan-ops.sh - build, check and benchmark the vulkan backend on the GPU machine.
 #
-#   plugins/vulkan/h100.sh prepare   here (Debian 12 with the build tools):
-#       builds the needed targets into build-h100/ and downloads the
+#   bench/vulkan-ops.sh prepare   here (Debian 12 with the build tools):
+#       builds the needed targets into build-gpu/ and downloads the
 #       libvulkan1 and libinih1 packages into .gl/ (both folders are ignored
 #       by git and travel to the GPU machine as carried paths)
-#   plugins/vulkan/h100.sh run       on the GPU machine, from the repository
+#   bench/vulkan-ops.sh run       on the GPU machine, from the repository
 #       root: unpacks the packages, runs rayo-conform for vulkan on the GPU,
 #       vk-bench (sgemm, elementwise, chained batch, host round trip), a
 #       matmul tile sweep, and the PyTorch/cuBLAS reference in the same run.
-#       Logs and CSV go to $OUT (default ./h100-out).  For a dry run on
+#       Logs and CSV go to $OUT (default ./gpu-out).  For a dry run on
 #       another Vulkan device: VK_DRIVER_FILES=... BENCH_ARGS=--quick
-#       TILE_N=256 TILES=64x64x16x4x4 plugins/vulkan/h100.sh run
+#       TILE_N=256 TILES=64x64x16x4x4 bench/vulkan-ops.sh run
 #
 # The GPU machine has no autotools, glslc or Vulkan headers, so the build is
 # done here; its binaries (glibc 2.36) run there.  See doc/benchmarks-vulkan.md.
 set -eu
 mode=${1:-run}
-build=${BUILD:-build-h100}
+build=${BUILD:-build-gpu}
 
 prepare() {
     src=$(pwd)
@@ -28,7 +28,7 @@ prepare() {
     # only what the run needs (other backends may be work in progress)
     make -C "$build" -j2 plugins/vulkan/vk-shaders.h
     make -C "$build" -j2 core/librayo.la tools/rayo-info tools/rayo-conform \
-        plugins/scalar/rayo-scalar.la plugins/vulkan/rayo-vulkan.la plugins/vulkan/vk-bench
+        plugins/scalar/rayo-scalar.la plugins/vulkan/rayo-vulkan.la bench/vk-bench
     # the loader, and the GL dispatch libraries the NVIDIA ICD (libGLX_nvidia)
     # is linked against
     if ! ls .gl/libvulkan1_*.deb .gl/libinih1_*.deb .gl/libglvnd0_*.deb >/dev/null 2>&1; then
@@ -39,7 +39,7 @@ prepare() {
 }
 
 run() {
-    out=${OUT:-h100-out}
+    out=${OUT:-gpu-out}
     mkdir -p "$out"
     # the Vulkan loader and GL dispatch go to / (as the machine's notes say);
     # inih to a prefix
@@ -54,8 +54,8 @@ run() {
     export XDG_CACHE_HOME=/tmp/rayo-cache
     bin=$build/tools/.libs
     plugin=$build/plugins/vulkan/.libs/rayo-vulkan.so
-    bench=$build/plugins/vulkan/.libs/vk-bench
-    [ -x "$bench" ] || bench=$build/plugins/vulkan/vk-bench
+    bench=$build/bench/.libs/vk-bench
+    [ -x "$bench" ] || bench=$build/bench/vk-bench
 
     # at most 8 files come back from the GPU machine: info, conform, bench.csv,
     # tiles, torch.csv, summary (the caller's tee of everything makes a 7th)
@@ -99,7 +99,7 @@ run() {
         done
     done
     echo "== PyTorch / cuBLAS on the same GPU =="
-    PYTHONUNBUFFERED=1 python3 plugins/vulkan/h100-torch.py "$out/torch.csv" 2>&1
+    PYTHONUNBUFFERED=1 python3 bench/torch-vulkan-ops.py "$out/torch.csv" 2>&1
 
     echo "== summary ==" | tee "$out/summary.txt"
     {

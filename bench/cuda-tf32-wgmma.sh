@@ -1,5 +1,5 @@
 #!/bin/sh
-# h200-wgmma.sh - TF32 through wgmma (issue 18 item 1) on an sm_90 GPU
+# cuda-tf32-wgmma.sh - TF32 through wgmma on an sm_90 GPU
 # machine, in one run:
 #   1. build the cuda plugin and the programs below (OUT/build; the source
 #      tree must have its configure script);
@@ -12,13 +12,13 @@
 #      compute-sanitizer memcheck (TF32 misses the strict contract by design:
 #      only the memcheck verdict counts there).
 #
-#   plugins/cuda/h200-wgmma.sh [STEPS]    STEPS: any of build test bench conform memcheck
+#   bench/cuda-tf32-wgmma.sh [STEPS]    STEPS: any of build test bench conform memcheck
 #                                          (default: all)
 # OUT (default ./wgmma-out) receives the logs.  Optional: TF32_KERNELS
 # (cuda-bench --tf32-kernels), CONFORM_ARGS (e.g. --quick), MEMCHECK_TIMEOUT,
 # MEMCHECK_WGMMA_KERNEL (the wgmma_kernel of the memcheck run).
 set -u
-src=$(cd "$(dirname "$0")/../.." && pwd)
+src=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$PWD/wgmma-out}
 steps=${1:-build test bench conform memcheck}
 mkdir -p "$out"
@@ -30,7 +30,7 @@ if has build; then
     echo "== build"
     mkdir -p "$build"
     (cd "$build" && "$src/configure" --enable-werror >/dev/null &&
-        make -j"$(nproc)" plugins/cuda/rayo-cuda.la plugins/cuda/cuda-bench tests/test-cuda tools/rayo-conform) \
+        make -j"$(nproc)" plugins/cuda/rayo-cuda.la bench/cuda-bench tests/test-cuda tools/rayo-conform) \
         >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
 fi
 plugin=$build/plugins/cuda/.libs/rayo-cuda.so
@@ -50,7 +50,7 @@ fi
 
 if has bench; then
     echo "== cuda-bench (TF32) and torch"
-    timeout 240 "$build/plugins/cuda/.libs/cuda-bench" --sgemm-kernels none \
+    timeout 240 "$build/bench/.libs/cuda-bench" --sgemm-kernels none \
         --tf32-kernels "${TF32_KERNELS:-tf32_128x128_w2x2_r,wg_tf32_128x256,wg_tf32_128x128}" \
         >"$out/bench.log" 2>&1 || { echo "cuda-bench failed"; status=1; }
     grep -E "^tf32" "$out/bench.log"

@@ -1,11 +1,11 @@
 #!/bin/sh
-# llama-bench.sh - tokens/s of rayo-llama on GGUF files, per backend, next to
+# llama-speed.sh - tokens/s of rayo-llama on GGUF files, per backend, next to
 # llama.cpp (node-llama-cpp) and a PyTorch eager decode on the GPU when they are
 # there, in the same run: a prefill of 512 prompt tokens (one forward pass) and a
 # greedy decode of 128 tokens.  Prints a markdown table (and writes it to
 # LLAMA_BENCH_OUT when set).  Not part of `make check`: it takes minutes.
 #
-# usage: tests/llama-bench.sh [MODEL.gguf ...]
+# usage: bench/llama-speed.sh [MODEL.gguf ...]
 #   With no file: TinyLlama-shaped Q4_0, Q8_0 and Q4_K_M-like files made by gguf-make
 #   (random weights, 0.6-1.2 GB each) in LLAMA_BENCH_MODELS (default
 #   $builddir/llama-bench-models; made once, kept).
@@ -131,7 +131,7 @@ run_rayo() { # model ids backend threads label [program runner prefill decode]
 }
 
 run_llama_cpp() { # model ids threads gpu label
-    timeout "$limit" node "$srcdir/tests/llama-bench.mjs" "$modules" "$1" "$2" "$decode" "$3" "$4" \
+    timeout "$limit" node "$srcdir/bench/llama-speed-llamacpp.mjs" "$modules" "$1" "$2" "$decode" "$3" "$4" \
         > "$tmp/cpp" 2>&1
     rc=$?
     line=$(grep '^llama.cpp: prefill' "$tmp/cpp")
@@ -147,7 +147,7 @@ run_llama_cpp() { # model ids threads gpu label
 
 run_torch() { # model ids label
     # shellcheck disable=SC2046 # no word or one
-    timeout "$limit" python3 "$srcdir/tests/llama-torch.py" "$1" "$2" "$decode" \
+    timeout "$limit" python3 "$srcdir/bench/llama-torch.py" "$1" "$2" "$decode" \
         $([ -s "$tmp/logits" ] && echo "$tmp/logits") > "$tmp/torch" 2>&1
     rc=$?
     line=$(grep '^torch: prefill' "$tmp/torch")
