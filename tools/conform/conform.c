@@ -316,9 +316,10 @@ static int ref_norm(const rayo_call *c, double *ref)
         }
         for (size_t j = 0; j < n; j++)
             sq += (x[j] - mean) * (x[j] - mean);
-        /* var + eps = 0 (a constant row, eps = 0): defined as 0 in rayo-ops.h */
+        /* var + eps = 0 (a constant row, eps = 0): defined as 0 in rayo-ops.h;
+         * a NaN in the row makes denom NaN, and every output NaN */
         double denom = sqrt(sq / (double)n + (double)c->alpha);
-        double inv = denom > 0 ? 1.0 / denom : 0.0;
+        double inv = denom == 0 ? 0.0 : 1.0 / denom;
         for (size_t j = 0; j < n; j++) {
             double y = (x[j] - mean) * inv * (gamma ? gamma[j] : 1.0);
             if (c->op == RAYO_OP_LAYERNORM && beta)
@@ -632,6 +633,7 @@ typedef struct case_spec {
 #define GROUP_AFFINE "affine"                 /* layernorm with gamma ~ 100, beta ~ +-100 */
 #define GROUP_REGRESSION "regression"         /* inputs that once failed, kept as data */
 #define GROUP_LONG "long"                     /* n, k up to 1e8: the long tier */
+#define GROUP_NAN_ROWS "nan-rows"             /* row ops: a NaN in a row makes the row NaN */
 
 /* Input data of a regression case: operand a, b, c as written down when the
  * failure was found (repeated cyclically to the case's length). */
@@ -909,8 +911,11 @@ static void plan_rows(plan *p)
         for (uint32_t act = 0; act < RAYO_ACT_LIMIT; act++)
             plan_fill(p, 2, 257, 0, FILL_EDGE)->flags = act;
     }
-    if (p->op->sig == RAYO_SIG_ROWS || p->op->sig == RAYO_SIG_NORM)
+    if (p->op->sig == RAYO_SIG_ROWS || p->op->sig == RAYO_SIG_NORM) {
         plan_row_extremes(p);
+        plan_group(p, 3, 1000, 0, FILL_NAN, GROUP_NAN_ROWS);
+        plan_group(p, 5, 17, 0, FILL_NAN, GROUP_NAN_ROWS);
+    }
     if (p->op->sig == RAYO_SIG_NORM)
         plan_norm_extremes(p);
 }
