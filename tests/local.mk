@@ -25,6 +25,15 @@ check_PROGRAMS += tests/test-config
 tests_test_config_SOURCES = tests/test-config.c tests/testutil.h
 tests_test_config_LDADD = core/librayo.la
 
+# Mistakes in the configuration that need the loader's answer: backend
+# names (with a close name suggested), a plugin's unknown keys, missing
+# plugin folders; each said once, and counted against its file.
+TESTS += tests/test-config-names
+check_PROGRAMS += tests/test-config-names
+tests_test_config_names_SOURCES = tests/test-config-names.c tests/testutil.h
+tests_test_config_names_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_DIR='"$(abs_top_builddir)/tests/plugins/.libs"'
+tests_test_config_names_LDADD = core/librayo.la
+
 TESTS += tests/test-api
 check_PROGRAMS += tests/test-api
 tests_test_api_SOURCES = tests/test-api.c tests/testutil.h
@@ -47,6 +56,10 @@ TESTS += tests/test-template.sh
 # rayo-info: where each setting came from; --version of every tool.
 dist_noinst_SCRIPTS += tests/test-info-origin.sh
 TESTS += tests/test-info-origin.sh
+
+# rayo-info --check, --json warnings, --explain of a chain, RAYO_LOG=debug.
+dist_noinst_SCRIPTS += tests/test-info-check.sh
+TESTS += tests/test-info-check.sh
 
 # rayo-calibrate: no GPU thresholds without a GPU; with the fakegpu test
 # plugin, a drop-in that rayo-info --explain cites.
