@@ -75,3 +75,13 @@ TESTS += tests/test-prototypes
 check_PROGRAMS += tests/test-prototypes
 tests_test_prototypes_SOURCES = tests/test-prototypes.c
 tests_test_prototypes_LDADD = core/librayo.la
+
+# The dtype functions librayo exports (Q4_K/Q6_K quantizers, row conversions).
+TESTS += tests/test-dtype-lib
+check_PROGRAMS += tests/test-dtype-lib
+tests_test_dtype_lib_SOURCES = tests/test-dtype-lib.c tests/testutil.h tests/test-rng.h
+tests_test_dtype_lib_LDADD = core/librayo.la -lm
+
+# librayo exports exactly the public API, with symbol version RAYO_1.0.
+dist_noinst_SCRIPTS += tests/test-exports.sh
+TESTS += tests/test-exports.sh
