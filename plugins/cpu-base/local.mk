@@ -3,7 +3,7 @@
 # the descriptor macro.  Not a library of its own: each CPU plugin compiles
 # these files in (hidden, like the rest of it), so the plugins stay
 # independent .so files that export only their descriptor.
-CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c
+CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c plugins/cpu-base/f64-fallback.h
 EXTRA_DIST += plugins/cpu-base/typed-gemv.h plugins/cpu-base/x86-quant.h
 # The typed gemv and the rope/attention/gated-unit glue of the SIMD plugins
 # with those kernels in C intrinsics (neon, wasm).
