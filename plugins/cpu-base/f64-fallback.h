@@ -1,6 +1,8 @@
-/* f64-fallback.h - the range contract of the CPU products (rayo-ops.h: no
- * intermediate overflow where the float64 result is finite), shared by the
- * gemv and matmul kernels of every CPU plugin.
+/* f64-fallback.h - float64 where float intermediates would break a contract,
+ * shared by every CPU plugin.
+ *
+ * 1. The range contract of the products (rayo-ops.h: no intermediate
+ * overflow where the float64 result is finite), gemv and matmul:
  *
  * The kernels sum in float lanes for speed.  Products near 1e38 that cancel
  * pass FLT_MAX in those sums although the float64 result is finite; an
@@ -13,6 +15,12 @@
  *            (k max|op(A)| max|op(B)| near FLT_MAX, all finite) is computed
  *            by cpu_gemm_f64 instead (double sums; slow, for such data only).
  * Inputs holding inf or NaN give the same non-finite results either way.
+ *
+ * 2. The gated units y = f(gate) up: with up near 1e30, f(gate) ~ 1e-37
+ * (gates of -9 to -88) still makes a normal y, so f must keep its relative
+ * precision where a float f is subnormal, flushed or cancelled (1 +
+ * tanh(z) for z << 0).  cpu_glu_f64 computes f in double, in forms without
+ * that cancellation (erfc, 2 / (1 + exp(-2 z))), and rounds f up once.
  */
 #ifndef RAYO_CPU_F64_FALLBACK_H
 #define RAYO_CPU_F64_FALLBACK_H
@@ -91,6 +99,21 @@ static inline void cpu_gemm_f64(size_t m, size_t n, size_t k, float alpha, const
             float *c = C + i * ldc + j;
             *c = (float)(beta == 0.0f ? v : v + (double)beta * *c);
         }
+}
+
+typedef enum cpu_glu_kind { CPU_GLU_SILU, CPU_GLU_GELU, CPU_GLU_GELU_TANH } cpu_glu_kind;
+
+/* f(gate) up in double, rounded once. */
+static inline float cpu_glu_f64(cpu_glu_kind kind, float gate, float up)
+{
+    double g = gate, f;
+    if (kind == CPU_GLU_SILU)
+        f = g / (1.0 + exp(-g));
+    else if (kind == CPU_GLU_GELU)
+        f = 0.5 * g * erfc(-g * 0.70710678118654752440); /* 1 / sqrt(2) */
+    else
+        f = g / (1.0 + exp(-2.0 * 0.79788456080286535588 /* sqrt(2 / pi) */ * (g + 0.044715 * g * g * g)));
+    return (float)(f * (double)up);
 }
 
 #endif

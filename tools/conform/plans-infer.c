@@ -631,6 +631,8 @@ static int build_attention(ictx *x, icase *t, const void *spec)
 typedef struct glu_spec {
     size_t rows, cols;
     int layout;             /* 0 dense, 1 strided, 2 the halves of one [gate | up] matrix, 3 in place */
+    int tail;               /* gates in [-90, -2], up to +-1e30: the gate's left tail must keep its
+                             * relative precision (a subnormal or flushed factor does not) */
 } glu_spec;
 
 static int build_glu(ictx *x, icase *t, const void *spec)
@@ -643,9 +645,10 @@ static int build_glu(ictx *x, icase *t, const void *spec)
         lda = ldb = 2 * n;
     shape3 sa = matrix_shape(s->rows, s->layout == 2 ? 2 * n : n, s->layout == 2 ? 0 : lda);
     shape3 sb = matrix_shape(s->rows, n, ldb), sy = matrix_shape(s->rows, n, ldy);
-    if (input_operand(x, t, 0, RAYO_DTYPE_F32, &sa, -8, 8))
+    float g_lo = s->tail ? -90 : -8, g_hi = s->tail ? -2 : 8, u = s->tail ? 1e30f : 3; /* tail: not layout 2 */
+    if (input_operand(x, t, 0, RAYO_DTYPE_F32, &sa, g_lo, g_hi))
         return -1;
-    if (s->layout != 2 && input_operand(x, t, 1, RAYO_DTYPE_F32, &sb, -3, 3))
+    if (s->layout != 2 && input_operand(x, t, 1, RAYO_DTYPE_F32, &sb, -u, u))
         return -1;
     if (s->layout == 3 ? in_place_output(t, &sa) : output_operand(x, t, RAYO_DTYPE_F32, &sy, 0))
         return -1;
@@ -655,8 +658,8 @@ static int build_glu(ictx *x, icase *t, const void *spec)
     c->op = x->op->id;
     c->m = s->rows, c->n = n, c->lda = lda, c->ldb = ldb, c->ldy = ldy;
     static const char *const layouts[] = {"dense", "strided", "halves of [gate | up]", "in place"};
-    snprintf(t->desc, sizeof t->desc, "%s %zu x %zu, %s (lda %zu, ldb %zu, ldy %zu)", x->op->name, s->rows,
-             n, layouts[s->layout], lda, ldb, ldy);
+    snprintf(t->desc, sizeof t->desc, "%s %zu x %zu, %s (lda %zu, ldb %zu, ldy %zu)%s", x->op->name, s->rows,
+             n, layouts[s->layout], lda, ldb, ldy, s->tail ? ", gates in [-90, -2], up to +-1e30" : "");
     if (!x->with_ref)
         return 0;
     const float *gate = (const float *)(void *)t->buf[0].data;
@@ -1103,13 +1106,21 @@ static void plan_glu(ictx *x)
 {
     static const size_t sizes[][2] = {{0, 5}, {1, 1}, {3, 17}, {64, 1000}, {5, 33}, {2, 64}, {7, 3}, {1, 4097}};
     for (size_t i = 0; i < COUNT_OF(sizes); i++) {
-        glu_spec s = {sizes[i][0], sizes[i][1], (int)(i % 4)};
+        glu_spec s = {sizes[i][0], sizes[i][1], (int)(i % 4), 0};
         run_spec(x, build_glu, &s);
     }
     if (!x->opt->quick) {
-        glu_spec s = {256, 4096, 2};
+        glu_spec s = {256, 4096, 2, 0};
         run_spec(x, build_glu, &s);
     }
+    /* The gate's left tail times a huge up: the group "glu-tail". */
+    static const size_t tails[][3] = {{3, 1000, 0}, {2, 37, 1}, {1, 20, 3}};
+    x->group = "glu-tail";
+    for (size_t i = 0; i < COUNT_OF(tails); i++) {
+        glu_spec s = {tails[i][0], tails[i][1], (int)tails[i][2], 1};
+        run_case(x, build_glu, &s, 0);
+    }
+    x->group = NULL;
 }
 
 /* ---- entry points ------------------------------------------------------------------ */
