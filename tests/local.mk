@@ -13,7 +13,7 @@ include tests/llama.mk
 # The core's own tests.
 include tests/plugins/local.mk
 include tests/abi/local.mk
-EXTRA_DIST += tests/testutil.h
+EXTRA_DIST += tests/testutil.h tests/README.md
 TESTS += tests/test-loader
 check_PROGRAMS += tests/test-loader
 tests_test_loader_SOURCES = tests/test-loader.c tests/testutil.h
