@@ -1,6 +1,7 @@
 # tests/: everything here runs in `make check`.  Backend-specific tests
 # live in their own fragments.
 include tests/conform.mk
+include tests/tools.mk
 include tests/avx2.mk
 include tests/avx512.mk
 include tests/neon.mk
