@@ -105,6 +105,7 @@ typedef struct case_spec {
 #define GROUP_AFFINE "affine"                 /* layernorm with gamma ~ 100, beta ~ +-100 */
 #define GROUP_REGRESSION "regression"         /* inputs that once failed, kept as data */
 #define GROUP_LONG "long"                     /* n, k up to 1e8: the long tier */
+#define GROUP_NAN_ROWS "nan-rows"             /* row ops: a NaN in a row makes the row NaN */
 
 /* Input data of a regression case: operand a, b, c as written down when the
  * failure was found (repeated cyclically to the case's length). */

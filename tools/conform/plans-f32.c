@@ -276,8 +276,11 @@ static void plan_rows(plan *p)
         for (uint32_t act = 0; act < RAYO_ACT_LIMIT; act++)
             plan_fill(p, 2, 257, 0, FILL_EDGE)->flags = act;
     }
-    if (p->op->sig == RAYO_SIG_ROWS || p->op->sig == RAYO_SIG_NORM)
+    if (p->op->sig == RAYO_SIG_ROWS || p->op->sig == RAYO_SIG_NORM) {
         plan_row_extremes(p);
+        plan_group(p, 3, 1000, 0, FILL_NAN, GROUP_NAN_ROWS);
+        plan_group(p, 5, 17, 0, FILL_NAN, GROUP_NAN_ROWS);
+    }
     if (p->op->sig == RAYO_SIG_NORM)
         plan_norm_extremes(p);
 }

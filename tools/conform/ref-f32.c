@@ -159,9 +159,10 @@ static int ref_norm(const rayo_call *c, double *ref)
         }
         for (size_t j = 0; j < n; j++)
             sq += (x[j] - mean) * (x[j] - mean);
-        /* var + eps = 0 (a constant row, eps = 0): defined as 0 in rayo-ops.h */
+        /* var + eps = 0 (a constant row, eps = 0): defined as 0 in rayo-ops.h;
+         * a NaN in the row makes denom NaN, and every output NaN */
         double denom = sqrt(sq / (double)n + (double)c->alpha);
-        double inv = denom > 0 ? 1.0 / denom : 0.0;
+        double inv = denom == 0 ? 0.0 : 1.0 / denom;
         for (size_t j = 0; j < n; j++) {
             double y = (x[j] - mean) * inv * (gamma ? gamma[j] : 1.0);
             if (c->op == RAYO_OP_LAYERNORM && beta)

@@ -1,4 +1,4 @@
-/* math.h - AVX2+FMA approximations of exp, expm1, log, tanh, sigmoid and
+/* x86-avx2-math.h - AVX2+FMA approximations of exp, expm1, log, tanh, sigmoid and
  * the normal CDF (for gelu), 8 floats at a time, and small SIMD helpers.
  *
  * The polynomial coefficients were fitted for rayo (Chebyshev fits in

@@ -1,4 +1,4 @@
-/* math.h - vector math (vec_*) for the neon backend: exp, expm1, log, and the
+/* neon-math.h - vector math (vec_*) for the neon backend: exp, expm1, log, and the
  * activations built on them, four floats at a time.
  *
  * Accuracy: every function here stays within a few ulp (a few 1e-7

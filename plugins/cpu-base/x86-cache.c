@@ -1,10 +1,11 @@
-/* cache.c - the CPU's cache sizes, and the sgemm blocking derived from them.
+/* x86-cache.c - what the x86 plugins read of the CPU: its cache sizes (the
+ * sgemm blocking derives from them) and its brand string.
  *
  * Linux describes the caches in /sys/devices/system/cpu/cpu0/cache/index*;
  * where sysfs is missing (containers without /sys) the deterministic cache
  * parameters of cpuid (leaf 4 on Intel, 0x8000001d on AMD) say the same.
  */
-#include "plugin.h"
+#include "x86-cache.h"
 
 #include <cpuid.h>
 #include <stdio.h>
@@ -40,7 +41,7 @@ static size_t parse_size(const char *text)
     return (size_t)v;
 }
 
-static void record_cache(avx2_caches *c, unsigned level, int is_instruction, size_t bytes)
+static void record_cache(x86_caches *c, unsigned level, int is_instruction, size_t bytes)
 {
     if (is_instruction || bytes == 0)
         return;
@@ -52,7 +53,7 @@ static void record_cache(avx2_caches *c, unsigned level, int is_instruction, siz
         c->l3 = bytes;
 }
 
-static int caches_from_sysfs(avx2_caches *c)
+static int caches_from_sysfs(x86_caches *c)
 {
     int found = 0;
     for (unsigned index = 0; index < 8; index++) {
@@ -74,7 +75,7 @@ static int caches_from_sysfs(avx2_caches *c)
 }
 
 /* Leaf 4 (Intel) and 0x8000001d (AMD) share one layout: one sub-leaf per cache. */
-static int caches_from_cpuid_leaf(avx2_caches *c, unsigned leaf)
+static int caches_from_cpuid_leaf(x86_caches *c, unsigned leaf)
 {
     int found = 0;
     for (unsigned sub = 0; sub < 16; sub++) {
@@ -92,7 +93,7 @@ static int caches_from_cpuid_leaf(avx2_caches *c, unsigned leaf)
     return found;
 }
 
-static int caches_from_cpuid(avx2_caches *c)
+static int caches_from_cpuid(x86_caches *c)
 {
     unsigned a, b, cx, d;
     if (!__get_cpuid(0, &a, &b, &cx, &d))
@@ -109,9 +110,9 @@ static int caches_from_cpuid(avx2_caches *c)
     return max_leaf >= 4 && caches_from_cpuid_leaf(c, 4);
 }
 
-void avx2_detect_caches(avx2_caches *caches)
+void x86_detect_caches(x86_caches *caches)
 {
-    avx2_caches c = { 0, 0, 0, "defaults" };
+    x86_caches c = { 0, 0, 0, "defaults" };
     if (caches_from_sysfs(&c))
         c.source = "sysfs";
     else if (caches_from_cpuid(&c))
@@ -125,25 +126,21 @@ void avx2_detect_caches(avx2_caches *caches)
     *caches = c;
 }
 
-static size_t clamp_size(size_t v, size_t lo, size_t hi)
+void x86_cpu_brand(char *out, size_t size)
 {
-    return v < lo ? lo : v > hi ? hi : v;
-}
-
-/* The Goto/BLIS rules for the 4x24 microkernel on floats, with factors
- * measured on an AMD EPYC (Zen 3, 32 KiB L1d, 512 KiB L2) against OpenBLAS:
- *   kc: a kc x 24 panel of packed B fills about 3/4 of L1d (the A panel
- *       streams beside it); a larger kc means fewer passes over C and a
- *       cheaper microkernel epilogue per flop;
- *   mc: the packed mc x kc block of A fills about a quarter of L2;
- *   nc: the packed kc x nc block of B fills about a quarter of L3 (shared by
- *       the cores, which all read it). */
-void avx2_choose_blocking(const avx2_caches *caches, avx2_blocking *b)
-{
-    size_t kc = caches->l1d * 3 / 4 / (AVX2_GEMM_NR * sizeof(float));
-    b->kc = clamp_size(kc, 64, 768) / 8 * 8;
-    size_t mc = caches->l2 / 4 / (b->kc * sizeof(float));
-    b->mc = clamp_size(mc, 4 * AVX2_GEMM_MR, 1024) / AVX2_GEMM_MR * AVX2_GEMM_MR;
-    size_t nc = caches->l3 / 4 / (b->kc * sizeof(float));
-    b->nc = clamp_size(nc, 10 * AVX2_GEMM_NR, 4096) / AVX2_GEMM_NR * AVX2_GEMM_NR;
+    unsigned regs[12] = { 0 };
+    out[0] = '\0';
+    if (__get_cpuid_max(0x80000000u, NULL) < 0x80000004u)
+        return;
+    for (unsigned i = 0; i < 3; i++)
+        __get_cpuid(0x80000002u + i, &regs[4 * i], &regs[4 * i + 1], &regs[4 * i + 2], &regs[4 * i + 3]);
+    char brand[49];
+    memcpy(brand, regs, 48);
+    brand[48] = '\0';
+    const char *start = brand;
+    while (*start == ' ')
+        start++;
+    snprintf(out, size, "%s", start);
+    for (size_t len = strlen(out); len > 0 && out[len - 1] == ' '; len--)
+        out[len - 1] = '\0';
 }

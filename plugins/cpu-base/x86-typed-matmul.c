@@ -1,6 +1,6 @@
-/* typed-matmul.c - matmul with half or block-quantized operands on the
- * plugin's sgemm (typed-matmul.h says how). */
-#include "typed-matmul.h"
+/* x86-typed-matmul.c - matmul with half or block-quantized operands on the
+ * plugin's sgemm (x86-typed-matmul.h says how). */
+#include "x86-typed-matmul.h"
 
 #if defined(__F16C__)
 #include <immintrin.h>

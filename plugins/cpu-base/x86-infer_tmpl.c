@@ -1,14 +1,14 @@
-/* x86-infer.h - the inference ops of the avx2 and avx512 backends, written
+/* x86-infer_tmpl.c - the inference ops of the avx2 and avx512 backends, written
  * once: convert, get_rows, rope, attention, swiglu, geglu, geglu_tanh.
  *
  * Not a header to include anywhere else: plugins/avx2/infer.c and
  * plugins/avx512/infer.c each define a vector type VF of VF_LANES floats
- * and the vf_* operations on it (their math.h gives exp and the
+ * and the vf_* operations on it (their vector math gives exp and the
  * activations), then include this file, which becomes that plugin's kernels
  * (CPU_KERNEL names them avx2_NAME or avx512_NAME) compiled with its flags.
  * Where the work is arithmetic (attention, rope, the gated units) it runs at
  * the plugin's width (but for attention's decode path: 256-bit in both, see
- * x86-attention.h); conversions (convert, get_rows, the f16 KV cache) are
+ * x86-attention_tmpl.c); conversions (convert, get_rows, the f16 KV cache) are
  * 8 elements at a time with AVX2 + F16C in both: they move memory, and a
  * 512-bit version would not move it faster.
  *
@@ -33,7 +33,7 @@
 #include <string.h>
 
 #ifndef VF_LANES
-#error "define VF, VF_LANES and the vf_* operations before including x86-infer.h"
+#error "define VF, VF_LANES and the vf_* operations before including x86-infer_tmpl.c"
 #endif
 
 /* gcc contracts a * b + c written with intrinsics into an FMA as well; the
@@ -346,8 +346,9 @@ static size_t bytes_before(rayo_dtype dt, size_t e)
     return e / rayo_dtype_block_elems(dt) * rayo_dtype_block_bytes(dt);
 }
 
-static void convert_items(const rayo_call *c, size_t lo, size_t hi)
+static void convert_items(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)
 {
+    (void)st;
     rayo_dtype from = RAYO_DTYPE_OF(c->dtypes, 0), to = RAYO_DTYPE_OF(c->dtypes, 3);
     size_t per = convert_item(c), e0 = lo * per, e1 = hi * per < c->n ? hi * per : c->n;
     const unsigned char *src = (const unsigned char *)c->a + bytes_before(from, e0);
@@ -379,8 +380,9 @@ CPU_KERNEL_FN(convert)
 }
 
 /* ---- get_rows: y[r] = table[idx[r]] as f32 ------------------------------------ */
-static void get_rows_range(const rayo_call *c, size_t lo, size_t hi)
+static void get_rows_range(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)
 {
+    (void)st;
     rayo_dtype dt = RAYO_DTYPE_OF(c->dtypes, 0);
     const int32_t *idx = c->b;
     size_t row_bytes = 0, ldy = x86_or_dense(c->ldy, c->n);
@@ -539,8 +541,9 @@ static void rope_token(const rope_plan *r, const float *x, float *y, double pos)
             memcpy(y + h * r->y_head + r->rot, x + h * r->x_head + r->rot, (p->head_dim - r->rot) * sizeof(float));
 }
 
-static void rope_range(const rayo_call *c, size_t lo, size_t hi)
+static void rope_range(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)
 {
+    (void)st;
     rope_plan r = rope_plan_of(c);
     const int32_t *pos = c->b;
     for (size_t t = lo; t < hi; t++)
@@ -560,8 +563,9 @@ CPU_KERNEL_FN(rope)
 
 /* ---- gated units: y = f(gate) * up, m rows of n ------------------------------ */
 #define X86_GLU_KERNEL(NAME, ACT)                                                                 \
-    static void NAME##_rows(const rayo_call *c, size_t lo, size_t hi)                             \
+    static void NAME##_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                             \
     {                                                                                             \
+        (void)st;                                                                                 \
         size_t n = c->n, lda = x86_or_dense(c->lda, n), ldb = x86_or_dense(c->ldb, n);            \
         size_t ldy = x86_or_dense(c->ldy, n);                                                     \
         for (size_t r = lo; r < hi; r++) {                                                        \
@@ -584,4 +588,4 @@ X86_GLU_KERNEL(swiglu, vf_silu)
 X86_GLU_KERNEL(geglu, vf_gelu)
 X86_GLU_KERNEL(geglu_tanh, vf_gelu_tanh)
 
-#include "x86-attention.h"
+#include "x86-attention_tmpl.c"

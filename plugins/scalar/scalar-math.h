@@ -1,4 +1,4 @@
-/* math.h - float exp, expm1, log, tanh and erfc in portable C that
+/* scalar-math.h - float exp, expm1, log, tanh and erfc in portable C that
  * compilers vectorise (not installed; included by the kernels).
  *
  * libm's expf/tanhf/erff are correct but opaque calls: a loop of them runs

@@ -1,8 +1,8 @@
-/* math.h - AVX-512 approximations of exp, expm1, log, tanh, sigmoid and the
+/* avx512-math.h - AVX-512 approximations of exp, expm1, log, tanh, sigmoid and the
  * normal CDF (for gelu), 16 floats at a time, and small SIMD helpers.
  *
  * The polynomials are those of the avx2 backend (rayo's own Chebyshev fits,
- * plugins/avx2/math.h gives their measured error); what changes is the
+ * plugins/cpu-base/x86-avx2-math.h gives their measured error); what changes is the
  * machinery around them, which AVX-512 does in single instructions:
  *   - 2^k scaling by vscalefps, which rounds once and is right for every k,
  *     subnormal and overflowing results included: exp needs no slow path

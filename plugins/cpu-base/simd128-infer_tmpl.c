@@ -1,4 +1,4 @@
-/* infer-kernels.h - what the SIMD plugins' (neon, wasm) rope, attention and
+/* simd128-infer_tmpl.c - what the SIMD plugins' (neon, wasm) rope, attention and
  * gated units share: the checks, the layouts and strides, the loops over
  * tokens, heads and rows, the threads and the scratch.  The plugin's infer.c
  * defines the SIMD parts, declared below as static functions, and its
@@ -275,8 +275,9 @@ static inline void cpu_glu_rows(const rayo_call *c, size_t lo, size_t hi, cpu_gl
 
 /* The kernel CPU_KERNEL(NAME) of a gated unit whose row function is ROW. */
 #define CPU_GLU_KERNEL(NAME, ROW, COST)                                                    \
-    static void NAME##_rows(const rayo_call *c, size_t lo, size_t hi)                      \
+    static void NAME##_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                      \
     {                                                                                      \
+        (void)st;                                                                          \
         cpu_glu_rows(c, lo, hi, ROW);                                                      \
     }                                                                                      \
     CPU_KERNEL_FN(NAME)                                                                    \

@@ -1,4 +1,4 @@
-/* math.h - float math on WebAssembly SIMD128 vectors (4 lanes).
+/* wasm-math.h - float math on WebAssembly SIMD128 vectors (4 lanes).
  *
  * exp, expm1, log, tanh, erfc and the activations built on them, accurate
  * to a few float ulps (the op contracts allow 2e-6 relative), with the NaN

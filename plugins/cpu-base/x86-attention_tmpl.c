@@ -1,5 +1,5 @@
-/* x86-attention.h - attention of the avx2 and avx512 backends, included by
- * x86-infer.h (the same VF / vf_* operations; see there).
+/* x86-attention_tmpl.c - attention of the avx2 and avx512 backends, included by
+ * x86-infer_tmpl.c (the same VF / vf_* operations; see there).
  *
  * out = softmax(scale Q K^T + causal mask) V, grouped-query.  A work item is
  * up to ATT_ROWS query rows (all heads) and a segment of the keys: the rows
