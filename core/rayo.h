@@ -1,7 +1,7 @@
 /* rayo.h - public API of librayo.
  *
  * rayo runs numeric kernels on whatever compute the machine has.  The core
- * loads backends (scalar, avx2, neon, vulkan, cuda, wasm) as plugins, ranks
+ * loads backends (scalar, avx2, avx512, neon, vulkan, cuda, wasm) as plugins, ranks
  * them and resolves, for every op, a chain of backends that can run it.
  *
  *   rayo_context *ctx;

@@ -1,6 +1,7 @@
 # tests/: everything here runs in `make check`.  Backend-specific tests
 # live in their own fragments.
 include tests/conform.mk
+include tests/tools.mk
 include tests/avx2.mk
 include tests/avx512.mk
 include tests/neon.mk
@@ -13,7 +14,7 @@ include tests/llama.mk
 # The core's own tests.
 include tests/plugins/local.mk
 include tests/abi/local.mk
-EXTRA_DIST += tests/testutil.h
+EXTRA_DIST += tests/testutil.h tests/README.md
 TESTS += tests/test-loader
 check_PROGRAMS += tests/test-loader
 tests_test_loader_SOURCES = tests/test-loader.c tests/testutil.h
