@@ -93,7 +93,6 @@ tests_test_stress_SOURCES = tests/test-stress.c tests/testutil.h
 tests_test_stress_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_stress_LDADD = core/librayo.la $(PTHREAD_LIBS)
 EXTRA_DIST += tests/sanitize.sh
-EXTRA_DIST += tests/h200-run.sh tests/bench-infer-cpu.sh
 
 # The op prototypes written out in rayo.h match rayo-ops.h (a compile-time
 # check: a mismatch fails the build of this test).
@@ -101,3 +100,21 @@ TESTS += tests/test-prototypes
 check_PROGRAMS += tests/test-prototypes
 tests_test_prototypes_SOURCES = tests/test-prototypes.c
 tests_test_prototypes_LDADD = core/librayo.la
+
+# The dtype functions librayo exports (Q4_K/Q6_K quantizers, row conversions).
+TESTS += tests/test-dtype-lib
+check_PROGRAMS += tests/test-dtype-lib
+tests_test_dtype_lib_SOURCES = tests/test-dtype-lib.c tests/testutil.h tests/test-rng.h
+tests_test_dtype_lib_LDADD = core/librayo.la -lm
+
+# librayo exports exactly the public API, with symbol version RAYO_1.0.
+dist_noinst_SCRIPTS += tests/test-exports.sh
+TESTS += tests/test-exports.sh
+
+# The Python package (python/) under pytest; SKIPs without numpy and pytest.
+dist_noinst_SCRIPTS += tests/test-python.sh
+TESTS += tests/test-python.sh
+EXTRA_DIST += python/rayo/__init__.py python/rayo/__main__.py python/rayo/_lib.py \
+	python/rayo/context.py python/rayo/device.py python/rayo/dtypes.py python/rayo/ops.py \
+	python/tests/conftest.py python/tests/test_context.py python/tests/test_dtypes.py \
+	python/tests/test_ops.py
