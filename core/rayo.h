@@ -219,7 +219,10 @@ typedef struct rayo_options {
 typedef struct rayo_context rayo_context;
 
 /* Opens a context: reads config, loads and probes plugins, resolves dispatch.
- * opts may be NULL.  Fails (RAYO_E_NO_BACKEND) if no backend at all could be
+ * A device plugin (a GPU backend: one with its own memory) is loaded and
+ * ranked but its device starts at its first use: a call that reaches it, a
+ * buffer or batch on it, or rayo_backend_get (set [rayo] lazy_init = no to
+ * start it here).  opts may be NULL.  Fails (RAYO_E_NO_BACKEND) if no backend at all could be
  * loaded, unless opts->allow_no_backend is set. */
 RAYO_API rayo_status rayo_open(rayo_context **ctx, const rayo_options *opts);
 /* Closes the context: waits for submitted batches, frees the device memory
@@ -559,6 +562,7 @@ typedef struct rayo_backend_info {
 } rayo_backend_info;
 
 RAYO_API size_t rayo_backend_count(const rayo_context *ctx);
+/* Starts the backend's device first if it has not started yet (rayo_open). */
 RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, rayo_backend_info *info);
 
 /* The names of the devices of backend `index` (as its probe reported them). */

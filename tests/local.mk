@@ -58,6 +58,19 @@ TESTS += tests/test-template.sh
 dist_noinst_SCRIPTS += tests/test-info-origin.sh
 TESTS += tests/test-info-origin.sh
 
+# A device plugin starts at its first use, not at rayo_open (vulkan; SKIP
+# without it).
+TESTS += tests/test-lazy-init
+check_PROGRAMS += tests/test-lazy-init
+tests_test_lazy_init_SOURCES = tests/test-lazy-init.c tests/testutil.h
+tests_test_lazy_init_LDADD = core/librayo.la
+
+# The cost of rayo_open + rayo_close with every plugin against CPU plugins
+# only: a benchmark (built by make check, not run by it).
+check_PROGRAMS += tests/bench-open
+tests_bench_open_SOURCES = tests/bench-open.c
+tests_bench_open_LDADD = core/librayo.la
+
 # rayo-info --check, --json warnings, --explain of a chain, RAYO_LOG=debug.
 dist_noinst_SCRIPTS += tests/test-info-check.sh
 TESTS += tests/test-info-check.sh
