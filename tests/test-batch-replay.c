@@ -232,10 +232,15 @@ static void check_backend(rayo_context *ctx, const char *be)
 
 int main(void)
 {
+    /* RAYO_PLUGIN_PATH (a build copied to another machine) as the setting */
+    static char settings[4096];
+    const char *path = getenv("RAYO_PLUGIN_PATH");
+    if (path && *path)
+        snprintf(settings, sizeof settings, "[plugins]\npath = %s\n", path);
     test_clear_rayo_env();
     srand((unsigned)time(NULL));
     rayo_context *ctx;
-    if (test_open(&ctx, "") != RAYO_OK) {
+    if (test_open(&ctx, settings) != RAYO_OK) {
         fprintf(stderr, "open: %s\n", rayo_last_error());
         return 99;
     }
@@ -244,6 +249,8 @@ int main(void)
         if (rayo_backend_get(ctx, i, &bi) == RAYO_OK && bi.status == RAYO_BACKEND_LOADED)
             check_backend(ctx, bi.name);
     }
+    if (!test_passed)
+        fprintf(stderr, "no backend ran the test; log:\n%s", test_log);
     rayo_close(ctx);
     return test_summary();
 }
