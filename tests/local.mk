@@ -41,6 +41,13 @@ tests_test_api_SOURCES = tests/test-api.c tests/testutil.h
 tests_test_api_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_api_LDADD = core/librayo.la $(PTHREAD_LIBS) -lm
 
+# A batch recorded once and replayed at a moving step, on every backend
+# (re-recorded for those that cannot replay), against one-by-one calls.
+TESTS += tests/test-batch-replay
+check_PROGRAMS += tests/test-batch-replay
+tests_test_batch_replay_SOURCES = tests/test-batch-replay.c tests/testutil.h
+tests_test_batch_replay_LDADD = core/librayo.la -lm
+
 # Bad plugin files, lying descriptors, bad config files, fork, handles after
 # destroy and close: a clear reason each, and the process alive.
 TESTS += tests/test-hardening
