@@ -6,7 +6,7 @@
 # files that export only their descriptor.  A *_tmpl.c file is a template: a
 # plugin's source includes it after defining its vector primitives; it is
 # never compiled alone, so it is in EXTRA_DIST and in no _SOURCES list.
-CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c
+CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c plugins/cpu-base/cpu-op-table.h
 EXTRA_DIST += plugins/cpu-base/cpu-typed-gemv_tmpl.c plugins/cpu-base/simd128-infer_tmpl.c \
 	plugins/cpu-base/x86-infer_tmpl.c plugins/cpu-base/x86-attention_tmpl.c
 # The matmul and gemv drivers of the plugins with micro-kernels in C
@@ -19,5 +19,5 @@ X86_BASE_FILES = plugins/cpu-base/x86-plugin.h plugins/cpu-base/x86-plugin.c \
 	plugins/cpu-base/x86-cache.h plugins/cpu-base/x86-cache.c \
 	plugins/cpu-base/x86-gemm.h plugins/cpu-base/x86-gemm.c \
 	plugins/cpu-base/x86-typed-matmul.h plugins/cpu-base/x86-typed-matmul.c \
-	plugins/cpu-base/x86-quant.h plugins/cpu-base/x86-avx2-math.h plugins/cpu-base/x86-infer-ops.h
+	plugins/cpu-base/x86-quant.h plugins/cpu-base/x86-avx2-math.h
 CPU_BASE_CPPFLAGS = -I$(top_srcdir)/plugins/cpu-base

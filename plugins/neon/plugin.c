@@ -13,26 +13,17 @@ const cpu_plugin_spec cpu_plugin = {
     .range_granule = 16,
 };
 
-#define T(X) RAYO_DTYPE_##X
-#define COMBO(OP, A, B, C, Y, FN) {RAYO_OP_##OP, RAYO_DTYPES(T(A), T(B), T(C), T(Y)), FN}
+/* The decode path of inference; the other dtype combinations (matmul,
+ * convert, get_rows) fall through to the scalar backend. */
+#define CPU_COMBO_MATMUL(OP, DT) CPU_COMBO_NONE(OP, DT)
+#define CPU_COMBO_GEMV(OP, DT) CPU_COMBO_TYPED(OP, DT, CPU_KERNEL(gemv_quant))
+#define CPU_COMBO_CONVERT(OP, DT) CPU_COMBO_NONE(OP, DT)
+#define CPU_COMBO_GET_ROWS(OP, DT) CPU_COMBO_NONE(OP, DT)
+#define CPU_COMBO_ROPE(OP, DT) CPU_COMBO_KERNEL(OP, DT, CPU_KERNEL(rope))
+#define CPU_COMBO_ATTENTION(OP, DT) CPU_COMBO_KERNEL(OP, DT, CPU_KERNEL(attention))
 
-#define RAYO_KERNEL CPU_KERNEL
 static const rayo_op_entry neon_ops[] = {
-#include "rayo-op-table.h"
-    /* the decode path of inference; the other dtype combinations (matmul,
-     * convert, get_rows) fall through to the scalar backend */
-    COMBO(GEMV, F16, F32, NONE, F32, neon_gemv_quant),
-    COMBO(GEMV, BF16, F32, NONE, F32, neon_gemv_quant),
-    COMBO(GEMV, Q8_0, F32, NONE, F32, neon_gemv_quant),
-    COMBO(GEMV, Q4_0, F32, NONE, F32, neon_gemv_quant),
-    COMBO(GEMV, Q4_K, F32, NONE, F32, neon_gemv_quant),
-    COMBO(GEMV, Q6_K, F32, NONE, F32, neon_gemv_quant),
-    COMBO(ROPE, F32, I32, NONE, F32, neon_rope),
-    COMBO(ATTENTION, F32, F32, F32, F32, neon_attention),
-    COMBO(ATTENTION, F32, F16, F16, F32, neon_attention),
-    COMBO(SWIGLU, F32, F32, NONE, F32, neon_swiglu),
-    COMBO(GEGLU, F32, F32, NONE, F32, neon_geglu),
-    COMBO(GEGLU_TANH, F32, F32, NONE, F32, neon_geglu_tanh),
+#include "cpu-op-table.h"
 };
 
 CPU_PLUGIN_DESCRIPTOR("neon", RAYO_ARCH_AARCH64, RAYO_CPU_ARM_ASIMD, 50, neon_ops);
