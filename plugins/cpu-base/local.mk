@@ -12,6 +12,8 @@ EXTRA_DIST += plugins/cpu-base/cpu-typed-gemv_tmpl.c plugins/cpu-base/simd128-in
 # The matmul and gemv drivers of the plugins with micro-kernels in C
 # (scalar, neon, wasm); avx2 and avx512 have their own sgemm.
 CPU_GEMM_FILES = plugins/cpu-base/cpu-gemm.h plugins/cpu-base/cpu-gemm.c
+# What neon and wasm share beyond the kernel templates: their op-table choices.
+SIMD128_BASE_FILES = plugins/cpu-base/simd128-plugin.h
 # What avx2 and avx512 share: their state and init (cache sizes, settings),
 # the sgemm blocking overrides, the pool of packing buffers, matmul with half
 # or quantized weights on their sgemm, block decoding, 8-lane vector math.

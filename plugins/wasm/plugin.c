@@ -13,15 +13,7 @@ const cpu_plugin_spec cpu_plugin = {
     .range_granule = 4,
 };
 
-/* The decode path of inference; the other dtype combinations (matmul,
- * convert, get_rows) fall through to the scalar backend. */
-#define CPU_COMBO_MATMUL(OP, DT) CPU_COMBO_NONE(OP, DT)
-#define CPU_COMBO_GEMV(OP, DT) CPU_COMBO_TYPED(OP, DT, CPU_KERNEL(gemv_quant))
-#define CPU_COMBO_CONVERT(OP, DT) CPU_COMBO_NONE(OP, DT)
-#define CPU_COMBO_GET_ROWS(OP, DT) CPU_COMBO_NONE(OP, DT)
-#define CPU_COMBO_ROPE(OP, DT) CPU_COMBO_KERNEL(OP, DT, CPU_KERNEL(rope))
-#define CPU_COMBO_ATTENTION(OP, DT) CPU_COMBO_KERNEL(OP, DT, CPU_KERNEL(attention))
-
+/* The decode path of inference (CPU_COMBO_*: ../cpu-base/simd128-plugin.h). */
 static const rayo_op_entry wasm_ops[] = {
 #include "cpu-op-table.h"
 };
