@@ -11,7 +11,7 @@
  * element still needed.
  */
 #include "plugin.h"
-#include "math.h"
+#include "x86-avx2-math.h"
 
 #include <math.h>
 

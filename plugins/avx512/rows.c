@@ -11,7 +11,7 @@
  * element still needed.
  */
 #include "plugin.h"
-#include "math.h"
+#include "avx512-math.h"
 
 #include <math.h>
 
@@ -204,8 +204,9 @@ static void transpose_tile(const float *a, float *y, size_t m, size_t n, size_t 
 }
 
 /* Items are bands of TILE rows of a. */
-static void transpose_bands(const rayo_call *c, size_t begin, size_t end)
+static void transpose_bands(const cpu_state *st, const rayo_call *c, size_t begin, size_t end)
 {
+    (void)st;
     size_t m = c->m, n = c->n;
     for (size_t band = begin; band < end; band++) {
         size_t i0 = band * TILE, i1 = i0 + TILE < m ? i0 + TILE : m;

@@ -6,7 +6,7 @@
 #define RAYO_X86_GEMM_H
 
 #include "cpu-base.h"
-#include "f64-fallback.h"
+#include "cpu-f64-fallback.h"
 
 #include <pthread.h>
 
@@ -26,7 +26,7 @@ typedef struct x86_gemm_args {
 } x86_gemm_args;
 
 /* Computes the call with sums in double and returns 1 where its float sums
- * could pass FLT_MAX (f64-fallback.h), else returns 0. */
+ * could pass FLT_MAX (cpu-f64-fallback.h), else returns 0. */
 static inline int x86_gemm_f64_if_overflow(const x86_gemm_args *g)
 {
     size_t a_rs = g->trans_a ? 1 : g->k, a_cs = g->trans_a ? g->m : 1;
@@ -39,9 +39,9 @@ static inline int x86_gemm_f64_if_overflow(const x86_gemm_args *g)
 
 /* [backend.NAME] mc / kc / nc override the blocking (for tuning and tests);
  * values are rounded down to what the microkernel needs: mc to a multiple
- * of mr, kc of 8, nc of nr.  A bad value is logged and ignored. */
-void x86_gemm_blocking_overrides(const rayo_host *host, x86_gemm_blocking *b, size_t mr,
-                                 size_t nr);
+ * of mr, kc of 8, nc of nr.  A bad value is logged and ignored
+ * (cpu_setting_size). */
+void x86_gemm_blocking_overrides(const cpu_state *st, x86_gemm_blocking *b, size_t mr, size_t nr);
 
 /* Packing buffers of sgemm, kept between calls (a first touch of fresh
  * pages costs more than a small gemm).  A call takes one from the pool or

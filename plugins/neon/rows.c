@@ -8,7 +8,7 @@
  * row is read completely before a write that could clobber what it needs.
  */
 #include "plugin.h"
-#include "math.h"
+#include "neon-math.h"
 
 #include <math.h>
 #include <string.h>

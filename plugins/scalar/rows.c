@@ -8,7 +8,7 @@
  * could clobber an element it still needs.
  */
 #include "plugin.h"
-#include "math.h"
+#include "scalar-math.h"
 
 #include <math.h>
 
