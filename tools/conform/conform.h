@@ -85,13 +85,17 @@ int conform_check_outputs(const rayo_op_info *contract, const rayo_call *call, c
 /* How to run a call: returns the status of the implementation under test. */
 typedef rayo_status (*conform_run_fn)(void *user, const rayo_call *call);
 
+/* Whether group is one of the names in the comma-separated list (NULL: none). */
+int conform_group_listed(const char *list, const char *group);
+
 typedef struct conform_options {
     uint64_t seed;         /* the same seed gives the same inputs */
     int quick;             /* leave out the largest sizes */
     int long_tier;         /* add the long tier: n, k up to 1e8 (GBs of memory, minutes) */
     /* Groups of cases to leave out, comma-separated (NULL: none): long-reduction,
-     * offset, overflow, subnormal, eps0, affine, regression.  They are
-     * counted in conform_result.skipped, never as passed. */
+     * offset, overflow, subnormal, eps0, affine, regression, nan-rows,
+     * cancel, glu-tail (plans-infer.c).  They are counted in conform_result.skipped,
+     * never as passed. */
     const char *skip;
     /* The backend's device may read float32 denormal inputs as +-0
      * (RAYO_DEVICE_FLUSHES_DENORMALS): a subnormal-group case that misses the

@@ -315,8 +315,7 @@ static void record(engine *e, one_case *t)
         snprintf(r->reports[r->reported++], sizeof r->reports[0], "%s: %s", t->desc, t->problem);
 }
 
-/* Is group one of the names in the comma-separated list? */
-static int group_listed(const char *list, const char *group)
+int conform_group_listed(const char *list, const char *group)
 {
     size_t len = strlen(group);
     for (const char *s = list; s && *s; s += strcspn(s, ",")) {
@@ -425,7 +424,7 @@ int conform_check_op(const conform_options *opts, const rayo_op_info *op, confor
     for (size_t i = 0; i < p.count; i++) {
         if (opts->progress)
             opts->progress(opts->progress_user, i, p.count);
-        if (p.v[i].group && group_listed(opts->skip, p.v[i].group))
+        if (p.v[i].group && conform_group_listed(opts->skip, p.v[i].group))
             result->skipped++;
         else
             run_case(&e, &p.v[i]);
