@@ -57,6 +57,14 @@ TESTS += tests/test-template.sh
 dist_noinst_SCRIPTS += tests/test-info-origin.sh
 TESTS += tests/test-info-origin.sh
 
+# The local plugin directory follows --prefix (runs configure only).
+dist_noinst_SCRIPTS += tests/test-local-plugindir.sh
+TESTS += tests/test-local-plugindir.sh
+
+# make install by root into the system refreshes ld.so's cache.
+dist_noinst_SCRIPTS += tests/test-install-hook.sh
+TESTS += tests/test-install-hook.sh
+
 # A pointer not aligned to its element type is refused clearly.
 TESTS += tests/test-alignment
 check_PROGRAMS += tests/test-alignment
