@@ -36,4 +36,6 @@ if command -v nm >/dev/null 2>&1; then
         exit 1
     fi
 fi
-exec ${RAYO_RUN_WRAPPER:-} "$builddir/tests/abi/test-abi-core" "$plugin" cxx 0
+# Not exec: the EXIT trap must still remove $tmp (and the plugin in it).
+${RAYO_RUN_WRAPPER:-} "$builddir/tests/abi/test-abi-core" "$plugin" cxx 0
+exit $?
