@@ -1,6 +1,7 @@
 # tests/: everything here runs in `make check`.  Backend-specific tests
 # live in their own fragments.
 include tests/conform.mk
+include tests/tools.mk
 include tests/avx2.mk
 include tests/avx512.mk
 include tests/neon.mk
@@ -13,7 +14,7 @@ include tests/llama.mk
 # The core's own tests.
 include tests/plugins/local.mk
 include tests/abi/local.mk
-EXTRA_DIST += tests/testutil.h
+EXTRA_DIST += tests/testutil.h tests/README.md
 TESTS += tests/test-loader
 check_PROGRAMS += tests/test-loader
 tests_test_loader_SOURCES = tests/test-loader.c tests/testutil.h
@@ -39,6 +40,13 @@ check_PROGRAMS += tests/test-api
 tests_test_api_SOURCES = tests/test-api.c tests/testutil.h
 tests_test_api_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_api_LDADD = core/librayo.la $(PTHREAD_LIBS) -lm
+
+# A batch recorded once and replayed at a moving step, on every backend
+# (re-recorded for those that cannot replay), against one-by-one calls.
+TESTS += tests/test-batch-replay
+check_PROGRAMS += tests/test-batch-replay
+tests_test_batch_replay_SOURCES = tests/test-batch-replay.c tests/testutil.h
+tests_test_batch_replay_LDADD = core/librayo.la -lm
 
 # Bad plugin files, lying descriptors, bad config files, fork, handles after
 # destroy and close: a clear reason each, and the process alive.
