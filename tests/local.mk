@@ -65,6 +65,20 @@ TESTS += tests/test-template.sh
 dist_noinst_SCRIPTS += tests/test-info-origin.sh
 TESTS += tests/test-info-origin.sh
 
+# The local plugin directory follows --prefix (runs configure only).
+dist_noinst_SCRIPTS += tests/test-local-plugindir.sh
+TESTS += tests/test-local-plugindir.sh
+
+# make install by root into the system refreshes ld.so's cache.
+dist_noinst_SCRIPTS += tests/test-install-hook.sh
+TESTS += tests/test-install-hook.sh
+
+# A pointer not aligned to its element type is refused clearly.
+TESTS += tests/test-alignment
+check_PROGRAMS += tests/test-alignment
+tests_test_alignment_SOURCES = tests/test-alignment.c tests/testutil.h
+tests_test_alignment_LDADD = core/librayo.la
+
 # A device plugin starts at its first use, not at rayo_open (vulkan; SKIP
 # without it).
 TESTS += tests/test-lazy-init
