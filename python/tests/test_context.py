@@ -108,3 +108,12 @@ def test_library_override(tmp_path):
     r = subprocess.run([sys.executable, "-c", "import rayo"], capture_output=True, text=True,
                        env=env)
     assert r.returncode != 0 and "RAYO_LIBRARY" in r.stderr and "missing.so" in r.stderr
+
+
+def test_package_version_is_the_library_version():
+    """pip's metadata (python/pyproject.toml) names the library's version."""
+    import re
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyproject.toml")
+    with open(path, encoding="utf-8") as f:
+        declared = re.search(r'^version = "([^"]+)"', f.read(), re.M).group(1)
+    assert declared == rayo.version()
