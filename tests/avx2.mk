@@ -41,4 +41,11 @@ check_PROGRAMS += tests/test-x86-typed
 tests_test_x86_typed_SOURCES = tests/test-x86-typed.c tests/testutil.h
 tests_test_x86_typed_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tests_test_x86_typed_LDADD = tools/conform/libconform.la core/librayo.la -lm
+
+# Per-context settings of avx2 and avx512: two contexts open at once with
+# different stream_min_bytes each stream (or not) by their own value.
+TESTS += tests/test-x86-settings
+check_PROGRAMS += tests/test-x86-settings
+tests_test_x86_settings_SOURCES = tests/test-x86-settings.c tests/testutil.h
+tests_test_x86_settings_LDADD = core/librayo.la -lm
 endif

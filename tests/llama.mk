@@ -17,5 +17,3 @@ EXTRA_DIST += tests/fuzz/fuzz-gguf.c tests/fuzz/seeds-gguf/small-q8_0.gguf \
 
 # The llama.cpp comparison (needs node-llama-cpp; run by hand, SKIPs without it).
 EXTRA_DIST += tests/llama-cpp-compare.sh tests/llama-cpp-compare.mjs
-# The speed benchmark (rayo-llama per backend, llama.cpp, PyTorch; run by hand).
-EXTRA_DIST += tests/llama-bench.sh tests/llama-bench.mjs tests/llama-torch.py

@@ -1,9 +1,9 @@
 /* infer.c - the inference ops of the AVX-512 backend (convert, get_rows,
- * rope, attention, swiglu, geglu, geglu_tanh): ../cpu-base/x86-infer.h at
+ * rope, attention, swiglu, geglu, geglu_tanh): ../cpu-base/x86-infer_tmpl.c at
  * 16 floats a vector, on the operations defined here. */
 #include "plugin.h"
-#include "math.h"
-#include "../avx2/math.h" /* v_exp: attention's heads in lanes are 256-bit */
+#include "avx512-math.h"
+#include "x86-avx2-math.h" /* v_exp: attention's heads in lanes are 256-bit */
 
 #define VF __m512
 #define VF_LANES 16
@@ -28,6 +28,12 @@
 #define vf_silu z_silu
 #define vf_gelu z_gelu
 #define vf_gelu_tanh z_gelu_tanh
+
+/* Whether a lane of v is below c (NaN is not). */
+static inline int vf_any_below(__m512 v, float c)
+{
+    return _mm512_cmp_ps_mask(v, _mm512_set1_ps(c), _CMP_LT_OQ) != 0;
+}
 
 /* Lanes [0, n) of p (n <= 16); the others read as 0 and are not touched. */
 static inline __m512 vf_load_n(const float *p, size_t n)
@@ -58,4 +64,4 @@ static inline __m128 vf_sum4(__m512 a, __m512 b, __m512 c, __m512 d)
     return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
-#include "x86-infer.h"
+#include "x86-infer_tmpl.c"
