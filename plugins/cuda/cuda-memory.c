@@ -135,30 +135,26 @@ static cuda_op op_of(const rayo_dev_call *call)
                      call->dtypes, call->lda, call->ldb, call->ldy, call->params, call->precision, 0};
 }
 
+/* The array at *(void **)array resized to cap elements of `size` bytes;
+ * 0 when out of memory (the array then stays as it was). */
+static int resize(void *array, size_t cap, size_t size)
+{
+    void **p = array, *grown = realloc(*p, cap * size);
+    if (grown)
+        *p = grown;
+    return grown != NULL;
+}
+
+/* Room for one more op in each per-op array. */
 static rayo_status grow(cuda_batch *b)
 {
     if (b->count < b->cap)
         return RAYO_OK;
     size_t cap = b->cap ? b->cap * 2 : 16;
-    cuda_op *ops = realloc(b->ops, cap * sizeof *ops);
-    if (ops)
-        b->ops = ops;
-    rayo_dev_call *calls = ops ? realloc(b->calls, cap * sizeof *calls) : NULL;
-    if (calls)
-        b->calls = calls;
-    rayo_attention_params *attn = calls ? realloc(b->attn, cap * sizeof *attn) : NULL;
-    if (attn)
-        b->attn = attn;
-    size_t *first = attn ? realloc(b->first_node, cap * sizeof *first) : NULL;
-    if (first)
-        b->first_node = first;
-    size_t *count = first ? realloc(b->op_nodes, cap * sizeof *count) : NULL;
-    if (count)
-        b->op_nodes = count;
-    unsigned char *moved = count ? realloc(b->moved_op, cap) : NULL;
-    if (!moved)
+    if (!resize(&b->ops, cap, sizeof *b->ops) || !resize(&b->calls, cap, sizeof *b->calls) ||
+        !resize(&b->attn, cap, sizeof *b->attn) || !resize(&b->first_node, cap, sizeof *b->first_node) ||
+        !resize(&b->op_nodes, cap, sizeof *b->op_nodes) || !resize(&b->moved_op, cap, 1))
         return RAYO_E_NOMEM;
-    b->moved_op = moved;
     b->cap = cap;
     return RAYO_OK;
 }
@@ -284,10 +280,8 @@ CUresult cuda_launch_kernel(cuda_state *st, CUfunction fn, unsigned gx, unsigned
                                 : CUDA_ERROR_INVALID_VALUE;
     if (b->node_count == b->node_cap) {
         size_t cap = b->node_cap ? 2 * b->node_cap : 64;
-        CUgraphNode *nodes = realloc(b->nodes, cap * sizeof *nodes);
-        if (!nodes)
+        if (!resize(&b->nodes, cap, sizeof *b->nodes))
             return CUDA_ERROR_OUT_OF_MEMORY;
-        b->nodes = nodes;
         b->node_cap = cap;
     }
     const CUgraphNode *prev = b->node_count ? &b->nodes[b->node_count - 1] : NULL;
