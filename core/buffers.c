@@ -221,7 +221,7 @@ static rayo_status pick_backend(rayo_context *ctx, const char *name, rayo_backen
 {
     if (name) {
         rayo_backend *be = backend_by_name(ctx, name);
-        if (!be || !backend_active(be))
+        if (!be || !backend_usable(be))
             return rayo_fail(RAYO_E_NOT_FOUND, "backend \"%s\" is not loaded", name);
         *out = be;
         return RAYO_OK;
@@ -229,7 +229,7 @@ static rayo_status pick_backend(rayo_context *ctx, const char *name, rayo_backen
     rayo_backend *best = NULL;
     for (size_t i = 0; i < ctx->backend_count; i++) {
         rayo_backend *be = ctx->backends[i];
-        if (!backend_active(be))
+        if (!backend_usable(be)) /* a deferred GPU starts: its kind decides */
             continue;
         bool better = !best || pick_class(be) < pick_class(best) ||
                       (pick_class(be) == pick_class(best) && be->rank < best->rank);

@@ -1,7 +1,7 @@
 /* rayo.h - public API of librayo.
  *
  * rayo runs numeric kernels on whatever compute the machine has.  The core
- * loads backends (scalar, avx2, neon, vulkan, cuda, wasm) as plugins, ranks
+ * loads backends (scalar, avx2, avx512, neon, vulkan, cuda, wasm) as plugins, ranks
  * them and resolves, for every op, a chain of backends that can run it.
  *
  *   rayo_context *ctx;
@@ -219,7 +219,10 @@ typedef struct rayo_options {
 typedef struct rayo_context rayo_context;
 
 /* Opens a context: reads config, loads and probes plugins, resolves dispatch.
- * opts may be NULL.  Fails (RAYO_E_NO_BACKEND) if no backend at all could be
+ * A device plugin (a GPU backend: one with its own memory) is loaded and
+ * ranked but its device starts at its first use: a call that reaches it, a
+ * buffer or batch on it, or rayo_backend_get (set [rayo] lazy_init = no to
+ * start it here).  opts may be NULL.  Fails (RAYO_E_NO_BACKEND) if no backend at all could be
  * loaded, unless opts->allow_no_backend is set. */
 RAYO_API rayo_status rayo_open(rayo_context **ctx, const rayo_options *opts);
 /* Closes the context: waits for submitted batches, frees the device memory
@@ -597,6 +600,7 @@ typedef struct rayo_backend_info {
 } rayo_backend_info;
 
 RAYO_API size_t rayo_backend_count(const rayo_context *ctx);
+/* Starts the backend's device first if it has not started yet (rayo_open). */
 RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, rayo_backend_info *info);
 
 /* The names of the devices of backend `index` (as its probe reported them). */
