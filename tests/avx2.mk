@@ -41,4 +41,12 @@ check_PROGRAMS += tests/test-x86-typed
 tests_test_x86_typed_SOURCES = tests/test-x86-typed.c tests/testutil.h
 tests_test_x86_typed_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tests_test_x86_typed_LDADD = tools/conform/libconform.la core/librayo.la -lm
+
+# The integer matmul of 4-bit weights at relaxed precision on avx2 and avx512:
+# odd row and column counts around its tiles, strides, and where it must stand aside.
+TESTS += tests/test-x86-qmatmul
+check_PROGRAMS += tests/test-x86-qmatmul
+tests_test_x86_qmatmul_SOURCES = tests/test-x86-qmatmul.c tests/testutil.h
+tests_test_x86_qmatmul_CPPFLAGS = $(CONFORM_CPPFLAGS)
+tests_test_x86_qmatmul_LDADD = tools/conform/libconform.la core/librayo.la -lm
 endif

@@ -12,9 +12,11 @@ CPU_INFER_FILES = plugins/cpu-base/typed-gemv.h plugins/cpu-base/infer-kernels.h
 # (scalar, neon, wasm); avx2 and avx512 have their own sgemm.
 CPU_GEMM_FILES = plugins/cpu-base/cpu-gemm.h plugins/cpu-base/cpu-gemm.c
 # What the sgemm drivers of avx2 and avx512 share: blocking overrides, the
-# pool of packing buffers, and matmul with half or quantized weights on them.
+# pool of packing buffers, matmul with half or quantized weights on them, and
+# the integer matmul of 4-bit weights at relaxed precision.
 X86_GEMM_FILES = plugins/cpu-base/x86-gemm.h plugins/cpu-base/x86-gemm.c \
-	plugins/cpu-base/typed-matmul.h plugins/cpu-base/typed-matmul.c
+	plugins/cpu-base/typed-matmul.h plugins/cpu-base/typed-matmul.c \
+	plugins/cpu-base/x86-qmatmul.h plugins/cpu-base/x86-qmatmul.c
 # The inference ops of avx2 and avx512: one source, included by each
 # plugin's infer.c after it defines its vector operations.
 X86_INFER_FILES = plugins/cpu-base/x86-infer.h plugins/cpu-base/x86-attention.h plugins/cpu-base/x86-infer-ops.h
