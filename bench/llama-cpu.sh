@@ -1,0 +1,120 @@
+#!/bin/sh
+# llama-cpu.sh - rayo-llama on a CPU backend against llama.cpp (node-llama-cpp's
+# prebuilt CPU build) on the same GGUF files, in one run: a prompt of PROMPT
+# tokens (one pass), then DECODE greedy tokens.  For every file and thread count
+# the two run interleaved (rayo, llama.cpp, rayo, ...) RUNS times; the table has
+# the best speed of each and their ratios (rayo / llama.cpp), with the load
+# average before and after each row: on a shared machine, read ratios, not speeds.
+#
+# usage: bench/llama-cpu.sh [MODEL.gguf ...]
+#   With no file: TinyLlama-shaped Q4_0, Q8_0 and Q4_K_M-like files made by
+#   gguf-make (random weights) in LLAMA_BENCH_MODELS (default
+#   $builddir/llama-bench-models; made once, kept).
+# Environment:
+#   BACKEND   the rayo backend (default avx2)       THREADS  thread counts ("1 2")
+#   RUNS      runs of each, best kept (3)            PROMPT, DECODE  tokens (128, 64)
+#   PRECISION rayo-llama --precision (default: its default, relaxed)
+#   NODE_LLAMA_CPP_MODULES  the node_modules holding node-llama-cpp (default
+#             build-llamacpp/node_modules in the source tree:
+#             `mkdir -p build-llamacpp && cd build-llamacpp && npm install node-llama-cpp@3.22.1`)
+#   RAYO_LLAMA, GGUF_MAKE   the programs (default $builddir/examples/llama/...)
+srcdir=$(cd "$(dirname "$0")/.." && pwd)
+builddir=${abs_top_builddir:-$srcdir/build}
+rl=${RAYO_LLAMA:-$builddir/examples/llama/rayo-llama}
+make_gguf=${GGUF_MAKE:-$builddir/examples/llama/gguf-make}
+modules=${NODE_LLAMA_CPP_MODULES:-$srcdir/build-llamacpp/node_modules}
+models_dir=${LLAMA_BENCH_MODELS:-$builddir/llama-bench-models}
+backend=${BACKEND:-avx2} threads=${THREADS:-1 2} runs=${RUNS:-3}
+prompt=${PROMPT:-128} decode=${DECODE:-64}
+bench_mjs=$srcdir/tests/llama-bench.mjs
+[ -f "$bench_mjs" ] || bench_mjs=$srcdir/bench/llama-bench.mjs
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+
+"$rl" --backends >/dev/null 2>&1 || { echo "ERROR: $rl does not run"; exit 99; }
+[ -f "$modules/node-llama-cpp/dist/index.js" ] ||
+    { echo "ERROR: node-llama-cpp is not installed in $modules"; exit 99; }
+if [ $# -eq 0 ]; then
+    mkdir -p "$models_dir" || exit 99
+    for scheme in q4_0 q8_0 q4_k_m; do
+        f=$models_dir/tinyllama-$scheme.gguf
+        if [ ! -s "$f" ]; then
+            echo "making $f" >&2
+            "$make_gguf" --preset tinyllama --scheme $scheme -o "$f.part" 2>/dev/null && mv "$f.part" "$f" ||
+                { echo "ERROR: gguf-make $scheme"; exit 99; }
+        fi
+        set -- "$@" "$f"
+    done
+fi
+
+# The ggml CPU variant llama.cpp loads here: its libggml-cpu-*.so mapped once
+# the backend is chosen (a file, not node -e: node-llama-cpp tests its binding
+# in a child process that needs one).
+cat >"$tmp/variant.mjs" <<'EOF'
+import { pathToFileURL } from "node:url";
+import fs from "node:fs";
+import path from "node:path";
+const entry = path.join(process.argv[2], "node-llama-cpp", "dist", "index.js");
+const { getLlama } = await import(pathToFileURL(entry).href);
+const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
+const maps = fs.readFileSync("/proc/self/maps", "utf8").match(/libggml-cpu-[a-z0-9_]+\.so/g) || ["?"];
+console.log([...new Set(maps)].join(" "));
+await llama.dispose();
+EOF
+variant=$(node "$tmp/variant.mjs" "$modules" 2>/dev/null)
+
+# Prompt: BOS, then PROMPT - 1 ids spread over the vocabulary (as tests/llama-bench.sh).
+prompt_ids() {
+    vocab=$("$rl" --info "$1" 2>/dev/null | sed -n 's/.*vocab \([0-9]*\),.*/\1/p')
+    [ -n "$vocab" ] || return 1
+    awk -v n="$prompt" -v v="$vocab" 'BEGIN { s = "1"; for (i = 1; i < n; i++) s = s "," 3 + (i * 7919) % (v - 3); print s }'
+}
+
+# One run of each: "prompt_tok_s decode_tok_s" on stdout, nothing when it failed
+# (its error output is kept in $tmp/err).
+run_rayo() { # model ids threads
+    # shellcheck disable=SC2086 # an optional option
+    RAYO_THREADS=$3 "$rl" --backend "$backend" ${PRECISION:+--precision "$PRECISION"} --ignore-eos --tokens \
+        --ctx $((prompt + decode + 16)) -n $((decode + 1)) --prompt-tokens "$2" "$1" >/dev/null 2>"$tmp/err" || return
+    sed -n 's/.*prefill [0-9]* tokens \([0-9.]*\) tok\/s.*decode [0-9]* tokens \([0-9.]*\) tok\/s.*/\1 \2/p' "$tmp/err"
+}
+run_llama_cpp() { # model ids threads
+    node "$bench_mjs" "$modules" "$1" "$2" "$decode" "$3" false >"$tmp/err" 2>&1 || return
+    awk '/^llama.cpp: prefill/ { print $4, $9 }' "$tmp/err"
+}
+
+# best OLD NEW: the larger, "-" counting as nothing
+best() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == "" || b == "-") print a; else if (a == "-" || b + 0 > a + 0) print b; else print a }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2fx", a / b }'; }
+
+table=$tmp/table
+: >"$table"
+for model in "$@"; do
+    label=$(basename "$model" .gguf)
+    ids=$(prompt_ids "$model") || { echo "ERROR: $rl --info $model"; exit 99; }
+    for t in $threads; do
+        load_before=$(cut -d' ' -f1 /proc/loadavg)
+        rp=- rd=- lp=- ld=-
+        i=0
+        while [ $i -lt "$runs" ]; do
+            echo "$label, $t threads, run $((i + 1)) of $runs" >&2
+            set -- $(run_rayo "$model" "$ids" "$t")
+            [ $# -eq 2 ] && rp=$(best "$rp" "$1") rd=$(best "$rd" "$2") || echo "  rayo failed: $(tail -1 "$tmp/err")" >&2
+            set -- $(run_llama_cpp "$model" "$ids" "$t")
+            [ $# -eq 2 ] && lp=$(best "$lp" "$1") ld=$(best "$ld" "$2") || echo "  llama.cpp failed: $(tail -1 "$tmp/err")" >&2
+            i=$((i + 1))
+        done
+        printf '| %s | %s | %s / %s | %s / %s | %s / %s | %s, %s |\n' "$label" "$t" "$lp" "$ld" "$rp" "$rd" \
+            "$(ratio "$rp" "$lp")" "$(ratio "$rd" "$ld")" "$load_before" "$(cut -d' ' -f1 /proc/loadavg)" >>"$table"
+    done
+done
+
+echo "prompt $prompt tokens (one pass), decode $decode tokens (greedy); best of $runs interleaved runs; tok/s by wall clock"
+echo "$(uname -m), $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, flags:" \
+    "$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|avx512f|avx512_vnni|avx_vnni)$' | tr '\n' ' ')"
+echo "rayo backend $backend${PRECISION:+, $PRECISION precision}; llama.cpp: node-llama-cpp" \
+    "$(awk -F'"' '/"version"/ { print $4; exit }' "$modules/node-llama-cpp/package.json"), CPU variant ${variant:-unknown}"
+echo
+echo "| file | threads | llama.cpp prompt / decode | rayo prompt / decode | ratio prompt / decode | load 1-min before, after |"
+echo "| --- | --- | --- | --- | --- | --- |"
+cat "$table"
