@@ -26,8 +26,7 @@ modules=${NODE_LLAMA_CPP_MODULES:-$srcdir/build-llamacpp/node_modules}
 models_dir=${LLAMA_BENCH_MODELS:-$builddir/llama-bench-models}
 backend=${BACKEND:-avx2} threads=${THREADS:-1 2} runs=${RUNS:-3}
 prompt=${PROMPT:-128} decode=${DECODE:-64}
-bench_mjs=$srcdir/tests/llama-bench.mjs
-[ -f "$bench_mjs" ] || bench_mjs=$srcdir/bench/llama-bench.mjs
+bench_mjs=$srcdir/bench/llama-speed-llamacpp.mjs
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
@@ -63,7 +62,7 @@ await llama.dispose();
 EOF
 variant=$(node "$tmp/variant.mjs" "$modules" 2>/dev/null)
 
-# Prompt: BOS, then PROMPT - 1 ids spread over the vocabulary (as tests/llama-bench.sh).
+# Prompt: BOS, then PROMPT - 1 ids spread over the vocabulary (as bench/llama-speed.sh).
 prompt_ids() {
     vocab=$("$rl" --info "$1" 2>/dev/null | sed -n 's/.*vocab \([0-9]*\),.*/\1/p')
     [ -n "$vocab" ] || return 1

@@ -106,6 +106,7 @@ RAYO_API rayo_status rayo_open(rayo_context **out, const rayo_options *opts)
         return rayo_fail(RAYO_E_NOMEM, "rayo_open: out of memory");
     ctx->log_level = RAYO_LOG_WARN;
     pthread_mutex_init(&ctx->objects_lock, NULL);
+    pthread_mutex_init(&ctx->log_lock, NULL);
     ctx->owner_pid = (long)getpid();
     if (opts && opts->struct_size >= offsetof(rayo_options, log_user) + sizeof(void *)) {
         ctx->log_fn = opts->log;
@@ -120,6 +121,7 @@ RAYO_API rayo_status rayo_open(rayo_context **out, const rayo_options *opts)
     apply_rayo_section(ctx);
     ctx->pool = pool_create(threads_setting(ctx));
     loader_load_all(ctx);
+    config_check_names(ctx);
     dispatch_resolve(ctx);
 
     size_t active = 0;
@@ -153,6 +155,7 @@ RAYO_API void rayo_close(rayo_context *ctx)
     config_free(&ctx->cfg);
     free(ctx->search_path);
     pthread_mutex_destroy(&ctx->objects_lock);
+    pthread_mutex_destroy(&ctx->log_lock);
     free(ctx);
 }
 
@@ -214,7 +217,7 @@ RAYO_API const char *rayo_config_file(const rayo_context *ctx, size_t index, con
     if (!ctx || index >= ctx->cfg.file_count)
         return NULL;
     if (status)
-        *status = ctx->cfg.files[index].status;
+        *status = config_file_status(&ctx->cfg.files[index]);
     return ctx->cfg.files[index].path;
 }
 

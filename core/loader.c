@@ -71,6 +71,26 @@ static rayo_backend *host_backend(const rayo_host *host)
     return host->core;
 }
 
+/* Where the setting a plugin's message is about was made: a message that
+ * begins "[backend.NAME] KEY" (rayo-plugin(7) asks for that form) gets the
+ * origin of KEY, like the core's own warnings; NULL for other messages. */
+static const char *setting_origin(const rayo_backend *be, const char *msg)
+{
+    char section[64];
+    int n = snprintf(section, sizeof section, "[backend.%s] ", be->name);
+    if (n < 0 || (size_t)n >= sizeof section || strncmp(msg, section, (size_t)n))
+        return NULL;
+    const char *key = msg + n;
+    size_t len = strcspn(key, " =:,");
+    char name[64];
+    if (len == 0 || len >= sizeof name)
+        return NULL;
+    memcpy(name, key, len);
+    name[len] = '\0';
+    snprintf(section, sizeof section, "backend.%s", be->name);
+    return config_origin(&be->ctx->cfg, section, name);
+}
+
 static void host_log(const rayo_host *host, int level, const char *fmt, ...)
 {
     rayo_backend *be = host_backend(host);
@@ -83,7 +103,11 @@ static void host_log(const rayo_host *host, int level, const char *fmt, ...)
         level = RAYO_LOG_ERROR;
     if (level > RAYO_LOG_DEBUG)
         level = RAYO_LOG_DEBUG;
-    core_log(be->ctx, (rayo_log_level)level, "%s: %s", be->name, msg);
+    const char *origin = setting_origin(be, msg);
+    if (origin)
+        core_log(be->ctx, (rayo_log_level)level, "%s: %s: %s", origin, be->name, msg);
+    else
+        core_log(be->ctx, (rayo_log_level)level, "%s: %s", be->name, msg);
 }
 
 static void host_set_error(const rayo_host *host, const char *fmt, ...)
@@ -100,7 +124,9 @@ static const char *host_config(const rayo_host *host, const char *key)
     rayo_backend *be = host_backend(host);
     char section[64];
     snprintf(section, sizeof section, "backend.%s", be->name);
-    return config_get(&be->ctx->cfg, section, key);
+    if (key)
+        backend_note_key(be, key);
+    return key ? config_get(&be->ctx->cfg, section, key) : NULL;
 }
 
 static unsigned host_num_threads(const rayo_host *host)
@@ -335,6 +361,10 @@ static bool descriptor_ok(rayo_backend *be, const rayo_plugin_descriptor *d)
         set_reason(be, RAYO_BACKEND_REJECTED, "descriptor name or version not a terminated string");
         return false;
     }
+    if (strcmp(be->name, d->name))
+        core_log(be->ctx, RAYO_LOG_WARN, "%s: the file name says \"%s\" but the plugin calls itself \"%s\", "
+                 "the name configuration and tools use: rename the file rayo-%s.so", be->path, be->name,
+                 d->name, d->name);
     snprintf(be->name, sizeof be->name, "%s", d->name);
     snprintf(be->version, sizeof be->version, "%s", d->version);
     if (d->arch != RAYO_ARCH_ANY && d->arch != cpu_arch()) {
@@ -515,6 +545,7 @@ static void load_backend(rayo_backend *be)
     if (denied_by_config(be) || !probe_and_init(be))
         return;
     take_kernels(be);
+    backend_check_keys(be);
     be->status = RAYO_BACKEND_LOADED;
     be->reason[0] = '\0';
     core_log(be->ctx, RAYO_LOG_INFO, "%s %s loaded from %s: %s, %zu ops", be->name, be->version,
@@ -565,6 +596,7 @@ static rayo_backend *new_backend(rayo_context *ctx, const char *path)
     ctx->backends[ctx->backend_count++] = be;
     be->ctx = ctx;
     atomic_init(&be->lost, false);
+    pthread_mutex_init(&be->keys_lock, NULL);
     file_backend_name(path, be->name, sizeof be->name);
     init_host(be);
     return be;
@@ -575,6 +607,7 @@ static void add_file(rayo_context *ctx, const char *path)
     for (size_t i = 0; i < ctx->backend_count; i++)
         if (!strcmp(ctx->backends[i]->path, path))
             return; /* the same file through two search paths */
+    core_log(ctx, RAYO_LOG_DEBUG, "plugin file %s: trying", path);
     rayo_backend *be = new_backend(ctx, path);
     if (!be) {
         core_log(ctx, RAYO_LOG_WARN, "%s: ignored: out of memory", path);
@@ -782,6 +815,8 @@ void loader_unload_all(rayo_context *ctx, bool call_plugins)
             be->desc->fini(be->state);
         if (call_plugins && be->dl)
             dlclose(be->dl);
+        backend_free_keys(be);
+        pthread_mutex_destroy(&be->keys_lock);
         free(be->path);
         free(be);
     }

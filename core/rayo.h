@@ -363,6 +363,32 @@ typedef struct rayo_matrix {
  * need n a multiple of the block size. */
 RAYO_API rayo_status rayo_convert(rayo_context *ctx, rayo_dtype xdt, const void *x,
     rayo_dtype ydt, void *y, size_t n);
+/* ---- dtype helpers as library functions --------------------------------
+ * rayo-dtype.h's helpers are static inline for C; librayo also exports
+ * these under the same names, for foreign-function interfaces (ctypes):
+ *   rayo_dtype_name  rayo_dtype_block_elems  rayo_dtype_block_bytes
+ *   rayo_dtype_row_bytes  rayo_f32_to_f16  rayo_f16_to_f32  rayo_f32_to_bf16
+ *   rayo_bf16_to_f32  rayo_quantize_q8_0  rayo_quantize_q4_0
+ *   rayo_dequantize_q8_0  rayo_dequantize_q4_0  rayo_dequantize_q4_k
+ *   rayo_dequantize_q6_k  rayo_dequantize_row
+ * The functions below exist only in the library. */
+/* Q4_K and Q6_K blocks of n values (n a multiple of 256; dst holds n / 256
+ * blocks) by a min/max rule.  Per block of 256 finite values with largest
+ * magnitude A, every value comes back (dequantized) within 0.1 A for Q4_K
+ * and 0.021 A for Q6_K, plus 2^-19 where A is tiny (the f16 block scale's
+ * smallest step).  The f16 block scale limits A to about 4e6 (Q4_K) and 2.5e8
+ * (Q6_K); non-finite or larger inputs give valid but unspecified blocks. */
+RAYO_API void rayo_quantize_q4_k(const float *x, void *dst, size_t n);
+RAYO_API void rayo_quantize_q6_k(const float *x, void *dst, size_t n);
+/* dst (n elements of dt) = x (n f32): f16/bf16 round to nearest even;
+ * block dtypes by rayo_quantize_*.  RAYO_E_INVALID (with a message) for i32
+ * or an unknown dtype, n not a multiple of the block size, NULL pointers. */
+RAYO_API rayo_status rayo_dtype_from_f32(rayo_dtype dt, const float *x, void *dst, size_t n);
+/* y (n f32) = src (n elements of dt), exact; errors as rayo_dtype_from_f32. */
+RAYO_API rayo_status rayo_dtype_to_f32(rayo_dtype dt, const void *src, float *y, size_t n);
+/* The dtype named name ("f16", "q4_k": rayo_dtype_name's names), or -1. */
+RAYO_API int rayo_dtype_by_name(const char *name);
+
 /* C (m x n, f32, row stride ldc) = alpha op(A) op(B) + beta C for any
  * combination rayo-ops.h lists for matmul (f32 x {f16, bf16, q8_0, q4_0,
  * q4_k, q6_k}, f16 x f16, bf16 x bf16, f32 x f32). */

@@ -42,6 +42,13 @@ tests_test_x86_typed_SOURCES = tests/test-x86-typed.c tests/testutil.h
 tests_test_x86_typed_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tests_test_x86_typed_LDADD = tools/conform/libconform.la core/librayo.la -lm
 
+# Per-context settings of avx2 and avx512: two contexts open at once with
+# different stream_min_bytes each stream (or not) by their own value.
+TESTS += tests/test-x86-settings
+check_PROGRAMS += tests/test-x86-settings
+tests_test_x86_settings_SOURCES = tests/test-x86-settings.c tests/testutil.h
+tests_test_x86_settings_LDADD = core/librayo.la -lm
+
 # The integer matmul of 4-bit weights at relaxed precision on avx2 and avx512:
 # odd row and column counts around its tiles, strides, and where it must stand aside.
 TESTS += tests/test-x86-qmatmul

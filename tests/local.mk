@@ -25,6 +25,15 @@ check_PROGRAMS += tests/test-config
 tests_test_config_SOURCES = tests/test-config.c tests/testutil.h
 tests_test_config_LDADD = core/librayo.la
 
+# Mistakes in the configuration that need the loader's answer: backend
+# names (with a close name suggested), a plugin's unknown keys, missing
+# plugin folders; each said once, and counted against its file.
+TESTS += tests/test-config-names
+check_PROGRAMS += tests/test-config-names
+tests_test_config_names_SOURCES = tests/test-config-names.c tests/testutil.h
+tests_test_config_names_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_DIR='"$(abs_top_builddir)/tests/plugins/.libs"'
+tests_test_config_names_LDADD = core/librayo.la
+
 TESTS += tests/test-api
 check_PROGRAMS += tests/test-api
 tests_test_api_SOURCES = tests/test-api.c tests/testutil.h
@@ -48,6 +57,10 @@ TESTS += tests/test-template.sh
 dist_noinst_SCRIPTS += tests/test-info-origin.sh
 TESTS += tests/test-info-origin.sh
 
+# rayo-info --check, --json warnings, --explain of a chain, RAYO_LOG=debug.
+dist_noinst_SCRIPTS += tests/test-info-check.sh
+TESTS += tests/test-info-check.sh
+
 # rayo-calibrate: no GPU thresholds without a GPU; with the fakegpu test
 # plugin, a drop-in that rayo-info --explain cites.
 dist_noinst_SCRIPTS += tests/test-calibrate.sh
@@ -67,7 +80,6 @@ tests_test_stress_SOURCES = tests/test-stress.c tests/testutil.h
 tests_test_stress_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_stress_LDADD = core/librayo.la $(PTHREAD_LIBS)
 EXTRA_DIST += tests/sanitize.sh
-EXTRA_DIST += tests/h200-run.sh tests/bench-infer-cpu.sh
 
 # The op prototypes written out in rayo.h match rayo-ops.h (a compile-time
 # check: a mismatch fails the build of this test).
@@ -75,3 +87,21 @@ TESTS += tests/test-prototypes
 check_PROGRAMS += tests/test-prototypes
 tests_test_prototypes_SOURCES = tests/test-prototypes.c
 tests_test_prototypes_LDADD = core/librayo.la
+
+# The dtype functions librayo exports (Q4_K/Q6_K quantizers, row conversions).
+TESTS += tests/test-dtype-lib
+check_PROGRAMS += tests/test-dtype-lib
+tests_test_dtype_lib_SOURCES = tests/test-dtype-lib.c tests/testutil.h tests/test-rng.h
+tests_test_dtype_lib_LDADD = core/librayo.la -lm
+
+# librayo exports exactly the public API, with symbol version RAYO_1.0.
+dist_noinst_SCRIPTS += tests/test-exports.sh
+TESTS += tests/test-exports.sh
+
+# The Python package (python/) under pytest; SKIPs without numpy and pytest.
+dist_noinst_SCRIPTS += tests/test-python.sh
+TESTS += tests/test-python.sh
+EXTRA_DIST += python/rayo/__init__.py python/rayo/__main__.py python/rayo/_lib.py \
+	python/rayo/context.py python/rayo/device.py python/rayo/dtypes.py python/rayo/ops.py \
+	python/tests/conftest.py python/tests/test_context.py python/tests/test_dtypes.py \
+	python/tests/test_ops.py

@@ -1,6 +1,6 @@
 /* test-x86-typed.c - what rayo-conform's shapes do not reach in the avx2 and
  * avx512 kernels for half and quantized weights (plugins/cpu-base/
- * typed-matmul.c, typed-gemv.h):
+ * x86-typed-matmul.c, cpu-typed-gemv_tmpl.c):
  *   - matmul whose op(B) is dequantized in several panels (n wider than
  *     one panel at this k), with strided A, B and C, beta != 0, both
  *     orientations of half B, f16/bf16 A (converted once); judged against

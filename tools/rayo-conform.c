@@ -64,7 +64,7 @@ static void usage(FILE *out)
             "  --skip [BACKEND:]LIST  leave out these groups of cases, on every backend or\n"
             "               on BACKEND only (comma-separated; counted as skipped, never as\n"
             "               passed): long-reduction offset overflow subnormal eps0 affine\n"
-            "               regression\n"
+            "               regression nan-rows\n"
             "  --op NAME    check only this op (repeat, or separate names by commas)\n"
             "  --seed N     inputs from this seed (default: RAYO_CONFORM_SEED, else fresh)\n"
             "  --verbose    after each op, the number of cases and where the largest error was\n"

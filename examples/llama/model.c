@@ -226,6 +226,8 @@ int llama_load(llama_model *m, const gguf_file *g, size_t n_ctx, size_t n_batch,
     }
     for (size_t l = 0; l < m->n_layers; l++) {
         prefault_layer(&m->layers[l]);
+        if (l + 1 == m->n_layers)
+            prefault(&m->output); /* every prompt's last step reads all of it */
         if (progress)
             progress(l + 1, m->n_layers);
     }

@@ -15,7 +15,7 @@
  * exactly, NaN included; maximum/minimum need an explicit NaN test.
  */
 #include "plugin.h"
-#include "math.h"
+#include "x86-avx2-math.h"
 
 #include <stdint.h>
 
@@ -23,13 +23,6 @@
  * costs a few microseconds. */
 #define PARALLEL_CHEAP ((size_t)1 << 18)
 #define PARALLEL_TRANSCENDENTAL ((size_t)1 << 14)
-
-/* Non-temporal stores for outputs too big to stay in the last-level cache;
- * they need 32-byte aligned addresses, so a float-aligned y is required. */
-static inline int use_stream(const avx2_state *st, const float *y, size_t n)
-{
-    return n * sizeof(float) >= st->stream_bytes && ((uintptr_t)y & 3) == 0;
-}
 
 /* Elements to process before y + i is 32-byte aligned (at most 7). */
 static inline size_t to_alignment(const float *y, size_t i, size_t end)
@@ -123,7 +116,7 @@ static inline __m256 v_selu(__m256 x)
         const float *a = c->a;                                                         \
         float *y = c->y;                                                               \
         const __m256 alpha = _mm256_set1_ps(c->alpha), beta = _mm256_set1_ps(c->beta); \
-        if (use_stream(st, y, c->n)) {                                                 \
+        if (x86_use_stream(st, y, c->n)) {                                                 \
             size_t head = to_alignment(y, i, end);                                     \
             if (head) {                                                                \
                 name##_masked(a + i, y + i, head, alpha, beta);                        \
@@ -146,6 +139,7 @@ static inline __m256 v_selu(__m256 x)
     }                                                                                  \
     AVX2_KERNEL(name)                                                                  \
     {                                                                                  \
+        x86_note_stream(state, call);                                                  \
         avx2_run_ranges(state, call, call->n, min_parallel, AVX2_VECTOR_GRANULE, name##_range);             \
         return RAYO_OK;                                                                \
     }
@@ -165,7 +159,7 @@ static inline __m256 v_selu(__m256 x)
     {                                                                                  \
         const float *a = c->a, *b = c->b;                                              \
         float *y = c->y;                                                               \
-        if (use_stream(st, y, c->n)) {                                                 \
+        if (x86_use_stream(st, y, c->n)) {                                                 \
             size_t head = to_alignment(y, i, end);                                     \
             if (head) {                                                                \
                 name##_masked(a + i, b + i, y + i, head);                              \
@@ -189,6 +183,7 @@ static inline __m256 v_selu(__m256 x)
     }                                                                                  \
     AVX2_KERNEL(name)                                                                  \
     {                                                                                  \
+        x86_note_stream(state, call);                                                  \
         avx2_run_ranges(state, call, call->n, PARALLEL_CHEAP, AVX2_VECTOR_GRANULE, name##_range);           \
         return RAYO_OK;                                                                \
     }

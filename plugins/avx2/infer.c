@@ -1,8 +1,8 @@
 /* infer.c - the inference ops of the AVX2 backend (convert, get_rows, rope,
- * attention, swiglu, geglu, geglu_tanh): ../cpu-base/x86-infer.h at 8
+ * attention, swiglu, geglu, geglu_tanh): ../cpu-base/x86-infer_tmpl.c at 8
  * floats a vector, on the operations defined here. */
 #include "plugin.h"
-#include "math.h"
+#include "x86-avx2-math.h"
 
 #define VF __m256
 #define VF_LANES 8
@@ -61,4 +61,4 @@ static inline __m128 vf_sum4(__m256 a, __m256 b, __m256 c, __m256 d)
     return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
-#include "x86-infer.h"
+#include "x86-infer_tmpl.c"

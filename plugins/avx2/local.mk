@@ -4,9 +4,9 @@
 if BUILD_AVX2
 plugin_LTLIBRARIES += plugins/avx2/rayo-avx2.la
 plugins_avx2_rayo_avx2_la_SOURCES = \
-	plugins/avx2/plugin.h plugins/avx2/cache.h plugins/avx2/math.h plugins/avx2/plugin.c plugins/avx2/cache.c \
-	plugins/avx2/elementwise.c plugins/avx2/reduce.c plugins/avx2/rows.c plugins/avx2/matmul.c plugins/avx2/quant.c plugins/avx2/infer.c $(X86_INFER_FILES) \
-	$(CPU_BASE_FILES) $(X86_GEMM_FILES)
+	plugins/avx2/plugin.h plugins/avx2/plugin.c \
+	plugins/avx2/elementwise.c plugins/avx2/reduce.c plugins/avx2/rows.c plugins/avx2/matmul.c plugins/avx2/quant.c plugins/avx2/infer.c \
+	$(CPU_BASE_FILES) $(X86_BASE_FILES)
 plugins_avx2_rayo_avx2_la_CPPFLAGS = $(AM_CPPFLAGS) $(CPU_BASE_CPPFLAGS)
 plugins_avx2_rayo_avx2_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -mavx2 -mfma -mf16c -fvisibility=hidden
 plugins_avx2_rayo_avx2_la_LDFLAGS = $(RAYO_MODULE_FLAGS)

@@ -23,8 +23,8 @@
  * streams the matrix once instead of packing it.
  */
 #include "plugin.h"
-#include "typed-matmul.h"
-#include "math.h"
+#include "x86-typed-matmul.h"
+#include "x86-avx2-math.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -252,7 +252,7 @@ static void kernel_edge(size_t kc, const float *a, const float *b, float *c, siz
 typedef struct gemm_step {
     const gemm_args *g;
     const avx2_state *st;
-    avx2_scratch *scratch;
+    x86_gemm_scratch *scratch;
     size_t jc, nc, pc, kc;
     size_t mc, m_blocks;         /* A blocks of mc rows (multiple of MR) */
     size_t slice, slices;        /* column slices of the nc block (multiple of NR) */
@@ -360,11 +360,11 @@ static void plan_tasks(const avx2_state *st, const gemm_args *g, size_t nc, unsi
 static rayo_status gemm_blocked(avx2_state *st, const gemm_args *g)
 {
     unsigned threads = cpu_threads(&st->cpu);
-    avx2_scratch *scratch = x86_gemm_scratch_get(&st->cpu, &st->scratch_pool,
+    x86_gemm_scratch *scratch = x86_gemm_scratch_get(&st->cpu, &st->scratch_pool,
                                                    &st->blocking, MR, NR, threads);
     if (!scratch)
         return RAYO_E_NOMEM;
-    const avx2_blocking *b = &st->blocking;
+    const x86_gemm_blocking *b = &st->blocking;
     for (size_t jc = 0; jc < g->n; jc += b->nc) {
         size_t nc = min_size(b->nc, g->n - jc);
         gemm_step s = { .g = g, .st = st, .scratch = scratch, .jc = jc, .nc = nc };
@@ -658,7 +658,7 @@ AVX2_KERNEL(matmul)
 }
 
 /* f16, bf16 and block-quantized operands: dequantized panels through this
- * sgemm (typed-matmul.c). */
+ * sgemm (x86-typed-matmul.c). */
 rayo_status avx2_matmul_typed(void *state, const rayo_call *call)
 {
     return typed_matmul_run(state, call, avx2_sgemm);

@@ -4,43 +4,30 @@
  * and exports only its descriptor.  The glue it shares with the other CPU
  * plugins (threads, probe/init/fini, descriptor) is in ../cpu-base.
  * Files, by op class:
- *   plugin.c       device name, init/fini hooks, range splitting, op table
- *   cache.c        cache sizes (sysfs, else cpuid) -> gemm blocking
+ *   plugin.c       device name, sgemm blocking rule, range splitting, op table
  *   elementwise.c  binary, unary and activation ops, axpy, bias_act
  *   reduce.c       sum, dot, max, min, argmax, norms
  *   rows.c         softmax, log_softmax, layernorm, rmsnorm, transpose
  *   matmul.c       matmul (packing, 4x24 FMA microkernel, blocking) and gemv
  *   quant.c        gemv with half or block-quantized weights, decoded in registers
  *   infer.c        convert, get_rows, rope, attention, swiglu/geglu: the vector
- *                  operations for ../cpu-base/x86-infer.h, shared with avx512
- *   math.h         exp, log, tanh, sigmoid, normal CDF approximations, the
+ *                  operations for ../cpu-base/x86-infer_tmpl.c, shared with avx512
+ *   ../cpu-base/x86-avx2-math.h exp, log, tanh, sigmoid, normal CDF approximations, the
  *                  silu and gelu activations
  */
 #ifndef RAYO_AVX2_H
 #define RAYO_AVX2_H
 
 #define CPU_KERNEL(NAME) avx2_##NAME
-#include "cpu-base.h"
-#include "x86-gemm.h"
-#include "cache.h"
-#include <pthread.h>
+#include "x86-plugin.h"
 
 /* The sgemm microkernel's tile: MR rows x NR columns of C (gemm.c). */
 #define AVX2_GEMM_MR 4
 #define AVX2_GEMM_NR 24
 
-/* Cache-blocking parameters of sgemm, derived from the cache sizes. */
-typedef x86_gemm_blocking avx2_blocking;
-/* Packing buffers of sgemm (the pool is x86-gemm.c's). */
-typedef x86_gemm_scratch avx2_scratch;
-
-typedef struct avx2_state {
-    cpu_state cpu;            /* first: the base's part (the host services) */
-    avx2_caches caches;
-    avx2_blocking blocking;
-    size_t stream_bytes;      /* outputs larger than this use non-temporal stores */
-    x86_gemm_pool scratch_pool; /* sgemm packing buffers kept between calls */
-} avx2_state;
+/* The state: the x86 plugins' (caches, blocking, stream_min_bytes, packing
+ * buffers; ../cpu-base/x86-plugin.h). */
+typedef x86_state avx2_state;
 
 /* ---- plugin.c: threads ------------------------------------------------- */
 /* Runs fn(call, begin, end) over [0, n) split in one chunk per thread when
@@ -58,12 +45,9 @@ float avx2_max_f32(const float *x, size_t n);
 /* sum of x[i]^2 in double (no overflow for any float). */
 double avx2_sum_squares_f64(const float *x, size_t n);
 
-/* ---- cache.c ----------------------------------------------------------- */
-void avx2_choose_blocking(const avx2_caches *caches, avx2_blocking *blocking);
-
 /* ---- matmul.c ---------------------------------------------------------- */
 /* sgemm on dense row-major operands (any m, n, k; beta == 0 never reads C):
- * the f32 matmul kernel, and typed-matmul.c's on dequantized panels. */
+ * the f32 matmul kernel, and x86-typed-matmul.c's on dequantized panels. */
 rayo_status avx2_sgemm(void *state, const x86_gemm_args *g);
 
 /* ---- quant.c ----------------------------------------------------------- */
@@ -71,7 +55,7 @@ rayo_status avx2_sgemm(void *state, const x86_gemm_args *g);
  * in plugin.c). */
 rayo_status avx2_gemv_quant(void *state, const rayo_call *call);
 /* matmul with f16, bf16 or block-quantized B, or f16/bf16 A and B
- * (typed-matmul.h). */
+ * (x86-typed-matmul.h). */
 rayo_status avx2_matmul_typed(void *state, const rayo_call *call);
 
 /* Kernels are avx2_NAME (cpu-base.h declares one for every op). */

@@ -1,7 +1,7 @@
 /* quant.c - gemv with half or block-quantized weights: y (m) = alpha A x +
  * beta y, A (m x n) in f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K with rows along n (row stride lda
  * elements), x and y f32.  The driver (x prepared once, rows over the
- * threads, strict or relaxed path) is ../cpu-base/typed-gemv.h.
+ * threads, strict or relaxed path) is ../cpu-base/cpu-typed-gemv_tmpl.c.
  *
  * Decode is the hot path of inference and it is memory-bound: each weight
  * byte is read once.  So the blocks are decoded in registers and multiplied
@@ -18,7 +18,7 @@
  * q x and a sum of m x); f16 and bf16 are widened exactly (F16C for f16, a
  * shift for bf16).
  *
- * Relaxed path (block formats; x rounded once per call, typed-gemv.h):
+ * Relaxed path (block formats; x rounded once per call, cpu-typed-gemv_tmpl.c):
  *   Q8_0, Q4_0: x in int16 per 32 values, codes widened to int16,
  *     _mm256_madd_epi16 sums pairs into int32 lanes (exact), one float
  *     multiply-add per block by d times x's scale;
@@ -29,8 +29,8 @@
  * instructions on eight floats.
  */
 #include "plugin.h"
-#include "math.h"
-#include "typed-gemv.h"
+#include "x86-avx2-math.h"
+#include "cpu-typed-gemv_tmpl.c"
 #include "x86-quant.h"
 
 /* The block functions are inlined into the row drivers whatever their

@@ -14,7 +14,7 @@
  * argmax returns the index of the first NaN if any.
  */
 #include "plugin.h"
-#include "math.h"
+#include "x86-avx2-math.h"
 
 #include <math.h>
 

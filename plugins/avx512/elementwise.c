@@ -13,7 +13,7 @@
  * NaN included; maximum/minimum test for NaN explicitly.
  */
 #include "plugin.h"
-#include "math.h"
+#include "avx512-math.h"
 
 #include <stdint.h>
 
@@ -84,12 +84,7 @@ static inline __m512 z_selu(__m512 x)
 /* ---- loops ------------------------------------------------------------------ */
 
 /* Non-temporal stores need 64-byte aligned addresses: a float-aligned y
- * reaches one after at most 15 elements. */
-static inline int use_stream(const float *y, size_t n)
-{
-    return n * sizeof(float) >= avx512_stream_bytes && ((uintptr_t)y & 3) == 0;
-}
-
+ * reaches one after at most 15 elements (x86_use_stream). */
 static inline size_t to_alignment(const float *y, size_t i, size_t end)
 {
     size_t head = ((64 - ((uintptr_t)(y + i) & 63)) & 63) / sizeof(float);
@@ -110,12 +105,12 @@ static inline size_t to_alignment(const float *y, size_t i, size_t end)
     {                                                                                    \
         _mm512_mask_storeu_ps(y, m, name##_vec(_mm512_maskz_loadu_ps(m, a), alpha, beta)); \
     }                                                                                    \
-    static void name##_range(const rayo_call *c, size_t i, size_t end)                  \
+    static void name##_range(const cpu_state *st, const rayo_call *c, size_t i, size_t end)                  \
     {                                                                                    \
         const float *a = c->a;                                                           \
         float *y = c->y;                                                                 \
         const __m512 alpha = _mm512_set1_ps(c->alpha), beta = _mm512_set1_ps(c->beta);   \
-        if (use_stream(y, c->n)) {                                                       \
+        if (x86_use_stream((const x86_state *)st, y, c->n)) {                              \
             size_t head = to_alignment(y, i, end);                                       \
             name##_masked(a + i, y + i, z_lanes(head), alpha, beta);                     \
             for (i += head; i + 16 <= end; i += 16)                                      \
@@ -135,6 +130,7 @@ static inline size_t to_alignment(const float *y, size_t i, size_t end)
     }                                                                                    \
     AVX512_KERNEL(name)                                                                  \
     {                                                                                    \
+        x86_note_stream(state, call);                                                    \
         cpu_run_ranges(state, call, call->n, cost, name##_range);                        \
         return RAYO_OK;                                                                  \
     }
@@ -147,11 +143,11 @@ static inline size_t to_alignment(const float *y, size_t i, size_t end)
         _mm512_mask_storeu_ps(y, m, name##_vec(_mm512_maskz_loadu_ps(m, a),              \
                                                _mm512_maskz_loadu_ps(m, b)));            \
     }                                                                                    \
-    static void name##_range(const rayo_call *c, size_t i, size_t end)                  \
+    static void name##_range(const cpu_state *st, const rayo_call *c, size_t i, size_t end)                  \
     {                                                                                    \
         const float *a = c->a, *b = c->b;                                                \
         float *y = c->y;                                                                 \
-        if (use_stream(y, c->n)) {                                                       \
+        if (x86_use_stream((const x86_state *)st, y, c->n)) {                              \
             size_t head = to_alignment(y, i, end);                                       \
             name##_masked(a + i, b + i, y + i, z_lanes(head));                           \
             for (i += head; i + 16 <= end; i += 16)                                      \
@@ -171,6 +167,7 @@ static inline size_t to_alignment(const float *y, size_t i, size_t end)
     }                                                                                    \
     AVX512_KERNEL(name)                                                                  \
     {                                                                                    \
+        x86_note_stream(state, call);                                                    \
         cpu_run_ranges(state, call, call->n, COST_CHEAP, name##_range);                  \
         return RAYO_OK;                                                                  \
     }
@@ -202,8 +199,9 @@ UNARY_OP(log, COST_TRANSCENDENTAL, z_log(x))
 
 /* ---- axpy: y = alpha * a + y, one fma (one rounding: alpha * a alone may
  * overflow where alpha * a + y does not).  y is read: no streaming. ------- */
-static void axpy_range(const rayo_call *c, size_t i, size_t end)
+static void axpy_range(const cpu_state *st, const rayo_call *c, size_t i, size_t end)
 {
+    (void)st;
     const float *a = c->a;
     float *y = c->y;
     const __m512 alpha = _mm512_set1_ps(c->alpha);
@@ -241,8 +239,9 @@ static inline __m512 activation(uint32_t act, __m512 x)
 
 /* One row loop per activation (the switch folds away). */
 #define BIAS_ACT_ROWS(ACT)                                                               \
-    static void bias_act_rows_##ACT(const rayo_call *c, size_t lo, size_t hi)            \
+    static void bias_act_rows_##ACT(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)            \
     {                                                                                    \
+        (void)st;                                                                        \
         const float *bias = c->b;                                                        \
         for (size_t r = lo; r < hi; r++) {                                               \
             const float *a = (const float *)c->a + r * c->n;                                            \

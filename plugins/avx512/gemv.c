@@ -11,7 +11,7 @@
  *                   sums in L1, flushed to double totals every ROW_BLOCK rows.
  */
 #include "plugin.h"
-#include "math.h"
+#include "avx512-math.h"
 
 #include <string.h>
 

@@ -1,9 +1,9 @@
 /* infer.c - the inference ops of the AVX-512 backend (convert, get_rows,
- * rope, attention, swiglu, geglu, geglu_tanh): ../cpu-base/x86-infer.h at
+ * rope, attention, swiglu, geglu, geglu_tanh): ../cpu-base/x86-infer_tmpl.c at
  * 16 floats a vector, on the operations defined here. */
 #include "plugin.h"
-#include "math.h"
-#include "../avx2/math.h" /* v_exp: attention's heads in lanes are 256-bit */
+#include "avx512-math.h"
+#include "x86-avx2-math.h" /* v_exp: attention's heads in lanes are 256-bit */
 
 #define VF __m512
 #define VF_LANES 16
@@ -58,4 +58,4 @@ static inline __m128 vf_sum4(__m512 a, __m512 b, __m512 c, __m512 d)
     return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
-#include "x86-infer.h"
+#include "x86-infer_tmpl.c"

@@ -13,14 +13,14 @@
  * sliced when there are too few row blocks.
  *
  * Packing reads A and B through their transposes, so the four transpose
- * combinations share one microkernel; 16x16 register transposes (math.h)
+ * combinations share one microkernel; 16x16 register transposes (avx512-math.h)
  * pack the operands stored across k.  Edge tiles are computed whole into a
  * small buffer (packing pads with zeros) and only their valid part is
  * merged.  beta == 0 never reads C.  m == 1 and n == 1 go to gemv (gemv.c).
  */
 #include "plugin.h"
-#include "typed-matmul.h"
-#include "math.h"
+#include "x86-typed-matmul.h"
+#include "avx512-math.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -161,7 +161,7 @@ static void kernel_edge(size_t kc, const float *a, const float *b, float *c, siz
 typedef struct gemm_step {
     const gemm_args *g;
     const avx512_state *st;
-    avx512_scratch *scratch;
+    x86_gemm_scratch *scratch;
     size_t jc, nc, pc, kc;
     size_t mc, m_blocks;         /* A blocks of mc rows (a multiple of MR) */
     size_t slice, slices;        /* column slices of the nc block (multiples of NR) */
@@ -223,11 +223,11 @@ static void plan_tasks(const avx512_state *st, const gemm_args *g, size_t nc, un
 static rayo_status gemm_blocked(avx512_state *st, const gemm_args *g)
 {
     unsigned threads = cpu_threads(&st->cpu);
-    avx512_scratch *scratch = x86_gemm_scratch_get(&st->cpu, &st->scratch_pool,
+    x86_gemm_scratch *scratch = x86_gemm_scratch_get(&st->cpu, &st->scratch_pool,
                                                      &st->blocking, MR, NR, threads);
     if (!scratch)
         return RAYO_E_NOMEM;
-    const avx512_blocking *b = &st->blocking;
+    const x86_gemm_blocking *b = &st->blocking;
     /* k in equal blocks of at most kc: a thin last block would cost a whole
      * pass over C for little work. */
     size_t k_blocks = (g->k + b->kc - 1) / b->kc;
@@ -293,7 +293,7 @@ AVX512_KERNEL(matmul)
 }
 
 /* f16, bf16 and block-quantized operands: dequantized panels through this
- * sgemm (typed-matmul.c). */
+ * sgemm (x86-typed-matmul.c). */
 rayo_status avx512_matmul_typed(void *state, const rayo_call *call)
 {
     return typed_matmul_run(state, call, avx512_sgemm);

@@ -1,6 +1,6 @@
-/* plugin.c - the AVX-512 backend: its device name, the init/fini of its
- * state (caches, sgemm blocking, scratch), op table and descriptor (the rest
- * of the glue is ../cpu-base).
+/* plugin.c - the AVX-512 backend: its device name, its sgemm blocking rule,
+ * op table and descriptor (the state and the rest of the glue are
+ * ../cpu-base: x86-plugin.c, cpu-base.c).
  *
  * The core checks the descriptor's cpu_features (AVX-512F/BW/VL/DQ, AVX2, FMA,
  * each counted only when XGETBV says the OS saves the YMM, ZMM and opmask
@@ -9,29 +9,9 @@
  */
 #include "plugin.h"
 
-#include <cpuid.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-size_t avx512_stream_bytes = SIZE_MAX;
-
-/* The device's name in rayo-info: the ISA and the CPU's brand (cpuid
- * 0x80000002..4, 48 bytes of text padded with spaces). */
 static void describe(char *name, size_t size)
 {
-    unsigned regs[13] = { 0 }; /* 12 registers of text and a terminating zero */
-    if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u)
-        for (unsigned i = 0; i < 3; i++)
-            __get_cpuid(0x80000002u + i, &regs[4 * i], &regs[4 * i + 1], &regs[4 * i + 2], &regs[4 * i + 3]);
-    const char *brand = (const char *)regs;
-    while (*brand == ' ')
-        brand++;
-    int len = (int)strlen(brand);
-    while (len > 0 && brand[len - 1] == ' ')
-        len--;
-    snprintf(name, size, "CPU AVX-512%s%.*s%s", len ? " (" : "", len, brand, len ? ")" : "");
+    x86_describe("AVX-512", name, size);
 }
 
 static size_t clamp_size(size_t v, size_t lo, size_t hi)
@@ -47,7 +27,7 @@ static size_t clamp_size(size_t v, size_t lo, size_t hi)
  *   mc: an mc x kc block of A in an eighth of L2 (smaller blocks measured
  *       faster than half of L2: the B panel's lines then stay in L2 too);
  *   nc: a kc x nc block of B in a quarter of L3. */
-static void choose_blocking(const avx2_caches *caches, avx512_blocking *b)
+static void choose_blocking(const x86_caches *caches, x86_gemm_blocking *b)
 {
     size_t kc = caches->l1d / (AVX512_GEMM_NR * sizeof(float));
     b->kc = clamp_size(kc, 64, 512) / 8 * 8;
@@ -59,44 +39,15 @@ static void choose_blocking(const avx2_caches *caches, avx512_blocking *b)
 
 static rayo_status init_state(cpu_state *base)
 {
-    avx512_state *st = (avx512_state *)base; /* cpu_state is its first member */
-    const rayo_host *host = base->host;
-    avx2_detect_caches(&st->caches);
-    choose_blocking(&st->caches, &st->blocking);
-    x86_gemm_blocking_overrides(host, &st->blocking, AVX512_GEMM_MR, AVX512_GEMM_NR);
-    /* Streaming stores pay off only when the output could not stay in the
-     * last-level cache anyway. */
-    avx512_stream_bytes = st->caches.l3;
-    const char *stream = host->config ? host->config(host, "stream_min_bytes") : NULL;
-    if (stream) {
-        char *end;
-        unsigned long long v = strtoull(stream, &end, 10);
-        if (*end == '\0' && end != stream)
-            avx512_stream_bytes = (size_t)v;
-        else if (host->log)
-            host->log(host, RAYO_LOG_WARN, "[backend.avx512] stream_min_bytes = %s ignored: not a number", stream);
-    }
-    if (x86_gemm_pool_init(&st->scratch_pool) != RAYO_OK)
-        return RAYO_E_BACKEND;
-    if (host->log)
-        host->log(host, RAYO_LOG_DEBUG,
-                  "caches (%s): L1d %zu KiB, L2 %zu KiB, L3 %zu KiB; sgemm blocks mc %zu kc %zu nc %zu",
-                  st->caches.source, st->caches.l1d >> 10, st->caches.l2 >> 10, st->caches.l3 >> 10,
-                  st->blocking.mc, st->blocking.kc, st->blocking.nc);
-    return RAYO_OK;
-}
-
-static void fini_state(cpu_state *base)
-{
-    avx512_state *st = (avx512_state *)base;
-    x86_gemm_pool_fini(&st->cpu, &st->scratch_pool);
+    static const x86_gemm_shape shape = { AVX512_GEMM_MR, AVX512_GEMM_NR, choose_blocking };
+    return x86_state_init(base, &shape);
 }
 
 const cpu_plugin_spec cpu_plugin = {
     .describe = describe,
     .state_size = sizeof(avx512_state),
     .init = init_state,
-    .fini = fini_state,
+    .fini = x86_state_fini,
     .range_granule = AVX512_VECTOR_GRANULE,
 };
 

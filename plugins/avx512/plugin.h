@@ -2,10 +2,10 @@
  *
  * Everything here is hidden: the plugin is built with -fvisibility=hidden
  * and exports only its descriptor.  The glue it shares with the other CPU
- * plugins (threads, probe/init/fini, descriptor, row kernels) is ../cpu-base;
- * cache detection is ../avx2/cache.c, compiled in.  Files, by op class:
- *   plugin.c       device name, init/fini hooks, op table, descriptor
- *   math.h         exp, expm1, log, tanh, sigmoid, normal CDF, silu, gelu, 16
+ * plugins (threads, probe/init/fini, descriptor, row kernels) is ../cpu-base,
+ * with avx2's state, cache detection and sgemm drivers (x86-*).  Files, by op class:
+ *   plugin.c       device name, sgemm blocking rule, op table, descriptor
+ *   avx512-math.h  exp, expm1, log, tanh, sigmoid, normal CDF, silu, gelu, 16
  *                  floats at a time
  *   elementwise.c  binary, unary and activation ops, axpy, bias_act
  *   reduce.c       sum, dot, max, min, argmax, norms
@@ -14,38 +14,22 @@
  *   gemv.c         gemv, and matmul with m = 1 or n = 1
  *   quant.c        gemv with half or block-quantized weights, decoded in registers
  *   infer.c        convert, get_rows, rope, attention, swiglu/geglu: the vector
- *                  operations for ../cpu-base/x86-infer.h, shared with avx2
+ *                  operations for ../cpu-base/x86-infer_tmpl.c, shared with avx2
  */
 #ifndef RAYO_AVX512_H
 #define RAYO_AVX512_H
 
 #define CPU_KERNEL(NAME) avx512_##NAME
-#include "cpu-base.h"
-#include "x86-gemm.h"
-#include "../avx2/cache.h" /* avx2_detect_caches: avx2's cache.c is compiled in */
-#include <pthread.h>
+#include "x86-plugin.h"
 
 /* The sgemm microkernel's tile: MR rows x NR columns of C (matmul.c):
  * 24 of the 32 zmm registers hold it. */
 #define AVX512_GEMM_MR 12
 #define AVX512_GEMM_NR 32
 
-typedef x86_gemm_blocking avx512_blocking;
-/* Packing buffers of sgemm (the pool is x86-gemm.c's). */
-typedef x86_gemm_scratch avx512_scratch;
-
-typedef struct avx512_state {
-    cpu_state cpu;            /* first: the base's part (the host services) */
-    avx2_caches caches;
-    avx512_blocking blocking;
-    x86_gemm_pool scratch_pool; /* sgemm packing buffers kept between calls */
-} avx512_state;
-
-/* Outputs of elementwise ops at least this many bytes use non-temporal
- * stores: the size of the last-level cache, or [backend.avx512]
- * stream_min_bytes.  Process-wide (the range functions of cpu_run_ranges see
- * the call, not the state): the context initialised last sets it. */
-extern size_t avx512_stream_bytes;
+/* The state: the x86 plugins' (caches, blocking, stream_min_bytes, packing
+ * buffers; ../cpu-base/x86-plugin.h). */
+typedef x86_state avx512_state;
 
 /* Vector ranges handed to cpu_run_ranges are cut at multiples of this many
  * elements (whole cache lines; the two-vector loop has no tail inside). */
@@ -63,7 +47,7 @@ void avx512_gemv_run(const avx512_state *st, int trans, size_t rows, size_t cols
                      const float *A, const float *x, float beta, float *y);
 
 /* sgemm on dense row-major operands (any m, n, k; beta == 0 never reads C):
- * the f32 matmul kernel, and typed-matmul.c's on dequantized panels. */
+ * the f32 matmul kernel, and x86-typed-matmul.c's on dequantized panels. */
 rayo_status avx512_sgemm(void *state, const x86_gemm_args *g);
 
 /* ---- quant.c ----------------------------------------------------------- */
@@ -71,7 +55,7 @@ rayo_status avx512_sgemm(void *state, const x86_gemm_args *g);
  * in plugin.c). */
 rayo_status avx512_gemv_quant(void *state, const rayo_call *call);
 /* matmul with f16, bf16 or block-quantized B, or f16/bf16 A and B
- * (typed-matmul.h). */
+ * (x86-typed-matmul.h). */
 rayo_status avx512_matmul_typed(void *state, const rayo_call *call);
 
 #define AVX512_KERNEL(NAME) CPU_KERNEL_FN(NAME)

@@ -4,7 +4,7 @@
  * ../avx2/quant.c, which explains the method: blocks decoded in registers,
  * four rows per pass, software prefetch; strict path in float lanes over at
  * most 256 values (16 per lane) added into double lanes; relaxed path in
- * integers against x rounded once per call (../cpu-base/typed-gemv.h).
+ * integers against x rounded once per call (../cpu-base/cpu-typed-gemv_tmpl.c).
  *
  * Where the CPU has AVX512-VNNI (cpuid, checked once at init), the relaxed
  * Q4_K and Q6_K use vpdpbusd (u8 x s8, four products summed into int32)
@@ -12,8 +12,8 @@
  * vpmaddubsw + vpmaddwd as on avx2.
  */
 #include "plugin.h"
-#include "math.h"
-#include "typed-gemv.h"
+#include "avx512-math.h"
+#include "cpu-typed-gemv_tmpl.c"
 #include "x86-quant.h"
 
 /* Block functions are inlined into the row driver whatever their size, and

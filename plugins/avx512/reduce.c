@@ -17,7 +17,7 @@
  * of the first NaN if any.
  */
 #include "plugin.h"
-#include "math.h"
+#include "avx512-math.h"
 
 #include <math.h>
 

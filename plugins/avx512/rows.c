@@ -11,7 +11,7 @@
  * element still needed.
  */
 #include "plugin.h"
-#include "math.h"
+#include "avx512-math.h"
 
 #include <math.h>
 
@@ -147,10 +147,11 @@ static void normalize_row(const float *x, const float *gamma, const float *beta,
 }
 
 /* 1 / sqrt(var + eps), and 0 where var + eps = 0 (rayo-ops.h: the
- * normalised value of a constant row with eps = 0 is 0, not 0 * inf). */
+ * normalised value of a constant row with eps = 0 is 0, not 0 * inf);
+ * a NaN in the row stays NaN, so the whole row comes out NaN. */
 static double inverse_std(double var_plus_eps)
 {
-    return var_plus_eps > 0 ? 1.0 / sqrt(var_plus_eps) : 0.0;
+    return var_plus_eps == 0 ? 0.0 : 1.0 / sqrt(var_plus_eps);
 }
 
 static void layernorm_row(const float *x, const float *gamma, const float *beta, float *y, size_t n,
@@ -203,8 +204,9 @@ static void transpose_tile(const float *a, float *y, size_t m, size_t n, size_t 
 }
 
 /* Items are bands of TILE rows of a. */
-static void transpose_bands(const rayo_call *c, size_t begin, size_t end)
+static void transpose_bands(const cpu_state *st, const rayo_call *c, size_t begin, size_t end)
 {
+    (void)st;
     size_t m = c->m, n = c->n;
     for (size_t band = begin; band < end; band++) {
         size_t i0 = band * TILE, i1 = i0 + TILE < m ? i0 + TILE : m;

@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200112L /* posix_memalign */
 #include "cpu-base.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ void cpu_parallel(const cpu_state *st, size_t n_tasks, cpu_task_fn *fn, void *ar
 }
 
 typedef struct range_job {
+    const cpu_state *st;
     const rayo_call *call;
     cpu_range_fn *fn;
     size_t count, chunk;
@@ -41,7 +43,7 @@ static void range_task(void *arg, size_t task, unsigned worker)
     size_t hi = job->count - lo > job->chunk ? lo + job->chunk : job->count;
     (void)worker;
     if (lo < hi)
-        job->fn(job->call, lo, hi);
+        job->fn(job->st, job->call, lo, hi);
 }
 
 void cpu_run_ranges(const cpu_state *st, const rayo_call *call, size_t count,
@@ -52,12 +54,12 @@ void cpu_run_ranges(const cpu_state *st, const rayo_call *call, size_t count,
     /* Small calls first, without asking the host for its thread count (an
      * indirect call: a few ns of a 20 ns call). */
     if (count < 2 || work < CPU_PARALLEL_MIN_WORK) {
-        fn(call, 0, count);
+        fn(st, call, 0, count);
         return;
     }
     size_t threads = cpu_threads(st);
     if (threads < 2) {
-        fn(call, 0, count);
+        fn(st, call, 0, count);
         return;
     }
     size_t tasks = work / (CPU_PARALLEL_MIN_WORK / 4);
@@ -69,7 +71,7 @@ void cpu_run_ranges(const cpu_state *st, const rayo_call *call, size_t count,
     size_t granule = cpu_plugin.range_granule;
     if (granule > 1 && chunk > granule && count > granule * tasks)
         chunk = (chunk + granule - 1) / granule * granule;
-    range_job job = { call, fn, count, chunk };
+    range_job job = { st, call, fn, count, chunk };
     cpu_parallel(st, (count + chunk - 1) / chunk, range_task, &job);
 }
 
@@ -118,6 +120,35 @@ rayo_status cpu_rope_check(const rayo_call *c, size_t *rot)
     if (*rot % 2 || *rot > p->head_dim || (p->mode != RAYO_ROPE_NORM && p->mode != RAYO_ROPE_NEOX))
         return RAYO_E_INVALID;
     return RAYO_OK;
+}
+
+/* ---- settings ------------------------------------------------------------ */
+
+/* Digits only: strtoull alone would take "-1" as the largest number and ""
+ * as 0. */
+static int parse_size(const char *text, unsigned long long *value)
+{
+    char *end;
+    if (*text < '0' || *text > '9')
+        return 0;
+    errno = 0;
+    *value = strtoull(text, &end, 10);
+    return *end == '\0' && errno == 0;
+}
+
+size_t cpu_setting_size(const cpu_state *st, const char *key, size_t fallback, size_t lo, size_t hi)
+{
+    const rayo_host *host = st->host;
+    const char *text = host->config ? host->config(host, key) : NULL;
+    if (!text)
+        return fallback;
+    unsigned long long v;
+    if (parse_size(text, &v) && v >= lo && v <= hi)
+        return (size_t)v;
+    if (host->log)
+        host->log(host, RAYO_LOG_WARN, "[backend.%s] %s = %s ignored: want a whole number in %zu..%zu",
+                  cpu_plugin_id.name, key, text, lo, hi);
+    return fallback;
 }
 
 /* ---- memory -------------------------------------------------------------- */

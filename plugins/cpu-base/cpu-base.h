@@ -11,7 +11,7 @@
  *              (declares avx2_add ... for every op of rayo-ops.h)
  *   plugin.c   its cpu_plugin (device name, state size, init/fini hooks),
  *              its op table and CPU_PLUGIN_DESCRIPTOR(...)
- *   math.h elementwise.c reduce.c rows.c matmul.c gemv.c transpose.c
+ *   ISA-math.h elementwise.c reduce.c rows.c matmul.c gemv.c transpose.c
  *              the kernels
  *
  * examples/plugin-template stays a standalone single-file plugin on purpose:
@@ -65,11 +65,11 @@ void cpu_parallel(const cpu_state *st, size_t n_tasks, cpu_task_fn *fn, void *ar
  * waking the pool costs more than it saves. */
 #define CPU_PARALLEL_MIN_WORK ((size_t)1 << 17)
 
-/* Runs fn(call, lo, hi) over [0, count) items (elements or rows), in chunks
+/* Runs fn(st, call, lo, hi) over [0, count) items (elements or rows), in chunks
  * on the pool when count * work_per_item is at least CPU_PARALLEL_MIN_WORK:
  * a few chunks per thread (they even out uneven progress), each big enough
  * that handing it out costs little, cut at multiples of range_granule. */
-typedef void cpu_range_fn(const rayo_call *call, size_t lo, size_t hi);
+typedef void cpu_range_fn(const cpu_state *st, const rayo_call *call, size_t lo, size_t hi);
 void cpu_run_ranges(const cpu_state *st, const rayo_call *call, size_t count,
                     size_t work_per_item, cpu_range_fn *fn);
 
@@ -86,6 +86,14 @@ cpu_attention_layout cpu_attention_layout_of(const rayo_attention_params *p);
  * the call is empty; RAYO_E_INVALID for an odd or too large rot_dims or an
  * unknown mode. */
 rayo_status cpu_rope_check(const rayo_call *c, size_t *rot);
+
+/* ---- settings ([backend.NAME] keys of the plugin's config section) -------- */
+/* The value of size setting `key` of this context, or fallback when the key
+ * is absent; a value that is not a whole number in [lo, hi] is ignored with
+ * a warning that names it.  Every per-context setting of a CPU plugin is
+ * read with this at init and kept in the plugin's state (never in a global:
+ * two contexts may be configured differently). */
+size_t cpu_setting_size(const cpu_state *st, const char *key, size_t fallback, size_t lo, size_t hi);
 
 /* ---- memory -------------------------------------------------------------- */
 /* 64-byte aligned scratch from the core's allocator; NULL on failure. */
@@ -145,24 +153,28 @@ extern const cpu_plugin_identity cpu_plugin_id;
  * over rows of n floats: each kernel runs its row function over the call's
  * m rows with cpu_run_ranges, at EXP_COST or NORM_COST per element. */
 #define CPU_ROW_KERNELS(EXP_COST, NORM_COST)                                               \
-    static void softmax_rows(const rayo_call *c, size_t lo, size_t hi)                     \
+    static void softmax_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                     \
     {                                                                                      \
+        (void)st;                                                                          \
         for (size_t i = lo; i < hi; i++)                                                   \
             softmax_row((const float *)c->a + i * c->n, (float *)c->y + i * c->n, c->n);                   \
     }                                                                                      \
-    static void log_softmax_rows(const rayo_call *c, size_t lo, size_t hi)                 \
+    static void log_softmax_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                 \
     {                                                                                      \
+        (void)st;                                                                          \
         for (size_t i = lo; i < hi; i++)                                                   \
             log_softmax_row((const float *)c->a + i * c->n, (float *)c->y + i * c->n, c->n);               \
     }                                                                                      \
-    static void layernorm_rows(const rayo_call *c, size_t lo, size_t hi)                   \
+    static void layernorm_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                   \
     {                                                                                      \
+        (void)st;                                                                          \
         for (size_t i = lo; i < hi; i++)                                                   \
             layernorm_row((const float *)c->a + i * c->n, c->b, c->c, (float *)c->y + i * c->n, c->n,      \
                           c->alpha);                                                       \
     }                                                                                      \
-    static void rmsnorm_rows(const rayo_call *c, size_t lo, size_t hi)                     \
+    static void rmsnorm_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                     \
     {                                                                                      \
+        (void)st;                                                                          \
         for (size_t i = lo; i < hi; i++)                                                   \
             rmsnorm_row((const float *)c->a + i * c->n, c->b, (float *)c->y + i * c->n, c->n, c->alpha);   \
     }                                                                                      \
@@ -210,8 +222,9 @@ extern const cpu_plugin_identity cpu_plugin_id;
             for (size_t i = i4; i < i1; i++)                                               \
                 y[j * m + i] = a[i * n + j];                                               \
     }                                                                                      \
-    static void transpose_bands(const rayo_call *c, size_t lo, size_t hi)                  \
+    static void transpose_bands(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                  \
     {                                                                                      \
+        (void)st;                                                                          \
         size_t m = c->m, n = c->n, tb = CPU_TRANSPOSE_TB;                                  \
         for (size_t band = lo; band < hi; band++) {                                        \
             size_t i0 = band * tb, i1 = m - i0 > tb ? i0 + tb : m;                         \

@@ -4,26 +4,11 @@
 
 #include <stdlib.h>
 
-void x86_gemm_blocking_overrides(const rayo_host *host, x86_gemm_blocking *b, size_t mr,
-                                 size_t nr)
+void x86_gemm_blocking_overrides(const cpu_state *st, x86_gemm_blocking *b, size_t mr, size_t nr)
 {
-    static const char *const keys[] = { "mc", "kc", "nc" };
-    size_t *fields[] = { &b->mc, &b->kc, &b->nc };
-    const size_t multiple[] = { mr, 8, nr };
-    for (size_t i = 0; i < 3 && host->config; i++) {
-        const char *value = host->config(host, keys[i]);
-        if (!value)
-            continue;
-        char *end;
-        unsigned long v = strtoul(value, &end, 10);
-        if (*end != '\0' || v < multiple[i] || v > 65536) {
-            if (host->log)
-                host->log(host, RAYO_LOG_WARN, "[backend.%s] %s = %s ignored: want %zu..65536",
-                          cpu_plugin_id.name, keys[i], value, multiple[i]);
-            continue;
-        }
-        *fields[i] = v / multiple[i] * multiple[i];
-    }
+    b->mc = cpu_setting_size(st, "mc", b->mc, mr, 65536) / mr * mr;
+    b->kc = cpu_setting_size(st, "kc", b->kc, 8, 65536) / 8 * 8;
+    b->nc = cpu_setting_size(st, "nc", b->nc, nr, 65536) / nr * nr;
 }
 
 static void scratch_destroy(const cpu_state *st, x86_gemm_scratch *s)

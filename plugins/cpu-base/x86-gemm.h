@@ -26,9 +26,9 @@ typedef struct x86_gemm_args {
 
 /* [backend.NAME] mc / kc / nc override the blocking (for tuning and tests);
  * values are rounded down to what the microkernel needs: mc to a multiple
- * of mr, kc of 8, nc of nr.  A bad value is logged and ignored. */
-void x86_gemm_blocking_overrides(const rayo_host *host, x86_gemm_blocking *b, size_t mr,
-                                 size_t nr);
+ * of mr, kc of 8, nc of nr.  A bad value is logged and ignored
+ * (cpu_setting_size). */
+void x86_gemm_blocking_overrides(const cpu_state *st, x86_gemm_blocking *b, size_t mr, size_t nr);
 
 /* Packing buffers of sgemm, kept between calls (a first touch of fresh
  * pages costs more than a small gemm).  A call takes one from the pool or

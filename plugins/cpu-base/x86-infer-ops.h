@@ -1,5 +1,5 @@
 /* x86-infer-ops.h - the op-table entries of the inference kernels of
- * x86-infer.h, included inside the op table of the avx2 and avx512 plugins
+ * x86-infer_tmpl.c, included inside the op table of the avx2 and avx512 plugins
  * (CPU_KERNEL names the plugin's kernels): every dtype combination of
  * rayo-ops.h of convert, get_rows, rope, attention and the gated units. */
 #define X86_INFER_ENTRY(OP, A, B, C, Y, NAME)                                                  \

@@ -1,13 +1,13 @@
 /* elementwise.c - binary, unary and activation ops, axpy and bias_act.
  *
  * Every op is a loop over [lo, hi) of a four-lane function from
- * math.h, so the pool can split it.  The last 1-3 elements go through
+ * neon-math.h, so the pool can split it.  The last 1-3 elements go through
  * the same function via a small stack buffer: one code path, hence the same
  * NaN/Inf behaviour for every element.  Outputs may alias inputs exactly
  * (y == a): each vector is loaded before it is stored.
  */
 #include "plugin.h"
-#include "math.h"
+#include "neon-math.h"
 
 /* Relative cost of one element, in "cheap operations" (for threading). */
 #define COST_ARITH 1
@@ -16,8 +16,9 @@
 /* A unary op: y[i] = EXPR, where EXPR is a float32x4_t expression of x
  * (four elements of a) and of the broadcast call parameters alpha, beta. */
 #define UNARY_OP(name, cost, expr)                                          \
-    static void name##_range(const rayo_call *c, size_t lo, size_t hi)     \
+    static void name##_range(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)     \
     {                                                                       \
+        (void)st;                                                           \
         const float *a = c->a;                                              \
         float *y = c->y;                                                    \
         const float32x4_t alpha = vdupq_n_f32(c->alpha);                    \
@@ -42,8 +43,9 @@
 
 /* A binary op: y[i] = EXPR of u = a[i..i+3], v = b[i..i+3]. */
 #define BINARY_OP(name, expr)                                               \
-    static void name##_range(const rayo_call *c, size_t lo, size_t hi)     \
+    static void name##_range(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)     \
     {                                                                       \
+        (void)st;                                                           \
         const float *a = c->a, *b = c->b;                                   \
         float *y = c->y;                                                    \
         size_t i = lo;                                                      \
@@ -89,8 +91,9 @@ UNARY_OP(exp, COST_TRANSCENDENTAL, vec_exp(x))
 UNARY_OP(log, COST_TRANSCENDENTAL, vec_log(x))
 
 /* y = alpha * a + y with one rounding (FMA); y is read, so not a UNARY_OP. */
-static void axpy_range(const rayo_call *c, size_t lo, size_t hi)
+static void axpy_range(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)
 {
+    (void)st;
     const float *a = c->a;
     float *y = c->y;
     const float32x4_t alpha = vdupq_n_f32(c->alpha);
@@ -148,8 +151,9 @@ static void bias_act_row(uint32_t act, const float *a, const float *bias, float 
     }
 }
 
-static void bias_act_rows(const rayo_call *c, size_t lo, size_t hi)
+static void bias_act_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)
 {
+    (void)st;
     const float *a = c->a;
     float *y = c->y;
     for (size_t i = lo; i < hi; i++)

@@ -8,7 +8,7 @@
  *   by the shared driver, cpu-base/cpu-gemm.c.
  */
 #include "plugin.h"
-#include "math.h"
+#include "neon-math.h"
 
 #define JB 32  /* columns per block of the transposed gemv (8 accumulators) */
 #define RB 64  /* rows per float partial of the transposed gemv */

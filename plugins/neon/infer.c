@@ -1,6 +1,6 @@
 /* infer.c - rope, attention (decode) and the gated units swiglu, geglu,
  * geglu_tanh on Advanced SIMD.  The loops over tokens, heads, items and
- * rows, the checks and the threads are ../cpu-base/infer-kernels.h; this
+ * rows, the checks and the threads are ../cpu-base/simd128-infer_tmpl.c; this
  * file holds the vector parts.
  *
  * attention: the online softmax is the glue's; here are the score dot
@@ -8,8 +8,8 @@
  * lanes.  An f16 cache is widened exactly as it is read.
  */
 #include "plugin.h"
-#include "math.h"
-#include "infer-kernels.h"
+#include "neon-math.h"
+#include "simd128-infer_tmpl.c"
 
 #include <math.h>
 

@@ -4,11 +4,11 @@
 if BUILD_NEON
 plugin_LTLIBRARIES += plugins/neon/rayo-neon.la
 plugins_neon_rayo_neon_la_SOURCES = \
-	plugins/neon/plugin.h plugins/neon/math.h plugins/neon/plugin.c \
+	plugins/neon/plugin.h plugins/neon/neon-math.h plugins/neon/plugin.c \
 	plugins/neon/elementwise.c plugins/neon/reduce.c plugins/neon/rows.c \
 	plugins/neon/matmul.c plugins/neon/gemv.c plugins/neon/transpose.c \
 	plugins/neon/quant.c plugins/neon/infer.c \
-	$(CPU_BASE_FILES) $(CPU_GEMM_FILES) $(CPU_INFER_FILES)
+	$(CPU_BASE_FILES) $(CPU_GEMM_FILES)
 plugins_neon_rayo_neon_la_CPPFLAGS = $(AM_CPPFLAGS) $(CPU_BASE_CPPFLAGS)
 plugins_neon_rayo_neon_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 plugins_neon_rayo_neon_la_LDFLAGS = $(RAYO_MODULE_FLAGS)

@@ -35,7 +35,7 @@ KERNELS = [
     ("neon_max_f32", "fmax", 2, 8, "element"),
     ("matmul_tile", "fmla", 24, 96, "FMA: 8x12 micro-kernel, one k step"),
     # typed gemv (quant.c): one row (its dot inlined into the row kernel of
-    # typed-gemv.h), or four rows sharing x
+    # cpu-typed-gemv_tmpl.c), or four rows sharing x
     ("rows_q8_0", "scvtf", 8, 32, "weight: a Q8_0 block", "dot_q8_0"),
     ("dot4_q8_0", "scvtf", 8, 32, "weight: a Q8_0 block, x loaded once for 4 rows"),
     ("rows_q4_0", "scvtf", 8, 32, "weight: a Q4_0 block", "dot_q4_0"),
@@ -44,7 +44,7 @@ KERNELS = [
     ("rows_q6_k", "scvtf", 8, 32, "weight: 32 values of a Q6_K block", "dot_q6_k"),
     ("rows_f16", "fcvtl", 2, 8, "weight", "dot_f16"),
     ("rows_bf16", "shll", 2, 8, "weight", "dot_bf16"),
-    # infer.c and the glue it is inlined into (cpu-base/infer-kernels.h)
+    # infer.c and the glue it is inlined into (cpu-base/simd128-infer_tmpl.c)
     ("cpu_rope_token", "ld2", 1, 8, "element", "rope NORM"),
     ("cpu_rope_token", "fmls", 1, 8, "element", "rope NEOX", "ld2"),
     ("cpu_attn_task", "fmla", 2, 8, "MAC", "attention q.k, f32 cache", "fcvtl"),

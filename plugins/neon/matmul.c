@@ -18,7 +18,7 @@
  * slices added into C; the same order of error as any BLAS sgemm.
  */
 #include "plugin.h"
-#include "math.h"
+#include "neon-math.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * here is hidden (the plugin is built with -fvisibility=hidden).  The glue it
  * shares with the other CPU plugins is in ../cpu-base.  Kernels are grouped
  * by op class: elementwise.c, reduce.c, rows.c, matmul.c, gemv.c,
- * transpose.c, quant.c (typed gemv), infer.c (rope, attention, gated units).  Vector math shared by several files lives in math.h.
+ * transpose.c, quant.c (typed gemv), infer.c (rope, attention, gated units).  Vector math shared by several files lives in neon-math.h.
  */
 #ifndef RAYO_NEON_H
 #define RAYO_NEON_H

@@ -8,7 +8,7 @@
  * threads.  max/min use FMAX/FMIN, which propagate NaN as the contract asks.
  */
 #include "plugin.h"
-#include "math.h"
+#include "neon-math.h"
 
 #include <math.h>
 #include <string.h>

@@ -73,8 +73,9 @@ static void convert_elems(rayo_dtype from, const void *src, rayo_dtype to, void 
     }
 }
 
-static void convert_items(const rayo_call *c, size_t lo, size_t hi)
+static void convert_items(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)
 {
+    (void)st;
     rayo_dtype from = from_dtype(c), to = to_dtype(c);
     size_t per = item_elems(c), e0 = lo * per, e1 = hi * per < c->n ? hi * per : c->n;
     const unsigned char *src = (const unsigned char *)c->a + byte_offset(from, e0);

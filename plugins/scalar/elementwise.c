@@ -4,14 +4,14 @@
  * function serves the op and bias_act, and the loop can be split over the
  * thread pool.  Outputs may alias inputs exactly (y == a): each y[i] depends
  * on a[i] (and b[i]) only; SCALAR_MAP (plugin.h) keeps such loops
- * vectorisable.  The transcendental functions are math.h's.
+ * vectorisable.  The transcendental functions are scalar-math.h's.
  *
  * NaN rules (rayo-ops.h): comparisons are written so that a NaN input falls
  * through to a branch that returns NaN: relu, clip, maximum and minimum
  * propagate NaN, unlike fmaxf/fminf.
  */
 #include "plugin.h"
-#include "math.h"
+#include "scalar-math.h"
 
 #include <math.h>
 #include <string.h>
@@ -67,7 +67,7 @@ static inline float hardswish1(float x)
     return x * clamp((x + 3.0f) / 6.0f, 0.0f, 1.0f);
 }
 
-/* NaN > 0 is false: alpha * NaN = NaN.  pick (math.h) computes both
+/* NaN > 0 is false: alpha * NaN = NaN.  pick (scalar-math.h) computes both
  * arms; a ?: would put the product under a condition, which gcc does not
  * vectorise (it could trap). */
 static inline float leaky_relu1(float x, float alpha)
@@ -105,8 +105,9 @@ static rayo_status run_elementwise(void *state, const rayo_call *call, size_t co
         (void)beta;                                                        \
         return (expr);                                                     \
     }                                                                      \
-    static void name##_range(const rayo_call *c, size_t lo, size_t hi)    \
+    static void name##_range(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)    \
     {                                                                      \
+        (void)st;                                                          \
         const float *a = c->a;                                             \
         float *y = c->y;                                                   \
         const float alpha = c->alpha, beta = c->beta;                      \
@@ -121,8 +122,9 @@ static rayo_status run_elementwise(void *state, const rayo_call *call, size_t co
         (void)alpha;                                                       \
         return (expr);                                                     \
     }                                                                      \
-    static void name##_range(const rayo_call *c, size_t lo, size_t hi)    \
+    static void name##_range(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)    \
     {                                                                      \
+        (void)st;                                                          \
         const float *a = c->a, *b = c->b;                                  \
         float *y = c->y;                                                   \
         const float alpha = c->alpha;                                      \
@@ -163,11 +165,11 @@ UNARY_OP(exp, COST_MATH, exp_rounded(x))
 UNARY_OP(log, COST_MATH, log_f(x))
 
 /* y = alpha * a + y: y is also an input; a may be y. */
-static void axpy_range(const rayo_call *c, size_t lo, size_t hi)
+static void axpy_range(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)
 {
     rayo_call as_binary = *c;
     as_binary.b = c->y;
-    axpy_terms_range(&as_binary, lo, hi);
+    axpy_terms_range(st, &as_binary, lo, hi);
 }
 
 SCALAR_KERNEL(axpy)
@@ -195,8 +197,9 @@ static void bias_act_row(uint32_t act, const float *a, const float *bias, float 
     }
 }
 
-static void bias_act_rows(const rayo_call *c, size_t lo, size_t hi)
+static void bias_act_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)
 {
+    (void)st;
     const float *a = c->a;
     float *y = c->y;
     for (size_t i = lo; i < hi; i++)

@@ -7,7 +7,7 @@
  * depends only on input elements at the same place (rope: the same pair).
  */
 #include "plugin.h"
-#include "math.h"
+#include "scalar-math.h"
 
 #include <math.h>
 
@@ -22,8 +22,9 @@ static size_t or_dense(size_t ld, size_t dense)
 
 /* ---- get_rows: y[r] = table[idx[r]] as f32 ------------------------------- */
 /* m = indices, n = columns, k = table rows; a = table (lda), b = idx, y (ldy). */
-static void get_rows_range(const rayo_call *c, size_t lo, size_t hi)
+static void get_rows_range(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)
 {
+    (void)st;
     rayo_dtype dt = RAYO_DTYPE_OF(c->dtypes, 0);
     const int32_t *idx = c->b;
     size_t row_bytes = 0, ldy = or_dense(c->ldy, c->n);
@@ -139,8 +140,9 @@ SCALAR_KERNEL(rope)
 /* ---- gated units: y = f(gate) * up ---------------------------------------- */
 /* a = gate (lda), b = up (ldb), y (ldy); m rows of n. */
 #define GLU_KERNEL(NAME, FN)                                                                \
-    static void NAME##_rows(const rayo_call *c, size_t lo, size_t hi)                       \
+    static void NAME##_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                       \
     {                                                                                       \
+        (void)st;                                                                           \
         size_t lda = or_dense(c->lda, c->n), ldb = or_dense(c->ldb, c->n);                  \
         size_t ldy = or_dense(c->ldy, c->n);                                                \
         for (size_t r = lo; r < hi; r++) {                                                  \

@@ -3,7 +3,7 @@
 if BUILD_SCALAR
 plugin_LTLIBRARIES += plugins/scalar/rayo-scalar.la
 plugins_scalar_rayo_scalar_la_SOURCES = \
-	plugins/scalar/plugin.h plugins/scalar/math.h plugins/scalar/plugin.c \
+	plugins/scalar/plugin.h plugins/scalar/scalar-math.h plugins/scalar/plugin.c \
 	plugins/scalar/elementwise.c plugins/scalar/reduce.c plugins/scalar/rows.c \
 	plugins/scalar/matmul.c plugins/scalar/gemv.c plugins/scalar/transpose.c \
 	plugins/scalar/convert.c plugins/scalar/quant.c plugins/scalar/infer.c plugins/scalar/attention.c \

@@ -6,7 +6,7 @@
  * by op class: elementwise.c, reduce.c, rows.c, matmul.c, gemv.c,
  * transpose.c; the inference ops in convert.c, quant.c (matmul and gemv with
  * f16, bf16 and quantized operands), infer.c (get_rows, rope, gated units)
- * and attention.c; math.h has the vectorisable exp/log/tanh/erfc.  All
+ * and attention.c; scalar-math.h has the vectorisable exp/log/tanh/erfc.  All
  * code is portable C11: loops are written so that compilers vectorise them
  * (checked with gcc -O2 -fopt-info-vec), never with intrinsics.
  */

@@ -104,8 +104,9 @@ static inline vf32 vexp_op(vf32 x)
 /* ---- loops ----------------------------------------------------------------------- */
 /* A unary op: y = EXPR(x) with x the vector of a; alpha, beta splatted. */
 #define UNARY_OP(name, cost, EXPR)                                         \
-    static void name##_range(const rayo_call *c, size_t lo, size_t hi)    \
+    static void name##_range(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)    \
     {                                                                      \
+        (void)st;                                                          \
         const float *a = c->a;                                             \
         float *y = c->y;                                                   \
         const vf32 alpha = vsplat(c->alpha), beta = vsplat(c->beta);       \
@@ -137,8 +138,9 @@ static inline vf32 vexp_op(vf32 x)
 
 /* A binary op: y = EXPR(u, v) with u, v the vectors of a and b. */
 #define BINARY_OP(name, EXPR)                                              \
-    static void name##_range(const rayo_call *c, size_t lo, size_t hi)    \
+    static void name##_range(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)    \
     {                                                                      \
+        (void)st;                                                          \
         const float *a = c->a, *b = c->b;                                  \
         float *y = c->y;                                                   \
         size_t i = lo;                                                     \
@@ -194,8 +196,9 @@ UNARY_OP(exp, COST_MATH, vexp_op(x))
 UNARY_OP(log, COST_MATH, vlog(x))
 
 /* y = alpha * a + y (y is read as well as written) */
-static void axpy_range(const rayo_call *c, size_t lo, size_t hi)
+static void axpy_range(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)
 {
+    (void)st;
     const float *a = c->a;
     float *y = c->y;
     size_t i = lo;
@@ -254,8 +257,9 @@ static void bias_act_row(uint32_t act, const float *a, const float *bias, float 
     }
 }
 
-static void bias_act_rows(const rayo_call *c, size_t lo, size_t hi)
+static void bias_act_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)
 {
+    (void)st;
     for (size_t i = lo; i < hi; i++)
         bias_act_row(c->flags, (const float *)c->a + i * c->n, c->b, (float *)c->y + i * c->n, c->n);
 }

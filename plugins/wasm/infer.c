@@ -1,6 +1,6 @@
 /* infer.c - rope, attention (decode) and the gated units swiglu, geglu,
  * geglu_tanh on SIMD128.  The loops over tokens, heads, items and rows, the
- * checks and the threads are ../cpu-base/infer-kernels.h; this file holds
+ * checks and the threads are ../cpu-base/simd128-infer_tmpl.c; this file holds
  * the vector parts.
  *
  * attention: the online softmax is the glue's; here are the score dot
@@ -8,7 +8,7 @@
  * lanes.  An f16 cache is widened exactly as it is read.
  */
 #include "plugin.h"
-#include "infer-kernels.h"
+#include "simd128-infer_tmpl.c"
 
 #include <math.h>
 

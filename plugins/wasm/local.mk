@@ -7,11 +7,11 @@
 # make); the source lists below and in the other local.mk files are the
 # only lists, shared by both variants.
 WASM_PLUGIN_FILES = \
-	plugins/wasm/plugin.h plugins/wasm/math.h plugins/wasm/plugin.c \
+	plugins/wasm/plugin.h plugins/wasm/wasm-math.h plugins/wasm/plugin.c \
 	plugins/wasm/elementwise.c plugins/wasm/reduce.c plugins/wasm/rows.c \
 	plugins/wasm/matmul.c plugins/wasm/gemv.c plugins/wasm/transpose.c \
 	plugins/wasm/quant.c plugins/wasm/infer.c \
-	$(CPU_BASE_FILES) $(CPU_GEMM_FILES) $(CPU_INFER_FILES)
+	$(CPU_BASE_FILES) $(CPU_GEMM_FILES)
 WASM_GLUE_FILES = wasm/rayo-js.h wasm/rayo-js.c
 WASM_WEB_FILES = examples/web/index.html examples/web/app.mjs examples/web/bench.mjs \
 	examples/web/style.css
@@ -54,4 +54,4 @@ clean-local: clean-wasm
 
 EXTRA_DIST += $(WASM_PLUGIN_FILES) plugins/wasm/fit-coefficients.py \
 	$(WASM_GLUE_FILES) wasm/wasm.mk wasm/node-env.js wasm/side-imports.mjs \
-	wasm/rayo.mjs wasm/README.md wasm/bench-quant-gemv.sh $(WASM_WEB_FILES) core/ini-min.c core/ini-min.h
+	wasm/rayo.mjs wasm/README.md $(WASM_WEB_FILES) core/ini-min.c core/ini-min.h

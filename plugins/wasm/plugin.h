@@ -7,7 +7,7 @@
  * plugins is in ../cpu-base; kernels are grouped like every CPU plugin's:
  * elementwise.c, reduce.c, rows.c, matmul.c, gemv.c, transpose.c, quant.c
  * (typed gemv), infer.c (rope, attention, gated units).
- * Every kernel works on 4-float vectors (math.h for the transcendental
+ * Every kernel works on 4-float vectors (wasm-math.h for the transcendental
  * functions); tails shorter than a vector go through the same vector code
  * on a zero-padded copy, so every element sees the same arithmetic.
  */
@@ -17,7 +17,7 @@
 #define CPU_KERNEL(NAME) wasm_##NAME
 #include "cpu-base.h"
 #include "cpu-gemm.h"
-#include "math.h"
+#include "wasm-math.h"
 
 /* ---- vector helpers shared by the kernels (reduce.c) -------------------------- */
 /* Sums in float lanes within blocks and in double across blocks: about

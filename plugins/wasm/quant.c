@@ -15,14 +15,14 @@
  * 256 values, then in double, so the error stays near 40 * 2^-24 of
  * sum|terms| however long the row.
  *
- * Q8_0 and Q4_0 go four rows per pass (typed-gemv.h), reading x once for the
+ * Q8_0 and Q4_0 go four rows per pass (cpu-typed-gemv_tmpl.c), reading x once for the
  * four.  The checks, the split of the rows over the pool and y's update are
- * the shared glue of ../cpu-base/typed-gemv.h (its strict path: there is no
+ * the shared glue of ../cpu-base/cpu-typed-gemv_tmpl.c (its strict path: there is no
  * integer kernel here, relaxed calls run these too).
  */
 #include "plugin.h"
 #define TYPED_GEMV_STRICT_ONLY /* no integer path here: relaxed calls run these */
-#include "typed-gemv.h"
+#include "cpu-typed-gemv_tmpl.c"
 
 /* Blocks of 32 summed in float lanes before the lanes go to double. */
 #define SMALL_BLOCKS_PER_GROUP 8

@@ -9,7 +9,7 @@
 
 /* Whether op has cases here: convert, get_rows, rope, attention, swiglu,
  * geglu, geglu_tanh (only here), and matmul and gemv (their dtype
- * combinations and strided views here; dense f32 in conform.c). */
+ * combinations and strided views here; dense f32 in plans-f32.c). */
 int conform_infer_has_plan(const rayo_op_info *op);
 
 /* Runs op's cases here and adds them to *result (cases, failures, reports,

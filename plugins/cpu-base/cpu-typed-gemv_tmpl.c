@@ -1,0 +1,355 @@
+/* cpu-typed-gemv_tmpl.c - what the x86 plugins' gemv with half or block-quantized
+ * weights (avx2/quant.c, avx512/quant.c) share: the call's checks, the
+ * weight rows' stride, x prepared once per call, the split of the rows over
+ * the threads and the choice of row kernel.
+ *
+ * Two paths, by the call's precision:
+ *   strict   x in f32: blocks decoded to float lanes and multiplied into x
+ *            (the strict contract, 1e-5 of sum |terms|, at any n);
+ *   relaxed  block formats only: x rounded once per call, the block
+ *            products in integers, a float scale per block or super-block:
+ *            Q8_0, Q4_0: x in int16 with a float scale per 32 values (error
+ *              <= 2^-16 of the block's largest |x| per value), madd
+ *              (int16 x int16 -> int32 pairs).  int8 x (what llama.cpp does)
+ *              would not meet the relaxed contract here: its rounding of
+ *              1/254 of the block maximum gives about 1e-3 of sum |terms|
+ *              on rows of 32 to 64 random values;
+ *            Q4_K, Q6_K: x in int8 with a float scale per 256 values (rows
+ *              are at least 256 long), maddubs (u8 codes x s8 x), madd by
+ *              the sub-block scales, the minimums with exact sums of x.
+ *              rayo-conform's random rows reach 0.2-0.5 of the relaxed
+ *              contract (2e-3 of sum |terms|; seeds 1-30, n = 256..16384):
+ *              the rounding error grows with the weights' d sc q part,
+ *              which Q4_K's minimums can cancel, and with the spread of x.
+ *            An x with a value that is not finite, or a block of x whose
+ *            largest |x| is below 1e-30 but not 0, takes the strict path.
+ *
+ * Each plugin defines, as static functions, its row kernels of the type
+ * typed_rows_fn below: the dots of `count` (1..4) rows that start `stride`
+ * bytes apart with x, reading x once for all of them (x, 44 KiB in f32 at
+ * n = 11008, does not stay in L1: reading it again for every row cost more
+ * than the row's weights).
+ */
+#ifndef RAYO_CPU_TYPED_GEMV_H
+#define RAYO_CPU_TYPED_GEMV_H
+
+#include "cpu-base.h"
+
+#include <float.h>
+#include <math.h>
+
+/* Values the relaxed paths sum in float lanes before double: 2048 (64
+ * Q8_0/Q4_0 blocks, 8 K blocks).  Their block sums are exact integers
+ * scaled once, so float over 2048 values (at most 64 adds per lane) is far
+ * inside the relaxed contract, and the double accumulators of four rows
+ * are touched rarely enough to live in memory (they did not fit the 16
+ * registers of AVX2 beside the decoding; spilled, they cost every block). */
+#define TYPED_GEMV_INT_GROUP 2048
+
+/* Values of x per int16 block (Q8_0, Q4_0) and per int8 block (Q4_K,
+ * Q6_K: the weights' 256-value super-blocks). */
+#define TYPED_GEMV_X16_BLOCK 32
+#define TYPED_GEMV_X8_BLOCK 256
+
+/* x as the row kernels see it. */
+typedef struct typed_gemv_x {
+    const float *f;       /* x itself (n) */
+    /* relaxed path, Q8_0 and Q4_0 (else NULL): */
+    const int16_t *q16;   /* round(x / scale16) per 32 values (n) */
+    const float *scale16; /* per 32 values: largest |x| / 32767 (n / 32) */
+    /* relaxed path, Q4_K and Q6_K (else NULL): */
+    const int8_t *q8;     /* round(x / scale8) per 256 values (n) */
+    const float *scale8;  /* per 256 values: largest |x| / 127 (n / 256) */
+    const int16_t *qsum;  /* per 16 values: the sum of their q8 (n / 16), for Q6_K's -32 */
+    const float *sum;     /* per 32 values: the sum of x (n / 32), for Q4_K's minimums */
+} typed_gemv_x;
+
+typedef void typed_rows_fn(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
+                           size_t n, double out[4]);
+static typed_rows_fn rows_f16, rows_bf16, rows_q8_0, rows_q4_0, rows_q4_k, rows_q6_k;
+/* A plugin without the integer kernels (neon, wasm) defines
+ * TYPED_GEMV_STRICT_ONLY before including this file: relaxed calls then
+ * take its strict kernels, which this file makes from its dots (below). */
+#ifndef TYPED_GEMV_STRICT_ONLY
+static typed_rows_fn rows_q8_0_int, rows_q4_0_int, rows_q4_k_int, rows_q6_k_int;
+#endif
+
+/* Defines the row kernel NAME over blocks of BLOCK values and BYTES bytes,
+ * GROUP of them summed in float before double, from the plugin's
+ * always-inline rows_of_blocks(row, stride, count, x, blocks, bytes,
+ * group, block function, out) and its block function BLOCK_FN. */
+#define TYPED_ROWS_FN(NAME, BLOCK, BYTES, GROUP, BLOCK_FN)                                            \
+    static void NAME(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n, \
+                     double out[4])                                                                   \
+    {                                                                                                 \
+        rows_of_blocks(row, stride, count, x, n / (BLOCK), (BYTES), (GROUP), BLOCK_FN, out);         \
+    }
+
+/* The strict row kernel for A's dtype; NULL where there is none. */
+static inline typed_rows_fn *typed_rows_for(rayo_dtype dt)
+{
+    switch (dt) {
+    case RAYO_DTYPE_F16: return rows_f16;
+    case RAYO_DTYPE_BF16: return rows_bf16;
+    case RAYO_DTYPE_Q8_0: return rows_q8_0;
+    case RAYO_DTYPE_Q4_0: return rows_q4_0;
+    case RAYO_DTYPE_Q4_K: return rows_q4_k;
+    case RAYO_DTYPE_Q6_K: return rows_q6_k;
+    default: return NULL;
+    }
+}
+
+/* The relaxed (integer) row kernel; NULL for the half formats, whose f32
+ * path is already as fast as memory. */
+static inline typed_rows_fn *typed_rows_int_for(rayo_dtype dt)
+{
+#ifdef TYPED_GEMV_STRICT_ONLY
+    (void)dt;
+    return NULL;
+#else
+    switch (dt) {
+    case RAYO_DTYPE_Q8_0: return rows_q8_0_int;
+    case RAYO_DTYPE_Q4_0: return rows_q4_0_int;
+    case RAYO_DTYPE_Q4_K: return rows_q4_k_int;
+    case RAYO_DTYPE_Q6_K: return rows_q6_k_int;
+    default: return NULL;
+    }
+#endif
+}
+
+#ifdef TYPED_GEMV_STRICT_ONLY
+/* The row kernels of a plugin without the integer path, from its dots of
+ * one row with x (all six dtypes) and of four rows, x read once for the
+ * four (Q8_0, Q4_0). */
+typedef double typed_dot_fn(const uint8_t *row, const float *x, size_t n);
+typedef void typed_dot4_fn(const uint8_t *row, size_t stride, const float *x, size_t n, double out[4]);
+static typed_dot_fn dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k;
+static typed_dot4_fn dot4_q8_0, dot4_q4_0;
+
+static inline void typed_rows_by(typed_dot_fn *dot, typed_dot4_fn *dot4, const uint8_t *row, size_t stride,
+                                 size_t count, const float *x, size_t n, double out[4])
+{
+    if (dot4 && count == 4) {
+        dot4(row, stride, x, n, out);
+        return;
+    }
+    for (size_t r = 0; r < count; r++)
+        out[r] = dot(row + r * stride, x, n);
+}
+
+#define TYPED_ROWS_BY(NAME, DOT, DOT4)                                                               \
+    static void NAME(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n, \
+                     double out[4])                                                                  \
+    {                                                                                                \
+        typed_rows_by(DOT, DOT4, row, stride, count, x->f, n, out);                                  \
+    }
+TYPED_ROWS_BY(rows_q8_0, dot_q8_0, dot4_q8_0)
+TYPED_ROWS_BY(rows_q4_0, dot_q4_0, dot4_q4_0)
+TYPED_ROWS_BY(rows_q4_k, dot_q4_k, NULL)
+TYPED_ROWS_BY(rows_q6_k, dot_q6_k, NULL)
+TYPED_ROWS_BY(rows_f16, dot_f16, NULL)
+TYPED_ROWS_BY(rows_bf16, dot_bf16, NULL)
+#endif
+
+/* sum of w[i] x[i] over i in [begin, n), w f16 or bf16, one by one in
+ * double: the end of a half row that no whole vector covers. */
+static inline double typed_gemv_half_tail(const uint8_t *w, const float *x, size_t begin, size_t n,
+                                          int is_f16)
+{
+    double sum = 0.0;
+    for (size_t i = begin; i < n; i++) {
+        uint16_t h = rayo__le16(w + 2 * i);
+        sum += (double)(is_f16 ? rayo_f16_to_f32(h) : rayo_bf16_to_f32(h)) * (double)x[i];
+    }
+    return sum;
+}
+
+/* Bytes from one row of A to the next (lda elements, else n). */
+static inline size_t typed_gemv_row_bytes(const rayo_call *c)
+{
+    size_t bytes = 0;
+    rayo_dtype_row_bytes(RAYO_DTYPE_OF(c->dtypes, 0), c->lda ? c->lda : c->n, &bytes); /* validated by the core */
+    return bytes;
+}
+
+/* Whether these kernels take the call: no flags (A not transposed), no
+ * strides but lda, and a dtype of A with a row kernel. */
+static inline int typed_gemv_takes(const rayo_call *c)
+{
+    return !c->flags && !(c->ldb | c->ldc | c->ldy) && typed_rows_for(RAYO_DTYPE_OF(c->dtypes, 0));
+}
+
+/* ---- x for the relaxed path ------------------------------------------------ */
+
+/* The largest |x| and the sum of x over len values; 0 when one is not
+ * finite, or when the largest is in (0, 1e-30) (its reciprocal scale would
+ * overflow). */
+static inline int typed_gemv_x_stats(const float *x, size_t len, float *amax, double *sum)
+{
+    float max = 0.0f;
+    double s = 0.0;
+    for (size_t i = 0; i < len; i++) {
+        float a = fabsf(x[i]);
+        if (!(a <= FLT_MAX))
+            return 0;
+        max = a > max ? a : max;
+        s += x[i];
+    }
+    *amax = max, *sum = s;
+    return !(max != 0.0f && max < 1e-30f);
+}
+
+/* round(x / (amax / limit)) half away from 0, |result| <= limit. */
+static inline int typed_gemv_round(float x, float inv)
+{
+    float v = x * inv;
+    return (int)(v >= 0.0f ? v + 0.5f : v - 0.5f);
+}
+
+/* x (n, a multiple of 32) into q16 and scale16; 0 when a block cannot be
+ * represented (typed_gemv_x_stats). */
+static inline int typed_gemv_round_x16(const float *x, size_t n, int16_t *q, float *scale)
+{
+    for (size_t b = 0; b < n / TYPED_GEMV_X16_BLOCK; b++) {
+        const float *xb = x + b * TYPED_GEMV_X16_BLOCK;
+        float amax;
+        double unused;
+        if (!typed_gemv_x_stats(xb, TYPED_GEMV_X16_BLOCK, &amax, &unused))
+            return 0;
+        float inv = amax != 0.0f ? 32767.0f / amax : 0.0f;
+        for (int i = 0; i < TYPED_GEMV_X16_BLOCK; i++)
+            q[b * TYPED_GEMV_X16_BLOCK + i] = (int16_t)typed_gemv_round(xb[i], inv);
+        scale[b] = amax / 32767.0f;
+    }
+    return 1;
+}
+
+/* x (n, a multiple of 256) into q8, scale8, qsum and sum; 0 as above. */
+static inline int typed_gemv_round_x8(const float *x, size_t n, int8_t *q, float *scale, int16_t *qsum,
+                                      float *sum)
+{
+    for (size_t b = 0; b < n / TYPED_GEMV_X8_BLOCK; b++) {
+        const float *xb = x + b * TYPED_GEMV_X8_BLOCK;
+        float amax = 0.0f;
+        for (int s = 0; s < TYPED_GEMV_X8_BLOCK / 32; s++) {
+            float sub_max;
+            double sub_sum;
+            if (!typed_gemv_x_stats(xb + 32 * s, 32, &sub_max, &sub_sum))
+                return 0;
+            sum[b * 8 + s] = (float)sub_sum;
+            amax = sub_max > amax ? sub_max : amax;
+        }
+        float inv = amax != 0.0f ? 127.0f / amax : 0.0f;
+        for (int g = 0; g < TYPED_GEMV_X8_BLOCK / 16; g++) {
+            int group_sum = 0;
+            for (int i = 16 * g; i < 16 * g + 16; i++) {
+                int v = typed_gemv_round(xb[i], inv);
+                q[b * TYPED_GEMV_X8_BLOCK + i] = (int8_t)v;
+                group_sum += v;
+            }
+            qsum[b * 16 + g] = (int16_t)group_sum;
+        }
+        scale[b] = amax / 127.0f;
+    }
+    return 1;
+}
+
+/* Floats of scratch the relaxed x of length n needs (room for either form). */
+static inline size_t typed_gemv_scratch(size_t n)
+{
+    return n / 2 + n / 4 + n / 8 + n / 16;
+}
+
+/* Fills x's relaxed fields for A's dtype from scratch (typed_gemv_scratch
+ * floats); 0 when x cannot be rounded (the strict path then runs). */
+static inline int typed_gemv_round_x(typed_gemv_x *x, rayo_dtype dt, size_t n, float *scratch)
+{
+    if (dt == RAYO_DTYPE_Q8_0 || dt == RAYO_DTYPE_Q4_0) {
+        int16_t *q = (int16_t *)(void *)scratch; /* n / 2 floats */
+        float *scale = scratch + n / 2;            /* n / 32 */
+        x->q16 = q, x->scale16 = scale;
+        return typed_gemv_round_x16(x->f, n, q, scale);
+    }
+    int8_t *q = (int8_t *)(void *)scratch;                 /* n / 4 floats */
+    float *scale = scratch + n / 4, *sum = scale + n / 256; /* n / 256, n / 32 */
+    int16_t *qsum = (int16_t *)(void *)(sum + n / 32);      /* n / 32 */
+    x->q8 = q, x->scale8 = scale, x->qsum = qsum, x->sum = sum;
+    return typed_gemv_round_x8(x->f, n, q, scale, qsum, sum);
+}
+
+/* ---- the driver -------------------------------------------------------------- */
+
+typedef struct typed_gemv_job {
+    const rayo_call *call;
+    typed_rows_fn *rows;
+    typed_gemv_x x;
+    size_t stride, chunk;
+} typed_gemv_job;
+
+static inline void typed_gemv_store(const rayo_call *c, size_t i, double dot)
+{
+    float *y = c->y;
+    double v = (double)c->alpha * dot;
+    y[i] = (float)(c->beta == 0.0f ? v : v + (double)c->beta * y[i]);
+}
+
+/* y[begin..end) = alpha (A x)[i] + beta y[i]; beta == 0 never reads y. */
+static inline void typed_gemv_rows(const typed_gemv_job *job, size_t begin, size_t end)
+{
+    const uint8_t *a = (const uint8_t *)job->call->a;
+    for (size_t i = begin; i < end; i += 4) {
+        size_t count = end - i < 4 ? end - i : 4;
+        double sums[4];
+        job->rows(a + i * job->stride, job->stride, count, &job->x, job->call->n, sums);
+        for (size_t r = 0; r < count; r++)
+            typed_gemv_store(job->call, i + r, sums[r]);
+    }
+}
+
+static void typed_gemv_task(void *arg, size_t task, unsigned worker)
+{
+    const typed_gemv_job *job = arg;
+    size_t begin = task * job->chunk, end = begin + job->chunk;
+    (void)worker;
+    typed_gemv_rows(job, begin, end < job->call->m ? end : job->call->m);
+}
+
+/* Rows below which the whole gemv runs on the calling thread: about 64 KiB
+ * of weights (waking the pool costs more than streaming that much). */
+#define TYPED_GEMV_PARALLEL_MIN_BYTES ((size_t)1 << 16)
+
+/* The rows over the threads: four chunks per thread (a thread slowed by
+ * other work on the machine then holds the others up less), in multiples
+ * of four rows. */
+static inline void typed_gemv_split(const cpu_state *st, typed_gemv_job *job)
+{
+    size_t m = job->call->m;
+    size_t threads = m * job->stride >= TYPED_GEMV_PARALLEL_MIN_BYTES ? cpu_threads(st) : 1;
+    size_t tasks = threads > 1 ? 4 * threads : 1;
+    job->chunk = ((m + tasks - 1) / tasks + 3) / 4 * 4;
+    cpu_parallel(st, (m + job->chunk - 1) / job->chunk, typed_gemv_task, job);
+}
+
+/* The gemv kernel of both plugins: the relaxed path where the call allows
+ * it and x can be rounded (and its few KiB of scratch are there), else the
+ * strict one. */
+static inline rayo_status typed_gemv_run(const cpu_state *st, const rayo_call *call)
+{
+    if (!typed_gemv_takes(call))
+        return RAYO_E_UNSUPPORTED;
+    if (call->m == 0)
+        return RAYO_OK;
+    rayo_dtype dt = RAYO_DTYPE_OF(call->dtypes, 0);
+    typed_gemv_job job = { call, typed_rows_for(dt), { .f = call->b }, typed_gemv_row_bytes(call), 0 };
+    typed_rows_fn *int_rows = typed_rows_int_for(dt);
+    float *scratch = NULL;
+    if (call->precision == RAYO_PRECISION_RELAXED && int_rows)
+        scratch = cpu_alloc_floats(st, typed_gemv_scratch(call->n));
+    if (scratch && typed_gemv_round_x(&job.x, dt, call->n, scratch))
+        job.rows = int_rows;
+    typed_gemv_split(st, &job);
+    cpu_free(st, scratch);
+    return RAYO_OK;
+}
+
+#endif

@@ -1,0 +1,289 @@
+/* simd128-infer_tmpl.c - what the SIMD plugins' (neon, wasm) rope, attention and
+ * gated units share: the checks, the layouts and strides, the loops over
+ * tokens, heads and rows, the threads and the scratch.  The plugin's infer.c
+ * defines the SIMD parts, declared below as static functions, and its
+ * kernels call cpu_rope, cpu_attention and cpu_glu.
+ *
+ * rope: the angle of pair i at position p is p * inv_freq[i], inv_freq in
+ * double, cos and sin in double (libm) rounded once to float: the pair's
+ * rotation in float then stays within a few ulp of |pair| up to position
+ * 8191 and beyond.  The cos/sin of a token serve all its heads.
+ *
+ * attention: one (query, head) item at a time, in one pass over the visible
+ * keys in blocks of CPU_ATTN_KEY_BLOCK: the block's scores (the plugin's
+ * float dot products, scaled), its maximum, then the plugin's weights
+ * e^(s - max) and sum w v in float lanes; the block's sums go into double
+ * (the running output and the sum of weights), which are rescaled by
+ * e^(old max - new max) when a block raises the maximum.  Float sums over
+ * at most CPU_ATTN_KEY_BLOCK keys keep the error near 32 * 2^-24 of
+ * sum p |v|, inside the 1e-5 contract at any cache length.  Items are
+ * spread over the pool.  Calls with more
+ * than CPU_ATTN_MAX_QUERIES queries (prefill) are declined
+ * (RAYO_E_UNSUPPORTED): they go to the next backend, where a kernel that
+ * reuses each K and V row across queries belongs.  A few queries (decode,
+ * speculative decode) are taken, with the causal limit of each.
+ */
+#ifndef RAYO_CPU_INFER_KERNELS_H
+#define RAYO_CPU_INFER_KERNELS_H
+
+#include "cpu-base.h"
+
+#include <math.h>
+
+#define CPU_ATTN_MAX_QUERIES 8
+#define CPU_ATTN_KEY_BLOCK 32
+
+/* ---- the plugin's SIMD parts ------------------------------------------------ */
+/* y[2i], y[2i+1] = rotation of x[2i], x[2i+1] by (cs[i], sn[i]), i < count
+ * (NORM pairs).  y == x allowed. */
+static void rope_norm_pairs(const float *x, float *y, const float *cs, const float *sn, size_t count);
+/* The same for pairs (xu[i], xv[i]) into (yu[i], yv[i]) (NEOX: the two
+ * halves of the rotated dimensions). */
+static void rope_neox_pairs(const float *xu, const float *xv, float *yu, float *yv, const float *cs,
+                            const float *sn, size_t count);
+
+/* One query row of one head against its KV head's visible keys. */
+typedef struct cpu_attn_item {
+    const float *q;
+    const uint8_t *k, *v;    /* key and value row 0 of the KV head */
+    size_t k_step, v_step;   /* bytes from one token's row to the next */
+    size_t keys, head_dim;   /* visible keys (>= 1) */
+    float scale;
+    int f16;                 /* the cache is f16 (else f32) */
+    float *out;
+    double *acc;             /* scratch: head_dim doubles */
+} cpu_attn_item;
+/* q . k over head_dim, k a cache row (f16 or f32), in float lanes. */
+static inline float attn_dot(const float *q, const uint8_t *k, size_t d, int f16);
+/* w[j] = e^(s[j] - max), j < nb (<= CPU_ATTN_KEY_BLOCK); returns their sum. */
+static inline double attn_weights(const float *s, float *w, size_t nb, float max);
+/* acc[l] += sum over keys j0 .. j0 + nb - 1 of w[j - j0] v_j[l], in float
+ * lanes (nb <= CPU_ATTN_KEY_BLOCK terms), added into the double acc. */
+static inline void attn_add_values(const cpu_attn_item *it, size_t j0, size_t nb, const float *w, int f16);
+
+/* ---- rope ------------------------------------------------------------------- */
+#define CPU_ROPE_PAIR_BLOCK 64 /* pairs whose cos/sin a token keeps on the stack */
+
+typedef struct cpu_rope_job {
+    const rayo_call *call;
+    const rayo_rope_params *p;
+    const double *inv_freq;  /* rot_dims / 2 */
+    size_t rot_dims, half;
+    size_t x_token, x_head, y_token, y_head;
+    size_t chunk;            /* tokens per task */
+} cpu_rope_job;
+
+static inline size_t cpu_or_dense(size_t stride, size_t dense)
+{
+    return stride ? stride : dense;
+}
+
+static inline void cpu_rope_token(const cpu_rope_job *job, size_t t)
+{
+    const rayo_rope_params *p = job->p;
+    const float *x = (const float *)job->call->a + t * job->x_token;
+    float *y = (float *)job->call->y + t * job->y_token;
+    double pos = ((const int32_t *)job->call->b)[t];
+    float cs[CPU_ROPE_PAIR_BLOCK], sn[CPU_ROPE_PAIR_BLOCK];
+    for (size_t i0 = 0; i0 < job->half; i0 += CPU_ROPE_PAIR_BLOCK) {
+        size_t count = job->half - i0 < CPU_ROPE_PAIR_BLOCK ? job->half - i0 : CPU_ROPE_PAIR_BLOCK;
+        for (size_t l = 0; l < count; l++) {
+            double theta = pos * job->inv_freq[i0 + l];
+            cs[l] = (float)cos(theta);
+            sn[l] = (float)sin(theta);
+        }
+        for (size_t h = 0; h < p->n_heads; h++) {
+            const float *xh = x + h * job->x_head;
+            float *yh = y + h * job->y_head;
+            if (p->mode == RAYO_ROPE_NEOX)
+                rope_neox_pairs(xh + i0, xh + i0 + job->half, yh + i0, yh + i0 + job->half, cs, sn, count);
+            else
+                rope_norm_pairs(xh + 2 * i0, yh + 2 * i0, cs, sn, count);
+        }
+    }
+    for (size_t h = 0; h < p->n_heads; h++) /* dimensions past rot_dims are copied */
+        for (size_t d = job->rot_dims; d < p->head_dim; d++)
+            y[h * job->y_head + d] = x[h * job->x_head + d];
+}
+
+static inline void cpu_rope_task(void *arg, size_t task, unsigned worker)
+{
+    const cpu_rope_job *job = arg;
+    size_t lo = task * job->chunk, m = job->call->m;
+    size_t hi = lo + job->chunk < m ? lo + job->chunk : m;
+    (void)worker;
+    for (size_t t = lo; t < hi; t++)
+        cpu_rope_token(job, t);
+}
+
+/* Tasks for `items` of `work` cheap operations each: 1 below the pool's
+ * threshold, else up to 4 per thread. */
+static inline size_t cpu_infer_tasks(const cpu_state *st, size_t items, double work)
+{
+    size_t threads = cpu_threads(st);
+    if (threads < 2 || items < 2 || (double)items * work < (double)CPU_PARALLEL_MIN_WORK)
+        return 1;
+    return 4 * threads < items ? 4 * threads : items;
+}
+
+static inline rayo_status cpu_rope(void *state, const rayo_call *call)
+{
+    const cpu_state *st = state;
+    const rayo_rope_params *p = call->params;
+    size_t rot;
+    rayo_status status = cpu_rope_check(call, &rot);
+    if (status != RAYO_OK || rot == 0)
+        return status;
+    cpu_rope_job job = { .call = call, .p = p, .rot_dims = rot, .half = rot / 2 };
+    double *inv_freq = (double *)(void *)cpu_alloc_floats(st, 2 * job.half + 2);
+    if (!inv_freq)
+        return RAYO_E_NOMEM;
+    for (size_t i = 0; i < job.half; i++)
+        inv_freq[i] = (double)p->freq_scale * pow((double)p->freq_base, -2.0 * (double)i / (double)rot);
+    job.inv_freq = inv_freq;
+    job.x_head = cpu_or_dense(p->head_stride_x, p->head_dim);
+    job.y_head = cpu_or_dense(p->head_stride_y, p->head_dim);
+    job.x_token = cpu_or_dense(call->lda, p->n_heads * p->head_dim);
+    job.y_token = cpu_or_dense(call->ldy, p->n_heads * p->head_dim);
+    size_t tasks = cpu_infer_tasks(st, call->m, (double)(p->n_heads * p->head_dim) * 2);
+    job.chunk = (call->m + tasks - 1) / tasks;
+    cpu_parallel(st, (call->m + job.chunk - 1) / job.chunk, cpu_rope_task, &job);
+    cpu_free(st, inv_freq);
+    return RAYO_OK;
+}
+
+/* ---- attention ---------------------------------------------------------------- */
+/* The running state of one item: the maximum score so far and the sum of
+ * the weights, in double. */
+typedef struct cpu_attn_run {
+    double max, sum;
+} cpu_attn_run;
+
+/* Keys [j0, j0 + nb) of the item, nb <= CPU_ATTN_KEY_BLOCK. */
+static inline __attribute__((always_inline)) void
+cpu_attend_block(const cpu_attn_item *it, size_t j0, size_t nb, cpu_attn_run *run, int f16)
+{
+    float s[CPU_ATTN_KEY_BLOCK], w[CPU_ATTN_KEY_BLOCK];
+    float block_max = -INFINITY;
+    for (size_t j = 0; j < nb; j++) {
+        s[j] = it->scale * attn_dot(it->q, it->k + (j0 + j) * it->k_step, it->head_dim, f16);
+        if (s[j] > block_max) /* a compare, not fmax: gcc 12's aarch64 vectoriser fails on those */
+            block_max = s[j];
+    }
+    if (block_max > run->max) {
+        double shrink = exp(run->max - (double)block_max); /* 0 for the first block */
+        run->sum *= shrink;
+        for (size_t l = 0; l < it->head_dim; l++)
+            it->acc[l] *= shrink;
+        run->max = block_max;
+    }
+    run->sum += attn_weights(s, w, nb, (float)run->max);
+    attn_add_values(it, j0, nb, w, f16);
+}
+
+static inline __attribute__((always_inline)) void cpu_attend_keys(const cpu_attn_item *it, int f16)
+{
+    cpu_attn_run run = { -INFINITY, 0.0 };
+    for (size_t l = 0; l < it->head_dim; l++)
+        it->acc[l] = 0.0;
+    for (size_t j0 = 0; j0 < it->keys; j0 += CPU_ATTN_KEY_BLOCK)
+        cpu_attend_block(it, j0, it->keys - j0 < CPU_ATTN_KEY_BLOCK ? it->keys - j0 : CPU_ATTN_KEY_BLOCK,
+                         &run, f16);
+    for (size_t l = 0; l < it->head_dim; l++)
+        it->out[l] = (float)(it->acc[l] / run.sum);
+}
+
+/* out = softmax(scale q K^T) V over the item's keys; the cache's dtype a
+ * constant in each copy of the loop. */
+static inline void cpu_attend(const cpu_attn_item *it)
+{
+    if (it->f16)
+        cpu_attend_keys(it, 1);
+    else
+        cpu_attend_keys(it, 0);
+}
+
+typedef struct cpu_attn_job {
+    const rayo_call *call;
+    const rayo_attention_params *p;
+    size_t elem;             /* bytes of a cache element */
+    cpu_attention_layout s;  /* strides in elements */
+    size_t group;            /* query heads per KV head */
+    double *scratch;         /* per worker: the item's acc */
+    size_t per_worker;       /* doubles */
+    size_t chunk;            /* items per task */
+} cpu_attn_job;
+
+static inline void cpu_attn_task(void *arg, size_t task, unsigned worker)
+{
+    const cpu_attn_job *job = arg;
+    const rayo_attention_params *p = job->p;
+    const rayo_call *c = job->call;
+    size_t items = p->n_q * p->n_heads, d = p->head_dim;
+    size_t lo = task * job->chunk, hi = lo + job->chunk < items ? lo + job->chunk : items;
+    cpu_attn_item it = { .head_dim = d, .scale = p->scale, .f16 = job->elem == 2,
+                         .k_step = job->s.k_token * job->elem, .v_step = job->s.v_token * job->elem };
+    it.acc = job->scratch + (size_t)worker * job->per_worker;
+    for (size_t item = lo; item < hi; item++) {
+        size_t i = item / p->n_heads, h = item % p->n_heads, g = h / job->group;
+        it.keys = (p->flags & RAYO_ATTN_CAUSAL) ? p->n_kv - p->n_q + i + 1 : p->n_kv;
+        it.q = (const float *)c->a + i * job->s.q_token + h * job->s.q_head;
+        it.k = (const uint8_t *)c->b + g * job->s.k_head * job->elem;
+        it.v = (const uint8_t *)c->c + g * job->s.v_head * job->elem;
+        it.out = (float *)c->y + i * job->s.o_token + h * job->s.o_head;
+        cpu_attend(&it);
+    }
+}
+
+static inline rayo_status cpu_attention(void *state, const rayo_call *call)
+{
+    const cpu_state *st = state;
+    const rayo_attention_params *p = call->params;
+    if (p->n_q == 0 || p->n_heads == 0 || p->head_dim == 0)
+        return RAYO_OK;
+    if (p->n_q > CPU_ATTN_MAX_QUERIES)
+        return RAYO_E_UNSUPPORTED; /* prefill: the next backend's */
+    rayo_status status = cpu_attention_check(call, p);
+    if (status != RAYO_OK)
+        return status;
+    cpu_attn_job job = { .call = call, .p = p, .group = p->n_heads / p->n_kv_heads,
+                         .elem = RAYO_DTYPE_OF(call->dtypes, 1) == RAYO_DTYPE_F16 ? 2 : 4,
+                         .s = cpu_attention_layout_of(p) };
+    size_t items = p->n_q * p->n_heads;
+    size_t tasks = cpu_infer_tasks(st, items, (double)p->n_kv * (double)p->head_dim * 4);
+    size_t workers = tasks > 1 ? cpu_threads(st) : 1;
+    job.per_worker = (p->head_dim + 7) / 8 * 8 + 8; /* whole cache lines apart */
+    job.scratch = (double *)(void *)cpu_alloc_floats(st, 2 * workers * job.per_worker);
+    if (!job.scratch)
+        return RAYO_E_NOMEM;
+    job.chunk = (items + tasks - 1) / tasks;
+    cpu_parallel(st, (items + job.chunk - 1) / job.chunk, cpu_attn_task, &job);
+    cpu_free(st, job.scratch);
+    return RAYO_OK;
+}
+
+/* ---- gated units: y = f(gate) * up, m rows of n ------------------------------- */
+/* a = gate (lda), b = up (ldb), y (ldy); row(g, u, y, n) is the plugin's. */
+typedef void cpu_glu_row_fn(const float *g, const float *u, float *y, size_t n);
+
+static inline void cpu_glu_rows(const rayo_call *c, size_t lo, size_t hi, cpu_glu_row_fn *row)
+{
+    size_t lda = cpu_or_dense(c->lda, c->n), ldb = cpu_or_dense(c->ldb, c->n), ldy = cpu_or_dense(c->ldy, c->n);
+    for (size_t r = lo; r < hi; r++)
+        row((const float *)c->a + r * lda, (const float *)c->b + r * ldb, (float *)c->y + r * ldy, c->n);
+}
+
+/* The kernel CPU_KERNEL(NAME) of a gated unit whose row function is ROW. */
+#define CPU_GLU_KERNEL(NAME, ROW, COST)                                                    \
+    static void NAME##_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                      \
+    {                                                                                      \
+        (void)st;                                                                          \
+        cpu_glu_rows(c, lo, hi, ROW);                                                      \
+    }                                                                                      \
+    CPU_KERNEL_FN(NAME)                                                                    \
+    {                                                                                      \
+        cpu_run_ranges(state, call, call->m, call->n * (COST), NAME##_rows);               \
+        return RAYO_OK;                                                                    \
+    }
+
+#endif

@@ -1,0 +1,46 @@
+/* x86-plugin.c - the state and init/fini of the x86 plugins (x86-plugin.h). */
+#include "x86-plugin.h"
+
+#include <stdio.h>
+
+rayo_status x86_state_init(cpu_state *base, const x86_gemm_shape *shape)
+{
+    x86_state *st = (x86_state *)base; /* cpu_state is its first member */
+    const rayo_host *host = base->host;
+    x86_detect_caches(&st->caches);
+    shape->choose_blocking(&st->caches, &st->blocking);
+    x86_gemm_blocking_overrides(base, &st->blocking, shape->mr, shape->nr);
+    /* Streaming stores pay off only when the output could not stay in the
+     * last-level cache anyway. */
+    st->stream_bytes = cpu_setting_size(base, "stream_min_bytes", st->caches.l3, 0, SIZE_MAX);
+    if (x86_gemm_pool_init(&st->scratch_pool) != RAYO_OK)
+        return RAYO_E_BACKEND;
+    if (host->log)
+        host->log(host, RAYO_LOG_DEBUG,
+                  "caches (%s): L1d %zu KiB, L2 %zu KiB, L3 %zu KiB; sgemm blocks mc %zu kc %zu nc %zu; "
+                  "stream_min_bytes %zu",
+                  st->caches.source, st->caches.l1d >> 10, st->caches.l2 >> 10, st->caches.l3 >> 10,
+                  st->blocking.mc, st->blocking.kc, st->blocking.nc, st->stream_bytes);
+    return RAYO_OK;
+}
+
+void x86_state_fini(cpu_state *base)
+{
+    x86_state *st = (x86_state *)base;
+    x86_gemm_pool_fini(base, &st->scratch_pool);
+}
+
+void x86_describe(const char *isa, char *name, size_t size)
+{
+    char brand[64];
+    x86_cpu_brand(brand, sizeof brand);
+    snprintf(name, size, "CPU %s%s%s%s", isa, brand[0] ? " (" : "", brand, brand[0] ? ")" : "");
+}
+
+void x86_log_stream(const x86_state *st, const rayo_call *call)
+{
+    const rayo_host *host = st->cpu.host;
+    if (host->log)
+        host->log(host, RAYO_LOG_DEBUG, "op %u: %zu floats out with streaming stores (stream_min_bytes %zu)",
+                  (unsigned)call->op, call->n, st->stream_bytes);
+}

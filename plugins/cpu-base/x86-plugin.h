@@ -1,0 +1,55 @@
+/* x86-plugin.h - the state and the init/fini of the x86 plugins (avx2,
+ * avx512): both keep the cache sizes, the sgemm blocking derived from them,
+ * the streaming-store threshold and the pool of packing buffers, per context
+ * (x86-plugin.c; plain C, compiled into both). */
+#ifndef RAYO_X86_PLUGIN_H
+#define RAYO_X86_PLUGIN_H
+
+#include "cpu-base.h"
+#include "x86-cache.h"
+#include "x86-gemm.h"
+
+#include <stdint.h>
+
+typedef struct x86_state {
+    cpu_state cpu;              /* first: the base's part (the host services) */
+    x86_caches caches;
+    x86_gemm_blocking blocking;
+    size_t stream_bytes;        /* vector outputs this large use non-temporal stores */
+    x86_gemm_pool scratch_pool; /* sgemm packing buffers kept between calls */
+} x86_state;
+
+/* The plugin's sgemm tile and its rule from cache sizes to blocking. */
+typedef struct x86_gemm_shape {
+    size_t mr, nr;
+    void (*choose_blocking)(const x86_caches *caches, x86_gemm_blocking *blocking);
+} x86_gemm_shape;
+
+/* Fills the rest of the state (cpu_plugin_spec.init): caches, blocking with
+ * its [backend.NAME] mc / kc / nc overrides, stream_min_bytes, the pool. */
+rayo_status x86_state_init(cpu_state *base, const x86_gemm_shape *shape);
+void x86_state_fini(cpu_state *base);
+
+/* The device's name in rayo-info: "CPU <isa> (<brand>)". */
+void x86_describe(const char *isa, char *name, size_t size);
+
+/* Whether a vector op writes its n floats at y with non-temporal stores:
+ * outputs at least stream_bytes large, float-aligned (the loops align y to
+ * the vector size first). */
+static inline int x86_use_stream(const x86_state *st, const float *y, size_t n)
+{
+    return n * sizeof(float) >= st->stream_bytes && ((uintptr_t)y & 3) == 0;
+}
+
+/* Says at debug level that the call's output goes out with streaming
+ * stores: the observable of each context's stream_min_bytes. */
+void x86_log_stream(const x86_state *st, const rayo_call *call);
+
+/* What a vector op's kernel does once per call, before its ranges run. */
+static inline void x86_note_stream(const x86_state *st, const rayo_call *call)
+{
+    if (x86_use_stream(st, call->y, call->n))
+        x86_log_stream(st, call);
+}
+
+#endif
