@@ -3,8 +3,10 @@
 # prebuilt CPU build) on the same GGUF files, in one run: a prompt of PROMPT
 # tokens (one pass), then DECODE greedy tokens.  For every file and thread count
 # the two run interleaved (rayo, llama.cpp, rayo, ...) RUNS times; the table has
-# the best speed of each and their ratios (rayo / llama.cpp), with the load
-# average before and after each row: on a shared machine, read ratios, not speeds.
+# the best speed of each and their ratios (rayo / llama.cpp), by wall clock and
+# per CPU-second of each process (tokens / CPU time of every thread: on a
+# machine shared with other work it is what a 1-thread run would give alone),
+# with the load average before and after each row.
 #
 # usage: bench/llama-cpu.sh [MODEL.gguf ...]
 #   With no file: TinyLlama-shaped Q4_0, Q8_0 and Q4_K_M-like files made by
@@ -69,17 +71,21 @@ prompt_ids() {
     awk -v n="$prompt" -v v="$vocab" 'BEGIN { s = "1"; for (i = 1; i < n; i++) s = s "," 3 + (i * 7919) % (v - 3); print s }'
 }
 
-# One run of each: "prompt_tok_s decode_tok_s" on stdout, nothing when it failed
-# (its error output is kept in $tmp/err).
+# One run of each: "prompt decode prompt_cpu decode_cpu" on stdout (tokens per
+# second of wall clock, then per CPU-second of the process, every thread),
+# nothing when it failed (its error output is kept in $tmp/err).
 run_rayo() { # model ids threads
     # shellcheck disable=SC2086 # an optional option
     RAYO_THREADS=$3 "$rl" --backend "$backend" ${PRECISION:+--precision "$PRECISION"} --ignore-eos --tokens \
         --ctx $((prompt + decode + 16)) -n $((decode + 1)) --prompt-tokens "$2" "$1" >/dev/null 2>"$tmp/err" || return
-    sed -n 's/.*prefill [0-9]* tokens \([0-9.]*\) tok\/s.*decode [0-9]* tokens \([0-9.]*\) tok\/s.*/\1 \2/p' "$tmp/err"
+    # rayo-llama: ...: prefill N tokens R tok/s (cpu C s), decode M tokens R tok/s (cpu C s)...
+    sed -n 's/.*prefill \([0-9]*\) tokens \([0-9.]*\) tok\/s (cpu \([0-9.]*\) s), decode \([0-9]*\) tokens \([0-9.]*\) tok\/s (cpu \([0-9.]*\) s).*/\2 \5 \1 \3 \4 \6/p' \
+        "$tmp/err" | awk '{ printf "%s %s %.2f %.2f\n", $1, $2, $3 / $4, $5 / $6 }'
 }
 run_llama_cpp() { # model ids threads
     node "$bench_mjs" "$modules" "$1" "$2" "$decode" "$3" false >"$tmp/err" 2>&1 || return
-    awk '/^llama.cpp: prefill/ { print $4, $9 }' "$tmp/err"
+    # llama.cpp: prefill N RATE cpu C decode M RATE cpu C (...)
+    awk '/^llama.cpp: prefill/ { printf "%s %s %.2f %.2f\n", $4, $9, $3 / $6, $8 / $11 }' "$tmp/err"
 }
 
 # best OLD NEW: the larger, "-" counting as nothing
@@ -93,18 +99,21 @@ for model in "$@"; do
     ids=$(prompt_ids "$model") || { echo "ERROR: $rl --info $model"; exit 99; }
     for t in $threads; do
         load_before=$(cut -d' ' -f1 /proc/loadavg)
-        rp=- rd=- lp=- ld=-
+        r1=- r2=- r3=- r4=- l1=- l2=- l3=- l4=-
         i=0
         while [ $i -lt "$runs" ]; do
             echo "$label, $t threads, run $((i + 1)) of $runs" >&2
             set -- $(run_rayo "$model" "$ids" "$t")
-            [ $# -eq 2 ] && rp=$(best "$rp" "$1") rd=$(best "$rd" "$2") || echo "  rayo failed: $(tail -1 "$tmp/err")" >&2
+            [ $# -eq 4 ] && r1=$(best "$r1" "$1") r2=$(best "$r2" "$2") r3=$(best "$r3" "$3") r4=$(best "$r4" "$4") ||
+                echo "  rayo failed: $(tail -1 "$tmp/err")" >&2
             set -- $(run_llama_cpp "$model" "$ids" "$t")
-            [ $# -eq 2 ] && lp=$(best "$lp" "$1") ld=$(best "$ld" "$2") || echo "  llama.cpp failed: $(tail -1 "$tmp/err")" >&2
+            [ $# -eq 4 ] && l1=$(best "$l1" "$1") l2=$(best "$l2" "$2") l3=$(best "$l3" "$3") l4=$(best "$l4" "$4") ||
+                echo "  llama.cpp failed: $(tail -1 "$tmp/err")" >&2
             i=$((i + 1))
         done
-        printf '| %s | %s | %s / %s | %s / %s | %s / %s | %s, %s |\n' "$label" "$t" "$lp" "$ld" "$rp" "$rd" \
-            "$(ratio "$rp" "$lp")" "$(ratio "$rd" "$ld")" "$load_before" "$(cut -d' ' -f1 /proc/loadavg)" >>"$table"
+        printf '| %s | %s | %s / %s | %s / %s | %s / %s | %s / %s | %s, %s |\n' "$label" "$t" "$l1" "$l2" "$r1" "$r2" \
+            "$(ratio "$r1" "$l1")" "$(ratio "$r2" "$l2")" "$(ratio "$r3" "$l3")" "$(ratio "$r4" "$l4")" \
+            "$load_before" "$(cut -d' ' -f1 /proc/loadavg)" >>"$table"
     done
 done
 
@@ -114,6 +123,6 @@ echo "$(uname -m), $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(np
 echo "rayo backend $backend${PRECISION:+, $PRECISION precision}; llama.cpp: node-llama-cpp" \
     "$(awk -F'"' '/"version"/ { print $4; exit }' "$modules/node-llama-cpp/package.json"), CPU variant ${variant:-unknown}"
 echo
-echo "| file | threads | llama.cpp prompt / decode | rayo prompt / decode | ratio prompt / decode | load 1-min before, after |"
-echo "| --- | --- | --- | --- | --- | --- |"
+echo "| file | threads | llama.cpp prompt / decode | rayo prompt / decode | ratio prompt / decode | ratio per CPU-second | load 1-min before, after |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
 cat "$table"
