@@ -8,10 +8,11 @@ cd "$(dirname "$0")"
 
 # Packages the build needs, and the ones that let optional backends and the
 # benchmark references build and be tested (Vulkan on lavapipe, BLAS), and the
-# ABI guard (abigail-tools: tests/test-abi.sh).
+# ABI guard (abigail-tools: tests/test-abi.sh), and the Python package's tests
+# (python3-numpy, python3-pytest: tests/test-python.sh).
 PACKAGES="build-essential autoconf automake libtool libtool-bin autoconf-archive pkg-config
 libinih-dev libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
-libopenblas-dev libblis-dev abigail-tools"
+libopenblas-dev libblis-dev abigail-tools python3-numpy python3-pytest"
 
 missing=""
 for p in $PACKAGES; do

@@ -26,14 +26,16 @@
 #endif
 
 /* ---- lists ---- */
-void list_each(const char *list, char sep, void (*fn)(void *u, const char *item), void *u)
+/* Calls fn for each trimmed, non-empty item of `list`, items separated by
+ * any character of `seps`. */
+static void each_item(const char *list, const char *seps, void (*fn)(void *u, const char *item), void *u)
 {
     if (!list)
         return;
     const char *p = list;
     while (*p) {
-        const char *end = strchr(p, sep);
-        size_t len = end ? (size_t)(end - p) : strlen(p);
+        size_t len = strcspn(p, seps);
+        const char *end = p[len] ? p + len : NULL;
         while (len && isspace((unsigned char)*p)) { p++; len--; }
         while (len && isspace((unsigned char)p[len - 1])) len--;
         if (len) {
@@ -48,6 +50,19 @@ void list_each(const char *list, char sep, void (*fn)(void *u, const char *item)
     }
 }
 
+void list_each(const char *list, char sep, void (*fn)(void *u, const char *item), void *u)
+{
+    const char seps[2] = {sep, '\0'};
+    each_item(list, seps, fn, u);
+}
+
+/* Backend names never hold a space: "avx2 avx512" is two names, as is
+ * "avx2, avx512" (rayo.conf(5)). */
+void list_each_name(const char *list, void (*fn)(void *u, const char *item), void *u)
+{
+    each_item(list, ", \t", fn, u);
+}
+
 struct contains_acc { const char *name; bool found; };
 
 static void check_item(void *u, const char *item)
@@ -60,7 +75,7 @@ static void check_item(void *u, const char *item)
 bool list_contains(const char *list, const char *name)
 {
     struct contains_acc acc = {name, false};
-    list_each(list, ',', check_item, &acc);
+    list_each_name(list, check_item, &acc);
     return acc.found;
 }
 
@@ -180,9 +195,35 @@ static void config_add_file(rayo_config *cfg, const char *path, const char *stat
         cfg->files = f;
         cfg->file_cap = cap;
     }
-    cfg->files[cfg->file_count].path = rayo_strdup(path);
-    cfg->files[cfg->file_count].status = rayo_strdup(status);
-    cfg->file_count++;
+    config_file *f = &cfg->files[cfg->file_count++];
+    memset(f, 0, sizeof *f);
+    f->path = rayo_strdup(path);
+    f->status = rayo_strdup(status);
+}
+
+const char *config_file_status(const config_file *f)
+{
+    return f->problems ? f->counted : f->status;
+}
+
+/* Does msg begin with "PATH:LINE"? */
+static bool names_file_line(const char *msg, const char *path)
+{
+    size_t len = path ? strlen(path) : 0;
+    return len && !strncmp(msg, path, len) && msg[len] == ':' && isdigit((unsigned char)msg[len + 1]);
+}
+
+void config_count_problem(rayo_config *cfg, const char *msg)
+{
+    for (size_t i = cfg->file_count; i-- > 0;) {
+        config_file *f = &cfg->files[i];
+        if (!names_file_line(msg, f->path))
+            continue;
+        f->problems++;
+        snprintf(f->counted, sizeof f->counted, "read, %d problem%s (see warnings)", f->problems,
+                 f->problems == 1 ? "" : "s");
+        return;
+    }
 }
 
 void config_free(rayo_config *cfg)
@@ -203,7 +244,7 @@ void config_free(rayo_config *cfg)
 }
 
 /* ---- which keys exist ---- */
-static const char *const rayo_keys[] = {"log", "threads", NULL};
+static const char *const rayo_keys[] = {"log", "threads", "lazy_init", NULL};
 static const char *const plugins_keys[] = {"path", "load", "allow", "deny", NULL};
 static const char *const dispatch_keys[] = {"order", "offload_threshold", "force_cpu", NULL};
 static const char *const op_keys[] = {"order", "offload_threshold", "precision", NULL};
@@ -411,6 +452,29 @@ static bool is_path_key(const char *section, const char *key)
     return !strcmp(section, "plugins") && (!strcmp(key, "path") || !strcmp(key, "load"));
 }
 
+struct exists_acc { struct parse_state *ps; const char *key; const char *raw; };
+
+/* A folder of [plugins] path or a file of [plugins] load that is not there
+ * is a mistake worth a warning (the setting is kept: it may appear later). */
+static void check_exists(void *u, const char *item)
+{
+    struct exists_acc *acc = u;
+    bool want_dir = !strcmp(acc->key, "path");
+    struct stat st;
+    const char *why = NULL;
+    if (stat(item, &st) != 0)
+        why = strerror(errno);
+    else if (want_dir && !S_ISDIR(st.st_mode))
+        why = "not a directory";
+    if (!why)
+        return;
+    if (strstr(acc->raw, item)) /* as written: an absolute path */
+        problem(acc->ps, "[plugins] %s: %s: %s", acc->key, item, why);
+    else
+        problem(acc->ps, "[plugins] %s: %s: %s (a relative path is relative to %s)", acc->key, item, why,
+                acc->ps->base_dir ? "the folder of the file that names it" : "the current directory");
+}
+
 static int on_setting(void *user, const char *section, const char *key, const char *value)
 {
     struct parse_state *ps = user;
@@ -433,6 +497,8 @@ static int on_setting(void *user, const char *section, const char *key, const ch
             problem(ps, "[%s] %s: cannot resolve relative paths (ignored)", section, key);
         else
             config_set(ps->cfg, section, key, resolved, origin);
+        struct exists_acc acc = {ps, key, value};
+        list_each(resolved, ':', check_exists, &acc);
         free(resolved);
         return 1;
     }
@@ -499,30 +565,26 @@ static char *dir_of(const char *path)
     return slash == path ? rayo_strdup("/") : strndup(path, (size_t)(slash - path));
 }
 
+/* The file is listed before it is read: the warnings about it are counted
+ * against it as they are said (config_count_problem). */
 static void parse_file(rayo_context *ctx, rayo_config *cfg, const char *path, bool report_missing)
 {
     const char *refused;
     FILE *fp = open_config(ctx, path, report_missing, &refused);
-    if (!fp) {
-        config_add_file(cfg, path, refused);
+    config_add_file(cfg, path, fp ? "read" : refused);
+    core_log(ctx, RAYO_LOG_DEBUG, "config file %s: %s", path, fp ? "reading" : refused);
+    if (!fp)
         return;
-    }
     char *dir = dir_of(path);
-    int problems = config_parse_stream(ctx, cfg, path, fp, dir);
+    config_parse_stream(ctx, cfg, path, fp, dir);
     free(dir);
     fclose(fp);
-    char status[64];
-    if (problems)
-        snprintf(status, sizeof status, "read, %d problem%s (see warnings)", problems, problems == 1 ? "" : "s");
-    else
-        snprintf(status, sizeof status, "read");
-    config_add_file(cfg, path, status);
 }
 
 static void parse_string(rayo_context *ctx, rayo_config *cfg, const char *name, const char *text)
 {
-    int problems = config_parse_string(ctx, cfg, name, text);
-    config_add_file(cfg, name, problems ? "read, with problems (see warnings)" : "read");
+    config_add_file(cfg, name, "read");
+    config_parse_string(ctx, cfg, name, text);
 }
 
 static int compare_names(const void *a, const void *b)
@@ -554,6 +616,7 @@ static void parse_dir(rayo_context *ctx, rayo_config *cfg, const char *dir, cons
 {
     DIR *d = opendir(dir);
     char *pattern = rayo_asprintf("%s/*.conf", dir);
+    core_log(ctx, RAYO_LOG_DEBUG, "config folder %s: %s", dir, d ? "reading *.conf" : "no such directory");
     if (!d) {
         if (pattern)
             config_add_file(cfg, pattern, "no such directory");

@@ -106,6 +106,7 @@ RAYO_API rayo_status rayo_open(rayo_context **out, const rayo_options *opts)
         return rayo_fail(RAYO_E_NOMEM, "rayo_open: out of memory");
     ctx->log_level = RAYO_LOG_WARN;
     pthread_mutex_init(&ctx->objects_lock, NULL);
+    pthread_mutex_init(&ctx->log_lock, NULL);
     ctx->owner_pid = (long)getpid();
     if (opts && opts->struct_size >= offsetof(rayo_options, log_user) + sizeof(void *)) {
         ctx->log_fn = opts->log;
@@ -120,6 +121,7 @@ RAYO_API rayo_status rayo_open(rayo_context **out, const rayo_options *opts)
     apply_rayo_section(ctx);
     ctx->pool = pool_create(threads_setting(ctx));
     loader_load_all(ctx);
+    config_check_names(ctx);
     dispatch_resolve(ctx);
 
     size_t active = 0;
@@ -153,6 +155,7 @@ RAYO_API void rayo_close(rayo_context *ctx)
     config_free(&ctx->cfg);
     free(ctx->search_path);
     pthread_mutex_destroy(&ctx->objects_lock);
+    pthread_mutex_destroy(&ctx->log_lock);
     free(ctx);
 }
 
@@ -170,7 +173,10 @@ RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, ray
         return rayo_fail(RAYO_E_NOT_FOUND, "no backend %zu (there are %zu)", index, ctx->backend_count);
     if (info->struct_size < offsetof(rayo_backend_info, op_count) + sizeof info->op_count)
         return rayo_fail(RAYO_E_INVALID, "rayo_backend_get: set info->struct_size = sizeof(rayo_backend_info)");
-    const rayo_backend *be = ctx->backends[index];
+    /* Asking about a backend's device starts it (a deferred GPU plugin). */
+    rayo_backend *be = ctx->backends[index];
+    if (be->status == RAYO_BACKEND_LOADED)
+        backend_start(be);
     rayo_backend_info full;
     rayo_backend_info *caller = info;
     info = &full;
@@ -199,7 +205,11 @@ RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, ray
 
 RAYO_API const char *rayo_backend_device_name(const rayo_context *ctx, size_t index, size_t device)
 {
-    if (!ctx || index >= ctx->backend_count || device >= ctx->backends[index]->probe.device_count)
+    if (!ctx || index >= ctx->backend_count)
+        return NULL;
+    if (ctx->backends[index]->status == RAYO_BACKEND_LOADED)
+        backend_start(ctx->backends[index]);
+    if (device >= ctx->backends[index]->probe.device_count)
         return NULL;
     return ctx->backends[index]->probe.devices[device].name;
 }
@@ -214,7 +224,7 @@ RAYO_API const char *rayo_config_file(const rayo_context *ctx, size_t index, con
     if (!ctx || index >= ctx->cfg.file_count)
         return NULL;
     if (status)
-        *status = ctx->cfg.files[index].status;
+        *status = config_file_status(&ctx->cfg.files[index]);
     return ctx->cfg.files[index].path;
 }
 

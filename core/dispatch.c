@@ -28,17 +28,14 @@ struct order_acc {
     rayo_context *ctx;
     rayo_backend **out;
     size_t count;
-    const char *where;
 };
 
 static void take_named(void *u, const char *name)
 {
     struct order_acc *acc = u;
     rayo_backend *be = backend_by_name(acc->ctx, name);
-    if (!be || !backend_active(be)) {
-        core_log(acc->ctx, RAYO_LOG_DEBUG, "%s names backend \"%s\", which is not loaded", acc->where, name);
-        return;
-    }
+    if (!be || !backend_active(be))
+        return; /* said once by config_check_names */
     for (size_t i = 0; i < acc->count; i++)
         if (acc->out[i] == be)
             return;
@@ -133,18 +130,32 @@ static size_t offload_threshold(const rayo_context *ctx, const rayo_op_info *op,
     return DEFAULT_OFFLOAD_THRESHOLD;
 }
 
+/* RAYO_LOG=debug shows every chain as resolved ("matmul.f32.q4_k.f32: avx2 > scalar"). */
+static void log_chain(rayo_context *ctx, const rayo_op_info *op, const rayo_combo_info *combo,
+                      const rayo_chain_t *chain)
+{
+    if (ctx->log_level < RAYO_LOG_DEBUG)
+        return;
+    char links[512] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < chain->count && used < sizeof links; i++)
+        used += (size_t)snprintf(links + used, sizeof links - used, "%s%s", i ? " > " : "",
+                                 chain->links[i].be->name);
+    core_log(ctx, RAYO_LOG_DEBUG, "chain %s%s%s: %s", op->name, combo->dtypes ? "." : "",
+             combo->dtypes ? combo->name : "", chain->count ? links : "(no backend)");
+}
+
 static void resolve_chain(rayo_context *ctx, const rayo_op_info *op, const rayo_combo_info *combo,
                           rayo_backend **by_default, size_t n_default)
 {
-    char section[96], where[128];
+    char section[96];
     const char *order = op_setting(ctx, op, combo, "order", section, sizeof section);
-    snprintf(where, sizeof where, order ? "[%s] order" : "[dispatch] order (or RAYO_BACKEND)", section);
     if (!order)
         order = config_get(&ctx->cfg, "dispatch", "order");
 
     rayo_backend *ordered[MAX_BACKENDS];
-    struct order_acc acc = {ctx, ordered, 0, where};
-    list_each(order, ',', take_named, &acc);
+    struct order_acc acc = {ctx, ordered, 0};
+    list_each_name(order, take_named, &acc);
     for (size_t i = 0; i < n_default; i++)
         take_named(&acc, by_default[i]->name);
 
@@ -153,7 +164,8 @@ static void resolve_chain(rayo_context *ctx, const rayo_op_info *op, const rayo_
     const char *precision = op_setting(ctx, op, combo, "precision", psection, sizeof psection);
     chain->relaxed_default = precision && !strcmp(precision, "relaxed");
     if (precision && !chain->relaxed_default && strcmp(precision, "strict"))
-        core_log(ctx, RAYO_LOG_WARN, "[%s] precision = %s: not strict or relaxed, ignored", psection, precision);
+        core_log(ctx, RAYO_LOG_WARN, "%s: [%s] precision = %s: not strict or relaxed, ignored",
+                 config_origin(&ctx->cfg, psection, "precision"), psection, precision);
     chain->count = 0;
     for (size_t i = 0; i < acc.count; i++) {
         rayo_backend *be = ordered[i];
@@ -162,10 +174,12 @@ static void resolve_chain(rayo_context *ctx, const rayo_op_info *op, const rayo_
             continue; /* falls through to the next backend */
         rayo_link *l = &chain->links[chain->count++];
         l->be = be;
-        l->fn = fn;
+        l->fn = be->deferred ? backend_deferred_kernel : fn;
+        l->arg = be->deferred ? (void *)be : be->state;
         l->min_size = be->kind == KIND_GPU ? offload_threshold(ctx, op, be) : 0;
         l->max_size = l->min_size == SIZE_MAX ? 0 : SIZE_MAX; /* never: no size fits */
     }
+    log_chain(ctx, op, combo, chain);
 }
 
 static void resolve_op(rayo_context *ctx, const rayo_op_info *op, rayo_backend **by_default, size_t n_default)
@@ -212,7 +226,7 @@ static bool try_link(rayo_context *ctx, const rayo_link *l, const rayo_call *cal
 {
     if (atomic_load_explicit(&l->be->lost, memory_order_relaxed))
         return false;
-    *st = l->fn(l->be->state, call);
+    *st = l->fn(l->arg, call);
     if (*st == RAYO_OK)
         return true;
     note_failure(ctx, l, call, *st);
@@ -266,7 +280,7 @@ RAYO_API rayo_status rayo_run_on(rayo_context *ctx, const char *backend, const r
     if (!ctx || !backend)
         return rayo_fail(RAYO_E_INVALID, "context or backend name is NULL");
     rayo_backend *be = backend_by_name(ctx, backend);
-    if (!be || !backend_active(be))
+    if (!be || !backend_usable(be))
         return rayo_fail(RAYO_E_NOT_FOUND, "backend \"%s\" is not loaded", backend);
     const rayo_op_info *op;
     rayo_status st = call_validate(call, &op);
@@ -322,7 +336,8 @@ RAYO_API const char *rayo_backend_for(const rayo_context *ctx, rayo_op op, uint3
         return NULL;
     for (size_t i = 0; i < chain->count; i++) {
         const rayo_link *l = &chain->links[i];
-        if (size >= l->min_size && size <= l->max_size && !atomic_load(&l->be->lost))
+        if (size >= l->min_size && size <= l->max_size && !atomic_load(&l->be->lost) &&
+            !atomic_load(&l->be->demoted))
             return l->be->name;
     }
     return chain->count ? chain->links[0].be->name : NULL;

@@ -37,7 +37,9 @@ typedef struct config_entry {
 
 typedef struct config_file {
     char *path;
-    char *status;            /* "read", "not found", "2 problems", ... */
+    char *status;            /* "read", "not found", "masked by ...", ... */
+    int problems;            /* warnings that began with this file's path and a line */
+    char counted[64];        /* "read, 2 problems (see warnings)" when problems > 0 */
 } config_file;
 
 typedef struct rayo_config {
@@ -52,6 +54,11 @@ HIDDEN const char *config_get(const rayo_config *cfg, const char *section, const
 /* The entry that sets (section, key): the last one read, or NULL. */
 HIDDEN const config_entry *config_lookup(const rayo_config *cfg, const char *section, const char *key);
 HIDDEN void config_free(rayo_config *cfg);
+/* A file's status as rayo-info shows it, with its count of problems. */
+HIDDEN const char *config_file_status(const config_file *f);
+/* Counts a warning against the config file it begins with ("FILE:LINE: ..."),
+ * so that a file's count of problems is what was said about it. */
+HIDDEN void config_count_problem(rayo_config *cfg, const char *msg);
 HIDDEN bool config_bool(const char *v, bool dflt);
 /* "a directory", "a FIFO", ... for a st_mode (messages). */
 HIDDEN const char *file_type_name(unsigned mode);
@@ -71,6 +78,8 @@ HIDDEN int config_parse_string(rayo_context *ctx, rayo_config *cfg, const char *
 HIDDEN bool list_contains(const char *list, const char *name);
 /* Calls fn for each trimmed, non-empty item of a list separated by `sep`. */
 HIDDEN void list_each(const char *list, char sep, void (*fn)(void *u, const char *item), void *u);
+/* The same for a list of backend names: commas and blanks both separate. */
+HIDDEN void list_each_name(const char *list, void (*fn)(void *u, const char *item), void *u);
 
 /* ---- cpu.c ---- */
 HIDDEN uint64_t cpu_detect(void);
@@ -122,6 +131,9 @@ typedef enum backend_kind {  /* what a backend runs on; in the default order low
     KIND_GPU = 0, KIND_CPU = 1, KIND_SOFTWARE = 2
 } backend_kind;
 
+/* Keys of its own section a plugin may read (more are not remembered). */
+#define BACKEND_KEYS_MAX 64
+
 typedef struct rayo_backend {
     rayo_context *ctx;
     char name[32];
@@ -142,6 +154,16 @@ typedef struct rayo_backend {
     rayo_kernel_fn combo_kernels[COMBO_SLOTS];  /* other combinations, by op_combo_slot */
     size_t op_count;                            /* op table entries taken */
     atomic_bool lost;              /* device lost: no more calls */
+    /* A device plugin (one with a memory API) starts at its first use, not
+     * at rayo_open: deferred until then, started once (start_lock). */
+    bool deferred;
+    atomic_bool started;
+    atomic_bool demoted;           /* started lazily as a software device no order names */
+    bool named_in_order;           /* some order setting names it (config_check_names) */
+    pthread_mutex_t start_lock;
+    pthread_mutex_t keys_lock;     /* guards keys_read */
+    char *keys_read[BACKEND_KEYS_MAX]; /* keys of [backend.NAME] the plugin asked for */
+    size_t keys_read_count;
 } rayo_backend;
 
 HIDDEN void loader_load_all(rayo_context *ctx);
@@ -150,11 +172,30 @@ HIDDEN void loader_load_all(rayo_context *ctx);
 HIDDEN void loader_unload_all(rayo_context *ctx, bool call_plugins);
 HIDDEN rayo_backend *backend_by_name(const rayo_context *ctx, const char *name);
 HIDDEN bool backend_active(const rayo_backend *be);
+/* Starts a deferred backend (probe + init) once; RAYO_OK when it runs. */
+HIDDEN rayo_status backend_start(rayo_backend *be);
+/* Active, after starting it if it was deferred: for a use by name. */
+HIDDEN bool backend_usable(rayo_backend *be);
+/* The kernel of a deferred backend's links: starts it, then runs the
+ * plugin's kernel (arg is the backend). */
+HIDDEN rayo_status backend_deferred_kernel(void *arg, const rayo_call *call);
+
+/* ---- config-check.c: checks that need the loader's answer ---- */
+/* Backend names in order/allow/deny and [backend.NAME] sections: a name no
+ * plugin has is warned about once, with a close name if there is one. */
+HIDDEN void config_check_names(rayo_context *ctx);
+/* Remembers that the plugin read `key` of its section. */
+HIDDEN void backend_note_key(rayo_backend *be, const char *key);
+/* Warns about each key of the backend's section that neither the core nor
+ * the plugin read (after init: plugins read their keys in probe or init). */
+HIDDEN void backend_check_keys(rayo_backend *be);
+HIDDEN void backend_free_keys(rayo_backend *be);
 
 /* ---- dispatch.c ---- */
 typedef struct rayo_link {
     rayo_backend *be;
     rayo_kernel_fn fn;
+    void *arg;             /* fn's first argument: the plugin's state (the backend when deferred) */
     size_t min_size, max_size;
 } rayo_link;
 
@@ -198,6 +239,9 @@ HIDDEN extern const rayo_memory_api rayo_host_memory;
 HIDDEN void buffers_close_all(rayo_context *ctx, bool call_plugins);
 
 /* ---- the context ---- */
+/* Distinct messages a context remembers so as to say each once (log.c). */
+#define LOG_ONCE_MAX 512
+
 struct rayo_context {
     rayo_config cfg;
     rayo_log_level log_level;
@@ -216,6 +260,9 @@ struct rayo_context {
     long owner_pid;          /* the process that opened it (fork detection) */
     bool no_env;             /* options.no_environment */
     bool force_cpu;
+    pthread_mutex_t log_lock; /* guards said[] */
+    uint64_t said[LOG_ONCE_MAX]; /* hashes of the messages said (log.c) */
+    size_t said_count;
 };
 
 /* ---- the hot path of every call, inline ---- */
@@ -267,7 +314,7 @@ static inline __attribute__((always_inline)) rayo_status dispatch_chain(rayo_con
         const rayo_link *l = &chain->links[i];
         if (!link_fits(l, size) || atomic_load_explicit(&l->be->lost, memory_order_relaxed))
             continue;
-        rayo_status st = l->fn(l->be->state, call);
+        rayo_status st = l->fn(l->arg, call);
         if (st == RAYO_OK)
             return RAYO_OK;
         return dispatch_fallback(ctx, chain, call, op, i, st, size);

@@ -4,8 +4,8 @@ rayoincludedir = $(includedir)/rayo
 rayoinclude_HEADERS = core/rayo.h core/rayo-plugin.h core/rayo-ops.h core/rayo-op-table.h core/rayo-dtype.h
 
 core_librayo_la_SOURCES = \
-	core/internal.h core/context.c core/ops.c core/loader.c core/config.c \
-	core/dispatch.c core/cpu.c core/pool.c core/buffers.c core/log.c \
+	core/internal.h core/context.c core/ops.c core/loader.c core/config.c core/config-check.c \
+	core/dispatch.c core/cpu.c core/pool.c core/buffers.c core/log.c core/dtype.c \
 	core/plugin-check.c
 core_librayo_la_CPPFLAGS = $(AM_CPPFLAGS) -DRAYO_BUILDING_CORE \
 	-DRAYO_PLUGINDIR='"$(plugindir)"' -DRAYO_SYSCONFDIR='"$(sysconfdir)/rayo"' \
@@ -14,6 +14,9 @@ core_librayo_la_CPPFLAGS = $(AM_CPPFLAGS) -DRAYO_BUILDING_CORE \
 core_librayo_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) $(INIH_CFLAGS) -fvisibility=hidden \
 	-fno-semantic-interposition
 core_librayo_la_LIBADD = $(INIH_LIBS) $(PTHREAD_LIBS) -lm
-# Only the public API leaves the library (rayo_* functions).
+# Only the public API leaves the library (rayo_* functions not hidden),
+# each with the symbol version RAYO_1.0 (core/librayo.map).
 core_librayo_la_LDFLAGS = -version-info $(RAYO_LT_VERSION) -no-undefined \
-	-export-symbols-regex '^rayo_'
+	-Wl,--version-script=$(srcdir)/core/librayo.map
+EXTRA_core_librayo_la_DEPENDENCIES = core/librayo.map
+EXTRA_DIST += core/librayo.map

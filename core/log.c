@@ -19,16 +19,44 @@ int rayo_parse_log_level(const char *s, rayo_log_level *out)
     return -1;
 }
 
+/* Whether this message was said before in this context: a warning about a
+ * setting must come once, not once per op that reads it.  Only the first
+ * LOG_ONCE_MAX distinct messages are remembered; later ones always print. */
+static bool said_before(rayo_context *ctx, rayo_log_level level, const char *msg)
+{
+    uint64_t h = 14695981039346656037ull ^ (uint64_t)level; /* FNV-1a */
+    for (const char *p = msg; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    pthread_mutex_lock(&ctx->log_lock);
+    bool seen = false;
+    for (size_t i = 0; i < ctx->said_count && !seen; i++)
+        seen = ctx->said[i] == h;
+    if (!seen && ctx->said_count < LOG_ONCE_MAX)
+        ctx->said[ctx->said_count++] = h;
+    pthread_mutex_unlock(&ctx->log_lock);
+    return seen;
+}
+
 void core_log(const rayo_context *ctx, rayo_log_level level, const char *fmt, ...)
 {
     rayo_log_level limit = ctx ? ctx->log_level : RAYO_LOG_WARN;
-    if (level > limit)
+    /* Warnings are counted against their file even when not shown. */
+    if (level > limit && level > RAYO_LOG_WARN)
         return;
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* The context is never const where it was made: only this function's
+     * callers hold it const. */
+    rayo_context *mut = (rayo_context *)ctx;
+    if (mut && level < RAYO_LOG_DEBUG && said_before(mut, level, msg))
+        return;
+    if (mut && level <= RAYO_LOG_WARN)
+        config_count_problem(&mut->cfg, msg);
+    if (level > limit)
+        return;
     if (ctx && ctx->log_fn)
         ctx->log_fn(ctx->log_user, level, msg);
     else

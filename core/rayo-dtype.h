@@ -41,6 +41,14 @@ extern "C" {
 #define RAYO_DTYPE_STATIC_ASSERT(c, m) _Static_assert(c, m)
 #endif
 
+/* RAYO_DTYPE_FN: the helpers marked with it are static inline here (a
+ * plugin needs no librayo symbol) and also exported by librayo under the
+ * same names, compiled from these bodies (core/dtype.c defines the macro),
+ * so a foreign-function interface can call them.  rayo.h lists them. */
+#ifndef RAYO_DTYPE_FN
+#define RAYO_DTYPE_FN static inline
+#endif
+
 /* ---- ids ------------------------------------------------------------------
  * Stable numbers, part of the ABI.  F32 is 0 so that a zeroed operand
  * descriptor means "f32", as every call meant before dtypes existed. */
@@ -137,7 +145,7 @@ RAYO_DTYPE_STATIC_ASSERT(sizeof(rayo_block_q6_k) == 210, "Q6_K block is 210 byte
 #define RAYO__DTYPE_BYTES_CASE(ID, NUMBER, NAME, ELEMS, BYTES) case RAYO_DTYPE_##ID: return BYTES;
 
 /* The dtype's name ("f32", "q4_k"...); NULL for an unknown id. */
-static inline const char *rayo_dtype_name(rayo_dtype dt)
+RAYO_DTYPE_FN const char *rayo_dtype_name(rayo_dtype dt)
 {
     switch (dt) {
     RAYO_DTYPE_LIST(RAYO__DTYPE_NAME_CASE)
@@ -146,7 +154,7 @@ static inline const char *rayo_dtype_name(rayo_dtype dt)
 }
 
 /* Elements per block: 1 for plain types; 0 for an unknown id. */
-static inline size_t rayo_dtype_block_elems(rayo_dtype dt)
+RAYO_DTYPE_FN size_t rayo_dtype_block_elems(rayo_dtype dt)
 {
     switch (dt) {
     RAYO_DTYPE_LIST(RAYO__DTYPE_ELEMS_CASE)
@@ -155,7 +163,7 @@ static inline size_t rayo_dtype_block_elems(rayo_dtype dt)
 }
 
 /* Bytes per block; 0 for an unknown id. */
-static inline size_t rayo_dtype_block_bytes(rayo_dtype dt)
+RAYO_DTYPE_FN size_t rayo_dtype_block_bytes(rayo_dtype dt)
 {
     switch (dt) {
     RAYO_DTYPE_LIST(RAYO__DTYPE_BYTES_CASE)
@@ -173,7 +181,7 @@ static inline int rayo_dtype_is_block(rayo_dtype dt)
 
 /* Bytes of a row of n elements into *bytes.  Returns 1, or 0 when the id is
  * unknown, n is not a whole number of blocks, or the size overflows. */
-static inline int rayo_dtype_row_bytes(rayo_dtype dt, size_t n, size_t *bytes)
+RAYO_DTYPE_FN int rayo_dtype_row_bytes(rayo_dtype dt, size_t n, size_t *bytes)
 {
     size_t per = rayo_dtype_block_elems(dt), size = rayo_dtype_block_bytes(dt);
     if (!per || n % per)
@@ -207,7 +215,7 @@ static inline uint32_t rayo__shift_round_even(uint32_t m, unsigned shift)
     return q + (rem > half || (rem == half && (q & 1)));
 }
 
-static inline uint16_t rayo_f32_to_f16(float x)
+RAYO_DTYPE_FN uint16_t rayo_f32_to_f16(float x)
 {
     uint32_t u = rayo_f32_bits(x);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
@@ -230,7 +238,7 @@ static inline uint16_t rayo_f32_to_f16(float x)
     return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
 }
 
-static inline float rayo_f16_to_f32(uint16_t h)
+RAYO_DTYPE_FN float rayo_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;
     uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
@@ -251,7 +259,7 @@ static inline float rayo_f16_to_f32(uint16_t h)
 
 /* bf16 is the top half of an f32: rounding the low 16 bits away, ties to
  * even, is one integer add (a carry into the exponent is right, up to inf). */
-static inline uint16_t rayo_f32_to_bf16(float x)
+RAYO_DTYPE_FN uint16_t rayo_f32_to_bf16(float x)
 {
     uint32_t u = rayo_f32_bits(x);
     if ((u & 0x7fffffffu) > 0x7f800000u)
@@ -259,7 +267,7 @@ static inline uint16_t rayo_f32_to_bf16(float x)
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
 }
 
-static inline float rayo_bf16_to_f32(uint16_t h)
+RAYO_DTYPE_FN float rayo_bf16_to_f32(uint16_t h)
 {
     return rayo_f32_from_bits((uint32_t)h << 16);
 }
@@ -318,7 +326,7 @@ static inline void rayo_q4_k_scale_min(const uint8_t *scales, int j, uint8_t *sc
  * Q8_0, per block: amax = max |x|, d = amax / 127, q = roundf(x * (1 / d))
  * (0 when d is 0), d stored as f16.  The unrounded f32 d is used for q.
  * Non-finite inputs give valid but unspecified blocks. */
-static inline void rayo_quantize_q8_0(const float *x, void *dst, size_t n)
+RAYO_DTYPE_FN void rayo_quantize_q8_0(const float *x, void *dst, size_t n)
 {
     uint8_t *out = (uint8_t *)dst;
     for (size_t b = 0; b < n / RAYO_QK8_0; b++, x += RAYO_QK8_0, out += RAYO_Q8_0_BYTES) {
@@ -340,7 +348,7 @@ static inline void rayo_quantize_q8_0(const float *x, void *dst, size_t n)
  * d = max / -8, q = min(15, trunc(x * (1 / d) + 8.5)) with both operations
  * rounded to f32 (so the extreme value maps to q = 0 and its negation to 15),
  * d stored as f16. */
-static inline RAYO__NO_FMA_CONTRACT void rayo_quantize_q4_0(const float *x, void *dst, size_t n)
+RAYO_DTYPE_FN RAYO__NO_FMA_CONTRACT void rayo_quantize_q4_0(const float *x, void *dst, size_t n)
 {
     uint8_t *out = (uint8_t *)dst;
     for (size_t b = 0; b < n / RAYO_QK4_0; b++, x += RAYO_QK4_0, out += RAYO_Q4_0_BYTES) {
@@ -366,7 +374,7 @@ static inline RAYO__NO_FMA_CONTRACT void rayo_quantize_q4_0(const float *x, void
 }
 
 /* ---- dequantize (n a multiple of the block size) ------------------------- */
-static inline void rayo_dequantize_q8_0(const void *src, float *y, size_t n)
+RAYO_DTYPE_FN void rayo_dequantize_q8_0(const void *src, float *y, size_t n)
 {
     const uint8_t *blk = (const uint8_t *)src;
     for (size_t b = 0; b < n / RAYO_QK8_0; b++, blk += RAYO_Q8_0_BYTES, y += RAYO_QK8_0) {
@@ -376,7 +384,7 @@ static inline void rayo_dequantize_q8_0(const void *src, float *y, size_t n)
     }
 }
 
-static inline void rayo_dequantize_q4_0(const void *src, float *y, size_t n)
+RAYO_DTYPE_FN void rayo_dequantize_q4_0(const void *src, float *y, size_t n)
 {
     const uint8_t *blk = (const uint8_t *)src;
     for (size_t b = 0; b < n / RAYO_QK4_0; b++, blk += RAYO_Q4_0_BYTES, y += RAYO_QK4_0) {
@@ -388,7 +396,7 @@ static inline void rayo_dequantize_q4_0(const void *src, float *y, size_t n)
     }
 }
 
-static inline void rayo_dequantize_q4_k(const void *src, float *y, size_t n)
+RAYO_DTYPE_FN void rayo_dequantize_q4_k(const void *src, float *y, size_t n)
 {
     const uint8_t *blk = (const uint8_t *)src;
     for (size_t b = 0; b < n / RAYO_QK_K; b++, blk += RAYO_Q4_K_BYTES) {
@@ -414,7 +422,7 @@ static inline int rayo_q6_k_code(const uint8_t *blk, int i)
     return (low | (high << 4)) - 32;
 }
 
-static inline void rayo_dequantize_q6_k(const void *src, float *y, size_t n)
+RAYO_DTYPE_FN void rayo_dequantize_q6_k(const void *src, float *y, size_t n)
 {
     const uint8_t *blk = (const uint8_t *)src;
     for (size_t b = 0; b < n / RAYO_QK_K; b++, blk += RAYO_Q6_K_BYTES, y += RAYO_QK_K) {
@@ -428,7 +436,7 @@ static inline void rayo_dequantize_q6_k(const void *src, float *y, size_t n)
 
 /* Any float-valued dtype -> f32 (n elements, a multiple of the block size).
  * Returns 1, or 0 for I32 and unknown ids. */
-static inline int rayo_dequantize_row(rayo_dtype dt, const void *src, float *y, size_t n)
+RAYO_DTYPE_FN int rayo_dequantize_row(rayo_dtype dt, const void *src, float *y, size_t n)
 {
     const uint8_t *p = (const uint8_t *)src;
     switch (dt) {

@@ -25,7 +25,8 @@
  *   elementwise ops follow IEEE-754 / C99 libm semantics of the float64
  *   reference; maximum/minimum/max/min/argmax PROPAGATE NaN (a NaN input gives
  *   a NaN result; argmax returns the index of the first NaN); relu(NaN) = NaN;
- *   clip(NaN) = NaN.
+ *   clip(NaN) = NaN; the row ops (softmax, log_softmax, layernorm, rmsnorm)
+ *   give a whole row of NaN for a row that holds a NaN.
  * Range contract (all backends, checked by the conformance suite's groups
  * overflow, subnormal, eps0, offset, long-reduction):
  *   no intermediate overflow or underflow: where the float64 result of the

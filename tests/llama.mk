@@ -3,10 +3,10 @@
 TESTS += tests/test-llama-gguf
 check_PROGRAMS += tests/test-llama-gguf
 tests_test_llama_gguf_SOURCES = tests/test-llama-gguf.c tests/testutil.h tests/test-rng.h \
-	examples/llama/gguf-write.c examples/llama/quant-k.c examples/llama/tokenizer.c \
+	examples/llama/gguf-write.c examples/llama/tokenizer.c \
 	$(LLAMA_READER)
 tests_test_llama_gguf_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/llama
-tests_test_llama_gguf_LDADD = -lm
+tests_test_llama_gguf_LDADD = core/librayo.la -lm
 
 dist_noinst_SCRIPTS += tests/test-llama.sh
 TESTS += tests/test-llama.sh
@@ -17,5 +17,3 @@ EXTRA_DIST += tests/fuzz/fuzz-gguf.c tests/fuzz/seeds-gguf/small-q8_0.gguf \
 
 # The llama.cpp comparison (needs node-llama-cpp; run by hand, SKIPs without it).
 EXTRA_DIST += tests/llama-cpp-compare.sh tests/llama-cpp-compare.mjs
-# The speed benchmark (rayo-llama per backend, llama.cpp, PyTorch; run by hand).
-EXTRA_DIST += tests/llama-bench.sh tests/llama-bench.mjs tests/llama-torch.py

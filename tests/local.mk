@@ -1,6 +1,7 @@
 # tests/: everything here runs in `make check`.  Backend-specific tests
 # live in their own fragments.
 include tests/conform.mk
+include tests/tools.mk
 include tests/avx2.mk
 include tests/avx512.mk
 include tests/neon.mk
@@ -13,7 +14,7 @@ include tests/llama.mk
 # The core's own tests.
 include tests/plugins/local.mk
 include tests/abi/local.mk
-EXTRA_DIST += tests/testutil.h
+EXTRA_DIST += tests/testutil.h tests/README.md
 TESTS += tests/test-loader
 check_PROGRAMS += tests/test-loader
 tests_test_loader_SOURCES = tests/test-loader.c tests/testutil.h
@@ -25,11 +26,27 @@ check_PROGRAMS += tests/test-config
 tests_test_config_SOURCES = tests/test-config.c tests/testutil.h
 tests_test_config_LDADD = core/librayo.la
 
+# Mistakes in the configuration that need the loader's answer: backend
+# names (with a close name suggested), a plugin's unknown keys, missing
+# plugin folders; each said once, and counted against its file.
+TESTS += tests/test-config-names
+check_PROGRAMS += tests/test-config-names
+tests_test_config_names_SOURCES = tests/test-config-names.c tests/testutil.h
+tests_test_config_names_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_DIR='"$(abs_top_builddir)/tests/plugins/.libs"'
+tests_test_config_names_LDADD = core/librayo.la
+
 TESTS += tests/test-api
 check_PROGRAMS += tests/test-api
 tests_test_api_SOURCES = tests/test-api.c tests/testutil.h
 tests_test_api_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_api_LDADD = core/librayo.la $(PTHREAD_LIBS) -lm
+
+# A batch recorded once and replayed at a moving step, on every backend
+# (re-recorded for those that cannot replay), against one-by-one calls.
+TESTS += tests/test-batch-replay
+check_PROGRAMS += tests/test-batch-replay
+tests_test_batch_replay_SOURCES = tests/test-batch-replay.c tests/testutil.h
+tests_test_batch_replay_LDADD = core/librayo.la -lm
 
 # Bad plugin files, lying descriptors, bad config files, fork, handles after
 # destroy and close: a clear reason each, and the process alive.
@@ -47,6 +64,23 @@ TESTS += tests/test-template.sh
 # rayo-info: where each setting came from; --version of every tool.
 dist_noinst_SCRIPTS += tests/test-info-origin.sh
 TESTS += tests/test-info-origin.sh
+
+# A device plugin starts at its first use, not at rayo_open (vulkan; SKIP
+# without it).
+TESTS += tests/test-lazy-init
+check_PROGRAMS += tests/test-lazy-init
+tests_test_lazy_init_SOURCES = tests/test-lazy-init.c tests/testutil.h
+tests_test_lazy_init_LDADD = core/librayo.la
+
+# The cost of rayo_open + rayo_close with every plugin against CPU plugins
+# only: a benchmark (built by make check, not run by it).
+check_PROGRAMS += tests/bench-open
+tests_bench_open_SOURCES = tests/bench-open.c
+tests_bench_open_LDADD = core/librayo.la
+
+# rayo-info --check, --json warnings, --explain of a chain, RAYO_LOG=debug.
+dist_noinst_SCRIPTS += tests/test-info-check.sh
+TESTS += tests/test-info-check.sh
 
 # rayo-calibrate: no GPU thresholds without a GPU; with the fakegpu test
 # plugin, a drop-in that rayo-info --explain cites.
@@ -67,7 +101,6 @@ tests_test_stress_SOURCES = tests/test-stress.c tests/testutil.h
 tests_test_stress_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_stress_LDADD = core/librayo.la $(PTHREAD_LIBS)
 EXTRA_DIST += tests/sanitize.sh
-EXTRA_DIST += tests/h200-run.sh tests/bench-infer-cpu.sh
 
 # The op prototypes written out in rayo.h match rayo-ops.h (a compile-time
 # check: a mismatch fails the build of this test).
@@ -75,3 +108,21 @@ TESTS += tests/test-prototypes
 check_PROGRAMS += tests/test-prototypes
 tests_test_prototypes_SOURCES = tests/test-prototypes.c
 tests_test_prototypes_LDADD = core/librayo.la
+
+# The dtype functions librayo exports (Q4_K/Q6_K quantizers, row conversions).
+TESTS += tests/test-dtype-lib
+check_PROGRAMS += tests/test-dtype-lib
+tests_test_dtype_lib_SOURCES = tests/test-dtype-lib.c tests/testutil.h tests/test-rng.h
+tests_test_dtype_lib_LDADD = core/librayo.la -lm
+
+# librayo exports exactly the public API, with symbol version RAYO_1.0.
+dist_noinst_SCRIPTS += tests/test-exports.sh
+TESTS += tests/test-exports.sh
+
+# The Python package (python/) under pytest; SKIPs without numpy and pytest.
+dist_noinst_SCRIPTS += tests/test-python.sh
+TESTS += tests/test-python.sh
+EXTRA_DIST += python/rayo/__init__.py python/rayo/__main__.py python/rayo/_lib.py \
+	python/rayo/context.py python/rayo/device.py python/rayo/dtypes.py python/rayo/ops.py \
+	python/tests/conftest.py python/tests/test_context.py python/tests/test_dtypes.py \
+	python/tests/test_ops.py

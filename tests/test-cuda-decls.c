@@ -41,7 +41,7 @@ static void check_value(const char *name, long long theirs, long long ours)
 #define STR2(x) #x
 #define STR(x) STR2(x)
 #define NAME_STRING(name) STR(name),
-static const char *const toolkit_names[] = {CUDA_DRIVER_FUNCTIONS(NAME_STRING)};
+static const char *const toolkit_names[] = {CUDA_DRIVER_FUNCTIONS(NAME_STRING) CUDA_GRAPH_FUNCTIONS(NAME_STRING)};
 
 int main(void)
 {
@@ -58,6 +58,8 @@ int main(void)
     RAYO_CU_TENSOR_MAP_SWIZZLES(CHECK_VALUE)
     RAYO_CU_TENSOR_MAP_L2_PROMOTIONS(CHECK_VALUE)
     RAYO_CU_TENSOR_MAP_OOB_FILLS(CHECK_VALUE)
+    RAYO_CU_STREAM_CAPTURE_MODES(CHECK_VALUE)
+    RAYO_CU_GRAPH_EXEC_UPDATE_RESULTS(CHECK_VALUE)
     check_value("sizeof(CUtensorMap)", (long long)sizeof(CUtensorMap), 128);
     check_value("sizeof(CUdeviceptr)", (long long)sizeof(CUdeviceptr), 8);
 

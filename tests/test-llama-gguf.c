@@ -6,7 +6,7 @@
 #include "testutil.h"
 #include "test-rng.h"
 #include "gguf-write.h"
-#include "quant-k.h"
+#include "rayo.h" /* the Q4_K and Q6_K quantizers */
 #include "tokenizer.h"
 #include <math.h>
 
@@ -331,8 +331,8 @@ int main(void)
     test_valid();
     test_truncations();
     test_refusals();
-    check_quantizer("q4_k", quantize_q4_k, RAYO_DTYPE_Q4_K, 0.1);
-    check_quantizer("q6_k", quantize_q6_k, RAYO_DTYPE_Q6_K, 0.03);
+    check_quantizer("q4_k", rayo_quantize_q4_k, RAYO_DTYPE_Q4_K, 0.1);
+    check_quantizer("q6_k", rayo_quantize_q6_k, RAYO_DTYPE_Q6_K, 0.03);
     test_tokenizer();
     return test_summary();
 }

@@ -150,4 +150,21 @@ else
         echo "FAIL: bad feed_forward_length: $(cat "$tmp/err")"; status=1
     fi
 fi
+# The final lines say where the time went.
+$RUN "$bin/gguf-make" --scheme q8_0 --seed 3 -o "$file" 2>/dev/null || exit 99
+if $RUN "$bin/rayo-llama" --tokens -n 2 -p "$prompt" "$file" >/dev/null 2>"$tmp/err" &&
+    grep -qE "^rayo-llama: time: load [0-9.]+ s \(reading the weights\), rayo_open [0-9.]+ s, prompt [0-9.]+ s, decode [0-9.]+ s$" "$tmp/err"; then
+    echo "time line: $(grep "time:" "$tmp/err")"
+else
+    echo "FAIL: no time line: $(cat "$tmp/err")"; status=1
+fi
+# --backend naming no loaded backend is an error, not a quiet fallback: rayo
+# says which name was probably meant, rayo-llama which backends are loaded.
+if RAYO_LOG=warn $RUN "$bin/rayo-llama" -q --backend cdua --tokens -n 2 -p "$prompt" "$file" >/dev/null 2>"$tmp/err"; then
+    echo "FAIL: --backend cdua exits 0"; status=1
+elif grep -q "did you mean cuda?" "$tmp/err" && grep -q "^rayo-llama: --backend cdua: no such backend is loaded" "$tmp/err"; then
+    echo "--backend cdua: refused ($(tail -1 "$tmp/err"))"
+else
+    echo "FAIL: --backend cdua: $(cat "$tmp/err")"; status=1
+fi
 exit $status

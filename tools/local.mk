@@ -5,8 +5,10 @@
 # $(CONFORM_CPPFLAGS).
 CONFORM_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools/conform
 noinst_LTLIBRARIES += tools/conform/libconform.la
-tools_conform_libconform_la_SOURCES = tools/conform/conform.c tools/conform/conform.h \
-	tools/conform/plans-infer.c tools/conform/conform-infer.h \
+tools_conform_libconform_la_SOURCES = tools/conform/conform.h tools/conform/conform-internal.h \
+	tools/conform/rng.c tools/conform/op-domains.c tools/conform/ref-f32.c tools/conform/judge.c \
+	tools/conform/plans-f32.c tools/conform/guarded-buffer.c tools/conform/fill-inputs.c \
+	tools/conform/run-case.c tools/conform/plans-infer.c tools/conform/conform-infer.h \
 	tools/conform/ref-infer.c tools/conform/ref-infer.h
 tools_conform_libconform_la_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tools_conform_libconform_la_LIBADD = core/librayo.la -lm
@@ -20,7 +22,8 @@ tools_rayo_info_LDADD = core/librayo.la
 tools_rayo_conform_SOURCES = tools/rayo-conform.c tools/tool-version.h
 tools_rayo_conform_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tools_rayo_conform_LDADD = tools/conform/libconform.la core/librayo.la -lm
-tools_rayo_bench_SOURCES = tools/rayo-bench.c tools/tool-version.h tools/bench.h tools/bench-refs.c tools/bench-plot.c
+tools_rayo_bench_SOURCES = tools/rayo-bench.c tools/tool-version.h tools/bench.h tools/bench-refs.c tools/bench-stream.c \
+	tools/bench-plot.c
 tools_rayo_bench_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tools_rayo_bench_LDADD = tools/conform/libconform.la core/librayo.la -lm $(PTHREAD_LIBS)
 tools_rayo_bench_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)

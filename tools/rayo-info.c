@@ -4,8 +4,11 @@
  *                             one not used), devices, the dispatch chain of every op
  *   rayo-info --json          the same, as JSON
  *   rayo-info --explain OP SIZE   which backend a call would go to, and why
+ *                             (OP may name a dtype combination: matmul.f32.q4_k.f32)
+ *   rayo-info --check         the configuration's problems; exit 1 if any
  *   rayo-info --ops           the op list with accuracy contracts
  */
+#define _POSIX_C_SOURCE 200809L /* strdup */
 #include "rayo.h"
 #include "tool-version.h"
 #include <stdbool.h>
@@ -13,6 +16,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The warnings rayo said while opening (for --check and --json); they go
+ * to stderr as well, as rayo would print them. */
+#define MAX_WARNINGS 256
+static char *warnings[MAX_WARNINGS];
+static size_t warning_count, warnings_lost;
+
+static void on_log(void *user, rayo_log_level level, const char *msg)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    (void)user;
+    fprintf(stderr, "rayo: %s: %s\n", level <= RAYO_LOG_DEBUG ? names[level] : "?", msg);
+    if (level > RAYO_LOG_WARN)
+        return;
+    if (warning_count < MAX_WARNINGS && (warnings[warning_count] = strdup(msg)))
+        warning_count++;
+    else
+        warnings_lost++;
+}
 
 static const char *status_name(rayo_backend_status s)
 {
@@ -142,6 +164,9 @@ static void text_backends(const rayo_context *ctx)
         if (b.status == RAYO_BACKEND_LOADED) {
             printf("           device: %s (%s), %zu ops, default position %u\n", b.device,
                    device_type_name(b.device_type), b.op_count, b.rank + 1);
+            if (b.device_flags & RAYO_DEVICE_FLUSHES_DENORMALS)
+                printf("           note: the device may flush float32 denormals to zero (the contracts' "
+                       "exception, rayo-ops.h)\n");
             for (size_t d = 0; d < b.device_count; d++)
                 printf("           device %zu: %s\n", d, rayo_backend_device_name(ctx, i, d));
         }
@@ -256,8 +281,9 @@ static void json_output(const rayo_context *ctx)
         json_string(b.reason);
         printf(", \"device\": ");
         json_string(b.device);
-        printf(", \"device_type\": \"%s\", \"ops\": %zu, \"devices\": [",
-               device_type_name(b.device_type), b.op_count);
+        printf(", \"device_type\": \"%s\", \"flushes_denormals\": %s, \"ops\": %zu, \"devices\": [",
+               device_type_name(b.device_type),
+               b.device_flags & RAYO_DEVICE_FLUSHES_DENORMALS ? "true" : "false", b.op_count);
         for (size_t d = 0; d < b.device_count; d++) {
             printf("%s", d ? ", " : "");
             json_string(rayo_backend_device_name(ctx, i, d));
@@ -266,7 +292,12 @@ static void json_output(const rayo_context *ctx)
     }
     printf("\n  ],\n  \"dispatch\": {");
     each_chain(ctx, json_chain);
-    printf("\n  }\n}\n");
+    printf("\n  },\n  \"warnings\": [");
+    for (size_t i = 0; i < warning_count; i++) {
+        printf("%s\n    ", i ? "," : "");
+        json_string(warnings[i]);
+    }
+    printf("\n  ]\n}\n");
 }
 
 /* A valid threshold value, as the core reads it: digits or "never". */
@@ -303,51 +334,100 @@ static void explain_threshold(const rayo_context *ctx, const char *op, const cha
     printf("     threshold %zu: the built-in default (no offload_threshold setting)\n", threshold);
 }
 
-static int explain(const rayo_context *ctx, const char *op_name, const char *size_text)
+/* The chain OP names: "matmul" (its all-f32 combination) or
+ * "matmul.f32.q4_k.f32", as the dispatch list names chains; NULL if none. */
+static const rayo_combo_info *find_chain(const char *name)
 {
+    char op_name[64];
+    const char *dot = strchr(name, '.');
+    size_t len = dot ? (size_t)(dot - name) : strlen(name);
+    if (len >= sizeof op_name)
+        return NULL;
+    memcpy(op_name, name, len);
+    op_name[len] = '\0';
     const rayo_op_info *op = rayo_op_by_name(op_name);
-    if (!op) {
-        fprintf(stderr, "rayo-info: unknown op \"%s\" (rayo-info --ops lists them)\n", op_name);
+    for (size_t c = 0; op && c < rayo_op_combo_count(op->id); c++) {
+        const rayo_combo_info *combo = rayo_op_combo(op->id, c);
+        if (dot ? !strcmp(combo->name, dot + 1) : combo->dtypes == 0)
+            return combo;
+    }
+    return NULL;
+}
+
+/* Which setting ordered the chain: [op.NAME.COMBO], [op.NAME], [dispatch]. */
+static void explain_order(const rayo_context *ctx, const rayo_op_info *op, const rayo_combo_info *combo)
+{
+    char sections[3][96];
+    snprintf(sections[0], sizeof sections[0], "op.%s.%s", op->name, combo->name);
+    snprintf(sections[1], sizeof sections[1], "op.%s", op->name);
+    snprintf(sections[2], sizeof sections[2], "dispatch");
+    for (int i = 0; i < 3; i++) {
+        const char *order = rayo_config_get(ctx, sections[i], "order");
+        if (order) {
+            printf("order from [%s] order = %s, set by %s\n", sections[i], order,
+                   rayo_config_origin(ctx, sections[i], "order"));
+            return;
+        }
+    }
+    printf("default order: GPUs, then SIMD CPU backends, then scalar, then software devices\n");
+}
+
+static void explain_link(const rayo_context *ctx, const rayo_op_info *op, const rayo_link_info *l,
+                         unsigned long long size, bool runs)
+{
+    bool fits = size >= l->min_size && size <= l->max_size;
+    printf("%-8s %s", l->backend, fits ? "accepts this size" : "skipped:");
+    if (l->max_size == 0)
+        printf(" never gets host-memory calls of %s", op->name);
+    else if (!fits)
+        printf(" size below its offload threshold %zu", l->min_size);
+    if (runs && fits)
+        printf("  <- runs the call; later links take over if it fails");
+    printf("\n");
+    if (l->min_size || l->max_size == 0)
+        explain_threshold(ctx, op->name, l->backend, l->min_size);
+}
+
+static int explain(const rayo_context *ctx, const char *chain, const char *size_text)
+{
+    const rayo_combo_info *combo = find_chain(chain);
+    if (!combo) {
+        fprintf(stderr, "rayo-info: unknown op or dtype combination \"%s\" (rayo-info --ops lists the ops, "
+                        "rayo-info lists every chain: matmul, matmul.f32.q4_k.f32, ...)\n", chain);
         return 2;
     }
+    const rayo_op_info *op = rayo_op_by_id(combo->op);
     char *end;
     unsigned long long size = strtoull(size_text, &end, 10);
     if (*end || end == size_text) {
         fprintf(stderr, "rayo-info: SIZE must be a number, got \"%s\"\n", size_text);
         return 2;
     }
-    printf("%s: %s\n", op->name, op->summary);
+    printf("%s: %s\n", chain, op->summary);
     printf("work size %llu (n for vector ops, rows*cols for row ops, m*n*k for matmul)\n", size);
-    const char *order = rayo_config_get(ctx, "dispatch", "order");
-    char section[64];
-    snprintf(section, sizeof section, "op.%s", op->name);
-    const char *op_order = rayo_config_get(ctx, section, "order");
-    if (op_order)
-        printf("order from [%s] order = %s, set by %s\n", section, op_order,
-               rayo_config_origin(ctx, section, "order"));
-    else if (order)
-        printf("order from [dispatch] order = %s, set by %s\n", order, rayo_config_origin(ctx, "dispatch", "order"));
-    else
-        printf("default order: GPUs, then SIMD CPU backends, then scalar, then software devices\n");
+    explain_order(ctx, op, combo);
     rayo_link_info links[32];
-    size_t n = get_links(ctx, op->id, 0, links, 32);
-    const char *chosen = rayo_backend_for(ctx, op->id, 0, (size_t)size);
-    for (size_t i = 0; i < n && i < 32; i++) {
-        bool fits = size >= links[i].min_size && size <= links[i].max_size;
-        printf("  %zu. %-8s %s", i + 1, links[i].backend, fits ? "accepts this size" : "skipped:");
-        if (links[i].max_size == 0)
-            printf(" never gets host-memory calls of %s", op->name);
-        else if (!fits)
-            printf(" size below its offload threshold %zu", links[i].min_size);
-        if (chosen && !strcmp(chosen, links[i].backend) && fits)
-            printf("  <- runs the call; later links take over if it fails");
-        printf("\n");
-        if (links[i].min_size || links[i].max_size == 0)
-            explain_threshold(ctx, op->name, links[i].backend, links[i].min_size);
+    size_t n = get_links(ctx, op->id, combo->dtypes, links, 32);
+    const char *chosen = rayo_backend_for(ctx, op->id, combo->dtypes, (size_t)size);
+    for (size_t i = 0; i < n; i++) {
+        printf("  %zu. ", i + 1);
+        explain_link(ctx, op, &links[i], size, chosen && !strcmp(chosen, links[i].backend));
     }
     if (!n)
-        printf("no loaded backend implements %s\n", op->name);
+        printf("no loaded backend implements %s\n", chain);
     return 0;
+}
+
+/* --check: the warnings said while opening are the configuration's problems. */
+static int check_summary(void)
+{
+    size_t total = warning_count + warnings_lost;
+    if (!total) {
+        printf("rayo-info --check: no problems found\n");
+        return 0;
+    }
+    printf("rayo-info --check: %zu problem%s (the warnings above)\n", total, total == 1 ? "" : "s");
+    return 1;
 }
 
 static void list_ops(void)
@@ -368,20 +448,39 @@ static void list_ops(void)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: rayo-info [--json] [--explain OP SIZE] [--ops] [--help] [--version]\n"
+    fprintf(f, "usage: rayo-info [--json] [--check] [--explain OP SIZE] [--ops] [--help] [--version]\n"
                "Shows the config files rayo reads, the plugins it found (and why each unused\n"
                "one was not used), their devices, and which backend runs each op.\n"
+               "  --check            report the configuration's problems; exit 1 if there are any\n"
+               "  --explain OP SIZE  which backend runs OP (matmul, or a chain as listed:\n"
+               "                     matmul.f32.q4_k.f32) at work size SIZE, and why\n"
                "Environment: RAYO_LOG=debug shows every step of loading.\n");
+}
+
+/* --explain without its two arguments: say which is missing. */
+static int explain_missing(int given, char **args)
+{
+    if (given == 0)
+        fprintf(stderr, "rayo-info: --explain needs an op and a work size, e.g. --explain matmul 1000000 "
+                        "(rayo-info --ops lists the ops)\n");
+    else
+        fprintf(stderr, "rayo-info: --explain %s needs a work size too, e.g. --explain %s 1000000\n", args[0],
+                args[0]);
+    return 2;
 }
 
 int main(int argc, char **argv)
 {
-    int json = 0;
+    int json = 0, check = 0;
     const char *explain_op = NULL, *explain_size = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) {
             json = 1;
-        } else if (!strcmp(argv[i], "--explain") && i + 2 < argc) {
+        } else if (!strcmp(argv[i], "--check")) {
+            check = 1;
+        } else if (!strcmp(argv[i], "--explain")) {
+            if (i + 2 >= argc)
+                return explain_missing(argc - i - 1, argv + i + 1);
             explain_op = argv[++i];
             explain_size = argv[++i];
         } else if (!strcmp(argv[i], "--ops")) {
@@ -399,14 +498,19 @@ int main(int argc, char **argv)
         }
     }
     rayo_context *ctx;
-    rayo_options opts = {.struct_size = sizeof opts, .allow_no_backend = 1};
+    /* Every device started at open, as an application's first use would:
+     * its chains as they will run, every plugin's keys checked. */
+    rayo_options opts = {.struct_size = sizeof opts, .allow_no_backend = 1, .log = on_log,
+                         .settings = "[rayo]\nlazy_init = no\n"};
     rayo_status st = rayo_open(&ctx, &opts);
     if (st != RAYO_OK) {
         fprintf(stderr, "rayo-info: cannot open rayo: %s: %s\n", rayo_strerror(st), rayo_last_error());
         return 1;
     }
     int rc = 0;
-    if (explain_op) {
+    if (check) {
+        rc = check_summary();
+    } else if (explain_op) {
         rc = explain(ctx, explain_op, explain_size);
     } else if (json) {
         json_output(ctx);
@@ -419,5 +523,7 @@ int main(int argc, char **argv)
             printf("\nNo backend is loaded: every call will fail. The reasons are listed above.\n");
     }
     rayo_close(ctx);
+    for (size_t i = 0; i < warning_count; i++)
+        free(warnings[i]);
     return rc;
 }

@@ -7,6 +7,7 @@
 //   console.table(ctx.backends());                 // name, status, reason, device, rank...
 //   const y = ctx.add(a, b);                       // Float32Array in, Float32Array out
 //   const s = ctx.dot(a, b);                       // reductions return numbers
+//   const C = await ctx.matmulAsync(A, B, m, n, k); // may run on the GPU (webgpu)
 //   ctx.close();
 //
 // Settings are rayo.conf's (order, allow/deny, thresholds...) with no config
@@ -17,12 +18,17 @@
 // The core (rayo-core.mjs/.wasm) is a main module built without SIMD; the
 // backends are side modules in plugins/: the core's probe asks the engine
 // whether it validates SIMD128 code and loads rayo-wasm.so only then;
-// rayo-scalar.so runs everywhere.
+// rayo-scalar.so runs everywhere.  rayo-webgpu.so runs ops on the GPU
+// through WebGPU where the engine grants an adapter; its results are read
+// back asynchronously, so it serves the async forms (ctx.NAMEAsync), which
+// call the core through JSPI (WebAssembly.promising): the plugin suspends
+// the WebAssembly stack while it awaits the GPU.  The synchronous forms
+// never wait: there the webgpu plugin declines and the CPU backends run.
 
 import createRayoCore from './rayo-core.mjs';
 
 /** The side modules loaded by default, from `${base}plugins/`. */
-export const DEFAULT_PLUGINS = ['rayo-scalar.so', 'rayo-wasm.so'];
+export const DEFAULT_PLUGINS = ['rayo-scalar.so', 'rayo-wasm.so', 'rayo-webgpu.so'];
 
 /** Where the core looks for plugins in its in-memory file system. */
 const PLUGIN_DIR = '/plugins';
@@ -138,7 +144,9 @@ const ACTIVATIONS = { none: 0, relu: 1, gelu: 2, silu: 3, tanh: 4, sigmoid: 5 };
 
 /** Loads the core and the backend side modules.
  *  options.base: URL of the folder holding rayo-core.* and plugins/
- *  (default: this module's folder); options.plugins: file names. */
+ *  (default: this module's folder); options.plugins: file names;
+ *  options.webgpu: false to leave WebGPU alone, or the options of
+ *  navigator.gpu.requestAdapter (default {}). */
 export async function loadRayo(options = {}) {
   const base = new URL(options.base || './', import.meta.url);
   const plugins = options.plugins || DEFAULT_PLUGINS;
@@ -153,6 +161,8 @@ export async function loadRayo(options = {}) {
     createRayoCore(moduleArgs),
     ...plugins.map((name) => readBytes(new URL(`plugins/${name}`, base))),
   ]);
+  // the webgpu plugin's device, acquired now: its probe (in rayo_open) is synchronous
+  if (options.webgpu !== false) await core.rayoWebgpu.init(options.webgpu || {});
   core.FS.mkdirTree(PLUGIN_DIR);
   const preload = {};
   for (let i = 0; i < plugins.length; i++) {
@@ -181,6 +191,32 @@ class Rayo {
     this.ops = this.takeJson(core._rayo_js_ops_json());
     this.opByName = new Map(this.ops.map((op) => [op.name, op]));
     this.engineSimd128 = engineHasSimd128();
+    this.webgpu = core.rayoWebgpu.info();
+    this.queue = Promise.resolve(); // async calls, one at a time (one C stack)
+    this.pending = 0;
+  }
+
+  /** Calls export `name` so that the webgpu plugin may await the GPU in it;
+   *  calls run one after the other. */
+  callAsync(name, ...args) {
+    this.pending++;
+    const result = this.queue.then(() => this.core.rayoWebgpu.callAsync(name, ...args));
+    this.queue = result.catch(() => {}).finally(() => { this.pending--; });
+    return result;
+  }
+
+  /** Throws where a synchronous call would enter the core while an async
+   *  one is suspended in it. */
+  checkIdle(what) {
+    if (this.pending) throw new Error(`rayo ${what}: an async call is in progress: await it first`);
+  }
+
+  mallocString(s) {
+    if (s === null || s === undefined) return 0;
+    const size = this.core.lengthBytesUTF8(s) + 1;
+    const ptr = this.core._malloc(size);
+    this.core.stringToUTF8(s, ptr, size);
+    return ptr;
   }
 
   takeJson(ptr) {
@@ -222,6 +258,7 @@ class Context {
     this.handle = handle;
     for (const op of rayo.ops) {
       if (!(op.name in this)) this[op.name] = (...args) => this.call(op, args);
+      if (!(`${op.name}Async` in this)) this[`${op.name}Async`] = (...args) => this.callAsync(op, args);
     }
   }
 
@@ -260,12 +297,31 @@ class Context {
    *  {m, n, k}, {alpha, beta, flags}; backend: one backend only (no
    *  fallback), else the dispatch chain.  Throws on failure. */
   run(opName, call, backend) {
+    this.rayo.checkIdle(opName);
+    const op = this.opNamed(opName);
+    const status = this.rayo.withString(backend || null, (be) => this.core._rayo_js_run(...runArgs(this.handle, be, op, call)));
+    this.checkStatus(status, opName, backend);
+  }
+
+  /** run() as a Promise: the call may run on the GPU (webgpu). */
+  async runAsync(opName, call, backend) {
+    const op = this.opNamed(opName);
+    const be = this.rayo.mallocString(backend || null);
+    try {
+      const status = await this.rayo.callAsync('rayo_js_run', ...runArgs(this.handle, be, op, call));
+      this.checkStatus(status, opName, backend);
+    } finally {
+      if (be) this.core._free(be);
+    }
+  }
+
+  opNamed(opName) {
     const op = this.rayo.opByName.get(opName);
     if (!op) throw new Error(`rayo: no op "${opName}"`);
-    const ptr = (x) => (x ? x.ptr : 0);
-    const status = this.rayo.withString(backend || null, (be) => this.core._rayo_js_run(
-      this.handle, be, op.id, call.flags || 0, call.m || 0, call.n || 0, call.k || 0,
-      call.alpha || 0, call.beta || 0, ptr(call.a), ptr(call.b), ptr(call.c), ptr(call.y)));
+    return op;
+  }
+
+  checkStatus(status, opName, backend) {
     if (status !== 0) {
       const why = this.core.UTF8ToString(this.core._rayo_js_strerror(status));
       throw new Error(`rayo ${opName}${backend ? ` on ${backend}` : ''}: ${why}: ${this.rayo.lastError()}`);
@@ -276,6 +332,30 @@ class Context {
    *  number for reductions) out.  The last argument may be an options object
    *  with {backend} (matmul and gemv read their own options from it too). */
   call(op, args) {
+    this.rayo.checkIdle(op.name);
+    const { call, backend, held, take } = this.prepare(op, args);
+    try {
+      this.run(op.name, call, backend);
+      return take();
+    } finally {
+      held.forEach((h) => h.free());
+    }
+  }
+
+  /** ctx.NAMEAsync(...): call() as a Promise, for every op; the call may
+   *  run on the GPU (webgpu). */
+  async callAsync(op, args) {
+    const { call, backend, held, take } = this.prepare(op, args);
+    try {
+      await this.runAsync(op.name, call, backend);
+      return take();
+    } finally {
+      held.forEach((h) => h.free());
+    }
+  }
+
+  /** The heap operands of ctx.NAME(...args) and how to read the result. */
+  prepare(op, args) {
     let backend;
     const last = args[args.length - 1];
     if (last && typeof last === 'object' && !ArrayBuffer.isView(last) && !Array.isArray(last)) {
@@ -291,14 +371,24 @@ class Context {
     };
     try {
       const { call, out, result } = buildCall(op, args, arr, (n) => arr(new Float32Array(n)));
-      this.run(op.name, call, backend);
-      if (result === 'float') return out.view()[0];
-      if (result === 'index') return new Uint32Array(this.core.HEAPU8.buffer, out.ptr, 1)[0];
-      return out.toArray();
-    } finally {
+      const take = () => {
+        if (result === 'float') return out.view()[0];
+        if (result === 'index') return new Uint32Array(this.core.HEAPU8.buffer, out.ptr, 1)[0];
+        return out.toArray();
+      };
+      return { call, backend, held, take };
+    } catch (e) {
       held.forEach((h) => h.free());
+      throw e;
     }
   }
+}
+
+/** The arguments of rayo_js_run for a call on heap arrays. */
+function runArgs(handle, be, op, call) {
+  const ptr = (x) => (x ? x.ptr : 0);
+  return [handle, be, op.id, call.flags || 0, call.m || 0, call.n || 0, call.k || 0,
+    call.alpha || 0, call.beta || 0, ptr(call.a), ptr(call.b), ptr(call.c), ptr(call.y)];
 }
 
 /** The rayo_call of an op from the arguments of ctx.NAME(...). */

@@ -9,12 +9,11 @@
  *   mix      the types in turn, tensor by tensor (tests every format)
  * Norm weights are f32, as llama.cpp writes them.  The same seed gives the
  * same file.  A tied output gets small embeddings: with random weights the
- * token's own embedding would otherwise win every step.  Q4_K and Q6_K blocks come from quant-k.c's simple quantizers. */
+ * token's own embedding would otherwise win every step.  Q4_K and Q6_K blocks come from librayo's simple min/max quantizers. */
 #define _POSIX_C_SOURCE 200809L
 #include "gguf-write.h"
-#include "quant-k.h"
 #include <math.h>
-#include <rayo-dtype.h>
+#include <rayo.h> /* rayo-dtype.h, and the Q4_K / Q6_K quantizers */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,8 +239,8 @@ static int encode_row(uint32_t type, const float *x, size_t n, uint8_t *out)
     case GGML_TYPE_F32: memcpy(out, x, n * 4); return 0;
     case GGML_TYPE_Q8_0: rayo_quantize_q8_0(x, out, n); return 0;
     case GGML_TYPE_Q4_0: rayo_quantize_q4_0(x, out, n); return 0;
-    case GGML_TYPE_Q4_K: quantize_q4_k(x, out, n); return 0;
-    case GGML_TYPE_Q6_K: quantize_q6_k(x, out, n); return 0;
+    case GGML_TYPE_Q4_K: rayo_quantize_q4_k(x, out, n); return 0;
+    case GGML_TYPE_Q6_K: rayo_quantize_q6_k(x, out, n); return 0;
     default:
         for (size_t i = 0; i < n; i++) {
             uint16_t h = type == GGML_TYPE_F16 ? rayo_f32_to_f16(x[i]) : rayo_f32_to_bf16(x[i]);

@@ -458,6 +458,9 @@ int gguf_open(const char *path, gguf_file **out, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", path, size ? strerror(errno) : "empty file");
         return -1;
     }
+    /* The whole file is read: let the kernel read ahead while the header is
+     * parsed and the layers are checked (a hint; failure changes nothing). */
+    (void)posix_madvise(map, size, POSIX_MADV_WILLNEED);
     char msg[300];
     if (gguf_parse(map, size, out, msg, sizeof msg)) {
         snprintf(err, errlen, "%s: %s", path, msg);

@@ -7,7 +7,6 @@ examples_llama_rayo_llama_SOURCES = examples/llama/rayo-llama.c examples/llama/m
 	examples/llama/tokenizer.c examples/llama/tokenizer.h $(LLAMA_READER)
 examples_llama_rayo_llama_LDADD = core/librayo.la -lm
 examples_llama_gguf_make_SOURCES = examples/llama/gguf-make.c examples/llama/gguf-write.c \
-	examples/llama/gguf-write.h examples/llama/quant-k.c examples/llama/quant-k.h \
-	examples/llama/gguf.h
-examples_llama_gguf_make_LDADD = -lm
+	examples/llama/gguf-write.h examples/llama/gguf.h
+examples_llama_gguf_make_LDADD = core/librayo.la -lm
 EXTRA_DIST += examples/llama/README.md examples/llama/wasm-build.sh doc/benchmarks-llama.md

@@ -223,6 +223,7 @@ static void print_token(const options *o, const vocab *v, int32_t id, int first)
 /* ---- the run ------------------------------------------------------------------ */
 typedef struct run_stats {
     size_t n_prompt, n_gen;
+    double t_load, t_open;              /* wall seconds: the model's weights read, rayo_open (+ resident) */
     double t_prefill, t_decode;         /* wall seconds */
     double cpu_prefill, cpu_decode;     /* CPU seconds of the process (every thread) */
 } run_stats;
@@ -279,6 +280,23 @@ static void print_info(const llama_model *m, const gguf_file *g)
                (unsigned long long)g->tensors[i].ne[1]);
 }
 
+/* Is `name` a loaded backend?  *names gets the loaded ones ("avx2, scalar"). */
+static int backend_loaded(rayo_context *ctx, const char *name, char *names, size_t size)
+{
+    int found = 0;
+    size_t used = 0;
+    names[0] = '\0';
+    for (size_t i = 0; i < rayo_backend_count(ctx); i++) {
+        rayo_backend_info bi = {.struct_size = sizeof bi};
+        if (rayo_backend_get(ctx, i, &bi) != RAYO_OK || bi.status != RAYO_BACKEND_LOADED)
+            continue;
+        found |= !strcmp(bi.name, name);
+        if (used < size)
+            used += (size_t)snprintf(names + used, size - used, "%s%s", used ? ", " : "", bi.name);
+    }
+    return found;
+}
+
 static rayo_context *open_rayo(const options *o)
 {
     char settings[200];
@@ -290,6 +308,15 @@ static rayo_context *open_rayo(const options *o)
     rayo_status st = rayo_open(&ctx, &ro);
     if (st != RAYO_OK) {
         fprintf(stderr, "rayo-llama: rayo_open: %s: %s\n", rayo_strerror(st), rayo_last_error());
+        return NULL;
+    }
+    char names[256];
+    if (o->backend && !backend_loaded(ctx, o->backend, names, sizeof names)) {
+        /* rayo has said why (a name no backend has, with a close one; or the
+         * reason the plugin is not used: rayo-info). */
+        fprintf(stderr, "rayo-llama: --backend %s: no such backend is loaded (loaded: %s)\n", o->backend,
+                names[0] ? names : "none");
+        rayo_close(ctx);
         return NULL;
     }
     return ctx;
@@ -342,6 +369,8 @@ static void print_speed(rayo_context *ctx, const llama_model *m, const run_stats
             level[m->precision], rayo_thread_count(ctx), rs->n_prompt,
             rate(rs->n_prompt, rs->t_prefill), rs->cpu_prefill, n_dec, rate(n_dec, rs->t_decode),
             rs->cpu_decode);
+    fprintf(stderr, "rayo-llama: time: load %.2f s (reading the weights), rayo_open %.2f s, prompt %.2f s, "
+            "decode %.2f s\n", rs->t_load, rs->t_open, rs->t_prefill, rs->t_decode);
 }
 
 /* The backend --resident means: the one asked for, else the first loaded GPU
@@ -423,8 +452,11 @@ static int run(const options *o, const gguf_file *g)
     char err[300];
     llama_model m;
     vocab v;
-    if (llama_load(&m, g, o->n_ctx, o->n_batch, err, sizeof err, o->quiet ? NULL : progress) ||
-        vocab_load(&v, g, err, sizeof err)) {
+    run_stats rs = {0};
+    double t0 = now();
+    int failed = llama_load(&m, g, o->n_ctx, o->n_batch, err, sizeof err, o->quiet ? NULL : progress);
+    rs.t_load = now() - t0;
+    if (failed || vocab_load(&v, g, err, sizeof err)) {
         fprintf(stderr, "rayo-llama: %s: %s\n", o->model, err);
         return 1;
     }
@@ -442,12 +474,14 @@ static int run(const options *o, const gguf_file *g)
             printf("%s%d", i ? "," : "", ids[i]);
         printf("\n");
     }
+    t0 = now();
     rayo_context *ctx = ids && !o->tokenize ? open_rayo(o) : NULL;
     int rc = ids && o->tokenize ? 0 : 1;
-    run_stats rs = {0};
     if (!ids)
         fprintf(stderr, "rayo-llama: the prompt gives no tokens, or a bad token id\n");
-    if (ctx && make_resident(ctx, &m, o) == 0) {
+    int resident = ctx ? make_resident(ctx, &m, o) : -1;
+    rs.t_open = now() - t0;
+    if (resident == 0) {
         rc = generate(ctx, &m, &v, o, ids, n_ids, &rs);
         if (!o->quiet)
             print_speed(ctx, &m, &rs);

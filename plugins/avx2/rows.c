@@ -213,10 +213,11 @@ static void normalize_row(const float *x, const float *gamma, const float *beta,
 }
 
 /* 1 / sqrt(var + eps), and 0 where var + eps = 0 (rayo-ops.h: the
- * normalised value of a constant row with eps = 0 is 0, not 0 * inf). */
+ * normalised value of a constant row with eps = 0 is 0, not 0 * inf);
+ * a NaN in the row stays NaN, so the whole row comes out NaN. */
 static double inverse_std(double var_plus_eps)
 {
-    return var_plus_eps > 0 ? 1.0 / sqrt(var_plus_eps) : 0.0;
+    return var_plus_eps == 0 ? 0.0 : 1.0 / sqrt(var_plus_eps);
 }
 
 static void layernorm_range(const avx2_state *st, const rayo_call *c, size_t begin, size_t end)

@@ -6,7 +6,8 @@
 # files that export only their descriptor.  A *_tmpl.c file is a template: a
 # plugin's source includes it after defining its vector primitives; it is
 # never compiled alone, so it is in EXTRA_DIST and in no _SOURCES list.
-CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c plugins/cpu-base/cpu-op-table.h
+CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c plugins/cpu-base/cpu-op-table.h \
+	plugins/cpu-base/f64-fallback.h
 EXTRA_DIST += plugins/cpu-base/cpu-typed-gemv_tmpl.c plugins/cpu-base/simd128-infer_tmpl.c \
 	plugins/cpu-base/x86-infer_tmpl.c plugins/cpu-base/x86-attention_tmpl.c
 # The matmul and gemv drivers of the plugins with micro-kernels in C

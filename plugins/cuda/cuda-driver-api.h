@@ -46,6 +46,9 @@
 #define RAYO_CU_JIT_INPUT_TYPES(X) X(CU_JIT_INPUT_PTX, 1)
 #define RAYO_CU_STREAM_FLAGS(X) X(CU_STREAM_DEFAULT, 0) X(CU_STREAM_NON_BLOCKING, 1)
 #define RAYO_CU_EVENT_FLAGS(X) X(CU_EVENT_DISABLE_TIMING, 2)
+/* graphs (replayed batches) */
+#define RAYO_CU_STREAM_CAPTURE_MODES(X) X(CU_STREAM_CAPTURE_MODE_RELAXED, 2)
+#define RAYO_CU_GRAPH_EXEC_UPDATE_RESULTS(X) X(CU_GRAPH_EXEC_UPDATE_SUCCESS, 0)
 /* tensor maps (CUDA 12.0 on, sm_90): the values cuda-wgmma.c uses */
 #define RAYO_CU_TENSOR_MAP_DATA_TYPES(X) \
     X(CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 6) X(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 7) X(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 9)
@@ -70,6 +73,8 @@ typedef enum { RAYO_CU_TENSOR_MAP_INTERLEAVES(RAYO_CU_ENUMERATOR) } CUtensorMapI
 typedef enum { RAYO_CU_TENSOR_MAP_SWIZZLES(RAYO_CU_ENUMERATOR) } CUtensorMapSwizzle;
 typedef enum { RAYO_CU_TENSOR_MAP_L2_PROMOTIONS(RAYO_CU_ENUMERATOR) } CUtensorMapL2promotion;
 typedef enum { RAYO_CU_TENSOR_MAP_OOB_FILLS(RAYO_CU_ENUMERATOR) } CUtensorMapFloatOOBfill;
+typedef enum { RAYO_CU_STREAM_CAPTURE_MODES(RAYO_CU_ENUMERATOR) } CUstreamCaptureMode;
+typedef enum { RAYO_CU_GRAPH_EXEC_UPDATE_RESULTS(RAYO_CU_ENUMERATOR) } CUgraphExecUpdateResult;
 #undef RAYO_CU_ENUMERATOR
 
 /* Entry points whose signature changed over the years carry a version
@@ -86,6 +91,9 @@ typedef enum { RAYO_CU_TENSOR_MAP_OOB_FILLS(RAYO_CU_ENUMERATOR) } CUtensorMapFlo
 #define cuMemcpyDtoHAsync cuMemcpyDtoHAsync_v2
 #define cuStreamDestroy cuStreamDestroy_v2
 #define cuEventDestroy cuEventDestroy_v2
+#define cuStreamBeginCapture cuStreamBeginCapture_v2
+#define cuGraphInstantiate cuGraphInstantiateWithFlags
+#define cuGraphExecUpdate cuGraphExecUpdate_v2
 
 /* 128 opaque bytes the driver fills; passed to kernels by value */
 typedef struct CUtensorMap_st {
@@ -104,6 +112,15 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUevent_st *CUevent;
 typedef struct CUstream_st *CUstream;
 typedef struct CUlinkState_st *CUlinkState;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct CUgraphExec_st *CUgraphExec;
+#ifndef RAYO_CUDA_DECLS_CHECK
+typedef struct CUgraphExecUpdateResultInfo_st {
+    CUgraphExecUpdateResult result;
+    CUgraphNode errorNode, errorFromNode;
+} CUgraphExecUpdateResultInfo;
+#endif
 typedef uint32_t cuuint32_t;
 typedef uint64_t cuuint64_t;
 
@@ -151,6 +168,14 @@ CUresult cuEventRecord(CUevent event, CUstream stream);
 CUresult cuEventQuery(CUevent event);
 CUresult cuEventSynchronize(CUevent event);
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags);
+/* graphs: optional (a batch without them launches its kernels one by one) */
+CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode);
+CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph);
+CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, unsigned long long flags);
+CUresult cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo *info);
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream);
+CUresult cuGraphExecDestroy(CUgraphExec exec);
+CUresult cuGraphDestroy(CUgraph graph);
 /* optional: resolved where the driver has it (cuda-driver.c) */
 CUresult cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *address,
                                 const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,

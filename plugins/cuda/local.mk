@@ -4,10 +4,7 @@
 # cuda.h (or, without a toolkit, cuda-driver-api.h) gives the types only;
 # libcuda.so.1 is dlopened at run time.
 
-EXTRA_DIST += plugins/cuda/50-cuda.conf plugins/cuda/h100.sh plugins/cuda/h100-torch.py \
-	plugins/cuda/h200-bandwidth.sh plugins/cuda/h200-bandwidth-torch.py plugins/cuda/h200-wgmma.sh \
-	plugins/cuda/infer-torch.py plugins/cuda/h200-shapes-torch.py plugins/cuda/h200-shapes.sh plugins/cuda/h200-mma16.sh \
-	doc/benchmarks-cuda.md
+EXTRA_DIST += plugins/cuda/50-cuda.conf doc/benchmarks-cuda.md
 
 if BUILD_CUDA
 plugin_LTLIBRARIES += plugins/cuda/rayo-cuda.la
@@ -16,7 +13,7 @@ plugins_cuda_rayo_cuda_la_SOURCES = \
 	plugins/cuda/cuda-driver.c plugins/cuda/cuda-plugin.c plugins/cuda/cuda-launch.c \
 	plugins/cuda/cuda-host.c plugins/cuda/cuda-memory.c plugins/cuda/cuda-infer.c \
 	plugins/cuda/cuda-typed-matmul.c plugins/cuda/cuda-matmul-small.c plugins/cuda/cuda-wgmma.c \
-	plugins/cuda/cuda-mma16.c
+	plugins/cuda/cuda-mma16.c plugins/cuda/cuda-profile.c
 nodist_plugins_cuda_rayo_cuda_la_SOURCES = plugins/cuda/cuda-ptx.c
 plugins_cuda_rayo_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 plugins_cuda_rayo_cuda_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -fvisibility=hidden
@@ -30,19 +27,12 @@ CLEANFILES += plugins/cuda/cuda-ptx.c
 plugins/cuda/cuda-ptx.c: ptx/gen-ptx$(BUILD_EXEEXT)
 	$(AM_V_GEN)$(MKDIR_P) plugins/cuda && ptx/gen-ptx$(BUILD_EXEEXT) --c-source $@
 
-# Benchmarks through the public API (plugins/cuda/h100.sh runs them).
-noinst_PROGRAMS += plugins/cuda/cuda-bench
-plugins_cuda_cuda_bench_SOURCES = plugins/cuda/cuda-bench.c
-plugins_cuda_cuda_bench_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
-plugins_cuda_cuda_bench_LDADD = tools/conform/libconform.la core/librayo.la $(PTHREAD_LIBS) -lm
 # Host-memory calls against the PCIe link, measured through the plugin's own
-# driver loader (cuda-driver.c) in the same run.
+# driver loader (cuda-driver.c) in the same run: it links plugin internals,
+# so it lives here; the benchmarks through the public API are in bench/.
 noinst_PROGRAMS += plugins/cuda/cuda-host-bench
 plugins_cuda_cuda_host_bench_SOURCES = plugins/cuda/cuda-host-bench.c plugins/cuda/cuda-driver.c
 plugins_cuda_cuda_host_bench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 plugins_cuda_cuda_host_bench_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 plugins_cuda_cuda_host_bench_LDADD = core/librayo.la $(PTHREAD_LIBS) -lm
-noinst_PROGRAMS += plugins/cuda/cuda-bench-infer
-plugins_cuda_cuda_bench_infer_SOURCES = plugins/cuda/cuda-bench-infer.c
-plugins_cuda_cuda_bench_infer_LDADD = core/librayo.la -lm
 endif

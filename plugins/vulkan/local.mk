@@ -12,10 +12,7 @@ VK_SHADER_FILES = \
 VK_SHADER_TOOLS = plugins/vulkan/shaders.list plugins/vulkan/embed-shaders.sh
 
 EXTRA_DIST += $(VK_SHADER_FILES) $(VK_SHADER_TOOLS) \
-	plugins/vulkan/50-vulkan.conf plugins/vulkan/h100.sh \
-	plugins/vulkan/h100-torch.py doc/benchmarks-vulkan.md \
-	plugins/vulkan/h200-infer.sh plugins/vulkan/torch-infer.py \
-	plugins/vulkan/h200-matmul.sh plugins/vulkan/h200-gemv.sh
+	plugins/vulkan/50-vulkan.conf doc/benchmarks-vulkan.md
 
 if BUILD_VULKAN
 plugin_LTLIBRARIES += plugins/vulkan/rayo-vulkan.la
@@ -31,11 +28,6 @@ plugins_vulkan_rayo_vulkan_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -fvisibili
 plugins_vulkan_rayo_vulkan_la_LDFLAGS = $(RAYO_MODULE_FLAGS)
 plugins_vulkan_rayo_vulkan_la_LIBADD = $(PTHREAD_LIBS) -lm
 confd_DATA += plugins/vulkan/50-vulkan.conf
-
-# benchmarks through the public API (plugins/vulkan/h100.sh runs them)
-noinst_PROGRAMS += plugins/vulkan/vk-bench
-plugins_vulkan_vk_bench_SOURCES = plugins/vulkan/vk-bench.c
-plugins_vulkan_vk_bench_LDADD = core/librayo.la -lm
 
 BUILT_SOURCES += plugins/vulkan/vk-shaders.h
 CLEANFILES += plugins/vulkan/vk-shaders.h

@@ -580,8 +580,8 @@ static rayo_status vk_init(const rayo_host *host, uint32_t device, void **state)
     }
     char notes[200];
     device_notes(&s->fi, s->phys, notes, sizeof notes);
-    if (notes[0])
-        host->log(host, RAYO_LOG_WARN, "%s: %s", s->props.deviceName, notes);
+    if (notes[0]) /* a fact about the device, not a problem: rayo-info shows it */
+        host->log(host, RAYO_LOG_INFO, "%s: %s", s->props.deviceName, notes);
     host->log(host, RAYO_LOG_INFO, "cooperative matrix: NV %s, KHR %s; f16 matmul %s (K step %u)",
               has_device_extension(s, "VK_NV_cooperative_matrix") ? "yes" : "no",
               has_device_extension(s, "VK_KHR_cooperative_matrix") ? "yes" : "no",

@@ -31,6 +31,7 @@ WASM_MAKE_ARGS = -f $(abs_top_srcdir)/wasm/wasm.mk \
 	  CONFORM_SOURCES='$(tools_conform_libconform_la_SOURCES) $(tools_rayo_conform_SOURCES)' \
 	  SCALAR_SOURCES='$(plugins_scalar_rayo_scalar_la_SOURCES)' \
 	  WASM_SOURCES='$(WASM_PLUGIN_FILES)' \
+	  WEBGPU_SOURCES='$(WEBGPU_PLUGIN_FILES)' \
 	  BENCH_SOURCES='$(tools_rayo_bench_SOURCES)' \
 	  JS_GLUE_SOURCES='$(WASM_GLUE_FILES)' \
 	  WEB_FILES='$(WASM_WEB_FILES)'
@@ -54,4 +55,4 @@ clean-local: clean-wasm
 
 EXTRA_DIST += $(WASM_PLUGIN_FILES) plugins/wasm/fit-coefficients.py \
 	$(WASM_GLUE_FILES) wasm/wasm.mk wasm/node-env.js wasm/side-imports.mjs \
-	wasm/rayo.mjs wasm/README.md wasm/bench-quant-gemv.sh $(WASM_WEB_FILES) core/ini-min.c core/ini-min.h
+	wasm/rayo.mjs wasm/README.md $(WASM_WEB_FILES) core/ini-min.c core/ini-min.h

@@ -133,10 +133,11 @@ static void log_softmax_row(const float *x, float *y, size_t n)
 }
 
 /* 1 / sqrt(var + eps), and 0 where var + eps = 0 (rayo-ops.h: the
- * normalised value of a constant row with eps = 0 is 0, not 0 * inf). */
+ * normalised value of a constant row with eps = 0 is 0, not 0 * inf);
+ * a NaN in the row stays NaN, so the whole row comes out NaN. */
 static double inverse_std(double var_plus_eps)
 {
-    return var_plus_eps > 0 ? 1.0 / sqrt(var_plus_eps) : 0.0;
+    return var_plus_eps == 0 ? 0.0 : 1.0 / sqrt(var_plus_eps);
 }
 
 /* ---- layernorm, rmsnorm -------------------------------------------------------------

@@ -42,6 +42,12 @@ tests_plugins_rayo_fakelost_la_SOURCES = tests/plugins/fake.c
 tests_plugins_rayo_fakelost_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_LOST -DFAKE_NAME='"fakelost"'
 tests_plugins_rayo_fakelost_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
 
+# A file whose name differs from the name its descriptor gives (a warning).
+check_LTLIBRARIES += tests/plugins/rayo-fakemisnamed.la
+tests_plugins_rayo_fakemisnamed_la_SOURCES = tests/plugins/fake.c
+tests_plugins_rayo_fakemisnamed_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_GOOD -DFAKE_NAME='"othername"'
+tests_plugins_rayo_fakemisnamed_la_LDFLAGS = $(FAKE_MODULE_FLAGS)
+
 check_LTLIBRARIES += tests/plugins/rayo-fakebadmagic.la
 tests_plugins_rayo_fakebadmagic_la_SOURCES = tests/plugins/fake.c
 tests_plugins_rayo_fakebadmagic_la_CPPFLAGS = $(FAKE_CPPFLAGS) -DFAKE_BADMAGIC -DFAKE_NAME='"fakebadmagic"'

@@ -9,7 +9,7 @@
 
 /* Whether op has cases here: convert, get_rows, rope, attention, swiglu,
  * geglu, geglu_tanh (only here), and matmul and gemv (their dtype
- * combinations and strided views here; dense f32 in conform.c). */
+ * combinations and strided views here; dense f32 in plans-f32.c). */
 int conform_infer_has_plan(const rayo_op_info *op);
 
 /* Runs op's cases here and adds them to *result (cases, failures, reports,
@@ -17,5 +17,9 @@ int conform_infer_has_plan(const rayo_op_info *op);
  * becomes 1, implemented 1 when the backend ran a non-empty case.  Returns 1
  * when a case failed, else 0. */
 int conform_infer_check(const conform_options *opts, const rayo_op_info *op, conform_result *result);
+
+/* Are the cases of a call with these operand dtypes (RAYO_DTYPES) wanted
+ * by opts->only_dtype? */
+int conform_dtypes_wanted(const conform_options *opts, uint32_t dtypes);
 
 #endif

@@ -1,0 +1,19 @@
+#!/bin/sh
+# test-python.sh - the Python package's tests (python/tests, pytest) against
+# this build's librayo.  SKIP (77) with the reason when no Python 3 here has
+# numpy and pytest (Debian: python3-numpy python3-pytest).
+set -u
+for py in ${PYTHON:-} python3 /usr/bin/python3; do
+    if "$py" -c 'import numpy, pytest' >/dev/null 2>&1; then
+        python=$py
+        break
+    fi
+done
+if [ -z "${python:-}" ]; then
+    echo "SKIP: no python3 with numpy and pytest (install python3-numpy python3-pytest)"
+    exit 77
+fi
+RAYO_LIBRARY=$abs_top_builddir/core/.libs/librayo.so.0
+export RAYO_LIBRARY
+# -p no:cacheprovider: write nothing into the (possibly read-only) source tree.
+exec "$python" -B -m pytest -q -p no:cacheprovider -rs "$abs_top_srcdir/python/tests"
