@@ -110,13 +110,13 @@ static inline __m256 v_selu(__m256 x)
         __m256i m = v_lane_mask(count);                                                  \
         _mm256_maskstore_ps(y, m, name##_vec(_mm256_maskload_ps(a, m), alpha, beta));  \
     }                                                                                  \
-    static void name##_range(const avx2_state *st, const rayo_call *c, size_t i,      \
+    static void name##_range(const cpu_state *st, const rayo_call *c, size_t i,      \
                              size_t end)                                               \
     {                                                                                  \
         const float *a = c->a;                                                         \
         float *y = c->y;                                                               \
         const __m256 alpha = _mm256_set1_ps(c->alpha), beta = _mm256_set1_ps(c->beta); \
-        if (x86_use_stream(st, y, c->n)) {                                                 \
+        if (x86_use_stream((const x86_state *)st, y, c->n)) {                                                 \
             size_t head = to_alignment(y, i, end);                                     \
             if (head) {                                                                \
                 name##_masked(a + i, y + i, head, alpha, beta);                        \
@@ -154,12 +154,12 @@ static inline __m256 v_selu(__m256 x)
         _mm256_maskstore_ps(y, m, name##_vec(_mm256_maskload_ps(a, m),                 \
                                              _mm256_maskload_ps(b, m)));               \
     }                                                                                  \
-    static void name##_range(const avx2_state *st, const rayo_call *c, size_t i,      \
+    static void name##_range(const cpu_state *st, const rayo_call *c, size_t i,      \
                              size_t end)                                               \
     {                                                                                  \
         const float *a = c->a, *b = c->b;                                              \
         float *y = c->y;                                                               \
-        if (x86_use_stream(st, y, c->n)) {                                                 \
+        if (x86_use_stream((const x86_state *)st, y, c->n)) {                                                 \
             size_t head = to_alignment(y, i, end);                                     \
             if (head) {                                                                \
                 name##_masked(a + i, b + i, y + i, head);                              \
@@ -214,7 +214,7 @@ UNARY_OP(exp, PARALLEL_TRANSCENDENTAL, v_exp_exact_subnormal(x))
 UNARY_OP(log, PARALLEL_TRANSCENDENTAL, v_log(x))
 
 /* ---- axpy: y = alpha * a + y (y is read, so no streaming stores) ------------- */
-static void axpy_range(const avx2_state *st, const rayo_call *c, size_t i, size_t end)
+static void axpy_range(const cpu_state *st, const rayo_call *c, size_t i, size_t end)
 {
     const float *a = c->a;
     float *y = c->y;
@@ -290,7 +290,7 @@ static bias_act_row_fn *const bias_act_rows[RAYO_ACT_LIMIT] = {
 };
 
 /* Rows [begin, end) of a bias_act call (m rows of n). */
-static void bias_act_range(const avx2_state *st, const rayo_call *c, size_t begin, size_t end)
+static void bias_act_range(const cpu_state *st, const rayo_call *c, size_t begin, size_t end)
 {
     bias_act_row_fn *row = bias_act_rows[c->flags];
     const float *a = c->a;

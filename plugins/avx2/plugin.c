@@ -1,5 +1,5 @@
 /* plugin.c - the AVX2+FMA backend: its device name, its sgemm blocking rule,
- * its range splitting, op table and descriptor (the state and the rest of
+ * op table and descriptor (the state and the rest of
  * the glue are ../cpu-base: x86-plugin.c, cpu-base.c).
  *
  * The core checks the descriptor's cpu_features (AVX2, FMA, F16C, and that
@@ -7,48 +7,6 @@
  * needs to check the CPU again.
  */
 #include "plugin.h"
-
-/* ---- threads --------------------------------------------------------------- */
-/* Not cpu_run_ranges: avx2 splits by element count (its thresholds are
- * measured per op class, elementwise.c and rows.c) into one chunk per
- * thread at cache-line granules, and its range functions read the state
- * (streaming stores). */
-
-typedef struct range_job {
-    const avx2_state *st;
-    const rayo_call *call;
-    avx2_range_fn *fn;
-    size_t n, chunk;
-} range_job;
-
-static void range_task(void *arg, size_t task, unsigned worker)
-{
-    const range_job *job = arg;
-    size_t begin = task * job->chunk;
-    size_t end = begin + job->chunk < job->n ? begin + job->chunk : job->n;
-    (void)worker;
-    if (begin < end)
-        job->fn(job->st, job->call, begin, end);
-}
-
-void avx2_run_ranges(const avx2_state *st, const rayo_call *call, size_t n,
-                     size_t min_parallel, size_t granule, avx2_range_fn *fn)
-{
-    /* Small calls first, without asking the core for its thread count. */
-    if (n < min_parallel) {
-        fn(st, call, 0, n);
-        return;
-    }
-    unsigned threads = cpu_threads(&st->cpu);
-    if (threads <= 1) {
-        fn(st, call, 0, n);
-        return;
-    }
-    /* One chunk per thread, rounded up to the granule. */
-    size_t chunk = ((n + threads - 1) / threads + granule - 1) / granule * granule;
-    range_job job = { st, call, fn, n, chunk };
-    cpu_parallel(&st->cpu, (n + chunk - 1) / chunk, range_task, &job);
-}
 
 /* ---- device name, state ---------------------------------------------------- */
 
@@ -93,7 +51,7 @@ const cpu_plugin_spec cpu_plugin = {
     .state_size = sizeof(avx2_state),
     .init = init_state,
     .fini = x86_state_fini,
-    .range_granule = 1, /* cpu_run_ranges is not used: see avx2_run_ranges */
+    .range_granule = 1, /* cpu_run_ranges is not used: see avx2_run_ranges (plugin.h) */
 };
 
 /* Every dtype combination of rayo-ops.h has a kernel here (CPU_COMBO_*:

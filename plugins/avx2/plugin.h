@@ -4,7 +4,7 @@
  * and exports only its descriptor.  The glue it shares with the other CPU
  * plugins (threads, probe/init/fini, descriptor) is in ../cpu-base.
  * Files, by op class:
- *   plugin.c       device name, sgemm blocking rule, range splitting, op table
+ *   plugin.c       device name, sgemm blocking rule, op table
  *   elementwise.c  binary, unary and activation ops, axpy, bias_act
  *   reduce.c       sum, dot, max, min, argmax, norms
  *   rows.c         softmax, log_softmax, layernorm, rmsnorm, transpose
@@ -29,14 +29,19 @@
  * buffers; ../cpu-base/x86-plugin.h). */
 typedef x86_state avx2_state;
 
-/* ---- plugin.c: threads ------------------------------------------------- */
-/* Runs fn(call, begin, end) over [0, n) split in one chunk per thread when
- * n >= min_parallel, else in one piece on the calling thread.  Chunk bounds
- * are multiples of granule (64 elements for vectors: whole cache lines;
- * 1 for rows). */
-typedef void avx2_range_fn(const avx2_state *st, const rayo_call *call, size_t begin, size_t end);
-void avx2_run_ranges(const avx2_state *st, const rayo_call *call, size_t n,
-                     size_t min_parallel, size_t granule, avx2_range_fn *fn);
+/* ---- threads ----------------------------------------------------------- */
+/* Runs fn(st, call, begin, end) over [0, n) split in one chunk per thread
+ * when n >= min_parallel, else in one piece on the calling thread (avx2's
+ * thresholds are measured per op class, elementwise.c and rows.c).  Chunk
+ * bounds are multiples of granule (64 elements for vectors: whole cache
+ * lines; 1 for rows).  The range functions get the state as a cpu_state
+ * (x86_state's first member). */
+typedef cpu_range_fn avx2_range_fn;
+static inline void avx2_run_ranges(const void *state, const rayo_call *call, size_t n,
+                                   size_t min_parallel, size_t granule, avx2_range_fn *fn)
+{
+    cpu_run_per_thread(state, call, n, min_parallel, granule, fn);
+}
 #define AVX2_VECTOR_GRANULE 64
 
 /* ---- reduce.c: helpers shared with rows.c ------------------------------ */

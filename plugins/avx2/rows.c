@@ -124,14 +124,14 @@ static void log_softmax_row(const float *x, float *y, size_t n)
     }
 }
 
-static void softmax_range(const avx2_state *st, const rayo_call *c, size_t begin, size_t end)
+static void softmax_range(const cpu_state *st, const rayo_call *c, size_t begin, size_t end)
 {
     (void)st;
     for (size_t i = begin; i < end; i++)
         softmax_row((const float *)c->a + i * c->n, (float *)c->y + i * c->n, c->n);
 }
 
-static void log_softmax_range(const avx2_state *st, const rayo_call *c, size_t begin, size_t end)
+static void log_softmax_range(const cpu_state *st, const rayo_call *c, size_t begin, size_t end)
 {
     (void)st;
     for (size_t i = begin; i < end; i++)
@@ -220,7 +220,7 @@ static double inverse_std(double var_plus_eps)
     return var_plus_eps == 0 ? 0.0 : 1.0 / sqrt(var_plus_eps);
 }
 
-static void layernorm_range(const avx2_state *st, const rayo_call *c, size_t begin, size_t end)
+static void layernorm_range(const cpu_state *st, const rayo_call *c, size_t begin, size_t end)
 {
     (void)st;
     size_t n = c->n;
@@ -232,7 +232,7 @@ static void layernorm_range(const avx2_state *st, const rayo_call *c, size_t beg
     }
 }
 
-static void rmsnorm_range(const avx2_state *st, const rayo_call *c, size_t begin, size_t end)
+static void rmsnorm_range(const cpu_state *st, const rayo_call *c, size_t begin, size_t end)
 {
     (void)st;
     size_t n = c->n;
@@ -289,7 +289,7 @@ static void transpose_tile(const float *a, float *y, size_t m, size_t n, size_t 
 }
 
 /* Items are bands of TILE rows of a. */
-static void transpose_range(const avx2_state *st, const rayo_call *c, size_t begin, size_t end)
+static void transpose_range(const cpu_state *st, const rayo_call *c, size_t begin, size_t end)
 {
     (void)st;
     size_t m = c->m, n = c->n;

@@ -75,6 +75,23 @@ void cpu_run_ranges(const cpu_state *st, const rayo_call *call, size_t count,
     cpu_parallel(st, (count + chunk - 1) / chunk, range_task, &job);
 }
 
+void cpu_run_per_thread(const cpu_state *st, const rayo_call *call, size_t n, size_t min_parallel,
+                        size_t granule, cpu_range_fn *fn)
+{
+    if (n < min_parallel) {
+        fn(st, call, 0, n);
+        return;
+    }
+    size_t threads = cpu_threads(st);
+    if (threads <= 1) {
+        fn(st, call, 0, n);
+        return;
+    }
+    size_t chunk = ((n + threads - 1) / threads + granule - 1) / granule * granule;
+    range_job job = { st, call, fn, n, chunk };
+    cpu_parallel(st, (n + chunk - 1) / chunk, range_task, &job);
+}
+
 /* ---- reductions ---------------------------------------------------------- */
 
 #define REDUCE_MAX_CHUNKS 64

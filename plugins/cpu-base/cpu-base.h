@@ -73,6 +73,13 @@ typedef void cpu_range_fn(const cpu_state *st, const rayo_call *call, size_t lo,
 void cpu_run_ranges(const cpu_state *st, const rayo_call *call, size_t count,
                     size_t work_per_item, cpu_range_fn *fn);
 
+/* Runs fn(st, call, lo, hi) over [0, n) in one chunk per thread, its bounds
+ * at multiples of granule, when n >= min_parallel; else in one piece on the
+ * calling thread (without asking the host for its thread count).  For
+ * kernels whose thresholds are measured per op class in items (avx2). */
+void cpu_run_per_thread(const cpu_state *st, const rayo_call *call, size_t n, size_t min_parallel,
+                        size_t granule, cpu_range_fn *fn);
+
 /* ---- reductions: sum, dot, norm_l1, norm_l2 ------------------------------ */
 typedef enum cpu_reduction { CPU_RED_SUM, CPU_RED_ABS, CPU_RED_DOT, CPU_RED_SQUARES } cpu_reduction;
 
