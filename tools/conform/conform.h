@@ -106,13 +106,21 @@ typedef struct conform_options {
     /* Called before each case (NULL: not called). */
     void (*progress)(void *user, size_t done, size_t total);
     void *progress_user;
+    /* 0: every case.  RAYO_DTYPE_BIT(D): only the cases of dtype D, those
+     * with an operand in D (for f32: with every operand in f32), so that one
+     * typed kernel gets all its cases and nothing else runs. */
+    uint32_t only_dtype;
 } conform_options;
+
+/* Does op have cases of dtype dt (see conform_options.only_dtype)? */
+int conform_op_has_dtype(const rayo_op_info *op, rayo_dtype dt);
 
 #define CONFORM_MAX_REPORTS 4
 
 typedef struct conform_result {
     int has_reference;     /* 0: the engine does not know this op (nothing run) */
-    int implemented;       /* 0: every non-empty case answered RAYO_E_UNSUPPORTED */
+    int implemented;       /* 0: the backend computed no non-empty case (it answered
+                            * RAYO_E_UNSUPPORTED, or refused as expected) */
     size_t cases;          /* cases run */
     size_t failed;         /* cases that broke the contract */
     size_t unsupported;    /* cases answered RAYO_E_UNSUPPORTED (allowed: fall through) */

@@ -844,7 +844,10 @@ static int reference_of(ictx *x, build_fn *build, const void *spec, conform_rng 
 static void judge(ictx *x, icase *t, rayo_status st, build_fn *build, const void *spec, conform_rng at,
                   int relaxed)
 {
-    if (!is_empty(t))
+    /* Evidence that the backend has the kernel: it computed a non-empty
+     * case, or answered one wrongly.  A refusal that was expected proves
+     * nothing (the core's own validation gives it for every backend). */
+    if (!is_empty(t) && (st == RAYO_OK || st != t->expected))
         x->supported_nonempty++;
     const rayo_combo_info *combo = rayo_op_combo_find(x->op->id, t->call.dtypes);
     rayo_op_info contract = contract_of(x->op, combo, relaxed);
@@ -1165,6 +1168,8 @@ static void run_plan(ictx *x)
     }
     for (size_t i = 0; i < rayo_op_combo_count(op->id); i++) {
         const rayo_combo_info *combo = rayo_op_combo(op->id, i);
+        if (!conform_dtypes_wanted(x->opt, combo->dtypes))
+            continue;
         switch (op->id) {
         case RAYO_OP_CONVERT: plan_convert(x, combo); break;
         case RAYO_OP_MATMUL: plan_matmul(x, combo); break;
