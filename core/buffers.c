@@ -344,7 +344,7 @@ static rayo_status check_range(const rayo_buffer *buf, size_t offset, const void
     if (!buf->ctx)
         return rayo_fail(RAYO_E_STATE, "the buffer's context was closed");
     if (offset > buf->size || bytes > buf->size - offset)
-        return rayo_fail(RAYO_E_OVERFLOW, "range [%zu, +%zu) is outside the buffer of %zu bytes",
+        return rayo_fail(RAYO_E_INVALID, "range [%zu, +%zu) is outside the buffer of %zu bytes",
                          offset, bytes, buf->size);
     return RAYO_OK;
 }
@@ -452,8 +452,11 @@ static rayo_status convert_operand(const rayo_batch *batch, const rayo_operand *
     if (o->offset % align)
         return rayo_fail(RAYO_E_INVALID, "%s offset %zu is not a multiple of %zu", what, o->offset, align);
     rayo_status st = check_range(o->buf, o->offset, o->buf, bytes);
-    if (st != RAYO_OK)
-        return rayo_fail(st, "%s: %s", what, rayo_last_error());
+    if (st != RAYO_OK) { /* rayo_last_error() is the buffer rayo_fail writes: copy it first */
+        char why[256];
+        snprintf(why, sizeof why, "%s", rayo_last_error());
+        return rayo_fail(st, "%s: %s", what, why);
+    }
     out->buf = o->buf->handle;
     out->offset = o->offset;
     return RAYO_OK;

@@ -204,6 +204,16 @@ void dispatch_resolve(rayo_context *ctx)
         resolve_op(ctx, rayo_op_at(i), by_default, n);
 }
 
+/* A kernel of be returned st: its own message stands where it gave one,
+ * else the core says so (no earlier call's text is left behind). */
+static rayo_status kernel_failed(const rayo_backend *be, const rayo_call *call, rayo_status st)
+{
+    if (!rayo_take_plugin_message())
+        rayo_fail(st, "%s: backend %s returned %s without a reason", rayo_op_by_id(call->op)->name, be->name,
+                  rayo_strerror(st));
+    return st;
+}
+
 /* Says what a failed link did (the call then passes on); a lost device
  * takes its backend out of every chain of this context. */
 static void note_failure(rayo_context *ctx, const rayo_link *l, const rayo_call *call, rayo_status st)
@@ -226,9 +236,11 @@ static bool try_link(rayo_context *ctx, const rayo_link *l, const rayo_call *cal
 {
     if (atomic_load_explicit(&l->be->lost, memory_order_relaxed))
         return false;
+    rayo_take_plugin_message();
     *st = l->fn(l->arg, call);
     if (*st == RAYO_OK)
         return true;
+    kernel_failed(l->be, call, *st);
     note_failure(ctx, l, call, *st);
     return false;
 }
@@ -241,8 +253,10 @@ dispatch_fallback(rayo_context *ctx, const rayo_chain_t *chain, const rayo_call 
                   size_t first_tried, rayo_status st, size_t size)
 {
     bool any_tried = first_tried < chain->count;
-    if (any_tried)
+    if (any_tried) {
+        kernel_failed(chain->links[first_tried].be, call, st);
         note_failure(ctx, &chain->links[first_tried], call, st);
+    }
     for (size_t i = first_tried + 1; i < chain->count; i++)
         if (link_fits(&chain->links[i], size) && try_link(ctx, &chain->links[i], call, &st))
             return RAYO_OK;
@@ -295,10 +309,11 @@ RAYO_API rayo_status rayo_run_on(rayo_context *ctx, const char *backend, const r
         call_write_empty(call);
         return RAYO_OK;
     }
+    rayo_take_plugin_message();
     st = fn(be->state, call);
     if (st == RAYO_E_DEVICE_LOST)
         atomic_store(&be->lost, true);
-    return st;
+    return st == RAYO_OK ? st : kernel_failed(be, call, st);
 }
 
 /* The chain of an op and combination, or NULL. */

@@ -27,6 +27,10 @@ HIDDEN rayo_status rayo_fail(rayo_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 HIDDEN void rayo_clear_error(void);
 HIDDEN void rayo_set_errorv(const char *fmt, va_list ap);
+/* host->set_error notes that a plugin gave a message; the core takes the
+ * note after a kernel failed (dispatch.c: kernel_failed). */
+HIDDEN void rayo_note_plugin_message(void);
+HIDDEN int rayo_take_plugin_message(void);
 HIDDEN int rayo_parse_log_level(const char *s, rayo_log_level *out);
 
 /* ---- config.c ---- */

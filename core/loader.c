@@ -117,6 +117,7 @@ static void host_set_error(const rayo_host *host, const char *fmt, ...)
     va_start(ap, fmt);
     rayo_set_errorv(fmt, ap);
     va_end(ap);
+    rayo_note_plugin_message();
 }
 
 static const char *host_config(const rayo_host *host, const char *key)

@@ -5,6 +5,10 @@
 #include <strings.h>
 
 static _Thread_local char last_error[1024];
+/* Whether a plugin set the message (host->set_error) since the core last
+ * looked (rayo_take_plugin_message): a kernel that fails without one must
+ * not leave an earlier call's text behind. */
+static _Thread_local int plugin_message;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -66,6 +70,7 @@ void core_log(const rayo_context *ctx, rayo_log_level level, const char *fmt, ..
 void rayo_set_errorv(const char *fmt, va_list ap)
 {
     vsnprintf(last_error, sizeof last_error, fmt, ap);
+    plugin_message = 0; /* host_set_error notes it again after this */
 }
 
 rayo_status rayo_fail(rayo_status status, const char *fmt, ...)
@@ -75,6 +80,18 @@ rayo_status rayo_fail(rayo_status status, const char *fmt, ...)
     rayo_set_errorv(fmt, ap);
     va_end(ap);
     return status;
+}
+
+void rayo_note_plugin_message(void)
+{
+    plugin_message = 1;
+}
+
+int rayo_take_plugin_message(void)
+{
+    int said = plugin_message;
+    plugin_message = 0;
+    return said;
 }
 
 void rayo_clear_error(void)

@@ -261,7 +261,12 @@ static rayo_status check_dtypes(const rayo_call *c, const rayo_op_info *op)
         return RAYO_OK;
     for (unsigned i = 0; i < 4; i++) {
         rayo_dtype dt = RAYO_DTYPE_OF(c->dtypes, i);
-        if (!(rayo_op_operand_dtypes(op->id, i) & RAYO_DTYPE_BIT(dt)) && dt < RAYO_DTYPE_LIMIT &&
+        /* the code first: RAYO_DTYPE_BIT of a code past 31 would shift out of
+         * range, and an unknown code has no name to print */
+        if (dt >= RAYO_DTYPE_LIMIT || !rayo_dtype_name(dt))
+            return rayo_fail(RAYO_E_INVALID, "%s: operand %s: unknown dtype code %u", op->name, operand_names[i],
+                             (unsigned)dt);
+        if (!(rayo_op_operand_dtypes(op->id, i) & RAYO_DTYPE_BIT(dt)) &&
             (dt != RAYO_DTYPE_F32 || (op_sig_operands((int)op->sig) & (1u << i))))
             return rayo_fail(RAYO_E_INVALID, "%s: operand %s: dtype %s is not one it takes", op->name,
                              operand_names[i], rayo_dtype_name(dt));
@@ -330,12 +335,18 @@ static rayo_status check_strides(const rayo_call *c, const rayo_op_info *op)
     return RAYO_OK;
 }
 
-/* Block dtypes: rows of whole blocks, along the reduction for weights. */
+/* Block dtypes: rows of whole blocks, along the reduction for weights.
+ * gemv's half weights too are rows along the reduction: no backend has a
+ * transposed half gemv, so such a call is refused here, with the reason,
+ * rather than passed down every chain to RAYO_E_NO_BACKEND. */
 static rayo_status check_blocks(const rayo_call *c, const rayo_op_info *op)
 {
     for (unsigned i = 0; i < 4; i++) {
         rayo_dtype dt = RAYO_DTYPE_OF(c->dtypes, i);
         size_t block = rayo_dtype_block_elems(dt);
+        if (op->sig == RAYO_SIG_GEMV && i == 0 && dt != RAYO_DTYPE_F32 && (c->flags & RAYO_TRANS_A))
+            return rayo_fail(RAYO_E_INVALID, "gemv: operand a: %s weights take no RAYO_TRANS_A (rows along "
+                             "the reduction, as GGUF stores them)", rayo_dtype_name(dt));
         if (block <= 1)
             continue;
         const char *name = rayo_dtype_name(dt);
@@ -372,6 +383,9 @@ static rayo_status check_rope(const rayo_call *c)
         return rayo_fail(RAYO_E_INVALID, "rope: call->n is %zu: it must be head_dim (%zu)", c->n, p->head_dim);
     if (p->rot_dims % 2 || p->rot_dims > p->head_dim)
         return rayo_fail(RAYO_E_INVALID, "rope: rot_dims %u must be even and <= head_dim %zu", (unsigned)p->rot_dims,
+                         p->head_dim);
+    if (!p->rot_dims && p->head_dim % 2)
+        return rayo_fail(RAYO_E_INVALID, "rope: rot_dims 0 rotates all of head_dim %zu, which must then be even",
                          p->head_dim);
     if (!(p->freq_base > 0.0f && isfinite(p->freq_base) && isfinite(p->freq_scale)))
         return rayo_fail(RAYO_E_INVALID, "rope: freq_base must be finite and > 0, freq_scale finite");

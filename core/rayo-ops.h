@@ -111,7 +111,8 @@
  * and the other ops take 0 in ABI 1.0.  A row of a block
  * dtype is whole blocks (n and ld multiples of the block size).  Quantized
  * weights are matmul's B with RAYO_TRANS_B and gemv's A without
- * RAYO_TRANS_A (rows along the reduction, as GGUF stores them).
+ * RAYO_TRANS_A (rows along the reduction, as GGUF stores them); so are
+ * gemv's f16 and bf16 weights (RAYO_TRANS_A with them is refused).
  */
 
 /* binary, elementwise */

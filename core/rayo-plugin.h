@@ -237,18 +237,24 @@ static inline int rayo_matrix_span_(size_t rows, size_t cols, size_t ld, size_t 
 }
 
 /* Elements of a [tokens][heads][dim] tensor with token and head strides
- * (0: dense). */
+ * (0: dense, heads * dim and dim): its true extent, the largest offset
+ * touched + 1 = (tokens - 1) ts + (heads - 1) hs + dim, whatever the order
+ * of the strides (a head-major KV cache has ts = dim and hs = n_kv dim; a
+ * token is not one contiguous block there). */
 static inline int rayo_heads_span_(size_t tokens, size_t heads, size_t dim, size_t token_stride,
                                    size_t head_stride, size_t *out)
 {
-    size_t hs = head_stride ? head_stride : dim, one_token;
+    size_t hs = head_stride ? head_stride : dim, ts = token_stride, last_token, last_head;
     if (!tokens || !heads || !dim) {
         *out = 0;
         return 0;
     }
-    if (rayo_matrix_span_(heads, dim, hs, &one_token))
+    if (dim > RAYO_MAX_ELEMENTS || (!ts && rayo_count_product_(heads, dim, &ts)) || rayo_count_product_(tokens - 1, ts, &last_token) ||
+        rayo_count_product_(heads - 1, hs, &last_head) ||
+        last_head > RAYO_MAX_ELEMENTS - dim || last_token > RAYO_MAX_ELEMENTS - dim - last_head)
         return -1;
-    return rayo_matrix_span_(tokens, one_token, token_stride ? token_stride : heads * dim, out);
+    *out = last_token + last_head + dim;
+    return 0;
 }
 
 /* The parameter struct of rope / attention when it is there and holds

@@ -398,7 +398,8 @@ RAYO_API int rayo_dtype_by_name(const char *name);
 RAYO_API rayo_status rayo_matmul_ex(rayo_context *ctx, unsigned flags, size_t m, size_t n,
     size_t k, float alpha, rayo_matrix A, rayo_matrix B, float beta, float *C, size_t ldc,
     rayo_precision precision);
-/* y = alpha op(A) x + beta y, A (m x n) in any dtype gemv lists, x and y f32. */
+/* y = alpha op(A) x + beta y, A (m x n) in any dtype gemv lists, x and y f32;
+ * RAYO_TRANS_A only with f32 A (other weights are rows along the reduction). */
 RAYO_API rayo_status rayo_gemv_ex(rayo_context *ctx, unsigned flags, size_t m, size_t n,
     float alpha, rayo_matrix A, const float *x, float beta, float *y, rayo_precision precision);
 /* y[r] (cols f32, row stride ldy) = row idx[r] of table (table_rows x cols,

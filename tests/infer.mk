@@ -20,3 +20,11 @@ check_PROGRAMS += tests/test-infer-chain
 tests_test_infer_chain_SOURCES = tests/test-infer-chain.c
 tests_test_infer_chain_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tests_test_infer_chain_LDADD = tools/conform/libconform.la core/librayo.la -lm
+
+# The span of rope and attention operands is their true extent (head-major
+# KV views, head strides with ldx = 0), and vulkan copies no more than that
+# from host memory or asks no more of device buffers.
+TESTS += tests/test-operand-span
+check_PROGRAMS += tests/test-operand-span
+tests_test_operand_span_SOURCES = tests/test-operand-span.c tests/testutil.h
+tests_test_operand_span_LDADD = core/librayo.la -lm

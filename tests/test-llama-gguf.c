@@ -15,11 +15,13 @@ typedef struct variant {
     uint32_t version, alignment, n_dims, ggml_type, value_type, array_type, bool_value;
     uint64_t n_tensors_claim, n_kv_claim, ne0, ne1, offset, array_n_claim;
     int duplicate_key, key_len_lie, skip_data;
+    uint64_t a_ne1;   /* rows of tensor a (f32 x 8 at offset 0): 3 runs into b */
+    int b_at_zero;    /* tensor b at offset 0, where a is */
 } variant;
 
 static variant valid(void)
 {
-    return (variant){3, 64, 2, GGML_TYPE_Q8_0, GGUF_U8, GGUF_U32, 1, 0, 0, 32, 2, 0, 0, 0, 0, 0};
+    return (variant){3, 64, 2, GGML_TYPE_Q8_0, GGUF_U8, GGUF_U32, 1, 0, 0, 32, 2, 0, 0, 0, 0, 0, 2, 0};
 }
 
 #define N_KV 16
@@ -62,7 +64,7 @@ static void write_kvs(gguf_writer *w, const variant *v)
 
 static void build(gguf_writer *w, const variant *v)
 {
-    uint64_t ne_a[2] = {8, 2}, ne_b[8] = {v->ne0, v->ne1, 1, 1, 1, 1, 1, 1};
+    uint64_t ne_a[2] = {8, v->a_ne1}, ne_b[8] = {v->ne0, v->ne1, 1, 1, 1, 1, 1, 1};
     *w = (gguf_writer){0};
     gw_bytes(w, "GGUF", 4);
     gw_u32(w, v->version);
@@ -70,7 +72,7 @@ static void build(gguf_writer *w, const variant *v)
     gw_u64(w, v->n_kv_claim ? v->n_kv_claim : N_KV);
     write_kvs(w, v);
     gw_tensor_info(w, "a", 2, ne_a, GGML_TYPE_F32, 0);
-    gw_tensor_info(w, "b", v->n_dims, ne_b, v->ggml_type, v->offset ? v->offset : 64);
+    gw_tensor_info(w, "b", v->n_dims, ne_b, v->ggml_type, v->b_at_zero ? 0 : v->offset ? v->offset : 64);
     if (v->skip_data)
         return;
     gw_pad(w, v->alignment > 0 && v->alignment <= 4096 ? v->alignment : 32);
@@ -199,6 +201,8 @@ static void test_refusals(void)
     v = valid(); v.alignment = 24;              expect_refusal("alignment", v, "power of two");
     v = valid(); v.duplicate_key = 1;           expect_refusal("duplicate", v, "appears twice");
     v = valid(); v.skip_data = 1;               expect_refusal("no data", v, "tensor");
+    v = valid(); v.b_at_zero = 1;               expect_refusal("same offset", v, "overlap");
+    v = valid(); v.a_ne1 = 3;                   expect_refusal("a runs into b", v, "overlap");
     gguf_file *g;
     char err[300];
     CHECK(gguf_parse((const uint8_t *)"GGML\3\0\0\0", 8, &g, err, sizeof err) && strstr(err, "magic"),

@@ -132,24 +132,32 @@ for be in $backends; do
 done
 other=$($RUN "$bin/rayo-llama" -q --precision strict --tokens -n $n --temp 0.9 --top-k 20 --seed 6 -p "$prompt" "$file")
 [ "$other" != "$first" ] || { echo "FAIL: seeds 5 and 6 drew the same $n tokens"; status=1; }
+# expect_refused KEY BYTES PATTERN WHAT: a generated file with KEY's u32
+# set to BYTES (printf escapes) is refused with a message matching PATTERN.
+expect_refused() {
+    $RUN "$bin/gguf-make" --scheme q8_0 --seed 3 -o "$file" 2>/dev/null || exit 99
+    at=$(grep -obUa "$1" "$file" | head -1 | cut -d: -f1)
+    [ -n "$at" ] || { echo "FAIL: no $1 in the generated file"; status=1; return; }
+    # shellcheck disable=SC2059 # BYTES is a printf format on purpose
+    printf "$2" | dd of="$file" bs=1 seek=$((at + ${#1} + 4)) conv=notrunc 2>/dev/null
+    if $RUN "$bin/rayo-llama" -q --tokens -n 2 -p "$prompt" "$file" >/dev/null 2>"$tmp/err"; then
+        echo "FAIL: a file with $4 was decoded"; status=1
+    elif grep -q "$3" "$tmp/err"; then
+        echo "$4: refused ($(head -1 "$tmp/err"))"
+    else
+        echo "FAIL: $4: $(cat "$tmp/err")"; status=1
+    fi
+}
 # A header whose numbers no tensor backs (feed_forward_length 134217792 in a
 # file of kilobytes) is refused naming the tensor, before the KV cache and the
 # batch buffers are sized from it (the fuzzer's out-of-memory find).
-$RUN "$bin/gguf-make" --scheme q8_0 --seed 3 -o "$file" 2>/dev/null || exit 99
-key=llama.feed_forward_length
-at=$(grep -obUa "$key" "$file" | head -1 | cut -d: -f1)
-if [ -z "$at" ]; then
-    echo "FAIL: no $key in the generated file"; status=1
-else
-    printf '\100\000\000\010' | dd of="$file" bs=1 seek=$((at + ${#key} + 4)) conv=notrunc 2>/dev/null
-    if $RUN "$bin/rayo-llama" -q --tokens -n 2 -p "$prompt" "$file" >/dev/null 2>"$tmp/err"; then
-        echo "FAIL: a file with feed_forward_length 134217792 was decoded"; status=1
-    elif grep -q "tensor 'blk.0.ffn_gate.weight' is .*expected .*x134217792" "$tmp/err"; then
-        echo "bad feed_forward_length: refused ($(head -1 "$tmp/err"))"
-    else
-        echo "FAIL: bad feed_forward_length: $(cat "$tmp/err")"; status=1
-    fi
-fi
+expect_refused llama.feed_forward_length '\100\000\000\010' \
+    "tensor 'blk.0.ffn_gate.weight' is .*expected .*x134217792" "feed_forward_length 134217792"
+# A size of 0 is refused by its name (it once read "invalid argument", or
+# "rope.dimension_count missing" for embedding_length 0).
+for key in llama.context_length llama.embedding_length; do
+    expect_refused $key '\000\000\000\000' "$key is 0" "$key 0"
+done
 # The final lines say where the time went.
 $RUN "$bin/gguf-make" --scheme q8_0 --seed 3 -o "$file" 2>/dev/null || exit 99
 if $RUN "$bin/rayo-llama" --tokens -n 2 -p "$prompt" "$file" >/dev/null 2>"$tmp/err" &&

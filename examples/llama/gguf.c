@@ -347,8 +347,43 @@ static int read_alignment(cursor *c, gguf_file *g)
     return 0;
 }
 
+static int by_offset(const void *x, const void *y)
+{
+    const gguf_tensor *a = *(const gguf_tensor *const *)x, *b = *(const gguf_tensor *const *)y;
+    return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+/* No two tensors share bytes: a tensor whose type says more bytes than its
+ * data holds (f16 over q8_0-sized data) runs into the next one. */
+static int check_overlaps(cursor *c, const gguf_file *g)
+{
+    if (g->n_tensors < 2)
+        return 0;
+    const gguf_tensor **order = malloc(g->n_tensors * sizeof *order);
+    if (!order) {
+        fail(c, 24, "out of memory for %llu tensors", (unsigned long long)g->n_tensors);
+        return -1;
+    }
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        order[i] = &g->tensors[i];
+    qsort(order, g->n_tensors, sizeof *order, by_offset);
+    int rc = 0;
+    for (uint64_t i = 1; i < g->n_tensors && !rc; i++) {
+        const gguf_tensor *a = order[i - 1], *b = order[i];
+        if (a->bytes && b->bytes && a->offset + a->bytes > b->offset) {
+            fail(c, g->data_offset, "tensors '%.40s' (data at %llu, %llu bytes of %s) and '%.40s' (at %llu) "
+                 "overlap", a->name, (unsigned long long)a->offset, (unsigned long long)a->bytes,
+                 rayo_dtype_name(a->dtype), b->name, (unsigned long long)b->offset);
+            rc = -1;
+        }
+    }
+    free(order);
+    return rc;
+}
+
 /* The data section starts at the next multiple of the alignment; every
- * tensor's offset is aligned and its bytes lie inside the file. */
+ * tensor's offset is aligned, its bytes lie inside the file, and no two
+ * tensors overlap. */
 static int place_tensors(cursor *c, gguf_file *g)
 {
     uint64_t pad = (g->alignment - c->pos % g->alignment) % g->alignment;
@@ -370,7 +405,7 @@ static int place_tensors(cursor *c, gguf_file *g)
         }
         t->data = c->base + g->data_offset + t->offset;
     }
-    return 0;
+    return check_overlaps(c, g);
 }
 
 static int rd_header(cursor *c, gguf_file *g)

@@ -39,6 +39,16 @@ static int read_hparams(llama_model *m, const gguf_file *g, char *err, size_t er
         get_size(g, "llama.context_length", &m->n_ctx, 2048, err, errlen) ||
         gguf_get_f32(g, "llama.attention.layer_norm_rms_epsilon", &m->eps, err, errlen))
         return -1;
+    const struct { const char *key; size_t v; } sizes[] = {
+        {"embedding_length", m->n_embd}, {"block_count", m->n_layers}, {"feed_forward_length", m->n_ffn},
+        {"attention.head_count", m->n_heads}, {"attention.head_count_kv", m->n_kv_heads},
+        {"context_length", m->n_ctx},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (!sizes[i].v) {
+            snprintf(err, errlen, "llama.%s is 0: it must be at least 1", sizes[i].key);
+            return -1;
+        }
     if (!m->n_heads || !m->n_kv_heads || m->n_embd % m->n_heads || m->n_heads % m->n_kv_heads ||
         !m->n_layers || m->n_layers > 1024 || (m->n_embd / m->n_heads) % 2) {
         snprintf(err, errlen, "inconsistent shape: %zu wide, %zu heads, %zu KV heads, %zu layers",
