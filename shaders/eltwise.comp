@@ -1,7 +1,7 @@
 #version 450
 // eltwise.comp - every elementwise op: binary, unary (with parameters),
 // axpy and bias_act.  OP (a specialization constant, the rayo op id; bias_act
-// is 100 + activation) selects the function, so the driver compiles one
+// is BIAS_ACT_BASE + activation) selects the function, so the driver compiles one
 // branch-free pipeline per op.  Grid-stride loop: any n with a bounded
 // number of workgroups.  With RAYO_VEC4 each invocation moves 16 bytes.
 
@@ -13,12 +13,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint OP = 1;
 layout(constant_id = 2) const uint UNROLL = 1;
 
-const uint OP_ADD = 1, OP_SUB = 2, OP_MUL = 3, OP_DIV = 4, OP_MAXIMUM = 5,
-           OP_MINIMUM = 6, OP_SCALE = 7, OP_AXPY = 8, OP_RELU = 16,
-           OP_LEAKY_RELU = 17, OP_ELU = 18, OP_SELU = 19, OP_SIGMOID = 20,
-           OP_TANH = 21, OP_GELU = 22, OP_GELU_TANH = 23, OP_SILU = 24,
-           OP_MISH = 25, OP_HARDSWISH = 26, OP_CLIP = 27, OP_EXP = 28,
-           OP_LOG = 29, OP_SQRT = 30, OP_ABS = 31, OP_BIAS_ACT = 100;
+#include "rayo-op-ids.glsl"
 
 // activations of bias_act (rayo_activation)
 const uint ACT_NONE = 0, ACT_RELU = 1, ACT_GELU = 2, ACT_SILU = 3,
@@ -66,7 +61,7 @@ float f_unary(float x)
 
 float f_act(float x)
 {
-    const uint act = OP - OP_BIAS_ACT;
+    const uint act = OP - BIAS_ACT_BASE;
     if (act == ACT_RELU) return f_relu(x);
     if (act == ACT_GELU) return r_gelu(x);
     if (act == ACT_SILU) return r_silu(x);
@@ -94,18 +89,18 @@ float f_elem(float x, float z, float yold)
 {
     if (OP <= OP_MINIMUM) return f_binary(x, z);
     if (OP == OP_AXPY) return f_axpy(pc.alpha, x, yold);
-    if (OP >= OP_BIAS_ACT) return f_act(x + z);
+    if (OP >= BIAS_ACT_BASE) return f_act(x + z);
     return f_unary(x);
 }
 
-bool reads_b() { return OP <= OP_MINIMUM || OP >= OP_BIAS_ACT; }
+bool reads_b() { return OP <= OP_MINIMUM || OP >= BIAS_ACT_BASE; }
 
 void main()
 {
     // total: elements (or vec4s); for bias_act m rows of n, b indexed by column.
     // UNROLL independent elements per invocation and step: their loads are
     // all issued before the first result is computed.
-    uint total = OP >= OP_BIAS_ACT ? pc.m * pc.n : pc.n;
+    uint total = OP >= BIAS_ACT_BASE ? pc.m * pc.n : pc.n;
     uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     for (uint base = gl_GlobalInvocationID.x; base < total; base += stride * UNROLL) {
         ELEM x[UNROLL], z[UNROLL], yold[UNROLL];
@@ -116,7 +111,7 @@ void main()
             x[u] = a_data[pc.oa + i];
             z[u] = ELEM(0.0);
             if (reads_b())
-                z[u] = b_data[pc.ob + (OP >= OP_BIAS_ACT ? i % pc.n : i)];
+                z[u] = b_data[pc.ob + (OP >= BIAS_ACT_BASE ? i % pc.n : i)];
             yold[u] = ELEM(0.0);
             if (OP == OP_AXPY)
                 yold[u] = y_data[pc.oy + i];

@@ -30,12 +30,12 @@ layout(push_constant) uniform PushConstants {
 } pc;
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint OP = 94u;    // rayo_op
+layout(constant_id = 1) const uint OP = 94u;    // rayo_op (OP_SWIGLU)
 layout(constant_id = 2) const uint DTYPE = 0u;  // get_rows: the table's dtype; convert: x's
 layout(constant_id = 3) const uint YDTYPE = 0u; // convert: y's dtype
 
 const uint WG = gl_WorkGroupSize.x;
-const uint SWIGLU = 94u, GEGLU = 95u, GEGLU_TANH = 96u, CONVERT = 90u, GET_ROWS = 91u, ROPE = 92u;
+#include "rayo-op-ids.glsl"
 const uint CHUNK = 4096u;       // convert: elements per workgroup row (a multiple of 256)
 const uint F32 = 0u, F16 = 1u, BF16 = 2u, Q8_0 = 8u, Q4_0 = 9u, Q4_K = 10u, Q6_K = 11u;
 
@@ -49,7 +49,7 @@ void glu_row(uint r)
     for (uint j = gl_LocalInvocationID.x; j < pc.n; j += WG) {
         float g = a_float(pc.oa + r * pc.lda + j);
         float u = uintBitsToFloat(b_data[pc.ob + r * pc.ldb + j]);
-        float f = OP == SWIGLU ? r_silu(g) : OP == GEGLU ? r_gelu(g) : r_gelu_tanh(g);
+        float f = OP == OP_SWIGLU ? r_silu(g) : OP == OP_GEGLU ? r_gelu(g) : r_gelu_tanh(g);
         put(pc.oy + r * pc.ldy + j, f * u);
     }
 }
@@ -241,11 +241,11 @@ void rope_token(uint t)
 void main()
 {
     for (uint r = gl_WorkGroupID.x; r < pc.m; r += gl_NumWorkGroups.x) {
-        if (OP == CONVERT)
+        if (OP == OP_CONVERT)
             convert_chunk(r);
-        else if (OP == ROPE)
+        else if (OP == OP_ROPE)
             rope_token(r);
-        else if (OP == GET_ROWS)
+        else if (OP == OP_GET_ROWS)
             get_row(r);
         else
             glu_row(r);

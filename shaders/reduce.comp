@@ -40,8 +40,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint OP = 40;
 layout(constant_id = 2) const uint STAGE = 0;
 
-const uint OP_SUM = 40, OP_DOT = 41, OP_MAX = 42, OP_MIN = 43, OP_ARGMAX = 44,
-           OP_NORM_L1 = 45, OP_NORM_L2 = 46;
+#include "rayo-op-ids.glsl"
 const uint NO_INDEX = 0xffffffffu;
 
 // A partial result.  s: the sum of sum, dot and norm_l1; v: the value of

@@ -36,7 +36,7 @@ layout(constant_id = 1) const uint OP = 60;
 layout(constant_id = 2) const uint PASS = 0;
 layout(constant_id = 3) const uint E = 1;
 
-const uint OP_SOFTMAX = 60, OP_LOG_SOFTMAX = 61, OP_LAYERNORM = 62, OP_RMSNORM = 63;
+#include "rayo-op-ids.glsl"
 const uint HAS_GAMMA = 1u, HAS_BETA = 2u;
 const uint WG = gl_WorkGroupSize.x;
 

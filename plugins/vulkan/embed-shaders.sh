@@ -1,10 +1,11 @@
 #!/bin/sh
-# embed-shaders.sh GLSLC SPIRV_VAL SHADER_DIR LIST OUTPUT.h
+# embed-shaders.sh GLSLC SPIRV_VAL SHADER_DIR LIST OUTPUT.h GENERATED_DIR
 # Compiles every module of LIST (see shaders.list) to SPIR-V for Vulkan 1.2,
 # checks it with spirv-val and writes OUTPUT.h: an enum of the modules and,
-# where VK_SHADERS_DATA is defined, their words as C arrays.
+# where VK_SHADERS_DATA is defined, their words as C arrays.  GENERATED_DIR
+# holds the includes made at build time (rayo-op-ids.glsl).
 set -eu
-glslc=$1 spirv_val=$2 dir=$3 list=$4 out=$5
+glslc=$1 spirv_val=$2 dir=$3 list=$4 out=$5 gen=$6
 tmp=$out.tmp
 spv=$out.spv
 names=$(grep -v '^#' "$list" | awk 'NF { print $1 }')
@@ -26,7 +27,7 @@ grep -v '^#' "$list" | awk 'NF' | while read -r name src defs; do
     case " $defs " in *" -O0 "*) opt=-O0 ;; esac
     defs=$(echo "$defs" | sed 's/-O0//')
     # shellcheck disable=SC2086 # defs is a list of flags
-    "$glslc" $opt --target-env=vulkan1.2 -I"$dir" $defs "$dir/$src" -o "$spv"
+    "$glslc" $opt --target-env=vulkan1.2 -I"$dir" -I"$gen" $defs "$dir/$src" -o "$spv"
     "$spirv_val" --target-env vulkan1.2 "$spv"
     echo "static const uint32_t vk_spv_$name[] = {" >>"$tmp"
     od -An -v -tx4 "$spv" | awk '{ s = "   "; for (i = 1; i <= NF; i++) s = s " 0x" $i ","; print s }' >>"$tmp"

@@ -8,7 +8,7 @@ VK_SHADER_FILES = \
 	shaders/reduce.comp shaders/rows.comp shaders/matmul.comp \
 	shaders/gemv.comp shaders/transpose.comp shaders/matmul_coop.comp \
 	shaders/gemv_quant.comp shaders/attention.comp shaders/half.glsl \
-	shaders/infer_rows.comp
+	shaders/infer_rows.comp shaders/rayo-op-ids.h
 VK_SHADER_TOOLS = plugins/vulkan/shaders.list plugins/vulkan/embed-shaders.sh
 
 EXTRA_DIST += $(VK_SHADER_FILES) $(VK_SHADER_TOOLS) \
@@ -21,7 +21,7 @@ plugins_vulkan_rayo_vulkan_la_SOURCES = \
 	plugins/vulkan/vk-loader.c plugins/vulkan/vk-memory.c \
 	plugins/vulkan/vk-pipelines.c plugins/vulkan/vk-submit.c \
 	plugins/vulkan/vk-ops.c plugins/vulkan/vk-infer.c \
-	plugins/vulkan/vk-typed-matmul.c
+	plugins/vulkan/vk-typed-matmul.c plugins/vulkan/vk-shader-codes.h
 nodist_plugins_vulkan_rayo_vulkan_la_SOURCES = plugins/vulkan/vk-shaders.h
 plugins_vulkan_rayo_vulkan_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/plugins/vulkan
 plugins_vulkan_rayo_vulkan_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -fvisibility=hidden
@@ -30,10 +30,17 @@ plugins_vulkan_rayo_vulkan_la_LIBADD = $(PTHREAD_LIBS) -lm
 confd_DATA += plugins/vulkan/50-vulkan.conf
 
 BUILT_SOURCES += plugins/vulkan/vk-shaders.h
-CLEANFILES += plugins/vulkan/vk-shaders.h
+CLEANFILES += plugins/vulkan/vk-shaders.h plugins/vulkan/rayo-op-ids.glsl
+# The op ids of core/rayo-ops.h as GLSL constants, for the shaders to include.
+plugins/vulkan/rayo-op-ids.glsl: $(srcdir)/shaders/rayo-op-ids.h $(srcdir)/core/rayo-ops.h \
+		$(srcdir)/plugins/vulkan/vk-shader-codes.h
+	$(AM_V_GEN)$(MKDIR_P) plugins/vulkan && \
+	$(CPP) -P -I$(srcdir)/core -I$(srcdir)/plugins/vulkan $(srcdir)/shaders/rayo-op-ids.h >$@.tmp && \
+	mv $@.tmp $@
 # The SPIR-V of every module in shaders.list, as C arrays (in the build tree).
-plugins/vulkan/vk-shaders.h: $(VK_SHADER_FILES:%=$(srcdir)/%) $(VK_SHADER_TOOLS:%=$(srcdir)/%)
+plugins/vulkan/vk-shaders.h: $(VK_SHADER_FILES:%=$(srcdir)/%) $(VK_SHADER_TOOLS:%=$(srcdir)/%) \
+		plugins/vulkan/rayo-op-ids.glsl
 	$(AM_V_GEN)$(MKDIR_P) plugins/vulkan && \
 	$(SHELL) $(srcdir)/plugins/vulkan/embed-shaders.sh "$(GLSLC)" "$(SPIRV_VAL)" \
-		$(srcdir)/shaders $(srcdir)/plugins/vulkan/shaders.list $@
+		$(srcdir)/shaders $(srcdir)/plugins/vulkan/shaders.list $@ plugins/vulkan
 endif

@@ -8,6 +8,7 @@
  * memory, and for small calls, the op runs on the staging buffer itself).
  */
 #include "vk-internal.h"
+#include "vk-shader-codes.h"
 
 #include <string.h>
 
@@ -143,7 +144,7 @@ static rayo_status rec_eltwise(vk_state *s, vk_ctx *cx, const rayo_dev_call *cal
             s->host->set_error(s->host, "vulkan: unknown activation %u", call->flags);
             return RAYO_E_INVALID;
         }
-        op = 100 + call->flags;
+        op = VK_BIAS_ACT_BASE + call->flags;
         total = call->m * call->n;
     }
     bool vec4 = total % 4 == 0 && call->n % 4 == 0 && offsets_multiple_of(ops, 4);
