@@ -12,6 +12,11 @@ EXTRA_DIST += bench/README.md bench/gpu-run.sh \
 	bench/vulkan-ops.sh bench/vulkan-gemv.sh bench/vulkan-infer.sh bench/vulkan-typed-matmul.sh \
 	bench/torch-vulkan-ops.py bench/torch-infer-vulkan.py
 
+# the cost of rayo_open + rayo_close with every plugin against the CPU plugins only
+noinst_PROGRAMS += bench/open-close
+bench_open_close_SOURCES = bench/open-close.c
+bench_open_close_LDADD = core/librayo.la
+
 if BUILD_CUDA
 # the cuda backend through the public API: matmul in every precision, bandwidth-bound ops,
 # small and skinny shapes (bench/cuda-matmul.sh, bench/gpu-run.sh)

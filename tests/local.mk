@@ -86,12 +86,6 @@ check_PROGRAMS += tests/test-lazy-init
 tests_test_lazy_init_SOURCES = tests/test-lazy-init.c tests/testutil.h
 tests_test_lazy_init_LDADD = core/librayo.la
 
-# The cost of rayo_open + rayo_close with every plugin against CPU plugins
-# only: a benchmark (built by make check, not run by it).
-check_PROGRAMS += tests/bench-open
-tests_bench_open_SOURCES = tests/bench-open.c
-tests_bench_open_LDADD = core/librayo.la
-
 # rayo-info --check, --json warnings, --explain of a chain, RAYO_LOG=debug.
 dist_noinst_SCRIPTS += tests/test-info-check.sh
 TESTS += tests/test-info-check.sh

@@ -1,9 +1,9 @@
-/* bench-open.c - what rayo_open + rayo_close cost an application: with every
+/* open-close.c - what rayo_open + rayo_close cost an application: with every
  * plugin found (GPU plugins included) against the CPU plugins only
  * ([plugins] deny = vulkan, cuda), best and median of N runs each, the
  * two interleaved so that both see the same load.
  *
- *   tests/bench-open [N]        (default 20)
+ *   bench/open-close [N]        (default 20)
  *
  * Not a test: speed is reported, never asserted. */
 #define _POSIX_C_SOURCE 200809L
@@ -29,7 +29,7 @@ static double open_close_ms(const char *settings)
     rayo_close(ctx);
     double t = now_ms() - t0;
     if (st != RAYO_OK) {
-        fprintf(stderr, "bench-open: rayo_open: %s\n", rayo_last_error());
+        fprintf(stderr, "open-close: rayo_open: %s\n", rayo_last_error());
         exit(1);
     }
     return t;
@@ -63,7 +63,7 @@ int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 20;
     if (n < 1 || n > 10000) {
-        fprintf(stderr, "usage: bench-open [RUNS]\n");
+        fprintf(stderr, "usage: open-close [RUNS]\n");
         return 2;
     }
     static const char *const settings[2] = {NULL, "[plugins]\ndeny = vulkan, cuda\n"};
