@@ -167,7 +167,10 @@ static char settings[4096];
 
 static rayo_status open_with(rayo_context **ctx, const char *load, const char *allow)
 {
-    snprintf(settings, sizeof settings, "[rayo]\nlog = debug\n[plugins]\nload = %s\nallow = %s\n", load, allow);
+    /* The plugins' devices are the host CPU: started at first use, such a
+     * device takes calls by dispatch only where an order names it. */
+    snprintf(settings, sizeof settings, "[rayo]\nlog = debug\n[plugins]\nload = %s\nallow = %s\n"
+             "[dispatch]\norder = %s\n", load, allow, allow);
     return test_open(ctx, settings);
 }
 
