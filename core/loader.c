@@ -848,8 +848,9 @@ static void scan_build_tree(rayo_context *ctx, const char *plugins_dir, char **p
     names_free(&subs);
 }
 
-/* The local plugin directory (configure --with-local-plugindir, by default
- * /usr/local/lib/rayo/abiN) holds plugins built on this machine, outside the
+/* The local plugin directory (configure --with-local-plugindir; by default
+ * /usr/local/lib/rayo/abiN for --prefix=/usr, else the plugin directory
+ * itself, skipped here) holds plugins built on this machine, outside the
  * package manager.  A setuid/setgid program never searches it: a directory
  * writable by a lesser-privileged group must not feed code into it. */
 static const char *local_plugin_dir(void)

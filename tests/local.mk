@@ -65,6 +65,20 @@ TESTS += tests/test-template.sh
 dist_noinst_SCRIPTS += tests/test-info-origin.sh
 TESTS += tests/test-info-origin.sh
 
+# The local plugin directory follows --prefix (runs configure only).
+dist_noinst_SCRIPTS += tests/test-local-plugindir.sh
+TESTS += tests/test-local-plugindir.sh
+
+# make install by root into the system refreshes ld.so's cache.
+dist_noinst_SCRIPTS += tests/test-install-hook.sh
+TESTS += tests/test-install-hook.sh
+
+# A pointer not aligned to its element type is refused clearly.
+TESTS += tests/test-alignment
+check_PROGRAMS += tests/test-alignment
+tests_test_alignment_SOURCES = tests/test-alignment.c tests/testutil.h
+tests_test_alignment_LDADD = core/librayo.la
+
 # A device plugin starts at its first use, not at rayo_open (vulkan; SKIP
 # without it).
 TESTS += tests/test-lazy-init
@@ -125,4 +139,4 @@ TESTS += tests/test-python.sh
 EXTRA_DIST += python/rayo/__init__.py python/rayo/__main__.py python/rayo/_lib.py \
 	python/rayo/context.py python/rayo/device.py python/rayo/dtypes.py python/rayo/ops.py \
 	python/tests/conftest.py python/tests/test_context.py python/tests/test_dtypes.py \
-	python/tests/test_ops.py
+	python/tests/test_ops.py python/pyproject.toml

@@ -77,9 +77,12 @@ try {
   const noSimd = await openPage(browser, `${base}?bench=0`, { noSimd: true });
   await noSimd.page.waitForSelector('body[data-state="ready"], body[data-state="done"], body[data-state="error"]', { timeout: 60000 });
   check(await noSimd.page.getAttribute('body', 'data-simd128') === 'false', 'without SIMD128: the page says so');
-  const wasmRow = await noSimd.page.textContent('#backends tr[data-backend="wasm"]').catch(() => '');
+  // The row's cells, each trimmed, joined with " | " (the row's textContent
+  // runs them together: "wasmrejected-0this ...").
+  const wasmRow = await noSimd.page.$eval('#backends tr[data-backend="wasm"]',
+    (tr) => [...tr.cells].map((c) => c.textContent.replace(/\s+/g, ' ').trim()).join(' | ')).catch(() => '');
   check(/rejected|unavailable/.test(wasmRow) && /simd128/i.test(wasmRow),
-    `without SIMD128: wasm refused with its reason (${wasmRow.replace(/\s+/g, ' ').trim()})`);
+    `without SIMD128: wasm refused with its reason (${wasmRow})`);
   const chosenNoSimd = await noSimd.page.getAttribute('body', 'data-chosen');
   check(chosenNoSimd === 'scalar', `without SIMD128: scalar chosen (chosen: ${chosenNoSimd})`);
   await noSimd.page.close();

@@ -38,4 +38,6 @@ if command -v nm >/dev/null 2>&1; then
 fi
 # It was built against this header: the minor it reports is the header's.
 minor=$(sed -n 's/^#define RAYO_PLUGIN_ABI_MINOR \([0-9]*\)$/\1/p' "$srcdir/core/rayo-plugin.h")
-exec ${RAYO_RUN_WRAPPER:-} "$builddir/tests/abi/test-abi-core" "$plugin" cxx "${minor:?}"
+# Not exec: the EXIT trap must still remove $tmp (and the plugin in it).
+${RAYO_RUN_WRAPPER:-} "$builddir/tests/abi/test-abi-core" "$plugin" cxx "${minor:?}"
+exit $?
