@@ -18,7 +18,8 @@
 // adapter, features and limits in ctx.backends(); matmulAsync and gemvAsync
 // on webgpu; the synchronous form refused on webgpu (it cannot wait) and
 // served by the chain; device buffers and a batch (matmul then relu) on
-// webgpu, read back with await.
+// webgpu, read back with await; a batch recorded once and replayed at m
+// steps (its operands' offsets move a row per step).
 // Last, the example page's WebGPU benchmark at its quick sizes
 // (?webgpu=quick; the page's button runs matmul 1024^3 and a 4096 x 11008
 // Q4_0 gemv): a row for each, with both times (printed; no speed is
@@ -82,7 +83,16 @@ async function apiInPage(page, A, B, x, m, n, k) {
     batch.record('relu', { a: bufC, y: bufC, n: m * n });
     await batch.submit();
     out.batch = Array.from(await bufC.read());
-    [batch, bufA, bufB, bufC].forEach((o) => o.free());
+    // replay: one recorded relu of a row of n, submitted at steps 0..m-1
+    const bufY = ctx.buffer(m * n, { backend: 'webgpu' });
+    const replay = ctx.batch({ backend: 'webgpu' });
+    replay.record('scale', { a: { buf: bufC, offset: 0, step: n }, y: { buf: bufY, offset: 0, step: n }, n, alpha: -2 });
+    for (let step = 0; step < m; step++) {
+      replay.setStep(step);
+      await replay.submit();
+    }
+    out.replay = Array.from(await bufY.read());
+    [batch, replay, bufA, bufB, bufC, bufY].forEach((o) => o.free());
     ctx.close();
     return out;
   }, { A, B, x, m, n, k });
@@ -138,6 +148,8 @@ try {
   check(offContract(r.syncChain, ref) === 0, 'the sync form runs on the chain (CPU) within the contract');
   check(r.bufferBackend === 'webgpu', `device buffers on webgpu (${r.bufferBackend})`);
   check(offContract(r.batch, ref, (v) => Math.max(v, 0)) === 0, 'a batch (matmul, relu) on webgpu, read back');
+  check(r.replay.length === m * n && r.replay.every((v, i) => v === -2 * r.batch[i]),
+    `a batch replayed at ${m} steps (scale of row step), read back`);
   await api.close();
 
   // the example page's WebGPU benchmark

@@ -261,12 +261,12 @@ EMSCRIPTEN_KEEPALIVE rayo_batch *rayo_js_batch_create(rayo_context *ctx, const c
     return rayo_batch_create(ctx, backend && *backend ? backend : NULL, &batch) == RAYO_OK ? batch : NULL;
 }
 
-/* One op on buffers; bufs[4] and offsets[4] (bytes): a, b, c, y; dtypes
- * as in rayo_js_run. */
+/* One op on buffers; bufs[4], offsets[4] and steps[4] (bytes per unit of
+ * the batch's step, for replay): a, b, c, y; dtypes as in rayo_js_run. */
 EMSCRIPTEN_KEEPALIVE int rayo_js_batch_record(rayo_batch *batch, uint32_t op, uint32_t flags,
                                               uint32_t dtypes, size_t m, size_t n, size_t k,
                                               float alpha, float beta, rayo_buffer *const bufs[4],
-                                              const size_t offsets[4])
+                                              const size_t offsets[4], const size_t steps[4])
 {
     rayo_batch_call call = {.struct_size = sizeof call, .op = op, .flags = flags, .dtypes = dtypes,
                             .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta};
@@ -274,8 +274,14 @@ EMSCRIPTEN_KEEPALIVE int rayo_js_batch_record(rayo_batch *batch, uint32_t op, ui
     for (int i = 0; i < 4; i++) {
         operands[i]->buf = bufs[i];
         operands[i]->offset = offsets[i];
+        call.step_bytes[i] = steps[i];
     }
     return rayo_batch_record(batch, &call);
+}
+
+EMSCRIPTEN_KEEPALIVE int rayo_js_batch_set_step(rayo_batch *batch, size_t step)
+{
+    return rayo_batch_set_step(batch, step);
 }
 
 /* Submits and waits (through JSPI on a GPU backend). */

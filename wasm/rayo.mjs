@@ -467,23 +467,25 @@ class Batch {
     this.ptr = ptr;
   }
 
-  /** record(op, {a, b, c, y: DeviceBuffer or {buf, offset (elements)},
+  /** record(op, {a, b, c, y: DeviceBuffer or {buf, offset, step}
+   *  (offset at step 0 and its move per unit of step, in 4-byte elements),
    *  m, n, k, alpha, beta, flags, dtypes}): dtypes as RAYO_DTYPES (rayo.h),
    *  0 or absent: all f32. */
   record(opName, call) {
     const { core, rayo } = this.ctx;
     rayo.checkIdle('batch.record');
     const op = this.ctx.opNamed(opName);
-    const words = core._malloc(32);
+    const words = core._malloc(48);
     try {
-      const u32 = new Uint32Array(core.HEAPU8.buffer, words, 8);
+      const u32 = new Uint32Array(core.HEAPU8.buffer, words, 12);
       ['a', 'b', 'c', 'y'].forEach((name, i) => {
         const x = call[name];
         u32[i] = x ? (x.buf || x).ptr : 0;
         u32[4 + i] = x && x.buf ? (x.offset || 0) * 4 : 0;
+        u32[8 + i] = x && x.buf ? (x.step || 0) * 4 : 0;
       });
       const status = core._rayo_js_batch_record(this.ptr, op.id, call.flags || 0, call.dtypes || 0, call.m || 0, call.n || 0,
-        call.k || 0, call.alpha || 0, call.beta || 0, words, words + 16);
+        call.k || 0, call.alpha || 0, call.beta || 0, words, words + 16, words + 32);
       this.ctx.checkStatus(status, `batch.record(${opName})`);
     } finally {
       core._free(words);
@@ -491,7 +493,16 @@ class Batch {
     return this;
   }
 
-  /** Runs the recorded ops; resolves when they are done. */
+  /** The step the next submits run at (replay: a batch is recorded once
+   *  and submitted again at each step). */
+  setStep(step) {
+    this.ctx.rayo.checkIdle('batch.setStep');
+    this.ctx.checkStatus(this.ctx.core._rayo_js_batch_set_step(this.ptr, step), 'batch.setStep');
+    return this;
+  }
+
+  /** Runs the recorded ops; resolves when they are done (again after
+   *  setStep: replay). */
   async submit() {
     this.ctx.checkStatus(await this.ctx.rayo.callAsync('rayo_js_batch_run', this.ptr), 'batch.submit');
   }

@@ -9,7 +9,10 @@
 //
 // Long sums (matmul, gemv) add blocks of products into a Kahan-compensated
 // total: the contract (1e-5 of the sum of |terms|) holds for k = 1e5 and
-// more, where one running float sum drifts past it.
+// more, where one running float sum drifts past it.  A sum that comes out
+// inf or NaN is done again with x (B) scaled by 2^-64 and the result scaled
+// back: products near FLT_MAX that cancel then give their finite sum (the
+// range contract), while true inf and NaN inputs give inf and NaN again.
 
 struct Params {
     m: u32, n: u32, k: u32, flags: u32,
@@ -19,7 +22,9 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> a_data: array<f32>;
+// a as words: f32 elements (a_f32) or the bytes of typed blocks (byte_at)
+@group(0) @binding(1) var<storage, read> a_words: array<u32>;
+fn a_f32(i: u32) -> f32 { return bitcast<f32>(a_words[i]); }
 @group(0) @binding(2) var<storage, read> b_data: array<f32>;
 @group(0) @binding(3) var<storage, read> c_data: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y_data: array<f32>;
@@ -92,7 +97,7 @@ fn f_axpy(alpha: f32, x: f32, y: f32) -> f32 {
 fn elementwise(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) groups: vec3u) {
     let stride = groups.x * WG;
     for (var i = gid.x; i < p.n; i += stride) {
-        let x = a_data[p.oa + i];
+        let x = a_f32(p.oa + i);
         var r: f32;
         if (OP <= OP_MINIMUM) {
             r = f_binary(x, b_data[p.ob + i]);
@@ -113,7 +118,7 @@ fn transpose(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
     for (var o = gid.x; o < total; o += stride) {
         let j = o / p.m;
         let i = o % p.m;
-        y_data[p.oy + o] = a_data[p.oa + i * p.n + j];
+        y_data[p.oy + o] = a_f32(p.oa + i * p.n + j);
     }
 }
 
@@ -123,14 +128,23 @@ var<workgroup> tile_a: array<array<f32, 16>, 16>;
 var<workgroup> tile_b: array<array<f32, 16>, 16>;
 
 fn a_at(row: u32, kk: u32) -> f32 {
-    if ((p.flags & TRANS_A) != 0u) { return a_data[p.oa + kk * p.lda + row]; }
-    return a_data[p.oa + row * p.lda + kk];
+    if ((p.flags & TRANS_A) != 0u) { return a_f32(p.oa + kk * p.lda + row); }
+    return a_f32(p.oa + row * p.lda + kk);
 }
 
 fn b_at(kk: u32, col: u32) -> f32 {
-    if ((p.flags & TRANS_B) != 0u) { return b_data[p.ob + col * p.ldb + kk]; }
-    return b_data[p.ob + kk * p.ldb + col];
+    if ((p.flags & TRANS_B) != 0u) { return xb(p.ob + col * p.ldb + kk); }
+    return xb(p.ob + kk * p.ldb + col);
 }
+
+// x (B) as the sums read it: times 1, or 2^-64 in the second pass of a sum
+// that overflowed (see above)
+var<private> x_scale: f32 = 1.0;
+const SCALE_DOWN: f32 = 5.421010862427522e-20;  // 2^-64
+const SCALE_UP: f32 = 1.8446744073709552e19;    // 2^64
+fn xb(i: u32) -> f32 { return b_data[i] * x_scale; }
+fn r_finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }
+var<workgroup> redo_flag: u32;
 
 // A running sum with Kahan's compensation.
 struct Sum { s: f32, c: f32 }
@@ -150,10 +164,8 @@ fn store_scaled(index: u32, acc: f32) {
     y_data[index] = r;
 }
 
-@compute @workgroup_size(16, 16)
-fn matmul(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) g: vec3u) {
-    let row = g.y * TS + l.y;
-    let col = g.x * TS + l.x;
+// One pass of the tiled sum of C[row][col] (barriers: uniform control flow).
+fn matmul_pass(l: vec3u, row: u32, col: u32) -> f32 {
     var acc = Sum(0.0, 0.0);
     for (var t = 0u; t < p.k; t += TS) {
         var va: f32 = 0.0;
@@ -171,36 +183,78 @@ fn matmul(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) g: vec3
         acc = sum_add(acc, block);
         workgroupBarrier();
     }
-    if (row < p.m && col < p.n) { store_scaled(p.oy + row * p.ldy + col, acc.s); }
+    return acc.s;
+}
+
+@compute @workgroup_size(16, 16)
+fn matmul(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) g: vec3u) {
+    let row = g.y * TS + l.y;
+    let col = g.x * TS + l.x;
+    if (l.x == 0u && l.y == 0u) { redo_flag = 0u; }
+    workgroupBarrier();
+    var v = matmul_pass(l, row, col);
+    if (!r_finite(v)) { redo_flag = 1u; }
+    if (workgroupUniformLoad(&redo_flag) != 0u) {   // the whole workgroup: barriers
+        x_scale = SCALE_DOWN;
+        let w = matmul_pass(l, row, col) * SCALE_UP;
+        if (!r_finite(v)) { v = w; }
+    }
+    if (row < p.m && col < p.n) { store_scaled(p.oy + row * p.ldy + col, v); }
 }
 
 // ---- gemv: y = alpha op(A) x + beta y, A m x n ---------------------------------
 var<workgroup> partial: array<f32, 256>;
 
-// The invocations' values v summed into y[r] (alpha, beta applied); called
-// in uniform control flow (barriers).
-fn store_row_sum(lx: u32, r: u32, v: f32) {
+// The sum of the invocations' values v, the same (uniform) in every
+// invocation; called in uniform control flow (barriers).
+fn row_total(lx: u32, v: f32) -> f32 {
     partial[lx] = v;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s = s / 2u) {
         if (lx < s) { partial[lx] += partial[lx + s]; }
         workgroupBarrier();
     }
-    if (lx == 0u) { store_scaled(p.oy + r, partial[0]); }
+    let total = workgroupUniformLoad(&partial[0]);
     workgroupBarrier();
+    return total;
 }
 
-// Without TRANS_A: one workgroup per row (grid-stride over rows), a tree sum.
+// Row r of A (f32 or typed) times x, over the elements (f32: 16 at a time)
+// or blocks first, first + step...: one invocation's share of the row.
+fn row_dot(r: u32, first: u32, step: u32) -> f32 {
+    var acc = Sum(0.0, 0.0);
+    if (p.dta == 0u) {
+        for (var t = first * TS; t < p.n; t += step * TS) {
+            var block: f32 = 0.0;
+            for (var j = t; j < min(t + TS, p.n); j++) { block = fma(a_f32(p.oa + r * p.lda + j), xb(p.ob + j), block); }
+            acc = sum_add(acc, block);
+        }
+    } else {
+        let blocks = p.n / block_elems(p.dta);
+        let row_bytes = (p.lda / block_elems(p.dta)) * block_bytes(p.dta);
+        for (var b = first; b < blocks; b += step) { acc = sum_add(acc, dot_block(r * row_bytes, b)); }
+    }
+    return acc.s;
+}
+fn row_share(lx: u32, r: u32) -> f32 { return row_dot(r, lx, WG); }
+
+// y[r] from the workgroup's shares, done again scaled where it overflowed.
+fn store_row(lx: u32, r: u32) {
+    x_scale = 1.0;
+    var t = row_total(lx, row_share(lx, r));
+    if (!r_finite(t)) {
+        x_scale = SCALE_DOWN;
+        t = row_total(lx, row_share(lx, r)) * SCALE_UP;
+    }
+    if (lx == 0u) { store_scaled(p.oy + r, t); }
+}
+
+// Without TRANS_A: one workgroup per row (grid-stride over rows), a tree
+// sum; A f32 or typed (f16, bf16 or GGUF blocks: below).
 @compute @workgroup_size(256)
 fn gemv_rows(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) g: vec3u,
              @builtin(num_workgroups) groups: vec3u) {
-    for (var r = g.x; r < p.m; r += groups.x) {
-        var acc = Sum(0.0, 0.0);
-        for (var j = l.x; j < p.n; j += WG) {
-            acc = sum_add(acc, a_data[p.oa + r * p.lda + j] * b_data[p.ob + j]);
-        }
-        store_row_sum(l.x, r, acc.s);
-    }
+    for (var r = g.x; r < p.m; r += groups.x) { store_row(l.x, r); }
 }
 
 // With TRANS_A: y has n elements, one invocation per column.
@@ -208,23 +262,26 @@ fn gemv_rows(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) g: v
 fn gemv_cols(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) groups: vec3u) {
     let stride = groups.x * WG;
     for (var j = gid.x; j < p.n; j += stride) {
-        var acc = Sum(0.0, 0.0);
-        for (var i = 0u; i < p.m; i += TS) {
-            var block: f32 = 0.0;
-            for (var q = i; q < min(i + TS, p.m); q++) {
-                block = fma(a_data[p.oa + q * p.lda + j], b_data[p.ob + q], block);
-            }
-            acc = sum_add(acc, block);
-        }
-        store_scaled(p.oy + j, acc.s);
+        var v = col_dot(j);
+        if (!r_finite(v)) { x_scale = SCALE_DOWN; v = col_dot(j) * SCALE_UP; x_scale = 1.0; }
+        store_scaled(p.oy + j, v);
     }
 }
 
+// Column j of A times x (the transposed gemv).
+fn col_dot(j: u32) -> f32 {
+    var acc = Sum(0.0, 0.0);
+    for (var i = 0u; i < p.m; i += TS) {
+        var block: f32 = 0.0;
+        for (var q = i; q < min(i + TS, p.m); q++) { block = fma(a_f32(p.oa + q * p.lda + j), xb(p.ob + q), block); }
+        acc = sum_add(acc, block);
+    }
+    return acc.s;
+}
+
 // ---- gemv with f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K weights -----------------
-// A's bytes as words (the same binding as a_data; only gemv_typed uses this
-// view).  Rows hold whole blocks, as GGUF stores them; the block layouts are
+// Rows hold whole blocks, as GGUF stores them; the block layouts are
 // core/rayo-dtype.h's.
-@group(0) @binding(1) var<storage, read> a_words: array<u32>;
 
 const DT_F16: u32 = 1u;
 const DT_BF16: u32 = 2u;
@@ -271,7 +328,7 @@ fn block_bytes(dt: u32) -> u32 {
 
 fn dot_q8_0(blk: u32, x0: u32) -> f32 {
     var s: f32 = 0.0;
-    for (var i = 0u; i < 32u; i++) { s = fma(i8_at(blk + 2u + i), b_data[x0 + i], s); }
+    for (var i = 0u; i < 32u; i++) { s = fma(i8_at(blk + 2u + i), xb(x0 + i), s); }
     return half_at(blk) * s;
 }
 
@@ -279,8 +336,8 @@ fn dot_q4_0(blk: u32, x0: u32) -> f32 {
     var s: f32 = 0.0;
     for (var j = 0u; j < 16u; j++) {
         let q = byte_at(blk + 2u + j);
-        s = fma(f32(i32(q & 15u) - 8), b_data[x0 + j], s);
-        s = fma(f32(i32(q >> 4u) - 8), b_data[x0 + j + 16u], s);
+        s = fma(f32(i32(q & 15u) - 8), xb(x0 + j), s);
+        s = fma(f32(i32(q >> 4u) - 8), xb(x0 + j + 16u), s);
     }
     return half_at(blk) * s;
 }
@@ -306,7 +363,7 @@ fn dot_q4_k(blk: u32, x0: u32) -> f32 {
         var qx: f32 = 0.0;
         var xs: f32 = 0.0;
         for (var l = 0u; l < 32u; l++) {
-            let x = b_data[x0 + 32u * s + l];
+            let x = xb(x0 + 32u * s + l);
             qx = fma(f32((byte_at(chunk + l) >> shift) & 15u), x, qx);
             xs += x;
         }
@@ -327,7 +384,7 @@ fn dot_q6_k(blk: u32, x0: u32) -> f32 {
             let l = v % 32u;
             let low = (byte_at(blk + 64u * h + 32u * (k & 1u) + l) >> (4u * (k / 2u))) & 15u;
             let high = (byte_at(blk + 128u + 32u * h + l) >> (2u * k)) & 3u;
-            qx = fma(f32(i32(low | (high << 4u)) - 32), b_data[x0 + v], qx);
+            qx = fma(f32(i32(low | (high << 4u)) - 32), xb(x0 + v), qx);
         }
         total += i8_at(blk + 192u + g) * qx;
     }
@@ -339,8 +396,8 @@ fn dot_block(row: u32, b: u32) -> f32 {
     let blk = p.oa * 4u + row + b * block_bytes(p.dta);
     let x0 = p.ob + b * block_elems(p.dta);
     switch p.dta {
-        case DT_F16: { return half_at(blk) * b_data[x0]; }
-        case DT_BF16: { return bitcast<f32>(u16_at(blk) << 16u) * b_data[x0]; }
+        case DT_F16: { return half_at(blk) * xb(x0); }
+        case DT_BF16: { return bitcast<f32>(u16_at(blk) << 16u) * xb(x0); }
         case DT_Q8_0: { return dot_q8_0(blk, x0); }
         case DT_Q4_0: { return dot_q4_0(blk, x0); }
         case DT_Q4_K: { return dot_q4_k(blk, x0); }
@@ -348,21 +405,6 @@ fn dot_block(row: u32, b: u32) -> f32 {
     }
 }
 
-// y = alpha A x + beta y (no transpose): a workgroup per row, blocks spread
-// over its invocations.
-@compute @workgroup_size(256)
-fn gemv_typed(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) g: vec3u,
-              @builtin(num_workgroups) groups: vec3u) {
-    let blocks = p.n / block_elems(p.dta);
-    let row_bytes = (p.lda / block_elems(p.dta)) * block_bytes(p.dta);
-    for (var r = g.x; r < p.m; r += groups.x) {
-        var acc = Sum(0.0, 0.0);
-        for (var b = l.x; b < blocks; b += WG) {
-            acc = sum_add(acc, dot_block(r * row_bytes, b));
-        }
-        store_row_sum(l.x, r, acc.s);
-    }
-}
 
 // ---- barrier-free forms, for software adapters ----------------------------
 // A software adapter (SwiftShader) runs the invocations of a workgroup with
@@ -371,44 +413,33 @@ fn gemv_typed(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) g: 
 // one invocation per output, a grid-stride loop over the outputs.
 const WD: u32 = 64u;
 
+fn matmul_dot(row: u32, col: u32) -> f32 {
+    var acc = Sum(0.0, 0.0);
+    for (var t = 0u; t < p.k; t += TS) {
+        var block: f32 = 0.0;
+        for (var i = t; i < min(t + TS, p.k); i++) { block = fma(a_at(row, i), b_at(i, col), block); }
+        acc = sum_add(acc, block);
+    }
+    return acc.s;
+}
+
 @compute @workgroup_size(64)
 fn matmul_direct(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) groups: vec3u) {
-    let total = p.m * p.n;
-    for (var o = gid.x; o < total; o += groups.x * WD) {
+    for (var o = gid.x; o < p.m * p.n; o += groups.x * WD) {
         let row = o / p.n;
         let col = o % p.n;
-        var acc = Sum(0.0, 0.0);
-        for (var t = 0u; t < p.k; t += TS) {
-            var block: f32 = 0.0;
-            for (var i = t; i < min(t + TS, p.k); i++) { block = fma(a_at(row, i), b_at(i, col), block); }
-            acc = sum_add(acc, block);
-        }
-        store_scaled(p.oy + row * p.ldy + col, acc.s);
+        var v = matmul_dot(row, col);
+        if (!r_finite(v)) { x_scale = SCALE_DOWN; v = matmul_dot(row, col) * SCALE_UP; x_scale = 1.0; }
+        store_scaled(p.oy + row * p.ldy + col, v);
     }
 }
 
+// gemv without TRANS_A, A f32 or typed
 @compute @workgroup_size(64)
 fn gemv_direct(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) groups: vec3u) {
     for (var r = gid.x; r < p.m; r += groups.x * WD) {
-        var acc = Sum(0.0, 0.0);
-        for (var t = 0u; t < p.n; t += TS) {
-            var block: f32 = 0.0;
-            for (var j = t; j < min(t + TS, p.n); j++) {
-                block = fma(a_data[p.oa + r * p.lda + j], b_data[p.ob + j], block);
-            }
-            acc = sum_add(acc, block);
-        }
-        store_scaled(p.oy + r, acc.s);
-    }
-}
-
-@compute @workgroup_size(64)
-fn gemv_typed_direct(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) groups: vec3u) {
-    let blocks = p.n / block_elems(p.dta);
-    let row_bytes = (p.lda / block_elems(p.dta)) * block_bytes(p.dta);
-    for (var r = gid.x; r < p.m; r += groups.x * WD) {
-        var acc = Sum(0.0, 0.0);
-        for (var b = 0u; b < blocks; b++) { acc = sum_add(acc, dot_block(r * row_bytes, b)); }
-        store_scaled(p.oy + r, acc.s);
+        var v = row_dot(r, 0u, 1u);
+        if (!r_finite(v)) { x_scale = SCALE_DOWN; v = row_dot(r, 0u, 1u) * SCALE_UP; x_scale = 1.0; }
+        store_scaled(p.oy + r, v);
     }
 }

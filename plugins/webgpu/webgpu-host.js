@@ -117,18 +117,17 @@ var rayoWebgpu = (function () {
 
   // ---- pipelines -------------------------------------------------------------
   // A software adapter gets the barrier-free forms (kernels.wgsl says why).
-  function entryPoint(op, flags, dta) {
+  function entryPoint(op, flags) {
     var sig = OP_SIGS[op];
     var soft = st.kernels === 'direct' || (st.kernels === 'auto' && st.type === DEVICE_SOFTWARE);
     if (sig === 'matmul') return soft ? 'matmul_direct' : 'matmul';
-    if (sig === 'gemv' && dta) return soft ? 'gemv_typed_direct' : 'gemv_typed';
     if (sig === 'gemv') return (flags & 1) ? 'gemv_cols' : soft ? 'gemv_direct' : 'gemv_rows';
     if (sig === 'transpose') return 'transpose';
     return 'elementwise';
   }
 
-  function pipeline(op, flags, dta) {
-    var entry = entryPoint(op, flags, dta);
+  function pipeline(op, flags) {
+    var entry = entryPoint(op, flags);
     var key = entry + ':' + op;
     var p = st.pipelines.get(key);
     if (!p) {
@@ -146,7 +145,7 @@ var rayoWebgpu = (function () {
     if (entry === 'matmul_direct') return [Math.max(1, Math.min(65535, Math.ceil(m * n / 64))), 1];
     if (/_direct$/.test(entry)) return [Math.max(1, Math.min(65535, Math.ceil(m / 64))), 1];
     if (entry === 'matmul') return [Math.ceil(n / 16), Math.ceil(m / 16)];
-    if (entry === 'gemv_rows' || entry === 'gemv_typed') return [Math.min(m, 65535), 1];
+    if (entry === 'gemv_rows') return [Math.min(m, 65535), 1];
     if (entry === 'transpose') return [Math.max(1, Math.min(cap, Math.ceil(m * n / 256))), 1];
     return [Math.max(1, Math.min(cap, Math.ceil(n / 256))), 1];
   }
@@ -190,7 +189,7 @@ var rayoWebgpu = (function () {
     temps.push(ubuf);
     var entries = [{ binding: 0, resource: { buffer: ubuf } }];
     for (var j = 0; j < 4; j++) entries.push({ binding: j + 1, resource: { buffer: bufs[j] || st.dummy } });
-    var pl = pipeline(call.op, call.flags, call.dta);
+    var pl = pipeline(call.op, call.flags);
     var pass = encoder.beginComputePass();
     pass.setPipeline(pl.pipeline);
     pass.setBindGroup(0, dev.createBindGroup({ layout: st.layout, entries: entries }));
@@ -327,33 +326,51 @@ var rayoWebgpu = (function () {
 
   function batchBegin() {
     var h = st.nextHandle++;
-    st.batches.set(h, { calls: [], temps: [], done: null, status: OK });
+    st.batches.set(h, { calls: [], temps: [], done: null, status: OK, step: 0 });
     return h;
   }
 
-  function batchRecord(batch, op, flags, sizesPtr, alpha, beta, bufsPtr, offsPtr) {
+  function batchRecord(batch, op, flags, sizesPtr, alpha, beta, bufsPtr, offsPtr, stepsPtr) {
     var bt = st.batches.get(batch);
     if (!bt) return E_NOT_FOUND;
-    var s = readSizes(sizesPtr), bp = bufsPtr >>> 2, op2 = offsPtr >>> 2;
-    var bufs = [], offsets = [];
+    var s = readSizes(sizesPtr), bp = bufsPtr >>> 2, op2 = offsPtr >>> 2, sp = stepsPtr >>> 2;
+    var bufs = [], offsets = [], steps = [];
     for (var i = 0; i < 4; i++) {
       var h = HEAPU32[bp + i];
       if (h && !st.buffers.get(h)) return E_NOT_FOUND;
       bufs.push(h ? st.buffers.get(h) : null);
       offsets.push(HEAPU32[op2 + i] / 4);
+      steps.push(HEAPU32[sp + i] / 4);
     }
     bt.calls.push({ op: op, flags: flags, m: s.m, n: s.n, k: s.k, lda: s.lda, ldb: s.ldb, ldy: s.ldy, dta: s.dta,
-      alpha: alpha, beta: beta, bufs: bufs, offsets: offsets });
+      alpha: alpha, beta: beta, bufs: bufs, offsets0: offsets, steps: steps });
     return OK;
+  }
+
+  function batchSetStep(batch, step) {
+    var bt = st.batches.get(batch);
+    if (!bt) return E_NOT_FOUND;
+    bt.step = step;
+    return OK;
+  }
+
+  // a recorded call with its offsets at the batch's step (elements)
+  function atStep(call, step) {
+    call.offsets = call.offsets0.map(function (o, i) { return o + step * call.steps[i]; });
+    return call;
   }
 
   function batchSubmit(batch) {
     var bt = st.batches.get(batch);
     if (!bt) return E_NOT_FOUND;
     if (st.lost) return E_DEVICE_LOST;
+    // a replay: the previous submit is done (the core waited for it)
+    bt.temps.forEach(function (b) { b.destroy(); });
+    bt.temps = [];
+    bt.status = OK;
     st.device.pushErrorScope('validation');
     var encoder = st.device.createCommandEncoder();
-    bt.calls.forEach(function (call) { encodeOp(encoder, call, bt.temps); });
+    bt.calls.forEach(function (call) { encodeOp(encoder, atStep(call, bt.step), bt.temps); });
     st.device.queue.submit([encoder.finish()]);
     bt.done = Promise.all([st.device.popErrorScope(), st.device.queue.onSubmittedWorkDone()])
       .then(function (r) { if (r[0]) { bt.status = E_BACKEND; console.warn('webgpu: ' + r[0].message); } });
@@ -403,6 +420,7 @@ var rayoWebgpu = (function () {
       rayo_webgpu_js_batch_begin: batchBegin,
       rayo_webgpu_js_batch_record: batchRecord,
       rayo_webgpu_js_batch_submit: batchSubmit,
+      rayo_webgpu_js_batch_set_step: batchSetStep,
       rayo_webgpu_js_batch_wait: waiting(batchWait),
       rayo_webgpu_js_batch_free: batchFree,
     };

@@ -44,12 +44,16 @@ void rayo_webgpu_js_buffer_free(uint32_t buf);
 int rayo_webgpu_js_buffer_write(uint32_t buf, size_t offset, const void *src, size_t bytes);
 int rayo_webgpu_js_buffer_read(uint32_t buf, size_t offset, void *dst, size_t bytes); /* waits */
 
-/* Batches: recorded calls, encoded into one command buffer at submit. */
+/* Batches: recorded calls, encoded into one command buffer at each submit
+ * (a batch may be submitted again: replay). */
 uint32_t rayo_webgpu_js_batch_begin(void);
-/* bufs: a, b, c, y handles; offsets: their byte offsets. */
+/* bufs: a, b, c, y handles; offsets: their byte offsets at step 0; steps:
+ * the bytes each offset moves per unit of the batch's step. */
 int rayo_webgpu_js_batch_record(uint32_t batch, uint32_t op, uint32_t flags, const uint32_t sizes[WEBGPU_SIZES],
                                 float alpha, float beta, const uint32_t bufs[4],
-                                const uint32_t offsets[4]);
+                                const uint32_t offsets[4], const uint32_t steps[4]);
+/* The step the next submits run at. */
+int rayo_webgpu_js_batch_set_step(uint32_t batch, uint32_t step);
 int rayo_webgpu_js_batch_submit(uint32_t batch);
 int rayo_webgpu_js_batch_wait(uint32_t batch); /* waits */
 void rayo_webgpu_js_batch_free(uint32_t batch);

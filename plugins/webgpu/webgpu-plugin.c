@@ -199,16 +199,32 @@ static rayo_status webgpu_batch_record(void *state, void *batch, const rayo_dev_
     rayo_status st = check_call(s, sig, &c, count, bytes, sizes);
     if (st != RAYO_OK)
         return st;
-    const rayo_dev_operand *ops[4] = {&d->a, &d->b, &d->c, &d->y};
-    uint32_t bufs[4], offsets[4];
+    rayo_dev_call full; /* the step fields of a 1.0 core's call read as 0 */
+    rayo_dev_call_copy(d, &full);
+    if (full.step_flags)
+        return RAYO_E_UNSUPPORTED; /* only attention's KV length moves: no attention here */
+    const rayo_dev_operand *ops[4] = {&full.a, &full.b, &full.c, &full.y};
+    uint32_t bufs[4], offsets[4], steps[4];
     for (int i = 0; i < 4; i++) {
-        if (ops[i]->offset % sizeof(float))
+        if (ops[i]->offset % sizeof(float) || full.step_bytes[i] % sizeof(float) ||
+            ops[i]->offset > UINT32_MAX || full.step_bytes[i] > UINT32_MAX)
             return RAYO_E_UNSUPPORTED;
         bufs[i] = (uint32_t)(uintptr_t)ops[i]->buf;
         offsets[i] = (uint32_t)ops[i]->offset;
+        steps[i] = (uint32_t)full.step_bytes[i];
     }
     return (rayo_status)rayo_webgpu_js_batch_record((uint32_t)(uintptr_t)batch, d->op, d->flags, sizes,
-                                                    d->alpha, d->beta, bufs, offsets);
+                                                    d->alpha, d->beta, bufs, offsets, steps);
+}
+
+/* Replay: the JS side keeps the recorded calls and encodes them at each
+ * submit with the offsets of the step. */
+static rayo_status webgpu_batch_set_step(void *state, void *batch, size_t step)
+{
+    (void)state;
+    if (step > UINT32_MAX)
+        return RAYO_E_UNSUPPORTED;
+    return (rayo_status)rayo_webgpu_js_batch_set_step((uint32_t)(uintptr_t)batch, (uint32_t)step);
 }
 
 static rayo_status webgpu_batch_submit(void *state, void *batch)
@@ -245,6 +261,7 @@ static const rayo_memory_api webgpu_memory = {
     .batch_submit = webgpu_batch_submit,
     .batch_wait = webgpu_batch_wait,
     .batch_free = webgpu_batch_free,
+    .batch_set_step = webgpu_batch_set_step,
 };
 
 /* ---- the op table: the op list, filtered by signature class ------------------
