@@ -27,24 +27,37 @@ struct rayo_buffer {
 
 enum batch_state { BATCH_RECORDING, BATCH_SUBMITTED, BATCH_DONE };
 
+/* A recorded call, kept for the checks at a new step and for recording
+ * the batch again into a plugin that cannot replay it. */
+typedef struct batch_entry {
+    rayo_batch_call call;        /* full size; params: the batch's copy */
+    rayo_attention_params *at_step; /* such plugins: attention's parameters at the step */
+} batch_entry;
+
 struct rayo_batch {
     rayo_context *ctx;           /* NULL once rayo_close detached it */
     rayo_backend *be;
-    void *handle;
+    void *handle;                /* the plugin's batch; NULL when recording it again failed */
     enum batch_state state;
     rayo_status result;
     rayo_buffer **uses;          /* the distinct buffers its ops use: referenced */
     size_t use_count, use_cap;
     void **params;               /* copies of the recorded ops' parameter structs */
     size_t params_count, params_cap;
+    batch_entry *entries;        /* every recorded call, in order */
+    size_t entry_count, entry_cap;
+    size_t step;                 /* rayo_batch_set_step's */
+    bool replays;                /* the memory API replays it (batch_set_step) */
+    bool stale;                  /* else: the plugin's batch must be recorded again */
     rayo_batch *prev, *next;     /* the context's list */
 };
 
 /* ---- the core's host-memory implementation ---- */
 typedef struct host_batch {
     rayo_backend *be;
-    rayo_dev_call *calls;
+    rayo_dev_call *calls;        /* at step 0, with their step fields */
     size_t count, cap;
+    size_t step;
     rayo_status status;
 } host_batch;
 
@@ -106,9 +119,13 @@ static void *operand_ptr(const rayo_dev_operand *o)
     return o->buf ? (char *)o->buf + o->offset : NULL;
 }
 
-/* One recorded op on host pointers: the batch's backend, else its chain. */
-static rayo_status host_run_one(rayo_backend *be, const rayo_dev_call *d)
+/* One recorded op on host pointers at `step`: the batch's backend, else its chain. */
+static rayo_status host_run_one(rayo_backend *be, const rayo_dev_call *recorded, size_t step)
 {
+    rayo_dev_call at;
+    rayo_attention_params attn;
+    rayo_dev_call_at_step(recorded, step, &at, &attn);
+    const rayo_dev_call *d = &at;
     size_t index = 0;
     bool arg = rayo_op_by_id(d->op)->sig == RAYO_SIG_ARGREDUCE;
     rayo_call c = {sizeof c, d->op, d->flags, d->dtypes, d->m, d->n, d->k, d->alpha, d->beta,
@@ -141,8 +158,15 @@ static rayo_status host_batch_submit(void *state, void *batch)
     host_batch *b = batch;
     b->status = RAYO_OK;
     for (size_t i = 0; i < b->count && b->status == RAYO_OK; i++)
-        b->status = host_run_one(b->be, &b->calls[i]);
+        b->status = host_run_one(b->be, &b->calls[i], b->step);
     return RAYO_OK; /* the batch's status comes from wait */
+}
+
+static rayo_status host_batch_set_step(void *state, void *batch, size_t step)
+{
+    (void)state;
+    ((host_batch *)batch)->step = step;
+    return RAYO_OK;
 }
 
 static rayo_status host_batch_wait(void *state, void *batch, uint64_t timeout_ns)
@@ -164,6 +188,7 @@ static void host_batch_free(void *state, void *batch)
 const rayo_memory_api rayo_host_memory = {
     sizeof(rayo_memory_api), host_buffer_alloc, host_buffer_free, host_buffer_write, host_buffer_read,
     host_batch_begin, host_batch_record, host_batch_submit, host_batch_wait, host_batch_free,
+    host_batch_set_step,
 };
 
 /* ---- the public API ---- */
@@ -175,6 +200,13 @@ static const rayo_memory_api *memory_of(rayo_backend *be, void **state)
     }
     *state = be;
     return &rayo_host_memory;
+}
+
+/* Whether the backend's memory API replays a batch itself (1.1). */
+static bool memory_replays(const rayo_backend *be, const rayo_memory_api *m)
+{
+    return m == &rayo_host_memory ||
+           (be->abi_minor >= 1 && m->struct_size >= sizeof *m && m->batch_set_step);
 }
 
 /* Which backend a NULL name picks: a real GPU, else a CPU backend, else a
@@ -189,7 +221,7 @@ static rayo_status pick_backend(rayo_context *ctx, const char *name, rayo_backen
 {
     if (name) {
         rayo_backend *be = backend_by_name(ctx, name);
-        if (!be || !backend_active(be))
+        if (!be || !backend_usable(be))
             return rayo_fail(RAYO_E_NOT_FOUND, "backend \"%s\" is not loaded", name);
         *out = be;
         return RAYO_OK;
@@ -197,7 +229,7 @@ static rayo_status pick_backend(rayo_context *ctx, const char *name, rayo_backen
     rayo_backend *best = NULL;
     for (size_t i = 0; i < ctx->backend_count; i++) {
         rayo_backend *be = ctx->backends[i];
-        if (!backend_active(be))
+        if (!backend_usable(be)) /* a deferred GPU starts: its kind decides */
             continue;
         bool better = !best || pick_class(be) < pick_class(best) ||
                       (pick_class(be) == pick_class(best) && be->rank < best->rank);
@@ -368,6 +400,7 @@ RAYO_API rayo_status rayo_batch_create(rayo_context *ctx, const char *backend, r
     }
     b->ctx = ctx;
     b->be = be;
+    b->replays = memory_replays(be, memory_of(be, &state));
     link_batch(ctx, b);
     *batch = b;
     return RAYO_OK;
@@ -482,72 +515,271 @@ static rayo_status full_batch_call(const rayo_batch_call *call, rayo_batch_call 
     return RAYO_OK;
 }
 
+static size_t operand_align(rayo_dtype dt)
+{
+    size_t align = rayo_dtype_block_bytes(dt);
+    return align > 4 || align == 0 ? 1 : align;
+}
+
+/* The call on the plugin's buffer handles, checked: shape, operands on the
+ * batch's backend, aligned and inside their buffers.  params is left NULL. */
+static rayo_status convert_call(const rayo_batch *batch, const rayo_batch_call *call, rayo_dev_call *d)
+{
+    rayo_call shape = shape_of(call);
+    const rayo_op_info *op;
+    rayo_status st = call_validate_shape(&shape, &op);
+    if (st != RAYO_OK)
+        return st;
+    size_t counts[4];
+    call_operand_counts(&shape, counts);
+    bool arg = op->sig == RAYO_SIG_ARGREDUCE;
+    *d = (rayo_dev_call){sizeof *d, call->op, call->flags, call->dtypes, call->m, call->n, call->k, call->alpha,
+                         call->beta, {0}, {0}, {0}, {0}, call->lda, call->ldb, call->ldc, call->ldy,
+                         call->precision, 0, NULL, {0}, 0, 0};
+    const rayo_operand *src[4] = {&call->a, &call->b, &call->c, &call->y};
+    rayo_dev_operand *dst[4] = {&d->a, &d->b, &d->c, &d->y};
+    static const char *const what[4] = {"first input", "second input", "third input", "output"};
+    for (int i = 0; i < 4 && st == RAYO_OK; i++) {
+        rayo_dtype dt = RAYO_DTYPE_OF(call->dtypes, i);
+        size_t bytes = sizeof(uint64_t);
+        if (!(i == 3 && arg) && !rayo_dtype_row_bytes(dt, counts[i], &bytes))
+            return rayo_fail(RAYO_E_INVALID, "%s: %s is not whole %s blocks", op->name, what[i], rayo_dtype_name(dt));
+        st = convert_operand(batch, src[i], bytes, operand_align(dt), what[i], dst[i]);
+    }
+    return st;
+}
+
+/* The step fields make sense: only used operands move, by whole aligned
+ * units; only an attention call's length grows. */
+static rayo_status check_step_fields(const rayo_batch_call *c)
+{
+    const rayo_operand *o[4] = {&c->a, &c->b, &c->c, &c->y};
+    for (int i = 0; i < 4; i++) {
+        size_t align = operand_align(RAYO_DTYPE_OF(c->dtypes, i));
+        if (c->step_bytes[i] && (!o[i]->buf || c->step_bytes[i] % align))
+            return rayo_fail(RAYO_E_INVALID, "step_bytes[%d] is %zu: %s", i, c->step_bytes[i],
+                             o[i]->buf ? "not a multiple of the operand's alignment" : "the operand is unused");
+    }
+    if (c->step_flags & ~RAYO_STEP_KV_LENGTH)
+        return rayo_fail(RAYO_E_INVALID, "step_flags 0x%x: unknown flags", (unsigned)c->step_flags);
+    if ((c->step_flags & RAYO_STEP_KV_LENGTH) && (c->op != RAYO_OP_ATTENTION || !c->params))
+        return rayo_fail(RAYO_E_INVALID, "RAYO_STEP_KV_LENGTH is for an attention call with its parameters");
+    return RAYO_OK;
+}
+
+static bool moves_with_step(const rayo_batch_call *c)
+{
+    return (c->step_bytes[0] | c->step_bytes[1] | c->step_bytes[2] | c->step_bytes[3] | c->step_flags) != 0;
+}
+
+/* The call at `step`: operand offsets advanced; with RAYO_STEP_KV_LENGTH an
+ * attention's k and n_kv grown (its parameters then in *attn).  c->params
+ * is the batch's full-size copy. */
+static rayo_status batch_call_at(const rayo_batch_call *c, size_t step, rayo_batch_call *out,
+                                 rayo_attention_params *attn)
+{
+    *out = *c;
+    rayo_operand *o[4] = {&out->a, &out->b, &out->c, &out->y};
+    for (int i = 0; i < 4; i++) {
+        size_t by = c->step_bytes[i];
+        if (by && step > (SIZE_MAX - o[i]->offset) / by)
+            return rayo_fail(RAYO_E_OVERFLOW, "step %zu moves operand %d past any buffer", step, i);
+        o[i]->offset += step * by;
+    }
+    if (c->step_flags & RAYO_STEP_KV_LENGTH) {
+        *attn = *(const rayo_attention_params *)c->params;
+        if (attn->n_kv > SIZE_MAX - step)
+            return rayo_fail(RAYO_E_OVERFLOW, "step %zu: the attention's length overflows", step);
+        attn->n_kv += step;
+        out->k += step;
+        out->params = attn;
+    }
+    return RAYO_OK;
+}
+
+/* The call checked as it would run at `step`. */
+static rayo_status check_at_step(const rayo_batch *batch, const rayo_batch_call *c, size_t step)
+{
+    rayo_batch_call at;
+    rayo_attention_params attn;
+    rayo_dev_call d;
+    rayo_status st = batch_call_at(c, step, &at, &attn);
+    return st == RAYO_OK ? convert_call(batch, &at, &d) : st;
+}
+
+/* Records an entry into the plugin's batch: at step 0 with its step fields
+ * when the plugin replays, else as it runs at the batch's step. */
+static rayo_status plugin_record(rayo_batch *batch, batch_entry *e)
+{
+    rayo_batch_call at;
+    rayo_attention_params attn;
+    rayo_dev_call d;
+    rayo_status st = batch->replays ? RAYO_OK : batch_call_at(&e->call, batch->step, &at, &attn);
+    if (st == RAYO_OK)
+        st = convert_call(batch, batch->replays ? &e->call : &at, &d);
+    if (st != RAYO_OK)
+        return st;
+    d.params = e->call.params;
+    if (batch->replays) {
+        memcpy(d.step_bytes, e->call.step_bytes, sizeof d.step_bytes);
+        d.step_flags = e->call.step_flags;
+    } else if (at.params == &attn) {
+        if (!e->at_step && !(e->at_step = malloc(sizeof *e->at_step)))
+            return rayo_fail(RAYO_E_NOMEM, "out of memory");
+        *e->at_step = attn;
+        d.params = e->at_step;
+    }
+    void *state;
+    return memory_of(batch->be, &state)->batch_record(state, batch->handle, &d);
+}
+
+static rayo_status reserve_entry(rayo_batch *batch)
+{
+    if (batch->entry_count < batch->entry_cap)
+        return RAYO_OK;
+    size_t cap = batch->entry_cap ? 2 * batch->entry_cap : 32;
+    batch_entry *grown = realloc(batch->entries, cap * sizeof *grown);
+    if (!grown)
+        return rayo_fail(RAYO_E_NOMEM, "cannot grow the batch");
+    batch->entries = grown;
+    batch->entry_cap = cap;
+    return RAYO_OK;
+}
+
+/* A recordable call: checked at step 0 and at the batch's step, its
+ * parameters copied into the batch (e->call.params). */
+static rayo_status prepare_entry(rayo_batch *batch, const rayo_batch_call *call, batch_entry *e)
+{
+    rayo_status st = full_batch_call(call, &e->call);
+    if (st == RAYO_OK)
+        st = check_step_fields(&e->call);
+    rayo_dev_call d;
+    if (st == RAYO_OK)
+        st = convert_call(batch, &e->call, &d);
+    if (st != RAYO_OK)
+        return st;
+    rayo_operand *o[4] = {&e->call.a, &e->call.b, &e->call.c, &e->call.y};
+    const rayo_dev_operand *used[4] = {&d.a, &d.b, &d.c, &d.y};
+    for (int i = 0; i < 4; i++)
+        if (!used[i]->buf) { /* the op reads no byte of it */
+            *o[i] = (rayo_operand){NULL, 0};
+            e->call.step_bytes[i] = 0;
+        }
+    const rayo_op_info *op = rayo_op_by_id(e->call.op);
+    void *mstate;
+    if (memory_of(batch->be, &mstate) != &rayo_host_memory && !backend_kernel(batch->be, e->call.op, e->call.dtypes))
+        return rayo_fail(RAYO_E_UNSUPPORTED, "batch on %s: it does not implement %s with these dtypes",
+                         batch->be->name, op->name);
+    st = keep_params(batch, op, e->call.params, &e->call.params);
+    if (st == RAYO_OK && batch->step)
+        st = check_at_step(batch, &e->call, batch->step);
+    return st;
+}
+
 RAYO_API rayo_status rayo_batch_record(rayo_batch *batch, const rayo_batch_call *call)
 {
     rayo_clear_error();
-    rayo_status live = batch_live(batch);
-    if (live != RAYO_OK)
-        return live;
+    rayo_status st = batch_live(batch);
+    if (st != RAYO_OK)
+        return st;
     if (!call)
         return rayo_fail(RAYO_E_INVALID, "call is NULL");
     if (batch->state != BATCH_RECORDING)
         return rayo_fail(RAYO_E_STATE, "the batch was already submitted");
-    rayo_batch_call full;
-    rayo_status st = full_batch_call(call, &full);
-    if (st != RAYO_OK)
-        return st;
-    call = &full;
-    rayo_call shape = shape_of(call);
-    const rayo_op_info *op;
-    st = call_validate_shape(&shape, &op);
-    if (st != RAYO_OK)
-        return st;
-    void *mstate;
-    if (memory_of(batch->be, &mstate) != &rayo_host_memory && !backend_kernel(batch->be, call->op, call->dtypes))
-        return rayo_fail(RAYO_E_UNSUPPORTED, "batch on %s: it does not implement %s with these dtypes",
-                         batch->be->name, op->name);
-    size_t counts[4];
-    call_operand_counts(&shape, counts);
-    bool arg = op->sig == RAYO_SIG_ARGREDUCE;
-    rayo_dev_call d = {sizeof d, call->op, call->flags, call->dtypes, call->m, call->n, call->k, call->alpha,
-                       call->beta, {0}, {0}, {0}, {0}, call->lda, call->ldb, call->ldc, call->ldy,
-                       call->precision, 0, NULL};
-    const rayo_operand *src[4] = {&call->a, &call->b, &call->c, &call->y};
-    rayo_dev_operand *dst[4] = {&d.a, &d.b, &d.c, &d.y};
-    static const char *const what[4] = {"first input", "second input", "third input", "output"};
-    for (int i = 0; i < 4 && st == RAYO_OK; i++) {
-        rayo_dtype dt = RAYO_DTYPE_OF(call->dtypes, i);
-        size_t bytes = sizeof(uint64_t), align = rayo_dtype_block_bytes(dt);
-        if (!(i == 3 && arg) && !rayo_dtype_row_bytes(dt, counts[i], &bytes))
-            return rayo_fail(RAYO_E_INVALID, "%s: %s is not whole %s blocks", op->name, what[i], rayo_dtype_name(dt));
-        st = convert_operand(batch, src[i], bytes, align > 4 || align == 0 ? 1 : align, what[i], dst[i]);
-    }
+    batch_entry e = {{0}, NULL};
+    st = prepare_entry(batch, call, &e);
     if (st == RAYO_OK)
-        st = keep_params(batch, op, call->params, &d.params);
+        st = reserve_entry(batch);
+    const rayo_operand *used[4] = {&e.call.a, &e.call.b, &e.call.c, &e.call.y};
     for (int i = 0; i < 4 && st == RAYO_OK; i++)
-        st = batch_use(batch, src[i]->buf && dst[i]->buf ? src[i]->buf : NULL);
-    if (st != RAYO_OK)
+        st = batch_use(batch, used[i]->buf);
+    if (st == RAYO_OK && batch->handle)
+        st = plugin_record(batch, &e);
+    if (st != RAYO_OK) {
+        free(e.at_step);
         return st;
+    }
+    batch->entries[batch->entry_count++] = e;
+    return RAYO_OK;
+}
+
+/* Replaces the plugin's batch by a new recording of every entry at the
+ * batch's step (a plugin that cannot replay). */
+static rayo_status record_again(rayo_batch *batch)
+{
     void *state;
-    return memory_of(batch->be, &state)->batch_record(state, batch->handle, &d);
+    const rayo_memory_api *mem = memory_of(batch->be, &state);
+    if (batch->handle)
+        mem->batch_free(state, batch->handle);
+    batch->handle = NULL;
+    rayo_status st = mem->batch_begin(state, &batch->handle);
+    if (st != RAYO_OK) {
+        batch->handle = NULL;
+        return st;
+    }
+    for (size_t i = 0; i < batch->entry_count && st == RAYO_OK; i++)
+        st = plugin_record(batch, &batch->entries[i]);
+    if (st == RAYO_OK)
+        batch->stale = false;
+    return st;
+}
+
+/* A live batch that is not running (submit, set_step). */
+static rayo_status batch_idle(const rayo_batch *batch, const char *what)
+{
+    rayo_status st = batch_live(batch);
+    if (st == RAYO_OK && batch->state == BATCH_SUBMITTED)
+        st = rayo_fail(RAYO_E_STATE, "the batch is running: wait for it before %s", what);
+    return st;
 }
 
 RAYO_API rayo_status rayo_batch_submit(rayo_batch *batch)
 {
     rayo_clear_error();
-    rayo_status live = batch_live(batch);
-    if (live != RAYO_OK)
-        return live;
-    if (batch->state != BATCH_RECORDING)
-        return rayo_fail(RAYO_E_STATE, "the batch was already submitted");
+    rayo_status st = batch_idle(batch, "submitting it again");
+    if (st == RAYO_OK && batch->stale)
+        st = record_again(batch);
+    if (st != RAYO_OK)
+        return st;
     void *state;
-    rayo_status st = memory_of(batch->be, &state)->batch_submit(state, batch->handle);
+    st = memory_of(batch->be, &state)->batch_submit(state, batch->handle);
     batch->state = BATCH_SUBMITTED;
+    batch->stale = !batch->replays;
     if (st != RAYO_OK) {
         batch->state = BATCH_DONE;
         batch->result = st;
     }
     return st;
+}
+
+RAYO_API rayo_status rayo_batch_set_step(rayo_batch *batch, size_t step)
+{
+    rayo_clear_error();
+    rayo_status st = batch_idle(batch, "setting its step");
+    if (st != RAYO_OK)
+        return st;
+    bool moves = false;
+    for (size_t i = 0; i < batch->entry_count; i++) {
+        const rayo_batch_call *c = &batch->entries[i].call;
+        if (!moves_with_step(c))
+            continue;
+        moves = true;
+        st = check_at_step(batch, c, step);
+        if (st != RAYO_OK)
+            return rayo_fail(st, "step %zu, call %zu (%s): %s", step, i, rayo_op_by_id(c->op)->name,
+                             rayo_last_error());
+    }
+    if (step == batch->step)
+        return RAYO_OK;
+    if (batch->replays && batch->handle) {
+        void *state;
+        st = memory_of(batch->be, &state)->batch_set_step(state, batch->handle, step);
+        if (st != RAYO_OK)
+            return st;
+    }
+    batch->step = step;
+    batch->stale |= moves && !batch->replays;
+    return RAYO_OK;
 }
 
 RAYO_API rayo_status rayo_batch_wait(rayo_batch *batch, uint64_t timeout_ns)
@@ -577,7 +809,8 @@ static void batch_free_device(rayo_batch *batch)
     if (batch->state == BATCH_SUBMITTED)
         rayo_batch_wait(batch, UINT64_MAX);
     void *state;
-    memory_of(batch->be, &state)->batch_free(state, batch->handle);
+    if (batch->handle)
+        memory_of(batch->be, &state)->batch_free(state, batch->handle);
     batch->handle = NULL;
 }
 
@@ -595,6 +828,9 @@ RAYO_API void rayo_batch_destroy(rayo_batch *batch)
     for (size_t i = 0; i < batch->params_count; i++)
         free(batch->params[i]);
     free(batch->params);
+    for (size_t i = 0; i < batch->entry_count; i++)
+        free(batch->entries[i].at_step);
+    free(batch->entries);
     free(batch);
 }
 

@@ -93,11 +93,14 @@ static void check_name(void *u, const char *name)
 {
     struct names_acc *acc = u;
     name_match m = match_backend(acc->ctx, name);
+    rayo_backend *be = backend_by_name(acc->ctx, name);
+    if (be && !strcmp(acc->e->key, "order"))
+        be->named_in_order = true; /* a software device started late still takes its calls */
     char hint[64];
     if (!m.found)
         core_log(acc->ctx, RAYO_LOG_WARN, "%s: [%s] %s: no backend is called \"%s\"%s", acc->e->origin,
                  acc->e->section, acc->e->key, name, suggestion(&m, hint, sizeof hint));
-    else if (!backend_by_name(acc->ctx, name) || !backend_active(backend_by_name(acc->ctx, name)))
+    else if (!strcmp(acc->e->key, "order") && (!be || !backend_active(be)))
         core_log(acc->ctx, RAYO_LOG_INFO, "%s: [%s] %s names backend \"%s\", which is not loaded", acc->e->origin,
                  acc->e->section, acc->e->key, name);
 }

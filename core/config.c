@@ -244,7 +244,7 @@ void config_free(rayo_config *cfg)
 }
 
 /* ---- which keys exist ---- */
-static const char *const rayo_keys[] = {"log", "threads", NULL};
+static const char *const rayo_keys[] = {"log", "threads", "lazy_init", NULL};
 static const char *const plugins_keys[] = {"path", "load", "allow", "deny", NULL};
 static const char *const dispatch_keys[] = {"order", "offload_threshold", "force_cpu", NULL};
 static const char *const op_keys[] = {"order", "offload_threshold", "precision", NULL};

@@ -173,7 +173,10 @@ RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, ray
         return rayo_fail(RAYO_E_NOT_FOUND, "no backend %zu (there are %zu)", index, ctx->backend_count);
     if (info->struct_size < offsetof(rayo_backend_info, op_count) + sizeof info->op_count)
         return rayo_fail(RAYO_E_INVALID, "rayo_backend_get: set info->struct_size = sizeof(rayo_backend_info)");
-    const rayo_backend *be = ctx->backends[index];
+    /* Asking about a backend's device starts it (a deferred GPU plugin). */
+    rayo_backend *be = ctx->backends[index];
+    if (be->status == RAYO_BACKEND_LOADED)
+        backend_start(be);
     rayo_backend_info full;
     rayo_backend_info *caller = info;
     info = &full;
@@ -202,7 +205,11 @@ RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, ray
 
 RAYO_API const char *rayo_backend_device_name(const rayo_context *ctx, size_t index, size_t device)
 {
-    if (!ctx || index >= ctx->backend_count || device >= ctx->backends[index]->probe.device_count)
+    if (!ctx || index >= ctx->backend_count)
+        return NULL;
+    if (ctx->backends[index]->status == RAYO_BACKEND_LOADED)
+        backend_start(ctx->backends[index]);
+    if (device >= ctx->backends[index]->probe.device_count)
         return NULL;
     return ctx->backends[index]->probe.devices[device].name;
 }

@@ -174,7 +174,8 @@ static void resolve_chain(rayo_context *ctx, const rayo_op_info *op, const rayo_
             continue; /* falls through to the next backend */
         rayo_link *l = &chain->links[chain->count++];
         l->be = be;
-        l->fn = fn;
+        l->fn = be->deferred ? backend_deferred_kernel : fn;
+        l->arg = be->deferred ? (void *)be : be->state;
         l->min_size = be->kind == KIND_GPU ? offload_threshold(ctx, op, be) : 0;
         l->max_size = l->min_size == SIZE_MAX ? 0 : SIZE_MAX; /* never: no size fits */
     }
@@ -225,7 +226,7 @@ static bool try_link(rayo_context *ctx, const rayo_link *l, const rayo_call *cal
 {
     if (atomic_load_explicit(&l->be->lost, memory_order_relaxed))
         return false;
-    *st = l->fn(l->be->state, call);
+    *st = l->fn(l->arg, call);
     if (*st == RAYO_OK)
         return true;
     note_failure(ctx, l, call, *st);
@@ -279,7 +280,7 @@ RAYO_API rayo_status rayo_run_on(rayo_context *ctx, const char *backend, const r
     if (!ctx || !backend)
         return rayo_fail(RAYO_E_INVALID, "context or backend name is NULL");
     rayo_backend *be = backend_by_name(ctx, backend);
-    if (!be || !backend_active(be))
+    if (!be || !backend_usable(be))
         return rayo_fail(RAYO_E_NOT_FOUND, "backend \"%s\" is not loaded", backend);
     const rayo_op_info *op;
     rayo_status st = call_validate(call, &op);
@@ -335,7 +336,8 @@ RAYO_API const char *rayo_backend_for(const rayo_context *ctx, rayo_op op, uint3
         return NULL;
     for (size_t i = 0; i < chain->count; i++) {
         const rayo_link *l = &chain->links[i];
-        if (size >= l->min_size && size <= l->max_size && !atomic_load(&l->be->lost))
+        if (size >= l->min_size && size <= l->max_size && !atomic_load(&l->be->lost) &&
+            !atomic_load(&l->be->demoted))
             return l->be->name;
     }
     return chain->count ? chain->links[0].be->name : NULL;

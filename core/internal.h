@@ -154,6 +154,13 @@ typedef struct rayo_backend {
     rayo_kernel_fn combo_kernels[COMBO_SLOTS];  /* other combinations, by op_combo_slot */
     size_t op_count;                            /* op table entries taken */
     atomic_bool lost;              /* device lost: no more calls */
+    /* A device plugin (one with a memory API) starts at its first use, not
+     * at rayo_open: deferred until then, started once (start_lock). */
+    bool deferred;
+    atomic_bool started;
+    atomic_bool demoted;           /* started lazily as a software device no order names */
+    bool named_in_order;           /* some order setting names it (config_check_names) */
+    pthread_mutex_t start_lock;
     pthread_mutex_t keys_lock;     /* guards keys_read */
     char *keys_read[BACKEND_KEYS_MAX]; /* keys of [backend.NAME] the plugin asked for */
     size_t keys_read_count;
@@ -165,6 +172,13 @@ HIDDEN void loader_load_all(rayo_context *ctx);
 HIDDEN void loader_unload_all(rayo_context *ctx, bool call_plugins);
 HIDDEN rayo_backend *backend_by_name(const rayo_context *ctx, const char *name);
 HIDDEN bool backend_active(const rayo_backend *be);
+/* Starts a deferred backend (probe + init) once; RAYO_OK when it runs. */
+HIDDEN rayo_status backend_start(rayo_backend *be);
+/* Active, after starting it if it was deferred: for a use by name. */
+HIDDEN bool backend_usable(rayo_backend *be);
+/* The kernel of a deferred backend's links: starts it, then runs the
+ * plugin's kernel (arg is the backend). */
+HIDDEN rayo_status backend_deferred_kernel(void *arg, const rayo_call *call);
 
 /* ---- config-check.c: checks that need the loader's answer ---- */
 /* Backend names in order/allow/deny and [backend.NAME] sections: a name no
@@ -181,6 +195,7 @@ HIDDEN void backend_free_keys(rayo_backend *be);
 typedef struct rayo_link {
     rayo_backend *be;
     rayo_kernel_fn fn;
+    void *arg;             /* fn's first argument: the plugin's state (the backend when deferred) */
     size_t min_size, max_size;
 } rayo_link;
 
@@ -299,7 +314,7 @@ static inline __attribute__((always_inline)) rayo_status dispatch_chain(rayo_con
         const rayo_link *l = &chain->links[i];
         if (!link_fits(l, size) || atomic_load_explicit(&l->be->lost, memory_order_relaxed))
             continue;
-        rayo_status st = l->fn(l->be->state, call);
+        rayo_status st = l->fn(l->arg, call);
         if (st == RAYO_OK)
             return RAYO_OK;
         return dispatch_fallback(ctx, chain, call, op, i, st, size);

@@ -521,6 +521,81 @@ static void take_kernels(rayo_backend *be)
     }
 }
 
+/* A device plugin (one with its own memory API: a GPU driver behind it)
+ * waits for its first use: starting a GPU driver costs far more than the
+ * rest of rayo_open, and an application that stays on the CPU should not
+ * pay it.  [rayo] lazy_init = no (rayo-info sets it) starts every plugin at
+ * open; so does force_cpu, which must see the device's type to refuse it. */
+static bool defer_start(rayo_backend *be)
+{
+    return be->desc->memory && !be->ctx->force_cpu && config_get_bool(be->ctx, "rayo", "lazy_init", true);
+}
+
+static void log_loaded(rayo_backend *be)
+{
+    core_log(be->ctx, RAYO_LOG_INFO, "%s %s loaded from %s: %s, %zu ops", be->name, be->version, be->path,
+             be->probe.devices[be->device].name, be->op_count);
+}
+
+/* Until it starts, a deferred backend ranks as a GPU (what a device plugin
+ * usually is): its links take calls from the offload threshold up. */
+static void defer(rayo_backend *be)
+{
+    be->deferred = true;
+    be->kind = KIND_GPU;
+    take_kernels(be);
+    be->status = RAYO_BACKEND_LOADED;
+    be->reason[0] = '\0';
+    core_log(be->ctx, RAYO_LOG_INFO, "%s %s loaded from %s, %zu ops: its device starts at first use", be->name,
+             be->version, be->path, be->op_count);
+}
+
+/* Started lazily: a device that turns out not to be a GPU (lavapipe) would
+ * have come after the CPU backends in the default order, so it takes no
+ * calls by default unless an order names it; use by name still works. */
+static void started_late(rayo_backend *be)
+{
+    backend_check_keys(be);
+    log_loaded(be);
+    if (be->kind != KIND_GPU && !be->named_in_order) {
+        atomic_store(&be->demoted, true);
+        core_log(be->ctx, RAYO_LOG_INFO, "%s: %s is not a GPU: calls go to it only where an order names it",
+                 be->name, be->probe.devices[be->device].name);
+    }
+}
+
+rayo_status backend_start(rayo_backend *be)
+{
+    if (!be->deferred || atomic_load_explicit(&be->started, memory_order_acquire))
+        return backend_active(be) ? RAYO_OK : RAYO_E_UNSUPPORTED;
+    pthread_mutex_lock(&be->start_lock);
+    if (!atomic_load_explicit(&be->started, memory_order_relaxed)) {
+        core_log(be->ctx, RAYO_LOG_DEBUG, "%s: starting its device (first use)", be->name);
+        if (probe_and_init(be)) {
+            started_late(be);
+        } else {
+            atomic_store(&be->lost, true); /* its links are skipped from now on (reason: rayo-info) */
+        }
+        atomic_store_explicit(&be->started, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&be->start_lock);
+    return backend_active(be) ? RAYO_OK : RAYO_E_UNSUPPORTED;
+}
+
+bool backend_usable(rayo_backend *be)
+{
+    return backend_active(be) && backend_start(be) == RAYO_OK;
+}
+
+rayo_status backend_deferred_kernel(void *arg, const rayo_call *call)
+{
+    rayo_backend *be = arg;
+    if (backend_start(be) != RAYO_OK || atomic_load_explicit(&be->demoted, memory_order_relaxed))
+        return RAYO_E_UNSUPPORTED; /* the call passes on */
+    rayo_kernel_fn fn = backend_kernel(be, call->op, call->dtypes);
+    return fn ? fn(be->state, call) : RAYO_E_UNSUPPORTED;
+}
+
 /* checks + dlopen + checks + probe + init of one file. */
 static void load_backend(rayo_backend *be)
 {
@@ -542,14 +617,20 @@ static void load_backend(rayo_backend *be)
         return;
     be->desc = d;
     /* The descriptor's name may differ from the file's: check config again. */
-    if (denied_by_config(be) || !probe_and_init(be))
+    if (denied_by_config(be))
         return;
+    if (defer_start(be)) {
+        defer(be);
+        return;
+    }
+    if (!probe_and_init(be))
+        return;
+    atomic_store(&be->started, true);
     take_kernels(be);
     backend_check_keys(be);
     be->status = RAYO_BACKEND_LOADED;
     be->reason[0] = '\0';
-    core_log(be->ctx, RAYO_LOG_INFO, "%s %s loaded from %s: %s, %zu ops", be->name, be->version,
-             be->path, be->probe.devices[be->device].name, be->op_count);
+    log_loaded(be);
 }
 
 /* ---- discovery ---- */
@@ -597,6 +678,9 @@ static rayo_backend *new_backend(rayo_context *ctx, const char *path)
     be->ctx = ctx;
     atomic_init(&be->lost, false);
     pthread_mutex_init(&be->keys_lock, NULL);
+    pthread_mutex_init(&be->start_lock, NULL);
+    atomic_init(&be->started, false);
+    atomic_init(&be->demoted, false);
     file_backend_name(path, be->name, sizeof be->name);
     init_host(be);
     return be;
@@ -627,7 +711,7 @@ static void add_file(rayo_context *ctx, const char *path)
     load_backend(be);
     first = find_loaded_name(ctx, be->name, be); /* descriptor name may differ */
     if (first && be->status == RAYO_BACKEND_LOADED) {
-        if (be->desc->fini)
+        if (be->desc->fini && atomic_load(&be->started))
             be->desc->fini(be->state);
         be->state = NULL;
         set_reason(be, RAYO_BACKEND_SHADOWED, "shadowed by %s, found earlier in the search path", first->path);
@@ -764,8 +848,9 @@ static void scan_build_tree(rayo_context *ctx, const char *plugins_dir, char **p
     names_free(&subs);
 }
 
-/* The local plugin directory (configure --with-local-plugindir, by default
- * /usr/local/lib/rayo/abiN) holds plugins built on this machine, outside the
+/* The local plugin directory (configure --with-local-plugindir; by default
+ * /usr/local/lib/rayo/abiN for --prefix=/usr, else the plugin directory
+ * itself, skipped here) holds plugins built on this machine, outside the
  * package manager.  A setuid/setgid program never searches it: a directory
  * writable by a lesser-privileged group must not feed code into it. */
 static const char *local_plugin_dir(void)
@@ -811,12 +896,13 @@ void loader_unload_all(rayo_context *ctx, bool call_plugins)
 {
     for (size_t i = 0; i < ctx->backend_count; i++) {
         rayo_backend *be = ctx->backends[i];
-        if (call_plugins && be->status == RAYO_BACKEND_LOADED && be->desc->fini)
+        if (call_plugins && be->status == RAYO_BACKEND_LOADED && be->desc->fini && atomic_load(&be->started))
             be->desc->fini(be->state);
         if (call_plugins && be->dl)
             dlclose(be->dl);
         backend_free_keys(be);
         pthread_mutex_destroy(&be->keys_lock);
+        pthread_mutex_destroy(&be->start_lock);
         free(be->path);
         free(be);
     }

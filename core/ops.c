@@ -232,6 +232,29 @@ static rayo_status check_struct(const rayo_call *c, const rayo_op_info *op)
 
 static const char *const operand_names[4] = {"a", "b", "c", "y"};
 
+/* The alignment an operand's pointer must have: its element's (f32 and i32
+ * 4, f16 and bf16 2), 2 for block dtypes (their scales are f16).  A kernel
+ * may load elements directly, even with vector loads a misaligned element
+ * would break, so rayo(3) requires it and the core refuses the rest. */
+static size_t operand_alignment(const rayo_call *c, unsigned i)
+{
+    rayo_dtype dt = RAYO_DTYPE_OF(c->dtypes, i);
+    return rayo_dtype_block_elems(dt) > 1 ? 2 : rayo_dtype_block_bytes(dt);
+}
+
+static rayo_status check_alignment(const rayo_call *c, const rayo_op_info *op, const void *const ptrs[4],
+                                   const size_t cnt[4])
+{
+    for (unsigned i = 0; i < 4; i++) {
+        size_t align = operand_alignment(c, i);
+        if (cnt[i] && ptrs[i] && align > 1 && (uintptr_t)ptrs[i] % align)
+            return rayo_fail(RAYO_E_INVALID, "%s: operand %s at %p is not aligned to its element type "
+                             "(%s: %zu bytes)", op->name, operand_names[i], ptrs[i],
+                             rayo_dtype_name(RAYO_DTYPE_OF(c->dtypes, i)), align);
+    }
+    return RAYO_OK;
+}
+
 static rayo_status check_dtypes(const rayo_call *c, const rayo_op_info *op)
 {
     if (op_combo_index(c->op, c->dtypes) >= 0)
@@ -472,6 +495,8 @@ static rayo_status __attribute__((noinline)) validate_fully(const rayo_call *c, 
         if (needed && !ptrs[i])
             return rayo_fail(RAYO_E_INVALID, "%s: %s is NULL", op->name, names[i]);
     }
+    if (data_on_host && (st = check_alignment(c, op, ptrs, cnt)) != RAYO_OK)
+        return st;
     if (op->sig == RAYO_SIG_GET_ROWS && data_on_host)
         return check_indices(c);
     return RAYO_OK;
@@ -486,7 +511,8 @@ static inline __attribute__((always_inline)) bool plainly_valid_vector_call(cons
     return op->sig <= RAYO_SIG_ARGREDUCE && op->id != RAYO_OP_CLIP && c->flags == 0 &&
            c->struct_size == sizeof(rayo_call) && c->dtypes == 0 && (c->lda | c->ldb | c->ldc | c->ldy) == 0 &&
            c->precision == 0 && c->reserved == 0 && !c->params &&
-           c->n - 1 < RAYO_MAX_ELEMENTS && c->a && c->y && (c->b || !needs_b);
+           c->n - 1 < RAYO_MAX_ELEMENTS && c->a && c->y && (c->b || !needs_b) &&
+           (((uintptr_t)c->a | (uintptr_t)c->b | (uintptr_t)c->y) & 3) == 0; /* else refused by the full check */
 }
 
 /* The same for softmax and log_softmax on dense f32 rows. */
@@ -494,7 +520,8 @@ static inline __attribute__((always_inline)) bool plainly_valid_rows_call(const 
                                                                        const rayo_op_info *op)
 {
     return op->sig == RAYO_SIG_ROWS && c->flags == 0 && abi_fields_are_plain(c, op) && c->m - 1 < RAYO_MAX_ELEMENTS &&
-           c->n - 1 < RAYO_MAX_ELEMENTS && c->m <= RAYO_MAX_ELEMENTS / c->n && c->a && c->y;
+           c->n - 1 < RAYO_MAX_ELEMENTS && c->m <= RAYO_MAX_ELEMENTS / c->n && c->a && c->y &&
+           (((uintptr_t)c->a | (uintptr_t)c->y) & 3) == 0;
 }
 
 static inline __attribute__((always_inline)) rayo_status

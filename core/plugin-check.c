@@ -164,9 +164,11 @@ static bool memory_api_ok(const plugin_map *map, const rayo_memory_api *m, char 
 {
     if (!in_map(map, (uintptr_t)m, sizeof m->struct_size, false) || !ALIGNED(m, rayo_memory_api))
         return fail(why, size, "memory API table points outside the plugin or is misaligned");
-    if (m->struct_size < sizeof *m)
-        return fail(why, size, "memory API table of %zu bytes, need %zu", m->struct_size, sizeof *m);
-    if (!in_map(map, (uintptr_t)m, sizeof *m, false))
+    if (m->struct_size < RAYO_MEMORY_API_V1_0_SIZE)
+        return fail(why, size, "memory API table of %zu bytes, need %zu", m->struct_size,
+                    (size_t)RAYO_MEMORY_API_V1_0_SIZE);
+    size_t known = m->struct_size < sizeof *m ? m->struct_size : sizeof *m;
+    if (!in_map(map, (uintptr_t)m, known, false))
         return fail(why, size, "memory API table points outside the plugin");
     const void *fns[] = {(const void *)m->buffer_alloc, (const void *)m->buffer_free,
                          (const void *)m->buffer_write, (const void *)m->buffer_read,
@@ -177,6 +179,8 @@ static bool memory_api_ok(const plugin_map *map, const rayo_memory_api *m, char 
         if (!code_ok(map, fns[i]))
             return fail(why, size, "memory API function %zu is %s", i,
                         fns[i] ? "not code of the plugin" : "NULL");
+    if (known == sizeof *m && m->batch_set_step && !code_ok(map, (const void *)m->batch_set_step))
+        return fail(why, size, "memory API's batch_set_step is not code of the plugin");
     return true;
 }
 

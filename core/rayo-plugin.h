@@ -13,7 +13,8 @@
  * ABI major, struct size, the CPU features the plugin was compiled for,
  * checked against the CPU *and* the OS (cpuid + XGETBV on x86, HWCAP on
  * Arm), that probe, init, fini, the op table (at most 4096 entries), every
- * kernel and the memory API (struct_size and all nine functions) point into
+ * kernel and the memory API (struct_size, all nine 1.0 functions and
+ * batch_set_step when the table has it and it is not NULL) point into
  * the plugin's own segments.  Only then:
  *
  *   probe()  cheap: is the hardware/driver here, which devices; a reason if not
@@ -74,7 +75,7 @@ extern "C" {
 #endif
 
 #define RAYO_PLUGIN_ABI_MAJOR 1
-#define RAYO_PLUGIN_ABI_MINOR 0
+#define RAYO_PLUGIN_ABI_MINOR 1
 #define RAYO_PLUGIN_MAGIC 0x4f594152u /* "RAYO" little-endian */
 
 #if defined(__GNUC__)
@@ -392,6 +393,14 @@ typedef struct rayo_dev_call {
     uint32_t precision;      /* rayo_precision (DEFAULT already resolved) */
     uint32_t reserved;
     const void *params;      /* host copy of the op's parameter struct, valid until batch_free */
+    /* 1.1, replay (only to a plugin whose memory API has batch_set_step;
+     * others get calls already moved to the batch's step, these fields 0):
+     * at step s operand i's offset is offset + s * step_bytes[i], and with
+     * RAYO_STEP_KV_LENGTH an attention's k and n_kv are k + s and n_kv + s
+     * (rayo_dev_call_at_step applies both). */
+    size_t step_bytes[4];    /* a, b, c, y */
+    uint32_t step_flags;
+    uint32_t reserved2;
     /* ABI 1.x appends fields here. */
 } rayo_dev_call;
 
@@ -412,7 +421,55 @@ typedef struct rayo_memory_api {
     /* The batch's status: the first error of any op in it. */
     rayo_status (*batch_wait)(void *state, void *batch, uint64_t timeout_ns);
     void (*batch_free)(void *state, void *batch);
+    /* 1.1, optional (replay; NULL, or a 1.0-sized table: the core frees and
+     * records the batch again before each later submit).  A plugin that has
+     * it takes calls with step fields (rayo_dev_call), accepts batch_submit
+     * again once batch_wait has returned, runs every later submit at the
+     * step last given here (0 before the first call), and keeps what it
+     * built for the batch (a CUDA graph, a command buffer) across submits.
+     * Called only while the batch is not running; the core has checked
+     * every recorded call at this step. */
+    rayo_status (*batch_set_step)(void *state, void *batch, size_t step);
 } rayo_memory_api;
+
+/* The size of a 1.0 memory API table (without batch_set_step). */
+#define RAYO_MEMORY_API_V1_0_SIZE offsetof(rayo_memory_api, batch_set_step)
+
+/* A rayo_dev_call of any size as a full one of this header: fields the
+ * sender did not have are 0. */
+static inline void rayo_dev_call_copy(const rayo_dev_call *in, rayo_dev_call *out)
+{
+    size_t n = in->struct_size < sizeof *out ? in->struct_size : sizeof *out;
+    unsigned char *o = (unsigned char *)out;
+    for (size_t i = 0; i < sizeof *out; i++)
+        o[i] = i < n ? ((const unsigned char *)in)[i] : 0;
+    out->struct_size = sizeof *out;
+}
+
+/* A full-size call c as it runs at `step`: offsets advanced; with
+ * RAYO_STEP_KV_LENGTH an attention's k and n_kv grown, its parameters then
+ * copied to *attn, which out->params points to.  out's step fields are 0. */
+static inline void rayo_dev_call_at_step(const rayo_dev_call *c, size_t step, rayo_dev_call *out,
+                                         rayo_attention_params *attn)
+{
+    *out = *c;
+    rayo_dev_operand *o[4] = {&out->a, &out->b, &out->c, &out->y};
+    for (int i = 0; i < 4; i++) {
+        o[i]->offset += step * c->step_bytes[i];
+        out->step_bytes[i] = 0;
+    }
+    out->step_flags = 0;
+    const rayo_attention_params *p = (const rayo_attention_params *)c->params;
+    if ((c->step_flags & RAYO_STEP_KV_LENGTH) && p) {
+        size_t n = p->struct_size < sizeof *attn ? p->struct_size : sizeof *attn;
+        for (size_t i = 0; i < sizeof *attn; i++)
+            ((unsigned char *)attn)[i] = i < n ? ((const unsigned char *)p)[i] : 0;
+        attn->struct_size = sizeof *attn;
+        attn->n_kv += step;
+        out->k += step;
+        out->params = attn;
+    }
+}
 
 /* ---- the descriptor --------------------------------------------------------
  * Data only: the core reads it before calling any function of the plugin. */

@@ -1,7 +1,7 @@
 /* rayo.h - public API of librayo.
  *
  * rayo runs numeric kernels on whatever compute the machine has.  The core
- * loads backends (scalar, avx2, neon, vulkan, cuda, wasm) as plugins, ranks
+ * loads backends (scalar, avx2, avx512, neon, vulkan, cuda, wasm) as plugins, ranks
  * them and resolves, for every op, a chain of backends that can run it.
  *
  *   rayo_context *ctx;
@@ -219,7 +219,10 @@ typedef struct rayo_options {
 typedef struct rayo_context rayo_context;
 
 /* Opens a context: reads config, loads and probes plugins, resolves dispatch.
- * opts may be NULL.  Fails (RAYO_E_NO_BACKEND) if no backend at all could be
+ * A device plugin (a GPU backend: one with its own memory) is loaded and
+ * ranked but its device starts at its first use: a call that reaches it, a
+ * buffer or batch on it, or rayo_backend_get (set [rayo] lazy_init = no to
+ * start it here).  opts may be NULL.  Fails (RAYO_E_NO_BACKEND) if no backend at all could be
  * loaded, unless opts->allow_no_backend is set. */
 RAYO_API rayo_status rayo_open(rayo_context **ctx, const rayo_options *opts);
 /* Closes the context: waits for submitted batches, frees the device memory
@@ -462,7 +465,26 @@ RAYO_API rayo_status rayo_run_on(rayo_context *ctx, const char *backend, const r
 /* ---- device buffers and batches ---------------------------------------
  * A buffer lives on one backend (its device memory; host memory for CPU
  * backends).  A batch records ops on buffers of that backend and runs them
- * with one submission; errors are reported per batch, by submit or wait. */
+ * with one submission; errors are reported per batch, by submit or wait.
+ *
+ * Replay (1.1): a batch is recorded once and may be submitted again after
+ * each wait, as often as wanted; every submit runs all its ops in order and
+ * reads the buffers as they are then (write the next token ids and
+ * positions between submits).  What moves from one submit to the next is
+ * tied to the batch's step, a number set by rayo_batch_set_step between
+ * submits: a recorded call's operand offsets advance by step_bytes per unit
+ * of step, and an attention call with RAYO_STEP_KV_LENGTH attends to
+ * n_kv + step keys.  So a decode step is recorded once, at the first
+ * position, and replayed at every later one:
+ *
+ *   record the step with k's cache slot {cache, p0 * row}, step_bytes row,
+ *       attention n_kv p0 + 1 and RAYO_STEP_KV_LENGTH;
+ *   for each token: write its id and position; rayo_batch_set_step(b, pos - p0);
+ *       rayo_batch_submit(b); rayo_batch_wait(b, UINT64_MAX); read the logits.
+ *
+ * A GPU backend turns the replayed batch into a CUDA graph or a reusable
+ * command buffer; with a backend that cannot replay, the core records the
+ * batch again before each submit, with the same results. */
 typedef struct rayo_buffer rayo_buffer;
 typedef struct rayo_batch rayo_batch;
 
@@ -501,13 +523,32 @@ typedef struct rayo_batch_call {
     uint32_t precision;       /* rayo_precision */
     uint32_t reserved;
     const void *params;       /* the op's parameter struct, else NULL */
+    /* 1.1, replay: at step s the operands' offsets are offset + s *
+     * step_bytes (a, b, c, y; 0 for an operand that does not move, and for
+     * an unused one), a multiple of the operand's alignment.  The offsets
+     * above are those of step 0; every step the batch is set to must keep
+     * each operand inside its buffer (rayo_batch_set_step checks). */
+    size_t step_bytes[4];
+    uint32_t step_flags;      /* RAYO_STEP_KV_LENGTH, else 0 */
+    uint32_t reserved2;       /* 0 */
 } rayo_batch_call;
+
+/* rayo_batch_call.step_flags: an attention call's n_kv (and k) grow by the
+ * step: it attends to n_kv + s keys at step s. */
+#define RAYO_STEP_KV_LENGTH 0x1u
 
 RAYO_API rayo_status rayo_batch_create(rayo_context *ctx, const char *backend, rayo_batch **batch);
 /* Records an op; it runs at submit, in recording order.  All operands must be
  * buffers of the batch's backend and large enough (checked here). */
 RAYO_API rayo_status rayo_batch_record(rayo_batch *batch, const rayo_batch_call *call);
+/* Runs the recorded ops; again after each rayo_batch_wait (replay).
+ * RAYO_E_STATE while the batch is still running (not waited for). */
 RAYO_API rayo_status rayo_batch_submit(rayo_batch *batch);
+/* Sets the step the next submits run at (0 after create): checks every
+ * recorded call at that step (RAYO_E_OVERFLOW when an operand would leave
+ * its buffer; the step then stays as it was).  RAYO_E_STATE while the batch
+ * runs.  Calls recorded later are checked at the step set. */
+RAYO_API rayo_status rayo_batch_set_step(rayo_batch *batch, size_t step);
 /* timeout_ns: UINT64_MAX waits forever. */
 RAYO_API rayo_status rayo_batch_wait(rayo_batch *batch, uint64_t timeout_ns);
 /* Waits for a submitted batch, then frees it. */
@@ -559,6 +600,7 @@ typedef struct rayo_backend_info {
 } rayo_backend_info;
 
 RAYO_API size_t rayo_backend_count(const rayo_context *ctx);
+/* Starts the backend's device first if it has not started yet (rayo_open). */
 RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, rayo_backend_info *info);
 
 /* The names of the devices of backend `index` (as its probe reported them). */

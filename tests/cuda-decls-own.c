@@ -9,5 +9,5 @@
 #define NAME_STRING(name) STR(name),
 extern const char *const own_decls_names[];
 extern const size_t own_decls_count;
-const char *const own_decls_names[] = {CUDA_DRIVER_FUNCTIONS(NAME_STRING)};
+const char *const own_decls_names[] = {CUDA_DRIVER_FUNCTIONS(NAME_STRING) CUDA_GRAPH_FUNCTIONS(NAME_STRING)};
 const size_t own_decls_count = sizeof own_decls_names / sizeof own_decls_names[0];

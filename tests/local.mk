@@ -1,6 +1,7 @@
 # tests/: everything here runs in `make check`.  Backend-specific tests
 # live in their own fragments.
 include tests/conform.mk
+include tests/tools.mk
 include tests/avx2.mk
 include tests/avx512.mk
 include tests/neon.mk
@@ -13,7 +14,7 @@ include tests/llama.mk
 # The core's own tests.
 include tests/plugins/local.mk
 include tests/abi/local.mk
-EXTRA_DIST += tests/testutil.h
+EXTRA_DIST += tests/testutil.h tests/README.md
 TESTS += tests/test-loader
 check_PROGRAMS += tests/test-loader
 tests_test_loader_SOURCES = tests/test-loader.c tests/testutil.h
@@ -40,6 +41,13 @@ tests_test_api_SOURCES = tests/test-api.c tests/testutil.h
 tests_test_api_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 tests_test_api_LDADD = core/librayo.la $(PTHREAD_LIBS) -lm
 
+# A batch recorded once and replayed at a moving step, on every backend
+# (re-recorded for those that cannot replay), against one-by-one calls.
+TESTS += tests/test-batch-replay
+check_PROGRAMS += tests/test-batch-replay
+tests_test_batch_replay_SOURCES = tests/test-batch-replay.c tests/testutil.h
+tests_test_batch_replay_LDADD = core/librayo.la -lm
+
 # Bad plugin files, lying descriptors, bad config files, fork, handles after
 # destroy and close: a clear reason each, and the process alive.
 TESTS += tests/test-hardening
@@ -56,6 +64,33 @@ TESTS += tests/test-template.sh
 # rayo-info: where each setting came from; --version of every tool.
 dist_noinst_SCRIPTS += tests/test-info-origin.sh
 TESTS += tests/test-info-origin.sh
+
+# The local plugin directory follows --prefix (runs configure only).
+dist_noinst_SCRIPTS += tests/test-local-plugindir.sh
+TESTS += tests/test-local-plugindir.sh
+
+# make install by root into the system refreshes ld.so's cache.
+dist_noinst_SCRIPTS += tests/test-install-hook.sh
+TESTS += tests/test-install-hook.sh
+
+# A pointer not aligned to its element type is refused clearly.
+TESTS += tests/test-alignment
+check_PROGRAMS += tests/test-alignment
+tests_test_alignment_SOURCES = tests/test-alignment.c tests/testutil.h
+tests_test_alignment_LDADD = core/librayo.la
+
+# A device plugin starts at its first use, not at rayo_open (vulkan; SKIP
+# without it).
+TESTS += tests/test-lazy-init
+check_PROGRAMS += tests/test-lazy-init
+tests_test_lazy_init_SOURCES = tests/test-lazy-init.c tests/testutil.h
+tests_test_lazy_init_LDADD = core/librayo.la
+
+# The cost of rayo_open + rayo_close with every plugin against CPU plugins
+# only: a benchmark (built by make check, not run by it).
+check_PROGRAMS += tests/bench-open
+tests_bench_open_SOURCES = tests/bench-open.c
+tests_bench_open_LDADD = core/librayo.la
 
 # rayo-info --check, --json warnings, --explain of a chain, RAYO_LOG=debug.
 dist_noinst_SCRIPTS += tests/test-info-check.sh
@@ -104,4 +139,4 @@ TESTS += tests/test-python.sh
 EXTRA_DIST += python/rayo/__init__.py python/rayo/__main__.py python/rayo/_lib.py \
 	python/rayo/context.py python/rayo/device.py python/rayo/dtypes.py python/rayo/ops.py \
 	python/tests/conftest.py python/tests/test_context.py python/tests/test_dtypes.py \
-	python/tests/test_ops.py
+	python/tests/test_ops.py python/pyproject.toml

@@ -155,8 +155,8 @@ static void test_problem_count(void)
 /* An order naming a backend that is not loaded says so once, not per op. */
 static void test_once_per_setting(void)
 {
-    rayo_close(open_with("[rayo]\nlog = debug\n[dispatch]\norder = cuda, scalar\n"));
-    CHECK(count_of(test_log, "names backend \"cuda\", which is not loaded") == 1, "said once:\n%.2000s", test_log);
+    rayo_close(open_with("[rayo]\nlog = debug\n[plugins]\ndeny = vulkan\n[dispatch]\norder = vulkan, scalar\n"));
+    CHECK(count_of(test_log, "names backend \"vulkan\", which is not loaded") == 1, "said once:\n%.2000s", test_log);
 }
 
 static void test_misnamed_file(void)

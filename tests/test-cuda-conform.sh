@@ -23,4 +23,6 @@ trap 'rm -rf "$tmp"' EXIT
 XDG_CONFIG_HOME=$tmp XDG_CACHE_HOME=$tmp/cache
 export XDG_CONFIG_HOME XDG_CACHE_HOME
 unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_PLUGIN_PATH RAYO_FORCE_CPU
-exec ${RAYO_RUN_WRAPPER:-} "$conform" ${RAYO_CONFORM_ARGS-"--quick"} "$plugin"
+# Not exec: the EXIT trap must still remove $tmp.
+${RAYO_RUN_WRAPPER:-} "$conform" ${RAYO_CONFORM_ARGS-"--quick"} "$plugin"
+exit $?

@@ -41,7 +41,7 @@ static void check_value(const char *name, long long theirs, long long ours)
 #define STR2(x) #x
 #define STR(x) STR2(x)
 #define NAME_STRING(name) STR(name),
-static const char *const toolkit_names[] = {CUDA_DRIVER_FUNCTIONS(NAME_STRING)};
+static const char *const toolkit_names[] = {CUDA_DRIVER_FUNCTIONS(NAME_STRING) CUDA_GRAPH_FUNCTIONS(NAME_STRING)};
 
 int main(void)
 {

@@ -312,6 +312,15 @@ static void test_glu(void)
     CHECK(ref_glu(REF_GLU_GEGLU_TANH, 1, 1, &ab[0][0], 4, &ab[0][3], 4, y) == 0 && close_to(y[0], 0.8411919906082768 * 3, 1e-15),
           "geglu_tanh(1) * 3 = %g", y[0]);
     CHECK(ref_glu((ref_glu_kind)7, 1, 1, &ab[0][0], 4, &ab[0][3], 4, y) == -1, "unknown kind refused");
+    /* Left tails, relative (120-digit values): 1 + erf and 1 + tanh would
+     * cancel to 0 in double here. */
+    const float tail[2][2] = {{-10, 1}, {-80, 1}};
+    CHECK(ref_glu(REF_GLU_GEGLU, 1, 1, &tail[0][0], 2, &tail[0][1], 2, y) == 0 &&
+          fabs(y[0] / -7.6198530241605260647e-23 - 1) < 1e-13, "geglu(-10) = %g", y[0]);
+    CHECK(ref_glu(REF_GLU_GEGLU_TANH, 1, 1, &tail[0][0], 2, &tail[0][1], 2, y) == 0 &&
+          fabs(y[0] / -1.2040923482098059937e-37 - 1) < 1e-13, "geglu_tanh(-10) = %g", y[0]);
+    CHECK(ref_glu(REF_GLU_SWIGLU, 1, 1, &tail[1][0], 2, &tail[1][1], 2, y) == 0 &&
+          fabs(y[0] / -1.4438811102763321378e-33 - 1) < 1e-13, "swiglu(-80) = %g", y[0]);
 }
 
 int main(void)

@@ -26,5 +26,10 @@ else
     VK_DRIVER_FILES=$tmp/none.json VK_ICD_FILENAMES=$tmp/none.json \
         "$probe" --expect-unavailable "no Vulkan device" || fail=1
 fi
-[ $fail -eq 0 ] && echo "2 passed, 0 failed" || echo "FAIL"
+echo "# test-vulkan --probe leaves no scratch folder behind"
+mkdir "$tmp/t"
+TMPDIR=$tmp/t "$probe" --probe >/dev/null 2>&1
+left=$(ls -A "$tmp/t")
+if [ -n "$left" ]; then echo "FAIL: test-vulkan --probe left $left in TMPDIR"; fail=1; else echo "ok: nothing left"; fi
+[ $fail -eq 0 ] && echo "3 passed, 0 failed" || echo "FAIL"
 exit $fail

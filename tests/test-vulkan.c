@@ -406,13 +406,26 @@ static bool has_pipeline_cache(const char *cache_home)
     return found;
 }
 
+/* The scratch cache folder goes on every way out (the --probe and SKIP
+ * exits too: make check must leave nothing in the temp folder). */
+static int finish(const char *cache_home, int status)
+{
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_home);
+    if (system(cmd) != 0)
+        fprintf(stderr, "note: could not remove %s\n", cache_home);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     test_clear_rayo_env();
     if (argc > 2 && !strcmp(argv[1], "--expect-unavailable"))
         return expect_unavailable(argv[2], argc > 3 ? argv[3] : NULL);
 
-    char cache_home[] = "/tmp/rayo-test-vulkan-XXXXXX";
+    const char *tmpdir = getenv("TMPDIR");
+    char cache_home[512];
+    snprintf(cache_home, sizeof cache_home, "%.400s/rayo-test-vulkan-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
     if (!mkdtemp(cache_home))
         return 99;
     setenv("XDG_CACHE_HOME", cache_home, 1);
@@ -430,18 +443,17 @@ int main(int argc, char **argv)
     }
     if (!ctx) {
         printf("FAIL: rayo_open: %s\n", rayo_last_error());
-        return 1;
+        return finish(cache_home, 1);
     }
     if (!vulkan_info(ctx, &info) || info.status != RAYO_BACKEND_LOADED) {
         printf("SKIP: vulkan: %s\n", vulkan_info(ctx, &info) ? info.reason : "plugin not built");
         rayo_close(ctx);
-        rmdir(cache_home);
-        return 77;
+        return finish(cache_home, 77);
     }
     if (argc > 1 && !strcmp(argv[1], "--probe")) {
         printf("vulkan: %s\n", info.device);
         rayo_close(ctx);
-        return 0;
+        return finish(cache_home, 0);
     }
     uint64_t seed = conform_default_seed();
     conform_rng_seed(&rng, seed);
@@ -485,9 +497,5 @@ int main(int argc, char **argv)
         CHECK(strstr(test_log, "validation:") != NULL, "the validation message was not logged");
         rayo_close(ctx);
     }
-    char cmd[1100];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_home);
-    if (system(cmd) != 0)
-        fprintf(stderr, "note: could not remove %s\n", cache_home);
-    return test_summary();
+    return finish(cache_home, test_summary());
 }

@@ -14,46 +14,15 @@
 //      SIMD128, as the core's probe sees it): wasm refused with a reason that
 //      names simd128, scalar chosen for every op.
 // Exit 0 when all holds, 1 otherwise (77: skipped, see test-wasm-page.sh).
-import { createServer } from 'node:http';
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { extname, join, normalize, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { checker, launchChromium, serve } from './test-wasm-serve.mjs';
 
 const [webDir, screenshot] = process.argv.slice(2);
 if (!webDir || !screenshot) {
   console.error('usage: node test-wasm-page.mjs WEB_DIR SCREENSHOT.png');
   process.exit(2);
 }
-const require = createRequire(join(resolve(process.env.PLAYWRIGHT_CORE_DIR || '.'), 'package.json'));
-const { chromium } = require('playwright-core');
-
-const TYPES = { '.html': 'text/html', '.mjs': 'text/javascript', '.js': 'text/javascript',
-  '.css': 'text/css', '.wasm': 'application/wasm', '.so': 'application/octet-stream' };
-
-function serve(root) {
-  const server = createServer(async (req, res) => {
-    const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
-    const file = join(root, path.endsWith('/') ? `${path}index.html` : path);
-    if (!file.startsWith(resolve(root))) {
-      res.writeHead(403).end();
-      return;
-    }
-    try {
-      const body = await readFile(file);
-      res.writeHead(200, { 'Content-Type': TYPES[extname(file)] || 'application/octet-stream' });
-      res.end(body);
-    } catch {
-      res.writeHead(404).end('not found');
-    }
-  });
-  return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server)));
-}
-
-let failures = 0;
-function check(ok, what) {
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
-  if (!ok) failures++;
-}
+const { check, failures } = checker();
 
 // An engine without SIMD128, as far as validate() tells: modules with the
 // SIMD prefix byte 0xfd right after a v128.const-style opcode are refused.
@@ -78,12 +47,7 @@ async function openPage(browser, url, { noSimd = false } = {}) {
 
 const server = await serve(resolve(webDir));
 const base = `http://127.0.0.1:${server.address().port}/`;
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launchChromium(['--disable-gpu']);
 try {
   // 1. the browser as it is
   const { page, errors } = await openPage(browser, base);
@@ -113,9 +77,12 @@ try {
   const noSimd = await openPage(browser, `${base}?bench=0`, { noSimd: true });
   await noSimd.page.waitForSelector('body[data-state="ready"], body[data-state="done"], body[data-state="error"]', { timeout: 60000 });
   check(await noSimd.page.getAttribute('body', 'data-simd128') === 'false', 'without SIMD128: the page says so');
-  const wasmRow = await noSimd.page.textContent('#backends tr[data-backend="wasm"]').catch(() => '');
+  // The row's cells, each trimmed, joined with " | " (the row's textContent
+  // runs them together: "wasmrejected-0this ...").
+  const wasmRow = await noSimd.page.$eval('#backends tr[data-backend="wasm"]',
+    (tr) => [...tr.cells].map((c) => c.textContent.replace(/\s+/g, ' ').trim()).join(' | ')).catch(() => '');
   check(/rejected|unavailable/.test(wasmRow) && /simd128/i.test(wasmRow),
-    `without SIMD128: wasm refused with its reason (${wasmRow.replace(/\s+/g, ' ').trim()})`);
+    `without SIMD128: wasm refused with its reason (${wasmRow})`);
   const chosenNoSimd = await noSimd.page.getAttribute('body', 'data-chosen');
   check(chosenNoSimd === 'scalar', `without SIMD128: scalar chosen (chosen: ${chosenNoSimd})`);
   await noSimd.page.close();
@@ -123,5 +90,5 @@ try {
   await browser.close();
   server.close();
 }
-console.log(failures ? `${failures} check(s) failed` : 'all checks passed');
-process.exit(failures ? 1 : 0);
+console.log(failures() ? `${failures()} check(s) failed` : 'all checks passed');
+process.exit(failures() ? 1 : 0);

@@ -11,8 +11,9 @@
 #    not configured yet, and runs `make wasm` there;
 # 3. runs the wasm tests: the INI parser against inih (native), rayo-conform
 #    for scalar and wasm under node (all sizes unless RAYO_CONFORM_ARGS says
-#    --quick), the JS API under node, and the page in headless Chromium,
-#    which saves BUILD_DIR/wasm-build/page.png.
+#    --quick), the JS API under node, the page in headless Chromium,
+#    which saves BUILD_DIR/wasm-build/page.png, and the webgpu plugin's
+#    conformance in Chromium on its software WebGPU adapter (SwiftShader).
 # Here a skipped test is a failure: this script installed what they need.
 # Exit status: 0 when everything passed.
 set -eu
@@ -90,6 +91,7 @@ run_test test-wasm-ini "$builddir/tests/test-wasm-ini"
 run_test test-wasm-conform sh "$srcdir/tests/test-wasm-conform.sh"
 run_test test-wasm-api sh "$srcdir/tests/test-wasm-api.sh"
 run_test test-wasm-page env PLAYWRIGHT_CORE_DIR="$out/tools" sh "$srcdir/tests/test-wasm-page.sh"
+run_test test-wasm-webgpu env PLAYWRIGHT_CORE_DIR="$out/tools" sh "$srcdir/tests/test-wasm-webgpu.sh"
 
 if [ -n "$failed" ]; then
     say "wasm: FAILED:$failed"

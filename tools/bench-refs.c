@@ -72,6 +72,18 @@ static const char *wanted_blis(int tier)
     return tier == TIER_AVX512 ? "skx" : tier == TIER_AVX2 ? "haswell" : "";
 }
 
+void bench_apply_setting(const char *setting)
+{
+    const char *eq = strchr(setting, '=');
+    if (eq && eq[1] == '\0') { /* "NAME=": the variable unset */
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(eq - setting), setting);
+        unsetenv(name);
+    } else {
+        putenv((char *)setting);
+    }
+}
+
 /* ---- asking the library, in a child -------------------------------------------- */
 
 static const char *library_file(const char *which)
@@ -125,7 +137,7 @@ static int ask_child(const char *which, const char *setting, const char *want_na
     if (pid == 0) {
         close(fds[0]);
         if (setting)
-            putenv((char *)setting);
+            bench_apply_setting(setting);
         /* The library's complaints about a bad setting stay out of the report. */
         if (!freopen("/dev/null", "w", stderr))
             _exit(1);
@@ -147,44 +159,90 @@ static int ask_child(const char *which, const char *setting, const char *want_na
 
 /* ---- the choice ---------------------------------------------------------------- */
 
+/* The setting under which the library runs the best kernel set this CPU has,
+ * given what it picks by itself (detected): "VAR=" (left unset: it picks
+ * that set itself) or "VAR=VALUE", and that set's name in best.  -1 and a
+ * reason in why when this build of the library lacks it. */
+static int find_best(const char *which, const char *var, const char *detected, bench_kernels *k, char *why,
+                     size_t why_size)
+{
+    int tier = cpu_tier();
+    const char *want = !strcmp(which, "openblas") ? wanted_openblas(tier) : wanted_blis(tier);
+    if (name_tier(detected) >= tier || !*want) {
+        snprintf(k->best_setting, sizeof k->best_setting, "%s=", var);
+        snprintf(k->best, sizeof k->best, "%s", detected);
+        return 0;
+    }
+    /* The variable's value: OpenBLAS takes the name, BLIS 0.9 the arch's number. */
+    char value[64];
+    if (!strcmp(which, "openblas"))
+        snprintf(value, sizeof value, "%s", want);
+    else if (ask_child(which, "BLIS_ARCH_TYPE=", want, value, sizeof value) != 0) {
+        snprintf(why, why_size, "this CPU runs %s, which this build of %s lacks", want, which);
+        return -1;
+    }
+    snprintf(k->best_setting, sizeof k->best_setting, "%s=%s", var, value);
+    if (ask_child(which, k->best_setting, NULL, k->best, sizeof k->best) != 0 || name_tier(k->best) < tier) {
+        snprintf(why, why_size, "this CPU runs %s, which this build of %s lacks (%s fails)", want, which,
+                 k->best_setting);
+        k->best_setting[0] = k->best[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+/* The caller pinned a kernel set: it stays for the reference measured in
+ * this process; where the library runs a better one, best_setting says how
+ * to get it (in a child process, measured there). */
+static void check_pinned(const char *which, const char *var, const char *preset, bench_kernels *k)
+{
+    char unset[100], why[256];
+    snprintf(unset, sizeof unset, "%s=", var);
+    ask_child(which, NULL, NULL, k->pinned, sizeof k->pinned);
+    if (ask_child(which, unset, NULL, k->detected, sizeof k->detected) != 0 ||
+        find_best(which, var, k->detected, k, why, sizeof why) != 0) {
+        snprintf(k->note, sizeof k->note, "%s=%s was set by the caller: left as is", var, preset);
+        return;
+    }
+    if (name_tier(k->best) <= name_tier(k->pinned)) {
+        k->best_setting[0] = '\0';
+        snprintf(k->note, sizeof k->note, "%s=%s was set by the caller: %s, the best set this CPU runs", var,
+                 preset, k->pinned);
+        return;
+    }
+    snprintf(k->note, sizeof k->note, "%s=%s was set by the caller: %s runs %s pinned, %s at its best (%s%s, "
+             "measured in a child process)", var, preset, which, k->pinned, k->best, k->best_setting,
+             k->best_setting[strlen(var) + 1] ? "" : ": unset");
+}
+
 void bench_choose_kernels(const char *which, bench_kernels *k)
 {
     memset(k, 0, sizeof *k);
     const char *var = !strcmp(which, "openblas") ? "OPENBLAS_CORETYPE" : "BLIS_ARCH_TYPE";
     const char *preset = getenv(var);
     if (preset && *preset) {
-        snprintf(k->note, sizeof k->note, "%s=%s was set by the caller: left as is", var, preset);
+        check_pinned(which, var, preset, k);
         return;
     }
     if (ask_child(which, NULL, NULL, k->detected, sizeof k->detected) != 0)
         return; /* not installed: blas_open says so */
-    int tier = cpu_tier();
-    const char *want = !strcmp(which, "openblas") ? wanted_openblas(tier) : wanted_blis(tier);
-    if (name_tier(k->detected) >= tier || !*want) {
+    char why[256];
+    if (find_best(which, var, k->detected, k, why, sizeof why) != 0) {
+        snprintf(k->note, sizeof k->note, "%s picked %s; %s", which, k->detected, why);
+        return;
+    }
+    const char *eq = strchr(k->best_setting, '=');
+    if (!eq[1]) { /* the library picks its best by itself */
+        k->best_setting[0] = '\0';
         snprintf(k->note, sizeof k->note, "%s picked %s, the best kernel set this CPU runs", which, k->detected);
         return;
     }
-    /* The variable's value: OpenBLAS takes the name, BLIS 0.9 the arch's number. */
-    char value[64];
-    if (!strcmp(which, "openblas"))
-        snprintf(value, sizeof value, "%s", want);
-    else if (ask_child(which, NULL, want, value, sizeof value) != 0) {
-        snprintf(k->note, sizeof k->note, "%s picked %s; this CPU runs %s, which this build of %s lacks",
-                 which, k->detected, want, which);
-        return;
-    }
-    snprintf(k->variable, sizeof k->variable, "%s=%s", var, value);
-    char check[64];
-    if (ask_child(which, k->variable, NULL, check, sizeof check) != 0 || name_tier(check) < tier) {
-        snprintf(k->note, sizeof k->note, "%s picked %s; this CPU runs %s, which this build of %s lacks (%s fails)",
-                 which, k->detected, want, which, k->variable);
-        k->variable[0] = '\0';
-        return;
-    }
-    snprintf(k->chosen, sizeof k->chosen, "%s", check);
-    setenv(var, value, 1);
+    snprintf(k->variable, sizeof k->variable, "%s", k->best_setting);
+    snprintf(k->chosen, sizeof k->chosen, "%s", k->best);
+    k->best_setting[0] = '\0'; /* set here, in this process: nothing to measure elsewhere */
+    setenv(var, eq + 1, 1);
     snprintf(k->note, sizeof k->note, "%s picked %s by itself; this CPU runs %s: set %s", which, k->detected,
-             check, k->variable);
+             k->chosen, k->variable);
 }
 
 void bench_kernels_in_use(const char *which, void *handle, char *out, size_t size)

@@ -22,7 +22,8 @@ tools_rayo_info_LDADD = core/librayo.la
 tools_rayo_conform_SOURCES = tools/rayo-conform.c tools/tool-version.h
 tools_rayo_conform_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tools_rayo_conform_LDADD = tools/conform/libconform.la core/librayo.la -lm
-tools_rayo_bench_SOURCES = tools/rayo-bench.c tools/tool-version.h tools/bench.h tools/bench-refs.c tools/bench-plot.c
+tools_rayo_bench_SOURCES = tools/rayo-bench.c tools/tool-version.h tools/bench.h tools/bench-refs.c tools/bench-stream.c \
+	tools/bench-plot.c
 tools_rayo_bench_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tools_rayo_bench_LDADD = tools/conform/libconform.la core/librayo.la -lm $(PTHREAD_LIBS)
 tools_rayo_bench_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)

@@ -3,7 +3,7 @@
  *
  *   rayo-bench [--ops LIST] [--backends LIST] [--sizes LIST] [--reps N]
  *              [--threads N] [--vs openblas|blis] [--csv FILE] [--dispatch]
- *              [--min-ms MS] [--clock wall|cpu] [--plot FILE.svg] [--dtype DT]
+ *              [--min-ms MS] [--clock wall|cpu] [--plot FILE.svg|.png] [--dtype DT]
  *              [--precision strict|relaxed]
  *
  * Every case is timed as the median of --reps samples; a sample repeats the
@@ -11,9 +11,12 @@
  * the backend it is compared with are sampled alternately, so that load
  * changes during the run hit both alike.  References, measured in
  * this run with the same thread count and shown as rows of their own:
- *   - memcpy and a triad (a = b + s c) over the same number of floats, for
- *     the vector ops from 2^20 elements up: the columns "memcpy" and "triad"
- *     give the op's bandwidth (bytes its operands move / time) over theirs;
+ *   - read (a sum), copy (memcpy) and a triad (a = b + s c) over the same
+ *     number of floats on the same threads, vectorized (bench-stream.c), for
+ *     the vector ops from 2^20 elements up, each row marked hot (the arrays
+ *     stay in the last-level cache) or cold: the columns "read", "copy" and
+ *     "triad" give the op's bandwidth (bytes its operands move / time) over
+ *     theirs;
  *     for gemv with --dtype (quantized or half weights), the same over as
  *     many bytes as the weights, and the op's bytes are the weights' (what
  *     decode streams);
@@ -46,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,6 +78,7 @@ typedef struct options {
     int dispatch;
     rayo_dtype weights;    /* --dtype: gemv's A (F32 unless given) */
     uint32_t precision;    /* --precision: every call's (rayo_precision) */
+    int reference_only;    /* the child that times the BLAS reference at its best */
 } options;
 
 /* ---- time ----------------------------------------------------------------------- */
@@ -199,7 +204,7 @@ typedef struct bench_case {
     size_t m, n, k;        /* the shape as the op sees it */
     double bytes;          /* bytes its operands move per call */
     double flops;          /* 0 where not meaningful */
-    size_t stream_n;       /* floats of the memcpy/triad reference; 0: none */
+    size_t stream_n;       /* floats of the read/copy/triad references; 0: none */
     char shape[48];
     float *buf[4];
     size_t argmax_out;
@@ -248,7 +253,8 @@ static int make_typed_gemv(size_t rows, size_t cols, rayo_dtype weights, bench_c
 
 /* ---- the inference ops ------------------------------------------------------------
  * Shapes from --sizes N (or RxC), operands random; bytes are what the
- * operands move per call, and memcpy/triad run over as many bytes:
+ * operands move per call, and the read/copy/triad references run over as
+ * many bytes:
  *   attention    decode (one query) against a cache of N positions, or R
  *                queries (causal prefill) against C; 32 heads, 4 KV heads,
  *                head dim 64; the cache in --dtype f16, else f32; bytes: the
@@ -590,57 +596,10 @@ static int run_rayo(void *p)
     return st == RAYO_OK ? 0 : (int)st;
 }
 
-/* ---- memcpy and triad over N threads -------------------------------------------- */
-typedef struct stream_arg {
-    float *a, *b, *c;
-    size_t n;
-    unsigned threads;
-    int triad;
-} stream_arg;
-
-typedef struct stream_part {
-    const stream_arg *s;
-    size_t begin, end;
-} stream_part;
-
-static void *stream_worker(void *p)
-{
-    const stream_part *part = p;
-    const stream_arg *s = part->s;
-    if (s->triad) {
-        const float scale = 3.0f;
-        for (size_t i = part->begin; i < part->end; i++)
-            s->a[i] = s->b[i] + scale * s->c[i];
-    } else {
-        memcpy(s->a + part->begin, s->b + part->begin, (part->end - part->begin) * sizeof(float));
-    }
-    return NULL;
-}
-
-static int run_stream(void *p)
-{
-    const stream_arg *s = p;
-    pthread_t tid[64];
-    stream_part parts[64];
-    unsigned t = s->threads < 64 ? s->threads : 64;
-    size_t chunk = (s->n + t - 1) / t;
-    for (unsigned i = 0; i < t; i++) {
-        parts[i].s = s;
-        parts[i].begin = i * chunk < s->n ? i * chunk : s->n;
-        parts[i].end = (i + 1) * chunk < s->n ? (i + 1) * chunk : s->n;
-    }
-    for (unsigned i = 1; i < t; i++)
-        if (pthread_create(&tid[i], NULL, stream_worker, &parts[i]) != 0)
-            return -1;
-    stream_worker(&parts[0]);
-    for (unsigned i = 1; i < t; i++)
-        pthread_join(tid[i], NULL);
-    return 0;
-}
-
 /* ---- BLAS references, dlopened ------------------------------------------------- */
 static bench_kernels ref_choice;      /* what bench_choose_kernels found and set */
 static char ref_kernels[256];         /* the kernel set the loaded reference runs */
+static char ref_label[80];            /* its rows' backend column: library and kernel set */
 enum { ROW_MAJOR = 101, NO_TRANS = 111 };
 
 typedef struct blas_lib {
@@ -772,7 +731,8 @@ typedef struct row {
     const char *op, *backend;
     const char *shape;
     double ns, gbps, gflops;
-    double vs_memcpy, vs_triad, vs_ref;   /* 0: none */
+    double vs_stream[BENCH_STREAM_KINDS]; /* over read, copy, triad; 0: none */
+    double vs_ref;                        /* 0: none */
 } row;
 
 static FILE *csv;
@@ -780,10 +740,11 @@ static const char *ref_name = "ref";
 
 static void print_header(void)
 {
-    printf("%-12s %-9s %-16s %12s %9s %9s %7s %7s %9s\n", "op", "backend", "size", "time/call", "GB/s",
-           "GFLOP/s", "memcpy", "triad", ref_name);
+    printf("%-12s %-24s %-16s %12s %9s %9s %6s %6s %6s %9s\n", "op", "backend", "size", "time/call", "GB/s",
+           "GFLOP/s", "read", "copy", "triad", ref_name);
     if (csv)
-        fprintf(csv, "op,backend,size,ns_per_call,gb_per_s,gflop_per_s,vs_memcpy,vs_triad,vs_%s\n", ref_name);
+        fprintf(csv, "op,backend,size,ns_per_call,gb_per_s,gflop_per_s,vs_read,vs_copy,vs_triad,vs_%s\n",
+                ref_name);
 }
 
 static void format_time(double ns, char *buf, size_t size)
@@ -800,59 +761,216 @@ static void format_time(double ns, char *buf, size_t size)
 
 static void print_row(const row *r)
 {
-    char t[32], g[32], f[32], m[32], tr[32], v[32];
+    char t[32], g[32], f[32], st[BENCH_STREAM_KINDS][32], v[32];
     format_time(r->ns, t, sizeof t);
     snprintf(g, sizeof g, r->gbps > 0 ? "%.2f" : "-", r->gbps);
     snprintf(f, sizeof f, r->gflops > 0 ? "%.2f" : "-", r->gflops);
-    snprintf(m, sizeof m, r->vs_memcpy > 0 ? "%.2fx" : "-", r->vs_memcpy);
-    snprintf(tr, sizeof tr, r->vs_triad > 0 ? "%.2fx" : "-", r->vs_triad);
+    for (int k = 0; k < BENCH_STREAM_KINDS; k++)
+        snprintf(st[k], sizeof st[k], r->vs_stream[k] > 0 ? "%.2fx" : "-", r->vs_stream[k]);
     snprintf(v, sizeof v, r->vs_ref > 0 ? "%.2fx" : "-", r->vs_ref);
-    printf("%-12s %-9s %-16s %12s %9s %9s %7s %7s %9s\n", r->op, r->backend, r->shape, t, g, f, m, tr, v);
+    printf("%-12s %-24s %-16s %12s %9s %9s %6s %6s %6s %9s\n", r->op, r->backend, r->shape, t, g, f, st[0], st[1],
+           st[2], v);
     fflush(stdout);
     if (csv)
-        fprintf(csv, "%s,%s,%s,%.1f,%.3f,%.3f,%.4f,%.4f,%.4f\n", r->op, r->backend, r->shape, r->ns, r->gbps,
-                r->gflops, r->vs_memcpy, r->vs_triad, r->vs_ref);
+        fprintf(csv, "%s,%s,%s,%.1f,%.3f,%.3f,%.4f,%.4f,%.4f,%.4f\n", r->op, r->backend, r->shape, r->ns, r->gbps,
+                r->gflops, r->vs_stream[0], r->vs_stream[1], r->vs_stream[2], r->vs_ref);
 }
 
 static void print_failure(const char *op, const char *backend, const char *shape, const char *why)
 {
-    printf("%-12s %-9s %-16s %12s  (%s)\n", op, backend, shape, "-", why);
+    printf("%-12s %-24s %-16s %12s  (%s)\n", op, backend, shape, "-", why);
     if (csv)
-        fprintf(csv, "%s,%s,%s,,,,,,\n", op, backend, shape);
+        fprintf(csv, "%s,%s,%s,,,,,,,\n", op, backend, shape);
 }
 
 /* ---- the main table ------------------------------------------------------------ */
-/* memcpy and triad bandwidth over n floats (bytes moved / time), cached per n. */
+/* read, copy and triad bandwidth over n floats (bytes moved / time), on the
+ * thread count of the measured ops; cached per n. */
 typedef struct stream_refs {
     size_t n;
-    double memcpy_gbps, triad_gbps;
+    double gbps[BENCH_STREAM_KINDS];
 } stream_refs;
 
-static int measure_streams(const options *o, size_t n, stream_refs *out)
+static int measure_streams(const options *o, unsigned threads, size_t n, stream_refs *out)
 {
     float *a = make_floats(n, -1, 1), *b = make_floats(n, -1, 1), *c = make_floats(n, -1, 1);
     if (!a || !b || !c) {
         free(a), free(b), free(c);
         return -1;
     }
-    stream_arg s = { a, b, c, n, o->threads ? o->threads : 1, 0 };
-    double copy_ns = time_median(run_stream, &s, o->reps, o->min_ms);
-    s.triad = 1;
-    double triad_ns = time_median(run_stream, &s, o->reps, o->min_ms);
-    free(a), free(b), free(c);
     out->n = n;
-    out->memcpy_gbps = 2.0 * (double)(n * sizeof(float)) / copy_ns;
-    out->triad_gbps = 3.0 * (double)(n * sizeof(float)) / triad_ns;
     char shape[32];
     snprintf(shape, sizeof shape, "%zu", n);
-    row r1 = { "memcpy", "(ref)", shape, copy_ns, out->memcpy_gbps, 0, 0, 0, 0 };
-    row r2 = { "triad", "(ref)", shape, triad_ns, out->triad_gbps, 0, 0, 0, 0 };
-    print_row(&r1);
-    print_row(&r2);
+    for (int k = 0; k < BENCH_STREAM_KINDS; k++) {
+        bench_stream s = {a, b, c, n, threads, (bench_stream_kind)k};
+        double ns = time_median(bench_stream_run, &s, o->reps, o->min_ms);
+        size_t bytes = bench_stream_bytes(s.kind, n);
+        out->gbps[k] = ns > 0 ? (double)bytes / ns : 0;
+        /* hot: the arrays stay in the last-level cache between calls */
+        row r = {bench_stream_names[k], bench_stream_in_cache(bytes) ? "(ref hot)" : "(ref cold)", shape,
+                 ns, out->gbps[k], 0, {0, 0, 0}, 0};
+        print_row(&r);
+    }
+    free(a), free(b), free(c);
     return 0;
 }
 
 #define STREAM_REF_MIN ((size_t)1 << 20)
+
+/* ---- the BLAS reference at its best, when the caller pinned a worse set ---------
+ * The library reads its variable once, when it loads: the set the caller
+ * pinned is timed here, next to rayo; the best set is timed by this program
+ * run again (--reference-only) with the variable changed, before the table. */
+typedef struct best_ref {
+    char op[32], shape[48];
+    double ns;
+} best_ref;
+static best_ref best_refs[256];
+static size_t best_ref_count;
+static char best_label[80];
+
+static void print_reference_only(const options *o, blas_arg *ba, const rayo_op_info *op, const bench_case *c)
+{
+    double ns = time_median(run_blas, ba, o->reps, o->min_ms);
+    if (ns > 0)
+        printf("REF\t%s\t%s\t%.1f\n", op->name, c->shape, ns);
+    fflush(stdout);
+}
+
+/* The row of the best set for this case, when the child measured it; its time or 0. */
+static double print_best_reference(const rayo_op_info *op, const bench_case *c)
+{
+    for (size_t i = 0; i < best_ref_count; i++) {
+        const best_ref *b = &best_refs[i];
+        if (strcmp(b->op, op->name) || strcmp(b->shape, c->shape))
+            continue;
+        row r = {op->name, best_label, c->shape, b->ns, c->bytes / b->ns, c->flops / b->ns, {0, 0, 0}, 0};
+        print_row(&r);
+        return b->ns;
+    }
+    return 0.0;
+}
+
+/* Runs this program again with --reference-only under setting, and keeps the
+ * times it prints. */
+static void measure_best_in_child(int argc, char **argv, const char *setting)
+{
+    char *args[256];
+    int n = 0;
+    for (int i = 0; i < argc && n < 254; i++)
+        args[n++] = argv[i];
+    args[n++] = "--reference-only";
+    args[n] = NULL;
+    int fds[2];
+    if (pipe(fds) != 0)
+        return;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]), close(fds[1]);
+        bench_apply_setting(setting);
+        execv("/proc/self/exe", args);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *in = pid > 0 ? fdopen(fds[0], "r") : NULL;
+    char line[256];
+    while (in && best_ref_count < sizeof best_refs / sizeof best_refs[0] && fgets(line, sizeof line, in)) {
+        best_ref *b = &best_refs[best_ref_count];
+        if (sscanf(line, "REF\t%31[^\t]\t%47[^\t]\t%lf", b->op, b->shape, &b->ns) == 3 && b->ns > 0)
+            best_ref_count++;
+    }
+    if (in)
+        fclose(in);
+    else
+        close(fds[0]);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+}
+
+/* The memory references over n floats: measured the first time, then reused. */
+static const stream_refs *stream_refs_for(const options *o, size_t n, stream_refs *refs, size_t *count)
+{
+    for (size_t i = 0; i < *count; i++)
+        if (refs[i].n == n)
+            return &refs[i];
+    if (*count == MAX_LIST)
+        return NULL;
+    fprintf(stderr, "[references] read, copy and triad over %zu floats, %u thread%s\n", n, o->threads,
+            o->threads == 1 ? "" : "s");
+    return measure_streams(o, o->threads, n, &refs[*count]) == 0 ? &refs[(*count)++] : NULL;
+}
+
+/* What one case is compared with. */
+typedef struct case_refs {
+    blas_arg *blas;            /* the BLAS reference, timed next to each backend; NULL: none */
+    const bench_case *f32;     /* --dtype matmul: the f32 matmul of the same shape; NULL: none */
+    const stream_refs *mem;    /* read, copy, triad over as many bytes; NULL: none */
+    double best_ns;            /* the BLAS reference at its best, from the child; 0: none */
+} case_refs;
+
+/* Times case c on backend be (next to its reference, where it has one) and
+ * prints its row. */
+static void bench_backend(const options *o, rayo_context *ctx, const char *be, const bench_case *c,
+                          const case_refs *refs)
+{
+    run_arg ra = { ctx, strcmp(be, "auto") ? be : NULL, &c->call };
+    double ns, ref_ns = 0.0;
+    if (refs->blas) { /* timed in alternating samples */
+        double warm = o->threads > 1 ? 200.0 : 0.0;
+        if (time_pair(run_blas, refs->blas, run_rayo, &ra, o->reps, o->min_ms, warm, &ref_ns, &ns) == 0 &&
+            ref_ns > 0) {
+            row r = { c->op->name, ref_label, c->shape, ref_ns, c->bytes / ref_ns, c->flops / ref_ns, {0, 0, 0}, 0 };
+            print_row(&r);
+        }
+    } else if (refs->f32) {
+        run_arg rf = { ctx, ra.backend, &refs->f32->call };
+        const bench_case *f = refs->f32;
+        if (time_pair(run_rayo, &rf, run_rayo, &ra, o->reps, o->min_ms, 0.0, &ref_ns, &ns) == 0 && ref_ns > 0) {
+            row r = { c->op->name, be, f->shape, ref_ns, f->bytes / ref_ns, f->flops / ref_ns, {0, 0, 0}, 0 };
+            print_row(&r);
+        }
+    } else {
+        ns = time_median(run_rayo, &ra, o->reps, o->min_ms);
+    }
+    if (ns < 0) {
+        print_failure(c->op->name, be, c->shape, rayo_last_error()[0] ? rayo_last_error() : "failed");
+        return;
+    }
+    row r = { c->op->name, be, c->shape, ns, c->bytes / ns, c->flops / ns, {0, 0, 0}, 0 };
+    for (int k = 0; refs->mem && k < BENCH_STREAM_KINDS; k++)
+        r.vs_stream[k] = refs->mem->gbps[k] > 0 ? r.gbps / refs->mem->gbps[k] : 0;
+    if (refs->best_ns > 0 || ref_ns > 0)
+        r.vs_ref = (refs->best_ns > 0 ? refs->best_ns : ref_ns) / ns;
+    print_row(&r);
+}
+
+/* One op at one size on every backend, with its references. */
+static void bench_case_all(const options *o, rayo_context *ctx, const blas_lib *blas, bench_case *c,
+                           const stream_refs *mem, size_t *done, size_t total)
+{
+    const rayo_op_info *op = c->op;
+    blas_arg ba = { blas, c };
+    int with_blas = blas_has(blas, op) && o->weights == RAYO_DTYPE_F32;
+    if (o->reference_only) {
+        if (with_blas)
+            print_reference_only(o, &ba, op, c);
+        return;
+    }
+    /* --dtype matmul: the f32 sgemm of the same shape on the same backend
+     * is the reference (column "f32"). */
+    bench_case f32c;
+    int with_f32 = o->weights != RAYO_DTYPE_F32 && op->sig == RAYO_SIG_MATMUL && make_f32_matmul(c, &f32c) == 0;
+    case_refs refs = { with_blas ? &ba : NULL, with_f32 ? &f32c : NULL, mem,
+                       with_blas ? print_best_reference(op, c) : 0.0 };
+    for (size_t bi = 0; bi < o->backend_count; bi++) {
+        fprintf(stderr, "[%zu/%zu] %s on %s, %s\n", ++*done, total, op->name, o->backends[bi], c->shape);
+        bench_backend(o, ctx, o->backends[bi], c, &refs);
+    }
+    if (with_f32)
+        free_case(&f32c);
+}
 
 static void bench_table(const options *o, rayo_context *ctx, const blas_lib *blas)
 {
@@ -862,73 +980,17 @@ static void bench_table(const options *o, rayo_context *ctx, const blas_lib *bla
     print_header();
     for (size_t si = 0; si < o->size_count; si++) {
         for (size_t oi = 0; oi < o->op_count; oi++) {
-            const rayo_op_info *op = o->ops[oi];
             bench_case c;
-            if (make_case(op, &o->sizes[si], o->weights, &c) != 0) {
+            if (make_case(o->ops[oi], &o->sizes[si], o->weights, &c) != 0) {
                 done += o->backend_count;
                 continue; /* this size does not apply to this op */
             }
             c.call.precision = o->precision;
-            stream_refs *sr = NULL;
-            if (c.stream_n >= STREAM_REF_MIN) {
-                for (size_t i = 0; i < ref_count; i++)
-                    if (refs[i].n == c.stream_n)
-                        sr = &refs[i];
-                if (!sr && ref_count < MAX_LIST) {
-                    fprintf(stderr, "[references] memcpy and triad over %zu floats\n", c.stream_n);
-                    if (measure_streams(o, c.stream_n, &refs[ref_count]) == 0)
-                        sr = &refs[ref_count++];
-                }
-            }
-            /* --dtype matmul: the f32 sgemm of the same shape on the same
-             * backend is the reference (column "f32"). */
-            bench_case f32c;
-            int with_f32 = o->weights != RAYO_DTYPE_F32 && op->sig == RAYO_SIG_MATMUL &&
-                           make_f32_matmul(&c, &f32c) == 0;
-            /* With a BLAS reference, the reference and each backend are
-             * timed in alternating samples. */
-            int with_ref = blas_has(blas, op) && o->weights == RAYO_DTYPE_F32;
-            blas_arg ba = { blas, &c };
-            for (size_t bi = 0; bi < o->backend_count; bi++) {
-                const char *be = o->backends[bi];
-                fprintf(stderr, "[%zu/%zu] %s on %s, %s\n", ++done, total, op->name, be, c.shape);
-                run_arg ra = { ctx, strcmp(be, "auto") ? be : NULL, &c.call };
-                double ns, ref_ns = 0.0;
-                if (with_ref) {
-                    double warm = o->threads > 1 ? 200.0 : 0.0;
-                    if (time_pair(run_blas, &ba, run_rayo, &ra, o->reps, o->min_ms, warm, &ref_ns, &ns) == 0 &&
-                        ref_ns > 0) {
-                        row r = { op->name, blas->name, c.shape, ref_ns, c.bytes / ref_ns, c.flops / ref_ns,
-                                  0, 0, 0 };
-                        print_row(&r);
-                    }
-                } else if (with_f32) {
-                    run_arg rf = { ctx, ra.backend, &f32c.call };
-                    if (time_pair(run_rayo, &rf, run_rayo, &ra, o->reps, o->min_ms, 0.0, &ref_ns, &ns) == 0 &&
-                        ref_ns > 0) {
-                        row r = { op->name, be, f32c.shape, ref_ns, f32c.bytes / ref_ns, f32c.flops / ref_ns,
-                                  0, 0, 0 };
-                        print_row(&r);
-                    }
-                } else {
-                    ns = time_median(run_rayo, &ra, o->reps, o->min_ms);
-                }
-                if (ns < 0) {
-                    print_failure(op->name, be, c.shape, rayo_last_error()[0] ? rayo_last_error() : "failed");
-                    continue;
-                }
-                row r = { op->name, be, c.shape, ns, c.bytes / ns, c.flops / ns, 0, 0, 0 };
-                if (sr) {
-                    r.vs_memcpy = r.gbps / sr->memcpy_gbps;
-                    r.vs_triad = r.gbps / sr->triad_gbps;
-                }
-                if (ref_ns > 0)
-                    r.vs_ref = ref_ns / ns;
-                print_row(&r);
-            }
+            const stream_refs *mem = NULL;
+            if (c.stream_n >= STREAM_REF_MIN && !o->reference_only)
+                mem = stream_refs_for(o, c.stream_n, refs, &ref_count);
+            bench_case_all(o, ctx, blas, &c, mem, &done, total);
             free_case(&c);
-            if (with_f32)
-                free_case(&f32c);
         }
     }
 }
@@ -1131,12 +1193,14 @@ static void usage(FILE *out)
             "  --clock CLOCK     wall (default) or cpu: the process's CPU time, which leaves\n"
             "                    out time taken by other processes (use with --threads 1)\n"
             "  --csv FILE        also write every row to FILE as CSV\n"
-            "  --plot FILE.svg   draw GFLOP/s or GB/s against size with gnuplot\n"
+            "  --plot FILE.svg   draw GFLOP/s or GB/s against size with gnuplot: one panel\n"
+            "                    per op, a colour per backend, references dashed (FILE.png:\n"
+            "                    a PNG)\n"
             "  --dtype DT        gemv's or matmul's weights in DT (f16, bf16, q8_0, q4_0,\n"
             "                    q4_k, q6_k); other ops are left out, but for attention\n"
             "                    (f16 KV cache), get_rows (the table) and convert (DT ->\n"
             "                    f32).  gemv: GB/s counts the weights' bytes, against\n"
-            "                    memcpy and triad over as many bytes.  matmul MxNxK:\n"
+            "                    read, copy and triad over as many bytes.  matmul MxNxK:\n"
             "                    C = A W^T with W (N x K) in DT; the f32 matmul of the same\n"
             "                    shape on the same backend is timed next to it (column\n"
             "                    f32: its time over the typed one's)\n"
@@ -1190,6 +1254,17 @@ static int parse_size(const char *text, size_spec *s)
     return -1;
 }
 
+/* Is arg one of the options that take a value? */
+static int takes_value(const char *arg)
+{
+    static const char *const names[] = {"--ops", "--backends", "--sizes", "--reps", "--min-ms", "--threads",
+                                        "--vs", "--clock", "--dtype", "--precision", "--csv", "--plot"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(arg, names[i]))
+            return 1;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
@@ -1204,10 +1279,15 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(arg, "--version")) {
             print_tool_version("rayo-bench");
             exit(0);
+        } else if (!strcmp(arg, "--reference-only")) { /* internal: see measure_best_in_child */
+            o->reference_only = 1;
+            continue;
         } else if (!strcmp(arg, "--dispatch")) {
             o->dispatch = 1;
             continue;
         }
+        if (!takes_value(arg))
+            return usage_error(arg[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", arg);
         if (!value)
             return usage_error("%s needs a value", arg);
         i++;
@@ -1294,29 +1374,38 @@ static void default_lists(options *o, rayo_context *ctx)
     }
 }
 
-static void print_machine(const options *o, rayo_context *ctx, const char *command)
+/* The CPU's model name, and the date of the run, for the header and the plot. */
+static char cpu_model[256] = "unknown CPU";
+static char run_date[64];
+
+static void note_machine(void)
 {
-    char model[256] = "unknown CPU";
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (f) {
         char line[512];
         while (fgets(line, sizeof line, f))
             if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-                snprintf(model, sizeof model, "%s", strchr(line, ':') + 2);
-                model[strcspn(model, "\n")] = '\0';
+                snprintf(cpu_model, sizeof cpu_model, "%s", strchr(line, ':') + 2);
+                cpu_model[strcspn(cpu_model, "\n")] = '\0';
                 break;
             }
         fclose(f);
     }
-    char date[64];
     time_t t = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%d %H:%M %Z", localtime(&t));
+    strftime(run_date, sizeof run_date, "%Y-%m-%d %H:%M %Z", localtime(&t));
+}
+
+static void print_machine(const options *o, rayo_context *ctx, const char *command)
+{
+    const char *model = cpu_model, *date = run_date;
     printf("rayo-bench (rayo %s), %s\n", rayo_version(), date);
     printf("machine: %s, %ld CPUs online; rayo threads: %u\n", model, sysconf(_SC_NPROCESSORS_ONLN),
            rayo_thread_count(ctx));
     printf("command: %s\n", command);
     printf("median of %d samples of >= %.0f ms each, %s time\n", o->reps, o->min_ms,
            bench_clock == CLOCK_MONOTONIC ? "wall-clock" : "process CPU");
+    printf("memory references: read and triad in %s, copy by memcpy, on %u thread%s\n", bench_stream_code(),
+           o->threads, o->threads == 1 ? "" : "s");
     if (o->vs && ref_kernels[0])
         printf("reference: %s kernels %s\n  (%s)\n", o->vs, ref_kernels, ref_choice.note);
     else if (o->vs)
@@ -1333,14 +1422,26 @@ int main(int argc, char **argv)
     char command[2048] = "rayo-bench";
     for (int i = 1; i < argc; i++)
         snprintf(command + strlen(command), sizeof command - strlen(command), " %s", argv[i]);
+    /* and a copy for the child that times the reference at its best */
+    char **args = calloc((size_t)argc + 1, sizeof *args);
+    for (int i = 0; args && i < argc; i++)
+        args[i] = strdup(argv[i]);
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc)
         return rc;
+    if (o.reference_only) /* the parent writes the table, the CSV and the plot */
+        o.csv_path = o.plot_path = NULL;
     /* Before rayo_open (bench_choose_kernels forks: no threads yet) and
      * before the library is loaded (it reads its variable once). */
-    if (o.vs)
+    if (o.vs && !o.reference_only)
         bench_choose_kernels(o.vs, &ref_choice);
+    if (ref_choice.best_setting[0]) {
+        fprintf(stderr, "[references] %s at its best (%s), in a child process\n", o.vs, ref_choice.best_setting);
+        if (args)
+            measure_best_in_child(argc, args, ref_choice.best_setting);
+        snprintf(best_label, sizeof best_label, "%s %s", o.vs, ref_choice.best);
+    }
     char settings[64] = "";
     if (o.threads)
         snprintf(settings, sizeof settings, "[rayo]\nthreads = %u\n", o.threads);
@@ -1374,11 +1475,17 @@ int main(int argc, char **argv)
         return 1;
     }
     blas_lib blas = { 0 };
-    if (!o.dispatch && o.vs && blas_open(&blas, o.vs, o.threads) == 0)
+    if (!o.dispatch && o.vs && blas_open(&blas, o.vs, o.threads) == 0) {
         ref_name = o.vs;
+        /* the rows name the kernel set: "openblas Haswell", "(env)" when pinned by the caller */
+        snprintf(ref_label, sizeof ref_label, "%s %.*s%s", o.vs, (int)strcspn(ref_kernels, " "), ref_kernels,
+                 ref_choice.pinned[0] ? " (env)" : "");
+    }
     else if (o.weights != RAYO_DTYPE_F32)
         ref_name = "f32";
-    print_machine(&o, ctx, command);
+    note_machine();
+    if (!o.reference_only)
+        print_machine(&o, ctx, command);
     if (o.dispatch)
         bench_dispatch(&o, ctx);
     else
@@ -1386,9 +1493,9 @@ int main(int argc, char **argv)
     if (csv)
         fclose(csv);
     rc = 0;
-    char title[128];
-    snprintf(title, sizeof title, "rayo-bench, %u thread%s, %s time", o.threads, o.threads == 1 ? "" : "s",
-             bench_clock == CLOCK_MONOTONIC ? "wall-clock" : "CPU");
+    char title[512];
+    snprintf(title, sizeof title, "rayo-bench (rayo %s), %s, %u thread%s, %s time, %s", rayo_version(), cpu_model,
+             o.threads, o.threads == 1 ? "" : "s", bench_clock == CLOCK_MONOTONIC ? "wall-clock" : "CPU", run_date);
     if (o.plot_path && csv && bench_plot(csv_path, o.plot_path, title) != 0)
         rc = 1;
     if (csv_path == plot_csv)

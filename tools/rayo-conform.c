@@ -1,7 +1,8 @@
 /* rayo-conform - checks backends against the float64 reference and the
  * accuracy contract of every op (rayo-ops.h).
  *
- *   rayo-conform [--quick] [--long] [--skip [BACKEND:]GROUPS]... [--op NAME]... [--seed N] [PLUGIN.so ...]
+ *   rayo-conform [--quick] [--long] [--skip [BACKEND:]GROUPS]... [--op NAME]... [--dtype NAME]
+ *                [--seed N] [--progress SECONDS] [--verbose] [PLUGIN.so ...]
  *
  * Without files: every loaded backend.  With files: only the backends loaded
  * from those files (a file the core refuses is a failure, with its reason).
@@ -9,6 +10,7 @@
  */
 #define _XOPEN_SOURCE 700
 #include "conform.h"
+#include "rayo-dtype.h"
 #include "tool-version.h"
 
 #include <limits.h>
@@ -27,10 +29,13 @@ typedef struct args {
     const char *skips[16];     /* --skip values: "GROUPS" or "BACKEND:GROUPS" */
     size_t skip_count;
     int verbose;
+    double progress_every;     /* --progress: seconds between progress lines off a terminal */
     int have_seed;
     uint64_t seed;
     const char *ops[256];
     size_t op_count;
+    int have_dtype;
+    rayo_dtype dtype;          /* --dtype: only the cases of this dtype */
     char *files[MAX_TARGETS];  /* absolute paths */
     size_t file_count;
 } args;
@@ -64,9 +69,14 @@ static void usage(FILE *out)
             "  --skip [BACKEND:]LIST  leave out these groups of cases, on every backend or\n"
             "               on BACKEND only (comma-separated; counted as skipped, never as\n"
             "               passed): long-reduction offset overflow subnormal eps0 affine\n"
-            "               regression nan-rows\n"
+            "               regression nan-rows cancel glu-tail attn-large\n"
             "  --op NAME    check only this op (repeat, or separate names by commas)\n"
+            "  --dtype NAME only the cases with an operand in this dtype (f16, bf16, q8_0,\n"
+            "               q4_0, q4_k, q6_k, i32), or, for f32, with every operand in f32:\n"
+            "               every case of one typed kernel\n"
             "  --seed N     inputs from this seed (default: RAYO_CONFORM_SEED, else fresh)\n"
+            "  --progress SECONDS  when stderr is not a terminal, a progress line every\n"
+            "               SECONDS while one op runs (default 10)\n"
             "  --verbose    after each op, the number of cases and where the largest error was\n"
             "  --help       this text\n"
             "  --version    the version of rayo-conform and of the librayo it runs with\n"
@@ -93,6 +103,18 @@ static int add_ops(args *a, char *list)
     return 0;
 }
 
+static int parse_dtype(const char *name, rayo_dtype *out)
+{
+    for (int dt = 0; dt < RAYO_DTYPE_LIMIT; dt++) {
+        const char *n = rayo_dtype_name((rayo_dtype)dt);
+        if (n && !strcmp(n, name)) {
+            *out = (rayo_dtype)dt;
+            return 0;
+        }
+    }
+    return -1;
+}
+
 static int parse_args(int argc, char **argv, args *a)
 {
     for (int i = 1; i < argc; i++) {
@@ -109,7 +131,8 @@ static int parse_args(int argc, char **argv, args *a)
             a->long_tier = 1;
         } else if (!strcmp(s, "--verbose") || !strcmp(s, "-v")) {
             a->verbose = 1;
-        } else if (!strcmp(s, "--op") || !strcmp(s, "--seed") || !strcmp(s, "--skip")) {
+        } else if (!strcmp(s, "--op") || !strcmp(s, "--seed") || !strcmp(s, "--skip") ||
+                   !strcmp(s, "--dtype") || !strcmp(s, "--progress")) {
             if (i + 1 == argc)
                 return usage_error("%s needs a value", s);
             char *v = argv[++i];
@@ -120,6 +143,15 @@ static int parse_args(int argc, char **argv, args *a)
             } else if (!strcmp(s, "--op")) {
                 if (add_ops(a, v))
                     return 2;
+            } else if (!strcmp(s, "--dtype")) {
+                if (parse_dtype(v, &a->dtype))
+                    return usage_error("unknown dtype '%s' (f32, f16, bf16, i32, q8_0, q4_0, q4_k, q6_k)", v);
+                a->have_dtype = 1;
+            } else if (!strcmp(s, "--progress")) {
+                char *end;
+                a->progress_every = strtod(v, &end);
+                if (!*v || *end || !(a->progress_every >= 0))
+                    return usage_error("--progress wants a number of seconds, not '%s'", v);
             } else {
                 char *end;
                 a->seed = strtoull(v, &end, 0);
@@ -211,22 +243,43 @@ static size_t choose_targets(rayo_context *ctx, const args *a, target *out)
     return n;
 }
 
-/* ---- progress on a terminal ---- */
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- progress: a line kept up to date on a terminal, else a line every
+ * --progress seconds while one op runs (a log must not look hung) ---- */
 typedef struct progress {
-    int on;
+    int tty;
+    double every;           /* seconds between lines off a terminal */
     const char *op, *backend;
+    double start, last;     /* when the op began, when a line was printed */
 } progress;
 
 static void show_progress(void *user, size_t done, size_t total)
 {
-    const progress *p = user;
-    if (p->on)
-        fprintf(stderr, "\r  checking %s on %s: case %zu of %zu   ", p->op, p->backend, done + 1, total);
+    progress *p = user;
+    char of[32] = "";
+    if (total)
+        snprintf(of, sizeof of, " of %zu", total);
+    if (p->tty) {
+        fprintf(stderr, "\r  checking %s on %s: case %zu%s   ", p->op, p->backend, done + 1, of);
+        return;
+    }
+    double t = now();
+    if (t - p->last < p->every)
+        return;
+    p->last = t;
+    fprintf(stderr, "  checking %s on %s: case %zu%s, %.0f s so far\n", p->op, p->backend, done + 1, of,
+            t - p->start);
 }
 
 static void clear_progress(const progress *p)
 {
-    if (p->on)
+    if (p->tty)
         fprintf(stderr, "\r%*s\r", 70, "");
 }
 
@@ -255,13 +308,6 @@ static void format_cell(const outcome *o, char *buf, size_t size)
         snprintf(buf, size, "ok %s", r->max_units == 0 ? "0" : "<0.01");
     else
         snprintf(buf, size, "ok %.2f", r->max_units);
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static void print_details(const outcome *out, size_t count)
@@ -299,6 +345,8 @@ static void print_replay(const args *a, const outcome *out, size_t count, uint64
            a->quick ? " --quick" : "", a->long_tier ? " --long" : "");
     for (size_t i = 0; i < a->skip_count; i++)
         printf(" --skip %s", a->skips[i]);
+    if (a->have_dtype)
+        printf(" --dtype %s", rayo_dtype_name(a->dtype));
     const char *last = NULL;
     for (size_t i = 0; i < count; i++)
         if (out[i].result.failed && out[i].op->name != last)
@@ -336,7 +384,7 @@ static int run_all(rayo_context *ctx, const args *a, const target *targets, size
         int wanted = a->op_count == 0;
         for (size_t k = 0; k < a->op_count; k++)
             wanted |= !strcmp(a->ops[k], rayo_op_at(i)->name);
-        if (wanted)
+        if (wanted && (!a->have_dtype || conform_op_has_dtype(rayo_op_at(i), a->dtype)))
             ops[n++] = rayo_op_at(i);
     }
     outcome *out = calloc(n * nt + 1, sizeof *out);
@@ -354,8 +402,9 @@ static int run_all(rayo_context *ctx, const args *a, const target *targets, size
         printf("%-*s", width, targets[b].name);
     printf("\n");
 
-    progress prog = {isatty(2), NULL, NULL};
+    progress prog = {isatty(2), a->progress_every, NULL, NULL, 0, 0};
     conform_options opts = {.seed = seed, .quick = a->quick, .long_tier = a->long_tier,
+                            .only_dtype = a->have_dtype ? RAYO_DTYPE_BIT(a->dtype) : 0,
                             .run = conform_run_backend,
                             .progress = show_progress, .progress_user = &prog};
     size_t passed = 0, failed = 0, absent = 0, cases = 0, skipped = 0;
@@ -371,6 +420,7 @@ static int run_all(rayo_context *ctx, const args *a, const target *targets, size
             opts.skip = skip_for(a, targets[b].name);
             opts.flushes_denormals = targets[b].flushes_denormals;
             prog.op = ops[i]->name, prog.backend = targets[b].name;
+            prog.start = prog.last = now();
             conform_check_op(&opts, ops[i], &o->result);
             clear_progress(&prog);
             char cell[64];
@@ -424,6 +474,7 @@ int main(int argc, char **argv)
     args a;
     char self[PATH_MAX];
     memset(&a, 0, sizeof a);
+    a.progress_every = 10.0;
     a.self = program_path(argc > 0 ? argv[0] : "rayo-conform", self, sizeof self);
     int rc = parse_args(argc, argv, &a);
     if (rc)

@@ -498,7 +498,10 @@ int main(int argc, char **argv)
         }
     }
     rayo_context *ctx;
-    rayo_options opts = {.struct_size = sizeof opts, .allow_no_backend = 1, .log = on_log};
+    /* Every device started at open, as an application's first use would:
+     * its chains as they will run, every plugin's keys checked. */
+    rayo_options opts = {.struct_size = sizeof opts, .allow_no_backend = 1, .log = on_log,
+                         .settings = "[rayo]\nlazy_init = no\n"};
     rayo_status st = rayo_open(&ctx, &opts);
     if (st != RAYO_OK) {
         fprintf(stderr, "rayo-info: cannot open rayo: %s: %s\n", rayo_strerror(st), rayo_last_error());

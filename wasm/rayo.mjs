@@ -7,6 +7,11 @@
 //   console.table(ctx.backends());                 // name, status, reason, device, rank...
 //   const y = ctx.add(a, b);                       // Float32Array in, Float32Array out
 //   const s = ctx.dot(a, b);                       // reductions return numbers
+//   const C = await ctx.matmulAsync(A, B, m, n, k); // may run on the GPU (webgpu)
+//   const buf = ctx.buffer(values);                // device buffers (the GPU's where there is one)
+//   const batch = ctx.batch();                     // ops on buffers, one submission
+//   batch.record('relu', { a: buf, y: buf, n: values.length });
+//   await batch.submit();  const y = await buf.read();
 //   ctx.close();
 //
 // Settings are rayo.conf's (order, allow/deny, thresholds...) with no config
@@ -17,12 +22,17 @@
 // The core (rayo-core.mjs/.wasm) is a main module built without SIMD; the
 // backends are side modules in plugins/: the core's probe asks the engine
 // whether it validates SIMD128 code and loads rayo-wasm.so only then;
-// rayo-scalar.so runs everywhere.
+// rayo-scalar.so runs everywhere.  rayo-webgpu.so runs ops on the GPU
+// through WebGPU where the engine grants an adapter; its results are read
+// back asynchronously, so it serves the async forms (ctx.NAMEAsync), which
+// call the core through JSPI (WebAssembly.promising): the plugin suspends
+// the WebAssembly stack while it awaits the GPU.  The synchronous forms
+// never wait: there the webgpu plugin declines and the CPU backends run.
 
 import createRayoCore from './rayo-core.mjs';
 
 /** The side modules loaded by default, from `${base}plugins/`. */
-export const DEFAULT_PLUGINS = ['rayo-scalar.so', 'rayo-wasm.so'];
+export const DEFAULT_PLUGINS = ['rayo-scalar.so', 'rayo-wasm.so', 'rayo-webgpu.so'];
 
 /** Where the core looks for plugins in its in-memory file system. */
 const PLUGIN_DIR = '/plugins';
@@ -138,7 +148,9 @@ const ACTIVATIONS = { none: 0, relu: 1, gelu: 2, silu: 3, tanh: 4, sigmoid: 5 };
 
 /** Loads the core and the backend side modules.
  *  options.base: URL of the folder holding rayo-core.* and plugins/
- *  (default: this module's folder); options.plugins: file names. */
+ *  (default: this module's folder); options.plugins: file names;
+ *  options.webgpu: false to leave WebGPU alone, or the options of
+ *  navigator.gpu.requestAdapter (default {}). */
 export async function loadRayo(options = {}) {
   const base = new URL(options.base || './', import.meta.url);
   const plugins = options.plugins || DEFAULT_PLUGINS;
@@ -153,6 +165,8 @@ export async function loadRayo(options = {}) {
     createRayoCore(moduleArgs),
     ...plugins.map((name) => readBytes(new URL(`plugins/${name}`, base))),
   ]);
+  // the webgpu plugin's device, acquired now: its probe (in rayo_open) is synchronous
+  if (options.webgpu !== false) await core.rayoWebgpu.init(options.webgpu || {});
   core.FS.mkdirTree(PLUGIN_DIR);
   const preload = {};
   for (let i = 0; i < plugins.length; i++) {
@@ -181,6 +195,32 @@ class Rayo {
     this.ops = this.takeJson(core._rayo_js_ops_json());
     this.opByName = new Map(this.ops.map((op) => [op.name, op]));
     this.engineSimd128 = engineHasSimd128();
+    this.webgpu = core.rayoWebgpu.info();
+    this.queue = Promise.resolve(); // async calls, one at a time (one C stack)
+    this.pending = 0;
+  }
+
+  /** Calls export `name` so that the webgpu plugin may await the GPU in it;
+   *  calls run one after the other. */
+  callAsync(name, ...args) {
+    this.pending++;
+    const result = this.queue.then(() => this.core.rayoWebgpu.callAsync(name, ...args));
+    this.queue = result.catch(() => {}).finally(() => { this.pending--; });
+    return result;
+  }
+
+  /** Throws where a synchronous call would enter the core while an async
+   *  one is suspended in it. */
+  checkIdle(what) {
+    if (this.pending) throw new Error(`rayo ${what}: an async call is in progress: await it first`);
+  }
+
+  mallocString(s) {
+    if (s === null || s === undefined) return 0;
+    const size = this.core.lengthBytesUTF8(s) + 1;
+    const ptr = this.core._malloc(size);
+    this.core.stringToUTF8(s, ptr, size);
+    return ptr;
   }
 
   takeJson(ptr) {
@@ -222,6 +262,7 @@ class Context {
     this.handle = handle;
     for (const op of rayo.ops) {
       if (!(op.name in this)) this[op.name] = (...args) => this.call(op, args);
+      if (!(`${op.name}Async` in this)) this[`${op.name}Async`] = (...args) => this.callAsync(op, args);
     }
   }
 
@@ -248,6 +289,30 @@ class Context {
     }));
   }
 
+  /** A device buffer of `length` floats (or holding `values`: numbers, or
+   *  any typed array, copied byte for byte, e.g. quantized blocks) on
+   *  options.backend, else where the core puts it (the first GPU backend
+   *  with a device, else a CPU one). */
+  buffer(lengthOrValues, options = {}) {
+    this.rayo.checkIdle('buffer');
+    const values = typeof lengthOrValues === 'number' ? null : asBytes(lengthOrValues);
+    const length = values ? Math.ceil(values.length / 4) : lengthOrValues;
+    const ptr = this.rayo.withString(options.backend || null,
+      (be) => this.core._rayo_js_buffer_create(this.handle, be, Math.max(length, 1) * 4));
+    if (!ptr) throw new Error(`rayo buffer: ${this.rayo.lastError()}`);
+    const buf = new DeviceBuffer(this, ptr, length);
+    if (values) buf.write(values);
+    return buf;
+  }
+
+  /** A batch: ops on device buffers of one backend, run by one submission. */
+  batch(options = {}) {
+    this.rayo.checkIdle('batch');
+    const ptr = this.rayo.withString(options.backend || null, (be) => this.core._rayo_js_batch_create(this.handle, be));
+    if (!ptr) throw new Error(`rayo batch: ${this.rayo.lastError()}`);
+    return new Batch(this, ptr);
+  }
+
   /** A Float32Array of `length` floats in the heap (from `values` if given). */
   array(lengthOrValues) {
     const values = typeof lengthOrValues === 'number' ? null : lengthOrValues;
@@ -257,15 +322,35 @@ class Context {
   }
 
   /** Runs one op on heap arrays: {a, b, c, y} (HeapArray or null), sizes
-   *  {m, n, k}, {alpha, beta, flags}; backend: one backend only (no
+   *  {m, n, k}, {alpha, beta, flags, dtypes (RAYO_DTYPES, rayo.h; 0: all
+   *  f32)}; backend: one backend only (no
    *  fallback), else the dispatch chain.  Throws on failure. */
   run(opName, call, backend) {
+    this.rayo.checkIdle(opName);
+    const op = this.opNamed(opName);
+    const status = this.rayo.withString(backend || null, (be) => this.core._rayo_js_run(...runArgs(this.handle, be, op, call)));
+    this.checkStatus(status, opName, backend);
+  }
+
+  /** run() as a Promise: the call may run on the GPU (webgpu). */
+  async runAsync(opName, call, backend) {
+    const op = this.opNamed(opName);
+    const be = this.rayo.mallocString(backend || null);
+    try {
+      const status = await this.rayo.callAsync('rayo_js_run', ...runArgs(this.handle, be, op, call));
+      this.checkStatus(status, opName, backend);
+    } finally {
+      if (be) this.core._free(be);
+    }
+  }
+
+  opNamed(opName) {
     const op = this.rayo.opByName.get(opName);
     if (!op) throw new Error(`rayo: no op "${opName}"`);
-    const ptr = (x) => (x ? x.ptr : 0);
-    const status = this.rayo.withString(backend || null, (be) => this.core._rayo_js_run(
-      this.handle, be, op.id, call.flags || 0, call.m || 0, call.n || 0, call.k || 0,
-      call.alpha || 0, call.beta || 0, ptr(call.a), ptr(call.b), ptr(call.c), ptr(call.y)));
+    return op;
+  }
+
+  checkStatus(status, opName, backend) {
     if (status !== 0) {
       const why = this.core.UTF8ToString(this.core._rayo_js_strerror(status));
       throw new Error(`rayo ${opName}${backend ? ` on ${backend}` : ''}: ${why}: ${this.rayo.lastError()}`);
@@ -276,6 +361,30 @@ class Context {
    *  number for reductions) out.  The last argument may be an options object
    *  with {backend} (matmul and gemv read their own options from it too). */
   call(op, args) {
+    this.rayo.checkIdle(op.name);
+    const { call, backend, held, take } = this.prepare(op, args);
+    try {
+      this.run(op.name, call, backend);
+      return take();
+    } finally {
+      held.forEach((h) => h.free());
+    }
+  }
+
+  /** ctx.NAMEAsync(...): call() as a Promise, for every op; the call may
+   *  run on the GPU (webgpu). */
+  async callAsync(op, args) {
+    const { call, backend, held, take } = this.prepare(op, args);
+    try {
+      await this.runAsync(op.name, call, backend);
+      return take();
+    } finally {
+      held.forEach((h) => h.free());
+    }
+  }
+
+  /** The heap operands of ctx.NAME(...args) and how to read the result. */
+  prepare(op, args) {
     let backend;
     const last = args[args.length - 1];
     if (last && typeof last === 'object' && !ArrayBuffer.isView(last) && !Array.isArray(last)) {
@@ -291,14 +400,113 @@ class Context {
     };
     try {
       const { call, out, result } = buildCall(op, args, arr, (n) => arr(new Float32Array(n)));
-      this.run(op.name, call, backend);
-      if (result === 'float') return out.view()[0];
-      if (result === 'index') return new Uint32Array(this.core.HEAPU8.buffer, out.ptr, 1)[0];
-      return out.toArray();
-    } finally {
+      const take = () => {
+        if (result === 'float') return out.view()[0];
+        if (result === 'index') return new Uint32Array(this.core.HEAPU8.buffer, out.ptr, 1)[0];
+        return out.toArray();
+      };
+      return { call, backend, held, take };
+    } catch (e) {
       held.forEach((h) => h.free());
+      throw e;
     }
   }
+}
+
+/** Floats in a backend's memory (rayo_buffer). */
+class DeviceBuffer {
+  constructor(ctx, ptr, length) {
+    this.ctx = ctx;
+    this.ptr = ptr;
+    this.length = length;
+    this.backend = ctx.core.UTF8ToString(ctx.core._rayo_js_buffer_backend(ptr));
+  }
+
+  /** Writes values (numbers: floats; a typed array: its bytes) at element
+   *  `offset` (no waiting). */
+  write(values, offset = 0) {
+    this.ctx.rayo.checkIdle('buffer.write');
+    const bytes = asBytes(values);
+    const heap = this.ctx.array(Math.ceil(bytes.length / 4));
+    try {
+      new Uint8Array(this.ctx.core.HEAPU8.buffer, heap.ptr, bytes.length).set(bytes);
+      this.ctx.checkStatus(this.ctx.core._rayo_js_buffer_write(this.ptr, offset * 4, heap.ptr, bytes.length), 'buffer.write');
+    } finally {
+      heap.free();
+    }
+  }
+
+  /** Reads `length` floats from element `offset` (a Promise: a GPU answers later). */
+  async read(length = this.length, offset = 0) {
+    const heap = this.ctx.array(length);
+    try {
+      const status = await this.ctx.rayo.callAsync('rayo_js_buffer_read', this.ptr, offset * 4, heap.ptr, length * 4);
+      this.ctx.checkStatus(status, 'buffer.read');
+      return heap.toArray();
+    } finally {
+      heap.free();
+    }
+  }
+
+  free() {
+    if (this.ptr) this.ctx.core._rayo_js_buffer_destroy(this.ptr);
+    this.ptr = 0;
+  }
+}
+
+/** The bytes of a typed array (as they are), or of numbers as floats. */
+function asBytes(values) {
+  if (ArrayBuffer.isView(values)) return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+  return new Uint8Array(Float32Array.from(values).buffer);
+}
+
+/** Ops recorded on device buffers, run by one submission (rayo_batch). */
+class Batch {
+  constructor(ctx, ptr) {
+    this.ctx = ctx;
+    this.ptr = ptr;
+  }
+
+  /** record(op, {a, b, c, y: DeviceBuffer or {buf, offset (elements)},
+   *  m, n, k, alpha, beta, flags, dtypes}): dtypes as RAYO_DTYPES (rayo.h),
+   *  0 or absent: all f32. */
+  record(opName, call) {
+    const { core, rayo } = this.ctx;
+    rayo.checkIdle('batch.record');
+    const op = this.ctx.opNamed(opName);
+    const words = core._malloc(32);
+    try {
+      const u32 = new Uint32Array(core.HEAPU8.buffer, words, 8);
+      ['a', 'b', 'c', 'y'].forEach((name, i) => {
+        const x = call[name];
+        u32[i] = x ? (x.buf || x).ptr : 0;
+        u32[4 + i] = x && x.buf ? (x.offset || 0) * 4 : 0;
+      });
+      const status = core._rayo_js_batch_record(this.ptr, op.id, call.flags || 0, call.dtypes || 0, call.m || 0, call.n || 0,
+        call.k || 0, call.alpha || 0, call.beta || 0, words, words + 16);
+      this.ctx.checkStatus(status, `batch.record(${opName})`);
+    } finally {
+      core._free(words);
+    }
+    return this;
+  }
+
+  /** Runs the recorded ops; resolves when they are done. */
+  async submit() {
+    this.ctx.checkStatus(await this.ctx.rayo.callAsync('rayo_js_batch_run', this.ptr), 'batch.submit');
+  }
+
+  free() {
+    if (this.ptr) this.ctx.core._rayo_js_batch_destroy(this.ptr);
+    this.ptr = 0;
+  }
+}
+
+/** The arguments of rayo_js_run for a call on heap arrays. */
+function runArgs(handle, be, op, call) {
+  const ptr = (x) => (x ? x.ptr : 0);
+  return [handle, be, op.id, call.flags || 0, call.dtypes || 0, call.m || 0, call.n || 0, call.k || 0,
+    call.alpha || 0, call.beta || 0, ptr(call.a), ptr(call.b), ptr(call.c), ptr(call.y)];
 }
 
 /** The rayo_call of an op from the arguments of ctx.NAME(...). */

@@ -6,14 +6,17 @@
 # these rules call emcc directly.  Everything lands in $(out):
 #
 #   plugins/rayo-scalar.so  plugins/rayo-wasm.so   side modules (wasm SIMD128 for the second)
+#   plugins/rayo-webgpu.so                           the WebGPU side module (plugins/webgpu)
 #   rayo-info.js  rayo-conform.js (+ .wasm)          the tools, for node (real file system)
 #   rayo-info  rayo-conform                          shell wrappers: node + RAYO_PLUGIN_PATH
 #   rayo-bench.js, rayo-bench                        `make wasm-bench` (target bench) only
 #   js/    rayo.mjs (the JS API), rayo-core.mjs + rayo-core.wasm (main module), plugins/
 #   web/   the example page (examples/web) with js/ as web/rayo/
+#   web/conform/  rayo-conform built for the page (the webgpu plugin needs a
+#          browser), with tests/test-wasm-webgpu.html as its index.html
 #
 # Variables given by `make wasm`: srcdir top_builddir out EMCC NODE
-# WARN_CFLAGS CORE_SOURCES SCALAR_SOURCES WASM_SOURCES INFO_SOURCES
+# WARN_CFLAGS CORE_SOURCES SCALAR_SOURCES WASM_SOURCES WEBGPU_SOURCES INFO_SOURCES
 # CONFORM_SOURCES BENCH_SOURCES JS_GLUE_SOURCES WEB_FILES RAYO_ABI_MAJOR
 
 EMCC ?= emcc
@@ -38,8 +41,10 @@ PLUGIN_CFLAGS := $(CFLAGS_ALL) $(PLUGIN_INCLUDES) -O3 -fvisibility=hidden -DHAVE
 SIMD_CFLAGS := -msimd128
 
 # Main modules: dynamic linking (side modules import libc from here), a
-# growing heap (the conformance suite allocates 2^20-element vectors).
-MAIN_LDFLAGS := -O2 -sMAIN_MODULE=2 -sALLOW_MEMORY_GROWTH=1
+# growing heap (the conformance suite allocates 2^20-element vectors), and
+# the webgpu plugin's JS side (its shaders and op list generated first).
+WEBGPU_PRE_JS := $(OBJ)/webgpu/webgpu-wgsl.js $(srcdir)/plugins/webgpu/webgpu-host.js
+MAIN_LDFLAGS := -O2 -sMAIN_MODULE=2 -sALLOW_MEMORY_GROWTH=1 $(WEBGPU_PRE_JS:%=--pre-js %)
 # Tools under node: the real file system, synchronous compilation (node's
 # fetch cannot read a file path), RAYO_* variables passed in (node-env.js).
 NODE_LDFLAGS := $(MAIN_LDFLAGS) -sEXPORTED_FUNCTIONS=@$(OBJ)/exports-tool.json -sENVIRONMENT=node -sNODERAWFS=1 -sWASM_ASYNC_COMPILATION=0 \
@@ -49,9 +54,13 @@ NODE_LDFLAGS := $(MAIN_LDFLAGS) -sEXPORTED_FUNCTIONS=@$(OBJ)/exports-tool.json -
 # module does not have; under node, rayo.mjs hands it the .wasm bytes and it
 # runs as it does in a worker (in-memory file system, no fetch).
 # loadDynamicLibrary lets rayo.mjs compile the side modules asynchronously.
-ESM_LDFLAGS := $(MAIN_LDFLAGS) -sEXPORTED_FUNCTIONS=@$(OBJ)/exports.json -sMODULARIZE=1 \
-	-sEXPORT_ES6=1 -sEXPORT_NAME=createRayoCore -sENVIRONMENT=web,worker -sFORCE_FILESYSTEM=1 \
+ESM_COMMON := $(MAIN_LDFLAGS) -sMODULARIZE=1 -sEXPORT_ES6=1 -sENVIRONMENT=web,worker -sFORCE_FILESYSTEM=1 \
 	-sEXPORTED_RUNTIME_METHODS=FS,UTF8ToString,stringToUTF8,lengthBytesUTF8,loadDynamicLibrary
+ESM_LDFLAGS := $(ESM_COMMON) -sEXPORTED_FUNCTIONS=@$(OBJ)/exports.json -sEXPORT_NAME=createRayoCore
+# rayo-conform for the page: its main is called by the page (through JSPI,
+# so that the webgpu plugin can wait for the GPU), not at start.
+CONFORM_WEB_LDFLAGS := $(ESM_COMMON) -sEXPORTED_FUNCTIONS=@$(OBJ)/exports-tool.json \
+	-sEXPORT_NAME=createRayoConform -sINVOKE_RUN=0 -sEXIT_RUNTIME=0
 
 sources_c = $(filter %.c,$(1))
 objects = $(patsubst %.c,$(OBJ)/$(2)/%.o,$(call sources_c,$(1)))
@@ -63,12 +72,14 @@ BENCH_OBJS := $(call objects,$(BENCH_SOURCES),tool)
 GLUE_OBJS := $(call objects,$(JS_GLUE_SOURCES),core)
 SCALAR_OBJS := $(call objects,$(SCALAR_SOURCES),plugin)
 WASM_OBJS := $(call objects,$(WASM_SOURCES),simd)
-PLUGINS := $(out)/plugins/rayo-scalar.so $(out)/plugins/rayo-wasm.so
+WEBGPU_OBJS := $(call objects,$(WEBGPU_SOURCES),plugin)
+PLUGINS := $(out)/plugins/rayo-scalar.so $(out)/plugins/rayo-wasm.so $(out)/plugins/rayo-webgpu.so
 JS_FILES := $(out)/js/rayo.mjs $(out)/js/rayo-core.mjs $(out)/js/rayo-core.wasm $(PLUGINS:$(out)/plugins/%=$(out)/js/plugins/%)
 
 all: $(PLUGINS) $(out)/rayo-info $(out)/rayo-conform $(JS_FILES) \
 	$(addprefix $(out)/web/,$(notdir $(WEB_FILES))) \
-	$(JS_FILES:$(out)/js/%=$(out)/web/rayo/%)
+	$(JS_FILES:$(out)/js/%=$(out)/web/rayo/%) \
+	$(out)/web/conform/index.html $(out)/web/conform/rayo-conform.mjs
 	@echo "wasm: built in $(out)"
 
 # rayo-bench under node (tools/rayo-bench.c as it is, single-threaded: the
@@ -99,23 +110,38 @@ $(out)/plugins/rayo-scalar.so: $(SCALAR_OBJS)
 $(out)/plugins/rayo-wasm.so: $(WASM_OBJS)
 	@mkdir -p $(@D)
 	$(EMCC) -O3 -sSIDE_MODULE=1 $^ -o $@
+$(out)/plugins/rayo-webgpu.so: $(WEBGPU_OBJS)
+	@mkdir -p $(@D)
+	$(EMCC) -O3 -sSIDE_MODULE=1 $^ -o $@
+
+# The webgpu plugin's shaders and op list, from core/rayo-ops.h (wgsl-ops.h
+# through the preprocessor), embedded in a --pre-js of the main modules.
+WEBGPU_DIR := $(srcdir)/plugins/webgpu
+$(OBJ)/webgpu/ops.rows $(OBJ)/webgpu/webgpu-ops.wgsl: $(OBJ)/webgpu/%: $(WEBGPU_DIR)/wgsl-ops.h $(srcdir)/core/rayo-ops.h
+	@mkdir -p $(@D)
+	$(EMCC) -E -P -x c -I$(srcdir)/core $(if $(filter %.wgsl,$@),-DRAYO_WGSL) $< -o $@
+$(OBJ)/webgpu/webgpu-wgsl.js: $(WEBGPU_DIR)/embed-wgsl.mjs $(OBJ)/webgpu/ops.rows $(OBJ)/webgpu/webgpu-ops.wgsl \
+		$(WEBGPU_DIR)/rmath.wgsl $(WEBGPU_DIR)/kernels.wgsl
+	$(NODE) $^ > $@
 
 # MAIN_MODULE=2 links only what is used: the libc functions the side
-# modules import are read off the side modules themselves.
+# modules import are read off the side modules themselves (but for the
+# webgpu plugin's JS functions, which webgpu-host.js provides).
+SIDE_IMPORTS_JS := --js-provides rayo_webgpu_js_
 # The tools add main; the JS API's module adds malloc and free.
 $(OBJ)/exports.json: $(PLUGINS) $(srcdir)/wasm/side-imports.mjs
 	@mkdir -p $(@D)
-	$(NODE) $(srcdir)/wasm/side-imports.mjs --add _malloc,_free $(PLUGINS) > $@
+	$(NODE) $(srcdir)/wasm/side-imports.mjs --add _malloc,_free $(SIDE_IMPORTS_JS) $(PLUGINS) > $@
 $(OBJ)/exports-tool.json: $(PLUGINS) $(srcdir)/wasm/side-imports.mjs
 	@mkdir -p $(@D)
-	$(NODE) $(srcdir)/wasm/side-imports.mjs --add _main $(PLUGINS) > $@
+	$(NODE) $(srcdir)/wasm/side-imports.mjs --add _main $(SIDE_IMPORTS_JS) $(PLUGINS) > $@
 
-$(out)/rayo-info.js: $(CORE_OBJS) $(INFO_OBJS) $(OBJ)/exports-tool.json $(srcdir)/wasm/node-env.js
+$(out)/rayo-info.js: $(CORE_OBJS) $(INFO_OBJS) $(OBJ)/exports-tool.json $(srcdir)/wasm/node-env.js $(WEBGPU_PRE_JS)
 	$(EMCC) $(NODE_LDFLAGS) $(CORE_OBJS) $(INFO_OBJS) -o $@
-$(out)/rayo-conform.js: $(CORE_OBJS) $(CONFORM_OBJS) $(OBJ)/exports-tool.json $(srcdir)/wasm/node-env.js
+$(out)/rayo-conform.js: $(CORE_OBJS) $(CONFORM_OBJS) $(OBJ)/exports-tool.json $(srcdir)/wasm/node-env.js $(WEBGPU_PRE_JS)
 	$(EMCC) $(NODE_LDFLAGS) $(CORE_OBJS) $(CONFORM_OBJS) -o $@
 
-$(out)/rayo-bench.js: $(CORE_OBJS) $(CONFORM_OBJS) $(BENCH_OBJS) $(OBJ)/exports-tool.json $(srcdir)/wasm/node-env.js
+$(out)/rayo-bench.js: $(CORE_OBJS) $(CONFORM_OBJS) $(BENCH_OBJS) $(OBJ)/exports-tool.json $(srcdir)/wasm/node-env.js $(WEBGPU_PRE_JS)
 	$(EMCC) $(NODE_LDFLAGS) $(CORE_OBJS) $(filter-out %/rayo-conform.o,$(CONFORM_OBJS)) $(BENCH_OBJS) -o $@
 
 # rayo-info / rayo-conform / rayo-bench: run the node build with this build's plugins
@@ -125,9 +151,15 @@ $(out)/rayo-info $(out)/rayo-conform $(out)/rayo-bench: $(out)/%: $(out)/%.js
 	  'RAYO_PLUGIN_PATH="$${RAYO_PLUGIN_PATH:-$$dir/plugins}" exec $${NODE:-$(NODE)} "$$dir/$*.js" "$$@"' > $@
 	chmod +x $@
 
-$(out)/js/rayo-core.mjs: $(CORE_OBJS) $(GLUE_OBJS) $(OBJ)/exports.json
+$(out)/js/rayo-core.mjs: $(CORE_OBJS) $(GLUE_OBJS) $(OBJ)/exports.json $(WEBGPU_PRE_JS)
 	@mkdir -p $(@D)
 	$(EMCC) $(ESM_LDFLAGS) $(CORE_OBJS) $(GLUE_OBJS) -o $@
+$(out)/web/conform/rayo-conform.mjs: $(CORE_OBJS) $(CONFORM_OBJS) $(OBJ)/exports-tool.json $(WEBGPU_PRE_JS)
+	@mkdir -p $(@D)
+	$(EMCC) $(CONFORM_WEB_LDFLAGS) $(CORE_OBJS) $(CONFORM_OBJS) -o $@
+$(out)/web/conform/index.html: $(srcdir)/tests/test-wasm-webgpu.html
+	@mkdir -p $(@D)
+	cp $< $@
 $(out)/js/rayo-core.wasm: $(out)/js/rayo-core.mjs
 	@test -f $@
 $(out)/js/rayo.mjs: $(srcdir)/wasm/rayo.mjs
@@ -149,4 +181,4 @@ clean:
 	rm -rf $(out)
 
 -include $(CORE_OBJS:.o=.d) $(INFO_OBJS:.o=.d) $(CONFORM_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(GLUE_OBJS:.o=.d) \
-	$(SCALAR_OBJS:.o=.d) $(WASM_OBJS:.o=.d)
+	$(SCALAR_OBJS:.o=.d) $(WASM_OBJS:.o=.d) $(WEBGPU_OBJS:.o=.d)

@@ -7,11 +7,13 @@
 int lm_force_interim;
 size_t lm_fallbacks;
 
-/* One call: at once on host memory, or recorded into the batch. */
-static rayo_status run(const lm_exec *e, rayo_call c, const lm_ref *a, const lm_ref *b,
-                       const lm_ref *cc, const lm_ref *y)
+/* One call: at once on host memory, or recorded into the batch, its
+ * operands moving with the batch's step as their refs say (step_flags:
+ * RAYO_STEP_*). */
+static rayo_status run_moving(const lm_exec *e, rayo_call c, const lm_ref *a, const lm_ref *b,
+                              const lm_ref *cc, const lm_ref *y, uint32_t step_flags)
 {
-    static const lm_ref none = {NULL, NULL, 0};
+    static const lm_ref none = {0};
     a = a ? a : &none;
     b = b ? b : &none;
     cc = cc ? cc : &none;
@@ -24,8 +26,15 @@ static rayo_status run(const lm_exec *e, rayo_call c, const lm_ref *a, const lm_
     }
     rayo_batch_call bc = {sizeof bc, c.op, c.flags, c.dtypes, c.m, c.n, c.k, c.alpha, c.beta,
         {a->buf, a->off}, {b->buf, b->off}, {cc->buf, cc->off}, {y->buf, y->off},
-        c.lda, c.ldb, c.ldc, c.ldy, c.precision, 0, c.params};
+        c.lda, c.ldb, c.ldc, c.ldy, c.precision, 0, c.params,
+        {a->step, b->step, cc->step, y->step}, step_flags, 0};
     return rayo_batch_record(e->batch, &bc);
+}
+
+static rayo_status run(const lm_exec *e, rayo_call c, const lm_ref *a, const lm_ref *b,
+                       const lm_ref *cc, const lm_ref *y)
+{
+    return run_moving(e, c, a, b, cc, y, 0);
 }
 
 /* A host call the interim path takes instead: forced (the call was not run:
@@ -206,7 +215,8 @@ rayo_status lm_attention(const lm_exec *e, const lm_attn *p, lm_ref q, lm_ref k,
     rayo_call c = CALL(.op = RAYO_OP_ATTENTION, .dtypes = RAYO_DTYPES(F32, F32, F32, F32),
                        .m = p->n_q, .n = p->head_dim, .k = p->n_kv,
                        .precision = (uint32_t)precision, .params = &a);
-    rayo_status st = forced(e) ? RAYO_E_UNSUPPORTED : run(e, c, &q, &k, &v, &out);
+    uint32_t moving = p->kv_grows ? RAYO_STEP_KV_LENGTH : 0;
+    rayo_status st = forced(e) ? RAYO_E_UNSUPPORTED : run_moving(e, c, &q, &k, &v, &out, moving);
     if (!take_interim(e, st))
         return st;
     return attention_interim(e->ctx, p, q.host, k.host, v.host, out.host);

@@ -24,6 +24,7 @@ typedef struct lm_ref {
     void *host;         /* host calls (mapped weights are read only: never an output) */
     rayo_buffer *buf;   /* batched calls */
     size_t off;
+    size_t step;        /* batched calls: bytes off advances per step of a replayed batch */
 } lm_ref;
 
 /* r advanced by `bytes`. */
@@ -41,6 +42,7 @@ static inline lm_ref lm_at(lm_ref r, size_t bytes)
 typedef struct lm_exec {
     rayo_context *ctx;
     rayo_batch *batch;
+    int replay;         /* batch is recorded once and replayed, one token per step */
 } lm_exec;
 
 typedef struct lm_weight {
@@ -74,6 +76,7 @@ typedef struct lm_attn {
     size_t n_q, n_kv;           /* queries are the last n_q of n_kv positions (causal) */
     size_t n_heads, n_kv_heads, head_dim;
     size_t kv_stride;           /* floats between positions in the caches */
+    int kv_grows;               /* batched: n_kv grows with the replayed batch's step */
 } lm_attn;
 /* out[n_q][n_heads * head_dim] = softmax(q k^T / sqrt(head_dim) + causal mask) v,
  * every head in one call. */

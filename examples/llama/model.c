@@ -88,7 +88,7 @@ static int weight(lm_weight *w, const gguf_file *g, const char *name, size_t col
     if (!t)
         return -1;
     /* the mapping is read only; a weight is never a call's output */
-    *w = (lm_weight){t->dtype, {(void *)(uintptr_t)t->data, NULL, 0}, rows, cols};
+    *w = (lm_weight){t->dtype, {.host = (void *)(uintptr_t)t->data}, rows, cols};
     return 0;
 }
 
@@ -96,7 +96,7 @@ static int norm(lm_ref *w, const gguf_file *g, const char *name, size_t n, char 
                 size_t errlen)
 {
     const gguf_tensor *t = tensor(g, name, n, 0, 1, err, errlen);
-    *w = (lm_ref){t ? (void *)(uintptr_t)t->data : NULL, NULL, 0};
+    *w = (lm_ref){.host = t ? (void *)(uintptr_t)t->data : NULL};
     return t ? 0 : -1;
 }
 
@@ -160,7 +160,7 @@ static int load_io(llama_model *m, const gguf_file *g, char *err, size_t errlen)
 
 static void *host_alloc(lm_ref *r, size_t bytes)
 {
-    *r = (lm_ref){calloc(1, bytes ? bytes : 1), NULL, 0};
+    *r = (lm_ref){.host = calloc(1, bytes ? bytes : 1)};
     return r->host;
 }
 
@@ -176,8 +176,8 @@ static int host_alloc_all(llama_model *m)
              host_alloc(&s->up, n * f) && host_alloc(&s->logits, m->n_vocab * sizeof(float));
     s->ids_host = calloc(n, sizeof(int32_t));
     s->pos_host = calloc(n, sizeof(int32_t));
-    s->ids = (lm_ref){s->ids_host, NULL, 0};
-    s->pos = (lm_ref){s->pos_host, NULL, 0};
+    s->ids = (lm_ref){.host = s->ids_host};
+    s->pos = (lm_ref){.host = s->pos_host};
     return ok && s->ids_host && s->pos_host ? 0 : -1;
 }
 
@@ -190,7 +190,7 @@ static void host_free_all(llama_model *m)
     for (size_t i = 0; i < sizeof r / sizeof *r; i++) {
         if (!r[i]->buf)
             free(r[i]->host);
-        *r[i] = (lm_ref){NULL, NULL, 0};
+        *r[i] = (lm_ref){0};
     }
 }
 
@@ -236,6 +236,8 @@ int llama_load(llama_model *m, const gguf_file *g, size_t n_ctx, size_t n_batch,
 
 void llama_free(llama_model *m)
 {
+    rayo_batch_destroy(m->step_batch[0]);
+    rayo_batch_destroy(m->step_batch[1]);
     host_free_all(m);
     free(m->s.ids_host);
     free(m->s.pos_host);
@@ -254,7 +256,7 @@ static rayo_status new_buffer(llama_model *m, rayo_context *ctx, size_t bytes, l
     if (st != RAYO_OK)
         return st;
     m->bufs[m->n_bufs++] = b;
-    *r = (lm_ref){NULL, b, 0};
+    *r = (lm_ref){.buf = b};
     return RAYO_OK;
 }
 
@@ -416,9 +418,11 @@ static rayo_status attention_block(const lm_exec *e, llama_model *m, size_t l, s
     size_t kvw = m->n_kv_heads * m->head_dim, layer = FLOATS(l * m->n_ctx * kvw);
     lm_ref k_all = lm_at(m->k_cache, layer), v_all = lm_at(m->v_cache, layer);
     lm_ref k = lm_at(k_all, FLOATS(m->n_past * kvw)), v = lm_at(v_all, FLOATS(m->n_past * kvw));
+    if (e->replay) /* the token's cache slot moves one row per step */
+        k.step = v.step = FLOATS(kvw);
     lm_rope_shape qr = {m->n_heads, m->head_dim, m->rope_dims, m->freq_base};
     lm_rope_shape kr = {m->n_kv_heads, m->head_dim, m->rope_dims, m->freq_base};
-    lm_attn a = {n, m->n_past + n, m->n_heads, m->n_kv_heads, m->head_dim, kvw};
+    lm_attn a = {n, m->n_past + n, m->n_heads, m->n_kv_heads, m->head_dim, kvw, e->replay};
     TRY(lm_rmsnorm(e, s->x, L->attn_norm, s->xn, n, m->n_embd, m->eps));
     TRY(lm_linear(e, &L->q, s->xn, n, s->q, pr));
     TRY(lm_linear(e, &L->k, s->xn, n, k, pr)); /* straight into the cache */
@@ -466,7 +470,7 @@ static rayo_status forward_resident(rayo_context *ctx, llama_model *m, size_t n,
     const llama_scratch *s = &m->s;
     TRY(rayo_buffer_write(s->ids.buf, 0, s->ids_host, n * sizeof(int32_t)));
     TRY(rayo_buffer_write(s->pos.buf, 0, s->pos_host, n * sizeof(int32_t)));
-    lm_exec e = {ctx, NULL};
+    lm_exec e = {ctx, NULL, 0};
     TRY(rayo_batch_create(ctx, m->resident, &e.batch));
     rayo_status st = forward(&e, m, n, logits != NULL);
     if (st == RAYO_OK)
@@ -479,9 +483,52 @@ static rayo_status forward_resident(rayo_context *ctx, llama_model *m, size_t n,
     return st;
 }
 
+/* The replayed one-token batch (with logits or without), recorded at the
+ * first use and again when the cache was rewound below where it was. */
+static rayo_status step_batch(rayo_context *ctx, llama_model *m, int with_logits, rayo_batch **out)
+{
+    rayo_batch **b = &m->step_batch[with_logits];
+    if (*b && m->n_past < m->step_base[with_logits]) {
+        rayo_batch_destroy(*b);
+        *b = NULL;
+    }
+    if (!*b) {
+        lm_exec e = {ctx, NULL, 1};
+        TRY(rayo_batch_create(ctx, m->resident, &e.batch));
+        rayo_status st = forward(&e, m, 1, with_logits);
+        if (st != RAYO_OK) {
+            rayo_batch_destroy(e.batch);
+            return st;
+        }
+        *b = e.batch;
+        m->step_base[with_logits] = m->n_past;
+    }
+    *out = *b;
+    return rayo_batch_set_step(*b, m->n_past - m->step_base[with_logits]);
+}
+
+/* One token on the resident backend through its replayed batch. */
+static rayo_status forward_step(rayo_context *ctx, llama_model *m, float *logits)
+{
+    const llama_scratch *s = &m->s;
+    TRY(rayo_buffer_write(s->ids.buf, 0, s->ids_host, sizeof(int32_t)));
+    TRY(rayo_buffer_write(s->pos.buf, 0, s->pos_host, sizeof(int32_t)));
+    rayo_batch *b;
+    TRY(step_batch(ctx, m, logits != NULL, &b));
+    TRY(rayo_batch_submit(b));
+    TRY(rayo_batch_wait(b, UINT64_MAX));
+    return logits ? rayo_buffer_read(s->logits.buf, 0, logits, FLOATS(m->n_vocab)) : RAYO_OK;
+}
+
+static int replay_wanted(void)
+{
+    const char *v = getenv("RAYO_LLAMA_REPLAY");
+    return !v || strcmp(v, "0") != 0;
+}
+
 static rayo_status forward_host(rayo_context *ctx, llama_model *m, size_t n, float *logits)
 {
-    lm_exec e = {ctx, NULL};
+    lm_exec e = {ctx, NULL, 0};
     TRY(forward(&e, m, n, logits != NULL));
     if (logits)
         memcpy(logits, m->s.logits.host, FLOATS(m->n_vocab));
@@ -503,7 +550,10 @@ rayo_status llama_eval(rayo_context *ctx, llama_model *m, const int32_t *tokens,
         for (size_t t = 0; t < batch; t++)
             m->s.pos_host[t] = (int32_t)(m->n_past + t);
         float *out = done + batch == n ? logits : NULL;
-        TRY(m->resident ? forward_resident(ctx, m, batch, out) : forward_host(ctx, m, batch, out));
+        if (m->resident && batch == 1 && replay_wanted())
+            TRY(forward_step(ctx, m, out));
+        else
+            TRY(m->resident ? forward_resident(ctx, m, batch, out) : forward_host(ctx, m, batch, out));
         m->n_past += batch;
         done += batch;
     }

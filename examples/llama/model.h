@@ -39,6 +39,13 @@ typedef struct llama_model {
     rayo_buffer **bufs;             /* the buffers, to destroy */
     size_t n_bufs;
     int prefill_by_gemv;            /* the resident backend has no matmul for the weights */
+    /* One-token evaluations on the resident backend replay a batch recorded
+     * once (rayo_batch_set_step: the cache slot and the attention length
+     * move with the position): [0] without logits (prompt tokens), [1]
+     * with; step_base: n_past when each was recorded.  RAYO_LLAMA_REPLAY=0
+     * in the environment records every evaluation instead. */
+    rayo_batch *step_batch[2];
+    size_t step_base[2];
 } llama_model;
 
 /* Reads the hyperparameters, finds every tensor and allocates the KV cache

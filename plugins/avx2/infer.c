@@ -27,6 +27,12 @@
 #define vf_gelu v_gelu
 #define vf_gelu_tanh v_gelu_tanh
 
+/* Whether a lane of v is below c (NaN is not). */
+static inline int vf_any_below(__m256 v, float c)
+{
+    return _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_set1_ps(c), _CMP_LT_OQ)) != 0;
+}
+
 /* Lanes [0, n) of p (n <= 8); the others read as 0 and are not touched. */
 static inline __m256 vf_load_n(const float *p, size_t n)
 {

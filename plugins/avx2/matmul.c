@@ -473,12 +473,15 @@ static void gemv_rows(const gemv_job *job, size_t begin, size_t end)
     for (; i + 4 <= end; i += 4) {
         double d[4];
         dot4(job->A + i * job->cols, job->cols, job->x, job->cols, d);
-        for (size_t r = 0; r < 4; r++)
-            job->y[i + r] = finish(d[r], job->alpha, job->beta, &job->y[i + r]);
+        for (size_t r = 0; r < 4; r++) /* a sum past FLT_MAX is redone (cpu-f64-fallback.h) */
+            job->y[i + r] = finish(cpu_dot_redo(d[r], job->A + (i + r) * job->cols, 1, job->x, job->cols),
+                                   job->alpha, job->beta, &job->y[i + r]);
     }
-    for (; i < end; i++)
-        job->y[i] = finish(dot1(job->A + i * job->cols, job->x, job->cols), job->alpha, job->beta,
-                           &job->y[i]);
+    for (; i < end; i++) {
+        const float *row = job->A + i * job->cols;
+        job->y[i] = finish(cpu_dot_redo(dot1(row, job->x, job->cols), row, 1, job->x, job->cols), job->alpha,
+                           job->beta, &job->y[i]);
+    }
 }
 
 /* acc[0..w) += x[0] * a0 + x[1] * a1 + x[2] * a2 + x[3] * a3 (row segments). */
@@ -553,8 +556,9 @@ static void gemv_cols(const gemv_job *job, size_t begin, size_t end)
                 accumulate1(acc, col + i * lda, job->x[i], w);
             flush_strip(total, acc, w);
         }
-        for (size_t c = 0; c < w; c++)
-            job->y[j + c] = finish(total[c], job->alpha, job->beta, &job->y[j + c]);
+        for (size_t c = 0; c < w; c++) /* a sum past FLT_MAX is redone (cpu-f64-fallback.h) */
+            job->y[j + c] = finish(cpu_dot_redo(total[c], col + c, lda, job->x, job->rows), job->alpha,
+                                   job->beta, &job->y[j + c]);
     }
 }
 
@@ -642,6 +646,8 @@ rayo_status avx2_sgemm(void *state, const x86_gemm_args *g)
         matmul_as_gemv(state, g);
         return RAYO_OK;
     }
+    if (x86_gemm_f64_if_overflow(g))
+        return RAYO_OK;
     return gemm_blocked(state, g);
 }
 

@@ -29,6 +29,12 @@
 #define vf_gelu z_gelu
 #define vf_gelu_tanh z_gelu_tanh
 
+/* Whether a lane of v is below c (NaN is not). */
+static inline int vf_any_below(__m512 v, float c)
+{
+    return _mm512_cmp_ps_mask(v, _mm512_set1_ps(c), _CMP_LT_OQ) != 0;
+}
+
 /* Lanes [0, n) of p (n <= 16); the others read as 0 and are not touched. */
 static inline __m512 vf_load_n(const float *p, size_t n)
 {

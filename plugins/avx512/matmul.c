@@ -277,6 +277,8 @@ rayo_status avx512_sgemm(void *state, const x86_gemm_args *g)
         matmul_as_gemv(state, g);
         return RAYO_OK;
     }
+    if (x86_gemm_f64_if_overflow(g))
+        return RAYO_OK;
     return gemm_blocked(state, g);
 }
 

@@ -17,6 +17,7 @@
 #define RAYO_CPU_GEMM_H
 
 #include "cpu-base.h"
+#include "cpu-f64-fallback.h"
 
 #include <string.h>
 

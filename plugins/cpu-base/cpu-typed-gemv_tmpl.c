@@ -34,6 +34,7 @@
 #define RAYO_CPU_TYPED_GEMV_H
 
 #include "cpu-base.h"
+#include "cpu-f64-fallback.h"
 
 #include <float.h>
 #include <math.h>
@@ -293,16 +294,21 @@ static inline void typed_gemv_store(const rayo_call *c, size_t i, double dot)
     y[i] = (float)(c->beta == 0.0f ? v : v + (double)c->beta * y[i]);
 }
 
-/* y[begin..end) = alpha (A x)[i] + beta y[i]; beta == 0 never reads y. */
+/* y[begin..end) = alpha (A x)[i] + beta y[i]; beta == 0 never reads y.  A
+ * sum that is not finite is redone in double (cpu-f64-fallback.h). */
 static inline void typed_gemv_rows(const typed_gemv_job *job, size_t begin, size_t end)
 {
-    const uint8_t *a = (const uint8_t *)job->call->a;
+    const rayo_call *c = job->call;
+    const uint8_t *a = (const uint8_t *)c->a;
     for (size_t i = begin; i < end; i += 4) {
         size_t count = end - i < 4 ? end - i : 4;
         double sums[4];
-        job->rows(a + i * job->stride, job->stride, count, &job->x, job->call->n, sums);
-        for (size_t r = 0; r < count; r++)
-            typed_gemv_store(job->call, i + r, sums[r]);
+        job->rows(a + i * job->stride, job->stride, count, &job->x, c->n, sums);
+        for (size_t r = 0; r < count; r++) {
+            if (!isfinite(sums[r]))
+                sums[r] = cpu_typed_dot_f64(RAYO_DTYPE_OF(c->dtypes, 0), a + (i + r) * job->stride, job->x.f, c->n);
+            typed_gemv_store(c, i + r, sums[r]);
+        }
     }
 }
 

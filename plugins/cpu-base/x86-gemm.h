@@ -6,6 +6,7 @@
 #define RAYO_X86_GEMM_H
 
 #include "cpu-base.h"
+#include "cpu-f64-fallback.h"
 
 #include <pthread.h>
 
@@ -23,6 +24,18 @@ typedef struct x86_gemm_args {
     float *C;
     int trans_a, trans_b;
 } x86_gemm_args;
+
+/* Computes the call with sums in double and returns 1 where its float sums
+ * could pass FLT_MAX (cpu-f64-fallback.h), else returns 0. */
+static inline int x86_gemm_f64_if_overflow(const x86_gemm_args *g)
+{
+    size_t a_rs = g->trans_a ? 1 : g->k, a_cs = g->trans_a ? g->m : 1;
+    size_t b_rs = g->trans_b ? 1 : g->n, b_cs = g->trans_b ? g->k : 1;
+    if (!cpu_gemm_may_overflow(g->m, g->n, g->k, g->A, a_rs, a_cs, g->B, b_rs, b_cs))
+        return 0;
+    cpu_gemm_f64(g->m, g->n, g->k, g->alpha, g->A, a_rs, a_cs, g->B, b_rs, b_cs, g->beta, g->C, g->n);
+    return 1;
+}
 
 /* [backend.NAME] mc / kc / nc override the blocking (for tuning and tests);
  * values are rounded down to what the microkernel needs: mc to a multiple

@@ -562,8 +562,23 @@ CPU_KERNEL_FN(rope)
 }
 
 /* ---- gated units: y = f(gate) * up, m rows of n ------------------------------ */
-#define X86_GLU_KERNEL(NAME, ACT)                                                                 \
-    static void NAME##_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                             \
+/* Gates below TAIL are redone in double (cpu-f64-fallback.h): silu below -80,
+ * gelu below -12, where the float activation goes subnormal; gelu_tanh
+ * below -3, where exp(2 u) magnifies the rounding of u = c (x + 0.044715
+ * x^3) past the contract (4 units at x = -7 with up ~1e30).  Such gates are
+ * rare, so a vector pays one compare.  The vector goes through tmp, so a
+ * call in place (y == gate) still reads its gates. */
+static inline void x86_glu_tail(cpu_glu_kind kind, float tail, const float *g, const float *u,
+                                const float *tmp, float *y, size_t count)
+{
+    float fixed[VF_LANES];
+    for (size_t l = 0; l < count; l++)
+        fixed[l] = g[l] < tail ? cpu_glu_f64(kind, g[l], u[l]) : tmp[l];
+    memcpy(y, fixed, count * sizeof(float));
+}
+
+#define X86_GLU_KERNEL(NAME, ACT, KIND, TAIL)                                                     \
+    static void NAME##_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)        \
     {                                                                                             \
         (void)st;                                                                                 \
         size_t n = c->n, lda = x86_or_dense(c->lda, n), ldb = x86_or_dense(c->ldb, n);            \
@@ -571,11 +586,17 @@ CPU_KERNEL_FN(rope)
         for (size_t r = lo; r < hi; r++) {                                                        \
             const float *g = (const float *)c->a + r * lda, *u = (const float *)c->b + r * ldb;   \
             float *y = (float *)c->y + r * ldy;                                                   \
-            size_t j = 0;                                                                         \
-            for (; j + VF_LANES <= n; j += VF_LANES)                                              \
-                vf_store(y + j, vf_mul(ACT(vf_load(g + j)), vf_load(u + j)));                     \
-            if (j < n)                                                                            \
-                vf_store_n(y + j, n - j, vf_mul(ACT(vf_load_n(g + j, n - j)), vf_load_n(u + j, n - j))); \
+            for (size_t j = 0; j < n; j += VF_LANES) {                                            \
+                size_t count = n - j < VF_LANES ? n - j : VF_LANES;                               \
+                VF gv = vf_load_n(g + j, count), yv = vf_mul(ACT(gv), vf_load_n(u + j, count));   \
+                if (vf_any_below(gv, TAIL)) {                                                     \
+                    float tmp[VF_LANES];                                                          \
+                    vf_store(tmp, yv);                                                            \
+                    x86_glu_tail(KIND, TAIL, g + j, u + j, tmp, y + j, count);                    \
+                } else {                                                                          \
+                    vf_store_n(y + j, count, yv);                                                 \
+                }                                                                                 \
+            }                                                                                     \
         }                                                                                         \
     }                                                                                             \
     CPU_KERNEL_FN(NAME)                                                                           \
@@ -584,8 +605,8 @@ CPU_KERNEL_FN(rope)
         return RAYO_OK;                                                                           \
     }
 
-X86_GLU_KERNEL(swiglu, vf_silu)
-X86_GLU_KERNEL(geglu, vf_gelu)
-X86_GLU_KERNEL(geglu_tanh, vf_gelu_tanh)
+X86_GLU_KERNEL(swiglu, vf_silu, CPU_GLU_SILU, -80.0f)
+X86_GLU_KERNEL(geglu, vf_gelu, CPU_GLU_GELU, -12.0f)
+X86_GLU_KERNEL(geglu_tanh, vf_gelu_tanh, CPU_GLU_GELU_TANH, -3.0f)
 
 #include "x86-attention_tmpl.c"

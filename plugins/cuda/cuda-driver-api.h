@@ -86,6 +86,9 @@ typedef enum { RAYO_CU_TENSOR_MAP_OOB_FILLS(RAYO_CU_ENUMERATOR) } CUtensorMapFlo
 #define cuMemcpyDtoHAsync cuMemcpyDtoHAsync_v2
 #define cuStreamDestroy cuStreamDestroy_v2
 #define cuEventDestroy cuEventDestroy_v2
+#define cuGraphInstantiate cuGraphInstantiateWithFlags
+#define cuGraphAddKernelNode cuGraphAddKernelNode_v2
+#define cuGraphExecKernelNodeSetParams cuGraphExecKernelNodeSetParams_v2
 
 /* 128 opaque bytes the driver fills; passed to kernels by value */
 typedef struct CUtensorMap_st {
@@ -104,6 +107,19 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUevent_st *CUevent;
 typedef struct CUstream_st *CUstream;
 typedef struct CUlinkState_st *CUlinkState;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUkern_st *CUkernel;
+#ifndef RAYO_CUDA_DECLS_CHECK
+typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st {
+    CUfunction func;
+    unsigned int gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+    void **kernelParams, **extra;
+    CUkernel kern;   /* used when func is NULL */
+    CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
+#endif
 typedef uint32_t cuuint32_t;
 typedef uint64_t cuuint64_t;
 
@@ -151,6 +167,15 @@ CUresult cuEventRecord(CUevent event, CUstream stream);
 CUresult cuEventQuery(CUevent event);
 CUresult cuEventSynchronize(CUevent event);
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags);
+/* graphs: optional (a batch without them launches its kernels one by one) */
+CUresult cuGraphCreate(CUgraph *graph, unsigned int flags);
+CUresult cuGraphAddKernelNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *dependencies,
+                              size_t dependency_count, const CUDA_KERNEL_NODE_PARAMS *params);
+CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, unsigned long long flags);
+CUresult cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *params);
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream);
+CUresult cuGraphExecDestroy(CUgraphExec exec);
+CUresult cuGraphDestroy(CUgraph graph);
 /* optional: resolved where the driver has it (cuda-driver.c) */
 CUresult cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *address,
                                 const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,

@@ -36,6 +36,13 @@ static int resolve(void)
 #undef CUDA_RESOLVE
     driver.cuTensorMapEncodeTiled =
         (__typeof__(driver.cuTensorMapEncodeTiled))dlsym(driver.lib, CUDA_STR(cuTensorMapEncodeTiled));
+    driver.has_graphs = 1;
+#define CUDA_RESOLVE_OPTIONAL(name)                                                         \
+    driver.name = (__typeof__(driver.name))dlsym(driver.lib, CUDA_STR(name));              \
+    driver.has_graphs &= driver.name != NULL;
+    CUDA_GRAPH_FUNCTIONS(CUDA_RESOLVE_OPTIONAL)
+#undef CUDA_RESOLVE_OPTIONAL
+    driver.event_elapsed = (__typeof__(driver.event_elapsed))dlsym(driver.lib, "cuEventElapsedTime");
     return 0;
 }
 

@@ -37,6 +37,11 @@
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery)                   \
     X(cuEventSynchronize) X(cuStreamWaitEvent)
 
+/* Optional: the graphs of replayed batches (all of them, or none used). */
+#define CUDA_GRAPH_FUNCTIONS(X)                                                           \
+    X(cuGraphCreate) X(cuGraphAddKernelNode) X(cuGraphInstantiate)                        \
+    X(cuGraphExecKernelNodeSetParams) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
+
 #define CUDA_FIELD(name) __typeof__(name) *name;
 typedef struct cuda_driver {
     void *lib;
@@ -44,6 +49,11 @@ typedef struct cuda_driver {
     CUDA_DRIVER_FUNCTIONS(CUDA_FIELD)
     /* optional (CUDA 12.0 on): NULL where the driver lacks it */
     __typeof__(cuTensorMapEncodeTiled) *cuTensorMapEncodeTiled;
+    CUDA_GRAPH_FUNCTIONS(CUDA_FIELD)
+    int has_graphs;       /* every one of CUDA_GRAPH_FUNCTIONS resolved */
+    /* cuEventElapsedTime under its first name (every driver has it; cuda.h
+     * 12.8 on maps the name to a _v2 older drivers lack): profile mode only */
+    CUresult (*event_elapsed)(float *ms, CUevent start, CUevent end);
 } cuda_driver;
 #undef CUDA_FIELD
 
@@ -110,6 +120,15 @@ typedef struct cuda_lane {
     int busy;
 } cuda_lane;
 
+/* One kind of op in [backend.cuda] profile mode (cuda-profile.c). */
+typedef struct cuda_prof_entry {
+    uint32_t op, dtypes;
+    size_t m, n;
+    double ms;
+    size_t calls;
+} cuda_prof_entry;
+#define CUDA_PROF_ENTRIES 128
+
 typedef struct cuda_state {
     const rayo_host *host;
     const cuda_driver *drv;
@@ -126,6 +145,10 @@ typedef struct cuda_state {
     int use_wgmma;        /* TF32 through wgmma: cc 9.0, a CUDA 12 driver, [backend.cuda] wgmma */
     int use_wgmma_half;   /* relaxed f16 / bf16 matmul through wgmma too: [backend.cuda] wgmma_half */
     char wgmma_kernel[48];
+    int use_graphs;       /* batches run as CUDA graphs: [backend.cuda] graphs */
+    int profile;          /* [backend.cuda] profile: time each op of a batch */
+    cuda_prof_entry prof[CUDA_PROF_ENTRIES]; /* under lock */
+    size_t prof_count;
     char mma16_shape[32], mma16_strict_shape[32]; /* f16/bf16 matmul kernels; "" = off */
     atomic_int lost;      /* the context is unusable: every call fails fast */
 
@@ -172,6 +195,17 @@ rayo_status cuda_op_supported(uint32_t op, uint32_t flags);
 size_t cuda_scratch_bytes(const cuda_state *st, const cuda_op *op);
 /* Queues the op's kernels on stream. */
 rayo_status cuda_launch_op(cuda_state *st, CUstream stream, const cuda_op *op);
+/* cuLaunchKernel; while the calling thread builds or updates a batch's
+ * graph (cuda-memory.c), the kernel node the launch stands for instead.
+ * Every kernel launch of an op goes through it. */
+CUresult cuda_launch_kernel(cuda_state *st, CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned smem, CUstream stream, void **params, void **extra);
+/* Queues ops one after another (the first error stops it). */
+rayo_status launch_all_plain(cuda_state *st, CUstream stream, const cuda_op *ops, size_t count);
+/* launch_all_plain, each op between events, its time added to st->prof. */
+rayo_status cuda_profile_launch(cuda_state *st, CUstream stream, const cuda_op *ops, size_t count);
+/* Logs st->prof, the slowest first (at fini). */
+void cuda_profile_report(cuda_state *st);
 /* The op's name in the op list ("add"), or NULL. */
 const char *cuda_op_name(uint32_t op);
 

@@ -14,10 +14,16 @@ typedef struct cuda_buffer {
     size_t bytes;
 } cuda_buffer;
 
-enum batch_state { BATCH_RECORDING, BATCH_SUBMITTED };
+enum batch_state { BATCH_RECORDING, BATCH_SUBMITTED, BATCH_DONE };
 
+/* A batch: its ops, and the calls they came from (for the step).  Replayed
+ * (submitted again after a wait), it launches a CUDA graph of its ops'
+ * kernels, built at the second submit; a step that moves an op sets that
+ * op's kernel nodes in place (the others stay as they are). */
 typedef struct cuda_batch {
     cuda_op *ops;
+    rayo_dev_call *calls;         /* full size, at step 0, with their step fields */
+    rayo_attention_params *attn;  /* an op's parameters at the step (RAYO_STEP_KV_LENGTH) */
     size_t count, cap;
     enum batch_state state;
     rayo_status status;   /* first error while queueing */
@@ -25,7 +31,29 @@ typedef struct cuda_batch {
     CUevent done;
     CUdeviceptr scratch;
     size_t scratch_bytes;
+    size_t step;
+    int moved;            /* the step changed since the ops were set to it */
+    CUgraph graph;        /* the ops' kernels as a chain of kernel nodes */
+    CUgraphExec exec;     /* NULL: not built (yet), or graphs off */
+    CUgraphNode *nodes;   /* of graph, in launch order */
+    size_t node_count, node_cap;
+    size_t *first_node;   /* per op: its first node and how many it has */
+    size_t *op_nodes;
+    unsigned char *moved_op; /* per op: its nodes' parameters are out of date */
+    int graph_stale;      /* build the graph anew */
+    int no_graph;         /* launch one by one (no graphs, or building one failed) */
+    size_t submits;       /* the first launches one by one: a graph pays off on replay */
 } cuda_batch;
+
+/* While a thread builds or updates a batch's graph, its launches become
+ * kernel nodes (cuda_launch_kernel). */
+typedef struct graph_rec {
+    cuda_state *st;
+    cuda_batch *b;
+    int update;           /* 0: append nodes to b->graph; 1: set b->nodes[next..end) in b->exec */
+    size_t next, end;
+} graph_rec;
+static _Thread_local graph_rec *recording;
 
 /* ---- buffers ------------------------------------------------------------------ */
 static rayo_status buffer_alloc(void *state, size_t bytes, void **out)
@@ -85,11 +113,12 @@ static rayo_status buffer_read(void *state, void *buf, size_t offset, void *dst,
 /* ---- batches -------------------------------------------------------------------- */
 static rayo_status batch_begin(void *state, void **out)
 {
-    (void)state;
+    cuda_state *st = state;
     cuda_batch *b = calloc(1, sizeof *b);
     if (!b)
         return RAYO_E_NOMEM;
     b->state = BATCH_RECORDING;
+    b->no_graph = !st->drv->has_graphs || !st->use_graphs;
     *out = b;
     return RAYO_OK;
 }
@@ -99,67 +128,268 @@ static CUdeviceptr operand(const rayo_dev_operand *o)
     return o->buf ? ((cuda_buffer *)o->buf)->ptr + o->offset : 0;
 }
 
-static rayo_status batch_record(void *state, void *batch, const rayo_dev_call *call)
+static cuda_op op_of(const rayo_dev_call *call)
 {
-    cuda_state *st = state;
-    cuda_batch *b = batch;
-    if (b->state != BATCH_RECORDING)
-        return RAYO_E_STATE;
-    if ((call->lda | call->ldb | call->ldc | call->ldy) && !cuda_strides_supported(call->op, call->dtypes))
-        return RAYO_E_UNSUPPORTED; /* row strides: only some ops on cuda yet */
-    rayo_status s = cuda_op_supported(call->op, call->flags);
-    if (s != RAYO_OK)
-        return s;
-    if (b->count == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 16;
-        cuda_op *ops = realloc(b->ops, cap * sizeof *ops);
-        if (!ops)
-            return RAYO_E_NOMEM;
-        b->ops = ops;
-        b->cap = cap;
-    }
-    cuda_op *op = &b->ops[b->count];
-    *op = (cuda_op){call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta,
-                    operand(&call->a), operand(&call->b), operand(&call->c), operand(&call->y), 0,
-                    call->dtypes, call->lda, call->ldb, call->ldy, call->params,
-                    RAYO_DEV_CALL_HAS(call, precision) ? call->precision : 0, 0};
-    if ((s = cuda_typed_matmul_check(st, op)) != RAYO_OK)
-        return s; /* not recorded: the core passes the call on */
-    size_t need = cuda_scratch_bytes(st, op);
-    if (need > b->scratch_bytes)
-        b->scratch_bytes = need;
-    b->count++;
+    return (cuda_op){call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta,
+                     operand(&call->a), operand(&call->b), operand(&call->c), operand(&call->y), 0,
+                     call->dtypes, call->lda, call->ldb, call->ldy, call->params, call->precision, 0};
+}
+
+/* The array at *(void **)array resized to cap elements of `size` bytes;
+ * 0 when out of memory (the array then stays as it was). */
+static int resize(void *array, size_t cap, size_t size)
+{
+    void **p = array, *grown = realloc(*p, cap * size);
+    if (grown)
+        *p = grown;
+    return grown != NULL;
+}
+
+/* Room for one more op in each per-op array. */
+static rayo_status grow(cuda_batch *b)
+{
+    if (b->count < b->cap)
+        return RAYO_OK;
+    size_t cap = b->cap ? b->cap * 2 : 16;
+    if (!resize(&b->ops, cap, sizeof *b->ops) || !resize(&b->calls, cap, sizeof *b->calls) ||
+        !resize(&b->attn, cap, sizeof *b->attn) || !resize(&b->first_node, cap, sizeof *b->first_node) ||
+        !resize(&b->op_nodes, cap, sizeof *b->op_nodes) || !resize(&b->moved_op, cap, 1))
+        return RAYO_E_NOMEM;
+    b->cap = cap;
     return RAYO_OK;
 }
 
-/* Ops run one after another on the batch's stream, so they share one scratch. */
-static rayo_status batch_submit(void *state, void *batch)
+static rayo_status batch_record(void *state, void *batch, const rayo_dev_call *in)
 {
     cuda_state *st = state;
     cuda_batch *b = batch;
     if (b->state != BATCH_RECORDING)
         return RAYO_E_STATE;
-    rayo_status s = cuda_enter(st);
+    rayo_dev_call call;
+    rayo_dev_call_copy(in, &call);
+    if ((call.lda | call.ldb | call.ldc | call.ldy) && !cuda_strides_supported(call.op, call.dtypes))
+        return RAYO_E_UNSUPPORTED; /* row strides: only some ops on cuda yet */
+    rayo_status s = cuda_op_supported(call.op, call.flags);
+    if (s == RAYO_OK)
+        s = grow(b);
     if (s != RAYO_OK)
         return s;
+    cuda_op op = op_of(&call);
+    if ((s = cuda_typed_matmul_check(st, &op)) != RAYO_OK)
+        return s; /* not recorded: the core passes the call on */
+    size_t need = cuda_scratch_bytes(st, &op);
+    if (need > b->scratch_bytes)
+        b->scratch_bytes = need;
+    b->ops[b->count] = op;
+    b->moved_op[b->count] = 0;
+    b->calls[b->count++] = call;
+    b->moved = 1; /* the new op is at step 0: set it to the batch's step */
+    return RAYO_OK;
+}
+
+static rayo_status batch_set_step(void *state, void *batch, size_t step)
+{
+    (void)state;
+    cuda_batch *b = batch;
+    if (b->state == BATCH_SUBMITTED)
+        return RAYO_E_STATE;
+    b->moved |= step != b->step;
+    b->step = step;
+    return RAYO_OK;
+}
+
+/* The ops whose calls move with the step, set to the batch's step; the
+ * scratch they then need (an attention's partials grow with its length). */
+static size_t apply_step(cuda_state *st, cuda_batch *b)
+{
+    size_t need = 0;
+    for (size_t i = 0; i < b->count; i++) {
+        const rayo_dev_call *c = &b->calls[i];
+        if (!(c->step_bytes[0] | c->step_bytes[1] | c->step_bytes[2] | c->step_bytes[3] | c->step_flags))
+            continue;
+        rayo_dev_call at;
+        rayo_dev_call_at_step(c, b->step, &at, &b->attn[i]);
+        cuda_op op = op_of(&at);
+        op.scratch = b->ops[i].scratch;
+        op.scratch_size = b->ops[i].scratch_size;
+        b->ops[i] = op;
+        b->moved_op[i] = 1;
+        size_t n = cuda_scratch_bytes(st, &op);
+        need = n > need ? n : need;
+    }
+    b->moved = 0;
+    return need;
+}
+
+/* Every op's scratch: the batch's, at least `need` bytes (the batch is not
+ * running: its old scratch can go). */
+static rayo_status set_scratch(cuda_state *st, cuda_batch *b, size_t need)
+{
+    if (need > b->scratch_bytes || (!b->scratch && b->scratch_bytes)) {
+        size_t bytes = need > b->scratch_bytes ? need + need / 2 : b->scratch_bytes;
+        if (b->scratch)
+            st->drv->cuMemFree(b->scratch);
+        b->scratch = 0;
+        b->scratch_bytes = 0;
+        CUresult r = bytes ? st->drv->cuMemAlloc(&b->scratch, bytes) : CUDA_SUCCESS;
+        if (r != CUDA_SUCCESS)
+            return cuda_fail(st, r, "batch scratch (cuMemAlloc)");
+        b->scratch_bytes = b->scratch ? bytes : 0;
+        b->graph_stale = 1;
+    }
+    for (size_t i = 0; i < b->count; i++) {
+        b->ops[i].scratch = b->scratch;
+        b->ops[i].scratch_size = b->scratch_bytes;
+    }
+    return RAYO_OK;
+}
+
+/* The stream, its event and the scratch the ops share, made at the first submit. */
+static rayo_status prepare(cuda_state *st, cuda_batch *b)
+{
     const cuda_driver *drv = st->drv;
     CUresult r = drv->cuStreamCreate(&b->stream, CU_STREAM_DEFAULT);
     if (r == CUDA_SUCCESS)
         r = drv->cuEventCreate(&b->done, CU_EVENT_DISABLE_TIMING);
-    if (r == CUDA_SUCCESS && b->scratch_bytes)
-        r = drv->cuMemAlloc(&b->scratch, b->scratch_bytes);
-    if (r != CUDA_SUCCESS)
-        return cuda_fail(st, r, "batch submit");
-    for (size_t i = 0; i < b->count && s == RAYO_OK; i++) {
-        b->ops[i].scratch = b->scratch;
-        b->ops[i].scratch_size = b->scratch_bytes;
-        s = cuda_launch_op(st, b->stream, &b->ops[i]);
+    return r == CUDA_SUCCESS ? set_scratch(st, b, b->scratch_bytes) : cuda_fail(st, r, "batch submit");
+}
+
+rayo_status launch_all_plain(cuda_state *st, CUstream stream, const cuda_op *ops, size_t count)
+{
+    rayo_status s = RAYO_OK;
+    for (size_t i = 0; i < count && s == RAYO_OK; i++)
+        s = cuda_launch_op(st, stream, &ops[i]);
+    return s;
+}
+
+static rayo_status launch_all(cuda_state *st, cuda_batch *b)
+{
+    return launch_all_plain(st, b->stream, b->ops, b->count);
+}
+
+CUresult cuda_launch_kernel(cuda_state *st, CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned smem, CUstream stream, void **params, void **extra)
+{
+    graph_rec *g = recording;
+    if (!g || g->st != st)
+        return st->drv->cuLaunchKernel(fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra);
+    CUDA_KERNEL_NODE_PARAMS p = {fn, gx, gy, gz, bx, by, bz, smem, params, extra, NULL, NULL};
+    cuda_batch *b = g->b;
+    if (g->update) /* the op must launch as many kernels as when the graph was built */
+        return g->next < g->end ? st->drv->cuGraphExecKernelNodeSetParams(b->exec, b->nodes[g->next++], &p)
+                                : CUDA_ERROR_INVALID_VALUE;
+    if (b->node_count == b->node_cap) {
+        size_t cap = b->node_cap ? 2 * b->node_cap : 64;
+        if (!resize(&b->nodes, cap, sizeof *b->nodes))
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        b->node_cap = cap;
     }
-    r = drv->cuEventRecord(b->done, b->stream);
+    const CUgraphNode *prev = b->node_count ? &b->nodes[b->node_count - 1] : NULL;
+    CUresult r = st->drv->cuGraphAddKernelNode(&b->nodes[b->node_count], b->graph, prev, prev ? 1 : 0, &p);
+    b->node_count += r == CUDA_SUCCESS;
+    return r;
+}
+
+static void drop_graph(cuda_state *st, cuda_batch *b)
+{
+    if (b->exec)
+        st->drv->cuGraphExecDestroy(b->exec);
+    if (b->graph)
+        st->drv->cuGraphDestroy(b->graph);
+    b->exec = NULL;
+    b->graph = NULL;
+    b->node_count = 0;
+}
+
+/* The ops' kernels as a chain of kernel nodes, instantiated into b->exec
+ * (from the second submit on: the first launches them one by one).
+ * RAYO_E_UNSUPPORTED when that failed (nothing was queued). */
+static rayo_status build_graph(cuda_state *st, cuda_batch *b)
+{
+    drop_graph(st, b);
+    if (st->drv->cuGraphCreate(&b->graph, 0) != CUDA_SUCCESS) {
+        b->graph = NULL;
+        return RAYO_E_UNSUPPORTED;
+    }
+    graph_rec g = {st, b, 0, 0, 0};
+    rayo_status s = RAYO_OK;
+    recording = &g;
+    for (size_t i = 0; i < b->count && s == RAYO_OK; i++) {
+        b->first_node[i] = b->node_count;
+        s = cuda_launch_op(st, b->stream, &b->ops[i]);
+        b->op_nodes[i] = b->node_count - b->first_node[i];
+        b->moved_op[i] = 0;
+    }
+    recording = NULL;
+    if (s != RAYO_OK || st->drv->cuGraphInstantiate(&b->exec, b->graph, 0) != CUDA_SUCCESS) {
+        b->exec = NULL;
+        drop_graph(st, b);
+        return RAYO_E_UNSUPPORTED;
+    }
+    b->graph_stale = 0;
+    return RAYO_OK;
+}
+
+/* The nodes of the ops the step moved, set in place in b->exec (each op
+ * launched again into its own nodes).  RAYO_E_UNSUPPORTED when an op
+ * launched other kernels than before: the graph is then built anew. */
+static rayo_status update_moved(cuda_state *st, cuda_batch *b)
+{
+    rayo_status s = RAYO_OK;
+    for (size_t i = 0; i < b->count && s == RAYO_OK; i++) {
+        if (!b->moved_op[i])
+            continue;
+        graph_rec g = {st, b, 1, b->first_node[i], b->first_node[i] + b->op_nodes[i]};
+        recording = &g;
+        s = cuda_launch_op(st, b->stream, &b->ops[i]);
+        recording = NULL;
+        if (s != RAYO_OK || g.next != g.end)
+            s = RAYO_E_UNSUPPORTED;
+        b->moved_op[i] = 0;
+    }
+    return s;
+}
+
+/* The ops on the batch's stream: through its graph, or one by one. */
+static rayo_status run_ops(cuda_state *st, cuda_batch *b)
+{
+    if (st->profile)
+        return cuda_profile_launch(st, b->stream, b->ops, b->count);
+    if (b->submits++ == 0 || b->no_graph)
+        return launch_all(st, b);
+    if (b->exec && !b->graph_stale && update_moved(st, b) != RAYO_OK)
+        b->graph_stale = 1;
+    if ((!b->exec || b->graph_stale) && build_graph(st, b) != RAYO_OK) {
+        st->host->log(st->host, RAYO_LOG_DEBUG, "batch of %zu ops: no graph, launched one by one", b->count);
+        b->no_graph = 1;
+        return launch_all(st, b);
+    }
+    CUresult r = st->drv->cuGraphLaunch(b->exec, b->stream);
+    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "cuGraphLaunch");
+}
+
+/* Ops run one after another on the batch's stream, so they share one
+ * scratch; a batch may be submitted again once waited for (replay). */
+static rayo_status batch_submit(void *state, void *batch)
+{
+    cuda_state *st = state;
+    cuda_batch *b = batch;
+    if (b->state == BATCH_SUBMITTED)
+        return RAYO_E_STATE;
+    rayo_status s = cuda_enter(st);
+    if (s == RAYO_OK && !b->stream)
+        s = prepare(st, b);
+    if (s != RAYO_OK)
+        return s;
+    if (b->moved)
+        s = set_scratch(st, b, apply_step(st, b));
+    if (s == RAYO_OK)
+        s = run_ops(st, b);
+    CUresult r = st->drv->cuEventRecord(b->done, b->stream);
     if (r != CUDA_SUCCESS && s == RAYO_OK)
         s = cuda_fail(st, r, "cuEventRecord");
     b->status = s;
-    b->state = BATCH_SUBMITTED;
+    b->state = s == RAYO_OK ? BATCH_SUBMITTED : BATCH_DONE;
     return s;
 }
 
@@ -174,10 +404,12 @@ static rayo_status batch_wait(void *state, void *batch, uint64_t timeout_ns)
 {
     cuda_state *st = state;
     cuda_batch *b = batch;
-    if (b->state != BATCH_SUBMITTED)
+    if (b->state == BATCH_RECORDING)
         return RAYO_E_STATE;
-    if (b->status != RAYO_OK)
+    if (b->state == BATCH_DONE || b->status != RAYO_OK) {
+        b->state = BATCH_DONE;
         return b->status;
+    }
     rayo_status s = cuda_enter(st);
     if (s != RAYO_OK)
         return s;
@@ -195,6 +427,7 @@ static rayo_status batch_wait(void *state, void *batch, uint64_t timeout_ns)
     }
     if (r != CUDA_SUCCESS)
         b->status = cuda_fail(st, r, "batch");
+    b->state = BATCH_DONE;
     return b->status;
 }
 
@@ -210,9 +443,16 @@ static void batch_free(void *state, void *batch)
             st->drv->cuEventDestroy(b->done);
         if (b->scratch)
             st->drv->cuMemFree(b->scratch);
+        drop_graph(st, b);
         st->drv->cuStreamDestroy(b->stream);
     }
     free(b->ops);
+    free(b->calls);
+    free(b->attn);
+    free(b->nodes);
+    free(b->first_node);
+    free(b->op_nodes);
+    free(b->moved_op);
     free(b);
 }
 
@@ -227,4 +467,5 @@ const rayo_memory_api cuda_memory_api = {
     .batch_submit = batch_submit,
     .batch_wait = batch_wait,
     .batch_free = batch_free,
+    .batch_set_step = batch_set_step,
 };

@@ -190,6 +190,9 @@ static void read_config(cuda_state *st)
     config_kernel(host, "wgmma_kernel", "wg_tf32_", DEFAULT_WGMMA, st->wgmma_kernel, sizeof st->wgmma_kernel);
     /* wgmma_half: relaxed f16 x f16 and bf16 x bf16 matmul through wgmma too */
     st->use_wgmma_half = st->use_wgmma && config_yes(host, "wgmma_half", 1);
+    /* graphs: a replayed batch runs as a CUDA graph */
+    st->use_graphs = config_yes(host, "graphs", 1);
+    st->profile = config_yes(host, "profile", 0) && st->drv->event_elapsed;
     cuda_mma16_config(st);
     const char *lanes = host->config ? host->config(host, "host_streams") : NULL;
     st->lane_limit = 4;
@@ -263,6 +266,7 @@ static void cuda_fini(void *state)
     cuda_state *st = state;
     if (!st)
         return;
+    cuda_profile_report(st);
     if (st->ctx) {
         st->drv->cuCtxSetCurrent(st->ctx);
         cuda_lanes_destroy(st);

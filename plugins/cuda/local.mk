@@ -13,7 +13,7 @@ plugins_cuda_rayo_cuda_la_SOURCES = \
 	plugins/cuda/cuda-driver.c plugins/cuda/cuda-plugin.c plugins/cuda/cuda-launch.c \
 	plugins/cuda/cuda-host.c plugins/cuda/cuda-memory.c plugins/cuda/cuda-infer.c \
 	plugins/cuda/cuda-typed-matmul.c plugins/cuda/cuda-matmul-small.c plugins/cuda/cuda-wgmma.c \
-	plugins/cuda/cuda-mma16.c
+	plugins/cuda/cuda-mma16.c plugins/cuda/cuda-profile.c
 nodist_plugins_cuda_rayo_cuda_la_SOURCES = plugins/cuda/cuda-ptx.c
 plugins_cuda_rayo_cuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/plugins/cuda
 plugins_cuda_rayo_cuda_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -fvisibility=hidden

@@ -138,8 +138,9 @@ SCALAR_KERNEL(rope)
 }
 
 /* ---- gated units: y = f(gate) * up ---------------------------------------- */
-/* a = gate (lda), b = up (ldb), y (ldy); m rows of n. */
-#define GLU_KERNEL(NAME, FN)                                                                \
+/* a = gate (lda), b = up (ldb), y (ldy); m rows of n; in double
+ * (cpu-f64-fallback.h: the gate's left tail keeps its relative precision). */
+#define GLU_KERNEL(NAME, KIND)                                                              \
     static void NAME##_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                       \
     {                                                                                       \
         (void)st;                                                                           \
@@ -148,7 +149,7 @@ SCALAR_KERNEL(rope)
         for (size_t r = lo; r < hi; r++) {                                                  \
             const float *g = (const float *)c->a + r * lda, *u = (const float *)c->b + r * ldb; \
             float *y = (float *)c->y + r * ldy;                                             \
-            SCALAR_MAP(y, 0, c->n, j, FN(g[j]) * u[j]);                                     \
+            SCALAR_MAP(y, 0, c->n, j, cpu_glu_f64(KIND, g[j], u[j]));                       \
         }                                                                                   \
     }                                                                                       \
     SCALAR_KERNEL(NAME)                                                                     \
@@ -157,6 +158,6 @@ SCALAR_KERNEL(rope)
         return RAYO_OK;                                                                     \
     }
 
-GLU_KERNEL(swiglu, silu1)
-GLU_KERNEL(geglu, gelu1)
-GLU_KERNEL(geglu_tanh, gelu_tanh1)
+GLU_KERNEL(swiglu, CPU_GLU_SILU)
+GLU_KERNEL(geglu, CPU_GLU_GELU)
+GLU_KERNEL(geglu_tanh, CPU_GLU_GELU_TANH)

@@ -11,10 +11,10 @@ WASM_PLUGIN_FILES = \
 	plugins/wasm/elementwise.c plugins/wasm/reduce.c plugins/wasm/rows.c \
 	plugins/wasm/matmul.c plugins/wasm/gemv.c plugins/wasm/transpose.c \
 	plugins/wasm/quant.c plugins/wasm/infer.c \
-	$(CPU_BASE_FILES) $(CPU_GEMM_FILES)
+	$(CPU_BASE_FILES) $(CPU_GEMM_FILES) $(SIMD128_BASE_FILES)
 WASM_GLUE_FILES = wasm/rayo-js.h wasm/rayo-js.c
 WASM_WEB_FILES = examples/web/index.html examples/web/app.mjs examples/web/bench.mjs \
-	examples/web/style.css
+	examples/web/bench-webgpu.mjs examples/web/style.css
 
 EMCC = emcc
 NODE = node
@@ -31,6 +31,7 @@ WASM_MAKE_ARGS = -f $(abs_top_srcdir)/wasm/wasm.mk \
 	  CONFORM_SOURCES='$(tools_conform_libconform_la_SOURCES) $(tools_rayo_conform_SOURCES)' \
 	  SCALAR_SOURCES='$(plugins_scalar_rayo_scalar_la_SOURCES)' \
 	  WASM_SOURCES='$(WASM_PLUGIN_FILES)' \
+	  WEBGPU_SOURCES='$(WEBGPU_PLUGIN_FILES)' \
 	  BENCH_SOURCES='$(tools_rayo_bench_SOURCES)' \
 	  JS_GLUE_SOURCES='$(WASM_GLUE_FILES)' \
 	  WEB_FILES='$(WASM_WEB_FILES)'

@@ -209,6 +209,7 @@ static const rayo_memory_api abi_memory = {
     sizeof(rayo_memory_api), abi_buffer_alloc, abi_buffer_free, abi_buffer_write, abi_buffer_read,
     abi_batch_begin, abi_batch_record, abi_batch_submit, abi_batch_wait, abi_batch_free,
 #ifdef ABI_199
+    NULL, /* batch_set_step (1.1): the core records the batch again for each submit */
     abi_buffer_fill,
 #endif
 };

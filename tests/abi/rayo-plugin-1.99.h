@@ -18,7 +18,9 @@
 
 /* y = a + b + future_bias (add; 0: plain add) */
 #define RAYO_1X_CALL_FIELDS float future_bias; uint32_t future_flags;
-#define RAYO_1X_DEV_CALL_FIELDS float future_bias; uint32_t future_flags;
+/* 1.1's replay fields (the real ones), then the imagined ones */
+#define RAYO_1X_DEV_CALL_FIELDS size_t step_bytes[4]; uint32_t step_flags; uint32_t reserved2; \
+    float future_bias; uint32_t future_flags;
 /* a service a 1.0 core does not have: the plugin must not call it there */
 #define RAYO_1X_HOST_FIELDS void (*future_note)(const rayo_host *host, const char *what);
 /* the plugin writes it only where the core's result has room */
@@ -26,6 +28,7 @@
 /* per-entry data a 1.0 core must step over (op_entry_size) */
 #define RAYO_1X_OP_ENTRY_FIELDS uint64_t future_cost;
 #define RAYO_1X_MEMORY_FIELDS \
+    rayo_status (*batch_set_step)(void *state, void *batch, size_t step); \
     rayo_status (*future_buffer_fill)(void *state, void *buf, size_t offset, size_t bytes, int value);
 #define RAYO_1X_DESCRIPTOR_FIELDS uint64_t future_caps; const char *future_homepage;
 

@@ -11,6 +11,9 @@
  *     runs), ignores what it does not know (exactly 2 ops taken), reads the
  *     descriptor and memory API only as far as it knows them, and hands the
  *     plugin 1.0-sized calls it can use (kernel and batch results right).
+ *   - a batch replayed at moving steps (1.1) on plugins whose memory API
+ *     cannot replay (a 1.0 one, a 1.99 one without batch_set_step) gives
+ *     the results of recording it anew for every step;
  *   - an application built against a newer header (a larger rayo_call)
  *     works while the fields this library does not know are 0, and is
  *     refused with RAYO_E_UNSUPPORTED, not misread, when it sets them.
@@ -86,6 +89,46 @@ static void run_batch(rayo_context *ctx, const char *name)
     rayo_buffer_destroy(buf);
 }
 
+/* A batch recorded once and replayed at moving steps (1.1) on a plugin
+ * whose memory API cannot replay: the core records it again before each
+ * submit.  Step s adds row s of a to b (written anew before each submit)
+ * into row s of y; steps out of order, one twice. */
+static void run_replay(rayo_context *ctx, const char *name)
+{
+    enum { N = 19, ROWS = 5 };
+    static const size_t order[] = {2, 0, 4, 1, 1, 3};
+    float a[ROWS][N], b[ROWS][N], y[ROWS][N];
+    for (size_t r = 0; r < ROWS; r++)
+        for (size_t i = 0; i < N; i++)
+            a[r][i] = test_random();
+    rayo_buffer *ba = NULL, *bb = NULL, *by = NULL;
+    rayo_batch *batch = NULL;
+    bool ok = rayo_buffer_create(ctx, name, sizeof a, &ba) == RAYO_OK &&
+              rayo_buffer_create(ctx, name, sizeof b[0], &bb) == RAYO_OK &&
+              rayo_buffer_create(ctx, name, sizeof y, &by) == RAYO_OK &&
+              rayo_buffer_write(ba, 0, a, sizeof a) == RAYO_OK && rayo_batch_create(ctx, name, &batch) == RAYO_OK;
+    rayo_batch_call c = {.struct_size = sizeof c, .op = RAYO_OP_ADD, .n = N, .a = {ba, 0}, .b = {bb, 0},
+                         .y = {by, 0}, .step_bytes = {sizeof a[0], 0, 0, sizeof y[0]}};
+    ok = ok && rayo_batch_record(batch, &c) == RAYO_OK;
+    for (size_t i = 0; ok && i < sizeof order / sizeof order[0]; i++) {
+        size_t s = order[i];
+        for (size_t k = 0; k < N; k++)
+            b[s][k] = test_random();
+        ok = rayo_buffer_write(bb, 0, b[s], sizeof b[s]) == RAYO_OK && rayo_batch_set_step(batch, s) == RAYO_OK &&
+             rayo_batch_submit(batch) == RAYO_OK && rayo_batch_wait(batch, UINT64_MAX) == RAYO_OK;
+    }
+    CHECK(ok, "%s: replayed batch runs (%s)", name, rayo_last_error());
+    ok = ok && rayo_buffer_read(by, 0, y, sizeof y) == RAYO_OK;
+    for (size_t r = 0; ok && r < ROWS; r++)
+        ok = sums_right(a[r], b[r], y[r], N);
+    CHECK(ok, "%s: every replayed step added its rows", name);
+    CHECK(rayo_batch_set_step(batch, ROWS) == RAYO_E_OVERFLOW, "%s: a step past the buffers is refused", name);
+    rayo_batch_destroy(batch);
+    rayo_buffer_destroy(ba);
+    rayo_buffer_destroy(bb);
+    rayo_buffer_destroy(by);
+}
+
 /* rayo_run with the call of a newer header: 16 more bytes. */
 static void newer_application(rayo_context *ctx)
 {
@@ -138,10 +181,12 @@ static int check_default_plugins(void)
     if (loaded(ctx, "abi10", 0, 2)) {
         run_ops(ctx, "abi10", true);
         run_batch(ctx, "abi10");
+        run_replay(ctx, "abi10");
     }
     if (loaded(ctx, "abi199", 99, 2)) {
         run_ops(ctx, "abi199", true);
         run_batch(ctx, "abi199");
+        run_replay(ctx, "abi199");
     }
     newer_application(ctx);
     rayo_close(ctx);

@@ -36,4 +36,8 @@ if command -v nm >/dev/null 2>&1; then
         exit 1
     fi
 fi
-exec ${RAYO_RUN_WRAPPER:-} "$builddir/tests/abi/test-abi-core" "$plugin" cxx 0
+# It was built against this header: the minor it reports is the header's.
+minor=$(sed -n 's/^#define RAYO_PLUGIN_ABI_MINOR \([0-9]*\)$/\1/p' "$srcdir/core/rayo-plugin.h")
+# Not exec: the EXIT trap must still remove $tmp (and the plugin in it).
+${RAYO_RUN_WRAPPER:-} "$builddir/tests/abi/test-abi-core" "$plugin" cxx "${minor:?}"
+exit $?

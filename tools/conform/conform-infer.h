@@ -18,4 +18,8 @@ int conform_infer_has_plan(const rayo_op_info *op);
  * when a case failed, else 0. */
 int conform_infer_check(const conform_options *opts, const rayo_op_info *op, conform_result *result);
 
+/* Are the cases of a call with these operand dtypes (RAYO_DTYPES) wanted
+ * by opts->only_dtype? */
+int conform_dtypes_wanted(const conform_options *opts, uint32_t dtypes);
+
 #endif

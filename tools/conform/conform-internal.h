@@ -163,7 +163,7 @@ typedef struct engine {
     conform_result *res;
     float edges[MAX_EDGES];
     size_t edge_count;
-    size_t supported_nonempty; /* non-empty cases not answered RAYO_E_UNSUPPORTED */
+    size_t supported_nonempty; /* non-empty cases the backend computed (or answered wrongly) */
 } engine;
 
 /* Writes the n values of operand which (0..3: a, b, c, y) of case cs. */

@@ -85,13 +85,17 @@ int conform_check_outputs(const rayo_op_info *contract, const rayo_call *call, c
 /* How to run a call: returns the status of the implementation under test. */
 typedef rayo_status (*conform_run_fn)(void *user, const rayo_call *call);
 
+/* Whether group is one of the names in the comma-separated list (NULL: none). */
+int conform_group_listed(const char *list, const char *group);
+
 typedef struct conform_options {
     uint64_t seed;         /* the same seed gives the same inputs */
     int quick;             /* leave out the largest sizes */
     int long_tier;         /* add the long tier: n, k up to 1e8 (GBs of memory, minutes) */
     /* Groups of cases to leave out, comma-separated (NULL: none): long-reduction,
-     * offset, overflow, subnormal, eps0, affine, regression.  They are
-     * counted in conform_result.skipped, never as passed. */
+     * offset, overflow, subnormal, eps0, affine, regression, nan-rows,
+     * cancel, glu-tail, attn-large (plans-infer.c).  They are counted in
+     * conform_result.skipped, never as passed. */
     const char *skip;
     /* The backend's device may read float32 denormal inputs as +-0
      * (RAYO_DEVICE_FLUSHES_DENORMALS): a subnormal-group case that misses the
@@ -102,13 +106,21 @@ typedef struct conform_options {
     /* Called before each case (NULL: not called). */
     void (*progress)(void *user, size_t done, size_t total);
     void *progress_user;
+    /* 0: every case.  RAYO_DTYPE_BIT(D): only the cases of dtype D, those
+     * with an operand in D (for f32: with every operand in f32), so that one
+     * typed kernel gets all its cases and nothing else runs. */
+    uint32_t only_dtype;
 } conform_options;
+
+/* Does op have cases of dtype dt (see conform_options.only_dtype)? */
+int conform_op_has_dtype(const rayo_op_info *op, rayo_dtype dt);
 
 #define CONFORM_MAX_REPORTS 4
 
 typedef struct conform_result {
     int has_reference;     /* 0: the engine does not know this op (nothing run) */
-    int implemented;       /* 0: every non-empty case answered RAYO_E_UNSUPPORTED */
+    int implemented;       /* 0: the backend computed no non-empty case (it answered
+                            * RAYO_E_UNSUPPORTED, or refused as expected) */
     size_t cases;          /* cases run */
     size_t failed;         /* cases that broke the contract */
     size_t unsupported;    /* cases answered RAYO_E_UNSUPPORTED (allowed: fall through) */

@@ -315,8 +315,7 @@ static void record(engine *e, one_case *t)
         snprintf(r->reports[r->reported++], sizeof r->reports[0], "%s: %s", t->desc, t->problem);
 }
 
-/* Is group one of the names in the comma-separated list? */
-static int group_listed(const char *list, const char *group)
+int conform_group_listed(const char *list, const char *group)
 {
     size_t len = strlen(group);
     for (const char *s = list; s && *s; s += strcspn(s, ",")) {
@@ -345,7 +344,7 @@ static void run_case(engine *e, const case_spec *cs)
         if (st == RAYO_E_UNSUPPORTED && expected == RAYO_OK) {
             e->res->unsupported++;
         } else {
-            if (!empty)
+            if (!empty && (st == RAYO_OK || st != expected)) /* as in plans-infer.c's judge */
                 e->supported_nonempty++;
             if (st != expected)
                 problem(&t, "returned %s (%s), expected %s", rayo_strerror(st), rayo_last_error(),
@@ -362,6 +361,30 @@ static void run_case(engine *e, const case_spec *cs)
         conform_buffer_free(&t.buf[w]);
     free(t.ref);
     free(t.terms);
+}
+
+int conform_dtypes_wanted(const conform_options *opts, uint32_t dtypes)
+{
+    if (!opts->only_dtype)
+        return 1;
+    uint32_t others = 0; /* the dtypes other than f32 among the operands */
+    for (int w = 0; w < 4; w++)
+        if (RAYO_DTYPE_OF(dtypes, w) != RAYO_DTYPE_F32)
+            others |= RAYO_DTYPE_BIT(RAYO_DTYPE_OF(dtypes, w));
+    if (opts->only_dtype == RAYO_DTYPE_BIT(RAYO_DTYPE_F32))
+        return others == 0;
+    return (others & opts->only_dtype) != 0;
+}
+
+int conform_op_has_dtype(const rayo_op_info *op, rayo_dtype dt)
+{
+    conform_options want = {.only_dtype = RAYO_DTYPE_BIT(dt)};
+    if (dt == RAYO_DTYPE_F32)
+        return 1; /* every op has f32 cases */
+    for (size_t i = 0; i < rayo_op_combo_count(op->id); i++)
+        if (conform_dtypes_wanted(&want, rayo_op_combo(op->id, i)->dtypes))
+            return 1;
+    return 0;
 }
 
 int conform_check_op(const conform_options *opts, const rayo_op_info *op, conform_result *result)
@@ -381,8 +404,8 @@ int conform_check_op(const conform_options *opts, const rayo_op_info *op, confor
     double r[1], tt[1];
     rayo_call probe = {.struct_size = sizeof(rayo_call), .op = op->id, .m = 1, .n = 1, .k = 1, .alpha = 0.25f, .beta = 0.75f,
                        .a = one, .b = one, .c = one, .y = one};
-    if (conform_reference(&probe, r, tt) != 0)
-        return conform_infer_check(opts, op, result); /* the inference ops, or no reference */
+    if (conform_reference(&probe, r, tt) != 0 || !conform_dtypes_wanted(opts, 0))
+        return conform_infer_check(opts, op, result); /* the inference ops, other dtypes, or no reference */
     result->has_reference = 1;
 
     plan p;
@@ -401,7 +424,7 @@ int conform_check_op(const conform_options *opts, const rayo_op_info *op, confor
     for (size_t i = 0; i < p.count; i++) {
         if (opts->progress)
             opts->progress(opts->progress_user, i, p.count);
-        if (p.v[i].group && group_listed(opts->skip, p.v[i].group))
+        if (p.v[i].group && conform_group_listed(opts->skip, p.v[i].group))
             result->skipped++;
         else
             run_case(&e, &p.v[i]);

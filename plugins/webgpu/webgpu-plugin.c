@@ -1,0 +1,302 @@
+/* webgpu-plugin.c - the WebGPU backend of rayo's WebAssembly build: its
+ * descriptor, probe, op table, kernels and device memory.
+ *
+ * The GPU work is done by the JavaScript layer (webgpu-host.js), which talks
+ * to navigator.gpu and runs the WGSL of kernels.wgsl; this side checks calls
+ * and passes them on.  Reading results back is asynchronous in WebGPU: a
+ * kernel on host memory waits through a JSPI Suspending import, which works
+ * only inside a call the JS API made with WebAssembly.promising (its async
+ * forms).  Elsewhere (the synchronous API) the kernel answers
+ * RAYO_E_UNSUPPORTED and the call falls through to the CPU backends.
+ *
+ * The op table is made from the op list: every op whose signature class has
+ * a WGSL entry point (WEBGPU_SIG_*) gets the one kernel. */
+#ifdef HAVE_CONFIG_H
+#include "config.h" /* PACKAGE_VERSION */
+#endif
+#include "rayo-dtype.h"
+#include "rayo-plugin.h"
+#include "webgpu-js.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct webgpu_state {
+    const rayo_host *host;
+    uint32_t limit; /* maxStorageBufferBindingSize of the device */
+} webgpu_state;
+
+static rayo_status webgpu_probe(const rayo_host *host, rayo_probe_result *res)
+{
+    uint32_t info[3] = {0, 0, 0}; /* limit, device type, device flags */
+    (void)host;
+    res->device_count = 0;
+    if (!rayo_webgpu_js_probe(res->devices[0].name, sizeof res->devices[0].name, res->reason,
+                              sizeof res->reason, info))
+        return RAYO_OK;
+    res->device_count = 1;
+    res->devices[0].type = info[1];
+    res->devices[0].flags = info[2];
+    res->devices[0].memory_bytes = info[0];
+    return RAYO_OK;
+}
+
+static rayo_status webgpu_init(const rayo_host *host, uint32_t device, void **state)
+{
+    uint32_t info[3] = {0, 0, 0};
+    char name[8], reason[8];
+    if (device != 0 || !rayo_webgpu_js_probe(name, sizeof name, reason, sizeof reason, info))
+        return RAYO_E_NOT_FOUND;
+    webgpu_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return RAYO_E_NOMEM;
+    s->host = host;
+    s->limit = info[0];
+    *state = s;
+    return RAYO_OK;
+}
+
+static void webgpu_fini(void *state)
+{
+    free(state);
+}
+
+/* Bytes of an operand of count elements of dtype dt, if it fits one binding. */
+static int operand_bytes(const webgpu_state *s, rayo_dtype dt, size_t count, size_t *bytes)
+{
+    return rayo_dtype_row_bytes(dt, count, bytes) && *bytes <= s->limit ? 0 : -1;
+}
+
+/* The dtypes the WGSL kernels take: all-f32, or gemv with typed weights
+ * (its combinations of the op list; no transpose: rows along the sum). */
+static int dtypes_ok(int sig, const rayo_call *c)
+{
+    if (c->dtypes == 0)
+        return 1;
+    return sig == RAYO_SIG_GEMV && !(c->flags & RAYO_TRANS_A) &&
+           c->dtypes == RAYO_DTYPES(RAYO_DTYPE_OF(c->dtypes, 0), 0, 0, 0);
+}
+
+/* What every call must be for the WGSL kernels: dtypes they take, strided
+ * only for matmul and gemv, operands that fit one storage binding, sizes and
+ * strides that fit 32 bits. */
+static rayo_status check_call(const webgpu_state *s, int sig, const rayo_call *c,
+                              const size_t count[4], size_t bytes[4], uint32_t sizes[WEBGPU_SIZES])
+{
+    const size_t all[WEBGPU_SIZES] = {c->m, c->n, c->k, c->lda, c->ldb, c->ldy,
+                                      RAYO_DTYPE_OF(c->dtypes, 0)};
+    int strides_ok = sig == RAYO_SIG_MATMUL || sig == RAYO_SIG_GEMV;
+    if (!dtypes_ok(sig, c) || (rayo_call_strided(c) && !strides_ok) || c->ldc)
+        return RAYO_E_UNSUPPORTED;
+    for (int i = 0; i < WEBGPU_SIZES; i++) {
+        if (all[i] > UINT32_MAX)
+            return RAYO_E_UNSUPPORTED;
+        sizes[i] = (uint32_t)all[i];
+    }
+    for (int i = 0; i < 4; i++)
+        if (operand_bytes(s, RAYO_DTYPE_OF(c->dtypes, i), count[i], &bytes[i]))
+            return RAYO_E_UNSUPPORTED;
+    return RAYO_OK;
+}
+
+static rayo_status webgpu_kernel(void *state, const rayo_call *call)
+{
+    webgpu_state *s = state;
+    int sig = rayo_op_signature(call->op);
+    size_t count[4], bytes[4];
+    uint32_t sizes[WEBGPU_SIZES];
+    if (sig < 0 || rayo_operand_counts(call, sig, count))
+        return RAYO_E_UNSUPPORTED;
+    rayo_status st = check_call(s, sig, call, count, bytes, sizes);
+    if (st != RAYO_OK)
+        return st;
+    if (!rayo_webgpu_js_can_wait()) {
+        s->host->set_error(s->host, "webgpu: a host-memory call must use the async API (readback waits)");
+        return RAYO_E_UNSUPPORTED;
+    }
+    /* y goes up too where the op reads it, or where its rows have gaps
+     * that the readback of the whole span must leave as they were */
+    int y_in = rayo_output_is_input(call, sig) || (call->ldy && call->ldy != call->n);
+    return rayo_webgpu_js_run(call->op, call->flags, sizes, call->alpha, call->beta, call->a,
+                              bytes[0], call->b, bytes[1], call->c, bytes[2], call->y, bytes[3], y_in);
+}
+
+/* ---- device memory ---------------------------------------------------------- */
+static rayo_status webgpu_buffer_alloc(void *state, size_t bytes, void **buf)
+{
+    webgpu_state *s = state;
+    if (bytes > s->limit)
+        return RAYO_E_NOMEM;
+    uint32_t h = rayo_webgpu_js_buffer_alloc(bytes);
+    if (!h)
+        return RAYO_E_NOMEM;
+    *buf = (void *)(uintptr_t)h;
+    return RAYO_OK;
+}
+
+static void webgpu_buffer_free(void *state, void *buf)
+{
+    (void)state;
+    rayo_webgpu_js_buffer_free((uint32_t)(uintptr_t)buf);
+}
+
+static rayo_status webgpu_buffer_write(void *state, void *buf, size_t offset, const void *src, size_t bytes)
+{
+    (void)state;
+    return (rayo_status)rayo_webgpu_js_buffer_write((uint32_t)(uintptr_t)buf, offset, src, bytes);
+}
+
+static rayo_status webgpu_buffer_read(void *state, void *buf, size_t offset, void *dst, size_t bytes)
+{
+    webgpu_state *s = state;
+    if (!rayo_webgpu_js_can_wait()) {
+        s->host->set_error(s->host, "webgpu: reading a device buffer waits: use the async API");
+        return RAYO_E_UNSUPPORTED;
+    }
+    return (rayo_status)rayo_webgpu_js_buffer_read((uint32_t)(uintptr_t)buf, offset, dst, bytes);
+}
+
+static rayo_status webgpu_batch_begin(void *state, void **batch)
+{
+    (void)state;
+    uint32_t h = rayo_webgpu_js_batch_begin();
+    if (!h)
+        return RAYO_E_NOMEM;
+    *batch = (void *)(uintptr_t)h;
+    return RAYO_OK;
+}
+
+/* A rayo_call with the device call's sizes, to measure it like a host call. */
+static rayo_call host_shape(const rayo_dev_call *d)
+{
+    rayo_call c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    c.op = d->op;
+    c.flags = d->flags;
+    c.dtypes = d->dtypes;
+    c.m = d->m;
+    c.n = d->n;
+    c.k = d->k;
+    c.lda = d->lda;
+    c.ldb = d->ldb;
+    c.ldc = d->ldc;
+    c.ldy = d->ldy;
+    c.params = d->params;
+    return c;
+}
+
+static rayo_status webgpu_batch_record(void *state, void *batch, const rayo_dev_call *d)
+{
+    webgpu_state *s = state;
+    rayo_call c = host_shape(d);
+    int sig = rayo_op_signature(d->op);
+    size_t count[4], bytes[4];
+    uint32_t sizes[WEBGPU_SIZES];
+    if (sig < 0 || rayo_operand_counts(&c, sig, count))
+        return RAYO_E_UNSUPPORTED;
+    rayo_status st = check_call(s, sig, &c, count, bytes, sizes);
+    if (st != RAYO_OK)
+        return st;
+    const rayo_dev_operand *ops[4] = {&d->a, &d->b, &d->c, &d->y};
+    uint32_t bufs[4], offsets[4];
+    for (int i = 0; i < 4; i++) {
+        if (ops[i]->offset % sizeof(float))
+            return RAYO_E_UNSUPPORTED;
+        bufs[i] = (uint32_t)(uintptr_t)ops[i]->buf;
+        offsets[i] = (uint32_t)ops[i]->offset;
+    }
+    return (rayo_status)rayo_webgpu_js_batch_record((uint32_t)(uintptr_t)batch, d->op, d->flags, sizes,
+                                                    d->alpha, d->beta, bufs, offsets);
+}
+
+static rayo_status webgpu_batch_submit(void *state, void *batch)
+{
+    (void)state;
+    return (rayo_status)rayo_webgpu_js_batch_submit((uint32_t)(uintptr_t)batch);
+}
+
+static rayo_status webgpu_batch_wait(void *state, void *batch, uint64_t timeout_ns)
+{
+    webgpu_state *s = state;
+    (void)timeout_ns; /* the GPU's answer is awaited whole */
+    if (!rayo_webgpu_js_can_wait()) {
+        s->host->set_error(s->host, "webgpu: waiting for a batch needs the async API (batch.submit())");
+        return RAYO_E_UNSUPPORTED;
+    }
+    return (rayo_status)rayo_webgpu_js_batch_wait((uint32_t)(uintptr_t)batch);
+}
+
+static void webgpu_batch_free(void *state, void *batch)
+{
+    (void)state;
+    rayo_webgpu_js_batch_free((uint32_t)(uintptr_t)batch);
+}
+
+static const rayo_memory_api webgpu_memory = {
+    .struct_size = sizeof(rayo_memory_api),
+    .buffer_alloc = webgpu_buffer_alloc,
+    .buffer_free = webgpu_buffer_free,
+    .buffer_write = webgpu_buffer_write,
+    .buffer_read = webgpu_buffer_read,
+    .batch_begin = webgpu_batch_begin,
+    .batch_record = webgpu_batch_record,
+    .batch_submit = webgpu_batch_submit,
+    .batch_wait = webgpu_batch_wait,
+    .batch_free = webgpu_batch_free,
+};
+
+/* ---- the op table: the op list, filtered by signature class ------------------
+ * gemv is registered by its dtype combinations (f32 among them), the other
+ * ops with a WGSL entry point by signature (all-f32). */
+#define WEBGPU_ENTRY(ENUM) {RAYO_OP_##ENUM, 0, webgpu_kernel},
+#define WEBGPU_SIG_BINARY(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_UNARY(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_UNARY_P(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_UNARY_P2(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_AXPY(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_MATMUL(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_GEMV(ENUM)
+#define WEBGPU_SIG_TRANSPOSE(ENUM) WEBGPU_ENTRY(ENUM)
+/* not in WGSL yet: these fall through to the CPU backends */
+#define WEBGPU_SIG_REDUCE(ENUM)
+#define WEBGPU_SIG_REDUCE2(ENUM)
+#define WEBGPU_SIG_ARGREDUCE(ENUM)
+#define WEBGPU_SIG_ROWS(ENUM)
+#define WEBGPU_SIG_NORM(ENUM)
+#define WEBGPU_SIG_BIAS_ACT(ENUM)
+
+#define WEBGPU_DT(X) RAYO_DTYPE_##X
+#define WEBGPU_COMBO_GEMV(A, B, C, Y) \
+    {RAYO_OP_GEMV, RAYO_DTYPES(WEBGPU_DT(A), WEBGPU_DT(B), WEBGPU_DT(C), WEBGPU_DT(Y)), webgpu_kernel},
+#define WEBGPU_COMBO_MATMUL(A, B, C, Y)
+
+static const rayo_op_entry webgpu_ops[] = {
+#define RAYO_OPS_BASE_ONLY
+#define RAYO_OP(ID, ENUM, NAME, SIG, TOL_REL, TOL_ABS, SCALE, SUMMARY) WEBGPU_SIG_##SIG(ENUM)
+#define RAYO_COMBO(OP, A, B, C, Y, TR, TA, RR, RA) WEBGPU_COMBO_##OP(A, B, C, Y)
+#include "rayo-ops.h"
+#undef RAYO_COMBO
+#undef RAYO_OP
+#undef RAYO_OPS_BASE_ONLY
+};
+
+RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
+    .magic = RAYO_PLUGIN_MAGIC,
+    .abi_major = RAYO_PLUGIN_ABI_MAJOR,
+    .abi_minor = RAYO_PLUGIN_ABI_MINOR,
+    .struct_size = sizeof(rayo_plugin_descriptor),
+    .arch = RAYO_ARCH_WASM32,
+    .name = "webgpu",
+    .version = PACKAGE_VERSION,
+    .cpu_features = 0,
+    .priority = 30,
+    .probe = webgpu_probe,
+    .init = webgpu_init,
+    .fini = webgpu_fini,
+    .ops = webgpu_ops,
+    .op_count = sizeof webgpu_ops / sizeof webgpu_ops[0],
+    .memory = &webgpu_memory,
+    .op_entry_size = sizeof(rayo_op_entry),
+};
