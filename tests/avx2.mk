@@ -49,7 +49,7 @@ check_PROGRAMS += tests/test-x86-settings
 tests_test_x86_settings_SOURCES = tests/test-x86-settings.c tests/testutil.h
 tests_test_x86_settings_LDADD = core/librayo.la -lm
 
-# The integer matmul of 4-bit weights at relaxed precision on avx2 and avx512:
+# The integer matmul of quantized weights at relaxed precision on avx2 and avx512:
 # odd row and column counts around its tiles, strides, and where it must stand aside.
 TESTS += tests/test-x86-qmatmul
 check_PROGRAMS += tests/test-x86-qmatmul

@@ -1,6 +1,6 @@
-/* test-x86-qmatmul.c - the integer matmul of 4-bit weights at relaxed
+/* test-x86-qmatmul.c - the integer matmul of quantized weights at relaxed
  * precision in the avx2 and avx512 plugins (plugins/cpu-base/x86-qmatmul.c):
- *   - Q4_0 and Q4_K weights against float64 with the relaxed contract, every
+ *   - Q4_0, Q8_0 and Q4_K weights against float64 with the relaxed contract, every
  *     element, on fresh random operands: row counts around its tile of 4
  *     (1..9, 37), column counts around its panel of 8 (1, 7, 8, 9, 33, 100),
  *     k from the path's shortest (1024) to 5632, dense and strided A, B, C,
@@ -144,16 +144,20 @@ static void run_all(rayo_context *ctx, const char *backend)
             const float *x = ab[serial % 3];
             qcase t0 = { RAYO_DTYPE_Q4_0, rows[i], cols[j], k4_0[serial % 5], serial % 3 ? 0 : 32, x[0], x[1] };
             check(ctx, backend, &t0, INTEGER);
+            qcase t8 = { RAYO_DTYPE_Q8_0, rows[i], cols[j], k4_0[(serial + 2) % 5], serial % 4 ? 0 : 64, x[0], x[1] };
+            check(ctx, backend, &t8, INTEGER);
             qcase tk = { RAYO_DTYPE_Q4_K, rows[i], cols[j], 256 * (4 + serial % 4), serial % 2 ? 0 : 7, x[0], x[1] };
             check(ctx, backend, &tk, INTEGER);
         }
     static const qcase not_finite[] = {
         { RAYO_DTYPE_Q4_0, 5, 9, 1024, 0, 1.0f, 0.0f }, { RAYO_DTYPE_Q4_K, 6, 17, 512, 32, 1.0f, 0.5f },
+        { RAYO_DTYPE_Q8_0, 3, 12, 2048, 0, 1.0f, 0.0f },
     };
     for (size_t i = 0; i < sizeof not_finite / sizeof not_finite[0]; i++)
         check(ctx, backend, &not_finite[i], NOT_FINITE_A);
     static const qcase short_k[] = {
         { RAYO_DTYPE_Q4_0, 7, 9, 992, 0, 1.0f, 0.0f }, { RAYO_DTYPE_Q4_K, 4, 8, 768, 0, 1.0f, 0.0f },
+        { RAYO_DTYPE_Q8_0, 5, 3, 64, 0, 1.0f, 0.0f },
     };
     for (size_t i = 0; i < sizeof short_k / sizeof short_k[0]; i++)
         check(ctx, backend, &short_k[i], STANDS_ASIDE);

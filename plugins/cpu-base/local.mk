@@ -9,7 +9,7 @@
 CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c plugins/cpu-base/cpu-f64-fallback.h \
 	plugins/cpu-base/cpu-op-table.h
 EXTRA_DIST += plugins/cpu-base/cpu-typed-gemv_tmpl.c plugins/cpu-base/simd128-infer_tmpl.c \
-	plugins/cpu-base/x86-infer_tmpl.c plugins/cpu-base/x86-attention_tmpl.c
+	plugins/cpu-base/x86-infer_tmpl.c plugins/cpu-base/x86-attention_tmpl.c plugins/cpu-base/x86-qmatmul-tile_tmpl.c
 # The matmul and gemv drivers of the plugins with micro-kernels in C
 # (scalar, neon, wasm); avx2 and avx512 have their own sgemm.
 CPU_GEMM_FILES = plugins/cpu-base/cpu-gemm.h plugins/cpu-base/cpu-gemm.c
@@ -17,8 +17,8 @@ CPU_GEMM_FILES = plugins/cpu-base/cpu-gemm.h plugins/cpu-base/cpu-gemm.c
 SIMD128_BASE_FILES = plugins/cpu-base/simd128-plugin.h
 # What avx2 and avx512 share: their state and init (cache sizes, settings),
 # the sgemm blocking overrides, the pool of packing buffers, matmul with half
-# or quantized weights on their sgemm, the integer matmul of 4-bit weights at
-# relaxed precision, block decoding, 8-lane vector math.
+# or quantized weights on their sgemm, the integer matmul of quantized weights
+# at relaxed precision, block decoding, 8-lane vector math.
 X86_BASE_FILES = plugins/cpu-base/x86-plugin.h plugins/cpu-base/x86-plugin.c \
 	plugins/cpu-base/x86-cache.h plugins/cpu-base/x86-cache.c \
 	plugins/cpu-base/x86-gemm.h plugins/cpu-base/x86-gemm.c \

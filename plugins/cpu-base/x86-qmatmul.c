@@ -1,4 +1,4 @@
-/* x86-qmatmul.c - the prompt's matmul with 4-bit weights in integers
+/* x86-qmatmul.c - the prompt's matmul with quantized weights in integers
  * (x86-qmatmul.h says what and why). */
 #include "x86-qmatmul.h"
 #include "x86-quant.h"
@@ -9,10 +9,13 @@
 
 #define BLOCK 32     /* values of A per int8 block, and of B per code block */
 #define COLS 8       /* columns of a panel: one 32-bit lane each */
-#define TILE_ROWS 4  /* rows of A per tile: 4 int16 and 4 float sums stay in registers */
+#define TILE_ROWS 4  /* rows of A per tile: 4 integer and 4 float sums stay in registers */
 
 /* 32 values of 8 columns of B: codes[32 g + 4 j + i] is value 4 g + i of
- * column j (u8, 0..15); the column's value v is scale[j] code - min[j]. */
+ * column j (u8, 0..15); the column's value v is scale[j] code - min[j].
+ * Q8_0 takes two of them per 32 values (its codes q + 128 = 16 h + l: h in
+ * the first, l in the second), so its bytes go through the same 4-bit
+ * products; the part of B of each 32 values of A is a panel "slot". */
 typedef struct panel_block {
     uint8_t codes[BLOCK * COLS];
     float scale[COLS], min[COLS];
@@ -25,13 +28,19 @@ typedef struct rounded_a {
     float *d, *dsum;
 } rounded_a;
 
+/* acc[t] (8 columns) = row t of A times the panel (x86-qmatmul-tile_tmpl.c). */
+typedef void tile_fn(const panel_block *panel, size_t blocks, int shift, const int8_t *const x[TILE_ROWS],
+                     const float *const d[TILE_ROWS], const float *const dsum[TILE_ROWS], __m256 acc[TILE_ROWS]);
+
 typedef struct qmatmul_job {
     const rayo_call *call;
     rayo_dtype bdt;
     size_t blocks;       /* k / 32 */
+    int shift;           /* panel blocks per 32 values of A: 1 << shift */
     size_t b_stride;     /* bytes between rows of B */
     rounded_a a;
-    panel_block *panels; /* one panel of `blocks` blocks per worker */
+    panel_block *panels; /* one panel of blocks << shift blocks per worker */
+    tile_fn *tile;       /* the tile for this CPU */
 } qmatmul_job;
 
 /* ---- A to int8 ------------------------------------------------------------- */
@@ -112,6 +121,18 @@ static __m256i codes_q4_k(const uint8_t *row, size_t b, float *scale, float *min
     return _mm256_and_si256(_mm256_srli_epi16(qs, 4 * (s & 1)), _mm256_set1_epi8(15));
 }
 
+/* Part p of block b of a Q8_0 row: the high (p = 0) or low (p = 1) 4 bits
+ * of its codes q + 128, with what makes d q = 16 d h + d l - 128 d. */
+static __m256i codes_q8_0(const uint8_t *row, size_t b, int p, float *scale, float *min)
+{
+    const uint8_t *blk = row + b * RAYO_Q8_0_BYTES;
+    __m256i u = _mm256_xor_si256(x86_load256(blk + 2), _mm256_set1_epi8((char)0x80));
+    float d = x86_f16_at(blk);
+    *scale = p ? d : 16.0f * d;
+    *min = p ? 0.0f : 128.0f * d;
+    return _mm256_and_si256(p ? u : _mm256_srli_epi16(u, 4), _mm256_set1_epi8(15));
+}
+
 /* The 8 x 8 transpose of 32-bit elements: out[g] holds element g of each of
  * in[0..7], so lane j of out[g] is codes 4 g .. 4 g + 3 of column j. */
 static void transpose8(const __m256i in[COLS], __m256i out[COLS])
@@ -133,66 +154,68 @@ static void transpose8(const __m256i in[COLS], __m256i out[COLS])
     }
 }
 
+/* Panel block pb of one column (a row of B): its codes, scale and min. */
+static __m256i column_codes(const qmatmul_job *job, const uint8_t *row, size_t pb, float *scale, float *min)
+{
+    size_t b = pb >> job->shift;
+    switch (job->bdt) {
+    case RAYO_DTYPE_Q4_0: return codes_q4_0(row, b, scale, min);
+    case RAYO_DTYPE_Q4_K: return codes_q4_k(row, b, scale, min);
+    default: return codes_q8_0(row, b, (int)(pb & 1), scale, min);
+    }
+}
+
 /* Columns col0 .. col0 + 7 of op(B) (rows of B) into panel; columns past n
  * get zero codes, scales and mins. */
 static void pack_panel(const qmatmul_job *job, size_t col0, panel_block *panel)
 {
     const rayo_call *c = job->call;
     size_t cols = c->n - col0 < COLS ? c->n - col0 : COLS;
-    for (size_t b = 0; b < job->blocks; b++) {
+    for (size_t pb = 0; pb < job->blocks << job->shift; pb++) {
         __m256i in[COLS], out[COLS];
         for (size_t j = 0; j < COLS; j++) {
-            const uint8_t *row = (const uint8_t *)c->b + (col0 + j) * job->b_stride;
-            float *scale = &panel[b].scale[j], *min = &panel[b].min[j];
+            float *scale = &panel[pb].scale[j], *min = &panel[pb].min[j];
             if (j >= cols)
                 in[j] = _mm256_setzero_si256(), *scale = *min = 0.0f;
-            else if (job->bdt == RAYO_DTYPE_Q4_0)
-                in[j] = codes_q4_0(row, b, scale, min);
             else
-                in[j] = codes_q4_k(row, b, scale, min);
+                in[j] = column_codes(job, (const uint8_t *)c->b + (col0 + j) * job->b_stride, pb, scale, min);
         }
         transpose8(in, out);
         for (int g = 0; g < COLS; g++)
-            _mm256_storeu_si256((__m256i *)(panel[b].codes + 32 * g), out[g]);
+            _mm256_storeu_si256((__m256i *)(panel[pb].codes + 32 * g), out[g]);
     }
 }
 
 /* ---- the tile --------------------------------------------------------------- */
 
-/* acc[t] (8 columns) = row t of A (x[t]: its codes, d[t], dsum[t]) times
- * the panel, t < 4.  The row loops are unrolled so that the 4 int16 and
- * 4 float sums stay in registers; the group loop only by 2: unrolled by
- * 8, GCC regrouped the 16-bit sums into a tree and spilled half of them
- * (68 against 89 GFLOP/s, 128 x 2048 x 2048 on one thread). */
-static void tile(const panel_block *panel, size_t blocks, const int8_t *const x[TILE_ROWS],
-                 const float *const d[TILE_ROWS], const float *const dsum[TILE_ROWS], __m256 acc[TILE_ROWS])
+/* AVX2: vpmaddubsw sums pairs of products into 16 bits, 8 groups of 4
+ * values at most 8 x 2 x 15 x 127 = 30480; vpmaddwd widens them. */
+#define TILE_NAME tile_maddubs
+#define TILE_SUM(s, w, x) _mm256_add_epi16((s), _mm256_maddubs_epi16((w), (x)))
+#define TILE_WIDEN(s) _mm256_madd_epi16((s), _mm256_set1_epi16(1))
+#include "x86-qmatmul-tile_tmpl.c"
+
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+/* The avx512 plugin, on a CPU with AVX512_VNNI: vpdpbusd sums the products
+ * of 4 codes with 4 values straight into 32 bits, one instruction where
+ * AVX2 takes two (the same exact integer sums, so the same results). */
+#pragma GCC push_options
+#pragma GCC target("avx512vnni")
+#define TILE_NAME tile_vnni
+#define TILE_SUM(s, w, x) _mm256_dpbusd_epi32((s), (w), (x))
+#define TILE_WIDEN(s) (s)
+#include "x86-qmatmul-tile_tmpl.c"
+#pragma GCC pop_options
+#endif
+
+/* The tile for this CPU. */
+static tile_fn *tile_for_cpu(void)
 {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 a[TILE_ROWS] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
-    for (size_t b = 0; b < blocks; b++) {
-        __m256i sums[TILE_ROWS] = { _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                                    _mm256_setzero_si256() };
-        /* 8 groups of 4 values: |sum| <= 8 x 2 x 15 x 127 = 30480 fits 16 bits */
-#pragma GCC unroll 2
-        for (int g = 0; g < BLOCK / 4; g++) {
-            __m256i w = x86_load256(panel[b].codes + 32 * g);
-#pragma GCC unroll 4
-            for (int t = 0; t < TILE_ROWS; t++) {
-                int32_t x4;
-                memcpy(&x4, x[t] + b * BLOCK + 4 * g, 4);
-                sums[t] = _mm256_add_epi16(sums[t], _mm256_maddubs_epi16(w, _mm256_set1_epi32(x4)));
-            }
-        }
-        __m256 scale = _mm256_loadu_ps(panel[b].scale), min = _mm256_loadu_ps(panel[b].min);
-#pragma GCC unroll 4
-        for (int t = 0; t < TILE_ROWS; t++) {
-            __m256 dot = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sums[t], ones)), scale);
-            a[t] = _mm256_fmadd_ps(dot, _mm256_set1_ps(d[t][b]), a[t]);
-            a[t] = _mm256_fnmadd_ps(min, _mm256_set1_ps(dsum[t][b]), a[t]);
-        }
-    }
-    for (int t = 0; t < TILE_ROWS; t++)
-        acc[t] = a[t];
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+    if (__builtin_cpu_supports("avx512vnni"))
+        return tile_vnni;
+#endif
+    return tile_maddubs;
 }
 
 /* C[r0 + t][col0 ..] = alpha acc[t] + beta C (C unread when beta == 0). */
@@ -219,7 +242,7 @@ static void run_tile(const qmatmul_job *job, const panel_block *panel, size_t r0
         d[t] = job->a.d + r * job->blocks, dsum[t] = job->a.dsum + r * job->blocks;
     }
     __m256 acc[TILE_ROWS];
-    tile(panel, job->blocks, x, d, dsum, acc);
+    job->tile(panel, job->blocks, job->shift, x, d, dsum, acc);
     store_tile(job->call, r0, rows, col0, acc);
 }
 
@@ -228,7 +251,7 @@ static void run_tile(const qmatmul_job *job, const panel_block *panel, size_t r0
 static void panel_task(void *arg, size_t p, unsigned worker)
 {
     const qmatmul_job *job = arg;
-    panel_block *panel = job->panels + worker * job->blocks;
+    panel_block *panel = job->panels + (worker * job->blocks << job->shift);
     pack_panel(job, p * COLS, panel);
     for (size_t r0 = 0; r0 < job->call->m; r0 += TILE_ROWS) {
         size_t rows = job->call->m - r0 < TILE_ROWS ? job->call->m - r0 : TILE_ROWS;
@@ -243,7 +266,7 @@ static int takes(const rayo_call *c)
     rayo_dtype bdt = RAYO_DTYPE_OF(c->dtypes, 1);
     return c->precision == RAYO_PRECISION_RELAXED && c->flags == RAYO_TRANS_B &&
            c->dtypes == RAYO_DTYPES(RAYO_DTYPE_F32, bdt, 0, RAYO_DTYPE_F32) &&
-           (bdt == RAYO_DTYPE_Q4_0 || bdt == RAYO_DTYPE_Q4_K) && c->k >= QMATMUL_MIN_K;
+           (bdt == RAYO_DTYPE_Q4_0 || bdt == RAYO_DTYPE_Q4_K || bdt == RAYO_DTYPE_Q8_0) && c->k >= QMATMUL_MIN_K;
 }
 
 rayo_status x86_qmatmul_run(const cpu_state *st, const rayo_call *call)
@@ -252,11 +275,13 @@ rayo_status x86_qmatmul_run(const cpu_state *st, const rayo_call *call)
         return RAYO_E_UNSUPPORTED;
     if (call->m == 0 || call->n == 0)
         return RAYO_OK;
-    qmatmul_job job = { call, RAYO_DTYPE_OF(call->dtypes, 1), call->k / BLOCK, 0, { NULL, NULL, NULL }, NULL };
-    rayo_dtype_row_bytes(job.bdt, call->ldb ? call->ldb : call->k, &job.b_stride); /* validated by the core */
+    rayo_dtype bdt = RAYO_DTYPE_OF(call->dtypes, 1);
+    qmatmul_job job = { call, bdt, call->k / BLOCK, bdt == RAYO_DTYPE_Q8_0, 0, { NULL, NULL, NULL }, NULL,
+                        tile_for_cpu() };
+    rayo_dtype_row_bytes(bdt, call->ldb ? call->ldb : call->k, &job.b_stride); /* validated by the core */
     size_t values = call->m * call->k, blocks = call->m * job.blocks, threads = cpu_threads(st);
     float *a = cpu_alloc_floats(st, values / 4 + 2 * blocks);
-    job.panels = (panel_block *)(void *)cpu_alloc_floats(st, threads * job.blocks * sizeof(panel_block) / 4);
+    job.panels = (panel_block *)(void *)cpu_alloc_floats(st, (threads * job.blocks << job.shift) * sizeof(panel_block) / 4);
     rayo_status s = RAYO_E_UNSUPPORTED; /* out of memory too: the sgemm path may still run */
     if (a && job.panels) {
         job.a = (rounded_a){ (int8_t *)(void *)a, a + values / 4, a + values / 4 + blocks };

@@ -1,19 +1,25 @@
-/* x86-qmatmul.h - the prompt's matmul with 4-bit weights in integers, for
- * the avx2 and avx512 plugins (x86-qmatmul.c, compiled in each):
- * C (m x n) = alpha A B^T + beta C, A f32 (m x k, the activations), B Q4_0
- * or Q4_K stored n x k (RAYO_TRANS_B: the weights as GGUF keeps them), at
- * relaxed precision only.
+/* x86-qmatmul.h - the prompt's matmul with quantized weights in integers,
+ * for the avx2 and avx512 plugins (x86-qmatmul.c, compiled in each):
+ * C (m x n) = alpha A B^T + beta C, A f32 (m x k, the activations), B Q4_0,
+ * Q4_K or Q8_0 stored n x k (RAYO_TRANS_B: the weights as GGUF keeps
+ * them), at relaxed precision only.
  *
  * The sgemm path (typed-matmul.c) dequantizes B to f32 and multiplies in
  * f32: 8 products per instruction.  Here A is rounded once per call to
  * int8 per 32 values (a float scale each, as llama.cpp does) and B's codes
  * stay 4-bit unsigned bytes, so vpmaddubsw makes 32 products per
- * instruction and sums them in 16-bit lanes.  To keep one output per lane
+ * instruction and sums them in 16-bit lanes.  Q8_0's signed bytes would
+ * overflow those sums (vpmaddubsw multiplies unsigned by signed bytes), so
+ * each is split into two 4-bit codes, q + 128 = 16 h + l: twice the
+ * products of Q4_0, and still no dequantized copy of B.  To keep one output per lane
  * with no horizontal sums, B is repacked per call, 8 rows (output columns)
  * at a time, into a panel whose 32-bit lanes are the 8 columns: each
  * vector holds 4 codes of each column, and 4 values of a row of A are
  * broadcast against it.  The repacking reads B once per call; the
- * products use each weight m times.
+ * products use each weight m times.  In the avx512 plugin on a CPU with
+ * AVX512_VNNI, vpdpbusd sums the products of 4 codes straight into 32-bit
+ * lanes (the same integer sums: the same results; only that plugin's tests
+ * on such a CPU run it).
  *
  * Accuracy: the rounding of A (at most 1/254 of its block's largest |x|
  * per value) is the only error beyond f32 sums.  The errors of a row are
@@ -34,7 +40,7 @@
 #define QMATMUL_MIN_K 1024
 
 /* Runs the call when this path takes it (relaxed, A f32 dense or with lda,
- * B Q4_0 or Q4_K with RAYO_TRANS_B only, k >= QMATMUL_MIN_K, A rounds);
+ * B Q4_0, Q4_K or Q8_0 with RAYO_TRANS_B only, k >= QMATMUL_MIN_K, A rounds);
  * RAYO_E_UNSUPPORTED otherwise, with C untouched. */
 rayo_status x86_qmatmul_run(const cpu_state *st, const rayo_call *call);
 
