@@ -52,17 +52,25 @@ extern "C" {
 /* ---- ids ------------------------------------------------------------------
  * Stable numbers, part of the ABI.  F32 is 0 so that a zeroed operand
  * descriptor means "f32", as every call meant before dtypes existed. */
+/* Every dtype, one line each: X(ID, number, name, elements per block, bytes
+ * per block).  The id enum and the name and size functions below come from
+ * it, so a new dtype is one line here plus its block layout and codec. */
+#define RAYO_DTYPE_LIST(X)                               \
+    X(F32, 0, "f32", 1, 4)                               \
+    X(F16, 1, "f16", 1, 2)                               \
+    X(BF16, 2, "bf16", 1, 2)                             \
+    X(I32, 3, "i32", 1, 4)                               \
+    X(Q8_0, 8, "q8_0", RAYO_QK8_0, RAYO_Q8_0_BYTES)      \
+    X(Q4_0, 9, "q4_0", RAYO_QK4_0, RAYO_Q4_0_BYTES)      \
+    X(Q4_K, 10, "q4_k", RAYO_QK_K, RAYO_Q4_K_BYTES)      \
+    X(Q6_K, 11, "q6_k", RAYO_QK_K, RAYO_Q6_K_BYTES)
+
+#define RAYO__DTYPE_ENUM(ID, NUMBER, NAME, ELEMS, BYTES) RAYO_DTYPE_##ID = NUMBER,
 typedef enum rayo_dtype {
-    RAYO_DTYPE_F32 = 0,
-    RAYO_DTYPE_F16 = 1,
-    RAYO_DTYPE_BF16 = 2,
-    RAYO_DTYPE_I32 = 3,
-    RAYO_DTYPE_Q8_0 = 8,
-    RAYO_DTYPE_Q4_0 = 9,
-    RAYO_DTYPE_Q4_K = 10,
-    RAYO_DTYPE_Q6_K = 11,
+    RAYO_DTYPE_LIST(RAYO__DTYPE_ENUM)
     RAYO_DTYPE_LIMIT = 32 /* ids are below this: a set of dtypes fits a uint32_t */
 } rayo_dtype;
+#undef RAYO__DTYPE_ENUM
 
 /* A set of dtypes as a bit mask (what an op operand accepts, what a kernel implements). */
 #define RAYO_DTYPE_BIT(dt) (1u << (unsigned)(dt))
@@ -132,17 +140,15 @@ RAYO_DTYPE_STATIC_ASSERT(sizeof(rayo_block_q6_k) == 210, "Q6_K block is 210 byte
 #define RAYO_Q6_K_D 208
 
 /* ---- sizes ---------------------------------------------------------------- */
+#define RAYO__DTYPE_NAME_CASE(ID, NUMBER, NAME, ELEMS, BYTES) case RAYO_DTYPE_##ID: return NAME;
+#define RAYO__DTYPE_ELEMS_CASE(ID, NUMBER, NAME, ELEMS, BYTES) case RAYO_DTYPE_##ID: return ELEMS;
+#define RAYO__DTYPE_BYTES_CASE(ID, NUMBER, NAME, ELEMS, BYTES) case RAYO_DTYPE_##ID: return BYTES;
+
+/* The dtype's name ("f32", "q4_k"...); NULL for an unknown id. */
 RAYO_DTYPE_FN const char *rayo_dtype_name(rayo_dtype dt)
 {
     switch (dt) {
-    case RAYO_DTYPE_F32: return "f32";
-    case RAYO_DTYPE_F16: return "f16";
-    case RAYO_DTYPE_BF16: return "bf16";
-    case RAYO_DTYPE_I32: return "i32";
-    case RAYO_DTYPE_Q8_0: return "q8_0";
-    case RAYO_DTYPE_Q4_0: return "q4_0";
-    case RAYO_DTYPE_Q4_K: return "q4_k";
-    case RAYO_DTYPE_Q6_K: return "q6_k";
+    RAYO_DTYPE_LIST(RAYO__DTYPE_NAME_CASE)
     default: return NULL;
     }
 }
@@ -151,10 +157,7 @@ RAYO_DTYPE_FN const char *rayo_dtype_name(rayo_dtype dt)
 RAYO_DTYPE_FN size_t rayo_dtype_block_elems(rayo_dtype dt)
 {
     switch (dt) {
-    case RAYO_DTYPE_F32: case RAYO_DTYPE_F16: case RAYO_DTYPE_BF16: case RAYO_DTYPE_I32: return 1;
-    case RAYO_DTYPE_Q8_0: return RAYO_QK8_0;
-    case RAYO_DTYPE_Q4_0: return RAYO_QK4_0;
-    case RAYO_DTYPE_Q4_K: case RAYO_DTYPE_Q6_K: return RAYO_QK_K;
+    RAYO_DTYPE_LIST(RAYO__DTYPE_ELEMS_CASE)
     default: return 0;
     }
 }
@@ -163,15 +166,13 @@ RAYO_DTYPE_FN size_t rayo_dtype_block_elems(rayo_dtype dt)
 RAYO_DTYPE_FN size_t rayo_dtype_block_bytes(rayo_dtype dt)
 {
     switch (dt) {
-    case RAYO_DTYPE_F32: case RAYO_DTYPE_I32: return 4;
-    case RAYO_DTYPE_F16: case RAYO_DTYPE_BF16: return 2;
-    case RAYO_DTYPE_Q8_0: return RAYO_Q8_0_BYTES;
-    case RAYO_DTYPE_Q4_0: return RAYO_Q4_0_BYTES;
-    case RAYO_DTYPE_Q4_K: return RAYO_Q4_K_BYTES;
-    case RAYO_DTYPE_Q6_K: return RAYO_Q6_K_BYTES;
+    RAYO_DTYPE_LIST(RAYO__DTYPE_BYTES_CASE)
     default: return 0;
     }
 }
+#undef RAYO__DTYPE_NAME_CASE
+#undef RAYO__DTYPE_ELEMS_CASE
+#undef RAYO__DTYPE_BYTES_CASE
 
 static inline int rayo_dtype_is_block(rayo_dtype dt)
 {

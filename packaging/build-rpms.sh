@@ -17,8 +17,10 @@ mkdir -p "$work/SOURCES"
 make -C "$top/build" -s dist-gzip >/dev/null
 version=$(sed -n 's/^PACKAGE_VERSION = //p' "$top/build/Makefile")
 cp "$top/build/rayo-$version.tar.gz" "$work/SOURCES/"
+cp "$top/packaging/rpm/rayo.spec" "$work/rayo.spec"
+"$top/packaging/project-subst.sh" "$work/rayo.spec"
 rpmbuild -bb --nodeps --nocheck --define "_topdir $work" --define "debug_package %{nil}" \
-    --define "_smp_mflags -j$(nproc)" "$top/packaging/rpm/rayo.spec" >"$work/build.log" 2>&1 || {
+    --define "_smp_mflags -j$(nproc)" "$work/rayo.spec" >"$work/build.log" 2>&1 || {
     tail -40 "$work/build.log"; echo "build-rpms: rpmbuild failed"; exit 1; }
 find "$work/RPMS" -name '*.rpm' -exec cp {} "$out/" \;
 for r in "$out"/*.rpm; do

@@ -1,12 +1,15 @@
 # packaging/: Debian packaging (packaging/debian, copied to debian/ by
 # build-debs.sh), the RPM spec, and the ABI guard with its baselines.
-EXTRA_DIST += packaging/build-debs.sh packaging/build-rpms.sh packaging/abi-check.sh tests/install-test.sh \
+EXTRA_DIST += LICENSE packaging/project.env packaging/project-subst.sh \
+	packaging/build-debs.sh packaging/build-rpms.sh packaging/abi-check.sh tests/install-test.sh \
 	packaging/abi/librayo.abi packaging/abi/rayo-plugin.abi packaging/abi/opaque.suppr packaging/rpm/rayo.spec \
 	packaging/debian/control packaging/debian/rules packaging/debian/changelog \
 	packaging/debian/copyright packaging/debian/source/format \
 	packaging/debian/librayo0.symbols packaging/debian/lintian-overrides.txt \
 	packaging/debian/librayo0.install packaging/debian/librayo-dev.install \
-	packaging/debian/rayo-tools.install packaging/debian/rayo-tools.dirs \
+	packaging/debian/rayo-tools.install packaging/debian/rayo-common.install \
+	packaging/debian/rayo-common.dirs packaging/debian/watch packaging/debian/tests/control \
+	packaging/debian/tests/conform packaging/debian/tests/build-against \
 	packaging/debian/rayo-backend-scalar.install packaging/debian/rayo-backend-avx2.install \
 	packaging/debian/rayo-backend-avx512.install \
 	packaging/debian/rayo-backend-neon.install packaging/debian/rayo-backend-vulkan.install \

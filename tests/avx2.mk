@@ -48,4 +48,12 @@ TESTS += tests/test-x86-settings
 check_PROGRAMS += tests/test-x86-settings
 tests_test_x86_settings_SOURCES = tests/test-x86-settings.c tests/testutil.h
 tests_test_x86_settings_LDADD = core/librayo.la -lm
+
+# The integer matmul of 4-bit weights at relaxed precision on avx2 and avx512:
+# odd row and column counts around its tiles, strides, and where it must stand aside.
+TESTS += tests/test-x86-qmatmul
+check_PROGRAMS += tests/test-x86-qmatmul
+tests_test_x86_qmatmul_SOURCES = tests/test-x86-qmatmul.c tests/testutil.h
+tests_test_x86_qmatmul_CPPFLAGS = $(CONFORM_CPPFLAGS)
+tests_test_x86_qmatmul_LDADD = tools/conform/libconform.la core/librayo.la -lm
 endif

@@ -2,20 +2,29 @@
 # tests/install-test.sh - rayo as a distribution ships it, on a fresh Debian 12.
 #
 # A packager's walkthrough, checked at every step:
-#   builds the .debs (packaging/build-debs.sh: from the release tarball,
-#   lintian clean) and, alongside, the RPMs (packaging/build-rpms.sh);
+#   builds the source package and .debs (packaging/build-debs.sh: from the
+#   release tarball, lintian clean) and, alongside, the RPMs
+#   (packaging/build-rpms.sh); checks the .debs' metadata (librayo0
+#   recommends its architecture's SIMD backend; every export at RAYO_1.0;
+#   no placeholder left from packaging/project.env);
 #   in a fresh Debian 12 chroot (debootstrap --variant=minbase):
-#    1. librayo0 + rayo-tools           -> scalar only
+#    0. librayo0 alone (with what it depends on) -> /etc/rayo/rayo.conf (its
+#       layer list naming $XDG_CONFIG_HOME/rayo/conf.d), rayo.conf(5), the
+#       MIT copyright and a changelog that names avx512
+#    1. + rayo-tools                    -> scalar only
 #    2. + rayo-backend-avx2             -> avx2 first (where the CPU has AVX2)
 #    3. + rayo-backend-vulkan, mesa     -> lavapipe ranked below the CPU backends
-#    4. a third-party plugin built from the installed template with
+#       the packages' drop-ins say they live in $datadir/rayo/conf.d
+#    4. the autopkgtest build-against (debian/tests) passes; a third-party
+#       plugin built from the installed template with
 #       pkg-config, installed in the local plugin dir -> loads, conforms;
 #       a setuid program does not load it; it ships a drop-in that claims
 #       the first place (as the package in issue 17 did)
 #    5. the administrator's order in /etc/rayo wins over that drop-in, and a
 #       same-named file in /etc/rayo/conf.d masks a package's drop-in
+#       a user's drop-in in $XDG_CONFIG_HOME/rayo/conf.d is read
 #    6. remove and purge rayo-backend-vulkan -> nothing of it left, the rest
-#       still works (conformance of what remains)
+#       still works (the autopkgtest conform on what remains)
 # and prints the rayo-info summary of each step and the time taken.
 #
 # Needs root (debootstrap, chroot, mounts) and a configured build tree
@@ -69,12 +78,37 @@ make_root() {
         tar -C "$root" -cf "$cache/$suite-minbase.tar.tmp" . && mv "$cache/$suite-minbase.tar.tmp" "$cache/$suite-minbase.tar"
     fi
 }
+# check_debs DIR: what a reviewer reads in the .debs before installing them.
+check_debs() {
+    local lib rec want
+    lib=$(ls "$1"/librayo0_*.deb)
+    rec=$(dpkg-deb -f "$lib" Recommends)
+    case "$(dpkg --print-architecture)" in amd64) want=rayo-backend-avx2 ;; arm64) want=rayo-backend-neon ;; *) want= ;; esac
+    [ "$rec" = "$want" ] || fail "librayo0 recommends '$rec', want '$want'"
+    echo "  ok: librayo0 Recommends: ${rec:-nothing on this architecture}"
+    dpkg-deb -f "$lib" Depends | grep -q "rayo-common" || fail "librayo0 does not depend on rayo-common"
+    mkdir -p "$work/librayo0" && dpkg-deb -x "$lib" "$work/librayo0"
+    readelf -W --dyn-syms "$work"/librayo0/usr/lib/*/librayo.so.0 |
+        awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" && $7 != "ABS" && $5 != "LOCAL" { print $8 }' >"$work/exports.txt"
+    grep -v '^rayo_[a-z0-9_]*@@RAYO_1\.0$' "$work/exports.txt" && fail "exports above are not rayo_*@@RAYO_1.0"
+    [ "$(wc -l <"$work/exports.txt")" -gt 100 ] || fail "only $(wc -l <"$work/exports.txt") exports"
+    echo "  ok: all $(wc -l <"$work/exports.txt") exports of librayo.so.0 are rayo_*@@RAYO_1.0"
+    for d in "$1"/*.deb; do
+        dpkg-deb -f "$d" Maintainer Homepage | grep -q '@RAYO_\|\.invalid' && fail "$d: placeholder in Maintainer/Homepage"
+    done
+    echo "  ok: Maintainer and Homepage from packaging/project.env: $(dpkg-deb -f "$lib" Homepage)"
+    ls "$1"/rayo_*.dsc >/dev/null || fail "no source package"
+}
+
 step "build the packages; meanwhile make a fresh Debian 12 root"
 make_root >"$work/root.log" 2>&1 &
 root_pid=$!
 "$top/packaging/build-debs.sh" "$work/debs"
 wait "$root_pid" || { cat "$work/root.log"; fail "could not make the fresh root"; }
 cat "$work/root.log"
+
+step "the packages' metadata"
+check_debs "$work/debs"
 
 # The RPMs build in the background while the chroot steps run (mostly I/O).
 "$top/packaging/build-rpms.sh" "$work/rpms" >"$work/rpms.log" 2>&1 &
@@ -119,9 +153,21 @@ expect_status() {
     [ "$got" = "$2" ] && echo "  ok: $1 is ${2:-absent}" || fail "$1 is '${got:-absent}', want '${2:-absent}'"
 }
 
-step "chroot: apt-get update; step 1: librayo0 + rayo-tools (rayo-backend-scalar comes with librayo0)"
+step "chroot: apt-get update; step 0: librayo0 alone (it depends on rayo-backend-scalar, rayo-common)"
 inroot "apt-get update -qq >/dev/null"
-apt_install "$(deb librayo0) $(deb rayo-backend-scalar) $(deb rayo-tools)"
+apt_install "$(deb librayo0) $(deb rayo-backend-scalar) /tmp/debs/rayo-common_*_all.deb"
+inroot 'set -e
+    grep -q "XDG_CONFIG_HOME/rayo/conf.d" /etc/rayo/rayo.conf
+    test -d /etc/rayo/conf.d && test -d /usr/share/rayo/conf.d
+    test -f /usr/share/man/man5/rayo.conf.5.gz
+    grep -q "^License: Expat" /usr/share/doc/librayo0/copyright
+    zcat /usr/share/doc/librayo0/changelog.Debian.gz | grep -q avx512' ||
+    fail "librayo0 alone lacks its configuration, rayo.conf(5), the MIT copyright or avx512 in its changelog"
+echo "  ok: /etc/rayo/rayo.conf (layers include \$XDG_CONFIG_HOME/rayo/conf.d), /etc/rayo/conf.d,"
+echo "      rayo.conf(5), copyright (Expat), changelog naming avx512"
+
+step "step 1: + rayo-tools"
+apt_install "$(deb rayo-tools)"
 inroot "dpkg-query -W -f='\${db:Status-Abbrev} \${Package} \${Version}\n' 'librayo0' 'rayo-*' | sed -n 's/^ii */  /p'"
 inroot "rayo-info --version; rayo-conform --version" | sed 's/^/  /'
 info
@@ -141,6 +187,9 @@ else
     echo "  (this CPU lacks AVX2+FMA: the package is installed and harmlessly refused)"
 fi
 grep -q "share/rayo/conf.d/50-avx2.conf *read" "$work/info.txt" || fail "the package's drop-in was not read"
+inroot 'grep -q "it in \$datadir/rayo/conf.d" /usr/share/rayo/conf.d/50-avx2.conf' ||
+    fail "50-avx2.conf does not name the folder it is installed in"
+echo "  ok: 50-avx2.conf says it lives in \$datadir/rayo/conf.d"
 
 step "step 3: + rayo-backend-vulkan and mesa-vulkan-drivers (lavapipe)"
 apt_install "$(deb rayo-backend-vulkan) mesa-vulkan-drivers"
@@ -151,6 +200,9 @@ expect_chain add "*scalar > vulkan"
 
 step "step 4: a third-party plugin from the installed template (pkg-config only)"
 apt_install "$(deb librayo-dev) gcc make pkgconf libc6-dev"
+mkdir -p "$root/tmp/debian-tests" && cp "$top"/packaging/debian/tests/* "$root/tmp/debian-tests/"
+inroot "sh /tmp/debian-tests/build-against" | sed 's/^/  autopkgtest build-against: /' ||
+    fail "the autopkgtest build-against failed"
 inroot 'set -e
     echo "  pkg-config: abi_major=$(pkg-config --variable=abi_major rayo)" \
          "plugindir=$(pkg-config --variable=plugindir rayo)" \
@@ -190,6 +242,13 @@ echo "  rayo-info --explain add 1000: $explain"
 case "$explain" in *"set by /etc/rayo/rayo.conf:"*) echo "  ok: it names the administrator's file and line" ;;
     *) fail "--explain does not name /etc/rayo/rayo.conf:LINE" ;; esac
 
+echo "  a user's drop-in in \$XDG_CONFIG_HOME/rayo/conf.d:"
+inroot 'mkdir -p /root/.config/rayo/conf.d && printf "[dispatch]\norder = template\n" >/root/.config/rayo/conf.d/90-user.conf'
+info
+grep -q "^  /root/.config/rayo/conf.d/90-user.conf *read" "$work/info.txt" || fail "the user's conf.d was not read"
+expect_chain add "template > *"
+inroot 'rm -r /root/.config/rayo'
+
 step "step 6: remove and purge rayo-backend-vulkan"
 inroot "dpkg -L rayo-backend-vulkan" | grep -E '/rayo|\.so' >"$work/owned.txt" || true
 sed 's/^/  owned: /' "$work/owned.txt"
@@ -202,8 +261,8 @@ echo "  ok: purged; of rayo's vulkan only the administrator's own /etc/rayo/conf
 echo "  (the plugin's per-user pipeline cache, ~/.cache/rayo/vulkan, is the user's, as with any program)"
 info
 expect_status vulkan ""
-inroot "rayo-conform --quick --op add,softmax,matmul,sum" >"$work/conform.txt" 2>&1 ||
-    { cat "$work/conform.txt"; fail "rayo-conform failed after the purge"; }
+inroot "RAYO_CONFORM_OPS=add,softmax,matmul,sum sh /tmp/debian-tests/conform" >"$work/conform.txt" 2>&1 ||
+    { cat "$work/conform.txt"; fail "the autopkgtest conform failed after the purge"; }
 echo "  $(tail -1 "$work/conform.txt")"
 
 step "the RPMs (rpmbuild, same split)"

@@ -139,4 +139,4 @@ TESTS += tests/test-python.sh
 EXTRA_DIST += python/rayo/__init__.py python/rayo/__main__.py python/rayo/_lib.py \
 	python/rayo/context.py python/rayo/device.py python/rayo/dtypes.py python/rayo/ops.py \
 	python/tests/conftest.py python/tests/test_context.py python/tests/test_dtypes.py \
-	python/tests/test_ops.py
+	python/tests/test_ops.py python/pyproject.toml

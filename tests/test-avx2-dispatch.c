@@ -5,7 +5,7 @@
  *      any of its code, says which feature is missing, and every op then
  *      runs, correctly, on scalar;
  *   2. on this CPU (when it has AVX2+FMA) avx2 loads and is ahead of scalar
- *      for every op, and RAYO_BACKEND=scalar or [dispatch] order = scalar in
+ *      for every op and dtype combination of the op list, and RAYO_BACKEND=scalar or [dispatch] order = scalar in
  *      a config file (RAYO_CONFIG) each put scalar first.
  * Part 2 skips (the test still checks part 1) where the CPU lacks AVX2.
  */
@@ -60,17 +60,19 @@ static void check_ops_work(rayo_context *ctx, const char *why)
           exp(a[7] - max_ref) / den);
 }
 
-/* Every op's first backend at a mid size. */
+/* Every op's first backend at a mid size, for each of its dtype
+ * combinations: avx2, like scalar, has a kernel for all of them (the
+ * inference ops and matmul/gemv with half or quantized weights included). */
 static void check_first_everywhere(rayo_context *ctx, const char *want, const char *why)
 {
-    size_t count;
-    count = rayo_op_count();
-    for (size_t i = 0; i < count; i++) {
-        if (rayo_op_at(i)->id >= RAYO_OP_CONVERT)
-            continue; /* the inference ops: not on avx2 yet (issue 13: scalar only) */
-        const char *first = rayo_backend_for(ctx, rayo_op_at(i)->id, 0, 4096);
-        CHECK(first && !strcmp(first, want), "%s: %s goes to %s, want %s", why, rayo_op_at(i)->name,
-              first ? first : "(none)", want);
+    for (size_t i = 0; i < rayo_op_count(); i++) {
+        const rayo_op_info *op = rayo_op_at(i);
+        for (size_t c = 0; c < rayo_op_combo_count(op->id); c++) {
+            uint32_t dtypes = rayo_op_combo(op->id, c)->dtypes;
+            const char *first = rayo_backend_for(ctx, op->id, dtypes, 4096);
+            CHECK(first && !strcmp(first, want), "%s: %s (dtypes 0x%08x) goes to %s, want %s", why, op->name,
+                  (unsigned)dtypes, first ? first : "(none)", want);
+        }
     }
 }
 

@@ -13,7 +13,7 @@
  * magnitude >= 1e-6 (see MAIN_RANGE), the same over every normal result, and
  * the largest error in contract units (error / allowed error of rayo-ops.h,
  * over all inputs; <= 1 passes).  It fails when the contract or
- * the ulp bound documented in plugins/avx2/math.h is broken, or when a
+ * the ulp bound documented in plugins/cpu-base/x86-avx2-math.h is broken, or when a
  * NaN/Inf/finite result class differs from the scalar backend's.
  * Skips (77) when the avx2 backend cannot load on this CPU.
  */

@@ -6,7 +6,9 @@
 #     each marked hot or cold, and one ratio column for each;
 #   - with --vs openblas and OPENBLAS_CORETYPE pinning a kernel set worse
 #     than the CPU runs, a row of OpenBLAS as pinned, marked (env), and one
-#     of OpenBLAS at its best (SKIP where OpenBLAS is not installed).
+#     of OpenBLAS at its best (SKIP where OpenBLAS is not installed);
+#   - --plot draws the references dashed, with rayo's version in the title
+#     (SKIP without gnuplot).
 builddir=${abs_top_builddir:-$(pwd)}
 bench=$builddir/tools/rayo-bench
 [ -e "$bench" ] || { echo "ERROR: $bench not found: run from the top build directory" >&2; exit 99; }
@@ -38,10 +40,11 @@ rc=$?
 cat "$tmp/add"
 check "add: exit 0 (got $rc)" test "$rc" -eq 0
 for ref in read copy triad; do
-    check "a $ref reference row, hot or cold" grep -Eq "^$ref +\\(ref, (hot|cold)\\) +1048576 " "$tmp/add"
+    check "a $ref reference row, hot or cold" grep -Eq "^$ref +\\(ref (hot|cold)\\) +1048576 " "$tmp/add"
 done
 check "the header has read, copy and triad columns" grep -Eq '^op .* read +copy +triad' "$tmp/add"
 check "add has a ratio to each reference" grep -Eq '^add +scalar +1048576 .* [0-9.]+x +[0-9.]+x +[0-9.]+x' "$tmp/add"
+check "a reference row in the CSV: ten fields, hot or cold" grep -Eq '^triad,\(ref (hot|cold)\),1048576(,[^,]*){7}$' "$tmp/add.csv"
 check "the CSV names the three ratios" grep -q '^op,backend,size,ns_per_call,gb_per_s,gflop_per_s,vs_read,vs_copy,vs_triad,' \
     "$tmp/add.csv"
 
@@ -61,5 +64,18 @@ else
     check "the best is not the pinned set" sh -c "! grep -Eq '^dot +openblas Prescott +4096 ' '$tmp/dot'"
     check "the header says the caller pinned it" grep -q 'OPENBLAS_CORETYPE=Prescott was set by the caller' "$tmp/dot"
     check "dot on scalar has a ratio to OpenBLAS" grep -Eq '^dot +scalar +4096 .* [0-9.]+x *$' "$tmp/dot"
+fi
+
+# 4. --plot: references dashed, the version and the machine in the title.
+if ! command -v gnuplot >/dev/null 2>&1; then
+    echo "SKIP (part 4): gnuplot is not installed (Debian: apt-get install gnuplot-nox)"
+else
+    # shellcheck disable=SC2086
+    "$bench" --ops add --sizes 1048576 $quick --plot "$tmp/plot.svg" >/dev/null 2>"$tmp/err"
+    rc=$?
+    check "--plot: exit 0 (got $rc)" test "$rc" -eq 0
+    check "--plot: an SVG" grep -q '<svg' "$tmp/plot.svg"
+    check "--plot: rayo's version in the title" grep -q "rayo-bench (rayo [0-9]" "$tmp/plot.svg"
+    check "--plot: the references are dashed" grep -q 'stroke-dasharray' "$tmp/plot.svg"
 fi
 exit $failed

@@ -58,8 +58,6 @@ int main(void)
     RAYO_CU_TENSOR_MAP_SWIZZLES(CHECK_VALUE)
     RAYO_CU_TENSOR_MAP_L2_PROMOTIONS(CHECK_VALUE)
     RAYO_CU_TENSOR_MAP_OOB_FILLS(CHECK_VALUE)
-    RAYO_CU_STREAM_CAPTURE_MODES(CHECK_VALUE)
-    RAYO_CU_GRAPH_EXEC_UPDATE_RESULTS(CHECK_VALUE)
     check_value("sizeof(CUtensorMap)", (long long)sizeof(CUtensorMap), 128);
     check_value("sizeof(CUdeviceptr)", (long long)sizeof(CUdeviceptr), 8);
 

@@ -9,7 +9,20 @@
 // Checks, in web/conform/ (tests/test-wasm-webgpu.html): WebGPU granted an
 // adapter and the plugin has a device; rayo-conform, run in the page through
 // JSPI so that the plugin can await the GPU, checked the webgpu backend
-// and every op it registers conforms (exit status 0).
+// and every op it registers conforms (exit status 0); then matmul and gemv
+// again with their tiled forms (workgroup memory and barriers), which the
+// plugin leaves to real GPUs (on a software adapter it picks the
+// barrier-free ones).
+// Then the JS API (web/rayo/rayo.mjs) in a page, against float64 references
+// computed here on fresh random inputs: the webgpu backend loaded with its
+// adapter, features and limits in ctx.backends(); matmulAsync and gemvAsync
+// on webgpu; the synchronous form refused on webgpu (it cannot wait) and
+// served by the chain; device buffers and a batch (matmul then relu) on
+// webgpu, read back with await.
+// Last, the example page's WebGPU benchmark at its quick sizes
+// (?webgpu=quick; the page's button runs matmul 1024^3 and a 4096 x 11008
+// Q4_0 gemv): a row for each, with both times (printed; no speed is
+// asserted).
 // Exit 0 when all holds, 1 otherwise.
 import { resolve } from 'node:path';
 import { checker, launchChromium, serve } from './test-wasm-serve.mjs';
@@ -20,28 +33,125 @@ if (!webDir) {
   process.exit(2);
 }
 const { check, failures } = checker();
+let seed = Number(process.env.RAYO_TEST_SEED || Date.now() % 2147483647);
+console.log(`seed ${seed} (RAYO_TEST_SEED replays)`);
+const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+const randoms = (n) => Array.from({ length: n }, () => 2 * random() - 1);
+
+// C = A B (row-major, m x k times k x n) in float64, and the sum of |terms|
+function matmulRef(A, B, m, n, k) {
+  const C = new Float64Array(m * n), S = new Float64Array(m * n);
+  for (let i = 0; i < m; i++)
+    for (let j = 0; j < n; j++)
+      for (let p = 0; p < k; p++) {
+        C[i * n + j] += A[i * k + p] * B[p * n + j];
+        S[i * n + j] += Math.abs(A[i * k + p] * B[p * n + j]);
+      }
+  return { C, S };
+}
+
+// elements off the matmul contract (1e-5 of the sum of |terms|)
+function offContract(y, ref, f = (x) => x) {
+  let off = 0;
+  for (let i = 0; i < ref.C.length; i++)
+    if (!(Math.abs(y[i] - f(ref.C[i])) <= 1e-5 * ref.S[i] + 1e-30)) off++;
+  return y.length === ref.C.length ? off : -1;
+}
+
+// What the page does with the JS API; returns what the checks look at.
+async function apiInPage(page, A, B, x, m, n, k) {
+  return page.evaluate(async ({ A, B, x, m, n, k }) => {
+    const { loadRayo } = await import('./rayo/rayo.mjs');
+    const rayo = await loadRayo();
+    const ctx = rayo.open();
+    const out = { backends: ctx.backends(), webgpu: rayo.webgpu };
+    out.matmul = Array.from(await ctx.matmulAsync(A, B, m, n, k, { backend: 'webgpu' }));
+    out.gemv = Array.from(await ctx.gemvAsync(A, x, m, k, { backend: 'webgpu' }));
+    try {
+      ctx.matmul(A, B, m, n, k, { backend: 'webgpu' });
+      out.syncOnWebgpu = 'ran';
+    } catch (e) {
+      out.syncOnWebgpu = String(e.message);
+    }
+    out.syncChain = Array.from(ctx.matmul(A, B, m, n, k));
+    const [bufA, bufB, bufC] = [ctx.buffer(A, { backend: 'webgpu' }), ctx.buffer(B, { backend: 'webgpu' }),
+      ctx.buffer(m * n, { backend: 'webgpu' })];
+    out.bufferBackend = bufC.backend;
+    const batch = ctx.batch({ backend: 'webgpu' });
+    batch.record('matmul', { a: bufA, b: bufB, y: bufC, m, n, k, alpha: 1 });
+    batch.record('relu', { a: bufC, y: bufC, n: m * n });
+    await batch.submit();
+    out.batch = Array.from(await bufC.read());
+    [batch, bufA, bufB, bufC].forEach((o) => o.free());
+    ctx.close();
+    return out;
+  }, { A, B, x, m, n, k });
+}
 const WEBGPU_FLAGS = ['--enable-unsafe-webgpu', '--use-webgpu-adapter=swiftshader'];
 
 const server = await serve(resolve(webDir));
 const base = `http://127.0.0.1:${server.address().port}/`;
 const browser = await launchChromium(WEBGPU_FLAGS);
-try {
+// rayo-conform in the page with these options and kernel forms
+async function conformInPage(args, kernels, what) {
   const page = await browser.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
-  const args = process.env.RAYO_CONFORM_ARGS || '--quick';
-  await page.goto(`${base}conform/?args=${encodeURIComponent(args)}`);
+  await page.goto(`${base}conform/?args=${encodeURIComponent(args)}&kernels=${kernels}`);
   await page.waitForSelector('body[data-state="done"], body[data-state="error"]', { timeout: 1500000 });
   const log = await page.textContent('#log');
-  console.log(`${await page.textContent('#device')}\n${log}`);
+  console.log(`${await page.textContent('#device')} (kernels: ${kernels})\n${log}`);
   const state = await page.getAttribute('body', 'data-state');
   check(state === 'done', `the page ran rayo-conform (state ${state})`);
   const device = await page.getAttribute('body', 'data-device');
   check(!!device, `the webgpu plugin has a device (${device || 'none'})`);
   check(/^\s+webgpu\s/m.test(log), 'the webgpu backend was checked');
   const status = await page.getAttribute('body', 'data-status');
-  check(status === '0', `every op the webgpu plugin registers conforms (exit status ${status})`);
+  check(status === '0', `${what} conforms (exit status ${status})`);
   check(errors.length === 0, `no errors in the page${errors.length ? ': ' + errors.join('; ') : ''}`);
+  await page.close();
+}
+
+try {
+  const args = process.env.RAYO_CONFORM_ARGS || '--quick';
+  await conformInPage(args, 'auto', 'every op the webgpu plugin registers');
+  await conformInPage(`${args} --op matmul,gemv`, 'tiled', 'matmul and gemv in their tiled forms');
+
+  // the JS API
+  const [m, n, k] = [37 + Math.floor(random() * 40), 29 + Math.floor(random() * 40), 3 + Math.floor(random() * 300)];
+  const A = randoms(m * k), B = randoms(k * n), x = randoms(k);
+  const api = await browser.newPage();
+  await api.goto(`${base}index.html?bench=0`);
+  const r = await apiInPage(api, A, B, x, m, n, k);
+  const wg = r.backends.find((b) => b.name === 'webgpu') || {};
+  check(wg.status === 'loaded' && /swiftshader/i.test(wg.device),
+    `webgpu loaded on the software adapter (${wg.status}: ${wg.device})`);
+  check(/binding \d+ MiB, workgroup storage \d+ KiB/.test(wg.device) && /subgroups|shader-f16/.test(wg.device),
+    `its features and limits are shown (${wg.device})`);
+  check(/maxStorageBufferBindingSize \d+/.test(r.webgpu.reason), `rayo.webgpu says the same (${r.webgpu.reason})`);
+  const ref = matmulRef(A, B, m, n, k);
+  check(offContract(r.matmul, ref) === 0, `matmulAsync ${m}x${n}x${k} on webgpu within the contract`);
+  const gref = matmulRef(A, x, m, 1, k);
+  check(offContract(r.gemv, gref) === 0, `gemvAsync ${m}x${k} on webgpu within the contract`);
+  check(/not supported|unsupported/i.test(r.syncOnWebgpu) && /async/.test(r.syncOnWebgpu),
+    `the sync form is refused on webgpu, with the reason (${r.syncOnWebgpu})`);
+  check(offContract(r.syncChain, ref) === 0, 'the sync form runs on the chain (CPU) within the contract');
+  check(r.bufferBackend === 'webgpu', `device buffers on webgpu (${r.bufferBackend})`);
+  check(offContract(r.batch, ref, (v) => Math.max(v, 0)) === 0, 'a batch (matmul, relu) on webgpu, read back');
+  await api.close();
+
+  // the example page's WebGPU benchmark
+  const bench = await browser.newPage({ viewport: { width: 1100, height: 1100 } });
+  await bench.goto(`${base}index.html?bench=0&webgpu=quick`);
+  await bench.waitForSelector('body[data-webgpu-bench="done"], body[data-webgpu-bench="error"]', { timeout: 600000 });
+  console.log(`webgpu benchmark: ${await bench.textContent('#webgpu-status')}`);
+  const rows = await bench.$$eval('#bench-webgpu tbody tr', (trs) => trs.map((tr) => ({
+    op: tr.dataset.op, ratio: Number(tr.dataset.ratio), cells: [...tr.cells].map((c) => c.textContent) })));
+  for (const op of ['matmul', 'gemv']) {
+    const row = rows.find((x) => x.op === op);
+    check(row && row.ratio > 0, `WebGPU benchmark row for ${op}${row ? ': ' + row.cells.join(' | ') : ''}`);
+  }
+  await bench.close();
 } finally {
   await browser.close();
   server.close();

@@ -154,29 +154,5 @@ int main(void)
 {
     test_clear_rayo_env();
     conform_rng_seed(&rng, conform_default_seed());
-    static const char *const configs[] = { "[rayo]\nthreads = 1\n", "[rayo]\nthreads = 2\n" };
-    static const char *const backends[] = { "avx2", "avx512" };
-    int ran = 0;
-    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
-        rayo_context *ctx;
-        if (test_open(&ctx, configs[c]) != RAYO_OK) {
-            printf("FAIL: rayo_open: %s\n", rayo_last_error());
-            return 1;
-        }
-        for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
-            rayo_backend_info info = { .struct_size = sizeof(rayo_backend_info) };
-            if (test_backend(ctx, backends[b], &info) != RAYO_OK || info.status != RAYO_BACKEND_LOADED) {
-                printf("note: %s not checked: %s\n", backends[b], info.reason ? info.reason : "not built");
-                continue;
-            }
-            run_all(ctx, backends[b]);
-            ran++;
-        }
-        rayo_close(ctx);
-    }
-    if (!ran) {
-        printf("SKIP: neither avx2 nor avx512 loads here\n");
-        return 77;
-    }
-    return test_summary();
+    return test_x86_main(run_all);
 }

@@ -1,8 +1,10 @@
-/* bench-plot.c - rayo-bench --plot FILE.svg: the run's rows drawn by
+/* bench-plot.c - rayo-bench --plot FILE.svg|FILE.png: the run's rows drawn by
  * gnuplot (Debian: gnuplot-nox), one panel per op, GFLOP/s for the ops that
  * count flops (matmul, gemv, dot...) and GB/s for the others, against size
  * on a log scale, one line per backend and per reference (OpenBLAS or BLIS,
- * and memcpy and triad in every GB/s panel).
+ * and read, copy and triad in every GB/s panel).  A backend keeps its colour
+ * in every panel; references are dashed; every point has a marker, so a
+ * series of one point shows.
  *
  * It reads back the CSV the run wrote, so a plot shows exactly the figures
  * of the table.  x is the op's element count, and N for an N x N x N
@@ -28,6 +30,10 @@ typedef struct point {
 typedef struct series {
     char op[32], name[80];
     int per_flop;           /* y is GFLOP/s (else GB/s) */
+    char key[80];           /* what its colour follows: the backend or reference */
+    int reference;          /* a reference (memory or BLAS library): dashed */
+    int odd_shape;          /* a matmul shape that is not a cube: a marker of its own */
+    int colour;             /* index in palette[], the same for one key everywhere */
     point pts[64];
     size_t count;
 } series;
@@ -39,18 +45,39 @@ static double size_to_x(const char *text)
     return n == 3 ? cbrt(d[0] * d[1] * d[2]) : n == 2 ? d[0] * d[1] : d[0];
 }
 
-static series *find_series(series *all, size_t *count, const char *op, const char *name, int per_flop)
+/* Colours that stay apart on white and for common colour blindness. */
+static const char *const palette[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00",
+                                      "#56b4e9", "#000000", "#999999", "#882255", "#44aa99"};
+#define PALETTE_SIZE (sizeof palette / sizeof palette[0])
+
+/* The colour of a key: the one it had in an earlier series, else the next. */
+static int colour_of(const series *all, size_t count, const char *key)
+{
+    int used = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (!strcmp(all[i].key, key))
+            return all[i].colour;
+        used = all[i].colour + 1 > used ? all[i].colour + 1 : used;
+    }
+    return used;
+}
+
+static series *find_series(series *all, size_t *count, const char *op, const char *name, const char *key,
+                           int per_flop)
 {
     for (size_t i = 0; i < *count; i++)
         if (!strcmp(all[i].op, op) && !strcmp(all[i].name, name))
             return &all[i];
     if (*count == MAX_SERIES)
         return NULL;
+    int colour = colour_of(all, *count, key);
     series *s = &all[(*count)++];
     memset(s, 0, sizeof *s);
     snprintf(s->op, sizeof s->op, "%s", op);
     snprintf(s->name, sizeof s->name, "%s", name);
+    snprintf(s->key, sizeof s->key, "%s", key);
     s->per_flop = per_flop;
+    s->colour = colour;
     return s;
 }
 
@@ -67,18 +94,24 @@ static void add_row(series *all, size_t *count, char *line)
     double gbps = atof(field[4]), gflops = atof(field[5]);
     if (!(gbps > 0) && !(gflops > 0))
         return;
-    /* memcpy and triad rows ("(ref)") are series of their own, and so is
-     * each matmul shape that is not a cube (drawn at the cube root of m n k:
-     * a point of its own, not a step of the line of cubes). */
-    int reference_stream = !strcmp(field[1], "(ref)");
+    /* read, copy and triad rows ("(ref hot)", "(ref cold)") are series
+     * of their own in every GB/s panel, and so is each matmul shape that is
+     * not a cube (drawn at the cube root of m n k: a point of its own, not a
+     * step of the line of cubes). */
+    int reference_stream = !strncmp(field[1], "(ref", 4);
+    int reference_lib = !strncmp(field[1], "openblas", 8) || !strncmp(field[1], "blis", 4);
     double d[3];
     char name[80];
-    snprintf(name, sizeof name, "%s", reference_stream ? field[0] : field[1]);
-    if (sscanf(field[2], "%lfx%lfx%lf", &d[0], &d[1], &d[2]) == 3 && (d[0] != d[1] || d[1] != d[2]))
+    const char *key = reference_stream ? field[0] : field[1];
+    snprintf(name, sizeof name, "%s", key);
+    int odd_shape = sscanf(field[2], "%lfx%lfx%lf", &d[0], &d[1], &d[2]) == 3 && (d[0] != d[1] || d[1] != d[2]);
+    if (odd_shape)
         snprintf(name, sizeof name, "%s %s", field[1], field[2]);
-    series *s = find_series(all, count, reference_stream ? "*" : field[0], name, gflops > 0);
+    series *s = find_series(all, count, reference_stream ? "*" : field[0], name, key, gflops > 0);
     if (!s)
         return;
+    s->reference = reference_stream || reference_lib;
+    s->odd_shape = odd_shape;
     /* A reference timed beside several backends has a row for each: the
      * mean of them is its point. */
     double x = size_to_x(field[2]), y = gflops > 0 ? gflops : gbps;
@@ -123,7 +156,10 @@ static void plot_panel(FILE *g, const series *all, size_t count, const char *op,
     const char *sep = "plot ";
     for (size_t i = 0; i < count; i++)
         if (!strcmp(all[i].op, op) || (!per_flop && !strcmp(all[i].op, "*"))) {
-            fprintf(g, "%s'-' using 1:2 with linespoints pt 7 title '%s'", sep, all[i].name);
+            fprintf(g, "%s'-' using 1:2 with linespoints lw 1.5 pt %d ps 0.9 lc rgb '%s' dt %d title '%s'", sep,
+                    all[i].odd_shape ? 5 : all[i].reference ? 6 : 7, palette[all[i].colour % PALETTE_SIZE],
+                    all[i].reference ? 2 : 1,
+                    all[i].name);
             sep = ", ";
         }
     fprintf(g, "\n");
@@ -135,7 +171,7 @@ static void plot_panel(FILE *g, const series *all, size_t count, const char *op,
         }
 }
 
-int bench_plot(const char *csv_path, const char *svg_path, const char *title)
+int bench_plot(const char *csv_path, const char *out_path, const char *title)
 {
     FILE *f = fopen(csv_path, "r");
     if (!f) {
@@ -165,14 +201,19 @@ int bench_plot(const char *csv_path, const char *svg_path, const char *title)
         fprintf(stderr, "rayo-bench: --plot: cannot start gnuplot\n");
         return -1;
     }
-    fprintf(g, "set terminal svg size 900,%zu dynamic font 'sans,11'\nset output '%s'\n", 320 * panels, svg_path);
+    size_t len = strlen(out_path);
+    int png = len > 4 && !strcmp(out_path + len - 4, ".png"); /* else SVG */
+    fprintf(g, "set terminal %s size 900,%zu font 'sans,%d'\nset output '%s'\n",
+            png ? "pngcairo" : "svg dynamic", 320 * panels, png ? 9 : 11, out_path);
     char safe_title[512];
     snprintf(safe_title, sizeof safe_title, "%s", title);
     for (char *c = safe_title; *c; c++)
         if (*c == '\'' || *c == '\\')
             *c = ' '; /* inside gnuplot's single quotes */
     fprintf(g, "set multiplot layout %zu,1 title '%s'\n", panels, safe_title);
-    fprintf(g, "set logscale x 2\nset format x '%%.0f'\nset grid\nset key outside right\n"
+    fprintf(g, "set logscale x 2\nset format x '%%.0f'\nset key outside right\n"
+               /* a solid grid: dashes mean a reference */
+               "set grid lt 1 lw 0.5 lc rgb '#dddddd' dt 1\n"
                "set yrange [0:*]\nset pointsize 0.6\n");
     for (size_t p = 0; p < panels; p++)
         plot_panel(g, all, count, ops[p], per_flop[p]);
@@ -183,6 +224,6 @@ int bench_plot(const char *csv_path, const char *svg_path, const char *title)
                         "(Debian: apt-get install gnuplot-nox)\n", status);
         return -1;
     }
-    fprintf(stderr, "rayo-bench: plot written to %s\n", svg_path);
+    fprintf(stderr, "rayo-bench: plot written to %s\n", out_path);
     return 0;
 }

@@ -2,8 +2,9 @@
  * triad (a = b + s c) over n floats, on as many threads as the op they are
  * compared with, at the machine's best.
  *
- * A scalar loop is no reference: on an AVX2 machine a scalar triad moved
- * 24.9 GB/s where a vectorized one moves 69.7.  So read and triad run AVX2
+ * A scalar loop is no reference: it leaves much of the bandwidth a
+ * vectorized loop reaches unused, and flatters the op measured against it.
+ * So read and triad run AVX2
  * loops where the CPU has AVX2 (picked at run time: the program itself is
  * built for any x86-64), with non-temporal stores when the arrays do not fit
  * the last-level cache (no read for ownership of lines that are only

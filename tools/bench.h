@@ -69,10 +69,11 @@ int bench_stream_in_cache(size_t bytes);
 /* The code the references run on this CPU ("AVX2", "plain loops"). */
 const char *bench_stream_code(void);
 
-/* Draws the CSV rayo-bench wrote (csv_path) into svg_path with gnuplot:
+/* Draws the CSV rayo-bench wrote (csv_path) into out_path with gnuplot (a
+ * PNG when its name ends in .png, else an SVG):
  * GFLOP/s (matrix ops) or GB/s (vector ops) against size, one panel per
  * op, one line per backend and reference.  0 on success; otherwise a
  * message on stderr and -1. */
-int bench_plot(const char *csv_path, const char *svg_path, const char *title);
+int bench_plot(const char *csv_path, const char *out_path, const char *title);
 
 #endif

@@ -3,7 +3,7 @@
  *
  *   rayo-bench [--ops LIST] [--backends LIST] [--sizes LIST] [--reps N]
  *              [--threads N] [--vs openblas|blis] [--csv FILE] [--dispatch]
- *              [--min-ms MS] [--clock wall|cpu] [--plot FILE.svg] [--dtype DT]
+ *              [--min-ms MS] [--clock wall|cpu] [--plot FILE.svg|.png] [--dtype DT]
  *              [--precision strict|relaxed]
  *
  * Every case is timed as the median of --reps samples; a sample repeats the
@@ -807,7 +807,7 @@ static int measure_streams(const options *o, unsigned threads, size_t n, stream_
         size_t bytes = bench_stream_bytes(s.kind, n);
         out->gbps[k] = ns > 0 ? (double)bytes / ns : 0;
         /* hot: the arrays stay in the last-level cache between calls */
-        row r = {bench_stream_names[k], bench_stream_in_cache(bytes) ? "(ref, hot)" : "(ref, cold)", shape,
+        row r = {bench_stream_names[k], bench_stream_in_cache(bytes) ? "(ref hot)" : "(ref cold)", shape,
                  ns, out->gbps[k], 0, {0, 0, 0}, 0};
         print_row(&r);
     }
@@ -889,90 +889,108 @@ static void measure_best_in_child(int argc, char **argv, const char *setting)
         waitpid(pid, NULL, 0);
 }
 
+/* The memory references over n floats: measured the first time, then reused. */
+static const stream_refs *stream_refs_for(const options *o, size_t n, stream_refs *refs, size_t *count)
+{
+    for (size_t i = 0; i < *count; i++)
+        if (refs[i].n == n)
+            return &refs[i];
+    if (*count == MAX_LIST)
+        return NULL;
+    fprintf(stderr, "[references] read, copy and triad over %zu floats, %u thread%s\n", n, o->threads,
+            o->threads == 1 ? "" : "s");
+    return measure_streams(o, o->threads, n, &refs[*count]) == 0 ? &refs[(*count)++] : NULL;
+}
+
+/* What one case is compared with. */
+typedef struct case_refs {
+    blas_arg *blas;            /* the BLAS reference, timed next to each backend; NULL: none */
+    const bench_case *f32;     /* --dtype matmul: the f32 matmul of the same shape; NULL: none */
+    const stream_refs *mem;    /* read, copy, triad over as many bytes; NULL: none */
+    double best_ns;            /* the BLAS reference at its best, from the child; 0: none */
+} case_refs;
+
+/* Times case c on backend be (next to its reference, where it has one) and
+ * prints its row. */
+static void bench_backend(const options *o, rayo_context *ctx, const char *be, const bench_case *c,
+                          const case_refs *refs)
+{
+    run_arg ra = { ctx, strcmp(be, "auto") ? be : NULL, &c->call };
+    double ns, ref_ns = 0.0;
+    if (refs->blas) { /* timed in alternating samples */
+        double warm = o->threads > 1 ? 200.0 : 0.0;
+        if (time_pair(run_blas, refs->blas, run_rayo, &ra, o->reps, o->min_ms, warm, &ref_ns, &ns) == 0 &&
+            ref_ns > 0) {
+            row r = { c->op->name, ref_label, c->shape, ref_ns, c->bytes / ref_ns, c->flops / ref_ns, {0, 0, 0}, 0 };
+            print_row(&r);
+        }
+    } else if (refs->f32) {
+        run_arg rf = { ctx, ra.backend, &refs->f32->call };
+        const bench_case *f = refs->f32;
+        if (time_pair(run_rayo, &rf, run_rayo, &ra, o->reps, o->min_ms, 0.0, &ref_ns, &ns) == 0 && ref_ns > 0) {
+            row r = { c->op->name, be, f->shape, ref_ns, f->bytes / ref_ns, f->flops / ref_ns, {0, 0, 0}, 0 };
+            print_row(&r);
+        }
+    } else {
+        ns = time_median(run_rayo, &ra, o->reps, o->min_ms);
+    }
+    if (ns < 0) {
+        print_failure(c->op->name, be, c->shape, rayo_last_error()[0] ? rayo_last_error() : "failed");
+        return;
+    }
+    row r = { c->op->name, be, c->shape, ns, c->bytes / ns, c->flops / ns, {0, 0, 0}, 0 };
+    for (int k = 0; refs->mem && k < BENCH_STREAM_KINDS; k++)
+        r.vs_stream[k] = refs->mem->gbps[k] > 0 ? r.gbps / refs->mem->gbps[k] : 0;
+    if (refs->best_ns > 0 || ref_ns > 0)
+        r.vs_ref = (refs->best_ns > 0 ? refs->best_ns : ref_ns) / ns;
+    print_row(&r);
+}
+
+/* One op at one size on every backend, with its references. */
+static void bench_case_all(const options *o, rayo_context *ctx, const blas_lib *blas, bench_case *c,
+                           const stream_refs *mem, size_t *done, size_t total)
+{
+    const rayo_op_info *op = c->op;
+    blas_arg ba = { blas, c };
+    int with_blas = blas_has(blas, op) && o->weights == RAYO_DTYPE_F32;
+    if (o->reference_only) {
+        if (with_blas)
+            print_reference_only(o, &ba, op, c);
+        return;
+    }
+    /* --dtype matmul: the f32 sgemm of the same shape on the same backend
+     * is the reference (column "f32"). */
+    bench_case f32c;
+    int with_f32 = o->weights != RAYO_DTYPE_F32 && op->sig == RAYO_SIG_MATMUL && make_f32_matmul(c, &f32c) == 0;
+    case_refs refs = { with_blas ? &ba : NULL, with_f32 ? &f32c : NULL, mem,
+                       with_blas ? print_best_reference(op, c) : 0.0 };
+    for (size_t bi = 0; bi < o->backend_count; bi++) {
+        fprintf(stderr, "[%zu/%zu] %s on %s, %s\n", ++*done, total, op->name, o->backends[bi], c->shape);
+        bench_backend(o, ctx, o->backends[bi], c, &refs);
+    }
+    if (with_f32)
+        free_case(&f32c);
+}
+
 static void bench_table(const options *o, rayo_context *ctx, const blas_lib *blas)
 {
-    unsigned threads = o->threads;
     stream_refs refs[MAX_LIST];
     size_t ref_count = 0;
     size_t total = o->op_count * o->size_count * o->backend_count, done = 0;
     print_header();
     for (size_t si = 0; si < o->size_count; si++) {
         for (size_t oi = 0; oi < o->op_count; oi++) {
-            const rayo_op_info *op = o->ops[oi];
             bench_case c;
-            if (make_case(op, &o->sizes[si], o->weights, &c) != 0) {
+            if (make_case(o->ops[oi], &o->sizes[si], o->weights, &c) != 0) {
                 done += o->backend_count;
                 continue; /* this size does not apply to this op */
             }
             c.call.precision = o->precision;
-            stream_refs *sr = NULL;
-            if (c.stream_n >= STREAM_REF_MIN && !o->reference_only) {
-                for (size_t i = 0; i < ref_count; i++)
-                    if (refs[i].n == c.stream_n)
-                        sr = &refs[i];
-                if (!sr && ref_count < MAX_LIST) {
-                    fprintf(stderr, "[references] read, copy and triad over %zu floats, %u thread%s\n",
-                            c.stream_n, threads, threads == 1 ? "" : "s");
-                    if (measure_streams(o, threads, c.stream_n, &refs[ref_count]) == 0)
-                        sr = &refs[ref_count++];
-                }
-            }
-            /* --dtype matmul: the f32 sgemm of the same shape on the same
-             * backend is the reference (column "f32"). */
-            bench_case f32c;
-            int with_f32 = o->weights != RAYO_DTYPE_F32 && op->sig == RAYO_SIG_MATMUL &&
-                           make_f32_matmul(&c, &f32c) == 0;
-            /* With a BLAS reference, the reference and each backend are
-             * timed in alternating samples. */
-            int with_ref = blas_has(blas, op) && o->weights == RAYO_DTYPE_F32;
-            blas_arg ba = { blas, &c };
-            if (o->reference_only) {
-                if (with_ref)
-                    print_reference_only(o, &ba, op, &c);
-                free_case(&c);
-                if (with_f32)
-                    free_case(&f32c);
-                continue;
-            }
-            double best_ns = with_ref ? print_best_reference(op, &c) : 0.0;
-            for (size_t bi = 0; bi < o->backend_count; bi++) {
-                const char *be = o->backends[bi];
-                fprintf(stderr, "[%zu/%zu] %s on %s, %s\n", ++done, total, op->name, be, c.shape);
-                run_arg ra = { ctx, strcmp(be, "auto") ? be : NULL, &c.call };
-                double ns, ref_ns = 0.0;
-                if (with_ref) {
-                    double warm = o->threads > 1 ? 200.0 : 0.0;
-                    if (time_pair(run_blas, &ba, run_rayo, &ra, o->reps, o->min_ms, warm, &ref_ns, &ns) == 0 &&
-                        ref_ns > 0) {
-                        row r = { op->name, ref_label, c.shape, ref_ns, c.bytes / ref_ns, c.flops / ref_ns,
-                                  {0, 0, 0}, 0 };
-                        print_row(&r);
-                    }
-                } else if (with_f32) {
-                    run_arg rf = { ctx, ra.backend, &f32c.call };
-                    if (time_pair(run_rayo, &rf, run_rayo, &ra, o->reps, o->min_ms, 0.0, &ref_ns, &ns) == 0 &&
-                        ref_ns > 0) {
-                        row r = { op->name, be, f32c.shape, ref_ns, f32c.bytes / ref_ns, f32c.flops / ref_ns,
-                                  {0, 0, 0}, 0 };
-                        print_row(&r);
-                    }
-                } else {
-                    ns = time_median(run_rayo, &ra, o->reps, o->min_ms);
-                }
-                if (ns < 0) {
-                    print_failure(op->name, be, c.shape, rayo_last_error()[0] ? rayo_last_error() : "failed");
-                    continue;
-                }
-                row r = { op->name, be, c.shape, ns, c.bytes / ns, c.flops / ns, {0, 0, 0}, 0 };
-                for (int k = 0; sr && k < BENCH_STREAM_KINDS; k++)
-                    r.vs_stream[k] = sr->gbps[k] > 0 ? r.gbps / sr->gbps[k] : 0;
-                if (best_ns > 0 || ref_ns > 0)
-                    r.vs_ref = (best_ns > 0 ? best_ns : ref_ns) / ns;
-                print_row(&r);
-            }
+            const stream_refs *mem = NULL;
+            if (c.stream_n >= STREAM_REF_MIN && !o->reference_only)
+                mem = stream_refs_for(o, c.stream_n, refs, &ref_count);
+            bench_case_all(o, ctx, blas, &c, mem, &done, total);
             free_case(&c);
-            if (with_f32)
-                free_case(&f32c);
         }
     }
 }
@@ -1175,7 +1193,9 @@ static void usage(FILE *out)
             "  --clock CLOCK     wall (default) or cpu: the process's CPU time, which leaves\n"
             "                    out time taken by other processes (use with --threads 1)\n"
             "  --csv FILE        also write every row to FILE as CSV\n"
-            "  --plot FILE.svg   draw GFLOP/s or GB/s against size with gnuplot\n"
+            "  --plot FILE.svg   draw GFLOP/s or GB/s against size with gnuplot: one panel\n"
+            "                    per op, a colour per backend, references dashed (FILE.png:\n"
+            "                    a PNG)\n"
             "  --dtype DT        gemv's or matmul's weights in DT (f16, bf16, q8_0, q4_0,\n"
             "                    q4_k, q6_k); other ops are left out, but for attention\n"
             "                    (f16 KV cache), get_rows (the table) and convert (DT ->\n"
@@ -1354,23 +1374,30 @@ static void default_lists(options *o, rayo_context *ctx)
     }
 }
 
-static void print_machine(const options *o, rayo_context *ctx, const char *command)
+/* The CPU's model name, and the date of the run, for the header and the plot. */
+static char cpu_model[256] = "unknown CPU";
+static char run_date[64];
+
+static void note_machine(void)
 {
-    char model[256] = "unknown CPU";
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (f) {
         char line[512];
         while (fgets(line, sizeof line, f))
             if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-                snprintf(model, sizeof model, "%s", strchr(line, ':') + 2);
-                model[strcspn(model, "\n")] = '\0';
+                snprintf(cpu_model, sizeof cpu_model, "%s", strchr(line, ':') + 2);
+                cpu_model[strcspn(cpu_model, "\n")] = '\0';
                 break;
             }
         fclose(f);
     }
-    char date[64];
     time_t t = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%d %H:%M %Z", localtime(&t));
+    strftime(run_date, sizeof run_date, "%Y-%m-%d %H:%M %Z", localtime(&t));
+}
+
+static void print_machine(const options *o, rayo_context *ctx, const char *command)
+{
+    const char *model = cpu_model, *date = run_date;
     printf("rayo-bench (rayo %s), %s\n", rayo_version(), date);
     printf("machine: %s, %ld CPUs online; rayo threads: %u\n", model, sysconf(_SC_NPROCESSORS_ONLN),
            rayo_thread_count(ctx));
@@ -1456,6 +1483,7 @@ int main(int argc, char **argv)
     }
     else if (o.weights != RAYO_DTYPE_F32)
         ref_name = "f32";
+    note_machine();
     if (!o.reference_only)
         print_machine(&o, ctx, command);
     if (o.dispatch)
@@ -1465,9 +1493,9 @@ int main(int argc, char **argv)
     if (csv)
         fclose(csv);
     rc = 0;
-    char title[128];
-    snprintf(title, sizeof title, "rayo-bench, %u thread%s, %s time", o.threads, o.threads == 1 ? "" : "s",
-             bench_clock == CLOCK_MONOTONIC ? "wall-clock" : "CPU");
+    char title[512];
+    snprintf(title, sizeof title, "rayo-bench (rayo %s), %s, %u thread%s, %s time, %s", rayo_version(), cpu_model,
+             o.threads, o.threads == 1 ? "" : "s", bench_clock == CLOCK_MONOTONIC ? "wall-clock" : "CPU", run_date);
     if (o.plot_path && csv && bench_plot(csv_path, o.plot_path, title) != 0)
         rc = 1;
     if (csv_path == plot_csv)

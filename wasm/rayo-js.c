@@ -105,14 +105,15 @@ EMSCRIPTEN_KEEPALIVE const char *rayo_js_strerror(int status)
     return rayo_strerror((rayo_status)status);
 }
 
-/* Runs one op; backend NULL or "" = through the dispatch chain. */
+/* Runs one op; backend NULL or "" = through the dispatch chain; dtypes:
+ * RAYO_DTYPES(...), 0 = all f32. */
 EMSCRIPTEN_KEEPALIVE int rayo_js_run(rayo_context *ctx, const char *backend, uint32_t op,
-                                     uint32_t flags, size_t m, size_t n, size_t k, float alpha,
-                                     float beta, const float *a, const float *b, const float *c,
-                                     void *y)
+                                     uint32_t flags, uint32_t dtypes, size_t m, size_t n, size_t k,
+                                     float alpha, float beta, const void *a, const void *b,
+                                     const void *c, void *y)
 {
-    rayo_call call = {.struct_size = sizeof(rayo_call), .op = op, .flags = flags, .m = m, .n = n, .k = k, .alpha = alpha,
-                      .beta = beta, .a = a, .b = b, .c = c, .y = y};
+    rayo_call call = {.struct_size = sizeof(rayo_call), .op = op, .flags = flags, .dtypes = dtypes, .m = m,
+                      .n = n, .k = k, .alpha = alpha, .beta = beta, .a = a, .b = b, .c = c, .y = y};
     if (backend && *backend)
         return rayo_run_on(ctx, backend, &call);
     return rayo_run(ctx, &call);
@@ -223,4 +224,68 @@ EMSCRIPTEN_KEEPALIVE const char *rayo_js_config_get(const rayo_context *ctx, con
 EMSCRIPTEN_KEEPALIVE const char *rayo_js_version(void)
 {
     return rayo_version();
+}
+
+/* ---- device buffers and batches ----------------------------------------------- */
+/* backend NULL or "": the core's choice (rayo_buffer_create).  NULL on failure. */
+EMSCRIPTEN_KEEPALIVE rayo_buffer *rayo_js_buffer_create(rayo_context *ctx, const char *backend, size_t bytes)
+{
+    rayo_buffer *buf = NULL;
+    return rayo_buffer_create(ctx, backend && *backend ? backend : NULL, bytes, &buf) == RAYO_OK ? buf : NULL;
+}
+
+EMSCRIPTEN_KEEPALIVE void rayo_js_buffer_destroy(rayo_buffer *buf)
+{
+    rayo_buffer_destroy(buf);
+}
+
+EMSCRIPTEN_KEEPALIVE int rayo_js_buffer_write(rayo_buffer *buf, size_t offset, const void *src, size_t bytes)
+{
+    return rayo_buffer_write(buf, offset, src, bytes);
+}
+
+/* Waits on a GPU backend: the JS API calls it through JSPI. */
+EMSCRIPTEN_KEEPALIVE int rayo_js_buffer_read(rayo_buffer *buf, size_t offset, void *dst, size_t bytes)
+{
+    return rayo_buffer_read(buf, offset, dst, bytes);
+}
+
+EMSCRIPTEN_KEEPALIVE const char *rayo_js_buffer_backend(const rayo_buffer *buf)
+{
+    return rayo_buffer_backend(buf);
+}
+
+EMSCRIPTEN_KEEPALIVE rayo_batch *rayo_js_batch_create(rayo_context *ctx, const char *backend)
+{
+    rayo_batch *batch = NULL;
+    return rayo_batch_create(ctx, backend && *backend ? backend : NULL, &batch) == RAYO_OK ? batch : NULL;
+}
+
+/* One op on buffers; bufs[4] and offsets[4] (bytes): a, b, c, y; dtypes
+ * as in rayo_js_run. */
+EMSCRIPTEN_KEEPALIVE int rayo_js_batch_record(rayo_batch *batch, uint32_t op, uint32_t flags,
+                                              uint32_t dtypes, size_t m, size_t n, size_t k,
+                                              float alpha, float beta, rayo_buffer *const bufs[4],
+                                              const size_t offsets[4])
+{
+    rayo_batch_call call = {.struct_size = sizeof call, .op = op, .flags = flags, .dtypes = dtypes,
+                            .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta};
+    rayo_operand *operands[4] = {&call.a, &call.b, &call.c, &call.y};
+    for (int i = 0; i < 4; i++) {
+        operands[i]->buf = bufs[i];
+        operands[i]->offset = offsets[i];
+    }
+    return rayo_batch_record(batch, &call);
+}
+
+/* Submits and waits (through JSPI on a GPU backend). */
+EMSCRIPTEN_KEEPALIVE int rayo_js_batch_run(rayo_batch *batch)
+{
+    rayo_status st = rayo_batch_submit(batch);
+    return st != RAYO_OK ? st : rayo_batch_wait(batch, UINT64_MAX);
+}
+
+EMSCRIPTEN_KEEPALIVE void rayo_js_batch_destroy(rayo_batch *batch)
+{
+    rayo_batch_destroy(batch);
 }

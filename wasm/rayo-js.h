@@ -9,13 +9,24 @@ rayo_context *rayo_js_open(const char *settings);
 void rayo_js_close(rayo_context *ctx);
 const char *rayo_js_last_error(void);
 const char *rayo_js_strerror(int status);
-int rayo_js_run(rayo_context *ctx, const char *backend, uint32_t op, uint32_t flags, size_t m,
-                size_t n, size_t k, float alpha, float beta, const float *a, const float *b,
-                const float *c, void *y);
+int rayo_js_run(rayo_context *ctx, const char *backend, uint32_t op, uint32_t flags, uint32_t dtypes,
+                size_t m, size_t n, size_t k, float alpha, float beta, const void *a, const void *b,
+                const void *c, void *y);
 char *rayo_js_backends_json(const rayo_context *ctx);
 char *rayo_js_ops_json(void);
 char *rayo_js_dispatch_json(const rayo_context *ctx, size_t size);
 const char *rayo_js_config_get(const rayo_context *ctx, const char *section, const char *key);
 const char *rayo_js_version(void);
+rayo_buffer *rayo_js_buffer_create(rayo_context *ctx, const char *backend, size_t bytes);
+void rayo_js_buffer_destroy(rayo_buffer *buf);
+int rayo_js_buffer_write(rayo_buffer *buf, size_t offset, const void *src, size_t bytes);
+int rayo_js_buffer_read(rayo_buffer *buf, size_t offset, void *dst, size_t bytes);
+const char *rayo_js_buffer_backend(const rayo_buffer *buf);
+rayo_batch *rayo_js_batch_create(rayo_context *ctx, const char *backend);
+int rayo_js_batch_record(rayo_batch *batch, uint32_t op, uint32_t flags, uint32_t dtypes, size_t m, size_t n,
+                         size_t k, float alpha, float beta, rayo_buffer *const bufs[4],
+                         const size_t offsets[4]);
+int rayo_js_batch_run(rayo_batch *batch);
+void rayo_js_batch_destroy(rayo_batch *batch);
 
 #endif

@@ -8,6 +8,10 @@
 //   const y = ctx.add(a, b);                       // Float32Array in, Float32Array out
 //   const s = ctx.dot(a, b);                       // reductions return numbers
 //   const C = await ctx.matmulAsync(A, B, m, n, k); // may run on the GPU (webgpu)
+//   const buf = ctx.buffer(values);                // device buffers (the GPU's where there is one)
+//   const batch = ctx.batch();                     // ops on buffers, one submission
+//   batch.record('relu', { a: buf, y: buf, n: values.length });
+//   await batch.submit();  const y = await buf.read();
 //   ctx.close();
 //
 // Settings are rayo.conf's (order, allow/deny, thresholds...) with no config
@@ -285,6 +289,30 @@ class Context {
     }));
   }
 
+  /** A device buffer of `length` floats (or holding `values`: numbers, or
+   *  any typed array, copied byte for byte, e.g. quantized blocks) on
+   *  options.backend, else where the core puts it (the first GPU backend
+   *  with a device, else a CPU one). */
+  buffer(lengthOrValues, options = {}) {
+    this.rayo.checkIdle('buffer');
+    const values = typeof lengthOrValues === 'number' ? null : asBytes(lengthOrValues);
+    const length = values ? Math.ceil(values.length / 4) : lengthOrValues;
+    const ptr = this.rayo.withString(options.backend || null,
+      (be) => this.core._rayo_js_buffer_create(this.handle, be, Math.max(length, 1) * 4));
+    if (!ptr) throw new Error(`rayo buffer: ${this.rayo.lastError()}`);
+    const buf = new DeviceBuffer(this, ptr, length);
+    if (values) buf.write(values);
+    return buf;
+  }
+
+  /** A batch: ops on device buffers of one backend, run by one submission. */
+  batch(options = {}) {
+    this.rayo.checkIdle('batch');
+    const ptr = this.rayo.withString(options.backend || null, (be) => this.core._rayo_js_batch_create(this.handle, be));
+    if (!ptr) throw new Error(`rayo batch: ${this.rayo.lastError()}`);
+    return new Batch(this, ptr);
+  }
+
   /** A Float32Array of `length` floats in the heap (from `values` if given). */
   array(lengthOrValues) {
     const values = typeof lengthOrValues === 'number' ? null : lengthOrValues;
@@ -294,7 +322,8 @@ class Context {
   }
 
   /** Runs one op on heap arrays: {a, b, c, y} (HeapArray or null), sizes
-   *  {m, n, k}, {alpha, beta, flags}; backend: one backend only (no
+   *  {m, n, k}, {alpha, beta, flags, dtypes (RAYO_DTYPES, rayo.h; 0: all
+   *  f32)}; backend: one backend only (no
    *  fallback), else the dispatch chain.  Throws on failure. */
   run(opName, call, backend) {
     this.rayo.checkIdle(opName);
@@ -384,10 +413,99 @@ class Context {
   }
 }
 
+/** Floats in a backend's memory (rayo_buffer). */
+class DeviceBuffer {
+  constructor(ctx, ptr, length) {
+    this.ctx = ctx;
+    this.ptr = ptr;
+    this.length = length;
+    this.backend = ctx.core.UTF8ToString(ctx.core._rayo_js_buffer_backend(ptr));
+  }
+
+  /** Writes values (numbers: floats; a typed array: its bytes) at element
+   *  `offset` (no waiting). */
+  write(values, offset = 0) {
+    this.ctx.rayo.checkIdle('buffer.write');
+    const bytes = asBytes(values);
+    const heap = this.ctx.array(Math.ceil(bytes.length / 4));
+    try {
+      new Uint8Array(this.ctx.core.HEAPU8.buffer, heap.ptr, bytes.length).set(bytes);
+      this.ctx.checkStatus(this.ctx.core._rayo_js_buffer_write(this.ptr, offset * 4, heap.ptr, bytes.length), 'buffer.write');
+    } finally {
+      heap.free();
+    }
+  }
+
+  /** Reads `length` floats from element `offset` (a Promise: a GPU answers later). */
+  async read(length = this.length, offset = 0) {
+    const heap = this.ctx.array(length);
+    try {
+      const status = await this.ctx.rayo.callAsync('rayo_js_buffer_read', this.ptr, offset * 4, heap.ptr, length * 4);
+      this.ctx.checkStatus(status, 'buffer.read');
+      return heap.toArray();
+    } finally {
+      heap.free();
+    }
+  }
+
+  free() {
+    if (this.ptr) this.ctx.core._rayo_js_buffer_destroy(this.ptr);
+    this.ptr = 0;
+  }
+}
+
+/** The bytes of a typed array (as they are), or of numbers as floats. */
+function asBytes(values) {
+  if (ArrayBuffer.isView(values)) return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+  return new Uint8Array(Float32Array.from(values).buffer);
+}
+
+/** Ops recorded on device buffers, run by one submission (rayo_batch). */
+class Batch {
+  constructor(ctx, ptr) {
+    this.ctx = ctx;
+    this.ptr = ptr;
+  }
+
+  /** record(op, {a, b, c, y: DeviceBuffer or {buf, offset (elements)},
+   *  m, n, k, alpha, beta, flags, dtypes}): dtypes as RAYO_DTYPES (rayo.h),
+   *  0 or absent: all f32. */
+  record(opName, call) {
+    const { core, rayo } = this.ctx;
+    rayo.checkIdle('batch.record');
+    const op = this.ctx.opNamed(opName);
+    const words = core._malloc(32);
+    try {
+      const u32 = new Uint32Array(core.HEAPU8.buffer, words, 8);
+      ['a', 'b', 'c', 'y'].forEach((name, i) => {
+        const x = call[name];
+        u32[i] = x ? (x.buf || x).ptr : 0;
+        u32[4 + i] = x && x.buf ? (x.offset || 0) * 4 : 0;
+      });
+      const status = core._rayo_js_batch_record(this.ptr, op.id, call.flags || 0, call.dtypes || 0, call.m || 0, call.n || 0,
+        call.k || 0, call.alpha || 0, call.beta || 0, words, words + 16);
+      this.ctx.checkStatus(status, `batch.record(${opName})`);
+    } finally {
+      core._free(words);
+    }
+    return this;
+  }
+
+  /** Runs the recorded ops; resolves when they are done. */
+  async submit() {
+    this.ctx.checkStatus(await this.ctx.rayo.callAsync('rayo_js_batch_run', this.ptr), 'batch.submit');
+  }
+
+  free() {
+    if (this.ptr) this.ctx.core._rayo_js_batch_destroy(this.ptr);
+    this.ptr = 0;
+  }
+}
+
 /** The arguments of rayo_js_run for a call on heap arrays. */
 function runArgs(handle, be, op, call) {
   const ptr = (x) => (x ? x.ptr : 0);
-  return [handle, be, op.id, call.flags || 0, call.m || 0, call.n || 0, call.k || 0,
+  return [handle, be, op.id, call.flags || 0, call.dtypes || 0, call.m || 0, call.n || 0, call.k || 0,
     call.alpha || 0, call.beta || 0, ptr(call.a), ptr(call.b), ptr(call.c), ptr(call.y)];
 }
 

@@ -7,8 +7,16 @@
 // benchmarking, done or error; data-chosen holds the backend chosen for
 // every op (the headless Chromium test reads both).  ?bench=0 leaves the
 // benchmark to the button.
+//
+// Where WebGPU granted a device, the second benchmark (bench-webgpu.mjs)
+// times the webgpu backend against SIMD128 on the main thread (the GPU's
+// answers are awaited: the page stays responsive while it works);
+// ?webgpu=1 starts it at once (?webgpu=quick: at smaller sizes), else its
+// button does.  Its progress is in
+// <body data-webgpu-bench>: idle, running, done or error.
 
 import { loadRayo, engineHasSimd128 } from './rayo/rayo.mjs';
+import { runWebgpuBenchmark } from './bench-webgpu.mjs';
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -73,6 +81,51 @@ function benchmark() {
   worker.postMessage('run');
 }
 
+async function benchmarkWebgpu(rayo, quick = false) {
+  const body = $('#bench-webgpu tbody');
+  body.textContent = '';
+  $('#run-webgpu').disabled = true;
+  document.body.dataset.webgpuBench = 'running';
+  $('#webgpu-status').textContent = 'running…';
+  const ctx = rayo.open();
+  try {
+    await runWebgpuBenchmark(ctx, {
+      quick,
+      onRow: (r) => {
+        const row = body.insertRow();
+        row.dataset.op = r.op;
+        row.dataset.ratio = r.ratio.toFixed(3);
+        cell(row, r.op);
+        cell(row, r.size);
+        cell(row, `${fmt(r.times.webgpu)} (${r.gflops.webgpu.toFixed(1)} GFLOP/s)`, 'num');
+        cell(row, `${fmt(r.times.wasm)} (${r.gflops.wasm.toFixed(1)} GFLOP/s)`, 'num');
+        cell(row, `${r.ratio.toFixed(2)}×`, 'num');
+      },
+    });
+    document.body.dataset.webgpuBench = 'done';
+    $('#webgpu-status').textContent = `done (${rayo.webgpu.device})`;
+  } catch (e) {
+    document.body.dataset.webgpuBench = 'error';
+    $('#webgpu-status').textContent = String(e && e.message ? e.message : e);
+  } finally {
+    ctx.close();
+    $('#run-webgpu').disabled = false;
+  }
+}
+
+function setupWebgpu(rayo) {
+  document.body.dataset.webgpuBench = 'idle';
+  if (!rayo.webgpu.device) {
+    $('#webgpu-status').textContent = `no WebGPU device here: ${rayo.webgpu.reason}`;
+    return;
+  }
+  $('#webgpu-status').textContent = `${rayo.webgpu.device}; ${rayo.webgpu.reason}`;
+  $('#run-webgpu').onclick = () => benchmarkWebgpu(rayo);
+  $('#run-webgpu').disabled = false;
+  const start = new URLSearchParams(location.search).get('webgpu');
+  if (start === '1' || start === 'quick') benchmarkWebgpu(rayo, start === 'quick');
+}
+
 function fail(message) {
   $('#status').textContent = message;
   $('#status').className = 'error';
@@ -90,6 +143,7 @@ async function main() {
   const ctx = rayo.open();
   showBackends(ctx);
   ctx.close();
+  setupWebgpu(rayo);
   document.body.dataset.state = 'ready';
   $('#rerun').onclick = benchmark;
   $('#rerun').disabled = false;

@@ -473,7 +473,7 @@ static void gemv_rows(const gemv_job *job, size_t begin, size_t end)
     for (; i + 4 <= end; i += 4) {
         double d[4];
         dot4(job->A + i * job->cols, job->cols, job->x, job->cols, d);
-        for (size_t r = 0; r < 4; r++) /* a sum past FLT_MAX is redone (f64-fallback.h) */
+        for (size_t r = 0; r < 4; r++) /* a sum past FLT_MAX is redone (cpu-f64-fallback.h) */
             job->y[i + r] = finish(cpu_dot_redo(d[r], job->A + (i + r) * job->cols, 1, job->x, job->cols),
                                    job->alpha, job->beta, &job->y[i + r]);
     }
@@ -556,7 +556,7 @@ static void gemv_cols(const gemv_job *job, size_t begin, size_t end)
                 accumulate1(acc, col + i * lda, job->x[i], w);
             flush_strip(total, acc, w);
         }
-        for (size_t c = 0; c < w; c++) /* a sum past FLT_MAX is redone (f64-fallback.h) */
+        for (size_t c = 0; c < w; c++) /* a sum past FLT_MAX is redone (cpu-f64-fallback.h) */
             job->y[j + c] = finish(cpu_dot_redo(total[c], col + c, lda, job->x, job->rows), job->alpha,
                                    job->beta, &job->y[j + c]);
     }

@@ -96,29 +96,10 @@ const cpu_plugin_spec cpu_plugin = {
     .range_granule = 1, /* cpu_run_ranges is not used: see avx2_run_ranges */
 };
 
-#define T(X) RAYO_DTYPE_##X
-#define COMBO(OP, A, B, C, Y, FN) {RAYO_OP_##OP, RAYO_DTYPES(T(A), T(B), T(C), T(Y)), FN}
-
-#define RAYO_KERNEL CPU_KERNEL
+/* Every dtype combination of rayo-ops.h has a kernel here (CPU_COMBO_*:
+ * ../cpu-base/x86-plugin.h). */
 static const rayo_op_entry avx2_ops[] = {
-#include "rayo-op-table.h"
-    /* dtype combinations of rayo-ops.h with a kernel here (the others fall
-     * through to the scalar backend) */
-    COMBO(GEMV, F16, F32, NONE, F32, avx2_gemv_quant),
-    COMBO(GEMV, BF16, F32, NONE, F32, avx2_gemv_quant),
-    COMBO(GEMV, Q8_0, F32, NONE, F32, avx2_gemv_quant),
-    COMBO(GEMV, Q4_0, F32, NONE, F32, avx2_gemv_quant),
-    COMBO(GEMV, Q4_K, F32, NONE, F32, avx2_gemv_quant),
-    COMBO(GEMV, Q6_K, F32, NONE, F32, avx2_gemv_quant),
-    COMBO(MATMUL, F32, F16, NONE, F32, avx2_matmul_typed),
-    COMBO(MATMUL, F32, BF16, NONE, F32, avx2_matmul_typed),
-    COMBO(MATMUL, F32, Q8_0, NONE, F32, avx2_matmul_typed),
-    COMBO(MATMUL, F32, Q4_0, NONE, F32, avx2_matmul_typed),
-    COMBO(MATMUL, F32, Q4_K, NONE, F32, avx2_matmul_typed),
-    COMBO(MATMUL, F32, Q6_K, NONE, F32, avx2_matmul_typed),
-    COMBO(MATMUL, F16, F16, NONE, F32, avx2_matmul_typed),
-    COMBO(MATMUL, BF16, BF16, NONE, F32, avx2_matmul_typed),
-#include "x86-infer-ops.h" /* convert, get_rows, rope, attention, gated units */
+#include "cpu-op-table.h"
 };
 
 CPU_PLUGIN_DESCRIPTOR("avx2", RAYO_ARCH_X86_64, RAYO_CPU_X86_AVX2 | RAYO_CPU_X86_FMA | RAYO_CPU_X86_F16C, 50, avx2_ops);

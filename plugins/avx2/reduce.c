@@ -19,30 +19,26 @@
 #include <math.h>
 
 #define BLOCK 1024
-#define MAX_CHUNKS 64
-#define REDUCE_PARALLEL_MIN ((size_t)1 << 18)
 
-typedef enum { RED_SUM, RED_ABS, RED_DOT, RED_SQUARES } reduction;
-
-/* The kind of reduction is a constant wherever these are inlined, so each
+/* The kind of cpu_reduction is a constant wherever these are inlined, so each
  * kind gets its own loop (no switch per vector). */
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 
-/* One term vector of the reduction (a, b: 8 elements each). */
-static ALWAYS_INLINE __m256 term_acc(reduction kind, __m256 acc, __m256 a, __m256 b)
+/* One term vector of the cpu_reduction (a, b: 8 elements each). */
+static ALWAYS_INLINE __m256 term_acc(cpu_reduction kind, __m256 acc, __m256 a, __m256 b)
 {
     switch (kind) {
-    case RED_SUM: return _mm256_add_ps(acc, a);
-    case RED_ABS: return _mm256_add_ps(acc, v_abs(a));
+    case CPU_RED_SUM: return _mm256_add_ps(acc, a);
+    case CPU_RED_ABS: return _mm256_add_ps(acc, v_abs(a));
     default: return _mm256_fmadd_ps(a, b, acc);
     }
 }
 
 /* sum over one block (n <= BLOCK) in float lanes, returned as 8 lanes. */
-static ALWAYS_INLINE __m256 block_reduce(reduction kind, const float *a, const float *b, size_t n)
+static ALWAYS_INLINE __m256 block_reduce(cpu_reduction kind, const float *a, const float *b, size_t n)
 {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    const float *bb = kind == RED_DOT ? b : a;
+    const float *bb = kind == CPU_RED_DOT ? b : a;
     size_t i = 0;
     for (; i + 32 <= n; i += 32) {
         acc0 = term_acc(kind, acc0, _mm256_loadu_ps(a + i), _mm256_loadu_ps(bb + i));
@@ -80,11 +76,11 @@ double avx2_sum_squares_f64(const float *x, size_t n)
 }
 
 /* The block in double, term by term: the slow path of add_block. */
-static double block_f64(reduction kind, const float *a, const float *b, size_t n)
+static double block_f64(cpu_reduction kind, const float *a, const float *b, size_t n)
 {
     double s = 0.0;
     for (size_t i = 0; i < n; i++)
-        s += kind == RED_SUM ? (double)a[i] : kind == RED_ABS ? fabs((double)a[i]) : (double)a[i] * b[i];
+        s += kind == CPU_RED_SUM ? (double)a[i] : kind == CPU_RED_ABS ? fabs((double)a[i]) : (double)a[i] * b[i];
     return s;
 }
 
@@ -92,7 +88,7 @@ static double block_f64(reduction kind, const float *a, const float *b, size_t n
  * inf/NaN) is added again in double, so partial sums past FLT_MAX (FLT_MAX +
  * FLT_MAX - FLT_MAX) cannot make a finite result inf; inf and NaN inputs give
  * the same answer in double.  The fast path costs one test per block. */
-static ALWAYS_INLINE __m256d add_block(reduction kind, __m256d total, const float *a, const float *b,
+static ALWAYS_INLINE __m256d add_block(cpu_reduction kind, __m256d total, const float *a, const float *b,
                                        size_t n)
 {
     __m256 lanes = block_reduce(kind, a, b, n);
@@ -102,7 +98,7 @@ static ALWAYS_INLINE __m256d add_block(reduction kind, __m256d total, const floa
     return _mm256_add_pd(total, _mm256_set_pd(0.0, 0.0, 0.0, block_f64(kind, a, b, n)));
 }
 
-static ALWAYS_INLINE double reduce_blocks(reduction kind, const float *a, const float *b, size_t n)
+static ALWAYS_INLINE double reduce_blocks(cpu_reduction kind, const float *a, const float *b, size_t n)
 {
     __m256d total0 = _mm256_setzero_pd(), total1 = total0;
     size_t i = 0;
@@ -117,87 +113,26 @@ static ALWAYS_INLINE double reduce_blocks(reduction kind, const float *a, const 
     return v_hsum_pd(_mm256_add_pd(total0, total1));
 }
 
-static double reduce_sum(const float *a, const float *b, size_t n) { return reduce_blocks(RED_SUM, a, b, n); }
-static double reduce_abs(const float *a, const float *b, size_t n) { return reduce_blocks(RED_ABS, a, b, n); }
-static double reduce_dot(const float *a, const float *b, size_t n) { return reduce_blocks(RED_DOT, a, b, n); }
+static double reduce_sum(const float *a, const float *b, size_t n) { return reduce_blocks(CPU_RED_SUM, a, b, n); }
+static double reduce_abs(const float *a, const float *b, size_t n) { return reduce_blocks(CPU_RED_ABS, a, b, n); }
+static double reduce_dot(const float *a, const float *b, size_t n) { return reduce_blocks(CPU_RED_DOT, a, b, n); }
 
-static double reduce_serial(reduction kind, const float *a, const float *b, size_t n)
+/* One block (the common small call) skips the loop over blocks; b is a for
+ * the reductions of one vector (their loads of b are a's, never used). */
+static double reduce_serial(cpu_reduction kind, const float *a, const float *b, size_t n)
 {
+    const __m256d zero = _mm256_setzero_pd();
+    if (!b)
+        b = a;
     switch (kind) {
-    case RED_SUM: return reduce_sum(a, b, n);
-    case RED_ABS: return reduce_abs(a, b, n);
-    case RED_DOT: return reduce_dot(a, b, n);
+    case CPU_RED_SUM: return n <= BLOCK ? v_hsum_pd(add_block(CPU_RED_SUM, zero, a, a, n)) : reduce_sum(a, b, n);
+    case CPU_RED_ABS: return n <= BLOCK ? v_hsum_pd(add_block(CPU_RED_ABS, zero, a, a, n)) : reduce_abs(a, b, n);
+    case CPU_RED_DOT: return n <= BLOCK ? v_hsum_pd(add_block(CPU_RED_DOT, zero, a, b, n)) : reduce_dot(a, b, n);
     default: return avx2_sum_squares_f64(a, n);
     }
 }
 
-typedef struct reduce_job {
-    reduction kind;
-    const float *a, *b;
-    size_t n, chunk;
-    double partial[MAX_CHUNKS];
-} reduce_job;
-
-static void reduce_task(void *arg, size_t task, unsigned worker)
-{
-    reduce_job *job = arg;
-    size_t lo = task * job->chunk;
-    size_t len = job->n - lo < job->chunk ? job->n - lo : job->chunk;
-    (void)worker;
-    job->partial[task] = reduce_serial(job->kind, job->a + lo, job->b ? job->b + lo : job->a + lo, len);
-}
-
-static double reduce(const avx2_state *st, reduction kind, const float *a, const float *b, size_t n)
-{
-    if (n <= BLOCK && kind != RED_SQUARES) {
-        /* One block (the common small call). */
-        const __m256d zero = _mm256_setzero_pd();
-        switch (kind) {
-        case RED_SUM: return v_hsum_pd(add_block(RED_SUM, zero, a, a, n));
-        case RED_ABS: return v_hsum_pd(add_block(RED_ABS, zero, a, a, n));
-        default: return v_hsum_pd(add_block(RED_DOT, zero, a, b, n));
-        }
-    }
-    if (n < REDUCE_PARALLEL_MIN || cpu_threads(&st->cpu) < 2)
-        return reduce_serial(kind, a, b ? b : a, n);
-    /* Chunks of whole blocks, their number a function of n only. */
-    reduce_job job = { .kind = kind, .a = a, .b = b, .n = n };
-    size_t per_chunk = (n + MAX_CHUNKS - 1) / MAX_CHUNKS;
-    size_t min_chunk = REDUCE_PARALLEL_MIN / 8;
-    if (per_chunk < min_chunk)
-        per_chunk = min_chunk;
-    job.chunk = (per_chunk + BLOCK - 1) / BLOCK * BLOCK;
-    size_t tasks = (n + job.chunk - 1) / job.chunk;
-    cpu_parallel(&st->cpu, tasks, reduce_task, &job);
-    double total = 0.0;
-    for (size_t t = 0; t < tasks; t++)
-        total += job.partial[t];
-    return total;
-}
-
-AVX2_KERNEL(sum)
-{
-    *(float *)call->y = (float)reduce(state, RED_SUM, call->a, NULL, call->n);
-    return RAYO_OK;
-}
-
-AVX2_KERNEL(dot)
-{
-    *(float *)call->y = (float)reduce(state, RED_DOT, call->a, call->b, call->n);
-    return RAYO_OK;
-}
-
-AVX2_KERNEL(norm_l1)
-{
-    *(float *)call->y = (float)reduce(state, RED_ABS, call->a, NULL, call->n);
-    return RAYO_OK;
-}
-
-AVX2_KERNEL(norm_l2)
-{
-    *(float *)call->y = (float)sqrt(reduce(state, RED_SQUARES, call->a, NULL, call->n));
-    return RAYO_OK;
-}
+CPU_REDUCE_KERNELS(reduce_serial, CPU_SPLIT_BY_SIZE, BLOCK)
 
 /* ---- max, min ---------------------------------------------------------------
  * maxps(m, v) returns v when either is NaN: a NaN would enter m and leave it

@@ -69,7 +69,7 @@ static void gemv_rows(const gemv_job *job, size_t begin, size_t end)
             else
                 dot_rows_block(A + j, job->cols, count, job->x + j, n, d);
         }
-        for (size_t r = 0; r < count; r++) /* a sum past FLT_MAX is redone (f64-fallback.h) */
+        for (size_t r = 0; r < count; r++) /* a sum past FLT_MAX is redone (cpu-f64-fallback.h) */
             job->y[i + r] = finish(cpu_dot_redo(d[r], A + r * job->cols, 1, job->x, job->cols), job->alpha,
                                    job->beta, &job->y[i + r]);
     }
@@ -150,7 +150,7 @@ static void gemv_cols(const gemv_job *job, size_t begin, size_t end)
                 accumulate1(acc, col + i * lda, job->x[i], w);
             flush_strip(total, acc, w);
         }
-        for (size_t c = 0; c < w; c++) /* a sum past FLT_MAX is redone (f64-fallback.h) */
+        for (size_t c = 0; c < w; c++) /* a sum past FLT_MAX is redone (cpu-f64-fallback.h) */
             job->y[j + c] = finish(cpu_dot_redo(total[c], col + c, lda, job->x, job->rows), job->alpha,
                                    job->beta, &job->y[j + c]);
     }

@@ -51,29 +51,10 @@ const cpu_plugin_spec cpu_plugin = {
     .range_granule = AVX512_VECTOR_GRANULE,
 };
 
-#define RAYO_KERNEL CPU_KERNEL
-#define T(X) RAYO_DTYPE_##X
-#define COMBO(OP, A, B, C, Y, FN) {RAYO_OP_##OP, RAYO_DTYPES(T(A), T(B), T(C), T(Y)), FN}
-
+/* Every dtype combination of rayo-ops.h has a kernel here (CPU_COMBO_*:
+ * ../cpu-base/x86-plugin.h). */
 static const rayo_op_entry avx512_ops[] = {
-#include "rayo-op-table.h"
-    /* dtype combinations of rayo-ops.h with a kernel here (the others fall
-     * through to the next backend) */
-    COMBO(GEMV, F16, F32, NONE, F32, avx512_gemv_quant),
-    COMBO(GEMV, BF16, F32, NONE, F32, avx512_gemv_quant),
-    COMBO(GEMV, Q8_0, F32, NONE, F32, avx512_gemv_quant),
-    COMBO(GEMV, Q4_0, F32, NONE, F32, avx512_gemv_quant),
-    COMBO(GEMV, Q4_K, F32, NONE, F32, avx512_gemv_quant),
-    COMBO(GEMV, Q6_K, F32, NONE, F32, avx512_gemv_quant),
-    COMBO(MATMUL, F32, F16, NONE, F32, avx512_matmul_typed),
-    COMBO(MATMUL, F32, BF16, NONE, F32, avx512_matmul_typed),
-    COMBO(MATMUL, F32, Q8_0, NONE, F32, avx512_matmul_typed),
-    COMBO(MATMUL, F32, Q4_0, NONE, F32, avx512_matmul_typed),
-    COMBO(MATMUL, F32, Q4_K, NONE, F32, avx512_matmul_typed),
-    COMBO(MATMUL, F32, Q6_K, NONE, F32, avx512_matmul_typed),
-    COMBO(MATMUL, F16, F16, NONE, F32, avx512_matmul_typed),
-    COMBO(MATMUL, BF16, BF16, NONE, F32, avx512_matmul_typed),
-#include "x86-infer-ops.h" /* convert, get_rows, rope, attention, gated units */
+#include "cpu-op-table.h"
 };
 
 /* Priority 60: above avx2 (50), which it supersedes where both load. */

@@ -22,28 +22,24 @@
 #include <math.h>
 
 #define BLOCK 1024
-#define MAX_CHUNKS 64
-#define REDUCE_PARALLEL_MIN ((size_t)1 << 18)
-
-typedef enum { RED_SUM, RED_ABS, RED_DOT, RED_SQUARES } reduction;
 
 /* The kind is a constant wherever these are inlined: one loop per kind. */
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 
-static ALWAYS_INLINE __m512 term_acc(reduction kind, __m512 acc, __m512 a, __m512 b)
+static ALWAYS_INLINE __m512 term_acc(cpu_reduction kind, __m512 acc, __m512 a, __m512 b)
 {
     switch (kind) {
-    case RED_SUM: return _mm512_add_ps(acc, a);
-    case RED_ABS: return _mm512_add_ps(acc, _mm512_abs_ps(a));
+    case CPU_RED_SUM: return _mm512_add_ps(acc, a);
+    case CPU_RED_ABS: return _mm512_add_ps(acc, _mm512_abs_ps(a));
     default: return _mm512_fmadd_ps(a, b, acc);
     }
 }
 
 /* One block (n <= BLOCK) in float lanes, returned as 16 lanes. */
-static ALWAYS_INLINE __m512 block_reduce(reduction kind, const float *a, const float *b, size_t n)
+static ALWAYS_INLINE __m512 block_reduce(cpu_reduction kind, const float *a, const float *b, size_t n)
 {
     __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    const float *bb = kind == RED_DOT ? b : a;
+    const float *bb = kind == CPU_RED_DOT ? b : a;
     size_t i = 0;
     for (; i + 64 <= n; i += 64) {
         acc0 = term_acc(kind, acc0, _mm512_loadu_ps(a + i), _mm512_loadu_ps(bb + i));
@@ -61,16 +57,16 @@ static ALWAYS_INLINE __m512 block_reduce(reduction kind, const float *a, const f
 }
 
 /* The block in double, term by term: the slow path of add_block. */
-static double block_f64(reduction kind, const float *a, const float *b, size_t n)
+static double block_f64(cpu_reduction kind, const float *a, const float *b, size_t n)
 {
     double s = 0.0;
     for (size_t i = 0; i < n; i++)
-        s += kind == RED_SUM ? (double)a[i] : kind == RED_ABS ? fabs((double)a[i]) : (double)a[i] * b[i];
+        s += kind == CPU_RED_SUM ? (double)a[i] : kind == CPU_RED_ABS ? fabs((double)a[i]) : (double)a[i] * b[i];
     return s;
 }
 
 /* total + the block's sum; the fast path costs one fpclass test per block. */
-static ALWAYS_INLINE __m512d add_block(reduction kind, __m512d total, const float *a, const float *b,
+static ALWAYS_INLINE __m512d add_block(cpu_reduction kind, __m512d total, const float *a, const float *b,
                                        size_t n)
 {
     __m512 lanes = block_reduce(kind, a, b, n);
@@ -99,7 +95,7 @@ double avx512_sum_squares_f64(const float *x, size_t n)
     return _mm512_reduce_add_pd(_mm512_add_pd(acc0, acc1));
 }
 
-static ALWAYS_INLINE double reduce_blocks(reduction kind, const float *a, const float *b, size_t n)
+static ALWAYS_INLINE double reduce_blocks(cpu_reduction kind, const float *a, const float *b, size_t n)
 {
     __m512d total0 = _mm512_setzero_pd(), total1 = total0;
     size_t i = 0;
@@ -112,77 +108,20 @@ static ALWAYS_INLINE double reduce_blocks(reduction kind, const float *a, const 
     return _mm512_reduce_add_pd(_mm512_add_pd(total0, total1));
 }
 
-static double reduce_serial(reduction kind, const float *a, const float *b, size_t n)
+/* A dot of one block (the common small call) skips the loop over blocks. */
+static double reduce_serial(cpu_reduction kind, const float *a, const float *b, size_t n)
 {
     switch (kind) {
-    case RED_SUM: return reduce_blocks(RED_SUM, a, a, n);
-    case RED_ABS: return reduce_blocks(RED_ABS, a, a, n);
-    case RED_DOT: return reduce_blocks(RED_DOT, a, b, n);
+    case CPU_RED_SUM: return reduce_blocks(CPU_RED_SUM, a, a, n);
+    case CPU_RED_ABS: return reduce_blocks(CPU_RED_ABS, a, a, n);
+    case CPU_RED_DOT:
+        return n <= BLOCK ? _mm512_reduce_add_pd(add_block(CPU_RED_DOT, _mm512_setzero_pd(), a, b, n))
+                          : reduce_blocks(CPU_RED_DOT, a, b, n);
     default: return avx512_sum_squares_f64(a, n);
     }
 }
 
-typedef struct reduce_job {
-    reduction kind;
-    const float *a, *b;
-    size_t n, chunk;
-    double partial[MAX_CHUNKS];
-} reduce_job;
-
-static void reduce_task(void *arg, size_t task, unsigned worker)
-{
-    reduce_job *job = arg;
-    size_t lo = task * job->chunk;
-    size_t len = job->n - lo < job->chunk ? job->n - lo : job->chunk;
-    (void)worker;
-    job->partial[task] = reduce_serial(job->kind, job->a + lo, job->b + lo, len);
-}
-
-static double reduce(const avx512_state *st, reduction kind, const float *a, const float *b, size_t n)
-{
-    if (n < REDUCE_PARALLEL_MIN || cpu_threads(&st->cpu) < 2)
-        return reduce_serial(kind, a, b, n);
-    /* Chunks of whole blocks, their number a function of n only. */
-    reduce_job job = { .kind = kind, .a = a, .b = b, .n = n };
-    size_t per_chunk = (n + MAX_CHUNKS - 1) / MAX_CHUNKS;
-    if (per_chunk < REDUCE_PARALLEL_MIN / 8)
-        per_chunk = REDUCE_PARALLEL_MIN / 8;
-    job.chunk = (per_chunk + BLOCK - 1) / BLOCK * BLOCK;
-    size_t tasks = (n + job.chunk - 1) / job.chunk;
-    cpu_parallel(&st->cpu, tasks, reduce_task, &job);
-    double total = 0.0;
-    for (size_t t = 0; t < tasks; t++)
-        total += job.partial[t];
-    return total;
-}
-
-AVX512_KERNEL(sum)
-{
-    *(float *)call->y = (float)reduce(state, RED_SUM, call->a, call->a, call->n);
-    return RAYO_OK;
-}
-
-/* A dot of one block (the common small call) skips the chunking logic. */
-AVX512_KERNEL(dot)
-{
-    double d = call->n <= BLOCK ? _mm512_reduce_add_pd(add_block(RED_DOT, _mm512_setzero_pd(), call->a,
-                                                                 call->b, call->n))
-                                : reduce(state, RED_DOT, call->a, call->b, call->n);
-    *(float *)call->y = (float)d;
-    return RAYO_OK;
-}
-
-AVX512_KERNEL(norm_l1)
-{
-    *(float *)call->y = (float)reduce(state, RED_ABS, call->a, call->a, call->n);
-    return RAYO_OK;
-}
-
-AVX512_KERNEL(norm_l2)
-{
-    *(float *)call->y = (float)sqrt(reduce(state, RED_SQUARES, call->a, call->a, call->n));
-    return RAYO_OK;
-}
+CPU_REDUCE_KERNELS(reduce_serial, CPU_SPLIT_BY_SIZE, BLOCK)
 
 /* ---- max, min ---------------------------------------------------------------
  * vmaxps(m, v) returns v when either is NaN: a NaN would enter m and leave it

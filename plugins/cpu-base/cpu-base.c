@@ -75,6 +75,55 @@ void cpu_run_ranges(const cpu_state *st, const rayo_call *call, size_t count,
     cpu_parallel(st, (count + chunk - 1) / chunk, range_task, &job);
 }
 
+/* ---- reductions ---------------------------------------------------------- */
+
+#define REDUCE_MAX_CHUNKS 64
+
+typedef struct reduce_job {
+    cpu_reduce_fn *serial;
+    cpu_reduction kind;
+    const float *a, *b;
+    size_t n, chunk;
+    double partial[REDUCE_MAX_CHUNKS];
+} reduce_job;
+
+static void reduce_task(void *arg, size_t task, unsigned worker)
+{
+    reduce_job *job = arg;
+    size_t lo = task * job->chunk;
+    size_t len = job->n - lo < job->chunk ? job->n - lo : job->chunk;
+    (void)worker;
+    job->partial[task] = job->serial(job->kind, job->a + lo, job->b ? job->b + lo : NULL, len);
+}
+
+/* Elements per chunk before rounding up to whole blocks. */
+static size_t reduce_chunk(cpu_reduce_split split, size_t n, size_t threads)
+{
+    if (split == CPU_SPLIT_PER_THREAD) {
+        size_t tasks = 4 * threads < REDUCE_MAX_CHUNKS ? 4 * threads : REDUCE_MAX_CHUNKS;
+        return (n + tasks - 1) / tasks;
+    }
+    size_t per_chunk = (n + REDUCE_MAX_CHUNKS - 1) / REDUCE_MAX_CHUNKS;
+    size_t min_chunk = CPU_REDUCE_PARALLEL_MIN / 8; /* chunks worth handing out */
+    return per_chunk < min_chunk ? min_chunk : per_chunk;
+}
+
+double cpu_reduce_parallel(const cpu_state *st, cpu_reduce_fn *serial, cpu_reduce_split split,
+                           size_t block, cpu_reduction kind, const float *a, const float *b, size_t n)
+{
+    size_t threads = cpu_threads(st);
+    if (threads < 2)
+        return serial(kind, a, b, n);
+    reduce_job job = { .serial = serial, .kind = kind, .a = a, .b = b, .n = n };
+    job.chunk = (reduce_chunk(split, n, threads) + block - 1) / block * block;
+    size_t tasks = (n + job.chunk - 1) / job.chunk;
+    cpu_parallel(st, tasks, reduce_task, &job);
+    double total = 0.0;
+    for (size_t t = 0; t < tasks; t++)
+        total += job.partial[t];
+    return total;
+}
+
 /* ---- checks ------------------------------------------------------------- */
 
 rayo_status cpu_attention_check(const rayo_call *c, const rayo_attention_params *p)

@@ -73,6 +73,66 @@ typedef void cpu_range_fn(const cpu_state *st, const rayo_call *call, size_t lo,
 void cpu_run_ranges(const cpu_state *st, const rayo_call *call, size_t count,
                     size_t work_per_item, cpu_range_fn *fn);
 
+/* ---- reductions: sum, dot, norm_l1, norm_l2 ------------------------------ */
+typedef enum cpu_reduction { CPU_RED_SUM, CPU_RED_ABS, CPU_RED_DOT, CPU_RED_SQUARES } cpu_reduction;
+
+/* The plugin's reduction of a[0..n) (with b[0..n) for dot; b is NULL for
+ * the others) in double, on the calling thread. */
+typedef double cpu_reduce_fn(cpu_reduction kind, const float *a, const float *b, size_t n);
+
+/* How a long vector is cut into chunks of whole blocks for the pool; the
+ * chunks' partial sums are added in chunk order. */
+typedef enum cpu_reduce_split {
+    CPU_SPLIT_PER_THREAD, /* 4 chunks per thread: the sum's rounding depends on the thread count */
+    CPU_SPLIT_BY_SIZE     /* a chunk count that depends on n only: the same result on any pool */
+} cpu_reduce_split;
+
+/* Vectors shorter than this are reduced on the calling thread. */
+#define CPU_REDUCE_PARALLEL_MIN ((size_t)1 << 18)
+
+/* The reduction in chunks on the pool (cpu_reduce's long path). */
+double cpu_reduce_parallel(const cpu_state *st, cpu_reduce_fn *serial, cpu_reduce_split split,
+                           size_t block, cpu_reduction kind, const float *a, const float *b, size_t n);
+
+/* The reduction of a call: serial on the calling thread for short vectors
+ * (inlined: a direct call of the plugin's function), else on the pool. */
+static inline double cpu_reduce(const cpu_state *st, cpu_reduce_fn *serial, cpu_reduce_split split,
+                                size_t block, cpu_reduction kind, const float *a, const float *b, size_t n)
+{
+    if (n < CPU_REDUCE_PARALLEL_MIN)
+        return serial(kind, a, b, n);
+    return cpu_reduce_parallel(st, serial, split, block, kind, a, b, n);
+}
+
+/* The sum, dot, norm_l1 and norm_l2 kernels of a plugin whose reduce.c
+ * defines SERIAL (a cpu_reduce_fn) over blocks of BLOCK elements. */
+#define CPU_REDUCE_KERNELS(SERIAL, SPLIT, BLOCK)                                                  \
+    static double reduce_call(void *state, const rayo_call *call, cpu_reduction kind)             \
+    {                                                                                             \
+        const float *b = kind == CPU_RED_DOT ? call->b : NULL;                                    \
+        return cpu_reduce(state, SERIAL, SPLIT, BLOCK, kind, call->a, b, call->n);                \
+    }                                                                                             \
+    CPU_KERNEL_FN(sum)                                                                            \
+    {                                                                                             \
+        *(float *)call->y = (float)reduce_call(state, call, CPU_RED_SUM);                         \
+        return RAYO_OK;                                                                           \
+    }                                                                                             \
+    CPU_KERNEL_FN(dot)                                                                            \
+    {                                                                                             \
+        *(float *)call->y = (float)reduce_call(state, call, CPU_RED_DOT);                         \
+        return RAYO_OK;                                                                           \
+    }                                                                                             \
+    CPU_KERNEL_FN(norm_l1)                                                                        \
+    {                                                                                             \
+        *(float *)call->y = (float)reduce_call(state, call, CPU_RED_ABS);                         \
+        return RAYO_OK;                                                                           \
+    }                                                                                             \
+    CPU_KERNEL_FN(norm_l2)                                                                        \
+    {                                                                                             \
+        *(float *)call->y = (float)sqrt(reduce_call(state, call, CPU_RED_SQUARES));               \
+        return RAYO_OK;                                                                           \
+    }
+
 /* ---- checks the kernels of several plugins share ------------------------ */
 /* attention: RAYO_E_UNSUPPORTED unless q is f32 and k, v are both f32 or
  * both f16; RAYO_E_INVALID for a head layout the core refuses first. */

@@ -133,7 +133,7 @@ rayo_status cpu_gemm_call(void *state, const rayo_call *call, const cpu_gemm_ker
                          .k = call->k, .alpha = call->alpha, .beta = call->beta };
     set_strides(&job, call->flags);
     if (cpu_gemm_may_overflow(job.m, job.n, job.k, job.A, job.a_rs, job.a_cs, job.B, job.b_rs, job.b_cs)) {
-        /* float sums could pass FLT_MAX (f64-fallback.h) */
+        /* float sums could pass FLT_MAX (cpu-f64-fallback.h) */
         cpu_gemm_f64(job.m, job.n, job.k, job.alpha, job.A, job.a_rs, job.a_cs, job.B, job.b_rs, job.b_cs,
                      job.beta, job.C, job.n);
         return RAYO_OK;

@@ -17,7 +17,7 @@
 #define RAYO_CPU_GEMM_H
 
 #include "cpu-base.h"
-#include "f64-fallback.h"
+#include "cpu-f64-fallback.h"
 
 #include <string.h>
 

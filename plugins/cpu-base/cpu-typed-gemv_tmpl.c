@@ -34,7 +34,7 @@
 #define RAYO_CPU_TYPED_GEMV_H
 
 #include "cpu-base.h"
-#include "f64-fallback.h"
+#include "cpu-f64-fallback.h"
 
 #include <float.h>
 #include <math.h>
@@ -295,7 +295,7 @@ static inline void typed_gemv_store(const rayo_call *c, size_t i, double dot)
 }
 
 /* y[begin..end) = alpha (A x)[i] + beta y[i]; beta == 0 never reads y.  A
- * sum that is not finite is redone in double (f64-fallback.h). */
+ * sum that is not finite is redone in double (cpu-f64-fallback.h). */
 static inline void typed_gemv_rows(const typed_gemv_job *job, size_t begin, size_t end)
 {
     const rayo_call *c = job->call;

@@ -6,18 +6,23 @@
 # files that export only their descriptor.  A *_tmpl.c file is a template: a
 # plugin's source includes it after defining its vector primitives; it is
 # never compiled alone, so it is in EXTRA_DIST and in no _SOURCES list.
-CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c plugins/cpu-base/f64-fallback.h
+CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c plugins/cpu-base/cpu-f64-fallback.h \
+	plugins/cpu-base/cpu-op-table.h
 EXTRA_DIST += plugins/cpu-base/cpu-typed-gemv_tmpl.c plugins/cpu-base/simd128-infer_tmpl.c \
 	plugins/cpu-base/x86-infer_tmpl.c plugins/cpu-base/x86-attention_tmpl.c
 # The matmul and gemv drivers of the plugins with micro-kernels in C
 # (scalar, neon, wasm); avx2 and avx512 have their own sgemm.
 CPU_GEMM_FILES = plugins/cpu-base/cpu-gemm.h plugins/cpu-base/cpu-gemm.c
+# What neon and wasm share beyond the kernel templates: their op-table choices.
+SIMD128_BASE_FILES = plugins/cpu-base/simd128-plugin.h
 # What avx2 and avx512 share: their state and init (cache sizes, settings),
 # the sgemm blocking overrides, the pool of packing buffers, matmul with half
-# or quantized weights on their sgemm, block decoding, 8-lane vector math.
+# or quantized weights on their sgemm, the integer matmul of 4-bit weights at
+# relaxed precision, block decoding, 8-lane vector math.
 X86_BASE_FILES = plugins/cpu-base/x86-plugin.h plugins/cpu-base/x86-plugin.c \
 	plugins/cpu-base/x86-cache.h plugins/cpu-base/x86-cache.c \
 	plugins/cpu-base/x86-gemm.h plugins/cpu-base/x86-gemm.c \
 	plugins/cpu-base/x86-typed-matmul.h plugins/cpu-base/x86-typed-matmul.c \
-	plugins/cpu-base/x86-quant.h plugins/cpu-base/x86-avx2-math.h plugins/cpu-base/x86-infer-ops.h
+	plugins/cpu-base/x86-qmatmul.h plugins/cpu-base/x86-qmatmul.c \
+	plugins/cpu-base/x86-quant.h plugins/cpu-base/x86-avx2-math.h
 CPU_BASE_CPPFLAGS = -I$(top_srcdir)/plugins/cpu-base

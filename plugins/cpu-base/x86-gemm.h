@@ -6,7 +6,7 @@
 #define RAYO_X86_GEMM_H
 
 #include "cpu-base.h"
-#include "f64-fallback.h"
+#include "cpu-f64-fallback.h"
 
 #include <pthread.h>
 
@@ -26,7 +26,7 @@ typedef struct x86_gemm_args {
 } x86_gemm_args;
 
 /* Computes the call with sums in double and returns 1 where its float sums
- * could pass FLT_MAX (f64-fallback.h), else returns 0. */
+ * could pass FLT_MAX (cpu-f64-fallback.h), else returns 0. */
 static inline int x86_gemm_f64_if_overflow(const x86_gemm_args *g)
 {
     size_t a_rs = g->trans_a ? 1 : g->k, a_cs = g->trans_a ? g->m : 1;

@@ -562,12 +562,12 @@ CPU_KERNEL_FN(rope)
 }
 
 /* ---- gated units: y = f(gate) * up, m rows of n ------------------------------ */
-/* Gates below TAIL are redone in double (f64-fallback.h): silu below -80,
+/* Gates below TAIL are redone in double (cpu-f64-fallback.h): silu below -80,
  * gelu below -12, where the float activation goes subnormal; gelu_tanh
  * below -3, where exp(2 u) magnifies the rounding of u = c (x + 0.044715
  * x^3) past the contract (4 units at x = -7 with up ~1e30).  Such gates are
- * rare, so a vector pays one compare.  The vector goes through tmp, so a call in place (y == gate)
- * still reads its gates. */
+ * rare, so a vector pays one compare.  The vector goes through tmp, so a
+ * call in place (y == gate) still reads its gates. */
 static inline void x86_glu_tail(cpu_glu_kind kind, float tail, const float *g, const float *u,
                                 const float *tmp, float *y, size_t count)
 {
@@ -578,7 +578,7 @@ static inline void x86_glu_tail(cpu_glu_kind kind, float tail, const float *g, c
 }
 
 #define X86_GLU_KERNEL(NAME, ACT, KIND, TAIL)                                                     \
-    static void NAME##_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                             \
+    static void NAME##_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)        \
     {                                                                                             \
         (void)st;                                                                                 \
         size_t n = c->n, lda = x86_or_dense(c->lda, n), ldb = x86_or_dense(c->ldb, n);            \

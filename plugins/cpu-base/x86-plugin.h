@@ -52,4 +52,13 @@ static inline void x86_note_stream(const x86_state *st, const rayo_call *call)
         x86_log_stream(st, call);
 }
 
+/* The op table's kernels of avx2 and avx512 (cpu-op-table.h): one for every
+ * dtype combination of rayo-ops.h. */
+#define CPU_COMBO_MATMUL(OP, DT) CPU_COMBO_TYPED(OP, DT, CPU_KERNEL(matmul_typed))
+#define CPU_COMBO_GEMV(OP, DT) CPU_COMBO_TYPED(OP, DT, CPU_KERNEL(gemv_quant))
+#define CPU_COMBO_CONVERT(OP, DT) CPU_COMBO_KERNEL(OP, DT, CPU_KERNEL(convert))
+#define CPU_COMBO_GET_ROWS(OP, DT) CPU_COMBO_KERNEL(OP, DT, CPU_KERNEL(get_rows))
+#define CPU_COMBO_ROPE(OP, DT) CPU_COMBO_KERNEL(OP, DT, CPU_KERNEL(rope))
+#define CPU_COMBO_ATTENTION(OP, DT) CPU_COMBO_KERNEL(OP, DT, CPU_KERNEL(attention))
+
 #endif

@@ -1,6 +1,7 @@
 /* x86-typed-matmul.c - matmul with half or block-quantized operands on the
  * plugin's sgemm (x86-typed-matmul.h says how). */
 #include "x86-typed-matmul.h"
+#include "x86-qmatmul.h"
 
 #if defined(__F16C__)
 #include <immintrin.h>
@@ -158,6 +159,9 @@ rayo_status typed_matmul_run(void *state, const rayo_call *call, x86_sgemm_fn *s
                        (call->flags & RAYO_TRANS_A) != 0, (call->flags & RAYO_TRANS_B) != 0, 0, 0, NULL, NULL, NULL };
     if (call->dtypes == 0 || (rayo_dtype_is_block(t.bdt) && !t.trans_b) || (call->flags & ~(RAYO_TRANS_A | RAYO_TRANS_B)))
         return RAYO_E_UNSUPPORTED;
+    rayo_status q = x86_qmatmul_run(st, call); /* relaxed 4-bit weights in integers */
+    if (q != RAYO_E_UNSUPPORTED)
+        return q;
     if (call->m == 0 || call->n == 0)
         return RAYO_OK;
     if (call->k == 0) {

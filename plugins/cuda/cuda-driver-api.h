@@ -46,9 +46,6 @@
 #define RAYO_CU_JIT_INPUT_TYPES(X) X(CU_JIT_INPUT_PTX, 1)
 #define RAYO_CU_STREAM_FLAGS(X) X(CU_STREAM_DEFAULT, 0) X(CU_STREAM_NON_BLOCKING, 1)
 #define RAYO_CU_EVENT_FLAGS(X) X(CU_EVENT_DISABLE_TIMING, 2)
-/* graphs (replayed batches) */
-#define RAYO_CU_STREAM_CAPTURE_MODES(X) X(CU_STREAM_CAPTURE_MODE_RELAXED, 2)
-#define RAYO_CU_GRAPH_EXEC_UPDATE_RESULTS(X) X(CU_GRAPH_EXEC_UPDATE_SUCCESS, 0)
 /* tensor maps (CUDA 12.0 on, sm_90): the values cuda-wgmma.c uses */
 #define RAYO_CU_TENSOR_MAP_DATA_TYPES(X) \
     X(CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 6) X(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 7) X(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 9)
@@ -73,8 +70,6 @@ typedef enum { RAYO_CU_TENSOR_MAP_INTERLEAVES(RAYO_CU_ENUMERATOR) } CUtensorMapI
 typedef enum { RAYO_CU_TENSOR_MAP_SWIZZLES(RAYO_CU_ENUMERATOR) } CUtensorMapSwizzle;
 typedef enum { RAYO_CU_TENSOR_MAP_L2_PROMOTIONS(RAYO_CU_ENUMERATOR) } CUtensorMapL2promotion;
 typedef enum { RAYO_CU_TENSOR_MAP_OOB_FILLS(RAYO_CU_ENUMERATOR) } CUtensorMapFloatOOBfill;
-typedef enum { RAYO_CU_STREAM_CAPTURE_MODES(RAYO_CU_ENUMERATOR) } CUstreamCaptureMode;
-typedef enum { RAYO_CU_GRAPH_EXEC_UPDATE_RESULTS(RAYO_CU_ENUMERATOR) } CUgraphExecUpdateResult;
 #undef RAYO_CU_ENUMERATOR
 
 /* Entry points whose signature changed over the years carry a version
@@ -91,9 +86,9 @@ typedef enum { RAYO_CU_GRAPH_EXEC_UPDATE_RESULTS(RAYO_CU_ENUMERATOR) } CUgraphEx
 #define cuMemcpyDtoHAsync cuMemcpyDtoHAsync_v2
 #define cuStreamDestroy cuStreamDestroy_v2
 #define cuEventDestroy cuEventDestroy_v2
-#define cuStreamBeginCapture cuStreamBeginCapture_v2
 #define cuGraphInstantiate cuGraphInstantiateWithFlags
-#define cuGraphExecUpdate cuGraphExecUpdate_v2
+#define cuGraphAddKernelNode cuGraphAddKernelNode_v2
+#define cuGraphExecKernelNodeSetParams cuGraphExecKernelNodeSetParams_v2
 
 /* 128 opaque bytes the driver fills; passed to kernels by value */
 typedef struct CUtensorMap_st {
@@ -115,11 +110,15 @@ typedef struct CUlinkState_st *CUlinkState;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphNode_st *CUgraphNode;
 typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUkern_st *CUkernel;
 #ifndef RAYO_CUDA_DECLS_CHECK
-typedef struct CUgraphExecUpdateResultInfo_st {
-    CUgraphExecUpdateResult result;
-    CUgraphNode errorNode, errorFromNode;
-} CUgraphExecUpdateResultInfo;
+typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st {
+    CUfunction func;
+    unsigned int gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+    void **kernelParams, **extra;
+    CUkernel kern;   /* used when func is NULL */
+    CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
 #endif
 typedef uint32_t cuuint32_t;
 typedef uint64_t cuuint64_t;
@@ -169,10 +168,11 @@ CUresult cuEventQuery(CUevent event);
 CUresult cuEventSynchronize(CUevent event);
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags);
 /* graphs: optional (a batch without them launches its kernels one by one) */
-CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode mode);
-CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph);
+CUresult cuGraphCreate(CUgraph *graph, unsigned int flags);
+CUresult cuGraphAddKernelNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *dependencies,
+                              size_t dependency_count, const CUDA_KERNEL_NODE_PARAMS *params);
 CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, unsigned long long flags);
-CUresult cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo *info);
+CUresult cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *params);
 CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream);
 CUresult cuGraphExecDestroy(CUgraphExec exec);
 CUresult cuGraphDestroy(CUgraph graph);

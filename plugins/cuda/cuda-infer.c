@@ -67,7 +67,7 @@ rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op
     unsigned long long m = op->m, n = op->n, lda = row_bytes;
     float alpha = op->alpha, beta = op->beta;
     void *params[] = {&y, &a, &x, &m, &n, &lda, &alpha, &beta};
-    CUresult r = st->drv->cuLaunchKernel(fn, (unsigned)blocks, 1, 1, 32 * RAYO_PTX_GEMVQ_ROWS, 1, 1,
+    CUresult r = cuda_launch_kernel(st, fn, (unsigned)blocks, 1, 1, 32 * RAYO_PTX_GEMVQ_ROWS, 1, 1,
                                          (unsigned)smem, stream, params, NULL);
     if (r != CUDA_SUCCESS) {
         char what[96];
@@ -83,7 +83,7 @@ static rayo_status launch(cuda_state *st, CUstream stream, const char *name, siz
     rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
     if (s != RAYO_OK)
         return s;
-    CUresult r = st->drv->cuLaunchKernel(fn, (unsigned)(gx ? gx : 1), (unsigned)(gy ? gy : 1), 1, THREADS, 1, 1,
+    CUresult r = cuda_launch_kernel(st, fn, (unsigned)(gx ? gx : 1), (unsigned)(gy ? gy : 1), 1, THREADS, 1, 1,
                                          0, stream, params, NULL);
     if (r != CUDA_SUCCESS) {
         char what[96];
@@ -285,13 +285,13 @@ static rayo_status launch_attention(cuda_state *st, CUstream stream, const cuda_
     rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
     if (s != RAYO_OK)
         return s;
-    CUresult r = st->drv->cuLaunchKernel(fn, (unsigned)a.splits, (unsigned)gy, gz, 128, 1, 1, 0, stream, p1, NULL);
+    CUresult r = cuda_launch_kernel(st, fn, (unsigned)a.splits, (unsigned)gy, gz, 128, 1, 1, 0, stream, p1, NULL);
     if (r != CUDA_SUCCESS)
         return cuda_fail(st, r, "launch of attn_warp");
     void *p2[] = {&out, &part, &n_q, &dd, &sp, &ot, &oh};
     if ((s = cuda_function(st, MOD_INFER, "attn_merge", &fn)) != RAYO_OK)
         return s;
-    r = st->drv->cuLaunchKernel(fn, (unsigned)p->n_heads, gz, 1, 256, 1, 1, 0, stream, p2, NULL);
+    r = cuda_launch_kernel(st, fn, (unsigned)p->n_heads, gz, 1, 256, 1, 1, 0, stream, p2, NULL);
     return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_merge");
 }
 

@@ -39,8 +39,8 @@
 
 /* Optional: the graphs of replayed batches (all of them, or none used). */
 #define CUDA_GRAPH_FUNCTIONS(X)                                                           \
-    X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate)                   \
-    X(cuGraphExecUpdate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
+    X(cuGraphCreate) X(cuGraphAddKernelNode) X(cuGraphInstantiate)                        \
+    X(cuGraphExecKernelNodeSetParams) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
 
 #define CUDA_FIELD(name) __typeof__(name) *name;
 typedef struct cuda_driver {
@@ -195,6 +195,11 @@ rayo_status cuda_op_supported(uint32_t op, uint32_t flags);
 size_t cuda_scratch_bytes(const cuda_state *st, const cuda_op *op);
 /* Queues the op's kernels on stream. */
 rayo_status cuda_launch_op(cuda_state *st, CUstream stream, const cuda_op *op);
+/* cuLaunchKernel; while the calling thread builds or updates a batch's
+ * graph (cuda-memory.c), the kernel node the launch stands for instead.
+ * Every kernel launch of an op goes through it. */
+CUresult cuda_launch_kernel(cuda_state *st, CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned smem, CUstream stream, void **params, void **extra);
 /* Queues ops one after another (the first error stops it). */
 rayo_status launch_all_plain(cuda_state *st, CUstream stream, const cuda_op *ops, size_t count);
 /* launch_all_plain, each op between events, its time added to st->prof. */

@@ -137,7 +137,7 @@ static rayo_status launch3(cuda_state *st, CUstream stream, int mod, const char 
     rayo_status s = cuda_function(st, mod, name, &fn);
     if (s != RAYO_OK)
         return s;
-    CUresult r = st->drv->cuLaunchKernel(fn, gx, gy, gz, bx, by, 1, smem, stream, params, NULL);
+    CUresult r = cuda_launch_kernel(st, fn, gx, gy, gz, bx, by, 1, smem, stream, params, NULL);
     if (r != CUDA_SUCCESS) {
         char what[96];
         snprintf(what, sizeof what, "launch of %s (grid %ux%ux%u)", name, gx, gy, gz);

@@ -17,9 +17,9 @@ typedef struct cuda_buffer {
 enum batch_state { BATCH_RECORDING, BATCH_SUBMITTED, BATCH_DONE };
 
 /* A batch: its ops, and the calls they came from (for the step).  Replayed
- * (submitted again after a wait), it launches the CUDA graph captured from
- * its ops at the second submit, captured again (and the executable graph
- * updated in place) only when the step moved some op. */
+ * (submitted again after a wait), it launches a CUDA graph of its ops'
+ * kernels, built at the second submit; a step that moves an op sets that
+ * op's kernel nodes in place (the others stay as they are). */
 typedef struct cuda_batch {
     cuda_op *ops;
     rayo_dev_call *calls;         /* full size, at step 0, with their step fields */
@@ -33,11 +33,27 @@ typedef struct cuda_batch {
     size_t scratch_bytes;
     size_t step;
     int moved;            /* the step changed since the ops were set to it */
-    CUgraphExec exec;     /* NULL: not captured (yet), or graphs off */
-    int graph_stale;      /* the ops changed since the capture */
-    int no_graph;         /* launch one by one (no graphs, or capturing failed) */
+    CUgraph graph;        /* the ops' kernels as a chain of kernel nodes */
+    CUgraphExec exec;     /* NULL: not built (yet), or graphs off */
+    CUgraphNode *nodes;   /* of graph, in launch order */
+    size_t node_count, node_cap;
+    size_t *first_node;   /* per op: its first node and how many it has */
+    size_t *op_nodes;
+    unsigned char *moved_op; /* per op: its nodes' parameters are out of date */
+    int graph_stale;      /* build the graph anew */
+    int no_graph;         /* launch one by one (no graphs, or building one failed) */
     size_t submits;       /* the first launches one by one: a graph pays off on replay */
 } cuda_batch;
+
+/* While a thread builds or updates a batch's graph, its launches become
+ * kernel nodes (cuda_launch_kernel). */
+typedef struct graph_rec {
+    cuda_state *st;
+    cuda_batch *b;
+    int update;           /* 0: append nodes to b->graph; 1: set b->nodes[next..end) in b->exec */
+    size_t next, end;
+} graph_rec;
+static _Thread_local graph_rec *recording;
 
 /* ---- buffers ------------------------------------------------------------------ */
 static rayo_status buffer_alloc(void *state, size_t bytes, void **out)
@@ -119,21 +135,26 @@ static cuda_op op_of(const rayo_dev_call *call)
                      call->dtypes, call->lda, call->ldb, call->ldy, call->params, call->precision, 0};
 }
 
+/* The array at *(void **)array resized to cap elements of `size` bytes;
+ * 0 when out of memory (the array then stays as it was). */
+static int resize(void *array, size_t cap, size_t size)
+{
+    void **p = array, *grown = realloc(*p, cap * size);
+    if (grown)
+        *p = grown;
+    return grown != NULL;
+}
+
+/* Room for one more op in each per-op array. */
 static rayo_status grow(cuda_batch *b)
 {
     if (b->count < b->cap)
         return RAYO_OK;
     size_t cap = b->cap ? b->cap * 2 : 16;
-    cuda_op *ops = realloc(b->ops, cap * sizeof *ops);
-    if (ops)
-        b->ops = ops;
-    rayo_dev_call *calls = ops ? realloc(b->calls, cap * sizeof *calls) : NULL;
-    if (calls)
-        b->calls = calls;
-    rayo_attention_params *attn = calls ? realloc(b->attn, cap * sizeof *attn) : NULL;
-    if (!attn)
+    if (!resize(&b->ops, cap, sizeof *b->ops) || !resize(&b->calls, cap, sizeof *b->calls) ||
+        !resize(&b->attn, cap, sizeof *b->attn) || !resize(&b->first_node, cap, sizeof *b->first_node) ||
+        !resize(&b->op_nodes, cap, sizeof *b->op_nodes) || !resize(&b->moved_op, cap, 1))
         return RAYO_E_NOMEM;
-    b->attn = attn;
     b->cap = cap;
     return RAYO_OK;
 }
@@ -160,6 +181,7 @@ static rayo_status batch_record(void *state, void *batch, const rayo_dev_call *i
     if (need > b->scratch_bytes)
         b->scratch_bytes = need;
     b->ops[b->count] = op;
+    b->moved_op[b->count] = 0;
     b->calls[b->count++] = call;
     b->moved = 1; /* the new op is at step 0: set it to the batch's step */
     return RAYO_OK;
@@ -191,7 +213,7 @@ static size_t apply_step(cuda_state *st, cuda_batch *b)
         op.scratch = b->ops[i].scratch;
         op.scratch_size = b->ops[i].scratch_size;
         b->ops[i] = op;
-        b->graph_stale = 1;
+        b->moved_op[i] = 1;
         size_t n = cuda_scratch_bytes(st, &op);
         need = n > need ? n : need;
     }
@@ -245,33 +267,87 @@ static rayo_status launch_all(cuda_state *st, cuda_batch *b)
     return launch_all_plain(st, b->stream, b->ops, b->count);
 }
 
-/* Captures the ops' launches into a graph and makes b->exec run it (from
- * the second submit on: the first launches them one by one): the
- * executable graph updated in place when it has the same shape, else made
- * anew.  RAYO_E_UNSUPPORTED when capturing failed (nothing was queued). */
-static rayo_status capture(cuda_state *st, cuda_batch *b)
+CUresult cuda_launch_kernel(cuda_state *st, CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned smem, CUstream stream, void **params, void **extra)
 {
-    const cuda_driver *drv = st->drv;
-    CUgraph graph = NULL;
-    if (drv->cuStreamBeginCapture(b->stream, CU_STREAM_CAPTURE_MODE_RELAXED) != CUDA_SUCCESS)
+    graph_rec *g = recording;
+    if (!g || g->st != st)
+        return st->drv->cuLaunchKernel(fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra);
+    CUDA_KERNEL_NODE_PARAMS p = {fn, gx, gy, gz, bx, by, bz, smem, params, extra, NULL, NULL};
+    cuda_batch *b = g->b;
+    if (g->update) /* the op must launch as many kernels as when the graph was built */
+        return g->next < g->end ? st->drv->cuGraphExecKernelNodeSetParams(b->exec, b->nodes[g->next++], &p)
+                                : CUDA_ERROR_INVALID_VALUE;
+    if (b->node_count == b->node_cap) {
+        size_t cap = b->node_cap ? 2 * b->node_cap : 64;
+        if (!resize(&b->nodes, cap, sizeof *b->nodes))
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        b->node_cap = cap;
+    }
+    const CUgraphNode *prev = b->node_count ? &b->nodes[b->node_count - 1] : NULL;
+    CUresult r = st->drv->cuGraphAddKernelNode(&b->nodes[b->node_count], b->graph, prev, prev ? 1 : 0, &p);
+    b->node_count += r == CUDA_SUCCESS;
+    return r;
+}
+
+static void drop_graph(cuda_state *st, cuda_batch *b)
+{
+    if (b->exec)
+        st->drv->cuGraphExecDestroy(b->exec);
+    if (b->graph)
+        st->drv->cuGraphDestroy(b->graph);
+    b->exec = NULL;
+    b->graph = NULL;
+    b->node_count = 0;
+}
+
+/* The ops' kernels as a chain of kernel nodes, instantiated into b->exec
+ * (from the second submit on: the first launches them one by one).
+ * RAYO_E_UNSUPPORTED when that failed (nothing was queued). */
+static rayo_status build_graph(cuda_state *st, cuda_batch *b)
+{
+    drop_graph(st, b);
+    if (st->drv->cuGraphCreate(&b->graph, 0) != CUDA_SUCCESS) {
+        b->graph = NULL;
         return RAYO_E_UNSUPPORTED;
-    rayo_status s = launch_all(st, b);
-    CUresult r = drv->cuStreamEndCapture(b->stream, &graph);
-    if (s != RAYO_OK || r != CUDA_SUCCESS) {
-        if (graph)
-            drv->cuGraphDestroy(graph);
-        return s != RAYO_OK ? s : RAYO_E_UNSUPPORTED;
     }
-    CUgraphExecUpdateResultInfo info;
-    if (b->exec && drv->cuGraphExecUpdate(b->exec, graph, &info) != CUDA_SUCCESS) {
-        drv->cuGraphExecDestroy(b->exec);
-        b->exec = NULL;
+    graph_rec g = {st, b, 0, 0, 0};
+    rayo_status s = RAYO_OK;
+    recording = &g;
+    for (size_t i = 0; i < b->count && s == RAYO_OK; i++) {
+        b->first_node[i] = b->node_count;
+        s = cuda_launch_op(st, b->stream, &b->ops[i]);
+        b->op_nodes[i] = b->node_count - b->first_node[i];
+        b->moved_op[i] = 0;
     }
-    if (!b->exec && drv->cuGraphInstantiate(&b->exec, graph, 0) != CUDA_SUCCESS)
+    recording = NULL;
+    if (s != RAYO_OK || st->drv->cuGraphInstantiate(&b->exec, b->graph, 0) != CUDA_SUCCESS) {
         b->exec = NULL;
-    drv->cuGraphDestroy(graph);
+        drop_graph(st, b);
+        return RAYO_E_UNSUPPORTED;
+    }
     b->graph_stale = 0;
-    return b->exec ? RAYO_OK : RAYO_E_UNSUPPORTED;
+    return RAYO_OK;
+}
+
+/* The nodes of the ops the step moved, set in place in b->exec (each op
+ * launched again into its own nodes).  RAYO_E_UNSUPPORTED when an op
+ * launched other kernels than before: the graph is then built anew. */
+static rayo_status update_moved(cuda_state *st, cuda_batch *b)
+{
+    rayo_status s = RAYO_OK;
+    for (size_t i = 0; i < b->count && s == RAYO_OK; i++) {
+        if (!b->moved_op[i])
+            continue;
+        graph_rec g = {st, b, 1, b->first_node[i], b->first_node[i] + b->op_nodes[i]};
+        recording = &g;
+        s = cuda_launch_op(st, b->stream, &b->ops[i]);
+        recording = NULL;
+        if (s != RAYO_OK || g.next != g.end)
+            s = RAYO_E_UNSUPPORTED;
+        b->moved_op[i] = 0;
+    }
+    return s;
 }
 
 /* The ops on the batch's stream: through its graph, or one by one. */
@@ -281,17 +357,13 @@ static rayo_status run_ops(cuda_state *st, cuda_batch *b)
         return cuda_profile_launch(st, b->stream, b->ops, b->count);
     if (b->submits++ == 0 || b->no_graph)
         return launch_all(st, b);
-    if (!b->exec || b->graph_stale) {
-        rayo_status s = capture(st, b);
-        if (s == RAYO_E_UNSUPPORTED) {
-            st->host->log(st->host, RAYO_LOG_DEBUG, "batch of %zu ops: no graph, launched one by one", b->count);
-            b->no_graph = 1;
-        } else if (s != RAYO_OK) {
-            return s;
-        }
-    }
-    if (b->no_graph)
+    if (b->exec && !b->graph_stale && update_moved(st, b) != RAYO_OK)
+        b->graph_stale = 1;
+    if ((!b->exec || b->graph_stale) && build_graph(st, b) != RAYO_OK) {
+        st->host->log(st->host, RAYO_LOG_DEBUG, "batch of %zu ops: no graph, launched one by one", b->count);
+        b->no_graph = 1;
         return launch_all(st, b);
+    }
     CUresult r = st->drv->cuGraphLaunch(b->exec, b->stream);
     return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "cuGraphLaunch");
 }
@@ -371,13 +443,16 @@ static void batch_free(void *state, void *batch)
             st->drv->cuEventDestroy(b->done);
         if (b->scratch)
             st->drv->cuMemFree(b->scratch);
-        if (b->exec)
-            st->drv->cuGraphExecDestroy(b->exec);
+        drop_graph(st, b);
         st->drv->cuStreamDestroy(b->stream);
     }
     free(b->ops);
     free(b->calls);
     free(b->attn);
+    free(b->nodes);
+    free(b->first_node);
+    free(b->op_nodes);
+    free(b->moved_op);
     free(b);
 }
 

@@ -111,7 +111,7 @@ rayo_status cuda_launch_mma16(cuda_state *st, CUstream stream, const cuda_op *op
         return s;
     unsigned gx = (unsigned)((op->n + (size_t)cfg->block_n - 1) / cfg->block_n);
     unsigned gy = (unsigned)((op->m + (size_t)cfg->block_m - 1) / cfg->block_m);
-    CUresult r = st->drv->cuLaunchKernel(fn, gx, gy, 1, (unsigned)cfg->threads, 1, 1, (unsigned)cfg->smem_bytes,
+    CUresult r = cuda_launch_kernel(st, fn, gx, gy, 1, (unsigned)cfg->threads, 1, 1, (unsigned)cfg->smem_bytes,
                                          stream, params, NULL);
     if (r != CUDA_SUCCESS) {
         char what[96];

@@ -102,7 +102,7 @@ static rayo_status wg_transpose(cuda_state *st, CUstream stream, CUdeviceptr dst
         return s;
     unsigned long long r = rows, c = cols;
     void *params[] = {&dst, &src, &r, &c};
-    CUresult e = st->drv->cuLaunchKernel(fn, (unsigned)gx, (unsigned)gy, 1, 256, 1, 1, 0, stream, params, NULL);
+    CUresult e = cuda_launch_kernel(st, fn, (unsigned)gx, (unsigned)gy, 1, 256, 1, 1, 0, stream, params, NULL);
     return e == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, e, "wg_transpose_v4");
 }
 
@@ -121,7 +121,7 @@ static rayo_status wg_launch(cuda_state *st, CUstream stream, const rayo_ptx_wgm
     CUresult r;
     unsigned gx = (unsigned)((op->n + (size_t)c->block_n - 1) / (size_t)c->block_n);
     unsigned gy = (unsigned)((op->m + (size_t)c->block_m - 1) / (size_t)c->block_m);
-    r = st->drv->cuLaunchKernel(fn, gx, gy, 1, (unsigned)c->threads, 1, 1, (unsigned)c->smem_bytes, stream,
+    r = cuda_launch_kernel(st, fn, gx, gy, 1, (unsigned)c->threads, 1, 1, (unsigned)c->smem_bytes, stream,
                                 params, NULL);
     return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, c->name);
 }

@@ -8,7 +8,7 @@ plugins_neon_rayo_neon_la_SOURCES = \
 	plugins/neon/elementwise.c plugins/neon/reduce.c plugins/neon/rows.c \
 	plugins/neon/matmul.c plugins/neon/gemv.c plugins/neon/transpose.c \
 	plugins/neon/quant.c plugins/neon/infer.c \
-	$(CPU_BASE_FILES) $(CPU_GEMM_FILES)
+	$(CPU_BASE_FILES) $(CPU_GEMM_FILES) $(SIMD128_BASE_FILES)
 plugins_neon_rayo_neon_la_CPPFLAGS = $(AM_CPPFLAGS) $(CPU_BASE_CPPFLAGS)
 plugins_neon_rayo_neon_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 plugins_neon_rayo_neon_la_LDFLAGS = $(RAYO_MODULE_FLAGS)

@@ -12,6 +12,7 @@
 #define CPU_KERNEL(NAME) neon_##NAME
 #include "cpu-base.h"
 #include "cpu-gemm.h"
+#include "simd128-plugin.h"
 
 /* Blocked sums (float lanes inside a block, double across blocks), so the
  * error stays near 1e-6 * sum|terms| for any n.  Used by the reductions,

@@ -53,7 +53,9 @@ static void attend(const attn_job *job, size_t i, size_t h, double *acc, float *
         acc[l] = 0.0;
     for (size_t j = 0; j < visible; j++) {
         const float *kr = kv_row(job, c->b, job->s.k_token, job->s.k_head, j, kvh, kbuf);
-        double score = (double)p->scale * scalar_dot_f64(q, kr, d);
+        /* in double: an error e in a score is a relative error e in its
+         * weight, and scores reach 1e3 and more (cpu-f64-fallback.h) */
+        double score = (double)p->scale * cpu_dot_f64(q, 1, kr, 1, d);
         if (score > mx) {
             double shrink = exp(mx - score); /* 0 for the first key */
             sum *= shrink;

@@ -139,7 +139,7 @@ SCALAR_KERNEL(rope)
 
 /* ---- gated units: y = f(gate) * up ---------------------------------------- */
 /* a = gate (lda), b = up (ldb), y (ldy); m rows of n; in double
- * (f64-fallback.h: the gate's left tail keeps its relative precision). */
+ * (cpu-f64-fallback.h: the gate's left tail keeps its relative precision). */
 #define GLU_KERNEL(NAME, KIND)                                                              \
     static void NAME##_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                       \
     {                                                                                       \

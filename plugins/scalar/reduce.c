@@ -16,8 +16,6 @@
 
 #define LANES 16
 #define BLOCK 512
-#define MAX_CHUNKS 64
-#define REDUCE_PARALLEL_MIN ((size_t)1 << 18) /* elements; below, one thread */
 
 /* One block (n <= BLOCK) of sum(TERM(i)), i < n, returned in double. */
 #define BLOCK_SUM(TERM)                                                    \
@@ -87,19 +85,17 @@ double scalar_sum_squares_f64(const float *x, size_t n)
 }
 
 /* ---- whole vectors ----------------------------------------------------------- */
-typedef enum { RED_SUM, RED_ABS, RED_DOT, RED_SQUARES } reduction;
-
-/* The reduction of a[0..n) (and b) on the calling thread. */
-static double reduce_serial(reduction kind, const float *a, const float *b, size_t n)
+/* The cpu_reduction of a[0..n) (and b) on the calling thread. */
+static double reduce_serial(cpu_reduction kind, const float *a, const float *b, size_t n)
 {
-    if (kind == RED_SQUARES)
+    if (kind == CPU_RED_SQUARES)
         return scalar_sum_squares_f64(a, n);
     double total = 0.0;
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t len = n - i < BLOCK ? n - i : BLOCK;
         switch (kind) {
-        case RED_SUM: total += block_sum(a + i, len); break;
-        case RED_ABS: total += block_abs_sum(a + i, len); break;
+        case CPU_RED_SUM: total += block_sum(a + i, len); break;
+        case CPU_RED_ABS: total += block_abs_sum(a + i, len); break;
         default: total += block_dot(a + i, b + i, len); break;
         }
     }
@@ -108,67 +104,10 @@ static double reduce_serial(reduction kind, const float *a, const float *b, size
 
 double scalar_dot_f64(const float *a, const float *b, size_t n)
 {
-    return reduce_serial(RED_DOT, a, b, n);
+    return reduce_serial(CPU_RED_DOT, a, b, n);
 }
 
-typedef struct reduce_job {
-    reduction kind;
-    const float *a, *b;
-    size_t n, chunk;
-    double partial[MAX_CHUNKS];
-} reduce_job;
-
-static void reduce_task(void *arg, size_t task, unsigned worker)
-{
-    reduce_job *job = arg;
-    size_t lo = task * job->chunk;
-    size_t len = job->n - lo < job->chunk ? job->n - lo : job->chunk;
-    (void)worker;
-    job->partial[task] = reduce_serial(job->kind, job->a + lo, job->b ? job->b + lo : NULL, len);
-}
-
-static double reduce(const cpu_state *st, reduction kind, const float *a, const float *b,
-                     size_t n)
-{
-    size_t threads = cpu_threads(st);
-    if (threads < 2 || n < REDUCE_PARALLEL_MIN)
-        return reduce_serial(kind, a, b, n);
-    size_t tasks = 4 * threads < MAX_CHUNKS ? 4 * threads : MAX_CHUNKS;
-    reduce_job job = { .kind = kind, .a = a, .b = b, .n = n };
-    job.chunk = ((n + tasks - 1) / tasks + BLOCK - 1) / BLOCK * BLOCK;
-    tasks = (n + job.chunk - 1) / job.chunk;
-    cpu_parallel(st, tasks, reduce_task, &job);
-    double total = 0.0;
-    for (size_t t = 0; t < tasks; t++)
-        total += job.partial[t];
-    return total;
-}
-
-static rayo_status store_float(const rayo_call *call, double value)
-{
-    *(float *)call->y = (float)value;
-    return RAYO_OK;
-}
-
-SCALAR_KERNEL(sum)
-{
-    return store_float(call, reduce(state, RED_SUM, call->a, NULL, call->n));
-}
-
-SCALAR_KERNEL(dot)
-{
-    return store_float(call, reduce(state, RED_DOT, call->a, call->b, call->n));
-}
-
-SCALAR_KERNEL(norm_l1)
-{
-    return store_float(call, reduce(state, RED_ABS, call->a, NULL, call->n));
-}
-
-SCALAR_KERNEL(norm_l2)
-{
-    return store_float(call, sqrt(reduce(state, RED_SQUARES, call->a, NULL, call->n)));
-}
+CPU_REDUCE_KERNELS(reduce_serial, CPU_SPLIT_PER_THREAD, BLOCK)
 
 /* ---- max, min, argmax ----------------------------------------------------------
  * One vectorisable pass keeps per-lane extremes and a per-lane "saw NaN"

@@ -11,10 +11,10 @@ WASM_PLUGIN_FILES = \
 	plugins/wasm/elementwise.c plugins/wasm/reduce.c plugins/wasm/rows.c \
 	plugins/wasm/matmul.c plugins/wasm/gemv.c plugins/wasm/transpose.c \
 	plugins/wasm/quant.c plugins/wasm/infer.c \
-	$(CPU_BASE_FILES) $(CPU_GEMM_FILES)
+	$(CPU_BASE_FILES) $(CPU_GEMM_FILES) $(SIMD128_BASE_FILES)
 WASM_GLUE_FILES = wasm/rayo-js.h wasm/rayo-js.c
 WASM_WEB_FILES = examples/web/index.html examples/web/app.mjs examples/web/bench.mjs \
-	examples/web/style.css
+	examples/web/bench-webgpu.mjs examples/web/style.css
 
 EMCC = emcc
 NODE = node

@@ -13,26 +13,9 @@ const cpu_plugin_spec cpu_plugin = {
     .range_granule = 4,
 };
 
-#define T(X) RAYO_DTYPE_##X
-#define COMBO(OP, A, B, C, Y, FN) {RAYO_OP_##OP, RAYO_DTYPES(T(A), T(B), T(C), T(Y)), FN}
-
-#define RAYO_KERNEL CPU_KERNEL
+/* The decode path of inference (CPU_COMBO_*: ../cpu-base/simd128-plugin.h). */
 static const rayo_op_entry wasm_ops[] = {
-#include "rayo-op-table.h"
-    /* the decode path of inference; the other dtype combinations (matmul,
-     * convert, get_rows) fall through to the scalar backend */
-    COMBO(GEMV, F16, F32, NONE, F32, wasm_gemv_quant),
-    COMBO(GEMV, BF16, F32, NONE, F32, wasm_gemv_quant),
-    COMBO(GEMV, Q8_0, F32, NONE, F32, wasm_gemv_quant),
-    COMBO(GEMV, Q4_0, F32, NONE, F32, wasm_gemv_quant),
-    COMBO(GEMV, Q4_K, F32, NONE, F32, wasm_gemv_quant),
-    COMBO(GEMV, Q6_K, F32, NONE, F32, wasm_gemv_quant),
-    COMBO(ROPE, F32, I32, NONE, F32, wasm_rope),
-    COMBO(ATTENTION, F32, F32, F32, F32, wasm_attention),
-    COMBO(ATTENTION, F32, F16, F16, F32, wasm_attention),
-    COMBO(SWIGLU, F32, F32, NONE, F32, wasm_swiglu),
-    COMBO(GEGLU, F32, F32, NONE, F32, wasm_geglu),
-    COMBO(GEGLU_TANH, F32, F32, NONE, F32, wasm_geglu_tanh),
+#include "cpu-op-table.h"
 };
 
 CPU_PLUGIN_DESCRIPTOR("wasm", RAYO_ARCH_WASM32, RAYO_CPU_WASM_SIMD128, 50, wasm_ops);

@@ -17,6 +17,7 @@
 #define CPU_KERNEL(NAME) wasm_##NAME
 #include "cpu-base.h"
 #include "cpu-gemm.h"
+#include "simd128-plugin.h"
 #include "wasm-math.h"
 
 /* ---- vector helpers shared by the kernels (reduce.c) -------------------------- */

@@ -12,10 +12,6 @@
 #include <math.h>
 
 #define BLOCK 512
-#define MAX_CHUNKS 64
-#define REDUCE_PARALLEL_MIN ((size_t)1 << 18)
-
-typedef enum { RED_SUM, RED_ABS, RED_DOT, RED_SQUARES } reduction;
 
 /* horizontal sum of a float vector, in double */
 static inline double hsum_f64(vf32 v)
@@ -76,28 +72,28 @@ double wasm_sum_squares_f64(const float *x, size_t n)
 }
 
 /* The block in double, term by term: the slow path of reduce_serial. */
-static double block_f64(reduction kind, const float *a, const float *b, size_t n)
+static double block_f64(cpu_reduction kind, const float *a, const float *b, size_t n)
 {
     double s = 0.0;
     for (size_t i = 0; i < n; i++)
-        s += kind == RED_SUM ? (double)a[i] : kind == RED_ABS ? fabs((double)a[i]) : (double)a[i] * b[i];
+        s += kind == CPU_RED_SUM ? (double)a[i] : kind == CPU_RED_ABS ? fabs((double)a[i]) : (double)a[i] * b[i];
     return s;
 }
 
 /* A block whose float lanes overflowed (or met inf/NaN) is added again in
  * double: partial sums past FLT_MAX (FLT_MAX + FLT_MAX - FLT_MAX) cannot make
  * a finite result inf; inf and NaN inputs give the same answer in double. */
-static double reduce_serial(reduction kind, const float *a, const float *b, size_t n)
+static double reduce_serial(cpu_reduction kind, const float *a, const float *b, size_t n)
 {
-    if (kind == RED_SQUARES)
+    if (kind == CPU_RED_SQUARES)
         return wasm_sum_squares_f64(a, n);
     double total = 0.0;
     for (size_t i = 0; i < n; i += BLOCK) {
         size_t len = n - i < BLOCK ? n - i : BLOCK;
         double part;
         switch (kind) {
-        case RED_SUM: part = block_sum(a + i, len); break;
-        case RED_ABS: part = block_abs_sum(a + i, len); break;
+        case CPU_RED_SUM: part = block_sum(a + i, len); break;
+        case CPU_RED_ABS: part = block_abs_sum(a + i, len); break;
         default: part = block_dot(a + i, b + i, len); break;
         }
         total += isfinite(part) ? part : block_f64(kind, a + i, b + i, len);
@@ -107,70 +103,15 @@ static double reduce_serial(reduction kind, const float *a, const float *b, size
 
 double wasm_sum_f64(const float *x, size_t n)
 {
-    return reduce_serial(RED_SUM, x, NULL, n);
+    return reduce_serial(CPU_RED_SUM, x, NULL, n);
 }
 
 double wasm_dot_f64(const float *a, const float *b, size_t n)
 {
-    return reduce_serial(RED_DOT, a, b, n);
+    return reduce_serial(CPU_RED_DOT, a, b, n);
 }
 
-typedef struct reduce_job {
-    reduction kind;
-    const float *a, *b;
-    size_t n, chunk;
-    double partial[MAX_CHUNKS];
-} reduce_job;
-
-static void reduce_task(void *arg, size_t task, unsigned worker)
-{
-    reduce_job *job = arg;
-    size_t lo = task * job->chunk;
-    size_t len = job->n - lo < job->chunk ? job->n - lo : job->chunk;
-    (void)worker;
-    job->partial[task] = reduce_serial(job->kind, job->a + lo, job->b ? job->b + lo : NULL, len);
-}
-
-static double reduce(const cpu_state *st, reduction kind, const float *a, const float *b,
-                     size_t n)
-{
-    size_t threads = cpu_threads(st);
-    if (threads < 2 || n < REDUCE_PARALLEL_MIN)
-        return reduce_serial(kind, a, b, n);
-    size_t tasks = 4 * threads < MAX_CHUNKS ? 4 * threads : MAX_CHUNKS;
-    reduce_job job = {.kind = kind, .a = a, .b = b, .n = n};
-    job.chunk = ((n + tasks - 1) / tasks + BLOCK - 1) / BLOCK * BLOCK;
-    tasks = (n + job.chunk - 1) / job.chunk;
-    cpu_parallel(st, tasks, reduce_task, &job);
-    double total = 0.0;
-    for (size_t t = 0; t < tasks; t++)
-        total += job.partial[t];
-    return total;
-}
-
-WASM_KERNEL(sum)
-{
-    *(float *)call->y = (float)reduce(state, RED_SUM, call->a, NULL, call->n);
-    return RAYO_OK;
-}
-
-WASM_KERNEL(dot)
-{
-    *(float *)call->y = (float)reduce(state, RED_DOT, call->a, call->b, call->n);
-    return RAYO_OK;
-}
-
-WASM_KERNEL(norm_l1)
-{
-    *(float *)call->y = (float)reduce(state, RED_ABS, call->a, NULL, call->n);
-    return RAYO_OK;
-}
-
-WASM_KERNEL(norm_l2)
-{
-    *(float *)call->y = (float)sqrt(reduce(state, RED_SQUARES, call->a, NULL, call->n));
-    return RAYO_OK;
-}
+CPU_REDUCE_KERNELS(reduce_serial, CPU_SPLIT_PER_THREAD, BLOCK)
 
 /* ---- max, min, argmax --------------------------------------------------------------
  * pmax/pmin (one instruction) keep the extreme of the non-NaN lanes; a

@@ -15,7 +15,7 @@ struct Params {
     m: u32, n: u32, k: u32, flags: u32,
     alpha: f32, beta: f32, oa: u32, ob: u32,
     oc: u32, oy: u32, zero: u32, pad: u32,
-    lda: u32, ldb: u32, ldy: u32, pad2: u32,   // row strides in elements (never 0 here)
+    lda: u32, ldb: u32, ldy: u32, dta: u32,    // row strides in elements (never 0 here); dtype of a
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -177,6 +177,19 @@ fn matmul(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) g: vec3
 // ---- gemv: y = alpha op(A) x + beta y, A m x n ---------------------------------
 var<workgroup> partial: array<f32, 256>;
 
+// The invocations' values v summed into y[r] (alpha, beta applied); called
+// in uniform control flow (barriers).
+fn store_row_sum(lx: u32, r: u32, v: f32) {
+    partial[lx] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s / 2u) {
+        if (lx < s) { partial[lx] += partial[lx + s]; }
+        workgroupBarrier();
+    }
+    if (lx == 0u) { store_scaled(p.oy + r, partial[0]); }
+    workgroupBarrier();
+}
+
 // Without TRANS_A: one workgroup per row (grid-stride over rows), a tree sum.
 @compute @workgroup_size(256)
 fn gemv_rows(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) g: vec3u,
@@ -186,14 +199,7 @@ fn gemv_rows(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) g: v
         for (var j = l.x; j < p.n; j += WG) {
             acc = sum_add(acc, a_data[p.oa + r * p.lda + j] * b_data[p.ob + j]);
         }
-        partial[l.x] = acc.s;
-        workgroupBarrier();
-        for (var s = WG / 2u; s > 0u; s = s / 2u) {
-            if (l.x < s) { partial[l.x] += partial[l.x + s]; }
-            workgroupBarrier();
-        }
-        if (l.x == 0u) { store_scaled(p.oy + r, partial[0]); }
-        workgroupBarrier();
+        store_row_sum(l.x, r, acc.s);
     }
 }
 
@@ -211,5 +217,198 @@ fn gemv_cols(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
             acc = sum_add(acc, block);
         }
         store_scaled(p.oy + j, acc.s);
+    }
+}
+
+// ---- gemv with f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K weights -----------------
+// A's bytes as words (the same binding as a_data; only gemv_typed uses this
+// view).  Rows hold whole blocks, as GGUF stores them; the block layouts are
+// core/rayo-dtype.h's.
+@group(0) @binding(1) var<storage, read> a_words: array<u32>;
+
+const DT_F16: u32 = 1u;
+const DT_BF16: u32 = 2u;
+const DT_Q8_0: u32 = 8u;
+const DT_Q4_0: u32 = 9u;
+const DT_Q4_K: u32 = 10u;
+const DT_Q6_K: u32 = 11u;
+
+fn byte_at(off: u32) -> u32 { return (a_words[off >> 2u] >> ((off & 3u) * 8u)) & 0xffu; }
+fn u16_at(off: u32) -> u32 { return byte_at(off) | (byte_at(off + 1u) << 8u); }
+fn i8_at(off: u32) -> f32 { return f32(i32(byte_at(off) << 24u) >> 24u); }
+
+// f16 bits to f32, exactly (subnormal halves are normal floats).
+fn half_to_f32(h: u32) -> f32 {
+    let s = (h & 0x8000u) << 16u;
+    let e = (h >> 10u) & 0x1fu;
+    let m = h & 0x3ffu;
+    if (e == 0u) {
+        let v = f32(m) * 5.9604644775390625e-8;
+        return select(v, -v, s != 0u);
+    }
+    if (e == 31u) { return bitcast<f32>(s | 0x7f800000u | (m << 13u)); }
+    return bitcast<f32>(s | ((e + 112u) << 23u) | (m << 13u));
+}
+fn half_at(off: u32) -> f32 { return half_to_f32(u16_at(off)); }
+
+// elements and bytes of one block of dtype dt
+fn block_elems(dt: u32) -> u32 {
+    switch dt {
+        case DT_Q8_0, DT_Q4_0: { return 32u; }
+        case DT_Q4_K, DT_Q6_K: { return 256u; }
+        default: { return 1u; }
+    }
+}
+fn block_bytes(dt: u32) -> u32 {
+    switch dt {
+        case DT_Q8_0: { return 34u; }
+        case DT_Q4_0: { return 18u; }
+        case DT_Q4_K: { return 144u; }
+        case DT_Q6_K: { return 210u; }
+        default: { return 2u; }
+    }
+}
+
+fn dot_q8_0(blk: u32, x0: u32) -> f32 {
+    var s: f32 = 0.0;
+    for (var i = 0u; i < 32u; i++) { s = fma(i8_at(blk + 2u + i), b_data[x0 + i], s); }
+    return half_at(blk) * s;
+}
+
+fn dot_q4_0(blk: u32, x0: u32) -> f32 {
+    var s: f32 = 0.0;
+    for (var j = 0u; j < 16u; j++) {
+        let q = byte_at(blk + 2u + j);
+        s = fma(f32(i32(q & 15u) - 8), b_data[x0 + j], s);
+        s = fma(f32(i32(q >> 4u) - 8), b_data[x0 + j + 16u], s);
+    }
+    return half_at(blk) * s;
+}
+
+// Q4_K: sub-block s has scale sc and min m (6 bits each, packed in 12 bytes)
+fn q4k_scale_min(blk: u32, s: u32) -> vec2<f32> {
+    let sc0 = blk + 4u;
+    if (s < 4u) { return vec2<f32>(f32(byte_at(sc0 + s) & 63u), f32(byte_at(sc0 + s + 4u) & 63u)); }
+    let lo = byte_at(sc0 + s + 4u);
+    let sc = (lo & 15u) | ((byte_at(sc0 + s - 4u) >> 6u) << 4u);
+    let m = (lo >> 4u) | ((byte_at(sc0 + s) >> 6u) << 4u);
+    return vec2<f32>(f32(sc), f32(m));
+}
+
+fn dot_q4_k(blk: u32, x0: u32) -> f32 {
+    let d = half_at(blk);
+    let dmin = half_at(blk + 2u);
+    var total: f32 = 0.0;
+    for (var s = 0u; s < 8u; s++) {
+        let sm = q4k_scale_min(blk, s);
+        let chunk = blk + 16u + 32u * (s / 2u);
+        let shift = 4u * (s & 1u);
+        var qx: f32 = 0.0;
+        var xs: f32 = 0.0;
+        for (var l = 0u; l < 32u; l++) {
+            let x = b_data[x0 + 32u * s + l];
+            qx = fma(f32((byte_at(chunk + l) >> shift) & 15u), x, qx);
+            xs += x;
+        }
+        total += d * sm.x * qx - dmin * sm.y * xs;
+    }
+    return total;
+}
+
+fn dot_q6_k(blk: u32, x0: u32) -> f32 {
+    let d = half_at(blk + 208u);
+    var total: f32 = 0.0;
+    for (var g = 0u; g < 16u; g++) {          // 16 groups of 16 values share a scale
+        var qx: f32 = 0.0;
+        for (var t = 0u; t < 16u; t++) {
+            let v = 16u * g + t;
+            let h = v / 128u;
+            let k = (v % 128u) / 32u;
+            let l = v % 32u;
+            let low = (byte_at(blk + 64u * h + 32u * (k & 1u) + l) >> (4u * (k / 2u))) & 15u;
+            let high = (byte_at(blk + 128u + 32u * h + l) >> (2u * k)) & 3u;
+            qx = fma(f32(i32(low | (high << 4u)) - 32), b_data[x0 + v], qx);
+        }
+        total += i8_at(blk + 192u + g) * qx;
+    }
+    return d * total;
+}
+
+// x . (one block, or one f16/bf16 element) of row bytes `row`, block index b
+fn dot_block(row: u32, b: u32) -> f32 {
+    let blk = p.oa * 4u + row + b * block_bytes(p.dta);
+    let x0 = p.ob + b * block_elems(p.dta);
+    switch p.dta {
+        case DT_F16: { return half_at(blk) * b_data[x0]; }
+        case DT_BF16: { return bitcast<f32>(u16_at(blk) << 16u) * b_data[x0]; }
+        case DT_Q8_0: { return dot_q8_0(blk, x0); }
+        case DT_Q4_0: { return dot_q4_0(blk, x0); }
+        case DT_Q4_K: { return dot_q4_k(blk, x0); }
+        default: { return dot_q6_k(blk, x0); }
+    }
+}
+
+// y = alpha A x + beta y (no transpose): a workgroup per row, blocks spread
+// over its invocations.
+@compute @workgroup_size(256)
+fn gemv_typed(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) g: vec3u,
+              @builtin(num_workgroups) groups: vec3u) {
+    let blocks = p.n / block_elems(p.dta);
+    let row_bytes = (p.lda / block_elems(p.dta)) * block_bytes(p.dta);
+    for (var r = g.x; r < p.m; r += groups.x) {
+        var acc = Sum(0.0, 0.0);
+        for (var b = l.x; b < blocks; b += WG) {
+            acc = sum_add(acc, dot_block(r * row_bytes, b));
+        }
+        store_row_sum(l.x, r, acc.s);
+    }
+}
+
+// ---- barrier-free forms, for software adapters ----------------------------
+// A software adapter (SwiftShader) runs the invocations of a workgroup with
+// a barrier as coroutines, switching at each barrier: the tiled kernels
+// above crawl there.  These forms have no barrier and no workgroup memory:
+// one invocation per output, a grid-stride loop over the outputs.
+const WD: u32 = 64u;
+
+@compute @workgroup_size(64)
+fn matmul_direct(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) groups: vec3u) {
+    let total = p.m * p.n;
+    for (var o = gid.x; o < total; o += groups.x * WD) {
+        let row = o / p.n;
+        let col = o % p.n;
+        var acc = Sum(0.0, 0.0);
+        for (var t = 0u; t < p.k; t += TS) {
+            var block: f32 = 0.0;
+            for (var i = t; i < min(t + TS, p.k); i++) { block = fma(a_at(row, i), b_at(i, col), block); }
+            acc = sum_add(acc, block);
+        }
+        store_scaled(p.oy + row * p.ldy + col, acc.s);
+    }
+}
+
+@compute @workgroup_size(64)
+fn gemv_direct(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) groups: vec3u) {
+    for (var r = gid.x; r < p.m; r += groups.x * WD) {
+        var acc = Sum(0.0, 0.0);
+        for (var t = 0u; t < p.n; t += TS) {
+            var block: f32 = 0.0;
+            for (var j = t; j < min(t + TS, p.n); j++) {
+                block = fma(a_data[p.oa + r * p.lda + j], b_data[p.ob + j], block);
+            }
+            acc = sum_add(acc, block);
+        }
+        store_scaled(p.oy + r, acc.s);
+    }
+}
+
+@compute @workgroup_size(64)
+fn gemv_typed_direct(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) groups: vec3u) {
+    let blocks = p.n / block_elems(p.dta);
+    let row_bytes = (p.lda / block_elems(p.dta)) * block_bytes(p.dta);
+    for (var r = gid.x; r < p.m; r += groups.x * WD) {
+        var acc = Sum(0.0, 0.0);
+        for (var b = 0u; b < blocks; b++) { acc = sum_add(acc, dot_block(r * row_bytes, b)); }
+        store_scaled(p.oy + r, acc.s);
     }
 }

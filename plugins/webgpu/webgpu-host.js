@@ -58,12 +58,16 @@ var rayoWebgpu = (function () {
     var info = adapter.info || {};
     var name = [info.vendor, info.architecture, info.description].filter(Boolean).join(' ') || 'WebGPU adapter';
     var soft = info.isFallbackAdapter || /swiftshader|llvmpipe|lavapipe/i.test(name);
-    st.name = 'WebGPU: ' + name;
+    var missing = FEATURES.filter(function (f) { return features.indexOf(f) < 0; });
+    // the device's name carries what rayo-info and ctx.backends() should show
+    st.name = 'WebGPU: ' + name + ' [' + (features.join(' ') || 'no optional features') +
+      (missing.length ? '; no ' + missing.join(' ') : '') + '; binding ' +
+      Math.floor(adapter.limits.maxStorageBufferBindingSize / 1048576) + ' MiB, workgroup storage ' +
+      Math.floor(adapter.limits.maxComputeWorkgroupStorageSize / 1024) + ' KiB]';
     st.limit = Math.min(adapter.limits.maxStorageBufferBindingSize, 0x7ffffffc);
     st.type = soft ? DEVICE_SOFTWARE : DEVICE_GPU;
     st.features = features;
-    st.reason = 'features: ' + (features.join(', ') || 'none') + ' (missing: ' +
-      (FEATURES.filter(function (f) { return features.indexOf(f) < 0; }).join(', ') || 'none') +
+    st.reason = 'features: ' + (features.join(', ') || 'none') + ' (missing: ' + (missing.join(', ') || 'none') +
       '); maxStorageBufferBindingSize ' + adapter.limits.maxStorageBufferBindingSize +
       ', maxComputeWorkgroupStorageSize ' + adapter.limits.maxComputeWorkgroupStorageSize;
   }
@@ -80,7 +84,11 @@ var rayoWebgpu = (function () {
 
   // Acquires the device and compiles the shaders; never throws: where it
   // fails, the probe gives the reason.  Returns whether a device is ready.
-  async function init(options) {
+  // options: requestAdapter's; choice.kernels: 'auto' (default), 'tiled' or
+  // 'direct' (the barrier-free forms; auto: on software adapters), so that
+  // a test can check both on one adapter.
+  async function init(options, choice) {
+    st.kernels = (choice && choice.kernels) || 'auto';
     try {
       var got = await requestDevice(options);
       st.device = got.device;
@@ -108,16 +116,19 @@ var rayoWebgpu = (function () {
   }
 
   // ---- pipelines -------------------------------------------------------------
-  function entryPoint(op, flags) {
+  // A software adapter gets the barrier-free forms (kernels.wgsl says why).
+  function entryPoint(op, flags, dta) {
     var sig = OP_SIGS[op];
-    if (sig === 'matmul') return 'matmul';
-    if (sig === 'gemv') return (flags & 1) ? 'gemv_cols' : 'gemv_rows';
+    var soft = st.kernels === 'direct' || (st.kernels === 'auto' && st.type === DEVICE_SOFTWARE);
+    if (sig === 'matmul') return soft ? 'matmul_direct' : 'matmul';
+    if (sig === 'gemv' && dta) return soft ? 'gemv_typed_direct' : 'gemv_typed';
+    if (sig === 'gemv') return (flags & 1) ? 'gemv_cols' : soft ? 'gemv_direct' : 'gemv_rows';
     if (sig === 'transpose') return 'transpose';
     return 'elementwise';
   }
 
-  function pipeline(op, flags) {
-    var entry = entryPoint(op, flags);
+  function pipeline(op, flags, dta) {
+    var entry = entryPoint(op, flags, dta);
     var key = entry + ':' + op;
     var p = st.pipelines.get(key);
     if (!p) {
@@ -132,8 +143,10 @@ var rayoWebgpu = (function () {
 
   function groupsFor(entry, m, n) {
     var cap = 4096;
+    if (entry === 'matmul_direct') return [Math.max(1, Math.min(65535, Math.ceil(m * n / 64))), 1];
+    if (/_direct$/.test(entry)) return [Math.max(1, Math.min(65535, Math.ceil(m / 64))), 1];
     if (entry === 'matmul') return [Math.ceil(n / 16), Math.ceil(m / 16)];
-    if (entry === 'gemv_rows') return [Math.min(m, 65535), 1];
+    if (entry === 'gemv_rows' || entry === 'gemv_typed') return [Math.min(m, 65535), 1];
     if (entry === 'transpose') return [Math.max(1, Math.min(cap, Math.ceil(m * n / 256))), 1];
     return [Math.max(1, Math.min(cap, Math.ceil(n / 256))), 1];
   }
@@ -147,8 +160,8 @@ var rayoWebgpu = (function () {
   }
 
   function readSizes(ptr) {
-    var s = HEAPU32.subarray(ptr >>> 2, (ptr >>> 2) + 6);
-    return { m: s[0], n: s[1], k: s[2], lda: s[3], ldb: s[4], ldy: s[5] };
+    var s = HEAPU32.subarray(ptr >>> 2, (ptr >>> 2) + 7);
+    return { m: s[0], n: s[1], k: s[2], lda: s[3], ldb: s[4], ldy: s[5], dta: s[6] };
   }
 
   // call: {op, flags, m, n, k, alpha, beta, bufs: [a, b, c, y] GPUBuffers or
@@ -170,19 +183,28 @@ var rayoWebgpu = (function () {
     f[4] = call.alpha; f[5] = call.beta;
     u[6] = off[0]; u[7] = off[1]; u[8] = off[2]; u[9] = off[3];
     u.set(denseStrides(call), 12);
+    u[15] = call.dta || 0;
     var ubuf = dev.createBuffer({ size: 64, usage: GPUBufferUsage.UNIFORM, mappedAtCreation: true });
     new Uint8Array(ubuf.getMappedRange()).set(new Uint8Array(params));
     ubuf.unmap();
     temps.push(ubuf);
     var entries = [{ binding: 0, resource: { buffer: ubuf } }];
     for (var j = 0; j < 4; j++) entries.push({ binding: j + 1, resource: { buffer: bufs[j] || st.dummy } });
-    var pl = pipeline(call.op, call.flags);
+    var pl = pipeline(call.op, call.flags, call.dta);
     var pass = encoder.beginComputePass();
     pass.setPipeline(pl.pipeline);
     pass.setBindGroup(0, dev.createBindGroup({ layout: st.layout, entries: entries }));
     var g = groupsFor(pl.entry, call.m, call.n);
     pass.dispatchWorkgroups(g[0], g[1]);
     pass.end();
+  }
+
+  // writeBuffer takes whole words: block dtypes may end mid-word
+  function padded(bytes) {
+    if (bytes.byteLength % 4 === 0) return bytes;
+    var out = new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
+    out.set(bytes);
+    return out;
   }
 
   function storageBuffer(bytes) {
@@ -215,14 +237,15 @@ var rayoWebgpu = (function () {
         if (!inputs[i]) continue;
         bufs[i] = storageBuffer(inputs[i].byteLength);
         temps.push(bufs[i]);
-        st.device.queue.writeBuffer(bufs[i], 0, inputs[i]);
+        st.device.queue.writeBuffer(bufs[i], 0, padded(inputs[i]));
       }
       bufs[3] = storageBuffer(yBytes);
       temps.push(bufs[3]);
       if (y0) st.device.queue.writeBuffer(bufs[3], 0, y0);
       var encoder = st.device.createCommandEncoder();
       encodeOp(encoder, { op: op, flags: flags, m: sizes.m, n: sizes.n, k: sizes.k, lda: sizes.lda,
-        ldb: sizes.ldb, ldy: sizes.ldy, alpha: alpha, beta: beta, bufs: bufs, offsets: [0, 0, 0, 0] }, temps);
+        ldb: sizes.ldb, ldy: sizes.ldy, dta: sizes.dta, alpha: alpha, beta: beta, bufs: bufs,
+        offsets: [0, 0, 0, 0] }, temps);
       var bytes = await readBack(encoder, bufs[3], 0, yBytes, temps);
       return new Float32Array(bytes.buffer);
     } finally {
@@ -319,7 +342,7 @@ var rayoWebgpu = (function () {
       bufs.push(h ? st.buffers.get(h) : null);
       offsets.push(HEAPU32[op2 + i] / 4);
     }
-    bt.calls.push({ op: op, flags: flags, m: s.m, n: s.n, k: s.k, lda: s.lda, ldb: s.ldb, ldy: s.ldy,
+    bt.calls.push({ op: op, flags: flags, m: s.m, n: s.n, k: s.k, lda: s.lda, ldb: s.ldb, ldy: s.ldy, dta: s.dta,
       alpha: alpha, beta: beta, bufs: bufs, offsets: offsets });
     return OK;
   }

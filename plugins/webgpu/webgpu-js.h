@@ -27,8 +27,9 @@ int rayo_webgpu_js_probe(char *name, size_t name_size, char *reason, size_t reas
 int rayo_webgpu_js_can_wait(void);
 
 /* sizes[]: m, n, k, then the row strides lda, ldb, ldy in elements (0:
- * dense; only matmul and gemv take them). */
-#define WEBGPU_SIZES 6
+ * dense; only matmul and gemv take them), then the rayo_dtype of a (gemv's
+ * typed weights; the other operands are f32). */
+#define WEBGPU_SIZES 7
 
 /* Runs one op on host memory (waits): uploads a, b, c (na..nc bytes, 0 =
  * unused) and y when y_in, runs the op, reads y back (ny bytes).  Returns a

@@ -14,6 +14,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h" /* PACKAGE_VERSION */
 #endif
+#include "rayo-dtype.h"
 #include "rayo-plugin.h"
 #include "webgpu-js.h"
 
@@ -61,24 +62,32 @@ static void webgpu_fini(void *state)
     free(state);
 }
 
-/* Bytes of an operand of count f32 elements, if it fits one binding. */
-static int operand_bytes(const webgpu_state *s, size_t count, size_t *bytes)
+/* Bytes of an operand of count elements of dtype dt, if it fits one binding. */
+static int operand_bytes(const webgpu_state *s, rayo_dtype dt, size_t count, size_t *bytes)
 {
-    if (count > s->limit / sizeof(float))
-        return -1;
-    *bytes = count * sizeof(float);
-    return 0;
+    return rayo_dtype_row_bytes(dt, count, bytes) && *bytes <= s->limit ? 0 : -1;
 }
 
-/* What every call must be for the WGSL kernels: all-f32, strided only for
- * matmul and gemv, operands that fit one storage binding, sizes and strides
- * that fit 32 bits. */
+/* The dtypes the WGSL kernels take: all-f32, or gemv with typed weights
+ * (its combinations of the op list; no transpose: rows along the sum). */
+static int dtypes_ok(int sig, const rayo_call *c)
+{
+    if (c->dtypes == 0)
+        return 1;
+    return sig == RAYO_SIG_GEMV && !(c->flags & RAYO_TRANS_A) &&
+           c->dtypes == RAYO_DTYPES(RAYO_DTYPE_OF(c->dtypes, 0), 0, 0, 0);
+}
+
+/* What every call must be for the WGSL kernels: dtypes they take, strided
+ * only for matmul and gemv, operands that fit one storage binding, sizes and
+ * strides that fit 32 bits. */
 static rayo_status check_call(const webgpu_state *s, int sig, const rayo_call *c,
                               const size_t count[4], size_t bytes[4], uint32_t sizes[WEBGPU_SIZES])
 {
-    const size_t all[WEBGPU_SIZES] = {c->m, c->n, c->k, c->lda, c->ldb, c->ldy};
+    const size_t all[WEBGPU_SIZES] = {c->m, c->n, c->k, c->lda, c->ldb, c->ldy,
+                                      RAYO_DTYPE_OF(c->dtypes, 0)};
     int strides_ok = sig == RAYO_SIG_MATMUL || sig == RAYO_SIG_GEMV;
-    if (c->dtypes != 0 || (rayo_call_strided(c) && !strides_ok) || c->ldc)
+    if (!dtypes_ok(sig, c) || (rayo_call_strided(c) && !strides_ok) || c->ldc)
         return RAYO_E_UNSUPPORTED;
     for (int i = 0; i < WEBGPU_SIZES; i++) {
         if (all[i] > UINT32_MAX)
@@ -86,7 +95,7 @@ static rayo_status check_call(const webgpu_state *s, int sig, const rayo_call *c
         sizes[i] = (uint32_t)all[i];
     }
     for (int i = 0; i < 4; i++)
-        if (operand_bytes(s, count[i], &bytes[i]))
+        if (operand_bytes(s, RAYO_DTYPE_OF(c->dtypes, i), count[i], &bytes[i]))
             return RAYO_E_UNSUPPORTED;
     return RAYO_OK;
 }
@@ -238,7 +247,9 @@ static const rayo_memory_api webgpu_memory = {
     .batch_free = webgpu_batch_free,
 };
 
-/* ---- the op table: the op list, filtered by signature class ----------------- */
+/* ---- the op table: the op list, filtered by signature class ------------------
+ * gemv is registered by its dtype combinations (f32 among them), the other
+ * ops with a WGSL entry point by signature (all-f32). */
 #define WEBGPU_ENTRY(ENUM) {RAYO_OP_##ENUM, 0, webgpu_kernel},
 #define WEBGPU_SIG_BINARY(ENUM) WEBGPU_ENTRY(ENUM)
 #define WEBGPU_SIG_UNARY(ENUM) WEBGPU_ENTRY(ENUM)
@@ -246,7 +257,7 @@ static const rayo_memory_api webgpu_memory = {
 #define WEBGPU_SIG_UNARY_P2(ENUM) WEBGPU_ENTRY(ENUM)
 #define WEBGPU_SIG_AXPY(ENUM) WEBGPU_ENTRY(ENUM)
 #define WEBGPU_SIG_MATMUL(ENUM) WEBGPU_ENTRY(ENUM)
-#define WEBGPU_SIG_GEMV(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_GEMV(ENUM)
 #define WEBGPU_SIG_TRANSPOSE(ENUM) WEBGPU_ENTRY(ENUM)
 /* not in WGSL yet: these fall through to the CPU backends */
 #define WEBGPU_SIG_REDUCE(ENUM)
@@ -256,10 +267,17 @@ static const rayo_memory_api webgpu_memory = {
 #define WEBGPU_SIG_NORM(ENUM)
 #define WEBGPU_SIG_BIAS_ACT(ENUM)
 
+#define WEBGPU_DT(X) RAYO_DTYPE_##X
+#define WEBGPU_COMBO_GEMV(A, B, C, Y) \
+    {RAYO_OP_GEMV, RAYO_DTYPES(WEBGPU_DT(A), WEBGPU_DT(B), WEBGPU_DT(C), WEBGPU_DT(Y)), webgpu_kernel},
+#define WEBGPU_COMBO_MATMUL(A, B, C, Y)
+
 static const rayo_op_entry webgpu_ops[] = {
 #define RAYO_OPS_BASE_ONLY
 #define RAYO_OP(ID, ENUM, NAME, SIG, TOL_REL, TOL_ABS, SCALE, SUMMARY) WEBGPU_SIG_##SIG(ENUM)
+#define RAYO_COMBO(OP, A, B, C, Y, TR, TA, RR, RA) WEBGPU_COMBO_##OP(A, B, C, Y)
 #include "rayo-ops.h"
+#undef RAYO_COMBO
 #undef RAYO_OP
 #undef RAYO_OPS_BASE_ONLY
 };

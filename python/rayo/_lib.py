@@ -65,8 +65,9 @@ class Operand(ctypes.Structure):
 
 
 class BatchCall(ctypes.Structure):
-    """rayo_batch_call"""
-    _fields_ = _call_fields(Operand)
+    """rayo_batch_call (with the replay fields of ABI 1.1)"""
+    _fields_ = _call_fields(Operand) + [("step_bytes", c_size * 4), ("step_flags", ctypes.c_uint32),
+                                        ("reserved2", ctypes.c_uint32)]
 
 
 class OpInfo(ctypes.Structure):
@@ -118,6 +119,7 @@ BACKEND_STATUS = ("loaded", "rejected", "unavailable", "disabled", "shadowed")
 DEVICE_TYPES = ("cpu", "gpu", "software", "other")
 TRANS_A, TRANS_B = 0x1, 0x2
 ATTN_CAUSAL = 0x1
+STEP_KV_LENGTH = 0x1
 PRECISIONS = {None: 0, "default": 0, "strict": 1, "relaxed": 2}
 ACTIVATIONS = {"none": 0, "relu": 1, "gelu": 2, "silu": 3, "tanh": 4, "sigmoid": 5}
 UINT64_MAX = 2**64 - 1
@@ -153,6 +155,7 @@ _PROTOTYPES = {
     "rayo_batch_record": (status, [c_void, _P(BatchCall)]),
     "rayo_batch_submit": (status, [c_void]),
     "rayo_batch_wait": (status, [c_void, ctypes.c_uint64]),
+    "rayo_batch_set_step": (status, [c_void, c_size]),
     "rayo_batch_destroy": (None, [c_void]),
     # the dtype helpers (rayo-dtype.h's, exported, and the library's own)
     "rayo_dtype_name": (c_str, [ctypes.c_int]),

@@ -58,10 +58,13 @@ class Batch(Handle):
         self.handle, self.ctx = handle.value, ctx
         self._keep = []  # buffers recorded: alive at least as long as the batch object
 
-    def record(self, op, *, a=None, b=None, c=None, y=None, dtypes=(), precision=None, **fields):
+    def record(self, op, *, a=None, b=None, c=None, y=None, dtypes=(), precision=None,
+               step_bytes=(0, 0, 0, 0), step_kv_length=False, **fields):
         """Records op (by name): a, b, c, y are Buffers or (Buffer, byte offset);
         dtypes names the dtypes of (a, b, c, y), e.g. ("f32", "q4_k");
-        the other fields are rayo_call's (m, n, k, alpha, beta, flags, lda...)."""
+        step_bytes: how far each of a, b, c, y moves per step (set_step);
+        step_kv_length: attention attends to n_kv + step keys;
+        the other fields are rayo_batch_call's (m, n, k, alpha, beta, flags, lda...)."""
         info = lib.rayo_op_by_name(op.encode())
         if not info:
             raise ValueError(f"rayo: no op named {op!r}")
@@ -70,9 +73,15 @@ class Batch(Handle):
             word |= dtype_id(name) << (8 * i)
         call = _lib.BatchCall(struct_size=ctypes.sizeof(_lib.BatchCall), op=info.contents.id,
                               a=_operand(a), b=_operand(b), c=_operand(c), y=_operand(y),
-                              dtypes=word, precision=_lib.PRECISIONS[precision], **fields)
+                              dtypes=word, precision=_lib.PRECISIONS[precision],
+                              step_bytes=(ctypes.c_size_t * 4)(*step_bytes),
+                              step_flags=_lib.STEP_KV_LENGTH if step_kv_length else 0, **fields)
         check(lib.rayo_batch_record(self._live(), ctypes.byref(call)))
         self._keep += [x for x in (a, b, c, y) if x is not None]
+
+    def set_step(self, step):
+        """The step the next submits run at (replay: offsets move by step_bytes per step)."""
+        check(lib.rayo_batch_set_step(self._live(), step))
 
     def submit(self):
         check(lib.rayo_batch_submit(self._live()))

@@ -74,6 +74,27 @@ def test_buffers_and_batch(ctx, rng):
         buf.size
 
 
+def test_batch_replay(ctx, rng):
+    """A batch recorded once and submitted at three steps: its y moves one row a step."""
+    n = 64
+    x = rng.standard_normal(n).astype(np.float32)
+    with ctx.buffer(4 * n * 4) as buf, ctx.batch(buf.backend) as batch:
+        buf.write(np.zeros(4 * n, dtype=np.float32))
+        buf.write(x)
+        batch.record("scale", a=buf, y=(buf, 4 * n), n=n, alpha=1.0, step_bytes=(0, 0, 0, 4 * n))
+        for step in range(3):
+            batch.set_step(step)
+            buf.write(np.array([step + 1.0], dtype=np.float32), offset=0)  # x[0] changes per submit
+            batch.run()
+        with pytest.raises(rayo.RayoError):  # step 3 would move y past the buffer's end
+            batch.set_step(3)
+        rows = buf.read((4, n))
+    for step in range(3):
+        want = x.copy()
+        want[0] = step + 1.0
+        assert np.array_equal(rows[step + 1], want)
+
+
 def test_batch_quantized_gemv(ctx, rng):
     w = rayo.quantize(rng.standard_normal((16, 256)).astype(np.float32), "q4_k")
     x = rng.standard_normal(256).astype(np.float32)
@@ -108,3 +129,12 @@ def test_library_override(tmp_path):
     r = subprocess.run([sys.executable, "-c", "import rayo"], capture_output=True, text=True,
                        env=env)
     assert r.returncode != 0 and "RAYO_LIBRARY" in r.stderr and "missing.so" in r.stderr
+
+
+def test_package_version_is_the_library_version():
+    """pip's metadata (python/pyproject.toml) names the library's version."""
+    import re
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyproject.toml")
+    with open(path, encoding="utf-8") as f:
+        declared = re.search(r'^version = "([^"]+)"', f.read(), re.M).group(1)
+    assert declared == rayo.version()

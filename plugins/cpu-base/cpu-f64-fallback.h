@@ -1,4 +1,4 @@
-/* f64-fallback.h - float64 where float intermediates would break a contract,
+/* cpu-f64-fallback.h - float64 where float intermediates would break a contract,
  * shared by every CPU plugin.
  *
  * 1. The range contract of the products (rayo-ops.h: no intermediate

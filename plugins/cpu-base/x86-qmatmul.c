@@ -1,0 +1,271 @@
+/* x86-qmatmul.c - the prompt's matmul with 4-bit weights in integers
+ * (x86-qmatmul.h says what and why). */
+#include "x86-qmatmul.h"
+#include "x86-quant.h"
+
+#include <float.h>
+#include <immintrin.h>
+#include <string.h>
+
+#define BLOCK 32     /* values of A per int8 block, and of B per code block */
+#define COLS 8       /* columns of a panel: one 32-bit lane each */
+#define TILE_ROWS 4  /* rows of A per tile: 4 int16 and 4 float sums stay in registers */
+
+/* 32 values of 8 columns of B: codes[32 g + 4 j + i] is value 4 g + i of
+ * column j (u8, 0..15); the column's value v is scale[j] code - min[j]. */
+typedef struct panel_block {
+    uint8_t codes[BLOCK * COLS];
+    float scale[COLS], min[COLS];
+} panel_block;
+
+/* A rounded: row r's value i is d[r][i / 32] q[r][i]; dsum is d times the
+ * block's sum of q (for the weights' offsets). */
+typedef struct rounded_a {
+    int8_t *q;
+    float *d, *dsum;
+} rounded_a;
+
+typedef struct qmatmul_job {
+    const rayo_call *call;
+    rayo_dtype bdt;
+    size_t blocks;       /* k / 32 */
+    size_t b_stride;     /* bytes between rows of B */
+    rounded_a a;
+    panel_block *panels; /* one panel of `blocks` blocks per worker */
+} qmatmul_job;
+
+/* ---- A to int8 ------------------------------------------------------------- */
+
+/* The 32 values at x as int8 at q, their scale and sum; 0 when one is not
+ * finite or the largest |x| is in (0, 1e-30) (its reciprocal overflows). */
+static int round_block(const float *x, int8_t *q, float *d, int *sum)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 v[4], amax = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+    for (int i = 0; i < 4; i++) {
+        v[i] = _mm256_loadu_ps(x + 8 * i);
+        __m256 a = _mm256_andnot_ps(sign, v[i]);
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, _mm256_set1_ps(FLT_MAX), _CMP_NLE_UQ));
+        amax = _mm256_max_ps(amax, a);
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    float max = _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1)));
+    if (_mm256_movemask_ps(bad) || (max != 0.0f && max < 1e-30f))
+        return 0;
+    __m256 inv = _mm256_set1_ps(max != 0.0f ? 127.0f / max : 0.0f);
+    __m256i i32[4], total = _mm256_setzero_si256();
+    for (int i = 0; i < 4; i++) {
+        i32[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], inv)); /* nearest, |q| <= 127 */
+        total = _mm256_add_epi32(total, i32[i]);
+    }
+    /* The packs interleave 128-bit lanes; the permutation puts values back in order. */
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i32[0], i32[1]), _mm256_packs_epi32(i32[2], i32[3]));
+    p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i *)q, p);
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
+    s = _mm_hadd_epi32(s, s);
+    *sum = _mm_cvtsi128_si32(_mm_hadd_epi32(s, s));
+    *d = max / 127.0f;
+    return 1;
+}
+
+/* Every row of A; 0 when a block does not round (the caller then takes the
+ * sgemm path).  Serial: about 1% of the products' time. */
+static int round_a(const rayo_call *c, size_t blocks, rounded_a *a)
+{
+    size_t lda = c->lda ? c->lda : c->k;
+    for (size_t r = 0; r < c->m; r++)
+        for (size_t b = 0; b < blocks; b++) {
+            size_t i = r * blocks + b;
+            int sum;
+            if (!round_block((const float *)c->a + r * lda + b * BLOCK, a->q + i * BLOCK, a->d + i, &sum))
+                return 0;
+            a->dsum[i] = a->d[i] * (float)sum;
+        }
+    return 1;
+}
+
+/* ---- B to panels ---------------------------------------------------------- */
+
+/* Block b of a Q4_0 row: its 32 codes in order, scale and min (value =
+ * d q - 8 d). */
+static __m256i codes_q4_0(const uint8_t *row, size_t b, float *scale, float *min)
+{
+    const uint8_t *blk = row + b * RAYO_Q4_0_BYTES;
+    __m128i qs = x86_load128(blk + 2), nibble = _mm_set1_epi8(15);
+    *scale = x86_f16_at(blk);
+    *min = 8.0f * *scale;
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(qs, 4), nibble), _mm_and_si128(qs, nibble));
+}
+
+/* Sub-block b % 8 of super-block b / 8 of a Q4_K row (value = d sc q - dmin m). */
+static __m256i codes_q4_k(const uint8_t *row, size_t b, float *scale, float *min)
+{
+    const uint8_t *blk = row + b / 8 * RAYO_Q4_K_BYTES;
+    int s = (int)(b % 8);
+    uint8_t sc, m;
+    rayo_q4_k_scale_min(blk + RAYO_Q4_K_SCALES, s, &sc, &m);
+    *scale = x86_f16_at(blk) * sc;
+    *min = x86_f16_at(blk + RAYO_Q4_K_DMIN) * m;
+    __m256i qs = x86_load256(blk + RAYO_Q4_K_QS + 32 * (s / 2));
+    return _mm256_and_si256(_mm256_srli_epi16(qs, 4 * (s & 1)), _mm256_set1_epi8(15));
+}
+
+/* The 8 x 8 transpose of 32-bit elements: out[g] holds element g of each of
+ * in[0..7], so lane j of out[g] is codes 4 g .. 4 g + 3 of column j. */
+static void transpose8(const __m256i in[COLS], __m256i out[COLS])
+{
+    __m256i t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_epi32(in[2 * i], in[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_epi32(in[2 * i], in[2 * i + 1]);
+    }
+    for (int h = 0; h < 2; h++) { /* columns 0-3, then 4-7 */
+        u[4 * h] = _mm256_unpacklo_epi64(t[4 * h], t[4 * h + 2]);
+        u[4 * h + 1] = _mm256_unpackhi_epi64(t[4 * h], t[4 * h + 2]);
+        u[4 * h + 2] = _mm256_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]);
+        u[4 * h + 3] = _mm256_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]);
+    }
+    for (int g = 0; g < 4; g++) {
+        out[g] = _mm256_permute2x128_si256(u[g], u[4 + g], 0x20);
+        out[g + 4] = _mm256_permute2x128_si256(u[g], u[4 + g], 0x31);
+    }
+}
+
+/* Columns col0 .. col0 + 7 of op(B) (rows of B) into panel; columns past n
+ * get zero codes, scales and mins. */
+static void pack_panel(const qmatmul_job *job, size_t col0, panel_block *panel)
+{
+    const rayo_call *c = job->call;
+    size_t cols = c->n - col0 < COLS ? c->n - col0 : COLS;
+    for (size_t b = 0; b < job->blocks; b++) {
+        __m256i in[COLS], out[COLS];
+        for (size_t j = 0; j < COLS; j++) {
+            const uint8_t *row = (const uint8_t *)c->b + (col0 + j) * job->b_stride;
+            float *scale = &panel[b].scale[j], *min = &panel[b].min[j];
+            if (j >= cols)
+                in[j] = _mm256_setzero_si256(), *scale = *min = 0.0f;
+            else if (job->bdt == RAYO_DTYPE_Q4_0)
+                in[j] = codes_q4_0(row, b, scale, min);
+            else
+                in[j] = codes_q4_k(row, b, scale, min);
+        }
+        transpose8(in, out);
+        for (int g = 0; g < COLS; g++)
+            _mm256_storeu_si256((__m256i *)(panel[b].codes + 32 * g), out[g]);
+    }
+}
+
+/* ---- the tile --------------------------------------------------------------- */
+
+/* acc[t] (8 columns) = row t of A (x[t]: its codes, d[t], dsum[t]) times
+ * the panel, t < 4.  The row loops are unrolled so that the 4 int16 and
+ * 4 float sums stay in registers; the group loop only by 2: unrolled by
+ * 8, GCC regrouped the 16-bit sums into a tree and spilled half of them
+ * (68 against 89 GFLOP/s, 128 x 2048 x 2048 on one thread). */
+static void tile(const panel_block *panel, size_t blocks, const int8_t *const x[TILE_ROWS],
+                 const float *const d[TILE_ROWS], const float *const dsum[TILE_ROWS], __m256 acc[TILE_ROWS])
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 a[TILE_ROWS] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+    for (size_t b = 0; b < blocks; b++) {
+        __m256i sums[TILE_ROWS] = { _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                                    _mm256_setzero_si256() };
+        /* 8 groups of 4 values: |sum| <= 8 x 2 x 15 x 127 = 30480 fits 16 bits */
+#pragma GCC unroll 2
+        for (int g = 0; g < BLOCK / 4; g++) {
+            __m256i w = x86_load256(panel[b].codes + 32 * g);
+#pragma GCC unroll 4
+            for (int t = 0; t < TILE_ROWS; t++) {
+                int32_t x4;
+                memcpy(&x4, x[t] + b * BLOCK + 4 * g, 4);
+                sums[t] = _mm256_add_epi16(sums[t], _mm256_maddubs_epi16(w, _mm256_set1_epi32(x4)));
+            }
+        }
+        __m256 scale = _mm256_loadu_ps(panel[b].scale), min = _mm256_loadu_ps(panel[b].min);
+#pragma GCC unroll 4
+        for (int t = 0; t < TILE_ROWS; t++) {
+            __m256 dot = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sums[t], ones)), scale);
+            a[t] = _mm256_fmadd_ps(dot, _mm256_set1_ps(d[t][b]), a[t]);
+            a[t] = _mm256_fnmadd_ps(min, _mm256_set1_ps(dsum[t][b]), a[t]);
+        }
+    }
+    for (int t = 0; t < TILE_ROWS; t++)
+        acc[t] = a[t];
+}
+
+/* C[r0 + t][col0 ..] = alpha acc[t] + beta C (C unread when beta == 0). */
+static void store_tile(const rayo_call *c, size_t r0, int rows, size_t col0, const __m256 acc[TILE_ROWS])
+{
+    size_t ldc = c->ldy ? c->ldy : c->n, cols = c->n - col0 < COLS ? c->n - col0 : COLS;
+    for (int t = 0; t < rows; t++) {
+        float v[COLS], *y = (float *)c->y + (r0 + t) * ldc + col0;
+        _mm256_storeu_ps(v, acc[t]);
+        for (size_t j = 0; j < cols; j++)
+            y[j] = c->beta == 0.0f ? c->alpha * v[j] : c->alpha * v[j] + c->beta * y[j];
+    }
+}
+
+/* Rows r0 .. r0 + rows - 1 of C, columns col0 ..; a tile of fewer than 4
+ * rows repeats its last row (computed, not stored). */
+static void run_tile(const qmatmul_job *job, const panel_block *panel, size_t r0, int rows, size_t col0)
+{
+    const int8_t *x[TILE_ROWS];
+    const float *d[TILE_ROWS], *dsum[TILE_ROWS];
+    for (int t = 0; t < TILE_ROWS; t++) {
+        size_t r = r0 + (size_t)(t < rows ? t : rows - 1);
+        x[t] = job->a.q + r * job->blocks * BLOCK;
+        d[t] = job->a.d + r * job->blocks, dsum[t] = job->a.dsum + r * job->blocks;
+    }
+    __m256 acc[TILE_ROWS];
+    tile(panel, job->blocks, x, d, dsum, acc);
+    store_tile(job->call, r0, rows, col0, acc);
+}
+
+/* Task p: columns 8p .. 8p + 7 for every row of A; the panel (k / 32 x 320
+ * bytes, 56 KiB at k = 5632) stays in L2 while the rows stream past it. */
+static void panel_task(void *arg, size_t p, unsigned worker)
+{
+    const qmatmul_job *job = arg;
+    panel_block *panel = job->panels + worker * job->blocks;
+    pack_panel(job, p * COLS, panel);
+    for (size_t r0 = 0; r0 < job->call->m; r0 += TILE_ROWS) {
+        size_t rows = job->call->m - r0 < TILE_ROWS ? job->call->m - r0 : TILE_ROWS;
+        run_tile(job, panel, r0, (int)rows, p * COLS);
+    }
+}
+
+/* ---- the call ----------------------------------------------------------------- */
+
+static int takes(const rayo_call *c)
+{
+    rayo_dtype bdt = RAYO_DTYPE_OF(c->dtypes, 1);
+    return c->precision == RAYO_PRECISION_RELAXED && c->flags == RAYO_TRANS_B &&
+           c->dtypes == RAYO_DTYPES(RAYO_DTYPE_F32, bdt, 0, RAYO_DTYPE_F32) &&
+           (bdt == RAYO_DTYPE_Q4_0 || bdt == RAYO_DTYPE_Q4_K) && c->k >= QMATMUL_MIN_K;
+}
+
+rayo_status x86_qmatmul_run(const cpu_state *st, const rayo_call *call)
+{
+    if (!takes(call))
+        return RAYO_E_UNSUPPORTED;
+    if (call->m == 0 || call->n == 0)
+        return RAYO_OK;
+    qmatmul_job job = { call, RAYO_DTYPE_OF(call->dtypes, 1), call->k / BLOCK, 0, { NULL, NULL, NULL }, NULL };
+    rayo_dtype_row_bytes(job.bdt, call->ldb ? call->ldb : call->k, &job.b_stride); /* validated by the core */
+    size_t values = call->m * call->k, blocks = call->m * job.blocks, threads = cpu_threads(st);
+    float *a = cpu_alloc_floats(st, values / 4 + 2 * blocks);
+    job.panels = (panel_block *)(void *)cpu_alloc_floats(st, threads * job.blocks * sizeof(panel_block) / 4);
+    rayo_status s = RAYO_E_UNSUPPORTED; /* out of memory too: the sgemm path may still run */
+    if (a && job.panels) {
+        job.a = (rounded_a){ (int8_t *)(void *)a, a + values / 4, a + values / 4 + blocks };
+        if (round_a(call, job.blocks, &job.a)) {
+            cpu_parallel(st, (call->n + COLS - 1) / COLS, panel_task, &job);
+            s = RAYO_OK;
+        }
+    }
+    cpu_free(st, a);
+    cpu_free(st, job.panels);
+    return s;
+}

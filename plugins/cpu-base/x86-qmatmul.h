@@ -1,0 +1,41 @@
+/* x86-qmatmul.h - the prompt's matmul with 4-bit weights in integers, for
+ * the avx2 and avx512 plugins (x86-qmatmul.c, compiled in each):
+ * C (m x n) = alpha A B^T + beta C, A f32 (m x k, the activations), B Q4_0
+ * or Q4_K stored n x k (RAYO_TRANS_B: the weights as GGUF keeps them), at
+ * relaxed precision only.
+ *
+ * The sgemm path (typed-matmul.c) dequantizes B to f32 and multiplies in
+ * f32: 8 products per instruction.  Here A is rounded once per call to
+ * int8 per 32 values (a float scale each, as llama.cpp does) and B's codes
+ * stay 4-bit unsigned bytes, so vpmaddubsw makes 32 products per
+ * instruction and sums them in 16-bit lanes.  To keep one output per lane
+ * with no horizontal sums, B is repacked per call, 8 rows (output columns)
+ * at a time, into a panel whose 32-bit lanes are the 8 columns: each
+ * vector holds 4 codes of each column, and 4 values of a row of A are
+ * broadcast against it.  The repacking reads B once per call; the
+ * products use each weight m times.
+ *
+ * Accuracy: the rounding of A (at most 1/254 of its block's largest |x|
+ * per value) is the only error beyond f32 sums.  The errors of a row are
+ * independent, so they grow as sqrt(k) while the sum of |products| grows
+ * as k: on random operands (tests/test-x86-qmatmul, seeds 11-16) the worst
+ * element reached 0.71 of the relaxed contract (2e-3 of the sum) at k =
+ * 512 and 0.46 from k = 1024 on, and short rows of 32 or 64 would fail.
+ * So only calls with k of at least QMATMUL_MIN_K take this path; a
+ * call whose A has a value that is not finite, or a block whose largest
+ * |x| is in (0, 1e-30), takes the sgemm path.
+ */
+#ifndef RAYO_X86_QMATMUL_H
+#define RAYO_X86_QMATMUL_H
+
+#include "cpu-base.h"
+
+/* The shortest rows (k) of the integer path (see above). */
+#define QMATMUL_MIN_K 1024
+
+/* Runs the call when this path takes it (relaxed, A f32 dense or with lda,
+ * B Q4_0 or Q4_K with RAYO_TRANS_B only, k >= QMATMUL_MIN_K, A rounds);
+ * RAYO_E_UNSUPPORTED otherwise, with C untouched. */
+rayo_status x86_qmatmul_run(const cpu_state *st, const rayo_call *call);
+
+#endif
