@@ -115,6 +115,26 @@ static void test_asked(rayo_device_type type)
     rayo_close(ctx);
 }
 
+/* The plugin's keys, read at init or later per call, are known to the core;
+ * a key it does not read is warned about, at whichever start. */
+static void test_plugin_keys(void)
+{
+    static const char *const lazy[] = {"lazy_init = no\n", ""};
+    for (int i = 0; i < 2; i++) {
+        char settings[256];
+        snprintf(settings, sizeof settings, "%s[backend.vulkan]\ngemv_rows = 4\ntyped_matmul_transpose = yes\n"
+                 "mystery_key = 1\n", lazy[i]);
+        rayo_context *ctx = open_debug(settings);
+        rayo_backend_info b = {.struct_size = sizeof b};
+        CHECK(ctx && test_backend(ctx, "vulkan", &b) == RAYO_OK, "vulkan listed");
+        CHECK(strstr(test_log, "[backend.vulkan] mystery_key: the vulkan plugin does not know this key"),
+              "%s: an unknown key is warned about:\n%.3000s", lazy[i], test_log);
+        CHECK(!strstr(test_log, "gemv_rows: the vulkan") && !strstr(test_log, "typed_matmul_transpose: the vulkan"),
+              "%s: keys read per call are known", lazy[i]);
+        rayo_close(ctx);
+    }
+}
+
 int main(void)
 {
     test_clear_rayo_env();
@@ -126,5 +146,6 @@ int main(void)
     test_first_use_by_size(type);
     test_named();
     test_asked(type);
+    test_plugin_keys();
     return test_summary();
 }

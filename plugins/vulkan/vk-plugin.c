@@ -531,9 +531,21 @@ static rayo_status pick_device(vk_state *s, uint32_t device)
     return RAYO_OK;
 }
 
+/* Keys read only later, per call (vk-infer.c, vk-typed-matmul.c): asked for
+ * once here as well, because the core warns about each key of
+ * [backend.vulkan] that the plugin has not read by the end of init. */
+static void declare_late_keys(const rayo_host *host)
+{
+    static const char *const keys[] = {"gemv_rows", "gemv_units", "gemv_wg", "gemv_split", "gemv_xstage",
+                                       "typed_matmul_transpose"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        (void)host->config(host, keys[i]);
+}
+
 static rayo_status vk_init(const rayo_host *host, uint32_t device, void **state)
 {
     *state = NULL;
+    declare_late_keys(host);
     vk_state *s = calloc(1, sizeof *s);
     if (!s)
         return RAYO_E_NOMEM;
