@@ -5,7 +5,7 @@
 #   builds the source package and .debs (packaging/build-debs.sh: from the
 #   release tarball, lintian clean) and, alongside, the RPMs
 #   (packaging/build-rpms.sh); checks the .debs' metadata (librayo0
-#   recommends its architecture's SIMD backend; every export at RAYO_1.0;
+#   recommends its architecture's SIMD backend; every export at a RAYO_1.N version;
 #   no placeholder left from packaging/project.env);
 #   in a fresh Debian 12 chroot (debootstrap --variant=minbase):
 #    0. librayo0 alone (with what it depends on) -> /etc/rayo/rayo.conf (its
@@ -90,9 +90,9 @@ check_debs() {
     mkdir -p "$work/librayo0" && dpkg-deb -x "$lib" "$work/librayo0"
     readelf -W --dyn-syms "$work"/librayo0/usr/lib/*/librayo.so.0 |
         awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" && $7 != "ABS" && $5 != "LOCAL" { print $8 }' >"$work/exports.txt"
-    grep -v '^rayo_[a-z0-9_]*@@RAYO_1\.0$' "$work/exports.txt" && fail "exports above are not rayo_*@@RAYO_1.0"
+    grep -v '^rayo_[a-z0-9_]*@@RAYO_1\.[0-9]*$' "$work/exports.txt" && fail "exports above are not rayo_*@@RAYO_1.N"
     [ "$(wc -l <"$work/exports.txt")" -gt 100 ] || fail "only $(wc -l <"$work/exports.txt") exports"
-    echo "  ok: all $(wc -l <"$work/exports.txt") exports of librayo.so.0 are rayo_*@@RAYO_1.0"
+    echo "  ok: all $(wc -l <"$work/exports.txt") exports of librayo.so.0 are rayo_*@@RAYO_1.N ($(sed "s/.*@@//" "$work/exports.txt" | sort -u | tr "\n" " "))"
     for d in "$1"/*.deb; do
         dpkg-deb -f "$d" Maintainer Homepage | grep -q '@RAYO_\|\.invalid' && fail "$d: placeholder in Maintainer/Homepage"
     done
