@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86-qmatmul.c - the prompt's matmul with quantized weights in integers
  * (x86-qmatmul.h says what and why). */
 #include "x86-qmatmul.h"
@@ -79,11 +80,26 @@ static int round_block(const float *x, int8_t *q, float *d, int *sum)
     return 1;
 }
 
-/* Every row of A; 0 when a block does not round (the caller then takes the
- * sgemm path).  Serial: about 1% of the products' time. */
-static int round_a(const rayo_call *c, size_t blocks, rounded_a *a)
+/* The largest |value| a weight of this dtype can hold (f16 scales up to
+ * 65504; Q4_K: d sc q - dmin m with 6-bit sc and m). */
+static double weight_bound(rayo_dtype bdt)
+{
+    if (bdt == RAYO_DTYPE_Q4_0)
+        return 8.0 * 65504.0;
+    if (bdt == RAYO_DTYPE_Q8_0)
+        return 128.0 * 65504.0;
+    return 65504.0 * 63.0 * 16.0;
+}
+
+/* Every row of A; 0 when a block does not round, or when the float sums of
+ * the tiles could pass FLT_MAX (k max|A| max|B| near it): the caller then
+ * takes the sgemm path, which redoes such sums in double, as rayo-ops.h
+ * promises no intermediate overflow where the exact result is finite.
+ * Serial: about 1% of the products' time. */
+static int round_a(const rayo_call *c, size_t blocks, double b_bound, rounded_a *a)
 {
     size_t lda = c->lda ? c->lda : c->k;
+    float dmax = 0.0f;
     for (size_t r = 0; r < c->m; r++)
         for (size_t b = 0; b < blocks; b++) {
             size_t i = r * blocks + b;
@@ -91,8 +107,9 @@ static int round_a(const rayo_call *c, size_t blocks, rounded_a *a)
             if (!round_block((const float *)c->a + r * lda + b * BLOCK, a->q + i * BLOCK, a->d + i, &sum))
                 return 0;
             a->dsum[i] = a->d[i] * (float)sum;
+            dmax = a->d[i] > dmax ? a->d[i] : dmax;
         }
-    return 1;
+    return 128.0 * (double)dmax * (double)c->k * b_bound * 4.0 < (double)FLT_MAX;
 }
 
 /* ---- B to panels ---------------------------------------------------------- */
@@ -285,7 +302,7 @@ rayo_status x86_qmatmul_run(const cpu_state *st, const rayo_call *call)
     rayo_status s = RAYO_E_UNSUPPORTED; /* out of memory too: the sgemm path may still run */
     if (a && job.panels) {
         job.a = (rounded_a){ (int8_t *)(void *)a, a + values / 4, a + values / 4 + blocks };
-        if (round_a(call, job.blocks, &job.a)) {
+        if (round_a(call, job.blocks, weight_bound(bdt), &job.a)) {
             cpu_parallel(st, (call->n + COLS - 1) / COLS, panel_task, &job);
             s = RAYO_OK;
         }
