@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* buffers.c - the public buffer and batch API (rayo_buffer_*, rayo_batch_*) for every backend.
  *
  * The public buffer/batch API forwards to the backend's memory API.  CPU
@@ -64,14 +65,14 @@ typedef struct host_batch {
 static rayo_status host_buffer_alloc(void *state, size_t bytes, void **buf)
 {
     (void)state;
-    *buf = rayo_alloc_aligned(64, bytes ? bytes : 1);
-    return *buf ? RAYO_OK : rayo_fail(RAYO_E_NOMEM, "cannot allocate a host buffer of %zu bytes", bytes);
+    *buf = rayo__alloc_aligned(64, bytes ? bytes : 1);
+    return *buf ? RAYO_OK : rayo__fail(RAYO_E_NOMEM, "cannot allocate a host buffer of %zu bytes", bytes);
 }
 
 static void host_buffer_free(void *state, void *buf)
 {
     (void)state;
-    rayo_free_aligned(buf);
+    rayo__free_aligned(buf);
 }
 
 static rayo_status host_buffer_write(void *state, void *buf, size_t offset, const void *src, size_t bytes)
@@ -92,7 +93,7 @@ static rayo_status host_batch_begin(void *state, void **batch)
 {
     host_batch *b = calloc(1, sizeof *b);
     if (!b)
-        return rayo_fail(RAYO_E_NOMEM, "cannot allocate a batch");
+        return rayo__fail(RAYO_E_NOMEM, "cannot allocate a batch");
     b->be = state;
     *batch = b;
     return RAYO_OK;
@@ -106,7 +107,7 @@ static rayo_status host_batch_record(void *state, void *batch, const rayo_dev_ca
         size_t cap = b->cap ? b->cap * 2 : 16;
         rayo_dev_call *c = realloc(b->calls, cap * sizeof *c);
         if (!c)
-            return rayo_fail(RAYO_E_NOMEM, "cannot grow the batch");
+            return rayo__fail(RAYO_E_NOMEM, "cannot grow the batch");
         b->calls = c;
         b->cap = cap;
     }
@@ -222,7 +223,7 @@ static rayo_status pick_backend(rayo_context *ctx, const char *name, rayo_backen
     if (name) {
         rayo_backend *be = backend_by_name(ctx, name);
         if (!be || !backend_usable(be))
-            return rayo_fail(RAYO_E_NOT_FOUND, "backend \"%s\" is not loaded", name);
+            return rayo__fail(RAYO_E_NOT_FOUND, "backend \"%s\" is not loaded", name);
         *out = be;
         return RAYO_OK;
     }
@@ -237,7 +238,7 @@ static rayo_status pick_backend(rayo_context *ctx, const char *name, rayo_backen
             best = be;
     }
     if (!best)
-        return rayo_fail(RAYO_E_NO_BACKEND, "no backend is loaded");
+        return rayo__fail(RAYO_E_NO_BACKEND, "no backend is loaded");
     *out = best;
     return RAYO_OK;
 }
@@ -301,19 +302,19 @@ static void buffer_release(rayo_buffer *buf)
 
 RAYO_API rayo_status rayo_buffer_create(rayo_context *ctx, const char *backend, size_t bytes, rayo_buffer **buf)
 {
-    rayo_clear_error();
+    rayo__clear_error();
     if (!ctx || !buf)
-        return rayo_fail(RAYO_E_INVALID, "context or result pointer is NULL");
+        return rayo__fail(RAYO_E_INVALID, "context or result pointer is NULL");
     *buf = NULL;
     if (bytes > (size_t)PTRDIFF_MAX)
-        return rayo_fail(RAYO_E_OVERFLOW, "buffer of %zu bytes is larger than any address space allows", bytes);
+        return rayo__fail(RAYO_E_OVERFLOW, "buffer of %zu bytes is larger than any address space allows", bytes);
     rayo_backend *be;
     rayo_status st = pick_backend(ctx, backend, &be);
     if (st != RAYO_OK)
         return st;
     rayo_buffer *b = calloc(1, sizeof *b);
     if (!b)
-        return rayo_fail(RAYO_E_NOMEM, "out of memory");
+        return rayo__fail(RAYO_E_NOMEM, "out of memory");
     void *state;
     const rayo_memory_api *mem = memory_of(be, &state);
     st = mem->buffer_alloc(state, bytes, &b->handle);
@@ -340,18 +341,18 @@ RAYO_API void rayo_buffer_destroy(rayo_buffer *buf)
 static rayo_status check_range(const rayo_buffer *buf, size_t offset, const void *p, size_t bytes)
 {
     if (!buf || (!p && bytes))
-        return rayo_fail(RAYO_E_INVALID, "buffer or data pointer is NULL");
+        return rayo__fail(RAYO_E_INVALID, "buffer or data pointer is NULL");
     if (!buf->ctx)
-        return rayo_fail(RAYO_E_STATE, "the buffer's context was closed");
+        return rayo__fail(RAYO_E_STATE, "the buffer's context was closed");
     if (offset > buf->size || bytes > buf->size - offset)
-        return rayo_fail(RAYO_E_INVALID, "range [%zu, +%zu) is outside the buffer of %zu bytes",
+        return rayo__fail(RAYO_E_INVALID, "range [%zu, +%zu) is outside the buffer of %zu bytes",
                          offset, bytes, buf->size);
     return RAYO_OK;
 }
 
 RAYO_API rayo_status rayo_buffer_write(rayo_buffer *buf, size_t offset, const void *src, size_t bytes)
 {
-    rayo_clear_error();
+    rayo__clear_error();
     rayo_status st = check_range(buf, offset, src, bytes);
     if (st != RAYO_OK || !bytes)
         return st;
@@ -361,7 +362,7 @@ RAYO_API rayo_status rayo_buffer_write(rayo_buffer *buf, size_t offset, const vo
 
 RAYO_API rayo_status rayo_buffer_read(rayo_buffer *buf, size_t offset, void *dst, size_t bytes)
 {
-    rayo_clear_error();
+    rayo__clear_error();
     rayo_status st = check_range(buf, offset, dst, bytes);
     if (st != RAYO_OK || !bytes)
         return st;
@@ -381,9 +382,9 @@ RAYO_API const char *rayo_buffer_backend(const rayo_buffer *buf)
 
 RAYO_API rayo_status rayo_batch_create(rayo_context *ctx, const char *backend, rayo_batch **batch)
 {
-    rayo_clear_error();
+    rayo__clear_error();
     if (!ctx || !batch)
-        return rayo_fail(RAYO_E_INVALID, "context or result pointer is NULL");
+        return rayo__fail(RAYO_E_INVALID, "context or result pointer is NULL");
     *batch = NULL;
     rayo_backend *be;
     rayo_status st = pick_backend(ctx, backend, &be);
@@ -391,7 +392,7 @@ RAYO_API rayo_status rayo_batch_create(rayo_context *ctx, const char *backend, r
         return st;
     rayo_batch *b = calloc(1, sizeof *b);
     if (!b)
-        return rayo_fail(RAYO_E_NOMEM, "out of memory");
+        return rayo__fail(RAYO_E_NOMEM, "out of memory");
     void *state;
     st = memory_of(be, &state)->batch_begin(state, &b->handle);
     if (st != RAYO_OK) {
@@ -418,7 +419,7 @@ static rayo_status batch_use(rayo_batch *batch, rayo_buffer *buf)
         size_t cap = batch->use_cap ? 2 * batch->use_cap : 8;
         rayo_buffer **uses = realloc(batch->uses, cap * sizeof *uses);
         if (!uses)
-            return rayo_fail(RAYO_E_NOMEM, "out of memory");
+            return rayo__fail(RAYO_E_NOMEM, "out of memory");
         batch->uses = uses;
         batch->use_cap = cap;
     }
@@ -430,9 +431,9 @@ static rayo_status batch_use(rayo_batch *batch, rayo_buffer *buf)
 static rayo_status batch_live(const rayo_batch *batch)
 {
     if (!batch)
-        return rayo_fail(RAYO_E_INVALID, "batch is NULL");
+        return rayo__fail(RAYO_E_INVALID, "batch is NULL");
     if (!batch->ctx)
-        return rayo_fail(RAYO_E_STATE, "the batch's context was closed");
+        return rayo__fail(RAYO_E_STATE, "the batch's context was closed");
     return RAYO_OK;
 }
 
@@ -445,17 +446,17 @@ static rayo_status convert_operand(const rayo_batch *batch, const rayo_operand *
     if (!bytes)
         return RAYO_OK;
     if (!o->buf)
-        return rayo_fail(RAYO_E_INVALID, "%s buffer is NULL", what);
+        return rayo__fail(RAYO_E_INVALID, "%s buffer is NULL", what);
     if (o->buf->be != batch->be)
-        return rayo_fail(RAYO_E_INVALID, "%s buffer belongs to backend %s, the batch to %s", what,
+        return rayo__fail(RAYO_E_INVALID, "%s buffer belongs to backend %s, the batch to %s", what,
                          o->buf->be->name, batch->be->name);
     if (o->offset % align)
-        return rayo_fail(RAYO_E_INVALID, "%s offset %zu is not a multiple of %zu", what, o->offset, align);
+        return rayo__fail(RAYO_E_INVALID, "%s offset %zu is not a multiple of %zu", what, o->offset, align);
     rayo_status st = check_range(o->buf, o->offset, o->buf, bytes);
-    if (st != RAYO_OK) { /* rayo_last_error() is the buffer rayo_fail writes: copy it first */
+    if (st != RAYO_OK) { /* rayo_last_error() is the buffer rayo__fail writes: copy it first */
         char why[256];
         snprintf(why, sizeof why, "%s", rayo_last_error());
-        return rayo_fail(st, "%s: %s", what, why);
+        return rayo__fail(st, "%s: %s", what, why);
     }
     out->buf = o->buf->handle;
     out->offset = o->offset;
@@ -485,13 +486,13 @@ static rayo_status keep_params(rayo_batch *batch, const rayo_op_info *op, const 
         size_t cap = batch->params_cap ? 2 * batch->params_cap : 8;
         void **grown = realloc(batch->params, cap * sizeof *grown);
         if (!grown)
-            return rayo_fail(RAYO_E_NOMEM, "cannot grow the batch");
+            return rayo__fail(RAYO_E_NOMEM, "cannot grow the batch");
         batch->params = grown;
         batch->params_cap = cap;
     }
     void *copy = malloc(size);
     if (!copy)
-        return rayo_fail(RAYO_E_NOMEM, "cannot copy the op's parameters");
+        return rayo__fail(RAYO_E_NOMEM, "cannot copy the op's parameters");
     memcpy(copy, params, size); /* validated: the caller's struct holds at least this */
     *(size_t *)copy = size;     /* struct_size, the first field of both */
     batch->params[batch->params_count++] = copy;
@@ -507,11 +508,11 @@ static rayo_status keep_params(rayo_batch *batch, const rayo_op_info *op, const 
 static rayo_status full_batch_call(const rayo_batch_call *call, rayo_batch_call *full)
 {
     if (call->struct_size < BATCH_CALL_V1_0_SIZE)
-        return rayo_fail(RAYO_E_INVALID, "batch call: struct_size is %u: set it to sizeof(rayo_batch_call)",
+        return rayo__fail(RAYO_E_INVALID, "batch call: struct_size is %u: set it to sizeof(rayo_batch_call)",
                          (unsigned)call->struct_size);
     for (size_t i = sizeof *full; i < call->struct_size; i++)
         if (((const unsigned char *)call)[i])
-            return rayo_fail(RAYO_E_UNSUPPORTED, "batch call: it sets fields of a newer rayo than this one");
+            return rayo__fail(RAYO_E_UNSUPPORTED, "batch call: it sets fields of a newer rayo than this one");
     memset(full, 0, sizeof *full);
     memcpy(full, call, call->struct_size < sizeof *full ? call->struct_size : sizeof *full);
     full->struct_size = sizeof *full;
@@ -546,7 +547,7 @@ static rayo_status convert_call(const rayo_batch *batch, const rayo_batch_call *
         rayo_dtype dt = RAYO_DTYPE_OF(call->dtypes, i);
         size_t bytes = sizeof(uint64_t);
         if (!(i == 3 && arg) && !rayo_dtype_row_bytes(dt, counts[i], &bytes))
-            return rayo_fail(RAYO_E_INVALID, "%s: %s is not whole %s blocks", op->name, what[i], rayo_dtype_name(dt));
+            return rayo__fail(RAYO_E_INVALID, "%s: %s is not whole %s blocks", op->name, what[i], rayo_dtype_name(dt));
         st = convert_operand(batch, src[i], bytes, operand_align(dt), what[i], dst[i]);
     }
     return st;
@@ -560,13 +561,13 @@ static rayo_status check_step_fields(const rayo_batch_call *c)
     for (int i = 0; i < 4; i++) {
         size_t align = operand_align(RAYO_DTYPE_OF(c->dtypes, i));
         if (c->step_bytes[i] && (!o[i]->buf || c->step_bytes[i] % align))
-            return rayo_fail(RAYO_E_INVALID, "step_bytes[%d] is %zu: %s", i, c->step_bytes[i],
+            return rayo__fail(RAYO_E_INVALID, "step_bytes[%d] is %zu: %s", i, c->step_bytes[i],
                              o[i]->buf ? "not a multiple of the operand's alignment" : "the operand is unused");
     }
     if (c->step_flags & ~RAYO_STEP_KV_LENGTH)
-        return rayo_fail(RAYO_E_INVALID, "step_flags 0x%x: unknown flags", (unsigned)c->step_flags);
+        return rayo__fail(RAYO_E_INVALID, "step_flags 0x%x: unknown flags", (unsigned)c->step_flags);
     if ((c->step_flags & RAYO_STEP_KV_LENGTH) && (c->op != RAYO_OP_ATTENTION || !c->params))
-        return rayo_fail(RAYO_E_INVALID, "RAYO_STEP_KV_LENGTH is for an attention call with its parameters");
+        return rayo__fail(RAYO_E_INVALID, "RAYO_STEP_KV_LENGTH is for an attention call with its parameters");
     return RAYO_OK;
 }
 
@@ -586,13 +587,13 @@ static rayo_status batch_call_at(const rayo_batch_call *c, size_t step, rayo_bat
     for (int i = 0; i < 4; i++) {
         size_t by = c->step_bytes[i];
         if (by && step > (SIZE_MAX - o[i]->offset) / by)
-            return rayo_fail(RAYO_E_OVERFLOW, "step %zu moves operand %d past any buffer", step, i);
+            return rayo__fail(RAYO_E_OVERFLOW, "step %zu moves operand %d past any buffer", step, i);
         o[i]->offset += step * by;
     }
     if (c->step_flags & RAYO_STEP_KV_LENGTH) {
         *attn = *(const rayo_attention_params *)c->params;
         if (attn->n_kv > SIZE_MAX - step)
-            return rayo_fail(RAYO_E_OVERFLOW, "step %zu: the attention's length overflows", step);
+            return rayo__fail(RAYO_E_OVERFLOW, "step %zu: the attention's length overflows", step);
         attn->n_kv += step;
         out->k += step;
         out->params = attn;
@@ -628,7 +629,7 @@ static rayo_status plugin_record(rayo_batch *batch, batch_entry *e)
         d.step_flags = e->call.step_flags;
     } else if (at.params == &attn) {
         if (!e->at_step && !(e->at_step = malloc(sizeof *e->at_step)))
-            return rayo_fail(RAYO_E_NOMEM, "out of memory");
+            return rayo__fail(RAYO_E_NOMEM, "out of memory");
         *e->at_step = attn;
         d.params = e->at_step;
     }
@@ -643,7 +644,7 @@ static rayo_status reserve_entry(rayo_batch *batch)
     size_t cap = batch->entry_cap ? 2 * batch->entry_cap : 32;
     batch_entry *grown = realloc(batch->entries, cap * sizeof *grown);
     if (!grown)
-        return rayo_fail(RAYO_E_NOMEM, "cannot grow the batch");
+        return rayo__fail(RAYO_E_NOMEM, "cannot grow the batch");
     batch->entries = grown;
     batch->entry_cap = cap;
     return RAYO_OK;
@@ -671,7 +672,7 @@ static rayo_status prepare_entry(rayo_batch *batch, const rayo_batch_call *call,
     const rayo_op_info *op = rayo_op_by_id(e->call.op);
     void *mstate;
     if (memory_of(batch->be, &mstate) != &rayo_host_memory && !backend_kernel(batch->be, e->call.op, e->call.dtypes))
-        return rayo_fail(RAYO_E_UNSUPPORTED, "batch on %s: it does not implement %s with these dtypes",
+        return rayo__fail(RAYO_E_UNSUPPORTED, "batch on %s: it does not implement %s with these dtypes",
                          batch->be->name, op->name);
     st = keep_params(batch, op, e->call.params, &e->call.params);
     if (st == RAYO_OK && batch->step)
@@ -681,14 +682,14 @@ static rayo_status prepare_entry(rayo_batch *batch, const rayo_batch_call *call,
 
 RAYO_API rayo_status rayo_batch_record(rayo_batch *batch, const rayo_batch_call *call)
 {
-    rayo_clear_error();
+    rayo__clear_error();
     rayo_status st = batch_live(batch);
     if (st != RAYO_OK)
         return st;
     if (!call)
-        return rayo_fail(RAYO_E_INVALID, "call is NULL");
+        return rayo__fail(RAYO_E_INVALID, "call is NULL");
     if (batch->state != BATCH_RECORDING)
-        return rayo_fail(RAYO_E_STATE, "the batch was already submitted");
+        return rayo__fail(RAYO_E_STATE, "the batch was already submitted");
     batch_entry e = {{0}, NULL};
     st = prepare_entry(batch, call, &e);
     if (st == RAYO_OK)
@@ -732,13 +733,13 @@ static rayo_status batch_idle(const rayo_batch *batch, const char *what)
 {
     rayo_status st = batch_live(batch);
     if (st == RAYO_OK && batch->state == BATCH_SUBMITTED)
-        st = rayo_fail(RAYO_E_STATE, "the batch is running: wait for it before %s", what);
+        st = rayo__fail(RAYO_E_STATE, "the batch is running: wait for it before %s", what);
     return st;
 }
 
 RAYO_API rayo_status rayo_batch_submit(rayo_batch *batch)
 {
-    rayo_clear_error();
+    rayo__clear_error();
     rayo_status st = batch_idle(batch, "submitting it again");
     if (st == RAYO_OK && batch->stale)
         st = record_again(batch);
@@ -757,7 +758,7 @@ RAYO_API rayo_status rayo_batch_submit(rayo_batch *batch)
 
 RAYO_API rayo_status rayo_batch_set_step(rayo_batch *batch, size_t step)
 {
-    rayo_clear_error();
+    rayo__clear_error();
     rayo_status st = batch_idle(batch, "setting its step");
     if (st != RAYO_OK)
         return st;
@@ -769,7 +770,7 @@ RAYO_API rayo_status rayo_batch_set_step(rayo_batch *batch, size_t step)
         moves = true;
         st = check_at_step(batch, c, step);
         if (st != RAYO_OK)
-            return rayo_fail(st, "step %zu, call %zu (%s): %s", step, i, rayo_op_by_id(c->op)->name,
+            return rayo__fail(st, "step %zu, call %zu (%s): %s", step, i, rayo_op_by_id(c->op)->name,
                              rayo_last_error());
     }
     if (step == batch->step)
@@ -787,12 +788,12 @@ RAYO_API rayo_status rayo_batch_set_step(rayo_batch *batch, size_t step)
 
 RAYO_API rayo_status rayo_batch_wait(rayo_batch *batch, uint64_t timeout_ns)
 {
-    rayo_clear_error();
+    rayo__clear_error();
     rayo_status live = batch_live(batch);
     if (live != RAYO_OK)
         return live;
     if (batch->state == BATCH_RECORDING)
-        return rayo_fail(RAYO_E_STATE, "the batch was not submitted");
+        return rayo__fail(RAYO_E_STATE, "the batch was not submitted");
     if (batch->state == BATCH_DONE)
         return batch->result;
     void *state;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* config-check.c - the checks of settings that need the loader's answer:
  * backend names (in any order, plugins.allow, plugins.deny, RAYO_BACKEND,
  * [backend.NAME] sections) and the keys of a plugin's section.
@@ -154,7 +155,7 @@ void backend_note_key(rayo_backend *be, const char *key)
 {
     pthread_mutex_lock(&be->keys_lock);
     if (!key_was_read(be, key) && be->keys_read_count < BACKEND_KEYS_MAX) {
-        char *copy = rayo_strdup(key);
+        char *copy = rayo__strdup(key);
         if (copy)
             be->keys_read[be->keys_read_count++] = copy;
     }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* config.c - the layered INI configuration (see conf/rayo.conf).
  *
  * Every setting is kept as an entry with its origin; a lookup takes the last
@@ -154,10 +155,10 @@ static void config_set(rayo_config *cfg, const char *section, const char *key,
         cfg->cap = cap;
     }
     config_entry *e = &cfg->entries[cfg->count];
-    e->section = rayo_strdup(section);
-    e->key = rayo_strdup(key);
-    e->value = rayo_strdup(value);
-    e->origin = rayo_strdup(origin);
+    e->section = rayo__strdup(section);
+    e->key = rayo__strdup(key);
+    e->value = rayo__strdup(value);
+    e->origin = rayo__strdup(origin);
     if (!e->section || !e->key || !e->value || !e->origin) {
         free(e->section); free(e->key); free(e->value); free(e->origin);
         return;
@@ -197,8 +198,8 @@ static void config_add_file(rayo_config *cfg, const char *path, const char *stat
     }
     config_file *f = &cfg->files[cfg->file_count++];
     memset(f, 0, sizeof *f);
-    f->path = rayo_strdup(path);
-    f->status = rayo_strdup(status);
+    f->path = rayo__strdup(path);
+    f->status = rayo__strdup(status);
 }
 
 const char *config_file_status(const config_file *f)
@@ -424,9 +425,9 @@ static void resolve_item(void *u, const char *item)
         base = cwd = getcwd(NULL, 0);
     char *joined = NULL;
     if (item[0] == '/')
-        joined = rayo_asprintf("%s%s%s", acc->out ? acc->out : "", acc->out ? ":" : "", item);
+        joined = rayo__asprintf("%s%s%s", acc->out ? acc->out : "", acc->out ? ":" : "", item);
     else if (base)
-        joined = rayo_asprintf("%s%s%s/%s", acc->out ? acc->out : "", acc->out ? ":" : "", base, item);
+        joined = rayo__asprintf("%s%s%s/%s", acc->out ? acc->out : "", acc->out ? ":" : "", base, item);
     free(cwd);
     if (!joined) {
         acc->failed = true;
@@ -444,7 +445,7 @@ static char *resolve_paths(const char *list, const char *base)
         free(acc.out);
         return NULL;
     }
-    return acc.out ? acc.out : rayo_strdup("");
+    return acc.out ? acc.out : rayo__strdup("");
 }
 
 static bool is_path_key(const char *section, const char *key)
@@ -558,11 +559,11 @@ static char *dir_of(const char *path)
         return getcwd(NULL, 0);
     if (path[0] != '/') { /* relative: make it absolute now */
         char *cwd = getcwd(NULL, 0);
-        char *dir = cwd ? rayo_asprintf("%s/%.*s", cwd, (int)(slash - path), path) : NULL;
+        char *dir = cwd ? rayo__asprintf("%s/%.*s", cwd, (int)(slash - path), path) : NULL;
         free(cwd);
         return dir;
     }
-    return slash == path ? rayo_strdup("/") : strndup(path, (size_t)(slash - path));
+    return slash == path ? rayo__strdup("/") : strndup(path, (size_t)(slash - path));
 }
 
 /* The file is listed before it is read: the warnings about it are counted
@@ -603,7 +604,7 @@ static bool is_conf_name(const char *name)
 static char *masking_file(const char *mask_dir, const char *name)
 {
     struct stat st;
-    char *path = mask_dir ? rayo_asprintf("%s/%s", mask_dir, name) : NULL;
+    char *path = mask_dir ? rayo__asprintf("%s/%s", mask_dir, name) : NULL;
     if (path && lstat(path, &st) == 0)
         return path;
     free(path);
@@ -615,7 +616,7 @@ static char *masking_file(const char *mask_dir, const char *name)
 static void parse_dir(rayo_context *ctx, rayo_config *cfg, const char *dir, const char *mask_dir)
 {
     DIR *d = opendir(dir);
-    char *pattern = rayo_asprintf("%s/*.conf", dir);
+    char *pattern = rayo__asprintf("%s/*.conf", dir);
     core_log(ctx, RAYO_LOG_DEBUG, "config folder %s: %s", dir, d ? "reading *.conf" : "no such directory");
     if (!d) {
         if (pattern)
@@ -627,7 +628,7 @@ static void parse_dir(rayo_context *ctx, rayo_config *cfg, const char *dir, cons
     size_t n = 0;
     struct dirent *de;
     while ((de = readdir(d)) && n < 256)
-        if (is_conf_name(de->d_name) && (names[n] = rayo_strdup(de->d_name)))
+        if (is_conf_name(de->d_name) && (names[n] = rayo__strdup(de->d_name)))
             n++;
     closedir(d);
     if (n == 0 && pattern)
@@ -635,9 +636,9 @@ static void parse_dir(rayo_context *ctx, rayo_config *cfg, const char *dir, cons
     free(pattern);
     qsort(names, n, sizeof names[0], compare_names);
     for (size_t i = 0; i < n; i++) {
-        char *path = rayo_asprintf("%s/%s", dir, names[i]);
+        char *path = rayo__asprintf("%s/%s", dir, names[i]);
         char *mask = masking_file(mask_dir, names[i]);
-        char *status = mask ? rayo_asprintf("masked by %s", mask) : NULL;
+        char *status = mask ? rayo__asprintf("masked by %s", mask) : NULL;
         if (path && status)
             config_add_file(cfg, path, status);
         else if (path)
@@ -657,11 +658,11 @@ static void load_user_files(rayo_context *ctx, rayo_config *cfg)
     const char *home = secure_getenv("HOME");
     char *dir = NULL;
     if (xdg && *xdg)
-        dir = rayo_asprintf("%s/rayo", xdg);
+        dir = rayo__asprintf("%s/rayo", xdg);
     else if (home && *home)
-        dir = rayo_asprintf("%s/.config/rayo", home);
-    char *path = dir ? rayo_asprintf("%s/rayo.conf", dir) : NULL;
-    char *drop_ins = dir ? rayo_asprintf("%s/conf.d", dir) : NULL;
+        dir = rayo__asprintf("%s/.config/rayo", home);
+    char *path = dir ? rayo__asprintf("%s/rayo.conf", dir) : NULL;
+    char *drop_ins = dir ? rayo__asprintf("%s/conf.d", dir) : NULL;
     if (path)
         parse_file(ctx, cfg, path, false);
     if (drop_ins)
@@ -683,7 +684,7 @@ static void load_environment(rayo_context *ctx, rayo_config *cfg)
         {"RAYO_CPU_DISABLE", "rayo", "cpu_disable"},
     };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = rayo_env(ctx, vars[i].var);
+        const char *v = rayo__env(ctx, vars[i].var);
         if (v) {
             char origin[64];
             snprintf(origin, sizeof origin, "env %s", vars[i].var);
@@ -695,10 +696,10 @@ static void load_environment(rayo_context *ctx, rayo_config *cfg)
         }
     }
     /* RAYO_DISABLE adds to the deny list instead of replacing it. */
-    const char *disable = rayo_env(ctx, "RAYO_DISABLE");
+    const char *disable = rayo__env(ctx, "RAYO_DISABLE");
     if (disable) {
         const char *deny = config_get(cfg, "plugins", "deny");
-        char *joined = rayo_asprintf("%s%s%s", deny ? deny : "", deny ? "," : "", disable);
+        char *joined = rayo__asprintf("%s%s%s", deny ? deny : "", deny ? "," : "", disable);
         if (joined)
             config_set(cfg, "plugins", "deny", joined, "env RAYO_DISABLE");
         free(joined);
@@ -728,8 +729,8 @@ void config_load(rayo_context *ctx, rayo_config *cfg, const rayo_options *opts)
     const bool read_files = !(opts && opts->no_config_files);
 #endif
     if (read_files) {
-        char *main_file = rayo_asprintf("%s/rayo.conf", sysconf);
-        char *dir = rayo_asprintf("%s/conf.d", sysconf);
+        char *main_file = rayo__asprintf("%s/rayo.conf", sysconf);
+        char *dir = rayo__asprintf("%s/conf.d", sysconf);
         if (dir)
             parse_dir(ctx, cfg, vendor_conf_dir(opts), dir);
         if (main_file)
@@ -741,7 +742,7 @@ void config_load(rayo_context *ctx, rayo_config *cfg, const rayo_options *opts)
         load_user_files(ctx, cfg);
     }
 #ifndef __EMSCRIPTEN__
-    const char *explicit_file = rayo_env(ctx, "RAYO_CONFIG");
+    const char *explicit_file = rayo__env(ctx, "RAYO_CONFIG");
     if (explicit_file && *explicit_file)
         parse_file(ctx, cfg, explicit_file, true);
 #endif

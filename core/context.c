@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* context.c - rayo_open/rayo_close, introspection and small helpers. */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -6,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-char *rayo_strdup(const char *s)
+char *rayo__strdup(const char *s)
 {
     if (!s)
         return NULL;
@@ -17,7 +18,7 @@ char *rayo_strdup(const char *s)
     return d;
 }
 
-char *rayo_asprintf(const char *fmt, ...)
+char *rayo__asprintf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -34,7 +35,7 @@ char *rayo_asprintf(const char *fmt, ...)
     return s;
 }
 
-void *rayo_alloc_aligned(size_t align, size_t bytes)
+void *rayo__alloc_aligned(size_t align, size_t bytes)
 {
     void *p = NULL;
     if (align < sizeof(void *) || (align & (align - 1)))
@@ -44,12 +45,12 @@ void *rayo_alloc_aligned(size_t align, size_t bytes)
     return p;
 }
 
-void rayo_free_aligned(void *p)
+void rayo__free_aligned(void *p)
 {
     free(p);
 }
 
-const char *rayo_env(const rayo_context *ctx, const char *name)
+const char *rayo__env(const rayo_context *ctx, const char *name)
 {
     if (ctx && ctx->no_env)
         return NULL;
@@ -80,7 +81,7 @@ static unsigned threads_setting(rayo_context *ctx)
 static void apply_rayo_section(rayo_context *ctx)
 {
     const char *level = config_get(&ctx->cfg, "rayo", "log");
-    if (level && rayo_parse_log_level(level, &ctx->log_level) != 0)
+    if (level && rayo__parse_log_level(level, &ctx->log_level) != 0)
         core_log(ctx, RAYO_LOG_WARN, "%s: [rayo] log = \"%s\": use error, warn, info or debug",
                  config_origin(&ctx->cfg, "rayo", "log"), level);
     ctx->cpu_features = cpu_detect();
@@ -95,15 +96,15 @@ static void apply_rayo_section(rayo_context *ctx)
 
 RAYO_API rayo_status rayo_open(rayo_context **out, const rayo_options *opts)
 {
-    rayo_clear_error();
+    rayo__clear_error();
     if (!out)
-        return rayo_fail(RAYO_E_INVALID, "rayo_open: result pointer is NULL");
+        return rayo__fail(RAYO_E_INVALID, "rayo_open: result pointer is NULL");
     *out = NULL;
     if (opts && opts->struct_size < offsetof(rayo_options, log))
-        return rayo_fail(RAYO_E_INVALID, "rayo_open: options.struct_size %zu is too small", opts->struct_size);
+        return rayo__fail(RAYO_E_INVALID, "rayo_open: options.struct_size %zu is too small", opts->struct_size);
     rayo_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
-        return rayo_fail(RAYO_E_NOMEM, "rayo_open: out of memory");
+        return rayo__fail(RAYO_E_NOMEM, "rayo_open: out of memory");
     ctx->log_level = RAYO_LOG_WARN;
     pthread_mutex_init(&ctx->objects_lock, NULL);
     pthread_mutex_init(&ctx->log_lock, NULL);
@@ -113,9 +114,9 @@ RAYO_API rayo_status rayo_open(rayo_context **out, const rayo_options *opts)
         ctx->log_user = opts->log_user;
     }
     ctx->no_env = opts && opts->no_environment;
-    const char *env_level = rayo_env(ctx, "RAYO_LOG");
+    const char *env_level = rayo__env(ctx, "RAYO_LOG");
     if (env_level)
-        rayo_parse_log_level(env_level, &ctx->log_level);
+        rayo__parse_log_level(env_level, &ctx->log_level);
 
     config_load(ctx, &ctx->cfg, opts);
     apply_rayo_section(ctx);
@@ -130,13 +131,13 @@ RAYO_API rayo_status rayo_open(rayo_context **out, const rayo_options *opts)
     bool allow_empty = opts && opts->struct_size >= offsetof(rayo_options, allow_no_backend) + sizeof(int) &&
                        opts->allow_no_backend;
     if (active == 0 && !allow_empty) {
-        rayo_status st = rayo_fail(RAYO_E_NO_BACKEND,
+        rayo_status st = rayo__fail(RAYO_E_NO_BACKEND,
             "no backend could be loaded (searched %s; run rayo-info for the reasons)",
             ctx->search_path ? ctx->search_path : "nothing");
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", rayo_last_error());
         rayo_close(ctx);
-        return rayo_fail(st, "%s", msg);
+        return rayo__fail(st, "%s", msg);
     }
     *out = ctx;
     return RAYO_OK;
@@ -168,11 +169,11 @@ RAYO_API size_t rayo_backend_count(const rayo_context *ctx)
 RAYO_API rayo_status rayo_backend_get(const rayo_context *ctx, size_t index, rayo_backend_info *info)
 {
     if (!ctx || !info)
-        return rayo_fail(RAYO_E_INVALID, "context or info is NULL");
+        return rayo__fail(RAYO_E_INVALID, "context or info is NULL");
     if (index >= ctx->backend_count)
-        return rayo_fail(RAYO_E_NOT_FOUND, "no backend %zu (there are %zu)", index, ctx->backend_count);
+        return rayo__fail(RAYO_E_NOT_FOUND, "no backend %zu (there are %zu)", index, ctx->backend_count);
     if (info->struct_size < offsetof(rayo_backend_info, op_count) + sizeof info->op_count)
-        return rayo_fail(RAYO_E_INVALID, "rayo_backend_get: set info->struct_size = sizeof(rayo_backend_info)");
+        return rayo__fail(RAYO_E_INVALID, "rayo_backend_get: set info->struct_size = sizeof(rayo_backend_info)");
     /* Asking about a backend's device starts it (a deferred GPU plugin). */
     rayo_backend *be = ctx->backends[index];
     if (be->status == RAYO_BACKEND_LOADED)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu.c - what the CPU *and the OS* support.
  *
  * A plugin compiled for AVX2 must never run where the OS does not save YMM

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dispatch.c - per-op chains of backends, resolved once at open.
  *
  * A chain lists the loaded backends that implement the op, in the order the
@@ -208,8 +209,8 @@ void dispatch_resolve(rayo_context *ctx)
  * else the core says so (no earlier call's text is left behind). */
 static rayo_status kernel_failed(const rayo_backend *be, const rayo_call *call, rayo_status st)
 {
-    if (!rayo_take_plugin_message())
-        rayo_fail(st, "%s: backend %s returned %s without a reason", rayo_op_by_id(call->op)->name, be->name,
+    if (!rayo__take_plugin_message())
+        rayo__fail(st, "%s: backend %s returned %s without a reason", rayo_op_by_id(call->op)->name, be->name,
                   rayo_strerror(st));
     return st;
 }
@@ -236,7 +237,7 @@ static bool try_link(rayo_context *ctx, const rayo_link *l, const rayo_call *cal
 {
     if (atomic_load_explicit(&l->be->lost, memory_order_relaxed))
         return false;
-    rayo_take_plugin_message();
+    rayo__take_plugin_message();
     *st = l->fn(l->arg, call);
     if (*st == RAYO_OK)
         return true;
@@ -268,12 +269,12 @@ dispatch_fallback(rayo_context *ctx, const rayo_chain_t *chain, const rayo_call 
             return RAYO_OK;
     }
     if (!any_tried && call->dtypes)
-        return rayo_fail(RAYO_E_NO_BACKEND, "%s: no loaded backend implements dtypes %s (see rayo-info)", op->name,
+        return rayo__fail(RAYO_E_NO_BACKEND, "%s: no loaded backend implements dtypes %s (see rayo-info)", op->name,
                          rayo_op_combo_find(op->id, call->dtypes)->name);
     if (!any_tried)
-        return rayo_fail(RAYO_E_NO_BACKEND, "%s: no loaded backend implements this op (see rayo-info)", op->name);
+        return rayo__fail(RAYO_E_NO_BACKEND, "%s: no loaded backend implements this op (see rayo-info)", op->name);
     if (st == RAYO_E_UNSUPPORTED)
-        return rayo_fail(RAYO_E_NO_BACKEND, "%s: no loaded backend supports these parameters", op->name);
+        return rayo__fail(RAYO_E_NO_BACKEND, "%s: no loaded backend supports these parameters", op->name);
     return st;
 }
 
@@ -292,24 +293,24 @@ dispatch_special(rayo_context *ctx, const rayo_call *call, const rayo_op_info *o
 RAYO_API rayo_status rayo_run_on(rayo_context *ctx, const char *backend, const rayo_call *call)
 {
     if (!ctx || !backend)
-        return rayo_fail(RAYO_E_INVALID, "context or backend name is NULL");
+        return rayo__fail(RAYO_E_INVALID, "context or backend name is NULL");
     rayo_backend *be = backend_by_name(ctx, backend);
     if (!be || !backend_usable(be))
-        return rayo_fail(RAYO_E_NOT_FOUND, "backend \"%s\" is not loaded", backend);
+        return rayo__fail(RAYO_E_NOT_FOUND, "backend \"%s\" is not loaded", backend);
     const rayo_op_info *op;
     rayo_status st = call_validate(call, &op);
     if (st != RAYO_OK)
         return st;
     rayo_kernel_fn fn = backend_kernel(be, call->op, call->dtypes);
     if (!fn)
-        return rayo_fail(RAYO_E_UNSUPPORTED, "backend %s does not implement %s%s%s", backend, op->name,
+        return rayo__fail(RAYO_E_UNSUPPORTED, "backend %s does not implement %s%s%s", backend, op->name,
                          call->dtypes ? " with dtypes " : "",
                          call->dtypes ? rayo_op_combo_find(op->id, call->dtypes)->name : "");
     if (call_is_empty(call, op)) {
         call_write_empty(call);
         return RAYO_OK;
     }
-    rayo_take_plugin_message();
+    rayo__take_plugin_message();
     st = fn(be->state, call);
     if (st == RAYO_E_DEVICE_LOST)
         atomic_store(&be->lost, true);
@@ -333,9 +334,9 @@ RAYO_API rayo_status rayo_chain_link(const rayo_context *ctx, rayo_op op, uint32
 {
     const rayo_chain_t *chain = chain_of(ctx, op, dtypes);
     if (!info || info->struct_size < offsetof(rayo_link_info, max_size) + sizeof info->max_size)
-        return rayo_fail(RAYO_E_INVALID, "rayo_chain_link: info is NULL or its struct_size is not set");
+        return rayo__fail(RAYO_E_INVALID, "rayo_chain_link: info is NULL or its struct_size is not set");
     if (!chain || index >= chain->count)
-        return rayo_fail(RAYO_E_NOT_FOUND, "no link %zu in that chain", index);
+        return rayo__fail(RAYO_E_NOT_FOUND, "no link %zu in that chain", index);
     rayo_link_info full = {sizeof full, chain->links[index].be->name, chain->links[index].min_size,
                            chain->links[index].max_size};
     size_t size = info->struct_size < sizeof full ? info->struct_size : sizeof full;

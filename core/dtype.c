@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dtype.c - the dtype helpers as exported functions of librayo, for
  * programs that cannot use rayo-dtype.h's static inline forms (Python's
  * ctypes, other foreign-function interfaces), and what only the library
@@ -141,13 +142,13 @@ static rayo_status check_row(const char *fn, rayo_dtype dt, const void *src, con
     const char *name = rayo_dtype_name(dt);
     size_t bytes;
     if (!name || dt == RAYO_DTYPE_I32)
-        return rayo_fail(RAYO_E_INVALID, "%s: dtype %d is not a float format (f32, f16, bf16, "
+        return rayo__fail(RAYO_E_INVALID, "%s: dtype %d is not a float format (f32, f16, bf16, "
             "q8_0, q4_0, q4_k, q6_k)", fn, (int)dt);
     if (!rayo_dtype_row_bytes(dt, n, &bytes))
-        return rayo_fail(RAYO_E_INVALID, "%s: n = %zu is not a multiple of %s's block of %zu",
+        return rayo__fail(RAYO_E_INVALID, "%s: n = %zu is not a multiple of %s's block of %zu",
             fn, n, name, rayo_dtype_block_elems(dt));
     if (n && (!src || !dst))
-        return rayo_fail(RAYO_E_INVALID, "%s: NULL pointer", fn);
+        return rayo__fail(RAYO_E_INVALID, "%s: NULL pointer", fn);
     return RAYO_OK;
 }
 

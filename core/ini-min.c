@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ini-min.c - see ini-min.h.  Written for rayo; one line at a time, no
  * allocation: sections and names longer than the buffers below are cut, as
  * inih cuts them (same sizes as inih's). */

@@ -1,4 +1,8 @@
-/* internal.h - what the parts of librayo share.  Not installed. */
+/* SPDX-License-Identifier: MIT */
+/* internal.h - what the parts of librayo share.  Not installed.  Names:
+ * rayo_* is the public API (rayo.h) and nothing else; helpers shared inside
+ * the core are rayo__* or carry their part's prefix (core_, loader_...), so
+ * the boundary shows in every identifier; all are HIDDEN. */
 #ifndef RAYO_INTERNAL_H
 #define RAYO_INTERNAL_H
 
@@ -23,15 +27,15 @@
 /* ---- log.c: messages and the thread's last error ---- */
 HIDDEN void core_log(const rayo_context *ctx, rayo_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-HIDDEN rayo_status rayo_fail(rayo_status status, const char *fmt, ...)
+HIDDEN rayo_status rayo__fail(rayo_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-HIDDEN void rayo_clear_error(void);
-HIDDEN void rayo_set_errorv(const char *fmt, va_list ap);
+HIDDEN void rayo__clear_error(void);
+HIDDEN void rayo__set_errorv(const char *fmt, va_list ap);
 /* host->set_error notes that a plugin gave a message; the core takes the
  * note after a kernel failed (dispatch.c: kernel_failed). */
-HIDDEN void rayo_note_plugin_message(void);
-HIDDEN int rayo_take_plugin_message(void);
-HIDDEN int rayo_parse_log_level(const char *s, rayo_log_level *out);
+HIDDEN void rayo__note_plugin_message(void);
+HIDDEN int rayo__take_plugin_message(void);
+HIDDEN int rayo__parse_log_level(const char *s, rayo_log_level *out);
 
 /* ---- config.c ---- */
 typedef struct config_entry {
@@ -341,10 +345,10 @@ static inline __attribute__((always_inline)) rayo_status dispatch_call(rayo_cont
 }
 
 /* Small helpers (context.c) */
-HIDDEN char *rayo_strdup(const char *s);
-HIDDEN char *rayo_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-HIDDEN void *rayo_alloc_aligned(size_t align, size_t bytes);
-HIDDEN void rayo_free_aligned(void *p);
-HIDDEN const char *rayo_env(const rayo_context *ctx, const char *name);
+HIDDEN char *rayo__strdup(const char *s);
+HIDDEN char *rayo__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+HIDDEN void *rayo__alloc_aligned(size_t align, size_t bytes);
+HIDDEN void rayo__free_aligned(void *p);
+HIDDEN const char *rayo__env(const rayo_context *ctx, const char *name);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loader.c - finds, checks, probes and initialises backend plugins.
  *
  * Order of trust.  Before dlopen, with nothing of the plugin run: the file
@@ -115,9 +116,9 @@ static void host_set_error(const rayo_host *host, const char *fmt, ...)
     (void)host;
     va_list ap;
     va_start(ap, fmt);
-    rayo_set_errorv(fmt, ap);
+    rayo__set_errorv(fmt, ap);
     va_end(ap);
-    rayo_note_plugin_message();
+    rayo__note_plugin_message();
 }
 
 static const char *host_config(const rayo_host *host, const char *key)
@@ -184,8 +185,8 @@ static void init_host(rayo_backend *be)
     h->log = host_log;
     h->set_error = host_set_error;
     h->config = host_config;
-    h->alloc_aligned = rayo_alloc_aligned;
-    h->free_aligned = rayo_free_aligned;
+    h->alloc_aligned = rayo__alloc_aligned;
+    h->free_aligned = rayo__free_aligned;
     h->num_threads = host_num_threads;
     h->parallel_for = host_parallel_for;
     h->cache_dir = host_cache_dir;
@@ -214,7 +215,7 @@ static bool writable_by_others(const char *path, char *what, size_t size)
 static bool ownership_ok(rayo_backend *be)
 {
     char what[1100] = "";
-    char *dir = rayo_strdup(be->path);
+    char *dir = rayo__strdup(be->path);
     char *slash = dir ? strrchr(dir, '/') : NULL;
     if (slash)
         *(slash == dir ? slash + 1 : slash) = '\0';
@@ -445,7 +446,7 @@ static bool probe_and_init(rayo_backend *be)
 {
     const rayo_plugin_descriptor *d = be->desc;
     be->probe.struct_size = sizeof be->probe;
-    rayo_clear_error();
+    rayo__clear_error();
     rayo_status st = d->probe(&be->host, &be->probe);
     be->probe.reason[sizeof be->probe.reason - 1] = '\0';
     if (be->probe.device_count > RAYO_MAX_DEVICES)
@@ -464,7 +465,7 @@ static bool probe_and_init(rayo_backend *be)
         set_reason(be, RAYO_BACKEND_DISABLED, "not a CPU device and force_cpu is set (RAYO_FORCE_CPU)");
         return false;
     }
-    rayo_clear_error();
+    rayo__clear_error();
     st = d->init(&be->host, be->device, &be->state);
     if (st != RAYO_OK) {
         const char *msg = rayo_last_error();
@@ -671,7 +672,7 @@ static rayo_backend *new_backend(rayo_context *ctx, const char *path)
         ctx->backend_cap = cap;
     }
     rayo_backend *be = calloc(1, sizeof *be);
-    if (!be || !(be->path = rayo_strdup(path))) {
+    if (!be || !(be->path = rayo__strdup(path))) {
         free(be);
         return NULL;
     }
@@ -777,7 +778,7 @@ static void scan_dir(void *u, const char *dir)
     struct dirent *de;
     while ((de = readdir(d)))
         if (is_plugin_file(de->d_name))
-            names_add(&names, rayo_asprintf("%s/%s", dir, de->d_name));
+            names_add(&names, rayo__asprintf("%s/%s", dir, de->d_name));
     closedir(d);
     names_sort(&names);
     for (size_t i = 0; i < names.count; i++)
@@ -809,7 +810,7 @@ static char *build_tree_plugin_dirs(void)
         size_t len = strlen(lib);
         if (len > sl && !strcmp(lib + len - sl, suffix)) {
             lib[len - sl] = '\0';
-            result = rayo_asprintf("%s/plugins", lib);
+            result = rayo__asprintf("%s/plugins", lib);
         }
     }
     free(lib);
@@ -820,7 +821,7 @@ static void append_path(char **acc, const char *more)
 {
     if (!more || !*more)
         return;
-    char *p = rayo_asprintf("%s%s%s", *acc ? *acc : "", *acc ? ":" : "", more);
+    char *p = rayo__asprintf("%s%s%s", *acc ? *acc : "", *acc ? ":" : "", more);
     if (p) {
         free(*acc);
         *acc = p;
@@ -836,7 +837,7 @@ static void scan_build_tree(rayo_context *ctx, const char *plugins_dir, char **p
     struct dirent *de;
     while ((de = readdir(d)))
         if (de->d_name[0] != '.')
-            names_add(&subs, rayo_asprintf("%s/%s/.libs", plugins_dir, de->d_name));
+            names_add(&subs, rayo__asprintf("%s/%s/.libs", plugins_dir, de->d_name));
     closedir(d);
     names_sort(&subs);
     for (size_t i = 0; i < subs.count; i++) {

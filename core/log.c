@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log.c - log messages and the per-thread last-error message. */
 #include "internal.h"
 #include <stdarg.h>
@@ -6,13 +7,13 @@
 
 static _Thread_local char last_error[1024];
 /* Whether a plugin set the message (host->set_error) since the core last
- * looked (rayo_take_plugin_message): a kernel that fails without one must
+ * looked (rayo__take_plugin_message): a kernel that fails without one must
  * not leave an earlier call's text behind. */
 static _Thread_local int plugin_message;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
-int rayo_parse_log_level(const char *s, rayo_log_level *out)
+int rayo__parse_log_level(const char *s, rayo_log_level *out)
 {
     for (int i = 0; i <= RAYO_LOG_DEBUG; i++) {
         if (strcasecmp(s, level_names[i]) == 0) {
@@ -67,34 +68,34 @@ void core_log(const rayo_context *ctx, rayo_log_level level, const char *fmt, ..
         fprintf(stderr, "rayo: %s: %s\n", level_names[level], msg);
 }
 
-void rayo_set_errorv(const char *fmt, va_list ap)
+void rayo__set_errorv(const char *fmt, va_list ap)
 {
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     plugin_message = 0; /* host_set_error notes it again after this */
 }
 
-rayo_status rayo_fail(rayo_status status, const char *fmt, ...)
+rayo_status rayo__fail(rayo_status status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    rayo_set_errorv(fmt, ap);
+    rayo__set_errorv(fmt, ap);
     va_end(ap);
     return status;
 }
 
-void rayo_note_plugin_message(void)
+void rayo__note_plugin_message(void)
 {
     plugin_message = 1;
 }
 
-int rayo_take_plugin_message(void)
+int rayo__take_plugin_message(void)
 {
     int said = plugin_message;
     plugin_message = 0;
     return said;
 }
 
-void rayo_clear_error(void)
+void rayo__clear_error(void)
 {
     last_error[0] = '\0';
 }

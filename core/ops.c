@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops.c - the op table, call validation and the public op functions, all
  * generated from the one op list (rayo-ops.h). */
 #include "internal.h"
@@ -213,20 +214,20 @@ void call_operand_counts(const rayo_call *call, size_t counts[4])
 static rayo_status check_struct(const rayo_call *c, const rayo_op_info *op)
 {
     if (c->struct_size < CALL_V1_0_SIZE)
-        return rayo_fail(RAYO_E_INVALID, "%s: call->struct_size is %u: set it to sizeof(rayo_call)", op->name,
+        return rayo__fail(RAYO_E_INVALID, "%s: call->struct_size is %u: set it to sizeof(rayo_call)", op->name,
                          (unsigned)c->struct_size);
     /* A newer header's call: fields this library does not know must be 0. */
     for (size_t i = sizeof(rayo_call); i < c->struct_size; i++)
         if (((const unsigned char *)c)[i])
-            return rayo_fail(RAYO_E_UNSUPPORTED, "%s: the call sets fields of a newer rayo than this one (%s)",
+            return rayo__fail(RAYO_E_UNSUPPORTED, "%s: the call sets fields of a newer rayo than this one (%s)",
                              op->name, rayo_version());
     if (c->reserved)
-        return rayo_fail(RAYO_E_INVALID, "%s: call->reserved must be 0", op->name);
+        return rayo__fail(RAYO_E_INVALID, "%s: call->reserved must be 0", op->name);
     if (c->precision > RAYO_PRECISION_RELAXED)
-        return rayo_fail(RAYO_E_INVALID, "%s: unknown precision %u", op->name, (unsigned)c->precision);
+        return rayo__fail(RAYO_E_INVALID, "%s: unknown precision %u", op->name, (unsigned)c->precision);
     bool has_params = op->sig == RAYO_SIG_ROPE || op->sig == RAYO_SIG_ATTENTION;
     if (!has_params && c->params)
-        return rayo_fail(RAYO_E_INVALID, "%s: takes no parameter struct (call->params must be NULL)", op->name);
+        return rayo__fail(RAYO_E_INVALID, "%s: takes no parameter struct (call->params must be NULL)", op->name);
     return RAYO_OK;
 }
 
@@ -248,7 +249,7 @@ static rayo_status check_alignment(const rayo_call *c, const rayo_op_info *op, c
     for (unsigned i = 0; i < 4; i++) {
         size_t align = operand_alignment(c, i);
         if (cnt[i] && ptrs[i] && align > 1 && (uintptr_t)ptrs[i] % align)
-            return rayo_fail(RAYO_E_INVALID, "%s: operand %s at %p is not aligned to its element type "
+            return rayo__fail(RAYO_E_INVALID, "%s: operand %s at %p is not aligned to its element type "
                              "(%s: %zu bytes)", op->name, operand_names[i], ptrs[i],
                              rayo_dtype_name(RAYO_DTYPE_OF(c->dtypes, i)), align);
     }
@@ -264,14 +265,14 @@ static rayo_status check_dtypes(const rayo_call *c, const rayo_op_info *op)
         /* the code first: RAYO_DTYPE_BIT of a code past 31 would shift out of
          * range, and an unknown code has no name to print */
         if (dt >= RAYO_DTYPE_LIMIT || !rayo_dtype_name(dt))
-            return rayo_fail(RAYO_E_INVALID, "%s: operand %s: unknown dtype code %u", op->name, operand_names[i],
+            return rayo__fail(RAYO_E_INVALID, "%s: operand %s: unknown dtype code %u", op->name, operand_names[i],
                              (unsigned)dt);
         if (!(rayo_op_operand_dtypes(op->id, i) & RAYO_DTYPE_BIT(dt)) &&
             (dt != RAYO_DTYPE_F32 || (op_sig_operands((int)op->sig) & (1u << i))))
-            return rayo_fail(RAYO_E_INVALID, "%s: operand %s: dtype %s is not one it takes", op->name,
+            return rayo__fail(RAYO_E_INVALID, "%s: operand %s: dtype %s is not one it takes", op->name,
                              operand_names[i], rayo_dtype_name(dt));
     }
-    return rayo_fail(RAYO_E_INVALID, "%s: dtypes %s/%s/%s/%s (a/b/c/y) are not a combination it takes "
+    return rayo__fail(RAYO_E_INVALID, "%s: dtypes %s/%s/%s/%s (a/b/c/y) are not a combination it takes "
                      "(rayo-info lists them)", op->name, rayo_dtype_name(RAYO_DTYPE_OF(c->dtypes, 0)),
                      rayo_dtype_name(RAYO_DTYPE_OF(c->dtypes, 1)), rayo_dtype_name(RAYO_DTYPE_OF(c->dtypes, 2)),
                      rayo_dtype_name(RAYO_DTYPE_OF(c->dtypes, 3)));
@@ -322,14 +323,14 @@ static rayo_status check_strides(const rayo_call *c, const rayo_op_info *op)
         if (!ld[i])
             continue;
         if (!(strided_operands((int)op->sig) & (1u << i)))
-            return rayo_fail(RAYO_E_INVALID, "%s: operand %s takes no row stride (ld%s must be 0)", op->name,
+            return rayo__fail(RAYO_E_INVALID, "%s: operand %s takes no row stride (ld%s must be 0)", op->name,
                              operand_names[i], operand_names[i]);
         if (ld[i] < len[i])
-            return rayo_fail(RAYO_E_INVALID, "%s: ld%s = %zu is less than the row length %zu", op->name,
+            return rayo__fail(RAYO_E_INVALID, "%s: ld%s = %zu is less than the row length %zu", op->name,
                              operand_names[i], ld[i], len[i]);
         size_t block = rayo_dtype_block_elems(RAYO_DTYPE_OF(c->dtypes, i));
         if (block > 1 && ld[i] % block)
-            return rayo_fail(RAYO_E_INVALID, "%s: ld%s = %zu of a %s operand is not whole blocks of %zu", op->name,
+            return rayo__fail(RAYO_E_INVALID, "%s: ld%s = %zu of a %s operand is not whole blocks of %zu", op->name,
                              operand_names[i], ld[i], rayo_dtype_name(RAYO_DTYPE_OF(c->dtypes, i)), block);
     }
     return RAYO_OK;
@@ -345,7 +346,7 @@ static rayo_status check_blocks(const rayo_call *c, const rayo_op_info *op)
         rayo_dtype dt = RAYO_DTYPE_OF(c->dtypes, i);
         size_t block = rayo_dtype_block_elems(dt);
         if (op->sig == RAYO_SIG_GEMV && i == 0 && dt != RAYO_DTYPE_F32 && (c->flags & RAYO_TRANS_A))
-            return rayo_fail(RAYO_E_INVALID, "gemv: operand a: %s weights take no RAYO_TRANS_A (rows along "
+            return rayo__fail(RAYO_E_INVALID, "gemv: operand a: %s weights take no RAYO_TRANS_A (rows along "
                              "the reduction, as GGUF stores them)", rayo_dtype_name(dt));
         if (block <= 1)
             continue;
@@ -353,17 +354,17 @@ static rayo_status check_blocks(const rayo_call *c, const rayo_op_info *op)
         switch (op->sig) {
         case RAYO_SIG_MATMUL:
             if (!(c->flags & RAYO_TRANS_B) || c->k % block)
-                return rayo_fail(RAYO_E_INVALID, "matmul: operand b: %s needs RAYO_TRANS_B and k a multiple of %zu",
+                return rayo__fail(RAYO_E_INVALID, "matmul: operand b: %s needs RAYO_TRANS_B and k a multiple of %zu",
                                  name, block);
             break;
         case RAYO_SIG_GEMV:
             if ((c->flags & RAYO_TRANS_A) || c->n % block)
-                return rayo_fail(RAYO_E_INVALID, "gemv: operand a: %s needs no RAYO_TRANS_A and n a multiple of %zu",
+                return rayo__fail(RAYO_E_INVALID, "gemv: operand a: %s needs no RAYO_TRANS_A and n a multiple of %zu",
                                  name, block);
             break;
         default: /* convert, get_rows: rows of n elements */
             if (c->n % block)
-                return rayo_fail(RAYO_E_INVALID, "%s: operand %s: %s needs n a multiple of %zu", op->name,
+                return rayo__fail(RAYO_E_INVALID, "%s: operand %s: %s needs n a multiple of %zu", op->name,
                                  operand_names[i], name, block);
         }
     }
@@ -374,23 +375,23 @@ static rayo_status check_rope(const rayo_call *c)
 {
     const rayo_rope_params *p = rayo_call_rope_params(c);
     if (!p)
-        return rayo_fail(RAYO_E_INVALID, "rope: call->params must point to a rayo_rope_params with its struct_size set");
+        return rayo__fail(RAYO_E_INVALID, "rope: call->params must point to a rayo_rope_params with its struct_size set");
     if (p->mode != RAYO_ROPE_NORM && p->mode != RAYO_ROPE_NEOX)
-        return rayo_fail(RAYO_E_INVALID, "rope: unknown mode %d", (int)p->mode);
+        return rayo__fail(RAYO_E_INVALID, "rope: unknown mode %d", (int)p->mode);
     if (!p->n_heads || !p->head_dim)
-        return rayo_fail(RAYO_E_INVALID, "rope: n_heads %zu and head_dim %zu must be > 0", p->n_heads, p->head_dim);
+        return rayo__fail(RAYO_E_INVALID, "rope: n_heads %zu and head_dim %zu must be > 0", p->n_heads, p->head_dim);
     if (c->n != p->head_dim) /* n is the row length the core's checks and windows read */
-        return rayo_fail(RAYO_E_INVALID, "rope: call->n is %zu: it must be head_dim (%zu)", c->n, p->head_dim);
+        return rayo__fail(RAYO_E_INVALID, "rope: call->n is %zu: it must be head_dim (%zu)", c->n, p->head_dim);
     if (p->rot_dims % 2 || p->rot_dims > p->head_dim)
-        return rayo_fail(RAYO_E_INVALID, "rope: rot_dims %u must be even and <= head_dim %zu", (unsigned)p->rot_dims,
+        return rayo__fail(RAYO_E_INVALID, "rope: rot_dims %u must be even and <= head_dim %zu", (unsigned)p->rot_dims,
                          p->head_dim);
     if (!p->rot_dims && p->head_dim % 2)
-        return rayo_fail(RAYO_E_INVALID, "rope: rot_dims 0 rotates all of head_dim %zu, which must then be even",
+        return rayo__fail(RAYO_E_INVALID, "rope: rot_dims 0 rotates all of head_dim %zu, which must then be even",
                          p->head_dim);
     if (!(p->freq_base > 0.0f && isfinite(p->freq_base) && isfinite(p->freq_scale)))
-        return rayo_fail(RAYO_E_INVALID, "rope: freq_base must be finite and > 0, freq_scale finite");
+        return rayo__fail(RAYO_E_INVALID, "rope: freq_base must be finite and > 0, freq_scale finite");
     if ((p->head_stride_x && p->head_stride_x < p->head_dim) || (p->head_stride_y && p->head_stride_y < p->head_dim))
-        return rayo_fail(RAYO_E_INVALID, "rope: head strides must be 0 or >= head_dim");
+        return rayo__fail(RAYO_E_INVALID, "rope: head strides must be 0 or >= head_dim");
     return RAYO_OK;
 }
 
@@ -398,24 +399,24 @@ static rayo_status check_attention(const rayo_call *c)
 {
     const rayo_attention_params *p = rayo_call_attention_params(c);
     if (!p)
-        return rayo_fail(RAYO_E_INVALID,
+        return rayo__fail(RAYO_E_INVALID,
                          "attention: call->params must point to a rayo_attention_params with its struct_size set");
     if (p->flags & ~RAYO_ATTN_CAUSAL)
-        return rayo_fail(RAYO_E_INVALID, "attention: unknown flags 0x%x", (unsigned)p->flags);
+        return rayo__fail(RAYO_E_INVALID, "attention: unknown flags 0x%x", (unsigned)p->flags);
     if (RAYO_DTYPE_OF(c->dtypes, 1) != p->kv_dtype || RAYO_DTYPE_OF(c->dtypes, 2) != p->kv_dtype)
-        return rayo_fail(RAYO_E_INVALID, "attention: kv_dtype %s does not match the call's dtypes of k and v",
+        return rayo__fail(RAYO_E_INVALID, "attention: kv_dtype %s does not match the call's dtypes of k and v",
                          rayo_dtype_name(p->kv_dtype));
     if (c->m != p->n_q || c->n != p->head_dim || c->k != p->n_kv)
-        return rayo_fail(RAYO_E_INVALID, "attention: m, n, k must be n_q, head_dim, n_kv");
+        return rayo__fail(RAYO_E_INVALID, "attention: m, n, k must be n_q, head_dim, n_kv");
     if (!p->n_heads || !p->n_kv_heads || p->n_heads % p->n_kv_heads)
-        return rayo_fail(RAYO_E_INVALID, "attention: n_kv_heads %zu must divide n_heads %zu", p->n_kv_heads,
+        return rayo__fail(RAYO_E_INVALID, "attention: n_kv_heads %zu must divide n_heads %zu", p->n_kv_heads,
                          p->n_heads);
     if (p->n_q && !p->n_kv)
-        return rayo_fail(RAYO_E_INVALID, "attention: n_kv is 0 (no keys to attend to)");
+        return rayo__fail(RAYO_E_INVALID, "attention: n_kv is 0 (no keys to attend to)");
     if ((p->flags & RAYO_ATTN_CAUSAL) && p->n_q > p->n_kv)
-        return rayo_fail(RAYO_E_INVALID, "attention: causal with n_q %zu > n_kv %zu", p->n_q, p->n_kv);
+        return rayo__fail(RAYO_E_INVALID, "attention: causal with n_q %zu > n_kv %zu", p->n_q, p->n_kv);
     if (!isfinite(p->scale))
-        return rayo_fail(RAYO_E_INVALID, "attention: scale must be finite");
+        return rayo__fail(RAYO_E_INVALID, "attention: scale must be finite");
     return RAYO_OK;
 }
 
@@ -425,7 +426,7 @@ static rayo_status check_indices(const rayo_call *c)
     const int32_t *idx = c->b;
     for (size_t r = 0; r < c->m; r++)
         if (idx[r] < 0 || (uint64_t)idx[r] >= c->k)
-            return rayo_fail(RAYO_E_INVALID, "get_rows: index %zu is %ld, outside [0, %zu)", r, (long)idx[r], c->k);
+            return rayo__fail(RAYO_E_INVALID, "get_rows: index %zu is %ld, outside [0, %zu)", r, (long)idx[r], c->k);
     return RAYO_OK;
 }
 
@@ -454,9 +455,9 @@ static rayo_status check_flags(const rayo_call *c, const rayo_op_info *op)
         allowed = RAYO_TRANS_A;
     if (op->sig == RAYO_SIG_BIAS_ACT) {
         if (c->flags >= RAYO_ACT_LIMIT)
-            return rayo_fail(RAYO_E_INVALID, "bias_act: unknown activation %u", (unsigned)c->flags);
+            return rayo__fail(RAYO_E_INVALID, "bias_act: unknown activation %u", (unsigned)c->flags);
     } else if (c->flags & ~allowed) {
-        return rayo_fail(RAYO_E_INVALID, "%s: unknown flags 0x%x", op->name, (unsigned)c->flags);
+        return rayo__fail(RAYO_E_INVALID, "%s: unknown flags 0x%x", op->name, (unsigned)c->flags);
     }
     return RAYO_OK;
 }
@@ -464,12 +465,12 @@ static rayo_status check_flags(const rayo_call *c, const rayo_op_info *op)
 static rayo_status check_params(const rayo_call *c, const rayo_op_info *op)
 {
     if (c->op == RAYO_OP_CLIP && !(c->alpha <= c->beta))
-        return rayo_fail(RAYO_E_INVALID, "clip: lower bound %g is not <= upper bound %g",
+        return rayo__fail(RAYO_E_INVALID, "clip: lower bound %g is not <= upper bound %g",
                          (double)c->alpha, (double)c->beta);
     if (op->sig == RAYO_SIG_NORM && !(c->alpha >= 0.0f && isfinite(c->alpha)))
-        return rayo_fail(RAYO_E_INVALID, "%s: eps must be finite and >= 0, got %g", op->name, (double)c->alpha);
+        return rayo__fail(RAYO_E_INVALID, "%s: eps must be finite and >= 0, got %g", op->name, (double)c->alpha);
     if (op->sig == RAYO_SIG_ARGREDUCE && c->n == 0)
-        return rayo_fail(RAYO_E_INVALID, "%s of an empty vector has no answer", op->name);
+        return rayo__fail(RAYO_E_INVALID, "%s of an empty vector has no answer", op->name);
     return RAYO_OK;
 }
 
@@ -493,7 +494,7 @@ static rayo_status __attribute__((noinline)) validate_fully(const rayo_call *c, 
     if (abi != RAYO_OK)
         return abi;
     if (!operand_counts(c, op, cnt))
-        return rayo_fail(RAYO_E_OVERFLOW, "%s: sizes m=%zu n=%zu k=%zu overflow", op->name, c->m, c->n, c->k);
+        return rayo__fail(RAYO_E_OVERFLOW, "%s: sizes m=%zu n=%zu k=%zu overflow", op->name, c->m, c->n, c->k);
     rayo_status st = check_flags(c, op);
     if (st == RAYO_OK)
         st = check_params(c, op);
@@ -507,7 +508,7 @@ static rayo_status __attribute__((noinline)) validate_fully(const rayo_call *c, 
         if (op->sig == RAYO_SIG_NORM && (i == 1 || i == 2))
             needed = false; /* gamma and beta are optional */
         if (needed && !ptrs[i])
-            return rayo_fail(RAYO_E_INVALID, "%s: %s is NULL", op->name, names[i]);
+            return rayo__fail(RAYO_E_INVALID, "%s: %s is NULL", op->name, names[i]);
     }
     if (data_on_host && (st = check_alignment(c, op, ptrs, cnt)) != RAYO_OK)
         return st;
@@ -542,11 +543,11 @@ static inline __attribute__((always_inline)) rayo_status
 validate_call(const rayo_call *c, const rayo_op_info **op_out)
 {
     if (!c)
-        return rayo_fail(RAYO_E_INVALID, "call is NULL");
+        return rayo__fail(RAYO_E_INVALID, "call is NULL");
     const rayo_op_info *op = op_info(c->op);
     *op_out = op;
     if (!op)
-        return rayo_fail(RAYO_E_INVALID, "unknown op id %u", (unsigned)c->op);
+        return rayo__fail(RAYO_E_INVALID, "unknown op id %u", (unsigned)c->op);
     if (plainly_valid_vector_call(c, op) || plainly_valid_rows_call(c, op))
         return RAYO_OK;
     return validate_fully(c, op, true);
@@ -561,7 +562,7 @@ rayo_status call_validate_shape(const rayo_call *c, const rayo_op_info **op_out)
 {
     *op_out = c ? op_info(c->op) : NULL;
     if (!*op_out)
-        return rayo_fail(RAYO_E_INVALID, "unknown op id %u", c ? (unsigned)c->op : 0u);
+        return rayo__fail(RAYO_E_INVALID, "unknown op id %u", c ? (unsigned)c->op : 0u);
     return validate_fully(c, *op_out, false);
 }
 
@@ -600,7 +601,7 @@ void call_write_empty(const rayo_call *c)
 static inline __attribute__((always_inline)) rayo_status run_call(rayo_context *ctx, const rayo_call *call)
 {
     if (!ctx)
-        return rayo_fail(RAYO_E_INVALID, "context is NULL");
+        return rayo__fail(RAYO_E_INVALID, "context is NULL");
     const rayo_op_info *op = NULL;
     rayo_status st = validate_call(call, &op);
     if (st != RAYO_OK)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plugin-check.c - checks on a plugin file and its descriptor that need no
  * trust in the plugin: the ELF headers before dlopen, and the descriptor's
  * place and pointers after it (every pointer must point into the plugin's

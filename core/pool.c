@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool.c - the core's thread pool, offered to plugins as host->parallel_for.
  *
  * One job at a time: the caller takes the pool, publishes the job, works on
