@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # apt-install.sh - sourced (POSIX sh) by build.sh, tests/cross-aarch64.sh and
 # tests/wasm-build-and-test.sh, which install what they need on Debian.
 #

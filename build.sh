@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # build.sh - the first README command: install what is missing (Debian),
 # build rayo in ./build with warnings as errors, then run rayo-info and the
 # example.  Safe to run again: it only does what is not done yet.

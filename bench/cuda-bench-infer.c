@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-bench-infer - the inference kernels of the cuda backend, on device
  * buffers, next to a read-only reference measured in the same run.
  *

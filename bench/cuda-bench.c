@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-bench - benchmarks of the cuda backend through the public API.
  *
  *   cuda-bench [--quick] [--sgemm-kernels LIST] [--tf32-kernels LIST]

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # cuda-half-matmul.sh - f16 x f16 and bf16 x bf16 matmul of the cuda backend on a
 # GPU machine, in one run, from a build tree made elsewhere:
 #   1. test-cuda (the plugin's own checks, the mma16 kernels among them);

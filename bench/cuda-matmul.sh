@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # cuda-matmul.sh - the cuda backend on a GPU machine, in one run:
 #   1. build (configure + make in OUT/build), or use the build tree given;
 #   2. test-cuda (the plugin's own checks);

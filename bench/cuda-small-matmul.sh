@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # cuda-small-matmul.sh - small and skinny fp32 matmuls on the GPU
 # machine, in one run, from binaries built elsewhere:
 #   1. test-cuda;

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # cuda-tf32-wgmma.sh - TF32 through wgmma on an sm_90 GPU
 # machine, in one run:
 #   1. build the cuda plugin and the programs below (OUT/build; the source

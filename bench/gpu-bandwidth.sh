@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # gpu-bandwidth.sh - the memory-bound figures (row ops, gemv,
 # transcendentals) on both GPU backends, old and new plugins in one run,
 # then rayo-conform on both plugins (fresh seeds) and compute-sanitizer

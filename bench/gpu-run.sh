@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # gpu-run.sh - every GPU check and figure in one run per
 # GPU machine, from a build tree made elsewhere (the GPU machine has no
 # autotools, glslc or Vulkan headers).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # infer-cpu.sh - the CPU inference figures in one run: Q4_K and Q8_0 gemv
 # 4096 x 11008 and attention decode (32 heads, 4 KV heads, head dim 64,
 # f16 cache of 4096) on the x86 backends at 1 and 2 threads, each rayo-bench

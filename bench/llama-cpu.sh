@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # llama-cpu.sh - rayo-llama on a CPU backend against llama.cpp (node-llama-cpp's
 # prebuilt CPU build) on the same GGUF files, in one run: a prompt of PROMPT
 # tokens (one pass), then DECODE greedy tokens.  For every file and thread count

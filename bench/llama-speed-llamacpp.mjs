@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // llama-speed-llamacpp.mjs - the llama.cpp side of bench/llama-speed.sh: prefill and decode
 // speed of one GGUF file in llama.cpp through node-llama-cpp.
 // usage: node llama-speed-llamacpp.mjs MODULE_DIR MODEL PROMPT_IDS N_DECODE THREADS GPU

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # llama-speed.sh - tokens/s of rayo-llama on GGUF files, per backend, next to
 # llama.cpp (node-llama-cpp) and a PyTorch eager decode on the GPU when they are
 # there, in the same run: a prefill of 512 prompt tokens (one forward pass) and a

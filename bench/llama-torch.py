@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """llama-torch.py - the PyTorch side of bench/llama-speed.sh: a plain eager Llama
 decoder (no compile, no CUDA graphs, no fused kernels beyond
 scaled_dot_product_attention) on the same GGUF file, as the GPU reference.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # bench/: benchmarks and their same-run references, run by hand (never by
 # `make check`: speed lives here, not in tests).  bench/README.md lists them.
 # The C programs use only the public API; the one that needs the cuda

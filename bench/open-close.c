@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* open-close.c - what rayo_open + rayo_close cost an application: with every
  * plugin found (GPU plugins included) against the CPU plugins only
  * ([plugins] deny = vulkan, cuda), best and median of N runs each, the

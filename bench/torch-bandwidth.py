@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # torch-bandwidth.py - the same-run references of bench/gpu-bandwidth.sh:
 # device copy and read (sum) bandwidth through PyTorch, and its softmax,
 # layer_norm, gelu and gemv (torch.mv) on the shapes cuda-bench --bandwidth uses.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """torch-infer-cuda.py - references for cuda-bench-infer, measured with PyTorch in
 the same run: the device's read bandwidth (sum over 1 GiB of floats, the
 read-only reference) and copy bandwidth (bytes read + written), as GB/s, and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Same-run references for the vulkan inference benchmarks (vulkan-infer.sh).
 
 Device bandwidth from PyTorch on the same GPU: copy (bytes read + written),

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The reference side of bench/cuda-matmul.sh: cuBLAS (through PyTorch) and
 device copies on the same GPU, in the same run as rayo's cuda-bench.
 

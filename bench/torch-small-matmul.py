@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """cuBLAS (through PyTorch) on the fp32 matmul shapes of `cuda-bench --shapes`
 (small and skinny matmuls), in the same run, and the side-by-side
 table.

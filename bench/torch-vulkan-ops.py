@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Reference figures from PyTorch (cuBLAS) on the same GPU, for vulkan-ops.sh.
 
 sgemm fp32 (TF32 off) at the sizes vk-bench uses, device copy bandwidth,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vk-bench - benchmarks of the vulkan backend through rayo's public API.
  *
  *   vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise |

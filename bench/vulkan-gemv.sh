@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # vulkan-gemv.sh - the vulkan backend's gemv with f16, bf16 and quantized
 # weights on the GPU machine, checked and timed in one run:
 # test-vulkan, test-vulkan-infer (with every f16 bit pattern through gemv),

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # vulkan-infer.sh - the inference shaders of the vulkan backend on the GPU
 # machine: rayo-conform for their ops (fresh seed), vk-bench --gemv and
 # --attention, and the

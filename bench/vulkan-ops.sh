@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # vulkan-ops.sh - build, check and benchmark the vulkan backend on the GPU machine.
 #
 #   bench/vulkan-ops.sh prepare   here (Debian 12 with the build tools):

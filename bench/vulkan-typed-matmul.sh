@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # vulkan-typed-matmul.sh - the vulkan backend's typed matmul (f32 x f16 / bf16 /
 # quantized B, f16 x f16, bf16 x bf16) on the GPU machine, checked and timed
 # in one run: rayo-info (dispatch chains, cooperative-matrix

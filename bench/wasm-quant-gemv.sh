@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # wasm-quant-gemv.sh - gemv with quantized and half weights, the wasm
 # (SIMD128) side module against the scalar side module, both under node in
 # the same runs: the figure of doc/benchmarks-wasm.md.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ini-min.h - a small INI parser with inih's stream interface, for builds
  * without inih (the WebAssembly build: no config files, only the INI text of
  * rayo_options.settings).  Selected at build time with -DRAYO_INI_MIN.

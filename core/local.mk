@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # core/: librayo and its installed headers (the tools are in tools/).
 lib_LTLIBRARIES += core/librayo.la
 rayoincludedir = $(includedir)/rayo

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rayo-dtype.h - rayo's element types and data formats: ids, sizes, and the
  * conversions every backend and the core need, as header-only C.
  *

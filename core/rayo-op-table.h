@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rayo-op-table.h - the op table of a plugin that implements every op of
  * the base set (ids below 90) for all-f32 operands.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rayo-ops.h - the one list of rayo's operations.
  *
  * Every op is declared exactly once, here.  The list drives the public API

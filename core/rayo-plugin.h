@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rayo-plugin.h - the plugin ABI of rayo (the only header a plugin includes).
  *
  * A plugin is a shared object named rayo-NAME.so that exports one data

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rayo.h - public API of librayo.
  *
  * rayo runs numeric kernels on whatever compute the machine has.  The core

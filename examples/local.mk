@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # examples/: programs on the public API.  Built and run by `make check`.
 noinst_PROGRAMS += examples/softmax-matmul
 TESTS += examples/softmax-matmul

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* quantized-gemv.c - a matrix-vector product with the weights in Q8_0, the
  * way an inference engine runs a layer of a GGUF model.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* softmax-matmul.c - a first rayo program: the softmax of a matrix product.
  *
  * Computes P = softmax(A B) row by row on random data, says which backend

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # packaging/abi-check.sh BUILDDIR [--update | --prove]
 #
 # The ABI guard: librayo.so and a plugin built from the template

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # packaging/build-debs.sh OUTDIR - builds rayo's Debian source package and
 # binary packages from the release tarball (so the tarball is shown complete)
 # and checks both with lintian.  The Maintainer, Homepage and watch URL come

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # packaging/build-rpms.sh OUTDIR - builds the RPMs of packaging/rpm/rayo.spec
 # from the release tarball with rpmbuild (Debian's `rpm` package), to show
 # the same split for RPM distributions.  Needs a configured build tree in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # packaging/: Debian packaging (packaging/debian, copied to debian/ by
 # build-debs.sh), the RPM spec, and the ABI guard with its baselines.
 EXTRA_DIST += LICENSE packaging/project.env packaging/project-subst.sh \

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # packaging/project-subst.sh FILE... - replaces @RAYO_HOMEPAGE@,
 # @RAYO_MAINTAINER@ and @RAYO_RELEASES@ in each FILE (in place) with the
 # values of packaging/project.env, and fails if any @RAYO_...@ is left.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* attention.c - the fused attention of module "infer": attn_warp_<kv>[_v]_d<D>
  * (the KV cache's dtype f32 or f16; _v: K and V rows 16-byte aligned, read
  * with vector loads; D = 64, 128 or 256: head_dim at most) and attn_merge.

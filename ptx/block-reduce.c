@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* block-reduce.c - warp shuffles and block-wide reductions (256 threads =
  * 8 warps) shared by the reduce, rows and matrix modules. */
 #include "gen-ptx.h"

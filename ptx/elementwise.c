@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* elementwise.c - module "elementwise": one kernel per elementwise op and
  * vector width (ew_<op>_v4, ew_<op>_s1).  The op table elem_ops lists each
  * op's PTX; the activations' math is in math.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* emit.c - the emitter of the PTX generator: a growable text buffer, the
  * virtual registers of one kernel, instruction printing, and the small
  * building blocks every kernel uses (parameters, thread indices, addresses).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Derives the erfc coefficients used by gen-ptx.c (m_erfc).
 
 erfc(t) = tau * exp(-t*t + Q(tau)),  tau = 2 / (2 + t),  t in [0, 10].

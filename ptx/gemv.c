@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gemv.c - the gemv kernels of module "matrix": gemv_n (a warp per row) and
  * gemv_n_block_* (a block per row, 16-byte loads) for A as stored;
  * gemv_t_part, gemv_t_part_v4 (16-byte loads) and gemv_t_final for A

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gen-ptx.c - the PTX generator of rayo's cuda backend: main, the module
  * table and the output.  The emitter, the math and one file per module are
  * the other C files of ptx/ (the list is in gen-ptx.h).

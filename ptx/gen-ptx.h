@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gen-ptx.h - private header of the PTX generator (the C files in ptx/, one program run
  * at build time; nothing here is part of rayo's API).
  *

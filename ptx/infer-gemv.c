@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* infer-gemv.c - module "infer" (its other kernels are in infer-ops.c): gemv with f16, bf16, Q8_0, Q4_0, Q4_K and
  * Q6_K weights (f32 x and y), one kernel per weight format: gemvq_<dtype>.
  *

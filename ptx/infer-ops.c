@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* infer-ops.c - the bandwidth kernels of module "infer": the gated units
  * (glu_swiglu, glu_geglu, glu_geglu_tanh), rope (rope_norm, rope_neox),
  * the f32 <-> f16 / bf16 conversions (cvt_*), quantization to Q8_0 / Q4_0

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # ptx/: the PTX generator of the cuda backend, a C program run at build time
 # (ptx/gen-ptx.h tells which file holds what).  plugins/cuda/local.mk embeds
 # its output in the plugin; tests/cuda.mk checks it (ptxas, golden hashes).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* math.c - accurate float32 math as PTX sequences (exp, expm1, log, erfc)
  * and the activations built on them (sigmoid, silu, tanh, gelu, gelu_tanh,
  * mish, relu, elu/selu): the hardware's ex2.approx and rcp.approx with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* matrix.c - module "matrix": gemv (gemv.c), transpose (transpose.c),
  * bias + activation, and the general sgemm that handles any shape and
  * transpose (the fallback, and the edges the tiled gemm kernels leave). */

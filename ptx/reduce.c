@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reduce.c - module "reduce": sum, dot, norms, max, min and argmax as a
  * per-block partial kernel and a final one (red_<op>_part, red_<op>_final). */
 #include "gen-ptx.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rows.c - modules "rows" and "rows_cluster": softmax, log_softmax,
  * layernorm and rmsnorm.  The row-cached kernels (rowc_*: the row read
  * once, kept in shared memory; a warp, a block or, on sm_90, a cluster of

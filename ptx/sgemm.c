@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sgemm.c - module "sgemm": the fast fp32 SIMT gemm kernels (sgemm_*), and
  * block_tile, the block-to-tile order shared with tf32.c. */
 #include "gen-ptx.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* splitk.c - module "splitk": the sum of a split-K matmul's partials.
  *
  * The fp32 kernels of module "sgemm" run over a grid nctaid.z deep write

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tf32.c - module "tf32": TF32 tensor-core gemm kernels (tf32_*), one per
  * entry of tf32_cfgs, and the table of their launch shapes for the plugin. */
 #include "gen-ptx.h"

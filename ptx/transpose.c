@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transpose.c - the transpose kernel of module "matrix". */
 #include "gen-ptx.h"
 

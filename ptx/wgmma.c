@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wgmma.c - module "wgmma" (sm_90a only): gemm on Hopper's warpgroup
  * tensor-core instructions, TF32 (f32 operands) and f16 / bf16, C in f32;
  * one kernel per entry of the list that wg_cfg_at() walks, and the table of

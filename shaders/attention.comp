@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #version 450
 // attention.comp - out = softmax(scale Q K^T + causal mask) V, grouped-query,
 // K and V in f32 or f16 with token and head strides.  One fused shader: no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // common.glsl - what every rayo compute shader shares: the storage buffers
 // of an op (a, b, c, y, and s: the scratch of an op done in several passes)
 // and the push constants that carry sizes, parameters and element offsets.

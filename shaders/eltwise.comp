@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #version 450
 // eltwise.comp - every elementwise op: binary, unary (with parameters),
 // axpy and bias_act.  OP (a specialization constant, the rayo op id; bias_act

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #version 450
 // gemv.comp - y = alpha op(A) x + beta y, A row-major m x n.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #version 450
 // gemv_quant.comp - y = alpha A x + beta y with A (m x n) in f16, bf16,
 // Q8_0, Q4_0, Q4_K or Q6_K (GGUF blocks as stored), x and y f32.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // half.glsl - f16 bits to float, exact.
 //
 // With integer arithmetic: exact for subnormal halves too, whatever the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #version 450
 // infer_rows.comp - the row ops of a decoder layer: the gated units
 // (swiglu, geglu, geglu_tanh), get_rows (embedding lookup, any dtype to

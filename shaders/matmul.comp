@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #version 450
 // matmul.comp - C = alpha op(A) op(B) + beta C, row-major, float32.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #version 450
 // matmul_coop.comp - C = alpha op(A) op(B) + beta C on the tensor cores
 // (VK_NV_cooperative_matrix), used only when the configuration allows

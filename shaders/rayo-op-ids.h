@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rayo-op-ids.h - run through the C preprocessor at build time
  * (plugins/vulkan/local.mk) to write rayo-op-ids.glsl in the build tree:
  * one GLSL constant OP_<ENUM> per op of core/rayo-ops.h, and the codes the

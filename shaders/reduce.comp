@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #version 450
 // reduce.comp - sum, dot, max, min, argmax, norm_l1, norm_l2.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // rmath.glsl - float functions with a known error.
 //
 // Vulkan lets exp, log, tanh, division and sqrt be several ulp off (exp is

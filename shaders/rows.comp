@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #version 450
 // rows.comp - row-wise ops: softmax, log_softmax, layernorm, rmsnorm.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #version 450
 // transpose.comp - y (n x m) = a (m x n)^T through a 32 x 32 shared tile,
 // padded by one column so that reading it down a column hits 32 banks.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests for the avx2 backend (built only where the backend is).
 if BUILD_AVX2
 # Accuracy of exp/log/tanh/sigmoid/gelu... over the float range, NaN/Inf as scalar.

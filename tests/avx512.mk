@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests for the avx512 backend (built only where the backend is; each test
 # skips, with the reason, where the CPU or OS lacks AVX-512).
 if BUILD_AVX512

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # conformance tests (written with the engine in tools/conform/)
 
 # The engine itself: it must accept right answers and catch planted mistakes,

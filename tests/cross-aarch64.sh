@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # cross-aarch64.sh - cross-builds rayo for aarch64 (Debian multiarch) and
 # runs the whole test suite under user-mode qemu, on an x86-64 machine.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-decls-own.c - the cuda plugin's entry-point names as dlsym sees them
  * when built with rayo's own Driver API declarations (for test-cuda-decls). */
 #include "config.h"

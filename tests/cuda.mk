@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests for the cuda backend.
 #  test-cuda-ptxas: every generated PTX module assembled by ptxas for sm_80
 #                   and sm_90 (SKIP when ptxas is absent).

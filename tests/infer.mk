@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Data formats (core/rayo-dtype.h) and the float64 references of the
 # inference ops (tools/conform/ref-infer.c): their own tests until the ops
 # land in the op list and the conformance engine.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/install-test.sh - rayo as a distribution ships it, on a fresh Debian 12.
 #
 # A packager's walkthrough, checked at every step:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // llama-cpp-compare.mjs - the llama.cpp side of tests/llama-cpp-compare.sh.
 // usage: node llama-cpp-compare.mjs MODULE_DIR MODEL PROMPT STEPS SHOW_STEPS RAYO_PROMPT_IDS
 //        RAYO_TOKENS RAYO_LOGITS

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # llama-cpp-compare.sh - the same GGUF file in llama.cpp and in rayo-llama:
 # the prompt's tokenization, the next-token distributions of the first steps
 # (max |logit difference| relative to the logit range), and the greedy tokens

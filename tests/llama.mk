@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # examples/llama: the GGUF reader, quantizers and tokenizer (unit tests), and
 # greedy decoding of generated models on every loaded backend.
 TESTS += tests/test-llama-gguf

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/: everything here runs in `make check`.  Backend-specific tests
 # live in their own fragments.
 include tests/conform.mk

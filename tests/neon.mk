@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests for the neon backend (built only where the backend is: aarch64
 # natively, or cross-built and run under qemu by tests/cross-aarch64.sh).
 if BUILD_NEON

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ptx-dump.c - writes every PTX module the cuda plugin embeds, for every
  * target, as DIR/NAME-smXX.ptx: the text the plugin hands to the driver's
  * JIT, made by the same rayo_ptx_text() (cuda-ptx.h) from the same embedded

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # qemu-wrap.sh PROGRAM [ARG]... - runs a program of an aarch64 build on a
 # machine of another architecture, with user-mode qemu (no binfmt needed):
 #   - an ELF file:                  qemu-aarch64 PROGRAM ARG...

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/sanitize.sh - the sanitizer stages of CI, each in its own build tree:
 #   1. ASan + UBSan: `make check` (core tests, scalar and avx2, the
 #      conformance runs on them); vulkan and cuda are left out (their drivers

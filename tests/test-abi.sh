@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-abi.sh - the ABI guard: librayo.so and the plugin ABI (a plugin built
 # from the template) are compatible with the baselines committed in
 # packaging/abi/, and the guard is shown to fail on two deliberate breaks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-alignment.c - a pointer that is not aligned to its element type (a
  * float at an odd address) is refused with RAYO_E_INVALID and a message
  * naming the operand, on the fast paths of small calls and the full check

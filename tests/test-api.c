@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-api.c - misuse of the public API gets a status and a message, never
  * a crash; host-memory buffers and batches; concurrent calls on one context. */
 #include "testutil.h"

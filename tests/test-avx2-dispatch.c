@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-avx2-dispatch.c - the avx2 backend in the core's hands:
  *
  *   1. refusal: with RAYO_CPU_DISABLE=avx2 (or fma) - the core's test hook

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-avx2-gemm.c - the avx2 sgemm's blocking, threading and gemv paths.
  *
  * rayo-conform checks matmul on shapes up to ~500, where the blocking of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-avx2-math.c - accuracy of the avx2 backend's exp, log, tanh, sigmoid,
  * gelu (erf form) and the activations built on them, over the whole float
  * range, against double-precision libm; and their NaN/Inf results against

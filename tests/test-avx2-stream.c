@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-avx2-stream.c - the avx2 elementwise ops with non-temporal stores.
  *
  * Outputs larger than the last-level cache (32 MiB here) are written with

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-avx512-info.sh - what a user sees: with RAYO_CPU_DISABLE=avx512f (the
 # core's test hook that masks a feature in its cpuid/XGETBV result) the core
 # rejects avx512 from its descriptor alone, before any plugin code runs, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-batch-replay.c - a batch recorded once and replayed (rayo_batch_set_step).
  *
  * On every loaded backend with buffers and the ops: a decode step of one

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-bench.sh - what rayo-bench reports (never how fast: speed is not
 # tested):
 #   - an unknown option is named as unknown (exit 2);

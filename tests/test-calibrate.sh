@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-calibrate.sh - rayo-calibrate with a tiny time budget:
 #  1. with no GPU backend loaded it exits 0, says why in plain words, and
 #     writes a drop-in of comments only, which rayo's own loader reads (rayo-info

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-config-names.c - configuration mistakes that only the loader's answer
  * reveals: backend names nobody has (with the close name suggested), lists
  * separated by blanks, sections of unknown backends, keys a plugin does not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-config.c - the configuration layers, their precedence, and what
  * happens with malformed, empty and unknown input. */
 #include "testutil.h"

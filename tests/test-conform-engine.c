@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-conform-engine - the conformance engine must accept right answers and
  * catch wrong ones, or a green conformance run would prove nothing.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-conform-options.sh - rayo-conform's report and options, through the
 # real loader:
 #   - an op the plugin has no kernel for is "-" (not implemented), never ok,

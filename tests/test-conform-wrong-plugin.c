@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-conform-wrong-plugin - a plugin with planted bugs, so that the test
  * can see rayo-conform report FAIL (and exit 1) through the real loader:
  *   add    the last element is one ulp off          -> FAIL

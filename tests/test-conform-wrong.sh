@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-conform-wrong.sh - rayo-conform, run through the real loader on a
 # plugin with planted bugs (tests/test-conform-wrong-plugin.c), must say FAIL
 # for exactly the broken ops and exit 1; a file that is no plugin must be

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-conform.sh - runs rayo-conform against every backend the build tree
 # loads (plugins/*/.libs), all sizes, and fails on any failure.  Run by
 # `make check` from the top build directory.  RAYO_CONFORM_ARGS adds options

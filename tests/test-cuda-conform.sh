@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-cuda-conform.sh - rayo-conform on the cuda plugin of this build tree
 # (every op against the float64 reference and its accuracy contract).
 # Skipped, with the probe's reason, where no NVIDIA driver or usable GPU

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-cuda-decls.c - rayo's own CUDA Driver API declarations
  * (plugins/cuda/cuda-driver-api.h) agree with the toolkit's cuda.h.
  *

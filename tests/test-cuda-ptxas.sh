@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-cuda-ptxas.sh - assembles every PTX module the generator emits with
 # ptxas: the sm_80 modules for sm_80 and sm_90, the sm_90 modules for sm_90,
 # an arch-specific module (.target sm_90a: wgmma) for sm_90a only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-cuda.c - the cuda plugin through its descriptor, with a host-services
  * table of our own (no core involved):
  *   - the descriptor (name, arch, rank, memory API, one entry per op);

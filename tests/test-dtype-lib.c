@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-dtype-lib.c - the dtype functions only librayo has: the Q4_K and
  * Q6_K quantizers (quantize then dequantize, every value within the bound
  * rayo.h documents of its float64 input, on fresh random blocks of several

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-dtype.c - core/rayo-dtype.h: f16/bf16 conversions against independent
  * float64 rounding, and the GGUF block formats against test vectors built
  * here from the formats' published layouts (quantize -> known bytes for

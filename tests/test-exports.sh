@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-exports.sh - librayo exports exactly its public API, versioned: every
 # dynamic symbol it defines is a function declared in the installed headers
 # (RAYO_API in rayo.h, RAYO_DTYPE_FN in rayo-dtype.h) with the symbol

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-hardening.c - bad plugin files, lying descriptors, bad config files,
  * fork, and handles used after destroy or close: each case must end with a
  * clear reason and the process alive (tests/plugins/fake.c builds the lying

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-infer-chain - the inference ops and dtype combinations through the
  * whole dispatch chain (rayo_run), with every backend the build tree loads.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-info-check.sh - rayo-info --check lints the configuration (exit 1 on
 # any problem, the warnings on stderr with a close name), --json carries the
 # warnings, --explain takes chain names (matmul.f32.q4_k.f32) and says what is

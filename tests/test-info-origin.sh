@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-info-origin.sh - rayo-info says where each setting came from
 # (file:line, env VAR) and which ones a later layer overrode, --explain names
 # the file and line that set an op's order, and every tool has --version

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-install-hook.sh - `make install` by root into the system runs ldconfig
 # (else the freshly installed librayo.so.0 is not in the dynamic linker's
 # cache and rayo-info fails to start); a staged install (DESTDIR, a package

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-lazy-init.c - a device plugin (vulkan) starts at its first use, not at
  * rayo_open: small calls leave it idle, a call that reaches it, a use by
  * name or a question about its device starts it once, and the results are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-llama-gguf.c - examples/llama's GGUF reader on a valid file (every
  * value type read back as written) and on broken ones (every truncation, and
  * one file per check, each refused with the offset and the field named);

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-llama.sh - examples/llama decodes random-weight GGUF models made by
 # gguf-make (every weight format; tied output; a Q4_K_M-like mix; GQA) on
 # every loaded backend, each backend taking every op it has at any size,

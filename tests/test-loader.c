@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-loader.c - the loader's answer to every kind of plugin, using the
  * plugins of tests/plugins/ (built only for this test). */
 #include "testutil.h"

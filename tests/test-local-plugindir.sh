@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-local-plugindir.sh - the local plugin directory follows --prefix: a
 # --prefix=/usr build also searches /usr/local/lib/rayo/abiN, any other
 # prefix has no second directory (localplugindir is plugindir), and

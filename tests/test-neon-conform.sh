@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-neon-conform.sh - rayo-conform on the neon plugin file itself (all
 # ops, edge values, unaligned pointers, guard zones; --quick leaves out the
 # largest sizes, which test-conform.sh runs for every loaded backend).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-neon-info.sh - what a user sees: rayo-info lists neon as loaded and
 # puts it before scalar in the dispatch chains; with RAYO_CPU_DISABLE=asimd
 # (the core's test hook that masks Advanced SIMD in the HWCAP probe result)

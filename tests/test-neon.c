@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-neon.c - the neon backend through the real core (run under
  * qemu-aarch64 when cross-built; see tests/cross-aarch64.sh):
  *   - it loads and comes before scalar for every op and dtype combination it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-operand-span.c - the span of an operand is its true extent (the
  * largest offset touched + 1) for every layout rope and attention allow:
  * head-major KV views (token stride head_dim, head stride n_kv head_dim),

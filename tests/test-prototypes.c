@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-prototypes.c - the op functions written out in rayo.h match the op
  * list (rayo-ops.h).
  *

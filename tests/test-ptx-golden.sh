@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-ptx-golden.sh - proves that the PTX of the cuda backend did not change:
 # the SHA-256 of every module for every target, as ptx/gen-ptx writes it
 # (--ptx-dir) and as the plugin hands it to the driver (tests/ptx-dump, built

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-python.sh - the Python package's tests (python/tests, pytest) against
 # this build's librayo.  SKIP (77) with the reason when no Python 3 here has
 # numpy and pytest (Debian: python3-numpy python3-pytest).

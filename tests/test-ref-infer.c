@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-ref-infer.c - self-checks of the float64 references for the inference
  * ops (tools/conform/ref-infer.c): properties that hold whatever the
  * implementation (one key gives V, position 0 is the identity, rotations

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-rng.h - the tests' random numbers: splitmix64, seeded from
  * RAYO_CONFORM_SEED when set (to repeat a run), else from the time and pid;
  * the seed is printed. */

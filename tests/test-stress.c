@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-stress.c - one context used from many threads at once: typed ops
  * small and large (the pool), buffers and batches created, shared, destroyed
  * out of order, while another thread opens and closes contexts of its own.

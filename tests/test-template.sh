@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-template.sh - the plugin template third parties copy must load and
 # conform: rayo-conform on examples/plugin-template's build.
 builddir=${abs_top_builddir:-$(pwd)}

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-tool-manpages.sh - the man pages of rayo-bench and rayo-conform
 # (doc/) document exactly the options their --help lists, and each has an
 # EXIT STATUS section.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-vulkan-conform.sh - rayo-conform on the vulkan plugin of this build
 # tree (every op against the float64 reference and its accuracy contract),
 # with VK_LAYER_KHRONOS_validation enabled through [backend.vulkan]

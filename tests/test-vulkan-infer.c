@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-vulkan-infer - the vulkan backend's inference ops in batches on
  * device buffers: what rayo-conform (host calls, packed operands) does not
  * reach.  Operands sit at odd byte offsets and between guard bytes, rows

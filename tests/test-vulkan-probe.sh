@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-vulkan-probe.sh - where Vulkan is missing, the vulkan backend is
 # listed as unavailable with the reason, and nothing else breaks:
 #   - the loader library is absent ([backend.vulkan] library = a file that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-vulkan - the vulkan backend through rayo's public API: device
  * buffers, batches of chained ops (every signature class, operands at
  * unaligned offsets, multi-pass reductions), concurrent host-memory calls,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // test-wasm-api.mjs - rayo's JS API (wasm/rayo.mjs) under node, on a
 // `make wasm` build:  node tests/test-wasm-api.mjs WASM_BUILD_DIR
 //

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-wasm-api.sh - runs test-wasm-api.mjs (the JS API under node) on the
 # `make wasm` build.  SKIP (77) when it is not built or node is missing.
 builddir=${abs_top_builddir:-$(pwd)}

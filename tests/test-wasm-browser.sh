@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # test-wasm-browser.sh - sourced by the page tests (test-wasm-page.sh,
 # test-wasm-webgpu.sh): finds the `make wasm` build, node, Chromium
 # (CHROMIUM, default /usr/bin/chromium) and playwright-core

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-wasm-conform.sh - the conformance suite of the WebAssembly build under
 # node: rayo-conform (built by `make wasm`, in wasm-build/) checks the scalar
 # and wasm (SIMD128) side modules against the float64 reference, all sizes.

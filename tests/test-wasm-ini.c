@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-wasm-ini.c - core/ini-min.c, the INI parser of the WebAssembly build,
  * against inih itself: every input is parsed by both through the same
  * ini_parse_stream interface and the callback sequences and the returned

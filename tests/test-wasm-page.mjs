@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // test-wasm-page.mjs - the example page (examples/web) in headless Chromium.
 //
 //   node tests/test-wasm-page.mjs WEB_DIR SCREENSHOT.png

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-wasm-page.sh - the example page (examples/web) in headless Chromium,
 # driven by playwright-core: backends found and why, wasm (SIMD128) chosen,
 # the benchmark table filled; then the same page on an engine that refuses

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // test-wasm-serve.mjs - what the page tests share: a static file server on
 // 127.0.0.1 for a `make wasm` build's web/ folder, and headless Chromium
 // (CHROMIUM, default /usr/bin/chromium) driven by playwright-core

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // test-wasm-webgpu.mjs - the webgpu plugin in headless Chromium on a
 // software adapter (SwiftShader: --enable-unsafe-webgpu
 // --use-webgpu-adapter=swiftshader, no GPU needed).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-wasm-webgpu.sh - the webgpu plugin in headless Chromium on a software
 # adapter (SwiftShader): rayo-conform in the page must pass every op the
 # plugin registers.  RAYO_CONFORM_ARGS: rayo-conform's options (default

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-x86-convert.c - convert on the avx2 and avx512 backends is exact:
  * bit for bit rayo-dtype.h on the values conformance does not reach.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-x86-qmatmul.c - the integer matmul of quantized weights at relaxed
  * precision in the avx2 and avx512 plugins (plugins/cpu-base/x86-qmatmul.c):
  *   - Q4_0, Q8_0 and Q4_K weights against float64 with the relaxed contract, every

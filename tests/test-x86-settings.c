@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-x86-settings.c - each context keeps its own [backend.NAME] settings.
  *
  * Two contexts open at once, one with stream_min_bytes = 4096 and one with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-x86-typed.c - what rayo-conform's shapes do not reach in the avx2 and
  * avx512 kernels for half and quantized weights (plugins/cpu-base/
  * x86-typed-matmul.c, cpu-typed-gemv_tmpl.c):

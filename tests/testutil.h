@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* testutil.h - the few helpers the core's C tests share. */
 #ifndef RAYO_TESTUTIL_H
 #define RAYO_TESTUTIL_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests for the vulkan backend.
 #  test-vulkan:          device buffers and batches (every signature class,
 #                        unaligned operands, multi-pass reductions), host

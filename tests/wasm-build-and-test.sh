@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # wasm-build-and-test.sh - builds rayo's WebAssembly variant and runs its
 # tests, from a clean machine: what CI (.ci/run) calls.
 #

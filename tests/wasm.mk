@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests of the WebAssembly build (plugins/wasm, wasm/, examples/web).
 #
 # test-wasm-ini: the wasm build's INI parser (core/ini-min.c) against inih,

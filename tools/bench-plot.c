@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-plot.c - rayo-bench --plot FILE.svg|FILE.png: the run's rows drawn by
  * gnuplot (Debian: gnuplot-nox), one panel per op, GFLOP/s for the ops that
  * count flops (matmul, gemv, dot...) and GB/s for the others, against size

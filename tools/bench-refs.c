@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-refs.c - the BLAS references at their best.
  *
  * A reference that runs generic kernels makes rayo look fast for nothing:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-stream.c - rayo-bench's memory references: read (a sum), copy and
  * triad (a = b + s c) over n floats, on as many threads as the op they are
  * compared with, at the machine's best.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench.h - rayo-bench's parts outside its main file (not installed).
  *   bench-refs.c  the BLAS references at their best: which kernel set
  *                 OpenBLAS and BLIS pick, and the better one the CPU runs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tools/: the command-line programs, built on librayo's public API, and
 # tools/conform/, the conformance engine (float64 references, random inputs,
 # accuracy contracts): an internal library, not installed, linked into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rayo-bench - how fast rayo's ops run, per backend and size, next to
  * references measured in the same run.
  *

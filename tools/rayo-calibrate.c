@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rayo-calibrate - measures, on this machine, the work size from which each
  * GPU backend beats the best CPU backend on host-memory calls, per op class,
  * and writes those offload thresholds as a config drop-in.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rayo-conform - checks backends against the float64 reference and the
  * accuracy contract of every op (rayo-ops.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rayo-info - what rayo found on this machine and why.
  *
  *   rayo-info                 config files, plugins (with the reason for each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tool-version.h - `--version` of rayo's command-line tools: the tool's own
  * version (the headers it was built with) and the librayo it runs with, which
  * can differ after a library upgrade. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // node-env.js - --pre-js of the node builds of rayo's tools: Emscripten
 // gives a program its own environment, so the RAYO_* variables of the node
 // process (RAYO_PLUGIN_PATH, RAYO_LOG, RAYO_BACKEND...) are copied into it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rayo-js.c - the C side of the JavaScript API (rayo.mjs).
  *
  * A few functions over the public API that are easy to call from JS: flat

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rayo-js.h - the C functions the JavaScript API (rayo.mjs) calls; see
  * rayo-js.c.  Strings returned by the *_json functions are malloc'd. */
 #ifndef RAYO_JS_H

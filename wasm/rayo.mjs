@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // rayo.mjs - the JavaScript API of rayo's WebAssembly build (an ES module
 // for browsers, workers and node).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // side-imports.mjs - prints, as a JSON list for -sEXPORTED_FUNCTIONS, what
 // the given side modules import from the main module (libc functions and
 // data), so that a MAIN_MODULE=2 link keeps and exports exactly those.

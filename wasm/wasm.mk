@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # wasm.mk - GNU make rules of the WebAssembly variant of rayo (Emscripten).
 #
 # Not an automake fragment: `make wasm` (plugins/wasm/local.mk) runs this

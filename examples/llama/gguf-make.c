@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gguf-make.c - writes a Llama-architecture GGUF file with random weights
  * (no model weights can be downloaded here; llama.cpp and rayo-llama both
  * load what this writes).  Shapes come from a preset or options, the weight

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gguf-write.c - GGUF header writer (see gguf-write.h). */
 #include "gguf-write.h"
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gguf-write.h - builds the header part of a GGUF file (magic to the end of
  * the tensor infos) in memory.  Used by the generator (gguf-make) and by the
  * reader's tests, which also write broken files with it. */

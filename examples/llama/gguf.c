@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gguf.c - GGUF version 3 reader (see gguf.h).
  *
  * Layout: "GGUF", u32 version, u64 tensor count, u64 key/value count; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gguf.h - a reader of GGUF (version 3) model files.
  *
  * The file is memory-mapped; strings, arrays and tensor data point into the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lm-ops.c - see lm-ops.h. */
 #include "lm-ops.h"
 #include <math.h>

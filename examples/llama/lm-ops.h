@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lm-ops.h - the few operations a Llama block needs, each one rayo call.
  *
  * They run matmul / gemv on the quantized weights in place, get_rows, rope,

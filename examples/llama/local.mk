@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # examples/llama: a Llama-architecture GGUF decoder on rayo's public API, and
 # the generator of random-weight GGUF test models.  Tests: tests/llama.mk.
 LLAMA_READER = examples/llama/gguf.c examples/llama/gguf.h

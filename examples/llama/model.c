@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* model.c - the Llama block: x += attn(rmsnorm(x)); x += ffn(rmsnorm(x)),
  * attn with rope on q and k, grouped-query heads over a KV cache, ffn the
  * SwiGLU down(silu(gate x) * up x); then rmsnorm and the output projection. */

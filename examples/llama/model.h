@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* model.h - a Llama-architecture decoder (TinyLlama, Llama 2/3 layouts) over
  * weights memory-mapped from a GGUF file, computed with rayo calls (lm-ops.h). */
 #ifndef LLAMA_MODEL_H

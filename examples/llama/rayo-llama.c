@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rayo-llama.c - runs a Llama-architecture GGUF model on rayo: prefill the
  * prompt, then greedy (or temperature / top-k) decoding.  See README.md. */
 #define _POSIX_C_SOURCE 200809L

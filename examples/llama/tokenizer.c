@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tokenizer.c - SentencePiece-style BPE from GGUF metadata (see tokenizer.h). */
 #include "tokenizer.h"
 #include <math.h>

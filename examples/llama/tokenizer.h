@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tokenizer.h - the SentencePiece-style tokenizer of llama GGUF files
  * (tokenizer.ggml.model = "llama"), as llama.cpp reads it: spaces become
  * "▁" (U+2581) and a leading "▁" is added; the text is split into UTF-8

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # wasm-build.sh - rayo-llama for node from the WebAssembly build: links the
 # example's sources with the core objects and the tool exports `make wasm`
 # left in BUILD/wasm-build (run that first), with the flags wasm/wasm.mk gives

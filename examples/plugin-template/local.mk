@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The plugin template is built (not installed) and checked by rayo-conform in
 # `make check`, so the template third parties copy is known to work.
 check_LTLIBRARIES += examples/plugin-template/rayo-template.la

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rayo-template.c - a complete third-party rayo plugin, as small as it gets.
  *
  * Copy this folder, rename "template" (the file rayo-NAME.so and the

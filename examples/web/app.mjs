@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // app.mjs - the example page: loads rayo's WebAssembly build on the main
 // thread, shows the engine's SIMD128 support and every backend found with
 // its status and reason, then runs bench.mjs in a Web Worker (the page

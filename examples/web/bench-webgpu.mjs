@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bench-webgpu.mjs - the webgpu backend against SIMD128 (wasm) in the same
 // page: matmul 1024^3 and a 4096 x 11008 Q4_0 gemv (a Llama-7B FFN shape).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // bench.mjs - scalar vs SIMD128 for a few ops, with rayo's JS API.
 //
 // Three ways to use it, one code path:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* elementwise.c - binary, unary and activation ops, axpy and bias_act.
  *
  * Each op is a one-vector function (8 floats) and a loop generated around it:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/avx2: the x86-64 AVX2+FMA backend.  This is the only code of rayo
 # compiled with -mavx2 -mfma -mf16c (per-target flags): the core checks the CPU and
 # the OS (cpuid + XGETBV) before it runs any of it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gemm.c - matmul C (m x n) = alpha op(A) op(B) + beta C (row-major) and gemv.
  *
  * The Goto/BLIS scheme:

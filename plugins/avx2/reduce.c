@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reduce.c - sum, dot, norm_l1, norm_l2, max, min, argmax.
  *
  * Accuracy (contract: 1e-5 relative to sum|terms| at any n): sums run in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* avx512-math.h - AVX-512 approximations of exp, expm1, log, tanh, sigmoid and the
  * normal CDF (for gelu), 16 floats at a time, and small SIMD helpers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gemv.c - y = alpha op(A) x + beta y (row-major A, rows x cols), also
  * matmul's path for m == 1 or n == 1.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* infer.c - the inference ops of the AVX-512 backend (convert, get_rows,
  * rope, attention, swiglu, geglu, geglu_tanh): ../cpu-base/x86-infer_tmpl.c at
  * 16 floats a vector, on the operations defined here. */

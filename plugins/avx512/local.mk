@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/avx512: the x86-64 AVX-512 (F/BW/VL/DQ) backend, ranked above avx2.
 # The only code of rayo compiled with -mavx512*: the core checks the CPU and
 # that the OS saves the ZMM and opmask registers (cpuid + XGETBV bits 1-2

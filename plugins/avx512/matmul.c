@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* matmul.c - C (m x n) = alpha op(A) op(B) + beta C (row-major), by the
  * Goto/BLIS scheme with a 12x32 microkernel:
  *   for jc (nc columns of C):          B block kc x nc packed once, shared

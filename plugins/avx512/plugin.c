@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plugin.c - the AVX-512 backend: its device name, its sgemm blocking rule,
  * op table and descriptor (the state and the rest of the glue are
  * ../cpu-base: x86-plugin.c, cpu-base.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plugin.h - internals of the AVX-512 backend (not installed).
  *
  * Everything here is hidden: the plugin is built with -fvisibility=hidden

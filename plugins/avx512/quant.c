@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* quant.c - gemv with half or block-quantized weights: y (m) = alpha A x +
  * beta y, A (m x n) in f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K with rows along n
  * (row stride lda elements), x and y f32.  The 512-bit form of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rows.c - softmax, log_softmax, layernorm, rmsnorm (m independent rows of
  * n, spread over the pool by cpu-base's CPU_ROW_KERNELS) and transpose.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-base.c - the glue every CPU plugin shares (see cpu-base.h): threads
  * over the core's pool, scratch memory, probe/init/fini.  Compiled into
  * each CPU plugin with that plugin's flags; it reads the plugin's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-base.h - what every CPU plugin (scalar, avx2, neon, wasm) shares:
  * the state, the helpers that spread work over the core's thread pool,
  * probe/init/fini, the kernel prototypes and the descriptor.

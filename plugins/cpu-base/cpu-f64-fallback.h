@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-f64-fallback.h - float64 where float intermediates would break a contract,
  * shared by every CPU plugin.
  *

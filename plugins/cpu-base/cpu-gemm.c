@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-gemm.c - the matmul and gemv drivers of the CPU plugins (see
  * cpu-gemm.h): call checks, edge cases, tile plans and task splits. */
 #include "cpu-gemm.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-gemm.h - the matmul and gemv drivers the CPU plugins (scalar, neon,
  * wasm) share; each plugin brings only its micro-kernels.
  *

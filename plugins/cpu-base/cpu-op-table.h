@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-op-table.h - the op table of a CPU plugin, generated from the op list
  * (rayo-ops.h): included inside the plugin's array of rayo_op_entry.
  *

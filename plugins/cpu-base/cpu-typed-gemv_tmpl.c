@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cpu-typed-gemv_tmpl.c - what the x86 plugins' gemv with half or block-quantized
  * weights (avx2/quant.c, avx512/quant.c) share: the call's checks, the
  * weight rows' stride, x prepared once per call, the split of the rows over

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/cpu-base: the glue and the kernel templates the CPU plugins share,
 # named by audience: cpu-* for every CPU plugin (scalar, avx2, avx512, neon,
 # wasm), x86-* for avx2 and avx512, simd128-* for the 128-bit SIMD plugins

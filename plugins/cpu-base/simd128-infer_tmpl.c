@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* simd128-infer_tmpl.c - what the SIMD plugins' (neon, wasm) rope, attention and
  * gated units share: the checks, the layouts and strides, the loops over
  * tokens, heads and rows, the threads and the scratch.  The plugin's infer.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* simd128-plugin.h - what the 128-bit SIMD plugins (neon, wasm) share in
  * their plugin.h, after CPU_KERNEL names their kernels: the op table's
  * kernels (cpu-op-table.h) of the decode path of inference.  Matmul with

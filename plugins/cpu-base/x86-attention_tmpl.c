@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86-attention_tmpl.c - attention of the avx2 and avx512 backends, included by
  * x86-infer_tmpl.c (the same VF / vf_* operations; see there).
  *

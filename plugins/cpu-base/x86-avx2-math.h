@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86-avx2-math.h - AVX2+FMA approximations of exp, expm1, log, tanh, sigmoid and
  * the normal CDF (for gelu), 8 floats at a time, and small SIMD helpers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86-cache.c - what the x86 plugins read of the CPU: its cache sizes (the
  * sgemm blocking derives from them) and its brand string.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86-cache.h - what the x86 plugins (avx2, avx512) read of the CPU with
  * sysfs and cpuid (x86-cache.c: plain C, compiled into both). */
 #ifndef RAYO_X86_CACHE_H

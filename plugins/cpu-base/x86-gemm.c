@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86-gemm.c - the blocking overrides and the scratch pool of the x86
  * plugins' sgemm (see x86-gemm.h). */
 #include "x86-gemm.h"

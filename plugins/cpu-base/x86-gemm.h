@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86-gemm.h - what the sgemm drivers of the x86 plugins (avx2, avx512)
  * share: the cache blocking, its [backend.NAME] mc / kc / nc overrides and
  * the pool of packing buffers kept between calls.  Compiled into those two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86-infer_tmpl.c - the inference ops of the avx2 and avx512 backends, written
  * once: convert, get_rows, rope, attention, swiglu, geglu, geglu_tanh.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86-plugin.c - the state and init/fini of the x86 plugins (x86-plugin.h). */
 #include "x86-plugin.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86-plugin.h - the state and the init/fini of the x86 plugins (avx2,
  * avx512): both keep the cache sizes, the sgemm blocking derived from them,
  * the streaming-store threshold and the pool of packing buffers, per context

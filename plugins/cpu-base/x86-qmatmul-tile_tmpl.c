@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86-qmatmul-tile_tmpl.c - the tile of the integer matmul (x86-qmatmul.c
  * includes it once per way of summing the products of 4 codes with 4
  * values of A into 32-bit lanes; never compiled alone).  Before including:

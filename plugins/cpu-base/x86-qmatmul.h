@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86-qmatmul.h - the prompt's matmul with quantized weights in integers,
  * for the avx2 and avx512 plugins (x86-qmatmul.c, compiled in each):
  * C (m x n) = alpha A B^T + beta C, A f32 (m x k, the activations), B Q4_0,

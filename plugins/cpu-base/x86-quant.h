@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86-quant.h - block decoding that the gemv kernels of the avx2 and avx512
  * plugins share (their quant.c; both are compiled with AVX2 and F16C).
  * Layouts of the blocks: core/rayo-dtype.h. */

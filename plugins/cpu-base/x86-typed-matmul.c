@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86-typed-matmul.c - matmul with half or block-quantized operands on the
  * plugin's sgemm (x86-typed-matmul.h says how). */
 #include "x86-typed-matmul.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86-typed-matmul.h - matmul with f16, bf16 or block-quantized weights on the
  * x86 plugins' sgemm (avx2, avx512): C (m x n) = alpha op(A) op(B) + beta C
  * with A f32, f16 or bf16 and B f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K (the

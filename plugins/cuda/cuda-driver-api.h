@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-driver-api.h - the part of the CUDA Driver API the cuda backend uses,
  * declared by rayo itself.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-driver.c - loads the CUDA driver library at run time.
  *
  * No -lcuda: linking the driver would make the plugin (and every program

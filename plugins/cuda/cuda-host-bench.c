@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-host-bench - the cuda backend on host memory, in one run:
  *
  *   cuda-host-bench [N]        (N: the matmul's size, default 4096)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-host.c - ops on host memory.
  *
  * A call takes a "lane": a copy stream and a compute stream, a bounded host

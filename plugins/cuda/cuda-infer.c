@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-infer.c - launches of the inference kernels (PTX module "infer",
  * ptx/infer-gemv.c and ptx/infer-ops.c): gemv with half and quantized
  * weights, swiglu / geglu / geglu_tanh, rope, get_rows, convert (f32 <->

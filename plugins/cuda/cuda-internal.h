@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-internal.h - shared declarations of the cuda backend's files.
  *
  * The plugin needs the Driver API's types and enums only: libcuda.so.1 is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-launch.c - queues the kernels of one op on a stream, on device
  * pointers.  Used by host-memory calls (through the staging buffers) and by
  * batches (on the caller's device buffers). */

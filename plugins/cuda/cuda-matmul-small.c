@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-matmul-small.c - fp32 matmuls too small or too skinny for the
  * sgemm tiles alone (issue 18):
  *   - m = 1 or n = 1: a gemv (module "matrix"), one read of the matrix, float64

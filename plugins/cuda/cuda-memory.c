@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-memory.c - device buffers (cuMemAlloc) and batches (a stream per
  * batch) of the cuda backend. */
 #ifdef HAVE_CONFIG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-mma16.c - matmul of f16 x f16 and bf16 x bf16 (C in f32) on the
  * tensor cores: the mma16_* kernels of module "mma16" (ptx/tf32.c), mma
  * m16n8k16 with float sums.

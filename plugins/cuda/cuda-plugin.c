@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-plugin.c - descriptor, probe, init/fini, and the PTX modules of the
  * cuda backend: JIT compilation for the device (cuLinkAddData, then
  * cuModuleLoadDataEx), module and function handles cached in the state, and

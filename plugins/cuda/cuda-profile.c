@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-profile.c - [backend.cuda] profile = yes: the GPU time of every op of
  * every batch, summed per op, dtypes and shape, logged at close (RAYO_LOG=info)
  * with the share of the total.  Each op then runs between two events on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-ptx.h - the PTX modules that ptx/gen-ptx generates at build time
  * (cuda-ptx.c in the build directory) and the plugin embeds.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-typed-matmul.c - matmul with an f32 A and a half or quantized B
  * (the weight: f16, bf16, Q8_0, Q4_0, Q4_K, Q6_K), or with f16 x f16 or
  * bf16 x bf16 operands, C in f32.

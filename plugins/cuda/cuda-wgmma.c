@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cuda-wgmma.c - TF32, f16 x f16 and bf16 x bf16 matmul on Hopper's
  * warpgroup MMA (module "wgmma", ptx/wgmma.c, sm_90a): the tensor maps of
  * its bulk tensor copies, K-major copies of the f32 operands that are not

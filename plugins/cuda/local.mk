@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/cuda: the CUDA backend.  Its kernels are PTX emitted by a generator
 # written in C (ptx/, built by ptx/local.mk), run at build time; the PTX is embedded in the
 # plugin as C strings and JIT-compiled by the driver at run time: no nvcc.

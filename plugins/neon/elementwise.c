@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* elementwise.c - binary, unary and activation ops, axpy and bias_act.
  *
  * Every op is a loop over [lo, hi) of a four-lane function from

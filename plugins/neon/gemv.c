@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gemv.c - y = alpha op(A) x + beta y with A row-major rows x cols:
  *   no transpose: y[i] = the blocked dot (reduce.c) of row i and x.
  *   transpose:    y[j] = sum_i A[i][j] x[i]: a block of JB columns lives in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/neon: the AArch64 Advanced SIMD backend.  Built where configure's
 # host is aarch64 (natively or with --host=aarch64-linux-gnu); Advanced SIMD
 # is part of the AArch64 base ISA, so no -march flag is needed.

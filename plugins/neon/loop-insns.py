@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Static instruction counts of the inner loops of the neon plugin.
 
     aarch64-linux-gnu-objdump -d --no-show-raw-insn rayo-neon.so > neon.dis

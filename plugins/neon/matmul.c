@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* matmul.c - matmul: C (m x n) = alpha op(A) op(B) + beta C, row-major.
  *
  * The blocked scheme of GotoBLAS / BLIS with an Advanced SIMD micro-kernel:

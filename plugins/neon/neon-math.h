@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* neon-math.h - vector math (vec_*) for the neon backend: exp, expm1, log, and the
  * activations built on them, four floats at a time.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plugin.c - the AArch64 Advanced SIMD backend: its device, op table and
  * descriptor (the glue is ../cpu-base).
  *

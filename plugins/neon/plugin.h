@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plugin.h - internals of the AArch64 Advanced SIMD backend (not installed).
  *
  * The plugin exports only its descriptor (rayo_plugin); everything declared

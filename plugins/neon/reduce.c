@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reduce.c - sum, dot, max, min, argmax, norm_l1, norm_l2.
  *
  * Sums are blocked: 16 float lanes accumulate a block of 256 elements (16

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transpose.c - y (n x m) = a (m x n)^T: 4 x 4 register transposes
  * (TRN1/TRN2) inside the cache-blocked tiles of CPU_TRANSPOSE_KERNEL
  * (cpu-base.h), shared by every CPU plugin.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* attention.c - out = softmax(scale Q K^T + causal mask) V for all heads of
  * a layer, grouped-query (query head h reads KV head h / (n_heads /
  * n_kv_heads)), KV cache in f32 or f16 with token and head strides.

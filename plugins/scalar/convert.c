@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convert.c - y = x converted from one dtype to another (op convert).
  *
  * rayo-dtype.h does every conversion, so the results are bit-identical to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gemv.c - y = alpha op(A) x + beta y, A row-major rows x cols.
  *
  *   no transpose: y[i] = dot(A row i, x): the blocked dot of reduce.c.

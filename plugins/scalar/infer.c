@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* infer.c - the row ops of an LLM decoder: get_rows (embedding lookup),
  * rope (rotary position embedding) and the gated units swiglu, geglu and
  * geglu_tanh.  attention is in attention.c.

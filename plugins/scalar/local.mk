@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/scalar: the portable C backend that always exists (no intrinsics,
 # no -march: the same sources build for any CPU, aarch64 and WebAssembly).
 if BUILD_SCALAR

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* matmul.c - C (m x n) = alpha op(A) op(B) + beta C, row-major.
  *
  * The classic blocked scheme (GotoBLAS / BLIS), in portable C:

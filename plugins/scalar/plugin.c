@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plugin.c - the portable C backend, the one that exists on every machine
  * rayo runs on: its device, op table and descriptor (the glue is
  * ../cpu-base). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plugin.h - internals of the portable C backend (not installed).
  *
  * The plugin exports only its descriptor; everything declared here is

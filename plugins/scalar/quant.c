@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* quant.c - matmul and gemv with f16, bf16 or block-quantized operands
  * (activations, accumulation and outputs f32).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reduce.c - sum, dot, max, min, argmax, norm_l1, norm_l2.
  *
  * Accuracy: the contract is 1e-5 relative to sum|terms| at any n (2^22 and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rows.c - softmax, log_softmax, layernorm, rmsnorm: m independent rows of n.
  *
  * Row statistics (sums, mean, variance) are accumulated in double and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scalar-math.h - float exp, expm1, log, tanh and erfc in portable C that
  * compilers vectorise (not installed; included by the kernels).
  *

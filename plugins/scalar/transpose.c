@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transpose.c - y (n x m) = a (m x n)^T: cache-blocked tiles and bands of
  * rows on the pool, as every CPU plugin (CPU_TRANSPOSE_KERNEL, cpu-base.h);
  * the 4 x 4 block inside a tile here in plain C.

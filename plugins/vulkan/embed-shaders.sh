@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # embed-shaders.sh GLSLC SPIRV_VAL SHADER_DIR LIST OUTPUT.h GENERATED_DIR
 # Compiles every module of LIST (see shaders.list) to SPIR-V for Vulkan 1.2,
 # checks it with spirv-val and writes OUTPUT.h: an enum of the modules and,

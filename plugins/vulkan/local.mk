@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/vulkan: the Vulkan compute backend.  GLSL compute shaders
 # (shaders/*.comp) are compiled to SPIR-V at build time with glslc, checked
 # with spirv-val and embedded in the plugin; libvulkan.so.1 is dlopened at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vk-infer.c - recording the inference shaders: gemv with half and
  * quantized weights (shaders/gemv_quant.comp), attention
  * (shaders/attention.comp), get_rows, rope and the gated units

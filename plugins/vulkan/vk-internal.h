@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vk-internal.h - shared declarations of the rayo vulkan plugin.
  *
  * The plugin never links against libvulkan: vk-loader.c dlopens

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vk-loader.c - opening libvulkan.so.1 at run time and mapping VkResult to
  * rayo statuses.  No link-time dependency on Vulkan: a machine without the
  * loader gets a probe that says "libvulkan.so.1 not found". */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vk-memory.c - pooled device and staging memory.
  *
  * vkAllocateMemory is slow and drivers cap the number of allocations, so

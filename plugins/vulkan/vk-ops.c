@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vk-ops.c - recording rayo's ops as compute dispatches, and the kernels
  * the core calls for ops on host memory.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vk-pipelines.c - the embedded SPIR-V modules and their pipelines.
  *
  * One descriptor-set layout (five storage buffers: a, b, c, y, scratch) and one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vk-plugin.c - the rayo vulkan plugin: descriptor, probe, init and fini.
  *
  * Keys of [backend.vulkan] read here (documented in 50-vulkan.conf):

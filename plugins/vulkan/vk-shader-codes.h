@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vk-shader-codes.h - numbers the vulkan plugin and its shaders share
  * beyond the op ids.  Plain #defines only: the C preprocessor also writes
  * them into the shaders' rayo-op-ids.glsl (shaders/rayo-op-ids.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vk-submit.c - command recording, submission and completion; the memory
  * API (device buffers and batches) of the plugin.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vk-typed-matmul.c - matmul with half or quantized operands: f32 A with
  * an f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K B (the weight), and f16 x f16,
  * bf16 x bf16; C in f32.

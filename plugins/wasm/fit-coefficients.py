@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """fit-coefficients.py - derives the polynomial coefficients of math.h.
 
 Not run by the build: the coefficients are pasted into math.h.  Kept so

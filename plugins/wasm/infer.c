@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* infer.c - rope, attention (decode) and the gated units swiglu, geglu,
  * geglu_tanh on SIMD128.  The loops over tokens, heads, items and rows, the
  * checks and the threads are ../cpu-base/simd128-infer_tmpl.c; this file holds

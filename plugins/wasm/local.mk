@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/wasm: the WebAssembly SIMD128 backend, and `make wasm`, which
 # builds the WebAssembly variant of rayo from this same source tree with
 # Emscripten (emcc on PATH, or EMCC=...): the core as a main module, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* matmul.c - C (m x n) = alpha op(A) op(B) + beta C, row-major, SIMD128.
  *
  * The blocked scheme of the scalar backend (GotoBLAS / BLIS): C in MC x NC

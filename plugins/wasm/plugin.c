@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plugin.c - the WebAssembly SIMD128 backend: its device, op table and
  * descriptor (the glue is ../cpu-base).
  *

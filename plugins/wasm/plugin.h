@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plugin.h - internals of the WebAssembly SIMD128 backend (not installed).
  *
  * The plugin is an Emscripten side module (rayo-wasm.so) built with

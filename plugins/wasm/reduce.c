@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reduce.c - sum, dot, max, min, argmax, norm_l1, norm_l2 on SIMD128.
  *
  * Accuracy (contract: 1e-5 of sum|terms| at any n): four 4-lane float

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rows.c - softmax, log_softmax, layernorm, rmsnorm on SIMD128: m
  * independent rows of n.
  *

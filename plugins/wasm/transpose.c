@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transpose.c - y (n x m) = a (m x n)^T, SIMD128.
  *
  * The cache-blocked tiles of every CPU plugin (CPU_TRANSPOSE_KERNEL,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wasm-math.h - float math on WebAssembly SIMD128 vectors (4 lanes).
  *
  * exp, expm1, log, tanh, erfc and the activations built on them, accurate

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // embed-wgsl.mjs - writes webgpu-wgsl.js, the --pre-js that gives
 // webgpu-host.js its shaders and the op list (both made at build time):
 //   node embed-wgsl.mjs OPS.js-rows OPS.wgsl rmath.wgsl kernels.wgsl > webgpu-wgsl.js

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // kernels.wgsl - the webgpu plugin's compute shaders: one module, one entry
 // point per signature class.  The op ids (OP_ADD...) come from
 // webgpu-ops.wgsl, generated from core/rayo-ops.h at build time, and the op

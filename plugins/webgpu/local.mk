@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # plugins/webgpu: the WebGPU backend of the WebAssembly build (a side
 # module, built by `make wasm` through wasm/wasm.mk; nothing here is built
 # natively).  The C side checks calls; webgpu-host.js (linked into the main

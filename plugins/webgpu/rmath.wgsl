@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // rmath.wgsl - float functions with a known error (WGSL port of the Vulkan
 // backend's shaders/rmath.glsl; the same algorithms and coefficients).
 //

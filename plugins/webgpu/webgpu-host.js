@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // webgpu-host.js - the JavaScript side of the webgpu plugin, linked into
 // every main module of the WebAssembly build (--pre-js, after the generated
 // webgpu-wgsl.js that defines RAYO_WEBGPU_WGSL, the shaders, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* webgpu-js.h - the functions of the JavaScript layer (webgpu-host.js) that
  * the webgpu plugin imports.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* webgpu-plugin.c - the WebGPU backend of rayo's WebAssembly build: its
  * descriptor, probe, op table, kernels and device memory.
  *

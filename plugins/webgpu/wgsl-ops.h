@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wgsl-ops.h - run through the C preprocessor at build time (wasm/wasm.mk):
  * with RAYO_WGSL, one WGSL constant per op of core/rayo-ops.h (webgpu-ops.wgsl),
  * so that the shaders never hold a hand-typed op id; without, the op list as

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """rayo for Python: numpy arrays in and out of librayo's ops, over ctypes.
 
     import numpy as np, rayo

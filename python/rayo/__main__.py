@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """python -m rayo info: what the library found (a short rayo-info)."""
 import sys
 

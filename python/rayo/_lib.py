@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Finding librayo and declaring its C API for ctypes.
 
 The structs and enums below mirror core/rayo.h (ABI 1): they are the part of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Context: an open rayo context, its ops (one method per op of the library's
 op list), device buffers, batches and introspection."""
 import ctypes

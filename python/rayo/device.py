@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Device buffers and batches: data that stays on a backend's device between
 ops, and ops recorded once and submitted together."""
 import ctypes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """rayo's element types as numpy sees them, and quantized weights.
 
 float32 and float16 are numpy's own; bfloat16 is ml_dtypes.bfloat16 when

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The ops of rayo's op list as Python functions over numpy arrays.
 
 One function per signature class of rayo-ops.h; Context gets one method per

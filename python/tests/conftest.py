@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Shared fixtures: one context per test module (config files and RAYO_*
 variables ignored, so the machine's settings do not steer the tests) and a
 seeded random generator whose seed is printed (RAYO_CONFORM_SEED repeats it)."""

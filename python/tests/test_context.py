@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The context's lifecycle, errors carrying rayo_last_error, device buffers
 and batches, introspection and `python -m rayo info`."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Half and quantized types: conversions against independent references
 (numpy's float16 rounding, a bfloat16 rounding written here), Q4_K/Q6_K
 round trips within rayo.h's bound, GGUF Q8_0 blocks built here byte by byte

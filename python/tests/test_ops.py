@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Ops through the Python package against float64 references computed here
 with numpy, on fresh random inputs of many sizes (0, 1, odd, large),
 unaligned and non-contiguous views, and float64 inputs."""

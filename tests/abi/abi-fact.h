@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi-fact.h - one fact of the plugin ABI: a struct's size, a field's
  * offset and size, or a constant's value. */
 #ifndef ABI_FACT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi-facts-table.h - the facts of abi-facts.h, expanded against the header
  * included before this one, into the table ABI_FACTS_TABLE: included by
  * abi-facts-frozen.c (the frozen 1.0 header) and abi-facts-core.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi-facts.h - every field and constant of the frozen plugin ABI 1.0
  * (rayo-plugin-1.0.h), as X-macros: test-abi-frozen.c expands the list once
  * against the frozen header and once against core/rayo-plugin.h and

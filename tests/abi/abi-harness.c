@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi-harness.c - a simulated core, built twice from this source: against
  * the frozen 1.0 header (test-abi-oldcore: a core released at ABI 1.0) and
  * against the 1.99 header (test-abi-newcore: a core of a future minor).

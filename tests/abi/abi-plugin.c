@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi-plugin.c - one plugin source, built twice: against the frozen ABI 1.0
  * header (rayo-abi10.so) and, with -DABI_199, against the imagined 1.99
  * header (rayo-abi199.so).  The 1.99 build is what a plugin written for a

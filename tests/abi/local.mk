@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # ABI compatibility proofs (issue 13): plugins and simulated cores built from
 # one source against the frozen 1.0 plugin header and an imagined 1.99 one.
 # What each test proves is written at the top of its source.

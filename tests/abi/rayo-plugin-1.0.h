@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rayo-plugin-1.0.h - the plugin ABI 1.0, frozen (tests only; never edit).
  *
  * The types and constants that cross the boundary between the core and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rayo-plugin-1.99.h - an imagined future minor of plugin ABI 1 (tests only).
  *
  * The frozen 1.0 header with fields appended to every struct that grows,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-abi-core.c - the real core with plugins built against other headers.
  *
  * Without arguments it loads rayo-abi10.so (built from the frozen 1.0

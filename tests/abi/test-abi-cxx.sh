@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test-abi-cxx.sh - a plugin written in C++17 (tests/abi/rayo-cxx.cc, from
 # the plugin template's recipe) builds with g++ -std=c++17 against the
 # installed-style header and loads and runs through the core: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test-abi-frozen.c - the real plugin ABI headers (core/rayo.h,
  * core/rayo-plugin.h) still agree with the frozen 1.0 copy
  * (tests/abi/rayo-plugin-1.0.h): every field of every struct that crosses

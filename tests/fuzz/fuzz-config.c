@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz-config.c - libFuzzer target: the config parser on any bytes, read as
  * a file (the reader of config files) and as a settings string, then the
  * typed lookups.  Built and run by tests/fuzz/run.sh. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz-gguf.c - libFuzzer target: examples/llama's GGUF reader on any bytes,
  * then what a model load does with a file the reader accepted: typed
  * lookups, the llama shape and tensor checks, the vocabulary and an encode

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz-plugin.c - libFuzzer target: the plugin checks that trust nothing
  * (plugin-check.c) on any bytes.  The bytes are checked as the head of an
  * ELF file, and copied to a fixed address as a fake plugin image whose

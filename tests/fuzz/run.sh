@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/fuzz/run.sh - builds the libFuzzer targets of tests/fuzz/ with clang
 # (ASan + UBSan) and runs each for a bounded time (FUZZ_SECONDS, default 30)
 # from its seed corpus.  Needs a configured build/ (build/config.h): run after

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fake.c - plugins built only for the loader tests.  One source, compiled
  * once per variant with -DFAKE_<VARIANT>; each variant breaks one rule (or
  * follows them) so that tests/test-loader.c can check the core's answer.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Plugins built only for tests/test-loader.c: one source, one variant each.
 FAKE_MODULE_FLAGS = -module -avoid-version -shared -rpath /nowhere
 FAKE_CPPFLAGS = $(AM_CPPFLAGS)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conform-infer.h - the conformance plans of the inference ops and of the
  * non-f32 dtype combinations (plans-infer.c), judged with the float64
  * references of ref-infer.c.  Part of the conformance engine (conform.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conform-internal.h - what the files of the conformance engine share:
  * random draws, per-op input domains, test plans, guarded buffers, the
  * state of one op's run.  Not for users of the engine (they include

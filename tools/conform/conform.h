@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conform.h - the conformance engine: checks any op of rayo-ops.h against
  * a float64 reference and the op's accuracy contract.
  *

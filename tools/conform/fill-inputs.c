@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fill-inputs.c - the input values of a conformance case: random values
  * from the op's domain, and the special fills of the plans (edge values,
  * NaN and infinities, values near FLT_MAX, literal data...). */

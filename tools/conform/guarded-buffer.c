@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* guarded-buffer.c - buffers with guard zones around their data, and the
  * check that nothing but the data changed (conform-internal.h). */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* judge.c - the accuracy contract applied to one output element, and the
  * judging of outputs computed elsewhere (device backends' tests). */
 #define _POSIX_C_SOURCE 200809L

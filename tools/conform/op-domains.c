@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* op-domains.c - what the conformance engine knows per op: the domain its
  * random inputs come from, and its edge values (conform-internal.h). */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plans-f32.c - the test plans of the f32 ops: the cases of each signature
  * class (sizes, alignments, parameters, edge values) and the groups of
  * harder cases (conform-internal.h).  The inference ops and the other

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plans-infer.c - conformance plans of the inference ops and dtypes
  * (conform-infer.h): convert, matmul and gemv in every dtype combination of
  * rayo-ops.h, get_rows, rope, attention, swiglu, geglu, geglu_tanh.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref-f32.c - the float64 references of the f32 ops (conform.h:
  * conform_reference); the other dtypes and the inference ops are in
  * ref-infer.c. */

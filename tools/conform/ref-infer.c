@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref-infer.c - float64 references for the inference ops (see ref-infer.h).
  *
  * Written apart from the kernels on purpose: block formats are decoded here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref-infer.h - float64 references for the inference ops of ABI 1 final:
  * dequantize, gemv/matmul with f16/bf16/quantized operands, get_rows, rope,
  * attention (GQA, KV cache, causal), swiglu/geglu.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rng.c - random numbers and seeds of the conformance engine (conform.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "conform-internal.h"

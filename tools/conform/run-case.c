@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* run-case.c - running one conformance case through the runner and
  * checking it (status, values against the reference, memory around the
  * buffers), and conform_check_op, which runs an op's whole plan
