@@ -547,8 +547,9 @@ RAYO_API rayo_status rayo_batch_record(rayo_batch *batch, const rayo_batch_call 
  * RAYO_E_STATE while the batch is still running (not waited for). */
 RAYO_API rayo_status rayo_batch_submit(rayo_batch *batch);
 /* Sets the step the next submits run at (0 after create): checks every
- * recorded call at that step (RAYO_E_OVERFLOW when an operand would leave
- * its buffer; the step then stays as it was).  RAYO_E_STATE while the batch
+ * recorded call at that step (RAYO_E_INVALID when an operand would leave
+ * its buffer, RAYO_E_OVERFLOW when its offset would pass SIZE_MAX; the step
+ * then stays as it was).  RAYO_E_STATE while the batch
  * runs.  Calls recorded later are checked at the step set. */
 RAYO_API rayo_status rayo_batch_set_step(rayo_batch *batch, size_t step);
 /* timeout_ns: UINT64_MAX waits forever. */

@@ -165,7 +165,7 @@ static void refusals(rayo_context *ctx, const char *be, rayo_batch *b, const dev
 {
     float before[D], after[D];
     CHECK(rayo_buffer_read(d->z, 0, before, sizeof before) == RAYO_OK, "%s: read z", be);
-    CHECK(rayo_batch_set_step(b, CTX - P0) == RAYO_E_OVERFLOW, "%s: a step past the cache is refused", be);
+    CHECK(rayo_batch_set_step(b, CTX - P0) == RAYO_E_INVALID, "%s: a step past the cache is refused", be);
     CHECK(rayo_batch_set_step(b, SIZE_MAX / 2) == RAYO_E_OVERFLOW, "%s: an absurd step is refused", be);
     CHECK(rayo_batch_submit(b) == RAYO_OK, "%s: submit after refused steps", be);
     CHECK(rayo_batch_submit(b) == RAYO_E_STATE, "%s: submit while running", be);
@@ -189,7 +189,7 @@ static void refusals(rayo_context *ctx, const char *be, rayo_batch *b, const dev
     bad = add;
     bad.step_bytes[3] = 4;
     CHECK(rayo_batch_record(fresh, &bad) == RAYO_OK, "%s: y moving by one float", be);
-    CHECK(rayo_batch_set_step(fresh, 1) == RAYO_E_OVERFLOW, "%s: ... not past its buffer", be);
+    CHECK(rayo_batch_set_step(fresh, 1) == RAYO_E_INVALID, "%s: ... not past its buffer", be);
     rayo_batch_destroy(fresh);
 }
 
