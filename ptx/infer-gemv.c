@@ -351,7 +351,7 @@ static void decode_q6_k(kern *k, const unit_regs *u)
     }
 }
 
-/* nbuf as measured on the H200 (doc/benchmarks-cuda.md, issue 14): 3 where
+/* nbuf as measured on the H200 (doc/benchmarks-cuda.md): 3 where
  * decoding is dear, 2 for f16 / bf16 (two blocks share an SM at n = 4096)
  * and Q6_K (whose three buffers leave little shared memory) */
 static const qformat formats[] = {

@@ -13,7 +13,7 @@
 // a per-step copy in shared memory (x_tile).  UNITS units are loaded per
 // step; subgroupAdd (and shared memory, for SPLIT > 1) joins the sums.
 // On the H200, f16 and bf16 were bound by the latency of each invocation's
-// walk: SPLIT shortens it (doc/benchmarks-vulkan.md, issue 14).
+// walk: SPLIT shortens it (doc/benchmarks-vulkan.md).
 //
 // Instructions per weight:
 // - wide loads: uvec4 where rows are 16-byte aligned (f16, bf16, Q4_K),

@@ -20,7 +20,7 @@
 #       plugin built from the installed template with
 #       pkg-config, installed in the local plugin dir -> loads, conforms;
 #       a setuid program does not load it; it ships a drop-in that claims
-#       the first place (as the package in issue 17 did)
+#       the first place (as a real package once did)
 #    5. the administrator's order in /etc/rayo wins over that drop-in, and a
 #       same-named file in /etc/rayo/conf.d masks a package's drop-in
 #       a user's drop-in in $XDG_CONFIG_HOME/rayo/conf.d is read

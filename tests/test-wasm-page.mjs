@@ -60,7 +60,7 @@ try {
   check((await status('scalar') || '').startsWith('loaded'), 'scalar backend loaded');
   check((await status('wasm') || '').startsWith('loaded'), 'wasm backend loaded');
   const chosen = await page.getAttribute('body', 'data-chosen');
-  // wasm runs every f32 op; the inference ops (issue 13) fall through to
+  // wasm runs every f32 op; the inference ops fall through to
   // scalar until wasm has kernels for them (test-wasm-api checks op by op).
   check(chosen === 'wasm,scalar', `wasm (SIMD128) chosen first, scalar for the rest (chosen: ${chosen})`);
   const rows = await page.$$eval('#bench tbody tr', (trs) => trs.map((tr) => ({

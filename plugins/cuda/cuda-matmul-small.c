@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* cuda-matmul-small.c - fp32 matmuls too small or too skinny for the
- * sgemm tiles alone (issue 18):
+ * sgemm tiles alone:
  *   - m = 1 or n = 1: a gemv (module "matrix"), one read of the matrix, float64
  *     sums, in every RAYO_TRANS_A / RAYO_TRANS_B combination;
  *   - few tiles of C and a long k: split-K.  The sgemm kernel runs over a grid

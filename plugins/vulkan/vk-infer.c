@@ -73,7 +73,7 @@ static uint32_t config_pow2(const vk_state *s, const char *key, uint32_t lo, uin
  * a power of two up to the workgroup's), units each invocation loads per
  * step (gemv_units: 1, 2, 4; default 1) and the workgroup size (gemv_wg: a
  * power of two from the subgroup size to 1024).  Defaults, from the H200
- * (doc/benchmarks-vulkan.md, issue 14): f16 and bf16 double the split from
+ * (doc/benchmarks-vulkan.md): f16 and bf16 double the split from
  * 1 until GEMV_SUBGROUPS subgroups are busy or the workgroup is one team
  * (4096 x 11008: 38 -> 30 us at split 4), in workgroups of GEMV_WG; the
  * block formats, whose steps end in workgroup barriers (staged x), keep

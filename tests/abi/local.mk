@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# ABI compatibility proofs (issue 13): plugins and simulated cores built from
+# ABI compatibility proofs: plugins and simulated cores built from
 # one source against the frozen 1.0 plugin header and an imagined 1.99 one.
 # What each test proves is written at the top of its source.
 ABI_PLUGIN_DIR_FLAG = -DABI_PLUGIN_DIR='"$(abs_top_builddir)/tests/abi/.libs"'
