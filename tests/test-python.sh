@@ -16,6 +16,13 @@ if [ -z "${python:-}" ]; then
 fi
 RAYO_LIBRARY=$abs_top_builddir/core/.libs/librayo.so.0
 export RAYO_LIBRARY
+# A cross build's librayo (aarch64 under qemu) is not for this interpreter.
+machine() { readelf -h "$1" 2>/dev/null | sed -n 's/^ *Machine: *//p'; }
+py_bin=$(readlink -f "$(command -v "$python")")
+if [ -f "$RAYO_LIBRARY" ] && [ "$(machine "$RAYO_LIBRARY")" != "$(machine "$py_bin")" ]; then
+    echo "SKIP: librayo is built for $(machine "$RAYO_LIBRARY"), this Python for $(machine "$py_bin")"
+    exit 77
+fi
 # A sanitizer build's librayo needs the sanitizer's runtime loaded first,
 # which a Python interpreter does not do; the normal build runs these tests.
 if readelf -d "$RAYO_LIBRARY" 2>/dev/null | grep -q 'NEEDED.*lib[at]san'; then
