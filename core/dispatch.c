@@ -352,8 +352,10 @@ RAYO_API const char *rayo_backend_for(const rayo_context *ctx, rayo_op op, uint3
         return NULL;
     for (size_t i = 0; i < chain->count; i++) {
         const rayo_link *l = &chain->links[i];
-        if (size >= l->min_size && size <= l->max_size && !atomic_load(&l->be->lost) &&
-            !atomic_load(&l->be->demoted))
+        /* a device started at first use is started here, so the answer is
+         * the backend a call of this size would really run on */
+        if (size >= l->min_size && size <= l->max_size && backend_start(l->be) == RAYO_OK &&
+            !atomic_load(&l->be->lost) && !atomic_load(&l->be->demoted))
             return l->be->name;
     }
     return chain->count ? chain->links[0].be->name : NULL;
