@@ -88,6 +88,7 @@ UNARY_OP(gelu, COST_TRANSCENDENTAL, vec_gelu(x))
 UNARY_OP(gelu_tanh, COST_TRANSCENDENTAL, vec_gelu_tanh(x))
 UNARY_OP(silu, COST_TRANSCENDENTAL, vec_silu(x))
 UNARY_OP(mish, COST_TRANSCENDENTAL, vec_mish(x))
+UNARY_OP(softplus, COST_TRANSCENDENTAL, vec_softplus(x))
 UNARY_OP(exp, COST_TRANSCENDENTAL, vec_exp(x))
 UNARY_OP(log, COST_TRANSCENDENTAL, vec_log(x))
 

@@ -60,6 +60,17 @@ static inline float mish1(float x)
     return pick(x >= 20.0f, x, x * (n / (n + 2.0f)));
 }
 
+/* log(1 + e^x) = max(x, 0) + log1p(t), t = e^-|x| in (0, 1]: no overflow.
+ * log1p(t) = log(u) t / (u - 1) with u = 1 + t rounded (u - 1 is exact), so
+ * t's relative accuracy survives where 1 + t rounds; u = 1 leaves t.  NaN
+ * stays NaN through t. */
+static inline float softplus1(float x)
+{
+    float t = exp_f(-fabsf(x)), u = 1.0f + t;
+    float l = u == 1.0f ? t : log_f(u) * (t / (u - 1.0f));
+    return pick(x > 0.0f, x, 0.0f) + l;
+}
+
 /* x * clip(x + 3, 0, 6) / 6 as x * clamp((x + 3) / 6, 0, 1): three roundings
  * (< 1.8e-7 relative), exact for x >= 3, no overflow, right for subnormal x,
  * and -inf gives NaN (-inf * 0) like the reference. */
@@ -162,6 +173,7 @@ UNARY_OP(gelu, COST_MATH, gelu1(x))
 UNARY_OP(gelu_tanh, COST_MATH, gelu_tanh1(x))
 UNARY_OP(silu, COST_MATH, silu1(x))
 UNARY_OP(mish, COST_MATH, mish1(x))
+UNARY_OP(softplus, COST_MATH, softplus1(x))
 UNARY_OP(exp, COST_MATH, exp_rounded(x))
 UNARY_OP(log, COST_MATH, log_f(x))
 

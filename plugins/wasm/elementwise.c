@@ -193,6 +193,7 @@ UNARY_OP(gelu, COST_MATH, vgelu(x))
 UNARY_OP(gelu_tanh, COST_MATH, vgelu_tanh(x))
 UNARY_OP(silu, COST_MATH, vsilu(x))
 UNARY_OP(mish, COST_MATH, vmish(x))
+UNARY_OP(softplus, COST_MATH, vsoftplus(x))
 UNARY_OP(exp, COST_MATH, vexp_op(x))
 UNARY_OP(log, COST_MATH, vlog(x))
 
