@@ -314,18 +314,16 @@ static ALWAYS_INLINE __m256 block_q4_0_int(const uint8_t *blk, const typed_gemv_
     return scaled_add(s, x86_f16_at(blk) * x->scale16[b], acc);
 }
 
-/* Q8_0 and Q4_0 against int8 x (x86-quant.h): 32 products per maddubs. */
-static ALWAYS_INLINE __m256 block_q8_0_i8(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
+/* Q8_0 and Q4_0 against int8 x, pairs of blocks (x86-quant.h; Q4_0's x
+ * in the pairs' order). */
+static ALWAYS_INLINE __m256 block_q8_0_pair(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m256 acc)
 {
-    return scaled_add(x86_q8_0_dot_i8(blk, x->q8_32 + 32 * b), x86_f16_at(blk) * x->scale8_32[b], acc);
+    return x86_q8_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
 }
 
-/* A pair of Q4_0 blocks (x86-quant.h; x in the pairs' order). */
 static ALWAYS_INLINE __m256 block_q4_0_pair(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m256 acc)
 {
-    const float *sx = x->scale8_32 + 2 * p;
-    __m256 scales = _mm256_set_m128(_mm_broadcast_ss(sx + 1), _mm_broadcast_ss(sx));
-    return x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, scales, acc);
+    return x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
 }
 
 /* int16 lane j of v (j < 8) in every lane (v holds it in both halves). */
@@ -393,9 +391,9 @@ TYPED_ROWS_FN(rows_q8_0_int, 32, RAYO_Q8_0_BYTES, TYPED_GEMV_INT_GROUP / 32, blo
 
 TYPED_ROWS_FN(rows_q4_0_int, 32, RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q4_0_int)
 
-TYPED_ROWS_FN(rows_q8_0_i8, 32, RAYO_Q8_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q8_0_i8)
+TYPED_ROWS_PAIRS(rows_q8_0_i8, 1, block_q8_0_pair)
 
-TYPED_ROWS_Q4_0_PAIRS(rows_q4_0_i8, block_q4_0_pair)
+TYPED_ROWS_PAIRS(rows_q4_0_i8, 0, block_q4_0_pair)
 
 TYPED_ROWS_FN(rows_q4_k_int, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_int)
 

@@ -244,26 +244,23 @@ static ALWAYS_INLINE __m512 block_q4_0_int(const uint8_t *blk, const typed_gemv_
 TYPED_ROWS_FN(rows_q8_0_int, 32, RAYO_Q8_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q8_0_int)
 TYPED_ROWS_FN(rows_q4_0_int, 32, RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q4_0_int)
 
-/* Q8_0 against int8 x: the 256-bit dot of x86-quant.h, in the low half
- * of a 512-bit accumulator. */
-static ALWAYS_INLINE __m512 block_q8_0_i8(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
+/* Q8_0 and Q4_0 against int8 x, pairs of blocks: the 256-bit forms of
+ * x86-quant.h (Q4_0's x in the pairs' order), in the low half. */
+static ALWAYS_INLINE __m512 block_q8_0_pair(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m512 acc)
 {
-    __m512i s = _mm512_zextsi256_si512(x86_q8_0_dot_i8(blk, x->q8_32 + 32 * b));
-    return scaled_add(s, x86_f16_at(blk) * x->scale8_32[b], acc);
-}
-
-/* A pair of Q4_0 blocks (x in the pairs' order), in the low half. */
-static ALWAYS_INLINE __m512 block_q4_0_pair(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m512 acc)
-{
-    const float *sx = x->scale8_32 + 2 * p;
-    __m256 scales = _mm256_set_m128(_mm_broadcast_ss(sx + 1), _mm_broadcast_ss(sx));
-    __m256 dots = x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, scales, _mm256_setzero_ps());
+    __m256 dots = x86_q8_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, _mm256_setzero_ps());
     return _mm512_add_ps(acc, _mm512_zextps256_ps512(dots));
 }
 
-TYPED_ROWS_FN(rows_q8_0_i8, 32, RAYO_Q8_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q8_0_i8)
+static ALWAYS_INLINE __m512 block_q4_0_pair(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m512 acc)
+{
+    __m256 dots = x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, _mm256_setzero_ps());
+    return _mm512_add_ps(acc, _mm512_zextps256_ps512(dots));
+}
 
-TYPED_ROWS_Q4_0_PAIRS(rows_q4_0_i8, block_q4_0_pair)
+TYPED_ROWS_PAIRS(rows_q8_0_i8, 1, block_q8_0_pair)
+
+TYPED_ROWS_PAIRS(rows_q4_0_i8, 0, block_q4_0_pair)
 
 /* ---- relaxed: Q4_K and Q6_K against x in int8 -------------------------------- */
 

@@ -10,9 +10,10 @@
  *   relaxed  block formats only: x rounded once per call, the block
  *            products in integers, a float scale per block or super-block:
  *            Q8_0, Q4_0: x in int8 with a float scale per 32 values
- *              (maddubs: 32 products per instruction) where that rounding
- *              passes the error budget below, else in int16 (error <= 2^-16
- *              of the block's largest |x| per value; madd, int16 x int16);
+ *              (maddubs: 32 products per instruction, two blocks a step)
+ *              where that rounding passes the error budget below, else in
+ *              int16 (error <= 2^-16 of the block's largest |x| per value;
+ *              madd, int16 x int16) where that passes it, else strict;
  *            Q4_K, Q6_K: x in int8 with a float scale per 256 values (rows
  *              are at least 256 long), maddubs (u8 codes x s8 x), madd by
  *              the sub-block scales, the minimums with exact sums of x;
@@ -20,12 +21,13 @@
  *            An x with a value that is not finite, or a block of x whose
  *            largest |x| is below 1e-30 but not 0, takes the strict path.
  *
- * The error budget of int8 x: for weights w unrelated to x's rounding
+ * The error budget of rounded x: for weights w unrelated to x's rounding
  * errors e, the error of a dot, sum w e, has a standard deviation of about
  * rms(w) sqrt(sum e^2), while its terms sum to about mean|w| sum |x|;
  * rms(w) / mean|w| is 1.2-1.3 for these formats' codes and for gaussian
  * weights.  Five standard deviations within the relaxed contract (2e-3 of
- * sum |terms|) asks sqrt(sum e^2) <= 2e-3 / (5 * 1.25) sum |x|.  Long rows
+ * sum |terms|) asks sqrt(sum e^2) <= 2e-3 / (5 * 1.25) sum |x| (less the
+ * largest |x|, which may meet a zero weight).  Long rows
  * of ordinary values pass (n = 4096 gaussian, scale per 32: by a factor of
  * about 4); rows of a few dozen values, and x whose values span many
  * decades (the rounding of the small ones is large next to them), do not.
@@ -100,15 +102,16 @@ static typed_rows_fn rows_q8_0_i8, rows_q4_0_i8; /* Q8_0, Q4_0 against int8 x */
         rows_of_blocks(row, stride, count, x, n / (BLOCK), (BYTES), (GROUP), BLOCK_FN, out);         \
     }
 
-/* Defines Q4_0's int8 row kernel NAME from the plugin's PAIR_FN, a block
- * function over pairs of blocks (x86-quant.h), and the scalar last block. */
-#define TYPED_ROWS_Q4_0_PAIRS(NAME, PAIR_FN)                                                          \
+/* Defines the int8 row kernel NAME of Q8_0 or Q4_0 (Q8_0 1 or 0) from the
+ * plugin's PAIR_FN, a block function over pairs of blocks (x86-quant.h),
+ * and the scalar last block. */
+#define TYPED_ROWS_PAIRS(NAME, Q8_0, PAIR_FN)                                                          \
     static void NAME(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n, \
                      double out[4])                                                                   \
     {                                                                                                 \
-        rows_of_blocks(row, stride, count, x, n / 64, 2 * RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 64,  \
-                       PAIR_FN, out);                                                                 \
-        typed_gemv_q4_0_odd_block(row, stride, count, x, n, out);                                     \
+        size_t bytes = (Q8_0) ? RAYO_Q8_0_BYTES : RAYO_Q4_0_BYTES;                                    \
+        rows_of_blocks(row, stride, count, x, n / 64, 2 * bytes, TYPED_GEMV_INT_GROUP / 64, PAIR_FN, out); \
+        typed_gemv_odd_block(row, stride, count, x, n, (Q8_0), out);                                  \
     }
 
 /* The strict row kernel for A's dtype; NULL where there is none. */
@@ -232,51 +235,54 @@ static inline int typed_gemv_round(float x, float inv)
     return (int)(v >= 0.0f ? v + 0.5f : v - 0.5f);
 }
 
-/* What int8 x's rounding errors e add up to: sum e^2 and sum |x|. */
+/* What x's rounding errors e add up to: sum e^2, sum |x| and max |x|. */
 typedef struct typed_gemv_error {
-    double sq, abs;
+    double sq, abs, max;
 } typed_gemv_error;
 
+/* The budget, against sum |x| less its largest term: a row of a few values
+ * spanning decades whose largest meets a zero weight has only the others'
+ * terms left. */
 static inline int typed_gemv_within_budget(const typed_gemv_error *err)
 {
-    return sqrt(err->sq) <= TYPED_GEMV_I8_BUDGET * err->abs;
+    return sqrt(err->sq) <= TYPED_GEMV_I8_BUDGET * (err->abs - err->max);
 }
 
-/* len values of x into q, int8 at the scale amax / 127, their errors into err. */
-static inline void typed_gemv_round8(const float *x, size_t len, float amax, int8_t *q, typed_gemv_error *err)
+/* len values of x into q (int8 or else int16) at the scale amax / limit
+ * (127 or 32767), their errors into err. */
+static inline void typed_gemv_round_to(const float *x, size_t len, float amax, int8_t *q8, int16_t *q16,
+                                       typed_gemv_error *err)
 {
-    float inv = amax != 0.0f ? 127.0f / amax : 0.0f;
-    double step = (double)amax / 127.0, sq = 0.0, abs = 0.0;
+    float limit = q8 ? 127.0f : 32767.0f, inv = amax != 0.0f ? limit / amax : 0.0f;
+    double step = (double)amax / limit, sq = 0.0, abs = 0.0;
     for (size_t i = 0; i < len; i++) {
         int v = typed_gemv_round(x[i], inv);
         double e = (double)x[i] - v * step;
-        q[i] = (int8_t)v;
+        if (q8)
+            q8[i] = (int8_t)v;
+        else
+            q16[i] = (int16_t)v;
         sq += e * e, abs += fabs((double)x[i]);
     }
     err->sq += sq, err->abs += abs;
+    err->max = (double)amax > err->max ? (double)amax : err->max;
 }
 
-/* x (n, a multiple of 32) in blocks of 32 into q8 (int8, errors into err)
- * or else q16, and their scales; 0 when a block cannot be represented
+/* x (n, a multiple of 32) in blocks of 32 into q8 (int8) or else q16, and
+ * their scales, the errors into err; 0 when a block cannot be represented
  * (typed_gemv_x_stats). */
 static inline int typed_gemv_round_x32(const float *x, size_t n, int8_t *q8, int16_t *q16, float *scale,
                                        typed_gemv_error *err)
 {
     for (size_t b = 0; b < n / TYPED_GEMV_X16_BLOCK; b++) {
         const float *xb = x + b * TYPED_GEMV_X16_BLOCK;
+        size_t at = b * TYPED_GEMV_X16_BLOCK;
         float amax;
         double unused;
         if (!typed_gemv_x_stats(xb, TYPED_GEMV_X16_BLOCK, &amax, &unused))
             return 0;
-        if (q8) {
-            typed_gemv_round8(xb, TYPED_GEMV_X16_BLOCK, amax, q8 + b * TYPED_GEMV_X16_BLOCK, err);
-            scale[b] = amax / 127.0f;
-            continue;
-        }
-        float inv = amax != 0.0f ? 32767.0f / amax : 0.0f;
-        for (int i = 0; i < TYPED_GEMV_X16_BLOCK; i++)
-            q16[b * TYPED_GEMV_X16_BLOCK + i] = (int16_t)typed_gemv_round(xb[i], inv);
-        scale[b] = amax / 32767.0f;
+        typed_gemv_round_to(xb, TYPED_GEMV_X16_BLOCK, amax, q8 ? q8 + at : NULL, q16 ? q16 + at : NULL, err);
+        scale[b] = amax / (q8 ? 127.0f : 32767.0f);
     }
     return 1;
 }
@@ -286,7 +292,7 @@ static inline int typed_gemv_round_x32(const float *x, size_t n, int8_t *q8, int
 static inline int typed_gemv_round_x8(const float *x, size_t n, int8_t *q, float *scale, int16_t *qsum,
                                       float *sum)
 {
-    typed_gemv_error err = { 0.0, 0.0 };
+    typed_gemv_error err = { 0.0, 0.0, 0.0 };
     for (size_t b = 0; b < n / TYPED_GEMV_X8_BLOCK; b++) {
         const float *xb = x + b * TYPED_GEMV_X8_BLOCK;
         int8_t *qb = q + b * TYPED_GEMV_X8_BLOCK;
@@ -299,7 +305,7 @@ static inline int typed_gemv_round_x8(const float *x, size_t n, int8_t *q, float
             sum[b * 8 + s] = (float)sub_sum;
             amax = sub_max > amax ? sub_max : amax;
         }
-        typed_gemv_round8(xb, TYPED_GEMV_X8_BLOCK, amax, qb, &err);
+        typed_gemv_round_to(xb, TYPED_GEMV_X8_BLOCK, amax, qb, NULL, &err);
         for (int g = 0; g < TYPED_GEMV_X8_BLOCK / 16; g++) {
             int group_sum = 0;
             for (int i = 16 * g; i < 16 * g + 16; i++)
@@ -331,33 +337,35 @@ static inline void typed_gemv_pair_x(int8_t *q, size_t n)
     }
 }
 
-/* The Q4_0 rows' last block against int8 x when n / 32 is odd (the pair
- * kernels leave it), added to out. */
-static inline void typed_gemv_q4_0_odd_block(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
-                                             size_t n, double out[4])
+/* The Q8_0 or Q4_0 rows' last block against int8 x when n / 32 is odd
+ * (the kernels go two blocks at a time), added to out. */
+static inline void typed_gemv_odd_block(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
+                                        size_t n, int q8_0, double out[4])
 {
-    size_t b = n / 32 - 1;
+    size_t b = n / 32 - 1, bytes = q8_0 ? RAYO_Q8_0_BYTES : RAYO_Q4_0_BYTES;
     if (n / 32 % 2 == 0)
         return;
     const int8_t *xq = x->q8_32 + 32 * b;
     for (size_t r = 0; r < count; r++) {
-        const uint8_t *blk = row + r * stride + b * RAYO_Q4_0_BYTES;
+        const uint8_t *blk = row + r * stride + b * bytes;
         int sum = 0;
         for (int j = 0; j < 16; j++)
-            sum += ((blk[2 + j] & 15) - 8) * xq[j] + ((blk[2 + j] >> 4) - 8) * xq[j + 16];
+            sum += q8_0 ? (int8_t)blk[2 + j] * xq[j] + (int8_t)blk[18 + j] * xq[j + 16]
+                        : ((blk[2 + j] & 15) - 8) * xq[j] + ((blk[2 + j] >> 4) - 8) * xq[j + 16];
         out[r] += (double)(rayo_f16_to_f32(rayo__le16(blk)) * x->scale8_32[b]) * sum;
     }
 }
 
 #ifndef TYPED_GEMV_STRICT_ONLY
-/* Q8_0 and Q4_0: x in int8 where it passes the budget, else int16; the
- * row kernel for it, NULL when x cannot be rounded. */
+/* Q8_0 and Q4_0: x in int8 where it passes the budget, else in int16
+ * where that does; the row kernel for it, NULL when neither does or x
+ * cannot be rounded. */
 static inline typed_rows_fn *typed_gemv_small_blocks_x(typed_gemv_x *x, rayo_dtype dt, size_t n, float *scratch)
 {
     int q8_0 = dt == RAYO_DTYPE_Q8_0;
     int8_t *q8 = (int8_t *)(void *)scratch; /* n / 4 floats */
     float *scale8 = scratch + n / 4;          /* n / 32 */
-    typed_gemv_error err = { 0.0, 0.0 };
+    typed_gemv_error err = { 0.0, 0.0, 0.0 };
     if (!typed_gemv_round_x32(x->f, n, q8, NULL, scale8, &err))
         return NULL;
     if (typed_gemv_within_budget(&err)) {
@@ -369,7 +377,10 @@ static inline typed_rows_fn *typed_gemv_small_blocks_x(typed_gemv_x *x, rayo_dty
     }
     int16_t *q16 = (int16_t *)(void *)scratch; /* n / 2 floats */
     float *scale16 = scratch + n / 2;          /* n / 32 */
+    err = (typed_gemv_error){ 0.0, 0.0, 0.0 };
     typed_gemv_round_x32(x->f, n, NULL, q16, scale16, &err);
+    if (!typed_gemv_within_budget(&err))
+        return NULL;
     x->q16 = q16, x->scale16 = scale16;
     return q8_0 ? rows_q8_0_int : rows_q4_0_int;
 }

@@ -54,15 +54,25 @@ static inline __m256i x86_q6_k_codes(const uint8_t *blk, __m256i qh, int h, int 
     return _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
 }
 
-/* The dot of a Q8_0 block's 32 codes with 32 int8 values of x at xq, as 8
- * int32 lanes whose sum is the dot.  maddubs takes an unsigned first
- * operand: |q| times x with q's sign moved onto x (pairs into int16: at
- * most 2 * 128 * 127, no saturation), then pairs of pairs into int32. */
-static inline __m256i x86_q8_0_dot_i8(const uint8_t *blk, const int8_t *xq)
+/* Q8_0 against int8 x, two blocks at a time (x in order).  maddubs takes
+ * an unsigned first operand: |q| times x with q's sign moved onto x (pairs
+ * into int16: at most 2 * 128 * 127, no saturation), madd by ones into
+ * int32, hadd of the two blocks: lanes 0-1 and 4-5 hold block 2b, 2-3 and
+ * 6-7 block 2b + 1.  Returns acc + those lanes times d x's scale (sx: the
+ * two blocks' x scales). */
+static inline __m256 x86_q8_0_pair_i8(const uint8_t *blk, const int8_t *xq, const float *sx, __m256 acc)
 {
-    __m256i q = x86_load256(blk + 2), x = x86_load256(xq);
-    __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(x, q));
-    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i q0 = x86_load256(blk + 2), q1 = x86_load256(blk + RAYO_Q8_0_BYTES + 2);
+    __m256i x0 = x86_load256(xq), x1 = x86_load256(xq + 32);
+    __m256i s0 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q0), _mm256_sign_epi8(x0, q0)), ones);
+    __m256i s1 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q1), _mm256_sign_epi8(x1, q1)), ones);
+    __m128i d = _mm_unpacklo_epi32(_mm_set1_epi16((short)rayo__le16(blk)),
+                                   _mm_set1_epi16((short)rayo__le16(blk + RAYO_Q8_0_BYTES)));
+    __m256 sx_lanes = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(_mm256_broadcast_ss(sx)),
+                                                          _mm256_castps_pd(_mm256_broadcast_ss(sx + 1))));
+    __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(d), sx_lanes);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(s0, s1)), scale, acc);
 }
 
 /* Q4_0 against int8 x, two blocks (2b, 2b + 1) at a time: x of the pair
@@ -75,10 +85,10 @@ static inline __m256i x86_q8_0_dot_i8(const uint8_t *blk, const int8_t *xq)
  * 4 * 8 * 127; x's part, the same for every row, the compiler computes
  * once for four); the int32 lanes 0-3 then hold block 2b, lanes 4-7 block
  * 2b + 1.  Returns acc + those lanes times d x's scale (sx: the two
- * blocks' x scales, 4 lanes each).  Per 64 values: 2 loads, 3 ops to
+ * blocks' x scales).  Per 64 values: 2 loads, 3 ops to
  * decode, 2 maddubs, 3 to sum, 4 for the scales, 2 float ops (the
  * one-block form took 16 per 32). */
-static inline __m256 x86_q4_0_pair_i8(const uint8_t *blk, const int8_t *xq, __m256 sx, __m256 acc)
+static inline __m256 x86_q4_0_pair_i8(const uint8_t *blk, const int8_t *xq, const float *sx, __m256 acc)
 {
     const __m256i low_nibbles = _mm256_set1_epi8(15);
     __m256i bytes = _mm256_set_m128i(x86_load128(blk + RAYO_Q4_0_BYTES + 2), x86_load128(blk + 2));
@@ -91,7 +101,8 @@ static inline __m256 x86_q4_0_pair_i8(const uint8_t *blk, const int8_t *xq, __m2
     __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
     __m128i d = _mm_unpacklo_epi64(_mm_set1_epi16((short)rayo__le16(blk)),
                                    _mm_set1_epi16((short)rayo__le16(blk + RAYO_Q4_0_BYTES)));
-    __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(d), sx);
+    __m256 sx_lanes = _mm256_set_m128(_mm_broadcast_ss(sx + 1), _mm_broadcast_ss(sx));
+    __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(d), sx_lanes);
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc);
 }
 
