@@ -19,7 +19,7 @@
 layout(std430, set = 0, binding = 0) readonly buffer BufA { uint a_data[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB { uint b_data[]; };
 layout(std430, set = 0, binding = 3) buffer BufY { uint y_data[]; };
-layout(std430, set = 0, binding = 4) readonly buffer BufS { uint s_data[]; };
+layout(std430, set = 0, binding = 4) buffer BufS { uint s_data[]; };
 
 layout(push_constant) uniform PushConstants {
     uint n, m, k;
@@ -101,15 +101,34 @@ void glu_row(uint r)
 
 // ---- get_rows ---------------------------------------------------------------------
 
-// Row r of y = table row idx[r]; an index outside [0, k) (a batch: the
-// host checks host calls) gives a row of NaN.  pc.lda: table row bytes.
+// Row r of y = table row idx[r] (every index checked: indices_ok).
+// pc.lda: table row bytes.
 void get_row(uint r)
 {
-    int idx = int(b_data[pc.ob + r]);
-    bool ok = idx >= 0 && uint(idx) < pc.k;
-    uint row_at = pc.oa + uint(ok ? idx : 0) * pc.lda;
+    uint row_at = pc.oa + b_data[pc.ob + r] * pc.lda;
     for (uint j = gl_LocalInvocationID.x; j < pc.n; j += WG)
-        put(pc.oy + r * pc.ldy + j, ok ? dq_value(row_at, j) : uintBitsToFloat(0x7fc00000u));
+        put(pc.oy + r * pc.ldy + j, dq_value(row_at, j));
+}
+
+shared bool bad_index;
+
+// Whether every index is in [0, k).  The host checks a host call's indices;
+// a batch's are in device memory, so each workgroup checks them all before
+// it writes a row: with a bad one no row is written (y stays as it was)
+// and workgroup 0 sets the fault word s[pc.aux], which the host reads when
+// the batch is waited for (RAYO_E_INVALID).
+bool indices_ok()
+{
+    if (gl_LocalInvocationID.x == 0u)
+        bad_index = false;
+    barrier();
+    for (uint r = gl_LocalInvocationID.x; r < pc.m; r += WG)
+        if (b_data[pc.ob + r] >= pc.k) // an int below 0 is a uint past k
+            bad_index = true;
+    barrier();
+    if (bad_index && gl_WorkGroupID.x == 0u && gl_LocalInvocationID.x == 0u)
+        s_data[pc.aux] = 1u;
+    return !bad_index;
 }
 
 // ---- convert -----------------------------------------------------------------------
@@ -233,6 +252,8 @@ void rope_token(uint t)
 
 void main()
 {
+    if (OP == OP_GET_ROWS && !indices_ok())
+        return;
     for (uint r = gl_WorkGroupID.x; r < pc.m; r += gl_NumWorkGroups.x) {
         if (OP == OP_CONVERT)
             convert_chunk(r);
