@@ -112,6 +112,26 @@ fn elementwise(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroup
     }
 }
 
+// bias_act: y[i][j] = act(a[i][j] + b[j]) over m rows of n, act in p.flags
+// (rayo_activation: none, relu, gelu, silu, tanh, sigmoid).
+fn f_act(x: f32) -> f32 {
+    switch p.flags {
+        case 1u: { return f_relu(x); }
+        case 2u: { return r_gelu(x); }
+        case 3u: { return r_silu(x); }
+        case 4u: { return r_tanh(x); }
+        case 5u: { return r_sigmoid(x); }
+        default: { return x; }
+    }
+}
+
+@compute @workgroup_size(256)
+fn bias_act(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) groups: vec3u) {
+    for (var o = gid.x; o < p.m * p.n; o += groups.x * WG) {
+        y_data[p.oy + o] = f_act(a_f32(p.oa + o) + b_data[p.ob + o % p.n]);
+    }
+}
+
 // y (n x m) = a (m x n)^T, a grid-stride loop over the outputs.
 @compute @workgroup_size(256)
 fn transpose(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) groups: vec3u) {

@@ -127,7 +127,7 @@ var rayoWebgpu = (function () {
     if (sig === 'rows' || sig === 'norm') return soft ? 'rows_direct' : 'rows';
     if (sig === 'reduce' || sig === 'reduce2' || sig === 'argreduce') return 'reduce';
     if (sig === 'transpose' || sig === 'glu' || sig === 'get_rows' || sig === 'convert' || sig === 'rope' ||
-        sig === 'attention') return sig;
+        sig === 'attention' || sig === 'bias_act') return sig;
     return 'elementwise';
   }
 
@@ -156,7 +156,7 @@ var rayoWebgpu = (function () {
     if (entry === 'gemv_rows') return [Math.min(m, 65535), 1];
     if (entry === 'reduce') return [1, 1];
     if (entry === 'rows') return [Math.max(1, Math.min(m, 65535)), 1];
-    if (entry === 'transpose' || entry === 'glu' || entry === 'get_rows')
+    if (entry === 'transpose' || entry === 'glu' || entry === 'get_rows' || entry === 'bias_act')
       return [Math.max(1, Math.min(cap, Math.ceil(m * n / 256))), 1];
     return [Math.max(1, Math.min(cap, Math.ceil(n / 256))), 1];
   }

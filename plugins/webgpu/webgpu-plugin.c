@@ -396,10 +396,9 @@ static const rayo_memory_api webgpu_memory = {
 #define WEBGPU_SIG_GLU(ENUM) WEBGPU_ENTRY(ENUM)
 #define WEBGPU_SIG_CONVERT(ENUM)
 #define WEBGPU_SIG_GET_ROWS(ENUM)
+#define WEBGPU_SIG_BIAS_ACT(ENUM) WEBGPU_ENTRY(ENUM)
 #define WEBGPU_SIG_ROPE(ENUM)
 #define WEBGPU_SIG_ATTENTION(ENUM)
-/* not in WGSL yet: falls through to the CPU backends */
-#define WEBGPU_SIG_BIAS_ACT(ENUM)
 
 #define WEBGPU_DT(X) RAYO_DTYPE_##X
 #define WEBGPU_COMBO_ENTRY(OP, A, B, C, Y) \
