@@ -2,7 +2,7 @@
 /* rayo-ops.h - the one list of rayo's operations.
  *
  * Every op is declared exactly once, here.  The list drives the public API
- * functions (core/ops.c), the dispatch slots, the names used in configuration
+ * functions (core/op-calls.c), the dispatch slots, the names used in configuration
  * and tools, and the conformance table.  rayo.h writes each op's prototype
  * out, so that readers and tools find it; tests/test-prototypes.c fails to
  * compile when one disagrees with this list.  Adding an op = one line here,
