@@ -397,6 +397,14 @@ TYPED_ROWS_PAIRS(rows_q4_0_i8, 0, block_q4_0_pair)
 
 TYPED_ROWS_FN(rows_q4_k_int, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_int)
 
+/* Q4_K against int8 x per 32 values (x86-quant.h). */
+static ALWAYS_INLINE __m256 block_q4_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
+{
+    return x86_q4_k_i8_32(blk, x->q8_32 + RAYO_QK_K * b, x->scale8_32 + 8 * b, x->sum + 8 * b, acc);
+}
+
+TYPED_ROWS_FN(rows_q4_k_i8_32, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_i8_32)
+
 TYPED_ROWS_FN(rows_q6_k_int, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_int)
 
 /* ---- the kernel ----------------------------------------------------------- */

@@ -17,7 +17,10 @@
  *            Q4_K, Q6_K: x in int8 with a float scale per 256 values (rows
  *              are at least 256 long), maddubs (u8 codes x s8 x), madd by
  *              the sub-block scales, the minimums with exact sums of x;
- *              where the rounding fails the budget, the strict path.
+ *              where that rounding fails the budget, Q4_K takes x in int8
+ *              per 32 values (each sub-block's int32 sum times its own
+ *              float scale), and Q6_K, or what fails that too, the strict
+ *              path.
  *            An x with a value that is not finite, or a block of x whose
  *            largest |x| is below 1e-30 but not 0, takes the strict path.
  *
@@ -89,6 +92,7 @@ static typed_rows_fn rows_f16, rows_bf16, rows_q8_0, rows_q4_0, rows_q4_k, rows_
 #ifndef TYPED_GEMV_STRICT_ONLY
 static typed_rows_fn rows_q8_0_int, rows_q4_0_int, rows_q4_k_int, rows_q6_k_int;
 static typed_rows_fn rows_q8_0_i8, rows_q4_0_i8; /* Q8_0, Q4_0 against int8 x */
+static typed_rows_fn rows_q4_k_i8_32;            /* Q4_K against int8 x per 32 values */
 #endif
 
 /* Defines the row kernel NAME over blocks of BLOCK values and BYTES bytes,
@@ -385,6 +389,26 @@ static inline typed_rows_fn *typed_gemv_small_blocks_x(typed_gemv_x *x, rayo_dty
     return q8_0 ? rows_q8_0_int : rows_q4_0_int;
 }
 
+/* Q4_K where x's scale per 256 fails the budget (a few values far larger
+ * than the rest: outlier features): x in int8 per 32 values, the sums of x
+ * per 32 for the minimums; the row kernel, NULL where that fails too. */
+static inline typed_rows_fn *typed_gemv_q4_k_x32(typed_gemv_x *x, size_t n, float *scratch)
+{
+    int8_t *q = (int8_t *)(void *)scratch;                /* n / 4 floats */
+    float *scale = scratch + n / 4, *sum = scale + n / 32; /* n / 32, n / 32 */
+    typed_gemv_error err = { 0.0, 0.0, 0.0 };
+    if (!typed_gemv_round_x32(x->f, n, q, NULL, scale, &err) || !typed_gemv_within_budget(&err))
+        return NULL;
+    for (size_t b = 0; b < n / 32; b++) {
+        double s = 0.0;
+        for (size_t i = 32 * b; i < 32 * b + 32; i++)
+            s += x->f[i];
+        sum[b] = (float)s;
+    }
+    x->q8_32 = q, x->scale8_32 = scale, x->sum = sum;
+    return rows_q4_k_i8_32;
+}
+
 /* Fills x's relaxed fields for A's dtype from scratch (typed_gemv_scratch
  * floats); the integer row kernel for them, NULL where x cannot be rounded
  * within the contract (the strict path then runs). */
@@ -396,7 +420,9 @@ static inline typed_rows_fn *typed_gemv_round_x(typed_gemv_x *x, rayo_dtype dt, 
     float *scale = scratch + n / 4, *sum = scale + n / 256; /* n / 256, n / 32 */
     int16_t *qsum = (int16_t *)(void *)(sum + n / 32);      /* n / 32 */
     x->q8 = q, x->scale8 = scale, x->qsum = qsum, x->sum = sum;
-    return typed_gemv_round_x8(x->f, n, q, scale, qsum, sum) ? typed_rows_int_for(dt) : NULL;
+    if (typed_gemv_round_x8(x->f, n, q, scale, qsum, sum))
+        return typed_rows_int_for(dt);
+    return dt == RAYO_DTYPE_Q4_K ? typed_gemv_q4_k_x32(x, n, scratch) : NULL;
 }
 #endif
 

@@ -106,4 +106,33 @@ static inline __m256 x86_q4_0_pair_i8(const uint8_t *blk, const int8_t *xq, cons
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc);
 }
 
+/* Q4_K against int8 x with a scale per 32 values (the fallback where x's
+ * scale per 256 fails the error budget): the sub-blocks' dots in int32
+ * (maddubs, madd by ones), each times its d sc x-scale in float (the eight
+ * scales as one vector, a lane broadcast per sub-block); the minimums' part
+ * with x's exact sums per 32 (sums).  sx: x's scales of the 8 sub-blocks. */
+static inline __m256 x86_q4_k_i8_32(const uint8_t *blk, const int8_t *xq, const float *sx, const float *sums,
+                                    __m256 acc)
+{
+    const __m256i low_nibbles = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+    __m128i sc8, m8;
+    x86_q4_k_scales_mins(blk + RAYO_Q4_K_SCALES, &sc8, &m8);
+    __m256 scales = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk)), _mm256_loadu_ps(sx)),
+                                  _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc8)));
+    __m256 mins = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk + RAYO_Q4_K_DMIN)),
+                                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
+    acc = _mm256_fnmadd_ps(mins, _mm256_loadu_ps(sums), acc);
+    for (int c = 0; c < 4; c++, xq += 64) {
+        __m256i bytes = x86_load256(blk + RAYO_Q4_K_QS + 32 * c);
+        __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(bytes, low_nibbles), x86_load256(xq));
+        __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles),
+                                          x86_load256(xq + 32));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(lo, ones)),
+                              _mm256_permutevar8x32_ps(scales, _mm256_set1_epi32(2 * c)), acc);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(hi, ones)),
+                              _mm256_permutevar8x32_ps(scales, _mm256_set1_epi32(2 * c + 1)), acc);
+    }
+    return acc;
+}
+
 #endif
