@@ -154,3 +154,119 @@ fn get_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) 
 fn convert(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) groups: vec3u) {
     for (var j = gid.x; j < p.n; j += groups.x * WG) { y_data[p.oy + j] = a_value(0u, j); }
 }
+
+// ---- rope and attention: their parameters in p.ext (webgpu-plugin.c) ----------
+fn ext(i: u32) -> u32 { return p.ext[i / 4u][i % 4u]; }
+// rope's frequencies (hi, lo pairs) and attention's v, as words
+@group(0) @binding(3) var<storage, read> c_words: array<u32>;
+
+// x y + its rounding error where that is finite (inf and NaN products keep
+// their own value)
+fn prod_fix(x: f32, y: f32) -> vec2<f32> {
+    let xy = x * y;
+    let e = prod_err(x, y, xy);
+    return vec2<f32>(xy, select(0.0, e, r_finite(e)));
+}
+
+// cos and sin of pos (hi + lo): the quadrant k from the angle in two
+// floats (pi/2 in two parts, k pi/2's high product exact), then Taylor
+// series on |r| <= pi/4.
+fn rope_cos_sin(pos: f32, fh: f32, fl: f32) -> vec2<f32> {
+    let th = prod_fix(pos, fh);
+    let k = round(th.x * 0.6366197723675814);
+    let kp = prod_fix(k, 1.5707963705062866);
+    let r = (((th.x - kp.x) - kp.y) + k * 4.371138828673793e-08) + (th.y + pos * fl);
+    let r2 = r * r;
+    let s = r * (1.0 + r2 * (-1.6666667e-1 + r2 * (8.3333333e-3 + r2 * (-1.9841270e-4 +
+            r2 * (2.7557319e-6 + r2 * -2.5052108e-8)))));
+    let c = 1.0 + r2 * (-0.5 + r2 * (4.1666667e-2 + r2 * (-1.3888889e-3 + r2 * (2.4801587e-5 +
+            r2 * (-2.7557319e-7 + r2 * 2.0876757e-9)))));
+    let q = ((i32(k) % 4) + 4) % 4;
+    if (q == 0) { return vec2<f32>(c, s); }
+    if (q == 1) { return vec2<f32>(-s, c); }
+    if (q == 2) { return vec2<f32>(-c, -s); }
+    return vec2<f32>(s, -c);
+}
+
+// x1 y1 + x2 y2 rounded once but for the products' low parts' rounding
+fn dot2(x1: f32, y1: f32, x2: f32, y2: f32) -> f32 {
+    let a = prod_fix(x1, y1);
+    let b = prod_fix(x2, y2);
+    return (a.x + b.x) + (a.y + b.y);
+}
+
+// One invocation per (token, head, pair or copied dimension).
+@compute @workgroup_size(64)
+fn rope(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) groups: vec3u) {
+    let half = ext(1u) / 2u;
+    let per_head = ext(3u) - half;
+    let per_token = ext(2u) * per_head;
+    for (var e = gid.x; e < p.m * per_token; e += groups.x * WD) {
+        let t = e / per_token;
+        let h = (e % per_token) / per_head;
+        let i = e % per_head;
+        let x0 = p.oa + t * ext(6u) + h * ext(4u);
+        let y0 = p.oy + t * ext(7u) + h * ext(5u);
+        if (i >= half) {
+            let d = ext(1u) + (i - half);
+            y_data[y0 + d] = a_f32(x0 + d);
+            continue;
+        }
+        let iu = select(2u * i, i, ext(0u) == 1u);
+        let iv = select(2u * i + 1u, i + half, ext(0u) == 1u);
+        let pos = f32(bitcast<i32>(b_words[p.ob + t]));
+        let cs = rope_cos_sin(pos, bitcast<f32>(c_words[2u * i]), bitcast<f32>(c_words[2u * i + 1u]));
+        let u = a_f32(x0 + iu);
+        let v = a_f32(x0 + iv);
+        y_data[y0 + iu] = dot2(u, cs.x, -v, cs.y);
+        y_data[y0 + iv] = dot2(u, cs.y, v, cs.x);
+    }
+}
+
+// attention: one invocation per output element (query i, head h, dim d);
+// the scores again in each pass (no workgroup memory: any adapter).
+// Scores as two floats (hi, lo): with scores ~3e3 a rounded score alone
+// moves its weight e^(s - max) by 1e-4; s - max is then (hi - max) + lo,
+// hi - max exact (the max is a hi).
+fn attn_score(i: u32, h: u32, j: u32) -> vec2<f32> {
+    let kvh = h / (ext(2u) / ext(3u));
+    let q0 = p.oa + i * ext(7u) + h * ext(8u);
+    let k0 = p.ob + j * ext(9u) + kvh * ext(10u);
+    var hi: f32 = 0.0;
+    var lo: f32 = 0.0;
+    for (var d = 0u; d < ext(4u); d++) {
+        let pr = prod_fix(a_f32(q0 + d), b_data[k0 + d]);
+        let t = hi + pr.x;
+        let bb = t - hi;
+        let e = (hi - (t - bb)) + (pr.x - bb);
+        hi = t;
+        lo += select(0.0, e, r_finite(e)) + pr.y;
+    }
+    let scale = bitcast<f32>(ext(5u));
+    let sc = prod_fix(scale, hi);
+    return vec2<f32>(sc.x, sc.y + scale * lo);
+}
+
+@compute @workgroup_size(64)
+fn attention(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) groups: vec3u) {
+    let hd = ext(4u);
+    for (var o = gid.x; o < ext(0u) * ext(2u) * hd; o += groups.x * WD) {
+        let i = o / (ext(2u) * hd);
+        let h = (o / hd) % ext(2u);
+        let d = o % hd;
+        var visible = ext(1u);
+        if ((ext(6u) & 1u) != 0u) { visible = ext(1u) - ext(0u) + i + 1u; }
+        var m = -r_inf();
+        for (var j = 0u; j < visible; j++) { m = nan_max(m, attn_score(i, h, j).x); }
+        var den = Sum(0.0, 0.0);
+        var num = Sum(0.0, 0.0);
+        let v0 = p.oc + (h / (ext(2u) / ext(3u))) * ext(12u) + d;
+        for (var j = 0u; j < visible; j++) {
+            let sj = attn_score(i, h, j);
+            let w = r_exp((sj.x - m) + sj.y);
+            den = sum_add(den, w);
+            num = sum_add(num, w * bitcast<f32>(c_words[v0 + j * ext(11u)]));
+        }
+        y_data[p.oy + i * ext(13u) + h * ext(14u) + d] = r_div(num.s, den.s);
+    }
+}
