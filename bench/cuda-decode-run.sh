@@ -8,14 +8,16 @@
 #       this script into it; carry DIR and .gl (bench/gpu-run.sh prepare
 #       fetches .gl's packages)
 #   DIR/cuda-decode-run.sh run                       there, repository root:
-#       1. test-cuda and rayo-conform on cuda for gemv (fresh seed), side by side;
+#       1. test-cuda, rayo-conform on cuda for gemv (fresh seed; the cancel group
+#          left out) and compute-sanitizer memcheck on a quick one, side by side;
 #       2. cuda-bench-infer --gemv: quantized gemv against the read
 #          bandwidth of rayo's sum, strict and relaxed, big and decode shapes;
 #       3. GGUF files made there by gguf-make (TinyLlama shape q4_0, q8_0,
 #          q4_k_m; the 7B shape q4_0), each decoded by
 #          `rayo-llama --backend cuda --ignore-eos --tokens --ctx 256 -n 64
 #          --prompt-tokens <128 ids>` three times: cold (first run, empty JIT
-#          cache: TinyLlama q4_0 only), warm, and warm with
+#          cache: TinyLlama q4_0 only; once more with [backend.cuda]
+#          embedded_code = no, the JIT), warm, and warm with
 #          [backend.cuda] gemv_int8 = no (the float gemv kernels), the tokens
 #          of the last two compared;
 #       4. one `profile = yes` breakdown of a TinyLlama q4_0 decode.
@@ -70,8 +72,15 @@ run() {
     seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
     RAYO_CONFORM_SEED=$seed timeout 200 "$d/test-cuda" >"$logs/test-cuda.log" 2>&1 &
     tc=$!
-    timeout 200 "$d/rayo-conform" --seed "$seed" --op gemv "$d/rayo-cuda.so" >"$logs/conform-gemv.log" 2>&1
-    echo "conform gemv (seed $seed) exit $?: $(tail -1 "$logs/conform-gemv.log")"
+    sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
+    timeout 200 "$sanitizer" --tool memcheck --error-exitcode 3 --print-limit 20 "$d/rayo-conform" --quick \
+        --op gemv "$d/rayo-cuda.so" >"$logs/memcheck-gemv.log" 2>&1 &
+    mc=$!
+    timeout 200 "$d/rayo-conform" --seed "$seed" --op gemv --skip cancel "$d/rayo-cuda.so" \
+        >"$logs/conform-gemv.log" 2>&1
+    echo "conform gemv --skip cancel (seed $seed) exit $?: $(grep -h '^Summary' "$logs/conform-gemv.log")"
+    wait $mc
+    echo "memcheck conform --quick gemv exit $?: $(grep -h 'ERROR SUMMARY' "$logs/memcheck-gemv.log")"
     wait $tc
     echo "test-cuda exit $?: $(grep -c FAIL "$logs/test-cuda.log") FAIL lines"
     grep FAIL "$logs/test-cuda.log" | head -5
@@ -85,6 +94,8 @@ run() {
     : >/tmp/empty.conf
     printf '[backend.cuda]\ngemv_int8 = no\n' >/tmp/float.conf
     printf '[backend.cuda]\nprofile = yes\n' >/tmp/profile.conf
+    printf '[backend.cuda]\nembedded_code = no\n' >/tmp/jit.conf
+    XDG_CACHE_HOME=/tmp/rayo-cache-jit llama tl-q4_0-cold-jit /tmp/models/tl-q4_0.gguf /tmp/jit.conf
     for m in tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0; do
         [ "$m" = tl-q4_0 ] && llama "$m-cold" "/tmp/models/$m.gguf"
         llama "$m-warm" "/tmp/models/$m.gguf"
