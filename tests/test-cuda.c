@@ -314,7 +314,7 @@ static void test_gemv(void *st)
  * the kernels with x in 8 bits (cuda-infer.c: 1024 values on), in the
  * decoder's shapes and odd row counts (warps looping over rows), x scaled
  * far down (below 2^-64: the rounding's rescaled path) and up, x with an
- * outlier (the kernels' error estimate then takes float sums), and rows of
+ * outlier (one past the kernels' error estimate: float sums), and rows of
  * an odd number of Q4_0 blocks (rows not on 4 bytes: the float kernels). */
 static void check_gemv_int8(void *st, rayo_dtype dt, size_t m, size_t n, float xscale, float beta, float outlier)
 {
@@ -354,8 +354,8 @@ static void test_gemv_int8(void *st)
             check_gemv_int8(st, dt, shapes[i][0], shapes[i][1], 1.0f, i % 2 ? 0.5f : 0.0f, 1.0f);
         check_gemv_int8(st, dt, 5, 2048, 1e-25f, 0.0f, 1.0f);
         check_gemv_int8(st, dt, 5, 2048, 1e30f, 0.0f, 1.0f);
-        check_gemv_int8(st, dt, 300, 2048, 1.0f, 0.0f, 1000.0f); /* past the gate: the float sums */
-        check_gemv_int8(st, dt, 300, 11008, 1.0f, 0.5f, 100.0f);
+        check_gemv_int8(st, dt, 300, 2048, 1.0f, 0.0f, 1000.0f); /* past the estimate: the float sums */
+        check_gemv_int8(st, dt, 300, 11008, 1.0f, 0.5f, 100.0f); /* within it: 8-bit x */
     }
 }
 
