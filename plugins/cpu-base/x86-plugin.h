@@ -53,6 +53,12 @@ static inline void x86_note_stream(const x86_state *st, const rayo_call *call)
         x86_log_stream(st, call);
 }
 
+/* The streaming hooks of cpu-elementwise_tmpl.c, the same on avx2 and avx512
+ * (each plugin sets VEC_STREAM_ALIGN and vec_stream for its vector size). */
+#define vec_use_stream(st, y, n) x86_use_stream((const x86_state *)(st), y, n)
+#define vec_note_stream x86_note_stream
+#define vec_stream_fence _mm_sfence
+
 /* The op table's kernels of avx2 and avx512 (cpu-op-table.h): one for every
  * dtype combination of rayo-ops.h. */
 #define CPU_COMBO_MATMUL(OP, DT) CPU_COMBO_TYPED(OP, DT, CPU_KERNEL(matmul_typed))
