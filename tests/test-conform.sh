@@ -19,7 +19,4 @@ XDG_CONFIG_HOME=$tmp
 export XDG_CONFIG_HOME
 unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_PLUGIN_PATH RAYO_FORCE_CPU
 
-# Fixes still pending, so these groups are skipped there (reported as
-# skipped, never as passed): neon has none of the range fixes yet (as
-# test-neon-conform.sh says).
-"$conform" --skip neon:cancel,glu-tail,attn-large $RAYO_CONFORM_ARGS
+"$conform" $RAYO_CONFORM_ARGS
