@@ -167,11 +167,6 @@ typedef struct cpu_attn_run {
     double max, sum;
 } cpu_attn_run;
 
-/* Scores past this magnitude are computed again in double: an error e in a
- * score is a relative error e in its weight, and float scores near 1e3 are
- * ~1e-4 off (float ones up to 32 stay within ~2e-6). */
-#define CPU_ATTN_EXACT_ABOVE 32.0f
-
 /* q . k in double (products of floats are exact there). */
 static inline double attn_dot_f64(const float *q, const uint8_t *k, size_t d, int f16)
 {
@@ -190,26 +185,16 @@ static inline double attn_dot_f64(const float *q, const uint8_t *k, size_t d, in
     return s;
 }
 
-/* Where the block's float scores s pass CPU_ATTN_EXACT_ABOVE: s again in
- * double, kept as float differences from their largest; returns that
- * largest (0: the float scores stay). */
+/* The block's scores s again in double where they are large
+ * (cpu-f64-fallback.h): returns off, s then relative to it (0: s stays). */
 static inline double cpu_attend_exact(const cpu_attn_item *it, size_t j0, size_t nb, float *s, int f16)
 {
-    float big = 0.0f;
-    for (size_t j = 0; j < nb; j++)
-        big = fabsf(s[j]) > big ? fabsf(s[j]) : big;
-    if (!(big > CPU_ATTN_EXACT_ABOVE)) /* NaN scores stay: NaN either way */
+    if (!cpu_scores_large(s, nb))
         return 0.0;
-    double exact[CPU_ATTN_KEY_BLOCK], off = -INFINITY;
-    for (size_t j = 0; j < nb; j++) {
+    double exact[CPU_ATTN_KEY_BLOCK];
+    for (size_t j = 0; j < nb; j++)
         exact[j] = (double)it->scale * attn_dot_f64(it->q, it->k + (j0 + j) * it->k_step, it->head_dim, f16);
-        off = exact[j] > off ? exact[j] : off;
-    }
-    if (!isfinite(off))
-        return 0.0;
-    for (size_t j = 0; j < nb; j++)
-        s[j] = (float)(exact[j] - off);
-    return off;
+    return cpu_scores_relative(exact, nb, s);
 }
 
 /* Keys [j0, j0 + nb) of the item, nb <= CPU_ATTN_KEY_BLOCK; a score is

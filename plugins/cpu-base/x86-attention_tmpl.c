@@ -29,7 +29,7 @@
  *
  * Large scores: an error e in a score is a relative error e in its weight,
  * so scores must be right to ~1e-6 absolute, which float sums of scores
- * near 1e3 are not.  A tile whose float scores pass ATT_EXACT_ABOVE in
+ * near 1e3 are not.  A tile whose float scores pass CPU_ATTN_EXACT_ABOVE in
  * magnitude has them computed again in double (att_exact_scores) and kept
  * as float differences from the tile's largest, that largest in double; the
  * heads-in-lanes way (its query pre-scaled in float) gives the whole call
@@ -48,7 +48,6 @@
 #define ATTL_TILE 48      /* keys per tile, heads in lanes: a multiple of ATT_SCORE_KEYS */
 #define ATTL_DIMS 16      /* dimensions of a chunk of the widened keys (2 x 8) */
 #define ATTL_LANES 8      /* heads in lanes: 256-bit vectors in both plugins (see there) */
-#define ATT_EXACT_ABOVE 32.0f /* float scores up to this: their error stays below ~2e-6 */
 
 typedef struct att_job {
     const rayo_call *call;
@@ -64,7 +63,7 @@ typedef struct att_job {
     size_t per_worker;      /* floats */
     double *partial;        /* segments > 1: per item, per head (max, sum, acc[dp]) */
     size_t pair, nv, packs, dk, dv, dw; /* heads in lanes (attl_plan): see there */
-    int *large;             /* set (atomically) where heads in lanes meet a score past ATT_EXACT_ABOVE */
+    int *large;             /* set (atomically) where heads in lanes meet a score past CPU_ATTN_EXACT_ABOVE */
 } att_job;
 
 typedef struct att_work {
@@ -260,17 +259,14 @@ static void att_merge(double *acc, const float *tacc, double alpha, size_t dp)
         _mm256_storeu_pd(acc + l, _mm256_fmadd_pd(_mm256_loadu_pd(acc + l), a, _mm256_cvtps_pd(_mm_loadu_ps(tacc + l))));
 }
 
-/* Where the float scores s of a head (count keys) pass ATT_EXACT_ABOVE:
- * s = scale q . k again in double, stored as s - off (float) with off the
- * largest; returns off (0: the float scores stay). */
+/* The float scores s of a head (count keys) again in double where they are
+ * large (cpu-f64-fallback.h): returns off, s then relative to it (0: s
+ * stays). */
 static double att_exact_scores(const float *q, const float *kt, size_t dp, size_t count, float scale, float *s)
 {
-    float big = 0.0f;
-    for (size_t j = 0; j < count; j++)
-        big = fabsf(s[j]) > big ? fabsf(s[j]) : big;
-    if (!(big > ATT_EXACT_ABOVE)) /* NaN scores stay: NaN either way */
+    if (!cpu_scores_large(s, count))
         return 0.0;
-    double exact[ATT_TILE], off = -INFINITY;
+    double exact[ATT_TILE];
     for (size_t j = 0; j < count; j++) {
         __m256d a = _mm256_setzero_pd();
         for (size_t l = 0; l < dp; l += 4)
@@ -278,13 +274,8 @@ static double att_exact_scores(const float *q, const float *kt, size_t dp, size_
         double t[4];
         _mm256_storeu_pd(t, a);
         exact[j] = ((t[0] + t[1]) + (t[2] + t[3])) * (double)scale;
-        off = exact[j] > off ? exact[j] : off;
     }
-    if (!isfinite(off))
-        return 0.0;
-    for (size_t j = 0; j < count; j++)
-        s[j] = (float)(exact[j] - off);
-    return off;
+    return cpu_scores_relative(exact, count, s);
 }
 
 /* The query heads [h0, h0 + group) of w (those of KV head g) over the
@@ -694,13 +685,13 @@ static void attl_pv_2(const float *sc, const float *vs, size_t count, size_t dv,
     attl_pv(sc, vs, count, dv, nv, v, acc, alpha, 2);
 }
 
-/* Whether a score of vector v (count keys) passes ATT_EXACT_ABOVE. */
+/* Whether a score of vector v (count keys) passes CPU_ATTN_EXACT_ABOVE. */
 static int attl_large(const float *sc, size_t count, size_t nv, size_t v)
 {
     __m256 big = _mm256_setzero_ps(), sign = _mm256_set1_ps(-0.0f);
     for (size_t j = 0; j < count; j++)
         big = _mm256_max_ps(big, _mm256_andnot_ps(sign, _mm256_loadu_ps(sc + (j * nv + v) * ATTL_LANES)));
-    return _mm256_movemask_ps(_mm256_cmp_ps(big, _mm256_set1_ps(ATT_EXACT_ABOVE), _CMP_GT_OQ)) != 0;
+    return _mm256_movemask_ps(_mm256_cmp_ps(big, _mm256_set1_ps(CPU_ATTN_EXACT_ABOVE), _CMP_GT_OQ)) != 0;
 }
 
 /* Keys [j0, j0 + count): the tile's keys of every pack, read in the
