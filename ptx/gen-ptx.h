@@ -89,6 +89,7 @@ int m_exp(kern *k, int x);
 int m_exp_act(kern *k, int x); /* clamped to [-86, 88]: for callers with an absolute tolerance */
 int m_div_fast(kern *k, int num, int den); /* num * rcp.approx(den) */
 int m_log(kern *k, int x);
+int m_erfc_poly(kern *k, int t, int *tau); /* Q(tau) of erfc(t) = tau exp(Q(tau) - t^2), t >= 0 */
 int m_sigmoid(kern *k, int x);
 int m_silu(kern *k, int x);
 int m_tanh(kern *k, int x);
