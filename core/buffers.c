@@ -135,7 +135,7 @@ static rayo_status host_run_one(rayo_backend *be, const rayo_dev_call *recorded,
                    d->precision, 0, d->params};
     rayo_status st;
     const rayo_op_info *op = rayo_op_by_id(d->op);
-    if (call_is_empty(&c, op)) {
+    if (call_is_empty(&c, op->sig)) {
         call_write_empty(&c);
         st = RAYO_OK;
     } else {
@@ -144,7 +144,7 @@ static rayo_status host_run_one(rayo_backend *be, const rayo_dev_call *recorded,
         if (fn && !atomic_load(&be->lost))
             st = fn(be->state, &c);
         if (st != RAYO_OK)
-            st = dispatch_call(be->ctx, &c, op);
+            st = dispatch_call(be->ctx, &c, op, op->sig);
     }
     if (st == RAYO_OK && arg) {
         uint64_t v = index; /* batches store argmax as uint64 on every platform */

@@ -283,11 +283,11 @@ dispatch_special(rayo_context *ctx, const rayo_call *call, const rayo_op_info *o
 {
     const rayo_chain_t *chain = chain_for(ctx, call->op, call->dtypes); /* listed: validated */
     if (call->precision != RAYO_PRECISION_DEFAULT || !chain->relaxed_default)
-        return dispatch_chain(ctx, chain, call, op);
+        return dispatch_chain(ctx, chain, call, op, op->sig);
     rayo_call relaxed = *call; /* a call from an older header is full-size here: validated */
     relaxed.struct_size = sizeof relaxed;
     relaxed.precision = RAYO_PRECISION_RELAXED;
-    return dispatch_chain(ctx, chain, &relaxed, op);
+    return dispatch_chain(ctx, chain, &relaxed, op, op->sig);
 }
 
 RAYO_API rayo_status rayo_run_on(rayo_context *ctx, const char *backend, const rayo_call *call)
@@ -306,7 +306,7 @@ RAYO_API rayo_status rayo_run_on(rayo_context *ctx, const char *backend, const r
         return rayo__fail(RAYO_E_UNSUPPORTED, "backend %s does not implement %s%s%s", backend, op->name,
                          call->dtypes ? " with dtypes " : "",
                          call->dtypes ? rayo_op_combo_find(op->id, call->dtypes)->name : "");
-    if (call_is_empty(call, op)) {
+    if (call_is_empty(call, op->sig)) {
         call_write_empty(call);
         return RAYO_OK;
     }

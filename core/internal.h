@@ -19,7 +19,7 @@
  * them is listed. */
 #define MAX_BACKENDS 32
 #define MAX_LINKS MAX_BACKENDS
-/* Dtype combinations of all ops together (ops.c checks that they fit). */
+/* Dtype combinations of all ops together (op-table.c checks that they fit). */
 #define COMBO_SLOTS 128
 /* The op entry of ABI 1.0: what an op table entry holds at least. */
 #define OP_ENTRY_V1_0_SIZE (offsetof(rayo_op_entry, fn) + sizeof(rayo_kernel_fn))
@@ -222,10 +222,53 @@ HIDDEN rayo_status dispatch_special(rayo_context *ctx, const rayo_call *call, co
 /* The kernel of a backend for a call's op and dtypes, or NULL. */
 HIDDEN rayo_kernel_fn backend_kernel(const rayo_backend *be, uint32_t op, uint32_t dtypes);
 
-/* ---- ops.c ---- */
+/* ---- op-table.c: the op table, generated from the op list ---- */
+/* Each op's position in the list (and in rayo__op_table). */
+enum {
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) OP_POSITION_##ENUM,
+#include "rayo-ops.h"
+#undef RAYO_OP
+    OP_POSITION_LIMIT
+};
+HIDDEN extern const rayo_op_info rayo__op_table[OP_POSITION_LIMIT];
+/* op id -> position in rayo__op_table + 1 (0: no such op) */
+HIDDEN extern const unsigned char rayo__op_index[RAYO_OP_ID_LIMIT];
+
+/* The op of an id, or NULL (rayo_op_by_id, inline for the hot path). */
+static inline const rayo_op_info *op_info(uint32_t id)
+{
+    if (id >= RAYO_OP_ID_LIMIT || !rayo__op_index[id])
+        return NULL;
+    return &rayo__op_table[rayo__op_index[id] - 1];
+}
+
+/* Operands (bit 0..3 = a, b, c, y) an op of signature sig uses. */
+HIDDEN unsigned op_sig_operands(int sig);
+/* The index of a dtype combination among its op's (rayo_op_combo), or -1. */
+HIDDEN int op_combo_index(uint32_t op, uint32_t dtypes);
+/* The slot (< COMBO_SLOTS) of a listed combination across all ops, or -1. */
+HIDDEN int op_combo_slot(uint32_t op, uint32_t dtypes);
+
+/* ---- call-check.c and op-calls.c: validation ---- */
+/* The size of a rayo_call of ABI 1.0, the smallest this library takes. */
+#define CALL_V1_0_SIZE (offsetof(rayo_call, params) + sizeof(const void *))
+
+/* A typed f32 function's call: all-f32, dense, strict, no parameter struct,
+ * this library's struct size.  Every ABI 1.0 check passes for it, so the
+ * ops that predate ABI 1.0 skip them (callgrind: softmax's validation went
+ * from 84 to 195 instructions a call without this). */
+static inline bool call_abi_fields_are_plain(const rayo_call *c, rayo_op_sig sig)
+{
+    return sig <= RAYO_SIG_BIAS_ACT && c->struct_size == sizeof(rayo_call) && c->dtypes == 0 &&
+           (c->lda | c->ldb | c->ldc | c->ldy) == 0 && c->precision == 0 && c->reserved == 0 && !c->params;
+}
+
 /* Checks a call against its op's signature: pointers, flags, overflow; *op is
  * the op's entry (looked up once per call). */
 HIDDEN rayo_status call_validate(const rayo_call *call, const rayo_op_info **op);
+/* The full check, with a message for every way a call can be wrong;
+ * data_on_host: the operands are host memory (alignment, get_rows' indices). */
+HIDDEN rayo_status call_validate_fully(const rayo_call *call, const rayo_op_info *op, bool data_on_host);
 /* The same checks for a call whose operands are in buffers (a batch): the
  * data itself (get_rows' indices) is not read. */
 HIDDEN rayo_status call_validate_shape(const rayo_call *call, const rayo_op_info **op);
@@ -233,12 +276,6 @@ HIDDEN rayo_status call_validate_shape(const rayo_call *call, const rayo_op_info
 HIDDEN void call_operand_counts(const rayo_call *call, size_t counts[4]);
 /* Writes the empty-call result (sum of nothing = 0, max = -inf, ...). */
 HIDDEN void call_write_empty(const rayo_call *call);
-/* Operands (bit 0..3 = a, b, c, y) an op of signature sig uses. */
-HIDDEN unsigned op_sig_operands(int sig);
-/* The index of a dtype combination among its op's (rayo_op_combo), or -1. */
-HIDDEN int op_combo_index(uint32_t op, uint32_t dtypes);
-/* The slot (< COMBO_SLOTS) of a listed combination across all ops, or -1. */
-HIDDEN int op_combo_slot(uint32_t op, uint32_t dtypes);
 
 /* ---- buffers.c: buffers and batches ---- */
 HIDDEN extern const rayo_memory_api rayo_host_memory;
@@ -276,9 +313,9 @@ struct rayo_context {
 /* ---- the hot path of every call, inline ---- */
 /* On every call's path, so inline: */
 /* True when the call has no work (answered by the core: nothing to write). */
-static inline bool call_is_empty(const rayo_call *c, const rayo_op_info *op)
+static inline bool call_is_empty(const rayo_call *c, rayo_op_sig sig)
 {
-    switch (op->sig) {
+    switch (sig) {
     case RAYO_SIG_MATMUL: return c->m == 0 || c->n == 0 || c->k == 0;
     case RAYO_SIG_GEMV: return c->m == 0 || c->n == 0;
     case RAYO_SIG_ROWS: case RAYO_SIG_NORM: case RAYO_SIG_TRANSPOSE: case RAYO_SIG_BIAS_ACT:
@@ -290,10 +327,10 @@ static inline bool call_is_empty(const rayo_call *c, const rayo_op_info *op)
 
 /* The size dispatch windows compare with: n for vector ops, rows*cols for
  * row ops, m*n*k for matmul (saturated). */
-static inline size_t call_work_size(const rayo_call *c, const rayo_op_info *op)
+static inline size_t call_work_size(const rayo_call *c, rayo_op_sig sig)
 {
     size_t mn = c->m * c->n; /* validated: no overflow */
-    switch (op->sig) {
+    switch (sig) {
     case RAYO_SIG_ROWS: case RAYO_SIG_NORM: case RAYO_SIG_TRANSPOSE:
     case RAYO_SIG_BIAS_ACT: case RAYO_SIG_GEMV:
         return mn;
@@ -313,11 +350,14 @@ static inline bool link_fits(const rayo_link *l, size_t size)
 
 /* A call's way through its op's chain: the first link whose window fits
  * runs it; anything else (a failure, no link fitting) is the fallback's
- * business.  Inline: this is the whole cost of dispatch. */
-static inline __attribute__((always_inline)) rayo_status dispatch_chain(rayo_context *ctx, const rayo_chain_t *chain, const rayo_call *call,
-                                         const rayo_op_info *op)
+ * business.  Inline: this is the whole cost of dispatch.  sig is op->sig,
+ * passed apart because it is a constant in the typed functions, where it
+ * resolves call_work_size at build time. */
+static inline __attribute__((always_inline)) rayo_status dispatch_chain(rayo_context *ctx, const rayo_chain_t *chain,
+                                                                         const rayo_call *call, const rayo_op_info *op,
+                                                                         rayo_op_sig sig)
 {
-    size_t size = call_work_size(call, op);
+    size_t size = call_work_size(call, sig);
     for (size_t i = 0; i < chain->count; i++) {
         const rayo_link *l = &chain->links[i];
         if (!link_fits(l, size) || atomic_load_explicit(&l->be->lost, memory_order_relaxed))
@@ -336,12 +376,12 @@ static inline __attribute__((always_inline)) rayo_status dispatch_chain(rayo_con
  * inline like dispatch_chain: left to itself gcc made it one out-of-line
  * function for every op, 60 instructions more per typed f32 call. */
 static inline __attribute__((always_inline)) rayo_status dispatch_call(rayo_context *ctx, const rayo_call *call,
-                                                                        const rayo_op_info *op)
+                                                                        const rayo_op_info *op, rayo_op_sig sig)
 {
     const rayo_chain_t *chain = &ctx->chains[call->op];
     if (call->dtypes != 0 || (call->precision == RAYO_PRECISION_DEFAULT && chain->relaxed_default))
         return dispatch_special(ctx, call, op);
-    return dispatch_chain(ctx, chain, call, op);
+    return dispatch_chain(ctx, chain, call, op, sig);
 }
 
 /* Small helpers (context.c) */

@@ -5,7 +5,7 @@ rayoincludedir = $(includedir)/rayo
 rayoinclude_HEADERS = core/rayo.h core/rayo-plugin.h core/rayo-ops.h core/rayo-op-table.h core/rayo-dtype.h
 
 core_librayo_la_SOURCES = \
-	core/internal.h core/context.c core/ops.c core/loader.c core/config.c core/config-check.c \
+	core/internal.h core/context.c core/op-table.c core/call-check.c core/op-calls.c core/loader.c core/config.c core/config-check.c \
 	core/dispatch.c core/cpu.c core/pool.c core/buffers.c core/log.c core/dtype.c \
 	core/plugin-check.c
 core_librayo_la_CPPFLAGS = $(AM_CPPFLAGS) -DRAYO_BUILDING_CORE \

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* elementwise.c - module "elementwise": one kernel per elementwise op and
- * vector width (ew_<op>_v4, ew_<op>_s1).  The op table elem_ops lists each
- * op's PTX; the activations' math is in math.c. */
+ * vector width (ew_<op>_v4, ew_<op>_s1).  elem_bodies holds each op's PTX
+ * by op id; the names and signatures come from the op list; the
+ * activations' math is in math.c. */
 #include "gen-ptx.h"
+#include "../core/rayo.h"
+
+#include <stdlib.h>
 
 #define SELU_LAMBDA 1.0507009873554804934
 #define SELU_ALPHA 1.6732632423543772848
@@ -93,26 +97,28 @@ static int e_abs(kern *k, int a, int b, int al, int be)
     return y;
 }
 
+/* The PTX of each elementwise op, by its id in the op list
+ * (core/rayo-ops.h), which gives its name and signature. */
+static const elem_fn elem_bodies[RAYO_OP_ID_LIMIT] = {
+    [RAYO_OP_ADD] = e_add,             [RAYO_OP_SUB] = e_sub,
+    [RAYO_OP_MUL] = e_mul,             [RAYO_OP_DIV] = e_div,
+    [RAYO_OP_MAXIMUM] = e_maximum,     [RAYO_OP_MINIMUM] = e_minimum,
+    [RAYO_OP_SCALE] = e_scale,         [RAYO_OP_AXPY] = e_axpy,
+    [RAYO_OP_RELU] = e_relu,           [RAYO_OP_LEAKY_RELU] = e_leaky_relu,
+    [RAYO_OP_ELU] = e_elu,             [RAYO_OP_SELU] = e_selu,
+    [RAYO_OP_SIGMOID] = e_sigmoid,     [RAYO_OP_TANH] = e_tanh,
+    [RAYO_OP_GELU] = e_gelu,           [RAYO_OP_GELU_TANH] = e_gelu_tanh,
+    [RAYO_OP_SILU] = e_silu,           [RAYO_OP_MISH] = e_mish,
+    [RAYO_OP_HARDSWISH] = e_hardswish, [RAYO_OP_CLIP] = e_clip,
+    [RAYO_OP_EXP] = e_exp,             [RAYO_OP_LOG] = e_log,
+    [RAYO_OP_SQRT] = e_sqrt,           [RAYO_OP_ABS] = e_abs,
+};
+
 typedef struct elem_op {
     const char *name;
     int inputs; /* 1 or 2 (axpy reads y as its second input) */
     elem_fn fn;
 } elem_op;
-
-static const elem_op elem_ops[] = {
-    {"add", 2, e_add},           {"sub", 2, e_sub},
-    {"mul", 2, e_mul},           {"div", 2, e_div},
-    {"maximum", 2, e_maximum},   {"minimum", 2, e_minimum},
-    {"scale", 1, e_scale},       {"axpy", 2, e_axpy},
-    {"relu", 1, e_relu},         {"leaky_relu", 1, e_leaky_relu},
-    {"elu", 1, e_elu},           {"selu", 1, e_selu},
-    {"sigmoid", 1, e_sigmoid},   {"tanh", 1, e_tanh},
-    {"gelu", 1, e_gelu},         {"gelu_tanh", 1, e_gelu_tanh},
-    {"silu", 1, e_silu},         {"mish", 1, e_mish},
-    {"hardswish", 1, e_hardswish}, {"clip", 1, e_clip},
-    {"exp", 1, e_exp},           {"log", 1, e_log},
-    {"sqrt", 1, e_sqrt},         {"abs", 1, e_abs},
-};
 
 /* ---- module: elementwise ------------------------------------------------ */
 static const char *ELEM_PARAMS =
@@ -217,10 +223,26 @@ static void gen_elem_kernel(strbuf *mod, const elem_op *op, int width)
     kern_finish(mod, k, name, ELEM_PARAMS, NULL, NULL);
 }
 
+static void elem_kernels(strbuf *mod, unsigned id, const char *name, int sig)
+{
+    if (sig != RAYO_SIG_BINARY && sig != RAYO_SIG_UNARY && sig != RAYO_SIG_UNARY_P && sig != RAYO_SIG_UNARY_P2 &&
+        sig != RAYO_SIG_AXPY)
+        return;
+    if (!elem_bodies[id]) {
+        fprintf(stderr, "gen-ptx: the elementwise op %s has no PTX body (ptx/elementwise.c)\n", name);
+        exit(1);
+    }
+    elem_op op = {name, sig == RAYO_SIG_BINARY || sig == RAYO_SIG_AXPY ? 2 : 1, elem_bodies[id]};
+    gen_elem_kernel(mod, &op, 4);
+    gen_elem_kernel(mod, &op, 1);
+}
+
+/* One kernel pair per elementwise op of the list (the signatures whose
+ * kernels the cuda plugin names ew_<op>_v4 and ew_<op>_s1); an op of the
+ * list without a body here stops the build. */
 void module_elementwise(strbuf *mod)
 {
-    for (size_t i = 0; i < sizeof elem_ops / sizeof elem_ops[0]; i++) {
-        gen_elem_kernel(mod, &elem_ops[i], 4);
-        gen_elem_kernel(mod, &elem_ops[i], 1);
-    }
+#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) elem_kernels(mod, ID, #NAME, RAYO_SIG_##SIG);
+#include "../core/rayo-ops.h"
+#undef RAYO_OP
 }

@@ -12,7 +12,9 @@ if BUILD_CUDA
 # Compiled for the build machine (CC_FOR_BUILD), which is not the host in a
 # cross build; from the source folder, so the file list needs no prefix.
 CLEANFILES += ptx/gen-ptx$(BUILD_EXEEXT)
-ptx/gen-ptx$(BUILD_EXEEXT): $(GEN_PTX_C) ptx/gen-ptx.h plugins/cuda/cuda-ptx.h
+# The op list gives the elementwise kernels' ids, names and signatures.
+ptx/gen-ptx$(BUILD_EXEEXT): $(GEN_PTX_C) ptx/gen-ptx.h plugins/cuda/cuda-ptx.h core/rayo.h core/rayo-ops.h \
+		core/rayo-dtype.h
 	$(AM_V_CC)$(MKDIR_P) ptx && out=`pwd`/$@ && cd $(srcdir) && \
 	  $(CC_FOR_BUILD) -std=c11 $(CPPFLAGS_FOR_BUILD) $(CFLAGS_FOR_BUILD) $(LDFLAGS_FOR_BUILD) \
 	  -o "$$out" $(GEN_PTX_C)

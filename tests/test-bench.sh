@@ -24,22 +24,26 @@ check() { # check DESCRIPTION COMMAND...: the command must succeed
     what=$1; shift
     if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; failed=1; fi
 }
+exits() { # exits WANT GOT WHAT: checks an exit status, showing the run's stderr when it is wrong
+    check "$3: exit $1 (got $2)" test "$2" -eq "$1" || true
+    [ "$2" -eq "$1" ] || sed 's/^/  stderr: /' "$tmp/err"
+}
 quick="--reps 1 --min-ms 1 --threads 1 --backends scalar"
 
 # 1. Usage errors.
 "$bench" --bogus >/dev/null 2>"$tmp/err"
 rc=$?
-check "--bogus: exit 2 (got $rc)" test "$rc" -eq 2
+exits 2 "$rc" --bogus
 check "--bogus: named as an unknown option" grep -q "unknown option '--bogus'" "$tmp/err"
 "$bench" --reps >/dev/null 2>"$tmp/err"
 check "--reps without a value: says so" grep -q -- "--reps needs a value" "$tmp/err"
 
 # 2. Memory references, in the table and the CSV.
 # shellcheck disable=SC2086 # $quick: several options
-"$bench" --ops add --sizes 1048576 $quick --csv "$tmp/add.csv" >"$tmp/add" 2>/dev/null
+"$bench" --ops add --sizes 1048576 $quick --csv "$tmp/add.csv" >"$tmp/add" 2>"$tmp/err"
 rc=$?
 cat "$tmp/add"
-check "add: exit 0 (got $rc)" test "$rc" -eq 0
+exits 0 "$rc" add
 for ref in read copy triad; do
     check "a $ref reference row, hot or cold" grep -Eq "^$ref +\\(ref (hot|cold)\\) +1048576 " "$tmp/add"
 done
@@ -56,10 +60,10 @@ elif ! grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
     echo "SKIP (part 3): this CPU runs no kernel set better than the pinned Prescott"
 else
     # shellcheck disable=SC2086
-    OPENBLAS_CORETYPE=Prescott "$bench" --vs openblas --ops dot --sizes 4096 $quick >"$tmp/dot" 2>/dev/null
+    OPENBLAS_CORETYPE=Prescott "$bench" --vs openblas --ops dot --sizes 4096 $quick >"$tmp/dot" 2>"$tmp/err"
     rc=$?
     cat "$tmp/dot"
-    check "dot --vs openblas: exit 0 (got $rc)" test "$rc" -eq 0
+    exits 0 "$rc" "dot --vs openblas"
 fi
 # The installed OpenBLAS may be another architecture's (a cross-built
 # rayo-bench under qemu): then there is no reference to check.
@@ -80,7 +84,7 @@ else
     # shellcheck disable=SC2086
     "$bench" --ops add --sizes 1048576 $quick --plot "$tmp/plot.svg" >/dev/null 2>"$tmp/err"
     rc=$?
-    check "--plot: exit 0 (got $rc)" test "$rc" -eq 0
+    exits 0 "$rc" --plot
     check "--plot: an SVG" grep -q '<svg' "$tmp/plot.svg"
     check "--plot: rayo's version in the title" grep -q "rayo-bench (rayo [0-9]" "$tmp/plot.svg"
     check "--plot: the references are dashed" grep -q 'stroke-dasharray' "$tmp/plot.svg"

@@ -10,10 +10,10 @@
 // Checks, in web/conform/ (tests/test-wasm-webgpu.html): WebGPU granted an
 // adapter and the plugin has a device; rayo-conform, run in the page through
 // JSPI so that the plugin can await the GPU, checked the webgpu backend
-// and every op it registers conforms (exit status 0); then matmul and gemv
-// again with their tiled forms (workgroup memory and barriers), which the
-// plugin leaves to real GPUs (on a software adapter it picks the
-// barrier-free ones).
+// and every op it registers conforms (exit status 0); then matmul, gemv
+// and the row ops again with their tiled forms (workgroup memory and
+// barriers), which the plugin leaves to real GPUs (on a software adapter it
+// picks the barrier-free ones).
 // Then the JS API (web/rayo/rayo.mjs) in a page, against float64 references
 // computed here on fresh random inputs: the webgpu backend loaded with its
 // adapter, features and limits in ctx.backends(); matmulAsync and gemvAsync
@@ -126,7 +126,8 @@ async function conformInPage(args, kernels, what) {
 try {
   const args = process.env.RAYO_CONFORM_ARGS || '--quick';
   await conformInPage(args, 'auto', 'every op the webgpu plugin registers');
-  await conformInPage(`${args} --op matmul,gemv`, 'tiled', 'matmul and gemv in their tiled forms');
+  await conformInPage(`${args} --op matmul,gemv,softmax,log_softmax,layernorm,rmsnorm`, 'tiled',
+    'matmul, gemv and the row ops in their workgroup forms');
 
   // the JS API
   const [m, n, k] = [37 + Math.floor(random() * 40), 29 + Math.floor(random() * 40), 3 + Math.floor(random() * 300)];

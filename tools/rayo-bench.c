@@ -1417,16 +1417,29 @@ static void print_machine(const options *o, rayo_context *ctx, const char *comma
     printf("\n");
 }
 
-int main(int argc, char **argv)
+/* A copy of the arguments (parsing splits the lists in place) for the child
+ * that times the reference at its best; NULL when out of memory. */
+static char **copy_args(int argc, char **argv)
+{
+    char **args = calloc((size_t)argc + 1, sizeof *args);
+    for (int i = 0; args && i < argc; i++)
+        args[i] = strdup(argv[i]);
+    return args;
+}
+
+static void free_args(int argc, char **args)
+{
+    for (int i = 0; args && i < argc; i++)
+        free(args[i]);
+    free(args);
+}
+
+static int bench_main(int argc, char **argv, char **args)
 {
     /* The command line as given (parsing splits the lists in place). */
     char command[2048] = "rayo-bench";
     for (int i = 1; i < argc; i++)
         snprintf(command + strlen(command), sizeof command - strlen(command), " %s", argv[i]);
-    /* and a copy for the child that times the reference at its best */
-    char **args = calloc((size_t)argc + 1, sizeof *args);
-    for (int i = 0; args && i < argc; i++)
-        args[i] = strdup(argv[i]);
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc)
@@ -1502,5 +1515,13 @@ int main(int argc, char **argv)
     if (csv_path == plot_csv)
         unlink(plot_csv);
     rayo_close(ctx);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    char **args = copy_args(argc, argv);
+    int rc = bench_main(argc, argv, args);
+    free_args(argc, args);
     return rc;
 }

@@ -21,6 +21,7 @@ var rayoWebgpu = (function () {
   var OK = 0, E_NOMEM = 3, E_UNSUPPORTED = 4, E_BACKEND = 5, E_DEVICE_LOST = 6, E_NOT_FOUND = 7;
   var DEVICE_GPU = 1, DEVICE_SOFTWARE = 2, DEVICE_FLUSHES_DENORMALS = 2;
   var FEATURES = ['shader-f16', 'subgroups', 'timestamp-query'];
+  var HAS_B = 1, HAS_C = 2, Y_INDEX64 = 4;   // Params.has (rows.wgsl)
   var OP_IDS = {}, OP_SIGS = {};
   RAYO_WEBGPU_OPS.forEach(function (op) { OP_IDS[op[1]] = op[0]; OP_SIGS[op[0]] = op[2].toLowerCase(); });
   var st = {
@@ -123,7 +124,9 @@ var rayoWebgpu = (function () {
     var soft = st.kernels === 'direct' || (st.kernels === 'auto' && st.type === DEVICE_SOFTWARE);
     if (sig === 'matmul') return soft ? 'matmul_direct' : 'matmul';
     if (sig === 'gemv') return (flags & 1) ? 'gemv_cols' : soft ? 'gemv_direct' : 'gemv_rows';
-    if (sig === 'transpose') return 'transpose';
+    if (sig === 'rows' || sig === 'norm') return soft ? 'rows_direct' : 'rows';
+    if (sig === 'reduce' || sig === 'reduce2' || sig === 'argreduce') return 'reduce';
+    if (sig === 'transpose' || sig === 'glu' || sig === 'get_rows' || sig === 'convert') return sig;
     return 'elementwise';
   }
 
@@ -147,15 +150,18 @@ var rayoWebgpu = (function () {
     if (/_direct$/.test(entry)) return [Math.max(1, Math.min(65535, Math.ceil(m / 64))), 1];
     if (entry === 'matmul') return [Math.ceil(n / 16), Math.ceil(m / 16)];
     if (entry === 'gemv_rows') return [Math.min(m, 65535), 1];
-    if (entry === 'transpose') return [Math.max(1, Math.min(cap, Math.ceil(m * n / 256))), 1];
+    if (entry === 'reduce') return [1, 1];
+    if (entry === 'rows') return [Math.max(1, Math.min(m, 65535)), 1];
+    if (entry === 'transpose' || entry === 'glu' || entry === 'get_rows')
+      return [Math.max(1, Math.min(cap, Math.ceil(m * n / 256))), 1];
     return [Math.max(1, Math.min(cap, Math.ceil(n / 256))), 1];
   }
 
   // ---- encoding one op -------------------------------------------------------
-  // lda, ldb, ldy with 0 (dense) replaced by the row length
+  // lda, ldb, ldy with 0 (dense) replaced by the row length (n but for matmul)
   function denseStrides(call) {
-    var ta = call.flags & 1, tb = call.flags & 2, gemv = OP_SIGS[call.op] === 'gemv';
-    var rowA = gemv ? call.n : (ta ? call.m : call.k), rowB = tb ? call.k : call.n;
+    var ta = call.flags & 1, tb = call.flags & 2, matmul = OP_SIGS[call.op] === 'matmul';
+    var rowA = matmul ? (ta ? call.m : call.k) : call.n, rowB = matmul && tb ? call.k : call.n;
     return [call.lda || rowA, call.ldb || rowB, call.ldy || call.n];
   }
 
@@ -167,9 +173,11 @@ var rayoWebgpu = (function () {
   // call: {op, flags, m, n, k, alpha, beta, bufs: [a, b, c, y] GPUBuffers or
   // null, offsets: element offsets}.  In-place inputs (the buffer of y) are
   // copied first: WebGPU refuses a buffer bound writable and read-only at once.
+  // call.device: y is a device buffer (argmax writes a 64-bit index there).
   function encodeOp(encoder, call, temps) {
     var dev = st.device;
     var bufs = call.bufs.slice(), off = call.offsets.slice();
+    var has = (bufs[1] ? HAS_B : 0) | (bufs[2] ? HAS_C : 0) | (call.device ? Y_INDEX64 : 0);
     for (var i = 0; i < 3; i++) {
       if (bufs[i] && bufs[i] === bufs[3]) {
         var copy = dev.createBuffer({ size: Math.max(16, bufs[i].size), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
@@ -181,7 +189,7 @@ var rayoWebgpu = (function () {
     var params = new ArrayBuffer(64), u = new Uint32Array(params), f = new Float32Array(params);
     u[0] = call.m; u[1] = call.n; u[2] = call.k; u[3] = call.flags;
     f[4] = call.alpha; f[5] = call.beta;
-    u[6] = off[0]; u[7] = off[1]; u[8] = off[2]; u[9] = off[3];
+    u[6] = off[0]; u[7] = off[1]; u[8] = off[2]; u[9] = off[3]; u[11] = has;
     u.set(denseStrides(call), 12);
     u[15] = call.dta || 0;
     var ubuf = dev.createBuffer({ size: 64, usage: GPUBufferUsage.UNIFORM, mappedAtCreation: true });
@@ -344,7 +352,7 @@ var rayoWebgpu = (function () {
       steps.push(HEAPU32[sp + i] / 4);
     }
     bt.calls.push({ op: op, flags: flags, m: s.m, n: s.n, k: s.k, lda: s.lda, ldb: s.ldb, ldy: s.ldy, dta: s.dta,
-      alpha: alpha, beta: beta, bufs: bufs, offsets0: offsets, steps: steps });
+      alpha: alpha, beta: beta, bufs: bufs, offsets0: offsets, steps: steps, device: true });
     return OK;
   }
 

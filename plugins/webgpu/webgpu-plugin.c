@@ -69,26 +69,47 @@ static int operand_bytes(const webgpu_state *s, rayo_dtype dt, size_t count, siz
     return rayo_dtype_row_bytes(dt, count, bytes) && *bytes <= s->limit ? 0 : -1;
 }
 
-/* The dtypes the WGSL kernels take: all-f32, or gemv with typed weights
- * (its combinations of the op list; no transpose: rows along the sum). */
+/* The dtypes the WGSL kernels take: all-f32; gemv with typed weights (its
+ * combinations of the op list; no transpose: rows along the sum); get_rows
+ * from any table with i32 indices; convert from any dtype to f32. */
 static int dtypes_ok(int sig, const rayo_call *c)
 {
+    rayo_dtype a = RAYO_DTYPE_OF(c->dtypes, 0);
+    if (sig == RAYO_SIG_GET_ROWS)
+        return c->dtypes == RAYO_DTYPES(a, RAYO_DTYPE_I32, 0, RAYO_DTYPE_F32) && a != RAYO_DTYPE_I32;
+    if (sig == RAYO_SIG_CONVERT)
+        return c->dtypes == RAYO_DTYPES(a, 0, 0, RAYO_DTYPE_F32) && a != RAYO_DTYPE_F32 && a != RAYO_DTYPE_I32;
     if (c->dtypes == 0)
-        return 1;
+        return sig != RAYO_SIG_ROPE && sig != RAYO_SIG_ATTENTION;
     return sig == RAYO_SIG_GEMV && !(c->flags & RAYO_TRANS_A) &&
-           c->dtypes == RAYO_DTYPES(RAYO_DTYPE_OF(c->dtypes, 0), 0, 0, 0);
+           c->dtypes == RAYO_DTYPES(a, 0, 0, 0);
+}
+
+/* layernorm with beta: y = v gamma + beta may cancel to far below v gamma
+ * (gamma ~ 100, beta ~ -100), and the contract then asks for more than the
+ * float precision of v gamma; WGSL has no float64, so such calls go to the
+ * next backend. */
+static int float_precision_suffices(const rayo_call *c)
+{
+    return !(c->op == RAYO_OP_LAYERNORM && c->c);
+}
+
+/* The signatures whose WGSL takes row strides. */
+static int takes_strides(int sig)
+{
+    return sig == RAYO_SIG_MATMUL || sig == RAYO_SIG_GEMV || sig == RAYO_SIG_GLU || sig == RAYO_SIG_GET_ROWS;
 }
 
 /* What every call must be for the WGSL kernels: dtypes they take, strided
- * only for matmul and gemv, operands that fit one storage binding, sizes and
+ * only where they take strides, operands that fit one storage binding, sizes and
  * strides that fit 32 bits. */
 static rayo_status check_call(const webgpu_state *s, int sig, const rayo_call *c,
                               const size_t count[4], size_t bytes[4], uint32_t sizes[WEBGPU_SIZES])
 {
     const size_t all[WEBGPU_SIZES] = {c->m, c->n, c->k, c->lda, c->ldb, c->ldy,
                                       RAYO_DTYPE_OF(c->dtypes, 0)};
-    int strides_ok = sig == RAYO_SIG_MATMUL || sig == RAYO_SIG_GEMV;
-    if (!dtypes_ok(sig, c) || (rayo_call_strided(c) && !strides_ok) || c->ldc)
+    if (!dtypes_ok(sig, c) || (rayo_call_strided(c) && !takes_strides(sig)) || c->ldc ||
+        !float_precision_suffices(c))
         return RAYO_E_UNSUPPORTED;
     for (int i = 0; i < WEBGPU_SIZES; i++) {
         if (all[i] > UINT32_MAX)
@@ -171,6 +192,7 @@ static rayo_status webgpu_batch_begin(void *state, void **batch)
 /* A rayo_call with the device call's sizes, to measure it like a host call. */
 static rayo_call host_shape(const rayo_dev_call *d)
 {
+    static const float present; /* an operand given as a buffer: non-NULL */
     rayo_call c;
     memset(&c, 0, sizeof c);
     c.struct_size = sizeof c;
@@ -185,6 +207,9 @@ static rayo_call host_shape(const rayo_dev_call *d)
     c.ldc = d->ldc;
     c.ldy = d->ldy;
     c.params = d->params;
+    c.a = d->a.buf ? &present : NULL;
+    c.b = d->b.buf ? &present : NULL;
+    c.c = d->c.buf ? &present : NULL;
     return c;
 }
 
@@ -266,8 +291,9 @@ static const rayo_memory_api webgpu_memory = {
 };
 
 /* ---- the op table: the op list, filtered by signature class ------------------
- * gemv is registered by its dtype combinations (f32 among them), the other
- * ops with a WGSL entry point by signature (all-f32). */
+ * gemv, get_rows and convert are registered by their dtype combinations
+ * (convert: to f32 only), the other ops with a WGSL entry point by
+ * signature (all-f32). */
 #define WEBGPU_ENTRY(ENUM) {RAYO_OP_##ENUM, 0, webgpu_kernel},
 #define WEBGPU_SIG_BINARY(ENUM) WEBGPU_ENTRY(ENUM)
 #define WEBGPU_SIG_UNARY(ENUM) WEBGPU_ENTRY(ENUM)
@@ -277,27 +303,40 @@ static const rayo_memory_api webgpu_memory = {
 #define WEBGPU_SIG_MATMUL(ENUM) WEBGPU_ENTRY(ENUM)
 #define WEBGPU_SIG_GEMV(ENUM)
 #define WEBGPU_SIG_TRANSPOSE(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_REDUCE(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_REDUCE2(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_ARGREDUCE(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_ROWS(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_NORM(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_GLU(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_CONVERT(ENUM)
+#define WEBGPU_SIG_GET_ROWS(ENUM)
 /* not in WGSL yet: these fall through to the CPU backends */
-#define WEBGPU_SIG_REDUCE(ENUM)
-#define WEBGPU_SIG_REDUCE2(ENUM)
-#define WEBGPU_SIG_ARGREDUCE(ENUM)
-#define WEBGPU_SIG_ROWS(ENUM)
-#define WEBGPU_SIG_NORM(ENUM)
 #define WEBGPU_SIG_BIAS_ACT(ENUM)
+#define WEBGPU_SIG_ROPE(ENUM)
+#define WEBGPU_SIG_ATTENTION(ENUM)
 
 #define WEBGPU_DT(X) RAYO_DTYPE_##X
-#define WEBGPU_COMBO_GEMV(A, B, C, Y) \
-    {RAYO_OP_GEMV, RAYO_DTYPES(WEBGPU_DT(A), WEBGPU_DT(B), WEBGPU_DT(C), WEBGPU_DT(Y)), webgpu_kernel},
+#define WEBGPU_COMBO_ENTRY(OP, A, B, C, Y) \
+    {RAYO_OP_##OP, RAYO_DTYPES(WEBGPU_DT(A), WEBGPU_DT(B), WEBGPU_DT(C), WEBGPU_DT(Y)), webgpu_kernel},
+#define WEBGPU_COMBO_GEMV(A, B, C, Y) WEBGPU_COMBO_ENTRY(GEMV, A, B, C, Y)
+#define WEBGPU_COMBO_GET_ROWS(A, B, C, Y) WEBGPU_COMBO_ENTRY(GET_ROWS, A, B, C, Y)
+#define WEBGPU_COMBO_CONVERT_TO_F32(A, B, C, Y) WEBGPU_COMBO_ENTRY(CONVERT, A, B, C, Y)
+#define WEBGPU_COMBO_CONVERT_TO_F16(A, B, C, Y)
+#define WEBGPU_COMBO_CONVERT_TO_BF16(A, B, C, Y)
+#define WEBGPU_COMBO_CONVERT_TO_Q8_0(A, B, C, Y)
+#define WEBGPU_COMBO_CONVERT_TO_Q4_0(A, B, C, Y)
+#define WEBGPU_COMBO_CONVERT(A, B, C, Y) WEBGPU_COMBO_CONVERT_TO_##Y(A, B, C, Y)
 #define WEBGPU_COMBO_MATMUL(A, B, C, Y)
+#define WEBGPU_COMBO_ROPE(A, B, C, Y)
+#define WEBGPU_COMBO_ATTENTION(A, B, C, Y)
 
 static const rayo_op_entry webgpu_ops[] = {
-#define RAYO_OPS_BASE_ONLY
 #define RAYO_OP(ID, ENUM, NAME, SIG, TOL_REL, TOL_ABS, SCALE, SUMMARY) WEBGPU_SIG_##SIG(ENUM)
 #define RAYO_COMBO(OP, A, B, C, Y, TR, TA, RR, RA) WEBGPU_COMBO_##OP(A, B, C, Y)
 #include "rayo-ops.h"
 #undef RAYO_COMBO
 #undef RAYO_OP
-#undef RAYO_OPS_BASE_ONLY
 };
 
 RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
