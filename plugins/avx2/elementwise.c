@@ -17,20 +17,10 @@
 #include <stdint.h>
 
 /* Calls below these sizes run on the calling thread only: waking the pool
- * costs a few microseconds. */
+ * costs a few microseconds (avx2_run_items, plugin.h). */
 #define ELTWISE_CHEAP ((size_t)1 << 18)
 #define ELTWISE_MATH ((size_t)1 << 14)
 
-/* avx2's thresholds are measured per op class in elements: a call of count
- * items of per_item elements goes one chunk per thread from cost elements. */
-static inline void eltwise_run(const void *state, const rayo_call *call, size_t count,
-                               size_t per_item, size_t cost, cpu_range_fn *fn)
-{
-    size_t min_items = (cost + per_item - 1) / per_item;
-    size_t granule = per_item == 1 ? AVX2_VECTOR_GRANULE : 1;
-    avx2_run_ranges(state, call, count, min_items < 2 ? 2 : min_items, granule, fn);
-}
-#define ELTWISE_RUN eltwise_run
 
 /* ---- one-vector functions --------------------------------------------------- */
 

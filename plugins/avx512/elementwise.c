@@ -19,8 +19,6 @@
  * CPU_PARALLEL_MIN_WORK elements, transcendental ones 16 times sooner. */
 #define ELTWISE_CHEAP 1
 #define ELTWISE_MATH 16
-#define ELTWISE_RUN(state, call, count, per_item, cost, fn)                              \
-    cpu_run_ranges(state, call, count, (per_item) * (cost), fn)
 
 /* ---- one-vector functions --------------------------------------------------- */
 

@@ -12,10 +12,8 @@
  *   VEC_FN(name)            the plugin's function of each op below
  *                           (VEC_FN(add)(u, v), VEC_FN(sigmoid)(x), ...)
  *   VEC_FN(axpy)(alpha, x, y)   alpha * x + y rounded once (or as if)
- *   ELTWISE_CHEAP ELTWISE_MATH  the two cost classes, as ELTWISE_RUN wants them
- *   ELTWISE_RUN(state, call, count, per_item, cost, fn)
- *                           runs the cpu_range_fn fn over [0, count) items
- *                           of per_item elements (the plugin's threading rule)
+ *   ELTWISE_CHEAP ELTWISE_MATH  the cost of an element of the two op
+ *                           classes, in CPU_RUN_ITEMS's unit (cpu-base.h)
  * and optionally
  *   VEC_MAP(y, lo, hi, j, expr)   its own loop y[j] = expr over [lo, hi),
  *                           instead of the vector loops (scalar)
@@ -29,6 +27,10 @@
  * NaN/Inf behaviour is the plugin's functions': they follow the scalar
  * backend's comparisons.
  */
+
+#ifndef CPU_RUN_ITEMS
+#define CPU_RUN_ITEMS cpu_run_items
+#endif
 
 /* An op's operands; the op's full/part functions read vectors at an offset. */
 typedef struct eltwise_args {
@@ -106,7 +108,7 @@ static inline size_t eltwise_to_alignment(const float *y, size_t i, size_t end)
     CPU_KERNEL_FN(name)                                                                    \
     {                                                                                      \
         ELTWISE_NOTE_STREAM(state, call);                                                  \
-        ELTWISE_RUN(state, call, call->n, 1, cost, name##_range);                          \
+        CPU_RUN_ITEMS(state, call, call->n, 1, cost, name##_range);                          \
         return RAYO_OK;                                                                    \
     }
 
@@ -187,7 +189,7 @@ static void axpy_range(const cpu_state *st, const rayo_call *c, size_t i, size_t
 
 CPU_KERNEL_FN(axpy)
 {
-    ELTWISE_RUN(state, call, call->n, 1, ELTWISE_CHEAP, axpy_range);
+    CPU_RUN_ITEMS(state, call, call->n, 1, ELTWISE_CHEAP, axpy_range);
     return RAYO_OK;
 }
 
@@ -238,6 +240,6 @@ CPU_KERNEL_FN(bias_act)
         return RAYO_E_INVALID;
     }
     size_t cost = call->flags <= RAYO_ACT_RELU ? ELTWISE_CHEAP : ELTWISE_MATH;
-    ELTWISE_RUN(state, call, call->m, call->n ? call->n : 1, cost, bias_act_rows[call->flags]);
+    CPU_RUN_ITEMS(state, call, call->m, call->n ? call->n : 1, cost, bias_act_rows[call->flags]);
     return RAYO_OK;
 }

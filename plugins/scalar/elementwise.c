@@ -18,8 +18,6 @@
 /* Relative cost of one element, in "cheap operations" (for threading). */
 #define ELTWISE_CHEAP 1
 #define ELTWISE_MATH 8
-#define ELTWISE_RUN(state, call, count, per_item, cost, fn)                                \
-    cpu_run_ranges(state, call, count, (per_item) * (cost), fn)
 
 /* ---- one-element functions -------------------------------------------------- */
 static inline float maximum1(float a, float b)
