@@ -5,7 +5,10 @@
  *   cuda-bench-infer [--quick] [--gemv]
  *
  * gemv with f16, bf16, Q8_0, Q4_0, Q4_K and Q6_K weights at 4096 x 11008
- * and 11008 x 4096 (rows x columns): bytes of the weights / time, each call
+ * and 11008 x 4096 (rows x columns), strict and relaxed (Q8_0 and Q4_0:
+ * x rounded to 8 bits), and relaxed at a TinyLlama decode step's shapes
+ * (2048 x 2048, 256 x 2048, 5632 x 2048, 2048 x 5632, where the time is
+ * near a launch's): bytes of the weights / time, each call
  * on another copy of the weights so that the 50 MB L2 cache holds none of
  * them (what decode does: every token streams every weight once).  The
  * reference is rayo's own read-only kernel, sum over 2^28 floats (1 GiB),
@@ -156,7 +159,7 @@ static double check_rows(rayo_dtype dt, const uint8_t *w, size_t row_bytes, cons
     return deq ? worst : NAN;
 }
 
-static void bench_gemv(rayo_context *ctx, rayo_dtype dt, size_t m, size_t n, double ref_gbs)
+static void bench_gemv(rayo_context *ctx, rayo_dtype dt, size_t m, size_t n, uint32_t precision, double ref_gbs)
 {
     size_t row_bytes = 0, copies;
     if (!rayo_dtype_row_bytes(dt, n, &row_bytes))
@@ -180,7 +183,7 @@ static void bench_gemv(rayo_context *ctx, rayo_dtype dt, size_t m, size_t n, dou
         wb[c] = device_buffer(ctx, bytes, w);
         calls[c] = (rayo_batch_call){.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_GEMV,
                                      .dtypes = RAYO_DTYPES(dt, RAYO_DTYPE_F32, RAYO_DTYPE_NONE, RAYO_DTYPE_F32),
-                                     .m = m, .n = n, .alpha = 1, .beta = 0,
+                                     .m = m, .n = n, .alpha = 1, .beta = 0, .precision = precision,
                                      .a = {wb[c], 0}, .b = {xb, 0}, .y = {yb, 0}};
     }
     double t = time_calls(ctx, calls, (int)copies, 400);
@@ -190,7 +193,8 @@ static void bench_gemv(rayo_context *ctx, rayo_dtype dt, size_t m, size_t n, dou
         die("rayo_buffer_read", s);
     double gbs = (double)bytes / t * 1e-9;
     char name[64], note[128];
-    snprintf(name, sizeof name, "gemv %s %zux%zu", rayo_dtype_name(dt), m, n);
+    snprintf(name, sizeof name, "gemv %s %zux%zu%s", rayo_dtype_name(dt), m, n,
+             precision == RAYO_PRECISION_RELAXED ? " relaxed" : "");
     snprintf(note, sizeof note, "%.2f us, %.2fx the sum reference, max err %.1e (of sum|terms|)", t * 1e6,
              gbs / ref_gbs, check_rows(dt, w, row_bytes, x, y, m, n));
     report("gemv", name, gbs, "GB/s", note);
@@ -323,11 +327,16 @@ int main(int argc, char **argv)
         bench_attention(ctx, RAYO_DTYPE_F16, 2048, 2048, ref);
         bench_attention(ctx, RAYO_DTYPE_F32, 2048, 2048, ref);
     }
-    for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
-        bench_gemv(ctx, dts[i], 4096, 11008, ref);
-        if (!quick)
-            bench_gemv(ctx, dts[i], 11008, 4096, ref);
-    }
+    for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++)
+        for (uint32_t p = RAYO_PRECISION_STRICT; p <= RAYO_PRECISION_RELAXED; p++) {
+            bench_gemv(ctx, dts[i], 4096, 11008, p, ref);
+            if (!quick)
+                bench_gemv(ctx, dts[i], 11008, 4096, p, ref);
+        }
+    static const size_t decode[][2] = {{2048, 2048}, {256, 2048}, {5632, 2048}, {2048, 5632}};
+    for (size_t i = 0; i < sizeof decode / sizeof decode[0] && !quick; i++)
+        for (size_t d = 2; d < 4; d++) /* Q8_0, Q4_0 */
+            bench_gemv(ctx, dts[d], decode[i][0], decode[i][1], RAYO_PRECISION_RELAXED, ref);
     rayo_close(ctx);
     return 0;
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# infer-cpu.sh - the CPU inference figures in one run: Q4_K and Q8_0 gemv
+# infer-cpu.sh - the CPU inference figures in one run: Q4_0, Q8_0, Q4_K and Q6_K gemv
 # 4096 x 11008 and attention decode (32 heads, 4 KV heads, head dim 64,
 # f16 cache of 4096) on the x86 backends at 1 and 2 threads, each rayo-bench
 # call with its read / copy / triad references measured in the same process.
@@ -17,7 +17,7 @@ for t in 1 2; do
     clock=cpu
     [ "$t" = 1 ] || clock=wall
     for p in relaxed strict; do
-        for dt in q4_k q8_0; do
+        for dt in q4_0 q8_0 q4_k q6_k; do
             "$b/tools/rayo-bench" --ops gemv --dtype $dt --sizes 4096x11008 --backends "$backends" \
                 --threads $t --clock $clock --reps 7 --precision $p 2>/dev/null | grep -E '^(gemv|triad)'
         done

@@ -169,7 +169,12 @@ RAYO_OP(83, BIAS_ACT,    bias_act,   BIAS_ACT,  2e-6,   1e-7,   ELEM, "y = act(x
 /* matmul and gemv with other dtypes: activations and accumulation f32.
  * Relaxed: TF32-like products (10-bit mantissa), f32 accumulation.  The SUM
  * scale of a Q4_K operand is the sum of |d sc q x| + |dmin m x| (the two
- * parts of each product separately). */
+ * parts of each product separately).  A relaxed gemv or matmul of block
+ * weights may round the activations to 8 bits per block; its bound is then
+ * statistical: it holds for weights unrelated to the activations' rounding
+ * errors (the x86 gemv rounds to 8 bits only where its estimate of the
+ * error, five standard deviations, is within the contract), not for
+ * weights made to match those errors. */
 RAYO_COMBO(MATMUL, F32,  F32,  NONE, F32, 1e-5, 0, 2e-3, 0)
 RAYO_COMBO(MATMUL, F32,  F16,  NONE, F32, 1e-5, 0, 2e-3, 0)
 RAYO_COMBO(MATMUL, F32,  BF16, NONE, F32, 1e-5, 0, 2e-3, 0)

@@ -406,7 +406,7 @@ RAYO_API rayo_status rayo_gemv_ex(rayo_context *ctx, unsigned flags, size_t m, s
     float alpha, rayo_matrix A, const float *x, float beta, float *y, rayo_precision precision);
 /* y[r] (cols f32, row stride ldy) = row idx[r] of table (table_rows x cols,
  * any dtype), r < n_idx; an index outside [0, table_rows) is RAYO_E_INVALID
- * before anything is written. */
+ * before anything is written (in a batch: rayo_batch_wait). */
 RAYO_API rayo_status rayo_get_rows(rayo_context *ctx, rayo_matrix table, size_t table_rows,
     size_t cols, const int32_t *idx, size_t n_idx, float *y, size_t ldy);
 
@@ -553,7 +553,11 @@ RAYO_API rayo_status rayo_batch_submit(rayo_batch *batch);
  * then stays as it was).  RAYO_E_STATE while the batch
  * runs.  Calls recorded later are checked at the step set. */
 RAYO_API rayo_status rayo_batch_set_step(rayo_batch *batch, size_t step);
-/* timeout_ns: UINT64_MAX waits forever. */
+/* timeout_ns: UINT64_MAX waits forever.  A recorded get_rows whose indices
+ * (read at run time from their buffer) leave [0, k) writes no row of its y
+ * and makes the wait return RAYO_E_INVALID with a message, on every
+ * backend; the ops recorded after it may have run (device backends) or not
+ * (the CPU backends stop there). */
 RAYO_API rayo_status rayo_batch_wait(rayo_batch *batch, uint64_t timeout_ns);
 /* Waits for a submitted batch, then frees it. */
 RAYO_API void rayo_batch_destroy(rayo_batch *batch);

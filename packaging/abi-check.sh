@@ -100,7 +100,13 @@ check)
 --prove)
     # 1. librayo relinked from the same objects with rayo_version no longer exported.
     printf '{ global: rayo_*; local: rayo_version; *; };\n' >"$tmp/hide.map"
-    ${CC:-cc} -shared -o "$tmp/librayo.so" "$build"/core/.libs/librayo_la-*.o \
+    # the objects the build links now (a glob would also take stale objects of renamed sources)
+    objs=$(printf 'abi-check-objects:\n\t@echo $(am_core_librayo_la_OBJECTS)\n' |
+        make -s -C "$build" -f Makefile -f - abi-check-objects | tr ' ' '\n' |
+        sed -n 's|^core/\(.*\)\.lo$|'"$build"'/core/.libs/\1.o|p')
+    [ -n "$objs" ] || { echo "abi-check: --prove: no object list from $build/Makefile"; exit 1; }
+    # shellcheck disable=SC2086 # one word per object
+    ${CC:-cc} -shared -o "$tmp/librayo.so" $objs \
         -Wl,-soname,librayo.so.0 -Wl,--version-script="$tmp/hide.map" -linih -lpthread -lm
     dump "$tmp/librayo.so" "$tmp/broken-lib.abi"
     if compare "librayo without rayo_version" "$base/librayo.abi" "$tmp/broken-lib.abi" >"$tmp/out1"; then

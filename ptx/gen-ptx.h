@@ -14,9 +14,9 @@
  *                   (also mma16: the f16/bf16 kernels),
  *                   splitk.c (the float64 sum of split-K partials),
  *                   wgmma.c (TF32, f16 and bf16 on Hopper's warpgroup MMA, sm_90a),
- *                   infer-gemv.c + infer-ops.c + attention.c (module "infer": gemv
- *                   with half and quantized weights; glu, rope, convert, get_rows;
- *                   fused attention)
+ *                   infer-gemv.c + infer-gemv8.c + infer-ops.c + attention.c
+ *                   (module "infer": gemv with half and quantized weights, and
+ *                   with 8-bit x; glu, rope, convert, get_rows; fused attention)
  *
  * A kernel is written into a `kern`: each helper takes fresh virtual
  * registers (nf, nr, ...), and emit() prints one instruction with their
@@ -89,6 +89,7 @@ int m_exp(kern *k, int x);
 int m_exp_act(kern *k, int x); /* clamped to [-86, 88]: for callers with an absolute tolerance */
 int m_div_fast(kern *k, int num, int den); /* num * rcp.approx(den) */
 int m_log(kern *k, int x);
+int m_erfc_poly(kern *k, int t, int *tau); /* Q(tau) of erfc(t) = tau exp(Q(tau) - t^2), t >= 0 */
 int m_sigmoid(kern *k, int x);
 int m_silu(kern *k, int x);
 int m_tanh(kern *k, int x);
@@ -136,6 +137,11 @@ void module_splitk(strbuf *mod);
 void module_mma16(strbuf *mod);  /* tf32.c: the f16/bf16 kernels on the TF32 kernels' generator */
 void module_infer(strbuf *mod);
 void module_wgmma(strbuf *mod); /* sm_90a only */
+/* infer-gemv.c: part += code * x for the 4 byte codes of w, each less bias
+ * (.b32 w, .f32 x[4] and part) */
+void codes_dot4(kern *k, int w, float bias, const int *x, int part);
+/* infer-gemv8.c: gemv with Q8_0 / Q4_0 weights and 8-bit x (relaxed calls) */
+void infer_gemv8(strbuf *mod);
 /* infer-ops.c: the other kernels of module "infer" (glu, rope, convert) */
 void infer_ops(strbuf *mod);
 /* attention.c: attention kernels of module "infer" */

@@ -110,7 +110,7 @@ static void load_x4(kern *k, int xa, int first, int *x)
 }
 
 /* part += code * x for the 4 byte codes of w: (2^23 + byte) - bias */
-static void codes_dot4(kern *k, int w, float bias, const int *x, int part)
+void codes_dot4(kern *k, int w, float bias, const int *x, int part)
 {
     for (int b = 0; b < 4; b++) {
         int v = nf(k);
@@ -778,6 +778,7 @@ void module_infer(strbuf *mod)
     sb_printf(mod, "\n.extern .shared .align 16 .b8 gq_smem[];\n");
     for (size_t i = 0; i < FORMAT_COUNT; i++)
         gen_gemvq(mod, &formats[i]);
+    infer_gemv8(mod);
     infer_ops(mod);
     infer_attention(mod);
 }

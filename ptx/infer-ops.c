@@ -57,24 +57,122 @@ static int elem_addr(kern *k, int base, int r, int ld, int j, int size)
 }
 
 /* ---- gated units: y = f(gate) * up -------------------------------------------- */
+/* With up near 1e30, f(gate) down to 1e-37 (gates of -9 to -88) still makes
+ * a y above the tolerance, so below GLU_TAIL f keeps its relative
+ * precision: f = g e / (1 + e) (silu, gelu_tanh) or g tau e / 2 (gelu:
+ * erfc = tau e), e = exp(w) = p 2^n with w in f64 (its f32 rounding would
+ * cost |w| ulp of e), and 2^n applied last, to the product with up: neither
+ * e nor f passes through a subnormal (flushed) or 0 on the way. */
+#define GLU_TAIL (-2.0f)
+enum glu_kind { GLU_SILU, GLU_GELU, GLU_GELU_TANH };
+
 typedef struct glu_ctx {
     int y, a, b, lda, ldb, ldy;
-    int (*act)(kern *k, int x);
+    enum glu_kind kind;
 } glu_ctx;
+
+/* 2^e as an f32 from its bits, e (.s32 register) in [-126, 127]. */
+static int pow2_of(kern *k, int e)
+{
+    int b = nr(k), f = nf(k);
+    emit(k, "add.s32 %s, %s, 127;", R(b), R(e));
+    emit(k, "shl.b32 %s, %s, 23;", R(b), R(b));
+    emit(k, "mov.b32 %s, %s;", F(f), R(b));
+    return f;
+}
+
+/* exp(w) = p 2^n for w (.f64) < 0, clamped at -200 (every caller then
+ * rounds to 0): returns p (f32, in [0.7, 1.42]), *n_out the .s32 n. */
+static int exp_split(kern *k, int w, int *n_out)
+{
+    int wc = nfd(k), t = nfd(k), n = nfd(k), r = nfd(k), rl = nfd(k), rf = nf(k), p = nf(k), ni = nr(k);
+    emit(k, "max.f64 %s, %s, %s;", FD(wc), FD(w), CD(-200.0));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(t), FD(wc), CD(1.4426950408889634));
+    emit(k, "cvt.rni.f64.f64 %s, %s;", FD(n), FD(t));
+    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(r), FD(n), CD(-0.6931471805599453), FD(wc));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(rl), FD(r), CD(1.4426950408889634));
+    emit(k, "cvt.rn.f32.f64 %s, %s;", F(rf), FD(rl));
+    emit(k, "ex2.approx.f32 %s, %s;", F(p), F(rf));
+    emit(k, "cvt.rzi.s32.f64 %s, %s;", R(ni), FD(n));
+    *n_out = ni;
+    return p;
+}
+
+/* The factor c (|c| < 256) of y = c u 2^n, for gate g < GLU_TAIL. */
+static int glu_tail_factor(kern *k, enum glu_kind kind, int g, int *n)
+{
+    int x = nfd(k), w = nfd(k), c = nf(k);
+    emit(k, "cvt.f64.f32 %s, %s;", FD(x), F(g));
+    if (kind == GLU_GELU) {
+        int a = nf(k), t = nf(k), tau, poly, pd = nfd(k), x2 = nfd(k), p;
+        emit(k, "abs.f32 %s, %s;", F(a), F(g));
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(t), F(a), C(0.707106781186547524f));
+        poly = m_erfc_poly(k, t, &tau);
+        emit(k, "cvt.f64.f32 %s, %s;", FD(pd), F(poly));
+        emit(k, "mul.rn.f64 %s, %s, %s;", FD(x2), FD(x), FD(x));
+        emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(w), FD(x2), CD(-0.5), FD(pd)); /* Q - g^2 / 2 */
+        p = exp_split(k, w, n);
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(c), F(g), F(tau));
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(c), F(c), F(p));
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(c), F(c), C(0.5f));
+        return c;
+    }
+    if (kind == GLU_SILU) {
+        emit(k, "mov.f64 %s, %s;", FD(w), FD(x));
+    } else { /* 2 sqrt(2/pi) (g + 0.044715 g^3) */
+        int x3 = nfd(k), in = nfd(k);
+        emit(k, "mul.rn.f64 %s, %s, %s;", FD(x3), FD(x), FD(x));
+        emit(k, "mul.rn.f64 %s, %s, %s;", FD(x3), FD(x3), FD(x));
+        emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(in), FD(x3), CD(0.044715), FD(x));
+        emit(k, "mul.rn.f64 %s, %s, %s;", FD(w), FD(in), CD(1.5957691216057308));
+    }
+    int p = exp_split(k, w, n), nc = nr(k), e = nf(k), d = nf(k), gp = nf(k);
+    emit(k, "max.s32 %s, %s, -126;", R(nc), R(*n)); /* below, e only rounds 1 + e to 1 */
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(e), F(p), F(pow2_of(k, nc)));
+    emit(k, "add.rn.f32 %s, %s, %s;", F(d), F(e), C(1.0f));
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(gp), F(g), F(p));
+    emit(k, "div.rn.f32 %s, %s, %s;", F(c), F(gp), F(d));
+    return c;
+}
+
+/* f(g) u for g < GLU_TAIL: (c 2^-8) u 2^(n + 8), the power of two as two
+ * exact factors (one rounding where the result lands); 0 below 2^-252. */
+static int glu_tail(kern *k, enum glu_kind kind, int g, int u)
+{
+    int n, c = glu_tail_factor(k, kind, g, &n);
+    int v = nf(k), e = nr(k), h1 = nr(k), h2 = nr(k), y1 = nf(k), y = nf(k), y0 = nf(k), pz = np(k);
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(c), C(0.00390625f));
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(v), F(u));
+    emit(k, "add.s32 %s, %s, 8;", R(e), R(n));
+    emit(k, "setp.lt.s32 %s, %s, -252;", P(pz), R(e));
+    emit(k, "max.s32 %s, %s, -252;", R(e), R(e));
+    emit(k, "shr.s32 %s, %s, 1;", R(h1), R(e));
+    emit(k, "sub.s32 %s, %s, %s;", R(h2), R(e), R(h1));
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(y1), F(v), F(pow2_of(k, h1)));
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(y0), F(y1), F(pow2_of(k, h2)));
+    emit(k, "mul.rn.f32 %s, %s, 0f00000000;", F(v), F(v));
+    emit(k, "selp.f32 %s, %s, %s, %s;", F(y), F(v), F(y0), P(pz));
+    return y;
+}
 
 static void glu_elem(kern *k, int r, int j, const void *p)
 {
     const glu_ctx *c = p;
-    int g = nf(k), u = nf(k), out = nf(k);
+    int g = nf(k), u = nf(k), out = nf(k), tail = np(k);
     /* plain loads: y may be gate or up (in place) */
     emit(k, "ld.global.f32 %s, [%s];", F(g), D(elem_addr(k, c->a, r, c->lda, j, 4)));
     emit(k, "ld.global.f32 %s, [%s];", F(u), D(elem_addr(k, c->b, r, c->ldb, j, 4)));
-    int f = c->act(k, g);
+    int f = c->kind == GLU_SILU ? m_silu(k, g) : c->kind == GLU_GELU ? m_gelu(k, g) : m_gelu_tanh(k, g);
     emit(k, "mul.rn.f32 %s, %s, %s;", F(out), F(f), F(u));
+    int lab = nlabel(k);
+    emit(k, "setp.ge.f32 %s, %s, %s;", P(tail), F(g), C(GLU_TAIL));
+    emit(k, "@%s bra %s;", P(tail), L(lab)); /* NaN gates take the tail too: NaN either way */
+    emit(k, "mov.f32 %s, %s;", F(out), F(glu_tail(k, c->kind, g, u)));
+    label(k, lab);
     emit(k, "st.global.f32 [%s], %s;", D(elem_addr(k, c->y, r, c->ldy, j, 4)), F(out));
 }
 
-static void gen_glu(strbuf *mod, const char *name, int (*act)(kern *k, int x))
+static void gen_glu(strbuf *mod, const char *name, enum glu_kind kind)
 {
     kern kk = {0}, *k = &kk;
     glu_ctx c;
@@ -85,7 +183,7 @@ static void gen_glu(strbuf *mod, const char *name, int (*act)(kern *k, int x))
     c.lda = param_u64(k, "p_lda");
     c.ldb = param_u64(k, "p_ldb");
     c.ldy = param_u64(k, "p_ldy");
-    c.act = act;
+    c.kind = kind;
     rows_cols(k, m, n, glu_elem, &c);
     char full[48];
     snprintf(full, sizeof full, "glu_%s", name);
@@ -624,9 +722,9 @@ static void gen_quantize(strbuf *mod, int q4)
 
 void infer_ops(strbuf *mod)
 {
-    gen_glu(mod, "swiglu", m_silu);
-    gen_glu(mod, "geglu", m_gelu);
-    gen_glu(mod, "geglu_tanh", m_gelu_tanh);
+    gen_glu(mod, "swiglu", GLU_SILU);
+    gen_glu(mod, "geglu", GLU_GELU);
+    gen_glu(mod, "geglu_tanh", GLU_GELU_TANH);
     gen_convert(mod, "cvt_f32_f16", CVT_F32_F16);
     gen_convert(mod, "cvt_f32_bf16", CVT_F32_BF16);
     gen_convert(mod, "cvt_f16_f32", CVT_F16_F32);

@@ -148,9 +148,10 @@ int m_log(kern *k, int x)
     return y;
 }
 
-/* erfc(t) for t >= 0: tau exp(-t^2 + Q(tau)), tau = 2/(2+t); Q fitted by
- * ptx/fit-erfc.py (relative error ~1e-7 where it matters); 0 beyond t = 10. */
-static int m_erfc_pos(kern *k, int t)
+/* erfc(t) = tau exp(-t^2 + Q(tau)) for t >= 0, tau = 2/(2+t); Q fitted by
+ * ptx/fit-erfc.py (relative error ~1e-7 where it matters).  Returns Q(tau)
+ * and sets *tau_out. */
+int m_erfc_poly(kern *k, int t, int *tau_out)
 {
     static const uint32_t q[10] = {0xBFA1FA33u, 0x3F7FA666u, 0x3EC5F5BBu, 0x3D0DBBAAu,
                                    0x3AA62531u, 0xBDA46A12u, 0xBF323D90u, 0x3F940FDAu,
@@ -158,9 +159,9 @@ static int m_erfc_pos(kern *k, int t)
     float qf[10];
     for (int i = 0; i < 10; i++)
         memcpy(&qf[i], &q[i], sizeof qf[i]);
-    int den = nf(k), tau = nf(k), t2 = nf(k), arg = nf(k);
+    int den = nf(k), tau = nf(k);
     /* tau = 2/(2 + t): rcp.approx and one Newton step (Q amplifies an
-     * error of tau; t = inf gives NaN here, replaced by 0 below) */
+     * error of tau; t = inf gives NaN here, replaced by 0 by the callers) */
     int r0 = nf(k), nden = nf(k), e0 = nf(k), r1 = nf(k);
     emit(k, "add.rn.f32 %s, %s, %s;", F(den), F(t), C(2.0f));
     emit(k, "rcp.approx.ftz.f32 %s, %s;", F(r0), F(den));
@@ -168,7 +169,15 @@ static int m_erfc_pos(kern *k, int t)
     emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(e0), F(nden), F(r0), C(1.0f)); /* 1 - den r0 */
     emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(r1), F(e0), F(r0), F(r0));
     emit(k, "add.rn.f32 %s, %s, %s;", F(tau), F(r1), F(r1));
-    int poly = horner(k, tau, qf, 10);
+    *tau_out = tau;
+    return horner(k, tau, qf, 10);
+}
+
+/* erfc(t) for t >= 0; 0 beyond t = 10. */
+static int m_erfc_pos(kern *k, int t)
+{
+    int tau, poly = m_erfc_poly(k, t, &tau);
+    int t2 = nf(k), arg = nf(k);
     emit(k, "mul.rn.f32 %s, %s, %s;", F(t2), F(t), F(t));
     emit(k, "sub.rn.f32 %s, %s, %s;", F(arg), F(poly), F(t2));
     int e = m_exp_act(k, arg);

@@ -33,4 +33,33 @@ layout(push_constant) uniform PushConstants {
     uint aux;              // per-pass extra (partial count of a reduction...)
 } pc;
 
+// ---- the range contract of the products --------------------------------------
+// rayo-ops.h: no intermediate overflow where the float64 result is finite.
+// Products near FLT_MAX that cancel overflow a float sum for good (inf, or
+// NaN from inf - inf).  A shader that finds its sum not finite does it
+// again with both factors scaled by 2^-64 (exact: a power of two), where no
+// sum of fewer than 2^100 terms can overflow, and multiplies the result by
+// RANGE_UP twice.  What the scaling flushes (a factor below 2^-62, a
+// product below 4) is under 2^-62 of the sum of |terms| that overflowed: far
+// inside the SUM contract.  Slow, and only for outputs that overflowed.
+const float RANGE_DOWN = 5.42101086242752217e-20;   // 2^-64
+const float RANGE_UP = 1.8446744073709552e19;       // 2^64
+
+// From the bits: compilers may assume no inf or NaN in float comparisons.
+bool range_finite(float v) { return (floatBitsToUint(v) & 0x7f800000u) != 0x7f800000u; }
+
+// `precise`: compilers may otherwise fold the two scalings into one factor
+// 2^-128 applied after the product a b, which overflows.
+float range_fma(float a, float b, float sum)
+{
+    precise float as = a * RANGE_DOWN, bs = b * RANGE_DOWN;
+    return fma(as, bs, sum);
+}
+
+float range_up(float scaled)
+{
+    precise float r = scaled * RANGE_UP * RANGE_UP;
+    return r;
+}
+
 #endif

@@ -26,7 +26,9 @@
 //   and the format's offset (8, 32, 128) at once;
 // - block scales multiply a block's (or sub-block's) sum once;
 // - the dtype, alignment and team shape are specialization constants.
-// Every product and sum stays f32 (x is never rounded: rayo-ops.h).
+// Every product and sum stays f32 (x is never rounded: rayo-ops.h).  A
+// row whose sum is not finite is summed again one element at a time with
+// scaled factors (common.glsl: the range contract).
 //
 // Push constants (common.glsl): n, m; k = bytes between row starts;
 // oa = byte offset of A; ob, oy = word offsets of x and y; aux = the last
@@ -55,6 +57,7 @@ layout(constant_id = 7) const uint X_TILE = 0u;       // x values staged per ste
 layout(constant_id = 8) const uint SPLIT = 1u;        // subgroups of a team
 
 const uint F16 = 1u, BF16 = 2u, Q8_0 = 8u, Q4_0 = 9u, Q4_K = 10u, Q6_K = 11u;
+#include "dequant.glsl"
 
 // PAIRED: words of a block pair; each subgroup stages its rows' next
 // pairs here (one per invocation and row), read with whole-subgroup
@@ -493,6 +496,20 @@ float team_sum(float s, uint r, uint team)
     return s;
 }
 
+// The row at byte row_at dotted with x, the factors scaled, by one
+// subgroup (each subgroup of a team on its own: no barrier, as other teams
+// do not come here).
+float row_scaled(uint row_at)
+{
+    float total = 0.0, block = 0.0;
+    uint terms = 0u;
+    for (uint e = gl_SubgroupInvocationID; e < pc.n; e += gl_SubgroupSize) {
+        block = range_fma(dq_value(row_at, e), x_at(e), block);
+        if (++terms == 32u) { total += block; block = 0.0; terms = 0u; }
+    }
+    return subgroupAdd(total + block);
+}
+
 void main()
 {
     uint team = gl_SubgroupID / SPLIT, teams = gl_NumSubgroups / SPLIT;
@@ -515,9 +532,12 @@ void main()
             team_sums(at, lane, size, s);
         [[unroll]] for (uint r = 0u; r < ROWS; r++) {
             float sum = team_sum(s[r], r, team);
+            bool scaled = !range_finite(sum); // the same in the whole team
+            if (scaled)
+                sum = row_scaled(at[r]);
             uint row = first + r;
             if (lane == 0u && row < pc.m) {
-                float y = pc.alpha * sum;
+                float y = scaled ? range_up(pc.alpha * sum) : pc.alpha * sum;
                 if (pc.beta != 0.0)
                     y = fma(pc.beta, uintBitsToFloat(y_data[pc.oy + row]), y);
                 y_data[pc.oy + row] = floatBitsToUint(y);

@@ -15,12 +15,11 @@
 
 #extension GL_GOOGLE_include_directive : require
 #include "rmath.glsl"
-#include "half.glsl"
 
 layout(std430, set = 0, binding = 0) readonly buffer BufA { uint a_data[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB { uint b_data[]; };
 layout(std430, set = 0, binding = 3) buffer BufY { uint y_data[]; };
-layout(std430, set = 0, binding = 4) readonly buffer BufS { uint s_data[]; };
+layout(std430, set = 0, binding = 4) buffer BufS { uint s_data[]; };
 
 layout(push_constant) uniform PushConstants {
     uint n, m, k;
@@ -39,11 +38,56 @@ const uint WG = gl_WorkGroupSize.x;
 #include "rayo-op-ids.glsl"
 const uint CHUNK = 4096u;       // convert: elements per workgroup row (a multiple of 256)
 const uint F32 = 0u, F16 = 1u, BF16 = 2u, Q8_0 = 8u, Q4_0 = 9u, Q4_K = 10u, Q6_K = 11u;
+#include "dequant.glsl"
 
 float a_float(uint i) { return uintBitsToFloat(a_data[i]); }
 void put(uint i, float v) { y_data[i] = floatBitsToUint(v); }
 
 // ---- gated units ---------------------------------------------------------------
+// y = f(g) u with u up to ~1e30 (rayo-ops.h): where g < GLU_TAIL, f(g)
+// down to 1e-37 still makes a y above the tolerance, so there f keeps its
+// relative precision: f = x e / (1 + e) (silu, gelu_tanh) or x t e / 2
+// (gelu: erfc(z) = t e) with e = exp(w) = m 2^k, w computed in double (its
+// float rounding would cost |w| ulp of e), and the power of two applied
+// last, to the product with u: neither e nor f passes through a subnormal
+// or 0 (flushed on some devices) or past FLT_MAX on the way.
+
+const float GLU_TAIL = -2.0;
+
+// exp(w) = m 2^k, m in [0.7, 1.42], for w < 0 (below -200, as for -200:
+// every caller then rounds to 0).
+float exp_split(double w, out int k)
+{
+    w = max(w, -200.0LF);
+    float kf = roundEven(float(w) * R_LOG2E);
+    k = int(kf);
+    double r = w - double(kf) * 0.693147180559945309417LF;
+    return exp2(float(r * 1.44269504088896340736LF));
+}
+
+// c m u 2^k, for |c m| < 256 (scaled by 2^-8 first: the product with u
+// stays finite wherever the result is).
+float times_pow2(float cm, float u, int k)
+{
+    float v = (cm * 0.00390625) * u;
+    return k + 8 < -252 ? v * 0.0 : r_scale2(v, min(k + 8, 254));
+}
+
+// f(g) u for g < GLU_TAIL.
+float glu_tail(float g, float u)
+{
+    double x = double(g);
+    int k;
+    if (OP == OP_GEGLU) {
+        float t, p = r_erfc_poly(abs(g) * 0.70710678118654752, t);
+        float m = exp_split(double(p) - 0.5LF * x * x, k);
+        return times_pow2(0.5 * g * t * m, u, k);
+    }
+    double w = OP == OP_SWIGLU ? x : 1.59576912160573071176LF * (x + 0.044715LF * x * x * x);
+    float m = exp_split(w, k);
+    float e = k < -252 ? 0.0 : r_scale2(m, k);
+    return times_pow2(g * m / (1.0 + e), u, k);
+}
 
 void glu_row(uint r)
 {
@@ -51,73 +95,40 @@ void glu_row(uint r)
         float g = a_float(pc.oa + r * pc.lda + j);
         float u = uintBitsToFloat(b_data[pc.ob + r * pc.ldb + j]);
         float f = OP == OP_SWIGLU ? r_silu(g) : OP == OP_GEGLU ? r_gelu(g) : r_gelu_tanh(g);
-        put(pc.oy + r * pc.ldy + j, f * u);
+        put(pc.oy + r * pc.ldy + j, g < GLU_TAIL ? glu_tail(g, u) : f * u);
     }
 }
 
-// ---- get_rows: the value of element e of a table row, as rayo-dtype.h
-// computes it (the same float operations: `precise` forbids contraction) ----
+// ---- get_rows ---------------------------------------------------------------------
 
-uint byte_at(uint at) { return (a_data[at >> 2u] >> (8u * (at & 3u))) & 0xffu; }
-uint half_at(uint at) { return byte_at(at) | (byte_at(at + 1u) << 8u); }
-int sbyte_at(uint at) { return int(byte_at(at) << 24u) >> 24; }
-
-float q4_k_value(uint blk, uint i)
-{
-    uint s = i / 32u, l = i % 32u, sc, mn;
-    if (s < 4u) {
-        sc = byte_at(blk + 4u + s) & 63u;
-        mn = byte_at(blk + 8u + s) & 63u;
-    } else {
-        sc = (byte_at(blk + 8u + s) & 15u) | ((byte_at(blk + s) >> 6u) << 4u);
-        mn = (byte_at(blk + 8u + s) >> 4u) | ((byte_at(blk + 4u + s) >> 6u) << 4u);
-    }
-    uint q = (byte_at(blk + 16u + 32u * (s / 2u) + l) >> (4u * (s & 1u))) & 15u;
-    precise float ds = f16_value(half_at(blk)) * float(sc);
-    precise float ms = f16_value(half_at(blk + 2u)) * float(mn);
-    precise float y = ds * float(q) - ms;
-    return y;
-}
-
-float q6_k_value(uint blk, uint i)
-{
-    uint h = i / 128u, k = (i % 128u) / 32u, l = i % 32u;
-    uint low = (byte_at(blk + 64u * h + 32u * (k & 1u) + l) >> (4u * (k >> 1u))) & 15u;
-    uint high = (byte_at(blk + 128u + 32u * h + l) >> (2u * k)) & 3u;
-    precise float ds = f16_value(half_at(blk + 208u)) * float(sbyte_at(blk + 192u + i / 16u));
-    precise float y = ds * float(int(low | (high << 4u)) - 32);
-    return y;
-}
-
-float table_value(uint row_at, uint e)
-{
-    if (DTYPE == F32) return uintBitsToFloat(a_data[(row_at >> 2u) + e]);
-    if (DTYPE == F16) return f16_value(half_at(row_at + 2u * e));
-    if (DTYPE == BF16) return uintBitsToFloat(half_at(row_at + 2u * e) << 16u);
-    if (DTYPE == Q8_0) {
-        uint blk = row_at + 34u * (e / 32u);
-        precise float y = float(sbyte_at(blk + 2u + e % 32u)) * f16_value(half_at(blk));
-        return y;
-    }
-    if (DTYPE == Q4_0) {
-        uint blk = row_at + 18u * (e / 32u), j = e % 32u;
-        uint q = j < 16u ? byte_at(blk + 2u + j) & 15u : byte_at(blk + 2u + j - 16u) >> 4u;
-        precise float y = float(int(q) - 8) * f16_value(half_at(blk));
-        return y;
-    }
-    if (DTYPE == Q4_K) return q4_k_value(row_at + 144u * (e / 256u), e % 256u);
-    return q6_k_value(row_at + 210u * (e / 256u), e % 256u);
-}
-
-// Row r of y = table row idx[r]; an index outside [0, k) (a batch: the
-// host checks host calls) gives a row of NaN.  pc.lda: table row bytes.
+// Row r of y = table row idx[r] (every index checked: indices_ok).
+// pc.lda: table row bytes.
 void get_row(uint r)
 {
-    int idx = int(b_data[pc.ob + r]);
-    bool ok = idx >= 0 && uint(idx) < pc.k;
-    uint row_at = pc.oa + uint(ok ? idx : 0) * pc.lda;
+    uint row_at = pc.oa + b_data[pc.ob + r] * pc.lda;
     for (uint j = gl_LocalInvocationID.x; j < pc.n; j += WG)
-        put(pc.oy + r * pc.ldy + j, ok ? table_value(row_at, j) : uintBitsToFloat(0x7fc00000u));
+        put(pc.oy + r * pc.ldy + j, dq_value(row_at, j));
+}
+
+shared bool bad_index;
+
+// Whether every index is in [0, k).  The host checks a host call's indices;
+// a batch's are in device memory, so each workgroup checks them all before
+// it writes a row: with a bad one no row is written (y stays as it was)
+// and workgroup 0 sets the fault word s[pc.aux], which the host reads when
+// the batch is waited for (RAYO_E_INVALID).
+bool indices_ok()
+{
+    if (gl_LocalInvocationID.x == 0u)
+        bad_index = false;
+    barrier();
+    for (uint r = gl_LocalInvocationID.x; r < pc.m; r += WG)
+        if (b_data[pc.ob + r] >= pc.k) // an int below 0 is a uint past k
+            bad_index = true;
+    barrier();
+    if (bad_index && gl_WorkGroupID.x == 0u && gl_LocalInvocationID.x == 0u)
+        s_data[pc.aux] = 1u;
+    return !bad_index;
 }
 
 // ---- convert -----------------------------------------------------------------------
@@ -184,8 +195,8 @@ void convert_chunk(uint r)
         uint e0 = r * CHUNK, count = min(CHUNK, pc.n - e0);
         for (uint j = gl_LocalInvocationID.x; j < count; j += WG) {
             uint e = e0 + j;
-            uint bits = DTYPE == BF16 ? half_at(pc.oa + 2u * e) << 16u
-                                      : floatBitsToUint(table_value(pc.oa + r * pc.lda, j));
+            uint bits = DTYPE == BF16 ? dq_half(pc.oa + 2u * e) << 16u
+                                      : floatBitsToUint(dq_value(pc.oa + r * pc.lda, j));
             y_data[pc.oy / 4u + e] = bits;
         }
         return;
@@ -241,6 +252,8 @@ void rope_token(uint t)
 
 void main()
 {
+    if (OP == OP_GET_ROWS && !indices_ok())
+        return;
     for (uint r = gl_WorkGroupID.x; r < pc.m; r += gl_NumWorkGroups.x) {
         if (OP == OP_CONVERT)
             convert_chunk(r);

@@ -13,6 +13,10 @@
 // Variants: RAYO_ALIGNED (m % BM == n % BN == k % BK == 0 and operands at
 // multiples of 16 bytes) loads vec4 from global memory without bounds
 // checks; the generic one loads floats with bounds checks (any shape).
+// An element whose block sum is not finite is summed again from A and B
+// with scaled factors (common.glsl: the range contract), from that block
+// to the end of k at once (C already holds the blocks before it; later
+// flushes leave the element alone).
 
 #extension GL_GOOGLE_include_directive : require
 #ifdef RAYO_ALIGNED
@@ -161,7 +165,66 @@ vec4 acc[TM * TN / 4u];
 // stays in the cache between flushes, and each invocation reads back
 // only what it wrote.  The first flush writes alpha acc + beta C (C is not
 // read when beta == 0), later ones add alpha acc; acc restarts at 0.
-void flush(uint row0, uint col0, uint tx, uint ty, bool first)
+float a_at(uint i)
+{
+#ifdef RAYO_ALIGNED
+    return a_data[pc.oa + i / 4u][i % 4u];
+#else
+    return a_data[pc.oa + i];
+#endif
+}
+
+float b_at(uint i)
+{
+#ifdef RAYO_ALIGNED
+    return b_data[pc.ob + i / 4u][i % 4u];
+#else
+    return b_data[pc.ob + i];
+#endif
+}
+
+// alpha times C(row, col)'s sum over k in [lo, hi), from A and B with
+// scaled factors (a block sum that was not finite).
+float alpha_scaled(uint row, uint col, uint lo, uint hi)
+{
+    float total = 0.0, block = 0.0;
+    for (uint kk = lo; kk < hi; kk++) {
+        float a = a_at(TRANS_A ? kk * pc.m + row : row * pc.k + kk);
+        float b = b_at(TRANS_B ? col * pc.k + kk : kk * pc.n + col);
+        block = range_fma(a, b, block);
+        if ((kk - lo) % 32u == 31u) { total += block; block = 0.0; }
+    }
+    return range_up(pc.alpha * (total + block));
+}
+
+// Bit 4 a + e: element e of acc[a] was summed to the end of k by
+// alpha_scaled; any_redone: some bit is set.
+uint redone[(TM * TN + 31u) / 32u];
+bool any_redone;
+
+// What the flush adds for acc[a] = v, the 4 columns from col of row, its
+// block starting at k = from: alpha v; for an element not finite, alpha
+// times its sum from `from` to the end of k; 0 for one done so before.
+vec4 alpha_times(vec4 v, uint a, uint row, uint col, uint from)
+{
+    vec4 r = pc.alpha * v;
+    if (!any_redone &&
+        range_finite(v.x) && range_finite(v.y) && range_finite(v.z) && range_finite(v.w))
+        return r;
+    for (uint e = 0u; e < 4u; e++) {
+        uint i = 4u * a + e, bit = 1u << (i % 32u);
+        if ((redone[i / 32u] & bit) != 0u) {
+            r[e] = 0.0;
+        } else if (!range_finite(v[e]) && row < pc.m && col + e < pc.n) {
+            r[e] = alpha_scaled(row, col + e, from, pc.k);
+            redone[i / 32u] |= bit;
+            any_redone = true;
+        }
+    }
+    return r;
+}
+
+void flush(uint row0, uint col0, uint tx, uint ty, bool first, uint from)
 {
     for (uint i = 0u; i < TM / 4u; i++)
         for (uint ii = 0u; ii < 4u; ii++) {
@@ -169,16 +232,14 @@ void flush(uint row0, uint col0, uint tx, uint ty, bool first)
             for (uint j = 0u; j < TN / 4u; j++) {
                 uint col = col0 + (tx + j * WX) * 4u;
                 uint a = (i * 4u + ii) * (TN / 4u) + j;
-                vec4 v = acc[a];
+                vec4 v = alpha_times(acc[a], a, row, col, from);
                 acc[a] = vec4(0.0);
 #ifdef RAYO_ALIGNED
                 uint o = (row * pc.n + col) / 4u;
                 if (!first)
-                    v = fma(vec4(pc.alpha), v, y_data[pc.oy + o]);
+                    v += y_data[pc.oy + o];
                 else if (pc.beta != 0.0)
-                    v = fma(vec4(pc.beta), c_data[pc.oc + o], pc.alpha * v);
-                else
-                    v = pc.alpha * v;
+                    v = fma(vec4(pc.beta), c_data[pc.oc + o], v);
                 y_data[pc.oy + o] = v;
 #else
                 if (row >= pc.m)
@@ -187,9 +248,9 @@ void flush(uint row0, uint col0, uint tx, uint ty, bool first)
                     if (col + e >= pc.n)
                         break;
                     uint o = row * pc.n + col + e;
-                    float r = pc.alpha * v[e];
+                    float r = v[e];
                     if (!first)
-                        r = fma(pc.alpha, v[e], y_data[pc.oy + o]);
+                        r += y_data[pc.oy + o];
                     else if (pc.beta != 0.0)
                         r = fma(pc.beta, c_data[pc.oc + o], r);
                     y_data[pc.oy + o] = r;
@@ -206,6 +267,9 @@ void main()
 
     for (uint i = 0u; i < TM * TN / 4u; i++)
         acc[i] = vec4(0.0);
+    for (uint i = 0u; i < (TM * TN + 31u) / 32u; i++)
+        redone[i] = 0u;
+    any_redone = false;
 
     uint steps = (pc.k + BK - 1u) / BK;
     fetch(row0, col0, 0u);
@@ -213,7 +277,7 @@ void main()
     barrier();
     // blocks of pc.aux steps; the inner loop is the plain tiled loop
     bool first = true;
-    for (uint s = 0u;;) {
+    for (uint s = 0u, from = 0u;; from = s) {
         for (uint end = min(s + pc.aux, steps); s < end; s++) {
             uint buf = s & 1u;
             if (s + 1u < steps)
@@ -235,10 +299,11 @@ void main()
                 stash(buf ^ 1u);
             barrier();
         }
-        if (s >= steps)
+        if (s >= steps) {
+            flush(row0, col0, tx, ty, first, from * BK);
             break;
-        flush(row0, col0, tx, ty, first);
+        }
+        flush(row0, col0, tx, ty, first, from * BK);
         first = false;
     }
-    flush(row0, col0, tx, ty, first);
 }

@@ -198,13 +198,11 @@ float r_sigmoid(float x)
     return r_div_big(1.0, 1.0 + r_exp(-x));
 }
 
-// erfc(z) for z >= 0 (Chebyshev fit with fractional error < 1.2e-7), the
-// square -z*z split into hi + lo so that its rounding does not grow with z.
-// Past z = 10 erfc is below the smallest float.
-float r_erfc_pos(float z)
+// erfc(z) = t exp(p - z^2) for z >= 0, t = 1 / (1 + z / 2): p of a
+// Chebyshev fit (fractional error < 1.2e-7), returned with t.
+float r_erfc_poly(float z, out float t)
 {
-    if (z > 10.0) return 0.0;
-    float t = r_rcp(fma(0.5, z, 1.0));
+    t = r_rcp(fma(0.5, z, 1.0));
     float p = 0.17087277;
     p = fma(p, t, -0.82215223);
     p = fma(p, t, 1.48851587);
@@ -214,7 +212,17 @@ float r_erfc_pos(float z)
     p = fma(p, t, 0.09678418);
     p = fma(p, t, 0.37409196);
     p = fma(p, t, 1.00002368);
-    p = fma(p, t, -1.26551223);
+    return fma(p, t, -1.26551223);
+}
+
+// erfc(z) for z >= 0, the square -z*z split into hi + lo so that its
+// rounding does not grow with z.  Past z = 10 erfc is below the smallest
+// float.
+float r_erfc_pos(float z)
+{
+    if (z > 10.0) return 0.0;
+    float t;
+    float p = r_erfc_poly(z, t);
     // z^2 = hi + lo: exact where fma is fused (GPUs); where it is not
     // (lavapipe) lo is 0 and exp(-z^2) keeps z^2's rounding, 3e-8 z^2
     // relative, which only matters past z = 4, where gelu is below its

@@ -19,11 +19,4 @@ XDG_CONFIG_HOME=$tmp
 export XDG_CONFIG_HOME
 unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_PLUGIN_PATH RAYO_FORCE_CPU
 
-# Fixes still pending, so these groups are skipped there (reported as
-# skipped, never as passed): vulkan's gemv and matmul sum products near 1e38
-# that cancel in float (inf where the result is finite) and its gated units
-# lose the gate's left tail (subnormal, flushed); avx2's and avx512's
-# attention keeps scores near 3e3 in float (tens of contract units off);
-# neon has none of the three fixes yet (as test-neon-conform.sh says).
-"$conform" --skip vulkan:cancel,glu-tail --skip avx2:attn-large --skip avx512:attn-large \
-    --skip neon:cancel,glu-tail,attn-large $RAYO_CONFORM_ARGS
+"$conform" $RAYO_CONFORM_ARGS

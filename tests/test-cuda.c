@@ -8,7 +8,7 @@
  *     and the engine only) on fresh random inputs (elementwise, reductions
  *     with NaN, rows, norms without gamma, matmul in every transpose and in
  *     shapes that mix the tiled kernels with the edge kernel, gemv,
- *     transpose, bias_act), fused attention in the shapes that take each
+ *     transpose, bias_act), relaxed Q8_0 / Q4_0 gemv (x in 8 bits), fused attention in the shapes that take each
  *     launch plan (a KV group wider than one warp's 4 heads, odd groups,
  *     aligned and unaligned K/V rows, decode and prefill), batches on device buffers (a typed matmul too)
  *     at unaligned offsets (each op of a chain checked against the device's
@@ -55,6 +55,7 @@ static int failures;
 /* ---- a host of our own ---------------------------------------------------- */
 static char last_error[2048];
 static const char *config_precision = "fp32";
+static const char *config_embedded = "no";
 static char cache_dir[512];
 
 static void h_log(const rayo_host *h, int level, const char *fmt, ...)
@@ -84,6 +85,8 @@ static const char *h_config(const rayo_host *h, const char *key)
     (void)h;
     if (!strcmp(key, "precision"))
         return config_precision;
+    if (!strcmp(key, "embedded_code")) /* the first state JITs the PTX (the cache is checked), the second may not */
+        return config_embedded;
     return NULL;
 }
 
@@ -303,6 +306,56 @@ static void test_gemv(void *st)
         c.y = y0;
         judge(NULL, c, y, "gemv%s", flags ? " transposed" : "");
         free(A); free(x); free(y0); free(y);
+    }
+}
+
+/* Relaxed Q8_0 / Q4_0 gemv on host memory against the float64 product of
+ * the stored weights, within the relaxed contract: rows long enough for
+ * the kernels with x in 8 bits (cuda-infer.c: 1024 values on), in the
+ * decoder's shapes and odd row counts (warps looping over rows), x scaled
+ * far down (below 2^-64: the rounding's rescaled path) and up, x with an
+ * outlier (one past the kernels' error estimate: float sums), and rows of
+ * an odd number of Q4_0 blocks (rows not on 4 bytes: the float kernels). */
+static void check_gemv_int8(void *st, rayo_dtype dt, size_t m, size_t n, float xscale, float beta, float outlier)
+{
+    size_t row_bytes = 0;
+    CHECK(rayo_dtype_row_bytes(dt, n, &row_bytes), "row bytes of %zu values", n);
+    float *A = floats(m * n, -1, 1), *x = floats(n, -1, 1), *y0 = floats(m, -1, 1), *y = malloc(m * sizeof *y);
+    unsigned char *q = malloc(m * row_bytes);
+    for (size_t r = 0; r < m; r++) {
+        unsigned char *row = q + r * row_bytes;
+        (dt == RAYO_DTYPE_Q8_0 ? rayo_quantize_q8_0 : rayo_quantize_q4_0)(A + r * n, row, n);
+        (dt == RAYO_DTYPE_Q8_0 ? rayo_dequantize_q8_0 : rayo_dequantize_q4_0)(row, A + r * n, n);
+    }
+    for (size_t i = 0; i < n; i++)
+        x[i] *= xscale;
+    x[n / 3] *= outlier;
+    memcpy(y, y0, m * sizeof *y);
+    rayo_call c = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_GEMV, .m = m, .n = n, .alpha = 1.5f, .beta = beta,
+                   .a = q, .b = x, .y = y, .dtypes = RAYO_DTYPES(dt, RAYO_DTYPE_F32, 0, RAYO_DTYPE_F32),
+                   .precision = RAYO_PRECISION_RELAXED};
+    CHECK(run(st, &c) == RAYO_OK, "gemv %s: %s", rayo_dtype_name(dt), last_error);
+    rayo_call ref = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_GEMV, .m = m, .n = n, .alpha = 1.5f,
+                     .beta = beta, .a = A, .b = x, .y = y0};
+    rayo_op_info relaxed = *rayo_op_by_id(RAYO_OP_GEMV);
+    relaxed.tol_rel = 2e-3; /* the combo's relaxed contract */
+    judge(&relaxed, ref, y, "relaxed gemv %s %zux%zu, x scaled by %g, one value by %g more", rayo_dtype_name(dt), m,
+          n, (double)xscale, (double)outlier);
+    free(A); free(x); free(y0); free(y); free(q);
+}
+
+static void test_gemv_int8(void *st)
+{
+    static const size_t shapes[][2] = {{1, 1024}, {37, 2048}, {256, 2048}, {300, 5632}, {1001, 4096},
+                                       {70, 11008}, {17, 1056}};
+    for (int d = 0; d < 2; d++) {
+        rayo_dtype dt = d ? RAYO_DTYPE_Q4_0 : RAYO_DTYPE_Q8_0;
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+            check_gemv_int8(st, dt, shapes[i][0], shapes[i][1], 1.0f, i % 2 ? 0.5f : 0.0f, 1.0f);
+        check_gemv_int8(st, dt, 5, 2048, 1e-25f, 0.0f, 1.0f);
+        check_gemv_int8(st, dt, 5, 2048, 1e30f, 0.0f, 1.0f);
+        check_gemv_int8(st, dt, 300, 2048, 1.0f, 0.0f, 1000.0f); /* past the estimate: the float sums */
+        check_gemv_int8(st, dt, 300, 11008, 1.0f, 0.5f, 100.0f); /* within it: 8-bit x */
     }
 }
 
@@ -744,6 +797,7 @@ int main(int argc, char **argv)
     test_rows(st);
     test_matrix(st);
     test_attention(st);
+    test_gemv_int8(st);
     test_batches(st);
     test_typed_matmul_batch(st, RAYO_PRECISION_STRICT);
     test_typed_matmul_batch(st, RAYO_PRECISION_RELAXED);
@@ -754,8 +808,9 @@ int main(int argc, char **argv)
     CHECK(cubins >= 4, "JIT cache: %d cubin files in %s", cubins, cache_dir);
     desc->fini(st);
 
-    /* TF32: a second state, from the cache this time */
+    /* TF32: a second state, from the cache or the build's machine code this time */
     config_precision = "tf32";
+    config_embedded = "yes";
     st = NULL;
     CHECK(desc->init(&host, 0, &st) == RAYO_OK, "init (tf32): %s", last_error);
     if (st) {

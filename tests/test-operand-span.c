@@ -5,7 +5,8 @@
  * rope with a head stride and ldx = 0, padded token-major views.
  *   1. rayo_operand_counts against the largest offset found by visiting
  *      every element;
- *   2. where vulkan is loaded: attention on host memory with a head-major
+ *   2. on each device backend that loads (vulkan, cuda): attention on host
+ *      memory with a head-major
  *      cache in buffers allocated to exactly that extent (a plugin that
  *      copies more reads past them: ASan, tests/sanitize.sh, reports it),
  *      its result against scalar's; and the same call in a batch with
@@ -82,8 +83,9 @@ static float *random_floats(size_t n)
     return x;
 }
 
-/* attention with a head-major cache on host memory: vulkan against scalar. */
-static void test_host_attention(void)
+/* attention with a head-major cache on host memory: backend be against
+ * scalar. */
+static void test_host_attention(const char *be)
 {
     rayo_attention_params p = head_major(1, 100, 300, 8, 2, 64);
     size_t kv = visit_extent(p.n_kv, p.n_kv_heads, p.head_dim, p.k_token, p.k_head);
@@ -96,33 +98,33 @@ static void test_host_attention(void)
     rayo_status s = rayo_run_on(ctx, "scalar", &c);
     CHECK(s == RAYO_OK, "scalar attention: %s", rayo_last_error());
     c.y = out;
-    s = rayo_run_on(ctx, "vulkan", &c);
-    CHECK(s == RAYO_OK, "vulkan attention, head-major cache in buffers of its true extent: %s", rayo_last_error());
+    s = rayo_run_on(ctx, be, &c);
+    CHECK(s == RAYO_OK, "%s attention, head-major cache in buffers of its true extent: %s", be, rayo_last_error());
     double worst = 0;
     for (size_t i = 0; s == RAYO_OK && i < qn; i++)
         worst = fmax(worst, fabs((double)out[i] - want[i]));
-    CHECK(worst < 1e-4, "vulkan and scalar differ by %g", worst);
+    CHECK(worst < 1e-4, "%s and scalar differ by %g", be, worst);
     free(q), free(k), free(v), free(out), free(want);
 }
 
 /* The same layout in a batch: buffers of exactly the true extent are
  * enough. */
-static void test_batch_attention(void)
+static void test_batch_attention(const char *be)
 {
     rayo_attention_params p = head_major(1, 100, 300, 8, 2, 64);
     size_t kv_bytes = visit_extent(p.n_kv, p.n_kv_heads, p.head_dim, p.k_token, p.k_head) * sizeof(float);
     size_t q_bytes = p.n_heads * p.head_dim * sizeof(float);
     rayo_buffer *q = NULL, *k = NULL, *v = NULL, *o = NULL;
-    int ok = rayo_buffer_create(ctx, "vulkan", q_bytes, &q) == RAYO_OK &&
-             rayo_buffer_create(ctx, "vulkan", kv_bytes, &k) == RAYO_OK &&
-             rayo_buffer_create(ctx, "vulkan", kv_bytes, &v) == RAYO_OK &&
-             rayo_buffer_create(ctx, "vulkan", q_bytes, &o) == RAYO_OK;
+    int ok = rayo_buffer_create(ctx, be, q_bytes, &q) == RAYO_OK &&
+             rayo_buffer_create(ctx, be, kv_bytes, &k) == RAYO_OK &&
+             rayo_buffer_create(ctx, be, kv_bytes, &v) == RAYO_OK &&
+             rayo_buffer_create(ctx, be, q_bytes, &o) == RAYO_OK;
     CHECK(ok, "buffers: %s", rayo_last_error());
     if (ok) {
         rayo_batch_call bc = {.struct_size = sizeof bc, .op = RAYO_OP_ATTENTION, .m = p.n_q, .n = p.head_dim,
                               .k = p.n_kv, .a = {q, 0}, .b = {k, 0}, .c = {v, 0}, .y = {o, 0}, .params = &p};
-        rayo_status s = test_run_batch(ctx, "vulkan", &bc, 1);
-        CHECK(s == RAYO_OK, "batch attention, head-major cache in buffers of its true extent: %s",
+        rayo_status s = test_run_batch(ctx, be, &bc, 1);
+        CHECK(s == RAYO_OK, "%s batch attention, head-major cache in buffers of its true extent: %s", be,
               rayo_last_error());
     }
     rayo_buffer_destroy(q), rayo_buffer_destroy(k), rayo_buffer_destroy(v), rayo_buffer_destroy(o);
@@ -132,16 +134,19 @@ int main(void)
 {
     test_clear_rayo_env();
     test_spans();
-    if (test_open(&ctx, "[plugins]\nallow = scalar, vulkan\n") != RAYO_OK) {
+    if (test_open(&ctx, "[plugins]\nallow = scalar, vulkan, cuda\n") != RAYO_OK) {
         printf("FAIL: rayo_open: %s\n", rayo_last_error());
         return 1;
     }
-    rayo_backend_info info = {.struct_size = sizeof info};
-    if (test_backend(ctx, "vulkan", &info) == RAYO_OK && info.status == RAYO_BACKEND_LOADED) {
-        test_host_attention();
-        test_batch_attention();
-    } else {
-        printf("vulkan not loaded here: only the span checks ran\n");
+    static const char *const devices[] = {"vulkan", "cuda"};
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        rayo_backend_info info = {.struct_size = sizeof info};
+        if (test_backend(ctx, devices[i], &info) == RAYO_OK && info.status == RAYO_BACKEND_LOADED) {
+            test_host_attention(devices[i]);
+            test_batch_attention(devices[i]);
+        } else {
+            printf("%s not loaded here: its attention checks did not run\n", devices[i]);
+        }
     }
     rayo_close(ctx);
     return test_summary();

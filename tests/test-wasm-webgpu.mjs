@@ -10,17 +10,19 @@
 // Checks, in web/conform/ (tests/test-wasm-webgpu.html): WebGPU granted an
 // adapter and the plugin has a device; rayo-conform, run in the page through
 // JSPI so that the plugin can await the GPU, checked the webgpu backend
-// and every op it registers conforms (exit status 0); then matmul and gemv
-// again with their tiled forms (workgroup memory and barriers), which the
-// plugin leaves to real GPUs (on a software adapter it picks the
-// barrier-free ones).
+// and every op it registers conforms (exit status 0); then matmul, gemv
+// and the row ops again with their tiled forms (workgroup memory and
+// barriers), which the plugin leaves to real GPUs (on a software adapter it
+// picks the barrier-free ones).
 // Then the JS API (web/rayo/rayo.mjs) in a page, against float64 references
 // computed here on fresh random inputs: the webgpu backend loaded with its
 // adapter, features and limits in ctx.backends(); matmulAsync and gemvAsync
 // on webgpu; the synchronous form refused on webgpu (it cannot wait) and
 // served by the chain; device buffers and a batch (matmul then relu) on
 // webgpu, read back with await; a batch recorded once and replayed at m
-// steps (its operands' offsets move a row per step).
+// steps (its operands' offsets move a row per step); a decode loop (rope,
+// then attention over a KV cache that grows with the step) recorded once
+// and replayed, checked against float64.
 // Last, the example page's WebGPU benchmark at its quick sizes
 // (?webgpu=quick; the page's button runs matmul 1024^3 and a 4096 x 11008
 // Q4_0 gemv): a row for each, with both times (printed; no speed is
@@ -98,6 +100,75 @@ async function apiInPage(page, A, B, x, m, n, k) {
     return out;
   }, { A, B, x, m, n, k });
 }
+// A decode loop as a decoder runs it on the GPU: one batch recorded once
+// (rope of the step's query at its position, then attention over the KV
+// cache, whose length grows with the step: kvStep), replayed at S steps.
+// Returns the roped queries and the outputs, read back.
+async function decodeInPage(page, d) {
+  return page.evaluate(async ({ Q, K, V, pos, S, H, KVH, D, P0 }) => {
+    const { loadRayo } = await import('./rayo/rayo.mjs');
+    const rayo = await loadRayo();
+    const ctx = rayo.open();
+    const opt = { backend: 'webgpu' };
+    const [q, k, v, p, qr, o] = [ctx.buffer(new Float32Array(Q), opt), ctx.buffer(new Float32Array(K), opt),
+      ctx.buffer(new Float32Array(V), opt), ctx.buffer(new Int32Array(pos), opt), ctx.buffer(S * H * D, opt),
+      ctx.buffer(S * H * D, opt)];
+    const row = H * D, I32 = 3;
+    const batch = ctx.batch(opt);
+    batch.record('rope', { a: { buf: q, offset: 0, step: row }, b: { buf: p, offset: 0, step: 1 },
+      y: { buf: qr, offset: 0, step: row }, m: 1, n: D, dtypes: I32 << 8,
+      rope: { mode: 0, freqBase: 10000, freqScale: 1, nHeads: H, headDim: D } });
+    batch.record('attention', { a: { buf: qr, offset: 0, step: row }, b: k, c: v, y: { buf: o, offset: 0, step: row },
+      m: 1, n: D, k: P0 + 1, kvStep: true,
+      attention: { flags: 1, nQ: 1, nKv: P0 + 1, nHeads: H, nKvHeads: KVH, headDim: D, scale: 1 / Math.sqrt(D) } });
+    for (let step = 0; step < S; step++) {
+      batch.setStep(step);
+      await batch.submit();
+    }
+    const out = { roped: Array.from(await qr.read()), out: Array.from(await o.read()) };
+    [batch, q, k, v, p, qr, o].forEach((x) => x.free());
+    ctx.close();
+    return out;
+  }, d);
+}
+
+// rope (pairs 2i, 2i + 1, base 1e4) of the queries, float64; and the
+// elements of `roped` off its contract (4e-6 relative + 4e-6)
+function ropeOff(d, roped) {
+  let off = 0;
+  for (let s = 0; s < d.S; s++)
+    for (let h = 0; h < d.H; h++)
+      for (let i = 0; i < d.D / 2; i++) {
+        const at = (s * d.H + h) * d.D + 2 * i, th = d.pos[s] * 10000 ** (-2 * i / d.D);
+        const [u, w] = [d.Q[at], d.Q[at + 1]];
+        const ref = [u * Math.cos(th) - w * Math.sin(th), u * Math.sin(th) + w * Math.cos(th)];
+        ref.forEach((r, j) => { if (!(Math.abs(roped[at + j] - r) <= 4e-6 * Math.abs(r) + 4e-6)) off++; });
+      }
+  return off;
+}
+
+// attention of step s's roped query over keys 0..P0+s, float64; the
+// elements off its contract (1e-5 of sum p|v|, + 1e-6)
+function attentionOff(d, roped, out) {
+  let off = 0;
+  for (let s = 0; s < d.S; s++)
+    for (let h = 0; h < d.H; h++) {
+      const kvh = Math.floor(h / (d.H / d.KVH)), n = d.P0 + s + 1, q0 = (s * d.H + h) * d.D;
+      const sc = Array.from({ length: n }, (_, j) => {
+        let t = 0;
+        for (let e = 0; e < d.D; e++) t += roped[q0 + e] * d.K[(j * d.KVH + kvh) * d.D + e];
+        return t / Math.sqrt(d.D);
+      });
+      const mx = Math.max(...sc), w = sc.map((x) => Math.exp(x - mx)), sum = w.reduce((a, b) => a + b, 0);
+      for (let e = 0; e < d.D; e++) {
+        let ref = 0, mag = 0;
+        w.forEach((x, j) => { const vv = d.V[(j * d.KVH + kvh) * d.D + e]; ref += x * vv / sum; mag += x * Math.abs(vv) / sum; });
+        if (!(Math.abs(out[q0 + e] - ref) <= 1e-5 * mag + 1e-6)) off++;
+      }
+    }
+  return off;
+}
+
 const WEBGPU_FLAGS = ['--enable-unsafe-webgpu', '--use-webgpu-adapter=swiftshader'];
 
 const server = await serve(resolve(webDir));
@@ -126,7 +197,8 @@ async function conformInPage(args, kernels, what) {
 try {
   const args = process.env.RAYO_CONFORM_ARGS || '--quick';
   await conformInPage(args, 'auto', 'every op the webgpu plugin registers');
-  await conformInPage(`${args} --op matmul,gemv`, 'tiled', 'matmul and gemv in their tiled forms');
+  await conformInPage(`${args} --op matmul,gemv,softmax,log_softmax,layernorm,rmsnorm`, 'tiled',
+    'matmul, gemv and the row ops in their workgroup forms');
 
   // the JS API
   const [m, n, k] = [37 + Math.floor(random() * 40), 29 + Math.floor(random() * 40), 3 + Math.floor(random() * 300)];
@@ -151,6 +223,16 @@ try {
   check(offContract(r.batch, ref, (v) => Math.max(v, 0)) === 0, 'a batch (matmul, relu) on webgpu, read back');
   check(r.replay.length === m * n && r.replay.every((v, i) => v === -2 * r.batch[i]),
     `a batch replayed at ${m} steps (scale of row step), read back`);
+  // a decode loop on the GPU: rope and attention, replayed with a growing KV cache
+  const dec = { S: 5, H: 4, KVH: 2, D: 16, P0: 3 + Math.floor(random() * 20) };
+  dec.Q = randoms(dec.S * dec.H * dec.D);
+  dec.K = randoms((dec.P0 + dec.S) * dec.KVH * dec.D);
+  dec.V = randoms((dec.P0 + dec.S) * dec.KVH * dec.D);
+  dec.pos = Array.from({ length: dec.S }, (_, s) => dec.P0 + s);
+  const got = await decodeInPage(api, dec);
+  check(ropeOff(dec, got.roped) === 0, `rope in a replayed batch on webgpu (${dec.S} steps) within its contract`);
+  check(attentionOff(dec, got.roped, got.out) === 0,
+    `attention over a KV cache growing with the step (${dec.P0 + 1}..${dec.P0 + dec.S} keys, GQA ${dec.H}/${dec.KVH}) within its contract`);
   await api.close();
 
   // the example page's WebGPU benchmark

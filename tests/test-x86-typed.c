@@ -9,7 +9,13 @@
  *   - gemv at relaxed precision whose x cannot be rounded to integers (a
  *     value that is not finite, a block of x below 1e-30): the strict path
  *     must run, bit for bit; and, so that those checks can fail, an
- *     ordinary x must take the integer path (results differ from strict).
+ *     ordinary x must take the integer path (results differ from strict);
+ *   - gemv at relaxed precision within the relaxed contract (2e-3 of
+ *     sum |terms| per row, float64 reference) for x of the classes where
+ *     int8 x is at its limits: short rows, x spanning 1e-8..1e8, x with a
+ *     few values 100 times the rest; and an ordinary long x must take the
+ *     int8 path (an error above 2^-16 of sum |terms| on some row, which
+ *     the int16 and strict paths never reach).
  * Each backend that loads is checked, 1 and 2 threads; SKIP (77) where
  * neither loads.
  */
@@ -127,6 +133,71 @@ static void check_relaxed_fallback(rayo_context *ctx, const char *backend, rayo_
     free(A);
 }
 
+typedef enum x_class { X_UNIFORM, X_DECADES, X_OUTLIERS } x_class;
+
+static const char *const x_class_name[] = { "uniform in +-1", "spanning 1e-8..1e8", "with outliers x100" };
+
+static void fill_x(float *x, size_t n, x_class cls)
+{
+    conform_fill_uniform(&rng, x, n, -1.0, 1.0);
+    for (size_t i = 0; i < n; i++) {
+        if (cls == X_DECADES)
+            x[i] = (x[i] < 0 ? -1.0f : 1.0f) * (float)pow(10.0, -8.0 + 16.0 * conform_rng_uniform(&rng));
+        else if (cls == X_OUTLIERS && conform_rng_uniform(&rng) < 0.01)
+            x[i] *= 100.0f;
+    }
+}
+
+/* The largest error of a relaxed gemv (m x n) over 2e-3 of its row's
+ * sum |terms|; -1 if a call failed. */
+static double relaxed_error(rayo_context *ctx, const char *backend, rayo_dtype dt, size_t m, size_t n, x_class cls)
+{
+    unsigned char *A = random_matrix(dt, m, n, n);
+    float *x = malloc(n * sizeof *x), *y = malloc(m * sizeof *y);
+    double *ref = malloc(m * sizeof *ref), *terms = malloc(m * sizeof *terms), worst = -1.0;
+    if (!A || !x || !y || !ref || !terms) {
+        CHECK(0, "out of memory");
+        goto out;
+    }
+    fill_x(x, n, cls);
+    rayo_call call = { .struct_size = sizeof(rayo_call), .op = RAYO_OP_GEMV,
+                       .dtypes = RAYO_DTYPES(dt, RAYO_DTYPE_F32, RAYO_DTYPE_NONE, RAYO_DTYPE_F32),
+                       .m = m, .n = n, .alpha = 1.0f, .a = A, .b = x, .y = y,
+                       .precision = RAYO_PRECISION_RELAXED };
+    rayo_status st = rayo_run_on(ctx, backend, &call);
+    CHECK(st == RAYO_OK, "%s: gemv %s: %s", backend, rayo_dtype_name(dt), rayo_last_error());
+    ref_matrix ra = { dt, A, m, n, n };
+    if (st != RAYO_OK || ref_gemv(0, &ra, x, 1.0, 0.0, NULL, ref, terms) != 0)
+        goto out;
+    worst = 0.0;
+    for (size_t r = 0; r < m; r++) {
+        double e = fabs((double)y[r] - ref[r]) / (2e-3 * terms[r]);
+        worst = e > worst ? e : worst;
+    }
+out:
+    free(A), free(x), free(y), free(ref), free(terms);
+    return worst;
+}
+
+static void check_relaxed_accuracy(rayo_context *ctx, const char *backend, rayo_dtype dt)
+{
+    static const size_t sizes[] = { 32, 64, 256, 288, 1024, 4096, 4128, 16384 }; /* 4128: 129 blocks */
+    size_t block = rayo_dtype_block_elems(dt);
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (int cls = X_UNIFORM; cls <= X_OUTLIERS; cls++) {
+            if (sizes[i] % block)
+                continue;
+            size_t m = sizes[i] <= 1024 ? 257 : 13;
+            double e = relaxed_error(ctx, backend, dt, m, sizes[i], (x_class)cls);
+            CHECK(e >= 0.0 && e <= 1.0, "%s: gemv %s relaxed, n = %zu, x %s: error %.3g of the contract",
+                  backend, rayo_dtype_name(dt), sizes[i], x_class_name[cls], e);
+        }
+    /* 2^-16 of sum |terms| is 1/131 of the contract */
+    double e = relaxed_error(ctx, backend, dt, 64, 4096, X_UNIFORM);
+    CHECK(e > 1.0 / 131.0, "%s: gemv %s relaxed, n = 4096, ordinary x: error %.3g of the contract, as "
+          "small as 16-bit x gives: the int8 path did not run", backend, rayo_dtype_name(dt), e);
+}
+
 static void run_all(rayo_context *ctx, const char *backend)
 {
     static const mm_case cases[] = {
@@ -149,6 +220,8 @@ static void run_all(rayo_context *ctx, const char *backend)
     static const rayo_dtype quantized[] = { RAYO_DTYPE_Q8_0, RAYO_DTYPE_Q4_0, RAYO_DTYPE_Q4_K, RAYO_DTYPE_Q6_K };
     for (size_t i = 0; i < sizeof quantized / sizeof quantized[0]; i++)
         check_relaxed_fallback(ctx, backend, quantized[i]);
+    for (size_t i = 0; i < sizeof quantized / sizeof quantized[0]; i++)
+        check_relaxed_accuracy(ctx, backend, quantized[i]);
 }
 
 int main(void)

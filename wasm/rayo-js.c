@@ -262,15 +262,51 @@ EMSCRIPTEN_KEEPALIVE rayo_batch *rayo_js_batch_create(rayo_context *ctx, const c
     return rayo_batch_create(ctx, backend && *backend ? backend : NULL, &batch) == RAYO_OK ? batch : NULL;
 }
 
+/* rope's parameters from v[]: mode, rot_dims, freq_base, freq_scale,
+ * n_heads, head_dim, head_stride_x, head_stride_y (rayo.mjs: ROPE_KEYS). */
+static rayo_rope_params rope_from(const double *v)
+{
+    rayo_rope_params p = {.struct_size = sizeof p, .mode = (rayo_rope_mode)v[0], .rot_dims = (uint32_t)v[1],
+                          .freq_base = (float)v[2], .freq_scale = (float)v[3], .n_heads = (size_t)v[4],
+                          .head_dim = (size_t)v[5], .head_stride_x = (size_t)v[6], .head_stride_y = (size_t)v[7]};
+    return p;
+}
+
+/* attention's parameters from v[]: flags, kv_dtype, n_q, n_kv, n_heads,
+ * n_kv_heads, head_dim, scale, then the strides q_token ... o_head
+ * (rayo.mjs: ATTENTION_KEYS). */
+static rayo_attention_params attention_from(const double *v)
+{
+    rayo_attention_params p = {.struct_size = sizeof p, .flags = (uint32_t)v[0], .kv_dtype = (rayo_dtype)v[1],
+                               .n_q = (size_t)v[2], .n_kv = (size_t)v[3], .n_heads = (size_t)v[4],
+                               .n_kv_heads = (size_t)v[5], .head_dim = (size_t)v[6], .scale = (float)v[7]};
+    size_t *strides[8] = {&p.q_token, &p.q_head, &p.k_token, &p.k_head, &p.v_token, &p.v_head, &p.o_token, &p.o_head};
+    for (int i = 0; i < 8; i++)
+        *strides[i] = (size_t)v[8 + i];
+    return p;
+}
+
 /* One op on buffers; bufs[4], offsets[4] and steps[4] (bytes per unit of
- * the batch's step, for replay): a, b, c, y; dtypes as in rayo_js_run. */
+ * the batch's step, for replay): a, b, c, y; dtypes as in rayo_js_run;
+ * params: rope's or attention's values (above), else NULL; step_flags:
+ * RAYO_STEP_KV_LENGTH or 0. */
 EMSCRIPTEN_KEEPALIVE int rayo_js_batch_record(rayo_batch *batch, uint32_t op, uint32_t flags,
                                               uint32_t dtypes, size_t m, size_t n, size_t k,
                                               float alpha, float beta, rayo_buffer *const bufs[4],
-                                              const size_t offsets[4], const size_t steps[4])
+                                              const size_t offsets[4], const size_t steps[4],
+                                              const double *params, uint32_t step_flags)
 {
     rayo_batch_call call = {.struct_size = sizeof call, .op = op, .flags = flags, .dtypes = dtypes,
-                            .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta};
+                            .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta, .step_flags = step_flags};
+    rayo_rope_params rope;
+    rayo_attention_params attention;
+    if (params && op == RAYO_OP_ROPE) {
+        rope = rope_from(params);
+        call.params = &rope;
+    } else if (params && op == RAYO_OP_ATTENTION) {
+        attention = attention_from(params);
+        call.params = &attention;
+    }
     rayo_operand *operands[4] = {&call.a, &call.b, &call.c, &call.y};
     for (int i = 0; i < 4; i++) {
         operands[i]->buf = bufs[i];

@@ -26,7 +26,8 @@ const char *rayo_js_buffer_backend(const rayo_buffer *buf);
 rayo_batch *rayo_js_batch_create(rayo_context *ctx, const char *backend);
 int rayo_js_batch_record(rayo_batch *batch, uint32_t op, uint32_t flags, uint32_t dtypes, size_t m, size_t n,
                          size_t k, float alpha, float beta, rayo_buffer *const bufs[4],
-                         const size_t offsets[4], const size_t steps[4]);
+                         const size_t offsets[4], const size_t steps[4], const double *params,
+                         uint32_t step_flags);
 int rayo_js_batch_set_step(rayo_batch *batch, size_t step);
 int rayo_js_batch_run(rayo_batch *batch);
 void rayo_js_batch_destroy(rayo_batch *batch);

@@ -462,6 +462,17 @@ function asBytes(values) {
 }
 
 /** Ops recorded on device buffers, run by one submission (rayo_batch). */
+// rope's and attention's parameters (rayo.h's structs, camelCase; absent
+// values 0), in the order rayo-js.c reads them
+const ROPE_KEYS = ['mode', 'rotDims', 'freqBase', 'freqScale', 'nHeads', 'headDim', 'headStrideX', 'headStrideY'];
+const ATTENTION_KEYS = ['flags', 'kvDtype', 'nQ', 'nKv', 'nHeads', 'nKvHeads', 'headDim', 'scale', 'qToken', 'qHead',
+  'kToken', 'kHead', 'vToken', 'vHead', 'oToken', 'oHead'];
+const STEP_KV_LENGTH = 1;
+function paramValues(call) {
+  const [p, keys] = call.rope ? [call.rope, ROPE_KEYS] : call.attention ? [call.attention, ATTENTION_KEYS] : [null, null];
+  return p && keys.map((key) => Number(p[key] || 0));
+}
+
 class Batch {
   constructor(ctx, ptr) {
     this.ctx = ctx;
@@ -470,14 +481,18 @@ class Batch {
 
   /** record(op, {a, b, c, y: DeviceBuffer or {buf, offset, step}
    *  (offset at step 0 and its move per unit of step, in 4-byte elements),
-   *  m, n, k, alpha, beta, flags, dtypes}): dtypes as RAYO_DTYPES (rayo.h),
-   *  0 or absent: all f32. */
+   *  m, n, k, alpha, beta, flags, dtypes, rope, attention, kvStep}): dtypes
+   *  as RAYO_DTYPES (rayo.h), 0 or absent: all f32; rope, attention: their
+   *  parameters ({mode, rotDims, freqBase, ...}: ROPE_KEYS, ATTENTION_KEYS);
+   *  kvStep: attention's n_kv (and k) grow by the batch's step. */
   record(opName, call) {
     const { core, rayo } = this.ctx;
     rayo.checkIdle('batch.record');
     const op = this.ctx.opNamed(opName);
-    const words = core._malloc(48);
+    const words = core._malloc(48 + 8 * ATTENTION_KEYS.length);
     try {
+      const params = paramValues(call);
+      if (params) new Float64Array(core.HEAPU8.buffer, words + 48, params.length).set(params);
       const u32 = new Uint32Array(core.HEAPU8.buffer, words, 12);
       ['a', 'b', 'c', 'y'].forEach((name, i) => {
         const x = call[name];
@@ -486,7 +501,8 @@ class Batch {
         u32[8 + i] = x && x.buf ? (x.step || 0) * 4 : 0;
       });
       const status = core._rayo_js_batch_record(this.ptr, op.id, call.flags || 0, call.dtypes || 0, call.m || 0, call.n || 0,
-        call.k || 0, call.alpha || 0, call.beta || 0, words, words + 16, words + 32);
+        call.k || 0, call.alpha || 0, call.beta || 0, words, words + 16, words + 32, params ? words + 48 : 0,
+        call.kvStep ? STEP_KV_LENGTH : 0);
       this.ctx.checkStatus(status, `batch.record(${opName})`);
     } finally {
       core._free(words);

@@ -122,7 +122,8 @@ $(OBJ)/webgpu/ops.rows $(OBJ)/webgpu/webgpu-ops.wgsl: $(OBJ)/webgpu/%: $(WEBGPU_
 	@mkdir -p $(@D)
 	$(EMCC) -E -P -x c -I$(srcdir)/core $(if $(filter %.wgsl,$@),-DRAYO_WGSL) $< -o $@
 $(OBJ)/webgpu/webgpu-wgsl.js: $(WEBGPU_DIR)/embed-wgsl.mjs $(OBJ)/webgpu/ops.rows $(OBJ)/webgpu/webgpu-ops.wgsl \
-		$(WEBGPU_DIR)/rmath.wgsl $(WEBGPU_DIR)/kernels.wgsl
+		$(WEBGPU_DIR)/rmath.wgsl $(WEBGPU_DIR)/kernels.wgsl \
+		$(WEBGPU_DIR)/rows.wgsl $(WEBGPU_DIR)/infer.wgsl
 	$(NODE) $^ > $@
 
 # MAIN_MODULE=2 links only what is used: the libc functions the side

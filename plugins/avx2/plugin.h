@@ -45,6 +45,19 @@ static inline void avx2_run_ranges(const void *state, const rayo_call *call, siz
 }
 #define AVX2_VECTOR_GRANULE 64
 
+/* The templates' threading (CPU_RUN_ITEMS, cpu-base.h): avx2's thresholds
+ * are measured per op class in elements, so cost is the call size in
+ * elements from which count items of per_item elements go one chunk per
+ * thread. */
+static inline void avx2_run_items(const void *state, const rayo_call *call, size_t count,
+                                  size_t per_item, size_t cost, cpu_range_fn *fn)
+{
+    size_t min_items = (cost + per_item - 1) / per_item;
+    size_t granule = per_item == 1 ? AVX2_VECTOR_GRANULE : 1;
+    avx2_run_ranges(state, call, count, min_items < 2 ? 2 : min_items, granule, fn);
+}
+#define CPU_RUN_ITEMS avx2_run_items
+
 /* ---- reduce.c: helpers shared with rows.c ------------------------------ */
 /* max of x[0..n): NaN if any element is NaN, -inf for n == 0. */
 float avx2_max_f32(const float *x, size_t n);

@@ -20,9 +20,11 @@
  * shift for bf16).
  *
  * Relaxed path (block formats; x rounded once per call, cpu-typed-gemv_tmpl.c):
- *   Q8_0, Q4_0: x in int16 per 32 values, codes widened to int16,
- *     _mm256_madd_epi16 sums pairs into int32 lanes (exact), one float
- *     multiply-add per block by d times x's scale;
+ *   Q8_0, Q4_0: x in int8 per 32 values, _mm256_maddubs_epi16 (codes
+ *     u8 x x s8 with the sign moved, pairs into int16) and
+ *     _mm256_madd_epi16 by ones into int32 lanes (exact), one float
+ *     multiply-add per block by d times x's scale; where int8 x fails the
+ *     error budget, x in int16 and codes widened to int16 (madd);
  *   Q4_K, Q6_K: x in int8 per 256 values, _mm256_maddubs_epi16 (codes u8 x
  *     x s8, pairs into int16), _mm256_madd_epi16 by the sub-block scales
  *     into int32, one float multiply-add per 256 values.
@@ -312,6 +314,18 @@ static ALWAYS_INLINE __m256 block_q4_0_int(const uint8_t *blk, const typed_gemv_
     return scaled_add(s, x86_f16_at(blk) * x->scale16[b], acc);
 }
 
+/* Q8_0 and Q4_0 against int8 x, pairs of blocks (x86-quant.h; Q4_0's x
+ * in the pairs' order). */
+static ALWAYS_INLINE __m256 block_q8_0_pair(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m256 acc)
+{
+    return x86_q8_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
+}
+
+static ALWAYS_INLINE __m256 block_q4_0_pair(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m256 acc)
+{
+    return x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
+}
+
 /* int16 lane j of v (j < 8) in every lane (v holds it in both halves). */
 static inline __m256i broadcast_lane16(__m256i v, int j)
 {
@@ -377,7 +391,19 @@ TYPED_ROWS_FN(rows_q8_0_int, 32, RAYO_Q8_0_BYTES, TYPED_GEMV_INT_GROUP / 32, blo
 
 TYPED_ROWS_FN(rows_q4_0_int, 32, RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q4_0_int)
 
+TYPED_ROWS_PAIRS(rows_q8_0_i8, 1, block_q8_0_pair)
+
+TYPED_ROWS_PAIRS(rows_q4_0_i8, 0, block_q4_0_pair)
+
 TYPED_ROWS_FN(rows_q4_k_int, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_int)
+
+/* Q4_K against int8 x per 32 values (x86-quant.h). */
+static ALWAYS_INLINE __m256 block_q4_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
+{
+    return x86_q4_k_i8_32(blk, x->q8_32 + RAYO_QK_K * b, x->scale8_32 + 8 * b, x->sum + 8 * b, acc);
+}
+
+TYPED_ROWS_FN(rows_q4_k_i8_32, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_i8_32)
 
 TYPED_ROWS_FN(rows_q6_k_int, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_int)
 

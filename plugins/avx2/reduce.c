@@ -76,15 +76,6 @@ double avx2_sum_squares_f64(const float *x, size_t n)
     return s;
 }
 
-/* The block in double, term by term: the slow path of add_block. */
-static double block_f64(cpu_reduction kind, const float *a, const float *b, size_t n)
-{
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++)
-        s += kind == CPU_RED_SUM ? (double)a[i] : kind == CPU_RED_ABS ? fabs((double)a[i]) : (double)a[i] * b[i];
-    return s;
-}
-
 /* total + the block's sum.  A block whose float lanes overflowed (or met
  * inf/NaN) is added again in double, so partial sums past FLT_MAX (FLT_MAX +
  * FLT_MAX - FLT_MAX) cannot make a finite result inf; inf and NaN inputs give
@@ -96,7 +87,7 @@ static ALWAYS_INLINE __m256d add_block(cpu_reduction kind, __m256d total, const 
     __m256 finite = _mm256_cmp_ps(v_abs(lanes), _mm256_set1_ps(INFINITY), _CMP_LT_OQ);
     if (__builtin_expect(_mm256_movemask_ps(finite) == 0xff, 1))
         return v_widen_add(total, lanes);
-    return _mm256_add_pd(total, _mm256_set_pd(0.0, 0.0, 0.0, block_f64(kind, a, b, n)));
+    return _mm256_add_pd(total, _mm256_set_pd(0.0, 0.0, 0.0, cpu_reduce_f64(kind, a, b, n)));
 }
 
 static ALWAYS_INLINE double reduce_blocks(cpu_reduction kind, const float *a, const float *b, size_t n)
@@ -133,12 +124,10 @@ static double reduce_serial(cpu_reduction kind, const float *a, const float *b, 
     }
 }
 
-CPU_REDUCE_KERNELS(reduce_serial, CPU_SPLIT_BY_SIZE, BLOCK)
-
 /* ---- max, min ---------------------------------------------------------------
  * maxps(m, v) returns v when either is NaN: a NaN would enter m and leave it
  * again at the next step.  A separate "saw NaN" mask decides instead. */
-static ALWAYS_INLINE float extreme(const float *x, size_t n, int want_max)
+static ALWAYS_INLINE float reduce_extreme(const float *x, size_t n, int want_max)
 {
     const __m256 start = _mm256_set1_ps(want_max ? -INFINITY : INFINITY);
     __m256 m0 = start, m1 = start, m2 = start, m3 = start;
@@ -181,31 +170,12 @@ static ALWAYS_INLINE float extreme(const float *x, size_t n, int want_max)
 
 float avx2_max_f32(const float *x, size_t n)
 {
-    return extreme(x, n, 1);
-}
-
-static float min_f32(const float *x, size_t n)
-{
-    return extreme(x, n, 0);
-}
-
-AVX2_KERNEL(max)
-{
-    (void)state;
-    *(float *)call->y = avx2_max_f32(call->a, call->n);
-    return RAYO_OK;
-}
-
-AVX2_KERNEL(min)
-{
-    (void)state;
-    *(float *)call->y = min_f32(call->a, call->n);
-    return RAYO_OK;
+    return reduce_extreme(x, n, 1);
 }
 
 /* Index of the first element equal to value (value NaN: the first NaN);
  * the caller knows there is one. */
-static size_t find_first(const float *x, size_t n, float value)
+static size_t reduce_find_first(const float *x, size_t n, float value)
 {
     int want_nan = value != value;
     __m256 v = _mm256_set1_ps(value);
@@ -223,13 +193,6 @@ static size_t find_first(const float *x, size_t n, float value)
     return n - 1; /* not reached */
 }
 
-/* Two simple passes: the maximum (NaN if any), then where it first is. */
-AVX2_KERNEL(argmax)
-{
-    (void)state;
-    if (call->n == 0)
-        return RAYO_E_INVALID;
-    float best = avx2_max_f32(call->a, call->n);
-    *(size_t *)call->y = find_first(call->a, call->n, best);
-    return RAYO_OK;
-}
+#define REDUCE_SPLIT CPU_SPLIT_BY_SIZE
+#define REDUCE_BLOCK BLOCK
+#include "cpu-reduce_tmpl.c"

@@ -16,17 +16,10 @@
 
 #include <math.h>
 
-#define ROWS_PARALLEL_WORK ((size_t)1 << 15) /* elements of exp-heavy work */
-
-/* Rows are parallel once rows * cols * cost is large enough, and there are rows to share. */
-static void run_rows(const avx2_state *st, const rayo_call *call, size_t cost, avx2_range_fn *fn)
-{
-    size_t per_row = call->n * cost;
-    if (per_row == 0)
-        per_row = 1;
-    size_t min_rows = (ROWS_PARALLEL_WORK + per_row - 1) / per_row;
-    avx2_run_ranges(st, call, call->m, min_rows < 2 ? 2 : min_rows, 1, fn);
-}
+/* Rows go parallel from calls of this many elements (avx2_run_items):
+ * every row op is exp-heavy or two passes in double. */
+#define ROWS_EXP_COST ((size_t)1 << 15)
+#define ROWS_NORM_COST ROWS_EXP_COST
 
 /* ---- softmax, log_softmax -------------------------------------------------- */
 
@@ -125,32 +118,6 @@ static void log_softmax_row(const float *x, float *y, size_t n)
     }
 }
 
-static void softmax_range(const cpu_state *st, const rayo_call *c, size_t begin, size_t end)
-{
-    (void)st;
-    for (size_t i = begin; i < end; i++)
-        softmax_row((const float *)c->a + i * c->n, (float *)c->y + i * c->n, c->n);
-}
-
-static void log_softmax_range(const cpu_state *st, const rayo_call *c, size_t begin, size_t end)
-{
-    (void)st;
-    for (size_t i = begin; i < end; i++)
-        log_softmax_row((const float *)c->a + i * c->n, (float *)c->y + i * c->n, c->n);
-}
-
-AVX2_KERNEL(softmax)
-{
-    run_rows(state, call, 1, softmax_range);
-    return RAYO_OK;
-}
-
-AVX2_KERNEL(log_softmax)
-{
-    run_rows(state, call, 1, log_softmax_range);
-    return RAYO_OK;
-}
-
 /* ---- layernorm, rmsnorm ----------------------------------------------------- */
 
 /* sum of x in double: exact for any row a float could hold the mean of. */
@@ -213,54 +180,16 @@ static void normalize_row(const float *x, const float *gamma, const float *beta,
                        (beta ? beta[j] : 0.0));
 }
 
-/* 1 / sqrt(var + eps), and 0 where var + eps = 0 (rayo-ops.h: the
- * normalised value of a constant row with eps = 0 is 0, not 0 * inf);
- * a NaN in the row stays NaN, so the whole row comes out NaN. */
-static double inverse_std(double var_plus_eps)
-{
-    return var_plus_eps == 0 ? 0.0 : 1.0 / sqrt(var_plus_eps);
-}
-
-static void layernorm_range(const cpu_state *st, const rayo_call *c, size_t begin, size_t end)
-{
-    (void)st;
-    size_t n = c->n;
-    for (size_t i = begin; i < end; i++) {
-        const float *x = (const float *)c->a + i * n;
-        double mean = row_sum_f64(x, n) / (double)n;
-        double var = row_centered_squares_f64(x, n, mean) / (double)n;
-        normalize_row(x, c->b, c->c, (float *)c->y + i * n, n, mean, inverse_std(var + (double)c->alpha));
-    }
-}
-
-static void rmsnorm_range(const cpu_state *st, const rayo_call *c, size_t begin, size_t end)
-{
-    (void)st;
-    size_t n = c->n;
-    for (size_t i = begin; i < end; i++) {
-        const float *x = (const float *)c->a + i * n;
-        double mean_square = avx2_sum_squares_f64(x, n) / (double)n;
-        normalize_row(x, c->b, NULL, (float *)c->y + i * n, n, 0.0,
-                      inverse_std(mean_square + (double)c->alpha));
-    }
-}
-
-AVX2_KERNEL(layernorm)
-{
-    run_rows(state, call, 1, layernorm_range);
-    return RAYO_OK;
-}
-
-AVX2_KERNEL(rmsnorm)
-{
-    run_rows(state, call, 1, rmsnorm_range);
-    return RAYO_OK;
-}
+#include "cpu-rows_tmpl.c"
 
 /* ---- transpose: y (n x m) = a (m x n)^T ------------------------------------- */
 
-/* 8x8 block: rows of a (stride lda) become columns of y (stride ldy). */
-static inline void transpose8x8(const float *a, size_t lda, float *y, size_t ldy)
+/* 8x8 block: rows of a (stride lda) become columns of y (stride ldy); the
+ * tiles (32x32 floats: 4 KiB read and 4 KiB written, in L1) and the bands
+ * on the pool are cpu-transpose_tmpl.c's. */
+#define TRANSPOSE_BLOCK 8
+#define TRANSPOSE_COST ((size_t)1 << 18) /* elements from which bands go parallel */
+static inline void transpose_block(const float *a, size_t lda, float *y, size_t ldy)
 {
     __m256 r[8];
     for (int k = 0; k < 8; k++)
@@ -270,43 +199,4 @@ static inline void transpose8x8(const float *a, size_t lda, float *y, size_t ldy
         _mm256_storeu_ps(y + k * ldy, r[k]);
 }
 
-#define TILE 32 /* 32x32 floats: 4 KiB read and 4 KiB written per tile, in L1 */
-
-static void transpose_tile(const float *a, float *y, size_t m, size_t n, size_t i0, size_t i1,
-                           size_t j0, size_t j1)
-{
-    size_t i = i0;
-    for (; i + 8 <= i1; i += 8) {
-        size_t j = j0;
-        for (; j + 8 <= j1; j += 8)
-            transpose8x8(a + i * n + j, n, y + j * m + i, m);
-        for (; j < j1; j++)
-            for (size_t k = i; k < i + 8; k++)
-                y[j * m + k] = a[k * n + j];
-    }
-    for (; i < i1; i++)
-        for (size_t j = j0; j < j1; j++)
-            y[j * m + i] = a[i * n + j];
-}
-
-/* Items are bands of TILE rows of a. */
-static void transpose_range(const cpu_state *st, const rayo_call *c, size_t begin, size_t end)
-{
-    (void)st;
-    size_t m = c->m, n = c->n;
-    for (size_t band = begin; band < end; band++) {
-        size_t i0 = band * TILE, i1 = i0 + TILE < m ? i0 + TILE : m;
-        for (size_t j0 = 0; j0 < n; j0 += TILE)
-            transpose_tile(c->a, c->y, m, n, i0, i1, j0, j0 + TILE < n ? j0 + TILE : n);
-    }
-}
-
-AVX2_KERNEL(transpose)
-{
-    const avx2_state *st = state;
-    size_t bands = (call->m + TILE - 1) / TILE;
-    size_t per_band = TILE * (call->n ? call->n : 1);
-    size_t min_bands = ((size_t)1 << 18) / per_band;
-    avx2_run_ranges(st, call, bands, min_bands < 2 ? 2 : min_bands, 1, transpose_range);
-    return RAYO_OK;
-}
+#include "cpu-transpose_tmpl.c"

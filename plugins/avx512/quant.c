@@ -244,6 +244,24 @@ static ALWAYS_INLINE __m512 block_q4_0_int(const uint8_t *blk, const typed_gemv_
 TYPED_ROWS_FN(rows_q8_0_int, 32, RAYO_Q8_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q8_0_int)
 TYPED_ROWS_FN(rows_q4_0_int, 32, RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q4_0_int)
 
+/* Q8_0 and Q4_0 against int8 x, pairs of blocks: the 256-bit forms of
+ * x86-quant.h (Q4_0's x in the pairs' order), in the low half. */
+static ALWAYS_INLINE __m512 block_q8_0_pair(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m512 acc)
+{
+    __m256 dots = x86_q8_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, _mm256_setzero_ps());
+    return _mm512_add_ps(acc, _mm512_zextps256_ps512(dots));
+}
+
+static ALWAYS_INLINE __m512 block_q4_0_pair(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m512 acc)
+{
+    __m256 dots = x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, _mm256_setzero_ps());
+    return _mm512_add_ps(acc, _mm512_zextps256_ps512(dots));
+}
+
+TYPED_ROWS_PAIRS(rows_q8_0_i8, 1, block_q8_0_pair)
+
+TYPED_ROWS_PAIRS(rows_q4_0_i8, 0, block_q4_0_pair)
+
 /* ---- relaxed: Q4_K and Q6_K against x in int8 -------------------------------- */
 
 /* Two 256-bit halves as one 512-bit vector. */
@@ -344,6 +362,17 @@ static ALWAYS_INLINE __m512 block_q6_k_int(const uint8_t *blk, const typed_gemv_
     __m512i total = _mm512_sub_epi32(sum, _mm512_zextsi256_si512(_mm256_slli_epi32(offset, 5)));
     return scaled_add(total, x86_f16_at(blk + RAYO_Q6_K_D) * x->scale8[b], acc);
 }
+
+/* Q4_K against int8 x per 32 values: the 256-bit form of x86-quant.h,
+ * in the low half. */
+static ALWAYS_INLINE __m512 block_q4_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
+{
+    __m256 dots = x86_q4_k_i8_32(blk, x->q8_32 + RAYO_QK_K * b, x->scale8_32 + 8 * b, x->sum + 8 * b,
+                                 _mm256_setzero_ps());
+    return _mm512_add_ps(acc, _mm512_zextps256_ps512(dots));
+}
+
+TYPED_ROWS_FN(rows_q4_k_i8_32, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_i8_32)
 
 TYPED_ROWS_FN(rows_q4_k_int_bw, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_int)
 TYPED_ROWS_FN(rows_q6_k_int, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_int)

@@ -57,15 +57,6 @@ static ALWAYS_INLINE __m512 block_reduce(cpu_reduction kind, const float *a, con
     return _mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3));
 }
 
-/* The block in double, term by term: the slow path of add_block. */
-static double block_f64(cpu_reduction kind, const float *a, const float *b, size_t n)
-{
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++)
-        s += kind == CPU_RED_SUM ? (double)a[i] : kind == CPU_RED_ABS ? fabs((double)a[i]) : (double)a[i] * b[i];
-    return s;
-}
-
 /* total + the block's sum; the fast path costs one fpclass test per block. */
 static ALWAYS_INLINE __m512d add_block(cpu_reduction kind, __m512d total, const float *a, const float *b,
                                        size_t n)
@@ -73,7 +64,7 @@ static ALWAYS_INLINE __m512d add_block(cpu_reduction kind, __m512d total, const 
     __m512 lanes = block_reduce(kind, a, b, n);
     if (__builtin_expect(_mm512_fpclass_ps_mask(lanes, 0x99) == 0, 1)) /* no NaN, no +-inf */
         return z_widen_add(total, lanes);
-    return _mm512_add_pd(total, _mm512_set_pd(0, 0, 0, 0, 0, 0, 0, block_f64(kind, a, b, n)));
+    return _mm512_add_pd(total, _mm512_set_pd(0, 0, 0, 0, 0, 0, 0, cpu_reduce_f64(kind, a, b, n)));
 }
 
 double avx512_sum_squares_f64(const float *x, size_t n)
@@ -122,13 +113,11 @@ static double reduce_serial(cpu_reduction kind, const float *a, const float *b, 
     }
 }
 
-CPU_REDUCE_KERNELS(reduce_serial, CPU_SPLIT_BY_SIZE, BLOCK)
-
 /* ---- max, min ---------------------------------------------------------------
  * vmaxps(m, v) returns v when either is NaN: a NaN would enter m and leave it
  * again at the next step, so a separate "saw NaN" mask decides instead.
  * Masked-off tail lanes keep the start value, which changes nothing. */
-static ALWAYS_INLINE float extreme(const float *x, size_t n, int want_max)
+static ALWAYS_INLINE float reduce_extreme(const float *x, size_t n, int want_max)
 {
     const __m512 start = _mm512_set1_ps(want_max ? -INFINITY : INFINITY);
     __m512 m0 = start, m1 = start, m2 = start, m3 = start;
@@ -157,26 +146,12 @@ static ALWAYS_INLINE float extreme(const float *x, size_t n, int want_max)
 
 float avx512_max_f32(const float *x, size_t n)
 {
-    return extreme(x, n, 1);
-}
-
-AVX512_KERNEL(max)
-{
-    (void)state;
-    *(float *)call->y = avx512_max_f32(call->a, call->n);
-    return RAYO_OK;
-}
-
-AVX512_KERNEL(min)
-{
-    (void)state;
-    *(float *)call->y = extreme(call->a, call->n, 0);
-    return RAYO_OK;
+    return reduce_extreme(x, n, 1);
 }
 
 /* Index of the first element equal to value (NaN: the first NaN); the
  * caller knows there is one. */
-static size_t find_first(const float *x, size_t n, float value)
+static size_t reduce_find_first(const float *x, size_t n, float value)
 {
     int want_nan = value != value;
     const __m512 v = _mm512_set1_ps(value);
@@ -191,12 +166,6 @@ static size_t find_first(const float *x, size_t n, float value)
     return n - 1; /* not reached */
 }
 
-/* Two simple passes: the maximum (NaN if any), then where it first is. */
-AVX512_KERNEL(argmax)
-{
-    (void)state;
-    if (call->n == 0)
-        return RAYO_E_INVALID;
-    *(size_t *)call->y = find_first(call->a, call->n, avx512_max_f32(call->a, call->n));
-    return RAYO_OK;
-}
+#define REDUCE_SPLIT CPU_SPLIT_BY_SIZE
+#define REDUCE_BLOCK BLOCK
+#include "cpu-reduce_tmpl.c"

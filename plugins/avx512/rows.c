@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* rows.c - softmax, log_softmax, layernorm, rmsnorm (m independent rows of
- * n, spread over the pool by cpu-base's CPU_ROW_KERNELS) and transpose.
+ * n, spread over the pool by cpu-rows_tmpl.c) and transpose.
  *
  * Accuracy: row statistics are accumulated in double where float would not
  * do (the mean of a layernorm row must be right relative to the row's
@@ -147,35 +147,19 @@ static void normalize_row(const float *x, const float *gamma, const float *beta,
     }
 }
 
-/* 1 / sqrt(var + eps), and 0 where var + eps = 0 (rayo-ops.h: the
- * normalised value of a constant row with eps = 0 is 0, not 0 * inf);
- * a NaN in the row stays NaN, so the whole row comes out NaN. */
-static double inverse_std(double var_plus_eps)
-{
-    return var_plus_eps == 0 ? 0.0 : 1.0 / sqrt(var_plus_eps);
-}
-
-static void layernorm_row(const float *x, const float *gamma, const float *beta, float *y, size_t n,
-                          float eps)
-{
-    double mean = row_sum_f64(x, n) / (double)n;
-    double var = row_centered_squares_f64(x, n, mean) / (double)n;
-    normalize_row(x, gamma, beta, y, n, mean, inverse_std(var + (double)eps));
-}
-
-static void rmsnorm_row(const float *x, const float *gamma, float *y, size_t n, float eps)
-{
-    double mean_square = avx512_sum_squares_f64(x, n) / (double)n;
-    normalize_row(x, gamma, NULL, y, n, 0.0, inverse_std(mean_square + (double)eps));
-}
-
 /* softmax and log_softmax cost about 4 cheap ops per element, the norms 2. */
-CPU_ROW_KERNELS(4, 2)
+#define ROWS_EXP_COST 4
+#define ROWS_NORM_COST 2
+#include "cpu-rows_tmpl.c"
 
 /* ---- transpose: y (n x m) = a (m x n)^T ------------------------------------- */
 
-/* 16x16 block: rows of a (stride lda) become columns of y (stride ldy). */
-static inline void transpose16x16(const float *a, size_t lda, float *y, size_t ldy)
+/* 16x16 block: rows of a (stride lda) become columns of y (stride ldy), in
+ * tiles of 64x64 floats (16 KiB read and 16 KiB written per tile) and bands
+ * on the pool: cpu-transpose_tmpl.c. */
+#define TRANSPOSE_BLOCK 16
+#define TRANSPOSE_TILE 64
+static inline void transpose_block(const float *a, size_t lda, float *y, size_t ldy)
 {
     __m512 r[16];
     for (int k = 0; k < 16; k++)
@@ -185,40 +169,4 @@ static inline void transpose16x16(const float *a, size_t lda, float *y, size_t l
         _mm512_storeu_ps(y + k * ldy, r[k]);
 }
 
-#define TILE 64 /* 64x64 floats: 16 KiB read and 16 KiB written per tile */
-
-static void transpose_tile(const float *a, float *y, size_t m, size_t n, size_t i0, size_t i1,
-                           size_t j0, size_t j1)
-{
-    size_t i = i0;
-    for (; i + 16 <= i1; i += 16) {
-        size_t j = j0;
-        for (; j + 16 <= j1; j += 16)
-            transpose16x16(a + i * n + j, n, y + j * m + i, m);
-        for (; j < j1; j++)
-            for (size_t k = i; k < i + 16; k++)
-                y[j * m + k] = a[k * n + j];
-    }
-    for (; i < i1; i++)
-        for (size_t j = j0; j < j1; j++)
-            y[j * m + i] = a[i * n + j];
-}
-
-/* Items are bands of TILE rows of a. */
-static void transpose_bands(const cpu_state *st, const rayo_call *c, size_t begin, size_t end)
-{
-    (void)st;
-    size_t m = c->m, n = c->n;
-    for (size_t band = begin; band < end; band++) {
-        size_t i0 = band * TILE, i1 = i0 + TILE < m ? i0 + TILE : m;
-        for (size_t j0 = 0; j0 < n; j0 += TILE)
-            transpose_tile(c->a, c->y, m, n, i0, i1, j0, j0 + TILE < n ? j0 + TILE : n);
-    }
-}
-
-AVX512_KERNEL(transpose)
-{
-    cpu_run_ranges(state, call, (call->m + TILE - 1) / TILE, TILE * (call->n ? call->n : 1),
-                   transpose_bands);
-    return RAYO_OK;
-}
+#include "cpu-transpose_tmpl.c"

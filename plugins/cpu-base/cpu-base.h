@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cpu-base.h - what every CPU plugin (scalar, avx2, neon, wasm) shares:
+/* cpu-base.h - what every CPU plugin (scalar, avx2, avx512, neon, wasm) shares:
  * the state, the helpers that spread work over the core's thread pool,
  * probe/init/fini, the kernel prototypes and the descriptor.
  *
@@ -10,10 +10,15 @@
  *
  *   plugin.h   #define CPU_KERNEL(NAME) avx2_##NAME, then #include "cpu-base.h"
  *              (declares avx2_add ... for every op of rayo-ops.h)
- *   plugin.c   its cpu_plugin (device name, state size, init/fini hooks),
- *              its op table and CPU_PLUGIN_DESCRIPTOR(...)
+ *   plugin.c   its cpu_plugin (device name, state size, init/fini hooks:
+ *              CPU_PLUGIN_SPEC or X86_PLUGIN_SPEC), its CPU_PLUGIN_ID, then
+ *              #include "cpu-plugin_tmpl.c" (the op table, the descriptor)
  *   ISA-math.h elementwise.c reduce.c rows.c matmul.c gemv.c transpose.c
- *              the kernels
+ *              the kernels; elementwise.c, reduce.c, rows.c and transpose.c
+ *              define only the ISA's vector primitives and micro-kernels,
+ *              then include the driver templates cpu-elementwise_tmpl.c,
+ *              cpu-reduce_tmpl.c, cpu-rows_tmpl.c, cpu-transpose_tmpl.c
+ *              (threading, chunking, tails, the kernels of the op list)
  *
  * examples/plugin-template stays a standalone single-file plugin on purpose:
  * a third-party plugin needs only rayo-plugin.h.
@@ -25,6 +30,8 @@
 #include "config.h" /* PACKAGE_VERSION, the plugin's version */
 #endif
 #include "rayo-plugin.h"
+
+#include <math.h>
 
 /* The part of a plugin's state the base knows: the core's host services.
  * A plugin with more state puts a cpu_state first in its own struct and
@@ -51,6 +58,13 @@ typedef struct cpu_plugin_spec {
 } cpu_plugin_spec;
 
 extern const cpu_plugin_spec cpu_plugin;
+
+/* The cpu_plugin of a plugin whose state is the base's alone, its device
+ * named DEVICE, ranges cut at multiples of GRANULE items. */
+#define CPU_PLUGIN_SPEC(DEVICE, GRANULE)                                                   \
+    const cpu_plugin_spec cpu_plugin = {                                                   \
+        .device_name = (DEVICE), .state_size = sizeof(cpu_state), .range_granule = (GRANULE), \
+    }
 
 /* ---- threads ------------------------------------------------------------- */
 /* Threads the core's pool offers (1 when it has none). */
@@ -80,6 +94,16 @@ void cpu_run_ranges(const cpu_state *st, const rayo_call *call, size_t count,
  * kernels whose thresholds are measured per op class in items (avx2). */
 void cpu_run_per_thread(const cpu_state *st, const rayo_call *call, size_t n, size_t min_parallel,
                         size_t granule, cpu_range_fn *fn);
+
+/* The templates' threading (cpu-*_tmpl.c): fn over count items of per_item
+ * elements each, at cost (the plugin's unit) per element.  The default is
+ * cpu_run_ranges with cost in cheap operations; a plugin with another rule
+ * defines CPU_RUN_ITEMS before it includes a template. */
+static inline void cpu_run_items(const void *state, const rayo_call *call, size_t count,
+                                 size_t per_item, size_t cost, cpu_range_fn *fn)
+{
+    cpu_run_ranges(state, call, count, per_item * cost, fn);
+}
 
 /* ---- reductions: sum, dot, norm_l1, norm_l2 ------------------------------ */
 typedef enum cpu_reduction { CPU_RED_SUM, CPU_RED_ABS, CPU_RED_DOT, CPU_RED_SQUARES } cpu_reduction;
@@ -112,34 +136,17 @@ static inline double cpu_reduce(const cpu_state *st, cpu_reduce_fn *serial, cpu_
     return cpu_reduce_parallel(st, serial, split, block, kind, a, b, n);
 }
 
-/* The sum, dot, norm_l1 and norm_l2 kernels of a plugin whose reduce.c
- * defines SERIAL (a cpu_reduce_fn) over blocks of BLOCK elements. */
-#define CPU_REDUCE_KERNELS(SERIAL, SPLIT, BLOCK)                                                  \
-    static double reduce_call(void *state, const rayo_call *call, cpu_reduction kind)             \
-    {                                                                                             \
-        const float *b = kind == CPU_RED_DOT ? call->b : NULL;                                    \
-        return cpu_reduce(state, SERIAL, SPLIT, BLOCK, kind, call->a, b, call->n);                \
-    }                                                                                             \
-    CPU_KERNEL_FN(sum)                                                                            \
-    {                                                                                             \
-        *(float *)call->y = (float)reduce_call(state, call, CPU_RED_SUM);                         \
-        return RAYO_OK;                                                                           \
-    }                                                                                             \
-    CPU_KERNEL_FN(dot)                                                                            \
-    {                                                                                             \
-        *(float *)call->y = (float)reduce_call(state, call, CPU_RED_DOT);                         \
-        return RAYO_OK;                                                                           \
-    }                                                                                             \
-    CPU_KERNEL_FN(norm_l1)                                                                        \
-    {                                                                                             \
-        *(float *)call->y = (float)reduce_call(state, call, CPU_RED_ABS);                         \
-        return RAYO_OK;                                                                           \
-    }                                                                                             \
-    CPU_KERNEL_FN(norm_l2)                                                                        \
-    {                                                                                             \
-        *(float *)call->y = (float)sqrt(reduce_call(state, call, CPU_RED_SQUARES));               \
-        return RAYO_OK;                                                                           \
-    }
+/* The reduction of a[0..n) term by term in double: the slow path of the
+ * plugins whose float lanes overflowed (partial sums past FLT_MAX: FLT_MAX +
+ * FLT_MAX - FLT_MAX) or met inf/NaN, so a finite result cannot become inf;
+ * inf and NaN inputs give the same answer in double. */
+static inline double cpu_reduce_f64(cpu_reduction kind, const float *a, const float *b, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += kind == CPU_RED_SUM ? (double)a[i] : kind == CPU_RED_ABS ? fabs((double)a[i]) : (double)a[i] * b[i];
+    return s;
+}
 
 /* ---- checks the kernels of several plugins share ------------------------ */
 /* attention: RAYO_E_UNSUPPORTED unless q is f32 and k, v are both f32 or
@@ -213,98 +220,5 @@ extern const cpu_plugin_identity cpu_plugin_id;
 #include "rayo-ops.h"
 #undef RAYO_OP
 #endif
-
-/* The four row kernels (softmax, log_softmax, layernorm, rmsnorm) of a
- * plugin whose rows.c defines, as static functions,
- *   softmax_row(x, y, n)                  log_softmax_row(x, y, n)
- *   layernorm_row(x, gamma, beta, y, n, eps)   rmsnorm_row(x, gamma, y, n, eps)
- * over rows of n floats: each kernel runs its row function over the call's
- * m rows with cpu_run_ranges, at EXP_COST or NORM_COST per element. */
-#define CPU_ROW_KERNELS(EXP_COST, NORM_COST)                                               \
-    static void softmax_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                     \
-    {                                                                                      \
-        (void)st;                                                                          \
-        for (size_t i = lo; i < hi; i++)                                                   \
-            softmax_row((const float *)c->a + i * c->n, (float *)c->y + i * c->n, c->n);                   \
-    }                                                                                      \
-    static void log_softmax_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                 \
-    {                                                                                      \
-        (void)st;                                                                          \
-        for (size_t i = lo; i < hi; i++)                                                   \
-            log_softmax_row((const float *)c->a + i * c->n, (float *)c->y + i * c->n, c->n);               \
-    }                                                                                      \
-    static void layernorm_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                   \
-    {                                                                                      \
-        (void)st;                                                                          \
-        for (size_t i = lo; i < hi; i++)                                                   \
-            layernorm_row((const float *)c->a + i * c->n, c->b, c->c, (float *)c->y + i * c->n, c->n,      \
-                          c->alpha);                                                       \
-    }                                                                                      \
-    static void rmsnorm_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                     \
-    {                                                                                      \
-        (void)st;                                                                          \
-        for (size_t i = lo; i < hi; i++)                                                   \
-            rmsnorm_row((const float *)c->a + i * c->n, c->b, (float *)c->y + i * c->n, c->n, c->alpha);   \
-    }                                                                                      \
-    CPU_KERNEL_FN(softmax)                                                                 \
-    {                                                                                      \
-        cpu_run_ranges(state, call, call->m, call->n * (EXP_COST), softmax_rows);          \
-        return RAYO_OK;                                                                    \
-    }                                                                                      \
-    CPU_KERNEL_FN(log_softmax)                                                             \
-    {                                                                                      \
-        cpu_run_ranges(state, call, call->m, call->n * (EXP_COST), log_softmax_rows);      \
-        return RAYO_OK;                                                                    \
-    }                                                                                      \
-    CPU_KERNEL_FN(layernorm)                                                               \
-    {                                                                                      \
-        cpu_run_ranges(state, call, call->m, call->n * (NORM_COST), layernorm_rows);       \
-        return RAYO_OK;                                                                    \
-    }                                                                                      \
-    CPU_KERNEL_FN(rmsnorm)                                                                 \
-    {                                                                                      \
-        cpu_run_ranges(state, call, call->m, call->n * (NORM_COST), rmsnorm_rows);         \
-        return RAYO_OK;                                                                    \
-    }
-
-/* The transpose kernel, y (n x m) = a (m x n)^T, of a plugin whose
- * transpose.c defines, as a static function,
- *   transpose_4x4(a, lda, y, ldy)   the 4 x 4 block at a (rows lda apart)
- *                                   to y (rows ldy apart), transposed
- * a in TB x TB tiles (4 KiB each way, they stay in L1 both ways), 4 x 4
- * blocks inside a tile, the ragged edges element by element; bands of TB
- * rows of a run with cpu_run_ranges. */
-#define CPU_TRANSPOSE_TB 32
-#define CPU_TRANSPOSE_KERNEL()                                                             \
-    static void transpose_tile(const float *a, float *y, size_t m, size_t n, size_t i0,    \
-                               size_t i1, size_t j0, size_t j1)                            \
-    {                                                                                      \
-        size_t i4 = i0 + (i1 - i0) / 4 * 4, j4 = j0 + (j1 - j0) / 4 * 4;                   \
-        for (size_t i = i0; i < i4; i += 4)                                                \
-            for (size_t j = j0; j < j4; j += 4)                                            \
-                transpose_4x4(a + i * n + j, n, y + j * m + i, m);                         \
-        for (size_t j = j4; j < j1; j++) /* the ragged right columns */                    \
-            for (size_t i = i0; i < i1; i++)                                               \
-                y[j * m + i] = a[i * n + j];                                               \
-        for (size_t j = j0; j < j4; j++) /* and bottom rows */                             \
-            for (size_t i = i4; i < i1; i++)                                               \
-                y[j * m + i] = a[i * n + j];                                               \
-    }                                                                                      \
-    static void transpose_bands(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                  \
-    {                                                                                      \
-        (void)st;                                                                          \
-        size_t m = c->m, n = c->n, tb = CPU_TRANSPOSE_TB;                                  \
-        for (size_t band = lo; band < hi; band++) {                                        \
-            size_t i0 = band * tb, i1 = m - i0 > tb ? i0 + tb : m;                         \
-            for (size_t j0 = 0; j0 < n; j0 += tb)                                          \
-                transpose_tile(c->a, c->y, m, n, i0, i1, j0, n - j0 > tb ? j0 + tb : n);   \
-        }                                                                                  \
-    }                                                                                      \
-    CPU_KERNEL_FN(transpose)                                                               \
-    {                                                                                      \
-        cpu_run_ranges(state, call, (call->m + CPU_TRANSPOSE_TB - 1) / CPU_TRANSPOSE_TB,   \
-                       CPU_TRANSPOSE_TB * call->n, transpose_bands);                       \
-        return RAYO_OK;                                                                    \
-    }
 
 #endif

@@ -22,6 +22,12 @@
  * precision where a float f is subnormal, flushed or cancelled (1 +
  * tanh(z) for z << 0).  cpu_glu_f64 computes f in double, in forms without
  * that cancellation (erfc, 2 / (1 + exp(-2 z))), and rounds f up once.
+ *
+ * 3. Attention scores: an error e in a score is a relative error e in its
+ * weight, and float scores near 1e3 are ~1e-4 off.  A block of scores
+ * whose float values pass CPU_ATTN_EXACT_ABOVE (cpu_scores_large) is
+ * computed again in double and kept as float differences from its largest
+ * (cpu_scores_relative), that largest in double with the running max.
  */
 #ifndef RAYO_CPU_F64_FALLBACK_H
 #define RAYO_CPU_F64_FALLBACK_H
@@ -115,6 +121,33 @@ static inline float cpu_glu_f64(cpu_glu_kind kind, float gate, float up)
     else
         f = g / (1.0 + exp(-2.0 * 0.79788456080286535588 /* sqrt(2 / pi) */ * (g + 0.044715 * g * g * g)));
     return (float)(f * (double)up);
+}
+
+/* Float scores up to this magnitude stay: their error is below ~2e-6. */
+#define CPU_ATTN_EXACT_ABOVE 32.0f
+
+/* Whether a score of s[0..count) passes CPU_ATTN_EXACT_ABOVE in magnitude
+ * (NaN scores do not: NaN either way). */
+static inline int cpu_scores_large(const float *s, size_t count)
+{
+    float big = 0.0f;
+    for (size_t j = 0; j < count; j++)
+        big = fabsf(s[j]) > big ? fabsf(s[j]) : big;
+    return big > CPU_ATTN_EXACT_ABOVE;
+}
+
+/* s[j] = exact[j] - their largest, rounded to float; returns the largest,
+ * or 0 (s as it was) where it is not finite. */
+static inline double cpu_scores_relative(const double *exact, size_t count, float *s)
+{
+    double off = -INFINITY;
+    for (size_t j = 0; j < count; j++)
+        off = exact[j] > off ? exact[j] : off;
+    if (!isfinite(off))
+        return 0.0;
+    for (size_t j = 0; j < count; j++)
+        s[j] = (float)(exact[j] - off);
+    return off;
 }
 
 #endif

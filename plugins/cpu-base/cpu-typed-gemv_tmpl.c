@@ -9,21 +9,33 @@
  *            (the strict contract, 1e-5 of sum |terms|, at any n);
  *   relaxed  block formats only: x rounded once per call, the block
  *            products in integers, a float scale per block or super-block:
- *            Q8_0, Q4_0: x in int16 with a float scale per 32 values (error
- *              <= 2^-16 of the block's largest |x| per value), madd
- *              (int16 x int16 -> int32 pairs).  int8 x (what llama.cpp does)
- *              would not meet the relaxed contract here: its rounding of
- *              1/254 of the block maximum gives about 1e-3 of sum |terms|
- *              on rows of 32 to 64 random values;
+ *            Q8_0, Q4_0: x in int8 with a float scale per 32 values
+ *              (maddubs: 32 products per instruction, two blocks a step)
+ *              where that rounding passes the error budget below, else in
+ *              int16 (error <= 2^-16 of the block's largest |x| per value;
+ *              madd, int16 x int16) where that passes it, else strict;
  *            Q4_K, Q6_K: x in int8 with a float scale per 256 values (rows
  *              are at least 256 long), maddubs (u8 codes x s8 x), madd by
- *              the sub-block scales, the minimums with exact sums of x.
- *              rayo-conform's random rows reach 0.2-0.5 of the relaxed
- *              contract (2e-3 of sum |terms|; seeds 1-30, n = 256..16384):
- *              the rounding error grows with the weights' d sc q part,
- *              which Q4_K's minimums can cancel, and with the spread of x.
+ *              the sub-block scales, the minimums with exact sums of x;
+ *              where that rounding fails the budget, Q4_K takes x in int8
+ *              per 32 values (each sub-block's int32 sum times its own
+ *              float scale), and Q6_K, or what fails that too, the strict
+ *              path.
  *            An x with a value that is not finite, or a block of x whose
  *            largest |x| is below 1e-30 but not 0, takes the strict path.
+ *
+ * The error budget of rounded x: for weights w unrelated to x's rounding
+ * errors e, the error of a dot, sum w e, has a standard deviation of about
+ * rms(w) sqrt(sum e^2), while its terms sum to about mean|w| sum |x|;
+ * rms(w) / mean|w| is 1.2-1.3 for these formats' codes and for gaussian
+ * weights.  Five standard deviations within the relaxed contract (2e-3 of
+ * sum |terms|) asks sqrt(sum e^2) <= 2e-3 / (5 * 1.25) sum |x| (less the
+ * largest |x|, which may meet a zero weight).  Long rows
+ * of ordinary values pass (n = 4096 gaussian, scale per 32: by a factor of
+ * about 4); rows of a few dozen values, and x whose values span many
+ * decades (the rounding of the small ones is large next to them), do not.
+ * This is a statistical bound: weights built to match x's rounding errors
+ * can exceed it (rayo-ops.h says so).
  *
  * Each plugin defines, as static functions, its row kernels of the type
  * typed_rows_fn below: the dots of `count` (1..4) rows that start `stride`
@@ -48,17 +60,22 @@
  * registers of AVX2 beside the decoding; spilled, they cost every block). */
 #define TYPED_GEMV_INT_GROUP 2048
 
-/* Values of x per int16 block (Q8_0, Q4_0) and per int8 block (Q4_K,
- * Q6_K: the weights' 256-value super-blocks). */
+/* Values of x per int8 or int16 block (Q8_0, Q4_0) and per int8 block of
+ * Q4_K, Q6_K (the weights' 256-value super-blocks). */
 #define TYPED_GEMV_X16_BLOCK 32
 #define TYPED_GEMV_X8_BLOCK 256
+
+/* sqrt(sum e^2) / sum |x| allowed for int8 x (the budget above). */
+#define TYPED_GEMV_I8_BUDGET (2e-3 / (5 * 1.25))
 
 /* x as the row kernels see it. */
 typedef struct typed_gemv_x {
     const float *f;       /* x itself (n) */
-    /* relaxed path, Q8_0 and Q4_0 (else NULL): */
-    const int16_t *q16;   /* round(x / scale16) per 32 values (n) */
-    const float *scale16; /* per 32 values: largest |x| / 32767 (n / 32) */
+    /* relaxed path, Q8_0 and Q4_0 (else NULL), one of: */
+    const int8_t *q8_32;    /* round(x / scale8_32) per 32 values (n; Q4_0: in pairs, typed_gemv_pair_x) */
+    const float *scale8_32; /* per 32 values: largest |x| / 127 (n / 32) */
+    const int16_t *q16;     /* round(x / scale16) per 32 values (n) */
+    const float *scale16;   /* per 32 values: largest |x| / 32767 (n / 32) */
     /* relaxed path, Q4_K and Q6_K (else NULL): */
     const int8_t *q8;     /* round(x / scale8) per 256 values (n) */
     const float *scale8;  /* per 256 values: largest |x| / 127 (n / 256) */
@@ -74,6 +91,8 @@ static typed_rows_fn rows_f16, rows_bf16, rows_q8_0, rows_q4_0, rows_q4_k, rows_
  * take its strict kernels, which this file makes from its dots (below). */
 #ifndef TYPED_GEMV_STRICT_ONLY
 static typed_rows_fn rows_q8_0_int, rows_q4_0_int, rows_q4_k_int, rows_q6_k_int;
+static typed_rows_fn rows_q8_0_i8, rows_q4_0_i8; /* Q8_0, Q4_0 against int8 x */
+static typed_rows_fn rows_q4_k_i8_32;            /* Q4_K against int8 x per 32 values */
 #endif
 
 /* Defines the row kernel NAME over blocks of BLOCK values and BYTES bytes,
@@ -85,6 +104,18 @@ static typed_rows_fn rows_q8_0_int, rows_q4_0_int, rows_q4_k_int, rows_q6_k_int;
                      double out[4])                                                                   \
     {                                                                                                 \
         rows_of_blocks(row, stride, count, x, n / (BLOCK), (BYTES), (GROUP), BLOCK_FN, out);         \
+    }
+
+/* Defines the int8 row kernel NAME of Q8_0 or Q4_0 (Q8_0 1 or 0) from the
+ * plugin's PAIR_FN, a block function over pairs of blocks (x86-quant.h),
+ * and the scalar last block. */
+#define TYPED_ROWS_PAIRS(NAME, Q8_0, PAIR_FN)                                                          \
+    static void NAME(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n, \
+                     double out[4])                                                                   \
+    {                                                                                                 \
+        size_t bytes = (Q8_0) ? RAYO_Q8_0_BYTES : RAYO_Q4_0_BYTES;                                    \
+        rows_of_blocks(row, stride, count, x, n / 64, 2 * bytes, TYPED_GEMV_INT_GROUP / 64, PAIR_FN, out); \
+        typed_gemv_odd_block(row, stride, count, x, n, (Q8_0), out);                                  \
     }
 
 /* The strict row kernel for A's dtype; NULL where there is none. */
@@ -208,30 +239,67 @@ static inline int typed_gemv_round(float x, float inv)
     return (int)(v >= 0.0f ? v + 0.5f : v - 0.5f);
 }
 
-/* x (n, a multiple of 32) into q16 and scale16; 0 when a block cannot be
- * represented (typed_gemv_x_stats). */
-static inline int typed_gemv_round_x16(const float *x, size_t n, int16_t *q, float *scale)
+/* What x's rounding errors e add up to: sum e^2, sum |x| and max |x|. */
+typedef struct typed_gemv_error {
+    double sq, abs, max;
+} typed_gemv_error;
+
+/* The budget, against sum |x| less its largest term: a row of a few values
+ * spanning decades whose largest meets a zero weight has only the others'
+ * terms left. */
+static inline int typed_gemv_within_budget(const typed_gemv_error *err)
+{
+    return sqrt(err->sq) <= TYPED_GEMV_I8_BUDGET * (err->abs - err->max);
+}
+
+/* len values of x into q (int8 or else int16) at the scale amax / limit
+ * (127 or 32767), their errors into err. */
+static inline void typed_gemv_round_to(const float *x, size_t len, float amax, int8_t *q8, int16_t *q16,
+                                       typed_gemv_error *err)
+{
+    float limit = q8 ? 127.0f : 32767.0f, inv = amax != 0.0f ? limit / amax : 0.0f;
+    double step = (double)amax / limit, sq = 0.0, abs = 0.0;
+    for (size_t i = 0; i < len; i++) {
+        int v = typed_gemv_round(x[i], inv);
+        double e = (double)x[i] - v * step;
+        if (q8)
+            q8[i] = (int8_t)v;
+        else
+            q16[i] = (int16_t)v;
+        sq += e * e, abs += fabs((double)x[i]);
+    }
+    err->sq += sq, err->abs += abs;
+    err->max = (double)amax > err->max ? (double)amax : err->max;
+}
+
+/* x (n, a multiple of 32) in blocks of 32 into q8 (int8) or else q16, and
+ * their scales, the errors into err; 0 when a block cannot be represented
+ * (typed_gemv_x_stats). */
+static inline int typed_gemv_round_x32(const float *x, size_t n, int8_t *q8, int16_t *q16, float *scale,
+                                       typed_gemv_error *err)
 {
     for (size_t b = 0; b < n / TYPED_GEMV_X16_BLOCK; b++) {
         const float *xb = x + b * TYPED_GEMV_X16_BLOCK;
+        size_t at = b * TYPED_GEMV_X16_BLOCK;
         float amax;
         double unused;
         if (!typed_gemv_x_stats(xb, TYPED_GEMV_X16_BLOCK, &amax, &unused))
             return 0;
-        float inv = amax != 0.0f ? 32767.0f / amax : 0.0f;
-        for (int i = 0; i < TYPED_GEMV_X16_BLOCK; i++)
-            q[b * TYPED_GEMV_X16_BLOCK + i] = (int16_t)typed_gemv_round(xb[i], inv);
-        scale[b] = amax / 32767.0f;
+        typed_gemv_round_to(xb, TYPED_GEMV_X16_BLOCK, amax, q8 ? q8 + at : NULL, q16 ? q16 + at : NULL, err);
+        scale[b] = amax / (q8 ? 127.0f : 32767.0f);
     }
     return 1;
 }
 
-/* x (n, a multiple of 256) into q8, scale8, qsum and sum; 0 as above. */
+/* x (n, a multiple of 256) into q8, scale8, qsum and sum; 0 when a block
+ * cannot be represented or the rounding fails the error budget. */
 static inline int typed_gemv_round_x8(const float *x, size_t n, int8_t *q, float *scale, int16_t *qsum,
                                       float *sum)
 {
+    typed_gemv_error err = { 0.0, 0.0, 0.0 };
     for (size_t b = 0; b < n / TYPED_GEMV_X8_BLOCK; b++) {
         const float *xb = x + b * TYPED_GEMV_X8_BLOCK;
+        int8_t *qb = q + b * TYPED_GEMV_X8_BLOCK;
         float amax = 0.0f;
         for (int s = 0; s < TYPED_GEMV_X8_BLOCK / 32; s++) {
             float sub_max;
@@ -241,43 +309,122 @@ static inline int typed_gemv_round_x8(const float *x, size_t n, int8_t *q, float
             sum[b * 8 + s] = (float)sub_sum;
             amax = sub_max > amax ? sub_max : amax;
         }
-        float inv = amax != 0.0f ? 127.0f / amax : 0.0f;
+        typed_gemv_round_to(xb, TYPED_GEMV_X8_BLOCK, amax, qb, NULL, &err);
         for (int g = 0; g < TYPED_GEMV_X8_BLOCK / 16; g++) {
             int group_sum = 0;
-            for (int i = 16 * g; i < 16 * g + 16; i++) {
-                int v = typed_gemv_round(xb[i], inv);
-                q[b * TYPED_GEMV_X8_BLOCK + i] = (int8_t)v;
-                group_sum += v;
-            }
+            for (int i = 16 * g; i < 16 * g + 16; i++)
+                group_sum += qb[i];
             qsum[b * 16 + g] = (int16_t)group_sum;
         }
         scale[b] = amax / 127.0f;
     }
-    return 1;
+    return typed_gemv_within_budget(&err);
 }
 
-/* Floats of scratch the relaxed x of length n needs (room for either form). */
+/* Floats of scratch the relaxed x of length n needs (room for any form). */
 static inline size_t typed_gemv_scratch(size_t n)
 {
     return n / 2 + n / 4 + n / 8 + n / 16;
 }
 
-/* Fills x's relaxed fields for A's dtype from scratch (typed_gemv_scratch
- * floats); 0 when x cannot be rounded (the strict path then runs). */
-static inline int typed_gemv_round_x(typed_gemv_x *x, rayo_dtype dt, size_t n, float *scratch)
+/* Q4_0's int8 x goes in pairs of blocks, each pair's values in the order
+ * of the nibbles of its two blocks: [2b: 0-15][2b+1: 0-15][2b: 16-31]
+ * [2b+1: 16-31] (x86-quant.h); a last block without a pair stays in order. */
+static inline void typed_gemv_pair_x(int8_t *q, size_t n)
 {
-    if (dt == RAYO_DTYPE_Q8_0 || dt == RAYO_DTYPE_Q4_0) {
-        int16_t *q = (int16_t *)(void *)scratch; /* n / 2 floats */
-        float *scale = scratch + n / 2;            /* n / 32 */
-        x->q16 = q, x->scale16 = scale;
-        return typed_gemv_round_x16(x->f, n, q, scale);
+    for (size_t p = 0; p < n / 64; p++) {
+        int8_t *pair = q + 64 * p, tmp[64];
+        for (int half = 0; half < 2; half++)
+            for (int blk = 0; blk < 2; blk++)
+                memcpy(tmp + 32 * half + 16 * blk, pair + 32 * blk + 16 * half, 16);
+        memcpy(pair, tmp, 64);
     }
+}
+
+/* The Q8_0 or Q4_0 rows' last block against int8 x when n / 32 is odd
+ * (the kernels go two blocks at a time), added to out. */
+static inline void typed_gemv_odd_block(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
+                                        size_t n, int q8_0, double out[4])
+{
+    size_t b = n / 32 - 1, bytes = q8_0 ? RAYO_Q8_0_BYTES : RAYO_Q4_0_BYTES;
+    if (n / 32 % 2 == 0)
+        return;
+    const int8_t *xq = x->q8_32 + 32 * b;
+    for (size_t r = 0; r < count; r++) {
+        const uint8_t *blk = row + r * stride + b * bytes;
+        int sum = 0;
+        for (int j = 0; j < 16; j++)
+            sum += q8_0 ? (int8_t)blk[2 + j] * xq[j] + (int8_t)blk[18 + j] * xq[j + 16]
+                        : ((blk[2 + j] & 15) - 8) * xq[j] + ((blk[2 + j] >> 4) - 8) * xq[j + 16];
+        out[r] += (double)(rayo_f16_to_f32(rayo__le16(blk)) * x->scale8_32[b]) * sum;
+    }
+}
+
+#ifndef TYPED_GEMV_STRICT_ONLY
+/* Q8_0 and Q4_0: x in int8 where it passes the budget, else in int16
+ * where that does; the row kernel for it, NULL when neither does or x
+ * cannot be rounded. */
+static inline typed_rows_fn *typed_gemv_small_blocks_x(typed_gemv_x *x, rayo_dtype dt, size_t n, float *scratch)
+{
+    int q8_0 = dt == RAYO_DTYPE_Q8_0;
+    int8_t *q8 = (int8_t *)(void *)scratch; /* n / 4 floats */
+    float *scale8 = scratch + n / 4;          /* n / 32 */
+    typed_gemv_error err = { 0.0, 0.0, 0.0 };
+    if (!typed_gemv_round_x32(x->f, n, q8, NULL, scale8, &err))
+        return NULL;
+    if (typed_gemv_within_budget(&err)) {
+        x->q8_32 = q8, x->scale8_32 = scale8;
+        if (q8_0)
+            return rows_q8_0_i8;
+        typed_gemv_pair_x(q8, n);
+        return rows_q4_0_i8;
+    }
+    int16_t *q16 = (int16_t *)(void *)scratch; /* n / 2 floats */
+    float *scale16 = scratch + n / 2;          /* n / 32 */
+    err = (typed_gemv_error){ 0.0, 0.0, 0.0 };
+    typed_gemv_round_x32(x->f, n, NULL, q16, scale16, &err);
+    if (!typed_gemv_within_budget(&err))
+        return NULL;
+    x->q16 = q16, x->scale16 = scale16;
+    return q8_0 ? rows_q8_0_int : rows_q4_0_int;
+}
+
+/* Q4_K where x's scale per 256 fails the budget (a few values far larger
+ * than the rest: outlier features): x in int8 per 32 values, the sums of x
+ * per 32 for the minimums; the row kernel, NULL where that fails too. */
+static inline typed_rows_fn *typed_gemv_q4_k_x32(typed_gemv_x *x, size_t n, float *scratch)
+{
+    int8_t *q = (int8_t *)(void *)scratch;                /* n / 4 floats */
+    float *scale = scratch + n / 4, *sum = scale + n / 32; /* n / 32, n / 32 */
+    typed_gemv_error err = { 0.0, 0.0, 0.0 };
+    if (!typed_gemv_round_x32(x->f, n, q, NULL, scale, &err) || !typed_gemv_within_budget(&err))
+        return NULL;
+    for (size_t b = 0; b < n / 32; b++) {
+        double s = 0.0;
+        for (size_t i = 32 * b; i < 32 * b + 32; i++)
+            s += x->f[i];
+        sum[b] = (float)s;
+    }
+    x->q8_32 = q, x->scale8_32 = scale, x->sum = sum;
+    return rows_q4_k_i8_32;
+}
+
+/* Fills x's relaxed fields for A's dtype from scratch (typed_gemv_scratch
+ * floats); the integer row kernel for them, NULL where x cannot be rounded
+ * within the contract (the strict path then runs). */
+static inline typed_rows_fn *typed_gemv_round_x(typed_gemv_x *x, rayo_dtype dt, size_t n, float *scratch)
+{
+    if (dt == RAYO_DTYPE_Q8_0 || dt == RAYO_DTYPE_Q4_0)
+        return typed_gemv_small_blocks_x(x, dt, n, scratch);
     int8_t *q = (int8_t *)(void *)scratch;                 /* n / 4 floats */
     float *scale = scratch + n / 4, *sum = scale + n / 256; /* n / 256, n / 32 */
     int16_t *qsum = (int16_t *)(void *)(sum + n / 32);      /* n / 32 */
     x->q8 = q, x->scale8 = scale, x->qsum = qsum, x->sum = sum;
-    return typed_gemv_round_x8(x->f, n, q, scale, qsum, sum);
+    if (typed_gemv_round_x8(x->f, n, q, scale, qsum, sum))
+        return typed_rows_int_for(dt);
+    return dt == RAYO_DTYPE_Q4_K ? typed_gemv_q4_k_x32(x, n, scratch) : NULL;
 }
+#endif
 
 /* ---- the driver -------------------------------------------------------------- */
 
@@ -348,12 +495,14 @@ static inline rayo_status typed_gemv_run(const cpu_state *st, const rayo_call *c
         return RAYO_OK;
     rayo_dtype dt = RAYO_DTYPE_OF(call->dtypes, 0);
     typed_gemv_job job = { call, typed_rows_for(dt), { .f = call->b }, typed_gemv_row_bytes(call), 0 };
-    typed_rows_fn *int_rows = typed_rows_int_for(dt);
     float *scratch = NULL;
-    if (call->precision == RAYO_PRECISION_RELAXED && int_rows)
+    if (call->precision == RAYO_PRECISION_RELAXED && typed_rows_int_for(dt))
         scratch = cpu_alloc_floats(st, typed_gemv_scratch(call->n));
-    if (scratch && typed_gemv_round_x(&job.x, dt, call->n, scratch))
+#ifndef TYPED_GEMV_STRICT_ONLY
+    typed_rows_fn *int_rows = scratch ? typed_gemv_round_x(&job.x, dt, call->n, scratch) : NULL;
+    if (int_rows)
         job.rows = int_rows;
+#endif
     typed_gemv_split(st, &job);
     cpu_free(st, scratch);
     return RAYO_OK;

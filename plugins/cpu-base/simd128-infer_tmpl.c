@@ -17,19 +17,26 @@
  * (the running output and the sum of weights), which are rescaled by
  * e^(old max - new max) when a block raises the maximum.  Float sums over
  * at most CPU_ATTN_KEY_BLOCK keys keep the error near 32 * 2^-24 of
- * sum p |v|, inside the 1e-5 contract at any cache length.  Items are
+ * sum p |v|, inside the 1e-5 contract at any cache length.  A block whose
+ * float scores pass CPU_ATTN_EXACT_ABOVE has them computed again in double
+ * (scores near 1e3 must be right to ~1e-6).  Items are
  * spread over the pool.  Calls with more
  * than CPU_ATTN_MAX_QUERIES queries (prefill) are declined
  * (RAYO_E_UNSUPPORTED): they go to the next backend, where a kernel that
  * reuses each K and V row across queries belongs.  A few queries (decode,
  * speculative decode) are taken, with the causal limit of each.
+ *
+ * gated units: the plugin's vector rows, with the gate's left tail redone
+ * in double (cpu_glu_rows).
  */
 #ifndef RAYO_CPU_INFER_KERNELS_H
 #define RAYO_CPU_INFER_KERNELS_H
 
 #include "cpu-base.h"
+#include "cpu-f64-fallback.h"
 
 #include <math.h>
+#include <string.h>
 
 #define CPU_ATTN_MAX_QUERIES 8
 #define CPU_ATTN_KEY_BLOCK 32
@@ -160,25 +167,57 @@ typedef struct cpu_attn_run {
     double max, sum;
 } cpu_attn_run;
 
-/* Keys [j0, j0 + nb) of the item, nb <= CPU_ATTN_KEY_BLOCK. */
+/* q . k in double (products of floats are exact there). */
+static inline double attn_dot_f64(const float *q, const uint8_t *k, size_t d, int f16)
+{
+    double s = 0.0;
+    for (size_t l = 0; l < d; l++) {
+        float kl;
+        if (f16) {
+            uint16_t h;
+            memcpy(&h, k + 2 * l, sizeof h);
+            kl = rayo_f16_to_f32(h);
+        } else {
+            memcpy(&kl, k + 4 * l, sizeof kl);
+        }
+        s += (double)q[l] * (double)kl;
+    }
+    return s;
+}
+
+/* The block's scores s again in double where they are large
+ * (cpu-f64-fallback.h): returns off, s then relative to it (0: s stays). */
+static inline double cpu_attend_exact(const cpu_attn_item *it, size_t j0, size_t nb, float *s, int f16)
+{
+    if (!cpu_scores_large(s, nb))
+        return 0.0;
+    double exact[CPU_ATTN_KEY_BLOCK];
+    for (size_t j = 0; j < nb; j++)
+        exact[j] = (double)it->scale * attn_dot_f64(it->q, it->k + (j0 + j) * it->k_step, it->head_dim, f16);
+    return cpu_scores_relative(exact, nb, s);
+}
+
+/* Keys [j0, j0 + nb) of the item, nb <= CPU_ATTN_KEY_BLOCK; a score is
+ * off + s[j]. */
 static inline __attribute__((always_inline)) void
 cpu_attend_block(const cpu_attn_item *it, size_t j0, size_t nb, cpu_attn_run *run, int f16)
 {
     float s[CPU_ATTN_KEY_BLOCK], w[CPU_ATTN_KEY_BLOCK];
-    float block_max = -INFINITY;
-    for (size_t j = 0; j < nb; j++) {
+    for (size_t j = 0; j < nb; j++)
         s[j] = it->scale * attn_dot(it->q, it->k + (j0 + j) * it->k_step, it->head_dim, f16);
+    double off = cpu_attend_exact(it, j0, nb, s, f16);
+    float block_max = -INFINITY;
+    for (size_t j = 0; j < nb; j++)
         if (s[j] > block_max) /* a compare, not fmax: gcc 12's aarch64 vectoriser fails on those */
             block_max = s[j];
-    }
-    if (block_max > run->max) {
-        double shrink = exp(run->max - (double)block_max); /* 0 for the first block */
+    if (off + block_max > run->max) {
+        double shrink = exp(run->max - (off + block_max)); /* 0 for the first block */
         run->sum *= shrink;
         for (size_t l = 0; l < it->head_dim; l++)
             it->acc[l] *= shrink;
-        run->max = block_max;
+        run->max = off + block_max;
     }
-    run->sum += attn_weights(s, w, nb, (float)run->max);
+    run->sum += attn_weights(s, w, nb, (float)(run->max - off));
     attn_add_values(it, j0, nb, w, f16);
 }
 
@@ -264,22 +303,54 @@ static inline rayo_status cpu_attention(void *state, const rayo_call *call)
 }
 
 /* ---- gated units: y = f(gate) * up, m rows of n ------------------------------- */
-/* a = gate (lda), b = up (ldb), y (ldy); row(g, u, y, n) is the plugin's. */
+/* a = gate (lda), b = up (ldb), y (ldy); row(g, u, y, n) is the plugin's.
+ * Gates below `tail` are redone in double (cpu-f64-fallback.h; the same
+ * thresholds as x86-infer_tmpl.c): rare, so a row pays one scan, and a row
+ * that has them goes through local copies (a call in place, y == gate or
+ * up, still reads its inputs). */
 typedef void cpu_glu_row_fn(const float *g, const float *u, float *y, size_t n);
 
-static inline void cpu_glu_rows(const rayo_call *c, size_t lo, size_t hi, cpu_glu_row_fn *row)
+static inline void cpu_glu_row_tail(const float *g, const float *u, float *y, size_t n, cpu_glu_row_fn *row,
+                                    cpu_glu_kind kind, float tail)
 {
-    size_t lda = cpu_or_dense(c->lda, c->n), ldb = cpu_or_dense(c->ldb, c->n), ldy = cpu_or_dense(c->ldy, c->n);
-    for (size_t r = lo; r < hi; r++)
-        row((const float *)c->a + r * lda, (const float *)c->b + r * ldb, (float *)c->y + r * ldy, c->n);
+    enum { CHUNK = 64 };
+    float gc[CHUNK], uc[CHUNK], yc[CHUNK];
+    for (size_t at = 0; at < n; at += CHUNK) {
+        size_t len = n - at < CHUNK ? n - at : CHUNK;
+        memcpy(gc, g + at, len * sizeof(float));
+        memcpy(uc, u + at, len * sizeof(float));
+        row(gc, uc, yc, len);
+        for (size_t j = 0; j < len; j++)
+            if (gc[j] < tail)
+                yc[j] = cpu_glu_f64(kind, gc[j], uc[j]);
+        memcpy(y + at, yc, len * sizeof(float));
+    }
 }
 
-/* The kernel CPU_KERNEL(NAME) of a gated unit whose row function is ROW. */
-#define CPU_GLU_KERNEL(NAME, ROW, COST)                                                    \
+static inline void cpu_glu_rows(const rayo_call *c, size_t lo, size_t hi, cpu_glu_row_fn *row, cpu_glu_kind kind,
+                                float tail)
+{
+    size_t lda = cpu_or_dense(c->lda, c->n), ldb = cpu_or_dense(c->ldb, c->n), ldy = cpu_or_dense(c->ldy, c->n);
+    for (size_t r = lo; r < hi; r++) {
+        const float *g = (const float *)c->a + r * lda, *u = (const float *)c->b + r * ldb;
+        float *y = (float *)c->y + r * ldy;
+        size_t below = 0;
+        for (size_t j = 0; j < c->n; j++)
+            below += g[j] < tail;
+        if (below)
+            cpu_glu_row_tail(g, u, y, c->n, row, kind, tail);
+        else
+            row(g, u, y, c->n);
+    }
+}
+
+/* The kernel CPU_KERNEL(NAME) of a gated unit whose row function is ROW,
+ * its tail (cpu_glu_rows) of KIND below TAIL. */
+#define CPU_GLU_KERNEL(NAME, ROW, COST, KIND, TAIL)                                        \
     static void NAME##_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)                      \
     {                                                                                      \
         (void)st;                                                                          \
-        cpu_glu_rows(c, lo, hi, ROW);                                                      \
+        cpu_glu_rows(c, lo, hi, ROW, KIND, TAIL);                                          \
     }                                                                                      \
     CPU_KERNEL_FN(NAME)                                                                    \
     {                                                                                      \

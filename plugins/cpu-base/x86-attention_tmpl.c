@@ -27,6 +27,14 @@
  * One query row (decode) with at least 4 query heads per KV head takes
  * another way, with the heads in the lanes: see "one query row" below.
  *
+ * Large scores: an error e in a score is a relative error e in its weight,
+ * so scores must be right to ~1e-6 absolute, which float sums of scores
+ * near 1e3 are not.  A tile whose float scores pass CPU_ATTN_EXACT_ABOVE in
+ * magnitude has them computed again in double (att_exact_scores) and kept
+ * as float differences from the tile's largest, that largest in double; the
+ * heads-in-lanes way (its query pre-scaled in float) gives the whole call
+ * to the other way when it meets such a tile.
+ *
  * Threads: blocks of query rows are items (at least two per thread); when
  * there are fewer rows than threads (decode), items are single rows x key
  * segments, each keeps its (max, sum, acc) per head, and the calling thread
@@ -55,6 +63,7 @@ typedef struct att_job {
     size_t per_worker;      /* floats */
     double *partial;        /* segments > 1: per item, per head (max, sum, acc[dp]) */
     size_t pair, nv, packs, dk, dv, dw; /* heads in lanes (attl_plan): see there */
+    int *large;             /* set (atomically) where heads in lanes meet a score past CPU_ATTN_EXACT_ABOVE */
 } att_job;
 
 typedef struct att_work {
@@ -169,9 +178,10 @@ static void att_scores_one(const float *q, const float *kt, size_t dp, size_t co
     att_scores(q, kt, dp, count, scale, s, 1);
 }
 
-/* Turns the scores of head h into p = exp(s - M) (zeros past count) with
- * the new running max M; returns the factor for what was summed before. */
-static double att_softmax_tile(att_work *w, size_t h, size_t count)
+/* Turns the scores of head h, s = off + the tile's floats, into
+ * p = exp(s - M) (zeros past count) with the new running max M; returns the
+ * factor for what was summed before. */
+static double att_softmax_tile(att_work *w, size_t h, size_t count, double off)
 {
     float *s = w->pr + h * ATT_TILE;
     size_t whole = count / VF_LANES * VF_LANES, padded = att_round(count, VF_LANES);
@@ -185,13 +195,13 @@ static double att_softmax_tile(att_work *w, size_t h, size_t count)
     for (size_t j = whole; j < count; j++)
         m = s[j] > m ? s[j] : m;
     double alpha = 1.0;
-    if (m > w->mx[h]) {
-        alpha = exp(w->mx[h] - (double)m); /* 0 for the first tile */
-        w->mx[h] = m;
+    if (off + m > w->mx[h]) {
+        alpha = exp(w->mx[h] - (off + m)); /* 0 for the first tile */
+        w->mx[h] = off + m;
     }
     /* exp(-87) ~ 1e-38 stands for smaller weights: far below the contract,
      * and it keeps exp on its fast path. */
-    VF vm = vf_set((float)w->mx[h]), floor = vf_set(-87.0f), total = vf_zero();
+    VF vm = vf_set((float)(w->mx[h] - off)), floor = vf_set(-87.0f), total = vf_zero();
     for (size_t j = count; j < padded; j++)
         s[j] = 0.0f; /* scores past the keys' multiple of 4 were never written: no exp of garbage */
     for (size_t j = 0; j < padded; j += VF_LANES)
@@ -249,6 +259,25 @@ static void att_merge(double *acc, const float *tacc, double alpha, size_t dp)
         _mm256_storeu_pd(acc + l, _mm256_fmadd_pd(_mm256_loadu_pd(acc + l), a, _mm256_cvtps_pd(_mm_loadu_ps(tacc + l))));
 }
 
+/* The float scores s of a head (count keys) again in double where they are
+ * large (cpu-f64-fallback.h): returns off, s then relative to it (0: s
+ * stays). */
+static double att_exact_scores(const float *q, const float *kt, size_t dp, size_t count, float scale, float *s)
+{
+    if (!cpu_scores_large(s, count))
+        return 0.0;
+    double exact[ATT_TILE];
+    for (size_t j = 0; j < count; j++) {
+        __m256d a = _mm256_setzero_pd();
+        for (size_t l = 0; l < dp; l += 4)
+            a = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(q + l)), _mm256_cvtps_pd(_mm_loadu_ps(kt + j * dp + l)), a);
+        double t[4];
+        _mm256_storeu_pd(t, a);
+        exact[j] = ((t[0] + t[1]) + (t[2] + t[3])) * (double)scale;
+    }
+    return cpu_scores_relative(exact, count, s);
+}
+
 /* The query heads [h0, h0 + group) of w (those of KV head g) over the
  * tile's first count keys. */
 static void att_kv_head(const att_job *job, att_work *w, size_t h0, size_t g, size_t count)
@@ -263,8 +292,11 @@ static void att_kv_head(const att_job *job, att_work *w, size_t h0, size_t g, si
             att_scores_many(w->q + (h + l) * dp, kt, dp, count, job->p->scale, w->pr + (h + l) * ATT_TILE);
         for (; l < nh; l++)
             att_scores_one(w->q + (h + l) * dp, kt, dp, count, job->p->scale, w->pr + (h + l) * ATT_TILE);
-        for (l = 0; l < nh; l++)
-            alpha[l] = att_softmax_tile(w, h + l, count);
+        for (l = 0; l < nh; l++) {
+            float *sl = w->pr + (h + l) * ATT_TILE;
+            double off = att_exact_scores(w->q + (h + l) * dp, kt, dp, count, job->p->scale, sl);
+            alpha[l] = att_softmax_tile(w, h + l, count, off);
+        }
         if (nh == PV_HEADS)
             att_pv_many(w->pr + h * ATT_TILE, vt, dp, count, w->tacc + h * dp);
         else
@@ -653,6 +685,15 @@ static void attl_pv_2(const float *sc, const float *vs, size_t count, size_t dv,
     attl_pv(sc, vs, count, dv, nv, v, acc, alpha, 2);
 }
 
+/* Whether a score of vector v (count keys) passes CPU_ATTN_EXACT_ABOVE. */
+static int attl_large(const float *sc, size_t count, size_t nv, size_t v)
+{
+    __m256 big = _mm256_setzero_ps(), sign = _mm256_set1_ps(-0.0f);
+    for (size_t j = 0; j < count; j++)
+        big = _mm256_max_ps(big, _mm256_andnot_ps(sign, _mm256_loadu_ps(sc + (j * nv + v) * ATTL_LANES)));
+    return _mm256_movemask_ps(_mm256_cmp_ps(big, _mm256_set1_ps(CPU_ATTN_EXACT_ABOVE), _CMP_GT_OQ)) != 0;
+}
+
 /* Keys [j0, j0 + count): the tile's keys of every pack, read in the
  * cache's order (one pack's heads alone, a strided read, ran 1.3x slower
  * from memory, and still slower on a loaded machine with the tile asked
@@ -671,6 +712,8 @@ static void attl_tile(const att_job *job, attl_work *w, size_t j0, size_t count)
             float *sc = w->sc + k * ATTL_TILE * lanes;
             (S == 2 ? attl_scores_2 : attl_scores_1)(w->qt + k * lanes * job->dk, w->kv + k * pack, job->dk, rows, nv,
                                                      v, sc);
+            if (attl_large(sc, count, nv, v))
+                __atomic_store_n(job->large, 1, __ATOMIC_RELAXED);
             attl_softmax(sc, count, nv, v, w->mx + k * lanes, w->sum + k * lanes, w->alpha + k * lanes);
         }
     attl_load_tile(job, &v_tile, c->c, job->s.v_token, job->s.v_head, j0, count, count, w->kv);
@@ -793,6 +836,29 @@ static void att_split(att_job *job, size_t threads)
     job->per_task = (job->items + tasks - 1) / tasks;
 }
 
+/* The planned job on the thread pool, heads in lanes or not. */
+static rayo_status att_run(const cpu_state *st, att_job *job, size_t threads, int lanes)
+{
+    const rayo_attention_params *p = job->p;
+    size_t tasks = (job->items + job->per_task - 1) / job->per_task;
+    job->per_worker = lanes ? attl_floats_per_worker(job) : att_floats_per_worker(p, job->rows, job->dp);
+    job->scratch = cpu_alloc_floats(st, (tasks > 1 ? threads : 1) * job->per_worker);
+    job->partial = NULL;
+    if (job->segments > 1)
+        job->partial = (double *)(void *)cpu_alloc_floats(st, 2 * job->items * p->n_heads * (job->dp + 2));
+    if (!job->scratch || (job->segments > 1 && !job->partial)) {
+        cpu_free(st, job->scratch);
+        cpu_free(st, job->partial);
+        return RAYO_E_NOMEM;
+    }
+    cpu_parallel(st, tasks, lanes ? attl_task : att_task, job);
+    if (job->segments > 1)
+        att_merge_segments(job);
+    cpu_free(st, job->scratch);
+    cpu_free(st, job->partial);
+    return RAYO_OK;
+}
+
 CPU_KERNEL_FN(attention)
 {
     const cpu_state *st = state;
@@ -809,21 +875,10 @@ CPU_KERNEL_FN(attention)
                     .dp = att_round(p->head_dim, 2 * VF_LANES) };
     size_t threads = cpu_threads(st);
     att_split(&job, threads);
-    int lanes = attl_plan(&job);
-    size_t tasks = (job.items + job.per_task - 1) / job.per_task;
-    job.per_worker = lanes ? attl_floats_per_worker(&job) : att_floats_per_worker(p, job.rows, job.dp);
-    job.scratch = cpu_alloc_floats(st, (tasks > 1 ? threads : 1) * job.per_worker);
-    if (job.segments > 1)
-        job.partial = (double *)(void *)cpu_alloc_floats(st, 2 * job.items * p->n_heads * (job.dp + 2));
-    if (!job.scratch || (job.segments > 1 && !job.partial)) {
-        cpu_free(st, job.scratch);
-        cpu_free(st, job.partial);
-        return RAYO_E_NOMEM;
-    }
-    cpu_parallel(st, tasks, lanes ? attl_task : att_task, &job);
-    if (job.segments > 1)
-        att_merge_segments(&job);
-    cpu_free(st, job.scratch);
-    cpu_free(st, job.partial);
-    return RAYO_OK;
+    int large = 0;
+    job.large = &large;
+    rayo_status r = att_run(st, &job, threads, attl_plan(&job));
+    if (r == RAYO_OK && large) /* heads in lanes met large scores: the exact way */
+        r = att_run(st, &job, threads, 0);
+    return r;
 }

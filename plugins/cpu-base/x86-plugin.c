@@ -4,12 +4,28 @@
 
 #include <stdio.h>
 
+static size_t clamp_size(size_t v, size_t lo, size_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+void x86_choose_blocking(const x86_gemm_shape *shape, const x86_caches *caches, x86_gemm_blocking *b)
+{
+    size_t mr = shape->mr, nr = shape->nr;
+    size_t kc = caches->l1d * shape->kc_l1d_num / shape->kc_l1d_den / (nr * sizeof(float));
+    b->kc = clamp_size(kc, 64, shape->kc_max) / 8 * 8;
+    size_t mc = caches->l2 / shape->mc_l2_div / (b->kc * sizeof(float));
+    b->mc = clamp_size(mc, 4 * mr, shape->mc_max) / mr * mr;
+    size_t nc = caches->l3 / 4 / (b->kc * sizeof(float));
+    b->nc = clamp_size(nc, shape->nc_min_tiles * nr, shape->nc_max) / nr * nr;
+}
+
 rayo_status x86_state_init(cpu_state *base, const x86_gemm_shape *shape)
 {
     x86_state *st = (x86_state *)base; /* cpu_state is its first member */
     const rayo_host *host = base->host;
     x86_detect_caches(&st->caches);
-    shape->choose_blocking(&st->caches, &st->blocking);
+    x86_choose_blocking(shape, &st->caches, &st->blocking);
     x86_gemm_blocking_overrides(base, &st->blocking, shape->mr, shape->nr);
     /* Streaming stores pay off only when the output could not stay in the
      * last-level cache anyway. */

@@ -20,11 +20,23 @@ typedef struct x86_state {
     x86_gemm_pool scratch_pool; /* sgemm packing buffers kept between calls */
 } x86_state;
 
-/* The plugin's sgemm tile and its rule from cache sizes to blocking. */
+/* The plugin's sgemm tile and its Goto/BLIS rule from cache sizes to
+ * blocking (x86_choose_blocking), each block rounded down to whole tiles:
+ *   kc: a kc x nr panel of packed B fills kc_l1d_num / kc_l1d_den of L1d
+ *       (64 <= kc <= kc_max, a multiple of 8);
+ *   mc: the packed mc x kc block of A fills 1 / mc_l2_div of L2
+ *       (4 tiles <= mc <= mc_max);
+ *   nc: the packed kc x nc block of B fills a quarter of L3, shared by the
+ *       cores, which all read it (nc_min_tiles tiles <= nc <= nc_max). */
 typedef struct x86_gemm_shape {
     size_t mr, nr;
-    void (*choose_blocking)(const x86_caches *caches, x86_gemm_blocking *blocking);
+    size_t kc_l1d_num, kc_l1d_den, kc_max;
+    size_t mc_l2_div, mc_max;
+    size_t nc_min_tiles, nc_max;
 } x86_gemm_shape;
+
+void x86_choose_blocking(const x86_gemm_shape *shape, const x86_caches *caches,
+                         x86_gemm_blocking *blocking);
 
 /* Fills the rest of the state (cpu_plugin_spec.init): caches, blocking with
  * its [backend.NAME] mc / kc / nc overrides, stream_min_bytes, the pool. */
@@ -33,6 +45,23 @@ void x86_state_fini(cpu_state *base);
 
 /* The device's name in rayo-info: "CPU <isa> (<brand>)". */
 void x86_describe(const char *isa, char *name, size_t size);
+
+/* The cpu_plugin of an x86 plugin (cpu-base.h): its device named after ISA,
+ * its state an x86_state set up for the sgemm SHAPE (an x86_gemm_shape),
+ * vector ranges cut at multiples of GRANULE elements. */
+#define X86_PLUGIN_SPEC(ISA, SHAPE, GRANULE)                                               \
+    static void describe(char *name, size_t size)                                          \
+    {                                                                                      \
+        x86_describe(ISA, name, size);                                                     \
+    }                                                                                      \
+    static rayo_status init_state(cpu_state *base)                                         \
+    {                                                                                      \
+        return x86_state_init(base, &(SHAPE));                                             \
+    }                                                                                      \
+    const cpu_plugin_spec cpu_plugin = {                                                   \
+        .describe = describe, .state_size = sizeof(x86_state), .init = init_state,         \
+        .fini = x86_state_fini, .range_granule = (GRANULE),                                \
+    }
 
 /* Whether a vector op writes its n floats at y with non-temporal stores:
  * outputs at least stream_bytes large, float-aligned (the loops align y to
@@ -52,6 +81,12 @@ static inline void x86_note_stream(const x86_state *st, const rayo_call *call)
     if (x86_use_stream(st, call->y, call->n))
         x86_log_stream(st, call);
 }
+
+/* The streaming hooks of cpu-elementwise_tmpl.c, the same on avx2 and avx512
+ * (each plugin sets VEC_STREAM_ALIGN and vec_stream for its vector size). */
+#define vec_use_stream(st, y, n) x86_use_stream((const x86_state *)(st), y, n)
+#define vec_note_stream x86_note_stream
+#define vec_stream_fence _mm_sfence
 
 /* The op table's kernels of avx2 and avx512 (cpu-op-table.h): one for every
  * dtype combination of rayo-ops.h. */

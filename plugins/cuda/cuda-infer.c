@@ -41,6 +41,41 @@ static const rayo_ptx_gemvq_config *gemvq_config(rayo_dtype dt)
     return NULL;
 }
 
+/* The gemv8_* kernel (x rounded to 8 bits, integer products) for a relaxed
+ * Q8_0 / Q4_0 gemv with long rows, or NULL.  Its loads need x on 16 bytes
+ * and rows on 4; its shared memory stays within the 48 KiB every block
+ * gets without opting in. */
+static const char *gemv8_kernel(const cuda_state *st, const cuda_op *op, rayo_dtype dt, size_t row_bytes)
+{
+    if (!st->use_gemv8 || op->precision != RAYO_PRECISION_RELAXED || op->n < RAYO_PTX_GEMV8_MIN_N ||
+        op->n % 32 || op->b % 16 || op->a % 4 || row_bytes % 4 || rayo_ptx_gemv8_smem(op->n) > 48 * 1024)
+        return NULL;
+    return dt == RAYO_DTYPE_Q8_0 ? "gemv8_q8_0" : dt == RAYO_DTYPE_Q4_0 ? "gemv8_q4_0" : NULL;
+}
+
+/* Launches gemv kernel `name` (parameters y, a, x, m, n, row bytes, alpha,
+ * beta: every kernel of ptx/infer-gemv.c and ptx/infer-gemv8.c). */
+static rayo_status launch_gemv_kernel(cuda_state *st, CUstream stream, const cuda_op *op, const char *name,
+                                      size_t blocks, unsigned threads, size_t smem, size_t row_bytes)
+{
+    CUfunction fn;
+    rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
+    if (s != RAYO_OK)
+        return s;
+    CUdeviceptr y = op->y, a = op->a, x = op->b;
+    unsigned long long m = op->m, n = op->n, lda = row_bytes;
+    float alpha = op->alpha, beta = op->beta;
+    void *params[] = {&y, &a, &x, &m, &n, &lda, &alpha, &beta};
+    CUresult r = cuda_launch_kernel(st, fn, (unsigned)blocks, 1, 1, threads, 1, 1, (unsigned)smem, stream, params,
+                                    NULL);
+    if (r != CUDA_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "launch of %s (%zu blocks)", name, blocks);
+        return cuda_fail(st, r, what);
+    }
+    return RAYO_OK;
+}
+
 /* y(m) = alpha A x + beta y, A m x n in its dtype (rows lda elements apart). */
 rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op)
 {
@@ -49,6 +84,12 @@ rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op
     size_t row_bytes;
     if (!cfg || (op->flags & RAYO_TRANS_A) || !rayo_dtype_row_bytes(dt, op->lda ? op->lda : op->n, &row_bytes))
         return RAYO_E_UNSUPPORTED;
+    const char *g8 = gemv8_kernel(st, op, dt, row_bytes);
+    if (g8 && op->m) /* one wave: two blocks per SM, their warps looping over rows */
+        return launch_gemv_kernel(st, stream, op, g8,
+                                  min_size((op->m + RAYO_PTX_GEMV8_WARPS - 1) / RAYO_PTX_GEMV8_WARPS,
+                                           (size_t)st->sm_count * 2),
+                                  32 * RAYO_PTX_GEMV8_WARPS, rayo_ptx_gemv8_smem(op->n), row_bytes);
     size_t smem = rayo_ptx_gemvq_smem(cfg, op->n);
     if (smem > (size_t)st->max_smem_optin)
         return RAYO_E_UNSUPPORTED;
@@ -60,22 +101,7 @@ rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op
     size_t per_sm = ((size_t)st->max_smem_optin + 1024) / (smem + 1024);
     per_sm = per_sm < 1 ? 1 : per_sm > 2 ? 2 : per_sm;
     blocks = min_size(blocks, (size_t)st->sm_count * per_sm);
-    CUfunction fn;
-    rayo_status s = cuda_function(st, MOD_INFER, cfg->name, &fn);
-    if (s != RAYO_OK)
-        return s;
-    CUdeviceptr y = op->y, a = op->a, x = op->b;
-    unsigned long long m = op->m, n = op->n, lda = row_bytes;
-    float alpha = op->alpha, beta = op->beta;
-    void *params[] = {&y, &a, &x, &m, &n, &lda, &alpha, &beta};
-    CUresult r = cuda_launch_kernel(st, fn, (unsigned)blocks, 1, 1, 32 * RAYO_PTX_GEMVQ_ROWS, 1, 1,
-                                         (unsigned)smem, stream, params, NULL);
-    if (r != CUDA_SUCCESS) {
-        char what[96];
-        snprintf(what, sizeof what, "launch of %s (%zu blocks)", cfg->name, blocks);
-        return cuda_fail(st, r, what);
-    }
-    return RAYO_OK;
+    return launch_gemv_kernel(st, stream, op, cfg->name, blocks, 32 * RAYO_PTX_GEMVQ_ROWS, smem, row_bytes);
 }
 
 static rayo_status launch(cuda_state *st, CUstream stream, const char *name, size_t gx, size_t gy, void **params)

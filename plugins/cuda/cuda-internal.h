@@ -147,6 +147,8 @@ typedef struct cuda_state {
     int use_wgmma_half;   /* relaxed f16 / bf16 matmul through wgmma too: [backend.cuda] wgmma_half */
     char wgmma_kernel[48];
     int use_graphs;       /* batches run as CUDA graphs: [backend.cuda] graphs */
+    int use_gemv8;        /* relaxed Q8_0 / Q4_0 gemv with 8-bit x: [backend.cuda] gemv_int8 */
+    int use_cubin;        /* load the build's sm_90 machine code: [backend.cuda] embedded_code */
     int profile;          /* [backend.cuda] profile: time each op of a batch */
     cuda_prof_entry prof[CUDA_PROF_ENTRIES]; /* under lock */
     size_t prof_count;

@@ -193,6 +193,8 @@ static void read_config(cuda_state *st)
     st->use_wgmma_half = st->use_wgmma && config_yes(host, "wgmma_half", 1);
     /* graphs: a replayed batch runs as a CUDA graph */
     st->use_graphs = config_yes(host, "graphs", 1);
+    st->use_gemv8 = config_yes(host, "gemv_int8", 1);
+    st->use_cubin = config_yes(host, "embedded_code", 1);
     st->profile = config_yes(host, "profile", 0) && st->drv->event_elapsed;
     cuda_mma16_config(st);
     const char *lanes = host->config ? host->config(host, "host_streams") : NULL;
@@ -444,6 +446,29 @@ static rayo_status module_load_ptx(cuda_state *st, cuda_module *m, const ptx_sou
     return s;
 }
 
+/* Loads module pm from the machine code embedded at build time, where the
+ * build made some for this device (sm_90 code runs on compute capability
+ * 9.0); 0 when it did not load (the caller then takes the PTX). */
+static int module_load_cubin(cuda_state *st, cuda_module *m, const rayo_ptx_module *pm)
+{
+    if (!st->use_cubin || st->cc_major * 10 + st->cc_minor != 90)
+        return 0;
+    for (unsigned i = 0; i < rayo_cuda_cubin_count; i++) {
+        const rayo_cubin *c = &rayo_cuda_cubins[i];
+        if (strcmp(c->module, pm->name) != 0)
+            continue;
+        char log[1024];
+        CUresult r = load_image(st, c->data, &m->handle, log, sizeof log);
+        if (r == CUDA_SUCCESS) {
+            m->state = 1;
+            return 1;
+        }
+        st->host->log(st->host, RAYO_LOG_INFO, "cuda: the embedded sm_90 code of module %s does not load (%d %s): "
+                      "compiling its PTX", pm->name, (int)r, log);
+    }
+    return 0;
+}
+
 /* Loads module `id` (lock held). */
 static rayo_status module_load(cuda_state *st, int id)
 {
@@ -463,6 +488,8 @@ static rayo_status module_load(cuda_state *st, int id)
         st->host->set_error(st->host, "cuda: PTX module %s is for sm_%da only", pm->name, pm->min_sm);
         return RAYO_E_UNSUPPORTED;
     }
+    if (module_load_cubin(st, m, pm))
+        return RAYO_OK;
     ptx_source src = {pm->name, st->ptx_target, NULL, 0};
     src.text = rayo_ptx_text(pm, src.sm, &src.size);
     if (!src.text) {

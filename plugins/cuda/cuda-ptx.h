@@ -72,6 +72,18 @@ static inline size_t rayo_ptx_gemvq_smem(const rayo_ptx_gemvq_config *c, size_t 
     return (size_t)c->fixed_bytes + 4 * (chunk + 4 * (chunk / (size_t)c->pad_period));
 }
 
+/* gemv with Q8_0 / Q4_0 weights and x rounded to 8 bits (module "infer",
+ * ptx/infer-gemv8.c: gemv8_q8_0, gemv8_q4_0), for relaxed calls with rows
+ * of at least MIN_N values (x's rounding is within the relaxed contract on
+ * long rows): blocks of 32 * WARPS threads, one warp per row at a time; x's
+ * codes, scales and sums in dynamic shared memory. */
+#define RAYO_PTX_GEMV8_WARPS 16
+#define RAYO_PTX_GEMV8_MIN_N 1024
+static inline size_t rayo_ptx_gemv8_smem(size_t n)
+{
+    return n + n / 32 * 12; /* n codes, n / 32 f64 scales and s32 sums */
+}
+
 /* attention (module "infer", ptx/attention.c): head_dim at most this. */
 #define RAYO_PTX_ATTN_MAX_DIM 256
 /* attn_warp_*: query heads of one KV group per warp (1, 2 or 4; 8 would
@@ -97,6 +109,18 @@ extern const unsigned rayo_cuda_wgmma_config_count;
 /* module "mma16" (f16/bf16 inputs, tf32.c): mma16_<f16|bf16>_<nn|nt|tn|tt>_<shape> */
 extern const rayo_ptx_tf32_config rayo_cuda_mma16_configs[];
 extern const unsigned rayo_cuda_mma16_config_count;
+/* Machine code of a module for sm_<sm> (sm_90a for an arch-specific one),
+ * assembled by ptxas at build time (configure --enable-cuda-cubin;
+ * plugins/cuda/embed-cubin.sh); the table is empty otherwise. */
+typedef struct rayo_cubin {
+    const char *module;
+    int sm;
+    const unsigned char *data;
+    size_t size;
+} rayo_cubin;
+extern const rayo_cubin rayo_cuda_cubins[];
+extern const unsigned rayo_cuda_cubin_count;
+
 extern const rayo_ptx_gemvq_config rayo_cuda_gemvq_configs[];
 extern const unsigned rayo_cuda_gemvq_config_count;
 

@@ -5,6 +5,8 @@
  *                 JB/4 vector accumulators while the rows stream by (A is
  *                 read in order); every RB rows the float partials go into
  *                 double, to keep tall matrices near 1e-6 of sum|terms|.
+ *   A sum past FLT_MAX (products near 1e38 that cancel) is redone in double
+ *   (cpu-f64-fallback.h).
  *   beta == 0 never reads y.  Rows (or column blocks) split over the pool
  *   by the shared driver, cpu-base/cpu-gemm.c.
  */
@@ -18,7 +20,8 @@
 static void gemv_rows(const cpu_gemv_job *job, size_t lo, size_t hi)
 {
     for (size_t i = lo; i < hi; i++)
-        job->y[i] = cpu_gemv_finish(neon_dot_f64(job->A + i * job->lda, job->x, job->cols),
+        job->y[i] = cpu_gemv_finish(cpu_dot_redo(neon_dot_f64(job->A + i * job->lda, job->x, job->cols),
+                                                 job->A + i * job->lda, 1, job->x, job->cols),
                                     job->alpha, job->beta, &job->y[i]);
 }
 
@@ -70,7 +73,8 @@ static void gemv_columns(const cpu_gemv_job *job, size_t j0, size_t jb)
     else
         gemv_t_edge_block(job, j0, jb, total);
     for (size_t j = 0; j < jb; j++)
-        job->y[j0 + j] = cpu_gemv_finish(total[j], job->alpha, job->beta, &job->y[j0 + j]);
+        job->y[j0 + j] = cpu_gemv_finish(cpu_dot_redo(total[j], job->A + j0 + j, job->lda, job->x, job->rows),
+                                         job->alpha, job->beta, &job->y[j0 + j]);
 }
 
 const cpu_gemv_kernel neon_gemv_kernels = { JB, gemv_rows, gemv_columns };

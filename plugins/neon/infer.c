@@ -176,6 +176,6 @@ GLU_ROW(swiglu_row, vec_silu)
 GLU_ROW(geglu_row, vec_gelu)
 GLU_ROW(geglu_tanh_row, vec_gelu_tanh)
 
-CPU_GLU_KERNEL(swiglu, swiglu_row, COST_GLU)
-CPU_GLU_KERNEL(geglu, geglu_row, COST_GLU)
-CPU_GLU_KERNEL(geglu_tanh, geglu_tanh_row, COST_GLU)
+CPU_GLU_KERNEL(swiglu, swiglu_row, COST_GLU, CPU_GLU_SILU, -80.0f)
+CPU_GLU_KERNEL(geglu, geglu_row, COST_GLU, CPU_GLU_GELU, -4.0f) /* its vec_gelu loses the tail sooner */
+CPU_GLU_KERNEL(geglu_tanh, geglu_tanh_row, COST_GLU, CPU_GLU_GELU_TANH, -3.0f)

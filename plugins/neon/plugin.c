@@ -7,16 +7,9 @@
  * Advanced SIMD unconditionally. */
 #include "plugin.h"
 
-const cpu_plugin_spec cpu_plugin = {
-    .device_name = "CPU (AArch64 Advanced SIMD)",
-    .state_size = sizeof(cpu_state),
-    /* chunks of whole 16-float blocks: only the last one has a tail */
-    .range_granule = 16,
-};
-
-/* The decode path of inference (CPU_COMBO_*: ../cpu-base/simd128-plugin.h). */
-static const rayo_op_entry neon_ops[] = {
-#include "cpu-op-table.h"
-};
-
-CPU_PLUGIN_DESCRIPTOR("neon", RAYO_ARCH_AARCH64, RAYO_CPU_ARM_ASIMD, 50, neon_ops);
+/* Ranges in chunks of whole 16-float blocks: only the last one has a tail.
+ * The op table is the decode path of inference (CPU_COMBO_*:
+ * ../cpu-base/simd128-plugin.h). */
+CPU_PLUGIN_SPEC("CPU (AArch64 Advanced SIMD)", 16);
+#define CPU_PLUGIN_ID "neon", RAYO_ARCH_AARCH64, RAYO_CPU_ARM_ASIMD, 50
+#include "cpu-plugin_tmpl.c"

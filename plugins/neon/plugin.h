@@ -11,28 +11,12 @@
 #define RAYO_NEON_H
 
 #define CPU_KERNEL(NAME) neon_##NAME
-#include "cpu-base.h"
-#include "cpu-gemm.h"
 #include "simd128-plugin.h"
 
-/* Blocked sums (float lanes inside a block, double across blocks), so the
- * error stays near 1e-6 * sum|terms| for any n.  Used by the reductions,
- * gemv and the row ops. */
-double neon_sum_f64(const float *x, size_t n);
-double neon_dot_f64(const float *a, const float *b, size_t n);
+/* sum |x[i]|, blocked like neon_sum_f64 (simd128-plugin.h). */
 double neon_sum_abs_f64(const float *x, size_t n);
-/* Sum of x^2 in double lanes (no overflow for any float). */
-double neon_sum_squares_f64(const float *x, size_t n);
-/* Maximum of x[0..n), n >= 1; NaN if any element is NaN. */
-float neon_max_f32(const float *x, size_t n);
 
 /* Kernels are neon_NAME (cpu-base.h declares one for every op). */
 #define NEON_KERNEL(NAME) CPU_KERNEL_FN(NAME)
-
-/* gemv's kernels (gemv.c), also matmul's path for m == 1 or n == 1. */
-extern const cpu_gemv_kernel neon_gemv_kernels;
-
-/* gemv with f16, bf16 or block-quantized weights (quant.c). */
-rayo_status neon_gemv_quant(void *state, const rayo_call *call);
 
 #endif

@@ -126,35 +126,33 @@ double neon_sum_squares_f64(const float *x, size_t n)
     return total;
 }
 
-/* NaN-propagating max/min of x[0..n), n >= 1. */
-float neon_max_f32(const float *x, size_t n)
+/* NaN-propagating max/min of x[0..n), n >= 1 (vmaxq/vminq propagate NaN);
+ * want_max is a constant wherever this is inlined. */
+static inline __attribute__((always_inline)) float extreme_f32(const float *x, size_t n, int want_max)
 {
+#define PICK(m, v) (want_max ? vmaxq_f32(m, v) : vminq_f32(m, v))
     float32x4_t m0 = vdupq_n_f32(x[0]), m1 = m0;
     size_t i = 0;
     for (; n - i >= 8; i += 8) {
-        m0 = vmaxq_f32(m0, vld1q_f32(x + i));
-        m1 = vmaxq_f32(m1, vld1q_f32(x + i + 4));
+        m0 = PICK(m0, vld1q_f32(x + i));
+        m1 = PICK(m1, vld1q_f32(x + i + 4));
     }
     for (; n - i >= 4; i += 4)
-        m0 = vmaxq_f32(m0, vld1q_f32(x + i));
+        m0 = PICK(m0, vld1q_f32(x + i));
     if (i < n)
-        m1 = vmaxq_f32(m1, load_padded(x + i, n - i, x[0]));
-    return vmaxvq_f32(vmaxq_f32(m0, m1));
+        m1 = PICK(m1, load_padded(x + i, n - i, x[0]));
+    return want_max ? vmaxvq_f32(PICK(m0, m1)) : vminvq_f32(PICK(m0, m1));
+#undef PICK
+}
+
+float neon_max_f32(const float *x, size_t n)
+{
+    return extreme_f32(x, n, 1);
 }
 
 static float min_f32(const float *x, size_t n)
 {
-    float32x4_t m0 = vdupq_n_f32(x[0]), m1 = m0;
-    size_t i = 0;
-    for (; n - i >= 8; i += 8) {
-        m0 = vminq_f32(m0, vld1q_f32(x + i));
-        m1 = vminq_f32(m1, vld1q_f32(x + i + 4));
-    }
-    for (; n - i >= 4; i += 4)
-        m0 = vminq_f32(m0, vld1q_f32(x + i));
-    if (i < n)
-        m1 = vminq_f32(m1, load_padded(x + i, n - i, x[0]));
-    return vminvq_f32(vminq_f32(m0, m1));
+    return extreme_f32(x, n, 0);
 }
 
 /* ---- chunked reductions on the pool ------------------------------------------ */

@@ -96,17 +96,9 @@ static void log_softmax_row(const float *x, float *y, size_t n)
         y[j] = (x[j] - m) - log_sum;
 }
 
-/* 1 / sqrt(var + eps), and 0 where var + eps = 0 (rayo-ops.h: the
- * normalised value of a constant row with eps = 0 is 0, not 0 * inf);
- * a NaN in the row stays NaN, so the whole row comes out NaN. */
-static double inverse_std(double var_plus_eps)
-{
-    return var_plus_eps == 0 ? 0.0 : 1.0 / sqrt(var_plus_eps);
-}
-
 /* y = (x - center) * rstd [* gamma] [+ beta], in double; gamma, beta may be
  * NULL. */
-static void scale_row(const float *x, const float *gamma, const float *beta, float *y,
+static void normalize_row(const float *x, const float *gamma, const float *beta, float *y,
                       size_t n, double center, double rstd)
 {
     const float64x2_t c = vdupq_n_f64(center), r = vdupq_n_f64(rstd);
@@ -161,7 +153,7 @@ static double row_sum_f64(const float *x, size_t n)
 
 /* Two-pass variance: the second pass sums squares of centred values (no
  * cancellation of E[x^2] - E[x]^2). */
-static double centred_squares(const float *x, size_t n, double mean)
+static double row_centered_squares_f64(const float *x, size_t n, double mean)
 {
     const float64x2_t c = vdupq_n_f64(mean);
     float64x2_t s0 = vdupq_n_f64(0.0), s1 = s0;
@@ -180,19 +172,7 @@ static double centred_squares(const float *x, size_t n, double mean)
     return ss;
 }
 
-static void layernorm_row(const float *x, const float *gamma, const float *beta, float *y,
-                          size_t n, float eps)
-{
-    double mean = row_sum_f64(x, n) / (double)n;
-    double var = centred_squares(x, n, mean) / (double)n;
-    scale_row(x, gamma, beta, y, n, mean, inverse_std(var + (double)eps));
-}
-
-static void rmsnorm_row(const float *x, const float *gamma, float *y, size_t n, float eps)
-{
-    double ms = neon_sum_squares_f64(x, n) / (double)n;
-    scale_row(x, gamma, NULL, y, n, 0.0, inverse_std(ms + (double)eps));
-}
-
 /* ---- kernels: the row functions above over the call's m rows ---------------- */
-CPU_ROW_KERNELS(COST_EXP, COST_NORM)
+#define ROWS_EXP_COST COST_EXP
+#define ROWS_NORM_COST COST_NORM
+#include "cpu-rows_tmpl.c"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* transpose.c - y (n x m) = a (m x n)^T: 4 x 4 register transposes
- * (TRN1/TRN2) inside the cache-blocked tiles of CPU_TRANSPOSE_KERNEL
+ * (TRN1/TRN2) inside the cache-blocked tiles of cpu-transpose_tmpl.c
  * (cpu-base.h), shared by every CPU plugin.
  */
 #include "plugin.h"
@@ -8,7 +8,8 @@
 #include <arm_neon.h>
 
 /* y[0..3][0..3] (leading dimension ldy) = a[0..3][0..3]^T (leading dimension lda). */
-static inline void transpose_4x4(const float *a, size_t lda, float *y, size_t ldy)
+#define TRANSPOSE_BLOCK 4
+static inline void transpose_block(const float *a, size_t lda, float *y, size_t ldy)
 {
     float32x4_t r0 = vld1q_f32(a), r1 = vld1q_f32(a + lda);
     float32x4_t r2 = vld1q_f32(a + 2 * lda), r3 = vld1q_f32(a + 3 * lda);
@@ -23,4 +24,4 @@ static inline void transpose_4x4(const float *a, size_t lda, float *y, size_t ld
     vst1q_f32(y + 3 * ldy, vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
 }
 
-CPU_TRANSPOSE_KERNEL()
+#include "cpu-transpose_tmpl.c"

@@ -4,11 +4,7 @@
  * ../cpu-base). */
 #include "plugin.h"
 
-const cpu_plugin_spec cpu_plugin = {
-    .device_name = "CPU (portable C)",
-    .state_size = sizeof(cpu_state),
-    .range_granule = 1,
-};
+CPU_PLUGIN_SPEC("CPU (portable C)", 1);
 
 /* Every dtype combination of rayo-ops.h has a kernel here: the other
  * backends fall through to these. */
@@ -19,8 +15,5 @@ const cpu_plugin_spec cpu_plugin = {
 #define CPU_COMBO_ROPE(OP, DT) CPU_COMBO_KERNEL(OP, DT, CPU_KERNEL(rope))
 #define CPU_COMBO_ATTENTION(OP, DT) CPU_COMBO_KERNEL(OP, DT, CPU_KERNEL(attention))
 
-static const rayo_op_entry scalar_ops[] = {
-#include "cpu-op-table.h"
-};
-
-CPU_PLUGIN_DESCRIPTOR("scalar", RAYO_ARCH_ANY, 0, 10, scalar_ops);
+#define CPU_PLUGIN_ID "scalar", RAYO_ARCH_ANY, 0, 10
+#include "cpu-plugin_tmpl.c"

@@ -108,95 +108,60 @@ double scalar_dot_f64(const float *a, const float *b, size_t n)
     return reduce_serial(CPU_RED_DOT, a, b, n);
 }
 
-CPU_REDUCE_KERNELS(reduce_serial, CPU_SPLIT_PER_THREAD, BLOCK)
-
 /* ---- max, min, argmax ----------------------------------------------------------
  * One vectorisable pass keeps per-lane extremes and a per-lane "saw NaN"
- * flag; NaN propagates (a NaN anywhere makes the result NaN). */
+ * flag; NaN propagates (a NaN anywhere makes the result NaN).  want_max is
+ * a constant wherever this is inlined: one loop each for max and min. */
+static inline __attribute__((always_inline)) float better(float v, float best, int want_max)
+{
+    return want_max ? (v > best ? v : best) : (v < best ? v : best);
+}
+
+static inline __attribute__((always_inline)) float reduce_extreme(const float *x, size_t n, int want_max)
+{
+    const float start = want_max ? -INFINITY : INFINITY;
+    float m[LANES];
+    int nan[LANES] = { 0 };
+    for (size_t l = 0; l < LANES; l++)
+        m[l] = start;
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (size_t l = 0; l < LANES; l++) {
+            float v = x[i + l];
+            m[l] = better(v, m[l], want_max);
+            nan[l] |= v != v;
+        }
+    float best = start;
+    int any_nan = 0;
+    for (; i < n; i++) {
+        best = better(x[i], best, want_max);
+        any_nan |= x[i] != x[i];
+    }
+    for (size_t l = 0; l < LANES; l++) {
+        best = better(m[l], best, want_max);
+        any_nan |= nan[l];
+    }
+    return any_nan ? NAN : best;
+}
+
 float scalar_max_f32(const float *x, size_t n)
 {
-    float m[LANES];
-    int nan[LANES] = { 0 };
-    for (size_t l = 0; l < LANES; l++)
-        m[l] = -INFINITY;
+    return reduce_extreme(x, n, 1);
+}
+
+static size_t reduce_find_first(const float *x, size_t n, float value)
+{
     size_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (size_t l = 0; l < LANES; l++) {
-            float v = x[i + l];
-            m[l] = v > m[l] ? v : m[l];
-            nan[l] |= v != v;
-        }
-    float best = -INFINITY;
-    int any_nan = 0;
-    for (; i < n; i++) {
-        best = x[i] > best ? x[i] : best;
-        any_nan |= x[i] != x[i];
-    }
-    for (size_t l = 0; l < LANES; l++) {
-        best = m[l] > best ? m[l] : best;
-        any_nan |= nan[l];
-    }
-    return any_nan ? NAN : best;
-}
-
-static float min_value(const float *x, size_t n)
-{
-    float m[LANES];
-    int nan[LANES] = { 0 };
-    for (size_t l = 0; l < LANES; l++)
-        m[l] = INFINITY;
-    size_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (size_t l = 0; l < LANES; l++) {
-            float v = x[i + l];
-            m[l] = v < m[l] ? v : m[l];
-            nan[l] |= v != v;
-        }
-    float best = INFINITY;
-    int any_nan = 0;
-    for (; i < n; i++) {
-        best = x[i] < best ? x[i] : best;
-        any_nan |= x[i] != x[i];
-    }
-    for (size_t l = 0; l < LANES; l++) {
-        best = m[l] < best ? m[l] : best;
-        any_nan |= nan[l];
-    }
-    return any_nan ? NAN : best;
-}
-
-SCALAR_KERNEL(max)
-{
-    (void)state;
-    *(float *)call->y = scalar_max_f32(call->a, call->n);
-    return RAYO_OK;
-}
-
-SCALAR_KERNEL(min)
-{
-    (void)state;
-    *(float *)call->y = min_value(call->a, call->n);
-    return RAYO_OK;
-}
-
-/* Two passes, both simple: the maximum (NaN if any), then the first index
- * holding it (or the first NaN). */
-SCALAR_KERNEL(argmax)
-{
-    (void)state;
-    const float *x = call->a;
-    size_t n = call->n;
-    if (n == 0)
-        return RAYO_E_INVALID;
-    float best = scalar_max_f32(x, n);
-    size_t i = 0;
-    if (best != best) {
-        while (x[i] == x[i])
+    if (value != value) {
+        while (i < n && x[i] == x[i])
             i++;
     } else {
-        while (x[i] != best)
+        while (i < n && x[i] != value)
             i++;
     }
-    *(size_t *)call->y = i;
-    return RAYO_OK;
+    return i;
 }
+
+#define REDUCE_SPLIT CPU_SPLIT_PER_THREAD
+#define REDUCE_BLOCK BLOCK
+#include "cpu-reduce_tmpl.c"

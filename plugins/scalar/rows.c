@@ -18,7 +18,7 @@
 
 /* sum of x in double: the mean of a row must be accurate relative to its
  * spread, not only to sum|x| (think 1000 + 1e-3 noise). */
-static double row_sum(const float *x, size_t n)
+static double row_sum_f64(const float *x, size_t n)
 {
     double acc[4] = { 0 };
     size_t j = 0;
@@ -51,7 +51,7 @@ static void softmax_row(const float *x, float *y, size_t n)
 {
     float mx = scalar_max_f32(x, n);
     SCALAR_MAP(y, 0, n, j, exp_f(x[j] - mx));
-    double inv = 1.0 / row_sum(y, n);
+    double inv = 1.0 / row_sum_f64(y, n);
     SCALAR_MAP(y, 0, n, j, (float)(y[j] * inv));
 }
 
@@ -64,19 +64,11 @@ static void log_softmax_row(const float *x, float *y, size_t n)
     SCALAR_MAP(y, 0, n, j, (float)(((double)x[j] - mx) - log_sum));
 }
 
-/* 1 / sqrt(var + eps), and 0 where var + eps = 0 (rayo-ops.h: the
- * normalised value of a constant row with eps = 0 is 0, not 0 * inf);
- * a NaN in the row stays NaN, so the whole row comes out NaN. */
-static double inverse_std(double var_plus_eps)
-{
-    return var_plus_eps == 0 ? 0.0 : 1.0 / sqrt(var_plus_eps);
-}
-
 /* y = (x - mean) * rstd * gamma + beta; gamma and beta may be NULL. */
 #define NORMALISED(j) (((double)x[j] - center) * rstd)
 #define NORM_LOOP(expr) SCALAR_MAP(y, 0, n, j, (float)(expr))
 
-static void scale_row(const float *x, const float *gamma, const float *beta, float *y,
+static void normalize_row(const float *x, const float *gamma, const float *beta, float *y,
                       size_t n, double center, double rstd)
 {
     if (gamma && beta)
@@ -91,10 +83,10 @@ static void scale_row(const float *x, const float *gamma, const float *beta, flo
 
 /* Two-pass variance: the second pass sums squares of centred values, so
  * there is no cancellation of E[x^2] - E[x]^2. */
-static void layernorm_row(const float *x, const float *gamma, const float *beta, float *y,
-                          size_t n, float eps)
+/* Two-pass variance: the second pass sums squares of centred values, so
+ * there is no cancellation of E[x^2] - E[x]^2. */
+static double row_centered_squares_f64(const float *x, size_t n, double mean)
 {
-    double mean = row_sum(x, n) / (double)n;
     double acc[4] = { 0 };
     size_t j = 0;
     for (; j + 4 <= n; j += 4)
@@ -105,15 +97,10 @@ static void layernorm_row(const float *x, const float *gamma, const float *beta,
     double ss = (acc[0] + acc[1]) + (acc[2] + acc[3]);
     for (; j < n; j++)
         ss += ((double)x[j] - mean) * ((double)x[j] - mean);
-    double rstd = inverse_std(ss / (double)n + (double)eps);
-    scale_row(x, gamma, beta, y, n, mean, rstd);
-}
-
-static void rmsnorm_row(const float *x, const float *gamma, float *y, size_t n, float eps)
-{
-    double ms = scalar_sum_squares_f64(x, n) / (double)n;
-    scale_row(x, gamma, NULL, y, n, 0.0, inverse_std(ms + (double)eps));
+    return ss;
 }
 
 /* ---- kernels: the row functions above over the call's m rows ---------------- */
-CPU_ROW_KERNELS(COST_EXP, COST_NORM)
+#define ROWS_EXP_COST COST_EXP
+#define ROWS_NORM_COST COST_NORM
+#include "cpu-rows_tmpl.c"

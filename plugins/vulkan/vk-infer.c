@@ -352,8 +352,23 @@ static rayo_status rec_glu(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, c
     return rec_rows_op(s, cx, call, ops, &pc, 0);
 }
 
+/* The context's fault word (vk_ctx), bound as s; its word offset to pc.aux. */
+static rayo_status bind_fault(vk_state *s, vk_ctx *cx, vk_operands *ops, vk_push *pc)
+{
+    rayo_status st = RAYO_OK;
+    if (!cx->fault && (st = vk_ctx_temp(s, cx, &s->staging_pool, 4, &cx->fault)) == RAYO_OK)
+        *(uint32_t *)vk_buf_map(cx->fault) = 0;
+    if (st == RAYO_OK)
+        st = vk_bind(s, cx->fault, 0, 4, &ops->bind[4]);
+    if (st != RAYO_OK)
+        return st;
+    ops->use[4] = &ops->bind[4];
+    pc->aux = ops->use[4]->word_offset;
+    return RAYO_OK;
+}
+
 static rayo_status rec_get_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                                const vk_operands *ops)
+                                vk_operands *ops)
 {
     rayo_dtype dt = RAYO_DTYPE_OF(call->dtypes, 0);
     size_t row_bytes;
@@ -362,6 +377,9 @@ static rayo_status rec_get_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *ca
     if (!rayo_dtype_row_bytes(dt, or_dense(call->lda, call->n), &row_bytes) ||
         set_strides(&pc, row_bytes, 0, or_dense(call->ldy, call->n)) != RAYO_OK)
         return RAYO_E_UNSUPPORTED;
+    rayo_status st = bind_fault(s, cx, ops, &pc);
+    if (st != RAYO_OK)
+        return st;
     pc.oa = ops->use[0]->byte_offset;
     return rec_rows_op(s, cx, call, ops, &pc, dt);
 }

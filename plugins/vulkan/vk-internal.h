@@ -141,6 +141,9 @@ typedef struct vk_ctx {
     rayo_status error;                /* first error while recording */
     uint64_t validation_mark;         /* validation messages before it began */
     vk_buf *mm_scratch, *mm_index;   /* typed matmul's (two of temps; NULL: none) */
+    vk_buf *fault;                    /* host-visible word a shader sets on bad data
+                                       * (get_rows' indices; one of temps; NULL: none):
+                                       * zeroed at submit, read at wait */
 } vk_ctx;
 
 typedef enum vk_precision { VK_PREC_FP32, VK_PREC_F16 } vk_precision;

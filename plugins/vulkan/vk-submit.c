@@ -263,6 +263,8 @@ rayo_status vk_ctx_submit(vk_state *s, vk_ctx *cx)
 {
     if (cx->error != RAYO_OK)
         return cx->error;
+    if (cx->fault) /* a host write before vkQueueSubmit is visible to the device */
+        *(volatile uint32_t *)vk_buf_map(cx->fault) = 0;
     /* results written by the device become visible to mapped host reads */
     barrier(s, cx->cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     VkResult r = s->fd.vkEndCommandBuffer(cx->cmd);
@@ -349,6 +351,11 @@ rayo_status vk_ctx_wait(vk_state *s, vk_ctx *cx, uint64_t timeout_ns)
                            (unsigned long)(seen - cx->validation_mark));
         return cx->error = RAYO_E_BACKEND;
     }
+    if (cx->fault && *(volatile uint32_t *)vk_buf_map(cx->fault)) {
+        s->host->set_error(s->host, "get_rows: an index of the batch is outside the table "
+                                    "(no row of that call was written)");
+        return RAYO_E_INVALID;
+    }
     return RAYO_OK;
 }
 
@@ -370,7 +377,7 @@ void vk_ctx_release(vk_state *s, vk_ctx *cx)
     for (size_t i = 0; i < cx->temp_count; i++)
         vk_buf_free(s, cx->temps[i]);
     cx->temp_count = 0;
-    cx->mm_scratch = cx->mm_index = NULL;
+    cx->mm_scratch = cx->mm_index = cx->fault = NULL;
     for (size_t i = 0; i < cx->desc_pool_count; i++)
         s->fd.vkResetDescriptorPool(s->device, cx->desc_pools[i], 0);
     /* keep the first descriptor pool; a batch that needed more gets them again */

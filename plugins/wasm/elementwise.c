@@ -1,12 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* elementwise.c - binary, unary and activation ops, axpy and bias_act on
- * SIMD128 vectors.
- *
- * Each op is one vector expression; the loop macros run it over [lo, hi)
- * four floats at a time (two vectors per iteration for the cheap ops), and
- * the last n % 4 floats through the same expression on a padded copy.
- * Outputs may alias inputs exactly (y == a): every vector is loaded before
- * the store to the same place.
+/* elementwise.c - binary, unary and activation ops, axpy and bias_act: the
+ * SIMD128 vector primitives of ../cpu-base/cpu-elementwise_tmpl.c, four
+ * floats, two vectors a step for the cheap ops, the last n % 4 floats
+ * through the same expression on a padded copy.
  *
  * NaN/Inf: the expressions mirror the scalar backend's comparisons, so a
  * NaN input falls into the branch that returns NaN: maximum, minimum, relu
@@ -15,9 +11,11 @@
 #include "plugin.h"
 
 #include <math.h>
+#include <stdint.h>
 
-#define COST_ARITH 1
-#define COST_MATH 16
+/* Relative cost of one element, in "cheap operations" (for threading). */
+#define ELTWISE_CHEAP 1
+#define ELTWISE_MATH 16
 
 /* ---- one-vector functions (same comparisons as the scalar backend) ----------- */
 static inline vf32 vmaximum(vf32 a, vf32 b)
@@ -45,7 +43,7 @@ static inline vf32 vclip(vf32 x, vf32 lo, vf32 hi)
     return vselect(wasm_f32x4_gt(t, hi), hi, t);
 }
 
-static inline vf32 vleaky(vf32 x, vf32 alpha)
+static inline vf32 vleaky_relu(vf32 x, vf32 alpha)
 {
     return vselect(wasm_f32x4_gt(x, vsplat(0.0f)), x, vmul(alpha, x));
 }
@@ -102,180 +100,21 @@ static inline vf32 vexp_op(vf32 x)
     return y;
 }
 
-/* ---- loops ----------------------------------------------------------------------- */
-/* A unary op: y = EXPR(x) with x the vector of a; alpha, beta splatted. */
-#define UNARY_OP(name, cost, EXPR)                                         \
-    static void name##_range(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)    \
-    {                                                                      \
-        (void)st;                                                          \
-        const float *a = c->a;                                             \
-        float *y = c->y;                                                   \
-        const vf32 alpha = vsplat(c->alpha), beta = vsplat(c->beta);       \
-        (void)alpha;                                                       \
-        (void)beta;                                                        \
-        size_t i = lo;                                                     \
-        for (; i + 8 <= hi; i += 8) {                                      \
-            vf32 x = wasm_v128_load(a + i);                                \
-            vf32 x1 = wasm_v128_load(a + i + 4);                           \
-            vf32 r0 = (EXPR);                                              \
-            x = x1;                                                        \
-            wasm_v128_store(y + i, r0);                                    \
-            wasm_v128_store(y + i + 4, (EXPR));                            \
-        }                                                                  \
-        for (; i + 4 <= hi; i += 4) {                                      \
-            vf32 x = wasm_v128_load(a + i);                                \
-            wasm_v128_store(y + i, (EXPR));                                \
-        }                                                                  \
-        if (i < hi) {                                                      \
-            vf32 x = load_partial(a + i, hi - i);                          \
-            store_partial(y + i, (EXPR), hi - i);                          \
-        }                                                                  \
-    }                                                                      \
-    WASM_KERNEL(name)                                                      \
-    {                                                                      \
-        cpu_run_ranges(state, call, call->n, cost, name##_range);         \
-        return RAYO_OK;                                                    \
-    }
-
-/* A binary op: y = EXPR(u, v) with u, v the vectors of a and b. */
-#define BINARY_OP(name, EXPR)                                              \
-    static void name##_range(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)    \
-    {                                                                      \
-        (void)st;                                                          \
-        const float *a = c->a, *b = c->b;                                  \
-        float *y = c->y;                                                   \
-        size_t i = lo;                                                     \
-        for (; i + 8 <= hi; i += 8) {                                      \
-            vf32 u = wasm_v128_load(a + i), v = wasm_v128_load(b + i);     \
-            vf32 u1 = wasm_v128_load(a + i + 4);                           \
-            vf32 v1 = wasm_v128_load(b + i + 4);                           \
-            vf32 r0 = (EXPR);                                              \
-            u = u1;                                                        \
-            v = v1;                                                        \
-            wasm_v128_store(y + i, r0);                                    \
-            wasm_v128_store(y + i + 4, (EXPR));                            \
-        }                                                                  \
-        for (; i + 4 <= hi; i += 4) {                                      \
-            vf32 u = wasm_v128_load(a + i), v = wasm_v128_load(b + i);     \
-            wasm_v128_store(y + i, (EXPR));                                \
-        }                                                                  \
-        if (i < hi) {                                                      \
-            vf32 u = load_partial(a + i, hi - i);                          \
-            vf32 v = load_partial(b + i, hi - i);                          \
-            store_partial(y + i, (EXPR), hi - i);                          \
-        }                                                                  \
-    }                                                                      \
-    WASM_KERNEL(name)                                                      \
-    {                                                                      \
-        cpu_run_ranges(state, call, call->n, COST_ARITH, name##_range);   \
-        return RAYO_OK;                                                    \
-    }
-
-BINARY_OP(add, vadd(u, v))
-BINARY_OP(sub, vsub(u, v))
-BINARY_OP(mul, vmul(u, v))
-BINARY_OP(div, vdiv(u, v))
-BINARY_OP(maximum, vmaximum(u, v))
-BINARY_OP(minimum, vminimum(u, v))
-
-UNARY_OP(scale, COST_ARITH, vmul(alpha, x))
-UNARY_OP(relu, COST_ARITH, vrelu(x))
-UNARY_OP(leaky_relu, COST_ARITH, vleaky(x, alpha))
-UNARY_OP(clip, COST_ARITH, vclip(x, alpha, beta))
-UNARY_OP(abs, COST_ARITH, vabs(x))
-UNARY_OP(sqrt, COST_ARITH, wasm_f32x4_sqrt(x))
-UNARY_OP(hardswish, COST_ARITH, vhardswish(x))
-UNARY_OP(elu, COST_MATH, velu(x, alpha))
-UNARY_OP(selu, COST_MATH, vselu(x))
-UNARY_OP(sigmoid, COST_MATH, vsigmoid(x))
-UNARY_OP(tanh, COST_MATH, vtanh(x))
-UNARY_OP(gelu, COST_MATH, vgelu(x))
-UNARY_OP(gelu_tanh, COST_MATH, vgelu_tanh(x))
-UNARY_OP(silu, COST_MATH, vsilu(x))
-UNARY_OP(mish, COST_MATH, vmish(x))
-UNARY_OP(softplus, COST_MATH, vsoftplus(x))
-UNARY_OP(exp, COST_MATH, vexp_op(x))
-UNARY_OP(log, COST_MATH, vlog(x))
-
-/* y = alpha * a + y (y is read as well as written) */
-static void axpy_range(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)
+static inline vf32 vaxpy(vf32 alpha, vf32 x, vf32 y)
 {
-    (void)st;
-    const float *a = c->a;
-    float *y = c->y;
-    size_t i = lo;
-    for (; i + 4 <= hi; i += 4) {
-        vf32 v = wasm_v128_load(y + i);
-        wasm_v128_store(y + i, vaxpy_f64(c->alpha, wasm_v128_load(a + i), &v));
-    }
-    if (i < hi) {
-        vf32 v = load_partial(y + i, hi - i);
-        store_partial(y + i, vaxpy_f64(c->alpha, load_partial(a + i, hi - i), &v), hi - i);
-    }
+    return vaxpy_f64(wasm_f32x4_extract_lane(alpha, 0), x, &y);
 }
 
-WASM_KERNEL(axpy)
-{
-    cpu_run_ranges(state, call, call->n, COST_ARITH, axpy_range);
-    return RAYO_OK;
-}
+/* ---- the vector interface of the template --------------------------------- */
+typedef vf32 vec_t;
+#define VEC_LANES 4
+#define VEC_UNROLL2 1
+#define VEC_FN(name) v##name
+#define vec_load wasm_v128_load
+#define vec_store wasm_v128_store
+#define vec_splat vsplat
+#define vec_load_part load_partial
+#define vec_store_part store_partial
+#define vsqrt wasm_f32x4_sqrt
 
-/* ---- bias_act: y[i][j] = act(a[i][j] + bias[j]) ------------------------------- */
-static inline vf32 activation(uint32_t act, vf32 x)
-{
-    switch (act) {
-    case RAYO_ACT_RELU: return vrelu(x);
-    case RAYO_ACT_GELU: return vgelu(x);
-    case RAYO_ACT_SILU: return vsilu(x);
-    case RAYO_ACT_TANH: return vtanh(x);
-    case RAYO_ACT_SIGMOID: return vsigmoid(x);
-    default: return x; /* RAYO_ACT_NONE; others are refused before any row runs */
-    }
-}
-
-/* One row; the switch sits outside the loop through the ACT macro so each
- * activation gets its own tight loop. */
-#define BIAS_ACT_ROW(ACT)                                                  \
-    do {                                                                   \
-        size_t j = 0;                                                      \
-        for (; j + 4 <= n; j += 4)                                         \
-            wasm_v128_store(y + j, activation(ACT, vadd(wasm_v128_load(a + j), \
-                                                        wasm_v128_load(bias + j)))); \
-        if (j < n)                                                         \
-            store_partial(y + j, activation(ACT, vadd(load_partial(a + j, n - j), \
-                                                      load_partial(bias + j, n - j))), n - j); \
-    } while (0)
-
-static void bias_act_row(uint32_t act, const float *a, const float *bias, float *y, size_t n)
-{
-    switch (act) {
-    case RAYO_ACT_NONE: BIAS_ACT_ROW(RAYO_ACT_NONE); break;
-    case RAYO_ACT_RELU: BIAS_ACT_ROW(RAYO_ACT_RELU); break;
-    case RAYO_ACT_GELU: BIAS_ACT_ROW(RAYO_ACT_GELU); break;
-    case RAYO_ACT_SILU: BIAS_ACT_ROW(RAYO_ACT_SILU); break;
-    case RAYO_ACT_TANH: BIAS_ACT_ROW(RAYO_ACT_TANH); break;
-    case RAYO_ACT_SIGMOID: BIAS_ACT_ROW(RAYO_ACT_SIGMOID); break;
-    default: break;
-    }
-}
-
-static void bias_act_rows(const cpu_state *st, const rayo_call *c, size_t lo, size_t hi)
-{
-    (void)st;
-    for (size_t i = lo; i < hi; i++)
-        bias_act_row(c->flags, (const float *)c->a + i * c->n, c->b, (float *)c->y + i * c->n, c->n);
-}
-
-WASM_KERNEL(bias_act)
-{
-    if (call->flags >= RAYO_ACT_LIMIT) {
-        const cpu_state *st = state;
-        if (st->host->set_error)
-            st->host->set_error(st->host, "bias_act: unknown activation %u", (unsigned)call->flags);
-        return RAYO_E_INVALID;
-    }
-    size_t cost = call->flags == RAYO_ACT_NONE || call->flags == RAYO_ACT_RELU ? COST_ARITH
-                                                                             : COST_MATH;
-    cpu_run_ranges(state, call, call->m, call->n * cost, bias_act_rows);
-    return RAYO_OK;
-}
+#include "cpu-elementwise_tmpl.c"

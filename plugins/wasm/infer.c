@@ -161,6 +161,6 @@ GLU_ROW(swiglu_row, vsilu)
 GLU_ROW(geglu_row, vgelu)
 GLU_ROW(geglu_tanh_row, vgelu_tanh)
 
-CPU_GLU_KERNEL(swiglu, swiglu_row, COST_GLU)
-CPU_GLU_KERNEL(geglu, geglu_row, COST_GLU)
-CPU_GLU_KERNEL(geglu_tanh, geglu_tanh_row, COST_GLU)
+CPU_GLU_KERNEL(swiglu, swiglu_row, COST_GLU, CPU_GLU_SILU, -80.0f)
+CPU_GLU_KERNEL(geglu, geglu_row, COST_GLU, CPU_GLU_GELU, -4.0f) /* its vec_gelu loses the tail sooner */
+CPU_GLU_KERNEL(geglu_tanh, geglu_tanh_row, COST_GLU, CPU_GLU_GELU_TANH, -3.0f)

@@ -7,16 +7,9 @@
  * rayo-info. */
 #include "plugin.h"
 
-const cpu_plugin_spec cpu_plugin = {
-    .device_name = "WebAssembly SIMD128 (4 x f32)",
-    .state_size = sizeof(cpu_state),
-    /* chunks of whole vectors: only the last one has a tail */
-    .range_granule = 4,
-};
-
-/* The decode path of inference (CPU_COMBO_*: ../cpu-base/simd128-plugin.h). */
-static const rayo_op_entry wasm_ops[] = {
-#include "cpu-op-table.h"
-};
-
-CPU_PLUGIN_DESCRIPTOR("wasm", RAYO_ARCH_WASM32, RAYO_CPU_WASM_SIMD128, 50, wasm_ops);
+/* Ranges in chunks of whole vectors: only the last one has a tail.  The op
+ * table is the decode path of inference (CPU_COMBO_*:
+ * ../cpu-base/simd128-plugin.h). */
+CPU_PLUGIN_SPEC("WebAssembly SIMD128 (4 x f32)", 4);
+#define CPU_PLUGIN_ID "wasm", RAYO_ARCH_WASM32, RAYO_CPU_WASM_SIMD128, 50
+#include "cpu-plugin_tmpl.c"

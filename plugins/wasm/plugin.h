@@ -16,19 +16,8 @@
 #define RAYO_WASM_H
 
 #define CPU_KERNEL(NAME) wasm_##NAME
-#include "cpu-base.h"
-#include "cpu-gemm.h"
 #include "simd128-plugin.h"
 #include "wasm-math.h"
-
-/* ---- vector helpers shared by the kernels (reduce.c) -------------------------- */
-/* Sums in float lanes within blocks and in double across blocks: about
- * 3e-6 of sum|terms| at any n (see reduce.c). */
-double wasm_sum_f64(const float *x, size_t n);
-double wasm_dot_f64(const float *a, const float *b, size_t n);
-double wasm_sum_squares_f64(const float *x, size_t n);
-/* max(x[0..n)): NaN if any element is NaN, -inf for n == 0. */
-float wasm_max_f32(const float *x, size_t n);
 
 /* n < 4 floats into a zero-padded vector, and back */
 static inline vf32 load_partial(const float *x, size_t n)
@@ -71,11 +60,5 @@ static inline vf32 wasm_f16x4(const void *p)
 
 /* Kernels are wasm_NAME (cpu-base.h declares one for every op). */
 #define WASM_KERNEL(NAME) CPU_KERNEL_FN(NAME)
-
-/* gemv's kernels (gemv.c), also matmul's path for m == 1 or n == 1. */
-extern const cpu_gemv_kernel wasm_gemv_kernels;
-
-/* gemv with f16, bf16 or block-quantized weights (quant.c). */
-rayo_status wasm_gemv_quant(void *state, const rayo_call *call);
 
 #endif

@@ -72,18 +72,8 @@ double wasm_sum_squares_f64(const float *x, size_t n)
     return total;
 }
 
-/* The block in double, term by term: the slow path of reduce_serial. */
-static double block_f64(cpu_reduction kind, const float *a, const float *b, size_t n)
-{
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++)
-        s += kind == CPU_RED_SUM ? (double)a[i] : kind == CPU_RED_ABS ? fabs((double)a[i]) : (double)a[i] * b[i];
-    return s;
-}
-
 /* A block whose float lanes overflowed (or met inf/NaN) is added again in
- * double: partial sums past FLT_MAX (FLT_MAX + FLT_MAX - FLT_MAX) cannot make
- * a finite result inf; inf and NaN inputs give the same answer in double. */
+ * double (cpu_reduce_f64). */
 static double reduce_serial(cpu_reduction kind, const float *a, const float *b, size_t n)
 {
     if (kind == CPU_RED_SQUARES)
@@ -97,7 +87,7 @@ static double reduce_serial(cpu_reduction kind, const float *a, const float *b, 
         case CPU_RED_ABS: part = block_abs_sum(a + i, len); break;
         default: part = block_dot(a + i, b + i, len); break;
         }
-        total += isfinite(part) ? part : block_f64(kind, a + i, b + i, len);
+        total += isfinite(part) ? part : cpu_reduce_f64(kind, a + i, b + i, len);
     }
     return total;
 }
@@ -112,12 +102,10 @@ double wasm_dot_f64(const float *a, const float *b, size_t n)
     return reduce_serial(CPU_RED_DOT, a, b, n);
 }
 
-CPU_REDUCE_KERNELS(reduce_serial, CPU_SPLIT_PER_THREAD, BLOCK)
-
 /* ---- max, min, argmax --------------------------------------------------------------
  * pmax/pmin (one instruction) keep the extreme of the non-NaN lanes; a
  * separate mask remembers whether any lane saw NaN, which then wins. */
-static float extreme(const float *x, size_t n, int want_max)
+static inline float reduce_extreme(const float *x, size_t n, int want_max)
 {
     const float start = want_max ? -INFINITY : INFINITY;
     vf32 m0 = vsplat(start), m1 = m0;
@@ -150,26 +138,13 @@ static float extreme(const float *x, size_t n, int want_max)
 
 float wasm_max_f32(const float *x, size_t n)
 {
-    return extreme(x, n, 1);
+    return reduce_extreme(x, n, 1);
 }
 
-WASM_KERNEL(max)
+/* The first index holding best (or the first NaN): four lanes at a time. */
+static size_t reduce_find_first(const float *x, size_t n, float best)
 {
-    (void)state;
-    *(float *)call->y = extreme(call->a, call->n, 1);
-    return RAYO_OK;
-}
-
-WASM_KERNEL(min)
-{
-    (void)state;
-    *(float *)call->y = extreme(call->a, call->n, 0);
-    return RAYO_OK;
-}
-
-/* First index i with MATCH(vector at i): four lanes at a time. */
-static size_t first_match(const float *x, size_t n, float best, int find_nan)
-{
+    const int find_nan = best != best;
     const vf32 target = vsplat(best);
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -185,13 +160,6 @@ static size_t first_match(const float *x, size_t n, float best, int find_nan)
     return n; /* not reached: best is an element of x */
 }
 
-/* The maximum (NaN if any), then the first index holding it (or the first NaN). */
-WASM_KERNEL(argmax)
-{
-    (void)state;
-    if (call->n == 0)
-        return RAYO_E_INVALID;
-    float best = extreme(call->a, call->n, 1);
-    *(size_t *)call->y = first_match(call->a, call->n, best, best != best);
-    return RAYO_OK;
-}
+#define REDUCE_SPLIT CPU_SPLIT_PER_THREAD
+#define REDUCE_BLOCK BLOCK
+#include "cpu-reduce_tmpl.c"

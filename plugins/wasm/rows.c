@@ -50,7 +50,7 @@ static inline vf32 norm4(vf32 x, v128_t center, v128_t scale, const vf32 *g, con
 }
 
 /* y = (x - center) * scale * gamma + beta over a row; gamma, beta may be NULL. */
-static void norm_row(const float *x, const float *gamma, const float *beta, float *y, size_t n,
+static void normalize_row(const float *x, const float *gamma, const float *beta, float *y, size_t n,
                      double center, double scale)
 {
     const v128_t c = wasm_f64x2_splat(center), s = wasm_f64x2_splat(scale);
@@ -133,14 +133,6 @@ static void log_softmax_row(const float *x, float *y, size_t n)
         store_partial(y + j, vsub(vsub(load_partial(x + j, n - j), m), l), n - j);
 }
 
-/* 1 / sqrt(var + eps), and 0 where var + eps = 0 (rayo-ops.h: the
- * normalised value of a constant row with eps = 0 is 0, not 0 * inf);
- * a NaN in the row stays NaN, so the whole row comes out NaN. */
-static double inverse_std(double var_plus_eps)
-{
-    return var_plus_eps == 0 ? 0.0 : 1.0 / sqrt(var_plus_eps);
-}
-
 /* ---- layernorm, rmsnorm -------------------------------------------------------------
  * The mean is summed in double lanes: it must be right relative to the
  * row's spread, not only to sum|x| (1e12 + noise, mean 1e4 std 1), which
@@ -164,7 +156,7 @@ static double row_sum_f64(const float *x, size_t n)
 
 /* Two-pass variance: the second pass sums squares of centred values in
  * double lanes, so there is no cancellation of E[x^2] - E[x]^2. */
-static double centred_squares(const float *x, size_t n, double mean)
+static double row_centered_squares_f64(const float *x, size_t n, double mean)
 {
     const v128_t m = wasm_f64x2_splat(mean);
     v128_t s0 = wasm_f64x2_splat(0.0), s1 = s0;
@@ -184,19 +176,7 @@ static double centred_squares(const float *x, size_t n, double mean)
     return total;
 }
 
-static void layernorm_row(const float *x, const float *gamma, const float *beta, float *y,
-                          size_t n, float eps)
-{
-    double mean = row_sum_f64(x, n) / (double)n;
-    double var = centred_squares(x, n, mean) / (double)n;
-    norm_row(x, gamma, beta, y, n, mean, inverse_std(var + (double)eps));
-}
-
-static void rmsnorm_row(const float *x, const float *gamma, float *y, size_t n, float eps)
-{
-    double ms = wasm_sum_squares_f64(x, n) / (double)n;
-    norm_row(x, gamma, NULL, y, n, 0.0, inverse_std(ms + (double)eps));
-}
-
 /* ---- kernels: the row functions above over the call's m rows ---------------- */
-CPU_ROW_KERNELS(COST_EXP, COST_NORM)
+#define ROWS_EXP_COST COST_EXP
+#define ROWS_NORM_COST COST_NORM
+#include "cpu-rows_tmpl.c"

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* transpose.c - y (n x m) = a (m x n)^T, SIMD128.
  *
- * The cache-blocked tiles of every CPU plugin (CPU_TRANSPOSE_KERNEL,
+ * The cache-blocked tiles of every CPU plugin (cpu-transpose_tmpl.c,
  * cpu-base.h); inside a tile 4 x 4 blocks are transposed in registers with
  * eight shuffles.
  */
 #include "plugin.h"
 
 /* the 4 x 4 block at a (row stride n) to y (row stride m), transposed */
-static inline void transpose_4x4(const float *a, size_t n, float *y, size_t m)
+#define TRANSPOSE_BLOCK 4
+static inline void transpose_block(const float *a, size_t n, float *y, size_t m)
 {
     vf32 r0 = wasm_v128_load(a), r1 = wasm_v128_load(a + n);
     vf32 r2 = wasm_v128_load(a + 2 * n), r3 = wasm_v128_load(a + 3 * n);
@@ -22,4 +23,4 @@ static inline void transpose_4x4(const float *a, size_t n, float *y, size_t m)
     wasm_v128_store(y + 3 * m, wasm_i32x4_shuffle(t2, t3, 2, 3, 6, 7));
 }
 
-CPU_TRANSPOSE_KERNEL()
+#include "cpu-transpose_tmpl.c"

@@ -18,8 +18,9 @@
 struct Params {
     m: u32, n: u32, k: u32, flags: u32,
     alpha: f32, beta: f32, oa: u32, ob: u32,
-    oc: u32, oy: u32, zero: u32, pad: u32,
+    oc: u32, oy: u32, zero: u32, has: u32,        // has: which of b, c are given (rows.wgsl)
     lda: u32, ldb: u32, ldy: u32, dta: u32,    // row strides in elements (never 0 here); dtype of a
+    ext: array<vec4<u32>, 4>,                  // rope's or attention's parameters (infer.wgsl)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -109,6 +110,26 @@ fn elementwise(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroup
             r = f_unary(x);
         }
         y_data[p.oy + i] = r;
+    }
+}
+
+// bias_act: y[i][j] = act(a[i][j] + b[j]) over m rows of n, act in p.flags
+// (rayo_activation: none, relu, gelu, silu, tanh, sigmoid).
+fn f_act(x: f32) -> f32 {
+    switch p.flags {
+        case 1u: { return f_relu(x); }
+        case 2u: { return r_gelu(x); }
+        case 3u: { return r_silu(x); }
+        case 4u: { return r_tanh(x); }
+        case 5u: { return r_sigmoid(x); }
+        default: { return x; }
+    }
+}
+
+@compute @workgroup_size(256)
+fn bias_act(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) groups: vec3u) {
+    for (var o = gid.x; o < p.m * p.n; o += groups.x * WG) {
+        y_data[p.oy + o] = f_act(a_f32(p.oa + o) + b_data[p.ob + o % p.n]);
     }
 }
 

@@ -7,6 +7,7 @@
 # side from core/rayo-ops.h at build time.
 WEBGPU_PLUGIN_FILES = plugins/webgpu/webgpu-plugin.c plugins/webgpu/webgpu-js.h
 WEBGPU_JS_FILES = plugins/webgpu/webgpu-host.js plugins/webgpu/wgsl-ops.h \
-	plugins/webgpu/embed-wgsl.mjs plugins/webgpu/rmath.wgsl plugins/webgpu/kernels.wgsl
+	plugins/webgpu/embed-wgsl.mjs plugins/webgpu/rmath.wgsl plugins/webgpu/kernels.wgsl \
+	plugins/webgpu/rows.wgsl plugins/webgpu/infer.wgsl
 
 EXTRA_DIST += $(WEBGPU_PLUGIN_FILES) $(WEBGPU_JS_FILES)

@@ -147,11 +147,33 @@ fn r_sigmoid(x: f32) -> f32 {
     return r_div_big(1.0, 1.0 + r_exp(-x));
 }
 
+// x y - round(x y), exactly, for |x|, |y| < 2^100 (Dekker: the WGSL fma
+// may be a multiply and an add, as on SwiftShader, so it cannot give it).
+fn split_hi(x: f32) -> f32 {
+    let c = 4097.0 * x;
+    return c - (c - x);
+}
+fn prod_err(x: f32, y: f32, xy: f32) -> f32 {
+    let xh = split_hi(x);
+    let xl = x - xh;
+    let yh = split_hi(y);
+    let yl = y - yh;
+    return ((xh * yh - xy) + xh * yl + xl * yh) + xl * yl;
+}
+
 // erfc(z) for z >= 0 (Chebyshev fit, fractional error < 1.2e-7), z*z
 // split into hi + lo so its rounding does not grow with z.
 fn r_erfc_pos(z: f32) -> f32 {
     if (z > 10.0) { return 0.0; }
     let t = r_rcp(fma(0.5, z, 1.0));
+    let p = r_erfc_fit(t);
+    let hi = z * z;
+    let lo = prod_err(z, z, hi);
+    return t * r_exp(p - hi) * (1.0 - lo);
+}
+
+// The fit's exponent beyond -z^2, at t = 1 / (1 + z / 2).
+fn r_erfc_fit(t: f32) -> f32 {
     var p: f32 = 0.17087277;
     p = fma(p, t, -0.82215223);
     p = fma(p, t, 1.48851587);
@@ -161,10 +183,7 @@ fn r_erfc_pos(z: f32) -> f32 {
     p = fma(p, t, 0.09678418);
     p = fma(p, t, 0.37409196);
     p = fma(p, t, 1.00002368);
-    p = fma(p, t, -1.26551223);
-    let hi = z * z;
-    let lo = fma(z, z, -hi);
-    return t * r_exp(p - hi) * (1.0 - lo);
+    return fma(p, t, -1.26551223);
 }
 
 fn r_phi(x: f32) -> f32 {

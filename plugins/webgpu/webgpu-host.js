@@ -21,6 +21,7 @@ var rayoWebgpu = (function () {
   var OK = 0, E_NOMEM = 3, E_UNSUPPORTED = 4, E_BACKEND = 5, E_DEVICE_LOST = 6, E_NOT_FOUND = 7;
   var DEVICE_GPU = 1, DEVICE_SOFTWARE = 2, DEVICE_FLUSHES_DENORMALS = 2;
   var FEATURES = ['shader-f16', 'subgroups', 'timestamp-query'];
+  var HAS_B = 1, HAS_C = 2, Y_INDEX64 = 4;   // Params.has (rows.wgsl)
   var OP_IDS = {}, OP_SIGS = {};
   RAYO_WEBGPU_OPS.forEach(function (op) { OP_IDS[op[1]] = op[0]; OP_SIGS[op[0]] = op[2].toLowerCase(); });
   var st = {
@@ -123,7 +124,10 @@ var rayoWebgpu = (function () {
     var soft = st.kernels === 'direct' || (st.kernels === 'auto' && st.type === DEVICE_SOFTWARE);
     if (sig === 'matmul') return soft ? 'matmul_direct' : 'matmul';
     if (sig === 'gemv') return (flags & 1) ? 'gemv_cols' : soft ? 'gemv_direct' : 'gemv_rows';
-    if (sig === 'transpose') return 'transpose';
+    if (sig === 'rows' || sig === 'norm') return soft ? 'rows_direct' : 'rows';
+    if (sig === 'reduce' || sig === 'reduce2' || sig === 'argreduce') return 'reduce';
+    if (sig === 'transpose' || sig === 'glu' || sig === 'get_rows' || sig === 'convert' || sig === 'rope' ||
+        sig === 'attention' || sig === 'bias_act') return sig;
     return 'elementwise';
   }
 
@@ -141,35 +145,44 @@ var rayoWebgpu = (function () {
     return { pipeline: p, entry: entry };
   }
 
-  function groupsFor(entry, m, n) {
-    var cap = 4096;
+  // call: encodeOp's (m, n, ext)
+  function groupsFor(entry, call) {
+    var cap = 4096, m = call.m, n = call.n, e = call.ext || [];
+    if (entry === 'rope') return [Math.max(1, Math.min(cap, Math.ceil(m * e[2] * (e[3] - e[1] / 2) / 64))), 1];
+    if (entry === 'attention') return [Math.max(1, Math.min(cap, Math.ceil(e[0] * e[2] * e[4] / 64))), 1];
     if (entry === 'matmul_direct') return [Math.max(1, Math.min(65535, Math.ceil(m * n / 64))), 1];
     if (/_direct$/.test(entry)) return [Math.max(1, Math.min(65535, Math.ceil(m / 64))), 1];
     if (entry === 'matmul') return [Math.ceil(n / 16), Math.ceil(m / 16)];
     if (entry === 'gemv_rows') return [Math.min(m, 65535), 1];
-    if (entry === 'transpose') return [Math.max(1, Math.min(cap, Math.ceil(m * n / 256))), 1];
+    if (entry === 'reduce') return [1, 1];
+    if (entry === 'rows') return [Math.max(1, Math.min(m, 65535)), 1];
+    if (entry === 'transpose' || entry === 'glu' || entry === 'get_rows' || entry === 'bias_act')
+      return [Math.max(1, Math.min(cap, Math.ceil(m * n / 256))), 1];
     return [Math.max(1, Math.min(cap, Math.ceil(n / 256))), 1];
   }
 
   // ---- encoding one op -------------------------------------------------------
-  // lda, ldb, ldy with 0 (dense) replaced by the row length
+  // lda, ldb, ldy with 0 (dense) replaced by the row length (n but for matmul)
   function denseStrides(call) {
-    var ta = call.flags & 1, tb = call.flags & 2, gemv = OP_SIGS[call.op] === 'gemv';
-    var rowA = gemv ? call.n : (ta ? call.m : call.k), rowB = tb ? call.k : call.n;
+    var ta = call.flags & 1, tb = call.flags & 2, matmul = OP_SIGS[call.op] === 'matmul';
+    var rowA = matmul ? (ta ? call.m : call.k) : call.n, rowB = matmul && tb ? call.k : call.n;
     return [call.lda || rowA, call.ldb || rowB, call.ldy || call.n];
   }
 
+  // sizes[]: webgpu-js.h (7 words, then 16 of rope's or attention's parameters)
   function readSizes(ptr) {
-    var s = HEAPU32.subarray(ptr >>> 2, (ptr >>> 2) + 7);
-    return { m: s[0], n: s[1], k: s[2], lda: s[3], ldb: s[4], ldy: s[5], dta: s[6] };
+    var s = HEAPU32.subarray(ptr >>> 2, (ptr >>> 2) + 23);
+    return { m: s[0], n: s[1], k: s[2], lda: s[3], ldb: s[4], ldy: s[5], dta: s[6], ext: Array.from(s.subarray(7)) };
   }
 
   // call: {op, flags, m, n, k, alpha, beta, bufs: [a, b, c, y] GPUBuffers or
   // null, offsets: element offsets}.  In-place inputs (the buffer of y) are
   // copied first: WebGPU refuses a buffer bound writable and read-only at once.
+  // call.device: y is a device buffer (argmax writes a 64-bit index there).
   function encodeOp(encoder, call, temps) {
     var dev = st.device;
     var bufs = call.bufs.slice(), off = call.offsets.slice();
+    var has = (bufs[1] ? HAS_B : 0) | (bufs[2] ? HAS_C : 0) | (call.device ? Y_INDEX64 : 0);
     for (var i = 0; i < 3; i++) {
       if (bufs[i] && bufs[i] === bufs[3]) {
         var copy = dev.createBuffer({ size: Math.max(16, bufs[i].size), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
@@ -178,13 +191,14 @@ var rayoWebgpu = (function () {
         bufs[i] = copy;
       }
     }
-    var params = new ArrayBuffer(64), u = new Uint32Array(params), f = new Float32Array(params);
+    var params = new ArrayBuffer(128), u = new Uint32Array(params), f = new Float32Array(params);
     u[0] = call.m; u[1] = call.n; u[2] = call.k; u[3] = call.flags;
     f[4] = call.alpha; f[5] = call.beta;
-    u[6] = off[0]; u[7] = off[1]; u[8] = off[2]; u[9] = off[3];
+    u[6] = off[0]; u[7] = off[1]; u[8] = off[2]; u[9] = off[3]; u[11] = has;
     u.set(denseStrides(call), 12);
     u[15] = call.dta || 0;
-    var ubuf = dev.createBuffer({ size: 64, usage: GPUBufferUsage.UNIFORM, mappedAtCreation: true });
+    if (call.ext) u.set(call.ext, 16);
+    var ubuf = dev.createBuffer({ size: 128, usage: GPUBufferUsage.UNIFORM, mappedAtCreation: true });
     new Uint8Array(ubuf.getMappedRange()).set(new Uint8Array(params));
     ubuf.unmap();
     temps.push(ubuf);
@@ -194,7 +208,7 @@ var rayoWebgpu = (function () {
     var pass = encoder.beginComputePass();
     pass.setPipeline(pl.pipeline);
     pass.setBindGroup(0, dev.createBindGroup({ layout: st.layout, entries: entries }));
-    var g = groupsFor(pl.entry, call.m, call.n);
+    var g = groupsFor(pl.entry, call);
     pass.dispatchWorkgroups(g[0], g[1]);
     pass.end();
   }
@@ -244,7 +258,7 @@ var rayoWebgpu = (function () {
       if (y0) st.device.queue.writeBuffer(bufs[3], 0, y0);
       var encoder = st.device.createCommandEncoder();
       encodeOp(encoder, { op: op, flags: flags, m: sizes.m, n: sizes.n, k: sizes.k, lda: sizes.lda,
-        ldb: sizes.ldb, ldy: sizes.ldy, dta: sizes.dta, alpha: alpha, beta: beta, bufs: bufs,
+        ldb: sizes.ldb, ldy: sizes.ldy, dta: sizes.dta, ext: sizes.ext, alpha: alpha, beta: beta, bufs: bufs,
         offsets: [0, 0, 0, 0] }, temps);
       var bytes = await readBack(encoder, bufs[3], 0, yBytes, temps);
       return new Float32Array(bytes.buffer);
@@ -327,7 +341,7 @@ var rayoWebgpu = (function () {
 
   function batchBegin() {
     var h = st.nextHandle++;
-    st.batches.set(h, { calls: [], temps: [], done: null, status: OK, step: 0 });
+    st.batches.set(h, { calls: [], temps: [], aux: [], done: null, status: OK, step: 0 });
     return h;
   }
 
@@ -343,8 +357,8 @@ var rayoWebgpu = (function () {
       offsets.push(HEAPU32[op2 + i] / 4);
       steps.push(HEAPU32[sp + i] / 4);
     }
-    bt.calls.push({ op: op, flags: flags, m: s.m, n: s.n, k: s.k, lda: s.lda, ldb: s.ldb, ldy: s.ldy, dta: s.dta,
-      alpha: alpha, beta: beta, bufs: bufs, offsets0: offsets, steps: steps });
+    bt.calls.push({ op: op, flags: flags, m: s.m, n: s.n, k: s.k, lda: s.lda, ldb: s.ldb, ldy: s.ldy, dta: s.dta, ext0: s.ext,
+      alpha: alpha, beta: beta, bufs: bufs, offsets0: offsets, steps: steps, device: true });
     return OK;
   }
 
@@ -355,9 +369,12 @@ var rayoWebgpu = (function () {
     return OK;
   }
 
-  // a recorded call with its offsets at the batch's step (elements)
+  // a recorded call with its offsets at the batch's step (elements), and
+  // attention's n_kv grown by the step where it was recorded so (ext[15])
   function atStep(call, step) {
     call.offsets = call.offsets0.map(function (o, i) { return o + step * call.steps[i]; });
+    call.ext = call.ext0.slice();
+    if (call.ext[15]) call.ext[1] += step;
     return call;
   }
 
@@ -385,9 +402,20 @@ var rayoWebgpu = (function () {
     return st.lost ? E_DEVICE_LOST : bt.status;
   }
 
+  // a buffer that lives as long as the batch (rope's frequencies): a handle
+  function batchAux(batch, src, bytes) {
+    var bt = st.batches.get(batch);
+    var h = bt ? bufferAlloc(Math.ceil(bytes / 4) * 4) : 0;
+    if (!h) return 0;
+    st.device.queue.writeBuffer(st.buffers.get(h), 0, padded(heapBytes(src, bytes).slice()));
+    bt.aux.push(h);
+    return h;
+  }
+
   function batchFree(batch) {
     var bt = st.batches.get(batch);
     if (bt) bt.temps.forEach(function (b) { b.destroy(); });
+    if (bt) bt.aux.forEach(bufferFree);
     st.batches.delete(batch);
   }
 
@@ -422,6 +450,7 @@ var rayoWebgpu = (function () {
       rayo_webgpu_js_batch_record: batchRecord,
       rayo_webgpu_js_batch_submit: batchSubmit,
       rayo_webgpu_js_batch_set_step: batchSetStep,
+      rayo_webgpu_js_batch_aux: batchAux,
       rayo_webgpu_js_batch_wait: waiting(batchWait),
       rayo_webgpu_js_batch_free: batchFree,
     };

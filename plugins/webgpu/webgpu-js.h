@@ -28,9 +28,11 @@ int rayo_webgpu_js_probe(char *name, size_t name_size, char *reason, size_t reas
 int rayo_webgpu_js_can_wait(void);
 
 /* sizes[]: m, n, k, then the row strides lda, ldb, ldy in elements (0:
- * dense; only matmul and gemv take them), then the rayo_dtype of a (gemv's
- * typed weights; the other operands are f32). */
-#define WEBGPU_SIZES 7
+ * dense), then the rayo_dtype of a (typed weights and tables; the other
+ * operands are f32), then WEBGPU_EXT words of rope's or attention's
+ * parameters (webgpu-plugin.c: rope_ext, attention_ext). */
+#define WEBGPU_EXT 16
+#define WEBGPU_SIZES (7 + WEBGPU_EXT)
 
 /* Runs one op on host memory (waits): uploads a, b, c (na..nc bytes, 0 =
  * unused) and y when y_in, runs the op, reads y back (ny bytes).  Returns a
@@ -53,6 +55,9 @@ uint32_t rayo_webgpu_js_batch_begin(void);
 int rayo_webgpu_js_batch_record(uint32_t batch, uint32_t op, uint32_t flags, const uint32_t sizes[WEBGPU_SIZES],
                                 float alpha, float beta, const uint32_t bufs[4],
                                 const uint32_t offsets[4], const uint32_t steps[4]);
+/* A buffer of bytes that lives as long as the batch (rope's frequencies);
+ * returns its handle for a call's operand, 0 when out of memory. */
+uint32_t rayo_webgpu_js_batch_aux(uint32_t batch, const void *src, size_t bytes);
 /* The step the next submits run at. */
 int rayo_webgpu_js_batch_set_step(uint32_t batch, uint32_t step);
 int rayo_webgpu_js_batch_submit(uint32_t batch);

@@ -19,6 +19,7 @@
 #include "rayo-plugin.h"
 #include "webgpu-js.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,32 +70,116 @@ static int operand_bytes(const webgpu_state *s, rayo_dtype dt, size_t count, siz
     return rayo_dtype_row_bytes(dt, count, bytes) && *bytes <= s->limit ? 0 : -1;
 }
 
-/* The dtypes the WGSL kernels take: all-f32, or gemv with typed weights
- * (its combinations of the op list; no transpose: rows along the sum). */
+/* The dtypes the WGSL kernels take: all-f32; gemv with typed weights (its
+ * combinations of the op list; no transpose: rows along the sum); get_rows
+ * from any table with i32 indices; convert from any dtype to f32. */
 static int dtypes_ok(int sig, const rayo_call *c)
 {
+    rayo_dtype a = RAYO_DTYPE_OF(c->dtypes, 0);
+    if (sig == RAYO_SIG_GET_ROWS)
+        return c->dtypes == RAYO_DTYPES(a, RAYO_DTYPE_I32, 0, RAYO_DTYPE_F32) && a != RAYO_DTYPE_I32;
+    if (sig == RAYO_SIG_CONVERT)
+        return c->dtypes == RAYO_DTYPES(a, 0, 0, RAYO_DTYPE_F32) && a != RAYO_DTYPE_F32 && a != RAYO_DTYPE_I32;
+    if (sig == RAYO_SIG_ROPE)
+        return c->dtypes == RAYO_DTYPES(RAYO_DTYPE_F32, RAYO_DTYPE_I32, 0, RAYO_DTYPE_F32);
+    if (sig == RAYO_SIG_ATTENTION)
+        return c->dtypes == 0 && rayo_call_attention_params(c)->kv_dtype == RAYO_DTYPE_F32;
     if (c->dtypes == 0)
         return 1;
     return sig == RAYO_SIG_GEMV && !(c->flags & RAYO_TRANS_A) &&
-           c->dtypes == RAYO_DTYPES(RAYO_DTYPE_OF(c->dtypes, 0), 0, 0, 0);
+           c->dtypes == RAYO_DTYPES(a, 0, 0, 0);
+}
+
+/* layernorm with beta: y = v gamma + beta may cancel to far below v gamma
+ * (gamma ~ 100, beta ~ -100), and the contract then asks for more than the
+ * float precision of v gamma; WGSL has no float64, so such calls go to the
+ * next backend. */
+static int float_precision_suffices(const rayo_call *c)
+{
+    return !(c->op == RAYO_OP_LAYERNORM && c->c);
+}
+
+/* The signatures whose WGSL takes row strides. */
+static int takes_strides(int sig)
+{
+    return sig == RAYO_SIG_MATMUL || sig == RAYO_SIG_GEMV || sig == RAYO_SIG_GLU || sig == RAYO_SIG_GET_ROWS;
+}
+
+/* ---- rope and attention: their parameters as words (sizes[7...]) ---------- */
+#define EXT_KV_GROWS 15 /* attention: n_kv (word 1) grows with the batch's step */
+
+static int to_words(uint32_t *w, const size_t *v, int count)
+{
+    for (int i = 0; i < count; i++) {
+        if (v[i] > UINT32_MAX)
+            return -1;
+        w[i] = (uint32_t)v[i];
+    }
+    return 0;
+}
+
+/* mode, rot_dims, heads, head_dim, the head and token strides of x and y */
+static int rope_ext(const rayo_call *c, uint32_t *w)
+{
+    const rayo_rope_params *p = rayo_call_rope_params(c);
+    size_t hd = p->head_dim, row = p->n_heads * hd;
+    const size_t v[8] = {(size_t)p->mode, p->rot_dims ? p->rot_dims : hd, p->n_heads, hd,
+                         p->head_stride_x ? p->head_stride_x : hd, p->head_stride_y ? p->head_stride_y : hd,
+                         c->lda ? c->lda : row, c->ldy ? c->ldy : row};
+    return p->mode > RAYO_ROPE_NEOX || v[1] > hd || v[1] % 2 ? -1 : to_words(w, v, 8);
+}
+
+/* n_q, n_kv, heads, kv heads, head_dim, scale (bits), flags, then the token
+ * and head strides of q, k, v, out (0 made dense) */
+static int attention_ext(const rayo_call *c, uint32_t *w)
+{
+    const rayo_attention_params *p = rayo_call_attention_params(c);
+    size_t hd = p->head_dim, q_row = p->n_heads * hd, kv_row = p->n_kv_heads * hd;
+    const size_t v[15] = {p->n_q, p->n_kv, p->n_heads, p->n_kv_heads, hd, 0, p->flags,
+                          p->q_token ? p->q_token : q_row, p->q_head ? p->q_head : hd,
+                          p->k_token ? p->k_token : kv_row, p->k_head ? p->k_head : hd,
+                          p->v_token ? p->v_token : kv_row, p->v_head ? p->v_head : hd,
+                          p->o_token ? p->o_token : q_row, p->o_head ? p->o_head : hd};
+    if (!p->n_kv_heads || p->n_heads % p->n_kv_heads || to_words(w, v, 15))
+        return -1;
+    memcpy(&w[5], &p->scale, sizeof w[5]);
+    return 0;
+}
+
+/* rope's table of frequencies: freq_scale * freq_base^(-2i / rot_dims) as
+ * hi + lo float pairs, computed in double (the angle pos * freq must be
+ * right to 1e-7 at positions of 1e5; WGSL has no float64).  malloc'd. */
+static float *rope_freqs(const rayo_call *c, size_t *bytes)
+{
+    const rayo_rope_params *p = rayo_call_rope_params(c);
+    size_t rot = p->rot_dims ? p->rot_dims : p->head_dim, half = rot / 2;
+    float *t = malloc((2 * half + 2) * sizeof *t);
+    if (!t)
+        return NULL;
+    for (size_t i = 0; i < half; i++) {
+        double f = (double)p->freq_scale * pow((double)p->freq_base, -2.0 * (double)i / (double)rot);
+        t[2 * i] = (float)f;
+        t[2 * i + 1] = (float)(f - (double)t[2 * i]);
+    }
+    *bytes = (2 * half + 2) * sizeof *t;
+    return t;
 }
 
 /* What every call must be for the WGSL kernels: dtypes they take, strided
- * only for matmul and gemv, operands that fit one storage binding, sizes and
+ * only where they take strides, operands that fit one storage binding, sizes and
  * strides that fit 32 bits. */
 static rayo_status check_call(const webgpu_state *s, int sig, const rayo_call *c,
                               const size_t count[4], size_t bytes[4], uint32_t sizes[WEBGPU_SIZES])
 {
-    const size_t all[WEBGPU_SIZES] = {c->m, c->n, c->k, c->lda, c->ldb, c->ldy,
+    const size_t all[7] = {c->m, c->n, c->k, c->lda, c->ldb, c->ldy,
                                       RAYO_DTYPE_OF(c->dtypes, 0)};
-    int strides_ok = sig == RAYO_SIG_MATMUL || sig == RAYO_SIG_GEMV;
-    if (!dtypes_ok(sig, c) || (rayo_call_strided(c) && !strides_ok) || c->ldc)
+    if (!dtypes_ok(sig, c) || (rayo_call_strided(c) && !takes_strides(sig)) || c->ldc ||
+        !float_precision_suffices(c))
         return RAYO_E_UNSUPPORTED;
-    for (int i = 0; i < WEBGPU_SIZES; i++) {
-        if (all[i] > UINT32_MAX)
-            return RAYO_E_UNSUPPORTED;
-        sizes[i] = (uint32_t)all[i];
-    }
+    memset(sizes, 0, WEBGPU_SIZES * sizeof *sizes);
+    if (to_words(sizes, all, 7) || (sig == RAYO_SIG_ROPE && rope_ext(c, sizes + 7)) ||
+        (sig == RAYO_SIG_ATTENTION && attention_ext(c, sizes + 7)))
+        return RAYO_E_UNSUPPORTED;
     for (int i = 0; i < 4; i++)
         if (operand_bytes(s, RAYO_DTYPE_OF(c->dtypes, i), count[i], &bytes[i]))
             return RAYO_E_UNSUPPORTED;
@@ -116,11 +201,18 @@ static rayo_status webgpu_kernel(void *state, const rayo_call *call)
         s->host->set_error(s->host, "webgpu: a host-memory call must use the async API (readback waits)");
         return RAYO_E_UNSUPPORTED;
     }
-    /* y goes up too where the op reads it, or where its rows have gaps
-     * that the readback of the whole span must leave as they were */
-    int y_in = rayo_output_is_input(call, sig) || (call->ldy && call->ldy != call->n);
-    return rayo_webgpu_js_run(call->op, call->flags, sizes, call->alpha, call->beta, call->a,
-                              bytes[0], call->b, bytes[1], call->c, bytes[2], call->y, bytes[3], y_in);
+    /* y goes up too where the op reads it, or where its rows (or heads)
+     * have gaps that the readback of the whole span must leave as they were */
+    int y_in = rayo_output_is_input(call, sig) || (call->ldy && call->ldy != call->n) ||
+               sig == RAYO_SIG_ROPE || sig == RAYO_SIG_ATTENTION;
+    const void *c = call->c;
+    float *freqs = NULL; /* rope's frequencies go up as its c */
+    if (sig == RAYO_SIG_ROPE && !(c = freqs = rope_freqs(call, &bytes[2])))
+        return RAYO_E_NOMEM;
+    st = rayo_webgpu_js_run(call->op, call->flags, sizes, call->alpha, call->beta, call->a, bytes[0],
+                            call->b, bytes[1], c, bytes[2], call->y, bytes[3], y_in);
+    free(freqs);
+    return st;
 }
 
 /* ---- device memory ---------------------------------------------------------- */
@@ -171,6 +263,7 @@ static rayo_status webgpu_batch_begin(void *state, void **batch)
 /* A rayo_call with the device call's sizes, to measure it like a host call. */
 static rayo_call host_shape(const rayo_dev_call *d)
 {
+    static const float present; /* an operand given as a buffer: non-NULL */
     rayo_call c;
     memset(&c, 0, sizeof c);
     c.struct_size = sizeof c;
@@ -185,7 +278,20 @@ static rayo_call host_shape(const rayo_dev_call *d)
     c.ldc = d->ldc;
     c.ldy = d->ldy;
     c.params = d->params;
+    c.a = d->a.buf ? &present : NULL;
+    c.b = d->b.buf ? &present : NULL;
+    c.c = d->c.buf ? &present : NULL;
     return c;
+}
+
+/* rope's frequencies in a buffer of the batch, as the handle of its c */
+static void *rope_aux(void *batch, const rayo_call *c)
+{
+    size_t bytes;
+    float *freqs = rope_freqs(c, &bytes);
+    uint32_t h = freqs ? rayo_webgpu_js_batch_aux((uint32_t)(uintptr_t)batch, freqs, bytes) : 0;
+    free(freqs);
+    return (void *)(uintptr_t)h;
 }
 
 static rayo_status webgpu_batch_record(void *state, void *batch, const rayo_dev_call *d)
@@ -202,8 +308,12 @@ static rayo_status webgpu_batch_record(void *state, void *batch, const rayo_dev_
         return st;
     rayo_dev_call full; /* the step fields of a 1.0 core's call read as 0 */
     rayo_dev_call_copy(d, &full);
-    if (full.step_flags)
-        return RAYO_E_UNSUPPORTED; /* only attention's KV length moves: no attention here */
+    if (full.step_flags & ~RAYO_STEP_KV_LENGTH ||
+        ((full.step_flags & RAYO_STEP_KV_LENGTH) && sig != RAYO_SIG_ATTENTION))
+        return RAYO_E_UNSUPPORTED;
+    sizes[7 + EXT_KV_GROWS] = sig == RAYO_SIG_ATTENTION && (full.step_flags & RAYO_STEP_KV_LENGTH);
+    if (sig == RAYO_SIG_ROPE && !(full.c.buf = rope_aux(batch, &c)))
+        return RAYO_E_NOMEM;
     const rayo_dev_operand *ops[4] = {&full.a, &full.b, &full.c, &full.y};
     uint32_t bufs[4], offsets[4], steps[4];
     for (int i = 0; i < 4; i++) {
@@ -266,7 +376,8 @@ static const rayo_memory_api webgpu_memory = {
 };
 
 /* ---- the op table: the op list, filtered by signature class ------------------
- * gemv is registered by its dtype combinations (f32 among them), the other
+ * gemv, get_rows, convert, rope and attention are registered by their
+ * dtype combinations (convert: to f32 only; attention: f32 KV), the other
  * ops with a WGSL entry point by signature (all-f32). */
 #define WEBGPU_ENTRY(ENUM) {RAYO_OP_##ENUM, 0, webgpu_kernel},
 #define WEBGPU_SIG_BINARY(ENUM) WEBGPU_ENTRY(ENUM)
@@ -277,27 +388,42 @@ static const rayo_memory_api webgpu_memory = {
 #define WEBGPU_SIG_MATMUL(ENUM) WEBGPU_ENTRY(ENUM)
 #define WEBGPU_SIG_GEMV(ENUM)
 #define WEBGPU_SIG_TRANSPOSE(ENUM) WEBGPU_ENTRY(ENUM)
-/* not in WGSL yet: these fall through to the CPU backends */
-#define WEBGPU_SIG_REDUCE(ENUM)
-#define WEBGPU_SIG_REDUCE2(ENUM)
-#define WEBGPU_SIG_ARGREDUCE(ENUM)
-#define WEBGPU_SIG_ROWS(ENUM)
-#define WEBGPU_SIG_NORM(ENUM)
-#define WEBGPU_SIG_BIAS_ACT(ENUM)
+#define WEBGPU_SIG_REDUCE(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_REDUCE2(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_ARGREDUCE(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_ROWS(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_NORM(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_GLU(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_CONVERT(ENUM)
+#define WEBGPU_SIG_GET_ROWS(ENUM)
+#define WEBGPU_SIG_BIAS_ACT(ENUM) WEBGPU_ENTRY(ENUM)
+#define WEBGPU_SIG_ROPE(ENUM)
+#define WEBGPU_SIG_ATTENTION(ENUM)
 
 #define WEBGPU_DT(X) RAYO_DTYPE_##X
-#define WEBGPU_COMBO_GEMV(A, B, C, Y) \
-    {RAYO_OP_GEMV, RAYO_DTYPES(WEBGPU_DT(A), WEBGPU_DT(B), WEBGPU_DT(C), WEBGPU_DT(Y)), webgpu_kernel},
+#define WEBGPU_COMBO_ENTRY(OP, A, B, C, Y) \
+    {RAYO_OP_##OP, RAYO_DTYPES(WEBGPU_DT(A), WEBGPU_DT(B), WEBGPU_DT(C), WEBGPU_DT(Y)), webgpu_kernel},
+#define WEBGPU_COMBO_GEMV(A, B, C, Y) WEBGPU_COMBO_ENTRY(GEMV, A, B, C, Y)
+#define WEBGPU_COMBO_GET_ROWS(A, B, C, Y) WEBGPU_COMBO_ENTRY(GET_ROWS, A, B, C, Y)
+#define WEBGPU_COMBO_CONVERT_TO_F32(A, B, C, Y) WEBGPU_COMBO_ENTRY(CONVERT, A, B, C, Y)
+#define WEBGPU_COMBO_CONVERT_TO_F16(A, B, C, Y)
+#define WEBGPU_COMBO_CONVERT_TO_BF16(A, B, C, Y)
+#define WEBGPU_COMBO_CONVERT_TO_Q8_0(A, B, C, Y)
+#define WEBGPU_COMBO_CONVERT_TO_Q4_0(A, B, C, Y)
+#define WEBGPU_COMBO_CONVERT(A, B, C, Y) WEBGPU_COMBO_CONVERT_TO_##Y(A, B, C, Y)
 #define WEBGPU_COMBO_MATMUL(A, B, C, Y)
+#define WEBGPU_COMBO_ROPE(A, B, C, Y) WEBGPU_COMBO_ENTRY(ROPE, A, B, C, Y)
+/* attention with an f32 KV cache (f16: the CPU backends) */
+#define WEBGPU_COMBO_ATTENTION_KV_F32(A, B, C, Y) WEBGPU_COMBO_ENTRY(ATTENTION, A, B, C, Y)
+#define WEBGPU_COMBO_ATTENTION_KV_F16(A, B, C, Y)
+#define WEBGPU_COMBO_ATTENTION(A, B, C, Y) WEBGPU_COMBO_ATTENTION_KV_##B(A, B, C, Y)
 
 static const rayo_op_entry webgpu_ops[] = {
-#define RAYO_OPS_BASE_ONLY
 #define RAYO_OP(ID, ENUM, NAME, SIG, TOL_REL, TOL_ABS, SCALE, SUMMARY) WEBGPU_SIG_##SIG(ENUM)
 #define RAYO_COMBO(OP, A, B, C, Y, TR, TA, RR, RA) WEBGPU_COMBO_##OP(A, B, C, Y)
 #include "rayo-ops.h"
 #undef RAYO_COMBO
 #undef RAYO_OP
-#undef RAYO_OPS_BASE_ONLY
 };
 
 RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {

@@ -1,0 +1,116 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# cuda-decode-run.sh - the cuda decode checks and figures in one run on the
+# GPU machine, from a build made elsewhere.
+#
+#   bench/cuda-decode-run.sh prepare [BUILD] [DIR]   here: copies what the run
+#       needs from BUILD (default build/) into DIR (default .gpu-decode) and
+#       this script into it; carry DIR and .gl (bench/gpu-run.sh prepare
+#       fetches .gl's packages)
+#   DIR/cuda-decode-run.sh run                       there, repository root:
+#       1. test-cuda, rayo-conform on cuda for gemv (fresh seed; the cancel group
+#          left out) and compute-sanitizer memcheck on a quick one, side by side;
+#       2. cuda-bench-infer --gemv: quantized gemv against the read
+#          bandwidth of rayo's sum, strict and relaxed, big and decode shapes;
+#       3. GGUF files made there by gguf-make (TinyLlama shape q4_0, q8_0,
+#          q4_k_m; the 7B shape q4_0), each decoded by
+#          `rayo-llama --backend cuda --ignore-eos --tokens --ctx 256 -n 64
+#          --prompt-tokens <128 ids>` three times: cold (first run, empty JIT
+#          cache: TinyLlama q4_0 only; once more with [backend.cuda]
+#          embedded_code = no, the JIT), warm, and warm with
+#          [backend.cuda] gemv_int8 = no (the float gemv kernels), the tokens
+#          of the last two compared;
+#       4. one `profile = yes` breakdown of a TinyLlama q4_0 decode.
+# Logs in $OUT/logs.tgz; a summary last.
+set -u
+mode=${1:-run}
+
+prepare() {
+    build=${1:-build} dir=${2:-.gpu-decode}
+    make -C "$build" -j2 tests/test-cuda bench/cuda-bench-infer >/dev/null ||
+        { echo "prepare: could not build the programs in $build" >&2; exit 1; }
+    rm -rf "$dir" && mkdir -p "$dir"
+    for f in core/.libs/librayo.so.0 plugins/cuda/.libs/rayo-cuda.so tools/.libs/rayo-conform \
+        tests/.libs/test-cuda bench/.libs/cuda-bench-infer examples/llama/.libs/rayo-llama \
+        examples/llama/.libs/gguf-make plugins/scalar/.libs/rayo-scalar.so plugins/avx2/.libs/rayo-avx2.so \
+        plugins/avx512/.libs/rayo-avx512.so; do
+        src=$build/$f
+        [ -f "$src" ] || src=$build/$(echo "$f" | sed 's,\.libs/,,')
+        [ -f "$src" ] || { echo "prepare: no $build/$f (build first)" >&2; exit 1; }
+        cp -L "$src" "$dir/$(basename "$f")"
+    done
+    cp "$0" "$dir/cuda-decode-run.sh"
+    du -sh "$dir"
+}
+
+# llama NAME FILE [CONFIG]: one decode run, its tokens and speed lines in $logs/NAME.log
+llama() {
+    name=$1 file=$2
+    RAYO_CONFIG=${3:-/tmp/empty.conf} timeout 120 "$d/rayo-llama" --backend cuda --ignore-eos --tokens --ctx 256 \
+        -n 64 --prompt-tokens "$prompt" "$file" >"$logs/$name.out" 2>"$logs/$name.log"
+    echo "$name exit $?: $(grep -h -i 'tok/s' "$logs/$name.log" | tail -2 | tr '\n' ' ')"
+}
+
+run() {
+    out=${OUT:-$PWD/gpu-out} logs=/tmp/decode-logs d=$PWD/$(dirname "$0")
+    mkdir -p "$out" "$logs" /tmp/rayo-deps /tmp/models
+    trap 'tar -C /tmp -czf "$out/logs.tgz" decode-logs' EXIT
+    dpkg -x .gl/libinih1_*.deb /tmp/rayo-deps
+    export LD_LIBRARY_PATH=$d:/tmp/rayo-deps/usr/lib/x86_64-linux-gnu:/usr/local/nvidia/lib64
+    export XDG_CACHE_HOME=/tmp/rayo-cache XDG_CONFIG_HOME=/tmp/rayo-config RAYO_PLUGIN_PATH=$d
+    export RAYO_CUDA_PLUGIN=$d/rayo-cuda.so
+    unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_FORCE_CPU
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
+    echo "load: $(cat /proc/loadavg); $(date -u)"
+    # the models, made while the checks run (CPU only)
+    for s in q4_0 q8_0 q4_k_m; do
+        "$d/gguf-make" --preset tinyllama --scheme $s -o /tmp/models/tl-$s.gguf >/dev/null 2>&1 &
+    done
+    "$d/gguf-make" --layers 32 --embd 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 \
+        --ctx 4096 --untied --scheme q4_0 -o /tmp/models/7b-q4_0.gguf >/dev/null 2>&1 &
+    models=$!
+    seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+    RAYO_CONFORM_SEED=$seed timeout 200 "$d/test-cuda" >"$logs/test-cuda.log" 2>&1 &
+    tc=$!
+    sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
+    timeout 200 "$sanitizer" --tool memcheck --error-exitcode 3 --print-limit 20 "$d/rayo-conform" --quick \
+        --op gemv "$d/rayo-cuda.so" >"$logs/memcheck-gemv.log" 2>&1 &
+    mc=$!
+    timeout 200 "$d/rayo-conform" --seed "$seed" --op gemv --skip cancel "$d/rayo-cuda.so" \
+        >"$logs/conform-gemv.log" 2>&1
+    echo "conform gemv --skip cancel (seed $seed) exit $?: $(grep -h '^Summary' "$logs/conform-gemv.log")"
+    wait $mc
+    echo "memcheck conform --quick gemv exit $?: $(grep -h 'ERROR SUMMARY' "$logs/memcheck-gemv.log")"
+    wait $tc
+    echo "test-cuda exit $?: $(grep -c FAIL "$logs/test-cuda.log") FAIL lines"
+    grep FAIL "$logs/test-cuda.log" | head -5
+    timeout 150 "$d/cuda-bench-infer" --gemv >"$logs/bench-infer.log" 2>&1
+    echo "bench exit $?"
+    grep -E '^(ref|gemv) ' "$logs/bench-infer.log"
+    wait $models
+    wait
+    echo "models: $(ls -s /tmp/models | tr '\n' ' ')"
+    prompt=$(seq 100 227 | paste -sd, -)
+    : >/tmp/empty.conf
+    printf '[backend.cuda]\ngemv_int8 = no\n' >/tmp/float.conf
+    printf '[backend.cuda]\nprofile = yes\n' >/tmp/profile.conf
+    printf '[backend.cuda]\nembedded_code = no\n' >/tmp/jit.conf
+    XDG_CACHE_HOME=/tmp/rayo-cache-jit llama tl-q4_0-cold-jit /tmp/models/tl-q4_0.gguf /tmp/jit.conf
+    for m in tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0; do
+        [ "$m" = tl-q4_0 ] && llama "$m-cold" "/tmp/models/$m.gguf"
+        llama "$m-warm" "/tmp/models/$m.gguf"
+        llama "$m-float" "/tmp/models/$m.gguf" /tmp/float.conf
+        tr ' ' '\n' <"$logs/$m-warm.out" >/tmp/a.tok
+        tr ' ' '\n' <"$logs/$m-float.out" >/tmp/b.tok
+        echo "$m: $(diff /tmp/a.tok /tmp/b.tok | grep -c '^<') of $(wc -l </tmp/a.tok) tokens differ (int8 vs float gemv)"
+    done
+    RAYO_LOG=info llama tl-q4_0-profile /tmp/models/tl-q4_0.gguf /tmp/profile.conf
+    grep 'profile:' "$logs/tl-q4_0-profile.log" | head -24
+    echo "done $(date -u)"
+}
+
+case $mode in
+prepare) shift; prepare "$@" ;;
+run) run ;;
+*) echo "usage: $0 prepare [BUILD] [DIR] | run" >&2; exit 2 ;;
+esac

@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: MIT */
+/* infer-gemv8.c - module "infer": gemv with Q8_0 or Q4_0 weights and x
+ * rounded to 8 bits, for relaxed calls (gemv8_<dtype>; strict calls and the
+ * other formats take the float kernels of infer-gemv.c).
+ *
+ * A block first rounds x into its shared memory, per 32 values as in Q8_0:
+ * codes q = round(x / d) with d = max |x| / 127, d kept as a double, and
+ * the sum of the 32 codes (Q4_0's offset of 8).  Then each warp takes one
+ * row at a time: LPB lanes share a weight block, each reading 8 bytes of
+ * its codes straight from global memory (two words and a funnel shift:
+ * blocks of 34 or 18 bytes start on 2 bytes) and its f16 scale, UNROLL such
+ * loads in flight before the first is used.  The products are integer dot
+ * products (dp4a) of 4 codes with 4 codes of x, exact; each block's integer
+ * sum becomes a float (exact: below 2^22) times the weight scale, then a
+ * double times x's scale into the lane's double sum, so no partial sum can
+ * overflow; the warp adds its lanes' sums in double and rounds once.
+ *
+ * The error is x's rounding, at most d / 2 per value (1/254 of its block's
+ * largest |x|).  For weights unrelated to those rounding errors (the
+ * relaxed contract's statistical bound, core/rayo-ops.h) a dot's error has
+ * a standard deviation of about rms|w| sqrt(sum d^2 / 12 per value); the
+ * sum of |terms| is about mean|w| sum |x|.  Each block estimates it while
+ * rounding x: where five of those deviations (rms|w| / mean|w| taken as
+ * 1.5) could pass the contract (2e-3 of sum |terms|), or x is not finite,
+ * the block's rows are summed in float instead: the codes times x as
+ * floats, as the strict kernels do.  Random x of 1024 values passes with a
+ * margin of 3.5; an outlier 100 times the rest in 2048 values does not.
+ * The plugin takes these kernels for n >= RAYO_PTX_GEMV8_MIN_N. */
+#include "gen-ptx.h"
+#include "../core/rayo-dtype.h"
+#include "../plugins/cuda/cuda-ptx.h"
+
+#define WARPS RAYO_PTX_GEMV8_WARPS
+#define THREADS (32 * WARPS)
+#define UNROLL 8 /* weight loads of this many steps issued before the first is used */
+
+/* 5 deviations within 2e-3 of sum |x| (rms|w| / mean|w| = 1.5): with
+ * sum e^2 = 32 / 12 sum d^2, 7.5^2 * 32 / 12 sum d^2 <= (2e-3 sum |x|)^2 */
+#define GATE_D2_PER_L1SQ (4e-6 / (7.5 * 7.5 * 32.0 / 12.0))
+
+typedef struct g8format {
+    const char *name;
+    int block_bytes;
+    int lanes_per_block; /* each lane takes 8 bytes of the block's codes */
+    int nibbles;         /* Q4_0: byte i holds value i (low nibble) and i + 16 (high), each plus 8 */
+} g8format;
+
+static const g8format formats[] = {
+    {"q8_0", RAYO_Q8_0_BYTES, 4, 0},
+    {"q4_0", RAYO_Q4_0_BYTES, 2, 1},
+};
+#define FORMAT_COUNT (sizeof formats / sizeof formats[0])
+
+typedef struct g8_regs {
+    int a, x, y, m, n, lda;   /* .b64 parameters (a, x, y global addresses) */
+    int alpha, beta;          /* .f32 */
+    int tid, lane, warp;      /* .b32 */
+    int qx, dx, sx;           /* .b32 shared: x's codes, their scales (f64), their sums (s32) */
+    int nb;                   /* .b32 blocks per row */
+    int l1, s2;               /* .f64 this thread's sum |x| and sum d^2 (rounding x) */
+} g8_regs;
+
+/* ---- rounding x ------------------------------------------------------------ */
+/* The 4 codes of x (x = v[0..3]) times inv, rounded, packed in one word. */
+static int pack_codes(kern *k, const int *v, int inv)
+{
+    int q[4];
+    for (int i = 0; i < 4; i++) {
+        int t = nf(k);
+        q[i] = nr(k);
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(t), F(v[i]), F(inv));
+        emit(k, "cvt.rni.s32.f32 %s, %s;", R(q[i]), F(t));
+    }
+    int lo = nr(k), hi = nr(k), w = nr(k);
+    emit(k, "prmt.b32 %s, %s, %s, 0x0040;", R(lo), R(q[0]), R(q[1]));
+    emit(k, "prmt.b32 %s, %s, %s, 0x0040;", R(hi), R(q[2]), R(q[3]));
+    emit(k, "prmt.b32 %s, %s, %s, 0x5410;", R(w), R(lo), R(hi));
+    return w;
+}
+
+/* v over the 8 lanes that hold one block of 32 values: op is max.f32,
+ * add.f32 (v an F register) or add.s32 (v an R register) */
+static void group_reduce(kern *k, int v, const char *op, int is_float)
+{
+    for (int o = 1; o <= 4; o *= 2) {
+        int b = nr(k), t = nr(k);
+        if (is_float) {
+            int f = nf(k);
+            emit(k, "mov.b32 %s, %s;", R(b), F(v));
+            emit(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1;", R(t), R(b), o);
+            emit(k, "mov.b32 %s, %s;", F(f), R(t));
+            emit(k, "%s %s, %s, %s;", op, F(v), F(v), F(f));
+        } else {
+            emit(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1;", R(t), R(v), o);
+            emit(k, "%s %s, %s, %s;", op, R(v), R(v), R(t));
+        }
+    }
+}
+
+/* The block's scale d (f64, NaN where a value is not finite) and 127 / max
+ * of the 4 values v of each of the 8 lanes; v are scaled by 2^64 where the
+ * block's largest |x| is below 2^-64 (exactly), so that 127 / max stays
+ * finite.  Adds the values' |x| to l1. */
+static void block_scale(kern *k, const g8_regs *g, int *v, int *dd, int *inv)
+{
+    int amax = nf(k), bad = nf(k);
+    emit(k, "abs.f32 %s, %s;", F(amax), F(v[0]));
+    emit(k, "mul.rn.f32 %s, %s, 0f00000000;", F(bad), F(v[0])); /* NaN where a value is not finite */
+    for (int j = 0; j < 4; j++) {
+        int t = nf(k), t64 = nfd(k);
+        emit(k, "abs.f32 %s, %s;", F(t), F(v[j]));
+        emit(k, "max.f32 %s, %s, %s;", F(amax), F(amax), F(t));
+        if (j)
+            emit(k, "fma.rn.f32 %s, %s, 0f00000000, %s;", F(bad), F(v[j]), F(bad));
+        emit(k, "cvt.f64.f32 %s, %s;", FD(t64), F(t));
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(g->l1), FD(g->l1), FD(t64));
+    }
+    group_reduce(k, amax, "max.f32", 1);
+    group_reduce(k, bad, "add.f32", 1);
+    int tiny = np(k), up = nf(k), down = nfd(k), d = nf(k), pz = np(k);
+    emit(k, "setp.lt.f32 %s, %s, %s;", P(tiny), F(amax), C(0x1p-64f));
+    emit(k, "selp.f32 %s, %s, 0f3F800000, %s;", F(up), C(0x1p64f), P(tiny));
+    emit(k, "selp.f64 %s, %s, 0d3FF0000000000000, %s;", FD(down), CD(0x1p-64), P(tiny));
+    emit(k, "mul.f32 %s, %s, %s;", F(amax), F(amax), F(up));
+    for (int j = 0; j < 4; j++)
+        emit(k, "mul.f32 %s, %s, %s;", F(v[j]), F(v[j]), F(up));
+    *dd = nfd(k);
+    *inv = nf(k);
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(d), F(amax), C(1.0f / 127.0f));
+    emit(k, "add.f32 %s, %s, %s;", F(d), F(d), F(bad));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(*dd), F(d));
+    emit(k, "mul.f64 %s, %s, %s;", FD(*dd), FD(*dd), FD(down));
+    emit(k, "div.full.f32 %s, %s, %s;", F(*inv), C(127.0f), F(amax));
+    emit(k, "setp.gt.f32 %s, %s, 0f00000000;", P(pz), F(amax));
+    emit(k, "selp.f32 %s, %s, 0f00000000, %s;", F(*inv), F(*inv), P(pz));
+}
+
+/* One step of the rounding of x: thread i takes x[4i .. 4i + 4) (8 threads
+ * a block of 32); pin: 4i < n. */
+static void quantize_step(kern *k, const g8_regs *g, int i, int pin)
+{
+    int v[4], ga = nd(k), dd, inv;
+    for (int j = 0; j < 4; j++) {
+        v[j] = nf(k);
+        emit(k, "mov.f32 %s, 0f00000000;", F(v[j]));
+    }
+    emit(k, "mul.wide.u32 %s, %s, 16;", D(ga), R(i));
+    emit(k, "add.u64 %s, %s, %s;", D(ga), D(ga), D(g->x));
+    emit(k, "@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s];", P(pin), F(v[0]), F(v[1]), F(v[2]), F(v[3]), D(ga));
+    block_scale(k, g, v, &dd, &inv);
+    int w = pack_codes(k, v, inv), sum = nr(k);
+    emit(k, "dp4a.s32.s32 %s, %s, 0x01010101, 0;", R(sum), R(w));
+    group_reduce(k, sum, "add.s32", 0);
+    int sa = nr(k), blk = nr(k), first = np(k);
+    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(i), R(g->qx));
+    emit(k, "@%s st.shared.u32 [%s], %s;", P(pin), R(sa), R(w));
+    emit(k, "and.b32 %s, %s, 7;", R(blk), R(i));
+    emit(k, "setp.eq.and.u32 %s, %s, 0, %s;", P(first), R(blk), P(pin));
+    emit(k, "shr.u32 %s, %s, 3;", R(blk), R(i));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(sa), R(blk), R(g->dx));
+    emit(k, "@%s st.shared.f64 [%s], %s;", P(first), R(sa), FD(dd));
+    emit(k, "@%s fma.rn.f64 %s, %s, %s, %s;", P(first), FD(g->s2), FD(dd), FD(dd), FD(g->s2));
+    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(blk), R(g->sx));
+    emit(k, "@%s st.shared.u32 [%s], %s;", P(first), R(sa), R(sum));
+}
+
+/* x rounded into shared memory by the whole block; the loop runs while any
+ * lane of the warp has values (the shuffles need the whole warp).  The
+ * barrier after it is block_gate's. */
+static void quantize_x(kern *k, const g8_regs *g)
+{
+    int nq = nr(k), i = nr(k), base = nr(k), pin = np(k), pdone = np(k), l_loop = nlabel(k), l_done = nlabel(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(nq), D(g->n));
+    emit(k, "shr.u32 %s, %s, 2;", R(nq), R(nq));
+    emit(k, "mov.u32 %s, %s;", R(i), R(g->tid));
+    label(k, l_loop);
+    emit(k, "sub.u32 %s, %s, %s;", R(base), R(i), R(g->lane));
+    emit(k, "setp.ge.u32 %s, %s, %s;", P(pdone), R(base), R(nq));
+    emit(k, "@%s bra %s;", P(pdone), L(l_done));
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(pin), R(i), R(nq));
+    quantize_step(k, g, i, pin);
+    emit(k, "add.u32 %s, %s, %d;", R(i), R(i), THREADS);
+    emit(k, "bra.uni %s;", L(l_loop));
+    label(k, l_done);
+}
+
+/* Whether the block's rows may take x's codes (the estimate at the head of
+ * the file; false where x is not finite): the threads' sums |x| and d^2
+ * added over the warp, then over the block through g8_red. */
+static int block_gate(kern *k, const g8_regs *g)
+{
+    for (int o = 16; o >= 1; o /= 2) {
+        int t = shfl_f64(k, g->l1, o), u = shfl_f64(k, g->s2, o);
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(g->l1), FD(g->l1), FD(t));
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(g->s2), FD(g->s2), FD(u));
+    }
+    int p0 = np(k), base = nr(k), a = nr(k), l1 = nfd(k), s2 = nfd(k), lim = nfd(k), ok = np(k);
+    emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(g->lane));
+    emit(k, "mov.u32 %s, g8_red;", R(base));
+    emit(k, "mad.lo.u32 %s, %s, 16, %s;", R(a), R(g->warp), R(base));
+    emit(k, "@%s st.shared.v2.f64 [%s], {%s, %s};", P(p0), R(a), FD(g->l1), FD(g->s2));
+    emit(k, "bar.sync 0;"); /* also: x's codes are all in shared memory */
+    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(l1));
+    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(s2));
+    for (int w = 0; w < WARPS; w++) {
+        int t = nfd(k), u = nfd(k);
+        emit(k, "ld.shared.v2.f64 {%s, %s}, [%s+%d];", FD(t), FD(u), R(base), 16 * w);
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(l1), FD(l1), FD(t));
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(s2), FD(s2), FD(u));
+    }
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(lim), FD(l1), FD(l1));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(lim), FD(lim), CD(GATE_D2_PER_L1SQ));
+    emit(k, "setp.le.f64 %s, %s, %s;", P(ok), FD(s2), FD(lim));
+    return ok;
+}
+
+/* ---- the rows ---------------------------------------------------------------- */
+/* What one lane loads for one step: its block, whether it is in the row,
+ * the f16 scale and the 8 code bytes (two words). */
+typedef struct lane_step {
+    int blk, ok, dh, q0, q1;
+} lane_step;
+
+static void load_step(kern *k, const g8format *f, const g8_regs *g, int rs, int blk0, int u, lane_step *s)
+{
+    int lpb = f->lanes_per_block, bpi = 32 / lpb;
+    int sub = nr(k), ba = nd(k), qo = nd(k), al = nd(k), sh = nr(k), w[3], mis = np(k);
+    s->blk = nr(k);
+    s->ok = np(k);
+    s->dh = nr(k);
+    emit(k, "shr.u32 %s, %s, %d;", R(s->blk), R(g->lane), __builtin_ctz((unsigned)lpb));
+    emit(k, "add.u32 %s, %s, %s;", R(s->blk), R(s->blk), R(blk0));
+    emit(k, "add.u32 %s, %s, %d;", R(s->blk), R(s->blk), u * bpi);
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(s->ok), R(s->blk), R(g->nb));
+    emit(k, "and.b32 %s, %s, %d;", R(sub), R(g->lane), lpb - 1);
+    emit(k, "mad.wide.u32 %s, %s, %d, %s;", D(ba), R(s->blk), f->block_bytes, D(rs));
+    emit(k, "mul.wide.u32 %s, %s, 8;", D(qo), R(sub));
+    emit(k, "add.u64 %s, %s, %s;", D(qo), D(qo), D(ba));
+    emit(k, "add.u64 %s, %s, 2;", D(qo), D(qo));
+    emit(k, "and.b64 %s, %s, -4;", D(al), D(qo));
+    emit(k, "cvt.u32.u64 %s, %s;", R(sh), D(qo));
+    emit(k, "and.b32 %s, %s, 3;", R(sh), R(sh));
+    emit(k, "shl.b32 %s, %s, 3;", R(sh), R(sh));
+    emit(k, "setp.ne.and.u32 %s, %s, 0, %s;", P(mis), R(sh), P(s->ok));
+    emit(k, "mov.b32 %s, 0;", R(s->dh));
+    for (int i = 0; i < 3; i++) {
+        w[i] = nr(k);
+        emit(k, "mov.b32 %s, 0;", R(w[i]));
+    }
+    emit(k, "@%s ld.global.nc.u16 %s, [%s];", P(s->ok), R(s->dh), D(ba));
+    emit(k, "@%s ld.global.nc.u32 %s, [%s];", P(s->ok), R(w[0]), D(al));
+    emit(k, "@%s ld.global.nc.u32 %s, [%s+4];", P(s->ok), R(w[1]), D(al));
+    /* not word-aligned: the last two bytes (a word would pass the block's end) */
+    emit(k, "@%s ld.global.nc.u16 %s, [%s+8];", P(mis), R(w[2]), D(al));
+    s->q0 = nr(k);
+    s->q1 = nr(k);
+    emit(k, "shf.r.wrap.b32 %s, %s, %s, %s;", R(s->q0), R(w[0]), R(w[1]), R(sh));
+    emit(k, "shf.r.wrap.b32 %s, %s, %s, %s;", R(s->q1), R(w[1]), R(w[2]), R(sh));
+}
+
+/* 8 bytes of x's codes at shared address base + off (zeros when !ok) */
+static void load_x8(kern *k, int base, int off, int ok, int *x)
+{
+    x[0] = nr(k);
+    x[1] = nr(k);
+    emit(k, "mov.b32 %s, 0;", R(x[0]));
+    emit(k, "mov.b32 %s, 0;", R(x[1]));
+    emit(k, "@%s ld.shared.v2.u32 {%s, %s}, [%s+%d];", P(ok), R(x[0]), R(x[1]), R(base), off);
+}
+
+/* The step's integer dot product of the lane's codes with x's. */
+static int step_dot(kern *k, const g8format *f, const g8_regs *g, const lane_step *s)
+{
+    int sub = nr(k), xa = nr(k), dot = nr(k), x[2];
+    emit(k, "and.b32 %s, %s, %d;", R(sub), R(g->lane), f->lanes_per_block - 1);
+    emit(k, "shl.b32 %s, %s, 5;", R(xa), R(s->blk));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(xa), R(sub), R(xa));
+    emit(k, "add.u32 %s, %s, %s;", R(xa), R(xa), R(g->qx));
+    load_x8(k, xa, 0, s->ok, x);
+    if (!f->nibbles) {
+        emit(k, "dp4a.s32.s32 %s, %s, %s, 0;", R(dot), R(s->q0), R(x[0]));
+        emit(k, "dp4a.s32.s32 %s, %s, %s, %s;", R(dot), R(s->q1), R(x[1]), R(dot));
+        return dot;
+    }
+    int xh[2], q[2] = {s->q0, s->q1};
+    load_x8(k, xa, 16, s->ok, xh);
+    emit(k, "mov.b32 %s, 0;", R(dot));
+    for (int i = 0; i < 2; i++) {
+        int lo = nr(k), hi = nr(k);
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(lo), R(q[i]));
+        emit(k, "shr.u32 %s, %s, 4;", R(hi), R(q[i]));
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(hi), R(hi));
+        emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot), R(lo), R(x[i]), R(dot));
+        emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot), R(hi), R(xh[i]), R(dot));
+    }
+    /* the codes' offset: 8 times the sum of the block's 32 x codes, once
+     * per block (by its first lane) */
+    int first = np(k), xs = nr(k), sa = nr(k);
+    emit(k, "setp.eq.and.u32 %s, %s, 0, %s;", P(first), R(sub), P(s->ok));
+    emit(k, "mov.b32 %s, 0;", R(xs));
+    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(s->blk), R(g->sx));
+    emit(k, "@%s ld.shared.u32 %s, [%s];", P(first), R(xs), R(sa));
+    emit(k, "mad.lo.s32 %s, %s, -8, %s;", R(dot), R(xs), R(dot));
+    return dot;
+}
+
+/* the step's f16 weight scale as f32 */
+static int weight_scale(kern *k, const lane_step *s)
+{
+    int dw = nf(k);
+    emit(k, "{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %s; cvt.f32.f16 %s, lo; }", R(s->dh), F(dw));
+    return dw;
+}
+
+/* acc += dot * weight scale * x scale: the integer (|dot| < 2^22) to float
+ * exactly by adding it to 1.5 * 2^23, the product with x's scale in double */
+static void step_accumulate(kern *k, const g8_regs *g, const lane_step *s, int dot, int acc)
+{
+    int t = nr(k), fdot = nf(k), dw = weight_scale(k, s), fw = nf(k), fw64 = nfd(k), dx = nfd(k), sa = nr(k);
+    emit(k, "add.s32 %s, %s, 0x4B400000;", R(t), R(dot));
+    emit(k, "mov.b32 %s, %s;", F(fdot), R(t));
+    emit(k, "sub.f32 %s, %s, %s;", F(fdot), F(fdot), C(12582912.0f));
+    emit(k, "mul.f32 %s, %s, %s;", F(fw), F(fdot), F(dw));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(fw64), F(fw));
+    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(dx));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(sa), R(s->blk), R(g->dx));
+    emit(k, "@%s ld.shared.f64 %s, [%s];", P(s->ok), FD(dx), R(sa));
+    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc), FD(fw64), FD(dx), FD(acc));
+}
+
+/* The lane's code words and the byte offsets of their x (floats) from the
+ * lane's first value: Q8_0 as 128 + q, Q4_0 as nibbles (values 0..7 low,
+ * 16 further high); returns how many. */
+static int code_words(kern *k, const g8format *f, const lane_step *s, int *words, int *offs)
+{
+    if (!f->nibbles) {
+        words[0] = nr(k);
+        words[1] = nr(k);
+        emit(k, "xor.b32 %s, %s, 0x80808080;", R(words[0]), R(s->q0));
+        emit(k, "xor.b32 %s, %s, 0x80808080;", R(words[1]), R(s->q1));
+        offs[0] = 0, offs[1] = 16;
+        return 2;
+    }
+    int q[2] = {s->q0, s->q1};
+    for (int i = 0; i < 2; i++) {
+        words[i] = nr(k);
+        words[2 + i] = nr(k);
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(words[i]), R(q[i]));
+        emit(k, "shr.u32 %s, %s, 4;", R(words[2 + i]), R(q[i]));
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(words[2 + i]), R(words[2 + i]));
+        offs[i] = 16 * i, offs[2 + i] = 64 + 16 * i;
+    }
+    return 4;
+}
+
+/* The gate's other side: the step's codes as floats times x (f32, from
+ * global memory; zeros past the row), times the weight scale, into acc. */
+static void step_float(kern *k, const g8format *f, const g8_regs *g, const lane_step *s, int acc)
+{
+    int sub = nr(k), e = nr(k), xa = nd(k), part = nf(k), words[4], offs[4];
+    emit(k, "and.b32 %s, %s, %d;", R(sub), R(g->lane), f->lanes_per_block - 1);
+    emit(k, "shl.b32 %s, %s, 5;", R(e), R(s->blk));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(e), R(sub), R(e));
+    emit(k, "mad.wide.u32 %s, %s, 4, %s;", D(xa), R(e), D(g->x));
+    emit(k, "mov.f32 %s, 0f00000000;", F(part));
+    int count = code_words(k, f, s, words, offs);
+    for (int i = 0; i < count; i++) {
+        int x[4];
+        for (int j = 0; j < 4; j++) {
+            x[j] = nf(k);
+            emit(k, "mov.f32 %s, 0f00000000;", F(x[j]));
+        }
+        emit(k, "@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s+%d];", P(s->ok), F(x[0]), F(x[1]), F(x[2]), F(x[3]),
+             D(xa), offs[i]);
+        codes_dot4(k, words[i], f->nibbles ? 8.0f : 128.0f, x, part);
+    }
+    int dw = weight_scale(k, s), p64 = nfd(k);
+    emit(k, "mul.f32 %s, %s, %s;", F(part), F(part), F(dw));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(p64), F(part));
+    emit(k, "add.rn.f64 %s, %s, %s;", FD(acc), FD(acc), FD(p64));
+}
+
+/* y[row] = alpha * sum + beta * y[row] (y read only when beta != 0), the
+ * warp's double sum rounded once */
+static void store_row(kern *k, const g8_regs *g, int row, int acc)
+{
+    for (int o = 16; o >= 1; o /= 2) {
+        int t = shfl_f64(k, acc, o);
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(acc), FD(acc), FD(t));
+    }
+    int pw = np(k), pb = np(k), l_skip = nlabel(k), ya = nd(k), old = nf(k), res = nfd(k), t = nfd(k), out = nf(k);
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(pw), R(g->lane));
+    emit(k, "@%s bra %s;", P(pw), L(l_skip));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ya), D(row), D(g->y));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(t), F(g->alpha));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(res), FD(acc), FD(t));
+    emit(k, "setp.ne.f32 %s, %s, 0f00000000;", P(pb), F(g->beta));
+    emit(k, "mov.f32 %s, 0f00000000;", F(old));
+    emit(k, "@%s ld.global.f32 %s, [%s];", P(pb), F(old), D(ya));
+    emit(k, "@%s mul.rn.f32 %s, %s, %s;", P(pb), F(old), F(old), F(g->beta));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(t), F(old));
+    emit(k, "add.rn.f64 %s, %s, %s;", FD(res), FD(res), FD(t));
+    emit(k, "cvt.rn.f32.f64 %s, %s;", F(out), FD(res));
+    emit(k, "st.global.f32 [%s], %s;", D(ya), F(out));
+    label(k, l_skip);
+}
+
+/* The row's blocks, UNROLL steps of loads, then their products, in
+ * integers (int8) or in float. */
+static void row_steps(kern *k, const g8format *f, const g8_regs *g, int rs, int acc, int int8)
+{
+    int blk0 = nr(k), pmore = np(k), l_loop = nlabel(k);
+    emit(k, "mov.u32 %s, 0;", R(blk0));
+    label(k, l_loop);
+    lane_step s[UNROLL];
+    for (int u = 0; u < UNROLL; u++)
+        load_step(k, f, g, rs, blk0, u, &s[u]);
+    for (int u = 0; u < UNROLL; u++) {
+        if (int8)
+            step_accumulate(k, g, &s[u], step_dot(k, f, g, &s[u]), acc);
+        else
+            step_float(k, f, g, &s[u], acc);
+    }
+    emit(k, "add.u32 %s, %s, %d;", R(blk0), R(blk0), UNROLL * 32 / f->lanes_per_block);
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(pmore), R(blk0), R(g->nb));
+    emit(k, "@%s bra %s;", P(pmore), L(l_loop));
+}
+
+/* The warp's row, by the block's gate (a branch the whole block takes alike). */
+static void row_dot(kern *k, const g8format *f, const g8_regs *g, int row, int gate)
+{
+    int rs = nd(k), acc = nfd(k), l_float = nlabel(k), l_store = nlabel(k);
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(rs), D(row), D(g->lda), D(g->a));
+    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(acc));
+    emit(k, "@!%s bra %s;", P(gate), L(l_float));
+    row_steps(k, f, g, rs, acc, 1);
+    emit(k, "bra.uni %s;", L(l_store));
+    label(k, l_float);
+    row_steps(k, f, g, rs, acc, 0);
+    label(k, l_store);
+    store_row(k, g, row, acc);
+}
+
+static void gen_gemv8(strbuf *mod, const g8format *f)
+{
+    kern kk = {0}, *k = &kk;
+    g8_regs g;
+    g.y = param_global(k, "p_y");
+    g.a = param_global(k, "p_a");
+    g.x = param_global(k, "p_x");
+    g.m = param_u64(k, "p_m");
+    g.n = param_u64(k, "p_n");
+    g.lda = param_u64(k, "p_lda");
+    g.alpha = param_f32(k, "p_alpha");
+    g.beta = param_f32(k, "p_beta");
+    lane_warp(k, &g.tid, &g.lane, &g.warp);
+    g.qx = nr(k);
+    g.dx = nr(k);
+    g.sx = nr(k);
+    g.nb = nr(k);
+    g.l1 = nfd(k);
+    g.s2 = nfd(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(g.nb), D(g.n));
+    emit(k, "shr.u32 %s, %s, 5;", R(g.nb), R(g.nb));
+    /* shared: n codes, then nb f64 scales, then nb s32 sums (n % 32 == 0) */
+    emit(k, "mov.u32 %s, gq_smem;", R(g.qx));
+    emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(g.dx), R(g.nb), R(g.qx));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(g.sx), R(g.nb), R(g.dx));
+    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(g.l1));
+    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(g.s2));
+    quantize_x(k, &g);
+    int gate = block_gate(k, &g);
+    int ctaid = sreg(k, "%ctaid.x"), nctaid = sreg(k, "%nctaid.x");
+    int row = nd(k), stride = nd(k), w64 = nd(k), pdone = np(k), l_row = nlabel(k), l_end = nlabel(k);
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(row), R(ctaid), WARPS);
+    emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(g.warp));
+    emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(w64));
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(stride), R(nctaid), WARPS);
+    label(k, l_row);
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pdone), D(row), D(g.m));
+    emit(k, "@%s bra %s;", P(pdone), L(l_end));
+    row_dot(k, f, &g, row, gate);
+    emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(stride));
+    emit(k, "bra.uni %s;", L(l_row));
+    label(k, l_end);
+    char name[32], dir[64], shared[80];
+    snprintf(name, sizeof name, "gemv8_%s", f->name);
+    snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n", THREADS);
+    snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 g8_red[%d];\n", 16 * WARPS);
+    kern_finish(mod, k, name,
+                ".param .u64 p_y, .param .u64 p_a, .param .u64 p_x, .param .u64 p_m, .param .u64 p_n, "
+                ".param .u64 p_lda, .param .f32 p_alpha, .param .f32 p_beta", dir, shared);
+}
+
+void infer_gemv8(strbuf *mod)
+{
+    for (size_t i = 0; i < FORMAT_COUNT; i++)
+        gen_gemv8(mod, &formats[i]);
+}
