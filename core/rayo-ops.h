@@ -143,6 +143,7 @@ RAYO_OP(28, EXP,         exp,        UNARY,     2e-6,   0,      ELEM, "y = exp(x
 RAYO_OP(29, LOG,         log,        UNARY,     2e-6,   1e-7,   ELEM, "y = log(x)")
 RAYO_OP(30, SQRT,        sqrt,       UNARY,     1.2e-7, 0,      ELEM, "y = sqrt(x)")
 RAYO_OP(31, ABS,         abs,        UNARY,     0,      0,      ELEM, "y = |x|")
+RAYO_OP(32, SOFTPLUS,    softplus,   UNARY,     2e-6,   1e-7,   ELEM, "y = log(1 + exp(x)), no overflow for large x")
 
 /* reductions */
 RAYO_OP(40, SUM,         sum,        REDUCE,    1e-5,   0,      SUM,  "y = sum(x)")

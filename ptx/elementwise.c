@@ -80,6 +80,27 @@ static int e_clip(kern *k, int a, int b, int al, int be)
     emit(k, "min.NaN.f32 %s, %s, %s;", F(y), F(t), F(be));
     return y;
 }
+/* log(1 + e^x) = max(x, 0) + log1p(t), t = e^-|x|: no overflow.  log1p(t)
+ * = log(u) t / (u - 1), u = 1 + t (u - 1 exact); u = 1 leaves t.  max.NaN
+ * keeps a NaN x. */
+static int e_softplus(kern *k, int a, int b, int al, int be)
+{
+    (void)b; (void)al; (void)be;
+    int na = nf(k), u = nf(k), d = nf(k), q = nf(k), l = nf(k), m = nf(k), y = nf(k), one = np(k);
+    emit(k, "abs.f32 %s, %s;", F(na), F(a));
+    emit(k, "neg.f32 %s, %s;", F(na), F(na));
+    int t = m_exp(k, na);
+    emit(k, "add.rn.f32 %s, %s, %s;", F(u), F(t), C(1.0f));
+    emit(k, "sub.rn.f32 %s, %s, %s;", F(d), F(u), C(1.0f));
+    emit(k, "div.rn.f32 %s, %s, %s;", F(q), F(t), F(d));
+    int lu = m_log(k, u);
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(l), F(lu), F(q));
+    emit(k, "setp.eq.f32 %s, %s, %s;", P(one), F(u), C(1.0f));
+    emit(k, "selp.f32 %s, %s, %s, %s;", F(l), F(t), F(l), P(one));
+    emit(k, "max.NaN.f32 %s, %s, %s;", F(m), F(a), C(0.0f));
+    emit(k, "add.rn.f32 %s, %s, %s;", F(y), F(m), F(l));
+    return y;
+}
 static int e_exp(kern *k, int a, int b, int al, int be) { (void)b; (void)al; (void)be; return m_exp(k, a); }
 static int e_log(kern *k, int a, int b, int al, int be) { (void)b; (void)al; (void)be; return m_log(k, a); }
 static int e_sqrt(kern *k, int a, int b, int al, int be)
@@ -112,6 +133,7 @@ static const elem_fn elem_bodies[RAYO_OP_ID_LIMIT] = {
     [RAYO_OP_HARDSWISH] = e_hardswish, [RAYO_OP_CLIP] = e_clip,
     [RAYO_OP_EXP] = e_exp,             [RAYO_OP_LOG] = e_log,
     [RAYO_OP_SQRT] = e_sqrt,           [RAYO_OP_ABS] = e_abs,
+    [RAYO_OP_SOFTPLUS] = e_softplus,
 };
 
 typedef struct elem_op {

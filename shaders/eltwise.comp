@@ -48,6 +48,7 @@ float f_unary(float x)
     case OP_GELU_TANH: return r_gelu_tanh(x);
     case OP_SILU: return r_silu(x);
     case OP_MISH: return r_mish(x);
+    case OP_SOFTPLUS: return r_softplus(x);
     case OP_HARDSWISH:      // exact outside (-3, 3); no overflow for huge x
         if (x >= 3.0 || r_isnan(x)) return x;
         return x <= -3.0 ? 0.0 * x : r_div(x * (x + 3.0), 6.0);

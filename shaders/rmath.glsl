@@ -271,4 +271,17 @@ float r_mish(float x)
     return x * r_div(nn, nn + 2.0);
 }
 
+// softplus = log(1 + e^x) = max(x, 0) + log1p(t), t = e^-|x|: no overflow.
+// log1p(t) = log(u) t / (u - 1), u = 1 + t (u - 1 exact; precise keeps it
+// from being folded to t), so t's accuracy survives where 1 + t rounds.
+float r_softplus(float x)
+{
+    if (r_isnan(x)) return x;
+    float t = r_exp(-abs(x));
+    precise float u = 1.0 + t;
+    precise float d = u - 1.0;
+    float l = d == 0.0 ? t : r_log(u) * r_div(t, d);
+    return max(x, 0.0) + l;
+}
+
 #endif

@@ -61,6 +61,17 @@ static inline __m256 v_mish(__m256 x)
     return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, V_SET(20.0f), _CMP_GE_OQ));
 }
 
+/* max(x, 0) + log1p(e^-|x|), log1p(t) = log(u) t / (u - 1), u = 1 + t (the
+ * scalar backend's softplus1); max(0, x) keeps a NaN x. */
+static inline __m256 v_softplus(__m256 x)
+{
+    __m256 t = v_exp(_mm256_or_ps(x, V_SET(-0.0f)));
+    __m256 u = _mm256_add_ps(V_SET(1.0f), t);
+    __m256 l = _mm256_mul_ps(v_log(u), _mm256_div_ps(t, _mm256_sub_ps(u, V_SET(1.0f))));
+    l = _mm256_blendv_ps(l, t, _mm256_cmp_ps(u, V_SET(1.0f), _CMP_EQ_OQ));
+    return _mm256_add_ps(_mm256_max_ps(_mm256_setzero_ps(), x), l);
+}
+
 static inline __m256 v_hardswish(__m256 x)
 {
     __m256 t = v_clip(_mm256_add_ps(x, V_SET(3.0f)), _mm256_setzero_ps(), V_SET(6.0f));

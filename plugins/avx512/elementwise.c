@@ -54,6 +54,17 @@ static inline __m512 z_mish(__m512 x)
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, Z_SET(20.0f), _CMP_GE_OQ), y, x);
 }
 
+/* max(x, 0) + log1p(e^-|x|), log1p(t) = log(u) t / (u - 1), u = 1 + t (the
+ * scalar backend's softplus1); max(0, x) keeps a NaN x. */
+static inline __m512 z_softplus(__m512 x)
+{
+    __m512 t = z_exp(_mm512_or_ps(x, Z_SET(-0.0f)));
+    __m512 u = _mm512_add_ps(Z_SET(1.0f), t);
+    __m512 l = _mm512_mul_ps(z_log(u), _mm512_div_ps(t, _mm512_sub_ps(u, Z_SET(1.0f))));
+    l = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(u, Z_SET(1.0f), _CMP_EQ_OQ), l, t);
+    return _mm512_add_ps(_mm512_max_ps(_mm512_setzero_ps(), x), l);
+}
+
 static inline __m512 z_hardswish(__m512 x)
 {
     __m512 t = z_clip(_mm512_add_ps(x, Z_SET(3.0f)), _mm512_setzero_ps(), Z_SET(6.0f));

@@ -172,6 +172,7 @@ UNARY_OP(gelu, ELTWISE_MATH, VEC_FN(gelu)(x))
 UNARY_OP(gelu_tanh, ELTWISE_MATH, VEC_FN(gelu_tanh)(x))
 UNARY_OP(silu, ELTWISE_MATH, VEC_FN(silu)(x))
 UNARY_OP(mish, ELTWISE_MATH, VEC_FN(mish)(x))
+UNARY_OP(softplus, ELTWISE_MATH, VEC_FN(softplus)(x))
 UNARY_OP(exp, ELTWISE_MATH, VEC_FN(exp_op)(x))
 UNARY_OP(log, ELTWISE_MATH, VEC_FN(log)(x))
 

@@ -229,6 +229,17 @@ static inline float32x4_t vec_mish(float32x4_t x)
     return vec_select(vcgeq_f32(x, vec_splat(20.0f)), x, y);
 }
 
+/* max(x, 0) + log1p(e^-|x|), log1p(t) = log(u) t / (u - 1), u = 1 + t (the
+ * scalar backend's softplus1); vmaxq_f32 keeps a NaN x. */
+static inline float32x4_t vec_softplus(float32x4_t x)
+{
+    float32x4_t t = vec_exp(vnegq_f32(vabsq_f32(x)));
+    float32x4_t u = vaddq_f32(vec_splat(1.0f), t);
+    float32x4_t l = vmulq_f32(vec_log(u), vdivq_f32(t, vsubq_f32(u, vec_splat(1.0f))));
+    l = vec_select(vceqq_f32(u, vec_splat(1.0f)), t, l);
+    return vaddq_f32(vmaxq_f32(x, vec_splat(0.0f)), l);
+}
+
 /* x < lo ? lo : x, then > hi ? hi : t: NaN stays NaN (both compares false). */
 static inline float32x4_t vec_clip(float32x4_t x, float32x4_t lo, float32x4_t hi)
 {

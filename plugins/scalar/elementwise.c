@@ -95,6 +95,17 @@ static inline float axpy1(float alpha, float x, float y)
     return (float)((double)alpha * x + y);
 }
 
+/* log(1 + e^x) = max(x, 0) + log1p(t), t = e^-|x| in (0, 1]: no overflow.
+ * log1p(t) = log(u) t / (u - 1) with u = 1 + t rounded (u - 1 is exact), so
+ * t's relative accuracy survives where 1 + t rounds; u = 1 leaves t.  NaN
+ * stays NaN through t. */
+static inline float softplus1(float x)
+{
+    float t = exp_f(-fabsf(x)), u = 1.0f + t;
+    float l = u == 1.0f ? t : log_f(u) * (t / (u - 1.0f));
+    return pick(x > 0.0f, x, 0.0f) + l;
+}
+
 /* ---- the "vector" interface of the template: one float ---------------------- */
 typedef float vec_t;
 #define VEC_LANES 1

@@ -268,6 +268,7 @@ rayo_status vk_queue_drain(vk_state *s);
 rayo_status vk_bind(vk_state *s, const vk_buf *buf, VkDeviceSize off, VkDeviceSize bytes,
                     vk_binding *out);
 
+/* ---- vk-batches.c: the memory API (buffers and batches) ------------------------------ */
 extern const rayo_memory_api vk_memory_api;
 
 /* The buffers of one dispatch. */

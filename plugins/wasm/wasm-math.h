@@ -204,4 +204,15 @@ static inline vf32 vmish(vf32 x)
     return vselect(wasm_f32x4_ge(x, vsplat(20.0f)), x, y);
 }
 
+/* max(x, 0) + log1p(e^-|x|), log1p(t) = log(u) t / (u - 1), u = 1 + t (the
+ * scalar backend's softplus1); wasm's f32x4.max keeps a NaN x. */
+static inline vf32 vsoftplus(vf32 x)
+{
+    vf32 t = vexp(wasm_f32x4_neg(vabs(x)));
+    vf32 u = vadd(vsplat(1.0f), t);
+    vf32 l = vmul(vlog(u), vdiv(t, vsub(u, vsplat(1.0f))));
+    l = vselect(wasm_f32x4_eq(u, vsplat(1.0f)), t, l);
+    return vadd(wasm_f32x4_max(x, vsplat(0.0f)), l);
+}
+
 #endif

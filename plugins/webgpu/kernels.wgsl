@@ -74,6 +74,7 @@ fn f_unary(x: f32) -> f32 {
         case OP_GELU_TANH: { return r_gelu_tanh(x); }
         case OP_SILU: { return r_silu(x); }
         case OP_MISH: { return r_mish(x); }
+        case OP_SOFTPLUS: { return r_softplus(x); }
         case OP_HARDSWISH: { return f_hardswish(x); }
         case OP_CLIP: { if (r_isnan(x)) { return x; } return min(max(x, a), p.beta); }
         case OP_EXP: { return r_exp(x); }

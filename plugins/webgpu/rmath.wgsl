@@ -215,3 +215,15 @@ fn r_mish(x: f32) -> f32 {
     let nn = u * (u + 2.0);
     return x * r_div(nn, nn + 2.0);
 }
+
+// softplus = log(1 + e^x) = max(x, 0) + log1p(t), t = e^-|x|: no overflow;
+// log1p(t) = log(u) t / (u - 1), u = 1 + t (u - 1 exact), so t's accuracy
+// survives where 1 + t rounds.
+fn r_softplus(x: f32) -> f32 {
+    if (r_isnan(x)) { return x; }
+    let t = r_exp(-abs(x));
+    let u = 1.0 + t;
+    let d = u - 1.0;
+    if (d == 0.0) { return max(x, 0.0) + t; }
+    return max(x, 0.0) + r_log(u) * r_div(t, d);
+}

@@ -40,6 +40,8 @@ static int ref_unary(uint32_t op, double x, double alpha, double beta, double *o
     case RAYO_OP_LOG: *out = log(x); return 0;
     case RAYO_OP_SQRT: *out = sqrt(x); return 0;
     case RAYO_OP_ABS: *out = fabs(x); return 0;
+    /* log(1 + e^x) = max(x, 0) + log1p(e^-|x|): exp(x) alone overflows past x = 709 */
+    case RAYO_OP_SOFTPLUS: *out = isnan(x) ? x : fmax(x, 0.0) + log1p(exp(-fabs(x))); return 0;
     default: return -1;
     }
 }
