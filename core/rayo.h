@@ -287,6 +287,7 @@ RAYO_API rayo_status rayo_gelu_tanh(rayo_context *ctx, const float *x, float *y,
 RAYO_API rayo_status rayo_silu(rayo_context *ctx, const float *x, float *y, size_t n);
 /* y = x * tanh(log(1 + exp(x))) */
 RAYO_API rayo_status rayo_mish(rayo_context *ctx, const float *x, float *y, size_t n);
+/* y = log(1 + exp(x)), without overflow for large x (1.1) */
 RAYO_API rayo_status rayo_softplus(rayo_context *ctx, const float *x, float *y, size_t n);
 /* y = x * clip(x + 3, 0, 6) / 6 */
 RAYO_API rayo_status rayo_hardswish(rayo_context *ctx, const float *x, float *y, size_t n);
