@@ -53,37 +53,29 @@ static rayo_status staged_copy(vk_state *s, vk_buf *dev, size_t offset, void *ho
     return st;
 }
 
-static rayo_status mem_buffer_write(void *state, void *buf, size_t offset, const void *src, size_t bytes)
+/* Host <-> buffer copy: in place on unified memory once earlier work is done
+ * with it, through a staging buffer otherwise. */
+static rayo_status buffer_copy(vk_state *s, vk_buf *b, size_t offset, void *host, size_t bytes, int to_device)
 {
-    vk_state *s = state;
-    vk_buf *b = buf;
     if (bytes == 0)
         return RAYO_OK;
-    void *p = vk_buf_map(b);
-    if (p) {
-        /* unified memory: write in place once earlier work is done with it */
-        rayo_status st = vk_queue_drain(s);
-        if (st == RAYO_OK)
-            memcpy((unsigned char *)p + offset, src, bytes);
-        return st;
-    }
-    return staged_copy(s, b, offset, (void *)(uintptr_t)src, bytes, 1);
+    unsigned char *p = vk_buf_map(b);
+    if (!p)
+        return staged_copy(s, b, offset, host, bytes, to_device);
+    rayo_status st = vk_queue_drain(s);
+    if (st == RAYO_OK)
+        memcpy(to_device ? p + offset : host, to_device ? host : p + offset, bytes);
+    return st;
+}
+
+static rayo_status mem_buffer_write(void *state, void *buf, size_t offset, const void *src, size_t bytes)
+{
+    return buffer_copy(state, buf, offset, (void *)(uintptr_t)src, bytes, 1);
 }
 
 static rayo_status mem_buffer_read(void *state, void *buf, size_t offset, void *dst, size_t bytes)
 {
-    vk_state *s = state;
-    vk_buf *b = buf;
-    if (bytes == 0)
-        return RAYO_OK;
-    void *p = vk_buf_map(b);
-    if (p) {
-        rayo_status st = vk_queue_drain(s);
-        if (st == RAYO_OK)
-            memcpy(dst, (unsigned char *)p + offset, bytes);
-        return st;
-    }
-    return staged_copy(s, b, offset, dst, bytes, 0);
+    return buffer_copy(state, buf, offset, dst, bytes, 0);
 }
 
 static rayo_status mem_batch_begin(void *state, void **batch)
