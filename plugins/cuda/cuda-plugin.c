@@ -22,7 +22,7 @@
 #endif
 
 /* The kernels the plugin picks when the config does not name one: the
- * fastest measured on the H100 (doc/benchmarks-cuda.md). */
+ * fastest measured on the H100 and H200 (doc/benchmarks-cuda.md). */
 #define DEFAULT_SGEMM "sgemm_nn_k16_async"
 #define DEFAULT_SGEMM_K8 "sgemm_nn_k8_async"
 #define DEFAULT_TF32 "tf32_128x128_w2x2_r"
@@ -131,16 +131,26 @@ static int config_yes(const rayo_host *host, const char *key, int dflt)
     return dflt;
 }
 
-static void config_kernel(const rayo_host *host, const char *key, const char *prefix, const char *dflt,
+/* Whether module mod's PTX has a kernel of this name. */
+static int ptx_has_kernel(int mod, const char *name)
+{
+    char entry[96];
+    int n = snprintf(entry, sizeof entry, ".entry %s(", name);
+    return n > 0 && (size_t)n < sizeof entry && strstr(rayo_cuda_ptx_modules[mod].body, entry) != NULL;
+}
+
+/* A kernel of module mod whose name starts with prefix, or dflt. */
+static void config_kernel(const rayo_host *host, const char *key, int mod, const char *prefix, const char *dflt,
                           char *out, size_t len)
 {
     const char *v = host->config ? host->config(host, key) : NULL;
     if (v && *v && strcmp(v, "auto") != 0) {
-        if (strncmp(v, prefix, strlen(prefix)) == 0 && strlen(v) < len) {
+        if (strncmp(v, prefix, strlen(prefix)) == 0 && strlen(v) < len && ptx_has_kernel(mod, v)) {
             snprintf(out, len, "%s", v);
             return;
         }
-        host->log(host, RAYO_LOG_WARN, "[backend.cuda] %s = %s: not a %s* kernel; using %s", key, v, prefix, dflt);
+        host->log(host, RAYO_LOG_WARN, "[backend.cuda] %s = %s: not a %s* kernel of this build; using %s", key, v,
+                  prefix, dflt);
     }
     snprintf(out, len, "%s", dflt);
 }
@@ -176,15 +186,15 @@ static void read_config(cuda_state *st)
     st->jit_cache = config_yes(host, "jit_cache", 1);
     /* sgemm_kernel: the kernel for A, B not transposed; a _k16 one needs
      * K % 16 == 0 and leaves other shapes to sgemm_fallback (a _k8 one) */
-    config_kernel(host, "sgemm_kernel", "sgemm_nn_", DEFAULT_SGEMM, st->sgemm_kernel, sizeof st->sgemm_kernel);
+    config_kernel(host, "sgemm_kernel", MOD_SGEMM, "sgemm_nn_", DEFAULT_SGEMM, st->sgemm_kernel, sizeof st->sgemm_kernel);
     snprintf(st->sgemm_fallback, sizeof st->sgemm_fallback, "%s",
              strstr(st->sgemm_kernel, "_k16") ? DEFAULT_SGEMM_K8 : st->sgemm_kernel);
-    config_kernel(host, "tf32_kernel", "tf32_", DEFAULT_TF32, st->tf32_kernel, sizeof st->tf32_kernel);
+    config_kernel(host, "tf32_kernel", MOD_TF32, "tf32_", DEFAULT_TF32, st->tf32_kernel, sizeof st->tf32_kernel);
     /* wgmma: TF32 through warpgroup MMA where the device runs sm_90a code
      * (cc 9.0 exactly) and the driver takes PTX ISA 8.0 (CUDA 12.0) */
     st->use_wgmma = config_yes(host, "wgmma", 1) && st->cc_major == 9 && st->cc_minor == 0 &&
                     st->drv->version >= 12000;
-    config_kernel(host, "wgmma_kernel", "wg_tf32_", DEFAULT_WGMMA, st->wgmma_kernel, sizeof st->wgmma_kernel);
+    config_kernel(host, "wgmma_kernel", MOD_WGMMA, "wg_tf32_", DEFAULT_WGMMA, st->wgmma_kernel, sizeof st->wgmma_kernel);
     /* wgmma_half: relaxed f16 x f16 and bf16 x bf16 matmul through wgmma too */
     st->use_wgmma_half = st->use_wgmma && config_yes(host, "wgmma_half", 1);
     /* graphs: a replayed batch runs as a CUDA graph */
