@@ -280,6 +280,12 @@ int cuda_check_host_call(const cuda_state *st, const rayo_call *call);
 size_t cuda_infer_scratch_bytes(const cuda_op *op);
 /* The inference ops (ids 90 and up) this backend has kernels for. */
 rayo_status cuda_launch_infer(cuda_state *st, CUstream stream, const cuda_op *op);
+/* How many ops from ops[0] (of count) run as one launch: up to
+ * RAYO_PTX_GEMV8_PARTS relaxed 8-bit gemvs of the same x whose outputs
+ * touch no operand of the others (a decode step's q, k, v; gate, up), else 1. */
+size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count);
+/* Queues ops[0 .. n), n from cuda_launch_group. */
+rayo_status cuda_launch_ops(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n);
 
 /* ---- host-memory calls and device memory ------------------------------ */
 rayo_status cuda_host_call(void *state, const rayo_call *call);
