@@ -290,6 +290,12 @@ rayo_status cuda_launch_dequant_rows(cuda_state *st, CUstream stream, rayo_dtype
 /* -1 (with the error set) for a host call its kernel cannot check on the
  * device: a get_rows index outside the table. */
 int cuda_check_host_call(const cuda_state *st, const rayo_call *call);
+/* How many ops from ops[0] (of count) run as one launch: up to
+ * RAYO_PTX_GEMV8_PARTS relaxed 8-bit gemvs of the same x whose outputs
+ * touch no operand of the others (a decode step's q, k, v; gate, up), else 1. */
+size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count);
+/* Queues ops[0 .. n), n from cuda_launch_group. */
+rayo_status cuda_launch_ops(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n);
 
 /* ---- host-memory calls and device memory ------------------------------ */
 /* A host-memory call of one of family's ops: through the staging buffers. */
