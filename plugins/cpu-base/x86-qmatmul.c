@@ -6,11 +6,19 @@
 
 #include <float.h>
 #include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #define BLOCK 32     /* values of A per int8 block, and of B per code block */
 #define COLS 8       /* columns of a panel: one 32-bit lane each */
 #define TILE_ROWS 4  /* rows of A per tile: 4 integer and 4 float sums stay in registers */
+#define ROUND_ROWS 8 /* rows of A per task of its rounding */
+
+/* sqrt(sum e^2) / (sum |x| - max |x|) allowed for a row of A in int8: the
+ * budget of the gemv's int8 x (cpu-typed-gemv_tmpl.c says why), five
+ * standard deviations of the rounding's error within the relaxed contract. */
+#define QMATMUL_I8_BUDGET (2e-3 / (5 * 1.25))
 
 /* 32 values of 8 columns of B: codes[32 g + 4 j + i] is value 4 g + i of
  * column j (u8, 0..15); the column's value v is scale[j] code - min[j].
@@ -42,32 +50,58 @@ typedef struct qmatmul_job {
     rounded_a a;
     panel_block *panels; /* one panel of blocks << shift blocks per worker */
     tile_fn *tile;       /* the tile for this CPU */
+    unsigned char *row_ok; /* per row of A: 1 rounded within the budget, 0 left to the f32 path */
+    float *row_dmax;     /* per row of A: its largest block scale */
 } qmatmul_job;
 
 /* ---- A to int8 ------------------------------------------------------------- */
 
-/* The 32 values at x as int8 at q, their scale and sum; 0 when one is not
- * finite or the largest |x| is in (0, 1e-30) (its reciprocal overflows). */
-static int round_block(const float *x, int8_t *q, float *d, int *sum)
+/* What a row's rounding errors e add up to: sum e^2, sum |x| and max |x|. */
+typedef struct row_error {
+    double sq, abs;
+    float max;
+} row_error;
+
+/* The horizontal sum and maximum of 8 lanes. */
+static float sum8(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
+
+static float max8(__m256 v)
+{
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+
+/* The 32 values at x as int8 at q, their scale and sum, their errors added
+ * to err; 0 when one is not finite or the largest |x| is in (0, 1e-30)
+ * (its reciprocal overflows). */
+static int round_block(const float *x, int8_t *q, float *d, int *sum, row_error *err)
 {
     const __m256 sign = _mm256_set1_ps(-0.0f);
-    __m256 v[4], amax = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+    __m256 v[4], amax = _mm256_setzero_ps(), bad = _mm256_setzero_ps(), abs = _mm256_setzero_ps();
     for (int i = 0; i < 4; i++) {
         v[i] = _mm256_loadu_ps(x + 8 * i);
         __m256 a = _mm256_andnot_ps(sign, v[i]);
         bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, _mm256_set1_ps(FLT_MAX), _CMP_NLE_UQ));
         amax = _mm256_max_ps(amax, a);
+        abs = _mm256_add_ps(abs, a);
     }
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    float max = _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1)));
+    float max = max8(amax);
     if (_mm256_movemask_ps(bad) || (max != 0.0f && max < 1e-30f))
         return 0;
-    __m256 inv = _mm256_set1_ps(max != 0.0f ? 127.0f / max : 0.0f);
+    __m256 inv = _mm256_set1_ps(max != 0.0f ? 127.0f / max : 0.0f), step = _mm256_set1_ps(max / 127.0f);
     __m256i i32[4], total = _mm256_setzero_si256();
+    __m256 sq = _mm256_setzero_ps();
     for (int i = 0; i < 4; i++) {
         i32[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], inv)); /* nearest, |q| <= 127 */
         total = _mm256_add_epi32(total, i32[i]);
+        __m256 e = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(i32[i]), step, v[i]);
+        sq = _mm256_fmadd_ps(e, e, sq);
     }
     /* The packs interleave 128-bit lanes; the permutation puts values back in order. */
     __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i32[0], i32[1]), _mm256_packs_epi32(i32[2], i32[3]));
@@ -77,6 +111,8 @@ static int round_block(const float *x, int8_t *q, float *d, int *sum)
     s = _mm_hadd_epi32(s, s);
     *sum = _mm_cvtsi128_si32(_mm_hadd_epi32(s, s));
     *d = max / 127.0f;
+    err->sq += sum8(sq), err->abs += sum8(abs);
+    err->max = max > err->max ? max : err->max;
     return 1;
 }
 
@@ -91,25 +127,60 @@ static double weight_bound(rayo_dtype bdt)
     return 65504.0 * 63.0 * 16.0;
 }
 
-/* Every row of A; 0 when a block does not round, or when the float sums of
- * the tiles could pass FLT_MAX (k max|A| max|B| near it): the caller then
- * takes the sgemm path, which redoes such sums in double, as rayo-ops.h
- * promises no intermediate overflow where the exact result is finite.
- * Serial: about 1% of the products' time. */
-static int round_a(const rayo_call *c, size_t blocks, double b_bound, rounded_a *a)
+/* Row r of A into job->a; whether it rounds within the error budget into
+ * job->row_ok[r] (else its codes are zeros and the f32 path computes it),
+ * its largest block scale into job->row_dmax[r]. */
+static void round_row(const qmatmul_job *job, size_t r)
 {
-    size_t lda = c->lda ? c->lda : c->k;
+    const rayo_call *c = job->call;
+    const float *x = (const float *)c->a + r * (c->lda ? c->lda : c->k);
+    row_error err = { 0.0, 0.0, 0.0f };
     float dmax = 0.0f;
-    for (size_t r = 0; r < c->m; r++)
-        for (size_t b = 0; b < blocks; b++) {
-            size_t i = r * blocks + b;
-            int sum;
-            if (!round_block((const float *)c->a + r * lda + b * BLOCK, a->q + i * BLOCK, a->d + i, &sum))
-                return 0;
-            a->dsum[i] = a->d[i] * (float)sum;
-            dmax = a->d[i] > dmax ? a->d[i] : dmax;
-        }
-    return 128.0 * (double)dmax * (double)c->k * b_bound * 4.0 < (double)FLT_MAX;
+    int ok = 1;
+    for (size_t b = 0, i = r * job->blocks; ok && b < job->blocks; b++, i++) {
+        int sum;
+        if (!(ok = round_block(x + b * BLOCK, job->a.q + i * BLOCK, job->a.d + i, &sum, &err)))
+            break;
+        job->a.dsum[i] = job->a.d[i] * (float)sum;
+        dmax = job->a.d[i] > dmax ? job->a.d[i] : dmax;
+    }
+    ok = ok && sqrt(err.sq) <= QMATMUL_I8_BUDGET * (err.abs - err.max);
+    if (!ok) {
+        memset(job->a.q + r * job->blocks * BLOCK, 0, job->blocks * BLOCK);
+        memset(job->a.d + r * job->blocks, 0, job->blocks * sizeof(float));
+        memset(job->a.dsum + r * job->blocks, 0, job->blocks * sizeof(float));
+    }
+    job->row_ok[r] = (unsigned char)ok;
+    job->row_dmax[r] = ok ? dmax : 0.0f;
+}
+
+/* Task t: rows ROUND_ROWS t .. of A. */
+static void round_task(void *arg, size_t t, unsigned worker)
+{
+    const qmatmul_job *job = arg;
+    (void)worker;
+    for (size_t r = t * ROUND_ROWS; r < job->call->m && r < (t + 1) * ROUND_ROWS; r++)
+        round_row(job, r);
+}
+
+/* Every row of A, over the threads; the number of rows that take the f32
+ * path, or SIZE_MAX when the float sums of the tiles could pass FLT_MAX
+ * (k max|A| max|B| near it): the whole call then takes the sgemm path,
+ * which redoes such sums in double, as rayo-ops.h promises no intermediate
+ * overflow where the exact result is finite. */
+static size_t round_a(const cpu_state *st, const qmatmul_job *job)
+{
+    const rayo_call *c = job->call;
+    cpu_parallel(st, (c->m + ROUND_ROWS - 1) / ROUND_ROWS, round_task, (void *)job);
+    float dmax = 0.0f;
+    size_t f32_rows = 0;
+    for (size_t r = 0; r < c->m; r++) {
+        f32_rows += !job->row_ok[r];
+        dmax = job->row_dmax[r] > dmax ? job->row_dmax[r] : dmax;
+    }
+    if (128.0 * (double)dmax * (double)c->k * weight_bound(job->bdt) * 4.0 >= (double)FLT_MAX)
+        return SIZE_MAX;
+    return f32_rows;
 }
 
 /* ---- B to panels ---------------------------------------------------------- */
@@ -235,12 +306,16 @@ static tile_fn *tile_for_cpu(void)
     return tile_maddubs;
 }
 
-/* C[r0 + t][col0 ..] = alpha acc[t] + beta C (C unread when beta == 0). */
-static void store_tile(const rayo_call *c, size_t r0, int rows, size_t col0, const __m256 acc[TILE_ROWS])
+/* C[r0 + t][col0 ..] = alpha acc[t] + beta C (C unread when beta == 0),
+ * for the rows rounded within the budget. */
+static void store_tile(const rayo_call *c, const unsigned char *row_ok, size_t r0, int rows, size_t col0,
+                       const __m256 acc[TILE_ROWS])
 {
     size_t ldc = c->ldy ? c->ldy : c->n, cols = c->n - col0 < COLS ? c->n - col0 : COLS;
     for (int t = 0; t < rows; t++) {
         float v[COLS], *y = (float *)c->y + (r0 + t) * ldc + col0;
+        if (!row_ok[r0 + t])
+            continue; /* the f32 path's row */
         _mm256_storeu_ps(v, acc[t]);
         for (size_t j = 0; j < cols; j++)
             y[j] = c->beta == 0.0f ? c->alpha * v[j] : c->alpha * v[j] + c->beta * y[j];
@@ -260,7 +335,7 @@ static void run_tile(const qmatmul_job *job, const panel_block *panel, size_t r0
     }
     __m256 acc[TILE_ROWS];
     job->tile(panel, job->blocks, job->shift, x, d, dsum, acc);
-    store_tile(job->call, r0, rows, col0, acc);
+    store_tile(job->call, job->row_ok, r0, rows, col0, acc);
 }
 
 /* Task p: columns 8p .. 8p + 7 for every row of A; the panel (k / 32 x 320
@@ -286,26 +361,73 @@ static int takes(const rayo_call *c)
            (bdt == RAYO_DTYPE_Q4_0 || bdt == RAYO_DTYPE_Q4_K || bdt == RAYO_DTYPE_Q8_0) && c->k >= QMATMUL_MIN_K;
 }
 
-rayo_status x86_qmatmul_run(const cpu_state *st, const rayo_call *call)
+/* The rows of A that failed the budget (f32_rows of them), through the
+ * typed sgemm path at strict precision: gathered into a dense call of
+ * their own, their C rows scattered back.  Runs before the integer tiles
+ * so that C is untouched when it fails. */
+static rayo_status f32_rows_run(void *state, const qmatmul_job *job, size_t f32_rows, x86_sgemm_fn *sgemm)
 {
+    const cpu_state *st = state;
+    const rayo_call *c = job->call;
+    size_t lda = c->lda ? c->lda : c->k, ldc = c->ldy ? c->ldy : c->n;
+    float *a = cpu_alloc_floats(st, f32_rows * c->k), *y = cpu_alloc_floats(st, f32_rows * c->n);
+    rayo_status s = RAYO_E_NOMEM;
+    if (a && y) {
+        for (size_t r = 0, i = 0; r < c->m; r++)
+            if (!job->row_ok[r]) {
+                memcpy(a + i * c->k, (const float *)c->a + r * lda, c->k * sizeof(float));
+                if (c->beta != 0.0f)
+                    memcpy(y + i * c->n, (const float *)c->y + r * ldc, c->n * sizeof(float));
+                i++;
+            }
+        rayo_call sub = *c;
+        sub.m = f32_rows, sub.a = a, sub.y = y, sub.lda = 0, sub.ldy = 0;
+        sub.precision = RAYO_PRECISION_STRICT;
+        s = typed_matmul_run(state, &sub, sgemm);
+        for (size_t r = 0, i = 0; s == RAYO_OK && r < c->m; r++)
+            if (!job->row_ok[r])
+                memcpy((float *)c->y + r * ldc, y + c->n * i++, c->n * sizeof(float));
+    }
+    cpu_free(st, a);
+    cpu_free(st, y);
+    return s;
+}
+
+/* The call once A is rounded: the rows left to f32 first, then the tiles. */
+static rayo_status run_rounded(void *state, const qmatmul_job *job, size_t f32_rows, x86_sgemm_fn *sgemm)
+{
+    const rayo_call *call = job->call;
+    if (f32_rows == SIZE_MAX || f32_rows == call->m)
+        return RAYO_E_UNSUPPORTED; /* the whole call on the sgemm path */
+    if (f32_rows) {
+        rayo_status s = f32_rows_run(state, job, f32_rows, sgemm);
+        if (s != RAYO_OK)
+            return s;
+    }
+    cpu_parallel(state, (call->n + COLS - 1) / COLS, panel_task, (void *)job);
+    return RAYO_OK;
+}
+
+rayo_status x86_qmatmul_run(void *state, const rayo_call *call, x86_sgemm_fn *sgemm)
+{
+    const cpu_state *st = state;
     if (!takes(call))
         return RAYO_E_UNSUPPORTED;
     if (call->m == 0 || call->n == 0)
         return RAYO_OK;
     rayo_dtype bdt = RAYO_DTYPE_OF(call->dtypes, 1);
     qmatmul_job job = { call, bdt, call->k / BLOCK, bdt == RAYO_DTYPE_Q8_0, 0, { NULL, NULL, NULL }, NULL,
-                        tile_for_cpu() };
+                        tile_for_cpu(), NULL, NULL };
     rayo_dtype_row_bytes(bdt, call->ldb ? call->ldb : call->k, &job.b_stride); /* validated by the core */
     size_t values = call->m * call->k, blocks = call->m * job.blocks, threads = cpu_threads(st);
-    float *a = cpu_alloc_floats(st, values / 4 + 2 * blocks);
+    float *a = cpu_alloc_floats(st, values / 4 + 2 * blocks + call->m + (call->m + 3) / 4);
     job.panels = (panel_block *)(void *)cpu_alloc_floats(st, (threads * job.blocks << job.shift) * sizeof(panel_block) / 4);
     rayo_status s = RAYO_E_UNSUPPORTED; /* out of memory too: the sgemm path may still run */
     if (a && job.panels) {
         job.a = (rounded_a){ (int8_t *)(void *)a, a + values / 4, a + values / 4 + blocks };
-        if (round_a(call, job.blocks, weight_bound(bdt), &job.a)) {
-            cpu_parallel(st, (call->n + COLS - 1) / COLS, panel_task, &job);
-            s = RAYO_OK;
-        }
+        job.row_dmax = a + values / 4 + 2 * blocks;
+        job.row_ok = (unsigned char *)(void *)(job.row_dmax + call->m);
+        s = run_rounded(state, &job, round_a(st, &job), sgemm);
     }
     cpu_free(st, a);
     cpu_free(st, job.panels);

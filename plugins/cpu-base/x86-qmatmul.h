@@ -28,21 +28,28 @@
  * as k: on random operands (tests/test-x86-qmatmul, seeds 11-16) the worst
  * element reached 0.71 of the relaxed contract (2e-3 of the sum) at k =
  * 512 and 0.46 from k = 1024 on, and short rows of 32 or 64 would fail.
- * So only calls with k of at least QMATMUL_MIN_K take this path; a
- * call whose A has a value that is not finite, or a block whose largest
- * |x| is in (0, 1e-30), takes the sgemm path.
+ * So only calls with k of at least QMATMUL_MIN_K take this path.  Rows
+ * whose values span decades, or with a few values far above the rest,
+ * round worse (a block's small values become 0): each row's rounding
+ * errors are checked against the gemv's error budget (x86-qmatmul.c), and
+ * a row that fails it, or has a value that is not finite, or a block whose
+ * largest |x| is in (0, 1e-30), is computed by the sgemm path (f32
+ * products) in a call of its own with the other such rows.
  */
 #ifndef RAYO_X86_QMATMUL_H
 #define RAYO_X86_QMATMUL_H
 
 #include "cpu-base.h"
+#include "x86-typed-matmul.h"
 
 /* The shortest rows (k) of the integer path (see above). */
 #define QMATMUL_MIN_K 1024
 
 /* Runs the call when this path takes it (relaxed, A f32 dense or with lda,
- * B Q4_0, Q4_K or Q8_0 with RAYO_TRANS_B only, k >= QMATMUL_MIN_K, A rounds);
- * RAYO_E_UNSUPPORTED otherwise, with C untouched. */
-rayo_status x86_qmatmul_run(const cpu_state *st, const rayo_call *call);
+ * B Q4_0, Q4_K or Q8_0 with RAYO_TRANS_B only, k >= QMATMUL_MIN_K, some row
+ * of A rounds within the budget), the rows of A that do not through
+ * typed_matmul_run on sgemm at strict precision; RAYO_E_UNSUPPORTED
+ * otherwise, with C untouched.  state: the plugin's cpu_state. */
+rayo_status x86_qmatmul_run(void *state, const rayo_call *call, x86_sgemm_fn *sgemm);
 
 #endif
