@@ -312,13 +312,19 @@ static void store_tile(const rayo_call *c, const unsigned char *row_ok, size_t r
                        const __m256 acc[TILE_ROWS])
 {
     size_t ldc = c->ldy ? c->ldy : c->n, cols = c->n - col0 < COLS ? c->n - col0 : COLS;
+    __m256 alpha = _mm256_set1_ps(c->alpha), beta = _mm256_set1_ps(c->beta);
     for (int t = 0; t < rows; t++) {
         float v[COLS], *y = (float *)c->y + (r0 + t) * ldc + col0;
         if (!row_ok[r0 + t])
             continue; /* the f32 path's row */
-        _mm256_storeu_ps(v, acc[t]);
+        __m256 out = _mm256_mul_ps(alpha, acc[t]);
+        if (cols == COLS) { /* a whole panel: one store, the scalar stores cost a cache miss each */
+            _mm256_storeu_ps(y, c->beta == 0.0f ? out : _mm256_fmadd_ps(beta, _mm256_loadu_ps(y), out));
+            continue;
+        }
+        _mm256_storeu_ps(v, out);
         for (size_t j = 0; j < cols; j++)
-            y[j] = c->beta == 0.0f ? c->alpha * v[j] : c->alpha * v[j] + c->beta * y[j];
+            y[j] = c->beta == 0.0f ? v[j] : v[j] + c->beta * y[j];
     }
 }
 
