@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test-x86-qmatmul.c - the integer matmul of quantized weights at relaxed
  * precision in the avx2 and avx512 plugins (plugins/cpu-base/x86-qmatmul.c):
- *   - Q4_0, Q8_0 and Q4_K weights against float64 with the relaxed contract, every
+ *   - Q4_0, Q8_0, Q4_K and Q6_K weights against float64 with the relaxed contract, every
  *     element, on fresh random operands: row counts around its tile of 4
  *     (1..9, 37), column counts around its panel of 8 (1, 7, 8, 9, 33, 100),
  *     k from the path's shortest (1024) to 5632, dense and strided A, B, C,
@@ -184,21 +184,24 @@ static void run_all(rayo_context *ctx, const char *backend)
             check(ctx, backend, &t8, A_UNIFORM, INTEGER);
             qcase tk = { RAYO_DTYPE_Q4_K, rows[i], cols[j], 256 * (4 + serial % 4), serial % 2 ? 0 : 7, x[0], x[1] };
             check(ctx, backend, &tk, A_UNIFORM, INTEGER);
+            qcase t6 = { RAYO_DTYPE_Q6_K, rows[i], cols[j], 256 * (4 + (serial + 1) % 5), serial % 3 ? 0 : 5, x[1] == 0.0f ? x[0] : -x[0], x[1] };
+            check(ctx, backend, &t6, A_UNIFORM, INTEGER);
             if (serial % 4 == 0) { /* the hard classes of A, on a quarter of the shapes */
                 check(ctx, backend, &t0, A_DECADES, WITHIN_CONTRACT);
                 check(ctx, backend, &tk, A_OUTLIERS, WITHIN_CONTRACT);
                 check(ctx, backend, &t8, serial % 8 ? A_DECADES : A_OUTLIERS, WITHIN_CONTRACT);
+                check(ctx, backend, &t6, serial % 8 ? A_OUTLIERS : A_DECADES, WITHIN_CONTRACT);
             }
         }
     static const qcase not_finite[] = {
         { RAYO_DTYPE_Q4_0, 5, 9, 1024, 0, 1.0f, 0.0f }, { RAYO_DTYPE_Q4_K, 6, 17, 512, 32, 1.0f, 0.5f },
-        { RAYO_DTYPE_Q8_0, 3, 12, 2048, 0, 1.0f, 0.0f },
+        { RAYO_DTYPE_Q8_0, 3, 12, 2048, 0, 1.0f, 0.0f }, { RAYO_DTYPE_Q6_K, 7, 10, 1280, 0, 1.0f, 0.25f },
     };
     for (size_t i = 0; i < sizeof not_finite / sizeof not_finite[0]; i++)
         check(ctx, backend, &not_finite[i], A_UNIFORM, NOT_FINITE_A);
     static const qcase short_k[] = {
         { RAYO_DTYPE_Q4_0, 7, 9, 992, 0, 1.0f, 0.0f }, { RAYO_DTYPE_Q4_K, 4, 8, 768, 0, 1.0f, 0.0f },
-        { RAYO_DTYPE_Q8_0, 5, 3, 64, 0, 1.0f, 0.0f },
+        { RAYO_DTYPE_Q8_0, 5, 3, 64, 0, 1.0f, 0.0f }, { RAYO_DTYPE_Q6_K, 6, 9, 768, 0, 1.0f, 0.0f },
     };
     for (size_t i = 0; i < sizeof short_k / sizeof short_k[0]; i++)
         check(ctx, backend, &short_k[i], A_UNIFORM, STANDS_ASIDE);

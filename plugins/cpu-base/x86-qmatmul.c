@@ -30,15 +30,16 @@ typedef struct panel_block {
     float scale[COLS], min[COLS];
 } panel_block;
 
-/* A rounded: row r's value i is d[r][i / 32] q[r][i]; dsum is d times the
+/* A rounded: row r's value i is d[r][i / 32] q[r][i]; dsum16 is d times the
+ * sum of q over each 16 values (for Q6_K's offset per 16); dsum is d times the
  * block's sum of q (for the weights' offsets). */
 typedef struct rounded_a {
     int8_t *q;
-    float *d, *dsum;
+    float *d, *dsum, *dsum16;
 } rounded_a;
 
 /* acc[t] (8 columns) = row t of A times the panel (x86-qmatmul-tile_tmpl.c). */
-typedef void tile_fn(const panel_block *panel, size_t blocks, int shift, const int8_t *const x[TILE_ROWS],
+typedef void tile_fn(const panel_block *panel, size_t blocks, int shift, int min_shift, const int8_t *const x[TILE_ROWS],
                      const float *const d[TILE_ROWS], const float *const dsum[TILE_ROWS], __m256 acc[TILE_ROWS]);
 
 typedef struct qmatmul_job {
@@ -46,6 +47,7 @@ typedef struct qmatmul_job {
     rayo_dtype bdt;
     size_t blocks;       /* k / 32 */
     int shift;           /* panel blocks per 32 values of A: 1 << shift */
+    int min_shift;       /* panel block pb's minimum goes with A's sums dsum[pb >> min_shift] */
     size_t b_stride;     /* bytes between rows of B */
     rounded_a a;
     panel_block *panels; /* one panel of blocks << shift blocks per worker */
@@ -77,10 +79,11 @@ static float max8(__m256 v)
     return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
 }
 
-/* The 32 values at x as int8 at q, their scale and sum, their errors added
+/* The 32 values at x as int8 at q, their scale and the sums of q over each
+ * half, their errors added
  * to err; 0 when one is not finite or the largest |x| is in (0, 1e-30)
  * (its reciprocal overflows). */
-static int round_block(const float *x, int8_t *q, float *d, int *sum, row_error *err)
+static int round_block(const float *x, int8_t *q, float *d, int sum[2], row_error *err)
 {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     __m256 v[4], amax = _mm256_setzero_ps(), bad = _mm256_setzero_ps(), abs = _mm256_setzero_ps();
@@ -95,11 +98,10 @@ static int round_block(const float *x, int8_t *q, float *d, int *sum, row_error 
     if (_mm256_movemask_ps(bad) || (max != 0.0f && max < 1e-30f))
         return 0;
     __m256 inv = _mm256_set1_ps(max != 0.0f ? 127.0f / max : 0.0f), step = _mm256_set1_ps(max / 127.0f);
-    __m256i i32[4], total = _mm256_setzero_si256();
+    __m256i i32[4];
     __m256 sq = _mm256_setzero_ps();
     for (int i = 0; i < 4; i++) {
         i32[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], inv)); /* nearest, |q| <= 127 */
-        total = _mm256_add_epi32(total, i32[i]);
         __m256 e = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(i32[i]), step, v[i]);
         sq = _mm256_fmadd_ps(e, e, sq);
     }
@@ -107,9 +109,12 @@ static int round_block(const float *x, int8_t *q, float *d, int *sum, row_error 
     __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i32[0], i32[1]), _mm256_packs_epi32(i32[2], i32[3]));
     p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256((__m256i *)q, p);
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
-    s = _mm_hadd_epi32(s, s);
-    *sum = _mm_cvtsi128_si32(_mm_hadd_epi32(s, s));
+    for (int h = 0; h < 2; h++) { /* values 0-15, 16-31 */
+        __m256i half = _mm256_add_epi32(i32[2 * h], i32[2 * h + 1]);
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1));
+        s = _mm_hadd_epi32(s, s);
+        sum[h] = _mm_cvtsi128_si32(_mm_hadd_epi32(s, s));
+    }
     *d = max / 127.0f;
     err->sq += sum8(sq), err->abs += sum8(abs);
     err->max = max > err->max ? max : err->max;
@@ -124,6 +129,8 @@ static double weight_bound(rayo_dtype bdt)
         return 8.0 * 65504.0;
     if (bdt == RAYO_DTYPE_Q8_0)
         return 128.0 * 65504.0;
+    if (bdt == RAYO_DTYPE_Q6_K)
+        return 65504.0 * 128.0 * 32.0;
     return 65504.0 * 63.0 * 16.0;
 }
 
@@ -138,10 +145,11 @@ static void round_row(const qmatmul_job *job, size_t r)
     float dmax = 0.0f;
     int ok = 1;
     for (size_t b = 0, i = r * job->blocks; ok && b < job->blocks; b++, i++) {
-        int sum;
-        if (!(ok = round_block(x + b * BLOCK, job->a.q + i * BLOCK, job->a.d + i, &sum, &err)))
+        int sum[2];
+        if (!(ok = round_block(x + b * BLOCK, job->a.q + i * BLOCK, job->a.d + i, sum, &err)))
             break;
-        job->a.dsum[i] = job->a.d[i] * (float)sum;
+        job->a.dsum[i] = job->a.d[i] * (float)(sum[0] + sum[1]);
+        job->a.dsum16[2 * i] = job->a.d[i] * (float)sum[0], job->a.dsum16[2 * i + 1] = job->a.d[i] * (float)sum[1];
         dmax = job->a.d[i] > dmax ? job->a.d[i] : dmax;
     }
     ok = ok && sqrt(err.sq) <= QMATMUL_I8_BUDGET * (err.abs - err.max);
@@ -149,6 +157,7 @@ static void round_row(const qmatmul_job *job, size_t r)
         memset(job->a.q + r * job->blocks * BLOCK, 0, job->blocks * BLOCK);
         memset(job->a.d + r * job->blocks, 0, job->blocks * sizeof(float));
         memset(job->a.dsum + r * job->blocks, 0, job->blocks * sizeof(float));
+        memset(job->a.dsum16 + 2 * r * job->blocks, 0, 2 * job->blocks * sizeof(float));
     }
     job->row_ok[r] = (unsigned char)ok;
     job->row_dmax[r] = ok ? dmax : 0.0f;
@@ -221,6 +230,24 @@ static __m256i codes_q8_0(const uint8_t *row, size_t b, int p, float *scale, flo
     return _mm256_and_si256(p ? u : _mm256_srli_epi16(u, 4), _mm256_set1_epi8(15));
 }
 
+/* Part p of block b of a Q6_K row: half h = p >> 1 of its 32 values (the
+ * other half's codes 0: Q6_K has a scale per 16 values), and of its codes
+ * q = 16 u + l the high bits u (p even) or the low l (p odd), with what
+ * makes d sc (q - 32) = 16 d sc u + d sc l - 32 d sc over that half. */
+static __m256i codes_q6_k(const uint8_t *row, size_t b, int p, float *scale, float *min)
+{
+    const uint8_t *blk = row + b / 8 * RAYO_Q6_K_BYTES;
+    int s = (int)(b % 8), h = p >> 1;
+    __m256i q = x86_q6_k_codes(blk, x86_load256(blk + RAYO_Q6_K_QH + 32 * (s / 4)), s / 4, s % 4);
+    float ds = x86_f16_at(blk + RAYO_Q6_K_D) * (float)(int8_t)blk[RAYO_Q6_K_SCALES + 2 * s + h];
+    *scale = p & 1 ? ds : 16.0f * ds;
+    *min = p & 1 ? 0.0f : 32.0f * ds;
+    __m256i part = p & 1 ? _mm256_and_si256(q, _mm256_set1_epi8(15))
+                         : _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(3));
+    __m128i ones = _mm_set1_epi8(-1), none = _mm_setzero_si128();
+    return _mm256_and_si256(part, h ? _mm256_set_m128i(ones, none) : _mm256_set_m128i(none, ones));
+}
+
 /* The 8 x 8 transpose of 32-bit elements: out[g] holds element g of each of
  * in[0..7], so lane j of out[g] is codes 4 g .. 4 g + 3 of column j. */
 static void transpose8(const __m256i in[COLS], __m256i out[COLS])
@@ -249,6 +276,7 @@ static __m256i column_codes(const qmatmul_job *job, const uint8_t *row, size_t p
     switch (job->bdt) {
     case RAYO_DTYPE_Q4_0: return codes_q4_0(row, b, scale, min);
     case RAYO_DTYPE_Q4_K: return codes_q4_k(row, b, scale, min);
+    case RAYO_DTYPE_Q6_K: return codes_q6_k(row, b, (int)(pb & 3), scale, min);
     default: return codes_q8_0(row, b, (int)(pb & 1), scale, min);
     }
 }
@@ -337,10 +365,11 @@ static void run_tile(const qmatmul_job *job, const panel_block *panel, size_t r0
     for (int t = 0; t < TILE_ROWS; t++) {
         size_t r = r0 + (size_t)(t < rows ? t : rows - 1);
         x[t] = job->a.q + r * job->blocks * BLOCK;
-        d[t] = job->a.d + r * job->blocks, dsum[t] = job->a.dsum + r * job->blocks;
+        d[t] = job->a.d + r * job->blocks;
+        dsum[t] = job->bdt == RAYO_DTYPE_Q6_K ? job->a.dsum16 + 2 * r * job->blocks : job->a.dsum + r * job->blocks;
     }
     __m256 acc[TILE_ROWS];
-    job->tile(panel, job->blocks, job->shift, x, d, dsum, acc);
+    job->tile(panel, job->blocks, job->shift, job->min_shift, x, d, dsum, acc);
     store_tile(job->call, job->row_ok, r0, rows, col0, acc);
 }
 
@@ -364,7 +393,8 @@ static int takes(const rayo_call *c)
     rayo_dtype bdt = RAYO_DTYPE_OF(c->dtypes, 1);
     return c->precision == RAYO_PRECISION_RELAXED && c->flags == RAYO_TRANS_B &&
            c->dtypes == RAYO_DTYPES(RAYO_DTYPE_F32, bdt, 0, RAYO_DTYPE_F32) &&
-           (bdt == RAYO_DTYPE_Q4_0 || bdt == RAYO_DTYPE_Q4_K || bdt == RAYO_DTYPE_Q8_0) && c->k >= QMATMUL_MIN_K;
+           (bdt == RAYO_DTYPE_Q4_0 || bdt == RAYO_DTYPE_Q4_K || bdt == RAYO_DTYPE_Q8_0 || bdt == RAYO_DTYPE_Q6_K) &&
+           c->k >= QMATMUL_MIN_K;
 }
 
 /* The rows of A that failed the budget (f32_rows of them), through the
@@ -422,16 +452,17 @@ rayo_status x86_qmatmul_run(void *state, const rayo_call *call, x86_sgemm_fn *sg
     if (call->m == 0 || call->n == 0)
         return RAYO_OK;
     rayo_dtype bdt = RAYO_DTYPE_OF(call->dtypes, 1);
-    qmatmul_job job = { call, bdt, call->k / BLOCK, bdt == RAYO_DTYPE_Q8_0, 0, { NULL, NULL, NULL }, NULL,
-                        tile_for_cpu(), NULL, NULL };
+    int shift = bdt == RAYO_DTYPE_Q6_K ? 2 : bdt == RAYO_DTYPE_Q8_0;
+    qmatmul_job job = { call, bdt, call->k / BLOCK, shift, bdt == RAYO_DTYPE_Q6_K ? 1 : shift, 0,
+                        { NULL, NULL, NULL, NULL }, NULL, tile_for_cpu(), NULL, NULL };
     rayo_dtype_row_bytes(bdt, call->ldb ? call->ldb : call->k, &job.b_stride); /* validated by the core */
     size_t values = call->m * call->k, blocks = call->m * job.blocks, threads = cpu_threads(st);
-    float *a = cpu_alloc_floats(st, values / 4 + 2 * blocks + call->m + (call->m + 3) / 4);
+    float *a = cpu_alloc_floats(st, values / 4 + 4 * blocks + call->m + (call->m + 3) / 4);
     job.panels = (panel_block *)(void *)cpu_alloc_floats(st, (threads * job.blocks << job.shift) * sizeof(panel_block) / 4);
     rayo_status s = RAYO_E_UNSUPPORTED; /* out of memory too: the sgemm path may still run */
     if (a && job.panels) {
-        job.a = (rounded_a){ (int8_t *)(void *)a, a + values / 4, a + values / 4 + blocks };
-        job.row_dmax = a + values / 4 + 2 * blocks;
+        job.a = (rounded_a){ (int8_t *)(void *)a, a + values / 4, a + values / 4 + blocks, a + values / 4 + 2 * blocks };
+        job.row_dmax = a + values / 4 + 4 * blocks;
         job.row_ok = (unsigned char *)(void *)(job.row_dmax + call->m);
         s = run_rounded(state, &job, round_a(st, &job), sgemm);
     }
