@@ -272,12 +272,9 @@ static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
     }
     VkDeviceSize bytes = (VkDeviceSize)p->n_q * p->n_heads * chunks * (p->head_dim + 2) * 8;
     vk_buf *scratch;
-    rayo_status st = vk_ctx_temp(s, cx, &s->device_pool, bytes, &scratch);
-    if (st == RAYO_OK)
-        st = vk_bind(s, scratch, 0, bytes, &ops->bind[4]);
+    rayo_status st = vk_bind_temp(s, cx, &s->device_pool, bytes, ops, &scratch);
     if (st != RAYO_OK)
         return st;
-    ops->use[4] = &ops->bind[4];
     pc.aux = ops->bind[4].word_offset;
     st = record(s, cx, VK_SHADER_ATTENTION, spec, 3, ops, &pc, chunks, groups_of(items));
     spec[2] = 1;
@@ -387,15 +384,12 @@ static rayo_status rope_frequencies(vk_state *s, vk_ctx *cx, const rayo_rope_par
 {
     VkDeviceSize bytes = (VkDeviceSize)(rot / 2 + 1) * sizeof(double);
     vk_buf *table;
-    rayo_status st = vk_ctx_temp(s, cx, &s->staging_pool, bytes, &table);
-    if (st == RAYO_OK)
-        st = vk_bind(s, table, 0, bytes, &ops->bind[4]);
+    rayo_status st = vk_bind_temp(s, cx, &s->staging_pool, bytes, ops, &table);
     if (st != RAYO_OK)
         return st;
     double *f = vk_buf_map(table);
     for (size_t i = 0; i < rot / 2; i++)
         f[i] = (double)p->freq_scale * pow((double)p->freq_base, -2.0 * (double)i / (double)rot);
-    ops->use[4] = &ops->bind[4];
     return RAYO_OK;
 }
 

@@ -305,6 +305,10 @@ const vk_family *vk_family_of(uint32_t op, uint32_t dtypes);
 rayo_status vk_record(vk_state *s, vk_ctx *cx, const rayo_dev_call *call);
 /* Records one op through family (NULL: RAYO_E_UNSUPPORTED). */
 rayo_status vk_record_family(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, const vk_family *family);
+/* A temporary buffer of bytes from pool, alive until cx is released, bound
+ * as the dispatch's fifth operand (ops->use[4]: scratch or a table). */
+rayo_status vk_bind_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize bytes, vk_operands *ops,
+                         vk_buf **out);
 /* A host-memory call of one of family's ops: staged, recorded, submitted,
  * waited for. */
 rayo_status vk_host_call(void *state, const rayo_call *call, const vk_family *family);

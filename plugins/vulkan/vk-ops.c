@@ -208,20 +208,27 @@ static rayo_status rec_reduce(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
     return dispatch(s, cx, shader, spec, 3, &pass1, &pc1, 1, 1);
 }
 
-/* A scratch buffer of the call's context, bound as operand s (binding 4);
- * its word offset goes to pc.aux. */
+rayo_status vk_bind_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize bytes, vk_operands *ops,
+                         vk_buf **out)
+{
+    rayo_status st = vk_ctx_temp(s, cx, pool, bytes, out);
+    if (st == RAYO_OK)
+        st = vk_bind(s, *out, 0, bytes, &ops->bind[4]);
+    if (st == RAYO_OK)
+        ops->use[4] = &ops->bind[4];
+    return st;
+}
+
+/* A scratch buffer on the device, bound as operand s; its word offset goes
+ * to pc.aux. */
 static rayo_status bind_scratch(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_operands *ops,
                                 vk_push *pc)
 {
     vk_buf *scratch;
-    rayo_status st = vk_ctx_temp(s, cx, &s->device_pool, bytes, &scratch);
+    rayo_status st = vk_bind_temp(s, cx, &s->device_pool, bytes, ops, &scratch);
     if (st == RAYO_OK)
-        st = vk_bind(s, scratch, 0, bytes, &ops->bind[4]);
-    if (st != RAYO_OK)
-        return st;
-    ops->use[4] = &ops->bind[4];
-    pc->aux = ops->bind[4].word_offset;
-    return RAYO_OK;
+        pc->aux = ops->bind[4].word_offset;
+    return st;
 }
 
 /* Rows up to CACHED_ROW take one workgroup each with the row in registers
