@@ -13,7 +13,10 @@
 //      saves a screenshot;
 //   2. with WebAssembly.validate made to refuse SIMD code (an engine without
 //      SIMD128, as the core's probe sees it): wasm refused with a reason that
-//      names simd128, scalar chosen for every op.
+//      names simd128, scalar chosen for every op;
+//   3. served cross-origin isolated (COOP/COEP headers) and not: the CPU
+//      backends' row says "threads: 1" with the reason, which differs (the
+//      build is single-threaded; the page is not isolated).
 // Exit 0 when all holds, 1 otherwise (77: skipped, see test-wasm-page.sh).
 import { resolve } from 'node:path';
 import { checker, launchChromium, serve } from './test-wasm-serve.mjs';
@@ -59,6 +62,9 @@ try {
   const status = async (name) => page.textContent(`#backends tr[data-backend="${name}"] td:nth-child(2)`).catch(() => null);
   check((await status('scalar') || '').startsWith('loaded'), 'scalar backend loaded');
   check((await status('wasm') || '').startsWith('loaded'), 'wasm backend loaded');
+  const device = async (p, name) => p.textContent(`#backends tr[data-backend="${name}"] td:nth-child(3)`).catch(() => '');
+  const threadsNotIsolated = await device(page, 'wasm');
+  check(/threads: 1 \(not cross-origin isolated\)/.test(threadsNotIsolated), `not isolated: one thread, says why (${threadsNotIsolated})`);
   const chosen = await page.getAttribute('body', 'data-chosen');
   // wasm runs every f32 op; the inference ops fall through to
   // scalar until wasm has kernels for them (test-wasm-api checks op by op).
@@ -87,6 +93,17 @@ try {
   const chosenNoSimd = await noSimd.page.getAttribute('body', 'data-chosen');
   check(chosenNoSimd === 'scalar', `without SIMD128: scalar chosen (chosen: ${chosenNoSimd})`);
   await noSimd.page.close();
+
+  // 3. cross-origin isolated: SharedArrayBuffer, but this build has no threads
+  const isolatedServer = await serve(resolve(webDir), { 'Cross-Origin-Opener-Policy': 'same-origin',
+    'Cross-Origin-Embedder-Policy': 'require-corp' });
+  const isolated = await openPage(browser, `http://127.0.0.1:${isolatedServer.address().port}/?bench=0`);
+  await isolated.page.waitForSelector('body[data-state="ready"], body[data-state="error"]', { timeout: 60000 });
+  check(await isolated.page.evaluate(() => crossOriginIsolated), 'COOP/COEP: the page is cross-origin isolated');
+  const threadsIsolated = await device(isolated.page, 'scalar');
+  check(/threads: 1 \(this build is single-threaded\)/.test(threadsIsolated), `isolated: one thread, says why (${threadsIsolated})`);
+  await isolated.page.close();
+  isolatedServer.close();
 } finally {
   await browser.close();
   server.close();

@@ -133,7 +133,7 @@ static const char *status_name(rayo_backend_status s)
     return "unknown";
 }
 
-/* [{"name", "path", "version", "status", "reason", "device", "rank", "ops"}...] */
+/* [{"name", "path", "version", "status", "reason", "device", "cpu", "rank", "ops"}...] */
 EMSCRIPTEN_KEEPALIVE char *rayo_js_backends_json(const rayo_context *ctx)
 {
     text t = {0};
@@ -152,6 +152,7 @@ EMSCRIPTEN_KEEPALIVE char *rayo_js_backends_json(const rayo_context *ctx)
         put_string(&t, info.reason);
         put(&t, ",\"device\":");
         put_string(&t, info.device);
+        put(&t, ",\"cpu\":%s", info.device_type == RAYO_DEVICE_CPU ? "true" : "false");
         if (info.status == RAYO_BACKEND_LOADED)
             put(&t, ",\"rank\":%u", info.rank);
         else
@@ -160,6 +161,12 @@ EMSCRIPTEN_KEEPALIVE char *rayo_js_backends_json(const rayo_context *ctx)
     }
     put(&t, "]");
     return finish(&t);
+}
+
+/* The threads of the context's pool (the CPU backends' parallel loops). */
+EMSCRIPTEN_KEEPALIVE unsigned rayo_js_threads(const rayo_context *ctx)
+{
+    return rayo_thread_count(ctx);
 }
 
 static const char *const class_names[] = {

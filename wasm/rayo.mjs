@@ -5,7 +5,7 @@
 //   import { loadRayo, Settings } from './rayo/rayo.mjs';
 //   const rayo = await loadRayo();                 // the core + the backend side modules
 //   const ctx = rayo.open();                       // or rayo.open(settings)
-//   console.table(ctx.backends());                 // name, status, reason, device, rank...
+//   console.table(ctx.backends());                 // name, status, reason, device, rank, threads...
 //   const y = ctx.add(a, b);                       // Float32Array in, Float32Array out
 //   const s = ctx.dot(a, b);                       // reductions return numbers
 //   const C = await ctx.matmulAsync(A, B, m, n, k); // may run on the GPU (webgpu)
@@ -50,6 +50,15 @@ export function engineHasSimd128() {
   } catch (e) {
     return false;
   }
+}
+
+/** Why the CPU backends run on one thread here: a page that is not
+ *  cross-origin isolated (COOP and COEP headers) has no SharedArrayBuffer,
+ *  and this build has no wasm threads (wasm/README.md says why). */
+export function whyOneThread() {
+  if (!isNode && typeof crossOriginIsolated !== 'undefined' && !crossOriginIsolated) return 'not cross-origin isolated';
+  if (typeof SharedArrayBuffer === 'undefined') return 'no SharedArrayBuffer';
+  return 'this build is single-threaded';
 }
 
 async function readBytes(url) {
@@ -294,7 +303,16 @@ class Context {
 
   /** Every plugin found, loaded or not, with the reason when not. */
   backends() {
-    return this.rayo.takeJson(this.core._rayo_js_backends_json(this.handle));
+    const list = this.rayo.takeJson(this.core._rayo_js_backends_json(this.handle));
+    const threads = this.threads();
+    for (const b of list) if (b.cpu && b.status === 'loaded') b.threads = threads;
+    return list;
+  }
+
+  /** The CPU backends' threads: a number, or "1 (why)" on one thread. */
+  threads() {
+    const n = this.core._rayo_js_threads(this.handle);
+    return n > 1 ? n : `${n} (${whyOneThread()})`;
   }
 
   /** {op: backend} for calls of work size `size`. */
