@@ -52,13 +52,39 @@ export function engineHasSimd128() {
   }
 }
 
-/** Why the CPU backends run on one thread here: a page that is not
- *  cross-origin isolated (COOP and COEP headers) has no SharedArrayBuffer,
- *  and this build has no wasm threads (wasm/README.md says why). */
-export function whyOneThread() {
-  if (!isNode && typeof crossOriginIsolated !== 'undefined' && !crossOriginIsolated) return 'not cross-origin isolated';
+/** Why this page cannot run the threaded core (threads/: -pthread, shared
+ *  memory), or null when it can: a page must be cross-origin isolated
+ *  (COOP and COEP headers) to have SharedArrayBuffer. */
+export function whyNoThreads() {
+  if (isNode) return 'node: the JS API runs the single-threaded core there';
+  if (typeof crossOriginIsolated !== 'undefined' && !crossOriginIsolated) return 'not cross-origin isolated';
   if (typeof SharedArrayBuffer === 'undefined') return 'no SharedArrayBuffer';
-  return 'this build is single-threaded';
+  return null;
+}
+
+// The threaded core ({factory, base}: base/threads/), or {why} not.
+async function threadedCore(base, options) {
+  const why = options.core ? 'this program\'s module is single-threaded'
+    : options.threads === false ? 'threads: false' : whyNoThreads();
+  if (why) return { why };
+  const threadsBase = new URL('threads/', base);
+  try {
+    const { default: factory } = await import(new URL('rayo-core.mjs', threadsBase).href);
+    return { factory, base: threadsBase };
+  } catch (e) {
+    return { why: `no threaded core (${e && e.message ? e.message : e})` };
+  }
+}
+
+// The threaded core's side modules: Emscripten 3.1.6 loads a library
+// dlopen'd after start in the calling thread only, so every thread loads them
+// at start (Module.dynamicLibraries, by their paths in the in-memory file
+// system, where the core's loader then finds them loaded: see
+// wasm/threads-pre.js).  A module this engine cannot compile (no SIMD128)
+// is left to dlopen, which records why.
+function loadInEveryThread(moduleArgs, names, bytes) {
+  moduleArgs.dynamicLibraries = names.filter((_, i) => WebAssembly.validate(bytes[i]))
+    .map((name) => `${PLUGIN_DIR}/${name}`);
 }
 
 async function readBytes(url) {
@@ -162,11 +188,15 @@ const ACTIVATIONS = { none: 0, relu: 1, gelu: 2, silu: 3, tanh: 4, sigmoid: 5 };
  *  options.webgpu: false to leave WebGPU alone, or the options of
  *  navigator.gpu.requestAdapter (default {}); options.core: in a browser,
  *  the factory of another main module built with the core and this API's
- *  glue (a program: see runMain), its .wasm in options.coreBase. */
+ *  glue (a program: see runMain), its .wasm in options.coreBase;
+ *  options.threads: false to keep to the single-threaded core where the
+ *  page could run the threaded one (threads/). */
 export async function loadRayo(options = {}) {
   const base = new URL(options.base || './', import.meta.url);
   const plugins = options.plugins || DEFAULT_PLUGINS;
-  const coreBase = options.core ? new URL(options.coreBase) : base;
+  const threaded = await threadedCore(base, options);
+  const variantBase = threaded.factory ? threaded.base : base;
+  const coreBase = options.core ? new URL(options.coreBase) : variantBase;
   const moduleArgs = {
     print: options.print || ((s) => console.log(s)),
     printErr: options.printErr || ((s) => console.warn(s)),
@@ -174,10 +204,9 @@ export async function loadRayo(options = {}) {
   };
   // node: hand over the bytes (the module's own loader would try fetch)
   if (isNode) moduleArgs.wasmBinary = await readBytes(new URL('rayo-core.wasm', base));
-  const [core, ...pluginBytes] = await Promise.all([
-    (options.core || createRayoCore)(moduleArgs),
-    ...plugins.map((name) => readBytes(new URL(`plugins/${name}`, base))),
-  ]);
+  const pluginBytes = await Promise.all(plugins.map((name) => readBytes(new URL(`plugins/${name}`, variantBase))));
+  if (threaded.factory) loadInEveryThread(moduleArgs, plugins, pluginBytes);
+  const core = await (options.core || threaded.factory || createRayoCore)(moduleArgs);
   // the webgpu plugin's device, acquired now: its probe (in rayo_open) is synchronous
   if (options.webgpu !== false) await core.rayoWebgpu.init(options.webgpu || {});
   core.FS.mkdirTree(PLUGIN_DIR);
@@ -185,6 +214,10 @@ export async function loadRayo(options = {}) {
   for (let i = 0; i < plugins.length; i++) {
     const path = `${PLUGIN_DIR}/${plugins[i]}`;
     core.FS.writeFile(path, pluginBytes[i]);
+    if (threaded.factory) {
+      preload[plugins[i]] = moduleArgs.dynamicLibraries.includes(path) ? 'loaded in every thread' : 'not compiled';
+      continue;
+    }
     // Compile and instantiate now, asynchronously: browsers refuse to
     // compile a large module synchronously on the main thread, which the
     // core's dlopen would do.  dlopen then finds the module loaded.  A
@@ -197,13 +230,14 @@ export async function loadRayo(options = {}) {
       preload[plugins[i]] = `not compiled: ${e && e.message ? e.message : e}`;
     }
   }
-  return new Rayo(core, preload);
+  return new Rayo(core, preload, threaded.why || null);
 }
 
 class Rayo {
-  constructor(core, preload) {
+  constructor(core, preload, whyOneThread) {
     this.core = core;
     this.preload = preload;
+    this.whyOneThread = whyOneThread; // null: the threaded core
     this.version = core.UTF8ToString(core._rayo_js_version());
     this.ops = this.takeJson(core._rayo_js_ops_json());
     this.opByName = new Map(this.ops.map((op) => [op.name, op]));
@@ -312,7 +346,7 @@ class Context {
   /** The CPU backends' threads: a number, or "1 (why)" on one thread. */
   threads() {
     const n = this.core._rayo_js_threads(this.handle);
-    return n > 1 ? n : `${n} (${whyOneThread()})`;
+    return n > 1 ? n : `${n} (${this.rayo.whyOneThread || 'one CPU'})`;
   }
 
   /** {op: backend} for calls of work size `size`. */
