@@ -386,6 +386,14 @@ class Context {
     return new Batch(this, ptr);
   }
 
+  /** A typed array's bytes in the heap (a HeapArray of whole floats). */
+  bytes(typed) {
+    const bytes = asBytes(typed);
+    const h = new HeapArray(this.core, Math.ceil(bytes.length / 4));
+    new Uint8Array(this.core.HEAPU8.buffer, h.ptr, bytes.length).set(bytes);
+    return h;
+  }
+
   /** A Float32Array of `length` floats in the heap (from `values` if given). */
   array(lengthOrValues) {
     const values = typeof lengthOrValues === 'number' ? null : lengthOrValues;
@@ -465,14 +473,18 @@ class Context {
       if (op.class !== 'matmul' && op.class !== 'gemv') args = args.slice(0, -1);
     }
     const held = [];
-    const arr = (x) => {
-      if (x === null || x === undefined) return null;
-      const h = this.array(x);
+    const hold = (h) => {
       held.push(h);
       return h;
     };
+    const arr = (x) => (x === null || x === undefined ? null : hold(this.array(x)));
     try {
       const { call, out, result } = buildCall(op, args, arr, (n) => arr(new Float32Array(n)));
+      // typed arrays other than Float32Array go in as their bytes (int32
+      // positions, f16 caches); rope's and attention's parameters as doubles
+      for (const [key, x] of Object.entries(call.raw || {})) call[key] = hold(this.bytes(x));
+      const params = paramValues(call);
+      if (params) call.params = hold(this.bytes(Float64Array.from(params)));
       const take = () => {
         if (result === 'float') return out.view()[0];
         if (result === 'index') return new Uint32Array(this.core.HEAPU8.buffer, out.ptr, 1)[0];
@@ -540,6 +552,7 @@ const ROPE_KEYS = ['mode', 'rotDims', 'freqBase', 'freqScale', 'nHeads', 'headDi
 const ATTENTION_KEYS = ['flags', 'kvDtype', 'nQ', 'nKv', 'nHeads', 'nKvHeads', 'headDim', 'scale', 'qToken', 'qHead',
   'kToken', 'kHead', 'vToken', 'vHead', 'oToken', 'oHead'];
 const STEP_KV_LENGTH = 1;
+const DTYPE_I32 = 3; // rayo_dtype
 function paramValues(call) {
   const [p, keys] = call.rope ? [call.rope, ROPE_KEYS] : call.attention ? [call.attention, ATTENTION_KEYS] : [null, null];
   return p && keys.map((key) => Number(p[key] || 0));
@@ -606,7 +619,7 @@ class Batch {
 function runArgs(handle, be, op, call) {
   const ptr = (x) => (x ? x.ptr : 0);
   return [handle, be, op.id, call.flags || 0, call.dtypes || 0, call.m || 0, call.n || 0, call.k || 0,
-    call.alpha || 0, call.beta || 0, ptr(call.a), ptr(call.b), ptr(call.c), ptr(call.y)];
+    call.alpha || 0, call.beta || 0, ptr(call.a), ptr(call.b), ptr(call.c), ptr(call.y), ptr(call.params)];
 }
 
 /** The rayo_call of an op from the arguments of ctx.NAME(...). */
@@ -671,7 +684,21 @@ function buildCall(op, args, arr, zeros) {
     const y = zeros(rows * cols);
     return { call: { a: arr(gate), b: arr(up), y, m: rows, n: cols }, out: y };
   }
-  default: // convert, get_rows, rope, attention take dtypes and parameter structs: not in this API yet
+  case 'rope': { // x: [tokens][nHeads][headDim] (dense), pos: a position per token
+    const [x, pos, p] = args;
+    const y = zeros(len(x));
+    return { call: { a: arr(x), raw: { b: Int32Array.from(pos) }, y, m: len(pos), n: p.headDim,
+      dtypes: DTYPE_I32 << 8, rope: p }, out: y };
+  }
+  case 'attention': { // q, out: [nQ][nHeads][headDim]; k, v: [nKv][nKvHeads][headDim] (kvDtype)
+    const [q, k, v, p] = args;
+    const y = zeros(p.nQ * p.nHeads * p.headDim);
+    const isF32 = (x) => x instanceof Float32Array || Array.isArray(x);
+    const raw = Object.fromEntries([['b', k], ['c', v]].filter(([, x]) => !isF32(x)));
+    return { call: { a: arr(q), b: isF32(k) ? arr(k) : null, c: isF32(v) ? arr(v) : null, raw,
+      y, m: p.nQ, n: p.headDim, k: p.nKv, dtypes: ((p.kvDtype || 0) << 8) | ((p.kvDtype || 0) << 16), attention: p }, out: y };
+  }
+  default: // convert and get_rows take dtypes: not in this API yet
     throw new Error(`rayo: op ${op.name} has class ${op.class}, which this API does not know`);
   }
 }
