@@ -158,9 +158,6 @@ void codes_dot4(kern *k, int w, float bias, const int *x, int part);
 void infer_gemv8(strbuf *mod);
 /* infer-ops.c: the other kernels of module "infer" (glu, rope, convert) */
 void infer_ops(strbuf *mod);
-/* infer-ops.c: value e (.b32 register) of the block of dtype dt at blk
- * (.b64), as an .f32 register, bit-exact */
-int dequant_value(kern *k, rayo_dtype dt, int blk, int e);
 /* infer-prompt.c: the half-precision prompt path's row scaling kernels */
 void infer_prompt(strbuf *mod);
 /* attention.c: attention kernels of module "infer" */

@@ -228,7 +228,7 @@ static void gen_half_scale_c(strbuf *mod)
     int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
     int total = nd(k), gid, stride, pb = np(k);
     emit(k, "mul.lo.u64 %s, %s, %s;", D(total), D(m), D(n));
-    emit(k, "setp.ne.f32 %s, %s, 0f00000000;", P(pb), F(beta));
+    emit(k, "setp.neu.f32 %s, %s, 0f00000000;", P(pb), F(beta)); /* a NaN beta too */
     grid_index(k, &gid, &stride);
     int i = nd(k), pi = np(k), l_top = nlabel(k), l_end = nlabel(k);
     emit(k, "mov.u64 %s, %s;", D(i), D(gid));

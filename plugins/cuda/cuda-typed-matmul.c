@@ -186,16 +186,19 @@ static rayo_status launch_half(cuda_state *st, CUstream stream, const cuda_op *o
     size_t b_row_bytes = 0;
     if (!rayo_dtype_row_bytes(bdt, op->ldb ? op->ldb : op->k, &b_row_bytes))
         return RAYO_E_UNSUPPORTED; /* takes_half checked it */
+    /* the product's kernel, known before anything is queued (a scratch
+     * whose base the kernels refuse: the call is refused whole) */
+    cuda_op h = half_product(op, base, &l);
+    int wg = cuda_wgmma_half_takes(st, &h);
+    const rayo_ptx_tf32_config *mma = wg ? NULL : cuda_mma16_kernel(st, &h);
+    if (!wg && !mma)
+        return RAYO_E_UNSUPPORTED;
     rayo_status s = half_rows(st, stream, RAYO_DTYPE_F32, base + l.a16, base + l.sa, op->a, op->m, op->k,
                               (op->lda ? op->lda : op->k) * 4);
     if (s == RAYO_OK)
         s = half_rows(st, stream, bdt, base + l.b16, base + l.sb, op->b, op->n, op->k, b_row_bytes);
-    cuda_op h = half_product(op, base, &l);
-    if (s == RAYO_OK) {
-        s = cuda_launch_wgmma_half(st, stream, &h);
-        if (s == RAYO_E_UNSUPPORTED)
-            s = cuda_launch_mma16(st, stream, &h, cuda_mma16_kernel(st, &h));
-    }
+    if (s == RAYO_OK)
+        s = wg ? cuda_launch_wgmma_half(st, stream, &h) : cuda_launch_mma16(st, stream, &h, mma);
     if (s != RAYO_OK)
         return s;
     CUdeviceptr y = op->y, t = base + l.t, sa = base + l.sa, sb = base + l.sb;
