@@ -1026,7 +1026,8 @@ static void plan_matmul_half(ictx *x, matmul_spec s)
  * matmul's f16 activations, which cannot hold such values. */
 static void plan_cancel(ictx *x, build_fn *build, matmul_spec s)
 {
-    static const size_t sizes[][3] = {{1, 7, 2}, {3, 5, 16}, {5, 1, 2}, {17, 19, 4}}; /* m, n, k units */
+    /* m, n, k units; 8 x 8: split-K where the weights dequantize (few tiles, long k) */
+    static const size_t sizes[][3] = {{1, 7, 2}, {3, 5, 16}, {5, 1, 2}, {17, 19, 4}, {8, 8, 16}};
     if (build == build_matmul && s.adt == RAYO_DTYPE_F16)
         return;
     rayo_dtype weights = build == build_gemv ? s.adt : s.bdt;
