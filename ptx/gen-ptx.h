@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "../core/rayo-dtype.h"
+#include "../plugins/cuda/cuda-ptx.h" /* the module list, the tables' types */
 
 /* ---- emit.c: text buffer ------------------------------------------------- */
 typedef struct strbuf {
@@ -161,17 +162,12 @@ void block_tile(kern *k, int raster, int *tile_m, int *tile_n);
 
 /* ---- the modules: each appends its kernels to mod --------------------------- */
 
-void module_elementwise(strbuf *mod);
-void module_reduce(strbuf *mod);
-void module_rows(strbuf *mod);
-void module_rows_cluster(strbuf *mod); /* sm_90 on */
-void module_matrix(strbuf *mod);
-void module_sgemm(strbuf *mod);
-void module_tf32(strbuf *mod);
-void module_splitk(strbuf *mod);
-void module_mma16(strbuf *mod);  /* tf32.c: the f16/bf16 kernels on the TF32 kernels' generator */
-void module_infer(strbuf *mod);
-void module_wgmma(strbuf *mod); /* sm_90a only */
+/* module_elementwise() ...: one for each of RAYO_PTX_MODULES (cuda-ptx.h);
+ * module_mma16 is in tf32.c (the f16/bf16 kernels on the TF32 kernels'
+ * generator), module_rows_cluster in rows.c. */
+#define GEN_PTX_MODULE_FN(ID, name, min_sm, arch_specific) void module_##name(strbuf *mod);
+RAYO_PTX_MODULES(GEN_PTX_MODULE_FN)
+#undef GEN_PTX_MODULE_FN
 /* infer-gemv.c: part += code * x for the 4 byte codes of w, each less bias
  * (.b32 w, .f32 x[4] and part) */
 void codes_dot4(kern *k, int w, float bias, const int *x, int part);
@@ -179,6 +175,8 @@ void codes_dot4(kern *k, int w, float bias, const int *x, int part);
 void infer_gemv8(strbuf *mod);
 /* infer-ops.c: the other kernels of module "infer" (glu, rope, convert) */
 void infer_ops(strbuf *mod);
+/* infer-prompt.c: the half-precision prompt path's row scaling kernels */
+void infer_prompt(strbuf *mod);
 /* attention.c: attention kernels of module "infer" */
 void infer_attention(strbuf *mod);
 

@@ -53,7 +53,7 @@ for f in "$tmp"/*.ptx; do
 done
 # One kernel of each kind must exist in the output (a generator that emits
 # nothing would otherwise pass).
-for k in ew_add_v4 ew_gelu_s1 red_argmax_final row_layernorm sgemm_general sgemm_nn_k8 tf32_128x128_w2x4 gemv_t_part; do
+for k in ew_add_v4 ew_gelu_s1 red_argmax_final row_layernorm sgemm_general sgemm_nn_k8_async tf32_128x128_w2x2_r gemv_t_part; do
     grep -q "\.entry $k(" "$tmp"/*-sm80.ptx || { echo "FAIL: kernel $k missing"; fail=1; }
 done
 for k in wg_tf32_128x256 wg_f16_nn_128x256 wg_bf16_tt_128x128; do

@@ -8,7 +8,8 @@
  *     and the engine only) on fresh random inputs (elementwise, reductions
  *     with NaN, rows, norms without gamma, matmul in every transpose and in
  *     shapes that mix the tiled kernels with the edge kernel, gemv,
- *     transpose, bias_act), relaxed Q8_0 / Q4_0 gemv (x in 8 bits), fused attention in the shapes that take each
+ *     transpose, bias_act), relaxed Q8_0 / Q4_0 gemv (x in 8 bits; several of one x in a
+ *     replayed batch: one launch), fused attention in the shapes that take each
  *     launch plan (a KV group wider than one warp's 4 heads, odd groups,
  *     aligned and unaligned K/V rows, decode and prefill), batches on device buffers (a typed matmul too)
  *     at unaligned offsets (each op of a chain checked against the device's
@@ -155,12 +156,24 @@ static void judge(const rayo_op_info *contract, rayo_call call, const void *out,
 /* ---- the plugin ----------------------------------------------------------------- */
 static const rayo_plugin_descriptor *desc;
 
+/* The call's kernel, found as the loader finds it: by op and dtypes (an
+ * entry without a kernel does not count). */
 static rayo_status run(void *st, const rayo_call *c)
 {
     for (size_t i = 0; i < desc->op_count; i++)
-        if (desc->ops[i].op == c->op)
+        if (desc->ops[i].op == c->op && desc->ops[i].dtypes == c->dtypes && desc->ops[i].fn)
             return desc->ops[i].fn(st, c);
     return RAYO_E_UNSUPPORTED;
+}
+
+/* The ops of the list with signature sig, or with a second one sig2. */
+static size_t ops_of(rayo_op_sig sig, rayo_op_sig sig2, uint32_t *ops, size_t most)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < rayo_op_count() && n < most; i++)
+        if (rayo_op_at(i)->sig == sig || rayo_op_at(i)->sig == sig2)
+            ops[n++] = rayo_op_at(i)->id;
+    return n;
 }
 
 /* Mostly positive, near 1 too, and the edges of log and sqrt. */
@@ -175,11 +188,11 @@ static float *log_sqrt_inputs(size_t n)
 
 static void test_unary(void *st, const float *a, float *y, size_t n)
 {
-    static const uint32_t unary[] = {RAYO_OP_SCALE, RAYO_OP_RELU, RAYO_OP_LEAKY_RELU, RAYO_OP_ELU, RAYO_OP_SELU,
-                                     RAYO_OP_SIGMOID, RAYO_OP_TANH, RAYO_OP_GELU, RAYO_OP_GELU_TANH, RAYO_OP_SILU,
-                                     RAYO_OP_MISH, RAYO_OP_HARDSWISH, RAYO_OP_CLIP, RAYO_OP_EXP, RAYO_OP_LOG,
-                                     RAYO_OP_SQRT, RAYO_OP_ABS};
-    for (size_t u = 0; u < sizeof unary / sizeof unary[0]; u++) {
+    uint32_t unary[64]; /* every unary op of the list, with and without parameters */
+    size_t count = ops_of(RAYO_SIG_UNARY, RAYO_SIG_UNARY_P, unary, 64);
+    count += ops_of(RAYO_SIG_UNARY_P2, RAYO_SIG_UNARY_P2, unary + count, 64 - count);
+    CHECK(count > 20 && count < 64, "%zu unary ops in the list", count);
+    for (size_t u = 0; u < count; u++) {
         uint32_t op = unary[u];
         float al = op == RAYO_OP_CLIP ? -2.5f : 0.7f, be = op == RAYO_OP_CLIP ? 3.5f : 0.0f;
         float *pos = op == RAYO_OP_LOG || op == RAYO_OP_SQRT ? log_sqrt_inputs(n) : NULL;
@@ -194,8 +207,9 @@ static void test_unary(void *st, const float *a, float *y, size_t n)
 
 static void test_elementwise(void *st)
 {
-    static const uint32_t binary[] = {RAYO_OP_ADD, RAYO_OP_SUB, RAYO_OP_MUL, RAYO_OP_DIV, RAYO_OP_MAXIMUM,
-                                      RAYO_OP_MINIMUM};
+    uint32_t binary[16];
+    size_t binary_count = ops_of(RAYO_SIG_BINARY, RAYO_SIG_BINARY, binary, 16);
+    CHECK(binary_count >= 6, "%zu binary ops in the list", binary_count);
     static const size_t sizes[] = {1, 3, 4, 5, 1000, 4099, 1 << 18};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         size_t n = sizes[s];
@@ -205,7 +219,7 @@ static void test_elementwise(void *st)
             a[6] = 88.5f; a[7] = -100.0f; a[8] = 1e-40f; a[9] = 3.4028235e38f; a[10] = -3.4028235e38f;
         }
         test_unary(st, a, y, n);
-        for (size_t u = 0; u < sizeof binary / sizeof binary[0]; u++) {
+        for (size_t u = 0; u < binary_count; u++) {
             rayo_call c = {.struct_size = sizeof(rayo_call), .op = binary[u], .n = n, .a = a, .b = b, .y = y};
             rayo_status rs = run(st, &c);
             CHECK(rs == RAYO_OK, "%s: status %d: %s", op_name(c.op), rs, last_error);
@@ -224,12 +238,13 @@ static void test_elementwise(void *st)
 static void test_reductions(void *st)
 {
     static const size_t sizes[] = {1, 7, 256, 257, 100003, 1 << 21};
-    static const uint32_t ops[] = {RAYO_OP_SUM, RAYO_OP_DOT, RAYO_OP_NORM_L1, RAYO_OP_NORM_L2, RAYO_OP_MAX,
-                                   RAYO_OP_MIN};
+    uint32_t ops[16];
+    size_t count = ops_of(RAYO_SIG_REDUCE, RAYO_SIG_REDUCE2, ops, 16);
+    CHECK(count >= 6, "%zu reductions in the list", count);
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         size_t n = sizes[s];
         float *a = floats(n, -2, 2), *b = floats(n, -2, 2);
-        for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        for (size_t k = 0; k < count; k++) {
             float y = NAN;
             rayo_call c = {.struct_size = sizeof(rayo_call), .op = ops[k], .n = n, .a = a, .b = ops[k] == RAYO_OP_DOT ? b : NULL, .y = &y};
             CHECK(run(st, &c) == RAYO_OK, "%s: %s", op_name(c.op), last_error);
@@ -506,6 +521,74 @@ static void test_batches(void *st)
     free(a); free(b); free(sums); free(products); free(total);
 }
 
+/* Relaxed 8-bit gemvs of one x in a replayed batch, as a decode step records
+ * q, k and v: the plugin runs them as one launch (gemv8x_*), the k and v
+ * outputs moving with the step (the launch set again in the graph), and a
+ * strict gemv of the same x after them (not in the launch).  Each output
+ * at each step must be bit for bit the same gemv on host memory (the same
+ * rows' arithmetic), which in turn is judged against float64. */
+#define G8_PARTS 4
+static void check_gemv8_group(void *st, rayo_dtype dt)
+{
+    const rayo_memory_api *mem = desc->memory;
+    static const size_t rows[G8_PARTS] = {300, 64, 17, 33};
+    size_t n = 2048, row_bytes = 0, w_at[G8_PARTS], y_at[G8_PARTS], wbytes = 0, ybytes = 0, stride = 4 * 131;
+    CHECK(rayo_dtype_row_bytes(dt, n, &row_bytes), "row bytes");
+    for (int p = 0; p < G8_PARTS; p++) {
+        w_at[p] = wbytes, y_at[p] = ybytes;
+        wbytes += rows[p] * row_bytes;
+        ybytes += 4 * rows[p] + (p == 1 || p == 2 ? 2 * stride : 0); /* k, v: room for steps 0-2 */
+    }
+    float *wf = floats(wbytes / row_bytes * n, -1, 1), *x = floats(n, -1, 1), *want = malloc(4 * 300);
+    unsigned char *w = malloc(wbytes);
+    for (size_t r = 0; r < wbytes / row_bytes; r++) {
+        (dt == RAYO_DTYPE_Q8_0 ? rayo_quantize_q8_0 : rayo_quantize_q4_0)(wf + r * n, w + r * row_bytes, n);
+        (dt == RAYO_DTYPE_Q8_0 ? rayo_dequantize_q8_0 : rayo_dequantize_q4_0)(w + r * row_bytes, wf + r * n, n);
+    }
+    rayo_op_info relaxed = *rayo_op_by_id(RAYO_OP_GEMV);
+    relaxed.tol_rel = 2e-3; /* the combo's relaxed contract */
+    void *bw = NULL, *bx = NULL, *by = NULL, *batch = NULL;
+    CHECK(mem->buffer_alloc(st, wbytes, &bw) == RAYO_OK && mem->buffer_alloc(st, 4 * n + 16, &bx) == RAYO_OK &&
+          mem->buffer_alloc(st, ybytes, &by) == RAYO_OK && mem->batch_begin(st, &batch) == RAYO_OK,
+          "buffers: %s", last_error);
+    if (!bw || !bx || !by || !batch)
+        return;
+    CHECK(mem->buffer_write(st, bw, 0, w, wbytes) == RAYO_OK && mem->buffer_write(st, bx, 16, x, 4 * n) == RAYO_OK,
+          "write");
+    rayo_dev_call c[G8_PARTS];
+    for (int p = 0; p < G8_PARTS; p++) {
+        c[p] = (rayo_dev_call){.struct_size = sizeof(rayo_dev_call), .op = RAYO_OP_GEMV, .m = rows[p], .n = n,
+                               .alpha = 1.5f, .a = {bw, w_at[p]}, .b = {bx, 16}, .y = {by, y_at[p]},
+                               .dtypes = RAYO_DTYPES(dt, RAYO_DTYPE_F32, 0, RAYO_DTYPE_F32),
+                               .precision = p < 3 ? RAYO_PRECISION_RELAXED : RAYO_PRECISION_STRICT};
+        c[p].step_bytes[3] = p == 1 || p == 2 ? stride : 0;
+        CHECK(mem->batch_record(st, batch, &c[p]) == RAYO_OK, "record gemv %d: %s", p, last_error);
+    }
+    for (size_t step = 0; step < 3; step++) { /* launched one by one, the graph built, the graph set again */
+        CHECK(mem->batch_set_step(st, batch, step) == RAYO_OK && mem->batch_submit(st, batch) == RAYO_OK &&
+              mem->batch_wait(st, batch, UINT64_MAX) == RAYO_OK, "step %zu: %s", step, last_error);
+        for (int p = 0; p < G8_PARTS; p++) {
+            float *got = read_floats(st, by, y_at[p] + step * c[p].step_bytes[3], rows[p]);
+            rayo_call one = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_GEMV, .m = rows[p], .n = n,
+                             .alpha = 1.5f, .a = w + w_at[p], .b = x, .y = want, .dtypes = c[p].dtypes,
+                             .precision = c[p].precision};
+            CHECK(run(st, &one) == RAYO_OK, "gemv alone: %s", last_error);
+            CHECK(!memcmp(got, want, 4 * rows[p]), "%s gemv %d of 4 on one x (%zu rows), step %zu: not the same "
+                  "as the gemv alone", rayo_dtype_name(dt), p, rows[p], step);
+            rayo_call ref = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_GEMV, .m = rows[p], .n = n,
+                             .alpha = 1.5f, .a = wf + w_at[p] / row_bytes * n, .b = x};
+            if (step == 0)
+                judge(&relaxed, ref, got, "%s gemv %d of 4 on one x in a batch", rayo_dtype_name(dt), p);
+            free(got);
+        }
+    }
+    mem->batch_free(st, batch);
+    mem->buffer_free(st, bw);
+    mem->buffer_free(st, bx);
+    mem->buffer_free(st, by);
+    free(wf); free(x); free(want); free(w);
+}
+
 /* A typed matmul (f32 A, Q4_0 weight B transposed, as an LLM prefill) in a
  * batch on device buffers, strict and relaxed (TF32 allowed): checked against
  * the float64 product with B's dequantized values. */
@@ -736,6 +819,34 @@ static int count_cubins(const char *dir)
     return n;
 }
 
+/* Each kernel of the table is for a combination of the op list, and every
+ * combination of the list has exactly one (the backend runs them all). */
+static void check_op_table(void)
+{
+    size_t kernels = 0, combos = 0;
+    for (size_t i = 0; i < desc->op_count; i++) {
+        const rayo_op_entry *e = &desc->ops[i];
+        if (!e->fn)
+            continue; /* the loader skips it */
+        kernels++;
+        CHECK(rayo_op_combo_find((rayo_op)e->op, e->dtypes) != NULL,
+              "entry %zu: op %u with dtypes 0x%08x is not a combination of the op list", i, (unsigned)e->op,
+              (unsigned)e->dtypes);
+    }
+    for (size_t i = 0; i < rayo_op_count(); i++) {
+        rayo_op op = rayo_op_at(i)->id;
+        for (size_t c = 0; c < rayo_op_combo_count(op); c++, combos++) {
+            uint32_t dtypes = rayo_op_combo(op, c)->dtypes;
+            size_t found = 0;
+            for (size_t j = 0; j < desc->op_count; j++)
+                found += desc->ops[j].fn && desc->ops[j].op == (uint32_t)op && desc->ops[j].dtypes == dtypes;
+            CHECK(found == 1, "%s %s: %zu kernels in the op table", rayo_op_at(i)->name,
+                  rayo_op_combo(op, c)->name, found);
+        }
+    }
+    CHECK(kernels == combos, "%zu kernels, the op list has %zu combinations", kernels, combos);
+}
+
 int main(int argc, char **argv)
 {
     int probe_only = argc > 1 && !strcmp(argv[1], "--probe");
@@ -754,17 +865,7 @@ int main(int argc, char **argv)
     CHECK(desc->magic == RAYO_PLUGIN_MAGIC && desc->abi_major == RAYO_PLUGIN_ABI_MAJOR, "descriptor header");
     CHECK(!strcmp(desc->name, "cuda") && desc->arch == RAYO_ARCH_ANY && desc->priority == 40, "name, arch, priority");
     CHECK(desc->memory && desc->memory->struct_size == sizeof(rayo_memory_api), "memory API");
-    size_t op_count = 0, all_f32 = 0; /* the plugin registers the base ops (ids below 90) */
-    for (size_t i = 0; i < rayo_op_count(); i++)
-        op_count += rayo_op_at(i)->id < 90;
-    for (size_t i = 0; i < desc->op_count; i++) { /* and inference ops and combinations of the list */
-        const rayo_op_entry *e = &desc->ops[i];
-        int listed = (e->dtypes == 0 && e->op < 90) || rayo_op_combo_find((rayo_op)e->op, e->dtypes) != NULL;
-        CHECK(listed, "entry %zu: op %u with dtypes 0x%08x is not a combination of the op list", i,
-              (unsigned)e->op, (unsigned)e->dtypes);
-        all_f32 += e->dtypes == 0 && e->op < 90;
-    }
-    CHECK(all_f32 == op_count, "%zu all-f32 ops, the list has %zu base ops", all_f32, op_count);
+    check_op_table();
 
     rayo_probe_result pr = {.struct_size = sizeof pr};
     CHECK(desc->probe(&host, &pr) == RAYO_OK, "probe status");
@@ -799,6 +900,8 @@ int main(int argc, char **argv)
     test_attention(st);
     test_gemv_int8(st);
     test_batches(st);
+    check_gemv8_group(st, RAYO_DTYPE_Q8_0);
+    check_gemv8_group(st, RAYO_DTYPE_Q4_0);
     test_typed_matmul_batch(st, RAYO_PRECISION_STRICT);
     test_typed_matmul_batch(st, RAYO_PRECISION_RELAXED);
     test_matmul_half(st);

@@ -94,7 +94,8 @@ static rayo_status wg_transpose(cuda_state *st, CUstream stream, CUdeviceptr dst
 {
     size_t gx = (cols + 63) / 64, gy = (rows + 63) / 64;
     if (rows % 4 || cols % 4 || (src & 15) || (dst & 15) || gy > 65535 || gx > INT32_MAX) {
-        cuda_op tr = {.op = RAYO_OP_TRANSPOSE, .m = rows, .n = cols, .a = src, .y = dst};
+        cuda_op tr = {.op = RAYO_OP_TRANSPOSE, .m = rows, .n = cols, .a = src, .y = dst,
+                      .family = &cuda_family_transpose};
         return cuda_launch_op(st, stream, &tr);
     }
     CUfunction fn;
@@ -215,6 +216,11 @@ static CUresult wg_half_map(const cuda_state *st, CUtensorMap *map, CUtensorMapD
 {
     unsigned bk = (unsigned)c->box_k;
     return wg_tensor_map(st, map, dt, base, rows, cols, ld * 2, k_major ? bk : 64, k_major ? (unsigned)tile : bk);
+}
+
+int cuda_wgmma_half_takes(const cuda_state *st, const cuda_op *op)
+{
+    return wg_pick_half(st, op) != NULL;
 }
 
 rayo_status cuda_launch_wgmma_half(cuda_state *st, CUstream stream, const cuda_op *op)
