@@ -552,12 +552,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    static const char *const sgemm_kernels[] = {"sgemm_nn_k8", "sgemm_nn_k8_async", "sgemm_nn_k16",
-                                                "sgemm_nn_k16_async", "sgemm_nn_k16_async_r"};
-    static const char *const tf32_kernels[] = {
-        "tf32_128x128_w2x4", "tf32_128x128_w2x4_2cta", "tf32_128x128_w2x2", "tf32_256x128_w4x2",
-        "tf32_128x128_w2x4_rna", "tf32_128x128_w2x2_r", "tf32_128x128_w2x2_swz", "tf32_128x128_w2x2_swz4",
-        "tf32_256x128_w4x2_swz", "tf32_128x256_w2x4_swz", "wg_tf32_128x256", "wg_tf32_128x128"};
+    static const char *const sgemm_kernels[] = {"sgemm_nn_k8_async", "sgemm_nn_k16_async", "sgemm_nn_k16_async_r"};
+    static const char *const tf32_kernels[] = {"tf32_128x128_w2x2", "tf32_128x128_w2x2_r", "tf32_128x128_w2x2_swz",
+                                               "wg_tf32_128x256", "wg_tf32_128x128"};
     static const size_t sizes[] = {1024, 2048, 4096, 8192};
     int nsizes = quick ? 2 : 4;
 

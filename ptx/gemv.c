@@ -2,7 +2,8 @@
 /* gemv.c - the gemv kernels of module "matrix": gemv_n (a warp per row) and
  * gemv_n_block_* (a block per row, 16-byte loads) for A as stored;
  * gemv_t_part, gemv_t_part_v4 (16-byte loads) and gemv_t_final for A
- * transposed; float64 accumulation. */
+ * transposed; float64 accumulation (sums that overflowed in float are
+ * redone in float64: product-redo.c). */
 #include "gen-ptx.h"
 
 /* y = alpha*acc + beta*y_old (y_old read only when beta != 0), in float64 */
@@ -252,6 +253,8 @@ static void gen_gemv_n_block(strbuf *mod, int width)
     int pl = np(k), l_skip = nlabel(k);
     emit(k, "setp.ne.u32 %s, %s, 0;", P(pl), R(tid));
     emit(k, "@%s bra %s;", P(pl), L(l_skip));
+    redo_operand ar = {ra, -1, RAYO_DTYPE_F32}, xr = {x, -1, RAYO_DTYPE_F32};
+    redo_if_not_finite(k, sum, &ar, &xr, n);
     store_scaled(k, sum, addr_of(k, y, row, 4), alpha, beta);
     label(k, l_skip);
     emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(rstep));
@@ -273,6 +276,21 @@ static void gen_gemv_n_block(strbuf *mod, int width)
  * every 8th row of the tile, four rows per trip, and add their sums in warp
  * order through shared memory into part[s*n + j] (float64). */
 #define GT_WARPS 8
+
+/* The tile's 4 column sums over rows [i0, i1) (acc[4], .f64) where float
+ * sums overflowed (product-redo.c): column col + c is A[i][col + c], n apart. */
+static void redo_tile_columns(kern *k, int a, int x, int n, int col, int i0, int i1, const int *acc)
+{
+    int count = nd(k), x0 = addr_of(k, x, i0, 4), first = nd(k);
+    emit(k, "sub.u64 %s, %s, %s;", D(count), D(i1), D(i0));
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(first), D(i0), D(n), D(col));
+    for (int c = 0; c < 4; c++) {
+        int idx = nd(k);
+        emit(k, "add.u64 %s, %s, %d;", D(idx), D(first), c);
+        redo_operand ar = {addr_of(k, a, idx, 4), n, RAYO_DTYPE_F32}, xr = {x0, -1, RAYO_DTYPE_F32};
+        redo_if_not_finite(k, acc[c], &ar, &xr, count);
+    }
+}
 static void gen_gemv_t_part_v4(strbuf *mod)
 {
     kern kk = {0}, *k = &kk;
@@ -369,6 +387,7 @@ static void gen_gemv_t_part_v4(strbuf *mod)
         for (int c = 0; c < 4; c++)
             emit(k, "add.rn.f64 %s, %s, %s;", FD(acc[c]), FD(acc[c]), FD(t[c]));
     }
+    redo_tile_columns(k, a, x, n, col, i0, i1, acc);
     int pidx = nd(k), pa = nd(k);
     emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pidx), D(s), D(n), D(col));
     emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(pa), D(pidx), D(part));

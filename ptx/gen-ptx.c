@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* gen-ptx.c - the PTX generator of rayo's cuda backend: main, the module
  * table and the output.  The emitter, the math and one file per module are
- * the other C files of ptx/ (the list is in gen-ptx.h).
+ * the other C files of ptx/ (the list is in gen-ptx.h; the module list is
+ * RAYO_PTX_MODULES in plugins/cuda/cuda-ptx.h).
  *
  * rayo ships no CUDA C and needs no nvcc: every kernel of the cuda backend is
  * written here as PTX text, emitted by small C functions.  Emitting PTX from C
@@ -24,7 +25,6 @@
  * not change the PTX did not.
  */
 #include "gen-ptx.h"
-#include "../plugins/cuda/cuda-ptx.h"
 
 #include <stdlib.h>
 
@@ -36,19 +36,9 @@ typedef struct module_def {
     int arch_specific; /* for sm_<min_sm>a only (cuda-ptx.h) */
 } module_def;
 
-static const module_def modules[] = {
-    {"elementwise", module_elementwise},
-    {"reduce", module_reduce},
-    {"rows", module_rows},
-    {"matrix", module_matrix},
-    {"sgemm", module_sgemm},
-    {"tf32", module_tf32},
-    {"rows_cluster", module_rows_cluster, 90},
-    {"infer", module_infer},
-    {"splitk", module_splitk},
-    {"wgmma", module_wgmma, 90, 1},
-    {"mma16", module_mma16},
-};
+#define MODULE_DEF(ID, name, min_sm, arch_specific) {#name, module_##name, min_sm, arch_specific},
+static const module_def modules[] = {RAYO_PTX_MODULES(MODULE_DEF)};
+#undef MODULE_DEF
 #define MODULE_COUNT (sizeof modules / sizeof modules[0])
 static const int targets[] = RAYO_PTX_TARGETS;
 #define TARGET_COUNT (sizeof targets / sizeof targets[0])

@@ -30,6 +30,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../core/rayo-dtype.h"
+#include "../plugins/cuda/cuda-ptx.h" /* the module list, the tables' types */
+
 /* ---- emit.c: text buffer ------------------------------------------------- */
 typedef struct strbuf {
     char *p;
@@ -112,6 +115,22 @@ void argmax_combine(kern *k, int *v, int *i, int v2, int i2);
 void block_argmax(kern *k, int *v, int *i, int lane, int warp);
 void lane_warp(kern *k, int *tid, int *lane, int *warp);
 
+/* ---- product-redo.c: an output whose float sum overflowed, again in float64 -- */
+/* One operand of a product's output: element i is at base + i * step
+ * (float32; step a .b64 register of elements, or -1 for 1), or, for the
+ * other dtypes, value i of the row of blocks at base (step unused). */
+typedef struct redo_operand {
+    int base, step; /* .b64 */
+    rayo_dtype dtype;
+} redo_operand;
+/* acc (.f64) = sum over count (.b64) terms of a[i] * b[i] in float64 where
+ * acc is not finite; else acc is left as it is.  The _f32 form takes and
+ * gives a .f32 sum (rounded once). */
+void redo_if_not_finite(kern *k, int acc, const redo_operand *a, const redo_operand *b, int count);
+void redo_if_not_finite_f32(kern *k, int acc, const redo_operand *a, const redo_operand *b, int count);
+/* infer-ops.c: value e (.b32) of the block of dtype dt at blk (.b64), .f32 */
+int dequant_value(kern *k, rayo_dtype dt, int blk, int e);
+
 /* ---- the kernels of module "matrix" outside matrix.c ------------------------ */
 void gen_gemv_n(strbuf *mod);
 void gen_gemv_t(strbuf *mod);
@@ -126,17 +145,12 @@ void block_tile(kern *k, int raster, int *tile_m, int *tile_n);
 
 /* ---- the modules: each appends its kernels to mod --------------------------- */
 
-void module_elementwise(strbuf *mod);
-void module_reduce(strbuf *mod);
-void module_rows(strbuf *mod);
-void module_rows_cluster(strbuf *mod); /* sm_90 on */
-void module_matrix(strbuf *mod);
-void module_sgemm(strbuf *mod);
-void module_tf32(strbuf *mod);
-void module_splitk(strbuf *mod);
-void module_mma16(strbuf *mod);  /* tf32.c: the f16/bf16 kernels on the TF32 kernels' generator */
-void module_infer(strbuf *mod);
-void module_wgmma(strbuf *mod); /* sm_90a only */
+/* module_elementwise() ...: one for each of RAYO_PTX_MODULES (cuda-ptx.h);
+ * module_mma16 is in tf32.c (the f16/bf16 kernels on the TF32 kernels'
+ * generator), module_rows_cluster in rows.c. */
+#define GEN_PTX_MODULE_FN(ID, name, min_sm, arch_specific) void module_##name(strbuf *mod);
+RAYO_PTX_MODULES(GEN_PTX_MODULE_FN)
+#undef GEN_PTX_MODULE_FN
 /* infer-gemv.c: part += code * x for the 4 byte codes of w, each less bias
  * (.b32 w, .f32 x[4] and part) */
 void codes_dot4(kern *k, int w, float bias, const int *x, int part);

@@ -575,8 +575,9 @@ static void row_chunk(kern *k, const qformat *f, const gemvq_regs *g)
     emit(k, "cp.async.wait_all;");
 }
 
-/* y[row] = alpha * sum + beta * y[row] (y read only when beta != 0) */
-static void store_row(kern *k, const gemvq_regs *g, int y, int alpha, int beta)
+/* y[row] = alpha * sum + beta * y[row] (y read only when beta != 0); a
+ * sum that overflowed in float is redone in float64 (product-redo.c) */
+static void store_row(kern *k, const qformat *f, const gemvq_regs *g, int y, int alpha, int beta)
 {
     int s = g->acc;
     for (int o = 16; o >= 1; o /= 2) {
@@ -587,6 +588,10 @@ static void store_row(kern *k, const gemvq_regs *g, int y, int alpha, int beta)
     int pw = np(k), l_skip = nlabel(k), ya = nd(k), old = nf(k), pb = np(k), out = nf(k);
     emit(k, "setp.ne.u32 %s, %s, 0;", P(pw), R(g->lane));
     emit(k, "@%s bra %s;", P(pw), L(l_skip));
+    int rs = nd(k);
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(rs), D(g->row), D(g->lda), D(g->a));
+    redo_operand wr = {rs, -1, f->dtype}, xr = {g->x, -1, RAYO_DTYPE_F32};
+    redo_if_not_finite_f32(k, s, &wr, &xr, g->n);
     emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ya), D(g->row), D(y));
     emit(k, "mov.f32 %s, %s;", F(old), C(0.0f));
     emit(k, "setp.ne.f32 %s, %s, %s;", P(pb), F(beta), C(0.0f));
@@ -673,7 +678,7 @@ static void row_stream(kern *k, const qformat *f, const gemvq_regs *g, stream_re
         emit(k, "@%s bra %s;", P(pl), L(l_more));
         gemvq_regs gr = *g;
         gr.row = sr->row[j];
-        store_row(k, &gr, y, alpha, beta);
+        store_row(k, f, &gr, y, alpha, beta);
         emit(k, "mov.f32 %s, %s;", F(g->acc), C(0.0f));
         label(k, l_more);
     }
@@ -759,7 +764,7 @@ static void gen_gemvq(strbuf *mod, const qformat *f)
         emit(k, "setp.lt.u64 %s, %s, %s;", P(pc), D(g.c0), D(g.n));
         emit(k, "@%s bra %s;", P(pc), L(l_chunk));
         emit(k, "@!%s bra %s;", P(g.has_row), L(l_store));
-        store_row(k, &g, y, alpha, beta);
+        store_row(k, f, &g, y, alpha, beta);
         label(k, l_store);
         emit(k, "add.u64 %s, %s, %s;", D(grp), D(grp), D(gstride));
         emit(k, "bra.uni %s;", L(l_group));

@@ -389,8 +389,9 @@ static void step_float(kern *k, const g8format *f, const g8_regs *g, const lane_
 }
 
 /* y[row] = alpha * sum + beta * y[row] (y read only when beta != 0), the
- * warp's double sum rounded once */
-static void store_row(kern *k, const g8_regs *g, int row, int acc)
+ * warp's double sum rounded once; a sum that overflowed in float is redone
+ * in float64 (product-redo.c) */
+static void store_row(kern *k, const g8format *f, const g8_regs *g, int row, int acc)
 {
     for (int o = 16; o >= 1; o /= 2) {
         int t = shfl_f64(k, acc, o);
@@ -399,6 +400,10 @@ static void store_row(kern *k, const g8_regs *g, int row, int acc)
     int pw = np(k), pb = np(k), l_skip = nlabel(k), ya = nd(k), old = nf(k), res = nfd(k), t = nfd(k), out = nf(k);
     emit(k, "setp.ne.u32 %s, %s, 0;", P(pw), R(g->lane));
     emit(k, "@%s bra %s;", P(pw), L(l_skip));
+    int rs = nd(k);
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(rs), D(row), D(g->lda), D(g->a));
+    redo_operand wr = {rs, -1, f->nibbles ? RAYO_DTYPE_Q4_0 : RAYO_DTYPE_Q8_0}, xr = {g->x, -1, RAYO_DTYPE_F32};
+    redo_if_not_finite(k, acc, &wr, &xr, g->n);
     emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ya), D(row), D(g->y));
     emit(k, "cvt.f64.f32 %s, %s;", FD(t), F(g->alpha));
     emit(k, "mul.rn.f64 %s, %s, %s;", FD(res), FD(acc), FD(t));
@@ -446,7 +451,7 @@ static void row_dot(kern *k, const g8format *f, const g8_regs *g, int row, int g
     label(k, l_float);
     row_steps(k, f, g, rs, acc, 0);
     label(k, l_store);
-    store_row(k, g, row, acc);
+    store_row(k, f, g, row, acc);
 }
 
 /* Row r of all parts as the row of one part: *part gets that part's A and

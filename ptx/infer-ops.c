@@ -441,7 +441,7 @@ static int le16_f16(kern *k, int addr, int off)
 }
 
 /* value e (.b32) of the block at blk (.b64), as f32 bits */
-static int dequant_value(kern *k, rayo_dtype dt, int blk, int e)
+int dequant_value(kern *k, rayo_dtype dt, int blk, int e)
 {
     int v = nf(k), e64 = nd(k), q = nr(k), qf = nf(k), at = nd(k);
     emit(k, "cvt.u64.u32 %s, %s;", D(e64), R(e));

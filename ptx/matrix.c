@@ -112,6 +112,22 @@ static void flush_f64(kern *k, const int *acc, const int *tot, int count)
     }
 }
 
+/* Output (gi, gj) again in float64 where its sum overflowed
+ * (product-redo.c): A_op(gi, p) = A[gi*sai + p*sap], B_op(p, gj) =
+ * B[p*sbp + gj*sbj].  Only outputs inside C (pin): the others are not
+ * stored, and their operands lie outside A or B. */
+static void redo_general(kern *k, int pin, int a, int b, int gi, int gj, int sai, int sap, int sbp, int sbj,
+                         int K, int tot)
+{
+    int ia = nd(k), jb = nd(k), l_out = nlabel(k);
+    emit(k, "@!%s bra %s;", P(pin), L(l_out));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(ia), D(gi), D(sai));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(jb), D(gj), D(sbj));
+    redo_operand ar = {addr_of(k, a, ia, 4), sap, RAYO_DTYPE_F32}, br = {addr_of(k, b, jb, 4), sbp, RAYO_DTYPE_F32};
+    redo_if_not_finite(k, tot, &ar, &br, K);
+    label(k, l_out);
+}
+
 /* General sgemm, any shape and transpose, as the correctness fallback and
  * for the edges the tiled kernels leave.  A_op(i,p) = A[i*sai + p*sap],
  * B_op(p,j) = B[p*sbp + j*sbj].  64x64 tiles of C from (row0, col0), BK 16,
@@ -261,6 +277,7 @@ static void gen_sgemm_general(strbuf *mod)
             emit(k, "and.pred %s, %s, %s;", P(pc), P(pc), P(pin));
             emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(gi), D(N), D(gj));
             emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ca), D(idx), D(c));
+            redo_general(k, pc, a, b, gi, gj, sai, sap, sbp, sbj, K, tot[r][cc]);
             /* alpha * tot + beta * old in float64, rounded once */
             int rd = nfd(k), od = nfd(k);
             emit(k, "mul.rn.f64 %s, %s, %s;", FD(rd), FD(tot[r][cc]), FD(alpha_d));

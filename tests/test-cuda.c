@@ -156,12 +156,24 @@ static void judge(const rayo_op_info *contract, rayo_call call, const void *out,
 /* ---- the plugin ----------------------------------------------------------------- */
 static const rayo_plugin_descriptor *desc;
 
+/* The call's kernel, found as the loader finds it: by op and dtypes (an
+ * entry without a kernel does not count). */
 static rayo_status run(void *st, const rayo_call *c)
 {
     for (size_t i = 0; i < desc->op_count; i++)
-        if (desc->ops[i].op == c->op)
+        if (desc->ops[i].op == c->op && desc->ops[i].dtypes == c->dtypes && desc->ops[i].fn)
             return desc->ops[i].fn(st, c);
     return RAYO_E_UNSUPPORTED;
+}
+
+/* The ops of the list with signature sig, or with a second one sig2. */
+static size_t ops_of(rayo_op_sig sig, rayo_op_sig sig2, uint32_t *ops, size_t most)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < rayo_op_count() && n < most; i++)
+        if (rayo_op_at(i)->sig == sig || rayo_op_at(i)->sig == sig2)
+            ops[n++] = rayo_op_at(i)->id;
+    return n;
 }
 
 /* Mostly positive, near 1 too, and the edges of log and sqrt. */
@@ -176,11 +188,11 @@ static float *log_sqrt_inputs(size_t n)
 
 static void test_unary(void *st, const float *a, float *y, size_t n)
 {
-    static const uint32_t unary[] = {RAYO_OP_SCALE, RAYO_OP_RELU, RAYO_OP_LEAKY_RELU, RAYO_OP_ELU, RAYO_OP_SELU,
-                                     RAYO_OP_SIGMOID, RAYO_OP_TANH, RAYO_OP_GELU, RAYO_OP_GELU_TANH, RAYO_OP_SILU,
-                                     RAYO_OP_MISH, RAYO_OP_HARDSWISH, RAYO_OP_CLIP, RAYO_OP_EXP, RAYO_OP_LOG,
-                                     RAYO_OP_SQRT, RAYO_OP_ABS};
-    for (size_t u = 0; u < sizeof unary / sizeof unary[0]; u++) {
+    uint32_t unary[64]; /* every unary op of the list, with and without parameters */
+    size_t count = ops_of(RAYO_SIG_UNARY, RAYO_SIG_UNARY_P, unary, 64);
+    count += ops_of(RAYO_SIG_UNARY_P2, RAYO_SIG_UNARY_P2, unary + count, 64 - count);
+    CHECK(count > 20 && count < 64, "%zu unary ops in the list", count);
+    for (size_t u = 0; u < count; u++) {
         uint32_t op = unary[u];
         float al = op == RAYO_OP_CLIP ? -2.5f : 0.7f, be = op == RAYO_OP_CLIP ? 3.5f : 0.0f;
         float *pos = op == RAYO_OP_LOG || op == RAYO_OP_SQRT ? log_sqrt_inputs(n) : NULL;
@@ -195,8 +207,9 @@ static void test_unary(void *st, const float *a, float *y, size_t n)
 
 static void test_elementwise(void *st)
 {
-    static const uint32_t binary[] = {RAYO_OP_ADD, RAYO_OP_SUB, RAYO_OP_MUL, RAYO_OP_DIV, RAYO_OP_MAXIMUM,
-                                      RAYO_OP_MINIMUM};
+    uint32_t binary[16];
+    size_t binary_count = ops_of(RAYO_SIG_BINARY, RAYO_SIG_BINARY, binary, 16);
+    CHECK(binary_count >= 6, "%zu binary ops in the list", binary_count);
     static const size_t sizes[] = {1, 3, 4, 5, 1000, 4099, 1 << 18};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         size_t n = sizes[s];
@@ -206,7 +219,7 @@ static void test_elementwise(void *st)
             a[6] = 88.5f; a[7] = -100.0f; a[8] = 1e-40f; a[9] = 3.4028235e38f; a[10] = -3.4028235e38f;
         }
         test_unary(st, a, y, n);
-        for (size_t u = 0; u < sizeof binary / sizeof binary[0]; u++) {
+        for (size_t u = 0; u < binary_count; u++) {
             rayo_call c = {.struct_size = sizeof(rayo_call), .op = binary[u], .n = n, .a = a, .b = b, .y = y};
             rayo_status rs = run(st, &c);
             CHECK(rs == RAYO_OK, "%s: status %d: %s", op_name(c.op), rs, last_error);
@@ -225,12 +238,13 @@ static void test_elementwise(void *st)
 static void test_reductions(void *st)
 {
     static const size_t sizes[] = {1, 7, 256, 257, 100003, 1 << 21};
-    static const uint32_t ops[] = {RAYO_OP_SUM, RAYO_OP_DOT, RAYO_OP_NORM_L1, RAYO_OP_NORM_L2, RAYO_OP_MAX,
-                                   RAYO_OP_MIN};
+    uint32_t ops[16];
+    size_t count = ops_of(RAYO_SIG_REDUCE, RAYO_SIG_REDUCE2, ops, 16);
+    CHECK(count >= 6, "%zu reductions in the list", count);
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         size_t n = sizes[s];
         float *a = floats(n, -2, 2), *b = floats(n, -2, 2);
-        for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        for (size_t k = 0; k < count; k++) {
             float y = NAN;
             rayo_call c = {.struct_size = sizeof(rayo_call), .op = ops[k], .n = n, .a = a, .b = ops[k] == RAYO_OP_DOT ? b : NULL, .y = &y};
             CHECK(run(st, &c) == RAYO_OK, "%s: %s", op_name(c.op), last_error);
@@ -805,6 +819,34 @@ static int count_cubins(const char *dir)
     return n;
 }
 
+/* Each kernel of the table is for a combination of the op list, and every
+ * combination of the list has exactly one (the backend runs them all). */
+static void check_op_table(void)
+{
+    size_t kernels = 0, combos = 0;
+    for (size_t i = 0; i < desc->op_count; i++) {
+        const rayo_op_entry *e = &desc->ops[i];
+        if (!e->fn)
+            continue; /* the loader skips it */
+        kernels++;
+        CHECK(rayo_op_combo_find((rayo_op)e->op, e->dtypes) != NULL,
+              "entry %zu: op %u with dtypes 0x%08x is not a combination of the op list", i, (unsigned)e->op,
+              (unsigned)e->dtypes);
+    }
+    for (size_t i = 0; i < rayo_op_count(); i++) {
+        rayo_op op = rayo_op_at(i)->id;
+        for (size_t c = 0; c < rayo_op_combo_count(op); c++, combos++) {
+            uint32_t dtypes = rayo_op_combo(op, c)->dtypes;
+            size_t found = 0;
+            for (size_t j = 0; j < desc->op_count; j++)
+                found += desc->ops[j].fn && desc->ops[j].op == (uint32_t)op && desc->ops[j].dtypes == dtypes;
+            CHECK(found == 1, "%s %s: %zu kernels in the op table", rayo_op_at(i)->name,
+                  rayo_op_combo(op, c)->name, found);
+        }
+    }
+    CHECK(kernels == combos, "%zu kernels, the op list has %zu combinations", kernels, combos);
+}
+
 int main(int argc, char **argv)
 {
     int probe_only = argc > 1 && !strcmp(argv[1], "--probe");
@@ -823,17 +865,7 @@ int main(int argc, char **argv)
     CHECK(desc->magic == RAYO_PLUGIN_MAGIC && desc->abi_major == RAYO_PLUGIN_ABI_MAJOR, "descriptor header");
     CHECK(!strcmp(desc->name, "cuda") && desc->arch == RAYO_ARCH_ANY && desc->priority == 40, "name, arch, priority");
     CHECK(desc->memory && desc->memory->struct_size == sizeof(rayo_memory_api), "memory API");
-    size_t op_count = 0, all_f32 = 0; /* the plugin registers the base ops (ids below 90) */
-    for (size_t i = 0; i < rayo_op_count(); i++)
-        op_count += rayo_op_at(i)->id < 90;
-    for (size_t i = 0; i < desc->op_count; i++) { /* and inference ops and combinations of the list */
-        const rayo_op_entry *e = &desc->ops[i];
-        int listed = (e->dtypes == 0 && e->op < 90) || rayo_op_combo_find((rayo_op)e->op, e->dtypes) != NULL;
-        CHECK(listed, "entry %zu: op %u with dtypes 0x%08x is not a combination of the op list", i,
-              (unsigned)e->op, (unsigned)e->dtypes);
-        all_f32 += e->dtypes == 0 && e->op < 90;
-    }
-    CHECK(all_f32 == op_count, "%zu all-f32 ops, the list has %zu base ops", all_f32, op_count);
+    check_op_table();
 
     rayo_probe_result pr = {.struct_size = sizeof pr};
     CHECK(desc->probe(&host, &pr) == RAYO_OK, "probe status");

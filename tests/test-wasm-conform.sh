@@ -21,9 +21,7 @@ fi
 strip_progress() { perl -pe 's/  checking [^\r\n]*//g; s/\r +(?=\r|$)//g; s/\r//g'; }
 
 # Both plugins, by path: a plugin the core refuses is a failure.
-# wasm: the range fixes of the x86 and scalar kernels are not in its own
-# gemv, gated units and attention yet (groups skipped on wasm only).
-node "$out/rayo-conform.js" --skip wasm:cancel,glu-tail,attn-large $RAYO_CONFORM_ARGS \
+node "$out/rayo-conform.js" $RAYO_CONFORM_ARGS \
     "$out/plugins/rayo-scalar.so" "$out/plugins/rayo-wasm.so" > "$out/conform.log" 2>&1
 status=$?
 strip_progress < "$out/conform.log"

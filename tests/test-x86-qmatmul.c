@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* test-x86-qmatmul.c - the integer matmul of quantized weights at relaxed
  * precision in the avx2 and avx512 plugins (plugins/cpu-base/x86-qmatmul.c):
- *   - Q4_0, Q8_0 and Q4_K weights against float64 with the relaxed contract, every
+ *   - Q4_0, Q8_0, Q4_K and Q6_K weights against float64 with the relaxed contract, every
  *     element, on fresh random operands: row counts around its tile of 4
  *     (1..9, 37), column counts around its panel of 8 (1, 7, 8, 9, 33, 100),
  *     k from the path's shortest (1024) to 5632, dense and strided A, B, C,
  *     alpha != 1, beta != 0 (C read) and beta == 0 (C poisoned, never read);
+ *   - A whose 8-bit rounding cannot meet the contract: values spanning
+ *     1e-8..1e8 (random decades and signs), and 1% outliers 30-300 times
+ *     the rest; every element against float64 as above (the rows that
+ *     fail the path's error budget must take the f32 path);
  *   - that the path ran: the relaxed result differs from the strict one;
- *   - that it stands aside where it must: A with an infinity or a NaN, or k
- *     below 1024, gives the strict result bit for bit.
+ *   - that it stands aside where it must: k below 1024 gives the strict
+ *     result bit for bit; a row of A with an infinity or a NaN gives that
+ *     row's strict result bit for bit, the other rows judged as above.
  * The worst error in units of the contract is printed.  Each backend that
  * loads, 1 and 2 threads; SKIP (77) where neither loads.
  */
@@ -28,13 +33,29 @@ typedef struct qcase {
     float alpha, beta;
 } qcase;
 
+/* What A holds. */
+typedef enum a_kind { A_UNIFORM, A_DECADES, A_OUTLIERS } a_kind;
+
 typedef struct operands {
     float *A, *C;
     unsigned char *B;
     size_t lda, ldb, ldc;
 } operands;
 
-static int make_operands(const qcase *t, operands *o)
+/* n values of A: uniform in [-1, 1], plus for A_DECADES a random power of
+ * ten from 1e-8 to 1e8 each, for A_OUTLIERS 1% of them times 30..300. */
+static void fill_a(float *x, size_t n, a_kind kind)
+{
+    conform_fill_uniform(&rng, x, n, -1.0, 1.0);
+    for (size_t i = 0; i < n; i++) {
+        if (kind == A_DECADES)
+            x[i] *= (float)pow(10.0, -8.0 + 16.0 * conform_rng_uniform(&rng));
+        else if (kind == A_OUTLIERS && conform_rng_uniform(&rng) < 0.01)
+            x[i] *= (float)(30.0 + 270.0 * conform_rng_uniform(&rng));
+    }
+}
+
+static int make_operands(const qcase *t, a_kind kind, operands *o)
 {
     o->lda = t->k + t->pad, o->ldb = t->k + (t->pad ? 256 : 0), o->ldc = t->n + t->pad;
     size_t row_bytes = 0;
@@ -44,7 +65,7 @@ static int make_operands(const qcase *t, operands *o)
     o->C = malloc(t->m * o->ldc * sizeof *o->C + 1);
     if (!o->A || !o->B || !o->C)
         return 0;
-    conform_fill_uniform(&rng, o->A, t->m * o->lda, -1.0, 1.0);
+    fill_a(o->A, t->m * o->lda, kind);
     for (size_t r = 0; r < t->n; r++)
         conform_fill_row(&rng, t->bdt, o->B + r * row_bytes, t->k, -1.0f, 1.0f);
     if (t->beta != 0.0f)
@@ -93,18 +114,27 @@ static void judge(const char *backend, const qcase *t, const operands *o, const 
 }
 
 /* What a case expects of the integer path. */
-typedef enum expect { INTEGER, NOT_FINITE_A, STANDS_ASIDE } expect;
+typedef enum expect { INTEGER, NOT_FINITE_A, STANDS_ASIDE, WITHIN_CONTRACT } expect;
+
+/* Row r of the relaxed C equals the strict one bit for bit. */
+static int same_row(const qcase *t, const float *relaxed, const float *strict, size_t r)
+{
+    size_t ldc = t->n + t->pad;
+    return memcmp(relaxed + r * ldc, strict + r * ldc, t->n * sizeof(float)) == 0;
+}
 
 /* Runs the case at relaxed and at strict precision.  INTEGER: the relaxed
  * result is judged, and must differ from the strict one (A was rounded);
- * otherwise (NOT_FINITE_A puts an infinity or a NaN into A first) the two
- * must be equal bit for bit. */
-static void check(rayo_context *ctx, const char *backend, const qcase *t, expect e)
+ * WITHIN_CONTRACT: judged only (A_DECADES, A_OUTLIERS: rows may take the
+ * f32 path); NOT_FINITE_A puts an infinity or a NaN into row m / 2 of A:
+ * that row must be the strict one bit for bit, every element is judged;
+ * STANDS_ASIDE: the two must be equal bit for bit. */
+static void check(rayo_context *ctx, const char *backend, const qcase *t, a_kind kind, expect e)
 {
     operands o = { NULL, NULL, NULL, 0, 0, 0 };
     float *before = NULL, *strict = NULL;
     size_t c_bytes = t->m * (t->n + t->pad) * sizeof(float);
-    if (!make_operands(t, &o) || !(before = malloc(c_bytes)) || !(strict = malloc(c_bytes))) {
+    if (!make_operands(t, kind, &o) || !(before = malloc(c_bytes)) || !(strict = malloc(c_bytes))) {
         CHECK(0, "out of memory");
         goto out;
     }
@@ -119,13 +149,18 @@ static void check(rayo_context *ctx, const char *backend, const qcase *t, expect
     if (s1 != RAYO_OK || s2 != RAYO_OK)
         goto out;
     int same = memcmp(o.C, strict, c_bytes) == 0;
-    if (e == INTEGER) {
+    if (e != STANDS_ASIDE) {
         operands as_before = o;
         as_before.C = before; /* the reference reads C as it was before the call */
         judge(backend, t, &as_before, o.C);
+    }
+    if (e == INTEGER)
         CHECK(!same, "%s: relaxed matmul %s %zu x %zu x %zu gave the strict result bit for bit: the integer "
               "path did not run", backend, rayo_dtype_name(t->bdt), t->m, t->n, t->k);
-    } else {
+    if (e == NOT_FINITE_A)
+        CHECK(same_row(t, o.C, strict, t->m / 2), "%s: relaxed matmul %s %zu x %zu x %zu: the row of A with an "
+              "infinity or a NaN differs from the strict result", backend, rayo_dtype_name(t->bdt), t->m, t->n, t->k);
+    if (e == STANDS_ASIDE) {
         CHECK(same, "%s: relaxed matmul %s %zu x %zu x %zu, which the integer path must leave to the strict "
               "one, differs from strict", backend, rayo_dtype_name(t->bdt), t->m, t->n, t->k);
     }
@@ -144,24 +179,32 @@ static void run_all(rayo_context *ctx, const char *backend)
         for (size_t j = 0; j < sizeof cols / sizeof cols[0]; j++, serial++) {
             const float *x = ab[serial % 3];
             qcase t0 = { RAYO_DTYPE_Q4_0, rows[i], cols[j], k4_0[serial % 5], serial % 3 ? 0 : 32, x[0], x[1] };
-            check(ctx, backend, &t0, INTEGER);
+            check(ctx, backend, &t0, A_UNIFORM, INTEGER);
             qcase t8 = { RAYO_DTYPE_Q8_0, rows[i], cols[j], k4_0[(serial + 2) % 5], serial % 4 ? 0 : 64, x[0], x[1] };
-            check(ctx, backend, &t8, INTEGER);
+            check(ctx, backend, &t8, A_UNIFORM, INTEGER);
             qcase tk = { RAYO_DTYPE_Q4_K, rows[i], cols[j], 256 * (4 + serial % 4), serial % 2 ? 0 : 7, x[0], x[1] };
-            check(ctx, backend, &tk, INTEGER);
+            check(ctx, backend, &tk, A_UNIFORM, INTEGER);
+            qcase t6 = { RAYO_DTYPE_Q6_K, rows[i], cols[j], 256 * (4 + (serial + 1) % 5), serial % 3 ? 0 : 5, x[1] == 0.0f ? x[0] : -x[0], x[1] };
+            check(ctx, backend, &t6, A_UNIFORM, INTEGER);
+            if (serial % 4 == 0) { /* the hard classes of A, on a quarter of the shapes */
+                check(ctx, backend, &t0, A_DECADES, WITHIN_CONTRACT);
+                check(ctx, backend, &tk, A_OUTLIERS, WITHIN_CONTRACT);
+                check(ctx, backend, &t8, serial % 8 ? A_DECADES : A_OUTLIERS, WITHIN_CONTRACT);
+                check(ctx, backend, &t6, serial % 8 ? A_OUTLIERS : A_DECADES, WITHIN_CONTRACT);
+            }
         }
     static const qcase not_finite[] = {
         { RAYO_DTYPE_Q4_0, 5, 9, 1024, 0, 1.0f, 0.0f }, { RAYO_DTYPE_Q4_K, 6, 17, 512, 32, 1.0f, 0.5f },
-        { RAYO_DTYPE_Q8_0, 3, 12, 2048, 0, 1.0f, 0.0f },
+        { RAYO_DTYPE_Q8_0, 3, 12, 2048, 0, 1.0f, 0.0f }, { RAYO_DTYPE_Q6_K, 7, 10, 1280, 0, 1.0f, 0.25f },
     };
     for (size_t i = 0; i < sizeof not_finite / sizeof not_finite[0]; i++)
-        check(ctx, backend, &not_finite[i], NOT_FINITE_A);
+        check(ctx, backend, &not_finite[i], A_UNIFORM, NOT_FINITE_A);
     static const qcase short_k[] = {
         { RAYO_DTYPE_Q4_0, 7, 9, 992, 0, 1.0f, 0.0f }, { RAYO_DTYPE_Q4_K, 4, 8, 768, 0, 1.0f, 0.0f },
-        { RAYO_DTYPE_Q8_0, 5, 3, 64, 0, 1.0f, 0.0f },
+        { RAYO_DTYPE_Q8_0, 5, 3, 64, 0, 1.0f, 0.0f }, { RAYO_DTYPE_Q6_K, 6, 9, 768, 0, 1.0f, 0.0f },
     };
     for (size_t i = 0; i < sizeof short_k / sizeof short_k[0]; i++)
-        check(ctx, backend, &short_k[i], STANDS_ASIDE);
+        check(ctx, backend, &short_k[i], A_UNIFORM, STANDS_ASIDE);
     printf("%s: worst relaxed error %.3g of the contract\n", backend, worst);
     worst = 0;
 }

@@ -6,11 +6,19 @@
 
 #include <float.h>
 #include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #define BLOCK 32     /* values of A per int8 block, and of B per code block */
 #define COLS 8       /* columns of a panel: one 32-bit lane each */
 #define TILE_ROWS 4  /* rows of A per tile: 4 integer and 4 float sums stay in registers */
+#define ROUND_ROWS 8 /* rows of A per task of its rounding */
+
+/* sqrt(sum e^2) / (sum |x| - max |x|) allowed for a row of A in int8: the
+ * budget of the gemv's int8 x (cpu-typed-gemv_tmpl.c says why), five
+ * standard deviations of the rounding's error within the relaxed contract. */
+#define QMATMUL_I8_BUDGET (2e-3 / (5 * 1.25))
 
 /* 32 values of 8 columns of B: codes[32 g + 4 j + i] is value 4 g + i of
  * column j (u8, 0..15); the column's value v is scale[j] code - min[j].
@@ -22,15 +30,16 @@ typedef struct panel_block {
     float scale[COLS], min[COLS];
 } panel_block;
 
-/* A rounded: row r's value i is d[r][i / 32] q[r][i]; dsum is d times the
+/* A rounded: row r's value i is d[r][i / 32] q[r][i]; dsum16 is d times the
+ * sum of q over each 16 values (for Q6_K's offset per 16); dsum is d times the
  * block's sum of q (for the weights' offsets). */
 typedef struct rounded_a {
     int8_t *q;
-    float *d, *dsum;
+    float *d, *dsum, *dsum16;
 } rounded_a;
 
 /* acc[t] (8 columns) = row t of A times the panel (x86-qmatmul-tile_tmpl.c). */
-typedef void tile_fn(const panel_block *panel, size_t blocks, int shift, const int8_t *const x[TILE_ROWS],
+typedef void tile_fn(const panel_block *panel, size_t blocks, int shift, int min_shift, const int8_t *const x[TILE_ROWS],
                      const float *const d[TILE_ROWS], const float *const dsum[TILE_ROWS], __m256 acc[TILE_ROWS]);
 
 typedef struct qmatmul_job {
@@ -38,45 +47,77 @@ typedef struct qmatmul_job {
     rayo_dtype bdt;
     size_t blocks;       /* k / 32 */
     int shift;           /* panel blocks per 32 values of A: 1 << shift */
+    int min_shift;       /* panel block pb's minimum goes with A's sums dsum[pb >> min_shift] */
     size_t b_stride;     /* bytes between rows of B */
     rounded_a a;
     panel_block *panels; /* one panel of blocks << shift blocks per worker */
     tile_fn *tile;       /* the tile for this CPU */
+    unsigned char *row_ok; /* per row of A: 1 rounded within the budget, 0 left to the f32 path */
+    float *row_dmax;     /* per row of A: its largest block scale */
 } qmatmul_job;
 
 /* ---- A to int8 ------------------------------------------------------------- */
 
-/* The 32 values at x as int8 at q, their scale and sum; 0 when one is not
- * finite or the largest |x| is in (0, 1e-30) (its reciprocal overflows). */
-static int round_block(const float *x, int8_t *q, float *d, int *sum)
+/* What a row's rounding errors e add up to: sum e^2, sum |x| and max |x|. */
+typedef struct row_error {
+    double sq, abs;
+    float max;
+} row_error;
+
+/* The horizontal sum and maximum of 8 lanes. */
+static float sum8(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
+
+static float max8(__m256 v)
+{
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+
+/* The 32 values at x as int8 at q, their scale and the sums of q over each
+ * half, their errors added
+ * to err; 0 when one is not finite or the largest |x| is in (0, 1e-30)
+ * (its reciprocal overflows). */
+static int round_block(const float *x, int8_t *q, float *d, int sum[2], row_error *err)
 {
     const __m256 sign = _mm256_set1_ps(-0.0f);
-    __m256 v[4], amax = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+    __m256 v[4], amax = _mm256_setzero_ps(), bad = _mm256_setzero_ps(), abs = _mm256_setzero_ps();
     for (int i = 0; i < 4; i++) {
         v[i] = _mm256_loadu_ps(x + 8 * i);
         __m256 a = _mm256_andnot_ps(sign, v[i]);
         bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, _mm256_set1_ps(FLT_MAX), _CMP_NLE_UQ));
         amax = _mm256_max_ps(amax, a);
+        abs = _mm256_add_ps(abs, a);
     }
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    float max = _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1)));
+    float max = max8(amax);
     if (_mm256_movemask_ps(bad) || (max != 0.0f && max < 1e-30f))
         return 0;
-    __m256 inv = _mm256_set1_ps(max != 0.0f ? 127.0f / max : 0.0f);
-    __m256i i32[4], total = _mm256_setzero_si256();
+    __m256 inv = _mm256_set1_ps(max != 0.0f ? 127.0f / max : 0.0f), step = _mm256_set1_ps(max / 127.0f);
+    __m256i i32[4];
+    __m256 sq = _mm256_setzero_ps();
     for (int i = 0; i < 4; i++) {
         i32[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], inv)); /* nearest, |q| <= 127 */
-        total = _mm256_add_epi32(total, i32[i]);
+        __m256 e = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(i32[i]), step, v[i]);
+        sq = _mm256_fmadd_ps(e, e, sq);
     }
     /* The packs interleave 128-bit lanes; the permutation puts values back in order. */
     __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i32[0], i32[1]), _mm256_packs_epi32(i32[2], i32[3]));
     p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256((__m256i *)q, p);
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
-    s = _mm_hadd_epi32(s, s);
-    *sum = _mm_cvtsi128_si32(_mm_hadd_epi32(s, s));
+    for (int h = 0; h < 2; h++) { /* values 0-15, 16-31 */
+        __m256i half = _mm256_add_epi32(i32[2 * h], i32[2 * h + 1]);
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1));
+        s = _mm_hadd_epi32(s, s);
+        sum[h] = _mm_cvtsi128_si32(_mm_hadd_epi32(s, s));
+    }
     *d = max / 127.0f;
+    err->sq += sum8(sq), err->abs += sum8(abs);
+    err->max = max > err->max ? max : err->max;
     return 1;
 }
 
@@ -88,28 +129,67 @@ static double weight_bound(rayo_dtype bdt)
         return 8.0 * 65504.0;
     if (bdt == RAYO_DTYPE_Q8_0)
         return 128.0 * 65504.0;
+    if (bdt == RAYO_DTYPE_Q6_K)
+        return 65504.0 * 128.0 * 32.0;
     return 65504.0 * 63.0 * 16.0;
 }
 
-/* Every row of A; 0 when a block does not round, or when the float sums of
- * the tiles could pass FLT_MAX (k max|A| max|B| near it): the caller then
- * takes the sgemm path, which redoes such sums in double, as rayo-ops.h
- * promises no intermediate overflow where the exact result is finite.
- * Serial: about 1% of the products' time. */
-static int round_a(const rayo_call *c, size_t blocks, double b_bound, rounded_a *a)
+/* Row r of A into job->a; whether it rounds within the error budget into
+ * job->row_ok[r] (else its codes are zeros and the f32 path computes it),
+ * its largest block scale into job->row_dmax[r]. */
+static void round_row(const qmatmul_job *job, size_t r)
 {
-    size_t lda = c->lda ? c->lda : c->k;
+    const rayo_call *c = job->call;
+    const float *x = (const float *)c->a + r * (c->lda ? c->lda : c->k);
+    row_error err = { 0.0, 0.0, 0.0f };
     float dmax = 0.0f;
-    for (size_t r = 0; r < c->m; r++)
-        for (size_t b = 0; b < blocks; b++) {
-            size_t i = r * blocks + b;
-            int sum;
-            if (!round_block((const float *)c->a + r * lda + b * BLOCK, a->q + i * BLOCK, a->d + i, &sum))
-                return 0;
-            a->dsum[i] = a->d[i] * (float)sum;
-            dmax = a->d[i] > dmax ? a->d[i] : dmax;
-        }
-    return 128.0 * (double)dmax * (double)c->k * b_bound * 4.0 < (double)FLT_MAX;
+    int ok = 1;
+    for (size_t b = 0, i = r * job->blocks; ok && b < job->blocks; b++, i++) {
+        int sum[2];
+        if (!(ok = round_block(x + b * BLOCK, job->a.q + i * BLOCK, job->a.d + i, sum, &err)))
+            break;
+        job->a.dsum[i] = job->a.d[i] * (float)(sum[0] + sum[1]);
+        job->a.dsum16[2 * i] = job->a.d[i] * (float)sum[0], job->a.dsum16[2 * i + 1] = job->a.d[i] * (float)sum[1];
+        dmax = job->a.d[i] > dmax ? job->a.d[i] : dmax;
+    }
+    ok = ok && sqrt(err.sq) <= QMATMUL_I8_BUDGET * (err.abs - err.max);
+    if (!ok) {
+        memset(job->a.q + r * job->blocks * BLOCK, 0, job->blocks * BLOCK);
+        memset(job->a.d + r * job->blocks, 0, job->blocks * sizeof(float));
+        memset(job->a.dsum + r * job->blocks, 0, job->blocks * sizeof(float));
+        memset(job->a.dsum16 + 2 * r * job->blocks, 0, 2 * job->blocks * sizeof(float));
+    }
+    job->row_ok[r] = (unsigned char)ok;
+    job->row_dmax[r] = ok ? dmax : 0.0f;
+}
+
+/* Task t: rows ROUND_ROWS t .. of A. */
+static void round_task(void *arg, size_t t, unsigned worker)
+{
+    const qmatmul_job *job = arg;
+    (void)worker;
+    for (size_t r = t * ROUND_ROWS; r < job->call->m && r < (t + 1) * ROUND_ROWS; r++)
+        round_row(job, r);
+}
+
+/* Every row of A, over the threads; the number of rows that take the f32
+ * path, or SIZE_MAX when the float sums of the tiles could pass FLT_MAX
+ * (k max|A| max|B| near it): the whole call then takes the sgemm path,
+ * which redoes such sums in double, as rayo-ops.h promises no intermediate
+ * overflow where the exact result is finite. */
+static size_t round_a(const cpu_state *st, const qmatmul_job *job)
+{
+    const rayo_call *c = job->call;
+    cpu_parallel(st, (c->m + ROUND_ROWS - 1) / ROUND_ROWS, round_task, (void *)job);
+    float dmax = 0.0f;
+    size_t f32_rows = 0;
+    for (size_t r = 0; r < c->m; r++) {
+        f32_rows += !job->row_ok[r];
+        dmax = job->row_dmax[r] > dmax ? job->row_dmax[r] : dmax;
+    }
+    if (128.0 * (double)dmax * (double)c->k * weight_bound(job->bdt) * 4.0 >= (double)FLT_MAX)
+        return SIZE_MAX;
+    return f32_rows;
 }
 
 /* ---- B to panels ---------------------------------------------------------- */
@@ -150,6 +230,24 @@ static __m256i codes_q8_0(const uint8_t *row, size_t b, int p, float *scale, flo
     return _mm256_and_si256(p ? u : _mm256_srli_epi16(u, 4), _mm256_set1_epi8(15));
 }
 
+/* Part p of block b of a Q6_K row: half h = p >> 1 of its 32 values (the
+ * other half's codes 0: Q6_K has a scale per 16 values), and of its codes
+ * q = 16 u + l the high bits u (p even) or the low l (p odd), with what
+ * makes d sc (q - 32) = 16 d sc u + d sc l - 32 d sc over that half. */
+static __m256i codes_q6_k(const uint8_t *row, size_t b, int p, float *scale, float *min)
+{
+    const uint8_t *blk = row + b / 8 * RAYO_Q6_K_BYTES;
+    int s = (int)(b % 8), h = p >> 1;
+    __m256i q = x86_q6_k_codes(blk, x86_load256(blk + RAYO_Q6_K_QH + 32 * (s / 4)), s / 4, s % 4);
+    float ds = x86_f16_at(blk + RAYO_Q6_K_D) * (float)(int8_t)blk[RAYO_Q6_K_SCALES + 2 * s + h];
+    *scale = p & 1 ? ds : 16.0f * ds;
+    *min = p & 1 ? 0.0f : 32.0f * ds;
+    __m256i part = p & 1 ? _mm256_and_si256(q, _mm256_set1_epi8(15))
+                         : _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(3));
+    __m128i ones = _mm_set1_epi8(-1), none = _mm_setzero_si128();
+    return _mm256_and_si256(part, h ? _mm256_set_m128i(ones, none) : _mm256_set_m128i(none, ones));
+}
+
 /* The 8 x 8 transpose of 32-bit elements: out[g] holds element g of each of
  * in[0..7], so lane j of out[g] is codes 4 g .. 4 g + 3 of column j. */
 static void transpose8(const __m256i in[COLS], __m256i out[COLS])
@@ -178,6 +276,7 @@ static __m256i column_codes(const qmatmul_job *job, const uint8_t *row, size_t p
     switch (job->bdt) {
     case RAYO_DTYPE_Q4_0: return codes_q4_0(row, b, scale, min);
     case RAYO_DTYPE_Q4_K: return codes_q4_k(row, b, scale, min);
+    case RAYO_DTYPE_Q6_K: return codes_q6_k(row, b, (int)(pb & 3), scale, min);
     default: return codes_q8_0(row, b, (int)(pb & 1), scale, min);
     }
 }
@@ -235,15 +334,25 @@ static tile_fn *tile_for_cpu(void)
     return tile_maddubs;
 }
 
-/* C[r0 + t][col0 ..] = alpha acc[t] + beta C (C unread when beta == 0). */
-static void store_tile(const rayo_call *c, size_t r0, int rows, size_t col0, const __m256 acc[TILE_ROWS])
+/* C[r0 + t][col0 ..] = alpha acc[t] + beta C (C unread when beta == 0),
+ * for the rows rounded within the budget. */
+static void store_tile(const rayo_call *c, const unsigned char *row_ok, size_t r0, int rows, size_t col0,
+                       const __m256 acc[TILE_ROWS])
 {
     size_t ldc = c->ldy ? c->ldy : c->n, cols = c->n - col0 < COLS ? c->n - col0 : COLS;
+    __m256 alpha = _mm256_set1_ps(c->alpha), beta = _mm256_set1_ps(c->beta);
     for (int t = 0; t < rows; t++) {
         float v[COLS], *y = (float *)c->y + (r0 + t) * ldc + col0;
-        _mm256_storeu_ps(v, acc[t]);
+        if (!row_ok[r0 + t])
+            continue; /* the f32 path's row */
+        __m256 out = _mm256_mul_ps(alpha, acc[t]);
+        if (cols == COLS) { /* a whole panel: one store, the scalar stores cost a cache miss each */
+            _mm256_storeu_ps(y, c->beta == 0.0f ? out : _mm256_fmadd_ps(beta, _mm256_loadu_ps(y), out));
+            continue;
+        }
+        _mm256_storeu_ps(v, out);
         for (size_t j = 0; j < cols; j++)
-            y[j] = c->beta == 0.0f ? c->alpha * v[j] : c->alpha * v[j] + c->beta * y[j];
+            y[j] = c->beta == 0.0f ? v[j] : v[j] + c->beta * y[j];
     }
 }
 
@@ -256,11 +365,12 @@ static void run_tile(const qmatmul_job *job, const panel_block *panel, size_t r0
     for (int t = 0; t < TILE_ROWS; t++) {
         size_t r = r0 + (size_t)(t < rows ? t : rows - 1);
         x[t] = job->a.q + r * job->blocks * BLOCK;
-        d[t] = job->a.d + r * job->blocks, dsum[t] = job->a.dsum + r * job->blocks;
+        d[t] = job->a.d + r * job->blocks;
+        dsum[t] = job->bdt == RAYO_DTYPE_Q6_K ? job->a.dsum16 + 2 * r * job->blocks : job->a.dsum + r * job->blocks;
     }
     __m256 acc[TILE_ROWS];
-    job->tile(panel, job->blocks, job->shift, x, d, dsum, acc);
-    store_tile(job->call, r0, rows, col0, acc);
+    job->tile(panel, job->blocks, job->shift, job->min_shift, x, d, dsum, acc);
+    store_tile(job->call, job->row_ok, r0, rows, col0, acc);
 }
 
 /* Task p: columns 8p .. 8p + 7 for every row of A; the panel (k / 32 x 320
@@ -283,29 +393,78 @@ static int takes(const rayo_call *c)
     rayo_dtype bdt = RAYO_DTYPE_OF(c->dtypes, 1);
     return c->precision == RAYO_PRECISION_RELAXED && c->flags == RAYO_TRANS_B &&
            c->dtypes == RAYO_DTYPES(RAYO_DTYPE_F32, bdt, 0, RAYO_DTYPE_F32) &&
-           (bdt == RAYO_DTYPE_Q4_0 || bdt == RAYO_DTYPE_Q4_K || bdt == RAYO_DTYPE_Q8_0) && c->k >= QMATMUL_MIN_K;
+           (bdt == RAYO_DTYPE_Q4_0 || bdt == RAYO_DTYPE_Q4_K || bdt == RAYO_DTYPE_Q8_0 || bdt == RAYO_DTYPE_Q6_K) &&
+           c->k >= QMATMUL_MIN_K;
 }
 
-rayo_status x86_qmatmul_run(const cpu_state *st, const rayo_call *call)
+/* The rows of A that failed the budget (f32_rows of them), through the
+ * typed sgemm path at strict precision: gathered into a dense call of
+ * their own, their C rows scattered back.  Runs before the integer tiles
+ * so that C is untouched when it fails. */
+static rayo_status f32_rows_run(void *state, const qmatmul_job *job, size_t f32_rows, x86_sgemm_fn *sgemm)
 {
+    const cpu_state *st = state;
+    const rayo_call *c = job->call;
+    size_t lda = c->lda ? c->lda : c->k, ldc = c->ldy ? c->ldy : c->n;
+    float *a = cpu_alloc_floats(st, f32_rows * c->k), *y = cpu_alloc_floats(st, f32_rows * c->n);
+    rayo_status s = RAYO_E_NOMEM;
+    if (a && y) {
+        for (size_t r = 0, i = 0; r < c->m; r++)
+            if (!job->row_ok[r]) {
+                memcpy(a + i * c->k, (const float *)c->a + r * lda, c->k * sizeof(float));
+                if (c->beta != 0.0f)
+                    memcpy(y + i * c->n, (const float *)c->y + r * ldc, c->n * sizeof(float));
+                i++;
+            }
+        rayo_call sub = *c;
+        sub.m = f32_rows, sub.a = a, sub.y = y, sub.lda = 0, sub.ldy = 0;
+        sub.precision = RAYO_PRECISION_STRICT;
+        s = typed_matmul_run(state, &sub, sgemm);
+        for (size_t r = 0, i = 0; s == RAYO_OK && r < c->m; r++)
+            if (!job->row_ok[r])
+                memcpy((float *)c->y + r * ldc, y + c->n * i++, c->n * sizeof(float));
+    }
+    cpu_free(st, a);
+    cpu_free(st, y);
+    return s;
+}
+
+/* The call once A is rounded: the rows left to f32 first, then the tiles. */
+static rayo_status run_rounded(void *state, const qmatmul_job *job, size_t f32_rows, x86_sgemm_fn *sgemm)
+{
+    const rayo_call *call = job->call;
+    if (f32_rows == SIZE_MAX || f32_rows == call->m)
+        return RAYO_E_UNSUPPORTED; /* the whole call on the sgemm path */
+    if (f32_rows) {
+        rayo_status s = f32_rows_run(state, job, f32_rows, sgemm);
+        if (s != RAYO_OK)
+            return s;
+    }
+    cpu_parallel(state, (call->n + COLS - 1) / COLS, panel_task, (void *)job);
+    return RAYO_OK;
+}
+
+rayo_status x86_qmatmul_run(void *state, const rayo_call *call, x86_sgemm_fn *sgemm)
+{
+    const cpu_state *st = state;
     if (!takes(call))
         return RAYO_E_UNSUPPORTED;
     if (call->m == 0 || call->n == 0)
         return RAYO_OK;
     rayo_dtype bdt = RAYO_DTYPE_OF(call->dtypes, 1);
-    qmatmul_job job = { call, bdt, call->k / BLOCK, bdt == RAYO_DTYPE_Q8_0, 0, { NULL, NULL, NULL }, NULL,
-                        tile_for_cpu() };
+    int shift = bdt == RAYO_DTYPE_Q6_K ? 2 : bdt == RAYO_DTYPE_Q8_0;
+    qmatmul_job job = { call, bdt, call->k / BLOCK, shift, bdt == RAYO_DTYPE_Q6_K ? 1 : shift, 0,
+                        { NULL, NULL, NULL, NULL }, NULL, tile_for_cpu(), NULL, NULL };
     rayo_dtype_row_bytes(bdt, call->ldb ? call->ldb : call->k, &job.b_stride); /* validated by the core */
     size_t values = call->m * call->k, blocks = call->m * job.blocks, threads = cpu_threads(st);
-    float *a = cpu_alloc_floats(st, values / 4 + 2 * blocks);
+    float *a = cpu_alloc_floats(st, values / 4 + 4 * blocks + call->m + (call->m + 3) / 4);
     job.panels = (panel_block *)(void *)cpu_alloc_floats(st, (threads * job.blocks << job.shift) * sizeof(panel_block) / 4);
     rayo_status s = RAYO_E_UNSUPPORTED; /* out of memory too: the sgemm path may still run */
     if (a && job.panels) {
-        job.a = (rounded_a){ (int8_t *)(void *)a, a + values / 4, a + values / 4 + blocks };
-        if (round_a(call, job.blocks, weight_bound(bdt), &job.a)) {
-            cpu_parallel(st, (call->n + COLS - 1) / COLS, panel_task, &job);
-            s = RAYO_OK;
-        }
+        job.a = (rounded_a){ (int8_t *)(void *)a, a + values / 4, a + values / 4 + blocks, a + values / 4 + 2 * blocks };
+        job.row_dmax = a + values / 4 + 4 * blocks;
+        job.row_ok = (unsigned char *)(void *)(job.row_dmax + call->m);
+        s = run_rounded(state, &job, round_a(st, &job), sgemm);
     }
     cpu_free(st, a);
     cpu_free(st, job.panels);

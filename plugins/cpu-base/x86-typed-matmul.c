@@ -160,7 +160,7 @@ rayo_status typed_matmul_run(void *state, const rayo_call *call, x86_sgemm_fn *s
                        (call->flags & RAYO_TRANS_A) != 0, (call->flags & RAYO_TRANS_B) != 0, 0, 0, NULL, NULL, NULL };
     if (call->dtypes == 0 || (rayo_dtype_is_block(t.bdt) && !t.trans_b) || (call->flags & ~(RAYO_TRANS_A | RAYO_TRANS_B)))
         return RAYO_E_UNSUPPORTED;
-    rayo_status q = x86_qmatmul_run(st, call); /* relaxed, Q4_0/Q4_K/Q8_0: in integers */
+    rayo_status q = x86_qmatmul_run(state, call, sgemm); /* relaxed, Q4_0/Q4_K/Q8_0/Q6_K: in integers */
     if (q != RAYO_E_UNSUPPORTED)
         return q;
     if (call->m == 0 || call->n == 0)

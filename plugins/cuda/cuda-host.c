@@ -505,23 +505,21 @@ static rayo_status run_planned(cuda_state *st, cuda_lane *l, const rayo_call *ca
     return s;
 }
 
-rayo_status cuda_host_call(void *state, const rayo_call *call)
+rayo_status cuda_host_call(void *state, const rayo_call *call, const cuda_family *family)
 {
-    if (rayo_call_strided(call) && !cuda_strides_supported(call->op, call->dtypes))
+    if (rayo_call_strided(call) && !family->strided)
         return RAYO_E_UNSUPPORTED; /* row strides: only some ops on cuda yet */
     cuda_state *st = state;
-    rayo_status s = cuda_op_supported(call->op, call->flags);
+    call_plan p;
+    memset(&p, 0, sizeof p);
+    p.op = (cuda_op){call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta, 0, 0, 0, 0, 0,
+                     call->dtypes, call->lda, call->ldb, call->ldy, call->params, call->precision, 0, family};
+    rayo_status s = cuda_op_check(st, &p.op);
     if (s != RAYO_OK)
         return s;
     if (cuda_check_host_call(st, call) != 0)
         return RAYO_E_INVALID;
     if ((s = cuda_enter(st)) != RAYO_OK)
-        return s;
-    call_plan p;
-    memset(&p, 0, sizeof p);
-    p.op = (cuda_op){call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta, 0, 0, 0, 0, 0,
-                     call->dtypes, call->lda, call->ldb, call->ldy, call->params, call->precision, 0};
-    if ((s = cuda_typed_matmul_check(st, &p.op)) != RAYO_OK)
         return s;
     plan_blocks(call, &p);
     cuda_op first = p.op;

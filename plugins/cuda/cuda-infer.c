@@ -17,17 +17,6 @@
 #define THREADS 256          /* the bandwidth kernels' blocks (ptx/infer-ops.c) */
 #define MAX_GRID_Y 65535u
 
-int cuda_strides_supported(uint32_t op, uint32_t dtypes)
-{
-    switch (op) {
-    case RAYO_OP_GEMV: return dtypes != 0; /* the f32 kernels (matrix module) take dense A only */
-    case RAYO_OP_MATMUL: return dtypes != 0; /* typed: B's ldb; cuda_typed_matmul_check refuses strided A, C */
-    case RAYO_OP_ROPE: case RAYO_OP_SWIGLU: case RAYO_OP_GEGLU: case RAYO_OP_GEGLU_TANH: case RAYO_OP_GET_ROWS:
-        return 1;
-    default: return 0;
-    }
-}
-
 static size_t min_size(size_t a, size_t b)
 {
     return a < b ? a : b;
@@ -76,8 +65,15 @@ static rayo_status launch_gemv_kernel(cuda_state *st, CUstream stream, const cud
     return RAYO_OK;
 }
 
+/* Half and quantized weights are gemv's A as stored (RAYO_TRANS_A refused). */
+static rayo_status gemvq_check(const cuda_state *st, const cuda_op *op)
+{
+    (void)st;
+    return op->flags ? RAYO_E_UNSUPPORTED : RAYO_OK;
+}
+
 /* y(m) = alpha A x + beta y, A m x n in its dtype (rows lda elements apart). */
-rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op)
+static rayo_status launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op)
 {
     rayo_dtype dt = RAYO_DTYPE_OF(op->dtypes, 0);
     const rayo_ptx_gemvq_config *cfg = gemvq_config(dt);
@@ -342,10 +338,12 @@ static attn_plan attn_plan_of(const rayo_attention_params *p)
     return a;
 }
 
-size_t cuda_infer_scratch_bytes(const cuda_op *op)
+/* The partial results of the KV splits. */
+static size_t attention_scratch(const cuda_state *st, const cuda_op *op)
 {
+    (void)st;
     const rayo_attention_params *p = op->params;
-    if (op->op != RAYO_OP_ATTENTION || !p || !p->n_q || !p->n_heads || !p->head_dim || !p->n_kv_heads ||
+    if (!p || !p->n_q || !p->n_heads || !p->head_dim || !p->n_kv_heads ||
         p->n_heads % p->n_kv_heads || !p->n_kv)
         return 0;
     return p->n_q * p->n_heads * attn_plan_of(p).splits * (2 + p->head_dim) * sizeof(double);
@@ -406,23 +404,17 @@ static rayo_status launch_attention(cuda_state *st, CUstream stream, const cuda_
     return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_merge");
 }
 
-rayo_status cuda_launch_infer(cuda_state *st, CUstream stream, const cuda_op *op)
+static rayo_status launch_get_rows(cuda_state *st, CUstream stream, const cuda_op *op)
 {
-    switch (op->op) {
-    case RAYO_OP_SWIGLU:
-    case RAYO_OP_GEGLU:
-    case RAYO_OP_GEGLU_TANH:
-        return launch_glu(st, stream, op);
-    case RAYO_OP_CONVERT:
-        return launch_convert(st, stream, op);
-    case RAYO_OP_ROPE:
-        return launch_rope(st, stream, op);
-    case RAYO_OP_ATTENTION:
-        return launch_attention(st, stream, op);
-    case RAYO_OP_GET_ROWS:
-        return launch_rows(st, stream, RAYO_DTYPE_OF(op->dtypes, 0), op->y, op->a, op->b, op->m, op->n, op->k,
-                           op->lda, op->ldy);
-    default:
-        return RAYO_E_UNSUPPORTED;
-    }
+    return launch_rows(st, stream, RAYO_DTYPE_OF(op->dtypes, 0), op->y, op->a, op->b, op->m, op->n, op->k, op->lda,
+                       op->ldy);
 }
+
+/* ---- the families of the inference ops (strided: each honours lda ... ldy) */
+const cuda_family cuda_family_gemvq = {.name = "gemvq", .check = gemvq_check, .launch = launch_gemvq, .strided = 1};
+const cuda_family cuda_family_convert = {.name = "convert", .launch = launch_convert};
+const cuda_family cuda_family_get_rows = {.name = "get_rows", .launch = launch_get_rows, .strided = 1};
+const cuda_family cuda_family_rope = {.name = "rope", .launch = launch_rope, .strided = 1};
+const cuda_family cuda_family_attention = {.name = "attention", .scratch = attention_scratch,
+                                           .launch = launch_attention};
+const cuda_family cuda_family_glu = {.name = "glu", .launch = launch_glu, .strided = 1};

@@ -17,6 +17,7 @@
 #else
 #include "cuda-driver-api.h"
 #endif
+#include "cuda-ptx.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -70,13 +71,10 @@ const char *cuda_error_text(const cuda_driver *drv, CUresult r, char *buf, size_
 rayo_status cuda_map_error(CUresult r, int *lost);
 
 /* ---- the PTX modules -------------------------------------------------- */
-enum cuda_module_id {
-    MOD_ELEMENTWISE, MOD_REDUCE, MOD_ROWS, MOD_MATRIX, MOD_SGEMM, MOD_TF32, MOD_ROWS_CLUSTER, MOD_INFER,
-    MOD_SPLITK,
-    MOD_WGMMA, /* sm_90a only: loaded on cc 9.0 devices */
-    MOD_MMA16,
-    MOD_COUNT
-};
+/* MOD_ELEMENTWISE ...: an index of rayo_cuda_ptx_modules[] */
+#define CUDA_MODULE_ID(ID, name, min_sm, arch_specific) MOD_##ID,
+enum cuda_module_id { RAYO_PTX_MODULES(CUDA_MODULE_ID) MOD_COUNT };
+#undef CUDA_MODULE_ID
 
 typedef struct cuda_module {
     CUmodule handle;
@@ -178,6 +176,7 @@ rayo_status cuda_fail(cuda_state *st, CUresult r, const char *what);
 rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction *fn);
 
 /* ---- one op on device pointers --------------------------------------- */
+typedef struct cuda_family cuda_family;
 typedef struct cuda_op {
     uint32_t op, flags;
     size_t m, n, k;
@@ -190,13 +189,41 @@ typedef struct cuda_op {
     const void *params;       /* host copy of the op's parameter struct (rope) */
     uint32_t precision;       /* rayo_precision of the call (typed matmul: RELAXED may use TF32) */
     size_t scratch_size;      /* bytes at scratch (a kernel that wants more does without) */
+    const cuda_family *family; /* the kernels that run it */
 } cuda_op;
 
-/* RAYO_OK if the backend runs this op with these parameters. */
-rayo_status cuda_op_supported(uint32_t op, uint32_t flags);
-/* Device scratch the op needs (reduction partials); 0 for most ops. */
+/* ---- kernel families ---------------------------------------------------
+ * The kernels of one kind of op: each entry of the op table (cuda-op-table.h)
+ * names one, and a recorded or staged op keeps it, so no call is sorted by
+ * its signature again on the way to its kernels. */
+struct cuda_family {
+    const char *name;
+    /* RAYO_OK if it runs this op (flags, dtypes, sizes); checked before the
+     * op is queued, so a refused call passes on to the next backend */
+    rayo_status (*check)(const cuda_state *st, const cuda_op *op);
+    /* Device scratch the op needs (reduction partials); NULL: none. */
+    size_t (*scratch)(const cuda_state *st, const cuda_op *op);
+    /* Queues the op's kernels on stream. */
+    rayo_status (*launch)(cuda_state *st, CUstream stream, const cuda_op *op);
+    int strided;              /* honours row strides (lda ... ldy) */
+};
+
+/* Every family, each defined next to its launcher: cuda-launch.c (the
+ * f32 ops), cuda-typed-matmul.c, cuda-infer.c. */
+#define CUDA_FAMILIES(X)                                                                   \
+    X(elementwise) X(reduce) X(rows) X(matmul) X(gemv) X(transpose) X(bias_act)              \
+    X(typed_matmul) X(gemvq) X(convert) X(get_rows) X(rope) X(attention) X(glu)
+#define CUDA_FAMILY_DECL(name) extern const cuda_family cuda_family_##name;
+CUDA_FAMILIES(CUDA_FAMILY_DECL)
+#undef CUDA_FAMILY_DECL
+
+/* The family that runs (op, dtypes) here, or NULL (cuda-plugin.c). */
+const cuda_family *cuda_family_of(uint32_t op, uint32_t dtypes);
+/* op->family's check: RAYO_OK if the backend runs this op as called. */
+rayo_status cuda_op_check(const cuda_state *st, const cuda_op *op);
+/* Device scratch the op needs; 0 for most ops. */
 size_t cuda_scratch_bytes(const cuda_state *st, const cuda_op *op);
-/* Queues the op's kernels on stream. */
+/* Queues the op's kernels on stream (op->family's launcher). */
 rayo_status cuda_launch_op(cuda_state *st, CUstream stream, const cuda_op *op);
 /* cuLaunchKernel; while the calling thread builds or updates a batch's
  * graph (cuda-memory.c), the kernel node the launch stands for instead.
@@ -243,16 +270,8 @@ int cuda_wgmma_smem_bytes(const char *name);
 
 /* ---- typed matmul (cuda-typed-matmul.c): f32 A and a half or quantized B,
  * or f16 x f16 / bf16 x bf16 ---- */
-/* RAYO_OK if the backend runs this typed matmul (the mma16 kernels, or A
- * and C dense (a half A is dequantized) and the f32 copies within the
- * scratch limit); checked before the op is queued. */
-rayo_status cuda_typed_matmul_check(const cuda_state *st, const cuda_op *op);
-/* Device scratch of a typed matmul: A and B dequantized to f32 (B perhaps
- * transposed too); 0 on the mma16 kernels. */
-size_t cuda_typed_matmul_scratch_bytes(const cuda_state *st, const cuda_op *op);
-/* The mma16 kernels, or: dequantizes into the scratch, then runs the f32
- * matmul on it. */
-rayo_status cuda_launch_typed_matmul(cuda_state *st, CUstream stream, const cuda_op *op);
+/* Family typed_matmul: the mma16 kernels, or A and B dequantized into the
+ * scratch (B perhaps transposed too), then the f32 matmul on them. */
 
 /* ---- f16 x f16, bf16 x bf16 matmul on the tensor cores (cuda-mma16.c) ---- */
 struct rayo_ptx_tf32_config; /* cuda-ptx.h */
@@ -268,18 +287,9 @@ rayo_status cuda_launch_mma16(cuda_state *st, CUstream stream, const cuda_op *op
  * as dense f32 rows of n values at y: the get_rows kernels without indices. */
 rayo_status cuda_launch_dequant_rows(cuda_state *st, CUstream stream, rayo_dtype dt, CUdeviceptr y,
                                      CUdeviceptr table, size_t m, size_t n, size_t lda);
-/* Whether the backend honours row strides for this op and dtypes (else a
- * strided call falls through). */
-int cuda_strides_supported(uint32_t op, uint32_t dtypes);
-/* gemv with half or quantized weights (op->dtypes != 0). */
-rayo_status cuda_launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *op);
 /* -1 (with the error set) for a host call its kernel cannot check on the
  * device: a get_rows index outside the table. */
 int cuda_check_host_call(const cuda_state *st, const rayo_call *call);
-/* Device scratch of an inference op (attention's partial results). */
-size_t cuda_infer_scratch_bytes(const cuda_op *op);
-/* The inference ops (ids 90 and up) this backend has kernels for. */
-rayo_status cuda_launch_infer(cuda_state *st, CUstream stream, const cuda_op *op);
 /* How many ops from ops[0] (of count) run as one launch: up to
  * RAYO_PTX_GEMV8_PARTS relaxed 8-bit gemvs of the same x whose outputs
  * touch no operand of the others (a decode step's q, k, v; gate, up), else 1. */
@@ -288,7 +298,8 @@ size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count)
 rayo_status cuda_launch_ops(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n);
 
 /* ---- host-memory calls and device memory ------------------------------ */
-rayo_status cuda_host_call(void *state, const rayo_call *call);
+/* A host-memory call of one of family's ops: through the staging buffers. */
+rayo_status cuda_host_call(void *state, const rayo_call *call, const cuda_family *family);
 void cuda_lanes_destroy(cuda_state *st);
 extern const rayo_memory_api cuda_memory_api;
 

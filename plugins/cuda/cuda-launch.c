@@ -14,19 +14,6 @@
 #define THREADS 256
 #define MAX_GRID_Y 65535u
 
-static rayo_op_sig op_signature(uint32_t op, int *known)
-{
-    *known = 1;
-    switch (op) {
-#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) case ID: return RAYO_SIG_##SIG;
-#include "rayo-ops.h"
-#undef RAYO_OP
-    default:
-        *known = 0;
-        return RAYO_SIG_BINARY;
-    }
-}
-
 const char *cuda_op_name(uint32_t op)
 {
     switch (op) {
@@ -40,22 +27,30 @@ const char *cuda_op_name(uint32_t op)
 
 static const char *const act_names[RAYO_ACT_LIMIT] = {"none", "relu", "gelu", "silu", "tanh", "sigmoid"};
 
-rayo_status cuda_op_supported(uint32_t op, uint32_t flags)
+/* ---- the families' checks ------------------------------------------------ */
+static rayo_status check_matmul(const cuda_state *st, const cuda_op *op)
 {
-    int known;
-    rayo_op_sig  sig = op_signature(op, &known);
-    if (!known)
+    (void)st;
+    return (op->flags & ~(uint32_t)(RAYO_TRANS_A | RAYO_TRANS_B)) ? RAYO_E_UNSUPPORTED : RAYO_OK;
+}
+
+static rayo_status check_gemv(const cuda_state *st, const cuda_op *op)
+{
+    (void)st;
+    return (op->flags & ~(uint32_t)RAYO_TRANS_A) ? RAYO_E_UNSUPPORTED : RAYO_OK;
+}
+
+static rayo_status check_bias_act(const cuda_state *st, const cuda_op *op)
+{
+    (void)st;
+    return op->flags < RAYO_ACT_LIMIT ? RAYO_OK : RAYO_E_UNSUPPORTED;
+}
+
+rayo_status cuda_op_check(const cuda_state *st, const cuda_op *op)
+{
+    if (!op->family)
         return RAYO_E_UNSUPPORTED;
-    switch (sig) {
-    case RAYO_SIG_MATMUL:
-        return (flags & ~(RAYO_TRANS_A | RAYO_TRANS_B)) ? RAYO_E_UNSUPPORTED : RAYO_OK;
-    case RAYO_SIG_GEMV:
-        return (flags & ~RAYO_TRANS_A) ? RAYO_E_UNSUPPORTED : RAYO_OK;
-    case RAYO_SIG_BIAS_ACT:
-        return flags < RAYO_ACT_LIMIT ? RAYO_OK : RAYO_E_UNSUPPORTED;
-    default:
-        return RAYO_OK;
-    }
+    return op->family->check ? op->family->check(st, op) : RAYO_OK;
 }
 
 static size_t ceil_div(size_t a, size_t b)
@@ -108,27 +103,27 @@ static void gemv_t_shape(const cuda_state *st, const cuda_op *op, size_t *splits
 
 size_t cuda_scratch_bytes(const cuda_state *st, const cuda_op *op)
 {
-    int known;
-    switch (op_signature(op->op, &known)) {
-    case RAYO_SIG_REDUCE:
-    case RAYO_SIG_REDUCE2:
-    case RAYO_SIG_ARGREDUCE:
-        return (size_t)reduce_blocks(st, op->n) * 16;
-    case RAYO_SIG_MATMUL: {
-        size_t typed = cuda_typed_matmul_scratch_bytes(st, op), small = cuda_matmul_small_scratch_bytes(st, op);
-        size_t wg = op->dtypes ? 0 : cuda_wgmma_scratch_bytes(st, op), most = typed > small ? typed : small;
-        return wg > most ? wg : most;
-    }
-    case RAYO_SIG_GEMV:
-        if (op->flags & RAYO_TRANS_A) {
-            size_t splits, chunk;
-            gemv_t_shape(st, op, &splits, &chunk);
-            return splits * op->n * 8;
-        }
+    return op->family && op->family->scratch ? op->family->scratch(st, op) : 0;
+}
+
+static size_t reduce_scratch(const cuda_state *st, const cuda_op *op)
+{
+    return (size_t)reduce_blocks(st, op->n) * 16;
+}
+
+static size_t matmul_scratch(const cuda_state *st, const cuda_op *op)
+{
+    size_t small = cuda_matmul_small_scratch_bytes(st, op), wg = cuda_wgmma_scratch_bytes(st, op);
+    return wg > small ? wg : small;
+}
+
+static size_t gemv_scratch(const cuda_state *st, const cuda_op *op)
+{
+    if (!(op->flags & RAYO_TRANS_A))
         return 0;
-    default:
-        return cuda_infer_scratch_bytes(op);
-    }
+    size_t splits, chunk;
+    gemv_t_shape(st, op, &splits, &chunk);
+    return splits * op->n * 8;
 }
 
 static rayo_status launch3(cuda_state *st, CUstream stream, int mod, const char *name, unsigned gx, unsigned gy,
@@ -277,8 +272,6 @@ static rayo_status launch_rows(cuda_state *st, CUstream stream, const cuda_op *o
 
 static rayo_status launch_gemv(cuda_state *st, CUstream stream, const cuda_op *op)
 {
-    if (op->dtypes != 0)
-        return cuda_launch_gemvq(st, stream, op);
     CUdeviceptr y = op->y, a = op->a, x = op->b;
     unsigned long long m = op->m, n = op->n;
     float alpha = op->alpha, beta = op->beta;
@@ -447,38 +440,24 @@ rayo_status cuda_launch_matmul_f32(cuda_state *st, CUstream stream, const cuda_o
     return s;
 }
 
+static rayo_status launch_matmul(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    return cuda_launch_matmul_f32(st, stream, op, st->allow_tf32);
+}
+
 rayo_status cuda_launch_op(cuda_state *st, CUstream stream, const cuda_op *op)
 {
-    int known;
-    rayo_op_sig  sig = op_signature(op->op, &known);
-    rayo_status s = cuda_op_supported(op->op, op->flags);
-    if (s != RAYO_OK)
-        return s;
-    switch (sig) {
-    case RAYO_SIG_BINARY:
-    case RAYO_SIG_UNARY:
-    case RAYO_SIG_UNARY_P:
-    case RAYO_SIG_UNARY_P2:
-    case RAYO_SIG_AXPY:
-        return launch_elementwise(st, stream, op);
-    case RAYO_SIG_REDUCE:
-    case RAYO_SIG_REDUCE2:
-    case RAYO_SIG_ARGREDUCE:
-        return launch_reduce(st, stream, op);
-    case RAYO_SIG_ROWS:
-    case RAYO_SIG_NORM:
-        return launch_rows(st, stream, op);
-    case RAYO_SIG_MATMUL:
-        if (op->dtypes)
-            return cuda_launch_typed_matmul(st, stream, op);
-        return cuda_launch_matmul_f32(st, stream, op, st->allow_tf32);
-    case RAYO_SIG_GEMV:
-        return launch_gemv(st, stream, op);
-    case RAYO_SIG_TRANSPOSE:
-        return launch_transpose(st, stream, op);
-    case RAYO_SIG_BIAS_ACT:
-        return launch_bias_act(st, stream, op);
-    default: /* the inference ops */
-        return cuda_launch_infer(st, stream, op);
-    }
+    rayo_status s = cuda_op_check(st, op);
+    return s != RAYO_OK ? s : op->family->launch(st, stream, op);
 }
+
+/* ---- the families of the f32 ops ----------------------------------------- */
+const cuda_family cuda_family_elementwise = {.name = "elementwise", .launch = launch_elementwise};
+const cuda_family cuda_family_reduce = {.name = "reduce", .scratch = reduce_scratch, .launch = launch_reduce};
+const cuda_family cuda_family_rows = {.name = "rows", .launch = launch_rows};
+const cuda_family cuda_family_matmul = {.name = "matmul", .check = check_matmul, .scratch = matmul_scratch,
+                                        .launch = launch_matmul};
+const cuda_family cuda_family_gemv = {.name = "gemv", .check = check_gemv, .scratch = gemv_scratch,
+                                      .launch = launch_gemv};
+const cuda_family cuda_family_transpose = {.name = "transpose", .launch = launch_transpose};
+const cuda_family cuda_family_bias_act = {.name = "bias_act", .check = check_bias_act, .launch = launch_bias_act};

@@ -30,7 +30,7 @@ static int gemv_shape(const cuda_op *op, cuda_op *g)
 {
     if ((op->m != 1 && op->n != 1) || op->k == 0 || op->dtypes || op->lda || op->ldb || op->ldy)
         return 0;
-    *g = (cuda_op){.op = RAYO_OP_GEMV, .alpha = op->alpha, .beta = op->beta};
+    *g = (cuda_op){.op = RAYO_OP_GEMV, .alpha = op->alpha, .beta = op->beta, .family = &cuda_family_gemv};
     int ta = (op->flags & RAYO_TRANS_A) != 0, tb = (op->flags & RAYO_TRANS_B) != 0;
     if (op->m == 1 && op->n == 1) {          /* a dot product: both are k contiguous floats */
         g->m = 1, g->n = op->k;

@@ -134,7 +134,8 @@ static cuda_op op_of(const rayo_dev_call *call)
 {
     return (cuda_op){call->op, call->flags, call->m, call->n, call->k, call->alpha, call->beta,
                      operand(&call->a), operand(&call->b), operand(&call->c), operand(&call->y), 0,
-                     call->dtypes, call->lda, call->ldb, call->ldy, call->params, call->precision, 0};
+                     call->dtypes, call->lda, call->ldb, call->ldy, call->params, call->precision, 0,
+                     cuda_family_of(call->op, call->dtypes)};
 }
 
 /* The array at *(void **)array resized to cap elements of `size` bytes;
@@ -170,15 +171,13 @@ static rayo_status batch_record(void *state, void *batch, const rayo_dev_call *i
         return RAYO_E_STATE;
     rayo_dev_call call;
     rayo_dev_call_copy(in, &call);
-    if ((call.lda | call.ldb | call.ldc | call.ldy) && !cuda_strides_supported(call.op, call.dtypes))
+    cuda_op op = op_of(&call);
+    if ((call.lda | call.ldb | call.ldc | call.ldy) && !(op.family && op.family->strided))
         return RAYO_E_UNSUPPORTED; /* row strides: only some ops on cuda yet */
-    rayo_status s = cuda_op_supported(call.op, call.flags);
+    rayo_status s = cuda_op_check(st, &op);
     if (s == RAYO_OK)
         s = grow(b);
     if (s != RAYO_OK)
-        return s;
-    cuda_op op = op_of(&call);
-    if ((s = cuda_typed_matmul_check(st, &op)) != RAYO_OK)
         return s; /* not recorded: the core passes the call on */
     size_t need = cuda_scratch_bytes(st, &op);
     if (need > b->scratch_bytes)

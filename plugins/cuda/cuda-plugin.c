@@ -22,15 +22,11 @@
 #endif
 
 /* The kernels the plugin picks when the config does not name one: the
- * fastest measured on the H100 (doc/benchmarks-cuda.md). */
+ * fastest measured on the H100 and H200 (doc/benchmarks-cuda.md). */
 #define DEFAULT_SGEMM "sgemm_nn_k16_async"
 #define DEFAULT_SGEMM_K8 "sgemm_nn_k8_async"
 #define DEFAULT_TF32 "tf32_128x128_w2x2_r"
 #define DEFAULT_WGMMA "wg_tf32_128x256"
-
-static const char *const module_names[MOD_COUNT] = {"elementwise", "reduce", "rows",
-                                                    "matrix", "sgemm", "tf32", "rows_cluster", "infer",
-                                                    "splitk", "wgmma", "mma16"};
 
 /* ---- probe ---------------------------------------------------------------- */
 static int device_attr(const cuda_driver *drv, CUdevice dev, CUdevice_attribute a)
@@ -135,16 +131,26 @@ static int config_yes(const rayo_host *host, const char *key, int dflt)
     return dflt;
 }
 
-static void config_kernel(const rayo_host *host, const char *key, const char *prefix, const char *dflt,
+/* Whether module mod's PTX has a kernel of this name. */
+static int ptx_has_kernel(int mod, const char *name)
+{
+    char entry[96];
+    int n = snprintf(entry, sizeof entry, ".entry %s(", name);
+    return n > 0 && (size_t)n < sizeof entry && strstr(rayo_cuda_ptx_modules[mod].body, entry) != NULL;
+}
+
+/* A kernel of module mod whose name starts with prefix, or dflt. */
+static void config_kernel(const rayo_host *host, const char *key, int mod, const char *prefix, const char *dflt,
                           char *out, size_t len)
 {
     const char *v = host->config ? host->config(host, key) : NULL;
     if (v && *v && strcmp(v, "auto") != 0) {
-        if (strncmp(v, prefix, strlen(prefix)) == 0 && strlen(v) < len) {
+        if (strncmp(v, prefix, strlen(prefix)) == 0 && strlen(v) < len && ptx_has_kernel(mod, v)) {
             snprintf(out, len, "%s", v);
             return;
         }
-        host->log(host, RAYO_LOG_WARN, "[backend.cuda] %s = %s: not a %s* kernel; using %s", key, v, prefix, dflt);
+        host->log(host, RAYO_LOG_WARN, "[backend.cuda] %s = %s: not a %s* kernel of this build; using %s", key, v,
+                  prefix, dflt);
     }
     snprintf(out, len, "%s", dflt);
 }
@@ -180,15 +186,15 @@ static void read_config(cuda_state *st)
     st->jit_cache = config_yes(host, "jit_cache", 1);
     /* sgemm_kernel: the kernel for A, B not transposed; a _k16 one needs
      * K % 16 == 0 and leaves other shapes to sgemm_fallback (a _k8 one) */
-    config_kernel(host, "sgemm_kernel", "sgemm_nn_", DEFAULT_SGEMM, st->sgemm_kernel, sizeof st->sgemm_kernel);
+    config_kernel(host, "sgemm_kernel", MOD_SGEMM, "sgemm_nn_", DEFAULT_SGEMM, st->sgemm_kernel, sizeof st->sgemm_kernel);
     snprintf(st->sgemm_fallback, sizeof st->sgemm_fallback, "%s",
              strstr(st->sgemm_kernel, "_k16") ? DEFAULT_SGEMM_K8 : st->sgemm_kernel);
-    config_kernel(host, "tf32_kernel", "tf32_", DEFAULT_TF32, st->tf32_kernel, sizeof st->tf32_kernel);
+    config_kernel(host, "tf32_kernel", MOD_TF32, "tf32_", DEFAULT_TF32, st->tf32_kernel, sizeof st->tf32_kernel);
     /* wgmma: TF32 through warpgroup MMA where the device runs sm_90a code
      * (cc 9.0 exactly) and the driver takes PTX ISA 8.0 (CUDA 12.0) */
     st->use_wgmma = config_yes(host, "wgmma", 1) && st->cc_major == 9 && st->cc_minor == 0 &&
                     st->drv->version >= 12000;
-    config_kernel(host, "wgmma_kernel", "wg_tf32_", DEFAULT_WGMMA, st->wgmma_kernel, sizeof st->wgmma_kernel);
+    config_kernel(host, "wgmma_kernel", MOD_WGMMA, "wg_tf32_", DEFAULT_WGMMA, st->wgmma_kernel, sizeof st->wgmma_kernel);
     /* wgmma_half: relaxed f16 x f16 and bf16 x bf16 matmul through wgmma too */
     st->use_wgmma_half = st->use_wgmma && config_yes(host, "wgmma_half", 1);
     /* graphs: a replayed batch runs as a CUDA graph */
@@ -293,14 +299,6 @@ static uint64_t fnv1a64(const char *p, size_t n)
         h *= 0x100000001b3ull;
     }
     return h;
-}
-
-static const rayo_ptx_module *find_ptx(const char *name)
-{
-    for (unsigned i = 0; i < rayo_cuda_ptx_module_count; i++)
-        if (strcmp(rayo_cuda_ptx_modules[i].name, name) == 0)
-            return &rayo_cuda_ptx_modules[i];
-    return NULL;
 }
 
 /* One module's PTX for the device's target, as handed to the JIT. */
@@ -479,11 +477,7 @@ static rayo_status module_load(cuda_state *st, int id)
         st->host->set_error(st->host, "%s", m->error);
         return RAYO_E_BACKEND;
     }
-    const rayo_ptx_module *pm = find_ptx(module_names[id]);
-    if (!pm) {
-        st->host->set_error(st->host, "cuda: no PTX module %s", module_names[id]);
-        return RAYO_E_BACKEND;
-    }
+    const rayo_ptx_module *pm = &rayo_cuda_ptx_modules[id]; /* generated in MOD_ order */
     if (pm->arch_specific && (st->ptx_target != pm->min_sm || st->cc_major * 10 + st->cc_minor != pm->min_sm)) {
         st->host->set_error(st->host, "cuda: PTX module %s is for sm_%da only", pm->name, pm->min_sm);
         return RAYO_E_UNSUPPORTED;
@@ -566,58 +560,42 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
     return RAYO_E_BACKEND;
 }
 
-/* ---- the descriptor ------------------------------------------------------- */
-/* Every op of the list: cuda_host_call answers RAYO_E_UNSUPPORTED for an op
- * added to the list later that this plugin does not know. */
-#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {RAYO_OP_##ENUM, 0, cuda_host_call},
-#define RAYO_OPS_BASE_ONLY /* the inference ops not listed below fall through to other backends */
-#define T(X) RAYO_DTYPE_##X
-#define COMBO(OP, A, B, C, Y) {RAYO_OP_##OP, RAYO_DTYPES(T(A), T(B), T(C), T(Y)), cuda_host_call}
+/* ---- the op table --------------------------------------------------------- */
+/* One host entry per kernel family: a host-memory call through the staging
+ * buffers (cuda-host.c) to the family's kernels. */
+#define CUDA_HOST_ENTRY(name)                                                                   \
+    static rayo_status host_##name(void *state, const rayo_call *call)                           \
+    {                                                                                            \
+        return cuda_host_call(state, call, &cuda_family_##name);                                 \
+    }
+CUDA_FAMILIES(CUDA_HOST_ENTRY)
+#undef CUDA_HOST_ENTRY
+
+/* Every op of the list, each with its family (cuda-op-table.h). */
+#define CUDA_X(name) host_##name
 static const rayo_op_entry cuda_ops[] = {
-#include "rayo-ops.h"
-    /* dtype combinations and inference ops of rayo-ops.h with kernels here (cuda-infer.c) */
-    COMBO(MATMUL, F32, F16, NONE, F32), /* B dequantized to f32 scratch (cuda-typed-matmul.c) */
-    COMBO(MATMUL, F32, BF16, NONE, F32),
-    COMBO(MATMUL, F32, Q8_0, NONE, F32),
-    COMBO(MATMUL, F32, Q4_0, NONE, F32),
-    COMBO(MATMUL, F32, Q4_K, NONE, F32),
-    COMBO(MATMUL, F32, Q6_K, NONE, F32),
-    COMBO(MATMUL, F16, F16, NONE, F32), /* tensor cores (cuda-mma16.c) */
-    COMBO(MATMUL, BF16, BF16, NONE, F32),
-    COMBO(GEMV, F16, F32, NONE, F32),
-    COMBO(GEMV, BF16, F32, NONE, F32),
-    COMBO(GEMV, Q8_0, F32, NONE, F32),
-    COMBO(GEMV, Q4_0, F32, NONE, F32),
-    COMBO(GEMV, Q4_K, F32, NONE, F32),
-    COMBO(GEMV, Q6_K, F32, NONE, F32),
-    COMBO(CONVERT, F32, NONE, NONE, F16),
-    COMBO(CONVERT, F16, NONE, NONE, F32),
-    COMBO(CONVERT, F32, NONE, NONE, BF16),
-    COMBO(CONVERT, BF16, NONE, NONE, F32),
-    COMBO(CONVERT, F32, NONE, NONE, Q8_0),
-    COMBO(CONVERT, F32, NONE, NONE, Q4_0),
-    COMBO(CONVERT, Q8_0, NONE, NONE, F32),
-    COMBO(CONVERT, Q4_0, NONE, NONE, F32),
-    COMBO(CONVERT, Q4_K, NONE, NONE, F32),
-    COMBO(CONVERT, Q6_K, NONE, NONE, F32),
-    COMBO(GET_ROWS, F32, I32, NONE, F32),
-    COMBO(GET_ROWS, F16, I32, NONE, F32),
-    COMBO(GET_ROWS, BF16, I32, NONE, F32),
-    COMBO(GET_ROWS, Q8_0, I32, NONE, F32),
-    COMBO(GET_ROWS, Q4_0, I32, NONE, F32),
-    COMBO(GET_ROWS, Q4_K, I32, NONE, F32),
-    COMBO(GET_ROWS, Q6_K, I32, NONE, F32),
-    COMBO(ROPE, F32, I32, NONE, F32),
-    COMBO(ATTENTION, F32, F32, F32, F32),
-    COMBO(ATTENTION, F32, F16, F16, F32),
-    {RAYO_OP_SWIGLU, 0, cuda_host_call},
-    {RAYO_OP_GEGLU, 0, cuda_host_call},
-    {RAYO_OP_GEGLU_TANH, 0, cuda_host_call},
+#include "cuda-op-table.h"
 };
-#undef COMBO
-#undef T
-#undef RAYO_OPS_BASE_ONLY
-#undef RAYO_OP
+#undef CUDA_X
+
+/* The same entries with their families, for the calls recorded in batches. */
+typedef struct cuda_kernel {
+    uint32_t op, dtypes;
+    const cuda_family *family;
+} cuda_kernel;
+#define CUDA_X(name) &cuda_family_##name
+static const cuda_kernel cuda_kernels[] = {
+#include "cuda-op-table.h"
+};
+#undef CUDA_X
+
+const cuda_family *cuda_family_of(uint32_t op, uint32_t dtypes)
+{
+    for (size_t i = 0; i < sizeof cuda_kernels / sizeof cuda_kernels[0]; i++)
+        if (cuda_kernels[i].op == op && cuda_kernels[i].dtypes == dtypes && cuda_kernels[i].family)
+            return cuda_kernels[i].family;
+    return NULL;
+}
 
 RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
     .magic = RAYO_PLUGIN_MAGIC,

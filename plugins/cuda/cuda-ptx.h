@@ -14,12 +14,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The PTX modules, the one list of them: X(ID, name, min_sm, arch_specific)
+ * gives the plugin's module ids (MOD_<ID>, cuda-internal.h), the
+ * generator's table and its module_<name>() functions (ptx/gen-ptx.h), and
+ * the order of rayo_cuda_ptx_modules[].  min_sm: the lowest target the
+ * module is written for (0: every target); arch_specific: for
+ * sm_<min_sm>a only, which no other GPU runs. */
+#define RAYO_PTX_MODULES(X)                                                          \
+    X(ELEMENTWISE, elementwise, 0, 0)                                                \
+    X(REDUCE, reduce, 0, 0)                                                          \
+    X(ROWS, rows, 0, 0)                                                              \
+    X(MATRIX, matrix, 0, 0)                                                          \
+    X(SGEMM, sgemm, 0, 0)                                                            \
+    X(TF32, tf32, 0, 0)                                                              \
+    X(ROWS_CLUSTER, rows_cluster, 90, 0) /* clusters, distributed shared memory */   \
+    X(INFER, infer, 0, 0)                                                            \
+    X(SPLITK, splitk, 0, 0)                                                          \
+    X(WGMMA, wgmma, 90, 1) /* Hopper's warpgroup MMA: sm_90a */                      \
+    X(MMA16, mma16, 0, 0)
+
 typedef struct rayo_ptx_module {
-    const char *name;     /* "elementwise", "reduce", "rows", "matrix", "sgemm", "tf32", "rows_cluster", "infer", "splitk", "wgmma", "mma16" */
+    const char *name;     /* as in RAYO_PTX_MODULES */
     const char *body;     /* NUL-terminated PTX after the target header */
     size_t body_size;     /* strlen(body) */
-    int min_sm;           /* the lowest target it is written for (rows_cluster: 90) */
-    int arch_specific;    /* written for sm_<min_sm>a only (wgmma: sm_90a, which no other GPU runs) */
+    int min_sm;           /* the lowest target it is written for */
+    int arch_specific;    /* written for sm_<min_sm>a only */
 } rayo_ptx_module;
 
 /* A TF32 or 16-bit (mma16) gemm variant: its block tile and launch shape. */
@@ -104,6 +123,7 @@ typedef struct rayo_ptx_wgmma_config {
     int box_k;            /* elements of k per copy (one 128-byte swizzled row) */
 } rayo_ptx_wgmma_config;
 
+/* in RAYO_PTX_MODULES order */
 extern const rayo_ptx_module rayo_cuda_ptx_modules[];
 extern const unsigned rayo_cuda_ptx_module_count;
 extern const rayo_ptx_tf32_config rayo_cuda_tf32_configs[];

@@ -82,9 +82,11 @@ static int transposes_b(const cuda_op *op)
     return (op->flags & RAYO_TRANS_B) && !(op->flags & RAYO_TRANS_A) && one <= TYPED_MATMUL_MAX_SCRATCH / 2;
 }
 
-size_t cuda_typed_matmul_scratch_bytes(const cuda_state *st, const cuda_op *op)
+/* A and B dequantized to f32 (B perhaps transposed too); 0 on the mma16
+ * kernels. */
+static size_t typed_matmul_scratch(const cuda_state *st, const cuda_op *op)
 {
-    if (!op->dtypes || cuda_mma16_kernel(st, op))
+    if (cuda_mma16_kernel(st, op))
         return 0;
     size_t one = f32_copy_bytes(op);
     return a_copy_bytes(op) + (transposes_b(op) ? 2 * one : one);
@@ -99,9 +101,13 @@ static int dtypes_known(rayo_dtype adt, rayo_dtype bdt)
     return adt == RAYO_DTYPE_F32 && bdt != RAYO_DTYPE_F32 && rayo_dtype_name(bdt);
 }
 
-rayo_status cuda_typed_matmul_check(const cuda_state *st, const cuda_op *op)
+/* The mma16 kernels, or A and C dense (a half A is dequantized) and the
+ * f32 copies within the scratch limit. */
+static rayo_status typed_matmul_check(const cuda_state *st, const cuda_op *op)
 {
-    if (op->op != RAYO_OP_MATMUL || !op->dtypes || cuda_mma16_kernel(st, op))
+    if (op->flags & ~(uint32_t)(RAYO_TRANS_A | RAYO_TRANS_B))
+        return RAYO_E_UNSUPPORTED;
+    if (cuda_mma16_kernel(st, op))
         return RAYO_OK;
     rayo_dtype adt = RAYO_DTYPE_OF(op->dtypes, 0), bdt = RAYO_DTYPE_OF(op->dtypes, 1),
                ydt = RAYO_DTYPE_OF(op->dtypes, 3);
@@ -122,7 +128,7 @@ rayo_status cuda_typed_matmul_check(const cuda_state *st, const cuda_op *op)
     return one <= TYPED_MATMUL_MAX_SCRATCH && a32 <= TYPED_MATMUL_MAX_SCRATCH ? RAYO_OK : RAYO_E_UNSUPPORTED;
 }
 
-rayo_status cuda_launch_typed_matmul(cuda_state *st, CUstream stream, const cuda_op *op)
+static rayo_status launch_typed_matmul(cuda_state *st, CUstream stream, const cuda_op *op)
 {
     /* f16 x f16, bf16 x bf16: on sm_90 a relaxed call takes warpgroup MMA
      * (cuda-wgmma.c) where it can, else the mma.sync kernels */
@@ -132,7 +138,7 @@ rayo_status cuda_launch_typed_matmul(cuda_state *st, CUstream stream, const cuda
     const rayo_ptx_tf32_config *mma = cuda_mma16_kernel(st, op);
     if (mma)
         return cuda_launch_mma16(st, stream, op, mma);
-    s = cuda_typed_matmul_check(st, op);
+    s = typed_matmul_check(st, op);
     if (s != RAYO_OK)
         return s;
     cuda_op f32 = *op;
@@ -156,7 +162,8 @@ rayo_status cuda_launch_typed_matmul(cuda_state *st, CUstream stream, const cuda
     f32.b = b32;
     if (transposes_b(op)) {
         CUdeviceptr bt = b32 + f32_copy_bytes(op);
-        cuda_op tr = {.op = RAYO_OP_TRANSPOSE, .m = rows, .n = cols, .a = b32, .y = bt};
+        cuda_op tr = {.op = RAYO_OP_TRANSPOSE, .m = rows, .n = cols, .a = b32, .y = bt,
+                      .family = &cuda_family_transpose};
         if ((s = cuda_launch_op(st, stream, &tr)) != RAYO_OK)
             return s;
         f32.b = bt;
@@ -164,3 +171,7 @@ rayo_status cuda_launch_typed_matmul(cuda_state *st, CUstream stream, const cuda
     }
     return cuda_launch_matmul_f32(st, stream, &f32, wants_tf32(st, op));
 }
+
+const cuda_family cuda_family_typed_matmul = {.name = "typed_matmul", .check = typed_matmul_check,
+                                              .scratch = typed_matmul_scratch, .launch = launch_typed_matmul,
+                                              .strided = 1};

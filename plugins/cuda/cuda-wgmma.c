@@ -94,7 +94,8 @@ static rayo_status wg_transpose(cuda_state *st, CUstream stream, CUdeviceptr dst
 {
     size_t gx = (cols + 63) / 64, gy = (rows + 63) / 64;
     if (rows % 4 || cols % 4 || (src & 15) || (dst & 15) || gy > 65535 || gx > INT32_MAX) {
-        cuda_op tr = {.op = RAYO_OP_TRANSPOSE, .m = rows, .n = cols, .a = src, .y = dst};
+        cuda_op tr = {.op = RAYO_OP_TRANSPOSE, .m = rows, .n = cols, .a = src, .y = dst,
+                      .family = &cuda_family_transpose};
         return cuda_launch_op(st, stream, &tr);
     }
     CUfunction fn;

@@ -7,6 +7,8 @@
  *   transpose:    y[j] = sum_i A[i][j] x[i]: rows are added into JB column
  *                 accumulators (A read in order), RB rows at a time in float,
  *                 then into double, to keep tall matrices near 1e-6.
+ * A sum past FLT_MAX (products near 1e38 that cancel) is redone in double
+ * (cpu-f64-fallback.h).
  * beta == 0 never reads y.  Rows (or column blocks) are split over the pool
  * by the shared driver, cpu-base/cpu-gemm.c.
  */
@@ -57,10 +59,12 @@ static void gemv_rows(const cpu_gemv_job *job, size_t lo, size_t hi)
         double d[4];
         dot4(r, job->x, job->cols, d);
         for (int l = 0; l < 4; l++)
-            job->y[i + l] = cpu_gemv_finish(d[l], job->alpha, job->beta, &job->y[i + l]);
+            job->y[i + l] = cpu_gemv_finish(cpu_dot_redo(d[l], r[l], 1, job->x, job->cols), job->alpha,
+                                            job->beta, &job->y[i + l]);
     }
     for (; i < hi; i++)
-        job->y[i] = cpu_gemv_finish(wasm_dot_f64(job->A + i * job->lda, job->x, job->cols),
+        job->y[i] = cpu_gemv_finish(cpu_dot_redo(wasm_dot_f64(job->A + i * job->lda, job->x, job->cols),
+                                                 job->A + i * job->lda, 1, job->x, job->cols),
                                     job->alpha, job->beta, &job->y[i]);
 }
 
@@ -92,7 +96,8 @@ static void gemv_columns(const cpu_gemv_job *job, size_t j0, size_t jb)
             total[j] += lanes[j];
     }
     for (size_t j = 0; j < jb; j++)
-        job->y[j0 + j] = cpu_gemv_finish(total[j], job->alpha, job->beta, &job->y[j0 + j]);
+        job->y[j0 + j] = cpu_gemv_finish(cpu_dot_redo(total[j], job->A + j0 + j, job->lda, job->x, job->rows),
+                                         job->alpha, job->beta, &job->y[j0 + j]);
 }
 
 const cpu_gemv_kernel wasm_gemv_kernels = { JB, gemv_rows, gemv_columns };

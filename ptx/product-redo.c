@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* product-redo.c - the slow path every product kernel takes where its float
+ * sums overflowed: rayo-ops.h promises no intermediate overflow where the
+ * float64 result is finite, yet products near 1e38 that cancel pass FLT_MAX
+ * in any float partial sum.  An output whose sum is not finite is computed
+ * again by its own thread, term by term in float64 (products of floats are
+ * exact there, and their sums cannot overflow), from the operands in global
+ * memory with the kernel's own addressing.  Finite sums skip it at the cost
+ * of one test and branch; a NaN or infinity in the inputs takes it and
+ * stays NaN or infinity. */
+#include "gen-ptx.h"
+
+/* Element i (.b64) of operand o as .f64. */
+static int redo_load(kern *k, const redo_operand *o, int i)
+{
+    int v = nfd(k), f;
+    if (o->dtype == RAYO_DTYPE_F32) {
+        int idx = i;
+        f = nf(k);
+        if (o->step >= 0) {
+            idx = nd(k);
+            emit(k, "mul.lo.u64 %s, %s, %s;", D(idx), D(i), D(o->step));
+        }
+        emit(k, "ld.global.f32 %s, [%s];", F(f), D(addr_of(k, o->base, idx, 4)));
+    } else { /* a row of blocks: value i % per of block i / per */
+        int per = (int)rayo_dtype_block_elems(o->dtype), bytes = (int)rayo_dtype_block_bytes(o->dtype);
+        int b = nd(k), e = nd(k), e32 = nr(k), blk = nd(k);
+        emit(k, "div.u64 %s, %s, %d;", D(b), D(i), per);
+        emit(k, "rem.u64 %s, %s, %d;", D(e), D(i), per);
+        emit(k, "cvt.u32.u64 %s, %s;", R(e32), D(e));
+        emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(blk), D(b), bytes, D(o->base));
+        f = dequant_value(k, o->dtype, blk, e32);
+    }
+    emit(k, "cvt.f64.f32 %s, %s;", FD(v), F(f));
+    return v;
+}
+
+void redo_if_not_finite(kern *k, int acc, const redo_operand *a, const redo_operand *b, int count)
+{
+    int ok = np(k), more = np(k), i = nd(k), l_loop = nlabel(k), l_done = nlabel(k);
+    emit(k, "testp.finite.f64 %s, %s;", P(ok), FD(acc));
+    emit(k, "@%s bra %s;", P(ok), L(l_done));
+    emit(k, "mov.f64 %s, %s;", FD(acc), CD(0.0));
+    emit(k, "mov.u64 %s, 0;", D(i));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(more), D(i), D(count));
+    emit(k, "@%s bra %s;", P(more), L(l_done));
+    label(k, l_loop);
+    int va = redo_load(k, a, i), vb = redo_load(k, b, i);
+    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc), FD(va), FD(vb), FD(acc));
+    emit(k, "add.u64 %s, %s, 1;", D(i), D(i));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(more), D(i), D(count));
+    emit(k, "@%s bra %s;", P(more), L(l_loop));
+    label(k, l_done);
+}
+
+void redo_if_not_finite_f32(kern *k, int acc, const redo_operand *a, const redo_operand *b, int count)
+{
+    int d = nfd(k), ok = np(k), l_done = nlabel(k);
+    emit(k, "testp.finite.f32 %s, %s;", P(ok), F(acc));
+    emit(k, "@%s bra %s;", P(ok), L(l_done));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(d), F(acc));
+    redo_if_not_finite(k, d, a, b, count);
+    emit(k, "cvt.rn.f32.f64 %s, %s;", F(acc), FD(d));
+    label(k, l_done);
+}
