@@ -20,7 +20,7 @@
 #          --prompt-tokens <128 ids>` three times: cold (first run, empty JIT
 #          cache: TinyLlama q4_0 only; once more with [backend.cuda]
 #          embedded_code = no, the JIT), warm, warm with the BASE plugin
-#          (when there is one) and warm again, and once at --precision
+#          (when there is one), both again, and once at --precision
 #          strict, whose tokens the warm run's are compared with;
 #       4. one `profile = yes` breakdown of a TinyLlama q4_0 decode.
 # Logs in $OUT/logs.tgz; a summary last.
@@ -108,6 +108,7 @@ run() {
         llama "$m-warm" "/tmp/models/$m.gguf"
         [ -f "$d/base/rayo-cuda.so" ] && llama "$m-base" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base"
         llama "$m-warm2" "/tmp/models/$m.gguf"
+        [ -f "$d/base/rayo-cuda.so" ] && llama "$m-base2" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base"
         llama "$m-strict" "/tmp/models/$m.gguf" /tmp/empty.conf "$d" "--precision strict"
         tr ' ' '\n' <"$logs/$m-warm.out" >/tmp/a.tok
         tr ' ' '\n' <"$logs/$m-strict.out" >/tmp/b.tok
