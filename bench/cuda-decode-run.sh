@@ -3,24 +3,25 @@
 # cuda-decode-run.sh - the cuda decode checks and figures in one run on the
 # GPU machine, from a build made elsewhere.
 #
-#   bench/cuda-decode-run.sh prepare [BUILD] [DIR] [BASE]   here: copies what
-#       the run needs from BUILD (default build/) into DIR (default
-#       .gpu-decode) and this script into it; BASE, another build's
-#       rayo-cuda.so, goes to DIR/base for a same-run comparison; carry DIR
-#       and .gl (bench/gpu-run.sh prepare fetches .gl's packages)
+#   bench/cuda-decode-run.sh prepare [BUILD] [DIR] [BASE [ALT]]   here: copies
+#       what the run needs from BUILD (default build/) into DIR (default
+#       .gpu-decode) and this script into it; BASE and ALT, other builds'
+#       rayo-cuda.so, go to DIR/base and DIR/alt for a same-run comparison;
+#       carry DIR and .gl (bench/gpu-run.sh prepare fetches .gl's packages)
 #   DIR/cuda-decode-run.sh run                       there, repository root:
 #       1. test-cuda, rayo-conform on cuda for gemv and rmsnorm (fresh seed;
 #          the cancel group left out) and compute-sanitizer memcheck on a quick
 #          one, side by side;
 #       2. cuda-bench-infer --gemv: quantized gemv against the read
-#          bandwidth of rayo's sum, strict and relaxed, big and decode shapes;
+#          bandwidth of rayo's sum, strict and relaxed, big and decode shapes
+#          (with BASE and ALT too);
 #       3. GGUF files made there by gguf-make (TinyLlama shape q4_0, q8_0,
 #          q4_k_m; the 7B shape q4_0), each decoded by
 #          `rayo-llama --backend cuda --ignore-eos --tokens --ctx 256 -n 64
 #          --prompt-tokens <128 ids>` three times: cold (first run, empty JIT
 #          cache: TinyLlama q4_0 only; once more with [backend.cuda]
-#          embedded_code = no, the JIT), warm, warm with the BASE plugin
-#          (when there is one), both again, and once at --precision
+#          embedded_code = no, the JIT), warm, warm with the BASE and ALT
+#          plugins (when there are), all again, and once at --precision
 #          strict, whose tokens the warm run's are compared with;
 #       4. one `profile = yes` breakdown of a TinyLlama q4_0 decode.
 # Logs in $OUT/logs.tgz; a summary last.
@@ -28,7 +29,7 @@ set -u
 mode=${1:-run}
 
 prepare() {
-    build=${1:-build} dir=${2:-.gpu-decode} base=${3:-}
+    build=${1:-build} dir=${2:-.gpu-decode} base=${3:-} alt=${4:-}
     make -C "$build" -j2 tests/test-cuda bench/cuda-bench-infer >/dev/null ||
         { echo "prepare: could not build the programs in $build" >&2; exit 1; }
     rm -rf "$dir" && mkdir -p "$dir"
@@ -41,10 +42,11 @@ prepare() {
         [ -f "$src" ] || { echo "prepare: no $build/$f (build first)" >&2; exit 1; }
         cp -L "$src" "$dir/$(basename "$f")"
     done
-    if [ -n "$base" ]; then
-        mkdir -p "$dir/base" && cp -L "$base" "$dir/base/rayo-cuda.so" &&
-            cp "$dir/rayo-scalar.so" "$dir/rayo-avx2.so" "$dir/base/"
-    fi
+    for v in base alt; do
+        eval "so=\$$v"
+        [ -n "$so" ] || continue
+        mkdir -p "$dir/$v" && cp -L "$so" "$dir/$v/rayo-cuda.so" && cp "$dir/rayo-scalar.so" "$dir/rayo-avx2.so" "$dir/$v/"
+    done
     cp "$0" "$dir/cuda-decode-run.sh"
     du -sh "$dir"
 }
@@ -92,9 +94,12 @@ run() {
     wait $tc
     echo "test-cuda exit $?: $(grep -c FAIL "$logs/test-cuda.log") FAIL lines"
     grep FAIL "$logs/test-cuda.log" | head -5
-    timeout 150 "$d/cuda-bench-infer" --gemv >"$logs/bench-infer.log" 2>&1
-    echo "bench exit $?"
-    grep -E '^(ref|gemv) ' "$logs/bench-infer.log"
+    for v in "" base alt; do
+        [ -z "$v" ] || [ -f "$d/$v/rayo-cuda.so" ] || continue
+        RAYO_PLUGIN_PATH=$d/$v timeout 150 "$d/cuda-bench-infer" --gemv >"$logs/bench-infer$v.log" 2>&1
+        echo "bench ${v:-this build} exit $?"
+        grep -E '^(ref|gemv) ' "$logs/bench-infer$v.log" | grep -E 'sum|q4_0|q8_0' | cut -c1-80
+    done
     wait $models
     wait
     echo "models: $(ls -s /tmp/models | tr '\n' ' ')"
@@ -106,9 +111,12 @@ run() {
     for m in tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0; do
         [ "$m" = tl-q4_0 ] && llama "$m-cold" "/tmp/models/$m.gguf"
         llama "$m-warm" "/tmp/models/$m.gguf"
-        [ -f "$d/base/rayo-cuda.so" ] && llama "$m-base" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base"
-        llama "$m-warm2" "/tmp/models/$m.gguf"
-        [ -f "$d/base/rayo-cuda.so" ] && llama "$m-base2" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base"
+        for r in "" 2; do
+            [ -z "$r" ] || llama "$m-warm$r" "/tmp/models/$m.gguf"
+            for v in base alt; do
+                [ -f "$d/$v/rayo-cuda.so" ] && llama "$m-$v$r" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/$v"
+            done
+        done
         llama "$m-strict" "/tmp/models/$m.gguf" /tmp/empty.conf "$d" "--precision strict"
         tr ' ' '\n' <"$logs/$m-warm.out" >/tmp/a.tok
         tr ' ' '\n' <"$logs/$m-strict.out" >/tmp/b.tok
