@@ -25,7 +25,12 @@
  * the block's rows are summed in float instead: the codes times x as
  * floats, as the strict kernels do.  Random x of 1024 values passes with a
  * margin of 3.5; an outlier 100 times the rest in 2048 values does not.
- * The plugin takes these kernels for n >= RAYO_PTX_GEMV8_MIN_N. */
+ * The plugin takes these kernels for n >= RAYO_PTX_GEMV8_MIN_N.
+ *
+ * gemv8x_<dtype> runs up to RAYO_PTX_GEMV8_PARTS such gemvs of the same x
+ * (a decode step's q, k and v, or gate and up) as one grid over their rows
+ * together: x is rounded once per block for all of them, and each row is
+ * computed exactly as gemv8_<dtype> computes it. */
 #include "gen-ptx.h"
 #include "../core/rayo-dtype.h"
 #include "../plugins/cuda/cuda-ptx.h"
@@ -52,7 +57,10 @@ static const g8format formats[] = {
 #define FORMAT_COUNT (sizeof formats / sizeof formats[0])
 
 typedef struct g8_regs {
-    int a, x, y, m, n, lda;   /* .b64 parameters (a, x, y global addresses) */
+    int a, x, y, m, n, lda;   /* .b64 parameters (a, x, y global addresses); m: all parts' rows */
+    int parts;                /* matrices sharing x (gemv8x_*), 1 for gemv8_* */
+    int pa[RAYO_PTX_GEMV8_PARTS], py[RAYO_PTX_GEMV8_PARTS]; /* .b64 each part's A and y */
+    int first[RAYO_PTX_GEMV8_PARTS]; /* .b64 each part's first row among all rows */
     int alpha, beta;          /* .f32 */
     int tid, lane, warp;      /* .b32 */
     int qx, dx, sx;           /* .b32 shared: x's codes, their scales (f64), their sums (s32) */
@@ -446,14 +454,101 @@ static void row_dot(kern *k, const g8format *f, const g8_regs *g, int row, int g
     store_row(k, f, g, row, acc);
 }
 
-static void gen_gemv8(strbuf *mod, const g8format *f)
+/* Row r of all parts as the row of one part: *part gets that part's A and
+ * y, *row the row's index there. */
+static void part_row(kern *k, const g8_regs *g, int r, g8_regs *part, int *row)
+{
+    *part = *g;
+    *row = r;
+    if (g->parts == 1)
+        return;
+    part->a = nd(k);
+    part->y = nd(k);
+    *row = nd(k);
+    emit(k, "mov.u64 %s, %s;", D(part->a), D(g->pa[0]));
+    emit(k, "mov.u64 %s, %s;", D(part->y), D(g->py[0]));
+    emit(k, "mov.u64 %s, %s;", D(*row), D(r));
+    for (int i = 1; i < g->parts; i++) {
+        int in = np(k);
+        emit(k, "setp.ge.u64 %s, %s, %s;", P(in), D(r), D(g->first[i]));
+        emit(k, "@%s mov.u64 %s, %s;", P(in), D(part->a), D(g->pa[i]));
+        emit(k, "@%s mov.u64 %s, %s;", P(in), D(part->y), D(g->py[i]));
+        emit(k, "@%s sub.u64 %s, %s, %s;", P(in), D(*row), D(r), D(g->first[i]));
+    }
+}
+
+/* The first PREFETCH_ROWS rows of the warp (row, row + stride, ...) asked
+ * into L2 before x is rounded: their trip from device memory then overlaps
+ * the rounding and the block's barrier, and the row loop finds them in L2.
+ * Each lane takes every 32nd line of 128 bytes, from the line that holds
+ * the row's first byte to its last (lines of the matrix: no fault). */
+#define PREFETCH_ROWS 2
+
+static void prefetch_rows(kern *k, const g8format *f, const g8_regs *g, int row, int stride)
+{
+    int rb = nd(k), r = nd(k), lane64 = nd(k);
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(rb), R(g->nb), f->block_bytes);
+    emit(k, "mul.wide.u32 %s, %s, 128;", D(lane64), R(g->lane));
+    emit(k, "mov.u64 %s, %s;", D(r), D(row));
+    for (int i = 0; i < PREFETCH_ROWS; i++) {
+        int p = nd(k), end = nd(k), pin = np(k), l_loop = nlabel(k), l_done = nlabel(k);
+        emit(k, "setp.ge.u64 %s, %s, %s;", P(pin), D(r), D(g->m));
+        emit(k, "@%s bra %s;", P(pin), L(l_done));
+        g8_regs pg;
+        int pr;
+        part_row(k, g, r, &pg, &pr);
+        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(end), D(pr), D(g->lda), D(pg.a));
+        emit(k, "and.b64 %s, %s, -128;", D(p), D(end));
+        emit(k, "add.u64 %s, %s, %s;", D(end), D(end), D(rb));
+        emit(k, "add.u64 %s, %s, %s;", D(p), D(p), D(lane64));
+        label(k, l_loop);
+        emit(k, "setp.ge.u64 %s, %s, %s;", P(pin), D(p), D(end));
+        emit(k, "@%s bra %s;", P(pin), L(l_done));
+        emit(k, "prefetch.global.L2 [%s];", D(p));
+        emit(k, "add.u64 %s, %s, %d;", D(p), D(p), 32 * 128);
+        emit(k, "bra.uni %s;", L(l_loop));
+        label(k, l_done);
+        emit(k, "add.u64 %s, %s, %s;", D(r), D(r), D(stride));
+    }
+}
+
+/* The parts' A, y and rows (gemv8x_*: p_y0, p_a0, p_m0, p_y1, ...): g->m
+ * their rows together, g->first[i] part i's first row among them. */
+static void part_params(kern *k, g8_regs *g, strbuf *decl)
+{
+    g->m = nd(k);
+    emit(k, "mov.u64 %s, 0;", D(g->m));
+    for (int i = 0; i < g->parts; i++) {
+        char ny[8], na[8], nm[8];
+        snprintf(ny, sizeof ny, "p_y%d", i);
+        snprintf(na, sizeof na, "p_a%d", i);
+        snprintf(nm, sizeof nm, "p_m%d", i);
+        sb_printf(decl, ".param .u64 %s, .param .u64 %s, .param .u64 %s, ", ny, na, nm);
+        g->py[i] = param_global(k, ny);
+        g->pa[i] = param_global(k, na);
+        g->first[i] = nd(k);
+        emit(k, "mov.u64 %s, %s;", D(g->first[i]), D(g->m));
+        emit(k, "add.u64 %s, %s, %s;", D(g->m), D(g->m), D(param_u64(k, nm)));
+    }
+    g->y = g->py[0];
+    g->a = g->pa[0];
+}
+
+static void gen_gemv8(strbuf *mod, const g8format *f, int parts)
 {
     kern kk = {0}, *k = &kk;
-    g8_regs g;
-    g.y = param_global(k, "p_y");
-    g.a = param_global(k, "p_a");
+    g8_regs g = {.parts = parts};
+    strbuf decl = {0};
+    if (parts == 1) {
+        sb_printf(&decl, ".param .u64 p_y, .param .u64 p_a, ");
+        g.y = param_global(k, "p_y");
+        g.a = param_global(k, "p_a");
+    } else {
+        part_params(k, &g, &decl);
+    }
     g.x = param_global(k, "p_x");
-    g.m = param_u64(k, "p_m");
+    if (parts == 1)
+        g.m = param_u64(k, "p_m");
     g.n = param_u64(k, "p_n");
     g.lda = param_u64(k, "p_lda");
     g.alpha = param_f32(k, "p_alpha");
@@ -473,32 +568,39 @@ static void gen_gemv8(strbuf *mod, const g8format *f)
     emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(g.sx), R(g.nb), R(g.dx));
     emit(k, "mov.f64 %s, 0d0000000000000000;", FD(g.l1));
     emit(k, "mov.f64 %s, 0d0000000000000000;", FD(g.s2));
-    quantize_x(k, &g);
-    int gate = block_gate(k, &g);
     int ctaid = sreg(k, "%ctaid.x"), nctaid = sreg(k, "%nctaid.x");
     int row = nd(k), stride = nd(k), w64 = nd(k), pdone = np(k), l_row = nlabel(k), l_end = nlabel(k);
     emit(k, "mul.wide.u32 %s, %s, %d;", D(row), R(ctaid), WARPS);
     emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(g.warp));
     emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(w64));
     emit(k, "mul.wide.u32 %s, %s, %d;", D(stride), R(nctaid), WARPS);
+    prefetch_rows(k, f, &g, row, stride);
+    quantize_x(k, &g);
+    int gate = block_gate(k, &g);
     label(k, l_row);
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pdone), D(row), D(g.m));
     emit(k, "@%s bra %s;", P(pdone), L(l_end));
-    row_dot(k, f, &g, row, gate);
+    g8_regs pg;
+    int prow;
+    part_row(k, &g, row, &pg, &prow);
+    row_dot(k, f, &pg, prow, gate);
     emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(stride));
     emit(k, "bra.uni %s;", L(l_row));
     label(k, l_end);
     char name[32], dir[64], shared[80];
-    snprintf(name, sizeof name, "gemv8_%s", f->name);
+    snprintf(name, sizeof name, parts == 1 ? "gemv8_%s" : "gemv8x_%s", f->name);
     snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n", THREADS);
     snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 g8_red[%d];\n", 16 * WARPS);
-    kern_finish(mod, k, name,
-                ".param .u64 p_y, .param .u64 p_a, .param .u64 p_x, .param .u64 p_m, .param .u64 p_n, "
-                ".param .u64 p_lda, .param .f32 p_alpha, .param .f32 p_beta", dir, shared);
+    sb_printf(&decl, ".param .u64 p_x, %s.param .u64 p_n, .param .u64 p_lda, .param .f32 p_alpha, .param .f32 p_beta",
+              parts == 1 ? ".param .u64 p_m, " : "");
+    kern_finish(mod, k, name, decl.p, dir, shared);
+    sb_free(&decl);
 }
 
 void infer_gemv8(strbuf *mod)
 {
-    for (size_t i = 0; i < FORMAT_COUNT; i++)
-        gen_gemv8(mod, &formats[i]);
+    for (size_t i = 0; i < FORMAT_COUNT; i++) {
+        gen_gemv8(mod, &formats[i], 1);
+        gen_gemv8(mod, &formats[i], RAYO_PTX_GEMV8_PARTS);
+    }
 }

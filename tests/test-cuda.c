@@ -8,7 +8,8 @@
  *     and the engine only) on fresh random inputs (elementwise, reductions
  *     with NaN, rows, norms without gamma, matmul in every transpose and in
  *     shapes that mix the tiled kernels with the edge kernel, gemv,
- *     transpose, bias_act), relaxed Q8_0 / Q4_0 gemv (x in 8 bits), fused attention in the shapes that take each
+ *     transpose, bias_act), relaxed Q8_0 / Q4_0 gemv (x in 8 bits; several of one x in a
+ *     replayed batch: one launch), fused attention in the shapes that take each
  *     launch plan (a KV group wider than one warp's 4 heads, odd groups,
  *     aligned and unaligned K/V rows, decode and prefill), batches on device buffers (a typed matmul too)
  *     at unaligned offsets (each op of a chain checked against the device's
@@ -520,6 +521,74 @@ static void test_batches(void *st)
     free(a); free(b); free(sums); free(products); free(total);
 }
 
+/* Relaxed 8-bit gemvs of one x in a replayed batch, as a decode step records
+ * q, k and v: the plugin runs them as one launch (gemv8x_*), the k and v
+ * outputs moving with the step (the launch set again in the graph), and a
+ * strict gemv of the same x after them (not in the launch).  Each output
+ * at each step must be bit for bit the same gemv on host memory (the same
+ * rows' arithmetic), which in turn is judged against float64. */
+#define G8_PARTS 4
+static void check_gemv8_group(void *st, rayo_dtype dt)
+{
+    const rayo_memory_api *mem = desc->memory;
+    static const size_t rows[G8_PARTS] = {300, 64, 17, 33};
+    size_t n = 2048, row_bytes = 0, w_at[G8_PARTS], y_at[G8_PARTS], wbytes = 0, ybytes = 0, stride = 4 * 131;
+    CHECK(rayo_dtype_row_bytes(dt, n, &row_bytes), "row bytes");
+    for (int p = 0; p < G8_PARTS; p++) {
+        w_at[p] = wbytes, y_at[p] = ybytes;
+        wbytes += rows[p] * row_bytes;
+        ybytes += 4 * rows[p] + (p == 1 || p == 2 ? 2 * stride : 0); /* k, v: room for steps 0-2 */
+    }
+    float *wf = floats(wbytes / row_bytes * n, -1, 1), *x = floats(n, -1, 1), *want = malloc(4 * 300);
+    unsigned char *w = malloc(wbytes);
+    for (size_t r = 0; r < wbytes / row_bytes; r++) {
+        (dt == RAYO_DTYPE_Q8_0 ? rayo_quantize_q8_0 : rayo_quantize_q4_0)(wf + r * n, w + r * row_bytes, n);
+        (dt == RAYO_DTYPE_Q8_0 ? rayo_dequantize_q8_0 : rayo_dequantize_q4_0)(w + r * row_bytes, wf + r * n, n);
+    }
+    rayo_op_info relaxed = *rayo_op_by_id(RAYO_OP_GEMV);
+    relaxed.tol_rel = 2e-3; /* the combo's relaxed contract */
+    void *bw = NULL, *bx = NULL, *by = NULL, *batch = NULL;
+    CHECK(mem->buffer_alloc(st, wbytes, &bw) == RAYO_OK && mem->buffer_alloc(st, 4 * n + 16, &bx) == RAYO_OK &&
+          mem->buffer_alloc(st, ybytes, &by) == RAYO_OK && mem->batch_begin(st, &batch) == RAYO_OK,
+          "buffers: %s", last_error);
+    if (!bw || !bx || !by || !batch)
+        return;
+    CHECK(mem->buffer_write(st, bw, 0, w, wbytes) == RAYO_OK && mem->buffer_write(st, bx, 16, x, 4 * n) == RAYO_OK,
+          "write");
+    rayo_dev_call c[G8_PARTS];
+    for (int p = 0; p < G8_PARTS; p++) {
+        c[p] = (rayo_dev_call){.struct_size = sizeof(rayo_dev_call), .op = RAYO_OP_GEMV, .m = rows[p], .n = n,
+                               .alpha = 1.5f, .a = {bw, w_at[p]}, .b = {bx, 16}, .y = {by, y_at[p]},
+                               .dtypes = RAYO_DTYPES(dt, RAYO_DTYPE_F32, 0, RAYO_DTYPE_F32),
+                               .precision = p < 3 ? RAYO_PRECISION_RELAXED : RAYO_PRECISION_STRICT};
+        c[p].step_bytes[3] = p == 1 || p == 2 ? stride : 0;
+        CHECK(mem->batch_record(st, batch, &c[p]) == RAYO_OK, "record gemv %d: %s", p, last_error);
+    }
+    for (size_t step = 0; step < 3; step++) { /* launched one by one, the graph built, the graph set again */
+        CHECK(mem->batch_set_step(st, batch, step) == RAYO_OK && mem->batch_submit(st, batch) == RAYO_OK &&
+              mem->batch_wait(st, batch, UINT64_MAX) == RAYO_OK, "step %zu: %s", step, last_error);
+        for (int p = 0; p < G8_PARTS; p++) {
+            float *got = read_floats(st, by, y_at[p] + step * c[p].step_bytes[3], rows[p]);
+            rayo_call one = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_GEMV, .m = rows[p], .n = n,
+                             .alpha = 1.5f, .a = w + w_at[p], .b = x, .y = want, .dtypes = c[p].dtypes,
+                             .precision = c[p].precision};
+            CHECK(run(st, &one) == RAYO_OK, "gemv alone: %s", last_error);
+            CHECK(!memcmp(got, want, 4 * rows[p]), "%s gemv %d of 4 on one x (%zu rows), step %zu: not the same "
+                  "as the gemv alone", rayo_dtype_name(dt), p, rows[p], step);
+            rayo_call ref = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_GEMV, .m = rows[p], .n = n,
+                             .alpha = 1.5f, .a = wf + w_at[p] / row_bytes * n, .b = x};
+            if (step == 0)
+                judge(&relaxed, ref, got, "%s gemv %d of 4 on one x in a batch", rayo_dtype_name(dt), p);
+            free(got);
+        }
+    }
+    mem->batch_free(st, batch);
+    mem->buffer_free(st, bw);
+    mem->buffer_free(st, bx);
+    mem->buffer_free(st, by);
+    free(wf); free(x); free(want); free(w);
+}
+
 /* A typed matmul (f32 A, Q4_0 weight B transposed, as an LLM prefill) in a
  * batch on device buffers, strict and relaxed (TF32 allowed): checked against
  * the float64 product with B's dequantized values. */
@@ -831,6 +900,8 @@ int main(int argc, char **argv)
     test_attention(st);
     test_gemv_int8(st);
     test_batches(st);
+    check_gemv8_group(st, RAYO_DTYPE_Q8_0);
+    check_gemv8_group(st, RAYO_DTYPE_Q4_0);
     test_typed_matmul_batch(st, RAYO_PRECISION_STRICT);
     test_typed_matmul_batch(st, RAYO_PRECISION_RELAXED);
     test_matmul_half(st);

@@ -14,7 +14,9 @@
 #    for scalar and wasm under node (all sizes unless RAYO_CONFORM_ARGS says
 #    --quick), the JS API under node, the page in headless Chromium,
 #    which saves BUILD_DIR/wasm-build/page.png, and the webgpu plugin's
-#    conformance in Chromium on its software WebGPU adapter (SwiftShader).
+#    conformance in Chromium on its software WebGPU adapter (SwiftShader),
+#    and the Llama decoder page against the native rayo-llama (built here
+#    with the scalar plugin: the test compares tokens at strict precision).
 # Here a skipped test is a failure: this script installed what they need.
 # Exit status: 0 when everything passed.
 set -eu
@@ -88,11 +90,13 @@ run_test() { # run_test NAME COMMAND...
     echo ":test-result: $result" >"$out/$name.trs"
 }
 make -C "$builddir" tests/test-wasm-ini >/dev/null
+make -C "$builddir" -j2 examples/llama/rayo-llama examples/llama/gguf-make plugins/scalar/rayo-scalar.la >/dev/null
 run_test test-wasm-ini "$builddir/tests/test-wasm-ini"
 run_test test-wasm-conform sh "$srcdir/tests/test-wasm-conform.sh"
 run_test test-wasm-api sh "$srcdir/tests/test-wasm-api.sh"
 run_test test-wasm-page env PLAYWRIGHT_CORE_DIR="$out/tools" sh "$srcdir/tests/test-wasm-page.sh"
 run_test test-wasm-webgpu env PLAYWRIGHT_CORE_DIR="$out/tools" sh "$srcdir/tests/test-wasm-webgpu.sh"
+run_test test-wasm-llama env PLAYWRIGHT_CORE_DIR="$out/tools" sh "$srcdir/tests/test-wasm-llama.sh"
 
 if [ -n "$failed" ]; then
     say "wasm: FAILED:$failed"

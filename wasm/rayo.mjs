@@ -151,19 +151,22 @@ const ACTIVATIONS = { none: 0, relu: 1, gelu: 2, silu: 3, tanh: 4, sigmoid: 5 };
  *  options.base: URL of the folder holding rayo-core.* and plugins/
  *  (default: this module's folder); options.plugins: file names;
  *  options.webgpu: false to leave WebGPU alone, or the options of
- *  navigator.gpu.requestAdapter (default {}). */
+ *  navigator.gpu.requestAdapter (default {}); options.core: in a browser,
+ *  the factory of another main module built with the core and this API's
+ *  glue (a program: see runMain), its .wasm in options.coreBase. */
 export async function loadRayo(options = {}) {
   const base = new URL(options.base || './', import.meta.url);
   const plugins = options.plugins || DEFAULT_PLUGINS;
+  const coreBase = options.core ? new URL(options.coreBase) : base;
   const moduleArgs = {
     print: options.print || ((s) => console.log(s)),
     printErr: options.printErr || ((s) => console.warn(s)),
-    locateFile: (name) => new URL(name, base).href,
+    locateFile: (name) => new URL(name, coreBase).href,
   };
   // node: hand over the bytes (the module's own loader would try fetch)
   if (isNode) moduleArgs.wasmBinary = await readBytes(new URL('rayo-core.wasm', base));
   const [core, ...pluginBytes] = await Promise.all([
-    createRayoCore(moduleArgs),
+    (options.core || createRayoCore)(moduleArgs),
     ...plugins.map((name) => readBytes(new URL(`plugins/${name}`, base))),
   ]);
   // the webgpu plugin's device, acquired now: its probe (in rayo_open) is synchronous
@@ -208,6 +211,23 @@ class Rayo {
     const result = this.queue.then(() => this.core.rayoWebgpu.callAsync(name, ...args));
     this.queue = result.catch(() => {}).finally(() => { this.pending--; });
     return result;
+  }
+
+  /** Runs the module's main (options.core of loadRayo) with argv (argv[0]
+   *  the program's name) as an async call; resolves to its exit status. */
+  async runMain(argv) {
+    const ptrs = argv.map((s) => this.mallocString(s));
+    const array = this.core._malloc(4 * (ptrs.length + 1));
+    new Uint32Array(this.core.HEAPU8.buffer, array, ptrs.length + 1).set([...ptrs, 0]);
+    try {
+      return await this.callAsync('main', argv.length, array);
+    } catch (e) {
+      if (e && e.name === 'ExitStatus') return e.status;
+      throw e;
+    } finally {
+      for (const p of ptrs) this.core._free(p);
+      this.core._free(array);
+    }
   }
 
   /** Throws where a synchronous call would enter the core while an async

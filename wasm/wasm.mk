@@ -15,10 +15,13 @@
 #   web/   the example page (examples/web) with js/ as web/rayo/
 #   web/conform/  rayo-conform built for the page (the webgpu plugin needs a
 #          browser), with tests/test-wasm-webgpu.html as its index.html
+#   web/llama/    the Llama decoder page: examples/llama's rayo-llama built as
+#          a main module (rayo-llama.mjs + .wasm) with the JS API's glue
 #
 # Variables given by `make wasm`: srcdir top_builddir out EMCC NODE
 # WARN_CFLAGS CORE_SOURCES SCALAR_SOURCES WASM_SOURCES WEBGPU_SOURCES INFO_SOURCES
-# CONFORM_SOURCES BENCH_SOURCES JS_GLUE_SOURCES WEB_FILES RAYO_ABI_MAJOR
+# CONFORM_SOURCES BENCH_SOURCES LLAMA_SOURCES JS_GLUE_SOURCES WEB_FILES LLAMA_WEB_FILES
+# RAYO_ABI_MAJOR
 
 EMCC ?= emcc
 NODE ?= node
@@ -62,6 +65,11 @@ ESM_LDFLAGS := $(ESM_COMMON) -sEXPORTED_FUNCTIONS=@$(OBJ)/exports.json -sEXPORT_
 # so that the webgpu plugin can wait for the GPU), not at start.
 CONFORM_WEB_LDFLAGS := $(ESM_COMMON) -sEXPORTED_FUNCTIONS=@$(OBJ)/exports-tool.json \
 	-sEXPORT_NAME=createRayoConform -sINVOKE_RUN=0 -sEXIT_RUNTIME=0
+# rayo-llama for the page: the JS API's module (loadRayo takes it in place of
+# rayo-core.mjs) with main, which the page calls through JSPI as above; a
+# 4 GiB ceiling, as examples/llama/wasm-build.sh (the GGUF file is copied in).
+LLAMA_WEB_LDFLAGS := $(ESM_COMMON) -sEXPORTED_FUNCTIONS=@$(OBJ)/exports-llama.json \
+	-sEXPORT_NAME=createRayoLlama -sINVOKE_RUN=0 -sEXIT_RUNTIME=0 -sMAXIMUM_MEMORY=4GB
 
 sources_c = $(filter %.c,$(1))
 objects = $(patsubst %.c,$(OBJ)/$(2)/%.o,$(call sources_c,$(1)))
@@ -70,6 +78,7 @@ CORE_OBJS := $(call objects,$(CORE_SOURCES) core/ini-min.c,core)
 INFO_OBJS := $(call objects,$(INFO_SOURCES),tool)
 CONFORM_OBJS := $(call objects,$(CONFORM_SOURCES),tool)
 BENCH_OBJS := $(call objects,$(BENCH_SOURCES),tool)
+LLAMA_OBJS := $(call objects,$(LLAMA_SOURCES),tool)
 GLUE_OBJS := $(call objects,$(JS_GLUE_SOURCES),core)
 SCALAR_OBJS := $(call objects,$(SCALAR_SOURCES),plugin)
 WASM_OBJS := $(call objects,$(WASM_SOURCES),simd)
@@ -80,7 +89,8 @@ JS_FILES := $(out)/js/rayo.mjs $(out)/js/rayo-core.mjs $(out)/js/rayo-core.wasm 
 all: $(PLUGINS) $(out)/rayo-info $(out)/rayo-conform $(JS_FILES) \
 	$(addprefix $(out)/web/,$(notdir $(WEB_FILES))) \
 	$(JS_FILES:$(out)/js/%=$(out)/web/rayo/%) \
-	$(out)/web/conform/index.html $(out)/web/conform/rayo-conform.mjs
+	$(out)/web/conform/index.html $(out)/web/conform/rayo-conform.mjs \
+	$(out)/web/llama/rayo-llama.mjs $(addprefix $(out)/web/llama/,$(notdir $(LLAMA_WEB_FILES)))
 	@echo "wasm: built in $(out)"
 
 # rayo-bench under node (tools/rayo-bench.c as it is, single-threaded: the
@@ -137,6 +147,9 @@ $(OBJ)/exports.json: $(PLUGINS) $(srcdir)/wasm/side-imports.mjs
 $(OBJ)/exports-tool.json: $(PLUGINS) $(srcdir)/wasm/side-imports.mjs
 	@mkdir -p $(@D)
 	$(NODE) $(srcdir)/wasm/side-imports.mjs --add _main $(SIDE_IMPORTS_JS) $(PLUGINS) > $@
+$(OBJ)/exports-llama.json: $(PLUGINS) $(srcdir)/wasm/side-imports.mjs
+	@mkdir -p $(@D)
+	$(NODE) $(srcdir)/wasm/side-imports.mjs --add _malloc,_free,_main $(SIDE_IMPORTS_JS) $(PLUGINS) > $@
 
 $(out)/rayo-info.js: $(CORE_OBJS) $(INFO_OBJS) $(OBJ)/exports-tool.json $(srcdir)/wasm/node-env.js $(WEBGPU_PRE_JS)
 	$(EMCC) $(NODE_LDFLAGS) $(CORE_OBJS) $(INFO_OBJS) -o $@
@@ -159,6 +172,9 @@ $(out)/js/rayo-core.mjs: $(CORE_OBJS) $(GLUE_OBJS) $(OBJ)/exports.json $(WEBGPU_
 $(out)/web/conform/rayo-conform.mjs: $(CORE_OBJS) $(CONFORM_OBJS) $(OBJ)/exports-tool.json $(WEBGPU_PRE_JS)
 	@mkdir -p $(@D)
 	$(EMCC) $(CONFORM_WEB_LDFLAGS) $(CORE_OBJS) $(CONFORM_OBJS) -o $@
+$(out)/web/llama/rayo-llama.mjs: $(CORE_OBJS) $(GLUE_OBJS) $(LLAMA_OBJS) $(OBJ)/exports-llama.json $(WEBGPU_PRE_JS)
+	@mkdir -p $(@D)
+	$(EMCC) $(LLAMA_WEB_LDFLAGS) $(CORE_OBJS) $(GLUE_OBJS) $(LLAMA_OBJS) -o $@
 $(out)/web/conform/index.html: $(srcdir)/tests/test-wasm-webgpu.html
 	@mkdir -p $(@D)
 	cp $< $@
@@ -183,4 +199,5 @@ clean:
 	rm -rf $(out)
 
 -include $(CORE_OBJS:.o=.d) $(INFO_OBJS:.o=.d) $(CONFORM_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(GLUE_OBJS:.o=.d) \
+	$(LLAMA_OBJS:.o=.d) \
 	$(SCALAR_OBJS:.o=.d) $(WASM_OBJS:.o=.d) $(WEBGPU_OBJS:.o=.d)

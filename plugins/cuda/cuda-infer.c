@@ -100,6 +100,90 @@ static rayo_status launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *
     return launch_gemv_kernel(st, stream, op, cfg->name, blocks, 32 * RAYO_PTX_GEMVQ_ROWS, smem, row_bytes);
 }
 
+/* ---- gemvs of one x in one launch (gemv8x_*) ----------------------------- */
+static int overlap(CUdeviceptr a, size_t abytes, CUdeviceptr b, size_t bbytes)
+{
+    return a < b + bbytes && b < a + abytes;
+}
+
+/* Whether o runs through gemv8 like first, on the same x, n, row bytes and
+ * scalars (each row then computes exactly as in its own launch). */
+static int gemv8_alike(const cuda_state *st, const cuda_op *first, const cuda_op *o)
+{
+    rayo_dtype dt = RAYO_DTYPE_OF(o->dtypes, 0);
+    size_t row_bytes;
+    if (o->op != RAYO_OP_GEMV || o->dtypes != first->dtypes || !o->dtypes || (o->flags & RAYO_TRANS_A) ||
+        !o->m || o->b != first->b || o->n != first->n || o->lda != first->lda || o->alpha != first->alpha ||
+        o->beta != first->beta || o->precision != first->precision ||
+        !rayo_dtype_row_bytes(dt, o->lda ? o->lda : o->n, &row_bytes))
+        return 0;
+    return gemv8_kernel(st, o, dt, row_bytes) != NULL;
+}
+
+/* Whether o's y leaves every operand of ops[0 .. n) alone and theirs o's:
+ * running them at once then gives what running them in turn gives. */
+static int independent(const cuda_op *ops, size_t n, const cuda_op *o, size_t row_bytes)
+{
+    size_t xb = 4 * o->n;
+    for (size_t i = 0; i < n; i++) {
+        const cuda_op *p = &ops[i];
+        if (overlap(o->y, 4 * o->m, p->y, 4 * p->m) || overlap(o->y, 4 * o->m, p->a, p->m * row_bytes) ||
+            overlap(p->y, 4 * p->m, o->a, o->m * row_bytes))
+            return 0;
+    }
+    return !overlap(o->y, 4 * o->m, o->b, xb) && !overlap(o->y, 4 * o->m, o->a, o->m * row_bytes);
+}
+
+size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count)
+{
+    size_t row_bytes = 0, n = 1;
+    if (!count || !gemv8_alike(st, &ops[0], &ops[0]) ||
+        !rayo_dtype_row_bytes(RAYO_DTYPE_OF(ops[0].dtypes, 0), ops[0].lda ? ops[0].lda : ops[0].n, &row_bytes) ||
+        !independent(ops, 0, &ops[0], row_bytes))
+        return 1;
+    while (n < count && n < RAYO_PTX_GEMV8_PARTS && gemv8_alike(st, &ops[0], &ops[n]) &&
+           independent(ops, n, &ops[n], row_bytes))
+        n++;
+    return n;
+}
+
+/* ops[0 .. n) as one gemv8x_* grid: parts past n have no rows. */
+static rayo_status launch_gemv8x(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n)
+{
+    rayo_dtype dt = RAYO_DTYPE_OF(ops[0].dtypes, 0);
+    size_t row_bytes = 0, rows = 0;
+    if (!rayo_dtype_row_bytes(dt, ops[0].lda ? ops[0].lda : ops[0].n, &row_bytes))
+        return RAYO_E_UNSUPPORTED; /* cuda_launch_group checked it */
+    CUdeviceptr y[RAYO_PTX_GEMV8_PARTS] = {0}, a[RAYO_PTX_GEMV8_PARTS] = {0}, x = ops[0].b;
+    unsigned long long m[RAYO_PTX_GEMV8_PARTS] = {0}, cols = ops[0].n, lda = row_bytes;
+    float alpha = ops[0].alpha, beta = ops[0].beta;
+    void *params[3 * RAYO_PTX_GEMV8_PARTS + 5];
+    for (size_t i = 0; i < RAYO_PTX_GEMV8_PARTS; i++) {
+        if (i < n) {
+            y[i] = ops[i].y, a[i] = ops[i].a, m[i] = ops[i].m;
+            rows += ops[i].m;
+        }
+        params[3 * i] = &y[i], params[3 * i + 1] = &a[i], params[3 * i + 2] = &m[i];
+    }
+    void **tail = params + 3 * RAYO_PTX_GEMV8_PARTS;
+    tail[0] = &x, tail[1] = &cols, tail[2] = &lda, tail[3] = &alpha, tail[4] = &beta;
+    char name[32];
+    snprintf(name, sizeof name, "gemv8x_%s", dt == RAYO_DTYPE_Q8_0 ? "q8_0" : "q4_0");
+    CUfunction fn;
+    rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
+    if (s != RAYO_OK)
+        return s;
+    size_t blocks = min_size((rows + RAYO_PTX_GEMV8_WARPS - 1) / RAYO_PTX_GEMV8_WARPS, (size_t)st->sm_count * 2);
+    CUresult r = cuda_launch_kernel(st, fn, (unsigned)blocks, 1, 1, 32 * RAYO_PTX_GEMV8_WARPS, 1, 1,
+                                    (unsigned)rayo_ptx_gemv8_smem(ops[0].n), stream, params, NULL);
+    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of gemv8x");
+}
+
+rayo_status cuda_launch_ops(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n)
+{
+    return n > 1 ? launch_gemv8x(st, stream, ops, n) : cuda_launch_op(st, stream, &ops[0]);
+}
+
 static rayo_status launch(cuda_state *st, CUstream stream, const char *name, size_t gx, size_t gy, void **params)
 {
     CUfunction fn;

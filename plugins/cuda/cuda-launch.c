@@ -198,7 +198,8 @@ static rayo_status launch_reduce(cuda_state *st, CUstream stream, const cuda_op 
 /* ---- rows ------------------------------------------------------------------
  * Rows that fit in shared memory: the row-cached kernels (rowc_*, one read
  * of the row), a warp per row for short rows, a block per row beyond, with
- * about 8 units (of 4 floats when aligned) per thread, on sm_90 a cluster of
+ * about 8 units (of 4 floats when aligned) per thread (2 when the rows are
+ * fewer than the multiprocessors), on sm_90 a cluster of
  * up to 8 blocks per row past ROWC_CTA_BYTES.  Longer rows: the three-pass
  * kernels (row_*, one block per row). */
 #define ROWC_CTA_BYTES (32u * 1024u)
@@ -248,7 +249,10 @@ static rayo_status launch_rows(cuda_state *st, CUstream stream, const cuda_op *o
         size_t cluster = 1;
         while (st->ptx_target >= 90 && cluster < RAYO_PTX_ROWC_MAX_CLUSTER && row_bytes > cluster * ROWC_CTA_BYTES)
             cluster *= 2;
-        size_t per = ceil_div(units, cluster), threads = pow2_at_least(ceil_div(per, 8));
+        /* fewer rows than multiprocessors (a decode step's one row): 2 units
+         * a thread, so each pass is one trip to memory, not two */
+        size_t per = ceil_div(units, cluster), per_thread = op->m < (size_t)st->sm_count ? 2 : 8;
+        size_t threads = pow2_at_least(ceil_div(per, per_thread));
         threads = threads < 64 ? 64 : threads > 1024 ? 1024 : threads;
         if (cluster > 1)
             snprintf(name, sizeof name, "rowc_%s_cluster%zu_%s", cuda_op_name(op->op), cluster, vec ? "v4" : "s1");

@@ -40,6 +40,7 @@ typedef struct cuda_batch {
     size_t node_count, node_cap;
     size_t *first_node;   /* per op: its first node and how many it has */
     size_t *op_nodes;
+    unsigned char *op_group; /* per op: ops launched with it (cuda_launch_group), 0 when in an earlier one's */
     unsigned char *moved_op; /* per op: its nodes' parameters are out of date */
     int graph_stale;      /* build the graph anew */
     int no_graph;         /* launch one by one (no graphs, or building one failed) */
@@ -155,7 +156,8 @@ static rayo_status grow(cuda_batch *b)
     size_t cap = b->cap ? b->cap * 2 : 16;
     if (!resize(&b->ops, cap, sizeof *b->ops) || !resize(&b->calls, cap, sizeof *b->calls) ||
         !resize(&b->attn, cap, sizeof *b->attn) || !resize(&b->first_node, cap, sizeof *b->first_node) ||
-        !resize(&b->op_nodes, cap, sizeof *b->op_nodes) || !resize(&b->moved_op, cap, 1))
+        !resize(&b->op_nodes, cap, sizeof *b->op_nodes) || !resize(&b->moved_op, cap, 1) ||
+        !resize(&b->op_group, cap, 1))
         return RAYO_E_NOMEM;
     b->cap = cap;
     return RAYO_OK;
@@ -182,6 +184,7 @@ static rayo_status batch_record(void *state, void *batch, const rayo_dev_call *i
         b->scratch_bytes = need;
     b->ops[b->count] = op;
     b->moved_op[b->count] = 0;
+    b->op_group[b->count] = 1;
     b->calls[b->count++] = call;
     b->moved = 1; /* the new op is at step 0: set it to the batch's step */
     return RAYO_OK;
@@ -257,8 +260,10 @@ static rayo_status prepare(cuda_state *st, cuda_batch *b)
 rayo_status launch_all_plain(cuda_state *st, CUstream stream, const cuda_op *ops, size_t count)
 {
     rayo_status s = RAYO_OK;
-    for (size_t i = 0; i < count && s == RAYO_OK; i++)
-        s = cuda_launch_op(st, stream, &ops[i]);
+    for (size_t i = 0, n; i < count && s == RAYO_OK; i += n) {
+        n = cuda_launch_group(st, &ops[i], count - i);
+        s = cuda_launch_ops(st, stream, &ops[i], n);
+    }
     return s;
 }
 
@@ -314,11 +319,16 @@ static rayo_status build_graph(cuda_state *st, cuda_batch *b)
     graph_rec g = {st, b, 0, 0, 0};
     rayo_status s = RAYO_OK;
     recording = &g;
-    for (size_t i = 0; i < b->count && s == RAYO_OK; i++) {
+    for (size_t i = 0, n; i < b->count && s == RAYO_OK; i += n) {
+        n = cuda_launch_group(st, &b->ops[i], b->count - i);
         b->first_node[i] = b->node_count;
-        s = cuda_launch_op(st, b->stream, &b->ops[i]);
-        b->op_nodes[i] = b->node_count - b->first_node[i];
-        b->moved_op[i] = 0;
+        s = cuda_launch_ops(st, b->stream, &b->ops[i], n);
+        for (size_t j = i; j < i + n; j++) { /* the group's nodes are its first op's */
+            b->first_node[j] = b->first_node[i];
+            b->op_nodes[j] = j == i ? b->node_count - b->first_node[i] : 0;
+            b->op_group[j] = j == i ? (unsigned char)n : 0;
+            b->moved_op[j] = 0;
+        }
     }
     recording = NULL;
     if (s != RAYO_OK || st->drv->cuGraphInstantiate(&b->exec, b->graph, 0) != CUDA_SUCCESS) {
@@ -330,22 +340,30 @@ static rayo_status build_graph(cuda_state *st, cuda_batch *b)
     return RAYO_OK;
 }
 
-/* The nodes of the ops the step moved, set in place in b->exec (each op
- * launched again into its own nodes).  RAYO_E_UNSUPPORTED when an op
- * launched other kernels than before: the graph is then built anew. */
+/* The nodes of the ops the step moved, set in place in b->exec (each
+ * launch group with a moved op launched again into its own nodes).
+ * RAYO_E_UNSUPPORTED when a group launched other kernels than before, or
+ * the ops group otherwise: the graph is then built anew. */
 static rayo_status update_moved(cuda_state *st, cuda_batch *b)
 {
     rayo_status s = RAYO_OK;
-    for (size_t i = 0; i < b->count && s == RAYO_OK; i++) {
-        if (!b->moved_op[i])
+    for (size_t i = 0, n; i < b->count && s == RAYO_OK; i += n) {
+        n = b->op_group[i] ? b->op_group[i] : 1;
+        int moved = 0;
+        for (size_t j = i; j < i + n && j < b->count; j++) {
+            moved |= b->moved_op[j];
+            b->moved_op[j] = 0;
+        }
+        if (!moved)
             continue;
+        if (cuda_launch_group(st, &b->ops[i], b->count - i) != n)
+            return RAYO_E_UNSUPPORTED;
         graph_rec g = {st, b, 1, b->first_node[i], b->first_node[i] + b->op_nodes[i]};
         recording = &g;
-        s = cuda_launch_op(st, b->stream, &b->ops[i]);
+        s = cuda_launch_ops(st, b->stream, &b->ops[i], n);
         recording = NULL;
         if (s != RAYO_OK || g.next != g.end)
             s = RAYO_E_UNSUPPORTED;
-        b->moved_op[i] = 0;
     }
     return s;
 }
@@ -453,6 +471,7 @@ static void batch_free(void *state, void *batch)
     free(b->first_node);
     free(b->op_nodes);
     free(b->moved_op);
+    free(b->op_group);
     free(b);
 }
 

@@ -2,7 +2,8 @@
 /* cuda-profile.c - [backend.cuda] profile = yes: the GPU time of every op of
  * every batch, summed per op, dtypes and shape, logged at close (RAYO_LOG=info)
  * with the share of the total.  Each op then runs between two events on the
- * batch's stream, launched one by one (no graph): what a step spends where. */
+ * batch's stream, launched one by one (no graph): what a step spends where.
+ * Ops that run as one launch (cuda_launch_group) count as their first op. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -35,17 +36,19 @@ rayo_status cuda_profile_launch(cuda_state *st, CUstream stream, const cuda_op *
     size_t made = 0;
     for (; made <= count && drv->cuEventCreate(&ev[made], 0) == CUDA_SUCCESS; made++)
         ;
-    for (size_t i = 0; made > count && i < count && s == RAYO_OK; i++) {
+    for (size_t i = 0, n; made > count && i < count && s == RAYO_OK; i += n) {
+        n = cuda_launch_group(st, &ops[i], count - i);
         drv->cuEventRecord(ev[i], stream);
-        s = cuda_launch_op(st, stream, &ops[i]);
+        s = cuda_launch_ops(st, stream, &ops[i], n);
     }
     if (made > count && s == RAYO_OK && drv->cuEventRecord(ev[count], stream) == CUDA_SUCCESS &&
         drv->cuEventSynchronize(ev[count]) == CUDA_SUCCESS) {
         pthread_mutex_lock(&st->lock);
-        for (size_t i = 0; i < count; i++) {
+        for (size_t i = 0, n; i < count; i += n) { /* a launch group's time is its first op's */
             float ms = 0;
+            n = cuda_launch_group(st, &ops[i], count - i);
             cuda_prof_entry *e = entry_of(st, &ops[i]);
-            if (e && drv->event_elapsed(&ms, ev[i], ev[i + 1]) == CUDA_SUCCESS) {
+            if (e && drv->event_elapsed(&ms, ev[i], ev[i + n]) == CUDA_SUCCESS) {
                 e->ms += ms;
                 e->calls++;
             }

@@ -98,6 +98,10 @@ static inline size_t rayo_ptx_gemvq_smem(const rayo_ptx_gemvq_config *c, size_t 
  * codes, scales and sums in dynamic shared memory. */
 #define RAYO_PTX_GEMV8_WARPS 16
 #define RAYO_PTX_GEMV8_MIN_N 1024
+/* gemv8x_*: up to PARTS such gemvs of one x in one launch (x rounded once
+ * per block), their rows one after another (parameters y, A, rows per part,
+ * then those of gemv8_* from x on). */
+#define RAYO_PTX_GEMV8_PARTS 3
 static inline size_t rayo_ptx_gemv8_smem(size_t n)
 {
     return n + n / 32 * 12; /* n codes, n / 32 f64 scales and s32 sums */

@@ -16,6 +16,7 @@ WASM_PLUGIN_FILES = \
 WASM_GLUE_FILES = wasm/rayo-js.h wasm/rayo-js.c
 WASM_WEB_FILES = examples/web/index.html examples/web/app.mjs examples/web/bench.mjs \
 	examples/web/bench-webgpu.mjs examples/web/style.css
+WASM_LLAMA_WEB_FILES = examples/web/llama/index.html examples/web/llama/llama.mjs
 
 EMCC = emcc
 NODE = node
@@ -34,8 +35,9 @@ WASM_MAKE_ARGS = -f $(abs_top_srcdir)/wasm/wasm.mk \
 	  WASM_SOURCES='$(WASM_PLUGIN_FILES)' \
 	  WEBGPU_SOURCES='$(WEBGPU_PLUGIN_FILES)' \
 	  BENCH_SOURCES='$(tools_rayo_bench_SOURCES)' \
+	  LLAMA_SOURCES='$(examples_llama_rayo_llama_SOURCES)' \
 	  JS_GLUE_SOURCES='$(WASM_GLUE_FILES)' \
-	  WEB_FILES='$(WASM_WEB_FILES)'
+	  WEB_FILES='$(WASM_WEB_FILES)' LLAMA_WEB_FILES='$(WASM_LLAMA_WEB_FILES)'
 WASM_CHECK_EMCC = if ! command -v $(EMCC) >/dev/null 2>&1; then \
 	  echo "make wasm: $(EMCC) not found: install emscripten (Debian: apt-get install emscripten) or pass EMCC=/path/to/emcc" >&2; \
 	  exit 1; fi
@@ -56,4 +58,4 @@ clean-local: clean-wasm
 
 EXTRA_DIST += $(WASM_PLUGIN_FILES) plugins/wasm/fit-coefficients.py \
 	$(WASM_GLUE_FILES) wasm/wasm.mk wasm/node-env.js wasm/side-imports.mjs \
-	wasm/rayo.mjs wasm/README.md $(WASM_WEB_FILES) core/ini-min.c core/ini-min.h
+	wasm/rayo.mjs wasm/README.md $(WASM_WEB_FILES) $(WASM_LLAMA_WEB_FILES) core/ini-min.c core/ini-min.h
