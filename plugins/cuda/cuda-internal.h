@@ -293,10 +293,20 @@ rayo_status cuda_launch_dequant_rows(cuda_state *st, CUstream stream, rayo_dtype
 int cuda_check_host_call(const cuda_state *st, const rayo_call *call);
 /* How many ops from ops[0] (of count) run as one launch: up to
  * RAYO_PTX_GEMV8_PARTS relaxed 8-bit gemvs of the same x whose outputs
- * touch no operand of the others (a decode step's q, k, v; gate, up), else 1. */
+ * touch no operand of the others (a decode step's q, k, v; gate, up), 2 for
+ * a residual add and the rmsnorm of its sum (cuda_add_rmsnorm_suits), else 1. */
 size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count);
 /* Queues ops[0 .. n), n from cuda_launch_group. */
 rayo_status cuda_launch_ops(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n);
+/* Whether add (y = a + b) and then norm (rmsnorm of add's y) run as one
+ * kernel (cuda-launch.c), and that kernel. */
+int cuda_add_rmsnorm_suits(const cuda_state *st, const cuda_op *add, const cuda_op *norm);
+rayo_status cuda_launch_add_rmsnorm(cuda_state *st, CUstream stream, const cuda_op *add, const cuda_op *norm);
+/* Whether [a, a + abytes) and [b, b + bbytes) share a byte. */
+static inline int cuda_overlap(CUdeviceptr a, size_t abytes, CUdeviceptr b, size_t bbytes)
+{
+    return a < b + bbytes && b < a + abytes;
+}
 
 /* ---- host-memory calls and device memory ------------------------------ */
 /* A host-memory call of one of family's ops: through the staging buffers. */
