@@ -158,6 +158,8 @@ void codes_dot4(kern *k, int w, float bias, const int *x, int part);
 void infer_gemv8(strbuf *mod);
 /* infer-ops.c: the other kernels of module "infer" (glu, rope, convert) */
 void infer_ops(strbuf *mod);
+/* infer-prompt.c: the half-precision prompt path's row scaling kernels */
+void infer_prompt(strbuf *mod);
 /* attention.c: attention kernels of module "infer" */
 void infer_attention(strbuf *mod);
 

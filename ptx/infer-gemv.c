@@ -785,6 +785,7 @@ void module_infer(strbuf *mod)
         gen_gemvq(mod, &formats[i]);
     infer_gemv8(mod);
     infer_ops(mod);
+    infer_prompt(mod);
     infer_attention(mod);
 }
 

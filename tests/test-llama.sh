@@ -131,6 +131,13 @@ for be in $backends; do
         echo "sampling on $be: same draw, not greedy"
     fi
 done
+# --warmup runs the prompt and a step untimed, then rewinds the cache: the
+# timed run must give the same greedy tokens on every backend.
+for be in $backends; do
+    out=$($RUN "$bin/rayo-llama" -q --precision strict --backend "$be" --warmup --tokens -n $n -p "$prompt" \
+        "$file") || { echo "FAIL: --warmup on $be"; status=1; continue; }
+    [ "$out" = "$greedy" ] || { echo "FAIL: --warmup on $be: $out, not $greedy"; status=1; }
+done
 other=$($RUN "$bin/rayo-llama" -q --precision strict --tokens -n $n --temp 0.9 --top-k 20 --seed 6 -p "$prompt" "$file")
 [ "$other" != "$first" ] || { echo "FAIL: seeds 5 and 6 drew the same $n tokens"; status=1; }
 # expect_refused KEY BYTES PATTERN WHAT: a generated file with KEY's u32

@@ -6,6 +6,9 @@
 //   - ops called through the API (plain arrays in, Float32Array or numbers
 //     out) on fresh random inputs of sizes 0, 1, odd and large match float64
 //     references within each op's contract, on scalar and on wasm;
+//   - ctx.rope and ctx.attention on host memory (their parameters as
+//     objects; positions and an f16 KV cache as typed arrays) match float64
+//     references within their contracts on scalar, wasm and the chain;
 //   - settings given through the JS setter reach the core: order, per-op
 //     order, allow, deny, thresholds; a malformed line does not stop open;
 //   - an engine whose WebAssembly.validate refuses SIMD code gets scalar for
@@ -101,6 +104,85 @@ check(Object.keys(dispatch).filter(isScalarOnly).length === 2, 'convert and get_
   for (let i = 0; i < rows * cols; i++)
     if (!within(opInfo('swiglu'), y[i], (gate[i] / (1 + Math.exp(-gate[i]))) * up[i])) off++;
   check(y.length === rows * cols && off === 0, `swiglu ${rows}x${cols} through the chain (${off} elements off)`);
+}
+
+// rope (NORM and NEOX pairs, a partial rotation) against float64: the
+// contract's scale is the norm of the rotated pair
+function ropeRef(x, pos, p) {
+  const y = Float64Array.from(x), rot = p.rotDims || p.headDim, half = rot / 2, scale = new Float64Array(x.length);
+  for (let t = 0; t < pos.length; t++)
+    for (let h = 0; h < p.nHeads; h++) {
+      const at = (t * p.nHeads + h) * p.headDim;
+      for (let i = 0; i < half; i++) {
+        const [u, w] = p.mode === 1 ? [at + i, at + i + half] : [at + 2 * i, at + 2 * i + 1];
+        const th = pos[t] * p.freqScale * p.freqBase ** (-2 * i / rot);
+        y[u] = x[u] * Math.cos(th) - x[w] * Math.sin(th);
+        y[w] = x[u] * Math.sin(th) + x[w] * Math.cos(th);
+        scale[u] = scale[w] = Math.hypot(x[u], x[w]);
+      }
+      for (let d = rot; d < p.headDim; d++) scale[at + d] = Math.abs(x[at + d]);
+    }
+  return { y, scale };
+}
+// attention (causal, grouped-query) against float64: the contract's scale
+// is sum_j p_j |v_j| per output
+function attentionRef(q, k, v, p) {
+  const D = p.headDim, y = new Float64Array(p.nQ * p.nHeads * D), scale = new Float64Array(y.length);
+  for (let i = 0; i < p.nQ; i++)
+    for (let h = 0; h < p.nHeads; h++) {
+      const kh = Math.floor(h / (p.nHeads / p.nKvHeads)), last = p.nKv - p.nQ + i;
+      const s = [];
+      for (let j = 0; j <= last; j++) {
+        let dot = 0;
+        for (let d = 0; d < D; d++) dot += q[(i * p.nHeads + h) * D + d] * k[(j * p.nKvHeads + kh) * D + d];
+        s.push(dot * p.scale);
+      }
+      const mx = Math.max(...s), e = s.map((z) => Math.exp(z - mx)), sum = e.reduce((a, b) => a + b, 0);
+      for (let d = 0; d < D; d++)
+        for (let j = 0; j <= last; j++) {
+          const vj = v[(j * p.nKvHeads + kh) * D + d];
+          y[(i * p.nHeads + h) * D + d] += (e[j] / sum) * vj;
+          scale[(i * p.nHeads + h) * D + d] += (e[j] / sum) * Math.abs(vj);
+        }
+    }
+  return { y, scale };
+}
+const offCount = (op, y, ref) => y.reduce((off, v, i) => off + (within(op, v, ref.y[i], ref.scale[i]) ? 0 : 1), 0);
+const toF16 = (x) => { // float32 -> IEEE half (round to nearest even), for the f16 cache
+  const f = new Float32Array([x]), u = new Uint32Array(f.buffer)[0];
+  const sign = (u >>> 16) & 0x8000, e = ((u >>> 23) & 0xff) - 127 + 15, m = u & 0x7fffff;
+  if (e <= 0 || e >= 31) return sign; // the test's values are in the normal range
+  let h = sign | (e << 10) | (m >>> 13);
+  const rest = m & 0x1fff;
+  if (rest > 0x1000 || (rest === 0x1000 && (h & 1))) h++;
+  return h;
+};
+const fromF16 = (h) => (h & 0x8000 ? -1 : 1) * 2 ** (((h >>> 10) & 31) - 15) * (1 + (h & 1023) / 1024);
+for (const backend of [undefined, 'scalar', 'wasm']) {
+  const on = backend ? { backend } : {};
+  const where = backend || 'the chain';
+  for (const [mode, rotDims] of [[0, 0], [1, 0], [0, 32]]) {
+    const p = { mode, rotDims, freqBase: 10000, freqScale: 1, nHeads: 3, headDim: 48 };
+    const pos = Int32Array.from({ length: 5 }, () => Math.floor(random() * 4096));
+    const x = randoms(pos.length * p.nHeads * p.headDim);
+    const y = ctx.rope(x, pos, p, on);
+    check(y.length === x.length && offCount(opInfo('rope'), y, ropeRef(x, pos, p)) === 0,
+      `rope mode ${mode} rot ${rotDims || p.headDim} on ${where}, positions ${pos.join(',')}`);
+  }
+  for (const [nQ, nKv, f16] of [[1, 37, false], [7, 7, false], [3, 20, true]]) {
+    const p = { flags: 1, kvDtype: f16 ? 1 : 0, nQ, nKv, nHeads: 4, nKvHeads: 2, headDim: 32, scale: 1 / Math.sqrt(32) };
+    const q = randoms(nQ * p.nHeads * p.headDim, -1, 1);
+    let k = randoms(nKv * p.nKvHeads * p.headDim, -1, 1), v = randoms(nKv * p.nKvHeads * p.headDim);
+    let ref;
+    if (f16) {
+      const [k16, v16] = [Uint16Array.from(k, toF16), Uint16Array.from(v, toF16)];
+      ref = attentionRef(q, Array.from(k16, fromF16), Array.from(v16, fromF16), p);
+      [k, v] = [k16, v16];
+    } else ref = attentionRef(q, k, v, p);
+    const y = ctx.attention(q, k, v, p, on);
+    check(y.length === ref.y.length && offCount(opInfo('attention'), y, ref) === 0,
+      `attention nQ ${nQ} nKv ${nKv}${f16 ? ' (f16 cache)' : ''} on ${where}`);
+  }
 }
 
 // ---- ops against float64 references ----

@@ -13,7 +13,11 @@
 //      saves a screenshot;
 //   2. with WebAssembly.validate made to refuse SIMD code (an engine without
 //      SIMD128, as the core's probe sees it): wasm refused with a reason that
-//      names simd128, scalar chosen for every op.
+//      names simd128, scalar chosen for every op;
+//   3. served cross-origin isolated (COOP/COEP headers): the threaded core
+//      (a thread per CPU in the backends' row; not isolated, 1 says why),
+//      and a matmul on wasm and scalar over those threads checked against
+//      float64 (fresh random inputs).
 // Exit 0 when all holds, 1 otherwise (77: skipped, see test-wasm-page.sh).
 import { resolve } from 'node:path';
 import { checker, launchChromium, serve } from './test-wasm-serve.mjs';
@@ -46,6 +50,36 @@ async function openPage(browser, url, { noSimd = false } = {}) {
   return { page, errors };
 }
 
+// matmul in the page on the threaded core (m, n, k above the pool's split),
+// each backend checked against float64: elements off 1e-5 of the sum of |terms|.
+function threadedMatmul(page) {
+  return page.evaluate(async () => {
+    const { loadRayo } = await import('./rayo/rayo.mjs');
+    const rayo = await loadRayo({ webgpu: false });
+    const ctx = rayo.open();
+    const [m, n, k] = [301, 203, 257];
+    const A = Float32Array.from({ length: m * k }, () => Math.random() * 2 - 1);
+    const B = Float32Array.from({ length: k * n }, () => Math.random() * 2 - 1);
+    const out = { threads: ctx.threads(), size: `${m}x${n}x${k}` };
+    for (const be of ['wasm', 'scalar']) {
+      const C = ctx.matmul(A, B, m, n, k, { backend: be });
+      let off = 0;
+      for (let i = 0; i < m; i++)
+        for (let j = 0; j < n; j++) {
+          let sum = 0, abs = 0;
+          for (let p = 0; p < k; p++) {
+            sum += A[i * k + p] * B[p * n + j];
+            abs += Math.abs(A[i * k + p] * B[p * n + j]);
+          }
+          if (!(Math.abs(C[i * n + j] - sum) <= 1e-5 * abs)) off++;
+        }
+      out[be] = off;
+    }
+    ctx.close();
+    return out;
+  });
+}
+
 const server = await serve(resolve(webDir));
 const base = `http://127.0.0.1:${server.address().port}/`;
 const browser = await launchChromium(['--disable-gpu']);
@@ -59,6 +93,9 @@ try {
   const status = async (name) => page.textContent(`#backends tr[data-backend="${name}"] td:nth-child(2)`).catch(() => null);
   check((await status('scalar') || '').startsWith('loaded'), 'scalar backend loaded');
   check((await status('wasm') || '').startsWith('loaded'), 'wasm backend loaded');
+  const device = async (p, name) => p.textContent(`#backends tr[data-backend="${name}"] td:nth-child(3)`).catch(() => '');
+  const threadsNotIsolated = await device(page, 'wasm');
+  check(/threads: 1 \(not cross-origin isolated\)/.test(threadsNotIsolated), `not isolated: one thread, says why (${threadsNotIsolated})`);
   const chosen = await page.getAttribute('body', 'data-chosen');
   // wasm runs every f32 op; the inference ops fall through to
   // scalar until wasm has kernels for them (test-wasm-api checks op by op).
@@ -87,6 +124,23 @@ try {
   const chosenNoSimd = await noSimd.page.getAttribute('body', 'data-chosen');
   check(chosenNoSimd === 'scalar', `without SIMD128: scalar chosen (chosen: ${chosenNoSimd})`);
   await noSimd.page.close();
+
+  // 3. cross-origin isolated: the threaded core, a thread per CPU
+  const isolatedServer = await serve(resolve(webDir), { 'Cross-Origin-Opener-Policy': 'same-origin',
+    'Cross-Origin-Embedder-Policy': 'require-corp' });
+  const isolated = await openPage(browser, `http://127.0.0.1:${isolatedServer.address().port}/?bench=0`);
+  await isolated.page.waitForSelector('body[data-state="ready"], body[data-state="error"]', { timeout: 60000 });
+  check(await isolated.page.evaluate(() => crossOriginIsolated), 'COOP/COEP: the page is cross-origin isolated');
+  const cpus = await isolated.page.evaluate(() => navigator.hardwareConcurrency);
+  const threadsIsolated = await device(isolated.page, 'scalar');
+  check(threadsIsolated.includes(`threads: ${cpus > 1 ? cpus : '1 (one CPU)'}`), `isolated: a thread per CPU (${cpus}: ${threadsIsolated})`);
+  const threaded = await threadedMatmul(isolated.page);
+  check(threaded.threads === cpus, `threaded core: ${threaded.threads} threads`);
+  for (const be of ['wasm', 'scalar'])
+    check(threaded[be] === 0, `threaded core: matmul ${threaded.size} on ${be} within its contract (${threaded[be]} off)`);
+  check(isolated.errors.length === 0, `isolated: no errors in the console${isolated.errors.length ? ': ' + isolated.errors.join('; ') : ''}`);
+  await isolated.page.close();
+  isolatedServer.close();
 } finally {
   await browser.close();
   server.close();

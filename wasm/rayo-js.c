@@ -106,15 +106,59 @@ EMSCRIPTEN_KEEPALIVE const char *rayo_js_strerror(int status)
     return rayo_strerror((rayo_status)status);
 }
 
+/* rope's parameters from v[]: mode, rot_dims, freq_base, freq_scale,
+ * n_heads, head_dim, head_stride_x, head_stride_y (rayo.mjs: ROPE_KEYS). */
+static rayo_rope_params rope_from(const double *v)
+{
+    rayo_rope_params p = {.struct_size = sizeof p, .mode = (rayo_rope_mode)v[0], .rot_dims = (uint32_t)v[1],
+                          .freq_base = (float)v[2], .freq_scale = (float)v[3], .n_heads = (size_t)v[4],
+                          .head_dim = (size_t)v[5], .head_stride_x = (size_t)v[6], .head_stride_y = (size_t)v[7]};
+    return p;
+}
+
+/* attention's parameters from v[]: flags, kv_dtype, n_q, n_kv, n_heads,
+ * n_kv_heads, head_dim, scale, then the strides q_token ... o_head
+ * (rayo.mjs: ATTENTION_KEYS). */
+static rayo_attention_params attention_from(const double *v)
+{
+    rayo_attention_params p = {.struct_size = sizeof p, .flags = (uint32_t)v[0], .kv_dtype = (rayo_dtype)v[1],
+                               .n_q = (size_t)v[2], .n_kv = (size_t)v[3], .n_heads = (size_t)v[4],
+                               .n_kv_heads = (size_t)v[5], .head_dim = (size_t)v[6], .scale = (float)v[7]};
+    size_t *strides[8] = {&p.q_token, &p.q_head, &p.k_token, &p.k_head, &p.v_token, &p.v_head, &p.o_token, &p.o_head};
+    for (int i = 0; i < 8; i++)
+        *strides[i] = (size_t)v[8 + i];
+    return p;
+}
+
+/* The parameter struct of rope or attention from v[] (rayo.mjs:
+ * paramValues), filled into *rope or *attention; NULL for other ops. */
+static const void *params_from(uint32_t op, const double *v, rayo_rope_params *rope,
+                               rayo_attention_params *attention)
+{
+    if (v && op == RAYO_OP_ROPE) {
+        *rope = rope_from(v);
+        return rope;
+    }
+    if (v && op == RAYO_OP_ATTENTION) {
+        *attention = attention_from(v);
+        return attention;
+    }
+    return NULL;
+}
+
 /* Runs one op; backend NULL or "" = through the dispatch chain; dtypes:
- * RAYO_DTYPES(...), 0 = all f32. */
+ * RAYO_DTYPES(...), 0 = all f32. params: rope's or attention's
+ * values (above), else NULL. */
 EMSCRIPTEN_KEEPALIVE int rayo_js_run(rayo_context *ctx, const char *backend, uint32_t op,
                                      uint32_t flags, uint32_t dtypes, size_t m, size_t n, size_t k,
                                      float alpha, float beta, const void *a, const void *b,
-                                     const void *c, void *y)
+                                     const void *c, void *y, const double *params)
 {
+    rayo_rope_params rope;
+    rayo_attention_params attention;
     rayo_call call = {.struct_size = sizeof(rayo_call), .op = op, .flags = flags, .dtypes = dtypes, .m = m,
-                      .n = n, .k = k, .alpha = alpha, .beta = beta, .a = a, .b = b, .c = c, .y = y};
+                      .n = n, .k = k, .alpha = alpha, .beta = beta, .a = a, .b = b, .c = c, .y = y,
+                      .params = params_from(op, params, &rope, &attention)};
     if (backend && *backend)
         return rayo_run_on(ctx, backend, &call);
     return rayo_run(ctx, &call);
@@ -133,7 +177,7 @@ static const char *status_name(rayo_backend_status s)
     return "unknown";
 }
 
-/* [{"name", "path", "version", "status", "reason", "device", "rank", "ops"}...] */
+/* [{"name", "path", "version", "status", "reason", "device", "cpu", "rank", "ops"}...] */
 EMSCRIPTEN_KEEPALIVE char *rayo_js_backends_json(const rayo_context *ctx)
 {
     text t = {0};
@@ -152,6 +196,7 @@ EMSCRIPTEN_KEEPALIVE char *rayo_js_backends_json(const rayo_context *ctx)
         put_string(&t, info.reason);
         put(&t, ",\"device\":");
         put_string(&t, info.device);
+        put(&t, ",\"cpu\":%s", info.device_type == RAYO_DEVICE_CPU ? "true" : "false");
         if (info.status == RAYO_BACKEND_LOADED)
             put(&t, ",\"rank\":%u", info.rank);
         else
@@ -160,6 +205,12 @@ EMSCRIPTEN_KEEPALIVE char *rayo_js_backends_json(const rayo_context *ctx)
     }
     put(&t, "]");
     return finish(&t);
+}
+
+/* The threads of the context's pool (the CPU backends' parallel loops). */
+EMSCRIPTEN_KEEPALIVE unsigned rayo_js_threads(const rayo_context *ctx)
+{
+    return rayo_thread_count(ctx);
 }
 
 static const char *const class_names[] = {
@@ -262,30 +313,6 @@ EMSCRIPTEN_KEEPALIVE rayo_batch *rayo_js_batch_create(rayo_context *ctx, const c
     return rayo_batch_create(ctx, backend && *backend ? backend : NULL, &batch) == RAYO_OK ? batch : NULL;
 }
 
-/* rope's parameters from v[]: mode, rot_dims, freq_base, freq_scale,
- * n_heads, head_dim, head_stride_x, head_stride_y (rayo.mjs: ROPE_KEYS). */
-static rayo_rope_params rope_from(const double *v)
-{
-    rayo_rope_params p = {.struct_size = sizeof p, .mode = (rayo_rope_mode)v[0], .rot_dims = (uint32_t)v[1],
-                          .freq_base = (float)v[2], .freq_scale = (float)v[3], .n_heads = (size_t)v[4],
-                          .head_dim = (size_t)v[5], .head_stride_x = (size_t)v[6], .head_stride_y = (size_t)v[7]};
-    return p;
-}
-
-/* attention's parameters from v[]: flags, kv_dtype, n_q, n_kv, n_heads,
- * n_kv_heads, head_dim, scale, then the strides q_token ... o_head
- * (rayo.mjs: ATTENTION_KEYS). */
-static rayo_attention_params attention_from(const double *v)
-{
-    rayo_attention_params p = {.struct_size = sizeof p, .flags = (uint32_t)v[0], .kv_dtype = (rayo_dtype)v[1],
-                               .n_q = (size_t)v[2], .n_kv = (size_t)v[3], .n_heads = (size_t)v[4],
-                               .n_kv_heads = (size_t)v[5], .head_dim = (size_t)v[6], .scale = (float)v[7]};
-    size_t *strides[8] = {&p.q_token, &p.q_head, &p.k_token, &p.k_head, &p.v_token, &p.v_head, &p.o_token, &p.o_head};
-    for (int i = 0; i < 8; i++)
-        *strides[i] = (size_t)v[8 + i];
-    return p;
-}
-
 /* One op on buffers; bufs[4], offsets[4] and steps[4] (bytes per unit of
  * the batch's step, for replay): a, b, c, y; dtypes as in rayo_js_run;
  * params: rope's or attention's values (above), else NULL; step_flags:
@@ -300,13 +327,7 @@ EMSCRIPTEN_KEEPALIVE int rayo_js_batch_record(rayo_batch *batch, uint32_t op, ui
                             .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta, .step_flags = step_flags};
     rayo_rope_params rope;
     rayo_attention_params attention;
-    if (params && op == RAYO_OP_ROPE) {
-        rope = rope_from(params);
-        call.params = &rope;
-    } else if (params && op == RAYO_OP_ATTENTION) {
-        attention = attention_from(params);
-        call.params = &attention;
-    }
+    call.params = params_from(op, params, &rope, &attention);
     rayo_operand *operands[4] = {&call.a, &call.b, &call.c, &call.y};
     for (int i = 0; i < 4; i++) {
         operands[i]->buf = bufs[i];

@@ -12,8 +12,9 @@ const char *rayo_js_last_error(void);
 const char *rayo_js_strerror(int status);
 int rayo_js_run(rayo_context *ctx, const char *backend, uint32_t op, uint32_t flags, uint32_t dtypes,
                 size_t m, size_t n, size_t k, float alpha, float beta, const void *a, const void *b,
-                const void *c, void *y);
+                const void *c, void *y, const double *params);
 char *rayo_js_backends_json(const rayo_context *ctx);
+unsigned rayo_js_threads(const rayo_context *ctx);
 char *rayo_js_ops_json(void);
 char *rayo_js_dispatch_json(const rayo_context *ctx, size_t size);
 const char *rayo_js_config_get(const rayo_context *ctx, const char *section, const char *key);

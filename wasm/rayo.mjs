@@ -5,7 +5,7 @@
 //   import { loadRayo, Settings } from './rayo/rayo.mjs';
 //   const rayo = await loadRayo();                 // the core + the backend side modules
 //   const ctx = rayo.open();                       // or rayo.open(settings)
-//   console.table(ctx.backends());                 // name, status, reason, device, rank...
+//   console.table(ctx.backends());                 // name, status, reason, device, rank, threads...
 //   const y = ctx.add(a, b);                       // Float32Array in, Float32Array out
 //   const s = ctx.dot(a, b);                       // reductions return numbers
 //   const C = await ctx.matmulAsync(A, B, m, n, k); // may run on the GPU (webgpu)
@@ -50,6 +50,41 @@ export function engineHasSimd128() {
   } catch (e) {
     return false;
   }
+}
+
+/** Why this page cannot run the threaded core (threads/: -pthread, shared
+ *  memory), or null when it can: a page must be cross-origin isolated
+ *  (COOP and COEP headers) to have SharedArrayBuffer. */
+export function whyNoThreads() {
+  if (isNode) return 'node: the JS API runs the single-threaded core there';
+  if (typeof crossOriginIsolated !== 'undefined' && !crossOriginIsolated) return 'not cross-origin isolated';
+  if (typeof SharedArrayBuffer === 'undefined') return 'no SharedArrayBuffer';
+  return null;
+}
+
+// The threaded core ({factory, base}: base/threads/), or {why} not.
+async function threadedCore(base, options) {
+  const why = options.core ? 'this program\'s module is single-threaded'
+    : options.threads === false ? 'threads: false' : whyNoThreads();
+  if (why) return { why };
+  const threadsBase = new URL('threads/', base);
+  try {
+    const { default: factory } = await import(new URL('rayo-core.mjs', threadsBase).href);
+    return { factory, base: threadsBase };
+  } catch (e) {
+    return { why: `no threaded core (${e && e.message ? e.message : e})` };
+  }
+}
+
+// The threaded core's side modules: Emscripten 3.1.6 loads a library
+// dlopen'd after start in the calling thread only, so every thread loads them
+// at start (Module.dynamicLibraries, by their paths in the in-memory file
+// system, where the core's loader then finds them loaded: see
+// wasm/threads-pre.js).  A module this engine cannot compile (no SIMD128)
+// is left to dlopen, which records why.
+function loadInEveryThread(moduleArgs, names, bytes) {
+  moduleArgs.dynamicLibraries = names.filter((_, i) => WebAssembly.validate(bytes[i]))
+    .map((name) => `${PLUGIN_DIR}/${name}`);
 }
 
 async function readBytes(url) {
@@ -153,11 +188,15 @@ const ACTIVATIONS = { none: 0, relu: 1, gelu: 2, silu: 3, tanh: 4, sigmoid: 5 };
  *  options.webgpu: false to leave WebGPU alone, or the options of
  *  navigator.gpu.requestAdapter (default {}); options.core: in a browser,
  *  the factory of another main module built with the core and this API's
- *  glue (a program: see runMain), its .wasm in options.coreBase. */
+ *  glue (a program: see runMain), its .wasm in options.coreBase;
+ *  options.threads: false to keep to the single-threaded core where the
+ *  page could run the threaded one (threads/). */
 export async function loadRayo(options = {}) {
   const base = new URL(options.base || './', import.meta.url);
   const plugins = options.plugins || DEFAULT_PLUGINS;
-  const coreBase = options.core ? new URL(options.coreBase) : base;
+  const threaded = await threadedCore(base, options);
+  const variantBase = threaded.factory ? threaded.base : base;
+  const coreBase = options.core ? new URL(options.coreBase) : variantBase;
   const moduleArgs = {
     print: options.print || ((s) => console.log(s)),
     printErr: options.printErr || ((s) => console.warn(s)),
@@ -165,10 +204,9 @@ export async function loadRayo(options = {}) {
   };
   // node: hand over the bytes (the module's own loader would try fetch)
   if (isNode) moduleArgs.wasmBinary = await readBytes(new URL('rayo-core.wasm', base));
-  const [core, ...pluginBytes] = await Promise.all([
-    (options.core || createRayoCore)(moduleArgs),
-    ...plugins.map((name) => readBytes(new URL(`plugins/${name}`, base))),
-  ]);
+  const pluginBytes = await Promise.all(plugins.map((name) => readBytes(new URL(`plugins/${name}`, variantBase))));
+  if (threaded.factory) loadInEveryThread(moduleArgs, plugins, pluginBytes);
+  const core = await (options.core || threaded.factory || createRayoCore)(moduleArgs);
   // the webgpu plugin's device, acquired now: its probe (in rayo_open) is synchronous
   if (options.webgpu !== false) await core.rayoWebgpu.init(options.webgpu || {});
   core.FS.mkdirTree(PLUGIN_DIR);
@@ -176,6 +214,10 @@ export async function loadRayo(options = {}) {
   for (let i = 0; i < plugins.length; i++) {
     const path = `${PLUGIN_DIR}/${plugins[i]}`;
     core.FS.writeFile(path, pluginBytes[i]);
+    if (threaded.factory) {
+      preload[plugins[i]] = moduleArgs.dynamicLibraries.includes(path) ? 'loaded in every thread' : 'not compiled';
+      continue;
+    }
     // Compile and instantiate now, asynchronously: browsers refuse to
     // compile a large module synchronously on the main thread, which the
     // core's dlopen would do.  dlopen then finds the module loaded.  A
@@ -188,13 +230,14 @@ export async function loadRayo(options = {}) {
       preload[plugins[i]] = `not compiled: ${e && e.message ? e.message : e}`;
     }
   }
-  return new Rayo(core, preload);
+  return new Rayo(core, preload, threaded.why || null);
 }
 
 class Rayo {
-  constructor(core, preload) {
+  constructor(core, preload, whyOneThread) {
     this.core = core;
     this.preload = preload;
+    this.whyOneThread = whyOneThread; // null: the threaded core
     this.version = core.UTF8ToString(core._rayo_js_version());
     this.ops = this.takeJson(core._rayo_js_ops_json());
     this.opByName = new Map(this.ops.map((op) => [op.name, op]));
@@ -294,7 +337,16 @@ class Context {
 
   /** Every plugin found, loaded or not, with the reason when not. */
   backends() {
-    return this.rayo.takeJson(this.core._rayo_js_backends_json(this.handle));
+    const list = this.rayo.takeJson(this.core._rayo_js_backends_json(this.handle));
+    const threads = this.threads();
+    for (const b of list) if (b.cpu && b.status === 'loaded') b.threads = threads;
+    return list;
+  }
+
+  /** The CPU backends' threads: a number, or "1 (why)" on one thread. */
+  threads() {
+    const n = this.core._rayo_js_threads(this.handle);
+    return n > 1 ? n : `${n} (${this.rayo.whyOneThread || 'one CPU'})`;
   }
 
   /** {op: backend} for calls of work size `size`. */
@@ -332,6 +384,14 @@ class Context {
     const ptr = this.rayo.withString(options.backend || null, (be) => this.core._rayo_js_batch_create(this.handle, be));
     if (!ptr) throw new Error(`rayo batch: ${this.rayo.lastError()}`);
     return new Batch(this, ptr);
+  }
+
+  /** A typed array's bytes in the heap (a HeapArray of whole floats). */
+  bytes(typed) {
+    const bytes = asBytes(typed);
+    const h = new HeapArray(this.core, Math.ceil(bytes.length / 4));
+    new Uint8Array(this.core.HEAPU8.buffer, h.ptr, bytes.length).set(bytes);
+    return h;
   }
 
   /** A Float32Array of `length` floats in the heap (from `values` if given). */
@@ -413,14 +473,18 @@ class Context {
       if (op.class !== 'matmul' && op.class !== 'gemv') args = args.slice(0, -1);
     }
     const held = [];
-    const arr = (x) => {
-      if (x === null || x === undefined) return null;
-      const h = this.array(x);
+    const hold = (h) => {
       held.push(h);
       return h;
     };
+    const arr = (x) => (x === null || x === undefined ? null : hold(this.array(x)));
     try {
       const { call, out, result } = buildCall(op, args, arr, (n) => arr(new Float32Array(n)));
+      // typed arrays other than Float32Array go in as their bytes (int32
+      // positions, f16 caches); rope's and attention's parameters as doubles
+      for (const [key, x] of Object.entries(call.raw || {})) call[key] = hold(this.bytes(x));
+      const params = paramValues(call);
+      if (params) call.params = hold(this.bytes(Float64Array.from(params)));
       const take = () => {
         if (result === 'float') return out.view()[0];
         if (result === 'index') return new Uint32Array(this.core.HEAPU8.buffer, out.ptr, 1)[0];
@@ -488,6 +552,7 @@ const ROPE_KEYS = ['mode', 'rotDims', 'freqBase', 'freqScale', 'nHeads', 'headDi
 const ATTENTION_KEYS = ['flags', 'kvDtype', 'nQ', 'nKv', 'nHeads', 'nKvHeads', 'headDim', 'scale', 'qToken', 'qHead',
   'kToken', 'kHead', 'vToken', 'vHead', 'oToken', 'oHead'];
 const STEP_KV_LENGTH = 1;
+const DTYPE_I32 = 3; // rayo_dtype
 function paramValues(call) {
   const [p, keys] = call.rope ? [call.rope, ROPE_KEYS] : call.attention ? [call.attention, ATTENTION_KEYS] : [null, null];
   return p && keys.map((key) => Number(p[key] || 0));
@@ -554,7 +619,7 @@ class Batch {
 function runArgs(handle, be, op, call) {
   const ptr = (x) => (x ? x.ptr : 0);
   return [handle, be, op.id, call.flags || 0, call.dtypes || 0, call.m || 0, call.n || 0, call.k || 0,
-    call.alpha || 0, call.beta || 0, ptr(call.a), ptr(call.b), ptr(call.c), ptr(call.y)];
+    call.alpha || 0, call.beta || 0, ptr(call.a), ptr(call.b), ptr(call.c), ptr(call.y), ptr(call.params)];
 }
 
 /** The rayo_call of an op from the arguments of ctx.NAME(...). */
@@ -619,7 +684,21 @@ function buildCall(op, args, arr, zeros) {
     const y = zeros(rows * cols);
     return { call: { a: arr(gate), b: arr(up), y, m: rows, n: cols }, out: y };
   }
-  default: // convert, get_rows, rope, attention take dtypes and parameter structs: not in this API yet
+  case 'rope': { // x: [tokens][nHeads][headDim] (dense), pos: a position per token
+    const [x, pos, p] = args;
+    const y = zeros(len(x));
+    return { call: { a: arr(x), raw: { b: Int32Array.from(pos) }, y, m: len(pos), n: p.headDim,
+      dtypes: DTYPE_I32 << 8, rope: p }, out: y };
+  }
+  case 'attention': { // q, out: [nQ][nHeads][headDim]; k, v: [nKv][nKvHeads][headDim] (kvDtype)
+    const [q, k, v, p] = args;
+    const y = zeros(p.nQ * p.nHeads * p.headDim);
+    const isF32 = (x) => x instanceof Float32Array || Array.isArray(x);
+    const raw = Object.fromEntries([['b', k], ['c', v]].filter(([, x]) => !isF32(x)));
+    return { call: { a: arr(q), b: isF32(k) ? arr(k) : null, c: isF32(v) ? arr(v) : null, raw,
+      y, m: p.nQ, n: p.headDim, k: p.nKv, dtypes: ((p.kvDtype || 0) << 8) | ((p.kvDtype || 0) << 16), attention: p }, out: y };
+  }
+  default: // convert and get_rows take dtypes: not in this API yet
     throw new Error(`rayo: op ${op.name} has class ${op.class}, which this API does not know`);
   }
 }

@@ -15,6 +15,9 @@
 #   web/   the example page (examples/web) with js/ as web/rayo/
 #   web/conform/  rayo-conform built for the page (the webgpu plugin needs a
 #          browser), with tests/test-wasm-webgpu.html as its index.html
+#   js/threads/, web/rayo/threads/  the threaded core (rayo-core.mjs, .wasm,
+#          .worker.js) and plugins, built with THREADS=1 into threads/ (target
+#          threads): rayo.mjs loads them in cross-origin isolated pages
 #   web/llama/    the Llama decoder page: examples/llama's rayo-llama built as
 #          a main module (rayo-llama.mjs + .wasm) with the JS API's glue
 #
@@ -29,7 +32,10 @@ NODE ?= node
 export NODE_PATH := $(if $(NODE_PATH),$(NODE_PATH):,)/usr/share/nodejs
 
 OBJ := $(out)/obj
-CFLAGS_ALL := -std=c11 $(WARN_CFLAGS) -fPIC -MMD -MP -I$(srcdir)/core -I$(top_builddir)
+# THREADS=1: the variant with wasm threads (-pthread: shared memory, a pool
+# of Web Workers started with the module), for cross-origin isolated pages.
+THREAD_FLAGS := $(if $(THREADS),-pthread)
+CFLAGS_ALL := -std=c11 $(WARN_CFLAGS) $(THREAD_FLAGS) -fPIC -MMD -MP -I$(srcdir)/core -I$(top_builddir)
 # The CPU plugins compile the shared glue of plugins/cpu-base in.
 PLUGIN_INCLUDES := -I$(srcdir)/plugins/cpu-base
 # The core has no inih (ini-min.c instead), no config files, and no
@@ -48,7 +54,8 @@ SIMD_CFLAGS := -msimd128
 # growing heap (the conformance suite allocates 2^20-element vectors), and
 # the webgpu plugin's JS side (its shaders and op list generated first).
 WEBGPU_PRE_JS := $(OBJ)/webgpu/webgpu-wgsl.js $(srcdir)/plugins/webgpu/webgpu-host.js
-MAIN_LDFLAGS := -O2 -sMAIN_MODULE=2 -sALLOW_MEMORY_GROWTH=1 $(WEBGPU_PRE_JS:%=--pre-js %)
+MAIN_LDFLAGS := -O2 -sMAIN_MODULE=2 -sALLOW_MEMORY_GROWTH=1 $(WEBGPU_PRE_JS:%=--pre-js %) \
+	$(if $(THREADS),-pthread -sPTHREAD_POOL_SIZE=navigator.hardwareConcurrency --pre-js $(srcdir)/wasm/threads-pre.js)
 # Tools under node: the real file system, synchronous compilation (node's
 # fetch cannot read a file path), RAYO_* variables passed in (node-env.js).
 NODE_LDFLAGS := $(MAIN_LDFLAGS) -sEXPORTED_FUNCTIONS=@$(OBJ)/exports-tool.json -sENVIRONMENT=node -sNODERAWFS=1 -sWASM_ASYNC_COMPILATION=0 \
@@ -98,7 +105,16 @@ all: $(PLUGINS) $(out)/rayo-info $(out)/rayo-conform $(JS_FILES) \
 bench: $(out)/rayo-bench
 	@echo "wasm: $(out)/rayo-bench built"
 
-.PHONY: all bench clean
+# THREADS=1, out=.../threads: the threaded core and plugins, copied beside
+# the single-threaded ones of the folder above.
+THREADS_DESTS := $(dir $(out))js/threads $(dir $(out))web/rayo/threads
+threads: $(THREADS_DESTS:%=%/rayo-core.mjs)
+$(THREADS_DESTS:%=%/rayo-core.mjs): $(out)/js/rayo-core.mjs $(PLUGINS)
+	@mkdir -p $(@D)/plugins
+	cp $(out)/js/rayo-core.mjs $(out)/js/rayo-core.wasm $(out)/js/rayo-core.worker.js $(@D)/
+	cp $(PLUGINS) $(@D)/plugins/
+
+.PHONY: all bench threads clean
 .DELETE_ON_ERROR:
 
 $(OBJ)/core/%.o: $(srcdir)/%.c
@@ -117,13 +133,13 @@ $(OBJ)/simd/%.o: $(srcdir)/%.c
 # Side modules export only rayo_plugin (hidden visibility for the rest).
 $(out)/plugins/rayo-scalar.so: $(SCALAR_OBJS)
 	@mkdir -p $(@D)
-	$(EMCC) -O3 -sSIDE_MODULE=1 $^ -o $@
+	$(EMCC) -O3 $(THREAD_FLAGS) -sSIDE_MODULE=1 $^ -o $@
 $(out)/plugins/rayo-wasm.so: $(WASM_OBJS)
 	@mkdir -p $(@D)
-	$(EMCC) -O3 -sSIDE_MODULE=1 $^ -o $@
+	$(EMCC) -O3 $(THREAD_FLAGS) -sSIDE_MODULE=1 $^ -o $@
 $(out)/plugins/rayo-webgpu.so: $(WEBGPU_OBJS)
 	@mkdir -p $(@D)
-	$(EMCC) -O3 -sSIDE_MODULE=1 $^ -o $@
+	$(EMCC) -O3 $(THREAD_FLAGS) -sSIDE_MODULE=1 $^ -o $@
 
 # The webgpu plugin's shaders and op list, from core/rayo-ops.h (wgsl-ops.h
 # through the preprocessor), embedded in a --pre-js of the main modules.
@@ -166,7 +182,7 @@ $(out)/rayo-info $(out)/rayo-conform $(out)/rayo-bench: $(out)/%: $(out)/%.js
 	  'RAYO_PLUGIN_PATH="$${RAYO_PLUGIN_PATH:-$$dir/plugins}" exec $${NODE:-$(NODE)} "$$dir/$*.js" "$$@"' > $@
 	chmod +x $@
 
-$(out)/js/rayo-core.mjs: $(CORE_OBJS) $(GLUE_OBJS) $(OBJ)/exports.json $(WEBGPU_PRE_JS)
+$(out)/js/rayo-core.mjs: $(CORE_OBJS) $(GLUE_OBJS) $(OBJ)/exports.json $(WEBGPU_PRE_JS) $(if $(THREADS),$(srcdir)/wasm/threads-pre.js)
 	@mkdir -p $(@D)
 	$(EMCC) $(ESM_LDFLAGS) $(CORE_OBJS) $(GLUE_OBJS) -o $@
 $(out)/web/conform/rayo-conform.mjs: $(CORE_OBJS) $(CONFORM_OBJS) $(OBJ)/exports-tool.json $(WEBGPU_PRE_JS)

@@ -37,7 +37,7 @@ function showBackends(ctx) {
     row.dataset.backend = b.name;
     cell(row, b.name);
     cell(row, b.status + (b.rank !== null ? ` (rank ${b.rank})` : ''));
-    cell(row, b.device || '-');
+    cell(row, (b.device || '-') + (b.threads ? `, threads: ${b.threads}` : ''));
     cell(row, String(b.ops), 'num');
     cell(row, b.reason || (b.status === 'loaded' ? 'loaded' : ''));
   }

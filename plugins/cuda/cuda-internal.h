@@ -146,6 +146,7 @@ typedef struct cuda_state {
     char wgmma_kernel[48];
     int use_graphs;       /* batches run as CUDA graphs: [backend.cuda] graphs */
     int use_gemv8;        /* relaxed Q8_0 / Q4_0 gemv with 8-bit x: [backend.cuda] gemv_int8 */
+    int use_half_prompt;  /* relaxed f32 x quantized B^T matmul on f16 copies: [backend.cuda] half_prompt */
     int use_cubin;        /* load the build's sm_90 machine code: [backend.cuda] embedded_code */
     int profile;          /* [backend.cuda] profile: time each op of a batch */
     cuda_prof_entry prof[CUDA_PROF_ENTRIES]; /* under lock */
@@ -265,6 +266,8 @@ size_t cuda_wgmma_scratch_bytes(const cuda_state *st, const cuda_op *op);
  * transpose layout read in place (no scratch); RAYO_E_UNSUPPORTED when the
  * call does not suit it (strict, strides not multiples of 8 elements, ...). */
 rayo_status cuda_launch_wgmma_half(cuda_state *st, CUstream stream, const cuda_op *op);
+/* Whether cuda_launch_wgmma_half takes this call. */
+int cuda_wgmma_half_takes(const cuda_state *st, const cuda_op *op);
 /* Dynamic shared memory of kernel `name` of module "wgmma" (0: not one). */
 int cuda_wgmma_smem_bytes(const char *name);
 

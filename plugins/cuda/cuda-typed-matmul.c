@@ -15,7 +15,16 @@
  * only, and the fp32 ones are much faster untransposed too (on the H200 a
  * TinyLlama prefill took 490 tok/s through sgemm_nt_k8).  Each f32 copy
  * must fit in TYPED_MATMUL_MAX_SCRATCH; a larger one is refused (the call
- * falls through). */
+ * falls through).
+ *
+ * A relaxed call with an f32 A and a transposed quantized or half B (the
+ * LLM prompt's products) takes the half path instead where the tensor-core
+ * kernels take its f16 copies: each row of A and of B goes to f16 scaled by
+ * a power of two of its own (module infer's half_rows_*: no overflow, full
+ * f16 precision for small rows), the f16 x f16 product runs through wgmma
+ * (or mma.sync) with f32 sums into scratch, and half_scale_c scales it back
+ * (exact) with alpha and beta.  Two f16 roundings per product: at most
+ * 2^-10 of the SUM scale, within the relaxed 2e-3. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -23,6 +32,7 @@
 #include "cuda-ptx.h"
 
 #include <stdint.h>
+#include <stdio.h>
 
 #define TYPED_MATMUL_MAX_SCRATCH ((size_t)1 << 30)
 #define SCRATCH_ALIGN 256
@@ -82,12 +92,132 @@ static int transposes_b(const cuda_op *op)
     return (op->flags & RAYO_TRANS_B) && !(op->flags & RAYO_TRANS_A) && one <= TYPED_MATMUL_MAX_SCRATCH / 2;
 }
 
+/* ---- the half path ---- */
+/* Byte offsets in the scratch: the f16 copies of A and B, their inverse
+ * row scales, the f32 product; total = the bytes in all. */
+typedef struct half_layout {
+    size_t a16, sa, b16, sb, t, total;
+} half_layout;
+
+static size_t align_up(size_t v)
+{
+    return (v + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1);
+}
+
+static half_layout half_layout_of(const cuda_op *op)
+{
+    half_layout l;
+    l.a16 = 0;
+    l.sa = l.a16 + align_up(op->m * op->k * 2);
+    l.b16 = l.sa + align_up(op->m * 4);
+    l.sb = l.b16 + align_up(op->n * op->k * 2);
+    l.t = l.sb + align_up(op->n * 4);
+    l.total = l.t + align_up(op->m * op->n * 4);
+    return l;
+}
+
+/* The f16 x f16 call on the copies at base (B^T, C = the product T). */
+static cuda_op half_product(const cuda_op *op, CUdeviceptr base, const half_layout *l)
+{
+    cuda_op h = {.op = RAYO_OP_MATMUL, .flags = RAYO_TRANS_B, .m = op->m, .n = op->n, .k = op->k};
+    h.alpha = 1.0f;
+    h.a = base + l->a16;
+    h.b = base + l->b16;
+    h.y = base + l->t;
+    h.dtypes = RAYO_DTYPES(RAYO_DTYPE_F16, RAYO_DTYPE_F16, 0, RAYO_DTYPE_F32);
+    h.precision = RAYO_PRECISION_RELAXED;
+    return h;
+}
+
+/* Whether the call takes the half path: relaxed, f32 A (not transposed)
+ * by a transposed half or quantized B, f32 C, rows of k a multiple of 8
+ * (16-byte f16 rows), and a tensor-core kernel for the copies. */
+static int takes_half(const cuda_state *st, const cuda_op *op)
+{
+    rayo_dtype adt = RAYO_DTYPE_OF(op->dtypes, 0), bdt = RAYO_DTYPE_OF(op->dtypes, 1);
+    size_t row_bytes;
+    if (!st->use_half_prompt || op->op != RAYO_OP_MATMUL || op->precision != RAYO_PRECISION_RELAXED ||
+        adt != RAYO_DTYPE_F32 || bdt == RAYO_DTYPE_F32 || !rayo_dtype_name(bdt) ||
+        RAYO_DTYPE_OF(op->dtypes, 3) != RAYO_DTYPE_F32 ||
+        (op->flags & (RAYO_TRANS_A | RAYO_TRANS_B)) != RAYO_TRANS_B)
+        return 0;
+    if (!op->m || !op->n || !op->k || op->k % 8 || op->n % 2 || (op->lda && op->lda < op->k) ||
+        (op->ldy && op->ldy < op->n) || !rayo_dtype_row_bytes(bdt, op->ldb ? op->ldb : op->k, &row_bytes) ||
+        op->k % rayo_dtype_block_elems(bdt))
+        return 0;
+    if (op->m > ((size_t)1 << 31) || op->n > ((size_t)1 << 31) || op->k > ((size_t)1 << 31) ||
+        op->m * op->n > TYPED_MATMUL_MAX_SCRATCH / 4 || op->n * op->k > TYPED_MATMUL_MAX_SCRATCH / 2 ||
+        op->m * op->k > TYPED_MATMUL_MAX_SCRATCH / 2)
+        return 0;
+    half_layout l = half_layout_of(op);
+    cuda_op h = half_product(op, 0, &l);
+    return cuda_wgmma_half_takes(st, &h) || cuda_mma16_kernel(st, &h);
+}
+
+/* A kernel of module infer: 256 threads a block, gx blocks. */
+static rayo_status half_launch(cuda_state *st, CUstream stream, const char *name, size_t gx, void **params)
+{
+    CUfunction fn;
+    rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
+    if (s != RAYO_OK)
+        return s;
+    CUresult r = cuda_launch_kernel(st, fn, (unsigned)(gx ? gx : 1), 1, 1, 256, 1, 1, 0, stream, params, NULL);
+    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, name);
+}
+
+/* rows x cols values of dtype dt at src (rows row_bytes apart) to scaled
+ * f16 at dst, the inverse scales at inv. */
+static rayo_status half_rows(cuda_state *st, CUstream stream, rayo_dtype dt, CUdeviceptr dst, CUdeviceptr inv,
+                             CUdeviceptr src, size_t rows, size_t cols, size_t row_bytes)
+{
+    char name[40];
+    snprintf(name, sizeof name, "half_rows_%s", rayo_dtype_name(dt));
+    unsigned long long m = rows, n = cols, rb = row_bytes;
+    void *params[] = {&dst, &inv, &src, &m, &n, &rb};
+    size_t most = (size_t)st->sm_count * 16;
+    return half_launch(st, stream, name, rows < most ? rows : most, params);
+}
+
+static rayo_status launch_half(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    half_layout l = half_layout_of(op);
+    CUdeviceptr base = op->scratch;
+    rayo_dtype bdt = RAYO_DTYPE_OF(op->dtypes, 1);
+    size_t b_row_bytes = 0;
+    if (!rayo_dtype_row_bytes(bdt, op->ldb ? op->ldb : op->k, &b_row_bytes))
+        return RAYO_E_UNSUPPORTED; /* takes_half checked it */
+    /* the product's kernel, known before anything is queued (a scratch
+     * whose base the kernels refuse: the call is refused whole) */
+    cuda_op h = half_product(op, base, &l);
+    int wg = cuda_wgmma_half_takes(st, &h);
+    const rayo_ptx_tf32_config *mma = wg ? NULL : cuda_mma16_kernel(st, &h);
+    if (!wg && !mma)
+        return RAYO_E_UNSUPPORTED;
+    rayo_status s = half_rows(st, stream, RAYO_DTYPE_F32, base + l.a16, base + l.sa, op->a, op->m, op->k,
+                              (op->lda ? op->lda : op->k) * 4);
+    if (s == RAYO_OK)
+        s = half_rows(st, stream, bdt, base + l.b16, base + l.sb, op->b, op->n, op->k, b_row_bytes);
+    if (s == RAYO_OK)
+        s = wg ? cuda_launch_wgmma_half(st, stream, &h) : cuda_launch_mma16(st, stream, &h, mma);
+    if (s != RAYO_OK)
+        return s;
+    CUdeviceptr y = op->y, t = base + l.t, sa = base + l.sa, sb = base + l.sb;
+    unsigned long long m = op->m, n = op->n, ldy = op->ldy ? op->ldy : op->n;
+    float alpha = op->alpha, beta = op->beta;
+    void *params[] = {&y, &t, &sa, &sb, &m, &n, &ldy, &alpha, &beta};
+    size_t blocks = (op->m * op->n + 255) / 256, most = (size_t)st->sm_count * 32;
+    return half_launch(st, stream, "half_scale_c", blocks < most ? blocks : most, params);
+}
+
+/* ---- the dequantizing path ---- */
 /* A and B dequantized to f32 (B perhaps transposed too); 0 on the mma16
  * kernels. */
 static size_t typed_matmul_scratch(const cuda_state *st, const cuda_op *op)
 {
     if (cuda_mma16_kernel(st, op))
         return 0;
+    if (takes_half(st, op))
+        return half_layout_of(op).total;
     size_t one = f32_copy_bytes(op);
     return a_copy_bytes(op) + (transposes_b(op) ? 2 * one : one);
 }
@@ -141,6 +271,8 @@ static rayo_status launch_typed_matmul(cuda_state *st, CUstream stream, const cu
     s = typed_matmul_check(st, op);
     if (s != RAYO_OK)
         return s;
+    if (takes_half(st, op) && op->scratch && op->scratch_size >= half_layout_of(op).total)
+        return launch_half(st, stream, op);
     cuda_op f32 = *op;
     f32.dtypes = 0;
     f32.lda = f32.ldb = f32.ldy = 0;

@@ -216,6 +216,11 @@ static CUresult wg_half_map(const cuda_state *st, CUtensorMap *map, CUtensorMapD
     return wg_tensor_map(st, map, dt, base, rows, cols, ld * 2, k_major ? bk : 64, k_major ? (unsigned)tile : bk);
 }
 
+int cuda_wgmma_half_takes(const cuda_state *st, const cuda_op *op)
+{
+    return wg_pick_half(st, op) != NULL;
+}
+
 rayo_status cuda_launch_wgmma_half(cuda_state *st, CUstream stream, const cuda_op *op)
 {
     const rayo_ptx_wgmma_config *c = wg_pick_half(st, op);

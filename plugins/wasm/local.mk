@@ -42,8 +42,10 @@ WASM_CHECK_EMCC = if ! command -v $(EMCC) >/dev/null 2>&1; then \
 	  echo "make wasm: $(EMCC) not found: install emscripten (Debian: apt-get install emscripten) or pass EMCC=/path/to/emcc" >&2; \
 	  exit 1; fi
 
+# The threaded core and plugins first (wasm/wasm.mk: target threads).
 wasm:
 	@$(WASM_CHECK_EMCC)
+	$(MAKE) $(WASM_MAKE_ARGS) out='$(abs_top_builddir)/$(WASM_OUT)/threads' THREADS=1 threads
 	$(MAKE) $(WASM_MAKE_ARGS) all
 
 wasm-bench:
@@ -58,4 +60,4 @@ clean-local: clean-wasm
 
 EXTRA_DIST += $(WASM_PLUGIN_FILES) plugins/wasm/fit-coefficients.py \
 	$(WASM_GLUE_FILES) wasm/wasm.mk wasm/node-env.js wasm/side-imports.mjs \
-	wasm/rayo.mjs wasm/README.md $(WASM_WEB_FILES) $(WASM_LLAMA_WEB_FILES) core/ini-min.c core/ini-min.h
+	wasm/rayo.mjs wasm/threads-pre.js wasm/README.md $(WASM_WEB_FILES) $(WASM_LLAMA_WEB_FILES) core/ini-min.c core/ini-min.h

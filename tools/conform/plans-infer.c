@@ -281,6 +281,21 @@ static void fill_constant_row(conform_rng *rng, rayo_dtype dt, unsigned char *ds
     }
 }
 
+/* Activations of one magnitude per row, 2^-100 to 2^100 (1e-30 to 1e30):
+ * past f16's range both ways, as a kernel that rounds activations to a
+ * narrow type must handle. */
+static void fill_wide_row(conform_rng *rng, rayo_dtype dt, unsigned char *dst, size_t n)
+{
+    float tmp[256];
+    int e = (int)(conform_rng_next(rng) % 201) - 100;
+    for (size_t at = 0; at < n; at += 256) {
+        size_t len = n - at < 256 ? n - at : 256;
+        for (size_t i = 0; i < len; i++)
+            tmp[i] = ldexpf(uniform(rng, -1, 1), e);
+        store_values(dt, dst + elem_bytes(dt, at), tmp, len);
+    }
+}
+
 typedef void row_fill_fn(conform_rng *rng, rayo_dtype dt, unsigned char *dst, size_t n);
 
 /* Refills every row of a matrix operand with fill. */
@@ -425,6 +440,7 @@ typedef struct matmul_spec {
     int strided;
     float alpha, beta;
     int cancel;        /* products near 1e38 that cancel (only op(A) = A, B^T) */
+    int wide;          /* f32 A rows of magnitudes 1e-30 to 1e30 (op(A) = A) */
 } matmul_spec;
 
 static int build_matmul(ictx *x, icase *t, const void *spec)
@@ -442,6 +458,8 @@ static int build_matmul(ictx *x, icase *t, const void *spec)
         refill_rows(x, t, 0, s->adt, ar, ac, lda, fill_cancel_row);
         refill_rows(x, t, 1, s->bdt, br, bc, ldb, fill_constant_row);
     }
+    if (s->wide)
+        refill_rows(x, t, 0, s->adt, ar, ac, lda, fill_wide_row);
     rayo_call *c = &t->call;
     c->op = RAYO_OP_MATMUL;
     c->dtypes = RAYO_DTYPES(s->adt, s->bdt, 0, RAYO_DTYPE_F32);
@@ -452,7 +470,8 @@ static int build_matmul(ictx *x, icase *t, const void *spec)
     snprintf(t->desc, sizeof t->desc, "matmul %s x %s%s%s, m = %zu, n = %zu, k = %zu, lda %zu, ldb %zu, "
              "ldy %zu, alpha %g, beta %g%s", rayo_dtype_name(s->adt), rayo_dtype_name(s->bdt),
              ta ? " TRANS_A" : "", tb ? " TRANS_B" : "", s->m, s->n, s->k, lda, ldb, ldy,
-             (double)s->alpha, (double)s->beta, s->cancel ? ", products ~1e38 that cancel" : "");
+             (double)s->alpha, (double)s->beta,
+             s->cancel ? ", products ~1e38 that cancel" : s->wide ? ", rows of A 1e-30 to 1e30" : "");
     if (!x->with_ref)
         return 0;
     ref_matrix A = ref_of(t, 0, s->adt, ar, ac, lda), B = ref_of(t, 1, s->bdt, br, bc, ldb);
@@ -996,10 +1015,28 @@ static void plan_cancel(ictx *x, build_fn *build, matmul_spec s)
     x->group = NULL;
 }
 
+/* f32 activations by a typed weight in an LLM prompt's layout: dense, B
+ * transposed, n even and k a multiple of 8 (what the GPU backends put on
+ * the tensor cores in f16), strict and relaxed: plain, rows of A of wide
+ * magnitudes, and products that cancel (the group "cancel"). */
+static void plan_matmul_prompt(ictx *x, matmul_spec s)
+{
+    s.m = 33, s.n = 136, s.k = k_of(8, s.bdt, 0), s.flags = RAYO_TRANS_B, s.strided = 0;
+    for (int v = 0; v < 3; v++) {
+        s.wide = v == 1, s.cancel = v == 2;
+        if (s.cancel)
+            s.m = 17, s.n = 20, x->group = "cancel";
+        s.alpha = alpha_beta[v + 1][0], s.beta = alpha_beta[v + 1][1];
+        run_case(x, build_matmul, &s, 0);
+        run_case(x, build_matmul, &s, 1);
+    }
+    x->group = NULL;
+}
+
 static void plan_matmul(ictx *x, const rayo_combo_info *combo)
 {
     static const uint32_t half_flags[] = {RAYO_TRANS_B, 0, RAYO_TRANS_A | RAYO_TRANS_B, RAYO_TRANS_A};
-    matmul_spec s = {RAYO_DTYPE_OF(combo->dtypes, 0), RAYO_DTYPE_OF(combo->dtypes, 1), 0, 0, 0, 0, 0, 0, 0, 0};
+    matmul_spec s = {RAYO_DTYPE_OF(combo->dtypes, 0), RAYO_DTYPE_OF(combo->dtypes, 1), 0, 0, 0, 0, 0, 0, 0, 0, 0};
     int weights_only = rayo_dtype_is_block(s.bdt);
     int f32 = combo->dtypes == 0; /* dense f32 is the f32 engine's: only strided views here */
     for (size_t i = 0; i < COUNT_OF(mm_sizes); i++) {
@@ -1019,13 +1056,15 @@ static void plan_matmul(ictx *x, const rayo_combo_info *combo)
     }
     if ((s.adt == RAYO_DTYPE_F16 || s.adt == RAYO_DTYPE_BF16) && s.bdt == s.adt)
         plan_matmul_half(x, s);
+    if (s.adt == RAYO_DTYPE_F32 && s.bdt != RAYO_DTYPE_F32)
+        plan_matmul_prompt(x, s);
     plan_cancel(x, build_matmul, s);
 }
 
 static void plan_gemv(ictx *x, const rayo_combo_info *combo)
 {
     static const size_t sizes[][2] = {{1, 1}, {7, 3}, {33, 8}, {0, 1}, {5, 0}, {16, 2}};
-    matmul_spec s = {RAYO_DTYPE_OF(combo->dtypes, 0), RAYO_DTYPE_F32, 0, 0, 0, 0, 0, 0, 0, 0};
+    matmul_spec s = {RAYO_DTYPE_OF(combo->dtypes, 0), RAYO_DTYPE_F32, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     int f32 = combo->dtypes == 0;
     for (size_t i = 0; i < COUNT_OF(sizes); i++) {
         s.m = sizes[i][0], s.n = k_of(sizes[i][1], s.adt, i);

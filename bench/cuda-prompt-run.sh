@@ -1,0 +1,102 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# cuda-prompt-run.sh - the cuda prompt (prefill) checks and figures in one run
+# on the GPU machine, from a build made elsewhere.
+#
+#   bench/cuda-prompt-run.sh prepare [BUILD] [DIR]   here: copies what the run
+#       needs from BUILD (default build/) into DIR (default .gpu-prompt) and
+#       this script into it; carry DIR and .gl (bench/gpu-run.sh prepare
+#       fetches .gl's packages)
+#   DIR/cuda-prompt-run.sh run                       there, repository root:
+#       1. rayo-conform --quick --op matmul on cuda, one fresh seed, with and
+#          without the half path ([backend.cuda] half_prompt = no), and with
+#          it skipping the group "cancel";
+#       2. GGUF files made there by gguf-make (TinyLlama shape q4_0, q8_0,
+#          q4_k_m; the 7B shape q4_0), each prefilled by
+#          `rayo-llama --backend cuda --ignore-eos --tokens --ctx 640 -n 16
+#          --prompt-tokens <128 or 512 ids>` after one warm-up run: 128 ids
+#          with and without the half path (the greedy tokens compared), 512
+#          ids with it;
+#       3. one `profile = yes` breakdown of a TinyLlama q4_0 128-token run.
+# Logs in $OUT/logs.tgz; a summary on stdout.
+set -u
+mode=${1:-run}
+
+prepare() {
+    build=${1:-build} dir=${2:-.gpu-prompt}
+    rm -rf "$dir" && mkdir -p "$dir"
+    for f in core/.libs/librayo.so.0 plugins/cuda/.libs/rayo-cuda.so tools/.libs/rayo-conform \
+        examples/llama/.libs/rayo-llama examples/llama/.libs/gguf-make plugins/scalar/.libs/rayo-scalar.so \
+        plugins/avx2/.libs/rayo-avx2.so plugins/avx512/.libs/rayo-avx512.so; do
+        [ -f "$build/$f" ] || { echo "prepare: no $build/$f (build first)" >&2; exit 1; }
+        cp -L "$build/$f" "$dir/$(basename "$f")"
+    done
+    cp "$0" "$dir/cuda-prompt-run.sh"
+    du -sh "$dir"
+}
+
+# conform NAME CONFIG ARGS...: one rayo-conform run on cuda, its summary and first failures
+conform() {
+    name=$1 conf=$2
+    shift 2
+    RAYO_CONFIG=$conf timeout 100 "$d/rayo-conform" --seed "$seed" "$@" "$d/rayo-cuda.so" >"$logs/$name.log" 2>&1
+    echo "$name $* (seed $seed) exit $?: $(grep -h '^Summary' "$logs/$name.log")"
+    grep -h -E 'cases failed|out of contract' "$logs/$name.log" | cut -c1-300 | head -5
+}
+
+# llama NAME FILE CONFIG IDS: one run, its tokens and speed line in $logs/NAME.*
+llama() {
+    RAYO_CONFIG=$3 timeout 90 "$d/rayo-llama" --backend cuda --ignore-eos --tokens --ctx 640 -n 16 \
+        --prompt-tokens "$4" "$2" >"$logs/$1.out" 2>"$logs/$1.log"
+    echo "$1 exit $?: $(grep -h -i 'tok/s' "$logs/$1.log" | tail -1 | sed 's/.*prefill/prefill/')"
+}
+
+make_models() {
+    for s in q4_0 q8_0 q4_k_m; do
+        "$d/gguf-make" --preset tinyllama --scheme $s -o /tmp/models/tl-$s.gguf >/dev/null 2>&1 &
+    done
+    "$d/gguf-make" --layers 32 --embd 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 \
+        --ctx 4096 --untied --scheme q4_0 -o /tmp/models/7b-q4_0.gguf >/dev/null 2>&1 &
+}
+
+run() {
+    out=${OUT:-$PWD/gpu-out} logs=/tmp/prompt-logs d=$PWD/$(dirname "$0")
+    mkdir -p "$out" "$logs" /tmp/rayo-deps /tmp/models
+    trap 'tar -C /tmp -czf "$out/logs.tgz" prompt-logs' EXIT
+    dpkg -x .gl/libinih1_*.deb /tmp/rayo-deps
+    export LD_LIBRARY_PATH=$d:/tmp/rayo-deps/usr/lib/x86_64-linux-gnu:/usr/local/nvidia/lib64
+    export XDG_CACHE_HOME=/tmp/rayo-cache XDG_CONFIG_HOME=/tmp/rayo-config RAYO_PLUGIN_PATH=$d
+    export RAYO_CUDA_PLUGIN=$d/rayo-cuda.so
+    unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_FORCE_CPU
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
+    echo "load: $(cat /proc/loadavg); $(date -u)"
+    make_models
+    : >/tmp/half.conf
+    printf '[backend.cuda]\nhalf_prompt = no\n' >/tmp/f32.conf
+    printf '[backend.cuda]\nprofile = yes\n' >/tmp/profile.conf
+    seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+    conform conform-half /tmp/half.conf --quick --op matmul &
+    conform conform-f32 /tmp/f32.conf --quick --op matmul &
+    conform conform-half-nocancel /tmp/half.conf --quick --skip cancel --op matmul &
+    wait
+    echo "models: $(ls -s /tmp/models | tr '\n' ' ') load: $(cat /proc/loadavg)"
+    p128=$(seq 100 227 | paste -sd, -) p512=$(seq 100 611 | paste -sd, -)
+    llama warmup /tmp/models/tl-q4_0.gguf /tmp/half.conf "$p128"
+    for m in tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0; do
+        llama "$m-f32-128" "/tmp/models/$m.gguf" /tmp/f32.conf "$p128"
+        llama "$m-half-128" "/tmp/models/$m.gguf" /tmp/half.conf "$p128"
+        llama "$m-half-512" "/tmp/models/$m.gguf" /tmp/half.conf "$p512"
+        tr ' ' '\n' <"$logs/$m-half-128.out" >/tmp/a.tok
+        tr ' ' '\n' <"$logs/$m-f32-128.out" >/tmp/b.tok
+        echo "$m: $(diff /tmp/a.tok /tmp/b.tok | grep -c '^<') of $(wc -l </tmp/a.tok) tokens differ (half vs f32 copies)"
+    done
+    RAYO_LOG=info llama profile /tmp/models/tl-q4_0.gguf /tmp/profile.conf "$p128"
+    grep 'profile' "$logs/profile.log" | grep -v 'm      1 n' | head -16
+    echo "done $(date -u)"
+}
+
+case $mode in
+prepare) shift; prepare "$@" ;;
+run) run ;;
+*) echo "usage: $0 prepare [BUILD] [DIR] | run" >&2; exit 2 ;;
+esac

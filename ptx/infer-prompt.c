@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/* infer-prompt.c - the kernels of module "infer" behind the half-precision
+ * path of a relaxed matmul with an f32 A and a quantized or half B (an LLM
+ * prompt's products, plugins/cuda/cuda-typed-matmul.c):
+ *
+ *   half_rows_<dtype>  each row of a table (rows of a multiple of 8 values) (f32 activations, or the weight's
+ *                      blocks) to f16, times a power of two per row chosen
+ *                      so the row's largest value lands near 2^14: no f16
+ *                      overflow, and small rows keep f16's full precision.
+ *                      The row's inverse scale goes to p_s.
+ *   half_scale_c       C = alpha sa[i] sb[j] T + beta C: the tensor-core
+ *                      product T of the scaled rows, scaled back (the powers
+ *                      of two are exact), then alpha and beta as BLAS does.
+ *
+ * The weight's scale comes from a bound read from the block headers alone
+ * (|d| times the largest code), so the first pass reads a few bytes per
+ * block; activations and half weights take their exact maximum. */
+#include "gen-ptx.h"
+#include "../plugins/cuda/cuda-ptx.h"
+#include "../core/rayo-dtype.h"
+
+#define HP_THREADS RED_THREADS
+#define HP_CHUNK 8 /* values per thread and step: one 16-byte store of f16 */
+/* the scaled row's maximum lands in [2^14, 2^15): 2^(141 - e) for a
+ * maximum of biased exponent e, at most 2^126 so the inverse stays normal */
+#define HP_TARGET_BIAS 268
+#define HP_MAX_SCALE_BIAS 253
+
+static int f16_abs(kern *k, int blk, int off)
+{
+    int h = nr(k), f = nf(k);
+    emit(k, "ld.global.nc.u16 %s, [%s+%d];", R(h), D(blk), off);
+    emit(k, "{ .reg .b16 t; cvt.u16.u32 t, %s; cvt.f32.f16 %s, t; }", R(h), F(f));
+    emit(k, "abs.f32 %s, %s;", F(f), F(f));
+    return f;
+}
+
+/* An upper bound of |value| over the finite values of the block at blk
+ * (|value| itself for one-value "blocks"). */
+static int block_bound(kern *k, rayo_dtype dt, int blk)
+{
+    int b = nf(k);
+    switch (dt) {
+    case RAYO_DTYPE_Q8_0: /* codes in [-128, 127] */
+    case RAYO_DTYPE_Q4_0: /* [-8, 7] */
+    case RAYO_DTYPE_Q6_K: { /* scales in [-128, 127] times codes in [-32, 31] */
+        int d = f16_abs(k, blk, dt == RAYO_DTYPE_Q6_K ? RAYO_Q6_K_D : 0);
+        float most = dt == RAYO_DTYPE_Q8_0 ? 128.0f : dt == RAYO_DTYPE_Q4_0 ? 8.0f : 128.0f * 32.0f;
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(b), F(d), C(most));
+        break;
+    }
+    case RAYO_DTYPE_Q4_K: { /* |d sc q - dmin m| <= 63 (15 |d| + |dmin|) */
+        int d = f16_abs(k, blk, 0), dmin = f16_abs(k, blk, RAYO_Q4_K_DMIN);
+        emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(b), F(d), C(15.0f), F(dmin));
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(b), F(b), C(63.0f));
+        break;
+    }
+    default: {
+        int zero = nr(k);
+        emit(k, "mov.u32 %s, 0;", R(zero));
+        int v = dequant_value(k, dt, blk, zero);
+        emit(k, "abs.f32 %s, %s;", F(b), F(v));
+    }
+    }
+    /* infinities (and NaN, which max drops) stay as they are whatever the
+     * scale: the scale follows the finite values */
+    int pinf = np(k);
+    emit(k, "setp.eq.f32 %s, %s, 0f7f800000;", P(pinf), F(b));
+    emit(k, "@%s mov.f32 %s, 0f00000000;", P(pinf), F(b));
+    return b;
+}
+
+/* The scale for a row whose bound is mx (.f32, >= 0): its bits into
+ * scale, the inverse's into inv (1 and 1 for an infinite or NaN bound). */
+static void row_scale(kern *k, int mx, int scale, int inv)
+{
+    int bits = nr(k), e = nr(k), sb = nr(k), ib = nr(k), pbig = np(k);
+    emit(k, "mov.b32 %s, %s;", R(bits), F(mx));
+    emit(k, "shr.u32 %s, %s, 23;", R(e), R(bits));
+    emit(k, "sub.s32 %s, %d, %s;", R(sb), HP_TARGET_BIAS, R(e));
+    emit(k, "min.s32 %s, %s, %d;", R(sb), R(sb), HP_MAX_SCALE_BIAS);
+    emit(k, "setp.ge.u32 %s, %s, 255;", P(pbig), R(e));
+    emit(k, "@%s mov.u32 %s, 127;", P(pbig), R(sb));
+    emit(k, "sub.s32 %s, 254, %s;", R(ib), R(sb));
+    emit(k, "shl.b32 %s, %s, 23;", R(sb), R(sb));
+    emit(k, "shl.b32 %s, %s, 23;", R(ib), R(ib));
+    emit(k, "mov.b32 %s, %s;", F(scale), R(sb));
+    emit(k, "mov.b32 %s, %s;", F(inv), R(ib));
+}
+
+/* for (i = start; i < end; i += step) { body }: the loop's labels. */
+typedef struct hp_loop {
+    int i, p, l_top, l_done, step;
+} hp_loop;
+
+static hp_loop hp_loop_begin(kern *k, int start, int end, int step)
+{
+    hp_loop l = {nd(k), np(k), nlabel(k), nlabel(k), step};
+    emit(k, "mov.u64 %s, %s;", D(l.i), D(start));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(l.p), D(l.i), D(end));
+    emit(k, "@%s bra %s;", P(l.p), L(l.l_done));
+    label(k, l.l_top);
+    return l;
+}
+
+static void hp_loop_end(kern *k, hp_loop l, int end)
+{
+    emit(k, "add.u64 %s, %s, %d;", D(l.i), D(l.i), l.step);
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(l.p), D(l.i), D(end));
+    emit(k, "@%s bra %s;", P(l.p), L(l.l_top));
+    label(k, l.l_done);
+}
+
+typedef struct hp_rows {
+    rayo_dtype dt;
+    int y, s, a, n, row_bytes, tid, tid64, lane, warp;
+} hp_rows;
+
+/* Values j .. j + 7 of the row at base (j a multiple of 8), times scale,
+ * to f16 at yrow + 2 j in one 16-byte store.  The 8 values lie in one block
+ * of the quantized formats (blocks of 32 or 256); one-value "blocks" are
+ * 8 blocks apart. */
+static void hp_chunk(kern *k, const hp_rows *h, int base, int j, int scale, int yrow)
+{
+    size_t per = rayo_dtype_block_elems(h->dt), bytes = rayo_dtype_block_bytes(h->dt);
+    int blk = nd(k), e0 = nr(k), w[HP_CHUNK];
+    if (per >= HP_CHUNK) {
+        int b = nd(k), e = nd(k);
+        emit(k, "div.u64 %s, %s, %d;", D(b), D(j), (int)per);
+        emit(k, "rem.u64 %s, %s, %d;", D(e), D(j), (int)per);
+        emit(k, "cvt.u32.u64 %s, %s;", R(e0), D(e));
+        emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(blk), D(b), (int)bytes, D(base));
+    } else {
+        emit(k, "mov.u32 %s, 0;", R(e0));
+        emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(blk), D(j), (int)bytes, D(base));
+    }
+    for (int u = 0; u < HP_CHUNK; u++) {
+        int e = e0, at = blk;
+        if (per >= HP_CHUNK && u) {
+            e = nr(k);
+            emit(k, "add.u32 %s, %s, %d;", R(e), R(e0), u);
+        } else if (u) {
+            at = nd(k);
+            emit(k, "add.u64 %s, %s, %d;", D(at), D(blk), u * (int)bytes);
+        }
+        int v = dequant_value(k, h->dt, at, e);
+        w[u] = nf(k);
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(w[u]), F(v), F(scale));
+    }
+    int pair[HP_CHUNK / 2], ya = addr_of(k, yrow, j, 2);
+    for (int u = 0; u < HP_CHUNK / 2; u++) { /* the lower half holds the lower address's value */
+        pair[u] = nr(k);
+        emit(k, "cvt.rn.f16x2.f32 %s, %s, %s;", R(pair[u]), F(w[2 * u + 1]), F(w[2 * u]));
+    }
+    emit(k, "st.global.v4.b32 [%s], {%s, %s, %s, %s};", D(ya), R(pair[0]), R(pair[1]), R(pair[2]), R(pair[3]));
+}
+
+/* One row r of the table: the bound, the inverse scale, the f16 values. */
+static void hp_row(kern *k, const hp_rows *h, int r)
+{
+    size_t per = rayo_dtype_block_elems(h->dt), bytes = rayo_dtype_block_bytes(h->dt);
+    int base = nd(k), nblk = nd(k), mx = nf(k);
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(base), D(r), D(h->row_bytes), D(h->a));
+    emit(k, "div.u64 %s, %s, %d;", D(nblk), D(h->n), (int)per);
+    emit(k, "mov.f32 %s, 0f00000000;", F(mx));
+    hp_loop lb = hp_loop_begin(k, h->tid64, nblk, HP_THREADS);
+    int bound = block_bound(k, h->dt, addr_of(k, base, lb.i, (int)bytes));
+    emit(k, "max.f32 %s, %s, %s;", F(mx), F(mx), F(bound));
+    hp_loop_end(k, lb, nblk);
+    int total = block_minmax_f32(k, mx, h->lane, h->warp, 1), scale = nf(k), inv = nf(k), p0 = np(k);
+    row_scale(k, total, scale, inv);
+    emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(h->tid));
+    int sa = addr_of(k, h->s, r, 4);
+    emit(k, "@%s st.global.f32 [%s], %s;", P(p0), D(sa), F(inv));
+    int yrow = nd(k);
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(yrow), D(r), D(h->n));
+    emit(k, "mad.lo.u64 %s, %s, 2, %s;", D(yrow), D(yrow), D(h->y));
+    int j0 = nd(k);
+    emit(k, "shl.b64 %s, %s, 3;", D(j0), D(h->tid64));
+    hp_loop lj = hp_loop_begin(k, j0, h->n, HP_THREADS * HP_CHUNK);
+    hp_chunk(k, h, base, lj.i, scale, yrow);
+    hp_loop_end(k, lj, h->n);
+}
+
+static void gen_half_rows(strbuf *mod, rayo_dtype dt)
+{
+    kern kk = {0}, *k = &kk;
+    hp_rows h = {.dt = dt};
+    h.y = param_global(k, "p_y");
+    h.s = param_global(k, "p_s");
+    h.a = param_global(k, "p_a");
+    int m = param_u64(k, "p_m");
+    h.n = param_u64(k, "p_n");
+    h.row_bytes = param_u64(k, "p_row_bytes");
+    lane_warp(k, &h.tid, &h.lane, &h.warp);
+    h.tid64 = nd(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(h.tid64), R(h.tid));
+    int r = nd(k), rstep = nd(k), pr = np(k), l_row = nlabel(k), l_end = nlabel(k);
+    int ctaid = sreg(k, "%ctaid.x"), nctaid = sreg(k, "%nctaid.x");
+    emit(k, "cvt.u64.u32 %s, %s;", D(r), R(ctaid));
+    emit(k, "cvt.u64.u32 %s, %s;", D(rstep), R(nctaid));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pr), D(r), D(m));
+    emit(k, "@%s bra %s;", P(pr), L(l_end));
+    label(k, l_row);
+    hp_row(k, &h, r);
+    emit(k, "add.u64 %s, %s, %s;", D(r), D(r), D(rstep));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pr), D(r), D(m));
+    emit(k, "@%s bra %s;", P(pr), L(l_row));
+    label(k, l_end);
+    char name[48];
+    snprintf(name, sizeof name, "half_rows_%s", rayo_dtype_name(dt));
+    kern_finish(mod, k, name,
+                ".param .u64 p_y, .param .u64 p_s, .param .u64 p_a, .param .u64 p_m, .param .u64 p_n, "
+                ".param .u64 p_row_bytes",
+                ".maxntid 256, 1, 1\n", RED_SHARED);
+}
+
+/* y[i][j] = alpha sa[i] sb[j] t[i][j] (+ beta y[i][j] when beta != 0): t
+ * dense m x n, y ldy apart; one thread per element, grid-stride.  In
+ * float64, rounded once: sa sb may pass the float range where the result
+ * does not. */
+static void gen_half_scale_c(strbuf *mod)
+{
+    kern kk = {0}, *k = &kk;
+    int y = param_global(k, "p_y"), t = param_global(k, "p_t");
+    int sa = param_global(k, "p_sa"), sb = param_global(k, "p_sb");
+    int m = param_u64(k, "p_m"), n = param_u64(k, "p_n"), ldy = param_u64(k, "p_ldy");
+    int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
+    int total = nd(k), gid, stride, pb = np(k);
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(total), D(m), D(n));
+    emit(k, "setp.neu.f32 %s, %s, 0f00000000;", P(pb), F(beta)); /* a NaN beta too */
+    grid_index(k, &gid, &stride);
+    int i = nd(k), pi = np(k), l_top = nlabel(k), l_end = nlabel(k);
+    emit(k, "mov.u64 %s, %s;", D(i), D(gid));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(i), D(total));
+    emit(k, "@%s bra %s;", P(pi), L(l_end));
+    label(k, l_top);
+    int r = nd(k), c = nd(k), v = nf(k), x = nf(k), ya = nd(k), w = nfd(k), z = nfd(k);
+    emit(k, "div.u64 %s, %s, %s;", D(r), D(i), D(n));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(c), D(r), D(n));
+    emit(k, "sub.u64 %s, %s, %s;", D(c), D(i), D(c));
+    int ta = addr_of(k, t, i, 4), saa = addr_of(k, sa, r, 4), sba = addr_of(k, sb, c, 4);
+    emit(k, "ld.global.f32 %s, [%s];", F(v), D(ta));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(w), F(v));
+    emit(k, "ld.global.nc.f32 %s, [%s];", F(x), D(saa));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(z), F(x));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(w), FD(w), FD(z));
+    emit(k, "ld.global.nc.f32 %s, [%s];", F(x), D(sba));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(z), F(x));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(w), FD(w), FD(z));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(z), F(alpha));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(w), FD(w), FD(z));
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(ya), D(r), D(ldy), D(c));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ya), D(ya), D(y));
+    emit(k, "@%s ld.global.f32 %s, [%s];", P(pb), F(x), D(ya));
+    int xb = nfd(k), bb = nfd(k);
+    emit(k, "@%s cvt.f64.f32 %s, %s;", P(pb), FD(xb), F(x));
+    emit(k, "@%s cvt.f64.f32 %s, %s;", P(pb), FD(bb), F(beta));
+    emit(k, "@%s fma.rn.f64 %s, %s, %s, %s;", P(pb), FD(w), FD(bb), FD(xb), FD(w));
+    emit(k, "cvt.rn.f32.f64 %s, %s;", F(v), FD(w));
+    emit(k, "st.global.f32 [%s], %s;", D(ya), F(v));
+    emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(stride));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pi), D(i), D(total));
+    emit(k, "@%s bra %s;", P(pi), L(l_top));
+    label(k, l_end);
+    kern_finish(mod, k, "half_scale_c",
+                ".param .u64 p_y, .param .u64 p_t, .param .u64 p_sa, .param .u64 p_sb, .param .u64 p_m, "
+                ".param .u64 p_n, .param .u64 p_ldy, .param .f32 p_alpha, .param .f32 p_beta",
+                NULL, NULL);
+}
+
+void infer_prompt(strbuf *mod)
+{
+    static const rayo_dtype dts[] = {RAYO_DTYPE_F32, RAYO_DTYPE_F16, RAYO_DTYPE_BF16, RAYO_DTYPE_Q8_0,
+                                     RAYO_DTYPE_Q4_0, RAYO_DTYPE_Q4_K, RAYO_DTYPE_Q6_K};
+    for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++)
+        gen_half_rows(mod, dts[i]);
+    gen_half_scale_c(mod);
+}
