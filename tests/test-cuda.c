@@ -191,7 +191,7 @@ static void test_unary(void *st, const float *a, float *y, size_t n)
     uint32_t unary[64]; /* every unary op of the list, with and without parameters */
     size_t count = ops_of(RAYO_SIG_UNARY, RAYO_SIG_UNARY_P, unary, 64);
     count += ops_of(RAYO_SIG_UNARY_P2, RAYO_SIG_UNARY_P2, unary + count, 64 - count);
-    CHECK(count > 20 && count < 64, "%zu unary ops in the list", count);
+    CHECK(count >= 18 && count < 64, "%zu unary ops in the list", count); /* 18 in the list now */
     for (size_t u = 0; u < count; u++) {
         uint32_t op = unary[u];
         float al = op == RAYO_OP_CLIP ? -2.5f : 0.7f, be = op == RAYO_OP_CLIP ? 3.5f : 0.0f;
