@@ -13,12 +13,14 @@
 // Variants: RAYO_ALIGNED (m % BM == n % BN == k % BK == 0 and operands at
 // multiples of 16 bytes) loads vec4 from global memory without bounds
 // checks; the generic one loads floats with bounds checks (any shape).
-// An element whose block sum is not finite is summed again from A and B
-// with scaled factors (common.glsl: the range contract), from that block
-// to the end of k at once (C already holds the blocks before it; later
-// flushes leave the element alone).
+// An element whose flush is not finite (its block sum, or that added to
+// the blocks before it in C) is summed again from A and B with scaled
+// factors (common.glsl: the range contract), from that block to the end of
+// k at once, with C's earlier value scaled too; later flushes leave the
+// element alone.
 
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #ifdef RAYO_ALIGNED
 #define RAYO_VEC4
 #endif
@@ -183,45 +185,81 @@ float b_at(uint i)
 #endif
 }
 
-// alpha times C(row, col)'s sum over k in [lo, hi), from A and B with
-// scaled factors (a block sum that was not finite).
-float alpha_scaled(uint row, uint col, uint lo, uint hi)
+float y_at(uint o)
 {
-    float total = 0.0, block = 0.0;
-    for (uint kk = lo; kk < hi; kk++) {
-        float a = a_at(TRANS_A ? kk * pc.m + row : row * pc.k + kk);
-        float b = b_at(TRANS_B ? col * pc.k + kk : kk * pc.n + col);
-        block = range_fma(a, b, block);
-        if ((kk - lo) % 32u == 31u) { total += block; block = 0.0; }
-    }
-    return range_up(pc.alpha * (total + block));
+#ifdef RAYO_ALIGNED
+    return y_data[pc.oy + o / 4u][o % 4u];
+#else
+    return y_data[pc.oy + o];
+#endif
 }
 
-// Bit 4 a + e: element e of acc[a] was summed to the end of k by
-// alpha_scaled; any_redone: some bit is set.
+float c_at(uint o)
+{
+#ifdef RAYO_ALIGNED
+    return c_data[pc.oc + o / 4u][o % 4u];
+#else
+    return c_data[pc.oc + o];
+#endif
+}
+
+// C(row, col)'s sum over k in [lo, hi), from A and B with scaled factors,
+// in float blocks of 32 terms.  The block's loop is unrolled: lavapipe
+// stops an invocation after 65,535 loop iterations, which one loop per
+// term would pass where an invocation redoes several elements of a long k.
+float sum_scaled(uint row, uint col, uint lo, uint hi)
+{
+    float total = 0.0;
+    for (uint k0 = lo; k0 < hi; k0 += 32u) {
+        float block = 0.0;
+        [[unroll]] for (uint u = 0u; u < 32u; u++) {
+            uint kk = k0 + u;
+            if (kk < hi) {
+                float a = a_at(TRANS_A ? kk * pc.m + row : row * pc.k + kk);
+                float b = b_at(TRANS_B ? col * pc.k + kk : kk * pc.n + col);
+                block = range_fma(a, b, block);
+            }
+        }
+        total += block;
+    }
+    return total;
+}
+
+float range_down(float v)
+{
+    precise float r = v * RANGE_DOWN * RANGE_DOWN;
+    return r;
+}
+
+// The final C(row, col) where a flush from k = `from` made it not finite
+// (its block sum, or that plus what C held: the second sums overflow as
+// well as the first): what C held before the flush (beta C on the first)
+// plus alpha times the sum from `from` to the end of k, all scaled.
+float total_scaled(uint row, uint col, uint from, bool first)
+{
+    uint o = row * pc.n + col;
+    float before = !first ? range_down(y_at(o)) : pc.beta != 0.0 ? pc.beta * range_down(c_at(o)) : 0.0;
+    return range_up(fma(pc.alpha, sum_scaled(row, col, from, pc.k), before));
+}
+
+// Bit i: element i of the invocation's block (acc[i / 4][i % 4]) holds its
+// final value in C (total_scaled); any_redone: some bit is set.
 uint redone[(TM * TN + 31u) / 32u];
 bool any_redone;
 
-// What the flush adds for acc[a] = v, the 4 columns from col of row, its
-// block starting at k = from: alpha v; for an element not finite, alpha
-// times its sum from `from` to the end of k; 0 for one done so before.
-vec4 alpha_times(vec4 v, uint a, uint row, uint col, uint from)
+// What the flush writes to C(row, col) for element i of acc, given r (C
+// plus the block): r where finite; C unchanged for an element done before;
+// else its final value, from scaled factors.
+float settle(float r, uint i, uint row, uint col, uint from, bool first)
 {
-    vec4 r = pc.alpha * v;
-    if (!any_redone &&
-        range_finite(v.x) && range_finite(v.y) && range_finite(v.z) && range_finite(v.w))
+    uint bit = 1u << (i % 32u);
+    if ((redone[i / 32u] & bit) != 0u)
+        return y_at(row * pc.n + col);
+    if (range_finite(r) || row >= pc.m || col >= pc.n)
         return r;
-    for (uint e = 0u; e < 4u; e++) {
-        uint i = 4u * a + e, bit = 1u << (i % 32u);
-        if ((redone[i / 32u] & bit) != 0u) {
-            r[e] = 0.0;
-        } else if (!range_finite(v[e]) && row < pc.m && col + e < pc.n) {
-            r[e] = alpha_scaled(row, col + e, from, pc.k);
-            redone[i / 32u] |= bit;
-            any_redone = true;
-        }
-    }
-    return r;
+    redone[i / 32u] |= bit;
+    any_redone = true;
+    return total_scaled(row, col, from, first);
 }
 
 void flush(uint row0, uint col0, uint tx, uint ty, bool first, uint from)
@@ -232,7 +270,7 @@ void flush(uint row0, uint col0, uint tx, uint ty, bool first, uint from)
             for (uint j = 0u; j < TN / 4u; j++) {
                 uint col = col0 + (tx + j * WX) * 4u;
                 uint a = (i * 4u + ii) * (TN / 4u) + j;
-                vec4 v = alpha_times(acc[a], a, row, col, from);
+                vec4 v = pc.alpha * acc[a];
                 acc[a] = vec4(0.0);
 #ifdef RAYO_ALIGNED
                 uint o = (row * pc.n + col) / 4u;
@@ -240,6 +278,10 @@ void flush(uint row0, uint col0, uint tx, uint ty, bool first, uint from)
                     v += y_data[pc.oy + o];
                 else if (pc.beta != 0.0)
                     v = fma(vec4(pc.beta), c_data[pc.oc + o], v);
+                if (any_redone || !range_finite(v.x) || !range_finite(v.y) ||
+                    !range_finite(v.z) || !range_finite(v.w))
+                    for (uint e = 0u; e < 4u; e++)
+                        v[e] = settle(v[e], 4u * a + e, row, col + e, from, first);
                 y_data[pc.oy + o] = v;
 #else
                 if (row >= pc.m)
@@ -253,6 +295,8 @@ void flush(uint row0, uint col0, uint tx, uint ty, bool first, uint from)
                         r += y_data[pc.oy + o];
                     else if (pc.beta != 0.0)
                         r = fma(pc.beta, c_data[pc.oc + o], r);
+                    if (any_redone || !range_finite(r))
+                        r = settle(r, 4u * a + e, row, col + e, from, first);
                     y_data[pc.oy + o] = r;
                 }
 #endif

@@ -1045,17 +1045,15 @@ static void plan_matmul_half(ictx *x, matmul_spec s)
  * matmul's f16 activations, which cannot hold such values. */
 static void plan_cancel(ictx *x, build_fn *build, matmul_spec s)
 {
-    /* m, n, k units, at most k values (0: any); 8 x 8: split-K where the weights
-     * dequantize (few tiles, long k) */
-    static const size_t sizes[][4] = {{1, 7, 2, 0}, {3, 5, 16, 0}, {5, 1, 2, 0}, {17, 19, 4, 0}, {8, 8, 16, 512}};
+    /* m, n, k units; 8 x 8: split-K where the weights dequantize (few tiles,
+     * long k: C's sums of blocks pass FLT_MAX too) */
+    static const size_t sizes[][3] = {{1, 7, 2}, {3, 5, 16}, {5, 1, 2}, {17, 19, 4}, {8, 8, 16}};
     if (build == build_matmul && s.adt == RAYO_DTYPE_F16)
         return;
     rayo_dtype weights = build == build_gemv ? s.adt : s.bdt;
     x->group = "cancel";
     for (size_t i = 0; i < COUNT_OF(sizes); i++) {
         s.m = sizes[i][0], s.n = sizes[i][1], s.k = k_of(sizes[i][2], weights, 1);
-        if (sizes[i][3] && s.k > sizes[i][3])
-            s.k = sizes[i][3]; /* a multiple of every block */
         if (build == build_gemv)
             s.n = s.k;
         s.flags = build == build_gemv ? 0 : RAYO_TRANS_B;
