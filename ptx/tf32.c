@@ -92,7 +92,7 @@ struct tf32_kernel {
     int threads, bm_, bn_, wtm, wtn; /* threads; block and warp tile (elements) */
     int a_row, b_row;                /* floats per shared row of A and B */
     int a_stage, stage;              /* bytes: A's part of a stage, a whole stage */
-    int c, a, b, N, K, alpha, beta;  /* parameters */
+    int c, a, b, M, N, K, alpha, beta; /* parameters */
     int tid, g, t, wm, wn;           /* thread; its group and thread in group; warp row, column */
     int bm, bn, smem;                /* the block's first row and column of C; tf_smem */
     int a_loads, b_loads;            /* cp.async copies per thread per tile */
@@ -116,7 +116,7 @@ static void tf32_setup(tf32_kernel *tk)
     tk->c = param_global(k, "p_c");
     tk->a = param_global(k, "p_a");
     tk->b = param_global(k, "p_b");
-    int M = param_u64(k, "p_m"); /* the TF32 kernels: the grid covers M */
+    int M = tk->M = param_u64(k, "p_m"); /* the TF32 kernels: the grid covers M */
     tk->N = param_u64(k, "p_n");
     tk->K = param_u64(k, "p_k");
     if (cfg->elem != TF_TF32) {
@@ -482,15 +482,40 @@ static void c_origin(tf32_kernel *tk, int *row0, int *col0)
     emit(k, "add.u64 %s, %s, %s;", D(*col0), D(tk->bn), D(t64));
 }
 
+/* A thread with a sum that is not finite (products near 1e38 that cancel)
+ * computes its outputs again in float64 from A and B (row-major; product-
+ * redo.c) and goes to l_end: rows row0 + 16 i + 8 h, columns col0 + 8 j +
+ * {0, 1}, as the fragments. */
+static void tf32_redo(tf32_kernel *tk, int row0, int col0, int l_end)
+{
+    kern *k = tk->k;
+    const tf32_cfg *cfg = tk->cfg;
+    int v[8 * 8 * 4], n = 0, l_fast = nlabel(k), one = nd(k);
+    for (int i = 0; i < cfg->mt; i++)
+        for (int j = 0; j < cfg->nt; j++)
+            for (int e = 0; e < 4; e++)
+                v[n++] = tk->acc[i][j][e];
+    int bad = any_not_finite(k, v, n);
+    emit(k, "@!%s bra %s;", P(bad), L(l_fast));
+    emit(k, "mov.u64 %s, 1;", D(one));
+    /* A[row][p] = a[row K + p], B[p][col] = b[p N + col] */
+    redo_product rp = {tk->a, tk->b, tk->K, -1, one, tk->N, tk->M, tk->N, tk->K};
+    redo_span rows = {row0, 2 * cfg->mt, 8, 1}, cols = {col0, cfg->nt, 8, 2};
+    redo_tile(k, &rp, &rows, &cols, tk->c, tk->N, tk->alpha, tk->beta);
+    emit(k, "bra %s;", L(l_end));
+    label(k, l_fast);
+}
+
 /* C = alpha acc + beta C. */
 static void tf32_epilogue(tf32_kernel *tk)
 {
     kern *k = tk->k;
     const tf32_cfg *cfg = tk->cfg;
-    int pb = np(k);
-    emit(k, "setp.ne.f32 %s, %s, %s;", P(pb), F(tk->beta), C(0.0f));
+    int pb = np(k), l_end = nlabel(k);
     int row0, col0;
     c_origin(tk, &row0, &col0);
+    tf32_redo(tk, row0, col0, l_end);
+    emit(k, "setp.ne.f32 %s, %s, %s;", P(pb), F(tk->beta), C(0.0f));
     for (int i = 0; i < cfg->mt; i++)
         for (int h = 0; h < 2; h++) {
             int row = nd(k), rbase = nd(k);
@@ -509,6 +534,7 @@ static void tf32_epilogue(tf32_kernel *tk)
                 emit(k, "st.global.v2.f32 [%s+%d], {%s, %s};", D(rbase), j * 32, F(r0), F(r1));
             }
         }
+    label(k, l_end);
 }
 
 /* ---- the 16-bit kernels (module "mma16"): mma m16n8k16 --------------------

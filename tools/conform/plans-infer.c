@@ -1046,8 +1046,9 @@ static void plan_matmul_half(ictx *x, matmul_spec s)
 static void plan_cancel(ictx *x, build_fn *build, matmul_spec s)
 {
     /* m, n, k units; 8 x 8: split-K where the weights dequantize (few tiles,
-     * long k: C's sums of blocks pass FLT_MAX too) */
-    static const size_t sizes[][3] = {{1, 7, 2}, {3, 5, 16}, {5, 1, 2}, {17, 19, 4}, {8, 8, 16}};
+     * long k: C's sums of blocks pass FLT_MAX too); 130 x 132: a 128 x 128
+     * tensor-core tile and its edges */
+    static const size_t sizes[][3] = {{1, 7, 2}, {3, 5, 16}, {5, 1, 2}, {17, 19, 4}, {8, 8, 16}, {130, 132, 2}};
     if (build == build_matmul && s.adt == RAYO_DTYPE_F16)
         return;
     rayo_dtype weights = build == build_gemv ? s.adt : s.bdt;
