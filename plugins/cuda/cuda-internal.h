@@ -18,6 +18,7 @@
 #include "cuda-driver-api.h"
 #endif
 #include "cuda-ptx.h"
+#include "../gpu-common/gpu-family.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -194,7 +195,7 @@ typedef struct cuda_op {
 } cuda_op;
 
 /* ---- kernel families ---------------------------------------------------
- * The kernels of one kind of op: each entry of the op table (cuda-op-table.h)
+ * The kernels of one kind of op: each entry of the op table (gpu-op-table.h)
  * names one, and a recorded or staged op keeps it, so no call is sorted by
  * its signature again on the way to its kernels. */
 struct cuda_family {
@@ -211,11 +212,8 @@ struct cuda_family {
 
 /* Every family, each defined next to its launcher: cuda-launch.c (the
  * f32 ops), cuda-typed-matmul.c, cuda-infer.c. */
-#define CUDA_FAMILIES(X)                                                                   \
-    X(elementwise) X(reduce) X(rows) X(matmul) X(gemv) X(transpose) X(bias_act)              \
-    X(typed_matmul) X(gemvq) X(convert) X(get_rows) X(rope) X(attention) X(glu)
 #define CUDA_FAMILY_DECL(name) extern const cuda_family cuda_family_##name;
-CUDA_FAMILIES(CUDA_FAMILY_DECL)
+GPU_FAMILIES(CUDA_FAMILY_DECL)
 #undef CUDA_FAMILY_DECL
 
 /* The family that runs (op, dtypes) here, or NULL (cuda-plugin.c). */
