@@ -3,30 +3,33 @@
 # cuda-decode-run.sh - the cuda decode checks and figures in one run on the
 # GPU machine, from a build made elsewhere.
 #
-#   bench/cuda-decode-run.sh prepare [BUILD] [DIR]   here: copies what the run
-#       needs from BUILD (default build/) into DIR (default .gpu-decode) and
-#       this script into it; carry DIR and .gl (bench/gpu-run.sh prepare
-#       fetches .gl's packages)
+#   bench/cuda-decode-run.sh prepare [BUILD] [DIR] [BASE [ALT]]   here: copies
+#       what the run needs from BUILD (default build/) into DIR (default
+#       .gpu-decode) and this script into it; BASE and ALT, other builds'
+#       rayo-cuda.so, go to DIR/base and DIR/alt for a same-run comparison;
+#       carry DIR and .gl (bench/gpu-run.sh prepare fetches .gl's packages)
 #   DIR/cuda-decode-run.sh run                       there, repository root:
-#       1. test-cuda, rayo-conform on cuda for gemv (fresh seed; the cancel group
-#          left out) and compute-sanitizer memcheck on a quick one, side by side;
+#       1. test-cuda, rayo-conform on cuda for gemv and rmsnorm (fresh seed;
+#          the cancel group left out) and compute-sanitizer memcheck on a quick
+#          one, side by side;
 #       2. cuda-bench-infer --gemv: quantized gemv against the read
-#          bandwidth of rayo's sum, strict and relaxed, big and decode shapes;
+#          bandwidth of rayo's sum, strict and relaxed, big and decode shapes
+#          (with BASE and ALT too);
 #       3. GGUF files made there by gguf-make (TinyLlama shape q4_0, q8_0,
 #          q4_k_m; the 7B shape q4_0), each decoded by
 #          `rayo-llama --backend cuda --ignore-eos --tokens --ctx 256 -n 64
 #          --prompt-tokens <128 ids>` three times: cold (first run, empty JIT
 #          cache: TinyLlama q4_0 only; once more with [backend.cuda]
-#          embedded_code = no, the JIT), warm, and warm with
-#          [backend.cuda] gemv_int8 = no (the float gemv kernels), the tokens
-#          of the last two compared;
+#          embedded_code = no, the JIT), warm, warm with the BASE and ALT
+#          plugins (when there are), all again, and once at --precision
+#          strict, whose tokens the warm run's are compared with;
 #       4. one `profile = yes` breakdown of a TinyLlama q4_0 decode.
 # Logs in $OUT/logs.tgz; a summary last.
 set -u
 mode=${1:-run}
 
 prepare() {
-    build=${1:-build} dir=${2:-.gpu-decode}
+    build=${1:-build} dir=${2:-.gpu-decode} base=${3:-} alt=${4:-}
     make -C "$build" -j2 tests/test-cuda bench/cuda-bench-infer >/dev/null ||
         { echo "prepare: could not build the programs in $build" >&2; exit 1; }
     rm -rf "$dir" && mkdir -p "$dir"
@@ -39,15 +42,22 @@ prepare() {
         [ -f "$src" ] || { echo "prepare: no $build/$f (build first)" >&2; exit 1; }
         cp -L "$src" "$dir/$(basename "$f")"
     done
+    for v in base alt; do
+        eval "so=\$$v"
+        [ -n "$so" ] || continue
+        mkdir -p "$dir/$v" && cp -L "$so" "$dir/$v/rayo-cuda.so" && cp "$dir/rayo-scalar.so" "$dir/rayo-avx2.so" "$dir/$v/"
+    done
     cp "$0" "$dir/cuda-decode-run.sh"
     du -sh "$dir"
 }
 
-# llama NAME FILE [CONFIG]: one decode run, its tokens and speed lines in $logs/NAME.log
+# llama NAME FILE [CONFIG [PLUGINS [OPTIONS]]]: one decode run, its tokens and speed lines in $logs/NAME.log
 llama() {
     name=$1 file=$2
-    RAYO_CONFIG=${3:-/tmp/empty.conf} timeout 120 "$d/rayo-llama" --backend cuda --ignore-eos --tokens --ctx 256 \
-        -n 64 --prompt-tokens "$prompt" "$file" >"$logs/$name.out" 2>"$logs/$name.log"
+    # shellcheck disable=SC2086 # OPTIONS: words
+    RAYO_PLUGIN_PATH=${4:-$d} RAYO_CONFIG=${3:-/tmp/empty.conf} timeout 120 "$d/rayo-llama" --backend cuda \
+        --ignore-eos --tokens --ctx 256 -n 64 --prompt-tokens "$prompt" ${5:-} "$file" \
+        >"$logs/$name.out" 2>"$logs/$name.log"
     echo "$name exit $?: $(grep -h -i 'tok/s' "$logs/$name.log" | tail -2 | tr '\n' ' ')"
 }
 
@@ -74,35 +84,43 @@ run() {
     tc=$!
     sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
     timeout 200 "$sanitizer" --tool memcheck --error-exitcode 3 --print-limit 20 "$d/rayo-conform" --quick \
-        --op gemv "$d/rayo-cuda.so" >"$logs/memcheck-gemv.log" 2>&1 &
+        --op gemv,rmsnorm --skip cancel "$d/rayo-cuda.so" >"$logs/memcheck-gemv.log" 2>&1 &
     mc=$!
-    timeout 200 "$d/rayo-conform" --seed "$seed" --op gemv --skip cancel "$d/rayo-cuda.so" \
+    timeout 200 "$d/rayo-conform" --seed "$seed" --op gemv,rmsnorm --skip cancel "$d/rayo-cuda.so" \
         >"$logs/conform-gemv.log" 2>&1
-    echo "conform gemv --skip cancel (seed $seed) exit $?: $(grep -h '^Summary' "$logs/conform-gemv.log")"
+    echo "conform gemv,rmsnorm --skip cancel (seed $seed) exit $?: $(grep -h '^Summary' "$logs/conform-gemv.log")"
     wait $mc
-    echo "memcheck conform --quick gemv exit $?: $(grep -h 'ERROR SUMMARY' "$logs/memcheck-gemv.log")"
+    echo "memcheck conform --quick gemv,rmsnorm exit $?: $(grep -h 'ERROR SUMMARY' "$logs/memcheck-gemv.log")"
     wait $tc
     echo "test-cuda exit $?: $(grep -c FAIL "$logs/test-cuda.log") FAIL lines"
     grep FAIL "$logs/test-cuda.log" | head -5
-    timeout 150 "$d/cuda-bench-infer" --gemv >"$logs/bench-infer.log" 2>&1
-    echo "bench exit $?"
-    grep -E '^(ref|gemv) ' "$logs/bench-infer.log"
+    for v in "" base alt; do
+        [ -z "$v" ] || [ -f "$d/$v/rayo-cuda.so" ] || continue
+        RAYO_PLUGIN_PATH=$d/$v timeout 150 "$d/cuda-bench-infer" --gemv >"$logs/bench-infer$v.log" 2>&1
+        echo "bench ${v:-this build} exit $?"
+        grep -E '^(ref|gemv) ' "$logs/bench-infer$v.log" | grep -E 'sum|q4_0|q8_0' | cut -c1-80
+    done
     wait $models
     wait
     echo "models: $(ls -s /tmp/models | tr '\n' ' ')"
     prompt=$(seq 100 227 | paste -sd, -)
     : >/tmp/empty.conf
-    printf '[backend.cuda]\ngemv_int8 = no\n' >/tmp/float.conf
     printf '[backend.cuda]\nprofile = yes\n' >/tmp/profile.conf
     printf '[backend.cuda]\nembedded_code = no\n' >/tmp/jit.conf
     XDG_CACHE_HOME=/tmp/rayo-cache-jit llama tl-q4_0-cold-jit /tmp/models/tl-q4_0.gguf /tmp/jit.conf
     for m in tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0; do
         [ "$m" = tl-q4_0 ] && llama "$m-cold" "/tmp/models/$m.gguf"
         llama "$m-warm" "/tmp/models/$m.gguf"
-        llama "$m-float" "/tmp/models/$m.gguf" /tmp/float.conf
+        for r in "" 2; do
+            [ -z "$r" ] || llama "$m-warm$r" "/tmp/models/$m.gguf"
+            for v in base alt; do
+                [ -f "$d/$v/rayo-cuda.so" ] && llama "$m-$v$r" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/$v"
+            done
+        done
+        llama "$m-strict" "/tmp/models/$m.gguf" /tmp/empty.conf "$d" "--precision strict"
         tr ' ' '\n' <"$logs/$m-warm.out" >/tmp/a.tok
-        tr ' ' '\n' <"$logs/$m-float.out" >/tmp/b.tok
-        echo "$m: $(diff /tmp/a.tok /tmp/b.tok | grep -c '^<') of $(wc -l </tmp/a.tok) tokens differ (int8 vs float gemv)"
+        tr ' ' '\n' <"$logs/$m-strict.out" >/tmp/b.tok
+        echo "$m: tokens agree with the strict run up to line $(cmp /tmp/a.tok /tmp/b.tok 2>&1 | grep -o 'line [0-9]*' || echo '(all)') of $(wc -l </tmp/a.tok)"
     done
     RAYO_LOG=info llama tl-q4_0-profile /tmp/models/tl-q4_0.gguf /tmp/profile.conf
     grep 'profile:' "$logs/tl-q4_0-profile.log" | head -24

@@ -128,6 +128,23 @@ typedef struct redo_operand {
  * gives a .f32 sum (rounded once). */
 void redo_if_not_finite(kern *k, int acc, const redo_operand *a, const redo_operand *b, int count);
 void redo_if_not_finite_f32(kern *k, int acc, const redo_operand *a, const redo_operand *b, int count);
+/* A thread's outputs of a product tile, C = alpha op(A) op(B) + beta C, all
+ * computed again in float64 (the slow path of a tile with a sum that is not
+ * finite): op(A)(i, p) = a[i * a_row + p * a_k], op(B)(p, j) = b[p * b_k +
+ * j * b_col] (.b64 element strides), K terms, C(i, j) at c + (i * ldc + j)
+ * floats; only outputs inside M x N.  The thread's rows are rows->base +
+ * g * gap + e for g < groups, e < run (columns alike). */
+typedef struct redo_product {
+    int a, b, a_row, a_k, b_col, b_k, M, N, K; /* .b64 */
+} redo_product;
+typedef struct redo_span {
+    int base; /* .b64 */
+    int groups, gap, run;
+} redo_span;
+void redo_tile(kern *k, const redo_product *p, const redo_span *rows, const redo_span *cols, int c, int ldc,
+               int alpha, int beta);
+/* A .pred: whether any of the count .f32 registers v is not finite. */
+int any_not_finite(kern *k, const int *v, int count);
 /* infer-ops.c: value e (.b32) of the block of dtype dt at blk (.b64), .f32 */
 int dequant_value(kern *k, rayo_dtype dt, int blk, int e);
 

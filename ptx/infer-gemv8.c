@@ -477,41 +477,6 @@ static void part_row(kern *k, const g8_regs *g, int r, g8_regs *part, int *row)
     }
 }
 
-/* The first PREFETCH_ROWS rows of the warp (row, row + stride, ...) asked
- * into L2 before x is rounded: their trip from device memory then overlaps
- * the rounding and the block's barrier, and the row loop finds them in L2.
- * Each lane takes every 32nd line of 128 bytes, from the line that holds
- * the row's first byte to its last (lines of the matrix: no fault). */
-#define PREFETCH_ROWS 2
-
-static void prefetch_rows(kern *k, const g8format *f, const g8_regs *g, int row, int stride)
-{
-    int rb = nd(k), r = nd(k), lane64 = nd(k);
-    emit(k, "mul.wide.u32 %s, %s, %d;", D(rb), R(g->nb), f->block_bytes);
-    emit(k, "mul.wide.u32 %s, %s, 128;", D(lane64), R(g->lane));
-    emit(k, "mov.u64 %s, %s;", D(r), D(row));
-    for (int i = 0; i < PREFETCH_ROWS; i++) {
-        int p = nd(k), end = nd(k), pin = np(k), l_loop = nlabel(k), l_done = nlabel(k);
-        emit(k, "setp.ge.u64 %s, %s, %s;", P(pin), D(r), D(g->m));
-        emit(k, "@%s bra %s;", P(pin), L(l_done));
-        g8_regs pg;
-        int pr;
-        part_row(k, g, r, &pg, &pr);
-        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(end), D(pr), D(g->lda), D(pg.a));
-        emit(k, "and.b64 %s, %s, -128;", D(p), D(end));
-        emit(k, "add.u64 %s, %s, %s;", D(end), D(end), D(rb));
-        emit(k, "add.u64 %s, %s, %s;", D(p), D(p), D(lane64));
-        label(k, l_loop);
-        emit(k, "setp.ge.u64 %s, %s, %s;", P(pin), D(p), D(end));
-        emit(k, "@%s bra %s;", P(pin), L(l_done));
-        emit(k, "prefetch.global.L2 [%s];", D(p));
-        emit(k, "add.u64 %s, %s, %d;", D(p), D(p), 32 * 128);
-        emit(k, "bra.uni %s;", L(l_loop));
-        label(k, l_done);
-        emit(k, "add.u64 %s, %s, %s;", D(r), D(r), D(stride));
-    }
-}
-
 /* The parts' A, y and rows (gemv8x_*: p_y0, p_a0, p_m0, p_y1, ...): g->m
  * their rows together, g->first[i] part i's first row among them. */
 static void part_params(kern *k, g8_regs *g, strbuf *decl)
@@ -574,7 +539,6 @@ static void gen_gemv8(strbuf *mod, const g8format *f, int parts)
     emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(g.warp));
     emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(w64));
     emit(k, "mul.wide.u32 %s, %s, %d;", D(stride), R(nctaid), WARPS);
-    prefetch_rows(k, f, &g, row, stride);
     quantize_x(k, &g);
     int gate = block_gate(k, &g);
     label(k, l_row);

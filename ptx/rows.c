@@ -187,7 +187,10 @@ static void gen_row_kernel(strbuf *mod, enum row_kind kind)
  * The global passes (load, write) take four units per trip while they
  * last: every load of the trip first, so that each thread has 64 bytes in
  * flight.  Statistics as in the kernels above (float64 sums, NaN-propagating
- * max); rows longer than the cache use those. */
+ * max); rows longer than the cache use those.
+ *   rowc_add_rmsnorm_block_v4: rmsnorm of the row a + b, the sum (the same
+ *          add.rn.f32 as ew_add) also stored to s in the first pass: a
+ *          residual add and the next layer's norm in one kernel. */
 #define ROWC_UNROLL 4
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -195,6 +198,8 @@ static void gen_row_kernel(strbuf *mod, enum row_kind kind)
 
 typedef struct rowc {
     enum row_kind kind;
+    int add;           /* the row is a + b, stored to s on the way (rowc_add_rmsnorm_*) */
+    int bsum, ssum;    /* .b64: with add, the row in b and in s */
     int width;
     int warp_group;    /* lanes per row (32, 16, 8, 4) for the warp kind, else 0 */
     int nu, G, gt;     /* .b32: units in the row, threads in the group, this thread's rank */
@@ -294,6 +299,33 @@ static void unit_loop(kern *k, rowc *c, int unroll, rowc_body body)
     label(k, l_done);
 }
 
+/* v += the same units of b (the identity 0 past the end), the sums stored
+ * to s: the add of ew_add, so the row is bit for bit add's y. */
+static void add_units(kern *k, rowc *c, const int *u, int count, int (*v)[4])
+{
+    int w[ROWC_UNROLL][4];
+    char pb[16];
+    for (int q = 0; q < count; q++) {
+        int a = nd(k);
+        emit(k, "add.u64 %s, %s, %s;", D(a), D(c->bsum), D(unit_off64(k, c, u[q])));
+        for (int i = 0; i < c->width; i++)
+            w[q][i] = fmov(k, 0.0f);
+        const char *pred = unit_pred(c, q, pb, sizeof pb);
+        if (c->width == 4)
+            emit(k, "%s ld.global.v4.f32 {%s, %s, %s, %s}, [%s];", pred, F(w[q][0]), F(w[q][1]), F(w[q][2]),
+                 F(w[q][3]), D(a));
+        else
+            emit(k, "%s ld.global.f32 %s, [%s];", pred, F(w[q][0]), D(a));
+    }
+    for (int q = 0; q < count; q++) {
+        for (int i = 0; i < c->width; i++)
+            emit(k, "add.rn.f32 %s, %s, %s;", F(v[q][i]), F(v[q][i]), F(w[q][i]));
+        int a = nd(k);
+        emit(k, "add.u64 %s, %s, %s;", D(a), D(c->ssum), D(unit_off64(k, c, u[q])));
+        st_units(k, c, "global", v[q], D(a), unit_pred(c, q, pb, sizeof pb));
+    }
+}
+
 /* pass 1: global -> shared, first statistic */
 static void body_load(kern *k, rowc *c, const int *u, int count)
 {
@@ -320,6 +352,8 @@ static void body_load(kern *k, rowc *c, const int *u, int count)
             ld_units(k, c, "global", v[q], D(a), "");
         }
     }
+    if (c->add)
+        add_units(k, c, u, count, v);
     for (int q = 0; q < count; q++) {
         st_units(k, c, "shared", v[q], R(smem_addr(k, c, u[q])), unit_pred(c, q, pb, sizeof pb));
         for (int i = 0; i < c->width; i++) {
@@ -545,11 +579,12 @@ static void norm_scale(kern *k, rowc *c, int ss, int inv_n, int eps)
     emit(k, "selp.f64 %s, %s, %s, %s;", FD(c->rstd), CD(0.0), FD(c->rstd), P(pz));
 }
 
-static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int width, int cluster)
+static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int width, int cluster, int add)
 {
     kern kk = {0}, *k = &kk;
-    rowc cc = {.kind = kind, .width = width, .warp_group = warp_group, .cluster = cluster}, *c = &cc;
+    rowc cc = {.kind = kind, .add = add, .width = width, .warp_group = warp_group, .cluster = cluster}, *c = &cc;
     int y = param_global(k, "p_y"), a = param_global(k, "p_a");
+    int b = add ? param_global(k, "p_b") : -1, sum = add ? param_global(k, "p_s") : -1;
     int g = param_u64(k, "p_gamma"), bt = param_u64(k, "p_beta");
     int m = param_u64(k, "p_m"), n = param_u64(k, "p_n");
     int eps = param_f32(k, "p_eps");
@@ -645,6 +680,12 @@ static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int
     emit(k, "mul.lo.u64 %s, %s, %s;", D(off), D(row), D(n));
     emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c->xg), D(off), D(a));
     emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c->yg), D(off), D(y));
+    if (add) {
+        c->bsum = nd(k);
+        c->ssum = nd(k);
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c->bsum), D(off), D(b));
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c->ssum), D(off), D(sum));
+    }
     c->acc_f = nf(k);
     c->acc_d = nfd(k);
     emit(k, "mov.f32 %s, %s;", F(c->acc_f), CB(0xff800000u));
@@ -698,14 +739,16 @@ static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int
         snprintf(kind_name, sizeof kind_name, "block");
     else
         snprintf(kind_name, sizeof kind_name, "cluster%d", cluster);
-    snprintf(name, sizeof name, "rowc_%s_%s_%s", names[kind], kind_name, width == 4 ? "v4" : "s1");
+    snprintf(name, sizeof name, "rowc_%s%s_%s_%s", add ? "add_" : "", names[kind], kind_name, width == 4 ? "v4" : "s1");
     snprintf(directives, sizeof directives, ".maxntid %d, 1, 1\n", warp_group ? RAYO_PTX_ROWC_WARP_THREADS : 1024);
     if (cluster > 1)
         snprintf(directives + strlen(directives), sizeof directives - strlen(directives),
                  ".reqnctapercluster %d, 1, 1\n", cluster);
     kern_finish(mod, k, name,
-                ".param .u64 p_y, .param .u64 p_a, .param .u64 p_gamma, .param .u64 p_beta, "
-                ".param .u64 p_m, .param .u64 p_n, .param .f32 p_eps",
+                add ? ".param .u64 p_y, .param .u64 p_a, .param .u64 p_gamma, .param .u64 p_beta, "
+                      ".param .u64 p_m, .param .u64 p_n, .param .f32 p_eps, .param .u64 p_b, .param .u64 p_s"
+                    : ".param .u64 p_y, .param .u64 p_a, .param .u64 p_gamma, .param .u64 p_beta, "
+                      ".param .u64 p_m, .param .u64 p_n, .param .f32 p_eps",
                 directives, ROWC_SHARED);
 }
 
@@ -716,10 +759,12 @@ void module_rows(strbuf *mod)
         gen_row_kernel(mod, (enum row_kind)kind);
         for (int width = 4; width >= 1; width -= 3) {
             for (int lanes = 32; lanes >= 4; lanes /= 2)
-                gen_rowc_kernel(mod, (enum row_kind)kind, lanes, width, 1);
-            gen_rowc_kernel(mod, (enum row_kind)kind, 0, width, 1);
+                gen_rowc_kernel(mod, (enum row_kind)kind, lanes, width, 1, 0);
+            gen_rowc_kernel(mod, (enum row_kind)kind, 0, width, 1, 0);
         }
     }
+    /* a residual add, then rmsnorm of the sum (a decode step's rows) */
+    gen_rowc_kernel(mod, ROW_RMSNORM, 0, 4, 1, 1);
 }
 
 /* module rows_cluster (sm_90 on: clusters, distributed shared memory): the
@@ -730,5 +775,5 @@ void module_rows_cluster(strbuf *mod)
     for (int kind = ROW_SOFTMAX; kind <= ROW_RMSNORM; kind++)
         for (int width = 4; width >= 1; width -= 3)
             for (int cluster = 2; cluster <= RAYO_PTX_ROWC_MAX_CLUSTER; cluster *= 2)
-                gen_rowc_kernel(mod, (enum row_kind)kind, 0, width, cluster);
+                gen_rowc_kernel(mod, (enum row_kind)kind, 0, width, cluster, 0);
 }

@@ -52,7 +52,9 @@ void block_tile(kern *k, int raster, int *tile_m, int *tile_n)
  * elements 4q..4q+3 of thread t as one float4 at (q * 256 + t) * 16, so a
  * warp's float4 accesses are contiguous).  The
  * rounding error then grows with BLOCK_K + K / BLOCK_K terms, not with K
- * (the registers are all taken: 128 a thread with two blocks an SM). */
+ * (the registers are all taken: 128 a thread with two blocks an SM).
+ * A thread with a sum that is not finite (products near 1e38 that cancel)
+ * computes its outputs again in float64 (product-redo.c). */
 typedef struct sgemm_cfg {
     const char *name;
     int bk;          /* 8 or 16 */
@@ -380,6 +382,16 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
     emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ty4), D(t64), D(bm));
     emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tx));
     emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(tx4), D(t64), D(bn));
+    /* a sum that is not finite: the thread's 64 outputs again in float64 */
+    int l_fast = nlabel(k), l_end = nlabel(k), bad = any_not_finite(k, &acc[0][0], 64), one = nd(k);
+    emit(k, "@!%s bra %s;", P(bad), L(l_fast));
+    emit(k, "mov.u64 %s, 1;", D(one));
+    redo_product rp = {a, b, cfg->trans_a ? one : lda, cfg->trans_a ? lda : one,
+                       cfg->trans_b ? ldb : one, cfg->trans_b ? one : ldb, M, N, KS};
+    redo_span rows = {ty4, 2, 64, 4}, cols = {tx4, 2, 64, 4};
+    redo_tile(k, &rp, &rows, &cols, c, N, alpha, beta);
+    emit(k, "bra %s;", L(l_end));
+    label(k, l_fast);
     /* rows and columns of the tile past M or N (edge tiles) are not stored;
      * N % 4 == 0, so a float4 of C is all in or all out */
     int col_in[2], pbr = np(k);
@@ -411,6 +423,7 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
             emit(k, "@%s st.global.v4.f32 [%s], {%s, %s, %s, %s};", P(ps), D(ca), F(r[0]), F(r[1]), F(r[2]), F(r[3]));
         }
     }
+    label(k, l_end);
     char shared[256];
     snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 sg_a[%d];\n\t.shared .align 16 .b8 sg_b[%d];\n",
              2 * a_buf, 2 * b_buf);

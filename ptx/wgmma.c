@@ -114,6 +114,7 @@ typedef struct wg_kernel {
     int row0, col0, M, N, KT;       /* tile origin (u32), sizes (u32), k tiles */
     int ldc;                        /* C's row stride (u64) */
     int c, alpha, beta;
+    int a, b, m64, n64, k64;        /* TF32: A and B, K-major, and the sizes (u64): the float64 redo */
 } wg_kernel;
 
 /* Spins on mbarrier `bar` until the phase of parity `par` completed. */
@@ -182,6 +183,7 @@ static void wg_setup(wg_kernel *w)
     const wg_cfg *cfg = w->cfg;
     w->c = param_global(k, "p_c");
     int m64 = param_u64(k, "p_m"), n64 = param_u64(k, "p_n"), k64 = param_u64(k, "p_k");
+    w->m64 = m64, w->n64 = n64, w->k64 = k64;
     w->ldc = param_u64(k, "p_ldc");
     w->alpha = param_f32(k, "p_alpha");
     w->beta = param_f32(k, "p_beta");
@@ -341,6 +343,29 @@ static void wg_consumer_loop(wg_kernel *w, int acc0)
     emit(k, "wgmma.wait_group.sync.aligned 0;");
 }
 
+/* TF32: a thread with a sum that is not finite (products near 1e38 that
+ * cancel) computes its outputs again in float64 from A and B (K-major, k
+ * apart; product-redo.c) and goes to l_end.  Rows row + {0, 8}, columns
+ * col + 8 j + {0, 1}, as the accumulators below. */
+static void wg_redo(wg_kernel *w, int acc0, int row, int col, int l_end)
+{
+    kern *k = w->k;
+    int n = w->cfg->bn / 2, v[128], l_fast = nlabel(k), one = nd(k), r64 = nd(k), c64 = nd(k);
+    for (int i = 0; i < n; i++)
+        v[i] = acc0 + i;
+    int bad = any_not_finite(k, v, n);
+    emit(k, "@!%s bra %s;", P(bad), L(l_fast));
+    emit(k, "mov.u64 %s, 1;", D(one));
+    emit(k, "cvt.u64.u32 %s, %s;", D(r64), R(row));
+    emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(col));
+    redo_product rp = {param_global(k, "p_a"), param_global(k, "p_b"), w->k64, one, w->k64, one,
+                       w->m64, w->n64, w->k64};
+    redo_span rows = {r64, 2, 8, 1}, cols = {c64, w->cfg->bn / 8, 8, 2};
+    redo_tile(k, &rp, &rows, &cols, w->c, w->ldc, w->alpha, w->beta);
+    emit(k, "bra %s;", L(l_end));
+    label(k, l_fast);
+}
+
 /* C = alpha acc + beta C inside C.  Accumulator i of a thread (warp q of
  * its warpgroup, lane 4 g + t): row 16 q + g + 8 ((i >> 1) & 1), column
  * 8 (i >> 2) + 2 t + (i & 1). */
@@ -362,6 +387,9 @@ static void wg_epilogue(wg_kernel *w, int acc0)
     emit(k, "mad.lo.u32 %s, %s, 16, %s;", R(row), R(row), R(g));
     emit(k, "add.u32 %s, %s, %s;", R(row), R(row), R(w->row0));
     emit(k, "mad.lo.u32 %s, %s, 2, %s;", R(col), R(t), R(w->col0));
+    int l_end = nlabel(k);
+    if (cfg->type == WG_TF32)
+        wg_redo(w, acc0, row, col, l_end);
     for (int h = 0; h < 2; h++) {
         int r = nr(k), prow = np(k), addr = nd(k), idx = nd(k), c64 = nd(k);
         emit(k, "add.u32 %s, %s, %d;", R(r), R(row), 8 * h);
@@ -385,6 +413,7 @@ static void wg_epilogue(wg_kernel *w, int acc0)
             emit(k, "@%s st.global.v2.f32 [%s+%d], {%s, %s};", P(pin), D(addr), 32 * j, F(r0), F(r1));
         }
     }
+    label(k, l_end);
 }
 
 static void gen_wg(strbuf *mod, const wg_cfg *cfg)
@@ -412,7 +441,7 @@ static void gen_wg(strbuf *mod, const wg_cfg *cfg)
     kern_finish(mod, &kk, cfg->name,
                 ".param .align 64 .b8 p_ta[128], .param .align 64 .b8 p_tb[128], .param .u64 p_c, "
                 ".param .u64 p_m, .param .u64 p_n, .param .u64 p_k, .param .u64 p_ldc, .param .f32 p_alpha, "
-                ".param .f32 p_beta",
+                ".param .f32 p_beta, .param .u64 p_a, .param .u64 p_b",
                 dir, NULL);
 }
 

@@ -70,7 +70,7 @@ static void usage(FILE *out)
             "  --skip [BACKEND:]LIST  leave out these groups of cases, on every backend or\n"
             "               on BACKEND only (comma-separated; counted as skipped, never as\n"
             "               passed): long-reduction offset overflow subnormal eps0 affine\n"
-            "               regression nan-rows cancel glu-tail attn-large\n"
+            "               regression nan-rows cancel glu-tail attn-large x-range\n"
             "  --op NAME    check only this op (repeat, or separate names by commas)\n"
             "  --dtype NAME only the cases with an operand in this dtype (f16, bf16, q8_0,\n"
             "               q4_0, q4_k, q6_k, i32), or, for f32, with every operand in f32:\n"

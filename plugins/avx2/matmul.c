@@ -388,27 +388,14 @@ static rayo_status gemm_blocked(avx2_state *st, const gemm_args *g)
 
 /* ---- gemv: y = alpha op(A) x + beta y, A rows x cols ----------------------- */
 
-/* alpha * sum + beta * y, as the scalar backend (beta == 0: y unread). */
-static inline float finish(double sum, float alpha, float beta, const float *y)
-{
-    float v = (float)(alpha * sum);
-    return beta == 0.0f ? v : v + beta * *y;
-}
-
-typedef struct gemv_job {
-    size_t rows, cols;
-    float alpha, beta;
-    const float *A, *x;
-    float *y;
-    size_t chunk;                /* rows (no transpose) or columns (transpose) per task */
-} gemv_job;
-
 /* Accuracy at any length (contract 1e-5 of sum|terms|): float lanes add at
  * most 32 terms each before their sum goes to a double accumulator, as in
  * reduce.c, so the error does not grow with n (m = 1 x 100000 summed in
  * float lanes alone was 51x the contract). */
 #define DOT_BLOCK 256     /* elements: 32 per lane of one 8-lane sum */
 #define ROW_BLOCK 32      /* rows accumulated in float by the transposed gemv */
+#define X86_GEMV_RUN avx2_gemv_run
+#include "x86-gemv_tmpl.c"
 
 /* Four rows of A against x[0..n), n <= DOT_BLOCK: x is loaded once for four
  * dot products; out[r] += the sums. */
@@ -532,141 +519,6 @@ static void flush_strip(double *total, float *acc, size_t w)
     }
 }
 
-#define COL_STRIP 2048 /* 8 KiB of float sums + 16 KiB of double totals: in L1 */
-
-/* Transposed: y[j] = alpha sum_i A[i][j] x[i] + beta y[j] for columns
- * [begin, end).  Rows of A are streamed whole (contiguous, what the hardware
- * prefetcher likes) and accumulated, four at a time, into a strip of float
- * sums that stays in L1 and goes to double totals every ROW_BLOCK rows. */
-static void gemv_cols(const gemv_job *job, size_t begin, size_t end)
-{
-    float acc[COL_STRIP];
-    double total[COL_STRIP];
-    for (size_t j = begin; j < end; j += COL_STRIP) {
-        size_t w = min_size(COL_STRIP, end - j);
-        memset(acc, 0, sizeof acc);
-        memset(total, 0, sizeof total);
-        const float *col = job->A + j;
-        size_t lda = job->cols, i = 0;
-        while (i < job->rows) {
-            size_t block_end = min_size(i + ROW_BLOCK, job->rows);
-            for (; i + 4 <= block_end; i += 4)
-                accumulate4(acc, col + i * lda, col + (i + 1) * lda, col + (i + 2) * lda,
-                            col + (i + 3) * lda, job->x + i, w);
-            for (; i < block_end; i++)
-                accumulate1(acc, col + i * lda, job->x[i], w);
-            flush_strip(total, acc, w);
-        }
-        for (size_t c = 0; c < w; c++) /* a sum past FLT_MAX is redone (cpu-f64-fallback.h) */
-            job->y[j + c] = finish(cpu_dot_redo(total[c], col + c, lda, job->x, job->rows), job->alpha,
-                                   job->beta, &job->y[j + c]);
-    }
-}
-
-static void gemv_rows_task(void *arg, size_t task, unsigned worker)
-{
-    const gemv_job *job = arg;
-    (void)worker;
-    size_t begin = task * job->chunk;
-    gemv_rows(job, begin, min_size(begin + job->chunk, job->rows));
-}
-
-static void gemv_cols_task(void *arg, size_t task, unsigned worker)
-{
-    const gemv_job *job = arg;
-    (void)worker;
-    size_t begin = task * job->chunk;
-    gemv_cols(job, begin, min_size(begin + job->chunk, job->cols));
-}
-
-#define GEMV_PARALLEL_MIN ((size_t)1 << 16) /* elements of A */
-
-/* y = alpha op(A) x + beta y with A rows x cols; trans: op(A) = A^T. */
-static void gemv_run(const avx2_state *st, int trans, size_t rows, size_t cols, float alpha,
-                     const float *A, const float *x, float beta, float *y)
-{
-    gemv_job job = { rows, cols, alpha, beta, A, x, y, 0 };
-    unsigned threads = cpu_threads(&st->cpu);
-    size_t units = trans ? cols : rows;
-    size_t granule = trans ? 64 : 4;
-    size_t tasks = rows * cols >= GEMV_PARALLEL_MIN && threads > 1 ? threads : 1;
-    job.chunk = ((units + tasks - 1) / tasks + granule - 1) / granule * granule;
-    tasks = (units + job.chunk - 1) / job.chunk;
-    cpu_parallel(&st->cpu, tasks, trans ? gemv_cols_task : gemv_rows_task, &job);
-}
-
-AVX2_KERNEL(gemv)
-{
-    if (rayo_call_strided(call))
-        return RAYO_E_UNSUPPORTED; /* row strides: not in this kernel yet */
-    const rayo_call *c = call;
-    if (c->m == 0 || c->n == 0)
-        return RAYO_OK;
-    gemv_run(state, (c->flags & RAYO_TRANS_A) != 0, c->m, c->n, c->alpha, c->a, c->b, c->beta, c->y);
-    return RAYO_OK;
-}
-
 /* ---- matmul ------------------------------------------------------------------ */
-
-/* k == 0: op(A) op(B) is the zero matrix. */
-static void scale_c(float *C, size_t count, float beta)
-{
-    for (size_t i = 0; i < count; i++)
-        C[i] = beta == 0.0f ? 0.0f : beta * C[i];
-}
-
-/* m == 1 or n == 1: a matrix-vector product.
- *   m == 1: C (1 x n) = a^T op(B): B stored k x n is streamed by rows
- *           (transposed gemv), B stored n x k gives dot products;
- *   n == 1: C (m x 1) = op(A) b: A stored m x k gives dot products, A stored
- *           k x m is the transposed gemv. */
-static void matmul_as_gemv(const avx2_state *st, const gemm_args *g)
-{
-    if (g->m == 1) {
-        if (g->trans_b)
-            gemv_run(st, 0, g->n, g->k, g->alpha, g->B, g->A, g->beta, g->C);
-        else
-            gemv_run(st, 1, g->k, g->n, g->alpha, g->B, g->A, g->beta, g->C);
-    } else {
-        if (g->trans_a)
-            gemv_run(st, 1, g->k, g->m, g->alpha, g->A, g->B, g->beta, g->C);
-        else
-            gemv_run(st, 0, g->m, g->k, g->alpha, g->A, g->B, g->beta, g->C);
-    }
-}
-
-rayo_status avx2_sgemm(void *state, const x86_gemm_args *g)
-{
-    if (g->m == 0 || g->n == 0)
-        return RAYO_OK;
-    if (g->k == 0) {
-        scale_c(g->C, g->m * g->n, g->beta);
-        return RAYO_OK;
-    }
-    if (g->m == 1 || g->n == 1) {
-        matmul_as_gemv(state, g);
-        return RAYO_OK;
-    }
-    if (x86_gemm_f64_if_overflow(g))
-        return RAYO_OK;
-    return gemm_blocked(state, g);
-}
-
-AVX2_KERNEL(matmul)
-{
-    if (rayo_call_strided(call))
-        return RAYO_E_UNSUPPORTED; /* row strides: not in this kernel yet */
-    gemm_args g = {
-        .m = call->m, .n = call->n, .k = call->k, .alpha = call->alpha, .beta = call->beta,
-        .A = call->a, .B = call->b, .C = call->y,
-        .trans_a = (call->flags & RAYO_TRANS_A) != 0, .trans_b = (call->flags & RAYO_TRANS_B) != 0,
-    };
-    return avx2_sgemm(state, &g);
-}
-
-/* f16, bf16 and block-quantized operands: dequantized panels through this
- * sgemm (x86-typed-matmul.c). */
-rayo_status avx2_matmul_typed(void *state, const rayo_call *call)
-{
-    return typed_matmul_run(state, call, avx2_sgemm);
-}
+#define X86_SGEMM avx2_sgemm
+#include "x86-matmul_tmpl.c"

@@ -68,6 +68,10 @@ double avx2_sum_squares_f64(const float *x, size_t n);
 /* sgemm on dense row-major operands (any m, n, k; beta == 0 never reads C):
  * the f32 matmul kernel, and x86-typed-matmul.c's on dequantized panels. */
 rayo_status avx2_sgemm(void *state, const x86_gemm_args *g);
+/* y = alpha op(A) x + beta y, A rows x cols (trans: op(A) = A^T): gemv and
+ * matmul's m = 1 or n = 1 (x86-gemv_tmpl.c). */
+void avx2_gemv_run(const avx2_state *st, int trans, size_t rows, size_t cols, float alpha, const float *A,
+                   const float *x, float beta, float *y);
 
 /* ---- quant.c ----------------------------------------------------------- */
 /* gemv with f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K weights (listed per dtype

@@ -18,28 +18,13 @@
 
 #define DOT_BLOCK 512     /* elements: 32 per lane of a 16-lane sum */
 #define ROW_BLOCK 32      /* rows accumulated in float by the transposed gemv */
-#define COL_STRIP 2048    /* 8 KiB of float sums + 16 KiB of double totals: in L1 */
-#define GEMV_PARALLEL_MIN ((size_t)1 << 16) /* elements of A */
+#define X86_GEMV_RUN avx512_gemv_run
+#include "x86-gemv_tmpl.c"
 
 static size_t min_size(size_t a, size_t b)
 {
     return a < b ? a : b;
 }
-
-/* alpha * sum + beta * y, as the scalar backend (beta == 0: y unread). */
-static inline float finish(double sum, float alpha, float beta, const float *y)
-{
-    float v = (float)(alpha * sum);
-    return beta == 0.0f ? v : v + beta * *y;
-}
-
-typedef struct gemv_job {
-    size_t rows, cols;
-    float alpha, beta;
-    const float *A, *x;
-    float *y;
-    size_t chunk;                /* rows (no transpose) or columns (transpose) per task */
-} gemv_job;
 
 /* out[r] += dot(row r of A, x) for `count` (1..4) rows, n <= DOT_BLOCK. */
 static inline void dot_rows_block(const float *A, size_t lda, size_t count, const float *x, size_t n,
@@ -129,70 +114,4 @@ static void flush_strip(double *total, float *acc, size_t w)
         total[j] += acc[j];
         acc[j] = 0.0f;
     }
-}
-
-/* Transposed: y[j] = alpha sum_i A[i][j] x[i] + beta y[j], columns [begin, end). */
-static void gemv_cols(const gemv_job *job, size_t begin, size_t end)
-{
-    float acc[COL_STRIP];
-    double total[COL_STRIP];
-    for (size_t j = begin; j < end; j += COL_STRIP) {
-        size_t w = min_size(COL_STRIP, end - j);
-        memset(acc, 0, w * sizeof acc[0]);
-        memset(total, 0, w * sizeof total[0]);
-        const float *col = job->A + j;
-        size_t lda = job->cols, i = 0;
-        while (i < job->rows) {
-            size_t block_end = min_size(i + ROW_BLOCK, job->rows);
-            for (; i + 4 <= block_end; i += 4)
-                accumulate4(acc, col + i * lda, col + (i + 1) * lda, col + (i + 2) * lda, col + (i + 3) * lda,
-                            job->x + i, w);
-            for (; i < block_end; i++)
-                accumulate1(acc, col + i * lda, job->x[i], w);
-            flush_strip(total, acc, w);
-        }
-        for (size_t c = 0; c < w; c++) /* a sum past FLT_MAX is redone (cpu-f64-fallback.h) */
-            job->y[j + c] = finish(cpu_dot_redo(total[c], col + c, lda, job->x, job->rows), job->alpha,
-                                   job->beta, &job->y[j + c]);
-    }
-}
-
-static void gemv_task(void *arg, size_t task, unsigned worker)
-{
-    const gemv_job *job = arg;
-    (void)worker;
-    size_t begin = task * job->chunk;
-    gemv_rows(job, begin, min_size(begin + job->chunk, job->rows));
-}
-
-static void gemv_cols_task(void *arg, size_t task, unsigned worker)
-{
-    const gemv_job *job = arg;
-    (void)worker;
-    size_t begin = task * job->chunk;
-    gemv_cols(job, begin, min_size(begin + job->chunk, job->cols));
-}
-
-void avx512_gemv_run(const avx512_state *st, int trans, size_t rows, size_t cols, float alpha,
-                     const float *A, const float *x, float beta, float *y)
-{
-    gemv_job job = { rows, cols, alpha, beta, A, x, y, 0 };
-    unsigned threads = cpu_threads(&st->cpu);
-    size_t units = trans ? cols : rows;
-    size_t granule = trans ? 64 : 4;
-    size_t tasks = rows * cols >= GEMV_PARALLEL_MIN && threads > 1 ? threads : 1;
-    job.chunk = ((units + tasks - 1) / tasks + granule - 1) / granule * granule;
-    tasks = (units + job.chunk - 1) / job.chunk;
-    cpu_parallel(&st->cpu, tasks, trans ? gemv_cols_task : gemv_task, &job);
-}
-
-AVX512_KERNEL(gemv)
-{
-    if (rayo_call_strided(call))
-        return RAYO_E_UNSUPPORTED; /* row strides: the scalar backend takes them */
-    if (call->m == 0 || call->n == 0)
-        return RAYO_OK;
-    avx512_gemv_run(state, (call->flags & RAYO_TRANS_A) != 0, call->m, call->n, call->alpha, call->a, call->b,
-                    call->beta, call->y);
-    return RAYO_OK;
 }

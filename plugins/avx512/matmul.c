@@ -249,55 +249,6 @@ static rayo_status gemm_blocked(avx512_state *st, const gemm_args *g)
 }
 
 /* ---- matmul ------------------------------------------------------------------- */
-
-/* m == 1 or n == 1: a matrix-vector product.
- *   m == 1: C (1 x n) = a^T op(B): B stored k x n is the transposed gemv,
- *           B stored n x k gives dot products;
- *   n == 1: C (m x 1) = op(A) b: A stored m x k gives dot products, A stored
- *           k x m is the transposed gemv. */
-static void matmul_as_gemv(const avx512_state *st, const gemm_args *g)
-{
-    if (g->m == 1)
-        avx512_gemv_run(st, !g->trans_b, g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n, g->alpha, g->B,
-                        g->A, g->beta, g->C);
-    else
-        avx512_gemv_run(st, g->trans_a, g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k, g->alpha, g->A,
-                        g->B, g->beta, g->C);
-}
-
-rayo_status avx512_sgemm(void *state, const x86_gemm_args *g)
-{
-    if (g->m == 0 || g->n == 0)
-        return RAYO_OK;
-    if (g->k == 0) { /* op(A) op(B) is the zero matrix */
-        for (size_t i = 0; i < g->m * g->n; i++)
-            g->C[i] = g->beta == 0.0f ? 0.0f : g->beta * g->C[i];
-        return RAYO_OK;
-    }
-    if (g->m == 1 || g->n == 1) {
-        matmul_as_gemv(state, g);
-        return RAYO_OK;
-    }
-    if (x86_gemm_f64_if_overflow(g))
-        return RAYO_OK;
-    return gemm_blocked(state, g);
-}
-
-AVX512_KERNEL(matmul)
-{
-    if (rayo_call_strided(call))
-        return RAYO_E_UNSUPPORTED; /* row strides: the scalar backend takes them */
-    gemm_args g = {
-        .m = call->m, .n = call->n, .k = call->k, .alpha = call->alpha, .beta = call->beta,
-        .A = call->a, .B = call->b, .C = call->y,
-        .trans_a = (call->flags & RAYO_TRANS_A) != 0, .trans_b = (call->flags & RAYO_TRANS_B) != 0,
-    };
-    return avx512_sgemm(state, &g);
-}
-
-/* f16, bf16 and block-quantized operands: dequantized panels through this
- * sgemm (x86-typed-matmul.c). */
-rayo_status avx512_matmul_typed(void *state, const rayo_call *call)
-{
-    return typed_matmul_run(state, call, avx512_sgemm);
-}
+#define X86_GEMV_RUN avx512_gemv_run
+#define X86_SGEMM avx512_sgemm
+#include "x86-matmul_tmpl.c"

@@ -101,11 +101,6 @@ static rayo_status launch_gemvq(cuda_state *st, CUstream stream, const cuda_op *
 }
 
 /* ---- gemvs of one x in one launch (gemv8x_*) ----------------------------- */
-static int overlap(CUdeviceptr a, size_t abytes, CUdeviceptr b, size_t bbytes)
-{
-    return a < b + bbytes && b < a + abytes;
-}
-
 /* Whether o runs through gemv8 like first, on the same x, n, row bytes and
  * scalars (each row then computes exactly as in its own launch). */
 static int gemv8_alike(const cuda_state *st, const cuda_op *first, const cuda_op *o)
@@ -127,16 +122,18 @@ static int independent(const cuda_op *ops, size_t n, const cuda_op *o, size_t ro
     size_t xb = 4 * o->n;
     for (size_t i = 0; i < n; i++) {
         const cuda_op *p = &ops[i];
-        if (overlap(o->y, 4 * o->m, p->y, 4 * p->m) || overlap(o->y, 4 * o->m, p->a, p->m * row_bytes) ||
-            overlap(p->y, 4 * p->m, o->a, o->m * row_bytes))
+        if (cuda_overlap(o->y, 4 * o->m, p->y, 4 * p->m) || cuda_overlap(o->y, 4 * o->m, p->a, p->m * row_bytes) ||
+            cuda_overlap(p->y, 4 * p->m, o->a, o->m * row_bytes))
             return 0;
     }
-    return !overlap(o->y, 4 * o->m, o->b, xb) && !overlap(o->y, 4 * o->m, o->a, o->m * row_bytes);
+    return !cuda_overlap(o->y, 4 * o->m, o->b, xb) && !cuda_overlap(o->y, 4 * o->m, o->a, o->m * row_bytes);
 }
 
 size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count)
 {
     size_t row_bytes = 0, n = 1;
+    if (count >= 2 && cuda_add_rmsnorm_suits(st, &ops[0], &ops[1]))
+        return 2;
     if (!count || !gemv8_alike(st, &ops[0], &ops[0]) ||
         !rayo_dtype_row_bytes(RAYO_DTYPE_OF(ops[0].dtypes, 0), ops[0].lda ? ops[0].lda : ops[0].n, &row_bytes) ||
         !independent(ops, 0, &ops[0], row_bytes))
@@ -181,7 +178,10 @@ static rayo_status launch_gemv8x(cuda_state *st, CUstream stream, const cuda_op 
 
 rayo_status cuda_launch_ops(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n)
 {
-    return n > 1 ? launch_gemv8x(st, stream, ops, n) : cuda_launch_op(st, stream, &ops[0]);
+    if (n == 1)
+        return cuda_launch_op(st, stream, &ops[0]);
+    return ops[0].op == RAYO_OP_ADD ? cuda_launch_add_rmsnorm(st, stream, &ops[0], &ops[1])
+                                    : launch_gemv8x(st, stream, ops, n);
 }
 
 static rayo_status launch(cuda_state *st, CUstream stream, const char *name, size_t gx, size_t gy, void **params)

@@ -18,6 +18,7 @@
 #include "cuda-driver-api.h"
 #endif
 #include "cuda-ptx.h"
+#include "../gpu-common/gpu-family.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -194,7 +195,7 @@ typedef struct cuda_op {
 } cuda_op;
 
 /* ---- kernel families ---------------------------------------------------
- * The kernels of one kind of op: each entry of the op table (cuda-op-table.h)
+ * The kernels of one kind of op: each entry of the op table (gpu-op-table.h)
  * names one, and a recorded or staged op keeps it, so no call is sorted by
  * its signature again on the way to its kernels. */
 struct cuda_family {
@@ -211,11 +212,8 @@ struct cuda_family {
 
 /* Every family, each defined next to its launcher: cuda-launch.c (the
  * f32 ops), cuda-typed-matmul.c, cuda-infer.c. */
-#define CUDA_FAMILIES(X)                                                                   \
-    X(elementwise) X(reduce) X(rows) X(matmul) X(gemv) X(transpose) X(bias_act)              \
-    X(typed_matmul) X(gemvq) X(convert) X(get_rows) X(rope) X(attention) X(glu)
 #define CUDA_FAMILY_DECL(name) extern const cuda_family cuda_family_##name;
-CUDA_FAMILIES(CUDA_FAMILY_DECL)
+GPU_FAMILIES(CUDA_FAMILY_DECL)
 #undef CUDA_FAMILY_DECL
 
 /* The family that runs (op, dtypes) here, or NULL (cuda-plugin.c). */
@@ -295,10 +293,20 @@ rayo_status cuda_launch_dequant_rows(cuda_state *st, CUstream stream, rayo_dtype
 int cuda_check_host_call(const cuda_state *st, const rayo_call *call);
 /* How many ops from ops[0] (of count) run as one launch: up to
  * RAYO_PTX_GEMV8_PARTS relaxed 8-bit gemvs of the same x whose outputs
- * touch no operand of the others (a decode step's q, k, v; gate, up), else 1. */
+ * touch no operand of the others (a decode step's q, k, v; gate, up), 2 for
+ * a residual add and the rmsnorm of its sum (cuda_add_rmsnorm_suits), else 1. */
 size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count);
 /* Queues ops[0 .. n), n from cuda_launch_group. */
 rayo_status cuda_launch_ops(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n);
+/* Whether add (y = a + b) and then norm (rmsnorm of add's y) run as one
+ * kernel (cuda-launch.c), and that kernel. */
+int cuda_add_rmsnorm_suits(const cuda_state *st, const cuda_op *add, const cuda_op *norm);
+rayo_status cuda_launch_add_rmsnorm(cuda_state *st, CUstream stream, const cuda_op *add, const cuda_op *norm);
+/* Whether [a, a + abytes) and [b, b + bbytes) share a byte. */
+static inline int cuda_overlap(CUdeviceptr a, size_t abytes, CUdeviceptr b, size_t bbytes)
+{
+    return a < b + bbytes && b < a + abytes;
+}
 
 /* ---- host-memory calls and device memory ------------------------------ */
 /* A host-memory call of one of family's ops: through the staging buffers. */

@@ -211,6 +211,15 @@ static size_t pow2_at_least(size_t v)
     return p;
 }
 
+/* Threads of a block-per-row kernel whose CTA takes `per` units of a row. */
+static unsigned rowc_block_threads(const cuda_state *st, size_t m, size_t per)
+{
+    /* fewer rows than multiprocessors (a decode step's one row): 2 units
+     * a thread, so each pass is one trip to memory, not two */
+    size_t per_thread = m < (size_t)st->sm_count ? 2 : 8, threads = pow2_at_least(ceil_div(per, per_thread));
+    return (unsigned)(threads < 64 ? 64 : threads > 1024 ? 1024 : threads);
+}
+
 static rayo_status launch_rows(cuda_state *st, CUstream stream, const cuda_op *op)
 {
     CUdeviceptr y = op->y, a = op->a, gamma = 0, beta = 0;
@@ -249,20 +258,50 @@ static rayo_status launch_rows(cuda_state *st, CUstream stream, const cuda_op *o
         size_t cluster = 1;
         while (st->ptx_target >= 90 && cluster < RAYO_PTX_ROWC_MAX_CLUSTER && row_bytes > cluster * ROWC_CTA_BYTES)
             cluster *= 2;
-        /* fewer rows than multiprocessors (a decode step's one row): 2 units
-         * a thread, so each pass is one trip to memory, not two */
-        size_t per = ceil_div(units, cluster), per_thread = op->m < (size_t)st->sm_count ? 2 : 8;
-        size_t threads = pow2_at_least(ceil_div(per, per_thread));
-        threads = threads < 64 ? 64 : threads > 1024 ? 1024 : threads;
+        size_t per = ceil_div(units, cluster);
+        unsigned threads = rowc_block_threads(st, op->m, per);
         if (cluster > 1)
             snprintf(name, sizeof name, "rowc_%s_cluster%zu_%s", cuda_op_name(op->op), cluster, vec ? "v4" : "s1");
         unsigned blocks = (unsigned)(min_size(op->m, (size_t)st->sm_count * 16 / cluster) * cluster);
-        return launch(st, stream, cluster > 1 ? MOD_ROWS_CLUSTER : MOD_ROWS, name, blocks, 1, (unsigned)threads, 1,
+        return launch(st, stream, cluster > 1 ? MOD_ROWS_CLUSTER : MOD_ROWS, name, blocks, 1, threads, 1,
                       (unsigned)(per * (vec ? 16 : 4)), params);
     }
     snprintf(name, sizeof name, "row_%s", cuda_op_name(op->op));
     unsigned blocks = (unsigned)min_size(op->m ? op->m : 1, (size_t)st->sm_count * 16);
     return launch(st, stream, MOD_ROWS, name, blocks, 1, THREADS, 1, 0, params);
+}
+
+/* ---- a residual add, then rmsnorm of the sum --------------------------------
+ * rowc_add_rmsnorm_block_v4 runs both when the rows take the block kernel
+ * (vector units, longer than a warp's rows, one CTA each) and no output
+ * touches what the other op still reads: rmsnorm's y is add's a or b (the
+ * same units, read before the block's reduction, written after it) or
+ * apart from both, and apart from add's y and gamma. */
+int cuda_add_rmsnorm_suits(const cuda_state *st, const cuda_op *add, const cuda_op *norm)
+{
+    size_t bytes = 4 * add->n, gbytes = 4 * norm->n;
+    if (add->op != RAYO_OP_ADD || norm->op != RAYO_OP_RMSNORM || add->dtypes || norm->dtypes || !norm->m ||
+        norm->n <= RAYO_PTX_ROWC_WARP_MAX_N || norm->n % 4 || gbytes > ROWC_CTA_BYTES || norm->a != add->y ||
+        norm->m * norm->n != add->n || st->max_smem_optin < (int)(gbytes + RAYO_PTX_ROWC_STATIC_SMEM) ||
+        !aligned16(add->a) || !aligned16(add->b) || !aligned16(add->y) || !aligned16(norm->y) || !aligned16(norm->b))
+        return 0;
+    return !cuda_overlap(norm->y, bytes, add->y, bytes) &&
+           (norm->y == add->a || !cuda_overlap(norm->y, bytes, add->a, bytes)) &&
+           (norm->y == add->b || !cuda_overlap(norm->y, bytes, add->b, bytes)) &&
+           (add->y == add->a || !cuda_overlap(add->y, bytes, add->a, bytes)) &&
+           (add->y == add->b || !cuda_overlap(add->y, bytes, add->b, bytes)) &&
+           (!norm->b || (!cuda_overlap(norm->b, gbytes, add->y, bytes) && !cuda_overlap(norm->b, gbytes, norm->y, bytes)));
+}
+
+rayo_status cuda_launch_add_rmsnorm(cuda_state *st, CUstream stream, const cuda_op *add, const cuda_op *norm)
+{
+    CUdeviceptr y = norm->y, a = add->a, gamma = norm->b, beta = 0, b = add->b, sum = add->y;
+    float eps = norm->alpha;
+    unsigned long long m = norm->m, n = norm->n;
+    void *params[] = {&y, &a, &gamma, &beta, &m, &n, &eps, &b, &sum};
+    unsigned blocks = (unsigned)min_size(norm->m, (size_t)st->sm_count * 16);
+    return launch(st, stream, MOD_ROWS, "rowc_add_rmsnorm_block_v4", blocks, 1,
+                  rowc_block_threads(st, norm->m, norm->n / 4), 1, (unsigned)(4 * norm->n), params);
 }
 
 /* ---- gemv ------------------------------------------------------------------ */

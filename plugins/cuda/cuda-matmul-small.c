@@ -119,7 +119,10 @@ int cuda_matmul_split_k(cuda_state *st, CUstream stream, const cuda_op *op, cons
                           TILE_THREADS, RAYO_PTX_SGEMM_ACC_BYTES, p1);
     if (*s != RAYO_OK)
         return 1;
-    void *p2[] = {&c, &part, &count, &sl, &alpha, &beta};
+    /* A and B for splitk_sum's float64 redo of an element whose partials overflowed */
+    int ta = (op->flags & RAYO_TRANS_A) != 0, tb = (op->flags & RAYO_TRANS_B) != 0;
+    unsigned long long sai = ta ? 1 : k, sap = ta ? m : 1, sbp = tb ? 1 : n, sbj = tb ? k : 1;
+    void *p2[] = {&c, &part, &count, &sl, &alpha, &beta, &a, &b, &n, &k, &sai, &sap, &sbp, &sbj};
     size_t blocks = (count + TILE_THREADS - 1) / TILE_THREADS, most = (size_t)st->sm_count * 8;
     *s = cuda_launch_grid(st, stream, MOD_SPLITK, "splitk_sum", (unsigned)(blocks < most ? blocks : most), 1, 1,
                           TILE_THREADS, 0, p2);

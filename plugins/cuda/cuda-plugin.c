@@ -9,6 +9,7 @@
 #endif
 #include "cuda-internal.h"
 #include "cuda-ptx.h"
+#include "../gpu-common/gpu-descriptor.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -16,10 +17,6 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
-
-#ifndef PACKAGE_VERSION
-#define PACKAGE_VERSION "0"
-#endif
 
 /* The kernels the plugin picks when the config does not name one: the
  * fastest measured on the H100 and H200 (doc/benchmarks-cuda.md). */
@@ -564,55 +561,20 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
 /* ---- the op table --------------------------------------------------------- */
 /* One host entry per kernel family: a host-memory call through the staging
  * buffers (cuda-host.c) to the family's kernels. */
-#define CUDA_HOST_ENTRY(name)                                                                   \
-    static rayo_status host_##name(void *state, const rayo_call *call)                           \
-    {                                                                                            \
-        return cuda_host_call(state, call, &cuda_family_##name);                                 \
-    }
-CUDA_FAMILIES(CUDA_HOST_ENTRY)
+#define CUDA_HOST_ENTRY(name)                                                                        \
+    static rayo_status host_##name(void *state, const rayo_call *call)                               \
+    { return cuda_host_call(state, call, &cuda_family_##name); }
+GPU_FAMILIES(CUDA_HOST_ENTRY)
 #undef CUDA_HOST_ENTRY
 
-/* Every op of the list, each with its family (cuda-op-table.h). */
-#define CUDA_X(name) host_##name
-static const rayo_op_entry cuda_ops[] = {
-#include "cuda-op-table.h"
-};
-#undef CUDA_X
-
-/* The same entries with their families, for the calls recorded in batches. */
-typedef struct cuda_kernel {
-    uint32_t op, dtypes;
-    const cuda_family *family;
-} cuda_kernel;
-#define CUDA_X(name) &cuda_family_##name
-static const cuda_kernel cuda_kernels[] = {
-#include "cuda-op-table.h"
-};
-#undef CUDA_X
+/* Every op and dtype combination with kernels here, each with its family. */
+#define GPU_HOST_ENTRY(name) host_##name
+#define GPU_FAMILY(name) &cuda_family_##name
+#include "../gpu-common/gpu-op-table.h"
 
 const cuda_family *cuda_family_of(uint32_t op, uint32_t dtypes)
 {
-    for (size_t i = 0; i < sizeof cuda_kernels / sizeof cuda_kernels[0]; i++)
-        if (cuda_kernels[i].op == op && cuda_kernels[i].dtypes == dtypes && cuda_kernels[i].family)
-            return cuda_kernels[i].family;
-    return NULL;
+    return gpu_family_of(op, dtypes);
 }
 
-RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
-    .magic = RAYO_PLUGIN_MAGIC,
-    .abi_major = RAYO_PLUGIN_ABI_MAJOR,
-    .abi_minor = RAYO_PLUGIN_ABI_MINOR,
-    .struct_size = sizeof(rayo_plugin_descriptor),
-    .arch = RAYO_ARCH_ANY,
-    .name = "cuda",
-    .version = PACKAGE_VERSION,
-    .cpu_features = 0,
-    .priority = 40,
-    .probe = cuda_probe,
-    .init = cuda_init,
-    .fini = cuda_fini,
-    .ops = cuda_ops,
-    .op_count = sizeof cuda_ops / sizeof cuda_ops[0],
-    .memory = &cuda_memory_api,
-    .op_entry_size = sizeof(rayo_op_entry),
-};
+GPU_PLUGIN_DESCRIPTOR("cuda", RAYO_ARCH_ANY, 40, cuda, gpu_op_table, &cuda_memory_api);

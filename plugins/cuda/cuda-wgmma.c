@@ -108,9 +108,11 @@ static rayo_status wg_transpose(cuda_state *st, CUstream stream, CUdeviceptr dst
     return e == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, e, "wg_transpose_v4");
 }
 
-/* The kernel of configuration c on tensor maps ta and tb, C (ldc apart). */
+/* The kernel of configuration c on tensor maps ta and tb, C (ldc apart);
+ * a and b: the TF32 kernels' K-major operands for their float64 redo of a
+ * sum that overflowed (the 16-bit kernels ignore them). */
 static rayo_status wg_launch(cuda_state *st, CUstream stream, const rayo_ptx_wgmma_config *c, CUtensorMap *ta,
-                             CUtensorMap *tb, const cuda_op *op, size_t ldc)
+                             CUtensorMap *tb, const cuda_op *op, size_t ldc, CUdeviceptr a, CUdeviceptr b)
 {
     CUfunction fn;
     rayo_status s = cuda_function(st, MOD_WGMMA, c->name, &fn);
@@ -119,7 +121,7 @@ static rayo_status wg_launch(cuda_state *st, CUstream stream, const rayo_ptx_wgm
     CUdeviceptr y = op->y;
     unsigned long long m = op->m, n = op->n, k = op->k, ld = ldc;
     float alpha = op->alpha, beta = op->beta;
-    void *params[] = {ta, tb, &y, &m, &n, &k, &ld, &alpha, &beta};
+    void *params[] = {ta, tb, &y, &m, &n, &k, &ld, &alpha, &beta, &a, &b};
     CUresult r;
     unsigned gx = (unsigned)((op->n + (size_t)c->block_n - 1) / (size_t)c->block_n);
     unsigned gy = (unsigned)((op->m + (size_t)c->block_m - 1) / (size_t)c->block_m);
@@ -158,7 +160,7 @@ rayo_status cuda_launch_wgmma_tf32(cuda_state *st, CUstream stream, const cuda_o
                           (unsigned)c->block_n);
     if (r != CUDA_SUCCESS)
         return cuda_fail(st, r, "cuTensorMapEncodeTiled");
-    return wg_launch(st, stream, c, &ta, &tb, op, op->n);
+    return wg_launch(st, stream, c, &ta, &tb, op, op->n, a, b);
 }
 
 /* The 16-bit kernel for this call (relaxed f16 x f16 or bf16 x bf16, C in
@@ -240,7 +242,7 @@ rayo_status cuda_launch_wgmma_half(cuda_state *st, CUstream stream, const cuda_o
                : wg_half_map(st, &mtb, dt, op->b, op->k, op->n, ldb, 0, c, c->block_n);
     if (r != CUDA_SUCCESS)
         return cuda_fail(st, r, "cuTensorMapEncodeTiled");
-    return wg_launch(st, stream, c, &mta, &mtb, op, op->ldy ? op->ldy : op->n);
+    return wg_launch(st, stream, c, &mta, &mtb, op, op->ldy ? op->ldy : op->n, op->a, op->b);
 }
 
 /* Dynamic shared memory of a wgmma kernel (0: not one). */

@@ -11,7 +11,6 @@ if BUILD_CUDA
 plugin_LTLIBRARIES += plugins/cuda/rayo-cuda.la
 plugins_cuda_rayo_cuda_la_SOURCES = \
 	plugins/cuda/cuda-internal.h plugins/cuda/cuda-driver-api.h plugins/cuda/cuda-ptx.h \
-	plugins/cuda/cuda-op-table.h \
 	plugins/cuda/cuda-driver.c plugins/cuda/cuda-plugin.c plugins/cuda/cuda-launch.c \
 	plugins/cuda/cuda-host.c plugins/cuda/cuda-memory.c plugins/cuda/cuda-infer.c \
 	plugins/cuda/cuda-typed-matmul.c plugins/cuda/cuda-matmul-small.c plugins/cuda/cuda-wgmma.c \

@@ -4,8 +4,9 @@
  * (shaders/attention.comp), get_rows, rope and the gated units
  * (shaders/infer_rows.comp).
  *
- * The calls reach here from vk_record with their operands bound; unlike the
- * base ops they may have row strides, and their f16 and block operands may
+ * The calls reach here from vk_record through their families (the end of
+ * this file) with their operands bound; unlike the base ops they may have
+ * row strides, and their f16 and block operands may
  * start at any even or any byte (the shaders take byte offsets).
  */
 #include "vk-internal.h"
@@ -22,11 +23,6 @@
 /* lavapipe stops an invocation after 65,535 loop iterations: at most this
  * many units (each a few short loops) per invocation on a CPU device */
 #define CPU_UNITS_MAX 2048u
-
-bool vk_infer_call(uint32_t op, uint32_t dtypes)
-{
-    return dtypes != 0 || op >= RAYO_OP_CONVERT;
-}
 
 bool vk_infer_output_gaps(const rayo_call *call, size_t span)
 {
@@ -150,7 +146,7 @@ static bool gemv_fit_shared(const vk_state *s, rayo_dtype dt, bool paired, gemv_
 }
 
 static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                                  const vk_operands *ops)
+                                  vk_operands *ops)
 {
     rayo_dtype dt = RAYO_DTYPE_OF(call->dtypes, 0);
     if (call->flags)
@@ -276,12 +272,9 @@ static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
     }
     VkDeviceSize bytes = (VkDeviceSize)p->n_q * p->n_heads * chunks * (p->head_dim + 2) * 8;
     vk_buf *scratch;
-    rayo_status st = vk_ctx_temp(s, cx, &s->device_pool, bytes, &scratch);
-    if (st == RAYO_OK)
-        st = vk_bind(s, scratch, 0, bytes, &ops->bind[4]);
+    rayo_status st = vk_bind_temp(s, cx, &s->device_pool, bytes, ops, &scratch);
     if (st != RAYO_OK)
         return st;
-    ops->use[4] = &ops->bind[4];
     pc.aux = ops->bind[4].word_offset;
     st = record(s, cx, VK_SHADER_ATTENTION, spec, 3, ops, &pc, chunks, groups_of(items));
     spec[2] = 1;
@@ -311,7 +304,7 @@ static rayo_status rec_rows_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *cal
 /* convert: chunks of CONVERT_CHUNK elements (to f32) or output words (to
  * halves) as the rows; offsets of x and y in bytes. */
 static rayo_status rec_convert(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                               const vk_operands *ops)
+                               vk_operands *ops)
 {
     rayo_dtype from = RAYO_DTYPE_OF(call->dtypes, 0), to = RAYO_DTYPE_OF(call->dtypes, 3);
     size_t chunk_bytes = 0, words = (ops->use[3]->byte_offset % 4 + 2 * call->n + 3) / 4;
@@ -341,7 +334,7 @@ static rayo_status set_strides(vk_push *pc, size_t lda, size_t ldb, size_t ldy)
     return RAYO_OK;
 }
 
-static rayo_status rec_glu(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, const vk_operands *ops)
+static rayo_status rec_glu(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, vk_operands *ops)
 {
     vk_push pc;
     memset(&pc, 0, sizeof pc);
@@ -391,15 +384,12 @@ static rayo_status rope_frequencies(vk_state *s, vk_ctx *cx, const rayo_rope_par
 {
     VkDeviceSize bytes = (VkDeviceSize)(rot / 2 + 1) * sizeof(double);
     vk_buf *table;
-    rayo_status st = vk_ctx_temp(s, cx, &s->staging_pool, bytes, &table);
-    if (st == RAYO_OK)
-        st = vk_bind(s, table, 0, bytes, &ops->bind[4]);
+    rayo_status st = vk_bind_temp(s, cx, &s->staging_pool, bytes, ops, &table);
     if (st != RAYO_OK)
         return st;
     double *f = vk_buf_map(table);
     for (size_t i = 0; i < rot / 2; i++)
         f[i] = (double)p->freq_scale * pow((double)p->freq_base, -2.0 * (double)i / (double)rot);
-    ops->use[4] = &ops->bind[4];
     return RAYO_OK;
 }
 
@@ -441,27 +431,10 @@ rayo_status vk_check_host_call(vk_state *s, const rayo_call *call)
     return RAYO_OK;
 }
 
-rayo_status vk_record_infer(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                            vk_operands *ops)
-{
-    switch (call->op) {
-    case RAYO_OP_CONVERT:
-        return rec_convert(s, cx, call, ops);
-    case RAYO_OP_SWIGLU:
-    case RAYO_OP_GEGLU:
-    case RAYO_OP_GEGLU_TANH:
-        return rec_glu(s, cx, call, ops);
-    case RAYO_OP_GET_ROWS:
-        return rec_get_rows(s, cx, call, ops);
-    case RAYO_OP_ROPE:
-        return rec_rope(s, cx, call, ops);
-    case RAYO_OP_GEMV:
-        return rec_gemv_quant(s, cx, call, ops);
-    case RAYO_OP_ATTENTION:
-        return rec_attention(s, cx, call, ops);
-    case RAYO_OP_MATMUL:
-        return vk_record_typed_matmul(s, cx, call);
-    default:
-        return RAYO_E_UNSUPPORTED;
-    }
-}
+/* ---- the families of the inference shaders (each takes row strides) ---------- */
+const vk_family vk_family_gemvq = {.name = "gemvq", .record = rec_gemv_quant, .strided = true};
+const vk_family vk_family_attention = {.name = "attention", .record = rec_attention, .strided = true};
+const vk_family vk_family_convert = {.name = "convert", .record = rec_convert, .strided = true};
+const vk_family vk_family_glu = {.name = "glu", .record = rec_glu, .strided = true};
+const vk_family vk_family_get_rows = {.name = "get_rows", .record = rec_get_rows, .strided = true};
+const vk_family vk_family_rope = {.name = "rope", .record = rec_rope, .strided = true};

@@ -28,6 +28,7 @@
 
 #include "rayo-plugin.h"
 #include "vk-shaders.h"
+#include "../gpu-common/gpu-family.h"
 
 /* ---- function tables (filled by vk-loader.c) ------------------------------ */
 #define VK_GLOBAL_FNS(X) \
@@ -277,53 +278,46 @@ typedef struct vk_operands {
     const vk_binding *use[VK_BINDINGS]; /* NULL where unused; [4]: scratch */
 } vk_operands;
 
+/* ---- kernel families ---------------------------------------------------------------
+ * The shaders of one kind of op: each entry of the op table (gpu-op-table.h,
+ * vk-plugin.c) names one, so no call is sorted by its signature or dtypes
+ * again on the way to its shaders. */
+typedef struct vk_family {
+    const char *name;
+    /* Records the call; its operands are bound (ops->use[4], the scratch,
+     * is the family's to bind). */
+    rayo_status (*record)(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, vk_operands *ops);
+    bool strided;               /* takes row strides (lda ... ldy) */
+} vk_family;
+
+/* Every family: vk-ops.c (the f32 ops), vk-infer.c, vk-typed-matmul.c. */
+#define VK_FAMILY_DECL(name) extern const vk_family vk_family_##name;
+GPU_FAMILIES(VK_FAMILY_DECL)
+#undef VK_FAMILY_DECL
+
+/* ---- vk-plugin.c: the op table ------------------------------------------------------- */
+/* The family that runs (op, dtypes) here, or NULL. */
+const vk_family *vk_family_of(uint32_t op, uint32_t dtypes);
+
 /* ---- vk-ops.c ------------------------------------------------------------------------ */
-/* Records one op on device buffers into cx (batches and host calls). */
+/* Records one op on device buffers into cx (batches, and the f32 steps of
+ * a typed matmul): through the family of its op and dtypes. */
 rayo_status vk_record(vk_state *s, vk_ctx *cx, const rayo_dev_call *call);
-extern const rayo_op_entry vk_op_table[];
-extern const size_t vk_op_count;
+/* Records one op through family (NULL: RAYO_E_UNSUPPORTED). */
+rayo_status vk_record_family(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, const vk_family *family);
+/* A temporary buffer of bytes from pool, alive until cx is released, bound
+ * as the dispatch's fifth operand (ops->use[4]: scratch or a table). */
+rayo_status vk_bind_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize bytes, vk_operands *ops,
+                         vk_buf **out);
+/* A host-memory call of one of family's ops: staged, recorded, submitted,
+ * waited for. */
+rayo_status vk_host_call(void *state, const rayo_call *call, const vk_family *family);
 
 /* ---- vk-infer.c ---------------------------------------------------------------------- */
-/* The op and dtype combinations of the inference shaders beyond the all-f32
- * base ops (OP, A, B, C, Y as in RAYO_COMBO): entries of vk_op_table. */
-#define VK_INFER_COMBOS(X) \
-    X(GEMV, F16, F32, NONE, F32) X(GEMV, BF16, F32, NONE, F32) X(GEMV, Q8_0, F32, NONE, F32) \
-    X(GEMV, Q4_0, F32, NONE, F32) X(GEMV, Q4_K, F32, NONE, F32) X(GEMV, Q6_K, F32, NONE, F32) \
-    X(ATTENTION, F32, F32, F32, F32) X(ATTENTION, F32, F16, F16, F32) \
-    X(SWIGLU, F32, F32, NONE, F32) X(GEGLU, F32, F32, NONE, F32) \
-    X(GEGLU_TANH, F32, F32, NONE, F32) X(ROPE, F32, I32, NONE, F32) \
-    X(GET_ROWS, F32, I32, NONE, F32) X(GET_ROWS, F16, I32, NONE, F32) \
-    X(GET_ROWS, BF16, I32, NONE, F32) X(GET_ROWS, Q8_0, I32, NONE, F32) \
-    X(GET_ROWS, Q4_0, I32, NONE, F32) X(GET_ROWS, Q4_K, I32, NONE, F32) \
-    X(GET_ROWS, Q6_K, I32, NONE, F32) \
-    X(CONVERT, F32, NONE, NONE, F16) X(CONVERT, F16, NONE, NONE, F32) \
-    X(CONVERT, F32, NONE, NONE, BF16) X(CONVERT, BF16, NONE, NONE, F32) \
-    X(CONVERT, Q8_0, NONE, NONE, F32) X(CONVERT, Q4_0, NONE, NONE, F32) \
-    X(CONVERT, Q4_K, NONE, NONE, F32) X(CONVERT, Q6_K, NONE, NONE, F32) \
-    VK_TYPED_MATMUL_COMBOS(X)
-
-/* matmul with half or quantized operands (vk-typed-matmul.c) */
-#define VK_TYPED_MATMUL_COMBOS(X) \
-    X(MATMUL, F32, F16, NONE, F32) X(MATMUL, F32, BF16, NONE, F32) \
-    X(MATMUL, F32, Q8_0, NONE, F32) X(MATMUL, F32, Q4_0, NONE, F32) \
-    X(MATMUL, F32, Q4_K, NONE, F32) X(MATMUL, F32, Q6_K, NONE, F32) \
-    X(MATMUL, F16, F16, NONE, F32) X(MATMUL, BF16, BF16, NONE, F32)
-
-/* Whether vk_record_infer records this call (an inference op, or a base op
- * with dtypes other than f32); those take row strides. */
-bool vk_infer_call(uint32_t op, uint32_t dtypes);
 /* Whether a rope or attention output of `span` elements has gaps (head or
  * token strides); ldy is checked by the caller. */
 bool vk_infer_output_gaps(const rayo_call *call, size_t span);
 /* Checks of a host call that a batch cannot make (get_rows' indices). */
 rayo_status vk_check_host_call(vk_state *s, const rayo_call *call);
-/* Records a call that vk_infer_call accepts; operands already bound. */
-rayo_status vk_record_infer(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                            vk_operands *ops);
-
-/* ---- vk-typed-matmul.c ---------------------------------------------------------------- */
-/* Records a matmul of VK_TYPED_MATMUL_COMBOS: its operands widened to f32
- * scratch, then the f32 matmul. */
-rayo_status vk_record_typed_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call);
 
 #endif

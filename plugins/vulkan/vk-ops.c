@@ -3,7 +3,8 @@
  * the core calls for ops on host memory.
  *
  * vk_record() turns one op on device buffers into dispatches of the
- * embedded shaders; batches call it directly.  A host-memory call packs its
+ * embedded shaders, through the kernel family that runs it (one per entry
+ * of the op table: vk-plugin.c); batches call it directly.  A host-memory call packs its
  * operands into one staging buffer, copies them into one device buffer,
  * records the op and the copy back, submits once and waits (on unified
  * memory, and for small calls, the op runs on the staging buffer itself).
@@ -135,19 +136,10 @@ static rayo_status dispatch(vk_state *s, vk_ctx *cx, uint32_t shader, const uint
     return vk_ctx_dispatch(s, cx, p, ops->use, pc, gx, gy, 1);
 }
 
-static rayo_status rec_eltwise(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                               int sig, const vk_operands *ops)
+/* The eltwise shaders on `total` values; op: the shader's op id. */
+static rayo_status rec_eltwise(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, uint32_t op,
+                               size_t total, const vk_operands *ops)
 {
-    uint32_t op = call->op;
-    size_t total = call->n;
-    if (sig == RAYO_SIG_BIAS_ACT) {
-        if (call->flags >= RAYO_ACT_LIMIT) {
-            s->host->set_error(s->host, "vulkan: unknown activation %u", call->flags);
-            return RAYO_E_INVALID;
-        }
-        op = VK_BIAS_ACT_BASE + call->flags;
-        total = call->m * call->n;
-    }
     bool vec4 = total % 4 == 0 && call->n % 4 == 0 && offsets_multiple_of(ops, 4);
     uint32_t unit = vec4 ? 4 : 1;
     vk_push pc = {
@@ -161,8 +153,23 @@ static rayo_status rec_eltwise(vk_state *s, vk_ctx *cx, const rayo_dev_call *cal
                     ops, &pc, groups, 1);
 }
 
+static rayo_status rec_elementwise(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, vk_operands *ops)
+{
+    return rec_eltwise(s, cx, call, call->op, call->n, ops);
+}
+
+/* bias_act: the eltwise shaders with the activation's op id, on m rows */
+static rayo_status rec_bias_act(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, vk_operands *ops)
+{
+    if (call->flags >= RAYO_ACT_LIMIT) {
+        s->host->set_error(s->host, "vulkan: unknown activation %u", call->flags);
+        return RAYO_E_INVALID;
+    }
+    return rec_eltwise(s, cx, call, VK_BIAS_ACT_BASE + call->flags, call->m * call->n, ops);
+}
+
 static rayo_status rec_reduce(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                              const vk_operands *ops)
+                              vk_operands *ops)
 {
     /* sums in double where the device has it (no overflow of partial sums,
      * exact products); subgroupAdd on double needs no more than Float64 */
@@ -201,20 +208,27 @@ static rayo_status rec_reduce(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
     return dispatch(s, cx, shader, spec, 3, &pass1, &pc1, 1, 1);
 }
 
-/* A scratch buffer of the call's context, bound as operand s (binding 4);
- * its word offset goes to pc.aux. */
+rayo_status vk_bind_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize bytes, vk_operands *ops,
+                         vk_buf **out)
+{
+    rayo_status st = vk_ctx_temp(s, cx, pool, bytes, out);
+    if (st == RAYO_OK)
+        st = vk_bind(s, *out, 0, bytes, &ops->bind[4]);
+    if (st == RAYO_OK)
+        ops->use[4] = &ops->bind[4];
+    return st;
+}
+
+/* A scratch buffer on the device, bound as operand s; its word offset goes
+ * to pc.aux. */
 static rayo_status bind_scratch(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_operands *ops,
                                 vk_push *pc)
 {
     vk_buf *scratch;
-    rayo_status st = vk_ctx_temp(s, cx, &s->device_pool, bytes, &scratch);
+    rayo_status st = vk_bind_temp(s, cx, &s->device_pool, bytes, ops, &scratch);
     if (st == RAYO_OK)
-        st = vk_bind(s, scratch, 0, bytes, &ops->bind[4]);
-    if (st != RAYO_OK)
-        return st;
-    ops->use[4] = &ops->bind[4];
-    pc->aux = ops->bind[4].word_offset;
-    return RAYO_OK;
+        pc->aux = ops->bind[4].word_offset;
+    return st;
 }
 
 /* Rows up to CACHED_ROW take one workgroup each with the row in registers
@@ -376,7 +390,7 @@ static rayo_status rec_gemv(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
 }
 
 static rayo_status rec_transpose(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                                 const vk_operands *ops)
+                                 vk_operands *ops)
 {
     uint32_t gx = div_up(call->n, 32), gy = div_up(call->m, 32);
     if (gx > s->props.limits.maxComputeWorkGroupCount[0] ||
@@ -390,12 +404,21 @@ static rayo_status rec_transpose(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
     return dispatch(s, cx, VK_SHADER_TRANSPOSE, NULL, 0, ops, &pc, gx, gy);
 }
 
-rayo_status vk_record(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
+/* ---- the families of the f32 ops ------------------------------------------------ */
+const vk_family vk_family_elementwise = {.name = "elementwise", .record = rec_elementwise};
+const vk_family vk_family_bias_act = {.name = "bias_act", .record = rec_bias_act};
+const vk_family vk_family_reduce = {.name = "reduce", .record = rec_reduce};
+const vk_family vk_family_rows = {.name = "rows", .record = rec_rows};
+const vk_family vk_family_matmul = {.name = "matmul", .record = rec_matmul};
+const vk_family vk_family_gemv = {.name = "gemv", .record = rec_gemv};
+const vk_family vk_family_transpose = {.name = "transpose", .record = rec_transpose};
+
+rayo_status vk_record_family(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, const vk_family *family)
 {
     int  sig = signature_of(call->op);
     vk_shape sh;
     rayo_call shape = shape_call(call);
-    rayo_status st = shape_of(&shape, sig, &sh);
+    rayo_status st = family ? shape_of(&shape, sig, &sh) : RAYO_E_UNSUPPORTED;
     if (st != RAYO_OK)
         return st;
     if (call->n == 0 || (sh.a == 0 && sig != RAYO_SIG_MATMUL) || sh.y == 0)
@@ -404,38 +427,16 @@ rayo_status vk_record(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
         s->host->set_error(s->host, "vulkan: sizes beyond 2^32 are not supported");
         return RAYO_E_UNSUPPORTED;
     }
-    if (!vk_infer_call(call->op, call->dtypes) && (call->lda | call->ldb | call->ldc | call->ldy))
+    if (!family->strided && (call->lda | call->ldb | call->ldc | call->ldy))
         return RAYO_E_UNSUPPORTED; /* row strides: only the inference shaders take them */
     vk_operands ops;
     st = bind_operands(s, call, &sh, &ops);
-    if (st != RAYO_OK)
-        return st;
-    if (vk_infer_call(call->op, call->dtypes))
-        return vk_record_infer(s, cx, call, &ops);
-    switch (sig) {
-    case RAYO_SIG_BINARY:
-    case RAYO_SIG_UNARY:
-    case RAYO_SIG_UNARY_P:
-    case RAYO_SIG_UNARY_P2:
-    case RAYO_SIG_AXPY:
-    case RAYO_SIG_BIAS_ACT:
-        return rec_eltwise(s, cx, call, sig, &ops);
-    case RAYO_SIG_REDUCE:
-    case RAYO_SIG_REDUCE2:
-    case RAYO_SIG_ARGREDUCE:
-        return rec_reduce(s, cx, call, &ops);
-    case RAYO_SIG_ROWS:
-    case RAYO_SIG_NORM:
-        return rec_rows(s, cx, call, &ops);
-    case RAYO_SIG_MATMUL:
-        return rec_matmul(s, cx, call, &ops);
-    case RAYO_SIG_GEMV:
-        return rec_gemv(s, cx, call, &ops);
-    case RAYO_SIG_TRANSPOSE:
-        return rec_transpose(s, cx, call, &ops);
-    default:
-        return RAYO_E_UNSUPPORTED;
-    }
+    return st != RAYO_OK ? st : family->record(s, cx, call, &ops);
+}
+
+rayo_status vk_record(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
+{
+    return vk_record_family(s, cx, call, vk_family_of(call->op, call->dtypes));
 }
 
 /* ---- ops on host memory ---------------------------------------------------------- */
@@ -475,7 +476,7 @@ static void store_result(const rayo_call *call, int sig, const void *from, size_
     }
 }
 
-static rayo_status host_call(vk_state *s, const rayo_call *call)
+static rayo_status host_call(vk_state *s, const rayo_call *call, const vk_family *family)
 {
     int  sig = signature_of(call->op);
     vk_shape sh;
@@ -521,7 +522,7 @@ static rayo_status host_call(vk_state *s, const rayo_call *call)
         .c = {sh.c ? dev : NULL, pk.offset[2]},
         .y = {dev, pk.offset[3]},
     };
-    st = vk_record(s, cx, &dc);
+    st = vk_record_family(s, cx, &dc, family);
     if (st != RAYO_OK)
         goto done;
     if (!direct)
@@ -536,22 +537,10 @@ done:
     return st;
 }
 
-static rayo_status vk_kernel(void *state, const rayo_call *call)
+rayo_status vk_host_call(void *state, const rayo_call *call, const vk_family *family)
 {
-    if (rayo_call_strided(call) && !vk_infer_call(call->op, call->dtypes))
+    if (rayo_call_strided(call) && !family->strided)
         return RAYO_E_UNSUPPORTED; /* row strides: only the inference shaders take them */
     rayo_status st = vk_check_host_call(state, call);
-    return st != RAYO_OK ? st : host_call(state, call);
+    return st != RAYO_OK ? st : host_call(state, call, family);
 }
-
-#define VK_COMBO_ENTRY(OP, A, B, C, Y) \
-    {RAYO_OP_##OP, RAYO_DTYPES(RAYO_DTYPE_##A, RAYO_DTYPE_##B, RAYO_DTYPE_##C, RAYO_DTYPE_##Y), vk_kernel},
-const rayo_op_entry vk_op_table[] = {
-#define RAYO_OPS_BASE_ONLY /* the f32 ops; the others are VK_INFER_COMBOS */
-#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) {RAYO_OP_##ENUM, 0, vk_kernel},
-#include "rayo-ops.h"
-#undef RAYO_OPS_BASE_ONLY
-#undef RAYO_OP
-    VK_INFER_COMBOS(VK_COMBO_ENTRY)
-};
-const size_t vk_op_count = sizeof vk_op_table / sizeof vk_op_table[0];

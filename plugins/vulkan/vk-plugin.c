@@ -18,6 +18,7 @@
  */
 #include "config.h"
 #include "vk-internal.h"
+#include "../gpu-common/gpu-descriptor.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -635,32 +636,31 @@ static void vk_fini(void *state)
     free(s);
 }
 
-/* ---- the descriptor ----------------------------------------------------------- */
-#define RAYO_OPS_BASE_ONLY
-#define RAYO_OP(ID, ENUM, NAME, SIG, TR, TA, SC, DOC) +1
-#define VK_COMBO_COUNT(OP, A, B, C, Y) +1
-enum { VK_OP_TABLE_SIZE = 0
-#include "rayo-ops.h"
-    VK_INFER_COMBOS(VK_COMBO_COUNT)
-};
-#undef RAYO_OP
-#undef RAYO_OPS_BASE_ONLY
+/* ---- the op table ----------------------------------------------------------------- */
+/* One host entry per kernel family (vk-ops.c stages the call). */
+#define VK_HOST_ENTRY(name)                                                                          \
+    static rayo_status host_##name(void *state, const rayo_call *call)                               \
+    { return vk_host_call(state, call, &vk_family_##name); }
+GPU_FAMILIES(VK_HOST_ENTRY)
+#undef VK_HOST_ENTRY
 
-RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
-    .magic = RAYO_PLUGIN_MAGIC,
-    .abi_major = RAYO_PLUGIN_ABI_MAJOR,
-    .abi_minor = RAYO_PLUGIN_ABI_MINOR,
-    .struct_size = sizeof(rayo_plugin_descriptor),
-    .arch = RAYO_ARCH_ANY,
-    .name = "vulkan",
-    .version = PACKAGE_VERSION,
-    .cpu_features = 0,
-    .priority = 30,
-    .probe = vk_probe,
-    .init = vk_init,
-    .fini = vk_fini,
-    .ops = vk_op_table,
-    .op_count = VK_OP_TABLE_SIZE,
-    .memory = &vk_memory_api,
-    .op_entry_size = sizeof(rayo_op_entry),
-};
+/* convert: no quantizing shader (f32 to Q8_0 or Q4_0 falls through to the
+ * CPU backends) */
+#define VK_CONVERT_TO_F32(OP, A, B, C, Y) GPU_ENTRY(OP, GPU_DTYPES(A, B, C, Y), convert)
+#define VK_CONVERT_TO_F16 VK_CONVERT_TO_F32
+#define VK_CONVERT_TO_BF16 VK_CONVERT_TO_F32
+#define VK_CONVERT_TO_Q8_0(OP, A, B, C, Y)
+#define VK_CONVERT_TO_Q4_0(OP, A, B, C, Y)
+#define GPU_COMBO_CONVERT(OP, A, B, C, Y) VK_CONVERT_TO_##Y(OP, A, B, C, Y)
+
+/* Every op and dtype combination with kernels here, each with its family. */
+#define GPU_HOST_ENTRY(name) host_##name
+#define GPU_FAMILY(name) &vk_family_##name
+#include "../gpu-common/gpu-op-table.h"
+
+const vk_family *vk_family_of(uint32_t op, uint32_t dtypes)
+{
+    return gpu_family_of(op, dtypes);
+}
+
+GPU_PLUGIN_DESCRIPTOR("vulkan", RAYO_ARCH_ANY, 30, vk, gpu_op_table, &vk_memory_api);

@@ -111,8 +111,11 @@ static bool transposes_b(const vk_state *s, const rayo_dev_call *call, const sto
            (b->rows + 31) / 32 <= s->props.limits.maxComputeWorkGroupCount[1];
 }
 
-rayo_status vk_record_typed_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
+/* Its operands widened to f32 scratch, then the f32 matmul: recorded as
+ * calls of their own (ops, bound by the caller, go unused). */
+static rayo_status rec_typed_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, vk_operands *ops)
 {
+    (void)ops;
     rayo_dtype adt = RAYO_DTYPE_OF(call->dtypes, 0), bdt = RAYO_DTYPE_OF(call->dtypes, 1),
                ydt = RAYO_DTYPE_OF(call->dtypes, 3);
     bool halves = (adt == RAYO_DTYPE_F16 || adt == RAYO_DTYPE_BF16) && bdt == adt;
@@ -196,3 +199,5 @@ rayo_status vk_record_typed_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call 
     stored dense_c = {RAYO_DTYPE_F32, c.rows, c.cols, 0};
     return widen(s, cx, &dense_c, c32, call->y, c.ld, index);
 }
+
+const vk_family vk_family_typed_matmul = {.name = "typed_matmul", .record = rec_typed_matmul, .strided = true};

@@ -18,6 +18,7 @@
 #include "rayo-dtype.h"
 #include "rayo-plugin.h"
 #include "webgpu-js.h"
+#include "../gpu-common/gpu-descriptor.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -427,21 +428,4 @@ static const rayo_op_entry webgpu_ops[] = {
 #undef RAYO_OP
 };
 
-RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
-    .magic = RAYO_PLUGIN_MAGIC,
-    .abi_major = RAYO_PLUGIN_ABI_MAJOR,
-    .abi_minor = RAYO_PLUGIN_ABI_MINOR,
-    .struct_size = sizeof(rayo_plugin_descriptor),
-    .arch = RAYO_ARCH_WASM32,
-    .name = "webgpu",
-    .version = PACKAGE_VERSION,
-    .cpu_features = 0,
-    .priority = 30,
-    .probe = webgpu_probe,
-    .init = webgpu_init,
-    .fini = webgpu_fini,
-    .ops = webgpu_ops,
-    .op_count = sizeof webgpu_ops / sizeof webgpu_ops[0],
-    .memory = &webgpu_memory,
-    .op_entry_size = sizeof(rayo_op_entry),
-};
+GPU_PLUGIN_DESCRIPTOR("webgpu", RAYO_ARCH_WASM32, 30, webgpu, webgpu_ops, &webgpu_memory);

@@ -95,7 +95,7 @@ typedef struct conform_options {
     int long_tier;         /* add the long tier: n, k up to 1e8 (GBs of memory, minutes) */
     /* Groups of cases to leave out, comma-separated (NULL: none): long-reduction,
      * offset, overflow, subnormal, eps0, affine, regression, nan-rows,
-     * cancel, glu-tail, attn-large (plans-infer.c).  They are counted in
+     * cancel, glu-tail, attn-large, x-range (plans-infer.c).  They are counted in
      * conform_result.skipped, never as passed. */
     const char *skip;
     /* The backend's device may read float32 denormal inputs as +-0

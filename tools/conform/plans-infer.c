@@ -261,6 +261,40 @@ static void fill_cancel_row(conform_rng *rng, rayo_dtype dt, unsigned char *dst,
     }
 }
 
+/* ---- activations where rounding them to 8 bits is hardest ------------------------- */
+/* Relaxed products of block weights may round x to 8 bits per block
+ * (rayo-ops.h): x whose magnitudes span 1e-8..1e8, or uniform in +-1 with
+ * 1% of the values 100 times larger, are where such a kernel is off most;
+ * the group "x-range" judges them at both precisions. */
+typedef enum act_class { ACT_PLAIN, ACT_DECADES, ACT_OUTLIERS } act_class;
+
+static void fill_act_row(conform_rng *rng, rayo_dtype dt, unsigned char *dst, size_t n, act_class cls)
+{
+    float tmp[256];
+    for (size_t at = 0; at < n; at += 256) {
+        size_t len = n - at < 256 ? n - at : 256;
+        for (size_t i = 0; i < len; i++) {
+            float v = uniform(rng, -1, 1);
+            if (cls == ACT_DECADES)
+                v = (v < 0 ? -1.0f : 1.0f) * (float)pow(10.0, uniform(rng, -8, 8));
+            else if (uniform(rng, 0, 1) < 0.01f)
+                v *= 100.0f;
+            tmp[i] = v;
+        }
+        store_values(dt, dst + elem_bytes(dt, at), tmp, len);
+    }
+}
+
+static void fill_decades_row(conform_rng *rng, rayo_dtype dt, unsigned char *dst, size_t n)
+{
+    fill_act_row(rng, dt, dst, n, ACT_DECADES);
+}
+
+static void fill_outliers_row(conform_rng *rng, rayo_dtype dt, unsigned char *dst, size_t n)
+{
+    fill_act_row(rng, dt, dst, n, ACT_OUTLIERS);
+}
+
 /* One weight value for the whole row.  Q4_K and Q6_K: every byte of a
  * block 0x55 (Q4_K: scale and minimum 21, codes 5; Q6_K: scales 85, codes
  * 21 - 32), the same f16 scales in every block. */
@@ -441,7 +475,17 @@ typedef struct matmul_spec {
     float alpha, beta;
     int cancel;        /* products near 1e38 that cancel (only op(A) = A, B^T) */
     int wide;          /* f32 A rows of magnitudes 1e-30 to 1e30 (op(A) = A) */
+    act_class act;     /* f32 activations (x, or A as stored) of this class */
 } matmul_spec;
+
+static const struct {
+    row_fill_fn *fill;
+    const char *desc;
+} act_classes[] = {
+    [ACT_PLAIN] = {NULL, ""},
+    [ACT_DECADES] = {fill_decades_row, ", activations spanning 1e-8..1e8"},
+    [ACT_OUTLIERS] = {fill_outliers_row, ", activations with 1% outliers x100"},
+};
 
 static int build_matmul(ictx *x, icase *t, const void *spec)
 {
@@ -460,6 +504,8 @@ static int build_matmul(ictx *x, icase *t, const void *spec)
     }
     if (s->wide)
         refill_rows(x, t, 0, s->adt, ar, ac, lda, fill_wide_row);
+    if (s->act)
+        refill_rows(x, t, 0, s->adt, ar, ac, lda, act_classes[s->act].fill);
     rayo_call *c = &t->call;
     c->op = RAYO_OP_MATMUL;
     c->dtypes = RAYO_DTYPES(s->adt, s->bdt, 0, RAYO_DTYPE_F32);
@@ -468,10 +514,11 @@ static int build_matmul(ictx *x, icase *t, const void *spec)
     c->alpha = s->alpha, c->beta = s->beta;
     c->lda = lda, c->ldb = ldb, c->ldy = ldy;
     snprintf(t->desc, sizeof t->desc, "matmul %s x %s%s%s, m = %zu, n = %zu, k = %zu, lda %zu, ldb %zu, "
-             "ldy %zu, alpha %g, beta %g%s", rayo_dtype_name(s->adt), rayo_dtype_name(s->bdt),
+             "ldy %zu, alpha %g, beta %g%s%s", rayo_dtype_name(s->adt), rayo_dtype_name(s->bdt),
              ta ? " TRANS_A" : "", tb ? " TRANS_B" : "", s->m, s->n, s->k, lda, ldb, ldy,
              (double)s->alpha, (double)s->beta,
-             s->cancel ? ", products ~1e38 that cancel" : s->wide ? ", rows of A 1e-30 to 1e30" : "");
+             s->cancel ? ", products ~1e38 that cancel" : s->wide ? ", rows of A 1e-30 to 1e30" : "",
+             act_classes[s->act].desc);
     if (!x->with_ref)
         return 0;
     ref_matrix A = ref_of(t, 0, s->adt, ar, ac, lda), B = ref_of(t, 1, s->bdt, br, bc, ldb);
@@ -491,15 +538,17 @@ static int build_gemv(ictx *x, icase *t, const void *spec)
         refill_rows(x, t, 0, s->adt, s->m, s->n, lda, fill_constant_row);
         refill_rows(x, t, 1, RAYO_DTYPE_F32, 1, s->n, 0, fill_cancel_row);
     }
+    if (s->act)
+        refill_rows(x, t, 1, RAYO_DTYPE_F32, 1, s->n, 0, act_classes[s->act].fill);
     rayo_call *c = &t->call;
     c->op = RAYO_OP_GEMV;
     c->dtypes = RAYO_DTYPES(s->adt, RAYO_DTYPE_F32, 0, RAYO_DTYPE_F32);
     c->m = s->m, c->n = s->n;
     c->alpha = s->alpha, c->beta = s->beta;
     c->lda = lda;
-    snprintf(t->desc, sizeof t->desc, "gemv %s, m = %zu, n = %zu, lda %zu, alpha %g, beta %g%s",
+    snprintf(t->desc, sizeof t->desc, "gemv %s, m = %zu, n = %zu, lda %zu, alpha %g, beta %g%s%s",
              rayo_dtype_name(s->adt), s->m, s->n, lda, (double)s->alpha, (double)s->beta,
-             s->cancel ? ", products ~1e38 that cancel" : "");
+             s->cancel ? ", products ~1e38 that cancel" : "", act_classes[s->act].desc);
     if (!x->with_ref)
         return 0;
     ref_matrix A = ref_of(t, 0, s->adt, s->m, s->n, lda);
@@ -996,13 +1045,17 @@ static void plan_matmul_half(ictx *x, matmul_spec s)
  * matmul's f16 activations, which cannot hold such values. */
 static void plan_cancel(ictx *x, build_fn *build, matmul_spec s)
 {
-    static const size_t sizes[][3] = {{1, 7, 2}, {3, 5, 16}, {5, 1, 2}, {17, 19, 4}}; /* m, n, k units */
+    /* m, n, k units, at most k values (0: any); 8 x 8: split-K where the weights
+     * dequantize (few tiles, long k) */
+    static const size_t sizes[][4] = {{1, 7, 2, 0}, {3, 5, 16, 0}, {5, 1, 2, 0}, {17, 19, 4, 0}, {8, 8, 16, 512}};
     if (build == build_matmul && s.adt == RAYO_DTYPE_F16)
         return;
     rayo_dtype weights = build == build_gemv ? s.adt : s.bdt;
     x->group = "cancel";
     for (size_t i = 0; i < COUNT_OF(sizes); i++) {
         s.m = sizes[i][0], s.n = sizes[i][1], s.k = k_of(sizes[i][2], weights, 1);
+        if (sizes[i][3] && s.k > sizes[i][3])
+            s.k = sizes[i][3]; /* a multiple of every block */
         if (build == build_gemv)
             s.n = s.k;
         s.flags = build == build_gemv ? 0 : RAYO_TRANS_B;
@@ -1033,10 +1086,36 @@ static void plan_matmul_prompt(ictx *x, matmul_spec s)
     x->group = NULL;
 }
 
+/* Activations of each hard class (fill_act_row) at both precisions, in rows
+ * of one block up to 16k values (the lengths where x86's 8-bit rounding
+ * changes scheme); the group "x-range".  matmul: f32 A only (A is x). */
+static void plan_act_range(ictx *x, build_fn *build, matmul_spec s)
+{
+    static const size_t sizes[][3] = {{64, 7, 1}, {13, 5, 9}, {5, 3, 129}, {3, 2, 16384}}; /* m, n, k values */
+    if (build == build_matmul && s.adt != RAYO_DTYPE_F32)
+        return;
+    rayo_dtype weights = build == build_gemv ? s.adt : s.bdt;
+    size_t blk = rayo_dtype_block_elems(weights);
+    x->group = "x-range";
+    for (size_t i = 0; i < COUNT_OF(sizes) - (x->opt->quick != 0); i++)
+        for (int act = ACT_DECADES; act <= ACT_OUTLIERS; act++) {
+            s.m = sizes[i][0], s.n = sizes[i][1];
+            s.k = i + 1 < COUNT_OF(sizes) ? k_of(sizes[i][2], weights, i) : sizes[i][2] / blk * blk;
+            if (build == build_gemv)
+                s.n = s.k;
+            s.flags = build == build_gemv ? 0 : RAYO_TRANS_B;
+            s.strided = i == 1, s.cancel = 0, s.wide = 0, s.act = (act_class)act;
+            s.alpha = 1, s.beta = 0;
+            run_case(x, build, &s, 0);
+            run_case(x, build, &s, 1);
+        }
+    x->group = NULL;
+}
+
 static void plan_matmul(ictx *x, const rayo_combo_info *combo)
 {
     static const uint32_t half_flags[] = {RAYO_TRANS_B, 0, RAYO_TRANS_A | RAYO_TRANS_B, RAYO_TRANS_A};
-    matmul_spec s = {RAYO_DTYPE_OF(combo->dtypes, 0), RAYO_DTYPE_OF(combo->dtypes, 1), 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    matmul_spec s = {RAYO_DTYPE_OF(combo->dtypes, 0), RAYO_DTYPE_OF(combo->dtypes, 1), 0, 0, 0, 0, 0, 0, 0, 0, 0, ACT_PLAIN};
     int weights_only = rayo_dtype_is_block(s.bdt);
     int f32 = combo->dtypes == 0; /* dense f32 is the f32 engine's: only strided views here */
     for (size_t i = 0; i < COUNT_OF(mm_sizes); i++) {
@@ -1059,12 +1138,13 @@ static void plan_matmul(ictx *x, const rayo_combo_info *combo)
     if (s.adt == RAYO_DTYPE_F32 && s.bdt != RAYO_DTYPE_F32)
         plan_matmul_prompt(x, s);
     plan_cancel(x, build_matmul, s);
+    plan_act_range(x, build_matmul, s);
 }
 
 static void plan_gemv(ictx *x, const rayo_combo_info *combo)
 {
     static const size_t sizes[][2] = {{1, 1}, {7, 3}, {33, 8}, {0, 1}, {5, 0}, {16, 2}};
-    matmul_spec s = {RAYO_DTYPE_OF(combo->dtypes, 0), RAYO_DTYPE_F32, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    matmul_spec s = {RAYO_DTYPE_OF(combo->dtypes, 0), RAYO_DTYPE_F32, 0, 0, 0, 0, 0, 0, 0, 0, 0, ACT_PLAIN};
     int f32 = combo->dtypes == 0;
     for (size_t i = 0; i < COUNT_OF(sizes); i++) {
         s.m = sizes[i][0], s.n = k_of(sizes[i][1], s.adt, i);
@@ -1082,6 +1162,7 @@ static void plan_gemv(ictx *x, const rayo_combo_info *combo)
         run_spec(x, build_gemv, &s);
     }
     plan_cancel(x, build_gemv, s);
+    plan_act_range(x, build_gemv, s);
 }
 
 static void plan_get_rows(ictx *x, const rayo_combo_info *combo)
