@@ -6,7 +6,7 @@
 
 EXTRA_DIST += bench/README.md bench/gpu-run.sh bench/cuda-decode-run.sh bench/cuda-prompt-run.sh \
 	bench/infer-cpu.sh bench/llama-speed.sh bench/llama-cpu.sh bench/llama-speed-llamacpp.mjs bench/llama-torch.py \
-	bench/wasm-quant-gemv.sh \
+	bench/wasm-quant-gemv.sh bench/web-speed.sh bench/web-speed.mjs \
 	bench/cuda-matmul.sh bench/cuda-half-matmul.sh bench/cuda-small-matmul.sh bench/cuda-tf32-wgmma.sh \
 	bench/gpu-bandwidth.sh bench/torch-matmul.py bench/torch-bandwidth.py bench/torch-small-matmul.py \
 	bench/torch-infer-cuda.py \

@@ -9,9 +9,11 @@
 //
 // Checks, for each backend of the page (webgpu, wasm, scalar): the page
 // loaded the model (its progress bar full), decoded N tokens at strict
-// precision, names that backend as the one the weight products ran on (on
-// webgpu: the model resident in its buffers) with a decode speed, and gives
-// the native tokens exactly.  Exit 0 when all holds, 1 otherwise.
+// precision on one thread, names that backend as the one the weight products
+// ran on (on webgpu: the model resident in its buffers) with a decode speed,
+// and gives the native tokens exactly.  Then once on wasm in a cross-origin
+// isolated page (COOP/COEP): the threaded module, on a thread per CPU, with
+// the same tokens.  Exit 0 when all holds, 1 otherwise.
 import { resolve } from 'node:path';
 import { checker, launchChromium, serve } from './test-wasm-serve.mjs';
 
@@ -22,33 +24,50 @@ if (!tokens) {
 }
 const { check, failures } = checker();
 const server = await serve(resolve(webDir));
-const base = `http://127.0.0.1:${server.address().port}/`;
+const isolatedServer = await serve(resolve(webDir), { 'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp' });
+const url = (s) => `http://127.0.0.1:${s.address().port}/llama/`;
 const browser = await launchChromium(['--enable-unsafe-webgpu', '--use-webgpu-adapter=swiftshader']);
+
+// Decodes on one backend in the page at base; checks what every run must show.
+async function decode(base, backend, what) {
+  const page = await browser.newPage();
+  const args = new URLSearchParams({ model, prompt, n, backend, args: '--precision strict --ignore-eos --tokens', run: '1' });
+  await page.goto(`${base}?${args}`);
+  await page.waitForSelector('body[data-state="done"], body[data-state="error"]', { timeout: 600000 });
+  const got = await page.evaluate(() => ({
+    state: document.body.dataset.state, tokens: document.body.dataset.tokens || '',
+    backend: document.body.dataset.backend || '', threads: Number(document.body.dataset.threads),
+    used: document.querySelector('#used').textContent, isolated: crossOriginIsolated,
+    cpus: navigator.hardwareConcurrency,
+    speed: document.querySelector('#speed').textContent, progress: document.querySelector('#progress').value,
+    output: document.querySelector('#output').textContent, log: document.querySelector('#log').textContent,
+  }));
+  console.log(`${what}: ${got.tokens || got.output}; ${got.used}; ${got.threads} threads; ${got.speed}`);
+  if (got.state !== 'done' || process.env.RAYO_TEST_VERBOSE) console.log(got.log);
+  check(got.state === 'done', `${what}: the page decoded`);
+  check(got.progress === 1, `${what}: the progress bar is full`);
+  check(got.backend === backend, `${what}: the weight products ran on ${backend} (page: '${got.backend}')`);
+  if (backend === 'webgpu') check(got.used.includes('resident'), `${what}: the model is resident on the GPU`);
+  check(/tokens\/s/.test(got.speed), `${what}: a decode speed is shown`);
+  check(got.tokens.split(/\s+/).length === Number(n), `${what}: ${n} tokens`);
+  check(got.tokens === tokens, `${what}: the native rayo-llama's tokens`);
+  await page.close();
+  return got;
+}
+
 try {
   for (const backend of ['webgpu', 'wasm', 'scalar']) {
-    const page = await browser.newPage();
-    const args = new URLSearchParams({ model, prompt, n, backend, args: '--precision strict --ignore-eos --tokens', run: '1' });
-    await page.goto(`${base}llama/?${args}`);
-    await page.waitForSelector('body[data-state="done"], body[data-state="error"]', { timeout: 600000 });
-    const got = await page.evaluate(() => ({
-      state: document.body.dataset.state, tokens: document.body.dataset.tokens || '',
-      backend: document.body.dataset.backend || '', used: document.querySelector('#used').textContent,
-      speed: document.querySelector('#speed').textContent, progress: document.querySelector('#progress').value,
-      output: document.querySelector('#output').textContent, log: document.querySelector('#log').textContent,
-    }));
-    console.log(`${backend}: ${got.tokens || got.output}; ${got.used}; ${got.speed}`);
-    if (got.state !== 'done' || process.env.RAYO_TEST_VERBOSE) console.log(got.log);
-    check(got.state === 'done', `${backend}: the page decoded`);
-    check(got.progress === 1, `${backend}: the progress bar is full`);
-    check(got.backend === backend, `${backend}: the weight products ran on ${backend} (page: '${got.backend}')`);
-    if (backend === 'webgpu') check(got.used.includes('resident'), `${backend}: the model is resident on the GPU`);
-    check(/tokens\/s/.test(got.speed), `${backend}: a decode speed is shown`);
-    check(got.tokens.split(/\s+/).length === Number(n), `${backend}: ${n} tokens`);
-    check(got.tokens === tokens, `${backend}: the native rayo-llama's tokens`);
-    await page.close();
+    const got = await decode(url(server), backend, backend);
+    check(got.threads === 1, `${backend}: one thread where the page is not isolated (${got.threads})`);
   }
+  // cross-origin isolated: the threaded module, a thread per CPU
+  const got = await decode(url(isolatedServer), 'wasm', 'wasm, isolated');
+  check(got.isolated, 'wasm, isolated: the page is cross-origin isolated');
+  check(got.threads === got.cpus, `wasm, isolated: a thread per CPU (${got.threads} of ${got.cpus})`);
 } finally {
   await browser.close();
   server.close();
+  isolatedServer.close();
 }
 process.exit(failures() ? 1 : 0);

@@ -62,15 +62,17 @@ export function whyNoThreads() {
   return null;
 }
 
-// The threaded core ({factory, base}: base/threads/), or {why} not.
+// The threaded core ({factory, base}: base/threads/, or a program's
+// threaded module, options.threadedCore: its folder then holds its .wasm,
+// .worker.js and plugins/), or {why} not.
 async function threadedCore(base, options) {
-  const why = options.core ? 'this program\'s module is single-threaded'
+  const why = options.core && !options.threadedCore ? 'this program\'s module is single-threaded'
     : options.threads === false ? 'threads: false' : whyNoThreads();
   if (why) return { why };
-  const threadsBase = new URL('threads/', base);
+  const url = options.threadedCore ? new URL(options.threadedCore) : new URL('threads/rayo-core.mjs', base);
   try {
-    const { default: factory } = await import(new URL('rayo-core.mjs', threadsBase).href);
-    return { factory, base: threadsBase };
+    const { default: factory } = await import(url.href);
+    return { factory, base: new URL('./', url) };
   } catch (e) {
     return { why: `no threaded core (${e && e.message ? e.message : e})` };
   }
@@ -188,25 +190,29 @@ const ACTIVATIONS = { none: 0, relu: 1, gelu: 2, silu: 3, tanh: 4, sigmoid: 5 };
  *  options.webgpu: false to leave WebGPU alone, or the options of
  *  navigator.gpu.requestAdapter (default {}); options.core: in a browser,
  *  the factory of another main module built with the core and this API's
- *  glue (a program: see runMain), its .wasm in options.coreBase;
- *  options.threads: false to keep to the single-threaded core where the
- *  page could run the threaded one (threads/). */
+ *  glue (a program: see runMain), its .wasm in options.coreBase, and
+ *  options.threadedCore: the URL of that program's threaded module, taken
+ *  where the page could run it; options.threads: false to keep to the
+ *  single-threaded core where the page could run the threaded one (threads/);
+ *  options.env: environment variables of the module ({RAYO_THREADS: '1'}). */
 export async function loadRayo(options = {}) {
   const base = new URL(options.base || './', import.meta.url);
   const plugins = options.plugins || DEFAULT_PLUGINS;
   const threaded = await threadedCore(base, options);
   const variantBase = threaded.factory ? threaded.base : base;
-  const coreBase = options.core ? new URL(options.coreBase) : variantBase;
+  const coreBase = options.core && !threaded.factory ? new URL(options.coreBase) : variantBase;
   const moduleArgs = {
     print: options.print || ((s) => console.log(s)),
     printErr: options.printErr || ((s) => console.warn(s)),
     locateFile: (name) => new URL(name, coreBase).href,
   };
+  // the environment the core reads (RAYO_THREADS...), set before its start
+  if (options.env) moduleArgs.preRun = [() => Object.assign(moduleArgs.ENV, options.env)];
   // node: hand over the bytes (the module's own loader would try fetch)
   if (isNode) moduleArgs.wasmBinary = await readBytes(new URL('rayo-core.wasm', base));
   const pluginBytes = await Promise.all(plugins.map((name) => readBytes(new URL(`plugins/${name}`, variantBase))));
   if (threaded.factory) loadInEveryThread(moduleArgs, plugins, pluginBytes);
-  const core = await (options.core || threaded.factory || createRayoCore)(moduleArgs);
+  const core = await (threaded.factory || options.core || createRayoCore)(moduleArgs);
   // the webgpu plugin's device, acquired now: its probe (in rayo_open) is synchronous
   if (options.webgpu !== false) await core.rayoWebgpu.init(options.webgpu || {});
   core.FS.mkdirTree(PLUGIN_DIR);

@@ -19,7 +19,8 @@
 #          .worker.js) and plugins, built with THREADS=1 into threads/ (target
 #          threads): rayo.mjs loads them in cross-origin isolated pages
 #   web/llama/    the Llama decoder page: examples/llama's rayo-llama built as
-#          a main module (rayo-llama.mjs + .wasm) with the JS API's glue
+#          a main module (rayo-llama.mjs + .wasm) with the JS API's glue;
+#          web/llama/threads/ the same with THREADS=1 (and its plugins/)
 #
 # Variables given by `make wasm`: srcdir top_builddir out EMCC NODE
 # WARN_CFLAGS CORE_SOURCES SCALAR_SOURCES WASM_SOURCES WEBGPU_SOURCES INFO_SOURCES
@@ -64,9 +65,10 @@ NODE_LDFLAGS := $(MAIN_LDFLAGS) -sEXPORTED_FUNCTIONS=@$(OBJ)/exports-tool.json -
 # Emscripten 3.1.6's node support uses require and __dirname, which an ES
 # module does not have; under node, rayo.mjs hands it the .wasm bytes and it
 # runs as it does in a worker (in-memory file system, no fetch).
-# loadDynamicLibrary lets rayo.mjs compile the side modules asynchronously.
+# loadDynamicLibrary lets rayo.mjs compile the side modules asynchronously;
+# ENV lets it set environment variables (options.env: RAYO_THREADS...).
 ESM_COMMON := $(MAIN_LDFLAGS) -sMODULARIZE=1 -sEXPORT_ES6=1 -sENVIRONMENT=web,worker -sFORCE_FILESYSTEM=1 \
-	-sEXPORTED_RUNTIME_METHODS=FS,UTF8ToString,stringToUTF8,lengthBytesUTF8,loadDynamicLibrary
+	-sEXPORTED_RUNTIME_METHODS=FS,ENV,UTF8ToString,stringToUTF8,lengthBytesUTF8,loadDynamicLibrary
 ESM_LDFLAGS := $(ESM_COMMON) -sEXPORTED_FUNCTIONS=@$(OBJ)/exports.json -sEXPORT_NAME=createRayoCore
 # rayo-conform for the page: its main is called by the page (through JSPI,
 # so that the webgpu plugin can wait for the GPU), not at start.
@@ -106,12 +108,19 @@ bench: $(out)/rayo-bench
 	@echo "wasm: $(out)/rayo-bench built"
 
 # THREADS=1, out=.../threads: the threaded core and plugins, copied beside
-# the single-threaded ones of the folder above.
+# the single-threaded ones of the folder above; the same for the Llama
+# page's module (web/llama/threads/: rayo-llama.mjs, .wasm, .worker.js and
+# plugins/, which its workers load from beside their script).
 THREADS_DESTS := $(dir $(out))js/threads $(dir $(out))web/rayo/threads
-threads: $(THREADS_DESTS:%=%/rayo-core.mjs)
+LLAMA_THREADS_DEST := $(dir $(out))web/llama/threads
+threads: $(THREADS_DESTS:%=%/rayo-core.mjs) $(LLAMA_THREADS_DEST)/rayo-llama.mjs
 $(THREADS_DESTS:%=%/rayo-core.mjs): $(out)/js/rayo-core.mjs $(PLUGINS)
 	@mkdir -p $(@D)/plugins
 	cp $(out)/js/rayo-core.mjs $(out)/js/rayo-core.wasm $(out)/js/rayo-core.worker.js $(@D)/
+	cp $(PLUGINS) $(@D)/plugins/
+$(LLAMA_THREADS_DEST)/rayo-llama.mjs: $(out)/web/llama/rayo-llama.mjs $(PLUGINS)
+	@mkdir -p $(@D)/plugins
+	cp $(out)/web/llama/rayo-llama.mjs $(out)/web/llama/rayo-llama.wasm $(out)/web/llama/rayo-llama.worker.js $(@D)/
 	cp $(PLUGINS) $(@D)/plugins/
 
 .PHONY: all bench threads clean
@@ -188,7 +197,7 @@ $(out)/js/rayo-core.mjs: $(CORE_OBJS) $(GLUE_OBJS) $(OBJ)/exports.json $(WEBGPU_
 $(out)/web/conform/rayo-conform.mjs: $(CORE_OBJS) $(CONFORM_OBJS) $(OBJ)/exports-tool.json $(WEBGPU_PRE_JS)
 	@mkdir -p $(@D)
 	$(EMCC) $(CONFORM_WEB_LDFLAGS) $(CORE_OBJS) $(CONFORM_OBJS) -o $@
-$(out)/web/llama/rayo-llama.mjs: $(CORE_OBJS) $(GLUE_OBJS) $(LLAMA_OBJS) $(OBJ)/exports-llama.json $(WEBGPU_PRE_JS)
+$(out)/web/llama/rayo-llama.mjs: $(CORE_OBJS) $(GLUE_OBJS) $(LLAMA_OBJS) $(OBJ)/exports-llama.json $(WEBGPU_PRE_JS) $(if $(THREADS),$(srcdir)/wasm/threads-pre.js)
 	@mkdir -p $(@D)
 	$(EMCC) $(LLAMA_WEB_LDFLAGS) $(CORE_OBJS) $(GLUE_OBJS) $(LLAMA_OBJS) -o $@
 $(out)/web/conform/index.html: $(srcdir)/tests/test-wasm-webgpu.html

@@ -223,6 +223,18 @@ fn rope(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) grou
     }
 }
 
+// attention's k and v, element e past their offsets: f32, or f16 (p.dta)
+// read from their words (no shader-f16 needed; offsets count words)
+fn half_in_words(w: u32, e: u32) -> f32 { return half_to_f32((w >> (16u * (e % 2u))) & 0xffffu); }
+fn k_at(e: u32) -> f32 {
+    if (p.dta == DT_F16) { let t = 2u * p.ob + e; return half_in_words(b_words[t / 2u], t); }
+    return bitcast<f32>(b_words[p.ob + e]);
+}
+fn v_at(e: u32) -> f32 {
+    if (p.dta == DT_F16) { let t = 2u * p.oc + e; return half_in_words(c_words[t / 2u], t); }
+    return bitcast<f32>(c_words[p.oc + e]);
+}
+
 // attention: one invocation per output element (query i, head h, dim d);
 // the scores again in each pass (no workgroup memory: any adapter).
 // Scores as two floats (hi, lo): with scores ~3e3 a rounded score alone
@@ -231,11 +243,11 @@ fn rope(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) grou
 fn attn_score(i: u32, h: u32, j: u32) -> vec2<f32> {
     let kvh = h / (ext(2u) / ext(3u));
     let q0 = p.oa + i * ext(7u) + h * ext(8u);
-    let k0 = p.ob + j * ext(9u) + kvh * ext(10u);
+    let k0 = j * ext(9u) + kvh * ext(10u);
     var hi: f32 = 0.0;
     var lo: f32 = 0.0;
     for (var d = 0u; d < ext(4u); d++) {
-        let pr = prod_fix(a_f32(q0 + d), b_data[k0 + d]);
+        let pr = prod_fix(a_f32(q0 + d), k_at(k0 + d));
         let t = hi + pr.x;
         let bb = t - hi;
         let e = (hi - (t - bb)) + (pr.x - bb);
@@ -260,12 +272,12 @@ fn attention(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
         for (var j = 0u; j < visible; j++) { m = nan_max(m, attn_score(i, h, j).x); }
         var den = Sum(0.0, 0.0);
         var num = Sum(0.0, 0.0);
-        let v0 = p.oc + (h / (ext(2u) / ext(3u))) * ext(12u) + d;
+        let v0 = (h / (ext(2u) / ext(3u))) * ext(12u) + d;
         for (var j = 0u; j < visible; j++) {
             let sj = attn_score(i, h, j);
             let w = r_exp((sj.x - m) + sj.y);
             den = sum_add(den, w);
-            num = sum_add(num, w * bitcast<f32>(c_words[v0 + j * ext(11u)]));
+            num = sum_add(num, w * v_at(v0 + j * ext(11u)));
         }
         y_data[p.oy + i * ext(13u) + h * ext(14u) + d] = r_div(num.s, den.s);
     }

@@ -19,7 +19,7 @@ struct Params {
     m: u32, n: u32, k: u32, flags: u32,
     alpha: f32, beta: f32, oa: u32, ob: u32,
     oc: u32, oy: u32, zero: u32, has: u32,        // has: which of b, c are given (rows.wgsl)
-    lda: u32, ldb: u32, ldy: u32, dta: u32,    // row strides in elements (never 0 here); dtype of a
+    lda: u32, ldb: u32, ldy: u32, dta: u32,    // row strides in elements (never 0 here); dtype of a (attention: of k, v)
     ext: array<vec4<u32>, 4>,                  // rope's or attention's parameters (infer.wgsl)
 }
 

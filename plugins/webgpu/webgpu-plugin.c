@@ -83,8 +83,10 @@ static int dtypes_ok(int sig, const rayo_call *c)
         return c->dtypes == RAYO_DTYPES(a, 0, 0, RAYO_DTYPE_F32) && a != RAYO_DTYPE_F32 && a != RAYO_DTYPE_I32;
     if (sig == RAYO_SIG_ROPE)
         return c->dtypes == RAYO_DTYPES(RAYO_DTYPE_F32, RAYO_DTYPE_I32, 0, RAYO_DTYPE_F32);
-    if (sig == RAYO_SIG_ATTENTION)
-        return c->dtypes == 0 && rayo_call_attention_params(c)->kv_dtype == RAYO_DTYPE_F32;
+    if (sig == RAYO_SIG_ATTENTION) { /* the KV cache f32 or f16 */
+        rayo_dtype kv = rayo_call_attention_params(c)->kv_dtype;
+        return (kv == RAYO_DTYPE_F32 || kv == RAYO_DTYPE_F16) && c->dtypes == RAYO_DTYPES(RAYO_DTYPE_F32, kv, kv, RAYO_DTYPE_F32);
+    }
     if (c->dtypes == 0)
         return 1;
     return sig == RAYO_SIG_GEMV && !(c->flags & RAYO_TRANS_A) &&
@@ -172,8 +174,9 @@ static float *rope_freqs(const rayo_call *c, size_t *bytes)
 static rayo_status check_call(const webgpu_state *s, int sig, const rayo_call *c,
                               const size_t count[4], size_t bytes[4], uint32_t sizes[WEBGPU_SIZES])
 {
+    /* the dtype the WGSL reads by (p.dta): a's, but attention's KV cache */
     const size_t all[7] = {c->m, c->n, c->k, c->lda, c->ldb, c->ldy,
-                                      RAYO_DTYPE_OF(c->dtypes, 0)};
+                           RAYO_DTYPE_OF(c->dtypes, sig == RAYO_SIG_ATTENTION ? 1 : 0)};
     if (!dtypes_ok(sig, c) || (rayo_call_strided(c) && !takes_strides(sig)) || c->ldc ||
         !float_precision_suffices(c))
         return RAYO_E_UNSUPPORTED;
@@ -378,7 +381,7 @@ static const rayo_memory_api webgpu_memory = {
 
 /* ---- the op table: the op list, filtered by signature class ------------------
  * gemv, get_rows, convert, rope and attention are registered by their
- * dtype combinations (convert: to f32 only; attention: f32 KV), the other
+ * dtype combinations (convert: to f32 only), the other
  * ops with a WGSL entry point by signature (all-f32). */
 #define WEBGPU_ENTRY(ENUM) {RAYO_OP_##ENUM, 0, webgpu_kernel},
 #define WEBGPU_SIG_BINARY(ENUM) WEBGPU_ENTRY(ENUM)
@@ -414,10 +417,8 @@ static const rayo_memory_api webgpu_memory = {
 #define WEBGPU_COMBO_CONVERT(A, B, C, Y) WEBGPU_COMBO_CONVERT_TO_##Y(A, B, C, Y)
 #define WEBGPU_COMBO_MATMUL(A, B, C, Y)
 #define WEBGPU_COMBO_ROPE(A, B, C, Y) WEBGPU_COMBO_ENTRY(ROPE, A, B, C, Y)
-/* attention with an f32 KV cache (f16: the CPU backends) */
-#define WEBGPU_COMBO_ATTENTION_KV_F32(A, B, C, Y) WEBGPU_COMBO_ENTRY(ATTENTION, A, B, C, Y)
-#define WEBGPU_COMBO_ATTENTION_KV_F16(A, B, C, Y)
-#define WEBGPU_COMBO_ATTENTION(A, B, C, Y) WEBGPU_COMBO_ATTENTION_KV_##B(A, B, C, Y)
+/* attention with an f32 or f16 KV cache */
+#define WEBGPU_COMBO_ATTENTION(A, B, C, Y) WEBGPU_COMBO_ENTRY(ATTENTION, A, B, C, Y)
 
 static const rayo_op_entry webgpu_ops[] = {
 #define RAYO_OP(ID, ENUM, NAME, SIG, TOL_REL, TOL_ABS, SCALE, SUMMARY) WEBGPU_SIG_##SIG(ENUM)

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // llama.mjs - the Llama decoder page: rayo-llama (examples/llama) built as a
 // main module with the core and the JS API's glue (rayo-llama.mjs), loaded
-// by loadRayo with the backend side modules.  The GGUF file (picked, or
+// by loadRayo with the backend side modules; in a cross-origin isolated page
+// its threaded build (threads/rayo-llama.mjs: the CPU backends on a Web
+// Worker per CPU), as loadRayo does for the core.  The GGUF file (picked, or
 // fetched from a URL) is copied chunk by chunk into the module's in-memory
 // file system under a progress bar; Decode runs rayo-llama's main through
 // JSPI (rayo.runMain), so the webgpu plugin can await the GPU, and shows its
@@ -10,10 +12,11 @@
 // Query parameters (the headless Chromium test uses them): model=URL loads
 // at once; prompt, n, backend (webgpu, wasm, scalar or auto) and args
 // (more rayo-llama options, space-separated: --tokens prints token ids)
-// set the run, and run=1 decodes as soon as the model is in.  The page records its
+// set the run, and run=1 decodes as soon as the model is in; threads=N caps
+// the CPU backends' threads (RAYO_THREADS) in the threaded build.  The page records its
 // progress in <body data-state>: loading, ready, reading, decoding, done or
-// error; when done, data-tokens holds the output and data-backend the
-// backend of the weight products.
+// error; when done, data-tokens holds the output, data-backend the
+// backend of the weight products and data-threads the CPU threads it used.
 
 import { loadRayo } from '../rayo/rayo.mjs';
 import createRayoLlama from './rayo-llama.mjs';
@@ -98,6 +101,8 @@ function showSpeeds() {
   if (!speed) return;
   const gemv = /^rayo-llama: gemv (\w+) on (\w+)/.exec(speed);
   const decode = /decode (\d+) tokens ([0-9.]+) tok\/s/.exec(speed);
+  const threads = /(\d+) threads:/.exec(speed);
+  if (threads) document.body.dataset.threads = $('#threads').textContent = threads[1];
   const prefill = /prefill (\d+) tokens ([0-9.]+) tok\/s/.exec(speed);
   if (gemv) {
     $('#used').textContent = `${gemv[2]} (${gemv[1]} weights)${speed.includes('(resident)') ? ', model resident' : ''}`;
@@ -129,6 +134,7 @@ async function decode() {
 function setupBackends() {
   const ctx = rayo.open();
   const loaded = ctx.backends().filter((b) => b.status === 'loaded').map((b) => b.name);
+  $('#threads').textContent = String(ctx.threads());
   ctx.close();
   const preferred = rayo.webgpu.device && loaded.includes('webgpu') ? 'webgpu' : 'auto';
   for (const name of ['auto', ...loaded]) $('#backend').add(new Option(name, name));
@@ -143,7 +149,9 @@ async function main() {
     lines[kind].push(s);
     $('#log').textContent += `${s}\n`;
   };
+  const env = query.get('threads') ? { RAYO_THREADS: query.get('threads') } : undefined;
   rayo = await loadRayo({ core: createRayoLlama, coreBase: new URL('./', import.meta.url),
+    threadedCore: new URL('./threads/rayo-llama.mjs', import.meta.url), env,
     print: log('out'), printErr: log('err') });
   setupBackends();
   for (const key of ['prompt', 'n']) if (query.get(key)) $(`#${key}`).value = query.get(key);
