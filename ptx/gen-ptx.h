@@ -117,8 +117,8 @@ void lane_warp(kern *k, int *tid, int *lane, int *warp);
 
 /* ---- product-redo.c: an output whose float sum overflowed, again in float64 -- */
 /* One operand of a product's output: element i is at base + i * step
- * (float32; step a .b64 register of elements, or -1 for 1), or, for the
- * other dtypes, value i of the row of blocks at base (step unused). */
+ * (float32 or bf16; step a .b64 register of elements, or -1 for 1), or,
+ * for the block dtypes, value i of the row of blocks at base (step -1). */
 typedef struct redo_operand {
     int base, step; /* .b64 */
     rayo_dtype dtype;
@@ -130,12 +130,14 @@ void redo_if_not_finite(kern *k, int acc, const redo_operand *a, const redo_oper
 void redo_if_not_finite_f32(kern *k, int acc, const redo_operand *a, const redo_operand *b, int count);
 /* A thread's outputs of a product tile, C = alpha op(A) op(B) + beta C, all
  * computed again in float64 (the slow path of a tile with a sum that is not
- * finite): op(A)(i, p) = a[i * a_row + p * a_k], op(B)(p, j) = b[p * b_k +
+ * finite): A and B both of dtype (float32 or bf16),
+ * op(A)(i, p) = a[i * a_row + p * a_k], op(B)(p, j) = b[p * b_k +
  * j * b_col] (.b64 element strides), K terms, C(i, j) at c + (i * ldc + j)
  * floats; only outputs inside M x N.  The thread's rows are rows->base +
  * g * gap + e for g < groups, e < run (columns alike). */
 typedef struct redo_product {
     int a, b, a_row, a_k, b_col, b_k, M, N, K; /* .b64 */
+    rayo_dtype dtype;
 } redo_product;
 typedef struct redo_span {
     int base; /* .b64 */

@@ -10,23 +10,23 @@
  * stays NaN or infinity. */
 #include "gen-ptx.h"
 
-/* Element i (.b64) of operand o as .f64. */
+/* Element i (.b64) of operand o as .f64: element i * step of a float32 or
+ * bf16 operand, or value i of a row of blocks. */
 static int redo_load(kern *k, const redo_operand *o, int i)
 {
-    int v = nfd(k), f;
+    int v = nfd(k), f, idx = i;
+    if (o->step >= 0) {
+        idx = nd(k);
+        emit(k, "mul.lo.u64 %s, %s, %s;", D(idx), D(i), D(o->step));
+    }
     if (o->dtype == RAYO_DTYPE_F32) {
-        int idx = i;
         f = nf(k);
-        if (o->step >= 0) {
-            idx = nd(k);
-            emit(k, "mul.lo.u64 %s, %s, %s;", D(idx), D(i), D(o->step));
-        }
         emit(k, "ld.global.f32 %s, [%s];", F(f), D(addr_of(k, o->base, idx, 4)));
-    } else { /* a row of blocks: value i % per of block i / per */
+    } else { /* value idx % per of block idx / per */
         int per = (int)rayo_dtype_block_elems(o->dtype), bytes = (int)rayo_dtype_block_bytes(o->dtype);
         int b = nd(k), e = nd(k), e32 = nr(k), blk = nd(k);
-        emit(k, "div.u64 %s, %s, %d;", D(b), D(i), per);
-        emit(k, "rem.u64 %s, %s, %d;", D(e), D(i), per);
+        emit(k, "div.u64 %s, %s, %d;", D(b), D(idx), per);
+        emit(k, "rem.u64 %s, %s, %d;", D(e), D(idx), per);
         emit(k, "cvt.u32.u64 %s, %s;", R(e32), D(e));
         emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(blk), D(b), bytes, D(o->base));
         f = dequant_value(k, o->dtype, blk, e32);
@@ -91,8 +91,9 @@ void redo_tile(kern *k, const redo_product *p, const redo_span *rows, const redo
     int ia = nd(k), jb = nd(k), idx = nd(k), acc = nfd(k);
     emit(k, "mul.lo.u64 %s, %s, %s;", D(ia), D(row), D(p->a_row));
     emit(k, "mul.lo.u64 %s, %s, %s;", D(jb), D(col), D(p->b_col));
-    redo_operand a = {addr_of(k, p->a, ia, 4), p->a_k, RAYO_DTYPE_F32};
-    redo_operand b = {addr_of(k, p->b, jb, 4), p->b_k, RAYO_DTYPE_F32};
+    int size = (int)(rayo_dtype_block_bytes(p->dtype) / rayo_dtype_block_elems(p->dtype));
+    redo_operand a = {addr_of(k, p->a, ia, size), p->a_k, p->dtype};
+    redo_operand b = {addr_of(k, p->b, jb, size), p->b_k, p->dtype};
     dot_f64(k, acc, &a, &b, p->K);
     emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(row), D(ldc), D(col));
     store_scaled(k, acc, addr_of(k, c, idx, 4), alpha, beta);

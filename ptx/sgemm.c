@@ -387,7 +387,7 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
     emit(k, "@!%s bra %s;", P(bad), L(l_fast));
     emit(k, "mov.u64 %s, 1;", D(one));
     redo_product rp = {a, b, cfg->trans_a ? one : lda, cfg->trans_a ? lda : one,
-                       cfg->trans_b ? ldb : one, cfg->trans_b ? one : ldb, M, N, KS};
+                       cfg->trans_b ? ldb : one, cfg->trans_b ? one : ldb, M, N, KS, RAYO_DTYPE_F32};
     redo_span rows = {ty4, 2, 64, 4}, cols = {tx4, 2, 64, 4};
     redo_tile(k, &rp, &rows, &cols, c, N, alpha, beta);
     emit(k, "bra %s;", L(l_end));

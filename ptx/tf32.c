@@ -483,9 +483,10 @@ static void c_origin(tf32_kernel *tk, int *row0, int *col0)
 }
 
 /* A thread with a sum that is not finite (products near 1e38 that cancel)
- * computes its outputs again in float64 from A and B (row-major; product-
- * redo.c) and goes to l_end: rows row0 + 16 i + 8 h, columns col0 + 8 j +
- * {0, 1}, as the fragments. */
+ * computes its outputs again in float64 from A and B (product-redo.c) and
+ * goes to l_end: rows row0 + 16 i + 8 h, columns col0 + 8 j + {0, 1}, as
+ * the fragments.  TF32: A and B row-major, C N wide; bf16: as stored (lda,
+ * ldb, transposed or not), C ldc apart. */
 static void tf32_redo(tf32_kernel *tk, int row0, int col0, int l_end)
 {
     kern *k = tk->k;
@@ -498,10 +499,17 @@ static void tf32_redo(tf32_kernel *tk, int row0, int col0, int l_end)
     int bad = any_not_finite(k, v, n);
     emit(k, "@!%s bra %s;", P(bad), L(l_fast));
     emit(k, "mov.u64 %s, 1;", D(one));
-    /* A[row][p] = a[row K + p], B[p][col] = b[p N + col] */
-    redo_product rp = {tk->a, tk->b, tk->K, -1, one, tk->N, tk->M, tk->N, tk->K};
+    /* TF32: A[row][p] = a[row K + p], B[p][col] = b[p N + col] */
+    redo_product rp = {tk->a, tk->b, tk->K, -1, one, tk->N, tk->M, tk->N, tk->K, RAYO_DTYPE_F32};
+    int ldc = tk->N;
+    if (cfg->elem == TF_BF16) {
+        redo_product h = {tk->a, tk->b, cfg->ta ? one : tk->lda, cfg->ta ? tk->lda : one, cfg->tb ? tk->ldb : one,
+                          cfg->tb ? one : tk->ldb, tk->M, tk->N, tk->K, RAYO_DTYPE_BF16};
+        rp = h;
+        ldc = tk->ldc;
+    }
     redo_span rows = {row0, 2 * cfg->mt, 8, 1}, cols = {col0, cfg->nt, 8, 2};
-    redo_tile(k, &rp, &rows, &cols, tk->c, tk->N, tk->alpha, tk->beta);
+    redo_tile(k, &rp, &rows, &cols, tk->c, ldc, tk->alpha, tk->beta);
     emit(k, "bra %s;", L(l_end));
     label(k, l_fast);
 }
@@ -868,16 +876,20 @@ static void mma16_fold_every(tf32_kernel *tk, int kt)
     label(k, l_skip);
 }
 
-/* C = alpha acc + beta C where C exists (rows < M, columns < N, rows ldc apart). */
+/* C = alpha acc + beta C where C exists (rows < M, columns < N, rows ldc
+ * apart).  bf16 sums can pass FLT_MAX (tf32_redo); f16 ones cannot:
+ * |f16| <= 65504. */
 static void mma16_epilogue(tf32_kernel *tk)
 {
     kern *k = tk->k;
     const tf32_cfg *cfg = tk->cfg;
-    int pbeta = np(k), M = nd(k);
+    int pbeta = np(k), M = nd(k), l_end = nlabel(k);
     emit(k, "setp.ne.f32 %s, %s, %s;", P(pbeta), F(tk->beta), C(0.0f));
     emit(k, "cvt.u64.u32 %s, %s;", D(M), R(tk->M32));
     int row0, col0;
     c_origin(tk, &row0, &col0);
+    if (cfg->elem == TF_BF16)
+        tf32_redo(tk, row0, col0, l_end);
     int colp[8][2];
     for (int j = 0; j < cfg->nt; j++)
         for (int e = 0; e < 2; e++) {
@@ -904,6 +916,7 @@ static void mma16_epilogue(tf32_kernel *tk)
                     emit(k, "@%s st.global.f32 [%s+%d], %s;", P(p), D(rbase), (j * 8 + e) * 4, F(r));
                 }
         }
+    label(k, l_end);
 }
 
 static void gen_tf32(strbuf *mod, const tf32_cfg *cfg)

@@ -359,7 +359,7 @@ static void wg_redo(wg_kernel *w, int acc0, int row, int col, int l_end)
     emit(k, "cvt.u64.u32 %s, %s;", D(r64), R(row));
     emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(col));
     redo_product rp = {param_global(k, "p_a"), param_global(k, "p_b"), w->k64, one, w->k64, one,
-                       w->m64, w->n64, w->k64};
+                       w->m64, w->n64, w->k64, RAYO_DTYPE_F32};
     redo_span rows = {r64, 2, 8, 1}, cols = {c64, w->cfg->bn / 8, 8, 2};
     redo_tile(k, &rp, &rows, &cols, w->c, w->ldc, w->alpha, w->beta);
     emit(k, "bra %s;", L(l_end));
