@@ -1040,6 +1040,25 @@ static void plan_matmul_half(ictx *x, matmul_spec s)
     run_case(x, build_matmul, &s, 1);
 }
 
+/* f32 x f32 and bf16 x bf16 products that cancel on the shapes that the
+ * tensor-core kernels take (m, n multiples of 128, k of 32; rows 8 elements
+ * apart): cuda's bf16 mma.sync (strict) and wgmma (relaxed) tiles; vulkan's
+ * f16 cooperative-matrix matmul (relaxed f32, dense: f32 values past f16's
+ * range); strided, with beta, the stride and C handling of their redo. */
+static void plan_cancel_tiles(ictx *x, matmul_spec s)
+{
+    static const size_t sizes[][4] = {{128, 256, 64, 0}, {256, 128, 96, STRIDE_8}}; /* m, n, k, strided */
+    if ((s.adt != RAYO_DTYPE_F32 && s.adt != RAYO_DTYPE_BF16) || s.bdt != s.adt)
+        return;
+    for (size_t i = 0; i < COUNT_OF(sizes); i++) {
+        s.m = sizes[i][0], s.n = sizes[i][1], s.k = sizes[i][2], s.strided = (int)sizes[i][3];
+        s.flags = RAYO_TRANS_B, s.cancel = 1;
+        s.alpha = alpha_beta[i + 1][0], s.beta = alpha_beta[i + 1][1];
+        run_case(x, build_matmul, &s, 0);
+        run_case(x, build_matmul, &s, 1);
+    }
+}
+
 /* Products near 1e38 that cancel (fill_cancel_row): partial sums past
  * FLT_MAX, a finite result; strict and relaxed; the group "cancel".  Not for
  * matmul's f16 activations, which cannot hold such values. */
@@ -1064,6 +1083,8 @@ static void plan_cancel(ictx *x, build_fn *build, matmul_spec s)
         run_case(x, build, &s, 0);
         run_case(x, build, &s, 1);
     }
+    if (build == build_matmul)
+        plan_cancel_tiles(x, s);
     x->group = NULL;
 }
 
