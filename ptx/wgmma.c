@@ -343,14 +343,17 @@ static void wg_consumer_loop(wg_kernel *w, int acc0)
     emit(k, "wgmma.wait_group.sync.aligned 0;");
 }
 
-/* TF32: a thread with a sum that is not finite (products near 1e38 that
- * cancel) computes its outputs again in float64 from A and B (K-major, k
- * apart; product-redo.c) and goes to l_end.  Rows row + {0, 8}, columns
- * col + 8 j + {0, 1}, as the accumulators below. */
+/* TF32 and bf16: a thread with a sum that is not finite (products near 1e38
+ * that cancel) computes its outputs again in float64 from A and B
+ * (product-redo.c) and goes to l_end.  TF32: A and B K-major, k apart (the
+ * plugin's copies); bf16: as stored, lda and ldb apart.  Rows row + {0, 8},
+ * columns col + 8 j + {0, 1}, as the accumulators below.  f16 sums cannot
+ * overflow (|f16| <= 65504). */
 static void wg_redo(wg_kernel *w, int acc0, int row, int col, int l_end)
 {
     kern *k = w->k;
-    int n = w->cfg->bn / 2, v[128], l_fast = nlabel(k), one = nd(k), r64 = nd(k), c64 = nd(k);
+    const wg_cfg *cfg = w->cfg;
+    int n = cfg->bn / 2, v[128], l_fast = nlabel(k), one = nd(k), r64 = nd(k), c64 = nd(k);
     for (int i = 0; i < n; i++)
         v[i] = acc0 + i;
     int bad = any_not_finite(k, v, n);
@@ -358,9 +361,15 @@ static void wg_redo(wg_kernel *w, int acc0, int row, int col, int l_end)
     emit(k, "mov.u64 %s, 1;", D(one));
     emit(k, "cvt.u64.u32 %s, %s;", D(r64), R(row));
     emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(col));
-    redo_product rp = {param_global(k, "p_a"), param_global(k, "p_b"), w->k64, one, w->k64, one,
-                       w->m64, w->n64, w->k64, RAYO_DTYPE_F32};
-    redo_span rows = {r64, 2, 8, 1}, cols = {c64, w->cfg->bn / 8, 8, 2};
+    int a = param_global(k, "p_a"), b = param_global(k, "p_b");
+    redo_product rp = {a, b, w->k64, one, w->k64, one, w->m64, w->n64, w->k64, RAYO_DTYPE_F32};
+    if (cfg->type == WG_BF16) { /* A^T stored: k rows of m; B stored k x n: rows of n */
+        int lda = param_u64(k, "p_lda"), ldb = param_u64(k, "p_ldb");
+        redo_product h = {a, b, cfg->mn_a ? one : lda, cfg->mn_a ? lda : one, cfg->mn_b ? one : ldb,
+                          cfg->mn_b ? ldb : one, w->m64, w->n64, w->k64, RAYO_DTYPE_BF16};
+        rp = h;
+    }
+    redo_span rows = {r64, 2, 8, 1}, cols = {c64, cfg->bn / 8, 8, 2};
     redo_tile(k, &rp, &rows, &cols, w->c, w->ldc, w->alpha, w->beta);
     emit(k, "bra %s;", L(l_end));
     label(k, l_fast);
@@ -388,7 +397,7 @@ static void wg_epilogue(wg_kernel *w, int acc0)
     emit(k, "add.u32 %s, %s, %s;", R(row), R(row), R(w->row0));
     emit(k, "mad.lo.u32 %s, %s, 2, %s;", R(col), R(t), R(w->col0));
     int l_end = nlabel(k);
-    if (cfg->type == WG_TF32)
+    if (cfg->type != WG_F16)
         wg_redo(w, acc0, row, col, l_end);
     for (int h = 0; h < 2; h++) {
         int r = nr(k), prow = np(k), addr = nd(k), idx = nd(k), c64 = nd(k);
@@ -441,7 +450,7 @@ static void gen_wg(strbuf *mod, const wg_cfg *cfg)
     kern_finish(mod, &kk, cfg->name,
                 ".param .align 64 .b8 p_ta[128], .param .align 64 .b8 p_tb[128], .param .u64 p_c, "
                 ".param .u64 p_m, .param .u64 p_n, .param .u64 p_k, .param .u64 p_ldc, .param .f32 p_alpha, "
-                ".param .f32 p_beta, .param .u64 p_a, .param .u64 p_b",
+                ".param .f32 p_beta, .param .u64 p_a, .param .u64 p_b, .param .u64 p_lda, .param .u64 p_ldb",
                 dir, NULL);
 }
 

@@ -108,11 +108,17 @@ static rayo_status wg_transpose(cuda_state *st, CUstream stream, CUdeviceptr dst
     return e == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, e, "wg_transpose_v4");
 }
 
-/* The kernel of configuration c on tensor maps ta and tb, C (ldc apart);
- * a and b: the TF32 kernels' K-major operands for their float64 redo of a
- * sum that overflowed (the 16-bit kernels ignore them). */
+/* A and B as the float64 redo of a sum that overflowed reads them: the
+ * TF32 kernels' K-major operands (k apart), the bf16 kernels' as stored
+ * (lda, ldb apart); the f16 kernels ignore them. */
+typedef struct wg_redo_operands {
+    CUdeviceptr a, b;
+    unsigned long long lda, ldb;
+} wg_redo_operands;
+
+/* The kernel of configuration c on tensor maps ta and tb, C (ldc apart). */
 static rayo_status wg_launch(cuda_state *st, CUstream stream, const rayo_ptx_wgmma_config *c, CUtensorMap *ta,
-                             CUtensorMap *tb, const cuda_op *op, size_t ldc, CUdeviceptr a, CUdeviceptr b)
+                             CUtensorMap *tb, const cuda_op *op, size_t ldc, wg_redo_operands *ro)
 {
     CUfunction fn;
     rayo_status s = cuda_function(st, MOD_WGMMA, c->name, &fn);
@@ -121,7 +127,7 @@ static rayo_status wg_launch(cuda_state *st, CUstream stream, const rayo_ptx_wgm
     CUdeviceptr y = op->y;
     unsigned long long m = op->m, n = op->n, k = op->k, ld = ldc;
     float alpha = op->alpha, beta = op->beta;
-    void *params[] = {ta, tb, &y, &m, &n, &k, &ld, &alpha, &beta, &a, &b};
+    void *params[] = {ta, tb, &y, &m, &n, &k, &ld, &alpha, &beta, &ro->a, &ro->b, &ro->lda, &ro->ldb};
     CUresult r;
     unsigned gx = (unsigned)((op->n + (size_t)c->block_n - 1) / (size_t)c->block_n);
     unsigned gy = (unsigned)((op->m + (size_t)c->block_m - 1) / (size_t)c->block_m);
@@ -160,7 +166,8 @@ rayo_status cuda_launch_wgmma_tf32(cuda_state *st, CUstream stream, const cuda_o
                           (unsigned)c->block_n);
     if (r != CUDA_SUCCESS)
         return cuda_fail(st, r, "cuTensorMapEncodeTiled");
-    return wg_launch(st, stream, c, &ta, &tb, op, op->n, a, b);
+    wg_redo_operands ro = {a, b, op->k, op->k};
+    return wg_launch(st, stream, c, &ta, &tb, op, op->n, &ro);
 }
 
 /* The 16-bit kernel for this call (relaxed f16 x f16 or bf16 x bf16, C in
@@ -242,7 +249,8 @@ rayo_status cuda_launch_wgmma_half(cuda_state *st, CUstream stream, const cuda_o
                : wg_half_map(st, &mtb, dt, op->b, op->k, op->n, ldb, 0, c, c->block_n);
     if (r != CUDA_SUCCESS)
         return cuda_fail(st, r, "cuTensorMapEncodeTiled");
-    return wg_launch(st, stream, c, &mta, &mtb, op, op->ldy ? op->ldy : op->n, op->a, op->b);
+    wg_redo_operands ro = {op->a, op->b, lda, ldb};
+    return wg_launch(st, stream, c, &mta, &mtb, op, op->ldy ? op->ldy : op->n, &ro);
 }
 
 /* Dynamic shared memory of a wgmma kernel (0: not one). */
