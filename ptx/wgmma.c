@@ -114,7 +114,7 @@ typedef struct wg_kernel {
     int row0, col0, M, N, KT;       /* tile origin (u32), sizes (u32), k tiles */
     int ldc;                        /* C's row stride (u64) */
     int c, alpha, beta;
-    int a, b, m64, n64, k64;        /* TF32: A and B, K-major, and the sizes (u64): the float64 redo */
+    int a, b, m64, n64, k64;        /* sizes (u64), also for the float64 redo (TF32, bf16) */
 } wg_kernel;
 
 /* Spins on mbarrier `bar` until the phase of parity `par` completed. */
