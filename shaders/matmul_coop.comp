@@ -14,11 +14,6 @@
 // the multiplications hide.  Only whole tiles (m % 128 == n % 128 ==
 // k % BK == 0, operands at multiples of 16 bytes): the host falls back to
 // matmul.comp otherwise.
-//
-// f32 values past f16's range (65504) become inf in the tiles, and products
-// near FLT_MAX that cancel pass it in the float sums: a tile with any
-// output not finite is computed again from the float32 operands with
-// scaled factors (common.glsl: the range contract), one output at a time.
 
 #extension GL_GOOGLE_include_directive : require
 #extension GL_NV_cooperative_matrix : require
@@ -97,31 +92,6 @@ void stash()
     }
 }
 
-// Whether some accumulator of this tile is not finite: set by any
-// invocation that holds one.
-shared uint tile_not_finite;
-
-// C(row, col) of the tile, alpha op(A) op(B) + beta C in float32 with both
-// factors scaled by 2^-64 and the result by 2^128 (common.glsl).
-void redo_output(uint row, uint col)
-{
-    float sum = 0.0;
-    for (uint kk = 0u; kk < pc.k; kk++) {
-        uint ia = TRANS_A ? kk * pc.m + row : row * pc.k + kk;
-        uint ib = TRANS_B ? col * pc.k + kk : kk * pc.n + col;
-        sum = range_fma(a_data[pc.oa + ia / 4u][ia % 4u], b_data[pc.ob + ib / 4u][ib % 4u], sum);
-    }
-    uint o = row * pc.n + col;
-    precise float before = pc.beta != 0.0 ? pc.beta * (c_words[pc.oc * 4u + o] * RANGE_DOWN * RANGE_DOWN) : 0.0;
-    y_words[pc.oy * 4u + o] = range_up(fma(pc.alpha, sum, before));
-}
-
-void redo_tile(uint row0, uint col0)
-{
-    for (uint e = gl_LocalInvocationID.x; e < BM * BN; e += 256u)
-        redo_output(row0 + e / BN, col0 + e % BN);
-}
-
 #define COOP16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define COOP32 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 // fragment offsets in the shared tiles: row r of op(A) and column c of op(B), step kk
@@ -132,10 +102,6 @@ void redo_tile(uint row0, uint col0)
 #define MMA(i, j) c##i##j = coopMatMulAddNV(a##i, b##j, c##i##j)
 // C block (i, j) of this subgroup: alpha acc + beta C, stored as float32.
 // Offsets of C and Y are in vec4 units (RAYO_VEC4): in floats, times 4.
-#define CHECK(i, j)                                                           \
-    for (int e = 0; e < c##i##j.length(); e++)                                \
-        if (!range_finite(c##i##j[e]))                                        \
-            tile_not_finite = 1u;
 #define STORE(i, j) {                                                         \
         uint r = row0 + wm * 64u + i * 16u, c = col0 + wn * 32u + j * 16u;     \
         COOP32 v = c##i##j * pc.alpha;                                        \
@@ -156,8 +122,6 @@ void main()
     COOP32 c00 = COOP32(0.0), c01 = COOP32(0.0), c10 = COOP32(0.0), c11 = COOP32(0.0);
     COOP32 c20 = COOP32(0.0), c21 = COOP32(0.0), c30 = COOP32(0.0), c31 = COOP32(0.0);
 
-    if (gl_LocalInvocationID.x == 0u)
-        tile_not_finite = 0u;       // seen by all after the first barrier
     uint steps = pc.k / BK;
     fetch(row0, col0, 0u);
     for (uint s = 0u; s < steps; s++) {
@@ -173,13 +137,6 @@ void main()
             MMA(0, 0); MMA(0, 1); MMA(1, 0); MMA(1, 1);
             MMA(2, 0); MMA(2, 1); MMA(3, 0); MMA(3, 1);
         }
-    }
-    CHECK(0, 0) CHECK(0, 1) CHECK(1, 0) CHECK(1, 1)
-    CHECK(2, 0) CHECK(2, 1) CHECK(3, 0) CHECK(3, 1)
-    barrier();
-    if (tile_not_finite != 0u) {
-        redo_tile(row0, col0);
-        return;
     }
     STORE(0, 0) STORE(0, 1) STORE(1, 0) STORE(1, 1)
     STORE(2, 0) STORE(2, 1) STORE(3, 0) STORE(3, 1)
