@@ -127,6 +127,24 @@ void label(kern *k, int l)
     ring_pending = 0;
 }
 
+ptx_loop ptx_loop_begin(kern *k, int start, int end, int step)
+{
+    ptx_loop l = {nd(k), np(k), nlabel(k), nlabel(k), step};
+    emit(k, "mov.u64 %s, %s;", D(l.i), D(start));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(l.p), D(l.i), D(end));
+    emit(k, "@%s bra %s;", P(l.p), L(l.l_done));
+    label(k, l.l_top);
+    return l;
+}
+
+void ptx_loop_end(kern *k, ptx_loop l, int end)
+{
+    emit(k, "add.u64 %s, %s, %d;", D(l.i), D(l.i), l.step);
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(l.p), D(l.i), D(end));
+    emit(k, "@%s bra %s;", P(l.p), L(l.l_top));
+    label(k, l.l_done);
+}
+
 /* Writes the finished kernel into the module: entry line, parameters,
  * directives, register declarations, shared memory, then the body. */
 void kern_finish(strbuf *mod, kern *k, const char *name, const char *params,

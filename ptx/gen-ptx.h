@@ -72,6 +72,13 @@ const char *CD(double v);  /* a float64 immediate */
 /* One instruction (a tab before, a newline after), or a label line. */
 void emit(kern *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void label(kern *k, int l);
+/* for (i = start; i < end; i += step) { body } over u64 registers start, end:
+ * ptx_loop_begin emits the head (the body follows), ptx_loop_end the tail. */
+typedef struct ptx_loop {
+    int i, p, l_top, l_done, step;
+} ptx_loop;
+ptx_loop ptx_loop_begin(kern *k, int start, int end, int step);
+void ptx_loop_end(kern *k, ptx_loop l, int end);
 /* Appends the finished kernel to mod and resets k. */
 void kern_finish(strbuf *mod, kern *k, const char *name, const char *params, const char *directives,
                  const char *shared);

@@ -88,29 +88,6 @@ static void row_scale(kern *k, int mx, int scale, int inv)
     emit(k, "mov.b32 %s, %s;", F(inv), R(ib));
 }
 
-/* for (i = start; i < end; i += step) { body }: the loop's labels. */
-typedef struct hp_loop {
-    int i, p, l_top, l_done, step;
-} hp_loop;
-
-static hp_loop hp_loop_begin(kern *k, int start, int end, int step)
-{
-    hp_loop l = {nd(k), np(k), nlabel(k), nlabel(k), step};
-    emit(k, "mov.u64 %s, %s;", D(l.i), D(start));
-    emit(k, "setp.ge.u64 %s, %s, %s;", P(l.p), D(l.i), D(end));
-    emit(k, "@%s bra %s;", P(l.p), L(l.l_done));
-    label(k, l.l_top);
-    return l;
-}
-
-static void hp_loop_end(kern *k, hp_loop l, int end)
-{
-    emit(k, "add.u64 %s, %s, %d;", D(l.i), D(l.i), l.step);
-    emit(k, "setp.lt.u64 %s, %s, %s;", P(l.p), D(l.i), D(end));
-    emit(k, "@%s bra %s;", P(l.p), L(l.l_top));
-    label(k, l.l_done);
-}
-
 typedef struct hp_rows {
     rayo_dtype dt;
     int y, s, a, n, row_bytes, tid, tid64, lane, warp;
@@ -163,10 +140,10 @@ static void hp_row(kern *k, const hp_rows *h, int r)
     emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(base), D(r), D(h->row_bytes), D(h->a));
     emit(k, "div.u64 %s, %s, %d;", D(nblk), D(h->n), (int)per);
     emit(k, "mov.f32 %s, 0f00000000;", F(mx));
-    hp_loop lb = hp_loop_begin(k, h->tid64, nblk, HP_THREADS);
+    ptx_loop lb = ptx_loop_begin(k, h->tid64, nblk, HP_THREADS);
     int bound = block_bound(k, h->dt, addr_of(k, base, lb.i, (int)bytes));
     emit(k, "max.f32 %s, %s, %s;", F(mx), F(mx), F(bound));
-    hp_loop_end(k, lb, nblk);
+    ptx_loop_end(k, lb, nblk);
     int total = block_minmax_f32(k, mx, h->lane, h->warp, 1), scale = nf(k), inv = nf(k), p0 = np(k);
     row_scale(k, total, scale, inv);
     emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(h->tid));
@@ -177,9 +154,9 @@ static void hp_row(kern *k, const hp_rows *h, int r)
     emit(k, "mad.lo.u64 %s, %s, 2, %s;", D(yrow), D(yrow), D(h->y));
     int j0 = nd(k);
     emit(k, "shl.b64 %s, %s, 3;", D(j0), D(h->tid64));
-    hp_loop lj = hp_loop_begin(k, j0, h->n, HP_THREADS * HP_CHUNK);
+    ptx_loop lj = ptx_loop_begin(k, j0, h->n, HP_THREADS * HP_CHUNK);
     hp_chunk(k, h, base, lj.i, scale, yrow);
-    hp_loop_end(k, lj, h->n);
+    ptx_loop_end(k, lj, h->n);
 }
 
 static void gen_half_rows(strbuf *mod, rayo_dtype dt)
