@@ -11,7 +11,7 @@
  *            products in integers, a float scale per block or super-block:
  *            Q8_0, Q4_0: x in int8 with a float scale per 32 values
  *              (maddubs: 32 products per instruction, two blocks a step)
- *              where that rounding passes the error budget below, else in
+ *              where that rounding passes the error budget, else in
  *              int16 (error <= 2^-16 of the block's largest |x| per value;
  *              madd, int16 x int16) where that passes it, else strict;
  *            Q4_K, Q6_K: x in int8 with a float scale per 256 values (rows
@@ -24,18 +24,7 @@
  *            An x with a value that is not finite, or a block of x whose
  *            largest |x| is below 1e-30 but not 0, takes the strict path.
  *
- * The error budget of rounded x: for weights w unrelated to x's rounding
- * errors e, the error of a dot, sum w e, has a standard deviation of about
- * rms(w) sqrt(sum e^2), while its terms sum to about mean|w| sum |x|;
- * rms(w) / mean|w| is 1.2-1.3 for these formats' codes and for gaussian
- * weights.  Five standard deviations within the relaxed contract (2e-3 of
- * sum |terms|) asks sqrt(sum e^2) <= 2e-3 / (5 * 1.25) sum |x| (less the
- * largest |x|, which may meet a zero weight).  Long rows
- * of ordinary values pass (n = 4096 gaussian, scale per 32: by a factor of
- * about 4); rows of a few dozen values, and x whose values span many
- * decades (the rounding of the small ones is large next to them), do not.
- * This is a statistical bound: weights built to match x's rounding errors
- * can exceed it (rayo-ops.h says so).
+ * The error budget of rounded x is cpu-rounding-budget.h's.
  *
  * Each plugin defines, as static functions, its row kernels of the type
  * typed_rows_fn below: the dots of `count` (1..4) rows that start `stride`
@@ -48,6 +37,7 @@
 
 #include "cpu-base.h"
 #include "cpu-f64-fallback.h"
+#include "cpu-rounding-budget.h"
 
 #include <float.h>
 #include <math.h>
@@ -64,9 +54,6 @@
  * Q4_K, Q6_K (the weights' 256-value super-blocks). */
 #define TYPED_GEMV_X16_BLOCK 32
 #define TYPED_GEMV_X8_BLOCK 256
-
-/* sqrt(sum e^2) / sum |x| allowed for int8 x (the budget above). */
-#define TYPED_GEMV_I8_BUDGET (2e-3 / (5 * 1.25))
 
 /* x as the row kernels see it. */
 typedef struct typed_gemv_x {
@@ -239,26 +226,13 @@ static inline int typed_gemv_round(float x, float inv)
     return (int)(v >= 0.0f ? v + 0.5f : v - 0.5f);
 }
 
-/* What x's rounding errors e add up to: sum e^2, sum |x| and max |x|. */
-typedef struct typed_gemv_error {
-    double sq, abs, max;
-} typed_gemv_error;
-
-/* The budget, against sum |x| less its largest term: a row of a few values
- * spanning decades whose largest meets a zero weight has only the others'
- * terms left. */
-static inline int typed_gemv_within_budget(const typed_gemv_error *err)
-{
-    return sqrt(err->sq) <= TYPED_GEMV_I8_BUDGET * (err->abs - err->max);
-}
-
 /* len values of x into q (int8 or else int16) at the scale amax / limit
  * (127 or 32767), their errors into err. */
 static inline void typed_gemv_round_to(const float *x, size_t len, float amax, int8_t *q8, int16_t *q16,
-                                       typed_gemv_error *err)
+                                       rounding_error *err)
 {
     float limit = q8 ? 127.0f : 32767.0f, inv = amax != 0.0f ? limit / amax : 0.0f;
-    double step = (double)amax / limit, sq = 0.0, abs = 0.0;
+    double step = (double)amax / limit, sq = 0.0, abs = 0.0, sq_x = 0.0;
     for (size_t i = 0; i < len; i++) {
         int v = typed_gemv_round(x[i], inv);
         double e = (double)x[i] - v * step;
@@ -266,9 +240,9 @@ static inline void typed_gemv_round_to(const float *x, size_t len, float amax, i
             q8[i] = (int8_t)v;
         else
             q16[i] = (int16_t)v;
-        sq += e * e, abs += fabs((double)x[i]);
+        sq += e * e, abs += fabs((double)x[i]), sq_x += (double)x[i] * x[i];
     }
-    err->sq += sq, err->abs += abs;
+    err->sq += sq, err->abs += abs, err->sq_x += sq_x;
     err->max = (double)amax > err->max ? (double)amax : err->max;
 }
 
@@ -276,7 +250,7 @@ static inline void typed_gemv_round_to(const float *x, size_t len, float amax, i
  * their scales, the errors into err; 0 when a block cannot be represented
  * (typed_gemv_x_stats). */
 static inline int typed_gemv_round_x32(const float *x, size_t n, int8_t *q8, int16_t *q16, float *scale,
-                                       typed_gemv_error *err)
+                                       rounding_error *err)
 {
     for (size_t b = 0; b < n / TYPED_GEMV_X16_BLOCK; b++) {
         const float *xb = x + b * TYPED_GEMV_X16_BLOCK;
@@ -296,7 +270,7 @@ static inline int typed_gemv_round_x32(const float *x, size_t n, int8_t *q8, int
 static inline int typed_gemv_round_x8(const float *x, size_t n, int8_t *q, float *scale, int16_t *qsum,
                                       float *sum)
 {
-    typed_gemv_error err = { 0.0, 0.0, 0.0 };
+    rounding_error err = { 0.0, 0.0, 0.0, 0.0 };
     for (size_t b = 0; b < n / TYPED_GEMV_X8_BLOCK; b++) {
         const float *xb = x + b * TYPED_GEMV_X8_BLOCK;
         int8_t *qb = q + b * TYPED_GEMV_X8_BLOCK;
@@ -318,7 +292,7 @@ static inline int typed_gemv_round_x8(const float *x, size_t n, int8_t *q, float
         }
         scale[b] = amax / 127.0f;
     }
-    return typed_gemv_within_budget(&err);
+    return rounding_within_budget(&err);
 }
 
 /* Floats of scratch the relaxed x of length n needs (room for any form). */
@@ -369,10 +343,10 @@ static inline typed_rows_fn *typed_gemv_small_blocks_x(typed_gemv_x *x, rayo_dty
     int q8_0 = dt == RAYO_DTYPE_Q8_0;
     int8_t *q8 = (int8_t *)(void *)scratch; /* n / 4 floats */
     float *scale8 = scratch + n / 4;          /* n / 32 */
-    typed_gemv_error err = { 0.0, 0.0, 0.0 };
+    rounding_error err = { 0.0, 0.0, 0.0, 0.0 };
     if (!typed_gemv_round_x32(x->f, n, q8, NULL, scale8, &err))
         return NULL;
-    if (typed_gemv_within_budget(&err)) {
+    if (rounding_within_budget(&err)) {
         x->q8_32 = q8, x->scale8_32 = scale8;
         if (q8_0)
             return rows_q8_0_i8;
@@ -381,9 +355,9 @@ static inline typed_rows_fn *typed_gemv_small_blocks_x(typed_gemv_x *x, rayo_dty
     }
     int16_t *q16 = (int16_t *)(void *)scratch; /* n / 2 floats */
     float *scale16 = scratch + n / 2;          /* n / 32 */
-    err = (typed_gemv_error){ 0.0, 0.0, 0.0 };
+    err = (rounding_error){ 0.0, 0.0, 0.0, 0.0 };
     typed_gemv_round_x32(x->f, n, NULL, q16, scale16, &err);
-    if (!typed_gemv_within_budget(&err))
+    if (!rounding_within_budget(&err))
         return NULL;
     x->q16 = q16, x->scale16 = scale16;
     return q8_0 ? rows_q8_0_int : rows_q4_0_int;
@@ -396,8 +370,8 @@ static inline typed_rows_fn *typed_gemv_q4_k_x32(typed_gemv_x *x, size_t n, floa
 {
     int8_t *q = (int8_t *)(void *)scratch;                /* n / 4 floats */
     float *scale = scratch + n / 4, *sum = scale + n / 32; /* n / 32, n / 32 */
-    typed_gemv_error err = { 0.0, 0.0, 0.0 };
-    if (!typed_gemv_round_x32(x->f, n, q, NULL, scale, &err) || !typed_gemv_within_budget(&err))
+    rounding_error err = { 0.0, 0.0, 0.0, 0.0 };
+    if (!typed_gemv_round_x32(x->f, n, q, NULL, scale, &err) || !rounding_within_budget(&err))
         return NULL;
     for (size_t b = 0; b < n / 32; b++) {
         double s = 0.0;

@@ -8,6 +8,7 @@
 # plugin's source includes it after defining its vector primitives; it is
 # never compiled alone, so it is in EXTRA_DIST and in no _SOURCES list.
 CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c plugins/cpu-base/cpu-f64-fallback.h \
+	plugins/cpu-base/cpu-rounding-budget.h \
 	plugins/cpu-base/cpu-op-table.h
 EXTRA_DIST += plugins/cpu-base/cpu-elementwise_tmpl.c plugins/cpu-base/cpu-plugin_tmpl.c \
 	plugins/cpu-base/cpu-reduce_tmpl.c plugins/cpu-base/cpu-rows_tmpl.c plugins/cpu-base/cpu-transpose_tmpl.c plugins/cpu-base/cpu-typed-gemv_tmpl.c plugins/cpu-base/simd128-infer_tmpl.c \

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* x86-qmatmul.c - the prompt's matmul with quantized weights in integers
  * (x86-qmatmul.h says what and why). */
+#include "cpu-rounding-budget.h"
 #include "x86-qmatmul.h"
 #include "x86-quant.h"
 
@@ -14,11 +15,6 @@
 #define COLS 8       /* columns of a panel: one 32-bit lane each */
 #define TILE_ROWS 4  /* rows of A per tile: 4 integer and 4 float sums stay in registers */
 #define ROUND_ROWS 8 /* rows of A per task of its rounding */
-
-/* sqrt(sum e^2) / (sum |x| - max |x|) allowed for a row of A in int8: the
- * budget of the gemv's int8 x (cpu-typed-gemv_tmpl.c says why), five
- * standard deviations of the rounding's error within the relaxed contract. */
-#define QMATMUL_I8_BUDGET (2e-3 / (5 * 1.25))
 
 /* 32 values of 8 columns of B: codes[32 g + 4 j + i] is value 4 g + i of
  * column j (u8, 0..15); the column's value v is scale[j] code - min[j].
@@ -58,12 +54,6 @@ typedef struct qmatmul_job {
 
 /* ---- A to int8 ------------------------------------------------------------- */
 
-/* What a row's rounding errors e add up to: sum e^2, sum |x| and max |x|. */
-typedef struct row_error {
-    double sq, abs;
-    float max;
-} row_error;
-
 /* The horizontal sum and maximum of 8 lanes. */
 static float sum8(__m256 v)
 {
@@ -83,16 +73,18 @@ static float max8(__m256 v)
  * half, their errors added
  * to err; 0 when one is not finite or the largest |x| is in (0, 1e-30)
  * (its reciprocal overflows). */
-static int round_block(const float *x, int8_t *q, float *d, int sum[2], row_error *err)
+static int round_block(const float *x, int8_t *q, float *d, int sum[2], rounding_error *err)
 {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     __m256 v[4], amax = _mm256_setzero_ps(), bad = _mm256_setzero_ps(), abs = _mm256_setzero_ps();
+    __m256 sq_x = _mm256_setzero_ps(); /* inf past 1.8e19: the row then fails the budget */
     for (int i = 0; i < 4; i++) {
         v[i] = _mm256_loadu_ps(x + 8 * i);
         __m256 a = _mm256_andnot_ps(sign, v[i]);
         bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, _mm256_set1_ps(FLT_MAX), _CMP_NLE_UQ));
         amax = _mm256_max_ps(amax, a);
         abs = _mm256_add_ps(abs, a);
+        sq_x = _mm256_fmadd_ps(a, a, sq_x);
     }
     float max = max8(amax);
     if (_mm256_movemask_ps(bad) || (max != 0.0f && max < 1e-30f))
@@ -116,7 +108,7 @@ static int round_block(const float *x, int8_t *q, float *d, int sum[2], row_erro
         sum[h] = _mm_cvtsi128_si32(_mm_hadd_epi32(s, s));
     }
     *d = max / 127.0f;
-    err->sq += sum8(sq), err->abs += sum8(abs);
+    err->sq += sum8(sq), err->abs += sum8(abs), err->sq_x += sum8(sq_x);
     err->max = max > err->max ? max : err->max;
     return 1;
 }
@@ -141,7 +133,7 @@ static void round_row(const qmatmul_job *job, size_t r)
 {
     const rayo_call *c = job->call;
     const float *x = (const float *)c->a + r * (c->lda ? c->lda : c->k);
-    row_error err = { 0.0, 0.0, 0.0f };
+    rounding_error err = { 0.0, 0.0, 0.0, 0.0 };
     float dmax = 0.0f;
     int ok = 1;
     for (size_t b = 0, i = r * job->blocks; ok && b < job->blocks; b++, i++) {
@@ -152,7 +144,7 @@ static void round_row(const qmatmul_job *job, size_t r)
         job->a.dsum16[2 * i] = job->a.d[i] * (float)sum[0], job->a.dsum16[2 * i + 1] = job->a.d[i] * (float)sum[1];
         dmax = job->a.d[i] > dmax ? job->a.d[i] : dmax;
     }
-    ok = ok && sqrt(err.sq) <= QMATMUL_I8_BUDGET * (err.abs - err.max);
+    ok = ok && rounding_within_budget(&err);
     if (!ok) {
         memset(job->a.q + r * job->blocks * BLOCK, 0, job->blocks * BLOCK);
         memset(job->a.d + r * job->blocks, 0, job->blocks * sizeof(float));
