@@ -82,7 +82,9 @@ void gen_gemv_n(strbuf *mod)
  * block (bx, s) sums rows [s*chunk, (s+1)*chunk) for its 256 columns into
  * part[s*n + j] (float64); gemv_t_final adds the S partials (in a fixed
  * order: 8 interleaved sums, then those in order). */
-void gen_gemv_t(strbuf *mod)
+/* gemv_t_part: part[s][j] = sum over the rows i of split s of a[i][j] x[i],
+ * in float64, one thread per column j. */
+static void gen_gemv_t_part(strbuf *mod)
 {
     kern kk = {0}, *k = &kk;
     int part = param_global(k, "p_part"), a = param_global(k, "p_a"), x = param_global(k, "p_x");
@@ -122,14 +124,18 @@ void gen_gemv_t(strbuf *mod)
     kern_finish(mod, k, "gemv_t_part",
                 ".param .u64 p_part, .param .u64 p_a, .param .u64 p_x, .param .u64 p_m, "
                 ".param .u64 p_n, .param .u64 p_chunk", NULL, NULL);
+}
 
-    /* final: y[j] = alpha * sum_s part[s][j] + beta * y[j].  A block of 256
-     * threads per 32 columns: thread (g, c) adds splits g, g + 8, ... of
-     * column c, then group 0 adds the 8 sums in order (fixed order: the
-     * same result every run) */
+/* gemv_t_final: y[j] = alpha * sum_s part[s][j] + beta * y[j].  A block of
+ * 256 threads per 32 columns: thread (g, c) adds splits g, g + 8, ... of
+ * column c, then group 0 adds the 8 sums in order (fixed order: the same
+ * result every run). */
+static void gen_gemv_t_final(strbuf *mod)
+{
+    kern kk = {0}, *k = &kk;
     int y = param_global(k, "p_y");
-    part = param_global(k, "p_part");
-    n = param_u64(k, "p_n");
+    int part = param_global(k, "p_part");
+    int n = param_u64(k, "p_n");
     int splits = param_u64(k, "p_splits");
     int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
     int ftid = sreg(k, "%tid.x"), fcta = sreg(k, "%ctaid.x");
@@ -177,6 +183,12 @@ void gen_gemv_t(strbuf *mod)
                 ".param .u64 p_y, .param .u64 p_part, .param .u64 p_n, .param .u64 p_splits, "
                 ".param .f32 p_alpha, .param .f32 p_beta", ".maxntid 256, 1, 1\n",
                 "\t.shared .align 8 .b8 gtf_smem[2048];\n");
+}
+
+void gen_gemv_t(strbuf *mod)
+{
+    gen_gemv_t_part(mod);
+    gen_gemv_t_final(mod);
 }
 
 /* ---- the bandwidth kernels: 16-byte loads (width 4: n % 4 == 0 and aligned
