@@ -39,10 +39,9 @@
  *
  * Split k (wg_f16_nt_<shape>_sk): a product with too few tiles of C to
  * fill the GPU (an LLM prompt of 128 tokens by a 2048-row weight: 16 tiles
- * on 132 SMs) runs a grid of z slices of k; p_k is one slice's length (a
- * multiple of the k tile, so slices never share a tile; the tensor maps
- * span all of k and zero-fill the last slice's tail), and block z stores
- * its partial product into the z-th m x ldc slice of C, which the caller
+ * on 132 SMs) runs a grid of z slices of k, each whole k tiles
+ * (ceil(tiles / slices), the last one cut at k: no copy starts past k), and
+ * block z stores its partial product into the z-th m x ldc slice of C, which the caller
  * sums (module infer's half_scale_c_parts). */
 #include "gen-ptx.h"
 #include "../plugins/cuda/cuda-ptx.h"
@@ -72,7 +71,7 @@ typedef struct wg_cfg {
     char name[40]; /* wg_tf32_<shape>, wg_<f16|bf16>_<n|t><n|t>_<shape> (RAYO_TRANS_A, RAYO_TRANS_B),
                     * wg_f16_nt_<shape>_sk */
     int type;
-    int split;      /* block z sums k tiles [z KT, z KT + KT) into C + z m ldc */
+    int split;      /* block z sums its slice of the k tiles into C + z m ldc */
     int mn_a, mn_b; /* operand MN-major in shared memory (read transposed) */
     int bn, consumers, stages;
 } wg_cfg;
@@ -195,14 +194,23 @@ static int wg_bar(wg_kernel *w, int s, int which)
     return a;
 }
 
-/* A split kernel's block z: k tiles from z KT on (p_k is one slice's
- * length), its partial product into the z-th m x ldc slice of C. */
+/* A split kernel's block z of nz: k tiles [z per, z per + per) of the KT
+ * tiles of all of k, per = ceil(KT / nz), cut at KT (so no copy starts past
+ * k; a slice past the end would sum nothing and store zeros), its partial
+ * product into the z-th m x ldc slice of C. */
 static void wg_split_setup(wg_kernel *w)
 {
     kern *k = w->k;
-    int z = sreg(k, "%ctaid.z"), off = nd(k);
+    int z = sreg(k, "%ctaid.z"), nz = sreg(k, "%nctaid.z"), per = nr(k), left = nr(k), pin = np(k), off = nd(k);
     w->kt0 = nr(k);
-    emit(k, "mul.lo.u32 %s, %s, %s;", R(w->kt0), R(z), R(w->KT));
+    emit(k, "add.u32 %s, %s, %s;", R(per), R(w->KT), R(nz));
+    emit(k, "sub.u32 %s, %s, 1;", R(per), R(per));
+    emit(k, "div.u32 %s, %s, %s;", R(per), R(per), R(nz));
+    emit(k, "mul.lo.u32 %s, %s, %s;", R(w->kt0), R(z), R(per));
+    emit(k, "setp.gt.u32 %s, %s, %s;", P(pin), R(w->KT), R(w->kt0));
+    emit(k, "sub.u32 %s, %s, %s;", R(left), R(w->KT), R(w->kt0));
+    emit(k, "selp.u32 %s, %s, 0, %s;", R(left), R(left), P(pin));
+    emit(k, "min.u32 %s, %s, %s;", R(w->KT), R(per), R(left));
     emit(k, "mul.wide.u32 %s, %s, %s;", D(off), R(z), R(w->M));
     emit(k, "mul.lo.u64 %s, %s, %s;", D(off), D(off), D(w->ldc));
     emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(w->c), D(off), D(w->c));

@@ -127,7 +127,8 @@ static size_t wg_slice_tiles(const rayo_ptx_wgmma_config *c, size_t k, size_t pa
 }
 
 /* The kernel of configuration c on tensor maps ta and tb, C (ldc apart);
- * a split kernel over `parts` slices of k (grid z), else parts = 1. */
+ * a split kernel over `parts` slices of k (grid z: ceil(k tiles / parts)
+ * each), else parts = 1. */
 static rayo_status wg_launch(cuda_state *st, CUstream stream, const rayo_ptx_wgmma_config *c, CUtensorMap *ta,
                              CUtensorMap *tb, const cuda_op *op, size_t ldc, wg_redo_operands *ro, unsigned parts)
 {
@@ -136,8 +137,7 @@ static rayo_status wg_launch(cuda_state *st, CUstream stream, const rayo_ptx_wgm
     if (s != RAYO_OK)
         return s;
     CUdeviceptr y = op->y;
-    unsigned long long m = op->m, n = op->n, ld = ldc;
-    unsigned long long k = parts > 1 ? wg_slice_tiles(c, op->k, parts) * (size_t)c->box_k : op->k;
+    unsigned long long m = op->m, n = op->n, k = op->k, ld = ldc;
     float alpha = op->alpha, beta = op->beta;
     void *params[] = {ta, tb, &y, &m, &n, &k, &ld, &alpha, &beta, &ro->a, &ro->b, &ro->lda, &ro->ldb};
     CUresult r;
@@ -308,7 +308,8 @@ unsigned cuda_wgmma_half_parts(const cuda_state *st, const cuda_op *op)
     for (size_t p = 2; p <= most; p++)
         if (10 * wg_waves(st, tiles * p) * best < 9 * wg_waves(st, tiles * best) * p)
             best = p;
-    /* as many parts as slices of that length need: none is empty */
+    /* as many parts as slices of that length need: none is empty (the
+     * kernel cuts slices of ceil(k tiles / parts), no longer) */
     size_t per = wg_slice_tiles(c, op->k, best);
     return (unsigned)((wg_slice_tiles(c, op->k, 1) + per - 1) / per);
 }
