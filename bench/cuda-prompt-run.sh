@@ -8,8 +8,8 @@
 #       this script into it; carry DIR and .gl (bench/gpu-run.sh prepare
 #       fetches .gl's packages)
 #   DIR/cuda-prompt-run.sh run                       there, repository root:
-#       0. test-cuda (its second state checks the split-k prompt products);
-#       1. rayo-conform --quick --op matmul on cuda, one fresh seed, with and
+#       1. test-cuda (its second state checks the split-k prompt products)
+#          beside rayo-conform --quick --op matmul on cuda, one fresh seed, with and
 #          without the half path ([backend.cuda] half_prompt = no), with it
 #          skipping the group "cancel", and with prompt_split_k = yes;
 #       2. GGUF files made there by gguf-make (TinyLlama shape q4_0, q8_0,
@@ -54,6 +54,14 @@ llama() {
     echo "$1 exit $?: $(grep -h -i 'tok/s' "$logs/$1.log" | tail -1 | sed 's/.*prefill/prefill/')"
 }
 
+# test_cuda: the plugin's own test (its summary and first failures), beside
+# the conformance runs and before the timings
+test_cuda() {
+    timeout 300 "$d/test-cuda" >"$logs/test-cuda.log" 2>&1
+    echo "test-cuda exit $?: $(tail -1 "$logs/test-cuda.log")"
+    grep -h -i 'fail' "$logs/test-cuda.log" | cut -c1-300 | head -5
+}
+
 # tokens_differ MODEL A B WHAT: how many of run A's 128-id greedy tokens differ from run B's
 tokens_differ() {
     tr ' ' '\n' <"$logs/$1-$2-128.out" >/tmp/a.tok
@@ -86,9 +94,7 @@ run() {
     printf '[backend.cuda]\nprofile = yes\n' >/tmp/profile.conf
     printf '[backend.cuda]\nprompt_split_k = yes\n' >/tmp/split.conf
     printf '[backend.cuda]\nprompt_split_k = yes\nprofile = yes\n' >/tmp/split-profile.conf
-    timeout 200 "$d/test-cuda" >"$logs/test-cuda.log" 2>&1
-    echo "test-cuda exit $?: $(tail -1 "$logs/test-cuda.log")"
-    grep -h -i 'fail' "$logs/test-cuda.log" | cut -c1-300 | head -5
+    test_cuda &
     seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
     conform conform-half /tmp/half.conf --quick --op matmul &
     conform conform-f32 /tmp/f32.conf --quick --op matmul &

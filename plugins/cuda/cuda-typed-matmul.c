@@ -214,9 +214,9 @@ static rayo_status launch_half(cuda_state *st, CUstream stream, const cuda_op *o
     if (s != RAYO_OK)
         return s;
     CUdeviceptr y = op->y, t = base + l.t, sa = base + l.sa, sb = base + l.sb;
-    unsigned long long m = op->m, n = op->n, ldy = op->ldy ? op->ldy : op->n, np = parts;
+    unsigned long long m = op->m, n = op->n, ldy = op->ldy ? op->ldy : op->n, nparts = parts;
     float alpha = op->alpha, beta = op->beta;
-    void *params[] = {&y, &t, &sa, &sb, &m, &n, &ldy, &alpha, &beta, &np};
+    void *params[] = {&y, &t, &sa, &sb, &m, &n, &ldy, &alpha, &beta, &nparts};
     size_t blocks = (op->m * op->n + 255) / 256, most = (size_t)st->sm_count * 32;
     return half_launch(st, stream, parts > 1 ? "half_scale_c_parts" : "half_scale_c", blocks < most ? blocks : most,
                        params);
