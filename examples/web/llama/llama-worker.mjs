@@ -75,7 +75,7 @@ const unknown = ({ type }) => { throw new Error(`llama-worker: no request '${typ
 // One request at a time, in the order they come (they share the module).
 let queue = Promise.resolve();
 self.onmessage = ({ data }) => {
-  queue = queue.then(() => (HANDLERS[data.type] || unknown)(data))
+  queue = queue.then(() => (Object.hasOwn(HANDLERS, data.type) ? HANDLERS[data.type] : unknown)(data))
     .then((result) => postMessage({ id: data.id, type: 'done', ...result }))
     .catch((e) => postMessage({ id: data.id, type: 'error', message: String(e && e.message ? e.message : e) }));
 };
