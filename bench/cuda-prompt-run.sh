@@ -24,17 +24,14 @@
 # Logs in $OUT/logs.tgz; a summary on stdout.
 set -u
 mode=${1:-run}
+. "$(dirname "$0")/gpu-common.sh"
 
 prepare() {
     build=${1:-build} dir=${2:-.gpu-prompt}
-    rm -rf "$dir" && mkdir -p "$dir"
-    for f in core/.libs/librayo.so.0 plugins/cuda/.libs/rayo-cuda.so tools/.libs/rayo-conform tests/.libs/test-cuda \
+    gpu_stage "$build" "$dir" core/.libs/librayo.so.0 plugins/cuda/.libs/rayo-cuda.so tools/.libs/rayo-conform \
+        tests/.libs/test-cuda \
         examples/llama/.libs/rayo-llama examples/llama/.libs/gguf-make plugins/scalar/.libs/rayo-scalar.so \
-        plugins/avx2/.libs/rayo-avx2.so plugins/avx512/.libs/rayo-avx512.so; do
-        [ -f "$build/$f" ] || { echo "prepare: no $build/$f (build first)" >&2; exit 1; }
-        cp -L "$build/$f" "$dir/$(basename "$f")"
-    done
-    cp "$0" "$dir/cuda-prompt-run.sh"
+        plugins/avx2/.libs/rayo-avx2.so plugins/avx512/.libs/rayo-avx512.so
     du -sh "$dir"
 }
 
@@ -69,26 +66,10 @@ tokens_differ() {
     echo "$1: $(diff /tmp/a.tok /tmp/b.tok | grep -c '^<') of $(wc -l </tmp/a.tok) tokens differ ($4)"
 }
 
-make_models() {
-    for s in q4_0 q8_0 q4_k_m; do
-        "$d/gguf-make" --preset tinyllama --scheme $s -o /tmp/models/tl-$s.gguf >/dev/null 2>&1 &
-    done
-    "$d/gguf-make" --layers 32 --embd 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 \
-        --ctx 4096 --untied --scheme q4_0 -o /tmp/models/7b-q4_0.gguf >/dev/null 2>&1 &
-}
-
 run() {
-    out=${OUT:-$PWD/gpu-out} logs=/tmp/prompt-logs d=$PWD/$(dirname "$0")
-    mkdir -p "$out" "$logs" /tmp/rayo-deps /tmp/models
-    trap 'tar -C /tmp -czf "$out/logs.tgz" prompt-logs' EXIT
-    dpkg -x .gl/libinih1_*.deb /tmp/rayo-deps
-    export LD_LIBRARY_PATH=$d:/tmp/rayo-deps/usr/lib/x86_64-linux-gnu:/usr/local/nvidia/lib64
-    export XDG_CACHE_HOME=/tmp/rayo-cache XDG_CONFIG_HOME=/tmp/rayo-config RAYO_PLUGIN_PATH=$d
-    export RAYO_CUDA_PLUGIN=$d/rayo-cuda.so
-    unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_FORCE_CPU
-    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
-    echo "load: $(cat /proc/loadavg); $(date -u)"
-    make_models
+    d=$PWD/$(dirname "$0")
+    gpu_env "$d" /tmp/prompt-logs
+    gpu_make_models "$d"
     : >/tmp/half.conf
     printf '[backend.cuda]\nhalf_prompt = no\n' >/tmp/f32.conf
     printf '[backend.cuda]\nprofile = yes\n' >/tmp/profile.conf
