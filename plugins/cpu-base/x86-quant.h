@@ -135,4 +135,32 @@ static inline __m256 x86_q4_k_i8_32(const uint8_t *blk, const int8_t *xq, const 
     return acc;
 }
 
+/* Q6_K against int8 x with a scale per 32 values (the fallback where x's
+ * scale per 256 fails the error budget): the 32 values of chunk c = 4h + k
+ * are x's block c, so each chunk's int32 dot (maddubs of the codes 0..63,
+ * madd by its two groups' int8 scales) goes times its own d x-scale in
+ * float; the -32 part is madd of x's group sums (qsum: 16 per block) with
+ * the scales, lane c holding chunk c, times 32.  sx: x's scales of the 8
+ * chunks. */
+static inline __m256 x86_q6_k_i8_32(const uint8_t *blk, const int8_t *xq, const float *sx, const int16_t *qsum,
+                                    __m256 acc)
+{
+    __m128i scales8 = x86_load128(blk + RAYO_Q6_K_SCALES);
+    __m256 scales = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk + RAYO_Q6_K_D)), _mm256_loadu_ps(sx));
+    __m256i offset = _mm256_madd_epi16(x86_load256(qsum), _mm256_cvtepi8_epi16(scales8));
+    acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_slli_epi32(offset, 5)), scales, acc);
+    for (int h = 0; h < 2; h++) {
+        __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h);
+        for (int k = 0; k < 4; k++) {
+            int c = 4 * h + k;
+            __m128i pick = _mm_set_epi64x(0x0101010101010101ll * (2 * c + 1), 0x0101010101010101ll * (2 * c));
+            __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales8, pick));
+            __m256i p = _mm256_maddubs_epi16(x86_q6_k_codes(blk, qh, h, k), x86_load256(xq + 32 * c));
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p, sc)),
+                                  _mm256_permutevar8x32_ps(scales, _mm256_set1_epi32(c)), acc);
+        }
+    }
+    return acc;
+}
+
 #endif
