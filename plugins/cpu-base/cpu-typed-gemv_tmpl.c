@@ -39,6 +39,9 @@
 #include "cpu-base.h"
 #include "cpu-f64-fallback.h"
 #include "cpu-rounding-budget.h"
+#ifndef TYPED_GEMV_STRICT_ONLY
+#include "x86-quant.h" /* the integer path is x86's: its x rounded in vectors */
+#endif
 
 #include <float.h>
 #include <math.h>
@@ -254,6 +257,10 @@ static inline void typed_gemv_round_to(const float *x, size_t len, float amax, i
 static inline int typed_gemv_round_x32(const float *x, size_t n, int8_t *q8, int16_t *q16, float *scale,
                                        rounding_error *err)
 {
+#ifndef TYPED_GEMV_STRICT_ONLY
+    if (q8)
+        return x86_round_x32_i8(x, n, q8, scale, err);
+#endif
     for (size_t b = 0; b < n / TYPED_GEMV_X16_BLOCK; b++) {
         const float *xb = x + b * TYPED_GEMV_X16_BLOCK;
         size_t at = b * TYPED_GEMV_X16_BLOCK;
