@@ -17,10 +17,8 @@
 #define ROUND_ROWS 8 /* rows of A per task of its rounding */
 
 /* 32 values of 8 columns of B: codes[32 g + 4 j + i] is value 4 g + i of
- * column j (u8, 0..15); the column's value v is scale[j] code - min[j].
- * Q8_0 takes two of them per 32 values (its codes q + 128 = 16 h + l: h in
- * the first, l in the second), so its bytes go through the same 4-bit
- * products; the part of B of each 32 values of A is a panel "slot". */
+ * column j (u8, 0..15; Q8_0: its signed bytes as they are); the column's
+ * value v is scale[j] code - min[j]. */
 typedef struct panel_block {
     uint8_t codes[BLOCK * COLS];
     float scale[COLS], min[COLS];
@@ -210,16 +208,13 @@ static __m256i codes_q4_k(const uint8_t *row, size_t b, float *scale, float *min
     return _mm256_and_si256(_mm256_srli_epi16(qs, 4 * (s & 1)), _mm256_set1_epi8(15));
 }
 
-/* Part p of block b of a Q8_0 row: the high (p = 0) or low (p = 1) 4 bits
- * of its codes q + 128, with what makes d q = 16 d h + d l - 128 d. */
-static __m256i codes_q8_0(const uint8_t *row, size_t b, int p, float *scale, float *min)
+/* Block b of a Q8_0 row: its signed codes (value = d q; the signed tile). */
+static __m256i codes_q8_0(const uint8_t *row, size_t b, float *scale, float *min)
 {
     const uint8_t *blk = row + b * RAYO_Q8_0_BYTES;
-    __m256i u = _mm256_xor_si256(x86_load256(blk + 2), _mm256_set1_epi8((char)0x80));
-    float d = x86_f16_at(blk);
-    *scale = p ? d : 16.0f * d;
-    *min = p ? 0.0f : 128.0f * d;
-    return _mm256_and_si256(p ? u : _mm256_srli_epi16(u, 4), _mm256_set1_epi8(15));
+    *scale = x86_f16_at(blk);
+    *min = 0.0f;
+    return x86_load256(blk + 2);
 }
 
 /* Part p of block b of a Q6_K row: half h = p >> 1 of its 32 values (the
@@ -269,7 +264,7 @@ static __m256i column_codes(const qmatmul_job *job, const uint8_t *row, size_t p
     case RAYO_DTYPE_Q4_0: return codes_q4_0(row, b, scale, min);
     case RAYO_DTYPE_Q4_K: return codes_q4_k(row, b, scale, min);
     case RAYO_DTYPE_Q6_K: return codes_q6_k(row, b, (int)(pb & 3), scale, min);
-    default: return codes_q8_0(row, b, (int)(pb & 1), scale, min);
+    default: return codes_q8_0(row, b, scale, min);
     }
 }
 
@@ -303,6 +298,17 @@ static void pack_panel(const qmatmul_job *job, size_t col0, panel_block *panel)
 #define TILE_WIDEN(s) _mm256_madd_epi16((s), _mm256_set1_epi16(1))
 #include "x86-qmatmul-tile_tmpl.c"
 
+/* Q8_0's signed codes w: vpmaddubsw takes |w| (u8, 128 for -128) and x
+ * with w's sign, pairs of products exact in 16 bits (at most 2 x 128 x
+ * 127 = 32512) but two groups could overflow them: each group is widened
+ * at once.  One pass of 8-bit products where 4-bit codes took two. */
+#define TILE_NAME tile_maddubs_signed
+#define TILE_SUM(s, w, x)                                                                                 \
+    _mm256_add_epi32((s), _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8((x), (w))), \
+                                            _mm256_set1_epi16(1)))
+#define TILE_WIDEN(s) (s)
+#include "x86-qmatmul-tile_tmpl.c"
+
 #if defined(__AVX512F__) && defined(__AVX512VL__)
 /* The avx512 plugin, on a CPU with AVX512_VNNI: vpdpbusd sums the products
  * of 4 codes with 4 values straight into 32 bits, one instruction where
@@ -313,17 +319,22 @@ static void pack_panel(const qmatmul_job *job, size_t col0, panel_block *panel)
 #define TILE_SUM(s, w, x) _mm256_dpbusd_epi32((s), (w), (x))
 #define TILE_WIDEN(s) (s)
 #include "x86-qmatmul-tile_tmpl.c"
+#define TILE_NAME tile_vnni_signed
+#define TILE_SUM(s, w, x) _mm256_dpbusd_epi32((s), _mm256_abs_epi8(w), _mm256_sign_epi8((x), (w)))
+#define TILE_WIDEN(s) (s)
+#include "x86-qmatmul-tile_tmpl.c"
 #pragma GCC pop_options
 #endif
 
-/* The tile for this CPU. */
-static tile_fn *tile_for_cpu(void)
+/* The tile for this CPU and B's codes (signed for Q8_0). */
+static tile_fn *tile_for_cpu(rayo_dtype bdt)
 {
+    int is_signed = bdt == RAYO_DTYPE_Q8_0;
 #if defined(__AVX512F__) && defined(__AVX512VL__)
     if (__builtin_cpu_supports("avx512vnni"))
-        return tile_vnni;
+        return is_signed ? tile_vnni_signed : tile_vnni;
 #endif
-    return tile_maddubs;
+    return is_signed ? tile_maddubs_signed : tile_maddubs;
 }
 
 /* C[r0 + t][col0 ..] = alpha acc[t] + beta C (C unread when beta == 0),
@@ -444,9 +455,9 @@ rayo_status x86_qmatmul_run(void *state, const rayo_call *call, x86_sgemm_fn *sg
     if (call->m == 0 || call->n == 0)
         return RAYO_OK;
     rayo_dtype bdt = RAYO_DTYPE_OF(call->dtypes, 1);
-    int shift = bdt == RAYO_DTYPE_Q6_K ? 2 : bdt == RAYO_DTYPE_Q8_0;
+    int shift = bdt == RAYO_DTYPE_Q6_K ? 2 : 0;
     qmatmul_job job = { call, bdt, call->k / BLOCK, shift, bdt == RAYO_DTYPE_Q6_K ? 1 : shift, 0,
-                        { NULL, NULL, NULL, NULL }, NULL, tile_for_cpu(), NULL, NULL };
+                        { NULL, NULL, NULL, NULL }, NULL, tile_for_cpu(bdt), NULL, NULL };
     rayo_dtype_row_bytes(bdt, call->ldb ? call->ldb : call->k, &job.b_stride); /* validated by the core */
     size_t values = call->m * call->k, blocks = call->m * job.blocks, threads = cpu_threads(st);
     float *a = cpu_alloc_floats(st, values / 4 + 4 * blocks + call->m + (call->m + 3) / 4);
