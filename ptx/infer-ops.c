@@ -457,6 +457,18 @@ static void dequant_q8_0(kern *k, const dequant_regs *g)
     emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(qf), F(d));
 }
 
+/* dst = the byte (type u8 or s8) at blk + offset + idx, idx a u32
+ * register, addr a u64 register for the address */
+static void block_byte(kern *k, const char *type, int dst, int addr, int blk, int idx, int offset)
+{
+    emit(k, "cvt.u64.u32 %s, %s;", D(addr), R(idx));
+    emit(k, "add.u64 %s, %s, %s;", D(addr), D(addr), D(blk));
+    if (offset)
+        emit(k, "ld.global.nc.%s %s, [%s+%d];", type, R(dst), D(addr), offset);
+    else
+        emit(k, "ld.global.nc.%s %s, [%s];", type, R(dst), D(addr));
+}
+
 /* value e: byte 2 + e % 16, high nibble for e >= 16 */
 static void dequant_q4_0(kern *k, const dequant_regs *g)
 {
@@ -504,9 +516,7 @@ static void dequant_q4_k(kern *k, const dequant_regs *g)
     emit(k, "shl.b32 %s, %s, 5;", R(qb), R(qb));
     emit(k, "and.b32 %s, %s, 31;", R(t), R(e));
     emit(k, "add.u32 %s, %s, %s;", R(qb), R(qb), R(t));
-    emit(k, "cvt.u64.u32 %s, %s;", D(qa), R(qb));
-    emit(k, "add.u64 %s, %s, %s;", D(qa), D(qa), D(blk));
-    emit(k, "ld.global.nc.u8 %s, [%s+%d];", R(q), D(qa), RAYO_Q4_K_QS);
+    block_byte(k, "u8", q, qa, blk, qb, RAYO_Q4_K_QS);
     emit(k, "and.b32 %s, %s, 1;", R(sh), R(s));
     emit(k, "shl.b32 %s, %s, 2;", R(sh), R(sh));
     emit(k, "shr.u32 %s, %s, %s;", R(q), R(q), R(sh));
@@ -537,18 +547,14 @@ static void dequant_q6_k(kern *k, const dequant_regs *g)
     emit(k, "mad.lo.u32 %s, %s, 64, %s;", R(t), R(h), R(t));
     emit(k, "add.u32 %s, %s, %s;", R(t), R(t), R(l));
     int a1 = nd(k), a2 = nd(k), a3 = nd(k);
-    emit(k, "cvt.u64.u32 %s, %s;", D(a1), R(t));
-    emit(k, "add.u64 %s, %s, %s;", D(a1), D(a1), D(blk));
-    emit(k, "ld.global.nc.u8 %s, [%s];", R(lo), D(a1));
+    block_byte(k, "u8", lo, a1, blk, t, 0);
     emit(k, "shr.u32 %s, %s, 1;", R(sh), R(kk));
     emit(k, "shl.b32 %s, %s, 2;", R(sh), R(sh));
     emit(k, "shr.u32 %s, %s, %s;", R(lo), R(lo), R(sh));
     emit(k, "and.b32 %s, %s, 15;", R(lo), R(lo));
     /* high: qh[32 h + l] >> 2 kk */
     emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(t), R(h), R(l));
-    emit(k, "cvt.u64.u32 %s, %s;", D(a2), R(t));
-    emit(k, "add.u64 %s, %s, %s;", D(a2), D(a2), D(blk));
-    emit(k, "ld.global.nc.u8 %s, [%s+%d];", R(hi), D(a2), RAYO_Q6_K_QH);
+    block_byte(k, "u8", hi, a2, blk, t, RAYO_Q6_K_QH);
     emit(k, "shl.b32 %s, %s, 1;", R(sh), R(kk));
     emit(k, "shr.u32 %s, %s, %s;", R(hi), R(hi), R(sh));
     emit(k, "and.b32 %s, %s, 3;", R(hi), R(hi));
@@ -558,9 +564,7 @@ static void dequant_q6_k(kern *k, const dequant_regs *g)
     /* ds = d * scale[e / 16]; y = ds * code */
     int sc = nr(k), scf = nf(k), ds = nf(k);
     emit(k, "shr.u32 %s, %s, 4;", R(t), R(e));
-    emit(k, "cvt.u64.u32 %s, %s;", D(a3), R(t));
-    emit(k, "add.u64 %s, %s, %s;", D(a3), D(a3), D(blk));
-    emit(k, "ld.global.nc.s8 %s, [%s+%d];", R(sc), D(a3), RAYO_Q6_K_SCALES);
+    block_byte(k, "s8", sc, a3, blk, t, RAYO_Q6_K_SCALES);
     emit(k, "cvt.rn.f32.s32 %s, %s;", F(scf), R(sc));
     emit(k, "mul.rn.f32 %s, %s, %s;", F(ds), F(d), F(scf));
     emit(k, "cvt.rn.f32.s32 %s, %s;", F(qf), R(q));
