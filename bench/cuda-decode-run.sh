@@ -27,27 +27,21 @@
 # Logs in $OUT/logs.tgz; a summary last.
 set -u
 mode=${1:-run}
+. "$(dirname "$0")/gpu-common.sh"
 
 prepare() {
     build=${1:-build} dir=${2:-.gpu-decode} base=${3:-} alt=${4:-}
     make -C "$build" -j2 tests/test-cuda bench/cuda-bench-infer >/dev/null ||
         { echo "prepare: could not build the programs in $build" >&2; exit 1; }
-    rm -rf "$dir" && mkdir -p "$dir"
-    for f in core/.libs/librayo.so.0 plugins/cuda/.libs/rayo-cuda.so tools/.libs/rayo-conform \
+    gpu_stage "$build" "$dir" core/.libs/librayo.so.0 plugins/cuda/.libs/rayo-cuda.so tools/.libs/rayo-conform \
         tests/.libs/test-cuda bench/.libs/cuda-bench-infer examples/llama/.libs/rayo-llama \
         examples/llama/.libs/gguf-make plugins/scalar/.libs/rayo-scalar.so plugins/avx2/.libs/rayo-avx2.so \
-        plugins/avx512/.libs/rayo-avx512.so; do
-        src=$build/$f
-        [ -f "$src" ] || src=$build/$(echo "$f" | sed 's,\.libs/,,')
-        [ -f "$src" ] || { echo "prepare: no $build/$f (build first)" >&2; exit 1; }
-        cp -L "$src" "$dir/$(basename "$f")"
-    done
+        plugins/avx512/.libs/rayo-avx512.so
     for v in base alt; do
         eval "so=\$$v"
         [ -n "$so" ] || continue
         mkdir -p "$dir/$v" && cp -L "$so" "$dir/$v/rayo-cuda.so" && cp "$dir/rayo-scalar.so" "$dir/rayo-avx2.so" "$dir/$v/"
     done
-    cp "$0" "$dir/cuda-decode-run.sh"
     du -sh "$dir"
 }
 
@@ -62,22 +56,9 @@ llama() {
 }
 
 run() {
-    out=${OUT:-$PWD/gpu-out} logs=/tmp/decode-logs d=$PWD/$(dirname "$0")
-    mkdir -p "$out" "$logs" /tmp/rayo-deps /tmp/models
-    trap 'tar -C /tmp -czf "$out/logs.tgz" decode-logs' EXIT
-    dpkg -x .gl/libinih1_*.deb /tmp/rayo-deps
-    export LD_LIBRARY_PATH=$d:/tmp/rayo-deps/usr/lib/x86_64-linux-gnu:/usr/local/nvidia/lib64
-    export XDG_CACHE_HOME=/tmp/rayo-cache XDG_CONFIG_HOME=/tmp/rayo-config RAYO_PLUGIN_PATH=$d
-    export RAYO_CUDA_PLUGIN=$d/rayo-cuda.so
-    unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_FORCE_CPU
-    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
-    echo "load: $(cat /proc/loadavg); $(date -u)"
-    # the models, made while the checks run (CPU only)
-    for s in q4_0 q8_0 q4_k_m; do
-        "$d/gguf-make" --preset tinyllama --scheme $s -o /tmp/models/tl-$s.gguf >/dev/null 2>&1 &
-    done
-    "$d/gguf-make" --layers 32 --embd 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 \
-        --ctx 4096 --untied --scheme q4_0 -o /tmp/models/7b-q4_0.gguf >/dev/null 2>&1 &
+    d=$PWD/$(dirname "$0")
+    gpu_env "$d" /tmp/decode-logs
+    gpu_make_models "$d" # the models, made while the checks run (CPU only)
     models=$!
     seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
     RAYO_CONFORM_SEED=$seed timeout 200 "$d/test-cuda" >"$logs/test-cuda.log" 2>&1 &

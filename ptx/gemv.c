@@ -82,7 +82,9 @@ void gen_gemv_n(strbuf *mod)
  * block (bx, s) sums rows [s*chunk, (s+1)*chunk) for its 256 columns into
  * part[s*n + j] (float64); gemv_t_final adds the S partials (in a fixed
  * order: 8 interleaved sums, then those in order). */
-void gen_gemv_t(strbuf *mod)
+/* gemv_t_part: part[s][j] = sum over the rows i of split s of a[i][j] x[i],
+ * in float64, one thread per column j. */
+static void gen_gemv_t_part(strbuf *mod)
 {
     kern kk = {0}, *k = &kk;
     int part = param_global(k, "p_part"), a = param_global(k, "p_a"), x = param_global(k, "p_x");
@@ -122,14 +124,18 @@ void gen_gemv_t(strbuf *mod)
     kern_finish(mod, k, "gemv_t_part",
                 ".param .u64 p_part, .param .u64 p_a, .param .u64 p_x, .param .u64 p_m, "
                 ".param .u64 p_n, .param .u64 p_chunk", NULL, NULL);
+}
 
-    /* final: y[j] = alpha * sum_s part[s][j] + beta * y[j].  A block of 256
-     * threads per 32 columns: thread (g, c) adds splits g, g + 8, ... of
-     * column c, then group 0 adds the 8 sums in order (fixed order: the
-     * same result every run) */
+/* gemv_t_final: y[j] = alpha * sum_s part[s][j] + beta * y[j].  A block of
+ * 256 threads per 32 columns: thread (g, c) adds splits g, g + 8, ... of
+ * column c, then group 0 adds the 8 sums in order (fixed order: the same
+ * result every run). */
+static void gen_gemv_t_final(strbuf *mod)
+{
+    kern kk = {0}, *k = &kk;
     int y = param_global(k, "p_y");
-    part = param_global(k, "p_part");
-    n = param_u64(k, "p_n");
+    int part = param_global(k, "p_part");
+    int n = param_u64(k, "p_n");
     int splits = param_u64(k, "p_splits");
     int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
     int ftid = sreg(k, "%tid.x"), fcta = sreg(k, "%ctaid.x");
@@ -177,6 +183,12 @@ void gen_gemv_t(strbuf *mod)
                 ".param .u64 p_y, .param .u64 p_part, .param .u64 p_n, .param .u64 p_splits, "
                 ".param .f32 p_alpha, .param .f32 p_beta", ".maxntid 256, 1, 1\n",
                 "\t.shared .align 8 .b8 gtf_smem[2048];\n");
+}
+
+void gen_gemv_t(strbuf *mod)
+{
+    gen_gemv_t_part(mod);
+    gen_gemv_t_final(mod);
 }
 
 /* ---- the bandwidth kernels: 16-byte loads (width 4: n % 4 == 0 and aligned
@@ -291,6 +303,74 @@ static void redo_tile_columns(kern *k, int a, int x, int n, int col, int i0, int
         redo_if_not_finite(k, acc[c], &ar, &xr, count);
     }
 }
+/* The registers of one gemv_t_part_v4 tile that its parts share. */
+typedef struct gt_tile {
+    int part, a, x, n, col, i0, i1, s, rowb, tid, warp, pn;
+} gt_tile;
+
+/* One trip of `unroll` rows (i, i + GT_WARPS, ...) of the tile's 4 columns:
+ * every load first, then the float sums of the trip into acc (.f64). */
+static void gt_trip(kern *k, const gt_tile *g, int i, int unroll, const int *acc)
+{
+    int a = g->a, x = g->x, n = g->n, col = g->col, rowb = g->rowb;
+    int av[GEMV_UNROLL][4], xv[GEMV_UNROLL];
+    int base = nd(k), ad = nd(k), xa = addr_of(k, x, i, 4);
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(base), D(i), D(n), D(col));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ad), D(base), D(a));
+    for (int q = 0; q < unroll; q++) {
+        int aq = ad;
+        if (q) {
+            aq = nd(k);
+            emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(aq), D(rowb), q * GT_WARPS, D(ad));
+        }
+        ld_vec(k, 4, av[q], aq);
+        xv[q] = nf(k);
+        emit(k, "ld.global.f32 %s, [%s+%d];", F(xv[q]), D(xa), 4 * q * GT_WARPS);
+    }
+    for (int c = 0; c < 4; c++) {
+        int sum = fmov(k, 0.0f), sd = nfd(k);
+        for (int q = 0; q < unroll; q++) {
+            int t = nf(k);
+            emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(t), F(av[q][c]), F(xv[q]), F(sum));
+            sum = t;
+        }
+        emit(k, "cvt.f64.f32 %s, %s;", FD(sd), F(sum));
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(acc[c]), FD(acc[c]), FD(sd));
+    }
+}
+
+/* The warps' sums of the tile (gt_smem[warp][lane][4]) added by warp 0 in
+ * order, redone where not finite, and stored in part[s][col..col + 4). */
+static void gt_combine_store(kern *k, const gt_tile *g, const int *acc)
+{
+    int sb = nr(k), slot = nr(k);
+    emit(k, "mov.u32 %s, gt_smem;", R(sb));
+    emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(slot), R(g->tid), R(sb));
+    emit(k, "st.shared.v2.f64 [%s], {%s, %s};", R(slot), FD(acc[0]), FD(acc[1]));
+    emit(k, "st.shared.v2.f64 [%s+16], {%s, %s};", R(slot), FD(acc[2]), FD(acc[3]));
+    emit(k, "bar.sync 0;");
+    int l_end = nlabel(k), pw = np(k), pout = np(k);
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(pw), R(g->warp));
+    emit(k, "or.pred %s, %s, %s;", P(pout), P(pw), P(g->pn));
+    emit(k, "@%s bra %s;", P(pout), L(l_end));
+    for (int w = 1; w < GT_WARPS; w++) {
+        int t[4];
+        for (int c = 0; c < 4; c++)
+            t[c] = nfd(k);
+        emit(k, "ld.shared.v2.f64 {%s, %s}, [%s+%d];", FD(t[0]), FD(t[1]), R(slot), w * 32 * 32);
+        emit(k, "ld.shared.v2.f64 {%s, %s}, [%s+%d];", FD(t[2]), FD(t[3]), R(slot), w * 32 * 32 + 16);
+        for (int c = 0; c < 4; c++)
+            emit(k, "add.rn.f64 %s, %s, %s;", FD(acc[c]), FD(acc[c]), FD(t[c]));
+    }
+    redo_tile_columns(k, g->a, g->x, g->n, g->col, g->i0, g->i1, acc);
+    int pidx = nd(k), pa = nd(k);
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pidx), D(g->s), D(g->n), D(g->col));
+    emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(pa), D(pidx), D(g->part));
+    emit(k, "st.global.v2.f64 [%s], {%s, %s};", D(pa), FD(acc[0]), FD(acc[1]));
+    emit(k, "st.global.v2.f64 [%s+16], {%s, %s};", D(pa), FD(acc[2]), FD(acc[3]));
+    label(k, l_end);
+}
+
 static void gen_gemv_t_part_v4(strbuf *mod)
 {
     kern kk = {0}, *k = &kk;
@@ -330,6 +410,8 @@ static void gen_gemv_t_part_v4(strbuf *mod)
     }
     /* lanes past the last column skip the rows but join the barrier */
     int l_done = nlabel(k), l_big = nlabel(k), l_small = nlabel(k), last = nd(k), pn = np(k);
+    gt_tile g = { .part = part, .a = a, .x = x, .n = n, .col = col, .i0 = i0, .i1 = i1, .s = s,
+                  .rowb = rowb, .tid = tid, .warp = warp, .pn = pn };
     emit(k, "add.u64 %s, %s, %s;", D(i), D(i0), D(w64));
     emit(k, "not.pred %s, %s;", P(pn), P(pj));
     emit(k, "@%s bra %s;", P(pn), L(l_done));
@@ -339,61 +421,12 @@ static void gen_gemv_t_part_v4(strbuf *mod)
         emit(k, "add.u64 %s, %s, %d;", D(last), D(i), (unroll - 1) * GT_WARPS);
         emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(last), D(i1));
         emit(k, "@%s bra %s;", P(pi), L(unroll > 1 ? l_small : l_done));
-        int av[GEMV_UNROLL][4], xv[GEMV_UNROLL];
-        int base = nd(k), ad = nd(k), xa = addr_of(k, x, i, 4);
-        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(base), D(i), D(n), D(col));
-        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ad), D(base), D(a));
-        for (int q = 0; q < unroll; q++) {
-            int aq = ad;
-            if (q) {
-                aq = nd(k);
-                emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(aq), D(rowb), q * GT_WARPS, D(ad));
-            }
-            ld_vec(k, 4, av[q], aq);
-            xv[q] = nf(k);
-            emit(k, "ld.global.f32 %s, [%s+%d];", F(xv[q]), D(xa), 4 * q * GT_WARPS);
-        }
-        for (int c = 0; c < 4; c++) {
-            int sum = fmov(k, 0.0f), sd = nfd(k);
-            for (int q = 0; q < unroll; q++) {
-                int t = nf(k);
-                emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(t), F(av[q][c]), F(xv[q]), F(sum));
-                sum = t;
-            }
-            emit(k, "cvt.f64.f32 %s, %s;", FD(sd), F(sum));
-            emit(k, "add.rn.f64 %s, %s, %s;", FD(acc[c]), FD(acc[c]), FD(sd));
-        }
+        gt_trip(k, &g, i, unroll, acc);
         emit(k, "add.u64 %s, %s, %d;", D(i), D(i), unroll * GT_WARPS);
         emit(k, "bra.uni %s;", L(l_top));
     }
     label(k, l_done);
-    /* the warps' sums: gt_smem[warp][lane][4], added by warp 0 in order */
-    int sb = nr(k), slot = nr(k);
-    emit(k, "mov.u32 %s, gt_smem;", R(sb));
-    emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(slot), R(tid), R(sb));
-    emit(k, "st.shared.v2.f64 [%s], {%s, %s};", R(slot), FD(acc[0]), FD(acc[1]));
-    emit(k, "st.shared.v2.f64 [%s+16], {%s, %s};", R(slot), FD(acc[2]), FD(acc[3]));
-    emit(k, "bar.sync 0;");
-    int l_end = nlabel(k), pw = np(k), pout = np(k);
-    emit(k, "setp.ne.u32 %s, %s, 0;", P(pw), R(warp));
-    emit(k, "or.pred %s, %s, %s;", P(pout), P(pw), P(pn));
-    emit(k, "@%s bra %s;", P(pout), L(l_end));
-    for (int w = 1; w < GT_WARPS; w++) {
-        int t[4];
-        for (int c = 0; c < 4; c++)
-            t[c] = nfd(k);
-        emit(k, "ld.shared.v2.f64 {%s, %s}, [%s+%d];", FD(t[0]), FD(t[1]), R(slot), w * 32 * 32);
-        emit(k, "ld.shared.v2.f64 {%s, %s}, [%s+%d];", FD(t[2]), FD(t[3]), R(slot), w * 32 * 32 + 16);
-        for (int c = 0; c < 4; c++)
-            emit(k, "add.rn.f64 %s, %s, %s;", FD(acc[c]), FD(acc[c]), FD(t[c]));
-    }
-    redo_tile_columns(k, a, x, n, col, i0, i1, acc);
-    int pidx = nd(k), pa = nd(k);
-    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pidx), D(s), D(n), D(col));
-    emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(pa), D(pidx), D(part));
-    emit(k, "st.global.v2.f64 [%s], {%s, %s};", D(pa), FD(acc[0]), FD(acc[1]));
-    emit(k, "st.global.v2.f64 [%s+16], {%s, %s};", D(pa), FD(acc[2]), FD(acc[3]));
-    label(k, l_end);
+    gt_combine_store(k, &g, acc);
     emit(k, "bar.sync 0;"); /* gt_smem is read before the next tile writes it */
     emit(k, "add.u64 %s, %s, %s;", D(tile), D(tile), D(tstep));
     emit(k, "setp.lt.u64 %s, %s, %s;", P(ptile), D(tile), D(tiles));

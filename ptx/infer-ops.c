@@ -440,137 +440,172 @@ static int le16_f16(kern *k, int addr, int off)
     return f;
 }
 
+/* The registers of one dequant_value: the block's address and the value's
+ * index (inputs), the result, and scratch the block decoders share (their
+ * allocation order is part of the PTX, which must not change). */
+typedef struct dequant_regs {
+    int blk, e, e64, v, q, qf, at;
+} dequant_regs;
+
+static void dequant_q8_0(kern *k, const dequant_regs *g)
+{
+    int blk = g->blk, e64 = g->e64, v = g->v, q = g->q, qf = g->qf, at = g->at;
+    int d = le16_f16(k, blk, 0);
+    emit(k, "add.u64 %s, %s, %s;", D(at), D(blk), D(e64));
+    emit(k, "ld.global.nc.s8 %s, [%s+2];", R(q), D(at));
+    emit(k, "cvt.rn.f32.s32 %s, %s;", F(qf), R(q));
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(qf), F(d));
+}
+
+/* dst = the byte (type u8 or s8) at blk + offset + idx, idx a u32
+ * register, addr a u64 register for the address */
+static void block_byte(kern *k, const char *type, int dst, int addr, int blk, int idx, int offset)
+{
+    emit(k, "cvt.u64.u32 %s, %s;", D(addr), R(idx));
+    emit(k, "add.u64 %s, %s, %s;", D(addr), D(addr), D(blk));
+    if (offset)
+        emit(k, "ld.global.nc.%s %s, [%s+%d];", type, R(dst), D(addr), offset);
+    else
+        emit(k, "ld.global.nc.%s %s, [%s];", type, R(dst), D(addr));
+}
+
+/* value e: byte 2 + e % 16, high nibble for e >= 16 */
+static void dequant_q4_0(kern *k, const dequant_regs *g)
+{
+    int blk = g->blk, e = g->e, e64 = g->e64, v = g->v, q = g->q, qf = g->qf, at = g->at;
+    int d = le16_f16(k, blk, 0), lo = nd(k), sh = nr(k);
+    emit(k, "and.b64 %s, %s, 15;", D(lo), D(e64));
+    emit(k, "add.u64 %s, %s, %s;", D(at), D(blk), D(lo));
+    emit(k, "ld.global.nc.u8 %s, [%s+2];", R(q), D(at));
+    emit(k, "shr.u32 %s, %s, 4;", R(sh), R(e));
+    emit(k, "shl.b32 %s, %s, 2;", R(sh), R(sh));
+    emit(k, "shr.u32 %s, %s, %s;", R(q), R(q), R(sh));
+    emit(k, "and.b32 %s, %s, 15;", R(q), R(q));
+    emit(k, "sub.s32 %s, %s, 8;", R(q), R(q));
+    emit(k, "cvt.rn.f32.s32 %s, %s;", F(qf), R(q));
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(qf), F(d));
+}
+
+/* sub-block s = e / 32; byte 16 + 32 (s / 2) + e % 32, nibble s & 1 */
+static void dequant_q4_k(kern *k, const dequant_regs *g)
+{
+    int blk = g->blk, e = g->e, v = g->v, q = g->q, qf = g->qf;
+    int d = le16_f16(k, blk, 0), dmin = le16_f16(k, blk, RAYO_Q4_K_DMIN);
+    int s = nr(k), jj = nr(k), high = np(k), sc = nr(k), m = nr(k), t = nr(k), t2 = nr(k);
+    emit(k, "shr.u32 %s, %s, 5;", R(s), R(e));
+    emit(k, "and.b32 %s, %s, 3;", R(jj), R(s));
+    emit(k, "setp.ge.u32 %s, %s, 4;", P(high), R(s));
+    int jj64 = nd(k), sa = nd(k), b0 = nr(k), b1 = nr(k), b2 = nr(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(jj64), R(jj));
+    emit(k, "add.u64 %s, %s, %s;", D(sa), D(blk), D(jj64));
+    emit(k, "ld.global.nc.u8 %s, [%s+%d];", R(b0), D(sa), RAYO_Q4_K_SCALES);
+    emit(k, "ld.global.nc.u8 %s, [%s+%d];", R(b1), D(sa), RAYO_Q4_K_SCALES + 4);
+    emit(k, "ld.global.nc.u8 %s, [%s+%d];", R(b2), D(sa), RAYO_Q4_K_SCALES + 8);
+    emit(k, "and.b32 %s, %s, 63;", R(sc), R(b0));
+    emit(k, "and.b32 %s, %s, 63;", R(m), R(b1));
+    emit(k, "and.b32 %s, %s, 15;", R(t), R(b2));
+    emit(k, "shr.u32 %s, %s, 6;", R(t2), R(b0));
+    emit(k, "shl.b32 %s, %s, 4;", R(t2), R(t2));
+    emit(k, "@%s or.b32 %s, %s, %s;", P(high), R(sc), R(t), R(t2));
+    emit(k, "shr.u32 %s, %s, 4;", R(t), R(b2));
+    emit(k, "shr.u32 %s, %s, 6;", R(t2), R(b1));
+    emit(k, "shl.b32 %s, %s, 4;", R(t2), R(t2));
+    emit(k, "@%s or.b32 %s, %s, %s;", P(high), R(m), R(t), R(t2));
+    int qb = nr(k), qa = nd(k), sh = nr(k);
+    emit(k, "shr.u32 %s, %s, 1;", R(qb), R(s));
+    emit(k, "shl.b32 %s, %s, 5;", R(qb), R(qb));
+    emit(k, "and.b32 %s, %s, 31;", R(t), R(e));
+    emit(k, "add.u32 %s, %s, %s;", R(qb), R(qb), R(t));
+    block_byte(k, "u8", q, qa, blk, qb, RAYO_Q4_K_QS);
+    emit(k, "and.b32 %s, %s, 1;", R(sh), R(s));
+    emit(k, "shl.b32 %s, %s, 2;", R(sh), R(sh));
+    emit(k, "shr.u32 %s, %s, %s;", R(q), R(q), R(sh));
+    emit(k, "and.b32 %s, %s, 15;", R(q), R(q));
+    int scf = nf(k), mf = nf(k), ds = nf(k), ms = nf(k);
+    emit(k, "cvt.rn.f32.u32 %s, %s;", F(scf), R(sc));
+    emit(k, "cvt.rn.f32.u32 %s, %s;", F(mf), R(m));
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(ds), F(d), F(scf));
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(ms), F(dmin), F(mf));
+    emit(k, "cvt.rn.f32.u32 %s, %s;", F(qf), R(q));
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(ds), F(qf));
+    emit(k, "sub.rn.f32 %s, %s, %s;", F(v), F(v), F(ms));
+}
+
+/* rayo_q6_k_code; scale of 16 values */
+static void dequant_q6_k(kern *k, const dequant_regs *g)
+{
+    int blk = g->blk, e = g->e, v = g->v, q = g->q, qf = g->qf;
+    int d = le16_f16(k, blk, RAYO_Q6_K_D);
+    int h = nr(k), kk = nr(k), l = nr(k), t = nr(k), lo = nr(k), hi = nr(k), sh = nr(k);
+    emit(k, "shr.u32 %s, %s, 7;", R(h), R(e));
+    emit(k, "shr.u32 %s, %s, 5;", R(kk), R(e));
+    emit(k, "and.b32 %s, %s, 3;", R(kk), R(kk));
+    emit(k, "and.b32 %s, %s, 31;", R(l), R(e));
+    /* low: ql[64 h + 32 (kk & 1) + l] >> 4 (kk >> 1) */
+    emit(k, "and.b32 %s, %s, 1;", R(t), R(kk));
+    emit(k, "shl.b32 %s, %s, 5;", R(t), R(t));
+    emit(k, "mad.lo.u32 %s, %s, 64, %s;", R(t), R(h), R(t));
+    emit(k, "add.u32 %s, %s, %s;", R(t), R(t), R(l));
+    int a1 = nd(k), a2 = nd(k), a3 = nd(k);
+    block_byte(k, "u8", lo, a1, blk, t, 0);
+    emit(k, "shr.u32 %s, %s, 1;", R(sh), R(kk));
+    emit(k, "shl.b32 %s, %s, 2;", R(sh), R(sh));
+    emit(k, "shr.u32 %s, %s, %s;", R(lo), R(lo), R(sh));
+    emit(k, "and.b32 %s, %s, 15;", R(lo), R(lo));
+    /* high: qh[32 h + l] >> 2 kk */
+    emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(t), R(h), R(l));
+    block_byte(k, "u8", hi, a2, blk, t, RAYO_Q6_K_QH);
+    emit(k, "shl.b32 %s, %s, 1;", R(sh), R(kk));
+    emit(k, "shr.u32 %s, %s, %s;", R(hi), R(hi), R(sh));
+    emit(k, "and.b32 %s, %s, 3;", R(hi), R(hi));
+    emit(k, "shl.b32 %s, %s, 4;", R(hi), R(hi));
+    emit(k, "or.b32 %s, %s, %s;", R(q), R(lo), R(hi));
+    emit(k, "sub.s32 %s, %s, 32;", R(q), R(q));
+    /* ds = d * scale[e / 16]; y = ds * code */
+    int sc = nr(k), scf = nf(k), ds = nf(k);
+    emit(k, "shr.u32 %s, %s, 4;", R(t), R(e));
+    block_byte(k, "s8", sc, a3, blk, t, RAYO_Q6_K_SCALES);
+    emit(k, "cvt.rn.f32.s32 %s, %s;", F(scf), R(sc));
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(ds), F(d), F(scf));
+    emit(k, "cvt.rn.f32.s32 %s, %s;", F(qf), R(q));
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(ds), F(qf));
+}
+
+/* f32, f16, bf16: value e of the "block" of one value */
+static void dequant_half_or_f32(kern *k, rayo_dtype dt, int blk, int v)
+{
+    int w = nr(k);
+    if (dt == RAYO_DTYPE_F32) {
+        emit(k, "ld.global.nc.b32 %s, [%s];", R(w), D(blk));
+    } else {
+        int h = nr(k);
+        emit(k, "ld.global.nc.u16 %s, [%s];", R(h), D(blk));
+        if (dt == RAYO_DTYPE_BF16)
+            emit(k, "shl.b32 %s, %s, 16;", R(w), R(h));
+        else
+            w = f16_bits_to_f32_bits(k, h);
+    }
+    emit(k, "mov.b32 %s, %s;", F(v), R(w));
+}
+
 /* value e (.b32) of the block at blk (.b64), as f32 bits */
 int dequant_value(kern *k, rayo_dtype dt, int blk, int e)
 {
-    int v = nf(k), e64 = nd(k), q = nr(k), qf = nf(k), at = nd(k);
-    emit(k, "cvt.u64.u32 %s, %s;", D(e64), R(e));
+    dequant_regs g = { .blk = blk, .e = e };
+    g.v = nf(k);
+    g.e64 = nd(k);
+    g.q = nr(k);
+    g.qf = nf(k);
+    g.at = nd(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(g.e64), R(e));
     switch (dt) {
-    case RAYO_DTYPE_Q8_0: {
-        int d = le16_f16(k, blk, 0);
-        emit(k, "add.u64 %s, %s, %s;", D(at), D(blk), D(e64));
-        emit(k, "ld.global.nc.s8 %s, [%s+2];", R(q), D(at));
-        emit(k, "cvt.rn.f32.s32 %s, %s;", F(qf), R(q));
-        emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(qf), F(d));
-        break;
+    case RAYO_DTYPE_Q8_0: dequant_q8_0(k, &g); break;
+    case RAYO_DTYPE_Q4_0: dequant_q4_0(k, &g); break;
+    case RAYO_DTYPE_Q4_K: dequant_q4_k(k, &g); break;
+    case RAYO_DTYPE_Q6_K: dequant_q6_k(k, &g); break;
+    default: dequant_half_or_f32(k, dt, blk, g.v); break;
     }
-    case RAYO_DTYPE_Q4_0: { /* value e: byte 2 + e % 16, high nibble for e >= 16 */
-        int d = le16_f16(k, blk, 0), lo = nd(k), sh = nr(k);
-        emit(k, "and.b64 %s, %s, 15;", D(lo), D(e64));
-        emit(k, "add.u64 %s, %s, %s;", D(at), D(blk), D(lo));
-        emit(k, "ld.global.nc.u8 %s, [%s+2];", R(q), D(at));
-        emit(k, "shr.u32 %s, %s, 4;", R(sh), R(e));
-        emit(k, "shl.b32 %s, %s, 2;", R(sh), R(sh));
-        emit(k, "shr.u32 %s, %s, %s;", R(q), R(q), R(sh));
-        emit(k, "and.b32 %s, %s, 15;", R(q), R(q));
-        emit(k, "sub.s32 %s, %s, 8;", R(q), R(q));
-        emit(k, "cvt.rn.f32.s32 %s, %s;", F(qf), R(q));
-        emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(qf), F(d));
-        break;
-    }
-    case RAYO_DTYPE_Q4_K: { /* sub-block s = e / 32; byte 16 + 32 (s / 2) + e % 32, nibble s & 1 */
-        int d = le16_f16(k, blk, 0), dmin = le16_f16(k, blk, RAYO_Q4_K_DMIN);
-        int s = nr(k), jj = nr(k), high = np(k), sc = nr(k), m = nr(k), t = nr(k), t2 = nr(k);
-        emit(k, "shr.u32 %s, %s, 5;", R(s), R(e));
-        emit(k, "and.b32 %s, %s, 3;", R(jj), R(s));
-        emit(k, "setp.ge.u32 %s, %s, 4;", P(high), R(s));
-        int jj64 = nd(k), sa = nd(k), b0 = nr(k), b1 = nr(k), b2 = nr(k);
-        emit(k, "cvt.u64.u32 %s, %s;", D(jj64), R(jj));
-        emit(k, "add.u64 %s, %s, %s;", D(sa), D(blk), D(jj64));
-        emit(k, "ld.global.nc.u8 %s, [%s+%d];", R(b0), D(sa), RAYO_Q4_K_SCALES);
-        emit(k, "ld.global.nc.u8 %s, [%s+%d];", R(b1), D(sa), RAYO_Q4_K_SCALES + 4);
-        emit(k, "ld.global.nc.u8 %s, [%s+%d];", R(b2), D(sa), RAYO_Q4_K_SCALES + 8);
-        emit(k, "and.b32 %s, %s, 63;", R(sc), R(b0));
-        emit(k, "and.b32 %s, %s, 63;", R(m), R(b1));
-        emit(k, "and.b32 %s, %s, 15;", R(t), R(b2));
-        emit(k, "shr.u32 %s, %s, 6;", R(t2), R(b0));
-        emit(k, "shl.b32 %s, %s, 4;", R(t2), R(t2));
-        emit(k, "@%s or.b32 %s, %s, %s;", P(high), R(sc), R(t), R(t2));
-        emit(k, "shr.u32 %s, %s, 4;", R(t), R(b2));
-        emit(k, "shr.u32 %s, %s, 6;", R(t2), R(b1));
-        emit(k, "shl.b32 %s, %s, 4;", R(t2), R(t2));
-        emit(k, "@%s or.b32 %s, %s, %s;", P(high), R(m), R(t), R(t2));
-        int qb = nr(k), qa = nd(k), sh = nr(k);
-        emit(k, "shr.u32 %s, %s, 1;", R(qb), R(s));
-        emit(k, "shl.b32 %s, %s, 5;", R(qb), R(qb));
-        emit(k, "and.b32 %s, %s, 31;", R(t), R(e));
-        emit(k, "add.u32 %s, %s, %s;", R(qb), R(qb), R(t));
-        emit(k, "cvt.u64.u32 %s, %s;", D(qa), R(qb));
-        emit(k, "add.u64 %s, %s, %s;", D(qa), D(qa), D(blk));
-        emit(k, "ld.global.nc.u8 %s, [%s+%d];", R(q), D(qa), RAYO_Q4_K_QS);
-        emit(k, "and.b32 %s, %s, 1;", R(sh), R(s));
-        emit(k, "shl.b32 %s, %s, 2;", R(sh), R(sh));
-        emit(k, "shr.u32 %s, %s, %s;", R(q), R(q), R(sh));
-        emit(k, "and.b32 %s, %s, 15;", R(q), R(q));
-        int scf = nf(k), mf = nf(k), ds = nf(k), ms = nf(k);
-        emit(k, "cvt.rn.f32.u32 %s, %s;", F(scf), R(sc));
-        emit(k, "cvt.rn.f32.u32 %s, %s;", F(mf), R(m));
-        emit(k, "mul.rn.f32 %s, %s, %s;", F(ds), F(d), F(scf));
-        emit(k, "mul.rn.f32 %s, %s, %s;", F(ms), F(dmin), F(mf));
-        emit(k, "cvt.rn.f32.u32 %s, %s;", F(qf), R(q));
-        emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(ds), F(qf));
-        emit(k, "sub.rn.f32 %s, %s, %s;", F(v), F(v), F(ms));
-        break;
-    }
-    case RAYO_DTYPE_Q6_K: { /* rayo_q6_k_code; scale of 16 values */
-        int d = le16_f16(k, blk, RAYO_Q6_K_D);
-        int h = nr(k), kk = nr(k), l = nr(k), t = nr(k), lo = nr(k), hi = nr(k), sh = nr(k);
-        emit(k, "shr.u32 %s, %s, 7;", R(h), R(e));
-        emit(k, "shr.u32 %s, %s, 5;", R(kk), R(e));
-        emit(k, "and.b32 %s, %s, 3;", R(kk), R(kk));
-        emit(k, "and.b32 %s, %s, 31;", R(l), R(e));
-        /* low: ql[64 h + 32 (kk & 1) + l] >> 4 (kk >> 1) */
-        emit(k, "and.b32 %s, %s, 1;", R(t), R(kk));
-        emit(k, "shl.b32 %s, %s, 5;", R(t), R(t));
-        emit(k, "mad.lo.u32 %s, %s, 64, %s;", R(t), R(h), R(t));
-        emit(k, "add.u32 %s, %s, %s;", R(t), R(t), R(l));
-        int a1 = nd(k), a2 = nd(k), a3 = nd(k);
-        emit(k, "cvt.u64.u32 %s, %s;", D(a1), R(t));
-        emit(k, "add.u64 %s, %s, %s;", D(a1), D(a1), D(blk));
-        emit(k, "ld.global.nc.u8 %s, [%s];", R(lo), D(a1));
-        emit(k, "shr.u32 %s, %s, 1;", R(sh), R(kk));
-        emit(k, "shl.b32 %s, %s, 2;", R(sh), R(sh));
-        emit(k, "shr.u32 %s, %s, %s;", R(lo), R(lo), R(sh));
-        emit(k, "and.b32 %s, %s, 15;", R(lo), R(lo));
-        /* high: qh[32 h + l] >> 2 kk */
-        emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(t), R(h), R(l));
-        emit(k, "cvt.u64.u32 %s, %s;", D(a2), R(t));
-        emit(k, "add.u64 %s, %s, %s;", D(a2), D(a2), D(blk));
-        emit(k, "ld.global.nc.u8 %s, [%s+%d];", R(hi), D(a2), RAYO_Q6_K_QH);
-        emit(k, "shl.b32 %s, %s, 1;", R(sh), R(kk));
-        emit(k, "shr.u32 %s, %s, %s;", R(hi), R(hi), R(sh));
-        emit(k, "and.b32 %s, %s, 3;", R(hi), R(hi));
-        emit(k, "shl.b32 %s, %s, 4;", R(hi), R(hi));
-        emit(k, "or.b32 %s, %s, %s;", R(q), R(lo), R(hi));
-        emit(k, "sub.s32 %s, %s, 32;", R(q), R(q));
-        /* ds = d * scale[e / 16]; y = ds * code */
-        int sc = nr(k), scf = nf(k), ds = nf(k);
-        emit(k, "shr.u32 %s, %s, 4;", R(t), R(e));
-        emit(k, "cvt.u64.u32 %s, %s;", D(a3), R(t));
-        emit(k, "add.u64 %s, %s, %s;", D(a3), D(a3), D(blk));
-        emit(k, "ld.global.nc.s8 %s, [%s+%d];", R(sc), D(a3), RAYO_Q6_K_SCALES);
-        emit(k, "cvt.rn.f32.s32 %s, %s;", F(scf), R(sc));
-        emit(k, "mul.rn.f32 %s, %s, %s;", F(ds), F(d), F(scf));
-        emit(k, "cvt.rn.f32.s32 %s, %s;", F(qf), R(q));
-        emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(ds), F(qf));
-        break;
-    }
-    default: { /* f32, f16, bf16: value e of the "block" of one value */
-        int w = nr(k);
-        if (dt == RAYO_DTYPE_F32) {
-            emit(k, "ld.global.nc.b32 %s, [%s];", R(w), D(blk));
-        } else {
-            int h = nr(k);
-            emit(k, "ld.global.nc.u16 %s, [%s];", R(h), D(blk));
-            if (dt == RAYO_DTYPE_BF16)
-                emit(k, "shl.b32 %s, %s, 16;", R(w), R(h));
-            else
-                w = f16_bits_to_f32_bits(k, h);
-        }
-        emit(k, "mov.b32 %s, %s;", F(v), R(w));
-    }
-    }
-    return v;
+    return g.v;
 }
 
 static void rows_elem(kern *k, int r, int j, const void *p)

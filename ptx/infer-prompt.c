@@ -11,6 +11,9 @@
  *   half_scale_c       C = alpha sa[i] sb[j] T + beta C: the tensor-core
  *                      product T of the scaled rows, scaled back (the powers
  *                      of two are exact), then alpha and beta as BLAS does.
+ *   half_scale_c_parts the same with T the sum of p_parts partial products
+ *                      m n apart (the split-k wgmma kernels' slices of k),
+ *                      summed in float64.
  *
  * The weight's scale comes from a bound read from the block headers alone
  * (|d| times the largest code), so the first pass reads a few bytes per
@@ -192,17 +195,41 @@ static void gen_half_rows(strbuf *mod, rayo_dtype dt)
                 ".maxntid 256, 1, 1\n", RED_SHARED);
 }
 
+/* w (f64) = the sum of the `parts` values total apart from ta on (f32). */
+static void sum_parts(kern *k, int w, int ta, int total, int parts)
+{
+    int at = nd(k), step = nd(k), left = nd(k), v = nf(k), x = nfd(k), pl = np(k), l_top = nlabel(k);
+    emit(k, "mov.f64 %s, %s;", FD(w), CD(0.0));
+    emit(k, "mov.u64 %s, %s;", D(at), D(ta));
+    emit(k, "shl.b64 %s, %s, 2;", D(step), D(total));
+    emit(k, "mov.u64 %s, %s;", D(left), D(parts));
+    label(k, l_top);
+    emit(k, "ld.global.f32 %s, [%s];", F(v), D(at));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(x), F(v));
+    emit(k, "add.rn.f64 %s, %s, %s;", FD(w), FD(w), FD(x));
+    emit(k, "add.u64 %s, %s, %s;", D(at), D(at), D(step));
+    emit(k, "sub.u64 %s, %s, 1;", D(left), D(left));
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(pl), D(left));
+    emit(k, "@%s bra %s;", P(pl), L(l_top));
+}
+
+#define HALF_SCALE_C_PARAMS                                                                                 \
+    ".param .u64 p_y, .param .u64 p_t, .param .u64 p_sa, .param .u64 p_sb, .param .u64 p_m, .param .u64 p_n, " \
+    ".param .u64 p_ldy, .param .f32 p_alpha, .param .f32 p_beta"
+
 /* y[i][j] = alpha sa[i] sb[j] t[i][j] (+ beta y[i][j] when beta != 0): t
  * dense m x n, y ldy apart; one thread per element, grid-stride.  In
  * float64, rounded once: sa sb may pass the float range where the result
- * does not. */
-static void gen_half_scale_c(strbuf *mod)
+ * does not.  With split (half_scale_c_parts), t[i][j] is the sum of p_parts
+ * >= 1 partial products m n apart. */
+static void gen_half_scale_c(strbuf *mod, int split)
 {
     kern kk = {0}, *k = &kk;
     int y = param_global(k, "p_y"), t = param_global(k, "p_t");
     int sa = param_global(k, "p_sa"), sb = param_global(k, "p_sb");
     int m = param_u64(k, "p_m"), n = param_u64(k, "p_n"), ldy = param_u64(k, "p_ldy");
     int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
+    int parts = split ? param_u64(k, "p_parts") : -1;
     int total = nd(k), gid, stride, pb = np(k);
     emit(k, "mul.lo.u64 %s, %s, %s;", D(total), D(m), D(n));
     emit(k, "setp.neu.f32 %s, %s, 0f00000000;", P(pb), F(beta)); /* a NaN beta too */
@@ -217,8 +244,12 @@ static void gen_half_scale_c(strbuf *mod)
     emit(k, "mul.lo.u64 %s, %s, %s;", D(c), D(r), D(n));
     emit(k, "sub.u64 %s, %s, %s;", D(c), D(i), D(c));
     int ta = addr_of(k, t, i, 4), saa = addr_of(k, sa, r, 4), sba = addr_of(k, sb, c, 4);
-    emit(k, "ld.global.f32 %s, [%s];", F(v), D(ta));
-    emit(k, "cvt.f64.f32 %s, %s;", FD(w), F(v));
+    if (split) {
+        sum_parts(k, w, ta, total, parts);
+    } else {
+        emit(k, "ld.global.f32 %s, [%s];", F(v), D(ta));
+        emit(k, "cvt.f64.f32 %s, %s;", FD(w), F(v));
+    }
     emit(k, "ld.global.nc.f32 %s, [%s];", F(x), D(saa));
     emit(k, "cvt.f64.f32 %s, %s;", FD(z), F(x));
     emit(k, "mul.rn.f64 %s, %s, %s;", FD(w), FD(w), FD(z));
@@ -240,10 +271,8 @@ static void gen_half_scale_c(strbuf *mod)
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pi), D(i), D(total));
     emit(k, "@%s bra %s;", P(pi), L(l_top));
     label(k, l_end);
-    kern_finish(mod, k, "half_scale_c",
-                ".param .u64 p_y, .param .u64 p_t, .param .u64 p_sa, .param .u64 p_sb, .param .u64 p_m, "
-                ".param .u64 p_n, .param .u64 p_ldy, .param .f32 p_alpha, .param .f32 p_beta",
-                NULL, NULL);
+    kern_finish(mod, k, split ? "half_scale_c_parts" : "half_scale_c",
+                split ? HALF_SCALE_C_PARAMS ", .param .u64 p_parts" : HALF_SCALE_C_PARAMS, NULL, NULL);
 }
 
 void infer_prompt(strbuf *mod)
@@ -252,5 +281,6 @@ void infer_prompt(strbuf *mod)
                                      RAYO_DTYPE_Q4_0, RAYO_DTYPE_Q4_K, RAYO_DTYPE_Q6_K};
     for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++)
         gen_half_rows(mod, dts[i]);
-    gen_half_scale_c(mod);
+    gen_half_scale_c(mod, 0);
+    gen_half_scale_c(mod, 1);
 }

@@ -134,32 +134,25 @@ static void redo_general(kern *k, int pin, int a, int b, int gi, int gj, int sai
  * 256 threads each computing 4x4 (rows ty+16r, columns tx+16c).  The tile
  * loads map consecutive threads along whichever of the two source
  * dimensions is contiguous (flag bits 1: A's i, 2: B's j is contiguous). */
-static void gen_sgemm_general(strbuf *mod)
+/* What the parts of sgemm_general share: its parameters, the thread's
+ * place, the tile base addresses, where each thread loads the tiles from, and
+ * the accumulators. */
+typedef struct gg_ctx {
+    int a, b, c, M, N, K, sai, sap, sbp, sbj, alpha, beta;
+    int tid, tx, ty, bm, bn, sA, sB;
+    int ai[4], ap[4], bp[4], bj[4];
+    int acc[4][4], tot[4][4];
+} gg_ctx;
+
+/* The tile elements thread tid loads: consecutive threads along whichever
+ * source dimension is contiguous. */
+static void gg_thread_map(kern *k, gg_ctx *g)
 {
-    kern kk = {0}, *k = &kk;
-    int c = param_global(k, "p_c"), a = param_global(k, "p_a"), b = param_global(k, "p_b");
-    int M = param_u64(k, "p_m"), N = param_u64(k, "p_n"), K = param_u64(k, "p_k");
-    int sai = param_u64(k, "p_sai"), sap = param_u64(k, "p_sap");
-    int sbp = param_u64(k, "p_sbp"), sbj = param_u64(k, "p_sbj");
-    int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
-    int row0 = param_u64(k, "p_row0"), col0 = param_u64(k, "p_col0");
-    int tid = sreg(k, "%tid.x"), bx = sreg(k, "%ctaid.x"), by = sreg(k, "%ctaid.y");
-    int tx = nr(k), ty = nr(k);
-    emit(k, "and.b32 %s, %s, 15;", R(tx), R(tid));
-    emit(k, "shr.u32 %s, %s, 4;", R(ty), R(tid));
-    int bm = nd(k), bn = nd(k);
-    emit(k, "mul.wide.u32 %s, %s, 64;", D(bm), R(by));
-    emit(k, "add.u64 %s, %s, %s;", D(bm), D(bm), D(row0));
-    emit(k, "mul.wide.u32 %s, %s, 64;", D(bn), R(bx));
-    emit(k, "add.u64 %s, %s, %s;", D(bn), D(bn), D(col0));
-    int sA = nr(k), sB = nr(k);
-    emit(k, "mov.u32 %s, gg_a;", R(sA));
-    emit(k, "mov.u32 %s, gg_b;", R(sB));
+    int tid = g->tid, sai = g->sai, sbj = g->sbj;
     /* A contiguous along i? then thread e -> (i = e & 63, p = e >> 6), else (i = e >> 4, p = e & 15) */
     int a_i_contig = np(k), b_j_contig = np(k);
     emit(k, "setp.eq.u64 %s, %s, 1;", P(a_i_contig), D(sai));
     emit(k, "setp.eq.u64 %s, %s, 1;", P(b_j_contig), D(sbj));
-    int ai[4], ap[4], bp[4], bj[4];
     for (int q = 0; q < 4; q++) {
         int e = nr(k), i1 = nr(k), p1 = nr(k), i2 = nr(k), p2 = nr(k);
         emit(k, "add.u32 %s, %s, %d;", R(e), R(tid), q * 256);
@@ -167,38 +160,30 @@ static void gen_sgemm_general(strbuf *mod)
         emit(k, "shr.u32 %s, %s, 6;", R(p1), R(e));
         emit(k, "shr.u32 %s, %s, 4;", R(i2), R(e));
         emit(k, "and.b32 %s, %s, 15;", R(p2), R(e));
-        ai[q] = nr(k);
-        ap[q] = nr(k);
-        emit(k, "selp.b32 %s, %s, %s, %s;", R(ai[q]), R(i1), R(i2), P(a_i_contig));
-        emit(k, "selp.b32 %s, %s, %s, %s;", R(ap[q]), R(p1), R(p2), P(a_i_contig));
+        g->ai[q] = nr(k);
+        g->ap[q] = nr(k);
+        emit(k, "selp.b32 %s, %s, %s, %s;", R(g->ai[q]), R(i1), R(i2), P(a_i_contig));
+        emit(k, "selp.b32 %s, %s, %s, %s;", R(g->ap[q]), R(p1), R(p2), P(a_i_contig));
         /* B: j contiguous -> (j = e & 63, p = e >> 6), else (j = e >> 4, p = e & 15) */
-        bj[q] = nr(k);
-        bp[q] = nr(k);
-        emit(k, "selp.b32 %s, %s, %s, %s;", R(bj[q]), R(i1), R(i2), P(b_j_contig));
-        emit(k, "selp.b32 %s, %s, %s, %s;", R(bp[q]), R(p1), R(p2), P(b_j_contig));
+        g->bj[q] = nr(k);
+        g->bp[q] = nr(k);
+        emit(k, "selp.b32 %s, %s, %s, %s;", R(g->bj[q]), R(i1), R(i2), P(b_j_contig));
+        emit(k, "selp.b32 %s, %s, %s, %s;", R(g->bp[q]), R(p1), R(p2), P(b_j_contig));
     }
-    /* blocked accumulation: float sums over GG_BLOCK_K terms (acc), added
-     * into float64 totals (tot) between blocks, so the float rounding error
-     * grows with the block, not with k */
-    int acc[4][4], tot[4][4];
-    for (int r = 0; r < 4; r++)
-        for (int cc = 0; cc < 4; cc++) {
-            acc[r][cc] = nf(k);
-            tot[r][cc] = nfd(k);
-            emit(k, "mov.f32 %s, %s;", F(acc[r][cc]), C(0.0f));
-            emit(k, "mov.f64 %s, %s;", FD(tot[r][cc]), CD(0.0));
-        }
-    int k0 = nd(k), pk = np(k), l_k = nlabel(k), l_kd = nlabel(k);
-    emit(k, "mov.u64 %s, 0;", D(k0));
-    emit(k, "setp.ge.u64 %s, %s, %s;", P(pk), D(k0), D(K));
-    emit(k, "@%s bra %s;", P(pk), L(l_kd));
-    label(k, l_k);
+}
+
+/* The 64x16 tile of A and the 16x64 tile of B at k0 into shared memory
+ * (zeros outside the matrices). */
+static void gg_load_tiles(kern *k, const gg_ctx *g, int k0)
+{
+    int a = g->a, b = g->b, M = g->M, N = g->N, K = g->K, sai = g->sai, sap = g->sap;
+    int sbp = g->sbp, sbj = g->sbj, bm = g->bm, bn = g->bn, sA = g->sA, sB = g->sB;
     for (int q = 0; q < 4; q++) {
         /* A element (bm + ai, k0 + ap) -> As[ap][ai] */
         int gi = nd(k), gp = nd(k), t = nd(k), idx = nd(k), pin = np(k), pin2 = np(k), v = nf(k), sa = nr(k);
-        emit(k, "cvt.u64.u32 %s, %s;", D(t), R(ai[q]));
+        emit(k, "cvt.u64.u32 %s, %s;", D(t), R(g->ai[q]));
         emit(k, "add.u64 %s, %s, %s;", D(gi), D(bm), D(t));
-        emit(k, "cvt.u64.u32 %s, %s;", D(t), R(ap[q]));
+        emit(k, "cvt.u64.u32 %s, %s;", D(t), R(g->ap[q]));
         emit(k, "add.u64 %s, %s, %s;", D(gp), D(k0), D(t));
         emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(gi), D(M));
         emit(k, "setp.lt.u64 %s, %s, %s;", P(pin2), D(gp), D(K));
@@ -207,14 +192,14 @@ static void gen_sgemm_general(strbuf *mod)
         emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(gp), D(sap), D(idx));
         emit(k, "mov.f32 %s, %s;", F(v), C(0.0f));
         emit(k, "@%s ld.global.f32 %s, [%s];", P(pin), F(v), D(addr_of(k, a, idx, 4)));
-        emit(k, "mad.lo.u32 %s, %s, 64, %s;", R(sa), R(ap[q]), R(ai[q]));
+        emit(k, "mad.lo.u32 %s, %s, 64, %s;", R(sa), R(g->ap[q]), R(g->ai[q]));
         emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(sa), R(sA));
         emit(k, "st.shared.f32 [%s], %s;", R(sa), F(v));
         /* B element (k0 + bp, bn + bj) -> Bs[bp][bj] */
         int gj = nd(k), gq = nd(k), t2 = nd(k), idx2 = nd(k), qin = np(k), qin2 = np(k), w = nf(k), sb = nr(k);
-        emit(k, "cvt.u64.u32 %s, %s;", D(t2), R(bj[q]));
+        emit(k, "cvt.u64.u32 %s, %s;", D(t2), R(g->bj[q]));
         emit(k, "add.u64 %s, %s, %s;", D(gj), D(bn), D(t2));
-        emit(k, "cvt.u64.u32 %s, %s;", D(t2), R(bp[q]));
+        emit(k, "cvt.u64.u32 %s, %s;", D(t2), R(g->bp[q]));
         emit(k, "add.u64 %s, %s, %s;", D(gq), D(k0), D(t2));
         emit(k, "setp.lt.u64 %s, %s, %s;", P(qin), D(gj), D(N));
         emit(k, "setp.lt.u64 %s, %s, %s;", P(qin2), D(gq), D(K));
@@ -223,10 +208,16 @@ static void gen_sgemm_general(strbuf *mod)
         emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx2), D(gj), D(sbj), D(idx2));
         emit(k, "mov.f32 %s, %s;", F(w), C(0.0f));
         emit(k, "@%s ld.global.f32 %s, [%s];", P(qin), F(w), D(addr_of(k, b, idx2, 4)));
-        emit(k, "mad.lo.u32 %s, %s, 64, %s;", R(sb), R(bp[q]), R(bj[q]));
+        emit(k, "mad.lo.u32 %s, %s, 64, %s;", R(sb), R(g->bp[q]), R(g->bj[q]));
         emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(sb), R(sb), R(sB));
         emit(k, "st.shared.f32 [%s], %s;", R(sb), F(w));
     }
+}
+
+/* acc += the tiles' products, 16 steps of k. */
+static void gg_multiply_tiles(kern *k, const gg_ctx *g)
+{
+    int tx = g->tx, ty = g->ty, sA = g->sA, sB = g->sB;
     emit(k, "bar.sync 0;");
     int ra = nr(k), rb = nr(k);
     emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(ra), R(ty), R(sA));
@@ -243,20 +234,18 @@ static void gen_sgemm_general(strbuf *mod)
         }
         for (int r = 0; r < 4; r++)
             for (int cc = 0; cc < 4; cc++)
-                emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(acc[r][cc]), F(av[r]), F(bv[cc]), F(acc[r][cc]));
+                emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(g->acc[r][cc]), F(av[r]), F(bv[cc]), F(g->acc[r][cc]));
     }
     emit(k, "bar.sync 0;");
-    emit(k, "add.u64 %s, %s, 16;", D(k0), D(k0));
-    int blk = nd(k), pflush = np(k), l_noflush = nlabel(k);
-    emit(k, "and.b64 %s, %s, %d;", D(blk), D(k0), GG_BLOCK_K - 1);
-    emit(k, "setp.ne.u64 %s, %s, 0;", P(pflush), D(blk));
-    emit(k, "@%s bra %s;", P(pflush), L(l_noflush));
-    flush_f64(k, &acc[0][0], &tot[0][0], 16);
-    label(k, l_noflush);
-    emit(k, "setp.lt.u64 %s, %s, %s;", P(pk), D(k0), D(K));
-    emit(k, "@%s bra %s;", P(pk), L(l_k));
-    label(k, l_kd);
-    flush_f64(k, &acc[0][0], &tot[0][0], 16);
+}
+
+/* C = alpha * tot + beta * C for the thread's 4x4 outputs (the sums redone
+ * where not finite). */
+static void gg_store(kern *k, const gg_ctx *g)
+{
+    int a = g->a, b = g->b, c = g->c, M = g->M, N = g->N, K = g->K, sai = g->sai, sap = g->sap;
+    int sbp = g->sbp, sbj = g->sbj, alpha = g->alpha, beta = g->beta;
+    int tx = g->tx, ty = g->ty, bm = g->bm, bn = g->bn;
     int pbeta = np(k), alpha_d = nfd(k), beta_d = nfd(k);
     emit(k, "setp.ne.f32 %s, %s, %s;", P(pbeta), F(beta), C(0.0f));
     emit(k, "cvt.f64.f32 %s, %s;", FD(alpha_d), F(alpha));
@@ -277,10 +266,10 @@ static void gen_sgemm_general(strbuf *mod)
             emit(k, "and.pred %s, %s, %s;", P(pc), P(pc), P(pin));
             emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(idx), D(gi), D(N), D(gj));
             emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ca), D(idx), D(c));
-            redo_general(k, pc, a, b, gi, gj, sai, sap, sbp, sbj, K, tot[r][cc]);
+            redo_general(k, pc, a, b, gi, gj, sai, sap, sbp, sbj, K, g->tot[r][cc]);
             /* alpha * tot + beta * old in float64, rounded once */
             int rd = nfd(k), od = nfd(k);
-            emit(k, "mul.rn.f64 %s, %s, %s;", FD(rd), FD(tot[r][cc]), FD(alpha_d));
+            emit(k, "mul.rn.f64 %s, %s, %s;", FD(rd), FD(g->tot[r][cc]), FD(alpha_d));
             int pld = np(k);
             emit(k, "and.pred %s, %s, %s;", P(pld), P(pc), P(pbeta));
             emit(k, "@%s ld.global.f32 %s, [%s];", P(pld), F(old), D(ca));
@@ -290,6 +279,71 @@ static void gen_sgemm_general(strbuf *mod)
             emit(k, "@%s st.global.f32 [%s], %s;", P(pc), D(ca), F(res));
         }
     }
+}
+
+static void gen_sgemm_general(strbuf *mod)
+{
+    kern kk = {0}, *k = &kk;
+    gg_ctx g;
+    g.c = param_global(k, "p_c");
+    g.a = param_global(k, "p_a");
+    g.b = param_global(k, "p_b");
+    g.M = param_u64(k, "p_m");
+    g.N = param_u64(k, "p_n");
+    g.K = param_u64(k, "p_k");
+    g.sai = param_u64(k, "p_sai");
+    g.sap = param_u64(k, "p_sap");
+    g.sbp = param_u64(k, "p_sbp");
+    g.sbj = param_u64(k, "p_sbj");
+    g.alpha = param_f32(k, "p_alpha");
+    g.beta = param_f32(k, "p_beta");
+    int row0 = param_u64(k, "p_row0"), col0 = param_u64(k, "p_col0");
+    g.tid = sreg(k, "%tid.x");
+    int bx = sreg(k, "%ctaid.x"), by = sreg(k, "%ctaid.y");
+    g.tx = nr(k);
+    g.ty = nr(k);
+    emit(k, "and.b32 %s, %s, 15;", R(g.tx), R(g.tid));
+    emit(k, "shr.u32 %s, %s, 4;", R(g.ty), R(g.tid));
+    g.bm = nd(k);
+    g.bn = nd(k);
+    emit(k, "mul.wide.u32 %s, %s, 64;", D(g.bm), R(by));
+    emit(k, "add.u64 %s, %s, %s;", D(g.bm), D(g.bm), D(row0));
+    emit(k, "mul.wide.u32 %s, %s, 64;", D(g.bn), R(bx));
+    emit(k, "add.u64 %s, %s, %s;", D(g.bn), D(g.bn), D(col0));
+    g.sA = nr(k);
+    g.sB = nr(k);
+    emit(k, "mov.u32 %s, gg_a;", R(g.sA));
+    emit(k, "mov.u32 %s, gg_b;", R(g.sB));
+    gg_thread_map(k, &g);
+    /* blocked accumulation: float sums over GG_BLOCK_K terms (acc), added
+     * into float64 totals (tot) between blocks, so the float rounding error
+     * grows with the block, not with k */
+    for (int r = 0; r < 4; r++)
+        for (int cc = 0; cc < 4; cc++) {
+            g.acc[r][cc] = nf(k);
+            g.tot[r][cc] = nfd(k);
+            emit(k, "mov.f32 %s, %s;", F(g.acc[r][cc]), C(0.0f));
+            emit(k, "mov.f64 %s, %s;", FD(g.tot[r][cc]), CD(0.0));
+        }
+    int k0 = nd(k), pk = np(k), l_k = nlabel(k), l_kd = nlabel(k);
+    emit(k, "mov.u64 %s, 0;", D(k0));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pk), D(k0), D(g.K));
+    emit(k, "@%s bra %s;", P(pk), L(l_kd));
+    label(k, l_k);
+    gg_load_tiles(k, &g, k0);
+    gg_multiply_tiles(k, &g);
+    emit(k, "add.u64 %s, %s, 16;", D(k0), D(k0));
+    int blk = nd(k), pflush = np(k), l_noflush = nlabel(k);
+    emit(k, "and.b64 %s, %s, %d;", D(blk), D(k0), GG_BLOCK_K - 1);
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(pflush), D(blk));
+    emit(k, "@%s bra %s;", P(pflush), L(l_noflush));
+    flush_f64(k, &g.acc[0][0], &g.tot[0][0], 16);
+    label(k, l_noflush);
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pk), D(k0), D(g.K));
+    emit(k, "@%s bra %s;", P(pk), L(l_k));
+    label(k, l_kd);
+    flush_f64(k, &g.acc[0][0], &g.tot[0][0], 16);
+    gg_store(k, &g);
     kern_finish(mod, k, "sgemm_general",
                 ".param .u64 p_c, .param .u64 p_a, .param .u64 p_b, .param .u64 p_m, .param .u64 p_n, "
                 ".param .u64 p_k, .param .u64 p_sai, .param .u64 p_sap, .param .u64 p_sbp, "

@@ -268,18 +268,18 @@ static int k_slab(kern *k, const sgemm_cfg *cfg, int a, int b, int c, int M, int
     return len;
 }
 
-static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
+/* The registers gen_sgemm_fast's epilogue reads. */
+typedef struct sg_regs {
+    int c, a, b, M, N, alpha, beta, lda, ldb, KS, tx, ty, bm, bn;
+} sg_regs;
+
+/* The thread's place in the 16x16 grid of 8x8 outputs: warp w covers tx in
+ * [8 (w & 1), +8), ty in [4 (w >> 1), +4). */
+static void sg_thread_place(kern *k, int tid, int *tx_out, int *ty_out)
 {
-    kern kk = {0}, *k = &kk;
-    const int bk = cfg->bk;
-    int c = param_global(k, "p_c"), a = param_global(k, "p_a"), b = param_global(k, "p_b");
-    int M = param_u64(k, "p_m"), N = param_u64(k, "p_n"), K = param_u64(k, "p_k");
-    int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
-    int tid = sreg(k, "%tid.x"), bx, by;
-    block_tile(k, cfg->raster, &by, &bx);
-    int KS = k_slab(k, cfg, a, b, c, M, N, K);
-    /* warp w covers tx in [8 (w & 1), +8), ty in [4 (w >> 1), +4) */
     int lane = nr(k), w = nr(k), tx = nr(k), ty = nr(k), t1 = nr(k);
+    *tx_out = tx;
+    *ty_out = ty;
     emit(k, "and.b32 %s, %s, 31;", R(lane), R(tid));
     emit(k, "shr.u32 %s, %s, 5;", R(w), R(tid));
     emit(k, "and.b32 %s, %s, 1;", R(t1), R(w));
@@ -291,66 +291,19 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
     emit(k, "shl.b32 %s, %s, 2;", R(t2), R(t2));
     emit(k, "shr.u32 %s, %s, 3;", R(t3), R(lane));
     emit(k, "add.u32 %s, %s, %s;", R(ty), R(t2), R(t3));
-    int bm = nd(k), bn = nd(k);
-    emit(k, "mul.wide.u32 %s, %s, %d;", D(bm), R(by), SG_BM);
-    emit(k, "mul.wide.u32 %s, %s, %d;", D(bn), R(bx), SG_BN);
+}
 
-    /* A_op tile (128 rows of m x bk): contiguous along k unless A is transposed;
-     * B_op tile (bk x 128 of n): contiguous along n unless B is transposed. */
-    tile_loader la, lb;
-    int lda = nd(k), ldb = nd(k);
-    emit(k, "mov.u64 %s, %s;", D(lda), D(cfg->trans_a ? M : K));
-    emit(k, "mov.u64 %s, %s;", D(ldb), D(cfg->trans_b ? K : N));
-    loader_init(k, &la, !cfg->trans_a, cfg->cp_async, bk, tid, a, lda, bm, M);
-    loader_init(k, &lb, cfg->trans_b, cfg->cp_async, bk, tid, b, ldb, bn, N);
-    const int a_buf = bk * la.row_floats * 4, b_buf = bk * lb.row_floats * 4;
-    int sA = nr(k), sB = nr(k);
-    emit(k, "mov.u32 %s, sg_a;", R(sA));
-    emit(k, "mov.u32 %s, sg_b;", R(sB));
-
-    int acc[8][8];
-    for (int i = 0; i < 8; i++)
-        for (int j = 0; j < 8; j++) {
-            acc[i][j] = nf(k);
-            emit(k, "mov.f32 %s, %s;", F(acc[i][j]), C(0.0f));
-        }
-    sums_visit(k, &acc[0][0], SUMS_ZERO);
-    /* prologue: tile 0 into buffer 0 */
-    loader_fetch(k, &la, sA, -1);
-    loader_fetch(k, &lb, sB, -1);
-    loader_store(k, &la, sA, -1);
-    loader_store(k, &lb, sB, -1);
-    emit(k, "bar.sync 0;");
-
-    int kt = nd(k), KT = nd(k), cur = nr(k), pn = np(k), l_loop = nlabel(k);
-    emit(k, "shr.u64 %s, %s, %d;", D(KT), D(KS), bk == 8 ? 3 : 4);
-    emit(k, "mov.u64 %s, 0;", D(kt));
-    emit(k, "mov.u32 %s, 0;", R(cur));
-    /* per-thread fragment base offsets */
-    int fa = nr(k), fb = nr(k);
-    emit(k, "shl.b32 %s, %s, 4;", R(fa), R(ty)); /* ty * 4 floats * 4 bytes */
-    emit(k, "shl.b32 %s, %s, 4;", R(fb), R(tx));
-    label(k, l_loop);
-    int nxt = nr(k), curA = nr(k), curB = nr(k), nxtA = nr(k), nxtB = nr(k), kt1 = nd(k);
-    emit(k, "xor.b32 %s, %s, 1;", R(nxt), R(cur));
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(curA), R(cur), a_buf, R(sA));
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(curB), R(cur), b_buf, R(sB));
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(nxtA), R(nxt), a_buf, R(sA));
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(nxtB), R(nxt), b_buf, R(sB));
-    emit(k, "add.u64 %s, %s, 1;", D(kt1), D(kt));
-    emit(k, "setp.lt.u64 %s, %s, %s;", P(pn), D(kt1), D(KT));
-    loader_fetch(k, &la, nxtA, pn);
-    loader_fetch(k, &lb, nxtB, pn);
-    int ra = nr(k), rb = nr(k);
-    emit(k, "add.u32 %s, %s, %s;", R(ra), R(curA), R(fa));
-    emit(k, "add.u32 %s, %s, %s;", R(rb), R(curB), R(fb));
+/* acc += the bk steps of the shared tiles at ra (A, rows of a_row floats)
+ * and rb (B, rows of b_row floats): 8 + 8 values a step, 64 FMAs. */
+static void sg_multiply_tiles(kern *k, int bk, int a_row, int b_row, int ra, int rb, int acc[8][8])
+{
     for (int p = 0; p < bk; p++) {
         int av[8], bv[8];
         for (int i = 0; i < 8; i++) {
             av[i] = nf(k);
             bv[i] = nf(k);
         }
-        int ao = p * la.row_floats * 4, bo = p * lb.row_floats * 4;
+        int ao = p * a_row * 4, bo = p * b_row * 4;
         emit(k, "ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d];", F(av[0]), F(av[1]), F(av[2]), F(av[3]), R(ra), ao);
         emit(k, "ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d];", F(av[4]), F(av[5]), F(av[6]), F(av[7]), R(ra), ao + 64 * 4);
         emit(k, "ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d];", F(bv[0]), F(bv[1]), F(bv[2]), F(bv[3]), R(rb), bo);
@@ -359,41 +312,15 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
             for (int j = 0; j < 8; j++)
                 emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(acc[i][j]), F(av[i]), F(bv[j]), F(acc[i][j]));
     }
-    loader_store(k, &la, nxtA, pn);
-    loader_store(k, &lb, nxtB, pn);
-    /* after every RAYO_PTX_SGEMM_BLOCK_K terms: into the second sums */
-    int blk = nd(k), pkeep = np(k), l_keep = nlabel(k);
-    emit(k, "and.b64 %s, %s, %d;", D(blk), D(kt1), RAYO_PTX_SGEMM_BLOCK_K / bk - 1);
-    emit(k, "setp.ne.u64 %s, %s, 0;", P(pkeep), D(blk));
-    emit(k, "@%s bra %s;", P(pkeep), L(l_keep));
-    sums_visit(k, &acc[0][0], SUMS_FLUSH);
-    label(k, l_keep);
-    emit(k, "bar.sync 0;");
-    emit(k, "mov.u32 %s, %s;", R(cur), R(nxt));
-    emit(k, "mov.u64 %s, %s;", D(kt), D(kt1));
-    emit(k, "@%s bra %s;", P(pn), L(l_loop));
+}
 
-    sums_visit(k, &acc[0][0], SUMS_TOTAL);
-    /* epilogue: C = alpha acc + beta C (C read only when beta != 0) */
-    int pb = np(k);
-    emit(k, "setp.ne.f32 %s, %s, %s;", P(pb), F(beta), C(0.0f));
-    int ty4 = nd(k), tx4 = nd(k), t64 = nd(k);
-    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(ty));
-    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ty4), D(t64), D(bm));
-    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tx));
-    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(tx4), D(t64), D(bn));
-    /* a sum that is not finite: the thread's 64 outputs again in float64 */
-    int l_fast = nlabel(k), l_end = nlabel(k), bad = any_not_finite(k, &acc[0][0], 64), one = nd(k);
-    emit(k, "@!%s bra %s;", P(bad), L(l_fast));
-    emit(k, "mov.u64 %s, 1;", D(one));
-    redo_product rp = {a, b, cfg->trans_a ? one : lda, cfg->trans_a ? lda : one,
-                       cfg->trans_b ? ldb : one, cfg->trans_b ? one : ldb, M, N, KS, RAYO_DTYPE_F32};
-    redo_span rows = {ty4, 2, 64, 4}, cols = {tx4, 2, 64, 4};
-    redo_tile(k, &rp, &rows, &cols, c, N, alpha, beta);
-    emit(k, "bra %s;", L(l_end));
-    label(k, l_fast);
-    /* rows and columns of the tile past M or N (edge tiles) are not stored;
-     * N % 4 == 0, so a float4 of C is all in or all out */
+/* The 8x8 outputs of a thread whose sums are finite: C = alpha acc + beta C
+ * (C read where pb, beta != 0).  Rows and columns of the tile past M or N
+ * (edge tiles) are not stored; N % 4 == 0, so a float4 of C is all in or
+ * all out. */
+static void sg_store_tile(kern *k, const sg_regs *g, int acc[8][8], int ty4, int tx4, int pb)
+{
+    int c = g->c, M = g->M, N = g->N, alpha = g->alpha, beta = g->beta;
     int col_in[2], pbr = np(k);
     for (int h = 0; h < 2; h++) {
         int col = nd(k);
@@ -423,7 +350,136 @@ static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
             emit(k, "@%s st.global.v4.f32 [%s], {%s, %s, %s, %s};", P(ps), D(ca), F(r[0]), F(r[1]), F(r[2]), F(r[3]));
         }
     }
+}
+
+/* C = alpha acc + beta C (C read only when beta != 0); a thread with a sum
+ * that is not finite computes its 64 outputs again in float64. */
+static void sg_epilogue(kern *k, const sgemm_cfg *cfg, const sg_regs *g, int acc[8][8])
+{
+    int a = g->a, b = g->b, c = g->c, M = g->M, N = g->N, alpha = g->alpha, beta = g->beta;
+    int lda = g->lda, ldb = g->ldb, KS = g->KS, tx = g->tx, ty = g->ty, bm = g->bm, bn = g->bn;
+    int pb = np(k);
+    emit(k, "setp.ne.f32 %s, %s, %s;", P(pb), F(beta), C(0.0f));
+    int ty4 = nd(k), tx4 = nd(k), t64 = nd(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(ty));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ty4), D(t64), D(bm));
+    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tx));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(tx4), D(t64), D(bn));
+    /* a sum that is not finite: the thread's 64 outputs again in float64 */
+    int l_fast = nlabel(k), l_end = nlabel(k), bad = any_not_finite(k, &acc[0][0], 64), one = nd(k);
+    emit(k, "@!%s bra %s;", P(bad), L(l_fast));
+    emit(k, "mov.u64 %s, 1;", D(one));
+    redo_product rp = {a, b, cfg->trans_a ? one : lda, cfg->trans_a ? lda : one,
+                       cfg->trans_b ? ldb : one, cfg->trans_b ? one : ldb, M, N, KS, RAYO_DTYPE_F32};
+    redo_span rows = {ty4, 2, 64, 4}, cols = {tx4, 2, 64, 4};
+    redo_tile(k, &rp, &rows, &cols, c, N, alpha, beta);
+    emit(k, "bra %s;", L(l_end));
+    label(k, l_fast);
+    sg_store_tile(k, g, acc, ty4, tx4, pb);
     label(k, l_end);
+}
+
+/* The thread's 64 float sums, and the second sums behind them, set to 0. */
+static void sg_zero_sums(kern *k, int acc[8][8])
+{
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++) {
+            acc[i][j] = nf(k);
+            emit(k, "mov.f32 %s, %s;", F(acc[i][j]), C(0.0f));
+        }
+    sums_visit(k, &acc[0][0], SUMS_ZERO);
+}
+
+/* After every RAYO_PTX_SGEMM_BLOCK_K terms (kt1 tiles of bk done): the float
+ * sums into the second sums. */
+static void sg_flush_after_block(kern *k, int bk, int kt1, int acc[8][8])
+{
+    int blk = nd(k), pkeep = np(k), l_keep = nlabel(k);
+    emit(k, "and.b64 %s, %s, %d;", D(blk), D(kt1), RAYO_PTX_SGEMM_BLOCK_K / bk - 1);
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(pkeep), D(blk));
+    emit(k, "@%s bra %s;", P(pkeep), L(l_keep));
+    sums_visit(k, &acc[0][0], SUMS_FLUSH);
+    label(k, l_keep);
+}
+
+/* The prologue of the k loop: tile 0 of A and B into buffer 0. */
+static void sg_load_first_tiles(kern *k, tile_loader *la, tile_loader *lb, int sA, int sB)
+{
+    loader_fetch(k, la, sA, -1);
+    loader_fetch(k, lb, sB, -1);
+    loader_store(k, la, sA, -1);
+    loader_store(k, lb, sB, -1);
+    emit(k, "bar.sync 0;");
+}
+
+static void gen_sgemm_fast(strbuf *mod, const sgemm_cfg *cfg)
+{
+    kern kk = {0}, *k = &kk;
+    const int bk = cfg->bk;
+    int c = param_global(k, "p_c"), a = param_global(k, "p_a"), b = param_global(k, "p_b");
+    int M = param_u64(k, "p_m"), N = param_u64(k, "p_n"), K = param_u64(k, "p_k");
+    int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
+    int tid = sreg(k, "%tid.x"), bx, by;
+    block_tile(k, cfg->raster, &by, &bx);
+    int KS = k_slab(k, cfg, a, b, c, M, N, K);
+    int tx, ty;
+    sg_thread_place(k, tid, &tx, &ty);
+    int bm = nd(k), bn = nd(k);
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(bm), R(by), SG_BM);
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(bn), R(bx), SG_BN);
+
+    /* A_op tile (128 rows of m x bk): contiguous along k unless A is transposed;
+     * B_op tile (bk x 128 of n): contiguous along n unless B is transposed. */
+    tile_loader la, lb;
+    int lda = nd(k), ldb = nd(k);
+    emit(k, "mov.u64 %s, %s;", D(lda), D(cfg->trans_a ? M : K));
+    emit(k, "mov.u64 %s, %s;", D(ldb), D(cfg->trans_b ? K : N));
+    loader_init(k, &la, !cfg->trans_a, cfg->cp_async, bk, tid, a, lda, bm, M);
+    loader_init(k, &lb, cfg->trans_b, cfg->cp_async, bk, tid, b, ldb, bn, N);
+    const int a_buf = bk * la.row_floats * 4, b_buf = bk * lb.row_floats * 4;
+    int sA = nr(k), sB = nr(k);
+    emit(k, "mov.u32 %s, sg_a;", R(sA));
+    emit(k, "mov.u32 %s, sg_b;", R(sB));
+
+    int acc[8][8];
+    sg_zero_sums(k, acc);
+    sg_load_first_tiles(k, &la, &lb, sA, sB);
+
+    int kt = nd(k), KT = nd(k), cur = nr(k), pn = np(k), l_loop = nlabel(k);
+    emit(k, "shr.u64 %s, %s, %d;", D(KT), D(KS), bk == 8 ? 3 : 4);
+    emit(k, "mov.u64 %s, 0;", D(kt));
+    emit(k, "mov.u32 %s, 0;", R(cur));
+    /* per-thread fragment base offsets */
+    int fa = nr(k), fb = nr(k);
+    emit(k, "shl.b32 %s, %s, 4;", R(fa), R(ty)); /* ty * 4 floats * 4 bytes */
+    emit(k, "shl.b32 %s, %s, 4;", R(fb), R(tx));
+    label(k, l_loop);
+    int nxt = nr(k), curA = nr(k), curB = nr(k), nxtA = nr(k), nxtB = nr(k), kt1 = nd(k);
+    emit(k, "xor.b32 %s, %s, 1;", R(nxt), R(cur));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(curA), R(cur), a_buf, R(sA));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(curB), R(cur), b_buf, R(sB));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(nxtA), R(nxt), a_buf, R(sA));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(nxtB), R(nxt), b_buf, R(sB));
+    emit(k, "add.u64 %s, %s, 1;", D(kt1), D(kt));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pn), D(kt1), D(KT));
+    loader_fetch(k, &la, nxtA, pn);
+    loader_fetch(k, &lb, nxtB, pn);
+    int ra = nr(k), rb = nr(k);
+    emit(k, "add.u32 %s, %s, %s;", R(ra), R(curA), R(fa));
+    emit(k, "add.u32 %s, %s, %s;", R(rb), R(curB), R(fb));
+    sg_multiply_tiles(k, bk, la.row_floats, lb.row_floats, ra, rb, acc);
+    loader_store(k, &la, nxtA, pn);
+    loader_store(k, &lb, nxtB, pn);
+    sg_flush_after_block(k, bk, kt1, acc);
+    emit(k, "bar.sync 0;");
+    emit(k, "mov.u32 %s, %s;", R(cur), R(nxt));
+    emit(k, "mov.u64 %s, %s;", D(kt), D(kt1));
+    emit(k, "@%s bra %s;", P(pn), L(l_loop));
+
+    sums_visit(k, &acc[0][0], SUMS_TOTAL);
+    sg_regs g = { .c = c, .a = a, .b = b, .M = M, .N = N, .alpha = alpha, .beta = beta, .lda = lda,
+                  .ldb = ldb, .KS = KS, .tx = tx, .ty = ty, .bm = bm, .bn = bn };
+    sg_epilogue(k, cfg, &g, acc);
     char shared[256];
     snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 sg_a[%d];\n\t.shared .align 16 .b8 sg_b[%d];\n",
              2 * a_buf, 2 * b_buf);

@@ -35,7 +35,14 @@
  * after the other (8192 bytes: the leading offset between groups of 64 m or
  * n); 1024 bytes between groups of 8 k (stride offset); one k step 16 rows.
  * Requires (plugin side): row strides multiples of 16 bytes (the copy
- * engine), 16-byte aligned A and B, ldc even and C 8-byte aligned. */
+ * engine), 16-byte aligned A and B, ldc even and C 8-byte aligned.
+ *
+ * Split k (wg_f16_nt_<shape>_sk): a product with too few tiles of C to
+ * fill the GPU (an LLM prompt of 128 tokens by a 2048-row weight: 16 tiles
+ * on 132 SMs) runs a grid of z slices of k, each whole k tiles
+ * (ceil(tiles / slices), the last one cut at k: no copy starts past k), and
+ * block z stores its partial product into the z-th m x ldc slice of C, which the caller
+ * sums (module infer's half_scale_c_parts). */
 #include "gen-ptx.h"
 #include "../plugins/cuda/cuda-ptx.h"
 
@@ -55,13 +62,16 @@ static const wg_shape wg_shapes[] = {
     {"128x128", 128, 2, 6},
 };
 #define WG_SHAPE_COUNT (sizeof wg_shapes / sizeof wg_shapes[0])
-/* per shape: tf32 (K-major only), then f16 and bf16 in four layouts each */
-#define WG_PER_SHAPE 9
+/* per shape: tf32 (K-major only), then f16 and bf16 in four layouts each,
+ * then the split-k f16 A x B^T kernel (the prompt's products) */
+#define WG_PER_SHAPE 10
 #define WG_CFG_COUNT (WG_SHAPE_COUNT * WG_PER_SHAPE)
 
 typedef struct wg_cfg {
-    char name[40]; /* wg_tf32_<shape>, wg_<f16|bf16>_<n|t><n|t>_<shape> (RAYO_TRANS_A, RAYO_TRANS_B) */
+    char name[40]; /* wg_tf32_<shape>, wg_<f16|bf16>_<n|t><n|t>_<shape> (RAYO_TRANS_A, RAYO_TRANS_B),
+                    * wg_f16_nt_<shape>_sk */
     int type;
+    int split;      /* block z sums its slice of the k tiles into C + z m ldc */
     int mn_a, mn_b; /* operand MN-major in shared memory (read transposed) */
     int bn, consumers, stages;
 } wg_cfg;
@@ -75,6 +85,12 @@ static wg_cfg wg_cfg_at(size_t i)
     if (v == 0) {
         c.type = WG_TF32;
         snprintf(c.name, sizeof c.name, "wg_tf32_%s", sh->name);
+        return c;
+    }
+    if (v == 9) {
+        c.type = WG_F16;
+        c.split = 1;
+        snprintf(c.name, sizeof c.name, "wg_f16_nt_%s_sk", sh->name);
         return c;
     }
     int ta = ((v - 1) >> 1) & 1, tb = (v - 1) & 1;
@@ -112,6 +128,7 @@ typedef struct wg_kernel {
     const wg_cfg *cfg;
     int tid, wg, base, bars;        /* thread, warpgroup, aligned stages, barriers */
     int row0, col0, M, N, KT;       /* tile origin (u32), sizes (u32), k tiles */
+    int kt0;                        /* split kernels: the block's first k tile (u32) */
     int ldc;                        /* C's row stride (u64) */
     int c, alpha, beta;
     int a, b, m64, n64, k64;        /* sizes (u64), also for the float64 redo (TF32, bf16) */
@@ -177,6 +194,28 @@ static int wg_bar(wg_kernel *w, int s, int which)
     return a;
 }
 
+/* A split kernel's block z of nz: k tiles [z per, z per + per) of the KT
+ * tiles of all of k, per = ceil(KT / nz), cut at KT (so no copy starts past
+ * k; a slice past the end would sum nothing and store zeros), its partial
+ * product into the z-th m x ldc slice of C. */
+static void wg_split_setup(wg_kernel *w)
+{
+    kern *k = w->k;
+    int z = sreg(k, "%ctaid.z"), nz = sreg(k, "%nctaid.z"), per = nr(k), left = nr(k), pin = np(k), off = nd(k);
+    w->kt0 = nr(k);
+    emit(k, "add.u32 %s, %s, %s;", R(per), R(w->KT), R(nz));
+    emit(k, "sub.u32 %s, %s, 1;", R(per), R(per));
+    emit(k, "div.u32 %s, %s, %s;", R(per), R(per), R(nz));
+    emit(k, "mul.lo.u32 %s, %s, %s;", R(w->kt0), R(z), R(per));
+    emit(k, "setp.gt.u32 %s, %s, %s;", P(pin), R(w->KT), R(w->kt0));
+    emit(k, "sub.u32 %s, %s, %s;", R(left), R(w->KT), R(w->kt0));
+    emit(k, "selp.u32 %s, %s, 0, %s;", R(left), R(left), P(pin));
+    emit(k, "min.u32 %s, %s, %s;", R(w->KT), R(per), R(left));
+    emit(k, "mul.wide.u32 %s, %s, %s;", D(off), R(z), R(w->M));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(off), D(off), D(w->ldc));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(w->c), D(off), D(w->c));
+}
+
 static void wg_setup(wg_kernel *w)
 {
     kern *k = w->k;
@@ -195,6 +234,8 @@ static void wg_setup(wg_kernel *w)
     emit(k, "cvt.u32.u64 %s, %s;", R(w->KT), D(k64));
     emit(k, "add.u32 %s, %s, %d;", R(w->KT), R(w->KT), wg_bk(cfg) - 1);
     emit(k, "shr.u32 %s, %s, %d;", R(w->KT), R(w->KT), wg_bk(cfg) == 64 ? 6 : 5);
+    if (cfg->split)
+        wg_split_setup(w);
     w->tid = sreg(k, "%tid.x");
     w->wg = nr(k);
     emit(k, "shr.u32 %s, %s, 7;", R(w->wg), R(w->tid));
@@ -266,7 +307,12 @@ static void wg_producer(wg_kernel *w)
     int sa = nr(k), sb = nr(k), kc = nr(k);
     emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(sa), R(s), wg_stage_bytes(cfg), R(w->base));
     emit(k, "add.u32 %s, %s, %d;", R(sb), R(sa), wg_block_m(cfg) * WG_ROW);
-    emit(k, "mul.lo.u32 %s, %s, %d;", R(kc), R(g.kt), wg_bk(cfg));
+    if (cfg->split) {
+        emit(k, "add.u32 %s, %s, %s;", R(kc), R(g.kt), R(w->kt0));
+        emit(k, "mul.lo.u32 %s, %s, %d;", R(kc), R(kc), wg_bk(cfg));
+    } else {
+        emit(k, "mul.lo.u32 %s, %s, %d;", R(kc), R(g.kt), wg_bk(cfg));
+    }
     wg_copy(w, ta, sa, kc, w->row0, wg_block_m(cfg), cfg->mn_a, full);
     wg_copy(w, tb, sb, kc, w->col0, cfg->bn, cfg->mn_b, full);
     wg_loop_end(w, &g);

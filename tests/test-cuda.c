@@ -13,8 +13,8 @@
  *     launch plan (a KV group wider than one warp's 4 heads, odd groups,
  *     aligned and unaligned K/V rows, decode and prefill), batches on device buffers (a typed matmul too)
  *     at unaligned offsets (each op of a chain checked against the device's
- *     own previous result), the TF32 path (precision = tf32), concurrent
- *     calls, a failing call that must leave the caller's output untouched,
+ *     own previous result), the TF32 path (precision = tf32) with the
+ *     prompt's split-k products (prompt_split_k), concurrent calls, a failing call that must leave the caller's output untouched,
  *     and the on-disk JIT cache.
  * rayo-conform covers every op and edge case; this test covers what only
  * the plugin's own interface shows.
@@ -57,6 +57,7 @@ static int failures;
 static char last_error[2048];
 static const char *config_precision = "fp32";
 static const char *config_embedded = "no";
+static const char *config_split_k = "no";
 static char cache_dir[512];
 
 static void h_log(const rayo_host *h, int level, const char *fmt, ...)
@@ -88,6 +89,8 @@ static const char *h_config(const rayo_host *h, const char *key)
         return config_precision;
     if (!strcmp(key, "embedded_code")) /* the first state JITs the PTX (the cache is checked), the second may not */
         return config_embedded;
+    if (!strcmp(key, "prompt_split_k"))
+        return config_split_k;
     return NULL;
 }
 
@@ -639,10 +642,10 @@ static void check_add_rmsnorm(void *st, size_t m, size_t n)
 /* A typed matmul (f32 A, Q4_0 weight B transposed, as an LLM prefill) in a
  * batch on device buffers, strict and relaxed (TF32 allowed): checked against
  * the float64 product with B's dequantized values. */
-static void test_typed_matmul_batch(void *st, uint32_t precision)
+static void test_typed_matmul_batch(void *st, uint32_t precision, size_t m, size_t n, size_t k)
 {
     const rayo_memory_api *mem = desc->memory;
-    size_t m = 37, n = 70, k = 96, qbytes = n * (k / 32) * 18;
+    size_t qbytes = n * (k / 32) * 18;
     float *a = floats(m * k, -1, 1), *bf = floats(n * k, -1, 1), *bd = malloc(n * k * 4);
     unsigned char *bq = malloc(qbytes);
     rayo_call quant = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_CONVERT, .n = n * k, .a = bf, .y = bq,
@@ -953,8 +956,8 @@ int main(int argc, char **argv)
     check_add_rmsnorm(st, 3, 4096);
     check_add_rmsnorm(st, 2, 1100); /* n % 4 == 0, past the warp kernels */
     check_add_rmsnorm(st, 1, 999);  /* odd n: not fused, still right */
-    test_typed_matmul_batch(st, RAYO_PRECISION_STRICT);
-    test_typed_matmul_batch(st, RAYO_PRECISION_RELAXED);
+    test_typed_matmul_batch(st, RAYO_PRECISION_STRICT, 37, 70, 96);
+    test_typed_matmul_batch(st, RAYO_PRECISION_RELAXED, 37, 70, 96);
     test_matmul_half(st);
     test_failure_keeps_output(st);
     test_concurrency(st);
@@ -962,12 +965,19 @@ int main(int argc, char **argv)
     CHECK(cubins >= 4, "JIT cache: %d cubin files in %s", cubins, cache_dir);
     desc->fini(st);
 
-    /* TF32: a second state, from the cache or the build's machine code this time */
+    /* TF32 and the prompt's split-k products: a second state, from the
+     * cache or the build's machine code this time */
     config_precision = "tf32";
     config_embedded = "yes";
+    config_split_k = "yes";
     st = NULL;
     CHECK(desc->init(&host, 0, &st) == RAYO_OK, "init (tf32): %s", last_error);
     if (st) {
+        /* the prompt's products split along k on sm_90 (prompt_split_k): a
+         * TinyLlama layer's 128 x 2048 x 2048 (16 tiles, 8 slices), partial
+         * tiles with a partial last slice (k = 2080: 33 k tiles in 7 slices) */
+        test_typed_matmul_batch(st, RAYO_PRECISION_RELAXED, 128, 2048, 2048);
+        test_typed_matmul_batch(st, RAYO_PRECISION_RELAXED, 130, 200, 2080);
         /* TF32 products (10-bit mantissas): about 1e-4 of the sum of |terms| */
         rayo_op_info tf32 = *rayo_op_by_id(RAYO_OP_MATMUL);
         tf32.tol_rel = 4e-3;

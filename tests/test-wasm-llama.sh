@@ -5,7 +5,8 @@
 # (a new seed each run), decoded greedily in the page on webgpu (SwiftShader)
 # and on the CPU plugins (wasm, scalar), must give the native rayo-llama's
 # tokens on the same file, and so must the page's threaded module on wasm in
-# a cross-origin isolated page (a thread per CPU).  All at strict precision (and past the
+# a cross-origin isolated page (2 threads).  The decoder runs in the page's
+# module worker each time.  All at strict precision (and past the
 # end-of-sequence token), where every backend
 # meets the same contracts (tests/test-llama.sh asserts the same natively).
 # RAYO_TEST_SEED replays a seed.  See test-wasm-llama.mjs; what it needs and

@@ -13,7 +13,9 @@
 // and every op it registers conforms (exit status 0); then matmul, gemv
 // and the row ops again with their tiled forms (workgroup memory and
 // barriers), which the plugin leaves to real GPUs (on a software adapter it
-// picks the barrier-free ones).
+// picks the barrier-free ones).  In both, layernorm answers every case
+// itself (with beta too: its float pairs meet the contract where
+// v gamma + beta cancels), none "unsupported".
 // Then the JS API (web/rayo/rayo.mjs) in a page, against float64 references
 // computed here on fresh random inputs: the webgpu backend loaded with its
 // adapter, features and limits in ctx.backends(); matmulAsync and gemvAsync
@@ -192,13 +194,17 @@ async function conformInPage(args, kernels, what) {
   check(status === '0', `${what} conforms (exit status ${status})`);
   check(errors.length === 0, `no errors in the page${errors.length ? ': ' + errors.join('; ') : ''}`);
   await page.close();
+  return log;
 }
 
 try {
   const args = process.env.RAYO_CONFORM_ARGS || '--quick';
-  await conformInPage(args, 'auto', 'every op the webgpu plugin registers');
-  await conformInPage(`${args} --op matmul,gemv,softmax,log_softmax,layernorm,rmsnorm`, 'tiled',
+  const all = await conformInPage(args, 'auto', 'every op the webgpu plugin registers');
+  const tiled = await conformInPage(`${args} --op matmul,gemv,softmax,log_softmax,layernorm,rmsnorm`, 'tiled',
     'matmul, gemv and the row ops in their workgroup forms');
+  for (const log of [all, tiled])
+    check(!/layernorm on webgpu: \d+ of \d+ cases answered "unsupported"/.test(log),
+      'layernorm runs every case on webgpu (with beta too: gamma ~ 100, beta ~ -+100)');
 
   // the JS API
   const [m, n, k] = [37 + Math.floor(random() * 40), 29 + Math.floor(random() * 40), 3 + Math.floor(random() * 300)];

@@ -2,7 +2,8 @@
 /* test-x86-qmatmul.c - the integer matmul of quantized weights at relaxed
  * precision in the avx2 and avx512 plugins (plugins/cpu-base/x86-qmatmul.c):
  *   - Q4_0, Q8_0, Q4_K and Q6_K weights against float64 with the relaxed contract, every
- *     element, on fresh random operands: row counts around its tile of 4
+ *     element, on fresh random operands (Q8_0: every other row's codes
+ *     over all bytes, -128 included): row counts around its tile of 4
  *     (1..9, 37), column counts around its panel of 8 (1, 7, 8, 9, 33, 100),
  *     k from the path's shortest (1024) to 5632, dense and strided A, B, C,
  *     alpha != 1, beta != 0 (C read) and beta == 0 (C poisoned, never read);
@@ -55,6 +56,18 @@ static void fill_a(float *x, size_t n, a_kind kind)
     }
 }
 
+/* Every code of a Q8_0 row random over all bytes, -128 first in each
+ * block: the extremes of the signed 8-bit products (a quantizer gives
+ * -127..127 only). */
+static void full_range_q8_0(unsigned char *row, size_t k)
+{
+    for (size_t b = 0; b < k / 32; b++) {
+        unsigned char *codes = row + b * RAYO_Q8_0_BYTES + 2;
+        for (int i = 0; i < 32; i++)
+            codes[i] = i ? (unsigned char)(256.0 * conform_rng_uniform(&rng)) : 0x80;
+    }
+}
+
 static int make_operands(const qcase *t, a_kind kind, operands *o)
 {
     o->lda = t->k + t->pad, o->ldb = t->k + (t->pad ? 256 : 0), o->ldc = t->n + t->pad;
@@ -66,8 +79,11 @@ static int make_operands(const qcase *t, a_kind kind, operands *o)
     if (!o->A || !o->B || !o->C)
         return 0;
     fill_a(o->A, t->m * o->lda, kind);
-    for (size_t r = 0; r < t->n; r++)
+    for (size_t r = 0; r < t->n; r++) {
         conform_fill_row(&rng, t->bdt, o->B + r * row_bytes, t->k, -1.0f, 1.0f);
+        if (t->bdt == RAYO_DTYPE_Q8_0 && r % 2)
+            full_range_q8_0(o->B + r * row_bytes, t->k);
+    }
     if (t->beta != 0.0f)
         conform_fill_uniform(&rng, o->C, t->m * o->ldc, -1.0, 1.0);
     else

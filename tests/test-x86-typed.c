@@ -15,7 +15,9 @@
  *     int8 x is at its limits: short rows, x spanning 1e-8..1e8, x with a
  *     few values 100 times the rest; and an ordinary long x must take the
  *     int8 path (an error above 2^-16 of sum |terms| on some row, which
- *     the int16 and strict paths never reach).
+ *     the int16 and strict paths never reach), and so must x with one
+ *     value 8 times the rest in 256 for Q4_K and Q6_K (their int8 x with
+ *     a scale per 32 values).
  * Each backend that loads is checked, 1 and 2 threads; SKIP (77) where
  * neither loads.
  */
@@ -133,9 +135,10 @@ static void check_relaxed_fallback(rayo_context *ctx, const char *backend, rayo_
     free(A);
 }
 
-typedef enum x_class { X_UNIFORM, X_DECADES, X_OUTLIERS } x_class;
+typedef enum x_class { X_UNIFORM, X_DECADES, X_OUTLIERS, X_ONE_IN_256 } x_class;
 
-static const char *const x_class_name[] = { "uniform in +-1", "spanning 1e-8..1e8", "with outliers x100" };
+static const char *const x_class_name[] = { "uniform in +-1", "spanning 1e-8..1e8", "with outliers x100",
+                                            "with +-8 once in 256" };
 
 static void fill_x(float *x, size_t n, x_class cls)
 {
@@ -145,6 +148,8 @@ static void fill_x(float *x, size_t n, x_class cls)
             x[i] = (x[i] < 0 ? -1.0f : 1.0f) * (float)pow(10.0, -8.0 + 16.0 * conform_rng_uniform(&rng));
         else if (cls == X_OUTLIERS && conform_rng_uniform(&rng) < 0.01)
             x[i] *= 100.0f;
+        else if (cls == X_ONE_IN_256 && i % 256 == 100)
+            x[i] = x[i] < 0 ? -8.0f : 8.0f;
     }
 }
 
@@ -184,7 +189,7 @@ static void check_relaxed_accuracy(rayo_context *ctx, const char *backend, rayo_
     static const size_t sizes[] = { 32, 64, 256, 288, 1024, 4096, 4128, 16384 }; /* 4128: 129 blocks */
     size_t block = rayo_dtype_block_elems(dt);
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        for (int cls = X_UNIFORM; cls <= X_OUTLIERS; cls++) {
+        for (int cls = X_UNIFORM; cls <= X_ONE_IN_256; cls++) {
             if (sizes[i] % block)
                 continue;
             size_t m = sizes[i] <= 1024 ? 257 : 13;
@@ -196,6 +201,15 @@ static void check_relaxed_accuracy(rayo_context *ctx, const char *backend, rayo_
     double e = relaxed_error(ctx, backend, dt, 64, 4096, X_UNIFORM);
     CHECK(e > 1.0 / 131.0, "%s: gemv %s relaxed, n = 4096, ordinary x: error %.3g of the contract, as "
           "small as 16-bit x gives: the int8 path did not run", backend, rayo_dtype_name(dt), e);
+    /* One value of 8 in 256 fails the budget of one x scale per 256 values
+     * (its rounding error, sqrt(4096 / 12) 8 / 127 ~ 1.2, is over 0.64) and
+     * passes that of a scale per 32 (~0.46): the K formats' int8 x per 32. */
+    if (block == RAYO_QK_K) {
+        e = relaxed_error(ctx, backend, dt, 64, 4096, X_ONE_IN_256);
+        CHECK(e > 1.0 / 131.0, "%s: gemv %s relaxed, n = 4096, x with +-8 once in 256: error %.3g of the "
+              "contract, as small as the strict path gives: int8 x per 32 did not run", backend,
+              rayo_dtype_name(dt), e);
+    }
 }
 
 static void run_all(rayo_context *ctx, const char *backend)

@@ -235,40 +235,10 @@ static void kernel_4x24(size_t kc, const float *a, const float *b, float *c, siz
 #undef STORE_ONE
 }
 
-/* An edge tile: the whole 4x24 product into a buffer, then the valid
- * rows x cols merged into C. */
-static void kernel_edge(size_t kc, const float *a, const float *b, float *c, size_t ldc,
-                        size_t rows, size_t cols, float alpha, float beta)
-{
-    float tile[MR * NR];
-    kernel_4x24(kc, a, b, tile, NR, 1.0f, 0.0f);
-    for (size_t r = 0; r < rows; r++)
-        for (size_t j = 0; j < cols; j++) {
-            float v = alpha * tile[r * NR + j];
-            c[r * ldc + j] = beta == 0.0f ? v : v + beta * c[r * ldc + j];
-        }
-}
-
-/* ---- one (jc, pc) step: tasks over (ic block, column slice) ----------------- */
-typedef struct gemm_step {
-    const gemm_args *g;
-    const avx2_state *st;
-    x86_gemm_scratch *scratch;
-    size_t jc, nc, pc, kc;
-    size_t mc, m_blocks;         /* A blocks of mc rows (multiple of MR) */
-    size_t slice, slices;        /* column slices of the nc block (multiple of NR) */
-    float beta;                  /* the call's beta at pc == 0, else 1 */
-} gemm_step;
-
-/* Transposed B: one task per panel (a panel reads NR rows of B, each
- * contiguous along k). */
-static void pack_b_task(void *arg, size_t task, unsigned worker)
-{
-    const gemm_step *s = arg;
-    (void)worker;
-    size_t j = task * NR;
-    pack_b_panel(s->g, s->pc, s->kc, s->jc + j, min_size(NR, s->nc - j), s->scratch->packed_b + j * s->kc);
-}
+/* ---- the blocked driver (x86-sgemm-blocked_tmpl.c) ------------------------- */
+#define X86_KERNEL_TILE kernel_4x24
+#define X86_PACK_B_OWN /* B not transposed: packed row by row (below) */
+#include "x86-sgemm-blocked_tmpl.c"
 
 #define PACK_B_ROWS 16 /* rows of B per task when B is not transposed */
 
@@ -304,86 +274,6 @@ static void pack_b(const avx2_state *st, gemm_step *s)
         cpu_parallel(&st->cpu, (s->nc + NR - 1) / NR, pack_b_task, s);
     else
         cpu_parallel(&st->cpu, (s->kc + PACK_B_ROWS - 1) / PACK_B_ROWS, pack_b_rows_task, s);
-}
-
-static void compute_task(void *arg, size_t task, unsigned worker)
-{
-    const gemm_step *s = arg;
-    const gemm_args *g = s->g;
-    size_t block = task / s->slices, slice = task % s->slices;
-    size_t i0 = block * s->mc;
-    if (i0 >= g->m)
-        return;
-    size_t mc = min_size(s->mc, g->m - i0);
-    size_t j_begin = slice * s->slice, j_end = min_size(j_begin + s->slice, s->nc);
-    if (j_begin >= j_end)
-        return;
-    float *pa = s->scratch->packed_a + (size_t)worker * (s->st->blocking.mc + MR) * s->kc;
-    pack_a(g, i0, mc, s->pc, s->kc, pa);
-    for (size_t jr = j_begin; jr < j_end; jr += NR) {
-        const float *pb = s->scratch->packed_b + jr * s->kc;
-        size_t cols = min_size(NR, s->nc - jr);
-        for (size_t ir = 0; ir < mc; ir += MR) {
-            size_t rows = min_size(MR, mc - ir);
-            float *c = g->C + (i0 + ir) * g->n + s->jc + jr;
-            if (rows == MR && cols == NR)
-                kernel_4x24(s->kc, pa + ir * s->kc, pb, c, g->n, g->alpha, s->beta);
-            else
-                kernel_edge(s->kc, pa + ir * s->kc, pb, c, g->n, rows, cols, g->alpha, s->beta);
-        }
-    }
-}
-
-/* Split m into blocks of at most the blocking's mc, as many as a multiple of
- * the thread count when m allows, so that the pool's threads get equal work;
- * when there are fewer blocks than threads, the columns are sliced too. */
-static void plan_tasks(const avx2_state *st, const gemm_args *g, size_t nc, unsigned threads, gemm_step *s)
-{
-    size_t max_blocks = (g->m + MR - 1) / MR;
-    size_t blocks = (g->m + st->blocking.mc - 1) / st->blocking.mc;
-    if (threads > 1) {
-        blocks = (blocks + threads - 1) / threads * threads;
-        if (blocks > max_blocks)
-            blocks = max_blocks;
-    }
-    s->mc = ((g->m + blocks - 1) / blocks + MR - 1) / MR * MR;
-    s->m_blocks = (g->m + s->mc - 1) / s->mc;
-    size_t panels = (nc + NR - 1) / NR;
-    s->slices = 1;
-    if (threads > 1 && s->m_blocks < 2 * threads) {
-        s->slices = (2 * threads + s->m_blocks - 1) / s->m_blocks;
-        if (s->slices > panels)
-            s->slices = panels;
-    }
-    s->slice = (panels + s->slices - 1) / s->slices * NR;
-}
-
-static rayo_status gemm_blocked(avx2_state *st, const gemm_args *g)
-{
-    unsigned threads = cpu_threads(&st->cpu);
-    x86_gemm_scratch *scratch = x86_gemm_scratch_get(&st->cpu, &st->scratch_pool,
-                                                   &st->blocking, MR, NR, threads);
-    if (!scratch)
-        return RAYO_E_NOMEM;
-    const x86_gemm_blocking *b = &st->blocking;
-    for (size_t jc = 0; jc < g->n; jc += b->nc) {
-        size_t nc = min_size(b->nc, g->n - jc);
-        gemm_step s = { .g = g, .st = st, .scratch = scratch, .jc = jc, .nc = nc };
-        plan_tasks(st, g, nc, threads, &s);
-        /* k in equal blocks of at most kc: a thin last block would cost a
-         * whole pass over C for little work. */
-        size_t k_blocks = (g->k + b->kc - 1) / b->kc;
-        size_t kc = ((g->k + k_blocks - 1) / k_blocks + 7) / 8 * 8;
-        for (size_t pc = 0; pc < g->k; pc += kc) {
-            s.pc = pc;
-            s.kc = min_size(kc, g->k - pc);
-            s.beta = pc == 0 ? g->beta : 1.0f;
-            pack_b(st, &s);
-            cpu_parallel(&st->cpu, s.m_blocks * s.slices, compute_task, &s);
-        }
-    }
-    x86_gemm_scratch_put(&st->scratch_pool, scratch);
-    return RAYO_OK;
 }
 
 /* ---- gemv: y = alpha op(A) x + beta y, A rows x cols ----------------------- */

@@ -168,11 +168,6 @@ static ALWAYS_INLINE float reduce_extreme(const float *x, size_t n, int want_max
     return best;
 }
 
-float avx2_max_f32(const float *x, size_t n)
-{
-    return reduce_extreme(x, n, 1);
-}
-
 /* Index of the first element equal to value (value NaN: the first NaN);
  * the caller knows there is one. */
 static size_t reduce_find_first(const float *x, size_t n, float value)

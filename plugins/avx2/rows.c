@@ -23,9 +23,11 @@
 
 /* ---- softmax, log_softmax -------------------------------------------------- */
 
-/* y[j] = exp(x[j] - mx) (y may be x); returns sum of y in double (float lanes
- * within blocks of 1024 elements, double across blocks). */
-static double exp_shifted_store(const float *x, float *y, size_t n, float mx)
+/* sum of exp(x[j] - mx), float lanes within blocks of 1024 elements, double
+ * across blocks; with y, the terms are stored too (y may be x).  Inlined,
+ * so log_softmax's call (y NULL: it needs x afterwards) has no stores. */
+static inline __attribute__((always_inline)) double exp_shifted_sum(const float *x, float *y, size_t n,
+                                                                    float mx)
 {
     const __m256 shift = _mm256_set1_ps(mx);
     __m256d total = _mm256_setzero_pd();
@@ -36,8 +38,10 @@ static double exp_shifted_store(const float *x, float *y, size_t n, float mx)
         for (; j + 16 <= block_end; j += 16) {
             __m256 e0 = v_exp(_mm256_sub_ps(_mm256_loadu_ps(x + j), shift));
             __m256 e1 = v_exp(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), shift));
-            _mm256_storeu_ps(y + j, e0);
-            _mm256_storeu_ps(y + j + 8, e1);
+            if (y) {
+                _mm256_storeu_ps(y + j, e0);
+                _mm256_storeu_ps(y + j + 8, e1);
+            }
             acc0 = _mm256_add_ps(acc0, e0);
             acc1 = _mm256_add_ps(acc1, e1);
         }
@@ -46,32 +50,9 @@ static double exp_shifted_store(const float *x, float *y, size_t n, float mx)
             __m256i m = v_lane_mask(count);
             __m256 e = v_exp(_mm256_sub_ps(_mm256_maskload_ps(x + j, m), shift));
             e = _mm256_and_ps(e, _mm256_castsi256_ps(m));    /* unused lanes add 0 */
-            _mm256_maskstore_ps(y + j, m, e);
+            if (y)
+                _mm256_maskstore_ps(y + j, m, e);
             acc0 = _mm256_add_ps(acc0, e);
-        }
-        total = v_widen_add(total, _mm256_add_ps(acc0, acc1));
-    }
-    return v_hsum_pd(total);
-}
-
-/* The same sum without storing the terms (log_softmax needs x afterwards). */
-static double exp_shifted_sum(const float *x, size_t n, float mx)
-{
-    const __m256 shift = _mm256_set1_ps(mx);
-    __m256d total = _mm256_setzero_pd();
-    size_t j = 0;
-    while (j < n) {
-        size_t block_end = n - j > 1024 ? j + 1024 : n;
-        __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
-        for (; j + 16 <= block_end; j += 16) {
-            acc0 = _mm256_add_ps(acc0, v_exp(_mm256_sub_ps(_mm256_loadu_ps(x + j), shift)));
-            acc1 = _mm256_add_ps(acc1, v_exp(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), shift)));
-        }
-        for (; j < block_end; j += 8) {
-            size_t count = block_end - j < 8 ? block_end - j : 8;
-            __m256i m = v_lane_mask(count);
-            __m256 e = v_exp(_mm256_sub_ps(_mm256_maskload_ps(x + j, m), shift));
-            acc0 = _mm256_add_ps(acc0, _mm256_and_ps(e, _mm256_castsi256_ps(m)));
         }
         total = v_widen_add(total, _mm256_add_ps(acc0, acc1));
     }
@@ -95,7 +76,7 @@ static void scale_in_place(float *y, size_t n, float factor)
 static void softmax_row(const float *x, float *y, size_t n)
 {
     float mx = avx2_max_f32(x, n);
-    double sum = exp_shifted_store(x, y, n, mx);
+    double sum = exp_shifted_sum(x, y, n, mx);
     scale_in_place(y, n, (float)(1.0 / sum));
 }
 
@@ -107,7 +88,7 @@ static void log_softmax_row(const float *x, float *y, size_t n)
 {
     float mx = avx2_max_f32(x, n);
     const __m256 vmx = _mm256_set1_ps(mx);
-    const __m256 vlog = _mm256_set1_ps((float)log(exp_shifted_sum(x, n, mx)));
+    const __m256 vlog = _mm256_set1_ps((float)log(exp_shifted_sum(x, NULL, n, mx)));
     size_t j = 0;
     for (; j + 8 <= n; j += 8)
         _mm256_storeu_ps(y + j, _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), vmx), vlog));
@@ -120,38 +101,21 @@ static void log_softmax_row(const float *x, float *y, size_t n)
 
 /* ---- layernorm, rmsnorm ----------------------------------------------------- */
 
-/* sum of x in double: exact for any row a float could hold the mean of. */
-static double row_sum_f64(const float *x, size_t n)
+/* The double sums of layernorm (cpu-row-sums_tmpl.c), 8 floats a step. */
+#define VD __m256d
+#define ROW_SUMS_STEP 8
+#define vd_zero _mm256_setzero_pd
+#define vd_set _mm256_set1_pd
+#define vd_add _mm256_add_pd
+#define vd_sub _mm256_sub_pd
+#define vd_fma _mm256_fmadd_pd
+#define vd_hsum v_hsum_pd
+static inline void row_sums_widen(const float *x, VD *lo, VD *hi)
 {
-    __m256d acc0 = _mm256_setzero_pd(), acc1 = acc0;
-    size_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm_loadu_ps(x + j)));
-        acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm_loadu_ps(x + j + 4)));
-    }
-    double s = v_hsum_pd(_mm256_add_pd(acc0, acc1));
-    for (; j < n; j++)
-        s += x[j];
-    return s;
+    *lo = _mm256_cvtps_pd(_mm_loadu_ps(x));
+    *hi = _mm256_cvtps_pd(_mm_loadu_ps(x + 4));
 }
-
-/* sum of (x - mean)^2 in double: the second pass of a two-pass variance. */
-static double row_centered_squares_f64(const float *x, size_t n, double mean)
-{
-    const __m256d mu = _mm256_set1_pd(mean);
-    __m256d acc0 = _mm256_setzero_pd(), acc1 = acc0;
-    size_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        __m256d d0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + j)), mu);
-        __m256d d1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + j + 4)), mu);
-        acc0 = _mm256_fmadd_pd(d0, d0, acc0);
-        acc1 = _mm256_fmadd_pd(d1, d1, acc1);
-    }
-    double s = v_hsum_pd(_mm256_add_pd(acc0, acc1));
-    for (; j < n; j++)
-        s += ((double)x[j] - mean) * ((double)x[j] - mean);
-    return s;
-}
+#include "cpu-row-sums_tmpl.c"
 
 /* y = ((x - center) * rstd) * gamma + beta in double, rounded once:
  * in float, rstd overflows for subnormal rows (1 / sqrt(1e-78)), and

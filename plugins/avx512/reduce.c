@@ -144,11 +144,6 @@ static ALWAYS_INLINE float reduce_extreme(const float *x, size_t n, int want_max
                     : _mm512_reduce_min_ps(_mm512_min_ps(_mm512_min_ps(m0, m1), _mm512_min_ps(m2, m3)));
 }
 
-float avx512_max_f32(const float *x, size_t n)
-{
-    return reduce_extreme(x, n, 1);
-}
-
 /* Index of the first element equal to value (NaN: the first NaN); the
  * caller knows there is one. */
 static size_t reduce_find_first(const float *x, size_t n, float value)

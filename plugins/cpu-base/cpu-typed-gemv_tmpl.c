@@ -19,8 +19,9 @@
  *              the sub-block scales, the minimums with exact sums of x;
  *              where that rounding fails the budget, Q4_K takes x in int8
  *              per 32 values (each sub-block's int32 sum times its own
- *              float scale), and Q6_K, or what fails that too, the strict
- *              path.
+ *              float scale), Q6_K too (each 32 values' dot of codes and
+ *              group scales in int32, then times its float scale), and
+ *              what fails that as well the strict path.
  *            An x with a value that is not finite, or a block of x whose
  *            largest |x| is below 1e-30 but not 0, takes the strict path.
  *
@@ -38,6 +39,9 @@
 #include "cpu-base.h"
 #include "cpu-f64-fallback.h"
 #include "cpu-rounding-budget.h"
+#ifndef TYPED_GEMV_STRICT_ONLY
+#include "x86-quant.h" /* the integer path is x86's: its x rounded in vectors */
+#endif
 
 #include <float.h>
 #include <math.h>
@@ -66,7 +70,8 @@ typedef struct typed_gemv_x {
     /* relaxed path, Q4_K and Q6_K (else NULL): */
     const int8_t *q8;     /* round(x / scale8) per 256 values (n) */
     const float *scale8;  /* per 256 values: largest |x| / 127 (n / 256) */
-    const int16_t *qsum;  /* per 16 values: the sum of their q8 (n / 16), for Q6_K's -32 */
+    const int16_t *qsum;  /* per 16 values: the sum of their q8, or of their q8_32 where Q6_K takes
+                             x per 32 (n / 16), for Q6_K's -32 */
     const float *sum;     /* per 32 values: the sum of x (n / 32), for Q4_K's minimums */
 } typed_gemv_x;
 
@@ -79,7 +84,7 @@ static typed_rows_fn rows_f16, rows_bf16, rows_q8_0, rows_q4_0, rows_q4_k, rows_
 #ifndef TYPED_GEMV_STRICT_ONLY
 static typed_rows_fn rows_q8_0_int, rows_q4_0_int, rows_q4_k_int, rows_q6_k_int;
 static typed_rows_fn rows_q8_0_i8, rows_q4_0_i8; /* Q8_0, Q4_0 against int8 x */
-static typed_rows_fn rows_q4_k_i8_32;            /* Q4_K against int8 x per 32 values */
+static typed_rows_fn rows_q4_k_i8_32, rows_q6_k_i8_32; /* Q4_K, Q6_K against int8 x per 32 values */
 #endif
 
 /* Defines the row kernel NAME over blocks of BLOCK values and BYTES bytes,
@@ -252,6 +257,10 @@ static inline void typed_gemv_round_to(const float *x, size_t len, float amax, i
 static inline int typed_gemv_round_x32(const float *x, size_t n, int8_t *q8, int16_t *q16, float *scale,
                                        rounding_error *err)
 {
+#ifndef TYPED_GEMV_STRICT_ONLY
+    if (q8)
+        return x86_round_x32_i8(x, n, q8, scale, err);
+#endif
     for (size_t b = 0; b < n / TYPED_GEMV_X16_BLOCK; b++) {
         const float *xb = x + b * TYPED_GEMV_X16_BLOCK;
         size_t at = b * TYPED_GEMV_X16_BLOCK;
@@ -263,6 +272,17 @@ static inline int typed_gemv_round_x32(const float *x, size_t n, int8_t *q8, int
         scale[b] = amax / (q8 ? 127.0f : 32767.0f);
     }
     return 1;
+}
+
+/* The sums of q's values per 16 (n / 16 of them) into qsum. */
+static inline void typed_gemv_group_sums(const int8_t *q, size_t n, int16_t *qsum)
+{
+    for (size_t g = 0; g < n / 16; g++) {
+        int group_sum = 0;
+        for (size_t i = 16 * g; i < 16 * g + 16; i++)
+            group_sum += q[i];
+        qsum[g] = (int16_t)group_sum;
+    }
 }
 
 /* x (n, a multiple of 256) into q8, scale8, qsum and sum; 0 when a block
@@ -284,14 +304,9 @@ static inline int typed_gemv_round_x8(const float *x, size_t n, int8_t *q, float
             amax = sub_max > amax ? sub_max : amax;
         }
         typed_gemv_round_to(xb, TYPED_GEMV_X8_BLOCK, amax, qb, NULL, &err);
-        for (int g = 0; g < TYPED_GEMV_X8_BLOCK / 16; g++) {
-            int group_sum = 0;
-            for (int i = 16 * g; i < 16 * g + 16; i++)
-                group_sum += qb[i];
-            qsum[b * 16 + g] = (int16_t)group_sum;
-        }
         scale[b] = amax / 127.0f;
     }
+    typed_gemv_group_sums(q, n, qsum);
     return rounding_within_budget(&err);
 }
 
@@ -363,23 +378,31 @@ static inline typed_rows_fn *typed_gemv_small_blocks_x(typed_gemv_x *x, rayo_dty
     return q8_0 ? rows_q8_0_int : rows_q4_0_int;
 }
 
-/* Q4_K where x's scale per 256 fails the budget (a few values far larger
- * than the rest: outlier features): x in int8 per 32 values, the sums of x
- * per 32 for the minimums; the row kernel, NULL where that fails too. */
-static inline typed_rows_fn *typed_gemv_q4_k_x32(typed_gemv_x *x, size_t n, float *scratch)
+/* Q4_K and Q6_K where x's scale per 256 fails the budget (a few values
+ * far larger than the rest: outlier features): x in int8 per 32 values,
+ * with the sums of x per 32 for Q4_K's minimums, the sums of the int8
+ * values per 16 for Q6_K's -32; the row kernel, NULL where that fails too. */
+static inline typed_rows_fn *typed_gemv_k_x32(typed_gemv_x *x, rayo_dtype dt, size_t n, float *scratch)
 {
     int8_t *q = (int8_t *)(void *)scratch;                /* n / 4 floats */
     float *scale = scratch + n / 4, *sum = scale + n / 32; /* n / 32, n / 32 */
+    int16_t *qsum = (int16_t *)(void *)(sum + n / 32);     /* n / 32 */
     rounding_error err = { 0.0, 0.0, 0.0, 0.0 };
     if (!typed_gemv_round_x32(x->f, n, q, NULL, scale, &err) || !rounding_within_budget(&err))
         return NULL;
+    x->q8_32 = q, x->scale8_32 = scale;
+    if (dt == RAYO_DTYPE_Q6_K) {
+        typed_gemv_group_sums(q, n, qsum);
+        x->qsum = qsum;
+        return rows_q6_k_i8_32;
+    }
     for (size_t b = 0; b < n / 32; b++) {
         double s = 0.0;
         for (size_t i = 32 * b; i < 32 * b + 32; i++)
             s += x->f[i];
         sum[b] = (float)s;
     }
-    x->q8_32 = q, x->scale8_32 = scale, x->sum = sum;
+    x->sum = sum;
     return rows_q4_k_i8_32;
 }
 
@@ -396,7 +419,7 @@ static inline typed_rows_fn *typed_gemv_round_x(typed_gemv_x *x, rayo_dtype dt, 
     x->q8 = q, x->scale8 = scale, x->qsum = qsum, x->sum = sum;
     if (typed_gemv_round_x8(x->f, n, q, scale, qsum, sum))
         return typed_rows_int_for(dt);
-    return dt == RAYO_DTYPE_Q4_K ? typed_gemv_q4_k_x32(x, n, scratch) : NULL;
+    return typed_gemv_k_x32(x, dt, n, scratch);
 }
 #endif
 

@@ -18,8 +18,7 @@ double CPU_KERNEL(sum_f64)(const float *x, size_t n);
 double CPU_KERNEL(dot_f64)(const float *a, const float *b, size_t n);
 /* Sum of x^2 in double lanes (no overflow for any float). */
 double CPU_KERNEL(sum_squares_f64)(const float *x, size_t n);
-/* Maximum of x[0..n), n >= 1 (wasm's: -inf for n == 0); NaN if any
- * element is NaN. */
+/* Maximum of x[0..n), -inf for n == 0; NaN if any element is NaN. */
 float CPU_KERNEL(max_f32)(const float *x, size_t n);
 
 /* gemv's kernels (gemv.c), also matmul's path for m == 1 or n == 1. */

@@ -10,11 +10,12 @@
  *
  * acc[t] (8 columns) = row t of A (x[t]: its codes, d[t], dsum[t]) times
  * the panel, t < 4, the panel's block pb against A's block pb >> shift,
- * its minimums against dsum[t][pb >> min_shift].  The row loops are unrolled so that the 4 integer and
+ * its minimums against dsum[t][pb] (A's sums per 32 values, or per 16
+ * for Q6_K, whose panel blocks are 16 values each).  The row loops are unrolled so that the 4 integer and
  * 4 float sums stay in registers; the group loop only by 2: unrolled by 8,
  * GCC regrouped the 16-bit sums into a tree and spilled half of them (68
  * against 89 GFLOP/s, 128 x 2048 x 2048 q4_0 on one AVX2 thread). */
-static void TILE_NAME(const panel_block *panel, size_t blocks, int shift, int min_shift, const int8_t *const x[TILE_ROWS],
+static void TILE_NAME(const panel_block *panel, size_t blocks, int shift, const int8_t *const x[TILE_ROWS],
                       const float *const d[TILE_ROWS], const float *const dsum[TILE_ROWS], __m256 acc[TILE_ROWS])
 {
     __m256 a[TILE_ROWS] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
@@ -37,7 +38,7 @@ static void TILE_NAME(const panel_block *panel, size_t blocks, int shift, int mi
         for (int t = 0; t < TILE_ROWS; t++) {
             __m256 dot = _mm256_mul_ps(_mm256_cvtepi32_ps(TILE_WIDEN(sums[t])), scale);
             a[t] = _mm256_fmadd_ps(dot, _mm256_set1_ps(d[t][b]), a[t]);
-            a[t] = _mm256_fnmadd_ps(min, _mm256_set1_ps(dsum[t][pb >> min_shift]), a[t]);
+            a[t] = _mm256_fnmadd_ps(min, _mm256_set1_ps(dsum[t][pb]), a[t]);
         }
     }
     for (int t = 0; t < TILE_ROWS; t++)

@@ -17,10 +17,8 @@
 #define ROUND_ROWS 8 /* rows of A per task of its rounding */
 
 /* 32 values of 8 columns of B: codes[32 g + 4 j + i] is value 4 g + i of
- * column j (u8, 0..15); the column's value v is scale[j] code - min[j].
- * Q8_0 takes two of them per 32 values (its codes q + 128 = 16 h + l: h in
- * the first, l in the second), so its bytes go through the same 4-bit
- * products; the part of B of each 32 values of A is a panel "slot". */
+ * column j (u8, 0..15; Q8_0: its signed bytes as they are); the column's
+ * value v is scale[j] code - min[j]. */
 typedef struct panel_block {
     uint8_t codes[BLOCK * COLS];
     float scale[COLS], min[COLS];
@@ -35,7 +33,7 @@ typedef struct rounded_a {
 } rounded_a;
 
 /* acc[t] (8 columns) = row t of A times the panel (x86-qmatmul-tile_tmpl.c). */
-typedef void tile_fn(const panel_block *panel, size_t blocks, int shift, int min_shift, const int8_t *const x[TILE_ROWS],
+typedef void tile_fn(const panel_block *panel, size_t blocks, int shift, const int8_t *const x[TILE_ROWS],
                      const float *const d[TILE_ROWS], const float *const dsum[TILE_ROWS], __m256 acc[TILE_ROWS]);
 
 typedef struct qmatmul_job {
@@ -43,7 +41,6 @@ typedef struct qmatmul_job {
     rayo_dtype bdt;
     size_t blocks;       /* k / 32 */
     int shift;           /* panel blocks per 32 values of A: 1 << shift */
-    int min_shift;       /* panel block pb's minimum goes with A's sums dsum[pb >> min_shift] */
     size_t b_stride;     /* bytes between rows of B */
     rounded_a a;
     panel_block *panels; /* one panel of blocks << shift blocks per worker */
@@ -210,34 +207,28 @@ static __m256i codes_q4_k(const uint8_t *row, size_t b, float *scale, float *min
     return _mm256_and_si256(_mm256_srli_epi16(qs, 4 * (s & 1)), _mm256_set1_epi8(15));
 }
 
-/* Part p of block b of a Q8_0 row: the high (p = 0) or low (p = 1) 4 bits
- * of its codes q + 128, with what makes d q = 16 d h + d l - 128 d. */
-static __m256i codes_q8_0(const uint8_t *row, size_t b, int p, float *scale, float *min)
+/* Block b of a Q8_0 row: its signed codes (value = d q; the signed tile). */
+static __m256i codes_q8_0(const uint8_t *row, size_t b, float *scale, float *min)
 {
     const uint8_t *blk = row + b * RAYO_Q8_0_BYTES;
-    __m256i u = _mm256_xor_si256(x86_load256(blk + 2), _mm256_set1_epi8((char)0x80));
-    float d = x86_f16_at(blk);
-    *scale = p ? d : 16.0f * d;
-    *min = p ? 0.0f : 128.0f * d;
-    return _mm256_and_si256(p ? u : _mm256_srli_epi16(u, 4), _mm256_set1_epi8(15));
+    *scale = x86_f16_at(blk);
+    *min = 0.0f;
+    return x86_load256(blk + 2);
 }
 
-/* Part p of block b of a Q6_K row: half h = p >> 1 of its 32 values (the
- * other half's codes 0: Q6_K has a scale per 16 values), and of its codes
- * q = 16 u + l the high bits u (p even) or the low l (p odd), with what
- * makes d sc (q - 32) = 16 d sc u + d sc l - 32 d sc over that half. */
-static __m256i codes_q6_k(const uint8_t *row, size_t b, int p, float *scale, float *min)
+/* Half h of block b of a Q6_K row: the 6-bit codes q of those 16 values
+ * (the other half's codes 0: Q6_K has a scale per 16 values), with what
+ * makes d sc (q - 32) over that half (the wide tile). */
+static __m256i codes_q6_k(const uint8_t *row, size_t b, int h, float *scale, float *min)
 {
     const uint8_t *blk = row + b / 8 * RAYO_Q6_K_BYTES;
-    int s = (int)(b % 8), h = p >> 1;
+    int s = (int)(b % 8);
     __m256i q = x86_q6_k_codes(blk, x86_load256(blk + RAYO_Q6_K_QH + 32 * (s / 4)), s / 4, s % 4);
     float ds = x86_f16_at(blk + RAYO_Q6_K_D) * (float)(int8_t)blk[RAYO_Q6_K_SCALES + 2 * s + h];
-    *scale = p & 1 ? ds : 16.0f * ds;
-    *min = p & 1 ? 0.0f : 32.0f * ds;
-    __m256i part = p & 1 ? _mm256_and_si256(q, _mm256_set1_epi8(15))
-                         : _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(3));
+    *scale = ds;
+    *min = 32.0f * ds;
     __m128i ones = _mm_set1_epi8(-1), none = _mm_setzero_si128();
-    return _mm256_and_si256(part, h ? _mm256_set_m128i(ones, none) : _mm256_set_m128i(none, ones));
+    return _mm256_and_si256(q, h ? _mm256_set_m128i(ones, none) : _mm256_set_m128i(none, ones));
 }
 
 /* The 8 x 8 transpose of 32-bit elements: out[g] holds element g of each of
@@ -268,8 +259,8 @@ static __m256i column_codes(const qmatmul_job *job, const uint8_t *row, size_t p
     switch (job->bdt) {
     case RAYO_DTYPE_Q4_0: return codes_q4_0(row, b, scale, min);
     case RAYO_DTYPE_Q4_K: return codes_q4_k(row, b, scale, min);
-    case RAYO_DTYPE_Q6_K: return codes_q6_k(row, b, (int)(pb & 3), scale, min);
-    default: return codes_q8_0(row, b, (int)(pb & 1), scale, min);
+    case RAYO_DTYPE_Q6_K: return codes_q6_k(row, b, (int)(pb & 1), scale, min);
+    default: return codes_q8_0(row, b, scale, min);
     }
 }
 
@@ -303,6 +294,24 @@ static void pack_panel(const qmatmul_job *job, size_t col0, panel_block *panel)
 #define TILE_WIDEN(s) _mm256_madd_epi16((s), _mm256_set1_epi16(1))
 #include "x86-qmatmul-tile_tmpl.c"
 
+/* Q8_0's signed codes w: vpmaddubsw takes |w| (u8, 128 for -128) and x
+ * with w's sign, pairs of products exact in 16 bits (at most 2 x 128 x
+ * 127 = 32512) but two groups could overflow them: each group is widened
+ * at once.  One pass of 8-bit products where 4-bit codes took two. */
+#define TILE_NAME tile_maddubs_signed
+#define TILE_SUM(s, w, x)                                                                                 \
+    _mm256_add_epi32((s), _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8((x), (w))), \
+                                            _mm256_set1_epi16(1)))
+#define TILE_WIDEN(s) (s)
+#include "x86-qmatmul-tile_tmpl.c"
+
+/* Q6_K's 6-bit codes: pairs of products at most 2 x 63 x 127 = 16002, so
+ * each group's are widened at once too (vpdpbusd needs no such tile). */
+#define TILE_NAME tile_maddubs_wide
+#define TILE_SUM(s, w, x) _mm256_add_epi32((s), _mm256_madd_epi16(_mm256_maddubs_epi16((w), (x)), _mm256_set1_epi16(1)))
+#define TILE_WIDEN(s) (s)
+#include "x86-qmatmul-tile_tmpl.c"
+
 #if defined(__AVX512F__) && defined(__AVX512VL__)
 /* The avx512 plugin, on a CPU with AVX512_VNNI: vpdpbusd sums the products
  * of 4 codes with 4 values straight into 32 bits, one instruction where
@@ -313,17 +322,24 @@ static void pack_panel(const qmatmul_job *job, size_t col0, panel_block *panel)
 #define TILE_SUM(s, w, x) _mm256_dpbusd_epi32((s), (w), (x))
 #define TILE_WIDEN(s) (s)
 #include "x86-qmatmul-tile_tmpl.c"
+#define TILE_NAME tile_vnni_signed
+#define TILE_SUM(s, w, x) _mm256_dpbusd_epi32((s), _mm256_abs_epi8(w), _mm256_sign_epi8((x), (w)))
+#define TILE_WIDEN(s) (s)
+#include "x86-qmatmul-tile_tmpl.c"
 #pragma GCC pop_options
 #endif
 
-/* The tile for this CPU. */
-static tile_fn *tile_for_cpu(void)
+/* The tile for this CPU and B's codes (signed for Q8_0, 6-bit for Q6_K). */
+static tile_fn *tile_for_cpu(rayo_dtype bdt)
 {
+    int is_signed = bdt == RAYO_DTYPE_Q8_0;
 #if defined(__AVX512F__) && defined(__AVX512VL__)
     if (__builtin_cpu_supports("avx512vnni"))
-        return tile_vnni;
+        return is_signed ? tile_vnni_signed : tile_vnni;
 #endif
-    return tile_maddubs;
+    if (bdt == RAYO_DTYPE_Q6_K)
+        return tile_maddubs_wide;
+    return is_signed ? tile_maddubs_signed : tile_maddubs;
 }
 
 /* C[r0 + t][col0 ..] = alpha acc[t] + beta C (C unread when beta == 0),
@@ -361,7 +377,7 @@ static void run_tile(const qmatmul_job *job, const panel_block *panel, size_t r0
         dsum[t] = job->bdt == RAYO_DTYPE_Q6_K ? job->a.dsum16 + 2 * r * job->blocks : job->a.dsum + r * job->blocks;
     }
     __m256 acc[TILE_ROWS];
-    job->tile(panel, job->blocks, job->shift, job->min_shift, x, d, dsum, acc);
+    job->tile(panel, job->blocks, job->shift, x, d, dsum, acc);
     store_tile(job->call, job->row_ok, r0, rows, col0, acc);
 }
 
@@ -444,9 +460,9 @@ rayo_status x86_qmatmul_run(void *state, const rayo_call *call, x86_sgemm_fn *sg
     if (call->m == 0 || call->n == 0)
         return RAYO_OK;
     rayo_dtype bdt = RAYO_DTYPE_OF(call->dtypes, 1);
-    int shift = bdt == RAYO_DTYPE_Q6_K ? 2 : bdt == RAYO_DTYPE_Q8_0;
-    qmatmul_job job = { call, bdt, call->k / BLOCK, shift, bdt == RAYO_DTYPE_Q6_K ? 1 : shift, 0,
-                        { NULL, NULL, NULL, NULL }, NULL, tile_for_cpu(), NULL, NULL };
+    int shift = bdt == RAYO_DTYPE_Q6_K; /* Q6_K: a pass per 16 values */
+    qmatmul_job job = { call, bdt, call->k / BLOCK, shift, 0,
+                        { NULL, NULL, NULL, NULL }, NULL, tile_for_cpu(bdt), NULL, NULL };
     rayo_dtype_row_bytes(bdt, call->ldb ? call->ldb : call->k, &job.b_stride); /* validated by the core */
     size_t values = call->m * call->k, blocks = call->m * job.blocks, threads = cpu_threads(st);
     float *a = cpu_alloc_floats(st, values / 4 + 4 * blocks + call->m + (call->m + 3) / 4);

@@ -9,14 +9,15 @@
  * f32: 8 products per instruction.  Here A is rounded once per call to
  * int8 per 32 values (a float scale each, as llama.cpp does) and B's codes
  * stay 4-bit unsigned bytes, so vpmaddubsw makes 32 products per
- * instruction and sums them in 16-bit lanes.  Q8_0's signed bytes would
- * overflow those sums (vpmaddubsw multiplies unsigned by signed bytes), so
- * each is split into two 4-bit codes, q + 128 = 16 h + l: twice the
- * products of Q4_0, and still no dequantized copy of B.  Q6_K has a scale
- * per 16 values: each half of 32 values goes alone (the other half's codes
- * 0), its 6-bit codes split as 16 u + l (u the high 2 bits, l the low 4),
- * four times the products of Q4_0, and its offset -32 taken with A's sums
- * per 16 values.  To keep one output per lane
+ * instruction and sums them in 16-bit lanes.  Q8_0's signed bytes w go as
+ * they are: vpmaddubsw (unsigned by signed) takes |w| and A's values with
+ * w's sign (vpsignb), each group's pair sums widened to 32 bits at once
+ * (two groups of them could overflow 16 bits); no dequantized copy of B
+ * either.  Q6_K has a scale per 16 values: each half of 32 values goes
+ * alone (the other half's codes 0), its 6-bit codes as they are (pair
+ * sums up to 16002, widened per group as Q8_0's), twice the products of
+ * Q4_0, and its offset -32 taken with A's sums per 16 values.  To keep one
+ * output per lane
  * with no horizontal sums, B is repacked per call, 8 rows (output columns)
  * at a time, into a panel whose 32-bit lanes are the 8 columns: each
  * vector holds 4 codes of each column, and 4 values of a row of A are

@@ -6,7 +6,10 @@
 #define RAYO_X86_QUANT_H
 
 #include "rayo-plugin.h"
+#include "cpu-rounding-budget.h"
+#include "x86-avx2-math.h"
 
+#include <float.h>
 #include <immintrin.h>
 #include <string.h>
 
@@ -133,6 +136,114 @@ static inline __m256 x86_q4_k_i8_32(const uint8_t *blk, const int8_t *xq, const 
                               _mm256_permutevar8x32_ps(scales, _mm256_set1_epi32(2 * c + 1)), acc);
     }
     return acc;
+}
+
+/* Q6_K against int8 x with a scale per 32 values (the fallback where x's
+ * scale per 256 fails the error budget): the 32 values of chunk c = 4h + k
+ * are x's block c, so each chunk's int32 dot (maddubs of the codes 0..63,
+ * madd by its two groups' int8 scales) goes times its own d x-scale in
+ * float; the -32 part is madd of x's group sums (qsum: 16 per block) with
+ * the scales, lane c holding chunk c, times 32.  sx: x's scales of the 8
+ * chunks. */
+static inline __m256 x86_q6_k_i8_32(const uint8_t *blk, const int8_t *xq, const float *sx, const int16_t *qsum,
+                                    __m256 acc)
+{
+    __m128i scales8 = x86_load128(blk + RAYO_Q6_K_SCALES);
+    __m256 scales = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk + RAYO_Q6_K_D)), _mm256_loadu_ps(sx));
+    __m256i offset = _mm256_madd_epi16(x86_load256(qsum), _mm256_cvtepi8_epi16(scales8));
+    acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_slli_epi32(offset, 5)), scales, acc);
+    for (int h = 0; h < 2; h++) {
+        __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h);
+        for (int k = 0; k < 4; k++) {
+            int c = 4 * h + k;
+            __m128i pick = _mm_set_epi64x(0x0101010101010101ll * (2 * c + 1), 0x0101010101010101ll * (2 * c));
+            __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales8, pick));
+            __m256i p = _mm256_maddubs_epi16(x86_q6_k_codes(blk, qh, h, k), x86_load256(xq + 32 * c));
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p, sc)),
+                                  _mm256_permutevar8x32_ps(scales, _mm256_set1_epi32(c)), acc);
+        }
+    }
+    return acc;
+}
+
+/* ---- x rounded to int8 per 32 values (the relaxed gemv's x) ------------- */
+
+static inline float x86_hmax8(__m256 v)
+{
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+
+/* The largest |x| of the 32 floats at x in *amax; 0 when one is not finite. */
+static inline int x86_amax32(const float *x, float *amax)
+{
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), big = _mm256_set1_ps(FLT_MAX);
+    __m256 m = _mm256_setzero_ps();
+    int finite = 0xff;
+    for (int i = 0; i < 32; i += 8) {
+        __m256 a = _mm256_and_ps(_mm256_loadu_ps(x + i), abs_mask);
+        finite &= _mm256_movemask_ps(_mm256_cmp_ps(a, big, _CMP_LE_OQ)); /* false for NaN */
+        m = _mm256_max_ps(m, a);
+    }
+    *amax = x86_hmax8(m);
+    return finite == 0xff;
+}
+
+/* The 32 floats at x to int8 at q, round(x 127 / amax) half away from 0
+ * (amax: their largest |x|); sums[0..2] get, per lane, the squared
+ * rounding errors, |x| and x^2 (in float: 4 terms a lane). */
+static inline void x86_round32_i8(const float *x, float amax, int8_t *q, __m256 sums[3])
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f), half = _mm256_set1_ps(0.5f);
+    __m256 inv = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f), step = _mm256_set1_ps(amax / 127.0f);
+    __m256i w[4];
+    sums[0] = sums[1] = sums[2] = _mm256_setzero_ps();
+    for (int i = 0; i < 4; i++) {
+        __m256 v = _mm256_loadu_ps(x + 8 * i), s = _mm256_mul_ps(v, inv);
+        __m256 r = _mm256_round_ps(_mm256_add_ps(s, _mm256_or_ps(_mm256_and_ps(s, sign), half)),
+                                   _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        __m256 e = _mm256_fnmadd_ps(r, step, v);
+        sums[0] = _mm256_fmadd_ps(e, e, sums[0]);
+        sums[1] = _mm256_add_ps(sums[1], _mm256_andnot_ps(sign, v));
+        sums[2] = _mm256_fmadd_ps(v, v, sums[2]);
+        w[i] = _mm256_cvttps_epi32(r);
+    }
+    /* the packs go by 128-bit lanes: dwords in the order 0 4 1 5 2 6 3 7 */
+    __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(w[0], w[1]), _mm256_packs_epi32(w[2], w[3]));
+    bytes = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i *)(void *)q, bytes);
+}
+
+/* x (n, a multiple of 32) in int8 per 32 values into q, the scales
+ * (largest |x| / 127) into scale, what the rounding adds up to into err:
+ * the vector form of cpu-typed-gemv_tmpl.c's typed_gemv_round_x32.  0 when
+ * a block holds a value that is not finite or its largest |x| is in
+ * (0, 1e-30) (its reciprocal scale would overflow). */
+static inline int x86_round_x32_i8(const float *x, size_t n, int8_t *q, float *scale, rounding_error *err)
+{
+    __m256d acc[3][2];
+    for (int k = 0; k < 3; k++)
+        acc[k][0] = acc[k][1] = _mm256_setzero_pd();
+    float max = 0.0f;
+    for (size_t b = 0; b < n / 32; b++, x += 32, q += 32) {
+        float amax;
+        __m256 sums[3];
+        if (!x86_amax32(x, &amax) || (amax != 0.0f && amax < 1e-30f))
+            return 0;
+        x86_round32_i8(x, amax, q, sums);
+        for (int k = 0; k < 3; k++) {
+            acc[k][0] = _mm256_add_pd(acc[k][0], _mm256_cvtps_pd(_mm256_castps256_ps128(sums[k])));
+            acc[k][1] = _mm256_add_pd(acc[k][1], _mm256_cvtps_pd(_mm256_extractf128_ps(sums[k], 1)));
+        }
+        scale[b] = amax / 127.0f;
+        max = amax > max ? amax : max;
+    }
+    err->sq += v_hsum_pd(_mm256_add_pd(acc[0][0], acc[0][1]));
+    err->abs += v_hsum_pd(_mm256_add_pd(acc[1][0], acc[1][1]));
+    err->sq_x += v_hsum_pd(_mm256_add_pd(acc[2][0], acc[2][1]));
+    err->max = (double)max > err->max ? (double)max : err->max;
+    return 1;
 }
 
 #endif

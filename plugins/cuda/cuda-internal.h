@@ -148,6 +148,7 @@ typedef struct cuda_state {
     int use_graphs;       /* batches run as CUDA graphs: [backend.cuda] graphs */
     int use_gemv8;        /* relaxed Q8_0 / Q4_0 gemv with 8-bit x: [backend.cuda] gemv_int8 */
     int use_half_prompt;  /* relaxed f32 x quantized B^T matmul on f16 copies: [backend.cuda] half_prompt */
+    int use_prompt_split_k; /* its small products split along k: [backend.cuda] prompt_split_k */
     int use_cubin;        /* load the build's sm_90 machine code: [backend.cuda] embedded_code */
     int profile;          /* [backend.cuda] profile: time each op of a batch */
     cuda_prof_entry prof[CUDA_PROF_ENTRIES]; /* under lock */
@@ -266,6 +267,12 @@ size_t cuda_wgmma_scratch_bytes(const cuda_state *st, const cuda_op *op);
 rayo_status cuda_launch_wgmma_half(cuda_state *st, CUstream stream, const cuda_op *op);
 /* Whether cuda_launch_wgmma_half takes this call. */
 int cuda_wgmma_half_takes(const cuda_state *st, const cuda_op *op);
+/* Slices of k for an f16 A x B^T call with beta = 0 and a dense C whose
+ * tiles leave the GPU idle ([backend.cuda] prompt_split_k): 1 = no split.
+ * With parts > 1 the split launch stores `parts` partial products m n
+ * apart from C on (parts m n floats) for the caller to sum. */
+unsigned cuda_wgmma_half_parts(const cuda_state *st, const cuda_op *op);
+rayo_status cuda_launch_wgmma_half_split(cuda_state *st, CUstream stream, const cuda_op *op, unsigned parts);
 /* Dynamic shared memory of kernel `name` of module "wgmma" (0: not one). */
 int cuda_wgmma_smem_bytes(const char *name);
 

@@ -24,7 +24,10 @@
  * f16 precision for small rows), the f16 x f16 product runs through wgmma
  * (or mma.sync) with f32 sums into scratch, and half_scale_c scales it back
  * (exact) with alpha and beta.  Two f16 roundings per product: at most
- * 2^-10 of the SUM scale, within the relaxed 2e-3. */
+ * 2^-10 of the SUM scale, within the relaxed 2e-3.  With
+ * [backend.cuda] prompt_split_k, a product whose tiles would leave the GPU
+ * idle runs as slices of k (cuda_wgmma_half_parts) into as many partial
+ * products, which half_scale_c_parts sums in float64. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -94,9 +97,11 @@ static int transposes_b(const cuda_op *op)
 
 /* ---- the half path ---- */
 /* Byte offsets in the scratch: the f16 copies of A and B, their inverse
- * row scales, the f32 product; total = the bytes in all. */
+ * row scales, the f32 product (or `parts` partial products of slices of
+ * k, m n floats apart); total = the bytes in all. */
 typedef struct half_layout {
     size_t a16, sa, b16, sb, t, total;
+    unsigned parts;
 } half_layout;
 
 static size_t align_up(size_t v)
@@ -104,7 +109,9 @@ static size_t align_up(size_t v)
     return (v + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1);
 }
 
-static half_layout half_layout_of(const cuda_op *op)
+static cuda_op half_product(const cuda_op *op, CUdeviceptr base, const half_layout *l);
+
+static half_layout half_layout_of(const cuda_state *st, const cuda_op *op)
 {
     half_layout l;
     l.a16 = 0;
@@ -112,7 +119,11 @@ static half_layout half_layout_of(const cuda_op *op)
     l.b16 = l.sa + align_up(op->m * 4);
     l.sb = l.b16 + align_up(op->n * op->k * 2);
     l.t = l.sb + align_up(op->n * 4);
-    l.total = l.t + align_up(op->m * op->n * 4);
+    cuda_op h = half_product(op, 0, &l);
+    l.parts = cuda_wgmma_half_parts(st, &h);
+    if (op->m * op->n > TYPED_MATMUL_MAX_SCRATCH / 4 / l.parts)
+        l.parts = 1; /* takes_half checks the single product's size */
+    l.total = l.t + align_up(l.parts * op->m * op->n * 4);
     return l;
 }
 
@@ -149,7 +160,7 @@ static int takes_half(const cuda_state *st, const cuda_op *op)
         op->m * op->n > TYPED_MATMUL_MAX_SCRATCH / 4 || op->n * op->k > TYPED_MATMUL_MAX_SCRATCH / 2 ||
         op->m * op->k > TYPED_MATMUL_MAX_SCRATCH / 2)
         return 0;
-    half_layout l = half_layout_of(op);
+    half_layout l = half_layout_of(st, op);
     cuda_op h = half_product(op, 0, &l);
     return cuda_wgmma_half_takes(st, &h) || cuda_mma16_kernel(st, &h);
 }
@@ -180,7 +191,7 @@ static rayo_status half_rows(cuda_state *st, CUstream stream, rayo_dtype dt, CUd
 
 static rayo_status launch_half(cuda_state *st, CUstream stream, const cuda_op *op)
 {
-    half_layout l = half_layout_of(op);
+    half_layout l = half_layout_of(st, op);
     CUdeviceptr base = op->scratch;
     rayo_dtype bdt = RAYO_DTYPE_OF(op->dtypes, 1);
     size_t b_row_bytes = 0;
@@ -193,20 +204,22 @@ static rayo_status launch_half(cuda_state *st, CUstream stream, const cuda_op *o
     const rayo_ptx_tf32_config *mma = wg ? NULL : cuda_mma16_kernel(st, &h);
     if (!wg && !mma)
         return RAYO_E_UNSUPPORTED;
+    unsigned parts = wg ? l.parts : 1;
     rayo_status s = half_rows(st, stream, RAYO_DTYPE_F32, base + l.a16, base + l.sa, op->a, op->m, op->k,
                               (op->lda ? op->lda : op->k) * 4);
     if (s == RAYO_OK)
         s = half_rows(st, stream, bdt, base + l.b16, base + l.sb, op->b, op->n, op->k, b_row_bytes);
     if (s == RAYO_OK)
-        s = wg ? cuda_launch_wgmma_half(st, stream, &h) : cuda_launch_mma16(st, stream, &h, mma);
+        s = wg ? cuda_launch_wgmma_half_split(st, stream, &h, parts) : cuda_launch_mma16(st, stream, &h, mma);
     if (s != RAYO_OK)
         return s;
     CUdeviceptr y = op->y, t = base + l.t, sa = base + l.sa, sb = base + l.sb;
-    unsigned long long m = op->m, n = op->n, ldy = op->ldy ? op->ldy : op->n;
+    unsigned long long m = op->m, n = op->n, ldy = op->ldy ? op->ldy : op->n, nparts = parts;
     float alpha = op->alpha, beta = op->beta;
-    void *params[] = {&y, &t, &sa, &sb, &m, &n, &ldy, &alpha, &beta};
+    void *params[] = {&y, &t, &sa, &sb, &m, &n, &ldy, &alpha, &beta, &nparts};
     size_t blocks = (op->m * op->n + 255) / 256, most = (size_t)st->sm_count * 32;
-    return half_launch(st, stream, "half_scale_c", blocks < most ? blocks : most, params);
+    return half_launch(st, stream, parts > 1 ? "half_scale_c_parts" : "half_scale_c", blocks < most ? blocks : most,
+                       params);
 }
 
 /* ---- the dequantizing path ---- */
@@ -217,7 +230,7 @@ static size_t typed_matmul_scratch(const cuda_state *st, const cuda_op *op)
     if (cuda_mma16_kernel(st, op))
         return 0;
     if (takes_half(st, op))
-        return half_layout_of(op).total;
+        return half_layout_of(st, op).total;
     size_t one = f32_copy_bytes(op);
     return a_copy_bytes(op) + (transposes_b(op) ? 2 * one : one);
 }
@@ -271,7 +284,7 @@ static rayo_status launch_typed_matmul(cuda_state *st, CUstream stream, const cu
     s = typed_matmul_check(st, op);
     if (s != RAYO_OK)
         return s;
-    if (takes_half(st, op) && op->scratch && op->scratch_size >= half_layout_of(op).total)
+    if (takes_half(st, op) && op->scratch && op->scratch_size >= half_layout_of(st, op).total)
         return launch_half(st, stream, op);
     cuda_op f32 = *op;
     f32.dtypes = 0;

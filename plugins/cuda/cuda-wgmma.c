@@ -31,6 +31,9 @@
 /* the 16-bit calls' shape when the configured one has at most half as many
  * tiles as the GPU has multiprocessors (twice the blocks of 128 x 256) */
 #define WG_SMALL_SHAPE "128x128"
+/* split k: at most this many slices, each at least this many k tiles */
+#define WG_SPLIT_MAX_PARTS 16
+#define WG_SPLIT_MIN_TILES 4
 
 static const rayo_ptx_wgmma_config *wg_config(const char *name)
 {
@@ -116,9 +119,18 @@ typedef struct wg_redo_operands {
     unsigned long long lda, ldb;
 } wg_redo_operands;
 
-/* The kernel of configuration c on tensor maps ta and tb, C (ldc apart). */
+/* k tiles per slice when a call's k is split in `parts` (1: all of them). */
+static size_t wg_slice_tiles(const rayo_ptx_wgmma_config *c, size_t k, size_t parts)
+{
+    size_t tiles = (k + (size_t)c->box_k - 1) / (size_t)c->box_k;
+    return (tiles + parts - 1) / parts;
+}
+
+/* The kernel of configuration c on tensor maps ta and tb, C (ldc apart);
+ * a split kernel over `parts` slices of k (grid z: ceil(k tiles / parts)
+ * each), else parts = 1. */
 static rayo_status wg_launch(cuda_state *st, CUstream stream, const rayo_ptx_wgmma_config *c, CUtensorMap *ta,
-                             CUtensorMap *tb, const cuda_op *op, size_t ldc, wg_redo_operands *ro)
+                             CUtensorMap *tb, const cuda_op *op, size_t ldc, wg_redo_operands *ro, unsigned parts)
 {
     CUfunction fn;
     rayo_status s = cuda_function(st, MOD_WGMMA, c->name, &fn);
@@ -131,8 +143,8 @@ static rayo_status wg_launch(cuda_state *st, CUstream stream, const rayo_ptx_wgm
     CUresult r;
     unsigned gx = (unsigned)((op->n + (size_t)c->block_n - 1) / (size_t)c->block_n);
     unsigned gy = (unsigned)((op->m + (size_t)c->block_m - 1) / (size_t)c->block_m);
-    r = cuda_launch_kernel(st, fn, gx, gy, 1, (unsigned)c->threads, 1, 1, (unsigned)c->smem_bytes, stream,
-                                params, NULL);
+    r = cuda_launch_kernel(st, fn, gx, gy, parts, (unsigned)c->threads, 1, 1, (unsigned)c->smem_bytes, stream,
+                           params, NULL);
     return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, c->name);
 }
 
@@ -167,7 +179,7 @@ rayo_status cuda_launch_wgmma_tf32(cuda_state *st, CUstream stream, const cuda_o
     if (r != CUDA_SUCCESS)
         return cuda_fail(st, r, "cuTensorMapEncodeTiled");
     wg_redo_operands ro = {a, b, op->k, op->k};
-    return wg_launch(st, stream, c, &ta, &tb, op, op->n, &ro);
+    return wg_launch(st, stream, c, &ta, &tb, op, op->n, &ro, 1);
 }
 
 /* The 16-bit kernel for this call (relaxed f16 x f16 or bf16 x bf16, C in
@@ -230,11 +242,10 @@ int cuda_wgmma_half_takes(const cuda_state *st, const cuda_op *op)
     return wg_pick_half(st, op) != NULL;
 }
 
-rayo_status cuda_launch_wgmma_half(cuda_state *st, CUstream stream, const cuda_op *op)
+/* Kernel c (a split one when parts > 1) on the 16-bit call op. */
+static rayo_status wg_launch_half(cuda_state *st, CUstream stream, const cuda_op *op,
+                                  const rayo_ptx_wgmma_config *c, unsigned parts)
 {
-    const rayo_ptx_wgmma_config *c = wg_pick_half(st, op);
-    if (!c)
-        return RAYO_E_UNSUPPORTED;
     int ta = (op->flags & RAYO_TRANS_A) != 0, tb = (op->flags & RAYO_TRANS_B) != 0;
     CUtensorMapDataType dt = RAYO_DTYPE_OF(op->dtypes, 0) == RAYO_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                                                              : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
@@ -250,7 +261,65 @@ rayo_status cuda_launch_wgmma_half(cuda_state *st, CUstream stream, const cuda_o
     if (r != CUDA_SUCCESS)
         return cuda_fail(st, r, "cuTensorMapEncodeTiled");
     wg_redo_operands ro = {op->a, op->b, lda, ldb};
-    return wg_launch(st, stream, c, &mta, &mtb, op, op->ldy ? op->ldy : op->n, &ro);
+    return wg_launch(st, stream, c, &mta, &mtb, op, op->ldy ? op->ldy : op->n, &ro, parts);
+}
+
+rayo_status cuda_launch_wgmma_half(cuda_state *st, CUstream stream, const cuda_op *op)
+{
+    const rayo_ptx_wgmma_config *c = wg_pick_half(st, op);
+    return c ? wg_launch_half(st, stream, op, c, 1) : RAYO_E_UNSUPPORTED;
+}
+
+/* The split-k kernel of the call's shape: f16 A x B^T into a dense C
+ * that holds nothing yet (beta = 0: each slice stores its own part). */
+static const rayo_ptx_wgmma_config *wg_pick_split(const cuda_state *st, const cuda_op *op)
+{
+    const rayo_ptx_wgmma_config *c = wg_pick_half(st, op);
+    if (!c || !st->use_prompt_split_k || RAYO_DTYPE_OF(op->dtypes, 0) != RAYO_DTYPE_F16 ||
+        (op->flags & (RAYO_TRANS_A | RAYO_TRANS_B)) != RAYO_TRANS_B || (op->ldy && op->ldy != op->n) ||
+        op->beta != 0.0f)
+        return NULL;
+    char name[64];
+    snprintf(name, sizeof name, "%s_sk", c->name);
+    const rayo_ptx_wgmma_config *sk = wg_config(name);
+    return sk && sk->smem_bytes <= st->max_smem_optin ? sk : NULL;
+}
+
+/* Waves of `blocks` blocks on the GPU's multiprocessors (one block each). */
+static size_t wg_waves(const cuda_state *st, size_t blocks)
+{
+    return (blocks + (size_t)st->sm_count - 1) / (size_t)st->sm_count;
+}
+
+unsigned cuda_wgmma_half_parts(const cuda_state *st, const cuda_op *op)
+{
+    const rayo_ptx_wgmma_config *c = wg_pick_split(st, op);
+    if (!c || st->sm_count <= 0)
+        return 1;
+    size_t tiles = ((op->m + (size_t)c->block_m - 1) / (size_t)c->block_m) *
+                   ((op->n + (size_t)c->block_n - 1) / (size_t)c->block_n);
+    if (tiles >= (size_t)st->sm_count)
+        return 1; /* a full wave already */
+    size_t most = wg_slice_tiles(c, op->k, 1) / WG_SPLIT_MIN_TILES, best = 1;
+    if (most > WG_SPLIT_MAX_PARTS)
+        most = WG_SPLIT_MAX_PARTS;
+    /* the time goes as waves / parts (each block does 1 / parts of the
+     * work); a split must save a tenth to pay for its partial sums */
+    for (size_t p = 2; p <= most; p++)
+        if (10 * wg_waves(st, tiles * p) * best < 9 * wg_waves(st, tiles * best) * p)
+            best = p;
+    /* as many parts as slices of that length need: none is empty (the
+     * kernel cuts slices of ceil(k tiles / parts), no longer) */
+    size_t per = wg_slice_tiles(c, op->k, best);
+    return (unsigned)((wg_slice_tiles(c, op->k, 1) + per - 1) / per);
+}
+
+rayo_status cuda_launch_wgmma_half_split(cuda_state *st, CUstream stream, const cuda_op *op, unsigned parts)
+{
+    if (parts <= 1)
+        return cuda_launch_wgmma_half(st, stream, op);
+    const rayo_ptx_wgmma_config *c = wg_pick_split(st, op);
+    return c ? wg_launch_half(st, stream, op, c, parts) : RAYO_E_UNSUPPORTED;
 }
 
 /* Dynamic shared memory of a wgmma kernel (0: not one). */

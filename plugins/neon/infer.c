@@ -158,24 +158,11 @@ NEON_KERNEL(attention)
     return cpu_attention(state, call);
 }
 
-/* ---- gated units ------------------------------------------------------------------ */
-
-/* y = f(g) u over n, the last n % 4 through the same vector function. */
-#define GLU_ROW(NAME, F)                                                                   \
-    static void NAME(const float *g, const float *u, float *y, size_t n)                   \
-    {                                                                                      \
-        size_t i = 0;                                                                      \
-        for (; i + 4 <= n; i += 4)                                                         \
-            vst1q_f32(y + i, vmulq_f32(F(vld1q_f32(g + i)), vld1q_f32(u + i)));             \
-        if (i < n)                                                                         \
-            store_partial(y + i, vmulq_f32(F(load_partial(g + i, n - i)), load_partial(u + i, n - i)), \
-                          n - i);                                                          \
-    }
-
-GLU_ROW(swiglu_row, vec_silu)
-GLU_ROW(geglu_row, vec_gelu)
-GLU_ROW(geglu_tanh_row, vec_gelu_tanh)
-
-CPU_GLU_KERNEL(swiglu, swiglu_row, COST_GLU, CPU_GLU_SILU, -80.0f)
-CPU_GLU_KERNEL(geglu, geglu_row, COST_GLU, CPU_GLU_GELU, -4.0f) /* its vec_gelu loses the tail sooner */
-CPU_GLU_KERNEL(geglu_tanh, geglu_tanh_row, COST_GLU, CPU_GLU_GELU_TANH, -3.0f)
+/* ---- gated units (simd128-glu_tmpl.c) ----------------------------------------- */
+#define SIMD_LOAD vld1q_f32
+#define SIMD_STORE vst1q_f32
+#define SIMD_MUL vmulq_f32
+#define SIMD_SILU vec_silu
+#define SIMD_GELU vec_gelu
+#define SIMD_GELU_TANH vec_gelu_tanh
+#include "simd128-glu_tmpl.c"

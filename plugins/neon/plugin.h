@@ -13,9 +13,6 @@
 #define CPU_KERNEL(NAME) neon_##NAME
 #include "simd128-plugin.h"
 
-/* sum |x[i]|, blocked like neon_sum_f64 (simd128-plugin.h). */
-double neon_sum_abs_f64(const float *x, size_t n);
-
 /* Kernels are neon_NAME (cpu-base.h declares one for every op). */
 #define NEON_KERNEL(NAME) CPU_KERNEL_FN(NAME)
 

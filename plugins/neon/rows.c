@@ -132,45 +132,20 @@ static void normalize_row(const float *x, const float *gamma, const float *beta,
     }
 }
 
-/* sum of x in double lanes: the mean of a row must be right relative to its
- * spread, not only to sum|x| (1e12 + noise, mean 1e4 std 1): float lanes
- * (neon_sum_f64's blocks) are not. */
-static double row_sum_f64(const float *x, size_t n)
+/* ---- the double sums of layernorm ------------------------------------------ */
+#define VD float64x2_t
+#define ROW_SUMS_STEP 4
+#define vd_zero() vdupq_n_f64(0.0)
+#define vd_set vdupq_n_f64
+#define vd_add vaddq_f64
+#define vd_sub vsubq_f64
+#define vd_fma(a, b, acc) vfmaq_f64(acc, a, b)
+#define vd_hsum vaddvq_f64
+static inline void row_sums_widen(const float *x, VD *lo, VD *hi)
 {
-    float64x2_t s0 = vdupq_n_f64(0.0), s1 = s0;
-    size_t j = 0;
-    for (; n - j >= 4; j += 4) {
-        float64x2_t lo, hi;
-        widen(vld1q_f32(x + j), &lo, &hi);
-        s0 = vaddq_f64(s0, lo);
-        s1 = vaddq_f64(s1, hi);
-    }
-    double s = vaddvq_f64(vaddq_f64(s0, s1));
-    for (; j < n; j++)
-        s += x[j];
-    return s;
+    widen(vld1q_f32(x), lo, hi);
 }
-
-/* Two-pass variance: the second pass sums squares of centred values (no
- * cancellation of E[x^2] - E[x]^2). */
-static double row_centered_squares_f64(const float *x, size_t n, double mean)
-{
-    const float64x2_t c = vdupq_n_f64(mean);
-    float64x2_t s0 = vdupq_n_f64(0.0), s1 = s0;
-    size_t j = 0;
-    for (; n - j >= 4; j += 4) {
-        float64x2_t lo, hi;
-        widen(vld1q_f32(x + j), &lo, &hi);
-        lo = vsubq_f64(lo, c);
-        hi = vsubq_f64(hi, c);
-        s0 = vfmaq_f64(s0, lo, lo);
-        s1 = vfmaq_f64(s1, hi, hi);
-    }
-    double ss = vaddvq_f64(vaddq_f64(s0, s1));
-    for (; j < n; j++)
-        ss += ((double)x[j] - mean) * ((double)x[j] - mean);
-    return ss;
-}
+#include "cpu-row-sums_tmpl.c"
 
 /* ---- kernels: the row functions above over the call's m rows ---------------- */
 #define ROWS_EXP_COST COST_EXP

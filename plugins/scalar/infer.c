@@ -50,23 +50,14 @@ SCALAR_KERNEL(get_rows)
     return RAYO_OK;
 }
 
-/* ---- rope ------------------------------------------------------------------ */
-/* The pair's angle is pos * inv_freq[i] with inv_freq in double: in float,
- * at position 8191 the product alone would be off by ~5e-4 rad.  The
- * rotation itself is evaluated in double and rounded once. */
-#define PAIR_BLOCK 64 /* pairs whose cos/sin a token keeps on the stack */
+/* ---- rope (cpu-rope_tmpl.c) ----------------------------------------------- */
+/* The rotation itself is evaluated in double and rounded once. */
+#define ROPE_TRIG double
+#define ROPE_COST COST_ROPE
+#include "cpu-rope_tmpl.c"
 
-typedef struct rope_job {
-    const rayo_call *call;
-    const rayo_rope_params *p;
-    const double *inv_freq;  /* rot_dims / 2 */
-    size_t rot_dims, half;
-    size_t x_token, x_head, y_token, y_head;
-    size_t chunk;            /* tokens per task */
-} rope_job;
-
-static void rope_pairs(const rope_job *job, const float *x, float *y, size_t i0, size_t count,
-                       const double *cs, const double *sn)
+static void rope_head(const cpu_rope_job *job, const float *x, float *y, size_t i0, size_t count,
+                      const double *cs, const double *sn)
 {
     int neox = job->p->mode == RAYO_ROPE_NEOX;
     for (size_t l = 0; l < count; l++) {
@@ -78,64 +69,9 @@ static void rope_pairs(const rope_job *job, const float *x, float *y, size_t i0,
     }
 }
 
-static void rope_token(const rope_job *job, size_t t)
-{
-    const rayo_rope_params *p = job->p;
-    const float *x = (const float *)job->call->a + t * job->x_token;
-    float *y = (float *)job->call->y + t * job->y_token;
-    double pos = ((const int32_t *)job->call->b)[t];
-    double cs[PAIR_BLOCK], sn[PAIR_BLOCK];
-    for (size_t i0 = 0; i0 < job->half; i0 += PAIR_BLOCK) {
-        size_t count = job->half - i0 < PAIR_BLOCK ? job->half - i0 : PAIR_BLOCK;
-        for (size_t l = 0; l < count; l++) {
-            double theta = pos * job->inv_freq[i0 + l];
-            cs[l] = cos(theta);
-            sn[l] = sin(theta);
-        }
-        for (size_t h = 0; h < p->n_heads; h++)
-            rope_pairs(job, x + h * job->x_head, y + h * job->y_head, i0, count, cs, sn);
-    }
-    for (size_t h = 0; h < p->n_heads; h++) /* dimensions past rot_dims are copied */
-        for (size_t d = job->rot_dims; d < p->head_dim; d++)
-            y[h * job->y_head + d] = x[h * job->x_head + d];
-}
-
-static void rope_task(void *arg, size_t task, unsigned worker)
-{
-    const rope_job *job = arg;
-    size_t lo = task * job->chunk, m = job->call->m;
-    size_t hi = lo + job->chunk < m ? lo + job->chunk : m;
-    (void)worker;
-    for (size_t t = lo; t < hi; t++)
-        rope_token(job, t);
-}
-
 SCALAR_KERNEL(rope)
 {
-    const cpu_state *st = state;
-    const rayo_rope_params *p = call->params;
-    size_t rot;
-    rayo_status status = cpu_rope_check(call, &rot);
-    if (status != RAYO_OK || rot == 0)
-        return status;
-    size_t half = rot / 2;
-    double *inv_freq = (double *)cpu_alloc_floats(st, 2 * half + 2);
-    if (!inv_freq)
-        return RAYO_E_NOMEM;
-    for (size_t i = 0; i < half; i++)
-        inv_freq[i] = (double)p->freq_scale * pow((double)p->freq_base, -2.0 * (double)i / (double)rot);
-    rope_job job = { .call = call, .p = p, .inv_freq = inv_freq, .rot_dims = rot, .half = half };
-    job.x_head = or_dense(p->head_stride_x, p->head_dim);
-    job.y_head = or_dense(p->head_stride_y, p->head_dim);
-    job.x_token = or_dense(call->lda, p->n_heads * p->head_dim);
-    job.y_token = or_dense(call->ldy, p->n_heads * p->head_dim);
-    size_t per_token = p->n_heads * p->head_dim * COST_ROPE, tasks = 1;
-    if (cpu_threads(st) > 1 && call->m * per_token >= CPU_PARALLEL_MIN_WORK)
-        tasks = 4 * cpu_threads(st) < call->m ? 4 * cpu_threads(st) : call->m;
-    job.chunk = (call->m + tasks - 1) / tasks;
-    cpu_parallel(st, (call->m + job.chunk - 1) / job.chunk, rope_task, &job);
-    cpu_free(st, inv_freq);
-    return RAYO_OK;
+    return cpu_rope(state, call);
 }
 
 /* ---- gated units: y = f(gate) * up ---------------------------------------- */

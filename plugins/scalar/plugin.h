@@ -43,9 +43,10 @@
             (y)[j] = (expr);                                               \
     } while (0)
 
-/* dot(a, b) with blocked summation (float lanes within a block, double
+/* sum(x), dot(a, b) with blocked summation (float lanes within a block, double
  * across blocks: error near 3e-6 of sum|terms| for any n), and the sum of
  * squares in double (no overflow); from reduce.c, used by gemv and rows. */
+double scalar_sum_f64(const float *x, size_t n);
 double scalar_dot_f64(const float *a, const float *b, size_t n);
 double scalar_sum_squares_f64(const float *x, size_t n);
 /* max(x[0..n)), NaN if any element is NaN, -inf for n == 0. */

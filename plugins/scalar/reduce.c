@@ -37,35 +37,9 @@
 #define TERM_ABS(i) fabsf(x[i])
 #define TERM_DOT(i) (a[i] * b[i])
 
-static double block_sum_f(const float *x, size_t n) { BLOCK_SUM(TERM_SUM) }
+static double block_sum(const float *x, size_t n) { BLOCK_SUM(TERM_SUM) }
 static double block_abs_sum(const float *x, size_t n) { BLOCK_SUM(TERM_ABS) }
-static double block_dot_f(const float *a, const float *b, size_t n) { BLOCK_SUM(TERM_DOT) }
-
-/* A block whose float lanes overflowed (or met inf/NaN) is added again in
- * double, so partial sums past FLT_MAX (FLT_MAX + FLT_MAX - FLT_MAX) cannot
- * make a finite result inf; inf and NaN inputs give the same answer in
- * double.  The fast path costs one test per block. */
-static double block_sum(const float *x, size_t n)
-{
-    double s = block_sum_f(x, n);
-    if (isfinite(s))
-        return s;
-    s = 0.0;
-    for (size_t i = 0; i < n; i++)
-        s += x[i];
-    return s;
-}
-
-static double block_dot(const float *a, const float *b, size_t n)
-{
-    double s = block_dot_f(a, b, n);
-    if (isfinite(s))
-        return s;
-    s = 0.0;
-    for (size_t i = 0; i < n; i++)
-        s += (double)a[i] * b[i];
-    return s;
-}
+static double block_dot(const float *a, const float *b, size_t n) { BLOCK_SUM(TERM_DOT) }
 
 /* Squares in double: |x| < FLT_MAX squared is < 1.2e77, and even 2^64 such
  * terms stay far below DBL_MAX, so no scaling pass is needed, and squares of
@@ -83,29 +57,6 @@ double scalar_sum_squares_f64(const float *x, size_t n)
     for (size_t l = 0; l < LANES / 2; l++)
         s += acc[l];
     return s;
-}
-
-/* ---- whole vectors ----------------------------------------------------------- */
-/* The cpu_reduction of a[0..n) (and b) on the calling thread. */
-static double reduce_serial(cpu_reduction kind, const float *a, const float *b, size_t n)
-{
-    if (kind == CPU_RED_SQUARES)
-        return scalar_sum_squares_f64(a, n);
-    double total = 0.0;
-    for (size_t i = 0; i < n; i += BLOCK) {
-        size_t len = n - i < BLOCK ? n - i : BLOCK;
-        switch (kind) {
-        case CPU_RED_SUM: total += block_sum(a + i, len); break;
-        case CPU_RED_ABS: total += block_abs_sum(a + i, len); break;
-        default: total += block_dot(a + i, b + i, len); break;
-        }
-    }
-    return total;
-}
-
-double scalar_dot_f64(const float *a, const float *b, size_t n)
-{
-    return reduce_serial(CPU_RED_DOT, a, b, n);
 }
 
 /* ---- max, min, argmax ----------------------------------------------------------
@@ -144,11 +95,6 @@ static inline __attribute__((always_inline)) float reduce_extreme(const float *x
     return any_nan ? NAN : best;
 }
 
-float scalar_max_f32(const float *x, size_t n)
-{
-    return reduce_extreme(x, n, 1);
-}
-
 static size_t reduce_find_first(const float *x, size_t n, float value)
 {
     size_t i = 0;
@@ -164,4 +110,6 @@ static size_t reduce_find_first(const float *x, size_t n, float value)
 
 #define REDUCE_SPLIT CPU_SPLIT_PER_THREAD
 #define REDUCE_BLOCK BLOCK
+#define REDUCE_BLOCKED /* blocks overflowed in float are added again in double */
+#define REDUCE_SQUARES scalar_sum_squares_f64
 #include "cpu-reduce_tmpl.c"

@@ -144,23 +144,11 @@ WASM_KERNEL(attention)
     return cpu_attention(state, call);
 }
 
-/* ---- gated units ------------------------------------------------------------------ */
-
-/* y = f(g) u over n, the last n % 4 through the same vector function. */
-#define GLU_ROW(NAME, F)                                                                   \
-    static void NAME(const float *g, const float *u, float *y, size_t n)                   \
-    {                                                                                      \
-        size_t i = 0;                                                                      \
-        for (; i + 4 <= n; i += 4)                                                         \
-            wasm_v128_store(y + i, vmul(F(wasm_v128_load(g + i)), wasm_v128_load(u + i)));  \
-        if (i < n)                                                                         \
-            store_partial(y + i, vmul(F(load_partial(g + i, n - i)), load_partial(u + i, n - i)), n - i); \
-    }
-
-GLU_ROW(swiglu_row, vsilu)
-GLU_ROW(geglu_row, vgelu)
-GLU_ROW(geglu_tanh_row, vgelu_tanh)
-
-CPU_GLU_KERNEL(swiglu, swiglu_row, COST_GLU, CPU_GLU_SILU, -80.0f)
-CPU_GLU_KERNEL(geglu, geglu_row, COST_GLU, CPU_GLU_GELU, -4.0f) /* its vec_gelu loses the tail sooner */
-CPU_GLU_KERNEL(geglu_tanh, geglu_tanh_row, COST_GLU, CPU_GLU_GELU_TANH, -3.0f)
+/* ---- gated units (simd128-glu_tmpl.c) ----------------------------------------- */
+#define SIMD_LOAD wasm_v128_load
+#define SIMD_STORE wasm_v128_store
+#define SIMD_MUL vmul
+#define SIMD_SILU vsilu
+#define SIMD_GELU vgelu
+#define SIMD_GELU_TANH vgelu_tanh
+#include "simd128-glu_tmpl.c"

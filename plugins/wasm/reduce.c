@@ -72,36 +72,6 @@ double wasm_sum_squares_f64(const float *x, size_t n)
     return total;
 }
 
-/* A block whose float lanes overflowed (or met inf/NaN) is added again in
- * double (cpu_reduce_f64). */
-static double reduce_serial(cpu_reduction kind, const float *a, const float *b, size_t n)
-{
-    if (kind == CPU_RED_SQUARES)
-        return wasm_sum_squares_f64(a, n);
-    double total = 0.0;
-    for (size_t i = 0; i < n; i += BLOCK) {
-        size_t len = n - i < BLOCK ? n - i : BLOCK;
-        double part;
-        switch (kind) {
-        case CPU_RED_SUM: part = block_sum(a + i, len); break;
-        case CPU_RED_ABS: part = block_abs_sum(a + i, len); break;
-        default: part = block_dot(a + i, b + i, len); break;
-        }
-        total += isfinite(part) ? part : cpu_reduce_f64(kind, a + i, b + i, len);
-    }
-    return total;
-}
-
-double wasm_sum_f64(const float *x, size_t n)
-{
-    return reduce_serial(CPU_RED_SUM, x, NULL, n);
-}
-
-double wasm_dot_f64(const float *a, const float *b, size_t n)
-{
-    return reduce_serial(CPU_RED_DOT, a, b, n);
-}
-
 /* ---- max, min, argmax --------------------------------------------------------------
  * pmax/pmin (one instruction) keep the extreme of the non-NaN lanes; a
  * separate mask remembers whether any lane saw NaN, which then wins. */
@@ -136,11 +106,6 @@ static inline float reduce_extreme(const float *x, size_t n, int want_max)
     return any_nan ? NAN : best;
 }
 
-float wasm_max_f32(const float *x, size_t n)
-{
-    return reduce_extreme(x, n, 1);
-}
-
 /* The first index holding best (or the first NaN): four lanes at a time. */
 static size_t reduce_find_first(const float *x, size_t n, float best)
 {
@@ -162,4 +127,6 @@ static size_t reduce_find_first(const float *x, size_t n, float best)
 
 #define REDUCE_SPLIT CPU_SPLIT_PER_THREAD
 #define REDUCE_BLOCK BLOCK
+#define REDUCE_BLOCKED
+#define REDUCE_SQUARES wasm_sum_squares_f64
 #include "cpu-reduce_tmpl.c"

@@ -133,48 +133,23 @@ static void log_softmax_row(const float *x, float *y, size_t n)
         store_partial(y + j, vsub(vsub(load_partial(x + j, n - j), m), l), n - j);
 }
 
-/* ---- layernorm, rmsnorm -------------------------------------------------------------
- * The mean is summed in double lanes: it must be right relative to the
- * row's spread, not only to sum|x| (1e12 + noise, mean 1e4 std 1), which
- * float lanes (wasm_sum_f64's blocks) are not. */
-static double row_sum_f64(const float *x, size_t n)
+/* ---- the double sums of layernorm ------------------------------------------ */
+#define VD v128_t
+#define ROW_SUMS_STEP 4
+#define vd_zero() wasm_f64x2_splat(0.0)
+#define vd_set wasm_f64x2_splat
+#define vd_add wasm_f64x2_add
+#define vd_sub wasm_f64x2_sub
+#define vd_fma(a, b, acc) wasm_f64x2_add(acc, wasm_f64x2_mul(a, b))
+static inline double vd_hsum(v128_t v)
 {
-    v128_t s0 = wasm_f64x2_splat(0.0), s1 = s0;
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        v128_t lo, hi;
-        widen(wasm_v128_load(x + j), &lo, &hi);
-        s0 = wasm_f64x2_add(s0, lo);
-        s1 = wasm_f64x2_add(s1, hi);
-    }
-    v128_t s = wasm_f64x2_add(s0, s1);
-    double total = wasm_f64x2_extract_lane(s, 0) + wasm_f64x2_extract_lane(s, 1);
-    for (; j < n; j++)
-        total += x[j];
-    return total;
+    return wasm_f64x2_extract_lane(v, 0) + wasm_f64x2_extract_lane(v, 1);
 }
-
-/* Two-pass variance: the second pass sums squares of centred values in
- * double lanes, so there is no cancellation of E[x^2] - E[x]^2. */
-static double row_centered_squares_f64(const float *x, size_t n, double mean)
+static inline void row_sums_widen(const float *x, VD *lo, VD *hi)
 {
-    const v128_t m = wasm_f64x2_splat(mean);
-    v128_t s0 = wasm_f64x2_splat(0.0), s1 = s0;
-    size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        v128_t lo, hi;
-        widen(wasm_v128_load(x + j), &lo, &hi);
-        lo = wasm_f64x2_sub(lo, m);
-        hi = wasm_f64x2_sub(hi, m);
-        s0 = wasm_f64x2_add(s0, wasm_f64x2_mul(lo, lo));
-        s1 = wasm_f64x2_add(s1, wasm_f64x2_mul(hi, hi));
-    }
-    v128_t s = wasm_f64x2_add(s0, s1);
-    double total = wasm_f64x2_extract_lane(s, 0) + wasm_f64x2_extract_lane(s, 1);
-    for (; j < n; j++)
-        total += ((double)x[j] - mean) * ((double)x[j] - mean);
-    return total;
+    widen(wasm_v128_load(x), lo, hi);
 }
+#include "cpu-row-sums_tmpl.c"
 
 /* ---- kernels: the row functions above over the call's m rows ---------------- */
 #define ROWS_EXP_COST COST_EXP

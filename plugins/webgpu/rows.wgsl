@@ -12,9 +12,10 @@
 // - norm_l2, rmsnorm and layernorm work on x scaled by a power of two near
 //   max |x| (exact), so squares neither overflow (|x| ~ 3e38) nor vanish
 //   (denormals), and eps is scaled with them;
-// - layernorm's mean is kept as two floats (the mean, then the mean of the
-//   residuals x - mean, which are exact near the mean): a row of 1000 plus
-//   noise of 1e-3 keeps its noise.
+// - layernorm works in float pairs (hi + lo, ~44 bits: see "layernorm in
+//   float pairs" below): its mean (a row of 1000 plus noise of 1e-3 keeps
+//   its noise), variance, 1 / std and y = v gamma + beta, which may cancel
+//   far below v gamma (gamma ~ 100, beta ~ -100).
 // The row ops have two forms: a workgroup per row (tree sums in workgroup
 // memory) and one invocation per row (rows_direct: no barriers, for
 // software adapters, as gemv_direct).  The reductions use one workgroup.
@@ -29,6 +30,7 @@ const HAS_B: u32 = 1u;
 const HAS_C: u32 = 2u;
 const Y_INDEX64: u32 = 4u;     // argmax into a device buffer: a uint64_t
 var<workgroup> red_v: array<f32, 64>;
+var<workgroup> red_lo: array<f32, 64>;
 var<workgroup> red_i: array<u32, 64>;
 
 fn nan_max(x: f32, z: f32) -> f32 {
@@ -179,39 +181,37 @@ fn row_max(r: u32, first: u32, step: u32, absolute: bool) -> f32 {
     return m;
 }
 
-// sum over the share of f(x), f by op and stage: softmax's exp(x - s),
-// rmsnorm's (x inv)^2, layernorm's x inv (stage 0), x inv - s (stage 1),
-// ((x inv - s) - lo)^2 (stage 2).
-fn row_sum(r: u32, first: u32, step: u32, stage: u32, s: f32, lo: f32, inv: f32) -> f32 {
+// sum over the share of f(x), f by op: softmax's exp(x - s), rmsnorm's
+// (x inv)^2 (layernorm: ln_sum_share).
+fn row_sum(r: u32, first: u32, step: u32, s: f32, inv: f32) -> f32 {
     var acc = Sum(0.0, 0.0);
     for (var j = first; j < p.n; j += step) {
         let x = row_x(r, j);
         var t: f32;
         if (OP == OP_SOFTMAX || OP == OP_LOG_SOFTMAX) { t = r_exp(x - s); }
-        else if (OP == OP_RMSNORM) { t = (x * inv) * (x * inv); }
-        else if (stage == 0u) { t = x * inv; }
-        else if (stage == 1u) { t = x * inv - s; }
-        else { let d = (x * inv - s) - lo; t = d * d; }
+        else { t = (x * inv) * (x * inv); }
         acc = sum_add(acc, t);
     }
     return acc.s;
 }
 
 // The statistics a row op writes its row from: softmax (max, sum of exp),
-// the norms (the scale inv, the centre hi + lo, 1 / std) in scaled units.
-struct RowStats { s: f32, lo: f32, inv: f32, rstd: f32, big_eps: bool }
+// the norms (the scale inv, the centre hi + lo, 1 / std as rstd + rstd_lo)
+// in scaled units.
+struct RowStats { s: f32, lo: f32, inv: f32, rstd: f32, big_eps: bool, rstd_lo: f32 }
 
 // 1 / sqrt(var + eps) with var scaled by inv^2 (eps too); where eps inv^2
 // overflows (a row of tiny values), eps alone counts: big_eps.
 fn norm_stats(s: f32, lo: f32, inv: f32, var_s: f32) -> RowStats {
     let e2 = (p.alpha * inv) * inv;
-    if (!r_finite(e2)) { return RowStats(s, lo, inv, r_div(1.0, r_sqrt(p.alpha)), true); }
+    if (!r_finite(e2)) { return RowStats(s, lo, inv, r_div(1.0, r_sqrt(p.alpha)), true, 0.0); }
     let den = var_s + e2;
     let rstd = select(r_div(1.0, r_sqrt(den)), 0.0, den == 0.0);
-    return RowStats(s, lo, inv, rstd, false);
+    return RowStats(s, lo, inv, rstd, false, 0.0);
 }
 
 fn row_value(r: u32, j: u32, st: RowStats, sum: f32) -> f32 {
+    if (OP == OP_LAYERNORM) { return ln_value(r, j, st); }
     let x = row_x(r, j);
     if (OP == OP_SOFTMAX) { return r_div(r_exp(x - st.s), sum); }
     if (OP == OP_LOG_SOFTMAX) { return (x - st.s) - r_log(sum); }
@@ -219,7 +219,6 @@ fn row_value(r: u32, j: u32, st: RowStats, sum: f32) -> f32 {
     if (st.big_eps) { d = d / st.inv; }
     var v = d * st.rstd;
     if ((p.has & HAS_B) != 0u) { v = v * b_data[p.ob + j]; }
-    if (OP == OP_LAYERNORM && (p.has & HAS_C) != 0u) { v = v + c_data[p.oc + j]; }
     return v;
 }
 
@@ -232,17 +231,16 @@ fn row_direct(r: u32) {
     let n = f32(p.n);
     if (OP == OP_SOFTMAX || OP == OP_LOG_SOFTMAX) {
         let m = row_max(r, 0u, 1u, false);
-        write_row(r, 0u, 1u, RowStats(m, 0.0, 1.0, 1.0, false), row_sum(r, 0u, 1u, 0u, m, 0.0, 1.0));
+        write_row(r, 0u, 1u, RowStats(m, 0.0, 1.0, 1.0, false, 0.0), row_sum(r, 0u, 1u, m, 1.0));
         return;
     }
     let inv = inv_scale_of(row_max(r, 0u, 1u, true));
     if (OP == OP_RMSNORM) {
-        write_row(r, 0u, 1u, norm_stats(0.0, 0.0, inv, row_sum(r, 0u, 1u, 0u, 0.0, 0.0, inv) / n), 0.0);
+        write_row(r, 0u, 1u, norm_stats(0.0, 0.0, inv, row_sum(r, 0u, 1u, 0.0, inv) / n), 0.0);
         return;
     }
-    let hi = row_sum(r, 0u, 1u, 0u, 0.0, 0.0, inv) / n;
-    let lo = row_sum(r, 0u, 1u, 1u, hi, 0.0, inv) / n;
-    write_row(r, 0u, 1u, norm_stats(hi, lo, inv, row_sum(r, 0u, 1u, 2u, hi, lo, inv) / n), 0.0);
+    let mean = df_div(ln_sum_share(r, 0u, 1u, inv), n);
+    write_row(r, 0u, 1u, ln_stats(mean, inv, df_div(ln_var_share(r, 0u, 1u, mean, inv), n)), 0.0);
 }
 
 @compute @workgroup_size(64)
@@ -255,23 +253,120 @@ fn row_shared(lx: u32, r: u32) {
     let n = f32(p.n);
     if (OP == OP_SOFTMAX || OP == OP_LOG_SOFTMAX) {
         let m = wg_max(lx, row_max(r, lx, WR, false));
-        write_row(r, lx, WR, RowStats(m, 0.0, 1.0, 1.0, false), wg_sum(lx, row_sum(r, lx, WR, 0u, m, 0.0, 1.0)));
+        write_row(r, lx, WR, RowStats(m, 0.0, 1.0, 1.0, false, 0.0), wg_sum(lx, row_sum(r, lx, WR, m, 1.0)));
         return;
     }
     let inv = inv_scale_of(wg_max(lx, row_max(r, lx, WR, true)));
     if (OP == OP_RMSNORM) {
-        let ms = wg_sum(lx, row_sum(r, lx, WR, 0u, 0.0, 0.0, inv)) / n;
+        let ms = wg_sum(lx, row_sum(r, lx, WR, 0.0, inv)) / n;
         write_row(r, lx, WR, norm_stats(0.0, 0.0, inv, ms), 0.0);
         return;
     }
-    let hi = wg_sum(lx, row_sum(r, lx, WR, 0u, 0.0, 0.0, inv)) / n;
-    let lo = wg_sum(lx, row_sum(r, lx, WR, 1u, hi, 0.0, inv)) / n;
-    let var_s = wg_sum(lx, row_sum(r, lx, WR, 2u, hi, lo, inv)) / n;
-    write_row(r, lx, WR, norm_stats(hi, lo, inv, var_s), 0.0);
+    let mean = df_div(wg_df_sum(lx, ln_sum_share(r, lx, WR, inv)), n);
+    let var_s = df_div(wg_df_sum(lx, ln_var_share(r, lx, WR, mean, inv)), n);
+    write_row(r, lx, WR, ln_stats(mean, inv, var_s), 0.0);
 }
 
 @compute @workgroup_size(64)
 fn rows(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) g: vec3u,
         @builtin(num_workgroups) groups: vec3u) {
     for (var r = g.x; r < p.m; r += groups.x) { row_shared(l.x, r); }
+}
+
+// ---- layernorm in float pairs ------------------------------------------------
+// v gamma + beta to 4e-6 of |y| + 4e-6 where it cancels (gamma ~ 100, beta ~
+// -100) needs v gamma to ~1e-8: float pairs hi + lo (vec2: x hi, y lo) with
+// error-free sums (two_sum) and products (prod_err: Dekker), for the
+// mean and the variance (pair sums per invocation, added in a pair tree),
+// 1 / sqrt(var + eps) (a Newton step on the float one) and v gamma + beta.
+// x is scaled by inv (a power of two near max |x|), so no step overflows; a
+// pair whose high part is inf or NaN keeps it, with no low part.
+fn two_sum(a: f32, b: f32) -> vec2<f32> {
+    let s = a + b;
+    let bb = s - a;
+    return vec2<f32>(s, (a - (s - bb)) + (b - bb));
+}
+// s + e as a pair, for |s| >= |e|
+fn df_norm(s: f32, e: f32) -> vec2<f32> {
+    let h = s + e;
+    if (!r_finite(h)) { return vec2<f32>(h, 0.0); }
+    return vec2<f32>(h, e - (h - s));
+}
+fn df_add(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let s = two_sum(a.x, b.x);
+    if (!r_finite(s.x)) { return vec2<f32>(s.x, 0.0); }
+    return df_norm(s.x, s.y + (a.y + b.y));
+}
+fn df_mul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let xy = prod_fix(a.x, b.x);
+    return df_norm(xy.x, xy.y + (a.x * b.y + a.y * b.x));
+}
+fn df_div(a: vec2<f32>, n: f32) -> vec2<f32> {
+    let q = a.x / n;
+    let back = prod_fix(q, n);
+    return df_norm(q, (((a.x - back.x) - back.y) + a.y) / n);
+}
+
+// sum of the scaled x over the share, as a pair
+fn ln_sum_share(r: u32, first: u32, step: u32, inv: f32) -> vec2<f32> {
+    var acc = vec2<f32>(0.0, 0.0);
+    for (var j = first; j < p.n; j += step) { acc = df_add(acc, vec2<f32>(row_x(r, j) * inv, 0.0)); }
+    return acc;
+}
+
+// x[j] scaled, less the mean, as a pair
+fn ln_centred(r: u32, j: u32, mean: vec2<f32>, inv: f32) -> vec2<f32> {
+    return df_add(two_sum(row_x(r, j) * inv, -mean.x), vec2<f32>(-mean.y, 0.0));
+}
+
+// sum of the squared centred values over the share, as a pair
+fn ln_var_share(r: u32, first: u32, step: u32, mean: vec2<f32>, inv: f32) -> vec2<f32> {
+    var acc = vec2<f32>(0.0, 0.0);
+    for (var j = first; j < p.n; j += step) {
+        let d = ln_centred(r, j, mean, inv);
+        acc = df_add(acc, df_mul(d, d));
+    }
+    return acc;
+}
+
+// the workgroup's pair sum, in every invocation
+fn wg_df_sum(lx: u32, v: vec2<f32>) -> vec2<f32> {
+    red_v[lx] = v.x;
+    red_lo[lx] = v.y;
+    workgroupBarrier();
+    for (var s = WR / 2u; s > 0u; s = s / 2u) {
+        if (lx < s) {
+            let t = df_add(vec2<f32>(red_v[lx], red_lo[lx]), vec2<f32>(red_v[lx + s], red_lo[lx + s]));
+            red_v[lx] = t.x;
+            red_lo[lx] = t.y;
+        }
+        workgroupBarrier();
+    }
+    let total = vec2<f32>(workgroupUniformLoad(&red_v[0]), workgroupUniformLoad(&red_lo[0]));
+    workgroupBarrier();
+    return total;
+}
+
+// 1 / sqrt(var + eps) as a pair: r0 from floats, then r0 + r0 (1 - den r0^2) / 2
+fn ln_stats(mean: vec2<f32>, inv: f32, var_s: vec2<f32>) -> RowStats {
+    let e2 = (p.alpha * inv) * inv;
+    if (!r_finite(e2)) { return norm_stats(mean.x, mean.y, inv, var_s.x); }
+    let den = df_add(var_s, vec2<f32>(e2, 0.0));
+    if (den.x == 0.0) { return RowStats(mean.x, mean.y, inv, 0.0, false, 0.0); }
+    let r0 = r_div(1.0, r_sqrt(den.x));
+    let miss = df_add(vec2<f32>(1.0, 0.0), -df_mul(den, prod_fix(r0, r0)));
+    let rstd = df_norm(r0, r0 * (0.5 * miss.x));
+    return RowStats(mean.x, mean.y, inv, rstd.x, false, rstd.y);
+}
+
+fn ln_value(r: u32, j: u32, st: RowStats) -> f32 {
+    var v: vec2<f32>;
+    if (st.big_eps) {       // a row of tiny values: eps alone counts, v ~ 0
+        v = vec2<f32>(((row_x(r, j) * st.inv - st.s) - st.lo) / st.inv * st.rstd, 0.0);
+    } else {
+        v = df_mul(ln_centred(r, j, vec2<f32>(st.s, st.lo), st.inv), vec2<f32>(st.rstd, st.rstd_lo));
+    }
+    if ((p.has & HAS_B) != 0u) { v = df_mul(v, vec2<f32>(b_data[p.ob + j], 0.0)); }
+    if ((p.has & HAS_C) != 0u) { v = df_add(v, vec2<f32>(c_data[p.oc + j], 0.0)); }
+    return v.x;
 }

@@ -93,15 +93,6 @@ static int dtypes_ok(int sig, const rayo_call *c)
            c->dtypes == RAYO_DTYPES(a, 0, 0, 0);
 }
 
-/* layernorm with beta: y = v gamma + beta may cancel to far below v gamma
- * (gamma ~ 100, beta ~ -100), and the contract then asks for more than the
- * float precision of v gamma; WGSL has no float64, so such calls go to the
- * next backend. */
-static int float_precision_suffices(const rayo_call *c)
-{
-    return !(c->op == RAYO_OP_LAYERNORM && c->c);
-}
-
 /* The signatures whose WGSL takes row strides. */
 static int takes_strides(int sig)
 {
@@ -177,8 +168,7 @@ static rayo_status check_call(const webgpu_state *s, int sig, const rayo_call *c
     /* the dtype the WGSL reads by (p.dta): a's, but attention's KV cache */
     const size_t all[7] = {c->m, c->n, c->k, c->lda, c->ldb, c->ldy,
                            RAYO_DTYPE_OF(c->dtypes, sig == RAYO_SIG_ATTENTION ? 1 : 0)};
-    if (!dtypes_ok(sig, c) || (rayo_call_strided(c) && !takes_strides(sig)) || c->ldc ||
-        !float_precision_suffices(c))
+    if (!dtypes_ok(sig, c) || (rayo_call_strided(c) && !takes_strides(sig)) || c->ldc)
         return RAYO_E_UNSUPPORTED;
     memset(sizes, 0, WEBGPU_SIZES * sizeof *sizes);
     if (to_words(sizes, all, 7) || (sig == RAYO_SIG_ROPE && rope_ext(c, sizes + 7)) ||

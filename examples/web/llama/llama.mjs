@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
-// llama.mjs - the Llama decoder page: rayo-llama (examples/llama) built as a
-// main module with the core and the JS API's glue (rayo-llama.mjs), loaded
-// by loadRayo with the backend side modules; in a cross-origin isolated page
-// its threaded build (threads/rayo-llama.mjs: the CPU backends on a Web
-// Worker per CPU), as loadRayo does for the core.  The GGUF file (picked, or
-// fetched from a URL) is copied chunk by chunk into the module's in-memory
-// file system under a progress bar; Decode runs rayo-llama's main through
-// JSPI (rayo.runMain), so the webgpu plugin can await the GPU, and shows its
-// output, the backend its weight products ran on and the tokens/s it printed.
+// llama.mjs - the Llama decoder page: the controls and the figures only.
+// rayo-llama (examples/llama built as a main module) runs in a module worker
+// (llama-worker.mjs): it loads the module (in a cross-origin isolated page
+// its threaded build, the CPU backends on a thread per CPU), copies the GGUF
+// file (picked, or fetched from a URL) into the module's file system and
+// decodes; the page shows the load progress, the output, the backend the
+// weight products ran on and the tokens/s rayo-llama printed, from the
+// worker's messages.  So the page's main thread never waits for the
+// decoder's threads.
 //
 // Query parameters (the headless Chromium test uses them): model=URL loads
 // at once; prompt, n, backend (webgpu, wasm, scalar or auto) and args
@@ -15,16 +15,13 @@
 // set the run, and run=1 decodes as soon as the model is in; threads=N caps
 // the CPU backends' threads (RAYO_THREADS) in the threaded build.  The page records its
 // progress in <body data-state>: loading, ready, reading, decoding, done or
-// error; when done, data-tokens holds the output, data-backend the
+// error; data-worker is 1 once the module runs in a worker; when done,
+// data-tokens holds the output, data-backend the
 // backend of the weight products and data-threads the CPU threads it used.
-
-import { loadRayo } from '../rayo/rayo.mjs';
-import createRayoLlama from './rayo-llama.mjs';
 
 const $ = (sel) => document.querySelector(sel);
 const query = new URLSearchParams(location.search);
-const MODEL_PATH = '/model.gguf';
-let rayo = null;
+const worker = new Worker(new URL('llama-worker.mjs', import.meta.url), { type: 'module' });
 let lines = { out: [], err: [] };
 
 function setState(state, message) {
@@ -39,51 +36,51 @@ function fail(e) {
   setState('error');
 }
 
-// Copies a stream of `total` bytes into the module's file system at path.
-async function copyIntoFs(stream, total, path) {
-  const fs = rayo.core.FS;
-  const file = fs.open(path, 'w');
-  const reader = stream.getReader();
-  let done = 0;
-  try {
-    for (;;) {
-      const { value, done: end } = await reader.read();
-      if (end) break;
-      fs.write(file, value, 0, value.length);
-      done += value.length;
-      $('#progress').value = total ? done / total : 0;
-      $('#load-status').textContent = `${(done / 1048576).toFixed(1)} MiB` +
-        (total ? ` of ${(total / 1048576).toFixed(1)} MiB` : '');
-    }
-  } finally {
-    fs.close(file);
-  }
-  return done;
+// The worker's requests: each answered by one 'done' or 'error' message.
+const pending = new Map();
+let lastId = 0;
+function request(type, payload = {}) {
+  const id = ++lastId;
+  return new Promise((ok, no) => {
+    pending.set(id, { ok, no });
+    worker.postMessage({ id, type, ...payload });
+  });
 }
 
-async function loadModel(name, open) {
+function showProgress({ done, total }) {
+  $('#progress').value = total ? done / total : 0;
+  $('#load-status').textContent = `${(done / 1048576).toFixed(1)} MiB` +
+    (total ? ` of ${(total / 1048576).toFixed(1)} MiB` : '');
+}
+
+function showLine({ kind, text }) {
+  lines[kind].push(text);
+  $('#log').textContent += `${text}\n`;
+}
+
+worker.onmessage = ({ data }) => {
+  if (data.type === 'progress') showProgress(data);
+  else if (data.type === 'line') showLine(data);
+  else {
+    const { ok, no } = pending.get(data.id);
+    pending.delete(data.id);
+    if (data.type === 'done') ok(data);
+    else no(new Error(data.message));
+  }
+};
+worker.onerror = (e) => fail(`the decoder's worker failed: ${e.message || 'its script did not load'}`);
+
+async function loadModel(name, source) {
   $('#run').disabled = true;
   setState('reading', `reading ${name}\u2026`);
-  const { stream, total } = await open();
-  const size = await copyIntoFs(stream, total, MODEL_PATH);
+  const { size } = await request('load', source);
   $('#progress').value = 1;
   setState('ready', `${name}: ${(size / 1048576).toFixed(1)} MiB, ready`);
   $('#run').disabled = false;
 }
 
-function loadUrl(url) {
-  return loadModel(url, async () => {
-    const response = await fetch(url);
-    if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-    return { stream: response.body, total: Number(response.headers.get('Content-Length')) || 0 };
-  });
-}
-
-function loadFile(file) {
-  return loadModel(file.name, async () => ({ stream: file.stream(), total: file.size }));
-}
-
-// rayo-llama's options from the page's controls (and ?args)
+// rayo-llama's options from the page's controls (and ?args); the worker
+// adds the model's path
 function argv() {
   const args = ['rayo-llama', '-n', String($('#n').value), '-p', $('#prompt').value];
   const backend = $('#backend').value;
@@ -92,9 +89,8 @@ function argv() {
   // auto leaves a software adapter such as SwiftShader out)
   if (backend === 'webgpu') args.push('--resident', 'on');
   const more = (query.get('args') || '').split(' ').filter(Boolean);
-  return [...args, ...more, MODEL_PATH];
+  return [...args, ...more];
 }
-
 // What rayo-llama printed on stderr: where the weight products ran, speeds.
 function showSpeeds() {
   const speed = lines.err.find((l) => l.startsWith('rayo-llama: gemv '));
@@ -120,7 +116,7 @@ async function decode() {
   for (const id of ['#used', '#speed', '#prefill']) $(id).textContent = '\u2026';
   document.body.dataset.state = 'decoding';
   try {
-    const status = await rayo.runMain(argv());
+    const { status } = await request('decode', { argv: argv() });
     $('#output').textContent = lines.out.join('\n');
     showSpeeds();
     if (status !== 0) throw new Error(`rayo-llama exited with status ${status}:\n${lines.err.join('\n')}`);
@@ -131,37 +127,30 @@ async function decode() {
   }
 }
 
-function setupBackends() {
-  const ctx = rayo.open();
-  const loaded = ctx.backends().filter((b) => b.status === 'loaded').map((b) => b.name);
-  $('#threads').textContent = String(ctx.threads());
-  ctx.close();
-  const preferred = rayo.webgpu.device && loaded.includes('webgpu') ? 'webgpu' : 'auto';
-  for (const name of ['auto', ...loaded]) $('#backend').add(new Option(name, name));
-  $('#backend').value = loaded.includes(query.get('backend')) ? query.get('backend') : preferred;
-  $('#webgpu').textContent = rayo.webgpu.device
-    ? `WebGPU: ${rayo.webgpu.device} (${rayo.webgpu.reason})`
-    : `No WebGPU here (${rayo.webgpu.reason}): the CPU backends decode.`;
+function setupBackends({ backends, threads, webgpu }) {
+  $('#threads').textContent = threads;
+  const preferred = webgpu.device && backends.includes('webgpu') ? 'webgpu' : 'auto';
+  for (const name of ['auto', ...backends]) $('#backend').add(new Option(name, name));
+  $('#backend').value = backends.includes(query.get('backend')) ? query.get('backend') : preferred;
+  $('#webgpu').textContent = webgpu.device
+    ? `WebGPU: ${webgpu.device} (${webgpu.reason})`
+    : `No WebGPU here (${webgpu.reason}): the CPU backends decode.`;
 }
 
 async function main() {
-  const log = (kind) => (s) => {
-    lines[kind].push(s);
-    $('#log').textContent += `${s}\n`;
-  };
   const env = query.get('threads') ? { RAYO_THREADS: query.get('threads') } : undefined;
-  rayo = await loadRayo({ core: createRayoLlama, coreBase: new URL('./', import.meta.url),
-    threadedCore: new URL('./threads/rayo-llama.mjs', import.meta.url), env,
-    print: log('out'), printErr: log('err') });
-  setupBackends();
+  const loaded = await request('init', { env });
+  setupBackends(loaded);
+  document.body.dataset.worker = loaded.inWorker ? '1' : '0';
   for (const key of ['prompt', 'n']) if (query.get(key)) $(`#${key}`).value = query.get(key);
   setState('ready', 'no model yet');
-  $('#file').onchange = () => $('#file').files[0] && loadFile($('#file').files[0]).catch(fail);
-  $('#fetch').onclick = () => loadUrl($('#url').value).catch(fail);
+  const file = () => $('#file').files[0];
+  $('#file').onchange = () => file() && loadModel(file().name, { file: file() }).catch(fail);
+  $('#fetch').onclick = () => loadModel($('#url').value, { url: new URL($('#url').value, location.href).href }).catch(fail);
   $('#run').onclick = () => decode().catch(fail);
   if (query.get('model')) {
     $('#url').value = query.get('model');
-    await loadUrl(query.get('model'));
+    await loadModel(query.get('model'), { url: new URL(query.get('model'), location.href).href });
     if (query.get('run') === '1') await decode();
   }
 }
