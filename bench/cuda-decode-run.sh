@@ -79,7 +79,7 @@ run() {
         [ -z "$v" ] || [ -f "$d/$v/rayo-cuda.so" ] || continue
         RAYO_PLUGIN_PATH=$d/$v timeout 150 "$d/cuda-bench-infer" --gemv >"$logs/bench-infer$v.log" 2>&1
         echo "bench ${v:-this build} exit $?"
-        grep -E '^(ref|gemv) ' "$logs/bench-infer$v.log" | grep -E 'sum|q4_0|q8_0' | cut -c1-80
+        grep -E '^(ref|gemv) ' "$logs/bench-infer$v.log" | grep -E 'sum|q4_0|q8_0|q4_k' | cut -c1-80
     done
     wait $models
     wait

@@ -236,7 +236,7 @@ static void decode_q4_0(kern *k, const unit_regs *u)
 
 /* Q4_K sub-block j = 2 * sub + e (e = 0, 1): its 6-bit scale and min as
  * floats (rayo_q4_k_scale_min), from the 12 scale bytes in s[3]. */
-static void q4_k_scale_min(kern *k, const int *s, int sub, int e, int *scf, int *mf)
+void q4_k_scale_min(kern *k, const int *s, int sub, int e, int *scf, int *mf)
 {
     int jj = nr(k), pos = nr(k), b[3], high = np(k);
     emit(k, "shl.b32 %s, %s, 1;", R(jj), R(sub));

@@ -8,7 +8,7 @@
  *     and the engine only) on fresh random inputs (elementwise, reductions
  *     with NaN, rows, norms without gamma, matmul in every transpose and in
  *     shapes that mix the tiled kernels with the edge kernel, gemv,
- *     transpose, bias_act), relaxed Q8_0 / Q4_0 gemv (x in 8 bits; several of one x in a
+ *     transpose, bias_act), relaxed Q8_0 / Q4_0 / Q4_K gemv (x in 8 bits; several of one x in a
  *     replayed batch: one launch; a residual add and rmsnorm of the sum: one kernel), fused attention in the shapes that take each
  *     launch plan (a KV group wider than one warp's 4 heads, odd groups,
  *     aligned and unaligned K/V rows, decode and prefill), batches on device buffers (a typed matmul too)
@@ -327,7 +327,19 @@ static void test_gemv(void *st)
     }
 }
 
-/* Relaxed Q8_0 / Q4_0 gemv on host memory against the float64 product of
+/* rows rows of n values of A stored in dt (Q8_0, Q4_0 or Q4_K) at q, and A
+ * made the stored weights (each row row_bytes apart in q). */
+static void store_rows(rayo_dtype dt, float *A, unsigned char *q, size_t rows, size_t n, size_t row_bytes)
+{
+    for (size_t r = 0; r < rows; r++) {
+        unsigned char *row = q + r * row_bytes;
+        (dt == RAYO_DTYPE_Q8_0 ? rayo_quantize_q8_0 : dt == RAYO_DTYPE_Q4_0 ? rayo_quantize_q4_0
+                                                                            : rayo_quantize_q4_k)(A + r * n, row, n);
+        rayo_dequantize_row(dt, row, A + r * n, n);
+    }
+}
+
+/* Relaxed Q8_0 / Q4_0 / Q4_K gemv on host memory against the float64 product of
  * the stored weights, within the relaxed contract: rows long enough for
  * the kernels with x in 8 bits (cuda-infer.c: 1024 values on), in the
  * decoder's shapes and odd row counts (warps looping over rows), x scaled
@@ -340,11 +352,7 @@ static void check_gemv_int8(void *st, rayo_dtype dt, size_t m, size_t n, float x
     CHECK(rayo_dtype_row_bytes(dt, n, &row_bytes), "row bytes of %zu values", n);
     float *A = floats(m * n, -1, 1), *x = floats(n, -1, 1), *y0 = floats(m, -1, 1), *y = malloc(m * sizeof *y);
     unsigned char *q = malloc(m * row_bytes);
-    for (size_t r = 0; r < m; r++) {
-        unsigned char *row = q + r * row_bytes;
-        (dt == RAYO_DTYPE_Q8_0 ? rayo_quantize_q8_0 : rayo_quantize_q4_0)(A + r * n, row, n);
-        (dt == RAYO_DTYPE_Q8_0 ? rayo_dequantize_q8_0 : rayo_dequantize_q4_0)(row, A + r * n, n);
-    }
+    store_rows(dt, A, q, m, n, row_bytes);
     for (size_t i = 0; i < n; i++)
         x[i] *= xscale;
     x[n / 3] *= outlier;
@@ -366,10 +374,13 @@ static void test_gemv_int8(void *st)
 {
     static const size_t shapes[][2] = {{1, 1024}, {37, 2048}, {256, 2048}, {300, 5632}, {1001, 4096},
                                        {70, 11008}, {17, 1056}};
-    for (int d = 0; d < 2; d++) {
-        rayo_dtype dt = d ? RAYO_DTYPE_Q4_0 : RAYO_DTYPE_Q8_0;
-        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-            check_gemv_int8(st, dt, shapes[i][0], shapes[i][1], 1.0f, i % 2 ? 0.5f : 0.0f, 1.0f);
+    static const rayo_dtype dtypes[] = {RAYO_DTYPE_Q8_0, RAYO_DTYPE_Q4_0, RAYO_DTYPE_Q4_K};
+    for (int d = 0; d < 3; d++) {
+        rayo_dtype dt = dtypes[d];
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            size_t n = shapes[i][1] % rayo_dtype_block_elems(dt) ? 1280 : shapes[i][1]; /* Q4_K: 5 blocks */
+            check_gemv_int8(st, dt, shapes[i][0], n, 1.0f, i % 2 ? 0.5f : 0.0f, 1.0f);
+        }
         check_gemv_int8(st, dt, 5, 2048, 1e-25f, 0.0f, 1.0f);
         check_gemv_int8(st, dt, 5, 2048, 1e30f, 0.0f, 1.0f);
         check_gemv_int8(st, dt, 300, 2048, 1.0f, 0.0f, 1000.0f); /* past the estimate: the float sums */
@@ -544,10 +555,7 @@ static void check_gemv8_group(void *st, rayo_dtype dt)
     }
     float *wf = floats(wbytes / row_bytes * n, -1, 1), *x = floats(n, -1, 1), *want = malloc(4 * 300);
     unsigned char *w = malloc(wbytes);
-    for (size_t r = 0; r < wbytes / row_bytes; r++) {
-        (dt == RAYO_DTYPE_Q8_0 ? rayo_quantize_q8_0 : rayo_quantize_q4_0)(wf + r * n, w + r * row_bytes, n);
-        (dt == RAYO_DTYPE_Q8_0 ? rayo_dequantize_q8_0 : rayo_dequantize_q4_0)(w + r * row_bytes, wf + r * n, n);
-    }
+    store_rows(dt, wf, w, wbytes / row_bytes, n, row_bytes);
     rayo_op_info relaxed = *rayo_op_by_id(RAYO_OP_GEMV);
     relaxed.tol_rel = 2e-3; /* the combo's relaxed contract */
     void *bw = NULL, *bx = NULL, *by = NULL, *batch = NULL;
@@ -952,6 +960,7 @@ int main(int argc, char **argv)
     test_batches(st);
     check_gemv8_group(st, RAYO_DTYPE_Q8_0);
     check_gemv8_group(st, RAYO_DTYPE_Q4_0);
+    check_gemv8_group(st, RAYO_DTYPE_Q4_K);
     check_add_rmsnorm(st, 1, 2048);
     check_add_rmsnorm(st, 3, 4096);
     check_add_rmsnorm(st, 2, 1100); /* n % 4 == 0, past the warp kernels */

@@ -30,16 +30,25 @@ static const rayo_ptx_gemvq_config *gemvq_config(rayo_dtype dt)
     return NULL;
 }
 
+/* The dtype's part of the gemv8 kernels' names, or NULL. */
+static const char *gemv8_dtype(rayo_dtype dt)
+{
+    return dt == RAYO_DTYPE_Q8_0 ? "q8_0" : dt == RAYO_DTYPE_Q4_0 ? "q4_0" : dt == RAYO_DTYPE_Q4_K ? "q4_k" : NULL;
+}
+
 /* The gemv8_* kernel (x rounded to 8 bits, integer products) for a relaxed
- * Q8_0 / Q4_0 gemv with long rows, or NULL.  Its loads need x on 16 bytes
- * and rows on 4; its shared memory stays within the 48 KiB every block
- * gets without opting in. */
+ * Q8_0 / Q4_0 / Q4_K gemv with long rows, or NULL.  Its loads need x on 16
+ * bytes and rows on 4 (Q4_K: 16, its vector loads); its shared memory stays
+ * within the 48 KiB every block gets without opting in. */
 static const char *gemv8_kernel(const cuda_state *st, const cuda_op *op, rayo_dtype dt, size_t row_bytes)
 {
+    static const char *const names[] = {"gemv8_q8_0", "gemv8_q4_0", "gemv8_q4_k"};
+    size_t align = dt == RAYO_DTYPE_Q4_K ? 16 : 4;
     if (!st->use_gemv8 || op->precision != RAYO_PRECISION_RELAXED || op->n < RAYO_PTX_GEMV8_MIN_N ||
-        op->n % 32 || op->b % 16 || op->a % 4 || row_bytes % 4 || rayo_ptx_gemv8_smem(op->n) > 48 * 1024)
+        op->n % 32 || op->b % 16 || op->a % align || row_bytes % align || rayo_ptx_gemv8_smem(op->n) > 48 * 1024 ||
+        !gemv8_dtype(dt))
         return NULL;
-    return dt == RAYO_DTYPE_Q8_0 ? "gemv8_q8_0" : dt == RAYO_DTYPE_Q4_0 ? "gemv8_q4_0" : NULL;
+    return names[dt == RAYO_DTYPE_Q8_0 ? 0 : dt == RAYO_DTYPE_Q4_0 ? 1 : 2];
 }
 
 /* Launches gemv kernel `name` (parameters y, a, x, m, n, row bytes, alpha,
@@ -165,7 +174,7 @@ static rayo_status launch_gemv8x(cuda_state *st, CUstream stream, const cuda_op 
     void **tail = params + 3 * RAYO_PTX_GEMV8_PARTS;
     tail[0] = &x, tail[1] = &cols, tail[2] = &lda, tail[3] = &alpha, tail[4] = &beta;
     char name[32];
-    snprintf(name, sizeof name, "gemv8x_%s", dt == RAYO_DTYPE_Q8_0 ? "q8_0" : "q4_0");
+    snprintf(name, sizeof name, "gemv8x_%s", gemv8_dtype(dt));
     CUfunction fn;
     rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
     if (s != RAYO_OK)
