@@ -9,7 +9,8 @@
  *     with NaN, rows, norms without gamma, matmul in every transpose and in
  *     shapes that mix the tiled kernels with the edge kernel, gemv,
  *     transpose, bias_act), relaxed Q8_0 / Q4_0 / Q4_K gemv (x in 8 bits; several of one x in a
- *     replayed batch: one launch; a residual add and rmsnorm of the sum: one kernel), fused attention in the shapes that take each
+ *     replayed batch: one launch; a residual add and rmsnorm of the sum: one kernel; rope of q and k:
+ *     one launch, the same rope twice on one buffer: two), fused attention in the shapes that take each
  *     launch plan (a KV group wider than one warp's 4 heads, odd groups,
  *     aligned and unaligned K/V rows, decode and prefill), batches on device buffers (a typed matmul too)
  *     at unaligned offsets (each op of a chain checked against the device's
@@ -647,6 +648,63 @@ static void check_add_rmsnorm(void *st, size_t m, size_t n)
     free(x); free(r); free(gamma); free(want);
 }
 
+/* Rope of q and of k in place in a batch, as a decode step records them:
+ * one launch in the plugin (rope2_*).  Then the same rope twice on one
+ * buffer, which must not be one launch (the second reads the first's
+ * output).  After a submit each buffer must be bit for bit the ropes alone
+ * on host memory, in turn. */
+static void check_rope_pair(void *st, rayo_rope_mode mode, size_t tokens)
+{
+    const rayo_memory_api *mem = desc->memory;
+    enum { HEADS = 32, KV_HEADS = 4, HD = 64 };
+    size_t qn = tokens * HEADS * HD, kn = tokens * KV_HEADS * HD;
+    float *q = floats(qn, -2, 2), *k = floats(kn, -2, 2), *want = malloc(4 * qn);
+    int32_t pos[8];
+    for (size_t t = 0; t < tokens; t++)
+        pos[t] = (int32_t)(17 + 100 * t);
+    void *bq = NULL, *bk = NULL, *bp = NULL, *batch = NULL;
+    CHECK(tokens <= 8 && mem->buffer_alloc(st, 4 * qn, &bq) == RAYO_OK && mem->buffer_alloc(st, 4 * kn, &bk) == RAYO_OK &&
+          mem->buffer_alloc(st, 4 * tokens, &bp) == RAYO_OK && mem->batch_begin(st, &batch) == RAYO_OK,
+          "buffers: %s", last_error);
+    if (!bq || !bk || !bp || !batch)
+        return;
+    CHECK(mem->buffer_write(st, bq, 0, q, 4 * qn) == RAYO_OK && mem->buffer_write(st, bk, 0, k, 4 * kn) == RAYO_OK &&
+          mem->buffer_write(st, bp, 0, pos, 4 * tokens) == RAYO_OK, "write");
+    rayo_rope_params pq = {sizeof pq, mode, 48, 10000.0f, 1.0f, HEADS, HD, 0, 0}, pk = pq;
+    pk.n_heads = KV_HEADS;
+    /* q and k apart: one launch; then k twice over: two */
+    void *buf[4] = {bq, bk, bk, bk};
+    const rayo_rope_params *par[4] = {&pq, &pk, &pk, &pk};
+    for (int i = 0; i < 4; i++) {
+        rayo_dev_call c = {.struct_size = sizeof(rayo_dev_call), .op = RAYO_OP_ROPE, .m = tokens, .n = HD,
+                           .a = {buf[i], 0}, .b = {bp, 0}, .y = {buf[i], 0}, .params = par[i],
+                           .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, RAYO_DTYPE_I32, 0, RAYO_DTYPE_F32)};
+        CHECK(mem->batch_record(st, batch, &c) == RAYO_OK, "record rope %d: %s", i, last_error);
+    }
+    CHECK(mem->batch_submit(st, batch) == RAYO_OK && mem->batch_wait(st, batch, UINT64_MAX) == RAYO_OK, "submit: %s",
+          last_error);
+    float *mine[2] = {q, k};
+    size_t len[2] = {qn, kn}, times[2] = {1, 3};
+    for (int b = 0; b < 2; b++) {
+        for (size_t i = 0; i < times[b]; i++) {
+            rayo_call one = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_ROPE, .m = tokens, .n = HD,
+                             .a = mine[b], .b = pos, .y = want, .params = par[b],
+                             .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, RAYO_DTYPE_I32, 0, RAYO_DTYPE_F32)};
+            CHECK(run(st, &one) == RAYO_OK, "rope alone: %s", last_error);
+            memcpy(mine[b], want, 4 * len[b]);
+        }
+        float *got = read_floats(st, buf[b], 0, len[b]);
+        CHECK(!memcmp(got, mine[b], 4 * len[b]), "rope %s of %zu tokens in a batch (%s): not the ropes alone",
+              mode == RAYO_ROPE_NEOX ? "neox" : "norm", tokens, b ? "k three times, after q" : "q, with k");
+        free(got);
+    }
+    mem->batch_free(st, batch);
+    mem->buffer_free(st, bq);
+    mem->buffer_free(st, bk);
+    mem->buffer_free(st, bp);
+    free(q); free(k); free(want);
+}
+
 /* A typed matmul (f32 A, Q4_0 weight B transposed, as an LLM prefill) in a
  * batch on device buffers, strict and relaxed (TF32 allowed): checked against
  * the float64 product with B's dequantized values. */
@@ -965,6 +1023,8 @@ int main(int argc, char **argv)
     check_add_rmsnorm(st, 3, 4096);
     check_add_rmsnorm(st, 2, 1100); /* n % 4 == 0, past the warp kernels */
     check_add_rmsnorm(st, 1, 999);  /* odd n: not fused, still right */
+    check_rope_pair(st, RAYO_ROPE_NORM, 1);
+    check_rope_pair(st, RAYO_ROPE_NEOX, 3);
     test_typed_matmul_batch(st, RAYO_PRECISION_STRICT, 37, 70, 96);
     test_typed_matmul_batch(st, RAYO_PRECISION_RELAXED, 37, 70, 96);
     test_matmul_half(st);
