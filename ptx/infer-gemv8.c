@@ -31,7 +31,8 @@
  * gemv8x_<dtype> runs up to RAYO_PTX_GEMV8_PARTS such gemvs of the same x
  * (a decode step's q, k and v, or gate and up) as one grid over their rows
  * together: x is rounded once per block for all of them, and each row is
- * computed exactly as gemv8_<dtype> computes it. */
+ * computed exactly as gemv8_<dtype> computes it.  gemv8s_<dtype> runs a
+ * gate and an up gemv of one x and swiglu of their outputs. */
 #include "gen-ptx.h"
 #include "../core/rayo-dtype.h"
 #include "../plugins/cuda/cuda-ptx.h"
@@ -559,7 +560,7 @@ static void step_float(kern *k, const g8format *f, const g8_regs *g, const lane_
 /* y[row] = alpha * sum + beta * y[row] (y read only when beta != 0), the
  * warp's double sum rounded once; a sum that overflowed in float is redone
  * in float64 (product-redo.c) */
-static void store_row(kern *k, const g8format *f, const g8_regs *g, int row, int acc)
+static int store_row(kern *k, const g8format *f, const g8_regs *g, int row, int acc)
 {
     for (int o = 16; o >= 1; o /= 2) {
         int t = shfl_f64(k, acc, o);
@@ -584,6 +585,7 @@ static void store_row(kern *k, const g8format *f, const g8_regs *g, int row, int
     emit(k, "cvt.rn.f32.f64 %s, %s;", F(out), FD(res));
     emit(k, "st.global.f32 [%s], %s;", D(ya), F(out));
     label(k, l_skip);
+    return out;
 }
 
 /* The row's blocks, UNROLL steps of loads, then their products, in
@@ -609,8 +611,9 @@ static void row_steps(kern *k, const g8format *f, const g8_regs *g, int rs, int 
     emit(k, "@%s bra %s;", P(pmore), L(l_loop));
 }
 
-/* The warp's row, by the block's gate (a branch the whole block takes alike). */
-static void row_dot(kern *k, const g8format *f, const g8_regs *g, int row, int gate)
+/* The warp's row, by the block's gate (a branch the whole block takes
+ * alike); returns the value stored (lane 0's register). */
+static int row_dot(kern *k, const g8format *f, const g8_regs *g, int row, int gate)
 {
     int rs = nd(k), acc = nfd(k), l_float = nlabel(k), l_store = nlabel(k);
     emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(rs), D(row), D(g->lda), D(g->a));
@@ -621,7 +624,7 @@ static void row_dot(kern *k, const g8format *f, const g8_regs *g, int row, int g
     label(k, l_float);
     row_steps(k, f, g, rs, acc, 0);
     label(k, l_store);
-    store_row(k, f, g, row, acc);
+    return store_row(k, f, g, row, acc);
 }
 
 /* Row r of all parts as the row of one part: *part gets that part's A and
@@ -669,6 +672,64 @@ static void part_params(kern *k, g8_regs *g, strbuf *decl)
     g->a = g->pa[0];
 }
 
+/* Everything before the rows: x rounded into shared memory, the block's
+ * gate (returned), the warp's first row and the rows' stride.  g's
+ * parameters from p_x on are read here. */
+static int g8_prologue(kern *k, const g8format *f, g8_regs *g, int *row, int *stride)
+{
+    g->x = param_global(k, "p_x");
+    if (g->parts == 1)
+        g->m = param_u64(k, "p_m");
+    g->n = param_u64(k, "p_n");
+    g->lda = param_u64(k, "p_lda");
+    g->alpha = param_f32(k, "p_alpha");
+    g->beta = param_f32(k, "p_beta");
+    lane_warp(k, &g->tid, &g->lane, &g->warp);
+    g->qx = nr(k);
+    g->dx = nr(k);
+    g->sx = nr(k);
+    g->nb = nr(k);
+    g->l1 = nfd(k);
+    g->s2 = nfd(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(g->nb), D(g->n));
+    emit(k, "shr.u32 %s, %s, 5;", R(g->nb), R(g->nb));
+    g->nbr = g->nb;
+    if (f->block_elems != 32) {
+        g->nbr = nr(k);
+        emit(k, "shr.u32 %s, %s, %d;", R(g->nbr), R(g->nb), __builtin_ctz((unsigned)f->block_elems / 32));
+    }
+    /* shared: n codes, then nb f64 scales, then nb s32 sums (n % 32 == 0) */
+    emit(k, "mov.u32 %s, gq_smem;", R(g->qx));
+    emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(g->dx), R(g->nb), R(g->qx));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(g->sx), R(g->nb), R(g->dx));
+    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(g->l1));
+    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(g->s2));
+    int ctaid = sreg(k, "%ctaid.x"), nctaid = sreg(k, "%nctaid.x"), w64 = nd(k);
+    *row = nd(k);
+    *stride = nd(k);
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(*row), R(ctaid), WARPS);
+    emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(g->warp));
+    emit(k, "add.u64 %s, %s, %s;", D(*row), D(*row), D(w64));
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(*stride), R(nctaid), WARPS);
+    quantize_x(k, g);
+    return block_gate(k, g);
+}
+
+/* The kernel's end: its name, parameters (decl, then those from p_x on) and
+ * the launch bounds. */
+static void g8_finish(strbuf *mod, kern *k, const char *name, strbuf *decl, int has_m)
+{
+    char dir[64], shared[80];
+    /* two blocks per SM, as the plugin launches them (one wave): without the
+     * cap gemv8x_q4_0 took 74 registers and ran one block per SM */
+    snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n", THREADS);
+    snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 g8_red[%d];\n", 16 * WARPS);
+    sb_printf(decl, ".param .u64 p_x, %s.param .u64 p_n, .param .u64 p_lda, .param .f32 p_alpha, .param .f32 p_beta",
+              has_m ? ".param .u64 p_m, " : "");
+    kern_finish(mod, k, name, decl->p, dir, shared);
+    sb_free(decl);
+}
+
 static void gen_gemv8(strbuf *mod, const g8format *f, int parts)
 {
     kern kk = {0}, *k = &kk;
@@ -681,41 +742,8 @@ static void gen_gemv8(strbuf *mod, const g8format *f, int parts)
     } else {
         part_params(k, &g, &decl);
     }
-    g.x = param_global(k, "p_x");
-    if (parts == 1)
-        g.m = param_u64(k, "p_m");
-    g.n = param_u64(k, "p_n");
-    g.lda = param_u64(k, "p_lda");
-    g.alpha = param_f32(k, "p_alpha");
-    g.beta = param_f32(k, "p_beta");
-    lane_warp(k, &g.tid, &g.lane, &g.warp);
-    g.qx = nr(k);
-    g.dx = nr(k);
-    g.sx = nr(k);
-    g.nb = nr(k);
-    g.l1 = nfd(k);
-    g.s2 = nfd(k);
-    emit(k, "cvt.u32.u64 %s, %s;", R(g.nb), D(g.n));
-    emit(k, "shr.u32 %s, %s, 5;", R(g.nb), R(g.nb));
-    g.nbr = g.nb;
-    if (f->block_elems != 32) {
-        g.nbr = nr(k);
-        emit(k, "shr.u32 %s, %s, %d;", R(g.nbr), R(g.nb), __builtin_ctz((unsigned)f->block_elems / 32));
-    }
-    /* shared: n codes, then nb f64 scales, then nb s32 sums (n % 32 == 0) */
-    emit(k, "mov.u32 %s, gq_smem;", R(g.qx));
-    emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(g.dx), R(g.nb), R(g.qx));
-    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(g.sx), R(g.nb), R(g.dx));
-    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(g.l1));
-    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(g.s2));
-    int ctaid = sreg(k, "%ctaid.x"), nctaid = sreg(k, "%nctaid.x");
-    int row = nd(k), stride = nd(k), w64 = nd(k), pdone = np(k), l_row = nlabel(k), l_end = nlabel(k);
-    emit(k, "mul.wide.u32 %s, %s, %d;", D(row), R(ctaid), WARPS);
-    emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(g.warp));
-    emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(w64));
-    emit(k, "mul.wide.u32 %s, %s, %d;", D(stride), R(nctaid), WARPS);
-    quantize_x(k, &g);
-    int gate = block_gate(k, &g);
+    int row, stride, pdone = np(k), l_row = nlabel(k), l_end = nlabel(k);
+    int gate = g8_prologue(k, f, &g, &row, &stride);
     label(k, l_row);
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pdone), D(row), D(g.m));
     emit(k, "@%s bra %s;", P(pdone), L(l_end));
@@ -726,16 +754,44 @@ static void gen_gemv8(strbuf *mod, const g8format *f, int parts)
     emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(stride));
     emit(k, "bra.uni %s;", L(l_row));
     label(k, l_end);
-    char name[32], dir[64], shared[80];
+    char name[32];
     snprintf(name, sizeof name, parts == 1 ? "gemv8_%s" : "gemv8x_%s", f->name);
-    /* two blocks per SM, as the plugin launches them (one wave): without the
-     * cap gemv8x_q4_0 took 74 registers and ran one block per SM */
-    snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n", THREADS);
-    snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 g8_red[%d];\n", 16 * WARPS);
-    sb_printf(&decl, ".param .u64 p_x, %s.param .u64 p_n, .param .u64 p_lda, .param .f32 p_alpha, .param .f32 p_beta",
-              parts == 1 ? ".param .u64 p_m, " : "");
-    kern_finish(mod, k, name, decl.p, dir, shared);
-    sb_free(&decl);
+    g8_finish(mod, k, name, &decl, parts == 1);
+}
+
+/* gemv8s_<dtype>: a decode step's gate and up gemvs of one x (p_a0, p_a1
+ * into p_y0, p_y1, p_m rows each) and swiglu of their outputs into p_ys:
+ * a warp takes row r of both, each stored as gemv8_* stores it, then lane 0
+ * stores silu(gate) up as glu_swiglu computes it from those two values. */
+static void gen_gemv8s(strbuf *mod, const g8format *f)
+{
+    kern kk = {0}, *k = &kk;
+    g8_regs g = {.parts = 1}, up;
+    strbuf decl = {0};
+    sb_printf(&decl, ".param .u64 p_ys, .param .u64 p_y0, .param .u64 p_a0, .param .u64 p_y1, .param .u64 p_a1, ");
+    int ys = param_global(k, "p_ys");
+    g.y = param_global(k, "p_y0");
+    g.a = param_global(k, "p_a0");
+    int y1 = param_global(k, "p_y1"), a1 = param_global(k, "p_a1");
+    int row, stride, pdone = np(k), pw = np(k), l_row = nlabel(k), l_next = nlabel(k), l_end = nlabel(k);
+    int gate = g8_prologue(k, f, &g, &row, &stride);
+    up = g;
+    up.y = y1;
+    up.a = a1;
+    label(k, l_row);
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pdone), D(row), D(g.m));
+    emit(k, "@%s bra %s;", P(pdone), L(l_end));
+    int vg = row_dot(k, f, &g, row, gate), vu = row_dot(k, f, &up, row, gate);
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(pw), R(g.lane));
+    emit(k, "@%s bra %s;", P(pw), L(l_next));
+    emit(k, "st.global.f32 [%s], %s;", D(addr_of(k, ys, row, 4)), F(swiglu_value(k, vg, vu)));
+    label(k, l_next);
+    emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(stride));
+    emit(k, "bra.uni %s;", L(l_row));
+    label(k, l_end);
+    char name[32];
+    snprintf(name, sizeof name, "gemv8s_%s", f->name);
+    g8_finish(mod, k, name, &decl, 1);
 }
 
 void infer_gemv8(strbuf *mod)
@@ -743,5 +799,6 @@ void infer_gemv8(strbuf *mod)
     for (size_t i = 0; i < FORMAT_COUNT; i++) {
         gen_gemv8(mod, &formats[i], 1);
         gen_gemv8(mod, &formats[i], RAYO_PTX_GEMV8_PARTS);
+        gen_gemv8s(mod, &formats[i]);
     }
 }

@@ -155,20 +155,33 @@ static int glu_tail(kern *k, enum glu_kind kind, int g, int u)
     return y;
 }
 
-static void glu_elem(kern *k, int r, int j, const void *p)
+/* f(g) u (.f32 g, u) */
+static int glu_value(kern *k, enum glu_kind kind, int g, int u)
 {
-    const glu_ctx *c = p;
-    int g = nf(k), u = nf(k), out = nf(k), tail = np(k);
-    /* plain loads: y may be gate or up (in place) */
-    emit(k, "ld.global.f32 %s, [%s];", F(g), D(elem_addr(k, c->a, r, c->lda, j, 4)));
-    emit(k, "ld.global.f32 %s, [%s];", F(u), D(elem_addr(k, c->b, r, c->ldb, j, 4)));
-    int f = c->kind == GLU_SILU ? m_silu(k, g) : c->kind == GLU_GELU ? m_gelu(k, g) : m_gelu_tanh(k, g);
+    int out = nf(k), tail = np(k);
+    int f = kind == GLU_SILU ? m_silu(k, g) : kind == GLU_GELU ? m_gelu(k, g) : m_gelu_tanh(k, g);
     emit(k, "mul.rn.f32 %s, %s, %s;", F(out), F(f), F(u));
     int lab = nlabel(k);
     emit(k, "setp.ge.f32 %s, %s, %s;", P(tail), F(g), C(GLU_TAIL));
     emit(k, "@%s bra %s;", P(tail), L(lab)); /* NaN gates take the tail too: NaN either way */
-    emit(k, "mov.f32 %s, %s;", F(out), F(glu_tail(k, c->kind, g, u)));
+    emit(k, "mov.f32 %s, %s;", F(out), F(glu_tail(k, kind, g, u)));
     label(k, lab);
+    return out;
+}
+
+int swiglu_value(kern *k, int g, int u)
+{
+    return glu_value(k, GLU_SILU, g, u);
+}
+
+static void glu_elem(kern *k, int r, int j, const void *p)
+{
+    const glu_ctx *c = p;
+    int g = nf(k), u = nf(k);
+    /* plain loads: y may be gate or up (in place) */
+    emit(k, "ld.global.f32 %s, [%s];", F(g), D(elem_addr(k, c->a, r, c->lda, j, 4)));
+    emit(k, "ld.global.f32 %s, [%s];", F(u), D(elem_addr(k, c->b, r, c->ldb, j, 4)));
+    int out = glu_value(k, c->kind, g, u);
     emit(k, "st.global.f32 [%s], %s;", D(elem_addr(k, c->y, r, c->ldy, j, 4)), F(out));
 }
 

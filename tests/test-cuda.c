@@ -10,7 +10,8 @@
  *     shapes that mix the tiled kernels with the edge kernel, gemv,
  *     transpose, bias_act), relaxed Q8_0 / Q4_0 / Q4_K gemv (x in 8 bits; several of one x in a
  *     replayed batch: one launch; a residual add and rmsnorm of the sum: one kernel; rope of q and k:
- *     one launch, the same rope twice on one buffer: two), fused attention in the shapes that take each
+ *     one launch, the same rope twice on one buffer: two; gate, up and swiglu: one launch, swiglu
+ *     of up then gate: not), fused attention in the shapes that take each
  *     launch plan (a KV group wider than one warp's 4 heads, odd groups,
  *     aligned and unaligned K/V rows, decode and prefill), batches on device buffers (a typed matmul too)
  *     at unaligned offsets (each op of a chain checked against the device's
@@ -601,6 +602,58 @@ static void check_gemv8_group(void *st, rayo_dtype dt)
     free(wf); free(x); free(want); free(w);
 }
 
+/* Relaxed 8-bit gate and up gemvs of one x and swiglu of their outputs in
+ * place of gate's, as a decode step records them: one launch in the plugin
+ * (gemv8s_*).  swap: swiglu of up's and gate's outputs (the other order),
+ * which must not be fused.  Each output must be bit for bit the gemvs and
+ * swiglu alone on host memory. */
+static void check_gemv8_swiglu(void *st, rayo_dtype dt, int swap)
+{
+    const rayo_memory_api *mem = desc->memory;
+    size_t m = 300, n = 2048, row_bytes = 0;
+    CHECK(rayo_dtype_row_bytes(dt, n, &row_bytes), "row bytes");
+    float *wf = floats(2 * m * n, -1, 1), *x = floats(n, -1, 1), *out[2], *want = malloc(4 * m);
+    unsigned char *w = malloc(2 * m * row_bytes);
+    store_rows(dt, wf, w, 2 * m, n, row_bytes);
+    void *bw = NULL, *bx = NULL, *by = NULL, *batch = NULL;
+    CHECK(mem->buffer_alloc(st, 2 * m * row_bytes, &bw) == RAYO_OK && mem->buffer_alloc(st, 4 * n, &bx) == RAYO_OK &&
+          mem->buffer_alloc(st, 8 * m, &by) == RAYO_OK && mem->batch_begin(st, &batch) == RAYO_OK,
+          "buffers: %s", last_error);
+    if (!bw || !bx || !by || !batch)
+        return;
+    CHECK(mem->buffer_write(st, bw, 0, w, 2 * m * row_bytes) == RAYO_OK &&
+          mem->buffer_write(st, bx, 0, x, 4 * n) == RAYO_OK, "write");
+    for (int p = 0; p < 2; p++) {
+        rayo_dev_call c = {.struct_size = sizeof(rayo_dev_call), .op = RAYO_OP_GEMV, .m = m, .n = n, .alpha = 1.0f,
+                           .a = {bw, p * m * row_bytes}, .b = {bx, 0}, .y = {by, 4 * p * m},
+                           .dtypes = RAYO_DTYPES(dt, RAYO_DTYPE_F32, 0, RAYO_DTYPE_F32),
+                           .precision = RAYO_PRECISION_RELAXED};
+        CHECK(mem->batch_record(st, batch, &c) == RAYO_OK, "record gemv %d: %s", p, last_error);
+        rayo_call one = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_GEMV, .m = m, .n = n, .alpha = 1.0f,
+                         .a = w + p * m * row_bytes, .b = x, .y = out[p] = malloc(4 * m), .dtypes = c.dtypes,
+                         .precision = RAYO_PRECISION_RELAXED};
+        CHECK(run(st, &one) == RAYO_OK, "gemv alone: %s", last_error);
+    }
+    rayo_dev_call glu = {.struct_size = sizeof(rayo_dev_call), .op = RAYO_OP_SWIGLU, .m = 1, .n = m,
+                         .a = {by, swap ? 4 * m : 0}, .b = {by, swap ? 0 : 4 * m}, .y = {by, 0}};
+    CHECK(mem->batch_record(st, batch, &glu) == RAYO_OK, "record swiglu: %s", last_error);
+    CHECK(mem->batch_submit(st, batch) == RAYO_OK && mem->batch_wait(st, batch, UINT64_MAX) == RAYO_OK, "submit: %s",
+          last_error);
+    rayo_call one = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_SWIGLU, .m = 1, .n = m, .a = out[swap],
+                     .b = out[!swap], .y = want};
+    CHECK(run(st, &one) == RAYO_OK, "swiglu alone: %s", last_error);
+    float *got = read_floats(st, by, 0, 2 * m);
+    CHECK(!memcmp(got, want, 4 * m) && !memcmp(got + m, out[1], 4 * m),
+          "%s gate, up and swiglu%s in a batch: not the gemvs and swiglu alone", rayo_dtype_name(dt),
+          swap ? " (up first)" : "");
+    free(got);
+    mem->batch_free(st, batch);
+    mem->buffer_free(st, bw);
+    mem->buffer_free(st, bx);
+    mem->buffer_free(st, by);
+    free(wf); free(x); free(out[0]); free(out[1]); free(want); free(w);
+}
+
 /* A residual add then rmsnorm of the sum, as a decode step records them
  * (x += r in place, then r = rmsnorm(x)): one kernel in the plugin.  Submitted
  * twice (one by one, then as a graph); after each, x must be bit for bit the
@@ -1019,6 +1072,9 @@ int main(int argc, char **argv)
     check_gemv8_group(st, RAYO_DTYPE_Q8_0);
     check_gemv8_group(st, RAYO_DTYPE_Q4_0);
     check_gemv8_group(st, RAYO_DTYPE_Q4_K);
+    check_gemv8_swiglu(st, RAYO_DTYPE_Q4_0, 0);
+    check_gemv8_swiglu(st, RAYO_DTYPE_Q4_K, 0);
+    check_gemv8_swiglu(st, RAYO_DTYPE_Q8_0, 1);
     check_add_rmsnorm(st, 1, 2048);
     check_add_rmsnorm(st, 3, 4096);
     check_add_rmsnorm(st, 2, 1100); /* n % 4 == 0, past the warp kernels */

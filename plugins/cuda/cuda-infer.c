@@ -141,6 +141,21 @@ static int independent(const cuda_op *ops, size_t n, const cuda_op *o, size_t ro
     return !cuda_overlap(o->y, 4 * o->m, o->b, xb) && !cuda_overlap(o->y, 4 * o->m, o->a, o->m * row_bytes);
 }
 
+/* Whether swiglu s of gate's and up's outputs runs in their launch
+ * (gemv8s_*): one row of each (a decode step), s's output apart from
+ * everything else the launch reads or writes, or in place of gate's or
+ * up's output (written by the same lane after it). */
+static int swiglu_suits(const cuda_op *gate, const cuda_op *up, const cuda_op *s, size_t row_bytes)
+{
+    size_t yb = 4 * gate->m;
+    if (s->op != RAYO_OP_SWIGLU || s->dtypes || s->m != 1 || s->n != gate->m || up->m != gate->m ||
+        s->a != gate->y || s->b != up->y)
+        return 0;
+    return (s->y == gate->y || !cuda_overlap(s->y, yb, gate->y, yb)) &&
+           (s->y == up->y || !cuda_overlap(s->y, yb, up->y, yb)) && !cuda_overlap(s->y, yb, gate->b, 4 * gate->n) &&
+           !cuda_overlap(s->y, yb, gate->a, gate->m * row_bytes) && !cuda_overlap(s->y, yb, up->a, up->m * row_bytes);
+}
+
 size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count)
 {
     size_t row_bytes = 0, n = 1;
@@ -153,7 +168,26 @@ size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count)
     while (n < count && n < RAYO_PTX_GEMV8_PARTS && gemv8_alike(st, &ops[0], &ops[n]) &&
            independent(ops, n, &ops[n], row_bytes))
         n++;
+    if (n == 2 && count > 2 && swiglu_suits(&ops[0], &ops[1], &ops[2], row_bytes))
+        return 3;
     return n;
+}
+
+/* gemv8<kind>_<dtype> over `rows` warp rows of n columns, one wave: two
+ * blocks per SM, their warps looping over rows. */
+static rayo_status launch_gemv8_grid(cuda_state *st, CUstream stream, char kind, rayo_dtype dt, size_t rows,
+                                     size_t n, void **params)
+{
+    char name[32];
+    snprintf(name, sizeof name, "gemv8%c_%s", kind, gemv8_dtype(dt));
+    CUfunction fn;
+    rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
+    if (s != RAYO_OK)
+        return s;
+    size_t blocks = min_size((rows + RAYO_PTX_GEMV8_WARPS - 1) / RAYO_PTX_GEMV8_WARPS, (size_t)st->sm_count * 2);
+    CUresult r = cuda_launch_kernel(st, fn, (unsigned)blocks, 1, 1, 32 * RAYO_PTX_GEMV8_WARPS, 1, 1,
+                                    (unsigned)rayo_ptx_gemv8_smem(n), stream, params, NULL);
+    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, name);
 }
 
 /* ops[0 .. n) as one gemv8x_* grid: parts past n have no rows. */
@@ -176,16 +210,21 @@ static rayo_status launch_gemv8x(cuda_state *st, CUstream stream, const cuda_op 
     }
     void **tail = params + 3 * RAYO_PTX_GEMV8_PARTS;
     tail[0] = &x, tail[1] = &cols, tail[2] = &lda, tail[3] = &alpha, tail[4] = &beta;
-    char name[32];
-    snprintf(name, sizeof name, "gemv8x_%s", gemv8_dtype(dt));
-    CUfunction fn;
-    rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
-    if (s != RAYO_OK)
-        return s;
-    size_t blocks = min_size((rows + RAYO_PTX_GEMV8_WARPS - 1) / RAYO_PTX_GEMV8_WARPS, (size_t)st->sm_count * 2);
-    CUresult r = cuda_launch_kernel(st, fn, (unsigned)blocks, 1, 1, 32 * RAYO_PTX_GEMV8_WARPS, 1, 1,
-                                    (unsigned)rayo_ptx_gemv8_smem(ops[0].n), stream, params, NULL);
-    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of gemv8x");
+    return launch_gemv8_grid(st, stream, 'x', dt, rows, ops[0].n, params);
+}
+
+/* gate ops[0], up ops[1] and swiglu ops[2] as one gemv8s_* grid. */
+static rayo_status launch_gemv8s(cuda_state *st, CUstream stream, const cuda_op *ops)
+{
+    rayo_dtype dt = RAYO_DTYPE_OF(ops[0].dtypes, 0);
+    size_t row_bytes = 0;
+    if (!rayo_dtype_row_bytes(dt, ops[0].lda ? ops[0].lda : ops[0].n, &row_bytes))
+        return RAYO_E_UNSUPPORTED; /* cuda_launch_group checked it */
+    CUdeviceptr ys = ops[2].y, y0 = ops[0].y, a0 = ops[0].a, y1 = ops[1].y, a1 = ops[1].a, x = ops[0].b;
+    unsigned long long m = ops[0].m, cols = ops[0].n, lda = row_bytes;
+    float alpha = ops[0].alpha, beta = ops[0].beta;
+    void *params[] = {&ys, &y0, &a0, &y1, &a1, &x, &m, &cols, &lda, &alpha, &beta};
+    return launch_gemv8_grid(st, stream, 's', dt, m, ops[0].n, params);
 }
 
 rayo_status cuda_launch_ops(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n)
@@ -194,6 +233,8 @@ rayo_status cuda_launch_ops(cuda_state *st, CUstream stream, const cuda_op *ops,
         return cuda_launch_op(st, stream, &ops[0]);
     if (ops[0].op == RAYO_OP_ROPE)
         return launch_rope_pair(st, stream, &ops[0], &ops[1]);
+    if (n == 3 && ops[2].op == RAYO_OP_SWIGLU)
+        return launch_gemv8s(st, stream, ops);
     return ops[0].op == RAYO_OP_ADD ? cuda_launch_add_rmsnorm(st, stream, &ops[0], &ops[1])
                                     : launch_gemv8x(st, stream, ops, n);
 }

@@ -302,7 +302,8 @@ int cuda_check_host_call(const cuda_state *st, const rayo_call *call);
  * RAYO_PTX_GEMV8_PARTS relaxed 8-bit gemvs of the same x whose outputs
  * touch no operand of the others (a decode step's q, k, v; gate, up), 2 for
  * a residual add and the rmsnorm of its sum (cuda_add_rmsnorm_suits) or two
- * ropes of the same tokens and positions apart in memory (q, k), else 1. */
+ * ropes of the same tokens and positions apart in memory (q, k), 3 for two
+ * such gemvs (gate, up) and the swiglu of their outputs, else 1. */
 size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count);
 /* Queues ops[0 .. n), n from cuda_launch_group. */
 rayo_status cuda_launch_ops(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n);
