@@ -8,19 +8,18 @@
 #       this script into it; carry DIR and .gl (bench/gpu-run.sh prepare
 #       fetches .gl's packages)
 #   DIR/cuda-prompt-run.sh run                       there, repository root:
-#       1. test-cuda (its second state checks the split-k prompt products)
-#          beside rayo-conform --quick --op matmul on cuda, one fresh seed, with and
-#          without the half path ([backend.cuda] half_prompt = no), with it
-#          skipping the group "cancel", and with prompt_split_k = yes;
-#       2. GGUF files made there by gguf-make (TinyLlama shape q4_0, q8_0,
-#          q4_k_m; the 7B shape q4_0), each prefilled by
-#          `rayo-llama --backend cuda --ignore-eos --tokens --ctx 640 -n 16
-#          --prompt-tokens <128 or 512 ids>` after one warm-up run: 128 ids
-#          with and without the half path and with it split along k
-#          (prompt_split_k = yes; the greedy tokens compared with the half
-#          path's), 512 ids with the half path, split and not;
-#       3. `profile = yes` breakdowns of a TinyLlama q4_0 128-token run,
-#          half path and split.
+#       1. test-cuda (its second state checks the split-k prompt products and
+#          weights copied in chunks) beside rayo-conform --quick --op matmul
+#          on cuda, one fresh seed, as configured by default and with
+#          chunks of 1 MiB ([backend.cuda] prompt_chunk_mib = 1);
+#       2. GGUF files made there by gguf-make (TinyLlama shape q4_0; the 7B
+#          shape q4_0), each prefilled by `rayo-llama --backend cuda --warmup
+#          --ignore-eos --tokens --ctx 640 -n 16 --prompt-tokens <128 or 512
+#          ids>` with the weights' f16 copies whole (prompt_chunk_mib = 0)
+#          and in chunks of 16 and 32 MiB (the 7B), the greedy tokens
+#          compared; TinyLlama without the half path too (half_prompt = no);
+#       3. `profile = yes` breakdowns of 7B 128-token runs (whole copies and
+#          chunks of 16 MiB) and a 512-token one.
 # Logs in $OUT/logs.tgz; a summary on stdout.
 set -u
 mode=${1:-run}
@@ -44,9 +43,9 @@ conform() {
     grep -h -E 'cases failed|out of contract' "$logs/$name.log" | cut -c1-300 | head -5
 }
 
-# llama NAME FILE CONFIG IDS: one run, its tokens and speed line in $logs/NAME.*
+# llama NAME FILE CONFIG IDS: one run after a warm-up in the same process, its tokens and speed line in $logs/NAME.*
 llama() {
-    RAYO_CONFIG=$3 timeout 90 "$d/rayo-llama" --backend cuda --ignore-eos --tokens --ctx 640 -n 16 \
+    RAYO_CONFIG=$3 timeout 90 "$d/rayo-llama" --backend cuda --warmup --ignore-eos --tokens --ctx 640 -n 16 \
         --prompt-tokens "$4" "$2" >"$logs/$1.out" 2>"$logs/$1.log"
     echo "$1 exit $?: $(grep -h -i 'tok/s' "$logs/$1.log" | tail -1 | sed 's/.*prefill/prefill/')"
 }
@@ -70,34 +69,35 @@ run() {
     d=$PWD/$(dirname "$0")
     gpu_env "$d" /tmp/prompt-logs
     gpu_make_models "$d"
-    : >/tmp/half.conf
+    : >/tmp/default.conf
     printf '[backend.cuda]\nhalf_prompt = no\n' >/tmp/f32.conf
-    printf '[backend.cuda]\nprofile = yes\n' >/tmp/profile.conf
-    printf '[backend.cuda]\nprompt_split_k = yes\n' >/tmp/split.conf
-    printf '[backend.cuda]\nprompt_split_k = yes\nprofile = yes\n' >/tmp/split-profile.conf
+    for c in 0 1 16 32; do
+        printf '[backend.cuda]\nprompt_chunk_mib = %s\n' $c >/tmp/chunk$c.conf
+        printf '[backend.cuda]\nprompt_chunk_mib = %s\nprofile = yes\n' $c >/tmp/profile$c.conf
+    done
     test_cuda &
     seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
-    conform conform-half /tmp/half.conf --quick --op matmul &
-    conform conform-f32 /tmp/f32.conf --quick --op matmul &
-    conform conform-half-nocancel /tmp/half.conf --quick --skip cancel --op matmul &
-    conform conform-split /tmp/split.conf --quick --op matmul &
+    conform conform-default /tmp/default.conf --quick --op matmul &
+    conform conform-chunk1 /tmp/chunk1.conf --quick --op matmul &
     wait
     echo "models: $(ls -s /tmp/models | tr '\n' ' ') load: $(cat /proc/loadavg)"
     p128=$(seq 100 227 | paste -sd, -) p512=$(seq 100 611 | paste -sd, -)
-    llama warmup /tmp/models/tl-q4_0.gguf /tmp/half.conf "$p128"
-    for m in tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0; do
-        llama "$m-f32-128" "/tmp/models/$m.gguf" /tmp/f32.conf "$p128"
-        llama "$m-half-128" "/tmp/models/$m.gguf" /tmp/half.conf "$p128"
-        llama "$m-split-128" "/tmp/models/$m.gguf" /tmp/split.conf "$p128"
-        llama "$m-half-512" "/tmp/models/$m.gguf" /tmp/half.conf "$p512"
-        llama "$m-split-512" "/tmp/models/$m.gguf" /tmp/split.conf "$p512"
-        tokens_differ "$m" half f32 "half vs f32 copies"
-        tokens_differ "$m" split half "split k vs half"
+    for n in 128 512; do
+        eval "ids=\$p$n"
+        llama "tl-q4_0-f32-$n" /tmp/models/tl-q4_0.gguf /tmp/f32.conf "$ids"
+        for c in 0 16; do llama "tl-q4_0-chunk$c-$n" /tmp/models/tl-q4_0.gguf /tmp/chunk$c.conf "$ids"; done
+        for c in 0 16 32; do llama "7b-q4_0-chunk$c-$n" /tmp/models/7b-q4_0.gguf /tmp/chunk$c.conf "$ids"; done
     done
-    for c in profile split-profile; do
-        RAYO_LOG=info llama $c /tmp/models/tl-q4_0.gguf /tmp/$c.conf "$p128"
-        grep 'profile' "$logs/$c.log" | grep -v 'm      1 n' | head -16
+    tokens_differ tl-q4_0 chunk0 f32 "half path vs f32 copies"
+    tokens_differ tl-q4_0 chunk16 chunk0 "chunks of 16 MiB vs whole"
+    tokens_differ 7b-q4_0 chunk16 chunk0 "chunks of 16 MiB vs whole"
+    tokens_differ 7b-q4_0 chunk32 chunk0 "chunks of 32 MiB vs whole"
+    for c in 0 16; do
+        RAYO_LOG=info llama "profile$c-128" /tmp/models/7b-q4_0.gguf /tmp/profile$c.conf "$p128"
+        grep 'profile' "$logs/profile$c-128.log" | grep -v 'm      1 n' | head -12
     done
+    RAYO_LOG=info llama profile0-512 /tmp/models/7b-q4_0.gguf /tmp/profile0.conf "$p512"
+    grep 'profile' "$logs/profile0-512.log" | grep -v 'm      1 n' | head -12
     echo "done $(date -u)"
 }
 
