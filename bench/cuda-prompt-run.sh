@@ -8,18 +8,18 @@
 #       this script into it; carry DIR and .gl (bench/gpu-run.sh prepare
 #       fetches .gl's packages)
 #   DIR/cuda-prompt-run.sh run                       there, repository root:
-#       1. test-cuda (its second state checks the split-k prompt products and
-#          weights copied in chunks) beside rayo-conform --quick --op matmul
-#          on cuda, one fresh seed, as configured by default and with
-#          chunks of 1 MiB ([backend.cuda] prompt_chunk_mib = 1);
-#       2. GGUF files made there by gguf-make (TinyLlama shape q4_0; the 7B
-#          shape q4_0), each prefilled by `rayo-llama --backend cuda --warmup
-#          --ignore-eos --tokens --ctx 640 -n 16 --prompt-tokens <128 or 512
-#          ids>` with the weights' f16 copies whole (prompt_chunk_mib = 0)
-#          and in chunks of 16 and 32 MiB (the 7B), the greedy tokens
-#          compared; TinyLlama without the half path too (half_prompt = no);
-#       3. `profile = yes` breakdowns of 7B 128-token runs (whole copies and
-#          chunks of 16 MiB) and a 512-token one.
+#       1. test-cuda (its second state checks the split-k prompt products)
+#          beside rayo-conform --quick --op matmul on cuda, one fresh seed, as
+#          configured by default and without the split along k
+#          ([backend.cuda] prompt_split_k = no);
+#       2. GGUF files made there by gguf-make (TinyLlama shape q4_0, q8_0,
+#          q4_k_m; the 7B shape q4_0), each prefilled by `rayo-llama --backend
+#          cuda --warmup --ignore-eos --tokens --ctx 640 -n 16 --prompt-tokens
+#          <128 or 512 ids>` as configured by default, without the split
+#          along k, and without the half path (half_prompt = no), the greedy
+#          tokens compared;
+#       3. `profile = yes` breakdowns of a TinyLlama q4_0 128-token prefill
+#          and of 7B 128- and 512-token ones.
 # Logs in $OUT/logs.tgz; a summary on stdout.
 set -u
 mode=${1:-run}
@@ -71,33 +71,29 @@ run() {
     gpu_make_models "$d"
     : >/tmp/default.conf
     printf '[backend.cuda]\nhalf_prompt = no\n' >/tmp/f32.conf
-    for c in 0 1 16 32; do
-        printf '[backend.cuda]\nprompt_chunk_mib = %s\n' $c >/tmp/chunk$c.conf
-        printf '[backend.cuda]\nprompt_chunk_mib = %s\nprofile = yes\n' $c >/tmp/profile$c.conf
-    done
+    printf '[backend.cuda]\nprompt_split_k = no\n' >/tmp/nosplit.conf
+    printf '[backend.cuda]\nprofile = yes\n' >/tmp/profile.conf
     test_cuda &
     seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
     conform conform-default /tmp/default.conf --quick --op matmul &
-    conform conform-chunk1 /tmp/chunk1.conf --quick --op matmul &
+    conform conform-nosplit /tmp/nosplit.conf --quick --op matmul &
     wait
     echo "models: $(ls -s /tmp/models | tr '\n' ' ') load: $(cat /proc/loadavg)"
     p128=$(seq 100 227 | paste -sd, -) p512=$(seq 100 611 | paste -sd, -)
-    for n in 128 512; do
+    for m in tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0; do
+        for n in 128 512; do
+            eval "ids=\$p$n"
+            for c in default nosplit f32; do llama "$m-$c-$n" "/tmp/models/$m.gguf" /tmp/$c.conf "$ids"; done
+        done
+        tokens_differ "$m" default nosplit "split k vs not"
+        tokens_differ "$m" default f32 "half path vs f32 copies"
+    done
+    for run in tl-q4_0:128 7b-q4_0:128 7b-q4_0:512; do
+        m=${run%:*} n=${run#*:}
         eval "ids=\$p$n"
-        llama "tl-q4_0-f32-$n" /tmp/models/tl-q4_0.gguf /tmp/f32.conf "$ids"
-        for c in 0 16; do llama "tl-q4_0-chunk$c-$n" /tmp/models/tl-q4_0.gguf /tmp/chunk$c.conf "$ids"; done
-        for c in 0 16 32; do llama "7b-q4_0-chunk$c-$n" /tmp/models/7b-q4_0.gguf /tmp/chunk$c.conf "$ids"; done
+        RAYO_LOG=info llama "$m-profile-$n" "/tmp/models/$m.gguf" /tmp/profile.conf "$ids"
+        grep 'profile' "$logs/$m-profile-$n.log" | grep -v 'm      1 n' | head -12
     done
-    tokens_differ tl-q4_0 chunk0 f32 "half path vs f32 copies"
-    tokens_differ tl-q4_0 chunk16 chunk0 "chunks of 16 MiB vs whole"
-    tokens_differ 7b-q4_0 chunk16 chunk0 "chunks of 16 MiB vs whole"
-    tokens_differ 7b-q4_0 chunk32 chunk0 "chunks of 32 MiB vs whole"
-    for c in 0 16; do
-        RAYO_LOG=info llama "profile$c-128" /tmp/models/7b-q4_0.gguf /tmp/profile$c.conf "$p128"
-        grep 'profile' "$logs/profile$c-128.log" | grep -v 'm      1 n' | head -12
-    done
-    RAYO_LOG=info llama profile0-512 /tmp/models/7b-q4_0.gguf /tmp/profile0.conf "$p512"
-    grep 'profile' "$logs/profile0-512.log" | grep -v 'm      1 n' | head -12
     echo "done $(date -u)"
 }
 

@@ -14,7 +14,7 @@
  *     aligned and unaligned K/V rows, decode and prefill), batches on device buffers (a typed matmul too)
  *     at unaligned offsets (each op of a chain checked against the device's
  *     own previous result), the TF32 path (precision = tf32) with the
- *     prompt's split-k products (prompt_split_k) and weights copied in chunks (prompt_chunk_mib), concurrent calls, a failing call that must leave the caller's output untouched,
+ *     prompt's split-k products (prompt_split_k), concurrent calls, a failing call that must leave the caller's output untouched,
  *     and the on-disk JIT cache.
  * rayo-conform covers every op and edge case; this test covers what only
  * the plugin's own interface shows.
@@ -58,7 +58,6 @@ static char last_error[2048];
 static const char *config_precision = "fp32";
 static const char *config_embedded = "no";
 static const char *config_split_k = "no";
-static const char *config_chunk_mib = "0";
 static char cache_dir[512];
 
 static void h_log(const rayo_host *h, int level, const char *fmt, ...)
@@ -92,8 +91,6 @@ static const char *h_config(const rayo_host *h, const char *key)
         return config_embedded;
     if (!strcmp(key, "prompt_split_k"))
         return config_split_k;
-    if (!strcmp(key, "prompt_chunk_mib"))
-        return config_chunk_mib;
     return NULL;
 }
 
@@ -973,7 +970,6 @@ int main(int argc, char **argv)
     config_precision = "tf32";
     config_embedded = "yes";
     config_split_k = "yes";
-    config_chunk_mib = "1";
     st = NULL;
     CHECK(desc->init(&host, 0, &st) == RAYO_OK, "init (tf32): %s", last_error);
     if (st) {
@@ -982,10 +978,6 @@ int main(int argc, char **argv)
          * tiles with a partial last slice (k = 2080: 33 k tiles in 7 slices) */
         test_typed_matmul_batch(st, RAYO_PRECISION_RELAXED, 128, 2048, 2048);
         test_typed_matmul_batch(st, RAYO_PRECISION_RELAXED, 130, 200, 2080);
-        /* weights copied in chunks of 1 MiB (prompt_chunk_mib = 1): 512 rows
-         * of 1024 values, then a last, shorter chunk of 176; the TinyLlama
-         * product above in 4 chunks of 512, each split along k */
-        test_typed_matmul_batch(st, RAYO_PRECISION_RELAXED, 128, 1200, 1024);
         /* TF32 products (10-bit mantissas): about 1e-4 of the sum of |terms| */
         rayo_op_info tf32 = *rayo_op_by_id(RAYO_OP_MATMUL);
         tf32.tol_rel = 4e-3;

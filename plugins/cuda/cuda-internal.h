@@ -98,8 +98,6 @@ typedef struct cuda_func_slot {
 #define CUDA_MAX_LANES 8
 #define CUDA_STAGING_SLOTS 4
 #define CUDA_DEFAULT_STAGING_MIB 32
-/* the prompt's f16 weight copies in chunks of this many MiB, rewritten in L2 (0: whole) */
-#define CUDA_DEFAULT_PROMPT_CHUNK_MIB 0
 
 typedef struct cuda_slot {
     unsigned char *host;  /* slot_bytes of the staging area */
@@ -151,8 +149,6 @@ typedef struct cuda_state {
     int use_gemv8;        /* relaxed Q8_0 / Q4_0 gemv with 8-bit x: [backend.cuda] gemv_int8 */
     int use_half_prompt;  /* relaxed f32 x quantized B^T matmul on f16 copies: [backend.cuda] half_prompt */
     int use_prompt_split_k; /* its small products split along k: [backend.cuda] prompt_split_k */
-    size_t prompt_chunk_bytes; /* their f16 weight copies made in chunks of this size (0: whole):
-                                  [backend.cuda] prompt_chunk_mib */
     int use_cubin;        /* load the build's sm_90 machine code: [backend.cuda] embedded_code */
     int profile;          /* [backend.cuda] profile: time each op of a batch */
     cuda_prof_entry prof[CUDA_PROF_ENTRIES]; /* under lock */

@@ -152,30 +152,23 @@ static void config_kernel(const rayo_host *host, const char *key, int mod, const
     snprintf(out, len, "%s", dflt);
 }
 
-/* [backend.cuda] KEY in MiB, lo..hi (dflt when unset or out of range), in bytes. */
-static size_t config_mib(const rayo_host *host, const char *key, long lo, long hi, long dflt)
+/* staging_mib (host staging per stream, 1..1024 MiB) and pinned_staging. */
+static void read_staging_config(cuda_state *st)
 {
-    const char *mib = host->config ? host->config(host, key) : NULL;
-    long v = dflt;
+    const rayo_host *host = st->host;
+    const char *mib = host->config ? host->config(host, "staging_mib") : NULL;
+    long v = CUDA_DEFAULT_STAGING_MIB;
     if (mib && *mib) {
         char *end;
         v = strtol(mib, &end, 10);
-        if (*end || v < lo || v > hi) {
-            host->log(host, RAYO_LOG_WARN, "[backend.cuda] %s = %s: expected %ld..%ld; using %ld", key, mib, lo, hi,
-                      dflt);
-            v = dflt;
+        if (*end || v < 1 || v > 1024) {
+            host->log(host, RAYO_LOG_WARN, "[backend.cuda] staging_mib = %s: expected 1..1024; using %d", mib,
+                      CUDA_DEFAULT_STAGING_MIB);
+            v = CUDA_DEFAULT_STAGING_MIB;
         }
     }
-    return (size_t)v << 20;
-}
-
-/* staging_mib (host staging per stream, 1..1024 MiB), pinned_staging and
- * prompt_chunk_mib (0..1024). */
-static void read_staging_config(cuda_state *st)
-{
-    st->staging_bytes = config_mib(st->host, "staging_mib", 1, 1024, CUDA_DEFAULT_STAGING_MIB);
-    st->use_pinned = config_yes(st->host, "pinned_staging", 1);
-    st->prompt_chunk_bytes = config_mib(st->host, "prompt_chunk_mib", 0, 1024, CUDA_DEFAULT_PROMPT_CHUNK_MIB);
+    st->staging_bytes = (size_t)v << 20;
+    st->use_pinned = config_yes(host, "pinned_staging", 1);
 }
 
 static void read_config(cuda_state *st)

@@ -27,11 +27,7 @@
  * 2^-10 of the SUM scale, within the relaxed 2e-3.  With
  * [backend.cuda] prompt_split_k, a product whose tiles would leave the GPU
  * idle runs as slices of k (cuda_wgmma_half_parts) into as many partial
- * products, which half_scale_c_parts sums in float64.  With
- * [backend.cuda] prompt_chunk_mib, a weight whose f16 copy is larger is
- * copied and multiplied a chunk of rows at a time into one reused scratch
- * chunk, which stays in the L2 cache (a 7B model's weights are 13 GB as
- * f16). */
+ * products, which half_scale_c_parts sums in float64. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -100,16 +96,12 @@ static int transposes_b(const cuda_op *op)
 }
 
 /* ---- the half path ---- */
-/* Byte offsets in the scratch: the f16 copy of A and its inverse row
- * scales, the f16 copy of a chunk of `rows` rows of B (all n, or fewer
- * where the whole copy would pass [backend.cuda] prompt_chunk_mib) and its
- * scales, the f32 product of A by the chunk (or partial products of slices
- * of k, m x chunk floats apart); total = the bytes in all.  Each chunk
- * rewrites the same bytes, so a chunk within the L2 cache is made, read and
- * overwritten there instead of going out to memory and back. */
+/* Byte offsets in the scratch: the f16 copies of A and B, their inverse
+ * row scales, the f32 product (or `parts` partial products of slices of
+ * k, m n floats apart); total = the bytes in all. */
 typedef struct half_layout {
     size_t a16, sa, b16, sb, t, total;
-    size_t rows;
+    unsigned parts;
 } half_layout;
 
 static size_t align_up(size_t v)
@@ -117,23 +109,28 @@ static size_t align_up(size_t v)
     return (v + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1);
 }
 
-/* Rows of B a chunk: all n where its f16 copy fits the chunk budget, else
- * the most that fit, whole 256-row tiles of C (at least one). */
-static size_t half_chunk_rows(const cuda_state *st, const cuda_op *op)
+static cuda_op half_product(const cuda_op *op, CUdeviceptr base, const half_layout *l);
+
+static half_layout half_layout_of(const cuda_state *st, const cuda_op *op)
 {
-    size_t budget = st->prompt_chunk_bytes, rows;
-    if (!budget || op->n * op->k * 2 <= budget)
-        return op->n;
-    rows = budget / (op->k * 2) / 256 * 256;
-    rows = rows ? rows : 256;
-    return rows < op->n ? rows : op->n;
+    half_layout l;
+    l.a16 = 0;
+    l.sa = l.a16 + align_up(op->m * op->k * 2);
+    l.b16 = l.sa + align_up(op->m * 4);
+    l.sb = l.b16 + align_up(op->n * op->k * 2);
+    l.t = l.sb + align_up(op->n * 4);
+    cuda_op h = half_product(op, 0, &l);
+    l.parts = cuda_wgmma_half_parts(st, &h);
+    if (op->m * op->n > TYPED_MATMUL_MAX_SCRATCH / 4 / l.parts)
+        l.parts = 1; /* takes_half checks the single product's size */
+    l.total = l.t + align_up(l.parts * op->m * op->n * 4);
+    return l;
 }
 
-/* The f16 x f16 call on the copies at base, A by a chunk of `cols` rows of
- * B (B^T, C = the product T). */
-static cuda_op half_product(const cuda_op *op, CUdeviceptr base, const half_layout *l, size_t cols)
+/* The f16 x f16 call on the copies at base (B^T, C = the product T). */
+static cuda_op half_product(const cuda_op *op, CUdeviceptr base, const half_layout *l)
 {
-    cuda_op h = {.op = RAYO_OP_MATMUL, .flags = RAYO_TRANS_B, .m = op->m, .n = cols, .k = op->k};
+    cuda_op h = {.op = RAYO_OP_MATMUL, .flags = RAYO_TRANS_B, .m = op->m, .n = op->n, .k = op->k};
     h.alpha = 1.0f;
     h.a = base + l->a16;
     h.b = base + l->b16;
@@ -141,44 +138,6 @@ static cuda_op half_product(const cuda_op *op, CUdeviceptr base, const half_layo
     h.dtypes = RAYO_DTYPES(RAYO_DTYPE_F16, RAYO_DTYPE_F16, 0, RAYO_DTYPE_F32);
     h.precision = RAYO_PRECISION_RELAXED;
     return h;
-}
-
-/* Slices of k of the product by a chunk of `cols` rows (1: not split). */
-static unsigned half_parts(const cuda_state *st, const cuda_op *op, const half_layout *l, size_t cols)
-{
-    cuda_op h = half_product(op, 0, l, cols);
-    unsigned parts = cuda_wgmma_half_parts(st, &h);
-    return op->m * cols > TYPED_MATMUL_MAX_SCRATCH / 4 / parts ? 1 : parts; /* takes_half checks parts = 1 */
-}
-
-static half_layout half_layout_of(const cuda_state *st, const cuda_op *op)
-{
-    half_layout l;
-    l.rows = half_chunk_rows(st, op);
-    l.a16 = 0;
-    l.sa = l.a16 + align_up(op->m * op->k * 2);
-    l.b16 = l.sa + align_up(op->m * 4);
-    l.sb = l.b16 + align_up(l.rows * op->k * 2);
-    l.t = l.sb + align_up(l.rows * 4);
-    size_t last = op->n % l.rows, full = half_parts(st, op, &l, l.rows) * l.rows;
-    size_t tail = last ? half_parts(st, op, &l, last) * last : 0;
-    l.total = l.t + align_up((full > tail ? full : tail) * op->m * 4);
-    return l;
-}
-
-/* Whether a tensor-core kernel takes the product by a chunk of `cols` rows. */
-static int half_kernel_takes(const cuda_state *st, const cuda_op *op, CUdeviceptr base, const half_layout *l,
-                             size_t cols)
-{
-    cuda_op h = half_product(op, base, l, cols);
-    return cuda_wgmma_half_takes(st, &h) || cuda_mma16_kernel(st, &h);
-}
-
-/* ... for every chunk: the full one and the last, shorter one. */
-static int half_kernels_take(const cuda_state *st, const cuda_op *op, CUdeviceptr base, const half_layout *l)
-{
-    size_t last = op->n % l->rows;
-    return half_kernel_takes(st, op, base, l, l->rows) && (!last || half_kernel_takes(st, op, base, l, last));
 }
 
 /* Whether the call takes the half path: relaxed, f32 A (not transposed)
@@ -202,7 +161,8 @@ static int takes_half(const cuda_state *st, const cuda_op *op)
         op->m * op->k > TYPED_MATMUL_MAX_SCRATCH / 2)
         return 0;
     half_layout l = half_layout_of(st, op);
-    return half_kernels_take(st, op, 0, &l);
+    cuda_op h = half_product(op, 0, &l);
+    return cuda_wgmma_half_takes(st, &h) || cuda_mma16_kernel(st, &h);
 }
 
 /* A kernel of module infer: 256 threads a block, gx blocks. */
@@ -229,53 +189,37 @@ static rayo_status half_rows(cuda_state *st, CUstream stream, rayo_dtype dt, CUd
     return half_launch(st, stream, name, rows < most ? rows : most, params);
 }
 
-/* C's columns j .. j + cols from the chunk's product T: scaled back by
- * the rows' scales, with alpha and beta (summing `parts` partial products). */
-static rayo_status half_scale_back(cuda_state *st, CUstream stream, const cuda_op *op, const half_layout *l,
-                                   size_t j, size_t cols, unsigned parts)
-{
-    CUdeviceptr y = op->y + j * 4, t = op->scratch + l->t, sa = op->scratch + l->sa, sb = op->scratch + l->sb;
-    unsigned long long m = op->m, n = cols, ldy = op->ldy ? op->ldy : op->n, nparts = parts;
-    float alpha = op->alpha, beta = op->beta;
-    void *params[] = {&y, &t, &sa, &sb, &m, &n, &ldy, &alpha, &beta, &nparts};
-    size_t blocks = (op->m * cols + 255) / 256, most = (size_t)st->sm_count * 32;
-    return half_launch(st, stream, parts > 1 ? "half_scale_c_parts" : "half_scale_c", blocks < most ? blocks : most,
-                       params);
-}
-
-/* C's columns j .. j + cols: B's rows j .. j + cols to the chunk's f16
- * copy, its product with A's copy on the tensor cores, scaled back. */
-static rayo_status half_chunk(cuda_state *st, CUstream stream, const cuda_op *op, const half_layout *l, size_t j,
-                              size_t cols, size_t b_row_bytes)
-{
-    CUdeviceptr base = op->scratch;
-    cuda_op h = half_product(op, base, l, cols);
-    int wg = cuda_wgmma_half_takes(st, &h);
-    const rayo_ptx_tf32_config *mma = wg ? NULL : cuda_mma16_kernel(st, &h);
-    unsigned parts = wg ? half_parts(st, op, l, cols) : 1;
-    rayo_status s = half_rows(st, stream, RAYO_DTYPE_OF(op->dtypes, 1), base + l->b16, base + l->sb,
-                              op->b + j * b_row_bytes, cols, op->k, b_row_bytes);
-    if (s == RAYO_OK)
-        s = wg ? cuda_launch_wgmma_half_split(st, stream, &h, parts)
-               : mma ? cuda_launch_mma16(st, stream, &h, mma) : RAYO_E_UNSUPPORTED;
-    return s == RAYO_OK ? half_scale_back(st, stream, op, l, j, cols, parts) : s;
-}
-
 static rayo_status launch_half(cuda_state *st, CUstream stream, const cuda_op *op)
 {
     half_layout l = half_layout_of(st, op);
+    CUdeviceptr base = op->scratch;
+    rayo_dtype bdt = RAYO_DTYPE_OF(op->dtypes, 1);
     size_t b_row_bytes = 0;
-    if (!rayo_dtype_row_bytes(RAYO_DTYPE_OF(op->dtypes, 1), op->ldb ? op->ldb : op->k, &b_row_bytes))
+    if (!rayo_dtype_row_bytes(bdt, op->ldb ? op->ldb : op->k, &b_row_bytes))
         return RAYO_E_UNSUPPORTED; /* takes_half checked it */
-    /* every chunk's kernel, known before anything is queued (a scratch
+    /* the product's kernel, known before anything is queued (a scratch
      * whose base the kernels refuse: the call is refused whole) */
-    if (!half_kernels_take(st, op, op->scratch, &l))
+    cuda_op h = half_product(op, base, &l);
+    int wg = cuda_wgmma_half_takes(st, &h);
+    const rayo_ptx_tf32_config *mma = wg ? NULL : cuda_mma16_kernel(st, &h);
+    if (!wg && !mma)
         return RAYO_E_UNSUPPORTED;
-    rayo_status s = half_rows(st, stream, RAYO_DTYPE_F32, op->scratch + l.a16, op->scratch + l.sa, op->a, op->m,
-                              op->k, (op->lda ? op->lda : op->k) * 4);
-    for (size_t j = 0; j < op->n && s == RAYO_OK; j += l.rows)
-        s = half_chunk(st, stream, op, &l, j, op->n - j < l.rows ? op->n - j : l.rows, b_row_bytes);
-    return s;
+    unsigned parts = wg ? l.parts : 1;
+    rayo_status s = half_rows(st, stream, RAYO_DTYPE_F32, base + l.a16, base + l.sa, op->a, op->m, op->k,
+                              (op->lda ? op->lda : op->k) * 4);
+    if (s == RAYO_OK)
+        s = half_rows(st, stream, bdt, base + l.b16, base + l.sb, op->b, op->n, op->k, b_row_bytes);
+    if (s == RAYO_OK)
+        s = wg ? cuda_launch_wgmma_half_split(st, stream, &h, parts) : cuda_launch_mma16(st, stream, &h, mma);
+    if (s != RAYO_OK)
+        return s;
+    CUdeviceptr y = op->y, t = base + l.t, sa = base + l.sa, sb = base + l.sb;
+    unsigned long long m = op->m, n = op->n, ldy = op->ldy ? op->ldy : op->n, nparts = parts;
+    float alpha = op->alpha, beta = op->beta;
+    void *params[] = {&y, &t, &sa, &sb, &m, &n, &ldy, &alpha, &beta, &nparts};
+    size_t blocks = (op->m * op->n + 255) / 256, most = (size_t)st->sm_count * 32;
+    return half_launch(st, stream, parts > 1 ? "half_scale_c_parts" : "half_scale_c", blocks < most ? blocks : most,
+                       params);
 }
 
 /* ---- the dequantizing path ---- */
