@@ -326,40 +326,6 @@ static ALWAYS_INLINE __m256 block_q4_0_pair(const uint8_t *blk, const typed_gemv
     return x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
 }
 
-/* int16 lane j of v (j < 8) in every lane (v holds it in both halves). */
-static inline __m256i broadcast_lane16(__m256i v, int j)
-{
-    return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)((2 * j + 1) << 8 | 2 * j)));
-}
-
-/* Q4_K against int8 x: d (x scale) sum_s sc[s] sum q xq - dmin sum_s m[s]
- * sum x.  maddubs multiplies the 32 nibbles of a sub-block by x (u8 x s8,
- * pairs summed into int16: at most 2 * 15 * 127), madd by the sub-block's
- * scale (into int32), so one float multiply-add serves the 256 values;
- * the minimums' part takes the exact sums of x, eight sub-blocks at once. */
-static ALWAYS_INLINE __m256 block_q4_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
-{
-    const int8_t *xq = x->q8 + RAYO_QK_K * b;
-    const __m256i low_nibbles = _mm256_set1_epi8(15);
-    __m128i sc8, m8;
-    x86_q4_k_scales_mins(blk + RAYO_Q4_K_SCALES, &sc8, &m8);
-    __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8));
-    __m256i sum = _mm256_setzero_si256();
-    UNROLL_ROWS
-    for (int c = 0; c < 4; c++, xq += 64) {
-        __m256i bytes = x86_load256(blk + RAYO_Q4_K_QS + 32 * c);
-        __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(bytes, low_nibbles), x86_load256(xq));
-        __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles),
-                                          x86_load256(xq + 32));
-        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(lo, broadcast_lane16(sc, 2 * c)));
-        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(hi, broadcast_lane16(sc, 2 * c + 1)));
-    }
-    __m256 mins = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk + RAYO_Q4_K_DMIN)),
-                                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
-    acc = _mm256_fnmadd_ps(mins, _mm256_loadu_ps(x->sum + 8 * b), acc);
-    return scaled_add(sum, x86_f16_at(blk) * x->scale8[b], acc);
-}
-
 /* Q6_K against int8 x: d (x scale) sum_g sc[g] (sum q xq - 32 sum xq) over
  * the 16 groups g of 16 values.  maddubs multiplies 32 codes (0..63) by x
  * (pairs into int16: at most 2 * 63 * 127), madd by the two groups' scales
@@ -395,7 +361,20 @@ TYPED_ROWS_PAIRS(rows_q8_0_i8, 1, block_q8_0_pair)
 
 TYPED_ROWS_PAIRS(rows_q4_0_i8, 0, block_q4_0_pair)
 
-TYPED_ROWS_FN(rows_q4_k_int, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_int)
+/* Q4_K against int8 x (x86-quant.h): Q4_K_ROWS rows a pass. */
+#define Q4_K_ROWS 2
+
+static void rows_q4_k_int(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                          double out[4])
+{
+    size_t r = 0;
+    for (; r + Q4_K_ROWS <= count; r += Q4_K_ROWS)
+        x86_q4_k_int_rows(row + r * stride, stride, Q4_K_ROWS, x->q8, x->scale8, x->sum, n / RAYO_QK_K,
+                          PREFETCH_BYTES, out + r);
+    for (; r < count; r++)
+        x86_q4_k_int_rows(row + r * stride, stride, 1, x->q8, x->scale8, x->sum, n / RAYO_QK_K, PREFETCH_BYTES,
+                          out + r);
+}
 
 /* Q4_K against int8 x per 32 values (x86-quant.h). */
 static ALWAYS_INLINE __m256 block_q4_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)

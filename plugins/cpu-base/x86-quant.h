@@ -166,6 +166,87 @@ static inline __m256 x86_q6_k_i8_32(const uint8_t *blk, const int8_t *xq, const 
     return acc;
 }
 
+/* ---- Q4_K rows against x in int8 per 256 values (the relaxed gemv) -------- */
+
+/* int16 lane j (< 8) of v, which holds its 8 lanes in both halves, in every lane. */
+static inline __m256i x86_broadcast_lane16(__m256i v, int j)
+{
+    return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)((2 * j + 1) << 8 | 2 * j)));
+}
+
+/* Block b of R Q4_K rows (blk, blk + stride, ...) against x: acc[r] +=
+ * d (x scale xs) sum_s sc[s] sum q xq - dmin sum_s m[s] xsum[s], in float
+ * lanes.  maddubs multiplies a sub-block's 32 nibbles by x (u8 x s8, pairs
+ * into int16: at most 2 * 15 * 127), madd by its scale into int32; the
+ * minimums take x's exact sums per 32 (xsum).  The chunks of 64 values go
+ * outside, the rows inside: a chunk's two x vectors are loaded once for
+ * the R rows and die with the chunk, so each row keeps only its scales,
+ * its int32 sum and acc[r] in registers (rows outside kept x's eight
+ * vectors alive across the rows, and four rows spilled every block). */
+static inline __attribute__((always_inline)) void
+x86_q4_k_int_block(const uint8_t *blk, size_t stride, int R, const int8_t *xq, float xs, const float *xsum,
+                   __m256 acc[4])
+{
+    const __m256i low_nibbles = _mm256_set1_epi8(15);
+    __m256i sc[4], sum[4];
+    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+    {
+        const uint8_t *p = blk + r * stride;
+        __m128i sc8, m8;
+        x86_q4_k_scales_mins(p + RAYO_Q4_K_SCALES, &sc8, &m8);
+        sc[r] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8));
+        sum[r] = _mm256_setzero_si256();
+        __m256 mins = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(p + RAYO_Q4_K_DMIN)),
+                                    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
+        acc[r] = _mm256_fnmadd_ps(mins, _mm256_loadu_ps(xsum), acc[r]);
+    }
+    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+    {
+        __m256i x_lo = x86_load256(xq + 64 * c), x_hi = x86_load256(xq + 64 * c + 32);
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+        {
+            __m256i bytes = x86_load256(blk + r * stride + RAYO_Q4_K_QS + 32 * c);
+            __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(bytes, low_nibbles), x_lo);
+            __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles), x_hi);
+            sum[r] = _mm256_add_epi32(sum[r], _mm256_madd_epi16(lo, x86_broadcast_lane16(sc[r], 2 * c)));
+            sum[r] = _mm256_add_epi32(sum[r], _mm256_madd_epi16(hi, x86_broadcast_lane16(sc[r], 2 * c + 1)));
+        }
+    }
+    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[r]), _mm256_set1_ps(x86_f16_at(blk + r * stride) * xs),
+                                 acc[r]);
+}
+
+/* Blocks summed in float lanes before double: 8 (2048 values; the block
+ * sums are exact integers scaled once, so float over them is far inside
+ * the relaxed contract). */
+#define X86_Q4_K_BLOCKS_PER_GROUP 8
+
+/* The dots of R Q4_K rows with x over `blocks` blocks into out[0..R): x in
+ * int8 (q8, one scale8 per block) with its exact sums per 32 (xsum).  Each
+ * row's lines `prefetch` bytes ahead go to L2.  A group's float lanes go
+ * into out as a double sum: no double vector stays live across the loop. */
+static inline __attribute__((always_inline)) void
+x86_q4_k_int_rows(const uint8_t *row, size_t stride, int R, const int8_t *q8, const float *scale8,
+                  const float *xsum, size_t blocks, size_t prefetch, double *out)
+{
+    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+        out[r] = 0.0;
+    for (size_t b = 0; b < blocks;) {
+        size_t end = b + X86_Q4_K_BLOCKS_PER_GROUP < blocks ? b + X86_Q4_K_BLOCKS_PER_GROUP : blocks;
+        __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+        for (; b < end; b++) {
+            const uint8_t *blk = row + b * RAYO_Q4_K_BYTES;
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+                for (size_t line = 0; line < RAYO_Q4_K_BYTES; line += 64)
+                    _mm_prefetch((const char *)blk + r * stride + prefetch + line, _MM_HINT_T1);
+            x86_q4_k_int_block(blk, stride, R, q8 + RAYO_QK_K * b, scale8[b], xsum + 8 * b, acc);
+        }
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+            out[r] += v_hsum_pd(v_widen_add(_mm256_setzero_pd(), acc[r]));
+    }
+}
+
 /* ---- x rounded to int8 per 32 values (the relaxed gemv's x) ------------- */
 
 static inline float x86_hmax8(__m256 v)
