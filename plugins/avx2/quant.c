@@ -7,7 +7,8 @@
  * Decode is the hot path of inference and it is memory-bound: each weight
  * byte is read once.  So the blocks are decoded in registers and multiplied
  * into x at once; no row is ever dequantized to memory.  Four rows go per
- * pass (x is read once for the four), each row in its own accumulators.
+ * pass (x is read once for the four; two for relaxed Q4_K, x86-quant.h),
+ * each row in its own accumulators.
  *
  * Strict path (contract 1e-5 of sum|terms| at any n, judged against float64
  * on the dequantized values): bytes -> int32 -> float lanes, products summed
@@ -27,7 +28,8 @@
  *     error budget, x in int16 and codes widened to int16 (madd);
  *   Q4_K, Q6_K: x in int8 per 256 values, _mm256_maddubs_epi16 (codes u8 x
  *     x s8, pairs into int16), _mm256_madd_epi16 by the sub-block scales
- *     into int32, one float multiply-add per 256 values.
+ *     into int32 (Q4_K: a sub-block's pairs first summed in int16, then
+ *     one madd for the block), one float multiply-add per 256 values.
  * Codes go 16 or 32 per instruction where the strict path spends three
  * instructions on eight floats.
  */
@@ -361,28 +363,18 @@ TYPED_ROWS_PAIRS(rows_q8_0_i8, 1, block_q8_0_pair)
 
 TYPED_ROWS_PAIRS(rows_q4_0_i8, 0, block_q4_0_pair)
 
-/* Q4_K against int8 x (x86-quant.h): Q4_K_ROWS rows a pass. */
-#define Q4_K_ROWS 2
-
+/* Q4_K against int8 x with a scale per 256 values, or per 32 (x86-quant.h). */
 static void rows_q4_k_int(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
                           double out[4])
 {
-    size_t r = 0;
-    for (; r + Q4_K_ROWS <= count; r += Q4_K_ROWS)
-        x86_q4_k_int_rows(row + r * stride, stride, Q4_K_ROWS, x->q8, x->scale8, x->sum, n / RAYO_QK_K,
-                          PREFETCH_BYTES, out + r);
-    for (; r < count; r++)
-        x86_q4_k_int_rows(row + r * stride, stride, 1, x->q8, x->scale8, x->sum, n / RAYO_QK_K, PREFETCH_BYTES,
-                          out + r);
+    x86_q4_k_rows_of(row, stride, count, x->q8, x->scale8, x->sum, 0, n, PREFETCH_BYTES, out);
 }
 
-/* Q4_K against int8 x per 32 values (x86-quant.h). */
-static ALWAYS_INLINE __m256 block_q4_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
+static void rows_q4_k_i8_32(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                            double out[4])
 {
-    return x86_q4_k_i8_32(blk, x->q8_32 + RAYO_QK_K * b, x->scale8_32 + 8 * b, x->sum + 8 * b, acc);
+    x86_q4_k_rows_of(row, stride, count, x->q8_32, x->scale8_32, x->sum, 1, n, PREFETCH_BYTES, out);
 }
-
-TYPED_ROWS_FN(rows_q4_k_i8_32, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_i8_32)
 
 /* Q6_K against int8 x per 32 values (x86-quant.h). */
 static ALWAYS_INLINE __m256 block_q6_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
