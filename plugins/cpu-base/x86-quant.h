@@ -47,14 +47,16 @@ static inline void x86_q4_k_scales_mins(const uint8_t *p, __m128i *sc, __m128i *
 
 /* Q6_K: the 32 codes q (0..63) of values 128h + 32k + l, l < 32: q's low 4
  * bits from ql[64h + 32 (k & 1) + l] (nibble k >> 1), its high 2 bits from
- * bits 2k, 2k + 1 of qh[32h + l] (qh: those 32 bytes). */
+ * bits 2k, 2k + 1 of qh[32h + l] (qh: those 32 bytes), moved straight to
+ * bits 4-5 by one shift (16-bit lanes: what crosses into the other byte
+ * falls outside the mask). */
 static inline __m256i x86_q6_k_codes(const uint8_t *blk, __m256i qh, int h, int k)
 {
-    const __m256i low_nibbles = _mm256_set1_epi8(15), two_bits = _mm256_set1_epi8(3);
+    const __m256i low_nibbles = _mm256_set1_epi8(15), bits_4_5 = _mm256_set1_epi8(0x30);
     __m256i ql = x86_load256(blk + 64 * h + 32 * (k & 1));
-    __m256i low = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(4 * (k >> 1))), low_nibbles);
-    __m256i high = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), two_bits);
-    return _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
+    __m256i low = _mm256_and_si256(k >> 1 ? _mm256_srli_epi16(ql, 4) : ql, low_nibbles);
+    __m256i high = k < 2 ? _mm256_slli_epi16(qh, 4 - 2 * k) : k == 3 ? _mm256_srli_epi16(qh, 2) : qh;
+    return _mm256_or_si256(low, _mm256_and_si256(high, bits_4_5));
 }
 
 /* Q8_0 against int8 x, two blocks at a time (x in order).  maddubs takes
