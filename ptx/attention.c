@@ -223,60 +223,62 @@ static void stage_q(kern *k, const warp_regs *g, int qrow0, int dmax)
     emit(k, "bar.warp.sync -1;");
 }
 
-/* One tile of 32 keys [tb, tb + 32) of the range ending at j1: the warp's
- * m[e], the lane's sum[e] and acc[e][t] (dimension lane * vs + t) of each
- * head e are updated. */
-static void warp_tile(kern *k, const warp_regs *g, int half, int vec, int dmax, int tb, int j1, const int *m,
-                      const int *sum, int acc[HB][8])
+/* The key's V row (row j, valid) into L1 for the p V loop of warp_tile. */
+static void warp_prefetch_v(kern *k, const warp_regs *g, int half, int dmax, int j, int valid)
 {
-    int vs = dmax / 32, j = nd(k), valid = np(k), esz = half ? 2 : 4;
-    emit(k, "add.u64 %s, %s, %s;", D(j), D(tb), D(g->lane64));
-    emit(k, "setp.lt.u64 %s, %s, %s;", P(valid), D(j), D(j1));
-    int krow = row_addr(k, g->k, j, g->kt, g->kvh, g->kh, esz);
-    { /* the key's V row into L1 for the p V loop below */
-        int vrow = row_addr(k, g->v, j, g->vt, g->kvh, g->vh, esz), rb = nd(k);
-        emit(k, "mul.lo.u64 %s, %s, %d;", D(rb), D(g->d), esz);
-        for (int o = 0; o < dmax * esz; o += 128) {
-            int po = np(k);
-            emit(k, "setp.gt.u64 %s, %s, %d;", P(po), D(rb), o);
-            emit(k, "and.pred %s, %s, %s;", P(po), P(po), P(valid));
-            emit(k, "@%s prefetch.global.L1 [%s+%d];", P(po), D(vrow), o);
-        }
+    int esz = half ? 2 : 4;
+    int vrow = row_addr(k, g->v, j, g->vt, g->kvh, g->vh, esz), rb = nd(k);
+    emit(k, "mul.lo.u64 %s, %s, %d;", D(rb), D(g->d), esz);
+    for (int o = 0; o < dmax * esz; o += 128) {
+        int po = np(k);
+        emit(k, "setp.gt.u64 %s, %s, %d;", P(po), D(rb), o);
+        emit(k, "and.pred %s, %s, %s;", P(po), P(po), P(valid));
+        emit(k, "@%s prefetch.global.L1 [%s+%d];", P(po), D(vrow), o);
     }
-    /* scores: dot[e] over the dimensions, DC values at a time (all their loads
-     * in flight before the first use) */
+}
+
+/* The scores of the lane's key (row krow, valid): dot[e] over the
+ * dimensions for each head e, DC values at a time (all their loads in
+ * flight before the first use). */
+static void warp_scores(kern *k, const warp_regs *g, int half, int vec, int dmax, int krow, int valid, int *dot)
+{
     const int dc = dmax < 64 ? dmax : 64;
-    int dot[HB], l0 = nd(k), pl = np(k), l_dot = nlabel(k);
+    int l0 = nd(k), pl = np(k), l_dot = nlabel(k);
     for (int e = 0; e < HB; e++) {
         dot[e] = nfd(k);
         emit(k, "mov.f64 %s, %s;", FD(dot[e]), CD(0.0));
     }
     emit(k, "mov.u64 %s, 0;", D(l0));
     label(k, l_dot);
-    {
-        int raw[8][8], kv[8][8];
-        for (int c = 0; c < dc / 8; c++) {
-            int lc = nd(k);
-            emit(k, "add.u64 %s, %s, %d;", D(lc), D(l0), 8 * c);
-            kv_load8(k, g, krow, lc, half, vec, valid, raw[c]);
-        }
-        for (int c = 0; c < dc / 8; c++)
-            raw_to_f64(k, raw[c], 8, half, vec, kv[c]);
-        int qa = nr(k), l32 = nr(k);
-        emit(k, "cvt.u32.u64 %s, %s;", R(l32), D(l0));
-        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(qa), R(l32), 8 * HB, R(g->qs));
-        for (int c = 0; c < dc / 8; c++)
-            for (int x = 0; x < 8; x++) {
-                int q[HB];
-                ld_heads(k, qa, 8 * HB * (8 * c + x), q);
-                for (int e = 0; e < HB; e++)
-                    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(dot[e]), FD(q[e]), FD(kv[c][x]), FD(dot[e]));
-            }
+    int raw[8][8], kv[8][8];
+    for (int c = 0; c < dc / 8; c++) {
+        int lc = nd(k);
+        emit(k, "add.u64 %s, %s, %d;", D(lc), D(l0), 8 * c);
+        kv_load8(k, g, krow, lc, half, vec, valid, raw[c]);
     }
+    for (int c = 0; c < dc / 8; c++)
+        raw_to_f64(k, raw[c], 8, half, vec, kv[c]);
+    int qa = nr(k), l32 = nr(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(l32), D(l0));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(qa), R(l32), 8 * HB, R(g->qs));
+    for (int c = 0; c < dc / 8; c++)
+        for (int x = 0; x < 8; x++) {
+            int q[HB];
+            ld_heads(k, qa, 8 * HB * (8 * c + x), q);
+            for (int e = 0; e < HB; e++)
+                emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(dot[e]), FD(q[e]), FD(kv[c][x]), FD(dot[e]));
+        }
     emit(k, "add.u64 %s, %s, %d;", D(l0), D(l0), dc);
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pl), D(l0), D(g->d));
     emit(k, "@%s bra %s;", P(pl), L(l_dot));
-    /* online softmax per head; p of the lane's key to ps[lane][e] */
+}
+
+/* Online softmax per head: m[e], sum[e] and acc[e] rescaled to the tile's
+ * new maximum; p of the lane's key to ps[lane][e]. */
+static void warp_online_softmax(kern *k, const warp_regs *g, int dmax, int valid, const int *dot, const int *m,
+                                const int *sum, int acc[HB][8])
+{
+    int vs = dmax / 32;
     int pa = nr(k);
     emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(pa), R(g->lane), 8 * HB, R(g->ps));
     for (int e = 0; e < HB; e++) {
@@ -303,10 +305,14 @@ static void warp_tile(kern *k, const warp_regs *g, int half, int vec, int dmax, 
         emit(k, "add.rn.f64 %s, %s, %s;", FD(sum[e]), FD(sum[e]), FD(p));
         emit(k, "st.shared.f64 [%s+%d], %s;", R(pa), 8 * e, FD(p));
     }
-    emit(k, "bar.warp.sync -1;");
-    /* acc[e] += p[key][e] v_key over the tile's keys, vu keys at a time, 32
-     * raw words of loads in flight (a key past the range has p = 0 and loads
-     * nothing) */
+}
+
+/* acc[e] += p[key][e] v_key over the tile's keys [tb, j1), vu keys at a
+ * time, 32 raw words of loads in flight (a key past the range has p = 0 and
+ * loads nothing). */
+static void warp_pv(kern *k, const warp_regs *g, int half, int vec, int dmax, int tb, int j1, int acc[HB][8])
+{
+    int vs = dmax / 32, esz = half ? 2 : 4;
     int raw_words = half ? vs / 2 : vs, vu = vec ? 32 / raw_words : VU;
     if (vu > 32)
         vu = 32;
@@ -348,40 +354,131 @@ static void warp_tile(kern *k, const warp_regs *g, int half, int vec, int dmax, 
     emit(k, "bar.warp.sync -1;"); /* the next tile's p overwrite these */
 }
 
+/* One tile of 32 keys [tb, tb + 32) of the range ending at j1: the warp's
+ * m[e], the lane's sum[e] and acc[e][t] (dimension lane * vs + t) of each
+ * head e are updated. */
+static void warp_tile(kern *k, const warp_regs *g, int half, int vec, int dmax, int tb, int j1, const int *m,
+                      const int *sum, int acc[HB][8])
+{
+    int j = nd(k), valid = np(k), esz = half ? 2 : 4;
+    emit(k, "add.u64 %s, %s, %s;", D(j), D(tb), D(g->lane64));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(valid), D(j), D(j1));
+    int krow = row_addr(k, g->k, j, g->kt, g->kvh, g->kh, esz);
+    warp_prefetch_v(k, g, half, dmax, j, valid);
+    int dot[HB];
+    warp_scores(k, g, half, vec, dmax, krow, valid, dot);
+    warp_online_softmax(k, g, dmax, valid, dot, m, sum, acc);
+    emit(k, "bar.warp.sync -1;");
+    warp_pv(k, g, half, vec, dmax, tb, j1, acc);
+}
+
+/* attn_warp's parameters, its scale in float64, lane and warp. */
+static void warp_params(kern *k, warp_regs *g)
+{
+    g->part = param_global(k, "p_part");
+    g->q = param_global(k, "p_q");
+    g->k = param_global(k, "p_k");
+    g->v = param_global(k, "p_v");
+    g->n_q = param_u64(k, "p_n_q");
+    g->n_kv = param_u64(k, "p_n_kv");
+    g->group = param_u64(k, "p_group");
+    g->d = param_u64(k, "p_d");
+    g->causal = param_u64(k, "p_causal");
+    g->qt = param_u64(k, "p_qt");
+    g->qh = param_u64(k, "p_qh");
+    g->kt = param_u64(k, "p_kt");
+    g->kh = param_u64(k, "p_kh");
+    g->vt = param_u64(k, "p_vt");
+    g->vh = param_u64(k, "p_vh");
+    g->chunk = param_u64(k, "p_chunk");
+    g->splits = param_u64(k, "p_splits");
+    g->nb = param_u64(k, "p_nb"); /* warps in all: KV heads x ng */
+    g->ng = param_u64(k, "p_ng"); /* warps per KV group */
+    g->scale = nfd(k);
+    {
+        int sf = param_f32(k, "p_scale");
+        emit(k, "cvt.f64.f32 %s, %s;", FD(g->scale), F(sf));
+    }
+    int tid;
+    lane_warp(k, &tid, &g->lane, &g->warp);
+    g->lane64 = nd(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(g->lane64), R(g->lane));
+}
+
+/* This warp's range of keys [j0, j1) for query i: the split s of the keys
+ * visible to it (n_kv - n_q + i + 1 when causal). */
+static void warp_range(kern *k, const warp_regs *g, int i, int *j0_out, int *j1_out)
+{
+    int vis = nd(k), pc = np(k), j0 = nd(k), j1 = nd(k);
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(pc), D(g->causal));
+    emit(k, "mov.u64 %s, %s;", D(vis), D(g->n_kv));
+    emit(k, "@%s sub.u64 %s, %s, %s;", P(pc), D(vis), D(vis), D(g->n_q));
+    emit(k, "@%s add.u64 %s, %s, %s;", P(pc), D(vis), D(vis), D(i));
+    emit(k, "@%s add.u64 %s, %s, 1;", P(pc), D(vis), D(vis));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(j0), D(g->s), D(g->chunk));
+    emit(k, "add.u64 %s, %s, %s;", D(j1), D(j0), D(g->chunk));
+    emit(k, "min.u64 %s, %s, %s;", D(j1), D(j1), D(vis));
+    *j0_out = j0;
+    *j1_out = j1;
+}
+
+/* m = -inf, sum = 0, acc = 0 for each head of the warp. */
+static void warp_init(kern *k, int dmax, int *m, int *sum, int acc[HB][8])
+{
+    for (int e = 0; e < HB; e++) {
+        m[e] = nfd(k), sum[e] = nfd(k);
+        emit(k, "mov.f64 %s, %s;", FD(m[e]), CD(-INFINITY));
+        emit(k, "mov.f64 %s, %s;", FD(sum[e]), CD(0.0));
+        for (int t = 0; t < dmax / 32; t++) {
+            acc[e][t] = nfd(k);
+            emit(k, "mov.f64 %s, %s;", FD(acc[e][t]), CD(0.0));
+        }
+    }
+}
+
+/* (m, sum, acc) of each head of the warp for query i to
+ * part[((i * heads + h) * splits + s) * (2 + d)], h0: the warp's first head. */
+static void warp_store(kern *k, const warp_regs *g, int dmax, int i, int h0, const int *m, const int *sum,
+                       int acc[HB][8])
+{
+    int heads = nd(k), w2 = nd(k), l0 = nd(k);
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(heads), D(g->group), D(g->nb));
+    emit(k, "div.u64 %s, %s, %s;", D(heads), D(heads), D(g->ng)); /* = KV heads x group */
+    emit(k, "add.u64 %s, %s, 2;", D(w2), D(g->d));
+    emit(k, "mul.lo.u64 %s, %s, %d;", D(l0), D(g->lane64), dmax / 32);
+    for (int e = 0; e < HB; e++) {
+        for (int o = 16; o >= 1; o /= 2) {
+            int t = shfl_d(k, sum[e], "bfly", o);
+            emit(k, "add.rn.f64 %s, %s, %s;", FD(sum[e]), FD(sum[e]), FD(t));
+        }
+        int he = nd(k), ph = np(k), slot = nd(k), base = nd(k), p0 = np(k);
+        emit(k, "add.u64 %s, %s, %d;", D(he), D(g->hb0), e);
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(ph), D(he), D(g->group));
+        emit(k, "add.u64 %s, %s, %d;", D(he), D(h0), e);
+        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(slot), D(i), D(heads), D(he));
+        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(slot), D(slot), D(g->splits), D(g->s));
+        emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(w2));
+        emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(base), D(slot), D(g->part));
+        emit(k, "setp.eq.and.u32 %s, %s, 0, %s;", P(p0), R(g->lane), P(ph));
+        emit(k, "@%s st.global.f64 [%s], %s;", P(p0), D(base), FD(m[e]));
+        emit(k, "@%s st.global.f64 [%s+8], %s;", P(p0), D(base), FD(sum[e]));
+        for (int t = 0; t < dmax / 32; t++) {
+            int lt = nd(k), pd = np(k), ga = nd(k);
+            emit(k, "add.u64 %s, %s, %d;", D(lt), D(l0), t);
+            emit(k, "setp.lt.and.u64 %s, %s, %s, %s;", P(pd), D(lt), D(g->d), P(ph));
+            emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(ga), D(lt), D(base));
+            emit(k, "@%s st.global.f64 [%s+16], %s;", P(pd), D(ga), FD(acc[e][t]));
+        }
+    }
+}
+
 /* dmax: 64, 128 or 256 (head_dim at most); vec: K and V rows 16-byte
  * aligned and head_dim a multiple of 8 (the plugin checks) */
 static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax)
 {
     kern kk = {0}, *k = &kk;
     warp_regs g;
-    g.part = param_global(k, "p_part");
-    g.q = param_global(k, "p_q");
-    g.k = param_global(k, "p_k");
-    g.v = param_global(k, "p_v");
-    g.n_q = param_u64(k, "p_n_q");
-    g.n_kv = param_u64(k, "p_n_kv");
-    g.group = param_u64(k, "p_group");
-    g.d = param_u64(k, "p_d");
-    g.causal = param_u64(k, "p_causal");
-    g.qt = param_u64(k, "p_qt");
-    g.qh = param_u64(k, "p_qh");
-    g.kt = param_u64(k, "p_kt");
-    g.kh = param_u64(k, "p_kh");
-    g.vt = param_u64(k, "p_vt");
-    g.vh = param_u64(k, "p_vh");
-    g.chunk = param_u64(k, "p_chunk");
-    g.splits = param_u64(k, "p_splits");
-    g.nb = param_u64(k, "p_nb"); /* warps in all: KV heads x ng */
-    g.ng = param_u64(k, "p_ng"); /* warps per KV group */
-    g.scale = nfd(k);
-    {
-        int sf = param_f32(k, "p_scale");
-        emit(k, "cvt.f64.f32 %s, %s;", FD(g.scale), F(sf));
-    }
-    int tid;
-    lane_warp(k, &tid, &g.lane, &g.warp);
-    g.lane64 = nd(k);
-    emit(k, "cvt.u64.u32 %s, %s;", D(g.lane64), R(g.lane));
+    warp_params(k, &g);
     int cx = sreg(k, "%ctaid.x"), cy = sreg(k, "%ctaid.y"), cz = sreg(k, "%ctaid.z"), nz = sreg(k, "%nctaid.z");
     int b = nd(k), pb = np(k), l_end = nlabel(k);
     g.s = nd(k);
@@ -415,27 +512,11 @@ static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax)
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(i), D(g.n_q));
     emit(k, "@%s bra %s;", P(pi), L(l_end));
     label(k, l_q);
-    /* visible keys: n_kv - n_q + i + 1 when causal; this warp's range [j0, j1) */
-    int vis = nd(k), pc = np(k), j0 = nd(k), j1 = nd(k);
-    emit(k, "setp.ne.u64 %s, %s, 0;", P(pc), D(g.causal));
-    emit(k, "mov.u64 %s, %s;", D(vis), D(g.n_kv));
-    emit(k, "@%s sub.u64 %s, %s, %s;", P(pc), D(vis), D(vis), D(g.n_q));
-    emit(k, "@%s add.u64 %s, %s, %s;", P(pc), D(vis), D(vis), D(i));
-    emit(k, "@%s add.u64 %s, %s, 1;", P(pc), D(vis), D(vis));
-    emit(k, "mul.lo.u64 %s, %s, %s;", D(j0), D(g.s), D(g.chunk));
-    emit(k, "add.u64 %s, %s, %s;", D(j1), D(j0), D(g.chunk));
-    emit(k, "min.u64 %s, %s, %s;", D(j1), D(j1), D(vis));
+    int j0, j1;
+    warp_range(k, &g, i, &j0, &j1);
     stage_q(k, &g, row_addr(k, g.q, i, g.qt, h0, g.qh, 4), dmax);
     int m[HB], sum[HB], acc[HB][8];
-    for (int e = 0; e < HB; e++) {
-        m[e] = nfd(k), sum[e] = nfd(k);
-        emit(k, "mov.f64 %s, %s;", FD(m[e]), CD(-INFINITY));
-        emit(k, "mov.f64 %s, %s;", FD(sum[e]), CD(0.0));
-        for (int t = 0; t < dmax / 32; t++) {
-            acc[e][t] = nfd(k);
-            emit(k, "mov.f64 %s, %s;", FD(acc[e][t]), CD(0.0));
-        }
-    }
+    warp_init(k, dmax, m, sum, acc);
     int tb = nd(k), pt = np(k), l_tile = nlabel(k), l_tend = nlabel(k);
     emit(k, "mov.u64 %s, %s;", D(tb), D(j0));
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pt), D(tb), D(j1));
@@ -446,36 +527,7 @@ static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax)
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pt), D(tb), D(j1));
     emit(k, "@%s bra %s;", P(pt), L(l_tile));
     label(k, l_tend);
-    /* (m, sum, acc) of each head of the warp to part[((i * heads + h) * splits + s) * (2 + d)] */
-    int heads = nd(k), w2 = nd(k), l0 = nd(k);
-    emit(k, "mul.lo.u64 %s, %s, %s;", D(heads), D(g.group), D(g.nb));
-    emit(k, "div.u64 %s, %s, %s;", D(heads), D(heads), D(g.ng)); /* = KV heads x group */
-    emit(k, "add.u64 %s, %s, 2;", D(w2), D(g.d));
-    emit(k, "mul.lo.u64 %s, %s, %d;", D(l0), D(g.lane64), dmax / 32);
-    for (int e = 0; e < HB; e++) {
-        for (int o = 16; o >= 1; o /= 2) {
-            int t = shfl_d(k, sum[e], "bfly", o);
-            emit(k, "add.rn.f64 %s, %s, %s;", FD(sum[e]), FD(sum[e]), FD(t));
-        }
-        int he = nd(k), ph = np(k), slot = nd(k), base = nd(k), p0 = np(k);
-        emit(k, "add.u64 %s, %s, %d;", D(he), D(g.hb0), e);
-        emit(k, "setp.lt.u64 %s, %s, %s;", P(ph), D(he), D(g.group));
-        emit(k, "add.u64 %s, %s, %d;", D(he), D(h0), e);
-        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(slot), D(i), D(heads), D(he));
-        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(slot), D(slot), D(g.splits), D(g.s));
-        emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(w2));
-        emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(base), D(slot), D(g.part));
-        emit(k, "setp.eq.and.u32 %s, %s, 0, %s;", P(p0), R(g.lane), P(ph));
-        emit(k, "@%s st.global.f64 [%s], %s;", P(p0), D(base), FD(m[e]));
-        emit(k, "@%s st.global.f64 [%s+8], %s;", P(p0), D(base), FD(sum[e]));
-        for (int t = 0; t < dmax / 32; t++) {
-            int lt = nd(k), pd = np(k), ga = nd(k);
-            emit(k, "add.u64 %s, %s, %d;", D(lt), D(l0), t);
-            emit(k, "setp.lt.and.u64 %s, %s, %s, %s;", P(pd), D(lt), D(g.d), P(ph));
-            emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(ga), D(lt), D(base));
-            emit(k, "@%s st.global.f64 [%s+16], %s;", P(pd), D(ga), FD(acc[e][t]));
-        }
-    }
+    warp_store(k, &g, dmax, i, h0, m, sum, acc);
     emit(k, "bar.warp.sync -1;"); /* the next query's q overwrite qs */
     emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(istep));
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pi), D(i), D(g.n_q));
@@ -499,45 +551,26 @@ static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax)
  * R = 256 / d slices of d dimensions, slice r adding the ranges r, r + R, ..
  * (MERGE_UNROLL loads in flight), and the slices' sums meet in shared memory. */
 #define MERGE_UNROLL 16
-static void gen_attn_merge(strbuf *mod)
+
+/* The registers of attn_merge that its steps share. */
+typedef struct merge_regs {
+    int out, ot, oh;           /* .b64 parameters: the output and its strides */
+    int tid, lane, warp;       /* .b32 */
+    int h, i, t64, d, splits;  /* .b64: head, query, thread index, head_dim, ranges */
+    int fs, red, mx_sm;        /* .b32 shared: f_t [256], slices' sums [256], warps' maxima [8] */
+    int d32, nsl, r, l;        /* .b32: head_dim, slices R, this thread's slice and dimension */
+    int base, stride;          /* .b64: the query's first range in part, bytes per range */
+} merge_regs;
+
+/* M over the ranges (thread t loads range t's m and sum: ms, ss), through
+ * the warps' maxima in shared memory. */
+static int merge_max(kern *k, const merge_regs *g, int *ms_out, int *ss_out)
 {
-    kern kk = {0}, *k = &kk;
-    int out = param_global(k, "p_out"), part = param_global(k, "p_part");
-    int n_q = param_u64(k, "p_n_q"), d = param_u64(k, "p_d"), splits = param_u64(k, "p_splits");
-    int ot = param_u64(k, "p_ot"), oh = param_u64(k, "p_oh");
-    int tid, lane, warp;
-    lane_warp(k, &tid, &lane, &warp);
-    int h = nd(k), heads = nd(k), i = nd(k), istep = nd(k), t64 = nd(k);
-    emit(k, "cvt.u64.u32 %s, %s;", D(h), R(sreg(k, "%ctaid.x")));
-    emit(k, "cvt.u64.u32 %s, %s;", D(heads), R(sreg(k, "%nctaid.x")));
-    emit(k, "cvt.u64.u32 %s, %s;", D(i), R(sreg(k, "%ctaid.y")));
-    emit(k, "cvt.u64.u32 %s, %s;", D(istep), R(sreg(k, "%nctaid.y")));
-    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tid));
-    int fs = nr(k), red = nr(k), mx_sm = nr(k);
-    emit(k, "mov.u32 %s, merge_smem;", R(fs));
-    emit(k, "add.u32 %s, %s, %d;", R(red), R(fs), 8 * 256);
-    emit(k, "add.u32 %s, %s, %d;", R(mx_sm), R(red), 8 * 256);
-    /* slices: R = 256 / d, this thread's slice r and dimension l */
-    int d32 = nr(k), nsl = nr(k), r = nr(k), l = nr(k);
-    emit(k, "cvt.u32.u64 %s, %s;", R(d32), D(d));
-    emit(k, "div.u32 %s, 256, %s;", R(nsl), R(d32));
-    emit(k, "div.u32 %s, %s, %s;", R(r), R(tid), R(d32));
-    emit(k, "rem.u32 %s, %s, %s;", R(l), R(tid), R(d32));
-    int pi = np(k), l_q = nlabel(k), l_qend = nlabel(k);
-    emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(i), D(n_q));
-    emit(k, "@%s bra %s;", P(pi), L(l_qend));
-    label(k, l_q);
-    int w = nd(k), base = nd(k), slot = nd(k), stride = nd(k);
-    emit(k, "add.u64 %s, %s, 2;", D(w), D(d));
-    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(slot), D(i), D(heads), D(h));
-    emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(splits));
-    emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(w));
-    emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(base), D(slot), D(part));
-    emit(k, "mul.lo.u64 %s, %s, 8;", D(stride), D(w));
-    /* M over the ranges */
     int ps = np(k), pa = nd(k), ms = nfd(k), ss = nfd(k), mx = nfd(k);
-    emit(k, "setp.lt.u64 %s, %s, %s;", P(ps), D(t64), D(splits));
-    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pa), D(t64), D(stride), D(base));
+    *ms_out = ms;
+    *ss_out = ss;
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(ps), D(g->t64), D(g->splits));
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(pa), D(g->t64), D(g->stride), D(g->base));
     emit(k, "mov.f64 %s, %s;", FD(ms), CD(-INFINITY));
     emit(k, "mov.f64 %s, %s;", FD(ss), CD(0.0));
     emit(k, "@%s ld.global.f64 %s, [%s];", P(ps), FD(ms), D(pa));
@@ -549,17 +582,23 @@ static void gen_attn_merge(strbuf *mod)
     }
     {
         int p0 = np(k), wa = nr(k);
-        emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(lane));
-        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(wa), R(warp), R(mx_sm));
+        emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(g->lane));
+        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(wa), R(g->warp), R(g->mx_sm));
         emit(k, "@%s st.shared.f64 [%s], %s;", P(p0), R(wa), FD(mx));
         emit(k, "bar.sync 0;");
         for (int x = 0; x < 8; x++) {
             int t = nfd(k);
-            emit(k, "ld.shared.f64 %s, [%s+%d];", FD(t), R(mx_sm), 8 * x);
+            emit(k, "ld.shared.f64 %s, [%s+%d];", FD(t), R(g->mx_sm), 8 * x);
             emit(k, "max.f64 %s, %s, %s;", FD(mx), FD(mx), FD(t));
         }
     }
-    /* f_t (0 for a range without keys), the total sum */
+    return mx;
+}
+
+/* f_t = e^(m_t - M) (0 for a range without keys) to shared memory; the
+ * total sum_t sum_t f_t. */
+static int merge_total(kern *k, const merge_regs *g, int ms, int ss, int mx)
+{
     int df = nfd(k), none = np(k), prod = nfd(k);
     emit(k, "sub.rn.f64 %s, %s, %s;", FD(df), FD(ms), FD(mx));
     int f = exp_neg(k, df);
@@ -567,22 +606,27 @@ static void gen_attn_merge(strbuf *mod)
     emit(k, "@%s mov.f64 %s, %s;", P(none), FD(f), CD(0.0));
     {
         int fa = nr(k);
-        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(fa), R(tid), R(fs));
+        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(fa), R(g->tid), R(g->fs));
         emit(k, "st.shared.f64 [%s], %s;", R(fa), FD(f));
     }
     emit(k, "mul.rn.f64 %s, %s, %s;", FD(prod), FD(ss), FD(f));
-    int tot = block_sum_f64(k, prod, lane, warp); /* its barriers also publish f */
-    /* slice r: a = sum over its ranges of f_s acc_s[l] */
+    return block_sum_f64(k, prod, g->lane, g->warp); /* its barriers also publish f */
+}
+
+/* Slice r: a = sum over its ranges of f_s acc_s[l], MERGE_UNROLL loads in
+ * flight. */
+static int merge_slice(kern *k, const merge_regs *g)
+{
     int a = nfd(k), pr = np(k), l_sl = nlabel(k);
     emit(k, "mov.f64 %s, %s;", FD(a), CD(0.0));
-    emit(k, "setp.ge.u32 %s, %s, %s;", P(pr), R(r), R(nsl));
+    emit(k, "setp.ge.u32 %s, %s, %s;", P(pr), R(g->r), R(g->nsl));
     emit(k, "@%s bra %s;", P(pr), L(l_sl));
     {
         int s = nr(k), spl = nr(k), ga0 = nd(k), l64 = nd(k), psl = np(k), l_s = nlabel(k);
-        emit(k, "cvt.u32.u64 %s, %s;", R(spl), D(splits));
-        emit(k, "cvt.u64.u32 %s, %s;", D(l64), R(l));
-        emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(ga0), D(l64), D(base));
-        emit(k, "mov.u32 %s, %s;", R(s), R(r));
+        emit(k, "cvt.u32.u64 %s, %s;", R(spl), D(g->splits));
+        emit(k, "cvt.u64.u32 %s, %s;", D(l64), R(g->l));
+        emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(ga0), D(l64), D(g->base));
+        emit(k, "mov.u32 %s, %s;", R(s), R(g->r));
         emit(k, "setp.ge.u32 %s, %s, %s;", P(psl), R(s), R(spl));
         emit(k, "@%s bra %s;", P(psl), L(l_sl));
         label(k, l_s);
@@ -590,56 +634,119 @@ static void gen_attn_merge(strbuf *mod)
         for (int u = 0; u < MERGE_UNROLL; u++) {
             int su = nr(k), pin = np(k), su64 = nd(k), ga = nd(k), fa = nr(k);
             av[u] = nfd(k), fv[u] = nfd(k);
-            emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(su), R(nsl), u, R(s));
+            emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(su), R(g->nsl), u, R(s));
             emit(k, "setp.lt.u32 %s, %s, %s;", P(pin), R(su), R(spl));
             emit(k, "cvt.u64.u32 %s, %s;", D(su64), R(su));
-            emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(ga), D(su64), D(stride), D(ga0));
+            emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(ga), D(su64), D(g->stride), D(ga0));
             emit(k, "mov.f64 %s, %s;", FD(av[u]), CD(0.0));
             emit(k, "mov.f64 %s, %s;", FD(fv[u]), CD(0.0));
             emit(k, "@%s ld.global.f64 %s, [%s+16];", P(pin), FD(av[u]), D(ga));
-            emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(fa), R(su), R(fs));
+            emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(fa), R(su), R(g->fs));
             emit(k, "@%s ld.shared.f64 %s, [%s];", P(pin), FD(fv[u]), R(fa));
         }
         for (int u = 0; u < MERGE_UNROLL; u++)
             emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(a), FD(av[u]), FD(fv[u]), FD(a));
-        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(s), R(nsl), MERGE_UNROLL, R(s));
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(s), R(g->nsl), MERGE_UNROLL, R(s));
         emit(k, "setp.lt.u32 %s, %s, %s;", P(psl), R(s), R(spl));
         emit(k, "@%s bra %s;", P(psl), L(l_s));
     }
     label(k, l_sl);
+    return a;
+}
+
+/* The slices' sums meet in shared memory; thread t < d writes
+ * out[i][h][t] = their sum / tot. */
+static void merge_write(kern *k, const merge_regs *g, int a, int tot)
+{
     {
         int ra = nr(k);
-        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(ra), R(tid), R(red));
+        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(ra), R(g->tid), R(g->red));
         emit(k, "st.shared.f64 [%s], %s;", R(ra), FD(a));
     }
     emit(k, "bar.sync 0;");
     {
         int pd = np(k), l_skip = nlabel(k), x = nr(k), px = np(k), l_x = nlabel(k), sum = nfd(k);
-        emit(k, "setp.ge.u64 %s, %s, %s;", P(pd), D(t64), D(d));
+        emit(k, "setp.ge.u64 %s, %s, %s;", P(pd), D(g->t64), D(g->d));
         emit(k, "@%s bra %s;", P(pd), L(l_skip));
         emit(k, "mov.f64 %s, %s;", FD(sum), CD(0.0));
         emit(k, "mov.u32 %s, 0;", R(x));
         label(k, l_x); /* the slices r = 0 .. R - 1 of dimension t: red[r d + t] */
         {
             int ra = nr(k), v = nfd(k);
-            emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(ra), R(x), R(d32), R(tid));
-            emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(ra), R(ra), R(red));
+            emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(ra), R(x), R(g->d32), R(g->tid));
+            emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(ra), R(ra), R(g->red));
             emit(k, "ld.shared.f64 %s, [%s];", FD(v), R(ra));
             emit(k, "add.rn.f64 %s, %s, %s;", FD(sum), FD(sum), FD(v));
         }
         emit(k, "add.u32 %s, %s, 1;", R(x), R(x));
-        emit(k, "setp.lt.u32 %s, %s, %s;", P(px), R(x), R(nsl));
+        emit(k, "setp.lt.u32 %s, %s, %s;", P(px), R(x), R(g->nsl));
         emit(k, "@%s bra %s;", P(px), L(l_x));
-        int res = nfd(k), rf = nf(k), orow = row_addr(k, out, i, ot, h, oh, 4), oa = nd(k);
+        int res = nfd(k), rf = nf(k), orow = row_addr(k, g->out, g->i, g->ot, g->h, g->oh, 4), oa = nd(k);
         emit(k, "div.rn.f64 %s, %s, %s;", FD(res), FD(sum), FD(tot));
         emit(k, "cvt.rn.f32.f64 %s, %s;", F(rf), FD(res));
-        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(oa), D(t64), D(orow));
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(oa), D(g->t64), D(orow));
         emit(k, "st.global.f32 [%s], %s;", D(oa), F(rf));
         label(k, l_skip);
     }
+}
+
+static void gen_attn_merge(strbuf *mod)
+{
+    kern kk = {0}, *k = &kk;
+    merge_regs g;
+    g.out = param_global(k, "p_out");
+    int part = param_global(k, "p_part");
+    int n_q = param_u64(k, "p_n_q");
+    g.d = param_u64(k, "p_d");
+    g.splits = param_u64(k, "p_splits");
+    g.ot = param_u64(k, "p_ot");
+    g.oh = param_u64(k, "p_oh");
+    lane_warp(k, &g.tid, &g.lane, &g.warp);
+    g.h = nd(k);
+    int heads = nd(k);
+    g.i = nd(k);
+    int istep = nd(k);
+    g.t64 = nd(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(g.h), R(sreg(k, "%ctaid.x")));
+    emit(k, "cvt.u64.u32 %s, %s;", D(heads), R(sreg(k, "%nctaid.x")));
+    emit(k, "cvt.u64.u32 %s, %s;", D(g.i), R(sreg(k, "%ctaid.y")));
+    emit(k, "cvt.u64.u32 %s, %s;", D(istep), R(sreg(k, "%nctaid.y")));
+    emit(k, "cvt.u64.u32 %s, %s;", D(g.t64), R(g.tid));
+    g.fs = nr(k);
+    g.red = nr(k);
+    g.mx_sm = nr(k);
+    emit(k, "mov.u32 %s, merge_smem;", R(g.fs));
+    emit(k, "add.u32 %s, %s, %d;", R(g.red), R(g.fs), 8 * 256);
+    emit(k, "add.u32 %s, %s, %d;", R(g.mx_sm), R(g.red), 8 * 256);
+    /* slices: R = 256 / d, this thread's slice r and dimension l */
+    g.d32 = nr(k);
+    g.nsl = nr(k);
+    g.r = nr(k);
+    g.l = nr(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(g.d32), D(g.d));
+    emit(k, "div.u32 %s, 256, %s;", R(g.nsl), R(g.d32));
+    emit(k, "div.u32 %s, %s, %s;", R(g.r), R(g.tid), R(g.d32));
+    emit(k, "rem.u32 %s, %s, %s;", R(g.l), R(g.tid), R(g.d32));
+    int pi = np(k), l_q = nlabel(k), l_qend = nlabel(k);
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(g.i), D(n_q));
+    emit(k, "@%s bra %s;", P(pi), L(l_qend));
+    label(k, l_q);
+    int w = nd(k);
+    g.base = nd(k);
+    int slot = nd(k);
+    g.stride = nd(k);
+    emit(k, "add.u64 %s, %s, 2;", D(w), D(g.d));
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(slot), D(g.i), D(heads), D(g.h));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(g.splits));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(w));
+    emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(g.base), D(slot), D(part));
+    emit(k, "mul.lo.u64 %s, %s, 8;", D(g.stride), D(w));
+    int ms, ss, mx = merge_max(k, &g, &ms, &ss);
+    int tot = merge_total(k, &g, ms, ss, mx);
+    merge_write(k, &g, merge_slice(k, &g), tot);
     emit(k, "bar.sync 0;"); /* the next query reuses the shared arrays */
-    emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(istep));
-    emit(k, "setp.lt.u64 %s, %s, %s;", P(pi), D(i), D(n_q));
+    emit(k, "add.u64 %s, %s, %s;", D(g.i), D(g.i), D(istep));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pi), D(g.i), D(n_q));
     emit(k, "@%s bra %s;", P(pi), L(l_q));
     label(k, l_qend);
     char shared[160];

@@ -6,10 +6,10 @@
  * A block first rounds x into its shared memory, per 32 values as in Q8_0:
  * codes q = round(x / d) with d = max |x| / 127, d kept as a double, and
  * the sum of the 32 codes (Q4_0's offset of 8).  Then each warp takes one
- * row at a time: LPB lanes share a weight block, each reading 8 bytes of
- * its codes straight from global memory (two words and a funnel shift:
- * blocks of 34 or 18 bytes start on 2 bytes) and its f16 scale, UNROLL such
- * loads in flight before the first is used.  The products are integer dot
+ * row at a time: a Q8_0 block takes two lanes, a Q4_0 block one, each
+ * reading 16 bytes of the block's codes straight from global memory (four
+ * words and a funnel shift each: blocks of 34 or 18 bytes start on 2 bytes)
+ * and its f16 scale, UNROLL such loads in flight before the first is used.  The products are integer dot
  * products (dp4a) of 4 codes with 4 codes of x, exact; each block's integer
  * sum becomes a float (exact: below 2^22) times the weight scale, then a
  * double times x's scale into the lane's double sum, so no partial sum can
@@ -37,7 +37,9 @@
 
 #define WARPS RAYO_PTX_GEMV8_WARPS
 #define THREADS (32 * WARPS)
-#define UNROLL 8 /* weight loads of this many steps issued before the first is used */
+#define UNROLL 4      /* weight loads of this many steps issued before the first is used */
+#define LANE_BYTES 16 /* code bytes per lane and step: half a Q8_0 block, a whole Q4_0 one */
+#define LANE_WORDS (LANE_BYTES / 4)
 
 /* 5 deviations within 2e-3 of sum |x| (rms|w| / mean|w| = 1.5): with
  * sum e^2 = 32 / 12 sum d^2, 7.5^2 * 32 / 12 sum d^2 <= (2e-3 sum |x|)^2 */
@@ -46,13 +48,13 @@
 typedef struct g8format {
     const char *name;
     int block_bytes;
-    int lanes_per_block; /* each lane takes 8 bytes of the block's codes */
+    int lanes_per_block; /* each lane takes LANE_BYTES of the block's codes */
     int nibbles;         /* Q4_0: byte i holds value i (low nibble) and i + 16 (high), each plus 8 */
 } g8format;
 
 static const g8format formats[] = {
-    {"q8_0", RAYO_Q8_0_BYTES, 4, 0},
-    {"q4_0", RAYO_Q4_0_BYTES, 2, 1},
+    {"q8_0", RAYO_Q8_0_BYTES, 2, 0},
+    {"q4_0", RAYO_Q4_0_BYTES, 1, 1},
 };
 #define FORMAT_COUNT (sizeof formats / sizeof formats[0])
 
@@ -224,15 +226,15 @@ static int block_gate(kern *k, const g8_regs *g)
 
 /* ---- the rows ---------------------------------------------------------------- */
 /* What one lane loads for one step: its block, whether it is in the row,
- * the f16 scale and the 8 code bytes (two words). */
+ * the f16 scale and the LANE_BYTES code bytes (LANE_WORDS words). */
 typedef struct lane_step {
-    int blk, ok, dh, q0, q1;
+    int blk, ok, dh, q[LANE_WORDS];
 } lane_step;
 
 static void load_step(kern *k, const g8format *f, const g8_regs *g, int rs, int blk0, int u, lane_step *s)
 {
     int lpb = f->lanes_per_block, bpi = 32 / lpb;
-    int sub = nr(k), ba = nd(k), qo = nd(k), al = nd(k), sh = nr(k), w[3], mis = np(k);
+    int sub = nr(k), ba = nd(k), qo = nd(k), al = nd(k), sh = nr(k), w[LANE_WORDS + 1], mis = np(k);
     s->blk = nr(k);
     s->ok = np(k);
     s->dh = nr(k);
@@ -242,7 +244,7 @@ static void load_step(kern *k, const g8format *f, const g8_regs *g, int rs, int 
     emit(k, "setp.lt.u32 %s, %s, %s;", P(s->ok), R(s->blk), R(g->nb));
     emit(k, "and.b32 %s, %s, %d;", R(sub), R(g->lane), lpb - 1);
     emit(k, "mad.wide.u32 %s, %s, %d, %s;", D(ba), R(s->blk), f->block_bytes, D(rs));
-    emit(k, "mul.wide.u32 %s, %s, 8;", D(qo), R(sub));
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(qo), R(sub), LANE_BYTES);
     emit(k, "add.u64 %s, %s, %s;", D(qo), D(qo), D(ba));
     emit(k, "add.u64 %s, %s, 2;", D(qo), D(qo));
     emit(k, "and.b64 %s, %s, -4;", D(al), D(qo));
@@ -251,52 +253,53 @@ static void load_step(kern *k, const g8format *f, const g8_regs *g, int rs, int 
     emit(k, "shl.b32 %s, %s, 3;", R(sh), R(sh));
     emit(k, "setp.ne.and.u32 %s, %s, 0, %s;", P(mis), R(sh), P(s->ok));
     emit(k, "mov.b32 %s, 0;", R(s->dh));
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i <= LANE_WORDS; i++) {
         w[i] = nr(k);
         emit(k, "mov.b32 %s, 0;", R(w[i]));
     }
     emit(k, "@%s ld.global.nc.u16 %s, [%s];", P(s->ok), R(s->dh), D(ba));
-    emit(k, "@%s ld.global.nc.u32 %s, [%s];", P(s->ok), R(w[0]), D(al));
-    emit(k, "@%s ld.global.nc.u32 %s, [%s+4];", P(s->ok), R(w[1]), D(al));
+    for (int i = 0; i < LANE_WORDS; i++)
+        emit(k, "@%s ld.global.nc.u32 %s, [%s+%d];", P(s->ok), R(w[i]), D(al), 4 * i);
     /* not word-aligned: the last two bytes (a word would pass the block's end) */
-    emit(k, "@%s ld.global.nc.u16 %s, [%s+8];", P(mis), R(w[2]), D(al));
-    s->q0 = nr(k);
-    s->q1 = nr(k);
-    emit(k, "shf.r.wrap.b32 %s, %s, %s, %s;", R(s->q0), R(w[0]), R(w[1]), R(sh));
-    emit(k, "shf.r.wrap.b32 %s, %s, %s, %s;", R(s->q1), R(w[1]), R(w[2]), R(sh));
+    emit(k, "@%s ld.global.nc.u16 %s, [%s+%d];", P(mis), R(w[LANE_WORDS]), D(al), LANE_BYTES);
+    for (int i = 0; i < LANE_WORDS; i++) {
+        s->q[i] = nr(k);
+        emit(k, "shf.r.wrap.b32 %s, %s, %s, %s;", R(s->q[i]), R(w[i]), R(w[i + 1]), R(sh));
+    }
 }
 
-/* 8 bytes of x's codes at shared address base + off (zeros when !ok) */
-static void load_x8(kern *k, int base, int off, int ok, int *x)
+/* 16 bytes of x's codes at shared address base + off (zeros when !ok) */
+static void load_x16(kern *k, int base, int off, int ok, int *x)
 {
-    x[0] = nr(k);
-    x[1] = nr(k);
-    emit(k, "mov.b32 %s, 0;", R(x[0]));
-    emit(k, "mov.b32 %s, 0;", R(x[1]));
-    emit(k, "@%s ld.shared.v2.u32 {%s, %s}, [%s+%d];", P(ok), R(x[0]), R(x[1]), R(base), off);
+    for (int i = 0; i < 4; i++) {
+        x[i] = nr(k);
+        emit(k, "mov.b32 %s, 0;", R(x[i]));
+    }
+    emit(k, "@%s ld.shared.v4.u32 {%s, %s, %s, %s}, [%s+%d];", P(ok), R(x[0]), R(x[1]), R(x[2]), R(x[3]), R(base),
+         off);
 }
 
 /* The step's integer dot product of the lane's codes with x's. */
 static int step_dot(kern *k, const g8format *f, const g8_regs *g, const lane_step *s)
 {
-    int sub = nr(k), xa = nr(k), dot = nr(k), x[2];
+    int sub = nr(k), xa = nr(k), dot = nr(k), x[4];
     emit(k, "and.b32 %s, %s, %d;", R(sub), R(g->lane), f->lanes_per_block - 1);
     emit(k, "shl.b32 %s, %s, 5;", R(xa), R(s->blk));
-    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(xa), R(sub), R(xa));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(xa), R(sub), LANE_BYTES, R(xa));
     emit(k, "add.u32 %s, %s, %s;", R(xa), R(xa), R(g->qx));
-    load_x8(k, xa, 0, s->ok, x);
+    load_x16(k, xa, 0, s->ok, x);
+    emit(k, "mov.b32 %s, 0;", R(dot));
     if (!f->nibbles) {
-        emit(k, "dp4a.s32.s32 %s, %s, %s, 0;", R(dot), R(s->q0), R(x[0]));
-        emit(k, "dp4a.s32.s32 %s, %s, %s, %s;", R(dot), R(s->q1), R(x[1]), R(dot));
+        for (int i = 0; i < LANE_WORDS; i++)
+            emit(k, "dp4a.s32.s32 %s, %s, %s, %s;", R(dot), R(s->q[i]), R(x[i]), R(dot));
         return dot;
     }
-    int xh[2], q[2] = {s->q0, s->q1};
-    load_x8(k, xa, 16, s->ok, xh);
-    emit(k, "mov.b32 %s, 0;", R(dot));
-    for (int i = 0; i < 2; i++) {
+    int xh[4];
+    load_x16(k, xa, 16, s->ok, xh);
+    for (int i = 0; i < LANE_WORDS; i++) {
         int lo = nr(k), hi = nr(k);
-        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(lo), R(q[i]));
-        emit(k, "shr.u32 %s, %s, 4;", R(hi), R(q[i]));
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(lo), R(s->q[i]));
+        emit(k, "shr.u32 %s, %s, 4;", R(hi), R(s->q[i]));
         emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(hi), R(hi));
         emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot), R(lo), R(x[i]), R(dot));
         emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot), R(hi), R(xh[i]), R(dot));
@@ -342,33 +345,33 @@ static void step_accumulate(kern *k, const g8_regs *g, const lane_step *s, int d
 static int code_words(kern *k, const g8format *f, const lane_step *s, int *words, int *offs)
 {
     if (!f->nibbles) {
-        words[0] = nr(k);
-        words[1] = nr(k);
-        emit(k, "xor.b32 %s, %s, 0x80808080;", R(words[0]), R(s->q0));
-        emit(k, "xor.b32 %s, %s, 0x80808080;", R(words[1]), R(s->q1));
-        offs[0] = 0, offs[1] = 16;
-        return 2;
+        for (int i = 0; i < LANE_WORDS; i++) {
+            words[i] = nr(k);
+            emit(k, "xor.b32 %s, %s, 0x80808080;", R(words[i]), R(s->q[i]));
+            offs[i] = 16 * i;
+        }
+        return LANE_WORDS;
     }
-    int q[2] = {s->q0, s->q1};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < LANE_WORDS; i++) {
+        int hi = LANE_WORDS + i;
         words[i] = nr(k);
-        words[2 + i] = nr(k);
-        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(words[i]), R(q[i]));
-        emit(k, "shr.u32 %s, %s, 4;", R(words[2 + i]), R(q[i]));
-        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(words[2 + i]), R(words[2 + i]));
-        offs[i] = 16 * i, offs[2 + i] = 64 + 16 * i;
+        words[hi] = nr(k);
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(words[i]), R(s->q[i]));
+        emit(k, "shr.u32 %s, %s, 4;", R(words[hi]), R(s->q[i]));
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(words[hi]), R(words[hi]));
+        offs[i] = 16 * i, offs[hi] = 64 + 16 * i;
     }
-    return 4;
+    return 2 * LANE_WORDS;
 }
 
 /* The gate's other side: the step's codes as floats times x (f32, from
  * global memory; zeros past the row), times the weight scale, into acc. */
 static void step_float(kern *k, const g8format *f, const g8_regs *g, const lane_step *s, int acc)
 {
-    int sub = nr(k), e = nr(k), xa = nd(k), part = nf(k), words[4], offs[4];
+    int sub = nr(k), e = nr(k), xa = nd(k), part = nf(k), words[2 * LANE_WORDS], offs[2 * LANE_WORDS];
     emit(k, "and.b32 %s, %s, %d;", R(sub), R(g->lane), f->lanes_per_block - 1);
     emit(k, "shl.b32 %s, %s, 5;", R(e), R(s->blk));
-    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(e), R(sub), R(e));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(e), R(sub), LANE_BYTES, R(e));
     emit(k, "mad.wide.u32 %s, %s, 4, %s;", D(xa), R(e), D(g->x));
     emit(k, "mov.f32 %s, 0f00000000;", F(part));
     int count = code_words(k, f, s, words, offs);
@@ -553,6 +556,8 @@ static void gen_gemv8(strbuf *mod, const g8format *f, int parts)
     label(k, l_end);
     char name[32], dir[64], shared[80];
     snprintf(name, sizeof name, parts == 1 ? "gemv8_%s" : "gemv8x_%s", f->name);
+    /* two blocks per SM, as the plugin launches them (one wave): without the
+     * cap gemv8x_q4_0 took 74 registers and ran one block per SM */
     snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n", THREADS);
     snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 g8_red[%d];\n", 16 * WARPS);
     sb_printf(&decl, ".param .u64 p_x, %s.param .u64 p_n, .param .u64 p_lda, .param .f32 p_alpha, .param .f32 p_beta",

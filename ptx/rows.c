@@ -12,131 +12,170 @@
  * over the row is a strided loop; block reductions in between. */
 enum row_kind { ROW_SOFTMAX, ROW_LOG_SOFTMAX, ROW_LAYERNORM, ROW_RMSNORM };
 
+/* The registers the passes of a row kernel share. */
+typedef struct row_regs {
+    enum row_kind kind;
+    int n, tid64, lane, warp;   /* .b64 n and thread index; .b32 lane and warp */
+    int xa, ya;                 /* .b64: the row in a and y */
+    int nfd64, eps;             /* .f64 n, .f32 eps */
+    int has_g, has_b, gg, bg;   /* gamma and beta: given?, global addresses */
+} row_regs;
+
+/* softmax, log_softmax: the max (NaN propagates), the sum of exp(x - max)
+ * in float64, then the write. */
+static void row_softmax_passes(kern *k, const row_regs *r)
+{
+    int n = r->n, tid64 = r->tid64, xa = r->xa;
+    int mx = nf(k);
+    emit(k, "mov.f32 %s, %s;", F(mx), CB(0xff800000u));
+    ptx_loop rl = ptx_loop_begin(k, tid64, n, RED_THREADS);
+    int x = nf(k);
+    emit(k, "ld.global.f32 %s, [%s];", F(x), D(addr_of(k, xa, rl.i, 4)));
+    emit(k, "max.NaN.f32 %s, %s, %s;", F(mx), F(mx), F(x));
+    ptx_loop_end(k, rl, n);
+    int rmax = block_minmax_f32(k, mx, r->lane, r->warp, 1);
+    int s = nfd(k);
+    emit(k, "mov.f64 %s, %s;", FD(s), CD(0.0));
+    rl = ptx_loop_begin(k, tid64, n, RED_THREADS);
+    int x2 = nf(k), d = nf(k), ed = nfd(k);
+    emit(k, "ld.global.f32 %s, [%s];", F(x2), D(addr_of(k, xa, rl.i, 4)));
+    emit(k, "sub.rn.f32 %s, %s, %s;", F(d), F(x2), F(rmax));
+    int e = m_exp(k, d);
+    emit(k, "cvt.f64.f32 %s, %s;", FD(ed), F(e));
+    emit(k, "add.rn.f64 %s, %s, %s;", FD(s), FD(s), FD(ed));
+    ptx_loop_end(k, rl, n);
+    int tot = block_sum_f64(k, s, r->lane, r->warp), totf = nf(k);
+    emit(k, "cvt.rn.f32.f64 %s, %s;", F(totf), FD(tot));
+    int lsum = r->kind == ROW_LOG_SOFTMAX ? m_log(k, totf) : -1;
+    rl = ptx_loop_begin(k, tid64, n, RED_THREADS);
+    int x3 = nf(k), d3 = nf(k), out = nf(k);
+    emit(k, "ld.global.f32 %s, [%s];", F(x3), D(addr_of(k, xa, rl.i, 4)));
+    emit(k, "sub.rn.f32 %s, %s, %s;", F(d3), F(x3), F(rmax));
+    if (r->kind == ROW_SOFTMAX) {
+        int e3 = m_exp(k, d3);
+        emit(k, "div.rn.f32 %s, %s, %s;", F(out), F(e3), F(totf));
+    } else {
+        emit(k, "sub.rn.f32 %s, %s, %s;", F(out), F(d3), F(lsum));
+    }
+    emit(k, "st.global.f32 [%s], %s;", D(addr_of(k, r->ya, rl.i, 4)), F(out));
+    ptx_loop_end(k, rl, n);
+}
+
+/* The row's mean in float64 (layernorm; 0 for rmsnorm). */
+static int row_mean(kern *k, const row_regs *r)
+{
+    int mean = nfd(k);
+    if (r->kind != ROW_LAYERNORM) {
+        emit(k, "mov.f64 %s, %s;", FD(mean), CD(0.0));
+        return mean;
+    }
+    int s = nfd(k);
+    emit(k, "mov.f64 %s, %s;", FD(s), CD(0.0));
+    ptx_loop rl = ptx_loop_begin(k, r->tid64, r->n, RED_THREADS);
+    int x = nf(k), xd = nfd(k);
+    emit(k, "ld.global.f32 %s, [%s];", F(x), D(addr_of(k, r->xa, rl.i, 4)));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(x));
+    emit(k, "add.rn.f64 %s, %s, %s;", FD(s), FD(s), FD(xd));
+    ptx_loop_end(k, rl, r->n);
+    int tot = block_sum_f64(k, s, r->lane, r->warp);
+    emit(k, "div.rn.f64 %s, %s, %s;", FD(mean), FD(tot), FD(r->nfd64));
+    return mean;
+}
+
+/* 1 / sqrt(var + eps) in float64 from the sum of squares about the mean. */
+static int row_rstd(kern *k, const row_regs *r, int mean)
+{
+    int s2 = nfd(k);
+    emit(k, "mov.f64 %s, %s;", FD(s2), CD(0.0));
+    ptx_loop rl = ptx_loop_begin(k, r->tid64, r->n, RED_THREADS);
+    int x = nf(k), xd = nfd(k), dd = nfd(k);
+    emit(k, "ld.global.f32 %s, [%s];", F(x), D(addr_of(k, r->xa, rl.i, 4)));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(x));
+    emit(k, "sub.rn.f64 %s, %s, %s;", FD(dd), FD(xd), FD(mean));
+    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(s2), FD(dd), FD(dd), FD(s2));
+    ptx_loop_end(k, rl, r->n);
+    int ss = block_sum_f64(k, s2, r->lane, r->warp);
+    int var = nfd(k), epsd = nfd(k), ve = nfd(k), sd = nfd(k), rstd = nfd(k);
+    emit(k, "div.rn.f64 %s, %s, %s;", FD(var), FD(ss), FD(r->nfd64));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(epsd), F(r->eps));
+    emit(k, "add.rn.f64 %s, %s, %s;", FD(ve), FD(var), FD(epsd));
+    emit(k, "sqrt.rn.f64 %s, %s;", FD(sd), FD(ve));
+    emit(k, "rcp.rn.f64 %s, %s;", FD(rstd), FD(sd));
+    /* var + eps = 0 (a constant row with eps = 0): the row normalises to
+     * 0 (y = beta), not 0 * inf = NaN (core/rayo-ops.h) */
+    int pz = np(k);
+    emit(k, "setp.eq.f64 %s, %s, %s;", P(pz), FD(ve), CD(0.0));
+    emit(k, "selp.f64 %s, %s, %s, %s;", FD(rstd), CD(0.0), FD(rstd), P(pz));
+    return rstd;
+}
+
+/* y = (x - mean) rstd gamma + beta, in float64 and rounded once. */
+static void row_norm_write(kern *k, const row_regs *r, int mean, int rstd)
+{
+    ptx_loop rl = ptx_loop_begin(k, r->tid64, r->n, RED_THREADS);
+    int x3 = nf(k), xd3 = nfd(k), d3 = nfd(k), t3 = nfd(k), gv = nf(k), bv = nf(k), out = nf(k);
+    int gd = nfd(k), bd = nfd(k), yd = nfd(k);
+    emit(k, "ld.global.f32 %s, [%s];", F(x3), D(addr_of(k, r->xa, rl.i, 4)));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(xd3), F(x3));
+    emit(k, "sub.rn.f64 %s, %s, %s;", FD(d3), FD(xd3), FD(mean));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(t3), FD(d3), FD(rstd));
+    emit(k, "mov.f32 %s, %s;", F(gv), C(1.0f));
+    emit(k, "mov.f32 %s, %s;", F(bv), C(0.0f));
+    emit(k, "@%s ld.global.f32 %s, [%s];", P(r->has_g), F(gv), D(addr_of(k, r->gg, rl.i, 4)));
+    if (r->kind == ROW_LAYERNORM)
+        emit(k, "@%s ld.global.f32 %s, [%s];", P(r->has_b), F(bv), D(addr_of(k, r->bg, rl.i, 4)));
+    /* gamma x^ + beta in double, rounded once: with gamma ~ 100 and beta ~
+     * -100 the result cancels, and a float x^ would carry 100 ulps of it */
+    emit(k, "cvt.f64.f32 %s, %s;", FD(gd), F(gv));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(bd), F(bv));
+    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(yd), FD(t3), FD(gd), FD(bd));
+    emit(k, "cvt.rn.f32.f64 %s, %s;", F(out), FD(yd));
+    emit(k, "st.global.f32 [%s], %s;", D(addr_of(k, r->ya, rl.i, 4)), F(out));
+    ptx_loop_end(k, rl, r->n);
+}
+
 static void gen_row_kernel(strbuf *mod, enum row_kind kind)
 {
     kern kk = {0}, *k = &kk;
+    row_regs r = {.kind = kind};
     int y = param_global(k, "p_y"), a = param_global(k, "p_a");
     int g = param_u64(k, "p_gamma"), bt = param_u64(k, "p_beta");
-    int m = param_u64(k, "p_m"), n = param_u64(k, "p_n");
-    int eps = param_f32(k, "p_eps");
-    int tid, lane, warp;
-    lane_warp(k, &tid, &lane, &warp);
-    int tid64 = nd(k), row = nd(k), rstep = nd(k), pr = np(k);
+    int m = param_u64(k, "p_m");
+    r.n = param_u64(k, "p_n");
+    r.eps = param_f32(k, "p_eps");
+    int tid;
+    lane_warp(k, &tid, &r.lane, &r.warp);
+    r.tid64 = nd(k);
+    int row = nd(k), rstep = nd(k), pr = np(k);
     int ctaid = sreg(k, "%ctaid.x"), nctaid = sreg(k, "%nctaid.x");
-    emit(k, "cvt.u64.u32 %s, %s;", D(tid64), R(tid));
+    emit(k, "cvt.u64.u32 %s, %s;", D(r.tid64), R(tid));
     emit(k, "cvt.u64.u32 %s, %s;", D(row), R(ctaid));
     emit(k, "cvt.u64.u32 %s, %s;", D(rstep), R(nctaid));
-    int nfd64 = nfd(k);
-    emit(k, "cvt.rn.f64.u64 %s, %s;", FD(nfd64), D(n));
-    int has_g = np(k), has_b = np(k), gg = nd(k), bg = nd(k);
-    emit(k, "setp.ne.u64 %s, %s, 0;", P(has_g), D(g));
-    emit(k, "setp.ne.u64 %s, %s, 0;", P(has_b), D(bt));
-    emit(k, "cvta.to.global.u64 %s, %s;", D(gg), D(g));
-    emit(k, "cvta.to.global.u64 %s, %s;", D(bg), D(bt));
+    r.nfd64 = nfd(k);
+    emit(k, "cvt.rn.f64.u64 %s, %s;", FD(r.nfd64), D(r.n));
+    r.has_g = np(k);
+    r.has_b = np(k);
+    r.gg = nd(k);
+    r.bg = nd(k);
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(r.has_g), D(g));
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(r.has_b), D(bt));
+    emit(k, "cvta.to.global.u64 %s, %s;", D(r.gg), D(g));
+    emit(k, "cvta.to.global.u64 %s, %s;", D(r.bg), D(bt));
     int l_row = nlabel(k), l_end = nlabel(k);
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pr), D(row), D(m));
     emit(k, "@%s bra %s;", P(pr), L(l_end));
     label(k, l_row);
-    int off = nd(k), xa = nd(k), ya = nd(k);
-    emit(k, "mul.lo.u64 %s, %s, %s;", D(off), D(row), D(n));
-    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(xa), D(off), D(a));
-    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ya), D(off), D(y));
-
+    int off = nd(k);
+    r.xa = nd(k);
+    r.ya = nd(k);
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(off), D(row), D(r.n));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(r.xa), D(off), D(a));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(r.ya), D(off), D(y));
     if (kind == ROW_SOFTMAX || kind == ROW_LOG_SOFTMAX) {
-        /* pass 1: the row's maximum (NaN propagates) */
-        int mx = nf(k);
-        emit(k, "mov.f32 %s, %s;", F(mx), CB(0xff800000u));
-        ptx_loop rl = ptx_loop_begin(k, tid64, n, RED_THREADS);
-        int x = nf(k);
-        emit(k, "ld.global.f32 %s, [%s];", F(x), D(addr_of(k, xa, rl.i, 4)));
-        emit(k, "max.NaN.f32 %s, %s, %s;", F(mx), F(mx), F(x));
-        ptx_loop_end(k, rl, n);
-        int rmax = block_minmax_f32(k, mx, lane, warp, 1);
-        /* pass 2: sum of exp(x - max) in float64 */
-        int s = nfd(k);
-        emit(k, "mov.f64 %s, %s;", FD(s), CD(0.0));
-        rl = ptx_loop_begin(k, tid64, n, RED_THREADS);
-        int x2 = nf(k), d = nf(k), ed = nfd(k);
-        emit(k, "ld.global.f32 %s, [%s];", F(x2), D(addr_of(k, xa, rl.i, 4)));
-        emit(k, "sub.rn.f32 %s, %s, %s;", F(d), F(x2), F(rmax));
-        int e = m_exp(k, d);
-        emit(k, "cvt.f64.f32 %s, %s;", FD(ed), F(e));
-        emit(k, "add.rn.f64 %s, %s, %s;", FD(s), FD(s), FD(ed));
-        ptx_loop_end(k, rl, n);
-        int tot = block_sum_f64(k, s, lane, warp), totf = nf(k);
-        emit(k, "cvt.rn.f32.f64 %s, %s;", F(totf), FD(tot));
-        int lsum = kind == ROW_LOG_SOFTMAX ? m_log(k, totf) : -1;
-        /* pass 3: write */
-        rl = ptx_loop_begin(k, tid64, n, RED_THREADS);
-        int x3 = nf(k), d3 = nf(k), out = nf(k);
-        emit(k, "ld.global.f32 %s, [%s];", F(x3), D(addr_of(k, xa, rl.i, 4)));
-        emit(k, "sub.rn.f32 %s, %s, %s;", F(d3), F(x3), F(rmax));
-        if (kind == ROW_SOFTMAX) {
-            int e3 = m_exp(k, d3);
-            emit(k, "div.rn.f32 %s, %s, %s;", F(out), F(e3), F(totf));
-        } else {
-            emit(k, "sub.rn.f32 %s, %s, %s;", F(out), F(d3), F(lsum));
-        }
-        emit(k, "st.global.f32 [%s], %s;", D(addr_of(k, ya, rl.i, 4)), F(out));
-        ptx_loop_end(k, rl, n);
+        row_softmax_passes(k, &r);
     } else {
-        int mean = nfd(k);
-        if (kind == ROW_LAYERNORM) {
-            int s = nfd(k);
-            emit(k, "mov.f64 %s, %s;", FD(s), CD(0.0));
-            ptx_loop rl = ptx_loop_begin(k, tid64, n, RED_THREADS);
-            int x = nf(k), xd = nfd(k);
-            emit(k, "ld.global.f32 %s, [%s];", F(x), D(addr_of(k, xa, rl.i, 4)));
-            emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(x));
-            emit(k, "add.rn.f64 %s, %s, %s;", FD(s), FD(s), FD(xd));
-            ptx_loop_end(k, rl, n);
-            int tot = block_sum_f64(k, s, lane, warp);
-            emit(k, "div.rn.f64 %s, %s, %s;", FD(mean), FD(tot), FD(nfd64));
-        } else {
-            emit(k, "mov.f64 %s, %s;", FD(mean), CD(0.0));
-        }
-        /* sum of squares about the mean (0 for rmsnorm) */
-        int s2 = nfd(k);
-        emit(k, "mov.f64 %s, %s;", FD(s2), CD(0.0));
-        ptx_loop rl = ptx_loop_begin(k, tid64, n, RED_THREADS);
-        int x = nf(k), xd = nfd(k), dd = nfd(k);
-        emit(k, "ld.global.f32 %s, [%s];", F(x), D(addr_of(k, xa, rl.i, 4)));
-        emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(x));
-        emit(k, "sub.rn.f64 %s, %s, %s;", FD(dd), FD(xd), FD(mean));
-        emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(s2), FD(dd), FD(dd), FD(s2));
-        ptx_loop_end(k, rl, n);
-        int ss = block_sum_f64(k, s2, lane, warp);
-        int var = nfd(k), epsd = nfd(k), ve = nfd(k), sd = nfd(k), rstd = nfd(k);
-        emit(k, "div.rn.f64 %s, %s, %s;", FD(var), FD(ss), FD(nfd64));
-        emit(k, "cvt.f64.f32 %s, %s;", FD(epsd), F(eps));
-        emit(k, "add.rn.f64 %s, %s, %s;", FD(ve), FD(var), FD(epsd));
-        emit(k, "sqrt.rn.f64 %s, %s;", FD(sd), FD(ve));
-        emit(k, "rcp.rn.f64 %s, %s;", FD(rstd), FD(sd));
-        /* var + eps = 0 (a constant row with eps = 0): the row normalises to
-         * 0 (y = beta), not 0 * inf = NaN (core/rayo-ops.h) */
-        int pz = np(k);
-        emit(k, "setp.eq.f64 %s, %s, %s;", P(pz), FD(ve), CD(0.0));
-        emit(k, "selp.f64 %s, %s, %s, %s;", FD(rstd), CD(0.0), FD(rstd), P(pz));
-        rl = ptx_loop_begin(k, tid64, n, RED_THREADS);
-        int x3 = nf(k), xd3 = nfd(k), d3 = nfd(k), t3 = nfd(k), gv = nf(k), bv = nf(k), out = nf(k);
-        int gd = nfd(k), bd = nfd(k), yd = nfd(k);
-        emit(k, "ld.global.f32 %s, [%s];", F(x3), D(addr_of(k, xa, rl.i, 4)));
-        emit(k, "cvt.f64.f32 %s, %s;", FD(xd3), F(x3));
-        emit(k, "sub.rn.f64 %s, %s, %s;", FD(d3), FD(xd3), FD(mean));
-        emit(k, "mul.rn.f64 %s, %s, %s;", FD(t3), FD(d3), FD(rstd));
-        emit(k, "mov.f32 %s, %s;", F(gv), C(1.0f));
-        emit(k, "mov.f32 %s, %s;", F(bv), C(0.0f));
-        emit(k, "@%s ld.global.f32 %s, [%s];", P(has_g), F(gv), D(addr_of(k, gg, rl.i, 4)));
-        if (kind == ROW_LAYERNORM)
-            emit(k, "@%s ld.global.f32 %s, [%s];", P(has_b), F(bv), D(addr_of(k, bg, rl.i, 4)));
-        /* gamma x^ + beta in double, rounded once: with gamma ~ 100 and beta ~
-         * -100 the result cancels, and a float x^ would carry 100 ulps of it */
-        emit(k, "cvt.f64.f32 %s, %s;", FD(gd), F(gv));
-        emit(k, "cvt.f64.f32 %s, %s;", FD(bd), F(bv));
-        emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(yd), FD(t3), FD(gd), FD(bd));
-        emit(k, "cvt.rn.f32.f64 %s, %s;", F(out), FD(yd));
-        emit(k, "st.global.f32 [%s], %s;", D(addr_of(k, ya, rl.i, 4)), F(out));
-        ptx_loop_end(k, rl, n);
+        int mean = row_mean(k, &r);
+        row_norm_write(k, &r, mean, row_rstd(k, &r, mean));
     }
     emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(rstep));
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pr), D(row), D(m));
@@ -557,6 +596,137 @@ static void norm_scale(kern *k, rowc *c, int ss, int inv_n, int eps)
     emit(k, "selp.f64 %s, %s, %s, %s;", FD(c->rstd), CD(0.0), FD(c->rstd), P(pz));
 }
 
+/* The warp kind's group: warp_group lanes per row, 32 / warp_group rows
+ * per warp; its first row, row step, the warp's first row and its cache. */
+static void rowc_warp_group(kern *k, rowc *c, int ctaid, int nctaid, int n32, int row, int rstep, int wrow)
+{
+    int warp_group = c->warp_group;
+    int rpw = 32 / warp_group, lg = warp_group == 32 ? 5 : warp_group == 16 ? 4 : warp_group == 8 ? 3 : 2;
+    int w32 = nr(k), sub = nr(k), slot = nr(k), rowbytes = nr(k), s64 = nd(k);
+    emit(k, "mov.u32 %s, %d;", R(c->G), warp_group);
+    emit(k, "and.b32 %s, %s, %d;", R(c->gt), R(c->lane), warp_group - 1);
+    emit(k, "shr.u32 %s, %s, %d;", R(sub), R(c->lane), lg);
+    emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(w32), R(ctaid), R(c->nwarps), R(c->warp));
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(wrow), R(w32), rpw);
+    emit(k, "cvt.u64.u32 %s, %s;", D(s64), R(sub));
+    emit(k, "add.u64 %s, %s, %s;", D(row), D(wrow), D(s64));
+    emit(k, "mul.lo.u32 %s, %s, %s;", R(w32), R(nctaid), R(c->nwarps));
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(rstep), R(w32), rpw);
+    emit(k, "shl.b32 %s, %s, 2;", R(rowbytes), R(n32));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(slot), R(c->warp), rpw, R(sub));
+    emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(c->sb), R(slot), R(rowbytes), R(c->sb));
+}
+
+/* A cluster per row; CTA `rank` caches units [rank per, rank per + per). */
+static void rowc_cluster_group(kern *k, rowc *c, int ntid, int tid, int row, int rstep)
+{
+    int cluster = c->cluster;
+    int cid = sreg(k, "%clusterid.x"), ncid = sreg(k, "%nclusterid.x"), rank = sreg(k, "%cluster_ctarank");
+    int per = nr(k), lob = nr(k);
+    emit(k, "mov.u32 %s, %s;", R(c->G), R(ntid));
+    emit(k, "mov.u32 %s, %s;", R(c->gt), R(tid));
+    emit(k, "cvt.u64.u32 %s, %s;", D(row), R(cid));
+    emit(k, "cvt.u64.u32 %s, %s;", D(rstep), R(ncid));
+    emit(k, "add.u32 %s, %s, %d;", R(per), R(c->nu), cluster - 1);
+    emit(k, "shr.u32 %s, %s, %d;", R(per), R(per), cluster == 2 ? 1 : cluster == 4 ? 2 : 3);
+    c->lo = nr(k);
+    c->hi = nr(k);
+    emit(k, "mul.lo.u32 %s, %s, %s;", R(c->lo), R(rank), R(per));
+    emit(k, "add.u32 %s, %s, %s;", R(c->hi), R(c->lo), R(per));
+    emit(k, "min.u32 %s, %s, %s;", R(c->hi), R(c->hi), R(c->nu));
+    emit(k, "mul.lo.u32 %s, %s, %d;", R(lob), R(c->lo), 4 * c->width);
+    emit(k, "sub.u32 %s, %s, %s;", R(c->sb), R(c->sb), R(lob));
+}
+
+/* After the first pass (max or sum in c->acc_*): the softmaxes' 1/sum or
+ * log(sum), the norms' mean and rstd, for body_write. */
+static void rowc_statistics(kern *k, rowc *c, int inv_n, int eps)
+{
+    if (c->kind == ROW_SOFTMAX || c->kind == ROW_LOG_SOFTMAX) {
+        c->mx = group_reduce(k, c, c->acc_f, 1);
+        emit(k, "mov.f64 %s, %s;", FD(c->acc_d), CD(0.0));
+        unit_loop(k, c, 0, body_sum_exp);
+        int tot = group_reduce(k, c, c->acc_d, 0), totf = nf(k);
+        emit(k, "cvt.rn.f32.f64 %s, %s;", F(totf), FD(tot));
+        if (c->kind == ROW_SOFTMAX) {
+            c->inv = nf(k);
+            emit(k, "rcp.rn.f32 %s, %s;", F(c->inv), F(totf));
+        } else {
+            c->lsum = m_log(k, totf);
+        }
+        return;
+    }
+    int s1 = group_reduce(k, c, c->acc_d, 0);
+    c->mean = nfd(k);
+    c->rstd = nfd(k);
+    if (c->kind == ROW_LAYERNORM) {
+        emit(k, "mul.rn.f64 %s, %s, %s;", FD(c->mean), FD(s1), FD(inv_n));
+        emit(k, "mov.f64 %s, %s;", FD(c->acc_d), CD(0.0));
+        unit_loop(k, c, 0, body_var);
+        norm_scale(k, c, group_reduce(k, c, c->acc_d, 0), inv_n, eps);
+    } else {
+        emit(k, "mov.f64 %s, %s;", FD(c->mean), CD(0.0));
+        norm_scale(k, c, s1, inv_n, eps);
+    }
+}
+
+/* rowc_[add_]<op>_<warpN|block|clusterN>_<v4|s1>, its directives, its
+ * parameters. */
+static void rowc_finish(strbuf *mod, kern *k, const rowc *c)
+{
+    static const char *const names[] = {"softmax", "log_softmax", "layernorm", "rmsnorm"};
+    char name[64];
+    char kind_name[16], directives[96];
+    if (c->warp_group)
+        snprintf(kind_name, sizeof kind_name, "warp%d", c->warp_group);
+    else if (c->cluster == 1)
+        snprintf(kind_name, sizeof kind_name, "block");
+    else
+        snprintf(kind_name, sizeof kind_name, "cluster%d", c->cluster);
+    snprintf(name, sizeof name, "rowc_%s%s_%s_%s", c->add ? "add_" : "", names[c->kind], kind_name,
+             c->width == 4 ? "v4" : "s1");
+    snprintf(directives, sizeof directives, ".maxntid %d, 1, 1\n",
+             c->warp_group ? RAYO_PTX_ROWC_WARP_THREADS : 1024);
+    if (c->cluster > 1)
+        snprintf(directives + strlen(directives), sizeof directives - strlen(directives),
+                 ".reqnctapercluster %d, 1, 1\n", c->cluster);
+    kern_finish(mod, k, name,
+                c->add ? ".param .u64 p_y, .param .u64 p_a, .param .u64 p_gamma, .param .u64 p_beta, "
+                         ".param .u64 p_m, .param .u64 p_n, .param .f32 p_eps, .param .u64 p_b, .param .u64 p_s"
+                       : ".param .u64 p_y, .param .u64 p_a, .param .u64 p_gamma, .param .u64 p_beta, "
+                         ".param .u64 p_m, .param .u64 p_n, .param .f32 p_eps",
+                directives, ROWC_SHARED);
+}
+
+/* A row's start: which lanes take units, the row's addresses, the first
+ * pass's accumulators. */
+static void rowc_row_start(kern *k, rowc *c, int row, int m, int n, int a, int y, int b, int sum)
+{
+    if (c->warp_group < 32 && c->warp_group) {
+        /* a lane group past the last row takes no units but joins the shuffles */
+        int pin = np(k);
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(row), D(m));
+        emit(k, "selp.b32 %s, %s, 0, %s;", R(c->hi), R(c->nu), P(pin));
+    }
+    int off = nd(k);
+    c->xg = nd(k);
+    c->yg = nd(k);
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(off), D(row), D(n));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c->xg), D(off), D(a));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c->yg), D(off), D(y));
+    if (c->add) {
+        c->bsum = nd(k);
+        c->ssum = nd(k);
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c->bsum), D(off), D(b));
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c->ssum), D(off), D(sum));
+    }
+    c->acc_f = nf(k);
+    c->acc_d = nfd(k);
+    emit(k, "mov.f32 %s, %s;", F(c->acc_f), CB(0xff800000u));
+    emit(k, "mov.f64 %s, %s;", FD(c->acc_d), CD(0.0));
+    c->nreduce = 0;
+}
+
 static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int width, int cluster, int add)
 {
     kern kk = {0}, *k = &kk;
@@ -594,43 +764,14 @@ static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int
     emit(k, "mov.u32 %s, rowc_data;", R(c->sb));
     int wrow = nd(k); /* the warp's first row: the loop runs while it is < m */
     if (warp_group) {
-        /* 32 / warp_group rows per warp, warp_group lanes each */
-        int rpw = 32 / warp_group, lg = warp_group == 32 ? 5 : warp_group == 16 ? 4 : warp_group == 8 ? 3 : 2;
-        int w32 = nr(k), sub = nr(k), slot = nr(k), rowbytes = nr(k), s64 = nd(k);
-        emit(k, "mov.u32 %s, %d;", R(c->G), warp_group);
-        emit(k, "and.b32 %s, %s, %d;", R(c->gt), R(c->lane), warp_group - 1);
-        emit(k, "shr.u32 %s, %s, %d;", R(sub), R(c->lane), lg);
-        emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(w32), R(ctaid), R(c->nwarps), R(c->warp));
-        emit(k, "mul.wide.u32 %s, %s, %d;", D(wrow), R(w32), rpw);
-        emit(k, "cvt.u64.u32 %s, %s;", D(s64), R(sub));
-        emit(k, "add.u64 %s, %s, %s;", D(row), D(wrow), D(s64));
-        emit(k, "mul.lo.u32 %s, %s, %s;", R(w32), R(nctaid), R(c->nwarps));
-        emit(k, "mul.wide.u32 %s, %s, %d;", D(rstep), R(w32), rpw);
-        emit(k, "shl.b32 %s, %s, 2;", R(rowbytes), R(n32));
-        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(slot), R(c->warp), rpw, R(sub));
-        emit(k, "mad.lo.u32 %s, %s, %s, %s;", R(c->sb), R(slot), R(rowbytes), R(c->sb));
+        rowc_warp_group(k, c, ctaid, nctaid, n32, row, rstep, wrow);
     } else if (cluster == 1) {
         emit(k, "mov.u32 %s, %s;", R(c->G), R(ntid));
         emit(k, "mov.u32 %s, %s;", R(c->gt), R(tid));
         emit(k, "cvt.u64.u32 %s, %s;", D(row), R(ctaid));
         emit(k, "cvt.u64.u32 %s, %s;", D(rstep), R(nctaid));
     } else {
-        /* a cluster per row; CTA `rank` caches units [rank per, rank per + per) */
-        int cid = sreg(k, "%clusterid.x"), ncid = sreg(k, "%nclusterid.x"), rank = sreg(k, "%cluster_ctarank");
-        int per = nr(k), lob = nr(k);
-        emit(k, "mov.u32 %s, %s;", R(c->G), R(ntid));
-        emit(k, "mov.u32 %s, %s;", R(c->gt), R(tid));
-        emit(k, "cvt.u64.u32 %s, %s;", D(row), R(cid));
-        emit(k, "cvt.u64.u32 %s, %s;", D(rstep), R(ncid));
-        emit(k, "add.u32 %s, %s, %d;", R(per), R(c->nu), cluster - 1);
-        emit(k, "shr.u32 %s, %s, %d;", R(per), R(per), cluster == 2 ? 1 : cluster == 4 ? 2 : 3);
-        c->lo = nr(k);
-        c->hi = nr(k);
-        emit(k, "mul.lo.u32 %s, %s, %s;", R(c->lo), R(rank), R(per));
-        emit(k, "add.u32 %s, %s, %s;", R(c->hi), R(c->lo), R(per));
-        emit(k, "min.u32 %s, %s, %s;", R(c->hi), R(c->hi), R(c->nu));
-        emit(k, "mul.lo.u32 %s, %s, %d;", R(lob), R(c->lo), 4 * width);
-        emit(k, "sub.u32 %s, %s, %s;", R(c->sb), R(c->sb), R(lob));
+        rowc_cluster_group(k, c, ntid, tid, row, rstep);
     }
     if (cluster == 1) {
         c->lo = nr(k);
@@ -646,56 +787,9 @@ static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pr), D(wrow), D(m));
     emit(k, "@%s bra %s;", P(pr), L(l_end));
     label(k, l_row);
-    if (warp_group < 32 && warp_group) {
-        /* a lane group past the last row takes no units but joins the shuffles */
-        int pin = np(k);
-        emit(k, "setp.lt.u64 %s, %s, %s;", P(pin), D(row), D(m));
-        emit(k, "selp.b32 %s, %s, 0, %s;", R(c->hi), R(c->nu), P(pin));
-    }
-    int off = nd(k);
-    c->xg = nd(k);
-    c->yg = nd(k);
-    emit(k, "mul.lo.u64 %s, %s, %s;", D(off), D(row), D(n));
-    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c->xg), D(off), D(a));
-    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c->yg), D(off), D(y));
-    if (add) {
-        c->bsum = nd(k);
-        c->ssum = nd(k);
-        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c->bsum), D(off), D(b));
-        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(c->ssum), D(off), D(sum));
-    }
-    c->acc_f = nf(k);
-    c->acc_d = nfd(k);
-    emit(k, "mov.f32 %s, %s;", F(c->acc_f), CB(0xff800000u));
-    emit(k, "mov.f64 %s, %s;", FD(c->acc_d), CD(0.0));
-    c->nreduce = 0;
+    rowc_row_start(k, c, row, m, n, a, y, b, sum);
     unit_loop(k, c, 1, body_load);
-    if (kind == ROW_SOFTMAX || kind == ROW_LOG_SOFTMAX) {
-        c->mx = group_reduce(k, c, c->acc_f, 1);
-        emit(k, "mov.f64 %s, %s;", FD(c->acc_d), CD(0.0));
-        unit_loop(k, c, 0, body_sum_exp);
-        int tot = group_reduce(k, c, c->acc_d, 0), totf = nf(k);
-        emit(k, "cvt.rn.f32.f64 %s, %s;", F(totf), FD(tot));
-        if (kind == ROW_SOFTMAX) {
-            c->inv = nf(k);
-            emit(k, "rcp.rn.f32 %s, %s;", F(c->inv), F(totf));
-        } else {
-            c->lsum = m_log(k, totf);
-        }
-    } else {
-        int s1 = group_reduce(k, c, c->acc_d, 0);
-        c->mean = nfd(k);
-        c->rstd = nfd(k);
-        if (kind == ROW_LAYERNORM) {
-            emit(k, "mul.rn.f64 %s, %s, %s;", FD(c->mean), FD(s1), FD(inv_n));
-            emit(k, "mov.f64 %s, %s;", FD(c->acc_d), CD(0.0));
-            unit_loop(k, c, 0, body_var);
-            norm_scale(k, c, group_reduce(k, c, c->acc_d, 0), inv_n, eps);
-        } else {
-            emit(k, "mov.f64 %s, %s;", FD(c->mean), CD(0.0));
-            norm_scale(k, c, s1, inv_n, eps);
-        }
-    }
+    rowc_statistics(k, c, inv_n, eps);
     unit_loop(k, c, 1, body_write);
     emit(k, "xor.b32 %s, %s, 1;", R(c->parity), R(c->parity));
     emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(rstep));
@@ -708,26 +802,7 @@ static void gen_rowc_kernel(strbuf *mod, enum row_kind kind, int warp_group, int
         emit(k, "barrier.cluster.arrive.aligned; /* release by default */");
         emit(k, "barrier.cluster.wait.aligned; /* acquire by default */");
     }
-    static const char *const names[] = {"softmax", "log_softmax", "layernorm", "rmsnorm"};
-    char name[64];
-    char kind_name[16], directives[96];
-    if (warp_group)
-        snprintf(kind_name, sizeof kind_name, "warp%d", warp_group);
-    else if (cluster == 1)
-        snprintf(kind_name, sizeof kind_name, "block");
-    else
-        snprintf(kind_name, sizeof kind_name, "cluster%d", cluster);
-    snprintf(name, sizeof name, "rowc_%s%s_%s_%s", add ? "add_" : "", names[kind], kind_name, width == 4 ? "v4" : "s1");
-    snprintf(directives, sizeof directives, ".maxntid %d, 1, 1\n", warp_group ? RAYO_PTX_ROWC_WARP_THREADS : 1024);
-    if (cluster > 1)
-        snprintf(directives + strlen(directives), sizeof directives - strlen(directives),
-                 ".reqnctapercluster %d, 1, 1\n", cluster);
-    kern_finish(mod, k, name,
-                add ? ".param .u64 p_y, .param .u64 p_a, .param .u64 p_gamma, .param .u64 p_beta, "
-                      ".param .u64 p_m, .param .u64 p_n, .param .f32 p_eps, .param .u64 p_b, .param .u64 p_s"
-                    : ".param .u64 p_y, .param .u64 p_a, .param .u64 p_gamma, .param .u64 p_beta, "
-                      ".param .u64 p_m, .param .u64 p_n, .param .f32 p_eps",
-                directives, ROWC_SHARED);
+    rowc_finish(mod, k, c);
 }
 
 void module_rows(strbuf *mod)

@@ -97,6 +97,7 @@ run_tests() {
     RAYO_CONFORM_ARGS=${RAYO_CONFORM_ARGS:---quick} \
         RAYO_PTXAS_DONE="the native build assembles the same PTX" \
         RAYO_ENGINE_CHECKED="the native build checks the conformance engine" \
+        RAYO_CONFORM_COVERED=neon \
         make -j"$jobs" check LOG_COMPILER="$srcdir/tests/qemu-wrap.sh" || rc=$?
     local pass fail skip
     pass=$(cat $(find . -name '*.trs') /dev/null | grep -c '^:test-result: PASS' || true)

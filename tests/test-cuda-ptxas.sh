@@ -30,6 +30,17 @@ tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 "$gen" --ptx-dir "$tmp" || { echo "FAIL: gen-ptx --ptx-dir" >&2; exit 1; }
 
+# The plugin launches the gemv8 kernels two blocks of 512 threads per SM as
+# one wave (plugins/cuda/cuda-infer.c): each may take at most 64 registers.
+gemv8_fit() {
+    awk '/Compiling entry function .gemv8/ { name = $7 }
+         name != "" && /Used [0-9]+ registers/ {
+             for (i = 1; i < NF; i++) if ($i == "Used") regs = $(i + 1)
+             if (regs > 64) { print "FAIL: " name " takes " regs " registers: one block of 512 threads per SM"; bad = 1 }
+             name = "" }
+         END { exit bad }' "$1"
+}
+
 count=0
 fail=0
 for f in "$tmp"/*.ptx; do
@@ -44,6 +55,7 @@ for f in "$tmp"/*.ptx; do
         if "$ptxas" -arch="$arch" -v "$f" -o "$tmp/out.cubin" >"$tmp/log" 2>&1; then
             spills=$(grep -c "[1-9][0-9]* bytes spill" "$tmp/log")
             echo "ok: $(basename "$f") -arch=$arch ($spills kernels with spills)"
+            gemv8_fit "$tmp/log" || fail=1
         else
             echo "FAIL: ptxas -arch=$arch $(basename "$f"):"
             cat "$tmp/log"

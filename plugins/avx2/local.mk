@@ -5,7 +5,7 @@
 if BUILD_AVX2
 plugin_LTLIBRARIES += plugins/avx2/rayo-avx2.la
 plugins_avx2_rayo_avx2_la_SOURCES = \
-	plugins/avx2/plugin.h plugins/avx2/plugin.c \
+	plugins/avx2/plugin.h plugins/avx2/avx2-vector.h plugins/avx2/plugin.c \
 	plugins/avx2/elementwise.c plugins/avx2/reduce.c plugins/avx2/rows.c plugins/avx2/matmul.c plugins/avx2/quant.c plugins/avx2/infer.c \
 	$(CPU_BASE_FILES) $(X86_BASE_FILES)
 plugins_avx2_rayo_avx2_la_CPPFLAGS = $(AM_CPPFLAGS) $(CPU_BASE_CPPFLAGS)

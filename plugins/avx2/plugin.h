@@ -7,8 +7,10 @@
  * Files, by op class:
  *   plugin.c       device name, sgemm blocking rule, op table
  *   elementwise.c  binary, unary and activation ops, axpy, bias_act
- *   reduce.c       sum, dot, max, min, argmax, norms
+ *   avx2-vector.h  the vector interface (VF, VD, VM) of the x86 templates
+ *   reduce.c       sum, dot, max, min, argmax, norms (../cpu-base/x86-reduce_tmpl.c)
  *   rows.c         softmax, log_softmax, layernorm, rmsnorm, transpose
+ *                  (../cpu-base/x86-rows_tmpl.c)
  *   matmul.c       matmul (packing, 4x24 FMA microkernel, blocking) and gemv
  *   quant.c        gemv with half or block-quantized weights, decoded in registers
  *   infer.c        convert, get_rows, rope, attention, swiglu/geglu: the vector

@@ -7,7 +7,7 @@
 if BUILD_AVX512
 plugin_LTLIBRARIES += plugins/avx512/rayo-avx512.la
 plugins_avx512_rayo_avx512_la_SOURCES = \
-	plugins/avx512/plugin.h plugins/avx512/avx512-math.h plugins/avx512/plugin.c \
+	plugins/avx512/plugin.h plugins/avx512/avx512-math.h plugins/avx512/avx512-vector.h plugins/avx512/plugin.c \
 	plugins/avx512/elementwise.c plugins/avx512/reduce.c plugins/avx512/rows.c \
 	plugins/avx512/matmul.c plugins/avx512/gemv.c plugins/avx512/quant.c plugins/avx512/infer.c \
 	$(CPU_BASE_FILES) $(X86_BASE_FILES)

@@ -8,9 +8,11 @@
  *   plugin.c       device name, sgemm blocking rule, op table, descriptor
  *   avx512-math.h  exp, expm1, log, tanh, sigmoid, normal CDF, silu, gelu, 16
  *                  floats at a time
+ *   avx512-vector.h  the vector interface (VF, VD, VM) of the x86 templates
  *   elementwise.c  binary, unary and activation ops, axpy, bias_act
- *   reduce.c       sum, dot, max, min, argmax, norms
+ *   reduce.c       sum, dot, max, min, argmax, norms (../cpu-base/x86-reduce_tmpl.c)
  *   rows.c         softmax, log_softmax, layernorm, rmsnorm, transpose
+ *                  (../cpu-base/x86-rows_tmpl.c)
  *   matmul.c       matmul: packing, the 12x32 FMA microkernel, blocking
  *   gemv.c         gemv, and matmul with m = 1 or n = 1
  *   quant.c        gemv with half or block-quantized weights, decoded in registers

@@ -1,83 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* rows.c - softmax, log_softmax, layernorm, rmsnorm (m independent rows of
- * n, spread over the pool by cpu-rows_tmpl.c) and transpose.
+ * n) and transpose of the AVX-512 backend: ../cpu-base/x86-rows_tmpl.c at 16
+ * floats a vector, on the norms' double arithmetic defined here.
  *
  * Accuracy: row statistics are accumulated in double where float would not
  * do (the mean of a layernorm row must be right relative to the row's
  * spread, not to its magnitude: think 1000 + 1e-3 noise), and the norms'
  * final expression is evaluated in double and rounded once.
- *
- * y may be x (in place): every row reads x completely, or element by
- * element just before writing it, before any write that could clobber an
- * element still needed.
  */
 #include "plugin.h"
-#include "avx512-math.h"
-
-#include <math.h>
-
-/* ---- softmax, log_softmax -------------------------------------------------- */
-
-/* sum of exp(x[j] - mx), float lanes within blocks of 1024 elements (64
- * terms per lane), double across blocks; with y, the terms are stored too
- * (y may be x). */
-static double exp_shifted_sum(const float *x, float *y, size_t n, float mx)
-{
-    const __m512 shift = _mm512_set1_ps(mx);
-    __m512d total = _mm512_setzero_pd();
-    size_t j = 0;
-    while (j < n) {
-        size_t block_end = n - j > 1024 ? j + 1024 : n;
-        __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
-        for (; j + 32 <= block_end; j += 32) {
-            __m512 e0 = z_exp(_mm512_sub_ps(_mm512_loadu_ps(x + j), shift));
-            __m512 e1 = z_exp(_mm512_sub_ps(_mm512_loadu_ps(x + j + 16), shift));
-            if (y) {
-                _mm512_storeu_ps(y + j, e0);
-                _mm512_storeu_ps(y + j + 16, e1);
-            }
-            acc0 = _mm512_add_ps(acc0, e0);
-            acc1 = _mm512_add_ps(acc1, e1);
-        }
-        for (; j < block_end; j += 16) {
-            __mmask16 m = z_lanes(block_end - j < 16 ? block_end - j : 16);
-            __m512 e = _mm512_maskz_mov_ps(m, z_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), shift)));
-            if (y)
-                z_store_lanes(y + j, m, e);
-            acc0 = _mm512_add_ps(acc0, e);                 /* unused lanes add 0 */
-        }
-        total = z_widen_add(total, _mm512_add_ps(acc0, acc1));
-    }
-    return _mm512_reduce_add_pd(total);
-}
-
-/* Max-subtracted, so exp never overflows; a NaN in the row makes the max
- * NaN and the whole row NaN, as in the reference. */
-static void softmax_row(const float *x, float *y, size_t n)
-{
-    float mx = avx512_max_f32(x, n);
-    const __m512 f = _mm512_set1_ps((float)(1.0 / exp_shifted_sum(x, y, n, mx)));
-    for (size_t j = 0; j < n; j += 16) {
-        __mmask16 m = z_lanes(n - j < 16 ? n - j : 16);
-        z_store_lanes(y + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, y + j), f));
-    }
-}
-
-/* y = (x - max) - log(sum exp(x - max)), in that order: max + log(sum) as
- * one shift would lose log(sum) against a large max (a constant row of
- * 1e30).  x - max and y have the same sign and |x - max| <= |y|, so each
- * float rounding costs at most 2^-24 |y|. */
-static void log_softmax_row(const float *x, float *y, size_t n)
-{
-    float mx = avx512_max_f32(x, n);
-    const __m512 vmx = _mm512_set1_ps(mx);
-    const __m512 vlog = _mm512_set1_ps((float)log(exp_shifted_sum(x, NULL, n, mx)));
-    for (size_t j = 0; j < n; j += 16) {
-        __mmask16 m = z_lanes(n - j < 16 ? n - j : 16);
-        __m512 v = _mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), vmx), vlog);
-        z_store_lanes(y + j, m, v);
-    }
-}
+#include "avx512-vector.h"
 
 /* ---- layernorm, rmsnorm ----------------------------------------------------- */
 
@@ -147,26 +79,10 @@ static void normalize_row(const float *x, const float *gamma, const float *beta,
     }
 }
 
-/* softmax and log_softmax cost about 4 cheap ops per element, the norms 2. */
+/* softmax and log_softmax cost about 4 cheap ops per element, the norms 2;
+ * 16x16 transpose blocks in tiles of 64x64 floats (16 KiB read and 16 KiB
+ * written per tile). */
 #define ROWS_EXP_COST 4
 #define ROWS_NORM_COST 2
-#include "cpu-rows_tmpl.c"
-
-/* ---- transpose: y (n x m) = a (m x n)^T ------------------------------------- */
-
-/* 16x16 block: rows of a (stride lda) become columns of y (stride ldy), in
- * tiles of 64x64 floats (16 KiB read and 16 KiB written per tile) and bands
- * on the pool: cpu-transpose_tmpl.c. */
-#define TRANSPOSE_BLOCK 16
 #define TRANSPOSE_TILE 64
-static inline void transpose_block(const float *a, size_t lda, float *y, size_t ldy)
-{
-    __m512 r[16];
-    for (int k = 0; k < 16; k++)
-        r[k] = _mm512_loadu_ps(a + k * lda);
-    z_transpose16x16(r);
-    for (int k = 0; k < 16; k++)
-        _mm512_storeu_ps(y + k * ldy, r[k]);
-}
-
-#include "cpu-transpose_tmpl.c"
+#include "x86-rows_tmpl.c"

@@ -93,51 +93,46 @@ struct cpu_gemm_kernel {
 /* The matmul op.  beta == 0 never reads C. */
 rayo_status cpu_gemm_call(void *state, const rayo_call *call, const cpu_gemm_kernel *kernel);
 
-/* op(A)[i0.., p0..] (mc x kc) -> mr-row panels: panel r holds, for each p,
- * the mr values of rows r*mr.. at column p; rows past mc are zero.  Called
- * with a constant mr, the copy of a whole contiguous panel column is a
- * vector load and store. */
-static inline void cpu_gemm_pack_a(const cpu_gemm_job *job, size_t i0, size_t mc, size_t p0,
-                                   size_t kc, float *restrict dst, size_t mr)
+/* count lanes (rows of op(A) or columns of op(B)) x kc values from base
+ * (lane l, value p at base[l * lane_stride + p * k_stride]) -> width-lane
+ * panels: panel c holds, for each p, the width values of lanes c*width..;
+ * lanes past count are zero.  Called with a constant width, the copy of a
+ * whole contiguous panel row is a vector load and store. */
+static inline void cpu_gemm_pack_panels(const float *base, size_t lane_stride, size_t k_stride, size_t count,
+                                        size_t kc, float *restrict dst, size_t width)
 {
-    for (size_t r = 0; r < mc; r += mr) {
-        size_t rows = cpu_min_size(mr, mc - r);
-        const float *src = job->A + (i0 + r) * job->a_rs + p0 * job->a_cs;
-        if (rows == mr && job->a_rs == 1) { /* op(A) = A^T: columns are contiguous */
-            for (size_t p = 0; p < kc; p++, dst += mr)
-                memcpy(dst, src + p * job->a_cs, mr * sizeof(float));
+    for (size_t c = 0; c < count; c += width) {
+        size_t lanes = cpu_min_size(width, count - c);
+        const float *src = base + c * lane_stride;
+        if (lanes == width && lane_stride == 1) { /* the panel's lanes are contiguous */
+            for (size_t p = 0; p < kc; p++, dst += width)
+                memcpy(dst, src + p * k_stride, width * sizeof(float));
             continue;
         }
-        for (size_t p = 0; p < kc; p++, dst += mr) {
-            size_t ii = 0;
-            for (; ii < rows; ii++)
-                dst[ii] = src[ii * job->a_rs + p * job->a_cs];
-            for (; ii < mr; ii++)
-                dst[ii] = 0.0f;
+        for (size_t p = 0; p < kc; p++, dst += width) {
+            size_t l = 0;
+            for (; l < lanes; l++)
+                dst[l] = src[l * lane_stride + p * k_stride];
+            for (; l < width; l++)
+                dst[l] = 0.0f;
         }
     }
 }
 
-/* op(B)[p0.., j0..] (kc x nc) -> nr-column panels, zero-padded likewise. */
+/* op(A)[i0.., p0..] (mc x kc) -> mr-row panels (contiguous when op(A) =
+ * A^T: its columns are). */
+static inline void cpu_gemm_pack_a(const cpu_gemm_job *job, size_t i0, size_t mc, size_t p0,
+                                   size_t kc, float *restrict dst, size_t mr)
+{
+    cpu_gemm_pack_panels(job->A + i0 * job->a_rs + p0 * job->a_cs, job->a_rs, job->a_cs, mc, kc, dst, mr);
+}
+
+/* op(B)[p0.., j0..] (kc x nc) -> nr-column panels (contiguous when the rows
+ * of op(B) are). */
 static inline void cpu_gemm_pack_b(const cpu_gemm_job *job, size_t p0, size_t kc, size_t j0,
                                    size_t nc, float *restrict dst, size_t nr)
 {
-    for (size_t c = 0; c < nc; c += nr) {
-        size_t cols = cpu_min_size(nr, nc - c);
-        const float *src = job->B + p0 * job->b_rs + (j0 + c) * job->b_cs;
-        if (cols == nr && job->b_cs == 1) { /* rows of op(B) are contiguous */
-            for (size_t p = 0; p < kc; p++, dst += nr)
-                memcpy(dst, src + p * job->b_rs, nr * sizeof(float));
-            continue;
-        }
-        for (size_t p = 0; p < kc; p++, dst += nr) {
-            size_t jj = 0;
-            for (; jj < cols; jj++)
-                dst[jj] = src[p * job->b_rs + jj * job->b_cs];
-            for (; jj < nr; jj++)
-                dst[jj] = 0.0f;
-        }
-    }
+    cpu_gemm_pack_panels(job->B + p0 * job->b_rs + j0 * job->b_cs, job->b_cs, job->b_rs, nc, kc, dst, nr);
 }
 
 /* Defines static void NAME(void *job, size_t task, unsigned worker), one

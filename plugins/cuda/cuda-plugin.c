@@ -198,7 +198,7 @@ static void read_config(cuda_state *st)
     st->use_graphs = config_yes(host, "graphs", 1);
     st->use_gemv8 = config_yes(host, "gemv_int8", 1);
     st->use_half_prompt = config_yes(host, "half_prompt", 1);
-    st->use_prompt_split_k = config_yes(host, "prompt_split_k", 0);
+    st->use_prompt_split_k = config_yes(host, "prompt_split_k", 1);
     st->use_cubin = config_yes(host, "embedded_code", 1);
     st->profile = config_yes(host, "profile", 0) && st->drv->event_elapsed;
     cuda_mma16_config(st);

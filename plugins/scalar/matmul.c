@@ -60,24 +60,11 @@ static void micro_kernel(size_t kc, const float *restrict a, const float *restri
 }
 
 /* C block (rows x cols, leading dimension ldc) from acc: on the first k
- * slice C = alpha acc + beta C (C unread when beta == 0), then C += alpha acc. */
-static void store_block(float *C, size_t ldc, size_t rows, size_t cols, const float *acc,
-                        float alpha, float beta, int first)
+ * slice C = alpha acc + beta C (C unread when beta == 0), then C += alpha acc.
+ * Inlined, so that the full block's call has constant bounds (vectorised). */
+static inline __attribute__((always_inline)) void
+store_rows(float *C, size_t ldc, size_t rows, size_t cols, const float *acc, float alpha, float beta, int first)
 {
-    if (rows == MR && cols == NR) { /* full block: constant bounds, vectorised */
-        for (size_t i = 0; i < MR; i++, C += ldc, acc += NR) {
-            if (!first)
-                for (size_t j = 0; j < NR; j++)
-                    C[j] += alpha * acc[j];
-            else if (beta == 0.0f)
-                for (size_t j = 0; j < NR; j++)
-                    C[j] = alpha * acc[j];
-            else
-                for (size_t j = 0; j < NR; j++)
-                    C[j] = alpha * acc[j] + beta * C[j];
-        }
-        return;
-    }
     for (size_t i = 0; i < rows; i++, C += ldc, acc += NR) {
         if (!first)
             for (size_t j = 0; j < cols; j++)
@@ -89,6 +76,15 @@ static void store_block(float *C, size_t ldc, size_t rows, size_t cols, const fl
             for (size_t j = 0; j < cols; j++)
                 C[j] = alpha * acc[j] + beta * C[j];
     }
+}
+
+static void store_block(float *C, size_t ldc, size_t rows, size_t cols, const float *acc,
+                        float alpha, float beta, int first)
+{
+    if (rows == MR && cols == NR)
+        store_rows(C, ldc, MR, NR, acc, alpha, beta, first);
+    else
+        store_rows(C, ldc, rows, cols, acc, alpha, beta, first);
 }
 
 CPU_GEMM_TILE_FN(matmul_tile)

@@ -20,19 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline uint32_t float_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static inline float bits_float(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+#include "rayo-dtype.h" /* rayo_f32_bits, rayo_f32_from_bits */
 
 /* cond ? a : b, as a bit blend.  A plain ?: is no worse in itself, but with
  * constant operands gcc threads jumps through it and the arithmetic that
@@ -40,7 +28,7 @@ static inline float bits_float(uint32_t u)
 static inline float pick(int cond, float a, float b)
 {
     uint32_t mask = (uint32_t)0 - (uint32_t)(cond != 0);
-    return bits_float((float_bits(a) & mask) | (float_bits(b) & ~mask));
+    return rayo_f32_from_bits((rayo_f32_bits(a) & mask) | (rayo_f32_bits(b) & ~mask));
 }
 
 static inline double pick_double(int cond, double a, double b)
@@ -63,7 +51,7 @@ static inline float clamp(float x, float lo, float hi)
 /* 2^k for an integer-valued float k in [-126, 127]. */
 static inline float pow2_int(float k)
 {
-    return bits_float((uint32_t)((int32_t)k + 127) << 23);
+    return rayo_f32_from_bits((uint32_t)((int32_t)k + 127) << 23);
 }
 
 #define MATH_LOG2E 1.44269504f
@@ -150,9 +138,9 @@ static inline float log_f(float x)
 {
     int subnormal = x < 1.17549435e-38f;
     float xs = pick(subnormal, x * 8388608.0f, x); /* * 2^23: normal again */
-    uint32_t u = float_bits(xs);
+    uint32_t u = rayo_f32_bits(xs);
     float e = (float)((int32_t)((u >> 23) & 0xffu) - 127) - pick(subnormal, 23.0f, 0.0f);
-    float m = bits_float((u & 0x007fffffu) | 0x3f800000u); /* [1, 2) */
+    float m = rayo_f32_from_bits((u & 0x007fffffu) | 0x3f800000u); /* [1, 2) */
     int high = m > 1.41421356f;
     m = pick(high, 0.5f * m, m);
     e = e + pick(high, 1.0f, 0.0f);
@@ -174,10 +162,10 @@ static inline float log_f(float x)
  * past |x| = 9 it is 1 in float.  The sign is copied from x. */
 static inline float tanh_f(float x)
 {
-    float a = bits_float(float_bits(x) & 0x7fffffffu);
+    float a = rayo_f32_from_bits(rayo_f32_bits(x) & 0x7fffffffu);
     float em = expm1_f(2.0f * clamp(a, 0.0f, 9.0f));
     float t = em / (em + 2.0f);
-    return bits_float(float_bits(t) | (float_bits(x) & 0x80000000u));
+    return rayo_f32_from_bits(rayo_f32_bits(t) | (rayo_f32_bits(x) & 0x80000000u));
 }
 
 /* erfc z for z >= 0 (NaN stays NaN) as t e^(-z^2 + P(t)), t = 1 / (1 + z/2).
