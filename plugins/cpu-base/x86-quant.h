@@ -125,9 +125,12 @@ static inline __m256 x86_q6_k_i8_32(const uint8_t *blk, const int8_t *xq, const 
     __m256 scales = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk + RAYO_Q6_K_D)), _mm256_loadu_ps(sx));
     __m256i offset = _mm256_madd_epi16(x86_load256(qsum), _mm256_cvtepi8_epi16(scales8));
     acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_slli_epi32(offset, 5)), scales, acc);
-    for (int h = 0; h < 2; h++) {
+    /* unrolled: the shifts, shuffles and lane indexes are then constants */
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
+    {
         __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h);
-        for (int k = 0; k < 4; k++) {
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+        {
             int c = 4 * h + k;
             __m128i pick = _mm_set_epi64x(0x0101010101010101ll * (2 * c + 1), 0x0101010101010101ll * (2 * c));
             __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales8, pick));
