@@ -341,6 +341,32 @@ static inline void x86_round32_i8(const float *x, float amax, int8_t *q, __m256 
     _mm256_storeu_si256((__m256i *)(void *)q, bytes);
 }
 
+/* The sum of the 32 floats at x, in double. */
+static inline double x86_sum32_pd(const float *x)
+{
+    __m256d s = _mm256_setzero_pd();
+    for (int i = 0; i < 32; i += 8)
+        s = v_widen_add(s, _mm256_loadu_ps(x + i));
+    return v_hsum_pd(s);
+}
+
+/* acc[k] (two double vectors) += the float lanes of sums[k], k < 3. */
+static inline void x86_add_errors(__m256d acc[3][2], const __m256 sums[3])
+{
+    for (int k = 0; k < 3; k++) {
+        acc[k][0] = _mm256_add_pd(acc[k][0], _mm256_cvtps_pd(_mm256_castps256_ps128(sums[k])));
+        acc[k][1] = _mm256_add_pd(acc[k][1], _mm256_cvtps_pd(_mm256_extractf128_ps(sums[k], 1)));
+    }
+}
+
+static inline void x86_store_errors(__m256d acc[3][2], float max, rounding_error *err)
+{
+    err->sq += v_hsum_pd(_mm256_add_pd(acc[0][0], acc[0][1]));
+    err->abs += v_hsum_pd(_mm256_add_pd(acc[1][0], acc[1][1]));
+    err->sq_x += v_hsum_pd(_mm256_add_pd(acc[2][0], acc[2][1]));
+    err->max = (double)max > err->max ? (double)max : err->max;
+}
+
 /* x (n, a multiple of 32) in int8 per 32 values into q, the scales
  * (largest |x| / 127) into scale, what the rounding adds up to into err:
  * the vector form of cpu-typed-gemv_tmpl.c's typed_gemv_round_x32.  0 when
@@ -358,17 +384,44 @@ static inline int x86_round_x32_i8(const float *x, size_t n, int8_t *q, float *s
         if (!x86_amax32(x, &amax) || (amax != 0.0f && amax < 1e-30f))
             return 0;
         x86_round32_i8(x, amax, q, sums);
-        for (int k = 0; k < 3; k++) {
-            acc[k][0] = _mm256_add_pd(acc[k][0], _mm256_cvtps_pd(_mm256_castps256_ps128(sums[k])));
-            acc[k][1] = _mm256_add_pd(acc[k][1], _mm256_cvtps_pd(_mm256_extractf128_ps(sums[k], 1)));
+        x86_add_errors(acc, sums);
+        scale[b] = amax / 127.0f;
+        max = amax > max ? amax : max;
+    }
+    x86_store_errors(acc, max, err);
+    return 1;
+}
+
+/* x (n, a multiple of 256) in int8 per 256 values into q, the scales into
+ * scale, the sums of x per 32 (in double, then float) into sum, what the
+ * rounding adds up to into err: the vector form of cpu-typed-gemv_tmpl.c's
+ * typed_gemv_round_x8 loop.  0 when a value is not finite or the largest
+ * |x| of 32 is in (0, 1e-30). */
+static inline int x86_round_x256_i8(const float *x, size_t n, int8_t *q, float *scale, float *sum,
+                                    rounding_error *err)
+{
+    __m256d acc[3][2];
+    for (int k = 0; k < 3; k++)
+        acc[k][0] = acc[k][1] = _mm256_setzero_pd();
+    float max = 0.0f;
+    for (size_t b = 0; b < n / 256; b++, x += 256, q += 256) {
+        float amax = 0.0f;
+        for (int s = 0; s < 8; s++) {
+            float sub;
+            if (!x86_amax32(x + 32 * s, &sub) || (sub != 0.0f && sub < 1e-30f))
+                return 0;
+            amax = sub > amax ? sub : amax;
+            sum[8 * b + s] = (float)x86_sum32_pd(x + 32 * s);
+        }
+        for (int s = 0; s < 8; s++) {
+            __m256 sums[3];
+            x86_round32_i8(x + 32 * s, amax, q + 32 * s, sums);
+            x86_add_errors(acc, sums);
         }
         scale[b] = amax / 127.0f;
         max = amax > max ? amax : max;
     }
-    err->sq += v_hsum_pd(_mm256_add_pd(acc[0][0], acc[0][1]));
-    err->abs += v_hsum_pd(_mm256_add_pd(acc[1][0], acc[1][1]));
-    err->sq_x += v_hsum_pd(_mm256_add_pd(acc[2][0], acc[2][1]));
-    err->max = (double)max > err->max ? (double)max : err->max;
+    x86_store_errors(acc, max, err);
     return 1;
 }
 
