@@ -9,18 +9,17 @@
 #       fetches .gl's packages)
 #   DIR/cuda-prompt-run.sh run                       there, repository root:
 #       1. test-cuda (its second state checks the split-k prompt products)
-#          beside rayo-conform --quick --op matmul on cuda, one fresh seed, with and
-#          without the half path ([backend.cuda] half_prompt = no), with it
-#          skipping the group "cancel", and with prompt_split_k = yes;
+#          beside rayo-conform --quick --op matmul on cuda, one fresh seed, as
+#          configured by default and without the split along k
+#          ([backend.cuda] prompt_split_k = no);
 #       2. GGUF files made there by gguf-make (TinyLlama shape q4_0, q8_0,
-#          q4_k_m; the 7B shape q4_0), each prefilled by
-#          `rayo-llama --backend cuda --ignore-eos --tokens --ctx 640 -n 16
-#          --prompt-tokens <128 or 512 ids>` after one warm-up run: 128 ids
-#          with and without the half path and with it split along k
-#          (prompt_split_k = yes; the greedy tokens compared with the half
-#          path's), 512 ids with the half path, split and not;
-#       3. `profile = yes` breakdowns of a TinyLlama q4_0 128-token run,
-#          half path and split.
+#          q4_k_m; the 7B shape q4_0), each prefilled by `rayo-llama --backend
+#          cuda --warmup --ignore-eos --tokens --ctx 640 -n 16 --prompt-tokens
+#          <128 or 512 ids>` as configured by default, without the split
+#          along k, and without the half path (half_prompt = no), the greedy
+#          tokens compared;
+#       3. `profile = yes` breakdowns of a TinyLlama q4_0 128-token prefill
+#          and of 7B 128- and 512-token ones.
 # Logs in $OUT/logs.tgz; a summary on stdout.
 set -u
 mode=${1:-run}
@@ -44,9 +43,9 @@ conform() {
     grep -h -E 'cases failed|out of contract' "$logs/$name.log" | cut -c1-300 | head -5
 }
 
-# llama NAME FILE CONFIG IDS: one run, its tokens and speed line in $logs/NAME.*
+# llama NAME FILE CONFIG IDS: one run after a warm-up in the same process, its tokens and speed line in $logs/NAME.*
 llama() {
-    RAYO_CONFIG=$3 timeout 90 "$d/rayo-llama" --backend cuda --ignore-eos --tokens --ctx 640 -n 16 \
+    RAYO_CONFIG=$3 timeout 90 "$d/rayo-llama" --backend cuda --warmup --ignore-eos --tokens --ctx 640 -n 16 \
         --prompt-tokens "$4" "$2" >"$logs/$1.out" 2>"$logs/$1.log"
     echo "$1 exit $?: $(grep -h -i 'tok/s' "$logs/$1.log" | tail -1 | sed 's/.*prefill/prefill/')"
 }
@@ -70,33 +69,30 @@ run() {
     d=$PWD/$(dirname "$0")
     gpu_env "$d" /tmp/prompt-logs
     gpu_make_models "$d"
-    : >/tmp/half.conf
+    : >/tmp/default.conf
     printf '[backend.cuda]\nhalf_prompt = no\n' >/tmp/f32.conf
+    printf '[backend.cuda]\nprompt_split_k = no\n' >/tmp/nosplit.conf
     printf '[backend.cuda]\nprofile = yes\n' >/tmp/profile.conf
-    printf '[backend.cuda]\nprompt_split_k = yes\n' >/tmp/split.conf
-    printf '[backend.cuda]\nprompt_split_k = yes\nprofile = yes\n' >/tmp/split-profile.conf
     test_cuda &
     seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
-    conform conform-half /tmp/half.conf --quick --op matmul &
-    conform conform-f32 /tmp/f32.conf --quick --op matmul &
-    conform conform-half-nocancel /tmp/half.conf --quick --skip cancel --op matmul &
-    conform conform-split /tmp/split.conf --quick --op matmul &
+    conform conform-default /tmp/default.conf --quick --op matmul &
+    conform conform-nosplit /tmp/nosplit.conf --quick --op matmul &
     wait
     echo "models: $(ls -s /tmp/models | tr '\n' ' ') load: $(cat /proc/loadavg)"
     p128=$(seq 100 227 | paste -sd, -) p512=$(seq 100 611 | paste -sd, -)
-    llama warmup /tmp/models/tl-q4_0.gguf /tmp/half.conf "$p128"
     for m in tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0; do
-        llama "$m-f32-128" "/tmp/models/$m.gguf" /tmp/f32.conf "$p128"
-        llama "$m-half-128" "/tmp/models/$m.gguf" /tmp/half.conf "$p128"
-        llama "$m-split-128" "/tmp/models/$m.gguf" /tmp/split.conf "$p128"
-        llama "$m-half-512" "/tmp/models/$m.gguf" /tmp/half.conf "$p512"
-        llama "$m-split-512" "/tmp/models/$m.gguf" /tmp/split.conf "$p512"
-        tokens_differ "$m" half f32 "half vs f32 copies"
-        tokens_differ "$m" split half "split k vs half"
+        for n in 128 512; do
+            eval "ids=\$p$n"
+            for c in default nosplit f32; do llama "$m-$c-$n" "/tmp/models/$m.gguf" /tmp/$c.conf "$ids"; done
+        done
+        tokens_differ "$m" default nosplit "split k vs not"
+        tokens_differ "$m" default f32 "half path vs f32 copies"
     done
-    for c in profile split-profile; do
-        RAYO_LOG=info llama $c /tmp/models/tl-q4_0.gguf /tmp/$c.conf "$p128"
-        grep 'profile' "$logs/$c.log" | grep -v 'm      1 n' | head -16
+    for run in tl-q4_0:128 7b-q4_0:128 7b-q4_0:512; do
+        m=${run%:*} n=${run#*:}
+        eval "ids=\$p$n"
+        RAYO_LOG=info llama "$m-profile-$n" "/tmp/models/$m.gguf" /tmp/profile.conf "$ids"
+        grep 'profile' "$logs/$m-profile-$n.log" | grep -v 'm      1 n' | head -12
     done
     echo "done $(date -u)"
 }
