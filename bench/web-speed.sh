@@ -6,19 +6,42 @@
 # 4096 x 11008 Q4_0 gemv) and TinyLlama-shape Q4_0 decode tokens/s in the
 # Llama page on wasm with 1 and 2 threads (cross-origin isolated page) and
 # on webgpu.  A benchmark, not a test: run it by hand on a quiet machine.
+# Each row is printed as it is measured (bench/web-speed.mjs says more).
 #
-#   bench/web-speed.sh [--small] [BUILD_DIR]
+#   bench/web-speed.sh [--small] [--only PARTS] [--tokens N] [--gpu-tokens N]
+#                      [--repeat R] [BUILD_DIR]
 # BUILD_DIR (default: build): a configured tree where `make wasm` and the
 # native examples/llama (gguf-make) are built, and playwright-core is in
 # BUILD_DIR/wasm-build/tools (tests/wasm-build-and-test.sh installs it).
+# --only: some of matmul,gemv,decode-cpu,decode-webgpu (comma-separated;
+# default all).  --tokens: tokens decoded on wasm (default 16), each thread
+# count --repeat times (default 3, alternately); --gpu-tokens: on webgpu
+# (default 4: SwiftShader takes seconds a token at TinyLlama's shape).
 # --small: the page benchmark's small sizes and a 2-layer, 256-wide model
 # (a minute: to check that the script works, not a figure).
 # The model is random (gguf-make --preset tinyllama --scheme q4_0: the
-# shapes and bytes of TinyLlama 1.1B Q4_0, ~600 MiB), decoded 16 tokens after
-# "Once upon a time" with --ignore-eos and --warmup.
+# shapes and bytes of TinyLlama 1.1B Q4_0, ~600 MiB), decoded after
+# "Once upon a time" with --ignore-eos and --warmup; it is made only when a
+# decode part runs.
 set -eu
 small=0
-if [ "${1:-}" = --small ]; then small=1; shift; fi
+only=matmul,gemv,decode-cpu,decode-webgpu
+tokens=16
+gpu_tokens=4
+repeat=3
+while [ $# -gt 0 ]; do
+    case $1 in
+        --small) small=1; shift ;;
+        --only|--tokens|--gpu-tokens|--repeat)
+            [ $# -ge 2 ] || { echo "web-speed.sh: $1 needs a value" >&2; exit 2; }
+            case $1 in
+                --only) only=$2 ;; --tokens) tokens=$2 ;; --gpu-tokens) gpu_tokens=$2 ;; --repeat) repeat=$2 ;;
+            esac
+            shift 2 ;;
+        -*) echo "web-speed.sh: unknown option $1" >&2; exit 2 ;;
+        *) break ;;
+    esac
+done
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 builddir=$(cd "${1:-$srcdir/build}" && pwd)
 out=$builddir/wasm-build
@@ -36,8 +59,15 @@ if [ $small = 1 ]; then
 else
     shape="--preset tinyllama"
 fi
-# shellcheck disable=SC2086 # one word per option
-"$builddir/examples/llama/gguf-make" $shape --scheme q4_0 -o "$model" >/dev/null 2>&1 ||
-    { echo "web-speed.sh: gguf-make failed" >&2; exit 1; }
+case ,$only, in
+    *,decode-*)
+        # shellcheck disable=SC2086 # one word per option
+        "$builddir/examples/llama/gguf-make" $shape --scheme q4_0 -o "$model" >/dev/null 2>&1 ||
+            { echo "web-speed.sh: gguf-make failed" >&2; exit 1; } ;;
+esac
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs"
-node "$srcdir/bench/web-speed.mjs" "$out/web" web-speed.gguf 16 $small
+quick=
+[ $small = 0 ] || quick=--quick
+# shellcheck disable=SC2086 # empty or one word
+node "$srcdir/bench/web-speed.mjs" --web "$out/web" --model web-speed.gguf --only "$only" \
+    --tokens "$tokens" --gpu-tokens "$gpu_tokens" --repeat "$repeat" $quick

@@ -5,16 +5,20 @@
 //   import { runWebgpuBenchmark } from './bench-webgpu.mjs';
 //   const rows = await runWebgpuBenchmark(ctx, { onRow });   // needs rayo.webgpu.device
 //   { quick: true }: matmul 256^3 and a 1024 x 2752 Q4_0 gemv (what the test runs)
+//   { ops: ['gemv'] }: only these ops' cases
 //
 // webgpu keeps its operands in device buffers (uploaded once, as a decoder
 // keeps its weights) and each timed call is one batch of the op, submitted
 // and awaited; wasm runs the same op on heap arrays (ctx.run, no copies).
-// A time is the best of a few calls.  On a software adapter (SwiftShader)
-// the GPU is the CPU: a sanity figure, not a GPU's speed.
+// A time is the best of up to three calls after a warm-up call, fewer when
+// they take long (a call started after TIME_BUDGET_MS is the last): matmul
+// 1024^3 takes a minute a call on a software adapter.  On a software adapter
+// (SwiftShader) the GPU is the CPU: a sanity figure, not a GPU's speed.
 
 const RAYO_DTYPE_Q4_0 = 9;
 const Q4_0_BLOCK = { elems: 32, bytes: 18 };
 const CALLS = 3;
+const TIME_BUDGET_MS = 10000;
 
 const matmulCase = (s) => ({ op: 'matmul', size: `${s}^3`, m: s, n: s, k: s, flop: 2 * s ** 3 });
 const q4Case = (m, n) => ({ op: 'gemv', size: `${m}x${n} Q4_0`, m, n, dtypes: RAYO_DTYPE_Q4_0, flop: 2 * m * n });
@@ -60,9 +64,10 @@ function heapBytes(ctx, bytes) {
 }
 
 async function bestMs(fn) {
+  const begin = performance.now();
   await fn(); // warm up: pipelines, compilation tiers
   let best = Infinity;
-  for (let i = 0; i < CALLS; i++) {
+  for (let i = 0; i < CALLS && (i === 0 || performance.now() - begin < TIME_BUDGET_MS); i++) {
     const start = performance.now();
     await fn();
     best = Math.min(best, performance.now() - start);
@@ -101,9 +106,10 @@ async function timeWasm(ctx, c, ops) {
 
 /** Times every case on webgpu and wasm; onRow({op, size, times, gflops,
  *  ratio}) after each (ratio: wasm time / webgpu time). */
-export async function runWebgpuBenchmark(ctx, { onRow = () => {}, quick = false } = {}) {
+export async function runWebgpuBenchmark(ctx, { onRow = () => {}, quick = false, ops = null } = {}) {
   const rows = [];
-  for (const c of quick ? WEBGPU_QUICK_CASES : WEBGPU_CASES) {
+  const cases = (quick ? WEBGPU_QUICK_CASES : WEBGPU_CASES).filter((c) => !ops || ops.includes(c.op));
+  for (const c of cases) {
     const ops = operands(c);
     const times = { webgpu: await timeWebgpu(ctx, c, ops), wasm: await timeWasm(ctx, c, ops) };
     const gflops = Object.fromEntries(Object.entries(times).map(([k, ms]) => [k, c.flop / ms / 1e6]));
