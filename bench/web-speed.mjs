@@ -2,10 +2,10 @@
 // web-speed.mjs - the browser build's speed in headless Chromium (driven by
 // bench/web-speed.sh, which makes the model and finds the browser).
 //
-//   node bench/web-speed.mjs --web WEB_DIR --model MODEL [--tokens N]
-//        [--gpu-tokens N] [--repeat R] [--only PARTS] [--quick]
+//   node bench/web-speed.mjs --web WEB_DIR --model MODEL [--gpu-model MODEL]
+//        [--tokens N] [--gpu-tokens N] [--repeat R] [--only PARTS] [--quick]
 // WEB_DIR: a `make wasm` build's web/; MODEL: a GGUF file's URL relative to
-// WEB_DIR/llama/.  Env: PLAYWRIGHT_CORE_DIR, CHROMIUM (tests/test-wasm-serve.mjs).
+// WEB_DIR/llama/ (--gpu-model: the one decode-webgpu decodes; default MODEL).  Env: PLAYWRIGHT_CORE_DIR, CHROMIUM (tests/test-wasm-serve.mjs).
 //
 // The parts (--only: a comma-separated list of them; default all):
 //   matmul, gemv   the example page's WebGPU benchmark (webgpu vs SIMD128,
@@ -17,8 +17,10 @@
 //                  ?threads=), alternately, --repeat times (default 3),
 //                  then the 2-thread / 1-thread ratio of the bests;
 //   decode-webgpu  the same page on webgpu (the model resident in its
-//                  buffers) for --gpu-tokens (default 4): a software
-//                  adapter takes seconds a token at TinyLlama's shape.
+//                  buffers) for --gpu-tokens (default 3) after the prompt
+//                  "Once" (the CPU decodes follow "Once upon a time"): a
+//                  software adapter takes tens of seconds a token at
+//                  TinyLlama's shape (web-speed.sh gives it fewer layers).
 // Each row is printed as soon as it is measured, with the load average then.
 // A measurement, not a test: it asserts nothing beyond the runs finishing
 // (exit 1 when one does not; a decode is given DECODE_LIMIT_MS).
@@ -31,8 +33,8 @@ const PARTS = ['matmul', 'gemv', 'decode-cpu', 'decode-webgpu'];
 const DECODE_LIMIT_MS = 10 * 60 * 1000;
 const { values: opt } = parseArgs({
   options: {
-    web: { type: 'string' }, model: { type: 'string' }, tokens: { type: 'string', default: '16' },
-    'gpu-tokens': { type: 'string', default: '4' }, repeat: { type: 'string', default: '3' },
+    web: { type: 'string' }, model: { type: 'string' }, 'gpu-model': { type: 'string' }, tokens: { type: 'string', default: '16' },
+    'gpu-tokens': { type: 'string', default: '3' }, repeat: { type: 'string', default: '3' },
     only: { type: 'string', default: PARTS.join(',') }, quick: { type: 'boolean', default: false },
   },
 });
@@ -70,9 +72,9 @@ async function pageBenchmark(browser, base, ops) {
 }
 
 // One decode in the Llama page: {state, threads, used, speed, prefill, tokS}
-async function decode(browser, base, backend, n, threads) {
+async function decode(browser, base, { backend, n, threads, model = opt.model, prompt = 'Once upon a time' }) {
   const page = await browser.newPage();
-  const query = new URLSearchParams({ model: opt.model, prompt: 'Once upon a time', n, backend,
+  const query = new URLSearchParams({ model, prompt, n, backend,
     args: '--ignore-eos --warmup', run: '1' });
   if (threads) query.set('threads', String(threads));
   await page.goto(`${base}llama/?${query}`);
@@ -86,7 +88,8 @@ async function decode(browser, base, backend, n, threads) {
       webgpu: document.querySelector('#webgpu').textContent,
     }));
   } catch {
-    got = { state: 'timeout', output: `did not finish in ${DECODE_LIMIT_MS / 1000} s` };
+    const log = await page.textContent('#log');
+    got = { state: 'timeout', output: `did not finish in ${DECODE_LIMIT_MS / 1000} s; its log:\n${log}` };
   }
   await page.close();
   if (got.state !== 'done') {
@@ -97,7 +100,7 @@ async function decode(browser, base, backend, n, threads) {
   return got;
 }
 
-const decodeRow = (n, what, r) =>
+const decodeRow = (n, what, r) => r.state === 'done' &&
   row(`decode ${n} tokens`, what, `threads ${r.threads}, ${r.used}`, `decode ${r.speed}; prefill ${r.prefill}`);
 
 // 1 and 2 threads alternately (the load changes over a run: each pair is
@@ -108,7 +111,7 @@ async function decodeCpu(browser, base) {
   for (let i = 0; i < Number(opt.repeat); i++) {
     const pair = {};
     for (const threads of [1, 2]) {
-      const r = await decode(browser, base, 'wasm', opt.tokens, threads);
+      const r = await decode(browser, base, { backend: 'wasm', n: opt.tokens, threads });
       decodeRow(opt.tokens, `wasm, ${threads} thread${threads > 1 ? 's' : ''} (isolated page), run ${i + 1}`, r);
       pair[threads] = r.tokS;
       best[threads] = Math.max(best[threads], r.tokS || 0);
@@ -131,9 +134,10 @@ try {
   if (ops.length) await pageBenchmark(browser, root(server), ops);
   if (parts.includes('decode-cpu')) await decodeCpu(browser, root(isolatedServer));
   if (parts.includes('decode-webgpu')) {
-    const r = await decode(browser, root(server), 'webgpu', opt['gpu-tokens']);
-    decodeRow(opt['gpu-tokens'], 'webgpu (SwiftShader)', r);
-    console.log(r.webgpu || 'WebGPU: (the page did not say)');
+    const model = opt['gpu-model'] || opt.model;
+    const r = await decode(browser, root(server), { backend: 'webgpu', n: opt['gpu-tokens'], model, prompt: 'Once' });
+    decodeRow(opt['gpu-tokens'], `webgpu (SwiftShader), ${model}`, r);
+    if (r.webgpu) console.log(r.webgpu);
   }
 } finally {
   await browser.close();

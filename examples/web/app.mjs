@@ -99,8 +99,8 @@ async function benchmarkWebgpu(rayo, quick = false, ops = null) {
         row.dataset.ratio = r.ratio.toFixed(3);
         cell(row, r.op);
         cell(row, r.size);
-        cell(row, `${fmt(r.times.webgpu)} (${r.gflops.webgpu.toFixed(1)} GFLOP/s)`, 'num');
-        cell(row, `${fmt(r.times.wasm)} (${r.gflops.wasm.toFixed(1)} GFLOP/s)`, 'num');
+        for (const be of ['webgpu', 'wasm'])
+          cell(row, `${fmt(r.times[be])} (${r.gflops[be].toFixed(1)} GFLOP/s${r.first[be] ? ', first call' : ''})`, 'num');
         cell(row, `${r.ratio.toFixed(2)}×`, 'num');
       },
     });
