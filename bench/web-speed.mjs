@@ -16,6 +16,10 @@
 //                  cross-origin isolated page, RAYO_THREADS through
 //                  ?threads=), alternately, --repeat times (default 3),
 //                  then the 2-thread / 1-thread ratio of the bests;
+//   threads        the decoder's ops at TinyLlama's shapes on wasm, 1 and
+//                  2 threads alternately --repeat times, best of each
+//                  (examples/web/bench-threads.mjs: which ops gain from a
+//                  second thread; add of 2^17 floats is the pool's cost);
 //   decode-webgpu  the same page on webgpu (the model resident in its
 //                  buffers) for --gpu-tokens (default 3) after the prompt
 //                  "Once" (the CPU decodes follow "Once upon a time"): a
@@ -29,7 +33,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { launchChromium, serve } from '../tests/test-wasm-serve.mjs';
 
-const PARTS = ['matmul', 'gemv', 'decode-cpu', 'decode-webgpu'];
+const PARTS = ['matmul', 'gemv', 'decode-cpu', 'threads', 'decode-webgpu'];
 const DECODE_LIMIT_MS = 10 * 60 * 1000;
 const { values: opt } = parseArgs({
   options: {
@@ -121,6 +125,36 @@ async function decodeCpu(browser, base) {
   row('decode 2 threads / 1 thread', `${(best[2] / best[1]).toFixed(2)}x best/best`, `pairs ${pairs.join(', ')}`, '');
 }
 
+// One measure of bench-threads.mjs in a worker of an isolated page: {threads, rows} or {error}.
+async function opsOnThreads(browser, base, threads) {
+  const page = await browser.newPage();
+  await page.goto(`${base}index.html?bench=0`);
+  const got = await page.evaluate((n) => new Promise((ok) => {
+    const worker = new Worker('bench-threads.mjs', { type: 'module' });
+    worker.onmessage = ({ data }) => ok(data);
+    worker.onerror = (e) => ok({ error: e.message || 'bench-threads.mjs did not load' });
+    worker.postMessage({ threads: n });
+  }), threads);
+  await page.close();
+  if (got.error) {
+    console.log(`ops on ${threads} threads failed: ${got.error}`);
+    failed++;
+  }
+  return got.rows || [];
+}
+
+async function threadsPart(browser, base) {
+  const best = { 1: new Map(), 2: new Map() };
+  for (let i = 0; i < Number(opt.repeat); i++)
+    for (const threads of [1, 2])
+      for (const { what, ms } of await opsOnThreads(browser, base, threads))
+        best[threads].set(what, Math.min(best[threads].get(what) ?? Infinity, ms));
+  for (const [what, one] of best[1]) {
+    const two = best[2].get(what);
+    row(what, `1 thread ${one.toFixed(3)} ms`, `2 threads ${two.toFixed(3)} ms`, `${(one / two).toFixed(2)}x`);
+  }
+}
+
 const webDir = resolve(opt.web);
 console.log(`model ${opt.model}; parts ${parts.join(', ')}; load average at start: ${load()}`);
 const server = await serve(webDir);
@@ -133,6 +167,7 @@ try {
   const ops = parts.filter((p) => p === 'matmul' || p === 'gemv');
   if (ops.length) await pageBenchmark(browser, root(server), ops);
   if (parts.includes('decode-cpu')) await decodeCpu(browser, root(isolatedServer));
+  if (parts.includes('threads')) await threadsPart(browser, root(isolatedServer));
   if (parts.includes('decode-webgpu')) {
     const model = opt['gpu-model'] || opt.model;
     const r = await decode(browser, root(server), { backend: 'webgpu', n: opt['gpu-tokens'], model, prompt: 'Once' });

@@ -13,7 +13,7 @@
 # BUILD_DIR (default: build): a configured tree where `make wasm` and the
 # native examples/llama (gguf-make) are built, and playwright-core is in
 # BUILD_DIR/wasm-build/tools (tests/wasm-build-and-test.sh installs it).
-# --only: some of matmul,gemv,decode-cpu,decode-webgpu (comma-separated;
+# --only: some of matmul,gemv,decode-cpu,threads,decode-webgpu (comma-separated;
 # default all).  --tokens: tokens decoded on wasm (default 16), each thread
 # count --repeat times (default 3, alternately); --gpu-tokens: on webgpu
 # (default 3, after the prompt "Once"), with a model of TinyLlama's widths
@@ -26,7 +26,7 @@
 # --ignore-eos and --warmup; each is made only when its part runs.
 set -eu
 small=0
-only=matmul,gemv,decode-cpu,decode-webgpu
+only=matmul,gemv,decode-cpu,threads,decode-webgpu
 tokens=16
 gpu_tokens=3
 gpu_layers=2
@@ -72,7 +72,9 @@ make_model() { # make_model FILE SHAPE
 }
 case ,$only, in *,decode-cpu,*) make_model "$model" "$shape" ;; esac
 case ,$only, in *,decode-webgpu,*) make_model "$gpu_model" "$gpu_shape" ;; esac
-echo "models: web-speed.gguf: gguf-make $shape --scheme q4_0; web-speed-gpu.gguf: gguf-make $gpu_shape --scheme q4_0"
+case ,$only, in *,decode-*)
+    echo "models: web-speed.gguf: gguf-make $shape --scheme q4_0; web-speed-gpu.gguf: gguf-make $gpu_shape --scheme q4_0" ;;
+esac
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs"
 quick=
 [ $small = 0 ] || quick=--quick

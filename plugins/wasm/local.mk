@@ -15,7 +15,7 @@ WASM_PLUGIN_FILES = \
 	$(CPU_BASE_FILES) $(CPU_GEMM_FILES) $(SIMD128_BASE_FILES)
 WASM_GLUE_FILES = wasm/rayo-js.h wasm/rayo-js.c
 WASM_WEB_FILES = examples/web/index.html examples/web/app.mjs examples/web/bench.mjs \
-	examples/web/bench-webgpu.mjs examples/web/style.css
+	examples/web/bench-webgpu.mjs examples/web/bench-threads.mjs examples/web/style.css
 WASM_LLAMA_WEB_FILES = examples/web/llama/index.html examples/web/llama/llama.mjs \
 	examples/web/llama/llama-worker.mjs
 
