@@ -7,7 +7,8 @@
  * Decode is the hot path of inference and it is memory-bound: each weight
  * byte is read once.  So the blocks are decoded in registers and multiplied
  * into x at once; no row is ever dequantized to memory.  Four rows go per
- * pass (x is read once for the four), each row in its own accumulators.
+ * pass (x is read once for the four; two for relaxed Q4_K, x86-quant.h),
+ * each row in its own accumulators.
  *
  * Strict path (contract 1e-5 of sum|terms| at any n, judged against float64
  * on the dequantized values): bytes -> int32 -> float lanes, products summed
@@ -27,7 +28,8 @@
  *     error budget, x in int16 and codes widened to int16 (madd);
  *   Q4_K, Q6_K: x in int8 per 256 values, _mm256_maddubs_epi16 (codes u8 x
  *     x s8, pairs into int16), _mm256_madd_epi16 by the sub-block scales
- *     into int32, one float multiply-add per 256 values.
+ *     into int32 (Q4_K: a sub-block's pairs first summed in int16, then
+ *     one madd for the block), one float multiply-add per 256 values.
  * Codes go 16 or 32 per instruction where the strict path spends three
  * instructions on eight floats.
  */
@@ -326,40 +328,6 @@ static ALWAYS_INLINE __m256 block_q4_0_pair(const uint8_t *blk, const typed_gemv
     return x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
 }
 
-/* int16 lane j of v (j < 8) in every lane (v holds it in both halves). */
-static inline __m256i broadcast_lane16(__m256i v, int j)
-{
-    return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)((2 * j + 1) << 8 | 2 * j)));
-}
-
-/* Q4_K against int8 x: d (x scale) sum_s sc[s] sum q xq - dmin sum_s m[s]
- * sum x.  maddubs multiplies the 32 nibbles of a sub-block by x (u8 x s8,
- * pairs summed into int16: at most 2 * 15 * 127), madd by the sub-block's
- * scale (into int32), so one float multiply-add serves the 256 values;
- * the minimums' part takes the exact sums of x, eight sub-blocks at once. */
-static ALWAYS_INLINE __m256 block_q4_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
-{
-    const int8_t *xq = x->q8 + RAYO_QK_K * b;
-    const __m256i low_nibbles = _mm256_set1_epi8(15);
-    __m128i sc8, m8;
-    x86_q4_k_scales_mins(blk + RAYO_Q4_K_SCALES, &sc8, &m8);
-    __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8));
-    __m256i sum = _mm256_setzero_si256();
-    UNROLL_ROWS
-    for (int c = 0; c < 4; c++, xq += 64) {
-        __m256i bytes = x86_load256(blk + RAYO_Q4_K_QS + 32 * c);
-        __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(bytes, low_nibbles), x86_load256(xq));
-        __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles),
-                                          x86_load256(xq + 32));
-        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(lo, broadcast_lane16(sc, 2 * c)));
-        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(hi, broadcast_lane16(sc, 2 * c + 1)));
-    }
-    __m256 mins = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk + RAYO_Q4_K_DMIN)),
-                                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
-    acc = _mm256_fnmadd_ps(mins, _mm256_loadu_ps(x->sum + 8 * b), acc);
-    return scaled_add(sum, x86_f16_at(blk) * x->scale8[b], acc);
-}
-
 /* Q6_K against int8 x: d (x scale) sum_g sc[g] (sum q xq - 32 sum xq) over
  * the 16 groups g of 16 values.  maddubs multiplies 32 codes (0..63) by x
  * (pairs into int16: at most 2 * 63 * 127), madd by the two groups' scales
@@ -395,15 +363,18 @@ TYPED_ROWS_PAIRS(rows_q8_0_i8, 1, block_q8_0_pair)
 
 TYPED_ROWS_PAIRS(rows_q4_0_i8, 0, block_q4_0_pair)
 
-TYPED_ROWS_FN(rows_q4_k_int, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_int)
-
-/* Q4_K against int8 x per 32 values (x86-quant.h). */
-static ALWAYS_INLINE __m256 block_q4_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
+/* Q4_K against int8 x with a scale per 256 values, or per 32 (x86-quant.h). */
+static void rows_q4_k_int(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                          double out[4])
 {
-    return x86_q4_k_i8_32(blk, x->q8_32 + RAYO_QK_K * b, x->scale8_32 + 8 * b, x->sum + 8 * b, acc);
+    x86_q4_k_rows_of(row, stride, count, x->q8, x->scale8, x->sum, 0, n, PREFETCH_BYTES, out);
 }
 
-TYPED_ROWS_FN(rows_q4_k_i8_32, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_i8_32)
+static void rows_q4_k_i8_32(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                            double out[4])
+{
+    x86_q4_k_rows_of(row, stride, count, x->q8_32, x->scale8_32, x->sum, 1, n, PREFETCH_BYTES, out);
+}
 
 /* Q6_K against int8 x per 32 values (x86-quant.h). */
 static ALWAYS_INLINE __m256 block_q6_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)

@@ -363,16 +363,12 @@ static ALWAYS_INLINE __m512 block_q6_k_int(const uint8_t *blk, const typed_gemv_
     return scaled_add(total, x86_f16_at(blk + RAYO_Q6_K_D) * x->scale8[b], acc);
 }
 
-/* Q4_K against int8 x per 32 values: the 256-bit form of x86-quant.h,
- * in the low half. */
-static ALWAYS_INLINE __m512 block_q4_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
+/* Q4_K against int8 x per 32 values: the 256-bit rows of x86-quant.h. */
+static void rows_q4_k_i8_32(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                            double out[4])
 {
-    __m256 dots = x86_q4_k_i8_32(blk, x->q8_32 + RAYO_QK_K * b, x->scale8_32 + 8 * b, x->sum + 8 * b,
-                                 _mm256_setzero_ps());
-    return _mm512_add_ps(acc, _mm512_zextps256_ps512(dots));
+    x86_q4_k_rows_of(row, stride, count, x->q8_32, x->scale8_32, x->sum, 1, n, PREFETCH_BYTES, out);
 }
-
-TYPED_ROWS_FN(rows_q4_k_i8_32, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_i8_32)
 
 /* Q6_K against int8 x per 32 values: x86-quant.h's 256-bit form too. */
 static ALWAYS_INLINE __m512 block_q6_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)

@@ -285,30 +285,19 @@ static inline void typed_gemv_group_sums(const int8_t *q, size_t n, int16_t *qsu
     }
 }
 
+#ifndef TYPED_GEMV_STRICT_ONLY
 /* x (n, a multiple of 256) into q8, scale8, qsum and sum; 0 when a block
  * cannot be represented or the rounding fails the error budget. */
 static inline int typed_gemv_round_x8(const float *x, size_t n, int8_t *q, float *scale, int16_t *qsum,
                                       float *sum)
 {
     rounding_error err = { 0.0, 0.0, 0.0, 0.0 };
-    for (size_t b = 0; b < n / TYPED_GEMV_X8_BLOCK; b++) {
-        const float *xb = x + b * TYPED_GEMV_X8_BLOCK;
-        int8_t *qb = q + b * TYPED_GEMV_X8_BLOCK;
-        float amax = 0.0f;
-        for (int s = 0; s < TYPED_GEMV_X8_BLOCK / 32; s++) {
-            float sub_max;
-            double sub_sum;
-            if (!typed_gemv_x_stats(xb + 32 * s, 32, &sub_max, &sub_sum))
-                return 0;
-            sum[b * 8 + s] = (float)sub_sum;
-            amax = sub_max > amax ? sub_max : amax;
-        }
-        typed_gemv_round_to(xb, TYPED_GEMV_X8_BLOCK, amax, qb, NULL, &err);
-        scale[b] = amax / 127.0f;
-    }
+    if (!x86_round_x256_i8(x, n, q, scale, sum, &err))
+        return 0;
     typed_gemv_group_sums(q, n, qsum);
     return rounding_within_budget(&err);
 }
+#endif
 
 /* Floats of scratch the relaxed x of length n needs (room for any form). */
 static inline size_t typed_gemv_scratch(size_t n)
@@ -396,12 +385,8 @@ static inline typed_rows_fn *typed_gemv_k_x32(typed_gemv_x *x, rayo_dtype dt, si
         x->qsum = qsum;
         return rows_q6_k_i8_32;
     }
-    for (size_t b = 0; b < n / 32; b++) {
-        double s = 0.0;
-        for (size_t i = 32 * b; i < 32 * b + 32; i++)
-            s += x->f[i];
-        sum[b] = (float)s;
-    }
+    for (size_t b = 0; b < n / 32; b++)
+        sum[b] = (float)x86_sum32_pd(x->f + 32 * b);
     x->sum = sum;
     return rows_q4_k_i8_32;
 }

@@ -47,14 +47,16 @@ static inline void x86_q4_k_scales_mins(const uint8_t *p, __m128i *sc, __m128i *
 
 /* Q6_K: the 32 codes q (0..63) of values 128h + 32k + l, l < 32: q's low 4
  * bits from ql[64h + 32 (k & 1) + l] (nibble k >> 1), its high 2 bits from
- * bits 2k, 2k + 1 of qh[32h + l] (qh: those 32 bytes). */
+ * bits 2k, 2k + 1 of qh[32h + l] (qh: those 32 bytes), moved straight to
+ * bits 4-5 by one shift (16-bit lanes: what crosses into the other byte
+ * falls outside the mask). */
 static inline __m256i x86_q6_k_codes(const uint8_t *blk, __m256i qh, int h, int k)
 {
-    const __m256i low_nibbles = _mm256_set1_epi8(15), two_bits = _mm256_set1_epi8(3);
+    const __m256i low_nibbles = _mm256_set1_epi8(15), bits_4_5 = _mm256_set1_epi8(0x30);
     __m256i ql = x86_load256(blk + 64 * h + 32 * (k & 1));
-    __m256i low = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(4 * (k >> 1))), low_nibbles);
-    __m256i high = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), two_bits);
-    return _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
+    __m256i low = _mm256_and_si256(k >> 1 ? _mm256_srli_epi16(ql, 4) : ql, low_nibbles);
+    __m256i high = k < 2 ? _mm256_slli_epi16(qh, 4 - 2 * k) : k == 3 ? _mm256_srli_epi16(qh, 2) : qh;
+    return _mm256_or_si256(low, _mm256_and_si256(high, bits_4_5));
 }
 
 /* Q8_0 against int8 x, two blocks at a time (x in order).  maddubs takes
@@ -109,35 +111,6 @@ static inline __m256 x86_q4_0_pair_i8(const uint8_t *blk, const int8_t *xq, cons
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc);
 }
 
-/* Q4_K against int8 x with a scale per 32 values (the fallback where x's
- * scale per 256 fails the error budget): the sub-blocks' dots in int32
- * (maddubs, madd by ones), each times its d sc x-scale in float (the eight
- * scales as one vector, a lane broadcast per sub-block); the minimums' part
- * with x's exact sums per 32 (sums).  sx: x's scales of the 8 sub-blocks. */
-static inline __m256 x86_q4_k_i8_32(const uint8_t *blk, const int8_t *xq, const float *sx, const float *sums,
-                                    __m256 acc)
-{
-    const __m256i low_nibbles = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
-    __m128i sc8, m8;
-    x86_q4_k_scales_mins(blk + RAYO_Q4_K_SCALES, &sc8, &m8);
-    __m256 scales = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk)), _mm256_loadu_ps(sx)),
-                                  _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc8)));
-    __m256 mins = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk + RAYO_Q4_K_DMIN)),
-                                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
-    acc = _mm256_fnmadd_ps(mins, _mm256_loadu_ps(sums), acc);
-    for (int c = 0; c < 4; c++, xq += 64) {
-        __m256i bytes = x86_load256(blk + RAYO_Q4_K_QS + 32 * c);
-        __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(bytes, low_nibbles), x86_load256(xq));
-        __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles),
-                                          x86_load256(xq + 32));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(lo, ones)),
-                              _mm256_permutevar8x32_ps(scales, _mm256_set1_epi32(2 * c)), acc);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(hi, ones)),
-                              _mm256_permutevar8x32_ps(scales, _mm256_set1_epi32(2 * c + 1)), acc);
-    }
-    return acc;
-}
-
 /* Q6_K against int8 x with a scale per 32 values (the fallback where x's
  * scale per 256 fails the error budget): the 32 values of chunk c = 4h + k
  * are x's block c, so each chunk's int32 dot (maddubs of the codes 0..63,
@@ -152,9 +125,12 @@ static inline __m256 x86_q6_k_i8_32(const uint8_t *blk, const int8_t *xq, const 
     __m256 scales = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk + RAYO_Q6_K_D)), _mm256_loadu_ps(sx));
     __m256i offset = _mm256_madd_epi16(x86_load256(qsum), _mm256_cvtepi8_epi16(scales8));
     acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_slli_epi32(offset, 5)), scales, acc);
-    for (int h = 0; h < 2; h++) {
+    /* unrolled: the shifts, shuffles and lane indexes are then constants */
+    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
+    {
         __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h);
-        for (int k = 0; k < 4; k++) {
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
+        {
             int c = 4 * h + k;
             __m128i pick = _mm_set_epi64x(0x0101010101010101ll * (2 * c + 1), 0x0101010101010101ll * (2 * c));
             __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales8, pick));
@@ -164,6 +140,156 @@ static inline __m256 x86_q6_k_i8_32(const uint8_t *blk, const int8_t *xq, const 
         }
     }
     return acc;
+}
+
+/* ---- Q4_K rows against x in int8 per 256 values (the relaxed gemv) -------- */
+
+/* int16 lane j (< 8) of v, which holds its 8 lanes in both halves, in every lane. */
+static inline __m256i x86_broadcast_lane16(__m256i v, int j)
+{
+    return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)((2 * j + 1) << 8 | 2 * j)));
+}
+
+/* The sums of the 8 sub-blocks' maddubs pairs in the int16 lanes of one
+ * vector, lane j of each 128-bit half holding sub-block j's 8 pairs of that
+ * half: an 8 x 8 transpose with the adds on the way, three levels of
+ * unpack and add (by 16, 32 and 64 bits).  A pair is at most 2 * 15 * 127,
+ * so a lane at most 8 times that (30480): exact in int16.  level1 takes
+ * the pairs of sub-blocks 2c, 2c + 1 (chunk c), level2 two chunks' level1
+ * (c even and odd), level3 the two halves of the block. */
+static inline __m256i x86_q4_k_level1(__m256i a, __m256i b)
+{
+    return _mm256_add_epi16(_mm256_unpacklo_epi16(a, b), _mm256_unpackhi_epi16(a, b));
+}
+
+static inline __m256i x86_q4_k_level2(__m256i a, __m256i b)
+{
+    return _mm256_add_epi16(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+}
+
+static inline __m256i x86_q4_k_level3(__m256i a, __m256i b)
+{
+    return _mm256_add_epi16(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
+}
+
+/* Block b of R Q4_K rows (blk, blk + stride, ...) against int8 x (xq):
+ * per row, the sums of q xq of the 8 sub-blocks in int16 lanes
+ * (x86_q4_k_level1..3) into dots[r].  maddubs multiplies a sub-block's 32
+ * nibbles by x (u8 x s8, pairs into int16).  The chunks of 64 values go
+ * outside, the rows inside: a chunk's two x vectors are loaded once for
+ * the R rows and die with it, and each row keeps two vectors of partial
+ * sums (rows outside kept x's eight vectors alive across the rows, and
+ * four rows spilled every block). */
+static inline __attribute__((always_inline)) void
+x86_q4_k_dots(const uint8_t *blk, size_t stride, int R, const int8_t *xq, __m256i dots[4])
+{
+    const __m256i low_nibbles = _mm256_set1_epi8(15);
+    __m256i chunk[4], half[4];
+    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+    {
+        __m256i x_lo = x86_load256(xq + 64 * c), x_hi = x86_load256(xq + 64 * c + 32);
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+        {
+            __m256i bytes = x86_load256(blk + r * stride + RAYO_Q4_K_QS + 32 * c);
+            __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(bytes, low_nibbles), x_lo);
+            __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles), x_hi);
+            if (c % 2 == 0)
+                chunk[r] = x86_q4_k_level1(lo, hi);
+            else if (c == 1)
+                half[r] = x86_q4_k_level2(chunk[r], x86_q4_k_level1(lo, hi));
+            else
+                dots[r] = x86_q4_k_level3(half[r], x86_q4_k_level2(chunk[r], x86_q4_k_level1(lo, hi)));
+        }
+    }
+}
+
+/* acc - dmin sum_s m[s] xsum[s] (the minimums, x's exact sums per 32) for
+ * the row's block at p; its scales sc[s] in sc8's low 8 bytes. */
+static inline __m256 x86_q4_k_minus_mins(const uint8_t *p, const float *xsum, __m128i *sc8, __m256 acc)
+{
+    __m128i m8;
+    x86_q4_k_scales_mins(p + RAYO_Q4_K_SCALES, sc8, &m8);
+    __m256 mins = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(p + RAYO_Q4_K_DMIN)),
+                                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
+    return _mm256_fnmadd_ps(mins, _mm256_loadu_ps(xsum), acc);
+}
+
+/* Block b of R Q4_K rows against x in int8: acc[r] += the row's dot.
+ * per32 0: one x scale for the block (xs[0]): d xs sum_s sc[s] dots[s],
+ * the scales applied by one madd in int32 (at most 2 * 30480 * 63 a lane);
+ * per32 1: a scale per sub-block (xs[0..7]): the two halves' int16 lanes
+ * widened and added, then times d sc[s] xs[s] in float. */
+static inline __attribute__((always_inline)) void
+x86_q4_k_block(const uint8_t *blk, size_t stride, int R, const int8_t *xq, const float *xs, const float *xsum,
+               int per32, __m256 acc[4])
+{
+    __m256i dots[4];
+    x86_q4_k_dots(blk, stride, R, xq, dots);
+    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+    {
+        const uint8_t *p = blk + r * stride;
+        __m128i sc8;
+        acc[r] = x86_q4_k_minus_mins(p, xsum, &sc8, acc[r]);
+        __m256 d = _mm256_set1_ps(x86_f16_at(p));
+        if (!per32) {
+            __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8));
+            __m256 sum = _mm256_cvtepi32_ps(_mm256_madd_epi16(dots[r], sc));
+            acc[r] = _mm256_fmadd_ps(sum, _mm256_mul_ps(d, _mm256_set1_ps(xs[0])), acc[r]);
+        } else {
+            __m256i sum = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(dots[r])),
+                                           _mm256_cvtepi16_epi32(_mm256_extracti128_si256(dots[r], 1)));
+            __m256 scales = _mm256_mul_ps(_mm256_mul_ps(d, _mm256_loadu_ps(xs)),
+                                          _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc8)));
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scales, acc[r]);
+        }
+    }
+}
+
+/* Blocks summed in float lanes before double: 8 (2048 values; the block
+ * sums are exact integers scaled once, so float over them is far inside
+ * the relaxed contract). */
+#define X86_Q4_K_BLOCKS_PER_GROUP 8
+
+/* The dots of R Q4_K rows with x over `blocks` blocks into out[0..R): x in
+ * int8 (q8) with a scale per block (per32 0) or per 32 values (per32 1)
+ * and its exact sums per 32 (xsum).  Each
+ * row's lines `prefetch` bytes ahead go to L2.  A group's float lanes go
+ * into out as a double sum: no double vector stays live across the loop. */
+static inline __attribute__((always_inline)) void
+x86_q4_k_rows(const uint8_t *row, size_t stride, int R, const int8_t *q8, const float *scale, const float *xsum,
+              int per32, size_t blocks, size_t prefetch, double *out)
+{
+    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+        out[r] = 0.0;
+    for (size_t b = 0; b < blocks;) {
+        size_t end = b + X86_Q4_K_BLOCKS_PER_GROUP < blocks ? b + X86_Q4_K_BLOCKS_PER_GROUP : blocks;
+        __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+        for (; b < end; b++) {
+            const uint8_t *blk = row + b * RAYO_Q4_K_BYTES;
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+                for (size_t line = 0; line < RAYO_Q4_K_BYTES; line += 64)
+                    _mm_prefetch((const char *)blk + r * stride + prefetch + line, _MM_HINT_T1);
+            x86_q4_k_block(blk, stride, R, q8 + RAYO_QK_K * b, scale + (per32 ? 8 : 1) * b, xsum + 8 * b, per32, acc);
+        }
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+            out[r] += v_hsum_pd(v_widen_add(_mm256_setzero_pd(), acc[r]));
+    }
+}
+
+/* Rows a pass: four spilled (the compiler regroups the adds). */
+#define X86_Q4_K_ROWS 2
+
+/* count (1..4) rows of the relaxed gemv, X86_Q4_K_ROWS a pass. */
+static inline __attribute__((always_inline)) void
+x86_q4_k_rows_of(const uint8_t *row, size_t stride, size_t count, const int8_t *q8, const float *scale,
+                 const float *xsum, int per32, size_t n, size_t prefetch, double out[4])
+{
+    size_t r = 0;
+    for (; r + X86_Q4_K_ROWS <= count; r += X86_Q4_K_ROWS)
+        x86_q4_k_rows(row + r * stride, stride, X86_Q4_K_ROWS, q8, scale, xsum, per32, n / RAYO_QK_K, prefetch,
+                      out + r);
+    for (; r < count; r++)
+        x86_q4_k_rows(row + r * stride, stride, 1, q8, scale, xsum, per32, n / RAYO_QK_K, prefetch, out + r);
 }
 
 /* ---- x rounded to int8 per 32 values (the relaxed gemv's x) ------------- */
@@ -215,6 +341,32 @@ static inline void x86_round32_i8(const float *x, float amax, int8_t *q, __m256 
     _mm256_storeu_si256((__m256i *)(void *)q, bytes);
 }
 
+/* The sum of the 32 floats at x, in double. */
+static inline double x86_sum32_pd(const float *x)
+{
+    __m256d s = _mm256_setzero_pd();
+    for (int i = 0; i < 32; i += 8)
+        s = v_widen_add(s, _mm256_loadu_ps(x + i));
+    return v_hsum_pd(s);
+}
+
+/* acc[k] (two double vectors) += the float lanes of sums[k], k < 3. */
+static inline void x86_add_errors(__m256d acc[3][2], const __m256 sums[3])
+{
+    for (int k = 0; k < 3; k++) {
+        acc[k][0] = _mm256_add_pd(acc[k][0], _mm256_cvtps_pd(_mm256_castps256_ps128(sums[k])));
+        acc[k][1] = _mm256_add_pd(acc[k][1], _mm256_cvtps_pd(_mm256_extractf128_ps(sums[k], 1)));
+    }
+}
+
+static inline void x86_store_errors(__m256d acc[3][2], float max, rounding_error *err)
+{
+    err->sq += v_hsum_pd(_mm256_add_pd(acc[0][0], acc[0][1]));
+    err->abs += v_hsum_pd(_mm256_add_pd(acc[1][0], acc[1][1]));
+    err->sq_x += v_hsum_pd(_mm256_add_pd(acc[2][0], acc[2][1]));
+    err->max = (double)max > err->max ? (double)max : err->max;
+}
+
 /* x (n, a multiple of 32) in int8 per 32 values into q, the scales
  * (largest |x| / 127) into scale, what the rounding adds up to into err:
  * the vector form of cpu-typed-gemv_tmpl.c's typed_gemv_round_x32.  0 when
@@ -232,17 +384,44 @@ static inline int x86_round_x32_i8(const float *x, size_t n, int8_t *q, float *s
         if (!x86_amax32(x, &amax) || (amax != 0.0f && amax < 1e-30f))
             return 0;
         x86_round32_i8(x, amax, q, sums);
-        for (int k = 0; k < 3; k++) {
-            acc[k][0] = _mm256_add_pd(acc[k][0], _mm256_cvtps_pd(_mm256_castps256_ps128(sums[k])));
-            acc[k][1] = _mm256_add_pd(acc[k][1], _mm256_cvtps_pd(_mm256_extractf128_ps(sums[k], 1)));
+        x86_add_errors(acc, sums);
+        scale[b] = amax / 127.0f;
+        max = amax > max ? amax : max;
+    }
+    x86_store_errors(acc, max, err);
+    return 1;
+}
+
+/* x (n, a multiple of 256) in int8 per 256 values into q, the scales into
+ * scale, the sums of x per 32 (in double, then float) into sum, what the
+ * rounding adds up to into err: the vector form of cpu-typed-gemv_tmpl.c's
+ * typed_gemv_round_x8 loop.  0 when a value is not finite or the largest
+ * |x| of 32 is in (0, 1e-30). */
+static inline int x86_round_x256_i8(const float *x, size_t n, int8_t *q, float *scale, float *sum,
+                                    rounding_error *err)
+{
+    __m256d acc[3][2];
+    for (int k = 0; k < 3; k++)
+        acc[k][0] = acc[k][1] = _mm256_setzero_pd();
+    float max = 0.0f;
+    for (size_t b = 0; b < n / 256; b++, x += 256, q += 256) {
+        float amax = 0.0f;
+        for (int s = 0; s < 8; s++) {
+            float sub;
+            if (!x86_amax32(x + 32 * s, &sub) || (sub != 0.0f && sub < 1e-30f))
+                return 0;
+            amax = sub > amax ? sub : amax;
+            sum[8 * b + s] = (float)x86_sum32_pd(x + 32 * s);
+        }
+        for (int s = 0; s < 8; s++) {
+            __m256 sums[3];
+            x86_round32_i8(x + 32 * s, amax, q + 32 * s, sums);
+            x86_add_errors(acc, sums);
         }
         scale[b] = amax / 127.0f;
         max = amax > max ? amax : max;
     }
-    err->sq += v_hsum_pd(_mm256_add_pd(acc[0][0], acc[0][1]));
-    err->abs += v_hsum_pd(_mm256_add_pd(acc[1][0], acc[1][1]));
-    err->sq_x += v_hsum_pd(_mm256_add_pd(acc[2][0], acc[2][1]));
-    err->max = (double)max > err->max ? (double)max : err->max;
+    x86_store_errors(acc, max, err);
     return 1;
 }
 
