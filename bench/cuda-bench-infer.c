@@ -335,7 +335,7 @@ int main(int argc, char **argv)
         }
     static const size_t decode[][2] = {{2048, 2048}, {256, 2048}, {5632, 2048}, {2048, 5632}};
     for (size_t i = 0; i < sizeof decode / sizeof decode[0] && !quick; i++)
-        for (size_t d = 2; d < 4; d++) /* Q8_0, Q4_0 */
+        for (size_t d = 2; d < 5; d++) /* Q8_0, Q4_0, Q4_K */
             bench_gemv(ctx, dts[d], decode[i][0], decode[i][1], RAYO_PRECISION_RELAXED, ref);
     rayo_close(ctx);
     return 0;

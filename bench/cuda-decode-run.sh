@@ -9,7 +9,7 @@
 #       rayo-cuda.so, go to DIR/base and DIR/alt for a same-run comparison;
 #       carry DIR and .gl (bench/gpu-run.sh prepare fetches .gl's packages)
 #   DIR/cuda-decode-run.sh run                       there, repository root:
-#       1. test-cuda, rayo-conform on cuda for gemv and rmsnorm (fresh seed;
+#       1. test-cuda, rayo-conform on cuda for gemv, rmsnorm and rope (fresh seed;
 #          the cancel group left out) and compute-sanitizer memcheck on a quick
 #          one, side by side;
 #       2. cuda-bench-infer --gemv: quantized gemv against the read
@@ -65,13 +65,13 @@ run() {
     tc=$!
     sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
     timeout 200 "$sanitizer" --tool memcheck --error-exitcode 3 --print-limit 20 "$d/rayo-conform" --quick \
-        --op gemv,rmsnorm --skip cancel "$d/rayo-cuda.so" >"$logs/memcheck-gemv.log" 2>&1 &
+        --op gemv,rmsnorm,rope --skip cancel "$d/rayo-cuda.so" >"$logs/memcheck-gemv.log" 2>&1 &
     mc=$!
-    timeout 200 "$d/rayo-conform" --seed "$seed" --op gemv,rmsnorm --skip cancel "$d/rayo-cuda.so" \
+    timeout 200 "$d/rayo-conform" --seed "$seed" --op gemv,rmsnorm,rope --skip cancel "$d/rayo-cuda.so" \
         >"$logs/conform-gemv.log" 2>&1
-    echo "conform gemv,rmsnorm --skip cancel (seed $seed) exit $?: $(grep -h '^Summary' "$logs/conform-gemv.log")"
+    echo "conform gemv,rmsnorm,rope --skip cancel (seed $seed) exit $?: $(grep -h '^Summary' "$logs/conform-gemv.log")"
     wait $mc
-    echo "memcheck conform --quick gemv,rmsnorm exit $?: $(grep -h 'ERROR SUMMARY' "$logs/memcheck-gemv.log")"
+    echo "memcheck conform --quick gemv,rmsnorm,rope exit $?: $(grep -h 'ERROR SUMMARY' "$logs/memcheck-gemv.log")"
     wait $tc
     echo "test-cuda exit $?: $(grep -c FAIL "$logs/test-cuda.log") FAIL lines"
     grep FAIL "$logs/test-cuda.log" | head -5
@@ -79,7 +79,7 @@ run() {
         [ -z "$v" ] || [ -f "$d/$v/rayo-cuda.so" ] || continue
         RAYO_PLUGIN_PATH=$d/$v timeout 150 "$d/cuda-bench-infer" --gemv >"$logs/bench-infer$v.log" 2>&1
         echo "bench ${v:-this build} exit $?"
-        grep -E '^(ref|gemv) ' "$logs/bench-infer$v.log" | grep -E 'sum|q4_0|q8_0' | cut -c1-80
+        grep -E '^(ref|gemv) ' "$logs/bench-infer$v.log" | grep -E 'sum|q4_0|q8_0|q4_k' | cut -c1-80
     done
     wait $models
     wait

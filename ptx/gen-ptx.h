@@ -180,7 +180,13 @@ RAYO_PTX_MODULES(GEN_PTX_MODULE_FN)
 /* infer-gemv.c: part += code * x for the 4 byte codes of w, each less bias
  * (.b32 w, .f32 x[4] and part) */
 void codes_dot4(kern *k, int w, float bias, const int *x, int part);
-/* infer-gemv8.c: gemv with Q8_0 / Q4_0 weights and 8-bit x (relaxed calls) */
+/* infer-gemv.c: Q4_K sub-block 2 sub + e's 6-bit scale and min as .f32
+ * (*scf, *mf), from the block's 12 scale bytes in the .b32 words s[3]
+ * (sub a .b32 register, e 0 or 1) */
+void q4_k_scale_min(kern *k, const int *s, int sub, int e, int *scf, int *mf);
+/* infer-ops.c: silu(g) u as glu_swiglu computes it (.f32 g, u; returns .f32) */
+int swiglu_value(kern *k, int g, int u);
+/* infer-gemv8.c: gemv with Q8_0 / Q4_0 / Q4_K weights and 8-bit x (relaxed calls) */
 void infer_gemv8(strbuf *mod);
 /* infer-ops.c: the other kernels of module "infer" (glu, rope, convert) */
 void infer_ops(strbuf *mod);

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* infer-gemv8.c - module "infer": gemv with Q8_0 or Q4_0 weights and x
- * rounded to 8 bits, for relaxed calls (gemv8_<dtype>; strict calls and the
- * other formats take the float kernels of infer-gemv.c).
+/* infer-gemv8.c - module "infer": gemv with Q8_0, Q4_0 or Q4_K weights and
+ * x rounded to 8 bits, for relaxed calls (gemv8_<dtype>; strict calls and
+ * the other formats take the float kernels of infer-gemv.c).
  *
  * A block first rounds x into its shared memory, per 32 values as in Q8_0:
  * codes q = round(x / d) with d = max |x| / 127, d kept as a double, and
  * the sum of the 32 codes (Q4_0's offset of 8).  Then each warp takes one
- * row at a time: a Q8_0 block takes two lanes, a Q4_0 block one, each
+ * row at a time: a Q8_0 block takes two lanes, a Q4_0 block one (a Q4_K
+ * block eight: the section "Q4_K" below), each
  * reading 16 bytes of the block's codes straight from global memory (four
  * words and a funnel shift each: blocks of 34 or 18 bytes start on 2 bytes)
  * and its f16 scale, UNROLL such loads in flight before the first is used.  The products are integer dot
@@ -30,14 +31,15 @@
  * gemv8x_<dtype> runs up to RAYO_PTX_GEMV8_PARTS such gemvs of the same x
  * (a decode step's q, k and v, or gate and up) as one grid over their rows
  * together: x is rounded once per block for all of them, and each row is
- * computed exactly as gemv8_<dtype> computes it. */
+ * computed exactly as gemv8_<dtype> computes it.  gemv8s_<dtype> runs a
+ * gate and an up gemv of one x and swiglu of their outputs. */
 #include "gen-ptx.h"
 #include "../core/rayo-dtype.h"
 #include "../plugins/cuda/cuda-ptx.h"
 
 #define WARPS RAYO_PTX_GEMV8_WARPS
 #define THREADS (32 * WARPS)
-#define UNROLL 4      /* weight loads of this many steps issued before the first is used */
+#define UNROLL 4      /* weight loads of this many steps issued before the first is used (Q8_0, Q4_0) */
 #define LANE_BYTES 16 /* code bytes per lane and step: half a Q8_0 block, a whole Q4_0 one */
 #define LANE_WORDS (LANE_BYTES / 4)
 
@@ -47,14 +49,20 @@
 
 typedef struct g8format {
     const char *name;
-    int block_bytes;
+    rayo_dtype dtype;
+    int block_bytes, block_elems;
     int lanes_per_block; /* each lane takes LANE_BYTES of the block's codes */
     int nibbles;         /* Q4_0: byte i holds value i (low nibble) and i + 16 (high), each plus 8 */
+    int unroll;          /* steps of loads issued before the first is used */
 } g8format;
 
+/* Q4_K: a lane takes 16 bytes of one of the four 32-byte chunks of codes
+ * (16 values of each of two sub-blocks) and the block's 16-byte head (d,
+ * dmin, the 12 scale bytes): 32 bytes per step, so half the steps in flight. */
 static const g8format formats[] = {
-    {"q8_0", RAYO_Q8_0_BYTES, 2, 0},
-    {"q4_0", RAYO_Q4_0_BYTES, 1, 1},
+    {"q8_0", RAYO_DTYPE_Q8_0, RAYO_Q8_0_BYTES, 32, 2, 0, UNROLL},
+    {"q4_0", RAYO_DTYPE_Q4_0, RAYO_Q4_0_BYTES, 32, 1, 1, UNROLL},
+    {"q4_k", RAYO_DTYPE_Q4_K, RAYO_Q4_K_BYTES, RAYO_QK_K, 8, 1, UNROLL / 2},
 };
 #define FORMAT_COUNT (sizeof formats / sizeof formats[0])
 
@@ -66,7 +74,8 @@ typedef struct g8_regs {
     int alpha, beta;          /* .f32 */
     int tid, lane, warp;      /* .b32 */
     int qx, dx, sx;           /* .b32 shared: x's codes, their scales (f64), their sums (s32) */
-    int nb;                   /* .b32 blocks per row */
+    int nb;                   /* .b32 blocks of 32 values per row (x's scales and sums) */
+    int nbr;                  /* .b32 weight blocks per row (nb but for Q4_K) */
     int l1, s2;               /* .f64 this thread's sum |x| and sum d^2 (rounding x) */
 } g8_regs;
 
@@ -229,10 +238,42 @@ static int block_gate(kern *k, const g8_regs *g)
  * the f16 scale and the LANE_BYTES code bytes (LANE_WORDS words). */
 typedef struct lane_step {
     int blk, ok, dh, q[LANE_WORDS];
+    int head[4]; /* Q4_K: the block's first 16 bytes (d and dmin, then the 12 scale bytes) */
 } lane_step;
+
+/* Q4_K: the block is 16-byte aligned (rows are, blocks are 144 bytes), so
+ * the head and the lane's 16 code bytes are one vector load each. */
+static void load_step_q4_k(kern *k, const g8_regs *g, int rs, int blk0, int u, lane_step *s)
+{
+    int sub = nr(k), ba = nd(k), qa = nd(k);
+    s->blk = nr(k);
+    s->ok = np(k);
+    emit(k, "shr.u32 %s, %s, 3;", R(s->blk), R(g->lane));
+    emit(k, "add.u32 %s, %s, %s;", R(s->blk), R(s->blk), R(blk0));
+    emit(k, "add.u32 %s, %s, %d;", R(s->blk), R(s->blk), u * 4);
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(s->ok), R(s->blk), R(g->nbr));
+    emit(k, "and.b32 %s, %s, 7;", R(sub), R(g->lane));
+    emit(k, "mad.wide.u32 %s, %s, %d, %s;", D(ba), R(s->blk), RAYO_Q4_K_BYTES, D(rs));
+    emit(k, "mad.wide.u32 %s, %s, %d, %s;", D(qa), R(sub), LANE_BYTES, D(ba));
+    for (int i = 0; i < 4; i++) {
+        s->head[i] = nr(k);
+        s->q[i] = nr(k);
+        emit(k, "mov.b32 %s, 0;", R(s->head[i]));
+        emit(k, "mov.b32 %s, 0;", R(s->q[i]));
+    }
+    emit(k, "@%s ld.global.nc.v4.u32 {%s, %s, %s, %s}, [%s];", P(s->ok), R(s->head[0]), R(s->head[1]),
+         R(s->head[2]), R(s->head[3]), D(ba));
+    emit(k, "@%s ld.global.nc.v4.u32 {%s, %s, %s, %s}, [%s+%d];", P(s->ok), R(s->q[0]), R(s->q[1]), R(s->q[2]),
+         R(s->q[3]), D(qa), RAYO_Q4_K_QS);
+    s->dh = s->head[0];
+}
 
 static void load_step(kern *k, const g8format *f, const g8_regs *g, int rs, int blk0, int u, lane_step *s)
 {
+    if (f->dtype == RAYO_DTYPE_Q4_K) {
+        load_step_q4_k(k, g, rs, blk0, u, s);
+        return;
+    }
     int lpb = f->lanes_per_block, bpi = 32 / lpb;
     int sub = nr(k), ba = nd(k), qo = nd(k), al = nd(k), sh = nr(k), w[LANE_WORDS + 1], mis = np(k);
     s->blk = nr(k);
@@ -241,7 +282,7 @@ static void load_step(kern *k, const g8format *f, const g8_regs *g, int rs, int 
     emit(k, "shr.u32 %s, %s, %d;", R(s->blk), R(g->lane), __builtin_ctz((unsigned)lpb));
     emit(k, "add.u32 %s, %s, %s;", R(s->blk), R(s->blk), R(blk0));
     emit(k, "add.u32 %s, %s, %d;", R(s->blk), R(s->blk), u * bpi);
-    emit(k, "setp.lt.u32 %s, %s, %s;", P(s->ok), R(s->blk), R(g->nb));
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(s->ok), R(s->blk), R(g->nbr));
     emit(k, "and.b32 %s, %s, %d;", R(sub), R(g->lane), lpb - 1);
     emit(k, "mad.wide.u32 %s, %s, %d, %s;", D(ba), R(s->blk), f->block_bytes, D(rs));
     emit(k, "mul.wide.u32 %s, %s, %d;", D(qo), R(sub), LANE_BYTES);
@@ -323,20 +364,145 @@ static int weight_scale(kern *k, const lane_step *s)
     return dw;
 }
 
+/* An integer (|v| < 2^22) as a float, exactly: added to 1.5 * 2^23. */
+static int small_int_f32(kern *k, int v)
+{
+    int t = nr(k), f = nf(k);
+    emit(k, "add.s32 %s, %s, 0x4B400000;", R(t), R(v));
+    emit(k, "mov.b32 %s, %s;", F(f), R(t));
+    emit(k, "sub.f32 %s, %s, %s;", F(f), F(f), C(12582912.0f));
+    return f;
+}
+
+/* acc += f * x's scale of 32-value block blk32 (zero when !ok), in double */
+static void times_x_scale(kern *k, const g8_regs *g, int blk32, int ok, int f, int acc)
+{
+    int f64 = nfd(k), dx = nfd(k), sa = nr(k);
+    emit(k, "cvt.f64.f32 %s, %s;", FD(f64), F(f));
+    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(dx));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(sa), R(blk32), R(g->dx));
+    emit(k, "@%s ld.shared.f64 %s, [%s];", P(ok), FD(dx), R(sa));
+    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc), FD(f64), FD(dx), FD(acc));
+}
+
 /* acc += dot * weight scale * x scale: the integer (|dot| < 2^22) to float
- * exactly by adding it to 1.5 * 2^23, the product with x's scale in double */
+ * exactly, the product with x's scale in double */
 static void step_accumulate(kern *k, const g8_regs *g, const lane_step *s, int dot, int acc)
 {
-    int t = nr(k), fdot = nf(k), dw = weight_scale(k, s), fw = nf(k), fw64 = nfd(k), dx = nfd(k), sa = nr(k);
-    emit(k, "add.s32 %s, %s, 0x4B400000;", R(t), R(dot));
-    emit(k, "mov.b32 %s, %s;", F(fdot), R(t));
-    emit(k, "sub.f32 %s, %s, %s;", F(fdot), F(fdot), C(12582912.0f));
+    int fdot = small_int_f32(k, dot), dw = weight_scale(k, s), fw = nf(k);
     emit(k, "mul.f32 %s, %s, %s;", F(fw), F(fdot), F(dw));
-    emit(k, "cvt.f64.f32 %s, %s;", FD(fw64), F(fw));
-    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(dx));
-    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(sa), R(s->blk), R(g->dx));
-    emit(k, "@%s ld.shared.f64 %s, [%s];", P(s->ok), FD(dx), R(sa));
-    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc), FD(fw64), FD(dx), FD(acc));
+    times_x_scale(k, g, s->blk, s->ok, fw, acc);
+}
+
+/* ---- Q4_K ------------------------------------------------------------------ */
+/* The lane's place in its block: sub = lane % 8 takes code bytes 16 sub ..,
+ * chunk c = sub / 2 (sub-blocks 2c in the low nibbles, 2c + 1 in the high),
+ * values 16 (sub % 2) .. of each; *first: the lane's first value in the row. */
+static void q4_k_place(kern *k, const g8_regs *g, const lane_step *s, int *c, int *first)
+{
+    int sub = nr(k), half = nr(k);
+    *c = nr(k);
+    *first = nr(k);
+    emit(k, "and.b32 %s, %s, 7;", R(sub), R(g->lane));
+    emit(k, "shr.u32 %s, %s, 1;", R(*c), R(sub));
+    emit(k, "and.b32 %s, %s, 1;", R(half), R(sub));
+    emit(k, "shl.b32 %s, %s, 8;", R(*first), R(s->blk));
+    emit(k, "mad.lo.u32 %s, %s, 64, %s;", R(*first), R(*c), R(*first));
+    emit(k, "mad.lo.u32 %s, %s, 16, %s;", R(*first), R(half), R(*first));
+}
+
+/* acc += the sub-block's d sc part - dmin m xsum, times x's scale when
+ * blk32 >= 0 (the integer path; in float otherwise), sc and m its 6-bit
+ * scale and min (q4_k_scale_min, sub-block 2c + e). */
+static void q4_k_subblock(kern *k, const g8_regs *g, const lane_step *s, int c, int e, int part, int xsum, int acc,
+                          int blk32)
+{
+    int scf, mf, d = nf(k), dmin = nf(k), t = nf(k), mt = nf(k), res = nf(k);
+    q4_k_scale_min(k, &s->head[1], c, e, &scf, &mf);
+    emit(k, "{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %s; cvt.f32.f16 %s, lo; cvt.f32.f16 %s, hi; }", R(s->head[0]),
+         F(d), F(dmin));
+    emit(k, "mul.f32 %s, %s, %s;", F(t), F(scf), F(part));
+    emit(k, "mul.f32 %s, %s, %s;", F(mt), F(mf), F(xsum));
+    emit(k, "mul.f32 %s, %s, %s;", F(mt), F(mt), F(dmin));
+    emit(k, "neg.f32 %s, %s;", F(mt), F(mt));
+    emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(res), F(d), F(t), F(mt));
+    if (blk32 >= 0) {
+        times_x_scale(k, g, blk32, s->ok, res, acc);
+        return;
+    }
+    int r64 = nfd(k);
+    emit(k, "cvt.f64.f32 %s, %s;", FD(r64), F(res));
+    emit(k, "add.rn.f64 %s, %s, %s;", FD(acc), FD(acc), FD(r64));
+}
+
+/* The integer path: the dots of the lane's low and high nibbles with x's
+ * codes (exact: |dot| < 16 * 15 * 127, times a scale below 64 still exact
+ * in float); the mins take the sub-block's sum of x's codes, added by the
+ * even lane of each pair. */
+static void step_q4_k_int(kern *k, const g8_regs *g, const lane_step *s, int acc)
+{
+    int c, first, xa = nr(k), x[4], xh[4], dot[2] = {nr(k), nr(k)};
+    q4_k_place(k, g, s, &c, &first);
+    emit(k, "add.u32 %s, %s, %s;", R(xa), R(first), R(g->qx));
+    load_x16(k, xa, 0, s->ok, x);
+    load_x16(k, xa, 32, s->ok, xh);
+    emit(k, "mov.b32 %s, 0;", R(dot[0]));
+    emit(k, "mov.b32 %s, 0;", R(dot[1]));
+    for (int i = 0; i < LANE_WORDS; i++) {
+        int lo = nr(k), hi = nr(k);
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(lo), R(s->q[i]));
+        emit(k, "shr.u32 %s, %s, 4;", R(hi), R(s->q[i]));
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(hi), R(hi));
+        emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot[0]), R(lo), R(x[i]), R(dot[0]));
+        emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot[1]), R(hi), R(xh[i]), R(dot[1]));
+    }
+    int even = np(k), half = nr(k);
+    emit(k, "and.b32 %s, %s, 1;", R(half), R(g->lane));
+    emit(k, "setp.eq.and.u32 %s, %s, 0, %s;", P(even), R(half), P(s->ok));
+    for (int e = 0; e < 2; e++) {
+        int blk32 = nr(k), sa = nr(k), xs = nr(k);
+        emit(k, "shr.u32 %s, %s, 5;", R(blk32), R(first));
+        emit(k, "add.u32 %s, %s, %d;", R(blk32), R(blk32), e);
+        emit(k, "mov.b32 %s, 0;", R(xs));
+        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(sa), R(blk32), R(g->sx));
+        emit(k, "@%s ld.shared.u32 %s, [%s];", P(even), R(xs), R(sa));
+        q4_k_subblock(k, g, s, c, e, small_int_f32(k, dot[e]), small_int_f32(k, xs), acc, blk32);
+    }
+}
+
+/* The float path: the lane's codes times x as floats, and its 16 values'
+ * sum of x for each sub-block's min. */
+static void step_q4_k_float(kern *k, const g8_regs *g, const lane_step *s, int acc)
+{
+    int c, first, xa = nd(k), part[2], xsum[2];
+    q4_k_place(k, g, s, &c, &first);
+    emit(k, "mad.wide.u32 %s, %s, 4, %s;", D(xa), R(first), D(g->x));
+    for (int e = 0; e < 2; e++) {
+        part[e] = nf(k);
+        xsum[e] = nf(k);
+        emit(k, "mov.f32 %s, 0f00000000;", F(part[e]));
+        emit(k, "mov.f32 %s, 0f00000000;", F(xsum[e]));
+    }
+    for (int i = 0; i < LANE_WORDS; i++) {
+        int w[2] = {nr(k), nr(k)};
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(w[0]), R(s->q[i]));
+        emit(k, "shr.u32 %s, %s, 4;", R(w[1]), R(s->q[i]));
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(w[1]), R(w[1]));
+        for (int e = 0; e < 2; e++) {
+            int x[4];
+            for (int j = 0; j < 4; j++) {
+                x[j] = nf(k);
+                emit(k, "mov.f32 %s, 0f00000000;", F(x[j]));
+            }
+            emit(k, "@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s+%d];", P(s->ok), F(x[0]), F(x[1]), F(x[2]),
+                 F(x[3]), D(xa), 128 * e + 16 * i);
+            codes_dot4(k, w[e], 0.0f, x, part[e]);
+            for (int j = 0; j < 4; j++)
+                emit(k, "add.f32 %s, %s, %s;", F(xsum[e]), F(xsum[e]), F(x[j]));
+        }
+    }
+    for (int e = 0; e < 2; e++)
+        q4_k_subblock(k, g, s, c, e, part[e], xsum[e], acc, -1);
 }
 
 /* The lane's code words and the byte offsets of their x (floats) from the
@@ -394,7 +560,7 @@ static void step_float(kern *k, const g8format *f, const g8_regs *g, const lane_
 /* y[row] = alpha * sum + beta * y[row] (y read only when beta != 0), the
  * warp's double sum rounded once; a sum that overflowed in float is redone
  * in float64 (product-redo.c) */
-static void store_row(kern *k, const g8format *f, const g8_regs *g, int row, int acc)
+static int store_row(kern *k, const g8format *f, const g8_regs *g, int row, int acc)
 {
     for (int o = 16; o >= 1; o /= 2) {
         int t = shfl_f64(k, acc, o);
@@ -405,7 +571,7 @@ static void store_row(kern *k, const g8format *f, const g8_regs *g, int row, int
     emit(k, "@%s bra %s;", P(pw), L(l_skip));
     int rs = nd(k);
     emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(rs), D(row), D(g->lda), D(g->a));
-    redo_operand wr = {rs, -1, f->nibbles ? RAYO_DTYPE_Q4_0 : RAYO_DTYPE_Q8_0}, xr = {g->x, -1, RAYO_DTYPE_F32};
+    redo_operand wr = {rs, -1, f->dtype}, xr = {g->x, -1, RAYO_DTYPE_F32};
     redo_if_not_finite(k, acc, &wr, &xr, g->n);
     emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ya), D(row), D(g->y));
     emit(k, "cvt.f64.f32 %s, %s;", FD(t), F(g->alpha));
@@ -419,6 +585,7 @@ static void store_row(kern *k, const g8format *f, const g8_regs *g, int row, int
     emit(k, "cvt.rn.f32.f64 %s, %s;", F(out), FD(res));
     emit(k, "st.global.f32 [%s], %s;", D(ya), F(out));
     label(k, l_skip);
+    return out;
 }
 
 /* The row's blocks, UNROLL steps of loads, then their products, in
@@ -429,21 +596,24 @@ static void row_steps(kern *k, const g8format *f, const g8_regs *g, int rs, int 
     emit(k, "mov.u32 %s, 0;", R(blk0));
     label(k, l_loop);
     lane_step s[UNROLL];
-    for (int u = 0; u < UNROLL; u++)
+    for (int u = 0; u < f->unroll; u++)
         load_step(k, f, g, rs, blk0, u, &s[u]);
-    for (int u = 0; u < UNROLL; u++) {
-        if (int8)
+    for (int u = 0; u < f->unroll; u++) {
+        if (f->dtype == RAYO_DTYPE_Q4_K)
+            (int8 ? step_q4_k_int : step_q4_k_float)(k, g, &s[u], acc);
+        else if (int8)
             step_accumulate(k, g, &s[u], step_dot(k, f, g, &s[u]), acc);
         else
             step_float(k, f, g, &s[u], acc);
     }
-    emit(k, "add.u32 %s, %s, %d;", R(blk0), R(blk0), UNROLL * 32 / f->lanes_per_block);
-    emit(k, "setp.lt.u32 %s, %s, %s;", P(pmore), R(blk0), R(g->nb));
+    emit(k, "add.u32 %s, %s, %d;", R(blk0), R(blk0), f->unroll * 32 / f->lanes_per_block);
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(pmore), R(blk0), R(g->nbr));
     emit(k, "@%s bra %s;", P(pmore), L(l_loop));
 }
 
-/* The warp's row, by the block's gate (a branch the whole block takes alike). */
-static void row_dot(kern *k, const g8format *f, const g8_regs *g, int row, int gate)
+/* The warp's row, by the block's gate (a branch the whole block takes
+ * alike); returns the value stored (lane 0's register). */
+static int row_dot(kern *k, const g8format *f, const g8_regs *g, int row, int gate)
 {
     int rs = nd(k), acc = nfd(k), l_float = nlabel(k), l_store = nlabel(k);
     emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(rs), D(row), D(g->lda), D(g->a));
@@ -454,7 +624,7 @@ static void row_dot(kern *k, const g8format *f, const g8_regs *g, int row, int g
     label(k, l_float);
     row_steps(k, f, g, rs, acc, 0);
     label(k, l_store);
-    store_row(k, f, g, row, acc);
+    return store_row(k, f, g, row, acc);
 }
 
 /* Row r of all parts as the row of one part: *part gets that part's A and
@@ -502,6 +672,64 @@ static void part_params(kern *k, g8_regs *g, strbuf *decl)
     g->a = g->pa[0];
 }
 
+/* Everything before the rows: x rounded into shared memory, the block's
+ * gate (returned), the warp's first row and the rows' stride.  g's
+ * parameters from p_x on are read here. */
+static int g8_prologue(kern *k, const g8format *f, g8_regs *g, int *row, int *stride)
+{
+    g->x = param_global(k, "p_x");
+    if (g->parts == 1)
+        g->m = param_u64(k, "p_m");
+    g->n = param_u64(k, "p_n");
+    g->lda = param_u64(k, "p_lda");
+    g->alpha = param_f32(k, "p_alpha");
+    g->beta = param_f32(k, "p_beta");
+    lane_warp(k, &g->tid, &g->lane, &g->warp);
+    g->qx = nr(k);
+    g->dx = nr(k);
+    g->sx = nr(k);
+    g->nb = nr(k);
+    g->l1 = nfd(k);
+    g->s2 = nfd(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(g->nb), D(g->n));
+    emit(k, "shr.u32 %s, %s, 5;", R(g->nb), R(g->nb));
+    g->nbr = g->nb;
+    if (f->block_elems != 32) {
+        g->nbr = nr(k);
+        emit(k, "shr.u32 %s, %s, %d;", R(g->nbr), R(g->nb), __builtin_ctz((unsigned)f->block_elems / 32));
+    }
+    /* shared: n codes, then nb f64 scales, then nb s32 sums (n % 32 == 0) */
+    emit(k, "mov.u32 %s, gq_smem;", R(g->qx));
+    emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(g->dx), R(g->nb), R(g->qx));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(g->sx), R(g->nb), R(g->dx));
+    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(g->l1));
+    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(g->s2));
+    int ctaid = sreg(k, "%ctaid.x"), nctaid = sreg(k, "%nctaid.x"), w64 = nd(k);
+    *row = nd(k);
+    *stride = nd(k);
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(*row), R(ctaid), WARPS);
+    emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(g->warp));
+    emit(k, "add.u64 %s, %s, %s;", D(*row), D(*row), D(w64));
+    emit(k, "mul.wide.u32 %s, %s, %d;", D(*stride), R(nctaid), WARPS);
+    quantize_x(k, g);
+    return block_gate(k, g);
+}
+
+/* The kernel's end: its name, parameters (decl, then those from p_x on) and
+ * the launch bounds. */
+static void g8_finish(strbuf *mod, kern *k, const char *name, strbuf *decl, int has_m)
+{
+    char dir[64], shared[80];
+    /* two blocks per SM, as the plugin launches them (one wave): without the
+     * cap gemv8x_q4_0 took 74 registers and ran one block per SM */
+    snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n", THREADS);
+    snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 g8_red[%d];\n", 16 * WARPS);
+    sb_printf(decl, ".param .u64 p_x, %s.param .u64 p_n, .param .u64 p_lda, .param .f32 p_alpha, .param .f32 p_beta",
+              has_m ? ".param .u64 p_m, " : "");
+    kern_finish(mod, k, name, decl->p, dir, shared);
+    sb_free(decl);
+}
+
 static void gen_gemv8(strbuf *mod, const g8format *f, int parts)
 {
     kern kk = {0}, *k = &kk;
@@ -514,36 +742,8 @@ static void gen_gemv8(strbuf *mod, const g8format *f, int parts)
     } else {
         part_params(k, &g, &decl);
     }
-    g.x = param_global(k, "p_x");
-    if (parts == 1)
-        g.m = param_u64(k, "p_m");
-    g.n = param_u64(k, "p_n");
-    g.lda = param_u64(k, "p_lda");
-    g.alpha = param_f32(k, "p_alpha");
-    g.beta = param_f32(k, "p_beta");
-    lane_warp(k, &g.tid, &g.lane, &g.warp);
-    g.qx = nr(k);
-    g.dx = nr(k);
-    g.sx = nr(k);
-    g.nb = nr(k);
-    g.l1 = nfd(k);
-    g.s2 = nfd(k);
-    emit(k, "cvt.u32.u64 %s, %s;", R(g.nb), D(g.n));
-    emit(k, "shr.u32 %s, %s, 5;", R(g.nb), R(g.nb));
-    /* shared: n codes, then nb f64 scales, then nb s32 sums (n % 32 == 0) */
-    emit(k, "mov.u32 %s, gq_smem;", R(g.qx));
-    emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(g.dx), R(g.nb), R(g.qx));
-    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(g.sx), R(g.nb), R(g.dx));
-    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(g.l1));
-    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(g.s2));
-    int ctaid = sreg(k, "%ctaid.x"), nctaid = sreg(k, "%nctaid.x");
-    int row = nd(k), stride = nd(k), w64 = nd(k), pdone = np(k), l_row = nlabel(k), l_end = nlabel(k);
-    emit(k, "mul.wide.u32 %s, %s, %d;", D(row), R(ctaid), WARPS);
-    emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(g.warp));
-    emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(w64));
-    emit(k, "mul.wide.u32 %s, %s, %d;", D(stride), R(nctaid), WARPS);
-    quantize_x(k, &g);
-    int gate = block_gate(k, &g);
+    int row, stride, pdone = np(k), l_row = nlabel(k), l_end = nlabel(k);
+    int gate = g8_prologue(k, f, &g, &row, &stride);
     label(k, l_row);
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pdone), D(row), D(g.m));
     emit(k, "@%s bra %s;", P(pdone), L(l_end));
@@ -554,16 +754,44 @@ static void gen_gemv8(strbuf *mod, const g8format *f, int parts)
     emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(stride));
     emit(k, "bra.uni %s;", L(l_row));
     label(k, l_end);
-    char name[32], dir[64], shared[80];
+    char name[32];
     snprintf(name, sizeof name, parts == 1 ? "gemv8_%s" : "gemv8x_%s", f->name);
-    /* two blocks per SM, as the plugin launches them (one wave): without the
-     * cap gemv8x_q4_0 took 74 registers and ran one block per SM */
-    snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n", THREADS);
-    snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 g8_red[%d];\n", 16 * WARPS);
-    sb_printf(&decl, ".param .u64 p_x, %s.param .u64 p_n, .param .u64 p_lda, .param .f32 p_alpha, .param .f32 p_beta",
-              parts == 1 ? ".param .u64 p_m, " : "");
-    kern_finish(mod, k, name, decl.p, dir, shared);
-    sb_free(&decl);
+    g8_finish(mod, k, name, &decl, parts == 1);
+}
+
+/* gemv8s_<dtype>: a decode step's gate and up gemvs of one x (p_a0, p_a1
+ * into p_y0, p_y1, p_m rows each) and swiglu of their outputs into p_ys:
+ * a warp takes row r of both, each stored as gemv8_* stores it, then lane 0
+ * stores silu(gate) up as glu_swiglu computes it from those two values. */
+static void gen_gemv8s(strbuf *mod, const g8format *f)
+{
+    kern kk = {0}, *k = &kk;
+    g8_regs g = {.parts = 1}, up;
+    strbuf decl = {0};
+    sb_printf(&decl, ".param .u64 p_ys, .param .u64 p_y0, .param .u64 p_a0, .param .u64 p_y1, .param .u64 p_a1, ");
+    int ys = param_global(k, "p_ys");
+    g.y = param_global(k, "p_y0");
+    g.a = param_global(k, "p_a0");
+    int y1 = param_global(k, "p_y1"), a1 = param_global(k, "p_a1");
+    int row, stride, pdone = np(k), pw = np(k), l_row = nlabel(k), l_next = nlabel(k), l_end = nlabel(k);
+    int gate = g8_prologue(k, f, &g, &row, &stride);
+    up = g;
+    up.y = y1;
+    up.a = a1;
+    label(k, l_row);
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pdone), D(row), D(g.m));
+    emit(k, "@%s bra %s;", P(pdone), L(l_end));
+    int vg = row_dot(k, f, &g, row, gate), vu = row_dot(k, f, &up, row, gate);
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(pw), R(g.lane));
+    emit(k, "@%s bra %s;", P(pw), L(l_next));
+    emit(k, "st.global.f32 [%s], %s;", D(addr_of(k, ys, row, 4)), F(swiglu_value(k, vg, vu)));
+    label(k, l_next);
+    emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(stride));
+    emit(k, "bra.uni %s;", L(l_row));
+    label(k, l_end);
+    char name[32];
+    snprintf(name, sizeof name, "gemv8s_%s", f->name);
+    g8_finish(mod, k, name, &decl, 1);
 }
 
 void infer_gemv8(strbuf *mod)
@@ -571,5 +799,6 @@ void infer_gemv8(strbuf *mod)
     for (size_t i = 0; i < FORMAT_COUNT; i++) {
         gen_gemv8(mod, &formats[i], 1);
         gen_gemv8(mod, &formats[i], RAYO_PTX_GEMV8_PARTS);
+        gen_gemv8s(mod, &formats[i]);
     }
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* infer-ops.c - the bandwidth kernels of module "infer": the gated units
- * (glu_swiglu, glu_geglu, glu_geglu_tanh), rope (rope_norm, rope_neox),
+ * (glu_swiglu, glu_geglu, glu_geglu_tanh), rope (rope_norm, rope_neox; rope2_*: two in one launch),
  * the f32 <-> f16 / bf16 conversions (cvt_*), quantization to Q8_0 / Q4_0
  * (quant_*) and get_rows / dequantization (rows_*).
  *
@@ -155,20 +155,33 @@ static int glu_tail(kern *k, enum glu_kind kind, int g, int u)
     return y;
 }
 
-static void glu_elem(kern *k, int r, int j, const void *p)
+/* f(g) u (.f32 g, u) */
+static int glu_value(kern *k, enum glu_kind kind, int g, int u)
 {
-    const glu_ctx *c = p;
-    int g = nf(k), u = nf(k), out = nf(k), tail = np(k);
-    /* plain loads: y may be gate or up (in place) */
-    emit(k, "ld.global.f32 %s, [%s];", F(g), D(elem_addr(k, c->a, r, c->lda, j, 4)));
-    emit(k, "ld.global.f32 %s, [%s];", F(u), D(elem_addr(k, c->b, r, c->ldb, j, 4)));
-    int f = c->kind == GLU_SILU ? m_silu(k, g) : c->kind == GLU_GELU ? m_gelu(k, g) : m_gelu_tanh(k, g);
+    int out = nf(k), tail = np(k);
+    int f = kind == GLU_SILU ? m_silu(k, g) : kind == GLU_GELU ? m_gelu(k, g) : m_gelu_tanh(k, g);
     emit(k, "mul.rn.f32 %s, %s, %s;", F(out), F(f), F(u));
     int lab = nlabel(k);
     emit(k, "setp.ge.f32 %s, %s, %s;", P(tail), F(g), C(GLU_TAIL));
     emit(k, "@%s bra %s;", P(tail), L(lab)); /* NaN gates take the tail too: NaN either way */
-    emit(k, "mov.f32 %s, %s;", F(out), F(glu_tail(k, c->kind, g, u)));
+    emit(k, "mov.f32 %s, %s;", F(out), F(glu_tail(k, kind, g, u)));
     label(k, lab);
+    return out;
+}
+
+int swiglu_value(kern *k, int g, int u)
+{
+    return glu_value(k, GLU_SILU, g, u);
+}
+
+static void glu_elem(kern *k, int r, int j, const void *p)
+{
+    const glu_ctx *c = p;
+    int g = nf(k), u = nf(k);
+    /* plain loads: y may be gate or up (in place) */
+    emit(k, "ld.global.f32 %s, [%s];", F(g), D(elem_addr(k, c->a, r, c->lda, j, 4)));
+    emit(k, "ld.global.f32 %s, [%s];", F(u), D(elem_addr(k, c->b, r, c->ldb, j, 4)));
+    int out = glu_value(k, c->kind, g, u);
     emit(k, "st.global.f32 [%s], %s;", D(elem_addr(k, c->y, r, c->ldy, j, 4)), F(out));
 }
 
@@ -393,32 +406,89 @@ static void rope_elem(kern *k, int t, int col, const void *p)
     label(k, l_skip);
 }
 
+#define ROPE_PARAMS                                                                                       \
+    ".param .u64 p_y, .param .u64 p_x, .param .u64 p_pos, .param .u64 p_m, .param .u64 p_cols, "            \
+    ".param .u64 p_ldx, .param .u64 p_ldy, .param .u64 p_hsx, .param .u64 p_hsy, "                          \
+    ".param .u64 p_half, .param .u64 p_head_dim, .param .u64 p_rot, .param .f64 p_ratio, .param .f64 p_scale"
+
+/* The parameters of ROPE_PARAMS but p_m and p_cols (*m, *cols). */
+static void rope_params(kern *k, rope_ctx *c, int *m, int *cols)
+{
+    c->y = param_global(k, "p_y");
+    c->x = param_global(k, "p_x");
+    c->pos = param_global(k, "p_pos");
+    *m = param_u64(k, "p_m");
+    *cols = param_u64(k, "p_cols");
+    c->ldx = param_u64(k, "p_ldx");
+    c->ldy = param_u64(k, "p_ldy");
+    c->hsx = param_u64(k, "p_hsx");
+    c->hsy = param_u64(k, "p_hsy");
+    c->half = param_u64(k, "p_half");
+    c->head_dim = param_u64(k, "p_head_dim");
+    c->rot = param_u64(k, "p_rot");
+    c->ratio = nfd(k);
+    c->scale = nfd(k);
+    emit(k, "ld.param.f64 %s, [p_ratio];", FD(c->ratio));
+    emit(k, "ld.param.f64 %s, [p_scale];", FD(c->scale));
+}
+
 static void gen_rope(strbuf *mod, int neox)
 {
     kern kk = {0}, *k = &kk;
     rope_ctx c;
-    c.y = param_global(k, "p_y");
-    c.x = param_global(k, "p_x");
-    c.pos = param_global(k, "p_pos");
-    int m = param_u64(k, "p_m"), cols = param_u64(k, "p_cols");
-    c.ldx = param_u64(k, "p_ldx");
-    c.ldy = param_u64(k, "p_ldy");
-    c.hsx = param_u64(k, "p_hsx");
-    c.hsy = param_u64(k, "p_hsy");
-    c.half = param_u64(k, "p_half");
-    c.head_dim = param_u64(k, "p_head_dim");
-    c.rot = param_u64(k, "p_rot");
-    c.ratio = nfd(k);
-    c.scale = nfd(k);
-    emit(k, "ld.param.f64 %s, [p_ratio];", FD(c.ratio));
-    emit(k, "ld.param.f64 %s, [p_scale];", FD(c.scale));
+    int m, cols;
+    rope_params(k, &c, &m, &cols);
     c.neox = neox;
     rows_cols(k, m, cols, rope_elem, &c);
-    kern_finish(mod, k, neox ? "rope_neox" : "rope_norm",
-                ".param .u64 p_y, .param .u64 p_x, .param .u64 p_pos, .param .u64 p_m, .param .u64 p_cols, "
-                ".param .u64 p_ldx, .param .u64 p_ldy, .param .u64 p_hsx, .param .u64 p_hsy, "
-                ".param .u64 p_half, .param .u64 p_head_dim, .param .u64 p_rot, .param .f64 p_ratio, "
-                ".param .f64 p_scale", NULL, NULL);
+    kern_finish(mod, k, neox ? "rope_neox" : "rope_norm", ROPE_PARAMS, NULL, NULL);
+}
+
+/* rope2_*: two ropes of the same tokens, positions and frequencies (a decode
+ * step's q and k) in one launch: columns past the first rope's cols are the
+ * second's (p_y2, p_x2, p_cols2 and its strides), each pair computed as
+ * rope_* computes it. */
+typedef struct rope2_ctx {
+    rope_ctx one;
+    int cols, y2, x2, ldx2, ldy2, hsx2, hsy2;
+} rope2_ctx;
+
+static void rope2_elem(kern *k, int t, int col, const void *p)
+{
+    const rope2_ctx *c = p;
+    rope_ctx r = c->one;
+    int second = np(k), j = nd(k);
+    int *mine[] = {&r.y, &r.x, &r.ldx, &r.ldy, &r.hsx, &r.hsy};
+    const int theirs[] = {c->y2, c->x2, c->ldx2, c->ldy2, c->hsx2, c->hsy2};
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(second), D(col), D(c->cols));
+    emit(k, "mov.u64 %s, %s;", D(j), D(col));
+    emit(k, "@%s sub.u64 %s, %s, %s;", P(second), D(j), D(col), D(c->cols));
+    for (int i = 0; i < 6; i++) {
+        int v = nd(k);
+        emit(k, "selp.u64 %s, %s, %s, %s;", D(v), D(theirs[i]), D(*mine[i]), P(second));
+        *mine[i] = v;
+    }
+    rope_elem(k, t, j, &r);
+}
+
+static void gen_rope2(strbuf *mod, int neox)
+{
+    kern kk = {0}, *k = &kk;
+    rope2_ctx c;
+    int m, all = nd(k);
+    rope_params(k, &c.one, &m, &c.cols);
+    c.one.neox = neox;
+    c.y2 = param_global(k, "p_y2");
+    c.x2 = param_global(k, "p_x2");
+    emit(k, "add.u64 %s, %s, %s;", D(all), D(c.cols), D(param_u64(k, "p_cols2")));
+    c.ldx2 = param_u64(k, "p_ldx2");
+    c.ldy2 = param_u64(k, "p_ldy2");
+    c.hsx2 = param_u64(k, "p_hsx2");
+    c.hsy2 = param_u64(k, "p_hsy2");
+    rows_cols(k, m, all, rope2_elem, &c);
+    kern_finish(mod, k, neox ? "rope2_neox" : "rope2_norm",
+                ROPE_PARAMS ", .param .u64 p_y2, .param .u64 p_x2, .param .u64 p_cols2, .param .u64 p_ldx2, "
+                            ".param .u64 p_ldy2, .param .u64 p_hsx2, .param .u64 p_hsy2",
+                NULL, NULL);
 }
 
 /* ---- get_rows and dequantization: y[r][j] = value j of table row idx[r] ---------- */
@@ -768,6 +838,8 @@ void infer_ops(strbuf *mod)
     gen_quantize(mod, 1);
     gen_rope(mod, 0);
     gen_rope(mod, 1);
+    gen_rope2(mod, 0);
+    gen_rope2(mod, 1);
     static const rayo_dtype tables[] = {RAYO_DTYPE_F32, RAYO_DTYPE_F16, RAYO_DTYPE_BF16, RAYO_DTYPE_Q8_0,
                                         RAYO_DTYPE_Q4_0, RAYO_DTYPE_Q4_K, RAYO_DTYPE_Q6_K};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)

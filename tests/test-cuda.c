@@ -8,8 +8,10 @@
  *     and the engine only) on fresh random inputs (elementwise, reductions
  *     with NaN, rows, norms without gamma, matmul in every transpose and in
  *     shapes that mix the tiled kernels with the edge kernel, gemv,
- *     transpose, bias_act), relaxed Q8_0 / Q4_0 gemv (x in 8 bits; several of one x in a
- *     replayed batch: one launch; a residual add and rmsnorm of the sum: one kernel), fused attention in the shapes that take each
+ *     transpose, bias_act), relaxed Q8_0 / Q4_0 / Q4_K gemv (x in 8 bits; several of one x in a
+ *     replayed batch: one launch; a residual add and rmsnorm of the sum: one kernel; rope of q and k:
+ *     one launch, the same rope twice on one buffer: two; gate, up and swiglu: one launch, swiglu
+ *     of up then gate: not), fused attention in the shapes that take each
  *     launch plan (a KV group wider than one warp's 4 heads, odd groups,
  *     aligned and unaligned K/V rows, decode and prefill), batches on device buffers (a typed matmul too)
  *     at unaligned offsets (each op of a chain checked against the device's
@@ -327,7 +329,19 @@ static void test_gemv(void *st)
     }
 }
 
-/* Relaxed Q8_0 / Q4_0 gemv on host memory against the float64 product of
+/* rows rows of n values of A stored in dt (Q8_0, Q4_0 or Q4_K) at q, and A
+ * made the stored weights (each row row_bytes apart in q). */
+static void store_rows(rayo_dtype dt, float *A, unsigned char *q, size_t rows, size_t n, size_t row_bytes)
+{
+    for (size_t r = 0; r < rows; r++) {
+        unsigned char *row = q + r * row_bytes;
+        (dt == RAYO_DTYPE_Q8_0 ? rayo_quantize_q8_0 : dt == RAYO_DTYPE_Q4_0 ? rayo_quantize_q4_0
+                                                                            : rayo_quantize_q4_k)(A + r * n, row, n);
+        rayo_dequantize_row(dt, row, A + r * n, n);
+    }
+}
+
+/* Relaxed Q8_0 / Q4_0 / Q4_K gemv on host memory against the float64 product of
  * the stored weights, within the relaxed contract: rows long enough for
  * the kernels with x in 8 bits (cuda-infer.c: 1024 values on), in the
  * decoder's shapes and odd row counts (warps looping over rows), x scaled
@@ -340,11 +354,7 @@ static void check_gemv_int8(void *st, rayo_dtype dt, size_t m, size_t n, float x
     CHECK(rayo_dtype_row_bytes(dt, n, &row_bytes), "row bytes of %zu values", n);
     float *A = floats(m * n, -1, 1), *x = floats(n, -1, 1), *y0 = floats(m, -1, 1), *y = malloc(m * sizeof *y);
     unsigned char *q = malloc(m * row_bytes);
-    for (size_t r = 0; r < m; r++) {
-        unsigned char *row = q + r * row_bytes;
-        (dt == RAYO_DTYPE_Q8_0 ? rayo_quantize_q8_0 : rayo_quantize_q4_0)(A + r * n, row, n);
-        (dt == RAYO_DTYPE_Q8_0 ? rayo_dequantize_q8_0 : rayo_dequantize_q4_0)(row, A + r * n, n);
-    }
+    store_rows(dt, A, q, m, n, row_bytes);
     for (size_t i = 0; i < n; i++)
         x[i] *= xscale;
     x[n / 3] *= outlier;
@@ -366,10 +376,13 @@ static void test_gemv_int8(void *st)
 {
     static const size_t shapes[][2] = {{1, 1024}, {37, 2048}, {256, 2048}, {300, 5632}, {1001, 4096},
                                        {70, 11008}, {17, 1056}};
-    for (int d = 0; d < 2; d++) {
-        rayo_dtype dt = d ? RAYO_DTYPE_Q4_0 : RAYO_DTYPE_Q8_0;
-        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-            check_gemv_int8(st, dt, shapes[i][0], shapes[i][1], 1.0f, i % 2 ? 0.5f : 0.0f, 1.0f);
+    static const rayo_dtype dtypes[] = {RAYO_DTYPE_Q8_0, RAYO_DTYPE_Q4_0, RAYO_DTYPE_Q4_K};
+    for (int d = 0; d < 3; d++) {
+        rayo_dtype dt = dtypes[d];
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            size_t n = shapes[i][1] % rayo_dtype_block_elems(dt) ? 1280 : shapes[i][1]; /* Q4_K: 5 blocks */
+            check_gemv_int8(st, dt, shapes[i][0], n, 1.0f, i % 2 ? 0.5f : 0.0f, 1.0f);
+        }
         check_gemv_int8(st, dt, 5, 2048, 1e-25f, 0.0f, 1.0f);
         check_gemv_int8(st, dt, 5, 2048, 1e30f, 0.0f, 1.0f);
         check_gemv_int8(st, dt, 300, 2048, 1.0f, 0.0f, 1000.0f); /* past the estimate: the float sums */
@@ -544,10 +557,7 @@ static void check_gemv8_group(void *st, rayo_dtype dt)
     }
     float *wf = floats(wbytes / row_bytes * n, -1, 1), *x = floats(n, -1, 1), *want = malloc(4 * 300);
     unsigned char *w = malloc(wbytes);
-    for (size_t r = 0; r < wbytes / row_bytes; r++) {
-        (dt == RAYO_DTYPE_Q8_0 ? rayo_quantize_q8_0 : rayo_quantize_q4_0)(wf + r * n, w + r * row_bytes, n);
-        (dt == RAYO_DTYPE_Q8_0 ? rayo_dequantize_q8_0 : rayo_dequantize_q4_0)(w + r * row_bytes, wf + r * n, n);
-    }
+    store_rows(dt, wf, w, wbytes / row_bytes, n, row_bytes);
     rayo_op_info relaxed = *rayo_op_by_id(RAYO_OP_GEMV);
     relaxed.tol_rel = 2e-3; /* the combo's relaxed contract */
     void *bw = NULL, *bx = NULL, *by = NULL, *batch = NULL;
@@ -590,6 +600,58 @@ static void check_gemv8_group(void *st, rayo_dtype dt)
     mem->buffer_free(st, bx);
     mem->buffer_free(st, by);
     free(wf); free(x); free(want); free(w);
+}
+
+/* Relaxed 8-bit gate and up gemvs of one x and swiglu of their outputs in
+ * place of gate's, as a decode step records them: one launch in the plugin
+ * (gemv8s_*).  swap: swiglu of up's and gate's outputs (the other order),
+ * which must not be fused.  Each output must be bit for bit the gemvs and
+ * swiglu alone on host memory. */
+static void check_gemv8_swiglu(void *st, rayo_dtype dt, int swap)
+{
+    const rayo_memory_api *mem = desc->memory;
+    size_t m = 300, n = 2048, row_bytes = 0;
+    CHECK(rayo_dtype_row_bytes(dt, n, &row_bytes), "row bytes");
+    float *wf = floats(2 * m * n, -1, 1), *x = floats(n, -1, 1), *out[2], *want = malloc(4 * m);
+    unsigned char *w = malloc(2 * m * row_bytes);
+    store_rows(dt, wf, w, 2 * m, n, row_bytes);
+    void *bw = NULL, *bx = NULL, *by = NULL, *batch = NULL;
+    CHECK(mem->buffer_alloc(st, 2 * m * row_bytes, &bw) == RAYO_OK && mem->buffer_alloc(st, 4 * n, &bx) == RAYO_OK &&
+          mem->buffer_alloc(st, 8 * m, &by) == RAYO_OK && mem->batch_begin(st, &batch) == RAYO_OK,
+          "buffers: %s", last_error);
+    if (!bw || !bx || !by || !batch)
+        return;
+    CHECK(mem->buffer_write(st, bw, 0, w, 2 * m * row_bytes) == RAYO_OK &&
+          mem->buffer_write(st, bx, 0, x, 4 * n) == RAYO_OK, "write");
+    for (int p = 0; p < 2; p++) {
+        rayo_dev_call c = {.struct_size = sizeof(rayo_dev_call), .op = RAYO_OP_GEMV, .m = m, .n = n, .alpha = 1.0f,
+                           .a = {bw, p * m * row_bytes}, .b = {bx, 0}, .y = {by, 4 * p * m},
+                           .dtypes = RAYO_DTYPES(dt, RAYO_DTYPE_F32, 0, RAYO_DTYPE_F32),
+                           .precision = RAYO_PRECISION_RELAXED};
+        CHECK(mem->batch_record(st, batch, &c) == RAYO_OK, "record gemv %d: %s", p, last_error);
+        rayo_call one = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_GEMV, .m = m, .n = n, .alpha = 1.0f,
+                         .a = w + p * m * row_bytes, .b = x, .y = out[p] = malloc(4 * m), .dtypes = c.dtypes,
+                         .precision = RAYO_PRECISION_RELAXED};
+        CHECK(run(st, &one) == RAYO_OK, "gemv alone: %s", last_error);
+    }
+    rayo_dev_call glu = {.struct_size = sizeof(rayo_dev_call), .op = RAYO_OP_SWIGLU, .m = 1, .n = m,
+                         .a = {by, swap ? 4 * m : 0}, .b = {by, swap ? 0 : 4 * m}, .y = {by, 0}};
+    CHECK(mem->batch_record(st, batch, &glu) == RAYO_OK, "record swiglu: %s", last_error);
+    CHECK(mem->batch_submit(st, batch) == RAYO_OK && mem->batch_wait(st, batch, UINT64_MAX) == RAYO_OK, "submit: %s",
+          last_error);
+    rayo_call one = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_SWIGLU, .m = 1, .n = m, .a = out[swap],
+                     .b = out[!swap], .y = want};
+    CHECK(run(st, &one) == RAYO_OK, "swiglu alone: %s", last_error);
+    float *got = read_floats(st, by, 0, 2 * m);
+    CHECK(!memcmp(got, want, 4 * m) && !memcmp(got + m, out[1], 4 * m),
+          "%s gate, up and swiglu%s in a batch: not the gemvs and swiglu alone", rayo_dtype_name(dt),
+          swap ? " (up first)" : "");
+    free(got);
+    mem->batch_free(st, batch);
+    mem->buffer_free(st, bw);
+    mem->buffer_free(st, bx);
+    mem->buffer_free(st, by);
+    free(wf); free(x); free(out[0]); free(out[1]); free(want); free(w);
 }
 
 /* A residual add then rmsnorm of the sum, as a decode step records them
@@ -637,6 +699,63 @@ static void check_add_rmsnorm(void *st, size_t m, size_t n)
     mem->buffer_free(st, br);
     mem->buffer_free(st, bg);
     free(x); free(r); free(gamma); free(want);
+}
+
+/* Rope of q and of k in place in a batch, as a decode step records them:
+ * one launch in the plugin (rope2_*).  Then the same rope twice on one
+ * buffer, which must not be one launch (the second reads the first's
+ * output).  After a submit each buffer must be bit for bit the ropes alone
+ * on host memory, in turn. */
+static void check_rope_pair(void *st, rayo_rope_mode mode, size_t tokens)
+{
+    const rayo_memory_api *mem = desc->memory;
+    enum { HEADS = 32, KV_HEADS = 4, HD = 64 };
+    size_t qn = tokens * HEADS * HD, kn = tokens * KV_HEADS * HD;
+    float *q = floats(qn, -2, 2), *k = floats(kn, -2, 2), *want = malloc(4 * qn);
+    int32_t pos[8];
+    for (size_t t = 0; t < tokens; t++)
+        pos[t] = (int32_t)(17 + 100 * t);
+    void *bq = NULL, *bk = NULL, *bp = NULL, *batch = NULL;
+    CHECK(tokens <= 8 && mem->buffer_alloc(st, 4 * qn, &bq) == RAYO_OK && mem->buffer_alloc(st, 4 * kn, &bk) == RAYO_OK &&
+          mem->buffer_alloc(st, 4 * tokens, &bp) == RAYO_OK && mem->batch_begin(st, &batch) == RAYO_OK,
+          "buffers: %s", last_error);
+    if (!bq || !bk || !bp || !batch)
+        return;
+    CHECK(mem->buffer_write(st, bq, 0, q, 4 * qn) == RAYO_OK && mem->buffer_write(st, bk, 0, k, 4 * kn) == RAYO_OK &&
+          mem->buffer_write(st, bp, 0, pos, 4 * tokens) == RAYO_OK, "write");
+    rayo_rope_params pq = {sizeof pq, mode, 48, 10000.0f, 1.0f, HEADS, HD, 0, 0}, pk = pq;
+    pk.n_heads = KV_HEADS;
+    /* q and k apart: one launch; then k twice over: two */
+    void *buf[4] = {bq, bk, bk, bk};
+    const rayo_rope_params *par[4] = {&pq, &pk, &pk, &pk};
+    for (int i = 0; i < 4; i++) {
+        rayo_dev_call c = {.struct_size = sizeof(rayo_dev_call), .op = RAYO_OP_ROPE, .m = tokens, .n = HD,
+                           .a = {buf[i], 0}, .b = {bp, 0}, .y = {buf[i], 0}, .params = par[i],
+                           .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, RAYO_DTYPE_I32, 0, RAYO_DTYPE_F32)};
+        CHECK(mem->batch_record(st, batch, &c) == RAYO_OK, "record rope %d: %s", i, last_error);
+    }
+    CHECK(mem->batch_submit(st, batch) == RAYO_OK && mem->batch_wait(st, batch, UINT64_MAX) == RAYO_OK, "submit: %s",
+          last_error);
+    float *mine[2] = {q, k};
+    size_t len[2] = {qn, kn}, times[2] = {1, 3};
+    for (int b = 0; b < 2; b++) {
+        for (size_t i = 0; i < times[b]; i++) {
+            rayo_call one = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_ROPE, .m = tokens, .n = HD,
+                             .a = mine[b], .b = pos, .y = want, .params = par[b],
+                             .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, RAYO_DTYPE_I32, 0, RAYO_DTYPE_F32)};
+            CHECK(run(st, &one) == RAYO_OK, "rope alone: %s", last_error);
+            memcpy(mine[b], want, 4 * len[b]);
+        }
+        float *got = read_floats(st, buf[b], 0, len[b]);
+        CHECK(!memcmp(got, mine[b], 4 * len[b]), "rope %s of %zu tokens in a batch (%s): not the ropes alone",
+              mode == RAYO_ROPE_NEOX ? "neox" : "norm", tokens, b ? "k three times, after q" : "q, with k");
+        free(got);
+    }
+    mem->batch_free(st, batch);
+    mem->buffer_free(st, bq);
+    mem->buffer_free(st, bk);
+    mem->buffer_free(st, bp);
+    free(q); free(k); free(want);
 }
 
 /* A typed matmul (f32 A, Q4_0 weight B transposed, as an LLM prefill) in a
@@ -952,10 +1071,16 @@ int main(int argc, char **argv)
     test_batches(st);
     check_gemv8_group(st, RAYO_DTYPE_Q8_0);
     check_gemv8_group(st, RAYO_DTYPE_Q4_0);
+    check_gemv8_group(st, RAYO_DTYPE_Q4_K);
+    check_gemv8_swiglu(st, RAYO_DTYPE_Q4_0, 0);
+    check_gemv8_swiglu(st, RAYO_DTYPE_Q4_K, 0);
+    check_gemv8_swiglu(st, RAYO_DTYPE_Q8_0, 1);
     check_add_rmsnorm(st, 1, 2048);
     check_add_rmsnorm(st, 3, 4096);
     check_add_rmsnorm(st, 2, 1100); /* n % 4 == 0, past the warp kernels */
     check_add_rmsnorm(st, 1, 999);  /* odd n: not fused, still right */
+    check_rope_pair(st, RAYO_ROPE_NORM, 1);
+    check_rope_pair(st, RAYO_ROPE_NEOX, 3);
     test_typed_matmul_batch(st, RAYO_PRECISION_STRICT, 37, 70, 96);
     test_typed_matmul_batch(st, RAYO_PRECISION_RELAXED, 37, 70, 96);
     test_matmul_half(st);

@@ -12,8 +12,8 @@
 // Where WebGPU granted a device, the second benchmark (bench-webgpu.mjs)
 // times the webgpu backend against SIMD128 on the main thread (the GPU's
 // answers are awaited: the page stays responsive while it works);
-// ?webgpu=1 starts it at once (?webgpu=quick: at smaller sizes), else its
-// button does.  Its progress is in
+// ?webgpu=1 starts it at once (?webgpu=quick: at smaller sizes; &ops=gemv:
+// only the gemv, ops comma-separated), else its button does.  Its progress is in
 // <body data-webgpu-bench>: idle, running, done or error.
 
 import { loadRayo, engineHasSimd128 } from './rayo/rayo.mjs';
@@ -82,7 +82,7 @@ function benchmark() {
   worker.postMessage('run');
 }
 
-async function benchmarkWebgpu(rayo, quick = false) {
+async function benchmarkWebgpu(rayo, quick = false, ops = null) {
   const body = $('#bench-webgpu tbody');
   body.textContent = '';
   $('#run-webgpu').disabled = true;
@@ -92,14 +92,15 @@ async function benchmarkWebgpu(rayo, quick = false) {
   try {
     await runWebgpuBenchmark(ctx, {
       quick,
+      ops,
       onRow: (r) => {
         const row = body.insertRow();
         row.dataset.op = r.op;
         row.dataset.ratio = r.ratio.toFixed(3);
         cell(row, r.op);
         cell(row, r.size);
-        cell(row, `${fmt(r.times.webgpu)} (${r.gflops.webgpu.toFixed(1)} GFLOP/s)`, 'num');
-        cell(row, `${fmt(r.times.wasm)} (${r.gflops.wasm.toFixed(1)} GFLOP/s)`, 'num');
+        for (const be of ['webgpu', 'wasm'])
+          cell(row, `${fmt(r.times[be])} (${r.gflops[be].toFixed(1)} GFLOP/s${r.first[be] ? ', first call' : ''})`, 'num');
         cell(row, `${r.ratio.toFixed(2)}×`, 'num');
       },
     });
@@ -123,8 +124,10 @@ function setupWebgpu(rayo) {
   $('#webgpu-status').textContent = `${rayo.webgpu.device}; ${rayo.webgpu.reason}`;
   $('#run-webgpu').onclick = () => benchmarkWebgpu(rayo);
   $('#run-webgpu').disabled = false;
-  const start = new URLSearchParams(location.search).get('webgpu');
-  if (start === '1' || start === 'quick') benchmarkWebgpu(rayo, start === 'quick');
+  const query = new URLSearchParams(location.search);
+  const start = query.get('webgpu');
+  const ops = query.get('ops') ? query.get('ops').split(',') : null;
+  if (start === '1' || start === 'quick') benchmarkWebgpu(rayo, start === 'quick', ops);
 }
 
 function fail(message) {

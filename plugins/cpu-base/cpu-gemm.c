@@ -60,6 +60,13 @@ rayo_status cpu_gemv_call(const cpu_state *st, const cpu_gemv_kernel *kernel,
                         call->lda, call->alpha, call->a, call->b, call->beta, call->y);
 }
 
+rayo_status cpu_gemv_call_dense(const cpu_state *st, const cpu_gemv_kernel *kernel, const rayo_call *call)
+{
+    if (rayo_call_strided(call))
+        return RAYO_E_UNSUPPORTED;
+    return cpu_gemv_call(st, kernel, call);
+}
+
 /* ---- matmul -------------------------------------------------------------- */
 /* k == 0: op(A) op(B) is the zero matrix. */
 static void scale_c(float *C, size_t count, float beta)

@@ -12,7 +12,8 @@
  * when the product is large.  The tile function is a macro expanded in the
  * plugin's matmul.c so that the micro-kernel and the block store stay
  * direct calls with constant MR, NR (the hot loops are compiled exactly as
- * when each plugin had its own copy).
+ * when each plugin had its own copy); CPU_GEMM_MATMUL_FN expands it with the
+ * plugin's matmul kernel.
  */
 #ifndef RAYO_CPU_GEMM_H
 #define RAYO_CPU_GEMM_H
@@ -54,6 +55,16 @@ static inline float cpu_gemv_finish(double sum, float alpha, float beta, const f
     return (float)(beta == 0.0f ? v : v + (double)beta * *y);
 }
 
+/* y[j0 .. j0 + jb) of the transposed product from the columns' sums
+ * (float lanes added in double), each redone in double where float lanes
+ * lost it (cpu_dot_redo). */
+static inline void cpu_gemv_store_columns(const cpu_gemv_job *job, size_t j0, size_t jb, const double *total)
+{
+    for (size_t j = 0; j < jb; j++)
+        job->y[j0 + j] = cpu_gemv_finish(cpu_dot_redo(total[j], job->A + j0 + j, job->lda, job->x, job->rows),
+                                         job->alpha, job->beta, &job->y[j0 + j]);
+}
+
 /* y has (trans ? cols : rows) elements; lda 0 means cols. */
 rayo_status cpu_gemv_run(const cpu_state *st, const cpu_gemv_kernel *kernel, int trans,
                          size_t rows, size_t cols, size_t lda, float alpha, const float *A,
@@ -61,6 +72,9 @@ rayo_status cpu_gemv_run(const cpu_state *st, const cpu_gemv_kernel *kernel, int
 /* The gemv op: only RAYO_TRANS_A is allowed; the call's lda is passed on. */
 rayo_status cpu_gemv_call(const cpu_state *st, const cpu_gemv_kernel *kernel,
                           const rayo_call *call);
+/* The same for kernels without row strides: a strided call is
+ * RAYO_E_UNSUPPORTED (the next backend takes it). */
+rayo_status cpu_gemv_call_dense(const cpu_state *st, const cpu_gemv_kernel *kernel, const rayo_call *call);
 
 /* ---- matmul: C (m x n) = alpha op(A) op(B) + beta C, row-major ----------- */
 typedef struct cpu_gemm_kernel cpu_gemm_kernel;
@@ -92,6 +106,21 @@ struct cpu_gemm_kernel {
 
 /* The matmul op.  beta == 0 never reads C. */
 rayo_status cpu_gemm_call(void *state, const rayo_call *call, const cpu_gemm_kernel *kernel);
+
+/* Defines the plugin's matmul kernel, CPU_KERNEL(matmul): its tile function
+ * (CPU_GEMM_TILE_FN, from the plugin's MR, NR, KC, MC, NC, micro_kernel and
+ * store_block) and its cpu_gemm_kernel with these gemv kernels, narrow_tiles
+ * and strided function (NULL: row strides are RAYO_E_UNSUPPORTED). */
+#define CPU_GEMM_MATMUL_FN(GEMV, NARROW_TILES, STRIDED)                                  \
+    CPU_GEMM_TILE_FN(matmul_tile)                                                      \
+    static const cpu_gemm_kernel cpu_gemm_plugin_kernel = {                            \
+        .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC, .narrow_tiles = (NARROW_TILES), \
+        .tile = matmul_tile, .gemv = (GEMV), .strided = (STRIDED),                     \
+    };                                                                                 \
+    CPU_KERNEL_FN(matmul)                                                              \
+    {                                                                                  \
+        return cpu_gemm_call(state, call, &cpu_gemm_plugin_kernel);                    \
+    }
 
 /* count lanes (rows of op(A) or columns of op(B)) x kc values from base
  * (lane l, value p at base[l * lane_stride + p * k_stride]) -> width-lane

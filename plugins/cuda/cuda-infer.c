@@ -22,6 +22,9 @@ static size_t min_size(size_t a, size_t b)
     return a < b ? a : b;
 }
 
+static int rope_pair_suits(const cuda_op *a, const cuda_op *b);
+static rayo_status launch_rope_pair(cuda_state *st, CUstream stream, const cuda_op *a, const cuda_op *b);
+
 static const rayo_ptx_gemvq_config *gemvq_config(rayo_dtype dt)
 {
     for (unsigned i = 0; i < rayo_cuda_gemvq_config_count; i++)
@@ -30,16 +33,25 @@ static const rayo_ptx_gemvq_config *gemvq_config(rayo_dtype dt)
     return NULL;
 }
 
+/* The dtype's part of the gemv8 kernels' names, or NULL. */
+static const char *gemv8_dtype(rayo_dtype dt)
+{
+    return dt == RAYO_DTYPE_Q8_0 ? "q8_0" : dt == RAYO_DTYPE_Q4_0 ? "q4_0" : dt == RAYO_DTYPE_Q4_K ? "q4_k" : NULL;
+}
+
 /* The gemv8_* kernel (x rounded to 8 bits, integer products) for a relaxed
- * Q8_0 / Q4_0 gemv with long rows, or NULL.  Its loads need x on 16 bytes
- * and rows on 4; its shared memory stays within the 48 KiB every block
- * gets without opting in. */
+ * Q8_0 / Q4_0 / Q4_K gemv with long rows, or NULL.  Its loads need x on 16
+ * bytes and rows on 4 (Q4_K: 16, its vector loads); its shared memory stays
+ * within the 48 KiB every block gets without opting in. */
 static const char *gemv8_kernel(const cuda_state *st, const cuda_op *op, rayo_dtype dt, size_t row_bytes)
 {
+    static const char *const names[] = {"gemv8_q8_0", "gemv8_q4_0", "gemv8_q4_k"};
+    size_t align = dt == RAYO_DTYPE_Q4_K ? 16 : 4;
     if (!st->use_gemv8 || op->precision != RAYO_PRECISION_RELAXED || op->n < RAYO_PTX_GEMV8_MIN_N ||
-        op->n % 32 || op->b % 16 || op->a % 4 || row_bytes % 4 || rayo_ptx_gemv8_smem(op->n) > 48 * 1024)
+        op->n % 32 || op->b % 16 || op->a % align || row_bytes % align || rayo_ptx_gemv8_smem(op->n) > 48 * 1024 ||
+        !gemv8_dtype(dt))
         return NULL;
-    return dt == RAYO_DTYPE_Q8_0 ? "gemv8_q8_0" : dt == RAYO_DTYPE_Q4_0 ? "gemv8_q4_0" : NULL;
+    return names[dt == RAYO_DTYPE_Q8_0 ? 0 : dt == RAYO_DTYPE_Q4_0 ? 1 : 2];
 }
 
 /* Launches gemv kernel `name` (parameters y, a, x, m, n, row bytes, alpha,
@@ -129,10 +141,25 @@ static int independent(const cuda_op *ops, size_t n, const cuda_op *o, size_t ro
     return !cuda_overlap(o->y, 4 * o->m, o->b, xb) && !cuda_overlap(o->y, 4 * o->m, o->a, o->m * row_bytes);
 }
 
+/* Whether swiglu s of gate's and up's outputs runs in their launch
+ * (gemv8s_*): one row of each (a decode step), s's output apart from
+ * everything else the launch reads or writes, or in place of gate's or
+ * up's output (written by the same lane after it). */
+static int swiglu_suits(const cuda_op *gate, const cuda_op *up, const cuda_op *s, size_t row_bytes)
+{
+    size_t yb = 4 * gate->m;
+    if (s->op != RAYO_OP_SWIGLU || s->dtypes || s->m != 1 || s->n != gate->m || up->m != gate->m ||
+        s->a != gate->y || s->b != up->y)
+        return 0;
+    return (s->y == gate->y || !cuda_overlap(s->y, yb, gate->y, yb)) &&
+           (s->y == up->y || !cuda_overlap(s->y, yb, up->y, yb)) && !cuda_overlap(s->y, yb, gate->b, 4 * gate->n) &&
+           !cuda_overlap(s->y, yb, gate->a, gate->m * row_bytes) && !cuda_overlap(s->y, yb, up->a, up->m * row_bytes);
+}
+
 size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count)
 {
     size_t row_bytes = 0, n = 1;
-    if (count >= 2 && cuda_add_rmsnorm_suits(st, &ops[0], &ops[1]))
+    if (count >= 2 && (cuda_add_rmsnorm_suits(st, &ops[0], &ops[1]) || rope_pair_suits(&ops[0], &ops[1])))
         return 2;
     if (!count || !gemv8_alike(st, &ops[0], &ops[0]) ||
         !rayo_dtype_row_bytes(RAYO_DTYPE_OF(ops[0].dtypes, 0), ops[0].lda ? ops[0].lda : ops[0].n, &row_bytes) ||
@@ -141,7 +168,26 @@ size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count)
     while (n < count && n < RAYO_PTX_GEMV8_PARTS && gemv8_alike(st, &ops[0], &ops[n]) &&
            independent(ops, n, &ops[n], row_bytes))
         n++;
+    if (n == 2 && count > 2 && swiglu_suits(&ops[0], &ops[1], &ops[2], row_bytes))
+        return 3;
     return n;
+}
+
+/* gemv8<kind>_<dtype> over `rows` warp rows of n columns, one wave: two
+ * blocks per SM, their warps looping over rows. */
+static rayo_status launch_gemv8_grid(cuda_state *st, CUstream stream, char kind, rayo_dtype dt, size_t rows,
+                                     size_t n, void **params)
+{
+    char name[32];
+    snprintf(name, sizeof name, "gemv8%c_%s", kind, gemv8_dtype(dt));
+    CUfunction fn;
+    rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
+    if (s != RAYO_OK)
+        return s;
+    size_t blocks = min_size((rows + RAYO_PTX_GEMV8_WARPS - 1) / RAYO_PTX_GEMV8_WARPS, (size_t)st->sm_count * 2);
+    CUresult r = cuda_launch_kernel(st, fn, (unsigned)blocks, 1, 1, 32 * RAYO_PTX_GEMV8_WARPS, 1, 1,
+                                    (unsigned)rayo_ptx_gemv8_smem(n), stream, params, NULL);
+    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, name);
 }
 
 /* ops[0 .. n) as one gemv8x_* grid: parts past n have no rows. */
@@ -164,22 +210,31 @@ static rayo_status launch_gemv8x(cuda_state *st, CUstream stream, const cuda_op 
     }
     void **tail = params + 3 * RAYO_PTX_GEMV8_PARTS;
     tail[0] = &x, tail[1] = &cols, tail[2] = &lda, tail[3] = &alpha, tail[4] = &beta;
-    char name[32];
-    snprintf(name, sizeof name, "gemv8x_%s", dt == RAYO_DTYPE_Q8_0 ? "q8_0" : "q4_0");
-    CUfunction fn;
-    rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
-    if (s != RAYO_OK)
-        return s;
-    size_t blocks = min_size((rows + RAYO_PTX_GEMV8_WARPS - 1) / RAYO_PTX_GEMV8_WARPS, (size_t)st->sm_count * 2);
-    CUresult r = cuda_launch_kernel(st, fn, (unsigned)blocks, 1, 1, 32 * RAYO_PTX_GEMV8_WARPS, 1, 1,
-                                    (unsigned)rayo_ptx_gemv8_smem(ops[0].n), stream, params, NULL);
-    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of gemv8x");
+    return launch_gemv8_grid(st, stream, 'x', dt, rows, ops[0].n, params);
+}
+
+/* gate ops[0], up ops[1] and swiglu ops[2] as one gemv8s_* grid. */
+static rayo_status launch_gemv8s(cuda_state *st, CUstream stream, const cuda_op *ops)
+{
+    rayo_dtype dt = RAYO_DTYPE_OF(ops[0].dtypes, 0);
+    size_t row_bytes = 0;
+    if (!rayo_dtype_row_bytes(dt, ops[0].lda ? ops[0].lda : ops[0].n, &row_bytes))
+        return RAYO_E_UNSUPPORTED; /* cuda_launch_group checked it */
+    CUdeviceptr ys = ops[2].y, y0 = ops[0].y, a0 = ops[0].a, y1 = ops[1].y, a1 = ops[1].a, x = ops[0].b;
+    unsigned long long m = ops[0].m, cols = ops[0].n, lda = row_bytes;
+    float alpha = ops[0].alpha, beta = ops[0].beta;
+    void *params[] = {&ys, &y0, &a0, &y1, &a1, &x, &m, &cols, &lda, &alpha, &beta};
+    return launch_gemv8_grid(st, stream, 's', dt, m, ops[0].n, params);
 }
 
 rayo_status cuda_launch_ops(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n)
 {
     if (n == 1)
         return cuda_launch_op(st, stream, &ops[0]);
+    if (ops[0].op == RAYO_OP_ROPE)
+        return launch_rope_pair(st, stream, &ops[0], &ops[1]);
+    if (n == 3 && ops[2].op == RAYO_OP_SWIGLU)
+        return launch_gemv8s(st, stream, ops);
     return ops[0].op == RAYO_OP_ADD ? cuda_launch_add_rmsnorm(st, stream, &ops[0], &ops[1])
                                     : launch_gemv8x(st, stream, ops, n);
 }
@@ -284,30 +339,90 @@ static rayo_status launch_convert(cuda_state *st, CUstream stream, const cuda_op
     return launch(st, stream, name, min_size((op->n + THREADS - 1) / THREADS, (size_t)st->sm_count * 8), 1, params);
 }
 
+/* A rope's kernel parameters (p_y .. p_scale of ptx/infer-ops.c), from its op. */
+typedef struct rope_args {
+    CUdeviceptr y, x, pos;
+    unsigned long long m, cols, ldx, ldy, hsx, hsy, half, head_dim, rot;
+    double ratio, scale;
+} rope_args;
+
+/* *r and 1, or 0 where the op's parameters are not valid; r->m == 0:
+ * nothing to do. */
+static int rope_setup(const cuda_op *op, rope_args *r)
+{
+    const rayo_rope_params *p = op->params;
+    size_t rot = p->rot_dims ? p->rot_dims : p->head_dim, dense = p->n_heads * p->head_dim;
+    if (rot % 2 || rot > p->head_dim || (p->mode != RAYO_ROPE_NORM && p->mode != RAYO_ROPE_NEOX))
+        return 0;
+    *r = (rope_args){op->y, op->a, op->b, op->m, p->n_heads * (rot / 2), op->lda ? op->lda : dense,
+                     op->ldy ? op->ldy : dense, p->head_stride_x ? p->head_stride_x : p->head_dim,
+                     p->head_stride_y ? p->head_stride_y : p->head_dim, rot / 2, p->head_dim, rot,
+                     pow((double)p->freq_base, -2.0 / (double)rot), p->freq_scale};
+    if (p->n_heads == 0 || p->head_dim == 0)
+        r->m = 0;
+    return 1;
+}
+
 static rayo_status launch_rope(cuda_state *st, CUstream stream, const cuda_op *op)
 {
+    rope_args r;
     const rayo_rope_params *p = op->params;
     if (!p)
         return RAYO_E_UNSUPPORTED;
-    size_t rot = p->rot_dims ? p->rot_dims : p->head_dim;
-    if (op->m == 0 || p->n_heads == 0 || p->head_dim == 0)
-        return RAYO_OK;
-    if (rot % 2 || rot > p->head_dim || (p->mode != RAYO_ROPE_NORM && p->mode != RAYO_ROPE_NEOX)) {
+    if (!rope_setup(op, &r)) {
         st->host->set_error(st->host, "cuda: rope: rot_dims %zu must be even and at most head_dim %zu, mode NORM "
-                            "or NEOX", rot, p->head_dim);
+                            "or NEOX", (size_t)(p->rot_dims ? p->rot_dims : p->head_dim), p->head_dim);
         return RAYO_E_INVALID;
     }
-    size_t dense = p->n_heads * p->head_dim;
-    CUdeviceptr y = op->y, x = op->a, pos = op->b;
-    unsigned long long m = op->m, half = rot / 2, cols = p->n_heads * half, ldx = op->lda ? op->lda : dense,
-                       ldy = op->ldy ? op->ldy : dense, hsx = p->head_stride_x ? p->head_stride_x : p->head_dim,
-                       hsy = p->head_stride_y ? p->head_stride_y : p->head_dim, head_dim = p->head_dim,
-                       rotd = rot;
-    double ratio = pow((double)p->freq_base, -2.0 / (double)rot), scale = p->freq_scale;
-    void *params[] = {&y, &x, &pos, &m, &cols, &ldx, &ldy, &hsx, &hsy, &half, &head_dim, &rotd, &ratio, &scale};
+    if (r.m == 0)
+        return RAYO_OK;
+    void *params[] = {&r.y, &r.x, &r.pos, &r.m, &r.cols, &r.ldx, &r.ldy, &r.hsx, &r.hsy, &r.half, &r.head_dim,
+                      &r.rot, &r.ratio, &r.scale};
     size_t gx, gy;
-    row_grid(st, op->m, cols, &gx, &gy);
+    row_grid(st, r.m, r.cols, &gx, &gy);
     return launch(st, stream, p->mode == RAYO_ROPE_NEOX ? "rope_neox" : "rope_norm", gx, gy, params);
+}
+
+/* ---- two ropes in one launch (rope2_*) ------------------------------------ */
+/* Bytes from its start that a rope's x or y (token and head strides ld,
+ * hs) spans. */
+static size_t rope_span(const rope_args *r, const rayo_rope_params *p, unsigned long long ld, unsigned long long hs)
+{
+    return 4 * ((size_t)(r->m - 1) * ld + (p->n_heads - 1) * hs + p->head_dim);
+}
+
+/* Whether rope b runs with rope a as one rope2_* launch: the same tokens,
+ * positions and frequencies, and neither's output touching what the other
+ * reads or writes (so running them at once gives what running them in turn
+ * gives, each pair computed as alone). */
+static int rope_pair_suits(const cuda_op *a, const cuda_op *b)
+{
+    const rayo_rope_params *p = a->params, *q = b->params;
+    rope_args ra, rb;
+    if (a->op != RAYO_OP_ROPE || b->op != RAYO_OP_ROPE || !p || !q || a->dtypes != b->dtypes || a->m != b->m ||
+        a->b != b->b || p->mode != q->mode || p->rot_dims != q->rot_dims || p->head_dim != q->head_dim ||
+        p->freq_base != q->freq_base || p->freq_scale != q->freq_scale || !rope_setup(a, &ra) ||
+        !rope_setup(b, &rb) || !ra.m || !rb.m)
+        return 0;
+    size_t ax = rope_span(&ra, p, ra.ldx, ra.hsx), ay = rope_span(&ra, p, ra.ldy, ra.hsy);
+    size_t bx = rope_span(&rb, q, rb.ldx, rb.hsx), by = rope_span(&rb, q, rb.ldy, rb.hsy), pb = 4 * (size_t)ra.m;
+    return !cuda_overlap(ra.y, ay, rb.x, bx) && !cuda_overlap(ra.y, ay, rb.y, by) &&
+           !cuda_overlap(rb.y, by, ra.x, ax) && !cuda_overlap(ra.y, ay, ra.pos, pb) &&
+           !cuda_overlap(rb.y, by, ra.pos, pb);
+}
+
+static rayo_status launch_rope_pair(cuda_state *st, CUstream stream, const cuda_op *a, const cuda_op *b)
+{
+    rope_args r, r2;
+    if (!rope_setup(a, &r) || !rope_setup(b, &r2))
+        return RAYO_E_INVALID; /* rope_pair_suits checked them */
+    void *params[] = {&r.y,    &r.x,       &r.pos,  &r.m,    &r.cols, &r.ldx,  &r.ldy,   &r.hsx,
+                      &r.hsy,  &r.half,    &r.head_dim, &r.rot, &r.ratio, &r.scale, &r2.y, &r2.x,
+                      &r2.cols, &r2.ldx,   &r2.ldy, &r2.hsx, &r2.hsy};
+    size_t gx, gy;
+    row_grid(st, r.m, r.cols + r2.cols, &gx, &gy);
+    const rayo_rope_params *p = a->params;
+    return launch(st, stream, p->mode == RAYO_ROPE_NEOX ? "rope2_neox" : "rope2_norm", gx, gy, params);
 }
 
 /* ---- attention ------------------------------------------------------------ */

@@ -146,7 +146,7 @@ typedef struct cuda_state {
     int use_wgmma_half;   /* relaxed f16 / bf16 matmul through wgmma too: [backend.cuda] wgmma_half */
     char wgmma_kernel[48];
     int use_graphs;       /* batches run as CUDA graphs: [backend.cuda] graphs */
-    int use_gemv8;        /* relaxed Q8_0 / Q4_0 gemv with 8-bit x: [backend.cuda] gemv_int8 */
+    int use_gemv8;        /* relaxed Q8_0 / Q4_0 / Q4_K gemv with 8-bit x: [backend.cuda] gemv_int8 */
     int use_half_prompt;  /* relaxed f32 x quantized B^T matmul on f16 copies: [backend.cuda] half_prompt */
     int use_prompt_split_k; /* its small products split along k: [backend.cuda] prompt_split_k */
     int use_cubin;        /* load the build's sm_90 machine code: [backend.cuda] embedded_code */
@@ -301,7 +301,9 @@ int cuda_check_host_call(const cuda_state *st, const rayo_call *call);
 /* How many ops from ops[0] (of count) run as one launch: up to
  * RAYO_PTX_GEMV8_PARTS relaxed 8-bit gemvs of the same x whose outputs
  * touch no operand of the others (a decode step's q, k, v; gate, up), 2 for
- * a residual add and the rmsnorm of its sum (cuda_add_rmsnorm_suits), else 1. */
+ * a residual add and the rmsnorm of its sum (cuda_add_rmsnorm_suits) or two
+ * ropes of the same tokens and positions apart in memory (q, k), 3 for two
+ * such gemvs (gate, up) and the swiglu of their outputs, else 1. */
 size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count);
 /* Queues ops[0 .. n), n from cuda_launch_group. */
 rayo_status cuda_launch_ops(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n);

@@ -72,16 +72,12 @@ static void gemv_columns(const cpu_gemv_job *job, size_t j0, size_t jb)
         gemv_t_full_block(job, j0, total);
     else
         gemv_t_edge_block(job, j0, jb, total);
-    for (size_t j = 0; j < jb; j++)
-        job->y[j0 + j] = cpu_gemv_finish(cpu_dot_redo(total[j], job->A + j0 + j, job->lda, job->x, job->rows),
-                                         job->alpha, job->beta, &job->y[j0 + j]);
+    cpu_gemv_store_columns(job, j0, jb, total);
 }
 
 const cpu_gemv_kernel neon_gemv_kernels = { JB, gemv_rows, gemv_columns };
 
 NEON_KERNEL(gemv)
 {
-    if (rayo_call_strided(call))
-        return RAYO_E_UNSUPPORTED; /* row strides: not in this kernel yet */
-    return cpu_gemv_call(state, &neon_gemv_kernels, call);
+    return cpu_gemv_call_dense(state, &neon_gemv_kernels, call); /* row strides: not yet */
 }

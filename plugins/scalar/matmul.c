@@ -87,15 +87,4 @@ static void store_block(float *C, size_t ldc, size_t rows, size_t cols, const fl
         store_rows(C, ldc, rows, cols, acc, alpha, beta, first);
 }
 
-CPU_GEMM_TILE_FN(matmul_tile)
-
-static const cpu_gemm_kernel scalar_gemm = {
-    .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC, .narrow_tiles = 1,
-    .tile = matmul_tile, .gemv = &scalar_gemv_kernels,
-    .strided = scalar_matmul_typed, /* views: the row-dot path takes any strides */
-};
-
-SCALAR_KERNEL(matmul)
-{
-    return cpu_gemm_call(state, call, &scalar_gemm);
-}
+CPU_GEMM_MATMUL_FN(&scalar_gemv_kernels, 1, scalar_matmul_typed) /* views: the row-dot path takes any strides */

@@ -70,14 +70,4 @@ static void store_block(float *C, size_t ldc, size_t rows, size_t cols, const fl
     }
 }
 
-CPU_GEMM_TILE_FN(matmul_tile)
-
-static const cpu_gemm_kernel wasm_gemm = {
-    .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC, .narrow_tiles = 0,
-    .tile = matmul_tile, .gemv = &wasm_gemv_kernels, .strided = NULL, /* row strides: not yet */
-};
-
-WASM_KERNEL(matmul)
-{
-    return cpu_gemm_call(state, call, &wasm_gemm);
-}
+CPU_GEMM_MATMUL_FN(&wasm_gemv_kernels, 0, NULL) /* row strides: not yet */
