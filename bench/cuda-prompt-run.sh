@@ -3,10 +3,11 @@
 # cuda-prompt-run.sh - the cuda prompt (prefill) checks and figures in one run
 # on the GPU machine, from a build made elsewhere.
 #
-#   bench/cuda-prompt-run.sh prepare [BUILD] [DIR]   here: copies what the run
-#       needs from BUILD (default build/) into DIR (default .gpu-prompt) and
-#       this script into it; carry DIR and .gl (bench/gpu-run.sh prepare
-#       fetches .gl's packages)
+#   bench/cuda-prompt-run.sh prepare [BUILD] [DIR] [BASE]   here: copies what
+#       the run needs from BUILD (default build/) into DIR (default
+#       .gpu-prompt) and this script into it; BASE, another build's
+#       rayo-cuda.so, goes to DIR/base for a same-run comparison; carry DIR
+#       and .gl (bench/gpu-run.sh prepare fetches .gl's packages)
 #   DIR/cuda-prompt-run.sh run                       there, repository root:
 #       1. test-cuda (its second state checks the split-k prompt products)
 #          beside rayo-conform --quick --op matmul on cuda, one fresh seed, as
@@ -16,21 +17,27 @@
 #          q4_k_m; the 7B shape q4_0), each prefilled by `rayo-llama --backend
 #          cuda --warmup --ignore-eos --tokens --ctx 640 -n 16 --prompt-tokens
 #          <128 or 512 ids>` as configured by default, without the split
-#          along k, and without the half path (half_prompt = no), the greedy
-#          tokens compared;
+#          along k, without the half path (half_prompt = no), and with the
+#          BASE plugin as configured by default (when there is one), the
+#          greedy tokens compared; PROMPT_RUNS (words of "default nosplit
+#          f32 base") picks fewer;
 #       3. `profile = yes` breakdowns of a TinyLlama q4_0 128-token prefill
-#          and of 7B 128- and 512-token ones.
+#          and of 7B 128- and 512-token ones (PROMPT_PROFILES: MODEL:TOKENS
+#          words, "" for none), of the BASE plugin too when there is one.
 # Logs in $OUT/logs.tgz; a summary on stdout.
 set -u
 mode=${1:-run}
 . "$(dirname "$0")/gpu-common.sh"
 
 prepare() {
-    build=${1:-build} dir=${2:-.gpu-prompt}
+    build=${1:-build} dir=${2:-.gpu-prompt} base=${3:-}
     gpu_stage "$build" "$dir" core/.libs/librayo.so.0 plugins/cuda/.libs/rayo-cuda.so tools/.libs/rayo-conform \
         tests/.libs/test-cuda \
         examples/llama/.libs/rayo-llama examples/llama/.libs/gguf-make plugins/scalar/.libs/rayo-scalar.so \
         plugins/avx2/.libs/rayo-avx2.so plugins/avx512/.libs/rayo-avx512.so
+    if [ -n "$base" ]; then
+        mkdir -p "$dir/base" && cp -L "$base" "$dir/base/rayo-cuda.so" && cp "$dir/rayo-scalar.so" "$dir/rayo-avx2.so" "$dir/base/"
+    fi
     du -sh "$dir"
 }
 
@@ -43,9 +50,10 @@ conform() {
     grep -h -E 'cases failed|out of contract' "$logs/$name.log" | cut -c1-300 | head -5
 }
 
-# llama NAME FILE CONFIG IDS: one run after a warm-up in the same process, its tokens and speed line in $logs/NAME.*
+# llama NAME FILE CONFIG IDS [PLUGINS]: one run after a warm-up in the same process, its tokens and speed line in
+# $logs/NAME.*; other PLUGINS keep their own code cache
 llama() {
-    RAYO_CONFIG=$3 timeout 90 "$d/rayo-llama" --backend cuda --warmup --ignore-eos --tokens --ctx 640 -n 16 \
+    RAYO_PLUGIN_PATH=${5:-$d} XDG_CACHE_HOME=$XDG_CACHE_HOME${5:+-$(basename "$5")} RAYO_CONFIG=$3 timeout 90 "$d/rayo-llama" --backend cuda --warmup --ignore-eos --tokens --ctx 640 -n 16 \
         --prompt-tokens "$4" "$2" >"$logs/$1.out" 2>"$logs/$1.log"
     echo "$1 exit $?: $(grep -h -i 'tok/s' "$logs/$1.log" | tail -1 | sed 's/.*prefill/prefill/')"
 }
@@ -73,6 +81,8 @@ run() {
     printf '[backend.cuda]\nhalf_prompt = no\n' >/tmp/f32.conf
     printf '[backend.cuda]\nprompt_split_k = no\n' >/tmp/nosplit.conf
     printf '[backend.cuda]\nprofile = yes\n' >/tmp/profile.conf
+    runs=${PROMPT_RUNS:-default nosplit f32 base}
+    [ -f "$d/base/rayo-cuda.so" ] || runs=$(echo "$runs" | sed 's/base//')
     test_cuda &
     seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
     conform conform-default /tmp/default.conf --quick --op matmul &
@@ -83,16 +93,27 @@ run() {
     for m in tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0; do
         for n in 128 512; do
             eval "ids=\$p$n"
-            for c in default nosplit f32; do llama "$m-$c-$n" "/tmp/models/$m.gguf" /tmp/$c.conf "$ids"; done
+            for c in $runs; do
+                if [ "$c" = base ]; then
+                    llama "$m-$c-$n" "/tmp/models/$m.gguf" /tmp/default.conf "$ids" "$d/base"
+                else
+                    llama "$m-$c-$n" "/tmp/models/$m.gguf" /tmp/$c.conf "$ids"
+                fi
+            done
         done
-        tokens_differ "$m" default nosplit "split k vs not"
-        tokens_differ "$m" default f32 "half path vs f32 copies"
+        for c in $runs; do
+            [ "$c" = default ] || tokens_differ "$m" default "$c" "default vs $c"
+        done
     done
-    for run in tl-q4_0:128 7b-q4_0:128 7b-q4_0:512; do
+    for run in ${PROMPT_PROFILES-tl-q4_0:128 7b-q4_0:128 7b-q4_0:512}; do
         m=${run%:*} n=${run#*:}
         eval "ids=\$p$n"
-        RAYO_LOG=info llama "$m-profile-$n" "/tmp/models/$m.gguf" /tmp/profile.conf "$ids"
-        grep 'profile' "$logs/$m-profile-$n.log" | grep -v 'm      1 n' | head -12
+        for v in "" base; do
+            [ -z "$v" ] || [ -f "$d/$v/rayo-cuda.so" ] || continue
+            RAYO_LOG=info llama "$m-profile$v-$n" "/tmp/models/$m.gguf" /tmp/profile.conf "$ids" "$d/$v"
+            echo "profile ${v:-this build}:"
+            grep 'profile' "$logs/$m-profile$v-$n.log" | grep -v 'm      1 n' | head -12
+        done
     done
     echo "done $(date -u)"
 }

@@ -687,6 +687,61 @@ static void row_stream(kern *k, const qformat *f, const gemvq_regs *g, stream_re
     emit(k, "cp.async.wait_all;");
 }
 
+/* The grid-stride walk over row groups of gen_gemvq, its registers and
+ * parameters: what both of its paths take. */
+typedef struct {
+    int grp, gstride, w64, y, alpha, beta, l_end;
+} gemvq_walk;
+
+/* n <= xchunk: stage x once, then each warp streams its rows. */
+static void gemvq_one_chunk(kern *k, const qformat *f, gemvq_regs *g, const gemvq_walk *w)
+{
+    stream_regs sr;
+    emit(k, "mov.u64 %s, %s;", D(g->len), D(g->n));
+    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(g->row), D(w->grp), ROWS, D(w->w64));
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(g->rs), D(g->row), D(g->lda), D(g->a));
+    sr.stride = nd(k);
+    emit(k, "mul.lo.u64 %s, %s, %d;", D(sr.stride), D(w->gstride), ROWS);
+    first_tile(k, f, g, &sr);
+    stage_x(k, f, g);
+    row_stream(k, f, g, &sr, w->y, w->alpha, w->beta);
+    emit(k, "bra.uni %s;", L(w->l_end));
+}
+
+/* n > xchunk: each group of rows walks the chunks of x, staging each for
+ * the block's warps together. */
+static void gemvq_chunked(kern *k, const qformat *f, gemvq_regs *g, const gemvq_walk *w)
+{
+    int groups = nd(k), pg = np(k), l_group = nlabel(k);
+    emit(k, "add.u64 %s, %s, %d;", D(groups), D(g->m), ROWS - 1);
+    emit(k, "div.u64 %s, %s, %d;", D(groups), D(groups), ROWS);
+    label(k, l_group);
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pg), D(w->grp), D(groups));
+    emit(k, "@%s bra %s;", P(pg), L(w->l_end));
+    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(g->row), D(w->grp), ROWS, D(w->w64));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(g->has_row), D(g->row), D(g->m));
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(g->rs), D(g->row), D(g->lda), D(g->a));
+    emit(k, "mov.f32 %s, %s;", F(g->acc), C(0.0f));
+    int pc = np(k), l_chunk = nlabel(k), l_skip = nlabel(k), l_store = nlabel(k);
+    emit(k, "mov.u64 %s, 0;", D(g->c0));
+    label(k, l_chunk);
+    emit(k, "sub.u64 %s, %s, %s;", D(g->len), D(g->n), D(g->c0));
+    emit(k, "min.u64 %s, %s, %d;", D(g->len), D(g->len), f->xchunk);
+    emit(k, "bar.sync 0;"); /* every warp is done with the previous chunk */
+    stage_x(k, f, g);
+    emit(k, "@!%s bra %s;", P(g->has_row), L(l_skip));
+    row_chunk(k, f, g);
+    label(k, l_skip);
+    emit(k, "add.u64 %s, %s, %d;", D(g->c0), D(g->c0), f->xchunk);
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pc), D(g->c0), D(g->n));
+    emit(k, "@%s bra %s;", P(pc), L(l_chunk));
+    emit(k, "@!%s bra %s;", P(g->has_row), L(l_store));
+    store_row(k, f, g, w->y, w->alpha, w->beta);
+    label(k, l_store);
+    emit(k, "add.u64 %s, %s, %s;", D(w->grp), D(w->grp), D(w->gstride));
+    emit(k, "bra.uni %s;", L(l_group));
+}
+
 /* Blocks loop over groups of ROWS rows (the grid may be smaller than the
  * groups: one wave).  When x fits one chunk (n <= xchunk) it is staged once
  * and each warp streams its rows (row_stream); else each group walks the
@@ -726,49 +781,10 @@ static void gen_gemvq(strbuf *mod, const qformat *f)
     int psingle = np(k), l_multi = nlabel(k), l_end = nlabel(k);
     emit(k, "setp.gt.u64 %s, %s, %d;", P(psingle), D(g.n), f->xchunk);
     emit(k, "@%s bra %s;", P(psingle), L(l_multi));
-    { /* one chunk: stage x once, then each warp streams its rows */
-        stream_regs sr;
-        emit(k, "mov.u64 %s, %s;", D(g.len), D(g.n));
-        emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(g.row), D(grp), ROWS, D(w64));
-        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(g.rs), D(g.row), D(g.lda), D(g.a));
-        sr.stride = nd(k);
-        emit(k, "mul.lo.u64 %s, %s, %d;", D(sr.stride), D(gstride), ROWS);
-        first_tile(k, f, &g, &sr);
-        stage_x(k, f, &g);
-        row_stream(k, f, &g, &sr, y, alpha, beta);
-        emit(k, "bra.uni %s;", L(l_end));
-    }
+    gemvq_walk walk = {grp, gstride, w64, y, alpha, beta, l_end};
+    gemvq_one_chunk(k, f, &g, &walk);
     label(k, l_multi);
-    {
-        int groups = nd(k), pg = np(k), l_group = nlabel(k);
-        emit(k, "add.u64 %s, %s, %d;", D(groups), D(g.m), ROWS - 1);
-        emit(k, "div.u64 %s, %s, %d;", D(groups), D(groups), ROWS);
-        label(k, l_group);
-        emit(k, "setp.ge.u64 %s, %s, %s;", P(pg), D(grp), D(groups));
-        emit(k, "@%s bra %s;", P(pg), L(l_end));
-        emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(g.row), D(grp), ROWS, D(w64));
-        emit(k, "setp.lt.u64 %s, %s, %s;", P(g.has_row), D(g.row), D(g.m));
-        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(g.rs), D(g.row), D(g.lda), D(g.a));
-        emit(k, "mov.f32 %s, %s;", F(g.acc), C(0.0f));
-        int pc = np(k), l_chunk = nlabel(k), l_skip = nlabel(k), l_store = nlabel(k);
-        emit(k, "mov.u64 %s, 0;", D(g.c0));
-        label(k, l_chunk);
-        emit(k, "sub.u64 %s, %s, %s;", D(g.len), D(g.n), D(g.c0));
-        emit(k, "min.u64 %s, %s, %d;", D(g.len), D(g.len), f->xchunk);
-        emit(k, "bar.sync 0;"); /* every warp is done with the previous chunk */
-        stage_x(k, f, &g);
-        emit(k, "@!%s bra %s;", P(g.has_row), L(l_skip));
-        row_chunk(k, f, &g);
-        label(k, l_skip);
-        emit(k, "add.u64 %s, %s, %d;", D(g.c0), D(g.c0), f->xchunk);
-        emit(k, "setp.lt.u64 %s, %s, %s;", P(pc), D(g.c0), D(g.n));
-        emit(k, "@%s bra %s;", P(pc), L(l_chunk));
-        emit(k, "@!%s bra %s;", P(g.has_row), L(l_store));
-        store_row(k, f, &g, y, alpha, beta);
-        label(k, l_store);
-        emit(k, "add.u64 %s, %s, %s;", D(grp), D(grp), D(gstride));
-        emit(k, "bra.uni %s;", L(l_group));
-    }
+    gemvq_chunked(k, f, &g, &walk);
     label(k, l_end);
     char name[32], dir[64];
     snprintf(name, sizeof name, "gemvq_%s", f->name);

@@ -135,6 +135,71 @@ static void hp_chunk(kern *k, const hp_rows *h, int base, int j, int scale, int 
     emit(k, "st.global.v4.b32 [%s], {%s, %s, %s, %s};", D(ya), R(pair[0]), R(pair[1]), R(pair[2]), R(pair[3]));
 }
 
+/* Half h (0 or 1) of the Q4_0 or Q8_0 block at blk, times scale, to f16
+ * in two 16-byte stores into ya, the block's 64 bytes of f16: the scale
+ * and the 8 or 16 code bytes loaded once, 16 bits at a time (the blocks
+ * are 18 and 34 bytes: 2-byte aligned only).  Q4_0's half h is code bytes
+ * 8h .. 8h + 7: values 8h .. 8h + 7 (low nibbles) and 16 more (high);
+ * Q8_0's is values 16h .. 16h + 15.  The operations of dequant_value, so
+ * the same f16 values. */
+static void hp_half_block(kern *k, rayo_dtype dt, int blk, int h, int ya, int scale)
+{
+    int q4 = dt == RAYO_DTYPE_Q4_0, words = q4 ? 4 : 8, w[8], hd = nr(k), d = nf(k), ca = nd(k), yh = nd(k);
+    emit(k, "ld.global.nc.u16 %s, [%s];", R(hd), D(blk));
+    emit(k, "{ .reg .b16 t; cvt.u16.u32 t, %s; cvt.f32.f16 %s, t; }", R(hd), F(d));
+    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(ca), D(h), 2 * words, D(blk));
+    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(yh), D(h), q4 ? 16 : 32, D(ya));
+    for (int i = 0; i < words; i++) {
+        w[i] = nr(k);
+        emit(k, "ld.global.nc.u16 %s, [%s+%d];", R(w[i]), D(ca), 2 + 2 * i);
+    }
+    for (int g = 0; g < 2; g++) {
+        int pair[HP_CHUNK / 2], v[HP_CHUNK];
+        for (int u = 0; u < HP_CHUNK; u++) {
+            int byte = q4 ? u : 8 * g + u, q = nr(k), qf = nf(k), x = nf(k);
+            if (q4) {
+                emit(k, "bfe.u32 %s, %s, %d, 4;", R(q), R(w[byte / 2]), 8 * (byte % 2) + 4 * g);
+                emit(k, "sub.s32 %s, %s, 8;", R(q), R(q));
+            } else {
+                emit(k, "bfe.s32 %s, %s, %d, 8;", R(q), R(w[byte / 2]), 8 * (byte % 2));
+            }
+            emit(k, "cvt.rn.f32.s32 %s, %s;", F(qf), R(q));
+            emit(k, "mul.rn.f32 %s, %s, %s;", F(x), F(qf), F(d));
+            v[u] = nf(k);
+            emit(k, "mul.rn.f32 %s, %s, %s;", F(v[u]), F(x), F(scale));
+        }
+        for (int u = 0; u < HP_CHUNK / 2; u++) {
+            pair[u] = nr(k);
+            emit(k, "cvt.rn.f16x2.f32 %s, %s, %s;", R(pair[u]), F(v[2 * u + 1]), F(v[2 * u]));
+        }
+        emit(k, "st.global.v4.b32 [%s+%d], {%s, %s, %s, %s};", D(yh), g * (q4 ? 32 : 16), R(pair[0]), R(pair[1]),
+             R(pair[2]), R(pair[3]));
+    }
+}
+
+/* The f16 values of the row at base (nblk blocks) to yrow: half a block a
+ * thread and step for Q4_0 and Q8_0 (a 4096-value row busies 256 threads),
+ * else 8 values. */
+static void hp_write(kern *k, const hp_rows *h, int base, int nblk, int scale, int yrow)
+{
+    if (h->dt == RAYO_DTYPE_Q4_0 || h->dt == RAYO_DTYPE_Q8_0) {
+        int halves = nd(k), b = nd(k), hb = nd(k);
+        emit(k, "shl.b64 %s, %s, 1;", D(halves), D(nblk));
+        ptx_loop lh = ptx_loop_begin(k, h->tid64, halves, HP_THREADS);
+        emit(k, "shr.u64 %s, %s, 1;", D(b), D(lh.i));
+        emit(k, "and.b64 %s, %s, 1;", D(hb), D(lh.i));
+        int blk = addr_of(k, base, b, (int)rayo_dtype_block_bytes(h->dt));
+        hp_half_block(k, h->dt, blk, hb, addr_of(k, yrow, b, 64), scale);
+        ptx_loop_end(k, lh, halves);
+        return;
+    }
+    int j0 = nd(k);
+    emit(k, "shl.b64 %s, %s, 3;", D(j0), D(h->tid64));
+    ptx_loop lj = ptx_loop_begin(k, j0, h->n, HP_THREADS * HP_CHUNK);
+    hp_chunk(k, h, base, lj.i, scale, yrow);
+    ptx_loop_end(k, lj, h->n);
+}
+
 /* One row r of the table: the bound, the inverse scale, the f16 values. */
 static void hp_row(kern *k, const hp_rows *h, int r)
 {
@@ -155,11 +220,7 @@ static void hp_row(kern *k, const hp_rows *h, int r)
     int yrow = nd(k);
     emit(k, "mul.lo.u64 %s, %s, %s;", D(yrow), D(r), D(h->n));
     emit(k, "mad.lo.u64 %s, %s, 2, %s;", D(yrow), D(yrow), D(h->y));
-    int j0 = nd(k);
-    emit(k, "shl.b64 %s, %s, 3;", D(j0), D(h->tid64));
-    ptx_loop lj = ptx_loop_begin(k, j0, h->n, HP_THREADS * HP_CHUNK);
-    hp_chunk(k, h, base, lj.i, scale, yrow);
-    ptx_loop_end(k, lj, h->n);
+    hp_write(k, h, base, nblk, scale, yrow);
 }
 
 static void gen_half_rows(strbuf *mod, rayo_dtype dt)
