@@ -14,6 +14,7 @@ more per element of C: nothing next to n^3 products at these sizes).
 
 Timing: CUDA events around repeated calls after warm-up, median of rounds;
 random inputs (never zeros)."""
+import os
 import statistics
 import sys
 import time
@@ -109,7 +110,10 @@ def summary_half(bench_path, torch_path):
 
 
 def read_csv(path):
+    """The csv rows of a benchmark's log; none when it did not run (no log)."""
     rows = {}
+    if not os.path.exists(path):
+        return rows
     with open(path) as f:
         for line in f:
             if not line.startswith("csv,"):
