@@ -154,18 +154,26 @@ static void block_scale(kern *k, const g8_regs *g, int *v, int *dd, int *inv)
     emit(k, "selp.f32 %s, %s, 0f00000000, %s;", F(*inv), F(*inv), P(pz));
 }
 
-/* One step of the rounding of x: thread i takes x[4i .. 4i + 4) (8 threads
- * a block of 32); pin: 4i < n. */
-static void quantize_step(kern *k, const g8_regs *g, int i, int pin)
+/* x[4i .. 4i + 4) into v (zeros where !pin: 4i >= n) */
+static void load_x4(kern *k, const g8_regs *g, int i, int pin, const int *v)
 {
-    int v[4], ga = nd(k), dd, inv;
-    for (int j = 0; j < 4; j++) {
-        v[j] = nf(k);
+    int ga = nd(k);
+    for (int j = 0; j < 4; j++)
         emit(k, "mov.f32 %s, 0f00000000;", F(v[j]));
-    }
     emit(k, "mul.wide.u32 %s, %s, 16;", D(ga), R(i));
     emit(k, "add.u64 %s, %s, %s;", D(ga), D(ga), D(g->x));
     emit(k, "@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s];", P(pin), F(v[0]), F(v[1]), F(v[2]), F(v[3]), D(ga));
+}
+
+/* One step of the rounding of x: thread i takes x[4i .. 4i + 4) (8 threads
+ * a block of 32), loaded in `loaded`; pin: 4i < n. */
+static void quantize_step(kern *k, const g8_regs *g, int i, int pin, const int *loaded)
+{
+    int v[4], dd, inv;
+    for (int j = 0; j < 4; j++) {
+        v[j] = nf(k);
+        emit(k, "mov.f32 %s, %s;", F(v[j]), F(loaded[j]));
+    }
     block_scale(k, g, v, &dd, &inv);
     int w = pack_codes(k, v, inv), sum = nr(k);
     emit(k, "dp4a.s32.s32 %s, %s, 0x01010101, 0;", R(sum), R(w));
@@ -184,21 +192,36 @@ static void quantize_step(kern *k, const g8_regs *g, int i, int pin)
 }
 
 /* x rounded into shared memory by the whole block; the loop runs while any
- * lane of the warp has values (the shuffles need the whole warp).  The
- * barrier after it is block_gate's. */
+ * lane of the warp has values (the shuffles need the whole warp), each
+ * step's loads issued before the step before it is rounded, so that the
+ * loop waits for memory once rather than once a step.  The barrier after
+ * it is block_gate's. */
 static void quantize_x(kern *k, const g8_regs *g)
 {
-    int nq = nr(k), i = nr(k), base = nr(k), pin = np(k), pdone = np(k), l_loop = nlabel(k), l_done = nlabel(k);
+    int nq = nr(k), i = nr(k), inext = nr(k), base = nr(k), pin = np(k), pnext = np(k), pdone = np(k);
+    int l_loop = nlabel(k), l_done = nlabel(k), next[4];
+    for (int j = 0; j < 4; j++)
+        next[j] = nf(k);
     emit(k, "cvt.u32.u64 %s, %s;", R(nq), D(g->n));
     emit(k, "shr.u32 %s, %s, 2;", R(nq), R(nq));
     emit(k, "mov.u32 %s, %s;", R(i), R(g->tid));
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(pnext), R(i), R(nq));
+    load_x4(k, g, i, pnext, next);
     label(k, l_loop);
     emit(k, "sub.u32 %s, %s, %s;", R(base), R(i), R(g->lane));
     emit(k, "setp.ge.u32 %s, %s, %s;", P(pdone), R(base), R(nq));
     emit(k, "@%s bra %s;", P(pdone), L(l_done));
     emit(k, "setp.lt.u32 %s, %s, %s;", P(pin), R(i), R(nq));
-    quantize_step(k, g, i, pin);
-    emit(k, "add.u32 %s, %s, %d;", R(i), R(i), THREADS);
+    int cur[4];
+    for (int j = 0; j < 4; j++) {
+        cur[j] = nf(k);
+        emit(k, "mov.f32 %s, %s;", F(cur[j]), F(next[j]));
+    }
+    emit(k, "add.u32 %s, %s, %d;", R(inext), R(i), THREADS);
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(pnext), R(inext), R(nq));
+    load_x4(k, g, inext, pnext, next);
+    quantize_step(k, g, i, pin, cur);
+    emit(k, "mov.u32 %s, %s;", R(i), R(inext));
     emit(k, "bra.uni %s;", L(l_loop));
     label(k, l_done);
 }
