@@ -3,14 +3,14 @@
 # cuda-decode-run.sh - the cuda decode checks and figures in one run on the
 # GPU machine, from a build made elsewhere.
 #
-#   bench/cuda-decode-run.sh prepare [BUILD] [DIR] [BASE [ALT]]   here: copies
+#   bench/cuda-decode-run.sh prepare [BUILD] [DIR] [BASE [ALT [ALT2]]]   here: copies
 #       what the run needs from BUILD (default build/) into DIR (default
-#       .gpu-decode) and this script into it; BASE and ALT, other builds'
-#       rayo-cuda.so, go to DIR/base and DIR/alt for a same-run comparison;
+#       .gpu-decode) and this script into it; BASE, ALT and ALT2, other builds'
+#       rayo-cuda.so, go to DIR/base, DIR/alt and DIR/alt2 for a same-run comparison;
 #       carry DIR and .gl (bench/gpu-run.sh prepare fetches .gl's packages)
 #   DIR/cuda-decode-run.sh run                       there, repository root:
-#       1. test-cuda, rayo-conform on cuda for gemv, rmsnorm and rope (fresh seed;
-#          the cancel group left out) and compute-sanitizer memcheck on a quick
+#       1. test-cuda, test-batch-replay, rayo-conform on cuda for gemv, rmsnorm
+#          and rope (fresh seed; the cancel group left out) and compute-sanitizer memcheck on a quick
 #          one, side by side;
 #       2. cuda-bench-infer --gemv: quantized gemv against the read
 #          bandwidth of rayo's sum, strict and relaxed, big and decode shapes
@@ -20,7 +20,7 @@
 #          `rayo-llama --backend cuda --ignore-eos --tokens --ctx 256 -n 64
 #          --prompt-tokens <128 ids>` three times: cold (first run, empty JIT
 #          cache: TinyLlama q4_0 only; once more with [backend.cuda]
-#          embedded_code = no, the JIT), warm, warm with the BASE and ALT
+#          embedded_code = no, the JIT), warm, warm with the BASE, ALT and ALT2
 #          plugins (when there are), all again, and once at --precision
 #          strict, whose tokens the warm run's are compared with;
 #       4. one `profile = yes` breakdown of a TinyLlama q4_0 decode.
@@ -30,14 +30,14 @@ mode=${1:-run}
 . "$(dirname "$0")/gpu-common.sh"
 
 prepare() {
-    build=${1:-build} dir=${2:-.gpu-decode} base=${3:-} alt=${4:-}
-    make -C "$build" -j2 tests/test-cuda bench/cuda-bench-infer >/dev/null ||
+    build=${1:-build} dir=${2:-.gpu-decode} base=${3:-} alt=${4:-} alt2=${5:-}
+    make -C "$build" -j2 tests/test-cuda tests/test-batch-replay bench/cuda-bench-infer >/dev/null ||
         { echo "prepare: could not build the programs in $build" >&2; exit 1; }
     gpu_stage "$build" "$dir" core/.libs/librayo.so.0 plugins/cuda/.libs/rayo-cuda.so tools/.libs/rayo-conform \
-        tests/.libs/test-cuda bench/.libs/cuda-bench-infer examples/llama/.libs/rayo-llama \
+        tests/.libs/test-cuda tests/.libs/test-batch-replay bench/.libs/cuda-bench-infer examples/llama/.libs/rayo-llama \
         examples/llama/.libs/gguf-make plugins/scalar/.libs/rayo-scalar.so plugins/avx2/.libs/rayo-avx2.so \
         plugins/avx512/.libs/rayo-avx512.so
-    for v in base alt; do
+    for v in base alt alt2; do
         eval "so=\$$v"
         [ -n "$so" ] || continue
         mkdir -p "$dir/$v" && cp -L "$so" "$dir/$v/rayo-cuda.so" && cp "$dir/rayo-scalar.so" "$dir/rayo-avx2.so" "$dir/$v/"
@@ -75,7 +75,9 @@ run() {
     wait $tc
     echo "test-cuda exit $?: $(grep -c FAIL "$logs/test-cuda.log") FAIL lines"
     grep FAIL "$logs/test-cuda.log" | head -5
-    for v in "" base alt; do
+    timeout 100 "$d/test-batch-replay" >"$logs/test-batch-replay.log" 2>&1
+    echo "test-batch-replay exit $?: $(grep -h 'cuda' "$logs/test-batch-replay.log" | head -2 | tr '\n' ' ')"
+    for v in "" base alt alt2; do
         [ -z "$v" ] || [ -f "$d/$v/rayo-cuda.so" ] || continue
         RAYO_PLUGIN_PATH=$d/$v timeout 150 "$d/cuda-bench-infer" --gemv >"$logs/bench-infer$v.log" 2>&1
         echo "bench ${v:-this build} exit $?"
@@ -92,9 +94,9 @@ run() {
     for m in tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0; do
         [ "$m" = tl-q4_0 ] && llama "$m-cold" "/tmp/models/$m.gguf"
         llama "$m-warm" "/tmp/models/$m.gguf"
-        for r in "" 2; do
+        for r in "" -2; do
             [ -z "$r" ] || llama "$m-warm$r" "/tmp/models/$m.gguf"
-            for v in base alt; do
+            for v in base alt alt2; do
                 [ -f "$d/$v/rayo-cuda.so" ] && llama "$m-$v$r" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/$v"
             done
         done
