@@ -743,9 +743,10 @@ static int g8_prologue(kern *k, const g8format *f, g8_regs *g, int *row, int *st
 static void g8_finish(strbuf *mod, kern *k, const char *name, strbuf *decl, int has_m)
 {
     char dir[64], shared[80];
-    /* two blocks per SM, as the plugin launches them (one wave): without the
-     * cap gemv8x_q4_0 took 74 registers and ran one block per SM */
-    snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n", THREADS);
+    /* two blocks per SM, as the plugin launches them (one wave): without
+     * .minnctapersm the driver's JIT gave gemv8_q4_0 126 registers (the
+     * offline ptxas 55) and the SMs ran one block each */
+    snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n.minnctapersm 2\n", THREADS);
     snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 g8_red[%d];\n", 16 * WARPS);
     sb_printf(decl, ".param .u64 p_x, %s.param .u64 p_n, .param .u64 p_lda, .param .f32 p_alpha, .param .f32 p_beta",
               has_m ? ".param .u64 p_m, " : "");

@@ -499,6 +499,21 @@ static size_t name_hash(const char *s)
     return (size_t)fnv1a64(s, strlen(s));
 }
 
+/* For the gemv8 kernels (cuda-infer.c launches two blocks per SM): a
+ * shared memory carveout (percent of an SM's) that holds two blocks of the
+ * most they take, 48 KiB each and the 1 KiB reserved per block (an SM has
+ * the opt-in maximum of a block and one such 1 KiB).  Left to itself the
+ * driver may choose room for one block (ncu saw that on the H200). */
+static CUresult gemv8_carveout(const cuda_state *st, CUfunction fn, const char *name)
+{
+    if (strncmp(name, "gemv8", 5) != 0)
+        return CUDA_SUCCESS;
+    long sm = (long)st->max_smem_optin + 1024, need = 2 * (48 * 1024 + 1024);
+    long percent = sm > 0 ? (need * 100 + sm - 1) / sm : 100;
+    return st->drv->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                       percent > 100 ? 100 : (int)percent);
+}
+
 rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction *fn)
 {
     size_t h = name_hash(name) % CUDA_FUNC_SLOTS;
@@ -536,6 +551,8 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
                 /* the row-cached kernels keep rows of up to this much in shared memory */
                 r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                 st->max_smem_optin - RAYO_PTX_ROWC_STATIC_SMEM);
+            if (r == CUDA_SUCCESS)
+                r = gemv8_carveout(st, *fn, name);
             for (unsigned i = 0; r == CUDA_SUCCESS && mod == MOD_INFER && i < rayo_cuda_gemvq_config_count; i++)
                 if (strcmp(rayo_cuda_gemvq_configs[i].name, name) == 0) /* may be above 48 KiB */
                     r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
