@@ -534,13 +534,12 @@ static rayo_status pick_device(vk_state *s, uint32_t device)
     return RAYO_OK;
 }
 
-/* Keys read only later, per call (vk-infer.c, vk-typed-matmul.c): asked for
+/* Keys read only later, per call (vk-typed-matmul.c): asked for
  * once here as well, because the core warns about each key of
  * [backend.vulkan] that the plugin has not read by the end of init. */
 static void declare_late_keys(const rayo_host *host)
 {
-    static const char *const keys[] = {"gemv_rows", "gemv_units", "gemv_wg", "gemv_split", "gemv_xstage",
-                                       "typed_matmul_transpose"};
+    static const char *const keys[] = {"typed_matmul_transpose"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         (void)host->config(host, keys[i]);
 }
@@ -568,6 +567,7 @@ static rayo_status vk_init(const rayo_host *host, uint32_t device, void **state)
         st = find_queue(s);
     if (st == RAYO_OK) {
         query_subgroups(s);
+        vk_infer_read_settings(s);
         s->denorm_preserve = denorm_preserve_of(&s->fi, s->phys);
         choose_tile(s);
         st = create_device(s);

@@ -260,6 +260,20 @@ rayo_status vk_ctx_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize byt
     return RAYO_OK;
 }
 
+rayo_status vk_ctx_upload_temp(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_buf **out, void **host)
+{
+    rayo_status st = vk_ctx_temp(s, cx, &s->device_pool, bytes, out);
+    if (st != RAYO_OK || (*host = vk_buf_map(*out)) != NULL)
+        return st;
+    vk_buf *stage;
+    st = vk_ctx_temp(s, cx, &s->staging_pool, (*out)->size, &stage);
+    if (st != RAYO_OK)
+        return st;
+    vk_ctx_copy(s, cx, stage, 0, *out, 0, (*out)->size);
+    *host = vk_buf_map(stage);
+    return RAYO_OK;
+}
+
 rayo_status vk_ctx_submit(vk_state *s, vk_ctx *cx)
 {
     if (cx->error != RAYO_OK)
