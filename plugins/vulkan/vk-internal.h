@@ -79,6 +79,7 @@ typedef struct vk_ifns {
 
 typedef struct vk_dfns {
     VK_DEVICE_FNS(VK_DECLARE_FN)
+    PFN_vkCmdPushDescriptorSetKHR vkCmdPushDescriptorSetKHR; /* VK_KHR_push_descriptor; may be NULL */
 } vk_dfns;
 
 /* ---- memory ---------------------------------------------------------------- */
@@ -216,6 +217,7 @@ typedef struct vk_state {
     vk_tile tile;
     vk_tile tile_small;               /* for products with few tiles */
     uint32_t eltwise_unroll;          /* elements per invocation and step: 1, 2, 4 */
+    bool push_descriptors;            /* descriptors pushed into the command buffer, not allocated */
     vk_gemv_settings gemv;            /* read once at init: a decode step records ~150 gemvs */
     uint32_t timestamp_bits;          /* the queue's timestampValidBits */
     bool profile;                     /* [backend.vulkan] profile = yes (and timestamps) */
