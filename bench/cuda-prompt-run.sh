@@ -19,7 +19,7 @@
 #          <128 or 512 ids>` as configured by default, without the split
 #          along k, without the half path (half_prompt = no), and with the
 #          BASE plugin as configured by default (when there is one), the
-#          greedy tokens compared; PROMPT_RUNS (words of "default nosplit
+#          greedy tokens after each prompt length compared; PROMPT_RUNS (words of "default nosplit
 #          f32 base") picks fewer;
 #       3. `profile = yes` breakdowns of a TinyLlama q4_0 128-token prefill
 #          and of 7B 128- and 512-token ones (PROMPT_PROFILES: MODEL:TOKENS
@@ -66,11 +66,14 @@ test_cuda() {
     grep -h -i 'fail' "$logs/test-cuda.log" | cut -c1-300 | head -5
 }
 
-# tokens_differ MODEL A B WHAT: how many of run A's 128-id greedy tokens differ from run B's
+# tokens_differ MODEL A B WHAT: how many of run A's greedy tokens differ from run B's, after the 128-
+# and the 512-token prompts
 tokens_differ() {
-    tr ' ' '\n' <"$logs/$1-$2-128.out" >/tmp/a.tok
-    tr ' ' '\n' <"$logs/$1-$3-128.out" >/tmp/b.tok
-    echo "$1: $(diff /tmp/a.tok /tmp/b.tok | grep -c '^<') of $(wc -l </tmp/a.tok) tokens differ ($4)"
+    for n in 128 512; do
+        tr ' ' '\n' <"$logs/$1-$2-$n.out" >/tmp/a.tok
+        tr ' ' '\n' <"$logs/$1-$3-$n.out" >/tmp/b.tok
+        echo "$1, $n: $(diff /tmp/a.tok /tmp/b.tok | grep -c '^<') of $(wc -l </tmp/a.tok) tokens differ ($4)"
+    done
 }
 
 run() {
