@@ -7,10 +7,12 @@
  * most 256 values (16 per lane) added into double lanes; relaxed path in
  * integers against x rounded once per call (../cpu-base/cpu-typed-gemv_tmpl.c).
  *
- * Where the CPU has AVX512-VNNI (cpuid, checked once at init), the relaxed
- * Q4_K and Q6_K use vpdpbusd (u8 x s8, four products summed into int32)
- * and multiply the int32 sums by the sub-block scales; without it,
- * vpmaddubsw + vpmaddwd as on avx2.
+ * The relaxed int8 kernels of Q8_0, Q4_0 and Q4_K are avx2's 256-bit ones
+ * (x86-quant.h) with 256-bit accumulators, which ran faster on an AVX-512
+ * Xeon than 512-bit forms; where the CPU has AVX512-VNNI (cpuid, read once
+ * by libgcc), Q4_0 uses vpdpbusd (u8 x s8, four products summed into
+ * int32) on 256-bit vectors in place of vpmaddubsw + vpmaddwd.  Q6_K
+ * against x per 256 stays in 512-bit vectors.
  */
 #include "plugin.h"
 #include "avx512-math.h"
@@ -244,88 +246,137 @@ static ALWAYS_INLINE __m512 block_q4_0_int(const uint8_t *blk, const typed_gemv_
 TYPED_ROWS_FN(rows_q8_0_int, 32, RAYO_Q8_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q8_0_int)
 TYPED_ROWS_FN(rows_q4_0_int, 32, RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q4_0_int)
 
-/* Q8_0 and Q4_0 against int8 x, pairs of blocks: the 256-bit forms of
- * x86-quant.h (Q4_0's x in the pairs' order), in the low half. */
-static ALWAYS_INLINE __m512 block_q8_0_pair(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m512 acc)
+/* ---- relaxed: the int8 kernels in 256-bit vectors ----------------------------- */
+
+/* Q8_0 and Q4_0 against int8 x, Q4_K and Q6_K against int8 x per 32
+ * values, and Q4_K per 256 run avx2's 256-bit forms (x86-quant.h) in
+ * 256-bit accumulators: on an AVX-512 Xeon, the same pair functions added
+ * into 512-bit accumulators (a vaddps zmm per pair and row) made the Q4_0 decode 0.79x of avx2's, and a
+ * 512-bit Q4_K (vpdpbusd or vpmaddubsw per sub-block pair, vpmulld by the
+ * scales) 0.89x of avx2's two-rows-a-pass int16 sums. */
+
+/* A 256-bit block function's sum in the low half of the 512-bit one the
+ * row driver keeps: a 256-bit (VEX) result zeroes the upper half, so the
+ * widening costs no instruction and the upper lanes stay 0. */
+static inline __m512 low256(__m256 sum)
 {
-    __m256 dots = x86_q8_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, _mm256_setzero_ps());
-    return _mm512_add_ps(acc, _mm512_zextps256_ps512(dots));
+    return _mm512_zextps256_ps512(sum);
 }
 
-static ALWAYS_INLINE __m512 block_q4_0_pair(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m512 acc)
+static inline __m256 low_half(__m512 acc)
 {
-    __m256 dots = x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, _mm256_setzero_ps());
-    return _mm512_add_ps(acc, _mm512_zextps256_ps512(dots));
+    return _mm512_castps512_ps256(acc);
 }
 
-TYPED_ROWS_PAIRS(rows_q8_0_i8, 1, block_q8_0_pair)
+/* Rows of pairs of Q8_0 (q8_0 1) or Q4_0 blocks, and the last odd block. */
+static ALWAYS_INLINE void rows_of_pairs(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
+                                        size_t n, int q8_0, block_fn *pair, double out[4])
+{
+    size_t pair_bytes = 2 * (q8_0 ? RAYO_Q8_0_BYTES : RAYO_Q4_0_BYTES);
+    rows_of_blocks(row, stride, count, x, n / 64, pair_bytes, TYPED_GEMV_INT_GROUP / 64, pair, out);
+    typed_gemv_odd_block(row, stride, count, x, n, q8_0, out);
+}
 
-TYPED_ROWS_PAIRS(rows_q4_0_i8, 0, block_q4_0_pair)
+static ALWAYS_INLINE __m512 pair_q8_0(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m512 acc)
+{
+    return low256(x86_q8_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, low_half(acc)));
+}
 
-/* ---- relaxed: Q4_K and Q6_K against x in int8 -------------------------------- */
+static ALWAYS_INLINE __m512 pair_q4_0(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m512 acc)
+{
+    return low256(x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, low_half(acc)));
+}
+
+/* x86_q4_0_pair_i8 with AVX512-VNNI: vpdpbusd multiplies the nibbles (u8)
+ * by x (s8) and sums four products into int32 at once, where vpmaddubsw,
+ * an int16 add and vpmaddwd by ones did it in three; x's part, 8 times its
+ * sums of four, the same for every row, the compiler computes once for
+ * four rows.  int32 lanes 0-3 hold block 2p, 4-7 block 2p + 1. */
+__attribute__((target("avx512vnni"))) static ALWAYS_INLINE __m512
+pair_q4_0_vnni(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m512 acc)
+{
+    const __m256i low_nibbles = _mm256_set1_epi8(15), eight = _mm256_set1_epi8(8), zero = _mm256_setzero_si256();
+    const int8_t *xq = x->q8_32 + 64 * p;
+    const float *sx = x->scale8_32 + 2 * p;
+    __m256i bytes = _mm256_set_m128i(x86_load128(blk + RAYO_Q4_0_BYTES + 2), x86_load128(blk + 2));
+    __m256i x_lo = x86_load256(xq), x_hi = x86_load256(xq + 32);
+    __m256i sums = _mm256_dpbusd_epi32(zero, _mm256_and_si256(bytes, low_nibbles), x_lo);
+    sums = _mm256_dpbusd_epi32(sums, _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles), x_hi);
+    __m256i offset = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(zero, eight, x_lo), eight, x_hi);
+    __m256 d = _mm256_set_m128(_mm_set1_ps(x86_f16_at(blk + RAYO_Q4_0_BYTES)), _mm_set1_ps(x86_f16_at(blk)));
+    __m256 scale = _mm256_mul_ps(d, _mm256_set_m128(_mm_broadcast_ss(sx + 1), _mm_broadcast_ss(sx)));
+    return low256(_mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(sums, offset)), scale, low_half(acc)));
+}
+
+static void rows_q8_0_i8(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                         double out[4])
+{
+    rows_of_pairs(row, stride, count, x, n, 1, pair_q8_0, out);
+}
+
+static void rows_q4_0_i8_bw(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                            double out[4])
+{
+    rows_of_pairs(row, stride, count, x, n, 0, pair_q4_0, out);
+}
+
+__attribute__((target("avx512vnni"))) static void
+rows_q4_0_i8_vnni(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n, double out[4])
+{
+    rows_of_pairs(row, stride, count, x, n, 0, pair_q4_0_vnni, out);
+}
+
+static void rows_q4_0_i8(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                         double out[4])
+{
+    /* cpuid, read once by libgcc; the core checked the ZMM state */
+    (__builtin_cpu_supports("avx512vnni") ? rows_q4_0_i8_vnni : rows_q4_0_i8_bw)(row, stride, count, x, n, out);
+}
+
+/* Q4_K rows a pass: avx2's two (x86-quant.h), or four where
+ * AVX512_Q4_K_ROWS is 4 (32 vector registers hold more than AVX2's 16). */
+#ifndef AVX512_Q4_K_ROWS
+#define AVX512_Q4_K_ROWS 2
+#endif
+
+static ALWAYS_INLINE void q4_k_rows_of(const uint8_t *row, size_t stride, size_t count, const int8_t *q8,
+                                       const float *scale, int per32, const typed_gemv_x *x, size_t n,
+                                       double out[4])
+{
+    if (AVX512_Q4_K_ROWS == 4 && count == 4)
+        x86_q4_k_rows(row, stride, 4, q8, scale, x->sum, per32, n / RAYO_QK_K, PREFETCH_BYTES, out);
+    else
+        x86_q4_k_rows_of(row, stride, count, q8, scale, x->sum, per32, n, PREFETCH_BYTES, out);
+}
+
+/* Q4_K against int8 x with a scale per 256 values, or per 32. */
+static void rows_q4_k_int(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                          double out[4])
+{
+    q4_k_rows_of(row, stride, count, x->q8, x->scale8, 0, x, n, out);
+}
+
+static void rows_q4_k_i8_32(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                            double out[4])
+{
+    q4_k_rows_of(row, stride, count, x->q8_32, x->scale8_32, 1, x, n, out);
+}
+
+/* Q6_K against int8 x per 32 values. */
+static ALWAYS_INLINE __m512 block_q6_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
+{
+    return low256(x86_q6_k_i8_32(blk, x->q8_32 + RAYO_QK_K * b, x->scale8_32 + 8 * b, x->qsum + 16 * b,
+                                 low_half(acc)));
+}
+
+TYPED_ROWS_FN(rows_q6_k_i8_32, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_i8_32)
+
+/* ---- relaxed: Q6_K against x in int8 per 256, in 512-bit vectors ------------- */
 
 /* Two 256-bit halves as one 512-bit vector. */
 static inline __m512i join256(__m256i lo, __m256i hi)
 {
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
-
-/* The 64 codes of Q4_K chunk c: sub-block 2c (low nibbles), then 2c + 1. */
-static inline __m512i q4_k_chunk(const uint8_t *blk, int c)
-{
-    const __m256i low_nibbles = _mm256_set1_epi8(15);
-    __m256i bytes = x86_load256(blk + RAYO_Q4_K_QS + 32 * c);
-    return join256(_mm256_and_si256(bytes, low_nibbles), _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles));
-}
-
-/* acc minus the Q4_K block's minimums' part, dmin sum_s m[s] sum x (with
- * the exact sums of x), in lanes 0-7. */
-static inline __m512 q4_k_mins(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m128i m8, __m512 acc)
-{
-    __m256 mins = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk + RAYO_Q4_K_DMIN)),
-                                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
-    __m256 part = _mm256_mul_ps(mins, _mm256_loadu_ps(x->sum + 8 * b));
-    return _mm512_sub_ps(acc, _mm512_zextps256_ps512(part));
-}
-
-/* Q4_K, AVX512-BW: vpmaddubsw (nibbles u8 x s8, pairs into int16: at most
- * 2 * 15 * 127), vpmaddwd by [sc[2c] x 16 | sc[2c+1] x 16] into int32. */
-static ALWAYS_INLINE __m512 block_q4_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
-{
-    const int8_t *xq = x->q8 + RAYO_QK_K * b;
-    __m128i sc8, m8;
-    x86_q4_k_scales_mins(blk + RAYO_Q4_K_SCALES, &sc8, &m8);
-    /* scale pair c as int16: bytes 2c and 2c + 1 of sc8, each 16 times */
-    __m512i sc16 = _mm512_cvtepu8_epi16(_mm256_broadcastsi128_si256(sc8));
-    __m512i sum = _mm512_setzero_si512();
-    UNROLL
-    for (int c = 0; c < 4; c++) {
-        __m512i pick = join256(_mm256_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)));
-        __m512i p = _mm512_maddubs_epi16(q4_k_chunk(blk, c), load512(xq + 64 * c));
-        sum = _mm512_add_epi32(sum, _mm512_madd_epi16(p, _mm512_permutexvar_epi16(pick, sc16)));
-    }
-    acc = q4_k_mins(blk, x, b, m8, acc);
-    return scaled_add(sum, x86_f16_at(blk) * x->scale8[b], acc);
-}
-
-/* Q4_K, AVX512-VNNI: vpdpbusd (four products summed into int32: lanes 0-7
- * sub-block 2c, 8-15 sub-block 2c + 1), vpmulld by the scales. */
-__attribute__((target("avx512vnni"))) static ALWAYS_INLINE __m512
-block_q4_k_vnni(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
-{
-    const int8_t *xq = x->q8 + RAYO_QK_K * b;
-    __m128i sc8, m8;
-    x86_q4_k_scales_mins(blk + RAYO_Q4_K_SCALES, &sc8, &m8);
-    __m512i sc32 = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(sc8, sc8));
-    __m512i sum = _mm512_setzero_si512();
-    UNROLL
-    for (int c = 0; c < 4; c++) {
-        __m512i pick = join256(_mm256_set1_epi32(2 * c), _mm256_set1_epi32(2 * c + 1));
-        __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q4_k_chunk(blk, c), load512(xq + 64 * c));
-        sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(p, _mm512_permutexvar_epi32(pick, sc32)));
-    }
-    acc = q4_k_mins(blk, x, b, m8, acc);
-    return scaled_add(sum, x86_f16_at(blk) * x->scale8[b], acc);
 }
 
 /* int16 lanes: g in lanes 0-7, g + 1 in 8-15, g + 2 in 16-23, g + 3 in 24-31. */
@@ -363,35 +414,7 @@ static ALWAYS_INLINE __m512 block_q6_k_int(const uint8_t *blk, const typed_gemv_
     return scaled_add(total, x86_f16_at(blk + RAYO_Q6_K_D) * x->scale8[b], acc);
 }
 
-/* Q4_K against int8 x per 32 values: the 256-bit rows of x86-quant.h. */
-static void rows_q4_k_i8_32(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
-                            double out[4])
-{
-    x86_q4_k_rows_of(row, stride, count, x->q8_32, x->scale8_32, x->sum, 1, n, PREFETCH_BYTES, out);
-}
-
-/* Q6_K against int8 x per 32 values: x86-quant.h's 256-bit form too. */
-static ALWAYS_INLINE __m512 block_q6_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
-{
-    __m256 dots = x86_q6_k_i8_32(blk, x->q8_32 + RAYO_QK_K * b, x->scale8_32 + 8 * b, x->qsum + 16 * b,
-                                 _mm256_setzero_ps());
-    return _mm512_add_ps(acc, _mm512_zextps256_ps512(dots));
-}
-
-TYPED_ROWS_FN(rows_q6_k_i8_32, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_i8_32)
-
-TYPED_ROWS_FN(rows_q4_k_int_bw, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_int)
 TYPED_ROWS_FN(rows_q6_k_int, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_int)
-
-__attribute__((target("avx512vnni")))
-TYPED_ROWS_FN(rows_q4_k_int_vnni, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_vnni)
-
-static void rows_q4_k_int(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
-                          double out[4])
-{
-    /* cpuid, read once by libgcc; the core checked the ZMM state */
-    (__builtin_cpu_supports("avx512vnni") ? rows_q4_k_int_vnni : rows_q4_k_int_bw)(row, stride, count, x, n, out);
-}
 
 /* ---- the kernel ----------------------------------------------------------- */
 
