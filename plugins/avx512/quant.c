@@ -7,12 +7,11 @@
  * most 256 values (16 per lane) added into double lanes; relaxed path in
  * integers against x rounded once per call (../cpu-base/cpu-typed-gemv_tmpl.c).
  *
- * The relaxed int8 kernels of Q8_0, Q4_0 and Q4_K are avx2's 256-bit ones
- * (x86-quant.h) with 256-bit accumulators, which ran faster on an AVX-512
- * Xeon than 512-bit forms; where the CPU has AVX512-VNNI (cpuid, read once
- * by libgcc), Q4_0 uses vpdpbusd (u8 x s8, four products summed into
- * int32) on 256-bit vectors in place of vpmaddubsw + vpmaddwd.  Q6_K
- * against x per 256 stays in 512-bit vectors.
+ * The relaxed int8 kernels of Q8_0, Q4_0 and Q4_K (and Q6_K against x per
+ * 32) are avx2's 256-bit ones (x86-quant.h) in a row driver with no 512-bit
+ * instruction in its loop, which ran faster on an AVX-512 Xeon than 512-bit
+ * forms (see "relaxed: the int8 kernels" below); Q6_K against x per 256
+ * stays in 512-bit vectors.
  */
 #include "plugin.h"
 #include "avx512-math.h"
@@ -47,54 +46,63 @@ static inline __m512i load512(const void *p)
     return _mm512_loadu_si512(p);
 }
 
-/* ---- the row driver --------------------------------------------------------- */
+/* ---- the row drivers ---------------------------------------------------------- */
 
-/* acc += the dot of block b of a row (at blk) with x, in float lanes. */
+/* acc += the dot of block b of a row (at blk) with x, in float lanes: 512-bit
+ * (the strict kernels, relaxed int16 x and Q6_K) or 256-bit (the relaxed
+ * int8 kernels of x86-quant.h; see "relaxed: the int8 kernels" below). */
 typedef __m512 block_fn(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc);
+typedef __m256 block256_fn(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc);
 
-/* The dots of R rows (blk, blk + stride, ...) over `blocks` blocks: float
- * lanes over groups of `group` blocks, double across groups. */
-static ALWAYS_INLINE void dots_of_blocks(const uint8_t *blk, size_t stride, int R, const typed_gemv_x *x,
-                                         size_t blocks, size_t block_bytes, size_t group, block_fn *block,
-                                         double *out)
-{
-    __m512d acc[4];
-    UNROLL
-    for (int r = 0; r < R; r++)
-        acc[r] = _mm512_setzero_pd();
-    for (size_t b = 0; b < blocks;) {
-        size_t end = b + group < blocks ? b + group : blocks;
-        __m512 g[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
-        for (; b < end; b++) {
-            UNROLL
-            for (int r = 0; r < R; r++) {
-                const uint8_t *p = blk + r * stride + b * block_bytes;
-                for (size_t line = 0; line < block_bytes; line += 64)
-                    _mm_prefetch((const char *)p + PREFETCH_BYTES + line, _MM_HINT_T1);
-                g[r] = block(p, x, b, g[r]);
-            }
-        }
-        UNROLL
-        for (int r = 0; r < R; r++)
-            acc[r] = z_widen_add(acc[r], g[r]);
+/* Defines, for float vectors VEC (FN: their block function type; ZERO() a
+ * zero one) summed into double vectors DVEC (DZERO() a zero one;
+ * WIDEN_ADD(acc, v): acc + v's lanes in double; HSUM(acc): the sum of the
+ * lanes):
+ *   DOTS(blk, stride, R, x, blocks, block_bytes, group, block, out): the
+ *     dots of R rows (blk, blk + stride, ...) over `blocks` blocks, float
+ *     lanes over groups of `group` blocks, double across groups; each row
+ *     prefetches every line of the block PREFETCH_BYTES ahead;
+ *   ROWS(row, stride, count, x, blocks, block_bytes, group, block, out):
+ *     `count` rows (1..4), four in one pass, fewer one by one.
+ * Always inlined, with constant R, sizes and block function: one body for
+ * the two widths. */
+#define ROW_DRIVERS(DOTS, ROWS, VEC, FN, ZERO, DVEC, DZERO, WIDEN_ADD, HSUM)                               \
+    static ALWAYS_INLINE void DOTS(const uint8_t *blk, size_t stride, int R, const typed_gemv_x *x,       \
+                                   size_t blocks, size_t block_bytes, size_t group, FN *block, double *out) \
+    {                                                                                                     \
+        DVEC acc[4];                                                                                      \
+        UNROLL for (int r = 0; r < R; r++) acc[r] = DZERO();                                              \
+        for (size_t b = 0; b < blocks;) {                                                                 \
+            size_t end = b + group < blocks ? b + group : blocks;                                         \
+            VEC g[4] = { ZERO(), ZERO(), ZERO(), ZERO() };                                                \
+            for (; b < end; b++) {                                                                        \
+                UNROLL for (int r = 0; r < R; r++)                                                        \
+                {                                                                                         \
+                    const uint8_t *p = blk + r * stride + b * block_bytes;                                \
+                    for (size_t line = 0; line < block_bytes; line += 64)                                 \
+                        _mm_prefetch((const char *)p + PREFETCH_BYTES + line, _MM_HINT_T1);               \
+                    g[r] = block(p, x, b, g[r]);                                                          \
+                }                                                                                         \
+            }                                                                                             \
+            UNROLL for (int r = 0; r < R; r++) acc[r] = WIDEN_ADD(acc[r], g[r]);                          \
+        }                                                                                                 \
+        UNROLL for (int r = 0; r < R; r++) out[r] = HSUM(acc[r]);                                         \
+    }                                                                                                     \
+    static ALWAYS_INLINE void ROWS(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, \
+                                   size_t blocks, size_t block_bytes, size_t group, FN *block, double out[4]) \
+    {                                                                                                     \
+        if (count == 4) {                                                                                 \
+            DOTS(row, stride, 4, x, blocks, block_bytes, group, block, out);                              \
+            return;                                                                                       \
+        }                                                                                                 \
+        for (size_t r = 0; r < count; r++)                                                                \
+            DOTS(row + r * stride, stride, 1, x, blocks, block_bytes, group, block, out + r);             \
     }
-    UNROLL
-    for (int r = 0; r < R; r++)
-        out[r] = _mm512_reduce_add_pd(acc[r]);
-}
 
-/* `count` rows (1..4): four in one pass, fewer one by one. */
-static ALWAYS_INLINE void rows_of_blocks(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
-                                         size_t blocks, size_t block_bytes, size_t group, block_fn *block,
-                                         double out[4])
-{
-    if (count == 4) {
-        dots_of_blocks(row, stride, 4, x, blocks, block_bytes, group, block, out);
-        return;
-    }
-    for (size_t r = 0; r < count; r++)
-        dots_of_blocks(row + r * stride, stride, 1, x, blocks, block_bytes, group, block, out + r);
-}
+ROW_DRIVERS(dots_of_blocks, rows_of_blocks, __m512, block_fn, _mm512_setzero_ps, __m512d, _mm512_setzero_pd,
+            z_widen_add, _mm512_reduce_add_pd)
+ROW_DRIVERS(dots_of_blocks256, rows_of_blocks256, __m256, block256_fn, _mm256_setzero_ps, __m256d,
+            _mm256_setzero_pd, v_widen_add, v_hsum_pd)
 
 /* ---- strict ----------------------------------------------------------------- */
 
@@ -249,63 +257,34 @@ TYPED_ROWS_FN(rows_q4_0_int, 32, RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 32, blo
 /* ---- relaxed: the int8 kernels in 256-bit vectors ----------------------------- */
 
 /* Q8_0 and Q4_0 against int8 x, Q4_K and Q6_K against int8 x per 32
- * values, and Q4_K per 256 run avx2's 256-bit forms (x86-quant.h) in
- * 256-bit accumulators: on an AVX-512 Xeon, the same pair functions added
- * into 512-bit accumulators (a vaddps zmm per pair and row) made the Q4_0 decode 0.79x of avx2's, and a
- * 512-bit Q4_K (vpdpbusd or vpmaddubsw per sub-block pair, vpmulld by the
- * scales) 0.89x of avx2's two-rows-a-pass int16 sums. */
-
-/* A 256-bit block function's sum in the low half of the 512-bit one the
- * row driver keeps: a 256-bit (VEX) result zeroes the upper half, so the
- * widening costs no instruction and the upper lanes stay 0. */
-static inline __m512 low256(__m256 sum)
-{
-    return _mm512_zextps256_ps512(sum);
-}
-
-static inline __m256 low_half(__m512 acc)
-{
-    return _mm512_castps512_ps256(acc);
-}
+ * values, and Q4_K per 256 run avx2's 256-bit kernels (x86-quant.h) in a
+ * 256-bit row driver: no 512-bit instruction in the loop.  On an AVX-512
+ * Xeon (Sapphire Rapids class, 1 thread, 4096 x 11008 weights in cache),
+ * the same Q4_0 pair kernel ran 1.3x slower than avx2's when its sums went
+ * into 512-bit accumulators (one vaddps zmm, or a zmm move, per pair and
+ * row: while 512-bit uops are in flight, port 1 takes no vector work), and
+ * slower still with vpdpbusd (AVX512-VNNI) in place of vpmaddubsw +
+ * vpmaddwd; a 512-bit Q4_K kernel (vpmulld by the scales) took 2.02 ms
+ * where x86-quant.h's two rows a pass takes 1.55 ms, as in avx2 (four rows
+ * a pass, which 32 registers allow, ran no faster). */
 
 /* Rows of pairs of Q8_0 (q8_0 1) or Q4_0 blocks, and the last odd block. */
 static ALWAYS_INLINE void rows_of_pairs(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
-                                        size_t n, int q8_0, block_fn *pair, double out[4])
+                                        size_t n, int q8_0, block256_fn *pair, double out[4])
 {
     size_t pair_bytes = 2 * (q8_0 ? RAYO_Q8_0_BYTES : RAYO_Q4_0_BYTES);
-    rows_of_blocks(row, stride, count, x, n / 64, pair_bytes, TYPED_GEMV_INT_GROUP / 64, pair, out);
+    rows_of_blocks256(row, stride, count, x, n / 64, pair_bytes, TYPED_GEMV_INT_GROUP / 64, pair, out);
     typed_gemv_odd_block(row, stride, count, x, n, q8_0, out);
 }
 
-static ALWAYS_INLINE __m512 pair_q8_0(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m512 acc)
+static ALWAYS_INLINE __m256 pair_q8_0(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m256 acc)
 {
-    return low256(x86_q8_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, low_half(acc)));
+    return x86_q8_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
 }
 
-static ALWAYS_INLINE __m512 pair_q4_0(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m512 acc)
+static ALWAYS_INLINE __m256 pair_q4_0(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m256 acc)
 {
-    return low256(x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, low_half(acc)));
-}
-
-/* x86_q4_0_pair_i8 with AVX512-VNNI: vpdpbusd multiplies the nibbles (u8)
- * by x (s8) and sums four products into int32 at once, where vpmaddubsw,
- * an int16 add and vpmaddwd by ones did it in three; x's part, 8 times its
- * sums of four, the same for every row, the compiler computes once for
- * four rows.  int32 lanes 0-3 hold block 2p, 4-7 block 2p + 1. */
-__attribute__((target("avx512vnni"))) static ALWAYS_INLINE __m512
-pair_q4_0_vnni(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m512 acc)
-{
-    const __m256i low_nibbles = _mm256_set1_epi8(15), eight = _mm256_set1_epi8(8), zero = _mm256_setzero_si256();
-    const int8_t *xq = x->q8_32 + 64 * p;
-    const float *sx = x->scale8_32 + 2 * p;
-    __m256i bytes = _mm256_set_m128i(x86_load128(blk + RAYO_Q4_0_BYTES + 2), x86_load128(blk + 2));
-    __m256i x_lo = x86_load256(xq), x_hi = x86_load256(xq + 32);
-    __m256i sums = _mm256_dpbusd_epi32(zero, _mm256_and_si256(bytes, low_nibbles), x_lo);
-    sums = _mm256_dpbusd_epi32(sums, _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles), x_hi);
-    __m256i offset = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(zero, eight, x_lo), eight, x_hi);
-    __m256 d = _mm256_set_m128(_mm_set1_ps(x86_f16_at(blk + RAYO_Q4_0_BYTES)), _mm_set1_ps(x86_f16_at(blk)));
-    __m256 scale = _mm256_mul_ps(d, _mm256_set_m128(_mm_broadcast_ss(sx + 1), _mm_broadcast_ss(sx)));
-    return low256(_mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(sums, offset)), scale, low_half(acc)));
+    return x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
 }
 
 static void rows_q8_0_i8(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
@@ -314,62 +293,38 @@ static void rows_q8_0_i8(const uint8_t *row, size_t stride, size_t count, const 
     rows_of_pairs(row, stride, count, x, n, 1, pair_q8_0, out);
 }
 
-static void rows_q4_0_i8_bw(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
-                            double out[4])
+static void rows_q4_0_i8(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                         double out[4])
 {
     rows_of_pairs(row, stride, count, x, n, 0, pair_q4_0, out);
 }
 
-__attribute__((target("avx512vnni"))) static void
-rows_q4_0_i8_vnni(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n, double out[4])
-{
-    rows_of_pairs(row, stride, count, x, n, 0, pair_q4_0_vnni, out);
-}
-
-static void rows_q4_0_i8(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
-                         double out[4])
-{
-    /* cpuid, read once by libgcc; the core checked the ZMM state */
-    (__builtin_cpu_supports("avx512vnni") ? rows_q4_0_i8_vnni : rows_q4_0_i8_bw)(row, stride, count, x, n, out);
-}
-
-/* Q4_K rows a pass: avx2's two (x86-quant.h), or four where
- * AVX512_Q4_K_ROWS is 4 (32 vector registers hold more than AVX2's 16). */
-#ifndef AVX512_Q4_K_ROWS
-#define AVX512_Q4_K_ROWS 2
-#endif
-
-static ALWAYS_INLINE void q4_k_rows_of(const uint8_t *row, size_t stride, size_t count, const int8_t *q8,
-                                       const float *scale, int per32, const typed_gemv_x *x, size_t n,
-                                       double out[4])
-{
-    if (AVX512_Q4_K_ROWS == 4 && count == 4)
-        x86_q4_k_rows(row, stride, 4, q8, scale, x->sum, per32, n / RAYO_QK_K, PREFETCH_BYTES, out);
-    else
-        x86_q4_k_rows_of(row, stride, count, q8, scale, x->sum, per32, n, PREFETCH_BYTES, out);
-}
-
-/* Q4_K against int8 x with a scale per 256 values, or per 32. */
+/* Q4_K against int8 x with a scale per 256 values, or per 32: avx2's two
+ * rows a pass (four, which 32 registers allow, ran no faster on the Xeon). */
 static void rows_q4_k_int(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
                           double out[4])
 {
-    q4_k_rows_of(row, stride, count, x->q8, x->scale8, 0, x, n, out);
+    x86_q4_k_rows_of(row, stride, count, x->q8, x->scale8, x->sum, 0, n, PREFETCH_BYTES, out);
 }
 
 static void rows_q4_k_i8_32(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
                             double out[4])
 {
-    q4_k_rows_of(row, stride, count, x->q8_32, x->scale8_32, 1, x, n, out);
+    x86_q4_k_rows_of(row, stride, count, x->q8_32, x->scale8_32, x->sum, 1, n, PREFETCH_BYTES, out);
 }
 
 /* Q6_K against int8 x per 32 values. */
-static ALWAYS_INLINE __m512 block_q6_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
+static ALWAYS_INLINE __m256 block_q6_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
 {
-    return low256(x86_q6_k_i8_32(blk, x->q8_32 + RAYO_QK_K * b, x->scale8_32 + 8 * b, x->qsum + 16 * b,
-                                 low_half(acc)));
+    return x86_q6_k_i8_32(blk, x->q8_32 + RAYO_QK_K * b, x->scale8_32 + 8 * b, x->qsum + 16 * b, acc);
 }
 
-TYPED_ROWS_FN(rows_q6_k_i8_32, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_i8_32)
+static void rows_q6_k_i8_32(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                            double out[4])
+{
+    rows_of_blocks256(row, stride, count, x, n / RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K,
+                      block_q6_k_i8_32, out);
+}
 
 /* ---- relaxed: Q6_K against x in int8 per 256, in 512-bit vectors ------------- */
 
