@@ -23,8 +23,9 @@
 #       4. `profile = yes` breakdowns of a TinyLlama q4_0 and a 7B decode;
 #       5. TinyLlama q4_0 under other [backend.vulkan] settings (VARIANTS:
 #          lines of `key = value`, `;` between the settings of one run;
-#          default: push_descriptors = no with the profile, and the prompt's
-#          typed_matmul_transpose = yes and precision = f16).
+#          default: push_descriptors = no, gemv_rows = 1, gemv_wg = 128
+#          with the profile; for the prompt typed_matmul_transpose = yes,
+#          precision = f16 and two matmul tiles).
 # Logs in $OUT/logs.tgz; a summary last.
 set -u
 mode=${1:-run}
@@ -113,10 +114,9 @@ run() {
     printf '[backend.vulkan]\nprofile = yes\n' >/tmp/profile.conf
     llama tl-q4_0-cold /tmp/models/tl-q4_0.gguf
     for m in tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0; do
-        for r in "" 2; do
-            llama "$m-warm$r" "/tmp/models/$m.gguf"
-            [ -f "$d/base/rayo-vulkan.so" ] && llama "$m-base$r" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base"
-        done
+        llama "$m-warm" "/tmp/models/$m.gguf"
+        [ -f "$d/base/rayo-vulkan.so" ] && llama "$m-base" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base"
+        llama "$m-warm2" "/tmp/models/$m.gguf"
         llama "$m-strict" "/tmp/models/$m.gguf" /tmp/empty.conf "$d" "--precision strict"
         tr ' ' '\n' <"$logs/$m-warm.out" >/tmp/a.tok
         tr ' ' '\n' <"$logs/$m-strict.out" >/tmp/b.tok
@@ -124,7 +124,9 @@ run() {
     done
     for m in tl-q4_0 7b-q4_0; do
         RAYO_LOG=info llama "$m-profile" "/tmp/models/$m.gguf" /tmp/profile.conf
-        grep 'profile:' "$logs/$m-profile.log" | head -16 | cut -c1-150
+        grep 'profile:' "$logs/$m-profile.log" | cut -c1-150 >/tmp/profile.txt
+        head -16 /tmp/profile.txt
+        tail -1 /tmp/profile.txt
     done
     variants
     echo "done $(date -u)"
@@ -133,7 +135,11 @@ run() {
 variants() {
     printf '%s\n' "${VARIANTS:-push_descriptors = no;profile = yes
 typed_matmul_transpose = yes
-precision = f16}" | while IFS= read -r v; do
+precision = f16
+matmul_tile = 64x64x16x4x4
+matmul_tile = 32x32x16x4x4
+gemv_rows = 1;profile = yes
+gemv_wg = 128;profile = yes}" | while IFS= read -r v; do
         printf '[backend.vulkan]\n%s\n' "$v" | tr ';' '\n' >/tmp/variant.conf
         RAYO_LOG=info llama "tl-q4_0-variant" /tmp/models/tl-q4_0.gguf /tmp/variant.conf
         echo "  ($v) $(grep -h 'GPU time' "$logs/tl-q4_0-variant.log" | sed 's/.*profile: //')"
