@@ -289,9 +289,9 @@ rayo_status vk_ctx_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize byt
 /* A temporary device buffer of bytes (*out, its size rounded up) whose
  * contents the caller writes at *host before the submit: the buffer itself
  * on unified memory, else a staging buffer copied into it when the context
- * runs (before the commands recorded after this call).  For tables the
- * shaders read many times: a shader reading staging memory reads it over
- * the bus. */
+ * runs (before the commands recorded after this call).  For large tables
+ * that many workgroups read (a shader reading staging memory reads it over
+ * the bus); the copy costs a barrier. */
 rayo_status vk_ctx_upload_temp(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_buf **out, void **host);
 rayo_status vk_ctx_submit(vk_state *s, vk_ctx *cx);
 rayo_status vk_ctx_wait(vk_state *s, vk_ctx *cx, uint64_t timeout_ns);
