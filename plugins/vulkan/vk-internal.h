@@ -352,7 +352,7 @@ rayo_status vk_host_call(void *state, const rayo_call *call, const vk_family *fa
 /* ---- vk-profile.c: profile = yes (each a no-op otherwise) ---------------------------- */
 /* At a batch's begin: the timestamps' reset and the first one. */
 void vk_profile_begin(vk_state *s, vk_ctx *cx);
-/* After each op recorded into a batch. */
+/* After each op recorded into a batch (and each step of a typed matmul). */
 void vk_profile_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *call);
 void vk_profile_submitted(vk_state *s, vk_ctx *cx);
 /* After a successful wait: adds the batch's op times to the totals. */

@@ -2,6 +2,8 @@
 /* vk-profile.c - [backend.vulkan] profile = yes: the GPU time of every op of
  * every batch, summed per op, dtypes and shape, logged at close (RAYO_LOG=info)
  * with the share of the total, and the host time spent recording batches.
+ * A typed matmul's steps count apart: its widenings (get_rows) and its f32
+ * matmul each get their own entry, the call itself what follows them.
  *
  * A batch's command buffer gets a timestamp at its start and one after each
  * op (each op ends in a full barrier, so an op's time is the difference
@@ -54,8 +56,8 @@ void vk_profile_begin(vk_state *s, vk_ctx *cx)
 
 void vk_profile_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
 {
-    if (!s->profile || !cx->prof_pool || cx->prof_count >= PROF_QUERIES)
-        return;
+    if (!s->profile || !cx->prof_pool || cx->prof_count == 0 || cx->prof_count >= PROF_QUERIES)
+        return;             /* 0: not a batch begun with the profile on */
     cx->prof_keys[cx->prof_count] = (vk_prof_key){call->op, call->dtypes, call->m, call->n};
     s->fd.vkCmdWriteTimestamp(cx->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, cx->prof_pool,
                               cx->prof_count++);

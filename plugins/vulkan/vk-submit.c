@@ -405,6 +405,7 @@ void vk_ctx_release(vk_state *s, vk_ctx *cx)
         vk_buf_free(s, cx->temps[i]);
     cx->temp_count = 0;
     cx->mm_scratch = cx->mm_index = cx->fault = NULL;
+    cx->prof_count = 0;       /* a host call's use of the context times nothing */
     for (size_t i = 0; i < cx->desc_pool_count; i++)
         s->fd.vkResetDescriptorPool(s->device, cx->desc_pools[i], 0);
     /* keep the first descriptor pool; a batch that needed more gets them again */

@@ -92,7 +92,10 @@ static rayo_status widen(vk_state *s, vk_ctx *cx, const stored *src, rayo_dev_op
         .m = src->rows, .n = src->cols, .k = src->rows,
         .a = from, .b = {index, 0}, .y = to, .lda = src->ld, .ldy = ld_dst,
     };
-    return vk_record(s, cx, &g);
+    rayo_status st = vk_record(s, cx, &g);
+    if (st == RAYO_OK)
+        vk_profile_op(s, cx, &g);
+    return st;
 }
 
 static bool dense(size_t ld, size_t cols) { return ld == 0 || ld == cols; }
@@ -194,7 +197,10 @@ static rayo_status rec_typed_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call
             return st;
         f.y = c32;
     }
-    if ((st = vk_record(s, cx, &f)) != RAYO_OK || !copy_c)
+    if ((st = vk_record(s, cx, &f)) != RAYO_OK)
+        return st;
+    vk_profile_op(s, cx, &f);
+    if (!copy_c)
         return st;
     stored dense_c = {RAYO_DTYPE_F32, c.rows, c.cols, 0};
     return widen(s, cx, &dense_c, c32, call->y, c.ld, index);
