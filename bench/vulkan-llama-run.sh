@@ -18,11 +18,13 @@
 #          q4_k_m; the 7B shape q4_0), each run by
 #          `rayo-llama --backend vulkan --ignore-eos --tokens --ctx 256 -n 64
 #          --prompt-tokens <128 ids>`: TinyLlama q4_0 cold (empty pipeline
-#          cache) first, then each file warm, with BASE, warm again, and at
+#          cache) first, then each file warm, with BASE (--warmup: its
+#          pipelines differ, so the cache does not serve it), warm again, and at
 #          --precision strict, whose tokens the warm run's are compared with;
 #       4. `profile = yes` breakdowns of a TinyLlama q4_0 and a 7B decode;
 #       5. TinyLlama q4_0 under other [backend.vulkan] settings (VARIANTS:
 #          lines of `key = value`, `;` between the settings of one run;
+#          --warmup, as new settings make new pipelines;
 #          default: push_descriptors = no, gemv_rows = 1, gemv_wg = 128
 #          with the profile; for the prompt typed_matmul_transpose = yes,
 #          precision = f16 and two matmul tiles).
@@ -115,7 +117,7 @@ run() {
     llama tl-q4_0-cold /tmp/models/tl-q4_0.gguf
     for m in tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0; do
         llama "$m-warm" "/tmp/models/$m.gguf"
-        [ -f "$d/base/rayo-vulkan.so" ] && llama "$m-base" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base"
+        [ -f "$d/base/rayo-vulkan.so" ] && llama "$m-base" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base" --warmup
         llama "$m-warm2" "/tmp/models/$m.gguf"
         llama "$m-strict" "/tmp/models/$m.gguf" /tmp/empty.conf "$d" "--precision strict"
         tr ' ' '\n' <"$logs/$m-warm.out" >/tmp/a.tok
@@ -141,7 +143,7 @@ matmul_tile = 32x32x16x4x4
 gemv_rows = 1;profile = yes
 gemv_wg = 128;profile = yes}" | while IFS= read -r v; do
         printf '[backend.vulkan]\n%s\n' "$v" | tr ';' '\n' >/tmp/variant.conf
-        RAYO_LOG=info llama "tl-q4_0-variant" /tmp/models/tl-q4_0.gguf /tmp/variant.conf
+        RAYO_LOG=info llama "tl-q4_0-variant" /tmp/models/tl-q4_0.gguf /tmp/variant.conf "$d" --warmup
         echo "  ($v) $(grep -h 'GPU time' "$logs/tl-q4_0-variant.log" | sed 's/.*profile: //')"
         mv "$logs/tl-q4_0-variant.log" "$logs/tl-q4_0-variant-$(echo "$v" | tr -c 'a-z0-9' _).log"
     done
