@@ -286,11 +286,14 @@ static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
 /* ---- row ops: gated units, get_rows, rope (infer_rows.comp) --------------------------- */
 
 #define ROWS_WG 128u
+#define ROW_SPLIT_ELEMS 512u     /* GLU and rope: elements of a row per workgroup */
 
 #define CONVERT_CHUNK 4096u     /* infer_rows.comp's CHUNK */
 
+/* row_elems: the elements a GLU or rope row spreads over workgroups (the
+ * grid's y; 0: one workgroup per row). */
 static rayo_status rec_rows_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                               const vk_operands *ops, vk_push *pc, uint32_t dtype)
+                               const vk_operands *ops, vk_push *pc, uint32_t dtype, size_t row_elems)
 {
     pc->n = (uint32_t)call->n;
     pc->m = (uint32_t)call->m;
@@ -298,7 +301,8 @@ static rayo_status rec_rows_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *cal
     pc->ob = ops->use[1] ? ops->use[1]->word_offset : 0;
     pc->oy = ops->use[3]->word_offset;
     uint32_t spec[3] = {ROWS_WG, call->op, dtype};
-    return record(s, cx, VK_SHADER_INFER_ROWS, spec, 3, ops, pc, groups_of(call->m), 1);
+    size_t gy = (row_elems + ROW_SPLIT_ELEMS - 1) / ROW_SPLIT_ELEMS;
+    return record(s, cx, VK_SHADER_INFER_ROWS, spec, 3, ops, pc, groups_of(call->m), gy ? groups_of(gy) : 1);
 }
 
 /* convert: chunks of CONVERT_CHUNK elements (to f32) or output words (to
@@ -342,7 +346,7 @@ static rayo_status rec_glu(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, v
                     or_dense(call->ldy, call->n)) != RAYO_OK)
         return RAYO_E_UNSUPPORTED;
     pc.oa = ops->use[0]->word_offset;
-    return rec_rows_op(s, cx, call, ops, &pc, 0);
+    return rec_rows_op(s, cx, call, ops, &pc, 0, call->n);
 }
 
 /* The context's fault word (vk_ctx), bound as s; its word offset to pc.aux. */
@@ -374,7 +378,7 @@ static rayo_status rec_get_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *ca
     if (st != RAYO_OK)
         return st;
     pc.oa = ops->use[0]->byte_offset;
-    return rec_rows_op(s, cx, call, ops, &pc, dt);
+    return rec_rows_op(s, cx, call, ops, &pc, dt, 0);
 }
 
 /* freq_scale * freq_base^(-2i / rot_dims) in double, for i < rot_dims / 2,
@@ -414,7 +418,7 @@ static rayo_status rec_rope(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, 
         return st;
     pc.oa = ops->use[0]->word_offset;
     pc.aux = ops->use[4]->word_offset;
-    return rec_rows_op(s, cx, call, ops, &pc, 0);
+    return rec_rows_op(s, cx, call, ops, &pc, 0, p->n_heads * (d - rot / 2));
 }
 
 rayo_status vk_check_host_call(vk_state *s, const rayo_call *call)

@@ -61,7 +61,8 @@
     X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) \
     X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) \
     X(vkCreateSemaphore) X(vkDestroySemaphore) X(vkWaitSemaphores) \
-    X(vkGetSemaphoreCounterValue)
+    X(vkGetSemaphoreCounterValue) X(vkCreateQueryPool) X(vkDestroyQueryPool) \
+    X(vkCmdResetQueryPool) X(vkCmdWriteTimestamp) X(vkGetQueryPoolResults)
 
 #define VK_DECLARE_FN(name) PFN_##name name;
 
@@ -128,6 +129,17 @@ typedef struct vk_tile {
     uint32_t bm, bn, bk, tm, tn;
 } vk_tile;
 
+/* ---- profile (vk-profile.c) ------------------------------------------------------ */
+typedef struct vk_prof_key {
+    uint32_t op, dtypes;
+    size_t m, n;
+} vk_prof_key;
+typedef struct vk_prof_entry {
+    vk_prof_key key;
+    double ms;
+    size_t calls;
+} vk_prof_entry;
+#define VK_PROF_ENTRIES 128
 /* ---- submission contexts -------------------------------------------------------- */
 typedef struct vk_ctx {
     struct vk_ctx *next;              /* in the free list */
@@ -145,6 +157,10 @@ typedef struct vk_ctx {
     vk_buf *fault;                    /* host-visible word a shader sets on bad data
                                        * (get_rows' indices; one of temps; NULL: none):
                                        * zeroed at submit, read at wait */
+    VkQueryPool prof_pool;            /* profile = yes: a timestamp per op */
+    vk_prof_key *prof_keys;           /* the op of each timestamp */
+    uint32_t prof_count;              /* timestamps written */
+    double prof_record_start;         /* host ms at batch begin */
 } vk_ctx;
 
 typedef enum vk_precision { VK_PREC_FP32, VK_PREC_F16 } vk_precision;
@@ -195,6 +211,11 @@ typedef struct vk_state {
     vk_tile tile;
     vk_tile tile_small;               /* for products with few tiles */
     uint32_t eltwise_unroll;          /* elements per invocation and step: 1, 2, 4 */
+    uint32_t timestamp_bits;          /* the queue's timestampValidBits */
+    bool profile;                     /* [backend.vulkan] profile = yes (and timestamps) */
+    vk_prof_entry prof[VK_PROF_ENTRIES]; /* under ctx_lock */
+    size_t prof_count, prof_batches;
+    double prof_record_ms;
 } vk_state;
 
 /* ---- vk-loader.c ------------------------------------------------------------------ */
@@ -313,6 +334,17 @@ rayo_status vk_bind_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize by
  * waited for. */
 rayo_status vk_host_call(void *state, const rayo_call *call, const vk_family *family);
 
+/* ---- vk-profile.c: profile = yes (each a no-op otherwise) ---------------------------- */
+/* At a batch's begin: the timestamps' reset and the first one. */
+void vk_profile_begin(vk_state *s, vk_ctx *cx);
+/* After each op recorded into a batch. */
+void vk_profile_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *call);
+void vk_profile_submitted(vk_state *s, vk_ctx *cx);
+/* After a successful wait: adds the batch's op times to the totals. */
+void vk_profile_collect(vk_state *s, vk_ctx *cx);
+/* At close: the totals at info level. */
+void vk_profile_report(vk_state *s);
+void vk_profile_free(vk_state *s, vk_ctx *cx);
 /* ---- vk-infer.c ---------------------------------------------------------------------- */
 /* Whether a rope or attention output of `span` elements has gaps (head or
  * token strides); ldy is checked by the caller. */

@@ -368,6 +368,7 @@ static rayo_status find_queue(vk_state *s)
     for (uint32_t i = 0; i < n; i++)
         if (fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
             s->queue_family = i;
+            s->timestamp_bits = fams[i].timestampValidBits;
             return RAYO_OK;
         }
     s->host->set_error(s->host, "vulkan: %s has no compute queue", s->props.deviceName);
@@ -571,6 +572,7 @@ static rayo_status vk_init(const rayo_host *host, uint32_t device, void **state)
         choose_tile(s);
         st = create_device(s);
     }
+    s->profile = config_yes(host, "profile") && s->timestamp_bits > 0;
     if (st == RAYO_OK)
         st = vk_memory_init(s);
     if (st == RAYO_OK)
@@ -617,6 +619,7 @@ static void vk_fini(void *state)
         return;
     if (s->device) {
         s->fd.vkDeviceWaitIdle(s->device);
+        vk_profile_report(s);
         vk_ctx_destroy_all(s);
         if (s->set_layout || s->pipeline_layout)
             vk_pipelines_fini(s);

@@ -70,6 +70,7 @@ static void ctx_destroy(vk_state *s, vk_ctx *cx)
     if (cx->cmd_pool)
         s->fd.vkDestroyCommandPool(s->device, cx->cmd_pool, NULL);
     free(cx->temps);
+    vk_profile_free(s, cx);
     free(cx);
 }
 
