@@ -24,7 +24,7 @@ struct rayo_pool {
     pthread_cond_t wake, done;
     _Atomic uint64_t generation; /* bumped per job (under lock; read without it while spinning) */
     atomic_bool stop;
-    unsigned running;            /* pool threads still working on the job */
+    _Atomic unsigned running;    /* pool threads still working on the job (read without the lock while spinning) */
     void (*fn)(void *, size_t, unsigned);
     void *arg;
     size_t n_tasks;
@@ -76,6 +76,18 @@ static void spin_for_next_job(rayo_pool *p, uint64_t seen)
         if (atomic_load_explicit(&p->generation, memory_order_acquire) != seen ||
             atomic_load_explicit(&p->stop, memory_order_relaxed))
             return;
+        cpu_relax();
+        if (i % PAUSES_PER_CLOCK_READ == 0 && monotonic_ns() - start > SPIN_NS)
+            return;
+    }
+}
+
+/* The caller, its tasks done, watches the workers finish as long as a
+ * worker watches for a job before it sleeps on the condition. */
+static void wait_for_workers(rayo_pool *p)
+{
+    uint64_t start = monotonic_ns();
+    for (unsigned i = 1; atomic_load_explicit(&p->running, memory_order_acquire) > 0; i++) {
         cpu_relax();
         if (i % PAUSES_PER_CLOCK_READ == 0 && monotonic_ns() - start > SPIN_NS)
             return;
@@ -195,6 +207,7 @@ void pool_run(rayo_pool *p, size_t n_tasks, void (*fn)(void *, size_t, unsigned)
     pthread_mutex_unlock(&p->lock);
 
     run_tasks(p, 0);
+    wait_for_workers(p);
 
     pthread_mutex_lock(&p->lock);
     while (p->running > 0)
