@@ -20,7 +20,11 @@
 #          --prompt-tokens <128 ids>`: TinyLlama q4_0 cold (empty pipeline
 #          cache) first, then each file warm, with BASE, warm again, and at
 #          --precision strict, whose tokens the warm run's are compared with;
-#       4. `profile = yes` breakdowns of a TinyLlama q4_0 and a 7B decode.
+#       4. `profile = yes` breakdowns of a TinyLlama q4_0 and a 7B decode;
+#       5. TinyLlama q4_0 under other [backend.vulkan] settings (VARIANTS:
+#          lines of `key = value`, `;` between the settings of one run;
+#          default: push_descriptors = no with the profile, and the prompt's
+#          typed_matmul_transpose = yes and precision = f16).
 # Logs in $OUT/logs.tgz; a summary last.
 set -u
 mode=${1:-run}
@@ -122,7 +126,19 @@ run() {
         RAYO_LOG=info llama "$m-profile" "/tmp/models/$m.gguf" /tmp/profile.conf
         grep 'profile:' "$logs/$m-profile.log" | head -16 | cut -c1-150
     done
+    variants
     echo "done $(date -u)"
+}
+
+variants() {
+    printf '%s\n' "${VARIANTS:-push_descriptors = no;profile = yes
+typed_matmul_transpose = yes
+precision = f16}" | while IFS= read -r v; do
+        printf '[backend.vulkan]\n%s\n' "$v" | tr ';' '\n' >/tmp/variant.conf
+        RAYO_LOG=info llama "tl-q4_0-variant" /tmp/models/tl-q4_0.gguf /tmp/variant.conf
+        echo "  ($v) $(grep -h 'GPU time' "$logs/tl-q4_0-variant.log" | sed 's/.*profile: //')"
+        mv "$logs/tl-q4_0-variant.log" "$logs/tl-q4_0-variant-$(echo "$v" | tr -c 'a-z0-9' _).log"
+    done
 }
 
 case $mode in

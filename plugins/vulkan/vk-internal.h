@@ -79,6 +79,7 @@ typedef struct vk_ifns {
 
 typedef struct vk_dfns {
     VK_DEVICE_FNS(VK_DECLARE_FN)
+    PFN_vkCmdPushDescriptorSetKHR vkCmdPushDescriptorSetKHR; /* VK_KHR_push_descriptor; may be NULL */
 } vk_dfns;
 
 /* ---- memory ---------------------------------------------------------------- */
@@ -164,6 +165,11 @@ typedef struct vk_ctx {
 } vk_ctx;
 
 typedef enum vk_precision { VK_PREC_FP32, VK_PREC_F16 } vk_precision;
+/* The gemv settings of [backend.vulkan] (vk-infer.c; 0: the default). */
+typedef struct vk_gemv_settings {
+    uint32_t rows, units, wg, split;
+    bool xstage;
+} vk_gemv_settings;
 
 typedef struct vk_state {
     const rayo_host *host;
@@ -211,6 +217,8 @@ typedef struct vk_state {
     vk_tile tile;
     vk_tile tile_small;               /* for products with few tiles */
     uint32_t eltwise_unroll;          /* elements per invocation and step: 1, 2, 4 */
+    bool push_descriptors;            /* descriptors pushed into the command buffer, not allocated */
+    vk_gemv_settings gemv;            /* read once at init: a decode step records ~150 gemvs */
     uint32_t timestamp_bits;          /* the queue's timestampValidBits */
     bool profile;                     /* [backend.vulkan] profile = yes (and timestamps) */
     vk_prof_entry prof[VK_PROF_ENTRIES]; /* under ctx_lock */
@@ -278,6 +286,13 @@ void vk_ctx_copy(vk_state *s, vk_ctx *cx, const vk_buf *src, VkDeviceSize src_of
                  const vk_buf *dst, VkDeviceSize dst_off, VkDeviceSize bytes);
 /* A temporary device buffer that lives until the context is released. */
 rayo_status vk_ctx_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize bytes, vk_buf **out);
+/* A temporary device buffer of bytes (*out, its size rounded up) whose
+ * contents the caller writes at *host before the submit: the buffer itself
+ * on unified memory, else a staging buffer copied into it when the context
+ * runs (before the commands recorded after this call).  For tables the
+ * shaders read many times: a shader reading staging memory reads it over
+ * the bus. */
+rayo_status vk_ctx_upload_temp(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_buf **out, void **host);
 rayo_status vk_ctx_submit(vk_state *s, vk_ctx *cx);
 rayo_status vk_ctx_wait(vk_state *s, vk_ctx *cx, uint64_t timeout_ns);
 /* Returns a context to the free list (waits for it first if submitted). */
@@ -349,6 +364,8 @@ void vk_profile_free(vk_state *s, vk_ctx *cx);
 /* Whether a rope or attention output of `span` elements has gaps (head or
  * token strides); ldy is checked by the caller. */
 bool vk_infer_output_gaps(const rayo_call *call, size_t span);
+/* Reads the gemv settings into s->gemv (at init, once the subgroup size is known). */
+void vk_infer_read_settings(vk_state *s);
 /* Checks of a host call that a batch cannot make (get_rows' indices). */
 rayo_status vk_check_host_call(vk_state *s, const rayo_call *call);
 
