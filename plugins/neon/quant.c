@@ -34,6 +34,7 @@
 #include "neon-math.h"
 #define TYPED_GEMV_STRICT_ONLY /* the template's integer path is x86's: relaxed SDOT is below */
 #include "cpu-typed-gemv_tmpl.c"
+#include "simd128-int-gemv_tmpl.c"
 
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMDDP
@@ -333,46 +334,17 @@ DOTPROD static void rows_q4_0_sdot(const uint8_t *row, size_t stride, size_t cou
     sdot_rows_of(row, stride, count, x, n, RAYO_Q4_0_BYTES, sdot_q4_0, out);
 }
 
-/* The SDOT row kernel for a relaxed call, NULL where there is none (strict,
- * another dtype, or a CPU without dotprod: getauxval, one load). */
-static typed_rows_fn *sdot_rows_for(const rayo_call *call)
-{
-    rayo_dtype dt = RAYO_DTYPE_OF(call->dtypes, 0);
-    if (call->precision != RAYO_PRECISION_RELAXED || (dt != RAYO_DTYPE_Q8_0 && dt != RAYO_DTYPE_Q4_0) ||
-        !(getauxval(AT_HWCAP) & HWCAP_ASIMDDP))
-        return NULL;
-    return dt == RAYO_DTYPE_Q8_0 ? rows_q8_0_sdot : rows_q4_0_sdot;
-}
-
-/* The relaxed SDOT gemv: x rounded once to int8 per 32 values (largest
- * |x| / 127, as the x86 plugins' relaxed path) when that passes the
- * rounding budget (cpu-rounding-budget.h); 0 when it did not run (the call
- * then takes the float kernels). */
-static int gemv_sdot(const cpu_state *st, const rayo_call *call, typed_rows_fn *rows)
-{
-    size_t n = call->n;
-    float *scratch = cpu_alloc_floats(st, n / 4 + n / 32);
-    if (!scratch)
-        return 0;
-    int8_t *q8 = (int8_t *)(void *)scratch;
-    float *scale = scratch + n / 4;
-    rounding_error err = { 0.0, 0.0, 0.0, 0.0 };
-    int ok = typed_gemv_round_x32(call->b, n, q8, NULL, scale, &err) && rounding_within_budget(&err);
-    if (ok) {
-        typed_gemv_job job = { call, rows, { .f = call->b, .q8_32 = q8, .scale8_32 = scale },
-                               typed_gemv_row_bytes(call), 0 };
-        typed_gemv_split(st, &job);
-    }
-    cpu_free(st, scratch);
-    return ok;
-}
-
 /* ---- the kernel ----------------------------------------------------------- */
 
+/* Relaxed Q8_0 and Q4_0 take SDOT where the CPU has dotprod (getauxval: one
+ * load), against x in int8 (simd128-int-gemv_tmpl.c); the rest, and x that
+ * int8 cannot hold, the float kernels. */
 rayo_status neon_gemv_quant(void *state, const rayo_call *call)
 {
-    typed_rows_fn *rows = sdot_rows_for(call);
-    if (rows && typed_gemv_takes(call) && call->m > 0 && gemv_sdot(state, call, rows))
-        return RAYO_OK;
+    if (simd128_int_gemv_takes(call) && (getauxval(AT_HWCAP) & HWCAP_ASIMDDP)) {
+        int q8_0 = RAYO_DTYPE_OF(call->dtypes, 0) == RAYO_DTYPE_Q8_0;
+        if (simd128_int_gemv(state, call, q8_0 ? rows_q8_0_sdot : rows_q4_0_sdot, 1))
+            return RAYO_OK;
+    }
     return typed_gemv_run(state, call);
 }
