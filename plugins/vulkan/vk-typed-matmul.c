@@ -61,18 +61,18 @@ static rayo_status ctx_scratch(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_b
     return RAYO_OK;
 }
 
-/* int32 indices 0, 1, ..., rows - 1 (host-written), kept by the context. */
+/* int32 indices 0, 1, ..., rows - 1 (host-written, in device memory: every
+ * workgroup of get_rows reads them all), kept by the context. */
 static rayo_status ctx_identity(vk_state *s, vk_ctx *cx, size_t rows, vk_buf **out)
 {
     if (!cx->mm_index || cx->mm_index->size < rows * sizeof(int32_t)) {
         size_t count = rows < 1024 ? 1024 : rows;
         vk_buf *b;
-        rayo_status st = vk_ctx_temp(s, cx, s->unified ? &s->device_pool : &s->staging_pool,
-                                     count * sizeof(int32_t), &b);
+        int32_t *idx;
+        rayo_status st = vk_ctx_upload_temp(s, cx, count * sizeof(int32_t), &b, (void **)&idx);
         if (st != RAYO_OK)
             return st;
         /* all of it: its size (what the check above reads) is rounded up */
-        int32_t *idx = vk_buf_map(b);
         for (size_t i = 0; i < b->size / sizeof(int32_t); i++)
             idx[i] = (int32_t)i;
         cx->mm_index = b;
