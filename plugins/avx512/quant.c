@@ -266,7 +266,8 @@ TYPED_ROWS_FN(rows_q4_0_int, 32, RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 32, blo
  * slower still with vpdpbusd (AVX512-VNNI) in place of vpmaddubsw +
  * vpmaddwd; a 512-bit Q4_K kernel (vpmulld by the scales) took 2.02 ms
  * where x86-quant.h's two rows a pass takes 1.55 ms, as in avx2 (four rows
- * a pass, which 32 registers allow, ran no faster). */
+ * a pass, which 32 registers allow, ran no faster).  Four Q4_0 rows share
+ * one float vector, as in avx2 (x86_q4_0_rows4_pair_i8). */
 
 /* Rows of pairs of Q8_0 (q8_0 1) or Q4_0 blocks, and the last odd block. */
 static ALWAYS_INLINE void rows_of_pairs(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
@@ -293,9 +294,42 @@ static void rows_q8_0_i8(const uint8_t *row, size_t stride, size_t count, const 
     rows_of_pairs(row, stride, count, x, n, 1, pair_q8_0, out);
 }
 
+/* Pairs [p, end) of four Q4_0 rows against int8 x in one float vector:
+ * lane 4h + r holds row r's block h of each pair (x86-quant.h, the avx2
+ * kernel's four-row form). */
+static ALWAYS_INLINE __m256 q4_0_rows4_group(const uint8_t *row, size_t stride, const typed_gemv_x *x, size_t p,
+                                             size_t end)
+{
+    __m256 acc = _mm256_setzero_ps();
+    for (; p < end; p++) {
+        const uint8_t *blk = row + 2 * RAYO_Q4_0_BYTES * p;
+        UNROLL
+        for (int r = 0; r < 4; r++)
+            _mm_prefetch((const char *)blk + r * stride + PREFETCH_BYTES, _MM_HINT_T1);
+        acc = x86_q4_0_rows4_pair_i8(blk, stride, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
+    }
+    return acc;
+}
+
+/* Four rows: groups of pairs in float, their lanes 4h + r added into
+ * double lane r. */
+static void q4_0_rows4_i8(const uint8_t *row, size_t stride, const typed_gemv_x *x, size_t pairs, double out[4])
+{
+    const size_t group = TYPED_GEMV_INT_GROUP / 64;
+    __m256d sums = _mm256_setzero_pd();
+    for (size_t p = 0; p < pairs; p += group)
+        sums = v_widen_add(sums, q4_0_rows4_group(row, stride, x, p, p + group < pairs ? p + group : pairs));
+    _mm256_storeu_pd(out, sums);
+}
+
 static void rows_q4_0_i8(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
                          double out[4])
 {
+    if (count == 4) {
+        q4_0_rows4_i8(row, stride, x, n / 64, out);
+        typed_gemv_odd_block(row, stride, count, x, n, 0, out);
+        return;
+    }
     rows_of_pairs(row, stride, count, x, n, 0, pair_q4_0, out);
 }
 

@@ -42,4 +42,20 @@ static inline int simd128_int_gemv(const cpu_state *st, const rayo_call *call, t
     return ok;
 }
 
+/* Defines NAME, the row kernel (typed_rows_fn) of Q8_0 or Q4_0 blocks of
+ * BYTES bytes from the plugin's always-inline DOTS(blk, stride, R, x,
+ * blocks, BYTES, BLOCK_DOT, out), the dots of R rows: four rows in one
+ * pass, fewer one by one. */
+#define SIMD128_INT_ROWS(NAME, DOTS, BLOCK_DOT, BYTES)                                                 \
+    static void NAME(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n, \
+                     double out[4])                                                                   \
+    {                                                                                                 \
+        if (count == 4) {                                                                             \
+            DOTS(row, stride, 4, x, n / 32, (BYTES), BLOCK_DOT, out);                                 \
+            return;                                                                                   \
+        }                                                                                             \
+        for (size_t r = 0; r < count; r++)                                                            \
+            DOTS(row + r * stride, stride, 1, x, n / 32, (BYTES), BLOCK_DOT, out + r);                \
+    }
+
 #endif

@@ -309,30 +309,8 @@ sdot_rows(const uint8_t *blk, size_t stride, int R, const typed_gemv_x *x, size_
     }
 }
 
-/* `count` rows (1..4): four in one pass, fewer one by one. */
-DOTPROD static inline __attribute__((always_inline)) void
-sdot_rows_of(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n, size_t block_bytes,
-             sdot_fn *dot, double out[4])
-{
-    if (count == 4) {
-        sdot_rows(row, stride, 4, x, n / 32, block_bytes, dot, out);
-        return;
-    }
-    for (size_t r = 0; r < count; r++)
-        sdot_rows(row + r * stride, stride, 1, x, n / 32, block_bytes, dot, out + r);
-}
-
-DOTPROD static void rows_q8_0_sdot(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
-                                   size_t n, double out[4])
-{
-    sdot_rows_of(row, stride, count, x, n, RAYO_Q8_0_BYTES, sdot_q8_0, out);
-}
-
-DOTPROD static void rows_q4_0_sdot(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
-                                   size_t n, double out[4])
-{
-    sdot_rows_of(row, stride, count, x, n, RAYO_Q4_0_BYTES, sdot_q4_0, out);
-}
+DOTPROD SIMD128_INT_ROWS(rows_q8_0_sdot, sdot_rows, sdot_q8_0, RAYO_Q8_0_BYTES)
+DOTPROD SIMD128_INT_ROWS(rows_q4_0_sdot, sdot_rows, sdot_q4_0, RAYO_Q4_0_BYTES)
 
 /* ---- the kernel ----------------------------------------------------------- */
 
