@@ -19,11 +19,16 @@
 #          <128 or 512 ids>` as configured by default, without the split
 #          along k, without the half path (half_prompt = no), and with the
 #          BASE plugin as configured by default (when there is one), the
-#          greedy tokens compared; PROMPT_RUNS (words of "default nosplit
+#          greedy tokens after each prompt length compared; PROMPT_RUNS (words of "default nosplit
 #          f32 base") picks fewer;
 #       3. `profile = yes` breakdowns of a TinyLlama q4_0 128-token prefill
 #          and of 7B 128- and 512-token ones (PROMPT_PROFILES: MODEL:TOKENS
 #          words, "" for none), of the BASE plugin too when there is one.
+#   DIR/cuda-prompt-run.sh kernels                   there: the GPU time and
+#       DRAM bytes of each kernel of a 7B-shape q4_0 128-token prompt's first
+#       KERNELS_COUNT (default 28: the first layer's seven products, four
+#       kernels each) half-path launches (half_*, wg_*), by Nsight Compute
+#       (ncu; it fails where it cannot read the GPU's counters).
 # Logs in $OUT/logs.tgz; a summary on stdout.
 set -u
 mode=${1:-run}
@@ -66,11 +71,14 @@ test_cuda() {
     grep -h -i 'fail' "$logs/test-cuda.log" | cut -c1-300 | head -5
 }
 
-# tokens_differ MODEL A B WHAT: how many of run A's 128-id greedy tokens differ from run B's
+# tokens_differ MODEL A B WHAT: how many of run A's greedy tokens differ from run B's, after the 128-
+# and the 512-token prompts
 tokens_differ() {
-    tr ' ' '\n' <"$logs/$1-$2-128.out" >/tmp/a.tok
-    tr ' ' '\n' <"$logs/$1-$3-128.out" >/tmp/b.tok
-    echo "$1: $(diff /tmp/a.tok /tmp/b.tok | grep -c '^<') of $(wc -l </tmp/a.tok) tokens differ ($4)"
+    for n in 128 512; do
+        tr ' ' '\n' <"$logs/$1-$2-$n.out" >/tmp/a.tok
+        tr ' ' '\n' <"$logs/$1-$3-$n.out" >/tmp/b.tok
+        echo "$1, $n: $(diff /tmp/a.tok /tmp/b.tok | grep -c '^<') of $(wc -l </tmp/a.tok) tokens differ ($4)"
+    done
 }
 
 run() {
@@ -118,8 +126,30 @@ run() {
     echo "done $(date -u)"
 }
 
+kernels() {
+    d=$PWD/$(dirname "$0")
+    gpu_env "$d" /tmp/prompt-logs
+    "$d/gguf-make" --layers 32 --embd 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 \
+        --ctx 4096 --untied --scheme q4_0 -o /tmp/models/7b-q4_0.gguf >/dev/null 2>&1
+    ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    timeout 120 "$ncu" --clock-control none -k 'regex:^(half_|wg_)' -c "${KERNELS_COUNT:-28}" \
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --csv \
+        "$d/rayo-llama" --backend cuda --ignore-eos --tokens --ctx 640 -n 1 \
+        --prompt-tokens "$(seq 100 227 | paste -sd, -)" /tmp/models/7b-q4_0.gguf >"$logs/ncu.csv" 2>"$logs/ncu.log"
+    echo "ncu exit $?: $(grep -c '^"' "$logs/ncu.csv") rows"
+    tail -3 "$logs/ncu.log"
+    # one line a launch: kernel, grid, then each metric's value and unit
+    python3 -c 'import csv, sys
+rows = {}
+for r in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith("\"")):
+    rows.setdefault((int(r["ID"]), r["Kernel Name"], r["Grid Size"]), []).append(r["Metric Name"] + " " + r["Metric Value"] + " " + r["Metric Unit"])
+for (i, name, grid), v in sorted(rows.items()):
+    print(i, name, grid, " | ".join(v))' "$logs/ncu.csv"
+}
+
 case $mode in
 prepare) shift; prepare "$@" ;;
 run) run ;;
-*) echo "usage: $0 prepare [BUILD] [DIR] | run" >&2; exit 2 ;;
+kernels) kernels ;;
+*) echo "usage: $0 prepare [BUILD] [DIR] [BASE] | run | kernels" >&2; exit 2 ;;
 esac

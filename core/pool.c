@@ -12,6 +12,7 @@
 #include "internal.h"
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 struct rayo_pool {
@@ -23,7 +24,7 @@ struct rayo_pool {
     pthread_cond_t wake, done;
     _Atomic uint64_t generation; /* bumped per job (under lock; read without it while spinning) */
     atomic_bool stop;
-    unsigned running;            /* pool threads still working on the job */
+    _Atomic unsigned running;    /* pool threads still working on the job (read without the lock while spinning) */
     void (*fn)(void *, size_t, unsigned);
     void *arg;
     size_t n_tasks;
@@ -41,8 +42,16 @@ struct worker_start { rayo_pool *pool; unsigned id; };
 
 /* After a job, a worker watches for the next one for a while before it
  * sleeps: waking a sleeping thread costs tens of microseconds, and the
- * calls that use the pool tend to come in runs. */
-#define SPIN_CHECKS 20000
+ * calls that use the pool tend to come in runs.  The while is a time, not
+ * a count of pause instructions: a pause takes from a few nanoseconds to
+ * 64 ns (an AMD EPYC here), so 20000 of them spun 60 us on one CPU and
+ * 1.3 ms on another, where the worker then held a CPU that the caller or
+ * other processes needed.  Between the calls of an LLM decode step the
+ * gaps were under 64 us in 96% of cases (TinyLlama shape, 2 threads, on a
+ * loaded 2-vCPU EPYC; shorter on an idle one), so a longer watch saves a
+ * few wake-ups per token and costs CPU time in every wait. */
+#define SPIN_NS 64000
+#define PAUSES_PER_CLOCK_READ 32
 
 static void cpu_relax(void)
 {
@@ -53,13 +62,35 @@ static void cpu_relax(void)
 #endif
 }
 
+static uint64_t monotonic_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 static void spin_for_next_job(rayo_pool *p, uint64_t seen)
 {
-    for (int i = 0; i < SPIN_CHECKS; i++) {
+    uint64_t start = monotonic_ns();
+    for (unsigned i = 1;; i++) {
         if (atomic_load_explicit(&p->generation, memory_order_acquire) != seen ||
             atomic_load_explicit(&p->stop, memory_order_relaxed))
             return;
         cpu_relax();
+        if (i % PAUSES_PER_CLOCK_READ == 0 && monotonic_ns() - start > SPIN_NS)
+            return;
+    }
+}
+
+/* The caller, its tasks done, watches the workers finish as long as a
+ * worker watches for a job before it sleeps on the condition. */
+static void wait_for_workers(rayo_pool *p)
+{
+    uint64_t start = monotonic_ns();
+    for (unsigned i = 1; atomic_load_explicit(&p->running, memory_order_acquire) > 0; i++) {
+        cpu_relax();
+        if (i % PAUSES_PER_CLOCK_READ == 0 && monotonic_ns() - start > SPIN_NS)
+            return;
     }
 }
 
@@ -176,6 +207,7 @@ void pool_run(rayo_pool *p, size_t n_tasks, void (*fn)(void *, size_t, unsigned)
     pthread_mutex_unlock(&p->lock);
 
     run_tasks(p, 0);
+    wait_for_workers(p);
 
     pthread_mutex_lock(&p->lock);
     while (p->running > 0)

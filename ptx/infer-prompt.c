@@ -29,11 +29,18 @@
 #define HP_TARGET_BIAS 268
 #define HP_MAX_SCALE_BIAS 253
 
-static int f16_abs(kern *k, int blk, int off)
+/* The f16 at blk + off, as f32. */
+static int f16_load(kern *k, int blk, int off)
 {
     int h = nr(k), f = nf(k);
     emit(k, "ld.global.nc.u16 %s, [%s+%d];", R(h), D(blk), off);
     emit(k, "{ .reg .b16 t; cvt.u16.u32 t, %s; cvt.f32.f16 %s, t; }", R(h), F(f));
+    return f;
+}
+
+static int f16_abs(kern *k, int blk, int off)
+{
+    int f = f16_load(k, blk, off);
     emit(k, "abs.f32 %s, %s;", F(f), F(f));
     return f;
 }
@@ -96,6 +103,29 @@ typedef struct hp_rows {
     int y, s, a, n, row_bytes, tid, tid64, lane, warp;
 } hp_rows;
 
+/* v[0 .. 7] (.f32) to f16 in one 16-byte store at ya + off; the lower
+ * half of each pair holds the lower address's value. */
+static void hp_store8(kern *k, const int *v, int ya, int off)
+{
+    int pair[HP_CHUNK / 2];
+    for (int u = 0; u < HP_CHUNK / 2; u++) {
+        pair[u] = nr(k);
+        emit(k, "cvt.rn.f16x2.f32 %s, %s, %s;", R(pair[u]), F(v[2 * u + 1]), F(v[2 * u]));
+    }
+    emit(k, "st.global.v4.b32 [%s+%d], {%s, %s, %s, %s};", D(ya), off, R(pair[0]), R(pair[1]), R(pair[2]),
+         R(pair[3]));
+}
+
+/* n 16-bit words from addr + off on into w[0 .. n - 1] (the block formats
+ * are 2-byte aligned only). */
+static void hp_load16(kern *k, int *w, int n, int addr, int off)
+{
+    for (int i = 0; i < n; i++) {
+        w[i] = nr(k);
+        emit(k, "ld.global.nc.u16 %s, [%s+%d];", R(w[i]), D(addr), off + 2 * i);
+    }
+}
+
 /* Values j .. j + 7 of the row at base (j a multiple of 8), times scale,
  * to f16 at yrow + 2 j in one 16-byte store.  The 8 values lie in one block
  * of the quantized formats (blocks of 32 or 256); one-value "blocks" are
@@ -127,12 +157,7 @@ static void hp_chunk(kern *k, const hp_rows *h, int base, int j, int scale, int 
         w[u] = nf(k);
         emit(k, "mul.rn.f32 %s, %s, %s;", F(w[u]), F(v), F(scale));
     }
-    int pair[HP_CHUNK / 2], ya = addr_of(k, yrow, j, 2);
-    for (int u = 0; u < HP_CHUNK / 2; u++) { /* the lower half holds the lower address's value */
-        pair[u] = nr(k);
-        emit(k, "cvt.rn.f16x2.f32 %s, %s, %s;", R(pair[u]), F(w[2 * u + 1]), F(w[2 * u]));
-    }
-    emit(k, "st.global.v4.b32 [%s], {%s, %s, %s, %s};", D(ya), R(pair[0]), R(pair[1]), R(pair[2]), R(pair[3]));
+    hp_store8(k, w, addr_of(k, yrow, j, 2), 0);
 }
 
 /* Half h (0 or 1) of the Q4_0 or Q8_0 block at blk, times scale, to f16
@@ -144,17 +169,12 @@ static void hp_chunk(kern *k, const hp_rows *h, int base, int j, int scale, int 
  * the same f16 values. */
 static void hp_half_block(kern *k, rayo_dtype dt, int blk, int h, int ya, int scale)
 {
-    int q4 = dt == RAYO_DTYPE_Q4_0, words = q4 ? 4 : 8, w[8], hd = nr(k), d = nf(k), ca = nd(k), yh = nd(k);
-    emit(k, "ld.global.nc.u16 %s, [%s];", R(hd), D(blk));
-    emit(k, "{ .reg .b16 t; cvt.u16.u32 t, %s; cvt.f32.f16 %s, t; }", R(hd), F(d));
+    int q4 = dt == RAYO_DTYPE_Q4_0, words = q4 ? 4 : 8, w[8], d = f16_load(k, blk, 0), ca = nd(k), yh = nd(k);
     emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(ca), D(h), 2 * words, D(blk));
     emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(yh), D(h), q4 ? 16 : 32, D(ya));
-    for (int i = 0; i < words; i++) {
-        w[i] = nr(k);
-        emit(k, "ld.global.nc.u16 %s, [%s+%d];", R(w[i]), D(ca), 2 + 2 * i);
-    }
+    hp_load16(k, w, words, ca, 2);
     for (int g = 0; g < 2; g++) {
-        int pair[HP_CHUNK / 2], v[HP_CHUNK];
+        int v[HP_CHUNK];
         for (int u = 0; u < HP_CHUNK; u++) {
             int byte = q4 ? u : 8 * g + u, q = nr(k), qf = nf(k), x = nf(k);
             if (q4) {
@@ -168,29 +188,154 @@ static void hp_half_block(kern *k, rayo_dtype dt, int blk, int h, int ya, int sc
             v[u] = nf(k);
             emit(k, "mul.rn.f32 %s, %s, %s;", F(v[u]), F(x), F(scale));
         }
-        for (int u = 0; u < HP_CHUNK / 2; u++) {
-            pair[u] = nr(k);
-            emit(k, "cvt.rn.f16x2.f32 %s, %s, %s;", R(pair[u]), F(v[2 * u + 1]), F(v[2 * u]));
-        }
-        emit(k, "st.global.v4.b32 [%s+%d], {%s, %s, %s, %s};", D(yh), g * (q4 ? 32 : 16), R(pair[0]), R(pair[1]),
-             R(pair[2]), R(pair[3]));
+        hp_store8(k, v, yh, g * (q4 ? 32 : 16));
     }
 }
 
-/* The f16 values of the row at base (nblk blocks) to yrow: half a block a
- * thread and step for Q4_0 and Q8_0 (a 4096-value row busies 256 threads),
- * else 8 values. */
+/* The Q4_K block's 12 scale bytes at blk + RAYO_Q4_K_SCALES as 3 .b32
+ * words s[0 .. 2] (for q4_k_scale_min), read 16 bits at a time. */
+static void q4_k_scale_words(kern *k, int blk, int *s)
+{
+    int h[6];
+    hp_load16(k, h, 6, blk, RAYO_Q4_K_SCALES);
+    for (int i = 0; i < 3; i++) {
+        s[i] = nr(k);
+        emit(k, "prmt.b32 %s, %s, %s, 0x5410;", R(s[i]), R(h[2 * i]), R(h[2 * i + 1]));
+    }
+}
+
+/* A K-quant block's part p (.u64) as hi = p / 4 and lo = 8 (p % 4)
+ * (.u32): its group of rows and its first column. */
+static void k_part(kern *k, int p, int *hi, int *lo)
+{
+    int p32 = nr(k);
+    *hi = nr(k);
+    *lo = nr(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(p32), D(p));
+    emit(k, "shr.u32 %s, %s, 2;", R(*hi), R(p32));
+    emit(k, "and.b32 %s, %s, 3;", R(*lo), R(p32));
+    emit(k, "shl.b32 %s, %s, 3;", R(*lo), R(*lo));
+}
+
+/* a + the u32 register x (a u64 register) */
+static int plus_u32(kern *k, int a, int x)
+{
+    int x64 = nd(k), r = nd(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(x64), R(x));
+    emit(k, "add.u64 %s, %s, %s;", D(r), D(a), D(x64));
+    return r;
+}
+
+/* Part p (.u64, 0 .. 15) of the Q4_K block at blk, times scale, to f16 at
+ * ya (the block's 512 bytes of f16): code bytes 32 j + i .. i + 7 (j = p /
+ * 4, i = 8 (p % 4)) hold values 64 j + i .. i + 7 in their low nibbles
+ * (sub-block 2 j) and the 8 values 32 on in their high ones (2 j + 1).
+ * The operations of dequant_value, so the same f16 values. */
+static void hp_q4_k_part(kern *k, int blk, int p, int ya, int scale)
+{
+    int d = f16_load(k, blk, 0), dmin = f16_load(k, blk, RAYO_Q4_K_DMIN), j, i, off = nr(k), vi = nr(k), w[4];
+    k_part(k, p, &j, &i);
+    emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(off), R(j), R(i));
+    emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(vi), R(j), R(off));
+    emit(k, "shl.b32 %s, %s, 1;", R(vi), R(vi));
+    hp_load16(k, w, 4, plus_u32(k, blk, off), RAYO_Q4_K_QS);
+    int yp = plus_u32(k, ya, vi), sw[3];
+    q4_k_scale_words(k, blk, sw);
+    for (int g = 0; g < 2; g++) {
+        int scf, mf, ds = nf(k), ms = nf(k), v[HP_CHUNK];
+        q4_k_scale_min(k, sw, j, g, &scf, &mf);
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(ds), F(d), F(scf));
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(ms), F(dmin), F(mf));
+        for (int u = 0; u < HP_CHUNK; u++) {
+            int q = nr(k), qf = nf(k);
+            v[u] = nf(k);
+            emit(k, "bfe.u32 %s, %s, %d, 4;", R(q), R(w[u / 2]), 8 * (u % 2) + 4 * g);
+            emit(k, "cvt.rn.f32.u32 %s, %s;", F(qf), R(q));
+            emit(k, "mul.rn.f32 %s, %s, %s;", F(v[u]), F(ds), F(qf));
+            emit(k, "sub.rn.f32 %s, %s, %s;", F(v[u]), F(v[u]), F(ms));
+            emit(k, "mul.rn.f32 %s, %s, %s;", F(v[u]), F(v[u]), F(scale));
+        }
+        hp_store8(k, v, yp, 64 * g);
+    }
+}
+
+/* Part p (.u64, 0 .. 7) of the Q6_K block at blk, times scale, to f16 at
+ * ya: half h = p / 4 (values 128 h on), columns i .. i + 7 (i = 8 (p % 4))
+ * of its four 32-value rows r, value 128 h + 32 r + l having the low 4 bits
+ * of its code in byte 64 h + 32 (r % 2) + l (nibble r / 2), the high 2 in
+ * byte 128 + 32 h + l (bits 2 r), its scale in byte 192 + 8 h + 2 r + i /
+ * 16.  The operations of dequant_value, so the same f16 values. */
+static void hp_q6_k_part(kern *k, int blk, int p, int ya, int scale)
+{
+    int d = f16_load(k, blk, RAYO_Q6_K_D), h, i, t = nr(k), lo[8], hi[4];
+    k_part(k, p, &h, &i);
+    emit(k, "mad.lo.u32 %s, %s, 64, %s;", R(t), R(h), R(i));
+    int qa = plus_u32(k, blk, t);
+    hp_load16(k, lo, 4, qa, 0);
+    hp_load16(k, lo + 4, 4, qa, 32);
+    emit(k, "mad.lo.u32 %s, %s, 32, %s;", R(t), R(h), R(i));
+    hp_load16(k, hi, 4, plus_u32(k, blk, t), RAYO_Q6_K_QH);
+    emit(k, "shr.u32 %s, %s, 4;", R(t), R(i));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(t), R(h), R(t));
+    int sa = plus_u32(k, blk, t), vi = nr(k);
+    emit(k, "mad.lo.u32 %s, %s, 128, %s;", R(vi), R(h), R(i));
+    emit(k, "shl.b32 %s, %s, 1;", R(vi), R(vi));
+    int yp = plus_u32(k, ya, vi);
+    for (int r = 0; r < 4; r++) {
+        int sc = nr(k), scf = nf(k), ds = nf(k), v[HP_CHUNK];
+        emit(k, "ld.global.nc.s8 %s, [%s+%d];", R(sc), D(sa), RAYO_Q6_K_SCALES + 2 * r);
+        emit(k, "cvt.rn.f32.s32 %s, %s;", F(scf), R(sc));
+        emit(k, "mul.rn.f32 %s, %s, %s;", F(ds), F(d), F(scf));
+        for (int u = 0; u < HP_CHUNK; u++) {
+            int q = nr(k), top = nr(k), qf = nf(k);
+            v[u] = nf(k);
+            emit(k, "bfe.u32 %s, %s, %d, 4;", R(q), R(lo[4 * (r % 2) + u / 2]), 8 * (u % 2) + 4 * (r / 2));
+            emit(k, "bfe.u32 %s, %s, %d, 2;", R(top), R(hi[u / 2]), 8 * (u % 2) + 2 * r);
+            emit(k, "bfi.b32 %s, %s, %s, 4, 2;", R(q), R(top), R(q));
+            emit(k, "sub.s32 %s, %s, 32;", R(q), R(q));
+            emit(k, "cvt.rn.f32.s32 %s, %s;", F(qf), R(q));
+            emit(k, "mul.rn.f32 %s, %s, %s;", F(v[u]), F(ds), F(qf));
+            emit(k, "mul.rn.f32 %s, %s, %s;", F(v[u]), F(v[u]), F(scale));
+        }
+        hp_store8(k, v, yp, 64 * r);
+    }
+}
+
+/* log2 of the threads a block takes in the write pass of the block formats
+ * copied in parts (Q4_0 and Q8_0 halves, 16 parts of a Q4_K block, 8 of a
+ * Q6_K one), -1 for the others (8 values a thread). */
+static int hp_parts_log2(rayo_dtype dt)
+{
+    switch (dt) {
+    case RAYO_DTYPE_Q4_0:
+    case RAYO_DTYPE_Q8_0: return 1;
+    case RAYO_DTYPE_Q4_K: return 4;
+    case RAYO_DTYPE_Q6_K: return 3;
+    default: return -1;
+    }
+}
+
+/* The f16 values of the row at base (nblk blocks) to yrow: a part of a
+ * block a thread and step for the block formats (hp_parts_log2: a
+ * 4096-value row busies 256 threads), else 8 values. */
 static void hp_write(kern *k, const hp_rows *h, int base, int nblk, int scale, int yrow)
 {
-    if (h->dt == RAYO_DTYPE_Q4_0 || h->dt == RAYO_DTYPE_Q8_0) {
-        int halves = nd(k), b = nd(k), hb = nd(k);
-        emit(k, "shl.b64 %s, %s, 1;", D(halves), D(nblk));
-        ptx_loop lh = ptx_loop_begin(k, h->tid64, halves, HP_THREADS);
-        emit(k, "shr.u64 %s, %s, 1;", D(b), D(lh.i));
-        emit(k, "and.b64 %s, %s, 1;", D(hb), D(lh.i));
+    int lg = hp_parts_log2(h->dt);
+    if (lg >= 0) {
+        int units = nd(k), b = nd(k), p = nd(k);
+        emit(k, "shl.b64 %s, %s, %d;", D(units), D(nblk), lg);
+        ptx_loop lp = ptx_loop_begin(k, h->tid64, units, HP_THREADS);
+        emit(k, "shr.u64 %s, %s, %d;", D(b), D(lp.i), lg);
+        emit(k, "and.b64 %s, %s, %d;", D(p), D(lp.i), (1 << lg) - 1);
         int blk = addr_of(k, base, b, (int)rayo_dtype_block_bytes(h->dt));
-        hp_half_block(k, h->dt, blk, hb, addr_of(k, yrow, b, 64), scale);
-        ptx_loop_end(k, lh, halves);
+        int ya = addr_of(k, yrow, b, 2 * (int)rayo_dtype_block_elems(h->dt));
+        if (h->dt == RAYO_DTYPE_Q4_K)
+            hp_q4_k_part(k, blk, p, ya, scale);
+        else if (h->dt == RAYO_DTYPE_Q6_K)
+            hp_q6_k_part(k, blk, p, ya, scale);
+        else
+            hp_half_block(k, h->dt, blk, p, ya, scale);
+        ptx_loop_end(k, lp, units);
         return;
     }
     int j0 = nd(k);

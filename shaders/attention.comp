@@ -65,6 +65,18 @@ float kv_value(bool is_k, uint e)
     return f16_value((w >> (16u * (i & 1u))) & 0xffffu);
 }
 
+// BURST values of K or V (elements row + (i0 + j) stride, 0 past `end`),
+// loaded before any is used: a loop that loads one value and adds it
+// before the next load waits out the memory latency on every value, and
+// decode has too few workgroups to hide it.
+const uint BURST = 16u;
+
+void load_burst(bool is_k, uint row, uint stride, uint i0, uint end, out float v[BURST])
+{
+    [[unroll]] for (uint j = 0u; j < BURST; j++)
+        v[j] = i0 + j < end ? kv_value(is_k, row + (i0 + j) * stride) : 0.0;
+}
+
 // ---- PASS 0 ----------------------------------------------------------------------
 
 // Scores of this invocation's key (if below end) for the group's heads.
@@ -76,11 +88,17 @@ void tile_scores(uint key, uint end, uint kv_head, uint heads)
         s[g] = 0.0LF;
     if (key < end) {
         uint row = key * pc.k_token + kv_head * pc.k_head;
-        for (uint d = 0u; d < pc.head_dim; d++) {
-            double k = double(kv_value(true, row + d));
-            [[unroll]] for (uint g = 0u; g < HEADS; g++)
-                if (g < heads)
-                    s[g] += double(qs[g * DMAX + d]) * k;
+        for (uint d0 = 0u; d0 < pc.head_dim; d0 += BURST) {
+            float kb[BURST];
+            load_burst(true, row, 1u, d0, pc.head_dim, kb);
+            [[unroll]] for (uint j = 0u; j < BURST; j++) {
+                if (d0 + j >= pc.head_dim)
+                    break;
+                double k = double(kb[j]);
+                [[unroll]] for (uint g = 0u; g < HEADS; g++)
+                    if (g < heads)
+                        s[g] += double(qs[g * DMAX + d0 + j]) * k;
+            }
         }
     }
     [[unroll]] for (uint g = 0u; g < HEADS; g++)
@@ -169,8 +187,15 @@ void attend_chunk(uint item, uint chunk)
                 break;
             double a = acc[i] * double(shrink[g]);
             uint row = key0 * pc.v_token + kv_head * pc.v_head + d;
-            for (uint e = 0u; e < count; e++)
-                a += double(prob[g * TILE + e]) * double(kv_value(false, row + e * pc.v_token));
+            for (uint e0 = 0u; e0 < count; e0 += BURST) {
+                float vb[BURST];
+                load_burst(false, row, pc.v_token, e0, count, vb);
+                [[unroll]] for (uint j = 0u; j < BURST; j++) {
+                    if (e0 + j >= count)
+                        break;
+                    a += double(prob[g * TILE + e0 + j]) * double(vb[j]);
+                }
+            }
             acc[i] = a;
         }
         barrier();              // score and prob are rewritten by the next tile

@@ -5,7 +5,8 @@
 // f32, bit-exact), rope, and convert (f32 <-> f16 / bf16, blocks -> f32,
 // bit-exact).  A workgroup per row (GLU, get_rows: an output row; rope: a
 // token; convert: a chunk of CHUNK elements), invocations across its
-// elements; rows past the grid are taken in a loop.
+// elements (GLU, rope: the grid's y splits them among workgroups); rows
+// past the grid are taken in a loop.
 //
 // Push constants (vk_push): n, m, k as in rayo_call; oa, ob, oy: offsets
 // of a, b, y (a of get_rows in bytes); ext[0..2]: row strides of a, b, y
@@ -41,6 +42,11 @@ const uint F32 = 0u, F16 = 1u, BF16 = 2u, Q8_0 = 8u, Q4_0 = 9u, Q4_K = 10u, Q6_K
 #include "dequant.glsl"
 
 float a_float(uint i) { return uintBitsToFloat(a_data[i]); }
+
+// GLU and rope: the grid's y spreads a row's elements over several
+// workgroups (a decode step has one row: one workgroup would do it all).
+uint first_element() { return gl_WorkGroupID.y * WG + gl_LocalInvocationID.x; }
+uint element_step() { return gl_NumWorkGroups.y * WG; }
 void put(uint i, float v) { y_data[i] = floatBitsToUint(v); }
 
 // ---- gated units ---------------------------------------------------------------
@@ -91,7 +97,7 @@ float glu_tail(float g, float u)
 
 void glu_row(uint r)
 {
-    for (uint j = gl_LocalInvocationID.x; j < pc.n; j += WG) {
+    for (uint j = first_element(); j < pc.n; j += element_step()) {
         float g = a_float(pc.oa + r * pc.lda + j);
         float u = uintBitsToFloat(b_data[pc.ob + r * pc.ldb + j]);
         float f = OP == OP_SWIGLU ? r_silu(g) : OP == OP_GEGLU ? r_gelu(g) : r_gelu_tanh(g);
@@ -234,7 +240,7 @@ void rope_token(uint t)
     double pos = double(int(b_data[pc.ob + t]));
     uint half_rot = pc.rot_dims / 2u, per_head = pc.head_dim - half_rot;
     // per head: half_rot pairs, then head_dim - rot_dims copied dimensions
-    for (uint e = gl_LocalInvocationID.x; e < pc.n_heads * per_head; e += WG) {
+    for (uint e = first_element(); e < pc.n_heads * per_head; e += element_step()) {
         uint h = e / per_head, i = e % per_head;
         uint x0 = pc.oa + t * pc.lda + h * pc.head_x, y0 = pc.oy + t * pc.ldy + h * pc.head_y;
         if (i >= half_rot) {

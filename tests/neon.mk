@@ -9,6 +9,14 @@ check_PROGRAMS += tests/test-neon
 tests_test_neon_SOURCES = tests/test-neon.c tests/testutil.h
 tests_test_neon_LDADD = core/librayo.la -lm
 
+# Relaxed Q8_0 and Q4_0 gemv: SDOT within the relaxed contract where the CPU
+# has dotprod, the float kernels (strict's bits) where it has not.
+TESTS += tests/test-neon-sdot
+check_PROGRAMS += tests/test-neon-sdot
+tests_test_neon_sdot_SOURCES = tests/test-neon-sdot.c tests/testutil.h
+tests_test_neon_sdot_CPPFLAGS = $(CONFORM_CPPFLAGS)
+tests_test_neon_sdot_LDADD = tools/conform/libconform.la core/librayo.la -lm
+
 # rayo-info shows neon before scalar, and the refusal with RAYO_CPU_DISABLE.
 TESTS += tests/test-neon-info.sh
 # rayo-conform on the neon plugin file.

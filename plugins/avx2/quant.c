@@ -8,7 +8,8 @@
  * byte is read once.  So the blocks are decoded in registers and multiplied
  * into x at once; no row is ever dequantized to memory.  Four rows go per
  * pass (x is read once for the four; two for relaxed Q4_K, x86-quant.h),
- * each row in its own accumulators.
+ * each row in its own accumulators, but for relaxed Q4_0 whose four rows'
+ * integer sums are gathered into one vector before their scales.
  *
  * Strict path (contract 1e-5 of sum|terms| at any n, judged against float64
  * on the dequantized values): bytes -> int32 -> float lanes, products summed
@@ -361,7 +362,38 @@ TYPED_ROWS_FN(rows_q4_0_int, 32, RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 32, blo
 
 TYPED_ROWS_PAIRS(rows_q8_0_i8, 1, block_q8_0_pair)
 
-TYPED_ROWS_PAIRS(rows_q4_0_i8, 0, block_q4_0_pair)
+/* Q4_0 against int8 x, four rows sharing one float accumulator (lane
+ * 4h + r: row r, block h of each pair; x86-quant.h), double across groups
+ * of pairs as dots_of_blocks does. */
+static void q4_0_rows4_i8(const uint8_t *row, size_t stride, const typed_gemv_x *x, size_t pairs, double out[4])
+{
+    __m256d sums = _mm256_setzero_pd();
+    for (size_t p = 0; p < pairs;) {
+        size_t end = p + TYPED_GEMV_INT_GROUP / 64 < pairs ? p + TYPED_GEMV_INT_GROUP / 64 : pairs;
+        __m256 acc = _mm256_setzero_ps();
+        for (; p < end; p++) {
+            const uint8_t *blk = row + 2 * RAYO_Q4_0_BYTES * p;
+            UNROLL_ROWS
+            for (int r = 0; r < 4; r++)
+                _mm_prefetch((const char *)blk + r * stride + PREFETCH_BYTES, _MM_HINT_T1);
+            acc = x86_q4_0_rows4_pair_i8(blk, stride, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
+        }
+        sums = _mm256_add_pd(sums, _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(acc)),
+                                                 _mm256_cvtps_pd(_mm256_extractf128_ps(acc, 1))));
+    }
+    _mm256_storeu_pd(out, sums);
+}
+
+static void rows_q4_0_i8(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                         double out[4])
+{
+    if (count == 4)
+        q4_0_rows4_i8(row, stride, x, n / 64, out);
+    else
+        rows_of_blocks(row, stride, count, x, n / 64, 2 * RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 64,
+                       block_q4_0_pair, out);
+    typed_gemv_odd_block(row, stride, count, x, n, 0, out);
+}
 
 /* Q4_K against int8 x with a scale per 256 values, or per 32 (x86-quant.h). */
 static void rows_q4_k_int(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,

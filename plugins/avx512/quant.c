@@ -7,10 +7,11 @@
  * most 256 values (16 per lane) added into double lanes; relaxed path in
  * integers against x rounded once per call (../cpu-base/cpu-typed-gemv_tmpl.c).
  *
- * Where the CPU has AVX512-VNNI (cpuid, checked once at init), the relaxed
- * Q4_K and Q6_K use vpdpbusd (u8 x s8, four products summed into int32)
- * and multiply the int32 sums by the sub-block scales; without it,
- * vpmaddubsw + vpmaddwd as on avx2.
+ * The relaxed int8 kernels of Q8_0, Q4_0 and Q4_K (and Q6_K against x per
+ * 32) are avx2's 256-bit ones (x86-quant.h) in a row driver with no 512-bit
+ * instruction in its loop, which ran faster on an AVX-512 Xeon than 512-bit
+ * forms (see "relaxed: the int8 kernels" below); Q6_K against x per 256
+ * stays in 512-bit vectors.
  */
 #include "plugin.h"
 #include "avx512-math.h"
@@ -45,54 +46,63 @@ static inline __m512i load512(const void *p)
     return _mm512_loadu_si512(p);
 }
 
-/* ---- the row driver --------------------------------------------------------- */
+/* ---- the row drivers ---------------------------------------------------------- */
 
-/* acc += the dot of block b of a row (at blk) with x, in float lanes. */
+/* acc += the dot of block b of a row (at blk) with x, in float lanes: 512-bit
+ * (the strict kernels, relaxed int16 x and Q6_K) or 256-bit (the relaxed
+ * int8 kernels of x86-quant.h; see "relaxed: the int8 kernels" below). */
 typedef __m512 block_fn(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc);
+typedef __m256 block256_fn(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc);
 
-/* The dots of R rows (blk, blk + stride, ...) over `blocks` blocks: float
- * lanes over groups of `group` blocks, double across groups. */
-static ALWAYS_INLINE void dots_of_blocks(const uint8_t *blk, size_t stride, int R, const typed_gemv_x *x,
-                                         size_t blocks, size_t block_bytes, size_t group, block_fn *block,
-                                         double *out)
-{
-    __m512d acc[4];
-    UNROLL
-    for (int r = 0; r < R; r++)
-        acc[r] = _mm512_setzero_pd();
-    for (size_t b = 0; b < blocks;) {
-        size_t end = b + group < blocks ? b + group : blocks;
-        __m512 g[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
-        for (; b < end; b++) {
-            UNROLL
-            for (int r = 0; r < R; r++) {
-                const uint8_t *p = blk + r * stride + b * block_bytes;
-                for (size_t line = 0; line < block_bytes; line += 64)
-                    _mm_prefetch((const char *)p + PREFETCH_BYTES + line, _MM_HINT_T1);
-                g[r] = block(p, x, b, g[r]);
-            }
-        }
-        UNROLL
-        for (int r = 0; r < R; r++)
-            acc[r] = z_widen_add(acc[r], g[r]);
+/* Defines, for float vectors VEC (FN: their block function type; ZERO() a
+ * zero one) summed into double vectors DVEC (DZERO() a zero one;
+ * WIDEN_ADD(acc, v): acc + v's lanes in double; HSUM(acc): the sum of the
+ * lanes):
+ *   DOTS(blk, stride, R, x, blocks, block_bytes, group, block, out): the
+ *     dots of R rows (blk, blk + stride, ...) over `blocks` blocks, float
+ *     lanes over groups of `group` blocks, double across groups; each row
+ *     prefetches every line of the block PREFETCH_BYTES ahead;
+ *   ROWS(row, stride, count, x, blocks, block_bytes, group, block, out):
+ *     `count` rows (1..4), four in one pass, fewer one by one.
+ * Always inlined, with constant R, sizes and block function: one body for
+ * the two widths. */
+#define ROW_DRIVERS(DOTS, ROWS, VEC, FN, ZERO, DVEC, DZERO, WIDEN_ADD, HSUM)                               \
+    static ALWAYS_INLINE void DOTS(const uint8_t *blk, size_t stride, int R, const typed_gemv_x *x,       \
+                                   size_t blocks, size_t block_bytes, size_t group, FN *block, double *out) \
+    {                                                                                                     \
+        DVEC acc[4];                                                                                      \
+        UNROLL for (int r = 0; r < R; r++) acc[r] = DZERO();                                              \
+        for (size_t b = 0; b < blocks;) {                                                                 \
+            size_t end = b + group < blocks ? b + group : blocks;                                         \
+            VEC g[4] = { ZERO(), ZERO(), ZERO(), ZERO() };                                                \
+            for (; b < end; b++) {                                                                        \
+                UNROLL for (int r = 0; r < R; r++)                                                        \
+                {                                                                                         \
+                    const uint8_t *p = blk + r * stride + b * block_bytes;                                \
+                    for (size_t line = 0; line < block_bytes; line += 64)                                 \
+                        _mm_prefetch((const char *)p + PREFETCH_BYTES + line, _MM_HINT_T1);               \
+                    g[r] = block(p, x, b, g[r]);                                                          \
+                }                                                                                         \
+            }                                                                                             \
+            UNROLL for (int r = 0; r < R; r++) acc[r] = WIDEN_ADD(acc[r], g[r]);                          \
+        }                                                                                                 \
+        UNROLL for (int r = 0; r < R; r++) out[r] = HSUM(acc[r]);                                         \
+    }                                                                                                     \
+    static ALWAYS_INLINE void ROWS(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, \
+                                   size_t blocks, size_t block_bytes, size_t group, FN *block, double out[4]) \
+    {                                                                                                     \
+        if (count == 4) {                                                                                 \
+            DOTS(row, stride, 4, x, blocks, block_bytes, group, block, out);                              \
+            return;                                                                                       \
+        }                                                                                                 \
+        for (size_t r = 0; r < count; r++)                                                                \
+            DOTS(row + r * stride, stride, 1, x, blocks, block_bytes, group, block, out + r);             \
     }
-    UNROLL
-    for (int r = 0; r < R; r++)
-        out[r] = _mm512_reduce_add_pd(acc[r]);
-}
 
-/* `count` rows (1..4): four in one pass, fewer one by one. */
-static ALWAYS_INLINE void rows_of_blocks(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
-                                         size_t blocks, size_t block_bytes, size_t group, block_fn *block,
-                                         double out[4])
-{
-    if (count == 4) {
-        dots_of_blocks(row, stride, 4, x, blocks, block_bytes, group, block, out);
-        return;
-    }
-    for (size_t r = 0; r < count; r++)
-        dots_of_blocks(row + r * stride, stride, 1, x, blocks, block_bytes, group, block, out + r);
-}
+ROW_DRIVERS(dots_of_blocks, rows_of_blocks, __m512, block_fn, _mm512_setzero_ps, __m512d, _mm512_setzero_pd,
+            z_widen_add, _mm512_reduce_add_pd)
+ROW_DRIVERS(dots_of_blocks256, rows_of_blocks256, __m256, block256_fn, _mm256_setzero_ps, __m256d,
+            _mm256_setzero_pd, v_widen_add, v_hsum_pd)
 
 /* ---- strict ----------------------------------------------------------------- */
 
@@ -244,88 +254,118 @@ static ALWAYS_INLINE __m512 block_q4_0_int(const uint8_t *blk, const typed_gemv_
 TYPED_ROWS_FN(rows_q8_0_int, 32, RAYO_Q8_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q8_0_int)
 TYPED_ROWS_FN(rows_q4_0_int, 32, RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q4_0_int)
 
-/* Q8_0 and Q4_0 against int8 x, pairs of blocks: the 256-bit forms of
- * x86-quant.h (Q4_0's x in the pairs' order), in the low half. */
-static ALWAYS_INLINE __m512 block_q8_0_pair(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m512 acc)
+/* ---- relaxed: the int8 kernels in 256-bit vectors ----------------------------- */
+
+/* Q8_0 and Q4_0 against int8 x, Q4_K and Q6_K against int8 x per 32
+ * values, and Q4_K per 256 run avx2's 256-bit kernels (x86-quant.h) in a
+ * 256-bit row driver: no 512-bit instruction in the loop.  On an AVX-512
+ * Xeon (Sapphire Rapids class, 1 thread, 4096 x 11008 weights in cache),
+ * the same Q4_0 pair kernel ran 1.3x slower than avx2's when its sums went
+ * into 512-bit accumulators (one vaddps zmm, or a zmm move, per pair and
+ * row: while 512-bit uops are in flight, port 1 takes no vector work), and
+ * slower still with vpdpbusd (AVX512-VNNI) in place of vpmaddubsw +
+ * vpmaddwd; a 512-bit Q4_K kernel (vpmulld by the scales) took 2.02 ms
+ * where x86-quant.h's two rows a pass takes 1.55 ms, as in avx2 (four rows
+ * a pass, which 32 registers allow, ran no faster).  Four Q4_0 rows share
+ * one float vector, as in avx2 (x86_q4_0_rows4_pair_i8). */
+
+/* Rows of pairs of Q8_0 (q8_0 1) or Q4_0 blocks, and the last odd block. */
+static ALWAYS_INLINE void rows_of_pairs(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
+                                        size_t n, int q8_0, block256_fn *pair, double out[4])
 {
-    __m256 dots = x86_q8_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, _mm256_setzero_ps());
-    return _mm512_add_ps(acc, _mm512_zextps256_ps512(dots));
+    size_t pair_bytes = 2 * (q8_0 ? RAYO_Q8_0_BYTES : RAYO_Q4_0_BYTES);
+    rows_of_blocks256(row, stride, count, x, n / 64, pair_bytes, TYPED_GEMV_INT_GROUP / 64, pair, out);
+    typed_gemv_odd_block(row, stride, count, x, n, q8_0, out);
 }
 
-static ALWAYS_INLINE __m512 block_q4_0_pair(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m512 acc)
+static ALWAYS_INLINE __m256 pair_q8_0(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m256 acc)
 {
-    __m256 dots = x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, _mm256_setzero_ps());
-    return _mm512_add_ps(acc, _mm512_zextps256_ps512(dots));
+    return x86_q8_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
 }
 
-TYPED_ROWS_PAIRS(rows_q8_0_i8, 1, block_q8_0_pair)
+static ALWAYS_INLINE __m256 pair_q4_0(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m256 acc)
+{
+    return x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
+}
 
-TYPED_ROWS_PAIRS(rows_q4_0_i8, 0, block_q4_0_pair)
+static void rows_q8_0_i8(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                         double out[4])
+{
+    rows_of_pairs(row, stride, count, x, n, 1, pair_q8_0, out);
+}
 
-/* ---- relaxed: Q4_K and Q6_K against x in int8 -------------------------------- */
+/* Pairs [p, end) of four Q4_0 rows against int8 x in one float vector:
+ * lane 4h + r holds row r's block h of each pair (x86-quant.h, the avx2
+ * kernel's four-row form). */
+static ALWAYS_INLINE __m256 q4_0_rows4_group(const uint8_t *row, size_t stride, const typed_gemv_x *x, size_t p,
+                                             size_t end)
+{
+    __m256 acc = _mm256_setzero_ps();
+    for (; p < end; p++) {
+        const uint8_t *blk = row + 2 * RAYO_Q4_0_BYTES * p;
+        UNROLL
+        for (int r = 0; r < 4; r++)
+            _mm_prefetch((const char *)blk + r * stride + PREFETCH_BYTES, _MM_HINT_T1);
+        acc = x86_q4_0_rows4_pair_i8(blk, stride, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
+    }
+    return acc;
+}
+
+/* Four rows: groups of pairs in float, their lanes 4h + r added into
+ * double lane r. */
+static void q4_0_rows4_i8(const uint8_t *row, size_t stride, const typed_gemv_x *x, size_t pairs, double out[4])
+{
+    const size_t group = TYPED_GEMV_INT_GROUP / 64;
+    __m256d sums = _mm256_setzero_pd();
+    for (size_t p = 0; p < pairs; p += group)
+        sums = v_widen_add(sums, q4_0_rows4_group(row, stride, x, p, p + group < pairs ? p + group : pairs));
+    _mm256_storeu_pd(out, sums);
+}
+
+static void rows_q4_0_i8(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                         double out[4])
+{
+    if (count == 4) {
+        q4_0_rows4_i8(row, stride, x, n / 64, out);
+        typed_gemv_odd_block(row, stride, count, x, n, 0, out);
+        return;
+    }
+    rows_of_pairs(row, stride, count, x, n, 0, pair_q4_0, out);
+}
+
+/* Q4_K against int8 x with a scale per 256 values, or per 32: avx2's two
+ * rows a pass (four, which 32 registers allow, ran no faster on the Xeon). */
+static void rows_q4_k_int(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                          double out[4])
+{
+    x86_q4_k_rows_of(row, stride, count, x->q8, x->scale8, x->sum, 0, n, PREFETCH_BYTES, out);
+}
+
+static void rows_q4_k_i8_32(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                            double out[4])
+{
+    x86_q4_k_rows_of(row, stride, count, x->q8_32, x->scale8_32, x->sum, 1, n, PREFETCH_BYTES, out);
+}
+
+/* Q6_K against int8 x per 32 values. */
+static ALWAYS_INLINE __m256 block_q6_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
+{
+    return x86_q6_k_i8_32(blk, x->q8_32 + RAYO_QK_K * b, x->scale8_32 + 8 * b, x->qsum + 16 * b, acc);
+}
+
+static void rows_q6_k_i8_32(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                            double out[4])
+{
+    rows_of_blocks256(row, stride, count, x, n / RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K,
+                      block_q6_k_i8_32, out);
+}
+
+/* ---- relaxed: Q6_K against x in int8 per 256, in 512-bit vectors ------------- */
 
 /* Two 256-bit halves as one 512-bit vector. */
 static inline __m512i join256(__m256i lo, __m256i hi)
 {
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
-
-/* The 64 codes of Q4_K chunk c: sub-block 2c (low nibbles), then 2c + 1. */
-static inline __m512i q4_k_chunk(const uint8_t *blk, int c)
-{
-    const __m256i low_nibbles = _mm256_set1_epi8(15);
-    __m256i bytes = x86_load256(blk + RAYO_Q4_K_QS + 32 * c);
-    return join256(_mm256_and_si256(bytes, low_nibbles), _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles));
-}
-
-/* acc minus the Q4_K block's minimums' part, dmin sum_s m[s] sum x (with
- * the exact sums of x), in lanes 0-7. */
-static inline __m512 q4_k_mins(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m128i m8, __m512 acc)
-{
-    __m256 mins = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(blk + RAYO_Q4_K_DMIN)),
-                                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
-    __m256 part = _mm256_mul_ps(mins, _mm256_loadu_ps(x->sum + 8 * b));
-    return _mm512_sub_ps(acc, _mm512_zextps256_ps512(part));
-}
-
-/* Q4_K, AVX512-BW: vpmaddubsw (nibbles u8 x s8, pairs into int16: at most
- * 2 * 15 * 127), vpmaddwd by [sc[2c] x 16 | sc[2c+1] x 16] into int32. */
-static ALWAYS_INLINE __m512 block_q4_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
-{
-    const int8_t *xq = x->q8 + RAYO_QK_K * b;
-    __m128i sc8, m8;
-    x86_q4_k_scales_mins(blk + RAYO_Q4_K_SCALES, &sc8, &m8);
-    /* scale pair c as int16: bytes 2c and 2c + 1 of sc8, each 16 times */
-    __m512i sc16 = _mm512_cvtepu8_epi16(_mm256_broadcastsi128_si256(sc8));
-    __m512i sum = _mm512_setzero_si512();
-    UNROLL
-    for (int c = 0; c < 4; c++) {
-        __m512i pick = join256(_mm256_set1_epi16((short)(2 * c)), _mm256_set1_epi16((short)(2 * c + 1)));
-        __m512i p = _mm512_maddubs_epi16(q4_k_chunk(blk, c), load512(xq + 64 * c));
-        sum = _mm512_add_epi32(sum, _mm512_madd_epi16(p, _mm512_permutexvar_epi16(pick, sc16)));
-    }
-    acc = q4_k_mins(blk, x, b, m8, acc);
-    return scaled_add(sum, x86_f16_at(blk) * x->scale8[b], acc);
-}
-
-/* Q4_K, AVX512-VNNI: vpdpbusd (four products summed into int32: lanes 0-7
- * sub-block 2c, 8-15 sub-block 2c + 1), vpmulld by the scales. */
-__attribute__((target("avx512vnni"))) static ALWAYS_INLINE __m512
-block_q4_k_vnni(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
-{
-    const int8_t *xq = x->q8 + RAYO_QK_K * b;
-    __m128i sc8, m8;
-    x86_q4_k_scales_mins(blk + RAYO_Q4_K_SCALES, &sc8, &m8);
-    __m512i sc32 = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(sc8, sc8));
-    __m512i sum = _mm512_setzero_si512();
-    UNROLL
-    for (int c = 0; c < 4; c++) {
-        __m512i pick = join256(_mm256_set1_epi32(2 * c), _mm256_set1_epi32(2 * c + 1));
-        __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q4_k_chunk(blk, c), load512(xq + 64 * c));
-        sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(p, _mm512_permutexvar_epi32(pick, sc32)));
-    }
-    acc = q4_k_mins(blk, x, b, m8, acc);
-    return scaled_add(sum, x86_f16_at(blk) * x->scale8[b], acc);
 }
 
 /* int16 lanes: g in lanes 0-7, g + 1 in 8-15, g + 2 in 16-23, g + 3 in 24-31. */
@@ -363,35 +403,7 @@ static ALWAYS_INLINE __m512 block_q6_k_int(const uint8_t *blk, const typed_gemv_
     return scaled_add(total, x86_f16_at(blk + RAYO_Q6_K_D) * x->scale8[b], acc);
 }
 
-/* Q4_K against int8 x per 32 values: the 256-bit rows of x86-quant.h. */
-static void rows_q4_k_i8_32(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
-                            double out[4])
-{
-    x86_q4_k_rows_of(row, stride, count, x->q8_32, x->scale8_32, x->sum, 1, n, PREFETCH_BYTES, out);
-}
-
-/* Q6_K against int8 x per 32 values: x86-quant.h's 256-bit form too. */
-static ALWAYS_INLINE __m512 block_q6_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
-{
-    __m256 dots = x86_q6_k_i8_32(blk, x->q8_32 + RAYO_QK_K * b, x->scale8_32 + 8 * b, x->qsum + 16 * b,
-                                 _mm256_setzero_ps());
-    return _mm512_add_ps(acc, _mm512_zextps256_ps512(dots));
-}
-
-TYPED_ROWS_FN(rows_q6_k_i8_32, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_i8_32)
-
-TYPED_ROWS_FN(rows_q4_k_int_bw, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_int)
 TYPED_ROWS_FN(rows_q6_k_int, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_int)
-
-__attribute__((target("avx512vnni")))
-TYPED_ROWS_FN(rows_q4_k_int_vnni, RAYO_QK_K, RAYO_Q4_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q4_k_vnni)
-
-static void rows_q4_k_int(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
-                          double out[4])
-{
-    /* cpuid, read once by libgcc; the core checked the ZMM state */
-    (__builtin_cpu_supports("avx512vnni") ? rows_q4_k_int_vnni : rows_q4_k_int_bw)(row, stride, count, x, n, out);
-}
 
 /* ---- the kernel ----------------------------------------------------------- */
 

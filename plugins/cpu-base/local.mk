@@ -12,6 +12,7 @@ CPU_BASE_FILES = plugins/cpu-base/cpu-base.h plugins/cpu-base/cpu-base.c plugins
 	plugins/cpu-base/cpu-op-table.h
 EXTRA_DIST += plugins/cpu-base/cpu-elementwise_tmpl.c plugins/cpu-base/cpu-plugin_tmpl.c \
 	plugins/cpu-base/cpu-reduce_tmpl.c plugins/cpu-base/cpu-rope_tmpl.c plugins/cpu-base/cpu-row-sums_tmpl.c plugins/cpu-base/cpu-rows_tmpl.c plugins/cpu-base/cpu-transpose_tmpl.c plugins/cpu-base/cpu-typed-gemv_tmpl.c plugins/cpu-base/simd128-infer_tmpl.c plugins/cpu-base/simd128-glu_tmpl.c \
+	plugins/cpu-base/simd128-int-gemv_tmpl.c \
 	plugins/cpu-base/x86-infer_tmpl.c plugins/cpu-base/x86-attention_tmpl.c plugins/cpu-base/x86-qmatmul-tile_tmpl.c \
 	plugins/cpu-base/x86-gemv_tmpl.c plugins/cpu-base/x86-matmul_tmpl.c plugins/cpu-base/x86-reduce_tmpl.c plugins/cpu-base/x86-rows_tmpl.c plugins/cpu-base/x86-sgemm-blocked_tmpl.c
 # The matmul and gemv drivers of the plugins with micro-kernels in C

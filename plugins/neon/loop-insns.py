@@ -41,6 +41,8 @@ KERNELS = [
     ("dot4_q8_0", "scvtf", 8, 32, "weight: a Q8_0 block, x loaded once for 4 rows"),
     ("rows_q4_0", "scvtf", 8, 32, "weight: a Q4_0 block", "dot_q4_0"),
     ("dot4_q4_0", "scvtf", 8, 32, "weight: a Q4_0 block, x loaded once for 4 rows"),
+    ("rows_q8_0_sdot", "sdot", 8, 128, "weight: a Q8_0 block of 4 rows, SDOT (relaxed)"),
+    ("rows_q4_0_sdot", "sdot", 8, 128, "weight: a Q4_0 block of 4 rows, SDOT (relaxed)"),
     ("rows_q4_k", "scvtf", 8, 32, "weight: a Q4_K sub-block of 32", "dot_q4_k"),
     ("rows_q6_k", "scvtf", 8, 32, "weight: 32 values of a Q6_K block", "dot_q6_k"),
     ("rows_f16", "fcvtl", 2, 8, "weight", "dot_f16"),

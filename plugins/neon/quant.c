@@ -5,8 +5,17 @@
  *
  * Decode streams every weight byte once, so blocks are decoded in registers
  * (bytes -> int16 -> int32 -> float lanes) and multiplied into x at once; no
- * row is dequantized to memory.  Baseline Advanced SIMD only (no SDOT: x is
- * f32, and quantizing it to int8 would break the 1e-5 contract).
+ * row is dequantized to memory.  Strict precision uses baseline Advanced
+ * SIMD only (x is f32: quantizing it to int8 would break the 1e-5 contract).
+ *
+ * Relaxed Q8_0 and Q4_0, where the CPU has the dotprod extension (SDOT,
+ * Armv8.2; AT_HWCAP's HWCAP_ASIMDDP, read per call): x is rounded once to
+ * int8 per 32 values (largest |x| / 127, as the x86 plugins' relaxed path,
+ * cpu-typed-gemv_tmpl.c) when that passes the rounding budget, and each
+ * block's 32 codes go into x by two SDOTs (four products summed into each
+ * int32 lane, exact), one float multiply-add by d times x's scale.  Four
+ * rows a pass.  Elsewhere (no dotprod, strict, other dtypes, x that int8
+ * cannot hold) the float kernels below run.
  *
  * Accuracy (contract 1e-5 of sum|terms|, judged on the dequantized values):
  * each group of 16 or 32 values is summed as sum q x in float lanes and
@@ -18,13 +27,19 @@
  *
  * Q8_0 and Q4_0 go four rows per pass (cpu-typed-gemv_tmpl.c), reading x once for the
  * four.  The checks, the split of the rows over the pool and y's update are
- * the shared glue of ../cpu-base/cpu-typed-gemv_tmpl.c (its strict path: there is no
- * integer kernel here, relaxed calls run these too).
+ * the shared glue of ../cpu-base/cpu-typed-gemv_tmpl.c (its strict path; the
+ * SDOT kernels use its job and split too).
  */
 #include "plugin.h"
 #include "neon-math.h"
-#define TYPED_GEMV_STRICT_ONLY /* no integer path here: relaxed calls run these */
+#define TYPED_GEMV_STRICT_ONLY /* the template's integer path is x86's: relaxed SDOT is below */
 #include "cpu-typed-gemv_tmpl.c"
+#include "simd128-int-gemv_tmpl.c"
+
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20) /* AT_HWCAP bit of the dotprod extension (asm/hwcap.h) */
+#endif
 
 /* Blocks of 32 summed in float lanes before the lanes go to double. */
 #define SMALL_BLOCKS_PER_GROUP 8
@@ -242,9 +257,72 @@ static double dot_bf16(const uint8_t *w, const float *x, size_t n)
     return dot_halves(w, x, n, bf16x4);
 }
 
+/* ---- relaxed Q8_0 and Q4_0: SDOT against x in int8 ------------------------- */
+
+/* SDOT (Armv8.2 dotprod) is optional: these functions are compiled for it
+ * and run only where the kernel reports it (HWCAP_ASIMDDP). */
+#define DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
+
+/* The sums of four products of a block's 32 codes with x's 32 int8 values,
+ * in four int32 lanes (exact). */
+typedef int32x4_t sdot_fn(const uint8_t *blk, const int8_t *xq);
+
+DOTPROD static inline int32x4_t sdot_q8_0(const uint8_t *blk, const int8_t *xq)
+{
+    const int8_t *q = (const int8_t *)(blk + 2);
+    int32x4_t s = vdotq_s32(vdupq_n_s32(0), vld1q_s8(q), vld1q_s8(xq));
+    return vdotq_s32(s, vld1q_s8(q + 16), vld1q_s8(xq + 16));
+}
+
+/* Q4_0's codes q - 8 (-8..7) are signed bytes, as SDOT wants them. */
+DOTPROD static inline int32x4_t sdot_q4_0(const uint8_t *blk, const int8_t *xq)
+{
+    uint8x16_t bytes = vld1q_u8(blk + 2);
+    int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(bytes, vdupq_n_u8(15))), vdupq_n_s8(8));
+    int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(bytes, 4)), vdupq_n_s8(8));
+    return vdotq_s32(vdotq_s32(vdupq_n_s32(0), lo, vld1q_s8(xq)), hi, vld1q_s8(xq + 16));
+}
+
+/* The dots of R rows (blk, blk + stride, ...) with x: per block, its int32
+ * sums times d and x's scale in float lanes, over TYPED_GEMV_INT_GROUP
+ * values, then double (as the x86 relaxed kernels).  x is read once for
+ * the R rows. */
+DOTPROD static inline __attribute__((always_inline)) void
+sdot_rows(const uint8_t *blk, size_t stride, int R, const typed_gemv_x *x, size_t blocks, size_t block_bytes,
+          sdot_fn *dot, double *out)
+{
+    for (int r = 0; r < R; r++)
+        out[r] = 0.0;
+    for (size_t b = 0; b < blocks;) {
+        size_t end = b + TYPED_GEMV_INT_GROUP / 32 < blocks ? b + TYPED_GEMV_INT_GROUP / 32 : blocks;
+        float32x4_t g[4] = { vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f) };
+        for (; b < end; b++) {
+            const int8_t *xq = x->q8_32 + 32 * b;
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+            {
+                const uint8_t *p = blk + r * stride + b * block_bytes;
+                g[r] = vfmaq_n_f32(g[r], vcvtq_f32_s32(dot(p, xq)), f16_at(p) * x->scale8_32[b]);
+            }
+        }
+        for (int r = 0; r < R; r++)
+            out[r] += hsum_f64(g[r]);
+    }
+}
+
+DOTPROD SIMD128_INT_ROWS(rows_q8_0_sdot, sdot_rows, sdot_q8_0, RAYO_Q8_0_BYTES)
+DOTPROD SIMD128_INT_ROWS(rows_q4_0_sdot, sdot_rows, sdot_q4_0, RAYO_Q4_0_BYTES)
+
 /* ---- the kernel ----------------------------------------------------------- */
 
+/* Relaxed Q8_0 and Q4_0 take SDOT where the CPU has dotprod (getauxval: one
+ * load), against x in int8 (simd128-int-gemv_tmpl.c); the rest, and x that
+ * int8 cannot hold, the float kernels. */
 rayo_status neon_gemv_quant(void *state, const rayo_call *call)
 {
+    if (simd128_int_gemv_takes(call) && (getauxval(AT_HWCAP) & HWCAP_ASIMDDP)) {
+        int q8_0 = RAYO_DTYPE_OF(call->dtypes, 0) == RAYO_DTYPE_Q8_0;
+        if (simd128_int_gemv(state, call, q8_0 ? rows_q8_0_sdot : rows_q4_0_sdot, 1))
+            return RAYO_OK;
+    }
     return typed_gemv_run(state, call);
 }

@@ -21,7 +21,7 @@ plugins_vulkan_rayo_vulkan_la_SOURCES = \
 	plugins/vulkan/vk-internal.h plugins/vulkan/vk-plugin.c \
 	plugins/vulkan/vk-loader.c plugins/vulkan/vk-memory.c \
 	plugins/vulkan/vk-pipelines.c plugins/vulkan/vk-submit.c \
-	plugins/vulkan/vk-batches.c \
+	plugins/vulkan/vk-batches.c plugins/vulkan/vk-profile.c \
 	plugins/vulkan/vk-ops.c plugins/vulkan/vk-infer.c \
 	plugins/vulkan/vk-typed-matmul.c plugins/vulkan/vk-shader-codes.h
 nodist_plugins_vulkan_rayo_vulkan_la_SOURCES = plugins/vulkan/vk-shaders.h

@@ -82,6 +82,8 @@ static rayo_status mem_batch_begin(void *state, void **batch)
 {
     vk_ctx *cx = NULL;
     rayo_status st = vk_ctx_acquire(state, &cx);
+    if (st == RAYO_OK)
+        vk_profile_begin(state, cx);
     *batch = cx;
     return st;
 }
@@ -96,6 +98,8 @@ static rayo_status mem_batch_record(void *state, void *batch, const rayo_dev_cal
     rayo_status st = vk_record(state, cx, call);
     if (st != RAYO_OK && cx->error == RAYO_OK)
         cx->error = st;
+    if (st == RAYO_OK)
+        vk_profile_op(state, cx, call);
     return st;
 }
 
@@ -104,12 +108,16 @@ static rayo_status mem_batch_submit(void *state, void *batch)
     vk_ctx *cx = batch;
     if (cx->submitted)
         return RAYO_E_STATE;
+    vk_profile_submitted(state, cx);
     return vk_ctx_submit(state, cx);
 }
 
 static rayo_status mem_batch_wait(void *state, void *batch, uint64_t timeout_ns)
 {
-    return vk_ctx_wait(state, batch, timeout_ns);
+    rayo_status st = vk_ctx_wait(state, batch, timeout_ns);
+    if (st == RAYO_OK)
+        vk_profile_collect(state, batch);
+    return st;
 }
 
 static void mem_batch_free(void *state, void *batch)

@@ -79,12 +79,18 @@ typedef struct gemv_shape {
     uint32_t x_tile;            /* x values staged per step (block formats) */
 } gemv_shape;
 
+void vk_infer_read_settings(vk_state *s)
+{
+    const char *xstage = s->host->config(s->host, "gemv_xstage");
+    s->gemv = (vk_gemv_settings){config_pow2(s, "gemv_rows", 1, 8), config_pow2(s, "gemv_units", 1, 4),
+                                 config_pow2(s, "gemv_wg", s->subgroup_size, 1024),
+                                 config_pow2(s, "gemv_split", 1, 32), !(xstage && !strcmp(xstage, "no"))};
+}
+
 static gemv_shape gemv_shape_of(const vk_state *s, rayo_dtype dt, size_t m)
 {
     bool half = dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16;
-    gemv_shape g = {config_pow2(s, "gemv_rows", 1, 8), config_pow2(s, "gemv_units", 1, 4),
-                    config_pow2(s, "gemv_wg", s->subgroup_size, 1024), config_pow2(s, "gemv_split", 1, 32),
-                    0};
+    gemv_shape g = {s->gemv.rows, s->gemv.units, s->gemv.wg, s->gemv.split, 0};
     if (!g.rows)
         for (g.rows = 4; g.rows > 1 && m / g.rows < GEMV_TEAMS; g.rows /= 2) {}
     if (!g.units)
@@ -122,8 +128,7 @@ static size_t gemv_units_per_row(rayo_dtype dt, size_t n, bool paired)
 static bool gemv_fit_shared(const vk_state *s, rayo_dtype dt, bool paired, gemv_shape *g)
 {
     bool half = dt == RAYO_DTYPE_F16 || dt == RAYO_DTYPE_BF16;
-    const char *xstage = s->host->config(s->host, "gemv_xstage");
-    bool staged = !half && !(xstage && !strcmp(xstage, "no"));
+    bool staged = !half && s->gemv.xstage;
     uint32_t vpu = !staged ? 0 : (paired || dt == RAYO_DTYPE_Q6_K) ? 64 : 32;
     uint32_t pair_bytes = paired ? (dt == RAYO_DTYPE_Q8_0 ? 68u : 36u) : 0;
     uint32_t limit = s->props.limits.maxComputeSharedMemorySize;
@@ -286,11 +291,14 @@ static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
 /* ---- row ops: gated units, get_rows, rope (infer_rows.comp) --------------------------- */
 
 #define ROWS_WG 128u
+#define ROW_SPLIT_ELEMS 512u     /* GLU and rope: elements of a row per workgroup */
 
 #define CONVERT_CHUNK 4096u     /* infer_rows.comp's CHUNK */
 
+/* row_elems: the elements a GLU or rope row spreads over workgroups (the
+ * grid's y; 0: one workgroup per row). */
 static rayo_status rec_rows_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                               const vk_operands *ops, vk_push *pc, uint32_t dtype)
+                               const vk_operands *ops, vk_push *pc, uint32_t dtype, size_t row_elems)
 {
     pc->n = (uint32_t)call->n;
     pc->m = (uint32_t)call->m;
@@ -298,7 +306,8 @@ static rayo_status rec_rows_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *cal
     pc->ob = ops->use[1] ? ops->use[1]->word_offset : 0;
     pc->oy = ops->use[3]->word_offset;
     uint32_t spec[3] = {ROWS_WG, call->op, dtype};
-    return record(s, cx, VK_SHADER_INFER_ROWS, spec, 3, ops, pc, groups_of(call->m), 1);
+    size_t gy = (row_elems + ROW_SPLIT_ELEMS - 1) / ROW_SPLIT_ELEMS;
+    return record(s, cx, VK_SHADER_INFER_ROWS, spec, 3, ops, pc, groups_of(call->m), gy ? groups_of(gy) : 1);
 }
 
 /* convert: chunks of CONVERT_CHUNK elements (to f32) or output words (to
@@ -342,7 +351,7 @@ static rayo_status rec_glu(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, v
                     or_dense(call->ldy, call->n)) != RAYO_OK)
         return RAYO_E_UNSUPPORTED;
     pc.oa = ops->use[0]->word_offset;
-    return rec_rows_op(s, cx, call, ops, &pc, 0);
+    return rec_rows_op(s, cx, call, ops, &pc, 0, call->n);
 }
 
 /* The context's fault word (vk_ctx), bound as s; its word offset to pc.aux. */
@@ -374,11 +383,13 @@ static rayo_status rec_get_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *ca
     if (st != RAYO_OK)
         return st;
     pc.oa = ops->use[0]->byte_offset;
-    return rec_rows_op(s, cx, call, ops, &pc, dt);
+    return rec_rows_op(s, cx, call, ops, &pc, dt, 0);
 }
 
 /* freq_scale * freq_base^(-2i / rot_dims) in double, for i < rot_dims / 2,
- * in a host-visible temporary bound as s (the shader reads a few doubles). */
+ * in a host-visible temporary bound as s.  Not copied to device memory
+ * first: on the H200 the copy and its barrier cost more (TinyLlama decode
+ * rope 6.7 -> 11.0 us) than the shader's reads of a few doubles. */
 static rayo_status rope_frequencies(vk_state *s, vk_ctx *cx, const rayo_rope_params *p, size_t rot,
                                     vk_operands *ops)
 {
@@ -414,7 +425,7 @@ static rayo_status rec_rope(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, 
         return st;
     pc.oa = ops->use[0]->word_offset;
     pc.aux = ops->use[4]->word_offset;
-    return rec_rows_op(s, cx, call, ops, &pc, 0);
+    return rec_rows_op(s, cx, call, ops, &pc, 0, p->n_heads * (d - rot / 2));
 }
 
 rayo_status vk_check_host_call(vk_state *s, const rayo_call *call)

@@ -61,7 +61,8 @@
     X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) \
     X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) \
     X(vkCreateSemaphore) X(vkDestroySemaphore) X(vkWaitSemaphores) \
-    X(vkGetSemaphoreCounterValue)
+    X(vkGetSemaphoreCounterValue) X(vkCreateQueryPool) X(vkDestroyQueryPool) \
+    X(vkCmdResetQueryPool) X(vkCmdWriteTimestamp) X(vkGetQueryPoolResults)
 
 #define VK_DECLARE_FN(name) PFN_##name name;
 
@@ -78,6 +79,7 @@ typedef struct vk_ifns {
 
 typedef struct vk_dfns {
     VK_DEVICE_FNS(VK_DECLARE_FN)
+    PFN_vkCmdPushDescriptorSetKHR vkCmdPushDescriptorSetKHR; /* VK_KHR_push_descriptor; may be NULL */
 } vk_dfns;
 
 /* ---- memory ---------------------------------------------------------------- */
@@ -128,6 +130,17 @@ typedef struct vk_tile {
     uint32_t bm, bn, bk, tm, tn;
 } vk_tile;
 
+/* ---- profile (vk-profile.c) ------------------------------------------------------ */
+typedef struct vk_prof_key {
+    uint32_t op, dtypes;
+    size_t m, n;
+} vk_prof_key;
+typedef struct vk_prof_entry {
+    vk_prof_key key;
+    double ms;
+    size_t calls;
+} vk_prof_entry;
+#define VK_PROF_ENTRIES 128
 /* ---- submission contexts -------------------------------------------------------- */
 typedef struct vk_ctx {
     struct vk_ctx *next;              /* in the free list */
@@ -145,9 +158,18 @@ typedef struct vk_ctx {
     vk_buf *fault;                    /* host-visible word a shader sets on bad data
                                        * (get_rows' indices; one of temps; NULL: none):
                                        * zeroed at submit, read at wait */
+    VkQueryPool prof_pool;            /* profile = yes: a timestamp per op */
+    vk_prof_key *prof_keys;           /* the op of each timestamp */
+    uint32_t prof_count;              /* timestamps written */
+    double prof_record_start;         /* host ms at batch begin */
 } vk_ctx;
 
 typedef enum vk_precision { VK_PREC_FP32, VK_PREC_F16 } vk_precision;
+/* The gemv settings of [backend.vulkan] (vk-infer.c; 0: the default). */
+typedef struct vk_gemv_settings {
+    uint32_t rows, units, wg, split;
+    bool xstage;
+} vk_gemv_settings;
 
 typedef struct vk_state {
     const rayo_host *host;
@@ -195,6 +217,13 @@ typedef struct vk_state {
     vk_tile tile;
     vk_tile tile_small;               /* for products with few tiles */
     uint32_t eltwise_unroll;          /* elements per invocation and step: 1, 2, 4 */
+    bool push_descriptors;            /* descriptors pushed into the command buffer, not allocated */
+    vk_gemv_settings gemv;            /* read once at init: a decode step records ~150 gemvs */
+    uint32_t timestamp_bits;          /* the queue's timestampValidBits */
+    bool profile;                     /* [backend.vulkan] profile = yes (and timestamps) */
+    vk_prof_entry prof[VK_PROF_ENTRIES]; /* under ctx_lock */
+    size_t prof_count, prof_batches;
+    double prof_record_ms;
 } vk_state;
 
 /* ---- vk-loader.c ------------------------------------------------------------------ */
@@ -257,6 +286,13 @@ void vk_ctx_copy(vk_state *s, vk_ctx *cx, const vk_buf *src, VkDeviceSize src_of
                  const vk_buf *dst, VkDeviceSize dst_off, VkDeviceSize bytes);
 /* A temporary device buffer that lives until the context is released. */
 rayo_status vk_ctx_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize bytes, vk_buf **out);
+/* A temporary device buffer of bytes (*out, its size rounded up) whose
+ * contents the caller writes at *host before the submit: the buffer itself
+ * on unified memory, else a staging buffer copied into it when the context
+ * runs (before the commands recorded after this call).  For large tables
+ * that many workgroups read (a shader reading staging memory reads it over
+ * the bus); the copy costs a barrier. */
+rayo_status vk_ctx_upload_temp(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_buf **out, void **host);
 rayo_status vk_ctx_submit(vk_state *s, vk_ctx *cx);
 rayo_status vk_ctx_wait(vk_state *s, vk_ctx *cx, uint64_t timeout_ns);
 /* Returns a context to the free list (waits for it first if submitted). */
@@ -313,10 +349,23 @@ rayo_status vk_bind_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize by
  * waited for. */
 rayo_status vk_host_call(void *state, const rayo_call *call, const vk_family *family);
 
+/* ---- vk-profile.c: profile = yes (each a no-op otherwise) ---------------------------- */
+/* At a batch's begin: the timestamps' reset and the first one. */
+void vk_profile_begin(vk_state *s, vk_ctx *cx);
+/* After each op recorded into a batch (and each step of a typed matmul). */
+void vk_profile_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *call);
+void vk_profile_submitted(vk_state *s, vk_ctx *cx);
+/* After a successful wait: adds the batch's op times to the totals. */
+void vk_profile_collect(vk_state *s, vk_ctx *cx);
+/* At close: the totals at info level. */
+void vk_profile_report(vk_state *s);
+void vk_profile_free(vk_state *s, vk_ctx *cx);
 /* ---- vk-infer.c ---------------------------------------------------------------------- */
 /* Whether a rope or attention output of `span` elements has gaps (head or
  * token strides); ldy is checked by the caller. */
 bool vk_infer_output_gaps(const rayo_call *call, size_t span);
+/* Reads the gemv settings into s->gemv (at init, once the subgroup size is known). */
+void vk_infer_read_settings(vk_state *s);
 /* Checks of a host call that a batch cannot make (get_rows' indices). */
 rayo_status vk_check_host_call(vk_state *s, const rayo_call *call);
 

@@ -115,6 +115,7 @@ rayo_status vk_pipelines_init(vk_state *s)
         };
     VkDescriptorSetLayoutCreateInfo li = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .flags = s->push_descriptors ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0,
         .bindingCount = VK_BINDINGS,
         .pBindings = bindings,
     };

@@ -368,6 +368,7 @@ static rayo_status find_queue(vk_state *s)
     for (uint32_t i = 0; i < n; i++)
         if (fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
             s->queue_family = i;
+            s->timestamp_bits = fams[i].timestampValidBits;
             return RAYO_OK;
         }
     s->host->set_error(s->host, "vulkan: %s has no compute queue", s->props.deviceName);
@@ -448,7 +449,18 @@ static rayo_status create_device(vk_state *s)
         .timelineSemaphore = VK_TRUE,
         .shaderFloat16 = s->coop ? VK_TRUE : VK_FALSE,
     };
-    const char *coop_ext = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    /* push descriptors: a decode step records ~300 dispatches, each
+     * allocating and writing a descriptor set otherwise
+     * ([backend.vulkan] push_descriptors = no: that path, for testing) */
+    const char *no_push = s->host->config(s->host, "push_descriptors");
+    bool push = has_device_extension(s, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) &&
+                !(no_push && !strcmp(no_push, "no"));
+    const char *exts[2];
+    uint32_t ext_count = 0;
+    if (s->coop)
+        exts[ext_count++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    if (push)
+        exts[ext_count++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
     float priority = 1.0f;
     VkDeviceQueueCreateInfo qi = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -462,8 +474,8 @@ static rayo_status create_device(vk_state *s)
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qi,
         .pEnabledFeatures = &want10,
-        .enabledExtensionCount = s->coop ? 1 : 0,
-        .ppEnabledExtensionNames = &coop_ext,
+        .enabledExtensionCount = ext_count,
+        .ppEnabledExtensionNames = exts,
     };
     VkResult r = s->fi.vkCreateDevice(s->phys, &ci, NULL, &s->device);
     if (r != VK_SUCCESS)
@@ -479,6 +491,10 @@ static rayo_status create_device(vk_state *s)
         s->host->set_error(s->host, "vulkan: %s", why);
         return RAYO_E_UNSUPPORTED;
     }
+    if (push)
+        s->fd.vkCmdPushDescriptorSetKHR =
+            (PFN_vkCmdPushDescriptorSetKHR)s->fi.vkGetDeviceProcAddr(s->device, "vkCmdPushDescriptorSetKHR");
+    s->push_descriptors = s->fd.vkCmdPushDescriptorSetKHR != NULL;
     s->fd.vkGetDeviceQueue(s->device, s->queue_family, 0, &s->queue);
     VkSemaphoreTypeCreateInfo ti = {
         .sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
@@ -533,13 +549,12 @@ static rayo_status pick_device(vk_state *s, uint32_t device)
     return RAYO_OK;
 }
 
-/* Keys read only later, per call (vk-infer.c, vk-typed-matmul.c): asked for
+/* Keys read only later, per call (vk-typed-matmul.c): asked for
  * once here as well, because the core warns about each key of
  * [backend.vulkan] that the plugin has not read by the end of init. */
 static void declare_late_keys(const rayo_host *host)
 {
-    static const char *const keys[] = {"gemv_rows", "gemv_units", "gemv_wg", "gemv_split", "gemv_xstage",
-                                       "typed_matmul_transpose"};
+    static const char *const keys[] = {"typed_matmul_transpose"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         (void)host->config(host, keys[i]);
 }
@@ -567,10 +582,12 @@ static rayo_status vk_init(const rayo_host *host, uint32_t device, void **state)
         st = find_queue(s);
     if (st == RAYO_OK) {
         query_subgroups(s);
+        vk_infer_read_settings(s);
         s->denorm_preserve = denorm_preserve_of(&s->fi, s->phys);
         choose_tile(s);
         st = create_device(s);
     }
+    s->profile = config_yes(host, "profile") && s->timestamp_bits > 0;
     if (st == RAYO_OK)
         st = vk_memory_init(s);
     if (st == RAYO_OK)
@@ -601,11 +618,12 @@ static rayo_status vk_init(const rayo_host *host, uint32_t device, void **state)
               has_device_extension(s, "VK_KHR_cooperative_matrix") ? "yes" : "no",
               s->coop ? "on" : "off", s->coop ? s->coop_bk : 0u);
     host->log(host, RAYO_LOG_INFO,
-              "%s (Vulkan %u.%u), subgroups %s (size %u), %s memory, matmul tile %ux%ux%u/%ux%u%s",
+              "%s (Vulkan %u.%u), subgroups %s (size %u), %s memory, %s descriptors, "
+              "matmul tile %ux%ux%u/%ux%u%s",
               s->props.deviceName, VK_API_VERSION_MAJOR(s->props.apiVersion),
               VK_API_VERSION_MINOR(s->props.apiVersion), s->subgroup_ok ? "used" : "not used",
-              s->subgroup_size, s->unified ? "unified" : "staged", s->tile.bm, s->tile.bn,
-              s->tile.bk, s->tile.tm, s->tile.tn, validation ? ", validation on" : "");
+              s->subgroup_size, s->unified ? "unified" : "staged", s->push_descriptors ? "pushed" : "allocated",
+              s->tile.bm, s->tile.bn, s->tile.bk, s->tile.tm, s->tile.tn, validation ? ", validation on" : "");
     *state = s;
     return RAYO_OK;
 }
@@ -617,6 +635,7 @@ static void vk_fini(void *state)
         return;
     if (s->device) {
         s->fd.vkDeviceWaitIdle(s->device);
+        vk_profile_report(s);
         vk_ctx_destroy_all(s);
         if (s->set_layout || s->pipeline_layout)
             vk_pipelines_fini(s);

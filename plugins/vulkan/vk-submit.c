@@ -70,6 +70,7 @@ static void ctx_destroy(vk_state *s, vk_ctx *cx)
     if (cx->cmd_pool)
         s->fd.vkDestroyCommandPool(s->device, cx->cmd_pool, NULL);
     free(cx->temps);
+    vk_profile_free(s, cx);
     free(cx);
 }
 
@@ -195,18 +196,10 @@ static rayo_status alloc_set(vk_state *s, vk_ctx *cx, VkDescriptorSet *set)
     return r == VK_SUCCESS ? RAYO_OK : vk_fail(s, r, "vkAllocateDescriptorSets");
 }
 
-rayo_status vk_ctx_dispatch(vk_state *s, vk_ctx *cx, VkPipeline pipeline,
-                            const vk_binding *const bind[VK_BINDINGS], const vk_push *pc,
-                            uint32_t gx, uint32_t gy, uint32_t gz)
+/* The descriptor writes of a dispatch's bindings (NULL: the dummy buffer). */
+static void binding_writes(const vk_state *s, const vk_binding *const bind[VK_BINDINGS], VkDescriptorSet set,
+                           VkDescriptorBufferInfo info[VK_BINDINGS], VkWriteDescriptorSet writes[VK_BINDINGS])
 {
-    if (cx->error != RAYO_OK)
-        return cx->error;
-    VkDescriptorSet set;
-    rayo_status st = alloc_set(s, cx, &set);
-    if (st != RAYO_OK)
-        return cx->error = st;
-    VkDescriptorBufferInfo info[VK_BINDINGS];
-    VkWriteDescriptorSet writes[VK_BINDINGS];
     for (uint32_t i = 0; i < VK_BINDINGS; i++) {
         if (bind[i])
             info[i] = (VkDescriptorBufferInfo){bind[i]->buffer, bind[i]->offset, bind[i]->range};
@@ -221,10 +214,30 @@ rayo_status vk_ctx_dispatch(vk_state *s, vk_ctx *cx, VkPipeline pipeline,
             .pBufferInfo = &info[i],
         };
     }
-    s->fd.vkUpdateDescriptorSets(s->device, VK_BINDINGS, writes, 0, NULL);
+}
+
+rayo_status vk_ctx_dispatch(vk_state *s, vk_ctx *cx, VkPipeline pipeline,
+                            const vk_binding *const bind[VK_BINDINGS], const vk_push *pc,
+                            uint32_t gx, uint32_t gy, uint32_t gz)
+{
+    if (cx->error != RAYO_OK)
+        return cx->error;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    rayo_status st = s->push_descriptors ? RAYO_OK : alloc_set(s, cx, &set);
+    if (st != RAYO_OK)
+        return cx->error = st;
+    VkDescriptorBufferInfo info[VK_BINDINGS];
+    VkWriteDescriptorSet writes[VK_BINDINGS];
+    binding_writes(s, bind, set, info, writes);
     s->fd.vkCmdBindPipeline(cx->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-    s->fd.vkCmdBindDescriptorSets(cx->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipeline_layout,
-                                  0, 1, &set, 0, NULL);
+    if (s->push_descriptors) {
+        s->fd.vkCmdPushDescriptorSetKHR(cx->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipeline_layout, 0,
+                                        VK_BINDINGS, writes);
+    } else {
+        s->fd.vkUpdateDescriptorSets(s->device, VK_BINDINGS, writes, 0, NULL);
+        s->fd.vkCmdBindDescriptorSets(cx->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipeline_layout,
+                                      0, 1, &set, 0, NULL);
+    }
     s->fd.vkCmdPushConstants(cx->cmd, s->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                              sizeof *pc, pc);
     s->fd.vkCmdDispatch(cx->cmd, gx, gy, gz);
@@ -256,6 +269,20 @@ rayo_status vk_ctx_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize byt
     if (st != RAYO_OK)
         return cx->error = st;
     cx->temps[cx->temp_count++] = *out;
+    return RAYO_OK;
+}
+
+rayo_status vk_ctx_upload_temp(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_buf **out, void **host)
+{
+    rayo_status st = vk_ctx_temp(s, cx, &s->device_pool, bytes, out);
+    if (st != RAYO_OK || (*host = vk_buf_map(*out)) != NULL)
+        return st;
+    vk_buf *stage;
+    st = vk_ctx_temp(s, cx, &s->staging_pool, (*out)->size, &stage);
+    if (st != RAYO_OK)
+        return st;
+    vk_ctx_copy(s, cx, stage, 0, *out, 0, (*out)->size);
+    *host = vk_buf_map(stage);
     return RAYO_OK;
 }
 
@@ -378,6 +405,7 @@ void vk_ctx_release(vk_state *s, vk_ctx *cx)
         vk_buf_free(s, cx->temps[i]);
     cx->temp_count = 0;
     cx->mm_scratch = cx->mm_index = cx->fault = NULL;
+    cx->prof_count = 0;       /* a host call's use of the context times nothing */
     for (size_t i = 0; i < cx->desc_pool_count; i++)
         s->fd.vkResetDescriptorPool(s->device, cx->desc_pools[i], 0);
     /* keep the first descriptor pool; a batch that needed more gets them again */

@@ -61,18 +61,18 @@ static rayo_status ctx_scratch(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_b
     return RAYO_OK;
 }
 
-/* int32 indices 0, 1, ..., rows - 1 (host-written), kept by the context. */
+/* int32 indices 0, 1, ..., rows - 1 (host-written, in device memory: every
+ * workgroup of get_rows reads them all), kept by the context. */
 static rayo_status ctx_identity(vk_state *s, vk_ctx *cx, size_t rows, vk_buf **out)
 {
     if (!cx->mm_index || cx->mm_index->size < rows * sizeof(int32_t)) {
         size_t count = rows < 1024 ? 1024 : rows;
         vk_buf *b;
-        rayo_status st = vk_ctx_temp(s, cx, s->unified ? &s->device_pool : &s->staging_pool,
-                                     count * sizeof(int32_t), &b);
+        int32_t *idx;
+        rayo_status st = vk_ctx_upload_temp(s, cx, count * sizeof(int32_t), &b, (void **)&idx);
         if (st != RAYO_OK)
             return st;
         /* all of it: its size (what the check above reads) is rounded up */
-        int32_t *idx = vk_buf_map(b);
         for (size_t i = 0; i < b->size / sizeof(int32_t); i++)
             idx[i] = (int32_t)i;
         cx->mm_index = b;
@@ -92,7 +92,10 @@ static rayo_status widen(vk_state *s, vk_ctx *cx, const stored *src, rayo_dev_op
         .m = src->rows, .n = src->cols, .k = src->rows,
         .a = from, .b = {index, 0}, .y = to, .lda = src->ld, .ldy = ld_dst,
     };
-    return vk_record(s, cx, &g);
+    rayo_status st = vk_record(s, cx, &g);
+    if (st == RAYO_OK)
+        vk_profile_op(s, cx, &g);
+    return st;
 }
 
 static bool dense(size_t ld, size_t cols) { return ld == 0 || ld == cols; }
@@ -194,7 +197,10 @@ static rayo_status rec_typed_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call
             return st;
         f.y = c32;
     }
-    if ((st = vk_record(s, cx, &f)) != RAYO_OK || !copy_c)
+    if ((st = vk_record(s, cx, &f)) != RAYO_OK)
+        return st;
+    vk_profile_op(s, cx, &f);
+    if (!copy_c)
         return st;
     stored dense_c = {RAYO_DTYPE_F32, c.rows, c.cols, 0};
     return widen(s, cx, &dense_c, c32, call->y, c.ld, index);

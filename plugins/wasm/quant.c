@@ -16,14 +16,20 @@
  * 256 values, then in double, so the error stays near 40 * 2^-24 of
  * sum|terms| however long the row.
  *
- * Q8_0 and Q4_0 go four rows per pass (cpu-typed-gemv_tmpl.c), reading x once for the
- * four.  The checks, the split of the rows over the pool and y's update are
- * the shared glue of ../cpu-base/cpu-typed-gemv_tmpl.c (its strict path: there is no
- * integer kernel here, relaxed calls run these too).
+ * Relaxed Q8_0 and Q4_0: x is rounded once to int16 per 32 values (largest
+ * |x| / 32767, within the x86 plugins' rounding budget;
+ * ../cpu-base/simd128-int-gemv_tmpl.c), the codes widened to int16 and
+ * multiplied into it by i32x4.dot_i16x8_s (pairs summed into int32,
+ * exact), one float multiply-add per block by d times x's scale.
+ *
+ * Q8_0 and Q4_0 go four rows per pass, reading x once for the four.  The
+ * checks, the split of the rows over the pool and y's update are the shared
+ * glue of ../cpu-base/cpu-typed-gemv_tmpl.c.
  */
 #include "plugin.h"
-#define TYPED_GEMV_STRICT_ONLY /* no integer path here: relaxed calls run these */
+#define TYPED_GEMV_STRICT_ONLY /* the template's integer path is x86's: relaxed Q8_0/Q4_0 is below */
 #include "cpu-typed-gemv_tmpl.c"
+#include "simd128-int-gemv_tmpl.c"
 
 /* Blocks of 32 summed in float lanes before the lanes go to double. */
 #define SMALL_BLOCKS_PER_GROUP 8
@@ -275,9 +281,75 @@ static double dot_bf16(const uint8_t *w, const float *x, size_t n)
     return dot_halves(w, x, n, 0);
 }
 
+/* ---- relaxed Q8_0 and Q4_0: i32x4.dot_i16x8_s against x in int16 ----------- */
+
+/* sum q x of 32 codes (c0: values 0-15, c1: 16-31, signed bytes, widened to
+ * int16) with x's 32 int16 values, in four int32 lanes: four dot_i16x8_s
+ * (eight products into four lanes each; exact, at most 8 * 128 * 32767 a
+ * lane). */
+static inline v128_t idot32(v128_t c0, v128_t c1, const v128_t xq[4])
+{
+    v128_t s = wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(c0), xq[0]);
+    s = wasm_i32x4_add(s, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(c0), xq[1]));
+    s = wasm_i32x4_add(s, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(c1), xq[2]));
+    return wasm_i32x4_add(s, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(c1), xq[3]));
+}
+
+typedef v128_t idot_fn(const uint8_t *blk, const v128_t xq[4]);
+
+static inline v128_t idot_q8_0(const uint8_t *blk, const v128_t xq[4])
+{
+    return idot32(wasm_v128_load(blk + 2), wasm_v128_load(blk + 18), xq);
+}
+
+/* Q4_0's codes q - 8 as signed bytes: low nibbles values 0-15, high 16-31. */
+static inline v128_t idot_q4_0(const uint8_t *blk, const v128_t xq[4])
+{
+    v128_t bytes = wasm_v128_load(blk + 2), eight = wasm_i8x16_splat(8);
+    v128_t lo = wasm_i8x16_sub(wasm_v128_and(bytes, wasm_i8x16_splat(15)), eight);
+    return idot32(lo, wasm_i8x16_sub(wasm_u8x16_shr(bytes, 4), eight), xq);
+}
+
+/* The dots of R rows (blk, blk + stride, ...) with x: per block its int32
+ * sums times d and x's scale, in float lanes over TYPED_GEMV_INT_GROUP
+ * values, then double; x's four vectors loaded once for the R rows. */
+static inline __attribute__((always_inline)) void
+idot_rows(const uint8_t *blk, size_t stride, int R, const typed_gemv_x *x, size_t blocks, size_t block_bytes,
+          idot_fn *dot, double *out)
+{
+    for (int r = 0; r < R; r++)
+        out[r] = 0.0;
+    for (size_t b = 0; b < blocks;) {
+        size_t end = b + TYPED_GEMV_INT_GROUP / 32 < blocks ? b + TYPED_GEMV_INT_GROUP / 32 : blocks;
+        vf32 g[4] = { vsplat(0.0f), vsplat(0.0f), vsplat(0.0f), vsplat(0.0f) };
+        for (; b < end; b++) {
+            const int16_t *xb = x->q16 + 32 * b;
+            const v128_t xq[4] = { wasm_v128_load(xb), wasm_v128_load(xb + 8), wasm_v128_load(xb + 16),
+                                   wasm_v128_load(xb + 24) };
+            for (int r = 0; r < R; r++) {
+                const uint8_t *p = blk + r * stride + b * block_bytes;
+                vf32 scale = vsplat(f16_at(p) * x->scale16[b]);
+                g[r] = vadd(g[r], vmul(wasm_f32x4_convert_i32x4(dot(p, xq)), scale));
+            }
+        }
+        for (int r = 0; r < R; r++)
+            out[r] += hsum_f64(g[r]);
+    }
+}
+
+SIMD128_INT_ROWS(rows_q8_0_i16, idot_rows, idot_q8_0, RAYO_Q8_0_BYTES)
+SIMD128_INT_ROWS(rows_q4_0_i16, idot_rows, idot_q4_0, RAYO_Q4_0_BYTES)
+
 /* ---- the kernel ----------------------------------------------------------- */
 
+/* Relaxed Q8_0 and Q4_0 against x in int16 (simd128-int-gemv_tmpl.c); the
+ * rest, and x that int16 cannot hold within the budget, the float kernels. */
 rayo_status wasm_gemv_quant(void *state, const rayo_call *call)
 {
+    if (simd128_int_gemv_takes(call)) {
+        int q8_0 = RAYO_DTYPE_OF(call->dtypes, 0) == RAYO_DTYPE_Q8_0;
+        if (simd128_int_gemv(state, call, q8_0 ? rows_q8_0_i16 : rows_q4_0_i16, 0))
+            return RAYO_OK;
+    }
     return typed_gemv_run(state, call);
 }
