@@ -345,18 +345,36 @@ static void hp_write(kern *k, const hp_rows *h, int base, int nblk, int scale, i
     ptx_loop_end(k, lj, h->n);
 }
 
+#define HP_BOUND_BATCH 4 /* blocks a thread bounds per step, their loads in flight together */
+
+/* This thread's share (.f32) of the bound of the row at base (nblk >= 1
+ * blocks): blocks tid, tid + 256, ... taken HP_BOUND_BATCH a step, an index
+ * past the row clamped to its last block (a block bounded twice leaves the
+ * maximum as it is), so that no load waits on another. */
+static int row_bound(kern *k, const hp_rows *h, int base, int nblk)
+{
+    int mx = nf(k), last = nd(k);
+    emit(k, "mov.f32 %s, 0f00000000;", F(mx));
+    emit(k, "sub.u64 %s, %s, 1;", D(last), D(nblk));
+    ptx_loop lb = ptx_loop_begin(k, h->tid64, nblk, HP_THREADS * HP_BOUND_BATCH);
+    for (int j = 0; j < HP_BOUND_BATCH; j++) {
+        int at = nd(k);
+        emit(k, "add.u64 %s, %s, %d;", D(at), D(lb.i), HP_THREADS * j);
+        emit(k, "min.u64 %s, %s, %s;", D(at), D(at), D(last));
+        int bound = block_bound(k, h->dt, addr_of(k, base, at, (int)rayo_dtype_block_bytes(h->dt)));
+        emit(k, "max.f32 %s, %s, %s;", F(mx), F(mx), F(bound));
+    }
+    ptx_loop_end(k, lb, nblk);
+    return mx;
+}
+
 /* One row r of the table: the bound, the inverse scale, the f16 values. */
 static void hp_row(kern *k, const hp_rows *h, int r)
 {
-    size_t per = rayo_dtype_block_elems(h->dt), bytes = rayo_dtype_block_bytes(h->dt);
-    int base = nd(k), nblk = nd(k), mx = nf(k);
+    int base = nd(k), nblk = nd(k);
     emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(base), D(r), D(h->row_bytes), D(h->a));
-    emit(k, "div.u64 %s, %s, %d;", D(nblk), D(h->n), (int)per);
-    emit(k, "mov.f32 %s, 0f00000000;", F(mx));
-    ptx_loop lb = ptx_loop_begin(k, h->tid64, nblk, HP_THREADS);
-    int bound = block_bound(k, h->dt, addr_of(k, base, lb.i, (int)bytes));
-    emit(k, "max.f32 %s, %s, %s;", F(mx), F(mx), F(bound));
-    ptx_loop_end(k, lb, nblk);
+    emit(k, "div.u64 %s, %s, %d;", D(nblk), D(h->n), (int)rayo_dtype_block_elems(h->dt));
+    int mx = row_bound(k, h, base, nblk);
     int total = block_minmax_f32(k, mx, h->lane, h->warp, 1), scale = nf(k), inv = nf(k), p0 = np(k);
     row_scale(k, total, scale, inv);
     emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(h->tid));
