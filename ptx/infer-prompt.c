@@ -345,18 +345,36 @@ static void hp_write(kern *k, const hp_rows *h, int base, int nblk, int scale, i
     ptx_loop_end(k, lj, h->n);
 }
 
+#define HP_BOUND_BATCH 4 /* blocks a thread bounds per step, their loads in flight together */
+
+/* This thread's share (.f32) of the bound of the row at base (nblk >= 1
+ * blocks): blocks tid, tid + 256, ... taken HP_BOUND_BATCH a step, an index
+ * past the row clamped to its last block (a block bounded twice leaves the
+ * maximum as it is), so that no load waits on another. */
+static int row_bound(kern *k, const hp_rows *h, int base, int nblk)
+{
+    int mx = nf(k), last = nd(k);
+    emit(k, "mov.f32 %s, 0f00000000;", F(mx));
+    emit(k, "sub.u64 %s, %s, 1;", D(last), D(nblk));
+    ptx_loop lb = ptx_loop_begin(k, h->tid64, nblk, HP_THREADS * HP_BOUND_BATCH);
+    for (int j = 0; j < HP_BOUND_BATCH; j++) {
+        int at = nd(k);
+        emit(k, "add.u64 %s, %s, %d;", D(at), D(lb.i), HP_THREADS * j);
+        emit(k, "min.u64 %s, %s, %s;", D(at), D(at), D(last));
+        int bound = block_bound(k, h->dt, addr_of(k, base, at, (int)rayo_dtype_block_bytes(h->dt)));
+        emit(k, "max.f32 %s, %s, %s;", F(mx), F(mx), F(bound));
+    }
+    ptx_loop_end(k, lb, nblk);
+    return mx;
+}
+
 /* One row r of the table: the bound, the inverse scale, the f16 values. */
 static void hp_row(kern *k, const hp_rows *h, int r)
 {
-    size_t per = rayo_dtype_block_elems(h->dt), bytes = rayo_dtype_block_bytes(h->dt);
-    int base = nd(k), nblk = nd(k), mx = nf(k);
+    int base = nd(k), nblk = nd(k);
     emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(base), D(r), D(h->row_bytes), D(h->a));
-    emit(k, "div.u64 %s, %s, %d;", D(nblk), D(h->n), (int)per);
-    emit(k, "mov.f32 %s, 0f00000000;", F(mx));
-    ptx_loop lb = ptx_loop_begin(k, h->tid64, nblk, HP_THREADS);
-    int bound = block_bound(k, h->dt, addr_of(k, base, lb.i, (int)bytes));
-    emit(k, "max.f32 %s, %s, %s;", F(mx), F(mx), F(bound));
-    ptx_loop_end(k, lb, nblk);
+    emit(k, "div.u64 %s, %s, %d;", D(nblk), D(h->n), (int)rayo_dtype_block_elems(h->dt));
+    int mx = row_bound(k, h, base, nblk);
     int total = block_minmax_f32(k, mx, h->lane, h->warp, 1), scale = nf(k), inv = nf(k), p0 = np(k);
     row_scale(k, total, scale, inv);
     emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(h->tid));
@@ -401,21 +419,36 @@ static void gen_half_rows(strbuf *mod, rayo_dtype dt)
                 ".maxntid 256, 1, 1\n", RED_SHARED);
 }
 
-/* w (f64) = the sum of the `parts` values total apart from ta on (f32). */
+#define SUM_PARTS_BATCH 4
+
+/* w (f64) = the sum of the `parts` (>= 1) values total apart from ta on
+ * (f32), added in order; loaded SUM_PARTS_BATCH at a time, so that their
+ * latencies overlap. */
 static void sum_parts(kern *k, int w, int ta, int total, int parts)
 {
-    int at = nd(k), step = nd(k), left = nd(k), v = nf(k), x = nfd(k), pl = np(k), l_top = nlabel(k);
+    int at = nd(k), step = nd(k), left = nd(k), pl = np(k), l_top = nlabel(k), v[SUM_PARTS_BATCH],
+        p[SUM_PARTS_BATCH];
     emit(k, "mov.f64 %s, %s;", FD(w), CD(0.0));
     emit(k, "mov.u64 %s, %s;", D(at), D(ta));
     emit(k, "shl.b64 %s, %s, 2;", D(step), D(total));
     emit(k, "mov.u64 %s, %s;", D(left), D(parts));
     label(k, l_top);
-    emit(k, "ld.global.f32 %s, [%s];", F(v), D(at));
-    emit(k, "cvt.f64.f32 %s, %s;", FD(x), F(v));
-    emit(k, "add.rn.f64 %s, %s, %s;", FD(w), FD(w), FD(x));
-    emit(k, "add.u64 %s, %s, %s;", D(at), D(at), D(step));
-    emit(k, "sub.u64 %s, %s, 1;", D(left), D(left));
-    emit(k, "setp.ne.u64 %s, %s, 0;", P(pl), D(left));
+    for (int j = 0; j < SUM_PARTS_BATCH; j++) {
+        int a = nd(k);
+        v[j] = nf(k);
+        p[j] = np(k);
+        emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(a), D(step), j, D(at));
+        emit(k, "setp.gt.u64 %s, %s, %d;", P(p[j]), D(left), j);
+        emit(k, "@%s ld.global.f32 %s, [%s];", P(p[j]), F(v[j]), D(a));
+    }
+    for (int j = 0; j < SUM_PARTS_BATCH; j++) {
+        int x = nfd(k);
+        emit(k, "@%s cvt.f64.f32 %s, %s;", P(p[j]), FD(x), F(v[j]));
+        emit(k, "@%s add.rn.f64 %s, %s, %s;", P(p[j]), FD(w), FD(w), FD(x));
+    }
+    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(at), D(step), SUM_PARTS_BATCH, D(at));
+    emit(k, "setp.gt.u64 %s, %s, %d;", P(pl), D(left), SUM_PARTS_BATCH);
+    emit(k, "sub.u64 %s, %s, %d;", D(left), D(left), SUM_PARTS_BATCH);
     emit(k, "@%s bra %s;", P(pl), L(l_top));
 }
 
@@ -423,59 +456,75 @@ static void sum_parts(kern *k, int w, int ta, int total, int parts)
     ".param .u64 p_y, .param .u64 p_t, .param .u64 p_sa, .param .u64 p_sb, .param .u64 p_m, .param .u64 p_n, " \
     ".param .u64 p_ldy, .param .f32 p_alpha, .param .f32 p_beta"
 
+typedef struct scale_back_regs {
+    int w, zb, alpha, beta, pb; /* T (.f64), sb[j] (.f64), alpha and beta (.f32), beta != 0 (.pred) */
+} scale_back_regs;
+
+/* y at ya = alpha sa sb T (+ beta y when g->pb), sa the f32 at saa: in
+ * float64, rounded once. */
+static void scale_back(kern *k, const scale_back_regs *g, int saa, int ya)
+{
+    int w = g->w, x = nf(k), v = nf(k), z = nfd(k), xb = nfd(k), bb = nfd(k);
+    emit(k, "ld.global.nc.f32 %s, [%s];", F(x), D(saa));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(z), F(x));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(w), FD(w), FD(z));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(w), FD(w), FD(g->zb));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(z), F(g->alpha));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(w), FD(w), FD(z));
+    emit(k, "@%s ld.global.f32 %s, [%s];", P(g->pb), F(x), D(ya));
+    emit(k, "@%s cvt.f64.f32 %s, %s;", P(g->pb), FD(xb), F(x));
+    emit(k, "@%s cvt.f64.f32 %s, %s;", P(g->pb), FD(bb), F(g->beta));
+    emit(k, "@%s fma.rn.f64 %s, %s, %s, %s;", P(g->pb), FD(w), FD(bb), FD(xb), FD(w));
+    emit(k, "cvt.rn.f32.f64 %s, %s;", F(v), FD(w));
+    emit(k, "st.global.f32 [%s], %s;", D(ya), F(v));
+}
+
 /* y[i][j] = alpha sa[i] sb[j] t[i][j] (+ beta y[i][j] when beta != 0): t
- * dense m x n, y ldy apart; one thread per element, grid-stride.  In
- * float64, rounded once: sa sb may pass the float range where the result
- * does not.  With split (half_scale_c_parts), t[i][j] is the sum of p_parts
- * >= 1 partial products m n apart. */
+ * dense m x n, y ldy apart.  Column j = ctaid.x ntid.x + tid.x (its sb[j]
+ * read once), rows ctaid.y, ctaid.y + nctaid.y, ...: no division per
+ * element, coalesced rows.  With split (half_scale_c_parts), t[i][j] is the
+ * sum of p_parts >= 1 partial products m n apart. */
 static void gen_half_scale_c(strbuf *mod, int split)
 {
     kern kk = {0}, *k = &kk;
     int y = param_global(k, "p_y"), t = param_global(k, "p_t");
     int sa = param_global(k, "p_sa"), sb = param_global(k, "p_sb");
     int m = param_u64(k, "p_m"), n = param_u64(k, "p_n"), ldy = param_u64(k, "p_ldy");
-    int alpha = param_f32(k, "p_alpha"), beta = param_f32(k, "p_beta");
+    scale_back_regs g = {.alpha = param_f32(k, "p_alpha"), .beta = param_f32(k, "p_beta"), .pb = np(k)};
     int parts = split ? param_u64(k, "p_parts") : -1;
-    int total = nd(k), gid, stride, pb = np(k);
+    int total = nd(k), c = nd(k), t64 = nd(k), pc = np(k), l_end = nlabel(k);
     emit(k, "mul.lo.u64 %s, %s, %s;", D(total), D(m), D(n));
-    emit(k, "setp.neu.f32 %s, %s, 0f00000000;", P(pb), F(beta)); /* a NaN beta too */
-    grid_index(k, &gid, &stride);
-    int i = nd(k), pi = np(k), l_top = nlabel(k), l_end = nlabel(k);
-    emit(k, "mov.u64 %s, %s;", D(i), D(gid));
-    emit(k, "setp.ge.u64 %s, %s, %s;", P(pi), D(i), D(total));
-    emit(k, "@%s bra %s;", P(pi), L(l_end));
+    emit(k, "setp.neu.f32 %s, %s, 0f00000000;", P(g.pb), F(g.beta)); /* a NaN beta too */
+    int cx = sreg(k, "%ctaid.x"), ntid = sreg(k, "%ntid.x"), tid = sreg(k, "%tid.x");
+    emit(k, "mul.wide.u32 %s, %s, %s;", D(c), R(cx), R(ntid));
+    emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(tid));
+    emit(k, "add.u64 %s, %s, %s;", D(c), D(c), D(t64));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pc), D(c), D(n));
+    emit(k, "@%s bra %s;", P(pc), L(l_end));
+    int x = nf(k), r = nd(k), rstep = nd(k), pr = np(k), l_top = nlabel(k);
+    g.zb = nfd(k);
+    emit(k, "ld.global.nc.f32 %s, [%s];", F(x), D(addr_of(k, sb, c, 4)));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(g.zb), F(x));
+    emit(k, "cvt.u64.u32 %s, %s;", D(r), R(sreg(k, "%ctaid.y")));
+    emit(k, "cvt.u64.u32 %s, %s;", D(rstep), R(sreg(k, "%nctaid.y")));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(pr), D(r), D(m));
+    emit(k, "@%s bra %s;", P(pr), L(l_end));
     label(k, l_top);
-    int r = nd(k), c = nd(k), v = nf(k), x = nf(k), ya = nd(k), w = nfd(k), z = nfd(k);
-    emit(k, "div.u64 %s, %s, %s;", D(r), D(i), D(n));
-    emit(k, "mul.lo.u64 %s, %s, %s;", D(c), D(r), D(n));
-    emit(k, "sub.u64 %s, %s, %s;", D(c), D(i), D(c));
-    int ta = addr_of(k, t, i, 4), saa = addr_of(k, sa, r, 4), sba = addr_of(k, sb, c, 4);
-    if (split) {
-        sum_parts(k, w, ta, total, parts);
-    } else {
-        emit(k, "ld.global.f32 %s, [%s];", F(v), D(ta));
-        emit(k, "cvt.f64.f32 %s, %s;", FD(w), F(v));
-    }
-    emit(k, "ld.global.nc.f32 %s, [%s];", F(x), D(saa));
-    emit(k, "cvt.f64.f32 %s, %s;", FD(z), F(x));
-    emit(k, "mul.rn.f64 %s, %s, %s;", FD(w), FD(w), FD(z));
-    emit(k, "ld.global.nc.f32 %s, [%s];", F(x), D(sba));
-    emit(k, "cvt.f64.f32 %s, %s;", FD(z), F(x));
-    emit(k, "mul.rn.f64 %s, %s, %s;", FD(w), FD(w), FD(z));
-    emit(k, "cvt.f64.f32 %s, %s;", FD(z), F(alpha));
-    emit(k, "mul.rn.f64 %s, %s, %s;", FD(w), FD(w), FD(z));
+    int i = nd(k), ya = nd(k);
+    g.w = nfd(k);
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(i), D(r), D(n), D(c));
     emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(ya), D(r), D(ldy), D(c));
-    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ya), D(ya), D(y));
-    emit(k, "@%s ld.global.f32 %s, [%s];", P(pb), F(x), D(ya));
-    int xb = nfd(k), bb = nfd(k);
-    emit(k, "@%s cvt.f64.f32 %s, %s;", P(pb), FD(xb), F(x));
-    emit(k, "@%s cvt.f64.f32 %s, %s;", P(pb), FD(bb), F(beta));
-    emit(k, "@%s fma.rn.f64 %s, %s, %s, %s;", P(pb), FD(w), FD(bb), FD(xb), FD(w));
-    emit(k, "cvt.rn.f32.f64 %s, %s;", F(v), FD(w));
-    emit(k, "st.global.f32 [%s], %s;", D(ya), F(v));
-    emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(stride));
-    emit(k, "setp.lt.u64 %s, %s, %s;", P(pi), D(i), D(total));
-    emit(k, "@%s bra %s;", P(pi), L(l_top));
+    int ta = addr_of(k, t, i, 4);
+    if (split) {
+        sum_parts(k, g.w, ta, total, parts);
+    } else {
+        emit(k, "ld.global.f32 %s, [%s];", F(x), D(ta));
+        emit(k, "cvt.f64.f32 %s, %s;", FD(g.w), F(x));
+    }
+    scale_back(k, &g, addr_of(k, sa, r, 4), addr_of(k, y, ya, 4));
+    emit(k, "add.u64 %s, %s, %s;", D(r), D(r), D(rstep));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pr), D(r), D(m));
+    emit(k, "@%s bra %s;", P(pr), L(l_top));
     label(k, l_end);
     kern_finish(mod, k, split ? "half_scale_c_parts" : "half_scale_c",
                 split ? HALF_SCALE_C_PARAMS ", .param .u64 p_parts" : HALF_SCALE_C_PARAMS, NULL, NULL);

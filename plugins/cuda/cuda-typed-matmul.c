@@ -165,14 +165,16 @@ static int takes_half(const cuda_state *st, const cuda_op *op)
     return cuda_wgmma_half_takes(st, &h) || cuda_mma16_kernel(st, &h);
 }
 
-/* A kernel of module infer: 256 threads a block, gx blocks. */
-static rayo_status half_launch(cuda_state *st, CUstream stream, const char *name, size_t gx, void **params)
+/* A kernel of module infer: 256 threads a block, gx x gy blocks. */
+static rayo_status half_launch(cuda_state *st, CUstream stream, const char *name, size_t gx, size_t gy,
+                               void **params)
 {
     CUfunction fn;
     rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
     if (s != RAYO_OK)
         return s;
-    CUresult r = cuda_launch_kernel(st, fn, (unsigned)(gx ? gx : 1), 1, 1, 256, 1, 1, 0, stream, params, NULL);
+    CUresult r = cuda_launch_kernel(st, fn, (unsigned)(gx ? gx : 1), (unsigned)(gy ? gy : 1), 1, 256, 1, 1, 0, stream,
+                                    params, NULL);
     return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, name);
 }
 
@@ -186,7 +188,7 @@ static rayo_status half_rows(cuda_state *st, CUstream stream, rayo_dtype dt, CUd
     unsigned long long m = rows, n = cols, rb = row_bytes;
     void *params[] = {&dst, &inv, &src, &m, &n, &rb};
     size_t most = (size_t)st->sm_count * 16;
-    return half_launch(st, stream, name, rows < most ? rows : most, params);
+    return half_launch(st, stream, name, rows < most ? rows : most, 1, params);
 }
 
 static rayo_status launch_half(cuda_state *st, CUstream stream, const cuda_op *op)
@@ -217,9 +219,11 @@ static rayo_status launch_half(cuda_state *st, CUstream stream, const cuda_op *o
     unsigned long long m = op->m, n = op->n, ldy = op->ldy ? op->ldy : op->n, nparts = parts;
     float alpha = op->alpha, beta = op->beta;
     void *params[] = {&y, &t, &sa, &sb, &m, &n, &ldy, &alpha, &beta, &nparts};
-    size_t blocks = (op->m * op->n + 255) / 256, most = (size_t)st->sm_count * 32;
-    return half_launch(st, stream, parts > 1 ? "half_scale_c_parts" : "half_scale_c", blocks < most ? blocks : most,
-                       params);
+    /* a block per 256 columns and row; rows beyond about 32 blocks an SM
+     * (far below the grid's 65535 rows) taken in turn by a column's blocks */
+    size_t gx = (op->n + 255) / 256, gy = (size_t)st->sm_count * 32 / gx;
+    gy = gy < 1 ? 1 : gy > op->m ? op->m : gy;
+    return half_launch(st, stream, parts > 1 ? "half_scale_c_parts" : "half_scale_c", gx, gy, params);
 }
 
 /* ---- the dequantizing path ---- */
