@@ -44,7 +44,7 @@ struct worker_start { rayo_pool *pool; unsigned id; };
  * sleeps: waking a sleeping thread costs tens of microseconds, and the
  * calls that use the pool tend to come in runs.  The while is a time, not
  * a count of pause instructions: a pause takes from a few nanoseconds to
- * 64 ns (an AMD EPYC here), so 20000 of them spun 60 us on one CPU and
+ * 64 ns (on an AMD EPYC), so 20000 of them spun 60 us on one CPU and
  * 1.3 ms on another, where the worker then held a CPU that the caller or
  * other processes needed.  Between the calls of an LLM decode step the
  * gaps were under 64 us in 96% of cases (TinyLlama shape, 2 threads, on a
