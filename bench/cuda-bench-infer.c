@@ -2,7 +2,7 @@
 /* cuda-bench-infer - the inference kernels of the cuda backend, on device
  * buffers, next to a read-only reference measured in the same run.
  *
- *   cuda-bench-infer [--quick] [--gemv]
+ *   cuda-bench-infer [--quick] [--gemv | --attention]
  *
  * gemv with f16, bf16, Q8_0, Q4_0, Q4_K and Q6_K weights at 4096 x 11008
  * and 11008 x 4096 (rows x columns), strict and relaxed (Q8_0 and Q4_0:
@@ -14,11 +14,13 @@
  * reference is rayo's own read-only kernel, sum over 2^28 floats (1 GiB),
  * timed in the same run; the ratio column is gemv over it.  Every row of
  * every result is checked against a float64 dot product of the dequantized
- * row (sum of |terms| as the scale).  Attention, 32 heads / 4 KV heads, head dim 64, causal:
- * decode (1 query, cache 4096, f16 and f32) as bytes of K and V / time over
- * the same reference, prefill (2048 tokens) as a time, for torch's
- * scaled_dot_product_attention in the same run (torch-infer-cuda.py).
- * --quick: gemv at 4096 x 11008 only; --gemv: no attention.
+ * row (sum of |terms| as the scale).  Attention, 32 heads, head dim 64, causal:
+ * decode (1 query; 4 and 32 KV heads; f16 caches of 4096 and 32768, f32 of
+ * 4096) as bytes of K and V / time over the same reference, prefill (2048
+ * tokens, 4 KV heads) as a time, for torch's scaled_dot_product_attention
+ * in the same run (torch-infer-cuda.py).
+ * --quick: gemv at 4096 x 11008 only; --gemv: no attention; --attention:
+ * attention only.
  * Output: a table and "csv,..." lines. */
 #define _POSIX_C_SOURCE 200809L
 #include "rayo.h"
@@ -210,14 +212,15 @@ static void bench_gemv(rayo_context *ctx, rayo_dtype dt, size_t m, size_t n, uin
     free(y);
 }
 
-/* Attention, 32 heads, 4 KV heads, head dim 64, causal: decode (one query
- * against a cache of n_kv, each call on another copy of the cache: bytes of
- * K and V / time) or prefill (n_q = n_kv: time, for torch's
+/* Attention, 32 heads, kv_heads KV heads, head dim 64, causal: decode (one
+ * query against a cache of n_kv, each call on another copy of the cache:
+ * bytes of K and V / time) or prefill (n_q = n_kv: time, for torch's
  * scaled_dot_product_attention in the same run). */
-static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t n_kv, double ref_gbs)
+static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t n_kv, size_t kv_heads,
+                            double ref_gbs)
 {
-    enum { HEADS = 32, KV_HEADS = 4, DIM = 64 };
-    size_t esize = kv == RAYO_DTYPE_F16 ? 2 : 4, kv_bytes = n_kv * KV_HEADS * DIM * esize;
+    enum { HEADS = 32, DIM = 64 };
+    size_t esize = kv == RAYO_DTYPE_F16 ? 2 : 4, kv_bytes = n_kv * kv_heads * DIM * esize;
     size_t q_bytes = n_q * HEADS * DIM * sizeof(float);
     size_t copies = n_q == 1 ? L2_DEFEAT_BYTES / (2 * kv_bytes) + 1 : 1;
     uint8_t *host = malloc(kv_bytes > q_bytes ? kv_bytes : q_bytes);
@@ -242,7 +245,7 @@ static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t
     rayo_batch_call *calls = malloc(copies * sizeof *calls);
     rayo_attention_params *p = malloc(sizeof *p);
     *p = (rayo_attention_params){.struct_size = sizeof *p, .flags = RAYO_ATTN_CAUSAL, .kv_dtype = kv, .n_q = n_q,
-                                 .n_kv = n_kv, .n_heads = HEADS, .n_kv_heads = KV_HEADS, .head_dim = DIM,
+                                 .n_kv = n_kv, .n_heads = HEADS, .n_kv_heads = kv_heads, .head_dim = DIM,
                                  .scale = 0.125f};
     for (size_t c = 0; c < copies; c++) {
         kb[2 * c] = device_buffer(ctx, kv_bytes, host);
@@ -254,7 +257,7 @@ static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t
     }
     double t = time_calls(ctx, calls, (int)copies, n_q == 1 ? 400 : 10);
     char name[64], note[128];
-    snprintf(name, sizeof name, "attention %s %zu x %zu", rayo_dtype_name(kv), n_q, n_kv);
+    snprintf(name, sizeof name, "attention %s %zu x %zu kv%zu", rayo_dtype_name(kv), n_q, n_kv, kv_heads);
     if (n_q == 1) {
         double gbs = 2.0 * (double)kv_bytes / t * 1e-9;
         snprintf(note, sizeof note, "%.2f us, %.2fx the sum reference (bytes of K and V)", t * 1e6, gbs / ref_gbs);
@@ -271,6 +274,19 @@ static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t
     free(p);
     free(q);
     free(host);
+}
+
+/* The attention cases: decode at the cache lengths and KV head counts of
+ * 7B-class models (4 KV heads: grouped queries; 32: one a head), prefill. */
+static void bench_attentions(rayo_context *ctx, double ref)
+{
+    static const size_t kv_heads[] = {4, 32}, n_kv[] = {4096, 32768};
+    for (size_t h = 0; h < 2; h++)
+        for (size_t n = 0; n < 2; n++)
+            bench_attention(ctx, RAYO_DTYPE_F16, 1, n_kv[n], kv_heads[h], ref);
+    bench_attention(ctx, RAYO_DTYPE_F32, 1, 4096, 4, ref);
+    bench_attention(ctx, RAYO_DTYPE_F16, 2048, 2048, 4, ref);
+    bench_attention(ctx, RAYO_DTYPE_F32, 2048, 2048, 4, ref);
 }
 
 /* Read bandwidth of rayo's sum over 1 GiB (2^28 floats). */
@@ -297,14 +313,16 @@ static double bench_sum_reference(rayo_context *ctx, int quick)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, gemv_only = 0;
+    int quick = 0, gemv_only = 0, attention_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
-        else if (!strcmp(argv[i], "--gemv"))
+        else if (!strcmp(argv[i], "--gemv") && !attention_only)
             gemv_only = 1;
+        else if (!strcmp(argv[i], "--attention") && !gemv_only)
+            attention_only = 1;
         else {
-            fprintf(stderr, "usage: cuda-bench-infer [--quick] [--gemv]\n");
+            fprintf(stderr, "usage: cuda-bench-infer [--quick] [--gemv | --attention]\n");
             return 2;
         }
     }
@@ -321,11 +339,11 @@ int main(int argc, char **argv)
     double ref = bench_sum_reference(ctx, quick);
     static const rayo_dtype dts[] = {RAYO_DTYPE_F16, RAYO_DTYPE_BF16, RAYO_DTYPE_Q8_0,
                                      RAYO_DTYPE_Q4_0, RAYO_DTYPE_Q4_K, RAYO_DTYPE_Q6_K};
-    if (!gemv_only) {
-        bench_attention(ctx, RAYO_DTYPE_F16, 1, 4096, ref);
-        bench_attention(ctx, RAYO_DTYPE_F32, 1, 4096, ref);
-        bench_attention(ctx, RAYO_DTYPE_F16, 2048, 2048, ref);
-        bench_attention(ctx, RAYO_DTYPE_F32, 2048, 2048, ref);
+    if (!gemv_only)
+        bench_attentions(ctx, ref);
+    if (attention_only) {
+        rayo_close(ctx);
+        return 0;
     }
     for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++)
         for (uint32_t p = RAYO_PRECISION_STRICT; p <= RAYO_PRECISION_RELAXED; p++) {
