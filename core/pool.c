@@ -9,6 +9,7 @@
  * After fork() the child has the pool's memory but none of its threads:
  * in a process other than the one that made the pool, every job runs on
  * the calling thread, and destroying the pool only frees its memory. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime where config.h is not included (the wasm build) */
 #include "internal.h"
 #include <pthread.h>
 #include <stdlib.h>
