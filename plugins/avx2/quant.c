@@ -326,7 +326,7 @@ static ALWAYS_INLINE __m256 block_q8_0_pair(const uint8_t *blk, const typed_gemv
 
 static ALWAYS_INLINE __m256 block_q4_0_pair(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m256 acc)
 {
-    return x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
+    return x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_64 + 8 * p, acc);
 }
 
 /* Q6_K against int8 x: d (x scale) sum_g sc[g] (sum q xq - 32 sum xq) over
@@ -376,7 +376,8 @@ static void q4_0_rows4_i8(const uint8_t *row, size_t stride, const typed_gemv_x 
             UNROLL_ROWS
             for (int r = 0; r < 4; r++)
                 _mm_prefetch((const char *)blk + r * stride + PREFETCH_BYTES, _MM_HINT_T1);
-            acc = x86_q4_0_rows4_pair_i8(blk, stride, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
+            acc = x86_q4_0_rows4_pair_i8(blk, stride, x->q8_32 + 64 * p, x->offset8_64 + 8 * p,
+                                         x->scale8_64 + 8 * p, acc);
         }
         sums = _mm256_add_pd(sums, _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(acc)),
                                                  _mm256_cvtps_pd(_mm256_extractf128_ps(acc, 1))));

@@ -285,7 +285,7 @@ static ALWAYS_INLINE __m256 pair_q8_0(const uint8_t *blk, const typed_gemv_x *x,
 
 static ALWAYS_INLINE __m256 pair_q4_0(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m256 acc)
 {
-    return x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
+    return x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_64 + 8 * p, acc);
 }
 
 static void rows_q8_0_i8(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
@@ -306,7 +306,8 @@ static ALWAYS_INLINE __m256 q4_0_rows4_group(const uint8_t *row, size_t stride, 
         UNROLL
         for (int r = 0; r < 4; r++)
             _mm_prefetch((const char *)blk + r * stride + PREFETCH_BYTES, _MM_HINT_T1);
-        acc = x86_q4_0_rows4_pair_i8(blk, stride, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
+        acc = x86_q4_0_rows4_pair_i8(blk, stride, x->q8_32 + 64 * p, x->offset8_64 + 8 * p,
+                                         x->scale8_64 + 8 * p, acc);
     }
     return acc;
 }

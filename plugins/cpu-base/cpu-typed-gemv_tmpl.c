@@ -65,6 +65,10 @@ typedef struct typed_gemv_x {
     /* relaxed path, Q8_0 and Q4_0 (else NULL), one of: */
     const int8_t *q8_32;    /* round(x / scale8_32) per 32 values (n; Q4_0: in pairs, typed_gemv_pair_x) */
     const float *scale8_32; /* per 32 values: largest |x| / 127 (n / 32) */
+    /* Q4_0 with q8_32, per pair of blocks (2p, 2p + 1) in the lanes of
+     * x86-quant.h's pair kernels, 0-3 for block 2p and 4-7 for 2p + 1: */
+    const int32_t *offset8_64; /* 8 times the sum of the block's q8_32 (n / 8) */
+    const float *scale8_64;    /* the block's scale8_32 (n / 8) */
     const int16_t *q16;     /* round(x / scale16) per 32 values (n) */
     const float *scale16;   /* per 32 values: largest |x| / 32767 (n / 32) */
     /* relaxed path, Q4_K and Q6_K (else NULL): */
@@ -305,6 +309,22 @@ static inline size_t typed_gemv_scratch(size_t n)
     return n / 2 + n / 4 + n / 8 + n / 16;
 }
 
+/* Q4_0's per-pair lanes of x (typed_gemv_x's offset8_64 and scale8_64)
+ * from q (in order) and its scales: each block's -8 offset computed once
+ * per call here instead of once per pair of blocks in the row kernels. */
+static inline void typed_gemv_pair_lanes(const int8_t *q, const float *scale, size_t n, int32_t *offset,
+                                         float *sx)
+{
+    for (size_t b = 0; b < n / 64 * 2; b++) {
+        int32_t sum = 0;
+        for (size_t i = 32 * b; i < 32 * b + 32; i++)
+            sum += q[i];
+        size_t lanes = 8 * (b / 2) + 4 * (b % 2);
+        for (size_t i = lanes; i < lanes + 4; i++)
+            offset[i] = 8 * sum, sx[i] = scale[b];
+    }
+}
+
 /* Q4_0's int8 x goes in pairs of blocks, each pair's values in the order
  * of the nibbles of its two blocks: [2b: 0-15][2b+1: 0-15][2b: 16-31]
  * [2b+1: 16-31] (x86-quant.h); a last block without a pair stays in order. */
@@ -354,6 +374,10 @@ static inline typed_rows_fn *typed_gemv_small_blocks_x(typed_gemv_x *x, rayo_dty
         x->q8_32 = q8, x->scale8_32 = scale8;
         if (q8_0)
             return rows_q8_0_i8;
+        int32_t *offset = (int32_t *)(void *)(scale8 + n / 32); /* n / 8 */
+        float *sx = scale8 + n / 32 + n / 8;                     /* n / 8 */
+        typed_gemv_pair_lanes(q8, scale8, n, offset, sx);
+        x->offset8_64 = offset, x->scale8_64 = sx;
         typed_gemv_pair_x(q8, n);
         return rows_q4_0_i8;
     }

@@ -84,46 +84,42 @@ static inline __m256 x86_q8_0_pair_i8(const uint8_t *blk, const int8_t *xq, cons
  * stored in the order of the nibbles, [2b: 0-15][2b+1: 0-15][2b: 16-31]
  * [2b+1: 16-31] (cpu-typed-gemv_tmpl.c), so that one 256-bit and/shift
  * decodes both blocks' low nibbles (values 0-15), another their high ones
- * (16-31).  A block's values are q - 8 (byte j: value j in the low nibble,
- * j + 16 in the high one); maddubs takes the codes as they are (unsigned)
- * and 8 times x's pair sums come off (int16: at most 4 * 15 * 127 and
- * 4 * 8 * 127; x's part, the same for every row, the compiler computes
- * once for four); the int32 lanes 0-3 then hold block 2b, lanes 4-7 block
- * 2b + 1.  Returns acc + those lanes times d x's scale (sx: the two
- * blocks' x scales).  Per 64 values: 2 loads, 3 ops to
- * decode, 2 maddubs, 3 to sum, 4 for the scales, 2 float ops (the
- * one-block form took 16 per 32). */
-static inline __m256 x86_q4_0_pair_i8(const uint8_t *blk, const int8_t *xq, const float *sx, __m256 acc)
-{
-    const __m256i low_nibbles = _mm256_set1_epi8(15);
-    __m256i bytes = _mm256_set_m128i(x86_load128(blk + RAYO_Q4_0_BYTES + 2), x86_load128(blk + 2));
-    __m256i x_lo = x86_load256(xq), x_hi = x86_load256(xq + 32);
-    __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(bytes, low_nibbles), x_lo);
-    __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles), x_hi);
-    const __m256i eight = _mm256_set1_epi8(8);
-    __m256i offset = _mm256_add_epi16(_mm256_maddubs_epi16(eight, x_lo), _mm256_maddubs_epi16(eight, x_hi));
-    __m256i pairs = _mm256_sub_epi16(_mm256_add_epi16(lo, hi), offset);
-    __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-    __m128i d = _mm_unpacklo_epi64(_mm_set1_epi16((short)rayo__le16(blk)),
-                                   _mm_set1_epi16((short)rayo__le16(blk + RAYO_Q4_0_BYTES)));
-    __m256 sx_lanes = _mm256_set_m128(_mm_broadcast_ss(sx + 1), _mm_broadcast_ss(sx));
-    __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(d), sx_lanes);
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc);
-}
-
-/* Q4_0 against int8 x (pairs in the order above), four rows at once: a
- * row's pair as 16 int16 lanes, each the sum of four (q - 8) x terms (at
- * most 4 * 8 * 127 = 4064; maddubs's pairs at most 2 * 15 * 127).  The
- * pair's bytes 2-17 (block 2b) and 20-35 (block 2b + 1): two loads inside
- * the pair and a blend.  offset: 8 times x's pair sums, the same for every
- * row. */
-static inline __m256i x86_q4_0_pair_i16(const uint8_t *blk, __m256i x_lo, __m256i x_hi, __m256i offset)
+ * (16-31).  maddubs takes the codes q (0..15) as they are, unsigned; the
+ * int16 lanes then hold sums of four q x terms, lanes 0-7 of block 2b,
+ * 8-15 of 2b + 1 (at most 4 * 15 * 127 = 7620).  The pair's bytes 2-17
+ * (block 2b) and 20-35 (block 2b + 1): two loads inside the pair and a
+ * blend. */
+static inline __m256i x86_q4_0_pair_i16(const uint8_t *blk, __m256i x_lo, __m256i x_hi)
 {
     const __m256i low_nibbles = _mm256_set1_epi8(15);
     __m256i bytes = _mm256_blend_epi32(x86_load256(blk + 2), x86_load256(blk + 4), 0xf0);
     __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(bytes, low_nibbles), x_lo);
     __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles), x_hi);
-    return _mm256_sub_epi16(_mm256_add_epi16(lo, hi), offset);
+    return _mm256_add_epi16(lo, hi);
+}
+
+/* acc + the int32 lanes sums times the f16 scales d (in the int16 lanes
+ * of d) times x's scales sx (x's lanes of the pair, cpu-typed-gemv_tmpl.c). */
+static inline __m256 x86_q4_0_scaled_add(__m256i sums, __m128i d, const float *sx, __m256 acc)
+{
+    __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(d), _mm256_loadu_ps(sx));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc);
+}
+
+/* Q4_0 against int8 x, one row's pair of blocks (the rows that do not
+ * make a group of four).  A block's values are q - 8: 8 times x's pair
+ * sums come off the int16 lanes (the sums at most 7620, the offsets
+ * 4 * 8 * 127 = 4064: no overflow); the int32 lanes 0-3 then hold parts
+ * of block 2b, lanes 4-7 of block 2b + 1. */
+static inline __m256 x86_q4_0_pair_i8(const uint8_t *blk, const int8_t *xq, const float *sx, __m256 acc)
+{
+    const __m256i eight = _mm256_set1_epi8(8);
+    __m256i x_lo = x86_load256(xq), x_hi = x86_load256(xq + 32);
+    __m256i offset = _mm256_add_epi16(_mm256_maddubs_epi16(eight, x_lo), _mm256_maddubs_epi16(eight, x_hi));
+    __m256i pairs = _mm256_sub_epi16(x86_q4_0_pair_i16(blk, x_lo, x_hi), offset);
+    __m128i d = _mm_unpacklo_epi64(_mm_set1_epi16((short)rayo__le16(blk)),
+                                   _mm_set1_epi16((short)rayo__le16(blk + RAYO_Q4_0_BYTES)));
+    return x86_q4_0_scaled_add(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)), d, sx, acc);
 }
 
 /* The f16 scales of one block of four rows (blk, blk + stride, ...) as
@@ -137,35 +133,33 @@ static inline long long x86_f16_of_rows4(const uint8_t *blk, size_t stride)
 
 /* Q4_0 against int8 x, one pair of blocks of four rows (blk, blk + stride,
  * ...).  The four rows' int16 lanes (x86_q4_0_pair_i16) are summed across
- * the rows by unpacks, two levels (at most 4 * 4064, no overflow), into
- * lanes holding two partial sums of each row and block; a byte shuffle
- * puts a row's two side by side and madd by ones sums them into int32:
- * lane 4h + r holds row r's block 2b + h.  The eight f16 scales go into
- * the same lanes, so one convert, one multiply by x's scales and one FMA
- * serve four rows, where the one-row form spent five instructions per row
- * on the scales alone.  Returns acc + those lanes times d x's scale (sx:
- * the two blocks' x scales). */
-static inline __m256 x86_q4_0_rows4_pair_i8(const uint8_t *blk, size_t stride, const int8_t *xq, const float *sx,
-                                            __m256 acc)
+ * the rows by unpacks, two levels, into lanes holding two partial sums of
+ * each row and block, each of 16 q x terms: at most 16 * 15 * 127 = 30480,
+ * exact in int16 (x's -8 offset comes off later, in int32, where the sums
+ * could not overflow either way).  A byte shuffle puts a row's two partial
+ * sums side by side and madd by ones sums them into int32: lane 4h + r
+ * holds row r's block 2b + h.  The eight f16 scales go into the same
+ * lanes, so one convert, one multiply by x's scales and one FMA serve four
+ * rows.  A block's values are q - 8: offset, 8 times the sums of x's
+ * blocks in the same lanes, comes off once for the four rows; sx: x's
+ * scales in those lanes (cpu-typed-gemv_tmpl.c). */
+static inline __m256 x86_q4_0_rows4_pair_i8(const uint8_t *blk, size_t stride, const int8_t *xq,
+                                            const int32_t *offset, const float *sx, __m256 acc)
 {
-    const __m256i eight = _mm256_set1_epi8(8);
     const __m256i row_partials = _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, 0, 1, 8,
                                                   9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
     __m256i x_lo = x86_load256(xq), x_hi = x86_load256(xq + 32);
-    __m256i offset = _mm256_add_epi16(_mm256_maddubs_epi16(eight, x_lo), _mm256_maddubs_epi16(eight, x_hi));
-    __m256i s0 = x86_q4_0_pair_i16(blk, x_lo, x_hi, offset);
-    __m256i s1 = x86_q4_0_pair_i16(blk + stride, x_lo, x_hi, offset);
-    __m256i s2 = x86_q4_0_pair_i16(blk + 2 * stride, x_lo, x_hi, offset);
-    __m256i s3 = x86_q4_0_pair_i16(blk + 3 * stride, x_lo, x_hi, offset);
+    __m256i s0 = x86_q4_0_pair_i16(blk, x_lo, x_hi);
+    __m256i s1 = x86_q4_0_pair_i16(blk + stride, x_lo, x_hi);
+    __m256i s2 = x86_q4_0_pair_i16(blk + 2 * stride, x_lo, x_hi);
+    __m256i s3 = x86_q4_0_pair_i16(blk + 3 * stride, x_lo, x_hi);
     __m256i s01 = _mm256_add_epi16(_mm256_unpacklo_epi16(s0, s1), _mm256_unpackhi_epi16(s0, s1));
     __m256i s23 = _mm256_add_epi16(_mm256_unpacklo_epi16(s2, s3), _mm256_unpackhi_epi16(s2, s3));
     __m256i s0123 = _mm256_add_epi16(_mm256_unpacklo_epi32(s01, s23), _mm256_unpackhi_epi32(s01, s23));
     __m256i sums = _mm256_madd_epi16(_mm256_shuffle_epi8(s0123, row_partials), _mm256_set1_epi16(1));
     __m128i d = _mm_insert_epi64(_mm_cvtsi64_si128(x86_f16_of_rows4(blk, stride)),
                                  x86_f16_of_rows4(blk + RAYO_Q4_0_BYTES, stride), 1);
-    __m256 sx_lanes = _mm256_set_m128(_mm_broadcast_ss(sx + 1), _mm_broadcast_ss(sx));
-    __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(d), sx_lanes);
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc);
+    return x86_q4_0_scaled_add(_mm256_sub_epi32(sums, x86_load256(offset)), d, sx, acc);
 }
 
 /* Q6_K against int8 x with a scale per 32 values (the fallback where x's
