@@ -44,36 +44,14 @@
  * accumulator (2x slower on Q4_K). */
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 
-/* Each row prefetches every cache line of the block PREFETCH_BYTES ahead
- * of the one being decoded, into L2.  The hardware prefetcher alone left
+/* The kernels prefetch into L2 the lines PREFETCH_BYTES ahead of what
+ * they decode, as one run over the rows of a pass (x86_rows_ahead; each
+ * row's own lines at first).  The hardware prefetcher alone left
  * the four row streams at about half of the bandwidth a plain read reaches;
  * prefetching 2 KiB ahead into L1 gained a little (Q4_K relaxed, 1 thread:
  * 3.5 -> 2.3 ms), 32 KiB ahead into L2 (4 rows: 128 KiB of L2) as much
  * again (2.3 -> 1.6-1.7 ms; 16 KiB gave less, 64 KiB the same). */
 #define PREFETCH_BYTES 32768
-
-/* Where the prefetches of a pass over R rows (row, row + stride, ...) go:
- * the same place in the group of R rows that starts at least
- * PREFETCH_BYTES ahead.  With stride the rows' bytes (a model's weights)
- * a group is one run of memory, and a kernel that moves through its R
- * rows at the same pace prefetches it as one sequential stream: the four
- * row streams prefetched each on its own left the relaxed Q4_0 gemv
- * (1 thread, 32000 x 2048, weights not in cache) at 6.6-7.5 GB/s, one
- * stream 7.8-10.6 (the read reference: 10.7). */
-static inline const char *rows_ahead(const uint8_t *row, size_t stride, int R)
-{
-    size_t group = (size_t)R * stride;
-    return (const char *)row + group * ((PREFETCH_BYTES + group - 1) / group);
-}
-
-/* Prefetches (into L2) an address every 64 bytes of [at, at + bytes):
- * called with at moving by bytes each time, every line of the run is
- * prefetched once or twice. */
-static inline __attribute__((always_inline)) void prefetch_run(const char *at, size_t bytes)
-{
-    for (size_t offset = 0; offset < bytes; offset += 64)
-        _mm_prefetch(at + offset, _MM_HINT_T1);
-}
 
 /* Blocks of 32 summed in float lanes before the lanes go to double. */
 #define SMALL_BLOCKS_PER_GROUP 8
@@ -127,6 +105,7 @@ static inline __attribute__((always_inline)) void
 dots_of_blocks(const uint8_t *blk, size_t stride, int R, const typed_gemv_x *x, size_t blocks,
                size_t block_bytes, size_t group, block_fn *block, double *out)
 {
+    const char *ahead = x86_rows_ahead(blk, stride, R, PREFETCH_BYTES);
     __m256d acc[4][2];
     UNROLL_ROWS
     for (int r = 0; r < R; r++)
@@ -135,11 +114,10 @@ dots_of_blocks(const uint8_t *blk, size_t stride, int R, const typed_gemv_x *x, 
         size_t end = b + group < blocks ? b + group : blocks;
         __m256 g[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
         for (; b < end; b++) {
+            x86_prefetch_run(ahead + R * block_bytes * b, R * block_bytes);
             UNROLL_ROWS
             for (int r = 0; r < R; r++) {
                 const uint8_t *p = blk + r * stride + b * block_bytes;
-                for (size_t line = 0; line < block_bytes; line += 64)
-                    _mm_prefetch((const char *)p + PREFETCH_BYTES + line, _MM_HINT_T1);
                 g[r] = block(p, x, b, g[r]);
             }
         }
@@ -388,17 +366,17 @@ TYPED_ROWS_PAIRS(rows_q8_0_i8, 1, block_q8_0_pair)
 /* Q4_0 against int8 x, four rows sharing one float accumulator (lane
  * 4h + r: row r, block h of each pair; x86-quant.h), double across groups
  * of pairs as dots_of_blocks does; a pair of the four rows is 8 blocks of
- * the group's run (rows_ahead). */
+ * the group's run (x86_rows_ahead). */
 static void q4_0_rows4_i8(const uint8_t *row, size_t stride, const typed_gemv_x *x, size_t pairs, double out[4])
 {
-    const char *ahead = rows_ahead(row, stride, 4);
+    const char *ahead = x86_rows_ahead(row, stride, 4, PREFETCH_BYTES);
     __m256d sums = _mm256_setzero_pd();
     for (size_t p = 0; p < pairs;) {
         size_t end = p + TYPED_GEMV_INT_GROUP / 64 < pairs ? p + TYPED_GEMV_INT_GROUP / 64 : pairs;
         __m256 acc = _mm256_setzero_ps();
         for (; p < end; p++) {
             const uint8_t *blk = row + 2 * RAYO_Q4_0_BYTES * p;
-            prefetch_run(ahead + 8 * RAYO_Q4_0_BYTES * p, 8 * RAYO_Q4_0_BYTES);
+            x86_prefetch_run(ahead + 8 * RAYO_Q4_0_BYTES * p, 8 * RAYO_Q4_0_BYTES);
             acc = x86_q4_0_rows4_pair_i8(blk, stride, x->q8_32 + 64 * p, x->offset8_64 + 8 * p,
                                          x->scale8_64 + 8 * p, acc);
         }
