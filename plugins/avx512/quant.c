@@ -335,24 +335,9 @@ static void rows_q4_0_i8(const uint8_t *row, size_t stride, size_t count, const 
 }
 
 /* Q4_K against int8 x with a scale per 256 values, or per 32: avx2's two
- * rows a pass (four, which 32 registers allow, ran no faster on the Xeon). */
-static void rows_q4_k_int(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
-                          double out[4])
-{
-    x86_q4_k_rows_of(row, stride, count, x->q8, x->scale8, x->sum, 0, n, PREFETCH_BYTES, out);
-}
-
-static void rows_q4_k_i8_32(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
-                            double out[4])
-{
-    x86_q4_k_rows_of(row, stride, count, x->q8_32, x->scale8_32, x->sum, 1, n, PREFETCH_BYTES, out);
-}
-
-/* Q6_K against int8 x per 32 values. */
-static ALWAYS_INLINE __m256 block_q6_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
-{
-    return x86_q6_k_i8_32(blk, x->q8_32 + RAYO_QK_K * b, x->scale8_32 + 8 * b, x->qsum + 16 * b, acc);
-}
+ * rows a pass (four, which 32 registers allow, ran no faster on the Xeon);
+ * Q6_K's block against int8 x per 32 values (x86-quant.h). */
+X86_RELAXED_K_KERNELS(PREFETCH_BYTES)
 
 static void rows_q6_k_i8_32(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
                             double out[4])

@@ -365,6 +365,30 @@ x86_q4_k_rows_of(const uint8_t *row, size_t stride, size_t count, const int8_t *
         x86_q4_k_rows(row + r * stride, stride, 1, q8, scale, xsum, per32, n / RAYO_QK_K, prefetch, out + r);
 }
 
+/* Defines the relaxed K-format kernels that the avx2 and avx512 plugins
+ * share over cpu-typed-gemv_tmpl.c's x (a plugin expands it after that
+ * file, with its prefetch distance): the row kernels rows_q4_k_int (x in
+ * int8 per 256 values) and rows_q4_k_i8_32 (per 32), X86_Q4_K_ROWS rows a
+ * pass, and Q6_K's block function against int8 x per 32 values,
+ * block_q6_k_i8_32, for the plugin's row driver. */
+#define X86_RELAXED_K_KERNELS(PREFETCH)                                                                     \
+    static void rows_q4_k_int(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n, \
+                              double out[4])                                                               \
+    {                                                                                                     \
+        x86_q4_k_rows_of(row, stride, count, x->q8, x->scale8, x->sum, 0, n, (PREFETCH), out);            \
+    }                                                                                                     \
+    static void rows_q4_k_i8_32(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,      \
+                                size_t n, double out[4])                                                  \
+    {                                                                                                     \
+        x86_q4_k_rows_of(row, stride, count, x->q8_32, x->scale8_32, x->sum, 1, n, (PREFETCH), out);      \
+    }                                                                                                     \
+    static inline __attribute__((always_inline)) __m256 block_q6_k_i8_32(const uint8_t *blk,               \
+                                                                         const typed_gemv_x *x, size_t b,  \
+                                                                         __m256 acc)                       \
+    {                                                                                                     \
+        return x86_q6_k_i8_32(blk, x->q8_32 + RAYO_QK_K * b, x->scale8_32 + 8 * b, x->qsum + 16 * b, acc); \
+    }
+
 /* ---- x rounded to int8 per 32 values (the relaxed gemv's x) ------------- */
 
 static inline float x86_hmax8(__m256 v)
