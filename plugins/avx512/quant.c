@@ -24,8 +24,9 @@
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 4")
 
-/* Each row prefetches every cache line of the block PREFETCH_BYTES ahead
- * of the one being decoded, into L2 (measured in ../avx2/quant.c). */
+/* The kernels prefetch into L2 the lines PREFETCH_BYTES ahead of what
+ * they decode, as one run over the rows of a pass (x86_rows_ahead;
+ * measured in ../avx2/quant.c). */
 #define PREFETCH_BYTES 32768
 
 /* ---- decoding helpers --------------------------------------------------- */
@@ -60,8 +61,8 @@ typedef __m256 block256_fn(const uint8_t *blk, const typed_gemv_x *x, size_t b, 
  * lanes):
  *   DOTS(blk, stride, R, x, blocks, block_bytes, group, block, out): the
  *     dots of R rows (blk, blk + stride, ...) over `blocks` blocks, float
- *     lanes over groups of `group` blocks, double across groups; each row
- *     prefetches every line of the block PREFETCH_BYTES ahead;
+ *     lanes over groups of `group` blocks, double across groups; the rows'
+ *     group PREFETCH_BYTES ahead is prefetched as one run (x86_rows_ahead);
  *   ROWS(row, stride, count, x, blocks, block_bytes, group, block, out):
  *     `count` rows (1..4), four in one pass, fewer one by one.
  * Always inlined, with constant R, sizes and block function: one body for
@@ -70,17 +71,17 @@ typedef __m256 block256_fn(const uint8_t *blk, const typed_gemv_x *x, size_t b, 
     static ALWAYS_INLINE void DOTS(const uint8_t *blk, size_t stride, int R, const typed_gemv_x *x,       \
                                    size_t blocks, size_t block_bytes, size_t group, FN *block, double *out) \
     {                                                                                                     \
+        const char *ahead = x86_rows_ahead(blk, stride, R, PREFETCH_BYTES);                               \
         DVEC acc[4];                                                                                      \
         UNROLL for (int r = 0; r < R; r++) acc[r] = DZERO();                                              \
         for (size_t b = 0; b < blocks;) {                                                                 \
             size_t end = b + group < blocks ? b + group : blocks;                                         \
             VEC g[4] = { ZERO(), ZERO(), ZERO(), ZERO() };                                                \
             for (; b < end; b++) {                                                                        \
+                x86_prefetch_run(ahead + R * block_bytes * b, R * block_bytes);                           \
                 UNROLL for (int r = 0; r < R; r++)                                                        \
                 {                                                                                         \
                     const uint8_t *p = blk + r * stride + b * block_bytes;                                \
-                    for (size_t line = 0; line < block_bytes; line += 64)                                 \
-                        _mm_prefetch((const char *)p + PREFETCH_BYTES + line, _MM_HINT_T1);               \
                     g[r] = block(p, x, b, g[r]);                                                          \
                 }                                                                                         \
             }                                                                                             \
@@ -301,13 +302,12 @@ static ALWAYS_INLINE __m256 q4_0_rows4_group(const uint8_t *row, size_t stride, 
                                              size_t end)
 {
     __m256 acc = _mm256_setzero_ps();
+    const char *ahead = x86_rows_ahead(row, stride, 4, PREFETCH_BYTES);
     for (; p < end; p++) {
         const uint8_t *blk = row + 2 * RAYO_Q4_0_BYTES * p;
-        UNROLL
-        for (int r = 0; r < 4; r++)
-            _mm_prefetch((const char *)blk + r * stride + PREFETCH_BYTES, _MM_HINT_T1);
-        acc = x86_q4_0_rows4_pair_i8(blk, stride, x->q8_32 + 64 * p, x->offset8_64 + 8 * p,
-                                         x->scale8_64 + 8 * p, acc);
+        x86_prefetch_run(ahead + 8 * RAYO_Q4_0_BYTES * p, 8 * RAYO_Q4_0_BYTES);
+        acc = x86_q4_0_rows4_pair_i8(blk, stride, x->q8_32 + 64 * p, x->offset8_64 + 8 * p, x->scale8_64 + 8 * p,
+                                     acc);
     }
     return acc;
 }
