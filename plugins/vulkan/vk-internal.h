@@ -152,6 +152,7 @@ typedef struct vk_ctx {
     size_t temp_count, temp_cap;
     uint64_t signal;                  /* timeline value of its submission */
     int submitted;
+    int ended;                        /* its command buffer is ended (submittable again) */
     rayo_status error;                /* first error while recording */
     uint64_t validation_mark;         /* validation messages before it began */
     vk_buf *mm_scratch, *mm_index;   /* typed matmul's (two of temps; NULL: none) */
@@ -161,7 +162,7 @@ typedef struct vk_ctx {
     VkQueryPool prof_pool;            /* profile = yes: a timestamp per op */
     vk_prof_key *prof_keys;           /* the op of each timestamp */
     uint32_t prof_count;              /* timestamps written */
-    double prof_record_start;         /* host ms at batch begin */
+    int prof_collected;               /* this submission's times were added */
 } vk_ctx;
 
 typedef enum vk_precision { VK_PREC_FP32, VK_PREC_F16 } vk_precision;
@@ -294,6 +295,12 @@ rayo_status vk_ctx_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize byt
  * the bus); the copy costs a barrier. */
 rayo_status vk_ctx_upload_temp(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_buf **out, void **host);
 rayo_status vk_ctx_submit(vk_state *s, vk_ctx *cx);
+/* Ends a context's command buffer once (last: with the barrier that makes
+ * the results visible to the host; only the last of a submission needs it). */
+rayo_status vk_ctx_end(vk_state *s, vk_ctx *cx, bool last);
+/* Ends cxs[0..n) where not yet ended and submits them in that order in one
+ * submission; a context ended before is submitted again as it was recorded. */
+rayo_status vk_ctx_submit_all(vk_state *s, vk_ctx *const *cxs, size_t n);
 rayo_status vk_ctx_wait(vk_state *s, vk_ctx *cx, uint64_t timeout_ns);
 /* Returns a context to the free list (waits for it first if submitted). */
 void vk_ctx_release(vk_state *s, vk_ctx *cx);
@@ -355,6 +362,10 @@ void vk_profile_begin(vk_state *s, vk_ctx *cx);
 /* After each op recorded into a batch (and each step of a typed matmul). */
 void vk_profile_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *call);
 void vk_profile_submitted(vk_state *s, vk_ctx *cx);
+/* Host time: a clock in ms (0 without the profile), and the time since
+ * such a reading added to the batches' recording time. */
+double vk_profile_clock(const vk_state *s);
+void vk_profile_host(vk_state *s, double since);
 /* After a successful wait: adds the batch's op times to the totals. */
 void vk_profile_collect(vk_state *s, vk_ctx *cx);
 /* At close: the totals at info level. */

@@ -127,10 +127,9 @@ rayo_status vk_ctx_acquire(vk_state *s, vk_ctx **out)
     cx->submitted = 0;
     cx->error = RAYO_OK;
     cx->validation_mark = atomic_load(&s->validation_messages);
-    VkCommandBufferBeginInfo bi = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
-    };
+    cx->ended = 0;
+    /* not one-time: a replayed batch submits its command buffers again */
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     VkResult r = s->fd.vkBeginCommandBuffer(cx->cmd, &bi);
     if (r != VK_SUCCESS) {
         ctx_destroy(s, cx);
@@ -286,17 +285,32 @@ rayo_status vk_ctx_upload_temp(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_b
     return RAYO_OK;
 }
 
-rayo_status vk_ctx_submit(vk_state *s, vk_ctx *cx)
+rayo_status vk_ctx_end(vk_state *s, vk_ctx *cx, bool last)
 {
-    if (cx->error != RAYO_OK)
+    if (cx->error != RAYO_OK || cx->ended)
         return cx->error;
-    if (cx->fault) /* a host write before vkQueueSubmit is visible to the device */
-        *(volatile uint32_t *)vk_buf_map(cx->fault) = 0;
     /* results written by the device become visible to mapped host reads */
-    barrier(s, cx->cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    if (last)
+        barrier(s, cx->cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     VkResult r = s->fd.vkEndCommandBuffer(cx->cmd);
     if (r != VK_SUCCESS)
         return cx->error = vk_fail(s, r, "vkEndCommandBuffer");
+    cx->ended = 1;
+    return RAYO_OK;
+}
+
+/* Queues the ended command buffers of cxs[0..n) in one submission that
+ * signals the next timeline value; each context then waits for that value. */
+static rayo_status queue_submit(vk_state *s, vk_ctx *const *cxs, size_t n)
+{
+    VkCommandBuffer *cmds = malloc(n * sizeof *cmds);
+    if (!cmds)
+        return RAYO_E_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        cmds[i] = cxs[i]->cmd;
+        if (cxs[i]->fault) /* a host write before vkQueueSubmit is visible to the device */
+            *(volatile uint32_t *)vk_buf_map(cxs[i]->fault) = 0;
+    }
     pthread_mutex_lock(&s->queue_lock);
     uint64_t value = s->timeline_value + 1;
     VkTimelineSemaphoreSubmitInfo ti = {
@@ -307,20 +321,41 @@ rayo_status vk_ctx_submit(vk_state *s, vk_ctx *cx)
     VkSubmitInfo si = {
         .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
         .pNext = &ti,
-        .commandBufferCount = 1,
-        .pCommandBuffers = &cx->cmd,
+        .commandBufferCount = (uint32_t)n,
+        .pCommandBuffers = cmds,
         .signalSemaphoreCount = 1,
         .pSignalSemaphores = &s->timeline,
     };
-    r = s->fd.vkQueueSubmit(s->queue, 1, &si, VK_NULL_HANDLE);
+    VkResult r = s->fd.vkQueueSubmit(s->queue, 1, &si, VK_NULL_HANDLE);
     if (r == VK_SUCCESS)
         s->timeline_value = value;
     pthread_mutex_unlock(&s->queue_lock);
+    free(cmds);
     if (r != VK_SUCCESS)
-        return cx->error = vk_fail(s, r, "vkQueueSubmit");
-    cx->signal = value;
-    cx->submitted = 1;
+        return vk_fail(s, r, "vkQueueSubmit");
+    for (size_t i = 0; i < n; i++) {
+        cxs[i]->signal = value;
+        cxs[i]->submitted = 1;
+    }
     return RAYO_OK;
+}
+
+rayo_status vk_ctx_submit_all(vk_state *s, vk_ctx *const *cxs, size_t n)
+{
+    rayo_status st = RAYO_OK;
+    for (size_t i = 0; i < n && st == RAYO_OK; i++)
+        st = vk_ctx_end(s, cxs[i], i + 1 == n);
+    if (st == RAYO_OK)
+        st = queue_submit(s, cxs, n);
+    for (size_t i = 0; i < n && st != RAYO_OK; i++)
+        if (cxs[i]->error == RAYO_OK)
+            cxs[i]->error = st;
+    return st;
+}
+
+rayo_status vk_ctx_submit(vk_state *s, vk_ctx *cx)
+{
+    return vk_ctx_submit_all(s, &cx, 1);
 }
 
 static double seconds_now(void)
