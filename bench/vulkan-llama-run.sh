@@ -9,8 +9,8 @@
 #       rayo-vulkan.so, goes to DIR/base for a same-run comparison; carry
 #       DIR and .gl (bench/gpu-run.sh prepare fetches .gl's packages)
 #   DIR/vulkan-llama-run.sh run                      there, repository root:
-#       1. test-vulkan, test-vulkan-infer and rayo-conform on vulkan for the
-#          ops of a decoder (fresh seed), side by side;
+#       1. test-vulkan, test-vulkan-infer, test-batch-replay and rayo-conform
+#          on vulkan for the ops of a decoder (fresh seed), side by side;
 #       2. vk-bench --quick --copies --gemv 4096x11008 and 11008x4096 in the
 #          quantized dtypes (and with BASE): gemv against the copy
 #          bandwidth of the same process;
@@ -35,10 +35,11 @@ mode=${1:-run}
 
 prepare() {
     build=${1:-build} dir=${2:-.gpu-vulkan} base=${3:-}
-    make -C "$build" -j2 tests/test-vulkan tests/test-vulkan-infer bench/vk-bench >/dev/null ||
+    make -C "$build" -j2 tests/test-vulkan tests/test-vulkan-infer tests/test-batch-replay bench/vk-bench >/dev/null ||
         { echo "prepare: could not build the programs in $build" >&2; exit 1; }
     gpu_stage "$build" "$dir" core/.libs/librayo.so.0 plugins/vulkan/.libs/rayo-vulkan.so tools/.libs/rayo-conform \
-        tests/.libs/test-vulkan tests/.libs/test-vulkan-infer bench/.libs/vk-bench examples/llama/.libs/rayo-llama \
+        tests/.libs/test-vulkan tests/.libs/test-vulkan-infer tests/.libs/test-batch-replay bench/.libs/vk-bench \
+        examples/llama/.libs/rayo-llama \
         examples/llama/.libs/gguf-make plugins/scalar/.libs/rayo-scalar.so plugins/avx2/.libs/rayo-avx2.so \
         plugins/avx512/.libs/rayo-avx512.so
     if [ -n "$base" ]; then
@@ -88,6 +89,8 @@ checks() {
     echo "test-vulkan exit $?: $(tail -1 "$logs/test-vulkan.log")"
     wait $ti
     echo "test-vulkan-infer exit $?: $(tail -1 "$logs/test-vulkan-infer.log")"
+    LD_LIBRARY_PATH=$t/core/.libs:$LD_LIBRARY_PATH timeout 60 "$d/test-batch-replay" >"$logs/test-batch-replay.log" 2>&1
+    echo "test-batch-replay exit $?: $(grep -h 'vulkan' "$logs/test-batch-replay.log" | tail -1); $(tail -1 "$logs/test-batch-replay.log")"
 }
 
 gemv_bench() {
