@@ -86,12 +86,15 @@ static rayo_status mem_buffer_read(void *state, void *buf, size_t offset, void *
  * as they are at every replay; each run of calls that move (rayo_dev_call
  * step fields: a KV-cache slot, an attention's growing length) has a
  * segment of its own, recorded again at the step a submit runs at when that
- * step changed.  So a decode step replayed at every token re-records only
- * its few moving calls, not the whole step. */
+ * step changed.  A single static call between two moving runs joins them
+ * (one context recorded again instead of three submitted: a decode layer's
+ * rope of q between the k, v products and the rope of k).  So a decode step
+ * replayed at every token re-records only its few moving calls. */
 typedef struct vk_segment {
     vk_ctx *cx;
-    rayo_dev_call *calls;     /* a moving segment's calls at step 0 (NULL: static) */
+    rayo_dev_call *calls;     /* its calls at step 0 (params valid until batch_free) */
     size_t count;
+    bool moving;              /* recorded again when the step changes */
     size_t step;              /* the step cx was recorded at */
 } vk_segment;
 
@@ -110,7 +113,7 @@ static bool call_moves(const rayo_dev_call *c)
     return (c->step_bytes[0] | c->step_bytes[1] | c->step_bytes[2] | c->step_bytes[3]) || c->step_flags;
 }
 
-/* A new last segment with a fresh context (moving: it keeps its calls). */
+/* A new last segment with a fresh context. */
 static rayo_status add_segment(vk_state *s, vk_batch *b, bool moving)
 {
     if (b->count == b->cap) {
@@ -125,14 +128,10 @@ static rayo_status add_segment(vk_state *s, vk_batch *b, bool moving)
         b->cap = cap;
     }
     vk_segment *g = &b->seg[b->count];
-    *g = (vk_segment){NULL, NULL, 0, b->step};
-    if (moving && !(g->calls = malloc(sizeof *g->calls)))
-        return RAYO_E_NOMEM;
+    *g = (vk_segment){NULL, NULL, 0, moving, b->step};
     rayo_status st = vk_ctx_acquire(s, &g->cx);
-    if (st != RAYO_OK) {
-        free(g->calls);
+    if (st != RAYO_OK)
         return st;
-    }
     vk_profile_begin(s, g->cx);
     b->cxs[b->count++] = g->cx;
     return RAYO_OK;
@@ -152,17 +151,29 @@ static rayo_status record_at(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
     return st;
 }
 
-/* Keeps a moving call (its params stay valid until batch_free). */
-static rayo_status keep_call(vk_segment *g, const rayo_dev_call *call)
+/* Keeps a call of the segment and records it into its context at `step`. */
+static rayo_status add_call(vk_state *s, vk_segment *g, const rayo_dev_call *call, size_t step)
 {
-    if (g->count) {
-        rayo_dev_call *grown = realloc(g->calls, (g->count + 1) * sizeof *grown);
-        if (!grown)
-            return RAYO_E_NOMEM;
-        g->calls = grown;
-    }
+    rayo_dev_call *grown = realloc(g->calls, (g->count + 1) * sizeof *grown);
+    if (!grown)
+        return RAYO_E_NOMEM;
+    g->calls = grown;
     rayo_dev_call_copy(call, &g->calls[g->count++]);
-    return RAYO_OK;
+    return record_at(s, g->cx, &g->calls[g->count - 1], step);
+}
+
+/* Before a moving call: a last static segment of one call after a moving
+ * one gives its call to that one (its own recording is dropped unsubmitted). */
+static rayo_status join_lone_call(vk_state *s, vk_batch *b)
+{
+    if (b->count < 2 || b->seg[b->count - 1].moving || b->seg[b->count - 1].count != 1 ||
+        !b->seg[b->count - 2].moving)
+        return RAYO_OK;
+    vk_segment lone = b->seg[--b->count];
+    rayo_status st = add_call(s, &b->seg[b->count - 1], &lone.calls[0], b->step);
+    vk_ctx_release(s, lone.cx);
+    free(lone.calls);
+    return st;
 }
 
 static rayo_status mem_batch_begin(void *state, void **batch)
@@ -190,14 +201,11 @@ static rayo_status mem_batch_record(void *state, void *batch, const rayo_dev_cal
     if (b->error != RAYO_OK)
         return b->error;
     bool moving = call_moves(call);
-    rayo_status st = RAYO_OK;
-    if (moving != (b->seg[b->count - 1].calls != NULL))
+    rayo_status st = moving ? join_lone_call(state, b) : RAYO_OK;
+    if (st == RAYO_OK && moving != b->seg[b->count - 1].moving)
         st = add_segment(state, b, moving);
-    vk_segment *g = &b->seg[b->count - 1];
-    if (st == RAYO_OK && moving)
-        st = keep_call(g, call);
     if (st == RAYO_OK)
-        st = record_at(state, g->cx, call, b->step);
+        st = add_call(state, &b->seg[b->count - 1], call, b->step);
     if (st != RAYO_OK)
         b->error = st;
     return st;
@@ -235,7 +243,7 @@ static rayo_status mem_batch_submit(void *state, void *batch)
     double t0 = b->submitted_once ? vk_profile_clock(s) : b->begun;
     rayo_status st = RAYO_OK;
     for (size_t i = 0; i < b->count && st == RAYO_OK; i++)
-        if (b->seg[i].calls && b->seg[i].step != b->step)
+        if (b->seg[i].moving && b->seg[i].step != b->step)
             st = rerecord(s, b, &b->seg[i]);
     for (size_t i = 0; i < b->count; i++)
         vk_profile_submitted(s, b->cxs[i]);
