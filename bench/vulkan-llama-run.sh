@@ -21,7 +21,8 @@
 #          cache) first, then each file warm, with BASE (--warmup: its
 #          pipelines differ, so the cache does not serve it), warm again, and at
 #          --precision strict, whose tokens the warm run's are compared with;
-#       4. `profile = yes` breakdowns of a TinyLlama q4_0 and a 7B decode;
+#       4. `profile = yes` breakdowns of a TinyLlama q4_0 and a 7B decode,
+#          and both decoded without replay (RAYO_LLAMA_REPLAY=0);
 #       5. TinyLlama q4_0 under other [backend.vulkan] settings (VARIANTS:
 #          lines of `key = value`, `;` between the settings of one run;
 #          --warmup, as new settings make new pipelines;
@@ -133,6 +134,12 @@ run() {
         head -16 /tmp/profile.txt
         tail -1 /tmp/profile.txt
     done
+    # the same build without replay (the example records each step anew)
+    export RAYO_LLAMA_REPLAY=0
+    for m in tl-q4_0 7b-q4_0; do
+        llama "$m-noreplay" "/tmp/models/$m.gguf"
+    done
+    unset RAYO_LLAMA_REPLAY
     variants
     echo "done $(date -u)"
 }
