@@ -65,17 +65,16 @@ float kv_value(bool is_k, uint e)
     return f16_value((w >> (16u * (i & 1u))) & 0xffffu);
 }
 
-// BURST values of K (elements row + i0 + j, 0 past `end`), loaded before
-// any is used: a loop that loads one value and adds it before the next
-// load waits out the memory latency on every value, and decode has too few
-// workgroups to hide it.  A K row of up to 64 values is one burst; the
-// value pass takes V_BURST keys per burst.
-const uint BURST = 64u, V_BURST = 32u;
+// BURST values of K or V (elements row + (i0 + j) stride, 0 past `end`),
+// loaded before any is used: a loop that loads one value and adds it
+// before the next load waits out the memory latency on every value, and
+// decode has too few workgroups to hide it.
+const uint BURST = 16u;
 
-void load_burst(uint row, uint i0, uint end, out float v[BURST])
+void load_burst(bool is_k, uint row, uint stride, uint i0, uint end, out float v[BURST])
 {
     [[unroll]] for (uint j = 0u; j < BURST; j++)
-        v[j] = i0 + j < end ? kv_value(true, row + i0 + j) : 0.0;
+        v[j] = i0 + j < end ? kv_value(is_k, row + (i0 + j) * stride) : 0.0;
 }
 
 // ---- PASS 0 ----------------------------------------------------------------------
@@ -91,7 +90,7 @@ void tile_scores(uint key, uint end, uint kv_head, uint heads)
         uint row = key * pc.k_token + kv_head * pc.k_head;
         for (uint d0 = 0u; d0 < pc.head_dim; d0 += BURST) {
             float kb[BURST];
-            load_burst(row, d0, pc.head_dim, kb);
+            load_burst(true, row, 1u, d0, pc.head_dim, kb);
             [[unroll]] for (uint j = 0u; j < BURST; j++) {
                 if (d0 + j >= pc.head_dim)
                     break;
@@ -175,11 +174,11 @@ void tile_values(uint key0, uint count, uint kv_head, uint heads, inout double a
         if (d >= pc.head_dim)
             break;
         uint row = key0 * pc.v_token + kv_head * pc.v_head + d;
-        for (uint e0 = slice; e0 < count; e0 += V_BURST * slices) {
-            float vb[V_BURST];
-            [[unroll]] for (uint i = 0u; i < V_BURST; i++)
+        for (uint e0 = slice; e0 < count; e0 += BURST * slices) {
+            float vb[BURST];
+            [[unroll]] for (uint i = 0u; i < BURST; i++)
                 vb[i] = e0 + i * slices < count ? kv_value(false, row + (e0 + i * slices) * pc.v_token) : 0.0;
-            [[unroll]] for (uint i = 0u; i < V_BURST; i++) {
+            [[unroll]] for (uint i = 0u; i < BURST; i++) {
                 uint e = e0 + i * slices;
                 if (e >= count)
                     break;
