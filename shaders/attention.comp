@@ -49,7 +49,7 @@ layout(local_size_x = 128) in;
 layout(constant_id = 1) const bool KV_F16 = false;
 layout(constant_id = 2) const uint PASS = 0u;
 
-const uint TILE = 128u, HEADS = 8u, DMAX = 256u, DIMS = DMAX / TILE, OUTS = HEADS * DIMS;
+const uint TILE = 128u, HEADS = 8u, DMAX = 256u, OUTS = HEADS * DMAX / TILE;
 
 shared float qs[HEADS * DMAX];          // the group's query rows
 shared double score[HEADS * TILE];
@@ -157,57 +157,6 @@ void write_chunk(uint token, uint head, uint chunk, uint d, double m, double l, 
     s_data[at + 5u + 2u * d] = ab.y;
 }
 
-// The tile's values into acc: invocation t takes dimension t % head_dim
-// (and t + 128 when head_dim > 128) for every head of the group, over the
-// keys of its slice t / head_dim (every SLICES-th key; SLICES = 128 /
-// head_dim when head_dim <= 64... 128, else 1), so each V value is read once
-// for all heads, by consecutive invocations along the row.
-void tile_values(uint key0, uint count, uint kv_head, uint heads, inout double acc[OUTS])
-{
-    uint t = gl_LocalInvocationID.x;
-    uint slices = pc.head_dim <= TILE ? TILE / pc.head_dim : 1u;
-    uint slice = pc.head_dim <= TILE ? t / pc.head_dim : 0u;
-    if (slice >= slices)
-        return;                 // beyond slices * head_dim invocations
-    [[unroll]] for (uint j = 0u; j < DIMS; j++) {
-        uint d = (pc.head_dim <= TILE ? t % pc.head_dim : t) + j * TILE;
-        if (d >= pc.head_dim)
-            break;
-        uint row = key0 * pc.v_token + kv_head * pc.v_head + d;
-        for (uint e0 = slice; e0 < count; e0 += BURST * slices) {
-            float vb[BURST];
-            [[unroll]] for (uint i = 0u; i < BURST; i++)
-                vb[i] = e0 + i * slices < count ? kv_value(false, row + (e0 + i * slices) * pc.v_token) : 0.0;
-            [[unroll]] for (uint i = 0u; i < BURST; i++) {
-                uint e = e0 + i * slices;
-                if (e >= count)
-                    break;
-                [[unroll]] for (uint g = 0u; g < HEADS; g++)
-                    if (g < heads)
-                        acc[j * HEADS + g] += double(prob[g * TILE + e]) * double(vb[i]);
-            }
-        }
-    }
-}
-
-// Slices 1.. add their sums into slice 0's (through score[], free once
-// the last tile is done: HEADS * TILE doubles = slices * head_dim * HEADS).
-void sum_slices(uint heads, inout double acc[OUTS])
-{
-    uint t = gl_LocalInvocationID.x;
-    if (pc.head_dim > TILE / 2u)
-        return;                 // one slice
-    uint slices = TILE / pc.head_dim, slice = t / pc.head_dim, d = t % pc.head_dim;
-    if (slice > 0u && slice < slices)
-        [[unroll]] for (uint g = 0u; g < HEADS; g++)
-            score[(slice * pc.head_dim + d) * HEADS + g] = acc[g];
-    barrier();
-    if (slice == 0u)
-        for (uint c = 1u; c < slices; c++)
-            [[unroll]] for (uint g = 0u; g < HEADS; g++)
-                acc[g] += score[(c * pc.head_dim + d) * HEADS + g];
-}
-
 void attend_chunk(uint item, uint chunk)
 {
     uint t = gl_LocalInvocationID.x;
@@ -231,28 +180,35 @@ void attend_chunk(uint item, uint chunk)
         barrier();
         float shrink[HEADS];
         tile_softmax(count, m, l, shrink);
-        [[unroll]] for (uint j = 0u; j < DIMS; j++)
-            [[unroll]] for (uint g = 0u; g < HEADS; g++)
-                acc[j * HEADS + g] *= double(shrink[g]);
-        tile_values(key0, count, kv_head, heads, acc);
-        barrier();              // score and prob are rewritten by the next tile
-    }
-    sum_slices(heads, acc);
-    if (t >= pc.head_dim && pc.head_dim <= TILE)
-        return;                 // slice > 0: summed into slice 0's
-    [[unroll]] for (uint j = 0u; j < DIMS; j++) {
-        uint d = t + j * TILE;
-        if (d >= pc.head_dim)
-            break;
-        [[unroll]] for (uint g = 0u; g < HEADS; g++) {
+        // outputs o = t, t + 128, ...: head o / head_dim, dimension o % head_dim
+        [[unroll]] for (uint i = 0u; i < OUTS; i++) {
+            uint o = t + i * TILE, g = o / pc.head_dim, d = o % pc.head_dim;
             if (g >= heads)
                 break;
-            uint head = head0 + g;
-            if ((pc.flags & 2u) != 0u)
-                o_data[pc.oo + token * pc.o_token + head * pc.o_head + d] = float(acc[j * HEADS + g] / l[g]);
-            else
-                write_chunk(token, head, chunk, d, m[g], l[g], acc[j * HEADS + g]);
+            double a = acc[i] * double(shrink[g]);
+            uint row = key0 * pc.v_token + kv_head * pc.v_head + d;
+            for (uint e0 = 0u; e0 < count; e0 += BURST) {
+                float vb[BURST];
+                load_burst(false, row, pc.v_token, e0, count, vb);
+                [[unroll]] for (uint j = 0u; j < BURST; j++) {
+                    if (e0 + j >= count)
+                        break;
+                    a += double(prob[g * TILE + e0 + j]) * double(vb[j]);
+                }
+            }
+            acc[i] = a;
         }
+        barrier();              // score and prob are rewritten by the next tile
+    }
+    [[unroll]] for (uint i = 0u; i < OUTS; i++) {
+        uint o = t + i * TILE, g = o / pc.head_dim, d = o % pc.head_dim;
+        if (g >= heads)
+            break;
+        uint head = head0 + g;
+        if ((pc.flags & 2u) != 0u)
+            o_data[pc.oo + token * pc.o_token + head * pc.o_head + d] = float(acc[i] / l[g]);
+        else
+            write_chunk(token, head, chunk, d, m[g], l[g], acc[i]);
     }
 }
 
