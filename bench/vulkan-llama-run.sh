@@ -19,7 +19,8 @@
 #          `rayo-llama --backend vulkan --ignore-eos --tokens --ctx 256 -n 64
 #          --prompt-tokens <128 ids>`: TinyLlama q4_0 cold (empty pipeline
 #          cache) first, then each file warm, with BASE (--warmup: its
-#          pipelines differ, so the cache does not serve it), warm again, and at
+#          pipelines differ, so the cache does not serve it), warm again
+#          with --warmup too (the figure to compare with BASE's), and at
 #          --precision strict, whose tokens the warm run's are compared with;
 #       4. `profile = yes` breakdowns of a TinyLlama q4_0 and a 7B decode,
 #          and both decoded without replay (RAYO_LLAMA_REPLAY=0);
@@ -122,7 +123,7 @@ run() {
     for m in tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0; do
         llama "$m-warm" "/tmp/models/$m.gguf"
         [ -f "$d/base/rayo-vulkan.so" ] && llama "$m-base" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base" --warmup
-        llama "$m-warm2" "/tmp/models/$m.gguf"
+        llama "$m-warm2" "/tmp/models/$m.gguf" /tmp/empty.conf "$d" --warmup
         llama "$m-strict" "/tmp/models/$m.gguf" /tmp/empty.conf "$d" "--precision strict"
         tr ' ' '\n' <"$logs/$m-warm.out" >/tmp/a.tok
         tr ' ' '\n' <"$logs/$m-strict.out" >/tmp/b.tok
