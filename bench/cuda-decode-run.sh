@@ -9,10 +9,10 @@
 #       rayo-cuda.so, go to DIR/base, DIR/alt and DIR/alt2 for a same-run comparison;
 #       carry DIR and .gl (bench/gpu-run.sh prepare fetches .gl's packages)
 #   DIR/cuda-decode-run.sh run                       there, repository root:
-#       1. test-cuda, test-batch-replay, rayo-conform on cuda for gemv, rmsnorm
-#          and rope (fresh seed; the cancel group left out) and compute-sanitizer memcheck on a quick
-#          one, side by side;
-#       2. cuda-bench-infer --gemv: quantized gemv against the read
+#       1. test-cuda, test-batch-replay, rayo-conform on cuda for gemv, rmsnorm,
+#          rope and attention (fresh seed; the cancel group left out) and
+#          compute-sanitizer memcheck on a quick one, side by side;
+#       2. cuda-bench-infer: quantized gemv and attention against the read
 #          bandwidth of rayo's sum, strict and relaxed, big and decode shapes
 #          (with BASE and ALT too);
 #       3. GGUF files made there by gguf-make (TinyLlama shape q4_0, q8_0,
@@ -22,7 +22,8 @@
 #          cache: TinyLlama q4_0 only; once more with [backend.cuda]
 #          embedded_code = no, the JIT), warm, warm with the BASE, ALT and ALT2
 #          plugins (when there are), all again, and once at --precision
-#          strict, whose tokens the warm run's are compared with;
+#          strict, whose tokens the warm run's are compared with (and
+#          BASE's at strict with this build's, BASE's warm with this one's);
 #       4. one `profile = yes` breakdown of a TinyLlama q4_0 decode;
 #       5. Nsight Compute (ncu) over the kernels of a few TinyLlama q4_0 and
 #          7B q4_0 decode steps (replayed graphs: each kernel node alone),
@@ -54,6 +55,13 @@ prepare() {
     du -sh "$dir"
 }
 
+# agree A B: how far runs A's and B's greedy tokens agree
+agree() {
+    tr ' ' '\n' <"$logs/$1.out" >/tmp/a.tok
+    tr ' ' '\n' <"$logs/$2.out" >/tmp/b.tok
+    echo "$1 / $2: tokens agree up to $(cmp /tmp/a.tok /tmp/b.tok 2>&1 | grep -o 'line [0-9]*' || echo '(all)') of $(wc -l </tmp/a.tok)"
+}
+
 # llama NAME FILE [CONFIG [PLUGINS [OPTIONS]]]: one decode run, its tokens and speed lines in $logs/NAME.log
 llama() {
     name=$1 file=$2
@@ -76,13 +84,13 @@ checks() {
     tc=$!
     sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
     timeout 200 "$sanitizer" --tool memcheck --error-exitcode 3 --print-limit 20 "$d/rayo-conform" --quick \
-        --op gemv,rmsnorm,rope --skip cancel "$d/rayo-cuda.so" >"$logs/memcheck-gemv.log" 2>&1 &
+        --op gemv,rmsnorm,rope,attention --skip cancel "$d/rayo-cuda.so" >"$logs/memcheck-gemv.log" 2>&1 &
     mc=$!
-    timeout 200 "$d/rayo-conform" --seed "$seed" --op gemv,rmsnorm,rope --skip cancel "$d/rayo-cuda.so" \
+    timeout 200 "$d/rayo-conform" --seed "$seed" --op gemv,rmsnorm,rope,attention --skip cancel "$d/rayo-cuda.so" \
         >"$logs/conform-gemv.log" 2>&1
-    echo "conform gemv,rmsnorm,rope --skip cancel (seed $seed) exit $?: $(grep -h '^Summary' "$logs/conform-gemv.log")"
+    echo "conform gemv,rmsnorm,rope,attention --skip cancel (seed $seed) exit $?: $(grep -h '^Summary' "$logs/conform-gemv.log")"
     wait $mc
-    echo "memcheck conform --quick gemv,rmsnorm,rope exit $?: $(grep -h 'ERROR SUMMARY' "$logs/memcheck-gemv.log")"
+    echo "memcheck conform --quick gemv,rmsnorm,rope,attention exit $?: $(grep -h 'ERROR SUMMARY' "$logs/memcheck-gemv.log")"
     wait $tc
     echo "test-cuda exit $?: $(grep -c FAIL "$logs/test-cuda.log") FAIL lines"
     grep FAIL "$logs/test-cuda.log" | head -5
@@ -93,9 +101,10 @@ checks() {
 bench() {
     for v in "" base alt alt2; do
         [ -z "$v" ] || [ -f "$d/$v/rayo-cuda.so" ] || continue
-        RAYO_PLUGIN_PATH=$d/$v timeout 150 "$d/cuda-bench-infer" --gemv >"$logs/bench-infer$v.log" 2>&1
+        RAYO_PLUGIN_PATH=$d/$v timeout 150 "$d/cuda-bench-infer" >"$logs/bench-infer$v.log" 2>&1
         echo "bench ${v:-this build} exit $?"
-        grep -E '^(ref|gemv) ' "$logs/bench-infer$v.log" | grep -E 'sum|q4_0|q8_0|q4_k|q6_k' | cut -c1-80
+        grep -E '^(ref|gemv|attention) ' "$logs/bench-infer$v.log" | grep -E 'sum|q4_0|q8_0|q4_k|q6_k|attention' |
+            cut -c1-80
     done
 }
 
@@ -111,9 +120,11 @@ decode() {
             done
         done
         llama "$m-strict" "/tmp/models/$m.gguf" /tmp/empty.conf "$d" "--precision strict"
-        tr ' ' '\n' <"$logs/$m-warm.out" >/tmp/a.tok
-        tr ' ' '\n' <"$logs/$m-strict.out" >/tmp/b.tok
-        echo "$m: tokens agree with the strict run up to line $(cmp /tmp/a.tok /tmp/b.tok 2>&1 | grep -o 'line [0-9]*' || echo '(all)') of $(wc -l </tmp/a.tok)"
+        agree "$m-warm" "$m-strict"
+        [ -f "$d/base/rayo-cuda.so" ] || continue
+        llama "$m-base-strict" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base" "--precision strict"
+        agree "$m-warm" "$m-base"
+        agree "$m-strict" "$m-base-strict"
     done
 }
 
