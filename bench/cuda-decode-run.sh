@@ -30,8 +30,8 @@
 #          bench/decode-step-kernels.py's table of the last whole step: per
 #          kernel its time, DRAM bytes and rate, registers, achieved
 #          occupancy and grid, and the step's kernel time in all.
-#   DECODE_PARTS="checks bench llama profile ncu" (the default: all) picks
-#   the parts; DECODE_MODELS (default: all four) the models of part 3,
+#   DECODE_PARTS="checks bench llama cold profile ncu" (the default: all)
+#   picks the parts (cold: the cold runs of part 3); DECODE_MODELS (default: all four) the models of part 3,
 #   NCU_MODELS (default: tl-q4_0 7b-q4_0) those of part 5.
 # Logs in $OUT/logs.tgz; a summary last.
 set -u
@@ -74,7 +74,7 @@ llama() {
 
 # part NAME: whether DECODE_PARTS names it
 part() {
-    case " ${DECODE_PARTS:-checks bench llama profile ncu} " in *" $1 "*) return 0 ;; esac
+    case " ${DECODE_PARTS:-checks bench llama cold profile ncu} " in *" $1 "*) return 0 ;; esac
     return 1
 }
 
@@ -109,9 +109,9 @@ bench() {
 }
 
 decode() {
-    XDG_CACHE_HOME=/tmp/rayo-cache-jit llama tl-q4_0-cold-jit /tmp/models/tl-q4_0.gguf /tmp/jit.conf
+    ! part cold || XDG_CACHE_HOME=/tmp/rayo-cache-jit llama tl-q4_0-cold-jit /tmp/models/tl-q4_0.gguf /tmp/jit.conf
     for m in ${DECODE_MODELS:-tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0}; do
-        [ "$m" = tl-q4_0 ] && llama "$m-cold" "/tmp/models/$m.gguf"
+        [ "$m" = tl-q4_0 ] && part cold && llama "$m-cold" "/tmp/models/$m.gguf"
         llama "$m-warm" "/tmp/models/$m.gguf"
         for r in "" -2; do
             [ -z "$r" ] || llama "$m-warm$r" "/tmp/models/$m.gguf"

@@ -487,8 +487,8 @@ static void warp_store(kern *k, const warp_regs *g, int dmax, int i, int h0, con
 /* ---- attn_block_*: the ranges merged in the block ------------------------
  * Warp s of the block is range s; it leaves (m, sum, acc) of its heads in
  * its own slab of shared memory (its q is no longer needed): m[e] at double
- * e, sum[e] at HB + e, acc[e][l] at 2 HB + e dmax + l.  Then warp 0 finds
- * each head's weights f_s and total as attn_merge does, and every thread
+ * e, sum[e] at HB + e, acc[e][l] at 2 HB + e dmax + l.  Then a warp a head
+ * finds its weights f_s and total as attn_merge does, and every thread
  * writes outputs, each summed in attn_merge's order (so that the results
  * are those of attn_warp_* then attn_merge, bit for bit). */
 #define SLAB(dmax) (8 * HB * ((dmax) + 32)) /* bytes of shared memory per warp */
@@ -511,21 +511,24 @@ static void block_store(kern *k, const warp_regs *g, int dmax, const int *m, con
     }
 }
 
-/* Warp 0: lane s < splits takes range s's m and sum of head e; the head's
- * M (their maximum), f_s = e^(m_s - M) (0 for a range without keys) to
- * fsm[e][s] and the total sum_s sum_s f_s (lane 0) to tot[e], the sums in
+/* Head e's weights in warp e % splits (the heads side by side): lane s <
+ * splits takes range s's m and sum of the head; the head's M (their
+ * maximum), f_s = e^(m_s - M) (0 for a range without keys) to fsm[e][s] and
+ * the total sum_s sum_s f_s (lane 0) to tot[e], the sums in
  * block_sum_f64's order. */
 static void block_weights(kern *k, const warp_regs *g, int dmax, int slab0, int fsm, int tot)
 {
-    int pw = np(k), l_skip = nlabel(k), ps = np(k), sa = nr(k), sp = nr(k), p0 = np(k);
-    emit(k, "setp.ne.u32 %s, %s, 0;", P(pw), R(g->warp));
-    emit(k, "@%s bra %s;", P(pw), L(l_skip));
+    int ps = np(k), sa = nr(k), sp = nr(k), p0 = np(k);
     emit(k, "cvt.u32.u64 %s, %s;", R(sp), D(g->splits));
     emit(k, "setp.lt.u32 %s, %s, %s;", P(ps), R(g->lane), R(sp));
     emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(g->lane));
     emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(sa), R(g->lane), SLAB(dmax), R(slab0));
     for (int e = 0; e < HB; e++) {
         int ms = nfd(k), ss = nfd(k), mx = nfd(k), df = nfd(k), none = np(k), prod = nfd(k), fa = nr(k);
+        int owner = nr(k), pw = np(k), l_skip = nlabel(k);
+        emit(k, "rem.u32 %s, %d, %s;", R(owner), e, R(sp));
+        emit(k, "setp.ne.u32 %s, %s, %s;", P(pw), R(g->warp), R(owner));
+        emit(k, "@%s bra %s;", P(pw), L(l_skip));
         emit(k, "mov.f64 %s, %s;", FD(ms), CD(-INFINITY));
         emit(k, "mov.f64 %s, %s;", FD(ss), CD(0.0));
         emit(k, "@%s ld.shared.f64 %s, [%s+%d];", P(ps), FD(ms), R(sa), 8 * e);
@@ -544,8 +547,8 @@ static void block_weights(kern *k, const warp_regs *g, int dmax, int slab0, int 
         emit(k, "mul.rn.f64 %s, %s, %s;", FD(prod), FD(ss), FD(f));
         warp_sum(k, prod);
         emit(k, "@%s st.shared.f64 [%s+%d], %s;", P(p0), R(tot), 8 * e, FD(prod));
+        label(k, l_skip);
     }
-    label(k, l_skip);
     emit(k, "bar.sync 0;");
 }
 
