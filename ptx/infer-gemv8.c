@@ -3,9 +3,7 @@
  * x rounded to 8 bits, for relaxed calls (gemv8_<dtype>; strict calls and
  * the other formats take the float kernels of infer-gemv.c).
  *
- * Each warp first asks L2 for its first row (prefetch, up to 4 KiB), so
- * that DRAM's latency passes while the block rounds x into its shared
- * memory, per 32 values as in Q8_0:
+ * A block first rounds x into its shared memory, per 32 values as in Q8_0:
  * codes q = round(x / d) with d = max |x| / 127, d kept as a double, and
  * the sum of the 32 codes (Q4_0's offset of 8).  Then each warp takes one
  * row at a time: a Q8_0 block takes two lanes, a Q4_0 block one (a Q4_K
@@ -697,43 +695,10 @@ static void part_params(kern *k, g8_regs *g, strbuf *decl)
     g->a = g->pa[0];
 }
 
-/* An L2 prefetch of the bytes of row `row` of the matrix at a, a 128-byte
- * line per lane (the first 31 lines, and the row's last byte), so that the
- * row's loads after x's rounding find it in L2 rather than wait for DRAM
- * then.  Only addresses inside the row: a hint, no result changes. */
-static void prefetch_row(kern *k, const g8_regs *g, int a, int row)
-{
-    int rs = nd(k), off = nd(k), last = nd(k), pin = np(k);
-    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(rs), D(row), D(g->lda), D(a));
-    emit(k, "mul.wide.u32 %s, %s, 128;", D(off), R(g->lane));
-    emit(k, "sub.u64 %s, %s, 1;", D(last), D(g->lda));
-    emit(k, "setp.le.u64 %s, %s, %s;", P(pin), D(off), D(last));
-    emit(k, "@!%s mov.u64 %s, %s;", P(pin), D(off), D(last));
-    emit(k, "add.u64 %s, %s, %s;", D(rs), D(rs), D(off));
-    emit(k, "prefetch.global.L2 [%s];", D(rs));
-}
-
-/* The warp's first row (when it has one) prefetched from its part's
- * matrix, and from a second matrix a2 (-1: none; gemv8s_*: up's). */
-static void prefetch_first_row(kern *k, const g8_regs *g, int row, int a2)
-{
-    int pdone = np(k), l_skip = nlabel(k);
-    emit(k, "setp.ge.u64 %s, %s, %s;", P(pdone), D(row), D(g->m));
-    emit(k, "@%s bra %s;", P(pdone), L(l_skip));
-    g8_regs pg;
-    int prow;
-    part_row(k, g, row, &pg, &prow);
-    prefetch_row(k, g, pg.a, prow);
-    if (a2 >= 0)
-        prefetch_row(k, g, a2, prow);
-    label(k, l_skip);
-}
-
-/* Everything before the rows: the warp's first row prefetched (and that
- * row of a2, unless -1), x rounded into shared memory, the block's gate
- * (returned), the warp's first row and the rows' stride.  g's parameters
- * from p_x on are read here. */
-static int g8_prologue(kern *k, const g8format *f, g8_regs *g, int *row, int *stride, int a2)
+/* Everything before the rows: x rounded into shared memory, the block's
+ * gate (returned), the warp's first row and the rows' stride.  g's
+ * parameters from p_x on are read here. */
+static int g8_prologue(kern *k, const g8format *f, g8_regs *g, int *row, int *stride)
 {
     g->x = param_global(k, "p_x");
     if (g->parts == 1)
@@ -769,7 +734,6 @@ static int g8_prologue(kern *k, const g8format *f, g8_regs *g, int *row, int *st
     emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(g->warp));
     emit(k, "add.u64 %s, %s, %s;", D(*row), D(*row), D(w64));
     emit(k, "mul.wide.u32 %s, %s, %d;", D(*stride), R(nctaid), WARPS);
-    prefetch_first_row(k, g, *row, a2);
     quantize_x(k, g);
     return block_gate(k, g);
 }
@@ -803,7 +767,7 @@ static void gen_gemv8(strbuf *mod, const g8format *f, int parts)
         part_params(k, &g, &decl);
     }
     int row, stride, pdone = np(k), l_row = nlabel(k), l_end = nlabel(k);
-    int gate = g8_prologue(k, f, &g, &row, &stride, -1);
+    int gate = g8_prologue(k, f, &g, &row, &stride);
     label(k, l_row);
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pdone), D(row), D(g.m));
     emit(k, "@%s bra %s;", P(pdone), L(l_end));
@@ -834,7 +798,7 @@ static void gen_gemv8s(strbuf *mod, const g8format *f)
     g.a = param_global(k, "p_a0");
     int y1 = param_global(k, "p_y1"), a1 = param_global(k, "p_a1");
     int row, stride, pdone = np(k), pw = np(k), l_row = nlabel(k), l_next = nlabel(k), l_end = nlabel(k);
-    int gate = g8_prologue(k, f, &g, &row, &stride, a1);
+    int gate = g8_prologue(k, f, &g, &row, &stride);
     up = g;
     up.y = y1;
     up.a = a1;
