@@ -278,12 +278,18 @@ x86_q4_k_dots(const uint8_t *blk, size_t stride, int R, const int8_t *xq, __m256
 }
 
 /* acc - dmin sum_s m[s] xsum[s] (the minimums, x's exact sums per 32) for
- * the row's block at p; its scales sc[s] in sc8's low 8 bytes. */
-static inline __m256 x86_q4_k_minus_mins(const uint8_t *p, const float *xsum, __m128i *sc8, __m256 acc)
+ * the row's block at p; its scales sc[s] in sc8's low 8 bytes and its d in
+ * every lane of *d.  d and dmin, side by side, are converted by one
+ * instruction (x86_f16_at's insert costs two micro-ops for each). */
+static inline __m256 x86_q4_k_minus_mins(const uint8_t *p, const float *xsum, __m128i *sc8, __m256 *d, __m256 acc)
 {
     __m128i m8;
+    uint32_t d_dmin;
+    memcpy(&d_dmin, p, 4); /* little-endian x86: d in the low half */
+    __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128((int)d_dmin));
+    *d = _mm256_broadcastss_ps(both);
     x86_q4_k_scales_mins(p + RAYO_Q4_K_SCALES, sc8, &m8);
-    __m256 mins = _mm256_mul_ps(_mm256_set1_ps(x86_f16_at(p + RAYO_Q4_K_DMIN)),
+    __m256 mins = _mm256_mul_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(both)),
                                 _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
     return _mm256_fnmadd_ps(mins, _mm256_loadu_ps(xsum), acc);
 }
@@ -303,8 +309,8 @@ x86_q4_k_block(const uint8_t *blk, size_t stride, int R, const int8_t *xq, const
     {
         const uint8_t *p = blk + r * stride;
         __m128i sc8;
-        acc[r] = x86_q4_k_minus_mins(p, xsum, &sc8, acc[r]);
-        __m256 d = _mm256_set1_ps(x86_f16_at(p));
+        __m256 d;
+        acc[r] = x86_q4_k_minus_mins(p, xsum, &sc8, &d, acc[r]);
         if (!per32) {
             __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8));
             __m256 sum = _mm256_cvtepi32_ps(_mm256_madd_epi16(dots[r], sc));
