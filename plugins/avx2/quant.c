@@ -343,12 +343,10 @@ static ALWAYS_INLINE __m256 block_q6_k_int(const uint8_t *blk, const typed_gemv_
     __m256i sum = _mm256_setzero_si256();
     UNROLL_ROWS
     for (int h = 0; h < 2; h++) {
-        __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h);
+        __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h), sc_h = x86_q6_k_scales16(scales8, h);
         UNROLL_ROWS
         for (int k = 0; k < 4; k++, xq += 32) {
-            long long g = 8 * h + 2 * k;
-            __m128i pick = _mm_set_epi64x(0x0101010101010101ll * (g + 1), 0x0101010101010101ll * g);
-            __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales8, pick));
+            __m256i sc = x86_q6_k_scale_pair(sc_h, k);
             __m256i p = _mm256_maddubs_epi16(x86_q6_k_codes(blk, qh, h, k), x86_load256(xq));
             sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, sc));
         }

@@ -82,6 +82,24 @@ static inline __m256i x86_q6_k_codes(const uint8_t *blk, __m256i qh, int h, int 
     return _mm256_or_si256(low, _mm256_and_si256(high, bits_4_5));
 }
 
+/* Q6_K's int8 scales of groups 8h .. 8h + 7 as int16, in both 128-bit
+ * halves (for x86_q6_k_scale_pair). */
+static inline __m256i x86_q6_k_scales16(__m128i scales8, int h)
+{
+    return _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(h ? _mm_srli_si128(scales8, 8) : scales8));
+}
+
+/* The scales of the 32 values 128h + 32k + l: group 8h + 2k's in the int16
+ * lanes of the low half (l < 16), group 8h + 2k + 1's in the high half,
+ * from sc_h (x86_q6_k_scales16) by one in-lane byte shuffle, where picking
+ * from the bytes and widening took a shuffle and a cross-lane widen. */
+static inline __m256i x86_q6_k_scale_pair(__m256i sc_h, int k)
+{
+    __m128i lo = _mm_set1_epi16((short)((4 * k + 1) << 8 | 4 * k));
+    __m128i hi = _mm_set1_epi16((short)((4 * k + 3) << 8 | (4 * k + 2)));
+    return _mm256_shuffle_epi8(sc_h, _mm256_set_m128i(hi, lo));
+}
+
 /* Q8_0 against int8 x, two blocks at a time (x in order).  maddubs takes
  * an unsigned first operand: |q| times x with q's sign moved onto x (pairs
  * into int16: at most 2 * 128 * 127, no saturation), madd by ones into
@@ -202,12 +220,11 @@ static inline __m256 x86_q6_k_i8_32(const uint8_t *blk, const int8_t *xq, const 
     /* unrolled: the shifts, shuffles and lane indexes are then constants */
     _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++)
     {
-        __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h);
+        __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h), sc_h = x86_q6_k_scales16(scales8, h);
         _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)
         {
             int c = 4 * h + k;
-            __m128i pick = _mm_set_epi64x(0x0101010101010101ll * (2 * c + 1), 0x0101010101010101ll * (2 * c));
-            __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales8, pick));
+            __m256i sc = x86_q6_k_scale_pair(sc_h, k);
             __m256i p = _mm256_maddubs_epi16(x86_q6_k_codes(blk, qh, h, k), x86_load256(xq + 32 * c));
             acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p, sc)),
                                   _mm256_permutevar8x32_ps(scales, _mm256_set1_epi32(c)), acc);
