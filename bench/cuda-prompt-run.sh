@@ -20,7 +20,8 @@
 #          along k, without the half path (half_prompt = no), and with the
 #          BASE plugin as configured by default (when there is one), the
 #          greedy tokens after each prompt length compared; PROMPT_RUNS (words of "default nosplit
-#          f32 base") picks fewer;
+#          f32 base") picks fewer, PROMPT_MODELS (words of "tl-q4_0 tl-q8_0 tl-q4_k_m
+#          7b-q4_0") fewer files;
 #       3. `profile = yes` breakdowns of a TinyLlama q4_0 128-token prefill
 #          and of 7B 128- and 512-token ones (PROMPT_PROFILES: MODEL:TOKENS
 #          words, "" for none), of the BASE plugin too when there is one.
@@ -28,7 +29,8 @@
 #       DRAM bytes of each kernel of a 7B-shape q4_0 128-token prompt's first
 #       KERNELS_COUNT (default 28: the first layer's seven products, four
 #       kernels each) half-path launches (half_*, wg_*), by Nsight Compute
-#       (ncu; it fails where it cannot read the GPU's counters).
+#       (ncu; it fails where it cannot read the GPU's counters); of the BASE
+#       plugin too, when there is one.
 # Logs in $OUT/logs.tgz; a summary on stdout.
 set -u
 mode=${1:-run}
@@ -98,7 +100,7 @@ run() {
     wait
     echo "models: $(ls -s /tmp/models | tr '\n' ' ') load: $(cat /proc/loadavg)"
     p128=$(seq 100 227 | paste -sd, -) p512=$(seq 100 611 | paste -sd, -)
-    for m in tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0; do
+    for m in ${PROMPT_MODELS:-tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0}; do
         for n in 128 512; do
             eval "ids=\$p$n"
             for c in $runs; do
@@ -126,25 +128,31 @@ run() {
     echo "done $(date -u)"
 }
 
-kernels() {
-    d=$PWD/$(dirname "$0")
-    gpu_env "$d" /tmp/prompt-logs
-    "$d/gguf-make" --layers 32 --embd 4096 --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 \
-        --ctx 4096 --untied --scheme q4_0 -o /tmp/models/7b-q4_0.gguf >/dev/null 2>&1
+# ncu_layer NAME PLUGINS: Nsight Compute over the first KERNELS_COUNT half-path launches of a 7B-shape
+# 128-token prompt with the plugin in PLUGINS, one line a launch: kernel, grid, each metric's value and unit
+ncu_layer() {
     ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-    timeout 120 "$ncu" --clock-control none -k 'regex:^(half_|wg_)' -c "${KERNELS_COUNT:-28}" \
+    RAYO_PLUGIN_PATH=$2 timeout 120 "$ncu" --clock-control none -k 'regex:^(half_|wg_)' -c "${KERNELS_COUNT:-28}" \
         --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum --csv \
         "$d/rayo-llama" --backend cuda --ignore-eos --tokens --ctx 640 -n 1 \
-        --prompt-tokens "$(seq 100 227 | paste -sd, -)" /tmp/models/7b-q4_0.gguf >"$logs/ncu.csv" 2>"$logs/ncu.log"
-    echo "ncu exit $?: $(grep -c '^"' "$logs/ncu.csv") rows"
-    tail -3 "$logs/ncu.log"
-    # one line a launch: kernel, grid, then each metric's value and unit
+        --prompt-tokens "$(seq 100 227 | paste -sd, -)" /tmp/models/7b-q4_0.gguf >"$logs/$1.csv" 2>"$logs/$1.log"
+    echo "$1 exit $?: $(grep -c '^"' "$logs/$1.csv") rows"
+    tail -3 "$logs/$1.log"
     python3 -c 'import csv, sys
 rows = {}
 for r in csv.DictReader(l for l in open(sys.argv[1]) if l.startswith("\"")):
     rows.setdefault((int(r["ID"]), r["Kernel Name"], r["Grid Size"]), []).append(r["Metric Name"] + " " + r["Metric Value"] + " " + r["Metric Unit"])
 for (i, name, grid), v in sorted(rows.items()):
-    print(i, name, grid, " | ".join(v))' "$logs/ncu.csv"
+    print(i, name, grid, " | ".join(v))' "$logs/$1.csv"
+}
+
+kernels() {
+    d=$PWD/$(dirname "$0")
+    gpu_env "$d" /tmp/prompt-logs
+    [ -s /tmp/models/7b-q4_0.gguf ] || "$d/gguf-make" --layers 32 --embd 4096 --heads 32 --kv-heads 32 \
+        --ffn 11008 --vocab 32000 --ctx 4096 --untied --scheme q4_0 -o /tmp/models/7b-q4_0.gguf >/dev/null 2>&1
+    ncu_layer ncu "$d"
+    [ ! -f "$d/base/rayo-cuda.so" ] || ncu_layer ncu-base "$d/base"
 }
 
 case $mode in
