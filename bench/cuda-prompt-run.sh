@@ -31,6 +31,10 @@
 #       kernels each) half-path launches (half_*, wg_*), by Nsight Compute
 #       (ncu; it fails where it cannot read the GPU's counters); of the BASE
 #       plugin too, when there is one.
+#   DIR/cuda-prompt-run.sh memcheck                  there: compute-sanitizer
+#       --tool memcheck around a 128-token prefill (-n 1) of the TinyLlama
+#       q4_0 and q8_0 files (made there unless /tmp/models holds them): the
+#       half path's row copies, products and scale-back.
 # Logs in $OUT/logs.tgz; a summary on stdout.
 set -u
 mode=${1:-run}
@@ -155,9 +159,22 @@ kernels() {
     [ ! -f "$d/base/rayo-cuda.so" ] || ncu_layer ncu-base "$d/base"
 }
 
+memcheck() {
+    d=$PWD/$(dirname "$0")
+    gpu_env "$d" /tmp/prompt-logs
+    cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    for s in q4_0 q8_0; do
+        [ -s /tmp/models/tl-$s.gguf ] || "$d/gguf-make" --preset tinyllama --scheme $s -o /tmp/models/tl-$s.gguf >/dev/null 2>&1
+        timeout 60 "$cs" --tool memcheck "$d/rayo-llama" --backend cuda --ignore-eos --tokens --ctx 640 -n 1 \
+            --prompt-tokens "$(seq 100 227 | paste -sd, -)" /tmp/models/tl-$s.gguf >"$logs/memcheck-$s.log" 2>&1
+        echo "memcheck tl-$s exit $?: $(grep -h 'ERROR SUMMARY' "$logs/memcheck-$s.log")"
+    done
+}
+
 case $mode in
 prepare) shift; prepare "$@" ;;
 run) run ;;
 kernels) kernels ;;
-*) echo "usage: $0 prepare [BUILD] [DIR] [BASE] | run | kernels" >&2; exit 2 ;;
+memcheck) memcheck ;;
+*) echo "usage: $0 prepare [BUILD] [DIR] [BASE] | run | kernels | memcheck" >&2; exit 2 ;;
 esac
