@@ -16,7 +16,7 @@
  * every result is checked against a float64 dot product of the dequantized
  * row (sum of |terms| as the scale).  Attention, 32 heads, head dim 64, causal:
  * decode (1 query; 4 and 32 KV heads; f16 caches of 4096 and 32768, f32 of
- * 4096) as bytes of K and V / time over the same reference, prefill (2048
+ * 4096 and 192) as bytes of K and V / time over the same reference, prefill (2048
  * tokens, 4 KV heads) as a time, for torch's scaled_dot_product_attention
  * in the same run (torch-infer-cuda.py).
  * --quick: gemv at 4096 x 11008 only; --gemv: no attention; --attention:
@@ -277,7 +277,9 @@ static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t
 }
 
 /* The attention cases: decode at the cache lengths and KV head counts of
- * 7B-class models (4 KV heads: grouped queries; 32: one a head), prefill. */
+ * 7B-class models (4 KV heads: grouped queries; 32: one a head), decode at
+ * a short f32 cache (192 keys: rayo-llama's decode of 64 tokens after 128,
+ * where the time is a launch's), prefill. */
 static void bench_attentions(rayo_context *ctx, double ref)
 {
     static const size_t kv_heads[] = {4, 32}, n_kv[] = {4096, 32768};
@@ -285,6 +287,8 @@ static void bench_attentions(rayo_context *ctx, double ref)
         for (size_t n = 0; n < 2; n++)
             bench_attention(ctx, RAYO_DTYPE_F16, 1, n_kv[n], kv_heads[h], ref);
     bench_attention(ctx, RAYO_DTYPE_F32, 1, 4096, 4, ref);
+    bench_attention(ctx, RAYO_DTYPE_F32, 1, 192, 4, ref);
+    bench_attention(ctx, RAYO_DTYPE_F32, 1, 192, 32, ref);
     bench_attention(ctx, RAYO_DTYPE_F16, 2048, 2048, 4, ref);
     bench_attention(ctx, RAYO_DTYPE_F32, 2048, 2048, 4, ref);
 }

@@ -11,6 +11,10 @@
  * writes (max, sum, acc[head_dim]) per head to the scratch; attn_merge
  * combines the ranges of each (query, head).  Decode (one query) uses many
  * ranges, so that the whole GPU reads the cache; long prefills use one.
+ * attn_block_<kv>[_v]_d<D> runs the same warps with the ranges as the warps
+ * of one block (grid: warps of heads, queries), which merges them in shared
+ * memory as attn_merge would (same order of operations, same results): one
+ * launch where the ranges are few (a short cache).
  *
  * Inside a warp, lane j scores key j of a tile of 32 for the HB heads: its
  * K row in 16-byte loads when the rows are 16-byte aligned, each value
@@ -25,8 +29,9 @@
  * probabilities and sums are float64, like the scalar reference (an f16
  * cache is widened exactly): the strict contract holds for every call.
  *
- * Grid: x = key ranges, y = groups of 4 warps (a warp per HB heads of a KV
- * group, NG = ceil(group / HB) warps per KV group), z = queries. */
+ * Grid of attn_warp_*: x = key ranges, y = groups of 4 warps (a warp per HB
+ * heads of a KV group, NG = ceil(group / HB) warps per KV group), z =
+ * queries. */
 #include "gen-ptx.h"
 #include "../plugins/cuda/cuda-ptx.h"
 
@@ -95,6 +100,7 @@ typedef struct warp_regs {
     int lane64;         /* .b64 */
     int s, kvh, hb0;    /* .b64 range, KV head, first head of the warp within the group */
     int qs, ps;         /* .b32 shared: the warp's q [D][HB] and p [32][HB] (float64) */
+    int out, ot, oh;    /* .b64 attn_block_*: the output and its strides */
 } warp_regs;
 
 /* 8 values of a cache row (dimensions l0 .. l0 + 7) into out[8]: vec (the
@@ -436,6 +442,15 @@ static void warp_init(kern *k, int dmax, int *m, int *sum, int acc[HB][8])
     }
 }
 
+/* sum of head e over the warp's lanes, in every lane */
+static void warp_sum(kern *k, int sum)
+{
+    for (int o = 16; o >= 1; o /= 2) {
+        int t = shfl_d(k, sum, "bfly", o);
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(sum), FD(sum), FD(t));
+    }
+}
+
 /* (m, sum, acc) of each head of the warp for query i to
  * part[((i * heads + h) * splits + s) * (2 + d)], h0: the warp's first head. */
 static void warp_store(kern *k, const warp_regs *g, int dmax, int i, int h0, const int *m, const int *sum,
@@ -447,10 +462,7 @@ static void warp_store(kern *k, const warp_regs *g, int dmax, int i, int h0, con
     emit(k, "add.u64 %s, %s, 2;", D(w2), D(g->d));
     emit(k, "mul.lo.u64 %s, %s, %d;", D(l0), D(g->lane64), dmax / 32);
     for (int e = 0; e < HB; e++) {
-        for (int o = 16; o >= 1; o /= 2) {
-            int t = shfl_d(k, sum[e], "bfly", o);
-            emit(k, "add.rn.f64 %s, %s, %s;", FD(sum[e]), FD(sum[e]), FD(t));
-        }
+        warp_sum(k, sum[e]);
         int he = nd(k), ph = np(k), slot = nd(k), base = nd(k), p0 = np(k);
         emit(k, "add.u64 %s, %s, %d;", D(he), D(g->hb0), e);
         emit(k, "setp.lt.u64 %s, %s, %s;", P(ph), D(he), D(g->group));
@@ -472,25 +484,184 @@ static void warp_store(kern *k, const warp_regs *g, int dmax, int i, int h0, con
     }
 }
 
+/* ---- attn_block_*: the ranges merged in the block ------------------------
+ * Warp s of the block is range s; it leaves (m, sum, acc) of its heads in
+ * its own slab of shared memory (its q is no longer needed): m[e] at double
+ * e, sum[e] at HB + e, acc[e][l] at 2 HB + e dmax + l.  Then a warp a head
+ * finds its weights f_s and total as attn_merge does, and every thread
+ * writes outputs, each summed in attn_merge's order (so that the results
+ * are those of attn_warp_* then attn_merge, bit for bit). */
+#define SLAB(dmax) (8 * HB * ((dmax) + 32)) /* bytes of shared memory per warp */
+
+static void block_store(kern *k, const warp_regs *g, int dmax, const int *m, const int *sum, int acc[HB][8])
+{
+    int p0 = np(k), l0 = nr(k);
+    emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(g->lane));
+    emit(k, "mul.lo.u32 %s, %s, %d;", R(l0), R(g->lane), dmax / 32);
+    for (int e = 0; e < HB; e++) {
+        warp_sum(k, sum[e]);
+        emit(k, "@%s st.shared.f64 [%s+%d], %s;", P(p0), R(g->qs), 8 * e, FD(m[e]));
+        emit(k, "@%s st.shared.f64 [%s+%d], %s;", P(p0), R(g->qs), 8 * (HB + e), FD(sum[e]));
+        for (int t = 0; t < dmax / 32; t++) { /* past d too: never read */
+            int sa = nr(k);
+            emit(k, "add.u32 %s, %s, %d;", R(sa), R(l0), t);
+            emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(sa), R(sa), R(g->qs));
+            emit(k, "st.shared.f64 [%s+%d], %s;", R(sa), 8 * (2 * HB + e * dmax), FD(acc[e][t]));
+        }
+    }
+}
+
+/* Head e's weights in warp e % splits (the heads side by side): lane s <
+ * splits takes range s's m and sum of the head; the head's M (their
+ * maximum), f_s = e^(m_s - M) (0 for a range without keys) to fsm[e][s] and
+ * the total sum_s sum_s f_s (lane 0) to tot[e], the sums in
+ * block_sum_f64's order. */
+static void block_weights(kern *k, const warp_regs *g, int dmax, int slab0, int fsm, int tot)
+{
+    int ps = np(k), sa = nr(k), sp = nr(k), p0 = np(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(sp), D(g->splits));
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(ps), R(g->lane), R(sp));
+    emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(g->lane));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(sa), R(g->lane), SLAB(dmax), R(slab0));
+    for (int e = 0; e < HB; e++) {
+        int ms = nfd(k), ss = nfd(k), mx = nfd(k), df = nfd(k), none = np(k), prod = nfd(k), fa = nr(k);
+        int owner = nr(k), pw = np(k), l_skip = nlabel(k);
+        emit(k, "rem.u32 %s, %d, %s;", R(owner), e, R(sp));
+        emit(k, "setp.ne.u32 %s, %s, %s;", P(pw), R(g->warp), R(owner));
+        emit(k, "@%s bra %s;", P(pw), L(l_skip));
+        emit(k, "mov.f64 %s, %s;", FD(ms), CD(-INFINITY));
+        emit(k, "mov.f64 %s, %s;", FD(ss), CD(0.0));
+        emit(k, "@%s ld.shared.f64 %s, [%s+%d];", P(ps), FD(ms), R(sa), 8 * e);
+        emit(k, "@%s ld.shared.f64 %s, [%s+%d];", P(ps), FD(ss), R(sa), 8 * (HB + e));
+        emit(k, "mov.f64 %s, %s;", FD(mx), FD(ms));
+        for (int o = 16; o >= 1; o /= 2) {
+            int t = shfl_d(k, mx, "bfly", o);
+            emit(k, "max.f64 %s, %s, %s;", FD(mx), FD(mx), FD(t));
+        }
+        emit(k, "sub.rn.f64 %s, %s, %s;", FD(df), FD(ms), FD(mx));
+        int f = exp_neg(k, df);
+        emit(k, "setp.eq.f64 %s, %s, %s;", P(none), FD(ms), CD(-INFINITY));
+        emit(k, "@%s mov.f64 %s, %s;", P(none), FD(f), CD(0.0));
+        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(fa), R(g->lane), R(fsm));
+        emit(k, "st.shared.f64 [%s+%d], %s;", R(fa), 8 * 32 * e, FD(f));
+        emit(k, "mul.rn.f64 %s, %s, %s;", FD(prod), FD(ss), FD(f));
+        warp_sum(k, prod);
+        emit(k, "@%s st.shared.f64 [%s+%d], %s;", P(p0), R(tot), 8 * e, FD(prod));
+        label(k, l_skip);
+    }
+    emit(k, "bar.sync 0;");
+}
+
+/* Output (e, l) of query i: sum over slices x < R = 256 / d of (sum over
+ * ranges s = x, x + R, .. of acc_s[l] f_s, fused multiply-adds in that
+ * order), divided by the total: attn_merge's order. */
+static int block_output(kern *k, const warp_regs *g, int dmax, int slab0, int fsm, int e, int l, int nsl)
+{
+    int sum = nfd(k), x = nr(k), sp = nr(k), px = np(k), l_x = nlabel(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(sp), D(g->splits));
+    emit(k, "mov.f64 %s, %s;", FD(sum), CD(0.0));
+    emit(k, "mov.u32 %s, 0;", R(x));
+    label(k, l_x);
+    {
+        int a = nfd(k), s = nr(k), pr = np(k), l_s = nlabel(k), l_done = nlabel(k);
+        emit(k, "mov.f64 %s, %s;", FD(a), CD(0.0));
+        emit(k, "mov.u32 %s, %s;", R(s), R(x));
+        label(k, l_s);
+        emit(k, "setp.ge.u32 %s, %s, %s;", P(pr), R(s), R(sp));
+        emit(k, "@%s bra %s;", P(pr), L(l_done));
+        int aa = nr(k), fa = nr(k), av = nfd(k), fv = nfd(k);
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(aa), R(s), SLAB(dmax), R(slab0));
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(aa), R(e), 8 * dmax, R(aa));
+        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(aa), R(l), R(aa));
+        emit(k, "ld.shared.f64 %s, [%s+%d];", FD(av), R(aa), 8 * 2 * HB);
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(fa), R(e), 8 * 32, R(fsm));
+        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(fa), R(s), R(fa));
+        emit(k, "ld.shared.f64 %s, [%s];", FD(fv), R(fa));
+        emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(a), FD(av), FD(fv), FD(a));
+        emit(k, "add.u32 %s, %s, %s;", R(s), R(s), R(nsl));
+        emit(k, "bra.uni %s;", L(l_s));
+        label(k, l_done);
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(sum), FD(sum), FD(a));
+    }
+    emit(k, "add.u32 %s, %s, 1;", R(x), R(x));
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(px), R(x), R(nsl));
+    emit(k, "@%s bra %s;", P(px), L(l_x));
+    return sum;
+}
+
+/* Every thread: outputs idx = tid, tid + threads, .. < HB dmax of query i
+ * (head h0 + e, e = idx / dmax, dimension l = idx % dmax) where l < d and
+ * the head is in the group; then the barrier before the next query. */
+static void block_write(kern *k, const warp_regs *g, int dmax, int i, int h0, int slab0, int fsm, int tot)
+{
+    int tid = sreg(k, "%tid.x"), ntid = sreg(k, "%ntid.x"), idx = nr(k), nsl = nr(k), d32 = nr(k);
+    int pi = np(k), l_loop = nlabel(k), l_end = nlabel(k), l_next = nlabel(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(d32), D(g->d));
+    emit(k, "div.u32 %s, 256, %s;", R(nsl), R(d32));
+    emit(k, "mov.u32 %s, %s;", R(idx), R(tid));
+    label(k, l_loop);
+    emit(k, "setp.ge.u32 %s, %s, %d;", P(pi), R(idx), HB * dmax);
+    emit(k, "@%s bra %s;", P(pi), L(l_end));
+    int e = nr(k), l = nr(k), e64 = nd(k), skip = np(k), ph = np(k);
+    emit(k, "shr.u32 %s, %s, %d;", R(e), R(idx), __builtin_ctz((unsigned)dmax));
+    emit(k, "and.b32 %s, %s, %d;", R(l), R(idx), dmax - 1);
+    emit(k, "cvt.u64.u32 %s, %s;", D(e64), R(e));
+    emit(k, "add.u64 %s, %s, %s;", D(e64), D(e64), D(g->hb0));
+    emit(k, "setp.ge.u64 %s, %s, %s;", P(ph), D(e64), D(g->group));
+    emit(k, "setp.ge.u32 %s, %s, %s;", P(skip), R(l), R(d32));
+    emit(k, "or.pred %s, %s, %s;", P(skip), P(skip), P(ph));
+    emit(k, "@%s bra %s;", P(skip), L(l_next));
+    {
+        int sum = block_output(k, g, dmax, slab0, fsm, e, l, nsl), t = nfd(k), ta = nr(k), res = nfd(k), rf = nf(k);
+        int he = nd(k), oa = nd(k), l64 = nd(k);
+        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(ta), R(e), R(tot));
+        emit(k, "ld.shared.f64 %s, [%s];", FD(t), R(ta));
+        emit(k, "div.rn.f64 %s, %s, %s;", FD(res), FD(sum), FD(t));
+        emit(k, "cvt.rn.f32.f64 %s, %s;", F(rf), FD(res));
+        emit(k, "cvt.u64.u32 %s, %s;", D(he), R(e));
+        emit(k, "add.u64 %s, %s, %s;", D(he), D(he), D(h0));
+        int orow = row_addr(k, g->out, i, g->ot, he, g->oh, 4);
+        emit(k, "cvt.u64.u32 %s, %s;", D(l64), R(l));
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(oa), D(l64), D(orow));
+        emit(k, "st.global.f32 [%s], %s;", D(oa), F(rf));
+    }
+    label(k, l_next);
+    emit(k, "add.u32 %s, %s, %s;", R(idx), R(idx), R(ntid));
+    emit(k, "bra.uni %s;", L(l_loop));
+    label(k, l_end);
+    emit(k, "bar.sync 0;"); /* the next query's q overwrite the slabs */
+}
+
 /* dmax: 64, 128 or 256 (head_dim at most); vec: K and V rows 16-byte
- * aligned and head_dim a multiple of 8 (the plugin checks) */
-static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax)
+ * aligned and head_dim a multiple of 8 (the plugin checks); merged: the
+ * attn_block_* form (the ranges are the block's warps, merged in it). */
+static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax, int merged)
 {
     kern kk = {0}, *k = &kk;
     warp_regs g;
     warp_params(k, &g);
+    if (merged) {
+        g.out = param_global(k, "p_out");
+        g.ot = param_u64(k, "p_ot");
+        g.oh = param_u64(k, "p_oh");
+    }
     int cx = sreg(k, "%ctaid.x"), cy = sreg(k, "%ctaid.y"), cz = sreg(k, "%ctaid.z"), nz = sreg(k, "%nctaid.z");
     int b = nd(k), pb = np(k), l_end = nlabel(k);
     g.s = nd(k);
-    emit(k, "cvt.u64.u32 %s, %s;", D(g.s), R(cx));
-    {
+    if (merged) { /* grid (warps of heads, queries); the block's warps are the ranges */
+        emit(k, "cvt.u64.u32 %s, %s;", D(g.s), R(g.warp));
+        emit(k, "cvt.u64.u32 %s, %s;", D(b), R(cx));
+        cz = cy;
+        nz = sreg(k, "%nctaid.y");
+    } else {
         int w64 = nd(k);
+        emit(k, "cvt.u64.u32 %s, %s;", D(g.s), R(cx));
         emit(k, "cvt.u64.u32 %s, %s;", D(b), R(cy));
         emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(g.warp));
         emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(b), D(b), D(w64));
     }
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pb), D(b), D(g.nb));
-    emit(k, "@%s bra %s;", P(pb), L(l_end)); /* only warp syncs below: a warp without heads may leave */
+    emit(k, "@%s bra %s;", P(pb), L(l_end)); /* attn_warp_*: only warp syncs below (attn_block_*: the whole block leaves) */
     g.kvh = nd(k);
     g.hb0 = nd(k);
     emit(k, "div.u64 %s, %s, %s;", D(g.kvh), D(b), D(g.ng));
@@ -500,11 +671,13 @@ static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax)
     emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(h0), D(g.kvh), D(g.group), D(g.hb0));
     g.qs = nr(k);
     g.ps = nr(k);
-    {
-        int sm = nr(k);
-        emit(k, "mov.u32 %s, attn_warp_smem;", R(sm));
-        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(g.qs), R(g.warp), 8 * HB * (dmax + 32), R(sm));
-        emit(k, "add.u32 %s, %s, %d;", R(g.ps), R(g.qs), 8 * HB * dmax);
+    int slab0 = nr(k), fsm = nr(k), tot = nr(k);
+    emit(k, "mov.u32 %s, attn_warp_smem;", R(slab0));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(g.qs), R(g.warp), SLAB(dmax), R(slab0));
+    emit(k, "add.u32 %s, %s, %d;", R(g.ps), R(g.qs), 8 * HB * dmax);
+    if (merged) { /* after the warps' slabs: f [HB][32], then the totals [HB] */
+        emit(k, "add.u32 %s, %s, %d;", R(fsm), R(slab0), RAYO_PTX_ATTN_BLOCK_WARPS(dmax) * SLAB(dmax));
+        emit(k, "add.u32 %s, %s, %d;", R(tot), R(fsm), 8 * 32 * HB);
     }
     int i = nd(k), istep = nd(k), pi = np(k), l_q = nlabel(k);
     emit(k, "cvt.u64.u32 %s, %s;", D(i), R(cz));
@@ -527,22 +700,34 @@ static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax)
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pt), D(tb), D(j1));
     emit(k, "@%s bra %s;", P(pt), L(l_tile));
     label(k, l_tend);
-    warp_store(k, &g, dmax, i, h0, m, sum, acc);
-    emit(k, "bar.warp.sync -1;"); /* the next query's q overwrite qs */
+    if (merged) {
+        block_store(k, &g, dmax, m, sum, acc);
+        emit(k, "bar.sync 0;");
+        block_weights(k, &g, dmax, slab0, fsm, tot);
+        block_write(k, &g, dmax, i, h0, slab0, fsm, tot);
+    } else {
+        warp_store(k, &g, dmax, i, h0, m, sum, acc);
+        emit(k, "bar.warp.sync -1;"); /* the next query's q overwrite qs */
+    }
     emit(k, "add.u64 %s, %s, %s;", D(i), D(i), D(istep));
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pi), D(i), D(g.n_q));
     emit(k, "@%s bra %s;", P(pi), L(l_q));
     label(k, l_end);
-    char shared[96], name[40];
-    snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 attn_warp_smem[%d];\n", 4 * 8 * HB * (dmax + 32));
-    snprintf(name, sizeof name, "attn_warp_%s%s_d%d", half ? "f16" : "f32", vec ? "_v" : "", dmax);
-    kern_finish(mod, k, name,
-                ".param .u64 p_part, .param .u64 p_q, .param .u64 p_k, .param .u64 p_v, .param .u64 p_n_q, "
-                ".param .u64 p_n_kv, .param .u64 p_group, .param .u64 p_d, .param .u64 p_causal, "
-                ".param .u64 p_qt, .param .u64 p_qh, .param .u64 p_kt, .param .u64 p_kh, .param .u64 p_vt, "
-                ".param .u64 p_vh, .param .u64 p_chunk, .param .u64 p_splits, .param .u64 p_nb, "
-                ".param .u64 p_ng, .param .f32 p_scale",
-                ".maxntid 128, 1, 1\n", shared);
+    int warps = merged ? RAYO_PTX_ATTN_BLOCK_WARPS(dmax) : 4;
+    char shared[96], name[40], dir[40], decl[520];
+    snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 attn_warp_smem[%d];\n",
+             warps * SLAB(dmax) + (merged ? 8 * 33 * HB : 0));
+    snprintf(name, sizeof name, "attn_%s_%s%s_d%d", merged ? "block" : "warp", half ? "f16" : "f32", vec ? "_v" : "",
+             dmax);
+    snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n", 32 * warps);
+    snprintf(decl, sizeof decl, "%s%s",
+             ".param .u64 p_part, .param .u64 p_q, .param .u64 p_k, .param .u64 p_v, .param .u64 p_n_q, "
+             ".param .u64 p_n_kv, .param .u64 p_group, .param .u64 p_d, .param .u64 p_causal, "
+             ".param .u64 p_qt, .param .u64 p_qh, .param .u64 p_kt, .param .u64 p_kh, .param .u64 p_vt, "
+             ".param .u64 p_vh, .param .u64 p_chunk, .param .u64 p_splits, .param .u64 p_nb, "
+             ".param .u64 p_ng, .param .f32 p_scale",
+             merged ? ", .param .u64 p_out, .param .u64 p_ot, .param .u64 p_oh" : "");
+    kern_finish(mod, k, name, decl, dir, shared);
 }
 
 /* out[i][h][l] = sum_s acc_s[l] f_s / sum_s sum_s f_s with f_s = e^(m_s - M),
@@ -761,6 +946,7 @@ void infer_attention(strbuf *mod)
     for (int half = 0; half < 2; half++)
         for (int vec = 0; vec < 2; vec++)
             for (int dmax = 64; dmax <= RAYO_PTX_ATTN_MAX_DIM; dmax *= 2)
-                gen_attn_warp(mod, half, vec, dmax);
+                for (int merged = 0; merged < 2; merged++)
+                    gen_attn_warp(mod, half, vec, dmax, merged);
     gen_attn_merge(mod);
 }

@@ -60,6 +60,7 @@ static char last_error[2048];
 static const char *config_precision = "fp32";
 static const char *config_embedded = "no";
 static const char *config_split_k = "no";
+static const char *config_attn_block = "yes";
 static char cache_dir[512];
 
 static void h_log(const rayo_host *h, int level, const char *fmt, ...)
@@ -93,6 +94,8 @@ static const char *h_config(const rayo_host *h, const char *key)
         return config_embedded;
     if (!strcmp(key, "prompt_split_k"))
         return config_split_k;
+    if (!strcmp(key, "attention_block"))
+        return config_attn_block;
     return NULL;
 }
 
@@ -393,55 +396,95 @@ static void test_gemv_int8(void *st)
 /* Attention (strict) against the float64 reference: decode with the
  * bench's grouping (8 query heads per KV head: two warps per group),
  * groups of 6 and 1, K/V rows 16-byte aligned (vector loads) or not (an odd
- * head_dim), a causal prefill long enough for one key range per query. */
-static void test_attention(void *st)
+ * head_dim), a causal prefill long enough for one key range per query; and
+ * decode at short caches, whose few key ranges one block merges
+ * (attn_block_*: head_dim 64, 72, 128 and 256, f32 and f16, a range of a
+ * causal query without keys). */
+typedef struct attn_case {
+    size_t n_q, n_kv, heads, kv_heads, d;
+    rayo_dtype kv;
+    int causal;
+} attn_case;
+
+static const attn_case attn_cases[] = {
+    {1, 1000, 32, 4, 64, RAYO_DTYPE_F16, 1}, {3, 777, 16, 2, 128, RAYO_DTYPE_F32, 1},
+    {2, 300, 12, 2, 72, RAYO_DTYPE_F16, 0},  {1, 513, 4, 4, 37, RAYO_DTYPE_F32, 1},
+    {1, 4096, 8, 1, 256, RAYO_DTYPE_F16, 1}, {1100, 1100, 8, 1, 64, RAYO_DTYPE_F16, 1},
+    {1, 200, 32, 4, 64, RAYO_DTYPE_F32, 1},  {1, 130, 32, 32, 128, RAYO_DTYPE_F16, 1},
+    {2, 150, 12, 2, 72, RAYO_DTYPE_F32, 0},  {1, 160, 8, 1, 256, RAYO_DTYPE_F16, 1},
+    {4, 34, 8, 2, 64, RAYO_DTYPE_F32, 1},
+};
+#define ATTN_CASES (sizeof attn_cases / sizeof attn_cases[0])
+static float *attn_outputs[ATTN_CASES]; /* the first state's, for attention_block_agrees */
+
+/* Case i on inputs drawn from seed + i (the same in every state); the
+ * output checked against the reference and returned. */
+static float *attention_case(void *st, size_t i, uint64_t seed)
 {
-    static const struct { size_t n_q, n_kv, heads, kv_heads, d; rayo_dtype kv; int causal; } shapes[] = {
-        {1, 1000, 32, 4, 64, RAYO_DTYPE_F16, 1}, {3, 777, 16, 2, 128, RAYO_DTYPE_F32, 1},
-        {2, 300, 12, 2, 72, RAYO_DTYPE_F16, 0},  {1, 513, 4, 4, 37, RAYO_DTYPE_F32, 1},
-        {1, 4096, 8, 1, 256, RAYO_DTYPE_F16, 1}, {1100, 1100, 8, 1, 64, RAYO_DTYPE_F16, 1},
-    };
-    const rayo_op_info *op = rayo_op_by_id(RAYO_OP_ATTENTION);
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        size_t n_q = shapes[i].n_q, n_kv = shapes[i].n_kv, d = shapes[i].d, kvn = n_kv * shapes[i].kv_heads * d;
-        size_t qn = n_q * shapes[i].heads * d, esize = shapes[i].kv == RAYO_DTYPE_F16 ? 2 : 4;
-        float *q = floats(qn, -1, 1), *kf = floats(kvn, -1, 1), *vf = floats(kvn, -1, 1);
-        float *out = malloc(qn * sizeof *out);
-        double *ref = malloc(qn * sizeof *ref), *terms = malloc(qn * sizeof *terms);
-        void *k = kf, *v = vf;
-        if (esize == 2) {
-            uint16_t *kh = malloc(kvn * 2), *vh = malloc(kvn * 2);
-            for (size_t e = 0; e < kvn; e++)
-                kh[e] = rayo_f32_to_f16(kf[e]), vh[e] = rayo_f32_to_f16(vf[e]);
-            k = kh, v = vh;
-        }
-        rayo_attention_params p = {.struct_size = sizeof p, .flags = shapes[i].causal ? RAYO_ATTN_CAUSAL : 0,
-                                   .kv_dtype = shapes[i].kv, .n_q = n_q, .n_kv = n_kv, .n_heads = shapes[i].heads,
-                                   .n_kv_heads = shapes[i].kv_heads, .head_dim = d,
-                                   .scale = (float)(2.0 / sqrt((double)d))};
-        rayo_call c = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_ATTENTION,
-                       .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, shapes[i].kv, shapes[i].kv, RAYO_DTYPE_F32),
-                       .m = n_q, .n = d, .k = n_kv, .a = q, .b = k, .c = v, .y = out, .params = &p};
-        CHECK(run(st, &c) == RAYO_OK, "attention %zu: %s", i, last_error);
-        ref_attention_shape sh = {n_q, n_kv, shapes[i].heads, shapes[i].kv_heads, d, shapes[i].causal, p.scale};
-        ref_heads rq = {RAYO_DTYPE_F32, q, shapes[i].heads * d, d};
-        ref_heads rk = {shapes[i].kv, k, shapes[i].kv_heads * d, d}, rv = {shapes[i].kv, v, shapes[i].kv_heads * d, d};
-        CHECK(ref_attention(&sh, &rq, &rk, &rv, ref, terms) == 0, "attention %zu: reference", i);
-        size_t bad = 0, worst = 0;
-        double worst_units = 0;
-        for (size_t e = 0; e < qn; e++) {
-            int pass;
-            double units = conform_judge(op, ref[e], terms[e], out[e], &pass);
-            bad += !pass;
-            if (!pass && units > worst_units)
-                worst_units = units, worst = e;
-        }
-        CHECK(bad == 0, "attention %zu (%zu x %zu, %zu / %zu heads x %zu, %s): %zu of %zu out of contract, "
-              "worst out[%zu] = %.9g, reference %.9g", i, n_q, n_kv, shapes[i].heads, shapes[i].kv_heads, d,
-              esize == 2 ? "f16" : "f32", bad, qn, worst, (double)out[worst], ref[worst]);
-        if (esize == 2)
-            free(k), free(v);
-        free(q); free(kf); free(vf); free(out); free(ref); free(terms);
+    const attn_case *a = &attn_cases[i];
+    conform_rng keep = rng;
+    conform_rng_seed(&rng, seed + i);
+    size_t n_q = a->n_q, n_kv = a->n_kv, d = a->d, kvn = n_kv * a->kv_heads * d;
+    size_t qn = n_q * a->heads * d, esize = a->kv == RAYO_DTYPE_F16 ? 2 : 4;
+    float *q = floats(qn, -1, 1), *kf = floats(kvn, -1, 1), *vf = floats(kvn, -1, 1);
+    rng = keep;
+    float *out = malloc(qn * sizeof *out);
+    double *ref = malloc(qn * sizeof *ref), *terms = malloc(qn * sizeof *terms);
+    void *k = kf, *v = vf;
+    if (esize == 2) {
+        uint16_t *kh = malloc(kvn * 2), *vh = malloc(kvn * 2);
+        for (size_t e = 0; e < kvn; e++)
+            kh[e] = rayo_f32_to_f16(kf[e]), vh[e] = rayo_f32_to_f16(vf[e]);
+        k = kh, v = vh;
+    }
+    rayo_attention_params p = {.struct_size = sizeof p, .flags = a->causal ? RAYO_ATTN_CAUSAL : 0,
+                               .kv_dtype = a->kv, .n_q = n_q, .n_kv = n_kv, .n_heads = a->heads,
+                               .n_kv_heads = a->kv_heads, .head_dim = d, .scale = (float)(2.0 / sqrt((double)d))};
+    rayo_call c = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_ATTENTION,
+                   .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, a->kv, a->kv, RAYO_DTYPE_F32),
+                   .m = n_q, .n = d, .k = n_kv, .a = q, .b = k, .c = v, .y = out, .params = &p};
+    CHECK(run(st, &c) == RAYO_OK, "attention %zu: %s", i, last_error);
+    ref_attention_shape sh = {n_q, n_kv, a->heads, a->kv_heads, d, a->causal, p.scale};
+    ref_heads rq = {RAYO_DTYPE_F32, q, a->heads * d, d};
+    ref_heads rk = {a->kv, k, a->kv_heads * d, d}, rv = {a->kv, v, a->kv_heads * d, d};
+    CHECK(ref_attention(&sh, &rq, &rk, &rv, ref, terms) == 0, "attention %zu: reference", i);
+    size_t bad = 0, worst = 0;
+    double worst_units = 0;
+    for (size_t e = 0; e < qn; e++) {
+        int pass;
+        double units = conform_judge(rayo_op_by_id(RAYO_OP_ATTENTION), ref[e], terms[e], out[e], &pass);
+        bad += !pass;
+        if (!pass && units > worst_units)
+            worst_units = units, worst = e;
+    }
+    CHECK(bad == 0, "attention %zu (%zu x %zu, %zu / %zu heads x %zu, %s): %zu of %zu out of contract, "
+          "worst out[%zu] = %.9g, reference %.9g", i, n_q, n_kv, a->heads, a->kv_heads, d,
+          esize == 2 ? "f16" : "f32", bad, qn, worst, (double)out[worst], ref[worst]);
+    if (esize == 2)
+        free(k), free(v);
+    free(q); free(kf); free(vf); free(ref); free(terms);
+    return out;
+}
+
+static void test_attention(void *st, uint64_t seed)
+{
+    for (size_t i = 0; i < ATTN_CASES; i++)
+        attn_outputs[i] = attention_case(st, i, seed);
+}
+
+/* A state with attention_block = no (attn_warp_* and attn_merge for every
+ * case): the same outputs, bit for bit, as the first state's. */
+static void attention_block_agrees(void *st, uint64_t seed)
+{
+    for (size_t i = 0; i < ATTN_CASES; i++) {
+        float *out = attention_case(st, i, seed);
+        size_t qn = attn_cases[i].n_q * attn_cases[i].heads * attn_cases[i].d, differ = 0;
+        for (size_t e = 0; e < qn && attn_outputs[i]; e++)
+            differ += memcmp(&out[e], &attn_outputs[i][e], sizeof *out) != 0;
+        CHECK(differ == 0, "attention %zu: %zu of %zu outputs differ without attention_block", i, differ, qn);
+        free(out);
+        free(attn_outputs[i]);
+        attn_outputs[i] = NULL;
     }
 }
 
@@ -1066,7 +1109,7 @@ int main(int argc, char **argv)
     test_reductions(st);
     test_rows(st);
     test_matrix(st);
-    test_attention(st);
+    test_attention(st, seed);
     test_gemv_int8(st);
     test_batches(st);
     check_gemv8_group(st, RAYO_DTYPE_Q8_0);
@@ -1095,9 +1138,11 @@ int main(int argc, char **argv)
     config_precision = "tf32";
     config_embedded = "yes";
     config_split_k = "yes";
+    config_attn_block = "no";
     st = NULL;
     CHECK(desc->init(&host, 0, &st) == RAYO_OK, "init (tf32): %s", last_error);
     if (st) {
+        attention_block_agrees(st, seed);
         /* the prompt's products split along k on sm_90 (prompt_split_k): a
          * TinyLlama layer's 128 x 2048 x 2048 (16 tiles, 8 slices), partial
          * tiles with a partial last slice (k = 2080: 33 k tiles in 7 slices) */

@@ -429,7 +429,10 @@ static rayo_status launch_rope_pair(cuda_state *st, CUstream stream, const cuda_
 /* ptx/attention.c, attn_warp_*: a warp per (key range, 4 query heads of a
  * KV group, query), attn_merge to combine the ranges.  Key ranges are whole
  * tiles of 32 keys, enough of them that about 2048 warps share the cache
- * (decode: one query), at most 256 (attn_merge). */
+ * (decode: one query), at most 256 (attn_merge).  Where the ranges are few
+ * (a short cache: RAYO_PTX_ATTN_BLOCK_WARPS), attn_block_* runs them as the
+ * warps of one block that merges them itself, the same results in one
+ * launch. */
 #define ATTN_WANT_WARPS 2048
 #define ATTN_MAX_SPLITS 256
 
@@ -500,15 +503,21 @@ static rayo_status launch_attention(cuda_state *st, CUstream stream, const cuda_
     if (gy > MAX_GRID_Y || p->n_heads > MAX_GRID_Y)
         return RAYO_E_UNSUPPORTED;
     void *p1[] = {&part, &q, &k, &v, &n_q, &n_kv, &group, &dd, &causal, &qt, &qh, &kt, &kh, &vt, &vh,
-                  &chunk, &sp, &nb, &ng, &scale};
+                  &chunk, &sp, &nb, &ng, &scale, &out, &ot, &oh};
+    int dmax = d <= 64 ? 64 : d <= 128 ? 128 : 256, merged = st->use_attn_block && a.splits <= RAYO_PTX_ATTN_BLOCK_WARPS(dmax);
     char name[40]; /* the variant for head_dim: 64, 128 or 256 dimensions at most */
-    snprintf(name, sizeof name, "attn_warp_%s%s_d%d", half ? "f16" : "f32",
-             attn_rows_aligned(op, p, half ? 2 : 4, kt, kh, vt, vh) ? "_v" : "", d <= 64 ? 64 : d <= 128 ? 128 : 256);
+    snprintf(name, sizeof name, "attn_%s_%s%s_d%d", merged ? "block" : "warp", half ? "f16" : "f32",
+             attn_rows_aligned(op, p, half ? 2 : 4, kt, kh, vt, vh) ? "_v" : "", dmax);
     unsigned gz = (unsigned)min_size(p->n_q, MAX_GRID_Y);
     CUfunction fn;
     rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
     if (s != RAYO_OK)
         return s;
+    if (merged) { /* the ranges are the block's warps, merged in it: no attn_merge */
+        CUresult r = cuda_launch_kernel(st, fn, (unsigned)a.nb, gz, 1, 32 * (unsigned)a.splits, 1, 1, 0, stream, p1,
+                                        NULL);
+        return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_block");
+    }
     CUresult r = cuda_launch_kernel(st, fn, (unsigned)a.splits, (unsigned)gy, gz, 128, 1, 1, 0, stream, p1, NULL);
     if (r != CUDA_SUCCESS)
         return cuda_fail(st, r, "launch of attn_warp");

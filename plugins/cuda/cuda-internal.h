@@ -147,6 +147,7 @@ typedef struct cuda_state {
     char wgmma_kernel[48];
     int use_graphs;       /* batches run as CUDA graphs: [backend.cuda] graphs */
     int use_gemv8;        /* relaxed Q8_0 / Q4_0 / Q4_K gemv with 8-bit x: [backend.cuda] gemv_int8 */
+    int use_attn_block;   /* attention with few key ranges in one launch: [backend.cuda] attention_block */
     int use_half_prompt;  /* relaxed f32 x quantized B^T matmul on f16 copies: [backend.cuda] half_prompt */
     int use_prompt_split_k; /* its small products split along k: [backend.cuda] prompt_split_k */
     int use_cubin;        /* load the build's sm_90 machine code: [backend.cuda] embedded_code */

@@ -197,6 +197,7 @@ static void read_config(cuda_state *st)
     /* graphs: a replayed batch runs as a CUDA graph */
     st->use_graphs = config_yes(host, "graphs", 1);
     st->use_gemv8 = config_yes(host, "gemv_int8", 1);
+    st->use_attn_block = config_yes(host, "attention_block", 1);
     st->use_half_prompt = config_yes(host, "half_prompt", 1);
     st->use_prompt_split_k = config_yes(host, "prompt_split_k", 1);
     st->use_cubin = config_yes(host, "embedded_code", 1);

@@ -112,6 +112,11 @@ static inline size_t rayo_ptx_gemv8_smem(size_t n)
 /* attn_warp_*: query heads of one KV group per warp (1, 2 or 4; 8 would
  * need more than 48 KiB of static shared memory at head_dim 256) */
 #define RAYO_PTX_ATTN_HEADS_PER_WARP 4
+/* attn_block_*: a block per (warp of heads, query) whose warps are the key
+ * ranges, merged in the block (no attn_merge): at most this many ranges,
+ * each warp's slab of shared memory 8 HB (head_dim + 32) bytes, all of them
+ * within the 48 KiB every block gets. */
+#define RAYO_PTX_ATTN_BLOCK_WARPS(dmax) ((dmax) <= 128 ? 8 : 5)
 
 /* A gemm variant of module "wgmma" (sm_90a): its block tile and launch
  * shape, and the k extent of one tensor-map box (ptx/wgmma.c). */
