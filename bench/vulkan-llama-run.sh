@@ -9,8 +9,8 @@
 #       rayo-vulkan.so, goes to DIR/base for a same-run comparison; carry
 #       DIR and .gl (bench/gpu-run.sh prepare fetches .gl's packages)
 #   DIR/vulkan-llama-run.sh run                      there, repository root:
-#       1. test-vulkan, test-vulkan-infer and rayo-conform on vulkan for the
-#          ops of a decoder (fresh seed), side by side;
+#       1. test-vulkan, test-vulkan-infer, test-batch-replay and rayo-conform
+#          on vulkan for the ops of a decoder (fresh seed), side by side;
 #       2. vk-bench --quick --copies --gemv 4096x11008 and 11008x4096 in the
 #          quantized dtypes (and with BASE): gemv against the copy
 #          bandwidth of the same process;
@@ -19,9 +19,11 @@
 #          `rayo-llama --backend vulkan --ignore-eos --tokens --ctx 256 -n 64
 #          --prompt-tokens <128 ids>`: TinyLlama q4_0 cold (empty pipeline
 #          cache) first, then each file warm, with BASE (--warmup: its
-#          pipelines differ, so the cache does not serve it), warm again, and at
+#          pipelines differ, so the cache does not serve it), warm again
+#          with --warmup too (the figure to compare with BASE's), and at
 #          --precision strict, whose tokens the warm run's are compared with;
-#       4. `profile = yes` breakdowns of a TinyLlama q4_0 and a 7B decode;
+#       4. `profile = yes` breakdowns of a TinyLlama q4_0 and a 7B decode,
+#          and both decoded without replay (RAYO_LLAMA_REPLAY=0);
 #       5. TinyLlama q4_0 under other [backend.vulkan] settings (VARIANTS:
 #          lines of `key = value`, `;` between the settings of one run;
 #          --warmup, as new settings make new pipelines;
@@ -35,10 +37,11 @@ mode=${1:-run}
 
 prepare() {
     build=${1:-build} dir=${2:-.gpu-vulkan} base=${3:-}
-    make -C "$build" -j2 tests/test-vulkan tests/test-vulkan-infer bench/vk-bench >/dev/null ||
+    make -C "$build" -j2 tests/test-vulkan tests/test-vulkan-infer tests/test-batch-replay bench/vk-bench >/dev/null ||
         { echo "prepare: could not build the programs in $build" >&2; exit 1; }
     gpu_stage "$build" "$dir" core/.libs/librayo.so.0 plugins/vulkan/.libs/rayo-vulkan.so tools/.libs/rayo-conform \
-        tests/.libs/test-vulkan tests/.libs/test-vulkan-infer bench/.libs/vk-bench examples/llama/.libs/rayo-llama \
+        tests/.libs/test-vulkan tests/.libs/test-vulkan-infer tests/.libs/test-batch-replay bench/.libs/vk-bench \
+        examples/llama/.libs/rayo-llama \
         examples/llama/.libs/gguf-make plugins/scalar/.libs/rayo-scalar.so plugins/avx2/.libs/rayo-avx2.so \
         plugins/avx512/.libs/rayo-avx512.so
     if [ -n "$base" ]; then
@@ -88,6 +91,8 @@ checks() {
     echo "test-vulkan exit $?: $(tail -1 "$logs/test-vulkan.log")"
     wait $ti
     echo "test-vulkan-infer exit $?: $(tail -1 "$logs/test-vulkan-infer.log")"
+    LD_LIBRARY_PATH=$t/core/.libs:$LD_LIBRARY_PATH timeout 60 "$d/test-batch-replay" >"$logs/test-batch-replay.log" 2>&1
+    echo "test-batch-replay exit $?: $(grep -h 'vulkan' "$logs/test-batch-replay.log" | tail -1); $(tail -1 "$logs/test-batch-replay.log")"
 }
 
 gemv_bench() {
@@ -118,7 +123,7 @@ run() {
     for m in tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0; do
         llama "$m-warm" "/tmp/models/$m.gguf"
         [ -f "$d/base/rayo-vulkan.so" ] && llama "$m-base" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base" --warmup
-        llama "$m-warm2" "/tmp/models/$m.gguf"
+        llama "$m-warm2" "/tmp/models/$m.gguf" /tmp/empty.conf "$d" --warmup
         llama "$m-strict" "/tmp/models/$m.gguf" /tmp/empty.conf "$d" "--precision strict"
         tr ' ' '\n' <"$logs/$m-warm.out" >/tmp/a.tok
         tr ' ' '\n' <"$logs/$m-strict.out" >/tmp/b.tok
@@ -130,6 +135,12 @@ run() {
         head -16 /tmp/profile.txt
         tail -1 /tmp/profile.txt
     done
+    # the same build without replay (the example records each step anew)
+    export RAYO_LLAMA_REPLAY=0
+    for m in tl-q4_0 7b-q4_0; do
+        llama "$m-noreplay" "/tmp/models/$m.gguf"
+    done
+    unset RAYO_LLAMA_REPLAY
     variants
     echo "done $(date -u)"
 }

@@ -9,7 +9,7 @@
  * and position written between submits.  Each step's output and the whole
  * cache must equal the same ops called one by one on host memory on the
  * same backend (rayo_run_on).  A backend that cannot replay (a 1.0 memory
- * API: vulkan here) goes through the core's re-recording: same results.
+ * API) goes through the core's re-recording: same results.
  * Then the API's refusals: a step that moves an operand out of its buffer
  * (the step stays as it was), step fields that make no sense, set_step and
  * submit while the batch runs. */

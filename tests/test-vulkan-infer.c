@@ -535,6 +535,12 @@ int main(void)
     test_attention(RAYO_DTYPE_F16, 1, 1000, 8, 2, 64);       /* decode: chunks and the merge pass */
     test_attention(RAYO_DTYPE_F32, 9, 40, 4, 4, 32);         /* one chunk */
     test_attention(RAYO_DTYPE_F16, 3, 300, 24, 2, 16);       /* 12 heads per KV head: two groups */
+    /* the value pass's layouts: head_dim 48 (two key slices, idle lanes),
+     * 80 and 128 (one slice), 256 (two dimensions per invocation) */
+    test_attention(RAYO_DTYPE_F32, 1, 260, 6, 2, 48);
+    test_attention(RAYO_DTYPE_F16, 2, 150, 8, 4, 80);
+    test_attention(RAYO_DTYPE_F32, 1, 300, 4, 1, 128);
+    test_attention(RAYO_DTYPE_F16, 1, 140, 4, 2, 256);
     rayo_close(ctx);
     /* typed matmul with a transposed B read as it is, and transposed once more */
     for (int tr = 0; tr < 2; tr++) {

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* vk-batches.c - the plugin's memory API: device buffers (allocated from the
  * device pool, read and written directly when the memory is host-visible,
- * else through a staging buffer) and batches (one command context each,
- * vk-submit.c, into which vk_record puts the ops).  The top layer: it calls
+ * else through a staging buffer) and batches (command contexts, vk-submit.c,
+ * into which vk_record puts the ops; replayed with batch_set_step).  The top layer: it calls
  * the op recorders and the context functions, and neither calls back. */
 #include "vk-internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static rayo_status mem_buffer_alloc(void *state, size_t bytes, void **buf)
@@ -78,51 +79,207 @@ static rayo_status mem_buffer_read(void *state, void *buf, size_t offset, void *
     return buffer_copy(state, buf, offset, dst, bytes, 0);
 }
 
+/* ---- batches ----------------------------------------------------------------
+ * A batch is a list of segments, each a context (command buffer) of its
+ * own, submitted together in order.  Calls that do not move with the
+ * batch's step go into static segments, recorded once and submitted again
+ * as they are at every replay; each run of calls that move (rayo_dev_call
+ * step fields: a KV-cache slot, an attention's growing length) has a
+ * segment of its own, recorded again at the step a submit runs at when that
+ * step changed.  A single static call between two moving runs joins them
+ * (one context recorded again instead of three submitted: a decode layer's
+ * rope of q between the k, v products and the rope of k).  So a decode step
+ * replayed at every token re-records only its few moving calls. */
+typedef struct vk_segment {
+    vk_ctx *cx;
+    rayo_dev_call *calls;     /* its calls at step 0 (params valid until batch_free) */
+    size_t count;
+    bool moving;              /* recorded again when the step changes */
+    size_t step;              /* the step cx was recorded at */
+} vk_segment;
+
+typedef struct vk_batch {
+    vk_segment *seg;
+    size_t count, cap;
+    size_t step;              /* batch_set_step's */
+    rayo_status error;        /* the first error while recording */
+    vk_ctx **cxs;             /* the segments' contexts, for the submission */
+    double begun;             /* profile clock at begin */
+    bool submitted_once;
+} vk_batch;
+
+static bool call_moves(const rayo_dev_call *c)
+{
+    return (c->step_bytes[0] | c->step_bytes[1] | c->step_bytes[2] | c->step_bytes[3]) || c->step_flags;
+}
+
+/* A new last segment with a fresh context. */
+static rayo_status add_segment(vk_state *s, vk_batch *b, bool moving)
+{
+    if (b->count == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 8;
+        vk_segment *grown = realloc(b->seg, cap * sizeof *grown);
+        vk_ctx **cxs = grown ? realloc(b->cxs, cap * sizeof *cxs) : NULL;
+        if (grown)
+            b->seg = grown;
+        if (!cxs)
+            return RAYO_E_NOMEM;
+        b->cxs = cxs;
+        b->cap = cap;
+    }
+    vk_segment *g = &b->seg[b->count];
+    *g = (vk_segment){NULL, NULL, 0, moving, b->step};
+    rayo_status st = vk_ctx_acquire(s, &g->cx);
+    if (st != RAYO_OK)
+        return st;
+    vk_profile_begin(s, g->cx);
+    b->cxs[b->count++] = g->cx;
+    return RAYO_OK;
+}
+
+/* Records one call into cx as it runs at `step`. */
+static rayo_status record_at(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, size_t step)
+{
+    rayo_dev_call at;
+    rayo_attention_params attn;
+    rayo_dev_call_at_step(call, step, &at, &attn);
+    rayo_status st = vk_record(s, cx, &at);
+    if (st != RAYO_OK && cx->error == RAYO_OK)
+        cx->error = st;
+    if (st == RAYO_OK)
+        vk_profile_op(s, cx, &at);
+    return st;
+}
+
+/* Keeps a call of the segment and records it into its context at `step`. */
+static rayo_status add_call(vk_state *s, vk_segment *g, const rayo_dev_call *call, size_t step)
+{
+    rayo_dev_call *grown = realloc(g->calls, (g->count + 1) * sizeof *grown);
+    if (!grown)
+        return RAYO_E_NOMEM;
+    g->calls = grown;
+    rayo_dev_call_copy(call, &g->calls[g->count++]);
+    return record_at(s, g->cx, &g->calls[g->count - 1], step);
+}
+
+/* Before a moving call: a last static segment of one call after a moving
+ * one gives its call to that one (its own recording is dropped unsubmitted). */
+static rayo_status join_lone_call(vk_state *s, vk_batch *b)
+{
+    if (b->count < 2 || b->seg[b->count - 1].moving || b->seg[b->count - 1].count != 1 ||
+        !b->seg[b->count - 2].moving)
+        return RAYO_OK;
+    vk_segment lone = b->seg[--b->count];
+    rayo_status st = add_call(s, &b->seg[b->count - 1], &lone.calls[0], b->step);
+    vk_ctx_release(s, lone.cx);
+    free(lone.calls);
+    return st;
+}
+
 static rayo_status mem_batch_begin(void *state, void **batch)
 {
-    vk_ctx *cx = NULL;
-    rayo_status st = vk_ctx_acquire(state, &cx);
-    if (st == RAYO_OK)
-        vk_profile_begin(state, cx);
-    *batch = cx;
+    vk_batch *b = calloc(1, sizeof *b);
+    if (!b)
+        return RAYO_E_NOMEM;
+    b->begun = vk_profile_clock(state);
+    rayo_status st = add_segment(state, b, false);
+    if (st != RAYO_OK) {
+        free(b->seg);
+        free(b->cxs);
+        free(b);
+        b = NULL;
+    }
+    *batch = b;
     return st;
 }
 
 static rayo_status mem_batch_record(void *state, void *batch, const rayo_dev_call *call)
 {
-    vk_ctx *cx = batch;
-    if (cx->submitted)
+    vk_batch *b = batch;
+    if (b->submitted_once)
         return RAYO_E_STATE;
-    if (cx->error != RAYO_OK)
-        return cx->error;
-    rayo_status st = vk_record(state, cx, call);
-    if (st != RAYO_OK && cx->error == RAYO_OK)
-        cx->error = st;
+    if (b->error != RAYO_OK)
+        return b->error;
+    bool moving = call_moves(call);
+    rayo_status st = moving ? join_lone_call(state, b) : RAYO_OK;
+    if (st == RAYO_OK && moving != b->seg[b->count - 1].moving)
+        st = add_segment(state, b, moving);
     if (st == RAYO_OK)
-        vk_profile_op(state, cx, call);
+        st = add_call(state, &b->seg[b->count - 1], call, b->step);
+    if (st != RAYO_OK)
+        b->error = st;
+    return st;
+}
+
+static rayo_status mem_batch_set_step(void *state, void *batch, size_t step)
+{
+    (void)state;
+    ((vk_batch *)batch)->step = step;
+    return RAYO_OK;
+}
+
+/* A moving segment recorded again at the batch's step (the batch is idle). */
+static rayo_status rerecord(vk_state *s, vk_batch *b, vk_segment *g)
+{
+    vk_ctx_release(s, g->cx);
+    g->cx = NULL;
+    rayo_status st = vk_ctx_acquire(s, &g->cx);
+    if (st != RAYO_OK)
+        return st;
+    b->cxs[g - b->seg] = g->cx;
+    vk_profile_begin(s, g->cx);
+    for (size_t i = 0; i < g->count && st == RAYO_OK; i++)
+        st = record_at(s, g->cx, &g->calls[i], b->step);
+    g->step = b->step;
     return st;
 }
 
 static rayo_status mem_batch_submit(void *state, void *batch)
 {
-    vk_ctx *cx = batch;
-    if (cx->submitted)
-        return RAYO_E_STATE;
-    vk_profile_submitted(state, cx);
-    return vk_ctx_submit(state, cx);
+    vk_state *s = state;
+    vk_batch *b = batch;
+    if (b->error != RAYO_OK)
+        return b->error;
+    double t0 = b->submitted_once ? vk_profile_clock(s) : b->begun;
+    rayo_status st = RAYO_OK;
+    for (size_t i = 0; i < b->count && st == RAYO_OK; i++)
+        if (b->seg[i].moving && b->seg[i].step != b->step)
+            st = rerecord(s, b, &b->seg[i]);
+    for (size_t i = 0; i < b->count; i++)
+        vk_profile_submitted(s, b->cxs[i]);
+    vk_profile_host(s, t0);
+    if (st == RAYO_OK)
+        st = vk_ctx_submit_all(s, b->cxs, b->count);
+    b->submitted_once = true;
+    if (st != RAYO_OK)
+        b->error = st;
+    return st;
 }
 
 static rayo_status mem_batch_wait(void *state, void *batch, uint64_t timeout_ns)
 {
-    rayo_status st = vk_ctx_wait(state, batch, timeout_ns);
-    if (st == RAYO_OK)
-        vk_profile_collect(state, batch);
+    vk_batch *b = batch;
+    if (b->error != RAYO_OK)
+        return b->error;
+    /* all were submitted together: the last one done is all of them done */
+    rayo_status st = vk_ctx_wait(state, b->cxs[b->count - 1], timeout_ns);
+    for (size_t i = 0; i + 1 < b->count && st == RAYO_OK; i++)
+        st = vk_ctx_wait(state, b->cxs[i], 0);
+    for (size_t i = 0; i < b->count && st == RAYO_OK; i++)
+        vk_profile_collect(state, b->cxs[i]);
     return st;
 }
 
 static void mem_batch_free(void *state, void *batch)
 {
-    vk_ctx_release(state, batch);
+    vk_batch *b = batch;
+    for (size_t i = 0; i < b->count; i++) {
+        vk_ctx_release(state, b->seg[i].cx);
+        free(b->seg[i].calls);
+    }
+    free(b->seg);
+    free(b->cxs);
+    free(b);
 }
 
 const rayo_memory_api vk_memory_api = {
@@ -136,4 +293,5 @@ const rayo_memory_api vk_memory_api = {
     .batch_submit = mem_batch_submit,
     .batch_wait = mem_batch_wait,
     .batch_free = mem_batch_free,
+    .batch_set_step = mem_batch_set_step,
 };

@@ -142,6 +142,14 @@ typedef struct vk_prof_entry {
 } vk_prof_entry;
 #define VK_PROF_ENTRIES 128
 /* ---- submission contexts -------------------------------------------------------- */
+/* Bytes of one buffer an op reads or writes (barrier elision, vk-submit.c). */
+typedef struct vk_span {
+    VkBuffer buffer;
+    VkDeviceSize start, end;
+    bool write;
+} vk_span;
+#define VK_PENDING 24             /* spans tracked since the last barrier */
+
 typedef struct vk_ctx {
     struct vk_ctx *next;              /* in the free list */
     VkCommandPool cmd_pool;
@@ -152,6 +160,13 @@ typedef struct vk_ctx {
     size_t temp_count, temp_cap;
     uint64_t signal;                  /* timeline value of its submission */
     int submitted;
+    int ended;                        /* its command buffer is ended (submittable again) */
+    int owed;                         /* a barrier is due before the next command */
+    int skip;                         /* the next command may run without it (an independent op) */
+    int depth;                        /* nesting of vk_record_family (typed matmul's steps) */
+    vk_span pending[VK_PENDING];      /* what the ops since the last barrier access */
+    uint32_t pending_count;
+    bool pending_known;               /* pending[] holds every such access */
     rayo_status error;                /* first error while recording */
     uint64_t validation_mark;         /* validation messages before it began */
     vk_buf *mm_scratch, *mm_index;   /* typed matmul's (two of temps; NULL: none) */
@@ -161,7 +176,7 @@ typedef struct vk_ctx {
     VkQueryPool prof_pool;            /* profile = yes: a timestamp per op */
     vk_prof_key *prof_keys;           /* the op of each timestamp */
     uint32_t prof_count;              /* timestamps written */
-    double prof_record_start;         /* host ms at batch begin */
+    int prof_collected;               /* this submission's times were added */
 } vk_ctx;
 
 typedef enum vk_precision { VK_PREC_FP32, VK_PREC_F16 } vk_precision;
@@ -218,6 +233,7 @@ typedef struct vk_state {
     vk_tile tile_small;               /* for products with few tiles */
     uint32_t eltwise_unroll;          /* elements per invocation and step: 1, 2, 4 */
     bool push_descriptors;            /* descriptors pushed into the command buffer, not allocated */
+    bool overlap;                     /* independent ops without a barrier between them */
     vk_gemv_settings gemv;            /* read once at init: a decode step records ~150 gemvs */
     uint32_t timestamp_bits;          /* the queue's timestampValidBits */
     bool profile;                     /* [backend.vulkan] profile = yes (and timestamps) */
@@ -277,11 +293,20 @@ typedef struct vk_push {
 } vk_push;
 
 rayo_status vk_ctx_acquire(vk_state *s, vk_ctx **out);
-/* Records a dispatch with bindings a, b, c, y, s (NULL: unused) and a barrier
- * after it.  Errors are kept in cx->error. */
+/* Records a dispatch with bindings a, b, c, y, s (NULL: unused), after a
+ * barrier when one is owed (any command before it in the context), unless
+ * vk_ctx_independent cleared it.  Errors are kept in cx->error. */
 rayo_status vk_ctx_dispatch(vk_state *s, vk_ctx *cx, VkPipeline pipeline,
                             const vk_binding *const bind[VK_BINDINGS], const vk_push *pc,
                             uint32_t gx, uint32_t gy, uint32_t gz);
+/* Before an op's commands: when the op's accesses (spans) do not conflict
+ * with those of the ops since the last barrier (no read or write of what
+ * they write, no write of what they read), its first command goes without
+ * the barrier, so that independent ops (the q, k and v products) overlap.
+ * After them: vk_ctx_accessed adds the spans (tracked false: an op whose
+ * accesses the spans do not describe; the next op then takes the barrier). */
+void vk_ctx_independent(vk_ctx *cx, const vk_span *spans, size_t n);
+void vk_ctx_accessed(vk_ctx *cx, const vk_span *spans, size_t n, bool tracked);
 void vk_ctx_copy(vk_state *s, vk_ctx *cx, const vk_buf *src, VkDeviceSize src_off,
                  const vk_buf *dst, VkDeviceSize dst_off, VkDeviceSize bytes);
 /* A temporary device buffer that lives until the context is released. */
@@ -294,6 +319,12 @@ rayo_status vk_ctx_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize byt
  * the bus); the copy costs a barrier. */
 rayo_status vk_ctx_upload_temp(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_buf **out, void **host);
 rayo_status vk_ctx_submit(vk_state *s, vk_ctx *cx);
+/* Ends a context's command buffer once (last: with the barrier that makes
+ * the results visible to the host; only the last of a submission needs it). */
+rayo_status vk_ctx_end(vk_state *s, vk_ctx *cx, bool last);
+/* Ends cxs[0..n) where not yet ended and submits them in that order in one
+ * submission; a context ended before is submitted again as it was recorded. */
+rayo_status vk_ctx_submit_all(vk_state *s, vk_ctx *const *cxs, size_t n);
 rayo_status vk_ctx_wait(vk_state *s, vk_ctx *cx, uint64_t timeout_ns);
 /* Returns a context to the free list (waits for it first if submitted). */
 void vk_ctx_release(vk_state *s, vk_ctx *cx);
@@ -324,6 +355,8 @@ typedef struct vk_family {
      * is the family's to bind). */
     rayo_status (*record)(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, vk_operands *ops);
     bool strided;               /* takes row strides (lda ... ldy) */
+    bool ctx_scratch;           /* uses scratch of the context that other calls reuse:
+                                 * never runs alongside another op */
 } vk_family;
 
 /* Every family: vk-ops.c (the f32 ops), vk-infer.c, vk-typed-matmul.c. */
@@ -355,6 +388,10 @@ void vk_profile_begin(vk_state *s, vk_ctx *cx);
 /* After each op recorded into a batch (and each step of a typed matmul). */
 void vk_profile_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *call);
 void vk_profile_submitted(vk_state *s, vk_ctx *cx);
+/* Host time: a clock in ms (0 without the profile), and the time since
+ * such a reading added to the batches' recording time. */
+double vk_profile_clock(const vk_state *s);
+void vk_profile_host(vk_state *s, double since);
 /* After a successful wait: adds the batch's op times to the totals. */
 void vk_profile_collect(vk_state *s, vk_ctx *cx);
 /* At close: the totals at info level. */

@@ -110,6 +110,23 @@ static rayo_status bind_operands(vk_state *s, const rayo_dev_call *call, const v
     return RAYO_OK;
 }
 
+/* The bytes each operand of a call reads (a, b, c) or writes (y), widened
+ * to whole words (f16 outputs are written a word at a time). */
+static size_t call_spans(const rayo_dev_call *call, const vk_shape *sh, vk_span spans[4])
+{
+    const rayo_dev_operand *src[4] = {&call->a, &call->b, &call->c, &call->y};
+    size_t n = 0;
+    for (int i = 0; i < 4; i++) {
+        const vk_buf *b = src[i]->buf;
+        if (!b || !sh->bytes[i])
+            continue;
+        VkDeviceSize at = b->offset + src[i]->offset;
+        spans[n++] = (vk_span){b->block->buffer, at & ~(VkDeviceSize)3, (at + sh->bytes[i] + 3) & ~(VkDeviceSize)3,
+                               i == 3};
+    }
+    return n;
+}
+
 static void push_offsets(const vk_operands *ops, vk_push *pc, uint32_t unit)
 {
     uint32_t *dst[4] = {&pc->oa, &pc->ob, &pc->oc, &pc->oy};
@@ -431,7 +448,20 @@ rayo_status vk_record_family(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
         return RAYO_E_UNSUPPORTED; /* row strides: only the inference shaders take them */
     vk_operands ops;
     st = bind_operands(s, call, &sh, &ops);
-    return st != RAYO_OK ? st : family->record(s, cx, call, &ops);
+    if (st != RAYO_OK)
+        return st;
+    if (cx->depth > 0)          /* a step of a typed matmul: ordered by its call */
+        return family->record(s, cx, call, &ops);
+    vk_span spans[4];
+    size_t n = call_spans(call, &sh, spans);
+    bool tracked = !family->ctx_scratch;
+    if (tracked && s->overlap)
+        vk_ctx_independent(cx, spans, n);
+    cx->depth++;
+    st = family->record(s, cx, call, &ops);
+    cx->depth--;
+    vk_ctx_accessed(cx, spans, n, tracked);
+    return st;
 }
 
 rayo_status vk_record(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)

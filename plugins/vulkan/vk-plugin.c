@@ -452,6 +452,8 @@ static rayo_status create_device(vk_state *s)
     /* push descriptors: a decode step records ~300 dispatches, each
      * allocating and writing a descriptor set otherwise
      * ([backend.vulkan] push_descriptors = no: that path, for testing) */
+    const char *no_overlap = s->host->config(s->host, "overlap");
+    s->overlap = !(no_overlap && !strcmp(no_overlap, "no"));
     const char *no_push = s->host->config(s->host, "push_descriptors");
     bool push = has_device_extension(s, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) &&
                 !(no_push && !strcmp(no_push, "no"));

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* vk-profile.c - [backend.vulkan] profile = yes: the GPU time of every op of
  * every batch, summed per op, dtypes and shape, logged at close (RAYO_LOG=info)
- * with the share of the total, and the host time spent recording batches.
+ * with the share of the total, and the host time spent recording batches
+ * (from batch begin to its first submit, and in the later submits of a
+ * replayed batch).
  * A typed matmul's steps count apart: its widenings (get_rows) and its f32
  * matmul each get their own entry, the call itself what follows them.
  *
@@ -51,7 +53,6 @@ void vk_profile_begin(vk_state *s, vk_ctx *cx)
     s->fd.vkCmdResetQueryPool(cx->cmd, cx->prof_pool, 0, PROF_QUERIES);
     s->fd.vkCmdWriteTimestamp(cx->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, cx->prof_pool, 0);
     cx->prof_count = 1;
-    cx->prof_record_start = now_ms();
 }
 
 void vk_profile_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
@@ -79,13 +80,24 @@ static vk_prof_entry *entry_of(vk_state *s, const vk_prof_key *k)
 
 void vk_profile_submitted(vk_state *s, vk_ctx *cx)
 {
-    if (s->profile && cx->prof_pool)
-        s->prof_record_ms += now_ms() - cx->prof_record_start;
+    (void)s;
+    cx->prof_collected = 0;
+}
+
+double vk_profile_clock(const vk_state *s)
+{
+    return s->profile ? now_ms() : 0;
+}
+
+void vk_profile_host(vk_state *s, double since)
+{
+    if (s->profile)
+        s->prof_record_ms += now_ms() - since;
 }
 
 void vk_profile_collect(vk_state *s, vk_ctx *cx)
 {
-    if (!s->profile || !cx->prof_pool || cx->prof_count < 2)
+    if (!s->profile || !cx->prof_pool || cx->prof_count < 2 || cx->prof_collected)
         return;
     uint64_t *ts = calloc(cx->prof_count, sizeof *ts);
     if (!ts || s->fd.vkGetQueryPoolResults(s->device, cx->prof_pool, 0, cx->prof_count,
@@ -105,7 +117,7 @@ void vk_profile_collect(vk_state *s, vk_ctx *cx)
         }
     }
     pthread_mutex_unlock(&s->ctx_lock);
-    cx->prof_count = 0;     /* a second wait adds nothing */
+    cx->prof_collected = 1; /* a second wait adds nothing; a replay's submit clears it */
     free(ts);
 }
 

@@ -9,8 +9,10 @@
  *
  * Ordering: every command buffer starts with a full memory barrier (whose
  * first scope covers everything submitted before on the queue) and each
- * dispatch or copy is followed by one, so ops run in recording order and
- * batches in submission order.  Completion is a timeline semaphore: each
+ * dispatch or copy is preceded by one when any command came before it in
+ * the context, so ops run in recording order and batches in submission
+ * order; except that an op whose accesses conflict with none of those of
+ * the ops since the last barrier goes without it (vk_ctx_independent).  Completion is a timeline semaphore: each
  * submission signals the next value, and waiting for a context is waiting
  * for its value.
  */
@@ -41,6 +43,47 @@ static const VkAccessFlags device_access =
     VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
 static const VkPipelineStageFlags device_stages =
     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+
+/* Before a command: the barrier owed by the ones before it, unless the op
+ * was found independent of them (then only its first command skips it). */
+static void settle(vk_state *s, vk_ctx *cx)
+{
+    if (cx->owed && !cx->skip) {
+        barrier(s, cx->cmd, device_stages, device_access);
+        cx->pending_count = 0;
+        cx->pending_known = true;
+    }
+    cx->skip = 0;
+    cx->owed = 1;   /* the command about to be recorded */
+}
+
+static bool conflict(const vk_span *a, const vk_span *b)
+{
+    return a->buffer == b->buffer && a->start < b->end && b->start < a->end && (a->write || b->write);
+}
+
+void vk_ctx_independent(vk_ctx *cx, const vk_span *spans, size_t n)
+{
+    if (!cx->owed || !cx->pending_known)
+        return;
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t j = 0; j < cx->pending_count; j++)
+            if (conflict(&spans[i], &cx->pending[j]))
+                return;
+    cx->skip = 1;
+}
+
+void vk_ctx_accessed(vk_ctx *cx, const vk_span *spans, size_t n, bool tracked)
+{
+    cx->skip = 0;   /* an op that recorded nothing leaves no skip behind */
+    if (!tracked || cx->pending_count + n > VK_PENDING) {
+        cx->pending_known = false;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        cx->pending[cx->pending_count++] = spans[i];
+}
+
 
 static rayo_status add_desc_pool(vk_state *s, vk_ctx *cx)
 {
@@ -127,10 +170,12 @@ rayo_status vk_ctx_acquire(vk_state *s, vk_ctx **out)
     cx->submitted = 0;
     cx->error = RAYO_OK;
     cx->validation_mark = atomic_load(&s->validation_messages);
-    VkCommandBufferBeginInfo bi = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
-    };
+    cx->ended = 0;
+    cx->owed = cx->skip = cx->depth = 0;
+    cx->pending_count = 0;
+    cx->pending_known = true;
+    /* not one-time: a replayed batch submits its command buffers again */
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     VkResult r = s->fd.vkBeginCommandBuffer(cx->cmd, &bi);
     if (r != VK_SUCCESS) {
         ctx_destroy(s, cx);
@@ -229,6 +274,7 @@ rayo_status vk_ctx_dispatch(vk_state *s, vk_ctx *cx, VkPipeline pipeline,
     VkDescriptorBufferInfo info[VK_BINDINGS];
     VkWriteDescriptorSet writes[VK_BINDINGS];
     binding_writes(s, bind, set, info, writes);
+    settle(s, cx);
     s->fd.vkCmdBindPipeline(cx->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     if (s->push_descriptors) {
         s->fd.vkCmdPushDescriptorSetKHR(cx->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipeline_layout, 0,
@@ -241,7 +287,6 @@ rayo_status vk_ctx_dispatch(vk_state *s, vk_ctx *cx, VkPipeline pipeline,
     s->fd.vkCmdPushConstants(cx->cmd, s->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                              sizeof *pc, pc);
     s->fd.vkCmdDispatch(cx->cmd, gx, gy, gz);
-    barrier(s, cx->cmd, device_stages, device_access);
     return RAYO_OK;
 }
 
@@ -251,8 +296,9 @@ void vk_ctx_copy(vk_state *s, vk_ctx *cx, const vk_buf *src, VkDeviceSize src_of
     if (bytes == 0)
         return;
     VkBufferCopy region = {src->offset + src_off, dst->offset + dst_off, bytes};
+    settle(s, cx);
+    cx->pending_known = false; /* a copy's bytes are not tracked: the next op waits for it */
     s->fd.vkCmdCopyBuffer(cx->cmd, src->block->buffer, dst->block->buffer, 1, &region);
-    barrier(s, cx->cmd, device_stages, device_access);
 }
 
 rayo_status vk_ctx_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize bytes, vk_buf **out)
@@ -286,17 +332,33 @@ rayo_status vk_ctx_upload_temp(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_b
     return RAYO_OK;
 }
 
-rayo_status vk_ctx_submit(vk_state *s, vk_ctx *cx)
+rayo_status vk_ctx_end(vk_state *s, vk_ctx *cx, bool last)
 {
-    if (cx->error != RAYO_OK)
+    if (cx->error != RAYO_OK || cx->ended)
         return cx->error;
-    if (cx->fault) /* a host write before vkQueueSubmit is visible to the device */
-        *(volatile uint32_t *)vk_buf_map(cx->fault) = 0;
-    /* results written by the device become visible to mapped host reads */
-    barrier(s, cx->cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    /* results written by the device become visible to mapped host reads
+     * (a context after it in the submission starts with a full barrier) */
+    if (last)
+        barrier(s, cx->cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     VkResult r = s->fd.vkEndCommandBuffer(cx->cmd);
     if (r != VK_SUCCESS)
         return cx->error = vk_fail(s, r, "vkEndCommandBuffer");
+    cx->ended = 1;
+    return RAYO_OK;
+}
+
+/* Queues the ended command buffers of cxs[0..n) in one submission that
+ * signals the next timeline value; each context then waits for that value. */
+static rayo_status queue_submit(vk_state *s, vk_ctx *const *cxs, size_t n)
+{
+    VkCommandBuffer *cmds = malloc(n * sizeof *cmds);
+    if (!cmds)
+        return RAYO_E_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        cmds[i] = cxs[i]->cmd;
+        if (cxs[i]->fault) /* a host write before vkQueueSubmit is visible to the device */
+            *(volatile uint32_t *)vk_buf_map(cxs[i]->fault) = 0;
+    }
     pthread_mutex_lock(&s->queue_lock);
     uint64_t value = s->timeline_value + 1;
     VkTimelineSemaphoreSubmitInfo ti = {
@@ -307,20 +369,41 @@ rayo_status vk_ctx_submit(vk_state *s, vk_ctx *cx)
     VkSubmitInfo si = {
         .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
         .pNext = &ti,
-        .commandBufferCount = 1,
-        .pCommandBuffers = &cx->cmd,
+        .commandBufferCount = (uint32_t)n,
+        .pCommandBuffers = cmds,
         .signalSemaphoreCount = 1,
         .pSignalSemaphores = &s->timeline,
     };
-    r = s->fd.vkQueueSubmit(s->queue, 1, &si, VK_NULL_HANDLE);
+    VkResult r = s->fd.vkQueueSubmit(s->queue, 1, &si, VK_NULL_HANDLE);
     if (r == VK_SUCCESS)
         s->timeline_value = value;
     pthread_mutex_unlock(&s->queue_lock);
+    free(cmds);
     if (r != VK_SUCCESS)
-        return cx->error = vk_fail(s, r, "vkQueueSubmit");
-    cx->signal = value;
-    cx->submitted = 1;
+        return vk_fail(s, r, "vkQueueSubmit");
+    for (size_t i = 0; i < n; i++) {
+        cxs[i]->signal = value;
+        cxs[i]->submitted = 1;
+    }
     return RAYO_OK;
+}
+
+rayo_status vk_ctx_submit_all(vk_state *s, vk_ctx *const *cxs, size_t n)
+{
+    rayo_status st = RAYO_OK;
+    for (size_t i = 0; i < n && st == RAYO_OK; i++)
+        st = vk_ctx_end(s, cxs[i], i + 1 == n);
+    if (st == RAYO_OK)
+        st = queue_submit(s, cxs, n);
+    for (size_t i = 0; i < n && st != RAYO_OK; i++)
+        if (cxs[i]->error == RAYO_OK)
+            cxs[i]->error = st;
+    return st;
+}
+
+rayo_status vk_ctx_submit(vk_state *s, vk_ctx *cx)
+{
+    return vk_ctx_submit_all(s, &cx, 1);
 }
 
 static double seconds_now(void)

@@ -206,4 +206,5 @@ static rayo_status rec_typed_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call
     return widen(s, cx, &dense_c, c32, call->y, c.ld, index);
 }
 
-const vk_family vk_family_typed_matmul = {.name = "typed_matmul", .record = rec_typed_matmul, .strided = true};
+const vk_family vk_family_typed_matmul = {.name = "typed_matmul", .record = rec_typed_matmul, .strided = true,
+                                          .ctx_scratch = true};
