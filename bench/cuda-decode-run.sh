@@ -20,8 +20,9 @@
 #          `rayo-llama --backend cuda --ignore-eos --tokens --ctx 256 -n 64
 #          --prompt-tokens <128 ids>` three times: cold (first run, empty JIT
 #          cache: TinyLlama q4_0 only; once more with [backend.cuda]
-#          embedded_code = no, the JIT), warm, warm with the BASE, ALT and ALT2
-#          plugins (when there are), all again, and once at --precision
+#          embedded_code = no, the JIT), warm, warm with [backend.cuda]
+#          pdl = no (its tokens compared with the warm run's), warm with the
+#          BASE, ALT and ALT2 plugins (when there are), all again, and once at --precision
 #          strict, whose tokens the warm run's are compared with (and
 #          BASE's at strict with this build's, BASE's warm with this one's);
 #       4. one `profile = yes` breakdown of a TinyLlama q4_0 decode;
@@ -115,12 +116,14 @@ decode() {
         llama "$m-warm" "/tmp/models/$m.gguf"
         for r in "" -2; do
             [ -z "$r" ] || llama "$m-warm$r" "/tmp/models/$m.gguf"
+            llama "$m-nopdl$r" "/tmp/models/$m.gguf" /tmp/nopdl.conf
             for v in base alt alt2; do
                 [ -f "$d/$v/rayo-cuda.so" ] && llama "$m-$v$r" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/$v"
             done
         done
         llama "$m-strict" "/tmp/models/$m.gguf" /tmp/empty.conf "$d" "--precision strict"
         agree "$m-warm" "$m-strict"
+        agree "$m-warm" "$m-nopdl"
         [ -f "$d/base/rayo-cuda.so" ] || continue
         llama "$m-base-strict" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base" "--precision strict"
         agree "$m-warm" "$m-base"
@@ -153,6 +156,7 @@ run() {
     : >/tmp/empty.conf
     printf '[backend.cuda]\nprofile = yes\n' >/tmp/profile.conf
     printf '[backend.cuda]\nembedded_code = no\n' >/tmp/jit.conf
+    printf '[backend.cuda]\npdl = no\n' >/tmp/nopdl.conf
     ! part llama || decode
     if part profile; then
         RAYO_LOG=info llama tl-q4_0-profile /tmp/models/tl-q4_0.gguf /tmp/profile.conf

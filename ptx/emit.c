@@ -146,7 +146,8 @@ void ptx_loop_end(kern *k, ptx_loop l, int end)
 }
 
 /* Writes the finished kernel into the module: entry line, parameters,
- * directives, register declarations, shared memory, then the body. */
+ * directives, register declarations, shared memory, the place of the
+ * griddepcontrol instructions, then the body. */
 void kern_finish(strbuf *mod, kern *k, const char *name, const char *params,
                         const char *directives, const char *shared)
 {
@@ -157,6 +158,8 @@ void kern_finish(strbuf *mod, kern *k, const char *name, const char *params,
     if (k->nfd) sb_printf(mod, "\t.reg .f64 %%fd<%d>;\n", k->nfd);
     if (k->np) sb_printf(mod, "\t.reg .pred %%p<%d>;\n", k->np);
     if (shared) sb_printf(mod, "%s", shared);
+    /* before any memory access: griddepcontrol on sm_90 (cuda-ptx.h) */
+    sb_printf(mod, "%s", RAYO_PTX_PDL_MARK);
     sb_printf(mod, "%s\tret;\n}\n", k->body.p ? k->body.p : "");
     sb_free(&k->body);
     memset(k, 0, sizeof *k);

@@ -43,18 +43,23 @@ static const module_def modules[] = {RAYO_PTX_MODULES(MODULE_DEF)};
 static const int targets[] = RAYO_PTX_TARGETS;
 #define TARGET_COUNT (sizeof targets / sizeof targets[0])
 
-/* The whole module for one target: the header the plugin also writes
- * (cuda-ptx.h), then the kernels. */
+/* The whole module for one target, made from its kernels by the plugin's
+ * own rayo_ptx_text() (cuda-ptx.h: the header, the griddepcontrol of
+ * sm_90), so that the PTX files and the plugin's text are the same. */
 static void gen_module(strbuf *out, const module_def *m, int sm)
 {
-    char head[256];
-    int n = rayo_ptx_header(head, sizeof head, m->name, sm, m->arch_specific);
-    if (n < 0 || (size_t)n >= sizeof head) {
-        fprintf(stderr, "gen-ptx: the header of module %s does not fit\n", m->name);
+    strbuf body = {0};
+    m->gen(&body);
+    rayo_ptx_module pm = {m->name, body.p ? body.p : "", body.len, m->min_sm, m->arch_specific};
+    size_t size = 0;
+    char *text = rayo_ptx_text(&pm, sm, &size);
+    if (!text) {
+        fprintf(stderr, "gen-ptx: out of memory for module %s\n", m->name);
         exit(1);
     }
-    sb_printf(out, "%s", head);
-    m->gen(out);
+    sb_printf(out, "%s", text);
+    free(text);
+    sb_free(&body);
 }
 
 static const module_def *find_module(const char *name)

@@ -7,7 +7,10 @@
  *                      blocks) to f16, times a power of two per row chosen
  *                      so the row's largest value lands near 2^14: no f16
  *                      overflow, and small rows keep f16's full precision.
- *                      The row's inverse scale goes to p_s.
+ *                      The row's inverse scale goes to p_s.  A block a
+ *                      row; f32 rows of up to 12288 values are held in
+ *                      registers between their bound and their values (one
+ *                      wait on memory, not one per batch of values).
  *   half_scale_c       C = alpha sa[i] sb[j] T + beta C: the tensor-core
  *                      product T of the scaled rows, scaled back (the powers
  *                      of two are exact), then alpha and beta as BLAS does.
@@ -368,22 +371,93 @@ static int row_bound(kern *k, const hp_rows *h, int base, int nblk)
     return mx;
 }
 
-/* One row r of the table: the bound, the inverse scale, the f16 values. */
-static void hp_row(kern *k, const hp_rows *h, int r)
+/* Row r's scale from this thread's share mx of its bound: the block's
+ * maximum, the scale into *scale, the inverse to p_s[r] (thread 0); returns
+ * the address of the row's f16 copy. */
+static int hp_row_scale(kern *k, const hp_rows *h, int r, int mx, int *scale)
 {
-    int base = nd(k), nblk = nd(k);
-    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(base), D(r), D(h->row_bytes), D(h->a));
-    emit(k, "div.u64 %s, %s, %d;", D(nblk), D(h->n), (int)rayo_dtype_block_elems(h->dt));
-    int mx = row_bound(k, h, base, nblk);
-    int total = block_minmax_f32(k, mx, h->lane, h->warp, 1), scale = nf(k), inv = nf(k), p0 = np(k);
-    row_scale(k, total, scale, inv);
+    int total = block_minmax_f32(k, mx, h->lane, h->warp, 1), inv = nf(k), p0 = np(k);
+    *scale = nf(k);
+    row_scale(k, total, *scale, inv);
     emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(h->tid));
     int sa = addr_of(k, h->s, r, 4);
     emit(k, "@%s st.global.f32 [%s], %s;", P(p0), D(sa), F(inv));
     int yrow = nd(k);
     emit(k, "mul.lo.u64 %s, %s, %s;", D(yrow), D(r), D(h->n));
     emit(k, "mad.lo.u64 %s, %s, 2, %s;", D(yrow), D(yrow), D(h->y));
+    return yrow;
+}
+
+/* One row r of the table: the bound, the inverse scale, the f16 values. */
+static void hp_row(kern *k, const hp_rows *h, int r)
+{
+    int base = nd(k), nblk = nd(k), scale;
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(base), D(r), D(h->row_bytes), D(h->a));
+    emit(k, "div.u64 %s, %s, %d;", D(nblk), D(h->n), (int)rayo_dtype_block_elems(h->dt));
+    int mx = row_bound(k, h, base, nblk);
+    int yrow = hp_row_scale(k, h, r, mx, &scale);
     hp_write(k, h, base, nblk, scale, yrow);
+}
+
+#define HP_REG_UNITS 6 /* f32 row units (8 values) a thread holds: rows of up to 12288 values */
+
+/* An f32 row r held in registers between its bound and its f16 values (one
+ * memory round trip, not a pass per batch of values): unit u of 8 values
+ * (two 16-byte loads) for u = tid + 256 j, j < HP_REG_UNITS, an index past
+ * the row clamped to its last unit (bounded twice, stored once).  Needs
+ * 16-byte aligned rows of at most 256 HP_REG_UNITS units.  The bound and
+ * the arithmetic of block_bound and hp_chunk, so the same f16 values. */
+static void hp_row_f32_regs(kern *k, const hp_rows *h, int r)
+{
+    int base = nd(k), units = nd(k), last = nd(k), mx = nf(k), idx[HP_REG_UNITS], v[HP_REG_UNITS][HP_CHUNK];
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(base), D(r), D(h->row_bytes), D(h->a));
+    emit(k, "shr.u64 %s, %s, 3;", D(units), D(h->n));
+    emit(k, "sub.u64 %s, %s, 1;", D(last), D(units));
+    emit(k, "mov.f32 %s, 0f00000000;", F(mx));
+    for (int j = 0; j < HP_REG_UNITS; j++) {
+        idx[j] = nd(k);
+        emit(k, "add.u64 %s, %s, %d;", D(idx[j]), D(h->tid64), HP_THREADS * j);
+        int at = nd(k), ua = nd(k);
+        emit(k, "min.u64 %s, %s, %s;", D(at), D(idx[j]), D(last));
+        emit(k, "mad.lo.u64 %s, %s, 32, %s;", D(ua), D(at), D(base));
+        for (int e = 0; e < HP_CHUNK; e++)
+            v[j][e] = nf(k);
+        for (int q = 0; q < 2; q++)
+            emit(k, "ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s+%d];", F(v[j][4 * q]), F(v[j][4 * q + 1]),
+                 F(v[j][4 * q + 2]), F(v[j][4 * q + 3]), D(ua), 16 * q);
+    }
+    for (int j = 0; j < HP_REG_UNITS; j++)
+        for (int e = 0; e < HP_CHUNK; e++) {
+            int b = nf(k), pinf = np(k);
+            emit(k, "abs.f32 %s, %s;", F(b), F(v[j][e]));
+            emit(k, "setp.eq.f32 %s, %s, 0f7f800000;", P(pinf), F(b));
+            emit(k, "@%s mov.f32 %s, 0f00000000;", P(pinf), F(b));
+            emit(k, "max.f32 %s, %s, %s;", F(mx), F(mx), F(b));
+        }
+    int scale, yrow = hp_row_scale(k, h, r, mx, &scale), l_done = nlabel(k);
+    for (int j = 0; j < HP_REG_UNITS; j++) {
+        int pout = np(k), w[HP_CHUNK];
+        emit(k, "setp.ge.u64 %s, %s, %s;", P(pout), D(idx[j]), D(units));
+        emit(k, "@%s bra %s;", P(pout), L(l_done)); /* the later units are past the row too */
+        for (int e = 0; e < HP_CHUNK; e++) {
+            w[e] = nf(k);
+            emit(k, "mul.rn.f32 %s, %s, %s;", F(w[e]), F(v[j][e]), F(scale));
+        }
+        hp_store8(k, w, addr_of(k, yrow, idx[j], 16), 0);
+    }
+    label(k, l_done);
+}
+
+/* Whether this launch's f32 rows take hp_row_f32_regs (.pred): 16-byte
+ * aligned rows of at most 256 HP_REG_UNITS units of 8 values. */
+static int hp_f32_regs_fit(kern *k, const hp_rows *h)
+{
+    int bits = nd(k), p = np(k), pa = np(k);
+    emit(k, "or.b64 %s, %s, %s;", D(bits), D(h->a), D(h->row_bytes));
+    emit(k, "and.b64 %s, %s, 15;", D(bits), D(bits));
+    emit(k, "setp.eq.u64 %s, %s, 0;", P(pa), D(bits));
+    emit(k, "setp.le.and.u64 %s, %s, %d, %s;", P(p), D(h->n), HP_THREADS * HP_REG_UNITS * HP_CHUNK, P(pa));
+    return p;
 }
 
 static void gen_half_rows(strbuf *mod, rayo_dtype dt)
@@ -405,8 +479,19 @@ static void gen_half_rows(strbuf *mod, rayo_dtype dt)
     emit(k, "cvt.u64.u32 %s, %s;", D(rstep), R(nctaid));
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pr), D(r), D(m));
     emit(k, "@%s bra %s;", P(pr), L(l_end));
+    int pregs = dt == RAYO_DTYPE_F32 ? hp_f32_regs_fit(k, &h) : -1;
     label(k, l_row);
-    hp_row(k, &h, r);
+    if (pregs >= 0) {
+        int l_general = nlabel(k), l_next = nlabel(k);
+        emit(k, "@!%s bra %s;", P(pregs), L(l_general));
+        hp_row_f32_regs(k, &h, r);
+        emit(k, "bra.uni %s;", L(l_next));
+        label(k, l_general);
+        hp_row(k, &h, r);
+        label(k, l_next);
+    } else {
+        hp_row(k, &h, r);
+    }
     emit(k, "add.u64 %s, %s, %s;", D(r), D(r), D(rstep));
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pr), D(r), D(m));
     emit(k, "@%s bra %s;", P(pr), L(l_row));

@@ -59,6 +59,8 @@ int main(void)
     RAYO_CU_TENSOR_MAP_SWIZZLES(CHECK_VALUE)
     RAYO_CU_TENSOR_MAP_L2_PROMOTIONS(CHECK_VALUE)
     RAYO_CU_TENSOR_MAP_OOB_FILLS(CHECK_VALUE)
+    RAYO_CU_GRAPH_EDGES(CHECK_VALUE)
+    check_value("sizeof(CUgraphEdgeData)", (long long)sizeof(CUgraphEdgeData), 8);
     check_value("sizeof(CUtensorMap)", (long long)sizeof(CUtensorMap), 128);
     check_value("sizeof(CUdeviceptr)", (long long)sizeof(CUdeviceptr), 8);
 

@@ -15,7 +15,8 @@
  *     launch plan (a KV group wider than one warp's 4 heads, odd groups,
  *     aligned and unaligned K/V rows, decode and prefill), batches on device buffers (a typed matmul too)
  *     at unaligned offsets (each op of a chain checked against the device's
- *     own previous result), the TF32 path (precision = tf32) with the
+ *     own previous result), a replayed chain of 50 dependent ops, a gemv and rmsnorm against float64
+ *     (pdl = yes, and pdl = no in the second state), the TF32 path (precision = tf32) with the
  *     prompt's split-k products (prompt_split_k), concurrent calls, a failing call that must leave the caller's output untouched,
  *     and the on-disk JIT cache.
  * rayo-conform covers every op and edge case; this test covers what only
@@ -61,6 +62,7 @@ static const char *config_precision = "fp32";
 static const char *config_embedded = "no";
 static const char *config_split_k = "no";
 static const char *config_attn_block = "yes";
+static const char *config_pdl = "yes";
 static char cache_dir[512];
 
 static void h_log(const rayo_host *h, int level, const char *fmt, ...)
@@ -96,6 +98,8 @@ static const char *h_config(const rayo_host *h, const char *key)
         return config_split_k;
     if (!strcmp(key, "attention_block"))
         return config_attn_block;
+    if (!strcmp(key, "pdl"))
+        return config_pdl;
     return NULL;
 }
 
@@ -578,6 +582,126 @@ static void test_batches(void *st)
     mem->buffer_free(st, bb);
     mem->buffer_free(st, by);
     free(a); free(b); free(sums); free(products); free(total);
+}
+
+/* A replayed chain of dependent kernels, as a decode step is: CHAIN_OPS
+ * elementwise ops, each reading the one before's output (add and mul by c in
+ * turn, between two buffers), a gemv of the last output and rmsnorm of the
+ * gemv's.  With programmatic dependent launch (pdl) a kernel's blocks start
+ * while the one before runs: one that read its input too early would read
+ * the output of two ops back.  Submitted three times with a fresh x (one by
+ * one, the graph built, the graph replayed); every chain value, the gemv and
+ * the rmsnorm are checked against float64 on the host. */
+enum { CHAIN_OPS = 50, CHAIN_N = 4099, CHAIN_M = 257 };
+
+typedef struct chain_bufs {
+    void *x, *c, *p, *q, *w, *g, *gamma, *y;
+} chain_bufs;
+
+static rayo_status record_chain(void *st, void *batch, const chain_bufs *b)
+{
+    const rayo_memory_api *mem = desc->memory;
+    rayo_status s = RAYO_OK;
+    for (int i = 0; i < CHAIN_OPS && s == RAYO_OK; i++) {
+        void *in = i == 0 ? b->x : i % 2 ? b->p : b->q, *out = i % 2 ? b->q : b->p;
+        rayo_dev_call e = {.struct_size = sizeof(rayo_dev_call), .op = i % 2 ? RAYO_OP_MUL : RAYO_OP_ADD,
+                           .n = CHAIN_N, .a = {in, 0}, .b = {b->c, 0}, .y = {out, 0}};
+        s = mem->batch_record(st, batch, &e);
+    }
+    void *last = CHAIN_OPS % 2 ? b->p : b->q;
+    rayo_dev_call gemv = {.struct_size = sizeof(rayo_dev_call), .op = RAYO_OP_GEMV, .m = CHAIN_M, .n = CHAIN_N,
+                          .alpha = 1, .a = {b->w, 0}, .b = {last, 0}, .y = {b->g, 0}};
+    rayo_dev_call norm = {.struct_size = sizeof(rayo_dev_call), .op = RAYO_OP_RMSNORM, .m = 1, .n = CHAIN_M,
+                          .alpha = 1e-5f, .a = {b->g, 0}, .b = {b->gamma, 0}, .y = {b->y, 0}};
+    if (s == RAYO_OK)
+        s = mem->batch_record(st, batch, &gemv);
+    return s == RAYO_OK ? mem->batch_record(st, batch, &norm) : s;
+}
+
+/* The chain's float64 results: its last values v, the gemv g (gabs: the
+ * sum of |terms| of each row) and the rmsnorm y. */
+typedef struct chain_ref {
+    double v[CHAIN_N], g[CHAIN_M], gabs[CHAIN_M], y[CHAIN_M], inv_rms;
+} chain_ref;
+
+static void chain_reference(const float *x, const float *c, const float *w, const float *gamma, chain_ref *r)
+{
+    for (size_t j = 0; j < CHAIN_N; j++) {
+        double v = x[j];
+        for (int i = 0; i < CHAIN_OPS; i++)
+            v = i % 2 ? v * c[j] : v + c[j];
+        r->v[j] = v;
+    }
+    double squares = 0;
+    for (size_t i = 0; i < CHAIN_M; i++) {
+        double g = 0, gabs = 0;
+        for (size_t j = 0; j < CHAIN_N; j++) {
+            g += (double)w[i * CHAIN_N + j] * r->v[j];
+            gabs += fabs((double)w[i * CHAIN_N + j] * r->v[j]);
+        }
+        r->g[i] = g, r->gabs[i] = gabs;
+        squares += g * g;
+    }
+    r->inv_rms = 1 / sqrt(squares / CHAIN_M + 1e-5);
+    for (size_t i = 0; i < CHAIN_M; i++)
+        r->y[i] = r->g[i] * r->inv_rms * gamma[i];
+}
+
+/* One submit's outputs against the reference: the chain's values within
+ * 1e-5 (50 float roundings, no cancellation: all positive), the gemv within
+ * 3e-4 of its row's sum of |terms|, rmsnorm within that scaled. */
+static void chain_judge(void *st, const chain_bufs *b, const chain_ref *r, const char *pdl, int submit)
+{
+    float *v = read_floats(st, CHAIN_OPS % 2 ? b->p : b->q, 0, CHAIN_N);
+    float *g = read_floats(st, b->g, 0, CHAIN_M), *y = read_floats(st, b->y, 0, CHAIN_M);
+    size_t bad_v = 0, bad_g = 0, bad_y = 0;
+    double gabs_max = 0;
+    for (size_t j = 0; j < CHAIN_N; j++)
+        bad_v += !(fabs(v[j] - r->v[j]) <= 1e-5 * fabs(r->v[j]));
+    for (size_t i = 0; i < CHAIN_M; i++) {
+        bad_g += !(fabs(g[i] - r->g[i]) <= 3e-4 * r->gabs[i]);
+        gabs_max = fmax(gabs_max, r->gabs[i]);
+    }
+    for (size_t i = 0; i < CHAIN_M; i++)
+        bad_y += !(fabs(y[i] - r->y[i]) <= 6e-4 * gabs_max * r->inv_rms + 1e-5 * fabs(r->y[i]));
+    CHECK(!bad_v && !bad_g && !bad_y, "chain of %d dependent ops, gemv, rmsnorm (pdl = %s), submit %d: %zu of %d "
+          "chain values, %zu of %d gemv and %zu rmsnorm outputs off the float64 reference", CHAIN_OPS, pdl, submit,
+          bad_v, CHAIN_N, bad_g, CHAIN_M, bad_y);
+    free(v); free(g); free(y);
+}
+
+static void check_dependent_chain(void *st, const char *pdl)
+{
+    const rayo_memory_api *mem = desc->memory;
+    float *c = floats(CHAIN_N, 0.9, 1.1), *w = floats(CHAIN_M * CHAIN_N, -1, 1), *gamma = floats(CHAIN_M, 0.5, 1.5);
+    chain_bufs b = {0};
+    void *batch = NULL, **all[8] = {&b.x, &b.c, &b.p, &b.q, &b.w, &b.g, &b.gamma, &b.y};
+    const size_t floats_of[8] = {CHAIN_N, CHAIN_N, CHAIN_N, CHAIN_N, CHAIN_M * CHAIN_N, CHAIN_M, CHAIN_M, CHAIN_M};
+    int ok = 1;
+    for (int i = 0; i < 8; i++)
+        ok &= mem->buffer_alloc(st, 4 * floats_of[i], all[i]) == RAYO_OK;
+    ok = ok && mem->buffer_write(st, b.c, 0, c, 4 * CHAIN_N) == RAYO_OK &&
+         mem->buffer_write(st, b.w, 0, w, 4 * CHAIN_M * CHAIN_N) == RAYO_OK &&
+         mem->buffer_write(st, b.gamma, 0, gamma, 4 * CHAIN_M) == RAYO_OK && mem->batch_begin(st, &batch) == RAYO_OK &&
+         record_chain(st, batch, &b) == RAYO_OK;
+    CHECK(ok, "dependent chain: buffers and batch: %s", last_error);
+    chain_ref *r = malloc(sizeof *r);
+    for (int submit = 0; ok && submit < 3; submit++) {
+        float *x = floats(CHAIN_N, 0.5, 1.5);
+        ok = mem->buffer_write(st, b.x, 0, x, 4 * CHAIN_N) == RAYO_OK && mem->batch_submit(st, batch) == RAYO_OK &&
+             mem->batch_wait(st, batch, UINT64_MAX) == RAYO_OK;
+        CHECK(ok, "dependent chain, submit %d: %s", submit, last_error);
+        chain_reference(x, c, w, gamma, r);
+        if (ok)
+            chain_judge(st, &b, r, pdl, submit);
+        free(x);
+    }
+    if (batch)
+        mem->batch_free(st, batch);
+    for (int i = 0; i < 8; i++)
+        if (*all[i])
+            mem->buffer_free(st, *all[i]);
+    free(c); free(w); free(gamma); free(r);
 }
 
 /* Relaxed 8-bit gemvs of one x in a replayed batch, as a decode step records
@@ -1112,6 +1236,7 @@ int main(int argc, char **argv)
     test_attention(st, seed);
     test_gemv_int8(st);
     test_batches(st);
+    check_dependent_chain(st, config_pdl);
     check_gemv8_group(st, RAYO_DTYPE_Q8_0);
     check_gemv8_group(st, RAYO_DTYPE_Q4_0);
     check_gemv8_group(st, RAYO_DTYPE_Q4_K);
@@ -1139,10 +1264,12 @@ int main(int argc, char **argv)
     config_embedded = "yes";
     config_split_k = "yes";
     config_attn_block = "no";
+    config_pdl = "no";
     st = NULL;
     CHECK(desc->init(&host, 0, &st) == RAYO_OK, "init (tf32): %s", last_error);
     if (st) {
         attention_block_agrees(st, seed);
+        check_dependent_chain(st, config_pdl);
         /* the prompt's products split along k on sm_90 (prompt_split_k): a
          * TinyLlama layer's 128 x 2048 x 2048 (16 tiles, 8 slices), partial
          * tiles with a partial last slice (k = 2080: 33 k tiles in 7 slices) */

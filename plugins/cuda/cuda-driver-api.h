@@ -56,6 +56,9 @@
 #define RAYO_CU_TENSOR_MAP_SWIZZLES(X) X(CU_TENSOR_MAP_SWIZZLE_128B, 3)
 #define RAYO_CU_TENSOR_MAP_L2_PROMOTIONS(X) X(CU_TENSOR_MAP_L2_PROMOTION_L2_256B, 3)
 #define RAYO_CU_TENSOR_MAP_OOB_FILLS(X) X(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE, 0)
+/* graph edges (CUDA 12.3 on): a programmatic edge between kernel nodes */
+#define RAYO_CU_GRAPH_EDGES(X) \
+    X(CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC, 1) X(CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC, 1)
 
 /* With cuda.h already included (the agreement test) only the lists and the
  * prototypes are wanted: the compiler then checks that each prototype and
@@ -73,6 +76,7 @@ typedef enum { RAYO_CU_TENSOR_MAP_INTERLEAVES(RAYO_CU_ENUMERATOR) } CUtensorMapI
 typedef enum { RAYO_CU_TENSOR_MAP_SWIZZLES(RAYO_CU_ENUMERATOR) } CUtensorMapSwizzle;
 typedef enum { RAYO_CU_TENSOR_MAP_L2_PROMOTIONS(RAYO_CU_ENUMERATOR) } CUtensorMapL2promotion;
 typedef enum { RAYO_CU_TENSOR_MAP_OOB_FILLS(RAYO_CU_ENUMERATOR) } CUtensorMapFloatOOBfill;
+enum { RAYO_CU_GRAPH_EDGES(RAYO_CU_ENUMERATOR) };
 #undef RAYO_CU_ENUMERATOR
 
 /* Entry points whose signature changed over the years carry a version
@@ -122,6 +126,10 @@ typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st {
     CUkernel kern;   /* used when func is NULL */
     CUcontext ctx;
 } CUDA_KERNEL_NODE_PARAMS;
+/* a graph edge's kind: zeroes are an ordinary edge */
+typedef struct CUgraphEdgeData_st {
+    unsigned char from_port, to_port, type, reserved[5];
+} CUgraphEdgeData;
 #endif
 typedef uint32_t cuuint32_t;
 typedef uint64_t cuuint64_t;
@@ -180,6 +188,8 @@ CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream);
 CUresult cuGraphExecDestroy(CUgraphExec exec);
 CUresult cuGraphDestroy(CUgraph graph);
 /* optional: resolved where the driver has it (cuda-driver.c) */
+CUresult cuGraphAddDependencies_v2(CUgraph graph, const CUgraphNode *from, const CUgraphNode *to,
+                                   const CUgraphEdgeData *edges, size_t count);
 CUresult cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *address,
                                 const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
                                 const cuuint32_t *element_strides, CUtensorMapInterleave interleave,

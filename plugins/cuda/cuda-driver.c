@@ -37,6 +37,8 @@ static int resolve(void)
 #undef CUDA_RESOLVE
     driver.cuTensorMapEncodeTiled =
         (__typeof__(driver.cuTensorMapEncodeTiled))dlsym(driver.lib, CUDA_STR(cuTensorMapEncodeTiled));
+    driver.cuGraphAddDependencies_v2 =
+        (__typeof__(driver.cuGraphAddDependencies_v2))dlsym(driver.lib, "cuGraphAddDependencies_v2");
     driver.has_graphs = 1;
 #define CUDA_RESOLVE_OPTIONAL(name)                                                         \
     driver.name = (__typeof__(driver.name))dlsym(driver.lib, CUDA_STR(name));              \

@@ -52,6 +52,8 @@ typedef struct cuda_driver {
     CUDA_DRIVER_FUNCTIONS(CUDA_FIELD)
     /* optional (CUDA 12.0 on): NULL where the driver lacks it */
     __typeof__(cuTensorMapEncodeTiled) *cuTensorMapEncodeTiled;
+    /* CUDA 12.3 on: graph edges of a kind (programmatic dependent launch) */
+    __typeof__(cuGraphAddDependencies_v2) *cuGraphAddDependencies_v2;
     CUDA_GRAPH_FUNCTIONS(CUDA_FIELD)
     int has_graphs;       /* every one of CUDA_GRAPH_FUNCTIONS resolved */
     /* cuEventElapsedTime under its first name (every driver has it; cuda.h
@@ -146,6 +148,8 @@ typedef struct cuda_state {
     int use_wgmma_half;   /* relaxed f16 / bf16 matmul through wgmma too: [backend.cuda] wgmma_half */
     char wgmma_kernel[48];
     int use_graphs;       /* batches run as CUDA graphs: [backend.cuda] graphs */
+    int pdl_edges;        /* a graph's kernels follow each other by programmatic edges:
+                           * [backend.cuda] pdl, sm_90 PTX, a CUDA 12.3 driver */
     int use_gemv8;        /* relaxed Q8_0 / Q4_0 / Q4_K gemv with 8-bit x: [backend.cuda] gemv_int8 */
     int use_attn_block;   /* attention with few key ranges in one launch: [backend.cuda] attention_block */
     int use_half_prompt;  /* relaxed f32 x quantized B^T matmul on f16 copies: [backend.cuda] half_prompt */

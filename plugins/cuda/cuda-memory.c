@@ -272,6 +272,23 @@ static rayo_status launch_all(cuda_state *st, cuda_batch *b)
     return launch_all_plain(st, b->stream, b->ops, b->count);
 }
 
+/* A kernel node after prev by a programmatic edge: its blocks may be
+ * launched while prev runs, and wait in griddepcontrol.wait (every sm_90
+ * kernel's first instruction) until prev has completed, its memory visible.
+ * Where the driver refuses that edge, an ordinary one. */
+static CUresult add_node_programmatic(cuda_state *st, CUgraph graph, const CUgraphNode *prev, CUgraphNode *node,
+                                      const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    CUresult r = st->drv->cuGraphAddKernelNode(node, graph, NULL, 0, p);
+    if (r != CUDA_SUCCESS)
+        return r;
+    CUgraphEdgeData edge = {CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC, 0, CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC, {0}};
+    if (st->drv->cuGraphAddDependencies_v2(graph, prev, node, &edge, 1) == CUDA_SUCCESS)
+        return CUDA_SUCCESS;
+    CUgraphEdgeData plain = {0};
+    return st->drv->cuGraphAddDependencies_v2(graph, prev, node, &plain, 1);
+}
+
 CUresult cuda_launch_kernel(cuda_state *st, CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                             unsigned by, unsigned bz, unsigned smem, CUstream stream, void **params, void **extra)
 {
@@ -290,7 +307,9 @@ CUresult cuda_launch_kernel(cuda_state *st, CUfunction fn, unsigned gx, unsigned
         b->node_cap = cap;
     }
     const CUgraphNode *prev = b->node_count ? &b->nodes[b->node_count - 1] : NULL;
-    CUresult r = st->drv->cuGraphAddKernelNode(&b->nodes[b->node_count], b->graph, prev, prev ? 1 : 0, &p);
+    CUresult r = prev && st->pdl_edges ? add_node_programmatic(st, b->graph, prev, &b->nodes[b->node_count], &p)
+                                       : st->drv->cuGraphAddKernelNode(&b->nodes[b->node_count], b->graph, prev,
+                                                                       prev ? 1 : 0, &p);
     b->node_count += r == CUDA_SUCCESS;
     return r;
 }

@@ -196,6 +196,11 @@ static void read_config(cuda_state *st)
     st->use_wgmma_half = st->use_wgmma && config_yes(host, "wgmma_half", 1);
     /* graphs: a replayed batch runs as a CUDA graph */
     st->use_graphs = config_yes(host, "graphs", 1);
+    /* pdl: each kernel of a graph launched while the one before it runs (it
+     * waits in griddepcontrol.wait, which every sm_90 kernel begins with:
+     * cuda-ptx.h); programmatic edges came with CUDA 12.3 */
+    st->pdl_edges = config_yes(host, "pdl", 1) && st->use_graphs && st->ptx_target >= 90 &&
+                    st->drv->version >= 12030 && st->drv->cuGraphAddDependencies_v2;
     st->use_gemv8 = config_yes(host, "gemv_int8", 1);
     st->use_attn_block = config_yes(host, "attention_block", 1);
     st->use_half_prompt = config_yes(host, "half_prompt", 1);
@@ -266,6 +271,8 @@ static rayo_status cuda_init(const rayo_host *host, uint32_t device, void **stat
               st->cc_major, st->cc_minor, st->sm_count, drv->version, st->ptx_target,
               st->allow_tf32 ? "tf32 allowed" : "fp32", st->allow_tf32 && st->use_wgmma ? " (wgmma)" : "",
               st->cache_dir[0] ? st->cache_dir : "off");
+    host->log(host, RAYO_LOG_INFO, "cuda: programmatic dependent launch in graphs %s",
+              st->pdl_edges ? "on" : "off (pdl = no, no graphs, not sm_90 or a driver before CUDA 12.3)");
     *state = st;
     return RAYO_OK;
 }

@@ -169,6 +169,34 @@ static inline int rayo_ptx_header(char *buf, size_t len, const char *name, int s
                     arch_specific ? "a" : "");
 }
 
+/* Every kernel's body begins with this comment (ptx/emit.c, kern_finish).
+ * For sm_90 and later rayo_ptx_text() puts the two griddepcontrol
+ * instructions of programmatic dependent launch in its place: the kernel
+ * waits for the grid before it in the graph to complete (its memory then
+ * visible) before touching any memory, then lets the next grid's launch
+ * begin.  Launched without a programmatic edge both are no-ops.  sm_80 has
+ * no griddepcontrol: its text keeps the comment. */
+#define RAYO_PTX_PDL_MARK "\t// griddepcontrol on sm_90\n"
+#define RAYO_PTX_PDL_SM90 "\tgriddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;\n"
+
+/* body for sm_<sm> into out (NULL: only counts); returns its length */
+static inline size_t rayo_ptx_body_for(char *out, const char *body, int sm)
+{
+    const char *mark = RAYO_PTX_PDL_MARK, *with = sm >= 90 ? RAYO_PTX_PDL_SM90 : RAYO_PTX_PDL_MARK;
+    size_t n = 0, mark_len = strlen(mark), with_len = strlen(with);
+    for (const char *at; (at = strstr(body, mark)); body = at + mark_len) {
+        size_t before = (size_t)(at - body);
+        if (out) {
+            memcpy(out + n, body, before);
+            memcpy(out + n + before, with, with_len);
+        }
+        n += before + with_len;
+    }
+    if (out)
+        memcpy(out + n, body, strlen(body) + 1);
+    return n + strlen(body);
+}
+
 /* Module pm's whole PTX for sm_<sm> (header, then body), NUL-terminated,
  * in memory the caller frees; *size = its strlen.  NULL when out of memory. */
 static inline char *rayo_ptx_text(const rayo_ptx_module *pm, int sm, size_t *size)
@@ -176,12 +204,13 @@ static inline char *rayo_ptx_text(const rayo_ptx_module *pm, int sm, size_t *siz
     int head = rayo_ptx_header(NULL, 0, pm->name, sm, pm->arch_specific);
     if (head < 0)
         return NULL;
-    char *text = malloc((size_t)head + pm->body_size + 1);
+    size_t body = rayo_ptx_body_for(NULL, pm->body, sm);
+    char *text = malloc((size_t)head + body + 1);
     if (!text)
         return NULL;
     rayo_ptx_header(text, (size_t)head + 1, pm->name, sm, pm->arch_specific);
-    memcpy(text + head, pm->body, pm->body_size + 1);
-    *size = (size_t)head + pm->body_size;
+    rayo_ptx_body_for(text + head, pm->body, sm);
+    *size = (size_t)head + body;
     return text;
 }
 
