@@ -103,6 +103,14 @@ EXTRA_DIST += tests/fuzz/fuzz-config.c tests/fuzz/fuzz-plugin.c tests/fuzz/run.s
 	tests/fuzz/seeds-config/malformed.conf tests/fuzz/seeds-config/paths.conf \
 	tests/fuzz/seeds-config/rayo.conf
 
+# The thread pool on its own (core/pool.c built into the test).
+TESTS += tests/test-pool
+check_PROGRAMS += tests/test-pool
+tests_test_pool_SOURCES = tests/test-pool.c core/pool.c
+tests_test_pool_CPPFLAGS = $(AM_CPPFLAGS) -DRAYO_BUILDING_CORE
+tests_test_pool_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_test_pool_LDADD = $(PTHREAD_LIBS)
+
 # Many threads on one context (also the TSan stage of tests/sanitize.sh).
 TESTS += tests/test-stress
 check_PROGRAMS += tests/test-stress

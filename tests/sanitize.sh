@@ -5,7 +5,8 @@
 #      conformance runs on them); vulkan and cuda are left out (their drivers
 #      are not built with sanitizers and would drown the report).
 #   2. TSan: tests/test-stress (one context from many threads: ops, buffers,
-#      batches, contexts opened and closed alongside).
+#      batches, contexts opened and closed alongside) and tests/test-pool
+#      (the thread pool's jobs back to back).
 # Prints each stage's time.  Run after ./build.sh (packages installed).
 set -eu
 cd "$(dirname "$0")/.."
@@ -29,8 +30,9 @@ stage_tsan() {
     mkdir -p build-tsan
     [ -f build-tsan/Makefile ] || (cd build-tsan && ../configure $common CFLAGS="$flags" LDFLAGS="-fsanitize=thread" >/dev/null)
     make -s -C build-tsan -j"$jobs" core/librayo.la plugins/scalar/rayo-scalar.la plugins/avx2/rayo-avx2.la \
-        tests/test-stress >/dev/null
+        tests/test-stress tests/test-pool >/dev/null
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/tests/test-stress
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/tests/test-pool
 }
 
 for stage in asan tsan; do
