@@ -327,7 +327,7 @@ static ALWAYS_INLINE __m256 block_q8_0_pair(const uint8_t *blk, const typed_gemv
 
 static ALWAYS_INLINE __m256 block_q4_0_pair(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m256 acc)
 {
-    return x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_64 + 8 * p, acc);
+    return x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->offset8_64 + 8 * p, x->scale8_64 + 8 * p, acc);
 }
 
 /* Q6_K against int8 x: d (x scale) sum_g sc[g] (sum q xq - 32 sum xq) over

@@ -286,7 +286,7 @@ static ALWAYS_INLINE __m256 pair_q8_0(const uint8_t *blk, const typed_gemv_x *x,
 
 static ALWAYS_INLINE __m256 pair_q4_0(const uint8_t *blk, const typed_gemv_x *x, size_t p, __m256 acc)
 {
-    return x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->scale8_64 + 8 * p, acc);
+    return x86_q4_0_pair_i8(blk, x->q8_32 + 64 * p, x->offset8_64 + 8 * p, x->scale8_64 + 8 * p, acc);
 }
 
 static void rows_q8_0_i8(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,

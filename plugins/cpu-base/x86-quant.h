@@ -148,19 +148,22 @@ static inline __m256 x86_q4_0_scaled_add(__m256i sums, __m128i d, const float *s
 }
 
 /* Q4_0 against int8 x, one row's pair of blocks (the rows that do not
- * make a group of four).  A block's values are q - 8: 8 times x's pair
- * sums come off the int16 lanes (the sums at most 7620, the offsets
- * 4 * 8 * 127 = 4064: no overflow); the int32 lanes 0-3 then hold parts
- * of block 2b, lanes 4-7 of block 2b + 1. */
-static inline __m256 x86_q4_0_pair_i8(const uint8_t *blk, const int8_t *xq, const float *sx, __m256 acc)
+ * make a group of four).  A block's values are q - 8: x's offset lanes,
+ * prepared once per call for the four-row kernel (8 times the block's x
+ * sum in each of its four lanes), come off a quarter in each of the
+ * block's four int32 lanes here (exact: 8 times a sum is a multiple of 4),
+ * so the four lanes together lose the offset once.  The int32 lanes 0-3
+ * hold parts of block 2b, lanes 4-7 of block 2b + 1 (each at most
+ * 2 * 7620 before the offset's quarter, at most 2 * 32 * 127, comes off). */
+static inline __m256 x86_q4_0_pair_i8(const uint8_t *blk, const int8_t *xq, const int32_t *offset,
+                                      const float *sx, __m256 acc)
 {
-    const __m256i eight = _mm256_set1_epi8(8);
     __m256i x_lo = x86_load256(xq), x_hi = x86_load256(xq + 32);
-    __m256i offset = _mm256_add_epi16(_mm256_maddubs_epi16(eight, x_lo), _mm256_maddubs_epi16(eight, x_hi));
-    __m256i pairs = _mm256_sub_epi16(x86_q4_0_pair_i16(blk, x_lo, x_hi), offset);
+    __m256i sums = _mm256_madd_epi16(x86_q4_0_pair_i16(blk, x_lo, x_hi), _mm256_set1_epi16(1));
+    __m256i quarter = _mm256_srai_epi32(x86_load256(offset), 2);
     __m128i d = _mm_unpacklo_epi64(_mm_set1_epi16((short)rayo__le16(blk)),
                                    _mm_set1_epi16((short)rayo__le16(blk + RAYO_Q4_0_BYTES)));
-    return x86_q4_0_scaled_add(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)), d, sx, acc);
+    return x86_q4_0_scaled_add(_mm256_sub_epi32(sums, quarter), d, sx, acc);
 }
 
 /* The f16 scales of one block of four rows (blk, blk + stride, ...) as
