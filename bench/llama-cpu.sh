@@ -21,6 +21,13 @@
 #             build-llamacpp/node_modules in the source tree:
 #             `mkdir -p build-llamacpp && cd build-llamacpp && npm install node-llama-cpp@3.22.1`)
 #   RAYO_LLAMA, GGUF_MAKE   the programs (default $builddir/examples/llama/...)
+#   PIN       CPUs to pin both programs to, comma-separated (taskset -c): a
+#             T-thread row runs on the first T of them (default: not pinned).
+#             On a machine with more cores than threads this keeps the two on
+#             the same cores, so the other cores' load matters less.
+# node is the first one on PATH.  The script runs from a copy of bench/ with
+# these two files alone (srcdir = its folder's parent) when every program is
+# named as above.
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 builddir=${abs_top_builddir:-$srcdir/build}
 rl=${RAYO_LLAMA:-$builddir/examples/llama/rayo-llama}
@@ -30,6 +37,7 @@ models_dir=${LLAMA_BENCH_MODELS:-$builddir/llama-bench-models}
 backend=${BACKEND:-avx2} threads=${THREADS:-1 2} runs=${RUNS:-3}
 prompt=${PROMPT:-128} decode=${DECODE:-64}
 bench_mjs=$srcdir/bench/llama-speed-llamacpp.mjs
+pin=${PIN:-}
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
@@ -65,6 +73,17 @@ await llama.dispose();
 EOF
 variant=$(node "$tmp/variant.mjs" "$modules" 2>/dev/null)
 
+# pinned THREADS COMMAND...: COMMAND on the first THREADS CPUs of PIN, or as is
+pinned() {
+    pt=$1
+    shift
+    if [ -n "$pin" ]; then
+        taskset -c "$(echo "$pin" | cut -d, -f1-"$pt")" "$@"
+    else
+        "$@"
+    fi
+}
+
 # Prompt: BOS, then PROMPT - 1 ids spread over the vocabulary (as bench/llama-speed.sh).
 prompt_ids() {
     vocab=$("$rl" --info "$1" 2>/dev/null | sed -n 's/.*vocab \([0-9]*\),.*/\1/p')
@@ -77,14 +96,14 @@ prompt_ids() {
 # nothing when it failed (its error output is kept in $tmp/err).
 run_rayo() { # model ids threads
     # shellcheck disable=SC2086 # an optional option
-    RAYO_THREADS=$3 "$rl" --backend "$backend" ${PRECISION:+--precision "$PRECISION"} --ignore-eos --tokens \
+    pinned "$3" env RAYO_THREADS="$3" "$rl" --backend "$backend" ${PRECISION:+--precision "$PRECISION"} --ignore-eos --tokens \
         --ctx $((prompt + decode + 16)) -n $((decode + 1)) --prompt-tokens "$2" "$1" >/dev/null 2>"$tmp/err" || return
     # rayo-llama: ...: prefill N tokens R tok/s (cpu C s), decode M tokens R tok/s (cpu C s)...
     sed -n 's/.*prefill \([0-9]*\) tokens \([0-9.]*\) tok\/s (cpu \([0-9.]*\) s), decode \([0-9]*\) tokens \([0-9.]*\) tok\/s (cpu \([0-9.]*\) s).*/\2 \5 \1 \3 \4 \6/p' \
         "$tmp/err" | awk '{ printf "%s %s %.2f %.2f\n", $1, $2, $3 / $4, $5 / $6 }'
 }
 run_llama_cpp() { # model ids threads
-    node "$bench_mjs" "$modules" "$1" "$2" "$decode" "$3" false >"$tmp/err" 2>&1 || return
+    pinned "$3" node "$bench_mjs" "$modules" "$1" "$2" "$decode" "$3" false >"$tmp/err" 2>&1 || return
     # llama.cpp: prefill N RATE cpu C decode M RATE cpu C (...)
     awk '/^llama.cpp: prefill/ { printf "%s %s %.2f %.2f\n", $4, $9, $3 / $6, $8 / $11 }' "$tmp/err"
 }
@@ -115,12 +134,14 @@ for model in "$@"; do
         printf '| %s | %s | %s / %s | %s / %s | %s / %s | %s / %s | %s, %s |\n' "$label" "$t" "$l1" "$l2" "$r1" "$r2" \
             "$(ratio "$r1" "$l1")" "$(ratio "$r2" "$l2")" "$(ratio "$r3" "$l3")" "$(ratio "$r4" "$l4")" \
             "$load_before" "$(cut -d' ' -f1 /proc/loadavg)" >>"$table"
+        tail -1 "$table" >&2 # the row as soon as it is done, should a time limit stop the rest
     done
 done
 
 echo "prompt $prompt tokens (one pass), decode $decode tokens (greedy); best of $runs interleaved runs; tok/s by wall clock"
 echo "$(uname -m), $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, flags:" \
     "$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|avx512f|avx512_vnni|avx_vnni)$' | tr '\n' ' ')"
+[ -z "$pin" ] || echo "both programs pinned (taskset -c) to CPUs $pin: the first T of them for T threads"
 echo "rayo backend $backend${PRECISION:+, $PRECISION precision}; llama.cpp: node-llama-cpp" \
     "$(awk -F'"' '/"version"/ { print $4; exit }' "$modules/node-llama-cpp/package.json"), CPU variant ${variant:-unknown}"
 echo

@@ -61,18 +61,19 @@ static int forced(const lm_exec *e)
 #define TILE_ROWS 64
 
 static rayo_status linear_tile(rayo_context *ctx, const float *tile, size_t rows, size_t cols,
-                               const float *x, size_t n_tok, float *y, size_t ldy, float *tmp)
+                               const float *x, size_t n_tok, float *y, size_t ldy, float *tmp, float beta)
 {
     if (n_tok == 1)
-        return rayo_gemv(ctx, 0, rows, cols, 1.0f, tile, x, 0.0f, y);
+        return rayo_gemv(ctx, 0, rows, cols, 1.0f, tile, x, beta, y);
     rayo_status st = rayo_matmul(ctx, RAYO_TRANS_B, n_tok, rows, cols, 1.0f, x, tile, 0.0f, tmp);
     for (size_t t = 0; st == RAYO_OK && t < n_tok; t++)
-        memcpy(y + t * ldy, tmp + t * rows, rows * sizeof *y);
+        for (size_t r = 0; r < rows; r++)
+            y[t * ldy + r] = tmp[t * rows + r] + (beta != 0.0f ? y[t * ldy + r] : 0.0f);
     return st;
 }
 
 static rayo_status linear_interim(rayo_context *ctx, const lm_weight *w, const float *x,
-                                  size_t n_tok, float *y)
+                                  size_t n_tok, float *y, float beta)
 {
     size_t row_bytes;
     if (!rayo_dtype_row_bytes(w->dtype, w->cols, &row_bytes))
@@ -87,28 +88,41 @@ static rayo_status linear_interim(rayo_context *ctx, const lm_weight *w, const f
             for (size_t r = 0; r < rows; r++)
                 rayo_dequantize_row(w->dtype, src + r * row_bytes, tile + r * w->cols, w->cols);
         const float *t = w->dtype == RAYO_DTYPE_F32 ? (const float *)src : tile;
-        st = linear_tile(ctx, t, rows, w->cols, x, n_tok, y + r0, w->rows, tmp);
+        st = linear_tile(ctx, t, rows, w->cols, x, n_tok, y + r0, w->rows, tmp, beta);
     }
     free(tile);
     free(tmp);
     return st;
 }
 
-rayo_status lm_linear(const lm_exec *e, const lm_weight *w, lm_ref x, size_t n_tok, lm_ref y,
-                      rayo_precision precision)
+/* y = w x + beta y (beta 0: y not read; 1: the product added to y, rounded once) */
+static rayo_status linear(const lm_exec *e, const lm_weight *w, lm_ref x, size_t n_tok, lm_ref y,
+                          rayo_precision precision, float beta)
 {
     rayo_call c = n_tok == 1
         ? CALL(.op = RAYO_OP_GEMV, .dtypes = RAYO_DTYPES(w->dtype, F32, 0, F32), .m = w->rows,
-               .n = w->cols, .alpha = 1.0f, .precision = (uint32_t)precision)
+               .n = w->cols, .alpha = 1.0f, .beta = beta, .precision = (uint32_t)precision)
         : CALL(.op = RAYO_OP_MATMUL, .flags = RAYO_TRANS_B, .dtypes = RAYO_DTYPES(F32, w->dtype, 0,
-               F32), .m = n_tok, .n = w->rows, .k = w->cols, .alpha = 1.0f,
+               F32), .m = n_tok, .n = w->rows, .k = w->cols, .alpha = 1.0f, .beta = beta,
                .precision = (uint32_t)precision);
     /* gemv: A = w, b = x; matmul: A = x, B = w */
     rayo_status st = forced(e) ? RAYO_E_UNSUPPORTED : n_tok == 1
         ? run(e, c, &w->data, &x, NULL, &y) : run(e, c, &x, &w->data, NULL, &y);
     if (!take_interim(e, st))
         return st;
-    return linear_interim(e->ctx, w, x.host, n_tok, y.host);
+    return linear_interim(e->ctx, w, x.host, n_tok, y.host, beta);
+}
+
+rayo_status lm_linear(const lm_exec *e, const lm_weight *w, lm_ref x, size_t n_tok, lm_ref y,
+                      rayo_precision precision)
+{
+    return linear(e, w, x, n_tok, y, precision, 0.0f);
+}
+
+rayo_status lm_linear_add(const lm_exec *e, const lm_weight *w, lm_ref x, size_t n_tok, lm_ref y,
+                          rayo_precision precision)
+{
+    return linear(e, w, x, n_tok, y, precision, 1.0f);
 }
 
 rayo_status lm_get_rows(const lm_exec *e, const lm_weight *w, lm_ref rows,
@@ -239,9 +253,4 @@ rayo_status lm_rmsnorm(const lm_exec *e, lm_ref x, lm_ref gamma, lm_ref y, size_
 {
     return run(e, CALL(.op = RAYO_OP_RMSNORM, .m = rows, .n = cols, .alpha = eps), &x, &gamma,
                NULL, &y);
-}
-
-rayo_status lm_add(const lm_exec *e, lm_ref a, lm_ref b, lm_ref y, size_t n)
-{
-    return run(e, CALL(.op = RAYO_OP_ADD, .n = n), &a, &b, NULL, &y);
 }

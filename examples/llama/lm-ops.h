@@ -60,6 +60,10 @@ extern size_t lm_fallbacks;
  * one matmul over all tokens, on the weight's own dtype, at this precision. */
 rayo_status lm_linear(const lm_exec *e, const lm_weight *w, lm_ref x, size_t n_tok, lm_ref y,
                       rayo_precision precision);
+/* The same product added to y (the residual stream): y[t] += w x[t], each sum
+ * rounded once, as lm_linear into a scratch row and an add would. */
+rayo_status lm_linear_add(const lm_exec *e, const lm_weight *w, lm_ref x, size_t n_tok, lm_ref y,
+                          rayo_precision precision);
 /* y[i][cols] = row rows[i] of w as f32, i < n; rows_host: the same indices in
  * host memory (for the interim path). */
 rayo_status lm_get_rows(const lm_exec *e, const lm_weight *w, lm_ref rows,
@@ -88,7 +92,5 @@ rayo_status lm_swiglu(const lm_exec *e, lm_ref gate, lm_ref up, lm_ref y, size_t
 /* y = x / rms(x) * gamma per row. */
 rayo_status lm_rmsnorm(const lm_exec *e, lm_ref x, lm_ref gamma, lm_ref y, size_t rows,
                        size_t cols, float eps);
-/* y = a + b, n floats. */
-rayo_status lm_add(const lm_exec *e, lm_ref a, lm_ref b, lm_ref y, size_t n);
 
 #endif

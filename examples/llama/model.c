@@ -370,7 +370,7 @@ static const char *missing_op(const llama_model *m, rayo_context *ctx, const cha
     const rayo_dtype f = RAYO_DTYPE_F32, i32 = RAYO_DTYPE_I32;
     struct { rayo_op op; uint32_t dtypes; const char *name; } need[] = {
         {RAYO_OP_GET_ROWS, RAYO_DTYPES(m->tok_embd.dtype, i32, f, f), "get_rows"},
-        {RAYO_OP_RMSNORM, 0, "rmsnorm"}, {RAYO_OP_ADD, 0, "add"},
+        {RAYO_OP_RMSNORM, 0, "rmsnorm"},
         {RAYO_OP_ROPE, RAYO_DTYPES(f, i32, f, f), "rope"}, {RAYO_OP_ATTENTION, 0, "attention"},
         {RAYO_OP_SWIGLU, 0, "swiglu"}};
     for (size_t i = 0; i < sizeof need / sizeof *need; i++)
@@ -441,8 +441,7 @@ static rayo_status attention_block(const lm_exec *e, llama_model *m, size_t l, s
     TRY(lm_rope(e, &qr, s->q, n, s->pos, s->pos_host));
     TRY(lm_rope(e, &kr, k, n, s->pos, s->pos_host));
     TRY(lm_attention(e, &a, s->q, k_all, v_all, s->att, pr));
-    TRY(lm_linear(e, &L->o, s->att, n, s->xn, pr));
-    return lm_add(e, s->x, s->xn, s->x, n * m->n_embd);
+    return lm_linear_add(e, &L->o, s->att, n, s->x, pr); /* the residual add in the product */
 }
 
 static rayo_status ffn_block(const lm_exec *e, const llama_model *m, size_t l, size_t n)
@@ -453,8 +452,7 @@ static rayo_status ffn_block(const lm_exec *e, const llama_model *m, size_t l, s
     TRY(lm_linear(e, &L->gate, s->xn, n, s->gate, m->precision));
     TRY(lm_linear(e, &L->up, s->xn, n, s->up, m->precision));
     TRY(lm_swiglu(e, s->gate, s->up, s->gate, n, m->n_ffn));
-    TRY(lm_linear(e, &L->down, s->gate, n, s->xn, m->precision));
-    return lm_add(e, s->x, s->xn, s->x, n * m->n_embd);
+    return lm_linear_add(e, &L->down, s->gate, n, s->x, m->precision);
 }
 
 /* One batch of n <= n_batch tokens (in s.ids, at positions s.pos) through

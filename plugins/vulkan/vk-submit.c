@@ -84,7 +84,6 @@ void vk_ctx_accessed(vk_ctx *cx, const vk_span *spans, size_t n, bool tracked)
         cx->pending[cx->pending_count++] = spans[i];
 }
 
-
 static rayo_status add_desc_pool(vk_state *s, vk_ctx *cx)
 {
     VkDescriptorPool *grown = realloc(cx->desc_pools, (cx->desc_pool_count + 1) * sizeof *grown);
