@@ -7,7 +7,9 @@
 #       what the run needs from BUILD (default build/) into DIR (default
 #       .gpu-decode) and this script into it; BASE, ALT and ALT2, other builds'
 #       rayo-cuda.so, go to DIR/base, DIR/alt and DIR/alt2 for a same-run comparison;
-#       carry DIR and .gl (bench/gpu-run.sh prepare fetches .gl's packages)
+#       carry DIR and .gl (bench/gpu-run.sh prepare fetches .gl's packages);
+#       BASE_LLAMA (a rayo-llama binary, e.g. main's) goes to DIR/base too, and
+#       then the BASE runs use it (the model's own op list as well as the plugin)
 #   DIR/cuda-decode-run.sh run                       there, repository root:
 #       1. test-cuda, test-batch-replay, rayo-conform on cuda for gemv, rmsnorm,
 #          rope and attention (fresh seed; the cancel group left out) and
@@ -21,7 +23,8 @@
 #          --prompt-tokens <128 ids>` three times: cold (first run, empty JIT
 #          cache: TinyLlama q4_0 only; once more with [backend.cuda]
 #          embedded_code = no, the JIT), warm, warm with [backend.cuda]
-#          pdl = no (its tokens compared with the warm run's), warm with the
+#          pdl = no (its tokens compared with the warm run's; DECODE_ALTS, default
+#          "nopdl", names these variants: nopdl, nofuse = fuse_norm = no), warm with the
 #          BASE, ALT and ALT2 plugins (when there are), all again, and once at --precision
 #          strict, whose tokens the warm run's are compared with (and
 #          BASE's at strict with this build's, BASE's warm with this one's);
@@ -53,6 +56,7 @@ prepare() {
         [ -n "$so" ] || continue
         mkdir -p "$dir/$v" && cp -L "$so" "$dir/$v/rayo-cuda.so" && cp "$dir/rayo-scalar.so" "$dir/rayo-avx2.so" "$dir/$v/"
     done
+    [ -z "${BASE_LLAMA:-}" ] || cp -L "$BASE_LLAMA" "$dir/base/rayo-llama"
     du -sh "$dir"
 }
 
@@ -64,10 +68,12 @@ agree() {
 }
 
 # llama NAME FILE [CONFIG [PLUGINS [OPTIONS]]]: one decode run, its tokens and speed lines in $logs/NAME.log
+# (PLUGINS' own rayo-llama where it has one)
 llama() {
-    name=$1 file=$2
+    name=$1 file=$2 bin=$d/rayo-llama
+    [ ! -x "${4:-$d}/rayo-llama" ] || bin=${4:-$d}/rayo-llama
     # shellcheck disable=SC2086 # OPTIONS: words
-    RAYO_PLUGIN_PATH=${4:-$d} RAYO_CONFIG=${3:-/tmp/empty.conf} timeout 120 "$d/rayo-llama" --backend cuda \
+    RAYO_PLUGIN_PATH=${4:-$d} RAYO_CONFIG=${3:-/tmp/empty.conf} timeout 120 "$bin" --backend cuda \
         --ignore-eos --tokens --ctx 256 -n 64 --prompt-tokens "$prompt" ${5:-} "$file" \
         >"$logs/$name.out" 2>"$logs/$name.log"
     echo "$name exit $?: $(grep -h -i 'tok/s' "$logs/$name.log" | tail -2 | tr '\n' ' ')"
@@ -116,14 +122,14 @@ decode() {
         llama "$m-warm" "/tmp/models/$m.gguf"
         for r in "" -2; do
             [ -z "$r" ] || llama "$m-warm$r" "/tmp/models/$m.gguf"
-            llama "$m-nopdl$r" "/tmp/models/$m.gguf" /tmp/nopdl.conf
+            for a in ${DECODE_ALTS:-nopdl}; do llama "$m-$a$r" "/tmp/models/$m.gguf" "/tmp/$a.conf"; done
             for v in base alt alt2; do
                 [ -f "$d/$v/rayo-cuda.so" ] && llama "$m-$v$r" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/$v"
             done
         done
         llama "$m-strict" "/tmp/models/$m.gguf" /tmp/empty.conf "$d" "--precision strict"
         agree "$m-warm" "$m-strict"
-        agree "$m-warm" "$m-nopdl"
+        for a in ${DECODE_ALTS:-nopdl}; do agree "$m-warm" "$m-$a"; done
         [ -f "$d/base/rayo-cuda.so" ] || continue
         llama "$m-base-strict" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base" "--precision strict"
         agree "$m-warm" "$m-base"
@@ -157,6 +163,7 @@ run() {
     printf '[backend.cuda]\nprofile = yes\n' >/tmp/profile.conf
     printf '[backend.cuda]\nembedded_code = no\n' >/tmp/jit.conf
     printf '[backend.cuda]\npdl = no\n' >/tmp/nopdl.conf
+    printf '[backend.cuda]\nfuse_norm = no\n' >/tmp/nofuse.conf
     ! part llama || decode
     if part profile; then
         RAYO_LOG=info llama tl-q4_0-profile /tmp/models/tl-q4_0.gguf /tmp/profile.conf

@@ -122,6 +122,10 @@ void argmax_combine(kern *k, int *v, int *i, int v2, int i2);
 void block_argmax(kern *k, int *v, int *i, int lane, int warp);
 void lane_warp(kern *k, int *tid, int *lane, int *warp);
 
+/* ---- rows.c: rmsnorm's arithmetic, shared with the gemv8 kernels' prologue -- */
+void norm_rstd(kern *k, int ss, int inv_n, int eps, int rstd);
+int rmsnorm_value(kern *k, int x, int rstd, int gamma);
+
 /* ---- product-redo.c: an output whose float sum overflowed, again in float64 -- */
 /* One operand of a product's output: element i is at base + i * step
  * (float32 or bf16; step a .b64 register of elements, or -1 for 1), or,

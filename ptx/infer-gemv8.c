@@ -77,6 +77,9 @@ typedef struct g8_regs {
     int nb;                   /* .b32 blocks of 32 values per row (x's scales and sums) */
     int nbr;                  /* .b32 weight blocks per row (nb but for Q4_K) */
     int l1, s2;               /* .f64 this thread's sum |x| and sum d^2 (rounding x) */
+    int norm;                 /* the rmsnorm prologue (gemv8xn_*, gemv8sn_*): x is rmsnorm's input */
+    int gamma, xn, eps;       /* its .b64 gamma and output, .f32 eps */
+    int rstd, pxn;            /* .f64 1 / rms(x) (while x is rounded); the block that writes xn (pred) */
 } g8_regs;
 
 /* ---- rounding x ------------------------------------------------------------ */
@@ -154,15 +157,152 @@ static void block_scale(kern *k, const g8_regs *g, int *v, int *dd, int *inv)
     emit(k, "selp.f32 %s, %s, 0f00000000, %s;", F(*inv), F(*inv), P(pz));
 }
 
-/* x[4i .. 4i + 4) into v (zeros where !pin: 4i >= n) */
-static void load_x4(kern *k, const g8_regs *g, int i, int pin, const int *v)
+/* base[4i .. 4i + 4) into v (zeros where !pin: 4i >= n) */
+static void load_f4(kern *k, int base, int i, int pin, const int *v)
 {
     int ga = nd(k);
     for (int j = 0; j < 4; j++)
         emit(k, "mov.f32 %s, 0f00000000;", F(v[j]));
     emit(k, "mul.wide.u32 %s, %s, 16;", D(ga), R(i));
-    emit(k, "add.u64 %s, %s, %s;", D(ga), D(ga), D(g->x));
+    emit(k, "add.u64 %s, %s, %s;", D(ga), D(ga), D(base));
     emit(k, "@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s];", P(pin), F(v[0]), F(v[1]), F(v[2]), F(v[3]), D(ga));
+}
+
+/* x[4i .. 4i + 4) into v, and gamma's into gv when the kernel normalises x */
+static void load_x4(kern *k, const g8_regs *g, int i, int pin, const int *v, const int *gv)
+{
+    load_f4(k, g->x, i, pin, v);
+    if (g->norm)
+        load_f4(k, g->gamma, i, pin, gv);
+}
+
+/* ---- the rmsnorm prologue ------------------------------------------------ */
+/* g->rstd: 1 / sqrt(mean x^2 + eps) of x, as the rmsnorm kernels compute it
+ * (module rows: squares summed in float64, norm_rstd), by every block from
+ * x in L2 (a few thousand floats); g->pxn: block 0, which writes xn. */
+static void norm_stats(kern *k, g8_regs *g)
+{
+    int nq = nr(k), i = nr(k), pin = np(k), acc = nfd(k), v[4], l_loop = nlabel(k), l_done = nlabel(k);
+    for (int j = 0; j < 4; j++)
+        v[j] = nf(k);
+    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(acc));
+    emit(k, "cvt.u32.u64 %s, %s;", R(nq), D(g->n));
+    emit(k, "shr.u32 %s, %s, 2;", R(nq), R(nq));
+    emit(k, "mov.u32 %s, %s;", R(i), R(g->tid));
+    label(k, l_loop);
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(pin), R(i), R(nq));
+    emit(k, "@!%s bra %s;", P(pin), L(l_done));
+    load_f4(k, g->x, i, pin, v);
+    for (int j = 0; j < 4; j++) {
+        int xd = nfd(k);
+        emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(v[j]));
+        emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc), FD(xd), FD(xd), FD(acc));
+    }
+    emit(k, "add.u32 %s, %s, %d;", R(i), R(i), THREADS);
+    emit(k, "bra.uni %s;", L(l_loop));
+    label(k, l_done);
+    for (int o = 16; o >= 1; o /= 2) {
+        int t = shfl_f64(k, acc, o);
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(acc), FD(acc), FD(t));
+    }
+    int p0 = np(k), base = nr(k), a = nr(k), ss = nfd(k), nd64 = nfd(k), inv_n = nfd(k), ctaid = sreg(k, "%ctaid.x");
+    emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(g->lane));
+    emit(k, "mov.u32 %s, g8_red;", R(base));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(a), R(g->warp), R(base));
+    emit(k, "@%s st.shared.f64 [%s], %s;", P(p0), R(a), FD(acc));
+    emit(k, "bar.sync 0;");
+    emit(k, "ld.shared.f64 %s, [%s];", FD(ss), R(base));
+    for (int w = 1; w < WARPS; w++) {
+        int t = nfd(k);
+        emit(k, "ld.shared.f64 %s, [%s+%d];", FD(t), R(base), 8 * w);
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(ss), FD(ss), FD(t));
+    }
+    emit(k, "bar.sync 0;"); /* all have read g8_red before block_gate writes it */
+    emit(k, "cvt.rn.f64.u64 %s, %s;", FD(nd64), D(g->n));
+    emit(k, "rcp.rn.f64 %s, %s;", FD(inv_n), FD(nd64));
+    g->rstd = nfd(k);
+    norm_rstd(k, ss, inv_n, g->eps, g->rstd);
+    g->pxn = np(k);
+    emit(k, "setp.eq.u32 %s, %s, 0;", P(g->pxn), R(ctaid));
+    emit(k, "st.shared.f64 [g8_rstd], %s;", FD(g->rstd)); /* for the rows' rare paths (block_gate's barrier) */
+}
+
+/* The rare paths' rstd and gamma, from shared memory and the parameters:
+ * no registers held through the rows for them. */
+static int saved_rstd(kern *k)
+{
+    int r = nfd(k);
+    emit(k, "ld.shared.f64 %s, [g8_rstd];", FD(r));
+    return r;
+}
+
+/* x's 4 floats at global address xa + off (zeros where !ok) for the float
+ * paths: as given, or in the rmsnorm kernels rmsnorm's output of them,
+ * computed again (the values block 0 stores, which the other blocks cannot
+ * read back within the launch). */
+static void x_floats(kern *k, const g8_regs *g, int ok, int xa, int off, int *x)
+{
+    for (int j = 0; j < 4; j++) {
+        x[j] = nf(k);
+        emit(k, "mov.f32 %s, 0f00000000;", F(x[j]));
+    }
+    emit(k, "@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s+%d];", P(ok), F(x[0]), F(x[1]), F(x[2]), F(x[3]), D(xa),
+         off);
+    if (!g->norm)
+        return;
+    int ga = nd(k), gv[4], rstd = saved_rstd(k);
+    for (int j = 0; j < 4; j++) {
+        gv[j] = nf(k);
+        emit(k, "mov.f32 %s, 0f00000000;", F(gv[j]));
+    }
+    emit(k, "sub.u64 %s, %s, %s;", D(ga), D(xa), D(g->x));
+    emit(k, "add.u64 %s, %s, %s;", D(ga), D(ga), D(param_global(k, "p_gamma")));
+    emit(k, "@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s+%d];", P(ok), F(gv[0]), F(gv[1]), F(gv[2]), F(gv[3]),
+         D(ga), off);
+    for (int j = 0; j < 4; j++) {
+        x[j] = rmsnorm_value(k, x[j], rstd, gv[j]);
+        emit(k, "@!%s mov.f32 %s, 0f00000000;", P(ok), F(x[j]));
+    }
+}
+
+/* The rmsnorm kernels' slow path for a sum that is not finite (as
+ * redo_if_not_finite, product-redo.c): the row's terms again in float64,
+ * x normalised again as x_floats does. rs: the row's global address. */
+static void norm_redo_if_not_finite(kern *k, const g8format *f, const g8_regs *g, int acc, int rs)
+{
+    int ok = np(k), more = np(k), i = nd(k), l_loop = nlabel(k), l_done = nlabel(k);
+    emit(k, "testp.finite.f64 %s, %s;", P(ok), FD(acc));
+    emit(k, "@%s bra %s;", P(ok), L(l_done));
+    int rstd = saved_rstd(k), gamma = param_global(k, "p_gamma");
+    emit(k, "mov.f64 %s, %s;", FD(acc), CD(0.0));
+    emit(k, "mov.u64 %s, 0;", D(i));
+    label(k, l_loop);
+    int xv = nf(k), gv = nf(k), b = nd(k), e = nd(k), e32 = nr(k), blk = nd(k), xd = nfd(k), wd = nfd(k);
+    emit(k, "ld.global.f32 %s, [%s];", F(xv), D(addr_of(k, g->x, i, 4)));
+    emit(k, "ld.global.f32 %s, [%s];", F(gv), D(addr_of(k, gamma, i, 4)));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(rmsnorm_value(k, xv, rstd, gv)));
+    emit(k, "div.u64 %s, %s, %d;", D(b), D(i), f->block_elems);
+    emit(k, "rem.u64 %s, %s, %d;", D(e), D(i), f->block_elems);
+    emit(k, "cvt.u32.u64 %s, %s;", R(e32), D(e));
+    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(blk), D(b), f->block_bytes, D(rs));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(wd), F(dequant_value(k, f->dtype, blk, e32)));
+    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc), FD(wd), FD(xd), FD(acc));
+    emit(k, "add.u64 %s, %s, 1;", D(i), D(i));
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(more), D(i), D(g->n));
+    emit(k, "@%s bra %s;", P(more), L(l_loop));
+    label(k, l_done);
+}
+
+/* v = rmsnorm of x's 4 values v (gamma gv) at 4i, stored to xn by block 0 */
+static void norm_x4(kern *k, const g8_regs *g, int i, int pin, int *v, const int *gv)
+{
+    for (int j = 0; j < 4; j++)
+        v[j] = rmsnorm_value(k, v[j], g->rstd, gv[j]);
+    int pw = np(k), ga = nd(k);
+    emit(k, "and.pred %s, %s, %s;", P(pw), P(pin), P(g->pxn));
+    emit(k, "mul.wide.u32 %s, %s, 16;", D(ga), R(i));
+    emit(k, "add.u64 %s, %s, %s;", D(ga), D(ga), D(g->xn));
+    emit(k, "@%s st.global.v4.f32 [%s], {%s, %s, %s, %s};", P(pw), D(ga), F(v[0]), F(v[1]), F(v[2]), F(v[3]));
 }
 
 /* One step of the rounding of x: thread i takes x[4i .. 4i + 4) (8 threads
@@ -196,30 +336,38 @@ static void quantize_step(kern *k, const g8_regs *g, int i, int pin, const int *
  * step's loads issued before the step before it is rounded, so that the
  * loop waits for memory once rather than once a step.  The barrier after
  * it is block_gate's. */
-static void quantize_x(kern *k, const g8_regs *g)
+static void quantize_x(kern *k, g8_regs *g)
 {
     int nq = nr(k), i = nr(k), inext = nr(k), base = nr(k), pin = np(k), pnext = np(k), pdone = np(k);
-    int l_loop = nlabel(k), l_done = nlabel(k), next[4];
+    int l_loop = nlabel(k), l_done = nlabel(k), next[4], nextg[4];
     for (int j = 0; j < 4; j++)
-        next[j] = nf(k);
+        next[j] = nf(k), nextg[j] = g->norm ? nf(k) : -1;
     emit(k, "cvt.u32.u64 %s, %s;", R(nq), D(g->n));
     emit(k, "shr.u32 %s, %s, 2;", R(nq), R(nq));
     emit(k, "mov.u32 %s, %s;", R(i), R(g->tid));
     emit(k, "setp.lt.u32 %s, %s, %s;", P(pnext), R(i), R(nq));
-    load_x4(k, g, i, pnext, next);
+    load_x4(k, g, i, pnext, next, nextg);
+    if (g->norm) /* its loads of x issued with the first step's: one wait for memory */
+        norm_stats(k, g);
     label(k, l_loop);
     emit(k, "sub.u32 %s, %s, %s;", R(base), R(i), R(g->lane));
     emit(k, "setp.ge.u32 %s, %s, %s;", P(pdone), R(base), R(nq));
     emit(k, "@%s bra %s;", P(pdone), L(l_done));
     emit(k, "setp.lt.u32 %s, %s, %s;", P(pin), R(i), R(nq));
-    int cur[4];
+    int cur[4], curg[4];
     for (int j = 0; j < 4; j++) {
         cur[j] = nf(k);
         emit(k, "mov.f32 %s, %s;", F(cur[j]), F(next[j]));
+        if (g->norm) {
+            curg[j] = nf(k);
+            emit(k, "mov.f32 %s, %s;", F(curg[j]), F(nextg[j]));
+        }
     }
     emit(k, "add.u32 %s, %s, %d;", R(inext), R(i), THREADS);
     emit(k, "setp.lt.u32 %s, %s, %s;", P(pnext), R(inext), R(nq));
-    load_x4(k, g, inext, pnext, next);
+    load_x4(k, g, inext, pnext, next, nextg);
+    if (g->norm)
+        norm_x4(k, g, i, pin, cur, curg);
     quantize_step(k, g, i, pin, cur);
     emit(k, "mov.u32 %s, %s;", R(i), R(inext));
     emit(k, "bra.uni %s;", L(l_loop));
@@ -513,12 +661,7 @@ static void step_q4_k_float(kern *k, const g8_regs *g, const lane_step *s, int a
         emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(w[1]), R(w[1]));
         for (int e = 0; e < 2; e++) {
             int x[4];
-            for (int j = 0; j < 4; j++) {
-                x[j] = nf(k);
-                emit(k, "mov.f32 %s, 0f00000000;", F(x[j]));
-            }
-            emit(k, "@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s+%d];", P(s->ok), F(x[0]), F(x[1]), F(x[2]),
-                 F(x[3]), D(xa), 128 * e + 16 * i);
+            x_floats(k, g, s->ok, xa, 128 * e + 16 * i, x);
             codes_dot4(k, w[e], 0.0f, x, part[e]);
             for (int j = 0; j < 4; j++)
                 emit(k, "add.f32 %s, %s, %s;", F(xsum[e]), F(xsum[e]), F(x[j]));
@@ -566,12 +709,7 @@ static void step_float(kern *k, const g8format *f, const g8_regs *g, const lane_
     int count = code_words(k, f, s, words, offs);
     for (int i = 0; i < count; i++) {
         int x[4];
-        for (int j = 0; j < 4; j++) {
-            x[j] = nf(k);
-            emit(k, "mov.f32 %s, 0f00000000;", F(x[j]));
-        }
-        emit(k, "@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s+%d];", P(s->ok), F(x[0]), F(x[1]), F(x[2]), F(x[3]),
-             D(xa), offs[i]);
+        x_floats(k, g, s->ok, xa, offs[i], x);
         codes_dot4(k, words[i], f->nibbles ? 8.0f : 128.0f, x, part);
     }
     int dw = weight_scale(k, s), p64 = nfd(k);
@@ -595,7 +733,10 @@ static int store_row(kern *k, const g8format *f, const g8_regs *g, int row, int 
     int rs = nd(k);
     emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(rs), D(row), D(g->lda), D(g->a));
     redo_operand wr = {rs, -1, f->dtype}, xr = {g->x, -1, RAYO_DTYPE_F32};
-    redo_if_not_finite(k, acc, &wr, &xr, g->n);
+    if (g->norm)
+        norm_redo_if_not_finite(k, f, g, acc, rs);
+    else
+        redo_if_not_finite(k, acc, &wr, &xr, g->n);
     emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(ya), D(row), D(g->y));
     emit(k, "cvt.f64.f32 %s, %s;", FD(t), F(g->alpha));
     emit(k, "mul.rn.f64 %s, %s, %s;", FD(res), FD(acc), FD(t));
@@ -734,30 +875,36 @@ static int g8_prologue(kern *k, const g8format *f, g8_regs *g, int *row, int *st
     emit(k, "cvt.u64.u32 %s, %s;", D(w64), R(g->warp));
     emit(k, "add.u64 %s, %s, %s;", D(*row), D(*row), D(w64));
     emit(k, "mul.wide.u32 %s, %s, %d;", D(*stride), R(nctaid), WARPS);
+    if (g->norm) {
+        g->gamma = param_global(k, "p_gamma");
+        g->xn = param_global(k, "p_xn");
+        g->eps = param_f32(k, "p_eps");
+    }
     quantize_x(k, g);
     return block_gate(k, g);
 }
 
 /* The kernel's end: its name, parameters (decl, then those from p_x on) and
  * the launch bounds. */
-static void g8_finish(strbuf *mod, kern *k, const char *name, strbuf *decl, int has_m)
+static void g8_finish(strbuf *mod, kern *k, const char *name, strbuf *decl, int has_m, int norm)
 {
     char dir[64], shared[80];
     /* two blocks per SM, as the plugin launches them (one wave): without
      * .minnctapersm the driver's JIT gave gemv8_q4_0 126 registers (the
      * offline ptxas 55) and the SMs ran one block each */
     snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n.minnctapersm 2\n", THREADS);
-    snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 g8_red[%d];\n", 16 * WARPS);
-    sb_printf(decl, ".param .u64 p_x, %s.param .u64 p_n, .param .u64 p_lda, .param .f32 p_alpha, .param .f32 p_beta",
-              has_m ? ".param .u64 p_m, " : "");
+    snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 g8_red[%d];\n%s", 16 * WARPS,
+             norm ? "\t.shared .align 8 .f64 g8_rstd;\n" : "");
+    sb_printf(decl, ".param .u64 p_x, %s.param .u64 p_n, .param .u64 p_lda, .param .f32 p_alpha, .param .f32 p_beta%s",
+              has_m ? ".param .u64 p_m, " : "", norm ? ", .param .u64 p_gamma, .param .u64 p_xn, .param .f32 p_eps" : "");
     kern_finish(mod, k, name, decl->p, dir, shared);
     sb_free(decl);
 }
 
-static void gen_gemv8(strbuf *mod, const g8format *f, int parts)
+static void gen_gemv8(strbuf *mod, const g8format *f, int parts, int norm)
 {
     kern kk = {0}, *k = &kk;
-    g8_regs g = {.parts = parts};
+    g8_regs g = {.parts = parts, .norm = norm};
     strbuf decl = {0};
     if (parts == 1) {
         sb_printf(&decl, ".param .u64 p_y, .param .u64 p_a, ");
@@ -779,18 +926,18 @@ static void gen_gemv8(strbuf *mod, const g8format *f, int parts)
     emit(k, "bra.uni %s;", L(l_row));
     label(k, l_end);
     char name[32];
-    snprintf(name, sizeof name, parts == 1 ? "gemv8_%s" : "gemv8x_%s", f->name);
-    g8_finish(mod, k, name, &decl, parts == 1);
+    snprintf(name, sizeof name, parts == 1 ? "gemv8_%s" : norm ? "gemv8xn_%s" : "gemv8x_%s", f->name);
+    g8_finish(mod, k, name, &decl, parts == 1, norm);
 }
 
 /* gemv8s_<dtype>: a decode step's gate and up gemvs of one x (p_a0, p_a1
  * into p_y0, p_y1, p_m rows each) and swiglu of their outputs into p_ys:
  * a warp takes row r of both, each stored as gemv8_* stores it, then lane 0
  * stores silu(gate) up as glu_swiglu computes it from those two values. */
-static void gen_gemv8s(strbuf *mod, const g8format *f)
+static void gen_gemv8s(strbuf *mod, const g8format *f, int norm)
 {
     kern kk = {0}, *k = &kk;
-    g8_regs g = {.parts = 1}, up;
+    g8_regs g = {.parts = 1, .norm = norm}, up;
     strbuf decl = {0};
     sb_printf(&decl, ".param .u64 p_ys, .param .u64 p_y0, .param .u64 p_a0, .param .u64 p_y1, .param .u64 p_a1, ");
     int ys = param_global(k, "p_ys");
@@ -814,15 +961,18 @@ static void gen_gemv8s(strbuf *mod, const g8format *f)
     emit(k, "bra.uni %s;", L(l_row));
     label(k, l_end);
     char name[32];
-    snprintf(name, sizeof name, "gemv8s_%s", f->name);
-    g8_finish(mod, k, name, &decl, 1);
+    snprintf(name, sizeof name, norm ? "gemv8sn_%s" : "gemv8s_%s", f->name);
+    g8_finish(mod, k, name, &decl, 1, norm);
 }
 
 void infer_gemv8(strbuf *mod)
 {
     for (size_t i = 0; i < FORMAT_COUNT; i++) {
-        gen_gemv8(mod, &formats[i], 1);
-        gen_gemv8(mod, &formats[i], RAYO_PTX_GEMV8_PARTS);
-        gen_gemv8s(mod, &formats[i]);
+        gen_gemv8(mod, &formats[i], 1, 0);
+        gen_gemv8(mod, &formats[i], RAYO_PTX_GEMV8_PARTS, 0);
+        gen_gemv8s(mod, &formats[i], 0);
+        /* the same after rmsnorm of x (one launch for rmsnorm and the products of its output) */
+        gen_gemv8(mod, &formats[i], RAYO_PTX_GEMV8_PARTS, 1);
+        gen_gemv8s(mod, &formats[i], 1);
     }
 }

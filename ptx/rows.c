@@ -469,25 +469,19 @@ static void body_write(kern *k, rowc *c, const int *u, int count)
                 int d = nf(k);
                 emit(k, "sub.rn.f32 %s, %s, %s;", F(d), F(x), F(c->mx));
                 emit(k, "sub.rn.f32 %s, %s, %s;", F(o), F(d), F(c->lsum));
-            } else {
-                /* gamma x^ + beta in double, rounded once (see row_layernorm) */
+            } else if (c->kind == ROW_RMSNORM) {
                 /* (conversions to and from float64 are the slow part here:
                  * rmsnorm has neither mean nor beta) */
-                int xd = nfd(k), d = xd, t = nfd(k), gd = nfd(k), yd = nfd(k);
+                o = rmsnorm_value(k, x, c->rstd, gv[q][i]);
+            } else {
+                /* gamma x^ + beta in double, rounded once (see row_layernorm) */
+                int xd = nfd(k), d = nfd(k), t = nfd(k), gd = nfd(k), bd = nfd(k), yd = nfd(k);
                 emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(x));
-                if (c->kind == ROW_LAYERNORM) {
-                    d = nfd(k);
-                    emit(k, "sub.rn.f64 %s, %s, %s;", FD(d), FD(xd), FD(c->mean));
-                }
+                emit(k, "sub.rn.f64 %s, %s, %s;", FD(d), FD(xd), FD(c->mean));
                 emit(k, "mul.rn.f64 %s, %s, %s;", FD(t), FD(d), FD(c->rstd));
                 emit(k, "cvt.f64.f32 %s, %s;", FD(gd), F(gv[q][i]));
-                if (c->kind == ROW_LAYERNORM) {
-                    int bd = nfd(k);
-                    emit(k, "cvt.f64.f32 %s, %s;", FD(bd), F(bv[q][i]));
-                    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(yd), FD(t), FD(gd), FD(bd));
-                } else {
-                    emit(k, "mul.rn.f64 %s, %s, %s;", FD(yd), FD(t), FD(gd));
-                }
+                emit(k, "cvt.f64.f32 %s, %s;", FD(bd), F(bv[q][i]));
+                emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(yd), FD(t), FD(gd), FD(bd));
                 emit(k, "cvt.rn.f32.f64 %s, %s;", F(o), FD(yd));
             }
             out[i] = o;
@@ -579,8 +573,9 @@ static int group_reduce(kern *k, rowc *c, int v, int is_max)
 /* 1/sqrt(var + eps) from the sum of squares (inv_n = 1/n), as in
  * row_layernorm but without float64 division and square root, which cost
  * more than a short row's data: rsqrt.approx (about 2^-22) and one Newton
- * step (its error squared: ~2^-44); var + eps = 0 gives 0. */
-static void norm_scale(kern *k, rowc *c, int ss, int inv_n, int eps)
+ * step (its error squared: ~2^-44); var + eps = 0 gives 0.  Also the
+ * rmsnorm prologue of the gemv8 kernels (infer-gemv8.c). */
+void norm_rstd(kern *k, int ss, int inv_n, int eps, int rstd)
 {
     int var = nfd(k), epsd = nfd(k), ve = nfd(k), r0 = nfd(k), h = nfd(k), t = nfd(k), u = nfd(k), pz = np(k);
     emit(k, "mul.rn.f64 %s, %s, %s;", FD(var), FD(ss), FD(inv_n));
@@ -591,9 +586,22 @@ static void norm_scale(kern *k, rowc *c, int ss, int inv_n, int eps)
     emit(k, "mul.rn.f64 %s, %s, %s;", FD(t), FD(r0), FD(r0));
     emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(u), FD(h), FD(t), CD(-1.5)); /* v r^2 / 2 - 3/2 */
     emit(k, "mul.rn.f64 %s, %s, %s;", FD(u), FD(u), FD(r0));
-    emit(k, "neg.f64 %s, %s;", FD(c->rstd), FD(u));                         /* r (3 - v r^2) / 2 */
+    emit(k, "neg.f64 %s, %s;", FD(rstd), FD(u));                            /* r (3 - v r^2) / 2 */
     emit(k, "setp.eq.f64 %s, %s, %s;", P(pz), FD(ve), CD(0.0));
-    emit(k, "selp.f64 %s, %s, %s, %s;", FD(c->rstd), CD(0.0), FD(c->rstd), P(pz));
+    emit(k, "selp.f64 %s, %s, %s, %s;", FD(rstd), CD(0.0), FD(rstd), P(pz));
+}
+
+/* x rstd gamma in float64, rounded once: one rmsnorm output (f32 x, gamma;
+ * f64 rstd). */
+int rmsnorm_value(kern *k, int x, int rstd, int gamma)
+{
+    int xd = nfd(k), t = nfd(k), gd = nfd(k), yd = nfd(k), o = nf(k);
+    emit(k, "cvt.f64.f32 %s, %s;", FD(xd), F(x));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(t), FD(xd), FD(rstd));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(gd), F(gamma));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(yd), FD(t), FD(gd));
+    emit(k, "cvt.rn.f32.f64 %s, %s;", F(o), FD(yd));
+    return o;
 }
 
 /* The warp kind's group: warp_group lanes per row, 32 / warp_group rows
@@ -663,10 +671,10 @@ static void rowc_statistics(kern *k, rowc *c, int inv_n, int eps)
         emit(k, "mul.rn.f64 %s, %s, %s;", FD(c->mean), FD(s1), FD(inv_n));
         emit(k, "mov.f64 %s, %s;", FD(c->acc_d), CD(0.0));
         unit_loop(k, c, 0, body_var);
-        norm_scale(k, c, group_reduce(k, c, c->acc_d, 0), inv_n, eps);
+        norm_rstd(k, group_reduce(k, c, c->acc_d, 0), inv_n, eps, c->rstd);
     } else {
         emit(k, "mov.f64 %s, %s;", FD(c->mean), CD(0.0));
-        norm_scale(k, c, s1, inv_n, eps);
+        norm_rstd(k, s1, inv_n, eps, c->rstd);
     }
 }
 

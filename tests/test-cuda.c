@@ -11,7 +11,7 @@
  *     transpose, bias_act), relaxed Q8_0 / Q4_0 / Q4_K gemv (x in 8 bits; several of one x in a
  *     replayed batch: one launch; a residual add and rmsnorm of the sum: one kernel; rope of q and k:
  *     one launch, the same rope twice on one buffer: two; gate, up and swiglu: one launch, swiglu
- *     of up then gate: not), fused attention in the shapes that take each
+ *     of up then gate: not; rmsnorm of one row and the gemvs of its output: one launch), fused attention in the shapes that take each
  *     launch plan (a KV group wider than one warp's 4 heads, odd groups,
  *     aligned and unaligned K/V rows, decode and prefill), batches on device buffers (a typed matmul too)
  *     at unaligned offsets (each op of a chain checked against the device's
@@ -868,6 +868,131 @@ static void check_add_rmsnorm(void *st, size_t m, size_t n)
     free(x); free(r); free(gamma); free(want);
 }
 
+/* ---- rmsnorm and the 8-bit gemvs of its output: one launch ------------------ */
+/* The buffers and the host copies of check_norm_gemv8: x, gamma, rmsnorm's
+ * output xn, the weights (f32 and stored) and the products' outputs y. */
+typedef struct norm_g8 {
+    rayo_dtype dt;
+    int swiglu;                        /* gate, up, swiglu; else three gemvs (q, k, v) */
+    size_t parts, m[3], n, row_bytes, rows;
+    float *wf, *gamma;
+    unsigned char *w;
+    void *bx, *bg, *bn, *bw, *by, *batch;
+} norm_g8;
+
+static rayo_status norm_g8_record(void *st, norm_g8 *t)
+{
+    const rayo_memory_api *mem = desc->memory;
+    rayo_dev_call norm = {.struct_size = sizeof norm, .op = RAYO_OP_RMSNORM, .m = 1, .n = t->n, .alpha = 1e-5f,
+                          .a = {t->bx, 0}, .b = {t->bg, 0}, .y = {t->bn, 0}};
+    rayo_status s = mem->batch_record(st, t->batch, &norm);
+    for (size_t p = 0, w_at = 0, y_at = 0; s == RAYO_OK && p < t->parts; p++) {
+        rayo_dev_call c = {.struct_size = sizeof c, .op = RAYO_OP_GEMV, .m = t->m[p], .n = t->n, .alpha = 1.0f,
+                           .a = {t->bw, w_at}, .b = {t->bn, 0}, .y = {t->by, y_at},
+                           .dtypes = RAYO_DTYPES(t->dt, RAYO_DTYPE_F32, 0, RAYO_DTYPE_F32),
+                           .precision = RAYO_PRECISION_RELAXED};
+        s = mem->batch_record(st, t->batch, &c);
+        w_at += t->m[p] * t->row_bytes, y_at += 4 * t->m[p];
+    }
+    rayo_dev_call glu = {.struct_size = sizeof glu, .op = RAYO_OP_SWIGLU, .m = 1, .n = t->m[0], .a = {t->by, 0},
+                         .b = {t->by, 4 * t->m[0]}, .y = {t->by, 0}};
+    return s == RAYO_OK && t->swiglu ? mem->batch_record(st, t->batch, &glu) : s;
+}
+
+/* rmsnorm's output xn against rmsnorm alone on host memory (within one
+ * float step: the sum of squares in another order) and float64. */
+static void norm_g8_judge_xn(void *st, const norm_g8 *t, const float *x, const float *xn, int round)
+{
+    float *want = malloc(4 * t->n);
+    rayo_call one = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_RMSNORM, .m = 1, .n = t->n, .alpha = 1e-5f,
+                     .a = x, .b = t->gamma, .y = want};
+    CHECK(run(st, &one) == RAYO_OK, "rmsnorm alone: %s", last_error);
+    size_t off = 0;
+    for (size_t i = 0; i < t->n; i++)
+        off += xn[i] != want[i] && xn[i] != nextafterf(want[i], INFINITY) && xn[i] != nextafterf(want[i], -INFINITY);
+    CHECK(!off, "rmsnorm then %s gemvs, round %d: %zu of %zu rmsnorm outputs off rmsnorm alone",
+          rayo_dtype_name(t->dt), round, off, t->n);
+    one.y = NULL;
+    judge(NULL, one, xn, "rmsnorm then %s gemvs in one launch, round %d", rayo_dtype_name(t->dt), round);
+    free(want);
+}
+
+/* Each product bit for bit the gemv alone on host memory of xn as read back
+ * (and swiglu alone of gate's and up's), judged against float64 too. */
+static void norm_g8_judge_y(void *st, const norm_g8 *t, const float *xn, const float *y, int round)
+{
+    rayo_op_info relaxed = *rayo_op_by_id(RAYO_OP_GEMV);
+    relaxed.tol_rel = 2e-3; /* the combo's relaxed contract */
+    float *want = malloc(4 * t->rows), *glu = malloc(4 * t->m[0]);
+    for (size_t p = 0, at = 0; p < t->parts; at += t->m[p], p++) {
+        rayo_call one = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_GEMV, .m = t->m[p], .n = t->n,
+                         .alpha = 1.0f, .a = t->w + at * t->row_bytes, .b = xn, .y = want + at,
+                         .dtypes = RAYO_DTYPES(t->dt, RAYO_DTYPE_F32, 0, RAYO_DTYPE_F32),
+                         .precision = RAYO_PRECISION_RELAXED};
+        CHECK(run(st, &one) == RAYO_OK, "gemv alone: %s", last_error);
+        rayo_call ref = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_GEMV, .m = t->m[p], .n = t->n,
+                         .alpha = 1.0f, .a = t->wf + at * t->n, .b = xn};
+        if (!t->swiglu || p == 1)
+            judge(&relaxed, ref, y + at, "rmsnorm then %s gemv %zu, round %d", rayo_dtype_name(t->dt), p, round);
+    }
+    rayo_call s = {.struct_size = sizeof(rayo_call), .op = RAYO_OP_SWIGLU, .m = 1, .n = t->m[0], .a = want,
+                   .b = want + t->m[0], .y = glu};
+    CHECK(!t->swiglu || run(st, &s) == RAYO_OK, "swiglu alone: %s", last_error);
+    if (t->swiglu)
+        memcpy(want, glu, 4 * t->m[0]);
+    CHECK(!memcmp(y, want, 4 * t->rows), "rmsnorm then %s %s in one batch, round %d: not the ops alone",
+          rayo_dtype_name(t->dt), t->swiglu ? "gate, up and swiglu" : "q, k and v gemvs", round);
+    free(want); free(glu);
+}
+
+static int norm_g8_alloc(void *st, norm_g8 *t)
+{
+    const rayo_memory_api *mem = desc->memory;
+    return mem->buffer_alloc(st, 4 * t->n, &t->bx) == RAYO_OK && mem->buffer_alloc(st, 4 * t->n, &t->bg) == RAYO_OK &&
+           mem->buffer_alloc(st, 4 * t->n, &t->bn) == RAYO_OK &&
+           mem->buffer_alloc(st, t->rows * t->row_bytes, &t->bw) == RAYO_OK &&
+           mem->buffer_alloc(st, 4 * t->rows, &t->by) == RAYO_OK && mem->batch_begin(st, &t->batch) == RAYO_OK &&
+           mem->buffer_write(st, t->bg, 0, t->gamma, 4 * t->n) == RAYO_OK &&
+           mem->buffer_write(st, t->bw, 0, t->w, t->rows * t->row_bytes) == RAYO_OK && norm_g8_record(st, t) == RAYO_OK;
+}
+
+/* rmsnorm of one row, then relaxed 8-bit gemvs of its output in a batch, as
+ * a decode step records them (q, k and v; or gate, up and swiglu): one
+ * launch in the plugin (gemv8xn_*, gemv8sn_*).  Two rounds (one by one,
+ * then the graph), each on a fresh x; outlier: one value of x that many
+ * times larger (1000: past the 8-bit estimate, the float path, whose x the
+ * kernel normalises again). */
+static void check_norm_gemv8(void *st, rayo_dtype dt, int swiglu, float outlier)
+{
+    norm_g8 t = {.dt = dt, .swiglu = swiglu, .parts = swiglu ? 2 : 3, .n = 2048};
+    t.m[0] = swiglu ? 300 : 256, t.m[1] = swiglu ? 300 : 64, t.m[2] = swiglu ? 0 : 33;
+    t.rows = t.m[0] + t.m[1] + t.m[2];
+    CHECK(rayo_dtype_row_bytes(dt, t.n, &t.row_bytes), "row bytes");
+    t.wf = floats(t.rows * t.n, -1, 1), t.gamma = floats(t.n, 0.5, 1.5), t.w = malloc(t.rows * t.row_bytes);
+    store_rows(dt, t.wf, t.w, t.rows, t.n, t.row_bytes);
+    int ok = norm_g8_alloc(st, &t);
+    CHECK(ok, "rmsnorm then gemvs: buffers and batch: %s", last_error);
+    for (int round = 0; ok && round < 2; round++) {
+        float *x = floats(t.n, -2, 2);
+        x[t.n / 3] *= outlier;
+        ok = desc->memory->buffer_write(st, t.bx, 0, x, 4 * t.n) == RAYO_OK &&
+             desc->memory->batch_submit(st, t.batch) == RAYO_OK &&
+             desc->memory->batch_wait(st, t.batch, UINT64_MAX) == RAYO_OK;
+        CHECK(ok, "rmsnorm then gemvs, round %d: %s", round, last_error);
+        float *xn = read_floats(st, t.bn, 0, t.n), *y = read_floats(st, t.by, 0, t.rows);
+        norm_g8_judge_xn(st, &t, x, xn, round);
+        norm_g8_judge_y(st, &t, xn, y, round);
+        free(x); free(xn); free(y);
+    }
+    void *bufs[] = {t.bx, t.bg, t.bn, t.bw, t.by};
+    for (size_t i = 0; i < 5; i++)
+        if (bufs[i])
+            desc->memory->buffer_free(st, bufs[i]);
+    if (t.batch)
+        desc->memory->batch_free(st, t.batch);
+    free(t.wf); free(t.gamma); free(t.w);
+}
+
 /* Rope of q and of k in place in a batch, as a decode step records them:
  * one launch in the plugin (rope2_*).  Then the same rope twice on one
  * buffer, which must not be one launch (the second reads the first's
@@ -1247,6 +1372,13 @@ int main(int argc, char **argv)
     check_add_rmsnorm(st, 3, 4096);
     check_add_rmsnorm(st, 2, 1100); /* n % 4 == 0, past the warp kernels */
     check_add_rmsnorm(st, 1, 999);  /* odd n: not fused, still right */
+    check_norm_gemv8(st, RAYO_DTYPE_Q4_0, 0, 1.0f);
+    check_norm_gemv8(st, RAYO_DTYPE_Q8_0, 1, 1.0f);
+    check_norm_gemv8(st, RAYO_DTYPE_Q4_K, 0, 1.0f);
+    check_norm_gemv8(st, RAYO_DTYPE_Q4_K, 1, 1.0f);
+    check_norm_gemv8(st, RAYO_DTYPE_Q4_0, 1, 1000.0f);
+    check_norm_gemv8(st, RAYO_DTYPE_Q8_0, 0, 1000.0f);
+    check_norm_gemv8(st, RAYO_DTYPE_Q4_K, 1, 1000.0f);
     check_rope_pair(st, RAYO_ROPE_NORM, 1);
     check_rope_pair(st, RAYO_ROPE_NEOX, 3);
     test_typed_matmul_batch(st, RAYO_PRECISION_STRICT, 37, 70, 96);

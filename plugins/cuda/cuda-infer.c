@@ -156,15 +156,15 @@ static int swiglu_suits(const cuda_op *gate, const cuda_op *up, const cuda_op *s
            !cuda_overlap(s->y, yb, gate->a, gate->m * row_bytes) && !cuda_overlap(s->y, yb, up->a, up->m * row_bytes);
 }
 
-size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count)
+/* The gemv8 ops at ops[0] that run as one launch (gemv8x_*, or gemv8s_*
+ * with swiglu: 3), or 0 where ops[0] takes no gemv8 kernel. */
+static size_t gemv8_group(const cuda_state *st, const cuda_op *ops, size_t count)
 {
     size_t row_bytes = 0, n = 1;
-    if (count >= 2 && (cuda_add_rmsnorm_suits(st, &ops[0], &ops[1]) || rope_pair_suits(&ops[0], &ops[1])))
-        return 2;
     if (!count || !gemv8_alike(st, &ops[0], &ops[0]) ||
         !rayo_dtype_row_bytes(RAYO_DTYPE_OF(ops[0].dtypes, 0), ops[0].lda ? ops[0].lda : ops[0].n, &row_bytes) ||
         !independent(ops, 0, &ops[0], row_bytes))
-        return 1;
+        return 0;
     while (n < count && n < RAYO_PTX_GEMV8_PARTS && gemv8_alike(st, &ops[0], &ops[n]) &&
            independent(ops, n, &ops[n], row_bytes))
         n++;
@@ -173,13 +173,45 @@ size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count)
     return n;
 }
 
+/* Whether rmsnorm `norm` of one row runs in the launch of the gemv8 group
+ * ops[0 .. n) that reads its output (gemv8xn_*, gemv8sn_*): every block
+ * computes the row's rstd as the rmsnorm kernels do and normalises x as it
+ * stages it, block 0 also stores the output.  Nothing the launch writes may
+ * touch x or gamma, and the output must be apart from both. */
+static int norm_suits(const cuda_op *norm, const cuda_op *ops, size_t n)
+{
+    size_t b = 4 * norm->n;
+    if (norm->op != RAYO_OP_RMSNORM || norm->dtypes || norm->m != 1 || norm->n != ops[0].n || norm->y != ops[0].b ||
+        !norm->b || norm->a % 16 || norm->b % 16 || cuda_overlap(norm->a, b, norm->y, b) ||
+        cuda_overlap(norm->b, b, norm->y, b))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t yb = 4 * (ops[i].op == RAYO_OP_SWIGLU ? ops[i].n : ops[i].m);
+        if (cuda_overlap(ops[i].y, yb, norm->a, b) || cuda_overlap(ops[i].y, yb, norm->b, b))
+            return 0;
+    }
+    return 1;
+}
+
+size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count)
+{
+    if (count >= 2 && (cuda_add_rmsnorm_suits(st, &ops[0], &ops[1]) || rope_pair_suits(&ops[0], &ops[1])))
+        return 2;
+    if (count >= 2 && ops[0].op == RAYO_OP_RMSNORM && st->fuse_norm) {
+        size_t n = gemv8_group(st, ops + 1, count - 1);
+        return n && norm_suits(&ops[0], ops + 1, n) ? 1 + n : 1;
+    }
+    size_t n = gemv8_group(st, ops, count);
+    return n ? n : 1;
+}
+
 /* gemv8<kind>_<dtype> over `rows` warp rows of n columns, one wave: two
  * blocks per SM, their warps looping over rows. */
-static rayo_status launch_gemv8_grid(cuda_state *st, CUstream stream, char kind, rayo_dtype dt, size_t rows,
+static rayo_status launch_gemv8_grid(cuda_state *st, CUstream stream, const char *kind, rayo_dtype dt, size_t rows,
                                      size_t n, void **params)
 {
     char name[32];
-    snprintf(name, sizeof name, "gemv8%c_%s", kind, gemv8_dtype(dt));
+    snprintf(name, sizeof name, "gemv8%s_%s", kind, gemv8_dtype(dt));
     CUfunction fn;
     rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
     if (s != RAYO_OK)
@@ -190,17 +222,31 @@ static rayo_status launch_gemv8_grid(cuda_state *st, CUstream stream, char kind,
     return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, name);
 }
 
-/* ops[0 .. n) as one gemv8x_* grid: parts past n have no rows. */
-static rayo_status launch_gemv8x(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n)
+/* The rmsnorm prologue's parameters (p_gamma, p_xn, p_eps) at tail. */
+typedef struct norm_args {
+    CUdeviceptr gamma, xn;
+    float eps;
+} norm_args;
+
+static void norm_params(const cuda_op *norm, norm_args *na, void **tail)
+{
+    *na = (norm_args){norm->b, norm->y, norm->alpha};
+    tail[0] = &na->gamma, tail[1] = &na->xn, tail[2] = &na->eps;
+}
+
+/* ops[0 .. n) as one gemv8x_* grid: parts past n have no rows; after
+ * rmsnorm `norm` of x (gemv8xn_*) when not NULL. */
+static rayo_status launch_gemv8x(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n, const cuda_op *norm)
 {
     rayo_dtype dt = RAYO_DTYPE_OF(ops[0].dtypes, 0);
     size_t row_bytes = 0, rows = 0;
     if (!rayo_dtype_row_bytes(dt, ops[0].lda ? ops[0].lda : ops[0].n, &row_bytes))
         return RAYO_E_UNSUPPORTED; /* cuda_launch_group checked it */
-    CUdeviceptr y[RAYO_PTX_GEMV8_PARTS] = {0}, a[RAYO_PTX_GEMV8_PARTS] = {0}, x = ops[0].b;
+    CUdeviceptr y[RAYO_PTX_GEMV8_PARTS] = {0}, a[RAYO_PTX_GEMV8_PARTS] = {0}, x = norm ? norm->a : ops[0].b;
     unsigned long long m[RAYO_PTX_GEMV8_PARTS] = {0}, cols = ops[0].n, lda = row_bytes;
     float alpha = ops[0].alpha, beta = ops[0].beta;
-    void *params[3 * RAYO_PTX_GEMV8_PARTS + 5];
+    norm_args na;
+    void *params[3 * RAYO_PTX_GEMV8_PARTS + 8];
     for (size_t i = 0; i < RAYO_PTX_GEMV8_PARTS; i++) {
         if (i < n) {
             y[i] = ops[i].y, a[i] = ops[i].a, m[i] = ops[i].m;
@@ -210,21 +256,36 @@ static rayo_status launch_gemv8x(cuda_state *st, CUstream stream, const cuda_op 
     }
     void **tail = params + 3 * RAYO_PTX_GEMV8_PARTS;
     tail[0] = &x, tail[1] = &cols, tail[2] = &lda, tail[3] = &alpha, tail[4] = &beta;
-    return launch_gemv8_grid(st, stream, 'x', dt, rows, ops[0].n, params);
+    if (norm)
+        norm_params(norm, &na, tail + 5);
+    return launch_gemv8_grid(st, stream, norm ? "xn" : "x", dt, rows, ops[0].n, params);
 }
 
-/* gate ops[0], up ops[1] and swiglu ops[2] as one gemv8s_* grid. */
-static rayo_status launch_gemv8s(cuda_state *st, CUstream stream, const cuda_op *ops)
+/* gate ops[0], up ops[1] and swiglu ops[2] as one gemv8s_* grid; after
+ * rmsnorm `norm` of x (gemv8sn_*) when not NULL. */
+static rayo_status launch_gemv8s(cuda_state *st, CUstream stream, const cuda_op *ops, const cuda_op *norm)
 {
     rayo_dtype dt = RAYO_DTYPE_OF(ops[0].dtypes, 0);
     size_t row_bytes = 0;
     if (!rayo_dtype_row_bytes(dt, ops[0].lda ? ops[0].lda : ops[0].n, &row_bytes))
         return RAYO_E_UNSUPPORTED; /* cuda_launch_group checked it */
-    CUdeviceptr ys = ops[2].y, y0 = ops[0].y, a0 = ops[0].a, y1 = ops[1].y, a1 = ops[1].a, x = ops[0].b;
+    CUdeviceptr ys = ops[2].y, y0 = ops[0].y, a0 = ops[0].a, y1 = ops[1].y, a1 = ops[1].a;
+    CUdeviceptr x = norm ? norm->a : ops[0].b;
     unsigned long long m = ops[0].m, cols = ops[0].n, lda = row_bytes;
     float alpha = ops[0].alpha, beta = ops[0].beta;
-    void *params[] = {&ys, &y0, &a0, &y1, &a1, &x, &m, &cols, &lda, &alpha, &beta};
-    return launch_gemv8_grid(st, stream, 's', dt, m, ops[0].n, params);
+    norm_args na;
+    void *params[14] = {&ys, &y0, &a0, &y1, &a1, &x, &m, &cols, &lda, &alpha, &beta};
+    if (norm)
+        norm_params(norm, &na, params + 11);
+    return launch_gemv8_grid(st, stream, norm ? "sn" : "s", dt, m, ops[0].n, params);
+}
+
+/* rmsnorm ops[0] and the gemv8 group ops[1 .. n) of its output in one launch */
+static rayo_status launch_norm_gemv8(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n)
+{
+    if (n == 4 && ops[3].op == RAYO_OP_SWIGLU)
+        return launch_gemv8s(st, stream, ops + 1, &ops[0]);
+    return launch_gemv8x(st, stream, ops + 1, n - 1, &ops[0]);
 }
 
 rayo_status cuda_launch_ops(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n)
@@ -233,10 +294,12 @@ rayo_status cuda_launch_ops(cuda_state *st, CUstream stream, const cuda_op *ops,
         return cuda_launch_op(st, stream, &ops[0]);
     if (ops[0].op == RAYO_OP_ROPE)
         return launch_rope_pair(st, stream, &ops[0], &ops[1]);
+    if (ops[0].op == RAYO_OP_RMSNORM)
+        return launch_norm_gemv8(st, stream, ops, n);
     if (n == 3 && ops[2].op == RAYO_OP_SWIGLU)
-        return launch_gemv8s(st, stream, ops);
+        return launch_gemv8s(st, stream, ops, NULL);
     return ops[0].op == RAYO_OP_ADD ? cuda_launch_add_rmsnorm(st, stream, &ops[0], &ops[1])
-                                    : launch_gemv8x(st, stream, ops, n);
+                                    : launch_gemv8x(st, stream, ops, n, NULL);
 }
 
 static rayo_status launch(cuda_state *st, CUstream stream, const char *name, size_t gx, size_t gy, void **params)

@@ -202,6 +202,7 @@ static void read_config(cuda_state *st)
     st->pdl_edges = config_yes(host, "pdl", 1) && st->use_graphs && st->ptx_target >= 90 &&
                     st->drv->version >= 12030 && st->drv->cuGraphAddDependencies_v2;
     st->use_gemv8 = config_yes(host, "gemv_int8", 1);
+    st->fuse_norm = config_yes(host, "fuse_norm", 1);
     st->use_attn_block = config_yes(host, "attention_block", 1);
     st->use_half_prompt = config_yes(host, "half_prompt", 1);
     st->use_prompt_split_k = config_yes(host, "prompt_split_k", 1);
