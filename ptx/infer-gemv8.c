@@ -439,6 +439,34 @@ static void load_step_q4_k(kern *k, const g8_regs *g, int rs, int blk0, int u, l
     s->dh = s->head[0];
 }
 
+/* The step's f16 scale at ba + off and its 16 code bytes from the words at
+ * al + off on (al: the codes' address rounded down to 4 bytes, sh: the
+ * difference in bits, mis: sh != 0), predicated on ok (ok < 0: none). */
+static void load_words(kern *k, int ok, int ba, int al, int off, int mis, int sh, lane_step *s)
+{
+    char pred[16] = "";
+    int w[LANE_WORDS + 1];
+    if (ok >= 0)
+        snprintf(pred, sizeof pred, "@%s ", P(ok));
+    s->dh = nr(k);
+    if (ok >= 0)
+        emit(k, "mov.b32 %s, 0;", R(s->dh));
+    for (int i = 0; i <= LANE_WORDS; i++) {
+        w[i] = nr(k);
+        if (ok >= 0 || i == LANE_WORDS)
+            emit(k, "mov.b32 %s, 0;", R(w[i]));
+    }
+    emit(k, "%sld.global.nc.u16 %s, [%s+%d];", pred, R(s->dh), D(ba), off);
+    for (int i = 0; i < LANE_WORDS; i++)
+        emit(k, "%sld.global.nc.u32 %s, [%s+%d];", pred, R(w[i]), D(al), off + 4 * i);
+    /* not word-aligned: the last two bytes (a word would pass the block's end) */
+    emit(k, "@%s ld.global.nc.u16 %s, [%s+%d];", P(mis), R(w[LANE_WORDS]), D(al), off + LANE_BYTES);
+    for (int i = 0; i < LANE_WORDS; i++) {
+        s->q[i] = nr(k);
+        emit(k, "shf.r.wrap.b32 %s, %s, %s, %s;", R(s->q[i]), R(w[i]), R(w[i + 1]), R(sh));
+    }
+}
+
 static void load_step(kern *k, const g8format *f, const g8_regs *g, int rs, int blk0, int u, lane_step *s)
 {
     if (f->dtype == RAYO_DTYPE_Q4_K) {
@@ -446,10 +474,9 @@ static void load_step(kern *k, const g8format *f, const g8_regs *g, int rs, int 
         return;
     }
     int lpb = f->lanes_per_block, bpi = 32 / lpb;
-    int sub = nr(k), ba = nd(k), qo = nd(k), al = nd(k), sh = nr(k), w[LANE_WORDS + 1], mis = np(k);
+    int sub = nr(k), ba = nd(k), qo = nd(k), al = nd(k), sh = nr(k), mis = np(k);
     s->blk = nr(k);
     s->ok = np(k);
-    s->dh = nr(k);
     emit(k, "shr.u32 %s, %s, %d;", R(s->blk), R(g->lane), __builtin_ctz((unsigned)lpb));
     emit(k, "add.u32 %s, %s, %s;", R(s->blk), R(s->blk), R(blk0));
     emit(k, "add.u32 %s, %s, %d;", R(s->blk), R(s->blk), u * bpi);
@@ -464,58 +491,59 @@ static void load_step(kern *k, const g8format *f, const g8_regs *g, int rs, int 
     emit(k, "and.b32 %s, %s, 3;", R(sh), R(sh));
     emit(k, "shl.b32 %s, %s, 3;", R(sh), R(sh));
     emit(k, "setp.ne.and.u32 %s, %s, 0, %s;", P(mis), R(sh), P(s->ok));
-    emit(k, "mov.b32 %s, 0;", R(s->dh));
-    for (int i = 0; i <= LANE_WORDS; i++) {
-        w[i] = nr(k);
-        emit(k, "mov.b32 %s, 0;", R(w[i]));
-    }
-    emit(k, "@%s ld.global.nc.u16 %s, [%s];", P(s->ok), R(s->dh), D(ba));
-    for (int i = 0; i < LANE_WORDS; i++)
-        emit(k, "@%s ld.global.nc.u32 %s, [%s+%d];", P(s->ok), R(w[i]), D(al), 4 * i);
-    /* not word-aligned: the last two bytes (a word would pass the block's end) */
-    emit(k, "@%s ld.global.nc.u16 %s, [%s+%d];", P(mis), R(w[LANE_WORDS]), D(al), LANE_BYTES);
-    for (int i = 0; i < LANE_WORDS; i++) {
-        s->q[i] = nr(k);
-        emit(k, "shf.r.wrap.b32 %s, %s, %s, %s;", R(s->q[i]), R(w[i]), R(w[i + 1]), R(sh));
-    }
+    load_words(k, s->ok, ba, al, 0, mis, sh, s);
 }
 
-/* 16 bytes of x's codes at shared address base + off (zeros when !ok) */
+/* 16 bytes of x's codes at shared address base + off (zeros when !ok; ok < 0:
+ * always there) */
 static void load_x16(kern *k, int base, int off, int ok, int *x)
 {
+    char pred[16] = "";
     for (int i = 0; i < 4; i++) {
         x[i] = nr(k);
-        emit(k, "mov.b32 %s, 0;", R(x[i]));
+        if (ok >= 0)
+            emit(k, "mov.b32 %s, 0;", R(x[i]));
     }
-    emit(k, "@%s ld.shared.v4.u32 {%s, %s, %s, %s}, [%s+%d];", P(ok), R(x[0]), R(x[1]), R(x[2]), R(x[3]), R(base),
-         off);
+    if (ok >= 0)
+        snprintf(pred, sizeof pred, "@%s ", P(ok));
+    emit(k, "%sld.shared.v4.u32 {%s, %s, %s, %s}, [%s+%d];", pred, R(x[0]), R(x[1]), R(x[2]), R(x[3]), R(base), off);
+}
+
+/* The integer dot product of the lane's code words q with x's codes x (Q8_0)
+ * or, for Q4_0's nibbles, x (low) and xh (high); without Q4_0's offset. */
+static int codes_dot(kern *k, const g8format *f, const int *q, const int *x, const int *xh)
+{
+    int dot = nr(k);
+    emit(k, "mov.b32 %s, 0;", R(dot));
+    for (int i = 0; i < LANE_WORDS; i++) {
+        if (!f->nibbles) {
+            emit(k, "dp4a.s32.s32 %s, %s, %s, %s;", R(dot), R(q[i]), R(x[i]), R(dot));
+            continue;
+        }
+        int lo = nr(k), hi = nr(k);
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(lo), R(q[i]));
+        emit(k, "shr.u32 %s, %s, 4;", R(hi), R(q[i]));
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(hi), R(hi));
+        emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot), R(lo), R(x[i]), R(dot));
+        emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot), R(hi), R(xh[i]), R(dot));
+    }
+    return dot;
 }
 
 /* The step's integer dot product of the lane's codes with x's. */
 static int step_dot(kern *k, const g8format *f, const g8_regs *g, const lane_step *s)
 {
-    int sub = nr(k), xa = nr(k), dot = nr(k), x[4];
+    int sub = nr(k), xa = nr(k), x[4], dot;
     emit(k, "and.b32 %s, %s, %d;", R(sub), R(g->lane), f->lanes_per_block - 1);
     emit(k, "shl.b32 %s, %s, 5;", R(xa), R(s->blk));
     emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(xa), R(sub), LANE_BYTES, R(xa));
     emit(k, "add.u32 %s, %s, %s;", R(xa), R(xa), R(g->qx));
     load_x16(k, xa, 0, s->ok, x);
-    emit(k, "mov.b32 %s, 0;", R(dot));
-    if (!f->nibbles) {
-        for (int i = 0; i < LANE_WORDS; i++)
-            emit(k, "dp4a.s32.s32 %s, %s, %s, %s;", R(dot), R(s->q[i]), R(x[i]), R(dot));
-        return dot;
-    }
+    if (!f->nibbles)
+        return codes_dot(k, f, s->q, x, NULL);
     int xh[4];
     load_x16(k, xa, 16, s->ok, xh);
-    for (int i = 0; i < LANE_WORDS; i++) {
-        int lo = nr(k), hi = nr(k);
-        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(lo), R(s->q[i]));
-        emit(k, "shr.u32 %s, %s, 4;", R(hi), R(s->q[i]));
-        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(hi), R(hi));
-        emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot), R(lo), R(x[i]), R(dot));
-        emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot), R(hi), R(xh[i]), R(dot));
-    }
+    dot = codes_dot(k, f, s->q, x, xh);
     /* the codes' offset: 8 times the sum of the block's 32 x codes, once
      * per block (by its first lane) */
     int first = np(k), xs = nr(k), sa = nr(k);
@@ -545,24 +573,42 @@ static int small_int_f32(kern *k, int v)
     return f;
 }
 
+/* acc += f * x's scale at shared address sa + off (zero when !ok; ok < 0:
+ * always there), in double */
+static void x_scale_fma(kern *k, int sa, int off, int ok, int f, int acc)
+{
+    int f64 = nfd(k), dx = nfd(k);
+    emit(k, "cvt.f64.f32 %s, %s;", FD(f64), F(f));
+    if (ok >= 0) {
+        emit(k, "mov.f64 %s, 0d0000000000000000;", FD(dx));
+        emit(k, "@%s ld.shared.f64 %s, [%s+%d];", P(ok), FD(dx), R(sa), off);
+    } else {
+        emit(k, "ld.shared.f64 %s, [%s+%d];", FD(dx), R(sa), off);
+    }
+    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc), FD(f64), FD(dx), FD(acc));
+}
+
 /* acc += f * x's scale of 32-value block blk32 (zero when !ok), in double */
 static void times_x_scale(kern *k, const g8_regs *g, int blk32, int ok, int f, int acc)
 {
-    int f64 = nfd(k), dx = nfd(k), sa = nr(k);
-    emit(k, "cvt.f64.f32 %s, %s;", FD(f64), F(f));
-    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(dx));
+    int sa = nr(k);
     emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(sa), R(blk32), R(g->dx));
-    emit(k, "@%s ld.shared.f64 %s, [%s];", P(ok), FD(dx), R(sa));
-    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc), FD(f64), FD(dx), FD(acc));
+    x_scale_fma(k, sa, 0, ok, f, acc);
 }
 
 /* acc += dot * weight scale * x scale: the integer (|dot| < 2^22) to float
  * exactly, the product with x's scale in double */
-static void step_accumulate(kern *k, const g8_regs *g, const lane_step *s, int dot, int acc)
+/* dot (|dot| < 2^22) as a float, exactly, times the step's weight scale */
+static int dot_times_scale(kern *k, const lane_step *s, int dot)
 {
     int fdot = small_int_f32(k, dot), dw = weight_scale(k, s), fw = nf(k);
     emit(k, "mul.f32 %s, %s, %s;", F(fw), F(fdot), F(dw));
-    times_x_scale(k, g, s->blk, s->ok, fw, acc);
+    return fw;
+}
+
+static void step_accumulate(kern *k, const g8_regs *g, const lane_step *s, int dot, int acc)
+{
+    times_x_scale(k, g, s->blk, s->ok, dot_times_scale(k, s, dot), acc);
 }
 
 /* ---- Q4_K ------------------------------------------------------------------ */
@@ -752,12 +798,96 @@ static int store_row(kern *k, const g8format *f, const g8_regs *g, int row, int 
     return out;
 }
 
+/* ---- full steps (Q8_0, Q4_0) ---------------------------------------------- */
+/* While a row has UNROLL whole steps left, the lane's addresses only move
+ * by constants: its block in a step is lane / lanes_per_block plus a
+ * multiple of 16, and as rows are on 4 bytes and blocks of 18 or 34 bytes
+ * its codes' offset from a word is the same in every step.  So these steps
+ * load at immediate offsets from pointers set once a row, with no bounds
+ * and no predicates but the one for that offset. */
+typedef struct lane_ptrs {
+    int scale, words; /* .b64 global: the first step's f16 scale and code bytes rounded down to 4 */
+    int sh, mis;      /* .b32 the codes' offset from a word in bits; .pred sh != 0 */
+    int xq, xs, xd;   /* .b32 shared: x's codes of the lane's values, its block's sum and scale */
+} lane_ptrs;
+
+static lane_ptrs lane_ptrs_at(kern *k, const g8format *f, const g8_regs *g, int rs)
+{
+    lane_ptrs p = {nd(k), nd(k), nr(k), np(k), nr(k), nr(k), nr(k)};
+    int lpb = f->lanes_per_block, lb = nr(k), sub = nr(k), qo = nd(k);
+    emit(k, "shr.u32 %s, %s, %d;", R(lb), R(g->lane), __builtin_ctz((unsigned)lpb));
+    emit(k, "and.b32 %s, %s, %d;", R(sub), R(g->lane), lpb - 1);
+    emit(k, "mad.wide.u32 %s, %s, %d, %s;", D(p.scale), R(lb), f->block_bytes, D(rs));
+    emit(k, "mad.wide.u32 %s, %s, %d, %s;", D(qo), R(sub), LANE_BYTES, D(p.scale));
+    emit(k, "add.u64 %s, %s, 2;", D(qo), D(qo));
+    emit(k, "and.b64 %s, %s, -4;", D(p.words), D(qo));
+    emit(k, "cvt.u32.u64 %s, %s;", R(p.sh), D(qo));
+    emit(k, "and.b32 %s, %s, 3;", R(p.sh), R(p.sh));
+    emit(k, "shl.b32 %s, %s, 3;", R(p.sh), R(p.sh));
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(p.mis), R(p.sh));
+    emit(k, "shl.b32 %s, %s, 5;", R(p.xq), R(lb));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(p.xq), R(sub), LANE_BYTES, R(p.xq));
+    emit(k, "add.u32 %s, %s, %s;", R(p.xq), R(p.xq), R(g->qx));
+    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(p.xs), R(lb), R(g->sx));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(p.xd), R(lb), R(g->dx));
+    return p;
+}
+
+/* Step u's products into acc, as step_dot and step_accumulate make them. */
+static void full_step(kern *k, const g8format *f, const lane_ptrs *p, int u, const lane_step *s, int acc)
+{
+    int blocks = u * 32 / f->lanes_per_block, x[4], xh[4], dot;
+    load_x16(k, p->xq, 32 * blocks, -1, x);
+    if (f->nibbles) {
+        int xs = nr(k);
+        load_x16(k, p->xq, 32 * blocks + 16, -1, xh);
+        dot = codes_dot(k, f, s->q, x, xh);
+        emit(k, "ld.shared.u32 %s, [%s+%d];", R(xs), R(p->xs), 4 * blocks);
+        emit(k, "mad.lo.s32 %s, %s, -8, %s;", R(dot), R(xs), R(dot));
+    } else {
+        dot = codes_dot(k, f, s->q, x, NULL);
+    }
+    x_scale_fma(k, p->xd, 8 * blocks, -1, dot_times_scale(k, s, dot), acc);
+}
+
+/* The row's whole UNROLL steps from block blk0 (0) on; blk0 ends at the
+ * first block they leave. */
+static void full_steps(kern *k, const g8format *f, const g8_regs *g, int rs, int acc, int blk0)
+{
+    int blocks = f->unroll * 32 / f->lanes_per_block, bytes = blocks * f->block_bytes;
+    int next = nr(k), pout = np(k), l_loop = nlabel(k), l_end = nlabel(k);
+    lane_ptrs p = lane_ptrs_at(k, f, g, rs);
+    label(k, l_loop);
+    emit(k, "add.u32 %s, %s, %d;", R(next), R(blk0), blocks);
+    emit(k, "setp.gt.u32 %s, %s, %s;", P(pout), R(next), R(g->nbr));
+    emit(k, "@%s bra %s;", P(pout), L(l_end));
+    lane_step s[UNROLL];
+    for (int u = 0; u < f->unroll; u++)
+        load_words(k, -1, p.scale, p.words, u * bytes / f->unroll, p.mis, p.sh, &s[u]);
+    for (int u = 0; u < f->unroll; u++)
+        full_step(k, f, &p, u, &s[u], acc);
+    emit(k, "add.u64 %s, %s, %d;", D(p.scale), D(p.scale), bytes);
+    emit(k, "add.u64 %s, %s, %d;", D(p.words), D(p.words), bytes);
+    emit(k, "add.u32 %s, %s, %d;", R(p.xq), R(p.xq), 32 * blocks);
+    emit(k, "add.u32 %s, %s, %d;", R(p.xs), R(p.xs), 4 * blocks);
+    emit(k, "add.u32 %s, %s, %d;", R(p.xd), R(p.xd), 8 * blocks);
+    emit(k, "mov.u32 %s, %s;", R(blk0), R(next));
+    emit(k, "bra.uni %s;", L(l_loop));
+    label(k, l_end);
+}
+
 /* The row's blocks, UNROLL steps of loads, then their products, in
- * integers (int8) or in float. */
+ * integers (int8) or in float: Q8_0 and Q4_0's whole steps in integers by
+ * full_steps, the rest (and the last, partial step) here. */
 static void row_steps(kern *k, const g8format *f, const g8_regs *g, int rs, int acc, int int8)
 {
-    int blk0 = nr(k), pmore = np(k), l_loop = nlabel(k);
+    int blk0 = nr(k), pmore = np(k), l_loop = nlabel(k), l_end = nlabel(k);
     emit(k, "mov.u32 %s, 0;", R(blk0));
+    if (int8 && f->dtype != RAYO_DTYPE_Q4_K) {
+        full_steps(k, f, g, rs, acc, blk0);
+        emit(k, "setp.ge.u32 %s, %s, %s;", P(pmore), R(blk0), R(g->nbr));
+        emit(k, "@%s bra %s;", P(pmore), L(l_end));
+    }
     label(k, l_loop);
     lane_step s[UNROLL];
     for (int u = 0; u < f->unroll; u++)
@@ -773,6 +903,7 @@ static void row_steps(kern *k, const g8format *f, const g8_regs *g, int rs, int 
     emit(k, "add.u32 %s, %s, %d;", R(blk0), R(blk0), f->unroll * 32 / f->lanes_per_block);
     emit(k, "setp.lt.u32 %s, %s, %s;", P(pmore), R(blk0), R(g->nbr));
     emit(k, "@%s bra %s;", P(pmore), L(l_loop));
+    label(k, l_end);
 }
 
 /* The warp's row, by the block's gate (a branch the whole block takes
