@@ -42,6 +42,9 @@
 #define UNROLL 4      /* weight loads of this many steps issued before the first is used (Q8_0, Q4_0) */
 #define LANE_BYTES 16 /* code bytes per lane and step: half a Q8_0 block, a whole Q4_0 one */
 #define LANE_WORDS (LANE_BYTES / 4)
+#ifndef WINDOW_UNROLL
+#define WINDOW_UNROLL 4
+#endif
 
 /* 5 deviations within 2e-3 of sum |x| (rms|w| / mean|w| = 1.5): with
  * sum e^2 = 32 / 12 sum d^2, 7.5^2 * 32 / 12 sum d^2 <= (2e-3 sum |x|)^2 */
@@ -801,36 +804,116 @@ static int store_row(kern *k, const g8format *f, const g8_regs *g, int row, int 
 /* ---- full steps (Q8_0, Q4_0) ---------------------------------------------- */
 /* While a row has UNROLL whole steps left, the lane's addresses only move
  * by constants: its block in a step is lane / lanes_per_block plus a
- * multiple of 16, and as rows are on 4 bytes and blocks of 18 or 34 bytes
- * its codes' offset from a word is the same in every step.  So these steps
- * load at immediate offsets from pointers set once a row, with no bounds
- * and no predicates but the one for that offset. */
+ * multiple of 8, and as blocks are of 18 or 34 bytes its codes' offset
+ * within 16 bytes is the same in every step (rows on 16 bytes).  So these
+ * steps load at immediate offsets from pointers set once a row, with no
+ * bounds and no predicates, and a lane reads its 16 code bytes as the two
+ * aligned 16-byte pieces that hold them (two vector loads where the
+ * predicated loop takes five, the busy unit being L1), then picks its
+ * words out of the eight by that offset. */
 typedef struct lane_ptrs {
-    int scale, words; /* .b64 global: the first step's f16 scale and code bytes rounded down to 4 */
-    int sh, mis;      /* .b32 the codes' offset from a word in bits; .pred sh != 0 */
-    int xq, xs, xd;   /* .b32 shared: x's codes of the lane's values, its block's sum and scale */
+    int scale, win, win2; /* .b64 global: the first step's f16 scale, the two 16-byte pieces of its codes */
+    int sh, odd, two;     /* .b32 the codes' offset within a word in bits; .pred bits 2 and 3 of the offset */
+    int xq, xq2, xs, xd;  /* .b32 shared: x's codes of the lane's values (Q4_0: halves), its block's sum, scale */
+    int nlo, nhi;         /* .b32 Q4_0: shifts of the nibbles that go with xq and xq2 */
 } lane_ptrs;
+
+/* Q4_0: lanes with bit 2 set read x's high 16 codes first, so that the 8
+ * lanes of a 16-byte shared load hit 8 different banks (a block's 32 codes
+ * per lane put lanes 0 and 4 on the same ones); their nibbles swap too. */
+static void q4_0_x_halves(kern *k, const g8_regs *g, lane_ptrs *p)
+{
+    int sw = nr(k);
+    emit(k, "and.b32 %s, %s, 4;", R(sw), R(g->lane));
+    emit(k, "add.u32 %s, %s, 16;", R(p->xq2), R(p->xq));
+    emit(k, "shl.b32 %s, %s, 2;", R(sw), R(sw));
+    emit(k, "add.u32 %s, %s, %s;", R(p->xq), R(p->xq), R(sw));
+    emit(k, "sub.u32 %s, %s, %s;", R(p->xq2), R(p->xq2), R(sw));
+    emit(k, "shr.u32 %s, %s, 2;", R(p->nlo), R(sw));
+    emit(k, "sub.u32 %s, 4, %s;", R(p->nhi), R(p->nlo));
+}
 
 static lane_ptrs lane_ptrs_at(kern *k, const g8format *f, const g8_regs *g, int rs)
 {
-    lane_ptrs p = {nd(k), nd(k), nr(k), np(k), nr(k), nr(k), nr(k)};
-    int lpb = f->lanes_per_block, lb = nr(k), sub = nr(k), qo = nd(k);
+    lane_ptrs p = {nd(k), nd(k), nd(k), nr(k), np(k), np(k), nr(k), nr(k), nr(k), nr(k), nr(k), nr(k)};
+    int lpb = f->lanes_per_block, lb = nr(k), sub = nr(k), qo = nd(k), t = nr(k), bit = nr(k), zero = np(k);
     emit(k, "shr.u32 %s, %s, %d;", R(lb), R(g->lane), __builtin_ctz((unsigned)lpb));
     emit(k, "and.b32 %s, %s, %d;", R(sub), R(g->lane), lpb - 1);
     emit(k, "mad.wide.u32 %s, %s, %d, %s;", D(p.scale), R(lb), f->block_bytes, D(rs));
     emit(k, "mad.wide.u32 %s, %s, %d, %s;", D(qo), R(sub), LANE_BYTES, D(p.scale));
     emit(k, "add.u64 %s, %s, 2;", D(qo), D(qo));
-    emit(k, "and.b64 %s, %s, -4;", D(p.words), D(qo));
-    emit(k, "cvt.u32.u64 %s, %s;", R(p.sh), D(qo));
-    emit(k, "and.b32 %s, %s, 3;", R(p.sh), R(p.sh));
+    emit(k, "and.b64 %s, %s, -16;", D(p.win), D(qo));
+    emit(k, "cvt.u32.u64 %s, %s;", R(t), D(qo));
+    emit(k, "and.b32 %s, %s, 15;", R(t), R(t));
+    emit(k, "and.b32 %s, %s, 3;", R(p.sh), R(t));
     emit(k, "shl.b32 %s, %s, 3;", R(p.sh), R(p.sh));
-    emit(k, "setp.ne.u32 %s, %s, 0;", P(p.mis), R(p.sh));
+    emit(k, "and.b32 %s, %s, 4;", R(bit), R(t));
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(p.odd), R(bit));
+    emit(k, "and.b32 %s, %s, 8;", R(bit), R(t));
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(p.two), R(bit));
+    /* codes on 16 bytes need the first piece only: the second may be past
+     * the matrix, so it is read again there */
+    emit(k, "setp.eq.u32 %s, %s, 0;", P(zero), R(t));
+    emit(k, "add.u64 %s, %s, 16;", D(p.win2), D(p.win));
+    emit(k, "@%s mov.u64 %s, %s;", P(zero), D(p.win2), D(p.win));
     emit(k, "shl.b32 %s, %s, 5;", R(p.xq), R(lb));
     emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(p.xq), R(sub), LANE_BYTES, R(p.xq));
     emit(k, "add.u32 %s, %s, %s;", R(p.xq), R(p.xq), R(g->qx));
+    if (f->nibbles)
+        q4_0_x_halves(k, g, &p);
     emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(p.xs), R(lb), R(g->sx));
     emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(p.xd), R(lb), R(g->dx));
     return p;
+}
+
+/* Step u's scale into s and the two 16-byte pieces that hold its codes
+ * into w (bytes off on from the row's first step). */
+static void window_load(kern *k, const lane_ptrs *p, int off, lane_step *s, int *w)
+{
+    s->dh = nr(k);
+    for (int i = 0; i < 8; i++)
+        w[i] = nr(k);
+    emit(k, "ld.global.nc.v4.u32 {%s, %s, %s, %s}, [%s+%d];", R(w[0]), R(w[1]), R(w[2]), R(w[3]), D(p->win), off);
+    emit(k, "ld.global.nc.v4.u32 {%s, %s, %s, %s}, [%s+%d];", R(w[4]), R(w[5]), R(w[6]), R(w[7]), D(p->win2), off);
+    emit(k, "ld.global.nc.u16 %s, [%s+%d];", R(s->dh), D(p->scale), off);
+}
+
+/* The code words out of the window w: its words from the codes' word j
+ * on (two rounds of selp by j's bits), then funnel shifts by the offset
+ * within a word. */
+static void window_pick(kern *k, const lane_ptrs *p, const int *w, lane_step *s)
+{
+    int v[7], x[5];
+    for (int i = 0; i < 7; i++) {
+        v[i] = nr(k);
+        emit(k, "selp.b32 %s, %s, %s, %s;", R(v[i]), R(w[i + 1]), R(w[i]), P(p->odd));
+    }
+    for (int i = 0; i <= LANE_WORDS; i++) {
+        x[i] = nr(k);
+        emit(k, "selp.b32 %s, %s, %s, %s;", R(x[i]), R(v[i + 2]), R(v[i]), P(p->two));
+    }
+    for (int i = 0; i < LANE_WORDS; i++) {
+        s->q[i] = nr(k);
+        emit(k, "shf.r.wrap.b32 %s, %s, %s, %s;", R(s->q[i]), R(x[i]), R(x[i + 1]), R(p->sh));
+    }
+}
+
+/* Q4_0's dot of the lane's nibbles with x's two halves as q4_0_x_halves
+ * laid them out. */
+static int q4_0_dot(kern *k, const lane_ptrs *p, const lane_step *s, const int *xa, const int *xb)
+{
+    int dot = nr(k);
+    emit(k, "mov.b32 %s, 0;", R(dot));
+    for (int i = 0; i < LANE_WORDS; i++) {
+        int a = nr(k), b = nr(k);
+        emit(k, "shr.u32 %s, %s, %s;", R(a), R(s->q[i]), R(p->nlo));
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(a), R(a));
+        emit(k, "shr.u32 %s, %s, %s;", R(b), R(s->q[i]), R(p->nhi));
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(b), R(b));
+        emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot), R(a), R(xa[i]), R(dot));
+        emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot), R(b), R(xb[i]), R(dot));
+    }
+    return dot;
 }
 
 /* Step u's products into acc, as step_dot and step_accumulate make them. */
@@ -840,8 +923,8 @@ static void full_step(kern *k, const g8format *f, const lane_ptrs *p, int u, con
     load_x16(k, p->xq, 32 * blocks, -1, x);
     if (f->nibbles) {
         int xs = nr(k);
-        load_x16(k, p->xq, 32 * blocks + 16, -1, xh);
-        dot = codes_dot(k, f, s->q, x, xh);
+        load_x16(k, p->xq2, 32 * blocks, -1, xh);
+        dot = q4_0_dot(k, p, s, x, xh);
         emit(k, "ld.shared.u32 %s, [%s+%d];", R(xs), R(p->xs), 4 * blocks);
         emit(k, "mad.lo.s32 %s, %s, -8, %s;", R(dot), R(xs), R(dot));
     } else {
@@ -850,41 +933,61 @@ static void full_step(kern *k, const g8format *f, const lane_ptrs *p, int u, con
     x_scale_fma(k, p->xd, 8 * blocks, -1, dot_times_scale(k, s, dot), acc);
 }
 
-/* The row's whole UNROLL steps from block blk0 (0) on; blk0 ends at the
- * first block they leave. */
-static void full_steps(kern *k, const g8format *f, const g8_regs *g, int rs, int acc, int blk0)
+/* The row's whole steps of `unroll` steps each from block blk0 on, p's
+ * pointers at blk0; blk0 and p end at the first block they leave. */
+static void full_steps(kern *k, const g8format *f, const g8_regs *g, const lane_ptrs *p, int acc, int blk0, int unroll)
 {
-    int blocks = f->unroll * 32 / f->lanes_per_block, bytes = blocks * f->block_bytes;
+    int blocks = unroll * 32 / f->lanes_per_block, bytes = blocks * f->block_bytes;
     int next = nr(k), pout = np(k), l_loop = nlabel(k), l_end = nlabel(k);
-    lane_ptrs p = lane_ptrs_at(k, f, g, rs);
     label(k, l_loop);
     emit(k, "add.u32 %s, %s, %d;", R(next), R(blk0), blocks);
     emit(k, "setp.gt.u32 %s, %s, %s;", P(pout), R(next), R(g->nbr));
     emit(k, "@%s bra %s;", P(pout), L(l_end));
-    lane_step s[UNROLL];
-    for (int u = 0; u < f->unroll; u++)
-        load_words(k, -1, p.scale, p.words, u * bytes / f->unroll, p.mis, p.sh, &s[u]);
-    for (int u = 0; u < f->unroll; u++)
-        full_step(k, f, &p, u, &s[u], acc);
-    emit(k, "add.u64 %s, %s, %d;", D(p.scale), D(p.scale), bytes);
-    emit(k, "add.u64 %s, %s, %d;", D(p.words), D(p.words), bytes);
-    emit(k, "add.u32 %s, %s, %d;", R(p.xq), R(p.xq), 32 * blocks);
-    emit(k, "add.u32 %s, %s, %d;", R(p.xs), R(p.xs), 4 * blocks);
-    emit(k, "add.u32 %s, %s, %d;", R(p.xd), R(p.xd), 8 * blocks);
+    lane_step s[WINDOW_UNROLL];
+    int w[WINDOW_UNROLL][8];
+    for (int u = 0; u < unroll; u++)
+        window_load(k, p, u * bytes / unroll, &s[u], w[u]);
+    for (int u = 0; u < unroll; u++) {
+        window_pick(k, p, w[u], &s[u]);
+        full_step(k, f, p, u, &s[u], acc);
+    }
+    emit(k, "add.u64 %s, %s, %d;", D(p->scale), D(p->scale), bytes);
+    emit(k, "add.u64 %s, %s, %d;", D(p->win), D(p->win), bytes);
+    emit(k, "add.u64 %s, %s, %d;", D(p->win2), D(p->win2), bytes);
+    emit(k, "add.u32 %s, %s, %d;", R(p->xq), R(p->xq), 32 * blocks);
+    if (f->nibbles)
+        emit(k, "add.u32 %s, %s, %d;", R(p->xq2), R(p->xq2), 32 * blocks);
+    emit(k, "add.u32 %s, %s, %d;", R(p->xs), R(p->xs), 4 * blocks);
+    emit(k, "add.u32 %s, %s, %d;", R(p->xd), R(p->xd), 8 * blocks);
     emit(k, "mov.u32 %s, %s;", R(blk0), R(next));
     emit(k, "bra.uni %s;", L(l_loop));
     label(k, l_end);
 }
 
+/* Q8_0 and Q4_0 in integers, a row on 16 bytes: its whole steps,
+ * WINDOW_UNROLL at a time, then two at a time (a 2048-value Q4_0 row). */
+static void row_full_steps(kern *k, const g8format *f, const g8_regs *g, int rs, int acc, int blk0)
+{
+    int low = nd(k), pmis = np(k), l_end = nlabel(k);
+    emit(k, "and.b64 %s, %s, 15;", D(low), D(rs));
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(pmis), D(low));
+    emit(k, "@%s bra %s;", P(pmis), L(l_end));
+    lane_ptrs p = lane_ptrs_at(k, f, g, rs);
+    full_steps(k, f, g, &p, acc, blk0, WINDOW_UNROLL);
+    if (WINDOW_UNROLL > 2)
+        full_steps(k, f, g, &p, acc, blk0, 2);
+    label(k, l_end);
+}
+
 /* The row's blocks, UNROLL steps of loads, then their products, in
  * integers (int8) or in float: Q8_0 and Q4_0's whole steps in integers by
- * full_steps, the rest (and the last, partial step) here. */
+ * row_full_steps, the rest (and the last, partial step) here. */
 static void row_steps(kern *k, const g8format *f, const g8_regs *g, int rs, int acc, int int8)
 {
     int blk0 = nr(k), pmore = np(k), l_loop = nlabel(k), l_end = nlabel(k);
     emit(k, "mov.u32 %s, 0;", R(blk0));
     if (int8 && f->dtype != RAYO_DTYPE_Q4_K) {
-        full_steps(k, f, g, rs, acc, blk0);
+        row_full_steps(k, f, g, rs, acc, blk0);
         emit(k, "setp.ge.u32 %s, %s, %s;", P(pmore), R(blk0), R(g->nbr));
         emit(k, "@%s bra %s;", P(pmore), L(l_end));
     }
