@@ -968,9 +968,13 @@ static void full_steps(kern *k, const g8format *f, const g8_regs *g, const lane_
  * WINDOW_UNROLL at a time, then two at a time (a 2048-value Q4_0 row). */
 static void row_full_steps(kern *k, const g8format *f, const g8_regs *g, int rs, int acc, int blk0)
 {
-    int low = nd(k), pmis = np(k), l_end = nlabel(k);
+    int low = nd(k), tail = nr(k), pmis = np(k), l_end = nlabel(k);
+    /* rows that start and end on 16 bytes (a multiple of 8 blocks), so that
+     * no 16-byte piece reaches past the matrix */
     emit(k, "and.b64 %s, %s, 15;", D(low), D(rs));
+    emit(k, "and.b32 %s, %s, 7;", R(tail), R(g->nbr));
     emit(k, "setp.ne.u64 %s, %s, 0;", P(pmis), D(low));
+    emit(k, "setp.ne.or.u32 %s, %s, 0, %s;", P(pmis), R(tail), P(pmis));
     emit(k, "@%s bra %s;", P(pmis), L(l_end));
     lane_ptrs p = lane_ptrs_at(k, f, g, rs);
     full_steps(k, f, g, &p, acc, blk0, WINDOW_UNROLL);
