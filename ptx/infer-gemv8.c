@@ -42,6 +42,9 @@
 #define UNROLL 4      /* weight loads of this many steps issued before the first is used (Q8_0, Q4_0) */
 #define LANE_BYTES 16 /* code bytes per lane and step: half a Q8_0 block, a whole Q4_0 one */
 #define LANE_WORDS (LANE_BYTES / 4)
+#ifndef WINDOW_UNROLL
+#define WINDOW_UNROLL 4
+#endif
 
 /* 5 deviations within 2e-3 of sum |x| (rms|w| / mean|w| = 1.5): with
  * sum e^2 = 32 / 12 sum d^2, 7.5^2 * 32 / 12 sum d^2 <= (2e-3 sum |x|)^2 */
@@ -439,6 +442,34 @@ static void load_step_q4_k(kern *k, const g8_regs *g, int rs, int blk0, int u, l
     s->dh = s->head[0];
 }
 
+/* The step's f16 scale at ba + off and its 16 code bytes from the words at
+ * al + off on (al: the codes' address rounded down to 4 bytes, sh: the
+ * difference in bits, mis: sh != 0), predicated on ok (ok < 0: none). */
+static void load_words(kern *k, int ok, int ba, int al, int off, int mis, int sh, lane_step *s)
+{
+    char pred[16] = "";
+    int w[LANE_WORDS + 1];
+    if (ok >= 0)
+        snprintf(pred, sizeof pred, "@%s ", P(ok));
+    s->dh = nr(k);
+    if (ok >= 0)
+        emit(k, "mov.b32 %s, 0;", R(s->dh));
+    for (int i = 0; i <= LANE_WORDS; i++) {
+        w[i] = nr(k);
+        if (ok >= 0 || i == LANE_WORDS)
+            emit(k, "mov.b32 %s, 0;", R(w[i]));
+    }
+    emit(k, "%sld.global.nc.u16 %s, [%s+%d];", pred, R(s->dh), D(ba), off);
+    for (int i = 0; i < LANE_WORDS; i++)
+        emit(k, "%sld.global.nc.u32 %s, [%s+%d];", pred, R(w[i]), D(al), off + 4 * i);
+    /* not word-aligned: the last two bytes (a word would pass the block's end) */
+    emit(k, "@%s ld.global.nc.u16 %s, [%s+%d];", P(mis), R(w[LANE_WORDS]), D(al), off + LANE_BYTES);
+    for (int i = 0; i < LANE_WORDS; i++) {
+        s->q[i] = nr(k);
+        emit(k, "shf.r.wrap.b32 %s, %s, %s, %s;", R(s->q[i]), R(w[i]), R(w[i + 1]), R(sh));
+    }
+}
+
 static void load_step(kern *k, const g8format *f, const g8_regs *g, int rs, int blk0, int u, lane_step *s)
 {
     if (f->dtype == RAYO_DTYPE_Q4_K) {
@@ -446,10 +477,9 @@ static void load_step(kern *k, const g8format *f, const g8_regs *g, int rs, int 
         return;
     }
     int lpb = f->lanes_per_block, bpi = 32 / lpb;
-    int sub = nr(k), ba = nd(k), qo = nd(k), al = nd(k), sh = nr(k), w[LANE_WORDS + 1], mis = np(k);
+    int sub = nr(k), ba = nd(k), qo = nd(k), al = nd(k), sh = nr(k), mis = np(k);
     s->blk = nr(k);
     s->ok = np(k);
-    s->dh = nr(k);
     emit(k, "shr.u32 %s, %s, %d;", R(s->blk), R(g->lane), __builtin_ctz((unsigned)lpb));
     emit(k, "add.u32 %s, %s, %s;", R(s->blk), R(s->blk), R(blk0));
     emit(k, "add.u32 %s, %s, %d;", R(s->blk), R(s->blk), u * bpi);
@@ -464,58 +494,59 @@ static void load_step(kern *k, const g8format *f, const g8_regs *g, int rs, int 
     emit(k, "and.b32 %s, %s, 3;", R(sh), R(sh));
     emit(k, "shl.b32 %s, %s, 3;", R(sh), R(sh));
     emit(k, "setp.ne.and.u32 %s, %s, 0, %s;", P(mis), R(sh), P(s->ok));
-    emit(k, "mov.b32 %s, 0;", R(s->dh));
-    for (int i = 0; i <= LANE_WORDS; i++) {
-        w[i] = nr(k);
-        emit(k, "mov.b32 %s, 0;", R(w[i]));
-    }
-    emit(k, "@%s ld.global.nc.u16 %s, [%s];", P(s->ok), R(s->dh), D(ba));
-    for (int i = 0; i < LANE_WORDS; i++)
-        emit(k, "@%s ld.global.nc.u32 %s, [%s+%d];", P(s->ok), R(w[i]), D(al), 4 * i);
-    /* not word-aligned: the last two bytes (a word would pass the block's end) */
-    emit(k, "@%s ld.global.nc.u16 %s, [%s+%d];", P(mis), R(w[LANE_WORDS]), D(al), LANE_BYTES);
-    for (int i = 0; i < LANE_WORDS; i++) {
-        s->q[i] = nr(k);
-        emit(k, "shf.r.wrap.b32 %s, %s, %s, %s;", R(s->q[i]), R(w[i]), R(w[i + 1]), R(sh));
-    }
+    load_words(k, s->ok, ba, al, 0, mis, sh, s);
 }
 
-/* 16 bytes of x's codes at shared address base + off (zeros when !ok) */
+/* 16 bytes of x's codes at shared address base + off (zeros when !ok; ok < 0:
+ * always there) */
 static void load_x16(kern *k, int base, int off, int ok, int *x)
 {
+    char pred[16] = "";
     for (int i = 0; i < 4; i++) {
         x[i] = nr(k);
-        emit(k, "mov.b32 %s, 0;", R(x[i]));
+        if (ok >= 0)
+            emit(k, "mov.b32 %s, 0;", R(x[i]));
     }
-    emit(k, "@%s ld.shared.v4.u32 {%s, %s, %s, %s}, [%s+%d];", P(ok), R(x[0]), R(x[1]), R(x[2]), R(x[3]), R(base),
-         off);
+    if (ok >= 0)
+        snprintf(pred, sizeof pred, "@%s ", P(ok));
+    emit(k, "%sld.shared.v4.u32 {%s, %s, %s, %s}, [%s+%d];", pred, R(x[0]), R(x[1]), R(x[2]), R(x[3]), R(base), off);
+}
+
+/* The integer dot product of the lane's code words q with x's codes x (Q8_0)
+ * or, for Q4_0's nibbles, x (low) and xh (high); without Q4_0's offset. */
+static int codes_dot(kern *k, const g8format *f, const int *q, const int *x, const int *xh)
+{
+    int dot = nr(k);
+    emit(k, "mov.b32 %s, 0;", R(dot));
+    for (int i = 0; i < LANE_WORDS; i++) {
+        if (!f->nibbles) {
+            emit(k, "dp4a.s32.s32 %s, %s, %s, %s;", R(dot), R(q[i]), R(x[i]), R(dot));
+            continue;
+        }
+        int lo = nr(k), hi = nr(k);
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(lo), R(q[i]));
+        emit(k, "shr.u32 %s, %s, 4;", R(hi), R(q[i]));
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(hi), R(hi));
+        emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot), R(lo), R(x[i]), R(dot));
+        emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot), R(hi), R(xh[i]), R(dot));
+    }
+    return dot;
 }
 
 /* The step's integer dot product of the lane's codes with x's. */
 static int step_dot(kern *k, const g8format *f, const g8_regs *g, const lane_step *s)
 {
-    int sub = nr(k), xa = nr(k), dot = nr(k), x[4];
+    int sub = nr(k), xa = nr(k), x[4], dot;
     emit(k, "and.b32 %s, %s, %d;", R(sub), R(g->lane), f->lanes_per_block - 1);
     emit(k, "shl.b32 %s, %s, 5;", R(xa), R(s->blk));
     emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(xa), R(sub), LANE_BYTES, R(xa));
     emit(k, "add.u32 %s, %s, %s;", R(xa), R(xa), R(g->qx));
     load_x16(k, xa, 0, s->ok, x);
-    emit(k, "mov.b32 %s, 0;", R(dot));
-    if (!f->nibbles) {
-        for (int i = 0; i < LANE_WORDS; i++)
-            emit(k, "dp4a.s32.s32 %s, %s, %s, %s;", R(dot), R(s->q[i]), R(x[i]), R(dot));
-        return dot;
-    }
+    if (!f->nibbles)
+        return codes_dot(k, f, s->q, x, NULL);
     int xh[4];
     load_x16(k, xa, 16, s->ok, xh);
-    for (int i = 0; i < LANE_WORDS; i++) {
-        int lo = nr(k), hi = nr(k);
-        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(lo), R(s->q[i]));
-        emit(k, "shr.u32 %s, %s, 4;", R(hi), R(s->q[i]));
-        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(hi), R(hi));
-        emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot), R(lo), R(x[i]), R(dot));
-        emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot), R(hi), R(xh[i]), R(dot));
-    }
+    dot = codes_dot(k, f, s->q, x, xh);
     /* the codes' offset: 8 times the sum of the block's 32 x codes, once
      * per block (by its first lane) */
     int first = np(k), xs = nr(k), sa = nr(k);
@@ -545,24 +576,42 @@ static int small_int_f32(kern *k, int v)
     return f;
 }
 
+/* acc += f * x's scale at shared address sa + off (zero when !ok; ok < 0:
+ * always there), in double */
+static void x_scale_fma(kern *k, int sa, int off, int ok, int f, int acc)
+{
+    int f64 = nfd(k), dx = nfd(k);
+    emit(k, "cvt.f64.f32 %s, %s;", FD(f64), F(f));
+    if (ok >= 0) {
+        emit(k, "mov.f64 %s, 0d0000000000000000;", FD(dx));
+        emit(k, "@%s ld.shared.f64 %s, [%s+%d];", P(ok), FD(dx), R(sa), off);
+    } else {
+        emit(k, "ld.shared.f64 %s, [%s+%d];", FD(dx), R(sa), off);
+    }
+    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc), FD(f64), FD(dx), FD(acc));
+}
+
 /* acc += f * x's scale of 32-value block blk32 (zero when !ok), in double */
 static void times_x_scale(kern *k, const g8_regs *g, int blk32, int ok, int f, int acc)
 {
-    int f64 = nfd(k), dx = nfd(k), sa = nr(k);
-    emit(k, "cvt.f64.f32 %s, %s;", FD(f64), F(f));
-    emit(k, "mov.f64 %s, 0d0000000000000000;", FD(dx));
+    int sa = nr(k);
     emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(sa), R(blk32), R(g->dx));
-    emit(k, "@%s ld.shared.f64 %s, [%s];", P(ok), FD(dx), R(sa));
-    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc), FD(f64), FD(dx), FD(acc));
+    x_scale_fma(k, sa, 0, ok, f, acc);
 }
 
 /* acc += dot * weight scale * x scale: the integer (|dot| < 2^22) to float
  * exactly, the product with x's scale in double */
-static void step_accumulate(kern *k, const g8_regs *g, const lane_step *s, int dot, int acc)
+/* dot (|dot| < 2^22) as a float, exactly, times the step's weight scale */
+static int dot_times_scale(kern *k, const lane_step *s, int dot)
 {
     int fdot = small_int_f32(k, dot), dw = weight_scale(k, s), fw = nf(k);
     emit(k, "mul.f32 %s, %s, %s;", F(fw), F(fdot), F(dw));
-    times_x_scale(k, g, s->blk, s->ok, fw, acc);
+    return fw;
+}
+
+static void step_accumulate(kern *k, const g8_regs *g, const lane_step *s, int dot, int acc)
+{
+    times_x_scale(k, g, s->blk, s->ok, dot_times_scale(k, s, dot), acc);
 }
 
 /* ---- Q4_K ------------------------------------------------------------------ */
@@ -752,12 +801,200 @@ static int store_row(kern *k, const g8format *f, const g8_regs *g, int row, int 
     return out;
 }
 
+/* ---- full steps (Q8_0, Q4_0) ---------------------------------------------- */
+/* While a row has UNROLL whole steps left, the lane's addresses only move
+ * by constants: its block in a step is lane / lanes_per_block plus a
+ * multiple of 8, and as blocks are of 18 or 34 bytes its codes' offset
+ * within 16 bytes is the same in every step (rows on 16 bytes).  So these
+ * steps load at immediate offsets from pointers set once a row, with no
+ * bounds and no predicates, and a lane reads its 16 code bytes as the two
+ * aligned 16-byte pieces that hold them (two vector loads where the
+ * predicated loop takes five, the busy unit being L1), then picks its
+ * words out of the eight by that offset. */
+typedef struct lane_ptrs {
+    int scale, win, win2; /* .b64 global: the first step's f16 scale, the two 16-byte pieces of its codes */
+    int sh, odd, two;     /* .b32 the codes' offset within a word in bits; .pred bits 2 and 3 of the offset */
+    int xq, xq2, xs, xd;  /* .b32 shared: x's codes of the lane's values (Q4_0: halves), its block's sum, scale */
+    int nlo, nhi;         /* .b32 Q4_0: shifts of the nibbles that go with xq and xq2 */
+} lane_ptrs;
+
+/* Q4_0: lanes with bit 2 set read x's high 16 codes first, so that the 8
+ * lanes of a 16-byte shared load hit 8 different banks (a block's 32 codes
+ * per lane put lanes 0 and 4 on the same ones); their nibbles swap too. */
+static void q4_0_x_halves(kern *k, const g8_regs *g, lane_ptrs *p)
+{
+    int sw = nr(k);
+    emit(k, "and.b32 %s, %s, 4;", R(sw), R(g->lane));
+    emit(k, "add.u32 %s, %s, 16;", R(p->xq2), R(p->xq));
+    emit(k, "shl.b32 %s, %s, 2;", R(sw), R(sw));
+    emit(k, "add.u32 %s, %s, %s;", R(p->xq), R(p->xq), R(sw));
+    emit(k, "sub.u32 %s, %s, %s;", R(p->xq2), R(p->xq2), R(sw));
+    emit(k, "shr.u32 %s, %s, 2;", R(p->nlo), R(sw));
+    emit(k, "sub.u32 %s, 4, %s;", R(p->nhi), R(p->nlo));
+}
+
+static lane_ptrs lane_ptrs_at(kern *k, const g8format *f, const g8_regs *g, int rs)
+{
+    lane_ptrs p = {nd(k), nd(k), nd(k), nr(k), np(k), np(k), nr(k), nr(k), nr(k), nr(k), nr(k), nr(k)};
+    int lpb = f->lanes_per_block, lb = nr(k), sub = nr(k), qo = nd(k), t = nr(k), bit = nr(k), zero = np(k);
+    emit(k, "shr.u32 %s, %s, %d;", R(lb), R(g->lane), __builtin_ctz((unsigned)lpb));
+    emit(k, "and.b32 %s, %s, %d;", R(sub), R(g->lane), lpb - 1);
+    emit(k, "mad.wide.u32 %s, %s, %d, %s;", D(p.scale), R(lb), f->block_bytes, D(rs));
+    emit(k, "mad.wide.u32 %s, %s, %d, %s;", D(qo), R(sub), LANE_BYTES, D(p.scale));
+    emit(k, "add.u64 %s, %s, 2;", D(qo), D(qo));
+    emit(k, "and.b64 %s, %s, -16;", D(p.win), D(qo));
+    emit(k, "cvt.u32.u64 %s, %s;", R(t), D(qo));
+    emit(k, "and.b32 %s, %s, 15;", R(t), R(t));
+    emit(k, "and.b32 %s, %s, 3;", R(p.sh), R(t));
+    emit(k, "shl.b32 %s, %s, 3;", R(p.sh), R(p.sh));
+    emit(k, "and.b32 %s, %s, 4;", R(bit), R(t));
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(p.odd), R(bit));
+    emit(k, "and.b32 %s, %s, 8;", R(bit), R(t));
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(p.two), R(bit));
+    /* codes on 16 bytes need the first piece only: the second may be past
+     * the matrix, so it is read again there */
+    emit(k, "setp.eq.u32 %s, %s, 0;", P(zero), R(t));
+    emit(k, "add.u64 %s, %s, 16;", D(p.win2), D(p.win));
+    emit(k, "@%s mov.u64 %s, %s;", P(zero), D(p.win2), D(p.win));
+    emit(k, "shl.b32 %s, %s, 5;", R(p.xq), R(lb));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(p.xq), R(sub), LANE_BYTES, R(p.xq));
+    emit(k, "add.u32 %s, %s, %s;", R(p.xq), R(p.xq), R(g->qx));
+    if (f->nibbles)
+        q4_0_x_halves(k, g, &p);
+    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(p.xs), R(lb), R(g->sx));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(p.xd), R(lb), R(g->dx));
+    return p;
+}
+
+/* Step u's scale into s and the two 16-byte pieces that hold its codes
+ * into w (bytes off on from the row's first step). */
+static void window_load(kern *k, const lane_ptrs *p, int off, lane_step *s, int *w)
+{
+    s->dh = nr(k);
+    for (int i = 0; i < 8; i++)
+        w[i] = nr(k);
+    emit(k, "ld.global.nc.v4.u32 {%s, %s, %s, %s}, [%s+%d];", R(w[0]), R(w[1]), R(w[2]), R(w[3]), D(p->win), off);
+    emit(k, "ld.global.nc.v4.u32 {%s, %s, %s, %s}, [%s+%d];", R(w[4]), R(w[5]), R(w[6]), R(w[7]), D(p->win2), off);
+    emit(k, "ld.global.nc.u16 %s, [%s+%d];", R(s->dh), D(p->scale), off);
+}
+
+/* The code words out of the window w: its words from the codes' word j
+ * on (two rounds of selp by j's bits), then funnel shifts by the offset
+ * within a word. */
+static void window_pick(kern *k, const lane_ptrs *p, const int *w, lane_step *s)
+{
+    int v[7], x[5];
+    for (int i = 0; i < 7; i++) {
+        v[i] = nr(k);
+        emit(k, "selp.b32 %s, %s, %s, %s;", R(v[i]), R(w[i + 1]), R(w[i]), P(p->odd));
+    }
+    for (int i = 0; i <= LANE_WORDS; i++) {
+        x[i] = nr(k);
+        emit(k, "selp.b32 %s, %s, %s, %s;", R(x[i]), R(v[i + 2]), R(v[i]), P(p->two));
+    }
+    for (int i = 0; i < LANE_WORDS; i++) {
+        s->q[i] = nr(k);
+        emit(k, "shf.r.wrap.b32 %s, %s, %s, %s;", R(s->q[i]), R(x[i]), R(x[i + 1]), R(p->sh));
+    }
+}
+
+/* Q4_0's dot of the lane's nibbles with x's two halves as q4_0_x_halves
+ * laid them out. */
+static int q4_0_dot(kern *k, const lane_ptrs *p, const lane_step *s, const int *xa, const int *xb)
+{
+    int dot = nr(k);
+    emit(k, "mov.b32 %s, 0;", R(dot));
+    for (int i = 0; i < LANE_WORDS; i++) {
+        int a = nr(k), b = nr(k);
+        emit(k, "shr.u32 %s, %s, %s;", R(a), R(s->q[i]), R(p->nlo));
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(a), R(a));
+        emit(k, "shr.u32 %s, %s, %s;", R(b), R(s->q[i]), R(p->nhi));
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(b), R(b));
+        emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot), R(a), R(xa[i]), R(dot));
+        emit(k, "dp4a.u32.s32 %s, %s, %s, %s;", R(dot), R(b), R(xb[i]), R(dot));
+    }
+    return dot;
+}
+
+/* Step u's products into acc, as step_dot and step_accumulate make them. */
+static void full_step(kern *k, const g8format *f, const lane_ptrs *p, int u, const lane_step *s, int acc)
+{
+    int blocks = u * 32 / f->lanes_per_block, x[4], xh[4], dot;
+    load_x16(k, p->xq, 32 * blocks, -1, x);
+    if (f->nibbles) {
+        int xs = nr(k);
+        load_x16(k, p->xq2, 32 * blocks, -1, xh);
+        dot = q4_0_dot(k, p, s, x, xh);
+        emit(k, "ld.shared.u32 %s, [%s+%d];", R(xs), R(p->xs), 4 * blocks);
+        emit(k, "mad.lo.s32 %s, %s, -8, %s;", R(dot), R(xs), R(dot));
+    } else {
+        dot = codes_dot(k, f, s->q, x, NULL);
+    }
+    x_scale_fma(k, p->xd, 8 * blocks, -1, dot_times_scale(k, s, dot), acc);
+}
+
+/* The row's whole steps of `unroll` steps each from block blk0 on, p's
+ * pointers at blk0; blk0 and p end at the first block they leave. */
+static void full_steps(kern *k, const g8format *f, const g8_regs *g, const lane_ptrs *p, int acc, int blk0, int unroll)
+{
+    int blocks = unroll * 32 / f->lanes_per_block, bytes = blocks * f->block_bytes;
+    int next = nr(k), pout = np(k), l_loop = nlabel(k), l_end = nlabel(k);
+    label(k, l_loop);
+    emit(k, "add.u32 %s, %s, %d;", R(next), R(blk0), blocks);
+    emit(k, "setp.gt.u32 %s, %s, %s;", P(pout), R(next), R(g->nbr));
+    emit(k, "@%s bra %s;", P(pout), L(l_end));
+    lane_step s[WINDOW_UNROLL];
+    int w[WINDOW_UNROLL][8];
+    for (int u = 0; u < unroll; u++)
+        window_load(k, p, u * bytes / unroll, &s[u], w[u]);
+    for (int u = 0; u < unroll; u++) {
+        window_pick(k, p, w[u], &s[u]);
+        full_step(k, f, p, u, &s[u], acc);
+    }
+    emit(k, "add.u64 %s, %s, %d;", D(p->scale), D(p->scale), bytes);
+    emit(k, "add.u64 %s, %s, %d;", D(p->win), D(p->win), bytes);
+    emit(k, "add.u64 %s, %s, %d;", D(p->win2), D(p->win2), bytes);
+    emit(k, "add.u32 %s, %s, %d;", R(p->xq), R(p->xq), 32 * blocks);
+    if (f->nibbles)
+        emit(k, "add.u32 %s, %s, %d;", R(p->xq2), R(p->xq2), 32 * blocks);
+    emit(k, "add.u32 %s, %s, %d;", R(p->xs), R(p->xs), 4 * blocks);
+    emit(k, "add.u32 %s, %s, %d;", R(p->xd), R(p->xd), 8 * blocks);
+    emit(k, "mov.u32 %s, %s;", R(blk0), R(next));
+    emit(k, "bra.uni %s;", L(l_loop));
+    label(k, l_end);
+}
+
+/* Q8_0 and Q4_0 in integers, a row on 16 bytes: its whole steps,
+ * WINDOW_UNROLL at a time, then two at a time (a 2048-value Q4_0 row). */
+static void row_full_steps(kern *k, const g8format *f, const g8_regs *g, int rs, int acc, int blk0)
+{
+    int low = nd(k), tail = nr(k), pmis = np(k), l_end = nlabel(k);
+    /* rows that start and end on 16 bytes (a multiple of 8 blocks), so that
+     * no 16-byte piece reaches past the matrix */
+    emit(k, "and.b64 %s, %s, 15;", D(low), D(rs));
+    emit(k, "and.b32 %s, %s, 7;", R(tail), R(g->nbr));
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(pmis), D(low));
+    emit(k, "setp.ne.or.u32 %s, %s, 0, %s;", P(pmis), R(tail), P(pmis));
+    emit(k, "@%s bra %s;", P(pmis), L(l_end));
+    lane_ptrs p = lane_ptrs_at(k, f, g, rs);
+    full_steps(k, f, g, &p, acc, blk0, WINDOW_UNROLL);
+    if (WINDOW_UNROLL > 2)
+        full_steps(k, f, g, &p, acc, blk0, 2);
+    label(k, l_end);
+}
+
 /* The row's blocks, UNROLL steps of loads, then their products, in
- * integers (int8) or in float. */
+ * integers (int8) or in float: Q8_0 and Q4_0's whole steps in integers by
+ * row_full_steps, the rest (and the last, partial step) here. */
 static void row_steps(kern *k, const g8format *f, const g8_regs *g, int rs, int acc, int int8)
 {
-    int blk0 = nr(k), pmore = np(k), l_loop = nlabel(k);
+    int blk0 = nr(k), pmore = np(k), l_loop = nlabel(k), l_end = nlabel(k);
     emit(k, "mov.u32 %s, 0;", R(blk0));
+    if (int8 && f->dtype != RAYO_DTYPE_Q4_K) {
+        row_full_steps(k, f, g, rs, acc, blk0);
+        emit(k, "setp.ge.u32 %s, %s, %s;", P(pmore), R(blk0), R(g->nbr));
+        emit(k, "@%s bra %s;", P(pmore), L(l_end));
+    }
     label(k, l_loop);
     lane_step s[UNROLL];
     for (int u = 0; u < f->unroll; u++)
@@ -773,6 +1010,7 @@ static void row_steps(kern *k, const g8format *f, const g8_regs *g, int rs, int 
     emit(k, "add.u32 %s, %s, %d;", R(blk0), R(blk0), f->unroll * 32 / f->lanes_per_block);
     emit(k, "setp.lt.u32 %s, %s, %s;", P(pmore), R(blk0), R(g->nbr));
     emit(k, "@%s bra %s;", P(pmore), L(l_loop));
+    label(k, l_end);
 }
 
 /* The warp's row, by the block's gate (a branch the whole block takes
