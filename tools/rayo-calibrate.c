@@ -395,7 +395,7 @@ static const char *verdict_text(const verdict *v, char *buf, size_t size)
 
 static void write_thresholds(FILE *f, rayo_context *ctx, const backends *b, verdict v[][CLASS_COUNT])
 {
-    char text[512];
+    char text[768]; /* the sentence below with cpus at its longest: under 600 bytes */
     char cpus[256] = "";
     for (size_t i = 0; i < b->cpu_count; i++)
         append(cpus, sizeof cpus, "%s%s", i ? ", " : "", b->cpu[i]);
