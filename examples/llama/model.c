@@ -2,10 +2,12 @@
 /* model.c - the Llama block: x += attn(rmsnorm(x)); x += ffn(rmsnorm(x)),
  * attn with rope on q and k, grouped-query heads over a KV cache, ffn the
  * SwiGLU down(silu(gate x) * up x); then rmsnorm and the output projection. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "model.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- loading ------------------------------------------------------------ */
 static int get_size(const gguf_file *g, const char *key, size_t *v, size_t dflt, char *err,
@@ -511,22 +513,52 @@ static rayo_status step_batch(rayo_context *ctx, llama_model *m, int with_logits
         }
         *b = e.batch;
         m->step_base[with_logits] = m->n_past;
+        m->step_submits[with_logits] = 0;
     }
     *out = *b;
     return rayo_batch_set_step(*b, m->n_past - m->step_base[with_logits]);
+}
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* t: the times before the writes, the submit, the wait, the read and after. */
+static void add_step_times(llama_model *m, int with_logits, const double t[5])
+{
+    if (++m->step_submits[with_logits] <= 2)
+        return; /* recording, the first launch, building the graph: not the steady step */
+    llama_step_times *st = &m->step_times;
+    st->steps++;
+    st->write += t[1] - t[0];
+    st->submit += t[2] - t[1];
+    st->wait += t[3] - t[2];
+    st->read += t[4] - t[3];
 }
 
 /* One token on the resident backend through its replayed batch. */
 static rayo_status forward_step(rayo_context *ctx, llama_model *m, float *logits)
 {
     const llama_scratch *s = &m->s;
+    double t[5];
+    t[0] = seconds();
     TRY(rayo_buffer_write(s->ids.buf, 0, s->ids_host, sizeof(int32_t)));
     TRY(rayo_buffer_write(s->pos.buf, 0, s->pos_host, sizeof(int32_t)));
+    t[1] = seconds();
     rayo_batch *b;
     TRY(step_batch(ctx, m, logits != NULL, &b));
     TRY(rayo_batch_submit(b));
+    t[2] = seconds();
     TRY(rayo_batch_wait(b, UINT64_MAX));
-    return logits ? rayo_buffer_read(s->logits.buf, 0, logits, FLOATS(m->n_vocab)) : RAYO_OK;
+    t[3] = seconds();
+    if (logits)
+        TRY(rayo_buffer_read(s->logits.buf, 0, logits, FLOATS(m->n_vocab)));
+    t[4] = seconds();
+    add_step_times(m, logits != NULL, t);
+    return RAYO_OK;
 }
 
 static int replay_wanted(void)

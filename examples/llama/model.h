@@ -22,6 +22,16 @@ typedef struct llama_scratch {
     int32_t *ids_host, *pos_host;
 } llama_scratch;
 
+/* Host time of the replayed one-token steps, summed over those after each
+ * batch's first two submits (which record it and build its graph). */
+typedef struct llama_step_times {
+    size_t steps;
+    double write;       /* seconds in rayo_buffer_write: the token id (and position) */
+    double submit;      /* rayo_batch_set_step and rayo_batch_submit */
+    double wait;        /* rayo_batch_wait */
+    double read;        /* rayo_buffer_read of the logits */
+} llama_step_times;
+
 typedef struct llama_model {
     size_t n_layers, n_embd, n_heads, n_kv_heads, head_dim, n_ffn, n_vocab, n_ctx, rope_dims;
     float eps, freq_base;
@@ -47,6 +57,8 @@ typedef struct llama_model {
      * in the environment records every evaluation instead. */
     rayo_batch *step_batch[2];
     size_t step_base[2];
+    size_t step_submits[2];         /* submits of each since it was recorded */
+    llama_step_times step_times;
 } llama_model;
 
 /* Reads the hyperparameters, finds every tensor and allocates the KV cache

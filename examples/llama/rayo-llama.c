@@ -18,6 +18,7 @@ typedef struct options {
     uint64_t seed;
     rayo_precision precision;
     int print_tokens, info, quiet, list_backends, list_devices, tokenize, ignore_eos, warmup;
+    int step_times;
     int resident; /* -1 auto, 0 off, 1 on */
 } options;
 
@@ -36,6 +37,8 @@ static void usage(void)
         "  --ignore-eos        go on past the end-of-sequence token (benchmarks)\n"
         "  --warmup            run the prompt and one decode step once, untimed, before\n"
         "                      the timed run (kernels loaded, caches warm: benchmarks)\n"
+        "  --step-times        where a replayed decode step's host time goes: the\n"
+        "                      writes, set_step + submit, wait, the logits read, sampling\n"
         "  --resident WHEN     auto (default), on or off: the model in the backend's\n"
         "                      buffers, each step one batch (auto: on a GPU backend)\n"
         "  --temp T            sample at temperature T (default 0: greedy)\n"
@@ -89,6 +92,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->ignore_eos = 1;
         else if (!strcmp(a, "--warmup"))
             o->warmup = 1;
+        else if (!strcmp(a, "--step-times"))
+            o->step_times = 1;
         else if (a[0] != '-' && !o->model)
             o->model = a;
         else
@@ -231,6 +236,7 @@ typedef struct run_stats {
     double t_load, t_open;              /* wall seconds: the model's weights read, rayo_open (+ resident) */
     double t_prefill, t_decode;         /* wall seconds */
     double cpu_prefill, cpu_decode;     /* CPU seconds of the process (every thread) */
+    double t_sample;                    /* wall seconds choosing the decoded tokens */
 } run_stats;
 
 static int generate(rayo_context *ctx, llama_model *m, const vocab *v, const options *o,
@@ -253,7 +259,9 @@ static int generate(rayo_context *ctx, llama_model *m, const vocab *v, const opt
     for (size_t i = 0; st == RAYO_OK && i < o->n_predict; i++) {
         if (lf && i < o->logits_steps)
             fwrite(logits, sizeof *logits, m->n_vocab, lf);
+        double ts = now();
         int32_t next = sample(ctx, logits, m->n_vocab, o->temp, o->top_k);
+        rs->t_sample += now() - ts;
         print_token(o, v, next, i == 0);
         rs->n_gen++;
         if ((next == v->eos && !o->ignore_eos) || i + 1 == o->n_predict || m->n_past >= m->n_ctx)
@@ -392,6 +400,18 @@ static void print_speed(rayo_context *ctx, const llama_model *m, const run_stats
             "decode %.2f s\n", rs->t_load, rs->t_open, rs->t_prefill, rs->t_decode);
 }
 
+/* --step-times: the mean host time of a replayed step's parts (model.h
+ * llama_step_times) and of choosing a token from the logits. */
+static void print_step_times(const llama_model *m, const run_stats *rs)
+{
+    const llama_step_times *t = &m->step_times;
+    double n = t->steps ? (double)t->steps : 1.0, us = 1e6 / n;
+    fprintf(stderr, "rayo-llama: step times (mean of %zu replayed steps, us): write %.1f, set_step+submit "
+            "%.1f, wait %.1f, logits read %.1f; sampling %.1f (mean of %zu)\n", t->steps, t->write * us,
+            t->submit * us, t->wait * us, t->read * us, rs->n_gen ? 1e6 * rs->t_sample / (double)rs->n_gen : 0.0,
+            rs->n_gen);
+}
+
 /* The backend --resident means: the one asked for, else the first loaded GPU
  * backend, else (on) the first loaded backend; auto takes GPU backends only. */
 static const char *resident_backend(rayo_context *ctx, const options *o)
@@ -504,6 +524,8 @@ static int run(const options *o, const gguf_file *g)
         rc = generate(ctx, &m, &v, o, ids, n_ids, &rs);
         if (!o->quiet)
             print_speed(ctx, &m, &rs);
+        if (o->step_times)
+            print_step_times(&m, &rs);
     }
     free(ids);
     llama_free(&m);
