@@ -8,8 +8,11 @@
  * and submitted at every later position with its step set, a new input
  * and position written between submits.  Each step's output and the whole
  * cache must equal the same ops called one by one on host memory on the
- * same backend (rayo_run_on).  A backend that cannot replay (a 1.0 memory
- * API) goes through the core's re-recording: same results.
+ * same backend (rayo_run_on).  Before that, steps out of order (s, s + 1,
+ * s + 3, s + 2, s): a backend that prepares the next step ahead of the
+ * submit (cuda) must run the step set, not the one it expected.  A backend
+ * that cannot replay (a 1.0 memory API) goes through the core's
+ * re-recording: same results.
  * Then the API's refusals: a step that moves an operand out of its buffer
  * (the step stays as it was), step fields that make no sense, set_step and
  * submit while the batch runs. */
@@ -217,6 +220,9 @@ static void check_backend(rayo_context *ctx, const char *be)
         printf("SKIP %s: %s\n", be, rayo_last_error());
     } else {
         CHECK(st == RAYO_OK, "%s: recording the step: %s", be, rayo_last_error());
+        static const int32_t out_of_order[] = {0, 1, 3, 2, 0};
+        for (size_t i = 0; st == RAYO_OK && i < sizeof out_of_order / sizeof *out_of_order; i++)
+            replay_one(ctx, be, b, &d, &host, P0 + out_of_order[i]);
         for (int32_t pos = P0; st == RAYO_OK && pos < CTX; pos++)
             replay_one(ctx, be, b, &d, &host, pos);
         float kc[CTX * KVW], vc[CTX * KVW];

@@ -20,7 +20,9 @@ enum batch_state { BATCH_RECORDING, BATCH_SUBMITTED, BATCH_DONE };
 /* A batch: its ops, and the calls they came from (for the step).  Replayed
  * (submitted again after a wait), it launches a CUDA graph of its ops'
  * kernels, built at the second submit; a step that moves an op sets that
- * op's kernel nodes in place (the others stay as they are). */
+ * op's kernel nodes in place (the others stay as they are).  Right after a
+ * graph launch at step s, the ops and their nodes already move to s + 1,
+ * replay's usual next step, while the GPU runs step s (apply_next_step). */
 typedef struct cuda_batch {
     cuda_op *ops;
     rayo_dev_call *calls;         /* full size, at step 0, with their step fields */
@@ -32,8 +34,9 @@ typedef struct cuda_batch {
     CUevent done;
     CUdeviceptr scratch;
     size_t scratch_bytes;
-    size_t step;
-    int moved;            /* the step changed since the ops were set to it */
+    size_t step;          /* set by batch_set_step: the step the next submit runs */
+    size_t ops_step;      /* the step ops (and the graph's nodes but those of moved_op) are at */
+    int new_ops;          /* ops recorded (at step 0) since the ops were set to a step */
     CUgraph graph;        /* the ops' kernels as a chain of kernel nodes */
     CUgraphExec exec;     /* NULL: not built (yet), or graphs off */
     CUgraphNode *nodes;   /* of graph, in launch order */
@@ -186,7 +189,7 @@ static rayo_status batch_record(void *state, void *batch, const rayo_dev_call *i
     b->moved_op[b->count] = 0;
     b->op_group[b->count] = 1;
     b->calls[b->count++] = call;
-    b->moved = 1; /* the new op is at step 0: set it to the batch's step */
+    b->new_ops = 1; /* the new op is at step 0: set it to the batch's step */
     return RAYO_OK;
 }
 
@@ -196,31 +199,58 @@ static rayo_status batch_set_step(void *state, void *batch, size_t step)
     cuda_batch *b = batch;
     if (b->state == BATCH_SUBMITTED)
         return RAYO_E_STATE;
-    b->moved |= step != b->step;
     b->step = step;
     return RAYO_OK;
 }
 
-/* The ops whose calls move with the step, set to the batch's step; the
- * scratch they then need (an attention's partials grow with its length). */
-static size_t apply_step(cuda_state *st, cuda_batch *b)
+static int moves_with_step(const rayo_dev_call *c)
+{
+    return (c->step_bytes[0] | c->step_bytes[1] | c->step_bytes[2] | c->step_bytes[3] | c->step_flags) != 0;
+}
+
+/* Op i as it runs at `step` (its parameters at the step in *attn), with the
+ * scratch it has now. */
+static cuda_op op_at_step(const cuda_batch *b, size_t i, size_t step, rayo_attention_params *attn)
+{
+    rayo_dev_call at;
+    rayo_dev_call_at_step(&b->calls[i], step, &at, attn);
+    cuda_op op = op_of(&at);
+    op.scratch = b->ops[i].scratch;
+    op.scratch_size = b->ops[i].scratch_size;
+    return op;
+}
+
+/* The scratch the ops need at `step` (an attention's partials grow with its
+ * length); the ops stay as they are. */
+static size_t step_scratch(cuda_state *st, const cuda_batch *b, size_t step)
 {
     size_t need = 0;
     for (size_t i = 0; i < b->count; i++) {
-        const rayo_dev_call *c = &b->calls[i];
-        if (!(c->step_bytes[0] | c->step_bytes[1] | c->step_bytes[2] | c->step_bytes[3] | c->step_flags))
+        if (!moves_with_step(&b->calls[i]))
             continue;
-        rayo_dev_call at;
-        rayo_dev_call_at_step(c, b->step, &at, &b->attn[i]);
-        cuda_op op = op_of(&at);
-        op.scratch = b->ops[i].scratch;
-        op.scratch_size = b->ops[i].scratch_size;
-        b->ops[i] = op;
-        b->moved_op[i] = 1;
+        rayo_attention_params attn;
+        cuda_op op = op_at_step(b, i, step, &attn);
         size_t n = cuda_scratch_bytes(st, &op);
         need = n > need ? n : need;
     }
-    b->moved = 0;
+    return need;
+}
+
+/* The ops whose calls move with the step, set to `step`; the scratch they
+ * then need. */
+static size_t apply_step(cuda_state *st, cuda_batch *b, size_t step)
+{
+    size_t need = 0;
+    for (size_t i = 0; i < b->count; i++) {
+        if (!moves_with_step(&b->calls[i]))
+            continue;
+        b->ops[i] = op_at_step(b, i, step, &b->attn[i]);
+        b->moved_op[i] = 1;
+        size_t n = cuda_scratch_bytes(st, &b->ops[i]);
+        need = n > need ? n : need;
+    }
+    b->ops_step = step;
+    b->new_ops = 0;
     return need;
 }
 
@@ -387,8 +417,9 @@ static rayo_status update_moved(cuda_state *st, cuda_batch *b)
     return s;
 }
 
-/* The ops on the batch's stream: through its graph, or one by one. */
-static rayo_status run_ops(cuda_state *st, cuda_batch *b)
+/* The ops on the batch's stream: through its graph (*by_graph 1), or one
+ * by one. */
+static rayo_status run_ops(cuda_state *st, cuda_batch *b, int *by_graph)
 {
     if (st->profile)
         return cuda_profile_launch(st, b->stream, b->ops, b->count);
@@ -402,7 +433,26 @@ static rayo_status run_ops(cuda_state *st, cuda_batch *b)
         return launch_all(st, b);
     }
     CUresult r = st->drv->cuGraphLaunch(b->exec, b->stream);
+    *by_graph = r == CUDA_SUCCESS;
     return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "cuGraphLaunch");
+}
+
+/* Replay's usual next step, ops_step + 1, applied to the ops and their
+ * graph nodes while the GPU runs the launch just queued, so that the next
+ * submit at that step has nothing left to update.  A node's new parameters
+ * take effect at the exec's next launch; the one queued keeps its own.  Not
+ * when that step needs more scratch than the batch has: the queued launch
+ * uses the scratch, which cannot be replaced now.  A submit at another step
+ * applies that one (ops_step tells), and the core checks a step only when it
+ * is set: one that no caller sets is never launched. */
+static void apply_next_step(cuda_state *st, cuda_batch *b)
+{
+    size_t next = b->ops_step + 1;
+    if (next == 0 || step_scratch(st, b, next) > b->scratch_bytes)
+        return;
+    apply_step(st, b, next);
+    if (update_moved(st, b) != RAYO_OK)
+        b->graph_stale = 1;
 }
 
 /* Ops run one after another on the batch's stream, so they share one
@@ -418,15 +468,18 @@ static rayo_status batch_submit(void *state, void *batch)
         s = prepare(st, b);
     if (s != RAYO_OK)
         return s;
-    if (b->moved)
-        s = set_scratch(st, b, apply_step(st, b));
+    if (b->new_ops || b->step != b->ops_step)
+        s = set_scratch(st, b, apply_step(st, b, b->step));
+    int by_graph = 0;
     if (s == RAYO_OK)
-        s = run_ops(st, b);
+        s = run_ops(st, b, &by_graph);
     CUresult r = st->drv->cuEventRecord(b->done, b->stream);
     if (r != CUDA_SUCCESS && s == RAYO_OK)
         s = cuda_fail(st, r, "cuEventRecord");
     b->status = s;
     b->state = s == RAYO_OK ? BATCH_SUBMITTED : BATCH_DONE;
+    if (s == RAYO_OK && by_graph)
+        apply_next_step(st, b);
     return s;
 }
 
