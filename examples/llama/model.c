@@ -188,9 +188,11 @@ static int host_alloc_all(llama_model *m)
              host_alloc(&s->att, n * e) && host_alloc(&s->gate, n * f) &&
              host_alloc(&s->up, n * f) && host_alloc(&s->logits, m->n_vocab * sizeof(float));
     s->ids_host = calloc(n, sizeof(int32_t));
-    s->pos_host = calloc(n, sizeof(int32_t));
+    s->pos_host = calloc(m->n_ctx, sizeof(int32_t));
     s->ids = (lm_ref){.host = s->ids_host};
     s->pos = (lm_ref){.host = s->pos_host};
+    for (size_t p = 0; s->pos_host && p < m->n_ctx; p++)
+        s->pos_host[p] = (int32_t)p;
     return ok && s->ids_host && s->pos_host ? 0 : -1;
 }
 
@@ -310,13 +312,13 @@ static rayo_status device_alloc_all(llama_model *m, rayo_context *ctx)
     struct { lm_ref *r; size_t bytes; } all[] = {{&m->k_cache, cache}, {&m->v_cache, cache},
         {&s->x, n * e}, {&s->xn, n * e}, {&s->q, n * e}, {&s->att, n * e}, {&s->gate, n * f},
         {&s->up, n * f}, {&s->logits, m->n_vocab * sizeof(float)},
-        {&s->ids, n * sizeof(int32_t)}, {&s->pos, n * sizeof(int32_t)}};
+        {&s->ids, n * sizeof(int32_t)}, {&s->pos, m->n_ctx * sizeof(int32_t)}};
     rayo_status st = RAYO_OK;
     for (size_t i = 0; st == RAYO_OK && i < sizeof all / sizeof *all; i++) {
         void *host = all[i].r->host;
         st = upload(m, ctx, all[i].bytes, all[i].r); /* from the zeroed host arrays */
         if (all[i].r->buf && host != m->s.ids_host && host != m->s.pos_host)
-            free(host); /* the ids and positions are still written there */
+            free(host); /* the ids are still written there; llama_free frees both arrays */
     }
     return st;
 }
@@ -431,8 +433,11 @@ static rayo_status attention_block(const lm_exec *e, llama_model *m, size_t l, s
     size_t kvw = m->n_kv_heads * m->head_dim, layer = FLOATS(l * m->n_ctx * kvw);
     lm_ref k_all = lm_at(m->k_cache, layer), v_all = lm_at(m->v_cache, layer);
     lm_ref k = lm_at(k_all, FLOATS(m->n_past * kvw)), v = lm_at(v_all, FLOATS(m->n_past * kvw));
-    if (e->replay) /* the token's cache slot moves one row per step */
+    lm_ref pos = lm_at(s->pos, m->n_past * sizeof(int32_t));
+    if (e->replay) { /* the token's cache slot moves one row per step, its position one entry */
         k.step = v.step = FLOATS(kvw);
+        pos.step = sizeof(int32_t);
+    }
     lm_rope_shape qr = {m->n_heads, m->head_dim, m->rope_dims, m->freq_base};
     lm_rope_shape kr = {m->n_kv_heads, m->head_dim, m->rope_dims, m->freq_base};
     lm_attn a = {n, m->n_past + n, m->n_heads, m->n_kv_heads, m->head_dim, kvw, e->replay};
@@ -440,8 +445,8 @@ static rayo_status attention_block(const lm_exec *e, llama_model *m, size_t l, s
     TRY(lm_linear(e, &L->q, s->xn, n, s->q, pr));
     TRY(lm_linear(e, &L->k, s->xn, n, k, pr)); /* straight into the cache */
     TRY(lm_linear(e, &L->v, s->xn, n, v, pr));
-    TRY(lm_rope(e, &qr, s->q, n, s->pos, s->pos_host));
-    TRY(lm_rope(e, &kr, k, n, s->pos, s->pos_host));
+    TRY(lm_rope(e, &qr, s->q, n, pos, s->pos_host + m->n_past));
+    TRY(lm_rope(e, &kr, k, n, pos, s->pos_host + m->n_past));
     TRY(lm_attention(e, &a, s->q, k_all, v_all, s->att, pr));
     return lm_linear_add(e, &L->o, s->att, n, s->x, pr); /* the residual add in the product */
 }
@@ -474,13 +479,12 @@ static rayo_status forward(const lm_exec *e, llama_model *m, size_t n, int with_
     return lm_linear(e, &m->output, s->xn, 1, s->logits, m->precision);
 }
 
-/* forward as one batch on the resident backend: the batch's tokens and
- * positions go up first, the logits come back after. */
+/* forward as one batch on the resident backend: the batch's tokens go up
+ * first, the logits come back after. */
 static rayo_status forward_resident(rayo_context *ctx, llama_model *m, size_t n, float *logits)
 {
     const llama_scratch *s = &m->s;
     TRY(rayo_buffer_write(s->ids.buf, 0, s->ids_host, n * sizeof(int32_t)));
-    TRY(rayo_buffer_write(s->pos.buf, 0, s->pos_host, n * sizeof(int32_t)));
     lm_exec e = {ctx, NULL, 0};
     TRY(rayo_batch_create(ctx, m->resident, &e.batch));
     rayo_status st = forward(&e, m, n, logits != NULL);
@@ -546,7 +550,6 @@ static rayo_status forward_step(rayo_context *ctx, llama_model *m, float *logits
     double t[5];
     t[0] = seconds();
     TRY(rayo_buffer_write(s->ids.buf, 0, s->ids_host, sizeof(int32_t)));
-    TRY(rayo_buffer_write(s->pos.buf, 0, s->pos_host, sizeof(int32_t)));
     t[1] = seconds();
     rayo_batch *b;
     TRY(step_batch(ctx, m, logits != NULL, &b));
@@ -588,8 +591,6 @@ rayo_status llama_eval(rayo_context *ctx, llama_model *m, const int32_t *tokens,
     for (size_t done = 0; done < n;) {
         size_t batch = n - done < step ? n - done : step;
         memcpy(m->s.ids_host, tokens + done, batch * sizeof *tokens);
-        for (size_t t = 0; t < batch; t++)
-            m->s.pos_host[t] = (int32_t)(m->n_past + t);
         float *out = done + batch == n ? logits : NULL;
         if (m->resident && batch == 1 && replay_wanted())
             TRY(forward_step(ctx, m, out));

@@ -17,7 +17,9 @@ typedef struct llama_layer {
 typedef struct llama_scratch {
     size_t n_batch;
     lm_ref x, xn, q, att, gate, up;     /* [n_batch][n_embd or n_ffn] f32 */
-    lm_ref ids, pos;                    /* [n_batch] i32: the batch's tokens and positions */
+    lm_ref ids;                         /* [n_batch] i32: the batch's tokens */
+    lm_ref pos;                         /* [n_ctx] i32: 0, 1, ..., written once; a batch reads
+                                         * its positions from n_past on */
     lm_ref logits;                      /* [n_vocab] f32 (resident: read back after a batch) */
     int32_t *ids_host, *pos_host;
 } llama_scratch;
@@ -26,7 +28,7 @@ typedef struct llama_scratch {
  * batch's first two submits (which record it and build its graph). */
 typedef struct llama_step_times {
     size_t steps;
-    double write;       /* seconds in rayo_buffer_write: the token id (and position) */
+    double write;       /* seconds in rayo_buffer_write: the token id */
     double submit;      /* rayo_batch_set_step and rayo_batch_submit */
     double wait;        /* rayo_batch_wait */
     double read;        /* rayo_buffer_read of the logits */
