@@ -248,6 +248,11 @@ rayo_status lm_swiglu(const lm_exec *e, lm_ref gate, lm_ref up, lm_ref y, size_t
     return st == RAYO_OK ? rayo_mul(e->ctx, y.host, up.host, y.host, rows * cols) : st;
 }
 
+rayo_status lm_argmax(const lm_exec *e, lm_ref x, size_t n, lm_ref y)
+{
+    return run(e, CALL(.op = RAYO_OP_ARGMAX, .n = n), &x, NULL, NULL, &y);
+}
+
 rayo_status lm_rmsnorm(const lm_exec *e, lm_ref x, lm_ref gamma, lm_ref y, size_t rows,
                        size_t cols, float eps)
 {

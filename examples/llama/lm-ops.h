@@ -87,6 +87,9 @@ typedef struct lm_attn {
  * every head in one call. */
 rayo_status lm_attention(const lm_exec *e, const lm_attn *p, lm_ref q, lm_ref k, lm_ref v,
                          lm_ref out, rayo_precision precision);
+/* The index of the first largest of x's n values (the first NaN if any):
+ * on host memory a size_t at y, in a batch a uint64 (what batches store). */
+rayo_status lm_argmax(const lm_exec *e, lm_ref x, size_t n, lm_ref y);
 /* y = silu(gate) * up, rows x cols. */
 rayo_status lm_swiglu(const lm_exec *e, lm_ref gate, lm_ref up, lm_ref y, size_t rows, size_t cols);
 /* y = x / rms(x) * gamma per row. */

@@ -186,7 +186,8 @@ static int host_alloc_all(llama_model *m)
     int ok = host_alloc(&m->k_cache, cache) && host_alloc(&m->v_cache, cache) &&
              host_alloc(&s->x, n * e) && host_alloc(&s->xn, n * e) && host_alloc(&s->q, n * e) &&
              host_alloc(&s->att, n * e) && host_alloc(&s->gate, n * f) &&
-             host_alloc(&s->up, n * f) && host_alloc(&s->logits, m->n_vocab * sizeof(float));
+             host_alloc(&s->up, n * f) && host_alloc(&s->logits, m->n_vocab * sizeof(float)) &&
+             host_alloc(&s->next, sizeof(uint64_t));
     s->ids_host = calloc(n, sizeof(int32_t));
     s->pos_host = calloc(m->n_ctx, sizeof(int32_t));
     s->ids = (lm_ref){.host = s->ids_host};
@@ -201,7 +202,7 @@ static void host_free_all(llama_model *m)
 {
     llama_scratch *s = &m->s;
     lm_ref *r[] = {&m->k_cache, &m->v_cache, &s->x, &s->xn, &s->q, &s->att, &s->gate, &s->up,
-                   &s->logits};
+                   &s->logits, &s->next};
     for (size_t i = 0; i < sizeof r / sizeof *r; i++) {
         if (!r[i]->buf)
             free(r[i]->host);
@@ -251,8 +252,8 @@ int llama_load(llama_model *m, const gguf_file *g, size_t n_ctx, size_t n_batch,
 
 void llama_free(llama_model *m)
 {
-    rayo_batch_destroy(m->step_batch[0]);
-    rayo_batch_destroy(m->step_batch[1]);
+    for (size_t i = 0; i < sizeof m->step_batch / sizeof *m->step_batch; i++)
+        rayo_batch_destroy(m->step_batch[i]);
     host_free_all(m);
     free(m->s.ids_host);
     free(m->s.pos_host);
@@ -312,7 +313,8 @@ static rayo_status device_alloc_all(llama_model *m, rayo_context *ctx)
     struct { lm_ref *r; size_t bytes; } all[] = {{&m->k_cache, cache}, {&m->v_cache, cache},
         {&s->x, n * e}, {&s->xn, n * e}, {&s->q, n * e}, {&s->att, n * e}, {&s->gate, n * f},
         {&s->up, n * f}, {&s->logits, m->n_vocab * sizeof(float)},
-        {&s->ids, n * sizeof(int32_t)}, {&s->pos, m->n_ctx * sizeof(int32_t)}};
+        {&s->ids, n * sizeof(int32_t)}, {&s->pos, m->n_ctx * sizeof(int32_t)},
+        {&s->next, sizeof(uint64_t)}};
     rayo_status st = RAYO_OK;
     for (size_t i = 0; st == RAYO_OK && i < sizeof all / sizeof *all; i++) {
         void *host = all[i].r->host;
@@ -391,8 +393,8 @@ int llama_resident(llama_model *m, rayo_context *ctx, const char *backend, char 
         snprintf(err, errlen, "backend %s has no %s", backend, missing);
         return -1;
     }
-    /* 9 tensors per layer, 3 others, 11 activation and cache buffers */
-    m->bufs = calloc(9 * m->n_layers + 3 + 11, sizeof *m->bufs);
+    /* 9 tensors per layer, 3 others, 12 activation and cache buffers */
+    m->bufs = calloc(9 * m->n_layers + 3 + 12, sizeof *m->bufs);
     if (!m->bufs) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -462,9 +464,24 @@ static rayo_status ffn_block(const lm_exec *e, const llama_model *m, size_t l, s
     return lm_linear_add(e, &L->down, s->gate, n, s->x, m->precision);
 }
 
-/* One batch of n <= n_batch tokens (in s.ids, at positions s.pos) through
- * every layer; with_logits: the last one's logits into s.logits. */
-static rayo_status forward(const lm_exec *e, llama_model *m, size_t n, int with_logits)
+/* What an evaluation gives back of its last token: nothing, its logits, or
+ * the index of their largest (greedy; in a batch, only the index comes back). */
+enum eval_kind { EVAL_NONE, EVAL_LOGITS, EVAL_ARGMAX };
+
+typedef struct eval_out {
+    float *logits;      /* EVAL_LOGITS: n_vocab floats */
+    int32_t *next;      /* EVAL_ARGMAX */
+} eval_out;
+
+static enum eval_kind kind_of(const eval_out *o)
+{
+    return o->next ? EVAL_ARGMAX : o->logits ? EVAL_LOGITS : EVAL_NONE;
+}
+
+/* One batch of n <= n_batch tokens (in s.ids, at positions s.pos on from
+ * n_past) through every layer; then the last one's logits into s.logits,
+ * and (EVAL_ARGMAX) the index of the largest into s.next. */
+static rayo_status forward(const lm_exec *e, llama_model *m, size_t n, enum eval_kind kind)
 {
     const llama_scratch *s = &m->s;
     TRY(lm_get_rows(e, &m->tok_embd, s->ids, s->ids_host, n, s->x));
@@ -472,55 +489,71 @@ static rayo_status forward(const lm_exec *e, llama_model *m, size_t n, int with_
         TRY(attention_block(e, m, l, n));
         TRY(ffn_block(e, m, l, n));
     }
-    if (!with_logits)
+    if (kind == EVAL_NONE)
         return RAYO_OK;
     lm_ref last = lm_at(s->x, FLOATS((n - 1) * m->n_embd));
     TRY(lm_rmsnorm(e, last, m->output_norm, s->xn, 1, m->n_embd, m->eps));
-    return lm_linear(e, &m->output, s->xn, 1, s->logits, m->precision);
+    TRY(lm_linear(e, &m->output, s->xn, 1, s->logits, m->precision));
+    return kind == EVAL_ARGMAX ? lm_argmax(e, s->logits, m->n_vocab, s->next) : RAYO_OK;
+}
+
+/* After a batch on the resident backend: what the caller asked for. */
+static rayo_status read_out(const llama_model *m, const eval_out *o)
+{
+    const llama_scratch *s = &m->s;
+    uint64_t index;
+    switch (kind_of(o)) {
+    case EVAL_LOGITS:
+        return rayo_buffer_read(s->logits.buf, 0, o->logits, FLOATS(m->n_vocab));
+    case EVAL_ARGMAX:
+        TRY(rayo_buffer_read(s->next.buf, 0, &index, sizeof index));
+        *o->next = (int32_t)index; /* < n_vocab */
+        return RAYO_OK;
+    default:
+        return RAYO_OK;
+    }
 }
 
 /* forward as one batch on the resident backend: the batch's tokens go up
- * first, the logits come back after. */
-static rayo_status forward_resident(rayo_context *ctx, llama_model *m, size_t n, float *logits)
+ * first, the result comes back after. */
+static rayo_status forward_resident(rayo_context *ctx, llama_model *m, size_t n, const eval_out *o)
 {
     const llama_scratch *s = &m->s;
     TRY(rayo_buffer_write(s->ids.buf, 0, s->ids_host, n * sizeof(int32_t)));
     lm_exec e = {ctx, NULL, 0};
     TRY(rayo_batch_create(ctx, m->resident, &e.batch));
-    rayo_status st = forward(&e, m, n, logits != NULL);
+    rayo_status st = forward(&e, m, n, kind_of(o));
     if (st == RAYO_OK)
         st = rayo_batch_submit(e.batch);
     if (st == RAYO_OK)
         st = rayo_batch_wait(e.batch, UINT64_MAX);
     rayo_batch_destroy(e.batch);
-    if (st == RAYO_OK && logits)
-        st = rayo_buffer_read(s->logits.buf, 0, logits, FLOATS(m->n_vocab));
-    return st;
+    return st == RAYO_OK ? read_out(m, o) : st;
 }
 
-/* The replayed one-token batch (with logits or without), recorded at the
- * first use and again when the cache was rewound below where it was. */
-static rayo_status step_batch(rayo_context *ctx, llama_model *m, int with_logits, rayo_batch **out)
+/* The replayed one-token batch of this kind, recorded at the first use and
+ * again when the cache was rewound below where it was. */
+static rayo_status step_batch(rayo_context *ctx, llama_model *m, enum eval_kind kind, rayo_batch **out)
 {
-    rayo_batch **b = &m->step_batch[with_logits];
-    if (*b && m->n_past < m->step_base[with_logits]) {
+    rayo_batch **b = &m->step_batch[kind];
+    if (*b && m->n_past < m->step_base[kind]) {
         rayo_batch_destroy(*b);
         *b = NULL;
     }
     if (!*b) {
         lm_exec e = {ctx, NULL, 1};
         TRY(rayo_batch_create(ctx, m->resident, &e.batch));
-        rayo_status st = forward(&e, m, 1, with_logits);
+        rayo_status st = forward(&e, m, 1, kind);
         if (st != RAYO_OK) {
             rayo_batch_destroy(e.batch);
             return st;
         }
         *b = e.batch;
-        m->step_base[with_logits] = m->n_past;
-        m->step_submits[with_logits] = 0;
+        m->step_base[kind] = m->n_past;
+        m->step_submits[kind] = 0;
     }
     *out = *b;
-    return rayo_batch_set_step(*b, m->n_past - m->step_base[with_logits]);
+    return rayo_batch_set_step(*b, m->n_past - m->step_base[kind]);
 }
 
 static double seconds(void)
@@ -531,9 +564,9 @@ static double seconds(void)
 }
 
 /* t: the times before the writes, the submit, the wait, the read and after. */
-static void add_step_times(llama_model *m, int with_logits, const double t[5])
+static void add_step_times(llama_model *m, enum eval_kind kind, const double t[5])
 {
-    if (++m->step_submits[with_logits] <= 2)
+    if (++m->step_submits[kind] <= 2)
         return; /* recording, the first launch, building the graph: not the steady step */
     llama_step_times *st = &m->step_times;
     st->steps++;
@@ -544,7 +577,7 @@ static void add_step_times(llama_model *m, int with_logits, const double t[5])
 }
 
 /* One token on the resident backend through its replayed batch. */
-static rayo_status forward_step(rayo_context *ctx, llama_model *m, float *logits)
+static rayo_status forward_step(rayo_context *ctx, llama_model *m, const eval_out *o)
 {
     const llama_scratch *s = &m->s;
     double t[5];
@@ -552,15 +585,14 @@ static rayo_status forward_step(rayo_context *ctx, llama_model *m, float *logits
     TRY(rayo_buffer_write(s->ids.buf, 0, s->ids_host, sizeof(int32_t)));
     t[1] = seconds();
     rayo_batch *b;
-    TRY(step_batch(ctx, m, logits != NULL, &b));
+    TRY(step_batch(ctx, m, kind_of(o), &b));
     TRY(rayo_batch_submit(b));
     t[2] = seconds();
     TRY(rayo_batch_wait(b, UINT64_MAX));
     t[3] = seconds();
-    if (logits)
-        TRY(rayo_buffer_read(s->logits.buf, 0, logits, FLOATS(m->n_vocab)));
+    TRY(read_out(m, o));
     t[4] = seconds();
-    add_step_times(m, logits != NULL, t);
+    add_step_times(m, kind_of(o), t);
     return RAYO_OK;
 }
 
@@ -570,17 +602,24 @@ static int replay_wanted(void)
     return !v || strcmp(v, "0") != 0;
 }
 
-static rayo_status forward_host(rayo_context *ctx, llama_model *m, size_t n, float *logits)
+/* forward on host memory; the greedy index by rayo_argmax. */
+static rayo_status forward_host(rayo_context *ctx, llama_model *m, size_t n, const eval_out *o)
 {
     lm_exec e = {ctx, NULL, 0};
-    TRY(forward(&e, m, n, logits != NULL));
-    if (logits)
-        memcpy(logits, m->s.logits.host, FLOATS(m->n_vocab));
+    const float *logits = m->s.logits.host;
+    TRY(forward(&e, m, n, kind_of(o) == EVAL_NONE ? EVAL_NONE : EVAL_LOGITS));
+    if (o->logits)
+        memcpy(o->logits, logits, FLOATS(m->n_vocab));
+    if (o->next) {
+        size_t index = 0;
+        TRY(rayo_argmax(ctx, logits, m->n_vocab, &index));
+        *o->next = (int32_t)index;
+    }
     return RAYO_OK;
 }
 
-rayo_status llama_eval(rayo_context *ctx, llama_model *m, const int32_t *tokens, size_t n,
-                       float *logits)
+static rayo_status eval(rayo_context *ctx, llama_model *m, const int32_t *tokens, size_t n,
+                        const eval_out *o)
 {
     if (n == 0 || n > m->n_ctx - m->n_past)
         return RAYO_E_INVALID;
@@ -591,7 +630,8 @@ rayo_status llama_eval(rayo_context *ctx, llama_model *m, const int32_t *tokens,
     for (size_t done = 0; done < n;) {
         size_t batch = n - done < step ? n - done : step;
         memcpy(m->s.ids_host, tokens + done, batch * sizeof *tokens);
-        float *out = done + batch == n ? logits : NULL;
+        static const eval_out nothing = {NULL, NULL};
+        const eval_out *out = done + batch == n ? o : &nothing;
         if (m->resident && batch == 1 && replay_wanted())
             TRY(forward_step(ctx, m, out));
         else
@@ -600,4 +640,18 @@ rayo_status llama_eval(rayo_context *ctx, llama_model *m, const int32_t *tokens,
         done += batch;
     }
     return RAYO_OK;
+}
+
+rayo_status llama_eval(rayo_context *ctx, llama_model *m, const int32_t *tokens, size_t n,
+                       float *logits)
+{
+    eval_out o = {logits, NULL};
+    return eval(ctx, m, tokens, n, &o);
+}
+
+rayo_status llama_eval_greedy(rayo_context *ctx, llama_model *m, const int32_t *tokens, size_t n,
+                              int32_t *next)
+{
+    eval_out o = {NULL, next};
+    return eval(ctx, m, tokens, n, &o);
 }

@@ -21,6 +21,7 @@ typedef struct llama_scratch {
     lm_ref pos;                         /* [n_ctx] i32: 0, 1, ..., written once; a batch reads
                                          * its positions from n_past on */
     lm_ref logits;                      /* [n_vocab] f32 (resident: read back after a batch) */
+    lm_ref next;                        /* u64: the index of the largest logit (resident, greedy) */
     int32_t *ids_host, *pos_host;
 } llama_scratch;
 
@@ -31,7 +32,7 @@ typedef struct llama_step_times {
     double write;       /* seconds in rayo_buffer_write: the token id */
     double submit;      /* rayo_batch_set_step and rayo_batch_submit */
     double wait;        /* rayo_batch_wait */
-    double read;        /* rayo_buffer_read of the logits */
+    double read;        /* rayo_buffer_read of the logits, or of their argmax (greedy) */
 } llama_step_times;
 
 typedef struct llama_model {
@@ -55,11 +56,12 @@ typedef struct llama_model {
     /* One-token evaluations on the resident backend replay a batch recorded
      * once (rayo_batch_set_step: the cache slot and the attention length
      * move with the position): [0] without logits (prompt tokens), [1]
-     * with; step_base: n_past when each was recorded.  RAYO_LLAMA_REPLAY=0
-     * in the environment records every evaluation instead. */
-    rayo_batch *step_batch[2];
-    size_t step_base[2];
-    size_t step_submits[2];         /* submits of each since it was recorded */
+     * with, [2] with the index of their largest only (greedy); step_base:
+     * n_past when each was recorded.  RAYO_LLAMA_REPLAY=0 in the environment
+     * records every evaluation instead. */
+    rayo_batch *step_batch[3];
+    size_t step_base[3];
+    size_t step_submits[3];         /* submits of each since it was recorded */
     llama_step_times step_times;
 } llama_model;
 
@@ -87,5 +89,10 @@ int llama_cpu_backend(rayo_context *ctx, const char *backend);
  * last one go to logits when it is not NULL. */
 rayo_status llama_eval(rayo_context *ctx, llama_model *m, const int32_t *tokens, size_t n,
                        float *logits);
+/* llama_eval choosing greedily: *next = the index of the last token's
+ * largest logit (the first one of equals).  Resident, the argmax runs in the
+ * step's batch and only the index comes back, not the logits. */
+rayo_status llama_eval_greedy(rayo_context *ctx, llama_model *m, const int32_t *tokens, size_t n,
+                              int32_t *next);
 
 #endif

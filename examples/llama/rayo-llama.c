@@ -38,7 +38,7 @@ static void usage(void)
         "  --warmup            run the prompt and one decode step once, untimed, before\n"
         "                      the timed run (kernels loaded, caches warm: benchmarks)\n"
         "  --step-times        where a replayed decode step's host time goes: the\n"
-        "                      writes, set_step + submit, wait, the logits read, sampling\n"
+        "                      write, set_step + submit, wait, the read, sampling\n"
         "  --resident WHEN     auto (default), on or off: the model in the backend's\n"
         "                      buffers, each step one batch (auto: on a GPU backend)\n"
         "  --temp T            sample at temperature T (default 0: greedy)\n"
@@ -239,6 +239,14 @@ typedef struct run_stats {
     double t_sample;                    /* wall seconds choosing the decoded tokens */
 } run_stats;
 
+/* The next token's evaluation: greedy asks the model for the index of the
+ * largest logit only (on a GPU: no logits cross the bus); else the logits. */
+static rayo_status eval_next(rayo_context *ctx, llama_model *m, int greedy, const int32_t *ids, size_t n,
+                             float *logits, int32_t *next)
+{
+    return greedy ? llama_eval_greedy(ctx, m, ids, n, next) : llama_eval(ctx, m, ids, n, logits);
+}
+
 static int generate(rayo_context *ctx, llama_model *m, const vocab *v, const options *o,
                     const int32_t *ids, size_t n_ids, run_stats *rs)
 {
@@ -249,8 +257,10 @@ static int generate(rayo_context *ctx, llama_model *m, const vocab *v, const opt
         free(logits);
         return 1;
     }
+    int greedy = (o->temp <= 0.0f || o->top_k <= 1) && !lf;
+    int32_t next = 0;
     double t0 = now(), c0 = cpu_now();
-    rayo_status st = llama_eval(ctx, m, ids, n_ids, logits);
+    rayo_status st = eval_next(ctx, m, greedy, ids, n_ids, logits, &next);
     rs->t_prefill = now() - t0;
     rs->cpu_prefill = cpu_now() - c0;
     rs->n_prompt = n_ids;
@@ -260,13 +270,14 @@ static int generate(rayo_context *ctx, llama_model *m, const vocab *v, const opt
         if (lf && i < o->logits_steps)
             fwrite(logits, sizeof *logits, m->n_vocab, lf);
         double ts = now();
-        int32_t next = sample(ctx, logits, m->n_vocab, o->temp, o->top_k);
+        if (!greedy)
+            next = sample(ctx, logits, m->n_vocab, o->temp, o->top_k);
         rs->t_sample += now() - ts;
         print_token(o, v, next, i == 0);
         rs->n_gen++;
         if ((next == v->eos && !o->ignore_eos) || i + 1 == o->n_predict || m->n_past >= m->n_ctx)
             break;
-        st = llama_eval(ctx, m, &next, 1, logits);
+        st = eval_next(ctx, m, greedy, &next, 1, logits, &next);
     }
     rs->t_decode = now() - t0;
     rs->cpu_decode = cpu_now() - c0;
@@ -407,7 +418,7 @@ static void print_step_times(const llama_model *m, const run_stats *rs)
     const llama_step_times *t = &m->step_times;
     double n = t->steps ? (double)t->steps : 1.0, us = 1e6 / n;
     fprintf(stderr, "rayo-llama: step times (mean of %zu replayed steps, us): write %.1f, set_step+submit "
-            "%.1f, wait %.1f, logits read %.1f; sampling %.1f (mean of %zu)\n", t->steps, t->write * us,
+            "%.1f, wait %.1f, read %.1f; sampling %.1f (mean of %zu)\n", t->steps, t->write * us,
             t->submit * us, t->wait * us, t->read * us, rs->n_gen ? 1e6 * rs->t_sample / (double)rs->n_gen : 0.0,
             rs->n_gen);
 }
