@@ -24,7 +24,8 @@
 #          cache: TinyLlama q4_0 only; once more with [backend.cuda]
 #          embedded_code = no, the JIT), warm, warm with [backend.cuda]
 #          pdl = no (its tokens compared with the warm run's; DECODE_ALTS, default
-#          "nopdl", names these variants: nopdl, nofuse = fuse_norm = no), warm with the
+#          "nopdl", names these variants: nopdl, nofuse = fuse_norm = no,
+#          norope = fuse_rope = no), warm with the
 #          BASE, ALT and ALT2 plugins (when there are), all again, and once at --precision
 #          strict, whose tokens the warm run's are compared with (and
 #          BASE's at strict with this build's, BASE's warm with this one's);
@@ -164,6 +165,7 @@ run() {
     printf '[backend.cuda]\nembedded_code = no\n' >/tmp/jit.conf
     printf '[backend.cuda]\npdl = no\n' >/tmp/nopdl.conf
     printf '[backend.cuda]\nfuse_norm = no\n' >/tmp/nofuse.conf
+    printf '[backend.cuda]\nfuse_rope = no\n' >/tmp/norope.conf
     ! part llama || decode
     if part profile; then
         RAYO_LOG=info llama tl-q4_0-profile /tmp/models/tl-q4_0.gguf /tmp/profile.conf

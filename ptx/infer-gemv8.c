@@ -32,7 +32,9 @@
  * (a decode step's q, k and v, or gate and up) as one grid over their rows
  * together: x is rounded once per block for all of them, and each row is
  * computed exactly as gemv8_<dtype> computes it.  gemv8s_<dtype> runs a
- * gate and an up gemv of one x and swiglu of their outputs. */
+ * gate and an up gemv of one x and swiglu of their outputs.  gemv8xr_* and
+ * gemv8xnr_* are gemv8x_* and gemv8xn_* that also rope the outputs of some
+ * parts (a decode step's q and k: the section "rope" below). */
 #include "gen-ptx.h"
 #include "../core/rayo-dtype.h"
 #include "../plugins/cuda/cuda-ptx.h"
@@ -83,6 +85,7 @@ typedef struct g8_regs {
     int norm;                 /* the rmsnorm prologue (gemv8xn_*, gemv8sn_*): x is rmsnorm's input */
     int gamma, xn, eps;       /* its .b64 gamma and output, .f32 eps */
     int rstd, pxn;            /* .f64 1 / rms(x) (while x is rounded); the block that writes xn (pred) */
+    int rope;                 /* parts' outputs roped in the launch (gemv8xr_*, gemv8xnr_*) */
 } g8_regs;
 
 /* ---- rounding x ------------------------------------------------------------ */
@@ -1074,6 +1077,107 @@ static void part_params(kern *k, g8_regs *g, strbuf *decl)
     g->a = g->pa[0];
 }
 
+/* ---- rope ------------------------------------------------------------------ */
+/* gemv8xr_*, gemv8xnr_*: parts whose p_r<i> is not 0 are roped after their
+ * products, one token (rope_* of one row at position p_pos[0], head_dim
+ * p_hd, all of it rotated; p_neox: pairs half a head apart, else adjacent;
+ * p_ratio and p_scale as rope_* takes them), the result at p_r<i> (which
+ * may be the part's y).  A rotated pair needs both its rows' products: the
+ * part's row slots are taken in pairs, slot 2j the first row of pair j and
+ * 2j + 1 its second, so that warps 2w and 2w + 1 of a block take a pair in
+ * the same pass over the rows (the plugin has each roped part start at an
+ * even slot; a pass's slots are a block's warps in order).  Each stores
+ * its product as gemv8x_* does, then lane 0 puts it in g8_pair, the two
+ * warps meet at a barrier of their own, and each rotates the pair as
+ * rope_* does (the same float operations on the same rounded products) and
+ * stores its own half. */
+typedef struct rope_slot {
+    int ry;   /* .b64 the part's rope output (global) */
+    int on;   /* .pred the part is roped */
+    int odd;  /* .pred the slot is its pair's second row */
+    int i;    /* .b32 the pair's index within its head */
+} rope_slot;
+
+/* The rope output of the part that holds row slot r (as part_row finds it). */
+static void rope_part(kern *k, const g8_regs *g, int r, rope_slot *rs)
+{
+    int ry = nd(k);
+    emit(k, "ld.param.u64 %s, [p_r0];", D(ry));
+    for (int i = 1; i < g->parts; i++) {
+        int in = np(k), t = nd(k);
+        char name[8];
+        snprintf(name, sizeof name, "p_r%d", i);
+        emit(k, "ld.param.u64 %s, [%s];", D(t), name);
+        emit(k, "setp.ge.u64 %s, %s, %s;", P(in), D(r), D(g->first[i]));
+        emit(k, "@%s mov.u64 %s, %s;", P(in), D(ry), D(t));
+    }
+    rs->on = np(k);
+    rs->ry = nd(k);
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(rs->on), D(ry));
+    emit(k, "cvta.to.global.u64 %s, %s;", D(rs->ry), D(ry));
+}
+
+/* Row slot *row of a roped part as the row it stands for (in place):
+ * pair j = slot / 2 is pair i of head h, its rows h hd + 2i and + 1, or
+ * for neox h hd + i and + hd / 2. */
+static void rope_slot_row(kern *k, const g8_regs *g, int r, int *row, rope_slot *rs)
+{
+    rope_part(k, g, r, rs);
+    int hd = nr(k), half = nr(k), j = nr(k), h = nr(k), bit = nr(k), other = nr(k), neox = np(k), hb = nd(k);
+    int t = nd(k);
+    rs->odd = np(k);
+    rs->i = nr(k);
+    emit(k, "ld.param.u64 %s, [p_hd];", D(t));
+    emit(k, "cvt.u32.u64 %s, %s;", R(hd), D(t));
+    emit(k, "ld.param.u64 %s, [p_neox];", D(t));
+    emit(k, "setp.ne.and.u64 %s, %s, 0, %s;", P(neox), D(t), P(rs->on));
+    emit(k, "shr.u32 %s, %s, 1;", R(half), R(hd));
+    emit(k, "cvt.u32.u64 %s, %s;", R(j), D(*row));
+    emit(k, "and.b32 %s, %s, 1;", R(bit), R(j));
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(rs->odd), R(bit));
+    emit(k, "shr.u32 %s, %s, 1;", R(j), R(j));
+    emit(k, "div.u32 %s, %s, %s;", R(h), R(j), R(half));
+    emit(k, "mul.lo.u32 %s, %s, %s;", R(other), R(h), R(half));
+    emit(k, "sub.u32 %s, %s, %s;", R(rs->i), R(j), R(other));
+    /* neox: h hd + i + (odd ? half : 0); the slot itself otherwise */
+    emit(k, "mul.lo.u32 %s, %s, %s;", R(other), R(half), R(bit));
+    emit(k, "add.u32 %s, %s, %s;", R(other), R(other), R(rs->i));
+    emit(k, "mul.wide.u32 %s, %s, %s;", D(hb), R(h), R(hd));
+    emit(k, "cvt.u64.u32 %s, %s;", D(t), R(other));
+    emit(k, "add.u64 %s, %s, %s;", D(hb), D(hb), D(t));
+    emit(k, "@%s mov.u64 %s, %s;", P(neox), D(*row), D(hb));
+}
+
+/* The warp's half of a rotated pair at ry[row], its product `out` in lane
+ * 0 (the section's head). */
+static void rope_pair_store(kern *k, const g8_regs *g, const rope_slot *rs, int row, int out)
+{
+    int l_skip = nlabel(k), lane0 = np(k), base = nr(k), mine = nr(k), id = nr(k), other = nf(k);
+    emit(k, "@!%s bra.uni %s;", P(rs->on), L(l_skip));
+    emit(k, "setp.eq.u32 %s, %s, 0;", P(lane0), R(g->lane));
+    emit(k, "mov.u32 %s, g8_pair;", R(base));
+    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(mine), R(g->warp), R(base));
+    emit(k, "@%s st.shared.f32 [%s], %s;", P(lane0), R(mine), F(out));
+    emit(k, "shr.u32 %s, %s, 1;", R(id), R(g->warp));
+    emit(k, "add.u32 %s, %s, 1;", R(id), R(id)); /* barrier 0 is the block's */
+    emit(k, "bar.sync %s, 64;", R(id));
+    emit(k, "xor.b32 %s, %s, 4;", R(mine), R(mine));
+    emit(k, "mov.f32 %s, 0f00000000;", F(other));
+    emit(k, "@%s ld.shared.f32 %s, [%s];", P(lane0), F(other), R(mine));
+    emit(k, "bar.sync %s, 64;", R(id)); /* both read before either writes again */
+    int u = nf(k), v = nf(k), pos = nr(k), o1, o2, res = nf(k);
+    emit(k, "selp.f32 %s, %s, %s, %s;", F(u), F(other), F(out), P(rs->odd));
+    emit(k, "selp.f32 %s, %s, %s, %s;", F(v), F(out), F(other), P(rs->odd));
+    emit(k, "ld.global.nc.u32 %s, [%s];", R(pos), D(param_global(k, "p_pos")));
+    int ratio = nfd(k), scale = nfd(k);
+    emit(k, "ld.param.f64 %s, [p_ratio];", FD(ratio));
+    emit(k, "ld.param.f64 %s, [p_scale];", FD(scale));
+    rope_rotate(k, pos, rs->i, ratio, scale, u, v, &o1, &o2);
+    emit(k, "selp.f32 %s, %s, %s, %s;", F(res), F(o2), F(o1), P(rs->odd));
+    emit(k, "@%s st.global.f32 [%s], %s;", P(lane0), D(addr_of(k, rs->ry, row, 4)), F(res));
+    label(k, l_skip);
+}
+
 /* Everything before the rows: x rounded into shared memory, the block's
  * gate (returned), the warp's first row and the rows' stride.  g's
  * parameters from p_x on are read here. */
@@ -1124,25 +1228,30 @@ static int g8_prologue(kern *k, const g8format *f, g8_regs *g, int *row, int *st
 
 /* The kernel's end: its name, parameters (decl, then those from p_x on) and
  * the launch bounds. */
-static void g8_finish(strbuf *mod, kern *k, const char *name, strbuf *decl, int has_m, int norm)
+static void g8_finish(strbuf *mod, kern *k, const char *name, strbuf *decl, int has_m, const g8_regs *g)
 {
-    char dir[64], shared[80];
+    char dir[64], shared[160], pair[48] = "";
     /* two blocks per SM, as the plugin launches them (one wave): without
      * .minnctapersm the driver's JIT gave gemv8_q4_0 126 registers (the
      * offline ptxas 55) and the SMs ran one block each */
     snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n.minnctapersm 2\n", THREADS);
-    snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 g8_red[%d];\n%s", 16 * WARPS,
-             norm ? "\t.shared .align 8 .f64 g8_rstd;\n" : "");
+    if (g->rope)
+        snprintf(pair, sizeof pair, "\t.shared .align 4 .b8 g8_pair[%d];\n", 4 * WARPS);
+    snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 g8_red[%d];\n%s%s", 16 * WARPS,
+             g->norm ? "\t.shared .align 8 .f64 g8_rstd;\n" : "", pair);
     sb_printf(decl, ".param .u64 p_x, %s.param .u64 p_n, .param .u64 p_lda, .param .f32 p_alpha, .param .f32 p_beta%s",
-              has_m ? ".param .u64 p_m, " : "", norm ? ", .param .u64 p_gamma, .param .u64 p_xn, .param .f32 p_eps" : "");
+              has_m ? ".param .u64 p_m, " : "", g->norm ? ", .param .u64 p_gamma, .param .u64 p_xn, .param .f32 p_eps" : "");
+    if (g->rope)
+        sb_printf(decl, ", .param .u64 p_r0, .param .u64 p_r1, .param .u64 p_r2, .param .u64 p_pos, .param .u64 p_hd, "
+                  ".param .u64 p_neox, .param .f64 p_ratio, .param .f64 p_scale");
     kern_finish(mod, k, name, decl->p, dir, shared);
     sb_free(decl);
 }
 
-static void gen_gemv8(strbuf *mod, const g8format *f, int parts, int norm)
+static void gen_gemv8(strbuf *mod, const g8format *f, int parts, int norm, int rope)
 {
     kern kk = {0}, *k = &kk;
-    g8_regs g = {.parts = parts, .norm = norm};
+    g8_regs g = {.parts = parts, .norm = norm, .rope = rope};
     strbuf decl = {0};
     if (parts == 1) {
         sb_printf(&decl, ".param .u64 p_y, .param .u64 p_a, ");
@@ -1158,14 +1267,22 @@ static void gen_gemv8(strbuf *mod, const g8format *f, int parts, int norm)
     emit(k, "@%s bra %s;", P(pdone), L(l_end));
     g8_regs pg;
     int prow;
+    rope_slot rs;
     part_row(k, &g, row, &pg, &prow);
-    row_dot(k, f, &pg, prow, gate);
+    if (rope)
+        rope_slot_row(k, &g, row, &prow, &rs);
+    int out = row_dot(k, f, &pg, prow, gate);
+    if (rope) { /* the slot's row and pair again: no registers held through the row for them */
+        part_row(k, &g, row, &pg, &prow);
+        rope_slot_row(k, &g, row, &prow, &rs);
+        rope_pair_store(k, &g, &rs, prow, out);
+    }
     emit(k, "add.u64 %s, %s, %s;", D(row), D(row), D(stride));
     emit(k, "bra.uni %s;", L(l_row));
     label(k, l_end);
     char name[32];
-    snprintf(name, sizeof name, parts == 1 ? "gemv8_%s" : norm ? "gemv8xn_%s" : "gemv8x_%s", f->name);
-    g8_finish(mod, k, name, &decl, parts == 1, norm);
+    snprintf(name, sizeof name, "gemv8%s%s%s_%s", parts == 1 ? "" : "x", norm ? "n" : "", rope ? "r" : "", f->name);
+    g8_finish(mod, k, name, &decl, parts == 1, &g);
 }
 
 /* gemv8s_<dtype>: a decode step's gate and up gemvs of one x (p_a0, p_a1
@@ -1200,17 +1317,20 @@ static void gen_gemv8s(strbuf *mod, const g8format *f, int norm)
     label(k, l_end);
     char name[32];
     snprintf(name, sizeof name, norm ? "gemv8sn_%s" : "gemv8s_%s", f->name);
-    g8_finish(mod, k, name, &decl, 1, norm);
+    g8_finish(mod, k, name, &decl, 1, &g);
 }
 
 void infer_gemv8(strbuf *mod)
 {
     for (size_t i = 0; i < FORMAT_COUNT; i++) {
-        gen_gemv8(mod, &formats[i], 1, 0);
-        gen_gemv8(mod, &formats[i], RAYO_PTX_GEMV8_PARTS, 0);
+        gen_gemv8(mod, &formats[i], 1, 0, 0);
+        gen_gemv8(mod, &formats[i], RAYO_PTX_GEMV8_PARTS, 0, 0);
         gen_gemv8s(mod, &formats[i], 0);
         /* the same after rmsnorm of x (one launch for rmsnorm and the products of its output) */
-        gen_gemv8(mod, &formats[i], RAYO_PTX_GEMV8_PARTS, 1);
+        gen_gemv8(mod, &formats[i], RAYO_PTX_GEMV8_PARTS, 1, 0);
         gen_gemv8s(mod, &formats[i], 1);
+        /* q, k, v with the rope of q and k (after rmsnorm of x, or not) */
+        gen_gemv8(mod, &formats[i], RAYO_PTX_GEMV8_PARTS, 0, 1);
+        gen_gemv8(mod, &formats[i], RAYO_PTX_GEMV8_PARTS, 1, 1);
     }
 }

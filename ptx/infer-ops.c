@@ -332,6 +332,41 @@ static int pow_by_squaring(kern *k, int base, int e32)
     return acc;
 }
 
+/* The pair (u, v) (.f32) rotated by pos (.s32) times inv_freq[i] (i .b32;
+ * ratio and scale .f64): *o1 = u cos - v sin, *o2 = u sin + v cos (.f32),
+ * as the rope kernels compute them. */
+void rope_rotate(kern *k, int pos, int i, int ratio, int scale, int u, int v, int *o1, int *o2)
+{
+    int posd = nfd(k), th = nfd(k), kq = nfd(k), red = nfd(k), rf = nf(k);
+    emit(k, "cvt.rn.f64.s32 %s, %s;", FD(posd), R(pos));
+    int pw = pow_by_squaring(k, ratio, i);
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(pw), FD(pw), FD(scale));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(th), FD(posd), FD(pw));
+    /* th - round(th / 2 pi) * 2 pi, with 2 pi in two parts */
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(kq), FD(th), CD(0.15915494309189533577));
+    emit(k, "cvt.rni.f64.f64 %s, %s;", FD(kq), FD(kq));
+    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(red), FD(kq), CD(-6.283185307179586232), FD(th));
+    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(red), FD(kq), CD(-2.4492935982947064e-16), FD(red));
+    emit(k, "cvt.rn.f32.f64 %s, %s;", F(rf), FD(red));
+    int cs = nf(k), sn = nf(k), csd = nfd(k), snd = nfd(k);
+    emit(k, "cos.approx.f32 %s, %s;", F(cs), F(rf));
+    emit(k, "sin.approx.f32 %s, %s;", F(sn), F(rf));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(csd), F(cs));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(snd), F(sn));
+    int ud = nfd(k), vd = nfd(k), d1 = nfd(k), d2 = nfd(k);
+    *o1 = nf(k);
+    *o2 = nf(k);
+    emit(k, "cvt.f64.f32 %s, %s;", FD(ud), F(u));
+    emit(k, "cvt.f64.f32 %s, %s;", FD(vd), F(v));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(d1), FD(vd), FD(snd));
+    emit(k, "neg.f64 %s, %s;", FD(d1), FD(d1));
+    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(d1), FD(ud), FD(csd), FD(d1));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(d2), FD(vd), FD(csd));
+    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(d2), FD(ud), FD(snd), FD(d2));
+    emit(k, "cvt.rn.f32.f64 %s, %s;", F(*o1), FD(d1));
+    emit(k, "cvt.rn.f32.f64 %s, %s;", F(*o2), FD(d2));
+}
+
 static void rope_elem(kern *k, int t, int col, const void *p)
 {
     const rope_ctx *c = p;
@@ -346,27 +381,9 @@ static void rope_elem(kern *k, int t, int col, const void *p)
     emit(k, "mul.lo.u64 %s, %s, %s;", D(yo), D(t), D(c->ldy));
     emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(yo), D(h), D(c->hsy), D(yo));
     emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(yr), D(yo), D(c->y));
-    /* angle */
-    int pos = nr(k), posd = nfd(k), i32 = nr(k), th = nfd(k), kq = nfd(k), red = nfd(k), rf = nf(k);
+    int pos = nr(k), f1, f2;
     emit(k, "ld.global.nc.u32 %s, [%s];", R(pos), D(addr_of(k, c->pos, t, 4)));
-    emit(k, "cvt.rn.f64.s32 %s, %s;", FD(posd), R(pos));
-    emit(k, "cvt.u32.u64 %s, %s;", R(i32), D(i));
-    int pw = pow_by_squaring(k, c->ratio, i32);
-    emit(k, "mul.rn.f64 %s, %s, %s;", FD(pw), FD(pw), FD(c->scale));
-    emit(k, "mul.rn.f64 %s, %s, %s;", FD(th), FD(posd), FD(pw));
-    /* th - round(th / 2 pi) * 2 pi, with 2 pi in two parts */
-    emit(k, "mul.rn.f64 %s, %s, %s;", FD(kq), FD(th), CD(0.15915494309189533577));
-    emit(k, "cvt.rni.f64.f64 %s, %s;", FD(kq), FD(kq));
-    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(red), FD(kq), CD(-6.283185307179586232), FD(th));
-    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(red), FD(kq), CD(-2.4492935982947064e-16), FD(red));
-    emit(k, "cvt.rn.f32.f64 %s, %s;", F(rf), FD(red));
-    int cs = nf(k), sn = nf(k), csd = nfd(k), snd = nfd(k);
-    emit(k, "cos.approx.f32 %s, %s;", F(cs), F(rf));
-    emit(k, "sin.approx.f32 %s, %s;", F(sn), F(rf));
-    emit(k, "cvt.f64.f32 %s, %s;", FD(csd), F(cs));
-    emit(k, "cvt.f64.f32 %s, %s;", FD(snd), F(sn));
-    /* the pair */
-    int iu = nd(k), iv = nd(k);
+    int iu = nd(k), iv = nd(k), i32 = nr(k);
     if (c->neox) {
         emit(k, "mov.u64 %s, %s;", D(iu), D(i));
         emit(k, "add.u64 %s, %s, %s;", D(iv), D(i), D(c->half));
@@ -374,19 +391,11 @@ static void rope_elem(kern *k, int t, int col, const void *p)
         emit(k, "shl.b64 %s, %s, 1;", D(iu), D(i));
         emit(k, "add.u64 %s, %s, 1;", D(iv), D(iu));
     }
-    int u = nf(k), v = nf(k), ud = nfd(k), vd = nfd(k), o1 = nfd(k), o2 = nfd(k), f1 = nf(k), f2 = nf(k);
+    int u = nf(k), v = nf(k);
     emit(k, "ld.global.f32 %s, [%s];", F(u), D(addr_of(k, xr, iu, 4)));
     emit(k, "ld.global.f32 %s, [%s];", F(v), D(addr_of(k, xr, iv, 4)));
-    emit(k, "cvt.f64.f32 %s, %s;", FD(ud), F(u));
-    emit(k, "cvt.f64.f32 %s, %s;", FD(vd), F(v));
-    /* o1 = u cs - v sn, o2 = u sn + v cs */
-    emit(k, "mul.rn.f64 %s, %s, %s;", FD(o1), FD(vd), FD(snd));
-    emit(k, "neg.f64 %s, %s;", FD(o1), FD(o1));
-    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(o1), FD(ud), FD(csd), FD(o1));
-    emit(k, "mul.rn.f64 %s, %s, %s;", FD(o2), FD(vd), FD(csd));
-    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(o2), FD(ud), FD(snd), FD(o2));
-    emit(k, "cvt.rn.f32.f64 %s, %s;", F(f1), FD(o1));
-    emit(k, "cvt.rn.f32.f64 %s, %s;", F(f2), FD(o2));
+    emit(k, "cvt.u32.u64 %s, %s;", R(i32), D(i));
+    rope_rotate(k, pos, i32, c->ratio, c->scale, u, v, &f1, &f2);
     emit(k, "st.global.f32 [%s], %s;", D(addr_of(k, yr, iu, 4)), F(f1));
     emit(k, "st.global.f32 [%s], %s;", D(addr_of(k, yr, iv, 4)), F(f2));
     /* pair 0 copies the dimensions past rot_dims */

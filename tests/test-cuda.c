@@ -11,7 +11,8 @@
  *     transpose, bias_act), relaxed Q8_0 / Q4_0 / Q4_K gemv (x in 8 bits; several of one x in a
  *     replayed batch: one launch; a residual add and rmsnorm of the sum: one kernel; rope of q and k:
  *     one launch, the same rope twice on one buffer: two; gate, up and swiglu: one launch, swiglu
- *     of up then gate: not; rmsnorm of one row and the gemvs of its output: one launch), fused attention in the shapes that take each
+ *     of up then gate: not; rmsnorm of one row and the gemvs of its output: one launch; q, k, v and the ropes
+ *     of q and k: one launch, the same as with fuse_rope = no), fused attention in the shapes that take each
  *     launch plan (a KV group wider than one warp's 4 heads, odd groups,
  *     aligned and unaligned K/V rows, decode and prefill), batches on device buffers (a typed matmul too)
  *     at unaligned offsets (each op of a chain checked against the device's
@@ -63,6 +64,7 @@ static const char *config_embedded = "no";
 static const char *config_split_k = "no";
 static const char *config_attn_block = "yes";
 static const char *config_pdl = "yes";
+static const char *config_fuse_rope = "yes";
 static char cache_dir[512];
 
 static void h_log(const rayo_host *h, int level, const char *fmt, ...)
@@ -100,6 +102,8 @@ static const char *h_config(const rayo_host *h, const char *key)
         return config_attn_block;
     if (!strcmp(key, "pdl"))
         return config_pdl;
+    if (!strcmp(key, "fuse_rope"))
+        return config_fuse_rope;
     return NULL;
 }
 
@@ -476,15 +480,24 @@ static void test_attention(void *st, uint64_t seed)
         attn_outputs[i] = attention_case(st, i, seed);
 }
 
+/* How many of the n floats at out are not bit for bit those at kept (none
+ * kept: 0). */
+static size_t floats_differ(const float *out, const float *kept, size_t n)
+{
+    size_t differ = 0;
+    for (size_t e = 0; e < n && kept; e++)
+        differ += memcmp(&out[e], &kept[e], sizeof *out) != 0;
+    return differ;
+}
+
 /* A state with attention_block = no (attn_warp_* and attn_merge for every
  * case): the same outputs, bit for bit, as the first state's. */
 static void attention_block_agrees(void *st, uint64_t seed)
 {
     for (size_t i = 0; i < ATTN_CASES; i++) {
         float *out = attention_case(st, i, seed);
-        size_t qn = attn_cases[i].n_q * attn_cases[i].heads * attn_cases[i].d, differ = 0;
-        for (size_t e = 0; e < qn && attn_outputs[i]; e++)
-            differ += memcmp(&out[e], &attn_outputs[i][e], sizeof *out) != 0;
+        size_t qn = attn_cases[i].n_q * attn_cases[i].heads * attn_cases[i].d;
+        size_t differ = floats_differ(out, attn_outputs[i], qn);
         CHECK(differ == 0, "attention %zu: %zu of %zu outputs differ without attention_block", i, differ, qn);
         free(out);
         free(attn_outputs[i]);
@@ -1050,6 +1063,196 @@ static void check_rope_pair(void *st, rayo_rope_mode mode, size_t tokens)
     free(q); free(k); free(want);
 }
 
+/* ---- rope of q and k in the launch of the q, k, v products ------------------ */
+/* A decode step's attention inputs as examples/llama records them: rmsnorm
+ * of x (or x as given), the relaxed 8-bit q, k and v gemvs of its output
+ * (a GQA shape: q 2048 rows, k and v 256), k and v into a cache slot that
+ * moves with the step, then rope of q and of k in place: one launch in the
+ * plugin with fuse_rope = yes (gemv8xnr_*, gemv8xr_*).  Replayed for three
+ * steps at three positions (one by one, the graph built, the graph set
+ * again); each step's outputs must be bit for bit the ops alone on host
+ * memory (gemvs of rmsnorm's output as read back, then the ropes), and in
+ * the second state (fuse_rope = no: the products' launch, then rope2_*)
+ * bit for bit the first state's. */
+typedef struct qkv_case {
+    rayo_dtype dt;
+    size_t head_dim;
+    rayo_rope_mode mode;
+    int norm;
+} qkv_case;
+static const qkv_case qkv_cases[] = {
+    {RAYO_DTYPE_Q4_0, 64, RAYO_ROPE_NORM, 1},  {RAYO_DTYPE_Q8_0, 128, RAYO_ROPE_NORM, 1},
+    {RAYO_DTYPE_Q4_K, 64, RAYO_ROPE_NEOX, 1},  {RAYO_DTYPE_Q4_K, 128, RAYO_ROPE_NORM, 0},
+    {RAYO_DTYPE_Q4_0, 128, RAYO_ROPE_NEOX, 0},
+};
+#define QKV_CASES (sizeof qkv_cases / sizeof qkv_cases[0])
+enum { QKV_N = 2048, QKV_Q = 2048, QKV_KV = 256, QKV_ROWS = QKV_Q + 2 * QKV_KV, QKV_STEPS = 3 };
+static const int32_t qkv_pos[QKV_STEPS] = {5, 1234, 30001};
+static float *qkv_outputs[QKV_CASES]; /* the first state's q, k, v of each step, for qkv_rope_agrees */
+
+typedef struct qkv_bufs {
+    const qkv_case *c;
+    rayo_rope_params pq, pk;
+    size_t row_bytes;
+    float *x;
+    unsigned char *w;
+    void *bx, *bg, *bn, *bw, *bq, *bkv, *bp, *batch; /* bkv: k's slots, then v's */
+} qkv_bufs;
+
+static rayo_dev_call qkv_gemv(const qkv_bufs *t, size_t first, size_t rows, void *y, size_t at, size_t step)
+{
+    rayo_dev_call c = {.struct_size = sizeof c, .op = RAYO_OP_GEMV, .m = rows, .n = QKV_N, .alpha = 1.0f,
+                       .a = {t->bw, first * t->row_bytes}, .b = {t->c->norm ? t->bn : t->bx, 0}, .y = {y, at},
+                       .dtypes = RAYO_DTYPES(t->c->dt, RAYO_DTYPE_F32, 0, RAYO_DTYPE_F32),
+                       .precision = RAYO_PRECISION_RELAXED};
+    c.step_bytes[3] = step;
+    return c;
+}
+
+static rayo_dev_call qkv_rope(const qkv_bufs *t, const rayo_rope_params *p, void *buf, size_t at, size_t step)
+{
+    rayo_dev_call c = {.struct_size = sizeof c, .op = RAYO_OP_ROPE, .m = 1, .n = p->head_dim, .a = {buf, at},
+                       .b = {t->bp, 0}, .y = {buf, at}, .params = p,
+                       .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, RAYO_DTYPE_I32, 0, RAYO_DTYPE_F32)};
+    c.step_bytes[0] = c.step_bytes[3] = step;
+    return c;
+}
+
+static rayo_status qkv_record(void *st, qkv_bufs *t)
+{
+    const rayo_memory_api *mem = desc->memory;
+    size_t slot = 4 * QKV_KV, v_at = QKV_STEPS * slot;
+    rayo_dev_call calls[5], norm = {.struct_size = sizeof norm, .op = RAYO_OP_RMSNORM, .m = 1, .n = QKV_N,
+                                    .alpha = 1e-5f, .a = {t->bx, 0}, .b = {t->bg, 0}, .y = {t->bn, 0}};
+    calls[0] = qkv_gemv(t, 0, QKV_Q, t->bq, 0, 0);
+    calls[1] = qkv_gemv(t, QKV_Q, QKV_KV, t->bkv, 0, slot);
+    calls[2] = qkv_gemv(t, QKV_Q + QKV_KV, QKV_KV, t->bkv, v_at, slot);
+    calls[3] = qkv_rope(t, &t->pq, t->bq, 0, 0);
+    calls[4] = qkv_rope(t, &t->pk, t->bkv, 0, slot);
+    rayo_status s = t->c->norm ? mem->batch_record(st, t->batch, &norm) : RAYO_OK;
+    for (int i = 0; i < 5 && s == RAYO_OK; i++)
+        s = mem->batch_record(st, t->batch, &calls[i]);
+    return s;
+}
+
+/* The step's q, k, v (out) as the ops alone on host memory give them, from
+ * x's rmsnorm as the batch stored it (xn) or x. */
+static void qkv_want(void *st, const qkv_bufs *t, const float *xn, int32_t pos, float *out)
+{
+    static const size_t first[3] = {0, QKV_Q, QKV_Q + QKV_KV}, rows[3] = {QKV_Q, QKV_KV, QKV_KV};
+    float *roped = malloc(4 * QKV_Q);
+    for (int p = 0; p < 3; p++) {
+        rayo_call g = {.struct_size = sizeof g, .op = RAYO_OP_GEMV, .m = rows[p], .n = QKV_N, .alpha = 1.0f,
+                       .a = t->w + first[p] * t->row_bytes, .b = xn, .y = out + first[p],
+                       .dtypes = RAYO_DTYPES(t->c->dt, RAYO_DTYPE_F32, 0, RAYO_DTYPE_F32),
+                       .precision = RAYO_PRECISION_RELAXED};
+        CHECK(run(st, &g) == RAYO_OK, "gemv alone: %s", last_error);
+        if (p == 2)
+            break;
+        rayo_call r = {.struct_size = sizeof r, .op = RAYO_OP_ROPE, .m = 1, .n = t->c->head_dim,
+                       .a = out + first[p], .b = &pos, .y = roped, .params = p ? &t->pk : &t->pq,
+                       .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, RAYO_DTYPE_I32, 0, RAYO_DTYPE_F32)};
+        CHECK(run(st, &r) == RAYO_OK, "rope alone: %s", last_error);
+        memcpy(out + first[p], roped, 4 * rows[p]);
+    }
+    free(roped);
+}
+
+/* One step: the batch at the step's position, its q, k, v against the ops
+ * alone; returned in got. */
+static void qkv_step(void *st, const qkv_bufs *t, size_t step, float *got)
+{
+    const rayo_memory_api *mem = desc->memory;
+    CHECK(mem->buffer_write(st, t->bp, 0, &qkv_pos[step], 4) == RAYO_OK &&
+          mem->batch_set_step(st, t->batch, step) == RAYO_OK && mem->batch_submit(st, t->batch) == RAYO_OK &&
+          mem->batch_wait(st, t->batch, UINT64_MAX) == RAYO_OK, "q, k, v and ropes, step %zu: %s", step, last_error);
+    size_t slot = 4 * QKV_KV;
+    float *q = read_floats(st, t->bq, 0, QKV_Q), *k = read_floats(st, t->bkv, step * slot, QKV_KV),
+          *v = read_floats(st, t->bkv, (QKV_STEPS + step) * slot, QKV_KV);
+    float *xn = t->c->norm ? read_floats(st, t->bn, 0, QKV_N) : NULL, *want = malloc(4 * QKV_ROWS);
+    memcpy(got, q, 4 * QKV_Q);
+    memcpy(got + QKV_Q, k, 4 * QKV_KV);
+    memcpy(got + QKV_Q + QKV_KV, v, 4 * QKV_KV);
+    qkv_want(st, t, xn ? xn : t->x, qkv_pos[step], want);
+    size_t off = floats_differ(got, want, QKV_ROWS);
+    CHECK(!off, "%s q, k, v gemvs%s and ropes (%s, head_dim %zu), step %zu at %d: %zu of %d outputs not the ops "
+          "alone", rayo_dtype_name(t->c->dt), t->c->norm ? " of an rmsnorm" : "",
+          t->c->mode == RAYO_ROPE_NEOX ? "neox" : "norm", t->c->head_dim, step, (int)qkv_pos[step], off, QKV_ROWS);
+    free(q); free(k); free(v); free(xn); free(want);
+}
+
+static int qkv_alloc(void *st, qkv_bufs *t, const float *gamma)
+{
+    const rayo_memory_api *mem = desc->memory;
+    size_t wbytes = QKV_ROWS * t->row_bytes;
+    return mem->buffer_alloc(st, 4 * QKV_N, &t->bx) == RAYO_OK && mem->buffer_alloc(st, 4 * QKV_N, &t->bg) == RAYO_OK &&
+           mem->buffer_alloc(st, 4 * QKV_N, &t->bn) == RAYO_OK && mem->buffer_alloc(st, wbytes, &t->bw) == RAYO_OK &&
+           mem->buffer_alloc(st, 4 * QKV_Q, &t->bq) == RAYO_OK &&
+           mem->buffer_alloc(st, 8 * QKV_STEPS * QKV_KV, &t->bkv) == RAYO_OK &&
+           mem->buffer_alloc(st, 4, &t->bp) == RAYO_OK && mem->batch_begin(st, &t->batch) == RAYO_OK &&
+           mem->buffer_write(st, t->bx, 0, t->x, 4 * QKV_N) == RAYO_OK &&
+           mem->buffer_write(st, t->bg, 0, gamma, 4 * QKV_N) == RAYO_OK &&
+           mem->buffer_write(st, t->bw, 0, t->w, wbytes) == RAYO_OK && qkv_record(st, t) == RAYO_OK;
+}
+
+static void qkv_free(void *st, qkv_bufs *t)
+{
+    void *bufs[] = {t->bx, t->bg, t->bn, t->bw, t->bq, t->bkv, t->bp};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i])
+            desc->memory->buffer_free(st, bufs[i]);
+    if (t->batch)
+        desc->memory->batch_free(st, t->batch);
+}
+
+/* Case i on inputs drawn from seed + i (the same in every state): every
+ * step's q, k, v, checked against the ops alone. */
+static float *qkv_rope_case(void *st, size_t i, uint64_t seed)
+{
+    const qkv_case *c = &qkv_cases[i];
+    qkv_bufs t = {.c = c};
+    t.pq = (rayo_rope_params){sizeof t.pq, c->mode, 0, 10000.0f, 1.0f, QKV_Q / c->head_dim, c->head_dim, 0, 0};
+    t.pk = t.pq;
+    t.pk.n_heads = QKV_KV / c->head_dim;
+    CHECK(rayo_dtype_row_bytes(c->dt, QKV_N, &t.row_bytes), "row bytes");
+    conform_rng keep = rng;
+    conform_rng_seed(&rng, seed + 1000 + i);
+    float *wf = floats((size_t)QKV_ROWS * QKV_N, -1, 1), *gamma = floats(QKV_N, 0.5, 1.5);
+    t.x = floats(QKV_N, -2, 2);
+    rng = keep;
+    t.w = malloc(QKV_ROWS * t.row_bytes);
+    store_rows(c->dt, wf, t.w, QKV_ROWS, QKV_N, t.row_bytes);
+    float *out = calloc(QKV_STEPS * QKV_ROWS, 4);
+    int ok = qkv_alloc(st, &t, gamma);
+    CHECK(ok, "q, k, v and ropes: buffers and batch: %s", last_error);
+    for (size_t step = 0; ok && step < QKV_STEPS; step++)
+        qkv_step(st, &t, step, out + step * QKV_ROWS);
+    qkv_free(st, &t);
+    free(wf); free(gamma); free(t.x); free(t.w);
+    return out;
+}
+
+static void test_qkv_rope(void *st, uint64_t seed)
+{
+    for (size_t i = 0; i < QKV_CASES; i++)
+        qkv_outputs[i] = qkv_rope_case(st, i, seed);
+}
+
+/* A state with fuse_rope = no: the same outputs, bit for bit, as the first
+ * state's (the ropes fused there). */
+static void qkv_rope_agrees(void *st, uint64_t seed)
+{
+    for (size_t i = 0; i < QKV_CASES; i++) {
+        float *out = qkv_rope_case(st, i, seed);
+        size_t differ = floats_differ(out, qkv_outputs[i], QKV_STEPS * QKV_ROWS);
+        CHECK(differ == 0, "q, k, v and ropes, case %zu: %zu of %d outputs differ without fuse_rope", i, differ,
+              QKV_STEPS * QKV_ROWS);
+        free(out);
+        free(qkv_outputs[i]);
+        qkv_outputs[i] = NULL;
+    }
+}
+
 /* A typed matmul (f32 A, Q4_0 weight B transposed, as an LLM prefill) in a
  * batch on device buffers, strict and relaxed (TF32 allowed): checked against
  * the float64 product with B's dequantized values. */
@@ -1381,6 +1584,7 @@ int main(int argc, char **argv)
     check_norm_gemv8(st, RAYO_DTYPE_Q4_K, 1, 1000.0f);
     check_rope_pair(st, RAYO_ROPE_NORM, 1);
     check_rope_pair(st, RAYO_ROPE_NEOX, 3);
+    test_qkv_rope(st, seed);
     test_typed_matmul_batch(st, RAYO_PRECISION_STRICT, 37, 70, 96);
     test_typed_matmul_batch(st, RAYO_PRECISION_RELAXED, 37, 70, 96);
     test_matmul_half(st);
@@ -1397,10 +1601,12 @@ int main(int argc, char **argv)
     config_split_k = "yes";
     config_attn_block = "no";
     config_pdl = "no";
+    config_fuse_rope = "no";
     st = NULL;
     CHECK(desc->init(&host, 0, &st) == RAYO_OK, "init (tf32): %s", last_error);
     if (st) {
         attention_block_agrees(st, seed);
+        qkv_rope_agrees(st, seed);
         check_dependent_chain(st, config_pdl);
         /* the prompt's products split along k on sm_90 (prompt_split_k): a
          * TinyLlama layer's 128 x 2048 x 2048 (16 tiles, 8 slices), partial

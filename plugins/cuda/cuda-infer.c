@@ -23,6 +23,7 @@ static size_t min_size(size_t a, size_t b)
 }
 
 static int rope_pair_suits(const cuda_op *a, const cuda_op *b);
+static size_t rope_tail(const cuda_state *st, const cuda_op *ops, size_t n, size_t count, const cuda_op *norm);
 static rayo_status launch_rope_pair(cuda_state *st, CUstream stream, const cuda_op *a, const cuda_op *b);
 
 static const rayo_ptx_gemvq_config *gemvq_config(rayo_dtype dt)
@@ -199,10 +200,10 @@ size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count)
         return 2;
     if (count >= 2 && ops[0].op == RAYO_OP_RMSNORM && st->fuse_norm) {
         size_t n = gemv8_group(st, ops + 1, count - 1);
-        return n && norm_suits(&ops[0], ops + 1, n) ? 1 + n : 1;
+        return n && norm_suits(&ops[0], ops + 1, n) ? 1 + n + rope_tail(st, ops + 1, n, count - 1, &ops[0]) : 1;
     }
     size_t n = gemv8_group(st, ops, count);
-    return n ? n : 1;
+    return n ? n + rope_tail(st, ops, n, count, NULL) : 1;
 }
 
 /* gemv8<kind>_<dtype> over `rows` warp rows of n columns, one wave: two
@@ -234,19 +235,32 @@ static void norm_params(const cuda_op *norm, norm_args *na, void **tail)
     tail[0] = &na->gamma, tail[1] = &na->xn, tail[2] = &na->eps;
 }
 
+/* The rope parameters of gemv8xr_* / gemv8xnr_* (p_r0 .. p_scale) at tail,
+ * for ropes ops[n], ops[n + 1] of parts of ops[0 .. n). */
+typedef struct fused_rope_args {
+    CUdeviceptr out[RAYO_PTX_GEMV8_PARTS], pos;
+    unsigned long long head_dim, neox;
+    double ratio, scale;
+} fused_rope_args;
+
+static void fused_rope_params(const cuda_op *ops, size_t n, fused_rope_args *fa, void **tail);
+
 /* ops[0 .. n) as one gemv8x_* grid: parts past n have no rows; after
- * rmsnorm `norm` of x (gemv8xn_*) when not NULL. */
+ * rmsnorm `norm` of x (gemv8xn_*) when not NULL; with the ropes of q and k
+ * (gemv8xr_*, gemv8xnr_*) where the last two ops are those (rope_tail). */
 static rayo_status launch_gemv8x(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n, const cuda_op *norm)
 {
     rayo_dtype dt = RAYO_DTYPE_OF(ops[0].dtypes, 0);
-    size_t row_bytes = 0, rows = 0;
+    size_t row_bytes = 0, rows = 0, ropes = ops[n - 1].op == RAYO_OP_ROPE ? 2 : 0;
     if (!rayo_dtype_row_bytes(dt, ops[0].lda ? ops[0].lda : ops[0].n, &row_bytes))
         return RAYO_E_UNSUPPORTED; /* cuda_launch_group checked it */
+    n -= ropes;
     CUdeviceptr y[RAYO_PTX_GEMV8_PARTS] = {0}, a[RAYO_PTX_GEMV8_PARTS] = {0}, x = norm ? norm->a : ops[0].b;
     unsigned long long m[RAYO_PTX_GEMV8_PARTS] = {0}, cols = ops[0].n, lda = row_bytes;
     float alpha = ops[0].alpha, beta = ops[0].beta;
     norm_args na;
-    void *params[3 * RAYO_PTX_GEMV8_PARTS + 8];
+    fused_rope_args fa;
+    void *params[4 * RAYO_PTX_GEMV8_PARTS + 13];
     for (size_t i = 0; i < RAYO_PTX_GEMV8_PARTS; i++) {
         if (i < n) {
             y[i] = ops[i].y, a[i] = ops[i].a, m[i] = ops[i].m;
@@ -256,9 +270,13 @@ static rayo_status launch_gemv8x(cuda_state *st, CUstream stream, const cuda_op 
     }
     void **tail = params + 3 * RAYO_PTX_GEMV8_PARTS;
     tail[0] = &x, tail[1] = &cols, tail[2] = &lda, tail[3] = &alpha, tail[4] = &beta;
+    tail += 5;
     if (norm)
-        norm_params(norm, &na, tail + 5);
-    return launch_gemv8_grid(st, stream, norm ? "xn" : "x", dt, rows, ops[0].n, params);
+        norm_params(norm, &na, tail), tail += 3;
+    if (ropes)
+        fused_rope_params(ops, n, &fa, tail);
+    static const char *const kinds[2][2] = {{"x", "xr"}, {"xn", "xnr"}};
+    return launch_gemv8_grid(st, stream, kinds[norm != NULL][ropes != 0], dt, rows, ops[0].n, params);
 }
 
 /* gate ops[0], up ops[1] and swiglu ops[2] as one gemv8s_* grid; after
@@ -486,6 +504,77 @@ static rayo_status launch_rope_pair(cuda_state *st, CUstream stream, const cuda_
     row_grid(st, r.m, r.cols + r2.cols, &gx, &gy);
     const rayo_rope_params *p = a->params;
     return launch(st, stream, p->mode == RAYO_ROPE_NEOX ? "rope2_neox" : "rope2_norm", gx, gy, params);
+}
+
+/* ---- the ropes of q and k in the products' launch (gemv8xr_*, gemv8xnr_*) -- */
+/* The part of the gemv8x group ops[0 .. n) whose output rope r takes as it
+ * stands: one token, every dimension rotated, heads dense, its x the
+ * part's whole y; -1 if none. */
+static int roped_part(const cuda_op *ops, size_t n, const cuda_op *r)
+{
+    const rayo_rope_params *p = r->params;
+    if (r->m != 1 || (p->rot_dims && p->rot_dims != p->head_dim) || p->head_dim < 2 ||
+        (p->head_stride_x && p->head_stride_x != p->head_dim) || (p->head_stride_y && p->head_stride_y != p->head_dim))
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (ops[i].y == r->a && ops[i].m == p->n_heads * p->head_dim)
+            return (int)i;
+    return -1;
+}
+
+/* Whether bytes [at, at + bytes) are apart from everything the launch of
+ * ops[0 .. n) (after rmsnorm `norm` when not NULL) reads or writes. */
+static int apart_from_launch(const cuda_op *ops, size_t n, const cuda_op *norm, CUdeviceptr at, size_t bytes)
+{
+    size_t row_bytes = 0, xb = 4 * ops[0].n;
+    rayo_dtype_row_bytes(RAYO_DTYPE_OF(ops[0].dtypes, 0), ops[0].lda ? ops[0].lda : ops[0].n, &row_bytes);
+    if (cuda_overlap(at, bytes, ops[0].b, xb) ||
+        (norm && (cuda_overlap(at, bytes, norm->a, xb) || cuda_overlap(at, bytes, norm->b, xb) ||
+                  cuda_overlap(at, bytes, norm->y, xb))))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (cuda_overlap(at, bytes, ops[i].y, 4 * ops[i].m) || cuda_overlap(at, bytes, ops[i].a, ops[i].m * row_bytes))
+            return 0;
+    return 1;
+}
+
+/* 2 where ropes ops[n] and ops[n + 1] (one token each, a rope pair) run in
+ * the launch of the gemv8x group ops[0 .. n) (after rmsnorm `norm` when not
+ * NULL): each takes a different part's output as it stands (roped_part),
+ * that part starting at an even row of the launch (gemv8xr_*: a pair's two
+ * rows go to two warps of a block), its output in place or apart from all
+ * the launch touches, and the positions apart from what it writes; else 0.
+ * The products then are as in gemv8x_*, the ropes as in rope2_*. */
+static size_t rope_tail(const cuda_state *st, const cuda_op *ops, size_t n, size_t count, const cuda_op *norm)
+{
+    if (!st->fuse_rope || n + 2 > count || ops[n - 1].op != RAYO_OP_GEMV || !rope_pair_suits(&ops[n], &ops[n + 1]))
+        return 0;
+    int part[2] = {roped_part(ops, n, &ops[n]), roped_part(ops, n, &ops[n + 1])};
+    if (part[0] < 0 || part[1] < 0 || part[0] == part[1] || !apart_from_launch(ops, n, norm, ops[n].b, 4))
+        return 0;
+    for (int j = 0; j < 2; j++) {
+        const cuda_op *r = &ops[n + j];
+        size_t first = 0;
+        for (int i = 0; i < part[j]; i++)
+            first += ops[i].m;
+        if (first % 2 || (r->y != r->a && !apart_from_launch(ops, n, norm, r->y, 4 * ops[part[j]].m)))
+            return 0;
+    }
+    return 2;
+}
+
+static void fused_rope_params(const cuda_op *ops, size_t n, fused_rope_args *fa, void **tail)
+{
+    const rayo_rope_params *p = ops[n].params;
+    rope_args r;
+    (void)rope_setup(&ops[n], &r); /* rope_tail checked it */
+    *fa = (fused_rope_args){{0}, ops[n].b, p->head_dim, p->mode == RAYO_ROPE_NEOX, r.ratio, r.scale};
+    for (size_t j = n; j < n + 2; j++)
+        fa->out[roped_part(ops, n, &ops[j])] = ops[j].y;
+    for (size_t i = 0; i < RAYO_PTX_GEMV8_PARTS; i++)
+        tail[i] = &fa->out[i];
+    tail += RAYO_PTX_GEMV8_PARTS;
+    tail[0] = &fa->pos, tail[1] = &fa->head_dim, tail[2] = &fa->neox, tail[3] = &fa->ratio, tail[4] = &fa->scale;
 }
 
 /* ---- attention ------------------------------------------------------------ */

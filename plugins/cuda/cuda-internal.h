@@ -153,6 +153,7 @@ typedef struct cuda_state {
     int use_gemv8;        /* relaxed Q8_0 / Q4_0 / Q4_K gemv with 8-bit x: [backend.cuda] gemv_int8 */
     int fuse_norm;        /* rmsnorm of one row in the launch of the gemv8 products of its output:
                            * [backend.cuda] fuse_norm */
+    int fuse_rope;        /* the ropes of q and k in the launch of the q, k, v products: [backend.cuda] fuse_rope */
     int use_attn_block;   /* attention with few key ranges in one launch: [backend.cuda] attention_block */
     int use_half_prompt;  /* relaxed f32 x quantized B^T matmul on f16 copies: [backend.cuda] half_prompt */
     int use_prompt_split_k; /* its small products split along k: [backend.cuda] prompt_split_k */
@@ -310,7 +311,10 @@ int cuda_check_host_call(const cuda_state *st, const rayo_call *call);
  * touch no operand of the others (a decode step's q, k, v; gate, up), 2 for
  * a residual add and the rmsnorm of its sum (cuda_add_rmsnorm_suits) or two
  * ropes of the same tokens and positions apart in memory (q, k), 3 for two
- * such gemvs (gate, up) and the swiglu of their outputs, else 1. */
+ * such gemvs (gate, up) and the swiglu of their outputs; such a group
+ * also with the rmsnorm of one row before it whose output is their x (+1),
+ * and a group of gemvs (q, k, v) with a rope pair of two of their outputs
+ * after it (+2: q's and k's, rope_tail in cuda-infer.c); else 1. */
 size_t cuda_launch_group(const cuda_state *st, const cuda_op *ops, size_t count);
 /* Queues ops[0 .. n), n from cuda_launch_group. */
 rayo_status cuda_launch_ops(cuda_state *st, CUstream stream, const cuda_op *ops, size_t n);

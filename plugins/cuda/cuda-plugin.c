@@ -203,6 +203,7 @@ static void read_config(cuda_state *st)
                     st->drv->version >= 12030 && st->drv->cuGraphAddDependencies_v2;
     st->use_gemv8 = config_yes(host, "gemv_int8", 1);
     st->fuse_norm = config_yes(host, "fuse_norm", 1);
+    st->fuse_rope = config_yes(host, "fuse_rope", 1);
     st->use_attn_block = config_yes(host, "attention_block", 1);
     st->use_half_prompt = config_yes(host, "half_prompt", 1);
     st->use_prompt_split_k = config_yes(host, "prompt_split_k", 1);
