@@ -190,7 +190,7 @@ void codes_dot4(kern *k, int w, float bias, const int *x, int part);
 void q4_k_scale_min(kern *k, const int *s, int sub, int e, int *scf, int *mf);
 /* infer-ops.c: silu(g) u as glu_swiglu computes it (.f32 g, u; returns .f32) */
 int swiglu_value(kern *k, int g, int u);
-/* infer-gemv8.c: gemv with Q8_0 / Q4_0 / Q4_K weights and 8-bit x (relaxed calls) */
+/* infer-gemv8.c: gemv with Q8_0 / Q4_0 / Q4_K / Q6_K weights and 8-bit x (relaxed calls) */
 void infer_gemv8(strbuf *mod);
 /* infer-ops.c: the other kernels of module "infer" (glu, rope, convert) */
 void infer_ops(strbuf *mod);
