@@ -194,7 +194,7 @@ int swiglu_value(kern *k, int g, int u);
  * inv_freq[i] (i .b32; ratio, scale .f64 as the rope kernels take them):
  * *o1 = u cos - v sin, *o2 = u sin + v cos (.f32), as rope_* computes them */
 void rope_rotate(kern *k, int pos, int i, int ratio, int scale, int u, int v, int *o1, int *o2);
-/* infer-gemv8.c: gemv with Q8_0 / Q4_0 / Q4_K weights and 8-bit x (relaxed calls) */
+/* infer-gemv8.c: gemv with Q8_0 / Q4_0 / Q4_K / Q6_K weights and 8-bit x (relaxed calls) */
 void infer_gemv8(strbuf *mod);
 /* infer-ops.c: the other kernels of module "infer" (glu, rope, convert) */
 void infer_ops(strbuf *mod);

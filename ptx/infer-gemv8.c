@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* infer-gemv8.c - module "infer": gemv with Q8_0, Q4_0 or Q4_K weights and
+/* infer-gemv8.c - module "infer": gemv with Q8_0, Q4_0, Q4_K or Q6_K weights and
  * x rounded to 8 bits, for relaxed calls (gemv8_<dtype>; strict calls and
  * the other formats take the float kernels of infer-gemv.c).
  *
@@ -7,7 +7,7 @@
  * codes q = round(x / d) with d = max |x| / 127, d kept as a double, and
  * the sum of the 32 codes (Q4_0's offset of 8).  Then each warp takes one
  * row at a time: a Q8_0 block takes two lanes, a Q4_0 block one (a Q4_K
- * block eight: the section "Q4_K" below), each
+ * or Q6_K block eight: the sections "Q4_K" and "Q6_K" below), each
  * reading 16 bytes of the block's codes straight from global memory (four
  * words and a funnel shift each: blocks of 34 or 18 bytes start on 2 bytes)
  * and its f16 scale, UNROLL such loads in flight before the first is used.  The products are integer dot
@@ -68,6 +68,7 @@ static const g8format formats[] = {
     {"q8_0", RAYO_DTYPE_Q8_0, RAYO_Q8_0_BYTES, 32, 2, 0, UNROLL},
     {"q4_0", RAYO_DTYPE_Q4_0, RAYO_Q4_0_BYTES, 32, 1, 1, UNROLL},
     {"q4_k", RAYO_DTYPE_Q4_K, RAYO_Q4_K_BYTES, RAYO_QK_K, 8, 1, UNROLL / 2},
+    {"q6_k", RAYO_DTYPE_Q6_K, RAYO_Q6_K_BYTES, RAYO_QK_K, 8, 1, UNROLL / 2},
 };
 #define FORMAT_COUNT (sizeof formats / sizeof formats[0])
 
@@ -416,19 +417,29 @@ static int block_gate(kern *k, const g8_regs *g)
 typedef struct lane_step {
     int blk, ok, dh, q[LANE_WORDS];
     int head[4]; /* Q4_K: the block's first 16 bytes (d and dmin, then the 12 scale bytes) */
+    int win[16];           /* Q6_K: the 16-byte pieces that hold its low bits (8 words), then its high bits */
+    int odd, two, sh;      /* Q6_K: where in them its bytes start (window_pick) */
+    int sc[2];             /* Q6_K: its two sub-blocks' scales (s8) */
 } lane_step;
 
-/* Q4_K: the block is 16-byte aligned (rows are, blocks are 144 bytes), so
- * the head and the lane's 16 code bytes are one vector load each. */
-static void load_step_q4_k(kern *k, const g8_regs *g, int rs, int blk0, int u, lane_step *s)
+/* The lane's block in step u of a super-block format (8 lanes a block) and
+ * whether it is in the row. */
+static void super_block(kern *k, const g8_regs *g, int blk0, int u, lane_step *s)
 {
-    int sub = nr(k), ba = nd(k), qa = nd(k);
     s->blk = nr(k);
     s->ok = np(k);
     emit(k, "shr.u32 %s, %s, 3;", R(s->blk), R(g->lane));
     emit(k, "add.u32 %s, %s, %s;", R(s->blk), R(s->blk), R(blk0));
     emit(k, "add.u32 %s, %s, %d;", R(s->blk), R(s->blk), u * 4);
     emit(k, "setp.lt.u32 %s, %s, %s;", P(s->ok), R(s->blk), R(g->nbr));
+}
+
+/* Q4_K: the block is 16-byte aligned (rows are, blocks are 144 bytes), so
+ * the head and the lane's 16 code bytes are one vector load each. */
+static void load_step_q4_k(kern *k, const g8_regs *g, int rs, int blk0, int u, lane_step *s)
+{
+    int sub = nr(k), ba = nd(k), qa = nd(k);
+    super_block(k, g, blk0, u, s);
     emit(k, "and.b32 %s, %s, 7;", R(sub), R(g->lane));
     emit(k, "mad.wide.u32 %s, %s, %d, %s;", D(ba), R(s->blk), RAYO_Q4_K_BYTES, D(rs));
     emit(k, "mad.wide.u32 %s, %s, %d, %s;", D(qa), R(sub), LANE_BYTES, D(ba));
@@ -884,7 +895,7 @@ static void window_load(kern *k, const lane_ptrs *p, int off, lane_step *s, int 
 /* The code words out of the window w: its words from the codes' word j
  * on (two rounds of selp by j's bits), then funnel shifts by the offset
  * within a word. */
-static void window_pick(kern *k, const lane_ptrs *p, const int *w, lane_step *s)
+static void window_pick(kern *k, const lane_ptrs *p, const int *w, int *q)
 {
     int v[7], x[5];
     for (int i = 0; i < 7; i++) {
@@ -896,8 +907,8 @@ static void window_pick(kern *k, const lane_ptrs *p, const int *w, lane_step *s)
         emit(k, "selp.b32 %s, %s, %s, %s;", R(x[i]), R(v[i + 2]), R(v[i]), P(p->two));
     }
     for (int i = 0; i < LANE_WORDS; i++) {
-        s->q[i] = nr(k);
-        emit(k, "shf.r.wrap.b32 %s, %s, %s, %s;", R(s->q[i]), R(x[i]), R(x[i + 1]), R(p->sh));
+        q[i] = nr(k);
+        emit(k, "shf.r.wrap.b32 %s, %s, %s, %s;", R(q[i]), R(x[i]), R(x[i + 1]), R(p->sh));
     }
 }
 
@@ -951,7 +962,7 @@ static void full_steps(kern *k, const g8format *f, const g8_regs *g, const lane_
     for (int u = 0; u < unroll; u++)
         window_load(k, p, u * bytes / unroll, &s[u], w[u]);
     for (int u = 0; u < unroll; u++) {
-        window_pick(k, p, w[u], &s[u]);
+        window_pick(k, p, w[u], s[u].q);
         full_step(k, f, p, u, &s[u], acc);
     }
     emit(k, "add.u64 %s, %s, %d;", D(p->scale), D(p->scale), bytes);
@@ -986,6 +997,155 @@ static void row_full_steps(kern *k, const g8format *f, const g8_regs *g, int rs,
     label(k, l_end);
 }
 
+/* ---- Q6_K ------------------------------------------------------------------ */
+/* A lane takes sub = lane % 8 of its block: code bytes ql[16 sub ..], whose
+ * low nibbles are values 16 t .. 16 t + 16 (t = sub + (sub & 4), the first
+ * of its two sub-blocks) and high nibbles the 16 values 64 further (sub-block
+ * t + 4); their high two bits are bits (sub & 2) and (sub & 2) + 4 of the 16
+ * qh bytes from 32 (sub / 4) + 16 (sub % 2) on.  Blocks of 210 bytes start
+ * on 2 bytes: the lane reads the two aligned 16-byte pieces that hold each
+ * of its 16-byte runs (all within the block, but for the first piece of
+ * ql, which may start up to 14 bytes before it: still in the matrix's
+ * 16-byte extent) and picks its words out as full_steps does. */
+/* the lane's first value in the row: 256 blk + 16 t */
+static int q6_k_first(kern *k, const g8_regs *g, const lane_step *s)
+{
+    int sub = nr(k), t = nr(k), first = nr(k);
+    emit(k, "and.b32 %s, %s, 7;", R(sub), R(g->lane));
+    emit(k, "and.b32 %s, %s, 4;", R(t), R(sub));
+    emit(k, "add.u32 %s, %s, %s;", R(t), R(t), R(sub));
+    emit(k, "shl.b32 %s, %s, 8;", R(first), R(s->blk));
+    emit(k, "mad.lo.u32 %s, %s, 16, %s;", R(first), R(t), R(first));
+    return first;
+}
+
+static void load_step_q6_k(kern *k, const g8_regs *g, int rs, int blk0, int u, lane_step *s)
+{
+    int sub = nr(k), t = nr(k), hq = nr(k), m = nr(k), bit = nr(k);
+    int ba = nd(k), base = nd(k), qla = nd(k), qha = nd(k), sca = nd(k);
+    super_block(k, g, blk0, u, s);
+    emit(k, "mad.wide.u32 %s, %s, %d, %s;", D(ba), R(s->blk), RAYO_Q6_K_BYTES, D(rs));
+    emit(k, "cvt.u32.u64 %s, %s;", R(m), D(ba));
+    emit(k, "and.b32 %s, %s, 15;", R(m), R(m));
+    emit(k, "and.b64 %s, %s, -16;", D(base), D(ba));
+    s->odd = np(k), s->two = np(k), s->sh = nr(k);
+    emit(k, "and.b32 %s, %s, 4;", R(bit), R(m));
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(s->odd), R(bit));
+    emit(k, "and.b32 %s, %s, 8;", R(bit), R(m));
+    emit(k, "setp.ne.u32 %s, %s, 0;", P(s->two), R(bit));
+    emit(k, "and.b32 %s, %s, 3;", R(s->sh), R(m));
+    emit(k, "shl.b32 %s, %s, 3;", R(s->sh), R(s->sh));
+    /* ql at 16 sub, qh at 128 + 16 (2 (sub / 4) + sub % 2), scales at 192 + t */
+    emit(k, "and.b32 %s, %s, 7;", R(sub), R(g->lane));
+    emit(k, "mad.wide.u32 %s, %s, 16, %s;", D(qla), R(sub), D(base));
+    emit(k, "shr.u32 %s, %s, 1;", R(hq), R(sub));
+    emit(k, "and.b32 %s, %s, 2;", R(hq), R(hq));
+    emit(k, "and.b32 %s, %s, 1;", R(t), R(sub));
+    emit(k, "or.b32 %s, %s, %s;", R(hq), R(hq), R(t));
+    emit(k, "mad.wide.u32 %s, %s, 16, %s;", D(qha), R(hq), D(base));
+    emit(k, "and.b32 %s, %s, 4;", R(t), R(sub));
+    emit(k, "add.u32 %s, %s, %s;", R(t), R(t), R(sub));
+    emit(k, "cvt.u64.u32 %s, %s;", D(sca), R(t));
+    emit(k, "add.u64 %s, %s, %s;", D(sca), D(sca), D(ba));
+    for (int i = 0; i < 16; i++) {
+        s->win[i] = nr(k);
+        emit(k, "mov.b32 %s, 0;", R(s->win[i]));
+    }
+    s->dh = nr(k), s->sc[0] = nr(k), s->sc[1] = nr(k);
+    emit(k, "mov.b32 %s, 0;", R(s->dh));
+    emit(k, "mov.b32 %s, 0;", R(s->sc[0]));
+    emit(k, "mov.b32 %s, 0;", R(s->sc[1]));
+    for (int j = 0; j < 4; j++) {
+        const int *w = &s->win[4 * j];
+        emit(k, "@%s ld.global.nc.v4.u32 {%s, %s, %s, %s}, [%s+%d];", P(s->ok), R(w[0]), R(w[1]), R(w[2]), R(w[3]),
+             D(j < 2 ? qla : qha), (j < 2 ? 0 : RAYO_Q6_K_QH) + 16 * (j % 2));
+    }
+    emit(k, "@%s ld.global.nc.s8 %s, [%s+%d];", P(s->ok), R(s->sc[0]), D(sca), RAYO_Q6_K_SCALES);
+    emit(k, "@%s ld.global.nc.s8 %s, [%s+%d];", P(s->ok), R(s->sc[1]), D(sca), RAYO_Q6_K_SCALES + 4);
+    emit(k, "@%s ld.global.nc.u16 %s, [%s+%d];", P(s->ok), R(s->dh), D(ba), RAYO_Q6_K_D);
+}
+
+/* The lane's 6-bit codes (0..63, one a byte), 4 words for each of its two
+ * sub-blocks: the low bits' nibbles with the high bits' pairs above them. */
+static void q6_k_codes(kern *k, const g8_regs *g, const lane_step *s, int code[2][LANE_WORDS])
+{
+    lane_ptrs p = {.odd = s->odd, .two = s->two, .sh = s->sh};
+    int lo[LANE_WORDS], hi[LANE_WORDS], shift = nr(k);
+    window_pick(k, &p, &s->win[0], lo);
+    window_pick(k, &p, &s->win[8], hi);
+    emit(k, "and.b32 %s, %s, 2;", R(shift), R(g->lane));
+    for (int i = 0; i < LANE_WORDS; i++) {
+        int h = nr(k), h4 = nr(k), l4 = nr(k);
+        code[0][i] = nr(k);
+        code[1][i] = nr(k);
+        emit(k, "shr.u32 %s, %s, %s;", R(h), R(hi[i]), R(shift));
+        emit(k, "shl.b32 %s, %s, 4;", R(h4), R(h));
+        emit(k, "and.b32 %s, %s, 0x30303030;", R(h4), R(h4));
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(code[0][i]), R(lo[i]));
+        emit(k, "or.b32 %s, %s, %s;", R(code[0][i]), R(code[0][i]), R(h4));
+        emit(k, "and.b32 %s, %s, 0x30303030;", R(h), R(h));
+        emit(k, "shr.u32 %s, %s, 4;", R(l4), R(lo[i]));
+        emit(k, "and.b32 %s, %s, 0x0f0f0f0f;", R(l4), R(l4));
+        emit(k, "or.b32 %s, %s, %s;", R(code[1][i]), R(l4), R(h));
+    }
+}
+
+/* sub-block e's scale times d, as a float */
+static int q6_k_scale(kern *k, const lane_step *s, int e)
+{
+    int sc = nf(k), ds = nf(k);
+    emit(k, "cvt.rn.f32.s32 %s, %s;", F(sc), R(s->sc[e]));
+    emit(k, "mul.f32 %s, %s, %s;", F(ds), F(weight_scale(k, s)), F(sc));
+    return ds;
+}
+
+/* The integer path: codes minus 32 as signed bytes (code + 96 fits a byte;
+ * flipping its top bit takes 128 off), dp4a with x's codes, a sum per
+ * sub-block (|dot| <= 16 * 32 * 127, exact as a float), times d sc, then
+ * x's scale of its 32 values. */
+static void step_q6_k_int(kern *k, const g8_regs *g, const lane_step *s, int acc)
+{
+    int first = q6_k_first(k, g, s), code[2][LANE_WORDS], xa = nr(k);
+    q6_k_codes(k, g, s, code);
+    emit(k, "add.u32 %s, %s, %s;", R(xa), R(first), R(g->qx));
+    for (int e = 0; e < 2; e++) {
+        int x[4], dot = nr(k), blk32 = nr(k), part = nf(k);
+        load_x16(k, xa, 64 * e, s->ok, x);
+        emit(k, "mov.b32 %s, 0;", R(dot));
+        for (int i = 0; i < LANE_WORDS; i++) {
+            int c = nr(k);
+            emit(k, "add.u32 %s, %s, 0x60606060;", R(c), R(code[e][i]));
+            emit(k, "xor.b32 %s, %s, 0x80808080;", R(c), R(c));
+            emit(k, "dp4a.s32.s32 %s, %s, %s, %s;", R(dot), R(c), R(x[i]), R(dot));
+        }
+        emit(k, "mul.f32 %s, %s, %s;", F(part), F(small_int_f32(k, dot)), F(q6_k_scale(k, s, e)));
+        emit(k, "shr.u32 %s, %s, 5;", R(blk32), R(first));
+        emit(k, "add.u32 %s, %s, %d;", R(blk32), R(blk32), 2 * e);
+        times_x_scale(k, g, blk32, s->ok, part, acc);
+    }
+}
+
+/* The float path: the codes minus 32 times x as floats, per sub-block, times
+ * d sc, into acc. */
+static void step_q6_k_float(kern *k, const g8_regs *g, const lane_step *s, int acc)
+{
+    int first = q6_k_first(k, g, s), code[2][LANE_WORDS], xa = nd(k);
+    q6_k_codes(k, g, s, code);
+    emit(k, "mad.wide.u32 %s, %s, 4, %s;", D(xa), R(first), D(g->x));
+    for (int e = 0; e < 2; e++) {
+        int part = nf(k), p64 = nfd(k);
+        emit(k, "mov.f32 %s, 0f00000000;", F(part));
+        for (int i = 0; i < LANE_WORDS; i++) {
+            int x[4];
+            x_floats(k, g, s->ok, xa, 256 * e + 16 * i, x);
+            codes_dot4(k, code[e][i], 32.0f, x, part);
+        }
+        emit(k, "mul.f32 %s, %s, %s;", F(part), F(part), F(q6_k_scale(k, s, e)));
+        emit(k, "cvt.f64.f32 %s, %s;", FD(p64), F(part));
+        emit(k, "add.rn.f64 %s, %s, %s;", FD(acc), FD(acc), FD(p64));
+    }
+}
+
 /* The row's blocks, UNROLL steps of loads, then their products, in
  * integers (int8) or in float: Q8_0 and Q4_0's whole steps in integers by
  * row_full_steps, the rest (and the last, partial step) here. */
@@ -993,7 +1153,7 @@ static void row_steps(kern *k, const g8format *f, const g8_regs *g, int rs, int 
 {
     int blk0 = nr(k), pmore = np(k), l_loop = nlabel(k), l_end = nlabel(k);
     emit(k, "mov.u32 %s, 0;", R(blk0));
-    if (int8 && f->dtype != RAYO_DTYPE_Q4_K) {
+    if (int8 && f->block_elems == 32) {
         row_full_steps(k, f, g, rs, acc, blk0);
         emit(k, "setp.ge.u32 %s, %s, %s;", P(pmore), R(blk0), R(g->nbr));
         emit(k, "@%s bra %s;", P(pmore), L(l_end));
@@ -1001,9 +1161,14 @@ static void row_steps(kern *k, const g8format *f, const g8_regs *g, int rs, int 
     label(k, l_loop);
     lane_step s[UNROLL];
     for (int u = 0; u < f->unroll; u++)
-        load_step(k, f, g, rs, blk0, u, &s[u]);
+        if (f->dtype == RAYO_DTYPE_Q6_K)
+            load_step_q6_k(k, g, rs, blk0, u, &s[u]);
+        else
+            load_step(k, f, g, rs, blk0, u, &s[u]);
     for (int u = 0; u < f->unroll; u++) {
-        if (f->dtype == RAYO_DTYPE_Q4_K)
+        if (f->dtype == RAYO_DTYPE_Q6_K)
+            (int8 ? step_q6_k_int : step_q6_k_float)(k, g, &s[u], acc);
+        else if (f->dtype == RAYO_DTYPE_Q4_K)
             (int8 ? step_q4_k_int : step_q4_k_float)(k, g, &s[u], acc);
         else if (int8)
             step_accumulate(k, g, &s[u], step_dot(k, f, g, &s[u]), acc);

@@ -8,7 +8,7 @@
  *     and the engine only) on fresh random inputs (elementwise, reductions
  *     with NaN, rows, norms without gamma, matmul in every transpose and in
  *     shapes that mix the tiled kernels with the edge kernel, gemv,
- *     transpose, bias_act), relaxed Q8_0 / Q4_0 / Q4_K gemv (x in 8 bits; several of one x in a
+ *     transpose, bias_act), relaxed Q8_0 / Q4_0 / Q4_K / Q6_K gemv (x in 8 bits; several of one x in a
  *     replayed batch: one launch; a residual add and rmsnorm of the sum: one kernel; rope of q and k:
  *     one launch, the same rope twice on one buffer: two; gate, up and swiglu: one launch, swiglu
  *     of up then gate: not; rmsnorm of one row and the gemvs of its output: one launch; q, k, v and the ropes
@@ -340,25 +340,29 @@ static void test_gemv(void *st)
     }
 }
 
-/* rows rows of n values of A stored in dt (Q8_0, Q4_0 or Q4_K) at q, and A
- * made the stored weights (each row row_bytes apart in q). */
+/* rows rows of n values of A stored in dt (Q8_0, Q4_0, Q4_K or Q6_K) at q,
+ * and A made the stored weights (each row row_bytes apart in q). */
 static void store_rows(rayo_dtype dt, float *A, unsigned char *q, size_t rows, size_t n, size_t row_bytes)
 {
+    void (*quantize)(const float *, void *, size_t) = dt == RAYO_DTYPE_Q8_0   ? rayo_quantize_q8_0
+                                                      : dt == RAYO_DTYPE_Q4_0 ? rayo_quantize_q4_0
+                                                      : dt == RAYO_DTYPE_Q4_K ? rayo_quantize_q4_k
+                                                                              : rayo_quantize_q6_k;
     for (size_t r = 0; r < rows; r++) {
         unsigned char *row = q + r * row_bytes;
-        (dt == RAYO_DTYPE_Q8_0 ? rayo_quantize_q8_0 : dt == RAYO_DTYPE_Q4_0 ? rayo_quantize_q4_0
-                                                                            : rayo_quantize_q4_k)(A + r * n, row, n);
+        quantize(A + r * n, row, n);
         rayo_dequantize_row(dt, row, A + r * n, n);
     }
 }
 
-/* Relaxed Q8_0 / Q4_0 / Q4_K gemv on host memory against the float64 product of
+/* Relaxed Q8_0 / Q4_0 / Q4_K / Q6_K gemv on host memory against the float64 product of
  * the stored weights, within the relaxed contract: rows long enough for
  * the kernels with x in 8 bits (cuda-infer.c: 1024 values on), in the
  * decoder's shapes and odd row counts (warps looping over rows), x scaled
  * far down (below 2^-64: the rounding's rescaled path) and up, x with an
- * outlier (one past the kernels' error estimate: float sums), and rows of
- * an odd number of Q4_0 blocks (rows not on 4 bytes: the float kernels). */
+ * outlier (one past the kernels' error estimate: float sums), x with a NaN
+ * or an infinity, and rows of an odd number of Q4_0 blocks (rows not on 4
+ * bytes: the float kernels) or Q6_K blocks (rows on 2 bytes: its kernel). */
 static void check_gemv_int8(void *st, rayo_dtype dt, size_t m, size_t n, float xscale, float beta, float outlier)
 {
     size_t row_bytes = 0;
@@ -387,17 +391,19 @@ static void test_gemv_int8(void *st)
 {
     static const size_t shapes[][2] = {{1, 1024}, {37, 2048}, {256, 2048}, {300, 5632}, {1001, 4096},
                                        {70, 11008}, {17, 1056}};
-    static const rayo_dtype dtypes[] = {RAYO_DTYPE_Q8_0, RAYO_DTYPE_Q4_0, RAYO_DTYPE_Q4_K};
-    for (int d = 0; d < 3; d++) {
+    static const rayo_dtype dtypes[] = {RAYO_DTYPE_Q8_0, RAYO_DTYPE_Q4_0, RAYO_DTYPE_Q4_K, RAYO_DTYPE_Q6_K};
+    for (int d = 0; d < 4; d++) {
         rayo_dtype dt = dtypes[d];
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-            size_t n = shapes[i][1] % rayo_dtype_block_elems(dt) ? 1280 : shapes[i][1]; /* Q4_K: 5 blocks */
+            size_t n = shapes[i][1] % rayo_dtype_block_elems(dt) ? 1280 : shapes[i][1]; /* Q4_K, Q6_K: 5 blocks */
             check_gemv_int8(st, dt, shapes[i][0], n, 1.0f, i % 2 ? 0.5f : 0.0f, 1.0f);
         }
         check_gemv_int8(st, dt, 5, 2048, 1e-25f, 0.0f, 1.0f);
         check_gemv_int8(st, dt, 5, 2048, 1e30f, 0.0f, 1.0f);
         check_gemv_int8(st, dt, 300, 2048, 1.0f, 0.0f, 1000.0f); /* past the estimate: the float sums */
         check_gemv_int8(st, dt, 300, 11008, 1.0f, 0.5f, 100.0f); /* within it: 8-bit x */
+        check_gemv_int8(st, dt, 40, 2048, 1.0f, 0.0f, NAN);
+        check_gemv_int8(st, dt, 40, 4096, 1.0f, 0.5f, INFINITY);
     }
 }
 
@@ -1568,9 +1574,11 @@ int main(int argc, char **argv)
     check_gemv8_group(st, RAYO_DTYPE_Q8_0);
     check_gemv8_group(st, RAYO_DTYPE_Q4_0);
     check_gemv8_group(st, RAYO_DTYPE_Q4_K);
+    check_gemv8_group(st, RAYO_DTYPE_Q6_K);
     check_gemv8_swiglu(st, RAYO_DTYPE_Q4_0, 0);
     check_gemv8_swiglu(st, RAYO_DTYPE_Q4_K, 0);
     check_gemv8_swiglu(st, RAYO_DTYPE_Q8_0, 1);
+    check_gemv8_swiglu(st, RAYO_DTYPE_Q6_K, 0);
     check_add_rmsnorm(st, 1, 2048);
     check_add_rmsnorm(st, 3, 4096);
     check_add_rmsnorm(st, 2, 1100); /* n % 4 == 0, past the warp kernels */
@@ -1582,6 +1590,8 @@ int main(int argc, char **argv)
     check_norm_gemv8(st, RAYO_DTYPE_Q4_0, 1, 1000.0f);
     check_norm_gemv8(st, RAYO_DTYPE_Q8_0, 0, 1000.0f);
     check_norm_gemv8(st, RAYO_DTYPE_Q4_K, 1, 1000.0f);
+    check_norm_gemv8(st, RAYO_DTYPE_Q6_K, 0, 1.0f);
+    check_norm_gemv8(st, RAYO_DTYPE_Q6_K, 1, 1000.0f);
     check_rope_pair(st, RAYO_ROPE_NORM, 1);
     check_rope_pair(st, RAYO_ROPE_NEOX, 3);
     test_qkv_rope(st, seed);

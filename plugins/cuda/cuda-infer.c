@@ -34,25 +34,47 @@ static const rayo_ptx_gemvq_config *gemvq_config(rayo_dtype dt)
     return NULL;
 }
 
+/* The formats with gemv8 kernels: the dtype, its part of the kernels' names
+ * and its gemv8_* kernel. */
+static const struct {
+    rayo_dtype dt;
+    const char *part, *kernel;
+} gemv8_formats[] = {
+    {RAYO_DTYPE_Q8_0, "q8_0", "gemv8_q8_0"},
+    {RAYO_DTYPE_Q4_0, "q4_0", "gemv8_q4_0"},
+    {RAYO_DTYPE_Q4_K, "q4_k", "gemv8_q4_k"},
+    {RAYO_DTYPE_Q6_K, "q6_k", "gemv8_q6_k"},
+};
+
+/* The dtype's entry in gemv8_formats, or -1. */
+static int gemv8_format(rayo_dtype dt)
+{
+    for (int i = 0; i < (int)(sizeof gemv8_formats / sizeof gemv8_formats[0]); i++)
+        if (gemv8_formats[i].dt == dt)
+            return i;
+    return -1;
+}
+
 /* The dtype's part of the gemv8 kernels' names, or NULL. */
 static const char *gemv8_dtype(rayo_dtype dt)
 {
-    return dt == RAYO_DTYPE_Q8_0 ? "q8_0" : dt == RAYO_DTYPE_Q4_0 ? "q4_0" : dt == RAYO_DTYPE_Q4_K ? "q4_k" : NULL;
+    int i = gemv8_format(dt);
+    return i < 0 ? NULL : gemv8_formats[i].part;
 }
 
 /* The gemv8_* kernel (x rounded to 8 bits, integer products) for a relaxed
- * Q8_0 / Q4_0 / Q4_K gemv with long rows, or NULL.  Its loads need x on 16
- * bytes and rows on 4 (Q4_K: 16, its vector loads); its shared memory stays
- * within the 48 KiB every block gets without opting in. */
+ * Q8_0 / Q4_0 / Q4_K / Q6_K gemv with long rows, or NULL.  Its loads need x
+ * on 16 bytes and rows on 4 (Q4_K: 16, its vector loads; Q6_K: 2, as its
+ * 210-byte blocks are, read through the 16-byte pieces that hold them); its
+ * shared memory stays within the 48 KiB every block gets without opting in. */
 static const char *gemv8_kernel(const cuda_state *st, const cuda_op *op, rayo_dtype dt, size_t row_bytes)
 {
-    static const char *const names[] = {"gemv8_q8_0", "gemv8_q4_0", "gemv8_q4_k"};
-    size_t align = dt == RAYO_DTYPE_Q4_K ? 16 : 4;
+    size_t align = dt == RAYO_DTYPE_Q4_K ? 16 : dt == RAYO_DTYPE_Q6_K ? 2 : 4;
     if (!st->use_gemv8 || op->precision != RAYO_PRECISION_RELAXED || op->n < RAYO_PTX_GEMV8_MIN_N ||
         op->n % 32 || op->b % 16 || op->a % align || row_bytes % align || rayo_ptx_gemv8_smem(op->n) > 48 * 1024 ||
         !gemv8_dtype(dt))
         return NULL;
-    return names[dt == RAYO_DTYPE_Q8_0 ? 0 : dt == RAYO_DTYPE_Q4_0 ? 1 : 2];
+    return gemv8_formats[gemv8_format(dt)].kernel;
 }
 
 /* Launches gemv kernel `name` (parameters y, a, x, m, n, row bytes, alpha,

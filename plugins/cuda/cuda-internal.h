@@ -150,7 +150,7 @@ typedef struct cuda_state {
     int use_graphs;       /* batches run as CUDA graphs: [backend.cuda] graphs */
     int pdl_edges;        /* a graph's kernels follow each other by programmatic edges:
                            * [backend.cuda] pdl, sm_90 PTX, a CUDA 12.3 driver */
-    int use_gemv8;        /* relaxed Q8_0 / Q4_0 / Q4_K gemv with 8-bit x: [backend.cuda] gemv_int8 */
+    int use_gemv8;        /* relaxed Q8_0 / Q4_0 / Q4_K / Q6_K gemv with 8-bit x: [backend.cuda] gemv_int8 */
     int fuse_norm;        /* rmsnorm of one row in the launch of the gemv8 products of its output:
                            * [backend.cuda] fuse_norm */
     int fuse_rope;        /* the ropes of q and k in the launch of the q, k, v products: [backend.cuda] fuse_rope */

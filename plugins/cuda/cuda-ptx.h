@@ -91,8 +91,8 @@ static inline size_t rayo_ptx_gemvq_smem(const rayo_ptx_gemvq_config *c, size_t 
     return (size_t)c->fixed_bytes + 4 * (chunk + 4 * (chunk / (size_t)c->pad_period));
 }
 
-/* gemv with Q8_0 / Q4_0 / Q4_K weights and x rounded to 8 bits (module
- * "infer", ptx/infer-gemv8.c: gemv8_q8_0, gemv8_q4_0, gemv8_q4_k), for relaxed calls with rows
+/* gemv with Q8_0 / Q4_0 / Q4_K / Q6_K weights and x rounded to 8 bits (module
+ * "infer", ptx/infer-gemv8.c: gemv8_q8_0, gemv8_q4_0, gemv8_q4_k, gemv8_q6_k), for relaxed calls with rows
  * of at least MIN_N values (x's rounding is within the relaxed contract on
  * long rows): blocks of 32 * WARPS threads, one warp per row at a time; x's
  * codes, scales and sums in dynamic shared memory. */
