@@ -1223,6 +1223,33 @@ static void plan_rope(ictx *x)
     }
 }
 
+/* Relaxed decode at the shapes of real models, against the relaxed
+ * contract: grouped queries 8:1 and one KV head a head, head_dim 64 and
+ * 128, a short cache (a small model's decode step) and long ones; then the
+ * scores near 3e3 of "attn-large" (a float score must be right to ~1e-3
+ * absolute here), decode, a prefill and a long cache.  Each case twice in a
+ * row: operands 64-byte aligned, then a whole element off (a kernel that
+ * needs aligned rows runs in one of the two). */
+static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
+{
+    static const size_t shapes[][7] = { /* n_q, n_kv, heads, kv heads, head_dim, long, scores ~3e3 */
+        {1, 192, 32, 4, 64, 0, 0},    {1, 129, 32, 32, 64, 0, 0},  {1, 1000, 32, 4, 128, 0, 0},
+        {3, 77, 8, 8, 128, 0, 0},     {1, 4096, 32, 4, 128, 1, 0}, {1, 4096, 32, 32, 128, 1, 0},
+        {1, 32768, 32, 4, 128, 1, 0}, {1, 32768, 8, 8, 64, 1, 0},  {1, 300, 8, 2, 64, 0, 1},
+        {5, 40, 4, 2, 64, 0, 1},      {1, 2000, 32, 4, 128, 0, 1}, {1, 32768, 32, 4, 128, 1, 1},
+    };
+    for (size_t i = 0; i < COUNT_OF(shapes); i++) {
+        if (shapes[i][5] && x->opt->quick)
+            continue;
+        attention_spec r = {kv, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4], 1, 0, 0,
+                            shapes[i][6] ? 50 : 0};
+        x->group = shapes[i][6] ? "attn-large" : NULL;
+        for (int twice = 0; twice < 2; twice++)
+            run_case(x, build_attention, &r, 1);
+    }
+    x->group = NULL;
+}
+
 static void plan_attention(ictx *x, const rayo_combo_info *combo)
 {
     static const size_t shapes[][6] = { /* n_q, n_kv, heads, kv heads, head_dim, causal */
@@ -1260,6 +1287,7 @@ static void plan_attention(ictx *x, const rayo_combo_info *combo)
         run_case(x, build_attention, &a, 0);
     }
     x->group = NULL;
+    plan_attention_relaxed(x, s.kv);
 }
 
 static void plan_glu(ictx *x)
