@@ -12,7 +12,9 @@
  * s + 3, s + 2, s): a backend that prepares the next step ahead of the
  * submit (cuda) must run the step set, not the one it expected.  A backend
  * that cannot replay (a 1.0 memory API) goes through the core's
- * re-recording: same results.
+ * re-recording: same results.  All of it at strict precision, then again
+ * with the attention relaxed (a backend's relaxed attention kernels
+ * replayed too).
  * Then the API's refusals: a step that moves an operand out of its buffer
  * (the step stays as it was), step fields that make no sense, set_step and
  * submit while the batch runs. */
@@ -50,7 +52,7 @@ static rayo_attention_params attn_shape(size_t n_kv)
 
 /* The step recorded at position P0; k and v's slots move one row per step. */
 static rayo_status record_step(rayo_batch *b, const dev *d, const rayo_rope_params *rq,
-                               const rayo_rope_params *rk, const rayo_attention_params *at)
+                               const rayo_rope_params *rk, const rayo_attention_params *at, uint32_t precision)
 {
     const rayo_operand slot_k = {d->kc, P0 * ROW}, slot_v = {d->vc, P0 * ROW};
     const rayo_batch_call calls[] = {
@@ -64,7 +66,8 @@ static rayo_status record_step(rayo_batch *b, const dev *d, const rayo_rope_para
         BCALL(.op = RAYO_OP_ROPE, .dtypes = RAYO_DTYPES(0, RAYO_DTYPE_I32, 0, 0), .m = 1, .n = HD,
               .a = slot_k, .b = {d->pos, 0}, .y = slot_k, .params = rk, .step_bytes = {ROW, 0, 0, ROW}),
         BCALL(.op = RAYO_OP_ATTENTION, .m = 1, .n = HD, .k = P0 + 1, .a = {d->q, 0}, .b = {d->kc, 0},
-              .c = {d->vc, 0}, .y = {d->att, 0}, .params = at, .step_flags = RAYO_STEP_KV_LENGTH),
+              .c = {d->vc, 0}, .y = {d->att, 0}, .params = at, .step_flags = RAYO_STEP_KV_LENGTH,
+              .precision = precision),
         BCALL(.op = RAYO_OP_ADD, .n = D, .a = {d->att, 0}, .b = {d->x, 0}, .y = {d->z, 0}),
     };
     rayo_status st = RAYO_OK;
@@ -75,7 +78,7 @@ static rayo_status record_step(rayo_batch *b, const dev *d, const rayo_rope_para
 
 /* The same step at position pos, one call at a time on host memory. */
 static rayo_status host_step(rayo_context *ctx, const char *be, model *m, const float *x, int32_t pos,
-                             float *z)
+                             uint32_t precision, float *z)
 {
     float q[D], att[D];
     float *k = m->kc + pos * KVW, *v = m->vc + pos * KVW;
@@ -90,7 +93,7 @@ static rayo_status host_step(rayo_context *ctx, const char *be, model *m, const 
         HCALL(.op = RAYO_OP_ROPE, .dtypes = RAYO_DTYPES(0, RAYO_DTYPE_I32, 0, 0), .m = 1, .n = HD, .a = k,
               .b = &pos, .y = k, .params = &rk),
         HCALL(.op = RAYO_OP_ATTENTION, .m = 1, .n = HD, .k = (size_t)pos + 1, .a = q, .b = m->kc, .c = m->vc,
-              .y = att, .params = &at),
+              .y = att, .params = &at, .precision = precision),
         HCALL(.op = RAYO_OP_ADD, .n = D, .a = att, .b = x, .y = z),
     };
     rayo_status st = RAYO_OK;
@@ -141,7 +144,7 @@ static void free_buffers(dev *d)
 
 /* One replayed step at position pos against the host step. */
 static void replay_one(rayo_context *ctx, const char *be, rayo_batch *b, const dev *d, model *host,
-                       int32_t pos)
+                       int32_t pos, uint32_t precision)
 {
     float x[D], z[D], want[D];
     fill(x, D);
@@ -157,7 +160,7 @@ static void replay_one(rayo_context *ctx, const char *be, rayo_batch *b, const d
     if (st == RAYO_OK)
         st = rayo_buffer_read(d->z, 0, z, sizeof z);
     CHECK(st == RAYO_OK, "%s: replay at position %d: %s", be, pos, rayo_last_error());
-    st = host_step(ctx, be, host, x, pos, want);
+    st = host_step(ctx, be, host, x, pos, precision, want);
     CHECK(st == RAYO_OK, "%s: host step at %d: %s", be, pos, rayo_last_error());
     double diff = rel_diff(z, want, D);
     CHECK(diff <= 1e-6, "%s: output at position %d differs from the one-by-one calls by %g", be, pos, diff);
@@ -196,7 +199,7 @@ static void refusals(rayo_context *ctx, const char *be, rayo_batch *b, const dev
     rayo_batch_destroy(fresh);
 }
 
-static void check_backend(rayo_context *ctx, const char *be)
+static void check_backend(rayo_context *ctx, const char *be, uint32_t precision)
 {
     static model host, init;
     fill(init.wq, D * D);
@@ -215,23 +218,24 @@ static void check_backend(rayo_context *ctx, const char *be)
     if (st == RAYO_OK)
         st = rayo_batch_create(ctx, be, &b);
     if (st == RAYO_OK)
-        st = record_step(b, &d, &rq, &rk, &at);
+        st = record_step(b, &d, &rq, &rk, &at, precision);
     if (st == RAYO_E_UNSUPPORTED) {
         printf("SKIP %s: %s\n", be, rayo_last_error());
     } else {
         CHECK(st == RAYO_OK, "%s: recording the step: %s", be, rayo_last_error());
         static const int32_t out_of_order[] = {0, 1, 3, 2, 0};
         for (size_t i = 0; st == RAYO_OK && i < sizeof out_of_order / sizeof *out_of_order; i++)
-            replay_one(ctx, be, b, &d, &host, P0 + out_of_order[i]);
+            replay_one(ctx, be, b, &d, &host, P0 + out_of_order[i], precision);
         for (int32_t pos = P0; st == RAYO_OK && pos < CTX; pos++)
-            replay_one(ctx, be, b, &d, &host, pos);
+            replay_one(ctx, be, b, &d, &host, pos, precision);
         float kc[CTX * KVW], vc[CTX * KVW];
         CHECK(rayo_buffer_read(d.kc, 0, kc, sizeof kc) == RAYO_OK &&
                   rayo_buffer_read(d.vc, 0, vc, sizeof vc) == RAYO_OK, "%s: read the cache", be);
         CHECK(rel_diff(kc, host.kc, CTX * KVW) <= 1e-6 && rel_diff(vc, host.vc, CTX * KVW) <= 1e-6,
               "%s: the cache the replays wrote differs from the one-by-one calls'", be);
         refusals(ctx, be, b, &d);
-        printf("%s: %d positions replayed\n", be, CTX - P0);
+        printf("%s: %d positions replayed (attention %s)\n", be, CTX - P0,
+               precision == RAYO_PRECISION_RELAXED ? "relaxed" : "strict");
     }
     rayo_batch_destroy(b);
     free_buffers(&d);
@@ -253,8 +257,10 @@ int main(void)
     }
     for (size_t i = 0; i < rayo_backend_count(ctx); i++) {
         rayo_backend_info bi = {.struct_size = sizeof bi};
-        if (rayo_backend_get(ctx, i, &bi) == RAYO_OK && bi.status == RAYO_BACKEND_LOADED)
-            check_backend(ctx, bi.name);
+        if (rayo_backend_get(ctx, i, &bi) == RAYO_OK && bi.status == RAYO_BACKEND_LOADED) {
+            check_backend(ctx, bi.name, RAYO_PRECISION_STRICT);
+            check_backend(ctx, bi.name, RAYO_PRECISION_RELAXED);
+        }
     }
     if (!test_passed)
         fprintf(stderr, "no backend ran the test; log:\n%s", test_log);
