@@ -15,10 +15,13 @@
  * timed in the same run; the ratio column is gemv over it.  Every row of
  * every result is checked against a float64 dot product of the dequantized
  * row (sum of |terms| as the scale).  Attention, 32 heads, head dim 64, causal:
- * decode (1 query; 4 and 32 KV heads; f16 caches of 4096 and 32768, f32 of
+ * decode (1 query; 4 and 32 KV heads; f16 caches of 4096 and 32768, f16 of 192
+ * with 4 KV heads (a small model's decode step), f32 of
  * 4096 and 192) as bytes of K and V / time over the same reference, prefill (2048
  * tokens, 4 KV heads) as a time, for torch's scaled_dot_product_attention
- * in the same run (torch-infer-cuda.py).
+ * in the same run (torch-infer-cuda.py); each at strict precision (rows
+ * without a mark: float64 scores) and again at relaxed (rows "relaxed":
+ * float32 scores where the rows are aligned).
  * --quick: gemv at 4096 x 11008 only; --gemv: no attention; --attention:
  * attention only.
  * Output: a table and "csv,..." lines. */
@@ -217,7 +220,7 @@ static void bench_gemv(rayo_context *ctx, rayo_dtype dt, size_t m, size_t n, uin
  * bytes of K and V / time) or prefill (n_q = n_kv: time, for torch's
  * scaled_dot_product_attention in the same run). */
 static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t n_kv, size_t kv_heads,
-                            double ref_gbs)
+                            uint32_t precision, double ref_gbs)
 {
     enum { HEADS = 32, DIM = 64 };
     size_t esize = kv == RAYO_DTYPE_F16 ? 2 : 4, kv_bytes = n_kv * kv_heads * DIM * esize;
@@ -253,11 +256,12 @@ static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t
         calls[c] = (rayo_batch_call){.struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_ATTENTION,
                                      .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, kv, kv, RAYO_DTYPE_F32),
                                      .m = n_q, .n = DIM, .k = n_kv, .a = {qb, 0}, .b = {kb[2 * c], 0},
-                                     .c = {kb[2 * c + 1], 0}, .y = {ob, 0}, .params = p};
+                                     .c = {kb[2 * c + 1], 0}, .y = {ob, 0}, .params = p, .precision = precision};
     }
     double t = time_calls(ctx, calls, (int)copies, n_q == 1 ? 400 : 10);
     char name[64], note[128];
-    snprintf(name, sizeof name, "attention %s %zu x %zu kv%zu", rayo_dtype_name(kv), n_q, n_kv, kv_heads);
+    snprintf(name, sizeof name, "attention %s %zu x %zu kv%zu%s", rayo_dtype_name(kv), n_q, n_kv, kv_heads,
+             precision == RAYO_PRECISION_RELAXED ? " relaxed" : "");
     if (n_q == 1) {
         double gbs = 2.0 * (double)kv_bytes / t * 1e-9;
         snprintf(note, sizeof note, "%.2f us, %.2fx the sum reference (bytes of K and V)", t * 1e6, gbs / ref_gbs);
@@ -283,14 +287,19 @@ static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t
 static void bench_attentions(rayo_context *ctx, double ref)
 {
     static const size_t kv_heads[] = {4, 32}, n_kv[] = {4096, 32768};
-    for (size_t h = 0; h < 2; h++)
-        for (size_t n = 0; n < 2; n++)
-            bench_attention(ctx, RAYO_DTYPE_F16, 1, n_kv[n], kv_heads[h], ref);
-    bench_attention(ctx, RAYO_DTYPE_F32, 1, 4096, 4, ref);
-    bench_attention(ctx, RAYO_DTYPE_F32, 1, 192, 4, ref);
-    bench_attention(ctx, RAYO_DTYPE_F32, 1, 192, 32, ref);
-    bench_attention(ctx, RAYO_DTYPE_F16, 2048, 2048, 4, ref);
-    bench_attention(ctx, RAYO_DTYPE_F32, 2048, 2048, 4, ref);
+    static const uint32_t precisions[] = {RAYO_PRECISION_STRICT, RAYO_PRECISION_RELAXED};
+    for (size_t r = 0; r < 2; r++) {
+        uint32_t pr = precisions[r];
+        for (size_t h = 0; h < 2; h++)
+            for (size_t n = 0; n < 2; n++)
+                bench_attention(ctx, RAYO_DTYPE_F16, 1, n_kv[n], kv_heads[h], pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F16, 1, 192, 4, pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F32, 1, 4096, 4, pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F32, 1, 192, 4, pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F32, 1, 192, 32, pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F16, 2048, 2048, 4, pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F32, 2048, 2048, 4, pr, ref);
+    }
 }
 
 /* Read bandwidth of rayo's sum over 1 GiB (2^28 floats). */
