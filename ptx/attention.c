@@ -29,6 +29,14 @@
  * probabilities and sums are float64, like the scalar reference (an f16
  * cache is widened exactly): the strict contract holds for every call.
  *
+ * attn_{warp,block}_<kv>_v_d<D>_relaxed, for relaxed calls with aligned
+ * rows: the same warps in float32 (q, scores, running maxima, sums, p and
+ * accumulators; K and V widened to float32, e^x by ex2.approx), each score
+ * summed in blocks of 8 products; (m, sum, acc) widened to float64 for
+ * the scratch and the merges, which are the strict kernels'.  (Prefetching
+ * the next tile's K and V rows into L2 was measured on an H200 and made
+ * long caches 1-9% slower.)
+ *
  * Grid of attn_warp_*: x = key ranges, y = groups of 4 warps (a warp per HB
  * heads of a KV group, NG = ceil(group / HB) warps per KV group), z =
  * queries. */
@@ -94,8 +102,9 @@ static int row_addr(kern *k, int base, int t, int ts, int hh, int hs, int elem)
 #define VU 8      /* keys of V in flight per round (rows not aligned: loaded as doubles) */
 
 typedef struct warp_regs {
+    int relaxed;        /* float32 scores, sums and accumulators (else float64) */
     int part, q, k, v, n_q, n_kv, group, d, causal, qt, qh, kt, kh, vt, vh, chunk, splits, nb, ng;
-    int scale;          /* .f64 */
+    int scale;          /* .f64 (.f32 relaxed) */
     int lane, warp;     /* .b32 */
     int lane64;         /* .b64 */
     int s, kvh, hb0;    /* .b64 range, KV head, first head of the warp within the group */
@@ -103,9 +112,42 @@ typedef struct warp_regs {
     int out, ot, oh;    /* .b64 attn_block_*: the output and its strides */
 } warp_regs;
 
+/* The warp's arithmetic width: float64 for strict calls, float32 for the
+ * relaxed kernels (_relaxed), whose contract float scores meet (a score's
+ * error e is a relative error e in its weight).  A fresh register, its
+ * name, the type suffix, an immediate and the bytes of a value in shared
+ * memory. */
+static int nw(kern *k, const warp_regs *g) { return g->relaxed ? nf(k) : nfd(k); }
+static const char *W(const warp_regs *g, int i) { return g->relaxed ? F(i) : FD(i); }
+static const char *WT(const warp_regs *g) { return g->relaxed ? "f32" : "f64"; }
+static const char *CW(const warp_regs *g, double v) { return g->relaxed ? C((float)v) : CD(v); }
+static int WS(const warp_regs *g) { return g->relaxed ? 4 : 8; }
+
+/* v from lane (lane_or_off) of the warp, in the warp's width */
+static int shfl_w(kern *k, const warp_regs *g, int v, const char *mode, int lane_or_off)
+{
+    if (!g->relaxed)
+        return shfl_d(k, v, mode, lane_or_off);
+    int o = nf(k);
+    emit(k, "shfl.sync.%s.b32 %s, %s, %d, 31, -1;", mode, F(o), F(v), lane_or_off);
+    return o;
+}
+
+/* e^x for x <= 0 in the warp's width: relaxed through ex2.approx (a
+ * relative error near 2^-22 plus |x| 2^-24 from rounding x log2(e)) */
+static int exp_w(kern *k, const warp_regs *g, int x)
+{
+    if (!g->relaxed)
+        return exp_neg(k, x);
+    int t = nf(k), o = nf(k);
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(t), F(x), C(1.4426950408889634f));
+    emit(k, "ex2.approx.ftz.f32 %s, %s;", F(o), F(t));
+    return o;
+}
+
 /* 8 values of a cache row (dimensions l0 .. l0 + 7) into out[8]: vec (the
  * row 16-byte aligned, d a multiple of 8: one predicate for all 8) as raw
- * words for raw_to_f64 (4 f16 pairs, or 8 floats), else as doubles, loaded
+ * words for raw_to_wide (4 f16 pairs, or 8 floats), else as doubles, loaded
  * element by element with dims < d. */
 static void kv_load8(kern *k, const warp_regs *g, int row, int l0, int half, int vec, int pkey, int *out)
 {
@@ -124,7 +166,7 @@ static void kv_load8(kern *k, const warp_regs *g, int row, int l0, int half, int
     }
     int a = nd(k);
     emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(a), D(l0), half ? 2 : 4, D(row));
-    for (int e = 0; e < 8; e++) { /* raw words: out[e] holds a .b32 register until raw_to_f64 */
+    for (int e = 0; e < 8; e++) { /* raw words: out[e] holds a .b32 register until raw_to_wide */
         out[e] = nr(k);
         emit(k, "mov.b32 %s, 0;", R(out[e]));
     }
@@ -133,26 +175,29 @@ static void kv_load8(kern *k, const warp_regs *g, int row, int l0, int half, int
              R(out[4 * h + 2]), R(out[4 * h + 3]), D(a), 16 * h);
 }
 
-/* The n values in the raw words w (f16 pairs or f32) as doubles in out;
- * vec: w are words of loads, else already doubles (copied). */
-static void raw_to_f64(kern *k, const int *w, int n, int half, int vec, int *out)
+/* The n values in the raw words w (f16 pairs or f32) in the warp's width
+ * in out; vec: w are words of loads, else already doubles (copied; strict
+ * only). */
+static void raw_to_wide(kern *k, const warp_regs *g, const int *w, int n, int half, int vec, int *out)
 {
     for (int e = 0; e < n; e++) {
         if (!vec) {
             out[e] = w[e];
             continue;
         }
-        out[e] = nfd(k);
+        out[e] = nw(k, g);
         if (half)
-            emit(k, "{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %s; cvt.f64.f16 %s, %s; }", R(w[e / 2]), FD(out[e]),
-                 e % 2 ? "hi" : "lo");
+            emit(k, "{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %s; cvt.%s.f16 %s, %s; }", R(w[e / 2]), WT(g),
+                 W(g, out[e]), e % 2 ? "hi" : "lo");
+        else if (g->relaxed)
+            emit(k, "mov.b32 %s, %s;", F(out[e]), R(w[e]));
         else
             emit(k, "{ .reg .f32 t; mov.b32 t, %s; cvt.f64.f32 %s, t; }", R(w[e]), FD(out[e]));
     }
 }
 
 /* the lane's vs values of a V row (dimensions lane * vs ..): vec as raw
- * words for raw_to_f64, else as doubles */
+ * words for raw_to_wide, else as doubles */
 static void v_load(kern *k, const warp_regs *g, int row, int vs, int half, int vec, int pkey, int *out)
 {
     int l0 = nd(k);
@@ -189,18 +234,24 @@ static void v_load(kern *k, const warp_regs *g, int row, int vs, int half, int v
         out[e] = w[e];
 }
 
-/* the HB doubles at shared address addr + off (one per head), in pairs */
-static void ld_heads(kern *k, int addr, int off, int *out)
+/* the HB values at shared address addr + off (one per head), in pairs
+ * (float32: in fours where HB is 4) */
+static void ld_heads(kern *k, const warp_regs *g, int addr, int off, int *out)
 {
     for (int e = 0; e < HB; e++)
-        out[e] = nfd(k);
+        out[e] = nw(k, g);
     if (HB == 1)
-        emit(k, "ld.shared.f64 %s, [%s+%d];", FD(out[0]), R(addr), off);
-    for (int e = 0; e + 1 < HB; e += 2)
-        emit(k, "ld.shared.v2.f64 {%s, %s}, [%s+%d];", FD(out[e]), FD(out[e + 1]), R(addr), off + 8 * e);
+        emit(k, "ld.shared.%s %s, [%s+%d];", WT(g), W(g, out[0]), R(addr), off);
+    else if (HB == 4 && g->relaxed)
+        emit(k, "ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d];", F(out[0]), F(out[1]), F(out[2]), F(out[3]),
+             R(addr), off);
+    else
+        for (int e = 0; e + 1 < HB; e += 2)
+            emit(k, "ld.shared.v2.%s {%s, %s}, [%s+%d];", WT(g), W(g, out[e]), W(g, out[e + 1]), R(addr),
+                 off + WS(g) * e);
 }
 
-/* The warp's q rows as float64 in shared memory, qs[l][e] for dimension l <
+/* The warp's q rows in its width in shared memory, qs[l][e] for dimension l <
  * dmax of head hb0 + e of the group (zeros past d and for heads past the
  * group, so that they add nothing). */
 static void stage_q(kern *k, const warp_regs *g, int qrow0, int dmax)
@@ -222,9 +273,10 @@ static void stage_q(kern *k, const warp_regs *g, int qrow0, int dmax)
         emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(a), D(a), D(qrow0));
         emit(k, "mov.f32 %s, 0f00000000;", F(f));
         emit(k, "@%s ld.global.nc.f32 %s, [%s];", P(pin), F(f), D(a));
-        emit(k, "cvt.f64.f32 %s, %s;", FD(fd), F(f));
-        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(sa), R(idx), R(g->qs));
-        emit(k, "st.shared.f64 [%s], %s;", R(sa), FD(fd));
+        if (!g->relaxed)
+            emit(k, "cvt.f64.f32 %s, %s;", FD(fd), F(f));
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(sa), R(idx), WS(g), R(g->qs));
+        emit(k, "st.shared.%s [%s], %s;", WT(g), R(sa), g->relaxed ? F(f) : FD(fd));
     }
     emit(k, "bar.warp.sync -1;");
 }
@@ -245,14 +297,16 @@ static void warp_prefetch_v(kern *k, const warp_regs *g, int half, int dmax, int
 
 /* The scores of the lane's key (row krow, valid): dot[e] over the
  * dimensions for each head e, DC values at a time (all their loads in
- * flight before the first use). */
+ * flight before the first use).  Relaxed: the products of 8 dimensions
+ * summed first, then added to dot (scores near 3e3 must be right to ~1e-3;
+ * a running float sum's rounding errors are about 3 times larger). */
 static void warp_scores(kern *k, const warp_regs *g, int half, int vec, int dmax, int krow, int valid, int *dot)
 {
     const int dc = dmax < 64 ? dmax : 64;
     int l0 = nd(k), pl = np(k), l_dot = nlabel(k);
     for (int e = 0; e < HB; e++) {
-        dot[e] = nfd(k);
-        emit(k, "mov.f64 %s, %s;", FD(dot[e]), CD(0.0));
+        dot[e] = nw(k, g);
+        emit(k, "mov.%s %s, %s;", WT(g), W(g, dot[e]), CW(g, 0.0));
     }
     emit(k, "mov.u64 %s, 0;", D(l0));
     label(k, l_dot);
@@ -263,17 +317,31 @@ static void warp_scores(kern *k, const warp_regs *g, int half, int vec, int dmax
         kv_load8(k, g, krow, lc, half, vec, valid, raw[c]);
     }
     for (int c = 0; c < dc / 8; c++)
-        raw_to_f64(k, raw[c], 8, half, vec, kv[c]);
+        raw_to_wide(k, g, raw[c], 8, half, vec, kv[c]);
     int qa = nr(k), l32 = nr(k);
     emit(k, "cvt.u32.u64 %s, %s;", R(l32), D(l0));
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(qa), R(l32), 8 * HB, R(g->qs));
-    for (int c = 0; c < dc / 8; c++)
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(qa), R(l32), WS(g) * HB, R(g->qs));
+    for (int c = 0; c < dc / 8; c++) {
+        int part[HB];
         for (int x = 0; x < 8; x++) {
             int q[HB];
-            ld_heads(k, qa, 8 * HB * (8 * c + x), q);
-            for (int e = 0; e < HB; e++)
-                emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(dot[e]), FD(q[e]), FD(kv[c][x]), FD(dot[e]));
+            ld_heads(k, g, qa, WS(g) * HB * (8 * c + x), q);
+            for (int e = 0; e < HB; e++) {
+                if (!g->relaxed) {
+                    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(dot[e]), FD(q[e]), FD(kv[c][x]), FD(dot[e]));
+                    continue;
+                }
+                if (x == 0) {
+                    part[e] = nf(k);
+                    emit(k, "mul.rn.f32 %s, %s, %s;", F(part[e]), F(q[e]), F(kv[c][x]));
+                } else {
+                    emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(part[e]), F(q[e]), F(kv[c][x]), F(part[e]));
+                }
+            }
         }
+        for (int e = 0; g->relaxed && e < HB; e++) /* whole sums of 8: a running float sum rounds more */
+            emit(k, "add.rn.f32 %s, %s, %s;", F(dot[e]), F(dot[e]), F(part[e]));
+    }
     emit(k, "add.u64 %s, %s, %d;", D(l0), D(l0), dc);
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pl), D(l0), D(g->d));
     emit(k, "@%s bra %s;", P(pl), L(l_dot));
@@ -285,31 +353,32 @@ static void warp_online_softmax(kern *k, const warp_regs *g, int dmax, int valid
                                 const int *sum, int acc[HB][8])
 {
     int vs = dmax / 32;
+    const char *ty = WT(g);
     int pa = nr(k);
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(pa), R(g->lane), 8 * HB, R(g->ps));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(pa), R(g->lane), WS(g) * HB, R(g->ps));
     for (int e = 0; e < HB; e++) {
-        int sc = nfd(k), tm = nfd(k);
-        emit(k, "mul.rn.f64 %s, %s, %s;", FD(sc), FD(dot[e]), FD(g->scale));
-        emit(k, "@!%s mov.f64 %s, %s;", P(valid), FD(sc), CD(-INFINITY));
-        emit(k, "mov.f64 %s, %s;", FD(tm), FD(sc));
+        int sc = nw(k, g), tm = nw(k, g);
+        emit(k, "mul.rn.%s %s, %s, %s;", ty, W(g, sc), W(g, dot[e]), W(g, g->scale));
+        emit(k, "@!%s mov.%s %s, %s;", P(valid), ty, W(g, sc), CW(g, -INFINITY));
+        emit(k, "mov.%s %s, %s;", ty, W(g, tm), W(g, sc));
         for (int o = 16; o >= 1; o /= 2) {
-            int t = shfl_d(k, tm, "bfly", o);
-            emit(k, "max.f64 %s, %s, %s;", FD(tm), FD(tm), FD(t));
+            int t = shfl_w(k, g, tm, "bfly", o);
+            emit(k, "max.%s %s, %s, %s;", ty, W(g, tm), W(g, tm), W(g, t));
         }
-        int nm = nfd(k), diff = nfd(k);
-        emit(k, "max.f64 %s, %s, %s;", FD(nm), FD(m[e]), FD(tm)); /* finite: key tb is valid */
-        emit(k, "sub.rn.f64 %s, %s, %s;", FD(diff), FD(m[e]), FD(nm)); /* -inf for the first tile */
-        int shrink = exp_neg(k, diff);
-        emit(k, "mul.rn.f64 %s, %s, %s;", FD(sum[e]), FD(sum[e]), FD(shrink));
+        int nm = nw(k, g), diff = nw(k, g);
+        emit(k, "max.%s %s, %s, %s;", ty, W(g, nm), W(g, m[e]), W(g, tm)); /* finite: key tb is valid */
+        emit(k, "sub.rn.%s %s, %s, %s;", ty, W(g, diff), W(g, m[e]), W(g, nm)); /* -inf for the first tile */
+        int shrink = exp_w(k, g, diff);
+        emit(k, "mul.rn.%s %s, %s, %s;", ty, W(g, sum[e]), W(g, sum[e]), W(g, shrink));
         for (int t = 0; t < vs; t++)
-            emit(k, "mul.rn.f64 %s, %s, %s;", FD(acc[e][t]), FD(acc[e][t]), FD(shrink));
-        emit(k, "mov.f64 %s, %s;", FD(m[e]), FD(nm));
-        int pd = nfd(k), p = nfd(k);
-        emit(k, "sub.rn.f64 %s, %s, %s;", FD(pd), FD(sc), FD(nm));
-        int ex = exp_neg(k, pd);
-        emit(k, "selp.f64 %s, %s, %s, %s;", FD(p), FD(ex), CD(0.0), P(valid));
-        emit(k, "add.rn.f64 %s, %s, %s;", FD(sum[e]), FD(sum[e]), FD(p));
-        emit(k, "st.shared.f64 [%s+%d], %s;", R(pa), 8 * e, FD(p));
+            emit(k, "mul.rn.%s %s, %s, %s;", ty, W(g, acc[e][t]), W(g, acc[e][t]), W(g, shrink));
+        emit(k, "mov.%s %s, %s;", ty, W(g, m[e]), W(g, nm));
+        int pd = nw(k, g), p = nw(k, g);
+        emit(k, "sub.rn.%s %s, %s, %s;", ty, W(g, pd), W(g, sc), W(g, nm));
+        int ex = exp_w(k, g, pd);
+        emit(k, "selp.%s %s, %s, %s, %s;", ty, W(g, p), W(g, ex), CW(g, 0.0), P(valid));
+        emit(k, "add.rn.%s %s, %s, %s;", ty, W(g, sum[e]), W(g, sum[e]), W(g, p));
+        emit(k, "st.shared.%s [%s+%d], %s;", ty, R(pa), WS(g) * e, W(g, p));
     }
 }
 
@@ -343,15 +412,15 @@ static void warp_pv(kern *k, const warp_regs *g, int half, int vec, int dmax, in
             v_load(k, g, vrow, vs, half, vec, pk, vr[u]);
         }
         int pb = nr(k);
-        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(pb), R(jj), 8 * HB, R(g->ps));
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(pb), R(jj), WS(g) * HB, R(g->ps));
         for (int u = 0; u < vu; u++) {
             int p[HB], vd[8];
-            raw_to_f64(k, vr[u], vs, half, vec, vd);
-            ld_heads(k, pb, 8 * HB * u, p);
+            raw_to_wide(k, g, vr[u], vs, half, vec, vd);
+            ld_heads(k, g, pb, WS(g) * HB * u, p);
             for (int e = 0; e < HB; e++)
                 for (int t = 0; t < vs; t++)
-                    emit(k, "fma.rn.f64 %s, %s, %s, %s;", FD(acc[e][t]), FD(p[e]), FD(vd[t]),
-                         FD(acc[e][t]));
+                    emit(k, "fma.rn.%s %s, %s, %s, %s;", WT(g), W(g, acc[e][t]), W(g, p[e]), W(g, vd[t]),
+                         W(g, acc[e][t]));
         }
     }
     emit(k, "add.u32 %s, %s, %d;", R(jj), R(jj), vu);
@@ -378,7 +447,7 @@ static void warp_tile(kern *k, const warp_regs *g, int half, int vec, int dmax, 
     warp_pv(k, g, half, vec, dmax, tb, j1, acc);
 }
 
-/* attn_warp's parameters, its scale in float64, lane and warp. */
+/* attn_warp's parameters, its scale in the warp's width, lane and warp. */
 static void warp_params(kern *k, warp_regs *g)
 {
     g->part = param_global(k, "p_part");
@@ -400,8 +469,10 @@ static void warp_params(kern *k, warp_regs *g)
     g->splits = param_u64(k, "p_splits");
     g->nb = param_u64(k, "p_nb"); /* warps in all: KV heads x ng */
     g->ng = param_u64(k, "p_ng"); /* warps per KV group */
-    g->scale = nfd(k);
-    {
+    if (g->relaxed) {
+        g->scale = param_f32(k, "p_scale");
+    } else {
+        g->scale = nfd(k);
         int sf = param_f32(k, "p_scale");
         emit(k, "cvt.f64.f32 %s, %s;", FD(g->scale), F(sf));
     }
@@ -429,15 +500,33 @@ static void warp_range(kern *k, const warp_regs *g, int i, int *j0_out, int *j1_
 }
 
 /* m = -inf, sum = 0, acc = 0 for each head of the warp. */
-static void warp_init(kern *k, int dmax, int *m, int *sum, int acc[HB][8])
+static void warp_init(kern *k, const warp_regs *g, int dmax, int *m, int *sum, int acc[HB][8])
 {
     for (int e = 0; e < HB; e++) {
-        m[e] = nfd(k), sum[e] = nfd(k);
-        emit(k, "mov.f64 %s, %s;", FD(m[e]), CD(-INFINITY));
-        emit(k, "mov.f64 %s, %s;", FD(sum[e]), CD(0.0));
+        m[e] = nw(k, g), sum[e] = nw(k, g);
+        emit(k, "mov.%s %s, %s;", WT(g), W(g, m[e]), CW(g, -INFINITY));
+        emit(k, "mov.%s %s, %s;", WT(g), W(g, sum[e]), CW(g, 0.0));
         for (int t = 0; t < dmax / 32; t++) {
-            acc[e][t] = nfd(k);
-            emit(k, "mov.f64 %s, %s;", FD(acc[e][t]), CD(0.0));
+            acc[e][t] = nw(k, g);
+            emit(k, "mov.%s %s, %s;", WT(g), W(g, acc[e][t]), CW(g, 0.0));
+        }
+    }
+}
+
+/* The relaxed warp's (m, sum, acc) widened to float64 in place (registers
+ * renamed) for the stores and merges, which are the strict kernels'. */
+static void warp_widen(kern *k, const warp_regs *g, int dmax, int *m, int *sum, int acc[HB][8])
+{
+    if (!g->relaxed)
+        return;
+    for (int e = 0; e < HB; e++) {
+        int *r[2 + 8] = {&m[e], &sum[e]};
+        for (int t = 0; t < dmax / 32; t++)
+            r[2 + t] = &acc[e][t];
+        for (int x = 0; x < 2 + dmax / 32; x++) {
+            int o = nfd(k);
+            emit(k, "cvt.f64.f32 %s, %s;", FD(o), F(*r[x]));
+            *r[x] = o;
         }
     }
 }
@@ -634,11 +723,12 @@ static void block_write(kern *k, const warp_regs *g, int dmax, int i, int h0, in
 
 /* dmax: 64, 128 or 256 (head_dim at most); vec: K and V rows 16-byte
  * aligned and head_dim a multiple of 8 (the plugin checks); merged: the
- * attn_block_* form (the ranges are the block's warps, merged in it). */
-static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax, int merged)
+ * attn_block_* form (the ranges are the block's warps, merged in it);
+ * relaxed: float32 arithmetic (vec only). */
+static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax, int merged, int relaxed)
 {
     kern kk = {0}, *k = &kk;
-    warp_regs g;
+    warp_regs g = {.relaxed = relaxed};
     warp_params(k, &g);
     if (merged) {
         g.out = param_global(k, "p_out");
@@ -689,7 +779,7 @@ static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax, int merged)
     warp_range(k, &g, i, &j0, &j1);
     stage_q(k, &g, row_addr(k, g.q, i, g.qt, h0, g.qh, 4), dmax);
     int m[HB], sum[HB], acc[HB][8];
-    warp_init(k, dmax, m, sum, acc);
+    warp_init(k, &g, dmax, m, sum, acc);
     int tb = nd(k), pt = np(k), l_tile = nlabel(k), l_tend = nlabel(k);
     emit(k, "mov.u64 %s, %s;", D(tb), D(j0));
     emit(k, "setp.ge.u64 %s, %s, %s;", P(pt), D(tb), D(j1));
@@ -700,6 +790,7 @@ static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax, int merged)
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pt), D(tb), D(j1));
     emit(k, "@%s bra %s;", P(pt), L(l_tile));
     label(k, l_tend);
+    warp_widen(k, &g, dmax, m, sum, acc);
     if (merged) {
         block_store(k, &g, dmax, m, sum, acc);
         emit(k, "bar.sync 0;");
@@ -717,8 +808,8 @@ static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax, int merged)
     char shared[96], name[40], dir[40], decl[520];
     snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 attn_warp_smem[%d];\n",
              warps * SLAB(dmax) + (merged ? 8 * 33 * HB : 0));
-    snprintf(name, sizeof name, "attn_%s_%s%s_d%d", merged ? "block" : "warp", half ? "f16" : "f32", vec ? "_v" : "",
-             dmax);
+    snprintf(name, sizeof name, "attn_%s_%s%s_d%d%s", merged ? "block" : "warp", half ? "f16" : "f32",
+             vec ? "_v" : "", dmax, relaxed ? "_relaxed" : "");
     snprintf(dir, sizeof dir, ".maxntid %d, 1, 1\n", 32 * warps);
     snprintf(decl, sizeof decl, "%s%s",
              ".param .u64 p_part, .param .u64 p_q, .param .u64 p_k, .param .u64 p_v, .param .u64 p_n_q, "
@@ -947,6 +1038,10 @@ void infer_attention(strbuf *mod)
         for (int vec = 0; vec < 2; vec++)
             for (int dmax = 64; dmax <= RAYO_PTX_ATTN_MAX_DIM; dmax *= 2)
                 for (int merged = 0; merged < 2; merged++)
-                    gen_attn_warp(mod, half, vec, dmax, merged);
+                    gen_attn_warp(mod, half, vec, dmax, merged, 0);
     gen_attn_merge(mod);
+    for (int half = 0; half < 2; half++) /* relaxed: aligned rows (others take the strict kernels) */
+        for (int dmax = 64; dmax <= RAYO_PTX_ATTN_MAX_DIM; dmax *= 2)
+            for (int merged = 0; merged < 2; merged++)
+                gen_attn_warp(mod, half, 1, dmax, merged, 1);
 }

@@ -606,7 +606,11 @@ static void fused_rope_params(const cuda_op *ops, size_t n, fused_rope_args *fa,
  * (decode: one query), at most 256 (attn_merge).  Where the ranges are few
  * (a short cache: RAYO_PTX_ATTN_BLOCK_WARPS), attn_block_* runs them as the
  * warps of one block that merges them itself, the same results in one
- * launch. */
+ * launch.  Relaxed calls with aligned rows take the _relaxed variants
+ * (float32 scores, sums and accumulators) with the same plan and merges:
+ * on an H200 they were slower with about 4096 warps (12-19% with 32 KV
+ * heads, the same with 4) and with ranges of at least 128 keys (1.35-2x at
+ * 192 and 4096 keys). */
 #define ATTN_WANT_WARPS 2048
 #define ATTN_MAX_SPLITS 256
 
@@ -679,9 +683,10 @@ static rayo_status launch_attention(cuda_state *st, CUstream stream, const cuda_
     void *p1[] = {&part, &q, &k, &v, &n_q, &n_kv, &group, &dd, &causal, &qt, &qh, &kt, &kh, &vt, &vh,
                   &chunk, &sp, &nb, &ng, &scale, &out, &ot, &oh};
     int dmax = d <= 64 ? 64 : d <= 128 ? 128 : 256, merged = st->use_attn_block && a.splits <= RAYO_PTX_ATTN_BLOCK_WARPS(dmax);
-    char name[40]; /* the variant for head_dim: 64, 128 or 256 dimensions at most */
-    snprintf(name, sizeof name, "attn_%s_%s%s_d%d", merged ? "block" : "warp", half ? "f16" : "f32",
-             attn_rows_aligned(op, p, half ? 2 : 4, kt, kh, vt, vh) ? "_v" : "", dmax);
+    int vec = attn_rows_aligned(op, p, half ? 2 : 4, kt, kh, vt, vh);
+    char name[48]; /* the variant for head_dim: 64, 128 or 256 dimensions at most */
+    snprintf(name, sizeof name, "attn_%s_%s%s_d%d%s", merged ? "block" : "warp", half ? "f16" : "f32",
+             vec ? "_v" : "", dmax, vec && op->precision == RAYO_PRECISION_RELAXED ? "_relaxed" : "");
     unsigned gz = (unsigned)min_size(p->n_q, MAX_GRID_Y);
     CUfunction fn;
     rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
