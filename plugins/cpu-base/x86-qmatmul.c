@@ -412,8 +412,8 @@ static void run_tile(const qmatmul_job *job, const panel_block *panel, size_t r0
 }
 
 /* Task p: columns 16p .. 16p + 15 (8p .. with 8-column tiles) for every
- * row of A; the panel (k / 32 x 640 bytes, 110 KiB at k = 5632 with 16
- * columns) stays in L2 while the rows stream past it. */
+ * row of A; the panel (k / 32 blocks of 320 or 640 bytes: 55 or 110 KiB at
+ * k = 5632) stays in L2 while the rows stream past it. */
 static void panel_task(void *arg, size_t p, unsigned worker)
 {
     const qmatmul_job *job = arg;
