@@ -3,8 +3,9 @@
  * precision in the avx2 and avx512 plugins (plugins/cpu-base/x86-qmatmul.c):
  *   - Q4_0, Q8_0, Q4_K and Q6_K weights against float64 with the relaxed contract, every
  *     element, on fresh random operands (Q8_0: every other row's codes
- *     over all bytes, -128 included): row counts around its tile of 4
- *     (1..9, 37), column counts around its panel of 8 (1, 7, 8, 9, 33, 100),
+ *     over all bytes, -128 included): row counts around its tiles of 4
+ *     and 8 rows (1..5, 7..9, 17, 37), column counts around its panels of
+ *     8 and 16 columns (1, 7..9, 15..17, 33, 100),
  *     k from the path's shortest (1024) to 5632, dense and strided A, B, C,
  *     alpha != 1, beta != 0 (C read) and beta == 0 (C poisoned, never read);
  *   - A whose 8-bit rounding cannot meet the contract: values spanning
@@ -186,8 +187,8 @@ out:
 
 static void run_all(rayo_context *ctx, const char *backend)
 {
-    static const size_t rows[] = { 1, 2, 3, 4, 5, 6, 7, 9, 37 };
-    static const size_t cols[] = { 1, 7, 8, 9, 33, 100 };
+    static const size_t rows[] = { 1, 2, 3, 4, 5, 7, 8, 9, 17, 37 };
+    static const size_t cols[] = { 1, 7, 8, 9, 15, 16, 17, 33, 100 };
     static const size_t k4_0[] = { 1024, 1056, 2048, 4128, 5632 };
     static const float ab[][2] = { { 1.0f, 0.0f }, { -0.75f, 0.5f }, { 2.5f, 0.0f } };
     size_t serial = 0;

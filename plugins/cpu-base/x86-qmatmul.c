@@ -12,16 +12,21 @@
 #include <string.h>
 
 #define BLOCK 32     /* values of A per int8 block, and of B per code block */
-#define COLS 8       /* columns of a panel: one 32-bit lane each */
-#define TILE_ROWS 4  /* rows of A per tile: 4 integer and 4 float sums stay in registers */
 #define ROUND_ROWS 8 /* rows of A per task of its rounding */
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+#define COLS_MAX 16 /* the avx512 plugin's 512-bit tiles: 16 columns, 8 rows */
+#define ROWS_MAX 8
+#else
+#define COLS_MAX 8 /* 256-bit tiles: 8 columns, 4 rows */
+#define ROWS_MAX 4
+#endif
 
-/* 32 values of 8 columns of B: codes[32 g + 4 j + i] is value 4 g + i of
- * column j (u8, 0..15; Q8_0: its signed bytes as they are); the column's
- * value v is scale[j] code - min[j]. */
+/* 32 values of `cols` (8 or 16: the tile's) columns of B: codes[4 cols g +
+ * 4 j + i] is value 4 g + i of column j (u8, 0..15; Q8_0: its signed bytes
+ * as they are); the column's value v is scale[j] code - min[j]. */
 typedef struct panel_block {
-    uint8_t codes[BLOCK * COLS];
-    float scale[COLS], min[COLS];
+    uint8_t codes[BLOCK * COLS_MAX];
+    float scale[COLS_MAX], min[COLS_MAX];
 } panel_block;
 
 /* A rounded: row r's value i is d[r][i / 32] q[r][i]; dsum16 is d times the
@@ -32,9 +37,17 @@ typedef struct rounded_a {
     float *d, *dsum, *dsum16;
 } rounded_a;
 
-/* acc[t] (8 columns) = row t of A times the panel (x86-qmatmul-tile_tmpl.c). */
-typedef void tile_fn(const panel_block *panel, size_t blocks, int shift, const int8_t *const x[TILE_ROWS],
-                     const float *const d[TILE_ROWS], const float *const dsum[TILE_ROWS], __m256 acc[TILE_ROWS]);
+/* out[COLS_MAX t + j] = row t of A times column j of the panel
+ * (x86-qmatmul-tile_tmpl.c). */
+typedef void tile_fn(const panel_block *panel, size_t blocks, int shift, const int8_t *const x[ROWS_MAX],
+                     const float *const d[ROWS_MAX], const float *const dsum[ROWS_MAX], float *out);
+
+/* A tile function and its shape. */
+typedef struct tile_kind {
+    tile_fn *fn;
+    size_t cols; /* columns of a panel: one 32-bit lane each */
+    int rows;    /* rows of A: their integer and float sums stay in registers */
+} tile_kind;
 
 typedef struct qmatmul_job {
     const rayo_call *call;
@@ -44,7 +57,7 @@ typedef struct qmatmul_job {
     size_t b_stride;     /* bytes between rows of B */
     rounded_a a;
     panel_block *panels; /* one panel of blocks << shift blocks per worker */
-    tile_fn *tile;       /* the tile for this CPU */
+    tile_kind tile;      /* the tile for this CPU */
     unsigned char *row_ok; /* per row of A: 1 rounded within the budget, 0 left to the f32 path */
     float *row_dmax;     /* per row of A: its largest block scale */
 } qmatmul_job;
@@ -233,7 +246,7 @@ static __m256i codes_q6_k(const uint8_t *row, size_t b, int h, float *scale, flo
 
 /* The 8 x 8 transpose of 32-bit elements: out[g] holds element g of each of
  * in[0..7], so lane j of out[g] is codes 4 g .. 4 g + 3 of column j. */
-static void transpose8(const __m256i in[COLS], __m256i out[COLS])
+static void transpose8(const __m256i in[8], __m256i out[8])
 {
     __m256i t[8], u[8];
     for (int i = 0; i < 4; i++) {
@@ -264,31 +277,34 @@ static __m256i column_codes(const qmatmul_job *job, const uint8_t *row, size_t p
     }
 }
 
-/* Columns col0 .. col0 + 7 of op(B) (rows of B) into panel; columns past n
- * get zero codes, scales and mins. */
+/* Columns col0 .. col0 + cols - 1 of op(B) (rows of B) into panel, 8 at a
+ * time; columns past n get zero codes, scales and mins. */
 static void pack_panel(const qmatmul_job *job, size_t col0, panel_block *panel)
 {
     const rayo_call *c = job->call;
-    size_t cols = c->n - col0 < COLS ? c->n - col0 : COLS;
-    for (size_t pb = 0; pb < job->blocks << job->shift; pb++) {
-        __m256i in[COLS], out[COLS];
-        for (size_t j = 0; j < COLS; j++) {
-            float *scale = &panel[pb].scale[j], *min = &panel[pb].min[j];
-            if (j >= cols)
-                in[j] = _mm256_setzero_si256(), *scale = *min = 0.0f;
-            else
-                in[j] = column_codes(job, (const uint8_t *)c->b + (col0 + j) * job->b_stride, pb, scale, min);
+    size_t cols = job->tile.cols, valid = c->n - col0 < cols ? c->n - col0 : cols;
+    for (size_t pb = 0; pb < job->blocks << job->shift; pb++)
+        for (size_t h = 0; h < cols; h += 8) {
+            __m256i in[8], out[8];
+            for (size_t j = 0; j < 8; j++) {
+                float *scale = &panel[pb].scale[h + j], *min = &panel[pb].min[h + j];
+                if (h + j >= valid)
+                    in[j] = _mm256_setzero_si256(), *scale = *min = 0.0f;
+                else
+                    in[j] = column_codes(job, (const uint8_t *)c->b + (col0 + h + j) * job->b_stride, pb, scale, min);
+            }
+            transpose8(in, out);
+            for (size_t g = 0; g < 8; g++)
+                _mm256_storeu_si256((__m256i *)(panel[pb].codes + 4 * cols * g + 4 * h), out[g]);
         }
-        transpose8(in, out);
-        for (int g = 0; g < COLS; g++)
-            _mm256_storeu_si256((__m256i *)(panel[pb].codes + 32 * g), out[g]);
-    }
 }
 
-/* ---- the tile --------------------------------------------------------------- */
+/* ---- the tiles -------------------------------------------------------------- */
 
 /* AVX2: vpmaddubsw sums pairs of products into 16 bits, 8 groups of 4
  * values at most 8 x 2 x 15 x 127 = 30480; vpmaddwd widens them. */
+#define TILE_BITS 256
+#define TILE_ROWS 4
 #define TILE_NAME tile_maddubs
 #define TILE_SUM(s, w, x) _mm256_add_epi16((s), _mm256_maddubs_epi16((w), (x)))
 #define TILE_WIDEN(s) _mm256_madd_epi16((s), _mm256_set1_epi16(1))
@@ -311,87 +327,102 @@ static void pack_panel(const qmatmul_job *job, size_t col0, panel_block *panel)
 #define TILE_SUM(s, w, x) _mm256_add_epi32((s), _mm256_madd_epi16(_mm256_maddubs_epi16((w), (x)), _mm256_set1_epi16(1)))
 #define TILE_WIDEN(s) (s)
 #include "x86-qmatmul-tile_tmpl.c"
+#undef TILE_BITS
+#undef TILE_ROWS
 
-#if defined(__AVX512F__) && defined(__AVX512VL__)
+#if COLS_MAX == 16
 /* The avx512 plugin, on a CPU with AVX512_VNNI: vpdpbusd sums the products
- * of 4 codes with 4 values straight into 32 bits, one instruction where
- * AVX2 takes two (the same exact integer sums, so the same results). */
+ * of 4 codes with 4 values straight into 32 bits (the same exact integer
+ * sums as the AVX2 tiles, so the same results), 16 columns at a time;
+ * 8 rows keep 8 integer and 8 float sums, the codes, scales and mins in
+ * 19 of the 32 registers, and read each vector of codes once per 8
+ * products.  Q8_0's signed codes w: |w| against x negated where w < 0
+ * (AVX-512 has no vpsignb; |x| <= 127, so the negation is exact). */
 #pragma GCC push_options
 #pragma GCC target("avx512vnni")
+#define TILE_BITS 512
+#define TILE_ROWS 8
 #define TILE_NAME tile_vnni
-#define TILE_SUM(s, w, x) _mm256_dpbusd_epi32((s), (w), (x))
+#define TILE_SUM(s, w, x) _mm512_dpbusd_epi32((s), (w), (x))
 #define TILE_WIDEN(s) (s)
 #include "x86-qmatmul-tile_tmpl.c"
 #define TILE_NAME tile_vnni_signed
-#define TILE_SUM(s, w, x) _mm256_dpbusd_epi32((s), _mm256_abs_epi8(w), _mm256_sign_epi8((x), (w)))
+#define TILE_SUM(s, w, x) \
+    _mm512_dpbusd_epi32((s), _mm512_abs_epi8(w), _mm512_mask_sub_epi8((x), _mm512_movepi8_mask(w), _mm512_setzero_si512(), (x)))
 #define TILE_WIDEN(s) (s)
 #include "x86-qmatmul-tile_tmpl.c"
+#undef TILE_BITS
+#undef TILE_ROWS
 #pragma GCC pop_options
 #endif
 
 /* The tile for this CPU and B's codes (signed for Q8_0, 6-bit for Q6_K). */
-static tile_fn *tile_for_cpu(rayo_dtype bdt)
+static tile_kind tile_for_cpu(rayo_dtype bdt)
 {
     int is_signed = bdt == RAYO_DTYPE_Q8_0;
-#if defined(__AVX512F__) && defined(__AVX512VL__)
+#if COLS_MAX == 16
     if (__builtin_cpu_supports("avx512vnni"))
-        return is_signed ? tile_vnni_signed : tile_vnni;
+        return (tile_kind){ is_signed ? tile_vnni_signed : tile_vnni, 16, 8 };
 #endif
     if (bdt == RAYO_DTYPE_Q6_K)
-        return tile_maddubs_wide;
-    return is_signed ? tile_maddubs_signed : tile_maddubs;
+        return (tile_kind){ tile_maddubs_wide, 8, 4 };
+    return (tile_kind){ is_signed ? tile_maddubs_signed : tile_maddubs, 8, 4 };
 }
 
-/* C[r0 + t][col0 ..] = alpha acc[t] + beta C (C unread when beta == 0),
- * for the rows rounded within the budget. */
-static void store_tile(const rayo_call *c, const unsigned char *row_ok, size_t r0, int rows, size_t col0,
-                       const __m256 acc[TILE_ROWS])
+/* C[r0 + t][col0 ..] = alpha out[t] + beta C (C unread when beta == 0),
+ * for the rows rounded within the budget, 8 columns at a time. */
+static void store_tile(const qmatmul_job *job, size_t r0, int rows, size_t col0, const float *out)
 {
-    size_t ldc = c->ldy ? c->ldy : c->n, cols = c->n - col0 < COLS ? c->n - col0 : COLS;
+    const rayo_call *c = job->call;
+    size_t ldc = c->ldy ? c->ldy : c->n;
     __m256 alpha = _mm256_set1_ps(c->alpha), beta = _mm256_set1_ps(c->beta);
     for (int t = 0; t < rows; t++) {
-        float v[COLS], *y = (float *)c->y + (r0 + t) * ldc + col0;
-        if (!row_ok[r0 + t])
+        if (!job->row_ok[r0 + t])
             continue; /* the f32 path's row */
-        __m256 out = _mm256_mul_ps(alpha, acc[t]);
-        if (cols == COLS) { /* a whole panel: one store, the scalar stores cost a cache miss each */
-            _mm256_storeu_ps(y, c->beta == 0.0f ? out : _mm256_fmadd_ps(beta, _mm256_loadu_ps(y), out));
-            continue;
+        for (size_t h = 0; h < job->tile.cols && col0 + h < c->n; h += 8) {
+            float v[8], *y = (float *)c->y + (r0 + t) * ldc + col0 + h;
+            size_t cols = c->n - col0 - h < 8 ? c->n - col0 - h : 8;
+            __m256 o = _mm256_mul_ps(alpha, _mm256_loadu_ps(out + COLS_MAX * t + h));
+            if (cols == 8) { /* one store: the scalar stores cost a cache miss each */
+                _mm256_storeu_ps(y, c->beta == 0.0f ? o : _mm256_fmadd_ps(beta, _mm256_loadu_ps(y), o));
+                continue;
+            }
+            _mm256_storeu_ps(v, o);
+            for (size_t j = 0; j < cols; j++)
+                y[j] = c->beta == 0.0f ? v[j] : v[j] + c->beta * y[j];
         }
-        _mm256_storeu_ps(v, out);
-        for (size_t j = 0; j < cols; j++)
-            y[j] = c->beta == 0.0f ? v[j] : v[j] + c->beta * y[j];
     }
 }
 
-/* Rows r0 .. r0 + rows - 1 of C, columns col0 ..; a tile of fewer than 4
- * rows repeats its last row (computed, not stored). */
+/* Rows r0 .. r0 + rows - 1 of C, columns col0 ..; a tile of fewer rows than
+ * the tile's repeats its last row (computed, not stored). */
 static void run_tile(const qmatmul_job *job, const panel_block *panel, size_t r0, int rows, size_t col0)
 {
-    const int8_t *x[TILE_ROWS];
-    const float *d[TILE_ROWS], *dsum[TILE_ROWS];
-    for (int t = 0; t < TILE_ROWS; t++) {
+    const int8_t *x[ROWS_MAX];
+    const float *d[ROWS_MAX], *dsum[ROWS_MAX];
+    float out[ROWS_MAX * COLS_MAX];
+    for (int t = 0; t < job->tile.rows; t++) {
         size_t r = r0 + (size_t)(t < rows ? t : rows - 1);
         x[t] = job->a.q + r * job->blocks * BLOCK;
         d[t] = job->a.d + r * job->blocks;
         dsum[t] = job->bdt == RAYO_DTYPE_Q6_K ? job->a.dsum16 + 2 * r * job->blocks : job->a.dsum + r * job->blocks;
     }
-    __m256 acc[TILE_ROWS];
-    job->tile(panel, job->blocks, job->shift, x, d, dsum, acc);
-    store_tile(job->call, job->row_ok, r0, rows, col0, acc);
+    job->tile.fn(panel, job->blocks, job->shift, x, d, dsum, out);
+    store_tile(job, r0, rows, col0, out);
 }
 
-/* Task p: columns 8p .. 8p + 7 for every row of A; the panel (k / 32 x 320
- * bytes, 56 KiB at k = 5632) stays in L2 while the rows stream past it. */
+/* Task p: columns 16p .. 16p + 15 (8p .. with 8-column tiles) for every
+ * row of A; the panel (k / 32 blocks of 320 or 640 bytes: 55 or 110 KiB at
+ * k = 5632) stays in L2 while the rows stream past it. */
 static void panel_task(void *arg, size_t p, unsigned worker)
 {
     const qmatmul_job *job = arg;
+    const rayo_call *c = job->call;
     panel_block *panel = job->panels + (worker * job->blocks << job->shift);
-    pack_panel(job, p * COLS, panel);
-    for (size_t r0 = 0; r0 < job->call->m; r0 += TILE_ROWS) {
-        size_t rows = job->call->m - r0 < TILE_ROWS ? job->call->m - r0 : TILE_ROWS;
-        run_tile(job, panel, r0, (int)rows, p * COLS);
-    }
+    size_t rows = (size_t)job->tile.rows, col0 = p * job->tile.cols;
+    pack_panel(job, col0, panel);
+    for (size_t r0 = 0; r0 < c->m; r0 += rows)
+        run_tile(job, panel, r0, (int)(c->m - r0 < rows ? c->m - r0 : rows), col0);
 }
 
 /* ---- the call ----------------------------------------------------------------- */
@@ -448,7 +479,7 @@ static rayo_status run_rounded(void *state, const qmatmul_job *job, size_t f32_r
         if (s != RAYO_OK)
             return s;
     }
-    cpu_parallel(state, (call->n + COLS - 1) / COLS, panel_task, (void *)job);
+    cpu_parallel(state, (call->n + job->tile.cols - 1) / job->tile.cols, panel_task, (void *)job);
     return RAYO_OK;
 }
 

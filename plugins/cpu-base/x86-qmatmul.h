@@ -21,11 +21,12 @@
  * with no horizontal sums, B is repacked per call, 8 rows (output columns)
  * at a time, into a panel whose 32-bit lanes are the 8 columns: each
  * vector holds 4 codes of each column, and 4 values of a row of A are
- * broadcast against it.  The repacking reads B once per call; the
- * products use each weight m times.  In the avx512 plugin on a CPU with
- * AVX512_VNNI, vpdpbusd sums the products of 4 codes straight into 32-bit
- * lanes (the same integer sums: the same results; only that plugin's tests
- * on such a CPU run it).
+ * broadcast against it, 4 rows of A per tile.  The repacking reads B once
+ * per call; the products use each weight m times.  In the avx512 plugin on
+ * a CPU with AVX512_VNNI, panels are 16 columns (512-bit vectors), tiles
+ * 8 rows of A, and vpdpbusd sums the products of 4 codes straight into
+ * 32-bit lanes (the same integer sums: the same results; only that
+ * plugin's tests on such a CPU run it).
  *
  * Accuracy: the rounding of A (at most 1/254 of its block's largest |x|
  * per value) is the only error beyond f32 sums.  The errors of a row are
