@@ -29,8 +29,8 @@
  * probabilities and sums are float64, like the scalar reference (an f16
  * cache is widened exactly): the strict contract holds for every call.
  *
- * attn_{warp,block}_<kv>_v_d<D>_relaxed, for relaxed calls with aligned
- * rows: the same warps in float32 (q, scores, running maxima, sums, p and
+ * attn_{warp,block}_<kv>_v_d64_relaxed, for relaxed calls with aligned
+ * rows and head_dim up to 64: the same warps in float32 (q, scores, running maxima, sums, p and
  * accumulators; K and V widened to float32, e^x by ex2.approx), each score
  * summed in blocks of 8 products; (m, sum, acc) widened to float64 for
  * the scratch and the merges, which are the strict kernels'.  (Prefetching
@@ -1040,8 +1040,9 @@ void infer_attention(strbuf *mod)
                 for (int merged = 0; merged < 2; merged++)
                     gen_attn_warp(mod, half, vec, dmax, merged, 0);
     gen_attn_merge(mod);
-    for (int half = 0; half < 2; half++) /* relaxed: aligned rows (others take the strict kernels) */
-        for (int dmax = 64; dmax <= RAYO_PTX_ATTN_MAX_DIM; dmax *= 2)
-            for (int merged = 0; merged < 2; merged++)
-                gen_attn_warp(mod, half, 1, dmax, merged, 1);
+    /* relaxed: aligned rows, head_dim up to 64 (others take the strict kernels:
+     * on an H200 the float32 ones at 128 were slower in a 7B-shape prefill) */
+    for (int half = 0; half < 2; half++)
+        for (int merged = 0; merged < 2; merged++)
+            gen_attn_warp(mod, half, 1, 64, merged, 1);
 }

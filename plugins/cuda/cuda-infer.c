@@ -566,10 +566,20 @@ static int apart_from_launch(const cuda_op *ops, size_t n, const cuda_op *norm, 
  * that part starting at an even row of the launch (gemv8xr_*: a pair's two
  * rows go to two warps of a block), its output in place or apart from all
  * the launch touches, and the positions apart from what it writes; else 0.
- * The products then are as in gemv8x_*, the ropes as in rope2_*. */
+ * The products then are as in gemv8x_*, the ropes as in rope2_*.  Only where
+ * the launch's warps take one row each (the rows fit one pass of the grid):
+ * with more, each row pair's exchange holds its two warps back from their
+ * next rows, and on an H200 a 7B-shape decode (12288 rows of 4096 values)
+ * ran 8% slower fused than with its own rope launch, where a TinyLlama-shape
+ * one (2560 rows) ran 6% faster. */
 static size_t rope_tail(const cuda_state *st, const cuda_op *ops, size_t n, size_t count, const cuda_op *norm)
 {
     if (!st->fuse_rope || n + 2 > count || ops[n - 1].op != RAYO_OP_GEMV || !rope_pair_suits(&ops[n], &ops[n + 1]))
+        return 0;
+    size_t rows = 0;
+    for (size_t i = 0; i < n; i++)
+        rows += ops[i].m;
+    if (rows > (size_t)st->sm_count * 2 * RAYO_PTX_GEMV8_WARPS)
         return 0;
     int part[2] = {roped_part(ops, n, &ops[n]), roped_part(ops, n, &ops[n + 1])};
     if (part[0] < 0 || part[1] < 0 || part[0] == part[1] || !apart_from_launch(ops, n, norm, ops[n].b, 4))
@@ -606,8 +616,11 @@ static void fused_rope_params(const cuda_op *ops, size_t n, fused_rope_args *fa,
  * (decode: one query), at most 256 (attn_merge).  Where the ranges are few
  * (a short cache: RAYO_PTX_ATTN_BLOCK_WARPS), attn_block_* runs them as the
  * warps of one block that merges them itself, the same results in one
- * launch.  Relaxed calls with aligned rows take the _relaxed variants
- * (float32 scores, sums and accumulators) with the same plan and merges:
+ * launch.  Relaxed calls with aligned rows and head_dim up to 64 take the
+ * _relaxed variants (float32 scores, sums and accumulators) with the same
+ * plan and merges (at head_dim 128 they were slower than the float64 ones in
+ * a 7B-shape prefill on an H200: 190 against 139 us a call at 128 tokens,
+ * 2.11 against 1.42 ms at 512):
  * on an H200 they were slower with about 4096 warps (12-19% with 32 KV
  * heads, the same with 4) and with ranges of at least 128 keys (1.35-2x at
  * 192 and 4096 keys). */
@@ -686,7 +699,7 @@ static rayo_status launch_attention(cuda_state *st, CUstream stream, const cuda_
     int vec = attn_rows_aligned(op, p, half ? 2 : 4, kt, kh, vt, vh);
     char name[48]; /* the variant for head_dim: 64, 128 or 256 dimensions at most */
     snprintf(name, sizeof name, "attn_%s_%s%s_d%d%s", merged ? "block" : "warp", half ? "f16" : "f32",
-             vec ? "_v" : "", dmax, vec && op->precision == RAYO_PRECISION_RELAXED ? "_relaxed" : "");
+             vec ? "_v" : "", dmax, vec && dmax == 64 && op->precision == RAYO_PRECISION_RELAXED ? "_relaxed" : "");
     unsigned gz = (unsigned)min_size(p->n_q, MAX_GRID_Y);
     CUfunction fn;
     rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
