@@ -5,6 +5,7 @@
 # plugin's own driver loader (cuda-host-bench) stays in plugins/cuda.
 
 EXTRA_DIST += bench/README.md bench/gpu-run.sh bench/gpu-common.sh bench/cuda-decode-run.sh bench/decode-step-kernels.py bench/cuda-prompt-run.sh \
+	bench/vulkan-llama-run.sh bench/llama-gpu-run.sh \
 	bench/infer-cpu.sh bench/llama-speed.sh bench/llama-cpu.sh bench/llama-cpu-package.sh bench/llama-speed-llamacpp.mjs bench/llama-torch.py \
 	bench/wasm-quant-gemv.sh bench/web-speed.sh bench/web-speed.mjs \
 	bench/cuda-matmul.sh bench/cuda-half-matmul.sh bench/cuda-small-matmul.sh bench/cuda-tf32-wgmma.sh \
