@@ -93,10 +93,13 @@ run_tests() {
     # Under qemu every program runs ~10x slower: rayo-conform runs --quick
     # (the native build runs the full sizes), and ptxas, which assembles the
     # same PTX as the native build, is not run again; nor is the conformance
-    # engine's own test (plain C on a fake backend: no aarch64 plugin code).
+    # engine's own test (plain C on a fake backend: no aarch64 plugin code),
+    # nor the configure script's test (it runs the host's configure, the
+    # same as the native build's).
     RAYO_CONFORM_ARGS=${RAYO_CONFORM_ARGS:---quick} \
         RAYO_PTXAS_DONE="the native build assembles the same PTX" \
         RAYO_ENGINE_CHECKED="the native build checks the conformance engine" \
+        RAYO_CONFIGURE_CHECKED="the native build runs the configure script's test" \
         RAYO_CONFORM_COVERED=neon \
         make -j"$jobs" check LOG_COMPILER="$srcdir/tests/qemu-wrap.sh" || rc=$?
     local pass fail skip

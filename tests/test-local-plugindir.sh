@@ -5,6 +5,13 @@
 # prefix has no second directory (localplugindir is plugindir), and
 # --with-local-plugindir still sets one.  Runs configure in scratch folders
 # (only configure: nothing is built) and reads the rayo.pc it writes.
+# RAYO_CONFIGURE_CHECKED (a reason) skips it where another build of the same
+# source tree already ran it: it tests only the configure script, never the
+# build it runs in (the sanitizer, distcheck and cross builds in CI).
+if [ -n "${RAYO_CONFIGURE_CHECKED:-}" ]; then
+    echo "SKIP: $RAYO_CONFIGURE_CHECKED"
+    exit 77
+fi
 srcdir=${abs_top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
