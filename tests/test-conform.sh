@@ -6,7 +6,9 @@
 # (RAYO_CONFORM_ARGS=--quick make check: a faster run); RAYO_CONFORM_SEED
 # replays a run.  RAYO_CONFORM_COVERED (comma-separated backend names) leaves
 # out backends another test of the same run checks with the same options
-# (the aarch64 build under qemu: test-neon-conform.sh checks neon).
+# (in CI's --quick runs: test-neon-conform.sh checks neon under qemu,
+# test-avx512-conform.sh avx512 and test-vulkan-conform.sh vulkan under the
+# sanitizers and in distcheck).
 builddir=${abs_top_builddir:-$(pwd)}
 conform=$builddir/tools/rayo-conform
 if [ ! -x "$conform" ]; then
