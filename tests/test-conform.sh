@@ -7,8 +7,8 @@
 # replays a run.  RAYO_CONFORM_COVERED (comma-separated backend names) leaves
 # out backends another test of the same run checks with the same options
 # (in CI's --quick runs: test-neon-conform.sh checks neon under qemu,
-# test-avx512-conform.sh avx512 and test-vulkan-conform.sh vulkan under the
-# sanitizers and in distcheck).
+# test-avx512-conform.sh avx512 under the sanitizers and in distcheck,
+# test-vulkan-conform.sh vulkan in distcheck).
 builddir=${abs_top_builddir:-$(pwd)}
 conform=$builddir/tools/rayo-conform
 if [ ! -x "$conform" ]; then
