@@ -19,7 +19,8 @@
  * with 4 KV heads (a small model's decode step), f32 of
  * 4096 and 192) as bytes of K and V / time over the same reference, prefill (2048
  * tokens, 4 KV heads) as a time, for torch's scaled_dot_product_attention
- * in the same run (torch-infer-cuda.py); each at strict precision (rows
+ * in the same run (torch-infer-cuda.py); then head dim 128 (rows "d128":
+ * decode, f16 caches of 192 to 32768 with 32 KV heads, of 192 with 4); each at strict precision (rows
  * without a mark: float64 scores) and again at relaxed (rows "relaxed":
  * float32 scores where the rows are aligned).
  * --quick: gemv at 4096 x 11008 only; --gemv: no attention; --attention:
@@ -215,14 +216,15 @@ static void bench_gemv(rayo_context *ctx, rayo_dtype dt, size_t m, size_t n, uin
     free(y);
 }
 
-/* Attention, 32 heads, kv_heads KV heads, head dim 64, causal: decode (one
+/* Attention, 32 heads, kv_heads KV heads, head dim `dim`, causal: decode (one
  * query against a cache of n_kv, each call on another copy of the cache:
  * bytes of K and V / time) or prefill (n_q = n_kv: time, for torch's
  * scaled_dot_product_attention in the same run). */
-static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t n_kv, size_t kv_heads,
+static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t n_kv, size_t kv_heads, size_t dim,
                             uint32_t precision, double ref_gbs)
 {
-    enum { HEADS = 32, DIM = 64 };
+    enum { HEADS = 32 };
+    const size_t DIM = dim;
     size_t esize = kv == RAYO_DTYPE_F16 ? 2 : 4, kv_bytes = n_kv * kv_heads * DIM * esize;
     size_t q_bytes = n_q * HEADS * DIM * sizeof(float);
     size_t copies = n_q == 1 ? L2_DEFEAT_BYTES / (2 * kv_bytes) + 1 : 1;
@@ -260,8 +262,8 @@ static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t
     }
     double t = time_calls(ctx, calls, (int)copies, n_q == 1 ? 400 : 10);
     char name[64], note[128];
-    snprintf(name, sizeof name, "attention %s %zu x %zu kv%zu%s", rayo_dtype_name(kv), n_q, n_kv, kv_heads,
-             precision == RAYO_PRECISION_RELAXED ? " relaxed" : "");
+    snprintf(name, sizeof name, "attention %s %zu x %zu kv%zu%s%s", rayo_dtype_name(kv), n_q, n_kv, kv_heads,
+             dim == 128 ? " d128" : "", precision == RAYO_PRECISION_RELAXED ? " relaxed" : "");
     if (n_q == 1) {
         double gbs = 2.0 * (double)kv_bytes / t * 1e-9;
         snprintf(note, sizeof note, "%.2f us, %.2fx the sum reference (bytes of K and V)", t * 1e6, gbs / ref_gbs);
@@ -283,7 +285,8 @@ static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t
 /* The attention cases: decode at the cache lengths and KV head counts of
  * 7B-class models (4 KV heads: grouped queries; 32: one a head), decode at
  * a short f32 cache (192 keys: rayo-llama's decode of 64 tokens after 128,
- * where the time is a launch's), prefill. */
+ * where the time is a launch's), prefill; head_dim 64, then decode at
+ * head_dim 128 (a Llama-2-7B layer: 32 KV heads, f16 cache). */
 static void bench_attentions(rayo_context *ctx, double ref)
 {
     static const size_t kv_heads[] = {4, 32}, n_kv[] = {4096, 32768};
@@ -292,13 +295,17 @@ static void bench_attentions(rayo_context *ctx, double ref)
         uint32_t pr = precisions[r];
         for (size_t h = 0; h < 2; h++)
             for (size_t n = 0; n < 2; n++)
-                bench_attention(ctx, RAYO_DTYPE_F16, 1, n_kv[n], kv_heads[h], pr, ref);
-        bench_attention(ctx, RAYO_DTYPE_F16, 1, 192, 4, pr, ref);
-        bench_attention(ctx, RAYO_DTYPE_F32, 1, 4096, 4, pr, ref);
-        bench_attention(ctx, RAYO_DTYPE_F32, 1, 192, 4, pr, ref);
-        bench_attention(ctx, RAYO_DTYPE_F32, 1, 192, 32, pr, ref);
-        bench_attention(ctx, RAYO_DTYPE_F16, 2048, 2048, 4, pr, ref);
-        bench_attention(ctx, RAYO_DTYPE_F32, 2048, 2048, 4, pr, ref);
+                bench_attention(ctx, RAYO_DTYPE_F16, 1, n_kv[n], kv_heads[h], 64, pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F16, 1, 192, 4, 64, pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F32, 1, 4096, 4, 64, pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F32, 1, 192, 4, 64, pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F32, 1, 192, 32, 64, pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F16, 2048, 2048, 4, 64, pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F32, 2048, 2048, 4, 64, pr, ref);
+        static const size_t n_kv128[] = {192, 1024, 2048, 4096, 32768};
+        for (size_t n = 0; n < sizeof n_kv128 / sizeof n_kv128[0]; n++)
+            bench_attention(ctx, RAYO_DTYPE_F16, 1, n_kv128[n], 32, 128, pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F16, 1, 192, 4, 128, pr, ref);
     }
 }
 

@@ -447,24 +447,32 @@ static void warp_tile(kern *k, const warp_regs *g, int half, int vec, int dmax, 
     warp_pv(k, g, half, vec, dmax, tb, j1, acc);
 }
 
+void attn_read_params(kern *k, attn_params *a)
+{
+    a->q = param_global(k, "p_q");
+    a->k = param_global(k, "p_k");
+    a->v = param_global(k, "p_v");
+    a->n_q = param_u64(k, "p_n_q");
+    a->n_kv = param_u64(k, "p_n_kv");
+    a->group = param_u64(k, "p_group");
+    a->d = param_u64(k, "p_d");
+    a->causal = param_u64(k, "p_causal");
+    a->qt = param_u64(k, "p_qt");
+    a->qh = param_u64(k, "p_qh");
+    a->kt = param_u64(k, "p_kt");
+    a->kh = param_u64(k, "p_kh");
+    a->vt = param_u64(k, "p_vt");
+    a->vh = param_u64(k, "p_vh");
+}
+
 /* attn_warp's parameters, its scale in the warp's width, lane and warp. */
 static void warp_params(kern *k, warp_regs *g)
 {
+    attn_params a;
     g->part = param_global(k, "p_part");
-    g->q = param_global(k, "p_q");
-    g->k = param_global(k, "p_k");
-    g->v = param_global(k, "p_v");
-    g->n_q = param_u64(k, "p_n_q");
-    g->n_kv = param_u64(k, "p_n_kv");
-    g->group = param_u64(k, "p_group");
-    g->d = param_u64(k, "p_d");
-    g->causal = param_u64(k, "p_causal");
-    g->qt = param_u64(k, "p_qt");
-    g->qh = param_u64(k, "p_qh");
-    g->kt = param_u64(k, "p_kt");
-    g->kh = param_u64(k, "p_kh");
-    g->vt = param_u64(k, "p_vt");
-    g->vh = param_u64(k, "p_vh");
+    attn_read_params(k, &a);
+    g->q = a.q, g->k = a.k, g->v = a.v, g->n_q = a.n_q, g->n_kv = a.n_kv, g->group = a.group, g->d = a.d;
+    g->causal = a.causal, g->qt = a.qt, g->qh = a.qh, g->kt = a.kt, g->kh = a.kh, g->vt = a.vt, g->vh = a.vh;
     g->chunk = param_u64(k, "p_chunk");
     g->splits = param_u64(k, "p_splits");
     g->nb = param_u64(k, "p_nb"); /* warps in all: KV heads x ng */

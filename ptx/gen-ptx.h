@@ -16,7 +16,8 @@
  *                   wgmma.c (TF32, f16 and bf16 on Hopper's warpgroup MMA, sm_90a),
  *                   infer-gemv.c + infer-gemv8.c + infer-ops.c + attention.c
  *                   (module "infer": gemv with half and quantized weights, and
- *                   with 8-bit x; glu, rope, convert, get_rows; fused attention)
+ *                   with 8-bit x; glu, rope, convert, get_rows; fused attention),
+ *                   attn-cluster.c (attn_cluster: relaxed decode attention, sm_90)
  *
  * A kernel is written into a `kern`: each helper takes fresh virtual
  * registers (nf, nr, ...), and emit() prints one instruction with their
@@ -177,7 +178,8 @@ void block_tile(kern *k, int raster, int *tile_m, int *tile_n);
 
 /* module_elementwise() ...: one for each of RAYO_PTX_MODULES (cuda-ptx.h);
  * module_mma16 is in tf32.c (the f16/bf16 kernels on the TF32 kernels'
- * generator), module_rows_cluster in rows.c. */
+ * generator), module_rows_cluster in rows.c, module_attn_cluster in
+ * attn-cluster.c. */
 #define GEN_PTX_MODULE_FN(ID, name, min_sm, arch_specific) void module_##name(strbuf *mod);
 RAYO_PTX_MODULES(GEN_PTX_MODULE_FN)
 #undef GEN_PTX_MODULE_FN
@@ -194,6 +196,13 @@ int swiglu_value(kern *k, int g, int u);
  * inv_freq[i] (i .b32; ratio, scale .f64 as the rope kernels take them):
  * *o1 = u cos - v sin, *o2 = u sin + v cos (.f32), as rope_* computes them */
 void rope_rotate(kern *k, int pos, int i, int ratio, int scale, int u, int v, int *o1, int *o2);
+/* attention.c: the parameters of every attention kernel (attn_warp_*,
+ * attn_block_*, attn_dec_*): pointers q, k, v (.b64 global), the shape and
+ * the strides (.u64), read in this order */
+typedef struct attn_params {
+    int q, k, v, n_q, n_kv, group, d, causal, qt, qh, kt, kh, vt, vh;
+} attn_params;
+void attn_read_params(kern *k, attn_params *a);
 /* infer-gemv8.c: gemv with Q8_0 / Q4_0 / Q4_K / Q6_K weights and 8-bit x (relaxed calls) */
 void infer_gemv8(strbuf *mod);
 /* infer-ops.c: the other kernels of module "infer" (glu, rope, convert) */

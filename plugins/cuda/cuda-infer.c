@@ -623,7 +623,8 @@ static void fused_rope_params(const cuda_op *ops, size_t n, fused_rope_args *fa,
  * 2.11 against 1.42 ms at 512):
  * on an H200 they were slower with about 4096 warps (12-19% with 32 KV
  * heads, the same with 4) and with ranges of at least 128 keys (1.35-2x at
- * 192 and 4096 keys). */
+ * 192 and 4096 keys).  Relaxed decode steps on sm_90 take attn_dec_*
+ * instead (attn_decode_cluster, below). */
 #define ATTN_WANT_WARPS 2048
 #define ATTN_MAX_SPLITS 256
 
@@ -668,6 +669,46 @@ static int attn_rows_aligned(const cuda_op *op, const rayo_attention_params *p, 
            kh * esize % 16 == 0 && vt * esize % 16 == 0 && vh * esize % 16 == 0;
 }
 
+/* attn_dec_* (module attn_cluster, sm_90): relaxed calls of at most
+ * ATTN_DEC_MAX_Q queries against at most ATTN_DEC_MAX_KV keys with aligned
+ * rows (a decode step), head_dim up to 128.  A cluster of 2, 4 or 8 CTAs a
+ * (query, head): the fewest whose warps take every key in one tile each (8
+ * keys a warp at head_dim 128, 16 at 64), 8 past that, so that a replayed
+ * decode keeps one kernel (and its graph) from 129 keys on at head_dim 128.
+ * Longer caches take attn_warp_* and attn_merge: on an H200 attn_dec_* was
+ * faster there too with one KV head a head (27.8 against 47.5 us at 4096
+ * keys, 32 heads, head_dim 128) but slower with grouped queries at 32768
+ * keys (72 against 40 us, 4 KV heads, head_dim 64: each head of a group
+ * reads the group's rows again), and the conformance suite has checked it
+ * up to 2048 keys only. */
+#define ATTN_DEC_MAX_Q 4
+#define ATTN_DEC_MAX_KV 2048
+
+static int attn_decode_cluster(const cuda_state *st, const cuda_op *op, const rayo_attention_params *p, int vec)
+{
+    return st->use_attn_cluster && st->ptx_target >= 90 && vec && op->precision == RAYO_PRECISION_RELAXED &&
+           p->head_dim <= 128 && p->n_q <= ATTN_DEC_MAX_Q && p->n_kv <= ATTN_DEC_MAX_KV;
+}
+
+static rayo_status launch_attn_decode(cuda_state *st, CUstream stream, const cuda_op *op, void **args)
+{
+    const rayo_attention_params *p = op->params;
+    size_t dm = p->head_dim <= 64 ? 64 : 128, tile_keys = RAYO_PTX_ATTN_DEC_WARPS * 4 * (32 / (dm / 8)),
+           cluster = 2;
+    while (cluster < RAYO_PTX_ATTN_DEC_MAX_CLUSTER && cluster * tile_keys < p->n_kv)
+        cluster *= 2;
+    char name[40];
+    snprintf(name, sizeof name, "attn_dec_%s_d%zu_c%zu", p->kv_dtype == RAYO_DTYPE_F16 ? "f16" : "f32", dm,
+             cluster);
+    CUfunction fn;
+    rayo_status s = cuda_function(st, MOD_ATTN_CLUSTER, name, &fn);
+    if (s != RAYO_OK)
+        return s;
+    CUresult r = cuda_launch_kernel(st, fn, (unsigned)cluster, (unsigned)p->n_heads, (unsigned)p->n_q,
+                                    32 * RAYO_PTX_ATTN_DEC_WARPS, 1, 1, 0, stream, args, NULL);
+    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_dec");
+}
+
 static rayo_status launch_attention(cuda_state *st, CUstream stream, const cuda_op *op)
 {
     const rayo_attention_params *p = op->params;
@@ -697,6 +738,11 @@ static rayo_status launch_attention(cuda_state *st, CUstream stream, const cuda_
                   &chunk, &sp, &nb, &ng, &scale, &out, &ot, &oh};
     int dmax = d <= 64 ? 64 : d <= 128 ? 128 : 256, merged = st->use_attn_block && a.splits <= RAYO_PTX_ATTN_BLOCK_WARPS(dmax);
     int vec = attn_rows_aligned(op, p, half ? 2 : 4, kt, kh, vt, vh);
+    if (attn_decode_cluster(st, op, p, vec)) {
+        void *pd[] = {&out, &q, &k, &v, &n_q, &n_kv, &group, &dd, &causal, &qt, &qh, &kt, &kh, &vt, &vh, &ot, &oh,
+                      &scale};
+        return launch_attn_decode(st, stream, op, pd);
+    }
     char name[48]; /* the variant for head_dim: 64, 128 or 256 dimensions at most */
     snprintf(name, sizeof name, "attn_%s_%s%s_d%d%s", merged ? "block" : "warp", half ? "f16" : "f32",
              vec ? "_v" : "", dmax, vec && dmax == 64 && op->precision == RAYO_PRECISION_RELAXED ? "_relaxed" : "");

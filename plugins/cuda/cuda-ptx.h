@@ -31,7 +31,8 @@
     X(INFER, infer, 0, 0)                                                            \
     X(SPLITK, splitk, 0, 0)                                                          \
     X(WGMMA, wgmma, 90, 1) /* Hopper's warpgroup MMA: sm_90a */                      \
-    X(MMA16, mma16, 0, 0)
+    X(MMA16, mma16, 0, 0)                                                            \
+    X(ATTN_CLUSTER, attn_cluster, 90, 0) /* relaxed decode attention over clusters */
 
 typedef struct rayo_ptx_module {
     const char *name;     /* as in RAYO_PTX_MODULES */
@@ -117,6 +118,10 @@ static inline size_t rayo_ptx_gemv8_smem(size_t n)
  * each warp's slab of shared memory 8 HB (head_dim + 32) bytes, all of them
  * within the 48 KiB every block gets. */
 #define RAYO_PTX_ATTN_BLOCK_WARPS(dmax) ((dmax) <= 128 ? 8 : 5)
+/* attn_dec_* (module "attn_cluster", ptx/attn-cluster.c): warps per CTA,
+ * and the largest cluster (CTAs per query and head: 2, 4 or 8) */
+#define RAYO_PTX_ATTN_DEC_WARPS 4
+#define RAYO_PTX_ATTN_DEC_MAX_CLUSTER 8
 
 /* A gemm variant of module "wgmma" (sm_90a): its block tile and launch
  * shape, and the k extent of one tensor-map box (ptx/wgmma.c). */

@@ -650,7 +650,34 @@ typedef struct attention_spec {
     int causal, strided;
     float scale;            /* 0: 1 / sqrt(head_dim) */
     float offset;           /* q in offset / 6 +- 1, k in offset +- 1 (0: +-1 each) */
+    int nan;                /* NaN in q, K and V (attention_nans) */
 } attention_spec;
+
+/* A NaN at element (token, head, dim) of an f32 or f16 operand. */
+static void put_nan(gbuf *b, rayo_dtype dt, const shape3 *s, size_t token, size_t head, size_t dim)
+{
+    size_t e = token * s->stride[0] + head * s->stride[1] + dim;
+    if (dt == RAYO_DTYPE_F16) {
+        uint16_t h = 0x7e00;
+        memcpy(b->data + 2 * e, &h, 2);
+    } else {
+        float f = NAN;
+        memcpy(b->data + 4 * e, &f, 4);
+    }
+}
+
+/* NaN where the reference makes whole heads or single outputs NaN: in q of
+ * head 1 (that head), in K of the first key of KV head 0 (its score: every
+ * head of that group) and in V of the last key of the last KV head, one
+ * dimension (that output of the heads of that group). */
+static void attention_nans(ictx *x, icase *t, const attention_spec *s, const shape3 *sq, const shape3 *sk,
+                           const shape3 *sv)
+{
+    size_t d = s->head_dim;
+    put_nan(&t->buf[0], RAYO_DTYPE_F32, sq, 0, 1 % s->heads, below(&x->rng, d));
+    put_nan(&t->buf[1], s->kv, sk, 0, 0, below(&x->rng, d));
+    put_nan(&t->buf[2], s->kv, sv, s->n_kv - 1, s->kv_heads - 1, below(&x->rng, d));
+}
 
 /* Strides of one [tokens][heads][dim] operand: dense, or a view into a
  * bigger cache (room for more heads and padding in each). */
@@ -681,6 +708,8 @@ static int build_attention(ictx *x, icase *t, const void *spec)
     if (input_operand(x, t, 0, RAYO_DTYPE_F32, &sq, qo - 1, qo + 1) || input_operand(x, t, 1, s->kv, &sk, ko - 1, ko + 1) ||
         input_operand(x, t, 2, s->kv, &sv, -1, 1) || output_operand(x, t, RAYO_DTYPE_F32, &so, 0))
         return -1;
+    if (s->nan)
+        attention_nans(x, t, s, &sq, &sk, &sv);
     rayo_call *c = &t->call;
     c->op = RAYO_OP_ATTENTION;
     c->dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, s->kv, s->kv, RAYO_DTYPE_F32);
@@ -690,7 +719,7 @@ static int build_attention(ictx *x, icase *t, const void *spec)
              "heads x %zu%s, strides q %zu/%zu k %zu/%zu v %zu/%zu out %zu/%zu%s", rayo_dtype_name(s->kv),
              s->n_q, s->n_kv, s->heads, s->kv_heads, d, s->causal ? ", causal" : "", p->q_token,
              p->q_head, p->k_token, p->k_head, p->v_token, p->v_head, p->o_token, p->o_head,
-             s->offset ? ", q ~8 and k ~50 (scores ~3e3, spread ~5)" : "");
+             s->offset ? ", q ~8 and k ~50 (scores ~3e3, spread ~5)" : s->nan ? ", NaN in q, K and V" : "");
     if (!x->with_ref)
         return 0;
     ref_attention_shape shape = {s->n_q, s->n_kv, s->heads, s->kv_heads, d, s->causal, p->scale};
@@ -1225,7 +1254,7 @@ static void plan_rope(ictx *x)
 
 /* Relaxed decode at the shapes of real models, against the relaxed
  * contract: grouped queries 8:1 and one KV head a head, head_dim 64 and
- * 128, a short cache (a small model's decode step) and long ones; then the
+ * 128, short caches (a decode step of a small model, of a 7B one) and long ones; then the
  * scores near 3e3 of "attn-large" (a float score must be right to ~1e-3
  * absolute here), decode, a prefill and a long cache.  Each case twice in a
  * row: operands 64-byte aligned, then a whole element off (a kernel that
@@ -1237,17 +1266,25 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
         {3, 77, 8, 8, 128, 0, 0},     {1, 4096, 32, 4, 128, 1, 0}, {1, 4096, 32, 32, 128, 1, 0},
         {1, 32768, 32, 4, 128, 1, 0}, {1, 32768, 8, 8, 64, 1, 0},  {1, 300, 8, 2, 64, 0, 1},
         {5, 40, 4, 2, 64, 0, 1},      {1, 2000, 32, 4, 128, 0, 1}, {1, 32768, 32, 4, 128, 1, 1},
+        {1, 192, 32, 32, 128, 0, 0},  {1, 150, 32, 4, 128, 0, 0},  {2, 129, 32, 32, 128, 0, 0},
     };
     for (size_t i = 0; i < COUNT_OF(shapes); i++) {
         if (shapes[i][5] && x->opt->quick)
             continue;
         attention_spec r = {kv, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4], 1, 0, 0,
-                            shapes[i][6] ? 50 : 0};
+                            shapes[i][6] ? 50 : 0, 0};
         x->group = shapes[i][6] ? "attn-large" : NULL;
         for (int twice = 0; twice < 2; twice++)
             run_case(x, build_attention, &r, 1);
     }
     x->group = NULL;
+    /* NaN in q, K and V: the outputs the reference makes NaN, and only those */
+    static const size_t nans[][5] = {{1, 192, 32, 32, 128}, {1, 150, 32, 4, 128}, {2, 70, 8, 8, 64}};
+    for (size_t i = 0; i < COUNT_OF(nans); i++) {
+        attention_spec r = {kv, nans[i][0], nans[i][1], nans[i][2], nans[i][3], nans[i][4], 1, 0, 0, 0, 1};
+        for (int twice = 0; twice < 2; twice++)
+            run_case(x, build_attention, &r, 1);
+    }
 }
 
 static void plan_attention(ictx *x, const rayo_combo_info *combo)
@@ -1259,7 +1296,7 @@ static void plan_attention(ictx *x, const rayo_combo_info *combo)
         {1, 1, 8, 1, 64, 1}, {1, 333, 32, 4, 64, 1}, {1, 77, 15, 3, 20, 0}, {1, 50, 7, 1, 9, 1},
         {1, 100, 48, 2, 33, 1}, {3, 61, 16, 2, 64, 1}, {1, 64, 12, 3, 24, 1}, {1, 200, 16, 4, 40, 0},
     };
-    attention_spec s = {RAYO_DTYPE_OF(combo->dtypes, 1), 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    attention_spec s = {RAYO_DTYPE_OF(combo->dtypes, 1), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < COUNT_OF(shapes); i++) {
         s.n_q = shapes[i][0], s.n_kv = shapes[i][1], s.heads = shapes[i][2];
         s.kv_heads = shapes[i][3], s.head_dim = shapes[i][4], s.causal = (int)shapes[i][5];
@@ -1268,10 +1305,12 @@ static void plan_attention(ictx *x, const rayo_combo_info *combo)
         run_spec(x, build_attention, &s);
     }
     /* Decode against a long cache, in a view of one KV head of a bigger cache. */
-    attention_spec d = {s.kv, 1, 8192, 4, 1, 64, 1, 1, 0, 0};
+    attention_spec d = {s.kv, 1, 8192, 4, 1, 64, 1, 1, 0, 0, 0};
     run_spec(x, build_attention, &d);
+    attention_spec nan = {s.kv, 1, 100, 8, 2, 64, 1, 0, 0, 0, 1}; /* NaN in q, K and V */
+    run_spec(x, build_attention, &nan);
     if (!x->opt->quick) {
-        attention_spec c = {s.kv, 16, 8192, 4, 2, 64, 1, 0, 0, 0};
+        attention_spec c = {s.kv, 16, 8192, 4, 2, 64, 1, 0, 0, 0, 0};
         run_spec(x, build_attention, &c);
     }
     /* Scores near 3e3 that differ by a few units, so many weights count:
@@ -1283,7 +1322,7 @@ static void plan_attention(ictx *x, const rayo_combo_info *combo)
     x->group = "attn-large";
     for (size_t i = 0; i < COUNT_OF(large); i++) {
         attention_spec a = {s.kv, large[i][0], large[i][1], large[i][2], large[i][3], large[i][4],
-                            (int)large[i][5], (int)(i & 1), 0, 50};
+                            (int)large[i][5], (int)(i & 1), 0, 50, 0};
         run_case(x, build_attention, &a, 0);
     }
     x->group = NULL;
