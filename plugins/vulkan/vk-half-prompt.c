@@ -160,9 +160,7 @@ rayo_status vk_half_prompt(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
         st = half_rows(s, cx, &b32, &sb, call->n, l.np, call->k, call->k, &l, l.b16, l.eb);
     if (st == RAYO_OK)
         st = product(s, cx, &sb, &l);
-    if (st == RAYO_OK)
+    if (st == RAYO_OK) /* the batch's profile times these steps as the call */
         st = scale_back(s, cx, call, &sb, &yb, &l);
-    if (st == RAYO_OK)
-        vk_profile_op(s, cx, call);
     return st;
 }
