@@ -18,7 +18,7 @@
  * relaxed 2e-3 of core/rayo-ops.h; f16's range never binds (rows of 1e-30
  * or 1e30, products near 1e38 that cancel).  Values below 2^-28 of their
  * row's largest become f16 subnormals or zero: an absolute error under
- * 2^-40 of that largest value.
+ * 2^-39 of that largest value.
  *
  * Taken where the device has the f16 cooperative matrix (vk-plugin.c),
  * [backend.vulkan] half_prompt is not no, the call is relaxed, A and C f32
