@@ -30,6 +30,10 @@
 #          default: push_descriptors = no, gemv_rows = 1, gemv_wg = 128
 #          with the profile; for the prompt typed_matmul_transpose = yes,
 #          precision = f16 and two matmul tiles).
+# A shorter run: PARTS (default "checks gemv llama profile noreplay
+# variants") names the parts to run; MODELS (default "tl-q4_0 tl-q8_0
+# tl-q4_k_m 7b-q4_0") the files of part 3; CONFORM_OPS the ops rayo-conform
+# checks in part 1 (default those of a decoder).
 # Logs in $OUT/logs.tgz; a summary last.
 set -u
 mode=${1:-run}
@@ -84,7 +88,7 @@ checks() {
     LD_LIBRARY_PATH=$t/core/.libs:$LD_LIBRARY_PATH RAYO_CONFORM_SEED=$seed timeout 150 "$d/test-vulkan-infer" \
         >"$logs/test-vulkan-infer.log" 2>&1 &
     ti=$!
-    timeout 150 "$d/rayo-conform" --seed "$seed" --op gemv,attention,rope,get_rows,rmsnorm,swiglu,add,mul,convert \
+    timeout 150 "$d/rayo-conform" --seed "$seed" --op "${CONFORM_OPS:-gemv,attention,rope,get_rows,rmsnorm,swiglu,add,mul,convert}" \
         "$d/rayo-vulkan.so" >"$logs/conform.log" 2>&1
     echo "conform on vulkan (seed $seed) exit $?: $(grep -h '^Summary' "$logs/conform.log")"
     wait $tv
@@ -107,20 +111,48 @@ gemv_bench() {
     done
 }
 
+# part NAME: whether PARTS includes it
+part() {
+    case " ${PARTS:-checks gemv llama profile noreplay variants} " in *" $1 "*) return 0 ;; esac
+    return 1
+}
+
 run() {
     d=$PWD/$(dirname "$0")
     gpu_env "$d" /tmp/vulkan-logs
     vulkan_env
     gpu_make_models "$d" # the models, made while the checks run (CPU only)
-    checks
+    ! part checks || checks
     wait
-    gemv_bench
+    ! part gemv || gemv_bench
     echo "models: $(ls -s /tmp/models | tr '\n' ' ')"
     prompt=$(seq 100 227 | paste -sd, -)
     : >/tmp/empty.conf
     printf '[backend.vulkan]\nprofile = yes\n' >/tmp/profile.conf
+    ! part llama || llama_runs
+    if part profile; then
+        for m in tl-q4_0 7b-q4_0; do
+            RAYO_LOG=info llama "$m-profile" "/tmp/models/$m.gguf" /tmp/profile.conf
+            grep 'profile:' "$logs/$m-profile.log" | cut -c1-150 >/tmp/profile.txt
+            head -16 /tmp/profile.txt
+            tail -1 /tmp/profile.txt
+        done
+    fi
+    if part noreplay; then
+        # the same build without replay (the example records each step anew)
+        export RAYO_LLAMA_REPLAY=0
+        for m in tl-q4_0 7b-q4_0; do
+            llama "$m-noreplay" "/tmp/models/$m.gguf"
+        done
+        unset RAYO_LLAMA_REPLAY
+    fi
+    ! part variants || variants
+    echo "done $(date -u)"
+}
+
+llama_runs() {
     llama tl-q4_0-cold /tmp/models/tl-q4_0.gguf
-    for m in tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0; do
+    for m in ${MODELS:-tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0}; do
         llama "$m-warm" "/tmp/models/$m.gguf"
         [ -f "$d/base/rayo-vulkan.so" ] && llama "$m-base" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base" --warmup
         llama "$m-warm2" "/tmp/models/$m.gguf" /tmp/empty.conf "$d" --warmup
@@ -129,20 +161,6 @@ run() {
         tr ' ' '\n' <"$logs/$m-strict.out" >/tmp/b.tok
         echo "$m: tokens agree with the strict run up to line $(cmp /tmp/a.tok /tmp/b.tok 2>&1 | grep -o 'line [0-9]*' || echo '(all)') of $(wc -l </tmp/a.tok)"
     done
-    for m in tl-q4_0 7b-q4_0; do
-        RAYO_LOG=info llama "$m-profile" "/tmp/models/$m.gguf" /tmp/profile.conf
-        grep 'profile:' "$logs/$m-profile.log" | cut -c1-150 >/tmp/profile.txt
-        head -16 /tmp/profile.txt
-        tail -1 /tmp/profile.txt
-    done
-    # the same build without replay (the example records each step anew)
-    export RAYO_LLAMA_REPLAY=0
-    for m in tl-q4_0 7b-q4_0; do
-        llama "$m-noreplay" "/tmp/models/$m.gguf"
-    done
-    unset RAYO_LLAMA_REPLAY
-    variants
-    echo "done $(date -u)"
 }
 
 variants() {

@@ -9,7 +9,8 @@ VK_SHADER_FILES = \
 	shaders/reduce.comp shaders/rows.comp shaders/matmul.comp \
 	shaders/gemv.comp shaders/transpose.comp shaders/matmul_coop.comp \
 	shaders/gemv_quant.comp shaders/attention.comp shaders/half.glsl shaders/dequant.glsl \
-	shaders/infer_rows.comp shaders/rayo-op-ids.h
+	shaders/infer_rows.comp shaders/half_rows.comp shaders/matmul_half.comp \
+	shaders/half_scale.comp shaders/rayo-op-ids.h
 VK_SHADER_TOOLS = plugins/vulkan/shaders.list plugins/vulkan/embed-shaders.sh
 
 EXTRA_DIST += $(VK_SHADER_FILES) $(VK_SHADER_TOOLS) \
@@ -23,7 +24,8 @@ plugins_vulkan_rayo_vulkan_la_SOURCES = \
 	plugins/vulkan/vk-pipelines.c plugins/vulkan/vk-submit.c \
 	plugins/vulkan/vk-batches.c plugins/vulkan/vk-profile.c \
 	plugins/vulkan/vk-ops.c plugins/vulkan/vk-infer.c \
-	plugins/vulkan/vk-typed-matmul.c plugins/vulkan/vk-shader-codes.h
+	plugins/vulkan/vk-typed-matmul.c plugins/vulkan/vk-half-prompt.c \
+	plugins/vulkan/vk-shader-codes.h
 nodist_plugins_vulkan_rayo_vulkan_la_SOURCES = plugins/vulkan/vk-shaders.h
 plugins_vulkan_rayo_vulkan_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/plugins/vulkan
 plugins_vulkan_rayo_vulkan_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS) -fvisibility=hidden

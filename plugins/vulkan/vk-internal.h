@@ -228,7 +228,8 @@ typedef struct vk_state {
     uint32_t subgroup_size;
     vk_precision precision;
     bool coop;                        /* f16 cooperative-matrix matmul enabled */
-    uint32_t coop_bk;                 /* its K step: 32 or 64 */
+    uint32_t coop_bk;                 /* its K step: 32 or 64 (also the half prompt's) */
+    bool half_prompt;                 /* relaxed prompt matmul on scaled f16 copies (vk-half-prompt.c) */
     vk_tile tile;
     vk_tile tile_small;               /* for products with few tiles */
     uint32_t eltwise_unroll;          /* elements per invocation and step: 1, 2, 4 */
@@ -397,6 +398,19 @@ void vk_profile_collect(vk_state *s, vk_ctx *cx);
 /* At close: the totals at info level. */
 void vk_profile_report(vk_state *s);
 void vk_profile_free(vk_state *s, vk_ctx *cx);
+/* ---- vk-typed-matmul.c, vk-half-prompt.c ---------------------------------------------- */
+#define VK_TYPED_MATMUL_MAX_SCRATCH ((VkDeviceSize)1 << 30) /* bytes of a call's copies */
+/* The context's typed-matmul scratch, grown to at least bytes. */
+rayo_status vk_typed_scratch(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_buf **out);
+/* rows x cols of dt at from (rows ld elements apart; 0: dense) widened to
+ * dense f32 at to (get_rows with identity indices). */
+rayo_status vk_typed_widen(vk_state *s, vk_ctx *cx, rayo_dtype dt, size_t rows, size_t cols, size_t ld,
+                           rayo_dev_operand from, rayo_dev_operand to);
+/* Whether a matmul call takes the f16 copies, and recording it (returns
+ * RAYO_E_UNSUPPORTED before recording anything where it cannot). */
+bool vk_half_prompt_takes(const vk_state *s, const rayo_dev_call *call);
+rayo_status vk_half_prompt(vk_state *s, vk_ctx *cx, const rayo_dev_call *call);
+
 /* ---- vk-infer.c ---------------------------------------------------------------------- */
 /* Whether a rope or attention output of `span` elements has gaps (head or
  * token strides); ldy is checked by the caller. */

@@ -8,7 +8,9 @@
  *   precision    fp32 (default) | f16: may matmul use reduced precision
  *   matmul_tile  BMxBNxBKxTMxTN: override the matmul tile (tuning)
  *   eltwise_unroll  1 | 2 | 4: elements per invocation and step (tuning)
- *   coop_bk      32 | 64: K step of the f16 cooperative-matrix matmul (tuning)
+ *   coop_bk      32 | 64: K step of the f16 cooperative-matrix matmuls (tuning)
+ *   half_prompt  yes | no: relaxed f32 x transposed typed-B matmul on scaled
+ *                f16 copies (vk-half-prompt.c)
  *   typed_matmul_transpose  yes | no: transpose a transposed B's f32 copy
  *                again (vk-typed-matmul.c; tuning)
  *   library      the Vulkan loader to open (default libvulkan.so.1)
@@ -375,51 +377,58 @@ static rayo_status find_queue(vk_state *s)
     return RAYO_E_UNSUPPORTED;
 }
 
-/* The f16 cooperative-matrix matmul (shaders/matmul_coop.comp) needs
- * VK_NV_cooperative_matrix with 16 x 16 x 16 half x half -> float products
- * at subgroup scope, shaderFloat16, and subgroups of 32. */
-static bool coop_usable(vk_state *s, const VkPhysicalDeviceVulkan12Features *f12)
+/* The f16 cooperative-matrix matmuls (shaders/matmul_coop.comp,
+ * matmul_half.comp) need VK_NV_cooperative_matrix with 16 x 16 x 16
+ * half x half -> float products at subgroup scope, shaderFloat16, and
+ * subgroups of 32; NULL when the device has them, else why not. */
+static const char *coop_missing(vk_state *s, const VkPhysicalDeviceVulkan12Features *f12)
 {
-    if (s->precision != VK_PREC_F16)
-        return false;
-    const char *why = NULL;
     if (!has_device_extension(s, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) ||
         !s->fi.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
-        why = "the device lacks VK_NV_cooperative_matrix";
-    else if (!f12->shaderFloat16)
-        why = "the device lacks shaderFloat16";
-    else if (s->subgroup_size != 32)
-        why = "the subgroup size is not 32";
-    bool shape = false;
-    if (!why) {
-        VkCooperativeMatrixPropertiesNV props[64];
-        uint32_t n = 64;
-        for (uint32_t i = 0; i < n; i++)
-            props[i] = (VkCooperativeMatrixPropertiesNV){
-                .sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV};
-        VkResult r = s->fi.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(s->phys, &n, props);
-        for (uint32_t i = 0; (r == VK_SUCCESS || r == VK_INCOMPLETE) && i < n; i++) {
-            const VkCooperativeMatrixPropertiesNV *p = &props[i];
-            shape = shape || (p->MSize == 16 && p->NSize == 16 && p->KSize == 16 &&
-                              p->AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-                              p->BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-                              p->CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-                              p->DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-                              p->scope == VK_SCOPE_SUBGROUP_NV);
-        }
-        if (!shape)
-            why = "no 16x16x16 f16 -> f32 cooperative matrix";
+        return "the device lacks VK_NV_cooperative_matrix";
+    if (!f12->shaderFloat16)
+        return "the device lacks shaderFloat16";
+    if (s->subgroup_size != 32)
+        return "the subgroup size is not 32";
+    VkCooperativeMatrixPropertiesNV props[64];
+    uint32_t n = 64;
+    for (uint32_t i = 0; i < n; i++)
+        props[i] = (VkCooperativeMatrixPropertiesNV){.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+    VkResult r = s->fi.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(s->phys, &n, props);
+    for (uint32_t i = 0; (r == VK_SUCCESS || r == VK_INCOMPLETE) && i < n; i++) {
+        const VkCooperativeMatrixPropertiesNV *p = &props[i];
+        if (p->MSize == 16 && p->NSize == 16 && p->KSize == 16 &&
+            p->AType == VK_COMPONENT_TYPE_FLOAT16_NV && p->BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+            p->CType == VK_COMPONENT_TYPE_FLOAT32_NV && p->DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+            p->scope == VK_SCOPE_SUBGROUP_NV)
+            return NULL;
     }
+    return "no 16x16x16 f16 -> f32 cooperative matrix";
+}
+
+/* s->coop (f32 matmul not asking for strict in f16: precision = f16) and
+ * s->half_prompt (relaxed prompt products on scaled f16 copies:
+ * half_prompt, default yes), where the device has what they need. */
+static void coop_choose(vk_state *s, const VkPhysicalDeviceVulkan12Features *f12)
+{
+    const char *hp = s->host->config(s->host, "half_prompt");
+    bool want_half = !(hp && (!strcasecmp(hp, "no") || !strcasecmp(hp, "false") || !strcmp(hp, "0")));
+    s->coop = s->half_prompt = false;
+    if (s->precision != VK_PREC_F16 && !want_half)
+        return;
+    const char *why = coop_missing(s, f12);
     if (why) {
-        s->host->log(s->host, RAYO_LOG_INFO, "precision = f16: matmul stays fp32 (%s)", why);
-        return false;
+        if (s->precision == VK_PREC_F16)
+            s->host->log(s->host, RAYO_LOG_INFO, "precision = f16: matmul stays fp32 (%s)", why);
+        return;
     }
+    s->coop = s->precision == VK_PREC_F16;
+    s->half_prompt = want_half;
     /* K step: 64 where shared memory holds two 128 x (64 + 8) half tiles */
     const char *bk = s->host->config(s->host, "coop_bk");
     s->coop_bk = bk && !strcmp(bk, "32") ? 32 : 64;
     if (2u * 128u * (s->coop_bk + 8u) * 2u > s->props.limits.maxComputeSharedMemorySize)
         s->coop_bk = 32;
-    return true;
 }
 
 static rayo_status create_device(vk_state *s)
@@ -436,7 +445,8 @@ static rayo_status create_device(vk_state *s)
         s->host->set_error(s->host, "vulkan: %s lacks timeline semaphores", s->props.deviceName);
         return RAYO_E_UNSUPPORTED;
     }
-    s->coop = coop_usable(s, &f12);
+    coop_choose(s, &f12);
+    bool coop_any = s->coop || s->half_prompt;
     s->f64 = f2.features.shaderFloat64;
     VkPhysicalDeviceFeatures want10 = {.shaderFloat64 = s->f64};
     VkPhysicalDeviceCooperativeMatrixFeaturesNV want_coop = {
@@ -445,9 +455,9 @@ static rayo_status create_device(vk_state *s)
     };
     VkPhysicalDeviceVulkan12Features want12 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-        .pNext = s->coop ? &want_coop : NULL,
+        .pNext = coop_any ? &want_coop : NULL,
         .timelineSemaphore = VK_TRUE,
-        .shaderFloat16 = s->coop ? VK_TRUE : VK_FALSE,
+        .shaderFloat16 = coop_any ? VK_TRUE : VK_FALSE,
     };
     /* push descriptors: a decode step records ~300 dispatches, each
      * allocating and writing a descriptor set otherwise
@@ -459,7 +469,7 @@ static rayo_status create_device(vk_state *s)
                 !(no_push && !strcmp(no_push, "no"));
     const char *exts[2];
     uint32_t ext_count = 0;
-    if (s->coop)
+    if (coop_any)
         exts[ext_count++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
     if (push)
         exts[ext_count++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
@@ -615,10 +625,11 @@ static rayo_status vk_init(const rayo_host *host, uint32_t device, void **state)
     device_notes(&s->fi, s->phys, notes, sizeof notes);
     if (notes[0]) /* a fact about the device, not a problem: rayo-info shows it */
         host->log(host, RAYO_LOG_INFO, "%s: %s", s->props.deviceName, notes);
-    host->log(host, RAYO_LOG_INFO, "cooperative matrix: NV %s, KHR %s; f16 matmul %s (K step %u)",
-              has_device_extension(s, "VK_NV_cooperative_matrix") ? "yes" : "no",
+    host->log(host, RAYO_LOG_INFO, "cooperative matrix: NV %s, KHR %s; f16 matmul %s, half prompt %s "
+              "(K step %u)", has_device_extension(s, "VK_NV_cooperative_matrix") ? "yes" : "no",
               has_device_extension(s, "VK_KHR_cooperative_matrix") ? "yes" : "no",
-              s->coop ? "on" : "off", s->coop ? s->coop_bk : 0u);
+              s->coop ? "on" : "off", s->half_prompt ? "on" : "off",
+              s->coop || s->half_prompt ? s->coop_bk : 0u);
     host->log(host, RAYO_LOG_INFO,
               "%s (Vulkan %u.%u), subgroups %s (size %u), %s memory, %s descriptors, "
               "matmul tile %ux%ux%u/%ux%u%s",

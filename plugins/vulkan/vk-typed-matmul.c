@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define TYPED_MATMUL_MAX_SCRATCH ((VkDeviceSize)1 << 30)
+#define TYPED_MATMUL_MAX_SCRATCH VK_TYPED_MATMUL_MAX_SCRATCH
 #define SCRATCH_ALIGN 256u
 
 /* A matrix operand as stored: rows of cols elements, ld apart. */
@@ -48,7 +48,7 @@ static VkDeviceSize f32_bytes(size_t rows, size_t cols)
 
 /* The context's scratch, grown to at least bytes (a larger one replaces it;
  * both are freed when the context is released). */
-static rayo_status ctx_scratch(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_buf **out)
+rayo_status vk_typed_scratch(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_buf **out)
 {
     if (!cx->mm_scratch || cx->mm_scratch->size < bytes) {
         vk_buf *b;
@@ -98,6 +98,15 @@ static rayo_status widen(vk_state *s, vk_ctx *cx, const stored *src, rayo_dev_op
     return st;
 }
 
+rayo_status vk_typed_widen(vk_state *s, vk_ctx *cx, rayo_dtype dt, size_t rows, size_t cols, size_t ld,
+                           rayo_dev_operand from, rayo_dev_operand to)
+{
+    stored src = {dt, rows, cols, ld};
+    vk_buf *index;
+    rayo_status st = ctx_identity(s, cx, rows, &index);
+    return st == RAYO_OK ? widen(s, cx, &src, from, to, 0, index) : st;
+}
+
 static bool dense(size_t ld, size_t cols) { return ld == 0 || ld == cols; }
 
 /* Whether a transposed B's f32 copy is transposed once more, so that the
@@ -127,6 +136,11 @@ static rayo_status rec_typed_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call
         return RAYO_E_UNSUPPORTED;
     if (call->flags & ~(RAYO_TRANS_A | RAYO_TRANS_B))
         return RAYO_E_INVALID;
+    if (vk_half_prompt_takes(s, call)) {
+        rayo_status st = vk_half_prompt(s, cx, call);
+        if (st != RAYO_E_UNSUPPORTED)
+            return st;          /* else refused before recording anything: the f32 way */
+    }
     bool ta = call->flags & RAYO_TRANS_A, tb = call->flags & RAYO_TRANS_B;
     stored a = {adt, ta ? call->k : call->m, ta ? call->m : call->k, call->lda};
     stored b = {bdt, tb ? call->n : call->k, tb ? call->k : call->n, call->ldb};
@@ -168,7 +182,7 @@ static rayo_status rec_typed_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call
     if (copy_c && c.rows > index_rows)
         index_rows = c.rows;
     vk_buf *scratch, *index;
-    rayo_status st = ctx_scratch(s, cx, total, &scratch);
+    rayo_status st = vk_typed_scratch(s, cx, total, &scratch);
     if (st == RAYO_OK)
         st = ctx_identity(s, cx, index_rows, &index);
     if (st != RAYO_OK)

@@ -315,19 +315,25 @@ static void fill_constant_row(conform_rng *rng, rayo_dtype dt, unsigned char *ds
     }
 }
 
-/* Activations of one magnitude per row, 2^-100 to 2^100 (1e-30 to 1e30):
- * past f16's range both ways, as a kernel that rounds activations to a
- * narrow type must handle. */
-static void fill_wide_row(conform_rng *rng, rayo_dtype dt, unsigned char *dst, size_t n)
+/* A row uniform in +-2^e, e uniform in [-range, range]. */
+static void fill_power_row(conform_rng *rng, rayo_dtype dt, unsigned char *dst, size_t n, int range)
 {
     float tmp[256];
-    int e = (int)(conform_rng_next(rng) % 201) - 100;
+    int e = (int)(conform_rng_next(rng) % (uint64_t)(2 * range + 1)) - range;
     for (size_t at = 0; at < n; at += 256) {
         size_t len = n - at < 256 ? n - at : 256;
         for (size_t i = 0; i < len; i++)
             tmp[i] = ldexpf(uniform(rng, -1, 1), e);
         store_values(dt, dst + elem_bytes(dt, at), tmp, len);
     }
+}
+
+/* Activations of one magnitude per row, 2^-100 to 2^100 (1e-30 to 1e30):
+ * past f16's range both ways, as a kernel that rounds activations to a
+ * narrow type must handle. */
+static void fill_wide_row(conform_rng *rng, rayo_dtype dt, unsigned char *dst, size_t n)
+{
+    fill_power_row(rng, dt, dst, n, 100);
 }
 
 typedef void row_fill_fn(conform_rng *rng, rayo_dtype dt, unsigned char *dst, size_t n);
@@ -476,6 +482,7 @@ typedef struct matmul_spec {
     int cancel;        /* products near 1e38 that cancel (only op(A) = A, B^T) */
     int wide;          /* f32 A rows of magnitudes 1e-30 to 1e30 (op(A) = A) */
     act_class act;     /* f32 activations (x, or A as stored) of this class */
+    int scaled_b;      /* rows of B as stored each times its own 2^-12 .. 2^12 */
 } matmul_spec;
 
 static const struct {
@@ -486,6 +493,13 @@ static const struct {
     [ACT_DECADES] = {fill_decades_row, ", activations spanning 1e-8..1e8"},
     [ACT_OUTLIERS] = {fill_outliers_row, ", activations with 1% outliers x100"},
 };
+
+/* Rows of magnitudes 2^-12 to 2^12 (one power of two a row): what every
+ * weight dtype holds (f16 and the block formats' f16 scales). */
+static void fill_scaled_row(conform_rng *rng, rayo_dtype dt, unsigned char *dst, size_t n)
+{
+    fill_power_row(rng, dt, dst, n, 12);
+}
 
 static int build_matmul(ictx *x, icase *t, const void *spec)
 {
@@ -504,6 +518,8 @@ static int build_matmul(ictx *x, icase *t, const void *spec)
     }
     if (s->wide)
         refill_rows(x, t, 0, s->adt, ar, ac, lda, fill_wide_row);
+    if (s->scaled_b)
+        refill_rows(x, t, 1, s->bdt, br, bc, ldb, fill_scaled_row);
     if (s->act)
         refill_rows(x, t, 0, s->adt, ar, ac, lda, act_classes[s->act].fill);
     rayo_call *c = &t->call;
@@ -514,11 +530,11 @@ static int build_matmul(ictx *x, icase *t, const void *spec)
     c->alpha = s->alpha, c->beta = s->beta;
     c->lda = lda, c->ldb = ldb, c->ldy = ldy;
     snprintf(t->desc, sizeof t->desc, "matmul %s x %s%s%s, m = %zu, n = %zu, k = %zu, lda %zu, ldb %zu, "
-             "ldy %zu, alpha %g, beta %g%s%s", rayo_dtype_name(s->adt), rayo_dtype_name(s->bdt),
+             "ldy %zu, alpha %g, beta %g%s%s%s", rayo_dtype_name(s->adt), rayo_dtype_name(s->bdt),
              ta ? " TRANS_A" : "", tb ? " TRANS_B" : "", s->m, s->n, s->k, lda, ldb, ldy,
              (double)s->alpha, (double)s->beta,
              s->cancel ? ", products ~1e38 that cancel" : s->wide ? ", rows of A 1e-30 to 1e30" : "",
-             act_classes[s->act].desc);
+             s->scaled_b ? ", rows of B 2^-12 to 2^12" : "", act_classes[s->act].desc);
     if (!x->with_ref)
         return 0;
     ref_matrix A = ref_of(t, 0, s->adt, ar, ac, lda), B = ref_of(t, 1, s->bdt, br, bc, ldb);
@@ -1120,7 +1136,8 @@ static void plan_cancel(ictx *x, build_fn *build, matmul_spec s)
 /* f32 activations by a typed weight in an LLM prompt's layout: dense, B
  * transposed, n even and k a multiple of 8 (what the GPU backends put on
  * the tensor cores in f16), strict and relaxed: plain, rows of A of wide
- * magnitudes, and products that cancel (the group "cancel"). */
+ * magnitudes, and products that cancel (the group "cancel"); then a
+ * prompt's size, past the 128 x 128 tiles of the f16 products. */
 static void plan_matmul_prompt(ictx *x, matmul_spec s)
 {
     s.m = 33, s.n = 136, s.k = k_of(8, s.bdt, 0), s.flags = RAYO_TRANS_B, s.strided = 0;
@@ -1133,6 +1150,17 @@ static void plan_matmul_prompt(ictx *x, matmul_spec s)
         run_case(x, build_matmul, &s, 1);
     }
     x->group = NULL;
+    /* a prompt's own shape: one 128-row tile of C, then 3 rows past it
+     * (strided), n 8 past whole 128-column tiles, k = 2048 (a multiple of
+     * every block); rows of A of wide magnitudes, rows of B scaled apart */
+    s.n = 264, s.k = 2048, s.cancel = 0, s.alpha = 1, s.beta = 0;
+    for (int v = 0; v < 2; v++) {
+        s.m = v ? 131 : 128, s.strided = v, s.wide = v, s.scaled_b = 1;
+        if (v)
+            s.alpha = alpha_beta[3][0], s.beta = alpha_beta[3][1];
+        run_case(x, build_matmul, &s, 0);
+        run_case(x, build_matmul, &s, 1);
+    }
 }
 
 /* Activations of each hard class (fill_act_row) at both precisions, in rows
@@ -1164,7 +1192,7 @@ static void plan_act_range(ictx *x, build_fn *build, matmul_spec s)
 static void plan_matmul(ictx *x, const rayo_combo_info *combo)
 {
     static const uint32_t half_flags[] = {RAYO_TRANS_B, 0, RAYO_TRANS_A | RAYO_TRANS_B, RAYO_TRANS_A};
-    matmul_spec s = {RAYO_DTYPE_OF(combo->dtypes, 0), RAYO_DTYPE_OF(combo->dtypes, 1), 0, 0, 0, 0, 0, 0, 0, 0, 0, ACT_PLAIN};
+    matmul_spec s = {RAYO_DTYPE_OF(combo->dtypes, 0), RAYO_DTYPE_OF(combo->dtypes, 1), 0, 0, 0, 0, 0, 0, 0, 0, 0, ACT_PLAIN, 0};
     int weights_only = rayo_dtype_is_block(s.bdt);
     int f32 = combo->dtypes == 0; /* dense f32 is the f32 engine's: only strided views here */
     for (size_t i = 0; i < COUNT_OF(mm_sizes); i++) {
@@ -1193,7 +1221,7 @@ static void plan_matmul(ictx *x, const rayo_combo_info *combo)
 static void plan_gemv(ictx *x, const rayo_combo_info *combo)
 {
     static const size_t sizes[][2] = {{1, 1}, {7, 3}, {33, 8}, {0, 1}, {5, 0}, {16, 2}};
-    matmul_spec s = {RAYO_DTYPE_OF(combo->dtypes, 0), RAYO_DTYPE_F32, 0, 0, 0, 0, 0, 0, 0, 0, 0, ACT_PLAIN};
+    matmul_spec s = {RAYO_DTYPE_OF(combo->dtypes, 0), RAYO_DTYPE_F32, 0, 0, 0, 0, 0, 0, 0, 0, 0, ACT_PLAIN, 0};
     int f32 = combo->dtypes == 0;
     for (size_t i = 0; i < COUNT_OF(sizes); i++) {
         s.m = sizes[i][0], s.n = k_of(sizes[i][1], s.adt, i);

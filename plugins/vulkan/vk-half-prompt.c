@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/* vk-half-prompt.c - relaxed matmul of f32 activations by a transposed
+ * half or quantized weight (an LLM prompt's products: A m x k, B n x k) on
+ * the tensor cores, through f16 copies scaled row by row.
+ *
+ * Steps, each a dispatch after the last:
+ *   1. B widened to f32 scratch (get_rows, bit-exact: vk-typed-matmul.c);
+ *   2. each row of A and of that copy to f16 times a power of two of its
+ *      own (half_rows.comp: the row's largest magnitude lands in
+ *      [2^14, 2^15)), padded with zeros to whole 128 x 128 tiles and to
+ *      whole K steps, the row's exponent in a table;
+ *   3. the f16 product with float32 sums (matmul_half.comp), in slices of
+ *      k where the tiles alone would leave most of the GPU idle;
+ *   4. C = alpha 2^(ea[i] + eb[j]) (sum of the slices) + beta C
+ *      (half_scale.comp; the powers of two exact).
+ * The error is the two f16 roundings of each product, 2^-10 of the SUM
+ * scale with round-to-nearest (2^-9 if the device truncates), within the
+ * relaxed 2e-3 of core/rayo-ops.h; f16's range never binds (rows of 1e-30
+ * or 1e30, products near 1e38 that cancel).  Values below 2^-28 of their
+ * row's largest become f16 subnormals or zero: an absolute error under
+ * 2^-39 of that largest value.
+ *
+ * Taken where the device has the f16 cooperative matrix (vk-plugin.c),
+ * [backend.vulkan] half_prompt is not no, the call is relaxed, A and C f32
+ * (any row stride), B transposed, and the copies fit the scratch and the
+ * grids; otherwise the call goes the f32 way of vk-typed-matmul.c.
+ */
+#include "vk-internal.h"
+
+#include <string.h>
+
+#define TILE 128u               /* matmul_half.comp's tile, both ways */
+#define ALIGN 256u              /* each scratch part starts at such an offset */
+#define MAX_ROWS 65535u         /* half_rows.comp: one workgroup a padded row, along x */
+/* Workgroups the product aims at: two for each SM of an H200 (132). */
+#define GROUPS_WANTED 264u
+#define MIN_SLICE_STEPS 4u      /* shortest slice of k, in K steps */
+
+static VkDeviceSize up(VkDeviceSize x, VkDeviceSize to) { return (x + to - 1) / to * to; }
+
+/* The scratch of one call: where each part starts (bytes). */
+typedef struct half_layout {
+    size_t mp, np, kp;          /* padded sizes */
+    uint32_t slices, slice_steps;
+    VkDeviceSize b32, a16, b16, ea, eb, p, total;
+} half_layout;
+
+static half_layout layout_of(const vk_state *s, const rayo_dev_call *call)
+{
+    half_layout l = {.mp = up(call->m, TILE), .np = up(call->n, TILE), .kp = up(call->k, s->coop_bk)};
+    uint32_t steps = (uint32_t)(l.kp / s->coop_bk), tiles = (uint32_t)(l.mp / TILE * (l.np / TILE));
+    uint32_t want = (GROUPS_WANTED + tiles - 1) / tiles, most = steps / MIN_SLICE_STEPS;
+    uint32_t slices = want < most ? want : most;
+    if (slices < 1)
+        slices = 1;
+    l.slice_steps = (steps + slices - 1) / slices;
+    l.slices = (steps + l.slice_steps - 1) / l.slice_steps; /* none empty */
+    l.b32 = 0;
+    l.a16 = up((VkDeviceSize)call->n * call->k * 4, ALIGN);
+    l.b16 = l.a16 + up((VkDeviceSize)l.mp * l.kp * 2, ALIGN);
+    l.ea = l.b16 + up((VkDeviceSize)l.np * l.kp * 2, ALIGN);
+    l.eb = l.ea + up(l.mp * 4, ALIGN);
+    l.p = l.eb + up(l.np * 4, ALIGN);
+    l.total = l.p + (VkDeviceSize)l.slices * l.mp * l.np * 4;
+    return l;
+}
+
+bool vk_half_prompt_takes(const vk_state *s, const rayo_dev_call *call)
+{
+    rayo_dtype adt = RAYO_DTYPE_OF(call->dtypes, 0), bdt = RAYO_DTYPE_OF(call->dtypes, 1);
+    if (!s->half_prompt || call->precision != RAYO_PRECISION_RELAXED || adt != RAYO_DTYPE_F32 ||
+        bdt == RAYO_DTYPE_F32 || !rayo_dtype_name(bdt) || RAYO_DTYPE_OF(call->dtypes, 3) != RAYO_DTYPE_F32 ||
+        call->flags != RAYO_TRANS_B || !call->m || !call->n || !call->k)
+        return false;
+    if (up(call->m, TILE) > MAX_ROWS || up(call->n, TILE) > MAX_ROWS || call->k > ((size_t)1 << 24) ||
+        call->a.offset % 4 || call->y.offset % 4)
+        return false;
+    half_layout l = layout_of(s, call);
+    return l.total <= VK_TYPED_MATMUL_MAX_SCRATCH;
+}
+
+static rayo_status run(vk_state *s, vk_ctx *cx, uint32_t shader, const uint32_t *spec, uint32_t nspec,
+                       const vk_binding *a, const vk_binding *b, const vk_binding *c, const vk_binding *y,
+                       const vk_binding *sc, const vk_push *pc, uint32_t gx, uint32_t gy, uint32_t gz)
+{
+    VkPipeline p;
+    rayo_status st = vk_pipeline_get(s, shader, spec, nspec, &p);
+    const vk_binding *bind[VK_BINDINGS] = {a, b, c, y, sc};
+    return st == RAYO_OK ? vk_ctx_dispatch(s, cx, p, bind, pc, gx, gy, gz) : st;
+}
+
+/* rows x cols f32 at src (row stride ld floats) to f16 rows of l->kp at
+ * dst_off of the scratch, padded to prows, the exponents at exp_off. */
+static rayo_status half_rows(vk_state *s, vk_ctx *cx, const vk_binding *src, const vk_binding *scratch,
+                             size_t rows, size_t prows, size_t cols, size_t ld, const half_layout *l,
+                             VkDeviceSize dst_off, VkDeviceSize exp_off)
+{
+    vk_push pc = {
+        .n = (uint32_t)l->kp, .m = (uint32_t)rows, .k = (uint32_t)cols, .oa = src->word_offset,
+        .oy = scratch->word_offset + (uint32_t)(dst_off / 4), .oc = scratch->word_offset + (uint32_t)(exp_off / 4),
+        .aux = (uint32_t)ld,
+    };
+    return run(s, cx, VK_SHADER_HALF_ROWS, NULL, 0, src, NULL, NULL, scratch, NULL, &pc, (uint32_t)prows, 1, 1);
+}
+
+static rayo_status product(vk_state *s, vk_ctx *cx, const vk_binding *scratch, const half_layout *l)
+{
+    uint32_t w = scratch->word_offset; /* a multiple of 4: the copies are read as uvec4 */
+    vk_push pc = {
+        .n = (uint32_t)l->np, .m = (uint32_t)l->mp, .k = (uint32_t)l->kp,
+        .oa = (w + (uint32_t)(l->a16 / 4)) / 4, .ob = (w + (uint32_t)(l->b16 / 4)) / 4,
+        .oy = w + (uint32_t)(l->p / 4), .aux = l->slice_steps,
+    };
+    uint32_t spec[1] = {s->coop_bk};
+    return run(s, cx, VK_SHADER_MATMUL_HALF, spec, 1, scratch, scratch, NULL, scratch, NULL, &pc,
+               (uint32_t)(l->np / TILE), (uint32_t)(l->mp / TILE), l->slices);
+}
+
+static rayo_status scale_back(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, const vk_binding *scratch,
+                              const vk_binding *y, const half_layout *l)
+{
+    uint32_t w = scratch->word_offset;
+    size_t ldy = call->ldy ? call->ldy : call->n;
+    vk_push pc = {
+        .n = (uint32_t)call->n, .m = (uint32_t)call->m, .k = l->slices,
+        .oa = w + (uint32_t)(l->p / 4), .ob = w + (uint32_t)(l->ea / 4),
+        .oc = y->word_offset, .oy = y->word_offset, .alpha = call->alpha, .beta = call->beta,
+        .aux = (uint32_t)ldy,
+        .ext = {(uint32_t)l->np, (uint32_t)(l->mp * l->np), w + (uint32_t)(l->eb / 4)},
+    };
+    return run(s, cx, VK_SHADER_HALF_SCALE, NULL, 0, NULL, NULL, y, y, scratch, &pc,
+               (uint32_t)((call->n + 255) / 256), (uint32_t)call->m, 1);
+}
+
+rayo_status vk_half_prompt(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
+{
+    half_layout l = layout_of(s, call);
+    size_t lda = call->lda ? call->lda : call->k, ldy = call->ldy ? call->ldy : call->n;
+    vk_buf *scratch;
+    rayo_status st = vk_typed_scratch(s, cx, l.total, &scratch);
+    vk_binding sb, ab, yb;
+    if (st == RAYO_OK)
+        st = vk_bind(s, scratch, 0, l.total, &sb);
+    if (st == RAYO_OK)
+        st = vk_bind(s, call->a.buf, call->a.offset, ((VkDeviceSize)(call->m - 1) * lda + call->k) * 4, &ab);
+    if (st == RAYO_OK)
+        st = vk_bind(s, call->y.buf, call->y.offset, ((VkDeviceSize)(call->m - 1) * ldy + call->n) * 4, &yb);
+    if (st == RAYO_OK && sb.word_offset % 4)
+        st = RAYO_E_UNSUPPORTED;
+    if (st != RAYO_OK)
+        return st;
+    /* nothing recorded before this point: a refusal above leaves the f32 way */
+    rayo_dev_operand to = {scratch, l.b32};
+    st = vk_typed_widen(s, cx, RAYO_DTYPE_OF(call->dtypes, 1), call->n, call->k, call->ldb, call->b, to);
+    if (st == RAYO_OK)
+        st = half_rows(s, cx, &ab, &sb, call->m, l.mp, call->k, lda, &l, l.a16, l.ea);
+    vk_binding b32 = sb; /* B's f32 copy: dense, at the scratch's start */
+    b32.word_offset += (uint32_t)(l.b32 / 4);
+    if (st == RAYO_OK)
+        st = half_rows(s, cx, &b32, &sb, call->n, l.np, call->k, call->k, &l, l.b16, l.eb);
+    if (st == RAYO_OK)
+        st = product(s, cx, &sb, &l);
+    if (st == RAYO_OK) /* the batch's profile times these steps as the call */
+        st = scale_back(s, cx, call, &sb, &yb, &l);
+    return st;
+}
