@@ -1232,6 +1232,11 @@ static void plan_gemv(ictx *x, const rayo_combo_info *combo)
     }
     s.m = x->opt->quick ? 8 : 256, s.n = 16384, s.strided = 1, s.alpha = 1, s.beta = 0;
     run_spec(x, build_gemv, &s);
+    /* rows of the 7B shape's down projection (11008 values, dense): they end
+     * partway through the unrolled steps of the GPU gemv kernels (cuda's
+     * gemv8 takes a Q4_0 row 4096 values at a time) */
+    s.m = 64, s.n = 11008, s.strided = 0;
+    run_spec(x, build_gemv, &s);
     if (!x->opt->quick) {
         /* Tall: more rows than one wave of GPU blocks holds (132 SMs x 2
          * blocks x 16 rows), so blocks that loop over row groups are judged. */
