@@ -775,11 +775,27 @@ static void attl_item(const att_job *job, attl_work *w, size_t item)
             }
 }
 
+/* Task t's items [*lo, *hi).  Under a causal mask a later query row sees
+ * more keys, so a later task costs more, and the pool hands tasks out in
+ * order: they go from the last items to the first, the heaviest first and
+ * the light ones filling in at the end.  A 128-row prompt at 2 threads has
+ * 8 tasks, the last 23% of the work: in order the two threads would end at
+ * 56% and 44% of it (the last task alone on one), heaviest first at 50%. */
+static void att_task_items(const att_job *job, size_t task, size_t *lo, size_t *hi)
+{
+    size_t tasks = (job->items + job->per_task - 1) / job->per_task;
+    if (job->p->flags & RAYO_ATTN_CAUSAL)
+        task = tasks - 1 - task;
+    *lo = task * job->per_task;
+    *hi = *lo + job->per_task < job->items ? *lo + job->per_task : job->items;
+}
+
 static void attl_task(void *arg, size_t task, unsigned worker)
 {
     const att_job *job = arg;
     attl_work w = attl_work_of(job, worker);
-    size_t lo = task * job->per_task, hi = lo + job->per_task < job->items ? lo + job->per_task : job->items;
+    size_t lo, hi;
+    att_task_items(job, task, &lo, &hi);
     for (size_t item = lo; item < hi; item++)
         attl_item(job, &w, item);
 }
@@ -804,7 +820,8 @@ static void att_task(void *arg, size_t task, unsigned worker)
 {
     const att_job *job = arg;
     att_work w = att_work_of(job, worker);
-    size_t lo = task * job->per_task, hi = lo + job->per_task < job->items ? lo + job->per_task : job->items;
+    size_t lo, hi;
+    att_task_items(job, task, &lo, &hi);
     for (size_t item = lo; item < hi; item++)
         att_item(job, &w, item);
 }
