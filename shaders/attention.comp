@@ -86,21 +86,12 @@ float kv_value(bool is_k, uint e)
 
 // ---- PASS 0 ----------------------------------------------------------------------
 
-// The tile's `count` K rows into ks (zeros past them).  Every load is
-// issued before the first store waits on one (a loop bound the compiler
-// knows): one memory latency per tile, not one per value.
+// The tile's `count` K rows into ks (zeros past them).
 void stage_keys(uint key0, uint count, uint kv_head)
 {
-    const uint PER = TILE * DMAX / WG;
-    float k[PER];
-    [[unroll]] for (uint i = 0u; i < PER; i++) {
-        uint e = gl_LocalInvocationID.x + i * WG, j = e / pc.head_dim, d = e % pc.head_dim;
-        k[i] = j < count ? kv_value(true, (key0 + j) * pc.k_token + kv_head * pc.k_head + d) : 0.0;
-    }
-    [[unroll]] for (uint i = 0u; i < PER; i++) {
-        uint e = gl_LocalInvocationID.x + i * WG;
-        if (e < TILE * pc.head_dim)
-            ks[(e / pc.head_dim) * KSTRIDE + e % pc.head_dim] = k[i];
+    for (uint e = gl_LocalInvocationID.x; e < TILE * pc.head_dim; e += WG) {
+        uint j = e / pc.head_dim, d = e % pc.head_dim;
+        ks[j * KSTRIDE + d] = j < count ? kv_value(true, (key0 + j) * pc.k_token + kv_head * pc.k_head + d) : 0.0;
     }
 }
 
@@ -115,10 +106,8 @@ void tile_scores(uint heads)
     uint d0 = part * span, d1 = min(d0 + span, pc.head_dim);
     ACC s = ACC(0.0);
     if (g < heads)
-        for (uint d = d0; d < d1; d += 8u)
-            [[unroll]] for (uint u = 0u; u < 8u; u++)
-                if (d + u < d1)
-                    s += ACC(qs[g * DMAX + d + u]) * ACC(ks[j * KSTRIDE + d + u]);
+        for (uint d = d0; d < d1; d++)
+            s += ACC(qs[g * DMAX + d]) * ACC(ks[j * KSTRIDE + d]);
     score[t] = s;
     barrier();
     // part 0's entry t = g * 32 + j is read and written by invocation t alone
@@ -138,16 +127,15 @@ void tile_softmax(uint count, uint heads)
     ACC m_new = ACC_LOW;
     if (g < heads) {
         m_new = m_run[g];
-        [[unroll]] for (uint e = 0u; e < TILE; e++)
-            if (e < count)
-                m_new = max(m_new, score[g * TILE + e]);
+        for (uint e = 0u; e < count; e++)
+            m_new = max(m_new, score[g * TILE + e]);
         prob[t] = j < count ? r_exp(float(score[t] - m_new)) : 0.0;
     }
     barrier();
     if (g < heads && j == 0u) {
         ACC sum = ACC(0.0);
-        [[unroll]] for (uint e = 0u; e < TILE; e++)
-            sum += ACC(prob[g * TILE + e]);     // 0 past count
+        for (uint e = 0u; e < count; e++)
+            sum += ACC(prob[g * TILE + e]);
         float f = r_exp(float(m_run[g] - m_new));
         shrink[g] = f;
         l_run[g] = l_run[g] * ACC(f) + sum;
@@ -212,10 +200,9 @@ void attend_chunk(uint item, uint chunk)
     uint visible = (pc.flags & 1u) != 0u ? pc.n_kv - pc.n_q + token + 1u : pc.n_kv;
     uint k0 = chunk * pc.tiles * TILE, k1 = min(k0 + pc.tiles * TILE, visible);
     barrier();                  // the previous item's readers of qs, m_run, l_run are done
-    [[unroll]] for (uint i = 0u; i < OUTS; i++) {
-        uint e = t + i * WG, g = e / pc.head_dim, d = e % pc.head_dim;
-        if (g < heads)
-            qs[g * DMAX + d] = q_data[pc.oq + token * pc.q_token + (head0 + g) * pc.q_head + d];
+    for (uint e = t; e < heads * pc.head_dim; e += WG) {
+        uint g = e / pc.head_dim, d = e % pc.head_dim;
+        qs[g * DMAX + d] = q_data[pc.oq + token * pc.q_token + (head0 + g) * pc.q_head + d];
     }
     if (t < HEADS) {
         m_run[t] = ACC_LOW;
@@ -254,33 +241,25 @@ void attend_chunk(uint item, uint chunk)
 
 // ---- PASS 1 ----------------------------------------------------------------------
 
-// Chunks go in groups of MERGE, each group's loads issued together.
-const uint MERGE = 8u;
-
 void merge(uint item)           // item = token * n_heads + head
 {
     uint token = item / pc.n_heads, head = item % pc.n_heads;
     uint base = chunk_at(token, head, 0u), stride = ACC_WORDS * (pc.head_dim + 2u);
     ACC mx = ACC_LOW;
-    for (uint c0 = 0u; c0 < pc.chunks; c0 += MERGE)
-        [[unroll]] for (uint u = 0u; u < MERGE; u++) {
-            uint at = base + (c0 + u) * stride;
-            // l = 0: every key of the chunk masked
-            if (c0 + u < pc.chunks && load_acc(at + ACC_WORDS) > ACC(0.0))
-                mx = max(mx, load_acc(at));
-        }
+    for (uint c = 0u; c < pc.chunks; c++)
+        if (load_acc(base + c * stride + ACC_WORDS) > ACC(0.0))
+            mx = max(mx, load_acc(base + c * stride));
     for (uint d = gl_LocalInvocationID.x; d < pc.head_dim; d += WG) {
         ACC l = ACC(0.0), a = ACC(0.0);
-        for (uint c0 = 0u; c0 < pc.chunks; c0 += MERGE)
-            [[unroll]] for (uint u = 0u; u < MERGE; u++) {
-                uint at = base + (c0 + u) * stride;
-                ACC lc = c0 + u < pc.chunks ? load_acc(at + ACC_WORDS) : ACC(0.0);
-                if (lc == ACC(0.0))
-                    continue;
-                ACC w = ACC(r_exp(float(load_acc(at) - mx)));
-                l += w * lc;
-                a += w * load_acc(at + ACC_WORDS * (2u + d));
-            }
+        for (uint c = 0u; c < pc.chunks; c++) {
+            uint at = base + c * stride;
+            ACC lc = load_acc(at + ACC_WORDS);
+            if (lc == ACC(0.0))
+                continue;       // every key of the chunk masked
+            ACC w = ACC(r_exp(float(load_acc(at) - mx)));
+            l += w * lc;
+            a += w * load_acc(at + ACC_WORDS * (2u + d));
+        }
         o_data[pc.oo + token * pc.o_token + head * pc.o_head + d] = float(a / l);
     }
 }
