@@ -8,9 +8,9 @@
 // of up to 8 of its query heads) and one chunk of the keys, in tiles of 32
 // with an online softmax across tiles: per head a running maximum m, sum l
 // and output acc, rescaled by e^(m_old - m_new) when the maximum grows.  A
-// tile's K rows are staged in shared memory by loads spread over the whole
-// workgroup (one memory latency, not one per value); its scores take 32
-// invocations per head of the group, each head's dot products split over
+// tile's K rows are staged in shared memory (128 columns at a time) by
+// loads spread over the workgroup; its scores take 32 invocations per
+// head of the group, each head's dot products split over
 // 8 / heads parts of head_dim when the group has fewer than 8 heads, so all
 // 256 invocations score; the tile's V values are loaded all at once per
 // output.  With one chunk it writes out = acc / l; else (m, l, acc) of the
@@ -66,10 +66,13 @@ const double ACC_LOW = -1.0e300LF;
 #endif
 
 const uint WG = 256u, TILE = 32u, HEADS = 8u, DMAX = 256u, OUTS = HEADS * DMAX / WG;
-const uint KSTRIDE = DMAX + 1u; // odd: invocations of one key apiece hit distinct banks
+// K rows are staged KD columns at a time, so that the shared memory
+// (27.3 KiB) stays within 32 KiB, lavapipe's limit, at head_dim 256
+const uint KD = 128u;
+const uint KSTRIDE = KD + 1u;   // odd: invocations of one key apiece hit distinct banks
 
 shared float qs[HEADS * DMAX];          // the group's query rows
-shared float ks[TILE * KSTRIDE];        // the tile's K rows
+shared float ks[TILE * KSTRIDE];        // columns [b0, b0 + KD) of the tile's K rows
 shared ACC score[HEADS * TILE];         // (part, head, key) partial dot products, then (head, key)
 shared float prob[HEADS * TILE];
 shared ACC m_run[HEADS], l_run[HEADS];
@@ -86,28 +89,35 @@ float kv_value(bool is_k, uint e)
 
 // ---- PASS 0 ----------------------------------------------------------------------
 
-// The tile's `count` K rows into ks (zeros past them).
-void stage_keys(uint key0, uint count, uint kv_head)
+// Columns [b0, b0 + width) of the tile's `count` K rows into ks (zeros past them).
+void stage_keys(uint key0, uint count, uint kv_head, uint b0, uint width)
 {
-    for (uint e = gl_LocalInvocationID.x; e < TILE * pc.head_dim; e += WG) {
-        uint j = e / pc.head_dim, d = e % pc.head_dim;
-        ks[j * KSTRIDE + d] = j < count ? kv_value(true, (key0 + j) * pc.k_token + kv_head * pc.k_head + d) : 0.0;
+    for (uint e = gl_LocalInvocationID.x; e < TILE * width; e += WG) {
+        uint j = e / width, d = e % width;
+        uint at = (key0 + j) * pc.k_token + kv_head * pc.k_head + b0 + d;
+        ks[j * KSTRIDE + d] = j < count ? kv_value(true, at) : 0.0;
     }
 }
 
 // score[(head, key)] = scale q . k for the tile: invocation t takes key
 // t % 32 of head slot t / 32 % slots and part t / 32 / slots of head_dim,
 // where slots (a power of two from heads to 8) times parts is 8.
-void tile_scores(uint heads)
+void tile_scores(uint key0, uint count, uint kv_head, uint heads)
 {
     uint t = gl_LocalInvocationID.x, j = t % TILE, slot = t / TILE;
     uint slots = heads <= 1u ? 1u : heads <= 2u ? 2u : heads <= 4u ? 4u : 8u, parts = HEADS / slots;
     uint g = slot % slots, part = slot / slots, span = (pc.head_dim + parts - 1u) / parts;
     uint d0 = part * span, d1 = min(d0 + span, pc.head_dim);
     ACC s = ACC(0.0);
-    if (g < heads)
-        for (uint d = d0; d < d1; d++)
-            s += ACC(qs[g * DMAX + d]) * ACC(ks[j * KSTRIDE + d]);
+    for (uint b0 = 0u; b0 < pc.head_dim; b0 += KD) {
+        uint width = min(KD, pc.head_dim - b0);
+        barrier();              // the last block's (or tile's) readers of ks are done
+        stage_keys(key0, count, kv_head, b0, width);
+        barrier();
+        if (g < heads)
+            for (uint d = max(d0, b0); d < min(d1, b0 + width); d++)
+                s += ACC(qs[g * DMAX + d]) * ACC(ks[j * KSTRIDE + d - b0]);
+    }
     score[t] = s;
     barrier();
     // part 0's entry t = g * 32 + j is read and written by invocation t alone
@@ -212,9 +222,7 @@ void attend_chunk(uint item, uint chunk)
     [[unroll]] for (uint i = 0u; i < OUTS; i++) acc[i] = ACC(0.0);
     for (uint key0 = k0; key0 < k1; key0 += TILE) {
         uint count = min(TILE, k1 - key0);
-        stage_keys(key0, count, kv_head);
-        barrier();
-        tile_scores(heads);
+        tile_scores(key0, count, kv_head, heads);
         barrier();
         tile_softmax(count, heads);
         barrier();

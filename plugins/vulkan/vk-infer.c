@@ -201,6 +201,12 @@ static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *
 #define ATTN_DMAX 256u          /* largest head_dim */
 #define ATTN_GROUPS 4096u       /* workgroups worth cutting a long cache into chunks for */
 #define ATTN_CPU_TILES 32u      /* tiles per chunk on a CPU device (lavapipe's loop limit) */
+#define ATTN_KD 128u            /* K columns staged at a time */
+/* attention.comp's shared memory (the double module; the float one needs
+ * less): query rows, ATTN_KD columns of the tile's K rows (ATTN_KD + 1
+ * floats apart), scores, probabilities and the heads' m, l and shrink */
+#define ATTN_SHARED_BYTES ((ATTN_HEADS * ATTN_DMAX + ATTN_TILE * (ATTN_KD + 1)) * 4 + \
+                           ATTN_HEADS * ATTN_TILE * 12 + ATTN_HEADS * 20)
 
 
 /* The strides and sizes of attention.comp's push constants. */
@@ -257,9 +263,10 @@ static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
     const rayo_attention_params *p = call->params; /* checked by shape_of */
     rayo_dtype kv = RAYO_DTYPE_OF(call->dtypes, 1);
     bool f32 = call->precision == RAYO_PRECISION_RELAXED;
-    if ((!f32 && !s->f64) || p->head_dim > ATTN_DMAX) {
-        s->host->set_error(s->host, "vulkan: attention needs head_dim <= %u, and shaderFloat64 at strict "
-                           "precision", ATTN_DMAX);
+    if ((!f32 && !s->f64) || p->head_dim > ATTN_DMAX ||
+        s->props.limits.maxComputeSharedMemorySize < ATTN_SHARED_BYTES) {
+        s->host->set_error(s->host, "vulkan: attention needs head_dim <= %u, %u bytes of shared memory, "
+                           "and shaderFloat64 at strict precision", ATTN_DMAX, ATTN_SHARED_BYTES);
         return RAYO_E_UNSUPPORTED;
     }
     vk_push pc;
