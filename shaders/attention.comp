@@ -2,24 +2,30 @@
 #version 450
 // attention.comp - out = softmax(scale Q K^T + causal mask) V, grouped-query,
 // K and V in f32 or f16 with token and head strides.  One fused shader: no
-// score matrix is materialised beyond one tile of 128 keys in shared memory.
+// score matrix is materialised beyond one tile of 32 keys in shared memory.
 //
-// PASS 0: a workgroup takes one item = (query token i, KV head, group of up
-// to 8 of its query heads) and one chunk of the keys, in tiles of 128 (one
-// key per invocation), with an online softmax across tiles: per head a
-// running maximum m, sum l and output acc, rescaled by e^(m_old - m_new)
-// when the maximum grows.  Each K and V row is read once for all heads of
-// the group.  With one chunk it writes out = acc / l; else (m, l, acc) of
-// the chunk go to the scratch buffer s, and
+// PASS 0: a workgroup of 256 takes one item = (query token i, KV head, group
+// of up to 8 of its query heads) and one chunk of the keys, in tiles of 32
+// with an online softmax across tiles: per head a running maximum m, sum l
+// and output acc, rescaled by e^(m_old - m_new) when the maximum grows.  A
+// tile's K rows are staged in shared memory (128 columns at a time) by
+// loads spread over the workgroup; its scores take 32 invocations per
+// head of the group, each head's dot products split over
+// 8 / heads parts of head_dim when the group has fewer than 8 heads, so all
+// 256 invocations score; the tile's V values are loaded all at once per
+// output.  With one chunk it writes out = acc / l; else (m, l, acc) of the
+// chunk go to the scratch buffer s, and
 // PASS 1 merges the chunks of each (token, head): out = sum_c e^(m_c - M)
-// acc_c / sum_c e^(m_c - M) l_c.  Chunks spread a long cache (decode) over
-// the device.
+// acc_c / sum_c e^(m_c - M) l_c.  Short chunks (a tile each in decode)
+// spread a cache over the device: a decode step has only a few items.
 //
-// Accuracy: scores are dot products in double (a score's error moves every
-// probability by the same relative amount: in float it would exceed the
-// 1e-5 contract for peaky softmax), l and acc are double; exponentials are
-// rmath.glsl's r_exp of the float difference (about 1 ulp); f16 values
-// are decoded exactly (half.glsl).
+// Accuracy (strict, the default module): scores are dot products in double
+// (a score's error moves every probability by the same relative amount: in
+// float it would exceed the 1e-5 contract for peaky softmax), l and acc are
+// double, and so is the scratch.  RAYO_F32 (the attention_f32 module, for
+// relaxed calls: a 2e-3 contract) keeps all of them in float and needs no
+// shaderFloat64.  Exponentials are rmath.glsl's r_exp of the float
+// difference (about 1 ulp); f16 values are decoded exactly (half.glsl).
 
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -41,20 +47,36 @@ layout(push_constant) uniform PushConstants {
     uint os;                    // scratch word offset
     uint n_heads, group;        // group = query heads per KV head
     uint q_token, q_head, k_token, k_head, v_token, v_head, o_token, o_head;
-    uint chunks, tiles;         // chunks of the keys, tiles of 128 keys per chunk
+    uint chunks, tiles;         // chunks of the keys, tiles of TILE keys per chunk
     uint head_groups, items;    // ceil(group / 8); n_q * n_kv_heads * head_groups
 } pc;
 
-layout(local_size_x = 128) in;
+layout(local_size_x = 256) in;
 layout(constant_id = 1) const bool KV_F16 = false;
 layout(constant_id = 2) const uint PASS = 0u;
 
-const uint TILE = 128u, HEADS = 8u, DMAX = 256u, OUTS = HEADS * DMAX / TILE;
+#ifdef RAYO_F32
+#define ACC float
+#define ACC_WORDS 1u
+#define ACC_LOW (-R_INF)       // m before the first key: e^(m - m_new) = 0
+#else
+#define ACC double
+#define ACC_WORDS 2u
+const double ACC_LOW = -1.0e300LF;
+#endif
+
+const uint WG = 256u, TILE = 32u, HEADS = 8u, DMAX = 256u, OUTS = HEADS * DMAX / WG;
+// K rows are staged KD columns at a time, so that the shared memory
+// (27.3 KiB) stays within 32 KiB, lavapipe's limit, at head_dim 256
+const uint KD = 128u;
+const uint KSTRIDE = KD + 1u;   // odd: invocations of one key apiece hit distinct banks
 
 shared float qs[HEADS * DMAX];          // the group's query rows
-shared double score[HEADS * TILE];
+shared float ks[TILE * KSTRIDE];        // columns [b0, b0 + KD) of the tile's K rows
+shared ACC score[HEADS * TILE];         // (part, head, key) partial dot products, then (head, key)
 shared float prob[HEADS * TILE];
-shared double part_max[HEADS * 16u], part_sum[HEADS * 16u];
+shared ACC m_run[HEADS], l_run[HEADS];
+shared float shrink[HEADS];
 
 float kv_value(bool is_k, uint e)
 {
@@ -65,96 +87,117 @@ float kv_value(bool is_k, uint e)
     return f16_value((w >> (16u * (i & 1u))) & 0xffffu);
 }
 
-// BURST values of K or V (elements row + (i0 + j) stride, 0 past `end`),
-// loaded before any is used: a loop that loads one value and adds it
-// before the next load waits out the memory latency on every value, and
-// decode has too few workgroups to hide it.
-const uint BURST = 16u;
-
-void load_burst(bool is_k, uint row, uint stride, uint i0, uint end, out float v[BURST])
-{
-    [[unroll]] for (uint j = 0u; j < BURST; j++)
-        v[j] = i0 + j < end ? kv_value(is_k, row + (i0 + j) * stride) : 0.0;
-}
-
 // ---- PASS 0 ----------------------------------------------------------------------
 
-// Scores of this invocation's key (if below end) for the group's heads.
-void tile_scores(uint key, uint end, uint kv_head, uint heads)
+// Columns [b0, b0 + width) of the tile's `count` K rows into ks (zeros past them).
+void stage_keys(uint key0, uint count, uint kv_head, uint b0, uint width)
 {
-    uint t = gl_LocalInvocationID.x;
-    double s[HEADS];
-    [[unroll]] for (uint g = 0u; g < HEADS; g++)
-        s[g] = 0.0LF;
-    if (key < end) {
-        uint row = key * pc.k_token + kv_head * pc.k_head;
-        for (uint d0 = 0u; d0 < pc.head_dim; d0 += BURST) {
-            float kb[BURST];
-            load_burst(true, row, 1u, d0, pc.head_dim, kb);
-            [[unroll]] for (uint j = 0u; j < BURST; j++) {
-                if (d0 + j >= pc.head_dim)
-                    break;
-                double k = double(kb[j]);
-                [[unroll]] for (uint g = 0u; g < HEADS; g++)
-                    if (g < heads)
-                        s[g] += double(qs[g * DMAX + d0 + j]) * k;
-            }
-        }
+    for (uint e = gl_LocalInvocationID.x; e < TILE * width; e += WG) {
+        uint j = e / width, d = e % width;
+        uint at = (key0 + j) * pc.k_token + kv_head * pc.k_head + b0 + d;
+        ks[j * KSTRIDE + d] = j < count ? kv_value(true, at) : 0.0;
     }
-    [[unroll]] for (uint g = 0u; g < HEADS; g++)
-        score[g * TILE + t] = s[g] * double(pc.scale);
+}
+
+// score[(head, key)] = scale q . k for the tile: invocation t takes key
+// t % 32 of head slot t / 32 % slots and part t / 32 / slots of head_dim,
+// where slots (a power of two from heads to 8) times parts is 8.
+void tile_scores(uint key0, uint count, uint kv_head, uint heads)
+{
+    uint t = gl_LocalInvocationID.x, j = t % TILE, slot = t / TILE;
+    uint slots = heads <= 1u ? 1u : heads <= 2u ? 2u : heads <= 4u ? 4u : 8u, parts = HEADS / slots;
+    uint g = slot % slots, part = slot / slots, span = (pc.head_dim + parts - 1u) / parts;
+    uint d0 = part * span, d1 = min(d0 + span, pc.head_dim);
+    ACC s = ACC(0.0);
+    for (uint b0 = 0u; b0 < pc.head_dim; b0 += KD) {
+        uint width = min(KD, pc.head_dim - b0);
+        barrier();              // the last block's (or tile's) readers of ks are done
+        stage_keys(key0, count, kv_head, b0, width);
+        barrier();
+        if (g < heads)
+            for (uint d = max(d0, b0); d < min(d1, b0 + width); d++)
+                s += ACC(qs[g * DMAX + d]) * ACC(ks[j * KSTRIDE + d - b0]);
+    }
+    score[t] = s;
+    barrier();
+    // part 0's entry t = g * 32 + j is read and written by invocation t alone
+    if (t < slots * TILE) {
+        for (uint p = 1u; p < parts; p++)
+            s += score[t + p * slots * TILE];
+        score[t] = s * ACC(pc.scale);
+    }
 }
 
 // Online softmax step over the tile's `count` keys: prob[] of the tile
-// (against the new maxima), and for every head the new running maximum m,
-// sum l, and the factor `shrink` for the output accumulated so far.
-// Invocation t works on the keys t % 16, t % 16 + 16, ... of head t / 16;
-// m, l and shrink come out the same in every invocation.
-void tile_softmax(uint count, inout double m[HEADS], inout double l[HEADS], out float shrink[HEADS])
+// against the heads' new maxima; then m, l of each head and the factor
+// `shrink` for the output accumulated so far.
+void tile_softmax(uint count, uint heads)
 {
-    uint t = gl_LocalInvocationID.x, g = t >> 4u, sub = t & 15u;
-    double mx = -1.0e300LF;
-    for (uint e = sub; e < count; e += 16u)
-        mx = max(mx, score[g * TILE + e]);
-    part_max[g * 16u + sub] = mx;
-    barrier();
-    double tile_max = -1.0e300LF;
-    for (uint i = 0u; i < 16u; i++)
-        tile_max = max(tile_max, part_max[g * 16u + i]);
-    double m_new = max(m[g], tile_max);
-    double sum = 0.0LF;
-    for (uint e = sub; e < count; e += 16u) {
-        float p = r_exp(float(score[g * TILE + e] - m_new));
-        prob[g * TILE + e] = p;
-        sum += double(p);
+    uint t = gl_LocalInvocationID.x, g = t / TILE, j = t % TILE;
+    ACC m_new = ACC_LOW;
+    if (g < heads) {
+        m_new = m_run[g];
+        for (uint e = 0u; e < count; e++)
+            m_new = max(m_new, score[g * TILE + e]);
+        prob[t] = j < count ? r_exp(float(score[t] - m_new)) : 0.0;
     }
-    part_sum[g * 16u + sub] = sum;
     barrier();
-    [[unroll]] for (uint h = 0u; h < HEADS; h++) {
-        double hmax = -1.0e300LF, hsum = 0.0LF;
-        for (uint i = 0u; i < 16u; i++) {
-            hmax = max(hmax, part_max[h * 16u + i]);
-            hsum += part_sum[h * 16u + i];
-        }
-        double mn = max(m[h], hmax);
-        shrink[h] = r_exp(float(m[h] - mn));
-        l[h] = l[h] * double(shrink[h]) + hsum;
-        m[h] = mn;
+    if (g < heads && j == 0u) {
+        ACC sum = ACC(0.0);
+        for (uint e = 0u; e < count; e++)
+            sum += ACC(prob[g * TILE + e]);
+        float f = r_exp(float(m_run[g] - m_new));
+        shrink[g] = f;
+        l_run[g] = l_run[g] * ACC(f) + sum;
+        m_run[g] = m_new;
     }
 }
 
-void write_chunk(uint token, uint head, uint chunk, uint d, double m, double l, double acc)
+// acc of outputs o = t, t + 256, ... (head o / head_dim, dimension o %
+// head_dim) over the tile's V rows; the TILE loads of one output are
+// independent, so they are in flight together.
+void tile_values(uint key0, uint count, uint kv_head, uint heads, inout ACC acc[OUTS])
 {
-    uint stride = pc.head_dim + 2u;     // doubles per (token, head, chunk)
-    uint at = pc.os + 2u * (((token * pc.n_heads + head) * pc.chunks + chunk) * stride);
-    if (d == 0u) {
-        uvec2 mb = unpackDouble2x32(m), lb = unpackDouble2x32(l);
-        s_data[at] = mb.x; s_data[at + 1u] = mb.y;
-        s_data[at + 2u] = lb.x; s_data[at + 3u] = lb.y;
+    uint t = gl_LocalInvocationID.x;
+    [[unroll]] for (uint i = 0u; i < OUTS; i++) {
+        uint o = t + i * WG, g = o / pc.head_dim, d = o % pc.head_dim;
+        if (g >= heads)
+            break;
+        uint row = key0 * pc.v_token + kv_head * pc.v_head + d;
+        float v[TILE];
+        [[unroll]] for (uint j = 0u; j < TILE; j++)
+            v[j] = j < count ? kv_value(false, row + j * pc.v_token) : 0.0;
+        ACC a = acc[i] * ACC(shrink[g]);
+        [[unroll]] for (uint j = 0u; j < TILE; j++)
+            a += ACC(prob[g * TILE + j]) * ACC(v[j]);
+        acc[i] = a;
     }
-    uvec2 ab = unpackDouble2x32(acc);
-    s_data[at + 4u + 2u * d] = ab.x;
-    s_data[at + 5u + 2u * d] = ab.y;
+}
+
+void store_acc(uint at, ACC v)
+{
+#ifdef RAYO_F32
+    s_data[at] = floatBitsToUint(v);
+#else
+    uvec2 b = unpackDouble2x32(v);
+    s_data[at] = b.x;
+    s_data[at + 1u] = b.y;
+#endif
+}
+
+ACC load_acc(uint at)
+{
+#ifdef RAYO_F32
+    return uintBitsToFloat(s_data[at]);
+#else
+    return packDouble2x32(uvec2(s_data[at], s_data[at + 1u]));
+#endif
+}
+
+// Scratch: per (token, head, chunk) m, l, then acc[head_dim], ACC_WORDS words each.
+uint chunk_at(uint token, uint head, uint chunk)
+{
+    return pc.os + ACC_WORDS * (((token * pc.n_heads + head) * pc.chunks + chunk) * (pc.head_dim + 2u));
 }
 
 void attend_chunk(uint item, uint chunk)
@@ -166,74 +209,64 @@ void attend_chunk(uint item, uint chunk)
     uint head0 = kv_head * pc.group + hg * HEADS, heads = min(HEADS, pc.group - hg * HEADS);
     uint visible = (pc.flags & 1u) != 0u ? pc.n_kv - pc.n_q + token + 1u : pc.n_kv;
     uint k0 = chunk * pc.tiles * TILE, k1 = min(k0 + pc.tiles * TILE, visible);
-    for (uint e = t; e < heads * pc.head_dim; e += TILE) {
+    barrier();                  // the previous item's readers of qs, m_run, l_run are done
+    for (uint e = t; e < heads * pc.head_dim; e += WG) {
         uint g = e / pc.head_dim, d = e % pc.head_dim;
         qs[g * DMAX + d] = q_data[pc.oq + token * pc.q_token + (head0 + g) * pc.q_head + d];
     }
-    double m[HEADS], l[HEADS], acc[OUTS];
-    [[unroll]] for (uint h = 0u; h < HEADS; h++) { m[h] = -1.0e300LF; l[h] = 0.0LF; }
-    [[unroll]] for (uint o = 0u; o < OUTS; o++) acc[o] = 0.0LF;
-    barrier();
+    if (t < HEADS) {
+        m_run[t] = ACC_LOW;
+        l_run[t] = ACC(0.0);
+    }
+    ACC acc[OUTS];
+    [[unroll]] for (uint i = 0u; i < OUTS; i++) acc[i] = ACC(0.0);
     for (uint key0 = k0; key0 < k1; key0 += TILE) {
         uint count = min(TILE, k1 - key0);
-        tile_scores(key0 + t, k1, kv_head, heads);
+        tile_scores(key0, count, kv_head, heads);
         barrier();
-        float shrink[HEADS];
-        tile_softmax(count, m, l, shrink);
-        // outputs o = t, t + 128, ...: head o / head_dim, dimension o % head_dim
-        [[unroll]] for (uint i = 0u; i < OUTS; i++) {
-            uint o = t + i * TILE, g = o / pc.head_dim, d = o % pc.head_dim;
-            if (g >= heads)
-                break;
-            double a = acc[i] * double(shrink[g]);
-            uint row = key0 * pc.v_token + kv_head * pc.v_head + d;
-            for (uint e0 = 0u; e0 < count; e0 += BURST) {
-                float vb[BURST];
-                load_burst(false, row, pc.v_token, e0, count, vb);
-                [[unroll]] for (uint j = 0u; j < BURST; j++) {
-                    if (e0 + j >= count)
-                        break;
-                    a += double(prob[g * TILE + e0 + j]) * double(vb[j]);
-                }
-            }
-            acc[i] = a;
-        }
-        barrier();              // score and prob are rewritten by the next tile
+        tile_softmax(count, heads);
+        barrier();
+        tile_values(key0, count, kv_head, heads, acc);
+        barrier();              // ks, score and prob are rewritten by the next tile
     }
     [[unroll]] for (uint i = 0u; i < OUTS; i++) {
-        uint o = t + i * TILE, g = o / pc.head_dim, d = o % pc.head_dim;
+        uint o = t + i * WG, g = o / pc.head_dim, d = o % pc.head_dim;
         if (g >= heads)
             break;
         uint head = head0 + g;
-        if ((pc.flags & 2u) != 0u)
-            o_data[pc.oo + token * pc.o_token + head * pc.o_head + d] = float(acc[i] / l[g]);
-        else
-            write_chunk(token, head, chunk, d, m[g], l[g], acc[i]);
+        if ((pc.flags & 2u) != 0u) {
+            o_data[pc.oo + token * pc.o_token + head * pc.o_head + d] = float(acc[i] / l_run[g]);
+            continue;
+        }
+        uint at = chunk_at(token, head, chunk);
+        if (d == 0u) {
+            store_acc(at, m_run[g]);
+            store_acc(at + ACC_WORDS, l_run[g]);
+        }
+        store_acc(at + ACC_WORDS * (2u + d), acc[i]);
     }
 }
 
 // ---- PASS 1 ----------------------------------------------------------------------
 
-double scratch_double(uint at) { return packDouble2x32(uvec2(s_data[at], s_data[at + 1u])); }
-
 void merge(uint item)           // item = token * n_heads + head
 {
-    uint token = item / pc.n_heads, head = item % pc.n_heads, stride = pc.head_dim + 2u;
-    uint base = pc.os + 2u * item * pc.chunks * stride;
-    double mx = -1.0e300LF;
+    uint token = item / pc.n_heads, head = item % pc.n_heads;
+    uint base = chunk_at(token, head, 0u), stride = ACC_WORDS * (pc.head_dim + 2u);
+    ACC mx = ACC_LOW;
     for (uint c = 0u; c < pc.chunks; c++)
-        if (scratch_double(base + 2u * c * stride + 2u) > 0.0LF)
-            mx = max(mx, scratch_double(base + 2u * c * stride));
-    for (uint d = gl_LocalInvocationID.x; d < pc.head_dim; d += TILE) {
-        double l = 0.0LF, a = 0.0LF;
+        if (load_acc(base + c * stride + ACC_WORDS) > ACC(0.0))
+            mx = max(mx, load_acc(base + c * stride));
+    for (uint d = gl_LocalInvocationID.x; d < pc.head_dim; d += WG) {
+        ACC l = ACC(0.0), a = ACC(0.0);
         for (uint c = 0u; c < pc.chunks; c++) {
-            uint at = base + 2u * c * stride;
-            double lc = scratch_double(at + 2u);
-            if (lc == 0.0LF)
+            uint at = base + c * stride;
+            ACC lc = load_acc(at + ACC_WORDS);
+            if (lc == ACC(0.0))
                 continue;       // every key of the chunk masked
-            double w = double(r_exp(float(scratch_double(at) - mx)));
+            ACC w = ACC(r_exp(float(load_acc(at) - mx)));
             l += w * lc;
-            a += w * scratch_double(at + 4u + 2u * d);
+            a += w * load_acc(at + ACC_WORDS * (2u + d));
         }
         o_data[pc.oo + token * pc.o_token + head * pc.o_head + d] = float(a / l);
     }

@@ -195,12 +195,16 @@ void chunk_of_row(uint row, uint chunk)
 // ---- PASS 4: the row in registers -------------------------------------------
 void cached_row(uint row)
 {
-    float v[E];
+    float v[E], gamma[E];
     uint t = gl_LocalInvocationID.x, base = row * pc.n;
+    bool has_gamma = !is_softmax() && (pc.flags & HAS_GAMMA) != 0u;
     ACC s1 = identity(is_softmax());
     for (uint i = 0u; i < E; i++) {
         uint j = t + i * WG;
         v[i] = j < pc.n ? a_data[pc.oa + base + j] : 0.0;
+        // gamma now: its loads wait out their latency with the row's, not
+        // after the reductions
+        gamma[i] = has_gamma && j < pc.n ? b_data[pc.ob + j] : 1.0;
         if (j < pc.n) {
             if (is_softmax()) s1 = ACC(nan_max(float(s1), v[i]));
             else if (OP == OP_LAYERNORM) s1 += ACC(v[i]);
@@ -243,14 +247,13 @@ void cached_row(uint row)
     ACC mean = OP == OP_LAYERNORM ? s1 / ACC(pc.n) : ACC(0.0);
     ACC var = (OP == OP_LAYERNORM ? s2 : s1) / ACC(pc.n) + ACC(pc.alpha);
     ACC inv = isnan(var) ? var : (var > ACC(0.0) ? ACC(1.0) / sqrt(var) : ACC(0.0));
-    bool has_gamma = (pc.flags & HAS_GAMMA) != 0u;
     bool has_beta = OP == OP_LAYERNORM && (pc.flags & HAS_BETA) != 0u;
     for (uint i = 0u; i < E; i++) {
         uint j = t + i * WG;
         if (j >= pc.n)
             continue;
         ACC y = (ACC(v[i]) - mean) * inv;
-        if (has_gamma) y *= ACC(b_data[pc.ob + j]);
+        if (has_gamma) y *= ACC(gamma[i]);
         if (has_beta) y += ACC(c_data[pc.oc + j]);
         y_data[out_base + j] = float(y);
     }

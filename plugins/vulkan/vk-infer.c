@@ -196,11 +196,17 @@ static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *
 
 /* ---- attention ------------------------------------------------------------------- */
 
-#define ATTN_TILE 128u          /* keys per tile: attention.comp's workgroup */
+#define ATTN_TILE 32u           /* keys per tile of attention.comp */
 #define ATTN_HEADS 8u           /* query heads per workgroup */
 #define ATTN_DMAX 256u          /* largest head_dim */
 #define ATTN_GROUPS 4096u       /* workgroups worth cutting a long cache into chunks for */
-#define ATTN_CPU_TILES 8u       /* tiles per chunk on a CPU device (lavapipe's loop limit) */
+#define ATTN_CPU_TILES 32u      /* tiles per chunk on a CPU device (lavapipe's loop limit) */
+#define ATTN_KD 128u            /* K columns staged at a time */
+/* attention.comp's shared memory (the double module; the float one needs
+ * less): query rows, ATTN_KD columns of the tile's K rows (ATTN_KD + 1
+ * floats apart), scores, probabilities and the heads' m, l and shrink */
+#define ATTN_SHARED_BYTES ((ATTN_HEADS * ATTN_DMAX + ATTN_TILE * (ATTN_KD + 1)) * 4 + \
+                           ATTN_HEADS * ATTN_TILE * 12 + ATTN_HEADS * 20)
 
 
 /* The strides and sizes of attention.comp's push constants. */
@@ -232,7 +238,8 @@ static rayo_status attention_push(const rayo_attention_params *p, vk_push *pc)
 }
 
 /* Chunks of the keys: enough workgroups for the device when there are few
- * (token, head) items (decode), and short loops on a CPU device. */
+ * (token, head) items (decode: a tile per chunk), and short loops on a CPU
+ * device. */
 static uint32_t attention_chunks(const vk_state *s, size_t items, size_t n_kv, uint32_t *tiles)
 {
     size_t all = (n_kv + ATTN_TILE - 1) / ATTN_TILE;
@@ -247,14 +254,19 @@ static uint32_t attention_chunks(const vk_state *s, size_t items, size_t n_kv, u
     return (uint32_t)((all + *tiles - 1) / *tiles);
 }
 
+/* Strict calls take the module that sums in double (shaderFloat64);
+ * relaxed ones the float module, within their 2e-3 contract
+ * (core/rayo-ops.h). */
 static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                                  vk_operands *ops)
 {
     const rayo_attention_params *p = call->params; /* checked by shape_of */
     rayo_dtype kv = RAYO_DTYPE_OF(call->dtypes, 1);
-    if (!s->f64 || p->head_dim > ATTN_DMAX) {
-        s->host->set_error(s->host, "vulkan: attention needs shaderFloat64 and head_dim <= %u",
-                           ATTN_DMAX);
+    bool f32 = call->precision == RAYO_PRECISION_RELAXED;
+    if ((!f32 && !s->f64) || p->head_dim > ATTN_DMAX ||
+        s->props.limits.maxComputeSharedMemorySize < ATTN_SHARED_BYTES) {
+        s->host->set_error(s->host, "vulkan: attention needs head_dim <= %u, %u bytes of shared memory, "
+                           "and shaderFloat64 at strict precision", ATTN_DMAX, ATTN_SHARED_BYTES);
         return RAYO_E_UNSUPPORTED;
     }
     vk_push pc;
@@ -270,21 +282,23 @@ static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
     uint32_t chunks = attention_chunks(s, items, p->n_kv, &tiles);
     pc.ext[10] = chunks;
     pc.ext[11] = tiles;
-    uint32_t spec[3] = {ATTN_TILE, f16, 0};
+    uint32_t shader = f32 ? VK_SHADER_ATTENTION_F32 : VK_SHADER_ATTENTION;
+    uint32_t spec[3] = {0, f16, 0};
     if (chunks == 1) {
         pc.flags |= 2u;
-        return record(s, cx, VK_SHADER_ATTENTION, spec, 3, ops, &pc, 1, groups_of(items));
+        return record(s, cx, shader, spec, 3, ops, &pc, 1, groups_of(items));
     }
-    VkDeviceSize bytes = (VkDeviceSize)p->n_q * p->n_heads * chunks * (p->head_dim + 2) * 8;
+    /* m, l and acc of each (token, head, chunk): doubles, floats for f32 */
+    VkDeviceSize bytes = (VkDeviceSize)p->n_q * p->n_heads * chunks * (p->head_dim + 2) * (f32 ? 4 : 8);
     vk_buf *scratch;
     rayo_status st = vk_bind_temp(s, cx, &s->device_pool, bytes, ops, &scratch);
     if (st != RAYO_OK)
         return st;
     pc.aux = ops->bind[4].word_offset;
-    st = record(s, cx, VK_SHADER_ATTENTION, spec, 3, ops, &pc, chunks, groups_of(items));
+    st = record(s, cx, shader, spec, 3, ops, &pc, chunks, groups_of(items));
     spec[2] = 1;
     if (st == RAYO_OK)
-        st = record(s, cx, VK_SHADER_ATTENTION, spec, 3, ops, &pc, groups_of(p->n_q * p->n_heads), 1);
+        st = record(s, cx, shader, spec, 3, ops, &pc, groups_of(p->n_q * p->n_heads), 1);
     return st;
 }
 

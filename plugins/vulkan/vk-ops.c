@@ -258,9 +258,12 @@ static rayo_status bind_scratch(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_
 #define LONG_ROW (256u * 256u)
 #define MAX_CHUNKS 1024u
 #define CACHED_ROW_E 32u
-/* Longest row for PASS 4: measured on an H200 (doc/benchmarks-vulkan.md),
- * it beats PASS 0 up to rows of 1024 and loses at 4096 */
-#define CACHED_ROW_MAX 2048u
+/* Longest row for PASS 4, measured on an H200 (doc/benchmarks-vulkan.md):
+ * once gamma came with the row's loads, rmsnorm of 4096 took 6.4 us
+ * against PASS 0's 12.1 for 1 and for 128 rows (a Llama 7B's decode and
+ * prompt); bandwidth runs over many rows had found PASS 4 slower at 4096
+ * before that change */
+#define CACHED_ROW_MAX 4096u
 
 static rayo_status rec_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                             vk_operands *ops)
