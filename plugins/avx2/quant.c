@@ -397,7 +397,8 @@ static void rows_q4_0_i8(const uint8_t *row, size_t stride, size_t count, const 
 
 /* Q4_K against int8 x with a scale per 256 values, or per 32, and Q6_K's
  * block against int8 x per 32 values (x86-quant.h). */
-X86_RELAXED_K_KERNELS(PREFETCH_BYTES)
+X86_RELAXED_Q4_K_KERNELS(PREFETCH_BYTES)
+X86_Q6_K_I8_32_BLOCK
 
 TYPED_ROWS_FN(rows_q6_k_i8_32, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_i8_32)
 

@@ -7,11 +7,11 @@
  * most 256 values (16 per lane) added into double lanes; relaxed path in
  * integers against x rounded once per call (../cpu-base/cpu-typed-gemv_tmpl.c).
  *
- * The relaxed int8 kernels of Q8_0, Q4_0 and Q4_K (and Q6_K against x per
- * 32) are avx2's 256-bit ones (x86-quant.h) in a row driver with no 512-bit
- * instruction in its loop, which ran faster on an AVX-512 Xeon than 512-bit
- * forms (see "relaxed: the int8 kernels" below); Q6_K against x per 256
- * stays in 512-bit vectors.
+ * The relaxed int8 kernels of Q8_0 and Q4_0 are avx2's 256-bit ones
+ * (x86-quant.h) in a row driver with no 512-bit instruction in its loop,
+ * which ran faster on an AVX-512 Xeon than 512-bit forms (see "relaxed:
+ * the int8 kernels" below); those of Q4_K and Q6_K are in 512-bit vectors
+ * ("relaxed: Q4_K", "relaxed: Q6_K" below).
  */
 #include "plugin.h"
 #include "avx512-math.h"
@@ -257,9 +257,8 @@ TYPED_ROWS_FN(rows_q4_0_int, 32, RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 32, blo
 
 /* ---- relaxed: the int8 kernels in 256-bit vectors ----------------------------- */
 
-/* Q8_0 and Q4_0 against int8 x, Q4_K and Q6_K against int8 x per 32
- * values, and Q4_K per 256 run avx2's 256-bit kernels (x86-quant.h) in a
- * 256-bit row driver: no 512-bit instruction in the loop.  On an AVX-512
+/* Q8_0 and Q4_0 against int8 x run avx2's 256-bit kernels (x86-quant.h)
+ * in a 256-bit row driver: no 512-bit instruction in the loop.  On an AVX-512
  * Xeon (Sapphire Rapids class, 1 thread, 4096 x 11008 weights in cache),
  * the same Q4_0 pair kernel ran 1.3x slower than avx2's when its sums went
  * into 512-bit accumulators (one vaddps zmm, or a zmm move, per pair and
@@ -334,24 +333,172 @@ static void rows_q4_0_i8(const uint8_t *row, size_t stride, size_t count, const 
     rows_of_pairs(row, stride, count, x, n, 0, pair_q4_0, out);
 }
 
-/* Q4_K against int8 x with a scale per 256 values, or per 32: avx2's two
- * rows a pass (four, which 32 registers allow, ran no faster on the Xeon);
- * Q6_K's block against int8 x per 32 values (x86-quant.h). */
-X86_RELAXED_K_KERNELS(PREFETCH_BYTES)
 
-static void rows_q6_k_i8_32(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
-                            double out[4])
+
+/* ---- relaxed: Q4_K against int8 x, in 512-bit vectors ------------------------ */
+
+/* A Q4_K block's 128 code bytes are read as two 512-bit halves P = 0, 1:
+ * chunks 2P and 2P + 1, whose low nibbles are sub-blocks 4P and 4P + 2,
+ * high nibbles 4P + 1 and 4P + 3.  vpmaddubsw multiplies each by x's
+ * values in that order (xv below: x's natural order with two 256-bit
+ * quarters swapped, once for the rows of a pass), vpmaddwd by the
+ * sub-blocks' scales (lanes 0-15 of one sub-block, 16-31 of the other,
+ * picked by vpshufb) into int32: 12 instructions per 128 values and row,
+ * where the 256-bit kernel of x86-quant.h (avx2's) spends about 21 on its
+ * int16 transposes alone; the scales are unpacked in vector registers
+ * (x86_q4_k_scales_mins_vec), four rows a pass.  On the AMD EPYC (Zen 5
+ * class, 1 thread, 512 x 2048 weights in L2) a call took 17.6 us against
+ * 22.0 with the 256-bit kernel, which was compute-bound there (a third of
+ * the read bandwidth in cache).  Not measured on an AVX-512 Xeon, where
+ * an earlier 512-bit form (vpmulld by the scales) lost to the 256-bit one
+ * (below). */
+
+/* int16 lanes 0-15: sub-block s_low's scale (byte s_low of each 128-bit
+ * lane, zero-extended), lanes 16-31: s_high's; a vpshufb pattern. */
+static inline __m512i q4_k_scale_pattern(short s_low, short s_high)
 {
-    rows_of_blocks256(row, stride, count, x, n / RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K,
-                      block_q6_k_i8_32, out);
+    __m256i lo = _mm256_set1_epi16((short)(0x8000 | s_low)), hi = _mm256_set1_epi16((short)(0x8000 | s_high));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
-/* ---- relaxed: Q6_K against x in int8 per 256, in 512-bit vectors ------------- */
-
-/* Two 256-bit halves as one 512-bit vector. */
-static inline __m512i join256(__m256i lo, __m256i hi)
+/* x's 256 int8 values of a block in the order of the code halves:
+ * xv[2P] sub-blocks 4P and 4P + 2, xv[2P + 1] 4P + 1 and 4P + 3. */
+static ALWAYS_INLINE void q4_k_x_order(const int8_t *xq, __m512i xv[4])
 {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    UNROLL
+    for (int P = 0; P < 2; P++) {
+        __m512i a = load512(xq + 128 * P), b = load512(xq + 128 * P + 64);
+        xv[2 * P] = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(1, 0, 1, 0));
+        xv[2 * P + 1] = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2));
+    }
+}
+
+/* x's scales per 32 values (sx: the block's 8) in the int32 lanes of the
+ * code halves' sums: xs[2P] sub-blocks 4P (lanes 0-7) and 4P + 2, xs[2P +
+ * 1] 4P + 1 and 4P + 3. */
+static ALWAYS_INLINE void q4_k_x_scales(const float *sx, __m512 xs[4])
+{
+    __m512 v = _mm512_castps256_ps512(_mm256_loadu_ps(sx));
+    UNROLL
+    for (int j = 0; j < 4; j++) {
+        int s = 4 * (j / 2) + j % 2;
+        __m512i lanes = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(s)), _mm256_set1_epi32(s + 2), 1);
+        xs[j] = _mm512_permutexvar_ps(lanes, v);
+    }
+}
+
+/* One row's block (at p) against x (xv, xs): per32 0: xs[0] holds x's
+ * scale per 256 in every lane, the scaled int32 sums are added in int32
+ * (at most 4 * 2 * (2 * 15 * 127) * 63 a lane) and go to float once;
+ * per32 1: each half's sums go to float times its lanes' x scales.  The
+ * minimums (x86_q4_k_minus_mins) go into *mins. */
+static ALWAYS_INLINE void q4_k_block512(const uint8_t *p, const __m512i xv[4], const __m512 xs[4],
+                                        const float *xsum, int per32, __m512 *acc, __m256 *mins)
+{
+    const __m512i low_nibbles = _mm512_set1_epi8(15);
+    __m128i sc8;
+    __m256 d;
+    *mins = x86_q4_k_minus_mins(p, xsum, 1, &sc8, &d, *mins);
+    __m512i sc = _mm512_broadcastq_epi64(sc8);
+    __m512i sum = _mm512_setzero_si512();
+    __m512 t = _mm512_setzero_ps();
+    UNROLL
+    for (int P = 0; P < 2; P++) {
+        __m512i v = load512(p + RAYO_Q4_K_QS + 64 * P);
+        __m512i lo = _mm512_and_si512(v, low_nibbles), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low_nibbles);
+        __m512i s_lo = _mm512_madd_epi16(_mm512_maddubs_epi16(lo, xv[2 * P]),
+                                         _mm512_shuffle_epi8(sc, q4_k_scale_pattern(4 * P, 4 * P + 2)));
+        __m512i s_hi = _mm512_madd_epi16(_mm512_maddubs_epi16(hi, xv[2 * P + 1]),
+                                         _mm512_shuffle_epi8(sc, q4_k_scale_pattern(4 * P + 1, 4 * P + 3)));
+        if (!per32) {
+            sum = _mm512_add_epi32(sum, _mm512_add_epi32(s_lo, s_hi));
+        } else {
+            t = P ? _mm512_fmadd_ps(_mm512_cvtepi32_ps(s_lo), xs[0], t) : _mm512_mul_ps(_mm512_cvtepi32_ps(s_lo), xs[0]);
+            t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s_hi), xs[1], t);
+        }
+        xs += per32 ? 2 : 0;
+    }
+    __m512 dz = _mm512_broadcastss_ps(_mm256_castps256_ps128(d));
+    *acc = per32 ? _mm512_fmadd_ps(t, dz, *acc) : _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dz, xs[0]), *acc);
+}
+
+/* The dots of R Q4_K rows with x (q8: int8 per 256 values, scales: one per
+ * block, or per 32 with per32) over `blocks` blocks into out: float lanes
+ * over X86_Q4_K_BLOCKS_PER_GROUP blocks, then double; the rows' group
+ * PREFETCH_BYTES ahead prefetched as one run (x86_rows_ahead). */
+static ALWAYS_INLINE void q4_k_rows512(const uint8_t *row, size_t stride, int R, const int8_t *q8,
+                                       const float *scale, const float *xsum, int per32, size_t blocks, double *out)
+{
+    const char *ahead = x86_rows_ahead(row, stride, R, PREFETCH_BYTES);
+    UNROLL for (int r = 0; r < R; r++) out[r] = 0.0;
+    for (size_t b = 0; b < blocks;) {
+        size_t end = b + X86_Q4_K_BLOCKS_PER_GROUP < blocks ? b + X86_Q4_K_BLOCKS_PER_GROUP : blocks;
+        __m512 acc[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
+        __m256 mins[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+        for (; b < end; b++) {
+            __m512i xv[4];
+            __m512 xs[4];
+            x86_prefetch_run(ahead + R * RAYO_Q4_K_BYTES * b, R * RAYO_Q4_K_BYTES);
+            q4_k_x_order(q8 + RAYO_QK_K * b, xv);
+            if (per32)
+                q4_k_x_scales(scale + 8 * b, xs);
+            else
+                xs[0] = _mm512_set1_ps(scale[b]);
+            UNROLL for (int r = 0; r < R; r++)
+                q4_k_block512(row + r * stride + RAYO_Q4_K_BYTES * b, xv, xs, xsum + 8 * b, per32, &acc[r], &mins[r]);
+        }
+        UNROLL for (int r = 0; r < R; r++)
+            out[r] += _mm512_reduce_add_pd(z_widen_add(_mm512_setzero_pd(), acc[r])) +
+                      v_hsum_pd(v_widen_add(_mm256_setzero_pd(), mins[r]));
+    }
+}
+
+/* count (1..4) rows: four in one pass, fewer one by one. */
+static ALWAYS_INLINE void q4_k_rows512_of(const uint8_t *row, size_t stride, size_t count, const int8_t *q8,
+                                          const float *scale, const float *xsum, int per32, size_t n, double out[4])
+{
+    if (count == 4) {
+        q4_k_rows512(row, stride, 4, q8, scale, xsum, per32, n / RAYO_QK_K, out);
+        return;
+    }
+    for (size_t r = 0; r < count; r++)
+        q4_k_rows512(row + r * stride, stride, 1, q8, scale, xsum, per32, n / RAYO_QK_K, out + r);
+}
+
+static void rows_q4_k_int(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                          double out[4])
+{
+    q4_k_rows512_of(row, stride, count, x->q8, x->scale8, x->sum, 0, n, out);
+}
+
+static void rows_q4_k_i8_32(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
+                            double out[4])
+{
+    q4_k_rows512_of(row, stride, count, x->q8_32, x->scale8_32, x->sum, 1, n, out);
+}
+
+/* ---- relaxed: Q6_K against int8 x, in 512-bit vectors ------------------------ */
+
+/* Q6_K's value 128h + 32k + l (layout in x86_q6_k_codes): for each h, the
+ * 64 bytes of ql hold the low 4 bits of k = 0, 1 (low nibbles) and k = 2,
+ * 3 (high nibbles), in x's order; qh's 32 bytes, in both 256-bit halves,
+ * give the high 2 bits of k and k + 1 by one variable shift per 16-bit
+ * lane (k = 0: 4 left, 1: 2 left; 2: none, 3: 2 right) and a mask.  So
+ * 128 codes take 11 instructions (two loads, three masks, three shifts,
+ * two ors), where two 256-bit x86_q6_k_codes and a join take 22.  On the
+ * AMD EPYC (Zen 5 class, 1 thread, 512 x 2048 weights in L2) a call took
+ * 19.1 us against 23.2 (x per 256) and 22.8 against 35 (x per 32, whose
+ * 256-bit kernel x86_q6_k_i8_32 this plugin ran before). */
+static ALWAYS_INLINE void q6_k_codes512(const uint8_t *blk, int h, __m512i codes[2])
+{
+    const __m512i low_nibbles = _mm512_set1_epi8(15), bits_4_5 = _mm512_set1_epi8(0x30);
+    const __m512i left = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    const __m512i right = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    __m512i ql = load512(blk + 64 * h);
+    __m512i qh = _mm512_broadcast_i64x4(x86_load256(blk + RAYO_Q6_K_QH + 32 * h));
+    codes[0] = _mm512_or_si512(_mm512_and_si512(ql, low_nibbles), _mm512_and_si512(_mm512_sllv_epi16(qh, left), bits_4_5));
+    codes[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low_nibbles),
+                               _mm512_and_si512(_mm512_srlv_epi16(qh, right), bits_4_5));
 }
 
 /* int16 lanes: g in lanes 0-7, g + 1 in 8-15, g + 2 in 16-23, g + 3 in 24-31. */
@@ -363,33 +510,76 @@ static inline __m512i quarters16(short g)
     return _mm512_inserti32x4(v, _mm_set1_epi16((short)(g + 3)), 3);
 }
 
-/* Q6_K: the 64 codes of (h, k) and (h, k + 1) and the int16 scales of their
- * four 16-value groups, [g x 8 | g + 1 x 8 | g + 2 x 8 | g + 3 x 8] after
- * vpmaddubsw's pairing. */
+/* The int32 sums of 64 codes (half j of h: values 128h + 64j ..) times
+ * x (xq at them) times their four 16-value groups' int16 scales (sc16):
+ * lanes 4i .. 4i + 3 hold group 8h + 4j + i, so lanes 0-7 the 32 values
+ * of chunk 4h + 2j, lanes 8-15 of chunk 4h + 2j + 1. */
+static ALWAYS_INLINE __m512i q6_k_half_sums(__m512i codes, const int8_t *xq, __m512i sc16, int h, int j)
+{
+    __m512i groups = _mm512_permutexvar_epi16(quarters16((short)(8 * h + 4 * j)), sc16);
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(codes, load512(xq + 128 * h + 64 * j)), groups);
+}
+
+/* Q6_K against int8 x per 256 values: d (x scale) sum_g sc[g] (sum q xq -
+ * 32 sum xq) over the 16 groups g of 16 values, in int32 (maddubs pairs at
+ * most 2 * 63 * 127; the -32 part: madd of x's group sums with the
+ * scales). */
 static ALWAYS_INLINE __m512 block_q6_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
 {
     const int8_t *xq = x->q8 + RAYO_QK_K * b;
     __m128i scales8 = x86_load128(blk + RAYO_Q6_K_SCALES);
-    __m512i sc16 = _mm512_cvtepi8_epi16(_mm256_broadcastsi128_si256(scales8));
-    __m256i offset = _mm256_madd_epi16(x86_load256(x->qsum + 16 * b), _mm256_cvtepi8_epi16(scales8));
+    __m256i sc16_256 = _mm256_cvtepi8_epi16(scales8);
+    __m512i sc16 = _mm512_castsi256_si512(sc16_256);
+    __m256i offset = _mm256_madd_epi16(x86_load256(x->qsum + 16 * b), sc16_256);
     __m512i sum = _mm512_setzero_si512();
     UNROLL
     for (int h = 0; h < 2; h++) {
-        __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h);
-        UNROLL
-        for (int k = 0; k < 4; k += 2) {
-            short g = (short)(8 * h + 2 * k);
-            __m512i codes = join256(x86_q6_k_codes(blk, qh, h, k), x86_q6_k_codes(blk, qh, h, k + 1));
-            __m512i p = _mm512_maddubs_epi16(codes, load512(xq + 128 * h + 32 * k));
-            __m512i groups = _mm512_permutexvar_epi16(quarters16(g), sc16);
-            sum = _mm512_add_epi32(sum, _mm512_madd_epi16(p, groups));
-        }
+        __m512i codes[2];
+        q6_k_codes512(blk, h, codes);
+        sum = _mm512_add_epi32(sum, _mm512_add_epi32(q6_k_half_sums(codes[0], xq, sc16, h, 0),
+                                                     q6_k_half_sums(codes[1], xq, sc16, h, 1)));
     }
     __m512i total = _mm512_sub_epi32(sum, _mm512_zextsi256_si512(_mm256_slli_epi32(offset, 5)));
     return scaled_add(total, x86_f16_at(blk + RAYO_Q6_K_D) * x->scale8[b], acc);
 }
 
+/* x's scales per 32 values of chunks 4h + 2j (lanes 0-7) and 4h + 2j + 1
+ * (lanes 8-15), from the block's 8 at sx. */
+static ALWAYS_INLINE __m512 q6_k_x_scales(const float *sx, int h, int j)
+{
+    int c = 4 * h + 2 * j;
+    __m512i lanes = _mm512_inserti64x4(_mm512_set1_epi32(c), _mm256_set1_epi32(c + 1), 1);
+    return _mm512_permutexvar_ps(lanes, _mm512_castps256_ps512(_mm256_loadu_ps(sx)));
+}
+
+/* Q6_K against int8 x per 32 values (where x's scale per 256 fails the
+ * error budget): each half's int32 sums go to float times their chunks' x
+ * scales; the -32 part (lane c: chunk c's madd of x's group sums, qsum,
+ * with the scales) times chunk c's x scale, all times d. */
+static ALWAYS_INLINE __m512 block_q6_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
+{
+    const int8_t *xq = x->q8_32 + RAYO_QK_K * b;
+    const float *sx = x->scale8_32 + 8 * b;
+    __m128i scales8 = x86_load128(blk + RAYO_Q6_K_SCALES);
+    __m256i sc16_256 = _mm256_cvtepi8_epi16(scales8);
+    __m512i sc16 = _mm512_castsi256_si512(sc16_256);
+    __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(x86_load256(x->qsum + 16 * b), sc16_256), 5);
+    __m512 t = _mm512_zextps256_ps512(_mm256_mul_ps(_mm256_cvtepi32_ps(offset), _mm256_loadu_ps(sx)));
+    t = _mm512_sub_ps(_mm512_setzero_ps(), t);
+    UNROLL
+    for (int h = 0; h < 2; h++) {
+        __m512i codes[2];
+        q6_k_codes512(blk, h, codes);
+        UNROLL
+        for (int j = 0; j < 2; j++)
+            t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q6_k_half_sums(codes[j], xq, sc16, h, j)), q6_k_x_scales(sx, h, j),
+                                t);
+    }
+    return _mm512_fmadd_ps(_mm512_set1_ps(x86_f16_at(blk + RAYO_Q6_K_D)), t, acc);
+}
+
 TYPED_ROWS_FN(rows_q6_k_int, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_int)
+TYPED_ROWS_FN(rows_q6_k_i8_32, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_i8_32)
 
 /* ---- the kernel ----------------------------------------------------------- */
 
