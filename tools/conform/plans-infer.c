@@ -1152,8 +1152,10 @@ static void plan_matmul_prompt(ictx *x, matmul_spec s)
     x->group = NULL;
     /* a prompt's own shape: one 128-row tile of C, then 3 rows past it
      * (strided), n 8 past whole 128-column tiles, k = 2048 (a multiple of
-     * every block); rows of A of wide magnitudes, rows of B scaled apart */
-    s.n = 264, s.k = 2048, s.cancel = 0, s.alpha = 1, s.beta = 0;
+     * every block); rows of A of wide magnitudes, rows of B scaled apart.
+     * --quick keeps the tiles' edges and the scaling at k = 256 (an eighth
+     * of the time, and CPU backends take their f32 path there). */
+    s.n = 264, s.k = x->opt->quick ? 256 : 2048, s.cancel = 0, s.alpha = 1, s.beta = 0;
     for (int v = 0; v < 2; v++) {
         s.m = v ? 131 : 128, s.strided = v, s.wide = v, s.scaled_b = 1;
         if (v)
