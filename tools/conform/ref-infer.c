@@ -147,6 +147,19 @@ static double op_at(const ref_matrix *x, int trans, size_t i, size_t p)
     return trans ? ref_matrix_at(x, p, i) : ref_matrix_at(x, i, p);
 }
 
+/* op(X) (rows x cols) decoded once into doubles, row-major; NULL when out of
+ * memory.  The product reads each element k or m times: decoding a block
+ * format's element each time made the reference most of a test's time. */
+static double *dense_op(const ref_matrix *x, int trans, size_t rows, size_t cols)
+{
+    double *d = malloc((rows * cols > 0 ? rows * cols : 1) * sizeof *d);
+    if (d)
+        for (size_t i = 0; i < rows; i++)
+            for (size_t p = 0; p < cols; p++)
+                d[i * cols + p] = op_at(x, trans, i, p);
+    return d;
+}
+
 int ref_matmul(unsigned flags, size_t m, size_t n, size_t k, double alpha, const ref_matrix *a,
                const ref_matrix *b, double beta, const float *c0, size_t ldc, double *c, double *terms)
 {
@@ -156,11 +169,15 @@ int ref_matmul(unsigned flags, size_t m, size_t n, size_t k, double alpha, const
     if ((ta ? a->cols : a->rows) < m || (ta ? a->rows : a->cols) < k ||
         (tb ? b->rows : b->cols) < n || (tb ? b->cols : b->rows) < k)
         return -1;
-    for (size_t i = 0; i < m; i++)
+    /* op(A) as m rows of k, op(B)^T as n rows of k (op(B)(p, j) = op(B)^T(j, p)) */
+    double *da = dense_op(a, ta, m, k), *db = dense_op(b, !tb, n, k);
+    int rc = da && db ? 0 : -1;
+    for (size_t i = 0; i < m && rc == 0; i++)
         for (size_t j = 0; j < n; j++) {
+            const double *ra = da + i * k, *rb = db + j * k;
             double s = 0, t = 0;
             for (size_t p = 0; p < k; p++) {
-                double term = op_at(a, ta, i, p) * op_at(b, tb, p, j);
+                double term = ra[p] * rb[p];
                 s += term;
                 t += fabs(term);
             }
@@ -169,7 +186,9 @@ int ref_matmul(unsigned flags, size_t m, size_t n, size_t k, double alpha, const
             if (terms)
                 terms[i * n + j] = fabs(alpha) * t + fabs(prior);
         }
-    return 0;
+    free(da);
+    free(db);
+    return rc;
 }
 
 int ref_gemv(unsigned flags, const ref_matrix *a, const float *x, double alpha, double beta,

@@ -9,7 +9,8 @@
  * strides.  Where the accuracy contract needs it, a function also returns
  * for each output the sum of |terms| that make it (the conditioning).
  * Outputs are dense, row-major doubles.  Each function returns 0, or -1 for
- * shapes it cannot evaluate (the kernel should refuse them too).
+ * shapes it cannot evaluate (the kernel should refuse them too) or, for
+ * ref_matmul, which decodes its operands once, when memory runs out.
  *
  * Part of the conformance engine (tools/conform/); not part of librayo.
  */
