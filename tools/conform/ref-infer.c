@@ -169,23 +169,31 @@ int ref_matmul(unsigned flags, size_t m, size_t n, size_t k, double alpha, const
     if ((ta ? a->cols : a->rows) < m || (ta ? a->rows : a->cols) < k ||
         (tb ? b->rows : b->cols) < n || (tb ? b->cols : b->rows) < k)
         return -1;
-    /* op(A) as m rows of k, op(B)^T as n rows of k (op(B)(p, j) = op(B)^T(j, p)) */
-    double *da = dense_op(a, ta, m, k), *db = dense_op(b, !tb, n, k);
+    /* op(A) as m rows of k, op(B) as k rows of n: the inner loop runs along
+     * a row of op(B) and of C, contiguous and free of a serial chain. */
+    double *da = dense_op(a, ta, m, k), *db = dense_op(b, tb, k, n);
     int rc = da && db ? 0 : -1;
-    for (size_t i = 0; i < m && rc == 0; i++)
+    for (size_t i = 0; i < m && rc == 0; i++) {
+        double *s = c + i * n, *t = terms ? terms + i * n : NULL;
         for (size_t j = 0; j < n; j++) {
-            const double *ra = da + i * k, *rb = db + j * k;
-            double s = 0, t = 0;
-            for (size_t p = 0; p < k; p++) {
-                double term = ra[p] * rb[p];
-                s += term;
-                t += fabs(term);
-            }
-            double prior = beta != 0 ? beta * (double)c0[i * ldc + j] : 0.0;
-            c[i * n + j] = alpha * s + prior;
-            if (terms)
-                terms[i * n + j] = fabs(alpha) * t + fabs(prior);
+            s[j] = 0;
+            if (t)
+                t[j] = 0;
         }
+        for (size_t p = 0; p < k; p++) {
+            const double av = da[i * k + p], *brow = db + p * n;
+            for (size_t j = 0; j < n; j++)
+                s[j] += av * brow[j];
+            for (size_t j = 0; t && j < n; j++)
+                t[j] += fabs(av * brow[j]);
+        }
+        for (size_t j = 0; j < n; j++) {
+            double prior = beta != 0 ? beta * (double)c0[i * ldc + j] : 0.0;
+            s[j] = alpha * s[j] + prior;
+            if (t)
+                t[j] = fabs(alpha) * t[j] + fabs(prior);
+        }
+    }
     free(da);
     free(db);
     return rc;
