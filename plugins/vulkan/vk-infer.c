@@ -254,84 +254,9 @@ static uint32_t attention_chunks(const vk_state *s, size_t items, size_t n_kv, u
     return (uint32_t)((all + *tiles - 1) / *tiles);
 }
 
-/* attention_decode.comp: relaxed calls of at most ATTN_DEC_QUERIES queries.
- * A workgroup of ATTN_DEC_SUBGROUPS subgroups per (query, KV head, group of
- * HB heads) and chunk of ATTN_DEC_TILES tiles (a key per invocation) per
- * subgroup: on an H200 (subgroups of 32) one chunk up to 512 keys, so a
- * decode step's attention is one dispatch. */
-#define ATTN_DEC_QUERIES 4u
-#define ATTN_DEC_SUBGROUPS 8u   /* the shader's SUBGROUPS */
-#define ATTN_DEC_OUTS 16u       /* its OUTS: accumulators per invocation */
-#define ATTN_DEC_SLAB 512u      /* its SLAB: floats of q rows and of each subgroup's acc */
-#define ATTN_DEC_TILES 2u
-
-/* The query heads per workgroup of attention_decode.comp (0: it cannot
- * take the call) and in *dims the dimensions per invocation. */
-static uint32_t attention_decode_heads(const vk_state *s, const rayo_dev_call *call, uint32_t *dims)
-{
-    const rayo_attention_params *p = call->params;
-    uint32_t sg = s->subgroup_size;
-    if (call->precision != RAYO_PRECISION_RELAXED || p->n_q > ATTN_DEC_QUERIES || !s->subgroup_ok ||
-        sg < 8 || sg * ATTN_DEC_SUBGROUPS > s->props.limits.maxComputeWorkGroupInvocations ||
-        p->head_dim > ATTN_DEC_SLAB)
-        return 0;
-    *dims = (uint32_t)((p->head_dim + sg - 1) / sg);
-    size_t group = p->n_heads / p->n_kv_heads, heads = 8;
-    while (heads > 1 && (heads * *dims > ATTN_DEC_OUTS || heads * p->head_dim > ATTN_DEC_SLAB ||
-                         heads * sg > ATTN_DEC_SLAB))
-        heads /= 2;
-    if (heads * *dims > ATTN_DEC_OUTS)
-        return 0;
-    while (heads / 2 >= group)  /* no idle head slots */
-        heads /= 2;
-    return (uint32_t)heads;
-}
-
-/* m, l and acc of each (token, head, chunk) for the merge pass: doubles,
- * floats for f32. */
-static rayo_status attention_scratch(vk_state *s, vk_ctx *cx, const rayo_attention_params *p,
-                                     uint32_t chunks, bool f32, vk_operands *ops, vk_push *pc)
-{
-    VkDeviceSize bytes = (VkDeviceSize)p->n_q * p->n_heads * chunks * (p->head_dim + 2) * (f32 ? 4 : 8);
-    vk_buf *scratch;
-    rayo_status st = vk_bind_temp(s, cx, &s->device_pool, bytes, ops, &scratch);
-    pc->aux = ops->bind[4].word_offset;
-    return st;
-}
-
-static rayo_status rec_attention_decode(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
-                                        vk_operands *ops, vk_push *pc, uint32_t heads, uint32_t dims)
-{
-    const rayo_attention_params *p = call->params;
-    size_t group = p->n_heads / p->n_kv_heads, head_groups = (group + heads - 1) / heads;
-    size_t items = p->n_q * p->n_kv_heads * head_groups;
-    size_t per_chunk = (size_t)ATTN_DEC_SUBGROUPS * s->subgroup_size * ATTN_DEC_TILES;
-    size_t chunks = (p->n_kv + per_chunk - 1) / per_chunk;
-    if (items > UINT32_MAX || chunks > MAX_GROUPS)
-        return RAYO_E_UNSUPPORTED;
-    pc->ext[10] = (uint32_t)chunks;
-    pc->ext[11] = (uint32_t)per_chunk;
-    pc->ext[12] = (uint32_t)head_groups;
-    pc->ext[13] = (uint32_t)items;
-    bool f16 = RAYO_DTYPE_OF(call->dtypes, 1) == RAYO_DTYPE_F16;
-    bool pairs = f16 && pc->ob % 2 == 0 && pc->ext[4] % 2 == 0 && pc->ext[5] % 2 == 0 && p->head_dim % 2 == 0;
-    uint32_t spec[6] = {ATTN_DEC_SUBGROUPS * s->subgroup_size, f16, 0, heads, pairs, dims};
-    if (chunks == 1) {
-        pc->flags |= 2u;
-        return record(s, cx, VK_SHADER_ATTENTION_DECODE, spec, 6, ops, pc, 1, groups_of(items));
-    }
-    rayo_status st = attention_scratch(s, cx, p, (uint32_t)chunks, true, ops, pc);
-    if (st == RAYO_OK)
-        st = record(s, cx, VK_SHADER_ATTENTION_DECODE, spec, 6, ops, pc, (uint32_t)chunks, groups_of(items));
-    uint32_t merge[3] = {0, f16, 1};
-    if (st == RAYO_OK)
-        st = record(s, cx, VK_SHADER_ATTENTION_F32, merge, 3, ops, pc, groups_of(p->n_q * p->n_heads), 1);
-    return st;
-}
-
 /* Strict calls take the module that sums in double (shaderFloat64);
  * relaxed ones the float module, within their 2e-3 contract
- * (core/rayo-ops.h), or attention_decode.comp where it applies. */
+ * (core/rayo-ops.h). */
 static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                                  vk_operands *ops)
 {
@@ -353,9 +278,6 @@ static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
     pc.ob = f16 ? ops->use[1]->byte_offset / 2 : ops->use[1]->word_offset;
     pc.oc = f16 ? ops->use[2]->byte_offset / 2 : ops->use[2]->word_offset;
     pc.oy = ops->use[3]->word_offset;
-    uint32_t dims, heads = attention_decode_heads(s, call, &dims);
-    if (heads)
-        return rec_attention_decode(s, cx, call, ops, &pc, heads, dims);
     uint32_t tiles, items = pc.ext[13];
     uint32_t chunks = attention_chunks(s, items, p->n_kv, &tiles);
     pc.ext[10] = chunks;
@@ -366,9 +288,13 @@ static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
         pc.flags |= 2u;
         return record(s, cx, shader, spec, 3, ops, &pc, 1, groups_of(items));
     }
-    rayo_status st = attention_scratch(s, cx, p, chunks, f32, ops, &pc);
+    /* m, l and acc of each (token, head, chunk): doubles, floats for f32 */
+    VkDeviceSize bytes = (VkDeviceSize)p->n_q * p->n_heads * chunks * (p->head_dim + 2) * (f32 ? 4 : 8);
+    vk_buf *scratch;
+    rayo_status st = vk_bind_temp(s, cx, &s->device_pool, bytes, ops, &scratch);
     if (st != RAYO_OK)
         return st;
+    pc.aux = ops->bind[4].word_offset;
     st = record(s, cx, shader, spec, 3, ops, &pc, chunks, groups_of(items));
     spec[2] = 1;
     if (st == RAYO_OK)
