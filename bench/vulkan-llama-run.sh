@@ -22,8 +22,9 @@
 #          pipelines differ, so the cache does not serve it), warm again
 #          with --warmup too (the figure to compare with BASE's), and at
 #          --precision strict, whose tokens the warm run's are compared with;
-#       4. `profile = yes` breakdowns of a TinyLlama q4_0 and a 7B decode,
-#          and both decoded without replay (RAYO_LLAMA_REPLAY=0);
+#       4. `profile = yes` breakdowns of a TinyLlama q4_0 and a 7B decode
+#          (and with BASE, --warmup), and both decoded without replay
+#          (RAYO_LLAMA_REPLAY=0);
 #       5. TinyLlama q4_0 under other [backend.vulkan] settings (VARIANTS:
 #          lines of `key = value`, `;` between the settings of one run;
 #          --warmup, as new settings make new pipelines;
@@ -132,10 +133,13 @@ run() {
     ! part llama || llama_runs
     if part profile; then
         for m in tl-q4_0 7b-q4_0; do
-            RAYO_LOG=info llama "$m-profile" "/tmp/models/$m.gguf" /tmp/profile.conf
-            grep 'profile:' "$logs/$m-profile.log" | cut -c1-150 >/tmp/profile.txt
-            head -16 /tmp/profile.txt
-            tail -1 /tmp/profile.txt
+            for v in "" base; do
+                [ -z "$v" ] || [ -f "$d/$v/rayo-vulkan.so" ] || continue
+                RAYO_LOG=info llama "$m-profile$v" "/tmp/models/$m.gguf" /tmp/profile.conf "$d/$v" ${v:+--warmup}
+                grep 'profile:' "$logs/$m-profile$v.log" | cut -c1-150 >/tmp/profile.txt
+                head -16 /tmp/profile.txt
+                tail -1 /tmp/profile.txt
+            done
         done
     fi
     if part noreplay; then
