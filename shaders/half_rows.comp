@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #version 450
-// half_rows.comp - rows of float32 values to half precision, each row
-// multiplied by a power of two of its own (the prompt matmul's f16 copies,
-// plugins/vulkan/vk-half-prompt.c).
+// half_rows.comp - rows of float32 activations or of a weight (f16, bf16,
+// Q8_0, Q4_0, Q4_K, Q6_K: DTYPE, as rayo_dtype numbers them) to half
+// precision, each row multiplied by a power of two of its own (the prompt
+// matmul's f16 copies, plugins/vulkan/vk-half-prompt.c).  A weight's blocks
+// are decoded here (dequant.glsl: the float values get_rows makes), so no
+// float32 copy of the weight is written and read back.
 //
 // A workgroup takes one row: the largest magnitude first, then every value
 // times 2^shift, where shift puts that largest magnitude in [2^14, 2^15):
@@ -14,12 +17,14 @@
 // shift 0 (its result is inf or NaN anyway).
 //
 // Push constants: m rows (pc.m real ones; gl_NumWorkGroups.x in all), k
-// real columns, n padded columns (even); oa: the source's word offset, aux
-// its row stride in floats; oy: the copy's word offset in binding y (two
+// real columns, n padded columns (even); oa: the source's byte offset, aux
+// its row stride in bytes; oy: the copy's word offset in binding y (two
 // halves a word), oc: the exponent table's word offset in binding y.
-// Its own view of the buffers: the copy and the exponents are written as
-// words (a float store of such bits could be flushed as a denormal).
-layout(std430, set = 0, binding = 0) readonly buffer BufA { float a_data[]; };
+// Its own view of the buffers: the source is read and the copy and the
+// exponents are written as words (a float load or store of such bits could
+// be flushed as a denormal).
+#extension GL_GOOGLE_include_directive : require
+layout(std430, set = 0, binding = 0) readonly buffer BufA { uint a_data[]; };
 layout(std430, set = 0, binding = 3) buffer BufY { uint y_words[]; };
 layout(push_constant) uniform PushConstants {
     uint n, m, k;
@@ -29,6 +34,9 @@ layout(push_constant) uniform PushConstants {
 } pc;
 
 layout(local_size_x = 128) in;
+layout(constant_id = 0) const uint DTYPE = 0u;  // the source's rayo_dtype (0: f32)
+#include "dequant.glsl"
+
 const uint WG = 128u;
 shared uint part[WG];
 
@@ -54,11 +62,11 @@ void main()
 {
     uint row = gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
     bool live = row < pc.m;
-    uint base = pc.oa + row * pc.aux;
+    uint row_at = pc.oa + row * pc.aux;
     // magnitudes compared as bits: NaN and inf sort above every finite value
     uint most = 0u;
     for (uint c = t; live && c < pc.k; c += WG)
-        most = max(most, floatBitsToUint(a_data[base + c]) & 0x7fffffffu);
+        most = max(most, floatBitsToUint(dq_value(row_at, c)) & 0x7fffffffu);
     part[t] = most;
     barrier();
     for (uint half_ = WG / 2u; half_ > 0u; half_ /= 2u) {
@@ -75,9 +83,9 @@ void main()
         uint c = 2u * w;
         vec2 v = vec2(0.0);
         if (live && c < pc.k)
-            v.x = scaled(a_data[base + c], shift);
+            v.x = scaled(dq_value(row_at, c), shift);
         if (live && c + 1u < pc.k)
-            v.y = scaled(a_data[base + c + 1u], shift);
+            v.y = scaled(dq_value(row_at, c + 1u), shift);
         y_words[pc.oy + row * words + w] = packHalf2x16(v);
     }
 }
