@@ -4,14 +4,14 @@
  * the tensor cores, through f16 copies scaled row by row.
  *
  * Steps, each a dispatch after the last:
- *   1. B widened to f32 scratch (get_rows, bit-exact: vk-typed-matmul.c);
- *   2. each row of A and of that copy to f16 times a power of two of its
- *      own (half_rows.comp: the row's largest magnitude lands in
+ *   1. each row of A and of B to f16 times a power of two of its own
+ *      (half_rows.comp, which decodes B's blocks itself into the float
+ *      values get_rows makes: the row's largest magnitude lands in
  *      [2^14, 2^15)), padded with zeros to whole 128 x 128 tiles and to
  *      whole K steps, the row's exponent in a table;
- *   3. the f16 product with float32 sums (matmul_half.comp), in slices of
+ *   2. the f16 product with float32 sums (matmul_half.comp), in slices of
  *      k where the tiles alone would leave most of the GPU idle;
- *   4. C = alpha 2^(ea[i] + eb[j]) (sum of the slices) + beta C
+ *   3. C = alpha 2^(ea[i] + eb[j]) (sum of the slices) + beta C
  *      (half_scale.comp; the powers of two exact).
  * The error is the two f16 roundings of each product, 2^-10 of the SUM
  * scale with round-to-nearest (2^-9 if the device truncates), within the
@@ -42,7 +42,7 @@ static VkDeviceSize up(VkDeviceSize x, VkDeviceSize to) { return (x + to - 1) / 
 typedef struct half_layout {
     size_t mp, np, kp;          /* padded sizes */
     uint32_t slices, slice_steps;
-    VkDeviceSize b32, a16, b16, ea, eb, p, total;
+    VkDeviceSize a16, b16, ea, eb, p, total;
 } half_layout;
 
 static half_layout layout_of(const vk_state *s, const rayo_dev_call *call)
@@ -55,14 +55,25 @@ static half_layout layout_of(const vk_state *s, const rayo_dev_call *call)
         slices = 1;
     l.slice_steps = (steps + slices - 1) / slices;
     l.slices = (steps + l.slice_steps - 1) / l.slice_steps; /* none empty */
-    l.b32 = 0;
-    l.a16 = up((VkDeviceSize)call->n * call->k * 4, ALIGN);
+    l.a16 = 0;
     l.b16 = l.a16 + up((VkDeviceSize)l.mp * l.kp * 2, ALIGN);
     l.ea = l.b16 + up((VkDeviceSize)l.np * l.kp * 2, ALIGN);
     l.eb = l.ea + up(l.mp * 4, ALIGN);
     l.p = l.eb + up(l.np * 4, ALIGN);
     l.total = l.p + (VkDeviceSize)l.slices * l.mp * l.np * 4;
     return l;
+}
+
+/* Bytes of B's rows as stored (0: past what a binding's byte offsets reach). */
+static VkDeviceSize b_bytes(const rayo_dev_call *call, size_t *row_bytes)
+{
+    rayo_dtype bdt = RAYO_DTYPE_OF(call->dtypes, 1);
+    size_t last = 0;
+    if (!rayo_dtype_row_bytes(bdt, call->ldb ? call->ldb : call->k, row_bytes) ||
+        !rayo_dtype_row_bytes(bdt, call->k, &last))
+        return 0;
+    VkDeviceSize total = (VkDeviceSize)(call->n - 1) * *row_bytes + last;
+    return total <= UINT32_MAX ? total : 0;
 }
 
 bool vk_half_prompt_takes(const vk_state *s, const rayo_dev_call *call)
@@ -74,6 +85,9 @@ bool vk_half_prompt_takes(const vk_state *s, const rayo_dev_call *call)
         return false;
     if (up(call->m, TILE) > MAX_ROWS || up(call->n, TILE) > MAX_ROWS || call->k > ((size_t)1 << 24) ||
         call->a.offset % 4 || call->y.offset % 4)
+        return false;
+    size_t row_bytes;
+    if (!b_bytes(call, &row_bytes))
         return false;
     half_layout l = layout_of(s, call);
     return l.total <= VK_TYPED_MATMUL_MAX_SCRATCH;
@@ -89,18 +103,34 @@ static rayo_status run(vk_state *s, vk_ctx *cx, uint32_t shader, const uint32_t 
     return st == RAYO_OK ? vk_ctx_dispatch(s, cx, p, bind, pc, gx, gy, gz) : st;
 }
 
-/* rows x cols f32 at src (row stride ld floats) to f16 rows of l->kp at
- * dst_off of the scratch, padded to prows, the exponents at exp_off. */
-static rayo_status half_rows(vk_state *s, vk_ctx *cx, const vk_binding *src, const vk_binding *scratch,
-                             size_t rows, size_t prows, size_t cols, size_t ld, const half_layout *l,
-                             VkDeviceSize dst_off, VkDeviceSize exp_off)
+/* profile = yes: the step just recorded gets an entry of its own (the
+ * copies as converts to f16, rows x cols; the product as an f16 matmul of
+ * the padded sizes), so the call's own entry times the scaling back. */
+static void profile_step(vk_state *s, vk_ctx *cx, rayo_op op, uint32_t dtypes, size_t m, size_t n, size_t k)
+{
+    rayo_dev_call step = {.struct_size = sizeof step, .op = op, .dtypes = dtypes, .m = m, .n = n, .k = k};
+    vk_profile_op(s, cx, &step);
+}
+
+/* rows x cols of dtype dt at src (row stride row_bytes) to f16 rows of
+ * l->kp at dst_off of the scratch, padded to prows, the exponents at
+ * exp_off. */
+static rayo_status half_rows(vk_state *s, vk_ctx *cx, rayo_dtype dt, const vk_binding *src,
+                             const vk_binding *scratch, size_t rows, size_t prows, size_t cols,
+                             size_t row_bytes, const half_layout *l, VkDeviceSize dst_off, VkDeviceSize exp_off)
 {
     vk_push pc = {
-        .n = (uint32_t)l->kp, .m = (uint32_t)rows, .k = (uint32_t)cols, .oa = src->word_offset,
+        .n = (uint32_t)l->kp, .m = (uint32_t)rows, .k = (uint32_t)cols, .oa = src->byte_offset,
         .oy = scratch->word_offset + (uint32_t)(dst_off / 4), .oc = scratch->word_offset + (uint32_t)(exp_off / 4),
-        .aux = (uint32_t)ld,
+        .aux = (uint32_t)row_bytes,
     };
-    return run(s, cx, VK_SHADER_HALF_ROWS, NULL, 0, src, NULL, NULL, scratch, NULL, &pc, (uint32_t)prows, 1, 1);
+    uint32_t spec[1] = {(uint32_t)dt};
+    rayo_status st = run(s, cx, VK_SHADER_HALF_ROWS, spec, 1, src, NULL, NULL, scratch, NULL, &pc, (uint32_t)prows,
+                         1, 1);
+    if (st == RAYO_OK)
+        profile_step(s, cx, RAYO_OP_CONVERT, RAYO_DTYPES(dt, RAYO_DTYPE_NONE, RAYO_DTYPE_NONE, RAYO_DTYPE_F16),
+                     rows, cols, 0);
+    return st;
 }
 
 static rayo_status product(vk_state *s, vk_ctx *cx, const vk_binding *scratch, const half_layout *l)
@@ -112,8 +142,12 @@ static rayo_status product(vk_state *s, vk_ctx *cx, const vk_binding *scratch, c
         .oy = w + (uint32_t)(l->p / 4), .aux = l->slice_steps,
     };
     uint32_t spec[1] = {s->coop_bk};
-    return run(s, cx, VK_SHADER_MATMUL_HALF, spec, 1, scratch, scratch, NULL, scratch, NULL, &pc,
-               (uint32_t)(l->np / TILE), (uint32_t)(l->mp / TILE), l->slices);
+    rayo_status st = run(s, cx, VK_SHADER_MATMUL_HALF, spec, 1, scratch, scratch, NULL, scratch, NULL, &pc,
+                         (uint32_t)(l->np / TILE), (uint32_t)(l->mp / TILE), l->slices);
+    if (st == RAYO_OK)
+        profile_step(s, cx, RAYO_OP_MATMUL, RAYO_DTYPES(RAYO_DTYPE_F16, RAYO_DTYPE_F16, RAYO_DTYPE_NONE, RAYO_DTYPE_F32),
+                     l->mp, l->np, l->kp);
+    return st;
 }
 
 static rayo_status scale_back(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, const vk_binding *scratch,
@@ -135,14 +169,17 @@ static rayo_status scale_back(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
 rayo_status vk_half_prompt(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
 {
     half_layout l = layout_of(s, call);
-    size_t lda = call->lda ? call->lda : call->k, ldy = call->ldy ? call->ldy : call->n;
+    size_t lda = call->lda ? call->lda : call->k, ldy = call->ldy ? call->ldy : call->n, b_row;
+    VkDeviceSize b_all = b_bytes(call, &b_row);
     vk_buf *scratch;
     rayo_status st = vk_typed_scratch(s, cx, l.total, &scratch);
-    vk_binding sb, ab, yb;
+    vk_binding sb, ab, bb, yb;
     if (st == RAYO_OK)
         st = vk_bind(s, scratch, 0, l.total, &sb);
     if (st == RAYO_OK)
         st = vk_bind(s, call->a.buf, call->a.offset, ((VkDeviceSize)(call->m - 1) * lda + call->k) * 4, &ab);
+    if (st == RAYO_OK)
+        st = vk_bind(s, call->b.buf, call->b.offset, b_all, &bb);
     if (st == RAYO_OK)
         st = vk_bind(s, call->y.buf, call->y.offset, ((VkDeviceSize)(call->m - 1) * ldy + call->n) * 4, &yb);
     if (st == RAYO_OK && sb.word_offset % 4)
@@ -150,17 +187,13 @@ rayo_status vk_half_prompt(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
     if (st != RAYO_OK)
         return st;
     /* nothing recorded before this point: a refusal above leaves the f32 way */
-    rayo_dev_operand to = {scratch, l.b32};
-    st = vk_typed_widen(s, cx, RAYO_DTYPE_OF(call->dtypes, 1), call->n, call->k, call->ldb, call->b, to);
+    st = half_rows(s, cx, RAYO_DTYPE_F32, &ab, &sb, call->m, l.mp, call->k, lda * 4, &l, l.a16, l.ea);
     if (st == RAYO_OK)
-        st = half_rows(s, cx, &ab, &sb, call->m, l.mp, call->k, lda, &l, l.a16, l.ea);
-    vk_binding b32 = sb; /* B's f32 copy: dense, at the scratch's start */
-    b32.word_offset += (uint32_t)(l.b32 / 4);
-    if (st == RAYO_OK)
-        st = half_rows(s, cx, &b32, &sb, call->n, l.np, call->k, call->k, &l, l.b16, l.eb);
+        st = half_rows(s, cx, RAYO_DTYPE_OF(call->dtypes, 1), &bb, &sb, call->n, l.np, call->k, b_row, &l,
+                       l.b16, l.eb);
     if (st == RAYO_OK)
         st = product(s, cx, &sb, &l);
-    if (st == RAYO_OK) /* the batch's profile times these steps as the call */
+    if (st == RAYO_OK) /* the batch's profile times this step as the call */
         st = scale_back(s, cx, call, &sb, &yb, &l);
     return st;
 }

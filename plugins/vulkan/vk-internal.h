@@ -133,7 +133,7 @@ typedef struct vk_tile {
 /* ---- profile (vk-profile.c) ------------------------------------------------------ */
 typedef struct vk_prof_key {
     uint32_t op, dtypes;
-    size_t m, n;
+    size_t m, n, k;
 } vk_prof_key;
 typedef struct vk_prof_entry {
     vk_prof_key key;
@@ -402,10 +402,6 @@ void vk_profile_free(vk_state *s, vk_ctx *cx);
 #define VK_TYPED_MATMUL_MAX_SCRATCH ((VkDeviceSize)1 << 30) /* bytes of a call's copies */
 /* The context's typed-matmul scratch, grown to at least bytes. */
 rayo_status vk_typed_scratch(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_buf **out);
-/* rows x cols of dt at from (rows ld elements apart; 0: dense) widened to
- * dense f32 at to (get_rows with identity indices). */
-rayo_status vk_typed_widen(vk_state *s, vk_ctx *cx, rayo_dtype dt, size_t rows, size_t cols, size_t ld,
-                           rayo_dev_operand from, rayo_dev_operand to);
 /* Whether a matmul call takes the f16 copies, and recording it (returns
  * RAYO_E_UNSUPPORTED before recording anything where it cannot). */
 bool vk_half_prompt_takes(const vk_state *s, const rayo_dev_call *call);

@@ -5,7 +5,9 @@
  * (from batch begin to its first submit, and in the later submits of a
  * replayed batch).
  * A typed matmul's steps count apart: its widenings (get_rows) and its f32
- * matmul each get their own entry, the call itself what follows them.
+ * matmul, or on the f16 way (vk-half-prompt.c) its two f16 copies (as
+ * converts) and its f16 product, each get their own entry, the call itself
+ * what follows them.  Entries are per op, dtypes, m and n (and k: matmul).
  *
  * A batch's command buffer gets a timestamp at its start and one after each
  * op (each op ends in a full barrier, so an op's time is the difference
@@ -59,7 +61,11 @@ void vk_profile_op(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
 {
     if (!s->profile || !cx->prof_pool || cx->prof_count == 0 || cx->prof_count >= PROF_QUERIES)
         return;             /* 0: not a batch begun with the profile on */
-    cx->prof_keys[cx->prof_count] = (vk_prof_key){call->op, call->dtypes, call->m, call->n};
+    /* k tells a matmul's shapes apart (a 7B's n = 4096 products: k = 4096
+     * and 11008); other ops' k (attention's key count) would split an
+     * entry per decode step */
+    size_t k = call->op == RAYO_OP_MATMUL ? call->k : 0;
+    cx->prof_keys[cx->prof_count] = (vk_prof_key){call->op, call->dtypes, call->m, call->n, k};
     s->fd.vkCmdWriteTimestamp(cx->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, cx->prof_pool,
                               cx->prof_count++);
 }
@@ -69,7 +75,8 @@ static vk_prof_entry *entry_of(vk_state *s, const vk_prof_key *k)
 {
     for (size_t i = 0; i < s->prof_count; i++) {
         vk_prof_entry *e = &s->prof[i];
-        if (e->key.op == k->op && e->key.dtypes == k->dtypes && e->key.m == k->m && e->key.n == k->n)
+        if (e->key.op == k->op && e->key.dtypes == k->dtypes && e->key.m == k->m && e->key.n == k->n &&
+            e->key.k == k->k)
             return e;
     }
     if (s->prof_count == VK_PROF_ENTRIES)
@@ -138,8 +145,9 @@ void vk_profile_report(vk_state *s)
     for (size_t i = 0; i < s->prof_count; i++) {
         const vk_prof_entry *e = &s->prof[i];
         const char *name = e->key.op < RAYO_OP_ID_LIMIT && op_names[e->key.op] ? op_names[e->key.op] : "?";
-        s->host->log(s->host, RAYO_LOG_INFO, "profile: %-10s dtypes 0x%08x m %6zu n %6zu: %8.3f ms in %6zu calls "
-                     "(%7.2f us each, %5.1f%%)", name, (unsigned)e->key.dtypes, e->key.m, e->key.n, e->ms,
+        s->host->log(s->host, RAYO_LOG_INFO, "profile: %-10s dtypes 0x%08x m %6zu n %6zu k %6zu: %8.3f ms in "
+                     "%6zu calls (%7.2f us each, %5.1f%%)", name, (unsigned)e->key.dtypes, e->key.m, e->key.n,
+                     e->key.k, e->ms,
                      e->calls, e->calls ? 1000.0 * e->ms / (double)e->calls : 0.0, total > 0 ? 100 * e->ms / total : 0);
     }
     s->host->log(s->host, RAYO_LOG_INFO, "profile: %.3f ms of GPU time in %zu batches; %.3f ms of host time "

@@ -98,15 +98,6 @@ static rayo_status widen(vk_state *s, vk_ctx *cx, const stored *src, rayo_dev_op
     return st;
 }
 
-rayo_status vk_typed_widen(vk_state *s, vk_ctx *cx, rayo_dtype dt, size_t rows, size_t cols, size_t ld,
-                           rayo_dev_operand from, rayo_dev_operand to)
-{
-    stored src = {dt, rows, cols, ld};
-    vk_buf *index;
-    rayo_status st = ctx_identity(s, cx, rows, &index);
-    return st == RAYO_OK ? widen(s, cx, &src, from, to, 0, index) : st;
-}
-
 static bool dense(size_t ld, size_t cols) { return ld == 0 || ld == cols; }
 
 /* Whether a transposed B's f32 copy is transposed once more, so that the
