@@ -624,7 +624,8 @@ static void fused_rope_params(const cuda_op *ops, size_t n, fused_rope_args *fa,
  * on an H200 they were slower with about 4096 warps (12-19% with 32 KV
  * heads, the same with 4) and with ranges of at least 128 keys (1.35-2x at
  * 192 and 4096 keys).  Relaxed decode steps on sm_90 take attn_dec_*
- * instead (attn_decode_cluster, below). */
+ * instead (attn_decode_cluster, below), relaxed prompts with an f16 cache
+ * attn_pf_* (attn_prefill, below). */
 #define ATTN_WANT_WARPS 2048
 #define ATTN_MAX_SPLITS 256
 
