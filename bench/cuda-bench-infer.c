@@ -20,7 +20,8 @@
  * 4096 and 192) as bytes of K and V / time over the same reference, prefill (2048
  * tokens, 4 KV heads) as a time, for torch's scaled_dot_product_attention
  * in the same run (torch-infer-cuda.py); then head dim 128 (rows "d128":
- * decode, f16 caches of 192 to 32768 with 32 KV heads, of 192 with 4); each at strict precision (rows
+ * decode, f16 caches of 192 to 32768 with 32 KV heads, of 192 with 4; a Llama-2-7B-shape prefill of
+ * 512 tokens, 32 KV heads, as a time and TFLOP/s of the products); each at strict precision (rows
  * without a mark: float64 scores) and again at relaxed (rows "relaxed":
  * float32 scores where the rows are aligned).
  * --quick: gemv at 4096 x 11008 only; --gemv: no attention; --attention:
@@ -268,8 +269,11 @@ static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t
         double gbs = 2.0 * (double)kv_bytes / t * 1e-9;
         snprintf(note, sizeof note, "%.2f us, %.2fx the sum reference (bytes of K and V)", t * 1e6, gbs / ref_gbs);
         report("attn", name, gbs, "GB/s", note);
-    } else {
-        report("attn", name, t * 1e3, "ms", "causal, 32 heads / 4 KV heads, head dim 64");
+    } else { /* the products' work over the pairs a causal mask leaves: 4 d flops a pair and head */
+        double pairs = (double)n_q * (double)(n_kv - n_q) + (double)n_q * (double)(n_q + 1) / 2;
+        snprintf(note, sizeof note, "causal, 32 heads / %zu KV heads, head dim %zu, %.1f TFLOP/s", kv_heads, dim,
+                 4.0 * (double)dim * HEADS * pairs / t * 1e-12);
+        report("attn", name, t * 1e3, "ms", note);
     }
     for (size_t c = 0; c < 2 * copies; c++)
         rayo_buffer_destroy(kb[c]);
@@ -285,8 +289,9 @@ static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t
 /* The attention cases: decode at the cache lengths and KV head counts of
  * 7B-class models (4 KV heads: grouped queries; 32: one a head), decode at
  * a short f32 cache (192 keys: rayo-llama's decode of 64 tokens after 128,
- * where the time is a launch's), prefill; head_dim 64, then decode at
- * head_dim 128 (a Llama-2-7B layer: 32 KV heads, f16 cache). */
+ * where the time is a launch's), prefill; head_dim 64, then decode and a
+ * 512-token prefill at head_dim 128 (a Llama-2-7B layer: 32 KV heads, f16
+ * cache). */
 static void bench_attentions(rayo_context *ctx, double ref)
 {
     static const size_t kv_heads[] = {4, 32}, n_kv[] = {4096, 32768};
@@ -306,6 +311,7 @@ static void bench_attentions(rayo_context *ctx, double ref)
         for (size_t n = 0; n < sizeof n_kv128 / sizeof n_kv128[0]; n++)
             bench_attention(ctx, RAYO_DTYPE_F16, 1, n_kv128[n], 32, 128, pr, ref);
         bench_attention(ctx, RAYO_DTYPE_F16, 1, 192, 4, 128, pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F16, 512, 512, 32, 128, pr, ref);
     }
 }
 

@@ -14,7 +14,8 @@
  *                   (also mma16: the f16/bf16 kernels),
  *                   splitk.c (the float64 sum of split-K partials),
  *                   wgmma.c (TF32, f16 and bf16 on Hopper's warpgroup MMA, sm_90a),
- *                   infer-gemv.c + infer-gemv8.c + infer-ops.c + attention.c
+ *                   infer-gemv.c + infer-gemv8.c + infer-ops.c + attention.c +
+ *                   attention-prefill.c
  *                   (module "infer": gemv with half and quantized weights, and
  *                   with 8-bit x; glu, rope, convert, get_rows; fused attention),
  *                   attn-cluster.c (attn_cluster: relaxed decode attention, sm_90)
@@ -211,6 +212,8 @@ void infer_ops(strbuf *mod);
 void infer_prompt(strbuf *mod);
 /* attention.c: attention kernels of module "infer" */
 void infer_attention(strbuf *mod);
+/* attention-prefill.c: relaxed prompt attention on tensor cores (module "infer") */
+void infer_attention_prefill(strbuf *mod);
 
 /* tf32.c: the C tables rayo_cuda_tf32_configs and rayo_cuda_mma16_configs
  * (plugins/cuda/cuda-ptx.h). */

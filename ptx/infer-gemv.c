@@ -803,6 +803,7 @@ void module_infer(strbuf *mod)
     infer_ops(mod);
     infer_prompt(mod);
     infer_attention(mod);
+    infer_attention_prefill(mod);
 }
 
 /* The C table rayo_cuda_gemvq_configs (plugins/cuda/cuda-ptx.h). */

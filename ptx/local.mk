@@ -5,7 +5,7 @@
 GEN_PTX_C = ptx/gen-ptx.c ptx/emit.c ptx/math.c ptx/block-reduce.c \
 	ptx/elementwise.c ptx/reduce.c ptx/rows.c ptx/matrix.c ptx/gemv.c \
 	ptx/transpose.c ptx/sgemm.c ptx/tf32.c ptx/wgmma.c ptx/infer-gemv.c \
-	ptx/infer-gemv8.c ptx/infer-ops.c ptx/infer-prompt.c ptx/attention.c ptx/attn-cluster.c ptx/splitk.c \
+	ptx/infer-gemv8.c ptx/infer-ops.c ptx/infer-prompt.c ptx/attention.c ptx/attention-prefill.c ptx/attn-cluster.c ptx/splitk.c \
 	ptx/product-redo.c
 EXTRA_DIST += $(GEN_PTX_C) ptx/gen-ptx.h ptx/fit-erfc.py
 

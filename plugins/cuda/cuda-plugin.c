@@ -206,6 +206,7 @@ static void read_config(cuda_state *st)
     st->fuse_rope = config_yes(host, "fuse_rope", 1);
     st->use_attn_block = config_yes(host, "attention_block", 1);
     st->use_attn_cluster = config_yes(host, "attention_cluster", 1);
+    st->use_attn_prefill = config_yes(host, "attention_prefill", 1);
     st->use_half_prompt = config_yes(host, "half_prompt", 1);
     st->use_prompt_split_k = config_yes(host, "prompt_split_k", 1);
     st->use_cubin = config_yes(host, "embedded_code", 1);

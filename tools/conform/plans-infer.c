@@ -1291,7 +1291,8 @@ static void plan_rope(ictx *x)
  * contract: grouped queries 8:1 and one KV head a head, head_dim 64 and
  * 128, short caches (a decode step of a small model, of a 7B one) and long ones; then the
  * scores near 3e3 of "attn-large" (a float score must be right to ~1e-3
- * absolute here), decode, a prefill and a long cache.  Each case twice in a
+ * absolute here), decode, a prefill and a long cache; then prompts of
+ * 16 to 512 queries (the tensor-core kernels of cuda), with NaN too.  Each case twice in a
  * row: operands 64-byte aligned, then a whole element off (a kernel that
  * needs aligned rows runs in one of the two). */
 static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
@@ -1313,8 +1314,31 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
             run_case(x, build_attention, &r, 1);
     }
     x->group = NULL;
+    /* Prompts (many queries, causal with more keys than queries, tiles of
+     * queries and keys cut short), with scale 8: scores near +-30, where a
+     * score's error e is a relative error e in its weight. */
+    static const size_t prompts[][7] = { /* n_q, n_kv, heads, kv heads, head_dim, long, scale 8 */
+        {37, 100, 8, 2, 128, 0, 0},      {70, 70, 4, 4, 64, 0, 1},        {16, 300, 4, 1, 128, 0, 1},
+        {128, 128, 32, 32, 128, 1, 0},   {128, 200, 32, 4, 64, 1, 1},     {512, 512, 32, 32, 128, 1, 1},
+        {512, 600, 32, 4, 64, 1, 0},     {200, 1000, 8, 2, 128, 1, 1},
+    };
+    for (size_t i = 0; i < COUNT_OF(prompts); i++) {
+        if (prompts[i][5] && x->opt->quick)
+            continue;
+        attention_spec r = {kv, prompts[i][0], prompts[i][1], prompts[i][2], prompts[i][3], prompts[i][4], 1, 0,
+                            prompts[i][6] ? 8.0f : 0, 0, 0};
+        for (int twice = 0; twice < 2; twice++)
+            run_case(x, build_attention, &r, 1);
+    }
+    /* a prompt with scores near 3e3 */
+    x->group = "attn-large";
+    attention_spec big = {kv, 40, 60, 4, 2, 64, 1, 0, 0, 50, 0};
+    for (int twice = 0; twice < 2; twice++)
+        run_case(x, build_attention, &big, 1);
+    x->group = NULL;
     /* NaN in q, K and V: the outputs the reference makes NaN, and only those */
-    static const size_t nans[][5] = {{1, 192, 32, 32, 128}, {1, 150, 32, 4, 128}, {2, 70, 8, 8, 64}};
+    static const size_t nans[][5] = {{1, 192, 32, 32, 128}, {1, 150, 32, 4, 128}, {2, 70, 8, 8, 64},
+                                     {37, 100, 8, 2, 128}, {64, 64, 4, 4, 64}};
     for (size_t i = 0; i < COUNT_OF(nans); i++) {
         attention_spec r = {kv, nans[i][0], nans[i][1], nans[i][2], nans[i][3], nans[i][4], 1, 0, 0, 0, 1};
         for (int twice = 0; twice < 2; twice++)

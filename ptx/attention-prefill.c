@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: MIT */
+/* attention-prefill.c - attn_pf_f16_d<D> of module "infer": the attention
+ * of relaxed prompt calls (many queries) with an f16 cache whose K and V
+ * rows are 16-byte aligned, head_dim exactly D = 64 or 128, on tensor cores
+ * (mma.sync m16n8k16, f16 inputs, float32 sums; sm_80 on).
+ *
+ * A block of 4 warps takes 64 queries of one head (grid: query blocks,
+ * heads), a warp 16 of them; the keys go by in tiles of 64, staged in
+ * shared memory (K and V rows padded by 16 bytes: conflict-free reads).
+ * Per tile a warp computes its 16 x 64 scores S = q K^T, masks them
+ * (causal: query i sees keys up to n_kv - n_q + i), runs the online
+ * softmax in base 2 (float32 running maximum and sum, e^x as ex2.approx)
+ * and adds P V to its 16 x D accumulators; at the end each row is divided
+ * by its sum.  One launch, no scratch.
+ *
+ * Precision (the relaxed contract of core/rayo-ops.h): q, times scale
+ * log2(e), is split into q_hi = f16(q) and q_lo = f16(q - q_hi), and S =
+ * q_hi K^T + q_lo K^T: K is exact in f16, so each score is right to float32
+ * accuracy (a single f16 q would err by 2^-11 |q||k|, 1.5% of a weight at
+ * scores near 30).  Before the split each query row is scaled by a power
+ * of two so that its largest value stays below 2^15 (no f16 overflow); the
+ * scores are scaled back exactly.  P is rounded to f16 for P V (a relative
+ * error of 2^-11 per term, within 2e-3 of sum_j p_j |v_j|); V is exact.
+ *
+ * NaN and infinity: a NaN score gives its row NaN (max.f32 keeps the other
+ * operand, ex2(NaN) = NaN), as in the other kernels; masked scores are set
+ * to -inf whatever K holds.  A masked key's weight is 0, but 0 times a
+ * non-finite V in the tensor-core product is NaN: a tile whose staged V
+ * holds any infinity or NaN (found while staging, bar.red.or) does its
+ * P V with float32 fused multiply-adds over the visible keys only (the
+ * weights, as f16, through shared memory), so such values reach exactly
+ * the rows that see them. */
+#include "gen-ptx.h"
+#include "../plugins/cuda/cuda-ptx.h"
+
+#include <math.h>
+
+#define PF_WARPS 4
+#define PF_ROWS (16 * PF_WARPS) /* queries a block */
+#define PF_KEYS 64              /* keys a tile */
+#define LOG2E 1.4426950408889634
+
+typedef struct pf_regs {
+    int dm;              /* D */
+    attn_params p;       /* q, k, v, the shape and strides */
+    int out, ot, oh;     /* .b64 */
+    int scale;           /* .f32: scale log2(e) */
+    int tid, lane, warp; /* .b32 */
+    int g, t;            /* .b32: lane / 4, lane % 4 (the mma fragments' row and column pair) */
+    int h, kvh;          /* .b64: head, its KV head */
+    int ra, rb;          /* .b64: the lane's query rows (g, g + 8 of the warp's 16) */
+    int va, vb;          /* .b32: keys visible to them */
+    int kend;            /* .b32: keys any query of the block sees */
+    int ks, vs;          /* .b32: shared K and V tiles */
+} pf_regs;
+
+static int row_bytes(const pf_regs *g) { return 2 * (g->dm + 8); }
+
+static void pf_params(kern *k, pf_regs *g)
+{
+    g->out = param_global(k, "p_out");
+    attn_read_params(k, &g->p);
+    g->ot = param_u64(k, "p_ot");
+    g->oh = param_u64(k, "p_oh");
+    int s = param_f32(k, "p_scale");
+    g->scale = nf(k);
+    emit(k, "mul.rn.f32 %s, %s, %s;", F(g->scale), F(s), C((float)LOG2E));
+}
+
+/* keys visible to query row i (.b64): n_kv, or n_kv - n_q + i + 1 when
+ * causal (rows past n_q: at most n_kv) */
+static int visible(kern *k, const pf_regs *g, int i)
+{
+    int v = nd(k), pc = np(k), o = nr(k);
+    emit(k, "setp.ne.u64 %s, %s, 0;", P(pc), D(g->p.causal));
+    emit(k, "mov.u64 %s, %s;", D(v), D(g->p.n_kv));
+    emit(k, "@%s sub.u64 %s, %s, %s;", P(pc), D(v), D(v), D(g->p.n_q));
+    emit(k, "@%s add.u64 %s, %s, %s;", P(pc), D(v), D(v), D(i));
+    emit(k, "@%s add.u64 %s, %s, 1;", P(pc), D(v), D(v));
+    emit(k, "min.u64 %s, %s, %s;", D(v), D(v), D(g->p.n_kv));
+    emit(k, "cvt.u32.u64 %s, %s;", R(o), D(v));
+    return o;
+}
+
+static void pf_indices(kern *k, pf_regs *g)
+{
+    lane_warp(k, &g->tid, &g->lane, &g->warp);
+    g->g = nr(k), g->t = nr(k), g->h = nd(k), g->kvh = nd(k), g->ra = nd(k), g->rb = nd(k);
+    emit(k, "shr.u32 %s, %s, 2;", R(g->g), R(g->lane));
+    emit(k, "and.b32 %s, %s, 3;", R(g->t), R(g->lane));
+    emit(k, "cvt.u64.u32 %s, %s;", D(g->h), R(sreg(k, "%ctaid.y")));
+    emit(k, "div.u64 %s, %s, %s;", D(g->kvh), D(g->h), D(g->p.group));
+    int qb = nd(k), last = nd(k), lastq = nd(k), w = nr(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(qb), R(sreg(k, "%ctaid.x")));
+    emit(k, "mul.lo.u64 %s, %s, %d;", D(qb), D(qb), PF_ROWS);
+    emit(k, "mad.lo.u32 %s, %s, 16, %s;", R(w), R(g->warp), R(g->g));
+    emit(k, "cvt.u64.u32 %s, %s;", D(g->ra), R(w));
+    emit(k, "add.u64 %s, %s, %s;", D(g->ra), D(g->ra), D(qb));
+    emit(k, "add.u64 %s, %s, 8;", D(g->rb), D(g->ra));
+    g->va = visible(k, g, g->ra);
+    g->vb = visible(k, g, g->rb);
+    emit(k, "add.u64 %s, %s, %d;", D(last), D(qb), PF_ROWS - 1);
+    emit(k, "sub.u64 %s, %s, 1;", D(lastq), D(g->p.n_q));
+    emit(k, "min.u64 %s, %s, %s;", D(last), D(last), D(lastq));
+    g->kend = visible(k, g, last);
+    g->ks = nr(k), g->vs = nr(k);
+    emit(k, "mov.u32 %s, attn_pf_smem;", R(g->ks));
+    emit(k, "add.u32 %s, %s, %d;", R(g->vs), R(g->ks), PF_KEYS * row_bytes(g));
+}
+
+/* two floats as f16x2 (x0 in the low half: the lower column) */
+static int pack2(kern *k, int x0, int x1)
+{
+    int o = nr(k);
+    emit(k, "cvt.rn.f16x2.f32 %s, %s, %s;", R(o), F(x1), F(x0));
+    return o;
+}
+
+static void unpack2(kern *k, int w, int *x0, int *x1)
+{
+    *x0 = nf(k), *x1 = nf(k);
+    emit(k, "{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %s; cvt.f32.f16 %s, lo; cvt.f32.f16 %s, hi; }", R(w), F(*x0),
+         F(*x1));
+}
+
+/* The lane's A fragments of q for k-steps of 16 dimensions: qh/ql[ks][4]
+ * (rows g, g + 8; columns 2t, 2t + 1, 2t + 8, 2t + 9 of the step), q times
+ * scale log2(e) times 2^-e of its row; fac[2] = 2^e of rows a, b. */
+static void pf_load_q(kern *k, const pf_regs *g, int qh[][4], int ql[][4], int *fac)
+{
+    int nks = g->dm / 16, x[8][4][2], mx[2];
+    for (int r = 0; r < 2; r++) {
+        int pr = np(k), base = nd(k), c2 = nd(k);
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(pr), D(r ? g->rb : g->ra), D(g->p.n_q));
+        emit(k, "mul.lo.u64 %s, %s, %s;", D(base), D(r ? g->rb : g->ra), D(g->p.qt));
+        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(base), D(g->h), D(g->p.qh), D(base));
+        emit(k, "cvt.u64.u32 %s, %s;", D(c2), R(g->t));
+        emit(k, "mad.lo.u64 %s, %s, 2, %s;", D(base), D(c2), D(base));
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(base), D(base), D(g->p.q));
+        mx[r] = fmov(k, 0.0f);
+        for (int s = 0; s < nks; s++)
+            for (int hi8 = 0; hi8 < 2; hi8++)
+                for (int e = 0; e < 2; e++) {
+                    int v = nf(k), a = nf(k);
+                    emit(k, "mov.f32 %s, 0f00000000;", F(v));
+                    emit(k, "@%s ld.global.f32 %s, [%s+%d];", P(pr), F(v), D(base), 4 * (16 * s + 8 * hi8 + e));
+                    emit(k, "mul.rn.f32 %s, %s, %s;", F(v), F(v), F(g->scale));
+                    emit(k, "abs.f32 %s, %s;", F(a), F(v));
+                    emit(k, "max.f32 %s, %s, %s;", F(mx[r]), F(mx[r]), F(a));
+                    x[s][2 * hi8 + r][e] = v;
+                }
+    }
+    for (int r = 0; r < 2; r++) {
+        for (int o = 1; o <= 2; o *= 2) {
+            int t = nf(k);
+            emit(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1;", F(t), F(mx[r]), o);
+            emit(k, "max.f32 %s, %s, %s;", F(mx[r]), F(mx[r]), F(t));
+        }
+        /* e = max(0, exponent(max) - 14): the row's values below 2^15 */
+        int eb = nr(k), down = nf(k), bits = nr(k);
+        fac[r] = nf(k);
+        emit(k, "mov.b32 %s, %s;", R(eb), F(mx[r]));
+        emit(k, "bfe.u32 %s, %s, 23, 8;", R(eb), R(eb));
+        emit(k, "max.u32 %s, %s, %d;", R(eb), R(eb), 127 + 14);
+        emit(k, "sub.u32 %s, %s, %d;", R(eb), R(eb), 127 + 14);
+        emit(k, "sub.u32 %s, 127, %s;", R(bits), R(eb));
+        emit(k, "shl.b32 %s, %s, 23;", R(bits), R(bits));
+        emit(k, "mov.b32 %s, %s;", F(down), R(bits));
+        emit(k, "add.u32 %s, %s, 127;", R(bits), R(eb));
+        emit(k, "shl.b32 %s, %s, 23;", R(bits), R(bits));
+        emit(k, "mov.b32 %s, %s;", F(fac[r]), R(bits));
+        for (int s = 0; s < nks; s++)
+            for (int hi8 = 0; hi8 < 2; hi8++)
+                for (int e = 0; e < 2; e++)
+                    emit(k, "mul.rn.f32 %s, %s, %s;", F(x[s][2 * hi8 + r][e]), F(x[s][2 * hi8 + r][e]), F(down));
+    }
+    for (int s = 0; s < nks; s++)
+        for (int a = 0; a < 4; a++) {
+            int y0, y1, d0 = nf(k), d1 = nf(k);
+            qh[s][a] = pack2(k, x[s][a][0], x[s][a][1]);
+            unpack2(k, qh[s][a], &y0, &y1);
+            emit(k, "sub.rn.f32 %s, %s, %s;", F(d0), F(x[s][a][0]), F(y0));
+            emit(k, "sub.rn.f32 %s, %s, %s;", F(d1), F(x[s][a][1]), F(y1));
+            ql[s][a] = pack2(k, d0, d1);
+        }
+}
+
+/* The block's K and V rows of keys j0 .. j0 + 63 into shared memory (zeros
+ * past n_kv), then the barrier; bad: some staged V value is not finite. */
+static int pf_stage(kern *k, const pf_regs *g, int j0)
+{
+    int per_row = g->dm / 8, step = 128 / per_row, kr = nr(k), c8 = nr(k), bad = nr(k);
+    emit(k, "div.u32 %s, %s, %d;", R(kr), R(g->tid), per_row);
+    emit(k, "rem.u32 %s, %s, %d;", R(c8), R(g->tid), per_row);
+    emit(k, "mov.u32 %s, 0x00200020;", R(bad));
+    int so = nr(k);
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(so), R(kr), row_bytes(g), R(g->ks));
+    emit(k, "mad.lo.u32 %s, %s, 16, %s;", R(so), R(c8), R(so));
+    for (int kv = 0; kv < 2; kv++) {
+        int base = kv ? g->p.v : g->p.k, ts = kv ? g->p.vt : g->p.kt, hs = kv ? g->p.vh : g->p.kh;
+        int j = nd(k), ga = nd(k), c64 = nd(k), gstep = nd(k);
+        int j32 = nr(k);
+        emit(k, "add.u32 %s, %s, %s;", R(j32), R(kr), R(j0));
+        emit(k, "cvt.u64.u32 %s, %s;", D(j), R(j32));
+        emit(k, "mul.lo.u64 %s, %s, %s;", D(ga), D(j), D(ts));
+        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(ga), D(g->kvh), D(hs), D(ga));
+        emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(c8));
+        emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(ga), D(c64), D(ga));
+        emit(k, "mad.lo.u64 %s, %s, 2, %s;", D(ga), D(ga), D(base));
+        emit(k, "mul.lo.u64 %s, %s, %d;", D(gstep), D(ts), 2 * step);
+        for (int i = 0; i < PF_KEYS / step; i++) {
+            int w[4], pv = np(k);
+            emit(k, "setp.lt.u64 %s, %s, %s;", P(pv), D(j), D(g->p.n_kv));
+            for (int e = 0; e < 4; e++) {
+                w[e] = nr(k);
+                emit(k, "mov.b32 %s, 0;", R(w[e]));
+            }
+            emit(k, "@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];", P(pv), R(w[0]), R(w[1]), R(w[2]), R(w[3]),
+                 D(ga));
+            emit(k, "st.shared.v4.b32 [%s+%d], {%s, %s, %s, %s};", R(so),
+                 (kv ? PF_KEYS * row_bytes(g) : 0) + i * step * row_bytes(g), R(w[0]), R(w[1]), R(w[2]), R(w[3]));
+            if (kv) /* a half is inf or NaN where its 5 exponent bits are all ones */
+                for (int e = 0; e < 4; e++) {
+                    int u = nr(k);
+                    emit(k, "and.b32 %s, %s, 0x7c007c00;", R(u), R(w[e]));
+                    emit(k, "xor.b32 %s, %s, 0x7c007c00;", R(u), R(u));
+                    emit(k, "shr.u32 %s, %s, 10;", R(u), R(u));
+                    emit(k, "add.u32 %s, %s, 0x001f001f;", R(u), R(u));
+                    emit(k, "and.b32 %s, %s, %s;", R(bad), R(bad), R(u));
+                }
+            if (i + 1 < PF_KEYS / step) {
+                emit(k, "add.u64 %s, %s, %d;", D(j), D(j), step);
+                emit(k, "add.u64 %s, %s, %s;", D(ga), D(ga), D(gstep));
+            }
+        }
+    }
+    int pb = np(k), all = np(k);
+    emit(k, "and.b32 %s, %s, 0x00200020;", R(bad), R(bad));
+    emit(k, "setp.ne.u32 %s, %s, 0x00200020;", P(pb), R(bad));
+    emit(k, "bar.red.or.pred %s, 0, %s;", P(all), P(pb));
+    return all;
+}
+
+/* S (.f32 s[8][4], the C fragments of 8 tiles of 8 keys) = q K^T, scaled
+ * back by the rows' 2^e, masked past each row's visible keys. */
+static void pf_scores(kern *k, const pf_regs *g, int qh[][4], int ql[][4], const int *fac, int j0, int s[8][4])
+{
+    int koff = nr(k);
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(koff), R(g->g), row_bytes(g), R(g->ks));
+    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(koff), R(g->t), R(koff));
+    for (int n = 0; n < 8; n++)
+        for (int c = 0; c < 4; c++) {
+            s[n][c] = nf(k);
+            emit(k, "mov.f32 %s, 0f00000000;", F(s[n][c]));
+        }
+    for (int ks = 0; ks < g->dm / 16; ks++)
+        for (int n = 0; n < 8; n++) {
+            int b0 = nr(k), b1 = nr(k), off = n * 8 * row_bytes(g) + 32 * ks;
+            emit(k, "ld.shared.b32 %s, [%s+%d];", R(b0), R(koff), off);
+            emit(k, "ld.shared.b32 %s, [%s+%d];", R(b1), R(koff), off + 16);
+            for (int part = 0; part < 2; part++) {
+                int *a = part ? ql[ks] : qh[ks];
+                emit(k, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%s, %s, %s, %s}, {%s, %s, %s, %s}, "
+                        "{%s, %s}, {%s, %s, %s, %s};",
+                     F(s[n][0]), F(s[n][1]), F(s[n][2]), F(s[n][3]), R(a[0]), R(a[1]), R(a[2]), R(a[3]), R(b0),
+                     R(b1), F(s[n][0]), F(s[n][1]), F(s[n][2]), F(s[n][3]));
+            }
+        }
+    int key = nr(k);
+    emit(k, "mad.lo.u32 %s, %s, 2, %s;", R(key), R(g->t), R(j0));
+    for (int n = 0; n < 8; n++)
+        for (int c = 0; c < 4; c++) {
+            int pv = np(k), kc = nr(k);
+            emit(k, "mul.rn.f32 %s, %s, %s;", F(s[n][c]), F(s[n][c]), F(fac[c / 2]));
+            emit(k, "add.u32 %s, %s, %d;", R(kc), R(key), 8 * n + c % 2);
+            emit(k, "setp.lt.u32 %s, %s, %s;", P(pv), R(kc), R(c / 2 ? g->vb : g->va));
+            emit(k, "selp.f32 %s, %s, %s, %s;", F(s[n][c]), F(s[n][c]), C(-INFINITY), P(pv));
+        }
+}
+
+/* The online softmax step of a tile for the lane's two rows: the new
+ * maxima m[2] (a fully masked row so far keeps -inf and subtracts 0), the
+ * sums l[2] (the lane's share) and accumulators rescaled, s[][] -> p. */
+static void pf_softmax(kern *k, const pf_regs *g, int s[8][4], int *m, int *l, int acc[][4])
+{
+    for (int r = 0; r < 2; r++) {
+        int mx = nf(k), use = nf(k), alpha = nf(k), d = nf(k), pinf = np(k), sum = nf(k);
+        emit(k, "max.f32 %s, %s, %s;", F(mx), F(s[0][2 * r]), F(s[0][2 * r + 1]));
+        for (int n = 1; n < 8; n++)
+            for (int e = 0; e < 2; e++)
+                emit(k, "max.f32 %s, %s, %s;", F(mx), F(mx), F(s[n][2 * r + e]));
+        for (int o = 1; o <= 2; o *= 2) {
+            int t = nf(k);
+            emit(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1;", F(t), F(mx), o);
+            emit(k, "max.f32 %s, %s, %s;", F(mx), F(mx), F(t));
+        }
+        emit(k, "max.f32 %s, %s, %s;", F(mx), F(mx), F(m[r]));
+        emit(k, "setp.eq.f32 %s, %s, %s;", P(pinf), F(mx), C(-INFINITY));
+        emit(k, "selp.f32 %s, 0f00000000, %s, %s;", F(use), F(mx), P(pinf));
+        emit(k, "sub.rn.f32 %s, %s, %s;", F(d), F(m[r]), F(use));
+        emit(k, "ex2.approx.ftz.f32 %s, %s;", F(alpha), F(d));
+        emit(k, "mov.f32 %s, %s;", F(m[r]), F(mx));
+        emit(k, "mov.f32 %s, 0f00000000;", F(sum));
+        for (int n = 0; n < 8; n++)
+            for (int e = 0; e < 2; e++) {
+                int x = s[n][2 * r + e];
+                emit(k, "sub.rn.f32 %s, %s, %s;", F(x), F(x), F(use));
+                emit(k, "ex2.approx.ftz.f32 %s, %s;", F(x), F(x));
+                emit(k, "add.rn.f32 %s, %s, %s;", F(sum), F(sum), F(x));
+            }
+        emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(l[r]), F(l[r]), F(alpha), F(sum));
+        for (int n = 0; n < g->dm / 8; n++)
+            for (int e = 0; e < 2; e++)
+                emit(k, "mul.rn.f32 %s, %s, %s;", F(acc[n][2 * r + e]), F(acc[n][2 * r + e]), F(alpha));
+    }
+}
+
+static void mma_pv(kern *k, const int *a, int b0, int b1, int *c)
+{
+    emit(k, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, "
+            "{%s, %s, %s, %s};",
+         F(c[0]), F(c[1]), F(c[2]), F(c[3]), R(a[0]), R(a[1]), R(a[2]), R(a[3]), R(b0), R(b1), F(c[0]), F(c[1]),
+         F(c[2]), F(c[3]));
+}
+
+/* acc += P V on tensor cores: V's B fragments by ldmatrix .trans (lanes
+ * 0-15 the rows of keys 0-15 of a step, lanes 16-31 the same at 8 more
+ * dimensions). */
+static void pf_pv_mma(kern *k, const pf_regs *g, int pa[4][4], int acc[][4])
+{
+    int voff = nr(k), t = nr(k);
+    emit(k, "and.b32 %s, %s, 15;", R(voff), R(g->lane));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(voff), R(voff), row_bytes(g), R(g->vs));
+    emit(k, "shr.u32 %s, %s, 4;", R(t), R(g->lane));
+    emit(k, "mad.lo.u32 %s, %s, 16, %s;", R(voff), R(t), R(voff));
+    for (int kk = 0; kk < 4; kk++)
+        for (int n2 = 0; n2 < g->dm / 16; n2++) {
+            int b[4];
+            for (int e = 0; e < 4; e++)
+                b[e] = nr(k);
+            emit(k, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%s, %s, %s, %s}, [%s+%d];", R(b[0]), R(b[1]),
+                 R(b[2]), R(b[3]), R(voff), kk * 16 * row_bytes(g) + n2 * 32);
+            mma_pv(k, pa[kk], b[0], b[1], acc[2 * n2]);
+            mma_pv(k, pa[kk], b[2], b[3], acc[2 * n2 + 1]);
+        }
+}
+
+/* acc += P V with float32 fused multiply-adds over each row's visible keys
+ * only (a tile with a V value that is not finite): the warp's f16 weights
+ * through shared memory, in the K tile's place (after a barrier: every
+ * warp is done with K). */
+static void pf_pv_exact(kern *k, const pf_regs *g, int pa[4][4], int j0, int acc[][4])
+{
+    int pw = nr(k), j = nr(k), pj = np(k), l_top = nlabel(k);
+    emit(k, "bar.sync 0;");
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(pw), R(g->warp), 16 * PF_KEYS * 2, R(g->ks));
+    int own = nr(k);
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(own), R(g->g), PF_KEYS * 2, R(pw));
+    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(own), R(g->t), R(own));
+    for (int kk = 0; kk < 4; kk++)
+        for (int a = 0; a < 4; a++) /* a: row g or g + 8 (odd), keys 2t or 2t + 8 (a >= 2) */
+            emit(k, "st.shared.b32 [%s+%d], %s;", R(own), (a % 2) * 8 * PF_KEYS * 2 + (kk * 16 + (a / 2) * 8) * 2,
+                 R(pa[kk][a]));
+    emit(k, "bar.warp.sync -1;");
+    emit(k, "mov.u32 %s, 0;", R(j));
+    label(k, l_top);
+    {
+        int key = nr(k), vis[2], p[2], prow = nr(k), vrow = nr(k);
+        emit(k, "add.u32 %s, %s, %s;", R(key), R(j0), R(j));
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(prow), R(g->g), PF_KEYS * 2, R(pw));
+        emit(k, "mad.lo.u32 %s, %s, 2, %s;", R(prow), R(j), R(prow));
+        for (int r = 0; r < 2; r++) {
+            vis[r] = np(k), p[r] = nf(k);
+            emit(k, "setp.lt.u32 %s, %s, %s;", P(vis[r]), R(key), R(r ? g->vb : g->va));
+            emit(k, "{ .reg .b16 h; ld.shared.b16 h, [%s+%d]; cvt.f32.f16 %s, h; }", R(prow), r * 8 * PF_KEYS * 2,
+                 F(p[r]));
+        }
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(vrow), R(j), row_bytes(g), R(g->vs));
+        emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(vrow), R(g->t), R(vrow));
+        for (int n = 0; n < g->dm / 8; n++) {
+            int w = nr(k), v0, v1;
+            emit(k, "ld.shared.b32 %s, [%s+%d];", R(w), R(vrow), 16 * n);
+            unpack2(k, w, &v0, &v1);
+            for (int r = 0; r < 2; r++) {
+                emit(k, "@%s fma.rn.f32 %s, %s, %s, %s;", P(vis[r]), F(acc[n][2 * r]), F(p[r]), F(v0),
+                     F(acc[n][2 * r]));
+                emit(k, "@%s fma.rn.f32 %s, %s, %s, %s;", P(vis[r]), F(acc[n][2 * r + 1]), F(p[r]), F(v1),
+                     F(acc[n][2 * r + 1]));
+            }
+        }
+    }
+    emit(k, "add.u32 %s, %s, 1;", R(j), R(j));
+    emit(k, "setp.lt.u32 %s, %s, %d;", P(pj), R(j), PF_KEYS);
+    emit(k, "@%s bra %s;", P(pj), L(l_top));
+}
+
+/* The weights as A fragments of P V: keys 16 kk .. 16 kk + 15 of the tile */
+static void pf_pack_p(kern *k, int s[8][4], int pa[4][4])
+{
+    for (int kk = 0; kk < 4; kk++) {
+        pa[kk][0] = pack2(k, s[2 * kk][0], s[2 * kk][1]);
+        pa[kk][1] = pack2(k, s[2 * kk][2], s[2 * kk][3]);
+        pa[kk][2] = pack2(k, s[2 * kk + 1][0], s[2 * kk + 1][1]);
+        pa[kk][3] = pack2(k, s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    }
+}
+
+/* Row r's outputs (the lane's 2 columns of each 8) acc / sum, where r < n_q */
+static void pf_write(kern *k, const pf_regs *g, int l[2], int acc[][4])
+{
+    for (int r = 0; r < 2; r++) {
+        int pr = np(k), base = nd(k), c2 = nd(k), inv = nf(k);
+        for (int o = 1; o <= 2; o *= 2) {
+            int t = nf(k);
+            emit(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1;", F(t), F(l[r]), o);
+            emit(k, "add.rn.f32 %s, %s, %s;", F(l[r]), F(l[r]), F(t));
+        }
+        emit(k, "rcp.rn.f32 %s, %s;", F(inv), F(l[r]));
+        emit(k, "setp.lt.u64 %s, %s, %s;", P(pr), D(r ? g->rb : g->ra), D(g->p.n_q));
+        emit(k, "mul.lo.u64 %s, %s, %s;", D(base), D(r ? g->rb : g->ra), D(g->ot));
+        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(base), D(g->h), D(g->oh), D(base));
+        emit(k, "cvt.u64.u32 %s, %s;", D(c2), R(g->t));
+        emit(k, "mad.lo.u64 %s, %s, 2, %s;", D(base), D(c2), D(base));
+        emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(base), D(base), D(g->out));
+        for (int n = 0; n < g->dm / 8; n++)
+            for (int e = 0; e < 2; e++) {
+                int y = nf(k);
+                emit(k, "mul.rn.f32 %s, %s, %s;", F(y), F(acc[n][2 * r + e]), F(inv));
+                emit(k, "@%s st.global.f32 [%s+%d], %s;", P(pr), D(base), 4 * (8 * n + e), F(y));
+            }
+    }
+}
+
+static void gen_attn_pf(strbuf *mod, int dm)
+{
+    kern kk = {0}, *k = &kk;
+    pf_regs g = {.dm = dm};
+    int qh[8][4], ql[8][4], fac[2], m[2], l[2], acc[16][4], s[8][4], pa[4][4];
+    pf_params(k, &g);
+    pf_indices(k, &g);
+    pf_load_q(k, &g, qh, ql, fac);
+    for (int r = 0; r < 2; r++) {
+        m[r] = nf(k), l[r] = nf(k);
+        emit(k, "mov.f32 %s, %s;", F(m[r]), C(-INFINITY));
+        emit(k, "mov.f32 %s, 0f00000000;", F(l[r]));
+    }
+    for (int n = 0; n < dm / 8; n++)
+        for (int c = 0; c < 4; c++) {
+            acc[n][c] = nf(k);
+            emit(k, "mov.f32 %s, 0f00000000;", F(acc[n][c]));
+        }
+    int j0 = nr(k), pj = np(k), l_top = nlabel(k), l_exact = nlabel(k), l_next = nlabel(k);
+    emit(k, "mov.u32 %s, 0;", R(j0));
+    label(k, l_top);
+    int bad = pf_stage(k, &g, j0);
+    pf_scores(k, &g, qh, ql, fac, j0, s);
+    pf_softmax(k, &g, s, m, l, acc);
+    pf_pack_p(k, s, pa);
+    emit(k, "@%s bra %s;", P(bad), L(l_exact));
+    pf_pv_mma(k, &g, pa, acc);
+    emit(k, "bra.uni %s;", L(l_next));
+    label(k, l_exact);
+    pf_pv_exact(k, &g, pa, j0, acc);
+    label(k, l_next);
+    emit(k, "bar.sync 0;");
+    emit(k, "add.u32 %s, %s, %d;", R(j0), R(j0), PF_KEYS);
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(pj), R(j0), R(g.kend));
+    emit(k, "@%s bra %s;", P(pj), L(l_top));
+    pf_write(k, &g, l, acc);
+    char shared[96], name[32];
+    snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 attn_pf_smem[%d];\n", 2 * PF_KEYS * row_bytes(&g));
+    snprintf(name, sizeof name, "attn_pf_f16_d%d", dm);
+    kern_finish(mod, k, name,
+                ".param .u64 p_out, .param .u64 p_q, .param .u64 p_k, .param .u64 p_v, .param .u64 p_n_q, "
+                ".param .u64 p_n_kv, .param .u64 p_group, .param .u64 p_d, .param .u64 p_causal, "
+                ".param .u64 p_qt, .param .u64 p_qh, .param .u64 p_kt, .param .u64 p_kh, .param .u64 p_vt, "
+                ".param .u64 p_vh, .param .u64 p_ot, .param .u64 p_oh, .param .f32 p_scale",
+                ".maxntid 128, 1, 1\n", shared);
+}
+
+void infer_attention_prefill(strbuf *mod)
+{
+    gen_attn_pf(mod, 64);
+    gen_attn_pf(mod, 128);
+}
