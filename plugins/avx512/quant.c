@@ -345,8 +345,10 @@ static void rows_q4_0_i8(const uint8_t *row, size_t stride, size_t count, const 
  * sub-blocks' scales (lanes 0-15 of one sub-block, 16-31 of the other,
  * picked by vpshufb) into int32: 12 instructions per 128 values and row,
  * where the 256-bit kernel of x86-quant.h (avx2's) spends about 21 on its
- * int16 transposes alone; the scales are unpacked in vector registers
- * (x86_q4_k_scales_mins_vec), four rows a pass.  On the AMD EPYC (Zen 5
+ * int16 transposes alone; four rows a pass, whose blocks' scales,
+ * minimums, d and dmin are unpacked together in 512-bit registers
+ * (q4_k_scales_mins4 below: a row's alone took about 22 of the 50
+ * instructions of its block).  On the AMD EPYC (Zen 5
  * class, 1 thread, 512 x 2048 weights in L2) a call took 17.6 us against
  * 22.0 with the 256-bit kernel, which was compute-bound there (a third of
  * the read bandwidth in cache).  Not measured on an AVX-512 Xeon, where
@@ -387,19 +389,69 @@ static ALWAYS_INLINE void q4_k_x_scales(const float *sx, __m512 xs[4])
     }
 }
 
-/* One row's block (at p) against x (xv, xs): per32 0: xs[0] holds x's
- * scale per 256 in every lane, the scaled int32 sums are added in int32
- * (at most 4 * 2 * (2 * 15 * 127) * 63 a lane) and go to float once;
- * per32 1: each half's sums go to float times its lanes' x scales.  The
- * minimums (x86_q4_k_minus_mins) go into *mins. */
-static ALWAYS_INLINE void q4_k_block512(const uint8_t *p, const __m512i xv[4], const __m512 xs[4],
-                                        const float *xsum, int per32, __m512 *acc, __m256 *mins)
+/* The headers of block b of four Q4_K rows (at p[r]), unpacked together
+ * in vector registers: 128-bit lane r of the result holds row r's eight
+ * 6-bit scales (bytes 0-7) and minimums (bytes 8-15).  Two byte shuffles
+ * put B0-3, B8-11, B4-7, B8-11 (the low bits) and B0-3, B4-7 (the top two
+ * bits of scales and minimums 0-3, which are the high bits of 4-7) where
+ * each byte of the result takes them from, then three masks: ten
+ * instructions for the four rows, where one row's in general registers
+ * take about 28 (x86_q4_k_scales_mins).  Reads 16 bytes at each row's
+ * scales (the block's first code bytes follow them). */
+static ALWAYS_INLINE __m512i q4_k_scales_mins4(const uint8_t *const p[4])
+{
+    const __m512i low_from = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m512i top_from = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7));
+    const __m512i low_bits = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(0x3f, 0x3f, 0x3f, 0x3f, 15, 15, 15, 15, 0x3f, 0x3f, 0x3f, 0x3f, 0, 0, 0, 0));
+    const __m512i mid_bits = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
+    const __m512i top_bits = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30, 0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30));
+    __m512i v = _mm512_castsi128_si512(x86_load128(p[0] + RAYO_Q4_K_SCALES));
+    v = _mm512_inserti32x4(v, x86_load128(p[1] + RAYO_Q4_K_SCALES), 1);
+    v = _mm512_inserti32x4(v, x86_load128(p[2] + RAYO_Q4_K_SCALES), 2);
+    v = _mm512_inserti32x4(v, x86_load128(p[3] + RAYO_Q4_K_SCALES), 3);
+    __m512i low = _mm512_shuffle_epi8(v, low_from), top = _mm512_shuffle_epi8(v, top_from);
+    /* 16-bit shifts: what crosses from the neighbouring byte falls outside the masks */
+    __m512i r = _mm512_or_si512(_mm512_and_si512(low, low_bits), _mm512_and_si512(_mm512_srli_epi16(low, 4), mid_bits));
+    return _mm512_or_si512(r, _mm512_and_si512(_mm512_srli_epi16(top, 2), top_bits));
+}
+
+/* d and dmin of the four rows' blocks in lanes 2r and 2r + 1: the eight
+ * halves converted by one instruction. */
+static ALWAYS_INLINE __m512 q4_k_d_dmin4(const uint8_t *const p[4])
+{
+    uint32_t u[4];
+    UNROLL for (int r = 0; r < 4; r++) memcpy(&u[r], p[r], 4); /* little-endian x86: d in the low half */
+    return _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], (int)u[3])));
+}
+
+/* The minimums of the four rows (sm, dd as above) against x's exact sums
+ * per 32 (xsum, the block's 8): mins[h] -= dmin m[s] xsum[s], rows 2h
+ * (lanes 0-7) and 2h + 1 (lanes 8-15): two rows a vector. */
+static ALWAYS_INLINE void q4_k_minus_mins4(__m512i sm, __m512 dd, const float *xsum, __m512 mins[2])
+{
+    __m256i m = _mm512_castsi512_si256(_mm512_permutexvar_epi64(_mm512_setr_epi64(1, 3, 5, 7, 1, 3, 5, 7), sm));
+    __m512 x = _mm512_broadcast_f32x8(_mm256_loadu_ps(xsum));
+    UNROLL
+    for (int h = 0; h < 2; h++) {
+        __m128i m8 = h ? _mm256_extracti128_si256(m, 1) : _mm256_castsi256_si128(m);
+        __m512i dmin_lanes = _mm512_inserti64x4(_mm512_set1_epi32(4 * h + 1), _mm256_set1_epi32(4 * h + 3), 1);
+        __m512 m_dmin = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m8)), _mm512_permutexvar_ps(dmin_lanes, dd));
+        mins[h] = _mm512_fnmadd_ps(m_dmin, x, mins[h]);
+    }
+}
+
+/* One row's block (at p; its scales in bytes 0-7 of every 128-bit lane of
+ * sc, its d in every lane of d) against x (xv, xs) without the minimums:
+ * per32 0: xs[0] holds x's scale per 256 in every lane, the scaled int32
+ * sums are added in int32 (at most 4 * 2 * (2 * 15 * 127) * 63 a lane) and
+ * go to float once; per32 1: each half's sums go to float times its lanes'
+ * x scales. */
+static ALWAYS_INLINE __m512 q4_k_block512(const uint8_t *p, __m512i sc, __m512 d, const __m512i xv[4],
+                                          const __m512 xs[4], int per32, __m512 acc)
 {
     const __m512i low_nibbles = _mm512_set1_epi8(15);
-    __m128i sc8;
-    __m256 d;
-    *mins = x86_q4_k_minus_mins(p, xsum, 1, &sc8, &d, *mins);
-    __m512i sc = _mm512_broadcastq_epi64(sc8);
     __m512i sum = _mm512_setzero_si512();
     __m512 t = _mm512_setzero_ps();
     UNROLL
@@ -413,13 +465,35 @@ static ALWAYS_INLINE void q4_k_block512(const uint8_t *p, const __m512i xv[4], c
         if (!per32) {
             sum = _mm512_add_epi32(sum, _mm512_add_epi32(s_lo, s_hi));
         } else {
-            t = P ? _mm512_fmadd_ps(_mm512_cvtepi32_ps(s_lo), xs[0], t) : _mm512_mul_ps(_mm512_cvtepi32_ps(s_lo), xs[0]);
-            t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s_hi), xs[1], t);
+            t = P ? _mm512_fmadd_ps(_mm512_cvtepi32_ps(s_lo), xs[2 * P], t)
+                  : _mm512_mul_ps(_mm512_cvtepi32_ps(s_lo), xs[2 * P]);
+            t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s_hi), xs[2 * P + 1], t);
         }
-        xs += per32 ? 2 : 0;
     }
-    __m512 dz = _mm512_broadcastss_ps(_mm256_castps256_ps128(d));
-    *acc = per32 ? _mm512_fmadd_ps(t, dz, *acc) : _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dz, xs[0]), *acc);
+    return per32 ? _mm512_fmadd_ps(t, d, acc) : _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, xs[0]), acc);
+}
+
+/* Block b of R (1..4) rows: their headers decoded together (the lanes of
+ * rows past R repeat row 0), then each row's codes. */
+static ALWAYS_INLINE void q4_k_rows_block(const uint8_t *row, size_t stride, int R, const __m512i xv[4],
+                                          const __m512 xs[4], const float *xsum, int per32, __m512 acc[4],
+                                          __m512 mins[2])
+{
+    const uint8_t *p[4];
+    UNROLL for (int r = 0; r < 4; r++) p[r] = row + (r < R ? r : 0) * stride;
+    __m512i sm = q4_k_scales_mins4(p);
+    __m512 dd = q4_k_d_dmin4(p);
+    q4_k_minus_mins4(sm, dd, xsum, mins);
+    UNROLL for (int r = 0; r < R; r++)
+        acc[r] = q4_k_block512(p[r], _mm512_shuffle_i32x4(sm, sm, 0x55 * r),
+                               _mm512_permutexvar_ps(_mm512_set1_epi32(2 * r), dd), xv, xs, per32, acc[r]);
+}
+
+/* Row r's lanes of the minimums' vectors (q4_k_minus_mins4) as a double sum. */
+static ALWAYS_INLINE double q4_k_mins_of(const __m512 mins[2], int r)
+{
+    __m256 half = r % 2 ? _mm512_extractf32x8_ps(mins[r / 2], 1) : _mm512_castps512_ps256(mins[r / 2]);
+    return v_hsum_pd(v_widen_add(_mm256_setzero_pd(), half));
 }
 
 /* The dots of R Q4_K rows with x (q8: int8 per 256 values, scales: one per
@@ -434,7 +508,7 @@ static ALWAYS_INLINE void q4_k_rows512(const uint8_t *row, size_t stride, int R,
     for (size_t b = 0; b < blocks;) {
         size_t end = b + X86_Q4_K_BLOCKS_PER_GROUP < blocks ? b + X86_Q4_K_BLOCKS_PER_GROUP : blocks;
         __m512 acc[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
-        __m256 mins[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+        __m512 mins[2] = { _mm512_setzero_ps(), _mm512_setzero_ps() };
         for (; b < end; b++) {
             __m512i xv[4];
             __m512 xs[4];
@@ -444,12 +518,10 @@ static ALWAYS_INLINE void q4_k_rows512(const uint8_t *row, size_t stride, int R,
                 q4_k_x_scales(scale + 8 * b, xs);
             else
                 xs[0] = _mm512_set1_ps(scale[b]);
-            UNROLL for (int r = 0; r < R; r++)
-                q4_k_block512(row + r * stride + RAYO_Q4_K_BYTES * b, xv, xs, xsum + 8 * b, per32, &acc[r], &mins[r]);
+            q4_k_rows_block(row + RAYO_Q4_K_BYTES * b, stride, R, xv, xs, xsum + 8 * b, per32, acc, mins);
         }
         UNROLL for (int r = 0; r < R; r++)
-            out[r] += _mm512_reduce_add_pd(z_widen_add(_mm512_setzero_pd(), acc[r])) +
-                      v_hsum_pd(v_widen_add(_mm256_setzero_pd(), mins[r]));
+            out[r] += _mm512_reduce_add_pd(z_widen_add(_mm512_setzero_pd(), acc[r])) + q4_k_mins_of(mins, r);
     }
 }
 

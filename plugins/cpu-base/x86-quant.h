@@ -46,30 +46,6 @@ static inline void x86_q4_k_scales_mins(const uint8_t *p, __m128i *sc, __m128i *
     *m = _mm_cvtsi64_si128((long long)((uint64_t)m_hi << 32 | m_lo));
 }
 
-/* The same in vector registers: two byte shuffles put B0-3, B8-11, B4-7,
- * B8-11 (the low bits) and B0-3, B4-7 (the top two bits of scales and
- * minimums 0-3, which are the high bits of 4-7) where each byte of the
- * result takes them from, then three masks.  Ten instructions where the
- * general registers take about 28: the 512-bit Q4_K kernel (avx512
- * quant.c), which leaves room on the vector units, ran 1.25x faster with
- * it; avx2's 256-bit one 1.1x slower.  Reads 16 bytes at p (the block's
- * first code bytes follow the scales). */
-static inline void x86_q4_k_scales_mins_vec(const uint8_t *p, __m128i *sc, __m128i *m)
-{
-    const __m128i low_from = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11);
-    const __m128i top_from = _mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7);
-    const __m128i low_bits = _mm_setr_epi8(0x3f, 0x3f, 0x3f, 0x3f, 15, 15, 15, 15, 0x3f, 0x3f, 0x3f, 0x3f, 0, 0, 0, 0);
-    const __m128i mid_bits = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15);
-    const __m128i top_bits = _mm_setr_epi8(0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30, 0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30);
-    __m128i v = x86_load128(p);
-    __m128i low = _mm_shuffle_epi8(v, low_from), top = _mm_shuffle_epi8(v, top_from);
-    /* 16-bit shifts: what crosses from the neighbouring byte falls outside the masks */
-    __m128i r = _mm_or_si128(_mm_and_si128(low, low_bits), _mm_and_si128(_mm_srli_epi16(low, 4), mid_bits));
-    r = _mm_or_si128(r, _mm_and_si128(_mm_srli_epi16(top, 2), top_bits));
-    *sc = r;
-    *m = _mm_unpackhi_epi64(r, r);
-}
-
 /* Where the prefetches of a pass over R rows (row, row + stride, ...) go:
  * the same place in the group of R rows that starts at least `prefetch`
  * bytes ahead.  With stride the rows' bytes (a model's weights) a group is
@@ -324,20 +300,17 @@ x86_q4_k_dots(const uint8_t *blk, size_t stride, int R, const int8_t *xq, __m256
 
 /* acc - dmin sum_s m[s] xsum[s] (the minimums, x's exact sums per 32) for
  * the row's block at p; its scales sc[s] in sc8's low 8 bytes and its d in
- * every lane of *d; the scales unpacked in vector registers where vec.  d and dmin, side by side, are converted by one
+ * every lane of *d.  d and dmin, side by side, are converted by one
  * instruction (x86_f16_at's insert costs two micro-ops for each). */
 static inline __attribute__((always_inline)) __m256
-x86_q4_k_minus_mins(const uint8_t *p, const float *xsum, int vec, __m128i *sc8, __m256 *d, __m256 acc)
+x86_q4_k_minus_mins(const uint8_t *p, const float *xsum, __m128i *sc8, __m256 *d, __m256 acc)
 {
     __m128i m8;
     uint32_t d_dmin;
     memcpy(&d_dmin, p, 4); /* little-endian x86: d in the low half */
     __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128((int)d_dmin));
     *d = _mm256_broadcastss_ps(both);
-    if (vec)
-        x86_q4_k_scales_mins_vec(p + RAYO_Q4_K_SCALES, sc8, &m8);
-    else
-        x86_q4_k_scales_mins(p + RAYO_Q4_K_SCALES, sc8, &m8);
+    x86_q4_k_scales_mins(p + RAYO_Q4_K_SCALES, sc8, &m8);
     __m256 mins = _mm256_mul_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(both)),
                                 _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
     return _mm256_fnmadd_ps(mins, _mm256_loadu_ps(xsum), acc);
@@ -359,7 +332,7 @@ x86_q4_k_block(const uint8_t *blk, size_t stride, int R, const int8_t *xq, const
         const uint8_t *p = blk + r * stride;
         __m128i sc8;
         __m256 d;
-        acc[r] = x86_q4_k_minus_mins(p, xsum, 0, &sc8, &d, acc[r]);
+        acc[r] = x86_q4_k_minus_mins(p, xsum, &sc8, &d, acc[r]);
         if (!per32) {
             __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8));
             __m256 sum = _mm256_cvtepi32_ps(_mm256_madd_epi16(dots[r], sc));
