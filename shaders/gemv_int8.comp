@@ -6,8 +6,8 @@
 // dot products (OpSDot of SPV_KHR_integer_dot_product: four signed bytes
 // by four).  Strict calls take gemv_quant.comp, which never rounds x.
 //
-// Each workgroup first rounds all of x into shared memory, per block of 32
-// values as in Q8_0: codes q = round(x / d) with d = max |x| / 127, d and
+// Each workgroup first rounds all of x into shared memory (round_x), per
+// block of 32 values as in Q8_0: codes q = round(x / d) with d = max |x| / 127, d and
 // the sum of the codes (Q4_0 stores its codes plus 8: the sum takes the 8
 // back out once per block; Q4_K's minimums and Q6_K's offset of 32 use the
 // sums too, Q6_K's per 16 codes).  Then each subgroup takes ROWS rows at a
@@ -38,6 +38,7 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_spirv_intrinsics : require
 #define RAYO_BUFFER_TYPE uint
@@ -71,38 +72,38 @@ float x_at(uint i) { return uintBitsToFloat(b_data[pc.ob + i]); }
 
 uint pack4(ivec4 q) { return uint(q.x & 255) | uint(q.y & 255) << 8u | uint(q.z & 255) << 16u | uint(q.w & 255) << 24u; }
 
-// Rounds block b of x into x_codes / x_scale; adds its d^2 and sum |x| to gate.
-void round_block(uint b, inout vec2 gate)
-{
-    float v[32];
-    float amax = 0.0, l1 = 0.0;
-    [[unroll]] for (uint j = 0u; j < 32u; j++) {
-        v[j] = x_at(32u * b + j);
-        amax = max(amax, abs(v[j]));
-        l1 += abs(v[j]);
-    }
-    float d = amax / 127.0, inv = amax > 0.0 ? 127.0 / amax : 0.0;
-    ivec4 q[8];
-    ivec2 sum = ivec2(0); // codes 0..15, 16..31
-    [[unroll]] for (uint t = 0u; t < 8u; t++) {
-        q[t] = clamp(ivec4(round(vec4(v[4u * t], v[4u * t + 1u], v[4u * t + 2u], v[4u * t + 3u]) * inv)),
-                     -127, 127);
-        sum[t >> 2u] += q[t].x + q[t].y + q[t].z + q[t].w;
-    }
-    x_codes[2u * b] = uvec4(pack4(q[0]), pack4(q[1]), pack4(q[2]), pack4(q[3]));
-    x_codes[2u * b + 1u] = uvec4(pack4(q[4]), pack4(q[5]), pack4(q[6]), pack4(q[7]));
-    x_scale[b] = vec4(d, float(sum.x + sum.y), float(sum.x), float(sum.y));
-    gate += vec2(d * d, l1);
-}
-
-// The whole workgroup rounds x; true where the rounding keeps the contract
-// (the same answer in every workgroup: the partial sums are added in one
-// order).  Ends with a barrier.
+// The whole workgroup rounds x into x_codes / x_scale, each invocation 4
+// values per step, so that a subgroup's loads read x contiguously: 8
+// neighbouring invocations (within one subgroup: sizes are powers of two
+// from 8) take one block, and gather its largest |x| and code sums with
+// butterfly shuffles (the 8 are all in the loop or all out of it, as n / 4
+// is a multiple of 8).  Returns true where the rounding keeps the
+// contract (the same answer in every workgroup: the partial sums are added
+// in one order).  Ends with a barrier.
 bool round_x()
 {
-    vec2 gate = vec2(0.0);
-    for (uint b = gl_LocalInvocationID.x; b < pc.n / 32u; b += gl_WorkGroupSize.x)
-        round_block(b, gate);
+    vec2 gate = vec2(0.0);      // sum d^2, sum |x|
+    for (uint i = gl_LocalInvocationID.x; i < pc.n / 4u; i += gl_WorkGroupSize.x) {
+        vec4 v = vec4(x_at(4u * i), x_at(4u * i + 1u), x_at(4u * i + 2u), x_at(4u * i + 3u));
+        vec4 a = abs(v);
+        float amax = max(max(a.x, a.y), max(a.z, a.w));
+        amax = max(amax, subgroupShuffleXor(amax, 4u));
+        amax = max(amax, subgroupShuffleXor(amax, 2u));
+        amax = max(amax, subgroupShuffleXor(amax, 1u));
+        float d = amax / 127.0, inv = amax > 0.0 ? 127.0 / amax : 0.0;
+        ivec4 q = clamp(ivec4(round(v * inv)), -127, 127);
+        int four = q.x + q.y + q.z + q.w;
+        int lo = four + subgroupShuffleXor(four, 1u); // the sum of its half (codes 0..15 or 16..31)
+        lo += subgroupShuffleXor(lo, 2u);
+        int all = lo + subgroupShuffleXor(lo, 4u);
+        uint b = i >> 3u, t = i & 7u;
+        x_codes[2u * b + (t >> 2u)][t & 3u] = pack4(q);
+        if (t == 0u) {
+            x_scale[b] = vec4(d, float(all), float(lo), float(all - lo));
+            gate.x += d * d;
+        }
+        gate.y += a.x + a.y + a.z + a.w;
+    }
     gate = subgroupAdd(gate);
     if (subgroupElect())
         gate_part[gl_SubgroupID] = gate;

@@ -154,10 +154,11 @@ static bool gemv_fit_shared(const vk_state *s, rayo_dtype dt, bool paired, gemv_
  * the device has integer dot products (s->int_dot: gemv_int8 not "no") and
  * its shared memory holds the rounded x (X_BLOCKS blocks, rounded up to
  * INT8_X_STEP to keep the pipelines few).  Rows per subgroup: gemv_rows,
- * else as gemv_quant.comp's teams; workgroups of gemv_wg, else
+ * else as gemv_quant.comp's teams up to INT8_ROWS; workgroups of gemv_wg, else
  * GEMV_WG_BLOCKS.  The choice depends on the call's shape alone, so a
  * recorded decode step replays it unchanged. */
 #define INT8_X_STEP 64u
+#define INT8_ROWS 2u            /* at most, by default (4: Q4_0 11008 x 4096 took 2.4x longer on the H200) */
 
 static bool gemv_int8_wanted(const vk_state *s, rayo_dtype dt, const rayo_dev_call *call)
 {
@@ -169,6 +170,8 @@ static rayo_status rec_gemv_int8(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
                                  vk_operands *ops, vk_push *pc)
 {
     gemv_shape g = gemv_shape_of(s, RAYO_DTYPE_Q4_0, call->m);
+    if (!s->gemv.rows && g.rows > INT8_ROWS)
+        g.rows = INT8_ROWS;
     uint64_t blocks = ((uint64_t)call->n / 32 + INT8_X_STEP - 1) / INT8_X_STEP * INT8_X_STEP;
     /* x_codes and x_scale: 48 bytes a block; gate_part: 8 bytes an invocation */
     if (blocks * 48 + 8u * g.wg > s->props.limits.maxComputeSharedMemorySize)

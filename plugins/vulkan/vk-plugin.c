@@ -434,11 +434,13 @@ static void coop_choose(vk_state *s, const VkPhysicalDeviceVulkan12Features *f12
 }
 
 /* Whether the device has VK_KHR_shader_integer_dot_product with its
- * feature ([backend.vulkan] gemv_int8 = no: not asked for). */
+ * feature, and subgroups of 8 or more (gemv_int8.comp; [backend.vulkan]
+ * gemv_int8 = no: not asked for). */
 static bool integer_dot_supported(const vk_state *s)
 {
     const char *want = s->host->config(s->host, "gemv_int8");
     if ((want && (!strcasecmp(want, "no") || !strcasecmp(want, "false") || !strcmp(want, "0"))) ||
+        !s->subgroup_ok || s->subgroup_size < 8 ||
         !has_device_extension(s, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME))
         return false;
     VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR dot = {
