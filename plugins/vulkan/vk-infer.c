@@ -151,7 +151,8 @@ static bool gemv_fit_shared(const vk_state *s, rayo_dtype dt, bool paired, gemv_
 }
 
 /* gemv_int8.comp: relaxed gemv of block weights on x rounded to 8 bits, where
- * the device has integer dot products (s->int_dot: gemv_int8 not "no") and
+ * the device has integer dot products (s->int_dot: gemv_int8 not "no"; Q6_K
+ * only with gemv_int8 = all: on the H200 its float path was 3-12% faster) and
  * its shared memory holds the rounded x (X_BLOCKS blocks, rounded up to
  * INT8_X_STEP to keep the pipelines few).  Rows per subgroup: gemv_rows,
  * else as gemv_quant.comp's teams up to INT8_ROWS; workgroups of gemv_wg, else
@@ -162,7 +163,8 @@ static bool gemv_fit_shared(const vk_state *s, rayo_dtype dt, bool paired, gemv_
 
 static bool gemv_int8_wanted(const vk_state *s, rayo_dtype dt, const rayo_dev_call *call)
 {
-    return s->int_dot && call->precision == RAYO_PRECISION_RELAXED && rayo_dtype_is_block(dt);
+    return s->int_dot && call->precision == RAYO_PRECISION_RELAXED && rayo_dtype_is_block(dt) &&
+           (dt != RAYO_DTYPE_Q6_K || s->int8_q6_k);
 }
 
 /* Records the call, or returns RAYO_E_UNSUPPORTED where x does not fit. */

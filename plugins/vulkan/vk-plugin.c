@@ -11,8 +11,9 @@
  *   coop_bk      32 | 64: K step of the f16 cooperative-matrix matmuls (tuning)
  *   half_prompt  yes | no: relaxed f32 x transposed typed-B matmul on scaled
  *                f16 copies (vk-half-prompt.c)
- *   gemv_int8    yes | no: relaxed gemv of block weights on x rounded to
- *                8 bits, with integer dot products where the device has them
+ *   gemv_int8    yes | no | all: relaxed gemv of Q8_0, Q4_0, Q4_K (all: and
+ *                Q6_K) weights on x rounded to 8 bits, with integer dot
+ *                products where the device has them
  *   typed_matmul_transpose  yes | no: transpose a transposed B's f32 copy
  *                again (vk-typed-matmul.c; tuning)
  *   library      the Vulkan loader to open (default libvulkan.so.1)
@@ -435,10 +436,11 @@ static void coop_choose(vk_state *s, const VkPhysicalDeviceVulkan12Features *f12
 
 /* Whether the device has VK_KHR_shader_integer_dot_product with its
  * feature, and subgroups of 8 or more (gemv_int8.comp; [backend.vulkan]
- * gemv_int8 = no: not asked for). */
-static bool integer_dot_supported(const vk_state *s)
+ * gemv_int8 = no: not asked for; all: Q6_K too). */
+static bool integer_dot_supported(vk_state *s)
 {
     const char *want = s->host->config(s->host, "gemv_int8");
+    s->int8_q6_k = want && !strcasecmp(want, "all");
     if ((want && (!strcasecmp(want, "no") || !strcasecmp(want, "false") || !strcmp(want, "0"))) ||
         !s->subgroup_ok || s->subgroup_size < 8 ||
         !has_device_extension(s, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME))
