@@ -2,7 +2,7 @@
 /* vk-bench - benchmarks of the vulkan backend through rayo's public API.
  *
  *   vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise |
- *             --gemv MxN [--dtype LIST] [--copies] | --attention N | --matmul MxNxK]
+ *             --gemv MxN [--dtype LIST] [--copies] [--relaxed] | --attention N | --matmul MxNxK]
  *
  * 1. sgemm on device buffers (one batch of several products, submit, wait),
  *    with a spot check of the result against a float64 dot product;
@@ -18,6 +18,8 @@
  *    bytes read + written) and read bandwidth (sum of as many) in the same
  *    run, and each gemv as a fraction of the copy figure; also the time of
  *    the same call on 8 rows (the per-call floor: dispatch and barrier);
+ *    --relaxed: the calls at relaxed precision (block weights may take
+ *    8-bit x: the decode's calls), else at the context's default;
  *    --quick: shorter warm-up and batches;
  * 6. (--attention N only) attention decode, 1 query of 32 heads against a
  *    cache of N positions of 4 KV heads x 64, f32 and f16: GB/s counting
@@ -443,13 +445,16 @@ static int dtype_listed(const char *list, rayo_dtype dt)
     return list == NULL;
 }
 
+static int gemv_relaxed; /* --relaxed */
+
 static void bench_gemv(rayo_context *ctx, size_t m, size_t n, const char *only, int copies_ref,
                        int quick)
 {
     double copy = copies_ref ? bench_copies(ctx, quick) : 0;
     const rayo_dtype dts[] = {RAYO_DTYPE_F32, RAYO_DTYPE_F16, RAYO_DTYPE_BF16, RAYO_DTYPE_Q8_0,
                               RAYO_DTYPE_Q6_K, RAYO_DTYPE_Q4_K, RAYO_DTYPE_Q4_0};
-    printf("\n== gemv y = A x on device buffers, A %zu x %zu (GB/s = bytes of A, x, y) ==\n", m, n);
+    printf("\n== gemv y = A x on device buffers, A %zu x %zu (GB/s = bytes of A, x, y)%s ==\n", m, n,
+           gemv_relaxed ? ", relaxed precision" : "");
     printf("%-6s %10s %8s %10s %10s %8s %12s %10s\n", "dtype", "MB of A", "copies", "us", "GB/s",
            "vs copy", "max rel err", "8 rows us");
     float *x = malloc(n * sizeof *x);
@@ -487,7 +492,7 @@ static void bench_gemv(rayo_context *ctx, size_t m, size_t n, const char *only, 
             .struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_GEMV,
             .dtypes = RAYO_DTYPES(dt, RAYO_DTYPE_F32, RAYO_DTYPE_NONE, RAYO_DTYPE_F32),
             .m = m, .n = n, .alpha = 1.0f, .beta = 0.0f, .a = {copies[0], 0}, .b = {bx, 0},
-            .y = {by, 0},
+            .y = {by, 0}, .precision = gemv_relaxed ? RAYO_PRECISION_RELAXED : RAYO_PRECISION_DEFAULT,
         };
         int reps = (quick ? 2 : 4) * n_copies;
         /* a second of work first: the clocks leave their idle state */
@@ -730,13 +735,15 @@ int main(int argc, char **argv)
             only_dtypes = argv[++i];
         else if (!strcmp(argv[i], "--copies"))
             copies_ref = 1;
+        else if (!strcmp(argv[i], "--relaxed"))
+            gemv_relaxed = 1;
         else if (!strcmp(argv[i], "--attention") && i + 1 < argc)
             attention_n = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
             csv = fopen(argv[++i], "w");
         else {
             fprintf(stderr, "usage: vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise | "
-                    "--gemv MxN [--dtype LIST] [--copies] | --attention N | --matmul MxNxK]\n");
+                    "--gemv MxN [--dtype LIST] [--copies] [--relaxed] | --attention N | --matmul MxNxK]\n");
             return 2;
         }
     }

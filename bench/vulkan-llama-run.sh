@@ -12,8 +12,9 @@
 #       1. test-vulkan, test-vulkan-infer, test-batch-replay and rayo-conform
 #          on vulkan for the ops of a decoder (fresh seed), side by side;
 #       2. vk-bench --quick --copies --gemv 4096x11008 and 11008x4096 in the
-#          quantized dtypes (and with BASE): gemv against the copy
-#          bandwidth of the same process;
+#          quantized dtypes, at the default precision and --relaxed (and
+#          with BASE, relaxed): gemv against the copy bandwidth of the
+#          same process;
 #       3. GGUF files made there by gguf-make (TinyLlama shape q4_0, q8_0,
 #          q4_k_m; the 7B shape q4_0), each run by
 #          `rayo-llama --backend vulkan --ignore-eos --tokens --ctx 256 -n 64
@@ -100,11 +101,15 @@ checks() {
     echo "test-batch-replay exit $?: $(grep -h 'vulkan' "$logs/test-batch-replay.log" | tail -1); $(tail -1 "$logs/test-batch-replay.log")"
 }
 
+# vk-bench's gemv table: this build at the default (strict) and at relaxed
+# precision (the decode's calls), BASE at relaxed.
 gemv_bench() {
-    for v in "" base; do
-        [ -z "$v" ] || [ -f "$d/$v/rayo-vulkan.so" ] || continue
+    for v in "" relaxed base; do
+        dir=$d/${v#relaxed} flags=--relaxed
+        [ "$v" != "" ] || flags=
+        [ -f "$dir/rayo-vulkan.so" ] || continue
         for shape in 4096x11008 11008x4096; do
-            RAYO_PLUGIN_PATH=$d/$v timeout 60 "$d/vk-bench" --quick --copies --gemv $shape \
+            RAYO_PLUGIN_PATH=$dir timeout 60 "$d/vk-bench" --quick --copies --gemv $shape $flags \
                 --dtype f16,q8_0,q4_0,q4_k,q6_k >"$logs/gemv-$shape$v.log" 2>&1
             echo "vk-bench gemv $shape ${v:-this build} exit $?"
             grep -E '^(q|f16|dtype)|references' "$logs/gemv-$shape$v.log" | cut -c1-120

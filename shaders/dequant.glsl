@@ -15,6 +15,24 @@ uint dq_byte(uint at) { return (a_data[at >> 2u] >> (8u * (at & 3u))) & 0xffu; }
 uint dq_half(uint at) { return dq_byte(at) | (dq_byte(at + 1u) << 8u); }
 int dq_sbyte(uint at) { return int(dq_byte(at) << 24u) >> 24; }
 
+// Byte i (0..11) of a Q4_K block's scales, held in three words.
+uint dq_scale_byte(uvec3 sc, uint i) { return (sc[i >> 2u] >> (8u * (i & 3u))) & 0xffu; }
+
+// The scales and minimums (s0, m0, s1, m1) of sub-blocks 2c and 2c + 1 of a
+// Q4_K block from its 12 scale bytes: sub-blocks 0..3 have 6-bit fields,
+// 4..7 fields split over two bytes.
+uvec4 dq_q4_k_scales(uvec3 sc, uint c)
+{
+    uint j = 2u * c;
+    if (c < 2u)
+        return uvec4(dq_scale_byte(sc, j) & 63u, dq_scale_byte(sc, j + 4u) & 63u,
+                     dq_scale_byte(sc, j + 1u) & 63u, dq_scale_byte(sc, j + 5u) & 63u);
+    return uvec4((dq_scale_byte(sc, j + 4u) & 15u) | ((dq_scale_byte(sc, j - 4u) >> 6u) << 4u),
+                 (dq_scale_byte(sc, j + 4u) >> 4u) | ((dq_scale_byte(sc, j) >> 6u) << 4u),
+                 (dq_scale_byte(sc, j + 5u) & 15u) | ((dq_scale_byte(sc, j - 3u) >> 6u) << 4u),
+                 (dq_scale_byte(sc, j + 5u) >> 4u) | ((dq_scale_byte(sc, j + 1u) >> 6u) << 4u));
+}
+
 float dq_q4_k(uint blk, uint i)
 {
     uint s = i / 32u, l = i % 32u, sc, mn;

@@ -321,25 +321,12 @@ void team_sums_paired(uint team, uint at[ROWS], uint lane, uint size, inout floa
     }
 }
 
-// Byte i (0..11) of a Q4_K block's scales, held in three words.
-uint scale_byte(uvec3 sc, uint i) { return (sc[i >> 2u] >> (8u * (i & 3u))) & 0xffu; }
-
 // Q4_K: quarter c of a block holds sub-blocks 2c (low nibbles of 32 bytes)
 // and 2c + 1 (high nibbles); each adds (d sc) sum(q x) - (dmin m) sum(x).
 float q4_k_scaled(uvec4 head, uint c, float qx0, float qx1, vec2 sx)
 {
-    uvec3 sc = head.yzw;
-    uint j = 2u * c;            // sub-blocks 0..3: 6-bit fields; 4..7: split fields
-    uint s0, m0, s1, m1;
-    if (c < 2u) {
-        s0 = scale_byte(sc, j) & 63u;      m0 = scale_byte(sc, j + 4u) & 63u;
-        s1 = scale_byte(sc, j + 1u) & 63u; m1 = scale_byte(sc, j + 5u) & 63u;
-    } else {
-        s0 = (scale_byte(sc, j + 4u) & 15u) | ((scale_byte(sc, j - 4u) >> 6u) << 4u);
-        m0 = (scale_byte(sc, j + 4u) >> 4u) | ((scale_byte(sc, j) >> 6u) << 4u);
-        s1 = (scale_byte(sc, j + 5u) & 15u) | ((scale_byte(sc, j - 3u) >> 6u) << 4u);
-        m1 = (scale_byte(sc, j + 5u) >> 4u) | ((scale_byte(sc, j + 1u) >> 6u) << 4u);
-    }
+    uvec4 sm = dq_q4_k_scales(head.yzw, c);
+    uint s0 = sm.x, m0 = sm.y, s1 = sm.z, m1 = sm.w;
     vec2 d = f16x2(head.x);     // d, dmin
     return (d.x * small_int(s0)) * qx0 - (d.y * small_int(m0)) * sx.x +
            (d.x * small_int(s1)) * qx1 - (d.y * small_int(m1)) * sx.y;

@@ -150,6 +150,40 @@ static bool gemv_fit_shared(const vk_state *s, rayo_dtype dt, bool paired, gemv_
     }
 }
 
+/* gemv_int8.comp: relaxed gemv of block weights on x rounded to 8 bits, where
+ * the device has integer dot products (s->int_dot: gemv_int8 not "no"; Q6_K
+ * only with gemv_int8 = all: on the H200 its float path was 3-12% faster) and
+ * its shared memory holds the rounded x (X_BLOCKS blocks, rounded up to
+ * INT8_X_STEP to keep the pipelines few).  Rows per subgroup: gemv_rows,
+ * else as gemv_quant.comp's teams up to INT8_ROWS; workgroups of gemv_wg, else
+ * GEMV_WG_BLOCKS.  The choice depends on the call's shape alone, so a
+ * recorded decode step replays it unchanged. */
+#define INT8_X_STEP 64u
+#define INT8_ROWS 2u            /* at most, by default (4: Q4_0 11008 x 4096 took 2.4x longer on the H200) */
+
+static bool gemv_int8_wanted(const vk_state *s, rayo_dtype dt, const rayo_dev_call *call)
+{
+    return s->int_dot && call->precision == RAYO_PRECISION_RELAXED && rayo_dtype_is_block(dt) &&
+           (dt != RAYO_DTYPE_Q6_K || s->int8_q6_k);
+}
+
+/* Records the call, or returns RAYO_E_UNSUPPORTED where x does not fit. */
+static rayo_status rec_gemv_int8(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                                 vk_operands *ops, vk_push *pc)
+{
+    gemv_shape g = gemv_shape_of(s, RAYO_DTYPE_Q4_0, call->m);
+    if (!s->gemv.rows && g.rows > INT8_ROWS)
+        g.rows = INT8_ROWS;
+    uint64_t blocks = ((uint64_t)call->n / 32 + INT8_X_STEP - 1) / INT8_X_STEP * INT8_X_STEP;
+    /* x_codes and x_scale: 48 bytes a block; gate_part: 8 bytes an invocation */
+    if (blocks * 48 + 8u * g.wg > s->props.limits.maxComputeSharedMemorySize)
+        return RAYO_E_UNSUPPORTED;
+    uint32_t spec[4] = {g.wg, RAYO_DTYPE_OF(call->dtypes, 0), g.rows, (uint32_t)blocks};
+    uint32_t per_group = g.wg / s->subgroup_size * g.rows;
+    size_t groups = (call->m + per_group - 1) / per_group;
+    return record(s, cx, VK_SHADER_GEMV_INT8, spec, 4, ops, pc, groups_of(groups), 1);
+}
+
 static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                                   vk_operands *ops)
 {
@@ -184,6 +218,11 @@ static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *
         .alpha = call->alpha, .beta = call->beta,
         .aux = (uint32_t)((a->byte_offset + a_bytes - 1) / 4),
     };
+    if (gemv_int8_wanted(s, dt, call)) {
+        rayo_status st = rec_gemv_int8(s, cx, call, ops, &pc);
+        if (st != RAYO_E_UNSUPPORTED)
+            return st;
+    }
     gemv_shape g = gemv_shape_of(s, dt, call->m);
     if (!gemv_fit_shared(s, dt, paired, &g))
         return RAYO_E_UNSUPPORTED;

@@ -230,6 +230,8 @@ typedef struct vk_state {
     bool coop;                        /* f16 cooperative-matrix matmul enabled */
     uint32_t coop_bk;                 /* its K step: 32 or 64 (also the half prompt's) */
     bool half_prompt;                 /* relaxed prompt matmul on scaled f16 copies (vk-half-prompt.c) */
+    bool int_dot;                     /* 8-bit integer dot products enabled (gemv_int8) */
+    bool int8_q6_k;                   /* ... for Q6_K weights too (gemv_int8 = all) */
     vk_tile tile;
     vk_tile tile_small;               /* for products with few tiles */
     uint32_t eltwise_unroll;          /* elements per invocation and step: 1, 2, 4 */

@@ -11,6 +11,9 @@
  *   coop_bk      32 | 64: K step of the f16 cooperative-matrix matmuls (tuning)
  *   half_prompt  yes | no: relaxed f32 x transposed typed-B matmul on scaled
  *                f16 copies (vk-half-prompt.c)
+ *   gemv_int8    yes | no | all: relaxed gemv of Q8_0, Q4_0, Q4_K (all: and
+ *                Q6_K) weights on x rounded to 8 bits, with integer dot
+ *                products where the device has them
  *   typed_matmul_transpose  yes | no: transpose a transposed B's f32 copy
  *                again (vk-typed-matmul.c; tuning)
  *   library      the Vulkan loader to open (default libvulkan.so.1)
@@ -431,6 +434,25 @@ static void coop_choose(vk_state *s, const VkPhysicalDeviceVulkan12Features *f12
         s->coop_bk = 32;
 }
 
+/* Whether the device has VK_KHR_shader_integer_dot_product with its
+ * feature, and subgroups of 8 or more (gemv_int8.comp; [backend.vulkan]
+ * gemv_int8 = no: not asked for; all: Q6_K too). */
+static bool integer_dot_supported(vk_state *s)
+{
+    const char *want = s->host->config(s->host, "gemv_int8");
+    s->int8_q6_k = want && !strcasecmp(want, "all");
+    if ((want && (!strcasecmp(want, "no") || !strcasecmp(want, "false") || !strcmp(want, "0"))) ||
+        !s->subgroup_ok || s->subgroup_size < 8 ||
+        !has_device_extension(s, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME))
+        return false;
+    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR dot = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR,
+    };
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &dot};
+    s->fi.vkGetPhysicalDeviceFeatures2(s->phys, &f2);
+    return dot.shaderIntegerDotProduct;
+}
+
 static rayo_status create_device(vk_state *s)
 {
     VkPhysicalDeviceVulkan12Features f12 = {
@@ -467,12 +489,24 @@ static rayo_status create_device(vk_state *s)
     const char *no_push = s->host->config(s->host, "push_descriptors");
     bool push = has_device_extension(s, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) &&
                 !(no_push && !strcmp(no_push, "no"));
-    const char *exts[2];
+    /* packed 8-bit integer dot products: the relaxed gemv of block weights
+     * (shaders/gemv_int8.comp) */
+    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR want_dot = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR,
+        .pNext = want12.pNext,
+        .shaderIntegerDotProduct = VK_TRUE,
+    };
+    s->int_dot = integer_dot_supported(s);
+    if (s->int_dot)
+        want12.pNext = &want_dot;
+    const char *exts[3];
     uint32_t ext_count = 0;
     if (coop_any)
         exts[ext_count++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
     if (push)
         exts[ext_count++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+    if (s->int_dot)
+        exts[ext_count++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
     float priority = 1.0f;
     VkDeviceQueueCreateInfo qi = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -630,6 +664,9 @@ static rayo_status vk_init(const rayo_host *host, uint32_t device, void **state)
               has_device_extension(s, "VK_KHR_cooperative_matrix") ? "yes" : "no",
               s->coop ? "on" : "off", s->half_prompt ? "on" : "off",
               s->coop || s->half_prompt ? s->coop_bk : 0u);
+    host->log(host, RAYO_LOG_INFO, "integer dot products: %s (relaxed gemv on 8-bit x %s)",
+              has_device_extension(s, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME) ? "yes" : "no",
+              s->int_dot ? "on" : "off");
     host->log(host, RAYO_LOG_INFO,
               "%s (Vulkan %u.%u), subgroups %s (size %u), %s memory, %s descriptors, "
               "matmul tile %ux%ux%u/%ux%u%s",

@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+#version 450
+// gemv_int8.comp - y = alpha A x + beta y with A (m x n) in Q8_0, Q4_0,
+// Q4_K or Q6_K (GGUF blocks as stored), x and y f32, for relaxed calls
+// only: x rounded to 8 bits per block of 32 and multiplied with integer
+// dot products (OpSDot of SPV_KHR_integer_dot_product: four signed bytes
+// by four).  Strict calls take gemv_quant.comp, which never rounds x.
+//
+// Each workgroup first rounds all of x into shared memory (round_x), per
+// block of 32 values as in Q8_0: codes q = round(x / d) with d = max |x| / 127, d and
+// the sum of the codes (Q4_0 stores its codes plus 8: the sum takes the 8
+// back out once per block; Q4_K's minimums and Q6_K's offset of 32 use the
+// sums too, Q6_K's per 16 codes).  Then each subgroup takes ROWS rows at a
+// time, its invocations one unit of each row per step (a Q8_0 or Q4_0
+// block, a quarter of a Q4_K or Q6_K block), neighbours on neighbouring
+// units (contiguous bytes); a unit is read as whole words shifted into
+// place (blocks start on any byte), its integer sums are exact and become
+// floats once, times the weight's and x's scales.
+//
+// The error is x's rounding, at most d / 2 per value.  For weights not
+// made to match those rounding errors (the relaxed contract's statistical
+// bound, core/rayo-ops.h) a row's error has a standard deviation of about
+// rms|w| sqrt(sum over blocks of 32 d^2 / 12); the sum of |terms| is about
+// mean|w| sum |x|.  Where five such deviations (rms|w| / mean|w| taken as
+// 1.5) could pass the contract (2e-3 of the sum of |terms|), or x is not
+// finite, the whole call sums in float instead, one element at a time:
+// the test is made on all of x, so every workgroup takes the same path.
+// Uniform random x of 1024 values passes it with a margin of 3.5 (x of a
+// few hundred values sums in float); an x with one value 100 times the
+// rest over a few thousand values does not.  A row whose sum is not
+// finite is summed again with scaled factors (common.glsl: the range
+// contract).
+//
+// Push constants (common.glsl): n, m; k = bytes between row starts;
+// oa = byte offset of A; ob, oy = word offsets of x and y; aux = the last
+// word of A (loads past it are clamped to it).
+
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_EXT_spirv_intrinsics : require
+#define RAYO_BUFFER_TYPE uint
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint DTYPE = 9u;        // rayo_dtype of A: Q8_0, Q4_0, Q4_K, Q6_K
+layout(constant_id = 2) const uint ROWS = 2u;         // rows a subgroup takes at a time
+layout(constant_id = 3) const uint X_BLOCKS = 32u;    // blocks of x held in shared memory (>= n / 32)
+
+const uint Q8_0 = 8u, Q4_0 = 9u, Q4_K = 10u, Q6_K = 11u;
+const uint BLOCK_BYTES = DTYPE == Q8_0 ? 34u : DTYPE == Q4_0 ? 18u : DTYPE == Q4_K ? 144u : 210u;
+#include "dequant.glsl"
+
+// OpSDot (4450) with PackedVectorFormat4x8Bit (0): the sum of the products
+// of the four signed bytes of a and b, exact.
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int sdot4(int a, int b, spirv_literal int packed_format);
+
+int dot4(uint a, uint b) { return sdot4(int(a), int(b), 0); }
+
+// 5 deviations within 2e-3 of sum |x| (rms|w| / mean|w| = 1.5): with a
+// variance of 32 / 12 d^2 per block, 7.5^2 * 32 / 12 sum d^2 <= (2e-3 sum |x|)^2.
+const float GATE_D2_PER_L1SQ = 4e-6 / (7.5 * 7.5 * 32.0 / 12.0);
+
+shared uvec4 x_codes[2u * X_BLOCKS];   // block b: codes of values 0..15 in [2b], 16..31 in [2b + 1]
+shared vec4 x_scale[X_BLOCKS];         // block b: d, the sum of its codes, of codes 0..15, of 16..31
+shared vec2 gate_part[gl_WorkGroupSize.x]; // per subgroup: sum d^2, sum |x|
+
+float x_at(uint i) { return uintBitsToFloat(b_data[pc.ob + i]); }
+
+uint pack4(ivec4 q) { return uint(q.x & 255) | uint(q.y & 255) << 8u | uint(q.z & 255) << 16u | uint(q.w & 255) << 24u; }
+
+// The whole workgroup rounds x into x_codes / x_scale, each invocation 4
+// values per step, so that a subgroup's loads read x contiguously: 8
+// neighbouring invocations (within one subgroup: sizes are powers of two
+// from 8) take one block, and gather its largest |x| and code sums with
+// butterfly shuffles (the 8 are all in the loop or all out of it, as n / 4
+// is a multiple of 8).  Returns true where the rounding keeps the
+// contract (the same answer in every workgroup: the partial sums are added
+// in one order).  Ends with a barrier.
+bool round_x()
+{
+    vec2 gate = vec2(0.0);      // sum d^2, sum |x|
+    for (uint i = gl_LocalInvocationID.x; i < pc.n / 4u; i += gl_WorkGroupSize.x) {
+        vec4 v = vec4(x_at(4u * i), x_at(4u * i + 1u), x_at(4u * i + 2u), x_at(4u * i + 3u));
+        vec4 a = abs(v);
+        float amax = max(max(a.x, a.y), max(a.z, a.w));
+        amax = max(amax, subgroupShuffleXor(amax, 4u));
+        amax = max(amax, subgroupShuffleXor(amax, 2u));
+        amax = max(amax, subgroupShuffleXor(amax, 1u));
+        float d = amax / 127.0, inv = amax > 0.0 ? 127.0 / amax : 0.0;
+        ivec4 q = clamp(ivec4(round(v * inv)), -127, 127);
+        int four = q.x + q.y + q.z + q.w;
+        int lo = four + subgroupShuffleXor(four, 1u); // the sum of its half (codes 0..15 or 16..31)
+        lo += subgroupShuffleXor(lo, 2u);
+        int all = lo + subgroupShuffleXor(lo, 4u);
+        uint b = i >> 3u, t = i & 7u;
+        x_codes[2u * b + (t >> 2u)][t & 3u] = pack4(q);
+        if (t == 0u) {
+            x_scale[b] = vec4(d, float(all), float(lo), float(all - lo));
+            gate.x += d * d;
+        }
+        gate.y += a.x + a.y + a.z + a.w;
+    }
+    gate = subgroupAdd(gate);
+    if (subgroupElect())
+        gate_part[gl_SubgroupID] = gate;
+    barrier();
+    gate = vec2(0.0);
+    for (uint i = 0u; i < gl_NumSubgroups; i++)
+        gate += gate_part[i];
+    return range_finite(gate.y) && range_finite(gate.x) && gate.x <= GATE_D2_PER_L1SQ * gate.y * gate.y;
+}
+
+// ---- the integer path ----------------------------------------------------------------
+
+// The `count` (at most 9) words of A from byte `at` (any alignment).
+void load_words(uint at, uint count, out uint u[9])
+{
+    uint w = at >> 2u, r = (at & 3u) * 8u, l = 31u - r;
+    uint lo = a_data[min(w, pc.aux)];
+    [[unroll]] for (uint i = 0u; i < 9u; i++) {
+        if (i < count) {
+            uint hi = a_data[min(w + i + 1u, pc.aux)];
+            u[i] = (lo >> r) | ((hi << 1u) << l); // no shift by 32 where r = 0
+            lo = hi;
+        } else {
+            u[i] = 0u;
+        }
+    }
+}
+
+uint x_word(uint b, uint t) { return x_codes[2u * b + (t >> 2u)][t & 3u]; } // word t of x block b
+
+// Bytes 2..5 from words i and i + 1 of a block: the codes after its scale.
+uint codes_at(uint u[9], uint i) { return (u[i] >> 16u) | (u[i + 1u] << 16u); }
+
+// Q8_0 / Q4_0 unit = block b (34 or 18 bytes at `at`): its d times x's d
+// times the exact integer sum of weight codes times x codes.
+float unit_block(uint at, uint b)
+{
+    uint u[9];
+    load_words(at, DTYPE == Q8_0 ? 9u : 5u, u);
+    int s = 0;
+    [[unroll]] for (uint t = 0u; t < 4u; t++) {
+        uint c = codes_at(u, t);
+        if (DTYPE == Q8_0)
+            s += dot4(c, x_word(b, t)) + dot4(codes_at(u, t + 4u), x_word(b, t + 4u));
+        else // byte j: value j (low nibble) and j + 16 (high), plus 8
+            s += dot4(c & 0x0f0f0f0fu, x_word(b, t)) + dot4((c >> 4u) & 0x0f0f0f0fu, x_word(b, t + 4u));
+    }
+    if (DTYPE == Q4_0)
+        s -= 8 * int(x_scale[b].y);
+    return (f16_value(u[0] & 0xffffu) * x_scale[b].x) * float(s);
+}
+
+// Q4_K unit = quarter c of the block at `blk` (x blocks xb, xb + 1): its 32
+// code bytes hold sub-blocks 2c (low nibbles) and 2c + 1 (high); each adds
+// (d sc) dx sum(q xq) - (dmin m) dx sum(xq).
+float unit_q4_k(uint blk, uint c, uint xb)
+{
+    uint head[9], q[9];
+    load_words(blk, 4u, head);
+    load_words(blk + 16u + 32u * c, 8u, q);
+    int i0 = 0, i1 = 0;
+    [[unroll]] for (uint t = 0u; t < 8u; t++) {
+        i0 += dot4(q[t] & 0x0f0f0f0fu, x_word(xb, t));
+        i1 += dot4((q[t] >> 4u) & 0x0f0f0f0fu, x_word(xb + 1u, t));
+    }
+    uvec4 sm = dq_q4_k_scales(uvec3(head[1], head[2], head[3]), c);
+    vec4 x0 = x_scale[xb], x1 = x_scale[xb + 1u];
+    float d = f16_value(head[0] & 0xffffu), dmin = f16_value(head[0] >> 16u);
+    return d * (float(sm.x) * x0.x * float(i0) + float(sm.z) * x1.x * float(i1)) -
+           dmin * (float(sm.y) * x0.x * x0.y + float(sm.w) * x1.x * x1.y);
+}
+
+// Q6_K unit = (half h, g) of the block at `blk`: values 128h + 32k + 16g + l
+// (k < 4, l < 16), each 16 under its own scale; codes (0..63, 32 too many)
+// as gemv_quant.comp's unit_q6_k builds them, four bytes at a time.
+float unit_q6_k(uint blk, uint h, uint g, uint xb)
+{
+    uint la[9], lb[9], qh[9], sc[9];
+    load_words(blk + 64u * h + 16u * g, 4u, la);
+    load_words(blk + 64u * h + 32u + 16u * g, 4u, lb);
+    load_words(blk + 128u + 32u * h + 16u * g, 4u, qh);
+    load_words(blk + 192u + 8u * h + g, 2u, sc);
+    ivec4 part = ivec4(0);
+    [[unroll]] for (uint t = 0u; t < 4u; t++) {
+        uint a = la[t], c = lb[t], q = qh[t], o = 4u * g + t; // o: word of each x block
+        part.x += dot4((a & 0x0f0f0f0fu) | ((q << 4u) & 0x30303030u), x_word(xb, o));
+        part.y += dot4((c & 0x0f0f0f0fu) | ((q << 2u) & 0x30303030u), x_word(xb + 1u, o));
+        part.z += dot4(((a >> 4u) & 0x0f0f0f0fu) | (q & 0x30303030u), x_word(xb + 2u, o));
+        part.w += dot4(((c >> 4u) & 0x0f0f0f0fu) | ((q >> 2u) & 0x30303030u), x_word(xb + 3u, o));
+    }
+    vec4 half_sums = vec4(x_scale[xb][2u + g], x_scale[xb + 1u][2u + g], x_scale[xb + 2u][2u + g],
+                          x_scale[xb + 3u][2u + g]);
+    vec4 dx = vec4(x_scale[xb].x, x_scale[xb + 1u].x, x_scale[xb + 2u].x, x_scale[xb + 3u].x);
+    vec4 scales = vec4(bitfieldExtract(int(sc[0]), 0, 8), bitfieldExtract(int(sc[0]), 16, 8),
+                       bitfieldExtract(int(sc[1]), 0, 8), bitfieldExtract(int(sc[1]), 16, 8));
+    vec4 sums = vec4(part) - 32.0 * half_sums; // exact: below 2^24
+    uint dh[9];
+    load_words(blk + 208u, 1u, dh);
+    return f16_value(dh[0] & 0xffffu) * dot(scales * dx, sums);
+}
+
+// Units of a row: Q8_0 / Q4_0 blocks, quarters of Q4_K and Q6_K blocks.
+uint units_per_row() { return DTYPE == Q8_0 || DTYPE == Q4_0 ? pc.n / 32u : pc.n / 64u; }
+
+float add_unit(uint row_at, uint v)
+{
+    if (DTYPE == Q8_0 || DTYPE == Q4_0)
+        return unit_block(row_at + BLOCK_BYTES * v, v);
+    uint blk = row_at + BLOCK_BYTES * (v >> 2u), xb = 8u * (v >> 2u);
+    if (DTYPE == Q4_K)
+        return unit_q4_k(blk, v & 3u, xb + 2u * (v & 3u));
+    uint h = (v >> 1u) & 1u;
+    return unit_q6_k(blk, h, v & 1u, xb + 4u * h);
+}
+
+void int_sums(uint at[ROWS], inout float s[ROWS])
+{
+    for (uint v = gl_SubgroupInvocationID; v < units_per_row(); v += gl_SubgroupSize)
+        [[unroll]] for (uint r = 0u; r < ROWS; r++)
+            s[r] += add_unit(at[r], v);
+}
+
+// ---- the float path: one element at a time ------------------------------------------
+
+// The row at byte row_at dotted with x by one subgroup; `scaled`: the
+// factors scaled down (the caller scales the sum back up).
+float row_float(uint row_at, bool scaled)
+{
+    float total = 0.0, block = 0.0;
+    uint terms = 0u;
+    for (uint e = gl_SubgroupInvocationID; e < pc.n; e += gl_SubgroupSize) {
+        float a = dq_value(row_at, e), x = x_at(e);
+        block = scaled ? range_fma(a, x, block) : fma(a, x, block);
+        if (++terms == 32u) { total += block; block = 0.0; terms = 0u; }
+    }
+    return subgroupAdd(total + block);
+}
+
+void main()
+{
+    bool int_path = round_x();
+    uint rows_per_group = gl_NumSubgroups * ROWS;
+    for (uint base = gl_WorkGroupID.x * rows_per_group; base < pc.m;
+         base += gl_NumWorkGroups.x * rows_per_group) {
+        uint first = base + gl_SubgroupID * ROWS;
+        if (first >= pc.m)
+            break;              // no barrier follows
+        uint at[ROWS];
+        float s[ROWS];
+        [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+            at[r] = pc.oa + min(first + r, pc.m - 1u) * pc.k;
+            s[r] = 0.0;
+        }
+        if (int_path)
+            int_sums(at, s);
+        [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+            float sum = int_path ? subgroupAdd(s[r]) : row_float(at[r], false);
+            bool scaled = !range_finite(sum); // the same in the whole subgroup
+            if (scaled)
+                sum = row_float(at[r], true);
+            uint row = first + r;
+            if (gl_SubgroupInvocationID == 0u && row < pc.m) {
+                float y = scaled ? range_up(pc.alpha * sum) : pc.alpha * sum;
+                if (pc.beta != 0.0)
+                    y = fma(pc.beta, uintBitsToFloat(y_data[pc.oy + row]), y);
+                y_data[pc.oy + row] = floatBitsToUint(y);
+            }
+        }
+    }
+}
