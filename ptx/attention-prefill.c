@@ -16,8 +16,9 @@
  * Precision (the relaxed contract of core/rayo-ops.h: 1e-4 absolute plus
  * 2e-3 of sum_j p_j |v_j|): q, times scale log2(e), is split into q_hi =
  * f16(q) and q_lo = f16(q - q_hi).  Before the split each query row is
- * scaled by a power of two so that its largest value stays below 2^15 (no
- * f16 overflow); the scores are scaled back exactly.  P is rounded to f16
+ * scaled by a power of two that puts its largest value in [2^14, 2^15) (no
+ * f16 overflow, no digits lost to f16's range in tiny rows); the scores are
+ * scaled back exactly.  P is rounded to f16
  * for P V (a relative error of 2^-11 per term, within 2e-3 of
  * sum_j p_j |v_j|).
  *
@@ -185,13 +186,15 @@ static void pf_load_q(kern *k, const pf_regs *g, int qh[][4], int ql[][4], int *
             emit(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1;", F(t), F(mx[r]), o);
             emit(k, "max.f32 %s, %s, %s;", F(mx[r]), F(mx[r]), F(t));
         }
-        /* e = max(0, exponent(max) - 14): the row's values below 2^15 */
+        /* e = max(-126, exponent(max) - 14): the row's largest value in
+         * [2^14, 2^15) (no f16 overflow, and tiny rows keep their digits in
+         * f16), a zero row or one below 2^-112 as close as the range allows */
         int eb = nr(k), down = nf(k), bits = nr(k);
         fac[r] = nf(k);
         emit(k, "mov.b32 %s, %s;", R(eb), F(mx[r]));
         emit(k, "bfe.u32 %s, %s, 23, 8;", R(eb), R(eb));
-        emit(k, "max.u32 %s, %s, %d;", R(eb), R(eb), 127 + 14);
-        emit(k, "sub.u32 %s, %s, %d;", R(eb), R(eb), 127 + 14);
+        emit(k, "sub.s32 %s, %s, %d;", R(eb), R(eb), 127 + 14);
+        emit(k, "max.s32 %s, %s, -126;", R(eb), R(eb));
         emit(k, "sub.u32 %s, 127, %s;", R(bits), R(eb));
         emit(k, "shl.b32 %s, %s, 23;", R(bits), R(bits));
         emit(k, "mov.b32 %s, %s;", F(down), R(bits));
@@ -438,10 +441,12 @@ static void pf_scores(kern *k, const pf_regs *g, int qh[][4], int ql[][4], const
     }
     for (int n = 0; n < 8; n++)
         for (int c = 0; c < 4; c++) {
-            int pv = np(k), kc = nr(k);
-            emit(k, "mul.rn.f32 %s, %s, %s;", F(s[n][c]), F(s[n][c]), F(fac[c / 2]));
-            if (g->f32) /* the key's 2^-s: exact */
-                emit(k, "mul.rn.f32 %s, %s, %s;", F(s[n][c]), F(s[n][c]), F(ksc[n][c % 2]));
+            int pv = np(k), kc = nr(k), f = fac[c / 2];
+            if (g->f32) { /* the row's 2^e times the key's 2^-s first: out of range only where the score is */
+                f = nf(k);
+                emit(k, "mul.rn.f32 %s, %s, %s;", F(f), F(fac[c / 2]), F(ksc[n][c % 2]));
+            }
+            emit(k, "mul.rn.f32 %s, %s, %s;", F(s[n][c]), F(s[n][c]), F(f));
             emit(k, "add.u32 %s, %s, %d;", R(kc), R(key), 8 * n + c % 2);
             emit(k, "setp.lt.u32 %s, %s, %s;", P(pv), R(kc), R(c / 2 ? g->vb : g->va));
             emit(k, "selp.f32 %s, %s, %s, %s;", F(s[n][c]), F(s[n][c]), C(-INFINITY), P(pv));
