@@ -21,7 +21,8 @@
  * tokens, 4 KV heads) as a time, for torch's scaled_dot_product_attention
  * in the same run (torch-infer-cuda.py); then head dim 128 (rows "d128":
  * decode, f16 caches of 192 to 32768 with 32 KV heads, of 192 with 4; a Llama-2-7B-shape prefill of
- * 512 tokens, 32 KV heads, as a time and TFLOP/s of the products); each at strict precision (rows
+ * 512 tokens, 32 KV heads, as a time and TFLOP/s of the products, and of 128 and 512 tokens with an
+ * f32 cache); each at strict precision (rows
  * without a mark: float64 scores) and again at relaxed (rows "relaxed":
  * float32 scores where the rows are aligned).
  * --quick: gemv at 4096 x 11008 only; --gemv: no attention; --attention:
@@ -291,7 +292,7 @@ static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t
  * a short f32 cache (192 keys: rayo-llama's decode of 64 tokens after 128,
  * where the time is a launch's), prefill; head_dim 64, then decode and a
  * 512-token prefill at head_dim 128 (a Llama-2-7B layer: 32 KV heads, f16
- * cache). */
+ * cache), and 128- and 512-token ones with an f32 cache (rayo-llama's). */
 static void bench_attentions(rayo_context *ctx, double ref)
 {
     static const size_t kv_heads[] = {4, 32}, n_kv[] = {4096, 32768};
@@ -312,6 +313,8 @@ static void bench_attentions(rayo_context *ctx, double ref)
             bench_attention(ctx, RAYO_DTYPE_F16, 1, n_kv128[n], 32, 128, pr, ref);
         bench_attention(ctx, RAYO_DTYPE_F16, 1, 192, 4, 128, pr, ref);
         bench_attention(ctx, RAYO_DTYPE_F16, 512, 512, 32, 128, pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F32, 128, 128, 32, 128, pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F32, 512, 512, 32, 128, pr, ref);
     }
 }
 

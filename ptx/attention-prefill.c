@@ -1,26 +1,49 @@
 /* SPDX-License-Identifier: MIT */
-/* attention-prefill.c - attn_pf_f16_d<D> of module "infer": the attention
- * of relaxed prompt calls (many queries) with an f16 cache whose K and V
- * rows are 16-byte aligned, head_dim exactly D = 64 or 128, on tensor cores
- * (mma.sync m16n8k16, f16 inputs, float32 sums; sm_80 on).
+/* attention-prefill.c - attn_pf_<f16|f32>_d<D> of module "infer": the
+ * attention of relaxed prompt calls (many queries) with an f16 or f32 cache
+ * whose K and V rows are 16-byte aligned, head_dim exactly D = 64 or 128, on
+ * tensor cores (mma.sync m16n8k16, f16 inputs, float32 sums; sm_80 on).
  *
  * A block of 4 warps takes 64 queries of one head (grid: query blocks,
  * heads), a warp 16 of them; the keys go by in tiles of 64, staged in
- * shared memory (K and V rows padded by 16 bytes: conflict-free reads).
- * Per tile a warp computes its 16 x 64 scores S = q K^T, masks them
+ * shared memory as f16 (K and V rows padded by 16 bytes: conflict-free
+ * reads).  Per tile a warp computes its 16 x 64 scores S = q K^T, masks them
  * (causal: query i sees keys up to n_kv - n_q + i), runs the online
  * softmax in base 2 (float32 running maximum and sum, e^x as ex2.approx)
  * and adds P V to its 16 x D accumulators; at the end each row is divided
  * by its sum.  One launch, no scratch.
  *
- * Precision (the relaxed contract of core/rayo-ops.h): q, times scale
- * log2(e), is split into q_hi = f16(q) and q_lo = f16(q - q_hi), and S =
- * q_hi K^T + q_lo K^T: K is exact in f16, so each score is right to float32
- * accuracy (a single f16 q would err by 2^-11 |q||k|, 1.5% of a weight at
- * scores near 30).  Before the split each query row is scaled by a power
- * of two so that its largest value stays below 2^15 (no f16 overflow); the
- * scores are scaled back exactly.  P is rounded to f16 for P V (a relative
- * error of 2^-11 per term, within 2e-3 of sum_j p_j |v_j|); V is exact.
+ * Precision (the relaxed contract of core/rayo-ops.h: 1e-4 absolute plus
+ * 2e-3 of sum_j p_j |v_j|): q, times scale log2(e), is split into q_hi =
+ * f16(q) and q_lo = f16(q - q_hi).  Before the split each query row is
+ * scaled by a power of two that puts its largest value in [2^14, 2^15) (no
+ * f16 overflow, no digits lost to f16's range in tiny rows); the scores are
+ * scaled back exactly.  P is rounded to f16
+ * for P V (a relative error of 2^-11 per term, within 2e-3 of
+ * sum_j p_j |v_j|).
+ *
+ * f16 cache: S = q_hi K^T + q_lo K^T.  K is exact in f16, so each score is
+ * right to float32 accuracy (a single f16 q would err by 2^-11 |q||k|, 1.5%
+ * of a weight at scores near 30).  V is exact.
+ *
+ * f32 cache: each key row is scaled by 2^s, the power of two that puts its
+ * largest |k| in [2^14, 2^15) (s within [-113, 126]; a row of zeros s = 0),
+ * and split into k_hi = f16(k') and k_lo = f16(k' - k_hi) while staging;
+ * S = q_hi k_hi + q_lo k_hi + q_hi k_lo, each score column times 2^-s
+ * (exact).  Where k_lo is a normal f16, k_hi + k_lo is k' to 2^-22
+ * relative; where it is subnormal (|k'| below 2^-3: values far below the
+ * row's largest) it errs by at most 2^-25 absolutely, 2^-25 2^-s after the
+ * scaling back, against the row's largest |k| of at least 2^14 2^-s: an
+ * error below 2^-39 of the row's largest |k| times |q|_1 in the score,
+ * far below the float32 rounding of the sum of the products.  q_lo k_lo,
+ * at most 2^-22 |q||k|, is within that rounding too.  So each score is
+ * right to about float32 accuracy (2^-20 relative in |q||k|), which keeps
+ * each weight within 2^-20 |s| relative: inside the 2e-3 term.  V is
+ * rounded to f16: 2^-11 relative per element in the normal range, at most
+ * 2^-25 absolutely below it, within 2e-3 of sum_j p_j |v_j| plus the 1e-4
+ * absolute term; a tile whose V holds |v| >= 65504 (rounding would give
+ * infinity), an infinity or NaN takes the float32 P V below, reading the
+ * f32 values themselves.
  *
  * NaN and infinity: a NaN score gives its row NaN (max.f32 keeps the other
  * operand, ex2(NaN) = NaN), as in the other kernels; masked scores are set
@@ -51,7 +74,9 @@ typedef struct pf_regs {
     int ra, rb;          /* .b64: the lane's query rows (g, g + 8 of the warp's 16) */
     int va, vb;          /* .b32: keys visible to them */
     int kend;            /* .b32: keys any query of the block sees */
-    int ks, vs;          /* .b32: shared K and V tiles */
+    int ks, vs;          /* .b32: shared K (K_hi with an f32 cache) and V tiles */
+    int f32;             /* an f32 cache: K staged as K_hi and K_lo, V rounded to f16 */
+    int kl, ksc;         /* .b32 (f32 cache): the shared K_lo tile, the keys' scales 2^-s */
 } pf_regs;
 
 static int row_bytes(const pf_regs *g) { return 2 * (g->dm + 8); }
@@ -104,8 +129,13 @@ static void pf_indices(kern *k, pf_regs *g)
     emit(k, "min.u64 %s, %s, %s;", D(last), D(last), D(lastq));
     g->kend = visible(k, g, last);
     g->ks = nr(k), g->vs = nr(k);
-    emit(k, "mov.u32 %s, attn_pf_smem;", R(g->ks));
-    emit(k, "add.u32 %s, %s, %d;", R(g->vs), R(g->ks), PF_KEYS * row_bytes(g));
+    emit(k, "mov.u32 %s, %s;", R(g->ks), g->f32 ? "attn_pf32_smem" : "attn_pf_smem");
+    emit(k, "add.u32 %s, %s, %d;", R(g->vs), R(g->ks), (g->f32 ? 2 : 1) * PF_KEYS * row_bytes(g));
+    if (g->f32) {
+        g->kl = nr(k), g->ksc = nr(k);
+        emit(k, "add.u32 %s, %s, %d;", R(g->kl), R(g->ks), PF_KEYS * row_bytes(g));
+        emit(k, "add.u32 %s, %s, %d;", R(g->ksc), R(g->ks), 3 * PF_KEYS * row_bytes(g));
+    }
 }
 
 /* two floats as f16x2 (x0 in the low half: the lower column) */
@@ -156,13 +186,15 @@ static void pf_load_q(kern *k, const pf_regs *g, int qh[][4], int ql[][4], int *
             emit(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1;", F(t), F(mx[r]), o);
             emit(k, "max.f32 %s, %s, %s;", F(mx[r]), F(mx[r]), F(t));
         }
-        /* e = max(0, exponent(max) - 14): the row's values below 2^15 */
+        /* e = max(-126, exponent(max) - 14): the row's largest value in
+         * [2^14, 2^15) (no f16 overflow, and tiny rows keep their digits in
+         * f16), a zero row or one below 2^-112 as close as the range allows */
         int eb = nr(k), down = nf(k), bits = nr(k);
         fac[r] = nf(k);
         emit(k, "mov.b32 %s, %s;", R(eb), F(mx[r]));
         emit(k, "bfe.u32 %s, %s, 23, 8;", R(eb), R(eb));
-        emit(k, "max.u32 %s, %s, %d;", R(eb), R(eb), 127 + 14);
-        emit(k, "sub.u32 %s, %s, %d;", R(eb), R(eb), 127 + 14);
+        emit(k, "sub.s32 %s, %s, %d;", R(eb), R(eb), 127 + 14);
+        emit(k, "max.s32 %s, %s, -126;", R(eb), R(eb));
         emit(k, "sub.u32 %s, 127, %s;", R(bits), R(eb));
         emit(k, "shl.b32 %s, %s, 23;", R(bits), R(bits));
         emit(k, "mov.b32 %s, %s;", F(down), R(bits));
@@ -185,29 +217,53 @@ static void pf_load_q(kern *k, const pf_regs *g, int qh[][4], int ql[][4], int *
         }
 }
 
+/* The lane's row kr of the tile and column col (of groups of per values:
+ * the row's dm / per lanes are consecutive), and its place (.b32) in the
+ * shared K tile. */
+static int pf_slot(kern *k, const pf_regs *g, int per, int *kr, int *col)
+{
+    int per_row = g->dm / per, so = nr(k);
+    *kr = nr(k), *col = nr(k);
+    emit(k, "div.u32 %s, %s, %d;", R(*kr), R(g->tid), per_row);
+    emit(k, "rem.u32 %s, %s, %d;", R(*col), R(g->tid), per_row);
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(so), R(*kr), row_bytes(g), R(g->ks));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(so), R(*col), 2 * per, R(so));
+    return so;
+}
+
+/* Where a lane stages from: its first key j (.b64: row kr of the tile
+ * from j0), the global address ga (.b64) of its per values (from value
+ * col * per) of that key's row of K (kv 0) or V (kv 1), elements of esize
+ * bytes, and gstep (.b64) the address step of step keys. */
+typedef struct pf_src {
+    int j, ga, gstep;
+} pf_src;
+
+static pf_src pf_source(kern *k, const pf_regs *g, int kv, int kr, int col, int per, int esize, int step, int j0)
+{
+    int base = kv ? g->p.v : g->p.k, ts = kv ? g->p.vt : g->p.kt, hs = kv ? g->p.vh : g->p.kh;
+    pf_src o = {nd(k), nd(k), nd(k)};
+    int c64 = nd(k), j32 = nr(k);
+    emit(k, "add.u32 %s, %s, %s;", R(j32), R(kr), R(j0));
+    emit(k, "cvt.u64.u32 %s, %s;", D(o.j), R(j32));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(o.ga), D(o.j), D(ts));
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(o.ga), D(g->kvh), D(hs), D(o.ga));
+    emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(col));
+    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(o.ga), D(c64), per, D(o.ga));
+    emit(k, "mad.lo.u64 %s, %s, %d, %s;", D(o.ga), D(o.ga), esize, D(base));
+    emit(k, "mul.lo.u64 %s, %s, %d;", D(o.gstep), D(ts), esize * step);
+    return o;
+}
+
 /* The block's K and V rows of keys j0 .. j0 + 63 into shared memory (zeros
  * past n_kv), then the barrier; bad: some staged V value is not finite. */
 static int pf_stage(kern *k, const pf_regs *g, int j0)
 {
-    int per_row = g->dm / 8, step = 128 / per_row, kr = nr(k), c8 = nr(k), bad = nr(k);
-    emit(k, "div.u32 %s, %s, %d;", R(kr), R(g->tid), per_row);
-    emit(k, "rem.u32 %s, %s, %d;", R(c8), R(g->tid), per_row);
+    int step = 128 / (g->dm / 8), kr, c8, so = pf_slot(k, g, 8, &kr, &c8), bad = nr(k);
     emit(k, "mov.u32 %s, 0x00200020;", R(bad));
-    int so = nr(k);
-    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(so), R(kr), row_bytes(g), R(g->ks));
-    emit(k, "mad.lo.u32 %s, %s, 16, %s;", R(so), R(c8), R(so));
     for (int kv = 0; kv < 2; kv++) {
-        int base = kv ? g->p.v : g->p.k, ts = kv ? g->p.vt : g->p.kt, hs = kv ? g->p.vh : g->p.kh;
-        int j = nd(k), ga = nd(k), c64 = nd(k), gstep = nd(k);
-        int j32 = nr(k);
-        emit(k, "add.u32 %s, %s, %s;", R(j32), R(kr), R(j0));
-        emit(k, "cvt.u64.u32 %s, %s;", D(j), R(j32));
-        emit(k, "mul.lo.u64 %s, %s, %s;", D(ga), D(j), D(ts));
-        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(ga), D(g->kvh), D(hs), D(ga));
-        emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(c8));
-        emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(ga), D(c64), D(ga));
-        emit(k, "mad.lo.u64 %s, %s, 2, %s;", D(ga), D(ga), D(base));
-        emit(k, "mul.lo.u64 %s, %s, %d;", D(gstep), D(ts), 2 * step);
+        pf_src src = pf_source(k, g, kv, kr, c8, 8, 2, step, j0);
+        int j = src.j, ga = src.ga, gstep = src.gstep;
         for (int i = 0; i < PF_KEYS / step; i++) {
             int w[4], pv = np(k);
             emit(k, "setp.lt.u64 %s, %s, %s;", P(pv), D(j), D(g->p.n_kv));
@@ -241,6 +297,112 @@ static int pf_stage(kern *k, const pf_regs *g, int j0)
     return all;
 }
 
+static void mma_16816(kern *k, const int *a, int b0, int b1, int *c)
+{
+    emit(k, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, "
+            "{%s, %s, %s, %s};",
+         F(c[0]), F(c[1]), F(c[2]), F(c[3]), R(a[0]), R(a[1]), R(a[2]), R(a[3]), R(b0), R(b1), F(c[0]), F(c[1]),
+         F(c[2]), F(c[3]));
+}
+
+/* The lane's 4 values x[4] of a key row (row < 64 of the tile, spread over
+ * dm / 4 consecutive lanes) as K_hi and K_lo in shared memory at so + off:
+ * the row scaled by 2^s, s the one (within [-113, 126]) that puts its
+ * largest |k| in [2^14, 2^15) (a row of zeros: s = 0); the lane of its
+ * first values stores 2^-s at ksc + 4 row. */
+static void pf_split_k(kern *k, const pf_regs *g, const int *x, int so, int off, int row, int first)
+{
+    int mx = nr(k), sh = nr(k), pz = np(k), up = nf(k), bits = nr(k);
+    emit(k, "mov.u32 %s, 0;", R(mx));
+    for (int e = 0; e < 4; e++) {
+        int a = nr(k);
+        emit(k, "mov.b32 %s, %s;", R(a), F(x[e]));
+        emit(k, "and.b32 %s, %s, 0x7fffffff;", R(a), R(a));
+        emit(k, "max.u32 %s, %s, %s;", R(mx), R(mx), R(a));
+    }
+    for (int o = 1; o < g->dm / 4; o *= 2) {
+        int t = nr(k);
+        emit(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1;", R(t), R(mx), o);
+        emit(k, "max.u32 %s, %s, %s;", R(mx), R(mx), R(t));
+    }
+    emit(k, "setp.eq.u32 %s, %s, 0;", P(pz), R(mx));
+    emit(k, "shr.u32 %s, %s, 23;", R(sh), R(mx));
+    emit(k, "sub.s32 %s, %d, %s;", R(sh), 127 + 14, R(sh));
+    emit(k, "min.s32 %s, %s, 126;", R(sh), R(sh));
+    emit(k, "max.s32 %s, %s, -113;", R(sh), R(sh));
+    emit(k, "selp.s32 %s, 0, %s, %s;", R(sh), R(sh), P(pz));
+    emit(k, "add.s32 %s, %s, 127;", R(bits), R(sh));
+    emit(k, "shl.b32 %s, %s, 23;", R(bits), R(bits));
+    emit(k, "mov.b32 %s, %s;", F(up), R(bits));
+    int hi[2], lo[2];
+    for (int h = 0; h < 2; h++) {
+        int y[2], z[2], d[2];
+        for (int e = 0; e < 2; e++) {
+            y[e] = nf(k), d[e] = nf(k);
+            emit(k, "mul.rn.f32 %s, %s, %s;", F(y[e]), F(x[2 * h + e]), F(up));
+        }
+        hi[h] = pack2(k, y[0], y[1]);
+        unpack2(k, hi[h], &z[0], &z[1]);
+        for (int e = 0; e < 2; e++)
+            emit(k, "sub.rn.f32 %s, %s, %s;", F(d[e]), F(y[e]), F(z[e]));
+        lo[h] = pack2(k, d[0], d[1]);
+    }
+    emit(k, "st.shared.v2.b32 [%s+%d], {%s, %s};", R(so), off, R(hi[0]), R(hi[1]));
+    emit(k, "st.shared.v2.b32 [%s+%d], {%s, %s};", R(so), off + PF_KEYS * row_bytes(g), R(lo[0]), R(lo[1]));
+    int down = nf(k), a = nr(k);
+    emit(k, "sub.s32 %s, 127, %s;", R(bits), R(sh));
+    emit(k, "shl.b32 %s, %s, 23;", R(bits), R(bits));
+    emit(k, "mov.b32 %s, %s;", F(down), R(bits));
+    emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(row), R(g->ksc));
+    emit(k, "@%s st.shared.f32 [%s], %s;", P(first), R(a), F(down));
+}
+
+/* pf_stage for an f32 cache: K as K_hi, K_lo and the keys' scales
+ * (pf_split_k), V rounded to f16; the result is set where some V value has
+ * |v| >= 65504 (the largest f16: above it, rounding gives infinity), is
+ * infinite or NaN. */
+static int pf_stage_f32(kern *k, const pf_regs *g, int j0)
+{
+    int step = 128 / (g->dm / 4), kr, c4, so = pf_slot(k, g, 4, &kr, &c4), big = nr(k), first = np(k);
+    emit(k, "setp.eq.u32 %s, %s, 0;", P(first), R(c4));
+    emit(k, "mov.u32 %s, 0;", R(big));
+    for (int kv = 0; kv < 2; kv++) {
+        pf_src src = pf_source(k, g, kv, kr, c4, 4, 4, step, j0);
+        int j = src.j, ga = src.ga, gstep = src.gstep;
+        for (int i = 0; i < PF_KEYS / step; i++) {
+            int x[4], pv = np(k), off = i * step * row_bytes(g);
+            emit(k, "setp.lt.u64 %s, %s, %s;", P(pv), D(j), D(g->p.n_kv));
+            for (int e = 0; e < 4; e++)
+                x[e] = fmov(k, 0.0f);
+            emit(k, "@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s];", P(pv), F(x[0]), F(x[1]), F(x[2]), F(x[3]),
+                 D(ga));
+            if (!kv) {
+                int row = nr(k);
+                emit(k, "add.u32 %s, %s, %d;", R(row), R(kr), i * step);
+                pf_split_k(k, g, x, so, off, row, first);
+            } else {
+                for (int e = 0; e < 4; e++) {
+                    int a = nr(k);
+                    emit(k, "mov.b32 %s, %s;", R(a), F(x[e]));
+                    emit(k, "and.b32 %s, %s, 0x7fffffff;", R(a), R(a));
+                    emit(k, "max.u32 %s, %s, %s;", R(big), R(big), R(a));
+                }
+                int h0 = pack2(k, x[0], x[1]), h1 = pack2(k, x[2], x[3]);
+                emit(k, "st.shared.v2.b32 [%s+%d], {%s, %s};", R(so), 2 * PF_KEYS * row_bytes(g) + off, R(h0),
+                     R(h1));
+            }
+            if (i + 1 < PF_KEYS / step) {
+                emit(k, "add.u64 %s, %s, %d;", D(j), D(j), step);
+                emit(k, "add.u64 %s, %s, %s;", D(ga), D(ga), D(gstep));
+            }
+        }
+    }
+    int pb = np(k), all = np(k);
+    emit(k, "setp.ge.u32 %s, %s, 0x477fe000;", P(pb), R(big)); /* 65504 */
+    emit(k, "bar.red.or.pred %s, 0, %s;", P(all), P(pb));
+    return all;
+}
+
 /* S (.f32 s[8][4], the C fragments of 8 tiles of 8 keys) = q K^T, scaled
  * back by the rows' 2^e, masked past each row's visible keys. */
 static void pf_scores(kern *k, const pf_regs *g, int qh[][4], int ql[][4], const int *fac, int j0, int s[8][4])
@@ -258,20 +420,33 @@ static void pf_scores(kern *k, const pf_regs *g, int qh[][4], int ql[][4], const
             int b0 = nr(k), b1 = nr(k), off = n * 8 * row_bytes(g) + 32 * ks;
             emit(k, "ld.shared.b32 %s, [%s+%d];", R(b0), R(koff), off);
             emit(k, "ld.shared.b32 %s, [%s+%d];", R(b1), R(koff), off + 16);
-            for (int part = 0; part < 2; part++) {
-                int *a = part ? ql[ks] : qh[ks];
-                emit(k, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%s, %s, %s, %s}, {%s, %s, %s, %s}, "
-                        "{%s, %s}, {%s, %s, %s, %s};",
-                     F(s[n][0]), F(s[n][1]), F(s[n][2]), F(s[n][3]), R(a[0]), R(a[1]), R(a[2]), R(a[3]), R(b0),
-                     R(b1), F(s[n][0]), F(s[n][1]), F(s[n][2]), F(s[n][3]));
+            mma_16816(k, qh[ks], b0, b1, s[n]);
+            mma_16816(k, ql[ks], b0, b1, s[n]);
+            if (g->f32) { /* q_hi K_lo; q_lo K_lo is below the score's float32 rounding */
+                int l0 = nr(k), l1 = nr(k), lo = PF_KEYS * row_bytes(g) + off;
+                emit(k, "ld.shared.b32 %s, [%s+%d];", R(l0), R(koff), lo);
+                emit(k, "ld.shared.b32 %s, [%s+%d];", R(l1), R(koff), lo + 16);
+                mma_16816(k, qh[ks], l0, l1, s[n]);
             }
         }
-    int key = nr(k);
+    int key = nr(k), ksc[8][2];
     emit(k, "mad.lo.u32 %s, %s, 2, %s;", R(key), R(g->t), R(j0));
+    if (g->f32) {
+        int a = nr(k);
+        emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(a), R(g->t), R(g->ksc));
+        for (int n = 0; n < 8; n++) {
+            ksc[n][0] = nf(k), ksc[n][1] = nf(k);
+            emit(k, "ld.shared.v2.f32 {%s, %s}, [%s+%d];", F(ksc[n][0]), F(ksc[n][1]), R(a), 32 * n);
+        }
+    }
     for (int n = 0; n < 8; n++)
         for (int c = 0; c < 4; c++) {
-            int pv = np(k), kc = nr(k);
-            emit(k, "mul.rn.f32 %s, %s, %s;", F(s[n][c]), F(s[n][c]), F(fac[c / 2]));
+            int pv = np(k), kc = nr(k), f = fac[c / 2];
+            if (g->f32) { /* the row's 2^e times the key's 2^-s first: out of range only where the score is */
+                f = nf(k);
+                emit(k, "mul.rn.f32 %s, %s, %s;", F(f), F(fac[c / 2]), F(ksc[n][c % 2]));
+            }
+            emit(k, "mul.rn.f32 %s, %s, %s;", F(s[n][c]), F(s[n][c]), F(f));
             emit(k, "add.u32 %s, %s, %d;", R(kc), R(key), 8 * n + c % 2);
             emit(k, "setp.lt.u32 %s, %s, %s;", P(pv), R(kc), R(c / 2 ? g->vb : g->va));
             emit(k, "selp.f32 %s, %s, %s, %s;", F(s[n][c]), F(s[n][c]), C(-INFINITY), P(pv));
@@ -315,14 +490,6 @@ static void pf_softmax(kern *k, const pf_regs *g, int s[8][4], int *m, int *l, i
     }
 }
 
-static void mma_pv(kern *k, const int *a, int b0, int b1, int *c)
-{
-    emit(k, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, "
-            "{%s, %s, %s, %s};",
-         F(c[0]), F(c[1]), F(c[2]), F(c[3]), R(a[0]), R(a[1]), R(a[2]), R(a[3]), R(b0), R(b1), F(c[0]), F(c[1]),
-         F(c[2]), F(c[3]));
-}
-
 /* acc += P V on tensor cores: V's B fragments by ldmatrix .trans (lanes
  * 0-15 the rows of keys 0-15 of a step, lanes 16-31 the same at 8 more
  * dimensions). */
@@ -340,15 +507,30 @@ static void pf_pv_mma(kern *k, const pf_regs *g, int pa[4][4], int acc[][4])
                 b[e] = nr(k);
             emit(k, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%s, %s, %s, %s}, [%s+%d];", R(b[0]), R(b[1]),
                  R(b[2]), R(b[3]), R(voff), kk * 16 * row_bytes(g) + n2 * 32);
-            mma_pv(k, pa[kk], b[0], b[1], acc[2 * n2]);
-            mma_pv(k, pa[kk], b[2], b[3], acc[2 * n2 + 1]);
+            mma_16816(k, pa[kk], b[0], b[1], acc[2 * n2]);
+            mma_16816(k, pa[kk], b[2], b[3], acc[2 * n2 + 1]);
         }
 }
 
+/* The global address of the lane's first V values (dimensions 2t, 2t + 1)
+ * of key key (.b32), f32 cache. */
+static int pf_v_row_f32(kern *k, const pf_regs *g, int key)
+{
+    int a = nd(k), t = nd(k);
+    emit(k, "cvt.u64.u32 %s, %s;", D(a), R(key));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(a), D(a), D(g->p.vt));
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(a), D(g->kvh), D(g->p.vh), D(a));
+    emit(k, "cvt.u64.u32 %s, %s;", D(t), R(g->t));
+    emit(k, "mad.lo.u64 %s, %s, 2, %s;", D(a), D(t), D(a));
+    emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(a), D(a), D(g->p.v));
+    return a;
+}
+
 /* acc += P V with float32 fused multiply-adds over each row's visible keys
- * only (a tile with a V value that is not finite): the warp's f16 weights
- * through shared memory, in the K tile's place (after a barrier: every
- * warp is done with K). */
+ * only (a tile with a V value that is not finite, or with an f32 cache not
+ * below 65504): the warp's f16 weights through shared memory, in the K
+ * tile's place (after a barrier: every warp is done with K); V from the
+ * shared tile, or with an f32 cache from global memory as f32. */
 static void pf_pv_exact(kern *k, const pf_regs *g, int pa[4][4], int j0, int acc[][4])
 {
     int pw = nr(k), j = nr(k), pj = np(k), l_top = nlabel(k);
@@ -375,12 +557,22 @@ static void pf_pv_exact(kern *k, const pf_regs *g, int pa[4][4], int j0, int acc
             emit(k, "{ .reg .b16 h; ld.shared.b16 h, [%s+%d]; cvt.f32.f16 %s, h; }", R(prow), r * 8 * PF_KEYS * 2,
                  F(p[r]));
         }
+        int vg = 0, seen = 0;
+        if (g->f32) {
+            vg = pf_v_row_f32(k, g, key), seen = np(k);
+            emit(k, "setp.lt.u32 %s, %s, %s;", P(seen), R(key), R(g->vb)); /* vb >= va */
+        }
         emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(vrow), R(j), row_bytes(g), R(g->vs));
         emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(vrow), R(g->t), R(vrow));
         for (int n = 0; n < g->dm / 8; n++) {
             int w = nr(k), v0, v1;
-            emit(k, "ld.shared.b32 %s, [%s+%d];", R(w), R(vrow), 16 * n);
-            unpack2(k, w, &v0, &v1);
+            if (g->f32) { /* the f32 values themselves: exact, whatever their size */
+                v0 = fmov(k, 0.0f), v1 = fmov(k, 0.0f);
+                emit(k, "@%s ld.global.nc.v2.f32 {%s, %s}, [%s+%d];", P(seen), F(v0), F(v1), D(vg), 32 * n);
+            } else {
+                emit(k, "ld.shared.b32 %s, [%s+%d];", R(w), R(vrow), 16 * n);
+                unpack2(k, w, &v0, &v1);
+            }
             for (int r = 0; r < 2; r++) {
                 emit(k, "@%s fma.rn.f32 %s, %s, %s, %s;", P(vis[r]), F(acc[n][2 * r]), F(p[r]), F(v0),
                      F(acc[n][2 * r]));
@@ -431,10 +623,10 @@ static void pf_write(kern *k, const pf_regs *g, int l[2], int acc[][4])
     }
 }
 
-static void gen_attn_pf(strbuf *mod, int dm)
+static void gen_attn_pf(strbuf *mod, int dm, int f32)
 {
     kern kk = {0}, *k = &kk;
-    pf_regs g = {.dm = dm};
+    pf_regs g = {.dm = dm, .f32 = f32};
     int qh[8][4], ql[8][4], fac[2], m[2], l[2], acc[16][4], s[8][4], pa[4][4];
     pf_params(k, &g);
     pf_indices(k, &g);
@@ -452,7 +644,7 @@ static void gen_attn_pf(strbuf *mod, int dm)
     int j0 = nr(k), pj = np(k), l_top = nlabel(k), l_exact = nlabel(k), l_next = nlabel(k);
     emit(k, "mov.u32 %s, 0;", R(j0));
     label(k, l_top);
-    int bad = pf_stage(k, &g, j0);
+    int bad = f32 ? pf_stage_f32(k, &g, j0) : pf_stage(k, &g, j0);
     pf_scores(k, &g, qh, ql, fac, j0, s);
     pf_softmax(k, &g, s, m, l, acc);
     pf_pack_p(k, s, pa);
@@ -469,17 +661,22 @@ static void gen_attn_pf(strbuf *mod, int dm)
     pf_write(k, &g, l, acc);
     char shared[96], name[32];
     snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 attn_pf_smem[%d];\n", 2 * PF_KEYS * row_bytes(&g));
-    snprintf(name, sizeof name, "attn_pf_f16_d%d", dm);
+    snprintf(name, sizeof name, "attn_pf_%s_d%d", f32 ? "f32" : "f16", dm);
     kern_finish(mod, k, name,
                 ".param .u64 p_out, .param .u64 p_q, .param .u64 p_k, .param .u64 p_v, .param .u64 p_n_q, "
                 ".param .u64 p_n_kv, .param .u64 p_group, .param .u64 p_d, .param .u64 p_causal, "
                 ".param .u64 p_qt, .param .u64 p_qh, .param .u64 p_kt, .param .u64 p_kh, .param .u64 p_vt, "
                 ".param .u64 p_vh, .param .u64 p_ot, .param .u64 p_oh, .param .f32 p_scale",
-                ".maxntid 128, 1, 1\n", shared);
+                ".maxntid 128, 1, 1\n", f32 ? NULL : shared);
 }
 
 void infer_attention_prefill(strbuf *mod)
 {
-    gen_attn_pf(mod, 64);
-    gen_attn_pf(mod, 128);
+    gen_attn_pf(mod, 64, 0);
+    gen_attn_pf(mod, 128, 0);
+    /* K_hi, K_lo and V tiles and the keys' scales: more than the 48 KiB of
+     * static shared memory at head_dim 128 */
+    sb_printf(mod, "\n.extern .shared .align 16 .b8 attn_pf32_smem[];\n");
+    gen_attn_pf(mod, 64, 1);
+    gen_attn_pf(mod, 128, 1);
 }

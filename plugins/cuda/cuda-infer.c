@@ -624,8 +624,8 @@ static void fused_rope_params(const cuda_op *ops, size_t n, fused_rope_args *fa,
  * on an H200 they were slower with about 4096 warps (12-19% with 32 KV
  * heads, the same with 4) and with ranges of at least 128 keys (1.35-2x at
  * 192 and 4096 keys).  Relaxed decode steps on sm_90 take attn_dec_*
- * instead (attn_decode_cluster, below), relaxed prompts with an f16 cache
- * attn_pf_* (attn_prefill, below). */
+ * instead (attn_decode_cluster, below), relaxed prompts with an f16 or f32
+ * cache attn_pf_* (attn_prefill, below). */
 #define ATTN_WANT_WARPS 2048
 #define ATTN_MAX_SPLITS 256
 
@@ -710,30 +710,33 @@ static rayo_status launch_attn_decode(cuda_state *st, CUstream stream, const cud
     return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_dec");
 }
 
-/* attn_pf_f16_d<64|128> (ptx/attention-prefill.c): relaxed calls of at
- * least ATTN_PREFILL_MIN_Q queries with an f16 cache, aligned rows and
- * head_dim 64 or 128 exactly, on tensor cores; a block per 64 queries and
- * head, no scratch. */
+/* attn_pf_<f16|f32>_d<64|128> (ptx/attention-prefill.c): relaxed calls of
+ * at least ATTN_PREFILL_MIN_Q queries with an f16 or f32 cache, aligned
+ * rows and head_dim 64 or 128 exactly, on tensor cores; a block per 64
+ * queries and head, no scratch (the f32 cache's kernels: dynamic shared
+ * memory, RAYO_PTX_ATTN_PF32_SMEM). */
 #define ATTN_PREFILL_MIN_Q 16
 
 static int attn_prefill(const cuda_state *st, const cuda_op *op, const rayo_attention_params *p, int vec)
 {
     return st->use_attn_prefill && vec && op->precision == RAYO_PRECISION_RELAXED &&
-           p->kv_dtype == RAYO_DTYPE_F16 && (p->head_dim == 64 || p->head_dim == 128) &&
+           (p->kv_dtype == RAYO_DTYPE_F16 || p->kv_dtype == RAYO_DTYPE_F32) && (p->head_dim == 64 || p->head_dim == 128) &&
            p->n_q >= ATTN_PREFILL_MIN_Q && p->n_kv < (1u << 31);
 }
 
 static rayo_status launch_attn_prefill(cuda_state *st, CUstream stream, const cuda_op *op, void **args)
 {
     const rayo_attention_params *p = op->params;
+    int f32 = p->kv_dtype == RAYO_DTYPE_F32;
     char name[32];
-    snprintf(name, sizeof name, "attn_pf_f16_d%zu", p->head_dim);
+    snprintf(name, sizeof name, "attn_pf_%s_d%zu", f32 ? "f32" : "f16", p->head_dim);
     CUfunction fn;
     rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
     if (s != RAYO_OK)
         return s;
-    CUresult r = cuda_launch_kernel(st, fn, (unsigned)((p->n_q + 63) / 64), (unsigned)p->n_heads, 1, 128, 1, 1, 0,
-                                    stream, args, NULL);
+    unsigned smem = f32 ? (unsigned)RAYO_PTX_ATTN_PF32_SMEM(p->head_dim) : 0;
+    CUresult r = cuda_launch_kernel(st, fn, (unsigned)((p->n_q + 63) / 64), (unsigned)p->n_heads, 1, 128, 1, 1,
+                                    smem, stream, args, NULL);
     return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_pf");
 }
 

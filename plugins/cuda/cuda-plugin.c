@@ -563,6 +563,9 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
                 /* the row-cached kernels keep rows of up to this much in shared memory */
                 r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                 st->max_smem_optin - RAYO_PTX_ROWC_STATIC_SMEM);
+            if (r == CUDA_SUCCESS && strncmp(name, "attn_pf_f32_d", 13) == 0) /* 52 KiB at head_dim 128 */
+                r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                RAYO_PTX_ATTN_PF32_SMEM(atoi(name + 13)));
             if (r == CUDA_SUCCESS)
                 r = gemv8_carveout(st, *fn, name);
             for (unsigned i = 0; r == CUDA_SUCCESS && mod == MOD_INFER && i < rayo_cuda_gemvq_config_count; i++)

@@ -122,6 +122,10 @@ static inline size_t rayo_ptx_gemv8_smem(size_t n)
  * and the largest cluster (CTAs per query and head: 2, 4 or 8) */
 #define RAYO_PTX_ATTN_DEC_WARPS 4
 #define RAYO_PTX_ATTN_DEC_MAX_CLUSTER 8
+/* attn_pf_f32_d<D> (module "infer", ptx/attention-prefill.c): its dynamic
+ * shared memory, the K_hi, K_lo and V tiles of 64 keys (rows of D f16
+ * values and 16 bytes of padding) and the 64 keys' scales (float32) */
+#define RAYO_PTX_ATTN_PF32_SMEM(d) (3 * 64 * 2 * ((d) + 8) + 4 * 64)
 
 /* A gemm variant of module "wgmma" (sm_90a): its block tile and launch
  * shape, and the k extent of one tensor-map box (ptx/wgmma.c). */

@@ -667,6 +667,7 @@ typedef struct attention_spec {
     float scale;            /* 0: 1 / sqrt(head_dim) */
     float offset;           /* q in offset / 6 +- 1, k in offset +- 1 (0: +-1 each) */
     int nan;                /* NaN in q, K and V (attention_nans) */
+    int wide;               /* f32 cache: K from 1e-26 to 1e20, V near 65504 (attention_wide) */
 } attention_spec;
 
 /* A NaN at element (token, head, dim) of an f32 or f16 operand. */
@@ -693,6 +694,35 @@ static void attention_nans(ictx *x, icase *t, const attention_spec *s, const sha
     put_nan(&t->buf[0], RAYO_DTYPE_F32, sq, 0, 1 % s->heads, below(&x->rng, d));
     put_nan(&t->buf[1], s->kv, sk, 0, 0, below(&x->rng, d));
     put_nan(&t->buf[2], s->kv, sv, s->n_kv - 1, s->kv_heads - 1, below(&x->rng, d));
+}
+
+/* K of very different sizes and V at the edge of f16's range (an f32
+ * cache): KV head h's K times 1e20, 1e-20 or 1 (h % 3) and the queries of
+ * its group times the inverse (scores of the usual size), every third key
+ * row of a head 1e-6 of the others; V of every fifth key +-60000 to 70000
+ * in KV head 0 (some above 65504, the largest f16), +-60000 to 65000 in
+ * the others. */
+static void attention_wide(ictx *x, icase *t, const attention_spec *s, const shape3 *sq, const shape3 *sk,
+                           const shape3 *sv)
+{
+    static const float kmag[] = {1e20f, 1e-20f, 1};
+    size_t d = s->head_dim, group = s->heads / s->kv_heads;
+    float *q = (float *)(void *)t->buf[0].data, *k = (float *)(void *)t->buf[1].data,
+          *v = (float *)(void *)t->buf[2].data;
+    for (size_t i = 0; i < s->n_q; i++)
+        for (size_t h = 0; h < s->heads; h++)
+            for (size_t e = 0; e < d; e++)
+                q[i * sq->stride[0] + h * sq->stride[1] + e] /= kmag[h / group % 3];
+    for (size_t j = 0; j < s->n_kv; j++)
+        for (size_t h = 0; h < s->kv_heads; h++) {
+            float kf = kmag[h % 3] * (j % 3 == 1 ? 1e-6f : 1), span = h ? 5000.0f : 10000.0f;
+            float *kr = k + j * sk->stride[0] + h * sk->stride[1], *vr = v + j * sv->stride[0] + h * sv->stride[1];
+            for (size_t e = 0; e < d; e++) {
+                kr[e] *= kf;
+                if (j % 5 == 2)
+                    vr[e] = copysignf(60000.0f + span * (float)below(&x->rng, 10001) / 10000.0f, vr[e]);
+            }
+        }
 }
 
 /* Strides of one [tokens][heads][dim] operand: dense, or a view into a
@@ -726,6 +756,8 @@ static int build_attention(ictx *x, icase *t, const void *spec)
         return -1;
     if (s->nan)
         attention_nans(x, t, s, &sq, &sk, &sv);
+    if (s->wide)
+        attention_wide(x, t, s, &sq, &sk, &sv);
     rayo_call *c = &t->call;
     c->op = RAYO_OP_ATTENTION;
     c->dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, s->kv, s->kv, RAYO_DTYPE_F32);
@@ -735,7 +767,8 @@ static int build_attention(ictx *x, icase *t, const void *spec)
              "heads x %zu%s, strides q %zu/%zu k %zu/%zu v %zu/%zu out %zu/%zu%s", rayo_dtype_name(s->kv),
              s->n_q, s->n_kv, s->heads, s->kv_heads, d, s->causal ? ", causal" : "", p->q_token,
              p->q_head, p->k_token, p->k_head, p->v_token, p->v_head, p->o_token, p->o_head,
-             s->offset ? ", q ~8 and k ~50 (scores ~3e3, spread ~5)" : s->nan ? ", NaN in q, K and V" : "");
+             s->offset ? ", q ~8 and k ~50 (scores ~3e3, spread ~5)" : s->nan ? ", NaN in q, K and V"
+             : s->wide ? ", K from 1e-26 to 1e20, V near 65504" : "");
     if (!x->with_ref)
         return 0;
     ref_attention_shape shape = {s->n_q, s->n_kv, s->heads, s->kv_heads, d, s->causal, p->scale};
@@ -1292,7 +1325,8 @@ static void plan_rope(ictx *x)
  * 128, short caches (a decode step of a small model, of a 7B one) and long ones; then the
  * scores near 3e3 of "attn-large" (a float score must be right to ~1e-3
  * absolute here), decode, a prefill and a long cache; then prompts of
- * 16 to 512 queries (the tensor-core kernels of cuda), with NaN too.  Each case twice in a
+ * 16 to 512 queries (the tensor-core kernels of cuda), with NaN too, and with an
+ * f32 cache K of very different sizes and V near 65504.  Each case twice in a
  * row: operands 64-byte aligned, then a whole element off (a kernel that
  * needs aligned rows runs in one of the two). */
 static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
@@ -1308,7 +1342,7 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
         if (shapes[i][5] && x->opt->quick)
             continue;
         attention_spec r = {kv, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4], 1, 0, 0,
-                            shapes[i][6] ? 50 : 0, 0};
+                            shapes[i][6] ? 50 : 0, 0, 0};
         x->group = shapes[i][6] ? "attn-large" : NULL;
         for (int twice = 0; twice < 2; twice++)
             run_case(x, build_attention, &r, 1);
@@ -1326,13 +1360,20 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
         if (prompts[i][5] && x->opt->quick)
             continue;
         attention_spec r = {kv, prompts[i][0], prompts[i][1], prompts[i][2], prompts[i][3], prompts[i][4], 1, 0,
-                            prompts[i][6] ? 8.0f : 0, 0, 0};
+                            prompts[i][6] ? 8.0f : 0, 0, 0, 0};
+        for (int twice = 0; twice < 2; twice++)
+            run_case(x, build_attention, &r, 1);
+    }
+    /* an f32 cache with K of very different sizes and V near 65504 */
+    static const size_t wide[][5] = {{70, 70, 6, 3, 64}, {37, 100, 8, 4, 128}};
+    for (size_t i = 0; kv == RAYO_DTYPE_F32 && i < COUNT_OF(wide); i++) {
+        attention_spec r = {kv, wide[i][0], wide[i][1], wide[i][2], wide[i][3], wide[i][4], 1, 0, 0, 0, 0, 1};
         for (int twice = 0; twice < 2; twice++)
             run_case(x, build_attention, &r, 1);
     }
     /* a prompt with scores near 3e3 */
     x->group = "attn-large";
-    attention_spec big = {kv, 40, 60, 4, 2, 64, 1, 0, 0, 50, 0};
+    attention_spec big = {kv, 40, 60, 4, 2, 64, 1, 0, 0, 50, 0, 0};
     for (int twice = 0; twice < 2; twice++)
         run_case(x, build_attention, &big, 1);
     x->group = NULL;
@@ -1340,7 +1381,7 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
     static const size_t nans[][5] = {{1, 192, 32, 32, 128}, {1, 150, 32, 4, 128}, {2, 70, 8, 8, 64},
                                      {37, 100, 8, 2, 128}, {64, 64, 4, 4, 64}};
     for (size_t i = 0; i < COUNT_OF(nans); i++) {
-        attention_spec r = {kv, nans[i][0], nans[i][1], nans[i][2], nans[i][3], nans[i][4], 1, 0, 0, 0, 1};
+        attention_spec r = {kv, nans[i][0], nans[i][1], nans[i][2], nans[i][3], nans[i][4], 1, 0, 0, 0, 1, 0};
         for (int twice = 0; twice < 2; twice++)
             run_case(x, build_attention, &r, 1);
     }
@@ -1355,7 +1396,7 @@ static void plan_attention(ictx *x, const rayo_combo_info *combo)
         {1, 1, 8, 1, 64, 1}, {1, 333, 32, 4, 64, 1}, {1, 77, 15, 3, 20, 0}, {1, 50, 7, 1, 9, 1},
         {1, 100, 48, 2, 33, 1}, {3, 61, 16, 2, 64, 1}, {1, 64, 12, 3, 24, 1}, {1, 200, 16, 4, 40, 0},
     };
-    attention_spec s = {RAYO_DTYPE_OF(combo->dtypes, 1), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    attention_spec s = {RAYO_DTYPE_OF(combo->dtypes, 1), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < COUNT_OF(shapes); i++) {
         s.n_q = shapes[i][0], s.n_kv = shapes[i][1], s.heads = shapes[i][2];
         s.kv_heads = shapes[i][3], s.head_dim = shapes[i][4], s.causal = (int)shapes[i][5];
@@ -1364,12 +1405,12 @@ static void plan_attention(ictx *x, const rayo_combo_info *combo)
         run_spec(x, build_attention, &s);
     }
     /* Decode against a long cache, in a view of one KV head of a bigger cache. */
-    attention_spec d = {s.kv, 1, 8192, 4, 1, 64, 1, 1, 0, 0, 0};
+    attention_spec d = {s.kv, 1, 8192, 4, 1, 64, 1, 1, 0, 0, 0, 0};
     run_spec(x, build_attention, &d);
-    attention_spec nan = {s.kv, 1, 100, 8, 2, 64, 1, 0, 0, 0, 1}; /* NaN in q, K and V */
+    attention_spec nan = {s.kv, 1, 100, 8, 2, 64, 1, 0, 0, 0, 1, 0}; /* NaN in q, K and V */
     run_spec(x, build_attention, &nan);
     if (!x->opt->quick) {
-        attention_spec c = {s.kv, 16, 8192, 4, 2, 64, 1, 0, 0, 0, 0};
+        attention_spec c = {s.kv, 16, 8192, 4, 2, 64, 1, 0, 0, 0, 0, 0};
         run_spec(x, build_attention, &c);
     }
     /* Scores near 3e3 that differ by a few units, so many weights count:
@@ -1381,7 +1422,7 @@ static void plan_attention(ictx *x, const rayo_combo_info *combo)
     x->group = "attn-large";
     for (size_t i = 0; i < COUNT_OF(large); i++) {
         attention_spec a = {s.kv, large[i][0], large[i][1], large[i][2], large[i][3], large[i][4],
-                            (int)large[i][5], (int)(i & 1), 0, 50, 0};
+                            (int)large[i][5], (int)(i & 1), 0, 50, 0, 0};
         run_case(x, build_attention, &a, 0);
     }
     x->group = NULL;
