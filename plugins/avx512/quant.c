@@ -290,8 +290,12 @@ TYPED_ROWS_FN(rows_q4_0_int, 32, RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 32, blo
  * 1 thread, 256 x 2048 weights in L2, best of 20) a call took 11.8 us
  * against 15.6 with the 256-bit pair kernel.  Q4_0 in the same form (one
  * vpdpbusd per pair and row, or two per two pairs against x's low and
- * high nibbles' values) took 21.5-22.5 us against 20.4 for avx2's
- * four-row kernel (512 x 2048), which it keeps. */
+ * high nibbles' values) took 21.4-27.3 us against 20.4-21.8 for avx2's
+ * four-row kernel (512 x 2048), which it keeps: on this core a 512-bit
+ * instruction costs about two 256-bit ones, and Q4_0's kernel already did
+ * as many products per instruction (avx2's four-row form with 256-bit
+ * vpdpbusd in place of vpmaddubsw and the int16 sums took 20.6-20.8 us
+ * against 21.1-21.6 in the same runs: within their spread). */
 #pragma GCC push_options
 #pragma GCC target("avx512vnni")
 
