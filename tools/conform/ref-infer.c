@@ -268,26 +268,27 @@ static double heads_at(const ref_heads *x, size_t token, size_t head, size_t d)
     return ref_element(x->dtype, x->data, i);
 }
 
-/* One query row of one head, in one pass over the visible keys: the
- * running maximum mx rescales what was summed so far when it grows, so no
- * exp() ever overflows and no score buffer is needed. */
-static void attend_one(const ref_attention_shape *s, const ref_heads *q, const ref_heads *k,
-                       const ref_heads *v, size_t i, size_t h, double *out, double *terms)
+/* One query row qd of one head against its KV head's keys and values (kd,
+ * vd: n_kv rows of head_dim, decoded), in one pass over the visible keys:
+ * the running maximum mx rescales what was summed so far when it grows, so
+ * no exp() ever overflows and no score buffer is needed. */
+static void attend_one(const ref_attention_shape *s, const double *qd, const double *kd, const double *vd,
+                       size_t i, double *out, double *terms)
 {
-    size_t kvh = h / (s->n_heads / s->n_kv_heads);
-    size_t visible = s->causal ? s->n_kv - s->n_q + i + 1 : s->n_kv;
+    size_t dim = s->head_dim, visible = s->causal ? s->n_kv - s->n_q + i + 1 : s->n_kv;
     double mx = -INFINITY, sum = 0;
-    for (size_t d = 0; d < s->head_dim; d++)
+    for (size_t d = 0; d < dim; d++)
         out[d] = terms[d] = 0;
     for (size_t j = 0; j < visible; j++) {
+        const double *key = kd + j * dim, *val = vd + j * dim;
         double score = 0;
-        for (size_t d = 0; d < s->head_dim; d++)
-            score += heads_at(q, i, h, d) * heads_at(k, j, kvh, d);
+        for (size_t d = 0; d < dim; d++)
+            score += qd[d] * key[d];
         score *= s->scale;
         if (score > mx) {
             double shrink = exp(mx - score); /* 0 for the first key */
             sum *= shrink;
-            for (size_t d = 0; d < s->head_dim; d++) {
+            for (size_t d = 0; d < dim; d++) {
                 out[d] *= shrink;
                 terms[d] *= shrink;
             }
@@ -295,16 +296,25 @@ static void attend_one(const ref_attention_shape *s, const ref_heads *q, const r
         }
         double p = exp(score - mx);
         sum += p;
-        for (size_t d = 0; d < s->head_dim; d++) {
-            double val = heads_at(v, j, kvh, d);
-            out[d] += p * val;
-            terms[d] += p * fabs(val);
+        for (size_t d = 0; d < dim; d++) {
+            out[d] += p * val[d];
+            terms[d] += p * fabs(val[d]);
         }
     }
-    for (size_t d = 0; d < s->head_dim; d++) {
+    for (size_t d = 0; d < dim; d++) {
         out[d] /= sum;
         terms[d] /= sum;
     }
+}
+
+/* rows x head_dim values of one head of x, decoded: every query reads each
+ * key and value, so decoding an element per read made the reference most of
+ * a test's time. */
+static void decode_head(const ref_heads *x, size_t rows, size_t head, size_t dim, double *y)
+{
+    for (size_t t = 0; t < rows; t++)
+        for (size_t d = 0; d < dim; d++)
+            y[t * dim + d] = heads_at(x, t, head, d);
 }
 
 static int attention_shape_ok(const ref_attention_shape *s, const ref_heads *q, const ref_heads *k,
@@ -323,16 +333,26 @@ int ref_attention(const ref_attention_shape *s, const ref_heads *q, const ref_he
 {
     if (!attention_shape_ok(s, q, k, v))
         return -1;
-    double *scratch = NULL;
-    if (!terms && !(scratch = malloc(s->head_dim * sizeof *scratch)))
-        return -1;
-    for (size_t i = 0; i < s->n_q; i++)
-        for (size_t h = 0; h < s->n_heads; h++) {
-            size_t at = (i * s->n_heads + h) * s->head_dim;
-            attend_one(s, q, k, v, i, h, out + at, terms ? terms + at : scratch);
-        }
+    size_t dim = s->head_dim, group = s->n_heads / s->n_kv_heads;
+    double *kd = malloc(s->n_kv * dim * sizeof *kd), *vd = malloc(s->n_kv * dim * sizeof *vd);
+    double *qd = malloc(dim * sizeof *qd), *scratch = terms ? NULL : malloc(dim * sizeof *scratch);
+    int rc = kd && vd && qd && (terms || scratch) ? 0 : -1;
+    for (size_t kvh = 0; kvh < s->n_kv_heads && rc == 0; kvh++) {
+        decode_head(k, s->n_kv, kvh, dim, kd);
+        decode_head(v, s->n_kv, kvh, dim, vd);
+        for (size_t h = kvh * group; h < (kvh + 1) * group; h++)
+            for (size_t i = 0; i < s->n_q; i++) {
+                size_t at = (i * s->n_heads + h) * dim;
+                for (size_t d = 0; d < dim; d++)
+                    qd[d] = heads_at(q, i, h, d);
+                attend_one(s, qd, kd, vd, i, out + at, terms ? terms + at : scratch);
+            }
+    }
+    free(kd);
+    free(vd);
+    free(qd);
     free(scratch);
-    return 0;
+    return rc;
 }
 
 /* ---- gated activations ---- */

@@ -94,7 +94,8 @@ typedef struct ref_attention_shape {
  * attention: consecutive query heads share a KV head).  Computed in one pass
  * with a running maximum.  terms (may be NULL) gets sum_j p_j |V[j]| per
  * output.  -1 when n_kv_heads does not divide n_heads, n_kv is 0, or a causal
- * call has more queries than positions. */
+ * call has more queries than positions, or memory runs out (it decodes one
+ * KV head's keys and values at a time). */
 int ref_attention(const ref_attention_shape *s, const ref_heads *q, const ref_heads *k,
                   const ref_heads *v, double *out, double *terms);
 
