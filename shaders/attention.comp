@@ -23,8 +23,9 @@
 // (a score's error moves every probability by the same relative amount: in
 // float it would exceed the 1e-5 contract for peaky softmax), l and acc are
 // double, and so is the scratch.  RAYO_F32 (the attention_f32 module, for
-// relaxed calls: a 2e-3 contract) keeps all of them in float and needs no
-// shaderFloat64.  Exponentials are rmath.glsl's r_exp of the float
+// relaxed calls of up to 4 queries: a 2e-3 contract; vk-infer.c says why
+// not more) keeps all of them in float and needs no shaderFloat64.
+// Exponentials are rmath.glsl's r_exp of the float
 // difference (about 1 ulp); f16 values are decoded exactly (half.glsl).
 
 #extension GL_GOOGLE_include_directive : require
