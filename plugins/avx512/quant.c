@@ -573,6 +573,14 @@ static ALWAYS_INLINE __m512 q4_k_block512(const uint8_t *p, __m512i sc, __m512 d
     return per32 ? _mm512_fmadd_ps(t, d, acc) : _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, xs[0]), acc);
 }
 
+/* The 128-bit lane r of v in all four lanes (vpermd: r need not be a
+ * constant, as vshufi32x4's immediate must, which -O0 and -O1 do not fold). */
+static ALWAYS_INLINE __m512i lane128_of(__m512i v, int r)
+{
+    __m512i in_lane = _mm512_set_epi32(3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0, 3, 2, 1, 0);
+    return _mm512_permutexvar_epi32(_mm512_add_epi32(_mm512_set1_epi32(4 * r), in_lane), v);
+}
+
 /* Block b of R (1..4) rows: their headers decoded together (the lanes of
  * rows past R repeat row 0), then each row's codes. */
 static ALWAYS_INLINE void q4_k_rows_block(const uint8_t *row, size_t stride, int R, const __m512i xv[4],
@@ -585,7 +593,7 @@ static ALWAYS_INLINE void q4_k_rows_block(const uint8_t *row, size_t stride, int
     __m512 dd = q4_k_d_dmin4(p);
     q4_k_minus_mins4(sm, dd, xsum, mins);
     UNROLL for (int r = 0; r < R; r++)
-        acc[r] = q4_k_block512(p[r], _mm512_shuffle_i32x4(sm, sm, 0x55 * r),
+        acc[r] = q4_k_block512(p[r], lane128_of(sm, r),
                                _mm512_permutexvar_ps(_mm512_set1_epi32(2 * r), dd), xv, xs, per32, acc[r]);
 }
 
