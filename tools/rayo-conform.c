@@ -52,6 +52,7 @@ typedef struct outcome {
     const rayo_op_info *op;
     const target *backend;
     conform_result result;
+    double seconds;   /* how long its cases took */
 } outcome;
 
 static void usage(FILE *out)
@@ -78,7 +79,8 @@ static void usage(FILE *out)
             "  --seed N     inputs from this seed (default: RAYO_CONFORM_SEED, else fresh)\n"
             "  --progress SECONDS  when stderr is not a terminal, a progress line every\n"
             "               SECONDS while one op runs (default 10)\n"
-            "  --verbose    after each op, the number of cases and where the largest error was\n"
+            "  --verbose    after each op, the number of cases, their seconds and where the\n"
+            "               largest error was\n"
             "  --help       this text\n"
             "  --version    the version of rayo-conform and of the librayo it runs with\n"
             "\n"
@@ -423,6 +425,7 @@ static int run_all(rayo_context *ctx, const args *a, const target *targets, size
             prog.op = ops[i]->name, prog.backend = targets[b].name;
             prog.start = prog.last = now();
             conform_check_op(&opts, ops[i], &o->result);
+            o->seconds = now() - prog.start;
             clear_progress(&prog);
             char cell[64];
             format_cell(o, cell, sizeof cell);
@@ -440,8 +443,8 @@ static int run_all(rayo_context *ctx, const args *a, const target *targets, size
         printf("\n");
         for (size_t b = 0; a->verbose && b < nt; b++) {
             const conform_result *r = &out[i * nt + b].result;
-            printf("    %s: %zu cases%s%s\n", targets[b].name, r->cases, r->worst[0] ? "; largest error at " : "",
-                   r->worst);
+            printf("    %s: %zu cases, %.1f s%s%s\n", targets[b].name, r->cases, out[i * nt + b].seconds,
+                   r->worst[0] ? "; largest error at " : "", r->worst);
         }
     }
     print_details(out, n * nt);
