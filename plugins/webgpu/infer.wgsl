@@ -235,11 +235,14 @@ fn v_at(e: u32) -> f32 {
     return bitcast<f32>(c_words[p.oc + e]);
 }
 
-// attention: one invocation per output element (query i, head h, dim d);
-// the scores again in each pass (no workgroup memory: any adapter).
+// attention: one invocation per ATTN_DIMS output dimensions of a (query i,
+// head h), computing each score twice (the maximum, then the weights) but
+// once for all its dimensions (no workgroup memory: any adapter).
 // Scores as two floats (hi, lo): with scores ~3e3 a rounded score alone
 // moves its weight e^(s - max) by 1e-4; s - max is then (hi - max) + lo,
 // hi - max exact (the max is a hi).
+const ATTN_DIMS: u32 = 16u;     // webgpu-host.js's groupsFor counts these items
+
 fn attn_score(i: u32, h: u32, j: u32) -> vec2<f32> {
     let kvh = h / (ext(2u) / ext(3u));
     let q0 = p.oa + i * ext(7u) + h * ext(8u);
@@ -262,23 +265,27 @@ fn attn_score(i: u32, h: u32, j: u32) -> vec2<f32> {
 @compute @workgroup_size(64)
 fn attention(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) groups: vec3u) {
     let hd = ext(4u);
-    for (var o = gid.x; o < ext(0u) * ext(2u) * hd; o += groups.x * WD) {
-        let i = o / (ext(2u) * hd);
-        let h = (o / hd) % ext(2u);
-        let d = o % hd;
+    let spans = (hd + ATTN_DIMS - 1u) / ATTN_DIMS;
+    for (var o = gid.x; o < ext(0u) * ext(2u) * spans; o += groups.x * WD) {
+        let i = o / (ext(2u) * spans);
+        let h = (o / spans) % ext(2u);
+        let d0 = (o % spans) * ATTN_DIMS;
+        let dims = min(ATTN_DIMS, hd - d0);
         var visible = ext(1u);
         if ((ext(6u) & 1u) != 0u) { visible = ext(1u) - ext(0u) + i + 1u; }
         var m = -r_inf();
         for (var j = 0u; j < visible; j++) { m = nan_max(m, attn_score(i, h, j).x); }
         var den = Sum(0.0, 0.0);
-        var num = Sum(0.0, 0.0);
-        let v0 = (h / (ext(2u) / ext(3u))) * ext(12u) + d;
+        var num: array<Sum, ATTN_DIMS>;
+        for (var c = 0u; c < ATTN_DIMS; c++) { num[c] = Sum(0.0, 0.0); }
+        let v0 = (h / (ext(2u) / ext(3u))) * ext(12u) + d0;
         for (var j = 0u; j < visible; j++) {
             let sj = attn_score(i, h, j);
             let w = r_exp((sj.x - m) + sj.y);
             den = sum_add(den, w);
-            num = sum_add(num, w * v_at(v0 + j * ext(11u)));
+            for (var c = 0u; c < dims; c++) { num[c] = sum_add(num[c], w * v_at(v0 + c + j * ext(11u))); }
         }
-        y_data[p.oy + i * ext(13u) + h * ext(14u) + d] = r_div(num.s, den.s);
+        let y0 = p.oy + i * ext(13u) + h * ext(14u) + d0;
+        for (var c = 0u; c < dims; c++) { y_data[y0 + c] = r_div(num[c].s, den.s); }
     }
 }
