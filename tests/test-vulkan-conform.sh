@@ -5,8 +5,10 @@
 # with VK_LAYER_KHRONOS_validation enabled through [backend.vulkan]
 # validation = yes: any validation message fails the call it came in, and
 # this script also fails if one was logged.  Skipped, with the reason, where
-# no Vulkan device exists.  On lavapipe (CPU) this is the CI run.
-# RAYO_CONFORM_ARGS replaces the default --quick.
+# no Vulkan device exists.  On lavapipe (CPU) this is the CI run.  All
+# sizes (test-conform.sh leaves vulkan to this test); RAYO_CONFORM_ARGS adds
+# options (--quick in distcheck and under the sanitizers), RAYO_CONFORM_SEED
+# replays a run.
 builddir=${abs_top_builddir:-$(pwd)}
 plugin=$builddir/plugins/vulkan/.libs/rayo-vulkan.so
 conform=$builddir/tools/rayo-conform
@@ -32,7 +34,7 @@ if "$probe" --expect-unavailable "is not installed" '[backend.vulkan]\nvalidatio
     exit 1
 fi
 
-RAYO_LOG=info RAYO_CONFIG=$tmp/validation.conf "$conform" ${RAYO_CONFORM_ARGS-"--quick"} \
+RAYO_LOG=info RAYO_CONFIG=$tmp/validation.conf "$conform" ${RAYO_CONFORM_ARGS:-} \
     "$plugin" >"$tmp/out" 2>&1
 rc=$?
 cat "$tmp/out"

@@ -9,8 +9,9 @@
 #                        offsets between guard bytes, strides, shared f16
 #                        end words, rope in place, get_rows' bad index;
 #                        judged against the scalar backend.
-#  test-vulkan-conform.sh: rayo-conform on the plugin with the validation
-#                        layer; zero validation messages required.
+#  test-vulkan-conform.sh: rayo-conform on the plugin, all sizes, with the
+#                        validation layer; zero validation messages required
+#                        (test-conform.sh leaves vulkan to it).
 #  test-vulkan-probe.sh: a missing loader and a missing driver give the
 #                        backend "unavailable" with the reason.
 # Where no Vulkan device exists (no libvulkan.so.1, no driver), test-vulkan
