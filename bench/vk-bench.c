@@ -2,7 +2,8 @@
 /* vk-bench - benchmarks of the vulkan backend through rayo's public API.
  *
  *   vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise |
- *             --gemv MxN [--dtype LIST] [--copies] [--relaxed] | --attention N | --matmul MxNxK]
+ *             --gemv MxN [--dtype LIST] [--copies] [--relaxed] | --attention N | --matmul MxNxK |
+ *             --floor]
  *
  * 1. sgemm on device buffers (one batch of several products, submit, wait),
  *    with a spot check of the result against a float64 dot product;
@@ -24,7 +25,17 @@
  * 6. (--attention N only) attention decode, 1 query of 32 heads against a
  *    cache of N positions of 4 KV heads x 64, f32 and f16: GB/s counting
  *    the bytes of K and V, cycling through 64 copies of the cache.
- * 7. (--matmul MxNxK only) C = A B^T (the prefill's weight as B, n x k)
+ * 7. (--floor only) the per-dispatch floor: 512 tiny calls in one batch
+ *    (add of 256 floats, one workgroup; rmsnorm of 1 x 2048), us a call:
+ *    chained (each reads the last one's result: a barrier between every
+ *    two), independent (each writes its own slice: the plugin leaves out
+ *    the barrier while it can track the accesses since the last one, 8
+ *    such calls), and chained over 8 and 64 command buffers of one
+ *    submission (groups of calls alternately fixed and moving with the
+ *    batch's step, which the plugin records apart).  Which of the barrier,
+ *    the command buffers or the shader sets the floor; two plugins in two
+ *    runs compare their barriers.
+ * 8. (--matmul MxNxK only) C = A B^T (the prefill's weight as B, n x k)
  *    with A and B in each combination rayo_matmul_ex offers, against the
  *    f32 product of the same shape and flags in the same run (and f32 with
  *    B not transposed); TFLOP/s counting 2 m n k.  --quick: f32, f32 x
@@ -602,6 +613,90 @@ static void bench_attention(rayo_context *ctx, size_t n_kv)
     free(kv16);
 }
 
+/* ---- the per-dispatch floor ----------------------------------------------------- */
+
+enum { FLOOR_CALLS = 512, FLOOR_N = 256, FLOOR_COLS = 2048 };
+
+typedef enum floor_kind { FLOOR_CHAIN, FLOOR_INDEPENDENT } floor_kind;
+
+/* Call i of a floor batch on x (FLOOR_CALLS x FLOOR_COLS floats), g (gamma)
+ * and y (as many): chained, call i reads call i-1's output; independent,
+ * every call reads x and writes its own slice of y. */
+static rayo_batch_call floor_call(uint32_t op, floor_kind kind, int i, rayo_buffer *x,
+                                  rayo_buffer *g, rayo_buffer *y)
+{
+    size_t width = op == RAYO_OP_RMSNORM ? FLOOR_COLS : FLOOR_N, bytes = width * sizeof(float);
+    rayo_buffer *src = kind == FLOOR_CHAIN && i > 0 ? y : x;
+    size_t src_off = kind == FLOOR_CHAIN && i > 0 ? (size_t)(i - 1) * bytes : 0;
+    rayo_batch_call call = {
+        .struct_size = sizeof(rayo_batch_call), .op = op, .m = 1, .n = width, .alpha = 1e-5f,
+        .a = {src, src_off}, .b = {op == RAYO_OP_RMSNORM ? g : x, 0}, .y = {y, (size_t)i * bytes},
+    };
+    return call;
+}
+
+/* Seconds a call of a batch of FLOOR_CALLS; segments > 1: the calls in
+ * that many groups, every other one moving with the step (step 0 here, so
+ * nothing moves, but the plugin records each group in a command buffer of
+ * its own). */
+static double floor_batch(rayo_context *ctx, uint32_t op, floor_kind kind, int segments,
+                          rayo_buffer *x, rayo_buffer *g, rayo_buffer *y)
+{
+    rayo_batch *batch;
+    CHECK(rayo_batch_create(ctx, "vulkan", &batch));
+    int per_group = FLOOR_CALLS / segments;
+    for (int i = 0; i < FLOOR_CALLS; i++) {
+        rayo_batch_call call = floor_call(op, kind, i, x, g, y);
+        if (segments > 1 && (i / per_group) % 2)
+            call.step_bytes[3] = sizeof(float);
+        CHECK(rayo_batch_record(batch, &call));
+    }
+    double t[7];
+    for (int r = 0; r < 8; r++) {       /* the first: warm-up */
+        double t0 = now();
+        CHECK(rayo_batch_submit(batch));
+        CHECK(rayo_batch_wait(batch, UINT64_MAX));
+        if (r)
+            t[r - 1] = (now() - t0) / FLOOR_CALLS;
+    }
+    rayo_batch_destroy(batch);
+    return median(t, 7);
+}
+
+static void bench_floor(rayo_context *ctx)
+{
+    float *h = malloc((size_t)FLOOR_CALLS * FLOOR_COLS * sizeof *h);
+    if (!h)
+        exit(1);
+    fill(h, (size_t)FLOOR_CALLS * FLOOR_COLS);
+    rayo_buffer *x = upload(ctx, h, (size_t)FLOOR_CALLS * FLOOR_COLS);
+    rayo_buffer *g = upload(ctx, h, FLOOR_COLS);
+    rayo_buffer *y = upload(ctx, NULL, (size_t)FLOOR_CALLS * FLOOR_COLS);
+    for (double t0 = now(); now() - t0 < 0.5;)   /* clocks out of their idle state */
+        floor_batch(ctx, RAYO_OP_ADD, FLOOR_INDEPENDENT, 1, x, g, y);
+    printf("\n== per-call floor: %d calls in one batch, us a call (wall time of the submission / calls) ==\n",
+           FLOOR_CALLS);
+    printf("%-22s %12s %12s %14s %14s\n", "call", "chained", "independent", "chained, 8 cb", "chained, 64 cb");
+    const struct { uint32_t op; const char *name; } ops[] = {
+        {RAYO_OP_ADD, "add 256"}, {RAYO_OP_RMSNORM, "rmsnorm 1 x 2048"},
+    };
+    for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
+        double chain = floor_batch(ctx, ops[oi].op, FLOOR_CHAIN, 1, x, g, y);
+        double indep = floor_batch(ctx, ops[oi].op, FLOOR_INDEPENDENT, 1, x, g, y);
+        double cb8 = floor_batch(ctx, ops[oi].op, FLOOR_CHAIN, 8, x, g, y);
+        double cb64 = floor_batch(ctx, ops[oi].op, FLOOR_CHAIN, 64, x, g, y);
+        printf("%-22s %12.2f %12.2f %14.2f %14.2f\n", ops[oi].name, chain * 1e6, indep * 1e6, cb8 * 1e6,
+               cb64 * 1e6);
+        if (csv)
+            fprintf(csv, "floor,%s,%.3f,%.3f,%.3f,%.3f\n", ops[oi].name, chain * 1e6, indep * 1e6,
+                    cb8 * 1e6, cb64 * 1e6);
+    }
+    rayo_buffer_destroy(x);
+    rayo_buffer_destroy(g);
+    rayo_buffer_destroy(y);
+    free(h);
+}
+
 /* ---- typed matmul ------------------------------------------------------------------ */
 
 /* Largest |C - ref| / sum |terms| over 16 entries of C = A op(B) (A m x k,
@@ -717,10 +812,12 @@ int main(int argc, char **argv)
     int only_elementwise = 0;
     size_t gemv_m = 0, gemv_n = 0, attention_n = 0, mm[3] = {0, 0, 0};
     const char *only_dtypes = NULL;
-    int copies_ref = 0;
+    int copies_ref = 0, floor_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--floor"))
+            floor_only = 1;
         else if (!strcmp(argv[i], "--elementwise"))
             only_elementwise = 1;
         else if (!strcmp(argv[i], "--sgemm") && i + 1 < argc)
@@ -743,7 +840,7 @@ int main(int argc, char **argv)
             csv = fopen(argv[++i], "w");
         else {
             fprintf(stderr, "usage: vk-bench [--quick] [--csv FILE] [--sgemm N | --elementwise | "
-                    "--gemv MxN [--dtype LIST] [--copies] [--relaxed] | --attention N | --matmul MxNxK]\n");
+                    "--gemv MxN [--dtype LIST] [--copies] [--relaxed] | --attention N | --matmul MxNxK | --floor]\n");
             return 2;
         }
     }
@@ -771,7 +868,9 @@ int main(int argc, char **argv)
         return 77;
     }
     printf("vk-bench: vulkan on %s\n", device);
-    if (mm[0] && mm[1] && mm[2]) {
+    if (floor_only) {
+        bench_floor(ctx);
+    } else if (mm[0] && mm[1] && mm[2]) {
         bench_matmul(ctx, quick, mm[0], mm[1], mm[2]);
     } else if (attention_n) {
         bench_attention(ctx, attention_n);

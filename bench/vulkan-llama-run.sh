@@ -18,7 +18,8 @@
 #       3. GGUF files made there by gguf-make (TinyLlama shape q4_0, q8_0,
 #          q4_k_m; the 7B shape q4_0), each run by
 #          `rayo-llama --backend vulkan --ignore-eos --tokens --ctx 256 -n 64
-#          --prompt-tokens <128 ids>`: TinyLlama q4_0 cold (empty pipeline
+#          --prompt-tokens <128 ids> --step-times` (the host time of a
+#          replayed step's parts after the speed): TinyLlama q4_0 cold (empty pipeline
 #          cache) first, then each file warm, with BASE (--warmup: its
 #          pipelines differ, so the cache does not serve it), warm again
 #          with --warmup too (the figure to compare with BASE's), and at
@@ -69,9 +70,10 @@ llama() {
     name=$1 file=$2
     # shellcheck disable=SC2086 # OPTIONS: words
     RAYO_PLUGIN_PATH=${4:-$d} RAYO_CONFIG=${3:-/tmp/empty.conf} timeout 90 "$d/rayo-llama" --backend vulkan \
-        --ignore-eos --tokens --ctx 256 -n 64 --prompt-tokens "$prompt" ${5:-} "$file" \
+        --ignore-eos --tokens --ctx 256 -n 64 --prompt-tokens "$prompt" --step-times ${5:-} "$file" \
         >"$logs/$name.out" 2>"$logs/$name.log"
     echo "$name exit $?: $(grep -h -i 'tok/s' "$logs/$name.log" | tail -1 | sed 's/.*precision, //')"
+    grep -h 'step times' "$logs/$name.log" | sed 's/^rayo-llama: /  /'
 }
 
 # The tests take their plugins from beside librayo in a build tree's layout.
