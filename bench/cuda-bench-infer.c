@@ -2,7 +2,7 @@
 /* cuda-bench-infer - the inference kernels of the cuda backend, on device
  * buffers, next to a read-only reference measured in the same run.
  *
- *   cuda-bench-infer [--quick] [--gemv | --attention]
+ *   cuda-bench-infer [--quick] [--gemv | --attention] [--relaxed] [--dtypes LIST]
  *
  * gemv with f16, bf16, Q8_0, Q4_0, Q4_K and Q6_K weights at 4096 x 11008
  * and 11008 x 4096 (rows x columns), strict and relaxed (Q8_0 and Q4_0:
@@ -26,7 +26,9 @@
  * without a mark: float64 scores) and again at relaxed (rows "relaxed":
  * float32 scores where the rows are aligned).
  * --quick: gemv at 4096 x 11008 only; --gemv: no attention; --attention:
- * attention only.
+ * attention only; --relaxed: no strict gemv; --dtypes: gemv with the weight
+ * dtypes of the comma-separated LIST only (names as rayo_dtype_name gives
+ * them: q4_0,q4_k).
  * Output: a table and "csv,..." lines. */
 #define _POSIX_C_SOURCE 200809L
 #include "rayo.h"
@@ -340,18 +342,34 @@ static double bench_sum_reference(rayo_context *ctx, int quick)
     return gbs;
 }
 
+/* Whether dt's name is an item of the comma-separated list (NULL: all are). */
+static int dtype_listed(const char *list, rayo_dtype dt)
+{
+    const char *name = rayo_dtype_name(dt);
+    size_t len = strlen(name);
+    for (const char *at = list; at; at = strchr(at, ',') ? strchr(at, ',') + 1 : NULL)
+        if (!strncmp(at, name, len) && (at[len] == ',' || at[len] == '\0'))
+            return 1;
+    return !list;
+}
+
 int main(int argc, char **argv)
 {
-    int quick = 0, gemv_only = 0, attention_only = 0;
+    int quick = 0, gemv_only = 0, attention_only = 0, relaxed_only = 0;
+    const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--relaxed"))
+            relaxed_only = 1;
+        else if (!strcmp(argv[i], "--dtypes") && i + 1 < argc)
+            only = argv[++i];
         else if (!strcmp(argv[i], "--gemv") && !attention_only)
             gemv_only = 1;
         else if (!strcmp(argv[i], "--attention") && !gemv_only)
             attention_only = 1;
         else {
-            fprintf(stderr, "usage: cuda-bench-infer [--quick] [--gemv | --attention]\n");
+            fprintf(stderr, "usage: cuda-bench-infer [--quick] [--gemv | --attention] [--relaxed] [--dtypes LIST]\n");
             return 2;
         }
     }
@@ -375,7 +393,8 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++)
-        for (uint32_t p = RAYO_PRECISION_STRICT; p <= RAYO_PRECISION_RELAXED; p++) {
+        for (uint32_t p = relaxed_only ? RAYO_PRECISION_RELAXED : RAYO_PRECISION_STRICT;
+             p <= RAYO_PRECISION_RELAXED && dtype_listed(only, dts[i]); p++) {
             bench_gemv(ctx, dts[i], 4096, 11008, p, ref);
             if (!quick)
                 bench_gemv(ctx, dts[i], 11008, 4096, p, ref);
@@ -383,7 +402,8 @@ int main(int argc, char **argv)
     static const size_t decode[][2] = {{2048, 2048}, {256, 2048}, {5632, 2048}, {2048, 5632}};
     for (size_t i = 0; i < sizeof decode / sizeof decode[0] && !quick; i++)
         for (size_t d = 2; d < 5; d++) /* Q8_0, Q4_0, Q4_K */
-            bench_gemv(ctx, dts[d], decode[i][0], decode[i][1], RAYO_PRECISION_RELAXED, ref);
+            if (dtype_listed(only, dts[d]))
+                bench_gemv(ctx, dts[d], decode[i][0], decode[i][1], RAYO_PRECISION_RELAXED, ref);
     rayo_close(ctx);
     return 0;
 }
