@@ -23,8 +23,8 @@
 // (a score's error moves every probability by the same relative amount: in
 // float it would exceed the 1e-5 contract for peaky softmax), l and acc are
 // double, and so is the scratch.  RAYO_F32 (the attention_f32 module, for
-// relaxed calls of up to 4 queries: a 2e-3 contract; vk-infer.c says why
-// not more) keeps all of them in float and needs no shaderFloat64.
+// relaxed calls: a 2e-3 contract) keeps all of them in float and needs no
+// shaderFloat64.
 // Exponentials are rmath.glsl's r_exp of the float
 // difference (about 1 ulp); f16 values are decoded exactly (half.glsl).
 
@@ -219,6 +219,12 @@ void attend_chunk(uint item, uint chunk)
         m_run[t] = ACC_LOW;
         l_run[t] = ACC(0.0);
     }
+    // qs, m_run and l_run as set above for every invocation: a chunk past
+    // a causal row's last key stores m_run and l_run with no tile's
+    // barriers in between (without this one, invocations 128 and up could
+    // store the previous workgroup's values, which a GPU shows and lavapipe
+    // does not)
+    barrier();
     ACC acc[OUTS];
     [[unroll]] for (uint i = 0u; i < OUTS; i++) acc[i] = ACC(0.0);
     for (uint key0 = k0; key0 < k1; key0 += TILE) {

@@ -238,7 +238,6 @@ static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *
 #define ATTN_TILE 32u           /* keys per tile of attention.comp */
 #define ATTN_HEADS 8u           /* query heads per workgroup */
 #define ATTN_DMAX 256u          /* largest head_dim */
-#define ATTN_F32_MAX_Q 4u       /* relaxed calls of more queries take the double module */
 #define ATTN_GROUPS 4096u       /* workgroups worth cutting a long cache into chunks for */
 #define ATTN_CPU_TILES 32u      /* tiles per chunk on a CPU device (lavapipe's loop limit) */
 #define ATTN_KD 128u            /* K columns staged at a time */
@@ -302,12 +301,7 @@ static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
 {
     const rayo_attention_params *p = call->params; /* checked by shape_of */
     rayo_dtype kv = RAYO_DTYPE_OF(call->dtypes, 1);
-    /* The float module for relaxed calls of at most ATTN_F32_MAX_Q queries
-     * (decode); more queries take the double one where the device has it:
-     * on an NVIDIA H200 (driver 580) the float module gave finite wrong rows
-     * for a 37-query prompt whose q, K and V hold NaN (rayo-conform seed
-     * 2352140732), which lavapipe and the double module get right. */
-    bool f32 = call->precision == RAYO_PRECISION_RELAXED && (p->n_q <= ATTN_F32_MAX_Q || !s->f64);
+    bool f32 = call->precision == RAYO_PRECISION_RELAXED;
     if ((!f32 && !s->f64) || p->head_dim > ATTN_DMAX ||
         s->props.limits.maxComputeSharedMemorySize < ATTN_SHARED_BYTES) {
         s->host->set_error(s->host, "vulkan: attention needs head_dim <= %u, %u bytes of shared memory, "
