@@ -32,6 +32,7 @@
  * Output: a table and "csv,..." lines. */
 #define _POSIX_C_SOURCE 200809L
 #include "rayo.h"
+#include "dtype-list.h"
 #include "rayo-dtype.h"
 
 #include <math.h>
@@ -340,17 +341,6 @@ static double bench_sum_reference(rayo_context *ctx, int quick)
     rayo_buffer_destroy(a);
     rayo_buffer_destroy(y);
     return gbs;
-}
-
-/* Whether dt's name is an item of the comma-separated list (NULL: all are). */
-static int dtype_listed(const char *list, rayo_dtype dt)
-{
-    const char *name = rayo_dtype_name(dt);
-    size_t len = strlen(name);
-    for (const char *at = list; at; at = strchr(at, ',') ? strchr(at, ',') + 1 : NULL)
-        if (!strncmp(at, name, len) && (at[len] == ',' || at[len] == '\0'))
-            return 1;
-    return !list;
 }
 
 int main(int argc, char **argv)

@@ -28,13 +28,13 @@ bench_cuda_bench_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
 bench_cuda_bench_LDADD = core/librayo.la $(PTHREAD_LIBS) -lm
 # the inference kernels (gemv in every weight dtype, attention) against read bandwidth
 noinst_PROGRAMS += bench/cuda-bench-infer
-bench_cuda_bench_infer_SOURCES = bench/cuda-bench-infer.c
+bench_cuda_bench_infer_SOURCES = bench/cuda-bench-infer.c bench/dtype-list.h
 bench_cuda_bench_infer_LDADD = core/librayo.la -lm
 endif
 
 if BUILD_VULKAN
 # the vulkan backend through the public API (bench/vulkan-ops.sh, bench/gpu-run.sh)
 noinst_PROGRAMS += bench/vk-bench
-bench_vk_bench_SOURCES = bench/vk-bench.c
+bench_vk_bench_SOURCES = bench/vk-bench.c bench/dtype-list.h
 bench_vk_bench_LDADD = core/librayo.la -lm
 endif

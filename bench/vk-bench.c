@@ -45,6 +45,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "rayo.h"
+#include "dtype-list.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -442,18 +443,6 @@ static double bench_copies(rayo_context *ctx, int quick)
     if (csv)
         fprintf(csv, "copy,%zu,%.1f\nread,%zu,%.1f\n", n, copy, n, read);
     return copy;
-}
-
-/* Whether dtype dt is in the comma-separated list (NULL: every dtype). */
-static int dtype_listed(const char *list, rayo_dtype dt)
-{
-    const char *name = rayo_dtype_name(dt);
-    size_t len = strlen(name);
-    for (const char *p = list; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
-        if (strcspn(p, ",") == len && !strncmp(p, name, len))
-            return 1;
-    }
-    return list == NULL;
 }
 
 static int gemv_relaxed; /* --relaxed */
