@@ -294,6 +294,25 @@ static void judge_with_flushed_inputs(engine *e, one_case *t)
     free(terms);
 }
 
+/* The largest error an op's cell reports, and where it was seen. */
+typedef struct worst_seen {
+    double units;
+    char where[sizeof ((conform_result *)0)->worst];
+} worst_seen;
+
+static worst_seen worst_get(const conform_result *r)
+{
+    worst_seen w = {r->max_units, ""};
+    memcpy(w.where, r->worst, sizeof w.where);
+    return w;
+}
+
+static void worst_set(conform_result *r, const worst_seen *w)
+{
+    r->max_units = w->units;
+    memcpy(r->worst, w->where, sizeof r->worst);
+}
+
 /* check_values, and for a [subnormal] case on a device that flushes
  * denormals the second verdict too.  When that one passes, the error the
  * op's cell reports is its error: the first verdict's is forgotten (a
@@ -302,23 +321,15 @@ static void check_values_or_flushed(engine *e, one_case *t)
 {
     int may_flush = e->opt->flushes_denormals && !t->y_is_input && t->cs->group &&
                     !strcmp(t->cs->group, GROUP_SUBNORMAL);
-    double units_before = e->res->max_units;
-    char worst_before[sizeof e->res->worst];
-    if (may_flush)
-        memcpy(worst_before, e->res->worst, sizeof worst_before);
+    worst_seen before = worst_get(e->res);
     check_values(e, t);
     if (!t->problem[0] || !may_flush)
         return;
-    double units_first = e->res->max_units;
-    char worst_first[sizeof e->res->worst];
-    memcpy(worst_first, e->res->worst, sizeof worst_first);
-    e->res->max_units = units_before;
-    memcpy(e->res->worst, worst_before, sizeof worst_before);
+    worst_seen first = worst_get(e->res);
+    worst_set(e->res, &before);
     judge_with_flushed_inputs(e, t);
-    if (t->problem[0]) { /* the first verdict stands, and its error */
-        e->res->max_units = units_first;
-        memcpy(e->res->worst, worst_first, sizeof worst_first);
-    }
+    if (t->problem[0]) /* the first verdict stands, and its error */
+        worst_set(e->res, &first);
 }
 
 static int is_empty(const rayo_call *c, const rayo_op_info *op)
