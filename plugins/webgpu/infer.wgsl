@@ -276,8 +276,7 @@ fn attention(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
         var m = -r_inf();
         for (var j = 0u; j < visible; j++) { m = nan_max(m, attn_score(i, h, j).x); }
         var den = Sum(0.0, 0.0);
-        var num: array<Sum, ATTN_DIMS>;
-        for (var c = 0u; c < ATTN_DIMS; c++) { num[c] = Sum(0.0, 0.0); }
+        var num: array<Sum, ATTN_DIMS>;   // zeros, as WGSL initializes a var
         let v0 = (h / (ext(2u) / ext(3u))) * ext(12u) + d0;
         for (var j = 0u; j < visible; j++) {
             let sj = attn_score(i, h, j);
