@@ -16,7 +16,7 @@
 // isolated page (COOP/COEP): the threaded module in the worker, on 2 threads
 // (?threads=2; 1 on a machine of one CPU), with the same tokens.  Exit 0 when all holds, 1 otherwise.
 import { resolve } from 'node:path';
-import { checker, launchChromium, serve } from './test-wasm-serve.mjs';
+import { checker, launchChromium, serve, waitForState, watchdog, within } from './test-wasm-serve.mjs';
 
 const [webDir, model, prompt, n, tokens] = process.argv.slice(2);
 if (!tokens) {
@@ -24,6 +24,7 @@ if (!tokens) {
   process.exit(2);
 }
 const { check, failures } = checker();
+watchdog(1500, 'test-wasm-llama');
 const server = await serve(resolve(webDir));
 const isolatedServer = await serve(resolve(webDir), { 'Cross-Origin-Opener-Policy': 'same-origin',
   'Cross-Origin-Embedder-Policy': 'require-corp' });
@@ -36,15 +37,15 @@ async function decode(base, backend, what, threads) {
   const args = new URLSearchParams({ model, prompt, n, backend, args: '--precision strict --ignore-eos --tokens', run: '1' });
   if (threads) args.set('threads', String(threads));
   await page.goto(`${base}?${args}`);
-  await page.waitForSelector('body[data-state="done"], body[data-state="error"]', { timeout: 600000 });
-  const got = await page.evaluate(() => ({
+  await waitForState(page, ['done', 'error'], 600, `the decode on ${what}`);
+  const got = await within(page.evaluate(() => ({
     state: document.body.dataset.state, tokens: document.body.dataset.tokens || '',
     backend: document.body.dataset.backend || '', worker: document.body.dataset.worker, threads: Number(document.body.dataset.threads),
     used: document.querySelector('#used').textContent, isolated: crossOriginIsolated,
     cpus: navigator.hardwareConcurrency,
     speed: document.querySelector('#speed').textContent, progress: document.querySelector('#progress').value,
     output: document.querySelector('#output').textContent, log: document.querySelector('#log').textContent,
-  }));
+  })), 60, `the page of ${what}`);
   console.log(`${what}: ${got.tokens || got.output}; ${got.used}; ${got.threads} threads; ${got.speed}`);
   if (got.state !== 'done' || process.env.RAYO_TEST_VERBOSE) console.log(got.log);
   check(got.state === 'done', `${what}: the page decoded`);

@@ -20,7 +20,7 @@
 //      float64 (fresh random inputs).
 // Exit 0 when all holds, 1 otherwise (77: skipped, see test-wasm-page.sh).
 import { resolve } from 'node:path';
-import { checker, launchChromium, serve } from './test-wasm-serve.mjs';
+import { checker, launchChromium, serve, watchdog, within } from './test-wasm-serve.mjs';
 
 const [webDir, screenshot] = process.argv.slice(2);
 if (!webDir || !screenshot) {
@@ -80,6 +80,7 @@ function threadedMatmul(page) {
   });
 }
 
+watchdog(900, 'test-wasm-page');
 const server = await serve(resolve(webDir));
 const base = `http://127.0.0.1:${server.address().port}/`;
 const browser = await launchChromium(['--disable-gpu']);
@@ -134,7 +135,7 @@ try {
   const cpus = await isolated.page.evaluate(() => navigator.hardwareConcurrency);
   const threadsIsolated = await device(isolated.page, 'scalar');
   check(threadsIsolated.includes(`threads: ${cpus > 1 ? cpus : '1 (one CPU)'}`), `isolated: a thread per CPU (${cpus}: ${threadsIsolated})`);
-  const threaded = await threadedMatmul(isolated.page);
+  const threaded = await within(threadedMatmul(isolated.page), 300, 'the threaded matmul in the page');
   check(threaded.threads === cpus, `threaded core: ${threaded.threads} threads`);
   for (const be of ['wasm', 'scalar'])
     check(threaded[be] === 0, `threaded core: matmul ${threaded.size} on ${be} within its contract (${threaded[be]} off)`);

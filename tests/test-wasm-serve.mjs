@@ -52,3 +52,46 @@ export function checker() {
   };
   return { check, failures: () => failed };
 }
+
+/**
+ * Ends the test with a failure when it still runs after `seconds`: a page or
+ * a GPU read-back that never settles must fail the test, not stall the run.
+ */
+export function watchdog(seconds, name) {
+  setTimeout(() => {
+    console.log(`FAIL ${name}: still running after ${seconds} s, stopped (a page or a read-back never settled)`);
+    process.exit(1);
+  }, seconds * 1000).unref();
+}
+
+/** `promise`, or an error naming `what` once `seconds` have passed. */
+export function within(promise, seconds, what) {
+  let timer;
+  const late = new Promise((_, fail) => {
+    timer = setTimeout(() => fail(new Error(`${what}: no answer in ${seconds} s`)), seconds * 1000);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Waits until body[data-state] is one of `states` (at most `seconds`), and
+ * every minute prints how long it has waited and the last line of the page's
+ * #log, so a slow or stuck page shows where it is.  Returns the state.
+ */
+export async function waitForState(page, states, seconds, what) {
+  const t0 = Date.now();
+  let told = t0;
+  for (;;) {
+    const now = await within(page.evaluate(() => ({ state: document.body.dataset.state,
+      log: (document.querySelector('#log') || {}).textContent || '' })), 60, `${what}: the page`);
+    if (states.includes(now.state)) return now.state;
+    const waited = (Date.now() - t0) / 1000;
+    if (waited > seconds)
+      throw new Error(`${what}: state '${now.state}' after ${Math.round(waited)} s; the log ends: ${now.log.trim().split('\n').pop()}`);
+    if (Date.now() - told >= 60000) {
+      told = Date.now();
+      console.log(`  ... ${what}: ${Math.round(waited)} s, state '${now.state}': ${now.log.trim().split('\n').pop() || '(no log yet)'}`);
+    }
+    await new Promise((ok) => setTimeout(ok, 1000));
+  }
+}

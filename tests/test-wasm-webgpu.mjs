@@ -31,7 +31,7 @@
 // asserted).
 // Exit 0 when all holds, 1 otherwise.
 import { resolve } from 'node:path';
-import { checker, launchChromium, serve } from './test-wasm-serve.mjs';
+import { checker, launchChromium, serve, waitForState, watchdog, within } from './test-wasm-serve.mjs';
 
 const [webDir] = process.argv.slice(2);
 if (!webDir) {
@@ -173,6 +173,7 @@ function attentionOff(d, roped, out) {
 
 const WEBGPU_FLAGS = ['--enable-unsafe-webgpu', '--use-webgpu-adapter=swiftshader'];
 
+watchdog(1200, 'test-wasm-webgpu');
 const server = await serve(resolve(webDir));
 const base = `http://127.0.0.1:${server.address().port}/`;
 const browser = await launchChromium(WEBGPU_FLAGS);
@@ -182,7 +183,7 @@ async function conformInPage(args, kernels, what) {
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(`${base}conform/?args=${encodeURIComponent(args)}&kernels=${kernels}`);
-  await page.waitForSelector('body[data-state="done"], body[data-state="error"]', { timeout: 1500000 });
+  await waitForState(page, ['done', 'error'], 900, `rayo-conform (kernels: ${kernels})`);
   const log = await page.textContent('#log');
   console.log(`${await page.textContent('#device')} (kernels: ${kernels})\n${log}`);
   const state = await page.getAttribute('body', 'data-state');
@@ -211,7 +212,7 @@ try {
   const A = randoms(m * k), B = randoms(k * n), x = randoms(k);
   const api = await browser.newPage();
   await api.goto(`${base}index.html?bench=0`);
-  const r = await apiInPage(api, A, B, x, m, n, k);
+  const r = await within(apiInPage(api, A, B, x, m, n, k), 300, 'the JS API in the page');
   const wg = r.backends.find((b) => b.name === 'webgpu') || {};
   check(wg.status === 'loaded' && /swiftshader/i.test(wg.device),
     `webgpu loaded on the software adapter (${wg.status}: ${wg.device})`);
@@ -235,7 +236,7 @@ try {
   dec.K = randoms((dec.P0 + dec.S) * dec.KVH * dec.D);
   dec.V = randoms((dec.P0 + dec.S) * dec.KVH * dec.D);
   dec.pos = Array.from({ length: dec.S }, (_, s) => dec.P0 + s);
-  const got = await decodeInPage(api, dec);
+  const got = await within(decodeInPage(api, dec), 300, 'the decode loop in the page');
   check(ropeOff(dec, got.roped) === 0, `rope in a replayed batch on webgpu (${dec.S} steps) within its contract`);
   check(attentionOff(dec, got.roped, got.out) === 0,
     `attention over a KV cache growing with the step (${dec.P0 + 1}..${dec.P0 + dec.S} keys, GQA ${dec.H}/${dec.KVH}) within its contract`);
@@ -244,7 +245,7 @@ try {
   // the example page's WebGPU benchmark
   const bench = await browser.newPage({ viewport: { width: 1100, height: 1100 } });
   await bench.goto(`${base}index.html?bench=0&webgpu=quick`);
-  await bench.waitForSelector('body[data-webgpu-bench="done"], body[data-webgpu-bench="error"]', { timeout: 600000 });
+  await bench.waitForSelector('body[data-webgpu-bench="done"], body[data-webgpu-bench="error"]', { timeout: 300000 });
   console.log(`webgpu benchmark: ${await bench.textContent('#webgpu-status')}`);
   const rows = await bench.$$eval('#bench-webgpu tbody tr', (trs) => trs.map((tr) => ({
     op: tr.dataset.op, ratio: Number(tr.dataset.ratio), cells: [...tr.cells].map((c) => c.textContent) })));

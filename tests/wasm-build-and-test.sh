@@ -75,16 +75,23 @@ make -C "$builddir" -j2 wasm
 
 # ---- 3. tests ----
 failed=""
+# Each test gets at most RAYO_WASM_TEST_LIMIT seconds (default 1800; the
+# slowest takes a few minutes here): a hung browser fails its test.
+limit=${RAYO_WASM_TEST_LIMIT:-1800}
 run_test() { # run_test NAME COMMAND...
     name=$1
     shift
     say "$name"
     status=0
-    (cd "$builddir" && srcdir=$srcdir abs_top_builddir=$builddir "$@") || status=$?
+    t0=$(date +%s)
+    (cd "$builddir" && srcdir=$srcdir abs_top_builddir=$builddir \
+        timeout -k 30 "$limit" "$@") || status=$?
+    took="$(($(date +%s) - t0)) s"
     case $status in
-    0) result=PASS; echo "PASS: $name" ;;
+    0) result=PASS; echo "PASS: $name ($took)" ;;
     77) result=FAIL; echo "FAIL: $name was skipped"; failed="$failed $name" ;;
-    *) result=FAIL; echo "FAIL: $name (exit $status)"; failed="$failed $name" ;;
+    124|137) result=FAIL; echo "FAIL: $name still ran after $limit s, stopped"; failed="$failed $name" ;;
+    *) result=FAIL; echo "FAIL: $name (exit $status, $took)"; failed="$failed $name" ;;
     esac
     # The same result file automake writes, so .ci/run can count every suite.
     echo ":test-result: $result" >"$out/$name.trs"
