@@ -24,7 +24,7 @@ if (!tokens) {
   process.exit(2);
 }
 const { check, failures } = checker();
-watchdog(1500, 'test-wasm-llama');
+watchdog(800, 'test-wasm-llama');
 const server = await serve(resolve(webDir));
 const isolatedServer = await serve(resolve(webDir), { 'Cross-Origin-Opener-Policy': 'same-origin',
   'Cross-Origin-Embedder-Policy': 'require-corp' });

@@ -80,7 +80,7 @@ function threadedMatmul(page) {
   });
 }
 
-watchdog(900, 'test-wasm-page');
+watchdog(600, 'test-wasm-page');
 const server = await serve(resolve(webDir));
 const base = `http://127.0.0.1:${server.address().port}/`;
 const browser = await launchChromium(['--disable-gpu']);

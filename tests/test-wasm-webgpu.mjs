@@ -173,7 +173,7 @@ function attentionOff(d, roped, out) {
 
 const WEBGPU_FLAGS = ['--enable-unsafe-webgpu', '--use-webgpu-adapter=swiftshader'];
 
-watchdog(1200, 'test-wasm-webgpu');
+watchdog(800, 'test-wasm-webgpu');
 const server = await serve(resolve(webDir));
 const base = `http://127.0.0.1:${server.address().port}/`;
 const browser = await launchChromium(WEBGPU_FLAGS);

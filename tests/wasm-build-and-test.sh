@@ -75,9 +75,9 @@ make -C "$builddir" -j2 wasm
 
 # ---- 3. tests ----
 failed=""
-# Each test gets at most RAYO_WASM_TEST_LIMIT seconds (default 1800; the
+# Each test gets at most RAYO_WASM_TEST_LIMIT seconds (default 900; the
 # slowest takes a few minutes here): a hung browser fails its test.
-limit=${RAYO_WASM_TEST_LIMIT:-1800}
+limit=${RAYO_WASM_TEST_LIMIT:-900}
 run_test() { # run_test NAME COMMAND...
     name=$1
     shift
