@@ -79,5 +79,5 @@ echo "machine: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc)
 quick=
 [ $small = 0 ] || quick=--quick
 # shellcheck disable=SC2086 # empty or one word
-node "$srcdir/bench/web-speed.mjs" --web "$out/web" --model web-speed.gguf --gpu-model web-speed-gpu.gguf \
+node --no-concurrent-recompilation "$srcdir/bench/web-speed.mjs" --web "$out/web" --model web-speed.gguf --gpu-model web-speed-gpu.gguf \
     --only "$only" --tokens "$tokens" --gpu-tokens "$gpu_tokens" --repeat "$repeat" $quick

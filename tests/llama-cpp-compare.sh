@@ -53,7 +53,7 @@ for model in "$@"; do
     # shellcheck disable=SC2086
     tokens=$("$bin/rayo-llama" $RAYO_LLAMA_ARGS --tokens -n $steps --prompt-tokens "$ids" \
         --logits "$tmp/logits" --logits-steps $steps "$model") || { status=1; continue; }
-    node "$srcdir/tests/llama-cpp-compare.mjs" "$modules" "$model" "$prompt" "$steps" \
+    node --no-concurrent-recompilation "$srcdir/tests/llama-cpp-compare.mjs" "$modules" "$model" "$prompt" "$steps" \
         "$show_steps" "$ids" "$tokens" "$tmp/logits" || status=1
 done
 exit $status

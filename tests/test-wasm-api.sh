@@ -13,4 +13,5 @@ if ! command -v node >/dev/null 2>&1; then
     echo "SKIP: node not found"
     exit 77
 fi
-exec node "$srcdir/tests/test-wasm-api.mjs" "$out"
+# --no-concurrent-recompilation: Node 20 can hang at exit without it (wasm/wasm.mk, NODE_FLAGS)
+exec node --no-concurrent-recompilation "$srcdir/tests/test-wasm-api.mjs" "$out"

@@ -29,8 +29,9 @@ conform() {
     plugin=$1
     shift
     log=$out/conform-$plugin.log
+    # --no-concurrent-recompilation: as wasm/wasm.mk runs node (NODE_FLAGS)
     # shellcheck disable=SC2086 # RAYO_CONFORM_ARGS: options, one word each
-    node "$out/rayo-conform.js" "$@" $RAYO_CONFORM_ARGS "$out/plugins/rayo-$plugin.so" >"$log" 2>&1
+    node --no-concurrent-recompilation "$out/rayo-conform.js" "$@" $RAYO_CONFORM_ARGS "$out/plugins/rayo-$plugin.so" >"$log" 2>&1
     status=$?
     strip_progress <"$log"
     if [ $status -ne 0 ]; then

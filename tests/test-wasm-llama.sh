@@ -35,4 +35,4 @@ prompt="Once upon a time"
 ref=$("$bin/rayo-llama" -q --precision strict --ignore-eos --tokens -n $n -p "$prompt" "$model") ||
     { echo "FAIL: native rayo-llama"; exit 1; }
 echo "native: $ref"
-node "$srcdir/tests/test-wasm-llama.mjs" "$out/web" test-tiny.gguf "$prompt" $n "$ref"
+node $NODE_FLAGS "$srcdir/tests/test-wasm-llama.mjs" "$out/web" test-tiny.gguf "$prompt" $n "$ref"

@@ -7,4 +7,4 @@
 # wasm-build/page.png.  See test-wasm-page.mjs; what it needs and when it
 # skips (77): test-wasm-browser.sh.
 . "${srcdir:-$(dirname "$0")/..}/tests/test-wasm-browser.sh"
-exec node "$srcdir/tests/test-wasm-page.mjs" "$out/web" "$out/page.png"
+exec node $NODE_FLAGS "$srcdir/tests/test-wasm-page.mjs" "$out/web" "$out/page.png"

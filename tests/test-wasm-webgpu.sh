@@ -10,4 +10,4 @@ if [ ! -f "$out/web/conform/rayo-conform.mjs" ]; then
     echo "SKIP: $out/web/conform not built (make wasm)"
     exit 77
 fi
-exec node "$srcdir/tests/test-wasm-webgpu.mjs" "$out/web"
+exec node $NODE_FLAGS "$srcdir/tests/test-wasm-webgpu.mjs" "$out/web"

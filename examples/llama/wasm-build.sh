@@ -33,7 +33,7 @@ done
 # shellcheck disable=SC2016 # the wrapper's own expansions
 printf '%s\n' '#!/bin/sh' '# rayo-llama of the WebAssembly build, under node (examples/llama/wasm-build.sh)' \
     'dir=$(dirname "$0")' \
-    'RAYO_PLUGIN_PATH="${RAYO_PLUGIN_PATH:-$dir/plugins}" exec ${NODE:-node} "$dir/rayo-llama.js" "$@"' \
+    'RAYO_PLUGIN_PATH="${RAYO_PLUGIN_PATH:-$dir/plugins}" exec ${NODE:-node} --no-concurrent-recompilation "$dir/rayo-llama.js" "$@"' \
     > "$out/rayo-llama"
 chmod +x "$out/rayo-llama"
 echo "wasm-build.sh: $out/rayo-llama"
