@@ -32,10 +32,14 @@
  *     into int32 (Q4_K: a sub-block's pairs first summed in int16, then
  *     one madd for the block), one float multiply-add per 256 values.
  * Codes go 16 or 32 per instruction where the strict path spends three
- * instructions on eight floats.
+ * instructions on eight floats.  Where the CPU has AVX-VNNI (and the
+ * context's vnni setting allows it, plugin.c), the int8 Q8_0 and Q4_0
+ * kernels take their u8 x s8 step as one vpdpbusd instead of maddubs,
+ * madd and add: the same integer sums, the same results.
  */
 #include "plugin.h"
 #include "x86-avx2-math.h"
+#define TYPED_GEMV_ROWS_FOR_CPU avx2_rows_for_cpu
 #include "cpu-typed-gemv_tmpl.c"
 #include "x86-quant.h"
 
@@ -365,7 +369,11 @@ TYPED_ROWS_PAIRS(rows_q8_0_i8, 1, block_q8_0_pair)
  * 4h + r: row r, block h of each pair; x86-quant.h), double across groups
  * of pairs as dots_of_blocks does; a pair of the four rows is 8 blocks of
  * the group's run (x86_rows_ahead). */
-static void q4_0_rows4_i8(const uint8_t *row, size_t stride, const typed_gemv_x *x, size_t pairs, double out[4])
+typedef __m256 q4_0_rows4_fn(const uint8_t *blk, size_t stride, const int8_t *xq, const int32_t *offset,
+                             const float *sx, __m256 acc);
+
+static ALWAYS_INLINE void q4_0_rows4_i8(const uint8_t *row, size_t stride, const typed_gemv_x *x, size_t pairs,
+                                        q4_0_rows4_fn *rows4, double out[4])
 {
     const char *ahead = x86_rows_ahead(row, stride, 4, PREFETCH_BYTES);
     __m256d sums = _mm256_setzero_pd();
@@ -375,8 +383,7 @@ static void q4_0_rows4_i8(const uint8_t *row, size_t stride, const typed_gemv_x 
         for (; p < end; p++) {
             const uint8_t *blk = row + 2 * RAYO_Q4_0_BYTES * p;
             x86_prefetch_run(ahead + 8 * RAYO_Q4_0_BYTES * p, 8 * RAYO_Q4_0_BYTES);
-            acc = x86_q4_0_rows4_pair_i8(blk, stride, x->q8_32 + 64 * p, x->offset8_64 + 8 * p,
-                                         x->scale8_64 + 8 * p, acc);
+            acc = rows4(blk, stride, x->q8_32 + 64 * p, x->offset8_64 + 8 * p, x->scale8_64 + 8 * p, acc);
         }
         sums = _mm256_add_pd(sums, _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(acc)),
                                                  _mm256_cvtps_pd(_mm256_extractf128_ps(acc, 1))));
@@ -384,15 +391,54 @@ static void q4_0_rows4_i8(const uint8_t *row, size_t stride, const typed_gemv_x 
     _mm256_storeu_pd(out, sums);
 }
 
+/* Q4_0's rows against int8 x: four by rows4, fewer by the pair block
+ * function. */
+static ALWAYS_INLINE void q4_0_rows_i8(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
+                                       size_t n, q4_0_rows4_fn *rows4, block_fn *pair, double out[4])
+{
+    if (count == 4)
+        q4_0_rows4_i8(row, stride, x, n / 64, rows4, out);
+    else
+        rows_of_blocks(row, stride, count, x, n / 64, 2 * RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 64, pair, out);
+    typed_gemv_odd_block(row, stride, count, x, n, 0, out);
+}
+
 static void rows_q4_0_i8(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
                          double out[4])
 {
-    if (count == 4)
-        q4_0_rows4_i8(row, stride, x, n / 64, out);
-    else
-        rows_of_blocks(row, stride, count, x, n / 64, 2 * RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 64,
-                       block_q4_0_pair, out);
-    typed_gemv_odd_block(row, stride, count, x, n, 0, out);
+    q4_0_rows_i8(row, stride, count, x, n, x86_q4_0_rows4_pair_i8, block_q4_0_pair, out);
+}
+
+/* ---- relaxed with AVX-VNNI: the int8 Q8_0 and Q4_0 kernels again, the
+ * u8 x s8 step in one instruction (x86-quant.h) --------------------------- */
+
+static ALWAYS_INLINE X86_AVX_VNNI __m256 block_q8_0_pair_vnni(const uint8_t *blk, const typed_gemv_x *x, size_t p,
+                                                              __m256 acc)
+{
+    return x86_q8_0_pair_vnni(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
+}
+
+static ALWAYS_INLINE X86_AVX_VNNI __m256 block_q4_0_pair_vnni(const uint8_t *blk, const typed_gemv_x *x, size_t p,
+                                                              __m256 acc)
+{
+    return x86_q4_0_pair_vnni(blk, x->q8_32 + 64 * p, x->offset8_64 + 8 * p, x->scale8_64 + 8 * p, acc);
+}
+
+X86_AVX_VNNI TYPED_ROWS_PAIRS(rows_q8_0_i8_vnni, 1, block_q8_0_pair_vnni)
+
+static X86_AVX_VNNI void rows_q4_0_i8_vnni(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
+                                           size_t n, double out[4])
+{
+    q4_0_rows_i8(row, stride, count, x, n, x86_q4_0_rows4_pair_vnni, block_q4_0_pair_vnni, out);
+}
+
+/* The int8 Q8_0 and Q4_0 kernels' AVX-VNNI forms where the context uses
+ * AVX-VNNI (x86_state.avx_vnni, plugin.c); rows itself otherwise. */
+static typed_rows_fn *avx2_rows_for_cpu(const cpu_state *st, typed_rows_fn *rows)
+{
+    if (!((const x86_state *)st)->avx_vnni)
+        return rows;
+    return rows == rows_q8_0_i8 ? rows_q8_0_i8_vnni : rows == rows_q4_0_i8 ? rows_q4_0_i8_vnni : rows;
 }
 
 /* Q4_K against int8 x with a scale per 256 values, or per 32, and Q6_K's
