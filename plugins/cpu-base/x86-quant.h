@@ -11,13 +11,13 @@
  * compiler put VNNI instructions anywhere, on CPUs without them too; and
  * rather than a second file compiled with the flag, which would need the
  * row drivers of quant.c twice.  A function with the attribute inlines the
- * plain AVX2 helpers it calls (a subset of its target), and the form of
- * the u8 x s8 step is passed as a constant function (x86_dot_u8s8 or
- * x86_dot_u8s8_vnni) to the always-inline kernels that are the same
- * otherwise.  __AVXVNNI__ cannot tell the two apart: it is the whole
- * file's, not the function's.  The integer sums are the same in both forms
- * (the maddubs pairs of these formats never saturate: each kernel says
- * why), so the results are identical bit for bit. */
+ * plain AVX2 helpers it calls (a subset of its target), and where the two
+ * forms differ in one step only, that step is passed as a constant
+ * function (x86_q8_0_dot or x86_q8_0_dot_vnni) to an always-inline kernel
+ * (__AVXVNNI__ cannot tell the two forms apart: it is the whole file's,
+ * not the function's).  The integer sums are the same in both forms (the
+ * maddubs pairs of these formats never saturate: each kernel says why),
+ * so the results are identical bit for bit. */
 #ifndef RAYO_X86_QUANT_H
 #define RAYO_X86_QUANT_H
 
@@ -124,8 +124,6 @@ static inline __m256i x86_q6_k_scale_pair(__m256i sc_h, int k)
  * fours (bytes 4i .. 4i + 3) into the int32 lanes: maddubs (pairs into
  * int16, saturating: the callers keep a pair within int16), madd by ones,
  * add. */
-typedef __m256i x86_dot_u8s8_fn(__m256i acc, __m256i u, __m256i s);
-
 static inline __m256i x86_dot_u8s8(__m256i acc, __m256i u, __m256i s)
 {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
@@ -137,21 +135,38 @@ static inline X86_AVX_VNNI __m256i x86_dot_u8s8_vnni(__m256i acc, __m256i u, __m
     return _mm256_dpbusd_avx_epi32(acc, u, s);
 }
 
-/* Q8_0 against int8 x, two blocks at a time (x in order), the u8 x s8 step
- * by dot.  maddubs takes an unsigned first operand: |q| times x with q's
- * sign moved onto x (pairs into int16: at most 2 * 128 * 127, no
- * saturation), madd by ones into int32, hadd of the two blocks: lanes 0-1
- * and 4-5 hold block 2b, 2-3 and 6-7 block 2b + 1.  Returns acc + those
- * lanes times d x's scale (sx: the two blocks' x scales). */
+/* A Q8_0 block's 32 codes q (signed) times x's 32 values, summed by fours
+ * into int32 lanes.  u8 x s8 takes an unsigned first operand: AVX2 gives
+ * it |q| and moves q's sign onto x (maddubs pairs at most 2 * 128 * 127:
+ * no saturation); AVX-VNNI gives it q + 128 (one xor, where |q| and the
+ * sign take two instructions) and starts the sums at minus 128 times x's
+ * sums by fours, x's part of the +128 (one more vpdpbusd, of x alone: the
+ * same for every row of a pass, which the compiler computes once).  Both
+ * are the exact sums. */
+typedef __m256i x86_q8_0_dot_fn(__m256i q, __m256i x);
+
+static inline __m256i x86_q8_0_dot(__m256i q, __m256i x)
+{
+    return x86_dot_u8s8(_mm256_setzero_si256(), _mm256_abs_epi8(q), _mm256_sign_epi8(x, q));
+}
+
+static inline X86_AVX_VNNI __m256i x86_q8_0_dot_vnni(__m256i q, __m256i x)
+{
+    const __m256i plus128 = _mm256_set1_epi8((char)0x80), zero = _mm256_setzero_si256();
+    __m256i minus_x_part = _mm256_sub_epi32(zero, x86_dot_u8s8_vnni(zero, plus128, x));
+    return x86_dot_u8s8_vnni(minus_x_part, _mm256_xor_si256(q, plus128), x);
+}
+
+/* Q8_0 against int8 x, two blocks at a time (x in order), each block's
+ * dot by dot; hadd of the two blocks: lanes 0-1 and 4-5 hold block 2b, 2-3
+ * and 6-7 block 2b + 1.  Returns acc + those lanes times d x's scale (sx:
+ * the two blocks' x scales). */
 static inline __attribute__((always_inline)) __m256 x86_q8_0_pair_by(const uint8_t *blk, const int8_t *xq,
                                                                      const float *sx, __m256 acc,
-                                                                     x86_dot_u8s8_fn *dot)
+                                                                     x86_q8_0_dot_fn *dot)
 {
-    const __m256i zero = _mm256_setzero_si256();
-    __m256i q0 = x86_load256(blk + 2), q1 = x86_load256(blk + RAYO_Q8_0_BYTES + 2);
-    __m256i x0 = x86_load256(xq), x1 = x86_load256(xq + 32);
-    __m256i s0 = dot(zero, _mm256_abs_epi8(q0), _mm256_sign_epi8(x0, q0));
-    __m256i s1 = dot(zero, _mm256_abs_epi8(q1), _mm256_sign_epi8(x1, q1));
+    __m256i s0 = dot(x86_load256(blk + 2), x86_load256(xq));
+    __m256i s1 = dot(x86_load256(blk + RAYO_Q8_0_BYTES + 2), x86_load256(xq + 32));
     __m128i d = _mm_unpacklo_epi32(_mm_set1_epi16((short)rayo__le16(blk)),
                                    _mm_set1_epi16((short)rayo__le16(blk + RAYO_Q8_0_BYTES)));
     __m256 sx_lanes = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(_mm256_broadcast_ss(sx)),
@@ -162,13 +177,13 @@ static inline __attribute__((always_inline)) __m256 x86_q8_0_pair_by(const uint8
 
 static inline __m256 x86_q8_0_pair_i8(const uint8_t *blk, const int8_t *xq, const float *sx, __m256 acc)
 {
-    return x86_q8_0_pair_by(blk, xq, sx, acc, x86_dot_u8s8);
+    return x86_q8_0_pair_by(blk, xq, sx, acc, x86_q8_0_dot);
 }
 
 static inline X86_AVX_VNNI __m256 x86_q8_0_pair_vnni(const uint8_t *blk, const int8_t *xq, const float *sx,
                                                      __m256 acc)
 {
-    return x86_q8_0_pair_by(blk, xq, sx, acc, x86_dot_u8s8_vnni);
+    return x86_q8_0_pair_by(blk, xq, sx, acc, x86_q8_0_dot_vnni);
 }
 
 /* Q4_0 against int8 x, two blocks (2b, 2b + 1) at a time: x of the pair
