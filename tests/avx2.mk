@@ -45,8 +45,8 @@ tests_test_x86_typed_LDADD = tools/conform/libconform.la core/librayo.la -lm
 
 # The relaxed int8 gemv with AVX-VNNI and without (vnni = off): the same
 # floats bit for bit, and within the relaxed contract; then rayo-conform on
-# gemv Q8_0 and Q4_0 with vnni = off (test-conform.sh checks the default
-# form).  Both SKIP where the CPU lacks AVX-VNNI.
+# gemv Q8_0, Q4_0 and Q6_K with vnni = off (test-conform.sh checks the
+# default form).  Both SKIP where the CPU lacks AVX-VNNI.
 TESTS += tests/test-avx2-vnni
 check_PROGRAMS += tests/test-avx2-vnni
 tests_test_avx2_vnni_SOURCES = tests/test-avx2-vnni.c tests/testutil.h

@@ -1,9 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# test-avx2-vnni-off.sh - avx2's relaxed int8 gemv (Q8_0, Q4_0) in both of its
-# forms.  Where the CPU has AVX-VNNI the plugin uses it by default, and
+# test-avx2-vnni-off.sh - avx2's relaxed int8 gemv (Q8_0, Q4_0, Q6_K) in both
+# of its forms.  Where the CPU has AVX-VNNI the plugin uses it by default, and
 # test-conform.sh checks that form; here rayo-conform checks gemv on those
-# two dtypes again with `vnni = off`, the AVX2 (maddubs) form that CPUs
+# three dtypes again with `vnni = off`, the AVX2 (maddubs) form that CPUs
 # without AVX-VNNI run.  SKIP where the CPU lacks AVX-VNNI (the default run
 # of test-conform.sh is then the maddubs form, and the VNNI form cannot be
 # checked here) or where avx2 does not load.
@@ -27,10 +27,11 @@ form() { # form [CONFIG]: the plugin's line about its relaxed int8 gemv
 }
 line=$(form)
 case $line in
-*"AVX-VNNI (vpdpbusd)"*) ;;
+"") echo "SKIP: avx2 does not load here"; exit 77 ;;
+*": AVX-VNNI"*) ;;
 *"lacks it"*) echo "SKIP: avx2's AVX-VNNI gemv: the CPU lacks AVX-VNNI (test-conform.sh checked the maddubs form)"
     exit 77 ;;
-*) echo "SKIP: avx2 does not load here, or did not say which gemv it uses: ${line:-no line}"; exit 77 ;;
+*) echo "FAIL: avx2 did not say which form its gemv uses: $line"; exit 1 ;;
 esac
 echo "default: $line"
 
@@ -43,7 +44,7 @@ case $line in
 esac
 
 failed=0
-for dtype in q8_0 q4_0; do
+for dtype in q8_0 q4_0 q6_k; do
     RAYO_CONFIG=$tmp/off.conf "$conform" --op gemv --dtype $dtype ${RAYO_CONFORM_ARGS:-} "$plugin" >"$tmp/out" 2>&1
     rc=$?
     cat "$tmp/out"

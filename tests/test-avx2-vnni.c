@@ -4,15 +4,16 @@
  *
  * Two contexts open at once, one with [backend.avx2] vnni = auto (AVX-VNNI
  * where the CPU has it), one with vnni = off (AVX2's maddubs); each must
- * say at debug level which form it uses.  Relaxed gemv on random Q8_0 and
- * Q4_0 weights, at row counts around the four-row kernels (1, 3, 4, 5, 8,
- * 11), rows of an even and an odd number of blocks, short and long, dense
- * and with a row stride, must give the same floats bit for bit in both
+ * say at debug level which form it uses.  Relaxed gemv on random Q8_0,
+ * Q4_0 and Q6_K weights, at row counts around the four-row kernels (1, 3,
+ * 4, 5, 8, 11), rows of an even and an odd number of blocks, short and
+ * long, dense and with a row stride, must give the same floats bit for bit in both
  * (the integer sums are exact in both forms) and lie within 2e-3 of sum
  * |terms| of the float64 reference (the relaxed contract, as
  * test-x86-typed.c).  x is made of multiples of 1/64 with 127/64 in every
- * block of 32, which int8 holds exactly, so the int8 kernels run (not the
- * int16 ones that x failing the rounding budget would take).  SKIP (77)
+ * block of 32, which int8 holds exactly (per 32 values or per 256), so the
+ * int8 kernels run (not the int16 or per-32 ones that x failing the
+ * rounding budget would take).  SKIP (77)
  * where avx2 does not load or the CPU lacks AVX-VNNI.
  */
 #include "testutil.h" /* first: it defines _GNU_SOURCE */
@@ -88,15 +89,18 @@ out:
 
 static void check_all(rayo_context *vnni, rayo_context *off)
 {
-    static const rayo_dtype dts[] = { RAYO_DTYPE_Q8_0, RAYO_DTYPE_Q4_0 };
+    static const rayo_dtype dts[] = { RAYO_DTYPE_Q8_0, RAYO_DTYPE_Q4_0, RAYO_DTYPE_Q6_K };
     static const size_t ms[] = { 1, 3, 4, 5, 8, 11 };
-    static const size_t ns[] = { 32, 64, 96, 2048, 4160, 11008 }; /* 4160: 130 blocks, 2080 values a group */
+    /* 4160: 130 blocks of 32, 2080 values a group; 2304: 9 blocks of 256 */
+    static const size_t ns[] = { 32, 64, 96, 2048, 2304, 4160, 11008 };
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
         for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
             for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++)
-                check_case(vnni, off, &(gemv_case){ dts[d], ms[i], ns[j], 0 });
-        check_case(vnni, off, &(gemv_case){ dts[d], 9, 96, 160 });
-        check_case(vnni, off, &(gemv_case){ dts[d], 13, 4096, 4096 + 64 });
+                if (ns[j] % rayo_dtype_block_elems(dts[d]) == 0)
+                    check_case(vnni, off, &(gemv_case){ dts[d], ms[i], ns[j], 0 });
+        if (dts[d] != RAYO_DTYPE_Q6_K)
+            check_case(vnni, off, &(gemv_case){ dts[d], 9, 96, 160 });
+        check_case(vnni, off, &(gemv_case){ dts[d], 13, 4096, 4096 + 256 });
     }
 }
 
@@ -118,7 +122,8 @@ int main(void)
     else if (strstr(vnni_log.text, "the CPU lacks it"))
         printf("SKIP: the CPU lacks AVX-VNNI: avx2 has only its maddubs gemv here\n");
     else {
-        CHECK(strstr(vnni_log.text, "relaxed int8 gemv (Q8_0, Q4_0): AVX-VNNI"), "vnni = auto: %s", vnni_log.text);
+        CHECK(strstr(vnni_log.text, "relaxed int8 gemv (Q8_0, Q4_0, Q6_K): AVX-VNNI"), "vnni = auto: %s",
+              vnni_log.text);
         CHECK(strstr(off_log.text, "not AVX-VNNI: vnni = off"), "vnni = off: %s", off_log.text);
         check_all(vnni, off);
         status = test_summary();

@@ -52,8 +52,8 @@ static void choose_vnni(x86_state *st)
     int has = cpu_has_avx_vnni();
     st->avx_vnni = has && !off;
     if (host->log)
-        host->log(host, RAYO_LOG_DEBUG, "relaxed int8 gemv (Q8_0, Q4_0): %s",
-                  st->avx_vnni ? "AVX-VNNI (vpdpbusd)"
+        host->log(host, RAYO_LOG_DEBUG, "relaxed int8 gemv (Q8_0, Q4_0, Q6_K): %s",
+                  st->avx_vnni ? "AVX-VNNI (vpdpbusd, vpdpwssd)"
                   : off        ? "AVX2 (maddubs), not AVX-VNNI: vnni = off"
                                : "AVX2 (maddubs), not AVX-VNNI: the CPU lacks it (cpuid 7.1 eax bit 4)");
 }

@@ -35,7 +35,8 @@
  * instructions on eight floats.  Where the CPU has AVX-VNNI (and the
  * context's vnni setting allows it, plugin.c), the int8 Q8_0 and Q4_0
  * kernels take their u8 x s8 step as one vpdpbusd instead of maddubs,
- * madd and add: the same integer sums, the same results.
+ * madd and add, and Q6_K (x per 256) its madd by the group scales and add
+ * as one vpdpwssd: the same integer sums, the same results.
  */
 #include "plugin.h"
 #include "x86-avx2-math.h"
@@ -337,9 +338,11 @@ static ALWAYS_INLINE __m256 block_q4_0_pair(const uint8_t *blk, const typed_gemv
 /* Q6_K against int8 x: d (x scale) sum_g sc[g] (sum q xq - 32 sum xq) over
  * the 16 groups g of 16 values.  maddubs multiplies 32 codes (0..63) by x
  * (pairs into int16: at most 2 * 63 * 127), madd by the two groups' scales
- * (int16 lanes 0-7 hold group 2j, lanes 8-15 group 2j + 1); the -32 part
- * is madd of x's group sums with the scales. */
-static ALWAYS_INLINE __m256 block_q6_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
+ * (int16 lanes 0-7 hold group 2j, lanes 8-15 group 2j + 1; madd and add,
+ * or one AVX-VNNI vpdpwssd: x86_madd_add); the -32 part is madd of x's
+ * group sums with the scales. */
+static ALWAYS_INLINE __m256 q6_k_int_by(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc,
+                                         x86_madd_add_fn *madd_add)
 {
     const int8_t *xq = x->q8 + RAYO_QK_K * b;
     __m128i scales8 = x86_load128(blk + RAYO_Q6_K_SCALES);
@@ -352,11 +355,16 @@ static ALWAYS_INLINE __m256 block_q6_k_int(const uint8_t *blk, const typed_gemv_
         for (int k = 0; k < 4; k++, xq += 32) {
             __m256i sc = x86_q6_k_scale_pair(sc_h, k);
             __m256i p = _mm256_maddubs_epi16(x86_q6_k_codes(blk, qh, h, k), x86_load256(xq));
-            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, sc));
+            sum = madd_add(sum, p, sc);
         }
     }
     sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(offset, 5));
     return scaled_add(sum, x86_f16_at(blk + RAYO_Q6_K_D) * x->scale8[b], acc);
+}
+
+static ALWAYS_INLINE __m256 block_q6_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
+{
+    return q6_k_int_by(blk, x, b, acc, x86_madd_add);
 }
 
 TYPED_ROWS_FN(rows_q8_0_int, 32, RAYO_Q8_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q8_0_int)
@@ -410,7 +418,8 @@ static void rows_q4_0_i8(const uint8_t *row, size_t stride, size_t count, const 
 }
 
 /* ---- relaxed with AVX-VNNI: the int8 Q8_0 and Q4_0 kernels again, the
- * u8 x s8 step in one instruction (x86-quant.h) --------------------------- */
+ * u8 x s8 step in one instruction (x86-quant.h), and Q6_K's madd and add
+ * of the group scales in one ------------------------------------------------ */
 
 static ALWAYS_INLINE X86_AVX_VNNI __m256 block_q8_0_pair_vnni(const uint8_t *blk, const typed_gemv_x *x, size_t p,
                                                               __m256 acc)
@@ -426,18 +435,29 @@ static ALWAYS_INLINE X86_AVX_VNNI __m256 block_q4_0_pair_vnni(const uint8_t *blk
 
 X86_AVX_VNNI TYPED_ROWS_PAIRS(rows_q8_0_i8_vnni, 1, block_q8_0_pair_vnni)
 
+static ALWAYS_INLINE X86_AVX_VNNI __m256 block_q6_k_int_vnni(const uint8_t *blk, const typed_gemv_x *x, size_t b,
+                                                             __m256 acc)
+{
+    return q6_k_int_by(blk, x, b, acc, x86_madd_add_vnni);
+}
+
+X86_AVX_VNNI TYPED_ROWS_FN(rows_q6_k_int_vnni, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K,
+                           block_q6_k_int_vnni)
+
 static X86_AVX_VNNI void rows_q4_0_i8_vnni(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
                                            size_t n, double out[4])
 {
     q4_0_rows_i8(row, stride, count, x, n, x86_q4_0_rows4_pair_vnni, block_q4_0_pair_vnni, out);
 }
 
-/* The int8 Q8_0 and Q4_0 kernels' AVX-VNNI forms where the context uses
- * AVX-VNNI (x86_state.avx_vnni, plugin.c); rows itself otherwise. */
+/* The int8 Q8_0, Q4_0 and Q6_K kernels' AVX-VNNI forms where the context
+ * uses AVX-VNNI (x86_state.avx_vnni, plugin.c); rows itself otherwise. */
 static typed_rows_fn *avx2_rows_for_cpu(const cpu_state *st, typed_rows_fn *rows)
 {
     if (!((const x86_state *)st)->avx_vnni)
         return rows;
+    if (rows == rows_q6_k_int)
+        return rows_q6_k_int_vnni;
     return rows == rows_q8_0_i8 ? rows_q8_0_i8_vnni : rows == rows_q4_0_i8 ? rows_q4_0_i8_vnni : rows;
 }
 

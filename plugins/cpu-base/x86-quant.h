@@ -5,7 +5,8 @@
  *
  * The int8 Q8_0 and Q4_0 kernels also come in an AVX-VNNI form (avx2 uses
  * it where the CPU has it: plugins/avx2/plugin.c): the u8 x s8 step is one
- * vpdpbusd (VEX) where AVX2 takes maddubs, madd by ones and an add.  Those
+ * vpdpbusd (VEX) where AVX2 takes maddubs, madd by ones and an add (and
+ * avx2's Q6_K takes vpdpwssd for madd and add: x86_madd_add).  Those
  * functions carry __attribute__((target("avxvnni"))) (X86_AVX_VNNI) rather
  * than the plugin being compiled with -mavxvnni, which would let the
  * compiler put VNNI instructions anywhere, on CPUs without them too; and
@@ -133,6 +134,21 @@ static inline __m256i x86_dot_u8s8(__m256i acc, __m256i u, __m256i s)
 static inline X86_AVX_VNNI __m256i x86_dot_u8s8_vnni(__m256i acc, __m256i u, __m256i s)
 {
     return _mm256_dpbusd_avx_epi32(acc, u, s);
+}
+
+/* acc + the products of a's and b's int16 lanes, summed by pairs into the
+ * int32 lanes: madd and add, or one AVX-VNNI vpdpwssd (neither saturates:
+ * the same sums where they fit int32). */
+typedef __m256i x86_madd_add_fn(__m256i acc, __m256i a, __m256i b);
+
+static inline __m256i x86_madd_add(__m256i acc, __m256i a, __m256i b)
+{
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+}
+
+static inline X86_AVX_VNNI __m256i x86_madd_add_vnni(__m256i acc, __m256i a, __m256i b)
+{
+    return _mm256_dpwssd_avx_epi32(acc, a, b);
 }
 
 /* A Q8_0 block's 32 codes q (signed) times x's 32 values, summed by fours
