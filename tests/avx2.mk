@@ -43,6 +43,18 @@ tests_test_x86_typed_SOURCES = tests/test-x86-typed.c tests/testutil.h
 tests_test_x86_typed_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tests_test_x86_typed_LDADD = tools/conform/libconform.la core/librayo.la -lm
 
+# The relaxed int8 gemv with AVX-VNNI and without (vnni = off): the same
+# floats bit for bit, and within the relaxed contract; then rayo-conform on
+# gemv Q8_0, Q4_0 and Q6_K with vnni = off (test-conform.sh checks the
+# default form).  Both SKIP where the CPU lacks AVX-VNNI.
+TESTS += tests/test-avx2-vnni
+check_PROGRAMS += tests/test-avx2-vnni
+tests_test_avx2_vnni_SOURCES = tests/test-avx2-vnni.c tests/testutil.h
+tests_test_avx2_vnni_CPPFLAGS = $(CONFORM_CPPFLAGS)
+tests_test_avx2_vnni_LDADD = tools/conform/libconform.la core/librayo.la -lm
+dist_noinst_SCRIPTS += tests/test-avx2-vnni-off.sh
+TESTS += tests/test-avx2-vnni-off.sh
+
 # Per-context settings of avx2 and avx512: two contexts open at once with
 # different stream_min_bytes each stream (or not) by their own value.
 TESTS += tests/test-x86-settings

@@ -17,32 +17,12 @@
 
 #define N 8192 /* 32 KiB of output: streams at 4096, not at 1 GiB */
 
-typedef struct context_log {
-    char text[16384];
-} context_log;
-
-static void capture(void *user, rayo_log_level level, const char *msg)
-{
-    context_log *log = user;
-    size_t used = strlen(log->text);
-    (void)level;
-    snprintf(log->text + used, sizeof log->text - used, "%s\n", msg);
-}
-
-static rayo_status open_with(rayo_context **ctx, context_log *log, const char *backend, const char *value)
+static rayo_status open_with(rayo_context **ctx, test_context_log *log, const char *backend, const char *value)
 {
     char settings[256];
     snprintf(settings, sizeof settings, "[rayo]\nlog = debug\nthreads = 1\n[backend.%s]\nstream_min_bytes = %s\n",
              backend, value);
-    rayo_options o = { 0 };
-    o.struct_size = sizeof o;
-    o.settings = settings;
-    o.no_config_files = 1;
-    o.log = capture;
-    o.log_user = log;
-    o.allow_no_backend = 1;
-    log->text[0] = '\0';
-    return rayo_open(ctx, &o);
+    return test_open_logged(ctx, log, settings);
 }
 
 static int loaded(rayo_context *ctx, const char *backend)
@@ -63,14 +43,14 @@ static int add_is_right(rayo_context *ctx, const char *backend, const float *a, 
     return 1;
 }
 
-static int streamed(const context_log *log)
+static int streamed(const test_context_log *log)
 {
     return strstr(log->text, "floats out with streaming stores") != NULL;
 }
 
 static void check_backend(const char *backend, const float *a, const float *b, float *y)
 {
-    static context_log low_log, high_log;
+    static test_context_log low_log, high_log;
     rayo_context *low = NULL, *high = NULL;
     CHECK(open_with(&low, &low_log, backend, "4096") == RAYO_OK, "%s: open: %s", backend, rayo_last_error());
     CHECK(open_with(&high, &high_log, backend, "1073741824") == RAYO_OK, "%s: open: %s", backend, rayo_last_error());
@@ -93,7 +73,7 @@ static void check_backend(const char *backend, const float *a, const float *b, f
 /* A value that is not a whole number keeps the default, with a warning. */
 static void check_bad_value(const char *backend)
 {
-    static context_log log;
+    static test_context_log log;
     static const char *const bad[] = { "-1", "12k", "" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rayo_context *ctx = NULL;

@@ -64,6 +64,33 @@ static inline rayo_status test_open(rayo_context **ctx, const char *settings)
     return rayo_open(ctx, &o);
 }
 
+/* A context's own log: contexts open at once each keep theirs. */
+typedef struct test_context_log {
+    char text[16384];
+} test_context_log;
+
+static inline void test_context_log_capture(void *user, rayo_log_level level, const char *msg)
+{
+    test_context_log *log = user;
+    size_t used = strlen(log->text);
+    (void)level;
+    snprintf(log->text + used, sizeof log->text - used, "%s\n", msg);
+}
+
+/* test_open with the context's log into *log (emptied first). */
+static inline rayo_status test_open_logged(rayo_context **ctx, test_context_log *log, const char *settings)
+{
+    rayo_options o = {0};
+    o.struct_size = sizeof o;
+    o.settings = settings;
+    o.no_config_files = 1;
+    o.log = test_context_log_capture;
+    o.log_user = log;
+    o.allow_no_backend = 1;
+    log->text[0] = '\0';
+    return rayo_open(ctx, &o);
+}
+
 /* The info of the backend called `name`, or status NOT_FOUND. */
 static inline rayo_status test_backend(rayo_context *ctx, const char *name, rayo_backend_info *info)
 {

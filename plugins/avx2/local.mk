@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 # plugins/avx2: the x86-64 AVX2+FMA backend.  This is the only code of rayo
 # compiled with -mavx2 -mfma -mf16c (per-target flags): the core checks the CPU and
-# the OS (cpuid + XGETBV) before it runs any of it.
+# the OS (cpuid + XGETBV) before it runs any of it.  Its AVX-VNNI functions carry
+# target attributes instead of a flag (../cpu-base/x86-quant.h) and run only
+# where the plugin finds the CPU has AVX-VNNI (plugin.c).
 if BUILD_AVX2
 plugin_LTLIBRARIES += plugins/avx2/rayo-avx2.la
 plugins_avx2_rayo_avx2_la_SOURCES = \

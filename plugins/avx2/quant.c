@@ -32,10 +32,15 @@
  *     into int32 (Q4_K: a sub-block's pairs first summed in int16, then
  *     one madd for the block), one float multiply-add per 256 values.
  * Codes go 16 or 32 per instruction where the strict path spends three
- * instructions on eight floats.
+ * instructions on eight floats.  Where the CPU has AVX-VNNI (and the
+ * context's vnni setting allows it, plugin.c), the int8 Q8_0 and Q4_0
+ * kernels take their u8 x s8 step as one vpdpbusd instead of maddubs,
+ * madd and add, and Q6_K (x per 256) its madd by the group scales and add
+ * as one vpdpwssd: the same integer sums, the same results.
  */
 #include "plugin.h"
 #include "x86-avx2-math.h"
+#define TYPED_GEMV_ROWS_FOR_CPU avx2_rows_for_cpu
 #include "cpu-typed-gemv_tmpl.c"
 #include "x86-quant.h"
 
@@ -333,9 +338,11 @@ static ALWAYS_INLINE __m256 block_q4_0_pair(const uint8_t *blk, const typed_gemv
 /* Q6_K against int8 x: d (x scale) sum_g sc[g] (sum q xq - 32 sum xq) over
  * the 16 groups g of 16 values.  maddubs multiplies 32 codes (0..63) by x
  * (pairs into int16: at most 2 * 63 * 127), madd by the two groups' scales
- * (int16 lanes 0-7 hold group 2j, lanes 8-15 group 2j + 1); the -32 part
- * is madd of x's group sums with the scales. */
-static ALWAYS_INLINE __m256 block_q6_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
+ * (int16 lanes 0-7 hold group 2j, lanes 8-15 group 2j + 1; madd and add,
+ * or one AVX-VNNI vpdpwssd: x86_madd_add); the -32 part is madd of x's
+ * group sums with the scales. */
+static ALWAYS_INLINE __m256 q6_k_int_by(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc,
+                                         x86_madd_add_fn *madd_add)
 {
     const int8_t *xq = x->q8 + RAYO_QK_K * b;
     __m128i scales8 = x86_load128(blk + RAYO_Q6_K_SCALES);
@@ -348,11 +355,16 @@ static ALWAYS_INLINE __m256 block_q6_k_int(const uint8_t *blk, const typed_gemv_
         for (int k = 0; k < 4; k++, xq += 32) {
             __m256i sc = x86_q6_k_scale_pair(sc_h, k);
             __m256i p = _mm256_maddubs_epi16(x86_q6_k_codes(blk, qh, h, k), x86_load256(xq));
-            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, sc));
+            sum = madd_add(sum, p, sc);
         }
     }
     sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(offset, 5));
     return scaled_add(sum, x86_f16_at(blk + RAYO_Q6_K_D) * x->scale8[b], acc);
+}
+
+static ALWAYS_INLINE __m256 block_q6_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
+{
+    return q6_k_int_by(blk, x, b, acc, x86_madd_add);
 }
 
 TYPED_ROWS_FN(rows_q8_0_int, 32, RAYO_Q8_0_BYTES, TYPED_GEMV_INT_GROUP / 32, block_q8_0_int)
@@ -365,7 +377,11 @@ TYPED_ROWS_PAIRS(rows_q8_0_i8, 1, block_q8_0_pair)
  * 4h + r: row r, block h of each pair; x86-quant.h), double across groups
  * of pairs as dots_of_blocks does; a pair of the four rows is 8 blocks of
  * the group's run (x86_rows_ahead). */
-static void q4_0_rows4_i8(const uint8_t *row, size_t stride, const typed_gemv_x *x, size_t pairs, double out[4])
+typedef __m256 q4_0_rows4_fn(const uint8_t *blk, size_t stride, const int8_t *xq, const int32_t *offset,
+                             const float *sx, __m256 acc);
+
+static ALWAYS_INLINE void q4_0_rows4_i8(const uint8_t *row, size_t stride, const typed_gemv_x *x, size_t pairs,
+                                        q4_0_rows4_fn *rows4, double out[4])
 {
     const char *ahead = x86_rows_ahead(row, stride, 4, PREFETCH_BYTES);
     __m256d sums = _mm256_setzero_pd();
@@ -375,8 +391,7 @@ static void q4_0_rows4_i8(const uint8_t *row, size_t stride, const typed_gemv_x 
         for (; p < end; p++) {
             const uint8_t *blk = row + 2 * RAYO_Q4_0_BYTES * p;
             x86_prefetch_run(ahead + 8 * RAYO_Q4_0_BYTES * p, 8 * RAYO_Q4_0_BYTES);
-            acc = x86_q4_0_rows4_pair_i8(blk, stride, x->q8_32 + 64 * p, x->offset8_64 + 8 * p,
-                                         x->scale8_64 + 8 * p, acc);
+            acc = rows4(blk, stride, x->q8_32 + 64 * p, x->offset8_64 + 8 * p, x->scale8_64 + 8 * p, acc);
         }
         sums = _mm256_add_pd(sums, _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(acc)),
                                                  _mm256_cvtps_pd(_mm256_extractf128_ps(acc, 1))));
@@ -384,15 +399,66 @@ static void q4_0_rows4_i8(const uint8_t *row, size_t stride, const typed_gemv_x 
     _mm256_storeu_pd(out, sums);
 }
 
+/* Q4_0's rows against int8 x: four by rows4, fewer by the pair block
+ * function. */
+static ALWAYS_INLINE void q4_0_rows_i8(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
+                                       size_t n, q4_0_rows4_fn *rows4, block_fn *pair, double out[4])
+{
+    if (count == 4)
+        q4_0_rows4_i8(row, stride, x, n / 64, rows4, out);
+    else
+        rows_of_blocks(row, stride, count, x, n / 64, 2 * RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 64, pair, out);
+    typed_gemv_odd_block(row, stride, count, x, n, 0, out);
+}
+
 static void rows_q4_0_i8(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
                          double out[4])
 {
-    if (count == 4)
-        q4_0_rows4_i8(row, stride, x, n / 64, out);
-    else
-        rows_of_blocks(row, stride, count, x, n / 64, 2 * RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 64,
-                       block_q4_0_pair, out);
-    typed_gemv_odd_block(row, stride, count, x, n, 0, out);
+    q4_0_rows_i8(row, stride, count, x, n, x86_q4_0_rows4_pair_i8, block_q4_0_pair, out);
+}
+
+/* ---- relaxed with AVX-VNNI: the int8 Q8_0 and Q4_0 kernels again, the
+ * u8 x s8 step in one instruction (x86-quant.h), and Q6_K's madd and add
+ * of the group scales in one ------------------------------------------------ */
+
+static ALWAYS_INLINE X86_AVX_VNNI __m256 block_q8_0_pair_vnni(const uint8_t *blk, const typed_gemv_x *x, size_t p,
+                                                              __m256 acc)
+{
+    return x86_q8_0_pair_vnni(blk, x->q8_32 + 64 * p, x->scale8_32 + 2 * p, acc);
+}
+
+static ALWAYS_INLINE X86_AVX_VNNI __m256 block_q4_0_pair_vnni(const uint8_t *blk, const typed_gemv_x *x, size_t p,
+                                                              __m256 acc)
+{
+    return x86_q4_0_pair_vnni(blk, x->q8_32 + 64 * p, x->offset8_64 + 8 * p, x->scale8_64 + 8 * p, acc);
+}
+
+X86_AVX_VNNI TYPED_ROWS_PAIRS(rows_q8_0_i8_vnni, 1, block_q8_0_pair_vnni)
+
+static ALWAYS_INLINE X86_AVX_VNNI __m256 block_q6_k_int_vnni(const uint8_t *blk, const typed_gemv_x *x, size_t b,
+                                                             __m256 acc)
+{
+    return q6_k_int_by(blk, x, b, acc, x86_madd_add_vnni);
+}
+
+X86_AVX_VNNI TYPED_ROWS_FN(rows_q6_k_int_vnni, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K,
+                           block_q6_k_int_vnni)
+
+static X86_AVX_VNNI void rows_q4_0_i8_vnni(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x,
+                                           size_t n, double out[4])
+{
+    q4_0_rows_i8(row, stride, count, x, n, x86_q4_0_rows4_pair_vnni, block_q4_0_pair_vnni, out);
+}
+
+/* The int8 Q8_0, Q4_0 and Q6_K kernels' AVX-VNNI forms where the context
+ * uses AVX-VNNI (x86_state.avx_vnni, plugin.c); rows itself otherwise. */
+static typed_rows_fn *avx2_rows_for_cpu(const cpu_state *st, typed_rows_fn *rows)
+{
+    if (!((const x86_state *)st)->avx_vnni)
+        return rows;
+    if (rows == rows_q6_k_int)
+        return rows_q6_k_int_vnni;
+    return rows == rows_q8_0_i8 ? rows_q8_0_i8_vnni : rows == rows_q4_0_i8 ? rows_q4_0_i8_vnni : rows;
 }
 
 /* Q4_K against int8 x with a scale per 256 values, or per 32, and Q6_K's

@@ -91,6 +91,13 @@ static typed_rows_fn rows_f16, rows_bf16, rows_q8_0, rows_q4_0, rows_q4_k, rows_
 static typed_rows_fn rows_q8_0_int, rows_q4_0_int, rows_q4_k_int, rows_q6_k_int;
 static typed_rows_fn rows_q8_0_i8, rows_q4_0_i8; /* Q8_0, Q4_0 against int8 x */
 static typed_rows_fn rows_q4_k_i8_32, rows_q6_k_i8_32; /* Q4_K, Q6_K against int8 x per 32 values */
+/* A plugin with other forms of these kernels, for CPUs with more
+ * instructions than it was compiled for, defines TYPED_GEMV_ROWS_FOR_CPU
+ * as the name of its function that maps the state and the kernel chosen
+ * here to the kernel that runs (avx2: AVX-VNNI). */
+#ifdef TYPED_GEMV_ROWS_FOR_CPU
+static typed_rows_fn *TYPED_GEMV_ROWS_FOR_CPU(const cpu_state *st, typed_rows_fn *rows);
+#endif
 #endif
 
 /* Defines the row kernel NAME over blocks of BLOCK values and BYTES bytes,
@@ -549,6 +556,10 @@ static inline rayo_status typed_gemv_run(const cpu_state *st, const rayo_call *c
         scratch = cpu_alloc_floats(st, typed_gemv_scratch(call->n));
 #ifndef TYPED_GEMV_STRICT_ONLY
     typed_rows_fn *int_rows = scratch ? typed_gemv_round_x(&job.x, dt, call->n, scratch) : NULL;
+#ifdef TYPED_GEMV_ROWS_FOR_CPU
+    if (int_rows)
+        int_rows = TYPED_GEMV_ROWS_FOR_CPU(st, int_rows);
+#endif
     if (int_rows)
         job.rows = int_rows;
 #endif

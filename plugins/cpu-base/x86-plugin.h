@@ -18,6 +18,7 @@ typedef struct x86_state {
     x86_gemm_blocking blocking;
     size_t stream_bytes;        /* vector outputs this large use non-temporal stores */
     x86_gemm_pool scratch_pool; /* sgemm packing buffers kept between calls */
+    int avx_vnni;               /* avx2: its relaxed int8 gemv uses AVX-VNNI (avx512: 0) */
 } x86_state;
 
 /* The plugin's sgemm tile and its Goto/BLIS rule from cache sizes to
@@ -48,15 +49,21 @@ void x86_describe(const char *isa, char *name, size_t size);
 
 /* The cpu_plugin of an x86 plugin (cpu-base.h): its device named after ISA,
  * its state an x86_state set up for the sgemm SHAPE (an x86_gemm_shape),
- * vector ranges cut at multiples of GRANULE elements. */
-#define X86_PLUGIN_SPEC(ISA, SHAPE, GRANULE)                                               \
+ * vector ranges cut at multiples of GRANULE elements.  X86_PLUGIN_SPEC_WITH
+ * then runs MORE(state), a void function, for the plugin's own part of it. */
+#define X86_PLUGIN_SPEC(ISA, SHAPE, GRANULE) X86_PLUGIN_SPEC_WITH(ISA, SHAPE, GRANULE, NULL)
+#define X86_PLUGIN_SPEC_WITH(ISA, SHAPE, GRANULE, MORE)                                    \
     static void describe(char *name, size_t size)                                          \
     {                                                                                      \
         x86_describe(ISA, name, size);                                                     \
     }                                                                                      \
     static rayo_status init_state(cpu_state *base)                                         \
     {                                                                                      \
-        return x86_state_init(base, &(SHAPE));                                             \
+        void (*more)(x86_state *) = (MORE);                                                \
+        rayo_status status = x86_state_init(base, &(SHAPE));                               \
+        if (status == RAYO_OK && more)                                                     \
+            more((x86_state *)base);                                                       \
+        return status;                                                                     \
     }                                                                                      \
     const cpu_plugin_spec cpu_plugin = {                                                   \
         .describe = describe, .state_size = sizeof(x86_state), .init = init_state,         \

@@ -1,7 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /* x86-quant.h - block decoding that the gemv kernels of the avx2 and avx512
  * plugins share (their quant.c; both are compiled with AVX2 and F16C).
- * Layouts of the blocks: core/rayo-dtype.h. */
+ * Layouts of the blocks: core/rayo-dtype.h.
+ *
+ * The int8 Q8_0 and Q4_0 kernels also come in an AVX-VNNI form (avx2 uses
+ * it where the CPU has it: plugins/avx2/plugin.c): the u8 x s8 step is one
+ * vpdpbusd (VEX) where AVX2 takes maddubs, madd by ones and an add (and
+ * avx2's Q6_K takes vpdpwssd for madd and add: x86_madd_add).  Those
+ * functions carry __attribute__((target("avxvnni"))) (X86_AVX_VNNI) rather
+ * than the plugin being compiled with -mavxvnni, which would let the
+ * compiler put VNNI instructions anywhere, on CPUs without them too; and
+ * rather than a second file compiled with the flag, which would need the
+ * row drivers of quant.c twice.  A function with the attribute inlines the
+ * plain AVX2 helpers it calls (a subset of its target), and where the two
+ * forms differ in one step only, that step is passed as a constant
+ * function (x86_q8_0_dot or x86_q8_0_dot_vnni) to an always-inline kernel
+ * (__AVXVNNI__ cannot tell the two forms apart: it is the whole file's,
+ * not the function's).  The integer sums are the same in both forms (the
+ * maddubs pairs of these formats never saturate: each kernel says why),
+ * so the results are identical bit for bit. */
 #ifndef RAYO_X86_QUANT_H
 #define RAYO_X86_QUANT_H
 
@@ -101,25 +118,88 @@ static inline __m256i x86_q6_k_scale_pair(__m256i sc_h, int k)
     return _mm256_shuffle_epi8(sc_h, _mm256_set_m128i(hi, lo));
 }
 
-/* Q8_0 against int8 x, two blocks at a time (x in order).  maddubs takes
- * an unsigned first operand: |q| times x with q's sign moved onto x (pairs
- * into int16: at most 2 * 128 * 127, no saturation), madd by ones into
- * int32, hadd of the two blocks: lanes 0-1 and 4-5 hold block 2b, 2-3 and
- * 6-7 block 2b + 1.  Returns acc + those lanes times d x's scale (sx: the
- * two blocks' x scales). */
-static inline __m256 x86_q8_0_pair_i8(const uint8_t *blk, const int8_t *xq, const float *sx, __m256 acc)
+/* The functions that need AVX-VNNI (the CPU's, checked by the plugin). */
+#define X86_AVX_VNNI __attribute__((target("avxvnni")))
+
+/* acc + the products of u's unsigned bytes with s's signed bytes, summed by
+ * fours (bytes 4i .. 4i + 3) into the int32 lanes: maddubs (pairs into
+ * int16, saturating: the callers keep a pair within int16), madd by ones,
+ * add. */
+static inline __m256i x86_dot_u8s8(__m256i acc, __m256i u, __m256i s)
 {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i q0 = x86_load256(blk + 2), q1 = x86_load256(blk + RAYO_Q8_0_BYTES + 2);
-    __m256i x0 = x86_load256(xq), x1 = x86_load256(xq + 32);
-    __m256i s0 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q0), _mm256_sign_epi8(x0, q0)), ones);
-    __m256i s1 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q1), _mm256_sign_epi8(x1, q1)), ones);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+}
+
+/* The same in one AVX-VNNI instruction, without the int16 step. */
+static inline X86_AVX_VNNI __m256i x86_dot_u8s8_vnni(__m256i acc, __m256i u, __m256i s)
+{
+    return _mm256_dpbusd_avx_epi32(acc, u, s);
+}
+
+/* acc + the products of a's and b's int16 lanes, summed by pairs into the
+ * int32 lanes: madd and add, or one AVX-VNNI vpdpwssd (neither saturates:
+ * the same sums where they fit int32). */
+typedef __m256i x86_madd_add_fn(__m256i acc, __m256i a, __m256i b);
+
+static inline __m256i x86_madd_add(__m256i acc, __m256i a, __m256i b)
+{
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+}
+
+static inline X86_AVX_VNNI __m256i x86_madd_add_vnni(__m256i acc, __m256i a, __m256i b)
+{
+    return _mm256_dpwssd_avx_epi32(acc, a, b);
+}
+
+/* A Q8_0 block's 32 codes q (signed) times x's 32 values, summed by fours
+ * into int32 lanes.  u8 x s8 takes an unsigned first operand: AVX2 gives
+ * it |q| and moves q's sign onto x (maddubs pairs at most 2 * 128 * 127:
+ * no saturation); AVX-VNNI gives it q + 128 (one xor, where |q| and the
+ * sign take two instructions) and starts the sums at minus 128 times x's
+ * sums by fours, x's part of the +128 (one more vpdpbusd, of x alone: the
+ * same for every row of a pass, which the compiler computes once).  Both
+ * are the exact sums. */
+typedef __m256i x86_q8_0_dot_fn(__m256i q, __m256i x);
+
+static inline __m256i x86_q8_0_dot(__m256i q, __m256i x)
+{
+    return x86_dot_u8s8(_mm256_setzero_si256(), _mm256_abs_epi8(q), _mm256_sign_epi8(x, q));
+}
+
+static inline X86_AVX_VNNI __m256i x86_q8_0_dot_vnni(__m256i q, __m256i x)
+{
+    const __m256i plus128 = _mm256_set1_epi8((char)0x80), zero = _mm256_setzero_si256();
+    __m256i minus_x_part = _mm256_sub_epi32(zero, x86_dot_u8s8_vnni(zero, plus128, x));
+    return x86_dot_u8s8_vnni(minus_x_part, _mm256_xor_si256(q, plus128), x);
+}
+
+/* Q8_0 against int8 x, two blocks at a time (x in order), each block's
+ * dot by dot; hadd of the two blocks: lanes 0-1 and 4-5 hold block 2b, 2-3
+ * and 6-7 block 2b + 1.  Returns acc + those lanes times d x's scale (sx:
+ * the two blocks' x scales). */
+static inline __attribute__((always_inline)) __m256 x86_q8_0_pair_by(const uint8_t *blk, const int8_t *xq,
+                                                                     const float *sx, __m256 acc,
+                                                                     x86_q8_0_dot_fn *dot)
+{
+    __m256i s0 = dot(x86_load256(blk + 2), x86_load256(xq));
+    __m256i s1 = dot(x86_load256(blk + RAYO_Q8_0_BYTES + 2), x86_load256(xq + 32));
     __m128i d = _mm_unpacklo_epi32(_mm_set1_epi16((short)rayo__le16(blk)),
                                    _mm_set1_epi16((short)rayo__le16(blk + RAYO_Q8_0_BYTES)));
     __m256 sx_lanes = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(_mm256_broadcast_ss(sx)),
                                                           _mm256_castps_pd(_mm256_broadcast_ss(sx + 1))));
     __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(d), sx_lanes);
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(s0, s1)), scale, acc);
+}
+
+static inline __m256 x86_q8_0_pair_i8(const uint8_t *blk, const int8_t *xq, const float *sx, __m256 acc)
+{
+    return x86_q8_0_pair_by(blk, xq, sx, acc, x86_q8_0_dot);
+}
+
+static inline X86_AVX_VNNI __m256 x86_q8_0_pair_vnni(const uint8_t *blk, const int8_t *xq, const float *sx,
+                                                     __m256 acc)
+{
+    return x86_q8_0_pair_by(blk, xq, sx, acc, x86_q8_0_dot_vnni);
 }
 
 /* Q4_0 against int8 x, two blocks (2b, 2b + 1) at a time: x of the pair
@@ -131,13 +211,29 @@ static inline __m256 x86_q8_0_pair_i8(const uint8_t *blk, const int8_t *xq, cons
  * 8-15 of 2b + 1 (at most 4 * 15 * 127 = 7620).  The pair's bytes 2-17
  * (block 2b) and 20-35 (block 2b + 1): two loads inside the pair and a
  * blend. */
-static inline __m256i x86_q4_0_pair_i16(const uint8_t *blk, __m256i x_lo, __m256i x_hi)
+static inline void x86_q4_0_pair_codes(const uint8_t *blk, __m256i *lo, __m256i *hi)
 {
     const __m256i low_nibbles = _mm256_set1_epi8(15);
     __m256i bytes = _mm256_blend_epi32(x86_load256(blk + 2), x86_load256(blk + 4), 0xf0);
-    __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(bytes, low_nibbles), x_lo);
-    __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles), x_hi);
-    return _mm256_add_epi16(lo, hi);
+    *lo = _mm256_and_si256(bytes, low_nibbles);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles);
+}
+
+static inline __m256i x86_q4_0_pair_i16(const uint8_t *blk, __m256i x_lo, __m256i x_hi)
+{
+    __m256i lo, hi;
+    x86_q4_0_pair_codes(blk, &lo, &hi);
+    return _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
+}
+
+/* The same pair by AVX-VNNI, in int32 lanes: lanes 0-3 hold parts of block
+ * 2b, 4-7 of block 2b + 1, each the sum of the terms of the int16 lanes
+ * 2j and 2j + 1 of x86_q4_0_pair_i16 (what madd by ones makes of those). */
+static inline X86_AVX_VNNI __m256i x86_q4_0_pair_i32_vnni(const uint8_t *blk, __m256i x_lo, __m256i x_hi)
+{
+    __m256i lo, hi;
+    x86_q4_0_pair_codes(blk, &lo, &hi);
+    return x86_dot_u8s8_vnni(x86_dot_u8s8_vnni(_mm256_setzero_si256(), lo, x_lo), hi, x_hi);
 }
 
 /* acc + the int32 lanes sums times the f16 scales d (in the int16 lanes
@@ -149,22 +245,37 @@ static inline __m256 x86_q4_0_scaled_add(__m256i sums, __m128i d, const float *s
 }
 
 /* Q4_0 against int8 x, one row's pair of blocks (the rows that do not
- * make a group of four).  A block's values are q - 8: x's offset lanes,
+ * make a group of four): acc + the pair's int32 sums less x's offset
+ * times the scales.  A block's values are q - 8: x's offset lanes,
  * prepared once per call for the four-row kernel (8 times the block's x
  * sum in each of its four lanes), come off a quarter in each of the
  * block's four int32 lanes here (exact: 8 times a sum is a multiple of 4),
  * so the four lanes together lose the offset once.  The int32 lanes 0-3
  * hold parts of block 2b, lanes 4-7 of block 2b + 1 (each at most
  * 2 * 7620 before the offset's quarter, at most 2 * 32 * 127, comes off). */
+static inline __m256 x86_q4_0_pair_minus_offset(const uint8_t *blk, __m256i sums, const int32_t *offset,
+                                                 const float *sx, __m256 acc)
+{
+    __m256i quarter = _mm256_srai_epi32(x86_load256(offset), 2);
+    __m128i d = _mm_unpacklo_epi64(_mm_set1_epi16((short)rayo__le16(blk)),
+                                   _mm_set1_epi16((short)rayo__le16(blk + RAYO_Q4_0_BYTES)));
+    return x86_q4_0_scaled_add(_mm256_sub_epi32(sums, quarter), d, sx, acc);
+}
+
+/* The sums by maddubs (AVX2), or by AVX-VNNI. */
 static inline __m256 x86_q4_0_pair_i8(const uint8_t *blk, const int8_t *xq, const int32_t *offset,
                                       const float *sx, __m256 acc)
 {
     __m256i x_lo = x86_load256(xq), x_hi = x86_load256(xq + 32);
     __m256i sums = _mm256_madd_epi16(x86_q4_0_pair_i16(blk, x_lo, x_hi), _mm256_set1_epi16(1));
-    __m256i quarter = _mm256_srai_epi32(x86_load256(offset), 2);
-    __m128i d = _mm_unpacklo_epi64(_mm_set1_epi16((short)rayo__le16(blk)),
-                                   _mm_set1_epi16((short)rayo__le16(blk + RAYO_Q4_0_BYTES)));
-    return x86_q4_0_scaled_add(_mm256_sub_epi32(sums, quarter), d, sx, acc);
+    return x86_q4_0_pair_minus_offset(blk, sums, offset, sx, acc);
+}
+
+static inline X86_AVX_VNNI __m256 x86_q4_0_pair_vnni(const uint8_t *blk, const int8_t *xq, const int32_t *offset,
+                                                     const float *sx, __m256 acc)
+{
+    __m256i sums = x86_q4_0_pair_i32_vnni(blk, x86_load256(xq), x86_load256(xq + 32));
+    return x86_q4_0_pair_minus_offset(blk, sums, offset, sx, acc);
 }
 
 /* The f16 scales of one block of four rows (blk, blk + stride, ...) as
@@ -174,6 +285,30 @@ static inline long long x86_f16_of_rows4(const uint8_t *blk, size_t stride)
     uint64_t d01 = rayo__le16(blk) | (uint32_t)rayo__le16(blk + stride) << 16;
     uint64_t d23 = rayo__le16(blk + 2 * stride) | (uint32_t)rayo__le16(blk + 3 * stride) << 16;
     return (long long)(d23 << 32 | d01);
+}
+
+/* The sums of one pair of blocks of four rows (blk, blk + stride, ...)
+ * into s[0..3] by pair (x86_q4_0_pair_i16, or x86_q4_0_pair_i32_vnni),
+ * x's two vectors loaded once for the four. */
+typedef __m256i x86_q4_0_pair_fn(const uint8_t *blk, __m256i x_lo, __m256i x_hi);
+
+static inline __attribute__((always_inline)) void x86_q4_0_pairs_of_rows4(const uint8_t *blk, size_t stride,
+                                                                          const int8_t *xq,
+                                                                          x86_q4_0_pair_fn *pair, __m256i s[4])
+{
+    __m256i x_lo = x86_load256(xq), x_hi = x86_load256(xq + 32);
+    _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+        s[r] = pair(blk + r * stride, x_lo, x_hi);
+}
+
+/* acc + the int32 sums of a pair of blocks of four rows (lane 4h + r: row
+ * r's block 2b + h) less x's offsets, times the rows' scales and x's. */
+static inline __m256 x86_q4_0_rows4_minus_offset(const uint8_t *blk, size_t stride, __m256i sums,
+                                                 const int32_t *offset, const float *sx, __m256 acc)
+{
+    __m128i d = _mm_insert_epi64(_mm_cvtsi64_si128(x86_f16_of_rows4(blk, stride)),
+                                 x86_f16_of_rows4(blk + RAYO_Q4_0_BYTES, stride), 1);
+    return x86_q4_0_scaled_add(_mm256_sub_epi32(sums, x86_load256(offset)), d, sx, acc);
 }
 
 /* Q4_0 against int8 x, one pair of blocks of four rows (blk, blk + stride,
@@ -193,18 +328,28 @@ static inline __m256 x86_q4_0_rows4_pair_i8(const uint8_t *blk, size_t stride, c
 {
     const __m256i row_partials = _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, 0, 1, 8,
                                                   9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
-    __m256i x_lo = x86_load256(xq), x_hi = x86_load256(xq + 32);
-    __m256i s0 = x86_q4_0_pair_i16(blk, x_lo, x_hi);
-    __m256i s1 = x86_q4_0_pair_i16(blk + stride, x_lo, x_hi);
-    __m256i s2 = x86_q4_0_pair_i16(blk + 2 * stride, x_lo, x_hi);
-    __m256i s3 = x86_q4_0_pair_i16(blk + 3 * stride, x_lo, x_hi);
-    __m256i s01 = _mm256_add_epi16(_mm256_unpacklo_epi16(s0, s1), _mm256_unpackhi_epi16(s0, s1));
-    __m256i s23 = _mm256_add_epi16(_mm256_unpacklo_epi16(s2, s3), _mm256_unpackhi_epi16(s2, s3));
+    __m256i s[4];
+    x86_q4_0_pairs_of_rows4(blk, stride, xq, x86_q4_0_pair_i16, s);
+    __m256i s01 = _mm256_add_epi16(_mm256_unpacklo_epi16(s[0], s[1]), _mm256_unpackhi_epi16(s[0], s[1]));
+    __m256i s23 = _mm256_add_epi16(_mm256_unpacklo_epi16(s[2], s[3]), _mm256_unpackhi_epi16(s[2], s[3]));
     __m256i s0123 = _mm256_add_epi16(_mm256_unpacklo_epi32(s01, s23), _mm256_unpackhi_epi32(s01, s23));
     __m256i sums = _mm256_madd_epi16(_mm256_shuffle_epi8(s0123, row_partials), _mm256_set1_epi16(1));
-    __m128i d = _mm_insert_epi64(_mm_cvtsi64_si128(x86_f16_of_rows4(blk, stride)),
-                                 x86_f16_of_rows4(blk + RAYO_Q4_0_BYTES, stride), 1);
-    return x86_q4_0_scaled_add(_mm256_sub_epi32(sums, x86_load256(offset)), d, sx, acc);
+    return x86_q4_0_rows4_minus_offset(blk, stride, sums, offset, sx, acc);
+}
+
+/* The same four rows by AVX-VNNI: each row's int32 lanes
+ * (x86_q4_0_pair_i32_vnni) summed across the rows by unpacks, two levels
+ * (by 32 and 64 bits), straight into lane 4h + r; the int16 step and its
+ * shuffle are gone. */
+static inline X86_AVX_VNNI __m256 x86_q4_0_rows4_pair_vnni(const uint8_t *blk, size_t stride, const int8_t *xq,
+                                                           const int32_t *offset, const float *sx, __m256 acc)
+{
+    __m256i s[4];
+    x86_q4_0_pairs_of_rows4(blk, stride, xq, x86_q4_0_pair_i32_vnni, s);
+    __m256i s01 = _mm256_add_epi32(_mm256_unpacklo_epi32(s[0], s[1]), _mm256_unpackhi_epi32(s[0], s[1]));
+    __m256i s23 = _mm256_add_epi32(_mm256_unpacklo_epi32(s[2], s[3]), _mm256_unpackhi_epi32(s[2], s[3]));
+    __m256i sums = _mm256_add_epi32(_mm256_unpacklo_epi64(s01, s23), _mm256_unpackhi_epi64(s01, s23));
+    return x86_q4_0_rows4_minus_offset(blk, stride, sums, offset, sx, acc);
 }
 
 /* Q6_K against int8 x with a scale per 32 values (the fallback where x's
