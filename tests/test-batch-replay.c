@@ -10,7 +10,7 @@
  * cache must equal the same ops called one by one on host memory on the
  * same backend (rayo_run_on).  Before that, steps out of order (s, s + 1,
  * s + 3, s + 2, s): a backend that prepares the next step ahead of the
- * submit (cuda) must run the step set, not the one it expected.  A backend
+ * submit (cuda, vulkan) must run the step set, not the one it expected.  A backend
  * that cannot replay (a 1.0 memory API) goes through the core's
  * re-recording: same results.  All of it at strict precision, then again
  * with the attention relaxed (a backend's relaxed attention kernels
