@@ -13,7 +13,7 @@ static rayo_status mem_buffer_alloc(void *state, size_t bytes, void **buf)
 {
     vk_state *s = state;
     vk_buf *b = NULL;
-    rayo_status st = vk_buf_alloc(s, &s->device_pool, bytes, &b);
+    rayo_status st = vk_buf_alloc_for_app(s, bytes, &b);
     *buf = b;
     return st;
 }

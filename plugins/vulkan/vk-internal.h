@@ -208,6 +208,8 @@ typedef struct vk_state {
 
     vk_pool device_pool, staging_pool;
     bool unified;                     /* device memory is host-visible: no staging */
+    vk_pool mapped_pool;              /* device-local and host-visible: small buffers */
+    bool mapped_small;                /* mapped_pool is there (vk_memory_init) */
     vk_buf *dummy;                    /* bound to unused descriptor slots */
 
     VkDescriptorSetLayout set_layout;
@@ -263,6 +265,8 @@ rayo_status vk_fail(vk_state *s, VkResult r, const char *what);
 rayo_status vk_memory_init(vk_state *s);
 void vk_memory_fini(vk_state *s);
 rayo_status vk_buf_alloc(vk_state *s, vk_pool *pool, VkDeviceSize bytes, vk_buf **out);
+/* An application's buffer: small ones in mapped_pool where there is one. */
+rayo_status vk_buf_alloc_for_app(vk_state *s, VkDeviceSize bytes, vk_buf **out);
 void vk_buf_free(vk_state *s, vk_buf *buf);
 /* Host pointer of a buffer of host-visible memory, else NULL. */
 void *vk_buf_map(const vk_buf *buf);

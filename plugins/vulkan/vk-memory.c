@@ -16,6 +16,8 @@
 #define VK_BLOCK_SIZE ((VkDeviceSize)64 << 20)
 #define VK_ALIGN ((VkDeviceSize)256)           /* >= every offset alignment in practice */
 #define VK_KEEP_EMPTY ((VkDeviceSize)1 << 30)   /* empty bytes kept per pool */
+#define MAPPED_SMALL_BYTES ((VkDeviceSize)64 << 10) /* an application's buffers in the mapped pool */
+#define MAPPED_BLOCK_SIZE ((VkDeviceSize)1 << 20)
 
 static VkDeviceSize round_up(VkDeviceSize x, VkDeviceSize a) { return (x + a - 1) / a * a; }
 
@@ -264,6 +266,24 @@ void *vk_buf_map(const vk_buf *buf)
     return buf->block->map ? buf->block->map + buf->offset : NULL;
 }
 
+/* A discrete GPU's device memory that the host may map (a PCIe BAR window):
+ * an application's small buffers live there ([backend.vulkan] mapped_small),
+ * so that writing a decode step's token id or reading its result is a
+ * memcpy, not a copy through a staging buffer and a submission of its own
+ * (20-60 us each on an H200).  Small blocks: the window may be small. */
+static void init_mapped_pool(vk_state *s, uint32_t type_bits, VkMemoryPropertyFlags visible)
+{
+    const char *no = s->host->config(s->host, "mapped_small");
+    if (s->unified || (no && !strcmp(no, "no")))
+        return;
+    VkMemoryPropertyFlags need = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | visible;
+    if (pick_type(&s->mem_props, type_bits, need, 0, 0) < 0)
+        return; /* (pool_init would say so as an error) */
+    pool_init(s, &s->mapped_pool, "mapped device", type_bits, need, 0, 0);
+    s->mapped_pool.block_size = MAPPED_BLOCK_SIZE;
+    s->mapped_small = true;
+}
+
 rayo_status vk_memory_init(vk_state *s)
 {
     s->fi.vkGetPhysicalDeviceMemoryProperties(s->phys, &s->mem_props);
@@ -290,7 +310,15 @@ rayo_status vk_memory_init(vk_state *s)
     if (st != RAYO_OK)
         return st;
     s->unified = (s->device_pool.flags & visible) == visible;
+    init_mapped_pool(s, req.memoryTypeBits, visible);
     return vk_buf_alloc(s, &s->device_pool, 256, &s->dummy);
+}
+
+rayo_status vk_buf_alloc_for_app(vk_state *s, VkDeviceSize bytes, vk_buf **out)
+{
+    if (s->mapped_small && bytes <= MAPPED_SMALL_BYTES && vk_buf_alloc(s, &s->mapped_pool, bytes, out) == RAYO_OK)
+        return RAYO_OK;
+    return vk_buf_alloc(s, &s->device_pool, bytes, out); /* also where the window is full */
 }
 
 static void pool_fini(vk_state *s, vk_pool *pool)
@@ -310,4 +338,7 @@ void vk_memory_fini(vk_state *s)
     s->dummy = NULL;
     pool_fini(s, &s->device_pool);
     pool_fini(s, &s->staging_pool);
+    if (s->mapped_small)
+        pool_fini(s, &s->mapped_pool);
+    s->mapped_small = false;
 }
