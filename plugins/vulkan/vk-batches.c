@@ -91,14 +91,18 @@ static rayo_status mem_buffer_read(void *state, void *buf, size_t offset, void *
  * rope of q between the k, v products and the rope of k).  So a decode step
  * replayed at every token re-records only its few moving calls.
  *
- * Those recordings are made ahead: once a submit found the step changed
- * (the batch is replayed step after step), right after queueing it the
- * plugin records each moving segment again at the next step into a second
- * context, while the device runs this one; the submit at that step takes
- * it as it is.  Recording at submit time held the device up: 0.34-0.44 ms
- * of host time before each TinyLlama-shape decode step on an H200, 0.7 ms
- * for the 7B shape.  A step other than the next one is recorded at its
- * submit as before.  The core checks every step an application sets
+ * Recordings are made ahead ([backend.vulkan] record_ahead): once a
+ * submit found the step changed (the batch is replayed step after step),
+ * right after queueing it the plugin records the next step, while the
+ * device runs this one, and the submit at that step queues it as it is.
+ * `step` (the default) records the whole batch at the next step into one
+ * context: one command buffer a step, with no boundary between the static
+ * and moving calls (each costs the device about 6 us on an H200, and a
+ * decode step had ~45); `moving` records only the moving segments again.
+ * Recording at submit time held the device up: 0.34-0.44 ms of host time
+ * before each TinyLlama-shape decode step on an H200, 0.7 ms for the 7B
+ * shape.  A step other than the next one is recorded at its submit as
+ * before.  The core checks every step an application sets
  * (rayo_batch_set_step), so a recording ahead is only ever submitted at a
  * step found valid; one that fails (a step past the buffers) is dropped. */
 typedef struct vk_segment {
@@ -120,6 +124,9 @@ typedef struct vk_batch {
     double begun;             /* profile clock at begin */
     bool submitted_once;
     bool stepping;            /* a submit found the step changed: record ahead */
+    vk_ctx *whole;            /* the whole batch recorded at whole_step (record_ahead = step) */
+    size_t whole_step;
+    vk_ctx *running;          /* the whole-batch context last submitted (NULL: the segments were) */
 } vk_batch;
 
 static bool call_moves(const rayo_dev_call *c)
@@ -270,13 +277,42 @@ static rayo_status rerecord(vk_state *s, vk_batch *b, vk_segment *g)
     return RAYO_OK;
 }
 
-/* After queueing a step of a batch replayed step after step: each moving
- * segment recorded at the next step while the device runs this one. */
+/* The whole batch as it runs at `step`, in one new context. */
+static rayo_status record_whole(vk_state *s, const vk_batch *b, size_t step, vk_ctx **out)
+{
+    vk_ctx *cx;
+    rayo_status st = vk_ctx_acquire(s, &cx);
+    if (st != RAYO_OK)
+        return st;
+    vk_profile_begin(s, cx);
+    for (size_t i = 0; i < b->count && st == RAYO_OK; i++)
+        for (size_t j = 0; j < b->seg[i].count && st == RAYO_OK; j++)
+            st = record_at(s, cx, &b->seg[i].calls[j], step);
+    if (st != RAYO_OK) {
+        vk_ctx_release(s, cx);
+        return st;
+    }
+    *out = cx;
+    return RAYO_OK;
+}
+
+/* After queueing a step of a batch replayed step after step: the next
+ * step recorded while the device runs this one (the whole batch, or each
+ * moving segment). */
 static void record_ahead(vk_state *s, vk_batch *b)
 {
     size_t next = b->step + 1;
-    if (!s->record_ahead || !b->stepping || next == 0)
+    if (s->record_ahead == VK_AHEAD_NO || !b->stepping || next == 0)
         return;
+    if (s->record_ahead == VK_AHEAD_STEP) {
+        if (!b->whole || b->whole_step != next) {
+            vk_ctx_release(s, b->whole); /* made at another step */
+            b->whole = NULL;
+            if (record_whole(s, b, next, &b->whole) == RAYO_OK)
+                b->whole_step = next;
+        }
+        return;
+    }
     for (size_t i = 0; i < b->count; i++) {
         vk_segment *g = &b->seg[i];
         if (!g->moving || (g->ahead && g->ahead_step == next))
@@ -288,6 +324,37 @@ static void record_ahead(vk_state *s, vk_batch *b)
     }
 }
 
+/* The contexts the last submit queued, in order. */
+static vk_ctx *const *queued(const vk_batch *b, size_t *n)
+{
+    *n = b->running ? 1 : b->count;
+    return b->running ? &b->running : b->cxs;
+}
+
+/* Queues the batch at its step: the whole batch recorded ahead at it, or
+ * the segments, moving ones recorded again where their step differs. */
+static rayo_status queue_step(vk_state *s, vk_batch *b)
+{
+    vk_ctx_release(s, b->running); /* the batch is idle: done with it */
+    b->running = NULL;
+    if (b->whole && b->whole_step == b->step) {
+        b->running = b->whole;
+        b->whole = NULL;
+    }
+    rayo_status st = RAYO_OK;
+    for (size_t i = 0; i < b->count && st == RAYO_OK; i++)
+        if (b->seg[i].moving && b->seg[i].step != b->step) {
+            b->stepping = true;
+            if (!b->running)
+                st = rerecord(s, b, &b->seg[i]);
+        }
+    size_t n;
+    vk_ctx *const *cxs = queued(b, &n);
+    for (size_t i = 0; i < n; i++)
+        vk_profile_submitted(s, cxs[i]);
+    return st;
+}
+
 static rayo_status mem_batch_submit(void *state, void *batch)
 {
     vk_state *s = state;
@@ -295,17 +362,12 @@ static rayo_status mem_batch_submit(void *state, void *batch)
     if (b->error != RAYO_OK)
         return b->error;
     double t0 = b->submitted_once ? vk_profile_clock(s) : b->begun;
-    rayo_status st = RAYO_OK;
-    for (size_t i = 0; i < b->count && st == RAYO_OK; i++)
-        if (b->seg[i].moving && b->seg[i].step != b->step) {
-            st = rerecord(s, b, &b->seg[i]);
-            b->stepping = true;
-        }
-    for (size_t i = 0; i < b->count; i++)
-        vk_profile_submitted(s, b->cxs[i]);
+    rayo_status st = queue_step(s, b);
     vk_profile_host(s, t0);
+    size_t n;
+    vk_ctx *const *cxs = queued(b, &n);
     if (st == RAYO_OK)
-        st = vk_ctx_submit_all(s, b->cxs, b->count);
+        st = vk_ctx_submit_all(s, cxs, n);
     b->submitted_once = true;
     if (st != RAYO_OK)
         b->error = st;
@@ -319,12 +381,14 @@ static rayo_status mem_batch_wait(void *state, void *batch, uint64_t timeout_ns)
     vk_batch *b = batch;
     if (b->error != RAYO_OK)
         return b->error;
+    size_t n;
+    vk_ctx *const *cxs = queued(b, &n);
     /* all were submitted together: the last one done is all of them done */
-    rayo_status st = vk_ctx_wait(state, b->cxs[b->count - 1], timeout_ns);
-    for (size_t i = 0; i + 1 < b->count && st == RAYO_OK; i++)
-        st = vk_ctx_wait(state, b->cxs[i], 0);
-    for (size_t i = 0; i < b->count && st == RAYO_OK; i++)
-        vk_profile_collect(state, b->cxs[i]);
+    rayo_status st = vk_ctx_wait(state, cxs[n - 1], timeout_ns);
+    for (size_t i = 0; i + 1 < n && st == RAYO_OK; i++)
+        st = vk_ctx_wait(state, cxs[i], 0);
+    for (size_t i = 0; i < n && st == RAYO_OK; i++)
+        vk_profile_collect(state, cxs[i]);
     return st;
 }
 
@@ -336,6 +400,8 @@ static void mem_batch_free(void *state, void *batch)
         vk_ctx_release(state, b->seg[i].ahead);
         free(b->seg[i].calls);
     }
+    vk_ctx_release(state, b->whole);
+    vk_ctx_release(state, b->running);
     free(b->seg);
     free(b->cxs);
     free(b);

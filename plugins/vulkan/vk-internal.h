@@ -239,7 +239,7 @@ typedef struct vk_state {
     uint32_t eltwise_unroll;          /* elements per invocation and step: 1, 2, 4 */
     bool push_descriptors;            /* descriptors pushed into the command buffer, not allocated */
     bool overlap;                     /* independent ops without a barrier between them */
-    bool record_ahead;                /* a replayed batch's next step recorded while one runs */
+    enum { VK_AHEAD_NO, VK_AHEAD_MOVING, VK_AHEAD_STEP } record_ahead; /* vk-batches.c */
     vk_gemv_settings gemv;            /* read once at init: a decode step records ~150 gemvs */
     uint32_t timestamp_bits;          /* the queue's timestampValidBits */
     bool profile;                     /* [backend.vulkan] profile = yes (and timestamps) */

@@ -486,8 +486,10 @@ static rayo_status create_device(vk_state *s)
      * ([backend.vulkan] push_descriptors = no: that path, for testing) */
     const char *no_overlap = s->host->config(s->host, "overlap");
     s->overlap = !(no_overlap && !strcmp(no_overlap, "no"));
-    const char *no_ahead = s->host->config(s->host, "record_ahead");
-    s->record_ahead = !(no_ahead && !strcmp(no_ahead, "no"));
+    const char *ahead = s->host->config(s->host, "record_ahead");
+    s->record_ahead = ahead && !strcmp(ahead, "no")       ? VK_AHEAD_NO
+                    : ahead && !strcmp(ahead, "moving")   ? VK_AHEAD_MOVING
+                                                          : VK_AHEAD_STEP;
     const char *no_push = s->host->config(s->host, "push_descriptors");
     bool push = has_device_extension(s, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) &&
                 !(no_push && !strcmp(no_push, "no"));
