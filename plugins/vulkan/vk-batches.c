@@ -239,16 +239,18 @@ static rayo_status mem_batch_set_step(void *state, void *batch, size_t step)
     return RAYO_OK;
 }
 
-/* A new context holding g's calls as they run at `step`. */
-static rayo_status record_segment(vk_state *s, const vk_segment *g, size_t step, vk_ctx **out)
+/* A new context holding the calls of segments segs[0 .. n) as they run at
+ * `step`. */
+static rayo_status record_new(vk_state *s, const vk_segment *segs, size_t n, size_t step, vk_ctx **out)
 {
     vk_ctx *cx;
     rayo_status st = vk_ctx_acquire(s, &cx);
     if (st != RAYO_OK)
         return st;
     vk_profile_begin(s, cx);
-    for (size_t i = 0; i < g->count && st == RAYO_OK; i++)
-        st = record_at(s, cx, &g->calls[i], step);
+    for (size_t i = 0; i < n && st == RAYO_OK; i++)
+        for (size_t j = 0; j < segs[i].count && st == RAYO_OK; j++)
+            st = record_at(s, cx, &segs[i].calls[j], step);
     if (st != RAYO_OK) {
         vk_ctx_release(s, cx);
         return st;
@@ -266,7 +268,7 @@ static rayo_status rerecord(vk_state *s, vk_batch *b, vk_segment *g)
         cx = g->ahead;
         g->ahead = NULL;
     } else {
-        rayo_status st = record_segment(s, g, b->step, &cx);
+        rayo_status st = record_new(s, g, 1, b->step, &cx);
         if (st != RAYO_OK)
             return st;
     }
@@ -274,25 +276,6 @@ static rayo_status rerecord(vk_state *s, vk_batch *b, vk_segment *g)
     g->cx = cx;
     b->cxs[g - b->seg] = cx;
     g->step = b->step;
-    return RAYO_OK;
-}
-
-/* The whole batch as it runs at `step`, in one new context. */
-static rayo_status record_whole(vk_state *s, const vk_batch *b, size_t step, vk_ctx **out)
-{
-    vk_ctx *cx;
-    rayo_status st = vk_ctx_acquire(s, &cx);
-    if (st != RAYO_OK)
-        return st;
-    vk_profile_begin(s, cx);
-    for (size_t i = 0; i < b->count && st == RAYO_OK; i++)
-        for (size_t j = 0; j < b->seg[i].count && st == RAYO_OK; j++)
-            st = record_at(s, cx, &b->seg[i].calls[j], step);
-    if (st != RAYO_OK) {
-        vk_ctx_release(s, cx);
-        return st;
-    }
-    *out = cx;
     return RAYO_OK;
 }
 
@@ -308,7 +291,7 @@ static void record_ahead(vk_state *s, vk_batch *b)
         if (!b->whole || b->whole_step != next) {
             vk_ctx_release(s, b->whole); /* made at another step */
             b->whole = NULL;
-            if (record_whole(s, b, next, &b->whole) == RAYO_OK)
+            if (record_new(s, b->seg, b->count, next, &b->whole) == RAYO_OK)
                 b->whole_step = next;
         }
         return;
@@ -319,7 +302,7 @@ static void record_ahead(vk_state *s, vk_batch *b)
             continue;
         vk_ctx_release(s, g->ahead); /* made at another step */
         g->ahead = NULL;
-        if (record_segment(s, g, next, &g->ahead) == RAYO_OK)
+        if (record_new(s, g, 1, next, &g->ahead) == RAYO_OK)
             g->ahead_step = next;
     }
 }
