@@ -23,7 +23,8 @@
 // Scratch (binding s, from word pc.aux): 4 words per (row, chunk): s1, s2.
 // PASS 4: a workgroup per row of up to WG * E columns held in registers
 // (E, a specialization constant, values per invocation): the row is read
-// from memory once, then both statistics and y come from the registers.
+// from memory once, then both statistics and y come from the registers;
+// for rmsnorm optionally the sum of two rows (ADD_FIRST).
 //
 // Defined where the formula is not: a row whose variance + eps is 0
 // (a constant row with eps = 0) normalises to 0 (y = beta).
@@ -36,6 +37,10 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint OP = 60;
 layout(constant_id = 2) const uint PASS = 0;
 layout(constant_id = 3) const uint E = 1;
+// PASS 4 of rmsnorm only: the row is a + c, summed in float as the add op
+// sums it and stored to the scratch binding from word pc.aux (an add and
+// the rmsnorm of its output in one dispatch: vk_record_add_rmsnorm)
+layout(constant_id = 4) const bool ADD_FIRST = false;
 
 #include "rayo-op-ids.glsl"
 const uint HAS_GAMMA = 1u, HAS_BETA = 2u;
@@ -202,6 +207,10 @@ void cached_row(uint row)
     for (uint i = 0u; i < E; i++) {
         uint j = t + i * WG;
         v[i] = j < pc.n ? a_data[pc.oa + base + j] : 0.0;
+        if (ADD_FIRST && j < pc.n) {
+            v[i] += c_data[pc.oc + base + j];
+            s_data[pc.aux + base + j] = floatBitsToUint(v[i]);
+        }
         // gamma now: its loads wait out their latency with the row's, not
         // after the reductions
         gamma[i] = has_gamma && j < pc.n ? b_data[pc.ob + j] : 1.0;

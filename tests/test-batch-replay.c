@@ -4,7 +4,9 @@
  * On every loaded backend with buffers and the ops: a decode step of one
  * token (q, k and v products with k and v written into the cache slot of
  * the token's position, rope on q and on the slot, grouped-query attention
- * over the cache so far, a residual add) is recorded once at position P0
+ * over the cache so far, a residual add and the rmsnorm of its sum, then an
+ * add in place and the rmsnorm of that, without gamma: the pairs a backend
+ * may run as one kernel) is recorded once at position P0
  * and submitted at every later position with its step set, a new input
  * and position written between submits.  Each step's output and the whole
  * cache must equal the same ops called one by one on host memory on the
@@ -26,13 +28,13 @@
 enum { HEADS = 4, KV_HEADS = 2, HD = 8, D = HEADS * HD, KVW = KV_HEADS * HD, CTX = 21, P0 = 5 };
 
 typedef struct model {
-    float wq[D * D], wk[KVW * D], wv[KVW * D];
+    float wq[D * D], wk[KVW * D], wv[KVW * D], gamma[D];
     float kc[CTX * KVW], vc[CTX * KVW];   /* the cache, rows 0..P0-1 the "prompt" */
 } model;
 
 /* Buffers of the backend: weights, cache, activations, position. */
 typedef struct dev {
-    rayo_buffer *wq, *wk, *wv, *kc, *vc, *x, *q, *att, *z, *pos;
+    rayo_buffer *wq, *wk, *wv, *gamma, *kc, *vc, *x, *q, *att, *z, *zn, *z2, *pos;
 } dev;
 
 static rayo_rope_params rope_shape(size_t heads)
@@ -69,6 +71,10 @@ static rayo_status record_step(rayo_batch *b, const dev *d, const rayo_rope_para
               .c = {d->vc, 0}, .y = {d->att, 0}, .params = at, .step_flags = RAYO_STEP_KV_LENGTH,
               .precision = precision),
         BCALL(.op = RAYO_OP_ADD, .n = D, .a = {d->att, 0}, .b = {d->x, 0}, .y = {d->z, 0}),
+        BCALL(.op = RAYO_OP_RMSNORM, .m = 1, .n = D, .alpha = 1e-5f, .a = {d->z, 0}, .b = {d->gamma, 0},
+              .y = {d->zn, 0}),
+        BCALL(.op = RAYO_OP_ADD, .n = D, .a = {d->zn, 0}, .b = {d->x, 0}, .y = {d->zn, 0}),
+        BCALL(.op = RAYO_OP_RMSNORM, .m = 1, .n = D, .alpha = 1e-5f, .a = {d->zn, 0}, .y = {d->z2, 0}),
     };
     rayo_status st = RAYO_OK;
     for (size_t i = 0; i < sizeof calls / sizeof calls[0] && st == RAYO_OK; i++)
@@ -78,7 +84,7 @@ static rayo_status record_step(rayo_batch *b, const dev *d, const rayo_rope_para
 
 /* The same step at position pos, one call at a time on host memory. */
 static rayo_status host_step(rayo_context *ctx, const char *be, model *m, const float *x, int32_t pos,
-                             uint32_t precision, float *z)
+                             uint32_t precision, float *z, float *zn, float *z2)
 {
     float q[D], att[D];
     float *k = m->kc + pos * KVW, *v = m->vc + pos * KVW;
@@ -95,6 +101,9 @@ static rayo_status host_step(rayo_context *ctx, const char *be, model *m, const 
         HCALL(.op = RAYO_OP_ATTENTION, .m = 1, .n = HD, .k = (size_t)pos + 1, .a = q, .b = m->kc, .c = m->vc,
               .y = att, .params = &at, .precision = precision),
         HCALL(.op = RAYO_OP_ADD, .n = D, .a = att, .b = x, .y = z),
+        HCALL(.op = RAYO_OP_RMSNORM, .m = 1, .n = D, .alpha = 1e-5f, .a = z, .b = m->gamma, .y = zn),
+        HCALL(.op = RAYO_OP_ADD, .n = D, .a = zn, .b = x, .y = zn),
+        HCALL(.op = RAYO_OP_RMSNORM, .m = 1, .n = D, .alpha = 1e-5f, .a = zn, .y = z2),
     };
     rayo_status st = RAYO_OK;
     for (size_t i = 0; i < sizeof calls / sizeof calls[0] && st == RAYO_OK; i++)
@@ -124,8 +133,9 @@ static rayo_status make_buffers(rayo_context *ctx, const char *be, const model *
 {
     struct { rayo_buffer **b; size_t bytes; const void *init; } all[] = {
         {&d->wq, sizeof m->wq, m->wq}, {&d->wk, sizeof m->wk, m->wk}, {&d->wv, sizeof m->wv, m->wv},
-        {&d->kc, sizeof m->kc, m->kc}, {&d->vc, sizeof m->vc, m->vc}, {&d->x, D * 4, NULL},
-        {&d->q, D * 4, NULL}, {&d->att, D * 4, NULL}, {&d->z, D * 4, NULL}, {&d->pos, 4, NULL}};
+        {&d->gamma, sizeof m->gamma, m->gamma}, {&d->kc, sizeof m->kc, m->kc}, {&d->vc, sizeof m->vc, m->vc},
+        {&d->x, D * 4, NULL}, {&d->q, D * 4, NULL}, {&d->att, D * 4, NULL}, {&d->z, D * 4, NULL},
+        {&d->zn, D * 4, NULL}, {&d->z2, D * 4, NULL}, {&d->pos, 4, NULL}};
     rayo_status st = RAYO_OK;
     for (size_t i = 0; i < sizeof all / sizeof all[0] && st == RAYO_OK; i++) {
         st = rayo_buffer_create(ctx, be, all[i].bytes, all[i].b);
@@ -137,7 +147,7 @@ static rayo_status make_buffers(rayo_context *ctx, const char *be, const model *
 
 static void free_buffers(dev *d)
 {
-    rayo_buffer *all[] = {d->wq, d->wk, d->wv, d->kc, d->vc, d->x, d->q, d->att, d->z, d->pos};
+    rayo_buffer *all[] = {d->wq, d->wk, d->wv, d->gamma, d->kc, d->vc, d->x, d->q, d->att, d->z, d->zn, d->z2, d->pos};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         rayo_buffer_destroy(all[i]);
 }
@@ -146,7 +156,7 @@ static void free_buffers(dev *d)
 static void replay_one(rayo_context *ctx, const char *be, rayo_batch *b, const dev *d, model *host,
                        int32_t pos, uint32_t precision)
 {
-    float x[D], z[D], want[D];
+    float x[D], z[3][D], want[3][D];
     fill(x, D);
     rayo_status st = rayo_buffer_write(d->x, 0, x, sizeof x);
     if (st == RAYO_OK)
@@ -157,13 +167,18 @@ static void replay_one(rayo_context *ctx, const char *be, rayo_batch *b, const d
         st = rayo_batch_submit(b);
     if (st == RAYO_OK)
         st = rayo_batch_wait(b, UINT64_MAX);
-    if (st == RAYO_OK)
-        st = rayo_buffer_read(d->z, 0, z, sizeof z);
+    rayo_buffer *out[3] = {d->z, d->zn, d->z2};
+    for (int i = 0; i < 3 && st == RAYO_OK; i++)
+        st = rayo_buffer_read(out[i], 0, z[i], sizeof z[i]);
     CHECK(st == RAYO_OK, "%s: replay at position %d: %s", be, pos, rayo_last_error());
-    st = host_step(ctx, be, host, x, pos, precision, want);
+    st = host_step(ctx, be, host, x, pos, precision, want[0], want[1], want[2]);
     CHECK(st == RAYO_OK, "%s: host step at %d: %s", be, pos, rayo_last_error());
-    double diff = rel_diff(z, want, D);
-    CHECK(diff <= 1e-6, "%s: output at position %d differs from the one-by-one calls by %g", be, pos, diff);
+    static const char *const names[3] = {"sum", "its rmsnorm", "the rmsnorm of the add in place"};
+    for (int i = 0; i < 3; i++) {
+        double diff = rel_diff(z[i], want[i], D);
+        CHECK(diff <= 1e-6, "%s: %s at position %d differs from the one-by-one calls by %g", be, names[i], pos,
+              diff);
+    }
 }
 
 /* The refusals, on the recorded batch (waited for) and a fresh one. */
@@ -205,6 +220,7 @@ static void check_backend(rayo_context *ctx, const char *be, uint32_t precision)
     fill(init.wq, D * D);
     fill(init.wk, KVW * D);
     fill(init.wv, KVW * D);
+    fill(init.gamma, D);
     fill(init.kc, P0 * KVW);
     fill(init.vc, P0 * KVW);
     memset(init.kc + P0 * KVW, 0, sizeof init.kc - P0 * ROW);

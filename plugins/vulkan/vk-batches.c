@@ -239,8 +239,43 @@ static rayo_status mem_batch_set_step(void *state, void *batch, size_t step)
     return RAYO_OK;
 }
 
+/* The call after segs[*i].calls[*j] in segment order (NULL past the end). */
+static const rayo_dev_call *next_call(const vk_segment *segs, size_t n, size_t *i, size_t *j)
+{
+    for (++*j; *i < n && *j >= segs[*i].count; *j = 0)
+        ++*i;
+    return *i < n ? &segs[*i].calls[*j] : NULL;
+}
+
+/* Records `call` and, where the plugin runs the two as one dispatch, `then`
+ * (an add and the rmsnorm of its sum) into cx at `step`; *both says
+ * whether `then` was recorded too. */
+static rayo_status record_pair_at(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, const rayo_dev_call *then,
+                                  size_t step, bool *both)
+{
+    *both = false;
+    if (then) {
+        rayo_dev_call at, at_then;
+        rayo_attention_params attn, attn_then;
+        rayo_dev_call_at_step(call, step, &at, &attn);
+        rayo_dev_call_at_step(then, step, &at_then, &attn_then);
+        rayo_status st = vk_record_add_rmsnorm(s, cx, &at, &at_then);
+        if (st != RAYO_E_UNSUPPORTED) {
+            *both = true;
+            if (st == RAYO_OK)
+                vk_profile_op(s, cx, &at_then); /* the pair's time under the rmsnorm */
+            else if (cx->error == RAYO_OK)
+                cx->error = st;
+            return st;
+        }
+    }
+    return record_at(s, cx, call, step);
+}
+
 /* A new context holding the calls of segments segs[0 .. n) as they run at
- * `step`. */
+ * `step`, neighbouring calls fused where the plugin can ([backend.vulkan]
+ * fuse): the batch's calls are all known here, unlike at its first
+ * recording, call by call. */
 static rayo_status record_new(vk_state *s, const vk_segment *segs, size_t n, size_t step, vk_ctx **out)
 {
     vk_ctx *cx;
@@ -248,9 +283,16 @@ static rayo_status record_new(vk_state *s, const vk_segment *segs, size_t n, siz
     if (st != RAYO_OK)
         return st;
     vk_profile_begin(s, cx);
-    for (size_t i = 0; i < n && st == RAYO_OK; i++)
-        for (size_t j = 0; j < segs[i].count && st == RAYO_OK; j++)
-            st = record_at(s, cx, &segs[i].calls[j], step);
+    size_t i = 0, j = 0;
+    while (i < n && j >= segs[i].count) /* the first call */
+        i++;
+    const rayo_dev_call *call = i < n ? &segs[i].calls[j] : NULL;
+    while (call && st == RAYO_OK) {
+        const rayo_dev_call *then = next_call(segs, n, &i, &j);
+        bool both;
+        st = record_pair_at(s, cx, call, then, step, &both);
+        call = both && then ? next_call(segs, n, &i, &j) : then;
+    }
     if (st != RAYO_OK) {
         vk_ctx_release(s, cx);
         return st;

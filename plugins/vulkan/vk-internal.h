@@ -240,6 +240,7 @@ typedef struct vk_state {
     bool push_descriptors;            /* descriptors pushed into the command buffer, not allocated */
     bool overlap;                     /* independent ops without a barrier between them */
     enum { VK_AHEAD_NO, VK_AHEAD_MOVING, VK_AHEAD_STEP } record_ahead; /* vk-batches.c */
+    bool fuse;                        /* neighbouring calls of a batch recorded ahead as one dispatch */
     vk_gemv_settings gemv;            /* read once at init: a decode step records ~150 gemvs */
     uint32_t timestamp_bits;          /* the queue's timestampValidBits */
     bool profile;                     /* [backend.vulkan] profile = yes (and timestamps) */
@@ -382,6 +383,9 @@ const vk_family *vk_family_of(uint32_t op, uint32_t dtypes);
 rayo_status vk_record(vk_state *s, vk_ctx *cx, const rayo_dev_call *call);
 /* Records one op through family (NULL: RAYO_E_UNSUPPORTED). */
 rayo_status vk_record_family(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, const vk_family *family);
+/* add then rmsnorm of its output as one dispatch; RAYO_E_UNSUPPORTED (nothing
+ * recorded) where they do not suit it (vk-ops.c) */
+rayo_status vk_record_add_rmsnorm(vk_state *s, vk_ctx *cx, const rayo_dev_call *add, const rayo_dev_call *norm);
 /* A temporary buffer of bytes from pool, alive until cx is released, bound
  * as the dispatch's fifth operand (ops->use[4]: scratch or a table). */
 rayo_status vk_bind_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize bytes, vk_operands *ops,

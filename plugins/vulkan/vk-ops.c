@@ -303,6 +303,103 @@ static rayo_status rec_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
     return st;
 }
 
+/* ---- add, then rmsnorm of its sum, in one dispatch ------------------------------------ */
+
+/* The bytes of operand o from its start, as a tracked span. */
+static vk_span span_of(const rayo_dev_operand *o, size_t bytes, bool write)
+{
+    const vk_buf *b = o->buf;
+    VkDeviceSize at = b->offset + o->offset;
+    return (vk_span){b->block->buffer, at & ~(VkDeviceSize)3, (at + bytes + 3) & ~(VkDeviceSize)3, write};
+}
+
+static bool spans_meet(const vk_span *a, const vk_span *b)
+{
+    return a->buffer == b->buffer && a->start < b->end && b->start < a->end;
+}
+
+static bool spans_same(const vk_span *a, const vk_span *b)
+{
+    return a->buffer == b->buffer && a->start == b->start && a->end == b->end;
+}
+
+/* Whether add's sum (its y), the norm's input, may be written over its
+ * inputs (an in-place residual add: each element is read, then written,
+ * by one invocation) and apart from everything else. */
+static bool add_rmsnorm_apart(const vk_span sp[5], bool gamma)
+{
+    enum { A, B, SUM, GAMMA, Y };
+    for (int i = A; i <= SUM; i++)
+        if (spans_meet(&sp[Y], &sp[i]))
+            return false;
+    if ((spans_meet(&sp[SUM], &sp[A]) && !spans_same(&sp[SUM], &sp[A])) ||
+        (spans_meet(&sp[SUM], &sp[B]) && !spans_same(&sp[SUM], &sp[B])))
+        return false;
+    return !gamma || (!spans_meet(&sp[GAMMA], &sp[SUM]) && !spans_meet(&sp[GAMMA], &sp[Y]));
+}
+
+/* Whether add and norm, f32 calls without strides, are a residual add and
+ * the rmsnorm of its whole output in rows that PASS 4 takes. */
+static bool add_rmsnorm_shapes(const vk_state *s, const rayo_dev_call *add, const rayo_dev_call *norm)
+{
+    if (add->op != RAYO_OP_ADD || norm->op != RAYO_OP_RMSNORM || add->dtypes || norm->dtypes || add->flags ||
+        norm->flags || (add->lda | add->ldb | add->ldc | add->ldy | norm->lda | norm->ldb | norm->ldc | norm->ldy))
+        return false;
+    uint32_t wg_max = min_u32(1024u, s->props.limits.maxComputeWorkGroupInvocations);
+    size_t m = norm->m, n = norm->n;
+    vk_shape sh;
+    rayo_call shape = shape_call(add);
+    return n > 0 && m > 0 && m <= UINT32_MAX && n <= CACHED_ROW_MAX && n <= wg_max * CACHED_ROW_E &&
+           shape_of(&shape, signature_of(add->op), &sh) == RAYO_OK && sh.y == m * n && add->a.buf &&
+           add->b.buf && add->y.buf && norm->y.buf && norm->a.buf == add->y.buf && norm->a.offset == add->y.offset;
+}
+
+/* add (y = a + b) then rmsnorm of its y, as rows.comp's PASS 4 with
+ * ADD_FIRST: each row is summed as the add sums it (stored to the add's y)
+ * and normalised from registers as rmsnorm does: the same results as the
+ * two calls with one dispatch and one barrier fewer.  RAYO_E_UNSUPPORTED
+ * (nothing recorded, no message) where the two do not suit it. */
+rayo_status vk_record_add_rmsnorm(vk_state *s, vk_ctx *cx, const rayo_dev_call *add, const rayo_dev_call *norm)
+{
+    if (!s->fuse || !add_rmsnorm_shapes(s, add, norm))
+        return RAYO_E_UNSUPPORTED;
+    size_t m = norm->m, n = norm->n, bytes = 4 * m * n;
+    bool gamma = norm->b.buf != NULL;
+    vk_span sp[5] = {span_of(&add->a, bytes, false), span_of(&add->b, bytes, false), span_of(&add->y, bytes, true),
+                     gamma ? span_of(&norm->b, 4 * n, false) : (vk_span){0}, span_of(&norm->y, bytes, true)};
+    if (!add_rmsnorm_apart(sp, gamma))
+        return RAYO_E_UNSUPPORTED;
+    /* bindings: a the row, b gamma, c the addend, y the norm's output, the
+     * scratch binding the sum */
+    const rayo_dev_operand *src[5] = {&add->a, &norm->b, &add->b, &norm->y, &add->y};
+    const size_t len[5] = {bytes, 4 * n, bytes, bytes, bytes};
+    vk_operands ops;
+    for (int i = 0; i < 5; i++) {
+        ops.use[i] = NULL;
+        if (!src[i]->buf)
+            continue;
+        if (vk_bind(s, src[i]->buf, src[i]->offset, len[i], &ops.bind[i]) != RAYO_OK ||
+            (uint64_t)ops.bind[i].word_offset + m * n > UINT32_MAX)
+            return RAYO_E_UNSUPPORTED; /* (the calls one by one say why, if they fail) */
+        ops.use[i] = &ops.bind[i];
+    }
+    vk_push pc = {.n = (uint32_t)n, .m = (uint32_t)m, .alpha = norm->alpha, .flags = gamma ? 1u : 0u};
+    push_offsets(&ops, &pc, 1);
+    pc.aux = ops.bind[4].word_offset;
+    uint32_t wg_max = min_u32(1024u, s->props.limits.maxComputeWorkGroupInvocations), wg = 64;
+    while (wg < wg_max && wg * 8u < n)
+        wg *= 2;
+    uint32_t spec[5] = {wg, RAYO_OP_RMSNORM, 4, div_up((uint32_t)n, wg), 1};
+    uint32_t gx = min_u32((uint32_t)m, MAX_GROUPS), gy = min_u32(div_up((uint32_t)m, gx), MAX_GROUPS);
+    vk_span track[5] = {sp[0], sp[1], sp[2], sp[4], sp[3]}; /* gamma last: left out without one */
+    size_t tracked = gamma ? 5 : 4;
+    if (s->overlap)
+        vk_ctx_independent(cx, track, tracked);
+    rayo_status st = dispatch(s, cx, s->f64 ? VK_SHADER_ROWS_F64 : VK_SHADER_ROWS, spec, 5, &ops, &pc, gx, gy);
+    vk_ctx_accessed(cx, track, tracked, true);
+    return st;
+}
+
 static rayo_status rec_matmul(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                               vk_operands *ops)
 {

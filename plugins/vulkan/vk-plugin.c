@@ -486,6 +486,8 @@ static rayo_status create_device(vk_state *s)
      * ([backend.vulkan] push_descriptors = no: that path, for testing) */
     const char *no_overlap = s->host->config(s->host, "overlap");
     s->overlap = !(no_overlap && !strcmp(no_overlap, "no"));
+    const char *no_fuse = s->host->config(s->host, "fuse");
+    s->fuse = !(no_fuse && !strcmp(no_fuse, "no"));
     const char *ahead = s->host->config(s->host, "record_ahead");
     s->record_ahead = ahead && !strcmp(ahead, "no")       ? VK_AHEAD_NO
                     : ahead && !strcmp(ahead, "moving")   ? VK_AHEAD_MOVING
