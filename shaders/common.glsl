@@ -31,6 +31,9 @@ layout(push_constant) uniform PushConstants {
     float alpha, beta;     // op parameters
     uint flags;            // op flags (transposes, activation, has gamma/beta)
     uint aux;              // per-pass extra (partial count of a reduction...)
+#ifdef RAYO_PUSH_EXT
+    uint ext[RAYO_PUSH_EXT]; // more parameters of the shaders that need them
+#endif
 } pc;
 
 // ---- the range contract of the products --------------------------------------

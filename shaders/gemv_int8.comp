@@ -34,6 +34,14 @@
 // Push constants (common.glsl): n, m; k = bytes between row starts;
 // oa = byte offset of A; ob, oy = word offsets of x and y; aux = the last
 // word of A (loads past it are clamped to it).
+//
+// RAYO_NORM (the gemv_int8_norm module, for devices with shaderFloat64):
+// x is first normalised as the rmsnorm op does it (rows.comp), an rmsnorm
+// and the products of its output in one dispatch: each workgroup sums the
+// squares of the raw x (binding b) in double and scales each value by
+// 1 / sqrt(mean + eps) and by gamma (binding c, where flags bit 1); one
+// workgroup (flags bit 0) also stores the normalised row at scratch word
+// ext[0], the rmsnorm's output.  ext[1]: eps (float bits).
 
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -42,6 +50,9 @@
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_spirv_intrinsics : require
 #define RAYO_BUFFER_TYPE uint
+#ifdef RAYO_NORM
+#define RAYO_PUSH_EXT 2
+#endif
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -68,7 +79,55 @@ shared uvec4 x_codes[2u * X_BLOCKS];   // block b: codes of values 0..15 in [2b]
 shared vec4 x_scale[X_BLOCKS];         // block b: d, the sum of its codes, of codes 0..15, of 16..31
 shared vec2 gate_part[gl_WorkGroupSize.x]; // per subgroup: sum d^2, sum |x|
 
+#ifdef RAYO_NORM
+const uint NORM_STORE = 1u, NORM_GAMMA = 2u;
+shared double norm_part[gl_WorkGroupSize.x];
+double norm_inv;                // 1 / sqrt(mean of x^2 + eps), as rows.comp has it
+
+float x_raw(uint i) { return uintBitsToFloat(b_data[pc.ob + i]); }
+
+// The whole workgroup: norm_inv from the sum of squares (a tree over the
+// workgroup, a power of two in size).
+void norm_begin()
+{
+    uint t = gl_LocalInvocationID.x;
+    double ss = 0.0;
+    for (uint i = t; i < pc.n; i += gl_WorkGroupSize.x) {
+        double v = double(x_raw(i));
+        ss += v * v;
+    }
+    norm_part[t] = ss;
+    barrier();
+    for (uint h = gl_WorkGroupSize.x / 2u; h > 0u; h >>= 1u) {
+        if (t < h)
+            norm_part[t] += norm_part[t + h];
+        barrier();
+    }
+    double var = norm_part[0] / double(pc.n) + double(uintBitsToFloat(pc.ext[1]));
+    // var + eps == 0: x is 0 too; y = 0 * 0, not 0 * inf
+    norm_inv = isnan(var) ? var : (var > 0.0LF ? 1.0LF / sqrt(var) : 0.0LF);
+}
+
+float x_at(uint i)
+{
+    double y = double(x_raw(i)) * norm_inv;
+    if ((pc.flags & NORM_GAMMA) != 0u)
+        y *= double(uintBitsToFloat(c_data[pc.oc + i]));
+    return float(y);
+}
+
+// Workgroup 0 of a call that stores it: values 4i .. 4i + 3 of the row.
+void norm_store(uint i, vec4 v)
+{
+    if ((pc.flags & NORM_STORE) == 0u || gl_WorkGroupID.x != 0u)
+        return;
+    for (uint k = 0u; k < 4u; k++)
+        s_data[pc.ext[0] + 4u * i + k] = floatBitsToUint(v[k]);
+}
+#else
 float x_at(uint i) { return uintBitsToFloat(b_data[pc.ob + i]); }
+void norm_store(uint i, vec4 v) {}
+#endif
 
 uint pack4(ivec4 q) { return uint(q.x & 255) | uint(q.y & 255) << 8u | uint(q.z & 255) << 16u | uint(q.w & 255) << 24u; }
 
@@ -85,6 +144,7 @@ bool round_x()
     vec2 gate = vec2(0.0);      // sum d^2, sum |x|
     for (uint i = gl_LocalInvocationID.x; i < pc.n / 4u; i += gl_WorkGroupSize.x) {
         vec4 v = vec4(x_at(4u * i), x_at(4u * i + 1u), x_at(4u * i + 2u), x_at(4u * i + 3u));
+        norm_store(i, v);
         vec4 a = abs(v);
         float amax = max(max(a.x, a.y), max(a.z, a.w));
         amax = max(amax, subgroupShuffleXor(amax, 4u));
@@ -244,6 +304,9 @@ float row_float(uint row_at, bool scaled)
 
 void main()
 {
+#ifdef RAYO_NORM
+    norm_begin();
+#endif
     bool int_path = round_x();
     uint rows_per_group = gl_NumSubgroups * ROWS;
     for (uint base = gl_WorkGroupID.x * rows_per_group; base < pc.m;

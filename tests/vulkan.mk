@@ -14,10 +14,12 @@
 #                        (test-conform.sh leaves vulkan to it).
 #  test-vulkan-probe.sh: a missing loader and a missing driver give the
 #                        backend "unavailable" with the reason.
+#  test-vulkan-fuse.sh:  a replayed decode step recorded ahead, fused or
+#                        not, gives the same logits bit for bit.
 # Where no Vulkan device exists (no libvulkan.so.1, no driver), test-vulkan
 # and test-vulkan-conform.sh SKIP with the reason.  CI needs the packages
 # libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers.
-dist_noinst_SCRIPTS += tests/test-vulkan-conform.sh tests/test-vulkan-probe.sh
+dist_noinst_SCRIPTS += tests/test-vulkan-conform.sh tests/test-vulkan-probe.sh tests/test-vulkan-fuse.sh
 
 if BUILD_VULKAN
 check_PROGRAMS += tests/test-vulkan
@@ -30,5 +32,5 @@ tests_test_vulkan_infer_SOURCES = tests/test-vulkan-infer.c tests/testutil.h
 tests_test_vulkan_infer_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tests_test_vulkan_infer_LDADD = tools/conform/libconform.la core/librayo.la -lm
 TESTS += tests/test-vulkan tests/test-vulkan-conform.sh tests/test-vulkan-probe.sh
-TESTS += tests/test-vulkan-infer
+TESTS += tests/test-vulkan-infer tests/test-vulkan-fuse.sh
 endif

@@ -127,7 +127,16 @@ typedef struct vk_batch {
     vk_ctx *whole;            /* the whole batch recorded at whole_step (record_ahead = step) */
     size_t whole_step;
     vk_ctx *running;          /* the whole-batch context last submitted (NULL: the segments were) */
+    bool logged;              /* its recording ahead was logged */
 } vk_batch;
+
+static size_t calls_of(const vk_batch *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->count; i++)
+        n += b->seg[i].count;
+    return n;
+}
 
 static bool call_moves(const rayo_dev_call *c)
 {
@@ -239,66 +248,85 @@ static rayo_status mem_batch_set_step(void *state, void *batch, size_t step)
     return RAYO_OK;
 }
 
-/* The call after segs[*i].calls[*j] in segment order (NULL past the end). */
-static const rayo_dev_call *next_call(const vk_segment *segs, size_t n, size_t *i, size_t *j)
-{
-    for (++*j; *i < n && *j >= segs[*i].count; *j = 0)
-        ++*i;
-    return *i < n ? &segs[*i].calls[*j] : NULL;
-}
+/* Where the plugin runs neighbouring calls as one dispatch: an add and the
+ * rmsnorm of its sum; an rmsnorm and the relaxed 8-bit gemvs of its output
+ * that follow it (each normalising x itself, the first storing the norm's
+ * output).  Records calls[0] (and those fused with it) into cx at `step`;
+ * returns how many it took. */
+#define FUSE_MAX 4 /* an rmsnorm and the q, k and v products */
 
-/* Records `call` and, where the plugin runs the two as one dispatch, `then`
- * (an add and the rmsnorm of its sum) into cx at `step`; *both says
- * whether `then` was recorded too. */
-static rayo_status record_pair_at(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, const rayo_dev_call *then,
-                                  size_t step, bool *both)
+static size_t record_fused_at(vk_state *s, vk_ctx *cx, const rayo_dev_call *const *calls, size_t left, size_t step,
+                              rayo_status *st)
 {
-    *both = false;
-    if (then) {
-        rayo_dev_call at, at_then;
-        rayo_attention_params attn, attn_then;
-        rayo_dev_call_at_step(call, step, &at, &attn);
-        rayo_dev_call_at_step(then, step, &at_then, &attn_then);
-        rayo_status st = vk_record_add_rmsnorm(s, cx, &at, &at_then);
-        if (st != RAYO_E_UNSUPPORTED) {
-            *both = true;
-            if (st == RAYO_OK)
-                vk_profile_op(s, cx, &at_then); /* the pair's time under the rmsnorm */
-            else if (cx->error == RAYO_OK)
-                cx->error = st;
-            return st;
+    rayo_dev_call at[FUSE_MAX];
+    rayo_attention_params attn[FUSE_MAX];
+    size_t n = left < FUSE_MAX ? left : FUSE_MAX, took = 0;
+    for (size_t i = 0; i < n; i++)
+        rayo_dev_call_at_step(calls[i], step, &at[i], &attn[i]);
+    *st = RAYO_E_UNSUPPORTED;
+    if (n >= 2 && at[0].op == RAYO_OP_ADD) {
+        *st = vk_record_add_rmsnorm(s, cx, &at[0], &at[1]);
+        took = *st == RAYO_OK ? 2 : 0;
+    } else if (at[0].op == RAYO_OP_RMSNORM) {
+        for (size_t g = 1; g < n; g++) {
+            rayo_status fused = vk_record_norm_gemv(s, cx, &at[0], &at[g], g == 1);
+            if (fused == RAYO_E_UNSUPPORTED)
+                break;
+            *st = fused;
+            took = g + 1;
+            if (fused != RAYO_OK)
+                break;
+            vk_profile_op(s, cx, &at[g]); /* each product's time holds the norm's too */
         }
     }
-    return record_at(s, cx, call, step);
+    if (*st == RAYO_E_UNSUPPORTED) {
+        *st = record_at(s, cx, calls[0], step);
+        return 1;
+    }
+    if (*st != RAYO_OK && cx->error == RAYO_OK)
+        cx->error = *st;
+    else if (at[0].op == RAYO_OP_ADD)
+        vk_profile_op(s, cx, &at[1]); /* the pair's time under the rmsnorm */
+    return took ? took : 1;
 }
 
 /* A new context holding the calls of segments segs[0 .. n) as they run at
  * `step`, neighbouring calls fused where the plugin can ([backend.vulkan]
  * fuse): the batch's calls are all known here, unlike at its first
- * recording, call by call. */
-static rayo_status record_new(vk_state *s, const vk_segment *segs, size_t n, size_t step, vk_ctx **out)
+ * recording, call by call; *fused says how many were recorded with the
+ * call before them. */
+static rayo_status record_new_fused(vk_state *s, const vk_segment *segs, size_t n, size_t step, vk_ctx **out,
+                                    size_t *fused)
 {
+    size_t total = 0, recorded = 0;
+    for (size_t i = 0; i < n; i++)
+        total += segs[i].count;
+    const rayo_dev_call **calls = malloc((total ? total : 1) * sizeof *calls);
+    if (!calls)
+        return RAYO_E_NOMEM;
+    for (size_t i = 0, k = 0; i < n; i++)
+        for (size_t j = 0; j < segs[i].count; j++)
+            calls[k++] = &segs[i].calls[j];
     vk_ctx *cx;
     rayo_status st = vk_ctx_acquire(s, &cx);
-    if (st != RAYO_OK)
-        return st;
-    vk_profile_begin(s, cx);
-    size_t i = 0, j = 0;
-    while (i < n && j >= segs[i].count) /* the first call */
-        i++;
-    const rayo_dev_call *call = i < n ? &segs[i].calls[j] : NULL;
-    while (call && st == RAYO_OK) {
-        const rayo_dev_call *then = next_call(segs, n, &i, &j);
-        bool both;
-        st = record_pair_at(s, cx, call, then, step, &both);
-        call = both && then ? next_call(segs, n, &i, &j) : then;
+    if (st == RAYO_OK) {
+        vk_profile_begin(s, cx);
+        for (size_t k = 0; k < total && st == RAYO_OK; recorded++)
+            k += record_fused_at(s, cx, calls + k, total - k, step, &st);
+        *fused = total - recorded; /* calls recorded with the one before them */
+        if (st != RAYO_OK)
+            vk_ctx_release(s, cx);
+        else
+            *out = cx;
     }
-    if (st != RAYO_OK) {
-        vk_ctx_release(s, cx);
-        return st;
-    }
-    *out = cx;
-    return RAYO_OK;
+    free(calls);
+    return st;
+}
+
+static rayo_status record_new(vk_state *s, const vk_segment *segs, size_t n, size_t step, vk_ctx **out)
+{
+    size_t fused;
+    return record_new_fused(s, segs, n, step, out, &fused);
 }
 
 /* A moving segment as it runs at the batch's step (the batch is idle): its
@@ -333,8 +361,14 @@ static void record_ahead(vk_state *s, vk_batch *b)
         if (!b->whole || b->whole_step != next) {
             vk_ctx_release(s, b->whole); /* made at another step */
             b->whole = NULL;
-            if (record_new(s, b->seg, b->count, next, &b->whole) == RAYO_OK)
+            size_t fused;
+            if (record_new_fused(s, b->seg, b->count, next, &b->whole, &fused) == RAYO_OK) {
                 b->whole_step = next;
+                if (!b->logged)
+                    s->host->log(s->host, RAYO_LOG_DEBUG, "a replayed batch recorded ahead: %zu calls, %zu of "
+                                 "them in the dispatch of the one before (fuse)", calls_of(b), fused);
+                b->logged = true;
+            }
         }
         return;
     }

@@ -184,6 +184,85 @@ static rayo_status rec_gemv_int8(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
     return record(s, cx, VK_SHADER_GEMV_INT8, spec, 4, ops, pc, groups_of(groups), 1);
 }
 
+/* ---- rmsnorm in the products of its output -------------------------------------------- */
+
+/* Whether rmsnorm `norm` of one f32 row is x of `gemv`, a relaxed gemv that
+ * takes gemv_int8, nothing it writes touching the norm's input, gamma or
+ * output, and that output apart from the input and gamma. */
+static bool norm_gemv_suits(const vk_state *s, const rayo_dev_call *norm, const rayo_dev_call *gemv)
+{
+    rayo_dtype dt = RAYO_DTYPE_OF(gemv->dtypes, 0);
+    if (!s->fuse || !s->f64 || !s->subgroup_ok || norm->op != RAYO_OP_RMSNORM || gemv->op != RAYO_OP_GEMV ||
+        norm->dtypes || norm->flags || (norm->lda | norm->ldb | norm->ldc | norm->ldy) || norm->m != 1 ||
+        norm->n != gemv->n || norm->n == 0 || norm->n > UINT32_MAX || gemv->m == 0 || gemv->m > UINT32_MAX ||
+        gemv->flags || !gemv_int8_wanted(s, dt, gemv) || !norm->a.buf || !norm->y.buf || !gemv->a.buf ||
+        !gemv->y.buf || gemv->b.buf != norm->y.buf || gemv->b.offset != norm->y.offset)
+        return false;
+    size_t row = 4 * norm->n;
+    vk_span x = vk_span_of(&norm->a, row, false), xn = vk_span_of(&norm->y, row, true),
+            y = vk_span_of(&gemv->y, 4 * gemv->m, true);
+    vk_span gamma = norm->b.buf ? vk_span_of(&norm->b, row, false) : (vk_span){0};
+    return !vk_spans_meet(&y, &x) && !vk_spans_meet(&y, &xn) && !vk_spans_meet(&y, &gamma) &&
+           !vk_spans_meet(&xn, &x) && !vk_spans_meet(&xn, &gamma);
+}
+
+/* gemv_int8_norm: the rmsnorm `norm` and the gemv of its output in one
+ * dispatch (shaders/gemv_int8.comp, RAYO_NORM), its workgroup 0 storing the
+ * norm's output where `store` (the first gemv of those reading it; the
+ * others only normalise x for themselves).  The norm sums in double as
+ * rows.comp does, in another order: its output may differ from the
+ * rmsnorm op's alone in the last bit of a value, within that op's
+ * contract. */
+rayo_status vk_record_norm_gemv(vk_state *s, vk_ctx *cx, const rayo_dev_call *norm, const rayo_dev_call *gemv,
+                                bool store)
+{
+    if (!norm_gemv_suits(s, norm, gemv))
+        return RAYO_E_UNSUPPORTED;
+    rayo_dtype dt = RAYO_DTYPE_OF(gemv->dtypes, 0);
+    size_t ld = gemv->lda ? gemv->lda : gemv->n, row_bytes, a_bytes, m = gemv->m, n = gemv->n;
+    if (!rayo_dtype_row_bytes(dt, ld, &row_bytes) || !rayo_dtype_row_bytes(dt, (m - 1) * ld + n, &a_bytes) ||
+        row_bytes > UINT32_MAX)
+        return RAYO_E_UNSUPPORTED;
+    gemv_shape g = gemv_shape_of(s, RAYO_DTYPE_Q4_0, m);
+    if (!s->gemv.rows && g.rows > INT8_ROWS)
+        g.rows = INT8_ROWS;
+    uint64_t blocks = ((uint64_t)n / 32 + INT8_X_STEP - 1) / INT8_X_STEP * INT8_X_STEP;
+    /* gemv_int8's shared memory and the norm's doubles */
+    if ((g.wg & (g.wg - 1)) || blocks * 48 + 16u * g.wg > s->props.limits.maxComputeSharedMemorySize)
+        return RAYO_E_UNSUPPORTED;
+    const rayo_dev_operand *src[5] = {&gemv->a, &norm->a, &norm->b, &gemv->y, store ? &norm->y : NULL};
+    const size_t len[5] = {a_bytes, 4 * n, 4 * n, 4 * m, 4 * n};
+    vk_operands ops;
+    vk_span spans[5];
+    size_t tracked = 0;
+    for (int i = 0; i < 5; i++) {
+        ops.use[i] = NULL;
+        if (!src[i] || !src[i]->buf)
+            continue;
+        if (vk_bind(s, src[i]->buf, src[i]->offset, len[i], &ops.bind[i]) != RAYO_OK)
+            return RAYO_E_UNSUPPORTED; /* (the calls one by one say why, if they fail) */
+        ops.use[i] = &ops.bind[i];
+        spans[tracked++] = vk_span_of(src[i], len[i], i >= 3);
+    }
+    vk_push pc = {
+        .n = (uint32_t)n, .m = (uint32_t)m, .k = (uint32_t)row_bytes,
+        .oa = ops.bind[0].byte_offset, .ob = ops.bind[1].word_offset,
+        .oc = ops.use[2] ? ops.bind[2].word_offset : 0, .oy = ops.bind[3].word_offset,
+        .alpha = gemv->alpha, .beta = gemv->beta,
+        .aux = (uint32_t)((ops.bind[0].byte_offset + a_bytes - 1) / 4),
+        .flags = (store ? 1u : 0u) | (ops.use[2] ? 2u : 0u),
+    };
+    pc.ext[0] = store ? ops.bind[4].word_offset : 0;
+    memcpy(&pc.ext[1], &norm->alpha, sizeof pc.ext[1]);
+    uint32_t spec[4] = {g.wg, dt, g.rows, (uint32_t)blocks};
+    uint32_t per_group = g.wg / s->subgroup_size * g.rows;
+    if (s->overlap)
+        vk_ctx_independent(cx, spans, tracked);
+    rayo_status st = record(s, cx, VK_SHADER_GEMV_INT8_NORM, spec, 4, &ops, &pc, groups_of((m + per_group - 1) / per_group), 1);
+    vk_ctx_accessed(cx, spans, tracked, true);
+    return st;
+}
+
 static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                                   vk_operands *ops)
 {

@@ -386,6 +386,13 @@ rayo_status vk_record_family(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
 /* add then rmsnorm of its output as one dispatch; RAYO_E_UNSUPPORTED (nothing
  * recorded) where they do not suit it (vk-ops.c) */
 rayo_status vk_record_add_rmsnorm(vk_state *s, vk_ctx *cx, const rayo_dev_call *add, const rayo_dev_call *norm);
+/* rmsnorm of one row and a relaxed gemv of its output as one dispatch, the
+ * normalised row stored where `store`; RAYO_E_UNSUPPORTED as above (vk-infer.c) */
+rayo_status vk_record_norm_gemv(vk_state *s, vk_ctx *cx, const rayo_dev_call *norm, const rayo_dev_call *gemv,
+                                bool store);
+/* The bytes of operand o from its start, as a tracked span; whether two meet. */
+vk_span vk_span_of(const rayo_dev_operand *o, size_t bytes, bool write);
+bool vk_spans_meet(const vk_span *a, const vk_span *b);
 /* A temporary buffer of bytes from pool, alive until cx is released, bound
  * as the dispatch's fifth operand (ops->use[4]: scratch or a table). */
 rayo_status vk_bind_temp(vk_state *s, vk_ctx *cx, vk_pool *pool, VkDeviceSize bytes, vk_operands *ops,

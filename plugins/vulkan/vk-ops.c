@@ -305,15 +305,14 @@ static rayo_status rec_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
 
 /* ---- add, then rmsnorm of its sum, in one dispatch ------------------------------------ */
 
-/* The bytes of operand o from its start, as a tracked span. */
-static vk_span span_of(const rayo_dev_operand *o, size_t bytes, bool write)
+vk_span vk_span_of(const rayo_dev_operand *o, size_t bytes, bool write)
 {
     const vk_buf *b = o->buf;
     VkDeviceSize at = b->offset + o->offset;
     return (vk_span){b->block->buffer, at & ~(VkDeviceSize)3, (at + bytes + 3) & ~(VkDeviceSize)3, write};
 }
 
-static bool spans_meet(const vk_span *a, const vk_span *b)
+bool vk_spans_meet(const vk_span *a, const vk_span *b)
 {
     return a->buffer == b->buffer && a->start < b->end && b->start < a->end;
 }
@@ -330,12 +329,12 @@ static bool add_rmsnorm_apart(const vk_span sp[5], bool gamma)
 {
     enum { A, B, SUM, GAMMA, Y };
     for (int i = A; i <= SUM; i++)
-        if (spans_meet(&sp[Y], &sp[i]))
+        if (vk_spans_meet(&sp[Y], &sp[i]))
             return false;
-    if ((spans_meet(&sp[SUM], &sp[A]) && !spans_same(&sp[SUM], &sp[A])) ||
-        (spans_meet(&sp[SUM], &sp[B]) && !spans_same(&sp[SUM], &sp[B])))
+    if ((vk_spans_meet(&sp[SUM], &sp[A]) && !spans_same(&sp[SUM], &sp[A])) ||
+        (vk_spans_meet(&sp[SUM], &sp[B]) && !spans_same(&sp[SUM], &sp[B])))
         return false;
-    return !gamma || (!spans_meet(&sp[GAMMA], &sp[SUM]) && !spans_meet(&sp[GAMMA], &sp[Y]));
+    return !gamma || (!vk_spans_meet(&sp[GAMMA], &sp[SUM]) && !vk_spans_meet(&sp[GAMMA], &sp[Y]));
 }
 
 /* Whether add and norm, f32 calls without strides, are a residual add and
@@ -365,8 +364,8 @@ rayo_status vk_record_add_rmsnorm(vk_state *s, vk_ctx *cx, const rayo_dev_call *
         return RAYO_E_UNSUPPORTED;
     size_t m = norm->m, n = norm->n, bytes = 4 * m * n;
     bool gamma = norm->b.buf != NULL;
-    vk_span sp[5] = {span_of(&add->a, bytes, false), span_of(&add->b, bytes, false), span_of(&add->y, bytes, true),
-                     gamma ? span_of(&norm->b, 4 * n, false) : (vk_span){0}, span_of(&norm->y, bytes, true)};
+    vk_span sp[5] = {vk_span_of(&add->a, bytes, false), vk_span_of(&add->b, bytes, false), vk_span_of(&add->y, bytes, true),
+                     gamma ? vk_span_of(&norm->b, 4 * n, false) : (vk_span){0}, vk_span_of(&norm->y, bytes, true)};
     if (!add_rmsnorm_apart(sp, gamma))
         return RAYO_E_UNSUPPORTED;
     /* bindings: a the row, b gamma, c the addend, y the norm's output, the

@@ -1,0 +1,56 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# test-vulkan-fuse.sh - the vulkan plugin's ways of recording a replayed
+# decode step give the same logits, bit for bit: examples/llama decodes
+# random-weight models (Q4_0, Q8_0, and a Q4_K / Q6_K mix, made by gguf-make)
+# resident on vulkan at relaxed precision (its 8-bit gemvs) with every
+# [backend.vulkan] record_ahead (step, moving, no) and with fuse = no, and
+# the logits of the first 8 steps must equal the default's.  The default
+# must fuse (its debug log counts the calls run in the dispatch of the one
+# before: each rmsnorm's with the products of its output), so the
+# comparison is not between two runs of the same path.  Skipped, with the
+# reason, where no Vulkan device exists.
+bin=${abs_top_builddir:-$(pwd)}/examples/llama
+probe=${abs_top_builddir:-$(pwd)}/tests/test-vulkan
+if [ ! -x "$bin/rayo-llama" ] || [ ! -x "$bin/gguf-make" ] || [ ! -x "$probe" ]; then
+    echo "ERROR: rayo-llama, gguf-make or test-vulkan not built" >&2; exit 99
+fi
+unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_PLUGIN_PATH RAYO_FORCE_CPU RAYO_LOG
+"$probe" --probe || exit $?      # 77: SKIP, the reason printed above
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+export XDG_CONFIG_HOME="$tmp" XDG_CACHE_HOME="$tmp/cache"
+
+# decode FILE NAME [SETTINGS]: tokens in $tmp/NAME.tok, logits in NAME.bin
+decode() {
+    printf '[backend.vulkan]\n%s\n' "${3:-}" >"$tmp/$2.conf"
+    RAYO_LOG=debug RAYO_CONFIG=$tmp/$2.conf "$bin/rayo-llama" --backend vulkan --resident on --ignore-eos \
+        --tokens -n 12 -p "Once upon a time" --logits "$tmp/$2.bin" --logits-steps 8 "$1" \
+        >"$tmp/$2.tok" 2>"$tmp/$2.log"
+}
+
+status=0
+for scheme in q4_0 q8_0 mix; do
+    file=$tmp/$scheme.gguf
+    "$bin/gguf-make" --scheme $scheme --seed 5 -o "$file" 2>/dev/null || { echo "ERROR: gguf-make $scheme"; exit 99; }
+    if ! decode "$file" default; then
+        echo "FAIL: $scheme: $(tail -3 "$tmp/default.log")"; status=1; continue
+    fi
+    fused=$(sed -n 's/.*recorded ahead: [0-9]* calls, \([0-9]*\) of them.*/\1/p' "$tmp/default.log" | head -1)
+    if [ "${fused:-0}" -gt 0 ]; then
+        echo "$scheme: $fused calls of a step fused with the one before"
+    else
+        echo "FAIL: $scheme: the default recording fused nothing: $(grep 'recorded ahead' "$tmp/default.log")"
+        status=1
+    fi
+    for setting in "fuse = no" "record_ahead = moving" "record_ahead = no"; do
+        if ! decode "$file" other "$setting"; then
+            echo "FAIL: $scheme, $setting: $(tail -3 "$tmp/other.log")"; status=1
+        elif cmp -s "$tmp/default.bin" "$tmp/other.bin" && cmp -s "$tmp/default.tok" "$tmp/other.tok"; then
+            echo "$scheme, $setting: the same tokens and logits"
+        else
+            echo "FAIL: $scheme, $setting: tokens or logits differ from the default's"; status=1
+        fi
+    done
+done
+exit $status
