@@ -710,7 +710,7 @@ static int attn_decode_cluster(const cuda_state *st, const cuda_op *op, const ra
 {
     size_t group = p->n_heads / p->n_kv_heads;
     return st->use_attn_cluster && st->ptx_target >= 90 && vec && op->precision == RAYO_PRECISION_RELAXED &&
-           p->head_dim <= 128 && p->n_q <= ATTN_DEC_MAX_Q && p->n_kv < (1u << 31) &&
+           p->head_dim <= 128 && p->n_q <= ATTN_DEC_MAX_Q &&
            (p->n_kv <= ATTN_DEC_MAX_KV || group / attn_dec_heads(p) <= 2);
 }
 
@@ -729,6 +729,7 @@ static size_t attn_dec_splits(const rayo_attention_params *p, size_t cluster, si
     return s < 1 ? 1 : s > most ? most : s;
 }
 
+/* args: launch_attention's pd (out 0, ot 15, oh 16, part 18, as attn_dec_* takes them) */
 static rayo_status launch_attn_decode(cuda_state *st, CUstream stream, const cuda_op *op, void **args)
 {
     const rayo_attention_params *p = op->params;
