@@ -671,43 +671,92 @@ static int attn_rows_aligned(const cuda_op *op, const rayo_attention_params *p, 
 }
 
 /* attn_dec_* (module attn_cluster, sm_90): relaxed calls of at most
- * ATTN_DEC_MAX_Q queries against at most ATTN_DEC_MAX_KV keys with aligned
- * rows (a decode step), head_dim up to 128.  A cluster of 2, 4 or 8 CTAs a
- * (query, head): the fewest whose warps take every key in one tile each (8
- * keys a warp at head_dim 128, 16 at 64), 8 past that, so that a replayed
- * decode keeps one kernel (and its graph) from 129 keys on at head_dim 128.
- * Longer caches take attn_warp_* and attn_merge: on an H200 attn_dec_* was
- * faster there too with one KV head a head (27.8 against 47.5 us at 4096
- * keys, 32 heads, head_dim 128) but slower with grouped queries at 32768
- * keys (72 against 40 us, 4 KV heads, head_dim 64: each head of a group
- * reads the group's rows again), and the conformance suite has checked it
- * up to 2048 keys only. */
+ * ATTN_DEC_MAX_Q queries with aligned rows (a decode step), head_dim up to
+ * 128.  A cluster of 2, 4 or 8 CTAs a (query, head): the fewest whose
+ * warps take every key in one tile each (8 keys a warp at head_dim 128, 16
+ * at 64), 8 past that, so that a replayed decode keeps one kernel (and its
+ * graph) from 129 keys on at head_dim 128.  Past ATTN_DEC_MAX_KV keys a
+ * CTA takes HG heads of one KV group (attn_dec_*_c8_g<HG>: 4, 2 or 1, the
+ * most that divides the group), so that it reads their K and V rows once,
+ * and the keys are split over S clusters (float64 partials in the scratch,
+ * attn_merge) so that the CTAs fill the GPU (attn_dec_splits).  On an
+ * H200 (cuda-bench-infer --attention, one query, 32 heads, f16, against
+ * the older kernels in the same run): 32 KV heads, head_dim 128, 4096 keys
+ * 25.2 against 47.2 us (S = 1), 32768 keys 130.9 against 243.6 (S = 2;
+ * 154.5 with S = 1); head_dim 64 at 32768 keys 70.8 against 111.7 (S = 2;
+ * 83.2 with S = 1); 4 KV heads, head_dim 64 (HG = 4): 4096 keys 14.1
+ * against 15.7 (S = 4; 17.4 with S = 8), 32768 keys 36.2 against 39.5
+ * (S = 4; 38.2 with S = 8).  Groups whose heads would read the rows
+ * more than twice (3, 5, 6, 7 .. heads) keep attn_warp_* there: one head a
+ * CTA, reading an 8-head group's rows 8 times, was slower than attn_warp_*
+ * on an H200 (72 against 40 us, 32768 keys, 4 KV heads, head_dim 64). */
 #define ATTN_DEC_MAX_Q 4
 #define ATTN_DEC_MAX_KV 2048
+#define ATTN_DEC_WANT_CTAS 256
+#define ATTN_DEC_MIN_TILES 16
+
+/* heads a CTA at n_kv keys: 1 for short caches, else the most (<= 4) that
+ * divide the group (2 heads a CTA for an 8-head group: 42.3 against 35.6 us
+ * at 32768 keys, 4 KV heads, head_dim 64, on an H200) */
+static size_t attn_dec_heads(const rayo_attention_params *p)
+{
+    size_t group = p->n_heads / p->n_kv_heads;
+    if (p->n_kv <= ATTN_DEC_MAX_KV)
+        return 1;
+    return group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
+}
 
 static int attn_decode_cluster(const cuda_state *st, const cuda_op *op, const rayo_attention_params *p, int vec)
 {
+    size_t group = p->n_heads / p->n_kv_heads;
     return st->use_attn_cluster && st->ptx_target >= 90 && vec && op->precision == RAYO_PRECISION_RELAXED &&
-           p->head_dim <= 128 && p->n_q <= ATTN_DEC_MAX_Q && p->n_kv <= ATTN_DEC_MAX_KV;
+           p->head_dim <= 128 && p->n_q <= ATTN_DEC_MAX_Q &&
+           (p->n_kv <= ATTN_DEC_MAX_KV || group / attn_dec_heads(p) <= 2);
 }
 
+/* Clusters over the keys: at least ATTN_DEC_WANT_CTAS CTAs (two an SM of
+ * an H200), twice that while each warp keeps ATTN_DEC_MIN_TILES tiles; at
+ * most a tile a warp and the splits attention_scratch holds. */
+static size_t attn_dec_splits(const rayo_attention_params *p, size_t cluster, size_t hg, size_t tile_keys)
+{
+    size_t ctas = cluster * (p->n_heads / hg) * p->n_q, s = (ATTN_DEC_WANT_CTAS + ctas - 1) / ctas,
+           tiles = (p->n_kv + tile_keys - 1) / tile_keys, warps = cluster * RAYO_PTX_ATTN_DEC_WARPS,
+           most = attn_plan_of(p).splits;
+    while (ctas * s < 2 * ATTN_DEC_WANT_CTAS && 2 * s * warps * ATTN_DEC_MIN_TILES <= tiles)
+        s *= 2;
+    if (s * warps > tiles)
+        s = tiles / warps;
+    return s < 1 ? 1 : s > most ? most : s;
+}
+
+/* args: launch_attention's pd (out 0, ot 15, oh 16, part 18, as attn_dec_* takes them) */
 static rayo_status launch_attn_decode(cuda_state *st, CUstream stream, const cuda_op *op, void **args)
 {
     const rayo_attention_params *p = op->params;
-    size_t dm = p->head_dim <= 64 ? 64 : 128, tile_keys = RAYO_PTX_ATTN_DEC_WARPS * 4 * (32 / (dm / 8)),
-           cluster = 2;
-    while (cluster < RAYO_PTX_ATTN_DEC_MAX_CLUSTER && cluster * tile_keys < p->n_kv)
+    size_t dm = p->head_dim <= 64 ? 64 : 128, tile_keys = 4 * (32 / (dm / 8)), cluster = 2,
+           hg = attn_dec_heads(p);
+    while (cluster < RAYO_PTX_ATTN_DEC_MAX_CLUSTER && cluster * RAYO_PTX_ATTN_DEC_WARPS * tile_keys < p->n_kv)
         cluster *= 2;
-    char name[40];
-    snprintf(name, sizeof name, "attn_dec_%s_d%zu_c%zu", p->kv_dtype == RAYO_DTYPE_F16 ? "f16" : "f32", dm,
-             cluster);
+    size_t splits = p->n_kv <= ATTN_DEC_MAX_KV ? 1 : attn_dec_splits(p, cluster, hg, tile_keys);
+    char name[40], sfx[8] = "";
+    if (hg > 1)
+        snprintf(sfx, sizeof sfx, "_g%zu", hg);
+    snprintf(name, sizeof name, "attn_dec_%s_d%zu_c%zu%s", p->kv_dtype == RAYO_DTYPE_F16 ? "f16" : "f32", dm,
+             cluster, sfx);
     CUfunction fn;
     rayo_status s = cuda_function(st, MOD_ATTN_CLUSTER, name, &fn);
     if (s != RAYO_OK)
         return s;
-    CUresult r = cuda_launch_kernel(st, fn, (unsigned)cluster, (unsigned)p->n_heads, (unsigned)p->n_q,
-                                    32 * RAYO_PTX_ATTN_DEC_WARPS, 1, 1, 0, stream, args, NULL);
-    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_dec");
+    CUresult r = cuda_launch_kernel(st, fn, (unsigned)(cluster * splits), (unsigned)(p->n_heads / hg),
+                                    (unsigned)p->n_q, 32 * RAYO_PTX_ATTN_DEC_WARPS, 1, 1, 0, stream, args, NULL);
+    if (r != CUDA_SUCCESS || splits == 1)
+        return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_dec");
+    unsigned long long n_q = p->n_q, dd = p->head_dim, sp = splits;
+    void *p2[] = {args[0], args[18], &n_q, &dd, &sp, args[15], args[16]};
+    if ((s = cuda_function(st, MOD_INFER, "attn_merge", &fn)) != RAYO_OK)
+        return s;
+    r = cuda_launch_kernel(st, fn, (unsigned)p->n_heads, (unsigned)p->n_q, 1, 256, 1, 1, 0, stream, p2, NULL);
+    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_merge");
 }
 
 /* attn_pf_<f16|f32>_d<64|128> (ptx/attention-prefill.c): relaxed calls of
@@ -770,7 +819,7 @@ static rayo_status launch_attention(cuda_state *st, CUstream stream, const cuda_
     int dmax = d <= 64 ? 64 : d <= 128 ? 128 : 256, merged = st->use_attn_block && a.splits <= RAYO_PTX_ATTN_BLOCK_WARPS(dmax);
     int vec = attn_rows_aligned(op, p, half ? 2 : 4, kt, kh, vt, vh);
     void *pd[] = {&out, &q, &k, &v, &n_q, &n_kv, &group, &dd, &causal, &qt, &qh, &kt, &kh, &vt, &vh, &ot, &oh,
-                  &scale};
+                  &scale, &part}; /* attn_dec_* reads part (its splits), attn_pf_* not */
     if (attn_decode_cluster(st, op, p, vec))
         return launch_attn_decode(st, stream, op, pd);
     if (attn_prefill(st, op, p, vec))

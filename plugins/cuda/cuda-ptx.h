@@ -122,6 +122,9 @@ static inline size_t rayo_ptx_gemv8_smem(size_t n)
  * and the largest cluster (CTAs per query and head: 2, 4 or 8) */
 #define RAYO_PTX_ATTN_DEC_WARPS 4
 #define RAYO_PTX_ATTN_DEC_MAX_CLUSTER 8
+/* attn_dec_*_c8_g<HG>: query heads of one KV group a CTA, 2 or 4 (each
+ * head's q, m, sum and acc[8] in registers beside the tile's K and V) */
+#define RAYO_PTX_ATTN_DEC_MAX_HG 4
 /* attn_pf_f32_d<D> (module "infer", ptx/attention-prefill.c): its dynamic
  * shared memory, the K_hi, K_lo and V tiles of 64 keys (rows of D f16
  * values and 16 bytes of padding) and the 64 keys' scales (float32) */
