@@ -238,6 +238,8 @@ typedef struct vk_state {
     bool push_descriptors;            /* descriptors pushed into the command buffer, not allocated */
     bool overlap;                     /* independent ops without a barrier between them */
     vk_gemv_settings gemv;            /* read once at init: a decode step records ~150 gemvs */
+    bool attn_decode;                 /* relaxed decode attention by attention_dec.comp (vk-infer.c) */
+    uint32_t attn_decode_keys;        /* ... its keys per chunk (0: by the call's size) */
     uint32_t timestamp_bits;          /* the queue's timestampValidBits */
     bool profile;                     /* [backend.vulkan] profile = yes (and timestamps) */
     vk_prof_entry prof[VK_PROF_ENTRIES]; /* under ctx_lock */
@@ -413,7 +415,7 @@ rayo_status vk_half_prompt(vk_state *s, vk_ctx *cx, const rayo_dev_call *call);
 /* Whether a rope or attention output of `span` elements has gaps (head or
  * token strides); ldy is checked by the caller. */
 bool vk_infer_output_gaps(const rayo_call *call, size_t span);
-/* Reads the gemv settings into s->gemv (at init, once the subgroup size is known). */
+/* Reads the gemv and attention settings into s (at init, once the subgroup size is known). */
 void vk_infer_read_settings(vk_state *s);
 /* Checks of a host call that a batch cannot make (get_rows' indices). */
 rayo_status vk_check_host_call(vk_state *s, const rayo_call *call);
