@@ -25,7 +25,7 @@
  * 6. (--attention N only) attention decode, 1 query of 32 heads against a
  *    cache of N positions of 4 KV heads x 64 (TinyLlama) and of 32 x 128
  *    (Llama-2-7B), f32 and f16: GB/s counting the bytes of K and V,
- *    cycling through 64 copies of the cache (fewer, of 4 GB in all, for
+ *    cycling through 64 copies of the cache (fewer, of 1 GB in all, for
  *    large caches); --relaxed: at relaxed precision (a decode's calls).
  * 7. (--floor only) the per-dispatch floor: 512 tiny calls in one batch
  *    (add of 256 floats, one workgroup; rmsnorm of 1 x 2048), us a call:
@@ -539,7 +539,7 @@ typedef struct attention_shape {
 /* Copies of the cache cycled through: 64, fewer where they would pass
  * ATTN_COPY_BYTES (at least 2; each one far larger than a GPU's cache then). */
 #define ATTN_COPIES 64
-#define ATTN_COPY_BYTES ((size_t)4 << 30)
+#define ATTN_COPY_BYTES ((size_t)1 << 30)
 
 static int attention_copies(size_t bytes)
 {

@@ -23,7 +23,6 @@
 /* lavapipe stops an invocation after 65,535 loop iterations: at most this
  * many units (each a few short loops) per invocation on a CPU device */
 #define CPU_UNITS_MAX 2048u
-#define ATTN_DEC_KB 4u          /* attention_dec.comp's KB: keys loaded together */
 
 bool vk_infer_output_gaps(const rayo_call *call, size_t span)
 {
@@ -88,7 +87,7 @@ void vk_infer_read_settings(vk_state *s)
                                  config_pow2(s, "gemv_split", 1, 32), !(xstage && !strcmp(xstage, "no"))};
     const char *dec = s->host->config(s->host, "attention_decode");
     s->attn_decode = !(dec && !strcmp(dec, "no"));
-    s->attn_decode_keys = config_pow2(s, "attention_decode_keys", ATTN_DEC_KB, 65536);
+    s->attn_decode_keys = config_pow2(s, "attention_decode_keys", 4, 65536);
 }
 
 static gemv_shape gemv_shape_of(const vk_state *s, rayo_dtype dt, size_t m)
@@ -299,14 +298,16 @@ static uint32_t attention_chunks(const vk_state *s, size_t items, size_t n_kv, u
 
 /* attention_dec.comp: relaxed calls of up to ATTN_DEC_QUERIES queries
  * (decode) where the device has subgroup arithmetic, unless
- * attention_decode = no.  A workgroup is one subgroup; chunks of
- * attention_decode_keys keys, else of ATTN_DEC_KEYS or more, so that the
- * call takes about ATTN_DEC_GROUPS workgroups (a long cache's reads in
- * flight over the device), and at most ATTN_DEC_CPU_KEYS on a CPU device
- * (lavapipe's loop limit). */
+ * attention_decode = no.  A workgroup is one subgroup, taking keys a
+ * subgroup at a time; chunks of attention_decode_keys keys (rounded up to
+ * a multiple of the subgroup), else enough for about ATTN_DEC_GROUPS
+ * workgroups (a long cache's reads in flight over the device) but at most
+ * ATTN_DEC_CHUNKS chunks (PASS 1 of attention.comp walks them one by one),
+ * and at most ATTN_DEC_CPU_KEYS keys on a CPU device (lavapipe's loop
+ * limit). */
 #define ATTN_DEC_QUERIES 4u
-#define ATTN_DEC_KEYS 16u
 #define ATTN_DEC_GROUPS 2048u
+#define ATTN_DEC_CHUNKS 64u
 #define ATTN_DEC_CPU_KEYS 256u
 
 static bool attention_decode_takes(const vk_state *s, const rayo_dev_call *call,
@@ -316,20 +317,39 @@ static bool attention_decode_takes(const vk_state *s, const rayo_dev_call *call,
            p->n_q >= 1 && p->n_q <= ATTN_DEC_QUERIES && p->n_kv >= 1 && p->head_dim <= ATTN_DMAX;
 }
 
+static size_t round_up(size_t n, size_t step) { return (n + step - 1) / step * step; }
+
 static uint32_t attention_decode_keys(const vk_state *s, size_t items, size_t n_kv)
 {
-    size_t keys = s->attn_decode_keys;
+    size_t sg = s->subgroup_size, keys = s->attn_decode_keys;
     if (!keys) {
         keys = (n_kv * items + ATTN_DEC_GROUPS - 1) / ATTN_DEC_GROUPS;
-        keys = (keys + ATTN_DEC_KB - 1) / ATTN_DEC_KB * ATTN_DEC_KB;
-        if (keys < ATTN_DEC_KEYS)
-            keys = ATTN_DEC_KEYS;
+        if (keys < (n_kv + ATTN_DEC_CHUNKS - 1) / ATTN_DEC_CHUNKS)
+            keys = (n_kv + ATTN_DEC_CHUNKS - 1) / ATTN_DEC_CHUNKS;
     }
     if (s->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && keys > ATTN_DEC_CPU_KEYS)
         keys = ATTN_DEC_CPU_KEYS;
     if ((n_kv + keys - 1) / keys > MAX_GROUPS)
         keys = (n_kv + MAX_GROUPS - 1) / MAX_GROUPS;
-    return (uint32_t)keys;
+    return (uint32_t)round_up(keys ? keys : 1, sg);
+}
+
+/* Query heads of a workgroup: the largest divisor of the group up to
+ * ATTN_HEADS (each K and V value is read group / heads times). */
+static uint32_t attention_decode_heads(size_t group)
+{
+    uint32_t heads = ATTN_HEADS;
+    while (group % heads)
+        heads--;
+    return heads;
+}
+
+/* Whether f16 K and V pairs of elements start on words: offsets, strides
+ * and head_dim even. */
+static bool attention_pairs_aligned(const vk_push *pc)
+{
+    return pc->n % 2 == 0 && pc->ob % 2 == 0 && pc->oc % 2 == 0 &&
+           (pc->ext[4] | pc->ext[5] | pc->ext[6] | pc->ext[7]) % 2 == 0;
 }
 
 /* Binds the scratch of the chunks' m, l and acc (floats) and records
@@ -354,19 +374,22 @@ static rayo_status rec_merge_chunks(vk_state *s, vk_ctx *cx, const rayo_attentio
 static rayo_status rec_attention_decode(vk_state *s, vk_ctx *cx, const rayo_attention_params *p, bool f16,
                                         vk_operands *ops, vk_push *pc)
 {
+    uint32_t heads = attention_decode_heads(p->n_heads / p->n_kv_heads);
+    pc->ext[12] = (uint32_t)(p->n_heads / p->n_kv_heads / heads);       /* head groups */
+    pc->ext[13] = (uint32_t)(p->n_q * p->n_kv_heads) * pc->ext[12];     /* items */
     uint32_t items = pc->ext[13], keys = attention_decode_keys(s, items, p->n_kv);
     uint32_t chunks = (uint32_t)((p->n_kv + keys - 1) / keys);
-    uint32_t heads = p->n_heads / p->n_kv_heads < ATTN_HEADS ? (uint32_t)(p->n_heads / p->n_kv_heads) : ATTN_HEADS;
-    uint32_t spec[5] = {s->subgroup_size, f16, (uint32_t)p->head_dim, heads, s->subgroup_size};
+    uint32_t spec[6] = {s->subgroup_size, f16, (uint32_t)p->head_dim, heads, s->subgroup_size,
+                        f16 && attention_pairs_aligned(pc)};
     pc->ext[10] = chunks;
     pc->ext[11] = keys;
     if (chunks == 1) {
         pc->flags |= 2u;
-        return record(s, cx, VK_SHADER_ATTENTION_DEC, spec, 5, ops, pc, 1, groups_of(items));
+        return record(s, cx, VK_SHADER_ATTENTION_DEC, spec, 6, ops, pc, 1, groups_of(items));
     }
     rayo_status st = bind_chunk_scratch(s, cx, p, chunks, ops, pc);
     if (st == RAYO_OK)
-        st = record(s, cx, VK_SHADER_ATTENTION_DEC, spec, 5, ops, pc, chunks, groups_of(items));
+        st = record(s, cx, VK_SHADER_ATTENTION_DEC, spec, 6, ops, pc, chunks, groups_of(items));
     return st == RAYO_OK ? rec_merge_chunks(s, cx, p, f16, ops, pc) : st;
 }
 
