@@ -86,7 +86,8 @@ void vk_infer_read_settings(vk_state *s)
                                  config_pow2(s, "gemv_wg", s->subgroup_size, 1024),
                                  config_pow2(s, "gemv_split", 1, 32), !(xstage && !strcmp(xstage, "no"))};
     const char *dec = s->host->config(s->host, "attention_decode");
-    s->attn_decode = !(dec && !strcmp(dec, "no"));
+    s->attn_decode = !dec ? VK_ATTN_DEC_UNGROUPED : !strcmp(dec, "no") ? VK_ATTN_DEC_NO
+                     : !strcmp(dec, "all") ? VK_ATTN_DEC_ALL : VK_ATTN_DEC_UNGROUPED;
     s->attn_decode_keys = config_pow2(s, "attention_decode_keys", 4, 65536);
 }
 
@@ -297,8 +298,12 @@ static uint32_t attention_chunks(const vk_state *s, size_t items, size_t n_kv, u
 }
 
 /* attention_dec.comp: relaxed calls of up to ATTN_DEC_QUERIES queries
- * (decode) where the device has subgroup arithmetic, unless
- * attention_decode = no.  A workgroup is one subgroup, taking keys a
+ * (decode) where the device has subgroup arithmetic: with one query head
+ * per KV head by default (on an NVIDIA H200 a Llama-2-7B step's call took
+ * 24 us, an earlier build's general shader 52), with any group under attention_decode
+ * = all (grouped heads at short caches: a TinyLlama call, 8 heads per KV
+ * head and 192 f32 keys, took 19 us, the general shader's 16), never
+ * under no (doc/benchmarks-vulkan.md).  A workgroup is one subgroup, taking keys a
  * subgroup at a time; chunks of attention_decode_keys keys (rounded up to
  * a multiple of the subgroup), else enough for about ATTN_DEC_GROUPS
  * workgroups (a long cache's reads in flight over the device) but at most
@@ -313,7 +318,9 @@ static uint32_t attention_chunks(const vk_state *s, size_t items, size_t n_kv, u
 static bool attention_decode_takes(const vk_state *s, const rayo_dev_call *call,
                                    const rayo_attention_params *p)
 {
-    return s->attn_decode && s->subgroup_ok && call->precision == RAYO_PRECISION_RELAXED &&
+    bool grouped = p->n_heads != p->n_kv_heads;
+    return (s->attn_decode == VK_ATTN_DEC_ALL || (s->attn_decode == VK_ATTN_DEC_UNGROUPED && !grouped)) &&
+           s->subgroup_ok && call->precision == RAYO_PRECISION_RELAXED &&
            p->n_q >= 1 && p->n_q <= ATTN_DEC_QUERIES && p->n_kv >= 1 && p->head_dim <= ATTN_DMAX;
 }
 

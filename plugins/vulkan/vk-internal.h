@@ -186,6 +186,9 @@ typedef struct vk_gemv_settings {
     bool xstage;
 } vk_gemv_settings;
 
+/* [backend.vulkan] attention_decode: no, yes (one query head per KV head), all. */
+typedef enum vk_attn_decode { VK_ATTN_DEC_NO, VK_ATTN_DEC_UNGROUPED, VK_ATTN_DEC_ALL } vk_attn_decode;
+
 typedef struct vk_state {
     const rayo_host *host;
     vk_lib lib;
@@ -238,7 +241,7 @@ typedef struct vk_state {
     bool push_descriptors;            /* descriptors pushed into the command buffer, not allocated */
     bool overlap;                     /* independent ops without a barrier between them */
     vk_gemv_settings gemv;            /* read once at init: a decode step records ~150 gemvs */
-    bool attn_decode;                 /* relaxed decode attention by attention_dec.comp (vk-infer.c) */
+    vk_attn_decode attn_decode;       /* which relaxed decode attention takes attention_dec.comp */
     uint32_t attn_decode_keys;        /* ... its keys per chunk (0: by the call's size) */
     uint32_t timestamp_bits;          /* the queue's timestampValidBits */
     bool profile;                     /* [backend.vulkan] profile = yes (and timestamps) */
