@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* vk-infer.c - recording the inference shaders: gemv with half and
  * quantized weights (shaders/gemv_quant.comp), attention
- * (shaders/attention.comp), get_rows, rope and the gated units
+ * (shaders/attention.comp, attention_dec.comp for decode), get_rows, rope and the gated units
  * (shaders/infer_rows.comp).
  *
  * The calls reach here from vk_record through their families (the end of
