@@ -5,9 +5,9 @@
 //
 // Plan: a workgroup is one subgroup of SG invocations (vk-infer.c sets
 // the workgroup size to the device's subgroup size).  It takes one item =
-// (query token, KV head, HG query heads of that KV head: all of them for
-// groups of up to 8) and one chunk of the keys, so each K and V value it
-// reads serves all its heads.  The chunks spread a cache over the device:
+// (query token, KV head, HG query heads of that KV head: HG the largest
+// divisor of the group up to 8, so no lane idles) and one chunk of the
+// keys, so each K and V value it reads serves all its heads.  The chunks spread a cache over the device:
 // a decode step has only a few items.  The keys go SG at a time, a key a
 // lane: each lane reads its key's K row and scores it against every
 // head's query row (in shared memory: the same address for all lanes),
