@@ -23,8 +23,10 @@
  *    8-bit x: the decode's calls), else at the context's default;
  *    --quick: shorter warm-up and batches;
  * 6. (--attention N only) attention decode, 1 query of 32 heads against a
- *    cache of N positions of 4 KV heads x 64, f32 and f16: GB/s counting
- *    the bytes of K and V, cycling through 64 copies of the cache.
+ *    cache of N positions of 4 KV heads x 64 (TinyLlama) and of 32 x 128
+ *    (Llama-2-7B), f32 and f16: GB/s counting the bytes of K and V,
+ *    cycling through 64 copies of the cache (fewer, of 1 GB in all, for
+ *    large caches); --relaxed: at relaxed precision (a decode's calls).
  * 7. (--floor only) the per-dispatch floor: 512 tiny calls in one batch
  *    (add of 256 floats, one workgroup; rmsnorm of 1 x 2048), us a call:
  *    chained (each reads the last one's result: a barrier between every
@@ -528,12 +530,30 @@ static void bench_gemv(rayo_context *ctx, size_t m, size_t n, const char *only, 
     free(x);
 }
 
-/* Decode attention: seconds per call over 64 caches, and the bytes of K, V. */
-static void bench_attention(rayo_context *ctx, size_t n_kv)
+/* The attention shapes of --attention: query heads, KV heads, head_dim. */
+typedef struct attention_shape {
+    const char *name;
+    size_t heads, kv_heads, dim;
+} attention_shape;
+
+/* Copies of the cache cycled through: 64, fewer where they would pass
+ * ATTN_COPY_BYTES (at least 2; each one far larger than a GPU's cache then). */
+#define ATTN_COPIES 64
+#define ATTN_COPY_BYTES ((size_t)1 << 30)
+
+static int attention_copies(size_t bytes)
 {
-    enum { HEADS = 32, KV_HEADS = 4, DIM = 64, COPIES = 64 };
-    printf("\n== attention decode on device buffers: 1 query, %d heads, %d KV heads x %d, cache %zu"
-           " (GB/s = bytes of K and V) ==\n", HEADS, KV_HEADS, DIM, n_kv);
+    size_t n = ATTN_COPY_BYTES / (2 * bytes);
+    return n >= ATTN_COPIES ? ATTN_COPIES : n < 2 ? 2 : (int)n;
+}
+
+/* Decode attention: seconds per call over copies of the cache, and the bytes of K, V. */
+static void bench_attention_shape(rayo_context *ctx, size_t n_kv, const attention_shape *sh)
+{
+    const size_t HEADS = sh->heads, KV_HEADS = sh->kv_heads, DIM = sh->dim;
+    printf("\n== attention decode on device buffers (%s): 1 query, %zu heads, %zu KV heads x %zu, cache %zu"
+           " (GB/s = bytes of K and V)%s ==\n", sh->name, HEADS, KV_HEADS, DIM, n_kv,
+           gemv_relaxed ? ", relaxed precision" : "");
     printf("%-6s %10s %10s %10s\n", "cache", "MB of KV", "us", "GB/s");
     size_t kv_elems = n_kv * KV_HEADS * DIM;
     float *q = malloc(HEADS * DIM * sizeof *q), *kv = malloc(kv_elems * sizeof *kv);
@@ -549,7 +569,8 @@ static void bench_attention(rayo_context *ctx, size_t n_kv)
     for (int di = 0; di < 2; di++) {
         size_t bytes = kv_elems * (dts[di] == RAYO_DTYPE_F16 ? 2 : 4);
         const void *src = dts[di] == RAYO_DTYPE_F16 ? (const void *)kv16 : (const void *)kv;
-        rayo_buffer *k[COPIES], *v[COPIES];
+        int COPIES = attention_copies(bytes);
+        rayo_buffer *k[ATTN_COPIES], *v[ATTN_COPIES];
         for (int c = 0; c < COPIES; c++) {
             CHECK(rayo_buffer_create(ctx, "vulkan", bytes, &k[c]));
             CHECK(rayo_buffer_create(ctx, "vulkan", bytes, &v[c]));
@@ -565,6 +586,7 @@ static void bench_attention(rayo_context *ctx, size_t n_kv)
             .struct_size = sizeof(rayo_batch_call), .op = RAYO_OP_ATTENTION,
             .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, dts[di], dts[di], RAYO_DTYPE_F32),
             .m = 1, .n = DIM, .k = n_kv, .a = {bq, 0}, .y = {bo, 0}, .params = &p,
+            .precision = gemv_relaxed ? RAYO_PRECISION_RELAXED : RAYO_PRECISION_DEFAULT,
         };
         double t[7], warm = now();
         for (int i = 0; i < 8; i++) {           /* the first: about a second of warm-up */
@@ -572,7 +594,7 @@ static void bench_attention(rayo_context *ctx, size_t n_kv)
                 i = 0;
             rayo_batch *batch;
             CHECK(rayo_batch_create(ctx, "vulkan", &batch));
-            for (int r = 0; r < 4 * COPIES; r++) {
+            for (int r = 0; r < 4 * ATTN_COPIES; r++) {
                 call.b.buf = k[r % COPIES];
                 call.c.buf = v[r % COPIES];
                 CHECK(rayo_batch_record(batch, &call));
@@ -581,14 +603,14 @@ static void bench_attention(rayo_context *ctx, size_t n_kv)
             CHECK(rayo_batch_submit(batch));
             CHECK(rayo_batch_wait(batch, UINT64_MAX));
             if (i)
-                t[i - 1] = (now() - t0) / (4 * COPIES);
+                t[i - 1] = (now() - t0) / (4 * ATTN_COPIES);
             rayo_batch_destroy(batch);
         }
         double sec = median(t, 7);
         printf("%-6s %10.2f %10.2f %10.1f\n", rayo_dtype_name(dts[di]), 2.0 * bytes / 1e6, sec * 1e6,
                2.0 * bytes / sec * 1e-9);
         if (csv)
-            fprintf(csv, "attention_decode,%s,%zu,%.3f,%.1f\n", rayo_dtype_name(dts[di]), n_kv,
+            fprintf(csv, "attention_decode,%s,%s,%zu,%.3f,%.1f\n", sh->name, rayo_dtype_name(dts[di]), n_kv,
                     sec * 1e6, 2.0 * bytes / sec * 1e-9);
         for (int c = 0; c < COPIES; c++) {
             rayo_buffer_destroy(k[c]);
@@ -600,6 +622,14 @@ static void bench_attention(rayo_context *ctx, size_t n_kv)
     free(q);
     free(kv);
     free(kv16);
+}
+
+/* --attention N: a small model's grouped heads and a 7B one's, one KV head a head. */
+static void bench_attention(rayo_context *ctx, size_t n_kv)
+{
+    static const attention_shape shapes[] = {{"TinyLlama", 32, 4, 64}, {"Llama-2-7B", 32, 32, 128}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        bench_attention_shape(ctx, n_kv, &shapes[i]);
 }
 
 /* ---- the per-dispatch floor ----------------------------------------------------- */

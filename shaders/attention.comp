@@ -33,24 +33,7 @@
 #include "rmath.glsl"
 #include "half.glsl"
 
-layout(std430, set = 0, binding = 0) readonly buffer BufQ { float q_data[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BufK { uint k_data[]; };
-layout(std430, set = 0, binding = 2) readonly buffer BufV { uint v_data[]; };
-layout(std430, set = 0, binding = 3) buffer BufO { float o_data[]; };
-layout(std430, set = 0, binding = 4) buffer BufS { uint s_data[]; };
-
-// vk_push: the common fields, then ext[]
-layout(push_constant) uniform PushConstants {
-    uint head_dim, n_q, n_kv;
-    uint oq, ok, ov, oo;        // offsets in elements (K, V: halves when KV_F16)
-    float scale, unused;
-    uint flags;                 // 1: causal; 2: one chunk (PASS 0 writes out)
-    uint os;                    // scratch word offset
-    uint n_heads, group;        // group = query heads per KV head
-    uint q_token, q_head, k_token, k_head, v_token, v_head, o_token, o_head;
-    uint chunks, tiles;         // chunks of the keys, tiles of TILE keys per chunk
-    uint head_groups, items;    // ceil(group / 8); n_q * n_kv_heads * head_groups
-} pc;
+#include "attention.glsl"
 
 layout(local_size_x = 256) in;
 layout(constant_id = 1) const bool KV_F16 = false;
@@ -195,12 +178,6 @@ ACC load_acc(uint at)
 #endif
 }
 
-// Scratch: per (token, head, chunk) m, l, then acc[head_dim], ACC_WORDS words each.
-uint chunk_at(uint token, uint head, uint chunk)
-{
-    return pc.os + ACC_WORDS * (((token * pc.n_heads + head) * pc.chunks + chunk) * (pc.head_dim + 2u));
-}
-
 void attend_chunk(uint item, uint chunk)
 {
     uint t = gl_LocalInvocationID.x;
@@ -245,7 +222,7 @@ void attend_chunk(uint item, uint chunk)
             o_data[pc.oo + token * pc.o_token + head * pc.o_head + d] = float(acc[i] / l_run[g]);
             continue;
         }
-        uint at = chunk_at(token, head, chunk);
+        uint at = chunk_at(token, head, chunk, ACC_WORDS);
         if (d == 0u) {
             store_acc(at, m_run[g]);
             store_acc(at + ACC_WORDS, l_run[g]);
@@ -259,7 +236,7 @@ void attend_chunk(uint item, uint chunk)
 void merge(uint item)           // item = token * n_heads + head
 {
     uint token = item / pc.n_heads, head = item % pc.n_heads;
-    uint base = chunk_at(token, head, 0u), stride = ACC_WORDS * (pc.head_dim + 2u);
+    uint base = chunk_at(token, head, 0u, ACC_WORDS), stride = ACC_WORDS * (pc.head_dim + 2u);
     ACC mx = ACC_LOW;
     for (uint c = 0u; c < pc.chunks; c++)
         if (load_acc(base + c * stride + ACC_WORDS) > ACC(0.0))

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* vk-infer.c - recording the inference shaders: gemv with half and
  * quantized weights (shaders/gemv_quant.comp), attention
- * (shaders/attention.comp), get_rows, rope and the gated units
+ * (shaders/attention.comp, attention_dec.comp for decode), get_rows, rope and the gated units
  * (shaders/infer_rows.comp).
  *
  * The calls reach here from vk_record through their families (the end of
@@ -85,6 +85,10 @@ void vk_infer_read_settings(vk_state *s)
     s->gemv = (vk_gemv_settings){config_pow2(s, "gemv_rows", 1, 8), config_pow2(s, "gemv_units", 1, 4),
                                  config_pow2(s, "gemv_wg", s->subgroup_size, 1024),
                                  config_pow2(s, "gemv_split", 1, 32), !(xstage && !strcmp(xstage, "no"))};
+    const char *dec = s->host->config(s->host, "attention_decode");
+    s->attn_decode = !dec ? VK_ATTN_DEC_UNGROUPED : !strcmp(dec, "no") ? VK_ATTN_DEC_NO
+                     : !strcmp(dec, "all") ? VK_ATTN_DEC_ALL : VK_ATTN_DEC_UNGROUPED;
+    s->attn_decode_keys = config_pow2(s, "attention_decode_keys", 4, 65536);
 }
 
 static gemv_shape gemv_shape_of(const vk_state *s, rayo_dtype dt, size_t m)
@@ -372,9 +376,112 @@ static uint32_t attention_chunks(const vk_state *s, size_t items, size_t n_kv, u
     return (uint32_t)((all + *tiles - 1) / *tiles);
 }
 
+/* attention_dec.comp: relaxed calls of up to ATTN_DEC_QUERIES queries
+ * (decode) where the device has subgroup arithmetic: with one query head
+ * per KV head by default (on an NVIDIA H200 a Llama-2-7B step's call took
+ * 24 us, an earlier build's general shader 52), with any group under attention_decode
+ * = all (grouped heads at short caches: a TinyLlama call, 8 heads per KV
+ * head and 192 f32 keys, took 19 us, the general shader's 16), never
+ * under no (doc/benchmarks-vulkan.md).  A workgroup is one subgroup, taking keys a
+ * subgroup at a time; chunks of attention_decode_keys keys (rounded up to
+ * a multiple of the subgroup), else enough for about ATTN_DEC_GROUPS
+ * workgroups (a long cache's reads in flight over the device) but at most
+ * ATTN_DEC_CHUNKS chunks (PASS 1 of attention.comp walks them one by one),
+ * and at most ATTN_DEC_CPU_KEYS keys on a CPU device (lavapipe's loop
+ * limit). */
+#define ATTN_DEC_QUERIES 4u
+#define ATTN_DEC_GROUPS 2048u
+#define ATTN_DEC_CHUNKS 64u
+#define ATTN_DEC_CPU_KEYS 256u
+
+static bool attention_decode_takes(const vk_state *s, const rayo_dev_call *call,
+                                   const rayo_attention_params *p)
+{
+    bool grouped = p->n_heads != p->n_kv_heads;
+    return (s->attn_decode == VK_ATTN_DEC_ALL || (s->attn_decode == VK_ATTN_DEC_UNGROUPED && !grouped)) &&
+           s->subgroup_ok && call->precision == RAYO_PRECISION_RELAXED &&
+           p->n_q >= 1 && p->n_q <= ATTN_DEC_QUERIES && p->n_kv >= 1 && p->head_dim <= ATTN_DMAX;
+}
+
+static size_t round_up(size_t n, size_t step) { return (n + step - 1) / step * step; }
+
+static uint32_t attention_decode_keys(const vk_state *s, size_t items, size_t n_kv)
+{
+    size_t sg = s->subgroup_size, keys = s->attn_decode_keys;
+    if (!keys) {
+        keys = (n_kv * items + ATTN_DEC_GROUPS - 1) / ATTN_DEC_GROUPS;
+        if (keys < (n_kv + ATTN_DEC_CHUNKS - 1) / ATTN_DEC_CHUNKS)
+            keys = (n_kv + ATTN_DEC_CHUNKS - 1) / ATTN_DEC_CHUNKS;
+    }
+    if (s->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && keys > ATTN_DEC_CPU_KEYS)
+        keys = ATTN_DEC_CPU_KEYS;
+    if ((n_kv + keys - 1) / keys > MAX_GROUPS)
+        keys = (n_kv + MAX_GROUPS - 1) / MAX_GROUPS;
+    return (uint32_t)round_up(keys ? keys : 1, sg);
+}
+
+/* Query heads of a workgroup: the largest divisor of the group up to
+ * ATTN_HEADS (each K and V value is read group / heads times). */
+static uint32_t attention_decode_heads(size_t group)
+{
+    uint32_t heads = ATTN_HEADS;
+    while (group % heads)
+        heads--;
+    return heads;
+}
+
+/* Whether f16 K and V pairs of elements start on words: offsets, strides
+ * and head_dim even. */
+static bool attention_pairs_aligned(const vk_push *pc)
+{
+    return pc->n % 2 == 0 && pc->ob % 2 == 0 && pc->oc % 2 == 0 &&
+           (pc->ext[4] | pc->ext[5] | pc->ext[6] | pc->ext[7]) % 2 == 0;
+}
+
+/* Binds the scratch of the chunks' m, l and acc (floats) and records
+ * attention.comp's PASS 1 (the float module) that merges them. */
+static rayo_status bind_chunk_scratch(vk_state *s, vk_ctx *cx, const rayo_attention_params *p,
+                                      uint32_t chunks, vk_operands *ops, vk_push *pc)
+{
+    VkDeviceSize bytes = (VkDeviceSize)p->n_q * p->n_heads * chunks * (p->head_dim + 2) * 4;
+    vk_buf *scratch;
+    rayo_status st = vk_bind_temp(s, cx, &s->device_pool, bytes, ops, &scratch);
+    pc->aux = st == RAYO_OK ? ops->bind[4].word_offset : 0;
+    return st;
+}
+
+static rayo_status rec_merge_chunks(vk_state *s, vk_ctx *cx, const rayo_attention_params *p, bool f16,
+                                    const vk_operands *ops, const vk_push *pc)
+{
+    uint32_t spec[3] = {0, f16, 1};
+    return record(s, cx, VK_SHADER_ATTENTION_F32, spec, 3, ops, pc, groups_of(p->n_q * p->n_heads), 1);
+}
+
+static rayo_status rec_attention_decode(vk_state *s, vk_ctx *cx, const rayo_attention_params *p, bool f16,
+                                        vk_operands *ops, vk_push *pc)
+{
+    uint32_t heads = attention_decode_heads(p->n_heads / p->n_kv_heads);
+    pc->ext[12] = (uint32_t)(p->n_heads / p->n_kv_heads / heads);       /* head groups */
+    pc->ext[13] = (uint32_t)(p->n_q * p->n_kv_heads) * pc->ext[12];     /* items */
+    uint32_t items = pc->ext[13], keys = attention_decode_keys(s, items, p->n_kv);
+    uint32_t chunks = (uint32_t)((p->n_kv + keys - 1) / keys);
+    uint32_t spec[6] = {s->subgroup_size, f16, (uint32_t)p->head_dim, heads, s->subgroup_size,
+                        f16 && attention_pairs_aligned(pc)};
+    pc->ext[10] = chunks;
+    pc->ext[11] = keys;
+    if (chunks == 1) {
+        pc->flags |= 2u;
+        return record(s, cx, VK_SHADER_ATTENTION_DEC, spec, 6, ops, pc, 1, groups_of(items));
+    }
+    rayo_status st = bind_chunk_scratch(s, cx, p, chunks, ops, pc);
+    if (st == RAYO_OK)
+        st = record(s, cx, VK_SHADER_ATTENTION_DEC, spec, 6, ops, pc, chunks, groups_of(items));
+    return st == RAYO_OK ? rec_merge_chunks(s, cx, p, f16, ops, pc) : st;
+}
+
 /* Strict calls take the module that sums in double (shaderFloat64);
  * relaxed ones the float module, within their 2e-3 contract
- * (core/rayo-ops.h). */
+ * (core/rayo-ops.h), or attention_dec.comp (decode). */
 static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                                  vk_operands *ops)
 {
@@ -396,6 +503,8 @@ static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
     pc.ob = f16 ? ops->use[1]->byte_offset / 2 : ops->use[1]->word_offset;
     pc.oc = f16 ? ops->use[2]->byte_offset / 2 : ops->use[2]->word_offset;
     pc.oy = ops->use[3]->word_offset;
+    if (attention_decode_takes(s, call, p))
+        return rec_attention_decode(s, cx, p, f16, ops, &pc);
     uint32_t tiles, items = pc.ext[13];
     uint32_t chunks = attention_chunks(s, items, p->n_kv, &tiles);
     pc.ext[10] = chunks;
@@ -407,7 +516,13 @@ static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
         return record(s, cx, shader, spec, 3, ops, &pc, 1, groups_of(items));
     }
     /* m, l and acc of each (token, head, chunk): doubles, floats for f32 */
-    VkDeviceSize bytes = (VkDeviceSize)p->n_q * p->n_heads * chunks * (p->head_dim + 2) * (f32 ? 4 : 8);
+    if (f32) {
+        rayo_status st = bind_chunk_scratch(s, cx, p, chunks, ops, &pc);
+        if (st == RAYO_OK)
+            st = record(s, cx, shader, spec, 3, ops, &pc, chunks, groups_of(items));
+        return st == RAYO_OK ? rec_merge_chunks(s, cx, p, f16, ops, &pc) : st;
+    }
+    VkDeviceSize bytes = (VkDeviceSize)p->n_q * p->n_heads * chunks * (p->head_dim + 2) * 8;
     vk_buf *scratch;
     rayo_status st = vk_bind_temp(s, cx, &s->device_pool, bytes, ops, &scratch);
     if (st != RAYO_OK)

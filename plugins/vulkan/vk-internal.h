@@ -186,6 +186,9 @@ typedef struct vk_gemv_settings {
     bool xstage;
 } vk_gemv_settings;
 
+/* [backend.vulkan] attention_decode: no, yes (one query head per KV head), all. */
+typedef enum vk_attn_decode { VK_ATTN_DEC_NO, VK_ATTN_DEC_UNGROUPED, VK_ATTN_DEC_ALL } vk_attn_decode;
+
 typedef struct vk_state {
     const rayo_host *host;
     vk_lib lib;
@@ -242,6 +245,8 @@ typedef struct vk_state {
     enum { VK_AHEAD_NO, VK_AHEAD_MOVING, VK_AHEAD_STEP } record_ahead; /* vk-batches.c */
     bool fuse;                        /* neighbouring calls of a batch recorded ahead as one dispatch */
     vk_gemv_settings gemv;            /* read once at init: a decode step records ~150 gemvs */
+    vk_attn_decode attn_decode;       /* which relaxed decode attention takes attention_dec.comp */
+    uint32_t attn_decode_keys;        /* ... its keys per chunk (0: by the call's size) */
     uint32_t timestamp_bits;          /* the queue's timestampValidBits */
     bool profile;                     /* [backend.vulkan] profile = yes (and timestamps) */
     vk_prof_entry prof[VK_PROF_ENTRIES]; /* under ctx_lock */
@@ -429,7 +434,7 @@ rayo_status vk_half_prompt(vk_state *s, vk_ctx *cx, const rayo_dev_call *call);
 /* Whether a rope or attention output of `span` elements has gaps (head or
  * token strides); ldy is checked by the caller. */
 bool vk_infer_output_gaps(const rayo_call *call, size_t span);
-/* Reads the gemv settings into s->gemv (at init, once the subgroup size is known). */
+/* Reads the gemv and attention settings into s (at init, once the subgroup size is known). */
 void vk_infer_read_settings(vk_state *s);
 /* Checks of a host call that a batch cannot make (get_rows' indices). */
 rayo_status vk_check_host_call(vk_state *s, const rayo_call *call);

@@ -1352,6 +1352,23 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
             run_case(x, build_attention, &r, 1);
     }
     x->group = NULL;
+    /* Decode of 2 to 4 queries (speculative or batched steps), causal or
+     * not, with head_dim 256, odd ones, groups of 3 and of 16 heads (more
+     * than one workgroup's 8 on vulkan), fewer keys than a GPU kernel's
+     * chunk, and strides. */
+    static const size_t decode[][8] = { /* n_q, n_kv, heads, kv heads, head_dim, long, causal, strided */
+        {4, 300, 32, 4, 64, 0, 1, 0},  {4, 4096, 8, 8, 128, 1, 0, 1}, {2, 500, 8, 1, 256, 0, 0, 0},
+        {1, 1000, 48, 3, 80, 0, 1, 1}, {3, 200, 12, 4, 33, 0, 0, 0},  {4, 4, 8, 2, 64, 0, 1, 0},
+        {1, 5000, 32, 32, 64, 1, 1, 0},
+    };
+    for (size_t i = 0; i < COUNT_OF(decode); i++) {
+        if (decode[i][5] && x->opt->quick)
+            continue;
+        attention_spec r = {kv, decode[i][0], decode[i][1], decode[i][2], decode[i][3], decode[i][4],
+                            (int)decode[i][6], (int)decode[i][7], 0, 0, 0, 0};
+        for (int twice = 0; twice < 2; twice++)
+            run_case(x, build_attention, &r, 1);
+    }
     /* Prompts (many queries, causal with more keys than queries, tiles of
      * queries and keys cut short), with scale 8: scores near +-30, where a
      * score's error e is a relative error e in its weight. */
