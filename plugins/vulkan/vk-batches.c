@@ -263,40 +263,42 @@ static size_t record_fused_at(vk_state *s, vk_ctx *cx, const rayo_dev_call *cons
     size_t n = left < FUSE_MAX ? left : FUSE_MAX, took = 0;
     for (size_t i = 0; i < n; i++)
         rayo_dev_call_at_step(calls[i], step, &at[i], &attn[i]);
-    *st = RAYO_E_UNSUPPORTED;
+    *st = RAYO_OK;
     if (n >= 2 && at[0].op == RAYO_OP_ADD) {
-        *st = vk_record_add_rmsnorm(s, cx, &at[0], &at[1]);
-        took = *st == RAYO_OK ? 2 : 0;
+        rayo_status fused = vk_record_add_rmsnorm(s, cx, &at[0], &at[1]);
+        if (fused != RAYO_E_UNSUPPORTED) {
+            *st = fused;
+            took = 2;
+            if (fused == RAYO_OK)
+                vk_profile_op(s, cx, &at[1]); /* the pair's time under the rmsnorm */
+        }
     } else if (at[0].op == RAYO_OP_RMSNORM) {
-        for (size_t g = 1; g < n; g++) {
+        for (size_t g = 1; g < n && *st == RAYO_OK; g++) {
             rayo_status fused = vk_record_norm_gemv(s, cx, &at[0], &at[g], g == 1);
             if (fused == RAYO_E_UNSUPPORTED)
                 break;
             *st = fused;
             took = g + 1;
-            if (fused != RAYO_OK)
-                break;
-            vk_profile_op(s, cx, &at[g]); /* each product's time holds the norm's too */
+            if (fused == RAYO_OK)
+                vk_profile_op(s, cx, &at[g]); /* each product's time holds the norm's too */
         }
     }
-    if (*st == RAYO_E_UNSUPPORTED) {
+    if (!took) {
         *st = record_at(s, cx, calls[0], step);
         return 1;
     }
     if (*st != RAYO_OK && cx->error == RAYO_OK)
         cx->error = *st;
-    else if (at[0].op == RAYO_OP_ADD)
-        vk_profile_op(s, cx, &at[1]); /* the pair's time under the rmsnorm */
-    return took ? took : 1;
+    return took;
 }
 
 /* A new context holding the calls of segments segs[0 .. n) as they run at
  * `step`, neighbouring calls fused where the plugin can ([backend.vulkan]
  * fuse): the batch's calls are all known here, unlike at its first
- * recording, call by call; *fused says how many were recorded with the
- * call before them. */
-static rayo_status record_new_fused(vk_state *s, const vk_segment *segs, size_t n, size_t step, vk_ctx **out,
-                                    size_t *fused)
+ * recording, call by call; *fused (where not NULL) says how many were
+ * recorded with the call before them. */
+static rayo_status record_new(vk_state *s, const vk_segment *segs, size_t n, size_t step, vk_ctx **out,
+                              size_t *fused)
 {
     size_t total = 0, recorded = 0;
     for (size_t i = 0; i < n; i++)
@@ -313,7 +315,8 @@ static rayo_status record_new_fused(vk_state *s, const vk_segment *segs, size_t 
         vk_profile_begin(s, cx);
         for (size_t k = 0; k < total && st == RAYO_OK; recorded++)
             k += record_fused_at(s, cx, calls + k, total - k, step, &st);
-        *fused = total - recorded; /* calls recorded with the one before them */
+        if (fused)
+            *fused = total - recorded;
         if (st != RAYO_OK)
             vk_ctx_release(s, cx);
         else
@@ -321,12 +324,6 @@ static rayo_status record_new_fused(vk_state *s, const vk_segment *segs, size_t 
     }
     free(calls);
     return st;
-}
-
-static rayo_status record_new(vk_state *s, const vk_segment *segs, size_t n, size_t step, vk_ctx **out)
-{
-    size_t fused;
-    return record_new_fused(s, segs, n, step, out, &fused);
 }
 
 /* A moving segment as it runs at the batch's step (the batch is idle): its
@@ -338,7 +335,7 @@ static rayo_status rerecord(vk_state *s, vk_batch *b, vk_segment *g)
         cx = g->ahead;
         g->ahead = NULL;
     } else {
-        rayo_status st = record_new(s, g, 1, b->step, &cx);
+        rayo_status st = record_new(s, g, 1, b->step, &cx, NULL);
         if (st != RAYO_OK)
             return st;
     }
@@ -362,7 +359,7 @@ static void record_ahead(vk_state *s, vk_batch *b)
             vk_ctx_release(s, b->whole); /* made at another step */
             b->whole = NULL;
             size_t fused;
-            if (record_new_fused(s, b->seg, b->count, next, &b->whole, &fused) == RAYO_OK) {
+            if (record_new(s, b->seg, b->count, next, &b->whole, &fused) == RAYO_OK) {
                 b->whole_step = next;
                 if (!b->logged)
                     s->host->log(s->host, RAYO_LOG_DEBUG, "a replayed batch recorded ahead: %zu calls, %zu of "
@@ -378,7 +375,7 @@ static void record_ahead(vk_state *s, vk_batch *b)
             continue;
         vk_ctx_release(s, g->ahead); /* made at another step */
         g->ahead = NULL;
-        if (record_new(s, g, 1, next, &g->ahead) == RAYO_OK)
+        if (record_new(s, g, 1, next, &g->ahead, NULL) == RAYO_OK)
             g->ahead_step = next;
     }
 }

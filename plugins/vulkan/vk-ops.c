@@ -265,6 +265,17 @@ static rayo_status bind_scratch(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_
  * before that change */
 #define CACHED_ROW_MAX 4096u
 
+/* Whether PASS 4 takes rows of n values, and its workgroup size (*wg). */
+static bool cached_row_wg(const vk_state *s, size_t n, uint32_t *wg)
+{
+    uint32_t wg_max = min_u32(1024u, s->props.limits.maxComputeWorkGroupInvocations);
+    if (n == 0 || n > CACHED_ROW_MAX || n > (size_t)wg_max * CACHED_ROW_E)
+        return false;
+    for (*wg = 64; *wg < wg_max && *wg * 8u < n;)
+        *wg *= 2;
+    return true;
+}
+
 static rayo_status rec_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                             vk_operands *ops)
 {
@@ -275,11 +286,8 @@ static rayo_status rec_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
         .flags = (ops->use[1] ? 1u : 0u) | (ops->use[2] ? 2u : 0u),
     };
     push_offsets(ops, &pc, 1);
-    uint32_t wg_max = min_u32(1024u, s->props.limits.maxComputeWorkGroupInvocations);
-    if (n > 0 && n <= CACHED_ROW_MAX && n <= wg_max * CACHED_ROW_E) {
-        uint32_t wg = 64;
-        while (wg < wg_max && wg * 8u < n)
-            wg *= 2;
+    uint32_t wg;
+    if (cached_row_wg(s, n, &wg)) {
         uint32_t spec[4] = {wg, call->op, 4, div_up(n, wg)};
         uint32_t gx = min_u32(m, MAX_GROUPS), gy = min_u32(div_up(m, gx), MAX_GROUPS);
         return dispatch(s, cx, shader, spec, 4, ops, &pc, gx, gy);
@@ -344,11 +352,11 @@ static bool add_rmsnorm_shapes(const vk_state *s, const rayo_dev_call *add, cons
     if (add->op != RAYO_OP_ADD || norm->op != RAYO_OP_RMSNORM || add->dtypes || norm->dtypes || add->flags ||
         norm->flags || (add->lda | add->ldb | add->ldc | add->ldy | norm->lda | norm->ldb | norm->ldc | norm->ldy))
         return false;
-    uint32_t wg_max = min_u32(1024u, s->props.limits.maxComputeWorkGroupInvocations);
     size_t m = norm->m, n = norm->n;
+    uint32_t wg;
     vk_shape sh;
     rayo_call shape = shape_call(add);
-    return n > 0 && m > 0 && m <= UINT32_MAX && n <= CACHED_ROW_MAX && n <= wg_max * CACHED_ROW_E &&
+    return m > 0 && m <= UINT32_MAX && cached_row_wg(s, n, &wg) &&
            shape_of(&shape, signature_of(add->op), &sh) == RAYO_OK && sh.y == m * n && add->a.buf &&
            add->b.buf && add->y.buf && norm->y.buf && norm->a.buf == add->y.buf && norm->a.offset == add->y.offset;
 }
@@ -385,9 +393,8 @@ rayo_status vk_record_add_rmsnorm(vk_state *s, vk_ctx *cx, const rayo_dev_call *
     vk_push pc = {.n = (uint32_t)n, .m = (uint32_t)m, .alpha = norm->alpha, .flags = gamma ? 1u : 0u};
     push_offsets(&ops, &pc, 1);
     pc.aux = ops.bind[4].word_offset;
-    uint32_t wg_max = min_u32(1024u, s->props.limits.maxComputeWorkGroupInvocations), wg = 64;
-    while (wg < wg_max && wg * 8u < n)
-        wg *= 2;
+    uint32_t wg = 64;
+    cached_row_wg(s, n, &wg); /* true: add_rmsnorm_shapes checked */
     uint32_t spec[5] = {wg, RAYO_OP_RMSNORM, 4, div_up((uint32_t)n, wg), 1};
     uint32_t gx = min_u32((uint32_t)m, MAX_GROUPS), gy = min_u32(div_up((uint32_t)m, gx), MAX_GROUPS);
     vk_span track[5] = {sp[0], sp[1], sp[2], sp[4], sp[3]}; /* gamma last: left out without one */
