@@ -589,6 +589,13 @@ int main(void)
         test_attention_at(RAYO_DTYPE_F32, 4, 300, 8, 8, 128, true);
         test_attention_at(RAYO_DTYPE_F16, 2, 150, 12, 4, 33, true);
         test_attention_at(RAYO_DTYPE_F16, 3, 70, 16, 1, 256, true);
+        /* relaxed prompts by attention_prompt.comp: blocks of 32 rows
+         * (head_dim 64 on lavapipe) and 16, key tiles of 32 and 8
+         * (head_dim 256), blocks and tiles cut short, groups of 4, 1, 3 */
+        test_attention_at(RAYO_DTYPE_F32, 128, 128, 4, 4, 64, true);
+        test_attention_at(RAYO_DTYPE_F16, 37, 100, 8, 2, 128, true);
+        test_attention_at(RAYO_DTYPE_F16, 20, 40, 3, 3, 256, true);
+        test_attention_at(RAYO_DTYPE_F32, 70, 90, 6, 2, 33, true);
     }
     rayo_close(ctx);
     return test_summary();

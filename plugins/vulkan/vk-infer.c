@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* vk-infer.c - recording the inference shaders: gemv with half and
  * quantized weights (shaders/gemv_quant.comp), attention
- * (shaders/attention.comp, attention_dec.comp for decode), get_rows, rope and the gated units
+ * (shaders/attention.comp, attention_dec.comp for decode, attention_prompt.comp for prompts),
+ * get_rows, rope and the gated units
  * (shaders/infer_rows.comp).
  *
  * The calls reach here from vk_record through their families (the end of
@@ -89,6 +90,9 @@ void vk_infer_read_settings(vk_state *s)
     s->attn_decode = !dec ? VK_ATTN_DEC_UNGROUPED : !strcmp(dec, "no") ? VK_ATTN_DEC_NO
                      : !strcmp(dec, "all") ? VK_ATTN_DEC_ALL : VK_ATTN_DEC_UNGROUPED;
     s->attn_decode_keys = config_pow2(s, "attention_decode_keys", 4, 65536);
+    const char *prompt = s->host->config(s->host, "attention_prompt");
+    s->attn_prompt = !(prompt && !strcmp(prompt, "no"));
+    s->attn_prompt_rows = config_pow2(s, "attention_prompt_rows", 16, 32);
 }
 
 static gemv_shape gemv_shape_of(const vk_state *s, rayo_dtype dt, size_t m)
@@ -479,9 +483,70 @@ static rayo_status rec_attention_decode(vk_state *s, vk_ctx *cx, const rayo_atte
     return st == RAYO_OK ? rec_merge_chunks(s, cx, p, f16, ops, pc) : st;
 }
 
+/* attention_prompt.comp: relaxed calls of at least ATTN_PROMPT_QUERIES
+ * queries (a prompt) unless attention_prompt = no.  Its blocks of query
+ * rows and key tiles: the first of (32, 32), (16, 32), (16, 16), (16, 8)
+ * whose shared memory the device has (attention_prompt_rows = 16 or 32
+ * keeps one row count), else the general shader takes the call.  On a CPU
+ * device only where an invocation's loops stay under ATTN_PROMPT_CPU_STEPS
+ * iterations in all (lavapipe's limit), one workgroup per block. */
+#define ATTN_PROMPT_QUERIES 16u
+#define ATTN_PROMPT_WG 128u
+#define ATTN_PROMPT_CPU_STEPS 60000u
+
+typedef struct attn_prompt_shape {
+    uint32_t rows, keys;        /* BQ, BK of the shader */
+} attn_prompt_shape;
+
+static size_t attention_prompt_shared(size_t dim, attn_prompt_shape b)
+{
+    size_t dp = dim | 1;
+    return ((b.rows + b.keys) * dp + b.rows * (b.keys + 1) + b.rows * 10) * 4;
+}
+
+/* A CPU device's bound: per tile the staging of K and V, the scores' loop
+ * over head_dim and the values' loop over the keys; past MAX_GROUPS blocks
+ * or KV heads the shader's loops over them would repeat all of it. */
+static bool attention_prompt_short(const vk_state *s, const rayo_attention_params *p, attn_prompt_shape b)
+{
+    size_t tiles = (p->n_kv + b.keys - 1) / b.keys;
+    size_t per_tile = 2 * b.keys * p->head_dim / ATTN_PROMPT_WG + p->head_dim + b.keys + 8;
+    size_t queries = b.rows * p->head_dim / ATTN_PROMPT_WG;
+    size_t blocks = (p->n_q * (p->n_heads / p->n_kv_heads) + b.rows - 1) / b.rows;
+    return s->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU ||
+           (tiles * per_tile + queries < ATTN_PROMPT_CPU_STEPS && blocks <= MAX_GROUPS &&
+            p->n_kv_heads <= MAX_GROUPS);
+}
+
+static bool attention_prompt_takes(const vk_state *s, const rayo_dev_call *call,
+                                   const rayo_attention_params *p, attn_prompt_shape *shape)
+{
+    static const attn_prompt_shape shapes[] = {{32, 32}, {16, 32}, {16, 16}, {16, 8}};
+    if (!s->attn_prompt || call->precision != RAYO_PRECISION_RELAXED || p->n_q < ATTN_PROMPT_QUERIES)
+        return false;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        if ((s->attn_prompt_rows && shapes[i].rows != s->attn_prompt_rows) ||
+            attention_prompt_shared(p->head_dim, shapes[i]) > s->props.limits.maxComputeSharedMemorySize)
+            continue;
+        *shape = shapes[i];
+        return attention_prompt_short(s, p, shapes[i]);
+    }
+    return false;
+}
+
+static rayo_status rec_attention_prompt(vk_state *s, vk_ctx *cx, const rayo_attention_params *p, bool f16,
+                                        const vk_operands *ops, const vk_push *pc, attn_prompt_shape b)
+{
+    uint32_t spec[5] = {0, f16, (uint32_t)p->head_dim, b.rows, b.keys};
+    size_t blocks = (p->n_q * (p->n_heads / p->n_kv_heads) + b.rows - 1) / b.rows;
+    return record(s, cx, VK_SHADER_ATTENTION_PROMPT, spec, 5, ops, pc, groups_of(blocks),
+                  groups_of(p->n_kv_heads));
+}
+
 /* Strict calls take the module that sums in double (shaderFloat64);
  * relaxed ones the float module, within their 2e-3 contract
- * (core/rayo-ops.h), or attention_dec.comp (decode). */
+ * (core/rayo-ops.h), or attention_dec.comp (decode), or
+ * attention_prompt.comp (prompts). */
 static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                                  vk_operands *ops)
 {
@@ -505,6 +570,9 @@ static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
     pc.oy = ops->use[3]->word_offset;
     if (attention_decode_takes(s, call, p))
         return rec_attention_decode(s, cx, p, f16, ops, &pc);
+    attn_prompt_shape block;
+    if (attention_prompt_takes(s, call, p, &block))
+        return rec_attention_prompt(s, cx, p, f16, ops, &pc, block);
     uint32_t tiles, items = pc.ext[13];
     uint32_t chunks = attention_chunks(s, items, p->n_kv, &tiles);
     pc.ext[10] = chunks;

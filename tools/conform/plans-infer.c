@@ -1329,7 +1329,8 @@ static void plan_rope(ictx *x)
  * the WebAssembly build); then the
  * scores near 3e3 of "attn-large" (a float score must be right to ~1e-3
  * absolute here), decode, a prefill and a long cache; then prompts of
- * 16 to 512 queries (the tensor-core kernels of cuda), with NaN too, and with an
+ * 16 to 512 queries (the tensor-core kernels of cuda, vulkan's
+ * attention_prompt.comp), causal or not, strided, with NaN too, and with an
  * f32 cache K of very different sizes and V near 65504.  Each case twice in a
  * row: operands 64-byte aligned, then a whole element off (a kernel that
  * needs aligned rows runs in one of the two). */
@@ -1384,6 +1385,18 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
             continue;
         attention_spec r = {kv, prompts[i][0], prompts[i][1], prompts[i][2], prompts[i][3], prompts[i][4], 1, 0,
                             prompts[i][6] ? 8.0f : 0, 0, 0, 0};
+        for (int twice = 0; twice < 2; twice++)
+            run_case(x, build_attention, &r, 1);
+    }
+    /* Prompts not causal, or in views of bigger operands (strides), head_dim
+     * odd and 256, groups of 8 and 1: the shapes' other paths. */
+    static const size_t views[][7] = { /* n_q, n_kv, heads, kv heads, head_dim, causal, strided */
+        {40, 90, 6, 2, 80, 0, 1},   {33, 33, 3, 1, 33, 1, 1},   {100, 130, 16, 2, 256, 1, 0},
+        {64, 150, 8, 8, 128, 0, 0}, {48, 48, 16, 2, 64, 1, 1},  {17, 17, 8, 1, 128, 1, 1},
+    };
+    for (size_t i = 0; i < COUNT_OF(views); i++) {
+        attention_spec r = {kv, views[i][0], views[i][1], views[i][2], views[i][3], views[i][4], (int)views[i][5],
+                            (int)views[i][6], 0, 0, 0, 0};
         for (int twice = 0; twice < 2; twice++)
             run_case(x, build_attention, &r, 1);
     }
