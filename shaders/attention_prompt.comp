@@ -15,9 +15,13 @@
 // [x BQ, x BQ + BQ) of KV head y.  Their query rows, times the scale, sit
 // in shared memory.  The keys go BK at a time, up to the block's last
 // visible one (causal tiles past it are never read):
-//   1. the tile's K rows into shared memory (zeros past n_kv);
+//   1. the tile's K rows into shared memory (zeros past n_kv), LOADS
+//      values an invocation at a time: all loaded, then stored, so that
+//      their latencies overlap (a load and its store, one value after the
+//      other, wait out a memory latency per value);
 //   2. scores: invocation t takes RQ = BQ / 16 rows (t / 8) and RK = BK / 8
-//      keys (t % 8, + 8, ...), dot products over head_dim from shared memory;
+//      keys (t % 8, + 8, ...), dot products over head_dim from shared memory
+//      4 dimensions (a vec4) at a time;
 //      partial row maxima through shared memory give each row's new
 //      maximum m (every invocation of a row keeps the same m, l in
 //      registers); the weights p = e^(s - m) of visible keys (0 for the
@@ -33,10 +37,11 @@
 // Then out = acc / l.  One dispatch, no scratch: a prompt has enough rows
 // to fill the device without cutting the keys into chunks.
 //
-// Shared memory: (BQ + BK) (head_dim | 1) + BQ (BK + 1) + 16 BQ floats
-// (odd row strides: the invocations reading one column hit distinct
-// banks); vk-infer.c picks BQ and BK to fit the device (NVIDIA: 32 x 32 at
-// head_dim 128, 38 KiB; lavapipe: 16 x 32, 27 KiB).
+// Shared memory: (BQ + BK) rows of ceil(head_dim / 4) | 1 vec4s (zeros
+// past head_dim; an odd stride: the 8 invocations of a key row's vec4
+// loads hit distinct banks), then BQ (BK + 1) + 10 BQ floats; vk-infer.c
+// picks BQ and BK to fit the device (NVIDIA: 32 x 32 at head_dim 128,
+// 39 KiB; lavapipe: 16 x 32, 28 KiB).
 //
 // Accuracy: the relaxed contract (2e-3, core/rayo-ops.h), all in float
 // as in attention.comp's RAYO_F32 module and attention_dec.comp (whose
@@ -57,13 +62,14 @@ layout(constant_id = 2) const uint D = 128u;    // head_dim
 layout(constant_id = 3) const uint BQ = 32u;    // query rows of a workgroup: 16 or 32
 layout(constant_id = 4) const uint BK = 32u;    // keys of a tile: 8, 16 or 32
 
-const uint WG = 128u;
-const uint DP = D | 1u, BKP = BK + 1u;          // row strides in shared memory
+const uint WG = 128u, LOADS = 32u;
+const uint DV = (D + 3u) / 4u, SV = DV | 1u;    // vec4s of a row, and their stride
+const uint BKP = BK + 1u;                       // the weights' row stride
 const uint RQ = BQ / 16u, RK = BK / 8u;         // scores of an invocation: rows x keys
 const uint NR = BQ / 4u, ND = (D + 31u) / 32u;  // outputs of an invocation: rows x dimensions
 
-shared float qs[BQ * DP];       // the block's query rows, scaled
-shared float kv[BK * DP];       // the tile's K rows, then its V rows
+shared vec4 qs[BQ * SV];        // the block's query rows, scaled
+shared vec4 kv[BK * SV];        // the tile's K rows, then its V rows
 shared float ps[BQ * BKP];      // the tile's weights
 shared float part[BQ * 8u];     // partial row maxima, then sums
 shared float shrink[BQ];        // e^(m_old - m_new) of each row
@@ -94,24 +100,47 @@ uint visible(uint r)
     return causal && r < pc.n_q * pc.group ? pc.n_kv - pc.n_q + row_token(r) + 1u : pc.n_kv;
 }
 
-void stage_queries(uint kv_head, uint r0)
+// Element e of the block's query rows (4 DV a row), scaled; 0 past head_dim
+// and past the last row.
+float query_value(uint kv_head, uint r0, uint e)
 {
-    for (uint e = gl_LocalInvocationID.x; e < BQ * D; e += WG) {
-        uint i = e / D, d = e % D, r = r0 + i;
-        float q = 0.0;
-        if (r < pc.n_q * pc.group)
-            q = q_data[pc.oq + row_token(r) * pc.q_token + row_head(kv_head, r) * pc.q_head + d] * pc.scale;
-        qs[i * DP + d] = q;
-    }
+    uint r = r0 + e / (4u * DV), d = e % (4u * DV);
+    if (r >= pc.n_q * pc.group || d >= D)
+        return 0.0;
+    return q_data[pc.oq + row_token(r) * pc.q_token + row_head(kv_head, r) * pc.q_head + d] * pc.scale;
 }
 
-// K or V rows key0.. of the tile into kv (zeros past n_kv).
-void stage_rows(bool is_k, uint kv_head, uint key0)
+// Element e of the tile's K or V rows (4 DV a row); 0 past head_dim and n_kv.
+float tile_value(bool is_k, uint kv_head, uint key0, uint e)
 {
+    uint key = key0 + e / (4u * DV), d = e % (4u * DV);
+    if (key >= pc.n_kv || d >= D)
+        return 0.0;
     uint token = is_k ? pc.k_token : pc.v_token, head = is_k ? pc.k_head : pc.v_head;
-    for (uint e = gl_LocalInvocationID.x; e < BK * D; e += WG) {
-        uint j = e / D, d = e % D, key = key0 + j;
-        kv[j * DP + d] = key < pc.n_kv ? kv_value(is_k, key * token + kv_head * head + d) : 0.0;
+    return kv_value(is_k, key * token + kv_head * head + d);
+}
+
+// Rows of 4 DV elements into qs (which = 0), or the tile's K (1) or V (2)
+// rows into kv: LOADS values an invocation at a time, then their stores.
+void stage(uint which, uint kv_head, uint r0_key0)
+{
+    uint count = (which == 0u ? BQ : BK) * 4u * DV;
+    for (uint e0 = 0u; e0 < count; e0 += LOADS * WG) {
+        float v[LOADS];
+        [[unroll]] for (uint i = 0u; i < LOADS; i++) {
+            uint e = e0 + i * WG + gl_LocalInvocationID.x;
+            v[i] = e >= count ? 0.0 : which == 0u ? query_value(kv_head, r0_key0, e)
+                                                  : tile_value(which == 1u, kv_head, r0_key0, e);
+        }
+        [[unroll]] for (uint i = 0u; i < LOADS; i++) {
+            uint e = e0 + i * WG + gl_LocalInvocationID.x, row = e / (4u * DV), d = e % (4u * DV);
+            if (e >= count)
+                break;
+            if (which == 0u)
+                qs[row * SV + d / 4u][d % 4u] = v[i];
+            else
+                kv[row * SV + d / 4u][d % 4u] = v[i];
+        }
     }
 }
 
@@ -124,14 +153,14 @@ void tile_weights(uint r0, uint key0)
     float s[RQ * RK];
     [[unroll]] for (uint x = 0u; x < RQ * RK; x++)
         s[x] = 0.0;
-    for (uint d = 0u; d < D; d++) {
-        float q[RQ];
+    for (uint c = 0u; c < DV; c++) {
+        vec4 q[RQ];
         [[unroll]] for (uint i = 0u; i < RQ; i++)
-            q[i] = qs[(rg * RQ + i) * DP + d];
+            q[i] = qs[(rg * RQ + i) * SV + c];
         [[unroll]] for (uint j = 0u; j < RK; j++) {
-            float k = kv[(kl + 8u * j) * DP + d];
+            vec4 k = kv[(kl + 8u * j) * SV + c];
             [[unroll]] for (uint i = 0u; i < RQ; i++)
-                s[i * RK + j] += q[i] * k;
+                s[i * RK + j] += dot(q[i], k);
         }
     }
     float m_new[RQ];
@@ -183,8 +212,10 @@ void tile_values(uint r0, uint key0, bool masked)
     }
     for (uint j = 0u; j < BK; j++) {
         float v[ND];
-        [[unroll]] for (uint c = 0u; c < ND; c++)
-            v[c] = kv[j * DP + min(lane + 32u * c, D - 1u)];
+        [[unroll]] for (uint c = 0u; c < ND; c++) {
+            uint d = min(lane + 32u * c, D - 1u);
+            v[c] = kv[j * SV + d / 4u][d % 4u];
+        }
         [[unroll]] for (uint i = 0u; i < NR; i++) {
             float p = ps[(rg * NR + i) * BKP + j];
             bool seen = !masked || key0 + j < vis[i];
@@ -205,13 +236,13 @@ void attend_block(uint kv_head, uint r0)
     [[unroll]] for (uint x = 0u; x < NR * ND; x++)
         acc[x] = 0.0;
     barrier();                  // the previous block's readers of qs and l_out are done
-    stage_queries(kv_head, r0);
+    stage(0u, kv_head, r0);
     for (uint key0 = 0u; key0 < k1; key0 += BK) {
-        stage_rows(true, kv_head, key0);
+        stage(1u, kv_head, key0);
         barrier();
         tile_weights(r0, key0);
         barrier();              // K and the weights' sums are read
-        stage_rows(false, kv_head, key0);
+        stage(2u, kv_head, key0);
         [[unroll]] for (uint i = 0u; i < RQ; i++) {
             uint row = (t / 8u) * RQ + i;
             [[unroll]] for (uint c = 0u; c < 8u; c++)

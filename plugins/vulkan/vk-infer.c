@@ -498,10 +498,12 @@ typedef struct attn_prompt_shape {
     uint32_t rows, keys;        /* BQ, BK of the shader */
 } attn_prompt_shape;
 
+/* Rows of ceil(dim / 4) | 1 vec4s for the queries and the tile, then
+ * the weights and the rows' partial maxima, factors and sums. */
 static size_t attention_prompt_shared(size_t dim, attn_prompt_shape b)
 {
-    size_t dp = dim | 1;
-    return ((b.rows + b.keys) * dp + b.rows * (b.keys + 1) + b.rows * 10) * 4;
+    size_t sv = ((dim + 3) / 4) | 1;
+    return (b.rows + b.keys) * sv * 16 + (b.rows * (b.keys + 1) + b.rows * 10) * 4;
 }
 
 /* A CPU device's bound: per tile the staging of K and V, the scores' loop
@@ -510,7 +512,7 @@ static size_t attention_prompt_shared(size_t dim, attn_prompt_shape b)
 static bool attention_prompt_short(const vk_state *s, const rayo_attention_params *p, attn_prompt_shape b)
 {
     size_t tiles = (p->n_kv + b.keys - 1) / b.keys;
-    size_t per_tile = 2 * b.keys * p->head_dim / ATTN_PROMPT_WG + p->head_dim + b.keys + 8;
+    size_t per_tile = 2 * b.keys * p->head_dim / ATTN_PROMPT_WG + p->head_dim / 4 + b.keys + 8;
     size_t queries = b.rows * p->head_dim / ATTN_PROMPT_WG;
     size_t blocks = (p->n_q * (p->n_heads / p->n_kv_heads) + b.rows - 1) / b.rows;
     return s->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU ||
