@@ -19,16 +19,21 @@
 // padded to whole tiles of the matmul.  A row holding inf or NaN keeps
 // shift 0 (its result is inf or NaN anyway).
 //
+// Each unit's 8 halves go out as one 16-byte store (as four 4-byte
+// stores, each store of a subgroup wrote every fourth word of its span).
+//
 // Push constants: m rows (pc.m real ones; gl_NumWorkGroups.x in all), k
 // real columns, n padded columns (a multiple of 8); oa: the source's byte offset, aux
 // its row stride in bytes; oy: the copy's word offset in binding y (two
-// halves a word), oc: the exponent table's word offset in binding y.
+// halves a word; a multiple of 4, as n is of 8: whole uvec4 units), oc:
+// the exponent table's word offset in binding y.
 // Its own view of the buffers: the source is read and the copy and the
 // exponents are written as words (a float load or store of such bits could
 // be flushed as a denormal).
 #extension GL_GOOGLE_include_directive : require
 layout(std430, set = 0, binding = 0) readonly buffer BufA { uint a_data[]; };
 layout(std430, set = 0, binding = 3) buffer BufY { uint y_words[]; };
+layout(std430, set = 0, binding = 3) buffer BufY4 { uvec4 y_units[]; };
 layout(push_constant) uniform PushConstants {
     uint n, m, k;
     uint oa, ob, oc, oy;
@@ -171,15 +176,15 @@ void main()
     int shift = top != 0u && top < 0x7f800000u ? 15 - exponent_of(top) : 0;
     if (t == 0u)
         y_words[pc.oc + row] = uint(-shift);
-    uint words = pc.n / 2u;
+    uint first = (pc.oy + row * (pc.n / 2u)) / 4u;
     for (uint u = t; u < pc.n / 8u; u += WG) {
         for (uint i = 0u; i < 8u; i++)
             v[i] = 0.0;
         if (live && u < units)
             values_of(row_at, u, v);
-        for (uint j = 0u; j < 4u; j++) {
-            vec2 pair = vec2(scaled(v[2u * j], shift), scaled(v[2u * j + 1u], shift));
-            y_words[pc.oy + row * words + 4u * u + j] = packHalf2x16(pair);
-        }
+        uvec4 w;
+        for (uint j = 0u; j < 4u; j++)
+            w[j] = packHalf2x16(vec2(scaled(v[2u * j], shift), scaled(v[2u * j + 1u], shift)));
+        y_units[first + u] = w;
     }
 }
