@@ -567,6 +567,13 @@ int main(void)
     test_attention(RAYO_DTYPE_F16, 2, 150, 8, 4, 80);
     test_attention(RAYO_DTYPE_F32, 1, 300, 4, 1, 128);
     test_attention(RAYO_DTYPE_F16, 1, 140, 4, 2, 256);
+    /* relaxed prompts by attention_prompt.comp: blocks of 16 rows, key
+     * tiles of 32 and 8 (head_dim 256), blocks and tiles cut short, groups
+     * of 4, 1, 3 */
+    test_attention_at(RAYO_DTYPE_F16, 37, 100, 8, 2, 128, true);
+    test_attention_at(RAYO_DTYPE_F16, 20, 40, 3, 3, 256, true);
+    test_attention_at(RAYO_DTYPE_F32, 70, 90, 6, 2, 33, true);
+    test_attention_at(RAYO_DTYPE_F32, 48, 60, 32, 4, 64, true);
     rayo_close(ctx);
     /* typed matmul with a transposed B read as it is, and transposed once more */
     for (int tr = 0; tr < 2; tr++) {
@@ -580,8 +587,10 @@ int main(void)
     }
     /* relaxed decode by attention_dec.comp, grouped heads too: 1 to 4
      * queries, groups of 8, 1, 3 and 16 (two workgroups of heads), head_dim
-     * 64, 128, odd and 256, f16 rows off their words (odd strides) */
-    snprintf(settings, sizeof settings, "%s[backend.vulkan]\nattention_decode = all\n", SETTINGS);
+     * 64, 128, odd and 256, f16 rows off their words (odd strides); prompts
+     * in blocks of 32 rows where they fit */
+    snprintf(settings, sizeof settings, "%s[backend.vulkan]\nattention_decode = all\nattention_prompt_rows = 32\n",
+             SETTINGS);
     ctx = NULL;
     CHECK(test_open(&ctx, settings) == RAYO_OK, "rayo_open: %s", rayo_last_error());
     if (ctx) {
@@ -589,13 +598,8 @@ int main(void)
         test_attention_at(RAYO_DTYPE_F32, 4, 300, 8, 8, 128, true);
         test_attention_at(RAYO_DTYPE_F16, 2, 150, 12, 4, 33, true);
         test_attention_at(RAYO_DTYPE_F16, 3, 70, 16, 1, 256, true);
-        /* relaxed prompts by attention_prompt.comp: blocks of 32 rows
-         * (head_dim 64 on lavapipe) and 16, key tiles of 32 and 8
-         * (head_dim 256), blocks and tiles cut short, groups of 4, 1, 3 */
+        /* a relaxed prompt by attention_prompt.comp in blocks of 32 rows */
         test_attention_at(RAYO_DTYPE_F32, 128, 128, 4, 4, 64, true);
-        test_attention_at(RAYO_DTYPE_F16, 37, 100, 8, 2, 128, true);
-        test_attention_at(RAYO_DTYPE_F16, 20, 40, 3, 3, 256, true);
-        test_attention_at(RAYO_DTYPE_F32, 70, 90, 6, 2, 33, true);
     }
     rayo_close(ctx);
     return test_summary();

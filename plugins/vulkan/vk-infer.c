@@ -486,11 +486,17 @@ static rayo_status rec_attention_decode(vk_state *s, vk_ctx *cx, const rayo_atte
 /* attention_prompt.comp: relaxed calls of at least ATTN_PROMPT_QUERIES
  * queries (a prompt) unless attention_prompt = no.  Its blocks of query
  * rows and key tiles: the first of (32, 32), (16, 32), (16, 16), (16, 8)
- * whose shared memory the device has (attention_prompt_rows = 16 or 32
- * keeps one row count), else the general shader takes the call.  On a CPU
+ * whose shared memory the device has, from 16 rows where head_dim is at
+ * most ATTN_PROMPT_DIM_16 (attention_prompt_rows = 16 or 32 keeps one
+ * row count), else the general shader takes the call.  On an NVIDIA H200
+ * a 128-token prompt's call took 24 us in blocks of 16 rows and 31 in
+ * blocks of 32 at the TinyLlama shape (head_dim 64, 8 heads a KV head),
+ * 61 and 48 us at the Llama-2-7B shape (head_dim 128, one head a KV
+ * head).  On a CPU
  * device only where an invocation's loops stay under ATTN_PROMPT_CPU_STEPS
  * iterations in all (lavapipe's limit), one workgroup per block. */
 #define ATTN_PROMPT_QUERIES 16u
+#define ATTN_PROMPT_DIM_16 64u
 #define ATTN_PROMPT_WG 128u
 #define ATTN_PROMPT_CPU_STEPS 60000u
 
@@ -526,8 +532,9 @@ static bool attention_prompt_takes(const vk_state *s, const rayo_dev_call *call,
     static const attn_prompt_shape shapes[] = {{32, 32}, {16, 32}, {16, 16}, {16, 8}};
     if (!s->attn_prompt || call->precision != RAYO_PRECISION_RELAXED || p->n_q < ATTN_PROMPT_QUERIES)
         return false;
+    uint32_t rows = s->attn_prompt_rows ? s->attn_prompt_rows : p->head_dim <= ATTN_PROMPT_DIM_16 ? 16 : 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        if ((s->attn_prompt_rows && shapes[i].rows != s->attn_prompt_rows) ||
+        if ((rows && shapes[i].rows != rows) ||
             attention_prompt_shared(p->head_dim, shapes[i]) > s->props.limits.maxComputeSharedMemorySize)
             continue;
         *shape = shapes[i];
