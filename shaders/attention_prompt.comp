@@ -18,7 +18,9 @@
 //   1. the tile's K rows into shared memory (zeros past n_kv), LOADS
 //      values an invocation at a time: all loaded, then stored, so that
 //      their latencies overlap (a load and its store, one value after the
-//      other, wait out a memory latency per value);
+//      other, wait out a memory latency per value: on an NVIDIA H200 that
+//      form, with scalar loads in step 2, took 57 us for a Llama-2-7B-shape
+//      prompt call against 48);
 //   2. scores: invocation t takes RQ = BQ / 16 rows (t / 8) and RK = BK / 8
 //      keys (t % 8, + 8, ...), dot products over head_dim from shared memory
 //      4 dimensions (a vec4) at a time;

@@ -20,7 +20,10 @@
 // shift 0 (its result is inf or NaN anyway).
 //
 // Each unit's 8 halves go out as one 16-byte store (as four 4-byte
-// stores, each store of a subgroup wrote every fourth word of its span).
+// stores, each store of a subgroup wrote every fourth word of its span; on
+// an NVIDIA H200 an 11008 x 4096 Q4_0 weight's copy took 79.9 us against
+// 81.7, about 1.4 TB/s of traffic either way: the stores are not what
+// holds it).
 //
 // Push constants: m rows (pc.m real ones; gl_NumWorkGroups.x in all), k
 // real columns, n padded columns (a multiple of 8); oa: the source's byte offset, aux
