@@ -243,7 +243,7 @@ void attend_block(uint kv_head, uint r0)
         stage(1u, kv_head, key0);
         barrier();
         tile_weights(r0, key0);
-        barrier();              // K and the weights' sums are read
+        barrier();              // K is read (V takes its place); the weights' sums are in part
         stage(2u, kv_head, key0);
         [[unroll]] for (uint i = 0u; i < RQ; i++) {
             uint row = (t / 8u) * RQ + i;

@@ -530,7 +530,8 @@ static bool attention_prompt_takes(const vk_state *s, const rayo_dev_call *call,
                                    const rayo_attention_params *p, attn_prompt_shape *shape)
 {
     static const attn_prompt_shape shapes[] = {{32, 32}, {16, 32}, {16, 16}, {16, 8}};
-    if (!s->attn_prompt || call->precision != RAYO_PRECISION_RELAXED || p->n_q < ATTN_PROMPT_QUERIES)
+    if (!s->attn_prompt || call->precision != RAYO_PRECISION_RELAXED || p->n_q < ATTN_PROMPT_QUERIES ||
+        !p->head_dim)
         return false;
     uint32_t rows = s->attn_prompt_rows ? s->attn_prompt_rows : p->head_dim <= ATTN_PROMPT_DIM_16 ? 16 : 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
