@@ -42,6 +42,25 @@
 // 1 / sqrt(mean + eps) and by gamma (binding c, where flags bit 1); one
 // workgroup (flags bit 0) also stores the normalised row at scratch word
 // ext[0], the rmsnorm's output.  ext[1]: eps (float bits).
+//
+// RAYO_GLU (gemv_int8_glu, with RAYO_NORM): the gate and up products of a
+// feed-forward block and their swiglu in one dispatch: each subgroup sums
+// its rows of gate's A (binding a) and of up's A (binding d: byte offset
+// ext[2], last word ext[3]; the same n, m, row bytes and dtype) against the
+// same rounded x and stores up's row (binding e, word ext[4]; flags bit 3),
+// gate's (y; flags bit 2) and swiglu's y = silu(g) u (binding f, word
+// ext[5]) computed as infer_rows.comp computes the op (glu.glsl): the
+// host leaves out a product's store where swiglu's y is its y (in place).
+// beta is 0 (the host checks).
+//
+// RAYO_ROPE (gemv_int8_rope, with RAYO_NORM): the q or k product of one
+// token and its rope in place (RAYO_ROPE_NORM: pairs 2i, 2i + 1 of each
+// head, adjacent rows), in one dispatch: ROWS is even and a subgroup's
+// rows start even (first = a multiple of ROWS), so the subgroup holding a
+// pair rotates it before storing it, as infer_rows.comp's rope does
+// (rope.glsl).  The position is word ext[2] of binding d (int32), the
+// inverse frequencies (doubles) start at word ext[3] of binding e; ext[4]
+// head_dim, ext[5] rot_dims (dimensions past it left as they are).
 
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -50,10 +69,27 @@
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_spirv_intrinsics : require
 #define RAYO_BUFFER_TYPE uint
-#ifdef RAYO_NORM
+#if defined(RAYO_GLU) || defined(RAYO_ROPE)
+#define RAYO_MORE_BINDINGS
+#define RAYO_PUSH_EXT 6
+#elif defined(RAYO_NORM)
 #define RAYO_PUSH_EXT 2
 #endif
 #include "common.glsl"
+#include "rmath.glsl"
+#include "rayo-op-ids.glsl"
+#include "glu.glsl"
+#include "rope.glsl"
+
+#ifdef RAYO_GLU
+// Which matrix the units read: gate's (a) or up's (d).  The same in a
+// whole subgroup.
+bool on_up = false;
+uint a_word(uint w) { return on_up ? d_data[min(w, pc.ext[3])] : a_data[min(w, pc.aux)]; }
+#else
+uint a_word(uint w) { return a_data[min(w, pc.aux)]; }
+#endif
+#define DQ_WORD(i) a_word(i)
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint DTYPE = 9u;        // rayo_dtype of A: Q8_0, Q4_0, Q4_K, Q6_K
@@ -180,10 +216,10 @@ bool round_x()
 void load_words(uint at, uint count, out uint u[9])
 {
     uint w = at >> 2u, r = (at & 3u) * 8u, l = 31u - r;
-    uint lo = a_data[min(w, pc.aux)];
+    uint lo = a_word(w);
     [[unroll]] for (uint i = 0u; i < 9u; i++) {
         if (i < count) {
-            uint hi = a_data[min(w + i + 1u, pc.aux)];
+            uint hi = a_word(w + i + 1u);
             u[i] = (lo >> r) | ((hi << 1u) << l); // no shift by 32 where r = 0
             lo = hi;
         } else {
@@ -302,6 +338,79 @@ float row_float(uint row_at, bool scaled)
     return subgroupAdd(total + block);
 }
 
+// alpha times rows first .. first + ROWS - 1 (clamped to m - 1) of the
+// matrix whose row 0 starts at byte oa, dotted with x by the subgroup.
+void products(uint first, uint oa, bool int_path, out float y[ROWS])
+{
+    uint at[ROWS];
+    float s[ROWS];
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+        at[r] = oa + min(first + r, pc.m - 1u) * pc.k;
+        s[r] = 0.0;
+    }
+    if (int_path)
+        int_sums(at, s);
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+        float sum = int_path ? subgroupAdd(s[r]) : row_float(at[r], false);
+        bool scaled = !range_finite(sum); // the same in the whole subgroup
+        if (scaled)
+            sum = row_float(at[r], true);
+        y[r] = scaled ? range_up(pc.alpha * sum) : pc.alpha * sum;
+    }
+}
+
+#ifdef RAYO_ROPE
+// Rows first + r, first + r + 1 (r even) of the product: a pair of a head
+// (first is even), rotated where it is among the first rot_dims.
+void rope_rows(uint first, inout float y[ROWS])
+{
+    uint head_dim = pc.ext[4], rot_dims = pc.ext[5];
+    double pos = double(int(d_data[pc.ext[2]]));
+    [[unroll]] for (uint r = 0u; r < ROWS; r += 2u) {
+        uint d = (first + r) % head_dim, i = d / 2u;
+        if (d >= rot_dims)
+            continue;
+        double inv_freq = packDouble2x32(uvec2(e_data[pc.ext[3] + 2u * i], e_data[pc.ext[3] + 2u * i + 1u]));
+        vec2 uv = rope_pair(pos, inv_freq, y[r], y[r + 1u]);
+        y[r] = uv.x;
+        y[r + 1u] = uv.y;
+    }
+}
+#endif
+
+// Rows first .. of y (those before m), with beta y added.
+void store_rows(uint first, float y[ROWS])
+{
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+        uint row = first + r;
+        if (row >= pc.m)
+            break;
+        float v = y[r];
+        if (pc.beta != 0.0)
+            v = fma(pc.beta, uintBitsToFloat(y_data[pc.oy + row]), v);
+        y_data[pc.oy + row] = floatBitsToUint(v);
+    }
+}
+
+#ifdef RAYO_GLU
+const uint STORE_GATE = 4u, STORE_UP = 8u;
+
+// Rows first .. of gate (g), up (u) and their swiglu, each where it goes.
+void store_glu(uint first, float g[ROWS], float u[ROWS])
+{
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+        uint row = first + r;
+        if (row >= pc.m)
+            break;
+        if ((pc.flags & STORE_GATE) != 0u)
+            y_data[pc.oy + row] = floatBitsToUint(g[r]);
+        if ((pc.flags & STORE_UP) != 0u)
+            e_data[pc.ext[4] + row] = floatBitsToUint(u[r]);
+        f_data[pc.ext[5] + row] = floatBitsToUint(glu_value(OP_SWIGLU, g[r], u[r]));
+    }
+}
+#endif
+
 void main()
 {
 #ifdef RAYO_NORM
@@ -314,26 +423,23 @@ void main()
         uint first = base + gl_SubgroupID * ROWS;
         if (first >= pc.m)
             break;              // no barrier follows
-        uint at[ROWS];
-        float s[ROWS];
-        [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-            at[r] = pc.oa + min(first + r, pc.m - 1u) * pc.k;
-            s[r] = 0.0;
-        }
-        if (int_path)
-            int_sums(at, s);
-        [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-            float sum = int_path ? subgroupAdd(s[r]) : row_float(at[r], false);
-            bool scaled = !range_finite(sum); // the same in the whole subgroup
-            if (scaled)
-                sum = row_float(at[r], true);
-            uint row = first + r;
-            if (gl_SubgroupInvocationID == 0u && row < pc.m) {
-                float y = scaled ? range_up(pc.alpha * sum) : pc.alpha * sum;
-                if (pc.beta != 0.0)
-                    y = fma(pc.beta, uintBitsToFloat(y_data[pc.oy + row]), y);
-                y_data[pc.oy + row] = floatBitsToUint(y);
-            }
+        float y[ROWS];
+        products(first, pc.oa, int_path, y);
+#ifdef RAYO_GLU
+        float u[ROWS];
+        on_up = true;
+        products(first, pc.ext[2], int_path, u);
+        on_up = false;
+#endif
+        if (gl_SubgroupInvocationID == 0u) {
+#ifdef RAYO_ROPE
+            rope_rows(first, y);
+#endif
+#ifdef RAYO_GLU
+            store_glu(first, y, u);
+#else
+            store_rows(first, y);
+#endif
         }
     }
 }
