@@ -81,16 +81,6 @@
 #include "glu.glsl"
 #include "rope.glsl"
 
-#ifdef RAYO_GLU
-// Which matrix the units read: gate's (a) or up's (d).  The same in a
-// whole subgroup.
-bool on_up = false;
-uint a_word(uint w) { return on_up ? d_data[min(w, pc.ext[3])] : a_data[min(w, pc.aux)]; }
-#else
-uint a_word(uint w) { return a_data[min(w, pc.aux)]; }
-#endif
-#define DQ_WORD(i) a_word(i)
-
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint DTYPE = 9u;        // rayo_dtype of A: Q8_0, Q4_0, Q4_K, Q6_K
 layout(constant_id = 2) const uint ROWS = 2u;         // rows a subgroup takes at a time
@@ -98,6 +88,22 @@ layout(constant_id = 3) const uint X_BLOCKS = 32u;    // blocks of x held in sha
 
 const uint Q8_0 = 8u, Q4_0 = 9u, Q4_K = 10u, Q6_K = 11u;
 const uint BLOCK_BYTES = DTYPE == Q8_0 ? 34u : DTYPE == Q4_0 ? 18u : DTYPE == Q4_K ? 144u : 210u;
+
+// Word w of A, or with RAYO_GLU of gate's A (a) or up's (d): `up` is a
+// constant wherever the int path calls it, so each load reads one buffer.
+#ifdef RAYO_GLU
+const uint MATS = 2u;           // matrices a subgroup sums its rows of
+const uint ALL_ROWS = MATS * ROWS;
+uint a_word(uint w, bool up) { return up ? d_data[min(w, pc.ext[3])] : a_data[min(w, pc.aux)]; }
+uint a_start(uint mat) { return mat == 0u ? pc.oa : pc.ext[2]; } // byte of row 0
+#else
+const uint MATS = 1u;
+const uint ALL_ROWS = ROWS;
+uint a_word(uint w, bool up) { return a_data[min(w, pc.aux)]; }
+uint a_start(uint mat) { return pc.oa; }
+#endif
+bool on_up = false;             // the matrix of the float path (dequant.glsl)
+#define DQ_WORD(i) a_word(i, on_up)
 #include "dequant.glsl"
 
 // OpSDot (4450) with PackedVectorFormat4x8Bit (0): the sum of the products
@@ -213,13 +219,13 @@ bool round_x()
 // ---- the integer path ----------------------------------------------------------------
 
 // The `count` (at most 9) words of A from byte `at` (any alignment).
-void load_words(uint at, uint count, out uint u[9])
+void load_words(uint at, uint count, bool up, out uint u[9])
 {
     uint w = at >> 2u, r = (at & 3u) * 8u, l = 31u - r;
-    uint lo = a_word(w);
+    uint lo = a_word(w, up);
     [[unroll]] for (uint i = 0u; i < 9u; i++) {
         if (i < count) {
-            uint hi = a_word(w + i + 1u);
+            uint hi = a_word(w + i + 1u, up);
             u[i] = (lo >> r) | ((hi << 1u) << l); // no shift by 32 where r = 0
             lo = hi;
         } else {
@@ -235,10 +241,10 @@ uint codes_at(uint u[9], uint i) { return (u[i] >> 16u) | (u[i + 1u] << 16u); }
 
 // Q8_0 / Q4_0 unit = block b (34 or 18 bytes at `at`): its d times x's d
 // times the exact integer sum of weight codes times x codes.
-float unit_block(uint at, uint b)
+float unit_block(uint at, uint b, bool up)
 {
     uint u[9];
-    load_words(at, DTYPE == Q8_0 ? 9u : 5u, u);
+    load_words(at, DTYPE == Q8_0 ? 9u : 5u, up, u);
     int s = 0;
     [[unroll]] for (uint t = 0u; t < 4u; t++) {
         uint c = codes_at(u, t);
@@ -255,11 +261,11 @@ float unit_block(uint at, uint b)
 // Q4_K unit = quarter c of the block at `blk` (x blocks xb, xb + 1): its 32
 // code bytes hold sub-blocks 2c (low nibbles) and 2c + 1 (high); each adds
 // (d sc) dx sum(q xq) - (dmin m) dx sum(xq).
-float unit_q4_k(uint blk, uint c, uint xb)
+float unit_q4_k(uint blk, uint c, uint xb, bool up)
 {
     uint head[9], q[9];
-    load_words(blk, 4u, head);
-    load_words(blk + 16u + 32u * c, 8u, q);
+    load_words(blk, 4u, up, head);
+    load_words(blk + 16u + 32u * c, 8u, up, q);
     int i0 = 0, i1 = 0;
     [[unroll]] for (uint t = 0u; t < 8u; t++) {
         i0 += dot4(q[t] & 0x0f0f0f0fu, x_word(xb, t));
@@ -275,13 +281,13 @@ float unit_q4_k(uint blk, uint c, uint xb)
 // Q6_K unit = (half h, g) of the block at `blk`: values 128h + 32k + 16g + l
 // (k < 4, l < 16), each 16 under its own scale; codes (0..63, 32 too many)
 // as gemv_quant.comp's unit_q6_k builds them, four bytes at a time.
-float unit_q6_k(uint blk, uint h, uint g, uint xb)
+float unit_q6_k(uint blk, uint h, uint g, uint xb, bool up)
 {
     uint la[9], lb[9], qh[9], sc[9];
-    load_words(blk + 64u * h + 16u * g, 4u, la);
-    load_words(blk + 64u * h + 32u + 16u * g, 4u, lb);
-    load_words(blk + 128u + 32u * h + 16u * g, 4u, qh);
-    load_words(blk + 192u + 8u * h + g, 2u, sc);
+    load_words(blk + 64u * h + 16u * g, 4u, up, la);
+    load_words(blk + 64u * h + 32u + 16u * g, 4u, up, lb);
+    load_words(blk + 128u + 32u * h + 16u * g, 4u, up, qh);
+    load_words(blk + 192u + 8u * h + g, 2u, up, sc);
     ivec4 part = ivec4(0);
     [[unroll]] for (uint t = 0u; t < 4u; t++) {
         uint a = la[t], c = lb[t], q = qh[t], o = 4u * g + t; // o: word of each x block
@@ -297,29 +303,31 @@ float unit_q6_k(uint blk, uint h, uint g, uint xb)
                        bitfieldExtract(int(sc[1]), 0, 8), bitfieldExtract(int(sc[1]), 16, 8));
     vec4 sums = vec4(part) - 32.0 * half_sums; // exact: below 2^24
     uint dh[9];
-    load_words(blk + 208u, 1u, dh);
+    load_words(blk + 208u, 1u, up, dh);
     return f16_value(dh[0] & 0xffffu) * dot(scales * dx, sums);
 }
 
 // Units of a row: Q8_0 / Q4_0 blocks, quarters of Q4_K and Q6_K blocks.
 uint units_per_row() { return DTYPE == Q8_0 || DTYPE == Q4_0 ? pc.n / 32u : pc.n / 64u; }
 
-float add_unit(uint row_at, uint v)
+float add_unit(uint row_at, uint v, bool up)
 {
     if (DTYPE == Q8_0 || DTYPE == Q4_0)
-        return unit_block(row_at + BLOCK_BYTES * v, v);
+        return unit_block(row_at + BLOCK_BYTES * v, v, up);
     uint blk = row_at + BLOCK_BYTES * (v >> 2u), xb = 8u * (v >> 2u);
     if (DTYPE == Q4_K)
-        return unit_q4_k(blk, v & 3u, xb + 2u * (v & 3u));
+        return unit_q4_k(blk, v & 3u, xb + 2u * (v & 3u), up);
     uint h = (v >> 1u) & 1u;
-    return unit_q6_k(blk, h, v & 1u, xb + 4u * h);
+    return unit_q6_k(blk, h, v & 1u, xb + 4u * h, up);
 }
 
-void int_sums(uint at[ROWS], inout float s[ROWS])
+// Rows at at[] (ROWS of each matrix, gate's first): the loads of all in
+// one loop, so that those of gate's and up's rows are in flight together.
+void int_sums(uint at[ALL_ROWS], inout float s[ALL_ROWS])
 {
     for (uint v = gl_SubgroupInvocationID; v < units_per_row(); v += gl_SubgroupSize)
-        [[unroll]] for (uint r = 0u; r < ROWS; r++)
-            s[r] += add_unit(at[r], v);
+        [[unroll]] for (uint r = 0u; r < ALL_ROWS; r++)
+            s[r] += add_unit(at[r], v, r >= ROWS);
 }
 
 // ---- the float path: one element at a time ------------------------------------------
@@ -338,19 +346,20 @@ float row_float(uint row_at, bool scaled)
     return subgroupAdd(total + block);
 }
 
-// alpha times rows first .. first + ROWS - 1 (clamped to m - 1) of the
-// matrix whose row 0 starts at byte oa, dotted with x by the subgroup.
-void products(uint first, uint oa, bool int_path, out float y[ROWS])
+// alpha times rows first .. first + ROWS - 1 (clamped to m - 1) of each
+// matrix (y[ROWS * mat + r]), dotted with x by the subgroup.
+void products(uint first, bool int_path, out float y[ALL_ROWS])
 {
-    uint at[ROWS];
-    float s[ROWS];
-    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-        at[r] = oa + min(first + r, pc.m - 1u) * pc.k;
+    uint at[ALL_ROWS];
+    float s[ALL_ROWS];
+    [[unroll]] for (uint r = 0u; r < ALL_ROWS; r++) {
+        at[r] = a_start(r / ROWS) + min(first + r % ROWS, pc.m - 1u) * pc.k;
         s[r] = 0.0;
     }
     if (int_path)
         int_sums(at, s);
-    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+    [[unroll]] for (uint r = 0u; r < ALL_ROWS; r++) {
+        on_up = r >= ROWS;
         float sum = int_path ? subgroupAdd(s[r]) : row_float(at[r], false);
         bool scaled = !range_finite(sum); // the same in the whole subgroup
         if (scaled)
@@ -360,18 +369,28 @@ void products(uint first, uint oa, bool int_path, out float y[ROWS])
 }
 
 #ifdef RAYO_ROPE
+const uint PAIRS = ROWS / 2u;   // ROWS is even here (the host's spec)
+
+// The position and the inverse frequency of each pair of rows first ..,
+// read before the products (the table is in host memory: its latency
+// hidden behind theirs).  Pairs past rot_dims read entry rot_dims / 2.
+void rope_begin(uint first, out double pos, out double inv_freq[PAIRS])
+{
+    pos = double(int(d_data[pc.ext[2]]));
+    [[unroll]] for (uint r = 0u; r < ROWS; r += 2u) {
+        uint i = min((first + r) % pc.ext[4], pc.ext[5]) / 2u;
+        inv_freq[r / 2u] = packDouble2x32(uvec2(e_data[pc.ext[3] + 2u * i], e_data[pc.ext[3] + 2u * i + 1u]));
+    }
+}
+
 // Rows first + r, first + r + 1 (r even) of the product: a pair of a head
 // (first is even), rotated where it is among the first rot_dims.
-void rope_rows(uint first, inout float y[ROWS])
+void rope_rows(uint first, double pos, double inv_freq[PAIRS], inout float y[ALL_ROWS])
 {
-    uint head_dim = pc.ext[4], rot_dims = pc.ext[5];
-    double pos = double(int(d_data[pc.ext[2]]));
     [[unroll]] for (uint r = 0u; r < ROWS; r += 2u) {
-        uint d = (first + r) % head_dim, i = d / 2u;
-        if (d >= rot_dims)
+        if ((first + r) % pc.ext[4] >= pc.ext[5])
             continue;
-        double inv_freq = packDouble2x32(uvec2(e_data[pc.ext[3] + 2u * i], e_data[pc.ext[3] + 2u * i + 1u]));
-        vec2 uv = rope_pair(pos, inv_freq, y[r], y[r + 1u]);
+        vec2 uv = rope_pair(pos, inv_freq[r / 2u], y[r], y[r + 1u]);
         y[r] = uv.x;
         y[r + 1u] = uv.y;
     }
@@ -379,7 +398,7 @@ void rope_rows(uint first, inout float y[ROWS])
 #endif
 
 // Rows first .. of y (those before m), with beta y added.
-void store_rows(uint first, float y[ROWS])
+void store_rows(uint first, float y[ALL_ROWS])
 {
     [[unroll]] for (uint r = 0u; r < ROWS; r++) {
         uint row = first + r;
@@ -395,18 +414,20 @@ void store_rows(uint first, float y[ROWS])
 #ifdef RAYO_GLU
 const uint STORE_GATE = 4u, STORE_UP = 8u;
 
-// Rows first .. of gate (g), up (u) and their swiglu, each where it goes.
-void store_glu(uint first, float g[ROWS], float u[ROWS])
+// Rows first .. of gate (y[r]), up (y[ROWS + r]) and their swiglu, each
+// where it goes.
+void store_glu(uint first, float y[ALL_ROWS])
 {
     [[unroll]] for (uint r = 0u; r < ROWS; r++) {
         uint row = first + r;
         if (row >= pc.m)
             break;
+        float g = y[r], u = y[ROWS + r];
         if ((pc.flags & STORE_GATE) != 0u)
-            y_data[pc.oy + row] = floatBitsToUint(g[r]);
+            y_data[pc.oy + row] = floatBitsToUint(g);
         if ((pc.flags & STORE_UP) != 0u)
-            e_data[pc.ext[4] + row] = floatBitsToUint(u[r]);
-        f_data[pc.ext[5] + row] = floatBitsToUint(glu_value(OP_SWIGLU, g[r], u[r]));
+            e_data[pc.ext[4] + row] = floatBitsToUint(u);
+        f_data[pc.ext[5] + row] = floatBitsToUint(glu_value(OP_SWIGLU, g, u));
     }
 }
 #endif
@@ -423,20 +444,18 @@ void main()
         uint first = base + gl_SubgroupID * ROWS;
         if (first >= pc.m)
             break;              // no barrier follows
-        float y[ROWS];
-        products(first, pc.oa, int_path, y);
-#ifdef RAYO_GLU
-        float u[ROWS];
-        on_up = true;
-        products(first, pc.ext[2], int_path, u);
-        on_up = false;
+#ifdef RAYO_ROPE
+        double pos, inv_freq[PAIRS];
+        rope_begin(first, pos, inv_freq);
 #endif
+        float y[ALL_ROWS];
+        products(first, int_path, y);
         if (gl_SubgroupInvocationID == 0u) {
 #ifdef RAYO_ROPE
-            rope_rows(first, y);
+            rope_rows(first, pos, inv_freq, y);
 #endif
 #ifdef RAYO_GLU
-            store_glu(first, y, u);
+            store_glu(first, y);
 #else
             store_rows(first, y);
 #endif

@@ -391,7 +391,9 @@ static bool norm_glu_suits(const vk_state *s, const rayo_dev_call *norm, const r
 
 /* gemv_int8_glu: rmsnorm, gate and up products and their swiglu in one
  * dispatch (shaders/gemv_int8.comp, RAYO_GLU), storing the norm's output
- * where `store`.  Each output bit for bit the one of the calls one by one
+ * where `store`; a subgroup takes a row of gate's A and the same row of
+ * up's (loads of both in flight together: with two rows of each the
+ * dispatch had half the subgroups of the two products run side by side).  Each output bit for bit the one of the calls one by one
  * with the norm fused (the same products, glu.glsl's swiglu). */
 rayo_status vk_record_norm_glu(vk_state *s, vk_ctx *cx, const rayo_dev_call *norm, const rayo_dev_call *gate,
                                const rayo_dev_call *up, const rayo_dev_call *glu, bool store)
@@ -406,6 +408,7 @@ rayo_status vk_record_norm_glu(vk_state *s, vk_ctx *cx, const rayo_dev_call *nor
         .more = {&up->a, up_kept ? &up->y : NULL, &glu->y},
         .more_len = {a_bytes, 4 * up->m, 4 * up->m},
         .more_write = {false, true, true},
+        .rows = 1, /* a row of each matrix: as many subgroups as each product alone has at 2 */
         .flags = (operands_same(&gate->y, &glu->y) ? 0u : 4u) | (up_kept ? 8u : 0u),
     };
     return record_norm_gemv_as(s, cx, norm, gate, store, &x);
