@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 // common.glsl - what every rayo compute shader shares: the storage buffers
 // of an op (a, b, c, y, and s: the scratch of an op done in several passes)
-// and the push constants that carry sizes, parameters and element offsets.
+// (d, e and f: more operands of the fused shaders that define
+// RAYO_MORE_BINDINGS; the host binds them where the device allows eight
+// storage buffers) and the push constants that carry sizes, parameters and element offsets.
 //
 // The host binds each operand at the nearest offset the device allows
 // (minStorageBufferOffsetAlignment) and passes the rest, in elements, in
@@ -24,6 +26,11 @@ layout(std430, set = 0, binding = 1) readonly buffer BufB { RAYO_BUFFER_TYPE b_d
 layout(std430, set = 0, binding = 2) readonly buffer BufC { RAYO_BUFFER_TYPE c_data[]; };
 layout(std430, set = 0, binding = 3) buffer BufY { RAYO_BUFFER_TYPE y_data[]; };
 layout(std430, set = 0, binding = 4) buffer BufS { uint s_data[]; };
+#ifdef RAYO_MORE_BINDINGS
+layout(std430, set = 0, binding = 5) readonly buffer BufD { RAYO_BUFFER_TYPE d_data[]; };
+layout(std430, set = 0, binding = 6) buffer BufE { RAYO_BUFFER_TYPE e_data[]; };
+layout(std430, set = 0, binding = 7) buffer BufF { RAYO_BUFFER_TYPE f_data[]; };
+#endif
 
 layout(push_constant) uniform PushConstants {
     uint n, m, k;          // sizes as in rayo_call

@@ -4,14 +4,19 @@
 // contraction), one byte at a time: for get_rows and convert, and for the
 // rare slow paths of the products (gemv_quant's overflow redo).
 //
-// The includer declares a_data as uint words and the constant DTYPE.
+// The includer declares a_data as uint words and the constant DTYPE, or
+// defines DQ_WORD(i), word i of the row data, where that is elsewhere.
 
 #ifndef RAYO_DEQUANT_GLSL
 #define RAYO_DEQUANT_GLSL
 
 #include "half.glsl"
 
-uint dq_byte(uint at) { return (a_data[at >> 2u] >> (8u * (at & 3u))) & 0xffu; }
+#ifndef DQ_WORD
+#define DQ_WORD(i) a_data[i]
+#endif
+
+uint dq_byte(uint at) { return (DQ_WORD(at >> 2u) >> (8u * (at & 3u))) & 0xffu; }
 uint dq_half(uint at) { return dq_byte(at) | (dq_byte(at + 1u) << 8u); }
 int dq_sbyte(uint at) { return int(dq_byte(at) << 24u) >> 24; }
 
@@ -64,7 +69,7 @@ float dq_q6_k(uint blk, uint i)
 // (0 = f32, 1 = f16, 2 = bf16, 8 = Q8_0, 9 = Q4_0, 10 = Q4_K, 11 = Q6_K).
 float dq_value(uint row_at, uint e)
 {
-    if (DTYPE == 0u) return uintBitsToFloat(a_data[(row_at >> 2u) + e]);
+    if (DTYPE == 0u) return uintBitsToFloat(DQ_WORD((row_at >> 2u) + e));
     if (DTYPE == 1u) return f16_value(dq_half(row_at + 2u * e));
     if (DTYPE == 2u) return uintBitsToFloat(dq_half(row_at + 2u * e) << 16u);
     if (DTYPE == 8u) {

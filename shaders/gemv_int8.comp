@@ -42,6 +42,25 @@
 // 1 / sqrt(mean + eps) and by gamma (binding c, where flags bit 1); one
 // workgroup (flags bit 0) also stores the normalised row at scratch word
 // ext[0], the rmsnorm's output.  ext[1]: eps (float bits).
+//
+// RAYO_GLU (gemv_int8_glu, with RAYO_NORM): the gate and up products of a
+// feed-forward block and their swiglu in one dispatch: each subgroup sums
+// its rows of gate's A (binding a) and of up's A (binding d: byte offset
+// ext[2], last word ext[3]; the same n, m, row bytes and dtype) against the
+// same rounded x and stores up's row (binding e, word ext[4]; flags bit 3),
+// gate's (y; flags bit 2) and swiglu's y = silu(g) u (binding f, word
+// ext[5]) computed as infer_rows.comp computes the op (glu.glsl): the
+// host leaves out a product's store where swiglu's y is its y (in place).
+// beta is 0 (the host checks).
+//
+// RAYO_ROPE (gemv_int8_rope, with RAYO_NORM): the q or k product of one
+// token and its rope in place (RAYO_ROPE_NORM: pairs 2i, 2i + 1 of each
+// head, adjacent rows), in one dispatch: ROWS is even and a subgroup's
+// rows start even (first = a multiple of ROWS), so the subgroup holding a
+// pair rotates it before storing it, as infer_rows.comp's rope does
+// (rope.glsl).  The position is word ext[2] of binding d (int32), the
+// inverse frequencies (doubles) start at word ext[3] of binding e; ext[4]
+// head_dim, ext[5] rot_dims (dimensions past it left as they are).
 
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -50,10 +69,17 @@
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_spirv_intrinsics : require
 #define RAYO_BUFFER_TYPE uint
-#ifdef RAYO_NORM
+#if defined(RAYO_GLU) || defined(RAYO_ROPE)
+#define RAYO_MORE_BINDINGS
+#define RAYO_PUSH_EXT 6
+#elif defined(RAYO_NORM)
 #define RAYO_PUSH_EXT 2
 #endif
 #include "common.glsl"
+#include "rmath.glsl"
+#include "rayo-op-ids.glsl"
+#include "glu.glsl"
+#include "rope.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint DTYPE = 9u;        // rayo_dtype of A: Q8_0, Q4_0, Q4_K, Q6_K
@@ -62,6 +88,22 @@ layout(constant_id = 3) const uint X_BLOCKS = 32u;    // blocks of x held in sha
 
 const uint Q8_0 = 8u, Q4_0 = 9u, Q4_K = 10u, Q6_K = 11u;
 const uint BLOCK_BYTES = DTYPE == Q8_0 ? 34u : DTYPE == Q4_0 ? 18u : DTYPE == Q4_K ? 144u : 210u;
+
+// Word w of A, or with RAYO_GLU of gate's A (a) or up's (d): `up` is a
+// constant wherever the int path calls it, so each load reads one buffer.
+#ifdef RAYO_GLU
+const uint MATS = 2u;           // matrices a subgroup sums its rows of
+const uint ALL_ROWS = MATS * ROWS;
+uint a_word(uint w, bool up) { return up ? d_data[min(w, pc.ext[3])] : a_data[min(w, pc.aux)]; }
+uint a_start(uint mat) { return mat == 0u ? pc.oa : pc.ext[2]; } // byte of row 0
+#else
+const uint MATS = 1u;
+const uint ALL_ROWS = ROWS;
+uint a_word(uint w, bool up) { return a_data[min(w, pc.aux)]; }
+uint a_start(uint mat) { return pc.oa; }
+#endif
+bool on_up = false;             // the matrix of the float path (dequant.glsl)
+#define DQ_WORD(i) a_word(i, on_up)
 #include "dequant.glsl"
 
 // OpSDot (4450) with PackedVectorFormat4x8Bit (0): the sum of the products
@@ -177,13 +219,13 @@ bool round_x()
 // ---- the integer path ----------------------------------------------------------------
 
 // The `count` (at most 9) words of A from byte `at` (any alignment).
-void load_words(uint at, uint count, out uint u[9])
+void load_words(uint at, uint count, bool up, out uint u[9])
 {
     uint w = at >> 2u, r = (at & 3u) * 8u, l = 31u - r;
-    uint lo = a_data[min(w, pc.aux)];
+    uint lo = a_word(w, up);
     [[unroll]] for (uint i = 0u; i < 9u; i++) {
         if (i < count) {
-            uint hi = a_data[min(w + i + 1u, pc.aux)];
+            uint hi = a_word(w + i + 1u, up);
             u[i] = (lo >> r) | ((hi << 1u) << l); // no shift by 32 where r = 0
             lo = hi;
         } else {
@@ -199,10 +241,10 @@ uint codes_at(uint u[9], uint i) { return (u[i] >> 16u) | (u[i + 1u] << 16u); }
 
 // Q8_0 / Q4_0 unit = block b (34 or 18 bytes at `at`): its d times x's d
 // times the exact integer sum of weight codes times x codes.
-float unit_block(uint at, uint b)
+float unit_block(uint at, uint b, bool up)
 {
     uint u[9];
-    load_words(at, DTYPE == Q8_0 ? 9u : 5u, u);
+    load_words(at, DTYPE == Q8_0 ? 9u : 5u, up, u);
     int s = 0;
     [[unroll]] for (uint t = 0u; t < 4u; t++) {
         uint c = codes_at(u, t);
@@ -219,11 +261,11 @@ float unit_block(uint at, uint b)
 // Q4_K unit = quarter c of the block at `blk` (x blocks xb, xb + 1): its 32
 // code bytes hold sub-blocks 2c (low nibbles) and 2c + 1 (high); each adds
 // (d sc) dx sum(q xq) - (dmin m) dx sum(xq).
-float unit_q4_k(uint blk, uint c, uint xb)
+float unit_q4_k(uint blk, uint c, uint xb, bool up)
 {
     uint head[9], q[9];
-    load_words(blk, 4u, head);
-    load_words(blk + 16u + 32u * c, 8u, q);
+    load_words(blk, 4u, up, head);
+    load_words(blk + 16u + 32u * c, 8u, up, q);
     int i0 = 0, i1 = 0;
     [[unroll]] for (uint t = 0u; t < 8u; t++) {
         i0 += dot4(q[t] & 0x0f0f0f0fu, x_word(xb, t));
@@ -239,13 +281,13 @@ float unit_q4_k(uint blk, uint c, uint xb)
 // Q6_K unit = (half h, g) of the block at `blk`: values 128h + 32k + 16g + l
 // (k < 4, l < 16), each 16 under its own scale; codes (0..63, 32 too many)
 // as gemv_quant.comp's unit_q6_k builds them, four bytes at a time.
-float unit_q6_k(uint blk, uint h, uint g, uint xb)
+float unit_q6_k(uint blk, uint h, uint g, uint xb, bool up)
 {
     uint la[9], lb[9], qh[9], sc[9];
-    load_words(blk + 64u * h + 16u * g, 4u, la);
-    load_words(blk + 64u * h + 32u + 16u * g, 4u, lb);
-    load_words(blk + 128u + 32u * h + 16u * g, 4u, qh);
-    load_words(blk + 192u + 8u * h + g, 2u, sc);
+    load_words(blk + 64u * h + 16u * g, 4u, up, la);
+    load_words(blk + 64u * h + 32u + 16u * g, 4u, up, lb);
+    load_words(blk + 128u + 32u * h + 16u * g, 4u, up, qh);
+    load_words(blk + 192u + 8u * h + g, 2u, up, sc);
     ivec4 part = ivec4(0);
     [[unroll]] for (uint t = 0u; t < 4u; t++) {
         uint a = la[t], c = lb[t], q = qh[t], o = 4u * g + t; // o: word of each x block
@@ -261,29 +303,31 @@ float unit_q6_k(uint blk, uint h, uint g, uint xb)
                        bitfieldExtract(int(sc[1]), 0, 8), bitfieldExtract(int(sc[1]), 16, 8));
     vec4 sums = vec4(part) - 32.0 * half_sums; // exact: below 2^24
     uint dh[9];
-    load_words(blk + 208u, 1u, dh);
+    load_words(blk + 208u, 1u, up, dh);
     return f16_value(dh[0] & 0xffffu) * dot(scales * dx, sums);
 }
 
 // Units of a row: Q8_0 / Q4_0 blocks, quarters of Q4_K and Q6_K blocks.
 uint units_per_row() { return DTYPE == Q8_0 || DTYPE == Q4_0 ? pc.n / 32u : pc.n / 64u; }
 
-float add_unit(uint row_at, uint v)
+float add_unit(uint row_at, uint v, bool up)
 {
     if (DTYPE == Q8_0 || DTYPE == Q4_0)
-        return unit_block(row_at + BLOCK_BYTES * v, v);
+        return unit_block(row_at + BLOCK_BYTES * v, v, up);
     uint blk = row_at + BLOCK_BYTES * (v >> 2u), xb = 8u * (v >> 2u);
     if (DTYPE == Q4_K)
-        return unit_q4_k(blk, v & 3u, xb + 2u * (v & 3u));
+        return unit_q4_k(blk, v & 3u, xb + 2u * (v & 3u), up);
     uint h = (v >> 1u) & 1u;
-    return unit_q6_k(blk, h, v & 1u, xb + 4u * h);
+    return unit_q6_k(blk, h, v & 1u, xb + 4u * h, up);
 }
 
-void int_sums(uint at[ROWS], inout float s[ROWS])
+// Rows at at[] (ROWS of each matrix, gate's first): the loads of all in
+// one loop, so that those of gate's and up's rows are in flight together.
+void int_sums(uint at[ALL_ROWS], inout float s[ALL_ROWS])
 {
     for (uint v = gl_SubgroupInvocationID; v < units_per_row(); v += gl_SubgroupSize)
-        [[unroll]] for (uint r = 0u; r < ROWS; r++)
-            s[r] += add_unit(at[r], v);
+        [[unroll]] for (uint r = 0u; r < ALL_ROWS; r++)
+            s[r] += add_unit(at[r], v, r >= ROWS);
 }
 
 // ---- the float path: one element at a time ------------------------------------------
@@ -302,6 +346,92 @@ float row_float(uint row_at, bool scaled)
     return subgroupAdd(total + block);
 }
 
+// alpha times rows first .. first + ROWS - 1 (clamped to m - 1) of each
+// matrix (y[ROWS * mat + r]), dotted with x by the subgroup.
+void products(uint first, bool int_path, out float y[ALL_ROWS])
+{
+    uint at[ALL_ROWS];
+    float s[ALL_ROWS];
+    [[unroll]] for (uint r = 0u; r < ALL_ROWS; r++) {
+        at[r] = a_start(r / ROWS) + min(first + r % ROWS, pc.m - 1u) * pc.k;
+        s[r] = 0.0;
+    }
+    if (int_path)
+        int_sums(at, s);
+    [[unroll]] for (uint r = 0u; r < ALL_ROWS; r++) {
+        on_up = r >= ROWS;
+        float sum = int_path ? subgroupAdd(s[r]) : row_float(at[r], false);
+        bool scaled = !range_finite(sum); // the same in the whole subgroup
+        if (scaled)
+            sum = row_float(at[r], true);
+        y[r] = scaled ? range_up(pc.alpha * sum) : pc.alpha * sum;
+    }
+}
+
+#ifdef RAYO_ROPE
+const uint PAIRS = ROWS / 2u;   // ROWS is even here (the host's spec)
+
+// The position and the inverse frequency of each pair of rows first ..,
+// read before the products (the table is in host memory: its latency
+// hidden behind theirs).  Pairs past rot_dims read entry rot_dims / 2.
+void rope_begin(uint first, out double pos, out double inv_freq[PAIRS])
+{
+    pos = double(int(d_data[pc.ext[2]]));
+    [[unroll]] for (uint r = 0u; r < ROWS; r += 2u) {
+        uint i = min((first + r) % pc.ext[4], pc.ext[5]) / 2u;
+        inv_freq[r / 2u] = packDouble2x32(uvec2(e_data[pc.ext[3] + 2u * i], e_data[pc.ext[3] + 2u * i + 1u]));
+    }
+}
+
+// Rows first + r, first + r + 1 (r even) of the product: a pair of a head
+// (first is even), rotated where it is among the first rot_dims.
+void rope_rows(uint first, double pos, double inv_freq[PAIRS], inout float y[ALL_ROWS])
+{
+    [[unroll]] for (uint r = 0u; r < ROWS; r += 2u) {
+        if ((first + r) % pc.ext[4] >= pc.ext[5])
+            continue;
+        vec2 uv = rope_pair(pos, inv_freq[r / 2u], y[r], y[r + 1u]);
+        y[r] = uv.x;
+        y[r + 1u] = uv.y;
+    }
+}
+#endif
+
+// Rows first .. of y (those before m), with beta y added.
+void store_rows(uint first, float y[ALL_ROWS])
+{
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+        uint row = first + r;
+        if (row >= pc.m)
+            break;
+        float v = y[r];
+        if (pc.beta != 0.0)
+            v = fma(pc.beta, uintBitsToFloat(y_data[pc.oy + row]), v);
+        y_data[pc.oy + row] = floatBitsToUint(v);
+    }
+}
+
+#ifdef RAYO_GLU
+const uint STORE_GATE = 4u, STORE_UP = 8u;
+
+// Rows first .. of gate (y[r]), up (y[ROWS + r]) and their swiglu, each
+// where it goes.
+void store_glu(uint first, float y[ALL_ROWS])
+{
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+        uint row = first + r;
+        if (row >= pc.m)
+            break;
+        float g = y[r], u = y[ROWS + r];
+        if ((pc.flags & STORE_GATE) != 0u)
+            y_data[pc.oy + row] = floatBitsToUint(g);
+        if ((pc.flags & STORE_UP) != 0u)
+            e_data[pc.ext[4] + row] = floatBitsToUint(u);
+        f_data[pc.ext[5] + row] = floatBitsToUint(glu_value(OP_SWIGLU, g, u));
+    }
+}
+#endif
+
 void main()
 {
 #ifdef RAYO_NORM
@@ -314,26 +444,21 @@ void main()
         uint first = base + gl_SubgroupID * ROWS;
         if (first >= pc.m)
             break;              // no barrier follows
-        uint at[ROWS];
-        float s[ROWS];
-        [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-            at[r] = pc.oa + min(first + r, pc.m - 1u) * pc.k;
-            s[r] = 0.0;
-        }
-        if (int_path)
-            int_sums(at, s);
-        [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-            float sum = int_path ? subgroupAdd(s[r]) : row_float(at[r], false);
-            bool scaled = !range_finite(sum); // the same in the whole subgroup
-            if (scaled)
-                sum = row_float(at[r], true);
-            uint row = first + r;
-            if (gl_SubgroupInvocationID == 0u && row < pc.m) {
-                float y = scaled ? range_up(pc.alpha * sum) : pc.alpha * sum;
-                if (pc.beta != 0.0)
-                    y = fma(pc.beta, uintBitsToFloat(y_data[pc.oy + row]), y);
-                y_data[pc.oy + row] = floatBitsToUint(y);
-            }
+#ifdef RAYO_ROPE
+        double pos, inv_freq[PAIRS];
+        rope_begin(first, pos, inv_freq);
+#endif
+        float y[ALL_ROWS];
+        products(first, int_path, y);
+        if (gl_SubgroupInvocationID == 0u) {
+#ifdef RAYO_ROPE
+            rope_rows(first, pos, inv_freq, y);
+#endif
+#ifdef RAYO_GLU
+            store_glu(first, y);
+#else
+            store_rows(first, y);
+#endif
         }
     }
 }

@@ -40,6 +40,8 @@ const uint WG = gl_WorkGroupSize.x;
 const uint CHUNK = 4096u;       // convert: elements per workgroup row (a multiple of 256)
 const uint F32 = 0u, F16 = 1u, BF16 = 2u, Q8_0 = 8u, Q4_0 = 9u, Q4_K = 10u, Q6_K = 11u;
 #include "dequant.glsl"
+#include "glu.glsl"
+#include "rope.glsl"
 
 float a_float(uint i) { return uintBitsToFloat(a_data[i]); }
 
@@ -50,58 +52,13 @@ uint element_step() { return gl_NumWorkGroups.y * WG; }
 void put(uint i, float v) { y_data[i] = floatBitsToUint(v); }
 
 // ---- gated units ---------------------------------------------------------------
-// y = f(g) u with u up to ~1e30 (rayo-ops.h): where g < GLU_TAIL, f(g)
-// down to 1e-37 still makes a y above the tolerance, so there f keeps its
-// relative precision: f = x e / (1 + e) (silu, gelu_tanh) or x t e / 2
-// (gelu: erfc(z) = t e) with e = exp(w) = m 2^k, w computed in double (its
-// float rounding would cost |w| ulp of e), and the power of two applied
-// last, to the product with u: neither e nor f passes through a subnormal
-// or 0 (flushed on some devices) or past FLT_MAX on the way.
-
-const float GLU_TAIL = -2.0;
-
-// exp(w) = m 2^k, m in [0.7, 1.42], for w < 0 (below -200, as for -200:
-// every caller then rounds to 0).
-float exp_split(double w, out int k)
-{
-    w = max(w, -200.0LF);
-    float kf = roundEven(float(w) * R_LOG2E);
-    k = int(kf);
-    double r = w - double(kf) * 0.693147180559945309417LF;
-    return exp2(float(r * 1.44269504088896340736LF));
-}
-
-// c m u 2^k, for |c m| < 256 (scaled by 2^-8 first: the product with u
-// stays finite wherever the result is).
-float times_pow2(float cm, float u, int k)
-{
-    float v = (cm * 0.00390625) * u;
-    return k + 8 < -252 ? v * 0.0 : r_scale2(v, min(k + 8, 254));
-}
-
-// f(g) u for g < GLU_TAIL.
-float glu_tail(float g, float u)
-{
-    double x = double(g);
-    int k;
-    if (OP == OP_GEGLU) {
-        float t, p = r_erfc_poly(abs(g) * 0.70710678118654752, t);
-        float m = exp_split(double(p) - 0.5LF * x * x, k);
-        return times_pow2(0.5 * g * t * m, u, k);
-    }
-    double w = OP == OP_SWIGLU ? x : 1.59576912160573071176LF * (x + 0.044715LF * x * x * x);
-    float m = exp_split(w, k);
-    float e = k < -252 ? 0.0 : r_scale2(m, k);
-    return times_pow2(g * m / (1.0 + e), u, k);
-}
 
 void glu_row(uint r)
 {
     for (uint j = first_element(); j < pc.n; j += element_step()) {
         float g = a_float(pc.oa + r * pc.lda + j);
         float u = uintBitsToFloat(b_data[pc.ob + r * pc.ldb + j]);
-        float f = OP == OP_SWIGLU ? r_silu(g) : OP == OP_GEGLU ? r_gelu(g) : r_gelu_tanh(g);
-        put(pc.oy + r * pc.ldy + j, g < GLU_TAIL ? glu_tail(g, u) : f * u);
+        put(pc.oy + r * pc.ldy + j, glu_value(OP, g, u));
     }
 }
 
@@ -215,24 +172,6 @@ void convert_chunk(uint r)
 
 // ---- rope ------------------------------------------------------------------------
 
-// cos and sin of theta (double) to float accuracy: the quadrant from
-// theta / (pi/2) in double (pi/2 in two parts), then Taylor series on
-// |r| <= pi/4 in double.
-void cos_sin(double theta, out double c, out double s)
-{
-    const double HALF_PI_HI = 1.5707963267948966LF, HALF_PI_LO = 6.123233995736766e-17LF;
-    double kq = floor(theta / HALF_PI_HI + 0.5LF);
-    double r = (theta - kq * HALF_PI_HI) - kq * HALF_PI_LO;
-    double r2 = r * r;
-    double sr = r * (1.0LF + r2 * (-1.0LF / 6.0LF + r2 * (1.0LF / 120.0LF + r2 * (-1.0LF / 5040.0LF +
-                r2 * (1.0LF / 362880.0LF + r2 * (-1.0LF / 39916800.0LF))))));
-    double cr = 1.0LF + r2 * (-0.5LF + r2 * (1.0LF / 24.0LF + r2 * (-1.0LF / 720.0LF +
-                r2 * (1.0LF / 40320.0LF + r2 * (-1.0LF / 3628800.0LF)))));
-    int q = int(kq - 4.0LF * floor(kq / 4.0LF));    // kq mod 4
-    c = q == 0 ? cr : q == 1 ? -sr : q == 2 ? -cr : sr;
-    s = q == 0 ? sr : q == 1 ? cr : q == 2 ? -sr : -cr;
-}
-
 double inv_freq(uint i) { return packDouble2x32(uvec2(s_data[pc.aux + 2u * i], s_data[pc.aux + 2u * i + 1u])); }
 
 void rope_token(uint t)
@@ -249,10 +188,9 @@ void rope_token(uint t)
             continue;
         }
         uint iu = pc.mode == 1u ? i : 2u * i, iv = pc.mode == 1u ? i + half_rot : 2u * i + 1u;
-        double u = double(a_float(x0 + iu)), v = double(a_float(x0 + iv)), c, s;
-        cos_sin(pos * inv_freq(i), c, s);
-        put(y0 + iu, float(u * c - v * s));
-        put(y0 + iv, float(u * s + v * c));
+        vec2 uv = rope_pair(pos, inv_freq(i), a_float(x0 + iu), a_float(x0 + iv));
+        put(y0 + iu, uv.x);
+        put(y0 + iv, uv.y);
     }
 }
 

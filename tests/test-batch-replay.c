@@ -19,10 +19,24 @@
  * replayed too).
  * Then the API's refusals: a step that moves an operand out of its buffer
  * (the step stays as it was), step fields that make no sense, set_step and
- * submit while the batch runs. */
+ * submit while the batch runs.
+ *
+ * Last, on vulkan, the calls its replayed steps run fused (fuse = yes):
+ * rmsnorm + q, k, v products of Q8_0 weights at relaxed precision + ropes of
+ * q and k in place (k's in the cache slot, positions moving a step), and
+ * twice rmsnorm + gate and up products + swiglu (into a third row, then in
+ * place on gate's), 6 steps (from the third on, each recorded ahead
+ * fused).  Each step's outputs must equal, bit for bit, those of
+ * the same batch in a context with fuse = no (the calls one by one), and
+ * lie within the relaxed contract of float64 references; the debug log must
+ * show all 11 calls fused into the dispatch of the one before (7 where the
+ * plugin binds five storage buffers, not eight: the norms with the
+ * products only). */
 #include "testutil.h"
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 enum { HEADS = 4, KV_HEADS = 2, HD = 8, D = HEADS * HD, KVW = KV_HEADS * HD, CTX = 21, P0 = 5 };
@@ -257,6 +271,303 @@ static void check_backend(rayo_context *ctx, const char *be, uint32_t precision)
     free_buffers(&d);
 }
 
+/* ---- fused decode calls (vulkan) ------------------------------------------------ */
+
+enum { FN = 1024, FQH = 4, FKH = 2, FHD = 16, FQ = FQH * FHD, FK = FKH * FHD, FF = 96, FSTEPS = 6, FCALLS = 14 };
+#define Q8_BLOCK 34u
+#define F_EPS 1e-5f
+
+/* Weights (Q8_0 rows as stored, and their values), gamma. */
+typedef struct fused_model {
+    uint8_t wq[FQ * FN / 32 * Q8_BLOCK], wk[FK * FN / 32 * Q8_BLOCK], wv[FK * FN / 32 * Q8_BLOCK];
+    uint8_t wg[FF * FN / 32 * Q8_BLOCK], wu[FF * FN / 32 * Q8_BLOCK];
+    double q[FQ * FN], k[FK * FN], v[FK * FN], g[FF * FN], u[FF * FN];
+    float gamma[FN];
+} fused_model;
+
+/* Random Q8_0 rows with the scale 2^-7 (an exact f16: 0x2000), codes in
+ * [-127, 127]; their values q / 128 into deq. */
+static void q8_rows(uint8_t *out, double *deq, size_t rows)
+{
+    for (size_t blk = 0; blk < rows * FN / 32; blk++) {
+        uint8_t *b = out + blk * Q8_BLOCK;
+        b[0] = 0x00;
+        b[1] = 0x20;
+        for (size_t j = 0; j < 32; j++) {
+            int code = (int)lrint(test_random() * 127.0);
+            b[2 + j] = (uint8_t)(int8_t)code;
+            deq[blk * 32 + j] = code / 128.0;
+        }
+    }
+}
+
+/* The buffers: weights, gamma, x, the norms' outputs, q, the k and v cache
+ * (a row a step), positions (one a step), gate, up, swiglu's y, gate and up
+ * of the in-place swiglu. */
+typedef struct fused_dev {
+    rayo_buffer *wq, *wk, *wv, *wg, *wu, *gamma, *x, *xn, *q, *kc, *vc, *pos, *g, *u, *h, *g2, *u2;
+} fused_dev;
+
+static rayo_status fused_buffers(rayo_context *ctx, const fused_model *m, fused_dev *d)
+{
+    struct { rayo_buffer **b; size_t bytes; const void *init; } all[] = {
+        {&d->wq, sizeof m->wq, m->wq}, {&d->wk, sizeof m->wk, m->wk}, {&d->wv, sizeof m->wv, m->wv},
+        {&d->wg, sizeof m->wg, m->wg}, {&d->wu, sizeof m->wu, m->wu}, {&d->gamma, sizeof m->gamma, m->gamma},
+        {&d->x, FN * 4, NULL}, {&d->xn, 3 * FN * 4, NULL}, {&d->q, FQ * 4, NULL}, {&d->kc, FSTEPS * FK * 4, NULL},
+        {&d->vc, FSTEPS * FK * 4, NULL}, {&d->pos, FSTEPS * 4, NULL}, {&d->g, FF * 4, NULL},
+        {&d->u, FF * 4, NULL}, {&d->h, FF * 4, NULL}, {&d->g2, FF * 4, NULL}, {&d->u2, FF * 4, NULL}};
+    rayo_status st = RAYO_OK;
+    for (size_t i = 0; i < sizeof all / sizeof all[0] && st == RAYO_OK; i++) {
+        st = rayo_buffer_create(ctx, "vulkan", all[i].bytes, all[i].b);
+        if (st == RAYO_OK && all[i].init)
+            st = rayo_buffer_write(*all[i].b, 0, all[i].init, all[i].bytes);
+    }
+    return st;
+}
+
+static void fused_free(fused_dev *d)
+{
+    rayo_buffer *all[] = {d->wq, d->wk, d->wv, d->wg, d->wu, d->gamma, d->x, d->xn, d->q,
+                          d->kc, d->vc, d->pos, d->g, d->u, d->h, d->g2, d->u2};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        rayo_buffer_destroy(all[i]);
+}
+
+static const rayo_rope_params fused_rope_q = {sizeof(rayo_rope_params), RAYO_ROPE_NORM, 0, 10000.0f, 1.0f,
+                                              FQH, FHD, 0, 0};
+static const rayo_rope_params fused_rope_k = {sizeof(rayo_rope_params), RAYO_ROPE_NORM, 8, 500.0f, 0.5f,
+                                              FKH, FHD, 0, 0};
+
+/* The batch at step 0: the k and v slots and the position move a step. */
+static rayo_status fused_record(rayo_batch *b, const fused_dev *d)
+{
+    const uint32_t q8 = RAYO_DTYPES(RAYO_DTYPE_Q8_0, 0, 0, 0), i32 = RAYO_DTYPES(0, RAYO_DTYPE_I32, 0, 0);
+    const uint32_t relaxed = RAYO_PRECISION_RELAXED;
+#define F_NORM(out) BCALL(.op = RAYO_OP_RMSNORM, .m = 1, .n = FN, .alpha = F_EPS, .a = {d->x, 0}, \
+                          .b = {d->gamma, 0}, .y = {d->xn, (out) * FN * 4})
+#define F_GEMV(w, rows, in, out, ...) BCALL(.op = RAYO_OP_GEMV, .dtypes = q8, .m = rows, .n = FN, .alpha = 1, \
+                                            .a = {w, 0}, .b = {d->xn, (in) * FN * 4}, .y = out, \
+                                            .precision = relaxed, __VA_ARGS__)
+    const rayo_operand slot_k = {d->kc, 0};
+    const rayo_batch_call calls[FCALLS] = {
+        F_NORM(0),
+        F_GEMV(d->wq, FQ, 0, ((rayo_operand){d->q, 0}), .ldy = 0),
+        F_GEMV(d->wk, FK, 0, slot_k, .step_bytes = {0, 0, 0, FK * 4}),
+        F_GEMV(d->wv, FK, 0, ((rayo_operand){d->vc, 0}), .step_bytes = {0, 0, 0, FK * 4}),
+        BCALL(.op = RAYO_OP_ROPE, .dtypes = i32, .m = 1, .n = FHD, .a = {d->q, 0}, .b = {d->pos, 0},
+              .y = {d->q, 0}, .params = &fused_rope_q, .step_bytes = {0, 4, 0, 0}),
+        BCALL(.op = RAYO_OP_ROPE, .dtypes = i32, .m = 1, .n = FHD, .a = slot_k, .b = {d->pos, 0}, .y = slot_k,
+              .params = &fused_rope_k, .step_bytes = {FK * 4, 4, 0, FK * 4}),
+        F_NORM(1),
+        F_GEMV(d->wg, FF, 1, ((rayo_operand){d->g, 0}), .ldy = 0),
+        F_GEMV(d->wu, FF, 1, ((rayo_operand){d->u, 0}), .ldy = 0),
+        BCALL(.op = RAYO_OP_SWIGLU, .m = 1, .n = FF, .a = {d->g, 0}, .b = {d->u, 0}, .y = {d->h, 0}),
+        F_NORM(2),
+        F_GEMV(d->wg, FF, 2, ((rayo_operand){d->g2, 0}), .ldy = 0),
+        F_GEMV(d->wu, FF, 2, ((rayo_operand){d->u2, 0}), .ldy = 0),
+        BCALL(.op = RAYO_OP_SWIGLU, .m = 1, .n = FF, .a = {d->g2, 0}, .b = {d->u2, 0}, .y = {d->g2, 0}),
+    };
+#undef F_NORM
+#undef F_GEMV
+    rayo_status st = RAYO_OK;
+    for (size_t i = 0; i < FCALLS && st == RAYO_OK; i++)
+        st = rayo_batch_record(b, &calls[i]);
+    return st;
+}
+
+/* What a step leaves: the norm's output, q, the step's k and v rows, gate,
+ * up, swiglu's y, the in-place swiglu's y and its up. */
+enum { O_XN, O_Q, O_K, O_V, O_G, O_U, O_H, O_H2, O_U2, OUTS };
+static const size_t out_len[OUTS] = {FN, FQ, FK, FK, FF, FF, FF, FF, FF};
+static const char *const out_name[OUTS] = {"rmsnorm", "q (roped)", "k (roped)", "v", "gate", "up",
+                                           "swiglu", "swiglu in place", "up (in place)"};
+typedef struct fused_out {
+    float v[OUTS][FN];
+} fused_out;
+
+static rayo_status fused_step(const fused_dev *d, rayo_batch *b, size_t step, const float *x, fused_out *o)
+{
+    int32_t pos = 7 + 3 * (int32_t)step;
+    rayo_status st = rayo_buffer_write(d->x, 0, x, FN * 4);
+    if (st == RAYO_OK)
+        st = rayo_buffer_write(d->pos, step * 4, &pos, 4);
+    if (st == RAYO_OK)
+        st = rayo_batch_set_step(b, step);
+    if (st == RAYO_OK)
+        st = rayo_batch_submit(b);
+    if (st == RAYO_OK)
+        st = rayo_batch_wait(b, UINT64_MAX);
+    rayo_buffer *const from[OUTS] = {d->xn, d->q, d->kc, d->vc, d->g, d->u, d->h, d->g2, d->u2};
+    const size_t at[OUTS] = {0, 0, step * FK * 4, step * FK * 4, 0, 0, 0, 0, 0};
+    for (int i = 0; i < OUTS && st == RAYO_OK; i++)
+        st = rayo_buffer_read(from[i], at[i], o->v[i], out_len[i] * 4);
+    return st;
+}
+
+/* Float64 references and the bound of each: a row of a relaxed product
+ * within 2e-3 of its sum of |terms| (core/rayo-ops.h), what the rope and the
+ * swiglu make of that error, a float's rounding on top. */
+typedef struct fused_ref {
+    double v[OUTS][FN], tol[OUTS][FN];
+} fused_ref;
+
+static void ref_product(const double *w, size_t rows, const double *xn, double *y, double *tol)
+{
+    for (size_t r = 0; r < rows; r++) {
+        double s = 0, abs_sum = 0;
+        for (size_t j = 0; j < FN; j++) {
+            s += w[r * FN + j] * xn[j];
+            abs_sum += fabs(w[r * FN + j] * xn[j]);
+        }
+        y[r] = s;
+        tol[r] = 2e-3 * abs_sum + 1e-6;
+    }
+}
+
+static void ref_rope(const rayo_rope_params *p, int32_t pos, double *y, double *tol)
+{
+    size_t rot = p->rot_dims ? p->rot_dims : p->head_dim;
+    for (size_t h = 0; h < p->n_heads; h++)
+        for (size_t i = 0; i < rot / 2; i++) {
+            double theta = pos * p->freq_scale * pow(p->freq_base, -2.0 * (double)i / (double)rot);
+            double *pair = y + h * p->head_dim + 2 * i, *t = tol + h * p->head_dim + 2 * i;
+            double u = pair[0], v = pair[1], c = cos(theta), s = sin(theta), e = t[0] + t[1];
+            pair[0] = u * c - v * s;
+            pair[1] = u * s + v * c;
+            t[0] = t[1] = e + 1e-6 * (fabs(u) + fabs(v));
+        }
+}
+
+static double silu(double g) { return g / (1.0 + exp(-g)); }
+
+static void ref_swiglu(const double *g, const double *tg, const double *u, const double *tu, double *y, double *t)
+{
+    for (size_t r = 0; r < FF; r++) {
+        y[r] = silu(g[r]) * u[r];
+        t[r] = 1.1 * tg[r] * (fabs(u[r]) + tu[r]) + fabs(silu(g[r])) * tu[r] + 1e-6 * fabs(y[r]) + 1e-30;
+    }
+}
+
+static void fused_reference(const fused_model *m, const float *x, size_t step, fused_ref *r)
+{
+    double ss = 0;
+    for (size_t j = 0; j < FN; j++)
+        ss += (double)x[j] * x[j];
+    double inv = 1.0 / sqrt(ss / FN + (double)F_EPS);
+    for (size_t j = 0; j < FN; j++) {
+        r->v[O_XN][j] = x[j] * inv * m->gamma[j];
+        r->tol[O_XN][j] = 1e-6 * fabs(r->v[O_XN][j]) + 1e-30;
+    }
+    const double *xn = r->v[O_XN];
+    ref_product(m->q, FQ, xn, r->v[O_Q], r->tol[O_Q]);
+    ref_product(m->k, FK, xn, r->v[O_K], r->tol[O_K]);
+    ref_product(m->v, FK, xn, r->v[O_V], r->tol[O_V]);
+    ref_product(m->g, FF, xn, r->v[O_G], r->tol[O_G]);
+    ref_product(m->u, FF, xn, r->v[O_U], r->tol[O_U]);
+    int32_t pos = 7 + 3 * (int32_t)step;
+    ref_rope(&fused_rope_q, pos, r->v[O_Q], r->tol[O_Q]);
+    ref_rope(&fused_rope_k, pos, r->v[O_K], r->tol[O_K]);
+    ref_swiglu(r->v[O_G], r->tol[O_G], r->v[O_U], r->tol[O_U], r->v[O_H], r->tol[O_H]);
+    memcpy(r->v[O_H2], r->v[O_H], sizeof r->v[O_H]);
+    memcpy(r->tol[O_H2], r->tol[O_H], sizeof r->tol[O_H]);
+    memcpy(r->v[O_U2], r->v[O_U], sizeof r->v[O_U]);
+    memcpy(r->tol[O_U2], r->tol[O_U], sizeof r->tol[O_U]);
+}
+
+/* The debug line that counts a batch's fused calls, kept from the log, and
+ * whether the plugin's info line said it binds eight storage buffers. */
+static char fused_line[512];
+static bool eight_buffers;
+
+static void fused_log(void *user, rayo_log_level level, const char *msg)
+{
+    (void)user;
+    (void)level;
+    if (strstr(msg, "recorded ahead"))
+        snprintf(fused_line, sizeof fused_line, "%s", msg);
+    if (strstr(msg, "(8 storage buffers)"))
+        eight_buffers = true;
+}
+
+static rayo_status fused_open(rayo_context **ctx, const char *settings, const char *more, bool logged)
+{
+    static char all[2][4096];
+    char *s = all[logged];
+    snprintf(s, sizeof all[0], "%s%s", settings, more);
+    rayo_options o = {.struct_size = sizeof o, .settings = s, .no_config_files = 1, .allow_no_backend = 1,
+                      .log = logged ? fused_log : test_log_capture};
+    return rayo_open(ctx, &o);
+}
+
+static void check_fused(const char *settings)
+{
+    static fused_model m;
+    q8_rows(m.wq, m.q, FQ);
+    q8_rows(m.wk, m.k, FK);
+    q8_rows(m.wv, m.v, FK);
+    q8_rows(m.wg, m.g, FF);
+    q8_rows(m.wu, m.u, FF);
+    for (size_t j = 0; j < FN; j++)
+        m.gamma[j] = 0.5f + test_random() / 4;
+    rayo_context *ctx[2] = {NULL, NULL};    /* fused, one by one */
+    fused_dev d[2] = {{0}, {0}};
+    rayo_batch *b[2] = {NULL, NULL};
+    fused_line[0] = '\0';
+    eight_buffers = false;
+    rayo_status st = fused_open(&ctx[0], settings, "[rayo]\nlog = debug\n", true);
+    if (st == RAYO_OK)
+        st = fused_open(&ctx[1], settings, "[backend.vulkan]\nfuse = no\n", false);
+    rayo_backend_info bi = {.struct_size = sizeof bi};
+    if (st != RAYO_OK || test_backend(ctx[0], "vulkan", &bi) != RAYO_OK || bi.status != RAYO_BACKEND_LOADED) {
+        printf("SKIP fused calls: vulkan not loaded\n");
+        rayo_close(ctx[0]);
+        rayo_close(ctx[1]);
+        return;
+    }
+    for (int c = 0; c < 2 && st == RAYO_OK; c++) {
+        st = fused_buffers(ctx[c], &m, &d[c]);
+        if (st == RAYO_OK)
+            st = rayo_batch_create(ctx[c], "vulkan", &b[c]);
+        if (st == RAYO_OK)
+            st = fused_record(b[c], &d[c]);
+    }
+    CHECK(st == RAYO_OK, "vulkan: the fused calls' batch: %s", rayo_last_error());
+    static fused_out out[2];
+    static fused_ref ref;
+    for (size_t step = 0; step < FSTEPS && st == RAYO_OK; step++) {
+        float x[FN];
+        fill(x, FN);
+        for (int c = 0; c < 2 && st == RAYO_OK; c++)
+            st = fused_step(&d[c], b[c], step, x, &out[c]);
+        CHECK(st == RAYO_OK, "vulkan: fused calls, step %zu: %s", step, rayo_last_error());
+        fused_reference(&m, x, step, &ref);
+        for (int i = 0; i < OUTS && st == RAYO_OK; i++) {
+            CHECK(!memcmp(out[0].v[i], out[1].v[i], out_len[i] * 4),
+                  "vulkan: %s at step %zu differs from fuse = no's", out_name[i], step);
+            size_t bad = out_len[i];
+            for (size_t j = 0; j < out_len[i] && bad == out_len[i]; j++)
+                if (!(fabs(out[0].v[i][j] - ref.v[i][j]) <= ref.tol[i][j]))
+                    bad = j;
+            CHECK(bad == out_len[i], "vulkan: %s[%zu] at step %zu is %.9g, float64 %.9g (bound %.3g)", out_name[i],
+                  bad, step, bad < out_len[i] ? out[0].v[i][bad] : 0.0, bad < out_len[i] ? ref.v[i][bad] : 0.0,
+                  bad < out_len[i] ? ref.tol[i][bad] : 0.0);
+        }
+    }
+    /* 5 fused with the attention's rmsnorm, 3 with each feed-forward one;
+     * with five buffers 3 and 2 */
+    char want[64];
+    int fused = eight_buffers ? 11 : 7;
+    snprintf(want, sizeof want, "%d calls, %d of them", FCALLS, fused);
+    CHECK(strstr(fused_line, want) != NULL, "vulkan: the steps recorded ahead fused other than %d of %d calls: %s",
+          fused, FCALLS, fused_line[0] ? fused_line : "(no such log line)");
+    printf("vulkan: %d steps of fused calls (%s)\n", FSTEPS, fused_line);
+    for (int c = 0; c < 2; c++) {
+        rayo_batch_destroy(b[c]);
+        fused_free(&d[c]);
+        rayo_close(ctx[c]);
+    }
+}
+
 int main(void)
 {
     /* RAYO_PLUGIN_PATH (a build copied to another machine) as the setting */
@@ -281,5 +592,6 @@ int main(void)
     if (!test_passed)
         fprintf(stderr, "no backend ran the test; log:\n%s", test_log);
     rayo_close(ctx);
+    check_fused(settings);
     return test_summary();
 }

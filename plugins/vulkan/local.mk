@@ -10,7 +10,7 @@ VK_SHADER_FILES = \
 	shaders/gemv.comp shaders/transpose.comp shaders/matmul_coop.comp \
 	shaders/gemv_quant.comp shaders/gemv_int8.comp shaders/attention.comp \
 	shaders/attention.glsl shaders/attention_dec.comp shaders/attention_prompt.comp \
-	shaders/half.glsl shaders/dequant.glsl \
+	shaders/half.glsl shaders/dequant.glsl shaders/glu.glsl shaders/rope.glsl \
 	shaders/infer_rows.comp shaders/half_rows.comp shaders/matmul_half.comp \
 	shaders/half_scale.comp shaders/rayo-op-ids.h
 VK_SHADER_TOOLS = plugins/vulkan/shaders.list plugins/vulkan/embed-shaders.sh

@@ -167,18 +167,24 @@ static rayo_status add_segment(vk_state *s, vk_batch *b, bool moving)
     return RAYO_OK;
 }
 
+/* Records one call (as it runs at the step to record) into cx. */
+static rayo_status record_one(vk_state *s, vk_ctx *cx, const rayo_dev_call *at)
+{
+    rayo_status st = vk_record(s, cx, at);
+    if (st != RAYO_OK && cx->error == RAYO_OK)
+        cx->error = st;
+    if (st == RAYO_OK)
+        vk_profile_op(s, cx, at);
+    return st;
+}
+
 /* Records one call into cx as it runs at `step`. */
 static rayo_status record_at(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, size_t step)
 {
     rayo_dev_call at;
     rayo_attention_params attn;
     rayo_dev_call_at_step(call, step, &at, &attn);
-    rayo_status st = vk_record(s, cx, &at);
-    if (st != RAYO_OK && cx->error == RAYO_OK)
-        cx->error = st;
-    if (st == RAYO_OK)
-        vk_profile_op(s, cx, &at);
-    return st;
+    return record_one(s, cx, &at);
 }
 
 /* Keeps a call of the segment and records it into its context at `step`. */
@@ -251,9 +257,81 @@ static rayo_status mem_batch_set_step(void *state, void *batch, size_t step)
 /* Where the plugin runs neighbouring calls as one dispatch: an add and the
  * rmsnorm of its sum; an rmsnorm and the relaxed 8-bit gemvs of its output
  * that follow it (each normalising x itself, the first storing the norm's
- * output).  Records calls[0] (and those fused with it) into cx at `step`;
- * returns how many it took. */
-#define FUSE_MAX 4 /* an rmsnorm and the q, k and v products */
+ * output), with, where they follow, the ropes of q and k (in the q and k
+ * products) or the swiglu of gate and up (gate, up and swiglu in one).
+ * Records calls[0] (and those fused with it) into cx at `step`; returns
+ * how many it took. */
+#define FUSE_MAX 6 /* an rmsnorm, the q, k and v products, the ropes of q and k */
+
+/* The product gemv of norm's output with the norm in it, else alone. */
+static rayo_status record_norm_product(vk_state *s, vk_ctx *cx, const rayo_dev_call *norm, const rayo_dev_call *gemv)
+{
+    rayo_status st = vk_record_norm_gemv(s, cx, norm, gemv, false);
+    if (st == RAYO_E_UNSUPPORTED)
+        return record_one(s, cx, gemv);
+    if (st == RAYO_OK)
+        vk_profile_op(s, cx, gemv);
+    return st;
+}
+
+/* at[0 .. 6): rmsnorm, q, k, v products, ropes of q and k (vk_norm_ropes_suit):
+ * q's and k's products with their ropes, then v's (the ropes before v's
+ * product: the check found that v's reads and writes meet none of theirs),
+ * each with the norm in it; each rope's time under its product's.  0
+ * where nothing was recorded (q's rope does not fuse after all). */
+static size_t record_norm_ropes(vk_state *s, vk_ctx *cx, const rayo_dev_call *at, rayo_status *st)
+{
+    *st = vk_record_norm_gemv_rope(s, cx, &at[0], &at[1], &at[4], true);
+    if (*st == RAYO_E_UNSUPPORTED)
+        return 0;
+    if (*st != RAYO_OK)
+        return 6;
+    vk_profile_op(s, cx, &at[1]);
+    bool rope_k_later = false;
+    *st = vk_record_norm_gemv_rope(s, cx, &at[0], &at[2], &at[5], false);
+    if (*st == RAYO_E_UNSUPPORTED) {
+        rope_k_later = true;
+        *st = record_norm_product(s, cx, &at[0], &at[2]);
+    } else if (*st == RAYO_OK) {
+        vk_profile_op(s, cx, &at[2]);
+    }
+    if (*st == RAYO_OK)
+        *st = record_norm_product(s, cx, &at[0], &at[3]);
+    if (*st == RAYO_OK && rope_k_later)
+        *st = record_one(s, cx, &at[5]);
+    return 6;
+}
+
+/* at[0], an rmsnorm, and what fuses with it (see record_fused_at); 0: none. */
+static size_t record_norm_fused(vk_state *s, vk_ctx *cx, const rayo_dev_call *at, size_t n, rayo_status *st)
+{
+    const rayo_dev_call *six[6] = {&at[0], &at[1], &at[2], &at[3], &at[4], &at[5]};
+    if (n >= 6 && vk_norm_ropes_suit(s, six)) {
+        size_t took = record_norm_ropes(s, cx, at, st);
+        if (took)
+            return took;
+    }
+    if (n >= 4) {
+        rayo_status fused = vk_record_norm_glu(s, cx, &at[0], &at[1], &at[2], &at[3], true);
+        if (fused != RAYO_E_UNSUPPORTED) {
+            *st = fused;
+            if (fused == RAYO_OK)
+                vk_profile_op(s, cx, &at[1]); /* gate's time holds up's, swiglu's and the norm's */
+            return 4;
+        }
+    }
+    size_t took = 0;
+    for (size_t g = 1; g < n && *st == RAYO_OK; g++) {
+        rayo_status fused = vk_record_norm_gemv(s, cx, &at[0], &at[g], g == 1);
+        if (fused == RAYO_E_UNSUPPORTED)
+            break;
+        *st = fused;
+        took = g + 1;
+        if (fused == RAYO_OK)
+            vk_profile_op(s, cx, &at[g]); /* each product's time holds the norm's too */
+    }
+    return took;
+}
 
 static size_t record_fused_at(vk_state *s, vk_ctx *cx, const rayo_dev_call *const *calls, size_t left, size_t step,
                               rayo_status *st)
@@ -273,15 +351,7 @@ static size_t record_fused_at(vk_state *s, vk_ctx *cx, const rayo_dev_call *cons
                 vk_profile_op(s, cx, &at[1]); /* the pair's time under the rmsnorm */
         }
     } else if (at[0].op == RAYO_OP_RMSNORM) {
-        for (size_t g = 1; g < n && *st == RAYO_OK; g++) {
-            rayo_status fused = vk_record_norm_gemv(s, cx, &at[0], &at[g], g == 1);
-            if (fused == RAYO_E_UNSUPPORTED)
-                break;
-            *st = fused;
-            took = g + 1;
-            if (fused == RAYO_OK)
-                vk_profile_op(s, cx, &at[g]); /* each product's time holds the norm's too */
-        }
+        took = record_norm_fused(s, cx, at, n, st);
     }
     if (!took) {
         *st = record_at(s, cx, calls[0], step);

@@ -214,43 +214,90 @@ static bool norm_gemv_suits(const vk_state *s, const rayo_dev_call *norm, const 
            !vk_spans_meet(&xn, &x) && !vk_spans_meet(&xn, &gamma);
 }
 
+/* What a fused dispatch adds to gemv_int8_norm: its module, the operands
+ * bound as d, e and f (NULL: none; their bytes, whether written) and, for
+ * the rope, the frequency table (bound as e, a temporary); rows per
+ * subgroup (0: gemv_int8's choice), flags, push ext[2..5] (vk_fused_ext
+ * fills those that depend on the bindings). */
+typedef enum fused_kind { FUSED_NORM, FUSED_GLU, FUSED_ROPE } fused_kind;
+typedef struct fused_extra {
+    fused_kind kind;
+    const rayo_dev_operand *more[3];
+    size_t more_len[3];
+    bool more_write[3];
+    uint32_t rows, flags;
+    uint32_t ext[4];
+} fused_extra;
+
+static const uint32_t fused_shader[] = {
+    [FUSED_NORM] = VK_SHADER_GEMV_INT8_NORM, [FUSED_GLU] = VK_SHADER_GEMV_INT8_GLU,
+    [FUSED_ROPE] = VK_SHADER_GEMV_INT8_ROPE,
+};
+
+/* The bytes of a gemv's A from its first row's start; false past size_t. */
+static bool gemv_a_bytes(const rayo_dev_call *gemv, size_t *row_bytes, size_t *a_bytes)
+{
+    rayo_dtype dt = RAYO_DTYPE_OF(gemv->dtypes, 0);
+    size_t ld = gemv->lda ? gemv->lda : gemv->n;
+    return rayo_dtype_row_bytes(dt, ld, row_bytes) &&
+           rayo_dtype_row_bytes(dt, (gemv->m - 1) * ld + gemv->n, a_bytes) && *row_bytes <= UINT32_MAX;
+}
+
+/* Push ext[2..5] from the bindings d, e, f. */
+static void fused_ext(const fused_extra *x, const vk_operands *ops, size_t a_bytes, vk_push *pc)
+{
+    memcpy(&pc->ext[2], x->ext, sizeof x->ext);
+    if (x->kind == FUSED_GLU) {
+        pc->ext[2] = ops->bind[5].byte_offset;
+        pc->ext[3] = (uint32_t)((ops->bind[5].byte_offset + a_bytes - 1) / 4);
+        pc->ext[4] = ops->bind[6].word_offset;
+        pc->ext[5] = ops->bind[7].word_offset;
+    } else if (x->kind == FUSED_ROPE) {
+        pc->ext[2] = ops->bind[5].word_offset;
+        pc->ext[3] = ops->bind[6].word_offset;
+    }
+}
+
 /* gemv_int8_norm: the rmsnorm `norm` and the gemv of its output in one
  * dispatch (shaders/gemv_int8.comp, RAYO_NORM), its workgroup 0 storing the
  * norm's output where `store` (the first gemv of those reading it; the
- * others only normalise x for themselves).  The norm sums in double as
- * rows.comp does, in another order: its output may differ from the
- * rmsnorm op's alone in the last bit of a value, within that op's
- * contract. */
-rayo_status vk_record_norm_gemv(vk_state *s, vk_ctx *cx, const rayo_dev_call *norm, const rayo_dev_call *gemv,
-                                bool store)
+ * others only normalise x for themselves); with x, the GLU or rope module
+ * and their operands.  The norm sums in double as rows.comp does, in
+ * another order: its output may differ from the rmsnorm op's alone in the
+ * last bit of a value, within that op's contract. */
+static rayo_status record_norm_gemv_as(vk_state *s, vk_ctx *cx, const rayo_dev_call *norm, const rayo_dev_call *gemv,
+                                       bool store, const fused_extra *x)
 {
-    if (!norm_gemv_suits(s, norm, gemv))
-        return RAYO_E_UNSUPPORTED;
     rayo_dtype dt = RAYO_DTYPE_OF(gemv->dtypes, 0);
-    size_t ld = gemv->lda ? gemv->lda : gemv->n, row_bytes, a_bytes, m = gemv->m, n = gemv->n;
-    if (!rayo_dtype_row_bytes(dt, ld, &row_bytes) || !rayo_dtype_row_bytes(dt, (m - 1) * ld + n, &a_bytes) ||
-        row_bytes > UINT32_MAX)
+    size_t row_bytes, a_bytes, m = gemv->m, n = gemv->n;
+    if (!gemv_a_bytes(gemv, &row_bytes, &a_bytes))
         return RAYO_E_UNSUPPORTED;
     gemv_shape g = gemv_shape_of(s, RAYO_DTYPE_Q4_0, m);
     if (!s->gemv.rows && g.rows > INT8_ROWS)
         g.rows = INT8_ROWS;
+    if (x->rows)
+        g.rows = x->rows;
     uint64_t blocks = ((uint64_t)n / 32 + INT8_X_STEP - 1) / INT8_X_STEP * INT8_X_STEP;
     /* gemv_int8's shared memory and the norm's doubles */
     if ((g.wg & (g.wg - 1)) || blocks * 48 + 16u * g.wg > s->props.limits.maxComputeSharedMemorySize)
         return RAYO_E_UNSUPPORTED;
-    const rayo_dev_operand *src[5] = {&gemv->a, &norm->a, &norm->b, &gemv->y, store ? &norm->y : NULL};
-    const size_t len[5] = {a_bytes, 4 * n, 4 * n, 4 * m, 4 * n};
+    const rayo_dev_operand *src[VK_BINDINGS] = {&gemv->a, &norm->a, &norm->b, &gemv->y, store ? &norm->y : NULL,
+                                                x->more[0], x->more[1], x->more[2]};
+    const size_t len[VK_BINDINGS] = {a_bytes, 4 * n, 4 * n, 4 * m, 4 * n, x->more_len[0], x->more_len[1],
+                                     x->more_len[2]};
+    const bool written[VK_BINDINGS] = {false, false, false, x->kind != FUSED_GLU || (x->flags & 4u), true,
+                                       x->more_write[0], x->more_write[1], x->more_write[2]};
     vk_operands ops;
-    vk_span spans[5];
+    vk_operands_clear(&ops);
+    vk_span spans[VK_BINDINGS];
     size_t tracked = 0;
-    for (int i = 0; i < 5; i++) {
-        ops.use[i] = NULL;
+    for (int i = 0; i < VK_BINDINGS; i++) {
         if (!src[i] || !src[i]->buf)
             continue;
         if (vk_bind(s, src[i]->buf, src[i]->offset, len[i], &ops.bind[i]) != RAYO_OK)
             return RAYO_E_UNSUPPORTED; /* (the calls one by one say why, if they fail) */
         ops.use[i] = &ops.bind[i];
-        spans[tracked++] = vk_span_of(src[i], len[i], i >= 3);
+        spans[tracked++] = vk_span_of(src[i], len[i], written[i]);
     }
     vk_push pc = {
         .n = (uint32_t)n, .m = (uint32_t)m, .k = (uint32_t)row_bytes,
@@ -258,17 +305,201 @@ rayo_status vk_record_norm_gemv(vk_state *s, vk_ctx *cx, const rayo_dev_call *no
         .oc = ops.use[2] ? ops.bind[2].word_offset : 0, .oy = ops.bind[3].word_offset,
         .alpha = gemv->alpha, .beta = gemv->beta,
         .aux = (uint32_t)((ops.bind[0].byte_offset + a_bytes - 1) / 4),
-        .flags = (store ? 1u : 0u) | (ops.use[2] ? 2u : 0u),
+        .flags = (store ? 1u : 0u) | (ops.use[2] ? 2u : 0u) | x->flags,
     };
     pc.ext[0] = store ? ops.bind[4].word_offset : 0;
     memcpy(&pc.ext[1], &norm->alpha, sizeof pc.ext[1]);
+    fused_ext(x, &ops, a_bytes, &pc);
     uint32_t spec[4] = {g.wg, dt, g.rows, (uint32_t)blocks};
     uint32_t per_group = g.wg / s->subgroup_size * g.rows;
     if (s->overlap)
         vk_ctx_independent(cx, spans, tracked);
-    rayo_status st = record(s, cx, VK_SHADER_GEMV_INT8_NORM, spec, 4, &ops, &pc, groups_of((m + per_group - 1) / per_group), 1);
+    rayo_status st = record(s, cx, fused_shader[x->kind], spec, 4, &ops, &pc,
+                            groups_of((m + per_group - 1) / per_group), 1);
     vk_ctx_accessed(cx, spans, tracked, true);
     return st;
+}
+
+rayo_status vk_record_norm_gemv(vk_state *s, vk_ctx *cx, const rayo_dev_call *norm, const rayo_dev_call *gemv,
+                                bool store)
+{
+    if (!norm_gemv_suits(s, norm, gemv))
+        return RAYO_E_UNSUPPORTED;
+    const fused_extra plain = {.kind = FUSED_NORM};
+    return record_norm_gemv_as(s, cx, norm, gemv, store, &plain);
+}
+
+/* ---- gate, up and swiglu with the rmsnorm before them ----------------------------------- */
+
+static bool operands_same(const rayo_dev_operand *a, const rayo_dev_operand *b)
+{
+    return a->buf == b->buf && a->offset == b->offset;
+}
+
+/* Whether no span of w[0 .. nw) meets another of them or one of r[0 .. nr). */
+static bool spans_apart(const vk_span *w, size_t nw, const vk_span *r, size_t nr)
+{
+    for (size_t i = 0; i < nw; i++) {
+        for (size_t j = i + 1; j < nw; j++)
+            if (vk_spans_meet(&w[i], &w[j]))
+                return false;
+        for (size_t j = 0; j < nr; j++)
+            if (vk_spans_meet(&w[i], &r[j]))
+                return false;
+    }
+    return true;
+}
+
+/* The spans a fused norm and gemv read: raw x, gamma, A. */
+static size_t norm_gemv_reads(const rayo_dev_call *norm, const rayo_dev_call *gemv, vk_span *r)
+{
+    size_t row_bytes, a_bytes, k = 0;
+    r[k++] = vk_span_of(&norm->a, 4 * norm->n, false);
+    if (norm->b.buf)
+        r[k++] = vk_span_of(&norm->b, 4 * norm->n, false);
+    if (gemv_a_bytes(gemv, &row_bytes, &a_bytes))
+        r[k++] = vk_span_of(&gemv->a, a_bytes, false);
+    return k;
+}
+
+/* Whether gemvs `gate` and `up` of the output of rmsnorm `norm` and swiglu
+ * `glu` of their outputs run as one dispatch: each gemv fuses with the
+ * norm, both alike (dtype, shape, alpha; beta 0), the swiglu one f32 row
+ * of gate's and up's outputs, and nothing written (the norm's output, the
+ * three outputs: a product's output may be swiglu's, whole) meeting
+ * another or what is read. */
+static bool norm_glu_suits(const vk_state *s, const rayo_dev_call *norm, const rayo_dev_call *gate,
+                           const rayo_dev_call *up, const rayo_dev_call *glu)
+{
+    if (s->bindings < VK_BINDINGS || glu->op != RAYO_OP_SWIGLU || glu->dtypes || glu->flags || glu->m != 1 ||
+        glu->n != gate->m || !glu->y.buf || !operands_same(&glu->a, &gate->y) || !operands_same(&glu->b, &up->y) ||
+        !norm_gemv_suits(s, norm, gate) || !norm_gemv_suits(s, norm, up) || gate->dtypes != up->dtypes ||
+        gate->m != up->m || gate->n != up->n || gate->lda != up->lda || gate->alpha != up->alpha ||
+        gate->beta != 0 || up->beta != 0 || operands_same(&gate->y, &up->y))
+        return false;
+    size_t rows = 4 * gate->m, nw = 0, nr;
+    vk_span w[4], r[5];
+    w[nw++] = vk_span_of(&norm->y, 4 * norm->n, true);
+    w[nw++] = vk_span_of(&glu->y, rows, true);
+    if (!operands_same(&gate->y, &glu->y))
+        w[nw++] = vk_span_of(&gate->y, rows, true);
+    if (!operands_same(&up->y, &glu->y))
+        w[nw++] = vk_span_of(&up->y, rows, true);
+    size_t row_bytes, a_bytes;
+    if (!gemv_a_bytes(up, &row_bytes, &a_bytes))
+        return false;
+    nr = norm_gemv_reads(norm, gate, r);
+    r[nr++] = vk_span_of(&up->a, a_bytes, false);
+    return spans_apart(w, nw, r, nr);
+}
+
+/* gemv_int8_glu: rmsnorm, gate and up products and their swiglu in one
+ * dispatch (shaders/gemv_int8.comp, RAYO_GLU), storing the norm's output
+ * where `store`; a subgroup takes a row of gate's A and the same row of
+ * up's (loads of both in flight together: with two rows of each the
+ * dispatch had half the subgroups of the two products run side by side).  Each output bit for bit the one of the calls one by one
+ * with the norm fused (the same products, glu.glsl's swiglu). */
+rayo_status vk_record_norm_glu(vk_state *s, vk_ctx *cx, const rayo_dev_call *norm, const rayo_dev_call *gate,
+                               const rayo_dev_call *up, const rayo_dev_call *glu, bool store)
+{
+    if (!norm_glu_suits(s, norm, gate, up, glu))
+        return RAYO_E_UNSUPPORTED;
+    size_t row_bytes, a_bytes;
+    gemv_a_bytes(up, &row_bytes, &a_bytes);
+    bool up_kept = !operands_same(&up->y, &glu->y);
+    fused_extra x = {
+        .kind = FUSED_GLU,
+        .more = {&up->a, up_kept ? &up->y : NULL, &glu->y},
+        .more_len = {a_bytes, 4 * up->m, 4 * up->m},
+        .more_write = {false, true, true},
+        .rows = 1, /* a row of each matrix: as many subgroups as each product alone has at 2 */
+        .flags = (operands_same(&gate->y, &glu->y) ? 0u : 4u) | (up_kept ? 8u : 0u),
+    };
+    return record_norm_gemv_as(s, cx, norm, gate, store, &x);
+}
+
+/* ---- the ropes of q and k in their products ------------------------------------------ */
+
+/* The rope's rotated dimensions (0: none), where `rope` is the RAYO_ROPE_NORM
+ * rope in place of one token over the whole dense output of `gemv` (head_dim
+ * even, rot_dims even and at most head_dim), positions int32 on the device. */
+static size_t rope_in_gemv_dims(const rayo_dev_call *gemv, const rayo_dev_call *rope)
+{
+    const rayo_rope_params *p = rope->params;
+    if (rope->op != RAYO_OP_ROPE || rope->m != 1 || !p || rope->dtypes != RAYO_DTYPES(0, RAYO_DTYPE_I32, 0, 0) ||
+        !rope->b.buf || !operands_same(&rope->a, &gemv->y) || !operands_same(&rope->y, &gemv->y) ||
+        p->mode != RAYO_ROPE_NORM || p->head_dim == 0 || p->head_dim % 2 || p->n_heads * p->head_dim != gemv->m ||
+        (p->head_stride_x && p->head_stride_x != p->head_dim) || (p->head_stride_y && p->head_stride_y != p->head_dim) ||
+        gemv->beta != 0)
+        return 0;
+    size_t rot = p->rot_dims ? p->rot_dims : p->head_dim;
+    return rot % 2 || rot > p->head_dim ? 0 : rot;
+}
+
+bool vk_norm_ropes_suit(const vk_state *s, const rayo_dev_call *const c[6])
+{
+    const rayo_dev_call *norm = c[0], *q = c[1], *k = c[2], *v = c[3];
+    if (s->bindings < VK_BINDINGS || !norm_gemv_suits(s, norm, q) || !norm_gemv_suits(s, norm, k) ||
+        !norm_gemv_suits(s, norm, v) || !rope_in_gemv_dims(q, c[4]) || !rope_in_gemv_dims(k, c[5]))
+        return false;
+    /* the ropes run before v's product, k's after q's rope: nothing written
+     * (the norm's output, q, k, v) meets another or what is read */
+    vk_span w[4] = {vk_span_of(&norm->y, 4 * norm->n, true), vk_span_of(&q->y, 4 * q->m, true),
+                    vk_span_of(&k->y, 4 * k->m, true), vk_span_of(&v->y, 4 * v->m, true)};
+    vk_span r[9];
+    size_t nr = norm_gemv_reads(norm, q, r);
+    size_t row_bytes, bytes_k, bytes_v;
+    if (!gemv_a_bytes(k, &row_bytes, &bytes_k) || !gemv_a_bytes(v, &row_bytes, &bytes_v))
+        return false;
+    r[nr++] = vk_span_of(&k->a, bytes_k, false);
+    r[nr++] = vk_span_of(&v->a, bytes_v, false);
+    r[nr++] = vk_span_of(&c[4]->b, 4, false);
+    r[nr++] = vk_span_of(&c[5]->b, 4, false);
+    return spans_apart(w, 4, r, nr);
+}
+
+/* freq_scale * freq_base^(-2i / rot_dims) in double, for i < rot_dims / 2,
+ * in a host-visible temporary.  Not copied to device memory first: on the
+ * H200 the copy and its barrier cost more (TinyLlama decode rope 6.7 ->
+ * 11.0 us) than the shader's reads of a few doubles. */
+static rayo_status rope_table(vk_state *s, vk_ctx *cx, const rayo_rope_params *p, size_t rot, vk_buf **table,
+                              size_t *bytes)
+{
+    *bytes = (rot / 2 + 1) * sizeof(double);
+    rayo_status st = vk_ctx_temp(s, cx, &s->staging_pool, *bytes, table);
+    if (st != RAYO_OK)
+        return st;
+    double *f = vk_buf_map(*table);
+    for (size_t i = 0; i < rot / 2; i++)
+        f[i] = (double)p->freq_scale * pow((double)p->freq_base, -2.0 * (double)i / (double)rot);
+    return RAYO_OK;
+}
+
+/* gemv_int8_rope: rmsnorm, the product `gemv` and `rope` in place on its
+ * output in one dispatch (shaders/gemv_int8.comp, RAYO_ROPE; vk_norm_ropes_suit
+ * checked the calls), two rows a subgroup (a pair), storing the norm's
+ * output where `store`.  Bit for bit the calls one by one with the norm
+ * fused (the same product, rope.glsl's rotation). */
+rayo_status vk_record_norm_gemv_rope(vk_state *s, vk_ctx *cx, const rayo_dev_call *norm, const rayo_dev_call *gemv,
+                                     const rayo_dev_call *rope, bool store)
+{
+    const rayo_rope_params *p = rope->params;
+    size_t rot = rope_in_gemv_dims(gemv, rope), bytes;
+    vk_buf *table;
+    if (!rot || !norm_gemv_suits(s, norm, gemv))
+        return RAYO_E_UNSUPPORTED;
+    rayo_status st = rope_table(s, cx, p, rot, &table, &bytes);
+    if (st != RAYO_OK)
+        return st;
+    const rayo_dev_operand freq = {table, 0};
+    fused_extra x = {
+        .kind = FUSED_ROPE,
+        .more = {&rope->b, &freq, NULL},
+        .more_len = {4, bytes, 0},
+        .rows = 2,
+        .ext = {0, 0, (uint32_t)p->head_dim, (uint32_t)rot},
+    };
+    return record_norm_gemv_as(s, cx, norm, gemv, store, &x);
 }
 
 static rayo_status rec_gemv_quant(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
@@ -711,24 +942,6 @@ static rayo_status rec_get_rows(vk_state *s, vk_ctx *cx, const rayo_dev_call *ca
     return rec_rows_op(s, cx, call, ops, &pc, dt, 0);
 }
 
-/* freq_scale * freq_base^(-2i / rot_dims) in double, for i < rot_dims / 2,
- * in a host-visible temporary bound as s.  Not copied to device memory
- * first: on the H200 the copy and its barrier cost more (TinyLlama decode
- * rope 6.7 -> 11.0 us) than the shader's reads of a few doubles. */
-static rayo_status rope_frequencies(vk_state *s, vk_ctx *cx, const rayo_rope_params *p, size_t rot,
-                                    vk_operands *ops)
-{
-    VkDeviceSize bytes = (VkDeviceSize)(rot / 2 + 1) * sizeof(double);
-    vk_buf *table;
-    rayo_status st = vk_bind_temp(s, cx, &s->staging_pool, bytes, ops, &table);
-    if (st != RAYO_OK)
-        return st;
-    double *f = vk_buf_map(table);
-    for (size_t i = 0; i < rot / 2; i++)
-        f[i] = (double)p->freq_scale * pow((double)p->freq_base, -2.0 * (double)i / (double)rot);
-    return RAYO_OK;
-}
-
 static rayo_status rec_rope(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, vk_operands *ops)
 {
     const rayo_rope_params *p = call->params; /* checked by shape_of */
@@ -745,7 +958,11 @@ static rayo_status rec_rope(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, 
         return RAYO_E_UNSUPPORTED;
     for (int i = 0; i < 6; i++)
         pc.ext[3 + i] = (uint32_t)v[i];
-    rayo_status st = rope_frequencies(s, cx, p, rot, ops);
+    vk_buf *table;
+    size_t bytes;
+    rayo_status st = rope_table(s, cx, p, rot, &table, &bytes);
+    if (st == RAYO_OK && (st = vk_bind(s, table, 0, bytes, &ops->bind[4])) == RAYO_OK)
+        ops->use[4] = &ops->bind[4];
     if (st != RAYO_OK)
         return st;
     pc.oa = ops->use[0]->word_offset;

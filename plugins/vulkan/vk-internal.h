@@ -116,8 +116,13 @@ typedef struct vk_buf {
 
 /* ---- pipelines --------------------------------------------------------------- */
 #define VK_MAX_SPEC 10
-/* Storage buffers of every shader: a, b, c, y and s (a multi-pass op's scratch). */
-#define VK_BINDINGS 5
+/* Storage buffers of a dispatch: a, b, c, y and s (a multi-pass op's
+ * scratch), and d, e, f for the fused shaders that need more (vk-infer.c).
+ * The set layout holds all eight where the device allows eight storage
+ * buffers per stage (the spec's minimum is 4), else the first five
+ * (vk_state.bindings) and those fusions are off. */
+#define VK_BINDINGS 8
+#define VK_BASE_BINDINGS 5
 
 typedef struct vk_pipeline_entry {
     uint32_t shader, spec_count;
@@ -214,6 +219,7 @@ typedef struct vk_state {
     vk_pool mapped_pool;              /* device-local and host-visible: small buffers */
     bool mapped_small;                /* mapped_pool is there (vk_memory_init) */
     vk_buf *dummy;                    /* bound to unused descriptor slots */
+    uint32_t bindings;                /* in the set layout: VK_BINDINGS or VK_BASE_BINDINGS */
 
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipeline_layout;
@@ -309,7 +315,8 @@ typedef struct vk_push {
 } vk_push;
 
 rayo_status vk_ctx_acquire(vk_state *s, vk_ctx **out);
-/* Records a dispatch with bindings a, b, c, y, s (NULL: unused), after a
+/* Records a dispatch with bindings a, b, c, y, s, d, e, f (NULL: unused;
+ * those past s->bindings are never read), after a
  * barrier when one is owed (any command before it in the context), unless
  * vk_ctx_independent cleared it.  Errors are kept in cx->error. */
 rayo_status vk_ctx_dispatch(vk_state *s, vk_ctx *cx, VkPipeline pipeline,
@@ -360,6 +367,12 @@ typedef struct vk_operands {
     vk_binding bind[VK_BINDINGS];
     const vk_binding *use[VK_BINDINGS]; /* NULL where unused; [4]: scratch */
 } vk_operands;
+/* Operands with none bound yet. */
+static inline void vk_operands_clear(vk_operands *ops)
+{
+    for (int i = 0; i < VK_BINDINGS; i++)
+        ops->use[i] = NULL;
+}
 
 /* ---- kernel families ---------------------------------------------------------------
  * The shaders of one kind of op: each entry of the op table (gpu-op-table.h,
@@ -397,6 +410,16 @@ rayo_status vk_record_add_rmsnorm(vk_state *s, vk_ctx *cx, const rayo_dev_call *
  * normalised row stored where `store`; RAYO_E_UNSUPPORTED as above (vk-infer.c) */
 rayo_status vk_record_norm_gemv(vk_state *s, vk_ctx *cx, const rayo_dev_call *norm, const rayo_dev_call *gemv,
                                 bool store);
+/* rmsnorm, gemvs gate and up of its output and their swiglu as one
+ * dispatch; RAYO_E_UNSUPPORTED as above (vk-infer.c) */
+rayo_status vk_record_norm_glu(vk_state *s, vk_ctx *cx, const rayo_dev_call *norm, const rayo_dev_call *gate,
+                               const rayo_dev_call *up, const rayo_dev_call *glu, bool store);
+/* Whether c[0 .. 6) = rmsnorm, gemvs q, k, v of its output, rope of q's and of
+ * k's output in place run as three dispatches: the norm and each product,
+ * q's and k's with their rope (vk_record_norm_gemv_rope) */
+bool vk_norm_ropes_suit(const vk_state *s, const rayo_dev_call *const c[6]);
+rayo_status vk_record_norm_gemv_rope(vk_state *s, vk_ctx *cx, const rayo_dev_call *norm, const rayo_dev_call *gemv,
+                                     const rayo_dev_call *rope, bool store);
 /* The bytes of operand o from its start, as a tracked span; whether two meet. */
 vk_span vk_span_of(const rayo_dev_operand *o, size_t bytes, bool write);
 bool vk_spans_meet(const vk_span *a, const vk_span *b);

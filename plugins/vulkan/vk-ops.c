@@ -89,9 +89,8 @@ static rayo_status bind_operands(vk_state *s, const rayo_dev_call *call, const v
 {
     const rayo_dev_operand *src[4] = {&call->a, &call->b, &call->c, &call->y};
     const size_t words[4] = {sh->a, sh->b, sh->c, sh->y};
-    ops->use[4] = NULL;
+    vk_operands_clear(ops);
     for (int i = 0; i < 4; i++) {
-        ops->use[i] = NULL;
         if (!words[i] || !src[i]->buf)
             continue;
         if (words[i] >= UINT32_MAX) {
@@ -381,8 +380,8 @@ rayo_status vk_record_add_rmsnorm(vk_state *s, vk_ctx *cx, const rayo_dev_call *
     const rayo_dev_operand *src[5] = {&add->a, &norm->b, &add->b, &norm->y, &add->y};
     const size_t len[5] = {bytes, 4 * n, bytes, bytes, bytes};
     vk_operands ops;
+    vk_operands_clear(&ops);
     for (int i = 0; i < 5; i++) {
-        ops.use[i] = NULL;
         if (!src[i]->buf)
             continue;
         if (vk_bind(s, src[i]->buf, src[i]->offset, len[i], &ops.bind[i]) != RAYO_OK ||

@@ -105,8 +105,14 @@ static void cache_save(vk_state *s)
 
 rayo_status vk_pipelines_init(vk_state *s)
 {
+    /* eight storage buffers where a stage may have them, else the five
+     * every unfused shader needs (the fusions needing more check s->bindings) */
+    const VkPhysicalDeviceLimits *lim = &s->props.limits;
+    s->bindings = lim->maxPerStageDescriptorStorageBuffers >= VK_BINDINGS &&
+                  lim->maxDescriptorSetStorageBuffers >= VK_BINDINGS && lim->maxPerStageResources >= VK_BINDINGS
+                  ? VK_BINDINGS : VK_BASE_BINDINGS;
     VkDescriptorSetLayoutBinding bindings[VK_BINDINGS];
-    for (uint32_t i = 0; i < VK_BINDINGS; i++)
+    for (uint32_t i = 0; i < s->bindings; i++)
         bindings[i] = (VkDescriptorSetLayoutBinding){
             .binding = i,
             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -116,7 +122,7 @@ rayo_status vk_pipelines_init(vk_state *s)
     VkDescriptorSetLayoutCreateInfo li = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
         .flags = s->push_descriptors ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0,
-        .bindingCount = VK_BINDINGS,
+        .bindingCount = s->bindings,
         .pBindings = bindings,
     };
     VkResult r = s->fd.vkCreateDescriptorSetLayout(s->device, &li, NULL, &s->set_layout);

@@ -674,12 +674,12 @@ static rayo_status vk_init(const rayo_host *host, uint32_t device, void **state)
               has_device_extension(s, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME) ? "yes" : "no",
               s->int_dot ? "on" : "off");
     host->log(host, RAYO_LOG_INFO,
-              "%s (Vulkan %u.%u), subgroups %s (size %u), %s memory, %s descriptors, "
+              "%s (Vulkan %u.%u), subgroups %s (size %u), %s memory, %s descriptors (%u storage buffers), "
               "matmul tile %ux%ux%u/%ux%u%s",
               s->props.deviceName, VK_API_VERSION_MAJOR(s->props.apiVersion),
               VK_API_VERSION_MINOR(s->props.apiVersion), s->subgroup_ok ? "used" : "not used",
               s->subgroup_size, s->unified ? "unified" : "staged", s->push_descriptors ? "pushed" : "allocated",
-              s->tile.bm, s->tile.bn, s->tile.bk, s->tile.tm, s->tile.tn, validation ? ", validation on" : "");
+              s->bindings, s->tile.bm, s->tile.bn, s->tile.bk, s->tile.tm, s->tile.tn, validation ? ", validation on" : "");
     *state = s;
     return RAYO_OK;
 }

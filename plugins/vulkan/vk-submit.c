@@ -90,7 +90,7 @@ static rayo_status add_desc_pool(vk_state *s, vk_ctx *cx)
     if (!grown)
         return RAYO_E_NOMEM;
     cx->desc_pools = grown;
-    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_BINDINGS * VK_SETS_PER_POOL};
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, s->bindings * VK_SETS_PER_POOL};
     VkDescriptorPoolCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
         .maxSets = VK_SETS_PER_POOL,
@@ -244,7 +244,7 @@ static rayo_status alloc_set(vk_state *s, vk_ctx *cx, VkDescriptorSet *set)
 static void binding_writes(const vk_state *s, const vk_binding *const bind[VK_BINDINGS], VkDescriptorSet set,
                            VkDescriptorBufferInfo info[VK_BINDINGS], VkWriteDescriptorSet writes[VK_BINDINGS])
 {
-    for (uint32_t i = 0; i < VK_BINDINGS; i++) {
+    for (uint32_t i = 0; i < s->bindings; i++) {
         if (bind[i])
             info[i] = (VkDescriptorBufferInfo){bind[i]->buffer, bind[i]->offset, bind[i]->range};
         else
@@ -277,9 +277,9 @@ rayo_status vk_ctx_dispatch(vk_state *s, vk_ctx *cx, VkPipeline pipeline,
     s->fd.vkCmdBindPipeline(cx->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     if (s->push_descriptors) {
         s->fd.vkCmdPushDescriptorSetKHR(cx->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipeline_layout, 0,
-                                        VK_BINDINGS, writes);
+                                        s->bindings, writes);
     } else {
-        s->fd.vkUpdateDescriptorSets(s->device, VK_BINDINGS, writes, 0, NULL);
+        s->fd.vkUpdateDescriptorSets(s->device, s->bindings, writes, 0, NULL);
         s->fd.vkCmdBindDescriptorSets(cx->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipeline_layout,
                                       0, 1, &set, 0, NULL);
     }
