@@ -9,8 +9,10 @@
 // One invocation an element: columns along x (256 a workgroup), rows along y.
 // Push constants: m x n (C and Y), their row stride aux and word offsets
 // oc, oy; in the scratch (binding s, words): P at oa (slices k, each
-// ext[1] words, rows ext[0] words apart), the exponents of A's rows at ob
-// and of B's rows at ext[2].
+// ext[1] words, rows ext[0] words apart) and the exponents of A's rows at
+// ob; the exponents of B's rows at ext[2] of binding b (the scratch too,
+// or a weight's kept copy, vk-weight-copies.c).
+layout(std430, set = 0, binding = 1) readonly buffer BufB { uint b_exps[]; };
 layout(std430, set = 0, binding = 2) readonly buffer BufC { float c_data[]; };
 layout(std430, set = 0, binding = 3) buffer BufY { float y_data[]; };
 layout(std430, set = 0, binding = 4) readonly buffer BufS { uint s_data[]; };
@@ -44,7 +46,7 @@ void main()
     float sum = 0.0;
     for (uint s = 0u; s < pc.k; s++)
         sum += uintBitsToFloat(s_data[at + s * pc.ext[1]]);
-    int e = int(s_data[pc.ob + i]) + int(s_data[pc.ext[2] + j]);
+    int e = int(s_data[pc.ob + i]) + int(b_exps[pc.ext[2] + j]);
     float v = pc.alpha * times_pow2(sum, e);
     uint y = i * pc.aux + j;
     if (pc.beta != 0.0)

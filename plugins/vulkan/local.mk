@@ -27,6 +27,7 @@ plugins_vulkan_rayo_vulkan_la_SOURCES = \
 	plugins/vulkan/vk-batches.c plugins/vulkan/vk-profile.c \
 	plugins/vulkan/vk-ops.c plugins/vulkan/vk-infer.c \
 	plugins/vulkan/vk-typed-matmul.c plugins/vulkan/vk-half-prompt.c \
+	plugins/vulkan/vk-weight-copies.c \
 	plugins/vulkan/vk-shader-codes.h
 nodist_plugins_vulkan_rayo_vulkan_la_SOURCES = plugins/vulkan/vk-shaders.h
 plugins_vulkan_rayo_vulkan_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/plugins/vulkan

@@ -14,6 +14,8 @@ static rayo_status mem_buffer_alloc(void *state, size_t bytes, void **buf)
     vk_state *s = state;
     vk_buf *b = NULL;
     rayo_status st = vk_buf_alloc_for_app(s, bytes, &b);
+    if (st == RAYO_OK)
+        b->id = atomic_fetch_add(&s->buf_ids, 1) + 1; /* the key of its kept copies */
     *buf = b;
     return st;
 }
@@ -23,6 +25,7 @@ static void mem_buffer_free(void *state, void *buf)
     vk_state *s = state;
     /* a batch still running may use it: let the queue finish first */
     vk_queue_drain(s);
+    vk_copies_forget(s, buf);
     vk_buf_free(s, buf);
 }
 
@@ -71,7 +74,10 @@ static rayo_status buffer_copy(vk_state *s, vk_buf *b, size_t offset, void *host
 
 static rayo_status mem_buffer_write(void *state, void *buf, size_t offset, const void *src, size_t bytes)
 {
-    return buffer_copy(state, buf, offset, (void *)(uintptr_t)src, bytes, 1);
+    rayo_status st = buffer_copy(state, buf, offset, (void *)(uintptr_t)src, bytes, 1);
+    /* the buffer's kept weight copies are stale now (also after a failed write) */
+    atomic_fetch_add(&((vk_buf *)buf)->writes, 1);
+    return st;
 }
 
 static rayo_status mem_buffer_read(void *state, void *buf, size_t offset, void *dst, size_t bytes)
@@ -450,6 +456,28 @@ static void record_ahead(vk_state *s, vk_batch *b)
     }
 }
 
+/* A recording reading a weight's kept f16 copy that a write made stale
+ * since (vk-weight-copies.c) is dropped and the segment recorded again
+ * (the new recording makes the copy again, or converts per call). */
+static rayo_status drop_stale(vk_state *s, vk_batch *b)
+{
+    if (b->whole && !vk_copies_fresh(s, b->whole)) {
+        vk_ctx_release(s, b->whole);
+        b->whole = NULL;
+    }
+    rayo_status st = RAYO_OK;
+    for (size_t i = 0; i < b->count && st == RAYO_OK; i++) {
+        vk_segment *g = &b->seg[i];
+        if (g->ahead && !vk_copies_fresh(s, g->ahead)) {
+            vk_ctx_release(s, g->ahead);
+            g->ahead = NULL;
+        }
+        if (!vk_copies_fresh(s, g->cx))
+            st = rerecord(s, b, g);
+    }
+    return st;
+}
+
 /* The contexts the last submit queued, in order. */
 static vk_ctx *const *queued(const vk_batch *b, size_t *n)
 {
@@ -463,11 +491,13 @@ static rayo_status queue_step(vk_state *s, vk_batch *b)
 {
     vk_ctx_release(s, b->running); /* the batch is idle: done with it */
     b->running = NULL;
+    rayo_status st = drop_stale(s, b);
+    if (st != RAYO_OK)
+        return st;
     if (b->whole && b->whole_step == b->step) {
         b->running = b->whole;
         b->whole = NULL;
     }
-    rayo_status st = RAYO_OK;
     for (size_t i = 0; i < b->count && st == RAYO_OK; i++)
         if (b->seg[i].moving && b->seg[i].step != b->step) {
             b->stepping = true;

@@ -24,6 +24,11 @@
  * [backend.vulkan] half_prompt is not no, the call is relaxed, A and C f32
  * (any row stride), B transposed, and the copies fit the scratch and the
  * grids; otherwise the call goes the f32 way of vk-typed-matmul.c.
+ *
+ * Step 1's copy of B is kept from call to call where [backend.vulkan]
+ * weight_copies allows (vk-weight-copies.c says why that is safe): the
+ * product and the scaling back read B's rows and exponents from a binding
+ * of their own (b), the scratch's part or the kept copy.
  */
 #include "vk-internal.h"
 
@@ -133,16 +138,22 @@ static rayo_status half_rows(vk_state *s, vk_ctx *cx, rayo_dtype dt, const vk_bi
     return st;
 }
 
-static rayo_status product(vk_state *s, vk_ctx *cx, const vk_binding *scratch, const half_layout *l)
+/* Where B's f16 rows and row exponents are: the scratch, or a kept copy. */
+typedef struct half_b {
+    const vk_binding *at;
+    VkDeviceSize b16, eb;       /* bytes from the binding's operand start */
+} half_b;
+
+static rayo_status product(vk_state *s, vk_ctx *cx, const vk_binding *scratch, const half_b *b, const half_layout *l)
 {
     uint32_t w = scratch->word_offset; /* a multiple of 4: the copies are read as uvec4 */
     vk_push pc = {
         .n = (uint32_t)l->np, .m = (uint32_t)l->mp, .k = (uint32_t)l->kp,
-        .oa = (w + (uint32_t)(l->a16 / 4)) / 4, .ob = (w + (uint32_t)(l->b16 / 4)) / 4,
+        .oa = (w + (uint32_t)(l->a16 / 4)) / 4, .ob = (b->at->word_offset + (uint32_t)(b->b16 / 4)) / 4,
         .oy = w + (uint32_t)(l->p / 4), .aux = l->slice_steps,
     };
     uint32_t spec[1] = {s->coop_bk};
-    rayo_status st = run(s, cx, VK_SHADER_MATMUL_HALF, spec, 1, scratch, scratch, NULL, scratch, NULL, &pc,
+    rayo_status st = run(s, cx, VK_SHADER_MATMUL_HALF, spec, 1, scratch, b->at, NULL, scratch, NULL, &pc,
                          (uint32_t)(l->np / TILE), (uint32_t)(l->mp / TILE), l->slices);
     if (st == RAYO_OK)
         profile_step(s, cx, RAYO_OP_MATMUL, RAYO_DTYPES(RAYO_DTYPE_F16, RAYO_DTYPE_F16, RAYO_DTYPE_NONE, RAYO_DTYPE_F32),
@@ -151,7 +162,7 @@ static rayo_status product(vk_state *s, vk_ctx *cx, const vk_binding *scratch, c
 }
 
 static rayo_status scale_back(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, const vk_binding *scratch,
-                              const vk_binding *y, const half_layout *l)
+                              const half_b *b, const vk_binding *y, const half_layout *l)
 {
     uint32_t w = scratch->word_offset;
     size_t ldy = call->ldy ? call->ldy : call->n;
@@ -160,10 +171,28 @@ static rayo_status scale_back(vk_state *s, vk_ctx *cx, const rayo_dev_call *call
         .oa = w + (uint32_t)(l->p / 4), .ob = w + (uint32_t)(l->ea / 4),
         .oc = y->word_offset, .oy = y->word_offset, .alpha = call->alpha, .beta = call->beta,
         .aux = (uint32_t)ldy,
-        .ext = {(uint32_t)l->np, (uint32_t)(l->mp * l->np), w + (uint32_t)(l->eb / 4)},
+        .ext = {(uint32_t)l->np, (uint32_t)(l->mp * l->np), b->at->word_offset + (uint32_t)(b->eb / 4)},
     };
-    return run(s, cx, VK_SHADER_HALF_SCALE, NULL, 0, NULL, NULL, y, y, scratch, &pc,
+    return run(s, cx, VK_SHADER_HALF_SCALE, NULL, 0, NULL, b->at, y, y, scratch, &pc,
                (uint32_t)((call->n + 255) / 256), (uint32_t)call->m, 1);
+}
+
+/* A kept copy of B (vk-weight-copies.c): its f16 rows, then their exponents. */
+static VkDeviceSize kept_eb(const half_layout *l) { return up((VkDeviceSize)l->np * l->kp * 2, ALIGN); }
+static VkDeviceSize kept_bytes(const half_layout *l) { return kept_eb(l) + l->np * 4; }
+
+/* vk_copy_maker: B's rows as half_rows makes them into the scratch, into a kept copy. */
+static rayo_status make_kept(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, const vk_binding *dst)
+{
+    half_layout l = layout_of(s, call);
+    size_t b_row;
+    VkDeviceSize b_all = b_bytes(call, &b_row);
+    vk_binding bb;
+    rayo_status st = vk_bind(s, call->b.buf, call->b.offset, b_all, &bb);
+    if (st == RAYO_OK)
+        st = half_rows(s, cx, RAYO_DTYPE_OF(call->dtypes, 1), &bb, dst, call->n, l.np, call->k, b_row, &l, 0,
+                       kept_eb(&l));
+    return st;
 }
 
 rayo_status vk_half_prompt(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
@@ -186,14 +215,19 @@ rayo_status vk_half_prompt(vk_state *s, vk_ctx *cx, const rayo_dev_call *call)
         st = RAYO_E_UNSUPPORTED;
     if (st != RAYO_OK)
         return st;
+    /* B's kept copy where there is one (or one is made now, in a submission
+     * of its own), else B converted into the scratch below */
+    vk_binding kb;
+    bool kept = vk_weight_copy(s, cx, call, kept_bytes(&l), make_kept, &kb) && kb.word_offset % 4 == 0;
+    half_b b = kept ? (half_b){&kb, 0, kept_eb(&l)} : (half_b){&sb, l.b16, l.eb};
     /* nothing recorded before this point: a refusal above leaves the f32 way */
     st = half_rows(s, cx, RAYO_DTYPE_F32, &ab, &sb, call->m, l.mp, call->k, lda * 4, &l, l.a16, l.ea);
-    if (st == RAYO_OK)
+    if (st == RAYO_OK && !kept)
         st = half_rows(s, cx, RAYO_DTYPE_OF(call->dtypes, 1), &bb, &sb, call->n, l.np, call->k, b_row, &l,
                        l.b16, l.eb);
     if (st == RAYO_OK)
-        st = product(s, cx, &sb, &l);
+        st = product(s, cx, &sb, &b, &l);
     if (st == RAYO_OK) /* the batch's profile times this step as the call */
-        st = scale_back(s, cx, call, &sb, &yb, &l);
+        st = scale_back(s, cx, call, &sb, &b, &yb, &l);
     return st;
 }

@@ -112,6 +112,10 @@ struct vk_pool {
 typedef struct vk_buf {
     vk_block *block;
     VkDeviceSize offset, size;
+    /* What a kept weight copy checks (vk-weight-copies.c): */
+    uint64_t id;                      /* unique, an application's buffer only (else 0) */
+    atomic_ulong writes;              /* buffer_write calls so far */
+    atomic_bool device_written;       /* bound to a slot a shader may write, ever */
 } vk_buf;
 
 /* ---- pipelines --------------------------------------------------------------- */
@@ -174,6 +178,8 @@ typedef struct vk_ctx {
     bool pending_known;               /* pending[] holds every such access */
     rayo_status error;                /* first error while recording */
     uint64_t validation_mark;         /* validation messages before it began */
+    uint64_t *copies;                 /* ids of the kept weight copies it reads */
+    size_t copy_count, copy_cap;
     vk_buf *mm_scratch, *mm_index;   /* typed matmul's (two of temps; NULL: none) */
     vk_buf *fault;                    /* host-visible word a shader sets on bad data
                                        * (get_rows' indices; one of temps; NULL: none):
@@ -241,6 +247,8 @@ typedef struct vk_state {
     bool coop;                        /* f16 cooperative-matrix matmul enabled */
     uint32_t coop_bk;                 /* its K step: 32 or 64 (also the half prompt's) */
     bool half_prompt;                 /* relaxed prompt matmul on scaled f16 copies (vk-half-prompt.c) */
+    struct vk_copies *copies;         /* their kept copies of weights (vk-weight-copies.c; NULL: none) */
+    atomic_ulong buf_ids;             /* the last application buffer's id */
     bool int_dot;                     /* 8-bit integer dot products enabled (gemv_int8) */
     bool int8_q6_k;                   /* ... for Q6_K weights too (gemv_int8 = all) */
     vk_tile tile;
@@ -301,6 +309,7 @@ typedef struct vk_binding {
     VkBuffer buffer;
     VkDeviceSize offset, range;
     uint32_t word_offset, byte_offset;
+    const vk_buf *buf;                /* the buffer bound (vk_ctx_dispatch marks writes) */
 } vk_binding;
 
 /* The push constants of every shader (shaders/common.glsl); ext[]: more
@@ -454,6 +463,22 @@ rayo_status vk_typed_scratch(vk_state *s, vk_ctx *cx, VkDeviceSize bytes, vk_buf
  * RAYO_E_UNSUPPORTED before recording anything where it cannot). */
 bool vk_half_prompt_takes(const vk_state *s, const rayo_dev_call *call);
 rayo_status vk_half_prompt(vk_state *s, vk_ctx *cx, const rayo_dev_call *call);
+
+/* ---- vk-weight-copies.c: the half prompt's kept f16 copies of weights ------------------ */
+/* Records into cx the conversion of call's operand b into the copy bound at dst. */
+typedef rayo_status (*vk_copy_maker)(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, const vk_binding *dst);
+/* Reads [backend.vulkan] weight_copies (at init, once half_prompt is known). */
+void vk_copies_init(vk_state *s);
+/* The kept copy (bytes) of call's operand b, bound at *out and listed in
+ * cx; made with `make` where there is none and the limit leaves room.
+ * false: none (the call converts b itself). */
+bool vk_weight_copy(vk_state *s, vk_ctx *cx, const rayo_dev_call *call, VkDeviceSize bytes, vk_copy_maker make,
+                    vk_binding *out);
+/* Whether every kept copy cx reads is still what a conversion would make now. */
+bool vk_copies_fresh(vk_state *s, const vk_ctx *cx);
+/* buffer_free: the buffer's copies retired (the queue drained before). */
+void vk_copies_forget(vk_state *s, const vk_buf *buf);
+void vk_copies_fini(vk_state *s);
 
 /* ---- vk-infer.c ---------------------------------------------------------------------- */
 /* Whether a rope or attention output of `span` elements has gaps (head or

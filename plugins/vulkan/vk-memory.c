@@ -190,6 +190,16 @@ static int block_give(vk_block *b, VkDeviceSize off, VkDeviceSize size)
     return 0;
 }
 
+static void buf_init(vk_buf *buf, vk_block *b, VkDeviceSize off, VkDeviceSize size)
+{
+    buf->block = b;
+    buf->offset = off;
+    buf->size = size;
+    buf->id = 0;
+    atomic_init(&buf->writes, 0);
+    atomic_init(&buf->device_written, false);
+}
+
 rayo_status vk_buf_alloc(vk_state *s, vk_pool *pool, VkDeviceSize bytes, vk_buf **out)
 {
     VkDeviceSize size = round_up(bytes ? bytes : 4, VK_ALIGN);
@@ -207,7 +217,7 @@ rayo_status vk_buf_alloc(vk_state *s, vk_pool *pool, VkDeviceSize bytes, vk_buf 
         VkDeviceSize off = block_take(b, size);
         if (off != VK_WHOLE_SIZE) {
             pthread_mutex_unlock(&pool->lock);
-            *buf = (vk_buf){b, off, size};
+            buf_init(buf, b, off, size);
             *out = buf;
             return RAYO_OK;
         }
@@ -223,7 +233,7 @@ rayo_status vk_buf_alloc(vk_state *s, vk_pool *pool, VkDeviceSize bytes, vk_buf 
     pool->blocks = b;
     VkDeviceSize off = block_take(b, size);
     pthread_mutex_unlock(&pool->lock);
-    *buf = (vk_buf){b, off, size};
+    buf_init(buf, b, off, size);
     *out = buf;
     return RAYO_OK;
 }

@@ -11,6 +11,8 @@
  *   coop_bk      32 | 64: K step of the f16 cooperative-matrix matmuls (tuning)
  *   half_prompt  yes | no: relaxed f32 x transposed typed-B matmul on scaled
  *                f16 copies (vk-half-prompt.c)
+ *   weight_copies auto | no | MiB: how much of the weights' f16 copies the
+ *                half prompt keeps between calls (vk-weight-copies.c)
  *   gemv_int8    yes | no | all: relaxed gemv of Q8_0, Q4_0, Q4_K (all: and
  *                Q6_K) weights on x rounded to 8 bits, with integer dot
  *                products where the device has them
@@ -643,6 +645,8 @@ static rayo_status vk_init(const rayo_host *host, uint32_t device, void **state)
     if (st == RAYO_OK)
         st = vk_memory_init(s);
     if (st == RAYO_OK)
+        vk_copies_init(s);
+    if (st == RAYO_OK)
         st = vk_pipelines_init(s);
     if (st == RAYO_OK && validation && config_yes(host, "validation_selftest")) {
         /* for the tests: one harmless invalid call (reserved flags must be
@@ -692,6 +696,7 @@ static void vk_fini(void *state)
     if (s->device) {
         s->fd.vkDeviceWaitIdle(s->device);
         vk_profile_report(s);
+        vk_copies_fini(s);
         vk_ctx_destroy_all(s);
         if (s->set_layout || s->pipeline_layout)
             vk_pipelines_fini(s);

@@ -112,6 +112,7 @@ static void ctx_destroy(vk_state *s, vk_ctx *cx)
     if (cx->cmd_pool)
         s->fd.vkDestroyCommandPool(s->device, cx->cmd_pool, NULL);
     free(cx->temps);
+    free(cx->copies);
     vk_profile_free(s, cx);
     free(cx);
 }
@@ -173,6 +174,7 @@ rayo_status vk_ctx_acquire(vk_state *s, vk_ctx **out)
     cx->owed = cx->skip = cx->depth = 0;
     cx->pending_count = 0;
     cx->pending_known = true;
+    cx->copy_count = 0;
     /* not one-time: a replayed batch submits its command buffers again */
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     VkResult r = s->fd.vkBeginCommandBuffer(cx->cmd, &bi);
@@ -214,6 +216,7 @@ rayo_status vk_bind(vk_state *s, const vk_buf *buf, VkDeviceSize off, VkDeviceSi
         return RAYO_E_UNSUPPORTED;
     }
     out->buffer = buf->block->buffer;
+    out->buf = buf;
     out->offset = start;
     out->range = range;
     out->word_offset = (uint32_t)((abs_off - start) / 4);
@@ -260,12 +263,26 @@ static void binding_writes(const vk_state *s, const vk_binding *const bind[VK_BI
     }
 }
 
+/* The slots a shader may write: y, s, e and f (every shader declares a, b,
+ * c and d readonly).  Every dispatch of the plugin comes through here, so
+ * a buffer never marked was never written by the device, which is what a
+ * kept weight copy relies on (vk-weight-copies.c). */
+static const bool slot_written[VK_BINDINGS] = {[3] = true, [4] = true, [6] = true, [7] = true};
+
+static void mark_written(const vk_binding *const bind[VK_BINDINGS])
+{
+    for (int i = 0; i < VK_BINDINGS; i++)
+        if (slot_written[i] && bind[i] && bind[i]->buf)
+            atomic_store(&((vk_buf *)bind[i]->buf)->device_written, true);
+}
+
 rayo_status vk_ctx_dispatch(vk_state *s, vk_ctx *cx, VkPipeline pipeline,
                             const vk_binding *const bind[VK_BINDINGS], const vk_push *pc,
                             uint32_t gx, uint32_t gy, uint32_t gz)
 {
     if (cx->error != RAYO_OK)
         return cx->error;
+    mark_written(bind);
     VkDescriptorSet set = VK_NULL_HANDLE;
     rayo_status st = s->push_descriptors ? RAYO_OK : alloc_set(s, cx, &set);
     if (st != RAYO_OK)
@@ -390,6 +407,11 @@ static rayo_status queue_submit(vk_state *s, vk_ctx *const *cxs, size_t n)
 rayo_status vk_ctx_submit_all(vk_state *s, vk_ctx *const *cxs, size_t n)
 {
     rayo_status st = RAYO_OK;
+    for (size_t i = 0; i < n && st == RAYO_OK; i++)
+        if (!vk_copies_fresh(s, cxs[i])) { /* vk-batches.c records such a batch again first */
+            s->host->set_error(s->host, "vulkan: a recording reads a weight's f16 copy that a write made stale");
+            st = RAYO_E_STATE;
+        }
     for (size_t i = 0; i < n && st == RAYO_OK; i++)
         st = vk_ctx_end(s, cxs[i], i + 1 == n);
     if (st == RAYO_OK)
