@@ -9,8 +9,9 @@
 #       rayo-vulkan.so, goes to DIR/base for a same-run comparison; carry
 #       DIR and .gl (bench/gpu-run.sh prepare fetches .gl's packages)
 #   DIR/vulkan-llama-run.sh run                      there, repository root:
-#       1. test-vulkan, test-vulkan-infer, test-batch-replay and rayo-conform
-#          on vulkan for the ops of a decoder (fresh seed), side by side;
+#       1. test-vulkan, test-vulkan-infer, test-batch-replay,
+#          test-vulkan-copies and rayo-conform on vulkan for the ops of a
+#          decoder (fresh seed), side by side;
 #       2. vk-bench --quick --copies --gemv 4096x11008 and 11008x4096 in the
 #          quantized dtypes, at the default precision and --relaxed (and
 #          with BASE, relaxed): gemv against the copy bandwidth of the
@@ -44,10 +45,12 @@ mode=${1:-run}
 
 prepare() {
     build=${1:-build} dir=${2:-.gpu-vulkan} base=${3:-}
-    make -C "$build" -j2 tests/test-vulkan tests/test-vulkan-infer tests/test-batch-replay bench/vk-bench >/dev/null ||
+    make -C "$build" -j2 tests/test-vulkan tests/test-vulkan-infer tests/test-batch-replay tests/test-vulkan-copies \
+        bench/vk-bench >/dev/null ||
         { echo "prepare: could not build the programs in $build" >&2; exit 1; }
     gpu_stage "$build" "$dir" core/.libs/librayo.so.0 plugins/vulkan/.libs/rayo-vulkan.so tools/.libs/rayo-conform \
-        tests/.libs/test-vulkan tests/.libs/test-vulkan-infer tests/.libs/test-batch-replay bench/.libs/vk-bench \
+        tests/.libs/test-vulkan tests/.libs/test-vulkan-infer tests/.libs/test-batch-replay \
+        tests/.libs/test-vulkan-copies bench/.libs/vk-bench \
         examples/llama/.libs/rayo-llama \
         examples/llama/.libs/gguf-make plugins/scalar/.libs/rayo-scalar.so plugins/avx2/.libs/rayo-avx2.so \
         plugins/avx512/.libs/rayo-avx512.so
@@ -101,6 +104,9 @@ checks() {
     echo "test-vulkan-infer exit $?: $(tail -1 "$logs/test-vulkan-infer.log")"
     LD_LIBRARY_PATH=$t/core/.libs:$LD_LIBRARY_PATH timeout 60 "$d/test-batch-replay" >"$logs/test-batch-replay.log" 2>&1
     echo "test-batch-replay exit $?: $(grep -h 'vulkan' "$logs/test-batch-replay.log" | tail -1); $(tail -1 "$logs/test-batch-replay.log")"
+    LD_LIBRARY_PATH=$t/core/.libs:$LD_LIBRARY_PATH RAYO_CONFORM_SEED=$seed timeout 60 "$d/test-vulkan-copies" \
+        >"$logs/test-vulkan-copies.log" 2>&1
+    echo "test-vulkan-copies exit $?: $(tail -1 "$logs/test-vulkan-copies.log")"
 }
 
 # vk-bench's gemv table: this build at the default (strict) and at relaxed

@@ -9,6 +9,12 @@
 #                        offsets between guard bytes, strides, shared f16
 #                        end words, rope in place, get_rows' bad index;
 #                        judged against the scalar backend.
+#  test-vulkan-copies:   the relaxed prompt products' kept f16 copies of
+#                        weights: a copy served bit for bit, a weight
+#                        written by buffer_write or on the device followed
+#                        (new batches and replays), weight_copies = auto, no
+#                        and a small limit alike; against float64.  SKIP
+#                        where the device has no f16 cooperative matrix.
 #  test-vulkan-conform.sh: rayo-conform on the plugin, all sizes, with the
 #                        validation layer; zero validation messages required
 #                        (test-conform.sh leaves vulkan to it).
@@ -32,5 +38,9 @@ tests_test_vulkan_infer_SOURCES = tests/test-vulkan-infer.c tests/testutil.h
 tests_test_vulkan_infer_CPPFLAGS = $(CONFORM_CPPFLAGS)
 tests_test_vulkan_infer_LDADD = tools/conform/libconform.la core/librayo.la -lm
 TESTS += tests/test-vulkan tests/test-vulkan-conform.sh tests/test-vulkan-probe.sh
-TESTS += tests/test-vulkan-infer tests/test-vulkan-fuse.sh
+check_PROGRAMS += tests/test-vulkan-copies
+tests_test_vulkan_copies_SOURCES = tests/test-vulkan-copies.c tests/testutil.h
+tests_test_vulkan_copies_CPPFLAGS = $(CONFORM_CPPFLAGS)
+tests_test_vulkan_copies_LDADD = tools/conform/libconform.la core/librayo.la -lm
+TESTS += tests/test-vulkan-infer tests/test-vulkan-fuse.sh tests/test-vulkan-copies
 endif
