@@ -30,9 +30,9 @@
 //      value, which may be inf) into acc;
 //   5. the SLICES partial acc of each quad summed through shared memory;
 //      out = acc / l.
-// vk-infer.c takes this path for relaxed calls of 1 to 4 queries whose
-// visible keys fit WG KPL (attention_short_keys) and attention_dec.comp
-// or attention.comp for the others.
+// vk-infer.c takes this path for relaxed calls of 1 to 4 queries against
+// at most attention_short_keys keys (KPL = that / WG, rounded up), and
+// attention_dec.comp or attention.comp for the others.
 //
 // Accuracy: the relaxed contract (2e-3, core/rayo-ops.h).  Scores, sums
 // and outputs are float, as in attention_dec.comp, whose header gives the
@@ -41,8 +41,8 @@
 // measures scores near 3e3); the scale is folded into the query.  Here the
 // maximum is the row's true one, so each weight is one rounding of r_exp
 // (about 1 ulp) and no factor e^(m_old - m) rescales the sums; l and acc
-// add at most KPL or keys / SLICES terms in a row before a tree of
-// subgroup or shared-memory sums.  f16 values are decoded exactly
+// add at most KPL or keys / SLICES terms one after the other, then the
+// subgroups' sums or the SLICES partial ones.  f16 values are decoded exactly
 // (half.glsl).  NaN: a NaN score makes its row's weights, l and every
 // output NaN; a NaN in V only the outputs of its dimension (the reference
 // does the same).
