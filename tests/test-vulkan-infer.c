@@ -574,6 +574,14 @@ int main(void)
     test_attention_at(RAYO_DTYPE_F16, 20, 40, 3, 3, 256, true);
     test_attention_at(RAYO_DTYPE_F32, 70, 90, 6, 2, 33, true);
     test_attention_at(RAYO_DTYPE_F32, 48, 60, 32, 4, 64, true);
+    /* relaxed decode at short caches by attention_short.comp: 1 to 4
+     * queries, groups of 8, 1, 3 and 16, head_dim 64, 128, odd and 256,
+     * 1 key to the default limit's 1024 (four keys an invocation) */
+    test_attention_at(RAYO_DTYPE_F16, 1, 192, 32, 4, 64, true);
+    test_attention_at(RAYO_DTYPE_F32, 4, 1024, 8, 8, 128, true);
+    test_attention_at(RAYO_DTYPE_F32, 2, 31, 12, 3, 33, true);
+    test_attention_at(RAYO_DTYPE_F16, 3, 5, 16, 1, 256, true);
+    test_attention_at(RAYO_DTYPE_F32, 1, 1, 4, 4, 64, true);
     rayo_close(ctx);
     /* typed matmul with a transposed B read as it is, and transposed once more */
     for (int tr = 0; tr < 2; tr++) {
@@ -587,10 +595,11 @@ int main(void)
     }
     /* relaxed decode by attention_dec.comp, grouped heads too: 1 to 4
      * queries, groups of 8, 1, 3 and 16 (two workgroups of heads), head_dim
-     * 64, 128, odd and 256, f16 rows off their words (odd strides); prompts
-     * in blocks of 32 rows where they fit */
-    snprintf(settings, sizeof settings, "%s[backend.vulkan]\nattention_decode = all\nattention_prompt_rows = 32\n",
-             SETTINGS);
+     * 64, 128, odd and 256, f16 rows off their words (odd strides), past
+     * the 64 keys attention_short.comp takes here (at them: one key an
+     * invocation); prompts in blocks of 32 rows where they fit */
+    snprintf(settings, sizeof settings, "%s[backend.vulkan]\nattention_decode = all\nattention_prompt_rows = 32\n"
+             "attention_short_keys = 64\n", SETTINGS);
     ctx = NULL;
     CHECK(test_open(&ctx, settings) == RAYO_OK, "rayo_open: %s", rayo_last_error());
     if (ctx) {
@@ -598,6 +607,7 @@ int main(void)
         test_attention_at(RAYO_DTYPE_F32, 4, 300, 8, 8, 128, true);
         test_attention_at(RAYO_DTYPE_F16, 2, 150, 12, 4, 33, true);
         test_attention_at(RAYO_DTYPE_F16, 3, 70, 16, 1, 256, true);
+        test_attention_at(RAYO_DTYPE_F16, 2, 64, 8, 2, 128, true);
         /* a relaxed prompt by attention_prompt.comp in blocks of 32 rows */
         test_attention_at(RAYO_DTYPE_F32, 128, 128, 4, 4, 64, true);
     }

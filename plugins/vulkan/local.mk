@@ -9,7 +9,8 @@ VK_SHADER_FILES = \
 	shaders/reduce.comp shaders/rows.comp shaders/matmul.comp \
 	shaders/gemv.comp shaders/transpose.comp shaders/matmul_coop.comp \
 	shaders/gemv_quant.comp shaders/gemv_int8.comp shaders/attention.comp \
-	shaders/attention.glsl shaders/attention_dec.comp shaders/attention_prompt.comp \
+	shaders/attention.glsl shaders/attention_dec.comp shaders/attention_short.comp \
+	shaders/attention_prompt.comp \
 	shaders/half.glsl shaders/dequant.glsl shaders/glu.glsl shaders/rope.glsl \
 	shaders/infer_rows.comp shaders/half_rows.comp shaders/matmul_half.comp \
 	shaders/half_scale.comp shaders/rayo-op-ids.h

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* vk-infer.c - recording the inference shaders: gemv with half and
  * quantized weights (shaders/gemv_quant.comp), attention
- * (shaders/attention.comp, attention_dec.comp for decode, attention_prompt.comp for prompts),
+ * (shaders/attention.comp, attention_short.comp and attention_dec.comp for
+ * decode, attention_prompt.comp for prompts),
  * get_rows, rope and the gated units
  * (shaders/infer_rows.comp).
  *
@@ -24,6 +25,9 @@
 /* lavapipe stops an invocation after 65,535 loop iterations: at most this
  * many units (each a few short loops) per invocation on a CPU device */
 #define CPU_UNITS_MAX 2048u
+/* The largest attention_short_keys (attention_short.comp holds the
+ * weights of its keys in shared memory: 16 KiB) */
+#define ATTN_SHORT_KEYS_MAX 4096u
 
 bool vk_infer_output_gaps(const rayo_call *call, size_t span)
 {
@@ -90,6 +94,9 @@ void vk_infer_read_settings(vk_state *s)
     s->attn_decode = !dec ? VK_ATTN_DEC_UNGROUPED : !strcmp(dec, "no") ? VK_ATTN_DEC_NO
                      : !strcmp(dec, "all") ? VK_ATTN_DEC_ALL : VK_ATTN_DEC_UNGROUPED;
     s->attn_decode_keys = config_pow2(s, "attention_decode_keys", 4, 65536);
+    const char *short_path = s->host->config(s->host, "attention_short");
+    s->attn_short = !(short_path && !strcmp(short_path, "no"));
+    s->attn_short_keys = config_pow2(s, "attention_short_keys", 1, ATTN_SHORT_KEYS_MAX);
     const char *prompt = s->host->config(s->host, "attention_prompt");
     s->attn_prompt = !(prompt && !strcmp(prompt, "no"));
     s->attn_prompt_rows = config_pow2(s, "attention_prompt_rows", 16, 32);
@@ -665,12 +672,65 @@ static uint32_t attention_decode_heads(size_t group)
     return heads;
 }
 
-/* Whether f16 K and V pairs of elements start on words: offsets, strides
- * and head_dim even. */
-static bool attention_pairs_aligned(const vk_push *pc)
+/* Whether K and V rows split into aligned groups of `unit` elements
+ * (pairs of halves on words, quads on 8 or 16 bytes): offsets, strides and
+ * head_dim multiples of unit. */
+static bool attention_kv_aligned(const vk_push *pc, uint32_t unit)
 {
-    return pc->n % 2 == 0 && pc->ob % 2 == 0 && pc->oc % 2 == 0 &&
-           (pc->ext[4] | pc->ext[5] | pc->ext[6] | pc->ext[7]) % 2 == 0;
+    return pc->n % unit == 0 && pc->ob % unit == 0 && pc->oc % unit == 0 &&
+           (pc->ext[4] | pc->ext[5] | pc->ext[6] | pc->ext[7]) % unit == 0;
+}
+
+/* attention_short.comp: relaxed calls of 1 to ATTN_DEC_QUERIES queries
+ * against at most attention_short_keys keys, where the device has
+ * subgroup arithmetic, unless attention_short = no: one dispatch, a
+ * workgroup of ATTN_SHORT_WG per (query token, query head), each
+ * invocation scoring up to ceil(keys / ATTN_SHORT_WG) keys.  That count
+ * follows from the setting and the call's kind alone, so the steps of a
+ * replayed decode keep one pipeline while their cache grows; a step past
+ * the limit takes the paths below.  Default limit, from an NVIDIA H200
+ * (doc/benchmarks-vulkan.md): ATTN_SHORT_KEYS (a TinyLlama-shape f32 call
+ * of 1024 keys took 22 us, the general shader 34; a Llama-2-7B-shape one
+ * 40 us, attention_dec.comp 49, but 145 against 124 at 4096 keys), and
+ * ATTN_SHORT_F16_KEYS for an f16 cache that attention_dec.comp takes
+ * (decoding the halves of a whole row in one workgroup, 7B shape: 19 us
+ * against 20 at 192 keys, 72 against 42 at 1024). */
+#define ATTN_SHORT_WG 256u
+#define ATTN_SHORT_KEYS 1024u
+#define ATTN_SHORT_F16_KEYS 256u
+
+static uint32_t attention_short_keys(const vk_state *s, const rayo_dev_call *call,
+                                     const rayo_attention_params *p)
+{
+    if (s->attn_short_keys)
+        return s->attn_short_keys;
+    bool f16 = RAYO_DTYPE_OF(call->dtypes, 1) == RAYO_DTYPE_F16;
+    return f16 && attention_decode_takes(s, call, p) ? ATTN_SHORT_F16_KEYS : ATTN_SHORT_KEYS;
+}
+
+/* Its shared memory: the weights, the query row, and per invocation two
+ * floats (the subgroups' maxima and sums) and a vec4 (a partial output). */
+static size_t attention_short_shared(uint32_t keys_per_invocation, size_t dim)
+{
+    return (size_t)ATTN_SHORT_WG * keys_per_invocation * 4 + (dim + 3) / 4 * 16 + ATTN_SHORT_WG * (2 * 4 + 16);
+}
+
+static bool attention_short_takes(const vk_state *s, const rayo_dev_call *call, const rayo_attention_params *p)
+{
+    uint32_t keys = attention_short_keys(s, call, p), per_invocation = (keys + ATTN_SHORT_WG - 1) / ATTN_SHORT_WG;
+    return s->attn_short && s->subgroup_ok && call->precision == RAYO_PRECISION_RELAXED && p->n_q >= 1 &&
+           p->n_q <= ATTN_DEC_QUERIES && p->n_kv >= 1 && p->n_kv <= keys && p->head_dim >= 1 &&
+           p->head_dim <= ATTN_DMAX && ATTN_SHORT_WG <= s->props.limits.maxComputeWorkGroupInvocations &&
+           attention_short_shared(per_invocation, p->head_dim) <= s->props.limits.maxComputeSharedMemorySize;
+}
+
+static rayo_status rec_attention_short(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
+                                       const rayo_attention_params *p, bool f16, const vk_operands *ops,
+                                       const vk_push *pc)
+{
+    uint32_t per_invocation = (attention_short_keys(s, call, p) + ATTN_SHORT_WG - 1) / ATTN_SHORT_WG;
+    uint32_t spec[5] = {ATTN_SHORT_WG, f16, (uint32_t)p->head_dim, per_invocation, attention_kv_aligned(pc, 4)};
+    return record(s, cx, VK_SHADER_ATTENTION_SHORT, spec, 5, ops, pc, groups_of(p->n_q * p->n_heads), 1);
 }
 
 /* Binds the scratch of the chunks' m, l and acc (floats) and records
@@ -701,7 +761,7 @@ static rayo_status rec_attention_decode(vk_state *s, vk_ctx *cx, const rayo_atte
     uint32_t items = pc->ext[13], keys = attention_decode_keys(s, items, p->n_kv);
     uint32_t chunks = (uint32_t)((p->n_kv + keys - 1) / keys);
     uint32_t spec[6] = {s->subgroup_size, f16, (uint32_t)p->head_dim, heads, s->subgroup_size,
-                        f16 && attention_pairs_aligned(pc)};
+                        f16 && attention_kv_aligned(pc, 2)};
     pc->ext[10] = chunks;
     pc->ext[11] = keys;
     if (chunks == 1) {
@@ -786,8 +846,8 @@ static rayo_status rec_attention_prompt(vk_state *s, vk_ctx *cx, const rayo_atte
 
 /* Strict calls take the module that sums in double (shaderFloat64);
  * relaxed ones the float module, within their 2e-3 contract
- * (core/rayo-ops.h), or attention_dec.comp (decode), or
- * attention_prompt.comp (prompts). */
+ * (core/rayo-ops.h), or attention_short.comp (decode at short caches),
+ * attention_dec.comp (decode), or attention_prompt.comp (prompts). */
 static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
                                  vk_operands *ops)
 {
@@ -809,6 +869,8 @@ static rayo_status rec_attention(vk_state *s, vk_ctx *cx, const rayo_dev_call *c
     pc.ob = f16 ? ops->use[1]->byte_offset / 2 : ops->use[1]->word_offset;
     pc.oc = f16 ? ops->use[2]->byte_offset / 2 : ops->use[2]->word_offset;
     pc.oy = ops->use[3]->word_offset;
+    if (attention_short_takes(s, call, p))
+        return rec_attention_short(s, cx, call, p, f16, ops, &pc);
     if (attention_decode_takes(s, call, p))
         return rec_attention_decode(s, cx, p, f16, ops, &pc);
     attn_prompt_shape block;

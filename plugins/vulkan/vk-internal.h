@@ -261,6 +261,8 @@ typedef struct vk_state {
     vk_gemv_settings gemv;            /* read once at init: a decode step records ~150 gemvs */
     vk_attn_decode attn_decode;       /* which relaxed decode attention takes attention_dec.comp */
     uint32_t attn_decode_keys;        /* ... its keys per chunk (0: by the call's size) */
+    bool attn_short;                  /* relaxed decode at short caches takes attention_short.comp */
+    uint32_t attn_short_keys;         /* ... up to this many keys */
     bool attn_prompt;                 /* relaxed prompts take attention_prompt.comp */
     uint32_t attn_prompt_rows;        /* ... its query rows per workgroup (0: by shared memory) */
     uint32_t timestamp_bits;          /* the queue's timestampValidBits */

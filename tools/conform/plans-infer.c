@@ -1358,11 +1358,15 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
     /* Decode of 2 to 4 queries (speculative or batched steps), causal or
      * not, with head_dim 256, odd ones, groups of 3 and of 16 heads (more
      * than one workgroup's 8 on vulkan), fewer keys than a GPU kernel's
-     * chunk, and strides. */
+     * chunk, and strides; caches of 1, 2 and 31 keys, and of 1024 and 1025
+     * (at and past the keys vulkan's attention_short.comp takes by
+     * default). */
     static const size_t decode[][8] = { /* n_q, n_kv, heads, kv heads, head_dim, long, causal, strided */
         {4, 300, 32, 4, 64, 0, 1, 0},  {4, 4096, 8, 8, 128, 1, 0, 1}, {2, 500, 8, 1, 256, 0, 0, 0},
         {1, 1000, 48, 3, 80, 0, 1, 1}, {3, 200, 12, 4, 33, 0, 0, 0},  {4, 4, 8, 2, 64, 0, 1, 0},
-        {1, 5000, 32, 32, 64, 1, 1, 0},
+        {1, 5000, 32, 32, 64, 1, 1, 0}, {1, 1, 4, 1, 64, 0, 1, 0},    {2, 2, 8, 2, 128, 0, 1, 1},
+        {3, 31, 12, 3, 256, 0, 0, 1},  {4, 1024, 16, 4, 64, 0, 1, 0}, {1, 1025, 8, 8, 128, 0, 1, 1},
+        {2, 192, 8, 8, 33, 0, 1, 1},
     };
     for (size_t i = 0; i < COUNT_OF(decode); i++) {
         if (decode[i][5] && x->opt->quick)
@@ -1400,8 +1404,9 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
         for (int twice = 0; twice < 2; twice++)
             run_case(x, build_attention, &r, 1);
     }
-    /* an f32 cache with K of very different sizes and V near 65504 */
-    static const size_t wide[][5] = {{70, 70, 6, 3, 64}, {37, 100, 8, 4, 128}};
+    /* an f32 cache with K of very different sizes and V near 65504, prompts and decode */
+    static const size_t wide[][5] = {{70, 70, 6, 3, 64}, {37, 100, 8, 4, 128}, {1, 192, 8, 4, 64},
+                                     {2, 31, 6, 3, 128}};
     for (size_t i = 0; kv == RAYO_DTYPE_F32 && i < COUNT_OF(wide); i++) {
         attention_spec r = {kv, wide[i][0], wide[i][1], wide[i][2], wide[i][3], wide[i][4], 1, 0, 0, 0, 0, 1};
         for (int twice = 0; twice < 2; twice++)
@@ -1415,7 +1420,8 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
     x->group = NULL;
     /* NaN in q, K and V: the outputs the reference makes NaN, and only those */
     static const size_t nans[][5] = {{1, 192, 32, 32, 128}, {1, 150, 32, 4, 128}, {2, 70, 8, 8, 64},
-                                     {37, 100, 8, 2, 128}, {64, 64, 4, 4, 64}, {1, 3000, 8, 2, 64}};
+                                     {37, 100, 8, 2, 128}, {64, 64, 4, 4, 64}, {1, 3000, 8, 2, 64},
+                                     {1, 31, 4, 1, 256},    {3, 1024, 8, 4, 128}};
     for (size_t i = 0; i < COUNT_OF(nans); i++) {
         attention_spec r = {kv, nans[i][0], nans[i][1], nans[i][2], nans[i][3], nans[i][4], 1, 0, 0, 0, 1, 0};
         for (int twice = 0; twice < 2; twice++)
