@@ -21,8 +21,9 @@
 #          `rayo-llama --backend vulkan --ignore-eos --tokens --ctx 256 -n 64
 #          --prompt-tokens <128 ids> --step-times` (the host time of a
 #          replayed step's parts after the speed): TinyLlama q4_0 cold (empty pipeline
-#          cache) first, then each file warm, with BASE (--warmup: its
-#          pipelines differ, so the cache does not serve it), warm again
+#          cache) first, then each file warm, with BASE (twice, --warmup,
+#          with a pipeline cache of its own: its pipelines differ; the
+#          second run is the figure), warm again
 #          with --warmup too (the figure to compare with BASE's), and at
 #          --precision strict, whose tokens the warm run's are compared with;
 #       4. `profile = yes` breakdowns of a TinyLlama q4_0 and a 7B decode
@@ -70,9 +71,12 @@ vulkan_env() {
 
 # llama NAME FILE [CONFIG [PLUGINS [OPTIONS]]]: one run, its tokens and speed lines in $logs/NAME.log
 llama() {
-    name=$1 file=$2
-    # shellcheck disable=SC2086 # OPTIONS: words
-    RAYO_PLUGIN_PATH=${4:-$d} RAYO_CONFIG=${3:-/tmp/empty.conf} timeout 90 "$d/rayo-llama" --backend vulkan \
+    name=$1 file=$2 envs=""
+    # BASE's pipelines differ from this build's: a pipeline cache of its own,
+    # so that neither build's runs evict or rebuild the other's
+    [ "${4:-$d}" != "$d/base" ] || envs="XDG_CACHE_HOME=/tmp/base-pipeline-cache"
+    # shellcheck disable=SC2086 # OPTIONS, envs: words
+    env $envs RAYO_PLUGIN_PATH=${4:-$d} RAYO_CONFIG=${3:-/tmp/empty.conf} timeout 90 "$d/rayo-llama" --backend vulkan \
         --ignore-eos --tokens --ctx 256 -n 64 --prompt-tokens "$prompt" --step-times ${5:-} "$file" \
         >"$logs/$name.out" 2>"$logs/$name.log"
     echo "$name exit $?: $(grep -h -i 'tok/s' "$logs/$name.log" | tail -1 | sed 's/.*precision, //')"
@@ -171,7 +175,10 @@ llama_runs() {
     llama tl-q4_0-cold /tmp/models/tl-q4_0.gguf
     for m in ${MODELS:-tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0}; do
         llama "$m-warm" "/tmp/models/$m.gguf"
-        [ -f "$d/base/rayo-vulkan.so" ] && llama "$m-base" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base" --warmup
+        if [ -f "$d/base/rayo-vulkan.so" ]; then # the first run fills BASE's pipeline cache
+            llama "$m-base-first" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base" --warmup
+            llama "$m-base" "/tmp/models/$m.gguf" /tmp/empty.conf "$d/base" --warmup
+        fi
         llama "$m-warm2" "/tmp/models/$m.gguf" /tmp/empty.conf "$d" --warmup
         llama "$m-strict" "/tmp/models/$m.gguf" /tmp/empty.conf "$d" "--precision strict"
         tr ' ' '\n' <"$logs/$m-warm.out" >/tmp/a.tok
