@@ -18,7 +18,7 @@
 #include <string.h>
 
 #define GEMV_WG 128u            /* invocations per workgroup (gemv_wg), f16 and bf16 */
-#define GEMV_WG_BLOCKS 256u     /* ... block formats */
+#define GEMV_WG_BLOCKS 512u     /* ... block formats */
 #define GEMV_TEAMS 2048u        /* teams a gemv aims at (rows per team) */
 #define GEMV_SUBGROUPS 8192u    /* subgroups a gemv aims at (subgroups per team) */
 #define MAX_GROUPS 65535u       /* the row loop covers the rest */
@@ -78,7 +78,11 @@ static uint32_t config_pow2(const vk_state *s, const char *key, uint32_t lo, uin
  * 1 until GEMV_SUBGROUPS subgroups are busy or the workgroup is one team
  * (4096 x 11008: 38 -> 30 us at split 4), in workgroups of GEMV_WG; the
  * block formats, whose steps end in workgroup barriers (staged x), keep
- * split 1 (split 4 took 1.2-2.5x longer) in workgroups of GEMV_WG_BLOCKS. */
+ * split 1 (split 4 took 1.2-2.5x longer) in workgroups of GEMV_WG_BLOCKS:
+ * 512, since the relaxed 8-bit gemvs (whose every workgroup rounds all of
+ * x first) and their fused forms decode 3-13% faster than in 256 (a
+ * TinyLlama-shape q4_0 780-793 tok/s against 743-780, the Llama-2-7B shape
+ * 297-317 against 272-275). */
 typedef struct gemv_shape {
     uint32_t rows, units, wg, split;
     uint32_t x_tile;            /* x values staged per step (block formats) */
