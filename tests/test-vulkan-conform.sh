@@ -8,7 +8,10 @@
 # no Vulkan device exists.  On lavapipe (CPU) this is the CI run.  All
 # sizes (test-conform.sh leaves vulkan to this test); RAYO_CONFORM_ARGS adds
 # options (--quick in distcheck and under the sanitizers), RAYO_CONFORM_SEED
-# replays a run.
+# replays a run.  RAYO_TEST_PIPELINE_CACHE names a directory to keep the
+# compiled pipelines in (XDG_CACHE_HOME) instead of a fresh one: lavapipe
+# spends most of a cold run compiling them (~95% of the attention cases'
+# time), so CI shares one directory between this test and distcheck's.
 builddir=${abs_top_builddir:-$(pwd)}
 plugin=$builddir/plugins/vulkan/.libs/rayo-vulkan.so
 conform=$builddir/tools/rayo-conform
@@ -19,7 +22,7 @@ done
 
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
-XDG_CONFIG_HOME=$tmp XDG_CACHE_HOME=$tmp/cache
+XDG_CONFIG_HOME=$tmp XDG_CACHE_HOME=${RAYO_TEST_PIPELINE_CACHE:-$tmp/cache}
 export XDG_CONFIG_HOME XDG_CACHE_HOME
 unset RAYO_CONFIG RAYO_BACKEND RAYO_DISABLE RAYO_PLUGIN_PATH RAYO_FORCE_CPU RAYO_LOG
 
