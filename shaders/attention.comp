@@ -24,8 +24,9 @@
 // float it would exceed the 1e-5 contract for peaky softmax), l and acc are
 // double, and so is the scratch.  RAYO_F32 (the attention_f32 module, for
 // relaxed calls: a 2e-3 contract) keeps all of them in float and needs no
-// shaderFloat64; its scores are compensated sums, since a plain float sum
-// of a head's products used up to the whole bound at scores near 3e3.
+// shaderFloat64; its scores are compensated sums (attention.glsl), since a
+// plain float sum of a head's products used up to the whole bound at
+// scores near 3e3.
 // Exponentials are rmath.glsl's r_exp of the float
 // difference (about 1 ulp); f16 values are decoded exactly (half.glsl).
 
@@ -95,7 +96,7 @@ void tile_scores(uint key0, uint count, uint kv_head, uint heads)
     uint d0 = part * span, d1 = min(d0 + span, pc.head_dim);
     ACC s = ACC(0.0);
 #ifdef RAYO_F32
-    float lost = 0.0;           // what the float sum s has rounded away so far
+    float lost = 0.0;           // add_compensated's remainder
 #endif
     for (uint b0 = 0u; b0 < pc.head_dim; b0 += KD) {
         uint width = min(KD, pc.head_dim - b0);
@@ -105,13 +106,7 @@ void tile_scores(uint key0, uint count, uint kv_head, uint heads)
         if (g < heads)
             for (uint d = max(d0, b0); d < min(d1, b0 + width); d++) {
 #ifdef RAYO_F32
-                // compensated (Kahan) sum: scores near 3e3 are sums of
-                // terms near 400 whose plain float sum is off by ~5e-4 in
-                // the score, a quarter of the relaxed bound on each weight
-                precise float y = qs[g * DMAX + d] * ks[j * KSTRIDE + d - b0] - lost;
-                precise float sum = s + y;
-                lost = (sum - s) - y;
-                s = sum;
+                add_compensated(s, lost, qs[g * DMAX + d] * ks[j * KSTRIDE + d - b0]);
 #else
                 s += ACC(qs[g * DMAX + d]) * ACC(ks[j * KSTRIDE + d - b0]);
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-// attention.glsl - what attention.comp and attention_dec.comp share: the
-// operands, the push constants (vk-infer.c's attention_push) and the
-// scratch layout of the chunks that PASS 1 of attention.comp merges.
+// attention.glsl - what the attention shaders share: the operands, the
+// push constants (vk-infer.c's attention_push), the scratch layout of the
+// chunks that PASS 1 of attention.comp merges, and the compensated sum of
+// their float scores.
 
 #ifndef RAYO_ATTENTION_GLSL
 #define RAYO_ATTENTION_GLSL
@@ -31,6 +32,21 @@ layout(push_constant) uniform PushConstants {
 uint chunk_at(uint token, uint head, uint chunk, uint words)
 {
     return pc.os + words * (((token * pc.n_heads + head) * pc.chunks + chunk) * (pc.head_dim + 2u));
+}
+
+// s += term as a compensated (Kahan) sum, lost holding what s has rounded
+// away so far.  Float scores are sums of head_dim products; where scores
+// are near 3e3 (the conformance group "attn-large") a plain sum of 128
+// terms near 400 is off by ~5e-4, which moves every weight by that
+// relative amount: most of the relaxed contract's 2e-3.  `precise` keeps
+// the compiler from folding (t - s) - y to zero.
+void add_compensated(inout float s, inout float lost, float term)
+{
+    precise float y = term - lost;
+    precise float t = s + y;
+    precise float c = (t - s) - y;
+    lost = c;
+    s = t;
 }
 
 #endif

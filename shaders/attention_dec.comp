@@ -25,10 +25,11 @@
 //
 // Accuracy: the relaxed contract (2e-3, core/rayo-ops.h).  Scores, sums
 // and outputs are float, as in attention.comp's RAYO_F32 module: a
-// score's rounding error (~1e-7 relative to |q||k|) moves its weight by
-// the same relative amount, far inside the bound unless scores reach
-// ~1e3 (the conformance group "attn-large" measures that case).  The
-// scale is folded into the query, which rounds once more (2^-24).
+// score's error moves its weight by the same relative amount, so scores
+// are compensated sums (attention.glsl: about one rounding of the score
+// where a plain sum of 128 products used up to 0.8 of the bound at scores
+// near 3e3, the conformance group "attn-large").  The scale is folded
+// into the query, which rounds once more (2^-24).
 // Exponentials are rmath.glsl's r_exp (about 1 ulp); f16 values are
 // decoded exactly (half.glsl).  Strict calls stay on attention.comp,
 // whose header explains why they need double.
@@ -111,13 +112,13 @@ void attend(uint item, uint chunk)
         bool valid = key0 + lane < k1;
         uint key = min(key0 + lane, k1 - 1u);
         uint krow = key * pc.k_token + kv_head * pc.k_head;
-        float s[HG];
+        float s[HG], lost[HG];
         [[unroll]] for (uint g = 0u; g < HG; g++)
-            s[g] = 0.0;
+            s[g] = lost[g] = 0.0;
         [[unroll]] for (uint p = 0u; p < PAIRS; p++) {
             vec2 k = kv_pair(true, krow, p);
             [[unroll]] for (uint g = 0u; g < HG; g++)
-                s[g] += dot(qs[g * PAIRS + p], k);
+                add_compensated(s[g], lost[g], dot(qs[g * PAIRS + p], k));
         }
         [[unroll]] for (uint g = 0u; g < HG; g++) {
             float m_new = max(m[g], subgroupMax(valid ? s[g] : -R_INF));

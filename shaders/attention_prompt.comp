@@ -47,7 +47,8 @@
 //
 // Accuracy: the relaxed contract (2e-3, core/rayo-ops.h), all in float
 // as in attention.comp's RAYO_F32 module and attention_dec.comp (whose
-// header gives the error budget); the scale is folded into the query.
+// header gives the error budget), scores by compensated sums
+// (attention.glsl); the scale is folded into the query.
 // Exponentials are rmath.glsl's r_exp (about 1 ulp); f16 values are
 // decoded exactly (half.glsl).  Strict calls stay on attention.comp.
 
@@ -152,9 +153,9 @@ void stage(uint which, uint kv_head, uint r0_key0)
 void tile_weights(uint r0, uint key0)
 {
     uint t = gl_LocalInvocationID.x, kl = t % 8u, rg = t / 8u;
-    float s[RQ * RK];
+    float s[RQ * RK], lost[RQ * RK];
     [[unroll]] for (uint x = 0u; x < RQ * RK; x++)
-        s[x] = 0.0;
+        s[x] = lost[x] = 0.0;
     for (uint c = 0u; c < DV; c++) {
         vec4 q[RQ];
         [[unroll]] for (uint i = 0u; i < RQ; i++)
@@ -162,7 +163,7 @@ void tile_weights(uint r0, uint key0)
         [[unroll]] for (uint j = 0u; j < RK; j++) {
             vec4 k = kv[(kl + 8u * j) * SV + c];
             [[unroll]] for (uint i = 0u; i < RQ; i++)
-                s[i * RK + j] += dot(q[i], k);
+                add_compensated(s[i * RK + j], lost[i * RK + j], dot(q[i], k));
         }
     }
     float m_new[RQ];

@@ -66,6 +66,7 @@ static void usage(FILE *out)
             "Without PLUGIN.so: every backend the core loads.  With files: those plugins only.\n"
             "\n"
             "  --quick      leave out most of the largest sizes (2^20 elements, 500^3 matmul)\n"
+            "               and run each relaxed attention case at one alignment, not two\n"
             "  --long       add the long tier: sums and products of up to 1e8 terms, rows of\n"
             "               17.8M (several GB of memory, minutes)\n"
             "  --skip [BACKEND:]LIST  leave out these groups of cases, on every backend or\n"

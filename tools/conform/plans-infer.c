@@ -1328,12 +1328,23 @@ static void plan_rope(ictx *x)
  * most 134 MB a case in f32, so that the reference fits the 2 GB heap of
  * the WebAssembly build); then the
  * scores near 3e3 of "attn-large" (a float score must be right to ~1e-3
- * absolute here), decode, a prefill and a long cache; then prompts of
+ * absolute here), decode of 1 and 3 queries with one KV head a head (the
+ * 7B shape: vulkan's attention_short.comp and attention_dec.comp), a
+ * prefill and a long cache; then prompts of
  * 16 to 512 queries (the tensor-core kernels of cuda, vulkan's
  * attention_prompt.comp), causal or not, strided, with NaN too, and with an
  * f32 cache K of very different sizes and V near 65504.  Each case twice in a
  * row: operands 64-byte aligned, then a whole element off (a kernel that
- * needs aligned rows runs in one of the two). */
+ * needs aligned rows runs in one of the two); once with --quick. */
+/* A relaxed attention case twice in a row (operands aligned, then a whole
+ * element off: misalign_for alternates with the case's serial); once with
+ * --quick, where the cases' alignments alternate instead. */
+static void run_relaxed_twice(ictx *x, const attention_spec *spec)
+{
+    for (int twice = 0; twice < (x->opt->quick ? 1 : 2); twice++)
+        run_case(x, build_attention, spec, 1);
+}
+
 static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
 {
     static const size_t shapes[][7] = { /* n_q, n_kv, heads, kv heads, head_dim, long, scores ~3e3 */
@@ -1344,6 +1355,7 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
         {1, 192, 32, 32, 128, 0, 0},  {1, 150, 32, 4, 128, 0, 0},  {2, 129, 32, 32, 128, 0, 0},
         {1, 4096, 32, 4, 64, 1, 0},   {1, 32768, 4, 4, 128, 1, 0},  {3, 6000, 16, 2, 128, 1, 0},
         {1, 8191, 16, 4, 64, 1, 0},   {2, 4100, 8, 4, 128, 1, 0},  {1, 5000, 12, 2, 64, 1, 0},
+        {1, 700, 32, 32, 128, 0, 1},  {3, 700, 32, 32, 128, 0, 1}, {1, 1500, 32, 32, 128, 0, 1},
     };
     for (size_t i = 0; i < COUNT_OF(shapes); i++) {
         if (shapes[i][5] && x->opt->quick)
@@ -1351,8 +1363,7 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
         attention_spec r = {kv, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4], 1, 0, 0,
                             shapes[i][6] ? 50 : 0, 0, 0};
         x->group = shapes[i][6] ? "attn-large" : NULL;
-        for (int twice = 0; twice < 2; twice++)
-            run_case(x, build_attention, &r, 1);
+        run_relaxed_twice(x, &r);
     }
     x->group = NULL;
     /* Decode of 2 to 4 queries (speculative or batched steps), causal or
@@ -1373,8 +1384,7 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
             continue;
         attention_spec r = {kv, decode[i][0], decode[i][1], decode[i][2], decode[i][3], decode[i][4],
                             (int)decode[i][6], (int)decode[i][7], 0, 0, 0, 0};
-        for (int twice = 0; twice < 2; twice++)
-            run_case(x, build_attention, &r, 1);
+        run_relaxed_twice(x, &r);
     }
     /* Prompts (many queries, causal with more keys than queries, tiles of
      * queries and keys cut short), with scale 8: scores near +-30, where a
@@ -1389,8 +1399,7 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
             continue;
         attention_spec r = {kv, prompts[i][0], prompts[i][1], prompts[i][2], prompts[i][3], prompts[i][4], 1, 0,
                             prompts[i][6] ? 8.0f : 0, 0, 0, 0};
-        for (int twice = 0; twice < 2; twice++)
-            run_case(x, build_attention, &r, 1);
+        run_relaxed_twice(x, &r);
     }
     /* Prompts not causal, or in views of bigger operands (strides), head_dim
      * odd and 256, groups of 8 and 1: the shapes' other paths. */
@@ -1401,22 +1410,24 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
     for (size_t i = 0; i < COUNT_OF(views); i++) {
         attention_spec r = {kv, views[i][0], views[i][1], views[i][2], views[i][3], views[i][4], (int)views[i][5],
                             (int)views[i][6], 0, 0, 0, 0};
-        for (int twice = 0; twice < 2; twice++)
-            run_case(x, build_attention, &r, 1);
+        run_relaxed_twice(x, &r);
     }
     /* an f32 cache with K of very different sizes and V near 65504, prompts and decode */
     static const size_t wide[][5] = {{70, 70, 6, 3, 64}, {37, 100, 8, 4, 128}, {1, 192, 8, 4, 64},
                                      {2, 31, 6, 3, 128}};
     for (size_t i = 0; kv == RAYO_DTYPE_F32 && i < COUNT_OF(wide); i++) {
         attention_spec r = {kv, wide[i][0], wide[i][1], wide[i][2], wide[i][3], wide[i][4], 1, 0, 0, 0, 0, 1};
-        for (int twice = 0; twice < 2; twice++)
-            run_case(x, build_attention, &r, 1);
+        run_relaxed_twice(x, &r);
     }
-    /* a prompt with scores near 3e3 */
+    /* prompts with scores near 3e3, the second of the 7B shape */
+    static const size_t big[][6] = {{40, 60, 4, 2, 64, 0}, {128, 128, 32, 32, 128, 1}}; /* ..., long */
     x->group = "attn-large";
-    attention_spec big = {kv, 40, 60, 4, 2, 64, 1, 0, 0, 50, 0, 0};
-    for (int twice = 0; twice < 2; twice++)
-        run_case(x, build_attention, &big, 1);
+    for (size_t i = 0; i < COUNT_OF(big); i++) {
+        if (big[i][5] && x->opt->quick)
+            continue;
+        attention_spec r = {kv, big[i][0], big[i][1], big[i][2], big[i][3], big[i][4], 1, 0, 0, 50, 0, 0};
+        run_relaxed_twice(x, &r);
+    }
     x->group = NULL;
     /* NaN in q, K and V: the outputs the reference makes NaN, and only those */
     static const size_t nans[][5] = {{1, 192, 32, 32, 128}, {1, 150, 32, 4, 128}, {2, 70, 8, 8, 64},
@@ -1424,8 +1435,7 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
                                      {1, 31, 4, 1, 256},    {3, 1024, 8, 4, 128}};
     for (size_t i = 0; i < COUNT_OF(nans); i++) {
         attention_spec r = {kv, nans[i][0], nans[i][1], nans[i][2], nans[i][3], nans[i][4], 1, 0, 0, 0, 1, 0};
-        for (int twice = 0; twice < 2; twice++)
-            run_case(x, build_attention, &r, 1);
+        run_relaxed_twice(x, &r);
     }
 }
 
