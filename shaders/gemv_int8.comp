@@ -14,7 +14,8 @@
 // time, its invocations one unit of each row per step (a Q8_0 or Q4_0
 // block, a quarter of a Q4_K or Q6_K block), neighbours on neighbouring
 // units (contiguous bytes); a unit is read as whole words shifted into
-// place (blocks start on any byte), its integer sums are exact and become
+// place (blocks start on any byte; Q4_K's as 16-byte quads where A and
+// its rows start on 16 bytes), its integer sums are exact and become
 // floats once, times the weight's and x's scales.
 //
 // The error is x's rounding, at most d / 2 per value.  For weights not
@@ -102,6 +103,19 @@ const uint ALL_ROWS = ROWS;
 uint a_word(uint w, bool up) { return a_data[min(w, pc.aux)]; }
 uint a_start(uint mat) { return pc.oa; }
 #endif
+// A seen 16 bytes at a time (binding 0, and up's A at binding 5), for
+// Q4_K where every block starts on 16 bytes (its 144 bytes are nine
+// quads): one load for what takes four or five words otherwise.
+layout(std430, set = 0, binding = 0) readonly buffer BufAQuads { uvec4 a_quads[]; };
+#ifdef RAYO_GLU
+layout(std430, set = 0, binding = 5) readonly buffer BufDQuads { uvec4 d_quads[]; };
+uvec4 a_quad(uint q, bool up) { return up ? d_quads[min(q, pc.ext[3] >> 2u)] : a_quads[min(q, pc.aux >> 2u)]; }
+bool quads_aligned() { return ((pc.oa | pc.k | pc.ext[2]) & 15u) == 0u; }
+#else
+uvec4 a_quad(uint q, bool up) { return a_quads[min(q, pc.aux >> 2u)]; }
+bool quads_aligned() { return ((pc.oa | pc.k) & 15u) == 0u; }
+#endif
+bool by_quads = false;          // Q4_K rows read as quads (main sets it)
 bool on_up = false;             // the matrix of the float path (dequant.glsl)
 #define DQ_WORD(i) a_word(i, on_up)
 #include "dequant.glsl"
@@ -264,8 +278,15 @@ float unit_block(uint at, uint b, bool up)
 float unit_q4_k(uint blk, uint c, uint xb, bool up)
 {
     uint head[9], q[9];
-    load_words(blk, 4u, up, head);
-    load_words(blk + 16u + 32u * c, 8u, up, q);
+    if (by_quads) {
+        uint at = blk >> 4u;
+        uvec4 h = a_quad(at, up), lo = a_quad(at + 1u + 2u * c, up), hi = a_quad(at + 2u + 2u * c, up);
+        head = uint[9](h.x, h.y, h.z, h.w, 0u, 0u, 0u, 0u, 0u);
+        q = uint[9](lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w, 0u);
+    } else {
+        load_words(blk, 4u, up, head);
+        load_words(blk + 16u + 32u * c, 8u, up, q);
+    }
     int i0 = 0, i1 = 0;
     [[unroll]] for (uint t = 0u; t < 8u; t++) {
         i0 += dot4(q[t] & 0x0f0f0f0fu, x_word(xb, t));
@@ -438,6 +459,7 @@ void main()
     norm_begin();
 #endif
     bool int_path = round_x();
+    by_quads = DTYPE == Q4_K && quads_aligned();
     uint rows_per_group = gl_NumSubgroups * ROWS;
     for (uint base = gl_WorkGroupID.x * rows_per_group; base < pc.m;
          base += gl_NumWorkGroups.x * rows_per_group) {
