@@ -20,22 +20,21 @@ uint dq_byte(uint at) { return (DQ_WORD(at >> 2u) >> (8u * (at & 3u))) & 0xffu; 
 uint dq_half(uint at) { return dq_byte(at) | (dq_byte(at + 1u) << 8u); }
 int dq_sbyte(uint at) { return int(dq_byte(at) << 24u) >> 24; }
 
-// Byte i (0..11) of a Q4_K block's scales, held in three words.
-uint dq_scale_byte(uvec3 sc, uint i) { return (sc[i >> 2u] >> (8u * (i & 3u))) & 0xffu; }
-
 // The scales and minimums (s0, m0, s1, m1) of sub-blocks 2c and 2c + 1 of a
-// Q4_K block from its 12 scale bytes: sub-blocks 0..3 have 6-bit fields,
-// 4..7 fields split over two bytes.
+// Q4_K block from its 12 scale bytes in three words (sc.x: bytes 0..3,
+// sc.y: 4..7, sc.z: 8..11): sub-blocks 0..3 have 6-bit fields (scales in
+// bytes 0..3, minimums in 4..7), 4..7 a low nibble in bytes 8..11 and
+// their top two bits in the top bits of bytes 0..7.  Whole words shifted
+// by the same amount for every c, the two halves chosen last: a byte
+// picked by a runtime index costs a select per word.
 uvec4 dq_q4_k_scales(uvec3 sc, uint c)
 {
-    uint j = 2u * c;
-    if (c < 2u)
-        return uvec4(dq_scale_byte(sc, j) & 63u, dq_scale_byte(sc, j + 4u) & 63u,
-                     dq_scale_byte(sc, j + 1u) & 63u, dq_scale_byte(sc, j + 5u) & 63u);
-    return uvec4((dq_scale_byte(sc, j + 4u) & 15u) | ((dq_scale_byte(sc, j - 4u) >> 6u) << 4u),
-                 (dq_scale_byte(sc, j + 4u) >> 4u) | ((dq_scale_byte(sc, j) >> 6u) << 4u),
-                 (dq_scale_byte(sc, j + 5u) & 15u) | ((dq_scale_byte(sc, j - 3u) >> 6u) << 4u),
-                 (dq_scale_byte(sc, j + 5u) >> 4u) | ((dq_scale_byte(sc, j + 1u) >> 6u) << 4u));
+    uint sh = 16u * (c & 1u);
+    uint s = sc.x >> sh, m = sc.y >> sh, lo = sc.z >> sh;
+    uvec4 first = uvec4(s & 63u, m & 63u, (s >> 8u) & 63u, (m >> 8u) & 63u);
+    uvec4 last = uvec4((lo & 15u) | ((s >> 2u) & 0x30u), ((lo >> 4u) & 15u) | ((m >> 2u) & 0x30u),
+                       ((lo >> 8u) & 15u) | ((s >> 10u) & 0x30u), ((lo >> 12u) & 15u) | ((m >> 10u) & 0x30u));
+    return c < 2u ? first : last;
 }
 
 float dq_q4_k(uint blk, uint i)
