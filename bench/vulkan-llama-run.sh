@@ -26,7 +26,7 @@
 #          second run is the figure), warm again
 #          with --warmup too (the figure to compare with BASE's), and at
 #          --precision strict, whose tokens the warm run's are compared with;
-#       4. `profile = yes` breakdowns of a TinyLlama q4_0 and a 7B decode
+#       4. `profile = yes` breakdowns of a TinyLlama q4_0 and q4_k_m and a 7B decode
 #          (and with BASE, --warmup), and both decoded without replay
 #          (RAYO_LLAMA_REPLAY=0);
 #       5. TinyLlama q4_0 under other [backend.vulkan] settings (VARIANTS:
@@ -149,7 +149,7 @@ run() {
     printf '[backend.vulkan]\nprofile = yes\n' >/tmp/profile.conf
     ! part llama || llama_runs
     if part profile; then
-        for m in tl-q4_0 7b-q4_0; do
+        for m in tl-q4_0 tl-q4_k_m 7b-q4_0; do
             for v in "" base; do
                 [ -z "$v" ] || [ -f "$d/$v/rayo-vulkan.so" ] || continue
                 RAYO_LOG=info llama "$m-profile$v" "/tmp/models/$m.gguf" /tmp/profile.conf "$d/$v" ${v:+--warmup}
