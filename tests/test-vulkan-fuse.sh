@@ -18,7 +18,9 @@
 # cycle through the dtypes, at least one.  The tiny files' rows of 256 are
 # too short for the 8-bit path (gemv_int8.comp sums them in float): a
 # q4_k_m file 1024 wide (Q4_K and Q6_K; at least one call fused) takes it,
-# gate and up's Q4_K rows read 16 bytes at a time.  Skipped, with the reason, where no Vulkan device exists.
+# gate and up's Q4_K rows read 16 bytes at a time; its second layer's v
+# is Q6_K (summed in float), so that layer's q and k take their ropes in
+# their products and v runs alone.  Skipped, with the reason, where no Vulkan device exists.
 bin=${abs_top_builddir:-$(pwd)}/examples/llama
 probe=${abs_top_builddir:-$(pwd)}/tests/test-vulkan
 if [ ! -x "$bin/rayo-llama" ] || [ ! -x "$bin/gguf-make" ] || [ ! -x "$probe" ]; then

@@ -283,7 +283,8 @@ static rayo_status record_norm_product(vk_state *s, vk_ctx *cx, const rayo_dev_c
 /* at[0 .. 6): rmsnorm, q, k, v products, ropes of q and k (vk_norm_ropes_suit):
  * q's and k's products with their ropes, then v's (the ropes before v's
  * product: the check found that v's reads and writes meet none of theirs),
- * each with the norm in it; each rope's time under its product's.  0
+ * each with the norm in it (v's alone where it does not fuse: q's dispatch
+ * stored the norm's output); each rope's time under its product's.  0
  * where nothing was recorded (q's rope does not fuse after all). */
 static size_t record_norm_ropes(vk_state *s, vk_ctx *cx, const rayo_dev_call *at, rayo_status *st)
 {

@@ -447,11 +447,22 @@ static size_t rope_in_gemv_dims(const rayo_dev_call *gemv, const rayo_dev_call *
     return rot % 2 || rot > p->head_dim ? 0 : rot;
 }
 
+/* v of the q, k, v products: fused with the norm as q and k are, or else a
+ * gemv of the norm's whole output recorded alone after q's dispatch has
+ * stored that output (a Q6_K v of a q4_k_m file, whose relaxed gemv sums
+ * in float: the ropes of q and k still fuse). */
+static bool norm_output_gemv(const vk_state *s, const rayo_dev_call *norm, const rayo_dev_call *v)
+{
+    return norm_gemv_suits(s, norm, v) ||
+           (v->op == RAYO_OP_GEMV && v->n == norm->n && v->m > 0 && v->a.buf && v->y.buf && norm->y.buf &&
+            v->b.buf == norm->y.buf && v->b.offset == norm->y.offset);
+}
+
 bool vk_norm_ropes_suit(const vk_state *s, const rayo_dev_call *const c[6])
 {
     const rayo_dev_call *norm = c[0], *q = c[1], *k = c[2], *v = c[3];
     if (s->bindings < VK_BINDINGS || !norm_gemv_suits(s, norm, q) || !norm_gemv_suits(s, norm, k) ||
-        !norm_gemv_suits(s, norm, v) || !rope_in_gemv_dims(q, c[4]) || !rope_in_gemv_dims(k, c[5]))
+        !norm_output_gemv(s, norm, v) || !rope_in_gemv_dims(q, c[4]) || !rope_in_gemv_dims(k, c[5]))
         return false;
     /* the ropes run before v's product, k's after q's rope: nothing written
      * (the norm's output, q, k, v) meets another or what is read */

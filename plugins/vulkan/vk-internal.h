@@ -426,8 +426,9 @@ rayo_status vk_record_norm_gemv(vk_state *s, vk_ctx *cx, const rayo_dev_call *no
 rayo_status vk_record_norm_glu(vk_state *s, vk_ctx *cx, const rayo_dev_call *norm, const rayo_dev_call *gate,
                                const rayo_dev_call *up, const rayo_dev_call *glu, bool store);
 /* Whether c[0 .. 6) = rmsnorm, gemvs q, k, v of its output, rope of q's and of
- * k's output in place run as three dispatches: the norm and each product,
- * q's and k's with their rope (vk_record_norm_gemv_rope) */
+ * k's output in place run as three dispatches: the norm with q's and with k's
+ * product and their rope (vk_record_norm_gemv_rope), then v's product, with
+ * the norm where it fuses, else alone on the norm's stored output */
 bool vk_norm_ropes_suit(const vk_state *s, const rayo_dev_call *const c[6]);
 rayo_status vk_record_norm_gemv_rope(vk_state *s, vk_ctx *cx, const rayo_dev_call *norm, const rayo_dev_call *gemv,
                                      const rayo_dev_call *rope, bool store);
