@@ -18,9 +18,10 @@
  * f16(q) and q_lo = f16(q - q_hi).  Before the split each query row is
  * scaled by a power of two that puts its largest value in [2^14, 2^15) (no
  * f16 overflow, no digits lost to f16's range in tiny rows); the scores are
- * scaled back exactly.  P is rounded to f16
- * for P V (a relative error of 2^-11 per term, within 2e-3 of
- * sum_j p_j |v_j|).
+ * scaled back exactly.  P goes into P V as two f16 parts, f16(p) and
+ * f16(p - f16(p)), two products each: within 2^-22 of p (f16(p) alone
+ * errs by 2^-11 a term, which with the f16 V and the float32 scores took
+ * 0.80-0.84 of the contract at scores near 3e3).
  *
  * f16 cache: S = q_hi K^T + q_lo K^T.  K is exact in f16, so each score is
  * right to float32 accuracy (a single f16 q would err by 2^-11 |q||k|, 1.5%
@@ -492,8 +493,8 @@ static void pf_softmax(kern *k, const pf_regs *g, int s[8][4], int *m, int *l, i
 
 /* acc += P V on tensor cores: V's B fragments by ldmatrix .trans (lanes
  * 0-15 the rows of keys 0-15 of a step, lanes 16-31 the same at 8 more
- * dimensions). */
-static void pf_pv_mma(kern *k, const pf_regs *g, int pa[4][4], int acc[][4])
+ * dimensions), each used by P's f16 part and by its remainder. */
+static void pf_pv_mma(kern *k, const pf_regs *g, int pa[4][4], int plo[4][4], int acc[][4])
 {
     int voff = nr(k), t = nr(k);
     emit(k, "and.b32 %s, %s, 15;", R(voff), R(g->lane));
@@ -509,6 +510,8 @@ static void pf_pv_mma(kern *k, const pf_regs *g, int pa[4][4], int acc[][4])
                  R(b[2]), R(b[3]), R(voff), kk * 16 * row_bytes(g) + n2 * 32);
             mma_16816(k, pa[kk], b[0], b[1], acc[2 * n2]);
             mma_16816(k, pa[kk], b[2], b[3], acc[2 * n2 + 1]);
+            mma_16816(k, plo[kk], b[0], b[1], acc[2 * n2]);
+            mma_16816(k, plo[kk], b[2], b[3], acc[2 * n2 + 1]);
         }
 }
 
@@ -586,15 +589,31 @@ static void pf_pv_exact(kern *k, const pf_regs *g, int pa[4][4], int j0, int acc
     emit(k, "@%s bra %s;", P(pj), L(l_top));
 }
 
-/* The weights as A fragments of P V: keys 16 kk .. 16 kk + 15 of the tile */
-static void pf_pack_p(kern *k, int s[8][4], int pa[4][4])
+/* f16x2 of what rounding x0, x1 to the halves of `hi` left out (exact in
+ * float32: p - f16(p) is representable) */
+static int pack2_rest(kern *k, int x0, int x1, int hi)
 {
-    for (int kk = 0; kk < 4; kk++) {
-        pa[kk][0] = pack2(k, s[2 * kk][0], s[2 * kk][1]);
-        pa[kk][1] = pack2(k, s[2 * kk][2], s[2 * kk][3]);
-        pa[kk][2] = pack2(k, s[2 * kk + 1][0], s[2 * kk + 1][1]);
-        pa[kk][3] = pack2(k, s[2 * kk + 1][2], s[2 * kk + 1][3]);
-    }
+    int h0, h1;
+    unpack2(k, hi, &h0, &h1);
+    emit(k, "sub.rn.f32 %s, %s, %s;", F(h0), F(x0), F(h0));
+    emit(k, "sub.rn.f32 %s, %s, %s;", F(h1), F(x1), F(h1));
+    return pack2(k, h0, h1);
+}
+
+/* The weights as A fragments of P V: keys 16 kk .. 16 kk + 15 of the tile,
+ * f16(p) in pa and f16(p - f16(p)) in plo: together within 2^-22 of p (or
+ * 2^-25 absolutely, where the remainder is an f16 subnormal), where f16(p)
+ * alone errs by 2^-11, a quarter of the relaxed contract's 2e-3 of
+ * sum_j p_j |v_j| at scores near 3e3. */
+static void pf_pack_p(kern *k, int s[8][4], int pa[4][4], int plo[4][4])
+{
+    for (int kk = 0; kk < 4; kk++)
+        for (int a = 0; a < 4; a++) { /* a: row g or g + 8 (odd a), keys 2t or 2t + 8 (a >= 2) */
+            const int *row = s[2 * kk + a / 2];
+            int c = 2 * (a % 2);
+            pa[kk][a] = pack2(k, row[c], row[c + 1]);
+            plo[kk][a] = pack2_rest(k, row[c], row[c + 1], pa[kk][a]);
+        }
 }
 
 /* Row r's outputs (the lane's 2 columns of each 8) acc / sum, where r < n_q */
@@ -627,7 +646,7 @@ static void gen_attn_pf(strbuf *mod, int dm, int f32)
 {
     kern kk = {0}, *k = &kk;
     pf_regs g = {.dm = dm, .f32 = f32};
-    int qh[8][4], ql[8][4], fac[2], m[2], l[2], acc[16][4], s[8][4], pa[4][4];
+    int qh[8][4], ql[8][4], fac[2], m[2], l[2], acc[16][4], s[8][4], pa[4][4], plo[4][4];
     pf_params(k, &g);
     pf_indices(k, &g);
     pf_load_q(k, &g, qh, ql, fac);
@@ -647,9 +666,9 @@ static void gen_attn_pf(strbuf *mod, int dm, int f32)
     int bad = f32 ? pf_stage_f32(k, &g, j0) : pf_stage(k, &g, j0);
     pf_scores(k, &g, qh, ql, fac, j0, s);
     pf_softmax(k, &g, s, m, l, acc);
-    pf_pack_p(k, s, pa);
+    pf_pack_p(k, s, pa, plo);
     emit(k, "@%s bra %s;", P(bad), L(l_exact));
-    pf_pv_mma(k, &g, pa, acc);
+    pf_pv_mma(k, &g, pa, plo, acc);
     emit(k, "bra.uni %s;", L(l_next));
     label(k, l_exact);
     pf_pv_exact(k, &g, pa, j0, acc);
