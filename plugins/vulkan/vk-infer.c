@@ -19,6 +19,7 @@
 
 #define GEMV_WG 128u            /* invocations per workgroup (gemv_wg), f16 and bf16 */
 #define GEMV_WG_BLOCKS 512u     /* ... block formats */
+#define GEMV_WG_K_QUANTS 256u   /* ... Q4_K and Q6_K in gemv_quant.comp */
 #define GEMV_TEAMS 2048u        /* teams a gemv aims at (rows per team) */
 #define GEMV_SUBGROUPS 8192u    /* subgroups a gemv aims at (subgroups per team) */
 #define MAX_GROUPS 65535u       /* the row loop covers the rest */
@@ -82,7 +83,9 @@ static uint32_t config_pow2(const vk_state *s, const char *key, uint32_t lo, uin
  * 512, since the relaxed 8-bit gemvs (whose every workgroup rounds all of
  * x first) and their fused forms decode 3-13% faster than in 256 (a
  * TinyLlama-shape q4_0 780-793 tok/s against 743-780, the Llama-2-7B shape
- * 297-317 against 272-275). */
+ * 297-317 against 272-275); but Q4_K and Q6_K in gemv_quant.comp (strict
+ * calls, and relaxed Q6_K) in GEMV_WG_K_QUANTS, where they took 8-13% less
+ * time than in 512 at every shape (Q4_0 and Q8_0 up to 30% more). */
 typedef struct gemv_shape {
     uint32_t rows, units, wg, split;
     uint32_t x_tile;            /* x values staged per step (block formats) */
@@ -114,8 +117,9 @@ static gemv_shape gemv_shape_of(const vk_state *s, rayo_dtype dt, size_t m)
         for (g.rows = 4; g.rows > 1 && m / g.rows < GEMV_TEAMS; g.rows /= 2) {}
     if (!g.units)
         g.units = 1;
+    bool k_quant = dt == RAYO_DTYPE_Q4_K || dt == RAYO_DTYPE_Q6_K;
     if (!g.wg || g.wg > s->props.limits.maxComputeWorkGroupInvocations)
-        g.wg = half ? GEMV_WG : GEMV_WG_BLOCKS;
+        g.wg = half ? GEMV_WG : k_quant ? GEMV_WG_K_QUANTS : GEMV_WG_BLOCKS;
     if (g.wg > s->props.limits.maxComputeWorkGroupInvocations)
         g.wg = GEMV_WG;
     if (g.wg < s->subgroup_size)
