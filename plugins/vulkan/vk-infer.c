@@ -454,12 +454,13 @@ static size_t rope_in_gemv_dims(const rayo_dev_call *gemv, const rayo_dev_call *
 /* v of the q, k, v products: fused with the norm as q and k are, or else a
  * gemv of the norm's whole output recorded alone after q's dispatch has
  * stored that output (a Q6_K v of a q4_k_m file, whose relaxed gemv sums
- * in float: the ropes of q and k still fuse). */
+ * in float: the ropes of q and k still fuse); not transposed, as the
+ * spans checked below assume. */
 static bool norm_output_gemv(const vk_state *s, const rayo_dev_call *norm, const rayo_dev_call *v)
 {
     return norm_gemv_suits(s, norm, v) ||
-           (v->op == RAYO_OP_GEMV && v->n == norm->n && v->m > 0 && v->a.buf && v->y.buf && norm->y.buf &&
-            v->b.buf == norm->y.buf && v->b.offset == norm->y.offset);
+           (v->op == RAYO_OP_GEMV && !v->flags && v->n == norm->n && v->m > 0 && v->a.buf && v->y.buf &&
+            norm->y.buf && v->b.buf == norm->y.buf && v->b.offset == norm->y.offset);
 }
 
 bool vk_norm_ropes_suit(const vk_state *s, const rayo_dev_call *const c[6])

@@ -1320,6 +1320,15 @@ static void plan_rope(ictx *x)
     }
 }
 
+/* A relaxed attention case twice in a row (operands aligned, then a whole
+ * element off: misalign_for alternates with the case's serial); once with
+ * --quick, where the cases' alignments alternate instead. */
+static void run_relaxed_twice(ictx *x, const attention_spec *spec)
+{
+    for (int twice = 0; twice < (x->opt->quick ? 1 : 2); twice++)
+        run_case(x, build_attention, spec, 1);
+}
+
 /* Relaxed decode at the shapes of real models, against the relaxed
  * contract: grouped queries 8:1 and one KV head a head, head_dim 64 and
  * 128, short caches (a decode step of a small model, of a 7B one) and long
@@ -1336,15 +1345,6 @@ static void plan_rope(ictx *x)
  * f32 cache K of very different sizes and V near 65504.  Each case twice in a
  * row: operands 64-byte aligned, then a whole element off (a kernel that
  * needs aligned rows runs in one of the two); once with --quick. */
-/* A relaxed attention case twice in a row (operands aligned, then a whole
- * element off: misalign_for alternates with the case's serial); once with
- * --quick, where the cases' alignments alternate instead. */
-static void run_relaxed_twice(ictx *x, const attention_spec *spec)
-{
-    for (int twice = 0; twice < (x->opt->quick ? 1 : 2); twice++)
-        run_case(x, build_attention, spec, 1);
-}
-
 static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
 {
     static const size_t shapes[][7] = { /* n_q, n_kv, heads, kv heads, head_dim, long, scores ~3e3 */
