@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static void *read_file(const char *path, size_t *size)
@@ -233,6 +234,13 @@ static rayo_status module_get(vk_state *s, uint32_t shader, VkShaderModule *out)
     return RAYO_OK;
 }
 
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static rayo_status pipeline_create(vk_state *s, uint32_t shader, const uint32_t *spec,
                                    uint32_t spec_count, VkPipeline *out)
 {
@@ -260,7 +268,12 @@ static rayo_status pipeline_create(vk_state *s, uint32_t shader, const uint32_t 
         },
         .layout = s->pipeline_layout,
     };
+    double t0 = seconds_now();
     VkResult r = s->fd.vkCreateComputePipelines(s->device, s->pipeline_cache, 1, &ci, NULL, out);
+    /* a first run's pipelines come from the driver's compiler, inside the
+     * first calls' time: say how long each took (none with a warm cache) */
+    s->host->log(s->host, RAYO_LOG_DEBUG, "pipeline %s (%u specialization constants) made in %.1f ms",
+                 vk_shader_blobs[shader].name, spec_count, 1e3 * (seconds_now() - t0));
     if (r != VK_SUCCESS) {
         s->host->set_error(s->host, "vulkan: creating the %s pipeline: %s",
                            vk_shader_blobs[shader].name, vk_result_name(r));
