@@ -21,7 +21,9 @@
 #          `rayo-llama --backend vulkan --ignore-eos --tokens --ctx 256 -n 64
 #          --prompt-tokens <128 ids> --step-times` (the host time of a
 #          replayed step's parts after the speed): TinyLlama q4_0 cold (empty pipeline
-#          cache) first, then each file warm, with BASE (twice, --warmup,
+#          cache; rayo-llama's default warm-up at load) first, cold again with
+#          --no-warmup (the driver's compiling inside the timed prompt and
+#          decode), then each file warm, with BASE (twice, --warmup,
 #          with a pipeline cache of its own: its pipelines differ; the
 #          second run is the figure), warm again
 #          with --warmup too (the figure to compare with BASE's), and at
@@ -80,6 +82,7 @@ llama() {
         --ignore-eos --tokens --ctx 256 -n 64 --prompt-tokens "$prompt" --step-times ${5:-} "$file" \
         >"$logs/$name.out" 2>"$logs/$name.log"
     echo "$name exit $?: $(grep -h -i 'tok/s' "$logs/$name.log" | tail -1 | sed 's/.*precision, //')"
+    grep -h 'time:' "$logs/$name.log" | sed 's/^rayo-llama: /  /'
     grep -h 'step times' "$logs/$name.log" | sed 's/^rayo-llama: /  /'
 }
 
@@ -173,6 +176,8 @@ run() {
 
 llama_runs() {
     llama tl-q4_0-cold /tmp/models/tl-q4_0.gguf
+    rm -rf "$XDG_CACHE_HOME" # rayo's pipeline cache and the driver's own
+    llama tl-q4_0-cold-no-warmup /tmp/models/tl-q4_0.gguf /tmp/empty.conf "$d" --no-warmup
     for m in ${MODELS:-tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0}; do
         llama "$m-warm" "/tmp/models/$m.gguf"
         if [ -f "$d/base/rayo-vulkan.so" ]; then # the first run fills BASE's pipeline cache

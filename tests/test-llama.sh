@@ -131,13 +131,21 @@ for be in $backends; do
         echo "sampling on $be: same draw, not greedy"
     fi
 done
-# --warmup runs the prompt and a step untimed, then rewinds the cache: the
-# timed run must give the same greedy tokens on every backend.
+# --warmup runs the prompt and two steps untimed, then rewinds the cache:
+# the timed run must give the same greedy tokens on every backend, and the
+# same sampled ones (the warm-up evaluates the logits but draws nothing).
 for be in $backends; do
     out=$($RUN "$bin/rayo-llama" -q --precision strict --backend "$be" --warmup --tokens -n $n -p "$prompt" \
         "$file") || { echo "FAIL: --warmup on $be"; status=1; continue; }
     [ "$out" = "$greedy" ] || { echo "FAIL: --warmup on $be: $out, not $greedy"; status=1; }
+    out=$($RUN "$bin/rayo-llama" -q --precision strict --backend "$be" --warmup --tokens -n $n --temp 0.9 \
+        --top-k 20 --seed 5 -p "$prompt" "$file") || { echo "FAIL: --warmup sampling on $be"; status=1; continue; }
+    [ "$out" = "$first" ] || { echo "FAIL: --warmup sampling on $be: $out, not $first"; status=1; }
+    out=$($RUN "$bin/rayo-llama" -q --precision strict --backend "$be" --no-warmup --tokens -n $n -p "$prompt" \
+        "$file") || { echo "FAIL: --no-warmup on $be"; status=1; continue; }
+    [ "$out" = "$greedy" ] || { echo "FAIL: --no-warmup on $be: $out, not $greedy"; status=1; }
 done
+echo "--warmup and --no-warmup: checked on $(echo $backends)"
 other=$($RUN "$bin/rayo-llama" -q --precision strict --tokens -n $n --temp 0.9 --top-k 20 --seed 6 -p "$prompt" "$file")
 [ "$other" != "$first" ] || { echo "FAIL: seeds 5 and 6 drew the same $n tokens"; status=1; }
 # expect_refused KEY BYTES PATTERN WHAT: a generated file with KEY's u32
@@ -169,7 +177,7 @@ done
 # The final lines say where the time went.
 $RUN "$bin/gguf-make" --scheme q8_0 --seed 3 -o "$file" 2>/dev/null || exit 99
 if $RUN "$bin/rayo-llama" --tokens -n 2 -p "$prompt" "$file" >/dev/null 2>"$tmp/err" &&
-    grep -qE "^rayo-llama: time: load [0-9.]+ s \(reading the weights\), rayo_open [0-9.]+ s, prompt [0-9.]+ s, decode [0-9.]+ s$" "$tmp/err"; then
+    grep -qE "^rayo-llama: time: load [0-9.]+ s \(reading the weights\), rayo_open [0-9.]+ s, warm-up [0-9.]+ s, prompt [0-9.]+ s, decode [0-9.]+ s$" "$tmp/err"; then
     echo "time line: $(grep "time:" "$tmp/err")"
 else
     echo "FAIL: no time line: $(cat "$tmp/err")"; status=1

@@ -17,7 +17,8 @@ typedef struct options {
     float temp;
     uint64_t seed;
     rayo_precision precision;
-    int print_tokens, info, quiet, list_backends, list_devices, tokenize, ignore_eos, warmup;
+    int print_tokens, info, quiet, list_backends, list_devices, tokenize, ignore_eos;
+    int warmup;   /* -1 auto (on where the model is resident on a GPU), 0 off, 1 on */
     int step_times;
     int resident; /* -1 auto, 0 off, 1 on */
 } options;
@@ -35,8 +36,11 @@ static void usage(void)
         "  --precision P       relaxed (default), strict or default: the rayo precision\n"
         "                      level of the weight products and attention\n"
         "  --ignore-eos        go on past the end-of-sequence token (benchmarks)\n"
-        "  --warmup            run the prompt and one decode step once, untimed, before\n"
-        "                      the timed run (kernels loaded, caches warm: benchmarks)\n"
+        "  --warmup            run the prompt and two decode steps once, untimed, before\n"
+        "                      the timed run (kernels compiled and loaded, caches warm);\n"
+        "                      the default where the model is resident on a GPU\n"
+        "  --no-warmup         never (the first run's prompt and decode then include the\n"
+        "                      driver compiling the kernels they use)\n"
         "  --step-times        where a replayed decode step's host time goes: the\n"
         "                      write, set_step + submit, wait, the read, sampling\n"
         "  --resident WHEN     auto (default), on or off: the model in the backend's\n"
@@ -70,7 +74,8 @@ static int parse_precision(const char *v, rayo_precision *p)
 static int parse_args(int argc, char **argv, options *o)
 {
     *o = (options){.prompt = "Once upon a time", .n_predict = 32, .logits_steps = 4,
-                   .top_k = 40, .seed = 1, .precision = RAYO_PRECISION_RELAXED, .resident = -1};
+                   .top_k = 40, .seed = 1, .precision = RAYO_PRECISION_RELAXED, .resident = -1,
+                   .warmup = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int flag = 1;
@@ -92,6 +97,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->ignore_eos = 1;
         else if (!strcmp(a, "--warmup"))
             o->warmup = 1;
+        else if (!strcmp(a, "--no-warmup"))
+            o->warmup = 0;
         else if (!strcmp(a, "--step-times"))
             o->step_times = 1;
         else if (a[0] != '-' && !o->model)
@@ -234,6 +241,7 @@ static void print_token(const options *o, const vocab *v, int32_t id, int first)
 typedef struct run_stats {
     size_t n_prompt, n_gen;
     double t_load, t_open;              /* wall seconds: the model's weights read, rayo_open (+ resident) */
+    double t_warmup;                    /* wall seconds of the untimed warm-up (0: none) */
     double t_prefill, t_decode;         /* wall seconds */
     double cpu_prefill, cpu_decode;     /* CPU seconds of the process (every thread) */
     double t_sample;                    /* wall seconds choosing the decoded tokens */
@@ -247,6 +255,13 @@ static rayo_status eval_next(rayo_context *ctx, llama_model *m, int greedy, cons
     return greedy ? llama_eval_greedy(ctx, m, ids, n, next) : llama_eval(ctx, m, ids, n, logits);
 }
 
+/* Whether the next token comes from the greedy index alone (as generate
+ * asks for it: the warm-up must run the same batches). */
+static int greedy_run(const options *o)
+{
+    return (o->temp <= 0.0f || o->top_k <= 1) && !o->logits_path;
+}
+
 static int generate(rayo_context *ctx, llama_model *m, const vocab *v, const options *o,
                     const int32_t *ids, size_t n_ids, run_stats *rs)
 {
@@ -257,7 +272,7 @@ static int generate(rayo_context *ctx, llama_model *m, const vocab *v, const opt
         free(logits);
         return 1;
     }
-    int greedy = (o->temp <= 0.0f || o->top_k <= 1) && !lf;
+    int greedy = greedy_run(o);
     int32_t next = 0;
     double t0 = now(), c0 = cpu_now();
     rayo_status st = eval_next(ctx, m, greedy, ids, n_ids, logits, &next);
@@ -291,14 +306,22 @@ static int generate(rayo_context *ctx, llama_model *m, const vocab *v, const opt
     return st == RAYO_OK ? 0 : 1;
 }
 
-/* --warmup: the prompt and one decode step, untimed, then the cache rewound
- * to position 0 (the timed run overwrites it), so that neither timed phase
- * pays for loading kernels or first-touch of the backend's memory. */
-static rayo_status warm_up(rayo_context *ctx, llama_model *m, const int32_t *ids, size_t n_ids)
+/* --warmup: the prompt and two decode steps as the timed run makes them,
+ * untimed, then the cache rewound to position 0 (the timed run overwrites
+ * it), so that neither timed phase pays for the driver compiling kernels
+ * (on a fresh machine a GPU driver takes 0.1-0.6 s per kernel), loading
+ * them, or first-touch of the backend's memory.  Two steps: a backend
+ * replaying the step makes its fused form at the second. */
+static rayo_status warm_up(rayo_context *ctx, llama_model *m, const options *o, const int32_t *ids,
+                           size_t n_ids)
 {
-    rayo_status st = llama_eval(ctx, m, ids, n_ids, NULL);
-    if (st == RAYO_OK && m->n_past < m->n_ctx)
-        st = llama_eval(ctx, m, ids, 1, NULL);
+    int greedy = greedy_run(o);
+    int32_t next = 0;
+    float *logits = greedy ? NULL : malloc(m->n_vocab * sizeof *logits);
+    rayo_status st = greedy || logits ? eval_next(ctx, m, greedy, ids, n_ids, logits, &next) : RAYO_E_NOMEM;
+    for (int i = 0; i < 2 && st == RAYO_OK && m->n_past < m->n_ctx; i++)
+        st = eval_next(ctx, m, greedy, ids, 1, logits, &next);
+    free(logits);
     m->n_past = 0;
     if (st != RAYO_OK)
         fprintf(stderr, "rayo-llama: warm-up failed: %s: %s\n", rayo_strerror(st), rayo_last_error());
@@ -407,8 +430,8 @@ static void print_speed(rayo_context *ctx, const llama_model *m, const run_stats
             level[m->precision], rayo_thread_count(ctx), rs->n_prompt,
             rate(rs->n_prompt, rs->t_prefill), rs->cpu_prefill, n_dec, rate(n_dec, rs->t_decode),
             rs->cpu_decode);
-    fprintf(stderr, "rayo-llama: time: load %.2f s (reading the weights), rayo_open %.2f s, prompt %.2f s, "
-            "decode %.2f s\n", rs->t_load, rs->t_open, rs->t_prefill, rs->t_decode);
+    fprintf(stderr, "rayo-llama: time: load %.2f s (reading the weights), rayo_open %.2f s, warm-up %.2f s, "
+            "prompt %.2f s, decode %.2f s\n", rs->t_load, rs->t_open, rs->t_warmup, rs->t_prefill, rs->t_decode);
 }
 
 /* --step-times: the mean host time of a replayed step's parts (model.h
@@ -531,7 +554,12 @@ static int run(const options *o, const gguf_file *g)
         fprintf(stderr, "rayo-llama: the prompt gives no tokens, or a bad token id\n");
     int resident = ctx ? make_resident(ctx, &m, o) : -1;
     rs.t_open = now() - t0;
-    if (resident == 0 && (!o->warmup || warm_up(ctx, &m, ids, n_ids) == RAYO_OK)) {
+    t0 = now();
+    int warm = o->warmup == 1 || (o->warmup == -1 && m.resident && !llama_cpu_backend(ctx, m.resident));
+    if (resident == 0 && warm && warm_up(ctx, &m, o, ids, n_ids) != RAYO_OK)
+        resident = -1;
+    rs.t_warmup = now() - t0;
+    if (resident == 0) {
         rc = generate(ctx, &m, &v, o, ids, n_ids, &rs);
         if (!o->quiet)
             print_speed(ctx, &m, &rs);
