@@ -4,8 +4,10 @@
 # decode step give the same logits, bit for bit: examples/llama decodes
 # random-weight models (Q4_0, Q8_0, and a Q4_K / Q6_K mix, made by gguf-make)
 # resident on vulkan at relaxed precision (its 8-bit gemvs) with every
-# [backend.vulkan] record_ahead (step, moving, no) and with fuse = no, and
-# the logits of the first 8 steps must equal the default's.  The default
+# [backend.vulkan] record_ahead (step, moving, no), with fuse = no and with
+# compile_threads = 0 (no recording ahead for the pipelines' sake: each
+# compiled when its call is recorded), and the logits of the first 8 steps
+# must equal the default's.  The default
 # must fuse (its debug log counts the calls run in the dispatch of the one
 # before), so the comparison is not between two runs of the same path: for
 # the Q4_0 and Q8_0 files (gguf-make's tiny preset: 2 layers) exactly 17 a
@@ -59,7 +61,7 @@ for model in q4_0 q8_0 mix "q4_k_m --embd 1024 --ffn 2816 --heads 8 --kv-heads 4
         echo "FAIL: $scheme: the default recording fused ${fused:-0} calls, not $want: $(grep 'recorded ahead' "$tmp/default.log")"
         status=1
     fi
-    for setting in "fuse = no" "record_ahead = moving" "record_ahead = no"; do
+    for setting in "fuse = no" "record_ahead = moving" "record_ahead = no" "compile_threads = 0"; do
         if ! decode "$file" other "$setting"; then
             echo "FAIL: $scheme, $setting: $(tail -3 "$tmp/other.log")"; status=1
         elif cmp -s "$tmp/default.bin" "$tmp/other.bin" && cmp -s "$tmp/default.tok" "$tmp/other.tok"; then

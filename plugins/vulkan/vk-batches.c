@@ -117,6 +117,7 @@ typedef struct vk_segment {
     size_t count;
     bool moving;              /* recorded again when the step changes */
     size_t step;              /* the step cx was recorded at */
+    size_t recorded;          /* calls recorded into cx (the rest at the first submit) */
     vk_ctx *ahead;            /* moving: recorded at ahead_step (NULL: none) */
     size_t ahead_step;
 } vk_segment;
@@ -134,6 +135,9 @@ typedef struct vk_batch {
     size_t whole_step;
     vk_ctx *running;          /* the whole-batch context last submitted (NULL: the segments were) */
     bool logged;              /* its recording ahead was logged */
+    vk_ctx *ahead;            /* until the first submit: the calls recorded ahead, for
+                               * their pipelines only (compile_threads; NULL: none) */
+    bool whole_started;       /* a whole recording's pipelines were started ahead */
 } vk_batch;
 
 static size_t calls_of(const vk_batch *b)
@@ -164,7 +168,7 @@ static rayo_status add_segment(vk_state *s, vk_batch *b, bool moving)
         b->cap = cap;
     }
     vk_segment *g = &b->seg[b->count];
-    *g = (vk_segment){NULL, NULL, 0, moving, b->step, NULL, 0};
+    *g = (vk_segment){NULL, NULL, 0, moving, b->step, 0, NULL, 0};
     rayo_status st = vk_ctx_acquire(s, &g->cx);
     if (st != RAYO_OK)
         return st;
@@ -193,15 +197,51 @@ static rayo_status record_at(vk_state *s, vk_ctx *cx, const rayo_dev_call *call,
     return record_one(s, cx, &at);
 }
 
-/* Keeps a call of the segment and records it into its context at `step`. */
-static rayo_status add_call(vk_state *s, vk_segment *g, const rayo_dev_call *call, size_t step)
+/* A context whose recordings only find the pipelines they need, starting
+ * the compilation of those not made yet on the plugin's workers (a first
+ * run's driver compiles each for 0.04-0.6 s on an H200: side by side, not
+ * one after the other as the calls come). */
+static rayo_status ahead_ctx(vk_state *s, vk_ctx **out)
+{
+    *out = NULL;
+    rayo_status st = s->compile_threads ? vk_ctx_acquire(s, out) : RAYO_E_UNSUPPORTED;
+    if (st == RAYO_OK) {
+        (*out)->ahead = true;
+        (*out)->prof_count = 0; /* no timestamps */
+    }
+    return st;
+}
+
+/* Keeps a call of the segment and records it into its context at the
+ * batch's step; or, while the batch records ahead, only ahead (its pipelines
+ * start compiling; record_pending records it at the first submit). */
+static rayo_status add_call(vk_state *s, vk_batch *b, vk_segment *g, const rayo_dev_call *call)
 {
     rayo_dev_call *grown = realloc(g->calls, (g->count + 1) * sizeof *grown);
     if (!grown)
         return RAYO_E_NOMEM;
     g->calls = grown;
     rayo_dev_call_copy(call, &g->calls[g->count++]);
-    return record_at(s, g->cx, &g->calls[g->count - 1], step);
+    if (b->ahead)
+        return record_at(s, b->ahead, &g->calls[g->count - 1], b->step);
+    g->recorded = g->count;
+    return record_at(s, g->cx, &g->calls[g->count - 1], b->step);
+}
+
+/* At the first submit: the calls recorded ahead, recorded into their
+ * segments' contexts (at each one's step, as queue_step expects) while
+ * their pipelines compile. */
+static rayo_status record_pending(vk_state *s, vk_batch *b)
+{
+    rayo_status st = RAYO_OK;
+    for (size_t i = 0; i < b->count && st == RAYO_OK; i++) {
+        vk_segment *g = &b->seg[i];
+        while (g->recorded < g->count && st == RAYO_OK)
+            st = record_at(s, g->cx, &g->calls[g->recorded++], g->step);
+    }
+    vk_ctx_release(s, b->ahead);
+    b->ahead = NULL;
+    return st;
 }
 
 /* Before a moving call: a last static segment of one call after a moving
@@ -212,7 +252,7 @@ static rayo_status join_lone_call(vk_state *s, vk_batch *b)
         !b->seg[b->count - 2].moving)
         return RAYO_OK;
     vk_segment lone = b->seg[--b->count];
-    rayo_status st = add_call(s, &b->seg[b->count - 1], &lone.calls[0], b->step);
+    rayo_status st = add_call(s, b, &b->seg[b->count - 1], &lone.calls[0]);
     vk_ctx_release(s, lone.cx);
     free(lone.calls);
     return st;
@@ -224,8 +264,10 @@ static rayo_status mem_batch_begin(void *state, void **batch)
     if (!b)
         return RAYO_E_NOMEM;
     b->begun = vk_profile_clock(state);
+    (void)ahead_ctx(state, &b->ahead); /* none: each call recorded as it comes */
     rayo_status st = add_segment(state, b, false);
     if (st != RAYO_OK) {
+        vk_ctx_release(state, b->ahead);
         free(b->seg);
         free(b->cxs);
         free(b);
@@ -247,7 +289,7 @@ static rayo_status mem_batch_record(void *state, void *batch, const rayo_dev_cal
     if (st == RAYO_OK && moving != b->seg[b->count - 1].moving)
         st = add_segment(state, b, moving);
     if (st == RAYO_OK)
-        st = add_call(state, &b->seg[b->count - 1], call, b->step);
+        st = add_call(state, b, &b->seg[b->count - 1], call);
     if (st != RAYO_OK)
         b->error = st;
     return st;
@@ -374,8 +416,21 @@ static size_t record_fused_at(vk_state *s, vk_ctx *cx, const rayo_dev_call *cons
  * fuse): the batch's calls are all known here, unlike at its first
  * recording, call by call; *fused (where not NULL) says how many were
  * recorded with the call before them. */
+/* A first pass over the calls into a context recording ahead: every
+ * pipeline they need starts compiling at once. */
+static void start_pipelines(vk_state *s, const rayo_dev_call *const *calls, size_t total, size_t step)
+{
+    vk_ctx *cx;
+    if (ahead_ctx(s, &cx) != RAYO_OK)
+        return;
+    rayo_status st = RAYO_OK;
+    for (size_t k = 0; k < total && st == RAYO_OK;)
+        k += record_fused_at(s, cx, calls + k, total - k, step, &st);
+    vk_ctx_release(s, cx);
+}
+
 static rayo_status record_new(vk_state *s, const vk_segment *segs, size_t n, size_t step, vk_ctx **out,
-                              size_t *fused)
+                              size_t *fused, bool first)
 {
     size_t total = 0, recorded = 0;
     for (size_t i = 0; i < n; i++)
@@ -386,6 +441,8 @@ static rayo_status record_new(vk_state *s, const vk_segment *segs, size_t n, siz
     for (size_t i = 0, k = 0; i < n; i++)
         for (size_t j = 0; j < segs[i].count; j++)
             calls[k++] = &segs[i].calls[j];
+    if (first) /* the pipelines of its fused dispatches are new */
+        start_pipelines(s, calls, total, step);
     vk_ctx *cx;
     rayo_status st = vk_ctx_acquire(s, &cx);
     if (st == RAYO_OK) {
@@ -412,7 +469,7 @@ static rayo_status rerecord(vk_state *s, vk_batch *b, vk_segment *g)
         cx = g->ahead;
         g->ahead = NULL;
     } else {
-        rayo_status st = record_new(s, g, 1, b->step, &cx, NULL);
+        rayo_status st = record_new(s, g, 1, b->step, &cx, NULL, false);
         if (st != RAYO_OK)
             return st;
     }
@@ -436,7 +493,9 @@ static void record_ahead(vk_state *s, vk_batch *b)
             vk_ctx_release(s, b->whole); /* made at another step */
             b->whole = NULL;
             size_t fused;
-            if (record_new(s, b->seg, b->count, next, &b->whole, &fused) == RAYO_OK) {
+            bool first = !b->whole_started;
+            b->whole_started = true;
+            if (record_new(s, b->seg, b->count, next, &b->whole, &fused, first) == RAYO_OK) {
                 b->whole_step = next;
                 if (!b->logged)
                     s->host->log(s->host, RAYO_LOG_DEBUG, "a replayed batch recorded ahead: %zu calls, %zu of "
@@ -452,7 +511,7 @@ static void record_ahead(vk_state *s, vk_batch *b)
             continue;
         vk_ctx_release(s, g->ahead); /* made at another step */
         g->ahead = NULL;
-        if (record_new(s, g, 1, next, &g->ahead, NULL) == RAYO_OK)
+        if (record_new(s, g, 1, next, &g->ahead, NULL, false) == RAYO_OK)
             g->ahead_step = next;
     }
 }
@@ -519,7 +578,9 @@ static rayo_status mem_batch_submit(void *state, void *batch)
     if (b->error != RAYO_OK)
         return b->error;
     double t0 = b->submitted_once ? vk_profile_clock(s) : b->begun;
-    rayo_status st = queue_step(s, b);
+    rayo_status st = b->submitted_once ? RAYO_OK : record_pending(s, b);
+    if (st == RAYO_OK)
+        st = queue_step(s, b);
     vk_profile_host(s, t0);
     size_t n;
     vk_ctx *const *cxs = queued(b, &n);
@@ -559,6 +620,7 @@ static void mem_batch_free(void *state, void *batch)
     }
     vk_ctx_release(state, b->whole);
     vk_ctx_release(state, b->running);
+    vk_ctx_release(state, b->ahead);
     free(b->seg);
     free(b->cxs);
     free(b);

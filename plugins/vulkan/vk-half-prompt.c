@@ -103,7 +103,7 @@ static rayo_status run(vk_state *s, vk_ctx *cx, uint32_t shader, const uint32_t 
                        const vk_binding *sc, const vk_push *pc, uint32_t gx, uint32_t gy, uint32_t gz)
 {
     VkPipeline p;
-    rayo_status st = vk_pipeline_get(s, shader, spec, nspec, &p);
+    rayo_status st = vk_ctx_pipeline(s, cx, shader, spec, nspec, &p);
     const vk_binding *bind[VK_BINDINGS] = {a, b, c, y, sc};
     return st == RAYO_OK ? vk_ctx_dispatch(s, cx, p, bind, pc, gx, gy, gz) : st;
 }

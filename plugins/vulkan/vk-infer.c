@@ -47,7 +47,7 @@ static rayo_status record(vk_state *s, vk_ctx *cx, uint32_t shader, const uint32
                           uint32_t gy)
 {
     VkPipeline p;
-    rayo_status st = vk_pipeline_get(s, shader, spec, nspec, &p);
+    rayo_status st = vk_ctx_pipeline(s, cx, shader, spec, nspec, &p);
     return st != RAYO_OK ? st : vk_ctx_dispatch(s, cx, p, ops->use, pc, gx, gy, 1);
 }
 

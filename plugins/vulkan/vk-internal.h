@@ -128,11 +128,25 @@ typedef struct vk_buf {
 #define VK_BINDINGS 8
 #define VK_BASE_BINDINGS 5
 
+enum { VK_PIPE_COMPILING, VK_PIPE_READY, VK_PIPE_FAILED };
 typedef struct vk_pipeline_entry {
     uint32_t shader, spec_count;
     uint32_t spec[VK_MAX_SPEC];
     VkPipeline pipeline;
+    int state;                        /* VK_PIPE_*: a worker may still be compiling it */
+    VkResult result;                  /* the driver's, once compiled */
+    float compile_ms;                 /* how long that took */
+    bool logged;                      /* ... said in the debug log */
 } vk_pipeline_entry;
+
+/* A pipeline for a worker to compile: its entry and what it needs. */
+typedef struct vk_compile_job {
+    size_t entry;
+    uint32_t shader, spec_count;
+    uint32_t spec[VK_MAX_SPEC];
+    VkShaderModule module;
+} vk_compile_job;
+#define VK_COMPILE_THREADS_MAX 16
 
 /* The matmul tile: BM x BN per workgroup, BK deep, TM x TN per invocation. */
 typedef struct vk_tile {
@@ -177,6 +191,8 @@ typedef struct vk_ctx {
     uint32_t pending_count;
     bool pending_known;               /* pending[] holds every such access */
     rayo_status error;                /* first error while recording */
+    bool ahead;                       /* only finds the pipelines a recording needs, starting
+                                       * their compilation (never submitted) */
     uint64_t validation_mark;         /* validation messages before it began */
     uint64_t *copies;                 /* ids of the kept weight copies it reads */
     size_t copy_count, copy_cap;
@@ -234,7 +250,14 @@ typedef struct vk_state {
     VkShaderModule modules[VK_SHADER_COUNT];
     vk_pipeline_entry *pipelines;
     size_t pipeline_count, pipeline_cap;
-    pthread_mutex_t pipeline_lock;
+    pthread_mutex_t pipeline_lock;    /* the table, the modules, the jobs */
+    pthread_cond_t pipeline_done;     /* an entry's compilation ended */
+    pthread_cond_t job_ready;         /* a job was queued, or compile_stop set */
+    vk_compile_job *jobs;             /* queued: [job_head, job_count) */
+    size_t job_count, job_head, job_cap;
+    pthread_t workers[VK_COMPILE_THREADS_MAX];
+    uint32_t worker_count, compile_threads;
+    bool compile_stop;
 
     vk_ctx *free_ctx;
     pthread_mutex_t ctx_lock;
@@ -298,9 +321,12 @@ void *vk_buf_map(const vk_buf *buf);
 /* ---- vk-pipelines.c --------------------------------------------------------------- */
 rayo_status vk_pipelines_init(vk_state *s);
 void vk_pipelines_fini(vk_state *s);
-/* The pipeline of a shader with these specialization constants (ids 0..n-1),
- * created at first use and kept until fini. */
-rayo_status vk_pipeline_get(vk_state *s, uint32_t shader, const uint32_t *spec,
+/* The pipeline of a shader with these specialization constants (ids 0..n-1)
+ * for a recording into cx, created at first use and kept until fini; into a
+ * context recording ahead (vk_ctx.ahead: never submitted, its dispatches not
+ * recorded) a pipeline not made yet starts compiling on a worker and *out is
+ * VK_NULL_HANDLE. */
+rayo_status vk_ctx_pipeline(vk_state *s, const vk_ctx *cx, uint32_t shader, const uint32_t *spec,
                             uint32_t spec_count, VkPipeline *out);
 
 /* ---- vk-submit.c ------------------------------------------------------------------- */

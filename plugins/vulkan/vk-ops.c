@@ -146,7 +146,7 @@ static rayo_status dispatch(vk_state *s, vk_ctx *cx, uint32_t shader, const uint
                             uint32_t gx, uint32_t gy)
 {
     VkPipeline p;
-    rayo_status st = vk_pipeline_get(s, shader, spec, nspec, &p);
+    rayo_status st = vk_ctx_pipeline(s, cx, shader, spec, nspec, &p);
     if (st != RAYO_OK)
         return st;
     return vk_ctx_dispatch(s, cx, p, ops->use, pc, gx, gy, 1);

@@ -7,6 +7,15 @@
  * constants) pair is needed and kept until fini; a VkPipelineCache persisted
  * in the plugin's cache directory ($XDG_CACHE_HOME/rayo/...) makes later
  * processes skip the driver's compilation.
+ *
+ * Without that cache (a first run, a new driver) the driver compiles each
+ * pipeline for 0.04-0.6 s (an H200), and a recording needs a pipeline when
+ * it reaches its call.  So a batch is first recorded ahead (vk-batches.c):
+ * into a context never submitted (vk_ctx.ahead), whose recordings only look
+ * their pipelines up, each one not made yet queued for the plugin's
+ * compile threads ([backend.vulkan] compile_threads); the real recording
+ * then waits only for what is still compiling.  Entries are never removed
+ * before fini, so an index names one for good.
  */
 #define VK_SHADERS_DATA
 #include "vk-internal.h"
@@ -104,6 +113,21 @@ static void cache_save(vk_state *s)
     free(data);
 }
 
+/* [backend.vulkan] compile_threads: 0 to VK_COMPILE_THREADS_MAX; default
+ * the CPUs online, at most 8. */
+static uint32_t compile_threads_of(const vk_state *s)
+{
+    const char *v = s->host->config(s->host, "compile_threads");
+    long want = v ? strtol(v, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (!v && want > 8)
+        want = 8;
+    if (want < 0)
+        want = 0;
+    if (want > VK_COMPILE_THREADS_MAX)
+        want = VK_COMPILE_THREADS_MAX;
+    return (uint32_t)want;
+}
+
 rayo_status vk_pipelines_init(vk_state *s)
 {
     /* eight storage buffers where a stage may have them, else the five
@@ -145,14 +169,33 @@ rayo_status vk_pipelines_init(vk_state *s)
     if (r != VK_SUCCESS)
         return vk_fail(s, r, "vkCreatePipelineLayout");
     pthread_mutex_init(&s->pipeline_lock, NULL);
+    pthread_cond_init(&s->pipeline_done, NULL);
+    pthread_cond_init(&s->job_ready, NULL);
+    s->compile_threads = compile_threads_of(s);
     return cache_create(s);
+}
+
+/* Stops the workers once the jobs queued are done. */
+static void workers_stop(vk_state *s)
+{
+    pthread_mutex_lock(&s->pipeline_lock);
+    s->compile_stop = true;
+    pthread_cond_broadcast(&s->job_ready);
+    pthread_mutex_unlock(&s->pipeline_lock);
+    for (uint32_t i = 0; i < s->worker_count; i++)
+        pthread_join(s->workers[i], NULL);
+    s->worker_count = 0;
+    free(s->jobs);
+    s->jobs = NULL;
 }
 
 void vk_pipelines_fini(vk_state *s)
 {
+    workers_stop(s);
     cache_save(s);
     for (size_t i = 0; i < s->pipeline_count; i++)
-        s->fd.vkDestroyPipeline(s->device, s->pipelines[i].pipeline, NULL);
+        if (s->pipelines[i].pipeline)
+            s->fd.vkDestroyPipeline(s->device, s->pipelines[i].pipeline, NULL);
     free(s->pipelines);
     s->pipelines = NULL;
     s->pipeline_count = s->pipeline_cap = 0;
@@ -166,6 +209,8 @@ void vk_pipelines_fini(vk_state *s)
     if (s->set_layout)
         s->fd.vkDestroyDescriptorSetLayout(s->device, s->set_layout, NULL);
     pthread_mutex_destroy(&s->pipeline_lock);
+    pthread_cond_destroy(&s->pipeline_done);
+    pthread_cond_destroy(&s->job_ready);
 }
 
 /* SPIR-V opcodes and operands used below (SPIR-V 1.4+, where float
@@ -241,86 +286,220 @@ static double seconds_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static rayo_status pipeline_create(vk_state *s, uint32_t shader, const uint32_t *spec,
-                                   uint32_t spec_count, VkPipeline *out)
+/* The driver's compilation of one pipeline (no lock held: drivers compile
+ * several at once, and a first run's prompt needs ~10 of 0.04-0.6 s each on
+ * an H200). */
+static VkResult compile(vk_state *s, const vk_compile_job *j, VkPipeline *out, float *ms)
 {
-    VkShaderModule module = VK_NULL_HANDLE;
-    rayo_status st = module_get(s, shader, &module);
-    if (st != RAYO_OK)
-        return st;
     VkSpecializationMapEntry entries[VK_MAX_SPEC];
-    for (uint32_t i = 0; i < spec_count; i++)
+    for (uint32_t i = 0; i < j->spec_count; i++)
         entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
     VkSpecializationInfo si = {
-        .mapEntryCount = spec_count,
+        .mapEntryCount = j->spec_count,
         .pMapEntries = entries,
-        .dataSize = spec_count * 4,
-        .pData = spec,
+        .dataSize = j->spec_count * 4,
+        .pData = j->spec,
     };
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {
             .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
             .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-            .module = module,
+            .module = j->module,
             .pName = "main",
-            .pSpecializationInfo = spec_count ? &si : NULL,
+            .pSpecializationInfo = j->spec_count ? &si : NULL,
         },
         .layout = s->pipeline_layout,
     };
     double t0 = seconds_now();
+    *out = VK_NULL_HANDLE;
     VkResult r = s->fd.vkCreateComputePipelines(s->device, s->pipeline_cache, 1, &ci, NULL, out);
-    /* a first run's pipelines come from the driver's compiler, inside the
-     * first calls' time: say how long each took (none with a warm cache) */
-    s->host->log(s->host, RAYO_LOG_DEBUG, "pipeline %s (%u specialization constants) made in %.1f ms",
-                 vk_shader_blobs[shader].name, spec_count, 1e3 * (seconds_now() - t0));
-    if (r != VK_SUCCESS) {
-        s->host->set_error(s->host, "vulkan: creating the %s pipeline: %s",
-                           vk_shader_blobs[shader].name, vk_result_name(r));
-        return vk_status_of(r);
-    }
-    return RAYO_OK;
+    *ms = (float)(1e3 * (seconds_now() - t0));
+    return r;
 }
 
-rayo_status vk_pipeline_get(vk_state *s, uint32_t shader, const uint32_t *spec,
-                            uint32_t spec_count, VkPipeline *out)
+/* ---- the table of pipelines (under pipeline_lock) ---- */
+static bool same_key(const vk_pipeline_entry *e, uint32_t shader, const uint32_t *spec, uint32_t spec_count)
 {
-    if (shader >= VK_SHADER_COUNT || spec_count > VK_MAX_SPEC)
-        return RAYO_E_INVALID;
-    pthread_mutex_lock(&s->pipeline_lock);
-    for (size_t i = 0; i < s->pipeline_count; i++) {
-        const vk_pipeline_entry *e = &s->pipelines[i];
-        if (e->shader == shader && e->spec_count == spec_count &&
-            (spec_count == 0 || !memcmp(e->spec, spec, spec_count * sizeof *spec))) {
-            *out = e->pipeline;
-            pthread_mutex_unlock(&s->pipeline_lock);
-            return RAYO_OK;
-        }
-    }
-    rayo_status st = RAYO_OK;
+    return e->shader == shader && e->spec_count == spec_count &&
+           (spec_count == 0 || !memcmp(e->spec, spec, spec_count * sizeof *spec));
+}
+
+/* The entry of this key, or SIZE_MAX. */
+static size_t find_entry(const vk_state *s, uint32_t shader, const uint32_t *spec, uint32_t spec_count)
+{
+    for (size_t i = 0; i < s->pipeline_count; i++)
+        if (same_key(&s->pipelines[i], shader, spec, spec_count))
+            return i;
+    return SIZE_MAX;
+}
+
+/* A new entry being compiled, with its job (module included) in *job. */
+static rayo_status add_entry(vk_state *s, uint32_t shader, const uint32_t *spec, uint32_t spec_count,
+                             vk_compile_job *job)
+{
     if (s->pipeline_count == s->pipeline_cap) {
         size_t cap = s->pipeline_cap ? 2 * s->pipeline_cap : 32;
         vk_pipeline_entry *grown = realloc(s->pipelines, cap * sizeof *grown);
         if (!grown)
-            st = RAYO_E_NOMEM;
-        else {
-            s->pipelines = grown;
-            s->pipeline_cap = cap;
-        }
+            return RAYO_E_NOMEM;
+        s->pipelines = grown;
+        s->pipeline_cap = cap;
     }
-    VkPipeline p = VK_NULL_HANDLE;
-    if (st == RAYO_OK)
-        st = pipeline_create(s, shader, spec, spec_count, &p);
-    if (st == RAYO_OK) {
-        vk_pipeline_entry *e = &s->pipelines[s->pipeline_count++];
-        memset(e, 0, sizeof *e);
-        e->shader = shader;
-        e->spec_count = spec_count;
-        if (spec_count) /* spec may be NULL then: memcpy's arguments must not be */
-            memcpy(e->spec, spec, spec_count * sizeof *spec);
-        e->pipeline = p;
-        *out = p;
+    *job = (vk_compile_job){.entry = s->pipeline_count, .shader = shader, .spec_count = spec_count};
+    if (spec_count) /* spec may be NULL then: memcpy's arguments must not be */
+        memcpy(job->spec, spec, spec_count * sizeof *spec);
+    rayo_status st = module_get(s, shader, &job->module);
+    if (st != RAYO_OK)
+        return st;
+    vk_pipeline_entry *e = &s->pipelines[s->pipeline_count++];
+    memset(e, 0, sizeof *e);
+    e->shader = shader;
+    e->spec_count = spec_count;
+    memcpy(e->spec, job->spec, sizeof e->spec);
+    e->state = VK_PIPE_COMPILING;
+    return RAYO_OK;
+}
+
+/* A compilation's outcome into its entry; wakes whoever waits for one. */
+static void set_outcome(vk_state *s, size_t entry, VkPipeline p, VkResult r, float ms)
+{
+    vk_pipeline_entry *e = &s->pipelines[entry];
+    e->pipeline = p;
+    e->result = r;
+    e->compile_ms = ms;
+    e->state = r == VK_SUCCESS ? VK_PIPE_READY : VK_PIPE_FAILED;
+    pthread_cond_broadcast(&s->pipeline_done);
+}
+
+/* The entry's pipeline once compiled (waiting for a compilation under
+ * way); unlocks. */
+static rayo_status take_unlock(vk_state *s, size_t entry, VkPipeline *out)
+{
+    while (s->pipelines[entry].state == VK_PIPE_COMPILING)
+        pthread_cond_wait(&s->pipeline_done, &s->pipeline_lock);
+    vk_pipeline_entry *e = &s->pipelines[entry];
+    VkResult r = e->result;
+    uint32_t shader = e->shader, spec_count = e->spec_count;
+    float ms = e->logged ? -1.0f : e->compile_ms;
+    e->logged = true;
+    *out = e->pipeline;
+    pthread_mutex_unlock(&s->pipeline_lock);
+    /* a first run's pipelines come from the driver's compiler: how long each
+     * took (about nothing with a warm cache), said on a thread of the caller's */
+    if (ms >= 0.0f)
+        s->host->log(s->host, RAYO_LOG_DEBUG, "pipeline %s (%u specialization constants) made in %.1f ms",
+                     vk_shader_blobs[shader].name, spec_count, (double)ms);
+    if (r == VK_SUCCESS)
+        return RAYO_OK;
+    s->host->set_error(s->host, "vulkan: creating the %s pipeline: %s", vk_shader_blobs[shader].name,
+                       vk_result_name(r));
+    return vk_status_of(r);
+}
+
+/* The pipeline, made here if no one has started it (else waited for). */
+static rayo_status pipeline_get(vk_state *s, uint32_t shader, const uint32_t *spec,
+                                uint32_t spec_count, VkPipeline *out)
+{
+    if (shader >= VK_SHADER_COUNT || spec_count > VK_MAX_SPEC)
+        return RAYO_E_INVALID;
+    pthread_mutex_lock(&s->pipeline_lock);
+    size_t i = find_entry(s, shader, spec, spec_count);
+    if (i == SIZE_MAX) {
+        vk_compile_job job;
+        rayo_status st = add_entry(s, shader, spec, spec_count, &job);
+        if (st != RAYO_OK) {
+            pthread_mutex_unlock(&s->pipeline_lock);
+            return st;
+        }
+        pthread_mutex_unlock(&s->pipeline_lock);
+        VkPipeline p;
+        float ms;
+        VkResult r = compile(s, &job, &p, &ms);
+        pthread_mutex_lock(&s->pipeline_lock);
+        set_outcome(s, job.entry, p, r, ms);
+        i = job.entry;
+    }
+    return take_unlock(s, i, out);
+}
+
+/* ---- compilation ahead, on threads of the plugin (compile_threads) ---- */
+static void *compile_worker(void *arg)
+{
+    vk_state *s = arg;
+    pthread_mutex_lock(&s->pipeline_lock);
+    for (;;) {
+        while (s->job_head == s->job_count && !s->compile_stop)
+            pthread_cond_wait(&s->job_ready, &s->pipeline_lock);
+        if (s->job_head == s->job_count)
+            break; /* stopping, and nothing left to compile */
+        vk_compile_job job = s->jobs[s->job_head++];
+        if (s->job_head == s->job_count)
+            s->job_head = s->job_count = 0;
+        pthread_mutex_unlock(&s->pipeline_lock);
+        VkPipeline p;
+        float ms;
+        VkResult r = compile(s, &job, &p, &ms);
+        pthread_mutex_lock(&s->pipeline_lock);
+        set_outcome(s, job.entry, p, r, ms);
     }
     pthread_mutex_unlock(&s->pipeline_lock);
+    return NULL;
+}
+
+/* Queues a job for the workers, starting one more while there are fewer
+ * than compile_threads; false: no worker to run it. */
+static bool queue_job(vk_state *s, const vk_compile_job *job)
+{
+    if (s->job_count == s->job_cap) {
+        size_t cap = s->job_cap ? 2 * s->job_cap : 16;
+        vk_compile_job *grown = realloc(s->jobs, cap * sizeof *grown);
+        if (!grown)
+            return false;
+        s->jobs = grown;
+        s->job_cap = cap;
+    }
+    if (s->worker_count < s->compile_threads &&
+        pthread_create(&s->workers[s->worker_count], NULL, compile_worker, s) == 0)
+        s->worker_count++;
+    if (s->worker_count == 0)
+        return false;
+    s->jobs[s->job_count++] = *job;
+    pthread_cond_signal(&s->job_ready);
+    return true;
+}
+
+/* The pipeline if it is made; else its compilation started on a worker
+ * and *out VK_NULL_HANDLE (or, without workers, made here). */
+static rayo_status pipeline_ahead(vk_state *s, uint32_t shader, const uint32_t *spec, uint32_t spec_count,
+                                  VkPipeline *out)
+{
+    if (shader >= VK_SHADER_COUNT || spec_count > VK_MAX_SPEC)
+        return RAYO_E_INVALID;
+    pthread_mutex_lock(&s->pipeline_lock);
+    size_t i = find_entry(s, shader, spec, spec_count);
+    if (i != SIZE_MAX && s->pipelines[i].state == VK_PIPE_COMPILING) {
+        pthread_mutex_unlock(&s->pipeline_lock);
+        *out = VK_NULL_HANDLE;
+        return RAYO_OK;
+    }
+    if (i != SIZE_MAX)
+        return take_unlock(s, i, out);
+    vk_compile_job job;
+    rayo_status st = add_entry(s, shader, spec, spec_count, &job);
+    if (st == RAYO_OK && !queue_job(s, &job)) {
+        s->pipeline_count--; /* the entry just added: compiled here instead */
+        pthread_mutex_unlock(&s->pipeline_lock);
+        return pipeline_get(s, shader, spec, spec_count, out);
+    }
+    pthread_mutex_unlock(&s->pipeline_lock);
+    *out = VK_NULL_HANDLE;
     return st;
+}
+
+rayo_status vk_ctx_pipeline(vk_state *s, const vk_ctx *cx, uint32_t shader, const uint32_t *spec,
+                            uint32_t spec_count, VkPipeline *out)
+{
+    return cx->ahead && s->compile_threads ? pipeline_ahead(s, shader, spec, spec_count, out)
+                                           : pipeline_get(s, shader, spec, spec_count, out);
 }

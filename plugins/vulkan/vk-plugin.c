@@ -20,6 +20,8 @@
  *                again (vk-typed-matmul.c; tuning)
  *   library      the Vulkan loader to open (default libvulkan.so.1)
  *   pipeline_cache  no: do not read or write the pipeline cache file
+ *   compile_threads 0 to 16: threads compiling a batch's new pipelines side
+ *                by side (vk-pipelines.c; default the CPUs, at most 8)
  *   subgroups    no: reductions use the shared-memory path even where subgroups exist
  *   validation_selftest  yes (tests only): make one invalid call at init
  */

@@ -169,6 +169,7 @@ rayo_status vk_ctx_acquire(vk_state *s, vk_ctx **out)
     cx->next = NULL;
     cx->submitted = 0;
     cx->error = RAYO_OK;
+    cx->ahead = false;
     cx->validation_mark = atomic_load(&s->validation_messages);
     cx->ended = 0;
     cx->owed = cx->skip = cx->depth = 0;
@@ -283,6 +284,8 @@ rayo_status vk_ctx_dispatch(vk_state *s, vk_ctx *cx, VkPipeline pipeline,
     if (cx->error != RAYO_OK)
         return cx->error;
     mark_written(bind);
+    if (cx->ahead)
+        return RAYO_OK; /* never submitted: its pipelines were all it was for */
     VkDescriptorSet set = VK_NULL_HANDLE;
     rayo_status st = s->push_descriptors ? RAYO_OK : alloc_set(s, cx, &set);
     if (st != RAYO_OK)
