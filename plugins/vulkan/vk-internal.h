@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdlib.h>
 
 #include "rayo-plugin.h"
 #include "vk-shaders.h"
@@ -317,6 +318,20 @@ rayo_status vk_buf_alloc_for_app(vk_state *s, VkDeviceSize bytes, vk_buf **out);
 void vk_buf_free(vk_state *s, vk_buf *buf);
 /* Host pointer of a buffer of host-visible memory, else NULL. */
 void *vk_buf_map(const vk_buf *buf);
+
+/* An array of count elements of size bytes (*cap allocated), grown where
+ * full to hold one more: the array (maybe moved), NULL without memory (the
+ * old one then still valid). */
+static inline void *vk_room_for_one(void *array, size_t *cap, size_t count, size_t size)
+{
+    if (count < *cap)
+        return array;
+    size_t more = *cap ? 2 * *cap : 32;
+    void *grown = realloc(array, more * size);
+    if (grown)
+        *cap = more;
+    return grown;
+}
 
 /* ---- vk-pipelines.c --------------------------------------------------------------- */
 rayo_status vk_pipelines_init(vk_state *s);

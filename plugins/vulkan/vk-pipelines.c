@@ -338,14 +338,10 @@ static size_t find_entry(const vk_state *s, uint32_t shader, const uint32_t *spe
 static rayo_status add_entry(vk_state *s, uint32_t shader, const uint32_t *spec, uint32_t spec_count,
                              vk_compile_job *job)
 {
-    if (s->pipeline_count == s->pipeline_cap) {
-        size_t cap = s->pipeline_cap ? 2 * s->pipeline_cap : 32;
-        vk_pipeline_entry *grown = realloc(s->pipelines, cap * sizeof *grown);
-        if (!grown)
-            return RAYO_E_NOMEM;
-        s->pipelines = grown;
-        s->pipeline_cap = cap;
-    }
+    vk_pipeline_entry *table = vk_room_for_one(s->pipelines, &s->pipeline_cap, s->pipeline_count, sizeof *table);
+    if (!table)
+        return RAYO_E_NOMEM;
+    s->pipelines = table;
     *job = (vk_compile_job){.entry = s->pipeline_count, .shader = shader, .spec_count = spec_count};
     if (spec_count) /* spec may be NULL then: memcpy's arguments must not be */
         memcpy(job->spec, spec, spec_count * sizeof *spec);
@@ -451,14 +447,10 @@ static void *compile_worker(void *arg)
  * than compile_threads; false: no worker to run it. */
 static bool queue_job(vk_state *s, const vk_compile_job *job)
 {
-    if (s->job_count == s->job_cap) {
-        size_t cap = s->job_cap ? 2 * s->job_cap : 16;
-        vk_compile_job *grown = realloc(s->jobs, cap * sizeof *grown);
-        if (!grown)
-            return false;
-        s->jobs = grown;
-        s->job_cap = cap;
-    }
+    vk_compile_job *jobs = vk_room_for_one(s->jobs, &s->job_cap, s->job_count, sizeof *jobs);
+    if (!jobs)
+        return false;
+    s->jobs = jobs;
     if (s->worker_count < s->compile_threads &&
         pthread_create(&s->workers[s->worker_count], NULL, compile_worker, s) == 0)
         s->worker_count++;

@@ -146,20 +146,6 @@ static void retire(vk_state *s, struct vk_copies *c, size_t i)
     c->count--;
 }
 
-/* An array of count elements of size bytes (*cap allocated), grown where
- * full to hold one more: the array (maybe moved), NULL without memory (the
- * old one then still valid). */
-static void *room_for_one(void *array, size_t *cap, size_t count, size_t size)
-{
-    if (count < *cap)
-        return array;
-    size_t more = *cap ? 2 * *cap : 32;
-    void *grown = realloc(array, more * size);
-    if (grown)
-        *cap = more;
-    return grown;
-}
-
 /* Converts call's b into a new copy of bytes, in a submission of its own,
  * waited for: entered in the table only once made.  (Under c->lock: the
  * submission's check, vk_copies_fresh, takes no lock for a context that
@@ -167,7 +153,7 @@ static void *room_for_one(void *array, size_t *cap, size_t count, size_t size)
 static copy_entry *make(vk_state *s, struct vk_copies *c, const rayo_dev_call *call, VkDeviceSize bytes,
                         vk_copy_maker maker)
 {
-    copy_entry *table = room_for_one(c->e, &c->cap, c->count, sizeof *c->e);
+    copy_entry *table = vk_room_for_one(c->e, &c->cap, c->count, sizeof *c->e);
     if (!table)
         return NULL;
     c->e = table;
@@ -202,7 +188,7 @@ static copy_entry *make(vk_state *s, struct vk_copies *c, const rayo_dev_call *c
 /* Lists entry id among those cx reads. */
 static bool list_in(vk_ctx *cx, uint64_t id)
 {
-    uint64_t *ids = room_for_one(cx->copies, &cx->copy_cap, cx->copy_count, sizeof *cx->copies);
+    uint64_t *ids = vk_room_for_one(cx->copies, &cx->copy_cap, cx->copy_count, sizeof *cx->copies);
     if (!ids)
         return false;
     cx->copies = ids;
