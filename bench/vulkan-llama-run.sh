@@ -20,8 +20,8 @@
 #          q4_k_m; the 7B shape q4_0), each run by
 #          `rayo-llama --backend vulkan --ignore-eos --tokens --ctx 256 -n 64
 #          --prompt-tokens <128 ids> --step-times` (the host time of a
-#          replayed step's parts after the speed): TinyLlama q4_0 cold (empty pipeline
-#          cache; rayo-llama's default warm-up at load) first, cold again with
+#          replayed step's parts after the speed): TinyLlama q4_0 cold (pipeline
+#          caches emptied; rayo-llama's default warm-up at load) first, cold again with
 #          --no-warmup (the driver's compiling inside the timed prompt and
 #          decode), then each file warm, with BASE (twice, --warmup,
 #          with a pipeline cache of its own: its pipelines differ; the
@@ -175,8 +175,9 @@ run() {
 }
 
 llama_runs() {
+    rm -rf "$XDG_CACHE_HOME" # rayo's pipeline cache and the driver's own (the checks filled them)
     llama tl-q4_0-cold /tmp/models/tl-q4_0.gguf
-    rm -rf "$XDG_CACHE_HOME" # rayo's pipeline cache and the driver's own
+    rm -rf "$XDG_CACHE_HOME"
     llama tl-q4_0-cold-no-warmup /tmp/models/tl-q4_0.gguf /tmp/empty.conf "$d" --no-warmup
     for m in ${MODELS:-tl-q4_0 tl-q8_0 tl-q4_k_m 7b-q4_0}; do
         llama "$m-warm" "/tmp/models/$m.gguf"
