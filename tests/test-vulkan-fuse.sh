@@ -7,7 +7,9 @@
 # [backend.vulkan] record_ahead (step, moving, no), with fuse = no and with
 # compile_threads = 0 (no recording ahead for the pipelines' sake: each
 # compiled when its call is recorded), and the logits of the first 8 steps
-# must equal the default's.  The default
+# must equal the default's.  The first default run, with an empty pipeline
+# cache, must have recorded calls of a batch at its first submit (their
+# pipelines compiling while the rest were recorded).  The default
 # must fuse (its debug log counts the calls run in the dispatch of the one
 # before), so the comparison is not between two runs of the same path: for
 # the Q4_0 and Q8_0 files (gguf-make's tiny preset: 2 layers) exactly 17 a
@@ -50,6 +52,14 @@ for model in q4_0 q8_0 mix "q4_k_m --embd 1024 --ffn 2816 --heads 8 --kv-heads 4
     "$bin/gguf-make" --scheme $model --seed 5 -o "$file" 2>/dev/null || { echo "ERROR: gguf-make $model"; exit 99; }
     if ! decode "$file" default; then
         echo "FAIL: $scheme: $(tail -3 "$tmp/default.log")"; status=1; continue
+    fi
+    if [ "$scheme" = q4_0 ]; then # the first run: no pipeline made yet
+        if grep -q "calls recorded at its first submit" "$tmp/default.log"; then
+            echo "q4_0, empty pipeline cache: $(grep -m1 'calls recorded at its first submit' "$tmp/default.log" |
+                sed 's/.*vulkan: //')"
+        else
+            echo "FAIL: q4_0: no call waited for the first submit with an empty pipeline cache"; status=1
+        fi
     fi
     fused=$(sed -n 's/.*recorded ahead: [0-9]* calls, \([0-9]*\) of them.*/\1/p' "$tmp/default.log" | head -1)
     want=11

@@ -137,6 +137,8 @@ typedef struct vk_batch {
     bool logged;              /* its recording ahead was logged */
     vk_ctx *ahead;            /* until the first submit: the calls recorded ahead, for
                                * their pipelines only (compile_threads; NULL: none) */
+    bool deferring;           /* a call's pipeline was queued: it and the later calls are
+                               * recorded at the first submit */
     bool whole_started;       /* a whole recording's pipelines were started ahead */
 } vk_batch;
 
@@ -213,8 +215,11 @@ static rayo_status ahead_ctx(vk_state *s, vk_ctx **out)
 }
 
 /* Keeps a call of the segment and records it into its context at the
- * batch's step; or, while the batch records ahead, only ahead (its pipelines
- * start compiling; record_pending records it at the first submit). */
+ * batch's step.  While the batch records ahead it goes there first: where
+ * that queued one of its pipelines for compiling, the call and every later
+ * one wait for the first submit (record_pending), so that the compiling
+ * goes on while the application records the rest; else it is recorded
+ * now, as without compile threads. */
 static rayo_status add_call(vk_state *s, vk_batch *b, vk_segment *g, const rayo_dev_call *call)
 {
     rayo_dev_call *grown = realloc(g->calls, (g->count + 1) * sizeof *grown);
@@ -222,10 +227,16 @@ static rayo_status add_call(vk_state *s, vk_batch *b, vk_segment *g, const rayo_
         return RAYO_E_NOMEM;
     g->calls = grown;
     rayo_dev_call_copy(call, &g->calls[g->count++]);
-    if (b->ahead)
-        return record_at(s, b->ahead, &g->calls[g->count - 1], b->step);
+    const rayo_dev_call *kept = &g->calls[g->count - 1];
+    if (b->ahead) {
+        unsigned long queued = atomic_load(&s->jobs_queued);
+        rayo_status st = record_at(s, b->ahead, kept, b->step);
+        b->deferring = b->deferring || atomic_load(&s->jobs_queued) != queued;
+        if (st != RAYO_OK || b->deferring)
+            return st;
+    }
     g->recorded = g->count;
-    return record_at(s, g->cx, &g->calls[g->count - 1], b->step);
+    return record_at(s, g->cx, kept, b->step);
 }
 
 /* At the first submit: the calls recorded ahead, recorded into their
@@ -234,11 +245,15 @@ static rayo_status add_call(vk_state *s, vk_batch *b, vk_segment *g, const rayo_
 static rayo_status record_pending(vk_state *s, vk_batch *b)
 {
     rayo_status st = RAYO_OK;
+    size_t pending = 0;
     for (size_t i = 0; i < b->count && st == RAYO_OK; i++) {
         vk_segment *g = &b->seg[i];
-        while (g->recorded < g->count && st == RAYO_OK)
+        for (; g->recorded < g->count && st == RAYO_OK; pending++)
             st = record_at(s, g->cx, &g->calls[g->recorded++], g->step);
     }
+    if (pending)
+        s->host->log(s->host, RAYO_LOG_DEBUG, "%zu of a batch's %zu calls recorded at its first submit, "
+                     "their new pipelines compiled meanwhile (compile_threads)", pending, calls_of(b));
     vk_ctx_release(s, b->ahead);
     b->ahead = NULL;
     return st;

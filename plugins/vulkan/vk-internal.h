@@ -259,6 +259,7 @@ typedef struct vk_state {
     pthread_t workers[VK_COMPILE_THREADS_MAX];
     uint32_t worker_count, compile_threads;
     bool compile_stop;
+    atomic_ulong jobs_queued;         /* ever: a recording ahead that queued none can record now */
 
     vk_ctx *free_ctx;
     pthread_mutex_t ctx_lock;

@@ -172,6 +172,7 @@ rayo_status vk_pipelines_init(vk_state *s)
     pthread_cond_init(&s->pipeline_done, NULL);
     pthread_cond_init(&s->job_ready, NULL);
     s->compile_threads = compile_threads_of(s);
+    atomic_init(&s->jobs_queued, 0);
     return cache_create(s);
 }
 
@@ -457,6 +458,7 @@ static bool queue_job(vk_state *s, const vk_compile_job *job)
     if (s->worker_count == 0)
         return false;
     s->jobs[s->job_count++] = *job;
+    atomic_fetch_add(&s->jobs_queued, 1);
     pthread_cond_signal(&s->job_ready);
     return true;
 }
