@@ -9,7 +9,9 @@
 # compiled when its call is recorded), and the logits of the first 8 steps
 # must equal the default's.  The first default run, with an empty pipeline
 # cache, must have recorded calls of a batch at its first submit (their
-# pipelines compiling while the rest were recorded).  The default
+# pipelines compiling while the rest were recorded).  A compile_threads
+# that is not a number from 0 to 16 is refused with a warning (the
+# default taken).  The default
 # must fuse (its debug log counts the calls run in the dispatch of the one
 # before), so the comparison is not between two runs of the same path: for
 # the Q4_0 and Q8_0 files (gguf-make's tiny preset: 2 layers) exactly 17 a
@@ -59,6 +61,12 @@ for model in q4_0 q8_0 mix "q4_k_m --embd 1024 --ffn 2816 --heads 8 --kv-heads 4
                 sed 's/.*vulkan: //')"
         else
             echo "FAIL: q4_0: no call waited for the first submit with an empty pipeline cache"; status=1
+        fi
+        if decode "$file" bad "compile_threads = 17" &&
+            grep -q "compile_threads = 17: not a number from 0 to 16; using" "$tmp/bad.log"; then
+            echo "refused: $(grep -m1 'compile_threads = 17' "$tmp/bad.log" | sed 's/.*vulkan: //')"
+        else
+            echo "FAIL: compile_threads = 17 was not refused with a warning: $(tail -2 "$tmp/bad.log")"; status=1
         fi
     fi
     fused=$(sed -n 's/.*recorded ahead: [0-9]* calls, \([0-9]*\) of them.*/\1/p' "$tmp/default.log" | head -1)

@@ -117,14 +117,18 @@ static void cache_save(vk_state *s)
  * the CPUs online, at most 8. */
 static uint32_t compile_threads_of(const vk_state *s)
 {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t fallback = cpus < 1 ? 1u : cpus > 8 ? 8u : (uint32_t)cpus;
     const char *v = s->host->config(s->host, "compile_threads");
-    long want = v ? strtol(v, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-    if (!v && want > 8)
-        want = 8;
-    if (want < 0)
-        want = 0;
-    if (want > VK_COMPILE_THREADS_MAX)
-        want = VK_COMPILE_THREADS_MAX;
+    if (!v)
+        return fallback;
+    char *end;
+    long want = strtol(v, &end, 10);
+    if (end == v || *end || want < 0 || want > VK_COMPILE_THREADS_MAX) {
+        s->host->log(s->host, RAYO_LOG_WARN, "compile_threads = %s: not a number from 0 to %d; using %u", v,
+                     VK_COMPILE_THREADS_MAX, fallback);
+        return fallback;
+    }
     return (uint32_t)want;
 }
 
