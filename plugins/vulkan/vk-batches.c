@@ -426,11 +426,20 @@ static size_t record_fused_at(vk_state *s, vk_ctx *cx, const rayo_dev_call *cons
     return took;
 }
 
-/* A new context holding the calls of segments segs[0 .. n) as they run at
- * `step`, neighbouring calls fused where the plugin can ([backend.vulkan]
- * fuse): the batch's calls are all known here, unlike at its first
- * recording, call by call; *fused (where not NULL) says how many were
- * recorded with the call before them. */
+/* calls[0 .. total) recorded into cx at `step`, neighbours fused; *fused
+ * (where not NULL): how many went into the dispatch of the one before. */
+static rayo_status record_fused_all(vk_state *s, vk_ctx *cx, const rayo_dev_call *const *calls, size_t total,
+                                    size_t step, size_t *fused)
+{
+    rayo_status st = RAYO_OK;
+    size_t recorded = 0;
+    for (size_t k = 0; k < total && st == RAYO_OK; recorded++)
+        k += record_fused_at(s, cx, calls + k, total - k, step, &st);
+    if (fused)
+        *fused = total - recorded;
+    return st;
+}
+
 /* A first pass over the calls into a context recording ahead: every
  * pipeline they need starts compiling at once. */
 static void start_pipelines(vk_state *s, const rayo_dev_call *const *calls, size_t total, size_t step)
@@ -438,16 +447,20 @@ static void start_pipelines(vk_state *s, const rayo_dev_call *const *calls, size
     vk_ctx *cx;
     if (ahead_ctx(s, &cx) != RAYO_OK)
         return;
-    rayo_status st = RAYO_OK;
-    for (size_t k = 0; k < total && st == RAYO_OK;)
-        k += record_fused_at(s, cx, calls + k, total - k, step, &st);
+    (void)record_fused_all(s, cx, calls, total, step, NULL); /* errors: the real recording says */
     vk_ctx_release(s, cx);
 }
 
+/* A new context holding the calls of segments segs[0 .. n) as they run at
+ * `step`, neighbouring calls fused where the plugin can ([backend.vulkan]
+ * fuse): the batch's calls are all known here, unlike at its first
+ * recording, call by call; *fused (where not NULL) says how many were
+ * recorded with the call before them; `first`: its pipelines are started
+ * ahead (start_pipelines). */
 static rayo_status record_new(vk_state *s, const vk_segment *segs, size_t n, size_t step, vk_ctx **out,
                               size_t *fused, bool first)
 {
-    size_t total = 0, recorded = 0;
+    size_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += segs[i].count;
     const rayo_dev_call **calls = malloc((total ? total : 1) * sizeof *calls);
@@ -462,10 +475,7 @@ static rayo_status record_new(vk_state *s, const vk_segment *segs, size_t n, siz
     rayo_status st = vk_ctx_acquire(s, &cx);
     if (st == RAYO_OK) {
         vk_profile_begin(s, cx);
-        for (size_t k = 0; k < total && st == RAYO_OK; recorded++)
-            k += record_fused_at(s, cx, calls + k, total - k, step, &st);
-        if (fused)
-            *fused = total - recorded;
+        st = record_fused_all(s, cx, calls, total, step, fused);
         if (st != RAYO_OK)
             vk_ctx_release(s, cx);
         else

@@ -373,6 +373,18 @@ static void set_outcome(vk_state *s, size_t entry, VkPipeline p, VkResult r, flo
     pthread_cond_broadcast(&s->pipeline_done);
 }
 
+/* Compiles a job's pipeline with the lock released (held on entry and on
+ * return) and stores the outcome. */
+static void compile_unlocked(vk_state *s, const vk_compile_job *job)
+{
+    pthread_mutex_unlock(&s->pipeline_lock);
+    VkPipeline p;
+    float ms;
+    VkResult r = compile(s, job, &p, &ms);
+    pthread_mutex_lock(&s->pipeline_lock);
+    set_outcome(s, job->entry, p, r, ms);
+}
+
 /* The entry's pipeline once compiled (waiting for a compilation under
  * way); unlocks. */
 static rayo_status take_unlock(vk_state *s, size_t entry, VkPipeline *out)
@@ -413,12 +425,7 @@ static rayo_status pipeline_get(vk_state *s, uint32_t shader, const uint32_t *sp
             pthread_mutex_unlock(&s->pipeline_lock);
             return st;
         }
-        pthread_mutex_unlock(&s->pipeline_lock);
-        VkPipeline p;
-        float ms;
-        VkResult r = compile(s, &job, &p, &ms);
-        pthread_mutex_lock(&s->pipeline_lock);
-        set_outcome(s, job.entry, p, r, ms);
+        compile_unlocked(s, &job);
         i = job.entry;
     }
     return take_unlock(s, i, out);
@@ -437,12 +444,7 @@ static void *compile_worker(void *arg)
         vk_compile_job job = s->jobs[s->job_head++];
         if (s->job_head == s->job_count)
             s->job_head = s->job_count = 0;
-        pthread_mutex_unlock(&s->pipeline_lock);
-        VkPipeline p;
-        float ms;
-        VkResult r = compile(s, &job, &p, &ms);
-        pthread_mutex_lock(&s->pipeline_lock);
-        set_outcome(s, job.entry, p, r, ms);
+        compile_unlocked(s, &job);
     }
     pthread_mutex_unlock(&s->pipeline_lock);
     return NULL;
