@@ -171,9 +171,15 @@ static int load_io(llama_model *m, const gguf_file *g, char *err, size_t errlen)
     return weight(&m->output, g, "output.weight", m->n_embd, m->n_vocab, err, errlen);
 }
 
+/* Zeroed, and every page written now: calloc's large blocks are pages that
+ * fault on their first write, which would otherwise fall in the first
+ * prompt (tens of milliseconds on a virtual machine). */
 static void *host_alloc(lm_ref *r, size_t bytes)
 {
     *r = (lm_ref){.host = calloc(1, bytes ? bytes : 1)};
+    volatile unsigned char *p = r->host;
+    for (size_t i = 0; p && i < bytes; i += 4096)
+        p[i] = 0;
     return r->host;
 }
 
