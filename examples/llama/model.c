@@ -171,15 +171,24 @@ static int load_io(llama_model *m, const gguf_file *g, char *err, size_t errlen)
     return weight(&m->output, g, "output.weight", m->n_embd, m->n_vocab, err, errlen);
 }
 
-/* Zeroed, and every page written now: calloc's large blocks are pages that
- * fault on their first write, which would otherwise fall in the first
- * prompt (tens of milliseconds on a virtual machine). */
+/* Zeroed; the KV cache's pages come as its positions are first written. */
 static void *host_alloc(lm_ref *r, size_t bytes)
 {
     *r = (lm_ref){.host = calloc(1, bytes ? bytes : 1)};
-    volatile unsigned char *p = r->host;
-    for (size_t i = 0; p && i < bytes; i += 4096)
-        p[i] = 0;
+    return r->host;
+}
+
+/* Zeroed, on a cache line of its own, and every page written now: a
+ * fresh large block's pages fault on their first write, which would
+ * otherwise fall in the first prompt (tens of milliseconds on a virtual
+ * machine); rows that start on a cache line keep two threads writing
+ * neighbouring columns off each other's lines. */
+static void *host_alloc_written(lm_ref *r, size_t bytes)
+{
+    size_t size = bytes ? (bytes + 63) & ~(size_t)63 : 64;
+    *r = (lm_ref){.host = size >= bytes ? aligned_alloc(64, size) : NULL}; /* below: it wrapped */
+    if (r->host)
+        memset(r->host, 0, size);
     return r->host;
 }
 
@@ -190,9 +199,10 @@ static int host_alloc_all(llama_model *m)
     size_t n = s->n_batch, e = m->n_embd * sizeof(float), f = m->n_ffn * sizeof(float);
     size_t cache = m->n_layers * m->n_ctx * m->n_kv_heads * m->head_dim * sizeof(float);
     int ok = host_alloc(&m->k_cache, cache) && host_alloc(&m->v_cache, cache) &&
-             host_alloc(&s->x, n * e) && host_alloc(&s->xn, n * e) && host_alloc(&s->q, n * e) &&
-             host_alloc(&s->att, n * e) && host_alloc(&s->gate, n * f) &&
-             host_alloc(&s->up, n * f) && host_alloc(&s->logits, m->n_vocab * sizeof(float)) &&
+             host_alloc_written(&s->x, n * e) && host_alloc_written(&s->xn, n * e) &&
+             host_alloc_written(&s->q, n * e) && host_alloc_written(&s->att, n * e) &&
+             host_alloc_written(&s->gate, n * f) && host_alloc_written(&s->up, n * f) &&
+             host_alloc_written(&s->logits, m->n_vocab * sizeof(float)) &&
              host_alloc(&s->next, sizeof(uint64_t));
     s->ids_host = calloc(n, sizeof(int32_t));
     s->pos_host = calloc(m->n_ctx, sizeof(int32_t));
