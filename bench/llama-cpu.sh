@@ -17,6 +17,12 @@
 #   BACKEND   the rayo backend (default avx2)       THREADS  thread counts ("1 2")
 #   RUNS      runs of each, best kept (3)            PROMPT, DECODE  tokens (128, 64)
 #   PRECISION rayo-llama --precision (default: its default, relaxed)
+#   RAYO_LLAMA_ARGS  more rayo-llama options (default none: the model resident
+#             in the backend's buffers, rayo-llama's default on a CPU backend)
+#   LLAMA_CPP_LOADS  "mmap no-mmap" (default): each llama.cpp run is one run per
+#             way of loading the weights (through the file's mapping, its
+#             default, or read into memory it allocates), and each phase keeps
+#             the best of them all, with the way that gave it; or one of the two
 #   NODE_LLAMA_CPP_MODULES  the node_modules holding node-llama-cpp (default
 #             build-llamacpp/node_modules in the source tree:
 #             `mkdir -p build-llamacpp && cd build-llamacpp && npm install node-llama-cpp@3.22.1`)
@@ -38,6 +44,7 @@ backend=${BACKEND:-avx2} threads=${THREADS:-1 2} runs=${RUNS:-3}
 prompt=${PROMPT:-128} decode=${DECODE:-64}
 bench_mjs=$srcdir/bench/llama-speed-llamacpp.mjs
 pin=${PIN:-}
+loads=${LLAMA_CPP_LOADS:-mmap no-mmap}
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 
@@ -95,15 +102,15 @@ prompt_ids() {
 # second of wall clock, then per CPU-second of the process, every thread),
 # nothing when it failed (its error output is kept in $tmp/err).
 run_rayo() { # model ids threads
-    # shellcheck disable=SC2086 # an optional option
-    pinned "$3" env RAYO_THREADS="$3" "$rl" --backend "$backend" ${PRECISION:+--precision "$PRECISION"} --ignore-eos --tokens \
+    # shellcheck disable=SC2086 # options and their values
+    pinned "$3" env RAYO_THREADS="$3" "$rl" --backend "$backend" ${PRECISION:+--precision "$PRECISION"} $RAYO_LLAMA_ARGS --ignore-eos --tokens \
         --ctx $((prompt + decode + 16)) -n $((decode + 1)) --prompt-tokens "$2" "$1" >/dev/null 2>"$tmp/err" || return
     # rayo-llama: ...: prefill N tokens R tok/s (cpu C s), decode M tokens R tok/s (cpu C s)...
     sed -n 's/.*prefill \([0-9]*\) tokens \([0-9.]*\) tok\/s (cpu \([0-9.]*\) s), decode \([0-9]*\) tokens \([0-9.]*\) tok\/s (cpu \([0-9.]*\) s).*/\2 \5 \1 \3 \4 \6/p' \
         "$tmp/err" | awk '{ printf "%s %s %.2f %.2f\n", $1, $2, $3 / $4, $5 / $6 }'
 }
-run_llama_cpp() { # model ids threads
-    pinned "$3" node "$bench_mjs" "$modules" "$1" "$2" "$decode" "$3" false >"$tmp/err" 2>&1 || return
+run_llama_cpp() { # model ids threads load
+    pinned "$3" node "$bench_mjs" "$modules" "$1" "$2" "$decode" "$3" false "$4" >"$tmp/err" 2>&1 || return
     # llama.cpp: prefill N RATE cpu C decode M RATE cpu C (...)
     awk '/^llama.cpp: prefill/ { printf "%s %s %.2f %.2f\n", $4, $9, $3 / $6, $8 / $11 }' "$tmp/err"
 }
@@ -119,20 +126,27 @@ for model in "$@"; do
     ids=$(prompt_ids "$model") || { echo "ERROR: $rl --info $model"; exit 99; }
     for t in $threads; do
         load_before=$(cut -d' ' -f1 /proc/loadavg)
-        r1=- r2=- r3=- r4=- l1=- l2=- l3=- l4=-
+        r1=- r2=- r3=- r4=- l1=- l2=- l3=- l4=- lp=- ld=-
         i=0
         while [ $i -lt "$runs" ]; do
             echo "$label, $t threads, run $((i + 1)) of $runs" >&2
             set -- $(run_rayo "$model" "$ids" "$t")
             [ $# -eq 4 ] && r1=$(best "$r1" "$1") r2=$(best "$r2" "$2") r3=$(best "$r3" "$3") r4=$(best "$r4" "$4") ||
                 echo "  rayo failed: $(tail -1 "$tmp/err")" >&2
-            set -- $(run_llama_cpp "$model" "$ids" "$t")
-            [ $# -eq 4 ] && l1=$(best "$l1" "$1") l2=$(best "$l2" "$2") l3=$(best "$l3" "$3") l4=$(best "$l4" "$4") ||
-                echo "  llama.cpp failed: $(tail -1 "$tmp/err")" >&2
+            for load in $loads; do
+                set -- $(run_llama_cpp "$model" "$ids" "$t" "$load")
+                if [ $# -ne 4 ]; then
+                    echo "  llama.cpp ($load) failed: $(tail -1 "$tmp/err")" >&2
+                    continue
+                fi
+                [ "$(best "$l1" "$1")" = "$l1" ] || l1=$1 lp=$load
+                [ "$(best "$l2" "$2")" = "$l2" ] || l2=$2 ld=$load
+                l3=$(best "$l3" "$3") l4=$(best "$l4" "$4")
+            done
             i=$((i + 1))
         done
-        printf '| %s | %s | %s / %s | %s / %s | %s / %s | %s / %s | %s, %s |\n' "$label" "$t" "$l1" "$l2" "$r1" "$r2" \
-            "$(ratio "$r1" "$l1")" "$(ratio "$r2" "$l2")" "$(ratio "$r3" "$l3")" "$(ratio "$r4" "$l4")" \
+        printf '| %s | %s | %s / %s (%s / %s) | %s / %s | %s / %s | %s / %s | %s, %s |\n' "$label" "$t" "$l1" "$l2" \
+            "$lp" "$ld" "$r1" "$r2" "$(ratio "$r1" "$l1")" "$(ratio "$r2" "$l2")" "$(ratio "$r3" "$l3")" "$(ratio "$r4" "$l4")" \
             "$load_before" "$(cut -d' ' -f1 /proc/loadavg)" >>"$table"
         tail -1 "$table" >&2 # the row as soon as it is done, should a time limit stop the rest
     done
@@ -145,6 +159,8 @@ echo "$(uname -m), $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(np
 echo "rayo backend $backend${PRECISION:+, $PRECISION precision}; llama.cpp: node-llama-cpp" \
     "$(awk -F'"' '/"version"/ { print $4; exit }' "$modules/node-llama-cpp/package.json"), CPU variant ${variant:-unknown}"
 echo
-echo "| file | threads | llama.cpp prompt / decode | rayo prompt / decode | ratio prompt / decode | ratio per CPU-second | load 1-min before, after |"
+echo "llama.cpp's best of its loads: $loads (the load that gave each phase's best in brackets); rayo-llama${RAYO_LLAMA_ARGS:+ $RAYO_LLAMA_ARGS}"
+echo
+echo "| file | threads | llama.cpp prompt / decode (load) | rayo prompt / decode | ratio prompt / decode | ratio per CPU-second | load 1-min before, after |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"
 cat "$table"

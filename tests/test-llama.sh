@@ -79,14 +79,15 @@ for model in "mix" "mix --tied" "q4_k_m --layers 3" "q8_0 --kv-heads 4" "q4_0 --
     for be in $backends; do
         # The interim path (f32 ops on dequantized weights): be must run the gemv.
         # The ABI 1 path: be first, the typed ops it lacks on the next backend, at
-        # strict precision, and resident in be's buffers where be has every op the
-        # model needs: the interim path's tokens exactly.  At relaxed precision
-        # (rayo-llama's default: integer dot products may run) the tokens may part
-        # at a near tie only (relaxed_check).
-        for path in --interim "--precision strict" "--precision strict --resident on" relaxed; do
+        # strict precision, on host memory and resident in be's buffers where be
+        # has every op the model needs: the interim path's tokens exactly.  At
+        # relaxed precision (rayo-llama's default: integer dot products may run;
+        # resident by default on a CPU or GPU backend) the tokens may part at a
+        # near tie only (relaxed_check).
+        for path in --interim "--precision strict --resident off" "--precision strict --resident on" relaxed; do
             case $path in
             relaxed) opts="--precision relaxed --logits $tmp/relaxed.bin --logits-steps $n" ;;
-            "--precision strict") opts="$path --logits $tmp/strict.bin --logits-steps $n" ;;
+            "--precision strict --resident off") opts="$path --logits $tmp/strict.bin --logits-steps $n" ;;
             *) opts=$path ;;
             esac
             # shellcheck disable=SC2086 # options and their values
@@ -112,7 +113,7 @@ for model in "mix" "mix --tied" "q4_k_m --layers 3" "q8_0 --kv-heads 4" "q4_0 --
             else
                 echo "$label: same tokens (gemv $used)"
             fi
-            [ "$path" != "--precision strict" ] || strict=$out
+            [ "$path" != "--precision strict --resident off" ] || strict=$out
         done
     done
 done

@@ -44,7 +44,8 @@ static void usage(void)
         "  --step-times        where a replayed decode step's host time goes: the\n"
         "                      write, set_step + submit, wait, the read, sampling\n"
         "  --resident WHEN     auto (default), on or off: the model in the backend's\n"
-        "                      buffers, each step one batch (auto: on a GPU backend)\n"
+        "                      buffers, each step one batch (auto: on a GPU or CPU\n"
+        "                      backend, not a software device)\n"
         "  --temp T            sample at temperature T (default 0: greedy)\n"
         "  --top-k K           sample among the K most likely (default 40)\n"
         "  --seed N            sampling seed (default 1)\n"
@@ -447,19 +448,26 @@ static void print_step_times(const llama_model *m, const run_stats *rs)
 }
 
 /* The backend --resident means: the one asked for, else the first loaded GPU
- * backend, else (on) the first loaded backend; auto takes GPU backends only. */
+ * backend, else the first loaded backend.  auto takes GPU and CPU backends,
+ * not software devices (lavapipe), where host-memory calls are the
+ * quicker way.  A CPU backend's buffers are memory rayo allocated: on the
+ * virtual machine measured (doc/benchmarks-llama.md) a 1-thread decode
+ * streamed its weights from there up to twice as fast as from the file's
+ * mapping. */
 static const char *resident_backend(rayo_context *ctx, const options *o)
 {
     const char *gpu = NULL, *first = NULL;
     unsigned gpu_rank = UINT_MAX, first_rank = UINT_MAX;
+    int first_auto = 0;
     for (size_t i = 0; i < rayo_backend_count(ctx); i++) {
         rayo_backend_info bi = {.struct_size = sizeof bi};
         if (rayo_backend_get(ctx, i, &bi) != RAYO_OK || bi.status != RAYO_BACKEND_LOADED)
             continue;
         int is_gpu = bi.device_type == RAYO_DEVICE_GPU;
+        int by_auto = is_gpu || bi.device_type == RAYO_DEVICE_CPU;
         if (o->backend) {
             if (!strcmp(bi.name, o->backend))
-                return is_gpu || o->resident == 1 ? bi.name : NULL;
+                return by_auto || o->resident == 1 ? bi.name : NULL;
             continue;
         }
         if (is_gpu && bi.rank < gpu_rank) {
@@ -469,13 +477,15 @@ static const char *resident_backend(rayo_context *ctx, const options *o)
         if (bi.rank < first_rank) {
             first = bi.name;
             first_rank = bi.rank;
+            first_auto = by_auto;
         }
     }
-    return gpu ? gpu : o->resident == 1 ? first : NULL;
+    return gpu ? gpu : first_auto || o->resident == 1 ? first : NULL;
 }
 
 /* --resident: move the model into a backend's buffers where asked, or
- * where auto finds a GPU that has every op (else it stays on host memory). */
+ * where auto finds a GPU or CPU backend that has every op (else it stays on
+ * host memory). */
 static int make_resident(rayo_context *ctx, llama_model *m, const options *o)
 {
     const char *be = o->resident ? resident_backend(ctx, o) : NULL;
