@@ -159,7 +159,8 @@ echo "$(uname -m), $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(np
 echo "rayo backend $backend${PRECISION:+, $PRECISION precision}; llama.cpp: node-llama-cpp" \
     "$(awk -F'"' '/"version"/ { print $4; exit }' "$modules/node-llama-cpp/package.json"), CPU variant ${variant:-unknown}"
 echo
-echo "llama.cpp's best of its loads: $loads (the load that gave each phase's best in brackets); rayo-llama${RAYO_LLAMA_ARGS:+ $RAYO_LLAMA_ARGS}"
+echo "llama.cpp: the best of its loads $loads (in brackets the one that gave each phase's best);" \
+    "rayo-llama: ${RAYO_LLAMA_ARGS:-its default options (the model resident in the backend's buffers)}"
 echo
 echo "| file | threads | llama.cpp prompt / decode (load) | rayo prompt / decode | ratio prompt / decode | ratio per CPU-second | load 1-min before, after |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"
