@@ -453,7 +453,13 @@ static void print_step_times(const llama_model *m, const run_stats *rs)
  * quicker way.  A CPU backend's buffers are memory rayo allocated: on the
  * virtual machine measured (doc/benchmarks-llama.md) a 1-thread decode
  * streamed its weights from there up to twice as fast as from the file's
- * mapping. */
+ * mapping.  Under Emscripten the "mapping" is already a copy in memory, and
+ * a second one would only take room under wasm32's 4 GiB. */
+#ifdef __EMSCRIPTEN__
+#define CPU_RESIDENT_BY_DEFAULT 0
+#else
+#define CPU_RESIDENT_BY_DEFAULT 1
+#endif
 static const char *resident_backend(rayo_context *ctx, const options *o)
 {
     const char *gpu = NULL, *first = NULL;
@@ -464,7 +470,7 @@ static const char *resident_backend(rayo_context *ctx, const options *o)
         if (rayo_backend_get(ctx, i, &bi) != RAYO_OK || bi.status != RAYO_BACKEND_LOADED)
             continue;
         int is_gpu = bi.device_type == RAYO_DEVICE_GPU;
-        int by_auto = is_gpu || bi.device_type == RAYO_DEVICE_CPU;
+        int by_auto = is_gpu || (CPU_RESIDENT_BY_DEFAULT && bi.device_type == RAYO_DEVICE_CPU);
         if (o->backend) {
             if (!strcmp(bi.name, o->backend))
                 return by_auto || o->resident == 1 ? bi.name : NULL;
