@@ -13,11 +13,11 @@
 
 #define BLOCK 32     /* values of A per int8 block, and of B per code block */
 #define ROUND_ROWS 8 /* rows of A per task of its rounding */
-/* Bytes ahead in each row of B that the repacking prefetches: it reads its
- * 8 or 16 rows side by side, a few bytes of each at a time, and the
- * hardware prefetcher left it waiting on the first load of most blocks.
- * 256 bytes ahead cut its time against the tiles' by a third on a Zen 5
- * EPYC (q4_0; a half for q8_0, a fifth for q4_k); 512 to 2048 gained less. */
+/* Bytes ahead in each row of B that the repacking prefetches: it reads 8
+ * rows side by side, a block of each at a time, and the hardware
+ * prefetcher left it waiting on the first load of most blocks.  256 bytes
+ * ahead cut its time against the tiles' by a third on a Zen 5 EPYC (q4_0;
+ * a half for q8_0, a fifth for q4_k); 512 to 2048 gained less. */
 #define PACK_AHEAD 256
 #if defined(__AVX512F__) && defined(__AVX512VL__)
 #define COLS_MAX 16 /* the avx512 plugin's 512-bit tiles: 16 columns, 8 rows */
@@ -203,39 +203,6 @@ static size_t round_a(const cpu_state *st, const qmatmul_job *job)
 
 /* ---- B to panels ---------------------------------------------------------- */
 
-/* Block b of a Q4_0 row: its 32 codes in order, scale and min (value =
- * d q - 8 d). */
-static __m256i codes_q4_0(const uint8_t *row, size_t b, float *scale, float *min)
-{
-    const uint8_t *blk = row + b * RAYO_Q4_0_BYTES;
-    __m128i qs = x86_load128(blk + 2), nibble = _mm_set1_epi8(15);
-    *scale = x86_f16_at(blk);
-    *min = 8.0f * *scale;
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(qs, 4), nibble), _mm_and_si128(qs, nibble));
-}
-
-/* Sub-block b % 8 of super-block b / 8 of a Q4_K row (value = d sc q - dmin m). */
-static __m256i codes_q4_k(const uint8_t *row, size_t b, float *scale, float *min)
-{
-    const uint8_t *blk = row + b / 8 * RAYO_Q4_K_BYTES;
-    int s = (int)(b % 8);
-    uint8_t sc, m;
-    rayo_q4_k_scale_min(blk + RAYO_Q4_K_SCALES, s, &sc, &m);
-    *scale = x86_f16_at(blk) * sc;
-    *min = x86_f16_at(blk + RAYO_Q4_K_DMIN) * m;
-    __m256i qs = x86_load256(blk + RAYO_Q4_K_QS + 32 * (s / 2));
-    return _mm256_and_si256(_mm256_srli_epi16(qs, 4 * (s & 1)), _mm256_set1_epi8(15));
-}
-
-/* Block b of a Q8_0 row: its signed codes (value = d q; the signed tile). */
-static __m256i codes_q8_0(const uint8_t *row, size_t b, float *scale, float *min)
-{
-    const uint8_t *blk = row + b * RAYO_Q8_0_BYTES;
-    *scale = x86_f16_at(blk);
-    *min = 0.0f;
-    return x86_load256(blk + 2);
-}
-
 /* Half h of block b of a Q6_K row: the 6-bit codes q of those 16 values
  * (the other half's codes 0: Q6_K has a scale per 16 values), with what
  * makes d sc (q - 32) over that half (the wide tile). */
@@ -272,41 +239,167 @@ static void transpose8(const __m256i in[8], __m256i out[8])
     }
 }
 
-/* Panel block pb of one column (a row of B): its codes, scale and min. */
-static __m256i column_codes(const qmatmul_job *job, const uint8_t *row, size_t pb, float *scale, float *min)
+/* Eight rows of B (8 columns of op(B)) being packed: rows[j] is column j's
+ * row (the last valid one repeated past n), valid has lane j all ones where
+ * column j exists, so that the missing columns get zero scales and mins. */
+typedef struct pack_cols {
+    const uint8_t *rows[8];
+    __m256 valid;
+    size_t h; /* the first column's place in the panel */
+} pack_cols;
+
+/* The f16 at offset of each of the 8 rows, as float lanes, zero in the
+ * missing columns (gathered in a register: 8 stores and a vector load of
+ * them would stall the store forwarding). */
+static __m256 f16_lanes(const pack_cols *pc, size_t offset)
 {
-    size_t b = pb >> job->shift;
-    switch (job->bdt) {
-    case RAYO_DTYPE_Q4_0: return codes_q4_0(row, b, scale, min);
-    case RAYO_DTYPE_Q4_K: return codes_q4_k(row, b, scale, min);
-    case RAYO_DTYPE_Q6_K: return codes_q6_k(row, b, (int)(pb & 1), scale, min);
-    default: return codes_q8_0(row, b, scale, min);
+#define F16_OF(j) rayo__le16(pc->rows[j] + offset)
+    __m128i v = _mm_cvtsi32_si128(F16_OF(0));
+    v = _mm_insert_epi16(v, F16_OF(1), 1), v = _mm_insert_epi16(v, F16_OF(2), 2);
+    v = _mm_insert_epi16(v, F16_OF(3), 3), v = _mm_insert_epi16(v, F16_OF(4), 4);
+    v = _mm_insert_epi16(v, F16_OF(5), 5), v = _mm_insert_epi16(v, F16_OF(6), 6);
+    v = _mm_insert_epi16(v, F16_OF(7), 7);
+#undef F16_OF
+    return _mm256_and_ps(_mm256_cvtph_ps(v), pc->valid);
+}
+
+/* The next bytes of each row into L1, PACK_AHEAD ahead of offset (the
+ * panel reads its 8 rows side by side, a few bytes of each at a time, and
+ * the hardware prefetcher left it waiting on the first load of most blocks). */
+static void pack_prefetch(const qmatmul_job *job, const pack_cols *pc, size_t offset, size_t bytes)
+{
+    for (size_t at = offset + PACK_AHEAD; at < offset + PACK_AHEAD + bytes && at < job->row_bytes; at += 64)
+        for (int j = 0; j < 8; j++)
+            _mm_prefetch((const char *)pc->rows[j] + at, _MM_HINT_T0);
+}
+
+/* Stores codes group g of 8 columns into panel block blk. */
+static void store_group(panel_block *blk, size_t cols, const pack_cols *pc, int g, __m256i codes)
+{
+    _mm256_storeu_si256((__m256i *)(blk->codes + 4 * cols * (size_t)g + 4 * pc->h), codes);
+}
+
+/* Q4_0 block b of the 8 columns: byte i holds value i (low nibble) and
+ * i + 16 (high), so word g of the bytes holds code groups g and g + 4: the
+ * 16 bytes of each column are transposed by words (columns j and j + 4 in
+ * the two halves of one vector), then split into nibbles. */
+static void pack_q4_0(const qmatmul_job *job, const pack_cols *pc, size_t b, panel_block *blk)
+{
+    const __m256i nibble = _mm256_set1_epi8(15);
+    size_t at = b * RAYO_Q4_0_BYTES;
+    pack_prefetch(job, pc, at, RAYO_Q4_0_BYTES);
+    __m256i v[4];
+    for (int j = 0; j < 4; j++)
+        v[j] = _mm256_set_m128i(x86_load128(pc->rows[j + 4] + at + 2), x86_load128(pc->rows[j] + at + 2));
+    __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+    __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+    __m256i w[4] = { _mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2), _mm256_unpacklo_epi64(t1, t3),
+                     _mm256_unpackhi_epi64(t1, t3) };
+    for (int g = 0; g < 4; g++) {
+        store_group(blk, job->tile.cols, pc, g, _mm256_and_si256(w[g], nibble));
+        store_group(blk, job->tile.cols, pc, g + 4, _mm256_and_si256(_mm256_srli_epi16(w[g], 4), nibble));
+    }
+    __m256 d = f16_lanes(pc, at);
+    _mm256_storeu_ps(blk->scale + pc->h, d);
+    _mm256_storeu_ps(blk->min + pc->h, _mm256_mul_ps(d, _mm256_set1_ps(8.0f)));
+}
+
+/* Q8_0 block b of the 8 columns: its signed bytes transposed by words. */
+static void pack_q8_0(const qmatmul_job *job, const pack_cols *pc, size_t b, panel_block *blk)
+{
+    size_t at = b * RAYO_Q8_0_BYTES;
+    pack_prefetch(job, pc, at, RAYO_Q8_0_BYTES);
+    __m256i in[8], out[8];
+    for (int j = 0; j < 8; j++)
+        in[j] = x86_load256(pc->rows[j] + at + 2);
+    transpose8(in, out);
+    for (int g = 0; g < 8; g++)
+        store_group(blk, job->tile.cols, pc, g, out[g]);
+    _mm256_storeu_ps(blk->scale + pc->h, f16_lanes(pc, at));
+    _mm256_storeu_ps(blk->min + pc->h, _mm256_setzero_ps());
+}
+
+/* Q4_K super-block sb of the 8 columns into panel blocks 8 sb .. 8 sb + 7:
+ * chunk c's 32 bytes hold sub-block 2c (low nibbles) and 2c + 1 (high),
+ * transposed by words before the split; the 6-bit scales and mins of each
+ * column as 8 float lanes (one per sub-block), transposed into 8 columns
+ * per sub-block and times the columns' d and dmin. */
+static void pack_q4_k(const qmatmul_job *job, const pack_cols *pc, size_t sb, panel_block *blk)
+{
+    const __m256i nibble = _mm256_set1_epi8(15);
+    size_t at = sb * RAYO_Q4_K_BYTES;
+    pack_prefetch(job, pc, at, RAYO_Q4_K_BYTES);
+    __m256i in[8], out[8];
+    for (int c = 0; c < 4; c++) {
+        for (int j = 0; j < 8; j++)
+            in[j] = x86_load256(pc->rows[j] + at + RAYO_Q4_K_QS + 32 * c);
+        transpose8(in, out);
+        for (int g = 0; g < 8; g++) {
+            store_group(&blk[2 * c], job->tile.cols, pc, g, _mm256_and_si256(out[g], nibble));
+            store_group(&blk[2 * c + 1], job->tile.cols, pc, g, _mm256_and_si256(_mm256_srli_epi16(out[g], 4), nibble));
+        }
+    }
+    __m256i sc[8], mn[8], sc_t[8], mn_t[8];
+    for (int j = 0; j < 8; j++) {
+        __m128i sc8, m8;
+        x86_q4_k_scales_mins(pc->rows[j] + at + RAYO_Q4_K_SCALES, &sc8, &m8);
+        sc[j] = _mm256_cvtepu8_epi32(sc8);
+        mn[j] = _mm256_cvtepu8_epi32(m8);
+    }
+    transpose8(sc, sc_t);
+    transpose8(mn, mn_t);
+    __m256 d = f16_lanes(pc, at), dmin = f16_lanes(pc, at + RAYO_Q4_K_DMIN);
+    for (int s = 0; s < 8; s++) {
+        _mm256_storeu_ps(blk[s].scale + pc->h, _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc_t[s])));
+        _mm256_storeu_ps(blk[s].min + pc->h, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(mn_t[s])));
     }
 }
 
+/* Q6_K panel block pb of the 8 columns, a column at a time. */
+static void pack_q6_k(const qmatmul_job *job, const pack_cols *pc, size_t pb, panel_block *blk)
+{
+    __m256i in[8], out[8];
+    float scale[8], min[8];
+    pack_prefetch(job, pc, (pb >> job->shift) * job->row_bytes / job->blocks, 1);
+    for (int j = 0; j < 8; j++)
+        in[j] = codes_q6_k(pc->rows[j], pb >> job->shift, (int)(pb & 1), &scale[j], &min[j]);
+    transpose8(in, out);
+    for (int g = 0; g < 8; g++)
+        store_group(blk, job->tile.cols, pc, g, out[g]);
+    _mm256_storeu_ps(blk->scale + pc->h, _mm256_and_ps(_mm256_loadu_ps(scale), pc->valid));
+    _mm256_storeu_ps(blk->min + pc->h, _mm256_and_ps(_mm256_loadu_ps(min), pc->valid));
+}
+
 /* Columns col0 .. col0 + cols - 1 of op(B) (rows of B) into panel, 8 at a
- * time; columns past n get zero codes, scales and mins. */
+ * time, each 8 over all of k before the next; columns past n get zero
+ * scales and mins (their codes those of the last column, never stored). */
 static void pack_panel(const qmatmul_job *job, size_t col0, panel_block *panel)
 {
     const rayo_call *c = job->call;
-    size_t cols = job->tile.cols, valid = c->n - col0 < cols ? c->n - col0 : cols;
-    const char *rows = (const char *)c->b + col0 * job->b_stride;
-    for (size_t pb = 0; pb < job->blocks << job->shift; pb++) {
-        size_t ahead = (pb >> job->shift) * job->row_bytes / job->blocks + PACK_AHEAD;
-        for (size_t j = 0; ahead < job->row_bytes && j < valid; j++)
-            _mm_prefetch(rows + j * job->b_stride + ahead, _MM_HINT_T0);
-        for (size_t h = 0; h < cols; h += 8) {
-            __m256i in[8], out[8];
-            for (size_t j = 0; j < 8; j++) {
-                float *scale = &panel[pb].scale[h + j], *min = &panel[pb].min[h + j];
-                if (h + j >= valid)
-                    in[j] = _mm256_setzero_si256(), *scale = *min = 0.0f;
-                else
-                    in[j] = column_codes(job, (const uint8_t *)c->b + (col0 + h + j) * job->b_stride, pb, scale, min);
-            }
-            transpose8(in, out);
-            for (size_t g = 0; g < 8; g++)
-                _mm256_storeu_si256((__m256i *)(panel[pb].codes + 4 * cols * g + 4 * h), out[g]);
+    size_t valid = c->n - col0 < job->tile.cols ? c->n - col0 : job->tile.cols;
+    for (size_t h = 0; h < job->tile.cols; h += 8) {
+        pack_cols pc;
+        pc.h = h;
+        pc.valid = _mm256_castsi256_ps(
+            _mm256_cmpgt_epi32(_mm256_set1_epi32((int)valid - (int)h), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+        for (size_t j = 0; j < 8; j++)
+            pc.rows[j] = (const uint8_t *)c->b + (col0 + (h + j < valid ? h + j : valid - 1)) * job->b_stride;
+        switch (job->bdt) {
+        case RAYO_DTYPE_Q4_0:
+            for (size_t b = 0; b < job->blocks; b++)
+                pack_q4_0(job, &pc, b, &panel[b]);
+            break;
+        case RAYO_DTYPE_Q8_0:
+            for (size_t b = 0; b < job->blocks; b++)
+                pack_q8_0(job, &pc, b, &panel[b]);
+            break;
+        case RAYO_DTYPE_Q4_K:
+            for (size_t sb = 0; sb < job->blocks / 8; sb++)
+                pack_q4_k(job, &pc, sb, &panel[8 * sb]);
+            break;
+        default:
+            for (size_t pb = 0; pb < job->blocks << job->shift; pb++)
+                pack_q6_k(job, &pc, pb, &panel[pb]);
         }
     }
 }
