@@ -53,6 +53,7 @@ typedef struct tile_kind {
     tile_fn *fn;
     size_t cols; /* columns of a panel: one 32-bit lane each */
     int rows;    /* rows of A: their integer and float sums stay in registers */
+    int q8_offset; /* Q8_0's codes packed as q + 128, unsigned (min 128 d) */
 } tile_kind;
 
 typedef struct qmatmul_job {
@@ -304,19 +305,22 @@ static void pack_q4_0(const qmatmul_job *job, const pack_cols *pc, size_t b, pan
     _mm256_storeu_ps(blk->min + pc->h, _mm256_mul_ps(d, _mm256_set1_ps(8.0f)));
 }
 
-/* Q8_0 block b of the 8 columns: its signed bytes transposed by words. */
+/* Q8_0 block b of the 8 columns: its signed bytes transposed by words,
+ * or, for a tile of unsigned codes (q8_offset), q + 128 (the sign bit
+ * flipped) with a min of 128 d: value = d (q + 128) - 128 d. */
 static void pack_q8_0(const qmatmul_job *job, const pack_cols *pc, size_t b, panel_block *blk)
 {
     size_t at = b * RAYO_Q8_0_BYTES;
     pack_prefetch(job, pc, at, RAYO_Q8_0_BYTES);
-    __m256i in[8], out[8];
+    __m256i in[8], out[8], flip = _mm256_set1_epi8(job->tile.q8_offset ? (char)0x80 : 0);
     for (int j = 0; j < 8; j++)
         in[j] = x86_load256(pc->rows[j] + at + 2);
     transpose8(in, out);
     for (int g = 0; g < 8; g++)
-        store_group(blk, job->tile.cols, pc, g, out[g]);
-    _mm256_storeu_ps(blk->scale + pc->h, f16_lanes(pc, at));
-    _mm256_storeu_ps(blk->min + pc->h, _mm256_setzero_ps());
+        store_group(blk, job->tile.cols, pc, g, _mm256_xor_si256(out[g], flip));
+    __m256 d = f16_lanes(pc, at);
+    _mm256_storeu_ps(blk->scale + pc->h, d);
+    _mm256_storeu_ps(blk->min + pc->h, _mm256_mul_ps(d, _mm256_set1_ps(job->tile.q8_offset ? 128.0f : 0.0f)));
 }
 
 /* Q4_K super-block sb of the 8 columns into panel blocks 8 sb .. 8 sb + 7:
@@ -438,22 +442,20 @@ static void pack_panel(const qmatmul_job *job, size_t col0, panel_block *panel)
 #if COLS_MAX == 16
 /* The avx512 plugin, on a CPU with AVX512_VNNI: vpdpbusd sums the products
  * of 4 codes with 4 values straight into 32 bits (the same exact integer
- * sums as the AVX2 tiles, so the same results), 16 columns at a time;
- * 8 rows keep 8 integer and 8 float sums, the codes, scales and mins in
- * 19 of the 32 registers, and read each vector of codes once per 8
- * products.  Q8_0's signed codes w: |w| against x negated where w < 0
- * (AVX-512 has no vpsignb; |x| <= 127, so the negation is exact). */
+ * sums as the AVX2 tiles, so the same results, but for Q8_0), 16 columns
+ * at a time; 8 rows keep 8 integer and 8 float sums, the codes, scales and
+ * mins in 19 of the 32 registers, and read each vector of codes once per
+ * 8 products.  Q8_0's codes go as q + 128 (pack_q8_0), unsigned like the
+ * 4-bit ones, with 128 d sum x taken off as Q4_0's 8 d sum x: a block's
+ * lane sums at most 32 x 255 x 127, exact in int32 and in float.  (|q|
+ * against x negated where q < 0 took a masked subtraction per product
+ * vector and row as well: AVX-512 has no vpsignb.) */
 #pragma GCC push_options
 #pragma GCC target("avx512vnni")
 #define TILE_BITS 512
 #define TILE_ROWS 8
 #define TILE_NAME tile_vnni
 #define TILE_SUM(s, w, x) _mm512_dpbusd_epi32((s), (w), (x))
-#define TILE_WIDEN(s) (s)
-#include "x86-qmatmul-tile_tmpl.c"
-#define TILE_NAME tile_vnni_signed
-#define TILE_SUM(s, w, x) \
-    _mm512_dpbusd_epi32((s), _mm512_abs_epi8(w), _mm512_mask_sub_epi8((x), _mm512_movepi8_mask(w), _mm512_setzero_si512(), (x)))
 #define TILE_WIDEN(s) (s)
 #include "x86-qmatmul-tile_tmpl.c"
 #undef TILE_BITS
@@ -467,11 +469,11 @@ static tile_kind tile_for_cpu(rayo_dtype bdt)
     int is_signed = bdt == RAYO_DTYPE_Q8_0;
 #if COLS_MAX == 16
     if (__builtin_cpu_supports("avx512vnni"))
-        return (tile_kind){ is_signed ? tile_vnni_signed : tile_vnni, 16, 8 };
+        return (tile_kind){ tile_vnni, 16, 8, 1 };
 #endif
     if (bdt == RAYO_DTYPE_Q6_K)
-        return (tile_kind){ tile_maddubs_wide, 8, 4 };
-    return (tile_kind){ is_signed ? tile_maddubs_signed : tile_maddubs, 8, 4 };
+        return (tile_kind){ tile_maddubs_wide, 8, 4, 0 };
+    return (tile_kind){ is_signed ? tile_maddubs_signed : tile_maddubs, 8, 4, 0 };
 }
 
 /* C[r0 + t][col0 ..] = alpha out[t] + beta C (C unread when beta == 0),

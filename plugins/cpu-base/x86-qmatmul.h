@@ -26,7 +26,9 @@
  * a CPU with AVX512_VNNI, panels are 16 columns (512-bit vectors), tiles
  * 8 rows of A, and vpdpbusd sums the products of 4 codes straight into
  * 32-bit lanes (the same integer sums: the same results; only that
- * plugin's tests on such a CPU run it).
+ * plugin's tests on such a CPU run it); there Q8_0's codes go as q + 128,
+ * unsigned, their offset taken off as Q4_0's is (a product each, not |w|
+ * and a sign).
  *
  * Accuracy: the rounding of A (at most 1/254 of its block's largest |x|
  * per value) is the only error beyond f32 sums.  The errors of a row are
