@@ -1,12 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# test-avx2-vnni-off.sh - avx2's relaxed int8 gemv (Q8_0, Q4_0, Q6_K) in both
-# of its forms.  Where the CPU has AVX-VNNI the plugin uses it by default, and
-# test-conform.sh checks that form; here rayo-conform checks gemv on those
-# three dtypes again with `vnni = off`, the AVX2 (maddubs) form that CPUs
-# without AVX-VNNI run.  SKIP where the CPU lacks AVX-VNNI (the default run
-# of test-conform.sh is then the maddubs form, and the VNNI form cannot be
-# checked here) or where avx2 does not load.
+# test-avx2-vnni-off.sh - avx2's relaxed int8 gemv (Q8_0, Q4_0, Q6_K) and
+# integer matmul (Q8_0, Q4_0, Q4_K, Q6_K) in both of their forms.  Where the
+# CPU has AVX-VNNI the plugin uses it by default, and test-conform.sh checks
+# that form; here rayo-conform checks those ops and dtypes again with
+# `vnni = off`, the AVX2 (maddubs) form that CPUs without AVX-VNNI run.
+# SKIP where the CPU lacks AVX-VNNI (the default run of test-conform.sh is
+# then the maddubs form, and the VNNI form cannot be checked here) or where
+# avx2 does not load.
 builddir=${abs_top_builddir:-$(pwd)}
 conform=$builddir/tools/rayo-conform
 info=$builddir/tools/rayo-info
@@ -44,15 +45,16 @@ case $line in
 esac
 
 failed=0
-for dtype in q8_0 q4_0 q6_k; do
-    RAYO_CONFIG=$tmp/off.conf "$conform" --op gemv --dtype $dtype ${RAYO_CONFORM_ARGS:-} "$plugin" >"$tmp/out" 2>&1
+for case in gemv:q8_0 gemv:q4_0 gemv:q6_k matmul:q8_0 matmul:q4_0 matmul:q4_k matmul:q6_k; do
+    op=${case%%:*} dtype=${case#*:}
+    RAYO_CONFIG=$tmp/off.conf "$conform" --op "$op" --dtype "$dtype" ${RAYO_CONFORM_ARGS:-} "$plugin" >"$tmp/out" 2>&1
     rc=$?
     cat "$tmp/out"
     if [ "$rc" -ne 0 ] || ! grep -q '^Summary: 1 ops x 1 backend: 1 conform, 0 FAIL' "$tmp/out"; then
-        echo "FAIL: gemv $dtype with vnni = off (rayo-conform exit status $rc)"
+        echo "FAIL: $op $dtype with vnni = off (rayo-conform exit status $rc)"
         failed=1
     else
-        echo "ok: gemv $dtype with vnni = off"
+        echo "ok: $op $dtype with vnni = off"
     fi
 done
 exit $failed

@@ -122,7 +122,7 @@ int main(void)
     else if (strstr(vnni_log.text, "the CPU lacks it"))
         printf("SKIP: the CPU lacks AVX-VNNI: avx2 has only its maddubs gemv here\n");
     else {
-        CHECK(strstr(vnni_log.text, "relaxed int8 gemv (Q8_0, Q4_0, Q6_K): AVX-VNNI"), "vnni = auto: %s",
+        CHECK(strstr(vnni_log.text, "relaxed int8 gemv (Q8_0, Q4_0, Q6_K) and integer matmul: AVX-VNNI"), "vnni = auto: %s",
               vnni_log.text);
         CHECK(strstr(off_log.text, "not AVX-VNNI: vnni = off"), "vnni = off: %s", off_log.text);
         check_all(vnni, off);

@@ -6,7 +6,8 @@
  * The core checks the descriptor's cpu_features (AVX2, FMA, F16C, and that
  * the OS saves YMM state) before it runs any code of this file, so nothing here
  * needs to check the CPU again, but for AVX-VNNI, which the plugin uses
- * only where the CPU has it (the relaxed int8 gemv, quant.c).
+ * only where the CPU has it (the relaxed int8 gemv, quant.c, and the
+ * integer matmul, ../cpu-base/x86-qmatmul.c).
  */
 #include "plugin.h"
 
@@ -52,7 +53,7 @@ static void choose_vnni(x86_state *st)
     int has = cpu_has_avx_vnni();
     st->avx_vnni = has && !off;
     if (host->log)
-        host->log(host, RAYO_LOG_DEBUG, "relaxed int8 gemv (Q8_0, Q4_0, Q6_K): %s",
+        host->log(host, RAYO_LOG_DEBUG, "relaxed int8 gemv (Q8_0, Q4_0, Q6_K) and integer matmul: %s",
                   st->avx_vnni ? "AVX-VNNI (vpdpbusd, vpdpwssd)"
                   : off        ? "AVX2 (maddubs), not AVX-VNNI: vnni = off"
                                : "AVX2 (maddubs), not AVX-VNNI: the CPU lacks it (cpuid 7.1 eax bit 4)");

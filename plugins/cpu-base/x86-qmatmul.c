@@ -2,6 +2,7 @@
 /* x86-qmatmul.c - the prompt's matmul with quantized weights in integers
  * (x86-qmatmul.h says what and why). */
 #include "cpu-rounding-budget.h"
+#include "x86-plugin.h"
 #include "x86-qmatmul.h"
 #include "x86-quant.h"
 
@@ -436,6 +437,22 @@ static void pack_panel(const qmatmul_job *job, size_t col0, panel_block *panel)
 #define TILE_SUM(s, w, x) _mm256_add_epi32((s), _mm256_madd_epi16(_mm256_maddubs_epi16((w), (x)), _mm256_set1_epi16(1)))
 #define TILE_WIDEN(s) (s)
 #include "x86-qmatmul-tile_tmpl.c"
+
+#if COLS_MAX == 8
+/* The avx2 plugin where AVX-VNNI is on (x86_state.avx_vnni): vpdpbusd
+ * (VEX) in place of vpmaddubsw, vpmaddwd and the add: the same 32-bit
+ * sums as the tiles above for Q4_0 and Q4_K, Q6_K's without the widening
+ * per group, Q8_0's with its codes as q + 128 (as the avx512 plugin's
+ * VNNI tile below).  Compiled for AVX-VNNI in this function only (as the
+ * gemv's kernels, x86-quant.h). */
+#pragma GCC push_options
+#pragma GCC target("avxvnni")
+#define TILE_NAME tile_avx_vnni
+#define TILE_SUM(s, w, x) _mm256_dpbusd_avx_epi32((s), (w), (x))
+#define TILE_WIDEN(s) (s)
+#include "x86-qmatmul-tile_tmpl.c"
+#pragma GCC pop_options
+#endif
 #undef TILE_BITS
 #undef TILE_ROWS
 
@@ -463,13 +480,18 @@ static void pack_panel(const qmatmul_job *job, size_t col0, panel_block *panel)
 #pragma GCC pop_options
 #endif
 
-/* The tile for this CPU and B's codes (signed for Q8_0, 6-bit for Q6_K). */
-static tile_kind tile_for_cpu(rayo_dtype bdt)
+/* The tile for this CPU and B's codes (signed for Q8_0, 6-bit for Q6_K);
+ * avx_vnni: the avx2 plugin's setting (x86_state). */
+static tile_kind tile_for_cpu(rayo_dtype bdt, int avx_vnni)
 {
     int is_signed = bdt == RAYO_DTYPE_Q8_0;
 #if COLS_MAX == 16
+    (void)avx_vnni;
     if (__builtin_cpu_supports("avx512vnni"))
         return (tile_kind){ tile_vnni, 16, 8, 1 };
+#else
+    if (avx_vnni)
+        return (tile_kind){ tile_avx_vnni, 8, 4, 1 };
 #endif
     if (bdt == RAYO_DTYPE_Q6_K)
         return (tile_kind){ tile_maddubs_wide, 8, 4, 0 };
@@ -600,7 +622,7 @@ rayo_status x86_qmatmul_run(void *state, const rayo_call *call, x86_sgemm_fn *sg
     rayo_dtype bdt = RAYO_DTYPE_OF(call->dtypes, 1);
     int shift = bdt == RAYO_DTYPE_Q6_K; /* Q6_K: a pass per 16 values */
     qmatmul_job job = { call, bdt, call->k / BLOCK, shift, 0, 0,
-                        { NULL, NULL, NULL, NULL }, NULL, tile_for_cpu(bdt), NULL, NULL };
+                        { NULL, NULL, NULL, NULL }, NULL, tile_for_cpu(bdt, ((const x86_state *)state)->avx_vnni), NULL, NULL };
     rayo_dtype_row_bytes(bdt, call->ldb ? call->ldb : call->k, &job.b_stride); /* validated by the core */
     rayo_dtype_row_bytes(bdt, call->k, &job.row_bytes);
     size_t values = call->m * call->k, blocks = call->m * job.blocks, threads = cpu_threads(st);
