@@ -222,7 +222,7 @@ static __m256i codes_q6_k(const uint8_t *row, size_t b, int h, float *scale, flo
 
 /* The 8 x 8 transpose of 32-bit elements: out[g] holds element g of each of
  * in[0..7], so lane j of out[g] is codes 4 g .. 4 g + 3 of column j. */
-static void transpose8(const __m256i in[8], __m256i out[8])
+static inline __attribute__((always_inline)) void transpose8(const __m256i in[8], __m256i out[8])
 {
     __m256i t[8], u[8];
     for (int i = 0; i < 4; i++) {
