@@ -14,12 +14,6 @@
 
 #define BLOCK 32     /* values of A per int8 block, and of B per code block */
 #define ROUND_ROWS 8 /* rows of A per task of its rounding */
-/* Bytes ahead in each row of B that the repacking prefetches: it reads 8
- * rows side by side, a block of each at a time, and the hardware
- * prefetcher left it waiting on the first load of most blocks.  256 bytes
- * ahead cut its time against the tiles' by a third on a Zen 5 EPYC (q4_0;
- * a half for q8_0, a fifth for q4_k); 512 to 2048 gained less. */
-#define PACK_AHEAD 256
 #if defined(__AVX512F__) && defined(__AVX512VL__)
 #define COLS_MAX 16 /* the avx512 plugin's 512-bit tiles: 16 columns, 8 rows */
 #define ROWS_MAX 8
@@ -66,6 +60,7 @@ typedef struct qmatmul_job {
     size_t row_bytes;    /* bytes of k values of B */
     rounded_a a;
     panel_block *panels; /* one panel of blocks << shift blocks per worker */
+    size_t panels_per_task; /* consecutive panels of a task (panel_task) */
     tile_kind tile;      /* the tile for this CPU */
     unsigned char *row_ok; /* per row of A: 1 rounded within the budget, 0 left to the f32 path */
     float *row_dmax;     /* per row of A: its largest block scale */
@@ -265,14 +260,19 @@ static __m256 f16_lanes(const pack_cols *pc, size_t offset)
     return _mm256_and_ps(_mm256_cvtph_ps(v), pc->valid);
 }
 
-/* The next bytes of each row into L1, PACK_AHEAD ahead of offset (the
- * panel reads its 8 rows side by side, a few bytes of each at a time, and
- * the hardware prefetcher left it waiting on the first load of most blocks). */
+/* The repacking's prefetch: while it packs block `offset` (bytes into each
+ * row) of its 8 rows, the same share of the next 8 rows (the weights' rows
+ * follow each other: one run of memory) goes to L2, so that they are there
+ * when their turn comes (the panel's next 8 columns, or the next panel's
+ * first, which the same task packs next but at the end of its run:
+ * panel_task).  Each row prefetched on its own a few blocks ahead into L1
+ * (the 8 streams side by side) left the repacking of a Q8_0 or Q4_K matrix
+ * from memory (1 x 32000 x 2048, 1 thread, Zen 5 EPYC) 15-20% slower. */
 static void pack_prefetch(const qmatmul_job *job, const pack_cols *pc, size_t offset, size_t bytes)
 {
-    for (size_t at = offset + PACK_AHEAD; at < offset + PACK_AHEAD + bytes && at < job->row_bytes; at += 64)
-        for (int j = 0; j < 8; j++)
-            _mm_prefetch((const char *)pc->rows[j] + at, _MM_HINT_T0);
+    const char *next = (const char *)pc->rows[0] + 8 * job->b_stride;
+    for (size_t at = 8 * offset; at < 8 * (offset + bytes); at += 64)
+        _mm_prefetch(next + at, _MM_HINT_T1);
 }
 
 /* Stores codes group g of 8 columns into panel block blk. */
@@ -365,7 +365,9 @@ static void pack_q6_k(const qmatmul_job *job, const pack_cols *pc, size_t pb, pa
 {
     __m256i in[8], out[8];
     float scale[8], min[8];
-    pack_prefetch(job, pc, (pb >> job->shift) * job->row_bytes / job->blocks, 1);
+    size_t block_bytes = job->row_bytes / job->blocks; /* of 32 values: a Q6_K block's eighth */
+    if (!(pb & 1))
+        pack_prefetch(job, pc, (pb >> 1) * block_bytes, block_bytes);
     for (int j = 0; j < 8; j++)
         in[j] = codes_q6_k(pc->rows[j], pb >> job->shift, (int)(pb & 1), &scale[j], &min[j]);
     transpose8(in, out);
@@ -540,18 +542,38 @@ static void run_tile(const qmatmul_job *job, const panel_block *panel, size_t r0
     store_tile(job, r0, rows, col0, out);
 }
 
-/* Task p: columns 16p .. 16p + 15 (8p .. with 8-column tiles) for every
+/* Panel p: columns 16p .. 16p + 15 (8p .. with 8-column tiles) for every
  * row of A; the panel (k / 32 blocks of 320 or 640 bytes: 55 or 110 KiB at
  * k = 5632) stays in L2 while the rows stream past it. */
-static void panel_task(void *arg, size_t p, unsigned worker)
+static void run_panel(const qmatmul_job *job, size_t p, panel_block *panel)
 {
-    const qmatmul_job *job = arg;
     const rayo_call *c = job->call;
-    panel_block *panel = job->panels + (worker * job->blocks << job->shift);
     size_t rows = (size_t)job->tile.rows, col0 = p * job->tile.cols;
     pack_panel(job, col0, panel);
     for (size_t r0 = 0; r0 < c->m; r0 += rows)
         run_tile(job, panel, r0, (int)(c->m - r0 < rows ? c->m - r0 : rows), col0);
+}
+
+/* The panels a task runs, one after the other: PANEL_TASKS_PER_THREAD
+ * tasks a thread (the pool hands them out as threads come free), so that
+ * the rows that pack_prefetch brings in after a panel's are mostly the
+ * next panel of the same thread. */
+#define PANEL_TASKS_PER_THREAD 4
+
+static size_t panels_per_task(const cpu_state *st, size_t panels)
+{
+    size_t tasks = cpu_threads(st) * PANEL_TASKS_PER_THREAD;
+    return (panels + tasks - 1) / tasks;
+}
+
+/* Task t: panels t * job->panels_per_task .. (up to the last) */
+static void panel_task(void *arg, size_t t, unsigned worker)
+{
+    const qmatmul_job *job = arg;
+    size_t panels = (job->call->n + job->tile.cols - 1) / job->tile.cols;
+    size_t end = (t + 1) * job->panels_per_task < panels ? (t + 1) * job->panels_per_task : panels;
+    for (size_t p = t * job->panels_per_task; p < end; p++)
+        run_panel(job, p, job->panels + (worker * job->blocks << job->shift));
 }
 
 /* ---- the call ----------------------------------------------------------------- */
@@ -608,7 +630,8 @@ static rayo_status run_rounded(void *state, const qmatmul_job *job, size_t f32_r
         if (s != RAYO_OK)
             return s;
     }
-    cpu_parallel(state, (call->n + job->tile.cols - 1) / job->tile.cols, panel_task, (void *)job);
+    size_t panels = (call->n + job->tile.cols - 1) / job->tile.cols;
+    cpu_parallel(state, (panels + job->panels_per_task - 1) / job->panels_per_task, panel_task, (void *)job);
     return RAYO_OK;
 }
 
@@ -622,7 +645,9 @@ rayo_status x86_qmatmul_run(void *state, const rayo_call *call, x86_sgemm_fn *sg
     rayo_dtype bdt = RAYO_DTYPE_OF(call->dtypes, 1);
     int shift = bdt == RAYO_DTYPE_Q6_K; /* Q6_K: a pass per 16 values */
     qmatmul_job job = { call, bdt, call->k / BLOCK, shift, 0, 0,
-                        { NULL, NULL, NULL, NULL }, NULL, tile_for_cpu(bdt, ((const x86_state *)state)->avx_vnni), NULL, NULL };
+                        { NULL, NULL, NULL, NULL }, NULL, 0, tile_for_cpu(bdt, ((const x86_state *)state)->avx_vnni),
+                        NULL, NULL };
+    job.panels_per_task = panels_per_task(st, (call->n + job.tile.cols - 1) / job.tile.cols);
     rayo_dtype_row_bytes(bdt, call->ldb ? call->ldb : call->k, &job.b_stride); /* validated by the core */
     rayo_dtype_row_bytes(bdt, call->k, &job.row_bytes);
     size_t values = call->m * call->k, blocks = call->m * job.blocks, threads = cpu_threads(st);
