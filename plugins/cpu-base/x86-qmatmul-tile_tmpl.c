@@ -14,7 +14,9 @@
  * out[COLS_MAX t + j] = row t of A (x[t]: its codes, d[t], dsum[t]) times
  * column j of the panel, t < TILE_ROWS, the panel's block pb against A's
  * block pb >> shift, its minimums against dsum[t][pb] (A's sums per 32
- * values, or per 16 for Q6_K, whose panel blocks are 16 values each).  The
+ * values, or per 16 for Q6_K, whose panel blocks are 16 values each, shift
+ * 1: block pb's scale and min, the codes of half pb & 1 of block pb & ~1,
+ * which holds all 32).  The
  * row loops are unrolled so that the integer and float sums stay in
  * registers; the group loop only by 2: unrolled by 8, GCC regrouped the
  * 16-bit sums into a tree and spilled half of them (68 against 89
@@ -33,14 +35,17 @@ static void TILE_NAME(const panel_block *panel, size_t blocks, int shift, const 
         a[t] = TILE_V(_setzero_ps)();
     for (size_t pb = 0; pb < blocks << shift; pb++) {
         size_t b = pb >> shift;
+        /* shift 1: the half pb & 1 of the codes in block pb & ~1 */
+        int g0 = shift ? 4 * (int)(pb & 1) : 0, g1 = shift ? g0 + 4 : BLOCK / 4;
+        const uint8_t *codes = panel[pb >> shift << shift].codes;
         TILE_CAT(TILE_CAT(__m, TILE_BITS), i) sums[TILE_ROWS];
 #pragma GCC unroll 8
         for (int t = 0; t < TILE_ROWS; t++)
             sums[t] = TILE_V(_set1_epi32)(0);
 #pragma GCC unroll 2
-        for (int g = 0; g < BLOCK / 4; g++) {
+        for (int g = g0; g < g1; g++) {
             TILE_CAT(TILE_CAT(__m, TILE_BITS), i) w = TILE_CAT(TILE_V(_loadu_si), TILE_BITS)(
-                (const void *)(panel[pb].codes + 4 * TILE_COLS * g));
+                (const void *)(codes + 4 * TILE_COLS * g));
 #pragma GCC unroll 8
             for (int t = 0; t < TILE_ROWS; t++) {
                 int32_t x4;

@@ -200,19 +200,19 @@ static size_t round_a(const cpu_state *st, const qmatmul_job *job)
 
 /* ---- B to panels ---------------------------------------------------------- */
 
-/* Half h of block b of a Q6_K row: the 6-bit codes q of those 16 values
- * (the other half's codes 0: Q6_K has a scale per 16 values), with what
- * makes d sc (q - 32) over that half (the wide tile). */
-static __m256i codes_q6_k(const uint8_t *row, size_t b, int h, float *scale, float *min)
+/* Block b (32 values) of a Q6_K row: its 6-bit codes q, and for each
+ * half h of 16 values (Q6_K has a scale per 16) what makes d sc (q - 32)
+ * there: scale[h] = d sc, min[h] = 32 d sc. */
+static __m256i codes_q6_k(const uint8_t *row, size_t b, float scale[2], float min[2])
 {
     const uint8_t *blk = row + b / 8 * RAYO_Q6_K_BYTES;
     int s = (int)(b % 8);
-    __m256i q = x86_q6_k_codes(blk, x86_load256(blk + RAYO_Q6_K_QH + 32 * (s / 4)), s / 4, s % 4);
-    float ds = x86_f16_at(blk + RAYO_Q6_K_D) * (float)(int8_t)blk[RAYO_Q6_K_SCALES + 2 * s + h];
-    *scale = ds;
-    *min = 32.0f * ds;
-    __m128i ones = _mm_set1_epi8(-1), none = _mm_setzero_si128();
-    return _mm256_and_si256(q, h ? _mm256_set_m128i(ones, none) : _mm256_set_m128i(none, ones));
+    float d = x86_f16_at(blk + RAYO_Q6_K_D);
+    for (int h = 0; h < 2; h++) {
+        scale[h] = d * (float)(int8_t)blk[RAYO_Q6_K_SCALES + 2 * s + h];
+        min[h] = 32.0f * scale[h];
+    }
+    return x86_q6_k_codes(blk, x86_load256(blk + RAYO_Q6_K_QH + 32 * (s / 4)), s / 4, s % 4);
 }
 
 /* The 8 x 8 transpose of 32-bit elements: out[g] holds element g of each of
@@ -360,21 +360,28 @@ static void pack_q4_k(const qmatmul_job *job, const pack_cols *pc, size_t sb, pa
     }
 }
 
-/* Q6_K panel block pb of the 8 columns, a column at a time. */
-static void pack_q6_k(const qmatmul_job *job, const pack_cols *pc, size_t pb, panel_block *blk)
+/* Q6_K block b of the 8 columns, a column at a time, into panel blocks
+ * 2b (the 32 codes; the first half's scales and mins) and 2b + 1 (the
+ * second half's scales and mins; its codes unused: the tiles take a half's
+ * codes from block 2b, x86-qmatmul-tile_tmpl.c). */
+static void pack_q6_k(const qmatmul_job *job, const pack_cols *pc, size_t b, panel_block *blk)
 {
     __m256i in[8], out[8];
-    float scale[8], min[8];
+    float scale[2][8], min[2][8];
     size_t block_bytes = job->row_bytes / job->blocks; /* of 32 values: a Q6_K block's eighth */
-    if (!(pb & 1))
-        pack_prefetch(job, pc, (pb >> 1) * block_bytes, block_bytes);
-    for (int j = 0; j < 8; j++)
-        in[j] = codes_q6_k(pc->rows[j], pb >> job->shift, (int)(pb & 1), &scale[j], &min[j]);
+    pack_prefetch(job, pc, b * block_bytes, block_bytes);
+    for (int j = 0; j < 8; j++) {
+        float sc[2], mn[2];
+        in[j] = codes_q6_k(pc->rows[j], b, sc, mn);
+        scale[0][j] = sc[0], scale[1][j] = sc[1], min[0][j] = mn[0], min[1][j] = mn[1];
+    }
     transpose8(in, out);
     for (int g = 0; g < 8; g++)
-        store_group(blk, job->tile.cols, pc, g, out[g]);
-    _mm256_storeu_ps(blk->scale + pc->h, _mm256_and_ps(_mm256_loadu_ps(scale), pc->valid));
-    _mm256_storeu_ps(blk->min + pc->h, _mm256_and_ps(_mm256_loadu_ps(min), pc->valid));
+        store_group(&blk[0], job->tile.cols, pc, g, out[g]);
+    for (int h = 0; h < 2; h++) {
+        _mm256_storeu_ps(blk[h].scale + pc->h, _mm256_and_ps(_mm256_loadu_ps(scale[h]), pc->valid));
+        _mm256_storeu_ps(blk[h].min + pc->h, _mm256_and_ps(_mm256_loadu_ps(min[h]), pc->valid));
+    }
 }
 
 /* Columns col0 .. col0 + cols - 1 of op(B) (rows of B) into panel, 8 at a
@@ -405,8 +412,8 @@ static void pack_panel(const qmatmul_job *job, size_t col0, panel_block *panel)
                 pack_q4_k(job, &pc, sb, &panel[8 * sb]);
             break;
         default:
-            for (size_t pb = 0; pb < job->blocks << job->shift; pb++)
-                pack_q6_k(job, &pc, pb, &panel[pb]);
+            for (size_t b = 0; b < job->blocks; b++)
+                pack_q6_k(job, &pc, b, &panel[2 * b]);
         }
     }
 }
