@@ -13,10 +13,10 @@
  * they are: vpmaddubsw (unsigned by signed) takes |w| and A's values with
  * w's sign (vpsignb), each group's pair sums widened to 32 bits at once
  * (two groups of them could overflow 16 bits); no dequantized copy of B
- * either.  Q6_K has a scale per 16 values: each half of 32 values goes
- * alone (the other half's codes 0), its 6-bit codes as they are (pair
- * sums up to 16002, widened per group as Q8_0's), twice the products of
- * Q4_0, and its offset -32 taken with A's sums per 16 values.  To keep one
+ * either.  Q6_K has a scale per 16 values: each half of 32 values is
+ * summed on its own (its 4 groups of the block's codes, then its scale),
+ * its 6-bit codes as they are (pair sums up to 16002, widened per group as
+ * Q8_0's), and its offset -32 taken with A's sums per 16 values.  To keep one
  * output per lane
  * with no horizontal sums, B is repacked per call, 8 rows (output columns)
  * at a time, into a panel whose 32-bit lanes are the 8 columns: each
