@@ -567,6 +567,12 @@ static void run_panel(const qmatmul_job *job, size_t p, panel_block *panel)
  * next panel of the same thread. */
 #define PANEL_TASKS_PER_THREAD 4
 
+/* The panels of the call: n / cols, rounded up. */
+static size_t panel_count(const qmatmul_job *job)
+{
+    return (job->call->n + job->tile.cols - 1) / job->tile.cols;
+}
+
 static size_t panels_per_task(const cpu_state *st, size_t panels)
 {
     size_t tasks = cpu_threads(st) * PANEL_TASKS_PER_THREAD;
@@ -577,7 +583,7 @@ static size_t panels_per_task(const cpu_state *st, size_t panels)
 static void panel_task(void *arg, size_t t, unsigned worker)
 {
     const qmatmul_job *job = arg;
-    size_t panels = (job->call->n + job->tile.cols - 1) / job->tile.cols;
+    size_t panels = panel_count(job);
     size_t end = (t + 1) * job->panels_per_task < panels ? (t + 1) * job->panels_per_task : panels;
     for (size_t p = t * job->panels_per_task; p < end; p++)
         run_panel(job, p, job->panels + (worker * job->blocks << job->shift));
@@ -637,7 +643,7 @@ static rayo_status run_rounded(void *state, const qmatmul_job *job, size_t f32_r
         if (s != RAYO_OK)
             return s;
     }
-    size_t panels = (call->n + job->tile.cols - 1) / job->tile.cols;
+    size_t panels = panel_count(job);
     cpu_parallel(state, (panels + job->panels_per_task - 1) / job->panels_per_task, panel_task, (void *)job);
     return RAYO_OK;
 }
@@ -654,7 +660,7 @@ rayo_status x86_qmatmul_run(void *state, const rayo_call *call, x86_sgemm_fn *sg
     qmatmul_job job = { call, bdt, call->k / BLOCK, shift, 0, 0,
                         { NULL, NULL, NULL, NULL }, NULL, 0, tile_for_cpu(bdt, ((const x86_state *)state)->avx_vnni),
                         NULL, NULL };
-    job.panels_per_task = panels_per_task(st, (call->n + job.tile.cols - 1) / job.tile.cols);
+    job.panels_per_task = panels_per_task(st, panel_count(&job));
     rayo_dtype_row_bytes(bdt, call->ldb ? call->ldb : call->k, &job.b_stride); /* validated by the core */
     rayo_dtype_row_bytes(bdt, call->k, &job.row_bytes);
     size_t values = call->m * call->k, blocks = call->m * job.blocks, threads = cpu_threads(st);
