@@ -74,6 +74,10 @@ const uint WG = gl_WorkGroupSize.x;
 const uint QUADS = (D + 3u) / 4u;
 const uint SLICES = WG / QUADS;                 // keys a quad's values are split over
 const uint UNROLL = 4u;                         // V rows an invocation loads at once
+// quads of a K row dotted in one unrolled run: the whole row up to head_dim
+// 128; past it runs of 32 (a head_dim 256 row unrolled whole, times KPL
+// keys, made lavapipe's LLVM spend about a minute on one pipeline)
+const uint QUADS_UNROLLED = QUADS < 32u ? QUADS : 32u;
 
 shared vec4 qs[QUADS];                          // the query row, scaled
 shared float ps[WG * KPL];                      // the weights of the visible keys
@@ -162,8 +166,10 @@ float weights(uint kv_head, uint visible)
         if (key < visible) {
             uint row = key * pc.k_token + kv_head * pc.k_head;
             float d = 0.0;
-            [[unroll]] for (uint q = 0u; q < QUADS; q++)
-                d += dot(qs[q], kv_quad(true, row, q));
+            for (uint q0 = 0u; q0 < QUADS; q0 += QUADS_UNROLLED)
+                [[unroll]] for (uint q = q0; q < q0 + QUADS_UNROLLED; q++)
+                    if (q < QUADS)
+                        d += dot(qs[q], kv_quad(true, row, q));
             s[i] = d;
             m = max(m, d);
         }
