@@ -4,7 +4,9 @@
 # --prefix=/usr build also searches /usr/local/lib/rayo/abiN, any other
 # prefix has no second directory (localplugindir is plugindir), and
 # --with-local-plugindir still sets one.  Runs configure in scratch folders
-# (only configure: nothing is built) and reads the rayo.pc it writes.
+# (only configure: nothing is built; the runs after the first read the
+# compiler's checks from a shared cache file) and reads the rayo.pc it
+# writes.
 # RAYO_CONFIGURE_CHECKED (a reason) skips it where another build of the same
 # source tree already ran it: it tests only the configure script, never the
 # build it runs in (the sanitizer, distcheck and cross builds in CI).
@@ -20,7 +22,7 @@ failed=0
 # localplugindir of its rayo.pc, expanded by pkg-config.
 pc_vars() {
     dir=$tmp/b$#$(echo "$*" | tr -c 'a-z' '_')
-    mkdir -p "$dir" && (cd "$dir" && "$srcdir/configure" "$@" >configure.log 2>&1) ||
+    mkdir -p "$dir" && (cd "$dir" && "$srcdir/configure" --cache-file="$tmp/config.cache" "$@" >configure.log 2>&1) ||
         { echo "configure $* failed:"; tail -5 "$dir/configure.log"; return 1; }
     PKG_CONFIG_PATH=$dir pkg-config --variable=plugindir rayo &&
         PKG_CONFIG_PATH=$dir pkg-config --variable=localplugindir rayo
