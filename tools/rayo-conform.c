@@ -480,7 +480,7 @@ static const char *program_path(const char *argv0, char *buf, size_t size)
 /* The cases' buffers (up to hundreds of MB each, several a case) from the
  * heap, kept for the next case: glibc maps blocks past 32 MB afresh and
  * unmaps them when freed, so that every large case faulted its pages in
- * again (a fifth of an attention run's time, with the guard bytes' fill). */
+ * again (the attention cases on avx512 took twice as long so). */
 static void keep_freed_memory(void)
 {
 #ifdef __GLIBC__

@@ -47,6 +47,7 @@ fuzz_target() {
         cp tests/fuzz/seeds-$target/* "$corpus/"
     else
         FUZZ_WRITE_SEEDS="$corpus" "$out/fuzz-plugin"
+        # ELF seeds: heads of real plugins, whole and cut short.
         for so in build/tests/plugins/.libs/rayo-fake*.so build/plugins/scalar/.libs/rayo-scalar.so; do
             [ -f "$so" ] || continue
             head -c 4096 "$so" > "$corpus/head-$(basename "$so")"
