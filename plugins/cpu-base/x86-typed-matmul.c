@@ -153,6 +153,56 @@ static rayo_status run_panels(void *state, typed_matmul *t, x86_sgemm_fn *sgemm)
     return RAYO_OK;
 }
 
+/* ---- a few rows of A: gemvs ---------------------------------------------- */
+
+/* Whether the call would take the integer path (x86-qmatmul.h: relaxed,
+ * block weights, k long enough); else typed_matmul_run's f32 products. */
+static int integer_path(rayo_dtype bdt, const rayo_call *call)
+{
+    return rayo_dtype_is_block(bdt) && call->precision == RAYO_PRECISION_RELAXED && call->k >= QMATMUL_MIN_K;
+}
+
+/* The most rows of A that run as gemvs, one a row, each reading all of B:
+ * below it that costs less than what the matmul paths do once per call,
+ * the integer path's repacking of B or the f32 path's dequantized panels
+ * of it.  Measured on the Zen 5 EPYC (avx512, 1 and 2 threads, B 5632 x
+ * 2048 and 32000 x 2048; doc/benchmarks-cpu.md): at 1 row the gemv took a
+ * fifth of the integer path's time and a twentieth of the f32 path's; the
+ * two met near these counts. */
+static size_t gemv_rows_max(rayo_dtype bdt, const rayo_call *call)
+{
+    if (integer_path(bdt, call))
+        return bdt == RAYO_DTYPE_Q4_0 ? 3 : 4;
+    return rayo_dtype_is_block(bdt) ? 16 : 8;
+}
+
+rayo_status typed_matmul_as_gemvs(void *state, const rayo_call *call, x86_typed_gemv_fn *gemv)
+{
+    rayo_dtype adt = RAYO_DTYPE_OF(call->dtypes, 0), bdt = RAYO_DTYPE_OF(call->dtypes, 1);
+    if (call->flags != RAYO_TRANS_B || adt != RAYO_DTYPE_F32 || bdt == RAYO_DTYPE_F32 || call->m == 0 ||
+        call->m > gemv_rows_max(bdt, call) || call->n == 0 || call->k == 0)
+        return RAYO_E_UNSUPPORTED;
+    size_t lda = call->lda ? call->lda : call->k, ldc = call->ldy ? call->ldy : call->n;
+    rayo_call row = *call;
+    row.op = RAYO_OP_GEMV;
+    row.flags = 0;
+    row.dtypes = RAYO_DTYPES(bdt, RAYO_DTYPE_F32, RAYO_DTYPE_NONE, RAYO_DTYPE_F32);
+    row.m = call->n, row.n = call->k, row.k = 0;
+    row.a = call->b, row.lda = call->ldb, row.ldb = 0, row.ldy = 0;
+    /* where the matmul would multiply in f32, so do the gemvs (a relaxed
+     * call with short rows gives the strict result, as before) */
+    if (!integer_path(bdt, call))
+        row.precision = RAYO_PRECISION_STRICT;
+    for (size_t i = 0; i < call->m; i++) {
+        row.b = (const float *)call->a + i * lda;
+        row.y = (float *)call->y + i * ldc;
+        rayo_status s = gemv(state, &row);
+        if (s != RAYO_OK)
+            return s;
+    }
+    return RAYO_OK;
+}
+
 rayo_status typed_matmul_run(void *state, const rayo_call *call, x86_sgemm_fn *sgemm)
 {
     const cpu_state *st = state;

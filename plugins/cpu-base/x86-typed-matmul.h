@@ -10,7 +10,8 @@
  * packed sgemm with the whole of op(A); the dequantizing costs about 1/m
  * of the products.  op(A) is used in place when it is dense f32, else
  * converted to f32 once per call.  Both paths (strict and relaxed) are
- * this one: f32 products and sums, the strict contract.
+ * this one: f32 products and sums, the strict contract.  A few rows of A
+ * (a short prompt) go as gemvs instead (typed_matmul_as_gemvs).
  */
 #ifndef RAYO_TYPED_MATMUL_H
 #define RAYO_TYPED_MATMUL_H
@@ -23,5 +24,15 @@ typedef rayo_status x86_sgemm_fn(void *state, const x86_gemm_args *g);
 /* The matmul kernel for the typed combinations; RAYO_E_UNSUPPORTED for all-f32
  * calls (the f32 kernel's) and for block-quantized B without RAYO_TRANS_B. */
 rayo_status typed_matmul_run(void *state, const rayo_call *call, x86_sgemm_fn *sgemm);
+
+/* The plugin's gemv with half or block-quantized weights. */
+typedef rayo_status x86_typed_gemv_fn(void *state, const rayo_call *call);
+
+/* A few rows of f32 A against typed B stored n x k (RAYO_TRANS_B, the
+ * weights of a short prompt): one gemv of B per row of A, where that costs
+ * less than typed_matmul_run's once-per-call work on B (the counts in
+ * x86-typed-matmul.c).  RAYO_E_UNSUPPORTED, C untouched, for other calls
+ * (the gemv takes every row or none: only x and y differ between them). */
+rayo_status typed_matmul_as_gemvs(void *state, const rayo_call *call, x86_typed_gemv_fn *gemv);
 
 #endif
