@@ -235,13 +235,28 @@ fn v_at(e: u32) -> f32 {
     return bitcast<f32>(c_words[p.oc + e]);
 }
 
-// attention: one invocation per ATTN_DIMS output dimensions of a (query i,
-// head h), computing each score twice (the maximum, then the weights) but
-// once for all its dimensions (no workgroup memory: any adapter).
+// attention: one workgroup of WD invocations per (query i, head h), the
+// pairs looped by workgroup.  Each score is computed twice per pair (the
+// maximum, then the weights), each time by one invocation: for the
+// maximum the invocations split the keys and combine their maxima
+// (wg_max: WR is WD; nan_max gives the same maximum in any order, but for
+// the sign of a zero maximum, which no weight sees); for the weights they
+// compute WD keys' weights at a time into workgroup memory, and every
+// invocation adds them in key order into its own denominator and output
+// dimensions (t, t + WD, ...): the same sums, term for term, as one
+// invocation looping over the keys.  The loops' bounds come from p and
+// the workgroup id, so the barriers sit in uniform control flow.  A score
+// is head_dim compensated products: even on a software adapter, where
+// barriers are slow (kernels.wgsl), sharing it beats computing it again
+// for each group of output dimensions.
 // Scores as two floats (hi, lo): with scores ~3e3 a rounded score alone
 // moves its weight e^(s - max) by 1e-4; s - max is then (hi - max) + lo,
 // hi - max exact (the max is a hi).
-const ATTN_DIMS: u32 = 16u;     // webgpu-host.js's groupsFor counts these items
+// An invocation sums ATTN_SUMS output dimensions a pass: head_dim up to
+// WD ATTN_SUMS (256) takes one pass, a larger one a pass per 256
+// dimensions, each computing its weights again.
+const ATTN_SUMS: u32 = 4u;
+var<workgroup> attn_w: array<f32, WD>;    // the weights of keys c0 .. c0 + WD - 1
 
 fn attn_score(i: u32, h: u32, j: u32) -> vec2<f32> {
     let kvh = h / (ext(2u) / ext(3u));
@@ -262,29 +277,47 @@ fn attn_score(i: u32, h: u32, j: u32) -> vec2<f32> {
     return vec2<f32>(sc.x, sc.y + scale * lo);
 }
 
-@compute @workgroup_size(64)
-fn attention(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) groups: vec3u) {
+// One pass: den and the output dimensions d0 + t + WD c of (i, h) from
+// the weights against the maximum m, chunk by chunk of WD keys.
+fn attn_pass(t: u32, i: u32, h: u32, visible: u32, m: f32, d0: u32) {
     let hd = ext(4u);
-    let spans = (hd + ATTN_DIMS - 1u) / ATTN_DIMS;
-    for (var o = gid.x; o < ext(0u) * ext(2u) * spans; o += groups.x * WD) {
-        let i = o / (ext(2u) * spans);
-        let h = (o / spans) % ext(2u);
-        let d0 = (o % spans) * ATTN_DIMS;
-        let dims = min(ATTN_DIMS, hd - d0);
+    var den = Sum(0.0, 0.0);
+    var num: array<Sum, ATTN_SUMS>;   // zeros, as WGSL initializes a var
+    let v0 = (h / (ext(2u) / ext(3u))) * ext(12u) + d0 + t;
+    for (var c0 = 0u; c0 < visible; c0 += WD) {
+        if (c0 + t < visible) {
+            let sj = attn_score(i, h, c0 + t);
+            attn_w[t] = r_exp((sj.x - m) + sj.y);
+        }
+        workgroupBarrier();
+        for (var j = c0; j < min(c0 + WD, visible); j++) {
+            let w = attn_w[j - c0];
+            den = sum_add(den, w);
+            for (var c = 0u; c < ATTN_SUMS && d0 + t + c * WD < hd; c++) {
+                num[c] = sum_add(num[c], w * v_at(v0 + c * WD + j * ext(11u)));
+            }
+        }
+        workgroupBarrier();   // the next chunk overwrites attn_w
+    }
+    let y0 = p.oy + i * ext(13u) + h * ext(14u) + d0 + t;
+    for (var c = 0u; c < ATTN_SUMS && d0 + t + c * WD < hd; c++) {
+        y_data[y0 + c * WD] = r_div(num[c].s, den.s);
+    }
+}
+
+@compute @workgroup_size(64)
+fn attention(@builtin(local_invocation_id) l: vec3u, @builtin(workgroup_id) g: vec3u,
+             @builtin(num_workgroups) groups: vec3u) {
+    for (var o = g.x; o < ext(0u) * ext(2u); o += groups.x) {
+        let i = o / ext(2u);
+        let h = o % ext(2u);
         var visible = ext(1u);
         if ((ext(6u) & 1u) != 0u) { visible = ext(1u) - ext(0u) + i + 1u; }
         var m = -r_inf();
-        for (var j = 0u; j < visible; j++) { m = nan_max(m, attn_score(i, h, j).x); }
-        var den = Sum(0.0, 0.0);
-        var num: array<Sum, ATTN_DIMS>;   // zeros, as WGSL initializes a var
-        let v0 = (h / (ext(2u) / ext(3u))) * ext(12u) + d0;
-        for (var j = 0u; j < visible; j++) {
-            let sj = attn_score(i, h, j);
-            let w = r_exp((sj.x - m) + sj.y);
-            den = sum_add(den, w);
-            for (var c = 0u; c < dims; c++) { num[c] = sum_add(num[c], w * v_at(v0 + c + j * ext(11u))); }
+        for (var j = l.x; j < visible; j += WD) { m = nan_max(m, attn_score(i, h, j).x); }
+        m = wg_max(l.x, m);
+        for (var d0 = 0u; d0 < ext(4u); d0 += WD * ATTN_SUMS) {
+            attn_pass(l.x, i, h, visible, m, d0);
         }
-        let y0 = p.oy + i * ext(13u) + h * ext(14u) + d0;
-        for (var c = 0u; c < dims; c++) { y_data[y0 + c] = r_div(num[c].s, den.s); }
     }
 }

@@ -145,13 +145,12 @@ var rayoWebgpu = (function () {
     return { pipeline: p, entry: entry };
   }
 
-  var ATTN_DIMS = 16; // output dimensions per invocation of attention (infer.wgsl)
-
   // call: encodeOp's (m, n, ext)
   function groupsFor(entry, call) {
     var cap = 4096, m = call.m, n = call.n, e = call.ext || [];
     if (entry === 'rope') return [Math.max(1, Math.min(cap, Math.ceil(m * e[2] * (e[3] - e[1] / 2) / 64))), 1];
-    if (entry === 'attention') return [Math.max(1, Math.min(cap, Math.ceil(e[0] * e[2] * Math.ceil(e[4] / ATTN_DIMS) / 64))), 1];
+    // attention: a workgroup per (query, head) pair (infer.wgsl says why)
+    if (entry === 'attention') return [Math.max(1, Math.min(cap, e[0] * e[2])), 1];
     if (entry === 'matmul_direct') return [Math.max(1, Math.min(65535, Math.ceil(m * n / 64))), 1];
     if (/_direct$/.test(entry)) return [Math.max(1, Math.min(65535, Math.ceil(m / 64))), 1];
     if (entry === 'matmul') return [Math.ceil(n / 16), Math.ceil(m / 16)];
