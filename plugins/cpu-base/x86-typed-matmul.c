@@ -3,10 +3,7 @@
  * plugin's sgemm (x86-typed-matmul.h says how). */
 #include "x86-typed-matmul.h"
 #include "x86-qmatmul.h"
-
-#if defined(__F16C__)
-#include <immintrin.h>
-#endif
+#include "x86-row-to-f32.h" /* rows in vectors, the bytes rayo_dequantize_row gives */
 
 /* f32 of dequantized B per panel: 16 MiB, so that the panels are wide (A
  * is packed again for every panel) while the scratch stays bounded. */
@@ -24,29 +21,13 @@ typedef struct convert_job {
     size_t rows, chunk;
 } convert_job;
 
-/* One row: F16C for f16 where the plugin has it (rayo_f16_to_f32 branches
- * per value), rayo_dequantize_row for the rest. */
-static void convert_row(rayo_dtype dt, const uint8_t *src, float *dst, size_t count)
-{
-    size_t i = 0;
-#if defined(__F16C__)
-    if (dt == RAYO_DTYPE_F16)
-        for (; i + 8 <= count; i += 8)
-            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + 2 * i))));
-#endif
-    if (i == 0)
-        rayo_dequantize_row(dt, src, dst, count);
-    else if (i < count)
-        rayo_dequantize_row(dt, src + 2 * i, dst + i, count - i);
-}
-
 static void convert_task(void *arg, size_t task, unsigned worker)
 {
     const convert_job *job = arg;
     (void)worker;
     size_t end = (task + 1) * job->chunk < job->rows ? (task + 1) * job->chunk : job->rows;
     for (size_t r = task * job->chunk; r < end; r++)
-        convert_row(job->dt, job->src + r * job->src_stride + job->src_offset, job->dst + r * job->count,
+        x86_row_to_f32(job->dt, job->src + r * job->src_stride + job->src_offset, job->dst + r * job->count,
                     job->count);
 }
 
