@@ -409,6 +409,36 @@ static void flush_strip(double *total, float *acc, size_t w)
     }
 }
 
+/* ---- a few rows of A against B transposed (x86-matmul_tmpl.c) ------------------ */
+#define DOTS_MR 2        /* 2 x 4 sums, 4 rows of B and one of A: 13 of the 16 registers */
+#define DOTS_UNROLL _Pragma("GCC unroll 4") /* the sums stay in registers */
+#define DOTS_LEN DOT_BLOCK
+
+/* out[r][c] += dot(A row r, B row c) over len values: B's 8 values a step
+ * loaded once for every row of A. */
+static inline __attribute__((always_inline)) void dots_tile(const float *A, size_t lda, size_t mr, const float *B,
+                                                            size_t ldb, size_t nr, size_t len, double out[][4])
+{
+    __m256 s[DOTS_MR][4];
+    DOTS_UNROLL for (size_t r = 0; r < DOTS_MR; r++)
+        DOTS_UNROLL for (size_t c = 0; c < 4; c++)
+            s[r][c] = _mm256_setzero_ps();
+    for (size_t j = 0; j < len; j += 8) {
+        __m256i m = v_lane_mask(min_size(8, len - j));
+        __m256 b[4];
+        DOTS_UNROLL for (size_t c = 0; c < nr; c++)
+            b[c] = _mm256_maskload_ps(B + c * ldb + j, m);
+        DOTS_UNROLL for (size_t r = 0; r < mr; r++) {
+            __m256 a = _mm256_maskload_ps(A + r * lda + j, m);
+            DOTS_UNROLL for (size_t c = 0; c < nr; c++)
+                s[r][c] = _mm256_fmadd_ps(a, b[c], s[r][c]);
+        }
+    }
+    DOTS_UNROLL for (size_t r = 0; r < mr; r++)
+        DOTS_UNROLL for (size_t c = 0; c < nr; c++)
+            out[r][c] += v_hsum(s[r][c]);
+}
+
 /* ---- matmul ------------------------------------------------------------------ */
 #define X86_SGEMM avx2_sgemm
 #include "x86-matmul_tmpl.c"

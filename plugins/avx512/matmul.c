@@ -148,6 +148,36 @@ static void kernel_12x32(size_t kc, const float *a, const float *b, float *c, si
 #define X86_KERNEL_TILE kernel_12x32
 #include "x86-sgemm-blocked_tmpl.c"
 
+/* ---- a few rows of A against B transposed (x86-matmul_tmpl.c) ------------------ */
+#define DOTS_MR 4
+#define DOTS_UNROLL _Pragma("GCC unroll 4") /* the sums stay in registers */
+#define DOTS_LEN 512 /* values: 32 per lane of a 16-lane float sum before double */
+
+/* out[r][c] += dot(A row r, B row c) over len values: B's 16 values a step
+ * loaded once for every row of A (4 x 4 float sums, in registers). */
+static inline __attribute__((always_inline)) void dots_tile(const float *A, size_t lda, size_t mr, const float *B,
+                                                            size_t ldb, size_t nr, size_t len, double out[][4])
+{
+    __m512 s[DOTS_MR][4];
+    DOTS_UNROLL for (size_t r = 0; r < DOTS_MR; r++)
+        DOTS_UNROLL for (size_t c = 0; c < 4; c++)
+            s[r][c] = _mm512_setzero_ps();
+    for (size_t j = 0; j < len; j += 16) {
+        __mmask16 m = z_lanes(min_size(16, len - j));
+        __m512 b[4];
+        DOTS_UNROLL for (size_t c = 0; c < nr; c++)
+            b[c] = _mm512_maskz_loadu_ps(m, B + c * ldb + j);
+        DOTS_UNROLL for (size_t r = 0; r < mr; r++) {
+            __m512 a = _mm512_maskz_loadu_ps(m, A + r * lda + j);
+            DOTS_UNROLL for (size_t c = 0; c < nr; c++)
+                s[r][c] = _mm512_fmadd_ps(a, b[c], s[r][c]);
+        }
+    }
+    DOTS_UNROLL for (size_t r = 0; r < mr; r++)
+        DOTS_UNROLL for (size_t c = 0; c < nr; c++)
+            out[r][c] += _mm512_reduce_add_pd(z_widen_add(_mm512_setzero_pd(), s[r][c]));
+}
+
 /* ---- matmul ------------------------------------------------------------------- */
 #define X86_GEMV_RUN avx512_gemv_run
 #define X86_SGEMM avx512_sgemm
