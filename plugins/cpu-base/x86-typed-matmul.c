@@ -28,7 +28,7 @@ static void convert_task(void *arg, size_t task, unsigned worker)
     size_t end = (task + 1) * job->chunk < job->rows ? (task + 1) * job->chunk : job->rows;
     for (size_t r = task * job->chunk; r < end; r++)
         x86_row_to_f32(job->dt, job->src + r * job->src_stride + job->src_offset, job->dst + r * job->count,
-                    job->count);
+                       job->count);
 }
 
 /* Converts `rows` rows of `count` elements, spread over the threads when
