@@ -17,7 +17,10 @@
  *     int8 path (an error above 2^-16 of sum |terms| on some row, which
  *     the int16 and strict paths never reach), and so must x with one
  *     value 8 times the rest in 256 for Q4_K and Q6_K (their int8 x with
- *     a scale per 32 values).
+ *     a scale per 32 values);
+ *   - matmul of a few rows of A against B transposed (run as gemvs of B
+ *     into several x's at once): each row of C equals the gemv of B with
+ *     that row, bit for bit, at both precisions, whatever path each x takes.
  * Each backend that loads is checked, 1 and 2 threads; SKIP (77) where
  * neither loads.
  */
@@ -212,6 +215,57 @@ static void check_relaxed_accuracy(rayo_context *ctx, const char *backend, rayo_
     }
 }
 
+/* A few rows of A against B transposed (a short prompt's products), which
+ * the plugins run as gemvs of B into several x's at once (x86-typed-
+ * matmul.c): each row of C must be the gemv of B with that row of A, bit
+ * for bit, whichever path its x takes (int8, int16 or strict: row 1 holds
+ * outliers, row 2 a NaN, row 3 a block near 1e-35).  Relaxed calls of up to
+ * 3 rows with k >= 1024 and strict calls of up to 20 rows (two calls of the
+ * gemvs past 16) take that path; strided A and C, beta != 0. */
+static void check_rows_as_gemvs(rayo_context *ctx, const char *backend, rayo_dtype dt, size_t m, size_t k,
+                                rayo_precision p)
+{
+    enum { N = 37, PAD = 64 };
+    size_t lda = k + PAD, ldc = N + 3;
+    unsigned char *B = random_matrix(dt, N, k, k);
+    float *A = malloc(m * lda * sizeof *A), *C = malloc(m * ldc * sizeof *C), *y = malloc(N * sizeof *y);
+    float *before = malloc(m * ldc * sizeof *before);
+    if (!A || !B || !C || !y || !before) {
+        CHECK(0, "out of memory");
+        goto out;
+    }
+    for (size_t r = 0; r < m; r++)
+        fill_x(A + r * lda, k, r == 1 ? X_OUTLIERS : X_UNIFORM);
+    if (m > 2)
+        A[2 * lda + k / 2] = NAN;
+    for (size_t i = 0; m > 3 && i < 32; i++)
+        A[3 * lda + 32 + i] = 1e-35f * (float)(i % 5);
+    conform_fill_uniform(&rng, C, m * ldc, -1.0, 1.0);
+    rayo_call mm = { .struct_size = sizeof(rayo_call), .op = RAYO_OP_MATMUL, .flags = RAYO_TRANS_B,
+                     .dtypes = RAYO_DTYPES(RAYO_DTYPE_F32, dt, RAYO_DTYPE_NONE, RAYO_DTYPE_F32),
+                     .m = m, .n = N, .k = k, .alpha = 0.75f, .beta = 0.5f, .a = A, .b = B, .y = C,
+                     .lda = lda, .ldy = ldc, .precision = (uint32_t)p };
+    memcpy(before, C, m * ldc * sizeof *C);
+    rayo_status st = rayo_run_on(ctx, backend, &mm);
+    CHECK(st == RAYO_OK, "%s: matmul f32 x %s: %s", backend, rayo_dtype_name(dt), rayo_last_error());
+    for (size_t r = 0; st == RAYO_OK && r < m; r++) {
+        memcpy(y, before + r * ldc, N * sizeof *y);
+        rayo_call gemv = { .struct_size = sizeof(rayo_call), .op = RAYO_OP_GEMV,
+                           .dtypes = RAYO_DTYPES(dt, RAYO_DTYPE_F32, RAYO_DTYPE_NONE, RAYO_DTYPE_F32),
+                           .m = N, .n = k, .alpha = 0.75f, .beta = 0.5f, .a = B, .b = A + r * lda, .y = y,
+                           .precision = (uint32_t)p };
+        if (rayo_run_on(ctx, backend, &gemv) != RAYO_OK) {
+            CHECK(0, "%s: gemv %s: %s", backend, rayo_dtype_name(dt), rayo_last_error());
+            break;
+        }
+        CHECK(memcmp(y, C + r * ldc, N * sizeof *y) == 0, "%s: %s matmul f32 x %s, %zu x %d x %zu: row %zu "
+              "differs from the gemv of that row", backend, p == RAYO_PRECISION_STRICT ? "strict" : "relaxed",
+              rayo_dtype_name(dt), m, N, k, r);
+    }
+out:
+    free(A), free(B), free(C), free(y), free(before);
+}
+
 static void run_all(rayo_context *ctx, const char *backend)
 {
     static const mm_case cases[] = {
@@ -236,6 +290,16 @@ static void run_all(rayo_context *ctx, const char *backend)
         check_relaxed_fallback(ctx, backend, quantized[i]);
     for (size_t i = 0; i < sizeof quantized / sizeof quantized[0]; i++)
         check_relaxed_accuracy(ctx, backend, quantized[i]);
+    static const rayo_dtype typed[] = { RAYO_DTYPE_Q8_0, RAYO_DTYPE_Q4_0, RAYO_DTYPE_Q4_K,
+                                        RAYO_DTYPE_Q6_K, RAYO_DTYPE_F16, RAYO_DTYPE_BF16 };
+    for (size_t i = 0; i < sizeof typed / sizeof typed[0]; i++) {
+        size_t k = rayo_dtype_is_block(typed[i]) ? 1024 : 1001;
+        for (size_t m = 1; m <= 3 && rayo_dtype_is_block(typed[i]); m++)
+            check_rows_as_gemvs(ctx, backend, typed[i], m, k, RAYO_PRECISION_RELAXED);
+        static const size_t strict_rows[] = { 1, 4, 5, 16, 17, 20 };
+        for (size_t j = 0; j < sizeof strict_rows / sizeof strict_rows[0]; j++)
+            check_rows_as_gemvs(ctx, backend, typed[i], strict_rows[j], k, RAYO_PRECISION_STRICT);
+    }
 }
 
 int main(void)

@@ -57,6 +57,8 @@ rayo_status avx512_sgemm(void *state, const x86_gemm_args *g);
 /* gemv with f16, bf16, Q8_0, Q4_0, Q4_K or Q6_K weights (listed per dtype
  * in plugin.c). */
 rayo_status avx512_gemv_quant(void *state, const rayo_call *call);
+/* The same A into several x's (typed_gemv_run_many): a short prompt's products. */
+rayo_status avx512_gemv_quant_many(void *state, const rayo_call *call, size_t count, size_t ldx, size_t ldy);
 /* matmul with f16, bf16 or block-quantized B, or f16/bf16 A and B
  * (x86-typed-matmul.h). */
 rayo_status avx512_matmul_typed(void *state, const rayo_call *call);

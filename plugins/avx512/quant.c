@@ -767,3 +767,8 @@ rayo_status avx512_gemv_quant(void *state, const rayo_call *call)
 {
     return typed_gemv_run((const cpu_state *)state, call);
 }
+
+rayo_status avx512_gemv_quant_many(void *state, const rayo_call *call, size_t count, size_t ldx, size_t ldy)
+{
+    return typed_gemv_run_many((const cpu_state *)state, call, count, ldx, ldy);
+}

@@ -453,36 +453,45 @@ typedef struct typed_gemv_rows_run {
     _Alignas(64) atomic_size_t taken;
 } typed_gemv_rows_run;
 
+/* The most x's of one typed_gemv_run_many. */
+#define TYPED_GEMV_MAX_X 16
+
 typedef struct typed_gemv_job {
     const rayo_call *call;
-    typed_rows_fn *rows;
-    typed_gemv_x x;
+    size_t count;                         /* x's: call->b, then every ldx floats (1 for a plain gemv) */
+    typed_rows_fn *rows[TYPED_GEMV_MAX_X]; /* each x's row kernel: relaxed where its x rounds, else strict */
+    typed_gemv_x x[TYPED_GEMV_MAX_X];
+    float *y[TYPED_GEMV_MAX_X];           /* each x's y: call->y, then every ldy floats */
     size_t stride;
     size_t step_rows, steps, n_runs; /* rows per step (a multiple of 4), steps in all, runs */
     typed_gemv_rows_run run[TYPED_GEMV_MAX_RUNS];
 } typed_gemv_job;
 
-static inline void typed_gemv_store(const rayo_call *c, size_t i, double dot)
+static inline void typed_gemv_store(const rayo_call *c, float *y, size_t i, double dot)
 {
-    float *y = c->y;
     double v = (double)c->alpha * dot;
     y[i] = (float)(c->beta == 0.0f ? v : v + (double)c->beta * y[i]);
 }
 
-/* y[begin..end) = alpha (A x)[i] + beta y[i]; beta == 0 never reads y.  A
- * sum that is not finite is redone in double (cpu-f64-fallback.h). */
+/* y[begin..end) = alpha (A x)[i] + beta y[i] for each x; beta == 0 never
+ * reads y.  Four rows at a time, every x against them before the next
+ * four: their weights come from memory once and from L1 for the other x's.
+ * A sum that is not finite is redone in double (cpu-f64-fallback.h). */
 static inline void typed_gemv_rows(const typed_gemv_job *job, size_t begin, size_t end)
 {
     const rayo_call *c = job->call;
     const uint8_t *a = (const uint8_t *)c->a;
     for (size_t i = begin; i < end; i += 4) {
         size_t count = end - i < 4 ? end - i : 4;
-        double sums[4];
-        job->rows(a + i * job->stride, job->stride, count, &job->x, c->n, sums);
-        for (size_t r = 0; r < count; r++) {
-            if (!isfinite(sums[r]))
-                sums[r] = cpu_typed_dot_f64(RAYO_DTYPE_OF(c->dtypes, 0), a + (i + r) * job->stride, job->x.f, c->n);
-            typed_gemv_store(c, i + r, sums[r]);
+        for (size_t j = 0; j < job->count; j++) {
+            double sums[4];
+            job->rows[j](a + i * job->stride, job->stride, count, &job->x[j], c->n, sums);
+            for (size_t r = 0; r < count; r++) {
+                if (!isfinite(sums[r]))
+                    sums[r] = cpu_typed_dot_f64(RAYO_DTYPE_OF(c->dtypes, 0), a + (i + r) * job->stride,
+                                                job->x[j].f, c->n);
+                typed_gemv_store(c, job->y[j], i + r, sums[r]);
+            }
         }
     }
 }
@@ -539,33 +548,48 @@ static inline void typed_gemv_split(const cpu_state *st, typed_gemv_job *job)
     cpu_parallel(st, job->n_runs, typed_gemv_task, job);
 }
 
-/* The gemv kernel of both plugins: the relaxed path where the call allows
+/* The gemv kernels of both plugins: the relaxed path where the call allows
  * it and x can be rounded (and its few KiB of scratch are there), else the
- * strict one. */
-static inline rayo_status typed_gemv_run(const cpu_state *st, const rayo_call *call)
+ * strict one.  typed_gemv_run_many multiplies the same A into `count` x's
+ * (1..TYPED_GEMV_MAX_X: call->b + j ldx into call->y + j ldy, the other
+ * fields the call's), each x taking the path it would take alone, so that
+ * each result is the plain gemv's bit for bit. */
+static inline rayo_status typed_gemv_run_many(const cpu_state *st, const rayo_call *call, size_t count, size_t ldx,
+                                              size_t ldy)
 {
-    if (!typed_gemv_takes(call))
+    if (!typed_gemv_takes(call) || count == 0 || count > TYPED_GEMV_MAX_X)
         return RAYO_E_UNSUPPORTED;
     if (call->m == 0)
         return RAYO_OK;
     rayo_dtype dt = RAYO_DTYPE_OF(call->dtypes, 0);
-    typed_gemv_job job = { .call = call, .rows = typed_rows_for(dt), .x = { .f = call->b },
-                           .stride = typed_gemv_row_bytes(call) };
+    typed_gemv_job job = { .call = call, .count = count, .stride = typed_gemv_row_bytes(call) };
+    for (size_t j = 0; j < count; j++) {
+        job.rows[j] = typed_rows_for(dt);
+        job.x[j] = (typed_gemv_x){ .f = (const float *)call->b + j * ldx };
+        job.y[j] = (float *)call->y + j * ldy;
+    }
     float *scratch = NULL;
     if (call->precision == RAYO_PRECISION_RELAXED && typed_rows_int_for(dt))
-        scratch = cpu_alloc_floats(st, typed_gemv_scratch(call->n));
+        scratch = cpu_alloc_floats(st, count * typed_gemv_scratch(call->n));
 #ifndef TYPED_GEMV_STRICT_ONLY
-    typed_rows_fn *int_rows = scratch ? typed_gemv_round_x(&job.x, dt, call->n, scratch) : NULL;
+    for (size_t j = 0; scratch && j < count; j++) {
+        typed_rows_fn *int_rows = typed_gemv_round_x(&job.x[j], dt, call->n, scratch + j * typed_gemv_scratch(call->n));
 #ifdef TYPED_GEMV_ROWS_FOR_CPU
-    if (int_rows)
-        int_rows = TYPED_GEMV_ROWS_FOR_CPU(st, int_rows);
+        if (int_rows)
+            int_rows = TYPED_GEMV_ROWS_FOR_CPU(st, int_rows);
 #endif
-    if (int_rows)
-        job.rows = int_rows;
+        if (int_rows)
+            job.rows[j] = int_rows;
+    }
 #endif
     typed_gemv_split(st, &job);
     cpu_free(st, scratch);
     return RAYO_OK;
+}
+
+static inline rayo_status typed_gemv_run(const cpu_state *st, const rayo_call *call)
+{
+    return typed_gemv_run_many(st, call, 1, 0, 0);
 }
 
 #endif

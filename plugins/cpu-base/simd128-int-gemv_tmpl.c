@@ -33,10 +33,10 @@ static inline int simd128_int_gemv(const cpu_state *st, const rayo_call *call, t
     rounding_error err = { 0.0, 0.0, 0.0, 0.0 };
     int ok = typed_gemv_round_x32(call->b, n, q8, q16, scale, &err) && rounding_within_budget(&err);
     if (ok) {
-        typed_gemv_job job = { .call = call, .rows = rows, .x = { .f = call->b },
-                               .stride = typed_gemv_row_bytes(call) };
-        job.x.q8_32 = q8, job.x.q16 = q16;
-        job.x.scale8_32 = x8 ? scale : NULL, job.x.scale16 = x8 ? NULL : scale;
+        typed_gemv_job job = { .call = call, .count = 1, .rows = { rows }, .x = { { .f = call->b } },
+                               .y = { call->y }, .stride = typed_gemv_row_bytes(call) };
+        job.x[0].q8_32 = q8, job.x[0].q16 = q16;
+        job.x[0].scale8_32 = x8 ? scale : NULL, job.x[0].scale16 = x8 ? NULL : scale;
         typed_gemv_split(st, &job);
     }
     cpu_free(st, scratch);

@@ -143,27 +143,33 @@ static int integer_path(rayo_dtype bdt, const rayo_call *call)
     return rayo_dtype_is_block(bdt) && call->precision == RAYO_PRECISION_RELAXED && call->k >= QMATMUL_MIN_K;
 }
 
-/* The most rows of A that run as gemvs, one a row, each reading all of B:
- * below it that costs less than what the matmul paths do once per call,
- * the integer path's repacking of B or the f32 path's dequantized panels
- * of it.  Measured on the Zen 5 EPYC (avx512, 1 and 2 threads, B 5632 x
- * 2048 and 32000 x 2048; doc/benchmarks-cpu.md): at 1 row the gemv took a
- * fifth of the integer path's time and a twentieth of the f32 path's; the
- * two met near these counts. */
+/* x's per call of the plugin's gemvs (at most cpu-typed-gemv_tmpl.c's
+ * TYPED_GEMV_MAX_X): more rows take several calls. */
+#define GEMV_X_MAX 16
+
+/* The most rows of A that run as gemvs.  The gemvs read B from memory once
+ * for up to GEMV_X_MAX rows, but decode each weight once per row; the
+ * integer path decodes it once per call (its repacking) and then
+ * multiplies 8 rows per pass far faster, while the f32 path dequantizes
+ * all of B to f32 panels per call and multiplies in f32.  Measured on the
+ * Zen 5 EPYC (avx512 and avx2, 1 and 2 threads, B 11008 x 4096 in four
+ * copies taken in turn, so from memory; doc/benchmarks-cpu.md): the
+ * integer path overtook the gemvs at 5 rows (Q4_0, avx512) or 6-8 (the
+ * others); the f32 path was 1.1-3x slower than the gemvs at every count
+ * up to 64. */
 static size_t gemv_rows_max(rayo_dtype bdt, const rayo_call *call)
 {
     if (integer_path(bdt, call))
-        return bdt == RAYO_DTYPE_Q4_0 ? 3 : 4;
-    return rayo_dtype_is_block(bdt) ? 16 : 8;
+        return bdt == RAYO_DTYPE_Q4_0 ? 4 : 6;
+    return 64;
 }
 
-rayo_status typed_matmul_as_gemvs(void *state, const rayo_call *call, x86_typed_gemv_fn *gemv)
+rayo_status typed_matmul_as_gemvs(void *state, const rayo_call *call, x86_typed_gemvs_fn *gemvs)
 {
     rayo_dtype adt = RAYO_DTYPE_OF(call->dtypes, 0), bdt = RAYO_DTYPE_OF(call->dtypes, 1);
     if (call->flags != RAYO_TRANS_B || adt != RAYO_DTYPE_F32 || bdt == RAYO_DTYPE_F32 || call->m == 0 ||
         call->m > gemv_rows_max(bdt, call) || call->n == 0 || call->k == 0)
         return RAYO_E_UNSUPPORTED;
-    size_t lda = call->lda ? call->lda : call->k, ldc = call->ldy ? call->ldy : call->n;
     rayo_call row = *call;
     row.op = RAYO_OP_GEMV;
     row.flags = 0;
@@ -174,10 +180,11 @@ rayo_status typed_matmul_as_gemvs(void *state, const rayo_call *call, x86_typed_
      * call with short rows gives the strict result, as before) */
     if (!integer_path(bdt, call))
         row.precision = RAYO_PRECISION_STRICT;
-    for (size_t i = 0; i < call->m; i++) {
+    size_t lda = call->lda ? call->lda : call->k, ldc = call->ldy ? call->ldy : call->n;
+    for (size_t i = 0; i < call->m; i += GEMV_X_MAX) {
         row.b = (const float *)call->a + i * lda;
         row.y = (float *)call->y + i * ldc;
-        rayo_status s = gemv(state, &row);
+        rayo_status s = gemvs(state, &row, call->m - i < GEMV_X_MAX ? call->m - i : GEMV_X_MAX, lda, ldc);
         if (s != RAYO_OK)
             return s;
     }

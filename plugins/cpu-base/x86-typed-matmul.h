@@ -25,14 +25,15 @@ typedef rayo_status x86_sgemm_fn(void *state, const x86_gemm_args *g);
  * calls (the f32 kernel's) and for block-quantized B without RAYO_TRANS_B. */
 rayo_status typed_matmul_run(void *state, const rayo_call *call, x86_sgemm_fn *sgemm);
 
-/* The plugin's gemv with half or block-quantized weights. */
-typedef rayo_status x86_typed_gemv_fn(void *state, const rayo_call *call);
+/* The plugin's gemv with half or block-quantized weights, of one A into
+ * `count` x's (cpu-typed-gemv_tmpl.c, typed_gemv_run_many). */
+typedef rayo_status x86_typed_gemvs_fn(void *state, const rayo_call *call, size_t count, size_t ldx, size_t ldy);
 
 /* A few rows of f32 A against typed B stored n x k (RAYO_TRANS_B, the
- * weights of a short prompt): one gemv of B per row of A, where that costs
- * less than typed_matmul_run's once-per-call work on B (the counts in
- * x86-typed-matmul.c).  RAYO_E_UNSUPPORTED, C untouched, for other calls
- * (the gemv takes every row or none: only x and y differ between them). */
-rayo_status typed_matmul_as_gemvs(void *state, const rayo_call *call, x86_typed_gemv_fn *gemv);
+ * weights of a short prompt): the gemv of B into every row of A at once,
+ * B read from memory once, where that costs less than typed_matmul_run
+ * (the counts in x86-typed-matmul.c).  RAYO_E_UNSUPPORTED, C untouched,
+ * for other calls. */
+rayo_status typed_matmul_as_gemvs(void *state, const rayo_call *call, x86_typed_gemvs_fn *gemvs);
 
 #endif
