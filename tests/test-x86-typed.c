@@ -218,12 +218,13 @@ static void check_relaxed_accuracy(rayo_context *ctx, const char *backend, rayo_
 /* A few rows of A against B transposed (a short prompt's products), which
  * the plugins run as gemvs of B into several x's at once (x86-typed-
  * matmul.c): each row of C must be the gemv of B with that row of A, bit
- * for bit, whichever path its x takes (int8, int16 or strict: row 1 holds
- * outliers, row 2 a NaN, row 3 a block near 1e-35).  Relaxed calls of up to
- * 3 rows with k >= 1024 and strict calls of up to 20 rows (two calls of the
- * gemvs past 16) take that path; strided A and C, beta != 0. */
+ * for bit, whichever path its x takes (int8, int16 or strict: with mixed,
+ * row 1 holds outliers, row 2 a NaN, row 3 a block near 1e-35).  Relaxed
+ * calls of up to 4 rows with k >= 1024 and strict calls of up to 20 rows (two calls of the
+ * gemvs past 16) take that path; strided A and C, beta != 0.  mixed 0:
+ * every row ordinary (every x then takes the int8 path together). */
 static void check_rows_as_gemvs(rayo_context *ctx, const char *backend, rayo_dtype dt, size_t m, size_t k,
-                                rayo_precision p)
+                                rayo_precision p, int mixed)
 {
     enum { N = 37, PAD = 64 };
     size_t lda = k + PAD, ldc = N + 3;
@@ -235,10 +236,10 @@ static void check_rows_as_gemvs(rayo_context *ctx, const char *backend, rayo_dty
         goto out;
     }
     for (size_t r = 0; r < m; r++)
-        fill_x(A + r * lda, k, r == 1 ? X_OUTLIERS : X_UNIFORM);
-    if (m > 2)
+        fill_x(A + r * lda, k, mixed && r == 1 ? X_OUTLIERS : X_UNIFORM);
+    if (mixed && m > 2)
         A[2 * lda + k / 2] = NAN;
-    for (size_t i = 0; m > 3 && i < 32; i++)
+    for (size_t i = 0; mixed && m > 3 && i < 32; i++)
         A[3 * lda + 32 + i] = 1e-35f * (float)(i % 5);
     conform_fill_uniform(&rng, C, m * ldc, -1.0, 1.0);
     rayo_call mm = { .struct_size = sizeof(rayo_call), .op = RAYO_OP_MATMUL, .flags = RAYO_TRANS_B,
@@ -294,11 +295,18 @@ static void run_all(rayo_context *ctx, const char *backend)
                                         RAYO_DTYPE_Q6_K, RAYO_DTYPE_F16, RAYO_DTYPE_BF16 };
     for (size_t i = 0; i < sizeof typed / sizeof typed[0]; i++) {
         size_t k = rayo_dtype_is_block(typed[i]) ? 1024 : 1001;
-        for (size_t m = 1; m <= 3 && rayo_dtype_is_block(typed[i]); m++)
-            check_rows_as_gemvs(ctx, backend, typed[i], m, k, RAYO_PRECISION_RELAXED);
+        /* all rows ordinary: the kernels that decode a block once for
+         * several x's run where the plugin has them (k = 1056: an odd block) */
+        for (size_t m = 2; m <= 4 && rayo_dtype_is_block(typed[i]); m++) {
+            check_rows_as_gemvs(ctx, backend, typed[i], m, k, RAYO_PRECISION_RELAXED, 0);
+            if (typed[i] == RAYO_DTYPE_Q8_0 || typed[i] == RAYO_DTYPE_Q4_0)
+                check_rows_as_gemvs(ctx, backend, typed[i], m, 1056, RAYO_PRECISION_RELAXED, 0);
+        }
+        for (size_t m = 1; m <= 4 && rayo_dtype_is_block(typed[i]); m++)
+            check_rows_as_gemvs(ctx, backend, typed[i], m, k, RAYO_PRECISION_RELAXED, 1);
         static const size_t strict_rows[] = { 1, 4, 5, 16, 17, 20 };
         for (size_t j = 0; j < sizeof strict_rows / sizeof strict_rows[0]; j++)
-            check_rows_as_gemvs(ctx, backend, typed[i], strict_rows[j], k, RAYO_PRECISION_STRICT);
+            check_rows_as_gemvs(ctx, backend, typed[i], strict_rows[j], k, RAYO_PRECISION_STRICT, 1);
     }
 }
 

@@ -24,6 +24,8 @@
 #define CPU_KERNEL(NAME) avx2_##NAME
 #include "x86-plugin.h"
 
+#include <stdbool.h>
+
 /* The sgemm microkernel's tile: MR rows x NR columns of C (gemm.c). */
 #define AVX2_GEMM_MR 4
 #define AVX2_GEMM_NR 24
@@ -81,6 +83,8 @@ void avx2_gemv_run(const avx2_state *st, int trans, size_t rows, size_t cols, fl
 rayo_status avx2_gemv_quant(void *state, const rayo_call *call);
 /* The same A into several x's (typed_gemv_run_many): a short prompt's products. */
 rayo_status avx2_gemv_quant_many(void *state, const rayo_call *call, size_t count, size_t ldx, size_t ldy);
+/* Whether those gemvs decode a block once for several x's (typed_gemv_has_many). */
+bool avx2_gemv_quant_shares_decoding(void *state, rayo_dtype dt);
 /* matmul with f16, bf16 or block-quantized B, or f16/bf16 A and B
  * (x86-typed-matmul.h). */
 rayo_status avx2_matmul_typed(void *state, const rayo_call *call);

@@ -481,3 +481,8 @@ rayo_status avx2_gemv_quant_many(void *state, const rayo_call *call, size_t coun
 {
     return typed_gemv_run_many((const cpu_state *)state, call, count, ldx, ldy);
 }
+
+bool avx2_gemv_quant_shares_decoding(void *state, rayo_dtype dt)
+{
+    return typed_gemv_has_many((const cpu_state *)state, dt);
+}

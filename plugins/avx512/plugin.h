@@ -25,6 +25,8 @@
 #define CPU_KERNEL(NAME) avx512_##NAME
 #include "x86-plugin.h"
 
+#include <stdbool.h>
+
 /* The sgemm microkernel's tile: MR rows x NR columns of C (matmul.c):
  * 24 of the 32 zmm registers hold it. */
 #define AVX512_GEMM_MR 12
@@ -59,6 +61,8 @@ rayo_status avx512_sgemm(void *state, const x86_gemm_args *g);
 rayo_status avx512_gemv_quant(void *state, const rayo_call *call);
 /* The same A into several x's (typed_gemv_run_many): a short prompt's products. */
 rayo_status avx512_gemv_quant_many(void *state, const rayo_call *call, size_t count, size_t ldx, size_t ldy);
+/* Whether those gemvs decode a block once for several x's (typed_gemv_has_many). */
+bool avx512_gemv_quant_shares_decoding(void *state, rayo_dtype dt);
 /* matmul with f16, bf16 or block-quantized B, or f16/bf16 A and B
  * (x86-typed-matmul.h). */
 rayo_status avx512_matmul_typed(void *state, const rayo_call *call);

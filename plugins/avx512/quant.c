@@ -16,6 +16,7 @@
  */
 #include "plugin.h"
 #include "avx512-math.h"
+#define TYPED_GEMV_MANY_FOR avx512_many_for
 #include "cpu-typed-gemv_tmpl.c"
 #include "x86-quant.h"
 
@@ -315,16 +316,26 @@ static ALWAYS_INLINE __m512i rows4_quarters(const __m512i s[4])
     return _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
 }
 
-/* The f16 scales of the four rows' pair p (lanes 4h + r, h the block of
- * the pair) times x's two scales, in the quarters' lanes (block k / 2). */
-static ALWAYS_INLINE __m512 q8_0_rows4_scales(const uint8_t *blk, size_t stride, const float *sx)
+/* The f16 scales of the four rows' pair p as floats (lanes 4h + r, h the
+ * block of the pair). */
+static ALWAYS_INLINE __m256 q8_0_rows4_d(const uint8_t *blk, size_t stride)
 {
-    __m128i d = _mm_insert_epi64(_mm_cvtsi64_si128(x86_f16_of_rows4(blk, stride)),
-                                 x86_f16_of_rows4(blk + RAYO_Q8_0_BYTES, stride), 1);
+    return _mm256_cvtph_ps(_mm_insert_epi64(_mm_cvtsi64_si128(x86_f16_of_rows4(blk, stride)),
+                                            x86_f16_of_rows4(blk + RAYO_Q8_0_BYTES, stride), 1));
+}
+
+/* Those scales times x's two scales, in the quarters' lanes (block k / 2). */
+static ALWAYS_INLINE __m512 q8_0_rows4_scales_of(__m256 d, const float *sx)
+{
     __m128 two = _mm_castpd_ps(_mm_load_sd((const double *)(const void *)sx));
     __m256 sx_lanes = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
-    __m512 scales = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_cvtph_ps(d), sx_lanes));
+    __m512 scales = _mm512_castps256_ps512(_mm256_mul_ps(d, sx_lanes));
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7), scales);
+}
+
+static ALWAYS_INLINE __m512 q8_0_rows4_scales(const uint8_t *blk, size_t stride, const float *sx)
+{
+    return q8_0_rows4_scales_of(q8_0_rows4_d(blk, stride), sx);
 }
 
 /* Pairs [p, end) of four Q8_0 rows: acc lane 4k + r gets row r's quarter k. */
@@ -362,6 +373,54 @@ static void q8_0_rows4_vnni(const uint8_t *row, size_t stride, const typed_gemv_
     _mm256_storeu_pd(out, _mm256_add_pd(_mm512_castpd512_pd256(sums), _mm512_extractf64x4_pd(sums, 1)));
     typed_gemv_odd_block(row, stride, 4, x, n, 1, out);
 }
+
+/* q8_0_rows4_group for NX x's at once: each pair's codes and scales of
+ * the four rows decoded once, then each x's sums exactly as there. */
+static ALWAYS_INLINE void q8_0_rows4_group_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[],
+                                              int NX, size_t p, size_t end, __m512 acc[TYPED_GEMV_MANY_X])
+{
+    const __m512i plus128 = _mm512_set1_epi8((char)0x80);
+    const char *ahead = x86_rows_ahead(row, stride, 4, PREFETCH_BYTES);
+    UNROLL for (int j = 0; j < NX; j++) acc[j] = _mm512_setzero_ps();
+    for (; p < end; p++) {
+        const uint8_t *blk = row + 2 * RAYO_Q8_0_BYTES * p;
+        x86_prefetch_run(ahead + 8 * RAYO_Q8_0_BYTES * p, 8 * RAYO_Q8_0_BYTES);
+        __m512i codes[4];
+        UNROLL for (int r = 0; r < 4; r++) codes[r] = q8_0_pair_codes(blk + r * stride);
+        __m256 d = q8_0_rows4_d(blk, stride);
+        UNROLL for (int j = 0; j < NX; j++)
+        {
+            __m512i xv = load512(xs[j]->q8_32 + 64 * p);
+            __m512i minus_c = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                               _mm512_dpbusd_epi32(_mm512_setzero_si512(), plus128, xv));
+            __m512i s[4];
+            UNROLL for (int r = 0; r < 4; r++) s[r] = _mm512_dpbusd_epi32(minus_c, codes[r], xv);
+            __m512 scales = q8_0_rows4_scales_of(d, xs[j]->scale8_32 + 2 * p);
+            acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(rows4_quarters(s)), scales, acc[j]);
+        }
+    }
+}
+
+/* q8_0_rows4_vnni for NX x's at once (TYPED_GEMV_MANY_FOR). */
+static ALWAYS_INLINE void q8_0_rows4_vnni_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[],
+                                             int NX, size_t n, double out[][4])
+{
+    const size_t group = TYPED_GEMV_INT_GROUP / 64, pairs = n / 64;
+    __m512d sums[TYPED_GEMV_MANY_X];
+    UNROLL for (int j = 0; j < NX; j++) sums[j] = _mm512_setzero_pd();
+    for (size_t p = 0; p < pairs; p += group) {
+        __m512 acc[TYPED_GEMV_MANY_X];
+        q8_0_rows4_group_nx(row, stride, xs, NX, p, p + group < pairs ? p + group : pairs, acc);
+        UNROLL for (int j = 0; j < NX; j++) sums[j] = z_widen_add(sums[j], acc[j]);
+    }
+    UNROLL for (int j = 0; j < NX; j++)
+    {
+        _mm256_storeu_pd(out[j], _mm256_add_pd(_mm512_castpd512_pd256(sums[j]), _mm512_extractf64x4_pd(sums[j], 1)));
+        typed_gemv_odd_block(row, stride, 4, xs[j], n, 1, out[j]);
+    }
+}
+
+TYPED_ROWS_MANY(q8_0_rows4_vnni_many, q8_0_rows4_vnni_nx)
 
 #pragma GCC pop_options
 
@@ -421,6 +480,46 @@ static void q4_0_rows4_i8(const uint8_t *row, size_t stride, const typed_gemv_x 
         sums = v_widen_add(sums, q4_0_rows4_group(row, stride, x, p, p + group < pairs ? p + group : pairs));
     _mm256_storeu_pd(out, sums);
 }
+
+/* q4_0_rows4_group and q4_0_rows4_i8 for NX x's at once (TYPED_GEMV_MANY_FOR). */
+static ALWAYS_INLINE void q4_0_rows4_group_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[],
+                                              int NX, size_t p, size_t end, __m256 acc[TYPED_GEMV_MANY_X])
+{
+    const char *ahead = x86_rows_ahead(row, stride, 4, PREFETCH_BYTES);
+    UNROLL for (int j = 0; j < NX; j++) acc[j] = _mm256_setzero_ps();
+    for (; p < end; p++) {
+        const uint8_t *blk = row + 2 * RAYO_Q4_0_BYTES * p;
+        x86_prefetch_run(ahead + 8 * RAYO_Q4_0_BYTES * p, 8 * RAYO_Q4_0_BYTES);
+        const int8_t *xq[TYPED_GEMV_MANY_X];
+        const int32_t *offset[TYPED_GEMV_MANY_X];
+        const float *sx[TYPED_GEMV_MANY_X];
+        UNROLL for (int j = 0; j < NX; j++)
+        {
+            xq[j] = xs[j]->q8_32 + 64 * p, offset[j] = xs[j]->offset8_64 + 8 * p, sx[j] = xs[j]->scale8_64 + 8 * p;
+        }
+        x86_q4_0_rows4_pair_i8_nx(blk, stride, xq, offset, sx, NX, acc);
+    }
+}
+
+static ALWAYS_INLINE void q4_0_rows4_i8_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], int NX,
+                                           size_t n, double out[][4])
+{
+    const size_t group = TYPED_GEMV_INT_GROUP / 64, pairs = n / 64;
+    __m256d sums[TYPED_GEMV_MANY_X];
+    UNROLL for (int j = 0; j < NX; j++) sums[j] = _mm256_setzero_pd();
+    for (size_t p = 0; p < pairs; p += group) {
+        __m256 acc[TYPED_GEMV_MANY_X];
+        q4_0_rows4_group_nx(row, stride, xs, NX, p, p + group < pairs ? p + group : pairs, acc);
+        UNROLL for (int j = 0; j < NX; j++) sums[j] = v_widen_add(sums[j], acc[j]);
+    }
+    UNROLL for (int j = 0; j < NX; j++)
+    {
+        _mm256_storeu_pd(out[j], sums[j]);
+        typed_gemv_odd_block(row, stride, 4, xs[j], n, 0, out[j]);
+    }
+}
+
+TYPED_ROWS_MANY(q4_0_rows4_i8_many, q4_0_rows4_i8_nx)
 
 static void rows_q4_0_i8(const uint8_t *row, size_t stride, size_t count, const typed_gemv_x *x, size_t n,
                          double out[4])
@@ -761,6 +860,15 @@ static ALWAYS_INLINE __m512 block_q6_k_i8_32(const uint8_t *blk, const typed_gem
 TYPED_ROWS_FN(rows_q6_k_int, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_int)
 TYPED_ROWS_FN(rows_q6_k_i8_32, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_i8_32)
 
+/* ---- several x's at once ------------------------------------------------------ */
+
+static typed_rows_many_fn *avx512_many_for(typed_rows_fn *rows)
+{
+    if (rows == rows_q8_0_i8 && __builtin_cpu_supports("avx512vnni"))
+        return q8_0_rows4_vnni_many;
+    return rows == rows_q4_0_i8 ? q4_0_rows4_i8_many : NULL;
+}
+
 /* ---- the kernel ----------------------------------------------------------- */
 
 rayo_status avx512_gemv_quant(void *state, const rayo_call *call)
@@ -771,4 +879,9 @@ rayo_status avx512_gemv_quant(void *state, const rayo_call *call)
 rayo_status avx512_gemv_quant_many(void *state, const rayo_call *call, size_t count, size_t ldx, size_t ldy)
 {
     return typed_gemv_run_many((const cpu_state *)state, call, count, ldx, ldy);
+}
+
+bool avx512_gemv_quant_shares_decoding(void *state, rayo_dtype dt)
+{
+    return typed_gemv_has_many((const cpu_state *)state, dt);
 }

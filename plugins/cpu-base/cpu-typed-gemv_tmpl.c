@@ -98,6 +98,19 @@ static typed_rows_fn rows_q4_k_i8_32, rows_q6_k_i8_32; /* Q4_K, Q6_K against int
 #ifdef TYPED_GEMV_ROWS_FOR_CPU
 static typed_rows_fn *TYPED_GEMV_ROWS_FOR_CPU(const cpu_state *st, typed_rows_fn *rows);
 #endif
+/* A plugin may also have, for some row kernels, a form that takes four rows
+ * against up to TYPED_GEMV_MANY_X x's at once (a short prompt's products):
+ * each block of weights decoded once for all of them, every (row, x) sum
+ * made in the same order as the row kernel makes it, so out[j][r] is
+ * bit for bit what the row kernel gives for row r and xs[j].  It defines
+ * TYPED_GEMV_MANY_FOR as the name of its function that maps a row kernel
+ * to that form, or to NULL where there is none. */
+#define TYPED_GEMV_MANY_X 4
+typedef void typed_rows_many_fn(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], size_t nx,
+                                size_t n, double out[][4]);
+#ifdef TYPED_GEMV_MANY_FOR
+static typed_rows_many_fn *TYPED_GEMV_MANY_FOR(typed_rows_fn *rows);
+#endif
 #endif
 
 /* Defines the row kernel NAME over blocks of BLOCK values and BYTES bytes,
@@ -121,6 +134,20 @@ static typed_rows_fn *TYPED_GEMV_ROWS_FOR_CPU(const cpu_state *st, typed_rows_fn
         size_t bytes = (Q8_0) ? RAYO_Q8_0_BYTES : RAYO_Q4_0_BYTES;                                    \
         rows_of_blocks(row, stride, count, x, n / 64, 2 * bytes, TYPED_GEMV_INT_GROUP / 64, PAIR_FN, out); \
         typed_gemv_odd_block(row, stride, count, x, n, (Q8_0), out);                                  \
+    }
+
+/* Defines NAME, a many-x form (typed_rows_many_fn), from the plugin's
+ * always-inline NX_FN(row, stride, xs, NX, n, out), NX a constant 1..4. */
+#define TYPED_ROWS_MANY(NAME, NX_FN)                                                                    \
+    static void NAME(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], size_t nx, size_t n, \
+                     double out[][4])                                                                  \
+    {                                                                                                  \
+        switch (nx) {                                                                                  \
+        case 4: NX_FN(row, stride, xs, 4, n, out); break;                                              \
+        case 3: NX_FN(row, stride, xs, 3, n, out); break;                                              \
+        case 2: NX_FN(row, stride, xs, 2, n, out); break;                                              \
+        default: NX_FN(row, stride, xs, 1, n, out);                                                    \
+        }                                                                                              \
     }
 
 /* The strict row kernel for A's dtype; NULL where there is none. */
@@ -460,6 +487,7 @@ typedef struct typed_gemv_job {
     const rayo_call *call;
     size_t count;                         /* x's: call->b, then every ldx floats (1 for a plain gemv) */
     typed_rows_fn *rows[TYPED_GEMV_MAX_X]; /* each x's row kernel: relaxed where its x rounds, else strict */
+    typed_rows_many_fn *many;             /* where every x has the same row kernel and it has a many-x form */
     typed_gemv_x x[TYPED_GEMV_MAX_X];
     float *y[TYPED_GEMV_MAX_X];           /* each x's y: call->y, then every ldy floats */
     size_t stride;
@@ -473,25 +501,53 @@ static inline void typed_gemv_store(const rayo_call *c, float *y, size_t i, doub
     y[i] = (float)(c->beta == 0.0f ? v : v + (double)c->beta * y[i]);
 }
 
-/* y[begin..end) = alpha (A x)[i] + beta y[i] for each x; beta == 0 never
- * reads y.  Four rows at a time, every x against them before the next
- * four: their weights come from memory once and from L1 for the other x's.
- * A sum that is not finite is redone in double (cpu-f64-fallback.h). */
-static inline void typed_gemv_rows(const typed_gemv_job *job, size_t begin, size_t end)
+/* Stores x j's sums of rows i .. i + count - 1; a sum that is not finite
+ * is redone in double (cpu-f64-fallback.h). */
+static inline void typed_gemv_store_sums(const typed_gemv_job *job, size_t j, size_t i, size_t count,
+                                         double sums[4])
 {
     const rayo_call *c = job->call;
     const uint8_t *a = (const uint8_t *)c->a;
+    for (size_t r = 0; r < count; r++) {
+        if (!isfinite(sums[r]))
+            sums[r] = cpu_typed_dot_f64(RAYO_DTYPE_OF(c->dtypes, 0), a + (i + r) * job->stride, job->x[j].f, c->n);
+        typed_gemv_store(c, job->y[j], i + r, sums[r]);
+    }
+}
+
+/* Rows i .. i + 3 against every x by the many-x form, TYPED_GEMV_MANY_X x's a call. */
+static inline void typed_gemv_rows4_many(const typed_gemv_job *job, size_t i)
+{
+    const uint8_t *row = (const uint8_t *)job->call->a + i * job->stride;
+    for (size_t j0 = 0; j0 < job->count; j0 += TYPED_GEMV_MANY_X) {
+        size_t nx = job->count - j0 < TYPED_GEMV_MANY_X ? job->count - j0 : TYPED_GEMV_MANY_X;
+        const typed_gemv_x *xs[TYPED_GEMV_MANY_X];
+        double sums[TYPED_GEMV_MANY_X][4];
+        for (size_t j = 0; j < nx; j++)
+            xs[j] = &job->x[j0 + j];
+        job->many(row, job->stride, xs, nx, job->call->n, sums);
+        for (size_t j = 0; j < nx; j++)
+            typed_gemv_store_sums(job, j0 + j, i, 4, sums[j]);
+    }
+}
+
+/* y[begin..end) = alpha (A x)[i] + beta y[i] for each x; beta == 0 never
+ * reads y.  Four rows at a time, every x against them before the next
+ * four: their weights come from memory once and from L1 for the other x's
+ * (and are decoded once for several x's where the many-x form runs). */
+static inline void typed_gemv_rows(const typed_gemv_job *job, size_t begin, size_t end)
+{
+    const uint8_t *a = (const uint8_t *)job->call->a;
     for (size_t i = begin; i < end; i += 4) {
         size_t count = end - i < 4 ? end - i : 4;
+        if (count == 4 && job->many) {
+            typed_gemv_rows4_many(job, i);
+            continue;
+        }
         for (size_t j = 0; j < job->count; j++) {
             double sums[4];
-            job->rows[j](a + i * job->stride, job->stride, count, &job->x[j], c->n, sums);
-            for (size_t r = 0; r < count; r++) {
-                if (!isfinite(sums[r]))
-                    sums[r] = cpu_typed_dot_f64(RAYO_DTYPE_OF(c->dtypes, 0), a + (i + r) * job->stride,
-                                                job->x[j].f, c->n);
-                typed_gemv_store(c, job->y[j], i + r, sums[r]);
-            }
+            job->rows[j](a + i * job->stride, job->stride, count, &job->x[j], job->call->n, sums);
+            typed_gemv_store_sums(job, j, i, count, sums);
         }
     }
 }
@@ -582,9 +638,35 @@ static inline rayo_status typed_gemv_run_many(const cpu_state *st, const rayo_ca
             job.rows[j] = int_rows;
     }
 #endif
+#ifdef TYPED_GEMV_MANY_FOR
+    size_t same = 1;
+    while (same < count && job.rows[same] == job.rows[0])
+        same++;
+    if (count > 1 && same == count)
+        job.many = TYPED_GEMV_MANY_FOR(job.rows[0]);
+#endif
     typed_gemv_split(st, &job);
     cpu_free(st, scratch);
     return RAYO_OK;
+}
+
+/* Whether relaxed gemvs of dt into several ordinary x's (those that round
+ * to int8) decode each block once for several of them. */
+static inline bool typed_gemv_has_many(const cpu_state *st, rayo_dtype dt)
+{
+#if defined(TYPED_GEMV_MANY_FOR) && !defined(TYPED_GEMV_STRICT_ONLY)
+    typed_rows_fn *rows = dt == RAYO_DTYPE_Q8_0 ? rows_q8_0_i8 : dt == RAYO_DTYPE_Q4_0 ? rows_q4_0_i8
+                                                                                      : typed_rows_int_for(dt);
+#ifdef TYPED_GEMV_ROWS_FOR_CPU
+    rows = rows ? TYPED_GEMV_ROWS_FOR_CPU(st, rows) : NULL;
+#else
+    (void)st;
+#endif
+    return rows && TYPED_GEMV_MANY_FOR(rows);
+#else
+    (void)st, (void)dt;
+    return false;
+#endif
 }
 
 static inline rayo_status typed_gemv_run(const cpu_state *st, const rayo_call *call)

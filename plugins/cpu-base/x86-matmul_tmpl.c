@@ -130,6 +130,6 @@ CPU_KERNEL_FN(matmul)
  * sgemm (x86-typed-matmul.c). */
 CPU_KERNEL_FN(matmul_typed)
 {
-    rayo_status s = typed_matmul_as_gemvs(state, call, CPU_KERNEL(gemv_quant_many));
+    rayo_status s = typed_matmul_as_gemvs(state, call, CPU_KERNEL(gemv_quant_many), CPU_KERNEL(gemv_quant_shares_decoding));
     return s != RAYO_E_UNSUPPORTED ? s : typed_matmul_run(state, call, X86_SGEMM);
 }

@@ -323,18 +323,45 @@ static inline __m256 x86_q4_0_rows4_minus_offset(const uint8_t *blk, size_t stri
  * rows.  A block's values are q - 8: offset, 8 times the sums of x's
  * blocks in the same lanes, comes off once for the four rows; sx: x's
  * scales in those lanes (cpu-typed-gemv_tmpl.c). */
-static inline __m256 x86_q4_0_rows4_pair_i8(const uint8_t *blk, size_t stride, const int8_t *xq,
-                                            const int32_t *offset, const float *sx, __m256 acc)
+static inline __m256i x86_q4_0_rows4_sums16(const __m256i s[4])
 {
     const __m256i row_partials = _mm256_setr_epi8(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, 0, 1, 8,
                                                   9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
-    __m256i s[4];
-    x86_q4_0_pairs_of_rows4(blk, stride, xq, x86_q4_0_pair_i16, s);
     __m256i s01 = _mm256_add_epi16(_mm256_unpacklo_epi16(s[0], s[1]), _mm256_unpackhi_epi16(s[0], s[1]));
     __m256i s23 = _mm256_add_epi16(_mm256_unpacklo_epi16(s[2], s[3]), _mm256_unpackhi_epi16(s[2], s[3]));
     __m256i s0123 = _mm256_add_epi16(_mm256_unpacklo_epi32(s01, s23), _mm256_unpackhi_epi32(s01, s23));
-    __m256i sums = _mm256_madd_epi16(_mm256_shuffle_epi8(s0123, row_partials), _mm256_set1_epi16(1));
-    return x86_q4_0_rows4_minus_offset(blk, stride, sums, offset, sx, acc);
+    return _mm256_madd_epi16(_mm256_shuffle_epi8(s0123, row_partials), _mm256_set1_epi16(1));
+}
+
+static inline __m256 x86_q4_0_rows4_pair_i8(const uint8_t *blk, size_t stride, const int8_t *xq,
+                                            const int32_t *offset, const float *sx, __m256 acc)
+{
+    __m256i s[4];
+    x86_q4_0_pairs_of_rows4(blk, stride, xq, x86_q4_0_pair_i16, s);
+    return x86_q4_0_rows4_minus_offset(blk, stride, x86_q4_0_rows4_sums16(s), offset, sx, acc);
+}
+
+/* x86_q4_0_rows4_pair_i8 for NX x's at once (x j's fields of the pair at
+ * xq[j], offset[j], sx[j]) into acc[j]: the four rows' codes and scales
+ * decoded once, each x's sums made exactly as there. */
+static inline __attribute__((always_inline)) void
+x86_q4_0_rows4_pair_i8_nx(const uint8_t *blk, size_t stride, const int8_t *const xq[], const int32_t *const offset[],
+                          const float *const sx[], int NX, __m256 acc[])
+{
+    __m256i lo[4], hi[4];
+    _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+        x86_q4_0_pair_codes(blk + r * stride, &lo[r], &hi[r]);
+    __m128i d16 = _mm_insert_epi64(_mm_cvtsi64_si128(x86_f16_of_rows4(blk, stride)),
+                                   x86_f16_of_rows4(blk + RAYO_Q4_0_BYTES, stride), 1);
+    __m256 d = _mm256_cvtph_ps(d16);
+    _Pragma("GCC unroll 4") for (int j = 0; j < NX; j++)
+    {
+        __m256i x_lo = x86_load256(xq[j]), x_hi = x86_load256(xq[j] + 32), s[4];
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)
+            s[r] = _mm256_add_epi16(_mm256_maddubs_epi16(lo[r], x_lo), _mm256_maddubs_epi16(hi[r], x_hi));
+        __m256i sums = _mm256_sub_epi32(x86_q4_0_rows4_sums16(s), x86_load256(offset[j]));
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_loadu_ps(sx[j])), acc[j]);
+    }
 }
 
 /* The same four rows by AVX-VNNI: each row's int32 lanes

@@ -155,20 +155,24 @@ static int integer_path(rayo_dtype bdt, const rayo_call *call)
  * Zen 5 EPYC (avx512 and avx2, 1 and 2 threads, B 11008 x 4096 in four
  * copies taken in turn, so from memory; doc/benchmarks-cpu.md): the
  * integer path overtook the gemvs at 5 rows (Q4_0, avx512) or 6-8 (the
- * others); the f32 path was 1.1-3x slower than the gemvs at every count
- * up to 64. */
-static size_t gemv_rows_max(rayo_dtype bdt, const rayo_call *call)
+ * others); where the gemvs decode a block once for four x's (avx512: Q4_0,
+ * and Q8_0 with AVX512_VNNI) at 7-8 rows of Q4_0 and 13-16 of Q8_0.  The
+ * f32 path was 1.1-3x slower than the gemvs at every count up to 64. */
+static size_t gemv_rows_max(rayo_dtype bdt, const rayo_call *call, bool shares_decoding)
 {
+    if (integer_path(bdt, call) && shares_decoding)
+        return bdt == RAYO_DTYPE_Q4_0 ? 6 : 12;
     if (integer_path(bdt, call))
         return bdt == RAYO_DTYPE_Q4_0 ? 4 : 6;
     return 64;
 }
 
-rayo_status typed_matmul_as_gemvs(void *state, const rayo_call *call, x86_typed_gemvs_fn *gemvs)
+rayo_status typed_matmul_as_gemvs(void *state, const rayo_call *call, x86_typed_gemvs_fn *gemvs,
+                                  x86_gemvs_share_fn *shares_decoding)
 {
     rayo_dtype adt = RAYO_DTYPE_OF(call->dtypes, 0), bdt = RAYO_DTYPE_OF(call->dtypes, 1);
     if (call->flags != RAYO_TRANS_B || adt != RAYO_DTYPE_F32 || bdt == RAYO_DTYPE_F32 || call->m == 0 ||
-        call->m > gemv_rows_max(bdt, call) || call->n == 0 || call->k == 0)
+        call->n == 0 || call->k == 0 || call->m > gemv_rows_max(bdt, call, shares_decoding(state, bdt)))
         return RAYO_E_UNSUPPORTED;
     rayo_call row = *call;
     row.op = RAYO_OP_GEMV;

@@ -18,6 +18,8 @@
 
 #include "x86-gemm.h"
 
+#include <stdbool.h>
+
 /* The plugin's sgemm on dense operands (its f32 matmul without the checks). */
 typedef rayo_status x86_sgemm_fn(void *state, const x86_gemm_args *g);
 
@@ -32,8 +34,11 @@ typedef rayo_status x86_typed_gemvs_fn(void *state, const rayo_call *call, size_
 /* A few rows of f32 A against typed B stored n x k (RAYO_TRANS_B, the
  * weights of a short prompt): the gemv of B into every row of A at once,
  * B read from memory once, where that costs less than typed_matmul_run
- * (the counts in x86-typed-matmul.c).  RAYO_E_UNSUPPORTED, C untouched,
- * for other calls. */
-rayo_status typed_matmul_as_gemvs(void *state, const rayo_call *call, x86_typed_gemvs_fn *gemvs);
+ * (the counts in x86-typed-matmul.c; more where shares_decoding says the
+ * plugin's relaxed gemvs decode a block once for several x's).
+ * RAYO_E_UNSUPPORTED, C untouched, for other calls. */
+typedef bool x86_gemvs_share_fn(void *state, rayo_dtype dt);
+rayo_status typed_matmul_as_gemvs(void *state, const rayo_call *call, x86_typed_gemvs_fn *gemvs,
+                                  x86_gemvs_share_fn *shares_decoding);
 
 #endif
