@@ -41,6 +41,7 @@
 #include "plugin.h"
 #include "x86-avx2-math.h"
 #define TYPED_GEMV_ROWS_FOR_CPU avx2_rows_for_cpu
+#define TYPED_GEMV_MANY_FOR avx2_many_for
 #include "cpu-typed-gemv_tmpl.c"
 #include "x86-quant.h"
 
@@ -373,6 +374,14 @@ TYPED_ROWS_FN(rows_q4_0_int, 32, RAYO_Q4_0_BYTES, TYPED_GEMV_INT_GROUP / 32, blo
 
 TYPED_ROWS_PAIRS(rows_q8_0_i8, 1, block_q8_0_pair)
 
+/* sums + a group's lanes in double: blocks 2b and 2b + 1 of each row
+ * (the two halves) summed, then added. */
+static inline __m256d widen_halves_add(__m256d sums, __m256 acc)
+{
+    return _mm256_add_pd(sums, _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(acc)),
+                                             _mm256_cvtps_pd(_mm256_extractf128_ps(acc, 1))));
+}
+
 /* Q4_0 against int8 x, four rows sharing one float accumulator (lane
  * 4h + r: row r, block h of each pair; x86-quant.h), double across groups
  * of pairs as dots_of_blocks does; a pair of the four rows is 8 blocks of
@@ -393,8 +402,7 @@ static ALWAYS_INLINE void q4_0_rows4_i8(const uint8_t *row, size_t stride, const
             x86_prefetch_run(ahead + 8 * RAYO_Q4_0_BYTES * p, 8 * RAYO_Q4_0_BYTES);
             acc = rows4(blk, stride, x->q8_32 + 64 * p, x->offset8_64 + 8 * p, x->scale8_64 + 8 * p, acc);
         }
-        sums = _mm256_add_pd(sums, _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(acc)),
-                                                 _mm256_cvtps_pd(_mm256_extractf128_ps(acc, 1))));
+        sums = widen_halves_add(sums, acc);
     }
     _mm256_storeu_pd(out, sums);
 }
@@ -459,6 +467,85 @@ static typed_rows_fn *avx2_rows_for_cpu(const cpu_state *st, typed_rows_fn *rows
     if (rows == rows_q6_k_int)
         return rows_q6_k_int_vnni;
     return rows == rows_q8_0_i8 ? rows_q8_0_i8_vnni : rows == rows_q4_0_i8 ? rows_q4_0_i8_vnni : rows;
+}
+
+/* ---- relaxed, several x's at once (TYPED_GEMV_MANY_FOR): each pair of
+ * blocks of four rows decoded once for up to four x's, every (row, x) sum
+ * made in the row kernel's order, so the results are its own.  Four x's
+ * at once leave AVX2's 16 registers short (the sums go to the stack), yet
+ * ran 5-10% faster than two at a time, decoding again for the next two. */
+
+#define UNROLL_X _Pragma("GCC unroll 4")
+
+/* q4_0_rows4_i8 for NX x's: AVX2 and AVX-VNNI make the same integer sums,
+ * so this maddubs form stands for both. */
+static ALWAYS_INLINE void q4_0_rows4_i8_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], int NX,
+                                           size_t n, double out[][4])
+{
+    typed_q4_0_rows4_i8_nx(row, stride, xs, NX, n, PREFETCH_BYTES, widen_halves_add, out);
+}
+
+/* rows_q8_0_i8 (dots_of_blocks of four rows over x86_q8_0_pair_by) for NX
+ * x's: each row's codes of a pair loaded once and its scales converted
+ * once. */
+static ALWAYS_INLINE void q8_0_rows4_i8_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], int NX,
+                                           size_t n, x86_q8_0_dot_fn *dot, double out[][4])
+{
+    const char *ahead = x86_rows_ahead(row, stride, 4, PREFETCH_BYTES);
+    const size_t pairs = n / 64;
+    __m256d acc[TYPED_GEMV_MANY_X][4][2];
+    UNROLL_X for (int j = 0; j < NX; j++) UNROLL_ROWS for (int r = 0; r < 4; r++)
+        acc[j][r][0] = acc[j][r][1] = _mm256_setzero_pd();
+    for (size_t p = 0; p < pairs;) {
+        size_t end = p + TYPED_GEMV_INT_GROUP / 64 < pairs ? p + TYPED_GEMV_INT_GROUP / 64 : pairs;
+        __m256 g[TYPED_GEMV_MANY_X][4];
+        UNROLL_X for (int j = 0; j < NX; j++) UNROLL_ROWS for (int r = 0; r < 4; r++) g[j][r] = _mm256_setzero_ps();
+        for (; p < end; p++) {
+            x86_prefetch_run(ahead + 8 * RAYO_Q8_0_BYTES * p, 8 * RAYO_Q8_0_BYTES);
+            UNROLL_ROWS for (int r = 0; r < 4; r++)
+            {
+                const uint8_t *blk = row + r * stride + 2 * RAYO_Q8_0_BYTES * p;
+                __m256i q0 = x86_load256(blk + 2), q1 = x86_load256(blk + RAYO_Q8_0_BYTES + 2);
+                __m256 d = x86_q8_0_pair_d(blk);
+                UNROLL_X for (int j = 0; j < NX; j++)
+                {
+                    const int8_t *xq = xs[j]->q8_32 + 64 * p;
+                    g[j][r] = x86_q8_0_pair_scaled(dot(q0, x86_load256(xq)), dot(q1, x86_load256(xq + 32)), d,
+                                                   xs[j]->scale8_32 + 2 * p, g[j][r]);
+                }
+            }
+        }
+        UNROLL_X for (int j = 0; j < NX; j++) UNROLL_ROWS for (int r = 0; r < 4; r++) add_wide(acc[j][r], g[j][r]);
+    }
+    UNROLL_X for (int j = 0; j < NX; j++)
+    {
+        UNROLL_ROWS for (int r = 0; r < 4; r++) out[j][r] = sum_wide(acc[j][r]);
+        typed_gemv_odd_block(row, stride, 4, xs[j], n, 1, out[j]);
+    }
+}
+
+static ALWAYS_INLINE void q8_0_rows4_i8_maddubs_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[],
+                                                   int NX, size_t n, double out[][4])
+{
+    q8_0_rows4_i8_nx(row, stride, xs, NX, n, x86_q8_0_dot, out);
+}
+
+static ALWAYS_INLINE X86_AVX_VNNI void q8_0_rows4_vnni_nx(const uint8_t *row, size_t stride,
+                                                          const typed_gemv_x *const xs[], int NX, size_t n,
+                                                          double out[][4])
+{
+    q8_0_rows4_i8_nx(row, stride, xs, NX, n, x86_q8_0_dot_vnni, out);
+}
+
+TYPED_ROWS_MANY(q4_0_rows4_i8_many, q4_0_rows4_i8_nx)
+TYPED_ROWS_MANY(q8_0_rows4_i8_many, q8_0_rows4_i8_maddubs_nx)
+X86_AVX_VNNI TYPED_ROWS_MANY(q8_0_rows4_vnni_many, q8_0_rows4_vnni_nx)
+
+static typed_rows_many_fn *avx2_many_for(typed_rows_fn *rows)
+{
+    if (rows == rows_q4_0_i8 || rows == rows_q4_0_i8_vnni)
+        return q4_0_rows4_i8_many;
+    return rows == rows_q8_0_i8 ? q8_0_rows4_i8_many : rows == rows_q8_0_i8_vnni ? q8_0_rows4_vnni_many : NULL;
 }
 
 /* Q4_K against int8 x with a scale per 256 values, or per 32, and Q6_K's

@@ -481,42 +481,11 @@ static void q4_0_rows4_i8(const uint8_t *row, size_t stride, const typed_gemv_x 
     _mm256_storeu_pd(out, sums);
 }
 
-/* q4_0_rows4_group and q4_0_rows4_i8 for NX x's at once (TYPED_GEMV_MANY_FOR). */
-static ALWAYS_INLINE void q4_0_rows4_group_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[],
-                                              int NX, size_t p, size_t end, __m256 acc[TYPED_GEMV_MANY_X])
-{
-    const char *ahead = x86_rows_ahead(row, stride, 4, PREFETCH_BYTES);
-    UNROLL for (int j = 0; j < NX; j++) acc[j] = _mm256_setzero_ps();
-    for (; p < end; p++) {
-        const uint8_t *blk = row + 2 * RAYO_Q4_0_BYTES * p;
-        x86_prefetch_run(ahead + 8 * RAYO_Q4_0_BYTES * p, 8 * RAYO_Q4_0_BYTES);
-        const int8_t *xq[TYPED_GEMV_MANY_X];
-        const int32_t *offset[TYPED_GEMV_MANY_X];
-        const float *sx[TYPED_GEMV_MANY_X];
-        UNROLL for (int j = 0; j < NX; j++)
-        {
-            xq[j] = xs[j]->q8_32 + 64 * p, offset[j] = xs[j]->offset8_64 + 8 * p, sx[j] = xs[j]->scale8_64 + 8 * p;
-        }
-        x86_q4_0_rows4_pair_i8_nx(blk, stride, xq, offset, sx, NX, acc);
-    }
-}
-
+/* q4_0_rows4_i8 for NX x's at once (TYPED_GEMV_MANY_FOR). */
 static ALWAYS_INLINE void q4_0_rows4_i8_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], int NX,
                                            size_t n, double out[][4])
 {
-    const size_t group = TYPED_GEMV_INT_GROUP / 64, pairs = n / 64;
-    __m256d sums[TYPED_GEMV_MANY_X];
-    UNROLL for (int j = 0; j < NX; j++) sums[j] = _mm256_setzero_pd();
-    for (size_t p = 0; p < pairs; p += group) {
-        __m256 acc[TYPED_GEMV_MANY_X];
-        q4_0_rows4_group_nx(row, stride, xs, NX, p, p + group < pairs ? p + group : pairs, acc);
-        UNROLL for (int j = 0; j < NX; j++) sums[j] = v_widen_add(sums[j], acc[j]);
-    }
-    UNROLL for (int j = 0; j < NX; j++)
-    {
-        _mm256_storeu_pd(out[j], sums[j]);
-        typed_gemv_odd_block(row, stride, 4, xs[j], n, 0, out[j]);
-    }
+    typed_q4_0_rows4_i8_nx(row, stride, xs, NX, n, PREFETCH_BYTES, v_widen_add, out);
 }
 
 TYPED_ROWS_MANY(q4_0_rows4_i8_many, q4_0_rows4_i8_nx)

@@ -395,6 +395,46 @@ static inline void typed_gemv_odd_block(const uint8_t *row, size_t stride, size_
 }
 
 #ifndef TYPED_GEMV_STRICT_ONLY
+/* The many-x form of a plugin's four-row Q4_0 kernel against int8 x
+ * (x86_q4_0_rows4_pair_i8_nx; the row kernel's lanes 4h + r), one body for
+ * the plugins: float lanes over groups of pairs, each group's added into
+ * double by widen exactly as the row kernel adds it, then the odd block.
+ * prefetch: the plugin's distance (x86_rows_ahead). */
+typedef __m256d typed_widen_fn(__m256d sums, __m256 acc);
+
+static inline __attribute__((always_inline)) void
+typed_q4_0_rows4_i8_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], int NX, size_t n,
+                       size_t prefetch, typed_widen_fn *widen, double out[][4])
+{
+    const char *ahead = x86_rows_ahead(row, stride, 4, prefetch);
+    const size_t group = TYPED_GEMV_INT_GROUP / 64, pairs = n / 64;
+    __m256d sums[TYPED_GEMV_MANY_X];
+    _Pragma("GCC unroll 4") for (int j = 0; j < NX; j++) sums[j] = _mm256_setzero_pd();
+    for (size_t p = 0; p < pairs;) {
+        size_t end = p + group < pairs ? p + group : pairs;
+        __m256 acc[TYPED_GEMV_MANY_X];
+        _Pragma("GCC unroll 4") for (int j = 0; j < NX; j++) acc[j] = _mm256_setzero_ps();
+        for (; p < end; p++) {
+            x86_prefetch_run(ahead + 8 * RAYO_Q4_0_BYTES * p, 8 * RAYO_Q4_0_BYTES);
+            const int8_t *xq[TYPED_GEMV_MANY_X];
+            const int32_t *offset[TYPED_GEMV_MANY_X];
+            const float *sx[TYPED_GEMV_MANY_X];
+            _Pragma("GCC unroll 4") for (int j = 0; j < NX; j++)
+            {
+                xq[j] = xs[j]->q8_32 + 64 * p, offset[j] = xs[j]->offset8_64 + 8 * p;
+                sx[j] = xs[j]->scale8_64 + 8 * p;
+            }
+            x86_q4_0_rows4_pair_i8_nx(row + 2 * RAYO_Q4_0_BYTES * p, stride, xq, offset, sx, NX, acc);
+        }
+        _Pragma("GCC unroll 4") for (int j = 0; j < NX; j++) sums[j] = widen(sums[j], acc[j]);
+    }
+    _Pragma("GCC unroll 4") for (int j = 0; j < NX; j++)
+    {
+        _mm256_storeu_pd(out[j], sums[j]);
+        typed_gemv_odd_block(row, stride, 4, xs[j], n, 0, out[j]);
+    }
+}
+
 /* Q8_0 and Q4_0: x in int8 where it passes the budget, else in int16
  * where that does; the row kernel for it, NULL when neither does or x
  * cannot be rounded. */

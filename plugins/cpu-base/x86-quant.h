@@ -176,19 +176,29 @@ static inline X86_AVX_VNNI __m256i x86_q8_0_dot_vnni(__m256i q, __m256i x)
 /* Q8_0 against int8 x, two blocks at a time (x in order), each block's
  * dot by dot; hadd of the two blocks: lanes 0-1 and 4-5 hold block 2b, 2-3
  * and 6-7 block 2b + 1.  Returns acc + those lanes times d x's scale (sx:
- * the two blocks' x scales). */
+ * the two blocks' x scales).  In two parts, so that a kernel taking
+ * several x's converts a pair's scales d once (x86_q8_0_pair_d) and makes
+ * each x's sums as here (x86_q8_0_pair_scaled). */
+static inline __m256 x86_q8_0_pair_d(const uint8_t *blk)
+{
+    return _mm256_cvtph_ps(_mm_unpacklo_epi32(_mm_set1_epi16((short)rayo__le16(blk)),
+                                              _mm_set1_epi16((short)rayo__le16(blk + RAYO_Q8_0_BYTES))));
+}
+
+static inline __m256 x86_q8_0_pair_scaled(__m256i s0, __m256i s1, __m256 d, const float *sx, __m256 acc)
+{
+    __m256 sx_lanes = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(_mm256_broadcast_ss(sx)),
+                                                          _mm256_castps_pd(_mm256_broadcast_ss(sx + 1))));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(s0, s1)), _mm256_mul_ps(d, sx_lanes), acc);
+}
+
 static inline __attribute__((always_inline)) __m256 x86_q8_0_pair_by(const uint8_t *blk, const int8_t *xq,
                                                                      const float *sx, __m256 acc,
                                                                      x86_q8_0_dot_fn *dot)
 {
     __m256i s0 = dot(x86_load256(blk + 2), x86_load256(xq));
     __m256i s1 = dot(x86_load256(blk + RAYO_Q8_0_BYTES + 2), x86_load256(xq + 32));
-    __m128i d = _mm_unpacklo_epi32(_mm_set1_epi16((short)rayo__le16(blk)),
-                                   _mm_set1_epi16((short)rayo__le16(blk + RAYO_Q8_0_BYTES)));
-    __m256 sx_lanes = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(_mm256_broadcast_ss(sx)),
-                                                          _mm256_castps_pd(_mm256_broadcast_ss(sx + 1))));
-    __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(d), sx_lanes);
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(s0, s1)), scale, acc);
+    return x86_q8_0_pair_scaled(s0, s1, x86_q8_0_pair_d(blk), sx, acc);
 }
 
 static inline __m256 x86_q8_0_pair_i8(const uint8_t *blk, const int8_t *xq, const float *sx, __m256 acc)
