@@ -98,6 +98,7 @@ static typed_rows_fn rows_q4_k_i8_32, rows_q6_k_i8_32; /* Q4_K, Q6_K against int
 #ifdef TYPED_GEMV_ROWS_FOR_CPU
 static typed_rows_fn *TYPED_GEMV_ROWS_FOR_CPU(const cpu_state *st, typed_rows_fn *rows);
 #endif
+#endif
 /* A plugin may also have, for some row kernels, a form that takes four rows
  * against up to TYPED_GEMV_MANY_X x's at once (a short prompt's products):
  * each block of weights decoded once for all of them, every (row, x) sum
@@ -110,7 +111,6 @@ typedef void typed_rows_many_fn(const uint8_t *row, size_t stride, const typed_g
                                 size_t n, double out[][4]);
 #ifdef TYPED_GEMV_MANY_FOR
 static typed_rows_many_fn *TYPED_GEMV_MANY_FOR(typed_rows_fn *rows);
-#endif
 #endif
 
 /* Defines the row kernel NAME over blocks of BLOCK values and BYTES bytes,
