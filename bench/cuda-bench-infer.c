@@ -295,7 +295,9 @@ static void bench_attention(rayo_context *ctx, rayo_dtype kv, size_t n_q, size_t
  * a short f32 cache (192 keys: rayo-llama's decode of 64 tokens after 128,
  * where the time is a launch's), prefill; head_dim 64, then decode and a
  * 512-token prefill at head_dim 128 (a Llama-2-7B layer: 32 KV heads, f16
- * cache), and 128- and 512-token ones with an f32 cache (rayo-llama's). */
+ * cache), decode with 8 KV heads at head_dim 128 (groups of 4) and with
+ * a long f32 cache, and 128- and 512-token prefills with an f32 cache
+ * (rayo-llama's). */
 static void bench_attentions(rayo_context *ctx, double ref)
 {
     static const size_t kv_heads[] = {4, 32}, n_kv[] = {4096, 32768};
@@ -315,6 +317,9 @@ static void bench_attentions(rayo_context *ctx, double ref)
         for (size_t n = 0; n < sizeof n_kv128 / sizeof n_kv128[0]; n++)
             bench_attention(ctx, RAYO_DTYPE_F16, 1, n_kv128[n], 32, 128, pr, ref);
         bench_attention(ctx, RAYO_DTYPE_F16, 1, 192, 4, 128, pr, ref);
+        for (size_t n = 3; n < sizeof n_kv128 / sizeof n_kv128[0]; n++) /* groups of 4 (8 KV heads) */
+            bench_attention(ctx, RAYO_DTYPE_F16, 1, n_kv128[n], 8, 128, pr, ref);
+        bench_attention(ctx, RAYO_DTYPE_F32, 1, 32768, 4, 64, pr, ref);
         bench_attention(ctx, RAYO_DTYPE_F16, 512, 512, 32, 128, pr, ref);
         bench_attention(ctx, RAYO_DTYPE_F32, 128, 128, 32, 128, pr, ref);
         bench_attention(ctx, RAYO_DTYPE_F32, 512, 512, 32, 128, pr, ref);

@@ -3,6 +3,9 @@
  * attention of relaxed prompt calls (many queries) with an f16 or f32 cache
  * whose K and V rows are 16-byte aligned, head_dim exactly D = 64 or 128, on
  * tensor cores (mma.sync m16n8k16, f16 inputs, float32 sums; sm_80 on).
+ * attn_group_<f16|f32>_d<D> runs the same tiles for a decode of grouped
+ * queries: the rows are the query heads of one KV head (at the end of
+ * this file).
  *
  * A block of 4 warps takes 64 queries of one head (grid: query blocks,
  * heads), a warp 16 of them; the keys go by in tiles of 64, staged in
@@ -78,6 +81,11 @@ typedef struct pf_regs {
     int ks, vs;          /* .b32: shared K (K_hi with an f32 cache) and V tiles */
     int f32;             /* an f32 cache: K staged as K_hi and K_lo, V rounded to f16 */
     int kl, ksc;         /* .b32 (f32 cache): the shared K_lo tile, the keys' scales 2^-s */
+    int nt;              /* tiles of 8 keys a warp multiplies per staged tile: 8, or 2 (group) */
+    int grp;             /* attn_group_*: the rows are the heads of a KV group, the keys split */
+    int kb, k0;          /* .b32: the warp's first key within a tile (group), the block's first key */
+    int i, part;         /* .b64 (group): the query; the scratch of the splits' partial results */
+    int split, nsplit;   /* .b32 (group): this block's key range, the ranges */
 } pf_regs;
 
 static int row_bytes(const pf_regs *g) { return 2 * (g->dm + 8); }
@@ -91,6 +99,8 @@ static void pf_params(kern *k, pf_regs *g)
     int s = param_f32(k, "p_scale");
     g->scale = nf(k);
     emit(k, "mul.rn.f32 %s, %s, %s;", F(g->scale), F(s), C((float)LOG2E));
+    if (g->grp)
+        g->part = param_global(k, "p_part");
 }
 
 /* keys visible to query row i (.b64): n_kv, or n_kv - n_q + i + 1 when
@@ -106,6 +116,19 @@ static int visible(kern *k, const pf_regs *g, int i)
     emit(k, "min.u64 %s, %s, %s;", D(v), D(v), D(g->p.n_kv));
     emit(k, "cvt.u32.u64 %s, %s;", R(o), D(v));
     return o;
+}
+
+/* The shared tiles: K, V (an f32 cache: K_hi, K_lo, V, the keys' scales). */
+static void pf_tiles(kern *k, pf_regs *g)
+{
+    g->ks = nr(k), g->vs = nr(k);
+    emit(k, "mov.u32 %s, %s;", R(g->ks), g->f32 ? "attn_pf32_smem" : "attn_pf_smem");
+    emit(k, "add.u32 %s, %s, %d;", R(g->vs), R(g->ks), (g->f32 ? 2 : 1) * PF_KEYS * row_bytes(g));
+    if (g->f32) {
+        g->kl = nr(k), g->ksc = nr(k);
+        emit(k, "add.u32 %s, %s, %d;", R(g->kl), R(g->ks), PF_KEYS * row_bytes(g));
+        emit(k, "add.u32 %s, %s, %d;", R(g->ksc), R(g->ks), 3 * PF_KEYS * row_bytes(g));
+    }
 }
 
 static void pf_indices(kern *k, pf_regs *g)
@@ -129,14 +152,7 @@ static void pf_indices(kern *k, pf_regs *g)
     emit(k, "sub.u64 %s, %s, 1;", D(lastq), D(g->p.n_q));
     emit(k, "min.u64 %s, %s, %s;", D(last), D(last), D(lastq));
     g->kend = visible(k, g, last);
-    g->ks = nr(k), g->vs = nr(k);
-    emit(k, "mov.u32 %s, %s;", R(g->ks), g->f32 ? "attn_pf32_smem" : "attn_pf_smem");
-    emit(k, "add.u32 %s, %s, %d;", R(g->vs), R(g->ks), (g->f32 ? 2 : 1) * PF_KEYS * row_bytes(g));
-    if (g->f32) {
-        g->kl = nr(k), g->ksc = nr(k);
-        emit(k, "add.u32 %s, %s, %d;", R(g->kl), R(g->ks), PF_KEYS * row_bytes(g));
-        emit(k, "add.u32 %s, %s, %d;", R(g->ksc), R(g->ks), 3 * PF_KEYS * row_bytes(g));
-    }
+    pf_tiles(k, g);
 }
 
 /* two floats as f16x2 (x0 in the low half: the lower column) */
@@ -161,10 +177,18 @@ static void pf_load_q(kern *k, const pf_regs *g, int qh[][4], int ql[][4], int *
 {
     int nks = g->dm / 16, x[8][4][2], mx[2];
     for (int r = 0; r < 2; r++) {
-        int pr = np(k), base = nd(k), c2 = nd(k);
-        emit(k, "setp.lt.u64 %s, %s, %s;", P(pr), D(r ? g->rb : g->ra), D(g->p.n_q));
-        emit(k, "mul.lo.u64 %s, %s, %s;", D(base), D(r ? g->rb : g->ra), D(g->p.qt));
-        emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(base), D(g->h), D(g->p.qh), D(base));
+        int pr = np(k), base = nd(k), c2 = nd(k), row = r ? g->rb : g->ra;
+        if (g->grp) { /* row: head h + row of query i */
+            int hr = nd(k);
+            emit(k, "setp.lt.u64 %s, %s, %s;", P(pr), D(row), D(g->p.group));
+            emit(k, "add.u64 %s, %s, %s;", D(hr), D(g->h), D(row));
+            emit(k, "mul.lo.u64 %s, %s, %s;", D(base), D(g->i), D(g->p.qt));
+            emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(base), D(hr), D(g->p.qh), D(base));
+        } else {
+            emit(k, "setp.lt.u64 %s, %s, %s;", P(pr), D(row), D(g->p.n_q));
+            emit(k, "mul.lo.u64 %s, %s, %s;", D(base), D(row), D(g->p.qt));
+            emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(base), D(g->h), D(g->p.qh), D(base));
+        }
         emit(k, "cvt.u64.u32 %s, %s;", D(c2), R(g->t));
         emit(k, "mad.lo.u64 %s, %s, 2, %s;", D(base), D(c2), D(base));
         emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(base), D(base), D(g->p.q));
@@ -256,46 +280,54 @@ static pf_src pf_source(kern *k, const pf_regs *g, int kv, int kr, int col, int 
     return o;
 }
 
-/* The block's K and V rows of keys j0 .. j0 + 63 into shared memory (zeros
- * past n_kv), then the barrier; bad: some staged V value is not finite. */
-static int pf_stage(kern *k, const pf_regs *g, int j0)
+/* A tile's K and V values as the lane loads them (f16: .b32 words of 8
+ * values a piece; f32: .f32, 4 values a piece), pieces of rows kr + i step
+ * of the tile. */
+typedef struct pf_staged {
+    int x[2][16][4]; /* [K, V][pass][value or word] */
+    int per, step, passes;
+} pf_staged;
+
+static pf_staged pf_staged_regs(kern *k, const pf_regs *g)
 {
-    int step = 128 / (g->dm / 8), kr, c8, so = pf_slot(k, g, 8, &kr, &c8), bad = nr(k);
-    emit(k, "mov.u32 %s, 0x00200020;", R(bad));
-    for (int kv = 0; kv < 2; kv++) {
-        pf_src src = pf_source(k, g, kv, kr, c8, 8, 2, step, j0);
-        int j = src.j, ga = src.ga, gstep = src.gstep;
-        for (int i = 0; i < PF_KEYS / step; i++) {
-            int w[4], pv = np(k);
-            emit(k, "setp.lt.u64 %s, %s, %s;", P(pv), D(j), D(g->p.n_kv));
-            for (int e = 0; e < 4; e++) {
-                w[e] = nr(k);
-                emit(k, "mov.b32 %s, 0;", R(w[e]));
-            }
-            emit(k, "@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];", P(pv), R(w[0]), R(w[1]), R(w[2]), R(w[3]),
-                 D(ga));
-            emit(k, "st.shared.v4.b32 [%s+%d], {%s, %s, %s, %s};", R(so),
-                 (kv ? PF_KEYS * row_bytes(g) : 0) + i * step * row_bytes(g), R(w[0]), R(w[1]), R(w[2]), R(w[3]));
-            if (kv) /* a half is inf or NaN where its 5 exponent bits are all ones */
-                for (int e = 0; e < 4; e++) {
-                    int u = nr(k);
-                    emit(k, "and.b32 %s, %s, 0x7c007c00;", R(u), R(w[e]));
-                    emit(k, "xor.b32 %s, %s, 0x7c007c00;", R(u), R(u));
-                    emit(k, "shr.u32 %s, %s, 10;", R(u), R(u));
-                    emit(k, "add.u32 %s, %s, 0x001f001f;", R(u), R(u));
-                    emit(k, "and.b32 %s, %s, %s;", R(bad), R(bad), R(u));
-                }
-            if (i + 1 < PF_KEYS / step) {
-                emit(k, "add.u64 %s, %s, %d;", D(j), D(j), step);
-                emit(k, "add.u64 %s, %s, %s;", D(ga), D(ga), D(gstep));
-            }
-        }
+    pf_staged t;
+    t.per = g->f32 ? 4 : 8;
+    t.step = 128 / (g->dm / t.per);
+    t.passes = PF_KEYS / t.step;
+    for (int kv = 0; kv < 2; kv++)
+        for (int i = 0; i < t.passes; i++)
+            for (int e = 0; e < 4; e++)
+                t.x[kv][i][e] = g->f32 ? nf(k) : nr(k);
+    return t;
+}
+
+/* Where the lane's pieces of K (kv 0) or V of keys j0 .. j0 + 63 come from. */
+static pf_src pf_piece_source(kern *k, const pf_regs *g, const pf_staged *t, int kv, int j0)
+{
+    int kr, col;
+    pf_slot(k, g, t->per, &kr, &col);
+    return pf_source(k, g, kv, kr, col, t->per, g->f32 ? 4 : 2, t->step, j0);
+}
+
+/* Piece i of src into t's registers (zeros past n_kv); src then points
+ * at piece i + 1. */
+static void pf_load_piece(kern *k, const pf_regs *g, const pf_staged *t, int kv, int i, pf_src src)
+{
+    const int *x = t->x[kv][i];
+    int pv = np(k);
+    emit(k, "setp.lt.u64 %s, %s, %s;", P(pv), D(src.j), D(g->p.n_kv));
+    for (int e = 0; e < 4; e++)
+        emit(k, g->f32 ? "mov.b32 %s, 0f00000000;" : "mov.b32 %s, 0;", g->f32 ? F(x[e]) : R(x[e]));
+    if (g->f32)
+        emit(k, "@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s];", P(pv), F(x[0]), F(x[1]), F(x[2]), F(x[3]),
+             D(src.ga));
+    else
+        emit(k, "@%s ld.global.nc.v4.b32 {%s, %s, %s, %s}, [%s];", P(pv), R(x[0]), R(x[1]), R(x[2]), R(x[3]),
+             D(src.ga));
+    if (i + 1 < t->passes) {
+        emit(k, "add.u64 %s, %s, %d;", D(src.j), D(src.j), t->step);
+        emit(k, "add.u64 %s, %s, %s;", D(src.ga), D(src.ga), D(src.gstep));
     }
-    int pb = np(k), all = np(k);
-    emit(k, "and.b32 %s, %s, 0x00200020;", R(bad), R(bad));
-    emit(k, "setp.ne.u32 %s, %s, 0x00200020;", P(pb), R(bad));
-    emit(k, "bar.red.or.pred %s, 0, %s;", P(all), P(pb));
-    return all;
 }
 
 static void mma_16816(kern *k, const int *a, int b0, int b1, int *c)
@@ -358,66 +390,113 @@ static void pf_split_k(kern *k, const pf_regs *g, const int *x, int so, int off,
     emit(k, "@%s st.shared.f32 [%s], %s;", P(first), R(a), F(down));
 }
 
-/* pf_stage for an f32 cache: K as K_hi, K_lo and the keys' scales
- * (pf_split_k), V rounded to f16; the result is set where some V value has
- * |v| >= 65504 (the largest f16: above it, rounding gives infinity), is
- * infinite or NaN. */
-static int pf_stage_f32(kern *k, const pf_regs *g, int j0)
+/* Where the lane stores its pieces: so, its place in the shared K tile (of
+ * row kr, first value col); flag: the V values seen so far (f16: the
+ * halves' exponent tests, f32: the largest |v| bits); first: the lane
+ * that stores its row's scale (f32). */
+typedef struct pf_dest {
+    int so, kr, col, flag, first;
+} pf_dest;
+
+static pf_dest pf_dest_of(kern *k, const pf_regs *g, const pf_staged *t)
 {
-    int step = 128 / (g->dm / 4), kr, c4, so = pf_slot(k, g, 4, &kr, &c4), big = nr(k), first = np(k);
-    emit(k, "setp.eq.u32 %s, %s, 0;", P(first), R(c4));
-    emit(k, "mov.u32 %s, 0;", R(big));
-    for (int kv = 0; kv < 2; kv++) {
-        pf_src src = pf_source(k, g, kv, kr, c4, 4, 4, step, j0);
-        int j = src.j, ga = src.ga, gstep = src.gstep;
-        for (int i = 0; i < PF_KEYS / step; i++) {
-            int x[4], pv = np(k), off = i * step * row_bytes(g);
-            emit(k, "setp.lt.u64 %s, %s, %s;", P(pv), D(j), D(g->p.n_kv));
-            for (int e = 0; e < 4; e++)
-                x[e] = fmov(k, 0.0f);
-            emit(k, "@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s];", P(pv), F(x[0]), F(x[1]), F(x[2]), F(x[3]),
-                 D(ga));
-            if (!kv) {
-                int row = nr(k);
-                emit(k, "add.u32 %s, %s, %d;", R(row), R(kr), i * step);
-                pf_split_k(k, g, x, so, off, row, first);
-            } else {
-                for (int e = 0; e < 4; e++) {
-                    int a = nr(k);
-                    emit(k, "mov.b32 %s, %s;", R(a), F(x[e]));
-                    emit(k, "and.b32 %s, %s, 0x7fffffff;", R(a), R(a));
-                    emit(k, "max.u32 %s, %s, %s;", R(big), R(big), R(a));
-                }
-                int h0 = pack2(k, x[0], x[1]), h1 = pack2(k, x[2], x[3]);
-                emit(k, "st.shared.v2.b32 [%s+%d], {%s, %s};", R(so), 2 * PF_KEYS * row_bytes(g) + off, R(h0),
-                     R(h1));
-            }
-            if (i + 1 < PF_KEYS / step) {
-                emit(k, "add.u64 %s, %s, %d;", D(j), D(j), step);
-                emit(k, "add.u64 %s, %s, %s;", D(ga), D(ga), D(gstep));
-            }
+    pf_dest o;
+    o.so = pf_slot(k, g, t->per, &o.kr, &o.col);
+    o.flag = nr(k);
+    if (g->f32) {
+        o.first = np(k);
+        emit(k, "setp.eq.u32 %s, %s, 0;", P(o.first), R(o.col));
+        emit(k, "mov.u32 %s, 0;", R(o.flag));
+    } else
+        emit(k, "mov.u32 %s, 0x00200020;", R(o.flag));
+    return o;
+}
+
+/* Piece i of K (kv 0) or V from t's registers into the shared tiles: an
+ * f16 cache's words as they are; an f32 cache's K as K_hi, K_lo and the
+ * keys' scales (pf_split_k), its V rounded to f16. */
+static void pf_store_piece(kern *k, const pf_regs *g, const pf_staged *t, int kv, int i, const pf_dest *o)
+{
+    const int *x = t->x[kv][i];
+    int off = i * t->step * row_bytes(g);
+    if (!g->f32) {
+        emit(k, "st.shared.v4.b32 [%s+%d], {%s, %s, %s, %s};", R(o->so), (kv ? PF_KEYS * row_bytes(g) : 0) + off,
+             R(x[0]), R(x[1]), R(x[2]), R(x[3]));
+        for (int e = 0; kv && e < 4; e++) { /* a half is inf or NaN where its 5 exponent bits are all ones */
+            int u = nr(k);
+            emit(k, "and.b32 %s, %s, 0x7c007c00;", R(u), R(x[e]));
+            emit(k, "xor.b32 %s, %s, 0x7c007c00;", R(u), R(u));
+            emit(k, "shr.u32 %s, %s, 10;", R(u), R(u));
+            emit(k, "add.u32 %s, %s, 0x001f001f;", R(u), R(u));
+            emit(k, "and.b32 %s, %s, %s;", R(o->flag), R(o->flag), R(u));
         }
+    } else if (!kv) {
+        int row = nr(k);
+        emit(k, "add.u32 %s, %s, %d;", R(row), R(o->kr), i * t->step);
+        pf_split_k(k, g, x, o->so, off, row, o->first);
+    } else {
+        for (int e = 0; e < 4; e++) {
+            int a = nr(k);
+            emit(k, "mov.b32 %s, %s;", R(a), F(x[e]));
+            emit(k, "and.b32 %s, %s, 0x7fffffff;", R(a), R(a));
+            emit(k, "max.u32 %s, %s, %s;", R(o->flag), R(o->flag), R(a));
+        }
+        int h0 = pack2(k, x[0], x[1]), h1 = pack2(k, x[2], x[3]);
+        emit(k, "st.shared.v2.b32 [%s+%d], {%s, %s};", R(o->so), 2 * PF_KEYS * row_bytes(g) + off, R(h0), R(h1));
     }
+}
+
+/* The barrier after the stores; the result is set where some staged V
+ * value is not finite (an f32 cache: or has |v| >= 65504, the largest
+ * f16, above which rounding gives infinity). */
+static int pf_dest_done(kern *k, const pf_regs *g, const pf_dest *o)
+{
     int pb = np(k), all = np(k);
-    emit(k, "setp.ge.u32 %s, %s, 0x477fe000;", P(pb), R(big)); /* 65504 */
+    if (g->f32)
+        emit(k, "setp.ge.u32 %s, %s, 0x477fe000;", P(pb), R(o->flag)); /* 65504 */
+    else {
+        emit(k, "and.b32 %s, %s, 0x00200020;", R(o->flag), R(o->flag));
+        emit(k, "setp.ne.u32 %s, %s, 0x00200020;", P(pb), R(o->flag));
+    }
     emit(k, "bar.red.or.pred %s, 0, %s;", P(all), P(pb));
     return all;
+}
+
+/* Keys j0 .. j0 + 63 into the shared tiles, each piece stored as soon as
+ * it is loaded, then the barrier; the result: a bad V value
+ * (pf_dest_done). */
+static int pf_stage_now(kern *k, const pf_regs *g, int j0, const pf_staged *t)
+{
+    pf_dest o = pf_dest_of(k, g, t);
+    for (int kv = 0; kv < 2; kv++) {
+        pf_src src = pf_piece_source(k, g, t, kv, j0);
+        for (int i = 0; i < t->passes; i++) {
+            pf_load_piece(k, g, t, kv, i, src);
+            pf_store_piece(k, g, t, kv, i, &o);
+        }
+    }
+    return pf_dest_done(k, g, &o);
 }
 
 /* S (.f32 s[8][4], the C fragments of 8 tiles of 8 keys) = q K^T, scaled
  * back by the rows' 2^e, masked past each row's visible keys. */
 static void pf_scores(kern *k, const pf_regs *g, int qh[][4], int ql[][4], const int *fac, int j0, int s[8][4])
 {
-    int koff = nr(k);
+    int koff = nr(k), kj0 = j0;
     emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(koff), R(g->g), row_bytes(g), R(g->ks));
     emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(koff), R(g->t), R(koff));
-    for (int n = 0; n < 8; n++)
+    if (g->grp) { /* the warp's 16 keys of the tile */
+        kj0 = nr(k);
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(koff), R(g->kb), row_bytes(g), R(koff));
+        emit(k, "add.u32 %s, %s, %s;", R(kj0), R(j0), R(g->kb));
+    }
+    for (int n = 0; n < g->nt; n++)
         for (int c = 0; c < 4; c++) {
             s[n][c] = nf(k);
             emit(k, "mov.f32 %s, 0f00000000;", F(s[n][c]));
         }
     for (int ks = 0; ks < g->dm / 16; ks++)
-        for (int n = 0; n < 8; n++) {
+        for (int n = 0; n < g->nt; n++) {
             int b0 = nr(k), b1 = nr(k), off = n * 8 * row_bytes(g) + 32 * ks;
             emit(k, "ld.shared.b32 %s, [%s+%d];", R(b0), R(koff), off);
             emit(k, "ld.shared.b32 %s, [%s+%d];", R(b1), R(koff), off + 16);
@@ -431,16 +510,18 @@ static void pf_scores(kern *k, const pf_regs *g, int qh[][4], int ql[][4], const
             }
         }
     int key = nr(k), ksc[8][2];
-    emit(k, "mad.lo.u32 %s, %s, 2, %s;", R(key), R(g->t), R(j0));
+    emit(k, "mad.lo.u32 %s, %s, 2, %s;", R(key), R(g->t), R(kj0));
     if (g->f32) {
         int a = nr(k);
         emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(a), R(g->t), R(g->ksc));
-        for (int n = 0; n < 8; n++) {
+        if (g->grp)
+            emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(a), R(g->kb), R(a));
+        for (int n = 0; n < g->nt; n++) {
             ksc[n][0] = nf(k), ksc[n][1] = nf(k);
             emit(k, "ld.shared.v2.f32 {%s, %s}, [%s+%d];", F(ksc[n][0]), F(ksc[n][1]), R(a), 32 * n);
         }
     }
-    for (int n = 0; n < 8; n++)
+    for (int n = 0; n < g->nt; n++)
         for (int c = 0; c < 4; c++) {
             int pv = np(k), kc = nr(k), f = fac[c / 2];
             if (g->f32) { /* the row's 2^e times the key's 2^-s first: out of range only where the score is */
@@ -462,7 +543,7 @@ static void pf_softmax(kern *k, const pf_regs *g, int s[8][4], int *m, int *l, i
     for (int r = 0; r < 2; r++) {
         int mx = nf(k), use = nf(k), alpha = nf(k), d = nf(k), pinf = np(k), sum = nf(k);
         emit(k, "max.f32 %s, %s, %s;", F(mx), F(s[0][2 * r]), F(s[0][2 * r + 1]));
-        for (int n = 1; n < 8; n++)
+        for (int n = 1; n < g->nt; n++)
             for (int e = 0; e < 2; e++)
                 emit(k, "max.f32 %s, %s, %s;", F(mx), F(mx), F(s[n][2 * r + e]));
         for (int o = 1; o <= 2; o *= 2) {
@@ -477,7 +558,7 @@ static void pf_softmax(kern *k, const pf_regs *g, int s[8][4], int *m, int *l, i
         emit(k, "ex2.approx.ftz.f32 %s, %s;", F(alpha), F(d));
         emit(k, "mov.f32 %s, %s;", F(m[r]), F(mx));
         emit(k, "mov.f32 %s, 0f00000000;", F(sum));
-        for (int n = 0; n < 8; n++)
+        for (int n = 0; n < g->nt; n++)
             for (int e = 0; e < 2; e++) {
                 int x = s[n][2 * r + e];
                 emit(k, "sub.rn.f32 %s, %s, %s;", F(x), F(x), F(use));
@@ -498,10 +579,12 @@ static void pf_pv_mma(kern *k, const pf_regs *g, int pa[4][4], int plo[4][4], in
 {
     int voff = nr(k), t = nr(k);
     emit(k, "and.b32 %s, %s, 15;", R(voff), R(g->lane));
+    if (g->grp)
+        emit(k, "add.u32 %s, %s, %s;", R(voff), R(voff), R(g->kb));
     emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(voff), R(voff), row_bytes(g), R(g->vs));
     emit(k, "shr.u32 %s, %s, 4;", R(t), R(g->lane));
     emit(k, "mad.lo.u32 %s, %s, 16, %s;", R(voff), R(t), R(voff));
-    for (int kk = 0; kk < 4; kk++)
+    for (int kk = 0; kk < g->nt / 2; kk++)
         for (int n2 = 0; n2 < g->dm / 16; n2++) {
             int b[4];
             for (int e = 0; e < 4; e++)
@@ -542,7 +625,7 @@ static void pf_pv_exact(kern *k, const pf_regs *g, int pa[4][4], int j0, int acc
     int own = nr(k);
     emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(own), R(g->g), PF_KEYS * 2, R(pw));
     emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(own), R(g->t), R(own));
-    for (int kk = 0; kk < 4; kk++)
+    for (int kk = 0; kk < g->nt / 2; kk++)
         for (int a = 0; a < 4; a++) /* a: row g or g + 8 (odd), keys 2t or 2t + 8 (a >= 2) */
             emit(k, "st.shared.b32 [%s+%d], %s;", R(own), (a % 2) * 8 * PF_KEYS * 2 + (kk * 16 + (a / 2) * 8) * 2,
                  R(pa[kk][a]));
@@ -550,8 +633,12 @@ static void pf_pv_exact(kern *k, const pf_regs *g, int pa[4][4], int j0, int acc
     emit(k, "mov.u32 %s, 0;", R(j));
     label(k, l_top);
     {
-        int key = nr(k), vis[2], p[2], prow = nr(k), vrow = nr(k);
-        emit(k, "add.u32 %s, %s, %s;", R(key), R(j0), R(j));
+        int key = nr(k), vis[2], p[2], prow = nr(k), vrow = nr(k), tj = j;
+        if (g->grp) { /* the warp's keys kb .. kb + 15 of the tile */
+            tj = nr(k);
+            emit(k, "add.u32 %s, %s, %s;", R(tj), R(j), R(g->kb));
+        }
+        emit(k, "add.u32 %s, %s, %s;", R(key), R(j0), R(tj));
         emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(prow), R(g->g), PF_KEYS * 2, R(pw));
         emit(k, "mad.lo.u32 %s, %s, 2, %s;", R(prow), R(j), R(prow));
         for (int r = 0; r < 2; r++) {
@@ -565,7 +652,7 @@ static void pf_pv_exact(kern *k, const pf_regs *g, int pa[4][4], int j0, int acc
             vg = pf_v_row_f32(k, g, key), seen = np(k);
             emit(k, "setp.lt.u32 %s, %s, %s;", P(seen), R(key), R(g->vb)); /* vb >= va */
         }
-        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(vrow), R(j), row_bytes(g), R(g->vs));
+        emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(vrow), R(tj), row_bytes(g), R(g->vs));
         emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(vrow), R(g->t), R(vrow));
         for (int n = 0; n < g->dm / 8; n++) {
             int w = nr(k), v0, v1;
@@ -585,7 +672,7 @@ static void pf_pv_exact(kern *k, const pf_regs *g, int pa[4][4], int j0, int acc
         }
     }
     emit(k, "add.u32 %s, %s, 1;", R(j), R(j));
-    emit(k, "setp.lt.u32 %s, %s, %d;", P(pj), R(j), PF_KEYS);
+    emit(k, "setp.lt.u32 %s, %s, %d;", P(pj), R(j), 8 * g->nt);
     emit(k, "@%s bra %s;", P(pj), L(l_top));
 }
 
@@ -605,9 +692,9 @@ static int pack2_rest(kern *k, int x0, int x1, int hi)
  * 2^-25 absolutely, where the remainder is an f16 subnormal), where f16(p)
  * alone errs by 2^-11, a quarter of the relaxed contract's 2e-3 of
  * sum_j p_j |v_j| at scores near 3e3. */
-static void pf_pack_p(kern *k, int s[8][4], int pa[4][4], int plo[4][4])
+static void pf_pack_p(kern *k, const pf_regs *g, int s[8][4], int pa[4][4], int plo[4][4])
 {
-    for (int kk = 0; kk < 4; kk++)
+    for (int kk = 0; kk < g->nt / 2; kk++)
         for (int a = 0; a < 4; a++) { /* a: row g or g + 8 (odd a), keys 2t or 2t + 8 (a >= 2) */
             const int *row = s[2 * kk + a / 2];
             int c = 2 * (a % 2);
@@ -642,51 +729,255 @@ static void pf_write(kern *k, const pf_regs *g, int l[2], int acc[][4])
     }
 }
 
-static void gen_attn_pf(strbuf *mod, int dm, int f32)
+/* attn_pf_* or attn_group_* (which also takes the scratch of its ranges)
+ * into mod; the f32 cache's kernels use dynamic shared memory. */
+static void pf_finish(strbuf *mod, kern *k, const pf_regs *g)
 {
-    kern kk = {0}, *k = &kk;
-    pf_regs g = {.dm = dm, .f32 = f32};
-    int qh[8][4], ql[8][4], fac[2], m[2], l[2], acc[16][4], s[8][4], pa[4][4], plo[4][4];
-    pf_params(k, &g);
-    pf_indices(k, &g);
-    pf_load_q(k, &g, qh, ql, fac);
+    char shared[96], name[32], params[600];
+    snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 attn_pf_smem[%d];\n", 2 * PF_KEYS * row_bytes(g));
+    snprintf(name, sizeof name, "attn_%s_%s_d%d", g->grp ? "group" : "pf", g->f32 ? "f32" : "f16", g->dm);
+    snprintf(params, sizeof params, "%s%s",
+             ".param .u64 p_out, .param .u64 p_q, .param .u64 p_k, .param .u64 p_v, .param .u64 p_n_q, "
+             ".param .u64 p_n_kv, .param .u64 p_group, .param .u64 p_d, .param .u64 p_causal, "
+             ".param .u64 p_qt, .param .u64 p_qh, .param .u64 p_kt, .param .u64 p_kh, .param .u64 p_vt, "
+             ".param .u64 p_vh, .param .u64 p_ot, .param .u64 p_oh, .param .f32 p_scale",
+             g->grp ? ", .param .u64 p_part" : "");
+    kern_finish(mod, k, name, params, ".maxntid 128, 1, 1\n", g->f32 ? NULL : shared);
+}
+
+/* The rows' running maxima -inf, sums and accumulators 0. */
+static void pf_state_init(kern *k, const pf_regs *g, int *m, int *l, int acc[][4])
+{
     for (int r = 0; r < 2; r++) {
         m[r] = nf(k), l[r] = nf(k);
         emit(k, "mov.f32 %s, %s;", F(m[r]), C(-INFINITY));
         emit(k, "mov.f32 %s, 0f00000000;", F(l[r]));
     }
-    for (int n = 0; n < dm / 8; n++)
+    for (int n = 0; n < g->dm / 8; n++)
         for (int c = 0; c < 4; c++) {
             acc[n][c] = nf(k);
             emit(k, "mov.f32 %s, 0f00000000;", F(acc[n][c]));
         }
-    int j0 = nr(k), pj = np(k), l_top = nlabel(k), l_exact = nlabel(k), l_next = nlabel(k);
-    emit(k, "mov.u32 %s, 0;", R(j0));
-    label(k, l_top);
-    int bad = f32 ? pf_stage_f32(k, &g, j0) : pf_stage(k, &g, j0);
-    pf_scores(k, &g, qh, ql, fac, j0, s);
-    pf_softmax(k, &g, s, m, l, acc);
-    pf_pack_p(k, s, pa, plo);
+}
+
+/* The q fragments and the state the tiles update. */
+typedef struct pf_rows {
+    int qh[8][4], ql[8][4], fac[2], m[2], l[2], acc[16][4];
+} pf_rows;
+
+/* The staged tile of keys j0 .. j0 + 63 into the rows' state (bad: a V
+ * value that is not finite, or too big for f16), then the barrier that
+ * frees the tiles. */
+static void pf_tile(kern *k, const pf_regs *g, pf_rows *w, int j0, int bad)
+{
+    int s[8][4], pa[4][4], plo[4][4], l_exact = nlabel(k), l_next = nlabel(k);
+    pf_scores(k, g, w->qh, w->ql, w->fac, j0, s);
+    pf_softmax(k, g, s, w->m, w->l, w->acc);
+    pf_pack_p(k, g, s, pa, plo);
     emit(k, "@%s bra %s;", P(bad), L(l_exact));
-    pf_pv_mma(k, &g, pa, plo, acc);
+    pf_pv_mma(k, g, pa, plo, w->acc);
     emit(k, "bra.uni %s;", L(l_next));
     label(k, l_exact);
-    pf_pv_exact(k, &g, pa, j0, acc);
+    pf_pv_exact(k, g, pa, j0, w->acc);
     label(k, l_next);
     emit(k, "bar.sync 0;");
+}
+
+static void pf_indices_group(kern *k, pf_regs *g);
+
+/* The parameters, indices, q fragments and the rows' initial state. */
+static void pf_begin(kern *k, pf_regs *g, pf_rows *w)
+{
+    pf_params(k, g);
+    if (g->grp)
+        pf_indices_group(k, g);
+    else
+        pf_indices(k, g);
+    pf_load_q(k, g, w->qh, w->ql, w->fac);
+    pf_state_init(k, g, w->m, w->l, w->acc);
+}
+
+static void gen_attn_pf(strbuf *mod, int dm, int f32)
+{
+    kern kk = {0}, *k = &kk;
+    pf_regs g = {.dm = dm, .f32 = f32, .nt = PF_KEYS / 8};
+    pf_rows w;
+    pf_begin(k, &g, &w);
+    pf_staged t = pf_staged_regs(k, &g);
+    int j0 = nr(k), pj = np(k), l_top = nlabel(k);
+    emit(k, "mov.u32 %s, 0;", R(j0));
+    label(k, l_top);
+    pf_tile(k, &g, &w, j0, pf_stage_now(k, &g, j0, &t));
     emit(k, "add.u32 %s, %s, %d;", R(j0), R(j0), PF_KEYS);
     emit(k, "setp.lt.u32 %s, %s, %s;", P(pj), R(j0), R(g.kend));
     emit(k, "@%s bra %s;", P(pj), L(l_top));
-    pf_write(k, &g, l, acc);
-    char shared[96], name[32];
-    snprintf(shared, sizeof shared, "\t.shared .align 16 .b8 attn_pf_smem[%d];\n", 2 * PF_KEYS * row_bytes(&g));
-    snprintf(name, sizeof name, "attn_pf_%s_d%d", f32 ? "f32" : "f16", dm);
-    kern_finish(mod, k, name,
-                ".param .u64 p_out, .param .u64 p_q, .param .u64 p_k, .param .u64 p_v, .param .u64 p_n_q, "
-                ".param .u64 p_n_kv, .param .u64 p_group, .param .u64 p_d, .param .u64 p_causal, "
-                ".param .u64 p_qt, .param .u64 p_qh, .param .u64 p_kt, .param .u64 p_kh, .param .u64 p_vt, "
-                ".param .u64 p_vh, .param .u64 p_ot, .param .u64 p_oh, .param .f32 p_scale",
-                ".maxntid 128, 1, 1\n", f32 ? NULL : shared);
+    pf_write(k, &g, w.l, w.acc);
+    pf_finish(mod, k, &g);
+}
+
+/* ---- attn_group_<f16|f32>_d<D>: decode of grouped queries ---------------
+ * A decode step's query heads of one KV head (4 to 16) are as many rows of
+ * the products above, so a block reads each K and V row once for all of
+ * them; one query has too few rows for a block of 64, so the block's 4 warps
+ * share the rows and take 16 keys each of every staged tile, and the keys
+ * are split into ranges over the grid (x: ranges, y: KV heads, z: queries).
+ * The warps' online softmax states merge in shared memory at the end; the
+ * ranges' by attn_merge, from float64 partials in its layout.  Precision
+ * and NaN as above. */
+
+/* The block's query i, KV head, key range and rows (the heads h .. h + 15
+ * of the group, h = KV head times group; those past the group read zeros
+ * and are never written): keys k0 .. kend of the tiles of 64 split over
+ * nctaid.x ranges of whole tiles; every warp the rows, keys kb .. kb + 15
+ * of each tile. */
+static void pf_indices_group(kern *k, pf_regs *g)
+{
+    lane_warp(k, &g->tid, &g->lane, &g->warp);
+    g->g = nr(k), g->t = nr(k), g->h = nd(k), g->kvh = nd(k), g->ra = nd(k), g->rb = nd(k), g->i = nd(k);
+    emit(k, "shr.u32 %s, %s, 2;", R(g->g), R(g->lane));
+    emit(k, "and.b32 %s, %s, 3;", R(g->t), R(g->lane));
+    emit(k, "cvt.u64.u32 %s, %s;", D(g->kvh), R(sreg(k, "%ctaid.y")));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(g->h), D(g->kvh), D(g->p.group));
+    emit(k, "cvt.u64.u32 %s, %s;", D(g->i), R(sreg(k, "%ctaid.z")));
+    emit(k, "cvt.u64.u32 %s, %s;", D(g->ra), R(g->g));
+    emit(k, "add.u64 %s, %s, 8;", D(g->rb), D(g->ra));
+    g->split = sreg(k, "%ctaid.x"), g->nsplit = sreg(k, "%nctaid.x");
+    int vis = visible(k, g, g->i), tiles = nr(k), per = nr(k), n32 = nr(k);
+    g->k0 = nr(k), g->kend = nr(k), g->kb = nr(k);
+    emit(k, "cvt.u32.u64 %s, %s;", R(n32), D(g->p.n_kv));
+    emit(k, "add.u32 %s, %s, %d;", R(tiles), R(n32), PF_KEYS - 1);
+    emit(k, "shr.u32 %s, %s, 6;", R(tiles), R(tiles));
+    emit(k, "add.u32 %s, %s, %s;", R(per), R(tiles), R(g->nsplit));
+    emit(k, "sub.u32 %s, %s, 1;", R(per), R(per));
+    emit(k, "div.u32 %s, %s, %s;", R(per), R(per), R(g->nsplit));
+    emit(k, "shl.b32 %s, %s, 6;", R(per), R(per));
+    emit(k, "mul.lo.u32 %s, %s, %s;", R(g->k0), R(g->split), R(per));
+    emit(k, "add.u32 %s, %s, %s;", R(g->kend), R(g->k0), R(per));
+    emit(k, "min.u32 %s, %s, %s;", R(g->kend), R(g->kend), R(vis));
+    g->va = g->vb = g->kend;
+    emit(k, "shl.b32 %s, %s, 4;", R(g->kb), R(g->warp));
+    pf_tiles(k, g);
+}
+
+/* The warps' (m, l, acc) of the same rows meet in shared memory (in the
+ * tiles' place): rows g and g + 8 of warp w at [w][row][dm] floats, then
+ * the maxima and sums at [w][row] pairs. */
+static void pf_group_store(kern *k, const pf_regs *g, int *m, int *l, int acc[][4])
+{
+    int wrow = nr(k), a = nr(k), ml = nr(k), p0 = np(k);
+    emit(k, "mad.lo.u32 %s, %s, 16, %s;", R(wrow), R(g->warp), R(g->g));
+    emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(a), R(wrow), 4 * g->dm, R(g->ks));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(a), R(g->t), R(a));
+    emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(ml), R(wrow), R(g->ks));
+    emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(g->t));
+    for (int r = 0; r < 2; r++) {
+        for (int o = 1; o <= 2; o *= 2) {
+            int t = nf(k);
+            emit(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1;", F(t), F(l[r]), o);
+            emit(k, "add.rn.f32 %s, %s, %s;", F(l[r]), F(l[r]), F(t));
+        }
+        for (int n = 0; n < g->dm / 8; n++)
+            emit(k, "st.shared.v2.f32 [%s+%d], {%s, %s};", R(a), 8 * r * 4 * g->dm + 32 * n, F(acc[n][2 * r]),
+                 F(acc[n][2 * r + 1]));
+        emit(k, "@%s st.shared.v2.f32 [%s+%d], {%s, %s};", P(p0), R(ml), 4 * 16 * 4 * g->dm + 8 * 8 * r, F(m[r]),
+             F(l[r]));
+    }
+    emit(k, "bar.sync 0;");
+}
+
+/* Thread tid's values (rows tid / dm + u 128 / dm, column tid % dm) merged
+ * over the warps: M the largest m (-inf: no key, every weight 0), then
+ * out = sum_w 2^(m_w - M) acc_w / sum_w 2^(m_w - M) l_w with one range,
+ * else (M ln 2, the sum, acc) widened to float64 where attn_merge reads
+ * this range's (ptx/attention.c). */
+static void pf_group_write(kern *k, const pf_regs *g)
+{
+    int row0 = nr(k), col = nr(k), c64 = nd(k), heads = nd(k), ps = np(k);
+    emit(k, "div.u32 %s, %s, %d;", R(row0), R(g->tid), g->dm);
+    emit(k, "rem.u32 %s, %s, %d;", R(col), R(g->tid), g->dm);
+    emit(k, "cvt.u64.u32 %s, %s;", D(c64), R(col));
+    emit(k, "cvt.u64.u32 %s, %s;", D(heads), R(sreg(k, "%nctaid.y")));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(heads), D(heads), D(g->p.group));
+    emit(k, "setp.gt.u32 %s, %s, 1;", P(ps), R(g->nsplit));
+    for (int u = 0; u < 16 * g->dm / 128; u++) {
+        int row = nr(k), pr = np(k), l_skip = nlabel(k), l_part = nlabel(k), mm = nf(k), none = np(k);
+        int f[4], tot = nf(k), a = nf(k), h = nd(k);
+        emit(k, "add.u32 %s, %s, %d;", R(row), R(row0), u * (128 / g->dm));
+        {
+            int r64 = nd(k);
+            emit(k, "cvt.u64.u32 %s, %s;", D(r64), R(row));
+            emit(k, "setp.ge.u64 %s, %s, %s;", P(pr), D(r64), D(g->p.group));
+            emit(k, "add.u64 %s, %s, %s;", D(h), D(g->h), D(r64));
+        }
+        emit(k, "@%s bra %s;", P(pr), L(l_skip));
+        int mv[4], lv[4], av[4];
+        for (int w = 0; w < 4; w++) {
+            int ma = nr(k), aa = nr(k);
+            mv[w] = nf(k), lv[w] = nf(k), av[w] = nf(k);
+            emit(k, "mad.lo.u32 %s, %s, 8, %s;", R(ma), R(row), R(g->ks));
+            emit(k, "ld.shared.v2.f32 {%s, %s}, [%s+%d];", F(mv[w]), F(lv[w]), R(ma), 4 * 16 * 4 * g->dm + 8 * 16 * w);
+            emit(k, "mad.lo.u32 %s, %s, %d, %s;", R(aa), R(row), 4 * g->dm, R(g->ks));
+            emit(k, "mad.lo.u32 %s, %s, 4, %s;", R(aa), R(col), R(aa));
+            emit(k, "ld.shared.f32 %s, [%s+%d];", F(av[w]), R(aa), 4 * 16 * g->dm * w);
+        }
+        emit(k, "max.f32 %s, %s, %s;", F(mm), F(mv[0]), F(mv[1]));
+        emit(k, "max.f32 %s, %s, %s;", F(mm), F(mm), F(mv[2]));
+        emit(k, "max.f32 %s, %s, %s;", F(mm), F(mm), F(mv[3]));
+        emit(k, "setp.eq.f32 %s, %s, %s;", P(none), F(mm), C(-INFINITY));
+        emit(k, "mov.f32 %s, 0f00000000;", F(tot));
+        emit(k, "mov.f32 %s, 0f00000000;", F(a));
+        for (int w = 0; w < 4; w++) {
+            f[w] = nf(k);
+            emit(k, "sub.rn.f32 %s, %s, %s;", F(f[w]), F(mv[w]), F(mm));
+            emit(k, "ex2.approx.ftz.f32 %s, %s;", F(f[w]), F(f[w]));
+            emit(k, "@%s mov.f32 %s, 0f00000000;", P(none), F(f[w]));
+            emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(tot), F(lv[w]), F(f[w]), F(tot));
+            emit(k, "fma.rn.f32 %s, %s, %s, %s;", F(a), F(av[w]), F(f[w]), F(a));
+        }
+        emit(k, "@%s bra %s;", P(ps), L(l_part));
+        {
+            int y = nf(k), oa = nd(k);
+            emit(k, "div.rn.f32 %s, %s, %s;", F(y), F(a), F(tot));
+            emit(k, "mul.lo.u64 %s, %s, %s;", D(oa), D(g->i), D(g->ot));
+            emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(oa), D(h), D(g->oh), D(oa));
+            emit(k, "add.u64 %s, %s, %s;", D(oa), D(oa), D(c64));
+            emit(k, "mad.lo.u64 %s, %s, 4, %s;", D(oa), D(oa), D(g->out));
+            emit(k, "st.global.f32 [%s], %s;", D(oa), F(y));
+            emit(k, "bra.uni %s;", L(l_skip));
+        }
+        label(k, l_part);
+        { /* m, sum, acc[d] at attn_merge's place of this range */
+            int base = attn_part_at(k, g->part, g->i, heads, h, g->split, g->nsplit, g->p.d), p0 = np(k), ad = nfd(k);
+            emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(col));
+            attn_part_m_sum(k, base, mm, tot, p0);
+            emit(k, "cvt.f64.f32 %s, %s;", FD(ad), F(a));
+            emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(base), D(c64), D(base));
+            emit(k, "st.global.f64 [%s+16], %s;", D(base), FD(ad));
+        }
+        label(k, l_skip);
+    }
+}
+
+static void gen_attn_group(strbuf *mod, int dm, int f32)
+{
+    kern kk = {0}, *k = &kk;
+    pf_regs g = {.dm = dm, .f32 = f32, .nt = 2, .grp = 1};
+    pf_rows w;
+    pf_begin(k, &g, &w);
+    pf_staged t = pf_staged_regs(k, &g);
+    int j0 = nr(k), pj = np(k), l_top = nlabel(k), l_done = nlabel(k);
+    emit(k, "mov.u32 %s, %s;", R(j0), R(g.k0));
+    emit(k, "setp.ge.u32 %s, %s, %s;", P(pj), R(j0), R(g.kend)); /* causal: a range past the query's keys */
+    emit(k, "@%s bra %s;", P(pj), L(l_done));
+    label(k, l_top);
+    pf_tile(k, &g, &w, j0, pf_stage_now(k, &g, j0, &t));
+    emit(k, "add.u32 %s, %s, %d;", R(j0), R(j0), PF_KEYS);
+    emit(k, "setp.lt.u32 %s, %s, %s;", P(pj), R(j0), R(g.kend));
+    emit(k, "@%s bra %s;", P(pj), L(l_top));
+    label(k, l_done);
+    pf_group_store(k, &g, w.m, w.l, w.acc);
+    pf_group_write(k, &g);
+    pf_finish(mod, k, &g);
 }
 
 void infer_attention_prefill(strbuf *mod)
@@ -698,4 +989,8 @@ void infer_attention_prefill(strbuf *mod)
     sb_printf(mod, "\n.extern .shared .align 16 .b8 attn_pf32_smem[];\n");
     gen_attn_pf(mod, 64, 1);
     gen_attn_pf(mod, 128, 1);
+    for (int f32 = 0; f32 < 2; f32++) {
+        gen_attn_group(mod, 64, f32);
+        gen_attn_group(mod, 128, f32);
+    }
 }

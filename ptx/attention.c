@@ -836,6 +836,30 @@ static void gen_attn_warp(strbuf *mod, int half, int vec, int dmax, int merged, 
  * (MERGE_UNROLL loads in flight), and the slices' sums meet in shared memory. */
 #define MERGE_UNROLL 16
 
+int attn_part_at(kern *k, int part, int i, int heads, int h, int split, int nsplit, int d)
+{
+    int slot = nd(k), t = nd(k), base = nd(k);
+    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(slot), D(i), D(heads), D(h));
+    emit(k, "cvt.u64.u32 %s, %s;", D(t), R(nsplit));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(t));
+    emit(k, "cvt.u64.u32 %s, %s;", D(t), R(split));
+    emit(k, "add.u64 %s, %s, %s;", D(slot), D(slot), D(t));
+    emit(k, "add.u64 %s, %s, 2;", D(t), D(d));
+    emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(t));
+    emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(base), D(slot), D(part));
+    return base;
+}
+
+void attn_part_m_sum(kern *k, int base, int mm, int tot, int p0)
+{
+    int md = nfd(k), td = nfd(k);
+    emit(k, "cvt.f64.f32 %s, %s;", FD(md), F(mm));
+    emit(k, "mul.rn.f64 %s, %s, %s;", FD(md), FD(md), CD(0.6931471805599453)); /* ln 2 */
+    emit(k, "cvt.f64.f32 %s, %s;", FD(td), F(tot));
+    emit(k, "@%s st.global.f64 [%s], %s;", P(p0), D(base), FD(md));
+    emit(k, "@%s st.global.f64 [%s+8], %s;", P(p0), D(base), FD(td));
+}
+
 /* The registers of attn_merge that its steps share. */
 typedef struct merge_regs {
     int out, ot, oh;           /* .b64 parameters: the output and its strides */

@@ -44,7 +44,6 @@
 #define DEC_WARPS RAYO_PTX_ATTN_DEC_WARPS
 #define DEC_LOADS 4 /* 16-byte loads of K (and of V) per lane per tile: 16 rows of 128 f16 in flight a warp */
 #define LOG2E 1.4426950408889634
-#define LN2 0.6931471805599453
 
 typedef struct dec_regs {
     int dm, cl, half;   /* D, C, f16 cache */
@@ -347,26 +346,14 @@ static void dec_write(kern *k, const dec_regs *g, int e, int a, int tot)
  * natural units (attn_merge takes e^(m_s - M)). */
 static void dec_write_part(kern *k, const dec_regs *g, int e, int a, int tot, int mm)
 {
-    int heads = nd(k), slot = nd(k), base = nd(k), t64 = nd(k), pw = np(k), p0 = np(k);
-    int ad = nfd(k), md = nfd(k), td = nfd(k);
+    int heads = nd(k), h = nd(k), t64 = nd(k), pw = np(k), p0 = np(k), ad = nfd(k);
     emit(k, "mul.wide.u32 %s, %s, %d;", D(heads), R(sreg(k, "%nctaid.y")), g->hg);
-    emit(k, "mad.lo.u64 %s, %s, %s, %s;", D(slot), D(g->i), D(heads), D(g->h0));
-    emit(k, "add.u64 %s, %s, %d;", D(slot), D(slot), e);
-    emit(k, "cvt.u64.u32 %s, %s;", D(base), R(g->nsplit));
-    emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(base));
-    emit(k, "cvt.u64.u32 %s, %s;", D(base), R(g->split));
-    emit(k, "add.u64 %s, %s, %s;", D(slot), D(slot), D(base));
-    emit(k, "add.u64 %s, %s, 2;", D(base), D(g->p.d));
-    emit(k, "mul.lo.u64 %s, %s, %s;", D(slot), D(slot), D(base));
-    emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(base), D(slot), D(g->part));
+    emit(k, "add.u64 %s, %s, %d;", D(h), D(g->h0), e);
+    int base = attn_part_at(k, g->part, g->i, heads, h, g->split, g->nsplit, g->p.d);
     emit(k, "cvt.u64.u32 %s, %s;", D(t64), R(g->tid));
     emit(k, "setp.lt.u64 %s, %s, %s;", P(pw), D(t64), D(g->p.d));
     emit(k, "setp.eq.u32 %s, %s, 0;", P(p0), R(g->tid));
-    emit(k, "cvt.f64.f32 %s, %s;", FD(md), F(mm));
-    emit(k, "mul.rn.f64 %s, %s, %s;", FD(md), FD(md), CD(LN2));
-    emit(k, "cvt.f64.f32 %s, %s;", FD(td), F(tot));
-    emit(k, "@%s st.global.f64 [%s], %s;", P(p0), D(base), FD(md));
-    emit(k, "@%s st.global.f64 [%s+8], %s;", P(p0), D(base), FD(td));
+    attn_part_m_sum(k, base, mm, tot, p0);
     emit(k, "cvt.f64.f32 %s, %s;", FD(ad), F(a));
     emit(k, "mad.lo.u64 %s, %s, 8, %s;", D(base), D(t64), D(base));
     emit(k, "@%s st.global.f64 [%s+16], %s;", P(pw), D(base), FD(ad));

@@ -204,6 +204,14 @@ typedef struct attn_params {
     int q, k, v, n_q, n_kv, group, d, causal, qt, qh, kt, kh, vt, vh;
 } attn_params;
 void attn_read_params(kern *k, attn_params *a);
+/* attention.c: where attn_merge reads the partial result of query i, head
+ * h (of heads; all .b64) and key range split of nsplit (.b32): the address
+ * (.b64) of part[((i heads + h) nsplit + split) (2 + d)], doubles: m, the
+ * sum, then the d accumulators. */
+int attn_part_at(kern *k, int part, int i, int heads, int h, int split, int nsplit, int d);
+/* m (.f32, in base 2: stored as m ln 2, attn_merge's natural units) and the
+ * sum (.f32) as doubles at base, where the predicate p0 holds. */
+void attn_part_m_sum(kern *k, int base, int mm, int tot, int p0);
 /* infer-gemv8.c: gemv with Q8_0 / Q4_0 / Q4_K / Q6_K weights and 8-bit x (relaxed calls) */
 void infer_gemv8(strbuf *mod);
 /* infer-ops.c: the other kernels of module "infer" (glu, rope, convert) */
@@ -212,7 +220,7 @@ void infer_ops(strbuf *mod);
 void infer_prompt(strbuf *mod);
 /* attention.c: attention kernels of module "infer" */
 void infer_attention(strbuf *mod);
-/* attention-prefill.c: relaxed prompt attention on tensor cores (module "infer") */
+/* attention-prefill.c: relaxed prompt attention and grouped-query decode on tensor cores (module "infer") */
 void infer_attention_prefill(strbuf *mod);
 
 /* tf32.c: the C tables rayo_cuda_tf32_configs and rayo_cuda_mma16_configs

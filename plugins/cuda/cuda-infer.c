@@ -729,6 +729,23 @@ static size_t attn_dec_splits(const rayo_attention_params *p, size_t cluster, si
     return s < 1 ? 1 : s > most ? most : s;
 }
 
+/* attn_merge over the splits' partial results (none to merge: nothing);
+ * args: launch_attention's pd (out 0, ot 15, oh 16, part 18). */
+static rayo_status launch_attn_merge(cuda_state *st, CUstream stream, const rayo_attention_params *p, void **args,
+                                     size_t splits)
+{
+    if (splits == 1)
+        return RAYO_OK;
+    unsigned long long n_q = p->n_q, dd = p->head_dim, sp = splits;
+    void *p2[] = {args[0], args[18], &n_q, &dd, &sp, args[15], args[16]};
+    CUfunction fn;
+    rayo_status s = cuda_function(st, MOD_INFER, "attn_merge", &fn);
+    if (s != RAYO_OK)
+        return s;
+    CUresult r = cuda_launch_kernel(st, fn, (unsigned)p->n_heads, (unsigned)p->n_q, 1, 256, 1, 1, 0, stream, p2, NULL);
+    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_merge");
+}
+
 /* args: launch_attention's pd (out 0, ot 15, oh 16, part 18, as attn_dec_* takes them) */
 static rayo_status launch_attn_decode(cuda_state *st, CUstream stream, const cuda_op *op, void **args)
 {
@@ -749,14 +766,77 @@ static rayo_status launch_attn_decode(cuda_state *st, CUstream stream, const cud
         return s;
     CUresult r = cuda_launch_kernel(st, fn, (unsigned)(cluster * splits), (unsigned)(p->n_heads / hg),
                                     (unsigned)p->n_q, 32 * RAYO_PTX_ATTN_DEC_WARPS, 1, 1, 0, stream, args, NULL);
-    if (r != CUDA_SUCCESS || splits == 1)
-        return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_dec");
-    unsigned long long n_q = p->n_q, dd = p->head_dim, sp = splits;
-    void *p2[] = {args[0], args[18], &n_q, &dd, &sp, args[15], args[16]};
-    if ((s = cuda_function(st, MOD_INFER, "attn_merge", &fn)) != RAYO_OK)
+    if (r != CUDA_SUCCESS)
+        return cuda_fail(st, r, "launch of attn_dec");
+    return launch_attn_merge(st, stream, p, args, splits);
+}
+
+/* attn_<kind>_<f16|f32>_d<head_dim> of ptx/attention-prefill.c (kind pf or
+ * group) and the dynamic shared memory it takes (the f32 cache's tiles). */
+static rayo_status attn_tiles_function(cuda_state *st, const rayo_attention_params *p, const char *kind,
+                                       CUfunction *fn, unsigned *smem)
+{
+    int f32 = p->kv_dtype == RAYO_DTYPE_F32;
+    char name[32];
+    snprintf(name, sizeof name, "attn_%s_%s_d%zu", kind, f32 ? "f32" : "f16", p->head_dim);
+    *smem = f32 ? (unsigned)RAYO_PTX_ATTN_PF32_SMEM(p->head_dim) : 0;
+    return cuda_function(st, MOD_INFER, name, fn);
+}
+
+/* attn_group_<f16|f32>_d<64|128> (ptx/attention-prefill.c): relaxed
+ * decode calls (at most ATTN_DEC_MAX_Q queries) of groups of 4 to 16 query
+ * heads a KV head, past ATTN_DEC_MAX_KV keys, with aligned rows and
+ * head_dim 64 or 128 exactly (an f16 or f32 cache, as attn_pf_*), on
+ * tensor cores: a block takes the group's heads as the 16 rows of its
+ * products against one range of whole tiles of 64 keys, so that each K and
+ * V row is read once for the whole group (attn_dec_* reads it once per 4
+ * heads and makes every score with float32 fused multiply-adds).  The
+ * ranges fill about ATTN_GROUP_WANT_BLOCKS blocks, at most the splits
+ * attention_scratch holds; attn_merge combines them.  `[backend.cuda]
+ * attention_group = all` takes it at any cache length. */
+#define ATTN_GROUP_MIN 4
+#define ATTN_GROUP_MAX 16
+#define ATTN_GROUP_WANT_BLOCKS 512
+
+static int attn_group(const cuda_state *st, const cuda_op *op, const rayo_attention_params *p, int vec)
+{
+    size_t group = p->n_heads / p->n_kv_heads;
+    return st->use_attn_group && st->ptx_target >= 80 && vec && op->precision == RAYO_PRECISION_RELAXED &&
+           (p->kv_dtype == RAYO_DTYPE_F16 || p->kv_dtype == RAYO_DTYPE_F32) &&
+           (p->head_dim == 64 || p->head_dim == 128) &&
+           p->n_q <= ATTN_DEC_MAX_Q && group >= ATTN_GROUP_MIN && group <= ATTN_GROUP_MAX &&
+           (p->n_kv > ATTN_DEC_MAX_KV || st->use_attn_group > 1) && p->n_kv < (1u << 31);
+}
+
+/* Ranges of whole tiles of 64 keys, none empty (the kernel cuts the tiles
+ * into ranges of ceil(tiles / splits) the same way). */
+static size_t attn_group_splits(const rayo_attention_params *p)
+{
+    size_t tiles = (p->n_kv + 63) / 64, blocks = p->n_kv_heads * p->n_q,
+           s = (ATTN_GROUP_WANT_BLOCKS + blocks - 1) / blocks, most = attn_plan_of(p).splits;
+    if (s > tiles)
+        s = tiles;
+    if (s > most)
+        s = most;
+    size_t per = (tiles + s - 1) / s;
+    return (tiles + per - 1) / per;
+}
+
+/* args: launch_attention's pd */
+static rayo_status launch_attn_group(cuda_state *st, CUstream stream, const cuda_op *op, void **args)
+{
+    const rayo_attention_params *p = op->params;
+    size_t splits = attn_group_splits(p);
+    CUfunction fn;
+    unsigned smem;
+    rayo_status s = attn_tiles_function(st, p, "group", &fn, &smem);
+    if (s != RAYO_OK)
         return s;
-    r = cuda_launch_kernel(st, fn, (unsigned)p->n_heads, (unsigned)p->n_q, 1, 256, 1, 1, 0, stream, p2, NULL);
-    return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_merge");
+    CUresult r = cuda_launch_kernel(st, fn, (unsigned)splits, (unsigned)p->n_kv_heads, (unsigned)p->n_q, 128, 1, 1,
+                                    smem, stream, args, NULL);
+    if (r != CUDA_SUCCESS)
+        return cuda_fail(st, r, "launch of attn_group");
+    return launch_attn_merge(st, stream, p, args, splits);
 }
 
 /* attn_pf_<f16|f32>_d<64|128> (ptx/attention-prefill.c): relaxed calls of
@@ -769,21 +849,19 @@ static rayo_status launch_attn_decode(cuda_state *st, CUstream stream, const cud
 static int attn_prefill(const cuda_state *st, const cuda_op *op, const rayo_attention_params *p, int vec)
 {
     return st->use_attn_prefill && vec && op->precision == RAYO_PRECISION_RELAXED &&
-           (p->kv_dtype == RAYO_DTYPE_F16 || p->kv_dtype == RAYO_DTYPE_F32) && (p->head_dim == 64 || p->head_dim == 128) &&
+           (p->kv_dtype == RAYO_DTYPE_F16 || p->kv_dtype == RAYO_DTYPE_F32) &&
+           (p->head_dim == 64 || p->head_dim == 128) &&
            p->n_q >= ATTN_PREFILL_MIN_Q && p->n_kv < (1u << 31);
 }
 
 static rayo_status launch_attn_prefill(cuda_state *st, CUstream stream, const cuda_op *op, void **args)
 {
     const rayo_attention_params *p = op->params;
-    int f32 = p->kv_dtype == RAYO_DTYPE_F32;
-    char name[32];
-    snprintf(name, sizeof name, "attn_pf_%s_d%zu", f32 ? "f32" : "f16", p->head_dim);
     CUfunction fn;
-    rayo_status s = cuda_function(st, MOD_INFER, name, &fn);
+    unsigned smem;
+    rayo_status s = attn_tiles_function(st, p, "pf", &fn, &smem);
     if (s != RAYO_OK)
         return s;
-    unsigned smem = f32 ? (unsigned)RAYO_PTX_ATTN_PF32_SMEM(p->head_dim) : 0;
     CUresult r = cuda_launch_kernel(st, fn, (unsigned)((p->n_q + 63) / 64), (unsigned)p->n_heads, 1, 128, 1, 1,
                                     smem, stream, args, NULL);
     return r == CUDA_SUCCESS ? RAYO_OK : cuda_fail(st, r, "launch of attn_pf");
@@ -820,6 +898,8 @@ static rayo_status launch_attention(cuda_state *st, CUstream stream, const cuda_
     int vec = attn_rows_aligned(op, p, half ? 2 : 4, kt, kh, vt, vh);
     void *pd[] = {&out, &q, &k, &v, &n_q, &n_kv, &group, &dd, &causal, &qt, &qh, &kt, &kh, &vt, &vh, &ot, &oh,
                   &scale, &part}; /* attn_dec_* reads part (its splits), attn_pf_* not */
+    if (attn_group(st, op, p, vec))
+        return launch_attn_group(st, stream, op, pd);
     if (attn_decode_cluster(st, op, p, vec))
         return launch_attn_decode(st, stream, op, pd);
     if (attn_prefill(st, op, p, vec))

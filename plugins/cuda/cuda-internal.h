@@ -156,6 +156,7 @@ typedef struct cuda_state {
     int fuse_rope;        /* the ropes of q and k in the launch of the q, k, v products: [backend.cuda] fuse_rope */
     int use_attn_block;   /* attention with few key ranges in one launch: [backend.cuda] attention_block */
     int use_attn_cluster; /* relaxed decode attention over clusters (sm_90): [backend.cuda] attention_cluster */
+    int use_attn_group;   /* relaxed decode of grouped heads on tensor cores: attention_group (2: all) */
     int use_attn_prefill; /* relaxed prompt attention on tensor cores: [backend.cuda] attention_prefill */
     int use_half_prompt;  /* relaxed f32 x quantized B^T matmul on f16 copies: [backend.cuda] half_prompt */
     int use_prompt_split_k; /* its small products split along k: [backend.cuda] prompt_split_k */

@@ -128,6 +128,13 @@ static int config_yes(const rayo_host *host, const char *key, int dflt)
     return dflt;
 }
 
+/* yes (1, the default), no (0) or all (2) */
+static int config_yes_all(const rayo_host *host, const char *key)
+{
+    const char *v = host->config ? host->config(host, key) : NULL;
+    return v && !strcasecmp(v, "all") ? 2 : config_yes(host, key, 1);
+}
+
 /* Whether module mod's PTX has a kernel of this name. */
 static int ptx_has_kernel(int mod, const char *name)
 {
@@ -207,6 +214,7 @@ static void read_config(cuda_state *st)
     st->use_attn_block = config_yes(host, "attention_block", 1);
     st->use_attn_cluster = config_yes(host, "attention_cluster", 1);
     st->use_attn_prefill = config_yes(host, "attention_prefill", 1);
+    st->use_attn_group = config_yes_all(host, "attention_group");
     st->use_half_prompt = config_yes(host, "half_prompt", 1);
     st->use_prompt_split_k = config_yes(host, "prompt_split_k", 1);
     st->use_cubin = config_yes(host, "embedded_code", 1);
@@ -566,6 +574,9 @@ rayo_status cuda_function(cuda_state *st, int mod, const char *name, CUfunction 
             if (r == CUDA_SUCCESS && strncmp(name, "attn_pf_f32_d", 13) == 0) /* 52 KiB at head_dim 128 */
                 r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                 RAYO_PTX_ATTN_PF32_SMEM(atoi(name + 13)));
+            if (r == CUDA_SUCCESS && strncmp(name, "attn_group_f32_d", 16) == 0) /* the same tiles */
+                r = st->drv->cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                RAYO_PTX_ATTN_PF32_SMEM(atoi(name + 16)));
             if (r == CUDA_SUCCESS)
                 r = gemv8_carveout(st, *fn, name);
             for (unsigned i = 0; r == CUDA_SUCCESS && mod == MOD_INFER && i < rayo_cuda_gemvq_config_count; i++)

@@ -1367,8 +1367,8 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
     }
     x->group = NULL;
     /* Decode of 2 to 4 queries (speculative or batched steps), causal or
-     * not, with head_dim 256, odd ones, groups of 3 and of 16 heads (more
-     * than one workgroup's 8 on vulkan), fewer keys than a GPU kernel's
+     * not, with head_dim 256, odd ones, groups of 3, 10 and 16 heads (more
+     * than one workgroup's 8 on vulkan; 16 long too), fewer keys than a GPU kernel's
      * chunk, and strides; caches of 1, 2 and 31 keys, and of 1024 and 1025
      * (at and past the keys vulkan's attention_short.comp takes by
      * default). */
@@ -1377,7 +1377,7 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
         {1, 1000, 48, 3, 80, 0, 1, 1}, {3, 200, 12, 4, 33, 0, 0, 0},  {4, 4, 8, 2, 64, 0, 1, 0},
         {1, 5000, 32, 32, 64, 1, 1, 0}, {1, 1, 4, 1, 64, 0, 1, 0},    {2, 2, 8, 2, 128, 0, 1, 1},
         {3, 31, 12, 3, 256, 0, 0, 1},  {4, 1024, 16, 4, 64, 0, 1, 0}, {1, 1025, 8, 8, 128, 0, 1, 1},
-        {2, 192, 8, 8, 33, 0, 1, 1},
+        {2, 192, 8, 8, 33, 0, 1, 1},   {2, 3000, 32, 2, 64, 1, 1, 0}, {1, 2100, 40, 4, 128, 1, 0, 1},
     };
     for (size_t i = 0; i < COUNT_OF(decode); i++) {
         if (decode[i][5] && x->opt->quick)
