@@ -1412,9 +1412,10 @@ static void plan_attention_relaxed(ictx *x, rayo_dtype kv)
                             (int)views[i][6], 0, 0, 0, 0};
         run_relaxed_twice(x, &r);
     }
-    /* an f32 cache with K of very different sizes and V near 65504, prompts and decode */
+    /* an f32 cache with K of very different sizes and V near 65504, prompts and decode (past
+     * 2048 keys with groups of 4: cuda's grouped decode) */
     static const size_t wide[][5] = {{70, 70, 6, 3, 64}, {37, 100, 8, 4, 128}, {1, 192, 8, 4, 64},
-                                     {2, 31, 6, 3, 128}};
+                                     {2, 31, 6, 3, 128}, {1, 2500, 16, 4, 128}, {2, 2100, 8, 2, 64}};
     for (size_t i = 0; kv == RAYO_DTYPE_F32 && i < COUNT_OF(wide); i++) {
         attention_spec r = {kv, wide[i][0], wide[i][1], wide[i][2], wide[i][3], wide[i][4], 1, 0, 0, 0, 0, 1};
         run_relaxed_twice(x, &r);
