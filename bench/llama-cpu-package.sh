@@ -16,7 +16,8 @@
 #       modules into /tmp/llama-cpu (or LLAMA_CPU_TMP), makes the three GGUF files
 #       there, pins both programs to two CPUs of two cores other than the first
 #       (PIN), and runs bench/llama-cpu.sh for each of BACKENDS (default
-#       "avx512 avx2") with RUNS (default 3) and THREADS ("1 2"), each stopped
+#       "avx512 avx2") with RUNS (default 3) and THREADS ("1 2") on the files
+#       of SCHEMES (default "q4_0 q8_0 q4_k_m"), each stopped
 #       when SECONDS (default 400) are spent; every row is printed as soon as it
 #       is done.  lscpu, the busiest processes and the load average come first;
 #       logs and tables in $OUT (or /tmp/llama-cpu-out).
@@ -60,7 +61,7 @@ unpack() {
     pids="$pids $!"
     [ -d "$tmp/node_modules" ] || unxz "$dir/modules.tar.xz" | tar -C "$tmp" -xf - &
     pids="$pids $!"
-    for s in q4_0 q8_0 q4_k_m; do
+    for s in ${SCHEMES:-q4_0 q8_0 q4_k_m}; do
         f=$tmp/models/tinyllama-$s.gguf
         [ -s "$f" ] || { "$dir/gguf-make" --preset tinyllama --scheme $s -o "$f.part" >/dev/null 2>&1 &&
             mv "$f.part" "$f"; } &

@@ -12,7 +12,8 @@
 # usage: bench/llama-cpu.sh [MODEL.gguf ...]
 #   With no file: TinyLlama-shaped Q4_0, Q8_0 and Q4_K_M-like files made by
 #   gguf-make (random weights) in LLAMA_BENCH_MODELS (default
-#   $builddir/llama-bench-models; made once, kept).
+#   $builddir/llama-bench-models; made once, kept); SCHEMES (default
+#   "q4_0 q8_0 q4_k_m") picks them.
 # Environment:
 #   BACKEND   the rayo backend (default avx2)       THREADS  thread counts ("1 2")
 #   RUNS      runs of each, best kept (3)            PROMPT, DECODE  tokens (128, 64)
@@ -53,7 +54,7 @@ trap 'rm -rf "$tmp"' EXIT
     { echo "ERROR: node-llama-cpp is not installed in $modules"; exit 99; }
 if [ $# -eq 0 ]; then
     mkdir -p "$models_dir" || exit 99
-    for scheme in q4_0 q8_0 q4_k_m; do
+    for scheme in ${SCHEMES:-q4_0 q8_0 q4_k_m}; do
         f=$models_dir/tinyllama-$scheme.gguf
         if [ ! -s "$f" ]; then
             echo "making $f" >&2
