@@ -341,26 +341,41 @@ static ALWAYS_INLINE __m256 block_q4_0_pair(const uint8_t *blk, const typed_gemv
  * (pairs into int16: at most 2 * 63 * 127), madd by the two groups' scales
  * (int16 lanes 0-7 hold group 2j, lanes 8-15 group 2j + 1; madd and add,
  * or one AVX-VNNI vpdpwssd: x86_madd_add); the -32 part is madd of x's
- * group sums with the scales. */
-static ALWAYS_INLINE __m256 q6_k_int_by(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc,
-                                         x86_madd_add_fn *madd_add)
+ * group sums with the scales.  For NX x's at once (acc[j] += x j's sum):
+ * each 32 codes and their scales decoded once. */
+static ALWAYS_INLINE void q6_k_int_nx(const uint8_t *blk, const typed_gemv_x *const xs[], int NX, size_t b,
+                                      x86_madd_add_fn *madd_add, __m256 acc[])
 {
-    const int8_t *xq = x->q8 + RAYO_QK_K * b;
     __m128i scales8 = x86_load128(blk + RAYO_Q6_K_SCALES);
-    __m256i offset = _mm256_madd_epi16(x86_load256(x->qsum + 16 * b), _mm256_cvtepi8_epi16(scales8));
-    __m256i sum = _mm256_setzero_si256();
+    __m256i sum[TYPED_GEMV_MANY_X];
+    UNROLL_ROWS for (int j = 0; j < NX; j++) sum[j] = _mm256_setzero_si256();
     UNROLL_ROWS
     for (int h = 0; h < 2; h++) {
         __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h), sc_h = x86_q6_k_scales16(scales8, h);
         UNROLL_ROWS
-        for (int k = 0; k < 4; k++, xq += 32) {
-            __m256i sc = x86_q6_k_scale_pair(sc_h, k);
-            __m256i p = _mm256_maddubs_epi16(x86_q6_k_codes(blk, qh, h, k), x86_load256(xq));
-            sum = madd_add(sum, p, sc);
+        for (int k = 0; k < 4; k++) {
+            __m256i sc = x86_q6_k_scale_pair(sc_h, k), codes = x86_q6_k_codes(blk, qh, h, k);
+            UNROLL_ROWS for (int j = 0; j < NX; j++)
+            {
+                const int8_t *xq = xs[j]->q8 + RAYO_QK_K * b + 128 * h + 32 * k;
+                sum[j] = madd_add(sum[j], _mm256_maddubs_epi16(codes, x86_load256(xq)), sc);
+            }
         }
     }
-    sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(offset, 5));
-    return scaled_add(sum, x86_f16_at(blk + RAYO_Q6_K_D) * x->scale8[b], acc);
+    float d = x86_f16_at(blk + RAYO_Q6_K_D);
+    UNROLL_ROWS for (int j = 0; j < NX; j++)
+    {
+        __m256i offset = _mm256_madd_epi16(x86_load256(xs[j]->qsum + 16 * b), _mm256_cvtepi8_epi16(scales8));
+        acc[j] = scaled_add(_mm256_sub_epi32(sum[j], _mm256_slli_epi32(offset, 5)), d * xs[j]->scale8[b], acc[j]);
+    }
+}
+
+static ALWAYS_INLINE __m256 q6_k_int_by(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc,
+                                         x86_madd_add_fn *madd_add)
+{
+    const typed_gemv_x *const xs[1] = { x };
+    q6_k_int_nx(blk, xs, 1, b, madd_add, &acc);
+    return acc;
 }
 
 static ALWAYS_INLINE __m256 block_q6_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
@@ -470,10 +485,11 @@ static typed_rows_fn *avx2_rows_for_cpu(const cpu_state *st, typed_rows_fn *rows
 }
 
 /* ---- relaxed, several x's at once (TYPED_GEMV_MANY_FOR): each pair of
- * blocks of four rows decoded once for up to four x's, every (row, x) sum
- * made in the row kernel's order, so the results are its own.  Four x's
- * at once leave AVX2's 16 registers short (the sums go to the stack), yet
- * ran 5-10% faster than two at a time, decoding again for the next two. */
+ * blocks (Q4_0, Q8_0) or block (Q6_K) of four rows decoded once for up to
+ * four x's, every (row, x) sum made in the row kernel's order, so the
+ * results are its own.  Four x's at once leave AVX2's 16 registers short
+ * (the sums go to the stack), yet ran 5-10% faster than two at a time,
+ * decoding again for the next two. */
 
 #define UNROLL_X _Pragma("GCC unroll 4")
 
@@ -524,27 +540,52 @@ static ALWAYS_INLINE void q8_0_rows4_i8_nx(const uint8_t *row, size_t stride, co
     }
 }
 
-static ALWAYS_INLINE void q8_0_rows4_i8_maddubs_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[],
-                                                   int NX, size_t n, double out[][4])
+/* rows_q6_k_int (dots_of_blocks of four rows over q6_k_int_by) for NX x's. */
+static ALWAYS_INLINE void q6_k_rows4_int_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], int NX,
+                                            size_t n, x86_madd_add_fn *madd_add, double out[][4])
 {
-    q8_0_rows4_i8_nx(row, stride, xs, NX, n, x86_q8_0_dot, out);
+    const char *ahead = x86_rows_ahead(row, stride, 4, PREFETCH_BYTES);
+    const size_t blocks = n / RAYO_QK_K, group = TYPED_GEMV_INT_GROUP / RAYO_QK_K;
+    __m256d acc[TYPED_GEMV_MANY_X][4][2];
+    UNROLL_X for (int j = 0; j < NX; j++) UNROLL_ROWS for (int r = 0; r < 4; r++)
+        acc[j][r][0] = acc[j][r][1] = _mm256_setzero_pd();
+    for (size_t b = 0; b < blocks;) {
+        size_t end = b + group < blocks ? b + group : blocks;
+        __m256 g[4][TYPED_GEMV_MANY_X];
+        UNROLL_ROWS for (int r = 0; r < 4; r++) UNROLL_X for (int j = 0; j < NX; j++) g[r][j] = _mm256_setzero_ps();
+        for (; b < end; b++) {
+            x86_prefetch_run(ahead + 4 * RAYO_Q6_K_BYTES * b, 4 * RAYO_Q6_K_BYTES);
+            UNROLL_ROWS for (int r = 0; r < 4; r++)
+                q6_k_int_nx(row + r * stride + RAYO_Q6_K_BYTES * b, xs, NX, b, madd_add, g[r]);
+        }
+        UNROLL_X for (int j = 0; j < NX; j++) UNROLL_ROWS for (int r = 0; r < 4; r++) add_wide(acc[j][r], g[r][j]);
+    }
+    UNROLL_X for (int j = 0; j < NX; j++) UNROLL_ROWS for (int r = 0; r < 4; r++) out[j][r] = sum_wide(acc[j][r]);
 }
 
-static ALWAYS_INLINE X86_AVX_VNNI void q8_0_rows4_vnni_nx(const uint8_t *row, size_t stride,
-                                                          const typed_gemv_x *const xs[], int NX, size_t n,
-                                                          double out[][4])
-{
-    q8_0_rows4_i8_nx(row, stride, xs, NX, n, x86_q8_0_dot_vnni, out);
-}
+/* Defines NAME, the many-x form (TYPED_ROWS_MANY) of NX_BY, an NX form
+ * taking the sums' function FN (maddubs or AVX-VNNI; ATTR: the target
+ * that FN needs, or nothing). */
+#define AVX2_ROWS_MANY(NAME, ATTR, NX_BY, FN)                                                                   \
+    static ALWAYS_INLINE ATTR void NAME##_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], \
+                                             int NX, size_t n, double out[][4])                               \
+    {                                                                                                         \
+        NX_BY(row, stride, xs, NX, n, FN, out);                                                               \
+    }                                                                                                         \
+    ATTR TYPED_ROWS_MANY(NAME, NAME##_nx)
 
 TYPED_ROWS_MANY(q4_0_rows4_i8_many, q4_0_rows4_i8_nx)
-TYPED_ROWS_MANY(q8_0_rows4_i8_many, q8_0_rows4_i8_maddubs_nx)
-X86_AVX_VNNI TYPED_ROWS_MANY(q8_0_rows4_vnni_many, q8_0_rows4_vnni_nx)
+AVX2_ROWS_MANY(q8_0_rows4_i8_many, , q8_0_rows4_i8_nx, x86_q8_0_dot)
+AVX2_ROWS_MANY(q8_0_rows4_vnni_many, X86_AVX_VNNI, q8_0_rows4_i8_nx, x86_q8_0_dot_vnni)
+AVX2_ROWS_MANY(q6_k_rows4_int_many, , q6_k_rows4_int_nx, x86_madd_add)
+AVX2_ROWS_MANY(q6_k_rows4_int_vnni_many, X86_AVX_VNNI, q6_k_rows4_int_nx, x86_madd_add_vnni)
 
 static typed_rows_many_fn *avx2_many_for(typed_rows_fn *rows)
 {
     if (rows == rows_q4_0_i8 || rows == rows_q4_0_i8_vnni)
         return q4_0_rows4_i8_many;
+    if (rows == rows_q6_k_int || rows == rows_q6_k_int_vnni)
+        return rows == rows_q6_k_int ? q6_k_rows4_int_many : q6_k_rows4_int_vnni_many;
     return rows == rows_q8_0_i8 ? q8_0_rows4_i8_many : rows == rows_q8_0_i8_vnni ? q8_0_rows4_vnni_many : NULL;
 }
 
