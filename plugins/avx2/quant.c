@@ -563,9 +563,64 @@ static ALWAYS_INLINE void q6_k_rows4_int_nx(const uint8_t *row, size_t stride, c
     UNROLL_X for (int j = 0; j < NX; j++) UNROLL_ROWS for (int r = 0; r < 4; r++) out[j][r] = sum_wide(acc[j][r]);
 }
 
+/* x86_q4_k_dots of one row (blk) for NX x's (xq[j]: block b's int8
+ * values) into dots[j]: each chunk's nibbles unpacked once. */
+static ALWAYS_INLINE void q4_k_dots_nx(const uint8_t *blk, const int8_t *const xq[], int NX,
+                                       __m256i dots[TYPED_GEMV_MANY_X])
+{
+    const __m256i low_nibbles = _mm256_set1_epi8(15);
+    __m256i chunk[TYPED_GEMV_MANY_X], half[TYPED_GEMV_MANY_X];
+    UNROLL_ROWS
+    for (int c = 0; c < 4; c++) {
+        __m256i bytes = x86_load256(blk + RAYO_Q4_K_QS + 32 * c);
+        __m256i lo = _mm256_and_si256(bytes, low_nibbles);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles);
+        UNROLL_X for (int j = 0; j < NX; j++)
+            x86_q4_k_levels(c, _mm256_maddubs_epi16(lo, x86_load256(xq[j] + 64 * c)),
+                            _mm256_maddubs_epi16(hi, x86_load256(xq[j] + 64 * c + 32)), &chunk[j], &half[j], &dots[j]);
+    }
+}
+
+/* rows_q4_k_int (per32 0) or rows_q4_k_i8_32 (per32 1) of four rows
+ * (x86_q4_k_rows) for NX x's: each row's block header and codes decoded
+ * once. */
+static ALWAYS_INLINE void q4_k_rows4_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], int NX,
+                                        size_t n, int per32, double out[][4])
+{
+    const char *ahead = x86_rows_ahead(row, stride, 4, PREFETCH_BYTES);
+    const size_t blocks = n / RAYO_QK_K;
+    UNROLL_X for (int j = 0; j < NX; j++) UNROLL_ROWS for (int r = 0; r < 4; r++) out[j][r] = 0.0;
+    for (size_t b = 0; b < blocks;) {
+        size_t end = b + X86_Q4_K_BLOCKS_PER_GROUP < blocks ? b + X86_Q4_K_BLOCKS_PER_GROUP : blocks;
+        __m256 acc[TYPED_GEMV_MANY_X][4];
+        UNROLL_X for (int j = 0; j < NX; j++) UNROLL_ROWS for (int r = 0; r < 4; r++) acc[j][r] = _mm256_setzero_ps();
+        for (; b < end; b++) {
+            const int8_t *xq[TYPED_GEMV_MANY_X];
+            x86_prefetch_run(ahead + 4 * RAYO_Q4_K_BYTES * b, 4 * RAYO_Q4_K_BYTES);
+            UNROLL_X for (int j = 0; j < NX; j++) xq[j] = (per32 ? xs[j]->q8_32 : xs[j]->q8) + RAYO_QK_K * b;
+            UNROLL_ROWS
+            for (int r = 0; r < 4; r++) {
+                const uint8_t *p = row + r * stride + RAYO_Q4_K_BYTES * b;
+                __m256i dots[TYPED_GEMV_MANY_X];
+                __m128i sc8;
+                __m256 d, mins;
+                q4_k_dots_nx(p, xq, NX, dots);
+                x86_q4_k_header(p, &sc8, &d, &mins);
+                UNROLL_X for (int j = 0; j < NX; j++)
+                {
+                    const float *sx = per32 ? xs[j]->scale8_32 + 8 * b : xs[j]->scale8 + b;
+                    acc[j][r] = x86_q4_k_row_dot(dots[j], sc8, d, mins, sx, xs[j]->sum + 8 * b, per32, acc[j][r]);
+                }
+            }
+        }
+        UNROLL_X for (int j = 0; j < NX; j++) UNROLL_ROWS for (int r = 0; r < 4; r++)
+            out[j][r] += v_hsum_pd(v_widen_add(_mm256_setzero_pd(), acc[j][r]));
+    }
+}
+
 /* Defines NAME, the many-x form (TYPED_ROWS_MANY) of NX_BY, an NX form
- * taking the sums' function FN (maddubs or AVX-VNNI; ATTR: the target
- * that FN needs, or nothing). */
+ * taking one more argument before out, FN: the sums' function (maddubs or
+ * AVX-VNNI; ATTR: the target that it needs, or nothing) or Q4_K's per32. */
 #define AVX2_ROWS_MANY(NAME, ATTR, NX_BY, FN)                                                                   \
     static ALWAYS_INLINE ATTR void NAME##_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], \
                                              int NX, size_t n, double out[][4])                               \
@@ -579,6 +634,8 @@ AVX2_ROWS_MANY(q8_0_rows4_i8_many, , q8_0_rows4_i8_nx, x86_q8_0_dot)
 AVX2_ROWS_MANY(q8_0_rows4_vnni_many, X86_AVX_VNNI, q8_0_rows4_i8_nx, x86_q8_0_dot_vnni)
 AVX2_ROWS_MANY(q6_k_rows4_int_many, , q6_k_rows4_int_nx, x86_madd_add)
 AVX2_ROWS_MANY(q6_k_rows4_int_vnni_many, X86_AVX_VNNI, q6_k_rows4_int_nx, x86_madd_add_vnni)
+AVX2_ROWS_MANY(q4_k_rows4_int_many, , q4_k_rows4_nx, 0)
+AVX2_ROWS_MANY(q4_k_rows4_i8_32_many, , q4_k_rows4_nx, 1)
 
 static typed_rows_many_fn *avx2_many_for(typed_rows_fn *rows)
 {
@@ -586,6 +643,8 @@ static typed_rows_many_fn *avx2_many_for(typed_rows_fn *rows)
         return q4_0_rows4_i8_many;
     if (rows == rows_q6_k_int || rows == rows_q6_k_int_vnni)
         return rows == rows_q6_k_int ? q6_k_rows4_int_many : q6_k_rows4_int_vnni_many;
+    if (rows == rows_q4_k_int || rows == rows_q4_k_i8_32)
+        return rows == rows_q4_k_int ? q4_k_rows4_int_many : q4_k_rows4_i8_32_many;
     return rows == rows_q8_0_i8 ? q8_0_rows4_i8_many : rows == rows_q8_0_i8_vnni ? q8_0_rows4_vnni_many : NULL;
 }
 
