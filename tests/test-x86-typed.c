@@ -220,11 +220,12 @@ static void check_relaxed_accuracy(rayo_context *ctx, const char *backend, rayo_
  * matmul.c): each row of C must be the gemv of B with that row of A, bit
  * for bit, whichever path its x takes (int8, int16 or strict: with mixed,
  * row 1 holds outliers, row 2 a NaN, row 3 a block near 1e-35).  Relaxed
- * calls of up to 4 rows with k >= 1024 and strict calls of up to 20 rows (two calls of the
- * gemvs past 16) take that path; strided A and C, beta != 0.  mixed 0:
- * every row ordinary (every x then takes the int8 path together); mixed
- * 2: every row with +-8 once in 256 (Q4_K and Q6_K: every x in int8 per
- * 32 values at n = 2304). */
+ * calls of up to 4-12 rows (by dtype and plugin: gemv_rows_max) with k >=
+ * 1024 and strict calls of up to 20 rows (two calls of the gemvs past 16)
+ * take that path; strided A and C, beta != 0.  mixed 0: every row
+ * ordinary (every x then takes the int8 path together); mixed 2: every
+ * row with +-8 once in 256 (Q4_K and Q6_K: every x in int8 per 32 values
+ * at n = 2304). */
 static void check_rows_as_gemvs(rayo_context *ctx, const char *backend, rayo_dtype dt, size_t m, size_t k,
                                 rayo_precision p, int mixed)
 {

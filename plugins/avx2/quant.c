@@ -99,6 +99,7 @@ static inline double sum_wide(const __m256d acc[2])
  * rows' accumulators then stay in registers (a loop over an array of them
  * kept it in memory) and the parts' offsets and lane indexes are constants. */
 #define UNROLL_ROWS _Pragma("GCC unroll 4")
+#define UNROLL_X _Pragma("GCC unroll 4") /* and over the x's of the many-x forms */
 
 /* acc += the dot of block b of a row (at blk) with x, in float lanes. */
 typedef __m256 block_fn(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc);
@@ -348,14 +349,14 @@ static ALWAYS_INLINE void q6_k_int_nx(const uint8_t *blk, const typed_gemv_x *co
 {
     __m128i scales8 = x86_load128(blk + RAYO_Q6_K_SCALES);
     __m256i sum[TYPED_GEMV_MANY_X];
-    UNROLL_ROWS for (int j = 0; j < NX; j++) sum[j] = _mm256_setzero_si256();
+    UNROLL_X for (int j = 0; j < NX; j++) sum[j] = _mm256_setzero_si256();
     UNROLL_ROWS
     for (int h = 0; h < 2; h++) {
         __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h), sc_h = x86_q6_k_scales16(scales8, h);
         UNROLL_ROWS
         for (int k = 0; k < 4; k++) {
             __m256i sc = x86_q6_k_scale_pair(sc_h, k), codes = x86_q6_k_codes(blk, qh, h, k);
-            UNROLL_ROWS for (int j = 0; j < NX; j++)
+            UNROLL_X for (int j = 0; j < NX; j++)
             {
                 const int8_t *xq = xs[j]->q8 + RAYO_QK_K * b + 128 * h + 32 * k;
                 sum[j] = madd_add(sum[j], _mm256_maddubs_epi16(codes, x86_load256(xq)), sc);
@@ -363,7 +364,7 @@ static ALWAYS_INLINE void q6_k_int_nx(const uint8_t *blk, const typed_gemv_x *co
         }
     }
     float d = x86_f16_at(blk + RAYO_Q6_K_D);
-    UNROLL_ROWS for (int j = 0; j < NX; j++)
+    UNROLL_X for (int j = 0; j < NX; j++)
     {
         __m256i offset = _mm256_madd_epi16(x86_load256(xs[j]->qsum + 16 * b), _mm256_cvtepi8_epi16(scales8));
         acc[j] = scaled_add(_mm256_sub_epi32(sum[j], _mm256_slli_epi32(offset, 5)), d * xs[j]->scale8[b], acc[j]);
@@ -485,13 +486,11 @@ static typed_rows_fn *avx2_rows_for_cpu(const cpu_state *st, typed_rows_fn *rows
 }
 
 /* ---- relaxed, several x's at once (TYPED_GEMV_MANY_FOR): each pair of
- * blocks (Q4_0, Q8_0) or block (Q6_K) of four rows decoded once for up to
- * four x's, every (row, x) sum made in the row kernel's order, so the
- * results are its own.  Four x's at once leave AVX2's 16 registers short
- * (the sums go to the stack), yet ran 5-10% faster than two at a time,
- * decoding again for the next two. */
-
-#define UNROLL_X _Pragma("GCC unroll 4")
+ * blocks (Q4_0, Q8_0) or block (Q4_K, Q6_K) of four rows decoded once for
+ * up to four x's, every (row, x) sum made in the row kernel's order, so
+ * the results are its own.  Four x's at once leave AVX2's 16 registers
+ * short (the sums go to the stack), yet ran 5-10% faster than two at a
+ * time, decoding again for the next two (Q4_0, Q8_0). */
 
 /* q4_0_rows4_i8 for NX x's: AVX2 and AVX-VNNI make the same integer sums,
  * so this maddubs form stands for both. */
