@@ -220,9 +220,12 @@ static void check_relaxed_accuracy(rayo_context *ctx, const char *backend, rayo_
  * matmul.c): each row of C must be the gemv of B with that row of A, bit
  * for bit, whichever path its x takes (int8, int16 or strict: with mixed,
  * row 1 holds outliers, row 2 a NaN, row 3 a block near 1e-35).  Relaxed
- * calls of up to 4 rows with k >= 1024 and strict calls of up to 20 rows (two calls of the
- * gemvs past 16) take that path; strided A and C, beta != 0.  mixed 0:
- * every row ordinary (every x then takes the int8 path together). */
+ * calls of up to 4-12 rows (by dtype and plugin: gemv_rows_max) with k >=
+ * 1024 and strict calls of up to 20 rows (two calls of the gemvs past 16)
+ * take that path; strided A and C, beta != 0.  mixed 0: every row
+ * ordinary (every x then takes the int8 path together); mixed 2: every
+ * row with +-8 once in 256 (Q4_K and Q6_K: every x in int8 per 32 values
+ * at n = 2304). */
 static void check_rows_as_gemvs(rayo_context *ctx, const char *backend, rayo_dtype dt, size_t m, size_t k,
                                 rayo_precision p, int mixed)
 {
@@ -236,10 +239,10 @@ static void check_rows_as_gemvs(rayo_context *ctx, const char *backend, rayo_dty
         goto out;
     }
     for (size_t r = 0; r < m; r++)
-        fill_x(A + r * lda, k, mixed && r == 1 ? X_OUTLIERS : X_UNIFORM);
-    if (mixed && m > 2)
+        fill_x(A + r * lda, k, mixed == 2 ? X_ONE_IN_256 : mixed && r == 1 ? X_OUTLIERS : X_UNIFORM);
+    if (mixed == 1 && m > 2)
         A[2 * lda + k / 2] = NAN;
-    for (size_t i = 0; mixed && m > 3 && i < 32; i++)
+    for (size_t i = 0; mixed == 1 && m > 3 && i < 32; i++)
         A[3 * lda + 32 + i] = 1e-35f * (float)(i % 5);
     conform_fill_uniform(&rng, C, m * ldc, -1.0, 1.0);
     rayo_call mm = { .struct_size = sizeof(rayo_call), .op = RAYO_OP_MATMUL, .flags = RAYO_TRANS_B,
@@ -297,10 +300,14 @@ static void run_all(rayo_context *ctx, const char *backend)
         size_t k = rayo_dtype_is_block(typed[i]) ? 1024 : 1001;
         /* all rows ordinary: the kernels that decode a block once for
          * several x's run where the plugin has them (k = 1056: an odd block) */
-        for (size_t m = 2; m <= 4 && rayo_dtype_is_block(typed[i]); m++) {
+        for (size_t m = 2; m <= 5 && rayo_dtype_is_block(typed[i]); m++) {
             check_rows_as_gemvs(ctx, backend, typed[i], m, k, RAYO_PRECISION_RELAXED, 0);
             if (typed[i] == RAYO_DTYPE_Q8_0 || typed[i] == RAYO_DTYPE_Q4_0)
                 check_rows_as_gemvs(ctx, backend, typed[i], m, 1056, RAYO_PRECISION_RELAXED, 0);
+            /* K formats: nine super-blocks, a group of eight in float and one more */
+            int k_format = typed[i] == RAYO_DTYPE_Q4_K || typed[i] == RAYO_DTYPE_Q6_K;
+            for (int mixed = 0; k_format && mixed <= 2; mixed += 2)
+                check_rows_as_gemvs(ctx, backend, typed[i], m, 2304, RAYO_PRECISION_RELAXED, mixed);
         }
         for (size_t m = 1; m <= 4 && rayo_dtype_is_block(typed[i]); m++)
             check_rows_as_gemvs(ctx, backend, typed[i], m, k, RAYO_PRECISION_RELAXED, 1);

@@ -99,6 +99,7 @@ static inline double sum_wide(const __m256d acc[2])
  * rows' accumulators then stay in registers (a loop over an array of them
  * kept it in memory) and the parts' offsets and lane indexes are constants. */
 #define UNROLL_ROWS _Pragma("GCC unroll 4")
+#define UNROLL_X _Pragma("GCC unroll 4") /* and over the x's of the many-x forms */
 
 /* acc += the dot of block b of a row (at blk) with x, in float lanes. */
 typedef __m256 block_fn(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc);
@@ -341,26 +342,41 @@ static ALWAYS_INLINE __m256 block_q4_0_pair(const uint8_t *blk, const typed_gemv
  * (pairs into int16: at most 2 * 63 * 127), madd by the two groups' scales
  * (int16 lanes 0-7 hold group 2j, lanes 8-15 group 2j + 1; madd and add,
  * or one AVX-VNNI vpdpwssd: x86_madd_add); the -32 part is madd of x's
- * group sums with the scales. */
-static ALWAYS_INLINE __m256 q6_k_int_by(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc,
-                                         x86_madd_add_fn *madd_add)
+ * group sums with the scales.  For NX x's at once (acc[j] += x j's sum):
+ * each 32 codes and their scales decoded once. */
+static ALWAYS_INLINE void q6_k_int_nx(const uint8_t *blk, const typed_gemv_x *const xs[], int NX, size_t b,
+                                      x86_madd_add_fn *madd_add, __m256 acc[])
 {
-    const int8_t *xq = x->q8 + RAYO_QK_K * b;
     __m128i scales8 = x86_load128(blk + RAYO_Q6_K_SCALES);
-    __m256i offset = _mm256_madd_epi16(x86_load256(x->qsum + 16 * b), _mm256_cvtepi8_epi16(scales8));
-    __m256i sum = _mm256_setzero_si256();
+    __m256i sum[TYPED_GEMV_MANY_X];
+    UNROLL_X for (int j = 0; j < NX; j++) sum[j] = _mm256_setzero_si256();
     UNROLL_ROWS
     for (int h = 0; h < 2; h++) {
         __m256i qh = x86_load256(blk + RAYO_Q6_K_QH + 32 * h), sc_h = x86_q6_k_scales16(scales8, h);
         UNROLL_ROWS
-        for (int k = 0; k < 4; k++, xq += 32) {
-            __m256i sc = x86_q6_k_scale_pair(sc_h, k);
-            __m256i p = _mm256_maddubs_epi16(x86_q6_k_codes(blk, qh, h, k), x86_load256(xq));
-            sum = madd_add(sum, p, sc);
+        for (int k = 0; k < 4; k++) {
+            __m256i sc = x86_q6_k_scale_pair(sc_h, k), codes = x86_q6_k_codes(blk, qh, h, k);
+            UNROLL_X for (int j = 0; j < NX; j++)
+            {
+                const int8_t *xq = xs[j]->q8 + RAYO_QK_K * b + 128 * h + 32 * k;
+                sum[j] = madd_add(sum[j], _mm256_maddubs_epi16(codes, x86_load256(xq)), sc);
+            }
         }
     }
-    sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(offset, 5));
-    return scaled_add(sum, x86_f16_at(blk + RAYO_Q6_K_D) * x->scale8[b], acc);
+    float d = x86_f16_at(blk + RAYO_Q6_K_D);
+    UNROLL_X for (int j = 0; j < NX; j++)
+    {
+        __m256i offset = _mm256_madd_epi16(x86_load256(xs[j]->qsum + 16 * b), _mm256_cvtepi8_epi16(scales8));
+        acc[j] = scaled_add(_mm256_sub_epi32(sum[j], _mm256_slli_epi32(offset, 5)), d * xs[j]->scale8[b], acc[j]);
+    }
+}
+
+static ALWAYS_INLINE __m256 q6_k_int_by(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc,
+                                         x86_madd_add_fn *madd_add)
+{
+    const typed_gemv_x *const xs[1] = { x };
+    q6_k_int_nx(blk, xs, 1, b, madd_add, &acc);
+    return acc;
 }
 
 static ALWAYS_INLINE __m256 block_q6_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m256 acc)
@@ -470,12 +486,11 @@ static typed_rows_fn *avx2_rows_for_cpu(const cpu_state *st, typed_rows_fn *rows
 }
 
 /* ---- relaxed, several x's at once (TYPED_GEMV_MANY_FOR): each pair of
- * blocks of four rows decoded once for up to four x's, every (row, x) sum
- * made in the row kernel's order, so the results are its own.  Four x's
- * at once leave AVX2's 16 registers short (the sums go to the stack), yet
- * ran 5-10% faster than two at a time, decoding again for the next two. */
-
-#define UNROLL_X _Pragma("GCC unroll 4")
+ * blocks (Q4_0, Q8_0) or block (Q4_K, Q6_K) of four rows decoded once for
+ * up to four x's, every (row, x) sum made in the row kernel's order, so
+ * the results are its own.  Four x's at once leave AVX2's 16 registers
+ * short (the sums go to the stack), yet ran 5-10% faster than two at a
+ * time, decoding again for the next two (Q4_0, Q8_0). */
 
 /* q4_0_rows4_i8 for NX x's: AVX2 and AVX-VNNI make the same integer sums,
  * so this maddubs form stands for both. */
@@ -524,27 +539,111 @@ static ALWAYS_INLINE void q8_0_rows4_i8_nx(const uint8_t *row, size_t stride, co
     }
 }
 
-static ALWAYS_INLINE void q8_0_rows4_i8_maddubs_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[],
-                                                   int NX, size_t n, double out[][4])
+/* rows_q6_k_int (dots_of_blocks of four rows over q6_k_int_by) for NX x's. */
+static ALWAYS_INLINE void q6_k_rows4_int_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], int NX,
+                                            size_t n, x86_madd_add_fn *madd_add, double out[][4])
 {
-    q8_0_rows4_i8_nx(row, stride, xs, NX, n, x86_q8_0_dot, out);
+    const char *ahead = x86_rows_ahead(row, stride, 4, PREFETCH_BYTES);
+    const size_t blocks = n / RAYO_QK_K, group = TYPED_GEMV_INT_GROUP / RAYO_QK_K;
+    __m256d acc[TYPED_GEMV_MANY_X][4][2];
+    UNROLL_X for (int j = 0; j < NX; j++) UNROLL_ROWS for (int r = 0; r < 4; r++)
+        acc[j][r][0] = acc[j][r][1] = _mm256_setzero_pd();
+    for (size_t b = 0; b < blocks;) {
+        size_t end = b + group < blocks ? b + group : blocks;
+        __m256 g[4][TYPED_GEMV_MANY_X];
+        UNROLL_ROWS for (int r = 0; r < 4; r++) UNROLL_X for (int j = 0; j < NX; j++) g[r][j] = _mm256_setzero_ps();
+        for (; b < end; b++) {
+            x86_prefetch_run(ahead + 4 * RAYO_Q6_K_BYTES * b, 4 * RAYO_Q6_K_BYTES);
+            UNROLL_ROWS for (int r = 0; r < 4; r++)
+                q6_k_int_nx(row + r * stride + RAYO_Q6_K_BYTES * b, xs, NX, b, madd_add, g[r]);
+        }
+        UNROLL_X for (int j = 0; j < NX; j++) UNROLL_ROWS for (int r = 0; r < 4; r++) add_wide(acc[j][r], g[r][j]);
+    }
+    UNROLL_X for (int j = 0; j < NX; j++) UNROLL_ROWS for (int r = 0; r < 4; r++) out[j][r] = sum_wide(acc[j][r]);
 }
 
-static ALWAYS_INLINE X86_AVX_VNNI void q8_0_rows4_vnni_nx(const uint8_t *row, size_t stride,
-                                                          const typed_gemv_x *const xs[], int NX, size_t n,
-                                                          double out[][4])
+/* x86_q4_k_dots of one row (blk) for NX x's (xq[j]: block b's int8
+ * values) into dots[j]: each chunk's nibbles unpacked once. */
+static ALWAYS_INLINE void q4_k_dots_nx(const uint8_t *blk, const int8_t *const xq[], int NX,
+                                       __m256i dots[TYPED_GEMV_MANY_X])
 {
-    q8_0_rows4_i8_nx(row, stride, xs, NX, n, x86_q8_0_dot_vnni, out);
+    const __m256i low_nibbles = _mm256_set1_epi8(15);
+    __m256i chunk[TYPED_GEMV_MANY_X], half[TYPED_GEMV_MANY_X];
+    UNROLL_ROWS
+    for (int c = 0; c < 4; c++) {
+        __m256i bytes = x86_load256(blk + RAYO_Q4_K_QS + 32 * c);
+        __m256i lo = _mm256_and_si256(bytes, low_nibbles);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles);
+        UNROLL_X for (int j = 0; j < NX; j++)
+            x86_q4_k_levels(c, _mm256_maddubs_epi16(lo, x86_load256(xq[j] + 64 * c)),
+                            _mm256_maddubs_epi16(hi, x86_load256(xq[j] + 64 * c + 32)), &chunk[j], &half[j], &dots[j]);
+    }
 }
+
+/* rows_q4_k_int (per32 0) or rows_q4_k_i8_32 (per32 1) of four rows
+ * (x86_q4_k_rows) for NX x's: each row's block header and codes decoded
+ * once. */
+static ALWAYS_INLINE void q4_k_rows4_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], int NX,
+                                        size_t n, int per32, double out[][4])
+{
+    const char *ahead = x86_rows_ahead(row, stride, 4, PREFETCH_BYTES);
+    const size_t blocks = n / RAYO_QK_K;
+    UNROLL_X for (int j = 0; j < NX; j++) UNROLL_ROWS for (int r = 0; r < 4; r++) out[j][r] = 0.0;
+    for (size_t b = 0; b < blocks;) {
+        size_t end = b + X86_Q4_K_BLOCKS_PER_GROUP < blocks ? b + X86_Q4_K_BLOCKS_PER_GROUP : blocks;
+        __m256 acc[TYPED_GEMV_MANY_X][4];
+        UNROLL_X for (int j = 0; j < NX; j++) UNROLL_ROWS for (int r = 0; r < 4; r++) acc[j][r] = _mm256_setzero_ps();
+        for (; b < end; b++) {
+            const int8_t *xq[TYPED_GEMV_MANY_X];
+            x86_prefetch_run(ahead + 4 * RAYO_Q4_K_BYTES * b, 4 * RAYO_Q4_K_BYTES);
+            UNROLL_X for (int j = 0; j < NX; j++) xq[j] = (per32 ? xs[j]->q8_32 : xs[j]->q8) + RAYO_QK_K * b;
+            UNROLL_ROWS
+            for (int r = 0; r < 4; r++) {
+                const uint8_t *p = row + r * stride + RAYO_Q4_K_BYTES * b;
+                __m256i dots[TYPED_GEMV_MANY_X];
+                __m128i sc8;
+                __m256 d, mins;
+                q4_k_dots_nx(p, xq, NX, dots);
+                x86_q4_k_header(p, &sc8, &d, &mins);
+                UNROLL_X for (int j = 0; j < NX; j++)
+                {
+                    const float *sx = per32 ? xs[j]->scale8_32 + 8 * b : xs[j]->scale8 + b;
+                    acc[j][r] = x86_q4_k_row_dot(dots[j], sc8, d, mins, sx, xs[j]->sum + 8 * b, per32, acc[j][r]);
+                }
+            }
+        }
+        UNROLL_X for (int j = 0; j < NX; j++) UNROLL_ROWS for (int r = 0; r < 4; r++)
+            out[j][r] += v_hsum_pd(v_widen_add(_mm256_setzero_pd(), acc[j][r]));
+    }
+}
+
+/* Defines NAME, the many-x form (TYPED_ROWS_MANY) of NX_BY, an NX form
+ * taking one more argument before out, FN: the sums' function (maddubs or
+ * AVX-VNNI; ATTR: the target that it needs, or nothing) or Q4_K's per32. */
+#define AVX2_ROWS_MANY(NAME, ATTR, NX_BY, FN)                                                                   \
+    static ALWAYS_INLINE ATTR void NAME##_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], \
+                                             int NX, size_t n, double out[][4])                               \
+    {                                                                                                         \
+        NX_BY(row, stride, xs, NX, n, FN, out);                                                               \
+    }                                                                                                         \
+    ATTR TYPED_ROWS_MANY(NAME, NAME##_nx)
 
 TYPED_ROWS_MANY(q4_0_rows4_i8_many, q4_0_rows4_i8_nx)
-TYPED_ROWS_MANY(q8_0_rows4_i8_many, q8_0_rows4_i8_maddubs_nx)
-X86_AVX_VNNI TYPED_ROWS_MANY(q8_0_rows4_vnni_many, q8_0_rows4_vnni_nx)
+AVX2_ROWS_MANY(q8_0_rows4_i8_many, , q8_0_rows4_i8_nx, x86_q8_0_dot)
+AVX2_ROWS_MANY(q8_0_rows4_vnni_many, X86_AVX_VNNI, q8_0_rows4_i8_nx, x86_q8_0_dot_vnni)
+AVX2_ROWS_MANY(q6_k_rows4_int_many, , q6_k_rows4_int_nx, x86_madd_add)
+AVX2_ROWS_MANY(q6_k_rows4_int_vnni_many, X86_AVX_VNNI, q6_k_rows4_int_nx, x86_madd_add_vnni)
+AVX2_ROWS_MANY(q4_k_rows4_int_many, , q4_k_rows4_nx, 0)
+AVX2_ROWS_MANY(q4_k_rows4_i8_32_many, , q4_k_rows4_nx, 1)
 
 static typed_rows_many_fn *avx2_many_for(typed_rows_fn *rows)
 {
     if (rows == rows_q4_0_i8 || rows == rows_q4_0_i8_vnni)
         return q4_0_rows4_i8_many;
+    if (rows == rows_q6_k_int || rows == rows_q6_k_int_vnni)
+        return rows == rows_q6_k_int ? q6_k_rows4_int_many : q6_k_rows4_int_vnni_many;
+    if (rows == rows_q4_k_int || rows == rows_q4_k_i8_32)
+        return rows == rows_q4_k_int ? q4_k_rows4_int_many : q4_k_rows4_i8_32_many;
     return rows == rows_q8_0_i8 ? q8_0_rows4_i8_many : rows == rows_q8_0_i8_vnni ? q8_0_rows4_vnni_many : NULL;
 }
 

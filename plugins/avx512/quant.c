@@ -594,42 +594,58 @@ static ALWAYS_INLINE __m512 q4_k_d_dmin4(const uint8_t *const p[4])
     return _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_setr_epi32((int)u[0], (int)u[1], (int)u[2], (int)u[3])));
 }
 
-/* The minimums of the four rows (sm, dd as above) against x's exact sums
- * per 32 (xsum, the block's 8): mins[h] -= dmin m[s] xsum[s], rows 2h
- * (lanes 0-7) and 2h + 1 (lanes 8-15): two rows a vector. */
-static ALWAYS_INLINE void q4_k_minus_mins4(__m512i sm, __m512 dd, const float *xsum, __m512 mins[2])
+/* The minimums' factors of the four rows (sm, dd as above): m_dmin[h]
+ * holds dmin m[s] of rows 2h (lanes 0-7) and 2h + 1 (lanes 8-15), for
+ * the sub-blocks s of x's sums per 32 in the same lanes; they do not
+ * depend on x. */
+static ALWAYS_INLINE void q4_k_mins_dmin4(__m512i sm, __m512 dd, __m512 m_dmin[2])
 {
     __m256i m = _mm512_castsi512_si256(_mm512_permutexvar_epi64(_mm512_setr_epi64(1, 3, 5, 7, 1, 3, 5, 7), sm));
-    __m512 x = _mm512_broadcast_f32x8(_mm256_loadu_ps(xsum));
     UNROLL
     for (int h = 0; h < 2; h++) {
         __m128i m8 = h ? _mm256_extracti128_si256(m, 1) : _mm256_castsi256_si128(m);
         __m512i dmin_lanes = _mm512_inserti64x4(_mm512_set1_epi32(4 * h + 1), _mm256_set1_epi32(4 * h + 3), 1);
-        __m512 m_dmin = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m8)), _mm512_permutexvar_ps(dmin_lanes, dd));
-        mins[h] = _mm512_fnmadd_ps(m_dmin, x, mins[h]);
+        m_dmin[h] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m8)), _mm512_permutexvar_ps(dmin_lanes, dd));
     }
 }
 
+/* mins[h] -= m_dmin[h] against x's exact sums per 32 (xsum, the block's 8). */
+static ALWAYS_INLINE void q4_k_minus_mins4(const __m512 m_dmin[2], const float *xsum, __m512 mins[2])
+{
+    __m512 x = _mm512_broadcast_f32x8(_mm256_loadu_ps(xsum));
+    UNROLL for (int h = 0; h < 2; h++) mins[h] = _mm512_fnmadd_ps(m_dmin[h], x, mins[h]);
+}
+
 /* One row's block (at p; its scales in bytes 0-7 of every 128-bit lane of
- * sc, its d in every lane of d) against x (xv, xs) without the minimums:
- * per32 0: xs[0] holds x's scale per 256 in every lane, the scaled int32
- * sums are added in int32 (at most 4 * 2 * (2 * 15 * 127) * 63 a lane) and
- * go to float once; per32 1: each half's sums go to float times its lanes'
- * x scales. */
-static ALWAYS_INLINE __m512 q4_k_block512(const uint8_t *p, __m512i sc, __m512 d, const __m512i xv[4],
-                                          const __m512 xs[4], int per32, __m512 acc)
+ * sc) decoded for q4_k_dot512: codes[2P] the low nibbles of half P,
+ * codes[2P + 1] the high ones; scales[j] their sub-blocks' int16 scales. */
+static ALWAYS_INLINE void q4_k_codes512(const uint8_t *p, __m512i sc, __m512i codes[4], __m512i scales[4])
 {
     const __m512i low_nibbles = _mm512_set1_epi8(15);
+    UNROLL
+    for (int P = 0; P < 2; P++) {
+        __m512i v = load512(p + RAYO_Q4_K_QS + 64 * P);
+        codes[2 * P] = _mm512_and_si512(v, low_nibbles);
+        codes[2 * P + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low_nibbles);
+        scales[2 * P] = _mm512_shuffle_epi8(sc, q4_k_scale_pattern(4 * P, 4 * P + 2));
+        scales[2 * P + 1] = _mm512_shuffle_epi8(sc, q4_k_scale_pattern(4 * P + 1, 4 * P + 3));
+    }
+}
+
+/* One row's decoded block (its d in every lane of d) against x (xv, xs)
+ * without the minimums: per32 0: xs[0] holds x's scale per 256 in every
+ * lane, the scaled int32 sums are added in int32 (at most 4 * 2 * (2 * 15
+ * * 127) * 63 a lane) and go to float once; per32 1: each half's sums go
+ * to float times its lanes' x scales. */
+static ALWAYS_INLINE __m512 q4_k_dot512(const __m512i codes[4], const __m512i scales[4], __m512 d,
+                                        const __m512i xv[4], const __m512 xs[4], int per32, __m512 acc)
+{
     __m512i sum = _mm512_setzero_si512();
     __m512 t = _mm512_setzero_ps();
     UNROLL
     for (int P = 0; P < 2; P++) {
-        __m512i v = load512(p + RAYO_Q4_K_QS + 64 * P);
-        __m512i lo = _mm512_and_si512(v, low_nibbles), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low_nibbles);
-        __m512i s_lo = _mm512_madd_epi16(_mm512_maddubs_epi16(lo, xv[2 * P]),
-                                         _mm512_shuffle_epi8(sc, q4_k_scale_pattern(4 * P, 4 * P + 2)));
-        __m512i s_hi = _mm512_madd_epi16(_mm512_maddubs_epi16(hi, xv[2 * P + 1]),
-                                         _mm512_shuffle_epi8(sc, q4_k_scale_pattern(4 * P + 1, 4 * P + 3)));
+        __m512i s_lo = _mm512_madd_epi16(_mm512_maddubs_epi16(codes[2 * P], xv[2 * P]), scales[2 * P]);
+        __m512i s_hi = _mm512_madd_epi16(_mm512_maddubs_epi16(codes[2 * P + 1], xv[2 * P + 1]), scales[2 * P + 1]);
         if (!per32) {
             sum = _mm512_add_epi32(sum, _mm512_add_epi32(s_lo, s_hi));
         } else {
@@ -649,6 +665,18 @@ static ALWAYS_INLINE __m512i lane128_of(__m512i v, int r)
     return _mm512_permutexvar_epi32(_mm512_add_epi32(_mm512_set1_epi32(4 * r), in_lane), v);
 }
 
+/* x's int8 values (q8) and scales (scale: per 32 values with per32, else
+ * per 256) of block b as q4_k_dot512 takes them. */
+static ALWAYS_INLINE void q4_k_x_of(const int8_t *q8, const float *scale, int per32, size_t b, __m512i xv[4],
+                                    __m512 xs[4])
+{
+    q4_k_x_order(q8 + RAYO_QK_K * b, xv);
+    if (per32)
+        q4_k_x_scales(scale + 8 * b, xs);
+    else
+        xs[0] = _mm512_set1_ps(scale[b]);
+}
+
 /* Block b of R (1..4) rows: their headers decoded together (the lanes of
  * rows past R repeat row 0), then each row's codes. */
 static ALWAYS_INLINE void q4_k_rows_block(const uint8_t *row, size_t stride, int R, const __m512i xv[4],
@@ -658,11 +686,16 @@ static ALWAYS_INLINE void q4_k_rows_block(const uint8_t *row, size_t stride, int
     const uint8_t *p[4];
     UNROLL for (int r = 0; r < 4; r++) p[r] = row + (r < R ? r : 0) * stride;
     __m512i sm = q4_k_scales_mins4(p);
-    __m512 dd = q4_k_d_dmin4(p);
-    q4_k_minus_mins4(sm, dd, xsum, mins);
-    UNROLL for (int r = 0; r < R; r++)
-        acc[r] = q4_k_block512(p[r], lane128_of(sm, r),
-                               _mm512_permutexvar_ps(_mm512_set1_epi32(2 * r), dd), xv, xs, per32, acc[r]);
+    __m512 dd = q4_k_d_dmin4(p), m_dmin[2];
+    q4_k_mins_dmin4(sm, dd, m_dmin);
+    q4_k_minus_mins4(m_dmin, xsum, mins);
+    UNROLL
+    for (int r = 0; r < R; r++) {
+        __m512i codes[4], scales[4];
+        q4_k_codes512(p[r], lane128_of(sm, r), codes, scales);
+        acc[r] = q4_k_dot512(codes, scales, _mm512_permutexvar_ps(_mm512_set1_epi32(2 * r), dd), xv, xs, per32,
+                             acc[r]);
+    }
 }
 
 /* Row r's lanes of the minimums' vectors (q4_k_minus_mins4) as a double sum. */
@@ -689,11 +722,7 @@ static ALWAYS_INLINE void q4_k_rows512(const uint8_t *row, size_t stride, int R,
             __m512i xv[4];
             __m512 xs[4];
             x86_prefetch_run(ahead + R * RAYO_Q4_K_BYTES * b, R * RAYO_Q4_K_BYTES);
-            q4_k_x_order(q8 + RAYO_QK_K * b, xv);
-            if (per32)
-                q4_k_x_scales(scale + 8 * b, xs);
-            else
-                xs[0] = _mm512_set1_ps(scale[b]);
+            q4_k_x_of(q8, scale, per32, b, xv, xs);
             q4_k_rows_block(row + RAYO_Q4_K_BYTES * b, stride, R, xv, xs, xsum + 8 * b, per32, acc, mins);
         }
         UNROLL for (int r = 0; r < R; r++)
@@ -758,37 +787,57 @@ static inline __m512i quarters16(short g)
     return _mm512_inserti32x4(v, _mm_set1_epi16((short)(g + 3)), 3);
 }
 
-/* The int32 sums of 64 codes (half j of h: values 128h + 64j ..) times
- * x (xq at them) times their four 16-value groups' int16 scales (sc16):
- * lanes 4i .. 4i + 3 hold group 8h + 4j + i, so lanes 0-7 the 32 values
- * of chunk 4h + 2j, lanes 8-15 of chunk 4h + 2j + 1. */
-static ALWAYS_INLINE __m512i q6_k_half_sums(__m512i codes, const int8_t *xq, __m512i sc16, int h, int j)
+/* int16 lanes 4i .. 4i + 3 (of each 128-bit lane): group 8h + 4j + i's
+ * scale, from the 16 scales in int16 (sc16): those of half j of h. */
+static ALWAYS_INLINE __m512i q6_k_groups(__m256i sc16, int h, int j)
 {
-    __m512i groups = _mm512_permutexvar_epi16(quarters16((short)(8 * h + 4 * j)), sc16);
-    return _mm512_madd_epi16(_mm512_maddubs_epi16(codes, load512(xq + 128 * h + 64 * j)), groups);
+    return _mm512_permutexvar_epi16(quarters16((short)(8 * h + 4 * j)), _mm512_castsi256_si512(sc16));
+}
+
+/* One row's Q6_K block decoded: codes[2h + j] half j of h's codes
+ * (q6_k_codes512), groups[2h + j] their scales (q6_k_groups), sc16 the
+ * 16 scales in int16, d the block's d. */
+typedef struct q6_k_decoded {
+    __m512i codes[4], groups[4];
+    __m256i sc16;
+    float d;
+} q6_k_decoded;
+
+static ALWAYS_INLINE void q6_k_decode512(const uint8_t *blk, q6_k_decoded *w)
+{
+    w->sc16 = _mm256_cvtepi8_epi16(x86_load128(blk + RAYO_Q6_K_SCALES));
+    w->d = x86_f16_at(blk + RAYO_Q6_K_D);
+    UNROLL
+    for (int h = 0; h < 2; h++) {
+        q6_k_codes512(blk, h, w->codes + 2 * h);
+        w->groups[2 * h] = q6_k_groups(w->sc16, h, 0);
+        w->groups[2 * h + 1] = q6_k_groups(w->sc16, h, 1);
+    }
+}
+
+/* The int32 sums of the codes of half j of h (w: values 128h + 64j ..)
+ * times x (xq at them) times their four 16-value groups' scales: lanes
+ * 0-7 hold the 32 values of chunk 4h + 2j, lanes 8-15 of chunk 4h + 2j + 1. */
+static ALWAYS_INLINE __m512i q6_k_half_sums(const q6_k_decoded *w, const int8_t *xq, int h, int j)
+{
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(w->codes[2 * h + j], load512(xq + 128 * h + 64 * j)),
+                             w->groups[2 * h + j]);
 }
 
 /* Q6_K against int8 x per 256 values: d (x scale) sum_g sc[g] (sum q xq -
  * 32 sum xq) over the 16 groups g of 16 values, in int32 (maddubs pairs at
  * most 2 * 63 * 127; the -32 part: madd of x's group sums with the
- * scales). */
-static ALWAYS_INLINE __m512 block_q6_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
+ * scales); the block decoded (q6_k_decode512). */
+static ALWAYS_INLINE __m512 q6_k_dot_int(const q6_k_decoded *w, const typed_gemv_x *x, size_t b, __m512 acc)
 {
     const int8_t *xq = x->q8 + RAYO_QK_K * b;
-    __m128i scales8 = x86_load128(blk + RAYO_Q6_K_SCALES);
-    __m256i sc16_256 = _mm256_cvtepi8_epi16(scales8);
-    __m512i sc16 = _mm512_castsi256_si512(sc16_256);
-    __m256i offset = _mm256_madd_epi16(x86_load256(x->qsum + 16 * b), sc16_256);
+    __m256i offset = _mm256_madd_epi16(x86_load256(x->qsum + 16 * b), w->sc16);
     __m512i sum = _mm512_setzero_si512();
     UNROLL
-    for (int h = 0; h < 2; h++) {
-        __m512i codes[2];
-        q6_k_codes512(blk, h, codes);
-        sum = _mm512_add_epi32(sum, _mm512_add_epi32(q6_k_half_sums(codes[0], xq, sc16, h, 0),
-                                                     q6_k_half_sums(codes[1], xq, sc16, h, 1)));
-    }
+    for (int h = 0; h < 2; h++)
+        sum = _mm512_add_epi32(sum, _mm512_add_epi32(q6_k_half_sums(w, xq, h, 0), q6_k_half_sums(w, xq, h, 1)));
     __m512i total = _mm512_sub_epi32(sum, _mm512_zextsi256_si512(_mm256_slli_epi32(offset, 5)));
-    return scaled_add(total, x86_f16_at(blk + RAYO_Q6_K_D) * x->scale8[b], acc);
+    return scaled_add(total, w->d * x->scale8[b], acc);
 }
 
 /* x's scales per 32 values of chunks 4h + 2j (lanes 0-7) and 4h + 2j + 1
@@ -804,30 +853,180 @@ static ALWAYS_INLINE __m512 q6_k_x_scales(const float *sx, int h, int j)
  * error budget): each half's int32 sums go to float times their chunks' x
  * scales; the -32 part (lane c: chunk c's madd of x's group sums, qsum,
  * with the scales) times chunk c's x scale, all times d. */
-static ALWAYS_INLINE __m512 block_q6_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
+static ALWAYS_INLINE __m512 q6_k_dot_i8_32(const q6_k_decoded *w, const typed_gemv_x *x, size_t b, __m512 acc)
 {
     const int8_t *xq = x->q8_32 + RAYO_QK_K * b;
     const float *sx = x->scale8_32 + 8 * b;
-    __m128i scales8 = x86_load128(blk + RAYO_Q6_K_SCALES);
-    __m256i sc16_256 = _mm256_cvtepi8_epi16(scales8);
-    __m512i sc16 = _mm512_castsi256_si512(sc16_256);
-    __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(x86_load256(x->qsum + 16 * b), sc16_256), 5);
+    __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(x86_load256(x->qsum + 16 * b), w->sc16), 5);
     __m512 t = _mm512_zextps256_ps512(_mm256_mul_ps(_mm256_cvtepi32_ps(offset), _mm256_loadu_ps(sx)));
     t = _mm512_sub_ps(_mm512_setzero_ps(), t);
     UNROLL
     for (int h = 0; h < 2; h++) {
-        __m512i codes[2];
-        q6_k_codes512(blk, h, codes);
         UNROLL
         for (int j = 0; j < 2; j++)
-            t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q6_k_half_sums(codes[j], xq, sc16, h, j)), q6_k_x_scales(sx, h, j),
-                                t);
+            t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q6_k_half_sums(w, xq, h, j)), q6_k_x_scales(sx, h, j), t);
     }
-    return _mm512_fmadd_ps(_mm512_set1_ps(x86_f16_at(blk + RAYO_Q6_K_D)), t, acc);
+    return _mm512_fmadd_ps(_mm512_set1_ps(w->d), t, acc);
+}
+
+static ALWAYS_INLINE __m512 block_q6_k_int(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
+{
+    q6_k_decoded w;
+    q6_k_decode512(blk, &w);
+    return q6_k_dot_int(&w, x, b, acc);
+}
+
+static ALWAYS_INLINE __m512 block_q6_k_i8_32(const uint8_t *blk, const typed_gemv_x *x, size_t b, __m512 acc)
+{
+    q6_k_decoded w;
+    q6_k_decode512(blk, &w);
+    return q6_k_dot_i8_32(&w, x, b, acc);
 }
 
 TYPED_ROWS_FN(rows_q6_k_int, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_int)
 TYPED_ROWS_FN(rows_q6_k_i8_32, RAYO_QK_K, RAYO_Q6_K_BYTES, TYPED_GEMV_INT_GROUP / RAYO_QK_K, block_q6_k_i8_32)
+
+/* ---- relaxed: Q4_K and Q6_K against several x's at once ---------------------- */
+
+/* Four rows against up to four x's: each block's headers and codes decoded
+ * once, then every x's sums by the row kernel's operations in its order.
+ * With four x's, the 16 float accumulators beside the decoding spill from
+ * the 32 registers; taking the x's in two passes of two over a group of
+ * blocks (its weights from L1 the second time, decoded again) ran no
+ * faster for Q4_K and 7% slower for Q6_K on the AMD EPYC (Zen 5 class, 1
+ * thread, 4 x 5632 x 2048 matmul as gemvs). */
+
+/* x's int8 values and their scales: per 32 values with per32, else per 256. */
+static inline const int8_t *k_x_q8(const typed_gemv_x *x, int per32)
+{
+    return per32 ? x->q8_32 : x->q8;
+}
+
+static inline const float *k_x_scale(const typed_gemv_x *x, int per32)
+{
+    return per32 ? x->scale8_32 : x->scale8;
+}
+
+/* Blocks [b, end) of four Q4_K rows against NX x's, each x's sums as
+ * q4_k_rows512 (R = 4) makes them, its group added into out[j] as there. */
+static ALWAYS_INLINE void q4_k_rows4_group_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[],
+                                              int NX, int per32, size_t b, size_t end, const char *ahead,
+                                              double out[][4])
+{
+    __m512 acc[TYPED_GEMV_MANY_X][4], mins[TYPED_GEMV_MANY_X][2];
+    UNROLL for (int j = 0; j < NX; j++)
+    {
+        UNROLL for (int r = 0; r < 4; r++) acc[j][r] = _mm512_setzero_ps();
+        mins[j][0] = mins[j][1] = _mm512_setzero_ps();
+    }
+    for (; b < end; b++) {
+        const uint8_t *p[4];
+        x86_prefetch_run(ahead + 4 * RAYO_Q4_K_BYTES * b, 4 * RAYO_Q4_K_BYTES);
+        UNROLL for (int r = 0; r < 4; r++) p[r] = row + r * stride + RAYO_Q4_K_BYTES * b;
+        __m512i sm = q4_k_scales_mins4(p), xv[TYPED_GEMV_MANY_X][4];
+        __m512 dd = q4_k_d_dmin4(p), m_dmin[2], xsv[TYPED_GEMV_MANY_X][4];
+        q4_k_mins_dmin4(sm, dd, m_dmin);
+        UNROLL for (int j = 0; j < NX; j++)
+        {
+            q4_k_minus_mins4(m_dmin, xs[j]->sum + 8 * b, mins[j]);
+            q4_k_x_of(k_x_q8(xs[j], per32), k_x_scale(xs[j], per32), per32, b, xv[j], xsv[j]);
+        }
+        UNROLL
+        for (int r = 0; r < 4; r++) {
+            __m512i codes[4], scales[4];
+            q4_k_codes512(p[r], lane128_of(sm, r), codes, scales);
+            __m512 d = _mm512_permutexvar_ps(_mm512_set1_epi32(2 * r), dd);
+            UNROLL for (int j = 0; j < NX; j++)
+                acc[j][r] = q4_k_dot512(codes, scales, d, xv[j], xsv[j], per32, acc[j][r]);
+        }
+    }
+    UNROLL for (int j = 0; j < NX; j++)
+    {
+        UNROLL for (int r = 0; r < 4; r++)
+            out[j][r] += _mm512_reduce_add_pd(z_widen_add(_mm512_setzero_pd(), acc[j][r])) + q4_k_mins_of(mins[j], r);
+    }
+}
+
+/* q4_k_rows512 of four rows for NX x's at once (TYPED_GEMV_MANY_FOR). */
+static ALWAYS_INLINE void q4_k_rows4_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], int NX,
+                                        int per32, size_t n, double out[][4])
+{
+    const char *ahead = x86_rows_ahead(row, stride, 4, PREFETCH_BYTES);
+    size_t blocks = n / RAYO_QK_K;
+    UNROLL for (int j = 0; j < NX; j++)
+    {
+        UNROLL for (int r = 0; r < 4; r++) out[j][r] = 0.0;
+    }
+    for (size_t b = 0; b < blocks; b += X86_Q4_K_BLOCKS_PER_GROUP) {
+        size_t end = b + X86_Q4_K_BLOCKS_PER_GROUP < blocks ? b + X86_Q4_K_BLOCKS_PER_GROUP : blocks;
+        q4_k_rows4_group_nx(row, stride, xs, NX, per32, b, end, ahead, out);
+    }
+}
+
+/* Blocks [b, end) of four Q6_K rows against NX x's into g[j] (row r in
+ * g[j][r]), each x's sums as block_q6_k_int (block_q6_k_i8_32 with
+ * per32) makes them. */
+static ALWAYS_INLINE void q6_k_rows4_group_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[],
+                                              int NX, int per32, size_t b, size_t end, const char *ahead,
+                                              __m512 g[][4])
+{
+    UNROLL for (int j = 0; j < NX; j++)
+    {
+        UNROLL for (int r = 0; r < 4; r++) g[j][r] = _mm512_setzero_ps();
+    }
+    for (; b < end; b++) {
+        x86_prefetch_run(ahead + 4 * RAYO_Q6_K_BYTES * b, 4 * RAYO_Q6_K_BYTES);
+        UNROLL
+        for (int r = 0; r < 4; r++) {
+            q6_k_decoded w;
+            q6_k_decode512(row + r * stride + RAYO_Q6_K_BYTES * b, &w);
+            UNROLL for (int j = 0; j < NX; j++)
+                g[j][r] = per32 ? q6_k_dot_i8_32(&w, xs[j], b, g[j][r]) : q6_k_dot_int(&w, xs[j], b, g[j][r]);
+        }
+    }
+}
+
+/* The Q6_K row kernel of four rows (rows_of_blocks) for NX x's at once
+ * (TYPED_GEMV_MANY_FOR): groups of blocks in float, then double. */
+static ALWAYS_INLINE void q6_k_rows4_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], int NX,
+                                        int per32, size_t n, double out[][4])
+{
+    const char *ahead = x86_rows_ahead(row, stride, 4, PREFETCH_BYTES);
+    const size_t group = TYPED_GEMV_INT_GROUP / RAYO_QK_K, blocks = n / RAYO_QK_K;
+    __m512d acc[TYPED_GEMV_MANY_X][4];
+    UNROLL for (int j = 0; j < NX; j++)
+    {
+        UNROLL for (int r = 0; r < 4; r++) acc[j][r] = _mm512_setzero_pd();
+    }
+    for (size_t b = 0; b < blocks; b += group) {
+        size_t end = b + group < blocks ? b + group : blocks;
+        __m512 g[TYPED_GEMV_MANY_X][4];
+        q6_k_rows4_group_nx(row, stride, xs, NX, per32, b, end, ahead, g);
+        UNROLL for (int j = 0; j < NX; j++)
+        {
+            UNROLL for (int r = 0; r < 4; r++) acc[j][r] = z_widen_add(acc[j][r], g[j][r]);
+        }
+    }
+    UNROLL for (int j = 0; j < NX; j++)
+    {
+        UNROLL for (int r = 0; r < 4; r++) out[j][r] = _mm512_reduce_add_pd(acc[j][r]);
+    }
+}
+
+/* Defines NAME, a many-x form (TYPED_ROWS_MANY) of ROWS4_NX, q4_k_rows4_nx
+ * or q6_k_rows4_nx, with x per 256 values (PER32 0) or per 32 (PER32 1). */
+#define K_ROWS_MANY(NAME, ROWS4_NX, PER32)                                                                   \
+    static ALWAYS_INLINE void NAME##_nx(const uint8_t *row, size_t stride, const typed_gemv_x *const xs[], int NX, \
+                                        size_t n, double out[][4])                                          \
+    {                                                                                                       \
+        ROWS4_NX(row, stride, xs, NX, (PER32), n, out);                                                     \
+    }                                                                                                       \
+    TYPED_ROWS_MANY(NAME, NAME##_nx)
+
+K_ROWS_MANY(q4_k_int_many, q4_k_rows4_nx, 0)
+K_ROWS_MANY(q4_k_i8_32_many, q4_k_rows4_nx, 1)
+K_ROWS_MANY(q6_k_int_many, q6_k_rows4_nx, 0)
+K_ROWS_MANY(q6_k_i8_32_many, q6_k_rows4_nx, 1)
 
 /* ---- several x's at once ------------------------------------------------------ */
 
@@ -835,6 +1034,10 @@ static typed_rows_many_fn *avx512_many_for(typed_rows_fn *rows)
 {
     if (rows == rows_q8_0_i8 && __builtin_cpu_supports("avx512vnni"))
         return q8_0_rows4_vnni_many;
+    if (rows == rows_q4_k_int || rows == rows_q4_k_i8_32)
+        return rows == rows_q4_k_int ? q4_k_int_many : q4_k_i8_32_many;
+    if (rows == rows_q6_k_int || rows == rows_q6_k_i8_32)
+        return rows == rows_q6_k_int ? q6_k_int_many : q6_k_i8_32_many;
     return rows == rows_q4_0_i8 ? q4_0_rows4_i8_many : NULL;
 }
 

@@ -449,6 +449,19 @@ static inline __m256i x86_q4_k_level3(__m256i a, __m256i b)
     return _mm256_add_epi16(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
 }
 
+/* Chunk c's maddubs pairs of one row (lo: sub-block 2c, hi: 2c + 1) into
+ * its transpose: *chunk (c even), *half (c = 1), *dots (c = 3). */
+static inline __attribute__((always_inline)) void x86_q4_k_levels(int c, __m256i lo, __m256i hi, __m256i *chunk,
+                                                                   __m256i *half, __m256i *dots)
+{
+    if (c % 2 == 0)
+        *chunk = x86_q4_k_level1(lo, hi);
+    else if (c == 1)
+        *half = x86_q4_k_level2(*chunk, x86_q4_k_level1(lo, hi));
+    else
+        *dots = x86_q4_k_level3(*half, x86_q4_k_level2(*chunk, x86_q4_k_level1(lo, hi)));
+}
+
 /* Block b of R Q4_K rows (blk, blk + stride, ...) against int8 x (xq):
  * per row, the sums of q xq of the 8 sub-blocks in int16 lanes
  * (x86_q4_k_level1..3) into dots[r].  maddubs multiplies a sub-block's 32
@@ -470,22 +483,17 @@ x86_q4_k_dots(const uint8_t *blk, size_t stride, int R, const int8_t *xq, __m256
             __m256i bytes = x86_load256(blk + r * stride + RAYO_Q4_K_QS + 32 * c);
             __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(bytes, low_nibbles), x_lo);
             __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles), x_hi);
-            if (c % 2 == 0)
-                chunk[r] = x86_q4_k_level1(lo, hi);
-            else if (c == 1)
-                half[r] = x86_q4_k_level2(chunk[r], x86_q4_k_level1(lo, hi));
-            else
-                dots[r] = x86_q4_k_level3(half[r], x86_q4_k_level2(chunk[r], x86_q4_k_level1(lo, hi)));
+            x86_q4_k_levels(c, lo, hi, &chunk[r], &half[r], &dots[r]);
         }
     }
 }
 
-/* acc - dmin sum_s m[s] xsum[s] (the minimums, x's exact sums per 32) for
- * the row's block at p; its scales sc[s] in sc8's low 8 bytes and its d in
- * every lane of *d.  d and dmin, side by side, are converted by one
- * instruction (x86_f16_at's insert costs two micro-ops for each). */
-static inline __attribute__((always_inline)) __m256
-x86_q4_k_minus_mins(const uint8_t *p, const float *xsum, __m128i *sc8, __m256 *d, __m256 acc)
+/* The header of a row's block at p: its scales sc[s] in sc8's low 8
+ * bytes, its d in every lane of *d, dmin m[s] in lane s of *mins.  d and
+ * dmin, side by side, are converted by one instruction (x86_f16_at's
+ * insert costs two micro-ops for each). */
+static inline __attribute__((always_inline)) void x86_q4_k_header(const uint8_t *p, __m128i *sc8, __m256 *d,
+                                                                   __m256 *mins)
 {
     __m128i m8;
     uint32_t d_dmin;
@@ -493,16 +501,32 @@ x86_q4_k_minus_mins(const uint8_t *p, const float *xsum, __m128i *sc8, __m256 *d
     __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128((int)d_dmin));
     *d = _mm256_broadcastss_ps(both);
     x86_q4_k_scales_mins(p + RAYO_Q4_K_SCALES, sc8, &m8);
-    __m256 mins = _mm256_mul_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(both)),
-                                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
-    return _mm256_fnmadd_ps(mins, _mm256_loadu_ps(xsum), acc);
+    *mins = _mm256_mul_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(both)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m8)));
 }
 
-/* Block b of R Q4_K rows against x in int8: acc[r] += the row's dot.
- * per32 0: one x scale for the block (xs[0]): d xs sum_s sc[s] dots[s],
- * the scales applied by one madd in int32 (at most 2 * 30480 * 63 a lane);
- * per32 1: a scale per sub-block (xs[0..7]): the two halves' int16 lanes
- * widened and added, then times d sc[s] xs[s] in float. */
+/* acc - dmin sum_s m[s] xsum[s] (the minimums against x's exact sums per
+ * 32), then + the row's dot from its sub-block sums (dots, x86_q4_k_dots)
+ * and header (sc8, d): per32 0: one x scale for the block (xs[0]): d xs
+ * sum_s sc[s] dots[s], the scales applied by one madd in int32 (at most 2
+ * * 30480 * 63 a lane); per32 1: a scale per sub-block (xs[0..7]): the two
+ * halves' int16 lanes widened and added, then times d sc[s] xs[s] in float. */
+static inline __attribute__((always_inline)) __m256 x86_q4_k_row_dot(__m256i dots, __m128i sc8, __m256 d, __m256 mins,
+                                                                      const float *xs, const float *xsum, int per32,
+                                                                      __m256 acc)
+{
+    acc = _mm256_fnmadd_ps(mins, _mm256_loadu_ps(xsum), acc);
+    if (!per32) {
+        __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8));
+        __m256 sum = _mm256_cvtepi32_ps(_mm256_madd_epi16(dots, sc));
+        return _mm256_fmadd_ps(sum, _mm256_mul_ps(d, _mm256_set1_ps(xs[0])), acc);
+    }
+    __m256i sum = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(dots)),
+                                   _mm256_cvtepi16_epi32(_mm256_extracti128_si256(dots, 1)));
+    __m256 scales = _mm256_mul_ps(_mm256_mul_ps(d, _mm256_loadu_ps(xs)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc8)));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scales, acc);
+}
+
+/* Block b of R Q4_K rows against x in int8: acc[r] += the row's dot. */
 static inline __attribute__((always_inline)) void
 x86_q4_k_block(const uint8_t *blk, size_t stride, int R, const int8_t *xq, const float *xs, const float *xsum,
                int per32, __m256 acc[4])
@@ -511,21 +535,10 @@ x86_q4_k_block(const uint8_t *blk, size_t stride, int R, const int8_t *xq, const
     x86_q4_k_dots(blk, stride, R, xq, dots);
     _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
     {
-        const uint8_t *p = blk + r * stride;
         __m128i sc8;
-        __m256 d;
-        acc[r] = x86_q4_k_minus_mins(p, xsum, &sc8, &d, acc[r]);
-        if (!per32) {
-            __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc8));
-            __m256 sum = _mm256_cvtepi32_ps(_mm256_madd_epi16(dots[r], sc));
-            acc[r] = _mm256_fmadd_ps(sum, _mm256_mul_ps(d, _mm256_set1_ps(xs[0])), acc[r]);
-        } else {
-            __m256i sum = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(dots[r])),
-                                           _mm256_cvtepi16_epi32(_mm256_extracti128_si256(dots[r], 1)));
-            __m256 scales = _mm256_mul_ps(_mm256_mul_ps(d, _mm256_loadu_ps(xs)),
-                                          _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc8)));
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scales, acc[r]);
-        }
+        __m256 d, mins;
+        x86_q4_k_header(blk + r * stride, &sc8, &d, &mins);
+        acc[r] = x86_q4_k_row_dot(dots[r], sc8, d, mins, xs, xsum, per32, acc[r]);
     }
 }
 

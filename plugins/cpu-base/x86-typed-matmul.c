@@ -157,12 +157,16 @@ static int integer_path(rayo_dtype bdt, const rayo_call *call)
  * integer path overtook the gemvs at 5 rows (Q4_0, avx512) or 6-8 (the
  * others); where the gemvs decode a block once for four x's (Q4_0 and
  * Q8_0; avx512's Q8_0 with AVX512_VNNI) at 7-8 rows of Q4_0 and 13-16 of
- * Q8_0 on avx512, past 10 rows of Q4_0 and near 8 of Q8_0 on avx2.  The
- * f32 path was 1.1-3x slower than the gemvs at every count up to 64. */
+ * Q8_0 on avx512, past 10 rows of Q4_0 and near 8 of Q8_0 on avx2, and
+ * (Q4_K and Q6_K, also decoded once for four x's) at 12 rows of Q4_K (1
+ * thread; past 12 with 2) and 16 of Q6_K (B 5632 x 2048; past 16 with B
+ * 11008 x 4096) on avx512, at 8 of Q4_K (1 thread; past 10 with 2) and
+ * past 12 of Q6_K on avx2.  The f32 path was 1.1-3x slower than the gemvs
+ * at every count up to 64. */
 static size_t gemv_rows_max(rayo_dtype bdt, const rayo_call *call, bool shares_decoding)
 {
     if (integer_path(bdt, call) && shares_decoding)
-        return bdt == RAYO_DTYPE_Q4_0 ? 6 : 8;
+        return bdt == RAYO_DTYPE_Q4_0 ? 6 : bdt == RAYO_DTYPE_Q6_K ? 12 : 8;
     if (integer_path(bdt, call))
         return bdt == RAYO_DTYPE_Q4_0 ? 4 : 6;
     return 64;
