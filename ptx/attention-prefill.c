@@ -301,14 +301,6 @@ static pf_staged pf_staged_regs(kern *k, const pf_regs *g)
     return t;
 }
 
-/* Where the lane's pieces of K (kv 0) or V of keys j0 .. j0 + 63 come from. */
-static pf_src pf_piece_source(kern *k, const pf_regs *g, const pf_staged *t, int kv, int j0)
-{
-    int kr, col;
-    pf_slot(k, g, t->per, &kr, &col);
-    return pf_source(k, g, kv, kr, col, t->per, g->f32 ? 4 : 2, t->step, j0);
-}
-
 /* Piece i of src into t's registers (zeros past n_kv); src then points
  * at piece i + 1. */
 static void pf_load_piece(kern *k, const pf_regs *g, const pf_staged *t, int kv, int i, pf_src src)
@@ -469,7 +461,7 @@ static int pf_stage_now(kern *k, const pf_regs *g, int j0, const pf_staged *t)
 {
     pf_dest o = pf_dest_of(k, g, t);
     for (int kv = 0; kv < 2; kv++) {
-        pf_src src = pf_piece_source(k, g, t, kv, j0);
+        pf_src src = pf_source(k, g, kv, o.kr, o.col, t->per, g->f32 ? 4 : 2, t->step, j0);
         for (int i = 0; i < t->passes; i++) {
             pf_load_piece(k, g, t, kv, i, src);
             pf_store_piece(k, g, t, kv, i, &o);
