@@ -23,6 +23,7 @@ struct rayo_buffer {
     void *handle;
     size_t size;
     atomic_uint refs;
+    atomic_bool constant;        /* rayo_buffer_set_constant: no more writes */
     rayo_buffer *prev, *next;    /* the context's list */
 };
 
@@ -132,7 +133,7 @@ static rayo_status host_run_one(rayo_backend *be, const rayo_dev_call *recorded,
     rayo_call c = {sizeof c, d->op, d->flags, d->dtypes, d->m, d->n, d->k, d->alpha, d->beta,
                    operand_ptr(&d->a), operand_ptr(&d->b), operand_ptr(&d->c),
                    arg ? (void *)&index : operand_ptr(&d->y), d->lda, d->ldb, d->ldc, d->ldy,
-                   d->precision, 0, d->params};
+                   d->precision, 0, d->params, d->constant_operands, 0};
     rayo_status st;
     const rayo_op_info *op = rayo_op_by_id(d->op);
     if (call_is_empty(&c, op->sig)) {
@@ -295,7 +296,10 @@ static void buffer_release(rayo_buffer *buf)
     if (buf->ctx) {
         unlink_buffer(buf->ctx, buf);
         void *state;
-        memory_of(buf->be, &state)->buffer_free(state, buf->handle);
+        const rayo_memory_api *mem = memory_of(buf->be, &state);
+        if (atomic_load(&buf->constant) && mem == &rayo_host_memory)
+            backends_release_constant(buf->ctx, buf->handle, buf->size);
+        mem->buffer_free(state, buf->handle);
     }
     free(buf);
 }
@@ -326,6 +330,7 @@ RAYO_API rayo_status rayo_buffer_create(rayo_context *ctx, const char *backend, 
     b->be = be;
     b->size = bytes;
     atomic_init(&b->refs, 1);
+    atomic_init(&b->constant, false);
     link_buffer(ctx, b);
     *buf = b;
     return RAYO_OK;
@@ -354,7 +359,11 @@ RAYO_API rayo_status rayo_buffer_write(rayo_buffer *buf, size_t offset, const vo
 {
     rayo__clear_error();
     rayo_status st = check_range(buf, offset, src, bytes);
-    if (st != RAYO_OK || !bytes)
+    if (st != RAYO_OK)
+        return st;
+    if (atomic_load(&buf->constant))
+        return rayo__fail(RAYO_E_STATE, "the buffer is constant (rayo_buffer_set_constant): it takes no writes");
+    if (!bytes)
         return st;
     void *state;
     return memory_of(buf->be, &state)->buffer_write(state, buf->handle, offset, src, bytes);
@@ -378,6 +387,33 @@ RAYO_API size_t rayo_buffer_size(const rayo_buffer *buf)
 RAYO_API const char *rayo_buffer_backend(const rayo_buffer *buf)
 {
     return buf && buf->ctx ? buf->be->name : NULL;
+}
+
+/* Whether a batch of the context holds a recorded op that writes buf. */
+static bool batch_writes(rayo_context *ctx, const rayo_buffer *buf)
+{
+    bool writes = false;
+    pthread_mutex_lock(&ctx->objects_lock);
+    for (const rayo_batch *b = ctx->batches; b && !writes; b = b->next)
+        for (size_t i = 0; i < b->entry_count && !writes; i++)
+            writes = b->entries[i].call.y.buf == buf;
+    pthread_mutex_unlock(&ctx->objects_lock);
+    return writes;
+}
+
+RAYO_API rayo_status rayo_buffer_set_constant(rayo_buffer *buf)
+{
+    rayo__clear_error();
+    if (!buf)
+        return rayo__fail(RAYO_E_INVALID, "buffer is NULL");
+    if (!buf->ctx)
+        return rayo__fail(RAYO_E_STATE, "the buffer's context was closed");
+    if (atomic_load(&buf->constant))
+        return RAYO_OK;
+    if (batch_writes(buf->ctx, buf))
+        return rayo__fail(RAYO_E_STATE, "a batch has a recorded op that writes the buffer: destroy it first");
+    atomic_store(&buf->constant, true);
+    return RAYO_OK;
 }
 
 RAYO_API rayo_status rayo_batch_create(rayo_context *ctx, const char *backend, rayo_batch **batch)
@@ -470,7 +506,7 @@ static rayo_call shape_of(const rayo_batch_call *c)
     rayo_call s = {sizeof s, c->op, c->flags, c->dtypes, c->m, c->n, c->k, c->alpha, c->beta,
                    c->a.buf ? dummy : NULL, c->b.buf ? dummy : NULL, c->c.buf ? dummy : NULL,
                    c->y.buf ? (void *)dummy : NULL, c->lda, c->ldb, c->ldc, c->ldy, c->precision, 0,
-                   c->params};
+                   c->params, 0, 0};
     return s;
 }
 
@@ -539,7 +575,7 @@ static rayo_status convert_call(const rayo_batch *batch, const rayo_batch_call *
     bool arg = op->sig == RAYO_SIG_ARGREDUCE;
     *d = (rayo_dev_call){sizeof *d, call->op, call->flags, call->dtypes, call->m, call->n, call->k, call->alpha,
                          call->beta, {0}, {0}, {0}, {0}, call->lda, call->ldb, call->ldc, call->ldy,
-                         call->precision, 0, NULL, {0}, 0, 0};
+                         call->precision, 0, NULL, {0}, 0, 0, 0, 0};
     const rayo_operand *src[4] = {&call->a, &call->b, &call->c, &call->y};
     rayo_dev_operand *dst[4] = {&d->a, &d->b, &d->c, &d->y};
     static const char *const what[4] = {"first input", "second input", "third input", "output"};
@@ -549,7 +585,11 @@ static rayo_status convert_call(const rayo_batch *batch, const rayo_batch_call *
         if (!(i == 3 && arg) && !rayo_dtype_row_bytes(dt, counts[i], &bytes))
             return rayo__fail(RAYO_E_INVALID, "%s: %s is not whole %s blocks", op->name, what[i], rayo_dtype_name(dt));
         st = convert_operand(batch, src[i], bytes, operand_align(dt), what[i], dst[i]);
+        if (st == RAYO_OK && i < 3 && dst[i]->buf && atomic_load(&src[i]->buf->constant))
+            d->constant_operands |= RAYO_CONSTANT_A << i;
     }
+    if (st == RAYO_OK && d->y.buf && atomic_load(&call->y.buf->constant))
+        return rayo__fail(RAYO_E_STATE, "%s: the output's buffer is constant (rayo_buffer_set_constant)", op->name);
     return st;
 }
 

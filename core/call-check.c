@@ -30,8 +30,11 @@ static rayo_status check_struct(const rayo_call *c, const rayo_op_info *op)
         if (((const unsigned char *)c)[i])
             return rayo__fail(RAYO_E_UNSUPPORTED, "%s: the call sets fields of a newer rayo than this one (%s)",
                              op->name, rayo_version());
-    if (c->reserved)
-        return rayo__fail(RAYO_E_INVALID, "%s: call->reserved must be 0", op->name);
+    if (c->reserved || c->reserved3)
+        return rayo__fail(RAYO_E_INVALID, "%s: call->reserved and call->reserved3 must be 0", op->name);
+    if (c->constant_operands)
+        return rayo__fail(RAYO_E_INVALID, "%s: call->constant_operands is set by the core for buffers made "
+                         "constant (rayo_buffer_set_constant); a call on host pointers must leave it 0", op->name);
     if (c->precision > RAYO_PRECISION_RELAXED)
         return rayo__fail(RAYO_E_INVALID, "%s: unknown precision %u", op->name, (unsigned)c->precision);
     bool has_params = op->sig == RAYO_SIG_ROPE || op->sig == RAYO_SIG_ATTENTION;

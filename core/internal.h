@@ -108,6 +108,8 @@ HIDDEN void pool_run(rayo_pool *pool, size_t n_tasks,
 /* ---- plugin-check.c: checks that trust nothing in the plugin ---- */
 /* The size of a minor-0 descriptor: the fields this core reads. */
 #define DESCRIPTOR_V1_0_SIZE (offsetof(rayo_plugin_descriptor, reserved2) + sizeof(uint32_t))
+/* The size of a descriptor with release_constant (1.2). */
+#define DESCRIPTOR_V1_2_SIZE (offsetof(rayo_plugin_descriptor, release_constant) + sizeof(void (*)(void)))
 /* More op table entries than any plugin needs: a bigger op_count is a lie. */
 #define PLUGIN_MAX_OPS 4096
 /* Bytes read from the start of a plugin file for the ELF checks: the
@@ -184,6 +186,9 @@ HIDDEN bool backend_active(const rayo_backend *be);
 HIDDEN rayo_status backend_start(rayo_backend *be);
 /* Active, after starting it if it was deferred: for a use by name. */
 HIDDEN bool backend_usable(rayo_backend *be);
+/* The host memory [data, data + bytes) of a constant buffer is about to be
+ * freed: every started plugin with release_constant is told. */
+HIDDEN void backends_release_constant(rayo_context *ctx, const void *data, size_t bytes);
 /* The kernel of a deferred backend's links: starts it, then runs the
  * plugin's kernel (arg is the backend). */
 HIDDEN rayo_status backend_deferred_kernel(void *arg, const rayo_call *call);
@@ -260,7 +265,8 @@ HIDDEN int op_combo_slot(uint32_t op, uint32_t dtypes);
 static inline bool call_abi_fields_are_plain(const rayo_call *c, rayo_op_sig sig)
 {
     return sig <= RAYO_SIG_BIAS_ACT && c->struct_size == sizeof(rayo_call) && c->dtypes == 0 &&
-           (c->lda | c->ldb | c->ldc | c->ldy) == 0 && c->precision == 0 && c->reserved == 0 && !c->params;
+           (c->lda | c->ldb | c->ldc | c->ldy) == 0 && c->precision == 0 && c->reserved == 0 && !c->params &&
+           (c->constant_operands | c->reserved3) == 0;
 }
 
 /* Checks a call against its op's signature: pointers, flags, overflow; *op is

@@ -894,6 +894,16 @@ void loader_load_all(rayo_context *ctx)
     ctx->search_path = search;
 }
 
+void backends_release_constant(rayo_context *ctx, const void *data, size_t bytes)
+{
+    for (size_t i = 0; i < ctx->backend_count; i++) {
+        rayo_backend *be = ctx->backends[i];
+        if (be->status == RAYO_BACKEND_LOADED && atomic_load(&be->started) &&
+            be->desc->struct_size >= DESCRIPTOR_V1_2_SIZE && be->desc->release_constant)
+            be->desc->release_constant(be->state, data, bytes);
+    }
+}
+
 void loader_unload_all(rayo_context *ctx, bool call_plugins)
 {
     for (size_t i = 0; i < ctx->backend_count; i++) {

@@ -14,7 +14,7 @@ static inline __attribute__((always_inline)) bool plainly_valid_vector_call(cons
     bool needs_b = sig == RAYO_SIG_BINARY || sig == RAYO_SIG_REDUCE2;
     return sig <= RAYO_SIG_ARGREDUCE && c->op != RAYO_OP_CLIP && c->flags == 0 &&
            c->struct_size == sizeof(rayo_call) && c->dtypes == 0 && (c->lda | c->ldb | c->ldc | c->ldy) == 0 &&
-           c->precision == 0 && c->reserved == 0 && !c->params &&
+           c->precision == 0 && c->reserved == 0 && !c->params && (c->constant_operands | c->reserved3) == 0 &&
            c->n - 1 < RAYO_MAX_ELEMENTS && c->a && c->y && (c->b || !needs_b) &&
            (((uintptr_t)c->a | (uintptr_t)c->b | (uintptr_t)c->y) & 3) == 0; /* else refused by the full check */
 }
@@ -130,7 +130,7 @@ RAYO_API rayo_status rayo_run(rayo_context *ctx, const rayo_call *call)
  * is appended. */
 static inline void call_clear(rayo_call *c)
 {
-    _Static_assert(sizeof(rayo_call) == offsetof(rayo_call, params) + sizeof(void *),
+    _Static_assert(sizeof(rayo_call) == offsetof(rayo_call, reserved3) + sizeof(uint32_t),
                   "call_clear must name every rayo_call field");
     c->struct_size = sizeof *c;
     c->op = c->flags = c->dtypes = 0;
@@ -141,6 +141,7 @@ static inline void call_clear(rayo_call *c)
     c->lda = c->ldb = c->ldc = c->ldy = 0;
     c->precision = c->reserved = 0;
     c->params = NULL;
+    c->constant_operands = c->reserved3 = 0;
 }
 
 /* RUN(ENUM, SIG, c_.n = ..., ...): a typed call of op RAYO_OP_ENUM, its

@@ -223,5 +223,7 @@ bool plugin_descriptor_ok(const plugin_map *map, const rayo_plugin_descriptor *d
         (d->fini && !code_ok(map, (const void *)d->fini)))
         return fail(why, size, "descriptor's probe, init or fini is %s",
                     !d->probe || !d->init ? "NULL" : "not code of the plugin");
+    if (d->struct_size >= DESCRIPTOR_V1_2_SIZE && d->release_constant && !code_ok(map, (const void *)d->release_constant))
+        return fail(why, size, "descriptor's release_constant is not code of the plugin");
     return ops_ok(map, d, why, size) && (!d->memory || memory_api_ok(map, d->memory, why, size));
 }

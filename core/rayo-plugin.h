@@ -14,7 +14,8 @@
  * ABI major, struct size, the CPU features the plugin was compiled for,
  * checked against the CPU *and* the OS (cpuid + XGETBV on x86, HWCAP on
  * Arm), that probe, init, fini, the op table (at most 4096 entries), every
- * kernel and the memory API (struct_size, all nine 1.0 functions and
+ * kernel, release_constant when the descriptor has it and it is not NULL,
+ * and the memory API (struct_size, all nine 1.0 functions and
  * batch_set_step when the table has it and it is not NULL) point into
  * the plugin's own segments.  Only then:
  *
@@ -76,7 +77,7 @@ extern "C" {
 #endif
 
 #define RAYO_PLUGIN_ABI_MAJOR 1
-#define RAYO_PLUGIN_ABI_MINOR 1
+#define RAYO_PLUGIN_ABI_MINOR 2
 #define RAYO_PLUGIN_MAGIC 0x4f594152u /* "RAYO" little-endian */
 
 #if defined(__GNUC__)
@@ -408,6 +409,10 @@ typedef struct rayo_dev_call {
     size_t step_bytes[4];    /* a, b, c, y */
     uint32_t step_flags;
     uint32_t reserved2;
+    /* 1.2: RAYO_CONSTANT_* bits of the operands in constant buffers, as in
+     * rayo_call (a device plugin also sees the buffers it owns). */
+    uint32_t constant_operands;
+    uint32_t reserved3;
     /* ABI 1.x appends fields here. */
 } rayo_dev_call;
 
@@ -500,6 +505,12 @@ typedef struct rayo_plugin_descriptor {
     const rayo_memory_api *memory;  /* NULL: host memory (the core provides buffers) */
     uint32_t op_entry_size;  /* sizeof(rayo_op_entry): lets entries grow in 1.x */
     uint32_t reserved2;      /* 0 */
+    /* 1.2, optional (NULL): the host memory [data, data + bytes) of a
+     * constant buffer is about to be freed: drop what the plugin derived
+     * from it (rayo_call.constant_operands).  Called on every started
+     * plugin that has it, while no kernel reads that memory, possibly
+     * while kernels run on other memory. */
+    void (*release_constant)(void *state, const void *data, size_t bytes);
     /* ABI 1.x appends fields here. */
 } rayo_plugin_descriptor;
 

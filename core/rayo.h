@@ -129,8 +129,20 @@ typedef struct rayo_call {
     uint32_t precision;   /* rayo_precision */
     uint32_t reserved;    /* 0 */
     const void *params;   /* the op's parameter struct (rope, attention), else NULL */
+    /* 1.2: which operands lie in constant buffers (RAYO_CONSTANT_A | _B |
+     * _C; rayo_buffer_set_constant), set by the core for the ops of a batch
+     * and 0 in every other call (rayo_run refuses anything else).  A hint:
+     * a kernel may keep what it derives from such an operand (a repacked
+     * weight) until the plugin's release_constant. */
+    uint32_t constant_operands;
+    uint32_t reserved3;   /* 0 */
     /* ABI 1.x appends fields here; 0 means 1.0 behaviour. */
 } rayo_call;
+
+/* rayo_call.constant_operands */
+#define RAYO_CONSTANT_A 0x1u
+#define RAYO_CONSTANT_B 0x2u
+#define RAYO_CONSTANT_C 0x4u
 
 /* Whether a call made with an older header has a field (for plugins and
  * the core reading fields appended after 1.0). */
@@ -505,6 +517,15 @@ RAYO_API rayo_status rayo_buffer_write(rayo_buffer *buf, size_t offset, const vo
 RAYO_API rayo_status rayo_buffer_read(rayo_buffer *buf, size_t offset, void *dst, size_t bytes);
 RAYO_API size_t rayo_buffer_size(const rayo_buffer *buf);
 RAYO_API const char *rayo_buffer_backend(const rayo_buffer *buf);
+/* 1.2: the buffer's contents are final (weights): from now on
+ * rayo_buffer_write to it, and recording an op whose output is in it, are
+ * RAYO_E_STATE; so is this call while a batch holds a recorded op that
+ * writes it.  A backend may then keep prepared copies of what its ops read
+ * from the buffer (the avx2 and avx512 backends: the prompt's repacked
+ * weights, [backend.NAME] prepared_weights in rayo.conf(5)), freed with the
+ * buffer's memory.  Ops recorded after this call see it; calling it again
+ * does nothing. */
+RAYO_API rayo_status rayo_buffer_set_constant(rayo_buffer *buf);
 
 /* An operand of a batched op: a buffer and an offset in BYTES (a multiple
  * of 4 for 4-byte dtypes, of 2 for f16/bf16; any for block dtypes). */

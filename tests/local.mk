@@ -49,6 +49,13 @@ check_PROGRAMS += tests/test-batch-replay
 tests_test_batch_replay_SOURCES = tests/test-batch-replay.c tests/testutil.h
 tests_test_batch_replay_LDADD = core/librayo.la -lm
 
+# Constant buffers: their refusals, and a CPU backend's kept weights equal
+# to plain ones bit for bit, also after a buffer's memory is reused.
+TESTS += tests/test-constant-buffer
+check_PROGRAMS += tests/test-constant-buffer
+tests_test_constant_buffer_SOURCES = tests/test-constant-buffer.c tests/testutil.h
+tests_test_constant_buffer_LDADD = core/librayo.la -lm
+
 # Bad plugin files, lying descriptors, bad config files, fork, handles after
 # destroy and close: a clear reason each, and the process alive.
 TESTS += tests/test-hardening

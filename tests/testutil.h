@@ -104,9 +104,10 @@ static inline rayo_status test_backend(rayo_context *ctx, const char *name, rayo
 /* The main of a test of the x86 backends: check(ctx, backend) for each of
  * avx2 and avx512 that loads, with the core's pool at 1 and at 2 threads
  * (a note for one that does not load), then avx2 with AVX-VNNI off: the
- * AVX2 forms of its int8 kernels, which CPUs without AVX-VNNI run.  Returns the exit status: the
+ * AVX2 forms of its int8 kernels, which CPUs without AVX-VNNI run; `more`
+ * settings after each config (test_x86_main_with).  Returns the exit status: the
  * summary's, 77 (SKIP) when neither loads, 1 when a context did not open. */
-static inline int test_x86_main(void (*check)(rayo_context *ctx, const char *backend))
+static inline int test_x86_main_with(void (*check)(rayo_context *ctx, const char *backend), const char *more)
 {
     static const char *const configs[] = { "[rayo]\nthreads = 1\n", "[rayo]\nthreads = 2\n",
                                            "[rayo]\nthreads = 2\n[backend.avx2]\nvnni = off\n" };
@@ -114,7 +115,9 @@ static inline int test_x86_main(void (*check)(rayo_context *ctx, const char *bac
     int ran = 0;
     for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
         rayo_context *ctx;
-        if (test_open(&ctx, configs[c]) != RAYO_OK) {
+        char settings[512];
+        snprintf(settings, sizeof settings, "%s%s", configs[c], more);
+        if (test_open(&ctx, settings) != RAYO_OK) {
             printf("FAIL: rayo_open: %s\n", rayo_last_error());
             return 1;
         }
@@ -134,6 +137,11 @@ static inline int test_x86_main(void (*check)(rayo_context *ctx, const char *bac
         return 77;
     }
     return test_summary();
+}
+
+static inline int test_x86_main(void (*check)(rayo_context *ctx, const char *backend))
+{
+    return test_x86_main_with(check, "");
 }
 
 /* Records `count` calls in one batch on `backend`, submits and waits. */

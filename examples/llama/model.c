@@ -304,7 +304,9 @@ static rayo_status upload_weight(llama_model *m, rayo_context *ctx, lm_weight *w
 {
     size_t row_bytes = 0;
     rayo_dtype_row_bytes(w->dtype, w->cols, &row_bytes); /* checked by the reader */
-    return upload(m, ctx, row_bytes * w->rows, &w->data);
+    rayo_status st = upload(m, ctx, row_bytes * w->rows, &w->data);
+    /* Final from here on: a CPU backend may keep them repacked for the prompt. */
+    return st == RAYO_OK ? rayo_buffer_set_constant(w->data.buf) : st;
 }
 
 static rayo_status upload_layer(llama_model *m, rayo_context *ctx, llama_layer *L)

@@ -218,6 +218,19 @@ size_t cpu_setting_size(const cpu_state *st, const char *key, size_t fallback, s
     return fallback;
 }
 
+int cpu_setting_yes(const cpu_state *st, const char *key, int fallback)
+{
+    const rayo_host *host = st->host;
+    const char *text = host->config ? host->config(host, key) : NULL;
+    if (!text)
+        return fallback;
+    if (!strcmp(text, "yes") || !strcmp(text, "no"))
+        return text[0] == 'y';
+    if (host->log)
+        host->log(host, RAYO_LOG_WARN, "[backend.%s] %s = %s ignored: want yes or no", cpu_plugin_id.name, key, text);
+    return fallback;
+}
+
 /* ---- memory -------------------------------------------------------------- */
 
 float *cpu_alloc_floats(const cpu_state *st, size_t count)
@@ -292,4 +305,10 @@ void cpu_fini(void *state)
     if (cpu_plugin.fini)
         cpu_plugin.fini(st);
     free(st);
+}
+
+void cpu_release_constant(void *state, const void *data, size_t bytes)
+{
+    if (state && cpu_plugin.release_constant)
+        cpu_plugin.release_constant(state, data, bytes);
 }

@@ -55,6 +55,9 @@ typedef struct cpu_plugin_spec {
     /* cpu_run_ranges cuts [0, count) at multiples of this many items (1,
      * or the vector loop's unroll so that only the last chunk has a tail). */
     size_t range_granule;
+    /* Optional: the descriptor's release_constant (rayo-plugin.h): drop
+     * what the state keeps from the host memory [data, data + bytes). */
+    void (*release_constant)(cpu_state *st, const void *data, size_t bytes);
 } cpu_plugin_spec;
 
 extern const cpu_plugin_spec cpu_plugin;
@@ -169,6 +172,9 @@ rayo_status cpu_rope_check(const rayo_call *c, size_t *rot);
  * read with this at init and kept in the plugin's state (never in a global:
  * two contexts may be configured differently). */
 size_t cpu_setting_size(const cpu_state *st, const char *key, size_t fallback, size_t lo, size_t hi);
+/* A yes / no key of the plugin's section: 1 or 0, fallback when absent or
+ * (with a warning) anything else. */
+int cpu_setting_yes(const cpu_state *st, const char *key, int fallback);
 
 /* ---- memory -------------------------------------------------------------- */
 /* 64-byte aligned scratch from the core's allocator; NULL on failure. */
@@ -179,6 +185,7 @@ void cpu_free(const cpu_state *st, void *ptr);
 rayo_status cpu_probe(const rayo_host *host, rayo_probe_result *result);
 rayo_status cpu_init(const rayo_host *host, uint32_t device, void **state);
 void cpu_fini(void *state);
+void cpu_release_constant(void *state, const void *data, size_t bytes);
 
 /* What probe needs of the descriptor, as a hidden copy: the base must not
  * refer to the exported rayo_plugin itself (a wasm side module would then
@@ -201,7 +208,7 @@ extern const cpu_plugin_identity cpu_plugin_id;
         .cpu_features = (CPU_FEATURES), .priority = (PRIORITY), .probe = cpu_probe,       \
         .init = cpu_init, .fini = cpu_fini, .ops = (OPS),                                \
         .op_count = sizeof(OPS) / sizeof((OPS)[0]), .memory = NULL,                      \
-        .op_entry_size = sizeof(rayo_op_entry),                                          \
+        .op_entry_size = sizeof(rayo_op_entry), .release_constant = cpu_release_constant, \
     }
 
 #ifdef PACKAGE_VERSION

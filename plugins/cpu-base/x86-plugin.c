@@ -32,6 +32,11 @@ rayo_status x86_state_init(cpu_state *base, const x86_gemm_shape *shape)
     st->stream_bytes = cpu_setting_size(base, "stream_min_bytes", st->caches.l3, 0, SIZE_MAX);
     if (x86_gemm_pool_init(&st->scratch_pool) != RAYO_OK)
         return RAYO_E_BACKEND;
+    st->prepared_weights = cpu_setting_yes(base, "prepared_weights", 0);
+    if (pthread_mutex_init(&st->prepared_lock, NULL) != 0) {
+        x86_gemm_pool_fini(base, &st->scratch_pool);
+        return RAYO_E_BACKEND;
+    }
     if (host->log)
         host->log(host, RAYO_LOG_DEBUG,
                   "caches (%s): L1d %zu KiB, L2 %zu KiB, L3 %zu KiB; sgemm blocks mc %zu kc %zu nc %zu; "
@@ -45,6 +50,8 @@ void x86_state_fini(cpu_state *base)
 {
     x86_state *st = (x86_state *)base;
     x86_gemm_pool_fini(base, &st->scratch_pool);
+    x86_qmatmul_release_all(st);
+    pthread_mutex_destroy(&st->prepared_lock);
 }
 
 void x86_describe(const char *isa, char *name, size_t size)

@@ -152,6 +152,7 @@ _PROTOTYPES = {
     "rayo_buffer_read": (status, [c_void, c_size, c_void, c_size]),
     "rayo_buffer_size": (c_size, [c_void]),
     "rayo_buffer_backend": (c_str, [c_void]),
+    "rayo_buffer_set_constant": (status, [c_void]),
     "rayo_batch_create": (status, [c_void, c_str, _P(c_void)]),
     "rayo_batch_record": (status, [c_void, _P(BatchCall)]),
     "rayo_batch_submit": (status, [c_void]),

@@ -33,6 +33,11 @@ class Buffer(Handle):
         array = np.ascontiguousarray(array)
         check(lib.rayo_buffer_write(self._live(), offset, array.ctypes.data, array.nbytes))
 
+    def set_constant(self):
+        """rayo_buffer_set_constant: the contents are final (later writes fail);
+        a backend may keep prepared copies of weights read from it."""
+        check(lib.rayo_buffer_set_constant(self._live()))
+
     def read(self, shape, dtype=np.float32, offset=0):
         """A new numpy array of shape and dtype, read from byte offset."""
         out = np.empty(shape, dtype=dtype)

@@ -239,6 +239,6 @@ RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
     abi_ops, sizeof abi_ops / sizeof abi_ops[0], &abi_memory,
     sizeof(rayo_op_entry), 0,
 #ifdef ABI_199
-    0x199, "https://example.invalid/abi199",
+    NULL, 0x199, "https://example.invalid/abi199", /* release_constant (1.2): none */
 #endif
 };

@@ -69,4 +69,5 @@ RAYO_PLUGIN_EXPORT const rayo_plugin_descriptor rayo_plugin = {
     cxx_ops, sizeof cxx_ops / sizeof cxx_ops[0],
     nullptr, // host memory: the core provides buffers and batches
     sizeof(rayo_op_entry), 0,
+    nullptr, // release_constant (1.2): it keeps nothing from constant buffers
 };

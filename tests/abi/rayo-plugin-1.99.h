@@ -17,11 +17,12 @@
 
 #define RAYO_PLUGIN_ABI_MINOR 99
 
-/* y = a + b + future_bias (add; 0: plain add) */
-#define RAYO_1X_CALL_FIELDS float future_bias; uint32_t future_flags;
-/* 1.1's replay fields (the real ones), then the imagined ones */
+/* 1.2's constant operands (the real ones), then y = a + b + future_bias
+ * (add; 0: plain add) */
+#define RAYO_1X_CALL_FIELDS uint32_t constant_operands; uint32_t reserved3; float future_bias; uint32_t future_flags;
+/* 1.1's replay fields and 1.2's constant operands (the real ones), then the imagined ones */
 #define RAYO_1X_DEV_CALL_FIELDS size_t step_bytes[4]; uint32_t step_flags; uint32_t reserved2; \
-    float future_bias; uint32_t future_flags;
+    uint32_t constant_operands; uint32_t reserved3; float future_bias; uint32_t future_flags;
 /* a service a 1.0 core does not have: the plugin must not call it there */
 #define RAYO_1X_HOST_FIELDS void (*future_note)(const rayo_host *host, const char *what);
 /* the plugin writes it only where the core's result has room */
@@ -31,7 +32,9 @@
 #define RAYO_1X_MEMORY_FIELDS \
     rayo_status (*batch_set_step)(void *state, void *batch, size_t step); \
     rayo_status (*future_buffer_fill)(void *state, void *buf, size_t offset, size_t bytes, int value);
-#define RAYO_1X_DESCRIPTOR_FIELDS uint64_t future_caps; const char *future_homepage;
+/* 1.2's release_constant (the real one), then the imagined ones */
+#define RAYO_1X_DESCRIPTOR_FIELDS void (*release_constant)(void *state, const void *data, size_t bytes); \
+    uint64_t future_caps; const char *future_homepage;
 
 #include "rayo-plugin-1.0.h"
 
