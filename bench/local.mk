@@ -19,6 +19,11 @@ noinst_PROGRAMS += bench/open-close
 bench_open_close_SOURCES = bench/open-close.c
 bench_open_close_LDADD = core/librayo.la
 
+# relaxed gemv from a constant buffer against a plain one (a backend's prepared weights)
+noinst_PROGRAMS += bench/constant-gemv
+bench_constant_gemv_SOURCES = bench/constant-gemv.c
+bench_constant_gemv_LDADD = core/librayo.la
+
 if BUILD_CUDA
 # the cuda backend through the public API: matmul in every precision, bandwidth-bound ops,
 # small and skinny shapes (bench/cuda-matmul.sh, bench/gpu-run.sh)

@@ -38,7 +38,9 @@ static void usage(void)
         "  --ignore-eos        go on past the end-of-sequence token (benchmarks)\n"
         "  --warmup            run the prompt and two decode steps once, untimed, before\n"
         "                      the timed run (kernels compiled and loaded, caches warm);\n"
-        "                      the default where the model is resident on a GPU\n"
+        "                      the default where the model is resident (on a GPU; on\n"
+        "                      a CPU backend, which lays its constant weights out for\n"
+        "                      its kernels at their first use, as llama.cpp does at load)\n"
         "  --no-warmup         never (the first run's prompt and decode then include the\n"
         "                      driver compiling the kernels they use)\n"
         "  --step-times        where a replayed decode step's host time goes: the\n"
@@ -571,7 +573,7 @@ static int run(const options *o, const gguf_file *g)
     int resident = ctx ? make_resident(ctx, &m, o) : -1;
     rs.t_open = now() - t0;
     t0 = now();
-    int warm = o->warmup == 1 || (o->warmup == -1 && m.resident && !llama_cpu_backend(ctx, m.resident));
+    int warm = o->warmup == 1 || (o->warmup == -1 && m.resident);
     if (resident == 0 && warm && warm_up(ctx, &m, o, ids, n_ids) != RAYO_OK)
         resident = -1;
     rs.t_warmup = now() - t0;

@@ -218,19 +218,6 @@ size_t cpu_setting_size(const cpu_state *st, const char *key, size_t fallback, s
     return fallback;
 }
 
-int cpu_setting_yes(const cpu_state *st, const char *key, int fallback)
-{
-    const rayo_host *host = st->host;
-    const char *text = host->config ? host->config(host, key) : NULL;
-    if (!text)
-        return fallback;
-    if (!strcmp(text, "yes") || !strcmp(text, "no"))
-        return text[0] == 'y';
-    if (host->log)
-        host->log(host, RAYO_LOG_WARN, "[backend.%s] %s = %s ignored: want yes or no", cpu_plugin_id.name, key, text);
-    return fallback;
-}
-
 /* ---- memory -------------------------------------------------------------- */
 
 float *cpu_alloc_floats(const cpu_state *st, size_t count)

@@ -172,9 +172,6 @@ rayo_status cpu_rope_check(const rayo_call *c, size_t *rot);
  * read with this at init and kept in the plugin's state (never in a global:
  * two contexts may be configured differently). */
 size_t cpu_setting_size(const cpu_state *st, const char *key, size_t fallback, size_t lo, size_t hi);
-/* A yes / no key of the plugin's section: 1 or 0, fallback when absent or
- * (with a warning) anything else. */
-int cpu_setting_yes(const cpu_state *st, const char *key, int fallback);
 
 /* ---- memory -------------------------------------------------------------- */
 /* 64-byte aligned scratch from the core's allocator; NULL on failure. */

@@ -23,11 +23,13 @@ SIMD128_BASE_FILES = plugins/cpu-base/simd128-plugin.h
 # What avx2 and avx512 share: their state and init (cache sizes, settings),
 # the sgemm blocking overrides, the pool of packing buffers, matmul with half
 # or quantized weights on their sgemm, the integer matmul of quantized weights
-# at relaxed precision, block decoding, rows to f32, 8-lane vector math.
+# at relaxed precision, weights of constant buffers kept prepared, block
+# decoding, rows to f32, 8-lane vector math.
 X86_BASE_FILES = plugins/cpu-base/x86-plugin.h plugins/cpu-base/x86-plugin.c \
 	plugins/cpu-base/x86-cache.h plugins/cpu-base/x86-cache.c \
 	plugins/cpu-base/x86-gemm.h plugins/cpu-base/x86-gemm.c \
 	plugins/cpu-base/x86-typed-matmul.h plugins/cpu-base/x86-typed-matmul.c \
 	plugins/cpu-base/x86-qmatmul.h plugins/cpu-base/x86-qmatmul.c \
+	plugins/cpu-base/x86-prepared.h plugins/cpu-base/x86-prepared.c \
 	plugins/cpu-base/x86-quant.h plugins/cpu-base/x86-avx2-math.h plugins/cpu-base/x86-row-to-f32.h
 CPU_BASE_CPPFLAGS = -I$(top_srcdir)/plugins/cpu-base

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* x86-plugin.c - the state and init/fini of the x86 plugins (x86-plugin.h). */
-#include "x86-plugin.h"
+#include "x86-prepared.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static size_t clamp_size(size_t v, size_t lo, size_t hi)
 {
@@ -20,6 +21,21 @@ void x86_choose_blocking(const x86_gemm_shape *shape, const x86_caches *caches, 
     b->nc = clamp_size(nc, shape->nc_min_tiles * nr, shape->nc_max) / nr * nr;
 }
 
+/* [backend.NAME] prepared_weights: no, gemv (the default) or all. */
+static int prepared_setting(const cpu_state *base)
+{
+    const rayo_host *host = base->host;
+    const char *v = host->config ? host->config(host, "prepared_weights") : NULL;
+    if (!v || !strcmp(v, "gemv"))
+        return X86_PREPARED_GEMV;
+    if (!strcmp(v, "no") || !strcmp(v, "all"))
+        return v[0] == 'n' ? X86_PREPARED_NONE : X86_PREPARED_ALL;
+    if (host->log)
+        host->log(host, RAYO_LOG_WARN, "[backend.%s] prepared_weights = %s ignored: want no, gemv or all",
+                  cpu_plugin_id.name, v);
+    return X86_PREPARED_GEMV;
+}
+
 rayo_status x86_state_init(cpu_state *base, const x86_gemm_shape *shape)
 {
     x86_state *st = (x86_state *)base; /* cpu_state is its first member */
@@ -32,7 +48,7 @@ rayo_status x86_state_init(cpu_state *base, const x86_gemm_shape *shape)
     st->stream_bytes = cpu_setting_size(base, "stream_min_bytes", st->caches.l3, 0, SIZE_MAX);
     if (x86_gemm_pool_init(&st->scratch_pool) != RAYO_OK)
         return RAYO_E_BACKEND;
-    st->prepared_weights = cpu_setting_yes(base, "prepared_weights", 0);
+    st->prepared_weights = prepared_setting(base);
     if (pthread_mutex_init(&st->prepared_lock, NULL) != 0) {
         x86_gemm_pool_fini(base, &st->scratch_pool);
         return RAYO_E_BACKEND;
@@ -50,7 +66,7 @@ void x86_state_fini(cpu_state *base)
 {
     x86_state *st = (x86_state *)base;
     x86_gemm_pool_fini(base, &st->scratch_pool);
-    x86_qmatmul_release_all(st);
+    x86_prepared_release_all(st);
     pthread_mutex_destroy(&st->prepared_lock);
 }
 

@@ -13,8 +13,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-/* A weight of a constant buffer repacked once for the prompt's integer
- * matmul (x86-qmatmul.c). */
+/* A weight of a constant buffer kept in a kernel's layout (x86-prepared.h). */
 typedef struct x86_prepared x86_prepared;
 
 typedef struct x86_state {
@@ -24,9 +23,9 @@ typedef struct x86_state {
     size_t stream_bytes;        /* vector outputs this large use non-temporal stores */
     x86_gemm_pool scratch_pool; /* sgemm packing buffers kept between calls */
     int avx_vnni;               /* avx2: its relaxed int8 gemv uses AVX-VNNI (avx512: 0) */
-    int prepared_weights;       /* [backend.NAME] prepared_weights: keep repacked constant weights */
+    int prepared_weights;       /* [backend.NAME] prepared_weights: X86_PREPARED_* */
     pthread_mutex_t prepared_lock;
-    x86_prepared *prepared;     /* the weights kept, a list (x86-qmatmul.c) */
+    x86_prepared *prepared;     /* the weights kept, a list (x86-prepared.c) */
 } x86_state;
 
 /* The plugin's sgemm tile and its Goto/BLIS rule from cache sizes to
@@ -52,10 +51,8 @@ void x86_choose_blocking(const x86_gemm_shape *shape, const x86_caches *caches,
 rayo_status x86_state_init(cpu_state *base, const x86_gemm_shape *shape);
 void x86_state_fini(cpu_state *base);
 
-/* x86-qmatmul.c: drop the prepared weights read from [data, data + bytes)
- * (the plugin's release_constant), or every one (at fini). */
-void x86_qmatmul_release(cpu_state *base, const void *data, size_t bytes);
-void x86_qmatmul_release_all(x86_state *st);
+/* x86-prepared.c: the plugin's release_constant. */
+void x86_prepared_release(cpu_state *base, const void *data, size_t bytes);
 
 /* The device's name in rayo-info: "CPU <isa> (<brand>)". */
 void x86_describe(const char *isa, char *name, size_t size);
@@ -81,7 +78,7 @@ void x86_describe(const char *isa, char *name, size_t size);
     const cpu_plugin_spec cpu_plugin = {                                                   \
         .describe = describe, .state_size = sizeof(x86_state), .init = init_state,         \
         .fini = x86_state_fini, .range_granule = (GRANULE),                                \
-        .release_constant = x86_qmatmul_release,                                           \
+        .release_constant = x86_prepared_release,                                          \
     }
 
 /* Whether a vector op writes its n floats at y with non-temporal stores:

@@ -3,6 +3,7 @@
  * (x86-qmatmul.h says what and why). */
 #include "cpu-rounding-budget.h"
 #include "x86-plugin.h"
+#include "x86-prepared.h"
 #include "x86-qmatmul.h"
 #include "x86-quant.h"
 
@@ -10,7 +11,6 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define BLOCK 32     /* values of A per int8 block, and of B per code block */
@@ -611,123 +611,51 @@ static void panel_task(void *arg, size_t t, unsigned worker)
 }
 
 /* ---- constant weights ---------------------------------------------------------
- * With [backend.NAME] prepared_weights = yes, a B in a constant buffer
- * (RAYO_CONSTANT_B) keeps its panels: the first call packs every panel
- * into memory of its own (instead of a worker's scratch panel), later
- * calls with the same B only run the tiles, until the buffer is freed
- * (release_constant) or the context closed.  The panels take 2.2 times
- * the bytes of Q4_0 and Q4_K weights, 1.2 times Q8_0's, 3 times Q6_K's,
- * and are read from memory where the per-call packing read the smaller
- * blocks: a product whose panels stay in the caches gains (128 x 5632 x
- * 2048 Q4_0, 1 thread, Zen 5 EPYC: 8.4 against 13.7-19.8 ms), a model's
- * prompt does not (TinyLlama's, 174-182 against 187-191 tok/s), so the
- * default is no. */
-struct x86_prepared {
-    x86_prepared *next;
-    const void *b;        /* the key: B's address, format, shape and the tile's layout */
-    rayo_dtype bdt;
-    size_t n, k, b_stride, cols;
-    int q8_offset;
-    panel_block *panels;  /* panel_count x (blocks << shift) */
-};
+ * With [backend.NAME] prepared_weights = all, a B in a constant buffer
+ * (RAYO_CONSTANT_B) keeps its panels (x86-prepared.h): the first call packs
+ * every panel into memory of its own (instead of a worker's scratch
+ * panel), later calls with the same B only run the tiles.  The panels take
+ * 2.2 times the bytes of Q4_0 and Q4_K weights, 1.2 times Q8_0's, 3 times
+ * Q6_K's, and are read from memory where the per-call packing read the
+ * smaller blocks: a product whose panels stay in the caches gains (128 x
+ * 5632 x 2048 Q4_0, 1 thread, Zen 5 EPYC: 8.4 against 13.7-19.8 ms), one
+ * from memory does not at 1 thread and gains a tenth at 2, a model's prompt
+ * did not (doc/benchmarks-cpu.md), so the default leaves them out. */
 
-static int prepared_matches(const x86_prepared *e, const qmatmul_job *job)
+/* The key of B's panels: the tile's layout is part of it. */
+static x86_prepared_key panels_key(const qmatmul_job *job)
 {
     const rayo_call *c = job->call;
-    return e->b == c->b && e->bdt == job->bdt && e->n == c->n && e->k == c->k && e->b_stride == job->b_stride &&
-           e->cols == job->tile.cols && e->q8_offset == job->tile.q8_offset;
+    return (x86_prepared_key){ c->b, 2 * (int)job->tile.cols + job->tile.q8_offset, job->bdt, c->n, c->k,
+                               job->b_stride };
 }
 
 /* The job's B kept already (kept_ready 1), or fresh memory for the call to
- * pack B's panels into (kept_ready 0, kept_entry the entry to add once they
- * are packed), or neither (the scratch panels: B is not constant, or the
- * setting is off, or the memory is not there). */
-static void find_prepared(x86_state *st, qmatmul_job *job, x86_prepared **kept_entry)
+ * pack B's panels into (kept_ready 0: x86_prepared_keep once they are), or
+ * neither (the scratch panels: B is not constant, the setting leaves it
+ * out, or the memory is not there). */
+static void find_panels(x86_state *st, qmatmul_job *job)
 {
-    *kept_entry = NULL;
-    if (!(job->call->constant_operands & RAYO_CONSTANT_B) || !st->prepared_weights)
+    if (!(job->call->constant_operands & RAYO_CONSTANT_B) || st->prepared_weights < X86_PREPARED_ALL)
         return;
-    pthread_mutex_lock(&st->prepared_lock);
-    for (const x86_prepared *e = st->prepared; e; e = e->next)
-        if (prepared_matches(e, job)) {
-            job->kept = e->panels, job->kept_ready = 1;
-            break;
-        }
-    pthread_mutex_unlock(&st->prepared_lock);
-    if (job->kept)
-        return;
-    size_t blocks = panel_count(job) * (job->blocks << job->shift);
-    size_t bytes = blocks * sizeof(panel_block);
-    x86_prepared *e = calloc(1, sizeof *e);
-    panel_block *panels = e ? (panel_block *)(void *)cpu_alloc_floats(&st->cpu, bytes / sizeof(float)) : NULL;
-    if (!panels) {
-        free(e);
-        return;
-    }
-    *e = (x86_prepared){ NULL, job->call->b, job->bdt, job->call->n, job->call->k, job->b_stride, job->tile.cols,
-                         job->tile.q8_offset, panels };
-    job->kept = panels, job->kept_ready = 0;
-    *kept_entry = e;
+    x86_prepared_key key = panels_key(job);
+    job->kept = x86_prepared_find(st, &key);
+    job->kept_ready = job->kept != NULL;
+    if (!job->kept)
+        job->kept = (panel_block *)(void *)cpu_alloc_floats(
+            &st->cpu, panel_count(job) * (job->blocks << job->shift) * (sizeof(panel_block) / sizeof(float)));
 }
 
-static void prepared_free(const x86_state *st, x86_prepared *e)
+/* After the call: panels it packed (packed: all of them) are kept, others freed. */
+static void keep_panels(x86_state *st, const qmatmul_job *job, int packed)
 {
-    cpu_free(&st->cpu, e->panels);
-    free(e);
-}
-
-/* After a call that packed its panels into e's memory (packed: they all
- * were), e joins the list; a twin another thread added meanwhile wins. */
-static void keep_prepared(x86_state *st, x86_prepared *e, int packed)
-{
-    if (!e)
+    if (!job->kept || job->kept_ready)
         return;
-    int twin = 0;
-    pthread_mutex_lock(&st->prepared_lock);
-    for (const x86_prepared *o = st->prepared; o && packed && !twin; o = o->next)
-        twin = o->b == e->b && o->bdt == e->bdt && o->n == e->n && o->k == e->k && o->b_stride == e->b_stride &&
-               o->cols == e->cols && o->q8_offset == e->q8_offset;
-    if (packed && !twin) {
-        e->next = st->prepared;
-        st->prepared = e;
-        e = NULL;
-    }
-    pthread_mutex_unlock(&st->prepared_lock);
-    if (e)
-        prepared_free(st, e);
-}
-
-void x86_qmatmul_release(cpu_state *base, const void *data, size_t bytes)
-{
-    x86_state *st = (x86_state *)base;
-    x86_prepared *gone = NULL;
-    uintptr_t lo = (uintptr_t)data, hi = lo + bytes;
-    pthread_mutex_lock(&st->prepared_lock);
-    for (x86_prepared **at = &st->prepared; *at;) {
-        x86_prepared *e = *at;
-        if ((uintptr_t)e->b >= lo && (uintptr_t)e->b < hi) {
-            *at = e->next;
-            e->next = gone;
-            gone = e;
-        } else {
-            at = &e->next;
-        }
-    }
-    pthread_mutex_unlock(&st->prepared_lock);
-    while (gone) {
-        x86_prepared *next = gone->next;
-        prepared_free(st, gone);
-        gone = next;
-    }
-}
-
-void x86_qmatmul_release_all(x86_state *st)
-{
-    while (st->prepared) {
-        x86_prepared *next = st->prepared->next;
-        prepared_free(st, st->prepared);
-        st->prepared = next;
-    }
+    x86_prepared_key key = panels_key(job);
+    if (packed)
+        x86_prepared_keep(st, &key, job->kept);
+    else
+        cpu_free(&st->cpu, job->kept);
 }
 
 /* ---- the call ----------------------------------------------------------------- */
@@ -808,8 +736,7 @@ rayo_status x86_qmatmul_run(void *state, const rayo_call *call, x86_sgemm_fn *sg
     rayo_dtype_row_bytes(bdt, call->ldb ? call->ldb : call->k, &job.b_stride); /* validated by the core */
     rayo_dtype_row_bytes(bdt, call->k, &job.row_bytes);
     size_t values = call->m * call->k, blocks = call->m * job.blocks, threads = cpu_threads(st);
-    x86_prepared *kept_entry;
-    find_prepared((x86_state *)state, &job, &kept_entry);
+    find_panels((x86_state *)state, &job);
     float *a = cpu_alloc_floats(st, values / 4 + 4 * blocks + call->m + (call->m + 3) / 4);
     if (!job.kept)
         job.panels = (panel_block *)(void *)cpu_alloc_floats(st, (threads * job.blocks << job.shift) * sizeof(panel_block) / 4);
@@ -821,7 +748,7 @@ rayo_status x86_qmatmul_run(void *state, const rayo_call *call, x86_sgemm_fn *sg
         job.row_ok = (unsigned char *)(void *)(job.row_dmax + call->m);
         s = run_rounded(state, &job, round_a(st, &job), sgemm, &packed);
     }
-    keep_prepared((x86_state *)state, kept_entry, packed);
+    keep_panels((x86_state *)state, &job, packed);
     cpu_free(st, a);
     cpu_free(st, job.panels);
     return s;
