@@ -1122,7 +1122,7 @@ static double lanes_row_dot(const lanes_job *job, size_t r)
     __m512 acc = _mm512_setzero_ps();
     for (size_t c = 0; c < job->chunks; c++, p += chunk_bytes) {
         const int8_t *xg = job->xg + 512 * c;
-        _mm_prefetch((const char *)p + 8 * chunk_bytes, _MM_HINT_T0);
+        x86_prefetch_run((const char *)p + PREFETCH_BYTES, chunk_bytes);
         __m512i sum = _mm512_setzero_si512();
         if (job->dt == RAYO_DTYPE_Q4_0) {
             UNROLL for (int t = 0; t < 4; t++)
