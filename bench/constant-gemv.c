@@ -9,7 +9,9 @@
  * constant (rayo_buffer_set_constant: a backend may keep A in a layout of
  * its own, made at the first call, which is timed apart).  They are
  * submitted alternately, R times each; each line is one submit and wait,
- * wall clock, with A's bytes per second.  A (tens of MB at the default
+ * wall clock, with A's bytes per second, and a third line is the
+ * reference: rayo_sum on the same backend over a float array of A's size
+ * (a vectorized read of as many bytes, from memory too).  A (tens of MB at the default
  * 32000 x 2048) does not stay in the caches between submits.  The backend's
  * settings come from rayo.conf and RAYO_CONFIG as usual (threads,
  * [backend.NAME] prepared_weights). */
@@ -31,6 +33,17 @@ static double now(void)
 static float random_value(void)
 {
     return (float)rand() / (float)RAND_MAX - 0.5f;
+}
+
+/* The reference: one rayo_sum over `floats` floats on the backend, seconds. */
+static double timed_read(rayo_context *ctx, const char *backend, const float *data, size_t floats)
+{
+    float result = 0.0f;
+    rayo_call c = {.struct_size = sizeof c, .op = RAYO_OP_SUM, .n = floats, .a = data, .y = &result};
+    double t0 = now();
+    if (rayo_run_on(ctx, backend, &c) != RAYO_OK)
+        return -1.0;
+    return now() - t0;
 }
 
 /* One submit and wait: its seconds, or a negative number on an error. */
@@ -112,15 +125,21 @@ int main(int argc, char **argv)
            (double)wbytes / 1e6, rayo_thread_count(ctx));
     double first = timed(b[1]);
     printf("constant, first call (lays the weights out): %.3f ms\n", first * 1e3);
-    for (int r = 0; r < reps && first >= 0.0; r++)
-        for (int c = 0; c < 2; c++) {
-            double t = timed(b[c]);
+    size_t floats = wbytes / sizeof(float);
+    float *ref = malloc(floats * sizeof(float));
+    for (size_t i = 0; ref && i < floats; i++)
+        ref[i] = 1.0f;
+    for (int r = 0; r < reps && first >= 0.0 && ref; r++)
+        for (int c = 0; c < 3; c++) {
+            double t = c == 2 ? timed_read(ctx, backend, ref, floats) : timed(b[c]);
             if (t < 0.0) {
                 fprintf(stderr, "constant-gemv: %s\n", rayo_last_error());
                 return 1;
             }
-            printf("%-8s %.3f ms %.2f GB/s\n", c ? "constant" : "plain", t * 1e3, (double)wbytes / t / 1e9);
+            printf("%-8s %.3f ms %.2f GB/s\n", c == 2 ? "read" : c ? "constant" : "plain", t * 1e3,
+                   (double)(c == 2 ? floats * sizeof(float) : wbytes) / t / 1e9);
         }
+    free(ref);
     for (int c = 0; c < 2; c++) {
         rayo_batch_destroy(b[c]);
         rayo_buffer_destroy(w[c]);
